@@ -1,0 +1,30 @@
+//! walj: a write-ahead journal that makes Claude Code sessions crash-resilient.
+//!
+//! Data flows one way (DESIGN §1): `walj hook` appends records to `.walj/journal.jsonl`
+//! and images to `.walj/store`; everything else reads the journal through [`fold`] and
+//! records what the user decides by appending more records.
+//!
+//! - [`journal`]: the line format, the tolerant reader, the durable appender.
+//! - [`store`]: content-addressed pre- and post-images (git blob ids).
+//! - [`payload`], [`hook`]: Claude Code hook payloads and the hook itself.
+//! - [`fold`]: records → entry states and session context.
+//! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
+//! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
+
+#![forbid(unsafe_code)]
+
+pub mod announce;
+pub mod checkpoint;
+pub mod cmd;
+pub mod config;
+pub mod fold;
+pub mod fsutil;
+pub mod git;
+pub mod hook;
+pub mod journal;
+pub mod payload;
+pub mod procinfo;
+pub mod project;
+pub mod report;
+pub mod store;
+pub mod style;

@@ -1,0 +1,127 @@
+//! What the SessionStart hook tells the user and Claude (DESIGN §5, issue 2 item 8).
+//!
+//! Two sources ride on one JSON output: (1) crashed sessions that left unresolved entries,
+//! announced once each (an `announced` session record); (2) briefs waiting in `handoff`
+//! records (hand-back, resume), delivered once each (a `delivered` session record).
+//! `systemMessage` is for the user; `additionalContext` is for Claude.
+
+use serde_json::Value;
+
+use crate::fold::{Entry, EntryState, Fold, SessionInfo};
+use crate::journal::kind;
+
+/// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
+pub const MAX_CONTEXT: usize = 9_500;
+
+#[derive(Debug, Default)]
+pub struct StartNote {
+    /// The JSON object to print, if there is anything to say.
+    pub output: Option<Value>,
+    /// Session records to append: (`announced`, session id) and (`delivered`, action).
+    pub marks: Vec<(&'static str, String)>,
+}
+
+/// How an entry reads in a note.
+pub fn describe_state(e: &Entry) -> &'static str {
+    match e.state() {
+        EntryState::InFlight => "in flight: the tool may not have run, or not finished",
+        EntryState::Applied => "applied but never verified",
+        EntryState::Failed => "the tool failed part-way",
+        EntryState::Drifted => "the file changed since",
+        _ => "settled",
+    }
+}
+
+/// Builds the SessionStart note. `crashed` tells whether a session counts as crashed
+/// (injected so tests need no processes).
+pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionInfo) -> bool) -> StartNote {
+    let mut note = StartNote::default();
+    let mut user = Vec::new();
+    let mut claude = Vec::new();
+    for s in &fold.sessions {
+        if s.announced || !crashed(s) {
+            continue;
+        }
+        let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+        if open.is_empty() {
+            continue;
+        }
+        let paths: Vec<&str> = open.iter().map(|e| e.path.as_str()).collect();
+        let same = if s.session == current { " (this session, resumed)" } else { "" };
+        user.push(format!(
+            "walj: your last session {}{} ended unexpectedly with {} change{} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
+            s.sid,
+            same,
+            open.len(),
+            if open.len() == 1 { "" } else { "s" },
+            list_short(&paths, 5)
+        ));
+        let mut c = format!(
+            "walj recovery note: the Claude Code session {}{} ended unexpectedly (crashed, no SessionEnd) with {} unfinished change{}:\n",
+            s.session,
+            same,
+            open.len(),
+            if open.len() == 1 { "" } else { "s" }
+        );
+        for e in &open {
+            c.push_str(&format!("- {} ({} {}, {})\n", e.path, e.tool, e.event, describe_state(e)));
+        }
+        if let Some(p) = s.last_prompt() {
+            c.push_str(&format!("The user's last request was: {}\n", one_line(p, 300)));
+        }
+        let open_todos: Vec<_> = s.todos.iter().filter(|t| t.is_open()).collect();
+        if !open_todos.is_empty() {
+            c.push_str("Open todos: ");
+            c.push_str(
+                &open_todos.iter().map(|t| format!("[{}] {}", t.status, t.content)).collect::<Vec<_>>().join("; "),
+            );
+            c.push('\n');
+        }
+        c.push_str("Do not assume these changes are complete; check them before building on them. The user can review them with `walj tui`.");
+        claude.push(c);
+        note.marks.push((kind::ANNOUNCED, s.session.clone()));
+    }
+    for h in fold.pending_handoffs() {
+        claude.push(h.brief.clone());
+        note.marks.push((kind::DELIVERED, h.action.clone()));
+        user.push(format!(
+            "walj: handed a brief back to Claude ({} entr{}).",
+            h.entries.len(),
+            if h.entries.len() == 1 { "y" } else { "ies" }
+        ));
+    }
+    if claude.is_empty() && user.is_empty() {
+        return note;
+    }
+    let mut context = claude.join("\n\n");
+    if context.len() > MAX_CONTEXT {
+        let mut end = MAX_CONTEXT;
+        while !context.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = context.len() - end;
+        context.truncate(end);
+        context.push_str(&format!("\n[walj: {cut} more bytes cut; run `walj recover` for the full list]"));
+    }
+    let message = user.join("\n");
+    note.output = Some(crate::hook::session_start_json(Some(&message), Some(&context)));
+    note
+}
+
+fn list_short(items: &[&str], max: usize) -> String {
+    let mut s = items.iter().take(max).copied().collect::<Vec<_>>().join(", ");
+    if items.len() > max {
+        s.push_str(&format!(" and {} more", items.len() - max));
+    }
+    s
+}
+
+/// The first line of `s`, at most `max` chars.
+pub fn one_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if out.len() < line.len() || s.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,218 @@
+//! `.walj/config.toml`: event types, capture limits, never-capture globs, retention, keys.
+//!
+//! ```toml
+//! [capture]
+//! max_bytes = 8388608                 # larger files are recorded by id only
+//! never = [".env", ".env.*", "*.pem"] # recorded by id only, never stored
+//!
+//! [[events]]                          # first match wins (the proposal's detect_event)
+//! glob = "config/**"
+//! event = "config_updated"
+//!
+//! [bash]
+//! snapshot = true                     # record files changed by Bash commands
+//! max_files = 20000                   # outside git: scan at most this many files
+//!
+//! [retention]
+//! days = 30                           # walj compact drops settled records older than this
+//!
+//! [keys]                              # walj tui key overrides, e.g. revert = ["r", "x"]
+//! ```
+
+use std::path::Path;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub const DEFAULT_NEVER: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa*", "*.p12"];
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub capture: Capture,
+    pub events: Vec<EventRule>,
+    pub bash: Bash,
+    pub retention: Retention,
+    /// TUI key overrides: action name → keys.
+    pub keys: toml::Table,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Capture {
+    pub max_bytes: u64,
+    pub never: Vec<String>,
+}
+
+impl Default for Capture {
+    fn default() -> Self {
+        Capture { max_bytes: DEFAULT_MAX_BYTES, never: DEFAULT_NEVER.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventRule {
+    pub glob: String,
+    pub event: String,
+    /// Only for these tools (default: any).
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Bash {
+    pub snapshot: bool,
+    pub max_files: usize,
+    pub max_ms: u64,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Bash { snapshot: true, max_files: 20_000, max_ms: 200 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Retention {
+    pub days: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { days: 30 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl Config {
+    /// Loads the config; a missing file is the default config.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(ConfigError { path: path.display().to_string(), message: e.to_string() }),
+        };
+        let cfg: Config = toml::from_str(&text)
+            .map_err(|e| ConfigError { path: path.display().to_string(), message: e.to_string() })?;
+        cfg.matcher().map_err(|message| ConfigError { path: path.display().to_string(), message })?;
+        Ok(cfg)
+    }
+
+    /// Compiles the globs.
+    pub fn matcher(&self) -> Result<Matcher, String> {
+        let never = build_set(&self.capture.never)?;
+        let event_globs: Vec<String> = self.events.iter().map(|r| r.glob.clone()).collect();
+        let events = build_set(&event_globs)?;
+        Ok(Matcher { never, events, rules: self.events.clone() })
+    }
+}
+
+fn build_set(globs: &[String]) -> Result<GlobSet, String> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g).map_err(|e| format!("bad glob {g:?}: {e}"))?);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// Compiled path rules.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    never: GlobSet,
+    events: GlobSet,
+    rules: Vec<EventRule>,
+}
+
+impl Matcher {
+    /// True when a path must never be captured (matched on the path and on its file name).
+    pub fn never_capture(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        self.never.is_match(rel) || self.never.is_match(name)
+    }
+
+    /// The user's event type for `rel` (first matching rule), if any.
+    pub fn user_event(&self, rel: &str, tool: &str) -> Option<&str> {
+        let mut matches = self.events.matches(rel);
+        matches.sort_unstable();
+        matches
+            .into_iter()
+            .map(|i| &self.rules[i])
+            // A rule restricted to other tools does not count: try the next one.
+            .find(|r| r.tools.is_empty() || r.tools.iter().any(|t| t == tool))
+            .map(|r| r.event.as_str())
+    }
+}
+
+/// Default event names.
+pub mod event {
+    pub const ARTIFACT_CREATED: &str = "artifact_created";
+    pub const FILE_MODIFIED: &str = "file_modified";
+    pub const FILE_DELETED: &str = "file_deleted";
+    pub const NOTEBOOK_MODIFIED: &str = "notebook_modified";
+    pub const COMMAND_RUN: &str = "command_run";
+    pub const TODO_UPDATED: &str = "todo_updated";
+    pub const SESSION: &str = "session";
+}
+
+/// The event type of a change to `rel` by `tool`: the user's rule, else a default.
+pub fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {
+    if let Some(e) = m.and_then(|m| m.user_event(rel, tool)) {
+        return e.to_string();
+    }
+    if tool == "NotebookEdit" {
+        event::NOTEBOOK_MODIFIED
+    } else if created {
+        event::ARTIFACT_CREATED
+    } else if deleted {
+        event::FILE_DELETED
+    } else {
+        event::FILE_MODIFIED
+    }
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_rules() {
+        let cfg: Config = toml::from_str(
+            r#"
+            [[events]]
+            glob = "config/**"
+            event = "config_updated"
+            [[events]]
+            glob = "**/*.md"
+            event = "docs_changed"
+            tools = ["Write"]
+            [[events]]
+            glob = "docs/**"
+            event = "docs_touched"
+            "#,
+        )
+        .unwrap();
+        let m = cfg.matcher().unwrap();
+        assert!(m.never_capture(".env"));
+        assert!(m.never_capture("deploy/.env.prod"));
+        assert!(m.never_capture("keys/server.pem"));
+        assert!(m.never_capture("home/id_rsa.pub"));
+        assert!(!m.never_capture("src/env.rs"));
+        assert_eq!(detect_event(Some(&m), "config/settings.json", "Edit", false, false), "config_updated");
+        assert_eq!(detect_event(Some(&m), "docs/a.md", "Write", false, false), "docs_changed");
+        assert_eq!(detect_event(Some(&m), "docs/a.md", "Edit", false, false), "docs_touched");
+        assert_eq!(detect_event(Some(&m), "src/new.rs", "Write", true, false), "artifact_created");
+        assert_eq!(detect_event(None, "a.ipynb", "NotebookEdit", false, false), "notebook_modified");
+        assert!(toml::from_str::<Config>("[capture]\nmax_byte = 1\n").is_err());
+    }
+}

@@ -1,0 +1,421 @@
+//! `walj hook`: one Claude Code hook payload on stdin → journal records (DESIGN §5).
+//!
+//! The hook never blocks Claude: every error is logged (to `.walj/errors.log` when it
+//! can, and stderr) and the process exits 0. It prints nothing on stdout except at
+//! SessionStart, where it may print one JSON object (recovery note, hand-back briefs).
+//! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
+//! config only if the file exists, reads the file, stores its image and appends one line.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::config::{self, Config, Matcher};
+use crate::fold::{Fold, FoldOptions, SessionStatus};
+use crate::journal::{Blob, JournalWriter, Record, kind, op};
+use crate::payload::{FILE_TOOLS, HookEvent, Payload, TODO_TOOLS, clip};
+use crate::procinfo;
+use crate::project::{Located, Project};
+use crate::store::{Store, blob_id};
+use crate::{announce, checkpoint};
+
+/// Largest prompt / message text kept in a record.
+const MAX_TEXT: usize = 64 * 1024;
+const MAX_ERROR: usize = 4 * 1024;
+
+#[derive(Debug, Default, Clone)]
+pub struct HookOptions {
+    pub project: Option<PathBuf>,
+    pub journal: Option<PathBuf>,
+}
+
+/// What the hook prints (only ever at SessionStart).
+#[derive(Debug, Default)]
+pub struct HookOutcome {
+    pub stdout: Option<String>,
+    pub errors: Vec<String>,
+}
+
+/// Handles one payload. Never fails: problems are returned in `errors` for logging.
+pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
+    let mut out = HookOutcome::default();
+    let process_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let payload = match Payload::parse(input) {
+        Ok(p) => p,
+        Err(e) => {
+            let project = Project::discover(opts.project.as_deref(), &process_cwd, opts.journal.as_deref());
+            log_error(&project, &e);
+            out.errors.push(e);
+            return out;
+        }
+    };
+    let cwd = payload.cwd().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
+    let project = Project::discover(opts.project.as_deref(), &cwd, opts.journal.as_deref());
+    let ctx = Ctx { project: &project, payload: &payload, cwd: &cwd };
+    match ctx.handle() {
+        Ok(stdout) => out.stdout = stdout,
+        Err(e) => {
+            let msg = format!("{}: {e}", payload.event_name().unwrap_or("hook"));
+            log_error(&project, &msg);
+            out.errors.push(msg);
+        }
+    }
+    out
+}
+
+/// Appends a line to `.walj/errors.log` (best effort) and prints it on stderr.
+pub fn log_error(project: &Project, msg: &str) {
+    eprintln!("walj hook: {msg}");
+    if project.ensure_dir().is_err() {
+        return;
+    }
+    let line = format!("{} {}\n", crate::journal::record::now_ts(), msg.replace('\n', " "));
+    if let Ok(mut f) =
+        crate::fsutil::open_private(&project.errors_log(), std::fs::OpenOptions::new().create(true).append(true))
+    {
+        let _ = std::io::Write::write_all(&mut f, line.as_bytes());
+    }
+}
+
+struct Ctx<'a> {
+    project: &'a Project,
+    payload: &'a Payload,
+    cwd: &'a Path,
+}
+
+type HookResult = Result<Option<String>, Box<dyn std::error::Error>>;
+
+impl Ctx<'_> {
+    fn handle(&self) -> HookResult {
+        let Some(event) = self.payload.event() else {
+            // Unknown events are not errors: newer clients send events walj does not know.
+            return Ok(None);
+        };
+        let tool = self.payload.tool_name();
+        match event {
+            HookEvent::PreToolUse if FILE_TOOLS.contains(&tool) => self.file_intent(),
+            HookEvent::PreToolUse if tool == "Bash" => self.bash(op::INTENT),
+            HookEvent::PostToolUse | HookEvent::PostToolUseFailure if FILE_TOOLS.contains(&tool) => {
+                self.file_outcome(event == HookEvent::PostToolUseFailure)
+            }
+            HookEvent::PostToolUse if tool == "Bash" => self.bash(op::APPLIED),
+            HookEvent::PostToolUseFailure if tool == "Bash" => self.bash(op::FAILED),
+            HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
+            HookEvent::UserPromptSubmit => {
+                let r = self
+                    .session_record(kind::PROMPT)
+                    .with("prompt", clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
+                self.append(&[r])
+            }
+            HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
+            HookEvent::PreCompact => {
+                let mut r = self.session_record(kind::COMPACT);
+                r = r.with("trigger", self.payload.str("trigger").unwrap_or(""));
+                if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
+                    r = r.with("custom_instructions", clip(ci, MAX_TEXT));
+                }
+                self.append(&[r])
+            }
+            HookEvent::SessionStart => self.session_start(),
+            HookEvent::SessionEnd => {
+                let r = self.session_record(kind::END).with("reason", self.payload.str("reason").unwrap_or("other"));
+                self.append(&[r])
+            }
+        }
+    }
+
+    fn append(&self, records: &[Record]) -> HookResult {
+        self.project.ensure_dir()?;
+        JournalWriter::new(&self.project.journal).append_all(records)?;
+        Ok(None)
+    }
+
+    /// A record of this payload's session, stamped with the Claude Code process.
+    fn record(&self, op_name: &str) -> Record {
+        let mut r = Record::new(op_name, self.payload.session_id());
+        if let Some(p) = procinfo::claude_process() {
+            r.pid = Some(p.pid);
+            r.pstart = Some(p.start);
+        }
+        r
+    }
+
+    fn session_record(&self, k: &str) -> Record {
+        let mut r = self.record(op::SESSION);
+        r.event = config::event::SESSION.to_string();
+        r.kind = Some(k.to_string());
+        if let Some(t) = self.payload.str("transcript_path") {
+            r = r.with("transcript", t);
+        }
+        r
+    }
+
+    /// The tool call's id, or a generated one to be paired by (session, tool, path, order).
+    fn call_id(&self, r: &mut Record) {
+        match self.payload.tool_use_id() {
+            Some(id) => r.id = id.to_string(),
+            None => {
+                r.id = format!("w{}", unique_suffix());
+                r.extra.insert("pair".into(), Value::Bool(true));
+            }
+        }
+    }
+
+    fn file_intent(&self) -> HookResult {
+        let tool = self.payload.tool_name();
+        let mut r = self.record(op::INTENT);
+        r.tool = Some(tool.to_string());
+        self.call_id(&mut r);
+        let Some(file_path) = self.payload.file_path() else {
+            return Err("PreToolUse without a file_path".into());
+        };
+        match self.project.locate(file_path, Some(self.cwd)) {
+            Located::Outside(abs) => {
+                r.path = abs.to_string_lossy().into_owned();
+                r.outside = true;
+                r.event = config::detect_event(None, &r.path, tool, false, false);
+            }
+            Located::Inside { rel, abs } => {
+                let (cfg, matcher) = self.config();
+                let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
+                let created = image.blob.is_absent();
+                r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
+                r.path = rel;
+                r.before = Some(image.blob);
+                r.nocap = image.nocap;
+            }
+        }
+        self.append(&[r])
+    }
+
+    fn file_outcome(&self, failed: bool) -> HookResult {
+        let tool = self.payload.tool_name();
+        let mut r = self.record(if failed { op::FAILED } else { op::APPLIED });
+        r.tool = Some(tool.to_string());
+        self.call_id(&mut r);
+        let Some(file_path) = self.payload.file_path() else {
+            return Err("PostToolUse without a file_path".into());
+        };
+        if failed {
+            let err = self.payload.str("error").unwrap_or("");
+            r = r.with("error", clip(err, MAX_ERROR));
+            if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
+                r = r.with("interrupted", true);
+            }
+        }
+        match self.project.locate(file_path, Some(self.cwd)) {
+            Located::Outside(abs) => {
+                r.path = abs.to_string_lossy().into_owned();
+                r.outside = true;
+                r.event = config::detect_event(None, &r.path, tool, false, false);
+            }
+            Located::Inside { rel, abs } => {
+                let (cfg, matcher) = self.config();
+                let store = self.project.store_dir();
+                // The response's original content is the real pre-image: keep it in case
+                // the intent was never recorded (hooks installed mid-call, empty stdin).
+                let original = self
+                    .payload
+                    .response_field("originalFile")
+                    .or_else(|| self.payload.response_field("originalFileContents"));
+                let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
+                    || original.is_some_and(Value::is_null);
+                if let Some(Value::String(orig)) = original {
+                    if !never(&rel, matcher.as_ref()) && (orig.len() as u64) <= cfg.capture.max_bytes {
+                        r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+                    }
+                } else if created {
+                    r.before = Some(Blob::Absent);
+                }
+                if !failed {
+                    let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
+                    r.after = Some(image.blob);
+                    r.nocap = image.nocap;
+                }
+                r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
+                r.path = rel;
+            }
+        }
+        self.append(&[r])
+    }
+
+    fn bash(&self, op_name: &str) -> HookResult {
+        let mut r = self.record(op_name);
+        r.tool = Some("Bash".to_string());
+        r.event = config::event::COMMAND_RUN.to_string();
+        self.call_id(&mut r);
+        let command = self.payload.input_str("command").unwrap_or("");
+        r = r.with("command", clip(command, MAX_ERROR));
+        if op_name == op::INTENT {
+            if let Some(d) = self.payload.input_str("description") {
+                r = r.with("description", clip(d, 1024));
+            }
+            let bg = self.payload.tool_input().get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
+            if bg {
+                r = r.with("background", true);
+            }
+            r = r.with("cwd", self.cwd.to_string_lossy().into_owned());
+        } else if op_name == op::APPLIED {
+            if let Some(t) = self.payload.response_field("backgroundTaskId").and_then(Value::as_str) {
+                r = r.with("task_id", t);
+            }
+            if self.payload.response_field("interrupted").and_then(Value::as_bool) == Some(true) {
+                r = r.with("interrupted", true);
+            }
+        } else {
+            r = r.with("error", clip(self.payload.str("error").unwrap_or(""), MAX_ERROR));
+            if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
+                r = r.with("interrupted", true);
+            }
+        }
+        self.append(&[r])
+    }
+
+    fn todos(&self) -> HookResult {
+        let tool = self.payload.tool_name();
+        let mut r = self.session_record(if tool == "TodoWrite" { kind::TODOS } else { kind::TASK });
+        r.event = config::event::TODO_UPDATED.to_string();
+        r.tool = Some(tool.to_string());
+        if let Some(id) = self.payload.tool_use_id() {
+            r.id = id.to_string();
+        }
+        if tool == "TodoWrite" {
+            let todos = self
+                .payload
+                .tool_input()
+                .get("todos")
+                .or_else(|| self.payload.response_field("newTodos"))
+                .cloned()
+                .unwrap_or(Value::Array(vec![]));
+            r = r.with("todos", todos);
+        } else {
+            r = r.with("input", self.payload.tool_input().clone());
+            let resp = match self.payload.tool_response() {
+                Value::String(s) => Value::String(clip(s, 2048)),
+                other => other.clone(),
+            };
+            r = r.with("response", resp);
+        }
+        self.append(&[r])
+    }
+
+    fn stop(&self, main_agent: bool) -> HookResult {
+        let mut r = self.session_record(if main_agent { kind::STOP } else { kind::SUBAGENT_STOP });
+        if let Some(m) = self.payload.str("last_assistant_message") {
+            r = r.with("last_assistant_message", clip(m, 16 * 1024));
+        }
+        if let Some(b) = self.payload.0.get("background_tasks").filter(|b| b.is_array()) {
+            r = r.with("background_tasks", b.clone());
+        }
+        for key in ["agent_id", "agent_transcript_path"] {
+            if let Some(v) = self.payload.str(key) {
+                r = r.with(key, v);
+            }
+        }
+        self.append(&[r])?;
+        // Verify this session's applied entries; at the main agent's Stop no tool call is
+        // running, so intents whose file is unchanged were not applied (denied).
+        checkpoint::checkpoint(self.project, Some(self.payload.session_id()), main_agent, false)?;
+        Ok(None)
+    }
+
+    fn session_start(&self) -> HookResult {
+        // Fold before recording this start: a resumed crashed session must still look crashed.
+        let fold = Fold::load(&self.project.journal, &FoldOptions::default())?;
+        let mut r = self.session_record(kind::START);
+        r = r.with("source", self.payload.str("source").unwrap_or("startup"));
+        if let Some(m) = self.payload.0.get("model") {
+            // `model` is a string in the docs and an object in some versions.
+            let m = m.as_str().map(str::to_string).or_else(|| m.get("id").and_then(Value::as_str).map(str::to_string));
+            if let Some(m) = m {
+                r = r.with("model", m);
+            }
+        }
+        r = r.with("cwd", self.cwd.to_string_lossy().into_owned());
+        let (head, branch) = crate::git::head_info(&self.project.root);
+        if let Some(h) = head {
+            r = r.with("head", h);
+        }
+        if let Some(b) = branch {
+            r = r.with("branch", b);
+        }
+        let mut records = vec![r];
+        let note =
+            announce::session_start_note(&fold, self.payload.session_id(), |s| s.status() == SessionStatus::Crashed);
+        for (k, target) in &note.marks {
+            let mut m = self.session_record(k);
+            m.target = Some(target.clone());
+            records.push(m);
+        }
+        self.append(&records)?;
+        Ok(note.output.map(|o| o.to_string()))
+    }
+
+    /// The config and its compiled globs; a broken config falls back to the defaults
+    /// (and is reported), the hook must go on.
+    fn config(&self) -> (Config, Option<Matcher>) {
+        let path = self.project.config_path();
+        let cfg = match Config::load(&path) {
+            Ok(c) => c,
+            Err(e) => {
+                log_error(self.project, &format!("config ignored: {e}"));
+                Config::default()
+            }
+        };
+        let m = cfg.matcher().ok();
+        (cfg, m)
+    }
+}
+
+fn never(rel: &str, m: Option<&Matcher>) -> bool {
+    m.is_some_and(|m| m.never_capture(rel))
+}
+
+/// A captured image: the blob (stored unless `nocap` says why not).
+pub struct Image {
+    pub blob: Blob,
+    pub nocap: Option<String>,
+}
+
+/// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
+/// never-capture glob (then only the id is recorded).
+pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> std::io::Result<Image> {
+    let meta = match std::fs::metadata(abs) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Image { blob: Blob::Absent, nocap: None }),
+        Err(e) => return Err(e),
+    };
+    if meta.is_dir() {
+        return Ok(Image { blob: Blob::Absent, nocap: Some("directory".into()) });
+    }
+    if never(rel, m) {
+        let bytes = std::fs::read(abs)?;
+        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("never_capture".into()) });
+    }
+    if meta.len() > cfg.capture.max_bytes {
+        // Hash without keeping the whole file in memory twice.
+        let bytes = std::fs::read(abs)?;
+        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("too_large".into()) });
+    }
+    let bytes = std::fs::read(abs)?;
+    let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
+    Ok(Image { blob: Blob::Id(id), nocap: None })
+}
+
+fn unique_suffix() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    format!("{:x}{:05x}", now.as_micros(), std::process::id() & 0xfffff)
+}
+
+/// The hook's default JSON output shape at SessionStart.
+pub fn session_start_json(system_message: Option<&str>, context: Option<&str>) -> Value {
+    let mut o = json!({});
+    if let Some(m) = system_message {
+        o["systemMessage"] = json!(m);
+    }
+    if let Some(c) = context {
+        o["hookSpecificOutput"] = json!({"hookEventName": "SessionStart", "additionalContext": c});
+    }
+    o
+}

@@ -1,0 +1,218 @@
+//! Tolerant streaming reader (DESIGN §3).
+//!
+//! Reads the journal in fixed-size chunks (memory does not grow with the journal),
+//! hands every complete line to a callback with its line number and byte offset, and
+//! reports what it skipped: blank lines silently, malformed lines and checksum
+//! failures by line number, an unterminated last line as a torn tail.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use super::record::{Record, check_crc, parse_record};
+
+/// One complete line of the journal, without its `\n`.
+pub struct RawLine<'a> {
+    /// 1-based line number.
+    pub line_no: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    pub bytes: &'a [u8],
+}
+
+/// What the reader skipped or noticed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Not a JSON object (or not UTF-8).
+    Malformed { line: u64, error: String },
+    /// The line parses but its checksum does not match (bit rot, hand edits).
+    BadChecksum { line: u64 },
+    /// The last line has no `\n`: a write cut short by a crash. Healed by the next append.
+    TornTail { line: u64, bytes: u64 },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Malformed { line, error } => write!(f, "line {line}: malformed, skipped ({error})"),
+            Problem::BadChecksum { line } => write!(f, "line {line}: checksum mismatch, skipped"),
+            Problem::TornTail { line, bytes } => {
+                write!(f, "line {line}: torn tail ({bytes} bytes without newline), skipped")
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ScanReport {
+    pub lines: u64,
+    pub bytes: u64,
+    pub problems: Vec<Problem>,
+}
+
+impl ScanReport {
+    /// Problems beyond this many are counted, not kept (a garbage file must not eat memory).
+    const MAX_KEPT: usize = 1000;
+    pub(crate) fn push(&mut self, p: Problem) {
+        if self.problems.len() < Self::MAX_KEPT {
+            self.problems.push(p);
+        }
+    }
+}
+
+const CHUNK: usize = 1 << 20;
+
+/// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
+pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    let mut report = ScanReport::default();
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
+        Err(e) => return Err(e),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK * 2);
+    let mut base: u64 = 0; // file offset of buf[0]
+    let mut line_no: u64 = 0;
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut start = 0usize;
+        while let Some(rel) = memchr(b'\n', &buf[start..]) {
+            let end = start + rel;
+            line_no += 1;
+            let bytes = trim(&buf[start..end]);
+            if !bytes.is_empty() {
+                f(RawLine { line_no, offset: base + start as u64, bytes });
+            }
+            start = end + 1;
+        }
+        buf.drain(..start);
+        base += start as u64;
+    }
+    report.lines = line_no;
+    report.bytes = base + buf.len() as u64;
+    if !trim(&buf).is_empty() {
+        // Zero-filled tails (a crash after the size was extended) count as torn too.
+        report.push(Problem::TornTail { line: line_no + 1, bytes: buf.len() as u64 });
+    }
+    Ok(report)
+}
+
+/// Calls `f` for every record that parses and whose checksum (if any) holds.
+pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<ScanReport> {
+    let mut problems = Vec::new();
+    let mut report = scan_lines(path, |raw| match check_line(raw.line_no, raw.bytes) {
+        Ok(()) => match parse_record(raw.bytes) {
+            Ok(r) => f(raw.line_no, r),
+            Err(e) => problems.push(Problem::Malformed { line: raw.line_no, error: e.to_string() }),
+        },
+        Err(p) => problems.push(p),
+    })?;
+    let torn = std::mem::take(&mut report.problems);
+    for p in problems.into_iter().chain(torn) {
+        report.push(p);
+    }
+    Ok(report)
+}
+
+/// Checks a line before parsing: must look like an object, checksum must hold.
+pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<(), Problem> {
+    if bytes.first() != Some(&b'{') {
+        return Err(Problem::Malformed { line: line_no, error: "not a JSON object".into() });
+    }
+    match check_crc(bytes) {
+        Some(false) => Err(Problem::BadChecksum { line: line_no }),
+        _ => Ok(()),
+    }
+}
+
+/// Strips trailing `\r`, spaces and NUL bytes (zeroed sectors) and leading whitespace.
+fn trim(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() || *first == 0 {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() || *last == 0 {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+#[inline]
+pub(crate) fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Substring search used to pre-filter lines before parsing them.
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    let first = needle[0];
+    let mut i = 0;
+    while i + needle.len() <= hay.len() {
+        match memchr(first, &hay[i..=hay.len() - needle.len()]) {
+            None => return false,
+            Some(p) => {
+                let at = i + p;
+                if &hay[at..at + needle.len()] == needle {
+                    return true;
+                }
+                i = at + 1;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::record::{Record, op};
+    use std::io::Write;
+
+    #[test]
+    fn tolerant_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let mut f = File::create(&p).unwrap();
+        let good = Record::new(op::INTENT, "s1").to_line();
+        f.write_all(&good).unwrap();
+        f.write_all(b"\n   \n").unwrap();
+        f.write_all(b"{not json}\n").unwrap();
+        f.write_all(b"{\"v\":1,\"sid\":\"abc\",\"ts\":\"t\",\"event\":\"e\",\"path\":\"p\",\"persisted\":false}\n")
+            .unwrap();
+        let mut bad = good.clone();
+        bad[5] ^= 2;
+        f.write_all(&bad).unwrap();
+        f.write_all(b"{\"v\":2,\"op\":\"intent\"").unwrap();
+        drop(f);
+        let mut n = 0;
+        let rep = scan_records(&p, |_, _| n += 1).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(rep.problems.len(), 3, "{:?}", rep.problems);
+        assert!(matches!(rep.problems[0], Problem::Malformed { line: 4, .. }));
+        assert!(matches!(rep.problems[1], Problem::BadChecksum { line: 6 }));
+        assert!(matches!(rep.problems[2], Problem::TornTail { line: 7, .. }));
+    }
+
+    #[test]
+    fn contains_works() {
+        assert!(contains(b"hello world", b"o w"));
+        assert!(!contains(b"hello", b"hellox"));
+        assert!(contains(b"aab", b"ab"));
+    }
+}

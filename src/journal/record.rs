@@ -1,0 +1,283 @@
+//! The journal's line format (DESIGN §3).
+//!
+//! Every line is one JSON object carrying the six fields of the original proposal
+//! (`v`, `sid`, `ts`, `event`, `path`, `persisted`) so the proposal's own tools keep
+//! working, plus walj's v2 fields. Op-specific data (prompt text, todos, command, …)
+//! lives in named extra fields that are kept verbatim through `extra`, so a rewrite
+//! (`walj compact`, `sessions delete`) never drops a field a newer walj wrote.
+//!
+//! A v2 line ends with `,"crc":"<crc32c hex>"}` where the checksum covers every byte
+//! of the line before `,"crc"`.
+
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The record kinds (`op`). Unknown ops are kept as strings.
+pub mod op {
+    pub const INTENT: &str = "intent";
+    pub const APPLIED: &str = "applied";
+    pub const FAILED: &str = "failed";
+    pub const PERSISTED: &str = "persisted";
+    pub const RESOLVED: &str = "resolved";
+    pub const SESSION: &str = "session";
+    pub const AUDIT: &str = "audit";
+    /// A brief for Claude, delivered at the next SessionStart (hand-back, resume).
+    pub const HANDOFF: &str = "handoff";
+    /// Undo of an earlier triage action (`undoes` names its `action`).
+    pub const UNDO: &str = "undo";
+}
+
+/// `kind` values of `session` records.
+pub mod kind {
+    pub const START: &str = "start";
+    pub const PROMPT: &str = "prompt";
+    pub const STOP: &str = "stop";
+    pub const SUBAGENT_STOP: &str = "subagent_stop";
+    pub const COMPACT: &str = "compact";
+    pub const END: &str = "end";
+    pub const TODOS: &str = "todos";
+    pub const TASK: &str = "task";
+    /// The SessionStart announcement of this (crashed) session was made.
+    pub const ANNOUNCED: &str = "announced";
+    /// A handoff brief (named by `target`) was delivered to a new session.
+    pub const DELIVERED: &str = "delivered";
+}
+
+/// `how` values of `resolved` records.
+pub mod how {
+    pub const DONE: &str = "done";
+    pub const REVERTED: &str = "reverted";
+    pub const HANDED_BACK: &str = "handed_back";
+    pub const NOT_APPLIED: &str = "not_applied";
+}
+
+/// A blob reference: the file was absent (`null` in JSON), or had these bytes (git blob id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Blob {
+    Absent,
+    Id(String),
+}
+
+impl Blob {
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Blob::Absent => None,
+            Blob::Id(s) => Some(s),
+        }
+    }
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Blob::Absent)
+    }
+}
+
+/// Serde helper: a missing field is `None`, `null` is `Some(Blob::Absent)`.
+pub mod blob_field {
+    use super::*;
+    pub fn serialize<S: Serializer>(b: &Option<Blob>, s: S) -> Result<S::Ok, S::Error> {
+        match b {
+            None | Some(Blob::Absent) => s.serialize_none(),
+            Some(Blob::Id(id)) => s.serialize_str(id),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Blob>, D::Error> {
+        let v: Option<String> = Option::deserialize(d)?;
+        Ok(Some(match v {
+            None => Blob::Absent,
+            Some(s) => Blob::Id(s),
+        }))
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// One journal line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Record {
+    /// Schema version: 1 = the proposal's lines, 2 = walj's.
+    #[serde(default)]
+    pub v: u32,
+    /// First 6 chars of the session id.
+    #[serde(default)]
+    pub sid: String,
+    #[serde(default)]
+    pub ts: String,
+    #[serde(default)]
+    pub event: String,
+    #[serde(default)]
+    pub path: String,
+    #[serde(default)]
+    pub persisted: bool,
+
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub op: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Kind of a `session` record (start, prompt, stop, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Pre-image (intent) or the bytes a triage action overwrote.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "blob_field")]
+    pub before: Option<Blob>,
+    /// Post-image (applied) or the bytes a triage action wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "blob_field")]
+    pub after: Option<Blob>,
+    /// Why an image was recorded by id only: `too_large`, `never_capture`, `unreadable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nocap: Option<String>,
+    /// The path is outside the project: `path` is absolute and nothing was captured.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub outside: bool,
+    /// The tool call that caused this entry (Bash side effects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// `resolved` records: done / reverted / handed_back / not_applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    /// Unique id of a triage action (resolved, handoff), named by `undo` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// `undo` records: the `action` undone. Session `delivered`: the handoff action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The Claude Code process (nearest non-shell ancestor of the hook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// That process's start time (clock ticks since boot on Linux), against pid reuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pstart: Option<u64>,
+    /// Everything else (op-specific fields, fields of newer versions), kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Record {
+    /// A new v2 record of `op` for `session`, stamped now.
+    pub fn new(op: &str, session: &str) -> Record {
+        Record {
+            v: 2,
+            sid: short_sid(session),
+            ts: now_ts(),
+            op: op.to_string(),
+            session: session.to_string(),
+            ..Record::default()
+        }
+    }
+
+    /// Sets an extra field (builder style).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Record {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.extra.get(key).and_then(Value::as_str)
+    }
+
+    /// The op, with v1 lines read as `applied` (the proposal's lines record finished writes).
+    pub fn op(&self) -> &str {
+        if self.v <= 1 && self.op.is_empty() { op::APPLIED } else { &self.op }
+    }
+
+    /// The session key: the full id when known, else the 6-char `sid` (v1 lines).
+    pub fn session_key(&self) -> &str {
+        if self.session.is_empty() { &self.sid } else { &self.session }
+    }
+
+    /// Serializes the record as one journal line with its checksum and the trailing `\n`.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut body = match serde_json::to_vec(self) {
+            Ok(b) => b,
+            // Serializing a map of JSON values cannot fail; keep a valid line regardless.
+            Err(_) => b"{}".to_vec(),
+        };
+        seal(&mut body);
+        body.push(b'\n');
+        body
+    }
+}
+
+/// Appends `,"crc":"xxxxxxxx"}` to a serialized JSON object (which ends in `}`).
+pub fn seal(body: &mut Vec<u8>) {
+    if body.last() == Some(&b'}') {
+        body.pop();
+    }
+    let crc = crc32c::crc32c(body);
+    body.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
+}
+
+/// Checks a line's checksum. `None` when the line has none (v1, foreign writers).
+pub fn check_crc(line: &[u8]) -> Option<bool> {
+    const TAG: &[u8] = b",\"crc\":\"";
+    // The checksum is always the last field: `,"crc":"xxxxxxxx"}`.
+    let n = line.len();
+    if n < TAG.len() + 10 || &line[n - 2..] != b"\"}" {
+        return None;
+    }
+    let start = n - 2 - 8 - TAG.len();
+    if &line[start..start + TAG.len()] != TAG {
+        return None;
+    }
+    let hex = std::str::from_utf8(&line[start + TAG.len()..n - 2]).ok()?;
+    let want = u32::from_str_radix(hex, 16).ok()?;
+    Some(crc32c::crc32c(&line[..start]) == want)
+}
+
+/// Parses one line (without its `\n`) into a record, dropping the checksum field.
+pub fn parse_record(line: &[u8]) -> Result<Record, serde_json::Error> {
+    let mut r: Record = serde_json::from_slice(line)?;
+    r.extra.remove("crc");
+    Ok(r)
+}
+
+pub fn short_sid(session: &str) -> String {
+    session.chars().take(6).collect()
+}
+
+/// UTC, milliseconds, `Z`: sorts lexically in time order.
+pub fn now_ts() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_roundtrip_with_crc() {
+        let mut r = Record::new(op::INTENT, "8f14e45f-ceea");
+        r.path = "a/b.txt".into();
+        r.before = Some(Blob::Absent);
+        r.after = None;
+        r = r.with("command", "ls");
+        let line = r.to_line();
+        assert_eq!(*line.last().unwrap(), b'\n');
+        let body = &line[..line.len() - 1];
+        assert_eq!(check_crc(body), Some(true));
+        let back = parse_record(body).unwrap();
+        assert!(!back.extra.contains_key("crc"));
+        assert_eq!(back.before, Some(Blob::Absent));
+        assert_eq!(back.after, None);
+        assert_eq!(back.sid, "8f14e4");
+        assert_eq!(back.get_str("command"), Some("ls"));
+        // The crc field is kept in extra on read; it must not be written twice.
+        let mut flipped = body.to_vec();
+        flipped[10] ^= 1;
+        assert_ne!(check_crc(&flipped), Some(true));
+    }
+
+    #[test]
+    fn v1_line_reads_as_applied() {
+        let l = br#"{"v":1,"sid":"a1b2c3","ts":"2026-03-23T09:43:02","event":"config_updated","path":"config/settings.json","persisted":false}"#;
+        let r: Record = serde_json::from_slice(l).unwrap();
+        assert_eq!(r.op(), op::APPLIED);
+        assert_eq!(r.session_key(), "a1b2c3");
+        assert_eq!(check_crc(l), None);
+    }
+}

@@ -1,0 +1,109 @@
+//! Claude Code hook payloads, parsed leniently: every field optional, unknown fields
+//! ignored, `tool_response` may be an object, a string or an array (CLAUDE-CODE.md).
+
+use serde_json::Value;
+
+/// Hook events walj handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    UserPromptSubmit,
+    Stop,
+    SubagentStop,
+    PreCompact,
+    SessionStart,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub fn parse(s: &str) -> Option<HookEvent> {
+        Some(match s {
+            "PreToolUse" => HookEvent::PreToolUse,
+            "PostToolUse" => HookEvent::PostToolUse,
+            "PostToolUseFailure" => HookEvent::PostToolUseFailure,
+            "UserPromptSubmit" => HookEvent::UserPromptSubmit,
+            "Stop" => HookEvent::Stop,
+            "SubagentStop" => HookEvent::SubagentStop,
+            "PreCompact" => HookEvent::PreCompact,
+            "SessionStart" => HookEvent::SessionStart,
+            "SessionEnd" => HookEvent::SessionEnd,
+            _ => return None,
+        })
+    }
+}
+
+/// Tools whose calls change files (entries).
+pub const FILE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
+/// Tools whose calls are session context (todo lists).
+pub const TODO_TOOLS: &[&str] = &["TodoWrite", "TaskCreate", "TaskUpdate"];
+
+/// A payload: the raw JSON object with typed accessors.
+#[derive(Debug, Clone)]
+pub struct Payload(pub Value);
+
+impl Payload {
+    pub fn parse(bytes: &[u8]) -> Result<Payload, String> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "payload is not UTF-8".to_string())?;
+        if text.trim().is_empty() {
+            return Err("empty payload on stdin".into());
+        }
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("payload is not JSON: {e}"))?;
+        if !v.is_object() {
+            return Err("payload is not a JSON object".into());
+        }
+        Ok(Payload(v))
+    }
+
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+    pub fn event_name(&self) -> Option<&str> {
+        self.str("hook_event_name")
+    }
+    pub fn event(&self) -> Option<HookEvent> {
+        self.event_name().and_then(HookEvent::parse)
+    }
+    pub fn session_id(&self) -> &str {
+        self.str("session_id").filter(|s| !s.is_empty()).unwrap_or("unknown")
+    }
+    pub fn cwd(&self) -> Option<&str> {
+        self.str("cwd")
+    }
+    pub fn tool_name(&self) -> &str {
+        self.str("tool_name").unwrap_or("")
+    }
+    pub fn tool_use_id(&self) -> Option<&str> {
+        self.str("tool_use_id").filter(|s| !s.is_empty())
+    }
+    pub fn tool_input(&self) -> &Value {
+        self.0.get("tool_input").unwrap_or(&Value::Null)
+    }
+    pub fn tool_response(&self) -> &Value {
+        self.0.get("tool_response").unwrap_or(&Value::Null)
+    }
+    pub fn input_str(&self, key: &str) -> Option<&str> {
+        self.tool_input().get(key).and_then(Value::as_str)
+    }
+    /// The file a file tool acts on (`file_path`, or `notebook_path` for NotebookEdit).
+    pub fn file_path(&self) -> Option<&str> {
+        self.input_str("file_path").or_else(|| self.input_str("notebook_path")).filter(|s| !s.is_empty())
+    }
+    /// `tool_response.<key>` when the response is an object.
+    pub fn response_field(&self, key: &str) -> Option<&Value> {
+        self.tool_response().as_object().and_then(|o| o.get(key))
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes]", &s[..end], s.len() - end)
+}

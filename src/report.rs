@@ -1,0 +1,250 @@
+//! `walj recover`, `walj log`, `walj status`: the journal read for people and scripts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::announce::one_line;
+use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, short_id};
+use crate::journal::Blob;
+use crate::style::Style;
+
+fn blob_json(b: &Option<Blob>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(Blob::Absent) => json!("absent"),
+        Some(Blob::Id(id)) => json!(id),
+    }
+}
+
+/// One entry as JSON (the `recover --json` entry shape, plus detail fields).
+pub fn entry_json(e: &Entry) -> Value {
+    let mut v = json!({
+        "id": e.id,
+        "short": short_id(&e.id),
+        "event": e.event,
+        "path": e.path,
+        "tool": e.tool,
+        "status": e.state().as_str(),
+        "ts": e.ts,
+    });
+    let o = v.as_object_mut().expect("object literal");
+    if let Some(t) = &e.applied_ts {
+        o.insert("applied_ts".into(), json!(t));
+    }
+    if e.before.is_some() {
+        o.insert("before".into(), blob_json(&e.before));
+    }
+    if e.after.is_some() {
+        o.insert("after".into(), blob_json(&e.after));
+    }
+    if let Some(n) = &e.nocap {
+        o.insert("nocap".into(), json!(n));
+    }
+    if e.outside {
+        o.insert("outside".into(), json!(true));
+    }
+    if let Some(p) = &e.parent {
+        o.insert("parent".into(), json!(p));
+    }
+    if let Some(err) = &e.error {
+        o.insert("error".into(), json!(err));
+    }
+    if e.imported {
+        o.insert("imported".into(), json!(true));
+    }
+    if e.background {
+        o.insert("background".into(), json!(true));
+    }
+    if let Some(a) = e.last_action() {
+        o.insert("resolution".into(), json!({"how": a.how, "ts": a.ts, "action": a.action}));
+    }
+    v
+}
+
+pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
+    let (done, total) = s.todos_done();
+    json!({
+        "session": s.session,
+        "sid": s.sid,
+        "state": status.as_str(),
+        "started": s.started.as_ref().unwrap_or(&s.first_ts),
+        "last_ts": s.last_ts,
+        "branch": s.branch,
+        "last_prompt": s.last_prompt(),
+        "todos": {"done": done, "total": total, "open": s.todos.iter().filter(|t| t.is_open()).collect::<Vec<_>>()},
+        "imported": s.imported,
+        "entries": entries,
+    })
+}
+
+/// `recover --json`: `{"unresolved": N, "sessions": [...]}` (DESIGN §7).
+pub fn recover_json(fold: &Fold) -> Value {
+    let mut sessions = Vec::new();
+    let mut total = 0;
+    for s in &fold.sessions {
+        let entries: Vec<Value> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(entry_json).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        total += entries.len();
+        sessions.push(session_json(s, s.status(), entries));
+    }
+    json!({"unresolved": total, "sessions": sessions})
+}
+
+fn status_badge(st: SessionStatus, style: &Style) -> String {
+    let s = st.as_str();
+    match st {
+        SessionStatus::Crashed => style.red(s),
+        SessionStatus::Live => style.green(s),
+        SessionStatus::Ended => style.dim(s),
+        SessionStatus::Unknown => style.yellow(s),
+    }
+}
+
+pub fn state_colored(st: EntryState, style: &Style) -> String {
+    let s = format!("{:<11}", st.as_str());
+    match st {
+        EntryState::InFlight | EntryState::Drifted => style.red(&s),
+        EntryState::Applied | EntryState::Failed => style.yellow(&s),
+        _ => style.dim(&s),
+    }
+}
+
+/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written when unparsable).
+pub fn human_ts(ts: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
+        Err(_) => ts.to_string(),
+    }
+}
+
+fn hms(ts: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => t.with_timezone(&chrono::Local).format("%H:%M:%S").to_string(),
+        Err(_) => ts.to_string(),
+    }
+}
+
+/// Writes the session's header lines (shared by recover and sessions views).
+pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, style: &Style) {
+    let mut head = format!("{} {}  {}", style.bold("session"), style.cyan(&s.sid), status_badge(status, style));
+    let _ = write!(head, "  started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
+    if let Some(b) = &s.branch {
+        let _ = write!(head, "  branch {b}");
+    }
+    if s.imported {
+        head.push_str("  (imported from transcript)");
+    }
+    let _ = writeln!(out, "{head}");
+    let _ = writeln!(out, "  {}", style.dim(&s.session));
+    if let Some(p) = s.last_prompt() {
+        let _ = writeln!(out, "  prompt: \"{}\"", one_line(p, 100));
+    }
+    if !s.todos.is_empty() {
+        let (done, total) = s.todos_done();
+        let open: Vec<String> = s
+            .todos
+            .iter()
+            .filter(|t| t.is_open())
+            .map(|t| format!("[{}] {}", t.status, one_line(&t.content, 60)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  todos: {done}/{total} done{}",
+            if open.is_empty() { String::new() } else { format!(" — {}", open.join("; ")) }
+        );
+    }
+    for c in s.commands.iter().filter(|c| c.background) {
+        let _ = writeln!(
+            out,
+            "  background: {}{}",
+            one_line(&c.command, 80),
+            c.task_id.as_deref().map(|t| format!(" ({t})")).unwrap_or_default()
+        );
+    }
+    for c in s.commands.iter().filter(|c| c.status == crate::fold::CommandStatus::Failed) {
+        let _ = writeln!(
+            out,
+            "  failed command: {} — {}",
+            one_line(&c.command, 60),
+            one_line(c.error.as_deref().unwrap_or(""), 60)
+        );
+    }
+    for c in s.commands.iter().filter(|c| c.status == crate::fold::CommandStatus::InFlight && !c.background) {
+        let _ = writeln!(out, "  command in flight: {}", one_line(&c.command, 80));
+    }
+}
+
+/// `recover` as text: unresolved entries grouped by session, then event.
+pub fn recover_text(fold: &Fold, style: &Style) -> String {
+    let mut out = String::new();
+    let total = fold.unresolved().count();
+    if total == 0 {
+        out.push_str("Recovery: no unresolved journal entries. Every recorded change was verified or triaged.\n");
+        return out;
+    }
+    let nsess = fold.sessions.iter().filter(|s| fold.entries_of(&s.session).any(|e| e.is_unresolved())).count();
+    let _ = writeln!(
+        out,
+        "Recovery: {} unresolved entr{} in {} session{}.\n",
+        total,
+        if total == 1 { "y" } else { "ies" },
+        nsess,
+        if nsess == 1 { "" } else { "s" }
+    );
+    for s in &fold.sessions {
+        let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        session_header(&mut out, s, s.status(), style);
+        let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
+        for e in &entries {
+            by_event.entry(e.event.as_str()).or_default().push(e);
+        }
+        let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
+        for (event, es) in by_event {
+            let _ =
+                writeln!(out, "  {}: {} entr{}", style.bold(event), es.len(), if es.len() == 1 { "y" } else { "ies" });
+            for e in es {
+                let _ = writeln!(
+                    out,
+                    "    {:<12}  {}  {:<width$}  {:<12}  {}",
+                    short_id(&e.id),
+                    state_colored(e.state(), style),
+                    e.path,
+                    e.tool,
+                    hms(&e.ts),
+                );
+            }
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        style.dim("Next: walj diff ID · walj mark ID --done · walj revert ID · walj handoff --session SID · walj tui")
+    );
+    out
+}
+
+/// `walj log`: entries (all states) newest last.
+pub fn log_text(entries: &[&Entry], style: &Style) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let _ = writeln!(
+            out,
+            "{}  {}  {}  {:<12}  {:<16}  {}",
+            human_ts(&e.ts),
+            style.cyan(&e.sid),
+            state_colored(e.state(), style),
+            short_id(&e.id),
+            e.event,
+            e.path
+        );
+    }
+    out
+}

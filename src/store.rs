@@ -1,0 +1,178 @@
+//! Content-addressed object store for pre- and post-images (DESIGN §2).
+//!
+//! Objects are kept in git's loose-object layout under `.walj/store/` (`ab/cdef…`,
+//! zlib-compressed `blob <len>\0<bytes>`), so ids are git blob ids that compare directly
+//! with the project's own objects, and `GIT_OBJECT_DIRECTORY=.walj/store git cat-file -p ID`
+//! reads them. Every object is written to a temp file, fsynced and renamed into place
+//! (and its folder fsynced) before any journal line names it. Existing ids are not
+//! rewritten (deduplication).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+
+use crate::fsutil;
+
+/// The git blob id (SHA-1 of `blob <len>\0<bytes>`) of `bytes`, as 40 hex chars.
+pub fn blob_id(bytes: &[u8]) -> String {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(format!("blob {}\0", bytes.len()).as_bytes());
+    h.update(bytes);
+    h.digest().to_string()
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("object {0} is not in the store")]
+    Missing(String),
+    #[error("object {id} is damaged: {why}")]
+    Corrupt { id: String, why: String },
+    #[error("store {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl Store {
+    pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn object_path(&self, id: &str) -> PathBuf {
+        let (a, b) = id.split_at(2.min(id.len()));
+        self.dir.join(a).join(b)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        id.len() == 40 && self.object_path(id).is_file()
+    }
+
+    /// Stores `bytes` durably and returns their id. Existing objects are not rewritten.
+    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let id = blob_id(bytes);
+        self.put_with_id(&id, bytes)?;
+        Ok(id)
+    }
+
+    /// Stores `bytes` known to have id `id`.
+    pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.object_path(id);
+        if path.is_file() {
+            return Ok(());
+        }
+        let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
+        let sub = path.parent().unwrap_or(&self.dir).to_path_buf();
+        let new_sub = !sub.is_dir();
+        if new_sub {
+            fsutil::create_private_dir(&sub).map_err(|e| io_err(e, &sub))?;
+        }
+        let tmp = sub.join(format!(".tmp-{}-{}", std::process::id(), &id[id.len().saturating_sub(8)..]));
+        let write = || -> io::Result<()> {
+            let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))?;
+            // Level 1: the hook's budget is a couple of milliseconds.
+            let mut enc = ZlibEncoder::new(f, Compression::fast());
+            enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
+            enc.write_all(bytes)?;
+            let f = enc.finish()?;
+            f.sync_all()?;
+            drop(f);
+            fs::rename(&tmp, &path)?;
+            fsutil::sync_dir(&sub)?;
+            if new_sub {
+                fsutil::sync_dir(&self.dir)?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_err(e, &path)
+        })
+    }
+
+    /// Reads an object's bytes, checking the header and the id.
+    pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        let path = self.object_path(id);
+        let f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::Missing(id.to_string())),
+            Err(source) => return Err(StoreError::Io { path, source }),
+        };
+        let mut raw = Vec::new();
+        ZlibDecoder::new(f)
+            .read_to_end(&mut raw)
+            .map_err(|e| StoreError::Corrupt { id: id.to_string(), why: e.to_string() })?;
+        let nul = raw
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| StoreError::Corrupt { id: id.to_string(), why: "no header".into() })?;
+        let body = raw.split_off(nul + 1);
+        if blob_id(&body) != id {
+            return Err(StoreError::Corrupt { id: id.to_string(), why: "content does not match its id".into() });
+        }
+        Ok(body)
+    }
+
+    /// Every object id in the store.
+    pub fn ids(&self) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e),
+        };
+        for sub in rd.flatten() {
+            let a = sub.file_name().to_string_lossy().into_owned();
+            if a.len() != 2 || !sub.path().is_dir() {
+                continue;
+            }
+            for obj in fs::read_dir(sub.path())?.flatten() {
+                let b = obj.file_name().to_string_lossy().into_owned();
+                if b.len() == 38 && !b.starts_with('.') {
+                    out.push(format!("{a}{b}"));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes an object (compaction only).
+    pub fn remove(&self, id: &str) -> io::Result<()> {
+        fs::remove_file(self.object_path(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_id_matches_git() {
+        // `printf 'hello\n' | git hash-object --stdin`
+        assert_eq!(blob_id(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(blob_id(b""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    }
+
+    #[test]
+    fn put_get_dedup_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let id = s.put(b"hello\n").unwrap();
+        assert_eq!(s.get(&id).unwrap(), b"hello\n");
+        assert_eq!(s.put(b"hello\n").unwrap(), id);
+        assert_eq!(s.ids().unwrap(), vec![id.clone()]);
+        assert!(matches!(s.get("00000000000000000000000000000000000000aa"), Err(StoreError::Missing(_))));
+        fs::write(s.object_path(&id), b"garbage").unwrap();
+        assert!(matches!(s.get(&id), Err(StoreError::Corrupt { .. })));
+    }
+}
