@@ -135,7 +135,11 @@ impl InstallReport {
 pub enum InstallError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
-    #[error("{} is not valid JSON: {source}", path.display())]
+    #[error(
+        "{} is not valid JSON ({source}); Claude Code settings are strict JSON, \
+         without comments or trailing commas",
+        path.display()
+    )]
     InvalidJson {
         path: PathBuf,
         source: serde_json::Error,
