@@ -21,6 +21,7 @@ pub mod fold;
 pub mod fsutil;
 pub mod git;
 pub mod hook;
+pub mod install;
 pub mod journal;
 pub mod payload;
 pub mod procinfo;

@@ -49,6 +49,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add walj's hooks to Claude Code's settings (default: .claude/settings.json).
+    Install {
+        /// .claude/settings.local.json (not committed).
+        #[arg(long, conflicts_with = "user")]
+        local: bool,
+        /// ~/.claude/settings.json (every project).
+        #[arg(long)]
+        user: bool,
+        /// The hook command (default: `walj hook`, or this binary's absolute path).
+        #[arg(long)]
+        command: Option<String>,
+    },
+    /// Remove exactly the hooks `walj install` added.
+    Uninstall {
+        #[arg(long, conflicts_with = "user")]
+        local: bool,
+        #[arg(long)]
+        user: bool,
+        #[arg(long)]
+        command: Option<String>,
+    },
+    /// Check the hook installation, the journal and the error log.
+    Doctor {
+        #[arg(long)]
+        command: Option<String>,
+    },
     /// Verify applied entries against the disk; record persisted entries and an audit.
     Checkpoint {
         #[arg(long, value_name = "SID")]
@@ -98,6 +124,13 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Recover { json, session } => cmd::core::recover(&project, json, session),
         Command::Log { json, all, session, limit } => cmd::core::log(&project, json, all, session, limit),
         Command::Status { json } => cmd::core::status(&project, json),
+        Command::Install { local, user, command } => {
+            cmd::setup::install_cmd(&project, cmd::setup::scope(local, user), command)
+        }
+        Command::Uninstall { local, user, command } => {
+            cmd::setup::uninstall_cmd(&project, cmd::setup::scope(local, user), command)
+        }
+        Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Checkpoint { session, json, every } => cmd::core::checkpoint_cmd(&project, session, json, every),
     }
 }

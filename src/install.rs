@@ -1,0 +1,1353 @@
+//! `walj install` / `walj uninstall` / `walj doctor`: merge walj's hook handlers into Claude Code
+//! settings files, take them out again, and check them (DESIGN §5, CLAUDE-CODE "Hook configuration").
+//!
+//! The settings file is edited as a `serde_json::Value` with `preserve_order`, so every key, hook,
+//! group and ordering that is not walj's stays as it was. Changes are written atomically (temporary
+//! file in the same folder, fsync, rename) after a copy of the old file is kept as
+//! `<file>.walj-backup`. Settings files are strict JSON: comments are not kept (they cannot be
+//! there in the first place).
+//!
+//! Known limits of the round trip: the file is re-printed with 2-space indentation, so custom
+//! formatting is normalised on the first change; numbers are kept as serde_json reads them
+//! (`1e2` becomes `100.0`); and an event key holding an empty array (`"Stop": []`) before
+//! `install` is removed by `uninstall` (it is "left empty" by the removal).
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+
+/// Tools walj needs to see in PreToolUse / PostToolUse / PostToolUseFailure.
+pub const TOOL_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit|Bash|TodoWrite|TaskCreate|TaskUpdate";
+
+/// Timeout (seconds) written into each handler.
+pub const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// One hook event walj listens to, and the matcher of the group walj adds for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HookEvent {
+    pub name: &'static str,
+    /// `Some(TOOL_MATCHER)` for tool events; `None` (no `matcher` key) for the others.
+    pub matcher: Option<&'static str>,
+}
+
+/// Every event walj hooks, in the order `install` adds them.
+pub const HOOK_EVENTS: &[HookEvent] = &[
+    HookEvent { name: "PreToolUse", matcher: Some(TOOL_MATCHER) },
+    HookEvent { name: "PostToolUse", matcher: Some(TOOL_MATCHER) },
+    HookEvent { name: "PostToolUseFailure", matcher: Some(TOOL_MATCHER) },
+    HookEvent { name: "UserPromptSubmit", matcher: None },
+    HookEvent { name: "Stop", matcher: None },
+    HookEvent { name: "SubagentStop", matcher: None },
+    HookEvent { name: "PreCompact", matcher: None },
+    HookEvent { name: "SessionStart", matcher: None },
+    HookEvent { name: "SessionEnd", matcher: None },
+];
+
+/// Which settings file to edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SettingsScope {
+    /// `<project>/.claude/settings.json` (committed, shared with the team).
+    Project,
+    /// `<project>/.claude/settings.local.json` (git-ignored, this machine only).
+    Local,
+    /// `~/.claude/settings.json` (every project of this user).
+    User,
+}
+
+impl SettingsScope {
+    pub const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SettingsScope::Project => "project",
+            SettingsScope::Local => "local",
+            SettingsScope::User => "user",
+        }
+    }
+}
+
+/// Path of the settings file of `scope`.
+pub fn settings_path(scope: SettingsScope, project_root: &Path, home: &Path) -> PathBuf {
+    match scope {
+        SettingsScope::Project => project_root.join(".claude").join("settings.json"),
+        SettingsScope::Local => project_root.join(".claude").join("settings.local.json"),
+        SettingsScope::User => home.join(".claude").join("settings.json"),
+    }
+}
+
+/// What `install` (or `uninstall`) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallReport {
+    /// The settings file (as given).
+    pub path: PathBuf,
+    /// `install`: events that got a walj handler. `uninstall`: events whose walj handlers were removed.
+    pub added: Vec<String>,
+    /// `install`: events that already had a walj handler. `uninstall`: walj's events that had none.
+    pub already: Vec<String>,
+    /// Copy of the previous file, when an existing file was changed.
+    pub backup: Option<PathBuf>,
+}
+
+impl InstallReport {
+    /// Whether the file was written.
+    pub fn changed(&self) -> bool {
+        !self.added.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error(
+        "{} is not valid JSON ({source}); Claude Code settings are strict JSON, \
+         without comments or trailing commas",
+        path.display()
+    )]
+    InvalidJson { path: PathBuf, source: serde_json::Error },
+    #[error("{}: {message}", path.display())]
+    Shape { path: PathBuf, message: String },
+    #[error("the hook command is empty")]
+    EmptyCommand,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InstallError + '_ {
+    move |source| InstallError::Io { path: path.to_path_buf(), source }
+}
+
+fn shape(path: &Path, message: impl Into<String>) -> InstallError {
+    InstallError::Shape { path: path.to_path_buf(), message: message.into() }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recognising walj's handlers
+
+/// Whether a hook command line runs walj's hook: the same string as `command`, or any command
+/// ending in `walj hook` (program named `walj`, possibly with a path, quotes or `.exe`).
+pub fn is_walj_command(cmd: &str, command: &str) -> bool {
+    let c = cmd.trim();
+    if !command.trim().is_empty() && c == command.trim() {
+        return true;
+    }
+    let Some(prog) = c.strip_suffix("hook") else {
+        return false;
+    };
+    if !prog.ends_with(char::is_whitespace) {
+        return false;
+    }
+    let prog = prog.trim_end();
+    let prog = prog.strip_suffix(['"', '\'']).unwrap_or(prog);
+    let prog = prog.strip_suffix(".exe").unwrap_or(prog);
+    let Some(before) = prog.strip_suffix("walj") else {
+        return false;
+    };
+    before.is_empty() || before.ends_with(['/', '\\', '"', '\'']) || before.ends_with(char::is_whitespace)
+}
+
+/// Whether a handler object (an element of a group's `hooks` array) is walj's.
+fn is_walj_handler(handler: &Value, command: &str) -> bool {
+    handler.get("command").and_then(Value::as_str).is_some_and(|c| is_walj_command(c, command))
+}
+
+fn group_has_walj(group: &Value, command: &str) -> bool {
+    group.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
+}
+
+fn new_group(event: &HookEvent, command: &str) -> Value {
+    let handler = json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS});
+    match event.matcher {
+        Some(m) => json!({"matcher": m, "hooks": [handler]}),
+        None => json!({"hooks": [handler]}),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading and writing
+
+struct Loaded {
+    raw: Vec<u8>,
+    root: Value,
+}
+
+/// Reads and validates a settings file. `Ok(None)` when it does not exist. An empty file counts as
+/// `{}`. The top level must be an object, and `hooks` (when present) an object.
+fn load(path: &Path) -> Result<Option<Loaded>, InstallError> {
+    let raw = match fs::read(path) {
+        Ok(raw) => raw,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    let text = std::str::from_utf8(&raw).map_err(|e| shape(path, format!("not UTF-8 text ({e})")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let root = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str::<Value>(text)
+            .map_err(|source| InstallError::InvalidJson { path: path.to_path_buf(), source })?
+    };
+    if !root.is_object() {
+        return Err(shape(path, format!("the top level is {}, expected an object", kind(&root))));
+    }
+    if let Some(hooks) = root.get("hooks")
+        && !hooks.is_object()
+    {
+        return Err(shape(path, format!("`hooks` is {}, expected an object", kind(hooks))));
+    }
+    Ok(Some(Loaded { raw, root }))
+}
+
+fn render(root: &Value) -> Vec<u8> {
+    // Printing a `Value` cannot fail; serde_json's pretty printer indents by 2 spaces.
+    let mut out = serde_json::to_vec_pretty(root).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+#[cfg(unix)]
+fn open_new(path: &Path, perms: Option<&fs::Permissions>) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    if let Some(p) = perms {
+        opts.mode(p.mode() & 0o7777);
+    }
+    opts.open(path)
+}
+
+#[cfg(not(unix))]
+fn open_new(path: &Path, _perms: Option<&fs::Permissions>) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Writes `raw` (the previous contents) to `<file>.walj-backup`, or a timestamped name when that
+/// exists already. Returns the backup's path.
+fn write_backup(path: &Path, raw: &[u8], perms: Option<&fs::Permissions>) -> Result<PathBuf, InstallError> {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut n = 0u32;
+    loop {
+        let candidate = match n {
+            0 => with_suffix(path, ".walj-backup"),
+            1 => with_suffix(path, &format!(".walj-backup.{secs}")),
+            _ => with_suffix(path, &format!(".walj-backup.{secs}-{n}")),
+        };
+        match open_new(&candidate, perms) {
+            Ok(mut f) => {
+                f.write_all(raw).and_then(|()| f.sync_all()).map_err(io_err(&candidate))?;
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(io_err(&candidate)(e)),
+        }
+    }
+}
+
+/// Atomically replaces `path` with `contents`: temporary file in the same folder, fsync, rename,
+/// fsync of the folder. A symlinked settings file is followed (its target is replaced, the link
+/// kept). Creates the parent folder when missing.
+fn write_atomic(path: &Path, contents: &[u8], perms: Option<&fs::Permissions>) -> Result<(), InstallError> {
+    let target = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(io_err(path))?,
+        _ => path.to_path_buf(),
+    };
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let pid = std::process::id();
+    let mut n = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{name}.walj-tmp.{pid}.{n}"));
+        match open_new(&tmp, perms) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(io_err(&tmp)(e)),
+        }
+    };
+    let result = file.write_all(contents).and_then(|()| file.sync_all()).and_then(|()| {
+        drop(file);
+        fs::rename(&tmp, &target)
+    });
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(&target)(e));
+    }
+    // Make the rename durable; not every file system lets a folder be fsynced, so this is best effort.
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Backs up the old file (when there is one) and writes the new value.
+fn save(path: &Path, old: Option<&Loaded>, root: &Value) -> Result<Option<PathBuf>, InstallError> {
+    let perms = fs::metadata(path).ok().map(|m| m.permissions());
+    let backup = match old {
+        Some(old) => Some(write_backup(path, &old.raw, perms.as_ref())?),
+        None => None,
+    };
+    write_atomic(path, &render(root), perms.as_ref())?;
+    Ok(backup)
+}
+
+// ---------------------------------------------------------------------------------------------
+// install / uninstall
+
+/// Merges walj's handlers (`command`, e.g. `walj hook`) into the settings file at `path`, creating
+/// it (and its folder) when missing. Events that already run walj's hook are left alone. Nothing
+/// is written when nothing is missing.
+pub fn install(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
+    if command.trim().is_empty() {
+        return Err(InstallError::EmptyCommand);
+    }
+    let loaded = load(path)?;
+    let mut root = loaded.as_ref().map_or_else(|| Value::Object(Map::new()), |l| l.root.clone());
+    let mut report = InstallReport { path: path.to_path_buf(), added: vec![], already: vec![], backup: None };
+
+    // Validate before changing anything.
+    if let Some(hooks) = root.get("hooks").and_then(Value::as_object) {
+        for ev in HOOK_EVENTS {
+            if let Some(v) = hooks.get(ev.name)
+                && !v.is_array()
+            {
+                return Err(shape(path, format!("`hooks.{}` is {}, expected an array", ev.name, kind(v))));
+            }
+        }
+    }
+
+    let Some(obj) = root.as_object_mut() else {
+        return Err(shape(path, "the top level is not an object"));
+    };
+    let hooks_absent = !obj.contains_key("hooks");
+    let mut hooks = match obj.get("hooks") {
+        Some(Value::Object(h)) => h.clone(),
+        _ => Map::new(),
+    };
+    for ev in HOOK_EVENTS {
+        let groups = hooks.entry(ev.name).or_insert_with(|| Value::Array(vec![]));
+        let Some(groups) = groups.as_array_mut() else {
+            return Err(shape(path, format!("`hooks.{}` is not an array", ev.name)));
+        };
+        if groups.iter().any(|g| group_has_walj(g, command)) {
+            report.already.push(ev.name.to_string());
+        } else {
+            groups.push(new_group(ev, command));
+            report.added.push(ev.name.to_string());
+        }
+    }
+    if report.added.is_empty() {
+        return Ok(report);
+    }
+    if hooks_absent {
+        obj.insert("hooks".to_string(), Value::Object(hooks));
+    } else if let Some(slot) = obj.get_mut("hooks") {
+        *slot = Value::Object(hooks);
+    }
+    report.backup = save(path, loaded.as_ref(), &root)?;
+    Ok(report)
+}
+
+/// Removes exactly walj's handlers (those [`is_walj_command`] recognises) from every event of the
+/// settings file, then the groups, event keys and `hooks` object left empty by that removal.
+/// A missing file, or one without walj's handlers, is left alone.
+pub fn uninstall(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
+    let mut report = InstallReport { path: path.to_path_buf(), added: vec![], already: vec![], backup: None };
+    let Some(loaded) = load(path)? else {
+        report.already = HOOK_EVENTS.iter().map(|e| e.name.to_string()).collect();
+        return Ok(report);
+    };
+    let mut root = loaded.root.clone();
+    if let Some(obj) = root.as_object_mut()
+        && let Some(Value::Object(hooks)) = obj.get_mut("hooks")
+    {
+        let keys: Vec<String> = hooks.keys().cloned().collect();
+        for key in keys {
+            let Some(Value::Array(groups)) = hooks.get_mut(&key) else {
+                continue;
+            };
+            let mut removed = false;
+            groups.retain_mut(|group| {
+                let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                    return true;
+                };
+                let before = handlers.len();
+                handlers.retain(|h| !is_walj_handler(h, command));
+                if handlers.len() == before {
+                    return true;
+                }
+                removed = true;
+                !handlers.is_empty()
+            });
+            if removed {
+                if groups.is_empty() {
+                    hooks.shift_remove(&key);
+                }
+                report.added.push(key);
+            }
+        }
+        if !report.added.is_empty() && hooks.is_empty() {
+            obj.shift_remove("hooks");
+        }
+    }
+    report.already =
+        HOOK_EVENTS.iter().filter(|e| !report.added.iter().any(|a| a == e.name)).map(|e| e.name.to_string()).collect();
+    if report.added.is_empty() {
+        return Ok(report);
+    }
+    report.backup = save(path, Some(&loaded), &root)?;
+    Ok(report)
+}
+
+// ---------------------------------------------------------------------------------------------
+// doctor
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Ok,
+    Warn,
+    Error,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoctorFinding {
+    pub level: Level,
+    pub message: String,
+}
+
+impl DoctorFinding {
+    fn new(level: Level, message: impl Into<String>) -> Self {
+        DoctorFinding { level, message: message.into() }
+    }
+}
+
+/// The worst level among `findings` (`Ok` when empty).
+pub fn worst(findings: &[DoctorFinding]) -> Level {
+    findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok)
+}
+
+struct Source {
+    /// Shown after findings when several files are checked together; empty for one file.
+    label: String,
+    root: Value,
+}
+
+struct Occurrence<'a> {
+    source: usize,
+    matcher: Option<&'a Value>,
+    handler: &'a Value,
+}
+
+/// Checks one settings file: which of walj's events run walj's hook, which are missing, duplicates,
+/// matchers and timeouts. Every finding is about this file.
+pub fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
+    match load(path) {
+        Ok(Some(l)) => {
+            check_sources(&[Source { label: String::new(), root: l.root }], command, &path.display().to_string())
+        }
+        Ok(None) => vec![DoctorFinding::new(
+            Level::Error,
+            format!("{} does not exist; walj is not installed there (run `walj install`)", path.display()),
+        )],
+        Err(e) => vec![DoctorFinding::new(Level::Error, e.to_string())],
+    }
+}
+
+/// Checks the three settings files together, as Claude Code merges them: an event is covered when
+/// any file hooks it, and a handler present in several files with different command strings runs
+/// several times (identical commands run once).
+pub fn check_scopes(project_root: &Path, home: &Path, command: &str) -> Vec<DoctorFinding> {
+    let mut findings = vec![];
+    let mut sources = vec![];
+    let mut paths = vec![];
+    for scope in SettingsScope::ALL {
+        let path = settings_path(scope, project_root, home);
+        paths.push(path.display().to_string());
+        match load(&path) {
+            Ok(Some(l)) => sources.push(Source { label: path.display().to_string(), root: l.root }),
+            Ok(None) => {}
+            Err(e) => findings.push(DoctorFinding::new(Level::Error, e.to_string())),
+        }
+    }
+    findings.extend(check_sources(&sources, command, &paths.join(", ")));
+    findings
+}
+
+fn check_sources(sources: &[Source], command: &str, where_: &str) -> Vec<DoctorFinding> {
+    let mut findings = vec![];
+    let multi = sources.len() > 1;
+    let in_label = |i: usize| {
+        if multi { format!(" (in {})", sources[i].label) } else { String::new() }
+    };
+
+    for (i, s) in sources.iter().enumerate() {
+        if s.root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+            findings.push(DoctorFinding::new(
+                Level::Error,
+                format!("`disableAllHooks` is true{}: no hook runs, walj journals nothing", in_label(i)),
+            ));
+        }
+    }
+
+    // Every walj handler, by event name (all events, not only walj's).
+    let mut by_event: Vec<(String, Vec<Occurrence>)> = vec![];
+    for (i, s) in sources.iter().enumerate() {
+        let Some(hooks) = s.root.get("hooks").and_then(Value::as_object) else {
+            continue;
+        };
+        for (event, groups) in hooks {
+            let Some(groups) = groups.as_array() else {
+                findings.push(DoctorFinding::new(
+                    Level::Error,
+                    format!("`hooks.{event}` is {}, expected an array{}", kind(groups), in_label(i)),
+                ));
+                continue;
+            };
+            for group in groups {
+                let Some(handlers) = group.get("hooks").and_then(Value::as_array) else {
+                    continue;
+                };
+                for handler in handlers.iter().filter(|h| is_walj_handler(h, command)) {
+                    let occ = Occurrence { source: i, matcher: group.get("matcher"), handler };
+                    match by_event.iter_mut().find(|(e, _)| e == event) {
+                        Some((_, list)) => list.push(occ),
+                        None => by_event.push((event.clone(), vec![occ])),
+                    }
+                }
+            }
+        }
+    }
+
+    if by_event.is_empty() {
+        let names: Vec<&str> = HOOK_EVENTS.iter().map(|e| e.name).collect();
+        findings.push(DoctorFinding::new(
+            Level::Error,
+            format!(
+                "walj is not installed in {where_}: none of {} runs `{command}` (run `walj install`)",
+                names.join(", ")
+            ),
+        ));
+        return findings;
+    }
+
+    for ev in HOOK_EVENTS {
+        let Some((_, occs)) = by_event.iter().find(|(e, _)| e == ev.name) else {
+            findings.push(DoctorFinding::new(
+                Level::Error,
+                format!("{}: not hooked; walj misses these events (run `walj install`)", ev.name),
+            ));
+            continue;
+        };
+        check_event(ev, occs, &in_label, &mut findings);
+    }
+
+    for (event, occs) in &by_event {
+        if HOOK_EVENTS.iter().any(|e| e.name == event) {
+            continue;
+        }
+        for occ in occs {
+            findings.push(DoctorFinding::new(
+                Level::Warn,
+                format!("{event}: runs walj's hook, but walj does not use this event{}", in_label(occ.source)),
+            ));
+        }
+    }
+    findings
+}
+
+fn check_event(
+    ev: &HookEvent,
+    occs: &[Occurrence],
+    in_label: &dyn Fn(usize) -> String,
+    findings: &mut Vec<DoctorFinding>,
+) {
+    let name = ev.name;
+    let commands: Vec<&str> =
+        occs.iter().filter_map(|o| o.handler.get("command").and_then(Value::as_str).map(str::trim)).collect();
+    let mut distinct = commands.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() > 1 {
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            format!(
+                "{name}: walj's hook is installed {} times with different commands ({}); each event is journaled {} times \
+                 (run `walj uninstall` then `walj install`)",
+                distinct.len(),
+                distinct.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
+                distinct.len()
+            ),
+        ));
+    } else if occs.len() > 1 {
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            format!(
+                "{name}: walj's hook is listed {} times (identical commands run once; `walj uninstall` then \
+                 `walj install` tidies this up)",
+                occs.len()
+            ),
+        ));
+    }
+
+    for occ in occs {
+        let loc = in_label(occ.source);
+        let mut problems = vec![];
+        let cmd = occ.handler.get("command").and_then(Value::as_str).unwrap_or_default().trim();
+
+        match occ.handler.get("type").and_then(Value::as_str) {
+            Some("command") => {}
+            other => problems.push(DoctorFinding::new(
+                Level::Error,
+                format!(
+                    "{name}: handler `{cmd}` has type {}, expected \"command\"{loc}",
+                    other.map_or("(none)".into(), |t| format!("{t:?}"))
+                ),
+            )),
+        }
+
+        if let Some(program) = absolute_program(cmd)
+            && !program.exists()
+        {
+            problems.push(DoctorFinding::new(
+                Level::Error,
+                format!("{name}: `{}` does not exist; the hook fails on every call{loc}", program.display()),
+            ));
+        }
+
+        problems.extend(check_matcher(ev, occ.matcher, &loc));
+
+        let timeout_text = match occ.handler.get("timeout") {
+            None => {
+                problems.push(DoctorFinding::new(
+                    Level::Warn,
+                    format!(
+                        "{name}: no timeout; Claude Code's default is 600 s, walj installs {HOOK_TIMEOUT_SECS}{loc}"
+                    ),
+                ));
+                String::from("no timeout")
+            }
+            Some(t) => match t.as_f64() {
+                Some(secs) if secs <= 0.0 => {
+                    problems
+                        .push(DoctorFinding::new(Level::Error, format!("{name}: timeout {t} is not positive{loc}")));
+                    format!("timeout {t}")
+                }
+                Some(secs) if secs < 2.0 => {
+                    problems.push(DoctorFinding::new(
+                        Level::Warn,
+                        format!("{name}: timeout {t} s is short; a busy machine may kill walj mid-write{loc}"),
+                    ));
+                    format!("timeout {t} s")
+                }
+                Some(secs) if secs > 60.0 => {
+                    problems.push(DoctorFinding::new(
+                        Level::Warn,
+                        format!("{name}: timeout {t} s is long; a stuck walj would stall Claude that long{loc}"),
+                    ));
+                    format!("timeout {t} s")
+                }
+                Some(_) => format!("timeout {t} s"),
+                None => {
+                    problems.push(DoctorFinding::new(
+                        Level::Error,
+                        format!("{name}: timeout is {}, expected a number of seconds{loc}", kind(t)),
+                    ));
+                    String::from("bad timeout")
+                }
+            },
+        };
+
+        if problems.is_empty() {
+            let matcher = match occ.matcher.and_then(Value::as_str) {
+                Some(m) if !m.is_empty() => format!("matcher {m}, "),
+                _ => String::new(),
+            };
+            findings
+                .push(DoctorFinding::new(Level::Ok, format!("{name}: hooked (`{cmd}`, {matcher}{timeout_text}){loc}")));
+        } else {
+            findings.extend(problems);
+        }
+    }
+}
+
+/// Tools whose absence from a tool-event matcher means file changes go unjournaled.
+const ESSENTIAL_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash"];
+
+fn check_matcher(ev: &HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<DoctorFinding> {
+    let name = ev.name;
+    let m = match matcher {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(other) => {
+            return vec![DoctorFinding::new(
+                Level::Error,
+                format!("{name}: matcher is {}, expected a string{loc}", kind(other)),
+            )];
+        }
+    };
+    let matches_all = m.is_none_or(|m| m.is_empty() || m == "*");
+    let Some(wanted) = ev.matcher else {
+        return match m {
+            Some(m) if !matches_all => vec![DoctorFinding::new(
+                Level::Warn,
+                format!("{name}: matcher `{m}` may keep some {name} events from walj; walj installs none{loc}"),
+            )],
+            _ => vec![],
+        };
+    };
+    if matches_all {
+        return vec![DoctorFinding::new(
+            Level::Warn,
+            format!("{name}: the matcher matches every tool; walj needs only {wanted}, the others only cost time{loc}"),
+        )];
+    }
+    let m = m.unwrap_or_default();
+    if m == wanted {
+        return vec![];
+    }
+    let exact = m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|' | ','));
+    if !exact {
+        return vec![DoctorFinding::new(
+            Level::Warn,
+            format!("{name}: matcher `{m}` is a regular expression; check it covers {wanted}{loc}"),
+        )];
+    }
+    let listed: Vec<&str> = m.split(['|', ',']).map(str::trim).filter(|t| !t.is_empty()).collect();
+    let missing: Vec<&str> = wanted.split('|').filter(|t| !listed.contains(t)).collect();
+    let extra: Vec<&str> = listed.iter().copied().filter(|t| !wanted.split('|').any(|w| w == *t)).collect();
+    let mut out = vec![];
+    if !missing.is_empty() {
+        let level = if missing.iter().any(|t| ESSENTIAL_TOOLS.contains(t)) { Level::Error } else { Level::Warn };
+        out.push(DoctorFinding::new(
+            level,
+            format!("{name}: matcher `{m}` misses {}; expected {wanted}{loc}", missing.join(", ")),
+        ));
+    }
+    if !extra.is_empty() {
+        out.push(DoctorFinding::new(
+            Level::Warn,
+            format!("{name}: matcher `{m}` also matches {}, which walj does not need{loc}", extra.join(", ")),
+        ));
+    }
+    out
+}
+
+/// The program of a hook command when it is an absolute path to walj (`/usr/bin/walj hook`,
+/// `'/opt/x/walj' hook`); `None` for `walj hook`, relative paths and shell constructs.
+fn absolute_program(cmd: &str) -> Option<PathBuf> {
+    let cmd = cmd.trim_start();
+    let token = match cmd.chars().next() {
+        Some(q @ ('\'' | '"')) => {
+            let rest = &cmd[1..];
+            &rest[..rest.find(q)?]
+        }
+        _ => cmd.split_whitespace().next()?,
+    };
+    let file = Path::new(token).file_name()?.to_str()?;
+    let p = PathBuf::from(token);
+    (p.is_absolute() && (file == "walj" || file == "walj.exe")).then_some(p)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tempfile::TempDir;
+
+    const CMD: &str = "walj hook";
+
+    fn settings(dir: &TempDir) -> PathBuf {
+        settings_path(SettingsScope::Project, dir.path(), Path::new("/nonexistent-home"))
+    }
+
+    fn write_value(path: &Path, v: &Value) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, render(v)).unwrap();
+    }
+
+    fn read_value(path: &Path) -> Value {
+        serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+    }
+
+    /// Order-sensitive comparison (`Value`'s `==` ignores key order with `preserve_order`).
+    fn assert_same(a: &Value, b: &Value) {
+        assert_eq!(a, b);
+        assert_eq!(serde_json::to_string(a).unwrap(), serde_json::to_string(b).unwrap());
+    }
+
+    fn backups(dir: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".walj-backup"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn names() -> Vec<String> {
+        HOOK_EVENTS.iter().map(|e| e.name.to_string()).collect()
+    }
+
+    /// The settings value with every group walj added taken out (and the keys install created).
+    fn strip_walj(mut v: Value) -> Value {
+        let hooks = v["hooks"].as_object_mut().unwrap();
+        let keys: Vec<String> = hooks.keys().cloned().collect();
+        for k in keys {
+            let arr = hooks[&k].as_array_mut().unwrap();
+            arr.retain(|g| !group_has_walj(g, CMD));
+            if arr.is_empty() {
+                hooks.shift_remove(&k);
+            }
+        }
+        v
+    }
+
+    fn busy_settings() -> Value {
+        json!({
+            "permissions": {"allow": ["Bash(cargo test:*)"], "deny": []},
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "other-tool check", "timeout": 5}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+            },
+            "env": {"FOO": "1", "BAR": "2"},
+            "model": "opus"
+        })
+    }
+
+    #[test]
+    fn paths_per_scope() {
+        let (root, home) = (Path::new("/p"), Path::new("/h"));
+        assert_eq!(settings_path(SettingsScope::Project, root, home), Path::new("/p/.claude/settings.json"));
+        assert_eq!(settings_path(SettingsScope::Local, root, home), Path::new("/p/.claude/settings.local.json"));
+        assert_eq!(settings_path(SettingsScope::User, root, home), Path::new("/h/.claude/settings.json"));
+    }
+
+    #[test]
+    fn recognises_walj_commands() {
+        for c in [
+            "walj hook",
+            "  walj hook  ",
+            "/usr/local/bin/walj hook",
+            "'/usr/local/bin/walj' hook",
+            "\"/opt/my dir/walj\" hook",
+            "C:\\tools\\walj.exe hook",
+            "cd \"$CLAUDE_PROJECT_DIR\" && walj hook",
+            "walj\thook",
+        ] {
+            assert!(is_walj_command(c, CMD), "{c}");
+        }
+        for c in
+            ["notwalj hook", "walj hooks", "walj-dev hook", "walj", "hook", "echo walj hook x", "walj  hook --x", ""]
+        {
+            assert!(!is_walj_command(c, CMD), "{c}");
+        }
+        // The exact command given is always recognised.
+        assert!(is_walj_command("/x/y/walj-dev hook --v", "/x/y/walj-dev hook --v"));
+    }
+
+    #[test]
+    fn install_into_missing_file() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let r = install(&path, CMD).unwrap();
+        assert_eq!(r.added, names());
+        assert!(r.already.is_empty());
+        assert_eq!(r.backup, None);
+        assert!(r.changed());
+
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with("}\n"));
+        assert!(text.starts_with("{\n  \"hooks\": {\n    \"PreToolUse\": [\n"), "{text}");
+        let v = read_value(&path);
+        let hooks = v["hooks"].as_object().unwrap();
+        assert_eq!(hooks.keys().cloned().collect::<Vec<_>>(), names());
+        assert_eq!(
+            hooks["PreToolUse"],
+            json!([{"matcher": TOOL_MATCHER, "hooks": [{"type": "command", "command": CMD, "timeout": 10}]}])
+        );
+        assert_eq!(hooks["SessionEnd"], json!([{"hooks": [{"type": "command", "command": CMD, "timeout": 10}]}]));
+        assert!(backups(path.parent().unwrap()).is_empty());
+        assert!(check_settings(&path, CMD).iter().all(|f| f.level == Level::Ok));
+    }
+
+    #[test]
+    fn install_keeps_other_hooks_and_keys() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let before = busy_settings();
+        write_value(&path, &before);
+        let original_bytes = fs::read(&path).unwrap();
+
+        let r = install(&path, CMD).unwrap();
+        assert_eq!(r.added, names());
+        let backup = r.backup.clone().unwrap();
+        assert_eq!(backup, with_suffix(&path, ".walj-backup"));
+        assert_eq!(fs::read(&backup).unwrap(), original_bytes);
+
+        let after = read_value(&path);
+        let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["permissions", "hooks", "env", "model"]);
+        let hook_keys: Vec<String> = after["hooks"].as_object().unwrap().keys().cloned().collect();
+        // Existing event keys first, in their order; new ones appended in HOOK_EVENTS order.
+        assert_eq!(
+            hook_keys,
+            [
+                "PreToolUse",
+                "Stop",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "UserPromptSubmit",
+                "SubagentStop",
+                "PreCompact",
+                "SessionStart",
+                "SessionEnd"
+            ]
+        );
+        // The other tool's groups stay first in their events.
+        assert_eq!(after["hooks"]["PreToolUse"][0], before["hooks"]["PreToolUse"][0]);
+        assert_eq!(after["hooks"]["PreToolUse"][1]["matcher"], TOOL_MATCHER);
+        assert_eq!(after["hooks"]["Stop"][0], before["hooks"]["Stop"][0]);
+        // Removing walj's groups gives back the original, order included.
+        assert_same(&strip_walj(after.clone()), &before);
+
+        // Idempotent: second install changes nothing and makes no second backup.
+        let bytes = fs::read(&path).unwrap();
+        let r2 = install(&path, CMD).unwrap();
+        assert!(r2.added.is_empty());
+        assert_eq!(r2.already, names());
+        assert_eq!(r2.backup, None);
+        assert_eq!(fs::read(&path).unwrap(), bytes);
+        assert_eq!(backups(path.parent().unwrap()), vec![backup.clone()]);
+
+        // An absolute-path command counts as installed too.
+        let r3 = install(&path, "'/usr/local/bin/walj' hook").unwrap();
+        assert!(r3.added.is_empty());
+        assert_eq!(fs::read(&path).unwrap(), bytes);
+
+        // Uninstall restores the original value, and even the original bytes.
+        let u = uninstall(&path, CMD).unwrap();
+        // Removed events are reported in the file's order.
+        assert_eq!(u.added, hook_keys);
+        assert!(u.already.is_empty());
+        let second_backup = u.backup.unwrap();
+        assert_ne!(second_backup, backup);
+        assert!(second_backup.to_string_lossy().contains(".walj-backup."));
+        assert_eq!(fs::read(&second_backup).unwrap(), bytes);
+        assert_same(&read_value(&path), &before);
+        assert_eq!(fs::read(&path).unwrap(), original_bytes);
+
+        // Uninstalling again does nothing.
+        let u2 = uninstall(&path, CMD).unwrap();
+        assert!(u2.added.is_empty() && u2.backup.is_none());
+        assert_eq!(fs::read(&path).unwrap(), original_bytes);
+    }
+
+    #[test]
+    fn install_completes_a_partial_install() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let before = json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "echo a"},
+            {"type": "command", "command": "/opt/bin/walj hook", "timeout": 10}
+        ]}]}});
+        write_value(&path, &before);
+        let r = install(&path, CMD).unwrap();
+        assert_eq!(r.already, ["Stop"]);
+        assert_eq!(r.added.len(), HOOK_EVENTS.len() - 1);
+        let after = read_value(&path);
+        assert_eq!(after["hooks"]["Stop"], before["hooks"]["Stop"]);
+
+        // Uninstall removes walj's handler from the shared group but keeps the group and "echo a".
+        uninstall(&path, CMD).unwrap();
+        assert_same(
+            &read_value(&path),
+            &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo a"}]}]}}),
+        );
+    }
+
+    #[test]
+    fn uninstall_missing_file_is_nothing_to_do() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let r = uninstall(&path, CMD).unwrap();
+        assert!(r.added.is_empty() && r.backup.is_none());
+        assert!(!path.exists());
+        assert!(!path.parent().unwrap().exists());
+    }
+
+    #[test]
+    fn uninstall_of_created_file_leaves_empty_object() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        install(&path, CMD).unwrap();
+        uninstall(&path, CMD).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn bad_input_is_refused_and_file_unchanged() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        for (text, needle) in [
+            ("{\"hooks\": {,}", "not valid JSON"),
+            ("{\"a\": 1, // comment\n}", "not valid JSON"),
+            ("[1, 2]", "top level is an array"),
+            ("{\"hooks\": []}", "`hooks` is an array"),
+            ("{\"hooks\": \"walj hook\"}", "`hooks` is a string"),
+            ("{\"hooks\": {\"Stop\": {\"hooks\": []}}}", "`hooks.Stop` is an object, expected an array"),
+        ] {
+            fs::write(&path, text).unwrap();
+            let err = install(&path, CMD).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            assert_eq!(fs::read_to_string(&path).unwrap(), text);
+            if !text.contains("\"Stop\"") {
+                let err = uninstall(&path, CMD).unwrap_err().to_string();
+                assert!(err.contains(needle), "{err}");
+                assert_eq!(fs::read_to_string(&path).unwrap(), text);
+            }
+            let findings = check_settings(&path, CMD);
+            assert_eq!(worst(&findings), Level::Error);
+            assert!(backups(path.parent().unwrap()).is_empty());
+        }
+        assert!(matches!(install(&path, "  "), Err(InstallError::EmptyCommand)));
+    }
+
+    #[test]
+    fn empty_file_counts_as_empty_object() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, "\n").unwrap();
+        let r = install(&path, CMD).unwrap();
+        assert_eq!(r.added, names());
+        assert!(r.backup.is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn keeps_permissions_and_follows_symlinks() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new().unwrap();
+        let real = dir.path().join("dotfiles-settings.json");
+        fs::write(&real, "{\"model\": \"opus\"}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
+        let path = settings(&dir);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, &path).unwrap();
+
+        install(&path, CMD).unwrap();
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+        assert_eq!(read_value(&real)["model"], "opus");
+        assert!(read_value(&real)["hooks"]["PreToolUse"].is_array());
+        assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+        let backup = with_suffix(&path, ".walj-backup");
+        assert_eq!(fs::metadata(&backup).unwrap().permissions().mode() & 0o777, 0o600);
+        // No temporary files left behind.
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .chain(fs::read_dir(path.parent().unwrap()).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("walj-tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    fn levels_for<'a>(findings: &'a [DoctorFinding], event: &str) -> Vec<(Level, &'a str)> {
+        findings
+            .iter()
+            .filter(|f| f.message.starts_with(&format!("{event}:")))
+            .map(|f| (f.level, f.message.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn doctor_missing_file_and_not_installed() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let f = check_settings(&path, CMD);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].level, Level::Error);
+        assert!(f[0].message.contains("does not exist"));
+
+        write_value(&path, &busy_settings());
+        let f = check_settings(&path, CMD);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("walj is not installed"), "{f:?}");
+    }
+
+    #[test]
+    fn doctor_finds_missing_events() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        install(&path, CMD).unwrap();
+        let mut v = read_value(&path);
+        let hooks = v["hooks"].as_object_mut().unwrap();
+        hooks.shift_remove("PostToolUse");
+        hooks.shift_remove("SessionEnd");
+        write_value(&path, &v);
+
+        let f = check_settings(&path, CMD);
+        for missing in ["PostToolUse", "SessionEnd"] {
+            let l = levels_for(&f, missing);
+            assert_eq!(l.len(), 1);
+            assert_eq!(l[0].0, Level::Error);
+            assert!(l[0].1.contains("not hooked"));
+        }
+        assert_eq!(levels_for(&f, "PreToolUse")[0].0, Level::Ok);
+        assert_eq!(f.iter().filter(|x| x.level == Level::Ok).count(), HOOK_EVENTS.len() - 2);
+        assert_eq!(worst(&f), Level::Error);
+
+        // install repairs it.
+        let r = install(&path, CMD).unwrap();
+        assert_eq!(r.added, ["PostToolUse", "SessionEnd"]);
+        assert_eq!(worst(&check_settings(&path, CMD)), Level::Ok);
+    }
+
+    #[test]
+    fn doctor_flags_duplicates_matchers_and_timeouts() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        install(&path, CMD).unwrap();
+        let mut v = read_value(&path);
+        let h = &mut v["hooks"];
+        h["PreToolUse"][0]["matcher"] = json!("Edit|Write");
+        h["PostToolUse"][0]["matcher"] = json!("*");
+        h["PostToolUseFailure"][0]["matcher"] = json!("Edit.*");
+        h["Stop"][0]["hooks"][0].as_object_mut().unwrap().shift_remove("timeout");
+        h["SessionStart"][0]["hooks"][0]["timeout"] = json!(600);
+        h["SessionStart"][0]["matcher"] = json!("startup");
+        h["PreCompact"][0]["hooks"][0]["timeout"] = json!("10");
+        h["SessionEnd"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"hooks": [{"type": "command", "command": "/nonexistent/bin/walj hook", "timeout": 10}]}));
+        h["UserPromptSubmit"][0]["hooks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "command", "command": CMD, "timeout": 10}));
+        h["Notification"] = json!([{"hooks": [{"type": "command", "command": CMD, "timeout": 10}]}]);
+        write_value(&path, &v);
+
+        let f = check_settings(&path, CMD);
+        let pre = levels_for(&f, "PreToolUse");
+        assert_eq!(pre.len(), 1);
+        assert_eq!(pre[0].0, Level::Error);
+        assert!(
+            pre[0].1.contains("misses MultiEdit, NotebookEdit, Bash, TodoWrite, TaskCreate, TaskUpdate"),
+            "{pre:?}"
+        );
+        assert!(levels_for(&f, "PostToolUse")[0].1.contains("every tool"));
+        assert!(levels_for(&f, "PostToolUseFailure")[0].1.contains("regular expression"));
+        assert!(levels_for(&f, "Stop")[0].1.contains("no timeout"));
+        let ss = levels_for(&f, "SessionStart");
+        assert!(ss.iter().any(|(l, m)| *l == Level::Warn && m.contains("matcher `startup`")), "{ss:?}");
+        assert!(ss.iter().any(|(l, m)| *l == Level::Warn && m.contains("is long")), "{ss:?}");
+        assert_eq!(levels_for(&f, "PreCompact")[0].0, Level::Error);
+        let se = levels_for(&f, "SessionEnd");
+        assert!(se.iter().any(|(l, m)| *l == Level::Warn && m.contains("different commands")), "{se:?}");
+        assert!(se.iter().any(|(l, m)| *l == Level::Error && m.contains("does not exist")), "{se:?}");
+        assert!(
+            levels_for(&f, "UserPromptSubmit").iter().any(|(l, m)| *l == Level::Warn && m.contains("listed 2 times"))
+        );
+        assert_eq!(levels_for(&f, "Notification")[0].0, Level::Warn);
+        assert_eq!(levels_for(&f, "SubagentStop")[0].0, Level::Ok);
+
+        // Uninstall takes all of these out, including the extra ones.
+        let u = uninstall(&path, CMD).unwrap();
+        assert!(u.added.contains(&"Notification".to_string()));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn doctor_disable_all_hooks() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        write_value(&path, &json!({"disableAllHooks": true}));
+        install(&path, CMD).unwrap();
+        let f = check_settings(&path, CMD);
+        assert!(f.iter().any(|x| x.level == Level::Error && x.message.contains("disableAllHooks")));
+    }
+
+    #[test]
+    fn doctor_scopes_merge() {
+        let dir = TempDir::new().unwrap();
+        let home = TempDir::new().unwrap();
+        let project = settings_path(SettingsScope::Project, dir.path(), home.path());
+        let user = settings_path(SettingsScope::User, dir.path(), home.path());
+        let f = check_scopes(dir.path(), home.path(), CMD);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("walj is not installed"));
+
+        install(&user, CMD).unwrap();
+        assert_eq!(worst(&check_scopes(dir.path(), home.path(), CMD)), Level::Ok);
+
+        // The same command in two files runs once: fine. A different one runs twice: warn.
+        install(&project, CMD).unwrap();
+        let f = check_scopes(dir.path(), home.path(), CMD);
+        assert!(f.iter().any(|x| x.message.contains("listed 2 times")));
+        assert!(f.iter().all(|x| x.level != Level::Error), "{f:?}");
+        assert!(f.iter().any(|x| x.message.contains(&format!("(in {})", project.display()))));
+    }
+
+    // ---- property: install then uninstall gives back the original value ----
+
+    fn arb_scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z ]{0,8}".prop_map(Value::String),
+        ]
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        arb_scalar().prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-zA-Z]{1,6}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arb_handler() -> impl Strategy<Value = Value> {
+        (
+            prop::sample::select(vec![
+                "echo hi",
+                "other-tool hook",
+                "/usr/bin/lint --fix",
+                "notwalj hook",
+                "walj-dev hook",
+                "walj hooks",
+                "python3 ~/.claude/hooks/guard.py",
+            ]),
+            prop::option::of(1u32..700),
+            any::<bool>(),
+        )
+            .prop_map(|(cmd, timeout, typed)| {
+                let mut m = Map::new();
+                if typed {
+                    m.insert("type".into(), json!("command"));
+                }
+                m.insert("command".into(), json!(cmd));
+                if let Some(t) = timeout {
+                    m.insert("timeout".into(), json!(t));
+                }
+                Value::Object(m)
+            })
+    }
+
+    fn arb_group() -> impl Strategy<Value = Value> {
+        (
+            prop::option::of(prop::sample::select(vec!["Bash", "Edit|Write", "*", "", "mcp__.*", TOOL_MATCHER])),
+            prop::collection::vec(arb_handler(), 0..3),
+        )
+            .prop_map(|(matcher, hooks)| {
+                let mut m = Map::new();
+                if let Some(mt) = matcher {
+                    m.insert("matcher".into(), json!(mt));
+                }
+                m.insert("hooks".into(), Value::Array(hooks));
+                Value::Object(m)
+            })
+    }
+
+    fn arb_settings() -> impl Strategy<Value = Value> {
+        let events = prop::sample::select(vec![
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionStart",
+            "SessionEnd",
+            "Notification",
+            "UserPromptSubmit",
+        ]);
+        let hooks =
+            prop::option::of(prop::collection::vec((events, prop::collection::vec(arb_group(), 1..3)), 1..5).prop_map(
+                |evs| Value::Object(evs.into_iter().map(|(k, v)| (k.to_string(), Value::Array(v))).collect()),
+            ));
+        let others = prop::collection::vec(
+            (
+                prop::sample::select(vec!["permissions", "env", "model", "statusLine", "includeCoAuthoredBy", "x"]),
+                arb_json(),
+            ),
+            0..5,
+        );
+        (hooks, others, any::<prop::sample::Index>()).prop_map(|(hooks, others, at)| {
+            let mut m: Map<String, Value> = others.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            if let Some(h) = hooks {
+                let pos = at.index(m.len() + 1);
+                let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+                entries.insert(pos, ("hooks".to_string(), h));
+                m = entries.into_iter().collect();
+            }
+            Value::Object(m)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn install_then_uninstall_round_trips(original in arb_settings(), absolute in any::<bool>()) {
+            let command = if absolute { "'/usr/local/bin/walj' hook" } else { CMD };
+            let dir = TempDir::new().unwrap();
+            let path = settings(&dir);
+            write_value(&path, &original);
+            let original_bytes = fs::read(&path).unwrap();
+
+            let r = install(&path, command).unwrap();
+            prop_assert_eq!(r.added.len() + r.already.len(), HOOK_EVENTS.len());
+            let installed = fs::read(&path).unwrap();
+            if !absolute {
+                prop_assert_eq!(worst(&check_settings(&path, command)), Level::Ok);
+            }
+
+            let r2 = install(&path, command).unwrap();
+            prop_assert!(r2.added.is_empty());
+            prop_assert_eq!(&fs::read(&path).unwrap(), &installed);
+
+            uninstall(&path, command).unwrap();
+            let back = read_value(&path);
+            prop_assert_eq!(&back, &original);
+            prop_assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&original).unwrap());
+            prop_assert_eq!(fs::read(&path).unwrap(), original_bytes);
+        }
+    }
+}
