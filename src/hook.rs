@@ -17,7 +17,7 @@ use crate::payload::{FILE_TOOLS, HookEvent, Payload, TODO_TOOLS, clip};
 use crate::procinfo;
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
-use crate::{announce, checkpoint};
+use crate::{announce, bashsnap, checkpoint};
 
 /// Largest prompt / message text kept in a record.
 const MAX_TEXT: usize = 64 * 1024;
@@ -269,7 +269,42 @@ impl Ctx<'_> {
                 r = r.with("interrupted", true);
             }
         }
-        self.append(&[r])
+        let children = self.bash_side_effects(op_name, &mut r);
+        self.append(&[vec![r], children].concat())
+    }
+
+    /// Bash side effects (src/bashsnap.rs): snapshot at Pre, child entries at Post. A
+    /// failure is logged and never fails the hook or loses the command's own record.
+    fn bash_side_effects(&self, op_name: &str, r: &mut Record) -> Vec<Record> {
+        let (cfg, matcher) = self.config();
+        let call = bashsnap::Call {
+            session: self.payload.session_id(),
+            tool_use_id: self.payload.tool_use_id(),
+            command: self.payload.input_str("command").unwrap_or(""),
+            background: self.payload.tool_input().get("run_in_background").and_then(Value::as_bool) == Some(true),
+            task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
+        };
+        let result = if op_name == op::INTENT {
+            bashsnap::before(self.project, &cfg, matcher.as_ref(), &call).map(|()| bashsnap::Outcome::default())
+        } else {
+            bashsnap::after(self.project, &cfg, matcher.as_ref(), &call)
+        };
+        match result {
+            Ok(mut out) => {
+                if let Some(s) = out.summary.take() {
+                    r.extra.insert("snapshot".into(), s);
+                }
+                for c in &mut out.records {
+                    c.pid = r.pid;
+                    c.pstart = r.pstart;
+                }
+                out.records
+            }
+            Err(e) => {
+                log_error(self.project, &format!("Bash side effects: {e}"));
+                Vec::new()
+            }
+        }
     }
 
     fn todos(&self) -> HookResult {
@@ -313,7 +348,17 @@ impl Ctx<'_> {
                 r = r.with(key, v);
             }
         }
-        self.append(&[r])?;
+        let mut records = vec![r];
+        if main_agent {
+            // Background commands: what they changed since their PostToolUse.
+            let (cfg, matcher) = self.config();
+            let tasks = self.payload.0.get("background_tasks");
+            match bashsnap::at_stop(self.project, &cfg, matcher.as_ref(), self.payload.session_id(), tasks) {
+                Ok(children) => records.extend(children),
+                Err(e) => log_error(self.project, &format!("Bash side effects at Stop: {e}")),
+            }
+        }
+        self.append(&records)?;
         // Verify this session's applied entries; at the main agent's Stop no tool call is
         // running, so intents whose file is unchanged were not applied (denied).
         checkpoint::checkpoint(self.project, Some(self.payload.session_id()), main_agent, false)?;

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod announce;
+pub mod bashsnap;
 pub mod checkpoint;
 pub mod cmd;
 pub mod config;

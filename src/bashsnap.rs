@@ -1,0 +1,938 @@
+//! Bash side effects (issue 6): what a shell command created, changed or deleted.
+//!
+//! Claude Code tells the hook which command ran, never which files it touched. So the
+//! PreToolUse hook takes a cheap *snapshot* of the working tree and the Post hook takes
+//! another and compares them; every difference becomes a child entry of the command
+//! (`parent` = its tool_use_id, tool `Bash`) with `before`/`after` blobs, so `diff`,
+//! `revert` and the TUI treat it like an Edit.
+//!
+//! - **In git** the snapshot is libgit2's status against the index (its stat cache makes
+//!   clean files cost one `lstat`), listing modified, deleted and untracked files and
+//!   skipping ignored ones. Dirty and untracked files are captured into the store at Pre
+//!   time (their bytes exist nowhere else); clean tracked files are not: their bytes are
+//!   the index's blob, copied from git's object database into walj's store only when the
+//!   command turns out to have changed them. The index itself is hard-linked aside (git
+//!   replaces it by rename, so the link keeps the old version) to see what a `git
+//!   checkout`, `reset` or `pull` inside the command did to clean files.
+//! - **Outside git** it is a bounded walk (`[bash] max_files`, `max_ms`) comparing
+//!   mtime/ctime/size/inode; a walk cut short says so in the command's record.
+//!
+//! A snapshot is a small JSON sidecar, `.walj/bash/<key>.json` (never a journal line).
+//! The latest one is also kept as `cache.json`: a file whose stat has not changed since is
+//! not read again. Background commands (`run_in_background`) keep their sidecar after
+//! PostToolUse; the session's next Stop compares again and records what changed as
+//! `background: true` ("possibly background"), leaving out changes other tool calls
+//! already account for.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::config::{self, Config, Matcher};
+use crate::fold::{Fold, FoldOptions};
+use crate::fsutil;
+use crate::journal::{Blob, Record, op};
+use crate::project::{Project, to_slash};
+use crate::store::{Store, blob_id};
+
+mod gitscan;
+
+/// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
+/// a write within the file system's timestamp granularity leaves the stat unchanged.
+const RACY_NS: i64 = 2_000_000_000;
+/// Sidecars of commands that never got a PostToolUse (denied, crashed) are dropped after this.
+const STALE_SECS: u64 = 7 * 24 * 3600;
+/// The sidecar format version.
+const SNAP_V: u32 = 1;
+/// Longest command text copied onto child records.
+const MAX_COMMAND: usize = 512;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapError {
+    #[error("{path}: {op}: {source}")]
+    Io { path: PathBuf, op: &'static str, source: io::Error },
+    #[error("git repository at {path}: {source}")]
+    Git { path: PathBuf, source: git2::Error },
+    #[error("snapshot {path}: {source}")]
+    Format { path: PathBuf, source: serde_json::Error },
+    #[error("store: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> SnapError + 'a {
+    move |source| SnapError::Io { path: path.to_path_buf(), op, source }
+}
+
+/// The Bash call a hook sees.
+#[derive(Debug, Clone, Default)]
+pub struct Call<'a> {
+    pub session: &'a str,
+    pub tool_use_id: Option<&'a str>,
+    pub command: &'a str,
+    pub background: bool,
+    /// `backgroundTaskId` from the PostToolUse response.
+    pub task_id: Option<&'a str>,
+}
+
+impl Call<'_> {
+    /// The key of the call's sidecar: its tool_use_id, or (old Claude Code versions) a hash
+    /// of session and command, so Pre and Post still meet.
+    fn key(&self) -> String {
+        match self.tool_use_id {
+            Some(id) if !id.is_empty() && id.len() <= 100 && id.bytes().all(safe_byte) => id.to_string(),
+            Some(id) if !id.is_empty() => format!("k{}", &blob_id(id.as_bytes())[..24]),
+            _ => format!("c{}", &blob_id(format!("{}\0{}", self.session, self.command).as_bytes())[..24]),
+        }
+    }
+    /// The parent id child entries name: the tool_use_id, else the key.
+    fn parent(&self) -> String {
+        self.tool_use_id.filter(|s| !s.is_empty()).map(str::to_string).unwrap_or_else(|| self.key())
+    }
+}
+
+fn safe_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// A file's stat fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+struct Stamp {
+    m: i64,
+    c: i64,
+    s: u64,
+    i: u64,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Stamp {
+                m: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
+                c: meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
+                s: meta.len(),
+                i: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let m = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i64);
+            Stamp { m, c: 0, s: meta.len(), i: 0 }
+        }
+    }
+    /// Changed so close to `time_ns` that an unchanged stat proves nothing.
+    fn racy(&self, time_ns: i64) -> bool {
+        self.m.max(self.c) + RACY_NS > time_ns
+    }
+}
+
+/// One file in a snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+struct FileState {
+    /// Git blob id of the content; `None` with `absent` false = not read (cut short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    absent: bool,
+    /// Not a regular file (symbolic link, socket…): not tracked.
+    #[serde(default, skip_serializing_if = "is_false")]
+    special: bool,
+    /// Why the bytes are not in the store (`too_large`, `never_capture`, `cut_short`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nocap: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    st: Option<Stamp>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    #[default]
+    Git,
+    Scan,
+}
+
+/// The index as it was at snapshot time (a hard link or copy under `.walj/bash/`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct IndexRef {
+    /// File name of the saved index under `.walj/bash/`, when saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    copy: Option<String>,
+    st: Stamp,
+}
+
+/// A sidecar: the working tree as one hook saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+struct Snapshot {
+    v: u32,
+    session: String,
+    parent: String,
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    background: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_id: Option<String>,
+    mode: Mode,
+    /// Unix time of the snapshot, nanoseconds.
+    time: i64,
+    /// Record timestamp of the snapshot (for comparing with journal records).
+    #[serde(default)]
+    ts: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    cut_short: bool,
+    /// Milliseconds the snapshot took.
+    #[serde(default)]
+    ms: u64,
+    /// Dirty and untracked files (git) or every file walked (scan).
+    files: BTreeMap<String, FileState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    index: Option<IndexRef>,
+}
+
+/// What the PostToolUse hook adds to the journal for a command.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Child entries (one `applied` record per changed path).
+    pub records: Vec<Record>,
+    /// Summary for the command's own record (`snapshot` field), when a snapshot was compared.
+    pub summary: Option<Value>,
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn bash_dir(project: &Project) -> PathBuf {
+    project.dir.join("bash")
+}
+
+/// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.
+pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
+    if !cfg.bash.snapshot {
+        return Ok(());
+    }
+    project.ensure_dir().map_err(io_err(&project.dir, "creating"))?;
+    let dir = bash_dir(project);
+    fsutil::create_private_dir(&dir).map_err(io_err(&dir, "creating"))?;
+    let cache = load(&dir.join("cache.json")).ok();
+    let key = call.key();
+    let mut tree = Tree::open(project, cfg, matcher);
+    let mut snap = tree.take(cache.as_ref(), Some(&key))?;
+    snap.session = call.session.to_string();
+    snap.parent = call.parent();
+    snap.command = crate::payload::clip(call.command, MAX_COMMAND);
+    snap.background = call.background;
+    save(&dir.join(format!("{key}.json")), &snap)?;
+    save(&dir.join("cache.json"), &snap)?;
+    Ok(())
+}
+
+/// PostToolUse / PostToolUseFailure: compare with the Pre snapshot; one child entry per
+/// changed path. A background command keeps its sidecar (as a new baseline) for Stop.
+pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<Outcome, SnapError> {
+    let dir = bash_dir(project);
+    let path = dir.join(format!("{}.json", call.key()));
+    let pre = match load(&path) {
+        Ok(s) => s,
+        Err(SnapError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(Outcome::default());
+        }
+        Err(e) => {
+            remove_snapshot(&dir, &path, None);
+            return Err(e);
+        }
+    };
+    if !cfg.bash.snapshot {
+        remove_snapshot(&dir, &path, pre.index.as_ref());
+        return Ok(Outcome::default());
+    }
+    let background = pre.background || call.task_id.is_some();
+    let mut tree = Tree::open(project, cfg, matcher);
+    let mut now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
+    let changes = tree.diff(&pre, &now)?;
+    let records = child_records(cfg, matcher, &pre, &changes, "post", false);
+    let summary = json!({
+        "mode": pre.mode,
+        "changed": records.len(),
+        "ms": pre.ms + now.ms,
+    });
+    let mut summary = summary;
+    if pre.cut_short || now.cut_short {
+        summary["cut_short"] = json!(true);
+    }
+    save(&dir.join("cache.json"), &now)?;
+    if background {
+        now.session = pre.session.clone();
+        now.parent = pre.parent.clone();
+        now.command = pre.command.clone();
+        now.background = true;
+        now.task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
+        if let Some(old) = pre.index.as_ref().and_then(|i| i.copy.as_ref()) {
+            if now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old) {
+                let _ = fs::remove_file(dir.join(old));
+            }
+        }
+        save(&path, &now)?;
+    } else {
+        remove_snapshot(&dir, &path, pre.index.as_ref());
+    }
+    Ok(Outcome { records, summary: Some(summary) })
+}
+
+/// The session's Stop: background commands get their later changes (marked
+/// `background: true`); sidecars of calls that never finished are dropped.
+pub fn at_stop(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    session: &str,
+    background_tasks: Option<&Value>,
+) -> Result<Vec<Record>, SnapError> {
+    let dir = bash_dir(project);
+    let rd = match fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(&dir, "listing")(e)),
+    };
+    let mut pending = Vec::new();
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") || name == "cache.json" {
+            if name.ends_with(".index") && is_stale(&ent.path()) {
+                let _ = fs::remove_file(ent.path());
+            }
+            continue;
+        }
+        let path = ent.path();
+        let Ok(snap) = load(&path) else {
+            let _ = fs::remove_file(&path);
+            continue;
+        };
+        if snap.session != session {
+            if is_stale(&path) {
+                remove_snapshot(&dir, &path, snap.index.as_ref());
+            }
+            continue;
+        }
+        if !snap.background || !cfg.bash.snapshot {
+            // At the main agent's Stop no call of this session runs: a Pre without a Post
+            // was denied or lost.
+            remove_snapshot(&dir, &path, snap.index.as_ref());
+            continue;
+        }
+        pending.push((path, snap));
+    }
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Changes other tool calls already account for (Edit/Write, other commands).
+    let fold = Fold::load(
+        &project.journal,
+        &FoldOptions { session: Some(session.to_string()), keep_settled: true, ..Default::default() },
+    )
+    .map_err(io_err(&project.journal, "reading"))?;
+    let mut out = Vec::new();
+    for (path, base) in pending {
+        let known: HashSet<(String, Option<String>)> = fold
+            .entries
+            .iter()
+            .filter(|e| e.parent.as_deref() != Some(base.parent.as_str()))
+            .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= base.ts.as_str())
+            .filter_map(|e| e.after.as_ref().map(|a| (e.path.clone(), a.id().map(str::to_string))))
+            .collect();
+        let mut tree = Tree::open(project, cfg, matcher);
+        let running = task_running(background_tasks, base.task_id.as_deref());
+        let key = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut now = tree.take(Some(&base), running.then_some(key.as_str()))?;
+        let mut changes = tree.diff(&base, &now)?;
+        changes.retain(|c| !known.contains(&(c.rel.clone(), c.after.blob().and_then(|b| b.id().map(str::to_string)))));
+        let phase = format!("stop{}", base.time);
+        out.extend(child_records(cfg, matcher, &base, &changes, &phase, true));
+        let _ = save(&dir.join("cache.json"), &now);
+        if running {
+            now.session = base.session.clone();
+            now.parent = base.parent.clone();
+            now.command = base.command.clone();
+            now.background = true;
+            now.task_id = base.task_id.clone();
+            if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref()) {
+                if now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old) {
+                    let _ = fs::remove_file(dir.join(old));
+                }
+            }
+            save(&path, &now)?;
+        } else {
+            remove_snapshot(&dir, &path, base.index.as_ref());
+        }
+    }
+    Ok(out)
+}
+
+/// True when Stop's `background_tasks` lists `task_id` as still running.
+fn task_running(tasks: Option<&Value>, task_id: Option<&str>) -> bool {
+    let (Some(tasks), Some(id)) = (tasks.and_then(Value::as_array), task_id) else { return false };
+    tasks.iter().any(|t| {
+        t.get("id").and_then(Value::as_str) == Some(id)
+            && t.get("status").and_then(Value::as_str).is_some_and(|s| s == "running" || s == "pending")
+    })
+}
+
+fn is_stale(path: &Path) -> bool {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|d| d > Duration::from_secs(STALE_SECS))
+}
+
+fn remove_snapshot(dir: &Path, path: &Path, index: Option<&IndexRef>) {
+    let _ = fs::remove_file(path);
+    if let Some(c) = index.and_then(|i| i.copy.as_ref()) {
+        let _ = fs::remove_file(dir.join(c));
+    }
+}
+
+fn load(path: &Path) -> Result<Snapshot, SnapError> {
+    let bytes = fs::read(path).map_err(io_err(path, "reading"))?;
+    let s: Snapshot =
+        serde_json::from_slice(&bytes).map_err(|source| SnapError::Format { path: path.to_path_buf(), source })?;
+    if s.v != SNAP_V {
+        return Err(SnapError::Io {
+            path: path.to_path_buf(),
+            op: "reading",
+            source: io::Error::other(format!("snapshot version {} (expected {SNAP_V})", s.v)),
+        });
+    }
+    Ok(s)
+}
+
+/// Writes a sidecar by rename (no fsync: losing one to a power cut loses only the child
+/// entries of that command, never journal data).
+fn save(path: &Path, snap: &Snapshot) -> Result<(), SnapError> {
+    let bytes = serde_json::to_vec(snap).map_err(|source| SnapError::Format { path: path.to_path_buf(), source })?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let write = || -> io::Result<()> {
+        let mut f = fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
+        io::Write::write_all(&mut f, &bytes)?;
+        drop(f);
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(path, "writing")(e)
+    })
+}
+
+/// One side of a change.
+#[derive(Debug, Clone, PartialEq)]
+enum Side {
+    Absent,
+    /// Content with this blob id; `nocap` says why it is not in walj's store.
+    Known { id: String, nocap: Option<String> },
+    /// Never read (the snapshot was cut short).
+    Unknown,
+}
+
+impl Side {
+    fn blob(&self) -> Option<Blob> {
+        match self {
+            Side::Absent => Some(Blob::Absent),
+            Side::Known { id, .. } => Some(Blob::Id(id.clone())),
+            Side::Unknown => None,
+        }
+    }
+    fn nocap(&self) -> Option<&str> {
+        match self {
+            Side::Known { nocap, .. } => nocap.as_deref(),
+            Side::Unknown => Some("cut_short"),
+            Side::Absent => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Change {
+    rel: String,
+    before: Side,
+    after: Side,
+}
+
+/// The working tree of a project, opened for one hook call.
+struct Tree<'a> {
+    project: &'a Project,
+    cfg: &'a Config,
+    matcher: Option<&'a Matcher>,
+    store: Store,
+    repo: Option<git2::Repository>,
+    /// The project root relative to the repository's work tree (`""` or `"sub/dir/"`).
+    prefix: String,
+    started: Instant,
+    deadline: Instant,
+    /// Objects read but not stored yet (stored together, in parallel).
+    pending: Vec<(String, Vec<u8>)>,
+    pending_bytes: usize,
+}
+
+impl<'a> Tree<'a> {
+    fn open(project: &'a Project, cfg: &'a Config, matcher: Option<&'a Matcher>) -> Tree<'a> {
+        let started = Instant::now();
+        let repo = git2::Repository::discover(&project.root).ok().filter(|r| r.workdir().is_some());
+        let mut prefix = String::new();
+        let mut repo = repo;
+        if let Some(r) = &repo {
+            let wd = r.workdir().map(|w| fs::canonicalize(w).unwrap_or_else(|_| w.to_path_buf()));
+            match wd.as_deref().and_then(|w| project.root.strip_prefix(w).ok()) {
+                Some(rel) if rel.as_os_str().is_empty() => {}
+                Some(rel) => prefix = format!("{}/", to_slash(rel)),
+                // The root is not inside this work tree (odd layouts): walk instead.
+                None => repo = None,
+            }
+        }
+        Tree {
+            project,
+            cfg,
+            matcher,
+            store: Store::new(project.store_dir()),
+            repo,
+            prefix,
+            started,
+            deadline: started + Duration::from_millis(cfg.bash.max_ms.max(1)),
+            pending: Vec::new(),
+            pending_bytes: 0,
+        }
+    }
+
+    /// A snapshot of the tree; `cache` lends blob ids of files whose stat is unchanged;
+    /// `save_index` (a sidecar key) keeps a link to the current git index.
+    fn take(&mut self, cache: Option<&Snapshot>, save_index: Option<&str>) -> Result<Snapshot, SnapError> {
+        let time = now_ns();
+        let mut snap = Snapshot {
+            v: SNAP_V,
+            time,
+            ts: crate::journal::record::now_ts(),
+            mode: if self.repo.is_some() { Mode::Git } else { Mode::Scan },
+            ..Snapshot::default()
+        };
+        if self.repo.is_some() {
+            self.take_git(&mut snap, cache, save_index)?;
+        } else {
+            self.take_scan(&mut snap, cache)?;
+        }
+        self.flush()?;
+        snap.ms = self.started.elapsed().as_millis() as u64;
+        Ok(snap)
+    }
+
+    fn take_git(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>, save_index: Option<&str>) -> Result<(), SnapError> {
+        let repo = self.repo.as_ref().expect("git mode");
+        let index_path = repo.path().join("index");
+        // Stamp the index before reading the status: a later rewrite then shows as a change.
+        let index_st = fs::metadata(&index_path).ok().map(|m| Stamp::of(&m));
+        let workdir = repo.workdir().unwrap_or(&self.project.root).to_path_buf();
+        let git_err = |source| SnapError::Git { path: workdir.clone(), source };
+        let index = repo.index().map_err(git_err)?;
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+        let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads).map_err(git_err)?;
+        drop(index);
+        if listed.len() > self.cfg.bash.max_files {
+            snap.cut_short = true;
+        }
+        let listed: Vec<(String, bool)> =
+            listed.into_iter().take(self.cfg.bash.max_files).map(|l| (l.rel, l.deleted)).collect();
+        for (rel, deleted) in listed {
+            let state = if deleted {
+                FileState { absent: true, ..FileState::default() }
+            } else {
+                let cached = cache.and_then(|c| c.files.get(&rel).map(|f| (f, c.time)));
+                self.file_state(&rel, cached, &mut snap.cut_short)?
+            };
+            snap.files.insert(rel, state);
+        }
+        if let Some(st) = index_st {
+            let mut copy = None;
+            if let Some(key) = save_index {
+                let name = format!("{key}.index");
+                let dest = bash_dir(self.project).join(&name);
+                let _ = fs::remove_file(&dest);
+                // git replaces the index by rename: a hard link keeps this version.
+                if fs::hard_link(&index_path, &dest).is_ok() || fs::copy(&index_path, &dest).is_ok() {
+                    copy = Some(name);
+                }
+            }
+            snap.index = Some(IndexRef { copy, st });
+        }
+        Ok(())
+    }
+
+    fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
+        let max_files = self.cfg.bash.max_files;
+        let mut stack = vec![(self.project.root.clone(), String::new())];
+        let mut count = 0usize;
+        while let Some((dir, rel_dir)) = stack.pop() {
+            let mut names: Vec<(String, fs::FileType)> = match fs::read_dir(&dir) {
+                Ok(rd) => rd
+                    .flatten()
+                    .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
+                    .collect(),
+                Err(_) => continue,
+            };
+            names.sort_by(|a, b| b.0.cmp(&a.0)); // reversed: the stack pops in name order
+            let mut subdirs = Vec::new();
+            for (name, ft) in names.into_iter().rev() {
+                let rel = if rel_dir.is_empty() { name.clone() } else { format!("{rel_dir}/{name}") };
+                if ft.is_dir() {
+                    if matches!(name.as_str(), ".git" | ".hg" | ".svn" | ".jj") || rel == ".walj" {
+                        continue;
+                    }
+                    subdirs.push((dir.join(&name), rel));
+                    continue;
+                }
+                if count >= max_files || Instant::now() > self.deadline {
+                    snap.cut_short = true;
+                    return Ok(());
+                }
+                count += 1;
+                let cached = cache.and_then(|c| c.files.get(&rel).map(|f| (f, c.time)));
+                let state = self.file_state(&rel, cached, &mut snap.cut_short)?;
+                snap.files.insert(rel, state);
+            }
+            stack.extend(subdirs.into_iter().rev());
+        }
+        Ok(())
+    }
+
+    /// Stat (and, unless a cached id still holds, read and capture) one file.
+    fn file_state(
+        &mut self,
+        rel: &str,
+        cached: Option<(&FileState, i64)>,
+        cut_short: &mut bool,
+    ) -> Result<FileState, SnapError> {
+        let abs = self.project.root.join(rel);
+        let meta = match fs::symlink_metadata(&abs) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(FileState { absent: true, ..Default::default() }),
+            Err(_) => return Ok(FileState { special: true, ..Default::default() }),
+        };
+        if !meta.file_type().is_file() {
+            return Ok(FileState { special: true, ..Default::default() });
+        }
+        let st = Stamp::of(&meta);
+        if let Some((c, ctime)) = cached {
+            if c.st == Some(st) && !st.racy(ctime) {
+                if let Some(id) = &c.id {
+                    if c.nocap.is_some() || self.store.contains(id) {
+                        return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
+                    }
+                }
+            }
+        }
+        if Instant::now() > self.deadline {
+            *cut_short = true;
+            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
+        }
+        let (id, nocap) = self.read_capture(&abs, rel, meta.len())?;
+        Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
+    }
+
+    /// Reads a file and queues its bytes for the store (unless too large / never captured).
+    /// `(None, _)` when the file vanished meanwhile.
+    fn read_capture(&mut self, abs: &Path, rel: &str, len: u64) -> Result<(Option<String>, Option<String>), SnapError> {
+        let bytes = match fs::read(abs) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((None, None)),
+            Err(_) => return Ok((None, Some("unreadable".into()))),
+        };
+        let id = blob_id(&bytes);
+        if self.matcher.is_some_and(|m| m.never_capture(rel)) {
+            return Ok((Some(id), Some("never_capture".into())));
+        }
+        if len.max(bytes.len() as u64) > self.cfg.capture.max_bytes {
+            return Ok((Some(id), Some("too_large".into())));
+        }
+        if !self.store.contains(&id) {
+            self.pending_bytes += bytes.len();
+            self.pending.push((id.clone(), bytes));
+            if self.pending_bytes > 64 << 20 {
+                self.flush()?;
+            }
+        }
+        Ok((Some(id), None))
+    }
+
+    /// Stores the queued objects, several at a time: concurrent fsyncs share the file
+    /// system's journal commits, which is most of the cost.
+    fn flush(&mut self) -> Result<(), SnapError> {
+        let mut items = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        items.dedup_by(|a, b| a.0 == b.0);
+        put_parallel(&self.store, &items)
+    }
+
+    /// Differences between two snapshots of this tree.
+    fn diff(&mut self, pre: &Snapshot, now: &Snapshot) -> Result<Vec<Change>, SnapError> {
+        let mut moved: BTreeSet<String> = BTreeSet::new();
+        let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
+        paths.extend(now.files.keys().map(String::as_str));
+        let git = pre.mode == Mode::Git && now.mode == Mode::Git && self.repo.is_some();
+        let current = if git { self.repo.as_ref().and_then(|r| r.index().ok()) } else { None };
+        // When the command changed the index (add, commit, checkout, reset, pull…), clean
+        // files' bytes before it come from the saved index, and every path whose index
+        // entry moved is a candidate.
+        let mut old_index = None;
+        if git && pre.index.as_ref().map(|i| i.st) != now.index.as_ref().map(|i| i.st) {
+            let dir = bash_dir(self.project);
+            old_index = pre
+                .index
+                .as_ref()
+                .and_then(|i| i.copy.as_ref())
+                .and_then(|c| git2::Index::open(&dir.join(c)).ok())
+                .map(|i| index_map(&i, &self.prefix));
+            if let (Some(old), Some(cur)) = (&old_index, &current) {
+                let cur = index_map(cur, &self.prefix);
+                for (p, id) in old {
+                    if cur.get(p) != Some(id) {
+                        moved.insert(p.clone());
+                    }
+                }
+                moved.extend(cur.keys().filter(|p| !old.contains_key(*p)).cloned());
+            }
+        }
+        paths.extend(moved.iter().map(String::as_str));
+        let prefix = self.prefix.clone();
+        let in_current = |rel: &str| -> Option<String> {
+            let idx = current.as_ref()?;
+            idx.get_path(Path::new(&format!("{prefix}{rel}")), 0).map(|e| e.id.to_string())
+        };
+        let in_old = |rel: &str| -> Option<String> {
+            match &old_index {
+                Some(m) => m.get(rel).cloned(),
+                None => in_current(rel),
+            }
+        };
+        let mut changes = Vec::new();
+        let mut from_git: Vec<String> = Vec::new();
+        for rel in paths {
+            let a = pre.files.get(rel);
+            let b = now.files.get(rel);
+            if a.is_some_and(|f| f.special) || b.is_some_and(|f| f.special) {
+                continue;
+            }
+            if let (Some(a), Some(b)) = (a, b) {
+                if !a.absent && !b.absent && a.st.is_some() && a.st == b.st && !a.st.is_some_and(|s| s.racy(pre.time)) {
+                    continue;
+                }
+            }
+            let before = match a {
+                Some(f) => side_of(f),
+                None if git => match in_old(rel) {
+                    Some(id) => {
+                        from_git.push(id.clone());
+                        Side::Known { id, nocap: None }
+                    }
+                    None => {
+                        // Not listed and not tracked: it did not exist, or was ignored and untouched.
+                        if existed_untouched(&self.project.root.join(rel), pre.time) {
+                            continue;
+                        }
+                        Side::Absent
+                    }
+                },
+                None if !pre.cut_short => Side::Absent,
+                None => {
+                    if existed_untouched(&self.project.root.join(rel), pre.time) {
+                        continue;
+                    }
+                    Side::Unknown
+                }
+            };
+            let after = match b {
+                Some(f) => side_of(f),
+                None if git => match in_current(rel) {
+                    Some(id) => {
+                        from_git.push(id.clone());
+                        Side::Known { id, nocap: None }
+                    }
+                    None => self.disk_side(rel)?,
+                },
+                None => self.disk_side(rel)?,
+            };
+            let after = if after == Side::Unknown { self.disk_side(rel)? } else { after };
+            let same = match (&before, &after) {
+                (Side::Absent, Side::Absent) => true,
+                (Side::Known { id: x, .. }, Side::Known { id: y, .. }) => x == y,
+                _ => false,
+            };
+            if !same {
+                changes.push(Change { rel: rel.to_string(), before, after });
+            }
+        }
+        // Bytes named by a change must be in walj's store: copy them from git's objects.
+        let needed: HashSet<&str> = changes
+            .iter()
+            .flat_map(|c| [&c.before, &c.after])
+            .filter_map(|s| match s {
+                Side::Known { id, nocap: None } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut missing = HashSet::new();
+        if let Some(repo) = &self.repo {
+            for id in from_git.iter().filter(|id| needed.contains(id.as_str())) {
+                if self.store.contains(id) {
+                    continue;
+                }
+                match git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()) {
+                    Some(blob) => self.pending.push((id.clone(), blob.content().to_vec())),
+                    None => {
+                        missing.insert(id.clone());
+                    }
+                }
+            }
+        }
+        self.flush()?;
+        for c in &mut changes {
+            for s in [&mut c.before, &mut c.after] {
+                if let Side::Known { id, nocap } = s {
+                    if nocap.is_none() && (missing.contains(id.as_str()) || !self.store.contains(id)) {
+                        *nocap = Some("unavailable".into());
+                    }
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The file as it is now on disk (read and captured).
+    fn disk_side(&mut self, rel: &str) -> Result<Side, SnapError> {
+        let abs = self.project.root.join(rel);
+        match fs::symlink_metadata(&abs) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
+            Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, m.len())? {
+                (Some(id), nocap) => Ok(Side::Known { id, nocap }),
+                (None, Some(_)) => Ok(Side::Unknown),
+                (None, None) => Ok(Side::Absent),
+            },
+            _ => Ok(Side::Unknown),
+        }
+    }
+}
+
+fn side_of(f: &FileState) -> Side {
+    if f.absent {
+        Side::Absent
+    } else if let Some(id) = &f.id {
+        Side::Known { id: id.clone(), nocap: f.nocap.clone() }
+    } else {
+        Side::Unknown
+    }
+}
+
+/// True when the file exists and has not been touched since `time_ns` (it was there before).
+fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
+    fs::symlink_metadata(abs).is_ok_and(|m| {
+        let st = Stamp::of(&m);
+        st.m.max(st.c) + RACY_NS < time_ns
+    })
+}
+
+/// Stage-0 index entries under `prefix`, keyed by project-relative path.
+fn index_map(index: &git2::Index, prefix: &str) -> HashMap<String, String> {
+    let mut m = HashMap::with_capacity(index.len());
+    for e in index.iter() {
+        if (e.flags >> 12) & 3 != 0 {
+            continue;
+        }
+        let Ok(p) = std::str::from_utf8(&e.path) else { continue };
+        if let Some(rel) = p.strip_prefix(prefix) {
+            if rel == ".walj" || rel.starts_with(".walj/") {
+                continue;
+            }
+            m.insert(rel.to_string(), e.id.to_string());
+        }
+    }
+    m
+}
+
+/// Stores objects with up to 8 writers at once (each object is fsynced by the store).
+pub fn put_parallel(store: &Store, items: &[(String, Vec<u8>)]) -> Result<(), SnapError> {
+    match items.len() {
+        0 => return Ok(()),
+        1 => return Ok(store.put_with_id(&items[0].0, &items[0].1)?),
+        _ => {}
+    }
+    let workers = items.len().min(8);
+    let chunk = items.len().div_ceil(workers);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || -> Result<(), crate::store::StoreError> {
+                    for (id, bytes) in part {
+                        store.put_with_id(id, bytes)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(SnapError::Io {
+                    path: store.dir().to_path_buf(),
+                    op: "storing",
+                    source: io::Error::other("a store writer panicked"),
+                }),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Child entry id: stable for (command, phase, path), unique among them.
+fn child_id(parent: &str, phase: &str, rel: &str) -> String {
+    blob_id(format!("{parent}\0{phase}\0{rel}").as_bytes())[..20].to_string()
+}
+
+fn child_records(
+    _cfg: &Config,
+    matcher: Option<&Matcher>,
+    snap: &Snapshot,
+    changes: &[Change],
+    phase: &str,
+    background: bool,
+) -> Vec<Record> {
+    changes
+        .iter()
+        .map(|c| {
+            let created = c.before == Side::Absent;
+            let deleted = c.after == Side::Absent;
+            let mut r = Record::new(op::APPLIED, &snap.session);
+            r.id = child_id(&snap.parent, phase, &c.rel);
+            r.tool = Some("Bash".to_string());
+            r.event = config::detect_event(matcher, &c.rel, "Bash", created, deleted);
+            r.path = c.rel.clone();
+            r.before = c.before.blob();
+            r.after = c.after.blob();
+            r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
+            r.parent = Some(snap.parent.clone());
+            r = r.with("command", snap.command.clone());
+            if background {
+                r = r.with("background", true);
+            }
+            r
+        })
+        .collect()
+}

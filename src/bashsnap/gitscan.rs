@@ -1,0 +1,290 @@
+//! A quick `git status` for snapshots: which files of the work tree may differ from the
+//! index (modified, deleted) and which are untracked (not ignored).
+//!
+//! libgit2's status is exact but single-threaded, and its cost is one `lstat` per tracked
+//! file, done one after the other. Here the tracked files are stat-ed by several threads
+//! against the index's stat cache, while the calling thread walks the folders for
+//! untracked files (asking libgit2's ignore rules only about names the index does not
+//! know). The answer may contain files that are in fact clean (stat differs, content does
+//! not: `touch`, a racily clean entry); callers hash what is listed, so that costs a read,
+//! never a wrong result. It never misses a file whose stat differs from the index.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::Path;
+
+use git2::{Index, IndexEntryExtendedFlag, Repository};
+
+/// One path that may differ from the index (`/`-separated, relative to the project).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub rel: String,
+    pub deleted: bool,
+}
+
+const S_IFMT: u32 = 0o170000;
+const S_IFLNK: u32 = 0o120000;
+const S_IFGITLINK: u32 = 0o160000;
+
+struct Tracked {
+    rel: String,
+    mtime: (i32, u32),
+    ctime: (i32, u32),
+    size: u32,
+    ino: u32,
+    mode: u32,
+    /// Intent-to-add, conflicted or racily clean: always listed.
+    always: bool,
+    /// Submodule or sparse (skip-worktree) entry: never listed.
+    skip: bool,
+}
+
+/// Files under `workdir/prefix` that may differ from `index`, and untracked files.
+/// `threads` stat workers (1 = none).
+pub fn dirty_files(
+    repo: &Repository,
+    index: &Index,
+    workdir: &Path,
+    prefix: &str,
+    threads: usize,
+) -> Result<Vec<Listed>, git2::Error> {
+    let index_mtime = fs::metadata(repo.path().join("index")).ok().map(|m| stamp_mtime(&m));
+    let filemode = cfg!(unix) && repo.config().and_then(|c| c.get_bool("core.filemode")).unwrap_or(true);
+    let mut tracked = Vec::with_capacity(index.len());
+    let mut last_conflict: Option<String> = None;
+    for e in index.iter() {
+        let Ok(p) = String::from_utf8(e.path) else { continue };
+        let Some(rel) = p.strip_prefix(prefix) else { continue };
+        if rel.is_empty() || rel == ".walj" || rel.starts_with(".walj/") {
+            continue;
+        }
+        let ext = IndexEntryExtendedFlag::from_bits_truncate(e.flags_extended);
+        let stage = (e.flags >> 12) & 3;
+        // Conflicted paths have up to three entries, next to each other.
+        if stage != 0 {
+            if last_conflict.as_deref() == Some(rel) {
+                continue;
+            }
+            last_conflict = Some(rel.to_string());
+        }
+        let mtime = (e.mtime.seconds(), e.mtime.nanoseconds());
+        let racy = index_mtime.is_none_or(|im| mtime >= im);
+        let skip = e.mode & S_IFMT == S_IFGITLINK || ext.is_skip_worktree();
+        tracked.push(Tracked {
+            rel: if prefix.is_empty() { p } else { rel.to_string() },
+            mtime,
+            ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
+            size: e.file_size,
+            ino: e.ino,
+            mode: e.mode,
+            always: racy || stage != 0 || ext.is_intent_to_add(),
+            skip,
+        });
+    }
+    // Every tracked path and every folder holding one, borrowed from `tracked`.
+    let mut known: HashSet<&str> = HashSet::with_capacity(tracked.len() + tracked.len() / 8);
+    for t in &tracked {
+        let rel = t.rel.as_str();
+        known.insert(rel);
+        let mut dir = rel;
+        while let Some(i) = dir.rfind('/') {
+            dir = &dir[..i];
+            if !known.insert(dir) {
+                break;
+            }
+        }
+    }
+    let root = workdir.join(prefix);
+    let threads = threads.clamp(1, 8);
+    let chunk = tracked.len().div_ceil(threads).max(1);
+    let mut out = Vec::new();
+    let walk = std::thread::scope(|s| {
+        let workers: Vec<_> = tracked
+            .chunks(chunk)
+            .map(|part| {
+                let root = &root;
+                s.spawn(move || check_all(root, part, filemode))
+            })
+            .collect();
+        // Meanwhile, untracked files (this thread: the repository handle is not Sync).
+        let mut untracked = Vec::new();
+        let walk = walk_untracked(repo, &root, prefix, &known, &mut untracked);
+        for w in workers {
+            if let Ok(v) = w.join() {
+                out.extend(v);
+            }
+        }
+        out.extend(untracked);
+        walk
+    });
+    walk?;
+    Ok(out)
+}
+
+/// A file's stat, as far as the index compares it.
+struct Stat {
+    is_dir: bool,
+    is_symlink: bool,
+    size: u64,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+    ino: u64,
+    mode: u32,
+}
+
+/// Stats a run of tracked files. On unix, relative to an open folder (the index is sorted,
+/// so neighbours share it): the kernel then resolves one name instead of a whole path,
+/// which is half the cost of a stat.
+#[cfg(unix)]
+fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let mut out = Vec::new();
+    let mut cur: Option<(&str, Option<std::os::fd::OwnedFd>)> = None;
+    for t in part.iter().filter(|t| !t.skip) {
+        let (dir, name) = match t.rel.rfind('/') {
+            Some(i) => (&t.rel[..i], &t.rel[i + 1..]),
+            None => ("", t.rel.as_str()),
+        };
+        if cur.as_ref().is_none_or(|(d, _)| *d != dir) {
+            let fd = rustix::fs::open(
+                root.join(dir),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
+            cur = Some((dir, fd));
+        }
+        let st = match cur.as_ref().and_then(|(_, fd)| fd.as_ref()) {
+            Some(fd) => rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW),
+            // The folder is gone (or is a file now): so is the file.
+            None => Err(rustix::io::Errno::NOENT),
+        };
+        let stat = match st {
+            Ok(s) => {
+                let fmt = s.st_mode as u32 & S_IFMT;
+                Ok(Stat {
+                    is_dir: fmt == 0o040000,
+                    is_symlink: fmt == S_IFLNK,
+                    size: s.st_size as u64,
+                    mtime: (s.st_mtime as i64, s.st_mtime_nsec as u32),
+                    ctime: (s.st_ctime as i64, s.st_ctime_nsec as u32),
+                    ino: s.st_ino as u64,
+                    mode: s.st_mode as u32,
+                })
+            }
+            Err(e) => Err(e),
+        };
+        if let Some(l) = compare(t, stat.ok(), filemode) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+#[cfg(not(unix))]
+fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
+    part.iter()
+        .filter(|t| !t.skip)
+        .filter_map(|t| {
+            let stat = fs::symlink_metadata(root.join(&t.rel)).ok().map(|m| {
+                let (s, n) = stamp_mtime(&m);
+                Stat {
+                    is_dir: m.is_dir(),
+                    is_symlink: m.file_type().is_symlink(),
+                    size: m.len(),
+                    mtime: (s as i64, n),
+                    ctime: (s as i64, n),
+                    ino: 0,
+                    mode: 0,
+                }
+            });
+            compare(t, stat, filemode)
+        })
+        .collect()
+}
+
+/// Compares one tracked file's stat (`None`: it is gone) with its index entry.
+fn compare(t: &Tracked, stat: Option<Stat>, filemode: bool) -> Option<Listed> {
+    let Some(st) = stat else {
+        return Some(Listed { rel: t.rel.clone(), deleted: true });
+    };
+    let listed = Some(Listed { rel: t.rel.clone(), deleted: false });
+    if st.is_dir {
+        return Some(Listed { rel: t.rel.clone(), deleted: true });
+    }
+    if t.always {
+        return listed;
+    }
+    let want_link = t.mode & S_IFMT == S_IFLNK;
+    if st.is_symlink != want_link || st.size as u32 != t.size {
+        return listed;
+    }
+    // Index times are 32-bit seconds; entries written without nanoseconds compare on seconds.
+    let same = |disk: (i64, u32), idx: (i32, u32)| disk.0 as i32 == idx.0 && (idx.1 == 0 || disk.1 == idx.1);
+    if !same(st.mtime, t.mtime) || (cfg!(unix) && !same(st.ctime, t.ctime)) {
+        return listed;
+    }
+    if t.ino != 0 && st.ino as u32 != t.ino {
+        return listed;
+    }
+    if filemode && !want_link && (st.mode & 0o100 != 0) != (t.mode & 0o100 != 0) {
+        return listed;
+    }
+    None
+}
+
+fn stamp_mtime(m: &fs::Metadata) -> (i32, u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (m.mtime() as i32, m.mtime_nsec() as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        let d = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
+        (d.as_secs() as i32, d.subsec_nanos())
+    }
+}
+
+/// Untracked, not ignored files under `root` (recursing into untracked folders).
+fn walk_untracked(
+    repo: &Repository,
+    root: &Path,
+    prefix: &str,
+    known: &HashSet<&str>,
+    out: &mut Vec<Listed>,
+) -> Result<(), git2::Error> {
+    let mut stack = vec![String::new()];
+    while let Some(dir) = stack.pop() {
+        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(&dir) };
+        let Ok(rd) = fs::read_dir(&abs) else { continue };
+        for ent in rd.flatten() {
+            let Ok(name) = ent.file_name().into_string() else { continue };
+            let Ok(ft) = ent.file_type() else { continue };
+            let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+            if name == ".git" || (dir.is_empty() && name == ".walj") {
+                continue;
+            }
+            if ft.is_dir() {
+                if known.contains(rel.as_str()) {
+                    stack.push(rel);
+                    continue;
+                }
+                // A nested repository is not part of this one.
+                if abs.join(&name).join(".git").exists() {
+                    continue;
+                }
+                if repo.status_should_ignore(Path::new(&format!("{prefix}{rel}/")))? {
+                    continue;
+                }
+                stack.push(rel);
+            } else if !known.contains(rel.as_str()) {
+                if repo.status_should_ignore(Path::new(&format!("{prefix}{rel}")))? {
+                    continue;
+                }
+                out.push(Listed { rel, deleted: false });
+            }
+        }
+    }
+    Ok(())
+}

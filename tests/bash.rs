@@ -1,0 +1,441 @@
+//! Bash side effects (issue 6): real git repositories in temp folders, the real binary as
+//! the hook, real shell commands between PreToolUse and PostToolUse.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+use walj::journal::Blob;
+use walj::journal::reader::scan_records;
+use walj::store::Store;
+
+const SESSION: &str = "5e551011-bash-test";
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Std::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A git repository with `files` committed.
+fn repo(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    for (p, bytes) in files {
+        let f = root.join(p);
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(f, bytes).unwrap();
+    }
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "init"]);
+    (dir, root)
+}
+
+fn hook(root: &Path, payload: &Value) {
+    Command::cargo_bin("walj")
+        .unwrap()
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .args(["hook", "--project"])
+        .arg(root)
+        .write_stdin(payload.to_string())
+        .assert()
+        .success()
+        .stdout("");
+    let errors = root.join(".walj/errors.log");
+    assert!(!errors.exists(), "hook errors: {}", fs::read_to_string(errors).unwrap_or_default());
+}
+
+fn bash_payload(root: &Path, event: &str, id: &str, command: &str, background: bool) -> Value {
+    let mut p = json!({
+        "hook_event_name": event,
+        "session_id": SESSION,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "tool_name": "Bash",
+        "tool_use_id": id,
+        "tool_input": {"command": command, "description": "test"},
+    });
+    if background {
+        p["tool_input"]["run_in_background"] = json!(true);
+    }
+    match event {
+        "PostToolUse" => {
+            p["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+            if background {
+                p["tool_response"]["backgroundTaskId"] = json!(format!("task-{id}"));
+            }
+        }
+        "PostToolUseFailure" => {
+            p["error"] = json!("Exit code 1");
+        }
+        _ => {}
+    }
+    p
+}
+
+fn sh(root: &Path, command: &str) -> bool {
+    Std::new("sh").arg("-c").arg(command).current_dir(root).status().expect("sh runs").success()
+}
+
+/// Runs `command` as Claude Code would: PreToolUse, the command, Post (or PostToolUseFailure).
+fn run_bash(root: &Path, id: &str, command: &str) {
+    hook(root, &bash_payload(root, "PreToolUse", id, command, false));
+    let ok = sh(root, command);
+    let event = if ok { "PostToolUse" } else { "PostToolUseFailure" };
+    hook(root, &bash_payload(root, event, id, command, false));
+}
+
+fn records(root: &Path) -> Vec<walj::journal::Record> {
+    let mut out = Vec::new();
+    scan_records(&root.join(".walj/journal.jsonl"), |_, r| out.push(r)).unwrap();
+    out
+}
+
+/// Child entries (records with a path) of the command `parent`, by path.
+fn children(root: &Path, parent: &str) -> Vec<walj::journal::Record> {
+    let mut v: Vec<_> = records(root).into_iter().filter(|r| r.parent.as_deref() == Some(parent)).collect();
+    v.sort_by(|a, b| a.path.cmp(&b.path));
+    v
+}
+
+fn store(root: &Path) -> Store {
+    Store::new(root.join(".walj/store"))
+}
+
+/// The bytes a blob names (`None` = absent), read from walj's store.
+fn blob_bytes(root: &Path, b: &Option<Blob>) -> Option<Vec<u8>> {
+    match b.as_ref().expect("blob recorded") {
+        Blob::Absent => None,
+        Blob::Id(id) => Some(store(root).get(id).unwrap_or_else(|e| panic!("blob {id} not in store: {e}"))),
+    }
+}
+
+fn by_path<'a>(v: &'a [walj::journal::Record], path: &str) -> &'a walj::journal::Record {
+    v.iter().find(|r| r.path == path).unwrap_or_else(|| panic!("no child entry for {path}: {v:#?}"))
+}
+
+fn log_json(root: &Path) -> Vec<Value> {
+    let out = Command::cargo_bin("walj")
+        .unwrap()
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .args(["log", "--json", "--all", "--project"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn delete_sed_rename_create_become_child_entries_with_exact_preimages() {
+    let gone: &[u8] = b"delete me\n\x00binary\xff\n";
+    let sed: &[u8] = b"alpha\nbeta\ngamma\n";
+    let moved: &[u8] = b"I move\n";
+    let (_t, root) = repo(&[("src/gone.bin", gone), ("src/sed.txt", sed), ("old/name.txt", moved), ("keep.txt", b"k\n")]);
+    let cmd = "rm src/gone.bin && sed -i 's/beta/BETA/' src/sed.txt && mkdir -p new && mv old/name.txt new/name.txt \
+               && printf 'one\\n' > made1.txt && printf 'two\\n' > src/made2.txt";
+    run_bash(&root, "toolu_bash_1", cmd);
+
+    let kids = children(&root, "toolu_bash_1");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["made1.txt", "new/name.txt", "old/name.txt", "src/gone.bin", "src/made2.txt", "src/sed.txt"]);
+    for r in &kids {
+        assert_eq!(r.op, "applied");
+        assert_eq!(r.tool.as_deref(), Some("Bash"));
+        assert_eq!(r.session, SESSION);
+        assert_ne!(r.id, "toolu_bash_1", "children need their own ids");
+    }
+    let deleted = by_path(&kids, "src/gone.bin");
+    assert_eq!(deleted.event, "file_deleted");
+    assert_eq!(blob_bytes(&root, &deleted.before).as_deref(), Some(gone));
+    assert_eq!(deleted.after, Some(Blob::Absent));
+
+    let edited = by_path(&kids, "src/sed.txt");
+    assert_eq!(edited.event, "file_modified");
+    assert_eq!(blob_bytes(&root, &edited.before).as_deref(), Some(sed));
+    assert_eq!(blob_bytes(&root, &edited.after).as_deref(), Some(&b"alpha\nBETA\ngamma\n"[..]));
+
+    let from = by_path(&kids, "old/name.txt");
+    assert_eq!(from.event, "file_deleted");
+    assert_eq!(blob_bytes(&root, &from.before).as_deref(), Some(moved));
+    let to = by_path(&kids, "new/name.txt");
+    assert_eq!(to.event, "artifact_created");
+    assert_eq!(to.before, Some(Blob::Absent));
+    assert_eq!(blob_bytes(&root, &to.after).as_deref(), Some(moved));
+
+    for (p, bytes) in [("made1.txt", &b"one\n"[..]), ("src/made2.txt", &b"two\n"[..])] {
+        let c = by_path(&kids, p);
+        assert_eq!(c.event, "artifact_created");
+        assert_eq!(c.before, Some(Blob::Absent));
+        assert_eq!(blob_bytes(&root, &c.after).as_deref(), Some(bytes));
+    }
+    // The command's own record says what the comparison found.
+    let applied = records(&root).into_iter().find(|r| r.id == "toolu_bash_1" && r.op == "applied").unwrap();
+    assert_eq!(applied.extra["snapshot"]["changed"], json!(6));
+    assert_eq!(applied.extra["snapshot"]["mode"], json!("git"));
+
+    // They are entries like any other: `walj log` lists them with their parent.
+    let log = log_json(&root);
+    let logged: Vec<&Value> = log.iter().filter(|e| e["parent"] == json!("toolu_bash_1")).collect();
+    assert_eq!(logged.len(), 6);
+    assert!(logged.iter().all(|e| e["status"] == json!("applied") && e["tool"] == json!("Bash")));
+    // The sidecar is gone once compared.
+    assert!(!root.join(".walj/bash/toolu_bash_1.json").exists());
+}
+
+/// Restores an entry's `before` bytes the way a revert does, from walj's store only.
+fn restore_before(root: &Path, r: &walj::journal::Record) {
+    let f = root.join(&r.path);
+    match blob_bytes(root, &r.before) {
+        Some(bytes) => {
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(&f, bytes).unwrap();
+        }
+        None => {
+            let _ = fs::remove_file(&f);
+        }
+    }
+}
+
+#[test]
+fn restoring_every_before_image_gives_back_the_original_tree() {
+    let (_t, root) = repo(&[("a.txt", b"A\n"), ("b/b.txt", b"B\n"), ("c.txt", b"C\n")]);
+    fs::write(root.join("a.txt"), b"A, edited by the user, not committed\n").unwrap();
+    fs::write(root.join("notes.txt"), b"untracked notes\n").unwrap();
+    let snapshot = |root: &Path| {
+        let mut v = Vec::new();
+        for p in ["a.txt", "b/b.txt", "c.txt", "notes.txt", "d.txt"] {
+            v.push((p, fs::read(root.join(p)).ok()));
+        }
+        v
+    };
+    let original = snapshot(&root);
+    run_bash(&root, "toolu_many", "echo x >> a.txt; rm -r b; mv c.txt d.txt; echo over > notes.txt");
+    let kids = children(&root, "toolu_many");
+    assert_eq!(kids.len(), 5, "{kids:#?}");
+    for r in &kids {
+        restore_before(&root, r);
+    }
+    assert_eq!(snapshot(&root), original);
+}
+
+#[test]
+fn failing_command_still_records_what_it_changed() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    run_bash(&root, "toolu_fail", "echo partial > out.txt; echo b >> a.txt; exit 3");
+    let recs = records(&root);
+    let cmd = recs.iter().find(|r| r.id == "toolu_fail" && r.op == "failed").expect("failed record");
+    assert_eq!(cmd.extra["snapshot"]["changed"], json!(2));
+    let kids = children(&root, "toolu_fail");
+    assert_eq!(kids.len(), 2);
+    assert_eq!(by_path(&kids, "out.txt").event, "artifact_created");
+    let a = by_path(&kids, "a.txt");
+    assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a\n"[..]));
+    assert_eq!(blob_bytes(&root, &a.after).as_deref(), Some(&b"a\nb\n"[..]));
+    // Recover reports them (applied, unverified) until a Stop verifies them.
+    let out = Command::cargo_bin("walj")
+        .unwrap()
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .args(["recover", "--json", "--project"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["unresolved"], json!(2));
+}
+
+#[test]
+fn background_writes_are_picked_up_at_stop_and_others_changes_are_not() {
+    let (_t, root) = repo(&[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    let id = "toolu_bg";
+    let cmd = "sleep 1; echo done > build.log.txt";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, cmd, true));
+    // The command returns at once; its first output lands before PostToolUse.
+    fs::write(root.join("started.txt"), b"started\n").unwrap();
+    hook(&root, &bash_payload(&root, "PostToolUse", id, cmd, true));
+    let early = children(&root, id);
+    assert_eq!(early.len(), 1);
+    assert_eq!(early[0].path, "started.txt");
+    assert!(early[0].extra.get("background").is_none(), "seen at PostToolUse: not a later background write");
+    assert!(root.join(".walj/bash/toolu_bg.json").exists(), "background commands keep their snapshot");
+
+    // Later: the background command writes, and Claude edits another file with Edit.
+    fs::write(root.join("build.log.txt"), b"done\n").unwrap();
+    fs::write(root.join("a.txt"), b"a changed in the background\n").unwrap();
+    let edit = |event: &str| {
+        let mut p = json!({
+            "hook_event_name": event, "session_id": SESSION, "cwd": root, "tool_name": "Edit",
+            "tool_use_id": "toolu_edit", "tool_input": {"file_path": root.join("b.txt"), "old_string": "b", "new_string": "B"},
+        });
+        if event == "PostToolUse" {
+            p["tool_response"] = json!({"filePath": root.join("b.txt"), "originalFile": "b\n"});
+        }
+        p
+    };
+    hook(&root, &edit("PreToolUse"));
+    fs::write(root.join("b.txt"), b"B\n").unwrap();
+    hook(&root, &edit("PostToolUse"));
+
+    let stop = json!({
+        "hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "stop_hook_active": false,
+        "background_tasks": [{"id": format!("task-{id}"), "type": "bash", "status": "completed", "command": cmd}],
+    });
+    hook(&root, &stop);
+    let kids = children(&root, id);
+    let late: Vec<_> = kids.iter().filter(|r| r.extra.get("background") == Some(&json!(true))).collect();
+    let paths: Vec<&str> = late.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "build.log.txt"], "b.txt belongs to the Edit");
+    let a = late.iter().find(|r| r.path == "a.txt").unwrap();
+    assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a\n"[..]));
+    assert!(!root.join(".walj/bash/toolu_bg.json").exists(), "the task completed: no further look");
+    // `walj log` marks them.
+    let log = log_json(&root);
+    assert_eq!(log.iter().filter(|e| e["background"] == json!(true)).count(), 2);
+    // A second Stop adds nothing.
+    let before = records(&root).len();
+    hook(&root, &stop);
+    assert_eq!(children(&root, id).len(), kids.len());
+    assert!(records(&root).len() > before, "the Stop record itself");
+}
+
+#[test]
+fn background_task_still_running_is_looked_at_again() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    let id = "toolu_bg2";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, "server", true));
+    hook(&root, &bash_payload(&root, "PostToolUse", id, "server", true));
+    let stop = |status: &str| {
+        json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root,
+               "background_tasks": [{"id": format!("task-{id}"), "status": status}]})
+    };
+    fs::write(root.join("one.txt"), b"1\n").unwrap();
+    hook(&root, &stop("running"));
+    fs::write(root.join("two.txt"), b"2\n").unwrap();
+    hook(&root, &stop("completed"));
+    let kids = children(&root, id);
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["one.txt", "two.txt"]);
+    assert!(kids.iter().all(|r| r.extra.get("background") == Some(&json!(true))));
+    let ids: std::collections::HashSet<&str> = kids.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len(), 2);
+}
+
+#[test]
+fn dirty_and_untracked_preimages_are_the_working_bytes_not_head() {
+    let (_t, root) = repo(&[("a.txt", b"committed\n")]);
+    fs::write(root.join("a.txt"), b"uncommitted work\n").unwrap();
+    fs::write(root.join("u.txt"), b"untracked work\n").unwrap();
+    run_bash(&root, "toolu_dirty", "echo clobbered > a.txt; rm u.txt");
+    let kids = children(&root, "toolu_dirty");
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "a.txt").before).as_deref(), Some(&b"uncommitted work\n"[..]));
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "u.txt").before).as_deref(), Some(&b"untracked work\n"[..]));
+}
+
+#[test]
+fn git_commands_that_move_the_index_are_understood() {
+    let (_t, root) = repo(&[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    fs::write(root.join("a.txt"), b"a edited\n").unwrap();
+    // Committing changes no bytes: nothing to record.
+    run_bash(&root, "toolu_commit", "git -c user.name=t -c user.email=t@e commit -qam wip");
+    assert!(children(&root, "toolu_commit").is_empty(), "{:#?}", children(&root, "toolu_commit"));
+    // A reset rewrites tracked files through the index.
+    run_bash(&root, "toolu_reset", "git reset -q --hard HEAD~1");
+    let kids = children(&root, "toolu_reset");
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    let a = by_path(&kids, "a.txt");
+    // Both images come from git's objects: walj's store must hold them.
+    assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a edited\n"[..]));
+    assert_eq!(blob_bytes(&root, &a.after).as_deref(), Some(&b"a\n"[..]));
+    // Restoring a dirty file from the index.
+    fs::write(root.join("b.txt"), b"b edited\n").unwrap();
+    run_bash(&root, "toolu_checkout", "git checkout -- b.txt");
+    let kids = children(&root, "toolu_checkout");
+    assert_eq!(kids.len(), 1);
+    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"b edited\n"[..]));
+    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"b\n"[..]));
+}
+
+#[test]
+fn ignored_files_and_walj_itself_are_skipped_and_user_events_apply() {
+    let (_t, root) = repo(&[(".gitignore", b"target/\n*.log\n"), ("config/app.toml", b"x = 1\n")]);
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[[events]]\nglob = \"config/**\"\nevent = \"config_updated\"\n").unwrap();
+    run_bash(&root, "toolu_ign", "mkdir -p target && echo o > target/out.o && echo l > x.log && echo 'x = 2' > config/app.toml");
+    let kids = children(&root, "toolu_ign");
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(kids[0].path, "config/app.toml");
+    assert_eq!(kids[0].event, "config_updated");
+}
+
+#[test]
+fn switch_off_records_nothing() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
+    run_bash(&root, "toolu_off", "echo b > a.txt");
+    assert!(children(&root, "toolu_off").is_empty());
+    assert!(!root.join(".walj/bash/toolu_off.json").exists());
+    let applied = records(&root).into_iter().find(|r| r.id == "toolu_off" && r.op == "applied").unwrap();
+    assert!(applied.extra.get("snapshot").is_none());
+}
+
+#[test]
+fn project_in_a_subfolder_of_a_repository() {
+    let (_t, top) = repo(&[("other/x.txt", b"x\n"), ("app/a.txt", b"a\n")]);
+    let root = top.join("app");
+    run_bash(&root, "toolu_sub", "echo b > a.txt; echo y > ../other/x.txt; echo n > new.txt");
+    let kids = children(&root, "toolu_sub");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "new.txt"], "paths are project-relative; outside the project is not tracked");
+}
+
+#[test]
+fn outside_git_a_bounded_scan_finds_changes_and_says_when_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::write(root.join("src/a.txt"), b"a\n").unwrap();
+    fs::write(root.join("src/b.txt"), b"b\n").unwrap();
+    fs::write(root.join("z.txt"), b"z\n").unwrap();
+    run_bash(&root, "toolu_scan", "echo A > src/a.txt; rm src/b.txt; echo n > src/n.txt");
+    let kids = children(&root, "toolu_scan");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["src/a.txt", "src/b.txt", "src/n.txt"]);
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "src/a.txt").before).as_deref(), Some(&b"a\n"[..]));
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "src/b.txt").before).as_deref(), Some(&b"b\n"[..]));
+    let applied = records(&root).into_iter().find(|r| r.id == "toolu_scan" && r.op == "applied").unwrap();
+    assert_eq!(applied.extra["snapshot"]["mode"], json!("scan"));
+    assert!(applied.extra["snapshot"].get("cut_short").is_none());
+
+    fs::write(root.join(".walj/config.toml"), "[bash]\nmax_files = 2\n").unwrap();
+    run_bash(&root, "toolu_cut", "echo Z > z.txt");
+    let applied = records(&root).into_iter().find(|r| r.id == "toolu_cut" && r.op == "applied").unwrap();
+    assert_eq!(applied.extra["snapshot"]["cut_short"], json!(true), "{applied:#?}");
+}
+
+#[test]
+fn denied_command_leaves_nothing_after_stop() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_denied", "rm a.txt", false));
+    assert!(root.join(".walj/bash/toolu_denied.json").exists());
+    hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
+    assert!(!root.join(".walj/bash/toolu_denied.json").exists());
+    assert!(!root.join(".walj/bash/toolu_denied.index").exists());
+    assert!(children(&root, "toolu_denied").is_empty());
+}
