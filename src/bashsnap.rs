@@ -122,7 +122,8 @@ impl Stamp {
         }
         #[cfg(not(unix))]
         {
-            let m = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i64);
+            let m =
+                meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as i64);
             Stamp { m, c: 0, s: meta.len(), i: 0 }
         }
     }
@@ -439,7 +440,10 @@ fn save(path: &Path, snap: &Snapshot) -> Result<(), SnapError> {
 enum Side {
     Absent,
     /// Content with this blob id; `nocap` says why it is not in walj's store.
-    Known { id: String, nocap: Option<String> },
+    Known {
+        id: String,
+        nocap: Option<String>,
+    },
     /// Never read (the snapshot was cut short).
     Unknown,
 }
@@ -534,7 +538,12 @@ impl<'a> Tree<'a> {
         Ok(snap)
     }
 
-    fn take_git(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>, save_index: Option<&str>) -> Result<(), SnapError> {
+    fn take_git(
+        &mut self,
+        snap: &mut Snapshot,
+        cache: Option<&Snapshot>,
+        save_index: Option<&str>,
+    ) -> Result<(), SnapError> {
         let repo = self.repo.as_ref().expect("git mode");
         let index_path = repo.path().join("index");
         // Stamp the index before reading the status: a later rewrite then shows as a change.
@@ -622,7 +631,9 @@ impl<'a> Tree<'a> {
         let abs = self.project.root.join(rel);
         let meta = match fs::symlink_metadata(&abs) {
             Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(FileState { absent: true, ..Default::default() }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(FileState { absent: true, ..Default::default() });
+            }
             Err(_) => return Ok(FileState { special: true, ..Default::default() }),
         };
         if !meta.file_type().is_file() {
@@ -633,7 +644,12 @@ impl<'a> Tree<'a> {
             if c.st == Some(st) && !st.racy(ctime) {
                 if let Some(id) = &c.id {
                     if c.nocap.is_some() || self.store.contains(id) {
-                        return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
+                        return Ok(FileState {
+                            id: Some(id.clone()),
+                            nocap: c.nocap.clone(),
+                            st: Some(st),
+                            ..Default::default()
+                        });
                     }
                 }
             }
@@ -866,39 +882,9 @@ fn index_map(index: &git2::Index, prefix: &str) -> HashMap<String, String> {
     m
 }
 
-/// Stores objects with up to 8 writers at once (each object is fsynced by the store).
+/// Stores objects durably, batched (see [`Store::put_batch`]).
 pub fn put_parallel(store: &Store, items: &[(String, Vec<u8>)]) -> Result<(), SnapError> {
-    match items.len() {
-        0 => return Ok(()),
-        1 => return Ok(store.put_with_id(&items[0].0, &items[0].1)?),
-        _ => {}
-    }
-    let workers = items.len().min(8);
-    let chunk = items.len().div_ceil(workers);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || -> Result<(), crate::store::StoreError> {
-                    for (id, bytes) in part {
-                        store.put_with_id(id, bytes)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            match h.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(SnapError::Io {
-                    path: store.dir().to_path_buf(),
-                    op: "storing",
-                    source: io::Error::other("a store writer panicked"),
-                }),
-            }
-        }
-        Ok(())
-    })
+    Ok(store.put_batch(items)?)
 }
 
 /// Child entry id: stable for (command, phase, path), unique among them.

@@ -579,7 +579,8 @@ impl Fold {
                 let h = rec.how.clone().unwrap_or_default();
                 if h == how::NOT_APPLIED {
                     let e = &mut self.entries[i];
-                    if e.base == EntryState::InFlight {
+                    // A failed call that left the file alone (import settles those) did not apply either.
+                    if e.base == EntryState::InFlight || e.base == EntryState::Failed {
                         e.base = EntryState::NotApplied;
                     }
                     if !opts.keep_settled && e.actions.is_empty() {

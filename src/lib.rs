@@ -22,6 +22,7 @@ pub mod fold;
 pub mod fsutil;
 pub mod git;
 pub mod hook;
+pub mod import;
 pub mod install;
 pub mod journal;
 pub mod payload;

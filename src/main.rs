@@ -31,6 +31,25 @@ enum Command {
         /// Only this session (id or prefix).
         #[arg(long, value_name = "SID")]
         session: Option<String>,
+        /// First import this project's recent Claude Code transcripts (asks on a terminal).
+        #[arg(long)]
+        from_transcripts: bool,
+        /// With --from-transcripts: import without asking.
+        #[arg(long, short = 'y', requires = "from_transcripts")]
+        yes: bool,
+    },
+    /// Rebuild journal records from Claude Code transcripts (default: this project's).
+    Import {
+        /// Transcript files or folders (default: this project's transcripts in ~/.claude/projects).
+        paths: Vec<PathBuf>,
+        /// Every transcript, each into the journal of the project its working folder names.
+        #[arg(long, conflicts_with = "paths")]
+        all: bool,
+        /// Only transcripts changed in the last N days.
+        #[arg(long, value_name = "N")]
+        days: Option<u64>,
+        #[arg(long)]
+        json: bool,
     },
     /// List journal entries in every state.
     Log {
@@ -121,7 +140,13 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
     let project = global.project()?;
     match command {
         Command::Hook => Ok(0),
-        Command::Recover { json, session } => cmd::core::recover(&project, json, session),
+        Command::Recover { json, session, from_transcripts, yes } => {
+            if from_transcripts {
+                cmd::import::recover_from_transcripts(&project, yes)?;
+            }
+            cmd::core::recover(&project, json, session)
+        }
+        Command::Import { paths, all, days, json } => cmd::import::import_cmd(&project, paths, all, days, json),
         Command::Log { json, all, session, limit } => cmd::core::log(&project, json, all, session, limit),
         Command::Status { json } => cmd::core::status(&project, json),
         Command::Install { local, user, command } => {

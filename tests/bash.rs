@@ -147,7 +147,8 @@ fn delete_sed_rename_create_become_child_entries_with_exact_preimages() {
     let gone: &[u8] = b"delete me\n\x00binary\xff\n";
     let sed: &[u8] = b"alpha\nbeta\ngamma\n";
     let moved: &[u8] = b"I move\n";
-    let (_t, root) = repo(&[("src/gone.bin", gone), ("src/sed.txt", sed), ("old/name.txt", moved), ("keep.txt", b"k\n")]);
+    let (_t, root) =
+        repo(&[("src/gone.bin", gone), ("src/sed.txt", sed), ("old/name.txt", moved), ("keep.txt", b"k\n")]);
     let cmd = "rm src/gone.bin && sed -i 's/beta/BETA/' src/sed.txt && mkdir -p new && mv old/name.txt new/name.txt \
                && printf 'one\\n' > made1.txt && printf 'two\\n' > src/made2.txt";
     run_bash(&root, "toolu_bash_1", cmd);
@@ -375,8 +376,13 @@ fn git_commands_that_move_the_index_are_understood() {
 fn ignored_files_and_walj_itself_are_skipped_and_user_events_apply() {
     let (_t, root) = repo(&[(".gitignore", b"target/\n*.log\n"), ("config/app.toml", b"x = 1\n")]);
     fs::create_dir_all(root.join(".walj")).unwrap();
-    fs::write(root.join(".walj/config.toml"), "[[events]]\nglob = \"config/**\"\nevent = \"config_updated\"\n").unwrap();
-    run_bash(&root, "toolu_ign", "mkdir -p target && echo o > target/out.o && echo l > x.log && echo 'x = 2' > config/app.toml");
+    fs::write(root.join(".walj/config.toml"), "[[events]]\nglob = \"config/**\"\nevent = \"config_updated\"\n")
+        .unwrap();
+    run_bash(
+        &root,
+        "toolu_ign",
+        "mkdir -p target && echo o > target/out.o && echo l > x.log && echo 'x = 2' > config/app.toml",
+    );
     let kids = children(&root, "toolu_ign");
     assert_eq!(kids.len(), 1, "{kids:#?}");
     assert_eq!(kids[0].path, "config/app.toml");

@@ -146,12 +146,9 @@ fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
             None => ("", t.rel.as_str()),
         };
         if cur.as_ref().is_none_or(|(d, _)| *d != dir) {
-            let fd = rustix::fs::open(
-                root.join(dir),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok();
+            let fd =
+                rustix::fs::open(root.join(dir), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                    .ok();
             cur = Some((dir, fd));
         }
         let st = match cur.as_ref().and_then(|(_, fd)| fd.as_ref()) {

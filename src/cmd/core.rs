@@ -40,7 +40,8 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> an
         if !project.journal.exists() {
             writeln!(
                 out,
-                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.",
+                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
+                 A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.",
                 project.journal.display()
             )?;
             return Ok(0);

@@ -1,0 +1,1136 @@
+//! `walj import`: journal records rebuilt from Claude Code transcripts (issue 6).
+//!
+//! A journal exists only from the moment the hooks are installed, but Claude Code keeps a
+//! transcript of every session (`~/.claude/projects/<encoded cwd>/<session>.jsonl`, 30 days
+//! by default) with every tool call and, for Edit and Write, the file's original content.
+//! This module reads transcripts and appends the records the hooks would have written:
+//!
+//! - Edit, Write, MultiEdit, NotebookEdit: `intent` (pre-image) then `applied` (post-image),
+//!   `failed`, or `resolved` `not_applied` (rejected). Pre-images come from the result's
+//!   `originalFile` / `originalFileContents`, else from the previous imported call on the
+//!   same file, else from Claude Code's file-history backups; post-images are computed by
+//!   applying the tool input to the pre-image. A call with no result is in flight.
+//! - Bash: the command's `intent` and `applied` / `failed` (its file side effects are not in
+//!   the transcript). TodoWrite and the Task tools: todo snapshots. Prompts, compactions,
+//!   and one session start record (`source: "import"`).
+//! - Entries of turns that ended (a later prompt, or a final answer) are settled with an
+//!   unverified `persisted` record, as the Stop hook would have; the last, unfinished turn
+//!   keeps its entries open, so `walj recover` shows what a crash interrupted.
+//!
+//! Every record carries `imported: true`. Ids are the transcript's own (tool_use ids,
+//! line uuids), and a record whose (id, op, kind) is already in the journal is skipped, so
+//! importing again adds nothing and a hooked session only gains what the hooks missed.
+//! Transcripts are parsed leniently: unknown line types are skipped, assistant lines that
+//! share `message.id` are parts of one message, and a torn last line (a crash while Claude
+//! Code wrote it) is reported and marks the session as crashed-looking.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::config::{self, Config, Matcher};
+use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
+use crate::payload::clip;
+use crate::project::{Located, Project};
+use crate::store::{Store, blob_id};
+
+const MAX_TEXT: usize = 64 * 1024;
+const MAX_ERROR: usize = 4 * 1024;
+/// Records per journal write.
+const BATCH: usize = 2000;
+
+/// Tools whose calls change files.
+const FILE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
+
+/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".claude"))
+}
+
+/// Claude Code's folder name for a working directory: every non-alphanumeric char → `-`.
+pub fn encode_dir(dir: &Path) -> String {
+    dir.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// What a transcript's first lines say about it.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    pub cwd: Option<String>,
+    pub session: Option<String>,
+}
+
+/// Reads the first lines of a transcript (up to 256 KB) for its `cwd` and session id.
+pub fn read_head(path: &Path) -> io::Result<Head> {
+    #[derive(Deserialize)]
+    struct Peek {
+        cwd: Option<String>,
+        #[serde(rename = "sessionId")]
+        session: Option<String>,
+    }
+    let f = fs::File::open(path)?;
+    let mut head = Head::default();
+    let reader = io::BufReader::new(f.take(256 * 1024));
+    for line in reader.split(b'\n') {
+        let Ok(line) = line else { break };
+        let Ok(p) = serde_json::from_slice::<Peek>(&line) else { continue };
+        if head.session.is_none() {
+            head.session = p.session;
+        }
+        if p.cwd.is_some() {
+            head.cwd = p.cwd;
+            break;
+        }
+    }
+    Ok(head)
+}
+
+/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively.
+fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => jsonl_under(&p, out),
+            Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => out.push(p),
+            _ => {}
+        }
+    }
+}
+
+fn inside(cwd: &str, root: &Path) -> bool {
+    Path::new(cwd).starts_with(root)
+}
+
+/// The transcripts of the project at `root` under Claude Code's `config_dir`: those in the
+/// folder named after the root (when their lines' `cwd` agrees: the encoding is lossy) and
+/// those anywhere else whose `cwd` lies inside the project (sessions started in a
+/// subfolder). `since`: only files modified after it.
+pub fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
+    let projects = config_dir.join("projects");
+    let encoded = encode_dir(root);
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(&projects) else { return out };
+    for folder in rd.flatten() {
+        if !folder.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = folder.file_name().to_string_lossy().into_owned();
+        let own = name == encoded;
+        // Other folders can only hold this project's sessions if their name could encode a
+        // path inside the root.
+        if !own && !name.starts_with(&format!("{encoded}-")) {
+            continue;
+        }
+        let mut files = Vec::new();
+        jsonl_under(&folder.path(), &mut files);
+        for f in files {
+            if let Some(s) = since {
+                if fs::metadata(&f).and_then(|m| m.modified()).is_ok_and(|m| m < s) {
+                    continue;
+                }
+            }
+            let head = read_head(&f).unwrap_or_default();
+            let ok = match head.cwd.as_deref() {
+                Some(cwd) => inside(cwd, root),
+                None => own,
+            };
+            if ok {
+                out.push(f);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every transcript under `config_dir`, grouped by the project its `cwd` names (git top
+/// level, else the folder itself). Folders that no longer exist are returned under `None`.
+pub fn all_transcripts(config_dir: &Path) -> Vec<(Option<PathBuf>, Vec<PathBuf>)> {
+    let mut files = Vec::new();
+    jsonl_under(&config_dir.join("projects"), &mut files);
+    let mut groups: HashMap<Option<PathBuf>, Vec<PathBuf>> = HashMap::new();
+    for f in files {
+        let head = read_head(&f).unwrap_or_default();
+        let root = head.cwd.map(PathBuf::from).filter(|p| p.is_dir()).map(|cwd| {
+            let top = crate::project::git_toplevel(&cwd).unwrap_or(cwd);
+            fs::canonicalize(&top).unwrap_or(top)
+        });
+        groups.entry(root).or_default().push(f);
+    }
+    let mut v: Vec<_> = groups.into_iter().collect();
+    v.sort();
+    for (_, files) in &mut v {
+        files.sort();
+    }
+    v
+}
+
+/// A call still waiting for its result when the transcript ended.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InFlight {
+    pub session: String,
+    pub id: String,
+    pub tool: String,
+    /// The file (project-relative when inside) or the command.
+    pub what: String,
+}
+
+/// What one transcript gave.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub sessions: Vec<String>,
+    pub lines: u64,
+    /// Records appended (new to the journal).
+    pub added: usize,
+    /// Records already in the journal.
+    pub existing: usize,
+    pub tool_calls: usize,
+    pub in_flight: Vec<InFlight>,
+    /// The last line was cut (Claude Code crashed while writing it).
+    pub torn_tail: bool,
+    /// Lines that were not JSON (other than a torn last line).
+    pub malformed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ImportReport {
+    pub files: Vec<FileReport>,
+    pub added: usize,
+    pub existing: usize,
+}
+
+impl ImportReport {
+    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
+        self.files.iter().flat_map(|f| f.in_flight.iter())
+    }
+}
+
+/// Import options.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Claude Code's config folder (file-history backups live there).
+    pub config_dir: Option<PathBuf>,
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+}
+
+/// Keys of records already in the journal.
+#[derive(Default)]
+struct Existing {
+    keys: HashSet<(String, String, String)>,
+    prompts: HashSet<(String, String)>,
+    /// Sessions with a start record (hooked or imported).
+    started: HashSet<String>,
+}
+
+impl Existing {
+    fn load(journal: &Path) -> io::Result<Existing> {
+        let mut ex = Existing::default();
+        scan_records(journal, |_, r| {
+            let k = r.kind.clone().unwrap_or_default();
+            if r.kind.as_deref() == Some(kind::PROMPT) {
+                if let Some(p) = r.get_str("prompt") {
+                    ex.prompts.insert((r.session_key().to_string(), blob_id(p.as_bytes())));
+                }
+            }
+            if r.kind.as_deref() == Some(kind::START) {
+                ex.started.insert(r.session_key().to_string());
+            }
+            if !r.id.is_empty() {
+                ex.keys.insert((r.id.clone(), r.op().to_string(), k));
+            }
+        })?;
+        Ok(ex)
+    }
+    /// True (and remembered) when the record is new.
+    fn admit(&mut self, r: &Record) -> bool {
+        if r.kind.as_deref() == Some(kind::START) && !self.started.insert(r.session.clone()) {
+            return false;
+        }
+        if r.kind.as_deref() == Some(kind::PROMPT) {
+            if let Some(p) = r.get_str("prompt") {
+                if !self.prompts.insert((r.session.clone(), blob_id(p.as_bytes()))) {
+                    return false;
+                }
+            }
+        }
+        self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default()))
+    }
+}
+
+/// Imports `files` into `project`'s journal.
+pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
+    use anyhow::Context;
+    let cfg = Config::load(&project.config_path()).unwrap_or_default();
+    let matcher = cfg.matcher().ok();
+    let mut existing =
+        Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
+    let total: u64 = files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum();
+    let bar = if opts.progress && (files.len() > 1 || total > 8 << 20) {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{msg:30!} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    // Main transcripts before subagent ones, each in time order of its first line.
+    let mut order: Vec<(bool, String, &PathBuf)> = files
+        .iter()
+        .map(|f| {
+            let sub = f.components().any(|c| c.as_os_str() == "subagents");
+            (sub, first_timestamp(f).unwrap_or_default(), f)
+        })
+        .collect();
+    order.sort();
+    let store = Store::new(project.store_dir());
+    let mut report = ImportReport::default();
+    let mut ensured = false;
+    for (_, _, path) in order {
+        bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        let mut conv = Converter::new(project, &cfg, matcher.as_ref(), path, opts.config_dir.as_deref());
+        let mut fr = match conv.read(&bar) {
+            Ok(()) => conv.finish(),
+            Err(e) => FileReport { path: path.clone(), error: Some(e.to_string()), ..FileReport::default() },
+        };
+        let records: Vec<Record> = conv.records.into_iter().filter(|r| existing.admit(r)).collect();
+        fr.existing = conv.produced - records.len();
+        fr.added = records.len();
+        if !records.is_empty() {
+            if !ensured {
+                project.ensure_dir().with_context(|| format!("creating {}", project.dir.display()))?;
+                ensured = true;
+            }
+            // Every object a line names is durable before the line is written.
+            let named: HashSet<&str> =
+                records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
+            let blobs: Vec<(String, Vec<u8>)> =
+                conv.blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
+            crate::bashsnap::put_parallel(&store, &blobs).context("storing pre- and post-images")?;
+            let writer = JournalWriter::new(&project.journal);
+            for chunk in records.chunks(BATCH) {
+                writer.append_all(chunk).with_context(|| format!("appending to {}", project.journal.display()))?;
+            }
+        }
+        report.added += fr.added;
+        report.existing += fr.existing;
+        report.files.push(fr);
+    }
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn first_timestamp(path: &Path) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Ts {
+        timestamp: Option<String>,
+    }
+    let f = fs::File::open(path).ok()?;
+    for line in io::BufReader::new(f.take(256 * 1024)).split(b'\n') {
+        let line = line.ok()?;
+        if let Ok(Ts { timestamp: Some(t) }) = serde_json::from_slice(&line) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// The parts of a transcript line walj reads (everything else is skipped unparsed).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Line {
+    #[serde(rename = "type")]
+    ty: String,
+    uuid: Option<String>,
+    #[serde(rename = "sessionId")]
+    session: Option<String>,
+    timestamp: Option<String>,
+    cwd: Option<String>,
+    #[serde(rename = "gitBranch")]
+    branch: Option<String>,
+    version: Option<String>,
+    #[serde(rename = "isSidechain")]
+    sidechain: bool,
+    #[serde(rename = "isMeta")]
+    meta: bool,
+    #[serde(rename = "isCompactSummary")]
+    compact_summary: bool,
+    message: Option<Message>,
+    #[serde(rename = "toolUseResult")]
+    tool_use_result: Option<Value>,
+    subtype: Option<String>,
+    #[serde(rename = "compactMetadata")]
+    compact: Option<Value>,
+    snapshot: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Message {
+    id: Option<String>,
+    model: Option<String>,
+    content: Value,
+}
+
+/// Only `type` (the first pass over every line).
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<std::borrow::Cow<'a, str>>,
+}
+
+const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
+
+struct Pending {
+    id: String,
+    name: String,
+    input: Value,
+    ts: String,
+    cwd: Option<String>,
+    session: String,
+}
+
+/// One transcript → records.
+struct Converter<'a> {
+    project: &'a Project,
+    cfg: &'a Config,
+    matcher: Option<&'a Matcher>,
+    path: PathBuf,
+    config_dir: Option<PathBuf>,
+    records: Vec<Record>,
+    /// Objects the records name (stored before they are appended).
+    blobs: Vec<(String, Vec<u8>)>,
+    blob_ids: HashSet<String>,
+    produced: usize,
+    report: FileReport,
+    pending: HashMap<String, Pending>,
+    pending_order: Vec<String>,
+    seen_uses: HashSet<String>,
+    /// Last known content per absolute path (`None` = absent), for chained pre-images.
+    chain: HashMap<String, Option<Vec<u8>>>,
+    /// Claude Code's file-history backups: absolute path → backup file name (`None` = did not exist).
+    backups: HashMap<String, Option<String>>,
+    sessions: Vec<String>,
+    started: HashSet<String>,
+    /// The session's first `cwd`: paths are remapped from it when the transcript comes from
+    /// another place (a moved project, another machine).
+    origin: Option<PathBuf>,
+    cwd: Option<String>,
+    /// Entries applied in the current turn (settled when the turn ends).
+    turn: Vec<usize>,
+    /// Failed calls of the current turn (`failed` if it stays open, else not applied).
+    turn_failed: Vec<Record>,
+    /// Last conversation line: an assistant answer without tool calls ends a turn.
+    last_final: bool,
+    model: Option<String>,
+    /// Timestamp of the last line read.
+    last_ts: String,
+}
+
+impl<'a> Converter<'a> {
+    fn new(
+        project: &'a Project,
+        cfg: &'a Config,
+        matcher: Option<&'a Matcher>,
+        path: &Path,
+        config_dir: Option<&Path>,
+    ) -> Converter<'a> {
+        Converter {
+            project,
+            cfg,
+            matcher,
+            path: path.to_path_buf(),
+            config_dir: config_dir.map(Path::to_path_buf),
+            records: Vec::new(),
+            blobs: Vec::new(),
+            blob_ids: HashSet::new(),
+            produced: 0,
+            report: FileReport { path: path.to_path_buf(), ..FileReport::default() },
+            pending: HashMap::new(),
+            pending_order: Vec::new(),
+            seen_uses: HashSet::new(),
+            chain: HashMap::new(),
+            backups: HashMap::new(),
+            sessions: Vec::new(),
+            started: HashSet::new(),
+            origin: None,
+            cwd: None,
+            turn: Vec::new(),
+            turn_failed: Vec::new(),
+            last_final: false,
+            model: None,
+            last_ts: String::new(),
+        }
+    }
+
+    fn read(&mut self, bar: &indicatif::ProgressBar) -> io::Result<()> {
+        let f = fs::File::open(&self.path)?;
+        let mut reader = io::BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::with_capacity(64 * 1024);
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            bar.inc(n as u64);
+            self.report.lines += 1;
+            let complete = buf.last() == Some(&b'\n');
+            let body = if complete { &buf[..buf.len() - 1] } else { &buf[..] };
+            if body.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let ty = match serde_json::from_slice::<Kind>(body) {
+                Ok(k) => k.ty.map(|t| t.into_owned()).unwrap_or_default(),
+                Err(_) if !complete => {
+                    self.report.torn_tail = true;
+                    break;
+                }
+                Err(_) => {
+                    self.report.malformed += 1;
+                    continue;
+                }
+            };
+            if !READ_TYPES.contains(&ty.as_str()) {
+                continue; // summary, attachment, api-request, metadata lines, future types
+            }
+            match serde_json::from_slice::<Line>(body) {
+                Ok(line) => self.line(line),
+                Err(_) => self.report.malformed += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, mut r: Record) {
+        r.extra.insert("imported".into(), Value::Bool(true));
+        self.produced += 1;
+        self.records.push(r);
+    }
+
+    /// A record of `session` stamped with the transcript's time.
+    fn rec(&self, op_name: &str, session: &str, ts: &str) -> Record {
+        let mut r = Record::new(op_name, session);
+        if !ts.is_empty() {
+            r.ts = normalize_ts(ts);
+        }
+        r
+    }
+
+    fn session_rec(&self, k: &str, session: &str, ts: &str) -> Record {
+        let mut r = self.rec(op::SESSION, session, ts);
+        r.event = config::event::SESSION.to_string();
+        r.kind = Some(k.to_string());
+        r
+    }
+
+    fn line(&mut self, line: Line) {
+        let ts = line.timestamp.clone().unwrap_or_default();
+        if !ts.is_empty() {
+            self.last_ts = ts.clone();
+        }
+        let Some(session) = line.session.clone().filter(|s| !s.is_empty()) else {
+            if line.ty == "file-history-snapshot" {
+                self.file_history(&line);
+            }
+            return;
+        };
+        if let Some(c) = &line.cwd {
+            if self.origin.is_none() {
+                self.origin = Some(PathBuf::from(c));
+            }
+            self.cwd = Some(c.clone());
+        }
+        if !self.sessions.contains(&session) {
+            self.sessions.push(session.clone());
+        }
+        if !line.sidechain && !self.started.contains(&session) && matches!(line.ty.as_str(), "user" | "assistant") {
+            self.started.insert(session.clone());
+            let mut r = self.session_rec(kind::START, &session, &ts);
+            r.id = format!("import:{session}");
+            r = r.with("source", "import").with("transcript", self.path.to_string_lossy().into_owned());
+            if let Some(c) = &line.cwd {
+                r = r.with("cwd", c.as_str());
+            }
+            if let Some(b) = &line.branch {
+                r = r.with("branch", b.as_str());
+            }
+            if let Some(v) = &line.version {
+                r = r.with("claude_version", v.as_str());
+            }
+            self.emit(r);
+        }
+        match line.ty.as_str() {
+            "assistant" => self.assistant(line, &session, &ts),
+            "user" => self.user(line, &session, &ts),
+            "system" => {
+                if line.subtype.as_deref() == Some("compact_boundary") {
+                    let mut r = self.session_rec(kind::COMPACT, &session, &ts);
+                    r.id = line.uuid.clone().unwrap_or_default();
+                    let trigger = line.compact.as_ref().and_then(|c| c.get("trigger")).and_then(Value::as_str);
+                    r = r.with("trigger", trigger.unwrap_or(""));
+                    if !r.id.is_empty() {
+                        self.emit(r);
+                    }
+                }
+            }
+            "file-history-snapshot" => self.file_history(&line),
+            _ => {}
+        }
+    }
+
+    fn file_history(&mut self, line: &Line) {
+        let Some(tracked) = line.snapshot.as_ref().and_then(|s| s.get("trackedFileBackups")).and_then(Value::as_object)
+        else {
+            return;
+        };
+        for (p, b) in tracked {
+            let abs = self.absolute(p);
+            let name = b.get("backupFileName").and_then(Value::as_str).map(str::to_string);
+            self.backups.insert(abs, name);
+        }
+    }
+
+    fn absolute(&self, p: &str) -> String {
+        if Path::new(p).is_absolute() {
+            return p.to_string();
+        }
+        let base = self.cwd.as_deref().map(PathBuf::from).or_else(|| self.origin.clone());
+        match base {
+            Some(b) => crate::project::normalize(&b.join(p)).to_string_lossy().into_owned(),
+            None => p.to_string(),
+        }
+    }
+
+    fn assistant(&mut self, line: Line, session: &str, ts: &str) {
+        let Some(msg) = line.message else { return };
+        if self.model.is_none() {
+            self.model = msg.model.clone().filter(|m| !m.starts_with('<'));
+        }
+        let _ = msg.id; // lines sharing message.id are parts of one message: blocks are read one by one
+        let blocks = match msg.content {
+            Value::Array(b) => b,
+            _ => Vec::new(),
+        };
+        let mut has_tool = false;
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            has_tool = true;
+            let Some(id) = b.get("id").and_then(Value::as_str).map(str::to_string) else { continue };
+            // Streamed or repeated lines may carry the same block again.
+            if !self.seen_uses.insert(id.clone()) {
+                continue;
+            }
+            let name = b.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            let input = b.get("input").cloned().unwrap_or(Value::Null);
+            self.report.tool_calls += 1;
+            self.pending_order.push(id.clone());
+            self.pending.insert(
+                id.clone(),
+                Pending { id, name, input, ts: ts.to_string(), cwd: line.cwd.clone(), session: session.to_string() },
+            );
+        }
+        self.last_final = !has_tool && self.pending.is_empty();
+    }
+
+    fn user(&mut self, line: Line, session: &str, ts: &str) {
+        let Some(msg) = &line.message else { return };
+        let mut results = Vec::new();
+        let mut text = String::new();
+        match &msg.content {
+            Value::String(s) => text = s.clone(),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    match b.get("type").and_then(Value::as_str) {
+                        Some("tool_result") => {
+                            if let Some(id) = b.get("tool_use_id").and_then(Value::as_str) {
+                                results.push((id.to_string(), b.clone()));
+                            }
+                        }
+                        Some("text") => {
+                            if let Some(t) = b.get("text").and_then(Value::as_str) {
+                                if !text.is_empty() {
+                                    text.push('\n');
+                                }
+                                text.push_str(t);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.last_final = false;
+        for (id, block) in results {
+            self.result(&id, &block, line.tool_use_result.as_ref(), ts);
+        }
+        let text = text.trim();
+        if text.is_empty() || line.meta || line.sidechain || line.compact_summary {
+            return;
+        }
+        if text.starts_with("[Request interrupted") {
+            return;
+        }
+        if text.starts_with("<local-command-")
+            || text.starts_with("<command-message>") && !text.contains("<command-args>")
+        {
+            return;
+        }
+        // A new prompt: the previous turn ended.
+        self.settle_turn(ts);
+        let mut r = self.session_rec(kind::PROMPT, session, ts);
+        r.id = line.uuid.clone().unwrap_or_else(|| format!("prompt:{}", blob_id(text.as_bytes())));
+        r = r.with("prompt", clip(text, MAX_TEXT));
+        self.emit(r);
+    }
+
+    /// Entries applied in the turn that just ended are settled, as the Stop hook would have
+    /// (unverified: the disk of that time is gone).
+    fn settle_turn(&mut self, ts: &str) {
+        // Calls that failed in a turn that went on did not apply: settled as not applied.
+        for mut r in std::mem::take(&mut self.turn_failed) {
+            r.op = op::RESOLVED.to_string();
+            r.how = Some(how::NOT_APPLIED.to_string());
+            r = r.with("by", "import");
+            self.emit(r);
+        }
+        for i in std::mem::take(&mut self.turn) {
+            let e = &self.records[i];
+            let mut r = self.rec(op::PERSISTED, &e.session, ts);
+            r.id = e.id.clone();
+            r.path = e.path.clone();
+            r.event = e.event.clone();
+            r.tool = e.tool.clone();
+            r.after = e.after.clone();
+            r.outside = e.outside;
+            r.persisted = true;
+            r = r.with("unverified", true).with("by", "import");
+            self.emit(r);
+        }
+    }
+
+    fn result(&mut self, id: &str, block: &Value, tur: Option<&Value>, ts: &str) {
+        let Some(p) = self.pending.remove(id) else { return };
+        self.pending_order.retain(|x| x != id);
+        let content_text = match block.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(a)) => {
+                a.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
+            _ => String::new(),
+        };
+        // A string result is an error or a refusal, except for the Task tools, which answer
+        // in text.
+        let task_tool = p.name.starts_with("Task");
+        let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true)
+            || (!task_tool && tur.is_some_and(Value::is_string));
+        let error_text =
+            if is_error { Some(tur.and_then(Value::as_str).map(str::to_string).unwrap_or(content_text)) } else { None };
+        let resp = tur.filter(|v| v.is_object());
+        match p.name.as_str() {
+            n if FILE_TOOLS.contains(&n) => self.file_call(&p, Some((resp, error_text.as_deref(), ts))),
+            "Bash" => self.bash_call(&p, Some((resp, error_text.as_deref(), ts))),
+            "TodoWrite" | "TaskCreate" | "TaskUpdate" if error_text.is_none() => self.todo_call(&p, tur, ts),
+            _ => {}
+        }
+    }
+
+    /// Ends the transcript: calls without results are in flight.
+    fn finish(&mut self) -> FileReport {
+        for id in std::mem::take(&mut self.pending_order) {
+            let Some(p) = self.pending.remove(&id) else { continue };
+            match p.name.as_str() {
+                n if FILE_TOOLS.contains(&n) => self.file_call(&p, None),
+                "Bash" => self.bash_call(&p, None),
+                _ => {}
+            }
+        }
+        // A final answer ends the last turn; an interrupted or cut one stays open.
+        if self.last_final && !self.report.torn_tail && self.report.in_flight.is_empty() {
+            let ts = self.last_ts.clone();
+            self.settle_turn(&ts);
+        }
+        for r in std::mem::take(&mut self.turn_failed) {
+            self.emit(r);
+        }
+        if self.report.torn_tail {
+            let sessions = self.sessions.clone();
+            for s in sessions {
+                let ts = self.records.iter().rev().find(|r| r.session == s).map(|r| r.ts.clone()).unwrap_or_default();
+                let mut r = self.session_rec("torn_tail", &s, &ts);
+                r.id = format!("torn:{}:{}", s, self.report.lines);
+                r = r.with("transcript", self.path.to_string_lossy().into_owned());
+                self.emit(r);
+            }
+        }
+        if let Some(m) = self.model.clone() {
+            for r in self.records.iter_mut().filter(|r| r.kind.as_deref() == Some(kind::START)) {
+                r.extra.insert("model".into(), json!(m));
+            }
+        }
+        self.report.sessions = self.sessions.clone();
+        std::mem::take(&mut self.report)
+    }
+
+    /// Where a tool's file lands in this project: remapped from the transcript's origin when
+    /// the transcript was recorded elsewhere.
+    fn locate(&self, file_path: &str, cwd: Option<&str>) -> Located {
+        let cwd_path = cwd.map(Path::new);
+        let found = self.project.locate(file_path, cwd_path);
+        if let Located::Outside(abs) = &found {
+            if let Some(origin) = &self.origin {
+                // Only a transcript from elsewhere (another machine, a moved project): its
+                // folder is unrelated to this project and no longer exists here.
+                let root = &self.project.root;
+                if !origin.starts_with(root) && !root.starts_with(origin) && !origin.is_dir() {
+                    if let Ok(rel) = abs.strip_prefix(origin) {
+                        if !rel.as_os_str().is_empty() {
+                            return self.project.locate(&self.project.root.join(rel).to_string_lossy(), None);
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    fn blob(&mut self, bytes: &[u8], rel: &str) -> (Blob, Option<String>) {
+        let id = blob_id(bytes);
+        if self.matcher.is_some_and(|m| m.never_capture(rel)) {
+            return (Blob::Id(id), Some("never_capture".into()));
+        }
+        if bytes.len() as u64 > self.cfg.capture.max_bytes {
+            return (Blob::Id(id), Some("too_large".into()));
+        }
+        if self.blob_ids.insert(id.clone()) {
+            self.blobs.push((id.clone(), bytes.to_vec()));
+        }
+        (Blob::Id(id), None)
+    }
+
+    fn file_call(&mut self, p: &Pending, outcome: Option<(Option<&Value>, Option<&str>, &str)>) {
+        let Some(file_path) = p
+            .input
+            .get("file_path")
+            .or_else(|| p.input.get("notebook_path"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        else {
+            return;
+        };
+        let abs_key = self.absolute(file_path);
+        let mut intent = self.rec(op::INTENT, &p.session, &p.ts);
+        intent.id = p.id.clone();
+        intent.tool = Some(p.name.clone());
+        let resp = outcome.and_then(|(r, _, _)| r);
+        let field = |k: &str| resp.and_then(|r| r.get(k));
+        // The pre-image: the result's original content, else the previous call's result,
+        // else Claude Code's file-history backup.
+        let original =
+            field("originalFile").or_else(|| field("originalFileContents")).or_else(|| field("original_file"));
+        let created = field("type").and_then(Value::as_str) == Some("create") || original.is_some_and(Value::is_null);
+        let mut before_from = "transcript";
+        let pre: Option<Option<Vec<u8>>> = match original {
+            Some(Value::String(s)) => Some(Some(s.as_bytes().to_vec())),
+            _ if created => Some(None),
+            _ => match self.chain.get(&abs_key) {
+                Some(c) => {
+                    before_from = "previous_call";
+                    Some(c.clone())
+                }
+                None => {
+                    before_from = "file_history";
+                    self.backup(&p.session, &abs_key)
+                }
+            },
+        };
+        let located = self.locate(file_path, p.cwd.as_deref());
+        let (rel, outside) = match &located {
+            Located::Inside { rel, .. } => (rel.clone(), false),
+            Located::Outside(abs) => (abs.to_string_lossy().into_owned(), true),
+        };
+        intent.path = rel.clone();
+        intent.outside = outside;
+        intent.event = config::detect_event(
+            if outside { None } else { self.matcher },
+            &rel,
+            &p.name,
+            created && p.name == "Write",
+            false,
+        );
+        if !outside {
+            match &pre {
+                Some(Some(bytes)) => {
+                    let (b, nocap) = self.blob(bytes, &rel);
+                    intent.before = Some(b);
+                    intent.nocap = nocap;
+                    if before_from != "transcript" {
+                        intent = intent.with("before_from", before_from);
+                    }
+                }
+                Some(None) => intent.before = Some(Blob::Absent),
+                None => {}
+            }
+        }
+        let before = intent.before.clone();
+        let event = intent.event.clone();
+        self.emit(intent);
+        let Some((_, error, ts)) = outcome else {
+            self.report.in_flight.push(InFlight {
+                session: p.session.clone(),
+                id: p.id.clone(),
+                tool: p.name.clone(),
+                what: rel,
+            });
+            return;
+        };
+        if let Some(err) = error {
+            let rejected = is_rejection(err);
+            let mut r = self.rec(if rejected { op::RESOLVED } else { op::FAILED }, &p.session, ts);
+            r.id = p.id.clone();
+            r.tool = Some(p.name.clone());
+            r.path = rel;
+            r.outside = outside;
+            r.event = event;
+            r = r.with("error", clip(err, MAX_ERROR));
+            if rejected {
+                r.how = Some(how::NOT_APPLIED.to_string());
+                r = r.with("by", "import");
+                self.emit(r);
+            } else {
+                // Held until the turn's end tells whether it stays open.
+                self.turn_failed.push(r);
+            }
+            return;
+        }
+        let post = match &pre {
+            Some(pre) => apply_tool(&p.name, &p.input, resp, pre.as_deref()),
+            // A Write's result does not depend on what was there.
+            None if p.name == "Write" => apply_tool(&p.name, &p.input, resp, None),
+            None => None,
+        };
+        let mut r = self.rec(op::APPLIED, &p.session, ts);
+        r.id = p.id.clone();
+        r.tool = Some(p.name.clone());
+        r.path = rel.clone();
+        r.outside = outside;
+        r.event = event;
+        r.before = before;
+        if !outside {
+            if let Some(bytes) = &post {
+                let (b, nocap) = self.blob(bytes, &rel);
+                r.after = Some(b);
+                r.nocap = nocap.or(r.nocap.take());
+            }
+        }
+        match post {
+            Some(bytes) => {
+                self.chain.insert(abs_key, Some(bytes));
+            }
+            None => {
+                self.chain.remove(&abs_key);
+            }
+        }
+        self.emit(r);
+        self.turn.push(self.records.len() - 1);
+    }
+
+    /// A file-history backup of `abs` for `session`: `Some(None)` = the file did not exist.
+    fn backup(&self, session: &str, abs: &str) -> Option<Option<Vec<u8>>> {
+        let name = self.backups.get(abs)?;
+        let Some(name) = name else { return Some(None) };
+        let dir = self.config_dir.as_ref()?.join("file-history").join(session);
+        fs::read(dir.join(name)).ok().map(Some)
+    }
+
+    fn bash_call(&mut self, p: &Pending, outcome: Option<(Option<&Value>, Option<&str>, &str)>) {
+        let command = p.input.get("command").and_then(Value::as_str).unwrap_or("");
+        let mut r = self.rec(op::INTENT, &p.session, &p.ts);
+        r.id = p.id.clone();
+        r.tool = Some("Bash".into());
+        r.event = config::event::COMMAND_RUN.to_string();
+        r = r.with("command", clip(command, MAX_ERROR));
+        if let Some(d) = p.input.get("description").and_then(Value::as_str) {
+            r = r.with("description", clip(d, 1024));
+        }
+        if p.input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
+            r = r.with("background", true);
+        }
+        if let Some(c) = &p.cwd {
+            r = r.with("cwd", c.as_str());
+        }
+        self.emit(r);
+        let Some((resp, error, ts)) = outcome else {
+            self.report.in_flight.push(InFlight {
+                session: p.session.clone(),
+                id: p.id.clone(),
+                tool: "Bash".into(),
+                what: clip(command, 200),
+            });
+            return;
+        };
+        let mut r = self.rec(if error.is_some() { op::FAILED } else { op::APPLIED }, &p.session, ts);
+        r.id = p.id.clone();
+        r.tool = Some("Bash".into());
+        r.event = config::event::COMMAND_RUN.to_string();
+        r = r.with("command", clip(command, MAX_ERROR));
+        if let Some(e) = error {
+            r = r.with("error", clip(e, MAX_ERROR));
+        }
+        if let Some(t) = resp.and_then(|v| v.get("backgroundTaskId")).and_then(Value::as_str) {
+            r = r.with("task_id", t);
+        }
+        if resp.and_then(|v| v.get("interrupted")).and_then(Value::as_bool) == Some(true) {
+            r = r.with("interrupted", true);
+        }
+        self.emit(r);
+    }
+
+    fn todo_call(&mut self, p: &Pending, tur: Option<&Value>, ts: &str) {
+        let todo = p.name == "TodoWrite";
+        let mut r = self.session_rec(if todo { kind::TODOS } else { kind::TASK }, &p.session, ts);
+        r.event = config::event::TODO_UPDATED.to_string();
+        r.tool = Some(p.name.clone());
+        r.id = p.id.clone();
+        if todo {
+            let todos = p
+                .input
+                .get("todos")
+                .or_else(|| tur.and_then(|t| t.get("newTodos")))
+                .cloned()
+                .unwrap_or(Value::Array(vec![]));
+            r = r.with("todos", todos);
+        } else {
+            r = r.with("input", p.input.clone());
+            let resp = match tur {
+                Some(Value::String(s)) => Value::String(clip(s, 2048)),
+                Some(v) => v.clone(),
+                None => Value::Null,
+            };
+            r = r.with("response", resp);
+        }
+        self.emit(r);
+    }
+}
+
+/// Claude Code's texts for a call the user refused (or interrupted before it ran).
+fn is_rejection(err: &str) -> bool {
+    let e = err.to_ascii_lowercase();
+    e.contains("doesn't want to proceed")
+        || e.contains("user rejected")
+        || e.contains("was rejected")
+        || e.contains("interrupted by user for tool use")
+        || e.contains("permission to use") && e.contains("denied")
+}
+
+/// Timestamps as walj writes them (UTC, milliseconds, `Z`) when they parse; verbatim else.
+fn normalize_ts(ts: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => t.with_timezone(&chrono::Utc).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        Err(_) => ts.to_string(),
+    }
+}
+
+/// The file after a tool call, computed from its input and the file before
+/// (`pre` `None` = absent). `None` when it cannot be computed.
+pub fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    match tool {
+        "Write" => s(input, "content").or_else(|| resp.and_then(|r| s(r, "content"))).map(String::into_bytes),
+        "Edit" => {
+            // The result's strings are what was applied (the user may have changed them).
+            let src = resp.filter(|r| r.get("oldString").is_some()).unwrap_or(input);
+            let (old, new) = if src.get("oldString").is_some() {
+                (s(src, "oldString")?, s(src, "newString")?)
+            } else {
+                (s(input, "old_string")?, s(input, "new_string")?)
+            };
+            let all =
+                src.get("replaceAll").or_else(|| input.get("replace_all")).and_then(Value::as_bool).unwrap_or(false);
+            let text = std::str::from_utf8(pre.unwrap_or_default()).ok()?;
+            replace(text, &old, &new, all).map(String::into_bytes)
+        }
+        "MultiEdit" => {
+            let edits = input.get("edits").or_else(|| resp.and_then(|r| r.get("edits")))?.as_array()?;
+            let mut text = std::str::from_utf8(pre.unwrap_or_default()).ok()?.to_string();
+            for e in edits {
+                let all = e.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+                text = replace(&text, &s(e, "old_string")?, &s(e, "new_string")?, all)?;
+            }
+            Some(text.into_bytes())
+        }
+        "NotebookEdit" => resp.and_then(|r| s(r, "updated_file")).map(String::into_bytes),
+        _ => None,
+    }
+}
+
+fn replace(text: &str, old: &str, new: &str, all: bool) -> Option<String> {
+    if old.is_empty() {
+        // Creating a file with Edit: only an empty (or absent) file takes an empty old_string.
+        return text.is_empty().then(|| new.to_string());
+    }
+    if !text.contains(old) {
+        return None;
+    }
+    Some(if all { text.replace(old, new) } else { text.replacen(old, new, 1) })
+}
+
+/// Files modified in the last `days` days (for "recent" transcripts).
+pub fn since_days(days: u64) -> Option<SystemTime> {
+    SystemTime::now().checked_sub(Duration::from_secs(days * 24 * 3600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_like_claude_code() {
+        assert_eq!(encode_dir(Path::new("/home/user/my.proj_x")), "-home-user-my-proj-x");
+    }
+
+    #[test]
+    fn apply_edits() {
+        let i = json!({"old_string": "b", "new_string": "B"});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcb");
+        let i = json!({"old_string": "b", "new_string": "B", "replace_all": true});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcB");
+        let i = json!({"old_string": "zz", "new_string": "B"});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")), None);
+        let i = json!({"old_string": "", "new_string": "new"});
+        assert_eq!(apply_tool("Edit", &i, None, None).unwrap(), b"new");
+        let i = json!({"edits": [{"old_string": "a", "new_string": "x"}, {"old_string": "x", "new_string": "yy"}]});
+        assert_eq!(apply_tool("MultiEdit", &i, None, Some(b"abc")).unwrap(), b"yybc");
+        let i = json!({"file_path": "/x", "content": "c\n"});
+        assert_eq!(apply_tool("Write", &i, None, Some(b"old")).unwrap(), b"c\n");
+        // The result's strings win (the user edited the proposal).
+        let i = json!({"old_string": "b", "new_string": "B"});
+        let r = json!({"oldString": "b", "newString": "USER"});
+        assert_eq!(apply_tool("Edit", &i, Some(&r), Some(b"ab")).unwrap(), b"aUSER");
+    }
+
+    #[test]
+    fn rejections() {
+        assert!(is_rejection(
+            "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
+        ));
+        assert!(!is_rejection("String to replace not found in file."));
+    }
+}
