@@ -279,10 +279,10 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
         now.command = pre.command.clone();
         now.background = true;
         now.task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
-        if let Some(old) = pre.index.as_ref().and_then(|i| i.copy.as_ref()) {
-            if now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old) {
-                let _ = fs::remove_file(dir.join(old));
-            }
+        if let Some(old) = pre.index.as_ref().and_then(|i| i.copy.as_ref())
+            && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
+        {
+            let _ = fs::remove_file(dir.join(old));
         }
         save(&path, &now)?;
     } else {
@@ -367,10 +367,10 @@ pub fn at_stop(
             now.command = base.command.clone();
             now.background = true;
             now.task_id = base.task_id.clone();
-            if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref()) {
-                if now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old) {
-                    let _ = fs::remove_file(dir.join(old));
-                }
+            if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
+                && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
+            {
+                let _ = fs::remove_file(dir.join(old));
             }
             save(&path, &now)?;
         } else {
@@ -640,19 +640,13 @@ impl<'a> Tree<'a> {
             return Ok(FileState { special: true, ..Default::default() });
         }
         let st = Stamp::of(&meta);
-        if let Some((c, ctime)) = cached {
-            if c.st == Some(st) && !st.racy(ctime) {
-                if let Some(id) = &c.id {
-                    if c.nocap.is_some() || self.store.contains(id) {
-                        return Ok(FileState {
-                            id: Some(id.clone()),
-                            nocap: c.nocap.clone(),
-                            st: Some(st),
-                            ..Default::default()
-                        });
-                    }
-                }
-            }
+        if let Some((c, ctime)) = cached
+            && c.st == Some(st)
+            && !st.racy(ctime)
+            && let Some(id) = &c.id
+            && (c.nocap.is_some() || self.store.contains(id))
+        {
+            return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
         if Instant::now() > self.deadline {
             *cut_short = true;
@@ -746,10 +740,14 @@ impl<'a> Tree<'a> {
             if a.is_some_and(|f| f.special) || b.is_some_and(|f| f.special) {
                 continue;
             }
-            if let (Some(a), Some(b)) = (a, b) {
-                if !a.absent && !b.absent && a.st.is_some() && a.st == b.st && !a.st.is_some_and(|s| s.racy(pre.time)) {
-                    continue;
-                }
+            if let (Some(a), Some(b)) = (a, b)
+                && !a.absent
+                && !b.absent
+                && a.st.is_some()
+                && a.st == b.st
+                && !a.st.is_some_and(|s| s.racy(pre.time))
+            {
+                continue;
             }
             let before = match a {
                 Some(f) => side_of(f),
@@ -821,10 +819,11 @@ impl<'a> Tree<'a> {
         self.flush()?;
         for c in &mut changes {
             for s in [&mut c.before, &mut c.after] {
-                if let Side::Known { id, nocap } = s {
-                    if nocap.is_none() && (missing.contains(id.as_str()) || !self.store.contains(id)) {
-                        *nocap = Some("unavailable".into());
-                    }
+                if let Side::Known { id, nocap } = s
+                    && nocap.is_none()
+                    && (missing.contains(id.as_str()) || !self.store.contains(id))
+                {
+                    *nocap = Some("unavailable".into());
                 }
             }
         }

@@ -132,10 +132,10 @@ pub fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemT
         let mut files = Vec::new();
         jsonl_under(&folder.path(), &mut files);
         for f in files {
-            if let Some(s) = since {
-                if fs::metadata(&f).and_then(|m| m.modified()).is_ok_and(|m| m < s) {
-                    continue;
-                }
+            if let Some(s) = since
+                && fs::metadata(&f).and_then(|m| m.modified()).is_ok_and(|m| m < s)
+            {
+                continue;
             }
             let head = read_head(&f).unwrap_or_default();
             let ok = match head.cwd.as_deref() {
@@ -239,10 +239,10 @@ impl Existing {
         let mut ex = Existing::default();
         scan_records(journal, |_, r| {
             let k = r.kind.clone().unwrap_or_default();
-            if r.kind.as_deref() == Some(kind::PROMPT) {
-                if let Some(p) = r.get_str("prompt") {
-                    ex.prompts.insert((r.session_key().to_string(), blob_id(p.as_bytes())));
-                }
+            if r.kind.as_deref() == Some(kind::PROMPT)
+                && let Some(p) = r.get_str("prompt")
+            {
+                ex.prompts.insert((r.session_key().to_string(), blob_id(p.as_bytes())));
             }
             if r.kind.as_deref() == Some(kind::START) {
                 ex.started.insert(r.session_key().to_string());
@@ -258,12 +258,11 @@ impl Existing {
         if r.kind.as_deref() == Some(kind::START) && !self.started.insert(r.session.clone()) {
             return false;
         }
-        if r.kind.as_deref() == Some(kind::PROMPT) {
-            if let Some(p) = r.get_str("prompt") {
-                if !self.prompts.insert((r.session.clone(), blob_id(p.as_bytes()))) {
-                    return false;
-                }
-            }
+        if r.kind.as_deref() == Some(kind::PROMPT)
+            && let Some(p) = r.get_str("prompt")
+            && !self.prompts.insert((r.session.clone(), blob_id(p.as_bytes())))
+        {
+            return false;
         }
         self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default()))
     }
@@ -577,15 +576,13 @@ impl<'a> Converter<'a> {
         match line.ty.as_str() {
             "assistant" => self.assistant(line, &session, &ts),
             "user" => self.user(line, &session, &ts),
-            "system" => {
-                if line.subtype.as_deref() == Some("compact_boundary") {
-                    let mut r = self.session_rec(kind::COMPACT, &session, &ts);
-                    r.id = line.uuid.clone().unwrap_or_default();
-                    let trigger = line.compact.as_ref().and_then(|c| c.get("trigger")).and_then(Value::as_str);
-                    r = r.with("trigger", trigger.unwrap_or(""));
-                    if !r.id.is_empty() {
-                        self.emit(r);
-                    }
+            "system" if line.subtype.as_deref() == Some("compact_boundary") => {
+                let mut r = self.session_rec(kind::COMPACT, &session, &ts);
+                r.id = line.uuid.clone().unwrap_or_default();
+                let trigger = line.compact.as_ref().and_then(|c| c.get("trigger")).and_then(Value::as_str);
+                r = r.with("trigger", trigger.unwrap_or(""));
+                if !r.id.is_empty() {
+                    self.emit(r);
                 }
             }
             "file-history-snapshot" => self.file_history(&line),
@@ -794,18 +791,19 @@ impl<'a> Converter<'a> {
     fn locate(&self, file_path: &str, cwd: Option<&str>) -> Located {
         let cwd_path = cwd.map(Path::new);
         let found = self.project.locate(file_path, cwd_path);
-        if let Located::Outside(abs) = &found {
-            if let Some(origin) = &self.origin {
-                // Only a transcript from elsewhere (another machine, a moved project): its
-                // folder is unrelated to this project and no longer exists here.
-                let root = &self.project.root;
-                if !origin.starts_with(root) && !root.starts_with(origin) && !origin.is_dir() {
-                    if let Ok(rel) = abs.strip_prefix(origin) {
-                        if !rel.as_os_str().is_empty() {
-                            return self.project.locate(&self.project.root.join(rel).to_string_lossy(), None);
-                        }
-                    }
-                }
+        if let Located::Outside(abs) = &found
+            && let Some(origin) = &self.origin
+        {
+            // Only a transcript from elsewhere (another machine, a moved project): its
+            // folder is unrelated to this project and no longer exists here.
+            let root = &self.project.root;
+            if !origin.starts_with(root)
+                && !root.starts_with(origin)
+                && !origin.is_dir()
+                && let Ok(rel) = abs.strip_prefix(origin)
+                && !rel.as_os_str().is_empty()
+            {
+                return self.project.locate(&self.project.root.join(rel).to_string_lossy(), None);
             }
         }
         found
@@ -933,12 +931,10 @@ impl<'a> Converter<'a> {
         r.outside = outside;
         r.event = event;
         r.before = before;
-        if !outside {
-            if let Some(bytes) = &post {
-                let (b, nocap) = self.blob(bytes, &rel);
-                r.after = Some(b);
-                r.nocap = nocap.or(r.nocap.take());
-            }
+        if !outside && let Some(bytes) = &post {
+            let (b, nocap) = self.blob(bytes, &rel);
+            r.after = Some(b);
+            r.nocap = nocap.or(r.nocap.take());
         }
         match post {
             Some(bytes) => {

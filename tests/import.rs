@@ -65,8 +65,11 @@ fn fixture_lines(name: &str) -> Vec<Value> {
     fs::read_to_string(transcript(name)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-/// tool_use id → (name, input) and tool_use id → toolUseResult, from a transcript.
-fn calls(lines: &[Value]) -> (Vec<(String, String, Value)>, HashMap<String, Value>) {
+/// (tool_use id, name, input) in order.
+type Uses = Vec<(String, String, Value)>;
+
+/// The tool calls of a transcript and their results (tool_use id → toolUseResult).
+fn calls(lines: &[Value]) -> (Uses, HashMap<String, Value>) {
     let mut uses = Vec::new();
     let mut results = HashMap::new();
     for l in lines {

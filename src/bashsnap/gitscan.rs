@@ -136,6 +136,8 @@ struct Stat {
 /// so neighbours share it): the kernel then resolves one name instead of a whole path,
 /// which is half the cost of a stat.
 #[cfg(unix)]
+// The stat fields' types differ between platforms and rustix backends: the casts are needed.
+#[allow(clippy::unnecessary_cast)]
 fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     let mut out = Vec::new();
