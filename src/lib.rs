@@ -29,3 +29,4 @@ pub mod project;
 pub mod report;
 pub mod store;
 pub mod style;
+pub mod triage;
