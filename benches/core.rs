@@ -200,7 +200,7 @@ fn main() {
     let empty = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(3 * runs + i));
     let t = Instant::now();
     big_journal(&journal, entries);
-    let gen = t.elapsed();
+    let generated = t.elapsed();
     let size = fs::metadata(&journal).unwrap().len();
     let full = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(4 * runs + i));
     out.push_str(&format!(
@@ -272,7 +272,7 @@ fn main() {
         "| recover peak memory on {} entries (same 20 unresolved) | {} MiB | | | |\n",
         entries / 10, small_rss / 1024
     ));
-    out.push_str(&format!("\n(journal of {entries} entries generated in {:.1} s)\n", gen.as_secs_f64()));
+    out.push_str(&format!("\n(journal of {entries} entries generated in {:.1} s)\n", generated.as_secs_f64()));
     println!("{out}");
     let target = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target"));
     let _ = fs::create_dir_all(&target);
