@@ -8,6 +8,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::anthropic_mock::{Kind, MockServer, Turn};
 use support::claude::{self, Sandbox};
@@ -92,6 +93,8 @@ fn scripted_session_runs_real_tools() {
     sb.write("README.md", "# demo\n");
     sb.commit("initial");
     let mock = MockServer::start(write_edit_bash_script(&sb));
+    mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
+        .unwrap();
 
     let started = Instant::now();
     let out = claude::run(
@@ -218,12 +221,18 @@ fn hooks_fire_and_session_start_context_reaches_the_model() {
     println!("side requests carrying the marker: {side_with_marker}");
 }
 
-#[test]
-fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
-    let Some(bin) = claude::claude_or_skip("kill_9_mid_bash_leaves_an_orphan_and_no_post_event")
-    else {
-        return;
-    };
+/// A project with `config/settings.json`, hooks saving every payload, and a session that
+/// Edits the settings then runs a long Bash command during which claude is killed (-9).
+struct Crashed {
+    sb: Sandbox,
+    mock: MockServer,
+    payload_dir: PathBuf,
+    crash: claude::Crash,
+    /// Live processes left by the Bash call (already killed by the time the caller sees them).
+    orphans: Vec<String>,
+}
+
+fn crash_mid_bash(bin: &Path) -> Crashed {
     let sb = Sandbox::new();
     sb.write("config/settings.json", "{\n  \"retries\": 3\n}\n");
     sb.commit("initial");
@@ -233,7 +242,7 @@ fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
         &payload_dir,
     )));
 
-    // A token unique to this sandbox marks the Bash child, to find (and clean up) the orphan.
+    // A unique token marks the Bash child, to find (and clean up) the orphan.
     let token = claude::unique_token("walj-e2e-orphan");
     let settings = sb.project.join("config/settings.json");
     let mock = MockServer::start(vec![
@@ -247,48 +256,56 @@ fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
         ),
         Turn::text("unreachable"),
     ]);
-    let mut running = claude::spawn(sb.claude_p(&bin, &mock, "Raise retries, then build"));
-    let pre_bash = claude::wait_for_payload(&payload_dir, SESSION_TIMEOUT, |p| {
+    let running = claude::spawn(sb.claude_p(bin, &mock, "Raise retries, then build"));
+    let crash = claude::kill9_at_payload(running, &sb, &payload_dir, SESSION_TIMEOUT, |p| {
         p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash"
     });
-    // Give the Bash tool a moment to start its child after the hook returned.
-    let child_started = wait_until(Duration::from_secs(10), || {
+    // The Bash tool starts its child right after the hook returned; the kill may beat it.
+    wait_until(Duration::from_secs(2), || {
         !claude::pids_mentioning(&token).is_empty()
     });
-    // Claude Code writes the transcript asynchronously: wait until the Bash tool_use is in it
-    // (else the kill can beat the write and the transcript ends before the call).
-    let session_id = pre_bash.as_ref().map_or(String::new(), |p| {
-        p["session_id"].as_str().unwrap_or_default().to_string()
-    });
-    let transcript_path = sb.transcript(&session_id);
-    let in_transcript = wait_until(Duration::from_secs(10), || {
-        fs::read_to_string(&transcript_path).is_ok_and(|t| t.contains("toolu_mock_1_0"))
-    });
-    running.kill9();
-    let out = running.wait(Duration::from_secs(10));
-    let orphans = claude::pids_mentioning(&token);
-    for pid in &orphans {
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        println!(
-            "orphan {pid}: {}",
+    let pids = claude::pids_mentioning(&token);
+    let orphans = pids
+        .iter()
+        .map(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             String::from_utf8_lossy(&cmdline).replace('\0', " ")
-        );
+        })
+        .collect();
+    claude::kill9_tree(&pids);
+    let crash = crash.unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
+    Crashed {
+        sb,
+        mock,
+        payload_dir,
+        crash,
+        orphans,
     }
-    claude::kill9_tree(&orphans);
+}
 
-    assert!(pre_bash.is_some(), "no PreToolUse Bash\n{}", mock.summary());
-    assert!(child_started, "the Bash child never started");
-    assert!(!out.status.success(), "claude was not killed: {out:?}");
+#[test]
+fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
+    let Some(bin) = claude::claude_or_skip("kill_9_mid_bash_leaves_an_orphan_and_no_post_event")
+    else {
+        return;
+    };
+    let c = crash_mid_bash(&bin);
+    println!("orphans: {:?}", c.orphans);
     assert!(
-        !orphans.is_empty(),
+        !c.crash.output.status.success(),
+        "claude was not killed: {:?}",
+        c.crash.output
+    );
+    assert!(
+        !c.orphans.is_empty(),
         "the Bash child did not survive the kill"
     );
     assert_eq!(
-        sb.read("config/settings.json").unwrap(),
+        c.sb.read("config/settings.json").unwrap(),
         "{\n  \"retries\": 5\n}\n"
     );
     thread_sleep_ms(300);
-    let events = claude::events(&claude::payloads(&payload_dir));
+    let events = claude::events(&claude::payloads(&c.payload_dir));
     println!("hook events: {events:?}");
     let last = events.last().unwrap();
     assert_eq!((last.0.as_str(), last.1.as_str()), ("PreToolUse", "Bash"));
@@ -296,27 +313,85 @@ fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
 
     // The transcript ends with the Bash tool_use and no tool_result for it.
     assert!(
-        in_transcript,
+        c.crash.in_transcript,
         "the Bash tool_use never reached the transcript"
     );
-    let transcript = fs::read_to_string(&transcript_path).unwrap();
+    let transcript = fs::read_to_string(c.sb.transcript(&c.crash.session_id)).unwrap();
     let lines: Vec<Value> = transcript
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let uses_bash = |l: &Value| {
-        l["message"]["content"].as_array().is_some_and(|c| {
-            c.iter()
-                .any(|b| b["type"] == "tool_use" && b["name"] == "Bash")
-        })
-    };
-    let answered = |l: &Value| {
+    let has_block = |l: &Value, f: &dyn Fn(&Value) -> bool| {
         l["message"]["content"]
             .as_array()
-            .is_some_and(|c| c.iter().any(|b| b["tool_use_id"] == "toolu_mock_1_0"))
+            .is_some_and(|c| c.iter().any(f))
     };
-    assert!(lines.iter().any(uses_bash));
-    assert!(!lines.iter().any(answered));
+    assert!(
+        lines
+            .iter()
+            .any(|l| has_block(l, &|b| b["type"] == "tool_use"
+                && b["id"] == "toolu_mock_1_0"))
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| has_block(l, &|b| b["tool_use_id"] == "toolu_mock_1_0"))
+    );
+}
+
+#[test]
+fn resume_after_kill_9() {
+    let Some(bin) = claude::claude_or_skip("resume_after_kill_9") else {
+        return;
+    };
+    let c = crash_mid_bash(&bin);
+    let before = claude::payloads(&c.payload_dir).len();
+
+    // A new script for the resumed session: it starts at the next main request, whatever the
+    // number of tool results the resumed conversation carries.
+    c.mock.script(vec![Turn::text("Resumed.")]);
+    let mut cmd = c.sb.claude_p(&bin, &c.mock, "Go on");
+    cmd.args(["--resume", &c.crash.session_id]);
+    let out = claude::run(cmd, SESSION_TIMEOUT);
+    println!(
+        "resumed session took {:?}\n{}",
+        out.elapsed,
+        c.mock.summary()
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.json()["result"], "Resumed.", "{out:?}");
+
+    let main = c.mock.main_requests();
+    let resumed = main.last().unwrap();
+    let results: Vec<String> = resumed
+        .tool_results()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    println!("tool results in the resumed request: {results:#?}");
+    // Claude Code 2.1.328 answers the interrupted call itself, with an error result.
+    let interrupted = resumed
+        .tool_results()
+        .into_iter()
+        .find(|r| r["tool_use_id"] == "toolu_mock_1_0")
+        .cloned()
+        .expect("a tool_result for the interrupted Bash call");
+    assert_eq!(interrupted["is_error"], true, "{interrupted}");
+    assert_eq!(out.json()["session_id"], c.crash.session_id.as_str());
+    let payloads = claude::payloads(&c.payload_dir);
+    let new_events = claude::events(&payloads[before..]);
+    println!("hook events of the resumed session: {new_events:?}");
+    let start = payloads[before..]
+        .iter()
+        .find(|p| p["hook_event_name"] == "SessionStart")
+        .expect("SessionStart on resume");
+    println!("SessionStart on resume: {start}");
+    assert_eq!(start["source"], "resume");
+    println!(
+        "resumed session id: {} (crashed: {})",
+        out.json()["session_id"],
+        c.crash.session_id
+    );
 }
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {

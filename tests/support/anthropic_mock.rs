@@ -114,6 +114,8 @@ pub enum Kind {
 #[derive(Clone, Debug)]
 pub struct Request {
     pub seq: usize,
+    /// Which TCP connection it came on (0, 1, … in accept order).
+    pub conn: usize,
     pub method: String,
     /// Path with query string, e.g. `/v1/messages?beta=true`.
     pub path: String,
@@ -198,6 +200,7 @@ struct Shared {
     stop: AtomicBool,
     started: Instant,
     msg_ids: AtomicUsize,
+    conn_ids: AtomicUsize,
 }
 
 impl Shared {
@@ -239,6 +242,7 @@ impl MockServer {
             stop: AtomicBool::new(false),
             started: Instant::now(),
             msg_ids: AtomicUsize::new(0),
+            conn_ids: AtomicUsize::new(0),
         });
         let conns: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let accept = {
@@ -277,7 +281,7 @@ impl MockServer {
     }
 
     /// Also appends every request (past and future) to `path` as JSON lines
-    /// `{"seq","method","path","kind","body"}`.
+    /// `{"seq","at_ms","method","path","kind","headers","body"}`.
     pub fn log_to_file(&self, path: &Path) -> io::Result<()> {
         let mut file = File::create(path)?;
         let mut st = self.shared.lock();
@@ -349,8 +353,9 @@ impl MockServer {
         let mut s = String::new();
         for r in &st.requests {
             s.push_str(&format!(
-                "#{} +{}ms {} {} {:?} model={} tools={} tool_results={}\n",
+                "#{} conn{} +{}ms {} {} {:?} model={} tools={} tool_results={}\n",
                 r.seq,
+                r.conn,
                 r.at_ms,
                 r.method,
                 r.path,
@@ -380,10 +385,12 @@ impl Drop for MockServer {
 fn log_line(r: &Request) -> String {
     json!({
         "seq": r.seq,
+        "conn": r.conn,
         "at_ms": r.at_ms as u64,
         "method": r.method,
         "path": r.path,
         "kind": format!("{:?}", r.kind),
+        "headers": r.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "body": if r.body.is_null() { Value::String(r.raw_body.clone()) } else { r.body.clone() },
     })
     .to_string()
@@ -394,10 +401,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, conns: Arc<Mutex<Vec<
         match listener.accept() {
             Ok((stream, _)) => {
                 let shared = shared.clone();
+                let id = shared.conn_ids.fetch_add(1, Ordering::SeqCst);
                 let h = thread::Builder::new()
                     .name("anthropic-mock-conn".into())
                     .spawn(move || {
-                        let _ = serve_connection(stream, &shared);
+                        let _ = serve_connection(stream, id, &shared);
                     });
                 if let Ok(h) = h {
                     conns.lock().unwrap_or_else(|e| e.into_inner()).push(h);
@@ -559,7 +567,7 @@ fn read_request(conn: &mut Conn) -> io::Result<Option<Http>> {
     Ok(Some(req))
 }
 
-fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+fn serve_connection(stream: TcpStream, conn_id: usize, shared: &Shared) -> io::Result<()> {
     stream.set_read_timeout(Some(POLL))?;
     stream.set_write_timeout(Some(Duration::from_secs(30)))?;
     let _ = stream.set_nodelay(true);
@@ -572,7 +580,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let close = req
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        match respond(&req, shared) {
+        match respond(&req, conn_id, shared) {
             Reply::Hang => {
                 while !shared.stopping() {
                     thread::sleep(POLL);
@@ -614,7 +622,7 @@ enum Reply {
     Hang,
 }
 
-fn respond(req: &Http, shared: &Shared) -> Reply {
+fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     let route = req.path.split('?').next().unwrap_or("");
     let is_post = req.method == "POST";
@@ -649,6 +657,7 @@ fn respond(req: &Http, shared: &Shared) -> Reply {
 
     let record = Request {
         seq: st.requests.len(),
+        conn: conn_id,
         method: req.method.clone(),
         path: req.path.clone(),
         headers: req.headers.clone(),

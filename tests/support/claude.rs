@@ -74,11 +74,16 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// An empty git repository `project/` (no commit yet) and an empty `home/`.
+    /// With `WALJ_E2E_KEEP=1` in the environment the folder is kept (and its path printed).
     pub fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
+        let mut dir = tempfile::Builder::new()
             .prefix("walj-e2e-")
             .tempdir()
             .expect("tempdir");
+        if std::env::var_os("WALJ_E2E_KEEP").is_some_and(|v| v == "1") {
+            dir.disable_cleanup(true);
+            println!("WALJ_E2E_KEEP: keeping {}", dir.path().display());
+        }
         // Canonical paths: Claude Code reports real paths in payloads and transcripts.
         let root = dir.path().canonicalize().expect("canonicalize tempdir");
         let project = root.join("project");
@@ -483,4 +488,63 @@ pub fn unique_token(prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     )
+}
+
+/// What [`kill9_at_payload`] did.
+#[derive(Debug)]
+pub struct Crash {
+    /// The payload that triggered the kill.
+    pub payload: Value,
+    pub session_id: String,
+    /// Whether the payload's `tool_use_id` had reached the transcript before the kill.
+    pub in_transcript: bool,
+    /// The killed process.
+    pub output: Output,
+}
+
+/// The kill-9 approach: waits (up to `timeout`) for a hook payload in `payload_dir` that
+/// satisfies `pred` (e.g. PreToolUse Bash), then for its `tool_use_id` to appear in the
+/// transcript (Claude Code writes it asynchronously; up to 10 s), then `kill -9`s the
+/// claude process (only it: a Bash child survives as an orphan). When no payload comes the
+/// process is killed all the same and `Err` describes it.
+pub fn kill9_at_payload(
+    mut running: Running,
+    sb: &Sandbox,
+    payload_dir: &Path,
+    timeout: Duration,
+    pred: impl FnMut(&Value) -> bool,
+) -> Result<Crash, String> {
+    let Some(payload) = wait_for_payload(payload_dir, timeout, pred) else {
+        running.kill9();
+        let out = running.wait(Duration::from_secs(10));
+        return Err(format!(
+            "no matching hook payload within {timeout:?}; claude: {out:?}"
+        ));
+    };
+    let session_id = payload["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let transcript = sb.transcript(&session_id);
+    let mut in_transcript = true;
+    if let Some(id) = payload["tool_use_id"].as_str() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        in_transcript = loop {
+            if fs::read_to_string(&transcript).is_ok_and(|t| t.contains(id)) {
+                break true;
+            }
+            if Instant::now() >= deadline {
+                break false;
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+    }
+    running.kill9();
+    let output = running.wait(Duration::from_secs(10));
+    Ok(Crash {
+        payload,
+        session_id,
+        in_transcript,
+        output,
+    })
 }
