@@ -265,13 +265,7 @@ fn crash_mid_bash(bin: &Path) -> Crashed {
         !claude::pids_mentioning(&token).is_empty()
     });
     let pids = claude::pids_mentioning(&token);
-    let orphans = pids
-        .iter()
-        .map(|pid| {
-            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).replace('\0', " ")
-        })
-        .collect();
+    let orphans = pids.iter().map(|&pid| claude::cmdline(pid)).collect();
     claude::kill9_tree(&pids);
     let crash = crash.unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
     Crashed {
@@ -407,4 +401,300 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 fn thread_sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixture recording (`scripts/record-fixtures.sh`): not a test, run on demand with
+// `WALJ_FIXTURES_OUT=<dir> cargo test --test e2e_smoke -- --ignored --exact record_fixtures`.
+
+/// Records the hook payloads, transcript and model requests of two scripted sessions of the
+/// real client into `$WALJ_FIXTURES_OUT/real-<version>-{clean,killed-mid-bash}/`.
+#[test]
+#[ignore = "records fixtures; run through scripts/record-fixtures.sh"]
+fn record_fixtures() {
+    let Some(bin) = claude::claude_or_skip("record_fixtures") else {
+        panic!("record_fixtures: the real Claude Code CLI is not available");
+    };
+    let out_root = PathBuf::from(
+        std::env::var_os("WALJ_FIXTURES_OUT").expect("set WALJ_FIXTURES_OUT to the output folder"),
+    );
+    let version_out = claude::run(
+        {
+            let mut c = std::process::Command::new(&bin);
+            c.arg("--version").stdout(std::process::Stdio::piped());
+            c
+        },
+        Duration::from_secs(30),
+    );
+    let version = version_out
+        .stdout
+        .split_whitespace()
+        .next()
+        .expect("claude --version")
+        .to_string();
+
+    for scenario in ["clean", "killed-mid-bash"] {
+        let dir = out_root.join(format!("real-{version}-{scenario}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("hooks")).unwrap();
+        record_scenario(&bin, &version, scenario, &dir);
+        println!("recorded {}", dir.display());
+    }
+}
+
+fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
+    let sb = Sandbox::new();
+    let initial = [
+        ("config/settings.json", "{\n  \"retries\": 3\n}\n"),
+        ("src/main.rs", "fn main() {\n    println!(\"shop\");\n}\n"),
+    ];
+    for (path, content) in initial {
+        sb.write(path, content);
+    }
+    sb.commit("initial");
+    let payload_dir = sb.dir.path().join("payloads");
+    fs::create_dir_all(&payload_dir).unwrap();
+    let mut settings = claude::hooks_for_all_events(&claude::saver_command(&payload_dir));
+    // A denied command, to record what a permission denial looks like.
+    settings["permissions"] = json!({"deny": ["Bash(curl:*)"]});
+    sb.settings(&settings);
+    let p = |rel: &str| sb.project.join(rel);
+    let edit_settings = Turn::tool(
+        "Edit",
+        json!({"file_path": p("config/settings.json"), "old_string": "\"retries\": 3",
+               "new_string": "\"retries\": 5", "replace_all": false}),
+    )
+    .with_text("Updating the retries.");
+
+    let (prompt, turns) = if scenario == "clean" {
+        (
+            "Raise retries, add a server module, build",
+            vec![
+                edit_settings,
+                // Parallel tool calls: a Write and an Edit in one assistant turn.
+                Turn::tools([
+                    (
+                        "Write",
+                        json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"}),
+                    ),
+                    (
+                        "Edit",
+                        json!({"file_path": p("src/main.rs"), "old_string": "fn main() {",
+                               "new_string": "mod server;\n\nfn main() {", "replace_all": false}),
+                    ),
+                ]),
+                // A failing command (PostToolUseFailure), then a working one.
+                Turn::tool(
+                    "Bash",
+                    json!({"command": "echo checking > check.log; exit 3", "description": "Check"}),
+                ),
+                Turn::tool(
+                    "Bash",
+                    json!({"command": "echo built > build.log", "description": "Build"}),
+                ),
+                // Denied by the project's permissions: PreToolUse fires, no Post event.
+                Turn::tool(
+                    "Bash",
+                    json!({"command": "curl -s http://127.0.0.1:9/deploy", "description": "Deploy"}),
+                ),
+                Turn::text("Done: retries raised, server added, build run."),
+            ],
+        )
+    } else {
+        (
+            "Raise retries, add server, build",
+            vec![
+                edit_settings,
+                Turn::tool(
+                    "Write",
+                    json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"}),
+                ),
+                Turn::tool(
+                    "Bash",
+                    json!({"command": "echo started > run.log; sleep 60", "description": "Long build"}),
+                ),
+                Turn::text("unreachable"),
+            ],
+        )
+    };
+    let script_desc: Vec<Value> = turns.iter().map(turn_json).collect();
+    let mock = MockServer::start(turns);
+    mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
+        .unwrap();
+
+    let running = claude::spawn(sb.claude_p(bin, &mock, prompt));
+    let (session_id, exit, orphans) = if scenario == "clean" {
+        let out = running.wait(SESSION_TIMEOUT);
+        assert!(out.status.success(), "{out:?}\n{}", mock.summary());
+        // SessionEnd hooks may finish after claude.
+        claude::wait_for_payload(&payload_dir, Duration::from_secs(5), |p| {
+            p["hook_event_name"] == "SessionEnd"
+        });
+        let sid = out.json()["session_id"].as_str().unwrap().to_string();
+        (sid, format!("{}", out.status), vec![])
+    } else {
+        let pid = running.pid();
+        // Kill once the Bash child runs (and the tool_use is in the transcript).
+        let is_pre_bash =
+            |p: &Value| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash";
+        claude::wait_for_payload(&payload_dir, SESSION_TIMEOUT, is_pre_bash);
+        wait_until(Duration::from_secs(10), || {
+            claude::descendants(pid)
+                .iter()
+                .any(|&d| claude::cmdline(d).starts_with("sleep 60"))
+        });
+        let crash =
+            claude::kill9_at_payload(running, &sb, &payload_dir, SESSION_TIMEOUT, is_pre_bash)
+                .unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
+        thread_sleep_ms(500);
+        let alive: Vec<(u32, String)> = crash
+            .descendants
+            .iter()
+            .filter(|(p, _)| !claude::cmdline(*p).is_empty())
+            .cloned()
+            .collect();
+        claude::kill9_tree(&alive.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+        assert!(
+            crash.in_transcript,
+            "the Bash tool_use never reached the transcript"
+        );
+        let orphans: Vec<String> = alive.into_iter().map(|(_, c)| c).collect();
+        (
+            crash.session_id,
+            format!("{}", crash.output.status),
+            orphans,
+        )
+    };
+
+    let project = sb.project.to_string_lossy().into_owned();
+    let home = sb.home.to_string_lossy().into_owned();
+    let project_key: String = project
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let tmp = sb.tmp.to_string_lossy().into_owned();
+    let root = sb
+        .dir
+        .path()
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let scrub = |s: &str| {
+        s.replace(&project, "${PROJECT}")
+            .replace(&home, "${HOME}")
+            .replace(&tmp, "${TMPDIR}")
+            .replace(&project_key, "${PROJECT_KEY}")
+            .replace(&root, "${SANDBOX}")
+    };
+
+    // Hook payloads, in the order the hooks started: NN-Event[-Tool].json, verbatim but scrubbed.
+    let mut events = Vec::new();
+    for (i, f) in claude::payload_files(&payload_dir).iter().enumerate() {
+        let raw = fs::read_to_string(f).unwrap();
+        let v: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        let event = v["hook_event_name"].as_str().unwrap_or("unparsed");
+        let name = match v["tool_name"].as_str() {
+            Some(t) => format!("{:02}-{event}-{t}.json", i + 1),
+            None => format!("{:02}-{event}.json", i + 1),
+        };
+        fs::write(dir.join("hooks").join(&name), scrub(raw.trim_end()) + "\n").unwrap();
+        events.push(name);
+    }
+
+    // The transcript: scrubbed; long strings elided in bulky bookkeeping lines.
+    let transcript = fs::read_to_string(sb.transcript(&session_id)).unwrap();
+    let mut lines = Vec::new();
+    for line in transcript.lines() {
+        let mut v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) => {
+                lines.push(scrub(line));
+                continue;
+            }
+        };
+        let bulky = matches!(
+            v["type"].as_str(),
+            Some("attachment" | "api-request" | "api-request-blob" | "api-request-shape")
+        );
+        if bulky {
+            elide_long_strings(&mut v, 300);
+            lines.push(scrub(&v.to_string()));
+        } else {
+            lines.push(scrub(line));
+        }
+    }
+    fs::write(dir.join("transcript.jsonl"), lines.join("\n") + "\n").unwrap();
+
+    // The model requests (method, path, kind, body), scrubbed and with long strings elided.
+    let mut reqs = Vec::new();
+    for r in mock.all_requests() {
+        let mut body = r.body.clone();
+        elide_long_strings(&mut body, 300);
+        let line = json!({"seq": r.seq, "method": r.method, "path": r.path,
+                          "kind": format!("{:?}", r.kind), "body": body});
+        reqs.push(scrub(&line.to_string()));
+    }
+    fs::write(dir.join("model-requests.jsonl"), reqs.join("\n") + "\n").unwrap();
+
+    let files_after: serde_json::Map<String, Value> = [
+        "config/settings.json",
+        "src/main.rs",
+        "src/server.rs",
+        "check.log",
+        "build.log",
+        "run.log",
+    ]
+    .iter()
+    .filter_map(|rel| sb.read(rel).map(|c| (rel.to_string(), json!(c))))
+    .collect();
+    let meta = json!({
+        "claude_code_version": version,
+        "scenario": scenario,
+        "prompt": prompt,
+        "command": "claude -p <prompt> --output-format json --permission-mode acceptEdits --allowedTools \"Edit Write Bash\"",
+        "session_id": session_id,
+        "claude_exit": exit,
+        "orphans_after_kill": orphans.iter().map(|o| scrub(o)).collect::<Vec<_>>(),
+        "files_before": initial.iter().map(|(p, c)| (p.to_string(), json!(c))).collect::<serde_json::Map<_, _>>(),
+        "files_after": files_after,
+        "hook_payloads": events,
+        "model_script": script_desc,
+        "placeholders": {
+            "${PROJECT}": "the project root",
+            "${HOME}": "the session's HOME",
+            "${PROJECT_KEY}": "the project root with every non-alphanumeric char replaced by '-' (transcript folder name)",
+            "${TMPDIR}": "the session's TMPDIR",
+            "${SANDBOX}": "the temp folder holding project, home and tmp"
+        }
+    });
+    fs::write(
+        dir.join("meta.json"),
+        scrub(&serde_json::to_string_pretty(&meta).unwrap()) + "\n",
+    )
+    .unwrap();
+}
+
+/// A scripted turn as JSON, for `meta.json`.
+fn turn_json(t: &Turn) -> Value {
+    match t {
+        Turn::Text(text) => json!({"text": text}),
+        Turn::Hang => json!("hang"),
+        Turn::Tools { text, calls } => json!({
+            "text": text,
+            "tool_use": calls.iter().map(|c| json!({"name": c.name, "input": c.input})).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+/// Replaces every string longer than `max` chars by `<elided N chars>`.
+fn elide_long_strings(v: &mut Value, max: usize) {
+    match v {
+        Value::String(s) if s.chars().count() > max => {
+            *s = format!("<elided {} chars>", s.chars().count());
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| elide_long_strings(x, max)),
+        Value::Object(o) => o.values_mut().for_each(|x| elide_long_strings(x, max)),
+        _ => {}
+    }
 }

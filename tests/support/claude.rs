@@ -423,6 +423,15 @@ pub fn pids_mentioning(token: &str) -> Vec<u32> {
     pids
 }
 
+/// The command line of a process (arguments joined by spaces; empty if it is gone).
+pub fn cmdline(pid: u32) -> String {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw)
+        .replace('\0', " ")
+        .trim_end()
+        .to_string()
+}
+
 /// `kill -9` of the given pids (processes the test started).
 pub fn kill9_pids(pids: &[u32]) {
     for pid in pids {
@@ -500,6 +509,9 @@ pub struct Crash {
     pub in_transcript: bool,
     /// The killed process.
     pub output: Output,
+    /// Descendants of the claude process just before the kill (e.g. a Bash command, now an
+    /// orphan): `(pid, command line)`. Clean up with [`kill9_tree`] when done.
+    pub descendants: Vec<(u32, String)>,
 }
 
 /// The kill-9 approach: waits (up to `timeout`) for a hook payload in `payload_dir` that
@@ -539,6 +551,10 @@ pub fn kill9_at_payload(
             thread::sleep(Duration::from_millis(10));
         };
     }
+    let descendants = descendants(running.pid())
+        .into_iter()
+        .map(|p| (p, cmdline(p)))
+        .collect();
     running.kill9();
     let output = running.wait(Duration::from_secs(10));
     Ok(Crash {
@@ -546,5 +562,6 @@ pub fn kill9_at_payload(
         session_id,
         in_transcript,
         output,
+        descendants,
     })
 }
