@@ -21,12 +21,12 @@ die() { echo "claude-code.sh: $*" >&2; exit 1; }
 # The platform package that carries the native binary (an optional dependency of $PKG).
 platform_pkg() {
   local os arch libc=""
-  case "$(uname -s)" in
+  case "$(uname -s 2>/dev/null)" in
     Linux) os=linux ;;
     Darwin) os=darwin ;;
     *) return 1 ;;
   esac
-  case "$(uname -m)" in
+  case "$(uname -m 2>/dev/null)" in
     x86_64|amd64) arch=x64 ;;
     aarch64|arm64) arch=arm64 ;;
     *) return 1 ;;
@@ -65,6 +65,15 @@ fi
 command -v npm >/dev/null 2>&1 || die "npm not found on PATH; cannot install ${PKG}@${VERSION}"
 
 mkdir -p "$CACHE" || die "cannot create cache folder $CACHE"
+# One installer at a time (parallel test binaries may call this script together).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.install.lock"
+  flock 9
+  if bin="$(find_binary)"; then
+    echo "$bin"
+    exit 0
+  fi
+fi
 # A private package.json so npm installs into $CACHE/node_modules and nowhere else.
 if [ ! -f "$CACHE/package.json" ]; then
   printf '{"name":"walj-e2e-claude-code","private":true}\n' >"$CACHE/package.json"

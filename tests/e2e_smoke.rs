@@ -470,6 +470,17 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
         (
             "Raise retries, add a server module, build",
             vec![
+                // Todo tools (TaskCreate/TaskUpdate; needs CLAUDE_CODE_ENABLE_TODO_TOOLS=1).
+                Turn::tools([
+                    (
+                        "TaskCreate",
+                        json!({"subject": "Raise retries", "description": "retries 3 -> 5"}),
+                    ),
+                    (
+                        "TaskCreate",
+                        json!({"subject": "Regenerate docs", "description": "docs/index.md"}),
+                    ),
+                ]),
                 edit_settings,
                 // Parallel tool calls: a Write and an Edit in one assistant turn.
                 Turn::tools([
@@ -492,6 +503,7 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
                     "Bash",
                     json!({"command": "echo built > build.log", "description": "Build"}),
                 ),
+                Turn::tool("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
                 // Denied by the project's permissions: PreToolUse fires, no Post event.
                 Turn::tool(
                     "Bash",
@@ -522,7 +534,9 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
     mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
         .unwrap();
 
-    let running = claude::spawn(sb.claude_p(bin, &mock, prompt));
+    let mut cmd = sb.claude_p(bin, &mock, prompt);
+    cmd.env("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1");
+    let running = claude::spawn(cmd);
     let (session_id, exit, orphans) = if scenario == "clean" {
         let out = running.wait(SESSION_TIMEOUT);
         assert!(out.status.success(), "{out:?}\n{}", mock.summary());
@@ -652,7 +666,7 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
         "claude_code_version": version,
         "scenario": scenario,
         "prompt": prompt,
-        "command": "claude -p <prompt> --output-format json --permission-mode acceptEdits --allowedTools \"Edit Write Bash\"",
+        "command": "CLAUDE_CODE_ENABLE_TODO_TOOLS=1 claude -p <prompt> --output-format json --permission-mode acceptEdits --allowedTools \"Edit Write Bash\"",
         "session_id": session_id,
         "claude_exit": exit,
         "orphans_after_kill": orphans.iter().map(|o| scrub(o)).collect::<Vec<_>>(),

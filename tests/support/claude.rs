@@ -7,7 +7,7 @@ use super::anthropic_mock::MockServer;
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -43,14 +43,20 @@ pub fn claude_bin() -> Result<PathBuf, String> {
     .clone()
 }
 
-/// The `claude` binary, or `None` after printing `SKIPPED: <test>: <why>`.
+/// The `claude` binary, or `None` after printing `SKIPPED: <test>: <why>` (to the real stderr,
+/// so the line shows even though the test harness captures output). With
+/// `WALJ_E2E_REQUIRE=1` (CI) a missing CLI fails the test instead.
 /// Use as `let Some(bin) = claude_or_skip("my_test") else { return };`.
 pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
     match claude_bin() {
         Ok(p) => Some(p),
         Err(e) => {
-            println!("SKIPPED: {test}: the real Claude Code CLI is not available: {e}");
-            eprintln!("SKIPPED: {test}: the real Claude Code CLI is not available: {e}");
+            let msg = format!("SKIPPED: {test}: the real Claude Code CLI is not available: {e}");
+            if std::env::var_os("WALJ_E2E_REQUIRE").is_some_and(|v| v == "1") {
+                panic!("{msg} (and WALJ_E2E_REQUIRE=1)");
+            }
+            println!("{msg}");
+            let _ = writeln!(std::io::stderr(), "{msg}");
             None
         }
     }
