@@ -260,10 +260,6 @@ fn crash_mid_bash(bin: &Path) -> Crashed {
     let crash = claude::kill9_at_payload(running, &sb, &payload_dir, SESSION_TIMEOUT, |p| {
         p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash"
     });
-    // The Bash tool starts its child right after the hook returned; the kill may beat it.
-    wait_until(Duration::from_secs(2), || {
-        !claude::pids_mentioning(&token).is_empty()
-    });
     let pids = claude::pids_mentioning(&token);
     let orphans = pids.iter().map(|&pid| claude::cmdline(pid)).collect();
     claude::kill9_tree(&pids);
@@ -285,6 +281,10 @@ fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
     };
     let c = crash_mid_bash(&bin);
     println!("orphans: {:?}", c.orphans);
+    assert!(
+        c.crash.bash_started,
+        "killed before the Bash command started"
+    );
     assert!(
         !c.crash.output.status.success(),
         "claude was not killed: {:?}",
@@ -548,7 +548,7 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
         (sid, format!("{}", out.status), vec![])
     } else {
         let pid = running.pid();
-        // Kill once the Bash child runs (and the tool_use is in the transcript).
+        // Kill once the Bash command's `sleep` runs (and the tool_use is in the transcript).
         let is_pre_bash =
             |p: &Value| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash";
         claude::wait_for_payload(&payload_dir, SESSION_TIMEOUT, is_pre_bash);
@@ -572,6 +572,7 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
             crash.in_transcript,
             "the Bash tool_use never reached the transcript"
         );
+        assert!(crash.bash_started, "killed before the Bash command started");
         let orphans: Vec<String> = alive.into_iter().map(|(_, c)| c).collect();
         (
             crash.session_id,

@@ -513,6 +513,8 @@ pub struct Crash {
     pub session_id: String,
     /// Whether the payload's `tool_use_id` had reached the transcript before the kill.
     pub in_transcript: bool,
+    /// For a Bash payload: whether the command's shell had started before the kill.
+    pub bash_started: bool,
     /// The killed process.
     pub output: Output,
     /// Descendants of the claude process just before the kill (e.g. a Bash command, now an
@@ -522,9 +524,10 @@ pub struct Crash {
 
 /// The kill-9 approach: waits (up to `timeout`) for a hook payload in `payload_dir` that
 /// satisfies `pred` (e.g. PreToolUse Bash), then for its `tool_use_id` to appear in the
-/// transcript (Claude Code writes it asynchronously; up to 10 s), then `kill -9`s the
-/// claude process (only it: a Bash child survives as an orphan). When no payload comes the
-/// process is killed all the same and `Err` describes it.
+/// transcript (Claude Code writes it asynchronously; up to 10 s), for a Bash payload also for
+/// the command's shell to start (it starts after the hook returned; up to 10 s), then
+/// `kill -9`s the claude process (only it: a Bash child survives as an orphan). When no
+/// payload comes the process is killed all the same and `Err` describes it.
 pub fn kill9_at_payload(
     mut running: Running,
     sb: &Sandbox,
@@ -557,6 +560,31 @@ pub fn kill9_at_payload(
             thread::sleep(Duration::from_millis(10));
         };
     }
+    let mut bash_started = false;
+    if let (Some("Bash"), Some(command)) = (
+        payload["tool_name"].as_str(),
+        payload["tool_input"]["command"].as_str(),
+    ) {
+        // Claude Code runs `bash -c '… eval <quoted command> …'`: look for the longest piece
+        // of the command that quoting cannot change.
+        let piece = command
+            .split(['\'', '"', '\\'])
+            .max_by_key(|p| p.len())
+            .unwrap_or(command);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        bash_started = loop {
+            if descendants(running.pid())
+                .into_iter()
+                .any(|p| cmdline(p).contains(piece))
+            {
+                break true;
+            }
+            if Instant::now() >= deadline {
+                break false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+    }
     let descendants = descendants(running.pid())
         .into_iter()
         .map(|p| (p, cmdline(p)))
@@ -567,6 +595,7 @@ pub fn kill9_at_payload(
         payload,
         session_id,
         in_transcript,
+        bash_started,
         output,
         descendants,
     })
