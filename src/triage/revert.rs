@@ -233,6 +233,9 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
 /// Three-way merge (ancestor = post-image, ours = disk, theirs = pre-image):
 /// (clean, result).
 fn merge3(post: &[u8], disk: &[u8], pre: &[u8]) -> Result<(bool, Vec<u8>), git2::Error> {
+    // `git2::merge_file` does not initialize libgit2 itself (its allocator is unset until
+    // then and the merge fails without a message); `Buf::new` runs git2's one-time init.
+    drop(git2::Buf::new());
     let mut ancestor = git2::MergeFileInput::new();
     ancestor.content(post);
     let mut ours = git2::MergeFileInput::new();
