@@ -334,7 +334,7 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// happen.
 pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> anyhow::Result<Vec<Outcome>> {
     let mut entries = find_entries(fold, ids)?;
-    entries.sort_by(|a, b| b.line.cmp(&a.line));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.line));
     let mut objects = Objects::new(project);
     let mut overlay = Overlay::default();
     let mut steps = Vec::new();

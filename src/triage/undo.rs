@@ -198,14 +198,15 @@ fn plan_restore(
 ) -> Result<Restore, String> {
     let abs = project.resolve_rel(&e.path)?;
     let disk = overlay.read(&abs, &e.path)?;
-    if let Some(wrote) = &a.wrote {
-        if disk.blob() != *wrote && !force {
-            return Err(format!(
-                "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
-                e.path,
-                when(&a.ts)
-            ));
-        }
+    if let Some(wrote) = &a.wrote
+        && disk.blob() != *wrote
+        && !force
+    {
+        return Err(format!(
+            "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
+            e.path,
+            when(&a.ts)
+        ));
     }
     let bytes = match &a.overwrote {
         None | Some(Blob::Absent) => None,
