@@ -408,3 +408,40 @@ pub(crate) fn append(project: &Project, records: &[Record]) -> anyhow::Result<()
         .append_all(records)
         .map_err(|err| anyhow::anyhow!("appending to {}: {err}", project.journal.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human(8 * 1024 * 1024), "8 MiB");
+        assert_eq!(human(3 * 1024 * 1024 / 2), "1.5 MiB");
+        assert_eq!(human(2048), "2 KiB");
+        assert_eq!(human(64), "64 bytes");
+    }
+
+    #[test]
+    fn action_ids_are_unique_and_batches_count() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| new_action_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        let mut b = Batch::new();
+        let r0 = b.stamp(Record::new("resolved", "s"));
+        let r1 = b.stamp(Record::new("resolved", "s"));
+        assert_eq!(batch_of(&r0), (Some(b.id.as_str()), 0));
+        assert_eq!(batch_of(&r1), (Some(b.id.as_str()), 1));
+        assert_ne!(r0.action, r1.action);
+    }
+
+    #[test]
+    fn several_problems_read_as_one_list() {
+        assert_eq!(problems(&["x".into()]), "x\nNothing was changed.");
+        assert_eq!(problems(&["x".into(), "y\nz".into()]), "nothing was changed:\n  - x\n  - y\n    z");
+    }
+
+    #[test]
+    fn timestamps_read_as_utc() {
+        assert_eq!(when("2026-03-23T09:43:02.123Z"), "2026-03-23 09:43:02 UTC");
+        assert_eq!(when("garbage"), "garbage");
+    }
+}

@@ -30,6 +30,8 @@ pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use undo::undo;
 
+pub(crate) use common::find_entry;
+
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DiffMode {

@@ -45,6 +45,29 @@ pub enum RevertPlan {
     Refused { why: String },
 }
 
+impl RevertPlan {
+    /// One line for people: what reverting does to `path` (the TUI's dialog title).
+    pub fn summary(&self, path: &str) -> String {
+        match self {
+            RevertPlan::Nothing { why } => format!("nothing to write: {why}"),
+            RevertPlan::WritePre => format!("write the pre-image back to {path}"),
+            RevertPlan::DeleteFile => format!("delete {path} (it did not exist before)"),
+            RevertPlan::Merge { .. } => {
+                format!("take the entry's change out of {path} (three-way merge, later changes kept)")
+            }
+            RevertPlan::Conflict { lines } => {
+                // Region headings are the lines not indented.
+                let n = lines.iter().filter(|l| !l.starts_with(' ')).count();
+                format!(
+                    "{path} changed since, and the change cannot be taken out alone ({n} conflicting region{}); force writes the pre-image over it",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            RevertPlan::Refused { why } => format!("cannot revert: {why}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RevertOptions {
     /// Write the pre-image over a conflicting merge; act on entries of live sessions.
@@ -432,4 +455,51 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_takes_an_earlier_change_out_and_keeps_a_later_one() {
+        let pre = b"a\nb\nc\nd\ne\nf\ng\nh\n";
+        let post = b"a\nB\nc\nd\ne\nf\ng\nh\n";
+        let disk = b"a\nB\nc\nd\ne\nf\ng\nH\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(clean);
+        assert_eq!(merged, b"a\nb\nc\nd\ne\nf\ng\nH\n");
+    }
+
+    #[test]
+    fn conflict_regions_name_disk_lines_and_both_sides() {
+        let pre = b"a\nb\nc\nd\n";
+        let post = b"a\nB\nc\nd\n";
+        let disk = b"x\na\nBB\nc\nd\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(!clean);
+        let lines = conflict_regions(&merged, disk, "f.txt");
+        assert_eq!(lines, ["f.txt line 3: the file now has:", "    | BB", "  where the pre-image has:", "    | b"]);
+        let plan = RevertPlan::Conflict { lines };
+        assert!(plan.summary("f.txt").contains("(1 conflicting region)"), "{}", plan.summary("f.txt"));
+    }
+
+    #[test]
+    fn locate_prefers_the_occurrence_nearest_the_estimate() {
+        let disk = ["x", "y", "x", "y", "x"];
+        assert_eq!(locate(&disk, &["x", "y"], 3), 2);
+        assert_eq!(locate(&disk, &["x", "y"], 0), 0);
+        assert_eq!(locate(&disk, &["z"], 4), 4);
+        assert_eq!(locate(&disk, &[], 9), 5);
+    }
+
+    #[test]
+    fn long_regions_say_how_many_lines_are_not_shown() {
+        let mut out = Vec::new();
+        let many: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        push_lines(&mut out, &refs);
+        assert_eq!(out.len(), REGION_LINES + 1);
+        assert_eq!(out.last().unwrap(), "    | … 4 more lines");
+    }
 }
