@@ -145,7 +145,7 @@ fn revert_conflicting_with_a_later_edit_is_refused_naming_the_lines_unless_force
 
     let later = hash(&repo, "f.txt");
     let out = repo.ok(&["revert", "toolu_A", "--force"]);
-    assert!(out.contains("--force"), "{out}");
+    assert!(out.contains("wrote the pre-image to f.txt over conflicting later changes (--force)"), "{out}");
     assert_eq!(repo.read("f.txt"), NUMBERS, "--force writes the pre-image");
     let recs = repo.records();
     let r = ops(&recs, "resolved")[0];

@@ -114,41 +114,34 @@ impl Worked<'_> {
 
     fn describe(&self, force: bool, dry_run: bool) -> String {
         let p = &self.entry.path;
-        let (would, did) = match &self.plan {
+        // (would …, did …, what follows the path)
+        let (would, did, tail) = match &self.plan {
             RevertPlan::Nothing { why } => {
-                let tail = if self.record_nothing { "; it will be recorded as reverted" } else { "" };
-                return if dry_run {
-                    format!("nothing to write: {why}{tail}")
+                return if dry_run && self.record_nothing {
+                    format!("nothing to write: {why}; it would be recorded as reverted")
                 } else if self.record_nothing {
                     format!("nothing to write: {why}; recorded as reverted")
                 } else {
                     format!("nothing to do: {why}")
                 };
             }
-            RevertPlan::WritePre => ("write the pre-image back to", "wrote the pre-image back to"),
-            RevertPlan::DeleteFile => ("delete", "deleted"),
+            RevertPlan::WritePre => ("write the pre-image back to", "wrote the pre-image back to", ""),
+            RevertPlan::DeleteFile => ("delete", "deleted", " (it did not exist before)"),
             RevertPlan::Merge { .. } => (
-                "take the entry's change out of (three-way merge, later changes kept)",
-                "took the entry's change out of (three-way merge, later changes kept)",
+                "take the entry's change out of",
+                "took the entry's change out of",
+                " (three-way merge; later changes kept)",
             ),
-            RevertPlan::Conflict { .. } if force => {
-                if matches!(self.pre, Image::Absent) {
-                    (
-                        "delete (--force, over conflicting later changes)",
-                        "deleted (--force, over conflicting later changes)",
-                    )
-                } else {
-                    (
-                        "write the pre-image (--force, over conflicting later changes) to",
-                        "wrote the pre-image (--force, over conflicting later changes) to",
-                    )
-                }
+            RevertPlan::Conflict { .. } if force && matches!(self.pre, Image::Absent) => {
+                ("delete", "deleted", " over conflicting later changes (--force)")
             }
-            RevertPlan::Conflict { .. } => ("refuse (conflict)", "refused (conflict)"),
+            RevertPlan::Conflict { .. } if force => {
+                ("write the pre-image to", "wrote the pre-image to", " over conflicting later changes (--force)")
+            }
+            RevertPlan::Conflict { .. } => ("refuse to revert", "refused to revert", " (conflict)"),
             RevertPlan::Refused { why } => return format!("refused: {why}"),
         };
-        let what = if dry_run { format!("would {would} {p}") } else { format!("{did} {p}") };
-        if matches!(self.plan, RevertPlan::DeleteFile) { format!("{what} (it did not exist before)") } else { what }
+        if dry_run { format!("would {would} {p}{tail}") } else { format!("{did} {p}{tail}") }
     }
 }
 
