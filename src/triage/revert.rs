@@ -415,7 +415,9 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
             (None, _) => append(project, &[batch.stamp(r)])?,
             (Some(_), None) => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
             (Some(bytes), Some(abs)) => {
-                // The disk must still be what the plan saw.
+                // The path must still stay inside the project (no symlink swapped in since)
+                // and the disk must still be what the plan saw.
+                project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 if now != w.disk {
                     anyhow::bail!(

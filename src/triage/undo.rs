@@ -132,6 +132,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                         format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                     }
                     Some(p) => {
+                        project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
                         let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
                         if now != p.disk {
                             anyhow::bail!(
