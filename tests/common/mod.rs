@@ -8,7 +8,11 @@ use std::process::{Command as StdCommand, Output, Stdio};
 use assert_cmd::Command;
 use serde_json::{Value, json};
 
-pub const FIXTURES: &str = "/work/shared/fixtures";
+/// The shared fixtures: `../shared/fixtures` next to the crate, else `/work/shared/fixtures`.
+pub fn fixtures() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    if p.is_dir() { p } else { PathBuf::from("/work/shared/fixtures") }
+}
 
 /// A git repository in a temp folder with one commit of `files`.
 pub struct Repo {
@@ -32,7 +36,7 @@ impl Repo {
     /// A repository holding a copy of a fixture project folder.
     pub fn from_fixture(dir: &str) -> Repo {
         let repo = Repo::new(&[]);
-        copy_tree(&Path::new(FIXTURES).join(dir), &repo.root);
+        copy_tree(&fixtures().join(dir), &repo.root);
         repo.commit("fixture project");
         repo
     }
@@ -137,7 +141,7 @@ impl Repo {
 
     /// Substitutes `${PROJECT}` and `${HOME}` in a fixture payload.
     pub fn fixture(&self, rel: &str) -> String {
-        let text = std::fs::read_to_string(Path::new(FIXTURES).join(rel)).expect("fixture");
+        let text = std::fs::read_to_string(fixtures().join(rel)).expect("fixture");
         text.replace("${PROJECT}", &self.root.to_string_lossy()).replace("${HOME}", "/home/test")
     }
 
