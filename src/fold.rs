@@ -827,6 +827,10 @@ impl Fold {
             for b in [&e.before, &e.after].into_iter().flatten() {
                 v.push(b.id().map(str::to_string));
             }
+            // What a triage action wrote (a revert's merge) is a known state of the path too.
+            for b in e.actions.iter().filter(|a| !a.undone).filter_map(|a| a.wrote.as_ref()) {
+                v.push(b.id().map(str::to_string));
+            }
         }
         let mut drifted = Vec::new();
         for (i, e) in self.entries.iter().enumerate() {
