@@ -258,10 +258,10 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// live / ended / crashed / unknown (DESIGN §4).
     pub fn status(&self) -> SessionStatus {
-        if let Some((end_ts, _)) = &self.end {
-            if self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()) {
-                return SessionStatus::Ended;
-            }
+        if let Some((end_ts, _)) = &self.end
+            && self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str())
+        {
+            return SessionStatus::Ended;
         }
         match self.proc {
             None => SessionStatus::Unknown,
@@ -362,10 +362,10 @@ impl Fold {
         let mut problems = Vec::new();
         let mut pairs: HashMap<(String, String, String), VecDeque<String>> = HashMap::new();
         let report = scan_lines(journal, |raw| {
-            if let Some(n) = &needle {
-                if !contains(raw.bytes, n) {
-                    return;
-                }
+            if let Some(n) = &needle
+                && !contains(raw.bytes, n)
+            {
+                return;
             }
             if let Err(p) = check_line(raw.line_no, raw.bytes) {
                 problems.push(p);
@@ -388,10 +388,10 @@ impl Fold {
                 }
             };
             let session_key = if lite.session.is_empty() { &lite.sid } else { &lite.session };
-            if let Some(f) = filter {
-                if !session_key.starts_with(f) {
-                    return;
-                }
+            if let Some(f) = filter
+                && !session_key.starts_with(f)
+            {
+                return;
             }
             fold.records += 1;
             fold.apply(raw.line_no, raw.bytes, lite, opts, &mut pairs);
@@ -457,6 +457,10 @@ impl Fold {
     ) {
         let v1 = lite.v <= 1 && lite.op.is_empty();
         let op_name: &str = if v1 { op::APPLIED } else { &lite.op };
+        if op_name == op::AUDIT {
+            // Verification results: kept in the journal for people, nothing to fold.
+            return;
+        }
         let tool = lite.tool.as_deref().unwrap_or("");
         {
             let key: &str = if lite.session.is_empty() { &lite.sid } else { &lite.session };
@@ -620,10 +624,10 @@ impl Fold {
             op::UNDO => {
                 let Ok(rec) = parse_record(bytes) else { return };
                 let Some(target) = rec.target.as_deref() else { return };
-                if let Some(&i) = self.by_id.get(lite.id.as_ref()) {
-                    if let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target) {
-                        a.undone = true;
-                    }
+                if let Some(&i) = self.by_id.get(lite.id.as_ref())
+                    && let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target)
+                {
+                    a.undone = true;
                 }
                 for h in self.handoffs.iter_mut().filter(|h| h.action == target) {
                     h.undone = true;
@@ -725,10 +729,10 @@ impl Fold {
         let k = rec.kind.as_deref().unwrap_or("");
         match k {
             kind::ANNOUNCED => {
-                if let Some(t) = rec.target.as_deref() {
-                    if let Some(&i) = self.by_session.get(t) {
-                        self.sessions[i].announced = true;
-                    }
+                if let Some(t) = rec.target.as_deref()
+                    && let Some(&i) = self.by_session.get(t)
+                {
+                    self.sessions[i].announced = true;
                 }
                 return;
             }
@@ -776,10 +780,10 @@ impl Fold {
                 if let Some(m) = text("last_assistant_message") {
                     s.last_assistant_message = Some(m);
                 }
-                if let Some(b) = rec.extra.get("background_tasks").and_then(Value::as_array) {
-                    if k == kind::STOP {
-                        s.background_tasks = b.clone();
-                    }
+                if let Some(b) = rec.extra.get("background_tasks").and_then(Value::as_array)
+                    && k == kind::STOP
+                {
+                    s.background_tasks = b.clone();
                 }
             }
             kind::COMPACT => {
