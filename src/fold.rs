@@ -308,7 +308,7 @@ pub struct Fold {
 }
 
 /// The borrowed partial view used for every line.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 struct Lite<'a> {
     #[serde(default)]
     v: u32,
@@ -380,7 +380,9 @@ impl Fold {
                 }
                 return;
             }
-            let lite: Lite = match serde_json::from_slice(raw.bytes) {
+            // The scanner reads walj's own lines without allocating; anything unusual
+            // (escapes, unexpected types) takes serde's full parse.
+            let lite: Lite = match scan_lite(raw.bytes).map_or_else(|| serde_json::from_slice(raw.bytes), Ok) {
                 Ok(l) => l,
                 Err(e) => {
                     problems.push(Problem::Malformed { line: raw.line_no, error: e.to_string() });
@@ -870,6 +872,174 @@ impl Fold {
     }
 }
 
+/// Reads the top-level members of a JSON object line into a [`Lite`] without allocating.
+/// Returns `None` (the caller then uses serde) on string escapes, non-UTF-8, a known field
+/// of an unexpected type, or anything that is not a plain object.
+fn scan_lite(line: &[u8]) -> Option<Lite<'_>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let b = text.as_bytes();
+    let mut lite = Lite::default();
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(lite);
+    }
+    loop {
+        let (key, next) = raw_string(text, i)?;
+        i = ws(b, next);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        match *b.get(i)? {
+            b'"' => {
+                let (v, next) = raw_string(text, i)?;
+                i = next;
+                let c = Cow::Borrowed(v);
+                match key {
+                    "sid" => lite.sid = c,
+                    "ts" => lite.ts = c,
+                    "event" => lite.event = c,
+                    "path" => lite.path = c,
+                    "op" => lite.op = c,
+                    "id" => lite.id = c,
+                    "session" => lite.session = c,
+                    "tool" => lite.tool = Some(c),
+                    "before" => lite.before = Some(Blob::Id(v.to_string())),
+                    "after" => lite.after = Some(Blob::Id(v.to_string())),
+                    "nocap" => lite.nocap = Some(v.to_string()),
+                    "parent" => lite.parent = Some(v.to_string()),
+                    "v" | "persisted" | "outside" | "pair" | "imported" | "background" | "pid" | "pstart" => {
+                        return None;
+                    }
+                    _ => {}
+                }
+            }
+            b'{' | b'[' => {
+                if LITE_FIELDS.contains(&key) {
+                    return None;
+                }
+                i = skip_nested(b, i)?;
+            }
+            _ => {
+                let start = i;
+                while i < b.len() && !matches!(b[i], b',' | b'}') && !b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                let v = &text[start..i];
+                let flag = || match v {
+                    "true" => Some(true),
+                    "false" | "null" => Some(false),
+                    _ => None,
+                };
+                match key {
+                    "v" => lite.v = v.parse().ok()?,
+                    "persisted" => lite.persisted = flag()?,
+                    "outside" => lite.outside = flag()?,
+                    "pair" => lite.pair = flag()?,
+                    "imported" => lite.imported = flag()?,
+                    "background" => lite.background = flag()?,
+                    "pid" => lite.pid = if v == "null" { None } else { Some(v.parse().ok()?) },
+                    "pstart" => lite.pstart = if v == "null" { None } else { Some(v.parse().ok()?) },
+                    "before" | "after" if v == "null" => {
+                        let absent = Some(Blob::Absent);
+                        if key == "before" { lite.before = absent } else { lite.after = absent }
+                    }
+                    k if LITE_FIELDS.contains(&k) && v != "null" => return None,
+                    _ => {
+                        // Any other scalar must at least look like JSON.
+                        if v.is_empty() {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+        i = ws(b, i);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b'}' => return (ws(b, i + 1) == b.len()).then_some(lite),
+            _ => return None,
+        }
+    }
+}
+
+const LITE_FIELDS: &[&str] = &[
+    "v",
+    "sid",
+    "ts",
+    "event",
+    "path",
+    "persisted",
+    "op",
+    "id",
+    "session",
+    "tool",
+    "before",
+    "after",
+    "nocap",
+    "outside",
+    "parent",
+    "pair",
+    "imported",
+    "background",
+    "pid",
+    "pstart",
+];
+
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// The contents of the string starting at `text[i] == '"'` and the index after its closing
+/// quote; `None` when it has escapes (serde decodes those).
+fn raw_string(text: &str, i: usize) -> Option<(&str, usize)> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let end = i + 1 + memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+    if b[end] != b'"' {
+        return None;
+    }
+    Some((&text[i + 1..end], end + 1))
+}
+
+/// Skips a nested object or array starting at `b[i]`; returns the index after it.
+fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b'"' => {
+                // Strings may hold brackets and escaped quotes.
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `(id, session)` of a walj-written `persisted` line, without parsing it; `None` when the
 /// line is anything else or has escapes (then it takes the full parse).
 fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
@@ -1004,5 +1174,59 @@ fn find_by_prefix<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Resu
             prefix: prefix.to_string(),
             candidates: matches.iter().map(|&i| id(&items[i]).to_string()).collect(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn serde_lite(line: &[u8]) -> Lite<'_> {
+        serde_json::from_slice(line).unwrap()
+    }
+
+    proptest! {
+        /// The allocation-free scanner reads every walj line exactly as serde does (or defers).
+        #[test]
+        fn scanner_agrees_with_serde(
+            path in "\\PC{0,20}",
+            id in "[a-zA-Z0-9_\\\\\"]{0,12}",
+            op in prop::sample::select(vec!["intent", "applied", "failed", "persisted", "session", "x"]),
+            before in prop::option::of(prop::option::of("[0-9a-f]{40}")),
+            pid in prop::option::of(any::<u32>()),
+            outside in any::<bool>(),
+            extra in "\\PC{0,10}",
+        ) {
+            let mut r = Record::new(op, "sess-ion");
+            r.path = path;
+            r.id = id;
+            r.before = before.map(|b| b.map_or(Blob::Absent, Blob::Id));
+            r.pid = pid;
+            r.outside = outside;
+            r = r.with("nested", serde_json::json!({"a": [1, "]}", {"b": extra.clone()}]})).with("note", extra);
+            let line = r.to_line();
+            let line = &line[..line.len() - 1];
+            if let Some(fast) = scan_lite(line) {
+                prop_assert_eq!(fast, serde_lite(line));
+            }
+        }
+    }
+
+    #[test]
+    fn scanner_handles_walj_lines_and_defers_on_escapes() {
+        let mut r = Record::new(op::INTENT, "s");
+        r.path = "a/b.rs".into();
+        r.before = Some(Blob::Absent);
+        let line = r.to_line();
+        let l = scan_lite(&line[..line.len() - 1]).expect("plain line scans");
+        assert_eq!(l.before, Some(Blob::Absent));
+        assert_eq!(l.path, "a/b.rs");
+        r.path = "a\"b".into();
+        let line = r.to_line();
+        assert!(scan_lite(&line[..line.len() - 1]).is_none());
+        assert!(scan_lite(b"{\"v\":\"2\"}").is_none());
+        assert!(scan_lite(b"{\"v\":2} trailing").is_none());
+        assert!(scan_lite(b"[1]").is_none());
     }
 }
