@@ -13,8 +13,8 @@ use crate::project::Project;
 
 use super::Outcome;
 use super::common::{
-    Batch, Disk, Objects, Overlay, append, batch_of, check_live, check_writable, entry_record, find_entry, problems,
-    read_disk, when, write_or_delete,
+    Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
+    find_entry, problems, read_disk, stage_write, when,
 };
 
 enum Target<'a> {
@@ -44,6 +44,9 @@ struct Restore {
     disk: Disk,
     /// What the undo writes (`None` = delete).
     bytes: Option<Vec<u8>>,
+    /// The permissions the file had when the revert overwrote it (for a file the revert
+    /// deleted; a file still there keeps its own).
+    mode: Option<u32>,
 }
 
 /// Undoes the last triage command — every action it recorded, newest first — or, with
@@ -99,15 +102,56 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
         anyhow::bail!(problems(&errors));
     }
     let mut batch = Batch::new();
-    let mut out = Vec::new();
-    for (t, plan) in targets.iter().zip(plans) {
-        match t {
+    // As in a revert: every byte this call overwrites goes into the store and is named
+    // in the journal, for every action, and every write is staged, before anything on
+    // disk changes.
+    let mut records = Vec::new();
+    let mut ahead = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        let rec = match t {
             Target::Handoff(h) => {
                 let mut r = Record::new(op::UNDO, &h.session);
                 r.id = h.action.clone();
                 r.target = Some(h.action.clone());
                 r.event = "handoff".to_string();
-                append(project, &[batch.stamp(r)])?;
+                batch.stamp(r)
+            }
+            Target::Action(e, a) => {
+                let mut r = entry_record(op::UNDO, e);
+                r.target = Some(a.action.clone());
+                let mut r = batch.stamp(r);
+                if let Some(p) = plan {
+                    let before = match &p.disk {
+                        Disk::Absent => Blob::Absent,
+                        Disk::File(b) => {
+                            Blob::Id(objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?)
+                        }
+                    };
+                    let after = a.overwrote.clone().unwrap_or(Blob::Absent);
+                    ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
+                    r.before = Some(before);
+                    r.after = Some(after);
+                }
+                r
+            }
+        };
+        records.push(rec);
+    }
+    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    let mut staged = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        staged.push(match (t, plan) {
+            (Target::Action(e, _), Some(Restore { abs, bytes: Some(b), mode, .. })) => Some(
+                stage_write(abs, &e.path, b, *mode).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+            ),
+            _ => None,
+        });
+    }
+    let mut out = Vec::new();
+    for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
+        match t {
+            Target::Handoff(h) => {
+                append(project, &[r])?;
                 let message = match &h.delivered {
                     Some(ts) => format!(
                         "the brief for Claude was already delivered at {}; it cannot be taken back from that session",
@@ -118,8 +162,6 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                 out.push(Outcome { id: h.action.clone(), path: String::new(), message, changed: true });
             }
             Target::Action(e, a) => {
-                let mut r = entry_record(op::UNDO, e);
-                r.target = Some(a.action.clone());
                 let what = match a.how.as_str() {
                     how::DONE => "mark done",
                     how::REVERTED => "revert",
@@ -128,7 +170,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                 };
                 let message = match plan {
                     None => {
-                        append(project, &[batch.stamp(r)])?;
+                        append(project, &[r])?;
                         format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                     }
                     Some(p) => {
@@ -140,13 +182,11 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                                 e.path
                             );
                         }
-                        r.before = Some(match &now {
-                            Disk::Absent => Blob::Absent,
-                            Disk::File(b) => Blob::Id(objects.put(b)?),
-                        });
-                        r.after = a.overwrote.clone();
-                        write_or_delete(&p.abs, &e.path, p.bytes.as_deref())?;
-                        append(project, &[batch.stamp(r)])?;
+                        match staged {
+                            Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
+                            None => delete(&p.abs, &e.path)?,
+                        }
+                        append(project, &[r])?;
                         let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
                         format!(
                             "{how_restored} {} (undid the revert of {}); reopened {}",
@@ -222,5 +262,6 @@ fn plan_restore(
         },
     };
     check_writable(&abs, &e.path, &disk)?;
-    Ok(Restore { abs, disk, bytes })
+    let mode = a.record.extra.get("mode").and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
+    Ok(Restore { abs, disk, bytes, mode })
 }
