@@ -262,9 +262,20 @@ impl<'a> Objects<'a> {
         Objects { project, store: Store::new(project.store_dir()), repo: None, max_bytes: None }
     }
 
-    /// Stores bytes (before an overwrite), naming the store in the error.
+    /// Stores bytes (before an overwrite), naming the store in the error, and reads them
+    /// back: an object already stored under their id may be damaged (the store does not
+    /// rewrite existing ids), and these bytes may be about to exist nowhere else.
     pub fn put(&self, bytes: &[u8]) -> anyhow::Result<String> {
-        self.store.put(bytes).map_err(|e| anyhow::anyhow!("saving the current bytes into the store: {e}"))
+        let err = |e: StoreError| anyhow::anyhow!("saving the current bytes into the store: {e}");
+        let id = self.store.put(bytes).map_err(err)?;
+        if self.store.get(&id).is_err() {
+            let path = self.store.object_path(&id);
+            fs::remove_file(&path)
+                .map_err(|e| anyhow::anyhow!("replacing the damaged store object {}: {e}", path.display()))?;
+            self.store.put(bytes).map_err(err)?;
+            self.store.get(&id).map_err(err)?;
+        }
+        Ok(id)
     }
 
     /// The bytes of object `id`, when the store or git has them.
