@@ -65,7 +65,13 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                     e.state()
                 );
             };
-            vec![Target::Action(e, a)]
+            // A hand-back whose brief is still waiting: the brief names other entries too
+            // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
+            // every entry of it reopened) rather than leave it to be delivered.
+            match pending_brief_batch(fold, a) {
+                Some(b) => command(fold, b),
+                None => vec![Target::Action(e, a)],
+            }
         }
         None => last_command(fold)?,
     };
@@ -203,8 +209,8 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
     Ok(out)
 }
 
-/// Every action of the last recorded triage command (same batch), newest first.
-fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+/// Every action not undone yet.
+fn not_undone(fold: &Fold) -> Vec<Target<'_>> {
     let mut all: Vec<Target> = Vec::new();
     for e in &fold.entries {
         for a in e.actions.iter().filter(|a| !a.undone) {
@@ -214,6 +220,28 @@ fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
     for h in fold.handoffs.iter().filter(|h| !h.undone) {
         all.push(Target::Handoff(h));
     }
+    all
+}
+
+/// The batch of hand-back `a` when its brief has not been delivered (nor withdrawn) yet.
+fn pending_brief_batch<'f>(fold: &'f Fold, a: &'f Action) -> Option<&'f str> {
+    if a.how != how::HANDED_BACK {
+        return None;
+    }
+    let b = batch_of(&a.record).0?;
+    fold.pending_handoffs().find(|h| batch_of(&h.record).0 == Some(b)).map(|_| b)
+}
+
+/// Every action of the command recorded as batch `b` not undone yet, newest first.
+fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
+    let mut picked: Vec<Target> = not_undone(fold).into_iter().filter(|t| batch_of(t.record()).0 == Some(b)).collect();
+    picked.sort_by_key(|t| std::cmp::Reverse(batch_of(t.record()).1));
+    picked
+}
+
+/// Every action of the last recorded triage command (same batch), newest first.
+fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+    let all = not_undone(fold);
     let key = |t: &Target| (t.ts().to_string(), batch_of(t.record()).1);
     let Some(last) = all.iter().max_by_key(|t| key(t)) else {
         anyhow::bail!("nothing to undo: no triage action is recorded (or every one was undone already)");
