@@ -201,3 +201,33 @@ fn undoing_a_hand_back_by_id_withdraws_the_brief_not_delivered_yet() {
     let out = repo.hook(&start);
     assert!(!out.contains("walj hand-back"), "the withdrawn brief was delivered: {out}");
 }
+
+// Defect: when the path was a folder before the tool ran, the hook records its pre-image
+// as "absent" with `nocap: directory`; revert read that as "the file did not exist" and
+// deleted the file found there now ("it did not exist before").
+#[test]
+fn a_path_that_was_a_folder_before_the_tool_is_not_deleted_as_if_absent() {
+    use walj::journal::{Blob, JournalWriter, Record, op};
+    let repo = Repo::new(&[("keep.txt", "x\n")]);
+    let p = walj::project::Project::at(repo.root.clone(), None);
+    p.ensure_dir().unwrap();
+    let mut intent = Record::new(op::INTENT, SESSION);
+    intent.id = "toolu_DIR".into();
+    intent.path = "out".into();
+    intent.tool = Some("Write".into());
+    intent.event = "file_modified".into();
+    intent.before = Some(Blob::Absent);
+    intent.nocap = Some("directory".into());
+    let mut failed = intent.clone();
+    failed.op = op::FAILED.into();
+    failed.before = None;
+    failed.nocap = None;
+    JournalWriter::new(&p.journal).append_all(&[intent, failed]).unwrap();
+    // The folder was replaced by a file since.
+    repo.write("out", "the user's file\n");
+    let journal = repo.journal_bytes();
+    let err = repo.fails(&["revert", "toolu_DIR"]);
+    assert!(err.contains("folder"), "{err}");
+    assert_eq!(repo.read("out"), "the user's file\n");
+    assert_eq!(repo.journal_bytes(), journal);
+}

@@ -175,6 +175,10 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
     if e.v1 {
         return refuse(w, format!("{} was recorded by a v1 journal line, which has no pre-image", e.path));
     }
+    if e.nocap.as_deref() == Some("directory") && e.before == Some(Blob::Absent) {
+        // The hook records a folder's pre-image as absent (`nocap: directory`).
+        return refuse(w, format!("{} was a folder before the tool ran; walj restores files, not folders", e.path));
+    }
     let abs = match project.resolve_rel(&e.path) {
         Ok(a) => a,
         Err(why) => return refuse(w, why),
