@@ -231,3 +231,55 @@ fn a_path_that_was_a_folder_before_the_tool_is_not_deleted_as_if_absent() {
     assert_eq!(repo.read("out"), "the user's file\n");
     assert_eq!(repo.journal_bytes(), journal);
 }
+
+// Checked and sound (kept as regression tests): empty files, CRLF and a missing final
+// newline survive a merge byte for byte, binary files are never merged.
+#[test]
+fn empty_crlf_no_final_newline_and_binary_files_come_back_byte_for_byte() {
+    let crlf = "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\nh";
+    let repo = Repo::new(&[("empty.txt", ""), ("crlf.txt", crlf)]);
+    let c = Claude::new(&repo, SESSION);
+    // An empty pre-image written back.
+    c.write("toolu_E", "empty.txt", "filled\n");
+    repo.ok(&["revert", "toolu_E"]);
+    assert!(repo.exists("empty.txt") && repo.read("empty.txt").is_empty());
+    // CRLF without a final newline: the earlier change taken out, the later kept.
+    c.edit("toolu_C1", "crlf.txt", "b\r\n", "B\r\n");
+    c.edit("toolu_C2", "crlf.txt", "\r\nh", "\r\nH");
+    repo.ok(&["revert", "toolu_C1"]);
+    assert_eq!(repo.read("crlf.txt"), crlf.replace("\r\nh", "\r\nH"));
+    // Binary: changed since, refused; forced, the pre-image exactly, undone exactly.
+    repo.write_bytes("bin.dat", b"\0\x01\x02 old\n");
+    repo.commit("bin");
+    c.write("toolu_B", "bin.dat", "\0\x01\x02 new\n");
+    repo.write_bytes("bin.dat", b"\0\x01\x02 new, edited\n");
+    let err = repo.fails(&["revert", "toolu_B"]);
+    assert!(err.contains("binary"), "{err}");
+    repo.ok(&["revert", "toolu_B", "--force"]);
+    assert_eq!(fs::read(repo.path("bin.dat")).unwrap(), b"\0\x01\x02 old\n");
+    repo.ok(&["undo"]);
+    assert_eq!(fs::read(repo.path("bin.dat")).unwrap(), b"\0\x01\x02 new, edited\n");
+}
+
+// Checked and sound: a never-captured file (a secret) is not reverted to garbage or to
+// nothing: without its pre-image the revert is refused and nothing changes; when the
+// disk already holds the pre-image (same id) nothing is written.
+#[test]
+fn never_captured_files_are_refused_not_guessed() {
+    let repo = Repo::new(&[("keep.txt", "x\n")]);
+    repo.write(".walj/config.toml", "[capture]\nnever = [\".env\"]\n");
+    repo.write(".env", "TOKEN=old\n"); // not committed: git cannot stand in
+    let c = Claude::new(&repo, SESSION);
+    c.edit("toolu_S", ".env", "old", "new");
+    let journal = repo.journal_bytes();
+    let err = repo.fails(&["revert", "toolu_S"]);
+    assert!(err.contains("never-capture"), "{err}");
+    assert_eq!(repo.read(".env"), "TOKEN=new\n");
+    assert_eq!(repo.journal_bytes(), journal);
+    assert!(!store_object(&repo, &blob_id(b"TOKEN=old\n")).exists(), "the secret was never stored");
+    // Put back by hand: the revert sees the pre-image by its id and writes nothing.
+    repo.write(".env", "TOKEN=old\n");
+    let out = repo.ok(&["revert", "toolu_S"]);
+    assert!(out.contains("already equals the pre-image"), "{out}");
+    assert_eq!(repo.read(".env"), "TOKEN=old\n");
+}
