@@ -283,3 +283,25 @@ fn never_captured_files_are_refused_not_guessed() {
     assert!(out.contains("already equals the pre-image"), "{out}");
     assert_eq!(repo.read(".env"), "TOKEN=old\n");
 }
+
+// Defect: the hand-back brief showed the lines of a never-captured file (a secret Claude
+// created, whose pre-image is "absent") and the brief is kept in the journal: the secret
+// ended up in `.walj/journal.jsonl`, which never-capture exists to prevent.
+#[test]
+fn a_hand_back_brief_never_shows_a_never_captured_files_content() {
+    let repo = Repo::new(&[("keep.txt", "x\n")]);
+    repo.write(".walj/config.toml", "[capture]\nnever = [\".env\"]\n");
+    let c = Claude::new(&repo, SESSION);
+    c.write("toolu_S", ".env", "TOKEN=s3cr3t-value\n");
+    c.edit("toolu_K", "keep.txt", "x", "y");
+    let secret = "s3cr3t-value";
+    assert!(!String::from_utf8_lossy(&repo.journal_bytes()).contains(secret), "the hook kept it out");
+    let out = repo.ok(&["handoff", "toolu_S", "toolu_K"]);
+    assert!(out.contains(".env"), "the entry is still handed back: {out}");
+    assert!(out.contains("-x") && out.contains("+y"), "other diffs are shown: {out}");
+    assert!(!out.contains(secret), "{out}");
+    assert!(
+        !String::from_utf8_lossy(&repo.journal_bytes()).contains(secret),
+        "the brief put the secret in the journal"
+    );
+}
