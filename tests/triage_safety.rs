@@ -18,10 +18,6 @@ fn hash(repo: &Repo, rel: &str) -> String {
     blob_id(&fs::read(repo.path(rel)).expect("read"))
 }
 
-fn ops<'a>(records: &'a [Value], op_name: &str) -> Vec<&'a Value> {
-    records.iter().filter(|r| r["op"] == op_name).collect()
-}
-
 fn store_object(repo: &Repo, id: &str) -> std::path::PathBuf {
     repo.root.join(".walj/store").join(&id[..2]).join(&id[2..])
 }
