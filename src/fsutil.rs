@@ -221,4 +221,19 @@ mod tests {
         let litter: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(litter.len(), 1, "{litter:?}");
     }
+
+    // Checked and sound: names that are not UTF-8 (the temp name is built lossily, the
+    // destination keeps its bytes), also at the longest length a name can have.
+    #[test]
+    fn names_that_are_not_utf8_or_very_long_are_written_in_place() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in [&b"caf\xe9.txt"[..], &[0xffu8; 255][..]] {
+            let target = dir.path().join(std::ffi::OsStr::from_bytes(name));
+            fs::write(&target, b"old\n").unwrap();
+            atomic_write(&target, b"new\n", Some(0o640)).unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"new\n");
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp file left");
+    }
 }

@@ -268,14 +268,18 @@ impl<'a> Objects<'a> {
     pub fn put(&self, bytes: &[u8]) -> anyhow::Result<String> {
         let err = |e: StoreError| anyhow::anyhow!("saving the current bytes into the store: {e}");
         let id = self.store.put(bytes).map_err(err)?;
-        if self.store.get(&id).is_err() {
-            let path = self.store.object_path(&id);
-            fs::remove_file(&path)
-                .map_err(|e| anyhow::anyhow!("replacing the damaged store object {}: {e}", path.display()))?;
-            self.store.put(bytes).map_err(err)?;
-            self.store.get(&id).map_err(err)?;
+        match self.store.get(&id) {
+            Ok(_) => Ok(id),
+            Err(StoreError::Corrupt { .. }) => {
+                let path = self.store.object_path(&id);
+                fs::remove_file(&path)
+                    .map_err(|e| anyhow::anyhow!("replacing the damaged store object {}: {e}", path.display()))?;
+                self.store.put(bytes).map_err(err)?;
+                self.store.get(&id).map_err(err)?;
+                Ok(id)
+            }
+            Err(e) => Err(err(e)),
         }
-        Ok(id)
     }
 
     /// The bytes of object `id`, when the store or git has them.
