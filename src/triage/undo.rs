@@ -1,0 +1,295 @@
+//! `walj undo`: undo the last triage command, or the last action on one entry.
+//!
+//! Undo is itself a record (`op: undo`, `target` = the action), never a deletion. A
+//! revert is undone by writing back the bytes it overwrote, after checking the disk
+//! still holds what the revert wrote (else refused without `force`); the bytes on disk
+//! are stored first and the undo record names them. A mark or a hand-back is undone by
+//! the record alone, which reopens the entry (a brief already delivered to a session
+//! cannot be taken back; the entries are reopened all the same).
+
+use crate::fold::{Action, Entry, Fold, Handoff, short_id};
+use crate::journal::{Blob, Record, how, op};
+use crate::project::Project;
+
+use super::Outcome;
+use super::common::{
+    Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
+    find_entry, problems, read_disk, stage_write, when,
+};
+
+enum Target<'a> {
+    Action(&'a Entry, &'a Action),
+    Handoff(&'a Handoff),
+}
+
+impl<'a> Target<'a> {
+    fn record(&self) -> &'a Record {
+        match self {
+            Target::Action(_, a) => &a.record,
+            Target::Handoff(h) => &h.record,
+        }
+    }
+    fn ts(&self) -> &'a str {
+        match self {
+            Target::Action(_, a) => &a.ts,
+            Target::Handoff(h) => &h.ts,
+        }
+    }
+}
+
+/// A revert's undo, worked out.
+struct Restore {
+    abs: std::path::PathBuf,
+    /// What the disk holds before the undo.
+    disk: Disk,
+    /// What the undo writes (`None` = delete).
+    bytes: Option<Vec<u8>>,
+    /// The permissions the file had when the revert overwrote it (for a file the revert
+    /// deleted; a file still there keeps its own).
+    mode: Option<u32>,
+}
+
+/// Undoes the last triage command — every action it recorded, newest first — or, with
+/// `id`, the last action on that entry. Every action is checked first; a problem fails
+/// the call with nothing changed. `force` writes over a file changed since the revert
+/// (its bytes are stored first) and acts on entries of live sessions.
+pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> anyhow::Result<Vec<Outcome>> {
+    let targets = match id {
+        Some(prefix) => {
+            let e = find_entry(fold, prefix)?;
+            let Some(a) = e.last_action() else {
+                anyhow::bail!(
+                    "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
+                    short_id(&e.id),
+                    e.path,
+                    e.state()
+                );
+            };
+            // A hand-back whose brief is still waiting: the brief names other entries too
+            // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
+            // every entry of it reopened) rather than leave it to be delivered.
+            match pending_brief_batch(fold, a) {
+                Some(b) => command(fold, b),
+                None => vec![Target::Action(e, a)],
+            }
+        }
+        None => last_command(fold)?,
+    };
+    let mut objects = Objects::new(project);
+    let mut overlay = Overlay::default();
+    let mut errors = Vec::new();
+    let mut plans: Vec<Option<Restore>> = Vec::new();
+    for t in &targets {
+        let Target::Action(e, a) = t else {
+            plans.push(None);
+            continue;
+        };
+        if a.how != how::REVERTED || a.overwrote.is_none() {
+            plans.push(None);
+            continue;
+        }
+        if let Err(why) = check_live(fold, e, force) {
+            errors.push(why);
+            plans.push(None);
+            continue;
+        }
+        match plan_restore(project, e, a, &mut objects, &overlay, force) {
+            Ok(r) => {
+                overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
+                plans.push(Some(r));
+            }
+            Err(why) => {
+                errors.push(format!("{} ({}): cannot undo the revert: {why}", short_id(&e.id), e.path));
+                plans.push(None);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    let mut batch = Batch::new();
+    // As in a revert: every byte this call overwrites goes into the store and is named
+    // in the journal, for every action, and every write is staged, before anything on
+    // disk changes.
+    let mut records = Vec::new();
+    let mut ahead = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        let rec = match t {
+            Target::Handoff(h) => {
+                let mut r = Record::new(op::UNDO, &h.session);
+                r.id = h.action.clone();
+                r.target = Some(h.action.clone());
+                r.event = "handoff".to_string();
+                batch.stamp(r)
+            }
+            Target::Action(e, a) => {
+                let mut r = entry_record(op::UNDO, e);
+                r.target = Some(a.action.clone());
+                let mut r = batch.stamp(r);
+                if let Some(p) = plan {
+                    let before = match &p.disk {
+                        Disk::Absent => Blob::Absent,
+                        Disk::File(b) => {
+                            Blob::Id(objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?)
+                        }
+                    };
+                    let after = a.overwrote.clone().unwrap_or(Blob::Absent);
+                    ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
+                    r.before = Some(before);
+                    r.after = Some(after);
+                }
+                r
+            }
+        };
+        records.push(rec);
+    }
+    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    let mut staged = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        staged.push(match (t, plan) {
+            (Target::Action(e, _), Some(Restore { abs, bytes: Some(b), mode, .. })) => Some(
+                stage_write(abs, &e.path, b, *mode).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+            ),
+            _ => None,
+        });
+    }
+    let mut out = Vec::new();
+    for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
+        match t {
+            Target::Handoff(h) => {
+                append(project, &[r])?;
+                let message = match &h.delivered {
+                    Some(ts) => format!(
+                        "the brief for Claude was already delivered at {}; it cannot be taken back from that session",
+                        when(ts)
+                    ),
+                    None => "withdrew the brief for Claude (not delivered yet)".to_string(),
+                };
+                out.push(Outcome { id: h.action.clone(), path: String::new(), message, changed: true });
+            }
+            Target::Action(e, a) => {
+                let what = match a.how.as_str() {
+                    how::DONE => "mark done",
+                    how::REVERTED => "revert",
+                    how::HANDED_BACK => "hand-back",
+                    other => other,
+                };
+                let message = match plan {
+                    None => {
+                        append(project, &[r])?;
+                        format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
+                    }
+                    Some(p) => {
+                        project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
+                        let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
+                        if now != p.disk {
+                            anyhow::bail!(
+                                "{} changed while undoing; nothing written to it. Run the undo again.",
+                                e.path
+                            );
+                        }
+                        match staged {
+                            Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
+                            None => delete(&p.abs, &e.path)?,
+                        }
+                        append(project, &[r])?;
+                        let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
+                        format!(
+                            "{how_restored} {} (undid the revert of {}); reopened {}",
+                            e.path,
+                            when(&a.ts),
+                            short_id(&e.id)
+                        )
+                    }
+                };
+                out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every action not undone yet.
+fn not_undone(fold: &Fold) -> Vec<Target<'_>> {
+    let mut all: Vec<Target> = Vec::new();
+    for e in &fold.entries {
+        for a in e.actions.iter().filter(|a| !a.undone) {
+            all.push(Target::Action(e, a));
+        }
+    }
+    for h in fold.handoffs.iter().filter(|h| !h.undone) {
+        all.push(Target::Handoff(h));
+    }
+    all
+}
+
+/// The batch of hand-back `a` when its brief has not been delivered (nor withdrawn) yet.
+fn pending_brief_batch<'f>(fold: &'f Fold, a: &'f Action) -> Option<&'f str> {
+    if a.how != how::HANDED_BACK {
+        return None;
+    }
+    let b = batch_of(&a.record).0?;
+    fold.pending_handoffs().find(|h| batch_of(&h.record).0 == Some(b)).map(|_| b)
+}
+
+/// Every action of the command recorded as batch `b` not undone yet, newest first.
+fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
+    let mut picked: Vec<Target> = not_undone(fold).into_iter().filter(|t| batch_of(t.record()).0 == Some(b)).collect();
+    picked.sort_by_key(|t| std::cmp::Reverse(batch_of(t.record()).1));
+    picked
+}
+
+/// Every action of the last recorded triage command (same batch), newest first.
+fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+    let all = not_undone(fold);
+    let key = |t: &Target| (t.ts().to_string(), batch_of(t.record()).1);
+    let Some(last) = all.iter().max_by_key(|t| key(t)) else {
+        anyhow::bail!("nothing to undo: no triage action is recorded (or every one was undone already)");
+    };
+    let mut picked: Vec<Target> = match batch_of(last.record()).0.map(str::to_string) {
+        Some(b) => all.into_iter().filter(|t| batch_of(t.record()).0 == Some(b.as_str())).collect(),
+        None => {
+            let k = key(last);
+            all.into_iter().filter(|t| key(t) == k).take(1).collect()
+        }
+    };
+    picked.sort_by_key(|t| std::cmp::Reverse(batch_of(t.record()).1));
+    Ok(picked)
+}
+
+fn plan_restore(
+    project: &Project,
+    e: &Entry,
+    a: &Action,
+    objects: &mut Objects,
+    overlay: &Overlay,
+    force: bool,
+) -> Result<Restore, String> {
+    let abs = project.resolve_rel(&e.path)?;
+    let disk = overlay.read(&abs, &e.path)?;
+    if let Some(wrote) = &a.wrote
+        && disk.blob() != *wrote
+        && !force
+    {
+        return Err(format!(
+            "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
+            e.path,
+            when(&a.ts)
+        ));
+    }
+    let bytes = match &a.overwrote {
+        None | Some(Blob::Absent) => None,
+        Some(Blob::Id(id)) => match objects.get(id)? {
+            Some(b) => Some(b),
+            None => {
+                return Err(format!(
+                    "the bytes the revert overwrote ({}) are missing from the store",
+                    &id[..id.len().min(10)]
+                ));
+            }
+        },
+    };
+    check_writable(&abs, &e.path, &disk)?;
+    let mode = a.record.extra.get("mode").and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
+    Ok(Restore { abs, disk, bytes, mode })
+}
