@@ -45,9 +45,13 @@ fn repo(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// Runs `walj hook` under a short-lived parent (`timeout`), which walj takes for the Claude
+/// Code process: once it exits, the session counts as crashed, not live (as after a kill).
 fn hook(root: &Path, payload: &Value) {
-    Command::cargo_bin("walj")
-        .unwrap()
+    let walj = assert_cmd::cargo::cargo_bin("walj");
+    Command::new("timeout")
+        .arg("20")
+        .arg(walj)
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("WALJ_JOURNAL")
         .args(["hook", "--project"])
@@ -129,6 +133,26 @@ fn by_path<'a>(v: &'a [walj::journal::Record], path: &str) -> &'a walj::journal:
     v.iter().find(|r| r.path == path).unwrap_or_else(|| panic!("no child entry for {path}: {v:#?}"))
 }
 
+/// `walj revert IDS...` (the real command), which must succeed.
+fn revert(root: &Path, ids: &[&str]) {
+    let out = Command::cargo_bin("walj")
+        .unwrap()
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .arg("revert")
+        .args(ids)
+        .arg("--project")
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "walj revert {ids:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn log_json(root: &Path) -> Vec<Value> {
     let out = Command::cargo_bin("walj")
         .unwrap()
@@ -198,24 +222,27 @@ fn delete_sed_rename_create_become_child_entries_with_exact_preimages() {
     assert!(logged.iter().all(|e| e["status"] == json!("applied") && e["tool"] == json!("Bash")));
     // The sidecar is gone once compared.
     assert!(!root.join(".walj/bash/toolu_bash_1.json").exists());
-}
 
-/// Restores an entry's `before` bytes the way a revert does, from walj's store only.
-fn restore_before(root: &Path, r: &walj::journal::Record) {
-    let f = root.join(&r.path);
-    match blob_bytes(root, &r.before) {
-        Some(bytes) => {
-            fs::create_dir_all(f.parent().unwrap()).unwrap();
-            fs::write(&f, bytes).unwrap();
-        }
-        None => {
-            let _ = fs::remove_file(&f);
-        }
+    // Each child entry's revert (the real `walj revert`) restores that path's exact bytes.
+    let originals: [(&str, Option<&[u8]>); 6] = [
+        ("src/gone.bin", Some(gone)),
+        ("src/sed.txt", Some(sed)),
+        ("old/name.txt", Some(moved)),
+        ("new/name.txt", None),
+        ("made1.txt", None),
+        ("src/made2.txt", None),
+    ];
+    for (path, bytes) in originals {
+        let id = by_path(&kids, path).id.clone();
+        revert(&root, &[&id]);
+        assert_eq!(fs::read(root.join(path)).ok().as_deref(), bytes, "{path} after reverting {id}");
     }
+    let log = log_json(&root);
+    assert!(log.iter().filter(|e| e["parent"] == json!("toolu_bash_1")).all(|e| e["status"] == json!("reverted")));
 }
 
 #[test]
-fn restoring_every_before_image_gives_back_the_original_tree() {
+fn reverting_every_child_entry_gives_back_the_original_tree() {
     let (_t, root) = repo(&[("a.txt", b"A\n"), ("b/b.txt", b"B\n"), ("c.txt", b"C\n")]);
     fs::write(root.join("a.txt"), b"A, edited by the user, not committed\n").unwrap();
     fs::write(root.join("notes.txt"), b"untracked notes\n").unwrap();
@@ -230,9 +257,8 @@ fn restoring_every_before_image_gives_back_the_original_tree() {
     run_bash(&root, "toolu_many", "echo x >> a.txt; rm -r b; mv c.txt d.txt; echo over > notes.txt");
     let kids = children(&root, "toolu_many");
     assert_eq!(kids.len(), 5, "{kids:#?}");
-    for r in &kids {
-        restore_before(&root, r);
-    }
+    let ids: Vec<&str> = kids.iter().map(|r| r.id.as_str()).collect();
+    revert(&root, &ids);
     assert_eq!(snapshot(&root), original);
 }
 
@@ -363,6 +389,8 @@ fn git_commands_that_move_the_index_are_understood() {
     // Both images come from git's objects: walj's store must hold them.
     assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a edited\n"[..]));
     assert_eq!(blob_bytes(&root, &a.after).as_deref(), Some(&b"a\n"[..]));
+    revert(&root, &[&a.id]);
+    assert_eq!(fs::read(root.join("a.txt")).unwrap(), b"a edited\n");
     // Restoring a dirty file from the index.
     fs::write(root.join("b.txt"), b"b edited\n").unwrap();
     run_bash(&root, "toolu_checkout", "git checkout -- b.txt");
