@@ -51,6 +51,12 @@ const STALE_SECS: u64 = 7 * 24 * 3600;
 const SNAP_V: u32 = 1;
 /// Longest command text copied onto child records.
 const MAX_COMMAND: usize = 512;
+/// New objects one snapshot stores at most (each costs an fsync); files beyond are stat-only
+/// this time (cut short) and captured by later snapshots.
+const MAX_NEW_OBJECTS: usize = 512;
+/// Child entries one command gets at most (an unignored `npm install` must not flood the
+/// journal); the command's record says the list was cut short.
+const MAX_CHANGES: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapError {
@@ -263,13 +269,12 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     let mut now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
     let changes = tree.diff(&pre, &now)?;
     let records = child_records(cfg, matcher, &pre, &changes, "post", false);
-    let summary = json!({
+    let mut summary = json!({
         "mode": pre.mode,
         "changed": records.len(),
         "ms": pre.ms + now.ms,
     });
-    let mut summary = summary;
-    if pre.cut_short || now.cut_short {
+    if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);
     }
     save(&dir.join("cache.json"), &now)?;
@@ -486,6 +491,10 @@ struct Tree<'a> {
     /// Objects read but not stored yet (stored together, in parallel).
     pending: Vec<(String, Vec<u8>)>,
     pending_bytes: usize,
+    /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
+    new_objects: usize,
+    /// The diff stopped at `MAX_CHANGES`.
+    changes_cut: bool,
 }
 
 impl<'a> Tree<'a> {
@@ -514,6 +523,8 @@ impl<'a> Tree<'a> {
             deadline: started + Duration::from_millis(cfg.bash.max_ms.max(1)),
             pending: Vec::new(),
             pending_bytes: 0,
+            new_objects: 0,
+            changes_cut: false,
         }
     }
 
@@ -648,7 +659,7 @@ impl<'a> Tree<'a> {
         {
             return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
-        if Instant::now() > self.deadline {
+        if Instant::now() > self.deadline || self.new_objects >= MAX_NEW_OBJECTS {
             *cut_short = true;
             return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
         }
@@ -672,6 +683,7 @@ impl<'a> Tree<'a> {
             return Ok((Some(id), Some("too_large".into())));
         }
         if !self.store.contains(&id) {
+            self.new_objects += 1;
             self.pending_bytes += bytes.len();
             self.pending.push((id.clone(), bytes));
             if self.pending_bytes > 64 << 20 {
@@ -735,6 +747,10 @@ impl<'a> Tree<'a> {
         let mut changes = Vec::new();
         let mut from_git: Vec<String> = Vec::new();
         for rel in paths {
+            if changes.len() >= MAX_CHANGES {
+                self.changes_cut = true;
+                break;
+            }
             let a = pre.files.get(rel);
             let b = now.files.get(rel);
             if a.is_some_and(|f| f.special) || b.is_some_and(|f| f.special) {
