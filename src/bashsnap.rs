@@ -491,6 +491,8 @@ struct Tree<'a> {
     /// Objects read but not stored yet (stored together, in parallel).
     pending: Vec<(String, Vec<u8>)>,
     pending_bytes: usize,
+    /// The index as the last `take` read it.
+    index: Option<git2::Index>,
     /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
     new_objects: usize,
     /// The diff stopped at `MAX_CHANGES`.
@@ -523,6 +525,7 @@ impl<'a> Tree<'a> {
             deadline: started + Duration::from_millis(cfg.bash.max_ms.max(1)),
             pending: Vec::new(),
             pending_bytes: 0,
+            index: None,
             new_objects: 0,
             changes_cut: false,
         }
@@ -558,13 +561,16 @@ impl<'a> Tree<'a> {
         let repo = self.repo.as_ref().expect("git mode");
         let index_path = repo.path().join("index");
         // Stamp the index before reading the status: a later rewrite then shows as a change.
-        let index_st = fs::metadata(&index_path).ok().map(|m| Stamp::of(&m));
+        // Without ctime: linking the index aside (below) changes its ctime; git replaces the
+        // index by rename, which changes its inode and mtime.
+        let index_st = fs::metadata(&index_path).ok().map(|m| Stamp { c: 0, ..Stamp::of(&m) });
         let workdir = repo.workdir().unwrap_or(&self.project.root).to_path_buf();
         let git_err = |source| SnapError::Git { path: workdir.clone(), source };
         let index = repo.index().map_err(git_err)?;
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
         let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads).map_err(git_err)?;
-        drop(index);
+        // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
+        self.index = Some(index);
         if listed.len() > self.cfg.bash.max_files {
             snap.cut_short = true;
         }
@@ -709,7 +715,8 @@ impl<'a> Tree<'a> {
         let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
         paths.extend(now.files.keys().map(String::as_str));
         let git = pre.mode == Mode::Git && now.mode == Mode::Git && self.repo.is_some();
-        let current = if git { self.repo.as_ref().and_then(|r| r.index().ok()) } else { None };
+        let current =
+            if git { self.index.take().or_else(|| self.repo.as_ref().and_then(|r| r.index().ok())) } else { None };
         // When the command changed the index (add, commit, checkout, reset, pull…), clean
         // files' bytes before it come from the saved index, and every path whose index
         // entry moved is a candidate.
