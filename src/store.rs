@@ -100,80 +100,72 @@ impl Store {
         })
     }
 
-    /// Stores many objects (`(id, bytes)`, ids already computed) with fewer syncs than
-    /// one `put` each: every object is written to a temp file, the temp files are fsynced
-    /// by a few threads at once (concurrent fsyncs share the file system's journal
-    /// commits), renamed into place, and each touched folder is fsynced once. All objects
-    /// are durable when it returns; on error, none of the failed ones is in place.
+    /// Stores many objects (`(id, bytes)`, ids already computed) faster than one `put` each:
+    /// up to 8 threads write, fsync and rename objects at once (file creation and fsync are
+    /// most of the cost, and concurrent fsyncs share the file system's journal commits),
+    /// then each touched folder is fsynced once. Every object is durable when it returns.
     pub fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
-        let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
         let mut seen = std::collections::HashSet::new();
         let todo: Vec<&(String, Vec<u8>)> =
             items.iter().filter(|(id, _)| seen.insert(id.as_str()) && !self.object_path(id).is_file()).collect();
         if todo.is_empty() {
             return Ok(());
         }
-        let mut new_subs = std::collections::BTreeSet::new();
+        // Folders first (one thread), so writers never race to create one.
         let mut subs = std::collections::BTreeSet::new();
-        let mut written: Vec<(PathBuf, PathBuf, File)> = Vec::with_capacity(todo.len());
-        let cleanup = |written: &[(PathBuf, PathBuf, File)]| {
-            for (tmp, _, _) in written {
-                let _ = fs::remove_file(tmp);
-            }
-        };
-        for (id, bytes) in &todo {
-            let path = self.object_path(id);
-            let sub = path.parent().unwrap_or(&self.dir).to_path_buf();
+        let mut new_sub = false;
+        for (id, _) in &todo {
+            let sub = self.object_path(id).parent().unwrap_or(&self.dir).to_path_buf();
             if !subs.contains(&sub) && !sub.is_dir() {
-                if let Err(e) = fsutil::create_private_dir(&sub) {
-                    cleanup(&written);
-                    return Err(io_err(e, &sub));
-                }
-                new_subs.insert(sub.clone());
+                fsutil::create_private_dir(&sub).map_err(|source| StoreError::Io { path: sub.clone(), source })?;
+                new_sub = true;
             }
-            subs.insert(sub.clone());
-            let tmp = sub.join(format!(".tmp-{}-{}", std::process::id(), &id[id.len().saturating_sub(8)..]));
-            let write = || -> io::Result<File> {
+            subs.insert(sub);
+        }
+        let write_one = |id: &str, bytes: &[u8]| -> Result<(), StoreError> {
+            let path = self.object_path(id);
+            let sub = path.parent().unwrap_or(&self.dir);
+            // The whole id: writers run in parallel, names must not collide.
+            let tmp = sub.join(format!(".tmp-{}-{id}", std::process::id()));
+            let write = || -> io::Result<()> {
                 let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))?;
                 let mut enc = ZlibEncoder::new(f, Compression::fast());
                 enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
                 enc.write_all(bytes)?;
-                enc.finish()
+                let f = enc.finish()?;
+                f.sync_all()?;
+                drop(f);
+                fs::rename(&tmp, &path)
             };
-            match write() {
-                Ok(f) => written.push((tmp, path, f)),
-                Err(e) => {
-                    let _ = fs::remove_file(&tmp);
-                    cleanup(&written);
-                    return Err(io_err(e, &path));
-                }
-            }
-        }
-        // fsync the files, several at a time.
-        let workers = written.len().clamp(1, 8);
-        let chunk = written.len().div_ceil(workers);
-        let synced: io::Result<()> = std::thread::scope(|s| {
-            let hs: Vec<_> = written
-                .chunks(chunk)
-                .map(|part| s.spawn(move || part.iter().try_for_each(|(_, _, f)| f.sync_all())))
-                .collect();
-            hs.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("sync thread panicked"))))
-        });
-        if let Err(e) = synced {
-            cleanup(&written);
-            return Err(io_err(e, &self.dir));
-        }
-        for (i, (tmp, path, _)) in written.iter().enumerate() {
-            if let Err(e) = fs::rename(tmp, path) {
-                cleanup(&written[i..]);
-                return Err(io_err(e, path));
-            }
-        }
-        for sub in &subs {
-            fsutil::sync_dir(sub).map_err(|e| io_err(e, sub))?;
-        }
-        if !new_subs.is_empty() {
-            fsutil::sync_dir(&self.dir).map_err(|e| io_err(e, &self.dir))?;
+            write().map_err(|source| {
+                let _ = fs::remove_file(&tmp);
+                StoreError::Io { path: path.clone(), source }
+            })
+        };
+        let run = |jobs: Vec<Box<dyn Fn() -> Result<(), StoreError> + Sync + '_>>| -> Result<(), StoreError> {
+            let workers = jobs.len().clamp(1, 8);
+            let chunk = jobs.len().div_ceil(workers);
+            std::thread::scope(|s| {
+                let handles: Vec<_> =
+                    jobs.chunks(chunk).map(|part| s.spawn(move || part.iter().try_for_each(|j| j()))).collect();
+                handles.into_iter().try_for_each(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(StoreError::Io { path: self.dir.clone(), source: io::Error::other("a store writer panicked") })
+                    })
+                })
+            })
+        };
+        run(todo.iter().map(|(id, bytes)| Box::new(move || write_one(id, bytes)) as Box<dyn Fn() -> _ + Sync>).collect())?;
+        // The renames are durable once their folders are.
+        run(subs
+            .iter()
+            .map(|sub| {
+                Box::new(move || fsutil::sync_dir(sub).map_err(|source| StoreError::Io { path: sub.clone(), source }))
+                    as Box<dyn Fn() -> _ + Sync>
+            })
+            .collect())?;
+        if new_sub {
+            fsutil::sync_dir(&self.dir).map_err(|source| StoreError::Io { path: self.dir.clone(), source })?;
         }
         Ok(())
     }
