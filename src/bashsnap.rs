@@ -588,7 +588,9 @@ impl<'a> Tree<'a> {
         if let Some(st) = index_st {
             let mut copy = None;
             if let Some(key) = save_index {
-                let name = format!("{key}.index");
+                // Named after the snapshot, not only the call: a background command's new
+                // baseline is taken while its previous one is still needed by the diff.
+                let name = format!("{key}-{:x}.index", snap.time);
                 let dest = bash_dir(self.project).join(&name);
                 let _ = fs::remove_file(&dest);
                 // git replaces the index by rename: a hard link keeps this version.
@@ -657,9 +659,9 @@ impl<'a> Tree<'a> {
             return Ok(FileState { special: true, ..Default::default() });
         }
         let st = Stamp::of(&meta);
-        if let Some((c, ctime)) = cached
+        if let Some((c, cache_time)) = cached
             && c.st == Some(st)
-            && !st.racy(ctime)
+            && !st.racy(cache_time)
             && let Some(id) = &c.id
             && (c.nocap.is_some() || self.store.contains(id))
         {

@@ -438,6 +438,9 @@ struct Converter<'a> {
     model: Option<String>,
     /// Timestamp of the last line read.
     last_ts: String,
+    /// The assistant message being read (`message.id`) and whether it called a tool.
+    message_id: Option<String>,
+    message_called_tool: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -473,6 +476,8 @@ impl<'a> Converter<'a> {
             last_final: false,
             model: None,
             last_ts: String::new(),
+            message_id: None,
+            message_called_tool: false,
         }
     }
 
@@ -618,7 +623,13 @@ impl<'a> Converter<'a> {
         if self.model.is_none() {
             self.model = msg.model.clone().filter(|m| !m.starts_with('<'));
         }
-        let _ = msg.id; // lines sharing message.id are parts of one message: blocks are read one by one
+        // Lines sharing `message.id` are parts of one streamed message: their blocks are read
+        // one by one (a block repeated by a later line is seen once), and whether the message
+        // called a tool is decided over all its parts.
+        if msg.id.is_none() || msg.id != self.message_id {
+            self.message_id = msg.id.clone();
+            self.message_called_tool = false;
+        }
         let blocks = match msg.content {
             Value::Array(b) => b,
             _ => Vec::new(),
@@ -643,7 +654,8 @@ impl<'a> Converter<'a> {
                 Pending { id, name, input, ts: ts.to_string(), cwd: line.cwd.clone(), session: session.to_string() },
             );
         }
-        self.last_final = !has_tool && self.pending.is_empty();
+        self.message_called_tool |= has_tool;
+        self.last_final = !self.message_called_tool && self.pending.is_empty();
     }
 
     fn user(&mut self, line: Line, session: &str, ts: &str) {
@@ -675,6 +687,8 @@ impl<'a> Converter<'a> {
             _ => {}
         }
         self.last_final = false;
+        // A user line ends the assistant message before it (even one reusing its id).
+        self.message_id = None;
         for (id, block) in results {
             self.result(&id, &block, line.tool_use_result.as_ref(), ts);
         }

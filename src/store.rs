@@ -150,12 +150,18 @@ impl Store {
                     jobs.chunks(chunk).map(|part| s.spawn(move || part.iter().try_for_each(|j| j()))).collect();
                 handles.into_iter().try_for_each(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(StoreError::Io { path: self.dir.clone(), source: io::Error::other("a store writer panicked") })
+                        Err(StoreError::Io {
+                            path: self.dir.clone(),
+                            source: io::Error::other("a store writer panicked"),
+                        })
                     })
                 })
             })
         };
-        run(todo.iter().map(|(id, bytes)| Box::new(move || write_one(id, bytes)) as Box<dyn Fn() -> _ + Sync>).collect())?;
+        run(todo
+            .iter()
+            .map(|(id, bytes)| Box::new(move || write_one(id, bytes)) as Box<dyn Fn() -> _ + Sync>)
+            .collect())?;
         // The renames are durable once their folders are.
         run(subs
             .iter()

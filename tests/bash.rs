@@ -473,3 +473,33 @@ fn denied_command_leaves_nothing_after_stop() {
     assert!(!root.join(".walj/bash/toolu_denied.index").exists());
     assert!(children(&root, "toolu_denied").is_empty());
 }
+
+#[test]
+fn background_command_that_moves_the_index_before_returning() {
+    let (_t, root) = repo(&[("a.txt", b"v1\n")]);
+    fs::write(root.join("a.txt"), b"v2\n").unwrap();
+    git(&root, &["commit", "-qam", "v2"]);
+    let id = "toolu_bg_reset";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, "git reset --hard HEAD~1 &", true));
+    git(&root, &["reset", "-q", "--hard", "HEAD~1"]);
+    hook(&root, &bash_payload(&root, "PostToolUse", id, "git reset --hard HEAD~1 &", true));
+    let kids = children(&root, id);
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
+    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
+    // The baseline kept for Stop has its own copy of the index; the Pre one is gone.
+    let idx: Vec<String> = fs::read_dir(root.join(".walj/bash"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".index"))
+        .collect();
+    assert_eq!(idx.len(), 1, "{idx:?}");
+    hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
+    assert!(
+        fs::read_dir(root.join(".walj/bash")).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".index"))
+    );
+}

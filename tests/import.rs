@@ -489,3 +489,43 @@ fn all_imports_each_transcript_into_its_own_project() {
     assert!(records(&p1).iter().any(|r| r.path == "index.ts"));
     assert!(records(&p2).iter().any(|r| r.path == "config/settings.json"));
 }
+
+#[test]
+fn streamed_message_parts_are_one_message_and_repeated_blocks_count_once() {
+    let (_t, root) = project();
+    let cfg = root.parent().unwrap().join("claude");
+    let s = "22222222-2222-3333-4444-555555555555";
+    let mut lines = Vec::new();
+    let mut push = |n: usize, v: Value| {
+        let mut v = v;
+        v["sessionId"] = json!(s);
+        v["cwd"] = json!(root);
+        v["uuid"] = json!(format!("s{n}"));
+        v["timestamp"] = json!(format!("2026-01-02T00:00:{n:02}.000Z"));
+        lines.push(v.to_string());
+    };
+    let part = |msg: &str, block: Value| json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "content": [block]}});
+    let write = |id: &str, file: &str| json!({"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": root.join(file), "content": "x\n"}});
+    push(1, json!({"type": "user", "message": {"role": "user", "content": "go"}}));
+    push(2, part("m1", write("w1", "one.txt")));
+    push(3, part("m1", write("w1", "one.txt"))); // the same block again
+    push(
+        4,
+        json!({"type": "user", "toolUseResult": {"type": "create", "originalFile": null},
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "w1", "content": "ok"}]}}),
+    );
+    push(5, part("m2", json!({"type": "text", "text": "Now the second file."})));
+    push(6, part("m2", write("w2", "two.txt")));
+    let t = root.parent().unwrap().join("stream.jsonl");
+    fs::write(&t, lines.join("\n") + "\n").unwrap();
+    let v: Value =
+        serde_json::from_str(&stdout(&walj(&root, &cfg, &["import", "--json", t.to_str().unwrap()]).success()))
+            .unwrap();
+    let rep = &v["imports"][0]["report"]["files"][0];
+    assert_eq!(rep["tool_calls"], json!(2), "{rep:#}");
+    assert_eq!(rep["in_flight"][0]["id"], json!("w2"));
+    let recs = records(&root);
+    assert_eq!(recs.iter().filter(|r| r.id == "w1" && r.op == "intent").count(), 1);
+    // The turn did not end (the message's second part called a tool): w1 stays open.
+    assert!(!recs.iter().any(|r| r.id == "w1" && r.op == "persisted"));
+}
