@@ -205,10 +205,7 @@ fn main() {
     let full = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(4 * runs + i));
     out.push_str(&format!(
         "| hook append at {entries} entries ({} MB journal) vs empty | {:.2} ms vs {:.2} ms | | {:.2}× | ≤ 1.2× |\n",
-        size / 1_000_000,
-        ms(full),
-        ms(empty),
-        ms(full) / ms(empty)
+        size / 1_000_000, ms(full), ms(empty), ms(full) / ms(empty)
     ));
     // In-process append cost (lock + write + fdatasync), same two journals.
     let w = JournalWriter::new(&journal);
@@ -273,8 +270,7 @@ fn main() {
     let (_, small_rss) = peak_rss_kib_of(c);
     out.push_str(&format!(
         "| recover peak memory on {} entries (same 20 unresolved) | {} MiB | | | |\n",
-        entries / 10,
-        small_rss / 1024
+        entries / 10, small_rss / 1024
     ));
     out.push_str(&format!("\n(journal of {entries} entries generated in {:.1} s)\n", generated.as_secs_f64()));
     println!("{out}");
