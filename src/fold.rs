@@ -709,13 +709,12 @@ impl Fold {
             }
             op::RESOLVED => {
                 // Stop settled a command that never got an outcome: it did not run (denied).
-                if rec.how.as_deref() == Some(how::NOT_APPLIED) {
-                    if let Some(c) = s.commands.iter_mut().rev().find(|c| c.id == id) {
-                        if c.status == CommandStatus::InFlight {
-                            c.status = CommandStatus::Failed;
-                            c.error = Some("not run: no outcome by the end of the turn (denied)".to_string());
-                        }
-                    }
+                if rec.how.as_deref() == Some(how::NOT_APPLIED)
+                    && let Some(c) = s.commands.iter_mut().rev().find(|c| c.id == id)
+                    && c.status == CommandStatus::InFlight
+                {
+                    c.status = CommandStatus::Failed;
+                    c.error = Some("not run: no outcome by the end of the turn (denied)".to_string());
                 }
             }
             _ => {

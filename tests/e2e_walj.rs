@@ -609,7 +609,8 @@ fn next_session_gets_the_recovery_note_once_then_the_handoff_brief_once() {
     let reqs = main_requests_after(&c.mock, before);
     assert!(!reqs.is_empty(), "{}", c.mock.summary());
     let note = assert_note_once(&reqs[0], &c.sid);
-    println!("recovery note as the model got it:\n{note}");
+    let shown = &note[note.find(NOTE).unwrap()..];
+    println!("recovery note as the model got it:\n{}", shown.split("\n\n").next().unwrap_or(shown));
     assert!(note.contains(CRASH_PROMPT), "the note lacks the last prompt: {note}");
     assert!(reqs.iter().all(|r| r.count(NOTE) == 1));
     // Still unresolved (the new session did not touch them), announced once.
