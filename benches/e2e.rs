@@ -92,8 +92,10 @@ impl Setup {
     }
 }
 
-/// One session in a fresh project; returns its wall time.
-fn session(claude_bin: &Path, setup: Setup, calls: usize) -> Duration {
+/// One session in a fresh project; returns its wall time and, per tool call, the time from the
+/// model request that asked for it to the next one (the stand-in answers at once, so that is
+/// PreToolUse hooks + the tool + PostToolUse hooks + Claude Code's own work).
+fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>) {
     let sb = Sandbox::new();
     let bin = sb.dir.path().canonicalize().unwrap().join("bin");
     fs::create_dir_all(&bin).unwrap();
@@ -142,7 +144,17 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> Duration {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    out.elapsed
+    let at: Vec<f64> = mock.main_requests().iter().map(|r| r.at_ms as f64).collect();
+    assert_eq!(at.len(), calls + 1, "{}", mock.summary());
+    (out.elapsed, at.windows(2).map(|w| w[1] - w[0]).collect())
+}
+
+/// The 1-minute load average (`/proc/loadavg`), "?" elsewhere.
+fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -186,6 +198,8 @@ fn main() {
     let sizes = [0, calls];
     let rows: Vec<(usize, Setup)> = sizes.iter().flat_map(|&n| Setup::ALL.map(|s| (n, s))).collect();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+    let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
+    let load_before = load();
     for r in 0..runs {
         let mut order: Vec<usize> = (0..rows.len()).collect();
         if r % 2 == 1 {
@@ -193,8 +207,9 @@ fn main() {
         }
         for k in order {
             let (size, setup) = rows[k];
-            let t = session(&claude_bin, setup, size);
+            let (t, turns) = session(&claude_bin, setup, size);
             times[k].push(t);
+            per_turn[k].extend(turns);
             eprintln!("run {r}: {size:>3} calls, {:<6} {:7.1} ms", setup.name(), ms(t));
         }
     }
@@ -243,7 +258,30 @@ fn main() {
         out.push_str(&format!("| {what} | **{:.2} ms** | {:+.1} ms |\n", per_call(a, b), per_session(a, b)));
     }
     out.push_str(&format!(
-        "\nper call = ((A_{calls} − B_{calls}) − (A_0 − B_0)) / {calls} on the medians. Goal: walj's own work < 5 ms per call.\n"
+        "\nper call = ((A_{calls} − B_{calls}) − (A_0 − B_0)) / {calls} on the medians of the session wall times.\n"
+    ));
+    // The second estimate: medians over every tool call of every run of the time between the
+    // request that asked for the call and the next request (no process start-up in it).
+    let turn_median = |s: Setup| {
+        let k = rows.iter().position(|&r| r == (calls, s)).unwrap();
+        let mut v = per_turn[k].clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (tp, tn, tw) = (turn_median(Setup::Plain), turn_median(Setup::Noop), turn_median(Setup::Walj));
+    out.push_str(&format!(
+        "\nPer tool call, from request to request (median of {} calls per set-up): plain {tp:.1} ms, noop {tn:.1} ms, \
+         walj {tw:.1} ms → walj's own work **{:.2} ms**, any hook {:.2} ms, total with walj {:.2} ms.\n",
+        calls * runs,
+        tw - tn,
+        tn - tp,
+        tw - tp
+    ));
+    out.push_str(&format!(
+        "\nGoal: walj's own work < 5 ms per call. Load average (1 min) before / after: {load_before} / {}; \
+         {} CPUs.\n",
+        load(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     out.push_str(&format!("walj binary: {}\n", walj_bin().display()));
     println!("\n{out}");
