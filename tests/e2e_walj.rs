@@ -412,7 +412,9 @@ fn clean_session_is_journaled_and_settled() {
     assert_eq!(s.end.as_ref().map(|e| e.1.as_str()), Some("other"));
 
     // Every tool call the model made is in the journal.
-    for r in mock.main_requests().last().unwrap().tool_results() {
+    let last = mock.main_requests().last().unwrap().clone();
+    assert_eq!(last.tool_results().len(), 7, "{}", mock.summary());
+    for r in last.tool_results() {
         let id = r["tool_use_id"].as_str().unwrap();
         assert!(p.journal().iter().any(|rec| rec["id"] == id), "tool call {id} is not in the journal");
     }
