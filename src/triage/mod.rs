@@ -17,6 +17,7 @@
 //! The functions here return data and change nothing on bad input; `cmd::triage`
 //! prints. The TUI calls the same functions.
 
+mod common;
 mod diff;
 mod handoff;
 mod mark;
