@@ -204,11 +204,6 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let open = app.is_expanded(&row.key, v);
             let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
             spans.push(Span::styled(s.sid.clone(), Style::new().add_modifier(Modifier::BOLD)));
-            let started = s.started.as_deref().unwrap_or(&s.first_ts);
-            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
-            if let Some(b) = &s.branch {
-                spans.push(Span::styled(format!(" {b}"), Style::new().fg(Color::Magenta)));
-            }
             if v.open > 0 {
                 spans.push(Span::styled(format!(" {} open", v.open), Style::new().fg(Color::Yellow)));
             }
@@ -216,6 +211,11 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             if total > 0 {
                 spans.push(Span::styled(format!(" ☐{done}/{total}"), Style::new().fg(Color::Cyan)));
             }
+            if let Some(b) = &s.branch {
+                spans.push(Span::styled(format!(" {b}"), Style::new().fg(Color::Magenta)));
+            }
+            let started = s.started.as_deref().unwrap_or(&s.first_ts);
+            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
             let used: usize = spans.iter().map(|s| s.width()).sum();
             if let Some(p) = s.last_prompt() {
                 if used + 4 < w {
@@ -271,14 +271,62 @@ fn short_time(t: &str) -> String {
 
 // ------------------------------------------------------------------- detail pane
 
-/// Header lines of the detail pane (everything above the diff).
+/// Header lines of the detail pane (everything above the diff), wrapped to its width.
 fn detail_header(app: &App) -> Vec<Line<'static>> {
     let Some(row) = app.selected() else { return Vec::new() };
-    match row.item {
+    let lines = match row.item {
         Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.views[vi].status),
         Item::Session(vi) => session_context(app, &app.fold.sessions[app.views[vi].session], app.views[vi].status),
         Item::Group(vi, gi) => group_lines(app, vi, gi),
+    };
+    let width = layout(app.area).diff.width.saturating_sub(2) as usize;
+    lines.into_iter().flat_map(|l| wrap_line(l, width)).collect()
+}
+
+/// Splits a line into lines of at most `width` columns, at spaces when it can
+/// (continuations indented by 2).
+fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    if width < 8 || line.width() <= width {
+        return vec![line];
     }
+    let cw = |c: char| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    let chars: Vec<(char, Style)> =
+        line.spans.iter().flat_map(|s| s.content.chars().map(move |c| (c, s.style))).collect();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut indent = 0;
+    while start < chars.len() {
+        let mut used = indent;
+        let mut end = start;
+        while end < chars.len() && used + cw(chars[end].0) <= width {
+            used += cw(chars[end].0);
+            end += 1;
+        }
+        if end < chars.len() {
+            // Break after the last space, unless that leaves the line nearly empty.
+            if let Some(sp) = (start..end).rev().find(|&i| chars[i].0 == ' ') {
+                if sp + 1 - start > (width - indent) / 3 {
+                    end = sp + 1;
+                }
+            }
+        }
+        let end = end.max(start + 1);
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        if indent > 0 {
+            spans.push(Span::raw(" ".repeat(indent)));
+        }
+        for &(c, style) in &chars[start..end] {
+            let mergeable = indent == 0 || spans.len() > 1;
+            match spans.last_mut() {
+                Some(last) if mergeable && last.style == style => last.content.to_mut().push(c),
+                _ => spans.push(Span::styled(c.to_string(), style)),
+            }
+        }
+        out.push(Line::from(spans));
+        start = end;
+        indent = 2;
+    }
+    out
 }
 
 /// Lines the detail pane scrolls through.
@@ -577,10 +625,9 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             let crashed = app.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
             let open: usize = app.views.iter().map(|v| v.open).sum();
             let mut t = format!(
-                "{} · {} · {}",
+                "{} · {} · ? for help",
                 plural(open, "unresolved entry", "unresolved entries"),
                 plural(crashed, "crashed session", "crashed sessions"),
-                app.project.root.display()
             );
             if !app.marked.is_empty() {
                 t = format!("{} selected · {t}", app.marked.len());
@@ -668,8 +715,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
             Span::raw(*help),
         ]));
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::from(Span::styled("States", Style::new().add_modifier(Modifier::BOLD))));
+    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), Style::new().add_modifier(Modifier::BOLD))];
     for st in [
         EntryState::InFlight,
         EntryState::Applied,
@@ -678,17 +724,20 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         EntryState::Done,
         EntryState::Reverted,
         EntryState::HandedBack,
-        EntryState::Persisted,
         EntryState::NotApplied,
     ] {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:>16}  ", state_icon(st)), state_style(st)),
-            Span::raw(st.as_str().replace('_', " ")),
-        ]));
+        states.push(Span::styled(format!("{} ", state_icon(st)), state_style(st)));
+        states.push(Span::raw(format!("{}  ", st.as_str().replace('_', " "))));
     }
+    lines.extend(wrap_line(Line::from(states), 72).into_iter().map(|mut l| {
+        if l.spans.first().is_some_and(|s| s.content == "  ") {
+            l.spans[0] = Span::raw(" ".repeat(18));
+        }
+        l
+    }));
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
-        "Keys are set in .walj/config.toml [keys], e.g. revert = [\"r\", \"x\"]. Mouse: wheel scrolls, click selects.",
+        "  Keys: .walj/config.toml [keys], e.g. revert = [\"r\", \"x\"]. Mouse: wheel, click.",
         Style::new().fg(Color::DarkGray),
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
@@ -715,7 +764,8 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
     }
     lines.push(Line::from(choices));
     let widest = lines.iter().map(Line::width).max().unwrap_or(0).max(d.title.width() + 4);
-    let w = (widest as u16 + 4).clamp(30, area.width.saturating_sub(4).max(1));
+    let max_w = area.width.saturating_sub(4).max(area.width.min(10));
+    let w = (widest as u16 + 4).max(30).min(max_w);
     let inner_w = w.saturating_sub(2).max(1) as usize;
     let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner_w)).sum();
     let r = centered(area, w, rows as u16 + 2);
