@@ -838,3 +838,134 @@ fn real_binary_in_tmux() {
     assert_eq!(resolved.len(), 1);
     assert_eq!(resolved[0].how.as_deref(), Some("done"));
 }
+
+// ------------------------------------------------------------------- screenshots
+
+/// An xterm colour as `#rrggbb` (a dark theme for the named colours).
+fn css(c: ratatui::style::Color, fg: bool) -> String {
+    use ratatui::style::Color as C;
+    let named = |n: u8| -> &'static str {
+        [
+            "#282c34", "#e06c75", "#98c379", "#e5c07b", "#61afef", "#c678dd", "#56b6c2", "#abb2bf", "#5c6370",
+            "#ff7b86", "#b5e890", "#ffd68a", "#82c4ff", "#de95f0", "#7fd3dc", "#ffffff",
+        ][n as usize]
+    };
+    match c {
+        C::Reset => (if fg { "#d7dae0" } else { "#1b1d23" }).to_string(),
+        C::Black => named(0).into(),
+        C::Red => named(1).into(),
+        C::Green => named(2).into(),
+        C::Yellow => named(3).into(),
+        C::Blue => named(4).into(),
+        C::Magenta => named(5).into(),
+        C::Cyan => named(6).into(),
+        C::Gray => named(7).into(),
+        C::DarkGray => named(8).into(),
+        C::LightRed => named(9).into(),
+        C::LightGreen => named(10).into(),
+        C::LightYellow => named(11).into(),
+        C::LightBlue => named(12).into(),
+        C::LightMagenta => named(13).into(),
+        C::LightCyan => named(14).into(),
+        C::White => named(15).into(),
+        C::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}"),
+        C::Indexed(n) if n < 16 => named(n).into(),
+        C::Indexed(n) if n >= 232 => {
+            let v = 8 + (n - 232) * 10;
+            format!("#{v:02x}{v:02x}{v:02x}")
+        }
+        C::Indexed(n) => {
+            let n = n - 16;
+            let lvl = |x: u8| if x == 0 { 0 } else { 55 + x * 40 };
+            format!("#{:02x}{:02x}{:02x}", lvl(n / 36), lvl((n / 6) % 6), lvl(n % 6))
+        }
+    }
+}
+
+/// Renders a buffer as SVG: one background rect per styled cell, one text per glyph.
+fn svg(buf: &Buffer) -> String {
+    use ratatui::style::Modifier;
+    let (cw, ch) = (8.43_f64, 16.4_f64);
+    let (w, h) = (buf.area.width as f64 * cw + 24.0, buf.area.height as f64 * ch + 24.0);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n\
+         <rect width=\"100%\" height=\"100%\" rx=\"8\" fill=\"{}\"/>\n<g transform=\"translate(12 12)\" \
+         font-family=\"DejaVu Sans Mono, monospace\" font-size=\"14\">\n",
+        css(ratatui::style::Color::Reset, false)
+    );
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            let rev = cell.modifier.contains(Modifier::REVERSED);
+            let (fg, bg) = if rev { (cell.bg, cell.fg) } else { (cell.fg, cell.bg) };
+            if bg != ratatui::style::Color::Reset {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{ch}\" fill=\"{}\"/>",
+                    x as f64 * cw,
+                    y as f64 * ch,
+                    cw + 0.4,
+                    css(bg, false)
+                );
+            }
+        }
+    }
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            let sym = cell.symbol();
+            if sym.trim().is_empty() {
+                continue;
+            }
+            let rev = cell.modifier.contains(Modifier::REVERSED);
+            let fg = if rev { cell.bg } else { cell.fg };
+            let mut attrs = String::new();
+            if cell.modifier.contains(Modifier::BOLD) {
+                attrs.push_str(" font-weight=\"bold\"");
+            }
+            if cell.modifier.contains(Modifier::ITALIC) {
+                attrs.push_str(" font-style=\"italic\"");
+            }
+            let esc = sym.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+            let _ = writeln!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{}\"{attrs}>{esc}</text>",
+                x as f64 * cw,
+                y as f64 * ch + 13.0,
+                css(fg, true)
+            );
+        }
+    }
+    out.push_str("</g>\n</svg>\n");
+    out
+}
+
+/// Writes the README screenshots as SVG into `$WALJ_SCREENSHOTS` (scripts/screenshots.sh
+/// rasterises them): the demo's crashed session with a diff, the help overlay, the revert
+/// dialog.
+#[test]
+#[ignore = "run by scripts/screenshots.sh"]
+fn screenshots() {
+    let Some(out) = std::env::var_os("WALJ_SCREENSHOTS").map(PathBuf::from) else {
+        eprintln!("SKIPPED: set WALJ_SCREENSHOTS=DIR (scripts/screenshots.sh does)");
+        return;
+    };
+    std::fs::create_dir_all(&out).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    walj::tui::demo::build(&dir, &walj_bin()).unwrap();
+    // A few minutes after the crash, so ages read like a real morning after.
+    let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
+    let shots: [(&str, &str); 4] = [
+        ("crashed-session-diff", "jjj"),
+        ("session-context", "g"),
+        ("help-overlay", "?"),
+        ("revert-dialog", "jjjr"),
+    ];
+    for (name, keys) in shots {
+        let mut app = App::new(Project::at(dir.clone(), None), AppOptions { clock, ..AppOptions::default() });
+        let mut t = term(120, 34);
+        run(&mut app, &mut t, keys);
+        std::fs::write(out.join(format!("{name}.svg")), svg(t.backend().buffer())).unwrap();
+    }
+}

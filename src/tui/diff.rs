@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use similar::{Algorithm, ChangeTag, DiffOp, TextDiff};
+use similar::{Algorithm, ChangeTag, DiffOp, InlineChangeMode, InlineChangeOptions, TextDiff};
 
 use crate::triage::{DiffSides, Side};
 
@@ -202,7 +202,10 @@ fn push_op<'a>(view: &mut DiffView, diff: &TextDiff<'a, 'a, str>, op: &DiffOp, i
     let small = old_r.len() <= INLINE_MAX_LINES && new_r.len() <= INLINE_MAX_LINES;
     if tag == similar::DiffTag::Replace && small {
         if Instant::now() < inline_deadline {
-            for change in diff.iter_inline_changes_deadline(op, Some(inline_deadline)) {
+            // Mark words even in lines that changed a fair amount (similar's default asks 50% alike).
+            let mut opts = InlineChangeOptions::new();
+            opts.mode(InlineChangeMode::UnicodeWords).min_ratio(0.25).semantic_cleanup(true);
+            for change in diff.iter_inline_changes_with_options_deadline(op, opts, Some(inline_deadline)) {
                 let segments: Vec<(bool, String)> = change
                     .iter_strings_lossy()
                     .map(|(emph, s)| (emph, clean(&s)))
@@ -271,6 +274,15 @@ mod tests {
         assert_eq!(emph, vec!["3"], "{removed:?}");
         let added = v.lines.iter().find(|l| l.kind == LineKind::Added).unwrap();
         assert!(added.segments.iter().any(|(e, s)| *e && s == "5"));
+        // Words, not whitespace runs: punctuation does not drag its neighbours in.
+        let v = build(&DiffSides {
+            old: side("a", Some("console.log(\"listening on\", port);\n")),
+            new: side("b", Some("console.log(\"shop listening on port\", port);\n")),
+        });
+        let added = v.lines.iter().find(|l| l.kind == LineKind::Added).unwrap();
+        let emph: String = added.segments.iter().filter(|(e, _)| *e).map(|(_, s)| s.as_str()).collect();
+        assert!(!emph.contains("console"), "{:?}", added.segments);
+        assert!(emph.contains("shop") && emph.contains("port"), "{:?}", added.segments);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, BorderType, Clear, Padding, Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
 use super::app::{App, Focus, Item, Row, mode_label, plural, state_icon};
@@ -494,7 +494,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                     ("◐", Style::new().fg(Color::Red), "in flight when the session stopped".into())
                 }
                 CommandStatus::Ok if c.background => (
-                    "⏵",
+                    "»",
                     Style::new().fg(Color::Cyan),
                     format!("background{}", c.task_id.as_ref().map(|t| format!(" {t}")).unwrap_or_default()),
                 ),
@@ -647,7 +647,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
                 keys.push((c.to_string(), label.as_str()));
             }
         }
-        keys.push(("esc".into(), "cancel"));
+        keys.push(("esc".into(), "close"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
         keys.push(("esc".into(), "clear"));
@@ -765,14 +765,15 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
     lines.push(Line::from(choices));
     let widest = lines.iter().map(Line::width).max().unwrap_or(0).max(d.title.width() + 4);
     let max_w = area.width.saturating_sub(4).max(area.width.min(10));
-    let w = (widest as u16 + 4).max(30).min(max_w);
-    let inner_w = w.saturating_sub(2).max(1) as usize;
+    let w = (widest as u16 + 6).max(30).min(max_w);
+    let inner_w = w.saturating_sub(4).max(1) as usize;
     let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner_w)).sum();
     let r = centered(area, w, rows as u16 + 2);
     f.render_widget(Clear, r);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(color))
+        .padding(Padding::horizontal(1))
         .title(Line::from(Span::styled(format!(" {} ", d.title), Style::new().add_modifier(Modifier::BOLD))));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), r);
 }
