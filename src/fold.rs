@@ -303,6 +303,8 @@ pub struct Fold {
     pub records: u64,
     by_id: HashMap<String, usize>,
     by_session: HashMap<String, usize>,
+    /// The session of the previous record: consecutive lines mostly share one.
+    last_session: Option<usize>,
 }
 
 /// The borrowed partial view used for every line.
@@ -369,6 +371,15 @@ impl Fold {
                 problems.push(p);
                 return;
             }
+            // Fast path for the bulk of a long journal: a `persisted` line only settles an
+            // entry. walj writes `"op":"persisted","id":"…","session":"…"` in that order.
+            if let Some((id, session)) = persisted_fast(raw.bytes) {
+                if filter.is_none_or(|f| session.starts_with(f)) {
+                    fold.records += 1;
+                    fold.settle(id, opts);
+                }
+                return;
+            }
             let lite: Lite = match serde_json::from_slice(raw.bytes) {
                 Ok(l) => l,
                 Err(e) => {
@@ -404,25 +415,36 @@ impl Fold {
         self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
     }
 
-    fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
-        let idx = match self.by_session.get(key) {
-            Some(&i) => i,
-            None => {
-                self.sessions.push(SessionInfo {
-                    session: key.to_string(),
-                    sid: if sid.is_empty() { key.chars().take(6).collect() } else { sid.to_string() },
-                    first_ts: ts.to_string(),
-                    ..SessionInfo::default()
-                });
-                self.by_session.insert(key.to_string(), self.sessions.len() - 1);
-                self.sessions.len() - 1
-            }
+    fn session_index(&mut self, key: &str, sid: &str, ts: &str) -> usize {
+        let idx = match self.last_session {
+            Some(i) if self.sessions[i].session == key => i,
+            _ => match self.by_session.get(key) {
+                Some(&i) => i,
+                None => {
+                    self.sessions.push(SessionInfo {
+                        session: key.to_string(),
+                        sid: if sid.is_empty() { key.chars().take(6).collect() } else { sid.to_string() },
+                        first_ts: ts.to_string(),
+                        ..SessionInfo::default()
+                    });
+                    self.by_session.insert(key.to_string(), self.sessions.len() - 1);
+                    self.sessions.len() - 1
+                }
+            },
         };
+        self.last_session = Some(idx);
         let s = &mut self.sessions[idx];
         if ts > s.last_ts.as_str() {
-            s.last_ts = ts.to_string();
+            // Reuse the buffer: this runs for every line.
+            s.last_ts.clear();
+            s.last_ts.push_str(ts);
         }
-        s
+        idx
+    }
+
+    fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
+        let i = self.session_index(key, sid, ts);
+        &mut self.sessions[i]
     }
 
     fn apply(
@@ -435,11 +457,11 @@ impl Fold {
     ) {
         let v1 = lite.v <= 1 && lite.op.is_empty();
         let op_name: &str = if v1 { op::APPLIED } else { &lite.op };
-        let session_key = if lite.session.is_empty() { lite.sid.to_string() } else { lite.session.to_string() };
         let tool = lite.tool.as_deref().unwrap_or("");
-        let ts = lite.ts.to_string();
         {
-            let s = self.session_mut(&session_key, &lite.sid, &ts);
+            let key: &str = if lite.session.is_empty() { &lite.sid } else { &lite.session };
+            let si = self.session_index(key, &lite.sid, &lite.ts);
+            let s = &mut self.sessions[si];
             s.records += 1;
             s.v1 |= v1;
             s.imported |= lite.imported;
@@ -447,6 +469,13 @@ impl Fold {
                 s.proc = Some(ProcRef { pid, start });
             }
         }
+        if op_name == op::PERSISTED {
+            // The bulk of a long journal: settle the entry, nothing else to read.
+            self.settle(&lite.id, opts);
+            return;
+        }
+        let session_key = if lite.session.is_empty() { lite.sid.to_string() } else { lite.session.to_string() };
+        let ts = lite.ts.to_string();
         let is_command = tool == "Bash" && lite.path.is_empty();
         match op_name {
             op::INTENT | op::APPLIED | op::FAILED if is_command => {
@@ -564,15 +593,6 @@ impl Fold {
                     }
                 }
             }
-            op::PERSISTED => {
-                if let Some(&i) = self.by_id.get(lite.id.as_ref()) {
-                    let e = &mut self.entries[i];
-                    e.base = EntryState::Persisted;
-                    if !opts.keep_settled && e.actions.is_empty() {
-                        self.remove_entry(i);
-                    }
-                }
-            }
             op::RESOLVED => {
                 let Some(&i) = self.by_id.get(lite.id.as_ref()) else { return };
                 let Ok(rec) = parse_record(bytes) else { return };
@@ -633,6 +653,17 @@ impl Fold {
                 }
             }
             _ => {} // audit and unknown ops: kept in the journal, nothing to fold
+        }
+    }
+
+    /// A `persisted` record: the entry is verified; without `keep_settled` it is dropped.
+    fn settle(&mut self, id: &str, opts: &FoldOptions) {
+        if let Some(&i) = self.by_id.get(id) {
+            let e = &mut self.entries[i];
+            e.base = EntryState::Persisted;
+            if !opts.keep_settled && e.actions.is_empty() {
+                self.remove_entry(i);
+            }
         }
     }
 
@@ -796,6 +827,10 @@ impl Fold {
             for b in [&e.before, &e.after].into_iter().flatten() {
                 v.push(b.id().map(str::to_string));
             }
+            // What a triage action wrote (a revert's merge) is a known state of the path too.
+            for b in e.actions.iter().filter(|a| !a.undone).filter_map(|a| a.wrote.as_ref()) {
+                v.push(b.id().map(str::to_string));
+            }
         }
         let mut drifted = Vec::new();
         for (i, e) in self.entries.iter().enumerate() {
@@ -829,6 +864,28 @@ impl Fold {
     pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])
     }
+}
+
+/// `(id, session)` of a walj-written `persisted` line, without parsing it; `None` when the
+/// line is anything else or has escapes (then it takes the full parse).
+fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
+    const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
+    const SESSION: &[u8] = b"\",\"session\":\"";
+    let at = memchr::memmem::find(line, OP)? + OP.len();
+    let rest = &line[at..];
+    let id_end = memchr::memchr(b'"', rest)?;
+    let id = &rest[..id_end];
+    let rest = rest.get(id_end..)?;
+    if !rest.starts_with(SESSION) {
+        return None;
+    }
+    let rest = &rest[SESSION.len()..];
+    let s_end = memchr::memchr(b'"', rest)?;
+    let session = &rest[..s_end];
+    if id.contains(&b'\\') || session.contains(&b'\\') {
+        return None;
+    }
+    Some((std::str::from_utf8(id).ok()?, std::str::from_utf8(session).ok()?))
 }
 
 fn todo_from_json(v: &Value) -> Option<Todo> {

@@ -9,6 +9,7 @@
 //! - [`payload`], [`hook`]: Claude Code hook payloads and the hook itself.
 //! - [`fold`]: records → entry states and session context.
 //! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
+//! - [`triage`]: what the user does about entries: diff, mark done, revert, undo, hand back.
 //! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
 
 #![forbid(unsafe_code)]

@@ -22,7 +22,7 @@ fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
 
 pub fn diff(project: &Project, id: &str, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
     let fold = load(project)?;
-    let e = fold.find(id).map_err(|e| anyhow::anyhow!("{e}; `walj log` lists the entries and their ids"))?;
+    let e = triage::find_entry(&fold, id)?;
     let st = Style::stdout();
     let sides = triage::diff_sides(project, e, mode)?;
     let mut out = std::io::stdout().lock();

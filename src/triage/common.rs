@@ -199,12 +199,11 @@ pub(crate) fn read_disk(abs: &Path, rel: &str) -> Result<Disk, String> {
 /// Refuses writing where the file or its folder is read-only (checked by mode bits, so
 /// it holds for root too).
 pub(crate) fn check_writable(abs: &Path, rel: &str, disk: &Disk) -> Result<(), String> {
-    if let Disk::File(_) = disk {
-        if let Ok(m) = fs::metadata(abs) {
-            if m.permissions().readonly() {
-                return Err(format!("{rel} is read-only; make it writable (chmod u+w {rel}) and try again"));
-            }
-        }
+    if let Disk::File(_) = disk
+        && let Ok(m) = fs::metadata(abs)
+        && m.permissions().readonly()
+    {
+        return Err(format!("{rel} is read-only; make it writable (chmod u+w {rel}) and try again"));
     }
     let mut dir = abs.parent();
     while let Some(d) = dir {
@@ -300,10 +299,10 @@ impl<'a> Objects<'a> {
             Some(Blob::Absent) => return Image::Absent,
             Some(Blob::Id(id)) => id,
         };
-        if let Some(Disk::File(b)) = disk {
-            if blob_id(b) == *id {
-                return Image::Bytes(b.clone());
-            }
+        if let Some(Disk::File(b)) = disk
+            && blob_id(b) == *id
+        {
+            return Image::Bytes(b.clone());
         }
         match self.get(id) {
             Ok(Some(b)) => Image::Bytes(b),
@@ -329,7 +328,7 @@ impl<'a> Objects<'a> {
 
 /// `8 MiB`, `500 KiB`, `100 bytes`.
 pub(crate) fn human(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else if n >= 1 << 20 {
         format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
@@ -345,10 +344,10 @@ pub(crate) fn write_or_delete(abs: &Path, rel: &str, bytes: Option<&[u8]>) -> an
     match bytes {
         Some(b) => {
             let mode = fsutil::file_mode(abs);
-            if let Some(parent) = abs.parent() {
-                if !parent.is_dir() {
-                    fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
-                }
+            if let Some(parent) = abs.parent()
+                && !parent.is_dir()
+            {
+                fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
             }
             fsutil::atomic_write(abs, b, mode).map_err(|e| anyhow::anyhow!("writing {rel}: {e}"))
         }
@@ -408,4 +407,41 @@ pub(crate) fn append(project: &Project, records: &[Record]) -> anyhow::Result<()
     crate::journal::JournalWriter::new(&project.journal)
         .append_all(records)
         .map_err(|err| anyhow::anyhow!("appending to {}: {err}", project.journal.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human(8 * 1024 * 1024), "8 MiB");
+        assert_eq!(human(3 * 1024 * 1024 / 2), "1.5 MiB");
+        assert_eq!(human(2048), "2 KiB");
+        assert_eq!(human(64), "64 bytes");
+    }
+
+    #[test]
+    fn action_ids_are_unique_and_batches_count() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| new_action_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        let mut b = Batch::new();
+        let r0 = b.stamp(Record::new("resolved", "s"));
+        let r1 = b.stamp(Record::new("resolved", "s"));
+        assert_eq!(batch_of(&r0), (Some(b.id.as_str()), 0));
+        assert_eq!(batch_of(&r1), (Some(b.id.as_str()), 1));
+        assert_ne!(r0.action, r1.action);
+    }
+
+    #[test]
+    fn several_problems_read_as_one_list() {
+        assert_eq!(problems(&["x".into()]), "x\nNothing was changed.");
+        assert_eq!(problems(&["x".into(), "y\nz".into()]), "nothing was changed:\n  - x\n  - y\n    z");
+    }
+
+    #[test]
+    fn timestamps_read_as_utc() {
+        assert_eq!(when("2026-03-23T09:43:02.123Z"), "2026-03-23 09:43:02 UTC");
+        assert_eq!(when("garbage"), "garbage");
+    }
 }

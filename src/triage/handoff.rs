@@ -95,10 +95,10 @@ pub fn handoff(
             errors.push(why);
         } else if e.state() == EntryState::NotApplied {
             errors.extend(settled_reason(e));
-        } else if !opts.print_only {
-            if let Err(why) = check_live(fold, e, opts.force) {
-                errors.push(why);
-            }
+        } else if !opts.print_only
+            && let Err(why) = check_live(fold, e, opts.force)
+        {
+            errors.push(why);
         }
     }
     if !errors.is_empty() {

@@ -25,10 +25,12 @@ mod revert;
 mod undo;
 
 pub use diff::{diff_sides, unified};
-pub use handoff::{Brief, HandoffOptions, handoff};
+pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, handoff};
 pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use undo::undo;
+
+pub(crate) use common::find_entry;
 
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

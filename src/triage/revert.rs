@@ -45,6 +45,29 @@ pub enum RevertPlan {
     Refused { why: String },
 }
 
+impl RevertPlan {
+    /// One line for people: what reverting does to `path` (the TUI's dialog title).
+    pub fn summary(&self, path: &str) -> String {
+        match self {
+            RevertPlan::Nothing { why } => format!("nothing to write: {why}"),
+            RevertPlan::WritePre => format!("write the pre-image back to {path}"),
+            RevertPlan::DeleteFile => format!("delete {path} (it did not exist before)"),
+            RevertPlan::Merge { .. } => {
+                format!("take the entry's change out of {path} (three-way merge, later changes kept)")
+            }
+            RevertPlan::Conflict { lines } => {
+                // Region headings are the lines not indented.
+                let n = lines.iter().filter(|l| !l.starts_with(' ')).count();
+                format!(
+                    "{path} changed since, and the change cannot be taken out alone ({n} conflicting region{}); force writes the pre-image over it",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            RevertPlan::Refused { why } => format!("cannot revert: {why}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RevertOptions {
     /// Write the pre-image over a conflicting merge; act on entries of live sessions.
@@ -91,41 +114,34 @@ impl Worked<'_> {
 
     fn describe(&self, force: bool, dry_run: bool) -> String {
         let p = &self.entry.path;
-        let (would, did) = match &self.plan {
+        // (would …, did …, what follows the path)
+        let (would, did, tail) = match &self.plan {
             RevertPlan::Nothing { why } => {
-                let tail = if self.record_nothing { "; it will be recorded as reverted" } else { "" };
-                return if dry_run {
-                    format!("nothing to write: {why}{tail}")
+                return if dry_run && self.record_nothing {
+                    format!("nothing to write: {why}; it would be recorded as reverted")
                 } else if self.record_nothing {
                     format!("nothing to write: {why}; recorded as reverted")
                 } else {
                     format!("nothing to do: {why}")
                 };
             }
-            RevertPlan::WritePre => ("write the pre-image back to", "wrote the pre-image back to"),
-            RevertPlan::DeleteFile => ("delete", "deleted"),
+            RevertPlan::WritePre => ("write the pre-image back to", "wrote the pre-image back to", ""),
+            RevertPlan::DeleteFile => ("delete", "deleted", " (it did not exist before)"),
             RevertPlan::Merge { .. } => (
-                "take the entry's change out of (three-way merge, later changes kept)",
-                "took the entry's change out of (three-way merge, later changes kept)",
+                "take the entry's change out of",
+                "took the entry's change out of",
+                " (three-way merge; later changes kept)",
             ),
-            RevertPlan::Conflict { .. } if force => {
-                if matches!(self.pre, Image::Absent) {
-                    (
-                        "delete (--force, over conflicting later changes)",
-                        "deleted (--force, over conflicting later changes)",
-                    )
-                } else {
-                    (
-                        "write the pre-image (--force, over conflicting later changes) to",
-                        "wrote the pre-image (--force, over conflicting later changes) to",
-                    )
-                }
+            RevertPlan::Conflict { .. } if force && matches!(self.pre, Image::Absent) => {
+                ("delete", "deleted", " over conflicting later changes (--force)")
             }
-            RevertPlan::Conflict { .. } => ("refuse (conflict)", "refused (conflict)"),
+            RevertPlan::Conflict { .. } if force => {
+                ("write the pre-image to", "wrote the pre-image to", " over conflicting later changes (--force)")
+            }
+            RevertPlan::Conflict { .. } => ("refuse to revert", "refused to revert", " (conflict)"),
             RevertPlan::Refused { why } => return format!("refused: {why}"),
         };
-        let what = if dry_run { format!("would {would} {p}") } else { format!("{did} {p}") };
-        if matches!(self.plan, RevertPlan::DeleteFile) { format!("{what} (it did not exist before)") } else { what }
+        if dry_run { format!("would {would} {p}{tail}") } else { format!("{did} {p}{tail}") }
     }
 }
 
@@ -233,6 +249,9 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
 /// Three-way merge (ancestor = post-image, ours = disk, theirs = pre-image):
 /// (clean, result).
 fn merge3(post: &[u8], disk: &[u8], pre: &[u8]) -> Result<(bool, Vec<u8>), git2::Error> {
+    // `git2::merge_file` does not initialize libgit2 itself (its allocator is unset until
+    // then and the merge fails without a message); `Buf::new` runs git2's one-time init.
+    drop(git2::Buf::new());
     let mut ancestor = git2::MergeFileInput::new();
     ancestor.content(post);
     let mut ours = git2::MergeFileInput::new();
@@ -331,7 +350,7 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// happen.
 pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> anyhow::Result<Vec<Outcome>> {
     let mut entries = find_entries(fold, ids)?;
-    entries.sort_by(|a, b| b.line.cmp(&a.line));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.line));
     let mut objects = Objects::new(project);
     let mut overlay = Overlay::default();
     let mut steps = Vec::new();
@@ -396,7 +415,9 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
             (None, _) => append(project, &[batch.stamp(r)])?,
             (Some(_), None) => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
             (Some(bytes), Some(abs)) => {
-                // The disk must still be what the plan saw.
+                // The path must still stay inside the project (no symlink swapped in since)
+                // and the disk must still be what the plan saw.
+                project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 if now != w.disk {
                     anyhow::bail!(
@@ -429,4 +450,51 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_takes_an_earlier_change_out_and_keeps_a_later_one() {
+        let pre = b"a\nb\nc\nd\ne\nf\ng\nh\n";
+        let post = b"a\nB\nc\nd\ne\nf\ng\nh\n";
+        let disk = b"a\nB\nc\nd\ne\nf\ng\nH\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(clean);
+        assert_eq!(merged, b"a\nb\nc\nd\ne\nf\ng\nH\n");
+    }
+
+    #[test]
+    fn conflict_regions_name_disk_lines_and_both_sides() {
+        let pre = b"a\nb\nc\nd\n";
+        let post = b"a\nB\nc\nd\n";
+        let disk = b"x\na\nBB\nc\nd\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(!clean);
+        let lines = conflict_regions(&merged, disk, "f.txt");
+        assert_eq!(lines, ["f.txt line 3: the file now has:", "    | BB", "  where the pre-image has:", "    | b"]);
+        let plan = RevertPlan::Conflict { lines };
+        assert!(plan.summary("f.txt").contains("(1 conflicting region)"), "{}", plan.summary("f.txt"));
+    }
+
+    #[test]
+    fn locate_prefers_the_occurrence_nearest_the_estimate() {
+        let disk = ["x", "y", "x", "y", "x"];
+        assert_eq!(locate(&disk, &["x", "y"], 3), 2);
+        assert_eq!(locate(&disk, &["x", "y"], 0), 0);
+        assert_eq!(locate(&disk, &["z"], 4), 4);
+        assert_eq!(locate(&disk, &[], 9), 5);
+    }
+
+    #[test]
+    fn long_regions_say_how_many_lines_are_not_shown() {
+        let mut out = Vec::new();
+        let many: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        push_lines(&mut out, &refs);
+        assert_eq!(out.len(), REGION_LINES + 1);
+        assert_eq!(out.last().unwrap(), "    | … 4 more lines");
+    }
 }

@@ -132,6 +132,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                         format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                     }
                     Some(p) => {
+                        project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
                         let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
                         if now != p.disk {
                             anyhow::bail!(
@@ -198,14 +199,15 @@ fn plan_restore(
 ) -> Result<Restore, String> {
     let abs = project.resolve_rel(&e.path)?;
     let disk = overlay.read(&abs, &e.path)?;
-    if let Some(wrote) = &a.wrote {
-        if disk.blob() != *wrote && !force {
-            return Err(format!(
-                "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
-                e.path,
-                when(&a.ts)
-            ));
-        }
+    if let Some(wrote) = &a.wrote
+        && disk.blob() != *wrote
+        && !force
+    {
+        return Err(format!(
+            "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
+            e.path,
+            when(&a.ts)
+        ));
     }
     let bytes = match &a.overwrote {
         None | Some(Blob::Absent) => None,
