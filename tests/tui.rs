@@ -969,3 +969,42 @@ fn screenshots() {
         std::fs::write(out.join(format!("{name}.svg")), svg(t.backend().buffer())).unwrap();
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn live_session_actions_ask_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let project = Project::at(root.clone(), None);
+    project.ensure_dir().unwrap();
+    // This test process plays Claude Code: the session is live while it runs.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let pstart: u64 = rest[19].parse().unwrap();
+    write(&root, "a.txt", "new\n");
+    let store = Store::new(project.store_dir());
+    let mut r = file_rec(op::INTENT, "11ve0000-live", "2026-03-01T10:00:00.000Z", "toolu_01Live", "Edit", "a.txt", "file_modified");
+    r.before = Some(Blob::Id(store.put(b"old\n").unwrap()));
+    r.pid = Some(std::process::id());
+    r.pstart = Some(pstart);
+    JournalWriter::new(&project.journal).append(&r).unwrap();
+    let mut app = App::new(project.clone(), opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "d");
+    let s = text(&t);
+    assert!(s.contains(" live ") && s.contains("still running"), "{s}");
+    assert!(f_records(&project, op::RESOLVED).is_empty(), "nothing until confirmed");
+    run(&mut app, &mut t, "y");
+    assert_eq!(f_records(&project, op::RESOLVED).len(), 1, "{}", text(&t));
+}
+
+fn f_records(project: &Project, op_name: &str) -> Vec<Record> {
+    let mut out = Vec::new();
+    scan_records(&project.journal, |_, r| {
+        if r.op == op_name {
+            out.push(r)
+        }
+    })
+    .unwrap();
+    out
+}

@@ -140,6 +140,7 @@ pub struct App {
     pub quit: bool,
     journal_sig: Option<(u64, SystemTime)>,
     last_poll: Instant,
+    last_status_check: Instant,
     poll: Duration,
     /// Time the last reload took (shown by the bench).
     pub load_time: Duration,
@@ -173,6 +174,7 @@ impl App {
             quit: false,
             journal_sig: None,
             last_poll: Instant::now(),
+            last_status_check: Instant::now(),
             poll: opts.poll,
             load_time: Duration::ZERO,
         };
@@ -234,6 +236,17 @@ impl App {
         if self.journal_sig() != self.journal_sig {
             self.reload();
             return true;
+        }
+        // A crash writes nothing to the journal: notice a live session's process going away.
+        if self.last_status_check.elapsed() >= Duration::from_secs(2) {
+            self.last_status_check = Instant::now();
+            let changed =
+                self.views.iter().any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
+            if changed {
+                self.build_views();
+                self.rebuild_rows();
+                return true;
+            }
         }
         false
     }

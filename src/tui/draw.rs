@@ -567,9 +567,9 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let header = detail_header(app);
+    let header_len = header.len();
     let h = inner.height as usize;
     let mut lines: Vec<Line> = header.into_iter().skip(app.diff_scroll).take(h).collect();
-    let header_len = detail_header_len_cached(app);
     if lines.len() < h {
         if let Some(d) = app.current_diff() {
             let start = app.diff_scroll.saturating_sub(header_len);
@@ -580,10 +580,6 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
         }
     }
     f.render_widget(Paragraph::new(lines), inner);
-}
-
-fn detail_header_len_cached(app: &App) -> usize {
-    detail_header(app).len()
 }
 
 fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
