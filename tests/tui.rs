@@ -956,12 +956,8 @@ fn screenshots() {
     walj::tui::demo::build(&dir, &walj_bin()).unwrap();
     // A few minutes after the crash, so ages read like a real morning after.
     let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
-    let shots: [(&str, &str); 4] = [
-        ("crashed-session-diff", "jjj"),
-        ("session-context", "g"),
-        ("help-overlay", "?"),
-        ("revert-dialog", "jjjr"),
-    ];
+    let shots: [(&str, &str); 4] =
+        [("crashed-session-diff", "jjj"), ("session-context", "g"), ("help-overlay", "?"), ("revert-dialog", "jjjr")];
     for (name, keys) in shots {
         let mut app = App::new(Project::at(dir.clone(), None), AppOptions { clock, ..AppOptions::default() });
         let mut t = term(120, 34);
@@ -983,7 +979,15 @@ fn live_session_actions_ask_first() {
     let pstart: u64 = rest[19].parse().unwrap();
     write(&root, "a.txt", "new\n");
     let store = Store::new(project.store_dir());
-    let mut r = file_rec(op::INTENT, "11ve0000-live", "2026-03-01T10:00:00.000Z", "toolu_01Live", "Edit", "a.txt", "file_modified");
+    let mut r = file_rec(
+        op::INTENT,
+        "11ve0000-live",
+        "2026-03-01T10:00:00.000Z",
+        "toolu_01Live",
+        "Edit",
+        "a.txt",
+        "file_modified",
+    );
     r.before = Some(Blob::Id(store.put(b"old\n").unwrap()));
     r.pid = Some(std::process::id());
     r.pstart = Some(pstart);

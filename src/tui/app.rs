@@ -240,8 +240,10 @@ impl App {
         // A crash writes nothing to the journal: notice a live session's process going away.
         if self.last_status_check.elapsed() >= Duration::from_secs(2) {
             self.last_status_check = Instant::now();
-            let changed =
-                self.views.iter().any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
+            let changed = self
+                .views
+                .iter()
+                .any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
             if changed {
                 self.build_views();
                 self.rebuild_rows();
