@@ -897,7 +897,7 @@ fn svg(buf: &Buffer) -> String {
         for x in 0..buf.area.width {
             let cell = &buf[(x, y)];
             let rev = cell.modifier.contains(Modifier::REVERSED);
-            let (fg, bg) = if rev { (cell.bg, cell.fg) } else { (cell.fg, cell.bg) };
+            let (_fg, bg) = if rev { (cell.bg, cell.fg) } else { (cell.fg, cell.bg) };
             if bg != ratatui::style::Color::Reset {
                 let _ = writeln!(
                     out,

@@ -361,10 +361,10 @@ impl App {
                 let session = self.fold.entry(id).map(|e| e.session.clone());
                 let near = session.and_then(|s| self.rows.iter().position(|r| r.key == NodeKey::Session(s.clone())));
                 self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
-                if let Some(n) = near {
-                    if self.cursor < n {
-                        self.cursor = n;
-                    }
+                if let Some(n) = near
+                    && self.cursor < n
+                {
+                    self.cursor = n;
                 }
             }
         }
@@ -584,9 +584,8 @@ impl App {
                 return;
             }
         }
-        match self.keymap.action(&key) {
-            Some(a) => self.update(a),
-            None => {}
+        if let Some(a) = self.keymap.action(&key) {
+            self.update(a)
         }
     }
 
@@ -595,10 +594,11 @@ impl App {
         self.build_views();
         self.rebuild_rows();
         // Land on the first match rather than on a session header.
-        if !self.filter.is_empty() && !matches!(self.selected().map(|r| r.item), Some(Item::Entry(..))) {
-            if let Some(i) = self.rows.iter().position(|r| matches!(r.item, Item::Entry(..))) {
-                self.cursor = i;
-            }
+        if !self.filter.is_empty()
+            && !matches!(self.selected().map(|r| r.item), Some(Item::Entry(..)))
+            && let Some(i) = self.rows.iter().position(|r| matches!(r.item, Item::Entry(..)))
+        {
+            self.cursor = i;
         }
         self.diff_scroll = 0;
     }
@@ -715,12 +715,12 @@ impl App {
                 }
             }
             (Action::Collapse, Focus::Tree) => {
-                if !self.toggle(Some(false)) {
-                    if let Some(p) = self.parent_row() {
-                        self.cursor = p;
-                        self.diff_scroll = 0;
-                        self.scroll_tree_into_view();
-                    }
+                if !self.toggle(Some(false))
+                    && let Some(p) = self.parent_row()
+                {
+                    self.cursor = p;
+                    self.diff_scroll = 0;
+                    self.scroll_tree_into_view();
                 }
             }
             (Action::Expand, Focus::Diff) => {}

@@ -74,10 +74,8 @@ pub fn create_project(dir: &Path) -> anyhow::Result<()> {
 
 fn substitute(v: &mut Value, project: &str, home: &str) {
     match v {
-        Value::String(s) => {
-            if s.contains("${") {
-                *s = s.replace("${PROJECT}", project).replace("${HOME}", home);
-            }
+        Value::String(s) if s.contains("${") => {
+            *s = s.replace("${PROJECT}", project).replace("${HOME}", home);
         }
         Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, project, home)),
         Value::Object(o) => o.values_mut().for_each(|x| substitute(x, project, home)),

@@ -217,13 +217,13 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let started = s.started.as_deref().unwrap_or(&s.first_ts);
             spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
             let used: usize = spans.iter().map(|s| s.width()).sum();
-            if let Some(p) = s.last_prompt() {
-                if used + 4 < w {
-                    spans.push(Span::styled(
-                        format!(" {}", fit(&one_line(p, 200), w - used - 1)),
-                        Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC),
-                    ));
-                }
+            if let Some(p) = s.last_prompt()
+                && used + 4 < w
+            {
+                spans.push(Span::styled(
+                    format!(" {}", fit(&one_line(p, 200), w - used - 1)),
+                    Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC),
+                ));
             }
             Line::from(spans)
         }
@@ -304,10 +304,10 @@ fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
         }
         if end < chars.len() {
             // Break after the last space, unless that leaves the line nearly empty.
-            if let Some(sp) = (start..end).rev().find(|&i| chars[i].0 == ' ') {
-                if sp + 1 - start > (width - indent) / 3 {
-                    end = sp + 1;
-                }
+            if let Some(sp) = (start..end).rev().find(|&i| chars[i].0 == ' ')
+                && sp + 1 - start > (width - indent) / 3
+            {
+                end = sp + 1;
             }
         }
         let end = end.max(start + 1);
@@ -570,13 +570,13 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     let header_len = header.len();
     let h = inner.height as usize;
     let mut lines: Vec<Line> = header.into_iter().skip(app.diff_scroll).take(h).collect();
-    if lines.len() < h {
-        if let Some(d) = app.current_diff() {
-            let start = app.diff_scroll.saturating_sub(header_len);
-            let gutter = d.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
-            for dl in d.lines.iter().skip(start).take(h - lines.len()) {
-                lines.push(diff_line(dl, gutter));
-            }
+    if lines.len() < h
+        && let Some(d) = app.current_diff()
+    {
+        let start = app.diff_scroll.saturating_sub(header_len);
+        let gutter = d.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
+        for dl in d.lines.iter().skip(start).take(h - lines.len()) {
+            lines.push(diff_line(dl, gutter));
         }
     }
     f.render_widget(Paragraph::new(lines), inner);

@@ -192,11 +192,11 @@ pub fn parse_key(s: &str) -> Result<Key, String> {
         },
     };
     // Shift on a character is expressed by its case.
-    if let KeyCode::Char(c) = code {
-        if mods.contains(KeyModifiers::SHIFT) {
-            mods.remove(KeyModifiers::SHIFT);
-            return Ok(Key { code: KeyCode::Char(c.to_ascii_uppercase()), mods });
-        }
+    if let KeyCode::Char(c) = code
+        && mods.contains(KeyModifiers::SHIFT)
+    {
+        mods.remove(KeyModifiers::SHIFT);
+        return Ok(Key { code: KeyCode::Char(c.to_ascii_uppercase()), mods });
     }
     Ok(Key { code, mods })
 }
