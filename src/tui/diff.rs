@@ -181,7 +181,14 @@ fn text_diff(view: &mut DiffView, old: &str, new: &str, started: Instant) {
         let new_len = last.new_range().end - new_start;
         view.lines.push(DiffLine::plain(
             LineKind::Hunk,
-            format!("@@ -{},{} +{},{} @@", old_start + 1, old_len, new_start + 1, new_len),
+            // Like diff -u: an empty side starts at line 0.
+            format!(
+                "@@ -{},{} +{},{} @@",
+                old_start + usize::from(old_len > 0),
+                old_len,
+                new_start + usize::from(new_len > 0),
+                new_len
+            ),
         ));
         for op in &group {
             push_op(view, &diff, op, inline_deadline);
@@ -290,6 +297,7 @@ mod tests {
         let created = build(&DiffSides { old: side("pre-image", None), new: side("disk", Some("a\nb\n")) });
         assert_eq!(created.lines[0].text(), "new file (absent in pre-image)");
         assert_eq!(created.added, 2);
+        assert_eq!(created.lines[1].text(), "@@ -0,0 +1,2 @@");
         let bin = DiffSides {
             old: Side { label: "pre-image".into(), bytes: Some(vec![0, 1, 2]), note: None },
             new: side("disk", Some("x")),
