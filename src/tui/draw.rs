@@ -733,7 +733,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     }));
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
-        "  Keys: .walj/config.toml [keys], e.g. revert = [\"r\", \"x\"]. Mouse: wheel, click.",
+        "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
         Style::new().fg(Color::DarkGray),
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
