@@ -182,7 +182,7 @@ fn main() {
     let file = root.join("src/lib.rs");
     let base = fs::read_to_string(&file).unwrap();
     let touch = |i: usize| fs::write(&file, format!("{base}// edit {i}\n")).unwrap();
-    let w_pre = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(i));
+    let w_pre = time_stdin_prep(walj_hook(&root), &pre, runs, &touch);
     let w_post = time_stdin_prep(walj_hook(&root), &post, runs, |i| touch(runs + i));
     let _ = time_stdin(python_hook(&root), &post, 3);
     let py = time_stdin(python_hook(&root), &post, runs.min(60));
@@ -207,7 +207,10 @@ fn main() {
     let full = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(4 * runs + i));
     out.push_str(&format!(
         "| hook append at {entries} entries ({} MB journal) vs empty | {:.2} ms vs {:.2} ms | | {:.2}× | ≤ 1.2× |\n",
-        size / 1_000_000, ms(full), ms(empty), ms(full) / ms(empty)
+        size / 1_000_000,
+        ms(full),
+        ms(empty),
+        ms(full) / ms(empty)
     ));
     // In-process append cost (lock + write + fdatasync), same two journals.
     let w = JournalWriter::new(&journal);
@@ -272,7 +275,8 @@ fn main() {
     let (_, small_rss) = peak_rss_kib_of(c);
     out.push_str(&format!(
         "| recover peak memory on {} entries (same 20 unresolved) | {} MiB | | | |\n",
-        entries / 10, small_rss / 1024
+        entries / 10,
+        small_rss / 1024
     ));
     out.push_str(&format!("\n(journal of {entries} entries generated in {:.1} s)\n", generated.as_secs_f64()));
     println!("{out}");

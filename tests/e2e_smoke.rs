@@ -19,16 +19,12 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(180);
 fn write_edit_bash_script(sb: &Sandbox) -> Vec<Turn> {
     let notes = sb.project.join("notes.txt");
     vec![
-        Turn::tool("Write", json!({"file_path": notes, "content": "hello\n"}))
-            .with_text("Writing the notes."),
+        Turn::tool("Write", json!({"file_path": notes, "content": "hello\n"})).with_text("Writing the notes."),
         Turn::tool(
             "Edit",
             json!({"file_path": notes, "old_string": "hello", "new_string": "hello world", "replace_all": false}),
         ),
-        Turn::tool(
-            "Bash",
-            json!({"command": "echo hi > out.txt", "description": "Write out.txt"}),
-        ),
+        Turn::tool("Bash", json!({"command": "echo hi > out.txt", "description": "Write out.txt"})),
         Turn::text("All done."),
     ]
 }
@@ -46,12 +42,7 @@ fn assert_files_as_scripted(sb: &Sandbox, mock: &MockServer, out: &claude::Outpu
     };
     assert!(!out.timed_out, "claude timed out\n{}", ctx());
     assert!(out.status.success(), "claude failed\n{}", ctx());
-    assert_eq!(
-        sb.read("notes.txt").as_deref(),
-        Some("hello world\n"),
-        "{}",
-        ctx()
-    );
+    assert_eq!(sb.read("notes.txt").as_deref(), Some("hello world\n"), "{}", ctx());
     assert_eq!(sb.read("out.txt").as_deref(), Some("hi\n"), "{}", ctx());
 
     let result = out.json();
@@ -60,25 +51,13 @@ fn assert_files_as_scripted(sb: &Sandbox, mock: &MockServer, out: &claude::Outpu
 
     // Every scripted turn was requested, and the last request carried the three results.
     for turn in 0..4 {
-        assert!(
-            mock.wait_for_turn(turn, Duration::ZERO),
-            "turn {turn} never requested\n{}",
-            ctx()
-        );
+        assert!(mock.wait_for_turn(turn, Duration::ZERO), "turn {turn} never requested\n{}", ctx());
     }
     let main = mock.main_requests();
     let last = main.last().expect("a main request");
     let results = last.tool_results();
-    let ids: Vec<&str> = results
-        .iter()
-        .map(|r| r["tool_use_id"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(
-        ids,
-        ["toolu_mock_0_0", "toolu_mock_1_0", "toolu_mock_2_0"],
-        "{}",
-        ctx()
-    );
+    let ids: Vec<&str> = results.iter().map(|r| r["tool_use_id"].as_str().unwrap_or("")).collect();
+    assert_eq!(ids, ["toolu_mock_0_0", "toolu_mock_1_0", "toolu_mock_2_0"], "{}", ctx());
     for r in &results {
         assert_ne!(r["is_error"], true, "a tool failed: {r}\n{}", ctx());
     }
@@ -93,51 +72,26 @@ fn scripted_session_runs_real_tools() {
     sb.write("README.md", "# demo\n");
     sb.commit("initial");
     let mock = MockServer::start(write_edit_bash_script(&sb));
-    mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
-        .unwrap();
+    mock.log_to_file(&sb.dir.path().join("requests.jsonl")).unwrap();
 
     let started = Instant::now();
-    let out = claude::run(
-        sb.claude_p(&bin, &mock, "Write notes, edit them, run echo"),
-        SESSION_TIMEOUT,
-    );
-    println!(
-        "claude -p session took {:?}\nrequests:\n{}",
-        started.elapsed(),
-        mock.summary()
-    );
+    let out = claude::run(sb.claude_p(&bin, &mock, "Write notes, edit them, run echo"), SESSION_TIMEOUT);
+    println!("claude -p session took {:?}\nrequests:\n{}", started.elapsed(), mock.summary());
     assert_files_as_scripted(&sb, &mock, &out);
 
     // Side requests never advanced the script, and all requests were understood.
     let all = mock.all_requests();
-    assert!(
-        all.iter().all(|r| r.kind != Kind::Other),
-        "{}",
-        mock.summary()
-    );
-    assert!(
-        all.iter()
-            .filter(|r| r.is_main())
-            .all(|r| r.path.starts_with("/v1/messages"))
-    );
+    assert!(all.iter().all(|r| r.kind != Kind::Other), "{}", mock.summary());
+    assert!(all.iter().filter(|r| r.is_main()).all(|r| r.path.starts_with("/v1/messages")));
 
     // The transcript exists where CLAUDE-CODE.md says.
-    let session_id = out.json()["session_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        sb.transcript(&session_id).is_file(),
-        "no transcript at {}",
-        sb.transcript(&session_id).display()
-    );
+    let session_id = out.json()["session_id"].as_str().unwrap_or_default().to_string();
+    assert!(sb.transcript(&session_id).is_file(), "no transcript at {}", sb.transcript(&session_id).display());
 }
 
 #[test]
 fn hooks_fire_and_session_start_context_reaches_the_model() {
-    let Some(bin) =
-        claude::claude_or_skip("hooks_fire_and_session_start_context_reaches_the_model")
-    else {
+    let Some(bin) = claude::claude_or_skip("hooks_fire_and_session_start_context_reaches_the_model") else {
         return;
     };
     let sb = Sandbox::new();
@@ -150,28 +104,18 @@ fn hooks_fire_and_session_start_context_reaches_the_model() {
     let save = claude::saver_command(&payload_dir);
     let mut settings = claude::hooks_for_all_events(&save);
     let context = json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "MARKER-123"}});
-    let session_start = format!(
-        "{save}; printf '%s\\n' {}",
-        claude::sh_quote(context.to_string())
-    );
-    settings["hooks"]["SessionStart"] =
-        json!([{"hooks": [{"type": "command", "command": session_start}]}]);
+    let session_start = format!("{save}; printf '%s\\n' {}", claude::sh_quote(context.to_string()));
+    settings["hooks"]["SessionStart"] = json!([{"hooks": [{"type": "command", "command": session_start}]}]);
     sb.settings(&settings);
 
     let mock = MockServer::start(write_edit_bash_script(&sb));
-    mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
-        .unwrap();
-    let out = claude::run(
-        sb.claude_p(&bin, &mock, "Write notes, edit them, run echo"),
-        SESSION_TIMEOUT,
-    );
+    mock.log_to_file(&sb.dir.path().join("requests.jsonl")).unwrap();
+    let out = claude::run(sb.claude_p(&bin, &mock, "Write notes, edit them, run echo"), SESSION_TIMEOUT);
     println!("claude -p session with hooks took {:?}", out.elapsed);
     assert_files_as_scripted(&sb, &mock, &out);
 
     // SessionEnd may still be running when claude exits.
-    claude::wait_for_payload(&payload_dir, Duration::from_secs(5), |p| {
-        p["hook_event_name"] == "SessionEnd"
-    });
+    claude::wait_for_payload(&payload_dir, Duration::from_secs(5), |p| p["hook_event_name"] == "SessionEnd");
     let payloads = claude::payloads(&payload_dir);
     let events = claude::events(&payloads);
     println!("hook events: {events:?}");
@@ -194,10 +138,7 @@ fn hooks_fire_and_session_start_context_reaches_the_model() {
         assert_eq!(p["session_id"], session_id.as_str(), "{p}");
         assert_eq!(p["cwd"], sb.project.to_str().unwrap(), "{p}");
     }
-    let pre_bash = payloads
-        .iter()
-        .find(|p| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash")
-        .unwrap();
+    let pre_bash = payloads.iter().find(|p| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash").unwrap();
     assert_eq!(pre_bash["tool_input"]["command"], "echo hi > out.txt");
     assert_eq!(pre_bash["tool_use_id"], "toolu_mock_2_0");
 
@@ -208,16 +149,10 @@ fn hooks_fire_and_session_start_context_reaches_the_model() {
     let holders = support::anthropic_mock::strings_containing(&first.body, "MARKER-123");
     println!("MARKER-123 found in: {holders:?}");
     assert_eq!(first.count("MARKER-123"), 1, "{holders:?}");
-    assert!(
-        holders[0].contains("SessionStart hook additional context"),
-        "{holders:?}"
-    );
+    assert!(holders[0].contains("SessionStart hook additional context"), "{holders:?}");
     assert!(main.iter().all(|r| r.count("MARKER-123") == 1));
-    let side_with_marker = mock
-        .all_requests()
-        .iter()
-        .filter(|r| r.kind == Kind::Side && r.count("MARKER-123") > 0)
-        .count();
+    let side_with_marker =
+        mock.all_requests().iter().filter(|r| r.kind == Kind::Side && r.count("MARKER-123") > 0).count();
     println!("side requests carrying the marker: {side_with_marker}");
 }
 
@@ -238,9 +173,7 @@ fn crash_mid_bash(bin: &Path) -> Crashed {
     sb.commit("initial");
     let payload_dir = sb.dir.path().join("payloads");
     fs::create_dir_all(&payload_dir).unwrap();
-    sb.settings(&claude::hooks_for_all_events(&claude::saver_command(
-        &payload_dir,
-    )));
+    sb.settings(&claude::hooks_for_all_events(&claude::saver_command(&payload_dir)));
 
     // A unique token marks the Bash child, to find (and clean up) the orphan.
     let token = claude::unique_token("walj-e2e-orphan");
@@ -264,40 +197,20 @@ fn crash_mid_bash(bin: &Path) -> Crashed {
     let orphans = pids.iter().map(|&pid| claude::cmdline(pid)).collect();
     claude::kill9_tree(&pids);
     let crash = crash.unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
-    Crashed {
-        sb,
-        mock,
-        payload_dir,
-        crash,
-        orphans,
-    }
+    Crashed { sb, mock, payload_dir, crash, orphans }
 }
 
 #[test]
 fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
-    let Some(bin) = claude::claude_or_skip("kill_9_mid_bash_leaves_an_orphan_and_no_post_event")
-    else {
+    let Some(bin) = claude::claude_or_skip("kill_9_mid_bash_leaves_an_orphan_and_no_post_event") else {
         return;
     };
     let c = crash_mid_bash(&bin);
     println!("orphans: {:?}", c.orphans);
-    assert!(
-        c.crash.bash_started,
-        "killed before the Bash command started"
-    );
-    assert!(
-        !c.crash.output.status.success(),
-        "claude was not killed: {:?}",
-        c.crash.output
-    );
-    assert!(
-        !c.orphans.is_empty(),
-        "the Bash child did not survive the kill"
-    );
-    assert_eq!(
-        c.sb.read("config/settings.json").unwrap(),
-        "{\n  \"retries\": 5\n}\n"
-    );
+    assert!(c.crash.bash_started, "killed before the Bash command started");
+    assert!(!c.crash.output.status.success(), "claude was not killed: {:?}", c.crash.output);
+    assert!(!c.orphans.is_empty(), "the Bash child did not survive the kill");
+    assert_eq!(c.sb.read("config/settings.json").unwrap(), "{\n  \"retries\": 5\n}\n");
     thread_sleep_ms(300);
     let events = claude::events(&claude::payloads(&c.payload_dir));
     println!("hook events: {events:?}");
@@ -306,31 +219,13 @@ fn kill_9_mid_bash_leaves_an_orphan_and_no_post_event() {
     assert!(!events.iter().any(|(e, _)| e == "Stop" || e == "SessionEnd"));
 
     // The transcript ends with the Bash tool_use and no tool_result for it.
-    assert!(
-        c.crash.in_transcript,
-        "the Bash tool_use never reached the transcript"
-    );
+    assert!(c.crash.in_transcript, "the Bash tool_use never reached the transcript");
     let transcript = fs::read_to_string(c.sb.transcript(&c.crash.session_id)).unwrap();
-    let lines: Vec<Value> = transcript
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let has_block = |l: &Value, f: &dyn Fn(&Value) -> bool| {
-        l["message"]["content"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(f))
-    };
-    assert!(
-        lines
-            .iter()
-            .any(|l| has_block(l, &|b| b["type"] == "tool_use"
-                && b["id"] == "toolu_mock_1_0"))
-    );
-    assert!(
-        !lines
-            .iter()
-            .any(|l| has_block(l, &|b| b["tool_use_id"] == "toolu_mock_1_0"))
-    );
+    let lines: Vec<Value> = transcript.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let has_block =
+        |l: &Value, f: &dyn Fn(&Value) -> bool| l["message"]["content"].as_array().is_some_and(|c| c.iter().any(f));
+    assert!(lines.iter().any(|l| has_block(l, &|b| b["type"] == "tool_use" && b["id"] == "toolu_mock_1_0")));
+    assert!(!lines.iter().any(|l| has_block(l, &|b| b["tool_use_id"] == "toolu_mock_1_0")));
 }
 
 #[test]
@@ -347,21 +242,13 @@ fn resume_after_kill_9() {
     let mut cmd = c.sb.claude_p(&bin, &c.mock, "Go on");
     cmd.args(["--resume", &c.crash.session_id]);
     let out = claude::run(cmd, SESSION_TIMEOUT);
-    println!(
-        "resumed session took {:?}\n{}",
-        out.elapsed,
-        c.mock.summary()
-    );
+    println!("resumed session took {:?}\n{}", out.elapsed, c.mock.summary());
     assert!(out.status.success(), "{out:?}");
     assert_eq!(out.json()["result"], "Resumed.", "{out:?}");
 
     let main = c.mock.main_requests();
     let resumed = main.last().unwrap();
-    let results: Vec<String> = resumed
-        .tool_results()
-        .iter()
-        .map(|r| r.to_string())
-        .collect();
+    let results: Vec<String> = resumed.tool_results().iter().map(|r| r.to_string()).collect();
     println!("tool results in the resumed request: {results:#?}");
     // Claude Code 2.1.328 answers the interrupted call itself, with an error result.
     let interrupted = resumed
@@ -375,17 +262,11 @@ fn resume_after_kill_9() {
     let payloads = claude::payloads(&c.payload_dir);
     let new_events = claude::events(&payloads[before..]);
     println!("hook events of the resumed session: {new_events:?}");
-    let start = payloads[before..]
-        .iter()
-        .find(|p| p["hook_event_name"] == "SessionStart")
-        .expect("SessionStart on resume");
+    let start =
+        payloads[before..].iter().find(|p| p["hook_event_name"] == "SessionStart").expect("SessionStart on resume");
     println!("SessionStart on resume: {start}");
     assert_eq!(start["source"], "resume");
-    println!(
-        "resumed session id: {} (crashed: {})",
-        out.json()["session_id"],
-        c.crash.session_id
-    );
+    println!("resumed session id: {} (crashed: {})", out.json()["session_id"], c.crash.session_id);
 }
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -415,9 +296,8 @@ fn record_fixtures() {
     let Some(bin) = claude::claude_or_skip("record_fixtures") else {
         panic!("record_fixtures: the real Claude Code CLI is not available");
     };
-    let out_root = PathBuf::from(
-        std::env::var_os("WALJ_FIXTURES_OUT").expect("set WALJ_FIXTURES_OUT to the output folder"),
-    );
+    let out_root =
+        PathBuf::from(std::env::var_os("WALJ_FIXTURES_OUT").expect("set WALJ_FIXTURES_OUT to the output folder"));
     let version_out = claude::run(
         {
             let mut c = std::process::Command::new(&bin);
@@ -426,12 +306,7 @@ fn record_fixtures() {
         },
         Duration::from_secs(30),
     );
-    let version = version_out
-        .stdout
-        .split_whitespace()
-        .next()
-        .expect("claude --version")
-        .to_string();
+    let version = version_out.stdout.split_whitespace().next().expect("claude --version").to_string();
 
     for scenario in ["clean", "killed-mid-bash"] {
         let dir = out_root.join(format!("real-{version}-{scenario}"));
@@ -472,22 +347,13 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
             vec![
                 // Todo tools (TaskCreate/TaskUpdate; needs CLAUDE_CODE_ENABLE_TODO_TOOLS=1).
                 Turn::tools([
-                    (
-                        "TaskCreate",
-                        json!({"subject": "Raise retries", "description": "retries 3 -> 5"}),
-                    ),
-                    (
-                        "TaskCreate",
-                        json!({"subject": "Regenerate docs", "description": "docs/index.md"}),
-                    ),
+                    ("TaskCreate", json!({"subject": "Raise retries", "description": "retries 3 -> 5"})),
+                    ("TaskCreate", json!({"subject": "Regenerate docs", "description": "docs/index.md"})),
                 ]),
                 edit_settings,
                 // Parallel tool calls: a Write and an Edit in one assistant turn.
                 Turn::tools([
-                    (
-                        "Write",
-                        json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"}),
-                    ),
+                    ("Write", json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"})),
                     (
                         "Edit",
                         json!({"file_path": p("src/main.rs"), "old_string": "fn main() {",
@@ -495,20 +361,11 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
                     ),
                 ]),
                 // A failing command (PostToolUseFailure), then a working one.
-                Turn::tool(
-                    "Bash",
-                    json!({"command": "echo checking > check.log; exit 3", "description": "Check"}),
-                ),
-                Turn::tool(
-                    "Bash",
-                    json!({"command": "echo built > build.log", "description": "Build"}),
-                ),
+                Turn::tool("Bash", json!({"command": "echo checking > check.log; exit 3", "description": "Check"})),
+                Turn::tool("Bash", json!({"command": "echo built > build.log", "description": "Build"})),
                 Turn::tool("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
                 // Denied by the project's permissions: PreToolUse fires, no Post event.
-                Turn::tool(
-                    "Bash",
-                    json!({"command": "curl -s http://127.0.0.1:9/deploy", "description": "Deploy"}),
-                ),
+                Turn::tool("Bash", json!({"command": "curl -s http://127.0.0.1:9/deploy", "description": "Deploy"})),
                 Turn::text("Done: retries raised, server added, build run."),
             ],
         )
@@ -517,22 +374,15 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
             "Raise retries, add server, build",
             vec![
                 edit_settings,
-                Turn::tool(
-                    "Write",
-                    json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"}),
-                ),
-                Turn::tool(
-                    "Bash",
-                    json!({"command": "echo started > run.log; sleep 60", "description": "Long build"}),
-                ),
+                Turn::tool("Write", json!({"file_path": p("src/server.rs"), "content": "pub fn serve() {}\n"})),
+                Turn::tool("Bash", json!({"command": "echo started > run.log; sleep 60", "description": "Long build"})),
                 Turn::text("unreachable"),
             ],
         )
     };
     let script_desc: Vec<Value> = turns.iter().map(turn_json).collect();
     let mock = MockServer::start(turns);
-    mock.log_to_file(&sb.dir.path().join("requests.jsonl"))
-        .unwrap();
+    mock.log_to_file(&sb.dir.path().join("requests.jsonl")).unwrap();
 
     let mut cmd = sb.claude_p(bin, &mock, prompt);
     cmd.env("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1");
@@ -541,60 +391,34 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
         let out = running.wait(SESSION_TIMEOUT);
         assert!(out.status.success(), "{out:?}\n{}", mock.summary());
         // SessionEnd hooks may finish after claude.
-        claude::wait_for_payload(&payload_dir, Duration::from_secs(5), |p| {
-            p["hook_event_name"] == "SessionEnd"
-        });
+        claude::wait_for_payload(&payload_dir, Duration::from_secs(5), |p| p["hook_event_name"] == "SessionEnd");
         let sid = out.json()["session_id"].as_str().unwrap().to_string();
         (sid, format!("{}", out.status), vec![])
     } else {
         let pid = running.pid();
         // Kill once the Bash command's `sleep` runs (and the tool_use is in the transcript).
-        let is_pre_bash =
-            |p: &Value| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash";
+        let is_pre_bash = |p: &Value| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "Bash";
         claude::wait_for_payload(&payload_dir, SESSION_TIMEOUT, is_pre_bash);
         wait_until(Duration::from_secs(10), || {
-            claude::descendants(pid)
-                .iter()
-                .any(|&d| claude::cmdline(d).starts_with("sleep 60"))
+            claude::descendants(pid).iter().any(|&d| claude::cmdline(d).starts_with("sleep 60"))
         });
-        let crash =
-            claude::kill9_at_payload(running, &sb, &payload_dir, SESSION_TIMEOUT, is_pre_bash)
-                .unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
+        let crash = claude::kill9_at_payload(running, &sb, &payload_dir, SESSION_TIMEOUT, is_pre_bash)
+            .unwrap_or_else(|e| panic!("{e}\n{}", mock.summary()));
         thread_sleep_ms(500);
-        let alive: Vec<(u32, String)> = crash
-            .descendants
-            .iter()
-            .filter(|(p, _)| !claude::cmdline(*p).is_empty())
-            .cloned()
-            .collect();
+        let alive: Vec<(u32, String)> =
+            crash.descendants.iter().filter(|(p, _)| !claude::cmdline(*p).is_empty()).cloned().collect();
         claude::kill9_tree(&alive.iter().map(|(p, _)| *p).collect::<Vec<_>>());
-        assert!(
-            crash.in_transcript,
-            "the Bash tool_use never reached the transcript"
-        );
+        assert!(crash.in_transcript, "the Bash tool_use never reached the transcript");
         assert!(crash.bash_started, "killed before the Bash command started");
         let orphans: Vec<String> = alive.into_iter().map(|(_, c)| c).collect();
-        (
-            crash.session_id,
-            format!("{}", crash.output.status),
-            orphans,
-        )
+        (crash.session_id, format!("{}", crash.output.status), orphans)
     };
 
     let project = sb.project.to_string_lossy().into_owned();
     let home = sb.home.to_string_lossy().into_owned();
-    let project_key: String = project
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let project_key: String = project.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     let tmp = sb.tmp.to_string_lossy().into_owned();
-    let root = sb
-        .dir
-        .path()
-        .canonicalize()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let root = sb.dir.path().canonicalize().unwrap().to_string_lossy().into_owned();
     let scrub = |s: &str| {
         s.replace(&project, "${PROJECT}")
             .replace(&home, "${HOME}")
@@ -628,10 +452,8 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
                 continue;
             }
         };
-        let bulky = matches!(
-            v["type"].as_str(),
-            Some("attachment" | "api-request" | "api-request-blob" | "api-request-shape")
-        );
+        let bulky =
+            matches!(v["type"].as_str(), Some("attachment" | "api-request" | "api-request-blob" | "api-request-shape"));
         if bulky {
             elide_long_strings(&mut v, 300);
             lines.push(scrub(&v.to_string()));
@@ -652,17 +474,11 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
     }
     fs::write(dir.join("model-requests.jsonl"), reqs.join("\n") + "\n").unwrap();
 
-    let files_after: serde_json::Map<String, Value> = [
-        "config/settings.json",
-        "src/main.rs",
-        "src/server.rs",
-        "check.log",
-        "build.log",
-        "run.log",
-    ]
-    .iter()
-    .filter_map(|rel| sb.read(rel).map(|c| (rel.to_string(), json!(c))))
-    .collect();
+    let files_after: serde_json::Map<String, Value> =
+        ["config/settings.json", "src/main.rs", "src/server.rs", "check.log", "build.log", "run.log"]
+            .iter()
+            .filter_map(|rel| sb.read(rel).map(|c| (rel.to_string(), json!(c))))
+            .collect();
     let meta = json!({
         "claude_code_version": version,
         "scenario": scenario,
@@ -683,11 +499,7 @@ fn record_scenario(bin: &Path, version: &str, scenario: &str, dir: &Path) {
             "${SANDBOX}": "the temp folder holding project, home and tmp"
         }
     });
-    fs::write(
-        dir.join("meta.json"),
-        scrub(&serde_json::to_string_pretty(&meta).unwrap()) + "\n",
-    )
-    .unwrap();
+    fs::write(dir.join("meta.json"), scrub(&serde_json::to_string_pretty(&meta).unwrap()) + "\n").unwrap();
 }
 
 /// A scripted turn as JSON, for `meta.json`.

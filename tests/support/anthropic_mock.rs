@@ -44,10 +44,7 @@ pub enum Turn {
     /// Optional leading text, then one or several `tool_use` blocks, `stop_reason: tool_use`.
     /// Ids are `toolu_mock_<turn>_<n>` (`toolu_mock_s<generation>_<turn>_<n>` after
     /// [`MockServer::script`] replaced the first script).
-    Tools {
-        text: Option<String>,
-        calls: Vec<ToolCall>,
-    },
+    Tools { text: Option<String>, calls: Vec<ToolCall> },
     /// Never answers: the connection stays open, silent, until the server is dropped.
     Hang,
 }
@@ -66,13 +63,7 @@ impl Turn {
     pub fn tools<N: Into<String>>(calls: impl IntoIterator<Item = (N, Value)>) -> Turn {
         Turn::Tools {
             text: None,
-            calls: calls
-                .into_iter()
-                .map(|(name, input)| ToolCall {
-                    name: name.into(),
-                    input,
-                })
-                .collect(),
+            calls: calls.into_iter().map(|(name, input)| ToolCall { name: name.into(), input }).collect(),
         }
     }
 
@@ -132,10 +123,7 @@ pub struct Request {
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
     }
 
     pub fn is_main(&self) -> bool {
@@ -149,10 +137,7 @@ impl Request {
 
     /// How many times `needle` occurs in the JSON strings of the body (after JSON unescaping).
     pub fn count(&self, needle: &str) -> usize {
-        strings_containing(&self.body, needle)
-            .iter()
-            .map(|s| s.matches(needle).count())
-            .sum()
+        strings_containing(&self.body, needle).iter().map(|s| s.matches(needle).count()).sum()
     }
 }
 
@@ -224,9 +209,7 @@ impl MockServer {
     /// Starts the server on `127.0.0.1:<free port>` with the given script.
     pub fn start(turns: Vec<Turn>) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
+        listener.set_nonblocking(true).expect("nonblocking listener");
         let addr = listener.local_addr().expect("local addr");
         let served = vec![false; turns.len()];
         let shared = Arc::new(Shared {
@@ -253,12 +236,7 @@ impl MockServer {
                 .spawn(move || accept_loop(listener, shared, conns))
                 .expect("spawn accept thread")
         };
-        MockServer {
-            addr,
-            shared,
-            accept: Some(accept),
-            conns,
-        }
+        MockServer { addr, shared, accept: Some(accept), conns }
     }
 
     /// `http://127.0.0.1:<port>`, the value for `ANTHROPIC_BASE_URL`.
@@ -310,21 +288,11 @@ impl MockServer {
 
     /// The main-loop requests (those with tools) so far.
     pub fn main_requests(&self) -> Vec<Request> {
-        self.shared
-            .lock()
-            .requests
-            .iter()
-            .filter(|r| r.is_main())
-            .cloned()
-            .collect()
+        self.shared.lock().requests.iter().filter(|r| r.is_main()).cloned().collect()
     }
 
     /// Waits until some recorded request satisfies `pred`; returns it, or `None` on timeout.
-    pub fn wait_for(
-        &self,
-        timeout: Duration,
-        mut pred: impl FnMut(&Request) -> bool,
-    ) -> Option<Request> {
+    pub fn wait_for(&self, timeout: Duration, mut pred: impl FnMut(&Request) -> bool) -> Option<Request> {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         loop {
@@ -332,19 +300,13 @@ impl MockServer {
                 return Some(r.clone());
             }
             let left = deadline.checked_duration_since(Instant::now())?;
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, left.min(POLL))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = self.shared.changed.wait_timeout(st, left.min(POLL)).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 
     /// Waits until scripted turn `turn` has been sent (or, for a hanging turn, requested).
     pub fn wait_for_turn(&self, turn: usize, timeout: Duration) -> bool {
-        self.wait_for(timeout, |r| r.kind == Kind::Main { turn: Some(turn) })
-            .is_some()
+        self.wait_for(timeout, |r| r.kind == Kind::Main { turn: Some(turn) }).is_some()
     }
 
     /// A readable summary of the requests, for assertion messages.
@@ -402,18 +364,14 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, conns: Arc<Mutex<Vec<
             Ok((stream, _)) => {
                 let shared = shared.clone();
                 let id = shared.conn_ids.fetch_add(1, Ordering::SeqCst);
-                let h = thread::Builder::new()
-                    .name("anthropic-mock-conn".into())
-                    .spawn(move || {
-                        let _ = serve_connection(stream, id, &shared);
-                    });
+                let h = thread::Builder::new().name("anthropic-mock-conn".into()).spawn(move || {
+                    let _ = serve_connection(stream, id, &shared);
+                });
                 if let Ok(h) = h {
                     conns.lock().unwrap_or_else(|e| e.into_inner()).push(h);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                thread::sleep(Duration::from_millis(5))
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(Duration::from_millis(5)),
             Err(_) => thread::sleep(POLL),
         }
     }
@@ -443,9 +401,7 @@ impl Conn<'_> {
                 Err(e)
                     if matches!(
                         e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
                     ) => {}
                 Err(e) => return Err(e),
             }
@@ -496,10 +452,7 @@ struct Http {
 
 impl Http {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -525,21 +478,11 @@ fn read_request(conn: &mut Conn) -> io::Result<Option<Http>> {
             headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
     }
-    let mut req = Http {
-        method,
-        path,
-        headers,
-        body: Vec::new(),
-    };
-    if req
-        .header("expect")
-        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
-    {
+    let mut req = Http { method, path, headers, body: Vec::new() };
+    if req.header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         conn.send(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
-    let chunked = req
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let chunked = req.header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     if chunked {
         loop {
             let size_line = conn.line()?.ok_or(io::ErrorKind::UnexpectedEof)?;
@@ -559,9 +502,7 @@ fn read_request(conn: &mut Conn) -> io::Result<Option<Http>> {
             conn.exact(2)?; // CRLF after the chunk
         }
     } else if let Some(len) = req.header("content-length") {
-        let len: usize = len
-            .parse()
-            .map_err(|_| io::Error::other("bad content-length"))?;
+        let len: usize = len.parse().map_err(|_| io::Error::other("bad content-length"))?;
         req.body = conn.exact(len)?;
     }
     Ok(Some(req))
@@ -571,15 +512,9 @@ fn serve_connection(stream: TcpStream, conn_id: usize, shared: &Shared) -> io::R
     stream.set_read_timeout(Some(POLL))?;
     stream.set_write_timeout(Some(Duration::from_secs(30)))?;
     let _ = stream.set_nodelay(true);
-    let mut conn = Conn {
-        stream,
-        buf: Vec::new(),
-        shared,
-    };
+    let mut conn = Conn { stream, buf: Vec::new(), shared };
     while let Some(req) = read_request(&mut conn)? {
-        let close = req
-            .header("connection")
-            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let close = req.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
         match respond(&req, conn_id, shared) {
             Reply::Hang => {
                 while !shared.stopping() {
@@ -587,11 +522,7 @@ fn serve_connection(stream: TcpStream, conn_id: usize, shared: &Shared) -> io::R
                 }
                 return Ok(());
             }
-            Reply::Send {
-                status,
-                content_type,
-                body,
-            } => {
+            Reply::Send { status, content_type, body } => {
                 let head = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
                      cache-control: no-cache\r\nrequest-id: req_mock_{}\r\nconnection: {}\r\n\r\n",
@@ -614,11 +545,7 @@ fn serve_connection(stream: TcpStream, conn_id: usize, shared: &Shared) -> io::R
 }
 
 enum Reply {
-    Send {
-        status: &'static str,
-        content_type: &'static str,
-        body: String,
-    },
+    Send { status: &'static str, content_type: &'static str, body: String },
     Hang,
 }
 
@@ -630,19 +557,13 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
 
     let mut st = shared.lock();
     let (kind, reply) = if is_post && route.ends_with("/v1/messages/count_tokens") {
-        (
-            Kind::CountTokens,
-            json_reply("200 OK", json!({"input_tokens": 42})),
-        )
+        (Kind::CountTokens, json_reply("200 OK", json!({"input_tokens": 42})))
     } else if is_post && route.ends_with("/v1/messages") && has_tools {
         let (turn, reply) = main_reply(&mut st, &body, shared);
         (Kind::Main { turn }, reply)
     } else if is_post && route.ends_with("/v1/messages") {
         let text = "OK";
-        (
-            Kind::Side,
-            message_reply(&body, &[Block::Text(text)], "end_turn", shared),
-        )
+        (Kind::Side, message_reply(&body, &[Block::Text(text)], "end_turn", shared))
     } else if req.method == "GET" || req.method == "HEAD" {
         (Kind::Other, json_reply("200 OK", json!({})))
     } else {
@@ -692,24 +613,13 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
         }
         start += t.tool_count();
     }
-    let chosen = candidates
-        .iter()
-        .copied()
-        .find(|&i| !st.served[i])
-        .or(candidates.last().copied());
+    let chosen = candidates.iter().copied().find(|&i| !st.served[i]).or(candidates.last().copied());
     let Some(i) = chosen else {
         let text = "(mock: the script has no turn for this request)";
-        return (
-            None,
-            message_reply(body, &[Block::Text(text)], "end_turn", shared),
-        );
+        return (None, message_reply(body, &[Block::Text(text)], "end_turn", shared));
     };
     st.served[i] = true;
-    let prefix = if st.generation == 0 {
-        "toolu_mock_".to_string()
-    } else {
-        format!("toolu_mock_s{}_", st.generation)
-    };
+    let prefix = if st.generation == 0 { "toolu_mock_".to_string() } else { format!("toolu_mock_s{}_", st.generation) };
     let reply = match &st.script[i] {
         Turn::Hang => Reply::Hang,
         Turn::Text(t) => message_reply(body, &[Block::Text(t)], "end_turn", shared),
@@ -718,15 +628,9 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
             if let Some(t) = text {
                 blocks.push(Block::Text(t));
             }
-            let ids: Vec<String> = (0..calls.len())
-                .map(|n| format!("{prefix}{i}_{n}"))
-                .collect();
+            let ids: Vec<String> = (0..calls.len()).map(|n| format!("{prefix}{i}_{n}")).collect();
             for (c, id) in calls.iter().zip(&ids) {
-                blocks.push(Block::ToolUse {
-                    id,
-                    name: &c.name,
-                    input: &c.input,
-                });
+                blocks.push(Block::ToolUse { id, name: &c.name, input: &c.input });
             }
             message_reply(body, &blocks, "tool_use", shared)
         }
@@ -736,19 +640,11 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
 
 enum Block<'a> {
     Text(&'a str),
-    ToolUse {
-        id: &'a str,
-        name: &'a str,
-        input: &'a Value,
-    },
+    ToolUse { id: &'a str, name: &'a str, input: &'a Value },
 }
 
 fn json_reply(status: &'static str, v: Value) -> Reply {
-    Reply::Send {
-        status,
-        content_type: "application/json",
-        body: v.to_string(),
-    }
+    Reply::Send { status, content_type: "application/json", body: v.to_string() }
 }
 
 /// An assistant message, as SSE events when the request asked for `stream`, else as JSON.
@@ -820,10 +716,7 @@ fn message_reply(req: &Value, blocks: &[Block], stop_reason: &str, shared: &Shar
                 }
             }
         }
-        event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        );
+        event("content_block_stop", json!({"type": "content_block_stop", "index": index}));
     }
     event(
         "message_delta",
@@ -832,11 +725,7 @@ fn message_reply(req: &Value, blocks: &[Block], stop_reason: &str, shared: &Shar
                "usage": {"output_tokens": 20}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
-    Reply::Send {
-        status: "200 OK",
-        content_type: "text/event-stream; charset=utf-8",
-        body: out,
-    }
+    Reply::Send { status: "200 OK", content_type: "text/event-stream; charset=utf-8", body: out }
 }
 
 /// Splits a string in two pieces at a char boundary (deltas arrive in pieces in real streams).

@@ -82,10 +82,7 @@ impl Sandbox {
     /// An empty git repository `project/` (no commit yet) and an empty `home/`.
     /// With `WALJ_E2E_KEEP=1` in the environment the folder is kept (and its path printed).
     pub fn new() -> Sandbox {
-        let mut dir = tempfile::Builder::new()
-            .prefix("walj-e2e-")
-            .tempdir()
-            .expect("tempdir");
+        let mut dir = tempfile::Builder::new().prefix("walj-e2e-").tempdir().expect("tempdir");
         if std::env::var_os("WALJ_E2E_KEEP").is_some_and(|v| v == "1") {
             dir.disable_cleanup(true);
             println!("WALJ_E2E_KEEP: keeping {}", dir.path().display());
@@ -99,12 +96,7 @@ impl Sandbox {
             fs::create_dir_all(d).unwrap();
         }
         git(&project, &["init", "-q", "-b", "main"]);
-        Sandbox {
-            dir,
-            project,
-            home,
-            tmp,
-        }
+        Sandbox { dir, project, home, tmp }
     }
 
     /// Writes `rel` (relative to the project), creating folders.
@@ -140,10 +132,7 @@ impl Sandbox {
 
     /// Writes `.claude/settings.json` in the project.
     pub fn settings(&self, settings: &Value) {
-        self.write(
-            ".claude/settings.json",
-            &serde_json::to_string_pretty(settings).unwrap(),
-        );
+        self.write(".claude/settings.json", &serde_json::to_string_pretty(settings).unwrap());
     }
 
     /// A `claude` command: cwd = project, a clean environment (PATH, the sandbox HOME, the
@@ -180,12 +169,8 @@ impl Sandbox {
 
     /// Claude Code's transcripts folder for this project.
     pub fn transcripts_dir(&self) -> PathBuf {
-        let key: String = self
-            .project
-            .to_string_lossy()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
+        let key: String =
+            self.project.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         self.home.join(".claude/projects").join(key)
     }
 
@@ -245,12 +230,7 @@ pub fn spawn(mut cmd: Command) -> Running {
     };
     let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
     let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    Running {
-        child,
-        started,
-        out,
-        err,
-    }
+    Running { child, started, out, err }
 }
 
 impl Running {
@@ -293,13 +273,7 @@ impl Running {
                 String::from("<output still open: a child process holds the pipe>")
             }
         };
-        Output {
-            status,
-            stdout: join(self.out.take()),
-            stderr: join(self.err.take()),
-            elapsed,
-            timed_out,
-        }
+        Output { status, stdout: join(self.out.take()), stderr: join(self.err.take()), elapsed, timed_out }
     }
 }
 
@@ -311,10 +285,7 @@ pub fn run(cmd: Command, timeout: Duration) -> Output {
 /// A hook command that saves its stdin as `<dir>/<nanoseconds>-<pid>.json` (written to a
 /// temp name, then renamed, so a reader never sees half a payload).
 pub fn saver_command(dir: &Path) -> String {
-    format!(
-        "f={}/$(date +%s%N)-$$.json; cat > \"$f.part\" && mv \"$f.part\" \"$f\"",
-        sh_quote(dir)
-    )
+    format!("f={}/$(date +%s%N)-$$.json; cat > \"$f.part\" && mv \"$f.part\" \"$f\"", sh_quote(dir))
 }
 
 /// `.claude/settings.json` content running `command` for every hook event (all tools).
@@ -364,22 +335,14 @@ pub fn payload_files(dir: &Path) -> Vec<PathBuf> {
     // Names are `<nanos>-<pid>.json`: numeric order of the first part.
     files.sort_by_key(|p| {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let nanos: u128 = name
-            .split('-')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let nanos: u128 = name.split('-').next().and_then(|n| n.parse().ok()).unwrap_or(0);
         (nanos, name)
     });
     files
 }
 
 /// Waits until a payload in `dir` satisfies `pred`.
-pub fn wait_for_payload(
-    dir: &Path,
-    timeout: Duration,
-    mut pred: impl FnMut(&Value) -> bool,
-) -> Option<Value> {
+pub fn wait_for_payload(dir: &Path, timeout: Duration, mut pred: impl FnMut(&Value) -> bool) -> Option<Value> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = payloads(dir).into_iter().find(&mut pred) {
@@ -432,19 +395,13 @@ pub fn pids_mentioning(token: &str) -> Vec<u32> {
 /// The command line of a process (arguments joined by spaces; empty if it is gone).
 pub fn cmdline(pid: u32) -> String {
     let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    String::from_utf8_lossy(&raw)
-        .replace('\0', " ")
-        .trim_end()
-        .to_string()
+    String::from_utf8_lossy(&raw).replace('\0', " ").trim_end().to_string()
 }
 
 /// `kill -9` of the given pids (processes the test started).
 pub fn kill9_pids(pids: &[u32]) {
     for pid in pids {
-        let _ = Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).stderr(Stdio::null()).status();
     }
 }
 
@@ -495,14 +452,8 @@ pub fn kill9_tree(pids: &[u32]) {
 pub fn unique_token(prefix: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{prefix}-{}-{nanos}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
 }
 
 /// What [`kill9_at_payload`] did.
@@ -538,14 +489,9 @@ pub fn kill9_at_payload(
     let Some(payload) = wait_for_payload(payload_dir, timeout, pred) else {
         running.kill9();
         let out = running.wait(Duration::from_secs(10));
-        return Err(format!(
-            "no matching hook payload within {timeout:?}; claude: {out:?}"
-        ));
+        return Err(format!("no matching hook payload within {timeout:?}; claude: {out:?}"));
     };
-    let session_id = payload["session_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let session_id = payload["session_id"].as_str().unwrap_or_default().to_string();
     let transcript = sb.transcript(&session_id);
     let mut in_transcript = true;
     if let Some(id) = payload["tool_use_id"].as_str() {
@@ -561,22 +507,13 @@ pub fn kill9_at_payload(
         };
     }
     let mut bash_started = false;
-    if let (Some("Bash"), Some(command)) = (
-        payload["tool_name"].as_str(),
-        payload["tool_input"]["command"].as_str(),
-    ) {
+    if let (Some("Bash"), Some(command)) = (payload["tool_name"].as_str(), payload["tool_input"]["command"].as_str()) {
         // Claude Code runs `bash -c '… eval <quoted command> …'`: look for the longest piece
         // of the command that quoting cannot change.
-        let piece = command
-            .split(['\'', '"', '\\'])
-            .max_by_key(|p| p.len())
-            .unwrap_or(command);
+        let piece = command.split(['\'', '"', '\\']).max_by_key(|p| p.len()).unwrap_or(command);
         let deadline = Instant::now() + Duration::from_secs(10);
         bash_started = loop {
-            if descendants(running.pid())
-                .into_iter()
-                .any(|p| cmdline(p).contains(piece))
-            {
+            if descendants(running.pid()).into_iter().any(|p| cmdline(p).contains(piece)) {
                 break true;
             }
             if Instant::now() >= deadline {
@@ -585,18 +522,8 @@ pub fn kill9_at_payload(
             thread::sleep(Duration::from_millis(5));
         };
     }
-    let descendants = descendants(running.pid())
-        .into_iter()
-        .map(|p| (p, cmdline(p)))
-        .collect();
+    let descendants = descendants(running.pid()).into_iter().map(|p| (p, cmdline(p))).collect();
     running.kill9();
     let output = running.wait(Duration::from_secs(10));
-    Ok(Crash {
-        payload,
-        session_id,
-        in_transcript,
-        bash_started,
-        output,
-        descendants,
-    })
+    Ok(Crash { payload, session_id, in_transcript, bash_started, output, descendants })
 }
