@@ -4,6 +4,7 @@
 pub mod core;
 pub mod setup;
 pub mod triage;
+pub mod tui;
 
 use std::path::PathBuf;
 
