@@ -33,3 +33,4 @@ pub mod report;
 pub mod store;
 pub mod style;
 pub mod triage;
+pub mod tui;
