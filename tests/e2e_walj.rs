@@ -378,7 +378,13 @@ fn clean_session_is_journaled_and_settled() {
     }
     let log = p.walj_json(&["log", "--json", "--all"]);
     let log: Vec<&Value> = log.as_array().unwrap().iter().collect();
-    assert_eq!(log.len(), 3, "{log:?}");
+    // Three file tool calls, and what the Bash call created (issue 6: a child entry).
+    assert_eq!(log.len(), 4, "{log:?}");
+    let built = log.iter().find(|e| e["path"] == "build.log").expect("build.log entry");
+    assert_eq!(
+        (&built["tool"], &built["event"], &built["parent"]),
+        (&json!("Bash"), &json!("artifact_created"), &json!("toolu_mock_4_0"))
+    );
     for e in &log {
         assert_eq!(e["status"], "persisted", "{e}");
         assert_eq!(e["after"], json!(p.hash_object(e["path"].as_str().unwrap())), "{e}");
