@@ -708,7 +708,7 @@ impl<'a> Tree<'a> {
         self.pending_bytes = 0;
         items.sort_by(|a, b| a.0.cmp(&b.0));
         items.dedup_by(|a, b| a.0 == b.0);
-        put_parallel(&self.store, &items)
+        Ok(self.store.put_batch(&items)?)
     }
 
     /// Differences between two snapshots of this tree.
@@ -904,11 +904,6 @@ fn index_map(index: &git2::Index, prefix: &str) -> HashMap<String, String> {
         }
     }
     m
-}
-
-/// Stores objects durably, batched (see [`Store::put_batch`]).
-pub fn put_parallel(store: &Store, items: &[(String, Vec<u8>)]) -> Result<(), SnapError> {
-    Ok(store.put_batch(items)?)
 }
 
 /// Child entry id: stable for (command, phase, path), unique among them.

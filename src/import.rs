@@ -229,7 +229,8 @@ pub struct ImportOptions {
 #[derive(Default)]
 struct Existing {
     keys: HashSet<(String, String, String)>,
-    prompts: HashSet<(String, String)>,
+    /// Prompts the hooks recorded (they carry no id): (session, text hash) → how many.
+    hooked_prompts: HashMap<(String, String), usize>,
     /// Sessions with a start record (hooked or imported).
     started: HashSet<String>,
 }
@@ -240,9 +241,10 @@ impl Existing {
         scan_records(journal, |_, r| {
             let k = r.kind.clone().unwrap_or_default();
             if r.kind.as_deref() == Some(kind::PROMPT)
+                && r.id.is_empty()
                 && let Some(p) = r.get_str("prompt")
             {
-                ex.prompts.insert((r.session_key().to_string(), blob_id(p.as_bytes())));
+                *ex.hooked_prompts.entry((r.session_key().to_string(), blob_id(p.as_bytes()))).or_default() += 1;
             }
             if r.kind.as_deref() == Some(kind::START) {
                 ex.started.insert(r.session_key().to_string());
@@ -258,20 +260,29 @@ impl Existing {
         if r.kind.as_deref() == Some(kind::START) && !self.started.insert(r.session.clone()) {
             return false;
         }
-        if r.kind.as_deref() == Some(kind::PROMPT)
-            && let Some(p) = r.get_str("prompt")
-            && !self.prompts.insert((r.session.clone(), blob_id(p.as_bytes())))
-        {
+        if !self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default())) {
             return false;
         }
-        self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default()))
+        // A prompt the hooks already recorded (once per time they saw it).
+        if r.kind.as_deref() == Some(kind::PROMPT)
+            && let Some(p) = r.get_str("prompt")
+            && let Some(n) = self.hooked_prompts.get_mut(&(r.session.clone(), blob_id(p.as_bytes())))
+            && *n > 0
+        {
+            *n -= 1;
+            return false;
+        }
+        true
     }
 }
 
 /// Imports `files` into `project`'s journal.
 pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
     use anyhow::Context;
-    let cfg = Config::load(&project.config_path()).unwrap_or_default();
+    let cfg = Config::load(&project.config_path()).unwrap_or_else(|e| {
+        eprintln!("walj: warning: {e}; importing with the default settings");
+        Config::default()
+    });
     let matcher = cfg.matcher().ok();
     let mut existing =
         Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
@@ -319,7 +330,7 @@ pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> any
                 records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
             let blobs: Vec<(String, Vec<u8>)> =
                 conv.blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
-            crate::bashsnap::put_parallel(&store, &blobs).context("storing pre- and post-images")?;
+            store.put_batch(&blobs).context("storing pre- and post-images")?;
             let writer = JournalWriter::new(&project.journal);
             for chunk in records.chunks(BATCH) {
                 writer.append_all(chunk).with_context(|| format!("appending to {}", project.journal.display()))?;

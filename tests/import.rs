@@ -529,3 +529,28 @@ fn streamed_message_parts_are_one_message_and_repeated_blocks_count_once() {
     // The turn did not end (the message's second part called a tool): w1 stays open.
     assert!(!recs.iter().any(|r| r.id == "w1" && r.op == "persisted"));
 }
+
+#[test]
+fn a_prompt_typed_twice_is_kept_twice() {
+    let (_t, root) = project();
+    let cfg = root.parent().unwrap().join("claude");
+    let s = "33333333-2222-3333-4444-555555555555";
+    let lines: Vec<String> = (1..=3)
+        .map(|n| {
+            json!({"type": "user", "sessionId": s, "cwd": root, "uuid": format!("p{n}"),
+                   "timestamp": format!("2026-01-03T00:00:0{n}.000Z"),
+                   "message": {"role": "user", "content": if n == 2 { "other" } else { "continue" }}})
+            .to_string()
+        })
+        .collect();
+    let t = root.parent().unwrap().join("prompts.jsonl");
+    fs::write(&t, lines.join("\n") + "\n").unwrap();
+    walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    let prompts: Vec<String> = records(&root)
+        .iter()
+        .filter(|r| r.kind.as_deref() == Some("prompt"))
+        .map(|r| r.get_str("prompt").unwrap().to_string())
+        .collect();
+    assert_eq!(prompts, ["continue", "other", "continue"]);
+}
