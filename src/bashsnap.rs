@@ -272,7 +272,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     let mut summary = json!({
         "mode": pre.mode,
         "changed": records.len(),
-        "ms": pre.ms + now.ms,
+        // Pre's snapshot, and Post's snapshot and comparison.
+        "ms": pre.ms + tree.started.elapsed().as_millis() as u64,
     });
     if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);

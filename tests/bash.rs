@@ -503,3 +503,18 @@ fn background_command_that_moves_the_index_before_returning() {
             .ends_with(".index"))
     );
 }
+
+#[test]
+fn touching_changes_nothing_and_same_size_rewrites_are_seen() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    run_bash(&root, "toolu_touch", "touch a.txt");
+    assert!(children(&root, "toolu_touch").is_empty(), "same bytes: no entry");
+    // A file written just before the command and rewritten by it with as many bytes: its
+    // stat may not change (timestamp granularity), its bytes did.
+    fs::write(root.join("b.txt"), b"1111\n").unwrap();
+    run_bash(&root, "toolu_same_size", "printf '2222\\n' > b.txt");
+    let kids = children(&root, "toolu_same_size");
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"1111\n"[..]));
+    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"2222\n"[..]));
+}

@@ -109,12 +109,18 @@ pub fn dirty_files(
         // Meanwhile, untracked files (this thread: the repository handle is not Sync).
         let mut untracked = Vec::new();
         let walk = walk_untracked(repo, &root, prefix, &known, &mut untracked);
+        let mut lost = false;
         for w in workers {
-            if let Ok(v) = w.join() {
-                out.extend(v);
+            match w.join() {
+                Ok(v) => out.extend(v),
+                Err(_) => lost = true,
             }
         }
         out.extend(untracked);
+        if lost {
+            // Never report a partial answer as complete: files would be missed.
+            return Err(git2::Error::from_str("a stat worker panicked"));
+        }
         walk
     });
     walk?;
