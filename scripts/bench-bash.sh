@@ -71,8 +71,15 @@ hyperfine -N --warmup 3 --runs ${RUNS:-40} --export-json "$WORK/steady.json" \
   -n "pre+post, no change" "$WORK/prepost.sh" \
   -n "pre+post, command changes 3 files" "env CHANGE=$WORK/change.sh $WORK/prepost.sh"
 printf '[bash]\nsnapshot = false\n' > "$REPO/.walj/config.toml"
-hyperfine -N --warmup 3 --runs ${RUNS:-40} -n "pre+post, snapshot off (hook baseline)" "$WORK/prepost.sh"
+hyperfine -N --warmup 3 --runs ${RUNS:-40} --export-json "$WORK/off.json" -n "pre+post, snapshot off (hook baseline)" "$WORK/prepost.sh"
 rm -f "$REPO/.walj/config.toml"
-hyperfine -N --runs ${COLD_RUNS:-10} --prepare "rm -rf $REPO/.walj" -n "pre+post, cold (empty store)" "$WORK/prepost.sh"
+hyperfine -N --runs ${COLD_RUNS:-10} --export-json "$WORK/cold.json" --prepare "rm -rf $REPO/.walj" -n "pre+post, cold (empty store)" "$WORK/prepost.sh"
+echo "medians (ms):" >&2
+python3 - "$WORK"/steady.json "$WORK"/off.json "$WORK"/cold.json <<'PY' >&2
+import json, sys
+for f in sys.argv[1:]:
+    for r in json.load(open(f))["results"]:
+        print(f"  {r['command']:40s} median {r['median']*1000:6.1f}  min {r['min']*1000:6.1f}  mean {r['mean']*1000:6.1f}")
+PY
 echo "snapshot time reported by walj (ms, Pre+Post, last run):" >&2
 grep -o '"snapshot":{[^}]*}' "$REPO/.walj/journal.jsonl" | tail -3 >&2

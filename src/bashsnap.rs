@@ -40,6 +40,7 @@ use crate::journal::{Blob, Record, op};
 use crate::project::{Project, to_slash};
 use crate::store::{Store, blob_id};
 
+mod gitindex;
 mod gitscan;
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
@@ -493,7 +494,7 @@ struct Tree<'a> {
     pending: Vec<(String, Vec<u8>)>,
     pending_bytes: usize,
     /// The index as the last `take` read it.
-    index: Option<git2::Index>,
+    index: Option<Vec<gitindex::Entry>>,
     /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
     new_objects: usize,
     /// The diff stopped at `MAX_CHANGES`.
@@ -567,7 +568,7 @@ impl<'a> Tree<'a> {
         let index_st = fs::metadata(&index_path).ok().map(|m| Stamp { c: 0, ..Stamp::of(&m) });
         let workdir = repo.workdir().unwrap_or(&self.project.root).to_path_buf();
         let git_err = |source| SnapError::Git { path: workdir.clone(), source };
-        let index = repo.index().map_err(git_err)?;
+        let index = read_index(repo, &index_path).map_err(git_err)?;
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
         let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads).map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
@@ -718,8 +719,11 @@ impl<'a> Tree<'a> {
         let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
         paths.extend(now.files.keys().map(String::as_str));
         let git = pre.mode == Mode::Git && now.mode == Mode::Git && self.repo.is_some();
-        let current =
-            if git { self.index.take().or_else(|| self.repo.as_ref().and_then(|r| r.index().ok())) } else { None };
+        let current = if git {
+            self.index.take().or_else(|| self.repo.as_ref().and_then(|r| read_index(r, &r.path().join("index")).ok()))
+        } else {
+            None
+        };
         // When the command changed the index (add, commit, checkout, reset, pull…), clean
         // files' bytes before it come from the saved index, and every path whose index
         // entry moved is a candidate.
@@ -730,7 +734,10 @@ impl<'a> Tree<'a> {
                 .index
                 .as_ref()
                 .and_then(|i| i.copy.as_ref())
-                .and_then(|c| git2::Index::open(&dir.join(c)).ok())
+                .and_then(|c| {
+                    let p = dir.join(c);
+                    gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))
+                })
                 .map(|i| index_map(&i, &self.prefix));
             if let (Some(old), Some(cur)) = (&old_index, &current) {
                 let cur = index_map(cur, &self.prefix);
@@ -745,8 +752,7 @@ impl<'a> Tree<'a> {
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
         let in_current = |rel: &str| -> Option<String> {
-            let idx = current.as_ref()?;
-            idx.get_path(Path::new(&format!("{prefix}{rel}")), 0).map(|e| e.id.to_string())
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| e.id.clone())
         };
         let in_old = |rel: &str| -> Option<String> {
             match &old_index {
@@ -890,21 +896,29 @@ fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
 }
 
 /// Stage-0 index entries under `prefix`, keyed by project-relative path.
-fn index_map(index: &git2::Index, prefix: &str) -> HashMap<String, String> {
+fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, String> {
     let mut m = HashMap::with_capacity(index.len());
-    for e in index.iter() {
-        if (e.flags >> 12) & 3 != 0 {
-            continue;
-        }
-        let Ok(p) = std::str::from_utf8(&e.path) else { continue };
-        if let Some(rel) = p.strip_prefix(prefix) {
-            if rel == ".walj" || rel.starts_with(".walj/") {
-                continue;
-            }
-            m.insert(rel.to_string(), e.id.to_string());
+    for e in index.iter().filter(|e| e.stage == 0) {
+        if let Some(rel) = e.path.strip_prefix(prefix)
+            && rel != ".walj"
+            && !rel.starts_with(".walj/")
+        {
+            m.insert(rel.to_string(), e.id.clone());
         }
     }
     m
+}
+
+/// The repository's index entries: read directly, else through libgit2; none when the
+/// repository has no index yet.
+fn read_index(repo: &git2::Repository, path: &Path) -> Result<Vec<gitindex::Entry>, git2::Error> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    match gitindex::read(path) {
+        Some(v) => Ok(v),
+        None => Ok(gitindex::from_git2(&repo.index()?)),
+    }
 }
 
 /// Child entry id: stable for (command, phase, path), unique among them.

@@ -13,7 +13,9 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
-use git2::{Index, IndexEntryExtendedFlag, Repository};
+use git2::Repository;
+
+use super::gitindex::Entry;
 
 /// One path that may differ from the index (`/`-separated, relative to the project).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +45,7 @@ struct Tracked {
 /// `threads` stat workers (1 = none).
 pub fn dirty_files(
     repo: &Repository,
-    index: &Index,
+    index: &[Entry],
     workdir: &Path,
     prefix: &str,
     threads: usize,
@@ -51,34 +53,29 @@ pub fn dirty_files(
     let index_mtime = fs::metadata(repo.path().join("index")).ok().map(|m| stamp_mtime(&m));
     let filemode = cfg!(unix) && repo.config().and_then(|c| c.get_bool("core.filemode")).unwrap_or(true);
     let mut tracked = Vec::with_capacity(index.len());
-    let mut last_conflict: Option<String> = None;
-    for e in index.iter() {
-        let Ok(p) = String::from_utf8(e.path) else { continue };
-        let Some(rel) = p.strip_prefix(prefix) else { continue };
+    let mut last_conflict: Option<&str> = None;
+    for e in index {
+        let Some(rel) = e.path.strip_prefix(prefix) else { continue };
         if rel.is_empty() || rel == ".walj" || rel.starts_with(".walj/") {
             continue;
         }
-        let ext = IndexEntryExtendedFlag::from_bits_truncate(e.flags_extended);
-        let stage = (e.flags >> 12) & 3;
         // Conflicted paths have up to three entries, next to each other.
-        if stage != 0 {
-            if last_conflict.as_deref() == Some(rel) {
+        if e.stage != 0 {
+            if last_conflict == Some(rel) {
                 continue;
             }
-            last_conflict = Some(rel.to_string());
+            last_conflict = Some(rel);
         }
-        let mtime = (e.mtime.seconds(), e.mtime.nanoseconds());
-        let racy = index_mtime.is_none_or(|im| mtime >= im);
-        let skip = e.mode & S_IFMT == S_IFGITLINK || ext.is_skip_worktree();
+        let racy = index_mtime.is_none_or(|im| e.mtime >= im);
         tracked.push(Tracked {
-            rel: if prefix.is_empty() { p } else { rel.to_string() },
-            mtime,
-            ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
-            size: e.file_size,
+            rel: rel.to_string(),
+            mtime: e.mtime,
+            ctime: e.ctime,
+            size: e.size,
             ino: e.ino,
             mode: e.mode,
-            always: racy || stage != 0 || ext.is_intent_to_add(),
-            skip,
+            always: racy || e.stage != 0 || e.intent_to_add,
+            skip: e.mode & S_IFMT == S_IFGITLINK || e.skip_worktree,
         });
     }
     // Every tracked path and every folder holding one, borrowed from `tracked`.
