@@ -9,6 +9,7 @@
 //! - [`payload`], [`hook`]: Claude Code hook payloads and the hook itself.
 //! - [`fold`]: records → entry states and session context.
 //! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
+//! - [`session`]: session context: list/show/resume, transcript copies, bundles, procs, compaction.
 //! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
 
 #![forbid(unsafe_code)]
@@ -27,5 +28,6 @@ pub mod payload;
 pub mod procinfo;
 pub mod project;
 pub mod report;
+pub mod session;
 pub mod store;
 pub mod style;

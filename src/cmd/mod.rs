@@ -2,6 +2,7 @@
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
 pub mod core;
+pub mod sessions;
 pub mod setup;
 
 use std::path::PathBuf;
