@@ -215,9 +215,9 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     for e in un.iter().take(shown) {
         let _ = writeln!(
             out,
-            "- {} ({}, {}; {} {}, id {})",
-            clip(&e.path, lvl.text.max(40)),
+            "- [{}] {}: {} ({} {}, id {})",
             e.state().as_str(),
+            clip(&e.path, lvl.text.max(40)),
             describe_state(e),
             e.tool,
             e.event,

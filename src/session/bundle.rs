@@ -44,7 +44,7 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
-    #[error("{path}: not a walj session bundle ({why})")]
+    #[error("{path}: not a walj session bundle ({why}); nothing was imported")]
     NotABundle { path: String, why: String },
     #[error(
         "{path}: made by a newer walj (bundle format version {found}; this walj reads version {FORMAT_VERSION}). Upgrade walj and import again; nothing was imported"
@@ -55,10 +55,10 @@ pub enum BundleError {
     #[error("{path}: none of the given identities opens it (it is encrypted to other age recipients); nothing was imported")]
     NoMatchingKey { path: String },
     #[error(
-        "{path}: the bundle is encrypted with a passphrase; set WALJ_PASSPHRASE or run the command in a terminal to type it"
+        "{path}: the bundle is encrypted with a passphrase; set WALJ_PASSPHRASE or run the command in a terminal to type it; nothing was imported"
     )]
     NeedPassphrase { path: String },
-    #[error("{path}: the bundle is encrypted to age recipients; pass --identity FILE with a matching key")]
+    #[error("{path}: the bundle is encrypted to age recipients; pass --identity FILE with a matching key; nothing was imported")]
     NeedIdentity { path: String },
     #[error("{path}: truncated ({why}); copy the complete file again; nothing was imported")]
     Truncated { path: String, why: String },
@@ -327,8 +327,13 @@ fn decrypt_err(path: &str, e: age::DecryptError) -> BundleError {
 }
 
 fn stream_err(path: &str, stage: &str, e: io::Error) -> BundleError {
-    let why = format!("{stage}: {e}");
     let msg = e.to_string().to_ascii_lowercase();
+    if msg.contains("decryption error") || msg.contains("last chunk") {
+        // age's STREAM: a chunk that does not authenticate, cut or changed alike.
+        let why = "the encrypted data does not authenticate: the file was cut short or changed".to_string();
+        return BundleError::Tampered { path: path.to_string(), why };
+    }
+    let why = format!("{stage}: {e}");
     if e.kind() == io::ErrorKind::UnexpectedEof || msg.contains("truncat") || msg.contains("incomplete") {
         BundleError::Truncated { path: path.to_string(), why }
     } else {
@@ -572,9 +577,10 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
         }
     }
     if rep.records_added > 0 {
-        let mut r = Record::new(op::SESSION, &session);
+        let mut r = Record::new(op::SESSION, "");
         r.event = crate::config::event::SESSION.into();
         r.kind = Some(super::KIND_IMPORTED.into());
+        r.target = Some(session.clone());
         let r = r
             .with("source_root", c.meta.source_root.clone())
             .with("bundle", bundle_name)

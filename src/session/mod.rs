@@ -36,6 +36,8 @@ use crate::project::Project;
 use crate::store::Store;
 
 /// `kind` of the session record `walj sessions import` appends (where the session came from).
+/// It is written with an empty `session` and `target` = the imported session, so the imported
+/// session's own records (and times) stay exactly as exported.
 pub const KIND_IMPORTED: &str = "imported";
 
 /// Errors of the session commands. Each names what it was doing and on which file.
@@ -106,6 +108,8 @@ struct Who<'a> {
     op: Cow<'a, str>,
     #[serde(default, borrow)]
     kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    target: Option<Cow<'a, str>>,
 }
 
 /// Every 40-hex-digit JSON string in a line: the object ids it may name, whatever the field
@@ -143,6 +147,16 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
             return;
         }
         let Ok(who) = serde_json::from_slice::<Who>(raw.bytes) else { return };
+        if who.op == op::SESSION && who.kind.as_deref() == Some(KIND_IMPORTED) {
+            // Written outside the session (so it does not change the session's times).
+            let Some(t) = who.target.as_deref().filter(|t| !t.is_empty()) else { return };
+            if only.is_none_or(|o| o == t) {
+                if let Ok(v) = serde_json::from_slice::<Value>(raw.bytes) {
+                    out.entry(t.to_string()).or_default().imports.push(v);
+                }
+            }
+            return;
+        }
         let key = if who.session.is_empty() { who.sid.as_ref() } else { who.session.as_ref() };
         if key.is_empty() || only.is_some_and(|o| o != key) {
             return;
@@ -157,11 +171,6 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
         }
         if who.op == op::SESSION && matches!(who.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
             u.marks += 1;
-        }
-        if who.op == op::SESSION && who.kind.as_deref() == Some(KIND_IMPORTED) {
-            if let Ok(v) = serde_json::from_slice::<Value>(raw.bytes) {
-                u.imports.push(v);
-            }
         }
     })?;
     let store = Store::new(project.store_dir());

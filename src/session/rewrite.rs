@@ -252,17 +252,22 @@ impl Plan {
         let is_mark = l.op == op::SESSION && matches!(l.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED));
         match &self.mode {
             Mode::Delete { session } => {
-                if key == session.as_str() {
-                    return false;
-                }
                 if is_mark {
+                    // Marks the session wrote about *other* sessions stay, or those would be
+                    // announced (or briefed) again.
                     return match l.kind.as_deref() {
                         Some(kind::ANNOUNCED) => target != Some(session.as_str()),
                         _ => !target.is_some_and(|t| self.drop_handoffs.contains(t)),
                     };
                 }
+                if key == session.as_str() {
+                    return false;
+                }
                 if l.op == op::UNDO && target.is_some_and(|t| self.drop_handoffs.contains(t)) {
                     return false;
+                }
+                if l.op == op::SESSION && l.kind.as_deref() == Some(super::KIND_IMPORTED) {
+                    return target != Some(session.as_str());
                 }
                 true
             }
@@ -297,6 +302,9 @@ impl Plan {
                 }
                 match l.op.as_ref() {
                     op::AUDIT => l.ts.as_ref() >= cutoff.as_str(),
+                    op::SESSION if l.kind.as_deref() == Some(super::KIND_IMPORTED) => {
+                        !target.is_some_and(|t| self.retired.contains(t))
+                    }
                     op::SESSION => true,
                     op::HANDOFF => !l.action.as_deref().is_some_and(|a| self.drop_handoffs.contains(a)),
                     op::UNDO if target.is_some_and(|t| self.drop_handoffs.contains(t)) => false,
@@ -565,6 +573,9 @@ fn rewrite_locked(
             .iter()
             .any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
         if want != got || announced_lost {
+            if std::env::var_os("WALJ_DEBUG_REWRITE").is_some() {
+                eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
+            }
             return Err(fail(SessionError::Refused(format!(
                 "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this",
                 journal.display()
