@@ -98,7 +98,8 @@ impl Env {
     }
 
     fn subst(&self, text: &str) -> String {
-        text.replace("${PROJECT}", &self.project.display().to_string()).replace("${HOME}", &self.home.display().to_string())
+        text.replace("${PROJECT}", &self.project.display().to_string())
+            .replace("${HOME}", &self.home.display().to_string())
     }
 
     /// Runs one hook payload under a short-lived parent (`timeout`); returns its stdout.
@@ -133,7 +134,8 @@ impl Env {
     fn json(&self, args: &[&str]) -> Value {
         let out = walj(&self.project).args(args).output().unwrap();
         assert!(out.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("walj {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("walj {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 
     fn text(&self, args: &[&str]) -> String {
@@ -260,7 +262,10 @@ fn show_has_both_todos_the_background_command_and_the_prompt() {
     let list = env.json(&["sessions", "list", "--json"]);
     let s = &list.as_array().unwrap()[0];
     assert_eq!((s["state"].as_str(), s["unresolved"].as_u64()), (Some("crashed"), Some(2)));
-    assert_eq!((s["todos_done"].as_u64(), s["todos_total"].as_u64(), s["prompts"].as_u64()), (Some(0), Some(2), Some(1)));
+    assert_eq!(
+        (s["todos_done"].as_u64(), s["todos_total"].as_u64(), s["prompts"].as_u64()),
+        (Some(0), Some(2), Some(1))
+    );
     assert_eq!(s["branch"], "main");
     assert!(s["bytes"].as_u64().unwrap() > 0);
     let text = env.text(&["sessions"]);
@@ -304,9 +309,8 @@ fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_onc
     assert!(v["chars"].as_u64().unwrap() <= 9000);
 
     // The next session start gets it exactly once (and no second recovery note).
-    let start = |sid: &str| {
-        env.hook(&payload(sid, "SessionStart", json!({"source": "startup", "model": "claude-sonnet-4-5"})))
-    };
+    let start =
+        |sid: &str| env.hook(&payload(sid, "SessionStart", json!({"source": "startup", "model": "claude-sonnet-4-5"})));
     let first = start("aaaaaaaa-1111-2222-3333-444444444444");
     let out: Value = serde_json::from_str(first.trim()).unwrap();
     let ctx = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
@@ -337,7 +341,10 @@ fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
     for i in 0..30 {
         let mut p = Record::new(op::SESSION, sid);
         p.kind = Some(kind::PROMPT.into());
-        recs.push(p.with("prompt", format!("prompt {i}: {}", "please refactor the billing module and keep the API ".repeat(12))));
+        recs.push(p.with(
+            "prompt",
+            format!("prompt {i}: {}", "please refactor the billing module and keep the API ".repeat(12)),
+        ));
     }
     let todos: Vec<Value> = (0..60)
         .map(|i| {
@@ -409,11 +416,7 @@ fn safe_copy_keeps_the_lines_a_truncated_transcript_lost() {
     // The crash (or anything) cuts the transcript mid-line.
     fs::write(env.transcript(), &original[..original.len() / 3]).unwrap();
     let out_file = env.root.join("restored.jsonl");
-    let out = walj(&env.project)
-        .args(["sessions", "transcript", "8f14", "-o"])
-        .arg(&out_file)
-        .output()
-        .unwrap();
+    let out = walj(&env.project).args(["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let restored = fs::read(&out_file).unwrap();
     assert_eq!(restored, original, "the copy holds every line of the transcript at the last Stop");
@@ -502,7 +505,8 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let got = walj(&dest).args(["recover", "--json"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&got.stdout), recover, "{name}: recover --json differs");
-        let list: Value = serde_json::from_slice(&walj(&dest).args(["sessions", "list", "--json"]).output().unwrap().stdout).unwrap();
+        let list: Value =
+            serde_json::from_slice(&walj(&dest).args(["sessions", "list", "--json"]).output().unwrap().stdout).unwrap();
         assert_eq!(list[0]["session"], SESSION);
         assert_eq!(list[0]["imported"], true);
         // The transcript copy came along.
@@ -521,7 +525,11 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
         let again = c.output().unwrap();
         assert!(again.status.success());
         assert!(String::from_utf8_lossy(&again.stdout).contains("nothing new"));
-        assert_eq!(fs::read(dest.join(".walj/journal.jsonl")).unwrap(), journal, "{name}: second import changed the journal");
+        assert_eq!(
+            fs::read(dest.join(".walj/journal.jsonl")).unwrap(),
+            journal,
+            "{name}: second import changed the journal"
+        );
     }
 }
 
@@ -756,7 +764,10 @@ fn compact_waits_for_concurrent_hooks_and_loses_no_record() {
             let home = home.clone();
             std::thread::spawn(move || {
                 let run = |p: String| {
-                    hook_in(&project, &p.replace("${PROJECT}", &project.display().to_string()).replace("${HOME}", &home))
+                    hook_in(
+                        &project,
+                        &p.replace("${PROJECT}", &project.display().to_string()).replace("${HOME}", &home),
+                    )
                 };
                 for i in 0..12 {
                     run(payload(sid, "UserPromptSubmit", json!({"prompt": format!("prompt {t}-{i}")})));
@@ -792,7 +803,11 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
     env.hook(&payload(sid, "SessionStart", json!({"source": "startup"})));
     let cmd = "sleep 313";
     let input = json!({"command": cmd, "description": "wait", "run_in_background": true});
-    env.hook(&payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input})));
+    env.hook(&payload(
+        sid,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input}),
+    ));
     env.hook(&payload(
         sid,
         "PostToolUse",
@@ -804,7 +819,10 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
         let p = v.as_array().unwrap().iter().find(|p| p["id"] == "toolu_BG1").unwrap().clone();
         assert_eq!(p["task_id"], "bash_7");
         assert_eq!(p["command"], cmd);
-        (p["state"].as_str().unwrap().to_string(), p["pids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect())
+        (
+            p["state"].as_str().unwrap().to_string(),
+            p["pids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect(),
+        )
     };
     assert_eq!(state_of(&env).0, "not_running");
     // The same command running in the project folder counts; elsewhere it does not.
@@ -824,7 +842,10 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
     let out = walj(&env.project).args(["procs", "restart", "BG1"]).write_stdin("n\n").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(cmd) && err.contains(&env.project.display().to_string()) && err.contains("Nothing started"), "{err}");
+    assert!(
+        err.contains(cmd) && err.contains(&env.project.display().to_string()) && err.contains("Nothing started"),
+        "{err}"
+    );
     assert_eq!(state_of(&env).0, "not_running");
     // --yes starts it, detached, output in .walj/procs/<id>.log.
     let out = walj(&env.project).args(["procs", "restart", "bash_7", "--yes"]).output().unwrap();

@@ -264,7 +264,8 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     for (i, t) in s.todos.iter().enumerate() {
         let label = t.id.as_deref().map(|id| format!("#{id}")).unwrap_or_else(|| format!("{}", i + 1));
         let status = format!("[{}]", t.status);
-        let status = if t.is_open() { style.yellow(&format!("{status:<13}")) } else { style.dim(&format!("{status:<13}")) };
+        let status =
+            if t.is_open() { style.yellow(&format!("{status:<13}")) } else { style.dim(&format!("{status:<13}")) };
         let _ = writeln!(o, "  {label:>4} {status} {}", t.content);
     }
     let files = st.files();
@@ -317,7 +318,8 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         let _ = writeln!(o, "  {:<12}  {}  {}  {}", short_id(&e.id), state_colored(e.state(), style), e.path, e.tool);
     }
     if let Some(m) = &s.last_assistant_message {
-        let _ = writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
+        let _ =
+            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
     }
     let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
     if pending > 0 {
@@ -337,10 +339,9 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
 
 fn proc_line(p: &ProcStatus, style: &Style) -> String {
     let state = match p.state {
-        "running" => style.green(&format!(
-            "running (pid {})",
-            p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-        )),
+        "running" => {
+            style.green(&format!("running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")))
+        }
         "not_running" => style.red("not running"),
         _ => style.yellow("unknown"),
     };
@@ -402,7 +403,15 @@ fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
         human_bytes(rep.bytes_after),
         rep.objects_removed,
         human_bytes(rep.object_bytes_removed),
-        if rep.transcripts_removed > 0 { format!(", {} transcript cop{}", rep.transcripts_removed, if rep.transcripts_removed == 1 { "y" } else { "ies" }) } else { String::new() }
+        if rep.transcripts_removed > 0 {
+            format!(
+                ", {} transcript cop{}",
+                rep.transcripts_removed,
+                if rep.transcripts_removed == 1 { "y" } else { "ies" }
+            )
+        } else {
+            String::new()
+        }
     );
     if rep.objects_recent > 0 {
         let _ = write!(s, "; {} unnamed objects younger than an hour kept", rep.objects_recent);
@@ -427,7 +436,8 @@ pub fn resume(project: &Project, sid: &str, print_only: bool, json_out: bool) ->
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
     let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
-    let action = if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
+    let action =
+        if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     if json_out {
         let v = json!({
             "session": state.session(),
@@ -481,7 +491,8 @@ pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, for
                 }
                 let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
                 let bak = PathBuf::from(format!("{}.{stamp}.bak", path.display()));
-                std::fs::copy(&path, &bak).with_context(|| format!("keeping {} as {}", path.display(), bak.display()))?;
+                std::fs::copy(&path, &bak)
+                    .with_context(|| format!("keeping {} as {}", path.display(), bak.display()))?;
                 eprintln!("walj: the previous {} is kept as {}", path.display(), bak.display());
             }
             crate::fsutil::atomic_write(&path, &bytes, Some(0o600))
@@ -566,12 +577,21 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>) -> anyho
     }
     println!(
         "imported session {} ({}): {} records added ({} already here), {} objects added ({} already here), transcript {}.",
-        rep.sid, rep.session, rep.records_added, rep.records_present, rep.objects_added, rep.objects_present, rep.transcript
+        rep.sid,
+        rep.session,
+        rep.records_added,
+        rep.records_present,
+        rep.objects_added,
+        rep.objects_present,
+        rep.transcript
     );
     if let Some(p) = &rep.transcript_side {
         println!("A different transcript copy was already here; the bundle's is in {}.", p.display());
     }
-    println!("Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}", sid = rep.sid);
+    println!(
+        "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
+        sid = rep.sid
+    );
     Ok(0)
 }
 

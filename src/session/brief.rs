@@ -144,10 +144,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         SessionStatus::Live => "is still running".to_string(),
         SessionStatus::Unknown => "ended; walj cannot tell how".to_string(),
     };
-    let mut where_ = format!(
-        "The session {how}. It started {}",
-        human_ts(s.started.as_ref().unwrap_or(&s.first_ts))
-    );
+    let mut where_ = format!("The session {how}. It started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
     if let Some(c) = &s.cwd {
         let _ = write!(where_, " in {c}");
     }
@@ -234,7 +231,8 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let shown = failed.len().min(lvl.items);
         for c in failed.iter().take(shown) {
             let err = c.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
-            let _ = writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
+            let _ =
+                writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
         }
         let ids: Vec<String> = failed.iter().skip(shown).map(|c| short_id(&c.id)).collect();
         rest(&mut out, failed.len() - shown, "failed commands", &ids, id_budget);
@@ -246,7 +244,9 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let shown = input.procs.len().min(lvl.items);
         for p in input.procs.iter().take(shown) {
             let state = match p.state {
-                "running" => format!("still running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+                "running" => {
+                    format!("still running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))
+                }
                 "not_running" => "not running".to_string(),
                 _ => "unknown whether it runs".to_string(),
             };
@@ -283,10 +283,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     }
     if let Some(c) = &input.copy_path {
         let more = if t.copy_has_more() { " (it holds lines the original lacks)" } else { "" };
-        let _ = writeln!(
-            out,
-            "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out."
-        );
+        let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
     let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {}", s.session);
     out

@@ -52,13 +52,17 @@ pub enum BundleError {
     Newer { path: String, found: u64 },
     #[error("{path}: wrong passphrase (or a damaged header); nothing was imported")]
     WrongPassphrase { path: String },
-    #[error("{path}: none of the given identities opens it (it is encrypted to other age recipients); nothing was imported")]
+    #[error(
+        "{path}: none of the given identities opens it (it is encrypted to other age recipients); nothing was imported"
+    )]
     NoMatchingKey { path: String },
     #[error(
         "{path}: the bundle is encrypted with a passphrase; set WALJ_PASSPHRASE or run the command in a terminal to type it; nothing was imported"
     )]
     NeedPassphrase { path: String },
-    #[error("{path}: the bundle is encrypted to age recipients; pass --identity FILE with a matching key; nothing was imported")]
+    #[error(
+        "{path}: the bundle is encrypted to age recipients; pass --identity FILE with a matching key; nothing was imported"
+    )]
     NeedIdentity { path: String },
     #[error("{path}: truncated ({why}); copy the complete file again; nothing was imported")]
     Truncated { path: String, why: String },
@@ -115,8 +119,8 @@ pub struct Contents {
 /// Gathers a session's records (and the marks other sessions wrote about it), the objects they
 /// name, and its transcript copy (else the original transcript, when it still exists).
 pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionError> {
-    let fold = Fold::load(&project.journal, &FoldOptions::default())
-        .map_err(SessionError::io("reading", &project.journal))?;
+    let fold =
+        Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let info = fold.session(session).ok_or_else(|| SessionError::Unknown(session.to_string()))?;
     let actions: BTreeSet<String> =
         fold.handoffs.iter().filter(|h| h.session == session).map(|h| h.action.clone()).collect();
@@ -156,9 +160,11 @@ pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionErro
             Err(e) => warnings.push(format!("left out: {e}")),
         }
     }
-    let transcript = match transcript::read_copy(project, session)
-        .map_err(|e| SessionError::Io { op: "reading the transcript copy".into(), path: project.dir.clone(), source: e })?
-    {
+    let transcript = match transcript::read_copy(project, session).map_err(|e| SessionError::Io {
+        op: "reading the transcript copy".into(),
+        path: project.dir.clone(),
+        source: e,
+    })? {
         Some(t) => Some(t),
         None => info.transcript.as_deref().and_then(|p| std::fs::read(p).ok()),
     };
@@ -180,7 +186,10 @@ pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionErro
 /// The uncompressed payload.
 pub fn encode(c: &Contents) -> Vec<u8> {
     let mut out = Vec::with_capacity(
-        c.records.len() + c.objects.iter().map(|o| o.1.len() + 64).sum::<usize>() + c.transcript.as_ref().map_or(0, Vec::len) + 512,
+        c.records.len()
+            + c.objects.iter().map(|o| o.1.len() + 64).sum::<usize>()
+            + c.transcript.as_ref().map_or(0, Vec::len)
+            + 512,
     );
     let mut meta = c.meta.clone();
     meta.records = c.records.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
@@ -294,7 +303,8 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
             }
             let mut ids: Vec<Box<dyn age::Identity + Send + Sync>> = Vec::new();
             for f in &keys.identities {
-                let file = age::IdentityFile::from_file(f.display().to_string()).map_err(io_err("reading identity", f))?;
+                let file =
+                    age::IdentityFile::from_file(f.display().to_string()).map_err(io_err("reading identity", f))?;
                 let mut got = file.into_identities().map_err(|e| BundleError::Io {
                     op: "reading identity".into(),
                     path: f.display().to_string(),
@@ -354,10 +364,10 @@ fn parse_stream(path: &str, input: impl Read) -> Result<Contents, BundleError> {
     }
     let head: Value = serde_json::from_slice(&first)
         .map_err(|e| BundleError::NotABundle { path: path.into(), why: format!("header: {e}") })?;
-    let version = head
-        .get("walj_bundle")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| BundleError::NotABundle { path: path.into(), why: "no walj_bundle version in the header".into() })?;
+    let version = head.get("walj_bundle").and_then(Value::as_u64).ok_or_else(|| BundleError::NotABundle {
+        path: path.into(),
+        why: "no walj_bundle version in the header".into(),
+    })?;
     if version > u64::from(FORMAT_VERSION) {
         return Err(BundleError::Newer { path: path.into(), found: version });
     }
@@ -382,7 +392,8 @@ fn parse_body(path: &str, meta: Meta, payload: &[u8], mut pos: usize) -> Result<
         let Some(nl) = payload[pos..].iter().position(|&b| b == b'\n') else {
             return Err(truncated("the end marker is missing"));
         };
-        let header = std::str::from_utf8(&payload[pos..pos + nl]).map_err(|_| tampered("a section header is not text".into()))?;
+        let header = std::str::from_utf8(&payload[pos..pos + nl])
+            .map_err(|_| tampered("a section header is not text".into()))?;
         let line_start = pos;
         pos += nl + 1;
         let parts: Vec<&str> = header.split(' ').collect();
@@ -483,7 +494,11 @@ fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
         // Recorded as outside: nothing was captured, and walj never writes there. A record
         // that is outside *and* carries file images is not one walj writes.
         let images = [&rec.before, &rec.after].into_iter().any(|b| matches!(b, Some(Blob::Id(_))));
-        return if images { Err(format!("{} is outside the project but carries file images", rec.path)) } else { Ok(()) };
+        return if images {
+            Err(format!("{} is outside the project but carries file images", rec.path))
+        } else {
+            Ok(())
+        };
     }
     project.resolve_rel(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
 }
@@ -512,8 +527,12 @@ pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError>
 pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     verify(project, c, bundle_name)?;
     let session = c.meta.session.clone();
-    let mut rep =
-        SaveReport { session: session.clone(), sid: c.meta.sid.clone(), transcript: "none".into(), ..Default::default() };
+    let mut rep = SaveReport {
+        session: session.clone(),
+        sid: c.meta.sid.clone(),
+        transcript: "none".into(),
+        ..Default::default()
+    };
     project.ensure_dir().map_err(SessionError::io("creating", &project.dir))?;
     let store = Store::new(project.store_dir());
     for (id, bytes) in &c.objects {

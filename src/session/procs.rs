@@ -52,8 +52,8 @@ pub struct ProcStatus {
 
 /// Every session's background commands.
 pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
-    let fold = Fold::load(&project.journal, &FoldOptions::default())
-        .map_err(SessionError::io("reading", &project.journal))?;
+    let fold =
+        Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let table = procinfo::processes();
     let mut out = Vec::new();
     for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
@@ -63,7 +63,11 @@ pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
 }
 
 /// One session's background commands, matched against `table` (`None`: cannot tell).
-pub fn for_session(s: &SessionInfo, status: SessionStatus, table: Option<&[(u32, String, Option<PathBuf>)]>) -> Vec<ProcStatus> {
+pub fn for_session(
+    s: &SessionInfo,
+    status: SessionStatus,
+    table: Option<&[(u32, String, Option<PathBuf>)]>,
+) -> Vec<ProcStatus> {
     let mut out: Vec<ProcStatus> = Vec::new();
     for c in &s.commands {
         let kind = if c.background {
@@ -177,8 +181,7 @@ fn cwd_matches(actual: Option<&Path>, recorded: Option<&str>) -> bool {
 
 /// Finds a process by id prefix (the Bash call id, with or without `toolu_`) or task id.
 pub fn find<'a>(procs: &'a [ProcStatus], id: &str) -> Result<&'a ProcStatus, SessionError> {
-    let exact: Vec<&ProcStatus> =
-        procs.iter().filter(|p| p.id == id || p.task_id.as_deref() == Some(id)).collect();
+    let exact: Vec<&ProcStatus> = procs.iter().filter(|p| p.id == id || p.task_id.as_deref() == Some(id)).collect();
     let matches = if exact.is_empty() {
         procs
             .iter()
@@ -216,14 +219,8 @@ pub fn restart(project: &Project, p: &ProcStatus, cwd: &Path) -> Result<(u32, Pa
     fsutil::create_private_dir(&logs).map_err(SessionError::io("creating", &logs))?;
     let mut f = fsutil::open_private(&log, OpenOptions::new().create(true).append(true))
         .map_err(SessionError::io("opening", &log))?;
-    writeln!(
-        f,
-        "=== walj procs restart {}: {} (in {})",
-        crate::journal::record::now_ts(),
-        p.command,
-        cwd.display()
-    )
-    .map_err(SessionError::io("writing", &log))?;
+    writeln!(f, "=== walj procs restart {}: {} (in {})", crate::journal::record::now_ts(), p.command, cwd.display())
+        .map_err(SessionError::io("writing", &log))?;
     let err_f = f.try_clone().map_err(SessionError::io("opening", &log))?;
     let mut cmd = shell_command(&p.command);
     cmd.current_dir(cwd).stdin(std::process::Stdio::null()).stdout(f).stderr(err_f);

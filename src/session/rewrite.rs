@@ -109,8 +109,8 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
 
 /// `walj sessions delete`.
 pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
-    let fold = Fold::load(&project.journal, &FoldOptions::default())
-        .map_err(SessionError::io("reading", &project.journal))?;
+    let fold =
+        Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let session = resolve(&fold, prefix)?;
     if !opts.force {
         let s = fold.session(&session).ok_or_else(|| SessionError::Unknown(prefix.to_string()))?;
@@ -453,7 +453,8 @@ fn rewrite_locked(
         Mode::Delete { session } => Some(session.clone()),
         Mode::Compact { .. } => None,
     };
-    let live: HashMap<String, SessionStatus> = before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
+    let live: HashMap<String, SessionStatus> =
+        before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
     let bytes_before = fs::metadata(journal).map(|m| m.len()).unwrap_or(0);
     rep.bytes_before = bytes_before;
 
@@ -568,10 +569,8 @@ fn rewrite_locked(
             .map_err(|e| fail(SessionError::io("reading", &tmp)(e)))?;
         let (want, got) = (protected_view(&before, skip.as_deref(), &live), protected_view(&after, None, &live));
         let announced_before = announced_of(&before);
-        let announced_lost = after
-            .sessions
-            .iter()
-            .any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
+        let announced_lost =
+            after.sessions.iter().any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
         if want != got || announced_lost {
             if std::env::var_os("WALJ_DEBUG_REWRITE").is_some() {
                 eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
@@ -598,7 +597,12 @@ fn rewrite_locked(
 }
 
 /// Transcript copies of sessions no record names any more go too (compaction).
-fn finish_transcripts(project: &Project, plan: &Plan, dry_run: bool, rep: &mut RewriteReport) -> Result<(), SessionError> {
+fn finish_transcripts(
+    project: &Project,
+    plan: &Plan,
+    dry_run: bool,
+    rep: &mut RewriteReport,
+) -> Result<(), SessionError> {
     if let Mode::Compact { .. } = plan.mode {
         rep.sessions_removed = plan.retired.iter().cloned().collect();
         rep.sessions_removed.sort();
@@ -616,7 +620,12 @@ fn finish_transcripts(project: &Project, plan: &Plan, dry_run: bool, rep: &mut R
 }
 
 /// Removes objects no kept line names (older than the grace period).
-fn sweep(project: &Project, referenced: &HashSet<String>, dry_run: bool, rep: &mut RewriteReport) -> Result<(), SessionError> {
+fn sweep(
+    project: &Project,
+    referenced: &HashSet<String>,
+    dry_run: bool,
+    rep: &mut RewriteReport,
+) -> Result<(), SessionError> {
     let store = Store::new(project.store_dir());
     let ids = store.ids().map_err(SessionError::io("listing", store.dir()))?;
     let now = SystemTime::now();
