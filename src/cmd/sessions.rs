@@ -82,10 +82,10 @@ fn rel_display(project: &Project, p: &Path) -> String {
 
 /// Brings the session's safe copy up to date with the original (when it still exists).
 fn catch_up(project: &Project, state: &SessionState) {
-    if let Some(t) = state.info.transcript.as_deref() {
-        if let Err(e) = transcript::copy(project, state.session(), Path::new(t)) {
-            eprintln!("walj: warning: could not update the transcript copy: {e}");
-        }
+    if let Some(t) = state.info.transcript.as_deref()
+        && let Err(e) = transcript::copy(project, state.session(), Path::new(t))
+    {
+        eprintln!("walj: warning: could not update the transcript copy: {e}");
     }
 }
 

@@ -467,10 +467,11 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
         }
         check_line(n as u64, line).map_err(|p| tampered(format!("record {p}")))?;
         let rec = parse_record(line).map_err(|e| tampered(format!("record {n}: {e}")))?;
-        if rec.op() == op::HANDOFF && rec.session_key() == session {
-            if let Some(a) = &rec.action {
-                actions.insert(a.clone());
-            }
+        if rec.op() == op::HANDOFF
+            && rec.session_key() == session
+            && let Some(a) = &rec.action
+        {
+            actions.insert(a.clone());
         }
         parsed.push((n, rec));
     }

@@ -138,10 +138,10 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
     let mut out: HashMap<String, Usage> = HashMap::new();
     let needle: Option<Vec<u8>> = only.map(|s| s.chars().take(6).collect::<String>().into_bytes());
     scan_lines(&project.journal, |raw| {
-        if let Some(n) = &needle {
-            if !crate::journal::reader::contains(raw.bytes, n) {
-                return;
-            }
+        if let Some(n) = &needle
+            && !crate::journal::reader::contains(raw.bytes, n)
+        {
+            return;
         }
         if check_line(raw.line_no, raw.bytes).is_err() {
             return;
@@ -150,10 +150,10 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
         if who.op == op::SESSION && who.kind.as_deref() == Some(KIND_IMPORTED) {
             // Written outside the session (so it does not change the session's times).
             let Some(t) = who.target.as_deref().filter(|t| !t.is_empty()) else { return };
-            if only.is_none_or(|o| o == t) {
-                if let Ok(v) = serde_json::from_slice::<Value>(raw.bytes) {
-                    out.entry(t.to_string()).or_default().imports.push(v);
-                }
+            if only.is_none_or(|o| o == t)
+                && let Ok(v) = serde_json::from_slice::<Value>(raw.bytes)
+            {
+                out.entry(t.to_string()).or_default().imports.push(v);
             }
             return;
         }

@@ -477,11 +477,11 @@ fn rewrite_locked(
     let mut records_after = 0u64;
     let mut last_tick = 0u64;
     let scan = scan_lines(journal, |raw| {
-        if let Some(b) = &bar {
-            if raw.offset - last_tick > (1 << 20) {
-                b.set_position(raw.offset);
-                last_tick = raw.offset;
-            }
+        if let Some(b) = &bar
+            && raw.offset - last_tick > (1 << 20)
+        {
+            b.set_position(raw.offset);
+            last_tick = raw.offset;
         }
         let view = if check_line(raw.line_no, raw.bytes).is_ok() {
             serde_json::from_slice::<LineView>(raw.bytes).ok()
@@ -530,10 +530,10 @@ fn rewrite_locked(
             written_lines += 1;
         }
         bytes_after += buf.len() as u64;
-        if let (Some(w), None) = (out.as_mut(), write_err.as_ref()) {
-            if let Err(e) = w.write_all(&buf) {
-                write_err = Some(e);
-            }
+        if let (Some(w), None) = (out.as_mut(), write_err.as_ref())
+            && let Err(e) = w.write_all(&buf)
+        {
+            write_err = Some(e);
         }
     });
     let fail = |e: SessionError| -> SessionError {

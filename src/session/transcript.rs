@@ -687,15 +687,15 @@ pub fn copies(project: &Project) -> Vec<String> {
 
 /// The end of the transcript (original when it exists, else the copy): at most `max` bytes.
 pub fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) -> Option<Vec<u8>> {
-    if let Some(o) = original {
-        if let Ok(mut f) = File::open(o) {
-            let len = f.metadata().ok()?.len();
-            let start = len.saturating_sub(max);
-            f.seek(SeekFrom::Start(start)).ok()?;
-            let mut v = Vec::new();
-            f.read_to_end(&mut v).ok()?;
-            return Some(v);
-        }
+    if let Some(o) = original
+        && let Ok(mut f) = File::open(o)
+    {
+        let len = f.metadata().ok()?.len();
+        let start = len.saturating_sub(max);
+        f.seek(SeekFrom::Start(start)).ok()?;
+        let mut v = Vec::new();
+        f.read_to_end(&mut v).ok()?;
+        return Some(v);
     }
     let mut v = read_copy(project, session).ok()??;
     let cut = v.len().saturating_sub(max as usize);
