@@ -39,12 +39,18 @@ pub fn checkpoint(
         for b in [&e.before, &e.after].into_iter().flatten() {
             later.entry(e.path.as_str()).or_default().push((e.line, b.id().map(str::to_string)));
         }
+        // Bytes a triage action wrote (a merge-revert keeps later changes) come after every entry.
+        for a in e.actions.iter().filter(|a| !a.undone) {
+            if let Some(w) = &a.wrote {
+                later.entry(e.path.as_str()).or_default().push((u64::MAX, w.id().map(str::to_string)));
+            }
+        }
     }
     for e in &fold.entries {
-        if let Some(s) = session {
-            if !e.session.starts_with(s) {
-                continue;
-            }
+        if let Some(s) = session
+            && !e.session.starts_with(s)
+        {
+            continue;
         }
         let base = e.base;
         if !matches!(base, EntryState::Applied | EntryState::InFlight | EntryState::Drifted) || e.v1 {

@@ -258,10 +258,10 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// live / ended / crashed / unknown (DESIGN §4).
     pub fn status(&self) -> SessionStatus {
-        if let Some((end_ts, _)) = &self.end {
-            if self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()) {
-                return SessionStatus::Ended;
-            }
+        if let Some((end_ts, _)) = &self.end
+            && self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str())
+        {
+            return SessionStatus::Ended;
         }
         match self.proc {
             None => SessionStatus::Unknown,
@@ -303,10 +303,12 @@ pub struct Fold {
     pub records: u64,
     by_id: HashMap<String, usize>,
     by_session: HashMap<String, usize>,
+    /// The session of the previous record: consecutive lines mostly share one.
+    last_session: Option<usize>,
 }
 
 /// The borrowed partial view used for every line.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 struct Lite<'a> {
     #[serde(default)]
     v: u32,
@@ -360,16 +362,27 @@ impl Fold {
         let mut problems = Vec::new();
         let mut pairs: HashMap<(String, String, String), VecDeque<String>> = HashMap::new();
         let report = scan_lines(journal, |raw| {
-            if let Some(n) = &needle {
-                if !contains(raw.bytes, n) {
-                    return;
-                }
+            if let Some(n) = &needle
+                && !contains(raw.bytes, n)
+            {
+                return;
             }
             if let Err(p) = check_line(raw.line_no, raw.bytes) {
                 problems.push(p);
                 return;
             }
-            let lite: Lite = match serde_json::from_slice(raw.bytes) {
+            // Fast path for the bulk of a long journal: a `persisted` line only settles an
+            // entry. walj writes `"op":"persisted","id":"…","session":"…"` in that order.
+            if let Some((id, session)) = persisted_fast(raw.bytes) {
+                if filter.is_none_or(|f| session.starts_with(f)) {
+                    fold.records += 1;
+                    fold.settle(id, opts);
+                }
+                return;
+            }
+            // The scanner reads walj's own lines without allocating; anything unusual
+            // (escapes, unexpected types) takes serde's full parse.
+            let lite: Lite = match scan_lite(raw.bytes).map_or_else(|| serde_json::from_slice(raw.bytes), Ok) {
                 Ok(l) => l,
                 Err(e) => {
                     problems.push(Problem::Malformed { line: raw.line_no, error: e.to_string() });
@@ -377,10 +390,10 @@ impl Fold {
                 }
             };
             let session_key = if lite.session.is_empty() { &lite.sid } else { &lite.session };
-            if let Some(f) = filter {
-                if !session_key.starts_with(f) {
-                    return;
-                }
+            if let Some(f) = filter
+                && !session_key.starts_with(f)
+            {
+                return;
             }
             fold.records += 1;
             fold.apply(raw.line_no, raw.bytes, lite, opts, &mut pairs);
@@ -404,25 +417,36 @@ impl Fold {
         self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
     }
 
-    fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
-        let idx = match self.by_session.get(key) {
-            Some(&i) => i,
-            None => {
-                self.sessions.push(SessionInfo {
-                    session: key.to_string(),
-                    sid: if sid.is_empty() { key.chars().take(6).collect() } else { sid.to_string() },
-                    first_ts: ts.to_string(),
-                    ..SessionInfo::default()
-                });
-                self.by_session.insert(key.to_string(), self.sessions.len() - 1);
-                self.sessions.len() - 1
-            }
+    fn session_index(&mut self, key: &str, sid: &str, ts: &str) -> usize {
+        let idx = match self.last_session {
+            Some(i) if self.sessions[i].session == key => i,
+            _ => match self.by_session.get(key) {
+                Some(&i) => i,
+                None => {
+                    self.sessions.push(SessionInfo {
+                        session: key.to_string(),
+                        sid: if sid.is_empty() { key.chars().take(6).collect() } else { sid.to_string() },
+                        first_ts: ts.to_string(),
+                        ..SessionInfo::default()
+                    });
+                    self.by_session.insert(key.to_string(), self.sessions.len() - 1);
+                    self.sessions.len() - 1
+                }
+            },
         };
+        self.last_session = Some(idx);
         let s = &mut self.sessions[idx];
         if ts > s.last_ts.as_str() {
-            s.last_ts = ts.to_string();
+            // Reuse the buffer: this runs for every line.
+            s.last_ts.clear();
+            s.last_ts.push_str(ts);
         }
-        s
+        idx
+    }
+
+    fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
+        let i = self.session_index(key, sid, ts);
+        &mut self.sessions[i]
     }
 
     fn apply(
@@ -435,11 +459,15 @@ impl Fold {
     ) {
         let v1 = lite.v <= 1 && lite.op.is_empty();
         let op_name: &str = if v1 { op::APPLIED } else { &lite.op };
-        let session_key = if lite.session.is_empty() { lite.sid.to_string() } else { lite.session.to_string() };
+        if op_name == op::AUDIT {
+            // Verification results: kept in the journal for people, nothing to fold.
+            return;
+        }
         let tool = lite.tool.as_deref().unwrap_or("");
-        let ts = lite.ts.to_string();
         {
-            let s = self.session_mut(&session_key, &lite.sid, &ts);
+            let key: &str = if lite.session.is_empty() { &lite.sid } else { &lite.session };
+            let si = self.session_index(key, &lite.sid, &lite.ts);
+            let s = &mut self.sessions[si];
             s.records += 1;
             s.v1 |= v1;
             s.imported |= lite.imported;
@@ -447,6 +475,13 @@ impl Fold {
                 s.proc = Some(ProcRef { pid, start });
             }
         }
+        if op_name == op::PERSISTED {
+            // The bulk of a long journal: settle the entry, nothing else to read.
+            self.settle(&lite.id, opts);
+            return;
+        }
+        let session_key = if lite.session.is_empty() { lite.sid.to_string() } else { lite.session.to_string() };
+        let ts = lite.ts.to_string();
         let is_command = tool == "Bash" && lite.path.is_empty();
         match op_name {
             op::INTENT | op::APPLIED | op::FAILED if is_command => {
@@ -564,15 +599,6 @@ impl Fold {
                     }
                 }
             }
-            op::PERSISTED => {
-                if let Some(&i) = self.by_id.get(lite.id.as_ref()) {
-                    let e = &mut self.entries[i];
-                    e.base = EntryState::Persisted;
-                    if !opts.keep_settled && e.actions.is_empty() {
-                        self.remove_entry(i);
-                    }
-                }
-            }
             op::RESOLVED => {
                 let Some(&i) = self.by_id.get(lite.id.as_ref()) else { return };
                 let Ok(rec) = parse_record(bytes) else { return };
@@ -600,10 +626,10 @@ impl Fold {
             op::UNDO => {
                 let Ok(rec) = parse_record(bytes) else { return };
                 let Some(target) = rec.target.as_deref() else { return };
-                if let Some(&i) = self.by_id.get(lite.id.as_ref()) {
-                    if let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target) {
-                        a.undone = true;
-                    }
+                if let Some(&i) = self.by_id.get(lite.id.as_ref())
+                    && let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target)
+                {
+                    a.undone = true;
                 }
                 for h in self.handoffs.iter_mut().filter(|h| h.action == target) {
                     h.undone = true;
@@ -633,6 +659,17 @@ impl Fold {
                 }
             }
             _ => {} // audit and unknown ops: kept in the journal, nothing to fold
+        }
+    }
+
+    /// A `persisted` record: the entry is verified; without `keep_settled` it is dropped.
+    fn settle(&mut self, id: &str, opts: &FoldOptions) {
+        if let Some(&i) = self.by_id.get(id) {
+            let e = &mut self.entries[i];
+            e.base = EntryState::Persisted;
+            if !opts.keep_settled && e.actions.is_empty() {
+                self.remove_entry(i);
+            }
         }
     }
 
@@ -694,10 +731,10 @@ impl Fold {
         let k = rec.kind.as_deref().unwrap_or("");
         match k {
             kind::ANNOUNCED => {
-                if let Some(t) = rec.target.as_deref() {
-                    if let Some(&i) = self.by_session.get(t) {
-                        self.sessions[i].announced = true;
-                    }
+                if let Some(t) = rec.target.as_deref()
+                    && let Some(&i) = self.by_session.get(t)
+                {
+                    self.sessions[i].announced = true;
                 }
                 return;
             }
@@ -745,10 +782,10 @@ impl Fold {
                 if let Some(m) = text("last_assistant_message") {
                     s.last_assistant_message = Some(m);
                 }
-                if let Some(b) = rec.extra.get("background_tasks").and_then(Value::as_array) {
-                    if k == kind::STOP {
-                        s.background_tasks = b.clone();
-                    }
+                if let Some(b) = rec.extra.get("background_tasks").and_then(Value::as_array)
+                    && k == kind::STOP
+                {
+                    s.background_tasks = b.clone();
                 }
             }
             kind::COMPACT => {
@@ -796,6 +833,10 @@ impl Fold {
             for b in [&e.before, &e.after].into_iter().flatten() {
                 v.push(b.id().map(str::to_string));
             }
+            // What a triage action wrote (a revert's merge) is a known state of the path too.
+            for b in e.actions.iter().filter(|a| !a.undone).filter_map(|a| a.wrote.as_ref()) {
+                v.push(b.id().map(str::to_string));
+            }
         }
         let mut drifted = Vec::new();
         for (i, e) in self.entries.iter().enumerate() {
@@ -829,6 +870,196 @@ impl Fold {
     pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])
     }
+}
+
+/// Reads the top-level members of a JSON object line into a [`Lite`] without allocating.
+/// Returns `None` (the caller then uses serde) on string escapes, non-UTF-8, a known field
+/// of an unexpected type, or anything that is not a plain object.
+fn scan_lite(line: &[u8]) -> Option<Lite<'_>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let b = text.as_bytes();
+    let mut lite = Lite::default();
+    let mut i = ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(lite);
+    }
+    loop {
+        let (key, next) = raw_string(text, i)?;
+        i = ws(b, next);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(b, i + 1);
+        match *b.get(i)? {
+            b'"' => {
+                let (v, next) = raw_string(text, i)?;
+                i = next;
+                let c = Cow::Borrowed(v);
+                match key {
+                    "sid" => lite.sid = c,
+                    "ts" => lite.ts = c,
+                    "event" => lite.event = c,
+                    "path" => lite.path = c,
+                    "op" => lite.op = c,
+                    "id" => lite.id = c,
+                    "session" => lite.session = c,
+                    "tool" => lite.tool = Some(c),
+                    "before" => lite.before = Some(Blob::Id(v.to_string())),
+                    "after" => lite.after = Some(Blob::Id(v.to_string())),
+                    "nocap" => lite.nocap = Some(v.to_string()),
+                    "parent" => lite.parent = Some(v.to_string()),
+                    "v" | "persisted" | "outside" | "pair" | "imported" | "background" | "pid" | "pstart" => {
+                        return None;
+                    }
+                    _ => {}
+                }
+            }
+            b'{' | b'[' => {
+                if LITE_FIELDS.contains(&key) {
+                    return None;
+                }
+                i = skip_nested(b, i)?;
+            }
+            _ => {
+                let start = i;
+                while i < b.len() && !matches!(b[i], b',' | b'}') && !b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                let v = &text[start..i];
+                let flag = || match v {
+                    "true" => Some(true),
+                    "false" | "null" => Some(false),
+                    _ => None,
+                };
+                match key {
+                    "v" => lite.v = v.parse().ok()?,
+                    "persisted" => lite.persisted = flag()?,
+                    "outside" => lite.outside = flag()?,
+                    "pair" => lite.pair = flag()?,
+                    "imported" => lite.imported = flag()?,
+                    "background" => lite.background = flag()?,
+                    "pid" => lite.pid = if v == "null" { None } else { Some(v.parse().ok()?) },
+                    "pstart" => lite.pstart = if v == "null" { None } else { Some(v.parse().ok()?) },
+                    "before" | "after" if v == "null" => {
+                        let absent = Some(Blob::Absent);
+                        if key == "before" { lite.before = absent } else { lite.after = absent }
+                    }
+                    k if LITE_FIELDS.contains(&k) && v != "null" => return None,
+                    _ => {
+                        // Any other scalar must at least look like JSON.
+                        if v.is_empty() {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+        i = ws(b, i);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b'}' => return (ws(b, i + 1) == b.len()).then_some(lite),
+            _ => return None,
+        }
+    }
+}
+
+const LITE_FIELDS: &[&str] = &[
+    "v",
+    "sid",
+    "ts",
+    "event",
+    "path",
+    "persisted",
+    "op",
+    "id",
+    "session",
+    "tool",
+    "before",
+    "after",
+    "nocap",
+    "outside",
+    "parent",
+    "pair",
+    "imported",
+    "background",
+    "pid",
+    "pstart",
+];
+
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// The contents of the string starting at `text[i] == '"'` and the index after its closing
+/// quote; `None` when it has escapes (serde decodes those).
+fn raw_string(text: &str, i: usize) -> Option<(&str, usize)> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let end = i + 1 + memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+    if b[end] != b'"' {
+        return None;
+    }
+    Some((&text[i + 1..end], end + 1))
+}
+
+/// Skips a nested object or array starting at `b[i]`; returns the index after it.
+fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b'"' => {
+                // Strings may hold brackets and escaped quotes.
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `(id, session)` of a walj-written `persisted` line, without parsing it; `None` when the
+/// line is anything else or has escapes (then it takes the full parse).
+fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
+    const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
+    const SESSION: &[u8] = b"\",\"session\":\"";
+    let at = memchr::memmem::find(line, OP)? + OP.len();
+    let rest = &line[at..];
+    let id_end = memchr::memchr(b'"', rest)?;
+    let id = &rest[..id_end];
+    let rest = rest.get(id_end..)?;
+    if !rest.starts_with(SESSION) {
+        return None;
+    }
+    let rest = &rest[SESSION.len()..];
+    let s_end = memchr::memchr(b'"', rest)?;
+    let session = &rest[..s_end];
+    if id.contains(&b'\\') || session.contains(&b'\\') {
+        return None;
+    }
+    Some((std::str::from_utf8(id).ok()?, std::str::from_utf8(session).ok()?))
 }
 
 fn todo_from_json(v: &Value) -> Option<Todo> {
@@ -943,5 +1174,59 @@ fn find_by_prefix<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Resu
             prefix: prefix.to_string(),
             candidates: matches.iter().map(|&i| id(&items[i]).to_string()).collect(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn serde_lite(line: &[u8]) -> Lite<'_> {
+        serde_json::from_slice(line).unwrap()
+    }
+
+    proptest! {
+        /// The allocation-free scanner reads every walj line exactly as serde does (or defers).
+        #[test]
+        fn scanner_agrees_with_serde(
+            path in "\\PC{0,20}",
+            id in "[a-zA-Z0-9_\\\\\"]{0,12}",
+            op in prop::sample::select(vec!["intent", "applied", "failed", "persisted", "session", "x"]),
+            before in prop::option::of(prop::option::of("[0-9a-f]{40}")),
+            pid in prop::option::of(any::<u32>()),
+            outside in any::<bool>(),
+            extra in "\\PC{0,10}",
+        ) {
+            let mut r = Record::new(op, "sess-ion");
+            r.path = path;
+            r.id = id;
+            r.before = before.map(|b| b.map_or(Blob::Absent, Blob::Id));
+            r.pid = pid;
+            r.outside = outside;
+            r = r.with("nested", serde_json::json!({"a": [1, "]}", {"b": extra.clone()}]})).with("note", extra);
+            let line = r.to_line();
+            let line = &line[..line.len() - 1];
+            if let Some(fast) = scan_lite(line) {
+                prop_assert_eq!(fast, serde_lite(line));
+            }
+        }
+    }
+
+    #[test]
+    fn scanner_handles_walj_lines_and_defers_on_escapes() {
+        let mut r = Record::new(op::INTENT, "s");
+        r.path = "a/b.rs".into();
+        r.before = Some(Blob::Absent);
+        let line = r.to_line();
+        let l = scan_lite(&line[..line.len() - 1]).expect("plain line scans");
+        assert_eq!(l.before, Some(Blob::Absent));
+        assert_eq!(l.path, "a/b.rs");
+        r.path = "a\"b".into();
+        let line = r.to_line();
+        assert!(scan_lite(&line[..line.len() - 1]).is_none());
+        assert!(scan_lite(b"{\"v\":\"2\"}").is_none());
+        assert!(scan_lite(b"{\"v\":2} trailing").is_none());
+        assert!(scan_lite(b"[1]").is_none());
     }
 }

@@ -9,6 +9,7 @@
 //! - [`payload`], [`hook`]: Claude Code hook payloads and the hook itself.
 //! - [`fold`]: records → entry states and session context.
 //! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
+//! - [`triage`]: what the user does about entries: diff, mark done, revert, undo, hand back.
 //! - [`session`]: session context: list/show/resume, transcript copies, bundles, procs, compaction.
 //! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
 
@@ -31,3 +32,4 @@ pub mod report;
 pub mod session;
 pub mod store;
 pub mod style;
+pub mod triage;

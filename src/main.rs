@@ -85,6 +85,68 @@ enum Command {
         #[arg(long, value_name = "SECONDS")]
         every: Option<u64>,
     },
+    /// Show an entry's change as a unified diff (pre-image → disk by default).
+    Diff {
+        /// Entry id or unique prefix.
+        id: String,
+        /// Pre-image → post-image: what the tool did.
+        #[arg(long, conflicts_with = "head")]
+        applied: bool,
+        /// git HEAD → disk.
+        #[arg(long)]
+        head: bool,
+        /// Lines of context around changes.
+        #[arg(short = 'U', long, default_value_t = 3)]
+        context: usize,
+    },
+    /// Mark entries resolved (`--done`): you checked them, nothing to do.
+    Mark {
+        /// Entry ids or unique prefixes.
+        #[arg(required_unless_present = "session", conflicts_with = "session")]
+        ids: Vec<String>,
+        /// Mark them done.
+        #[arg(long, required = true)]
+        done: bool,
+        /// Every unresolved entry of this session.
+        #[arg(long, value_name = "SID")]
+        session: Option<String>,
+        /// Also entries of a session that is still live.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Bring paths back to the entries' pre-images (newest first; later changes kept by a three-way merge).
+    Revert {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Write the pre-image over conflicting later changes; act on live sessions.
+        #[arg(long)]
+        force: bool,
+        /// Say what would happen, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Undo the last triage command (or the last action on ID).
+    Undo {
+        id: Option<String>,
+        /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Hand entries back to Claude: a brief delivered at the next SessionStart.
+    Handoff {
+        /// Entry ids (default: every unresolved entry).
+        #[arg(conflicts_with = "session")]
+        ids: Vec<String>,
+        /// The unresolved entries of this session.
+        #[arg(long, value_name = "SID")]
+        session: Option<String>,
+        /// Only print the brief; record nothing.
+        #[arg(long)]
+        print: bool,
+        /// Also entries of a session that is still live.
+        #[arg(long)]
+        force: bool,
+    },
     /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
     Sessions {
         #[command(subcommand)]
@@ -232,6 +294,22 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Checkpoint { session, json, every } => cmd::core::checkpoint_cmd(&project, session, json, every),
+        Command::Diff { id, applied, head, context } => {
+            let mode = if applied {
+                walj::triage::DiffMode::Applied
+            } else if head {
+                walj::triage::DiffMode::Head
+            } else {
+                walj::triage::DiffMode::Disk
+            };
+            cmd::triage::diff(&project, &id, mode, context)
+        }
+        Command::Mark { ids, done: _, session, force } => cmd::triage::mark(&project, &ids, session.as_deref(), force),
+        Command::Revert { ids, force, dry_run } => cmd::triage::revert(&project, &ids, force, dry_run),
+        Command::Undo { id, force } => cmd::triage::undo(&project, id.as_deref(), force),
+        Command::Handoff { ids, session, print, force } => {
+            cmd::triage::handoff(&project, &ids, session.as_deref(), print, force)
+        }
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),

@@ -59,10 +59,10 @@ impl Project {
             let mut f = fsutil::open_private(&gi, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
             io::Write::write_all(&mut f, b"*\n")?;
         }
-        if let Some(parent) = self.journal.parent() {
-            if !parent.is_dir() {
-                fsutil::create_private_dir(parent)?;
-            }
+        if let Some(parent) = self.journal.parent()
+            && !parent.is_dir()
+        {
+            fsutil::create_private_dir(parent)?;
         }
         Ok(())
     }

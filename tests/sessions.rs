@@ -778,14 +778,17 @@ fn compact_waits_for_concurrent_hooks_and_loses_no_record() {
             })
         })
         .collect();
+    // Compact over and over while the hooks run.
     let mut rewrites = 0;
-    for _ in 0..6 {
+    let mut runs = 0;
+    while runs < 4 || writers.iter().any(|w| !w.is_finished()) {
         let out = walj(&env.project).args(["compact", "--json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
         if rep["records_after"] != rep["records_before"] {
             rewrites += 1;
         }
+        runs += 1;
     }
     for w in writers {
         w.join().unwrap();
@@ -827,8 +830,10 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
     assert_eq!(state_of(&env).0, "not_running");
     // The same command running in the project folder counts; elsewhere it does not.
     let mut elsewhere = StdCommand::new("sleep").arg("313").current_dir(&env.root).spawn().unwrap();
+    wait_exec(elsewhere.id(), "sleep\0313\0");
     assert_eq!(state_of(&env).0, "not_running");
     let mut child = StdCommand::new("sleep").arg("313").current_dir(&env.project).spawn().unwrap();
+    wait_exec(child.id(), "sleep\0313\0");
     let (state, pids) = state_of(&env);
     assert_eq!(state, "running");
     assert!(pids.contains(&u64::from(child.id())), "{pids:?}");
@@ -863,6 +868,17 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
     let out = walj(&env.project).args(["procs", "restart", "nope", "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("walj procs"));
+}
+
+/// Waits until process `pid` runs `cmdline` (NUL-separated, as /proc shows it).
+fn wait_exec(pid: u32, cmdline: &str) {
+    for _ in 0..200 {
+        if fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == cmdline.as_bytes()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("process {pid} never ran {cmdline:?}");
 }
 
 #[test]

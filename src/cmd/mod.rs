@@ -4,6 +4,7 @@
 pub mod core;
 pub mod sessions;
 pub mod setup;
+pub mod triage;
 
 use std::path::PathBuf;
 

@@ -153,29 +153,13 @@ fn trim(mut b: &[u8]) -> &[u8] {
 
 #[inline]
 pub(crate) fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+    memchr::memchr(needle, hay)
 }
 
 /// Substring search used to pre-filter lines before parsing them.
+#[inline]
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    if needle.is_empty() {
-        return true;
-    }
-    let first = needle[0];
-    let mut i = 0;
-    while i + needle.len() <= hay.len() {
-        match memchr(first, &hay[i..=hay.len() - needle.len()]) {
-            None => return false,
-            Some(p) => {
-                let at = i + p;
-                if &hay[at..at + needle.len()] == needle {
-                    return true;
-                }
-                i = at + 1;
-            }
-        }
-    }
-    false
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 #[cfg(test)]

@@ -41,6 +41,10 @@ pub const FORMAT_VERSION: u32 = 1;
 const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 const AGE_ARMOR: &[u8] = b"-----BEGIN AGE ENCRYPTED FILE-----";
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// scrypt work factor of passphrase bundles (N = 2^18: about a second).
+const SCRYPT_LOG_N: u8 = 18;
+/// The largest work factor an import accepts (16 times the above).
+const SCRYPT_MAX_LOG_N: u8 = 22;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -229,7 +233,12 @@ pub fn write(path: &Path, c: &Contents, protection: &Protection) -> Result<u64, 
     let bytes = match protection {
         Protection::None => compressed,
         Protection::Passphrase(p) => {
-            let enc = age::Encryptor::with_user_passphrase(p.clone());
+            // A fixed work factor: age's default is measured on the spot, so a busy machine
+            // would pick a weak one, and an idle one a factor a busy importer refuses.
+            let mut r = age::scrypt::Recipient::new(p.clone());
+            r.set_work_factor(SCRYPT_LOG_N);
+            let enc = age::Encryptor::with_recipients(std::iter::once(&r as &dyn age::Recipient))
+                .map_err(|e| BundleError::Encrypt { path: path.display().to_string(), why: e.to_string() })?;
             encrypt(enc, &compressed, path)?
         }
         Protection::Recipients(keys) => {
@@ -295,7 +304,8 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
         let dec = age::Decryptor::new_buffered(&bytes[..]).map_err(|e| decrypt_err(&p, e))?;
         let reader = if dec.is_scrypt() {
             let Some(pass) = (keys.passphrase)() else { return Err(BundleError::NeedPassphrase { path: p }) };
-            let id = age::scrypt::Identity::new(pass);
+            let mut id = age::scrypt::Identity::new(pass);
+            id.set_max_work_factor(SCRYPT_MAX_LOG_N);
             dec.decrypt(std::iter::once(&id as &dyn age::Identity)).map_err(|e| decrypt_err(&p, e))?
         } else {
             if keys.identities.is_empty() {
@@ -329,6 +339,12 @@ fn decrypt_err(path: &str, e: age::DecryptError) -> BundleError {
             BundleError::WrongPassphrase { path }
         }
         age::DecryptError::NoMatchingKeys => BundleError::NoMatchingKey { path },
+        age::DecryptError::ExcessiveWork { required, .. } => BundleError::Refused {
+            path,
+            why: format!(
+                "its passphrase needs scrypt work 2^{required}, more than the 2^{SCRYPT_MAX_LOG_N} walj accepts; decrypt it with `age -d` and import the result"
+            ),
+        },
         age::DecryptError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
             BundleError::Truncated { path, why: e.to_string() }
         }

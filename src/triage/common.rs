@@ -1,0 +1,447 @@
+//! What the triage actions share: id lookup, state and liveness checks, images from the
+//! store, the disk as it is now, and the records they append.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::fold::{Entry, EntryState, Fold, SessionStatus, short_id};
+use crate::fsutil;
+use crate::journal::{Blob, Record};
+use crate::project::Project;
+use crate::store::{Store, StoreError, blob_id};
+
+/// A new unique action id: time, process and a counter.
+pub(crate) fn new_action_id() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("a{:x}{:05x}{:03x}", now.as_micros(), std::process::id() & 0xfffff, n & 0xfff)
+}
+
+/// The records one command appends share a batch id and carry their order in it.
+pub(crate) struct Batch {
+    pub id: String,
+    next: u64,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch { id: new_action_id(), next: 0 }
+    }
+    /// Stamps a record with the batch, its position in it and a new action id.
+    pub fn stamp(&mut self, mut r: Record) -> Record {
+        if r.action.is_none() {
+            r.action = Some(new_action_id());
+        }
+        let seq = self.next;
+        self.next += 1;
+        r.with("batch", self.id.clone()).with("seq", seq)
+    }
+}
+
+/// The batch and position an action was recorded with (actions of other writers have none).
+pub(crate) fn batch_of(r: &Record) -> (Option<&str>, u64) {
+    (r.get_str("batch"), r.extra.get("seq").and_then(Value::as_u64).unwrap_or(0))
+}
+
+/// Finds an entry by id or unique prefix, with a message that says what to do next.
+pub(crate) fn find_entry<'a>(fold: &'a Fold, prefix: &str) -> anyhow::Result<&'a Entry> {
+    fold.find(prefix).map_err(|e| match e {
+        crate::fold::IdError::Unknown(_) => {
+            anyhow::anyhow!("{e}; `walj log` lists the entries and their ids")
+        }
+        crate::fold::IdError::Ambiguous { .. } => anyhow::anyhow!("{e}; give more characters of the id"),
+    })
+}
+
+/// Finds every id (deduplicated, in the order given); all unknown ids are reported together.
+pub(crate) fn find_entries<'a>(fold: &'a Fold, ids: &[String]) -> anyhow::Result<Vec<&'a Entry>> {
+    if ids.is_empty() {
+        anyhow::bail!("no entry given; name entries by id (`walj log` lists them)");
+    }
+    let mut out: Vec<&Entry> = Vec::new();
+    let mut errors = Vec::new();
+    for id in ids {
+        match find_entry(fold, id) {
+            Ok(e) => {
+                if !out.iter().any(|o| o.id == e.id) {
+                    out.push(e);
+                }
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    Ok(out)
+}
+
+/// One error out of several problems, saying nothing was changed.
+pub(crate) fn problems(list: &[String]) -> String {
+    if list.len() == 1 {
+        return format!("{}\nNothing was changed.", list[0]);
+    }
+    let mut s = String::from("nothing was changed:");
+    for p in list {
+        s.push_str("\n  - ");
+        s.push_str(&p.replace('\n', "\n    "));
+    }
+    s
+}
+
+/// A timestamp for people: `2026-03-23 09:43:02 UTC`.
+pub(crate) fn when(ts: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        Err(_) => ts.to_string(),
+    }
+}
+
+/// Why a user action cannot act on `e` again: it was resolved by an earlier action.
+pub(crate) fn already_resolved(e: &Entry) -> Option<String> {
+    let a = e.last_action()?;
+    let what = match a.how.as_str() {
+        "done" => "marked done".to_string(),
+        "reverted" => "reverted".to_string(),
+        "handed_back" => "handed back to Claude".to_string(),
+        other => format!("resolved ({other})"),
+    };
+    Some(format!(
+        "{} ({}) was already {what} at {}; `walj undo {}` reopens it",
+        short_id(&e.id),
+        e.path,
+        when(&a.ts),
+        short_id(&e.id)
+    ))
+}
+
+/// Refuses entries of a live session unless forced.
+pub(crate) fn check_live(fold: &Fold, e: &Entry, force: bool) -> Result<(), String> {
+    if force {
+        return Ok(());
+    }
+    match fold.session(&e.session) {
+        Some(s) if s.status() == SessionStatus::Live => Err(format!(
+            "{} ({}) belongs to session {}, which is still live: Claude Code may still be working on it. Pass --force to act anyway",
+            short_id(&e.id),
+            e.path,
+            s.sid
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A record about entry `e` (same id, path, event, tool and session).
+pub(crate) fn entry_record(op_name: &str, e: &Entry) -> Record {
+    let mut r = Record::new(op_name, &e.session);
+    if r.sid.is_empty() {
+        r.sid = e.sid.clone();
+    }
+    r.id = e.id.clone();
+    r.path = e.path.clone();
+    r.event = e.event.clone();
+    if !e.tool.is_empty() {
+        r.tool = Some(e.tool.clone());
+    }
+    r
+}
+
+/// The file at a path now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Disk {
+    Absent,
+    File(Vec<u8>),
+}
+
+impl Disk {
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Disk::Absent => None,
+            Disk::File(b) => Some(b),
+        }
+    }
+    pub fn blob(&self) -> Blob {
+        match self {
+            Disk::Absent => Blob::Absent,
+            Disk::File(b) => Blob::Id(blob_id(b)),
+        }
+    }
+    pub fn from_option(b: Option<Vec<u8>>) -> Disk {
+        b.map_or(Disk::Absent, Disk::File)
+    }
+}
+
+/// Reads the file at `abs` (`rel` for messages); a folder, a symlink or another kind of
+/// file is an error: walj only restores regular files.
+pub(crate) fn read_disk(abs: &Path, rel: &str) -> Result<Disk, String> {
+    match fs::symlink_metadata(abs) {
+        Ok(m) if m.is_dir() => Err(format!("{rel} is now a directory; walj only restores files")),
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(format!("{rel} is now a symbolic link; walj does not replace links"))
+        }
+        Ok(m) if !m.is_file() => Err(format!("{rel} is not a regular file")),
+        Ok(_) => fs::read(abs).map(Disk::File).map_err(|e| format!("reading {rel}: {e}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Disk::Absent),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+            Err(format!("a parent of {rel} is now a file, not a folder"))
+        }
+        Err(e) => Err(format!("reading {rel}: {e}")),
+    }
+}
+
+/// Refuses writing where the file or its folder is read-only (checked by mode bits, so
+/// it holds for root too).
+pub(crate) fn check_writable(abs: &Path, rel: &str, disk: &Disk) -> Result<(), String> {
+    if let Disk::File(_) = disk
+        && let Ok(m) = fs::metadata(abs)
+        && m.permissions().readonly()
+    {
+        return Err(format!("{rel} is read-only; make it writable (chmod u+w {rel}) and try again"));
+    }
+    let mut dir = abs.parent();
+    while let Some(d) = dir {
+        match fs::metadata(d) {
+            Ok(m) => {
+                if m.permissions().readonly() {
+                    return Err(format!(
+                        "the folder {} is read-only; make it writable (chmod u+w) and try again",
+                        d.display()
+                    ));
+                }
+                return Ok(());
+            }
+            Err(_) => dir = d.parent(),
+        }
+    }
+    Ok(())
+}
+
+/// An image named by a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Image {
+    /// The file did not exist.
+    Absent,
+    Bytes(Vec<u8>),
+    /// Known by id (or not at all) but its bytes are not available: why.
+    Unknown(String),
+}
+
+impl Image {
+    pub fn same_as(&self, disk: &Disk) -> bool {
+        match (self, disk) {
+            (Image::Absent, Disk::Absent) => true,
+            (Image::Bytes(a), Disk::File(b)) => a == b,
+            _ => false,
+        }
+    }
+    pub fn into_option(self) -> Option<Vec<u8>> {
+        match self {
+            Image::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Reads objects: the store first, then the project's git objects (ids are git blob ids).
+pub(crate) struct Objects<'a> {
+    project: &'a Project,
+    store: Store,
+    repo: Option<Option<git2::Repository>>,
+    max_bytes: Option<u64>,
+}
+
+impl<'a> Objects<'a> {
+    pub fn new(project: &'a Project) -> Objects<'a> {
+        Objects { project, store: Store::new(project.store_dir()), repo: None, max_bytes: None }
+    }
+
+    /// Stores bytes (before an overwrite), naming the store in the error.
+    pub fn put(&self, bytes: &[u8]) -> anyhow::Result<String> {
+        self.store.put(bytes).map_err(|e| anyhow::anyhow!("saving the current bytes into the store: {e}"))
+    }
+
+    /// The bytes of object `id`, when the store or git has them.
+    pub fn get(&mut self, id: &str) -> Result<Option<Vec<u8>>, String> {
+        match self.store.get(id) {
+            Ok(b) => return Ok(Some(b)),
+            Err(StoreError::Missing(_)) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        let repo = self.repo.get_or_insert_with(|| git2::Repository::open(&self.project.root).ok());
+        let Some(repo) = repo else { return Ok(None) };
+        let Ok(oid) = git2::Oid::from_str(id) else { return Ok(None) };
+        match repo.find_blob(oid) {
+            Ok(b) => Ok(Some(b.content().to_vec())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn cap(&mut self) -> u64 {
+        *self.max_bytes.get_or_insert_with(|| {
+            Config::load(&self.project.config_path())
+                .map(|c| c.capture.max_bytes)
+                .unwrap_or(crate::config::DEFAULT_MAX_BYTES)
+        })
+    }
+
+    /// Resolves a record's image. `disk` supplies the bytes when its id matches (images
+    /// over the capture cap are recorded by id only).
+    pub fn image(&mut self, blob: &Option<Blob>, nocap: Option<&str>, what: &str, disk: Option<&Disk>) -> Image {
+        let id = match blob {
+            None => return Image::Unknown(format!("no {what} was recorded")),
+            Some(Blob::Absent) => return Image::Absent,
+            Some(Blob::Id(id)) => id,
+        };
+        if let Some(Disk::File(b)) = disk
+            && blob_id(b) == *id
+        {
+            return Image::Bytes(b.clone());
+        }
+        match self.get(id) {
+            Ok(Some(b)) => Image::Bytes(b),
+            Ok(None) => Image::Unknown(self.why_missing(id, nocap, what)),
+            Err(e) => Image::Unknown(format!("the {what} is unreadable: {e}")),
+        }
+    }
+
+    /// Why object `id` is not available, from the record's `nocap`.
+    pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
+        let short = &id[..id.len().min(10)];
+        match nocap {
+            Some("too_large") => format!("the {what} ({short}) was not captured: over the {} cap", human(self.cap())),
+            Some("never_capture") => {
+                format!("the {what} ({short}) was not captured: the path matches a never-capture pattern")
+            }
+            Some("directory") => format!("the {what} was a directory"),
+            Some(other) => format!("the {what} ({short}) was not captured ({other})"),
+            None => format!("the {what} ({short}) is missing from the store"),
+        }
+    }
+}
+
+/// `8 MiB`, `500 KiB`, `100 bytes`.
+pub(crate) fn human(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Writes `bytes` at `abs` atomically keeping the file's permissions, or deletes it (`None`).
+pub(crate) fn write_or_delete(abs: &Path, rel: &str, bytes: Option<&[u8]>) -> anyhow::Result<()> {
+    match bytes {
+        Some(b) => {
+            let mode = fsutil::file_mode(abs);
+            if let Some(parent) = abs.parent()
+                && !parent.is_dir()
+            {
+                fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
+            }
+            fsutil::atomic_write(abs, b, mode).map_err(|e| anyhow::anyhow!("writing {rel}: {e}"))
+        }
+        None => {
+            match fs::remove_file(abs) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => anyhow::bail!("deleting {rel}: {e}"),
+            }
+            if let Some(parent) = abs.parent() {
+                fsutil::sync_dir(parent).map_err(|e| anyhow::anyhow!("syncing the folder of {rel}: {e}"))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The disk as a batch of actions sees it: files already (virtually) written by earlier
+/// actions of the same batch, else the real disk.
+#[derive(Default)]
+pub(crate) struct Overlay {
+    files: HashMap<PathBuf, Disk>,
+}
+
+impl Overlay {
+    pub fn read(&self, abs: &Path, rel: &str) -> Result<Disk, String> {
+        match self.files.get(abs) {
+            Some(d) => Ok(d.clone()),
+            None => read_disk(abs, rel),
+        }
+    }
+    pub fn set(&mut self, abs: &Path, d: Disk) {
+        self.files.insert(abs.to_path_buf(), d);
+    }
+}
+
+/// Entry states a mark or a hand-back can act on.
+pub(crate) fn settled_reason(e: &Entry) -> Option<String> {
+    match e.state() {
+        EntryState::Persisted => Some(format!(
+            "{} ({}) is persisted: its change was verified on disk, nothing is left to resolve",
+            short_id(&e.id),
+            e.path
+        )),
+        EntryState::NotApplied => Some(format!(
+            "{} ({}) was not applied: the tool never changed the file, nothing is left to resolve",
+            short_id(&e.id),
+            e.path
+        )),
+        _ => None,
+    }
+}
+
+/// Appends records durably (one write), naming the journal in the error.
+pub(crate) fn append(project: &Project, records: &[Record]) -> anyhow::Result<()> {
+    project.ensure_dir().map_err(|err| anyhow::anyhow!("creating {}: {err}", project.dir.display()))?;
+    crate::journal::JournalWriter::new(&project.journal)
+        .append_all(records)
+        .map_err(|err| anyhow::anyhow!("appending to {}: {err}", project.journal.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human(8 * 1024 * 1024), "8 MiB");
+        assert_eq!(human(3 * 1024 * 1024 / 2), "1.5 MiB");
+        assert_eq!(human(2048), "2 KiB");
+        assert_eq!(human(64), "64 bytes");
+    }
+
+    #[test]
+    fn action_ids_are_unique_and_batches_count() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| new_action_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        let mut b = Batch::new();
+        let r0 = b.stamp(Record::new("resolved", "s"));
+        let r1 = b.stamp(Record::new("resolved", "s"));
+        assert_eq!(batch_of(&r0), (Some(b.id.as_str()), 0));
+        assert_eq!(batch_of(&r1), (Some(b.id.as_str()), 1));
+        assert_ne!(r0.action, r1.action);
+    }
+
+    #[test]
+    fn several_problems_read_as_one_list() {
+        assert_eq!(problems(&["x".into()]), "x\nNothing was changed.");
+        assert_eq!(problems(&["x".into(), "y\nz".into()]), "nothing was changed:\n  - x\n  - y\n    z");
+    }
+
+    #[test]
+    fn timestamps_read_as_utc() {
+        assert_eq!(when("2026-03-23T09:43:02.123Z"), "2026-03-23 09:43:02 UTC");
+        assert_eq!(when("garbage"), "garbage");
+    }
+}

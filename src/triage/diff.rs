@@ -1,0 +1,186 @@
+//! `walj diff`: an entry's change as a unified diff (`similar`, with a time limit).
+//!
+//! Sides that are unknown (not captured, missing from the store) and binary files are
+//! summarized instead of diffed; the output says which and why.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use similar::{ChangeTag, TextDiff};
+
+use crate::fold::{Entry, EntryState};
+use crate::project::Project;
+use crate::style::Style;
+
+use super::common::{Disk, Image, Objects, read_disk};
+use super::{DiffMode, DiffSides, Side};
+
+/// How long a line diff may take before `similar` approximates.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The two sides of `entry`'s diff in `mode`. Unknown content is a side with a `note`,
+/// not an error.
+pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::Result<DiffSides> {
+    let unknown = |label: &str, why: &str| Side { label: label.to_string(), bytes: None, note: Some(why.to_string()) };
+    let (old_label, new_label) = match mode {
+        DiffMode::Disk => ("pre-image", "disk"),
+        DiffMode::Applied => ("pre-image", "post-image"),
+        DiffMode::Head => ("HEAD", "disk"),
+    };
+    if entry.outside {
+        let why = "outside the project: walj captured nothing";
+        return Ok(DiffSides { old: unknown(old_label, why), new: unknown(new_label, why) });
+    }
+    if entry.v1 {
+        let why = "recorded by a v1 journal line: no images";
+        let old = unknown(old_label, why);
+        let new = if mode == DiffMode::Applied { unknown(new_label, why) } else { disk_side(project, entry) };
+        let old = if mode == DiffMode::Head { head_side(project, entry) } else { old };
+        return Ok(DiffSides { old, new });
+    }
+    let mut objects = Objects::new(project);
+    let disk = project.resolve_rel(&entry.path).ok().and_then(|abs| read_disk(&abs, &entry.path).ok());
+    let pre = || {
+        let mut objects = Objects::new(project);
+        image_side("pre-image", objects.image(&entry.before, entry.nocap.as_deref(), "pre-image", disk.as_ref()))
+    };
+    Ok(match mode {
+        DiffMode::Disk => DiffSides { old: pre(), new: disk_side(project, entry) },
+        DiffMode::Applied => {
+            let new = if entry.after.is_none() {
+                let why = match entry.base {
+                    EntryState::Failed => "no post-image: the tool failed",
+                    _ => "no post-image: the tool did not finish (in flight)",
+                };
+                unknown("post-image", why)
+            } else {
+                image_side(
+                    "post-image",
+                    objects.image(&entry.after, entry.nocap.as_deref(), "post-image", disk.as_ref()),
+                )
+            };
+            DiffSides { old: pre(), new }
+        }
+        DiffMode::Head => DiffSides { old: head_side(project, entry), new: disk_side(project, entry) },
+    })
+}
+
+fn image_side(label: &str, image: Image) -> Side {
+    match image {
+        Image::Absent => Side { label: label.to_string(), bytes: None, note: None },
+        Image::Bytes(b) => Side { label: label.to_string(), bytes: Some(b), note: None },
+        Image::Unknown(why) => Side { label: label.to_string(), bytes: None, note: Some(why) },
+    }
+}
+
+fn disk_side(project: &Project, entry: &Entry) -> Side {
+    let label = "disk".to_string();
+    let abs = match project.resolve_rel(&entry.path) {
+        Ok(a) => a,
+        Err(why) => return Side { label, bytes: None, note: Some(why) },
+    };
+    match read_disk(&abs, &entry.path) {
+        Ok(Disk::Absent) => Side { label, bytes: None, note: None },
+        Ok(Disk::File(b)) => Side { label, bytes: Some(b), note: None },
+        Err(why) => Side { label, bytes: None, note: Some(why) },
+    }
+}
+
+fn head_side(project: &Project, entry: &Entry) -> Side {
+    let label = "HEAD".to_string();
+    if git2::Repository::open(&project.root).is_err() {
+        return Side { label, bytes: None, note: Some("the project is not a git repository".into()) };
+    }
+    match crate::git::head_blob(&project.root, &entry.path) {
+        Ok(b) => Side { label, bytes: b, note: None },
+        Err(e) => Side { label, bytes: None, note: Some(format!("reading HEAD: {}", e.message())) },
+    }
+}
+
+/// Whether bytes look binary (git's rule: a NUL in the first 8000 bytes).
+pub(crate) fn is_binary(b: &[u8]) -> bool {
+    b[..b.len().min(8000)].contains(&0)
+}
+
+fn count_lines(b: &[u8]) -> usize {
+    let n = b.iter().filter(|&&c| c == b'\n').count();
+    if b.last().is_some_and(|&c| c != b'\n') { n + 1 } else { n }
+}
+
+fn describe(side: &Side) -> String {
+    match (&side.bytes, &side.note) {
+        (Some(b), _) if is_binary(b) => format!("{}: binary, {} bytes", side.label, b.len()),
+        (Some(b), _) => format!("{}: {} lines, {} bytes", side.label, count_lines(b), b.len()),
+        (None, None) => format!("{}: absent", side.label),
+        (None, Some(n)) => format!("{}: {n}", side.label),
+    }
+}
+
+/// A unified diff of `sides` for `path` with `context` lines around changes, coloured
+/// when `color`. Binary sides give a size summary, unknown sides say why, identical
+/// sides say so. Ends with a newline.
+pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> String {
+    let st = Style { color };
+    let (old, new) = (&sides.old, &sides.new);
+    let mut out = String::new();
+    let name = |side: &Side, prefix: &str| {
+        if side.is_absent() { "/dev/null".to_string() } else { format!("{prefix}/{path}") }
+    };
+    let _ = writeln!(out, "{}", st.bold(&format!("--- {}\t({})", name(old, "a"), old.label)));
+    let _ = writeln!(out, "{}", st.bold(&format!("+++ {}\t({})", name(new, "b"), new.label)));
+    if old.is_unavailable() || new.is_unavailable() {
+        for side in [old, new] {
+            let text = describe(side);
+            let _ = writeln!(out, "{}", if side.is_unavailable() { st.yellow(&text) } else { text });
+        }
+        return out;
+    }
+    if old.is_absent() && new.is_absent() {
+        let _ = writeln!(out, "(absent on both sides)");
+        return out;
+    }
+    let a = old.bytes.as_deref().unwrap_or_default();
+    let b = new.bytes.as_deref().unwrap_or_default();
+    if old.is_absent() {
+        let _ = writeln!(out, "{}", st.dim(&format!("new file ({} → {})", old.label, new.label)));
+    } else if new.is_absent() {
+        let _ = writeln!(out, "{}", st.dim(&format!("deleted file ({} → {})", old.label, new.label)));
+    }
+    if a == b && old.is_absent() == new.is_absent() {
+        let _ = writeln!(out, "(no differences: {} and {} are identical)", old.label, new.label);
+        return out;
+    }
+    if is_binary(a) || is_binary(b) {
+        let _ = writeln!(
+            out,
+            "Binary files {} and {} differ ({} → {} bytes)",
+            name(old, "a"),
+            name(new, "b"),
+            if old.is_absent() { "absent".to_string() } else { a.len().to_string() },
+            if new.is_absent() { "absent".to_string() } else { b.len().to_string() },
+        );
+        return out;
+    }
+    let a = String::from_utf8_lossy(a);
+    let b = String::from_utf8_lossy(b);
+    let diff = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(a.as_ref(), b.as_ref());
+    let mut udiff = diff.unified_diff();
+    udiff.context_radius(context).missing_newline_hint(true);
+    for hunk in udiff.iter_hunks() {
+        let _ = writeln!(out, "{}", st.cyan(&hunk.header().to_string()));
+        for change in hunk.iter_changes() {
+            let (sign, paint): (&str, fn(&Style, &str) -> String) = match change.tag() {
+                ChangeTag::Delete => ("-", Style::red),
+                ChangeTag::Insert => ("+", Style::green),
+                ChangeTag::Equal => (" ", |_, s| s.to_string()),
+            };
+            let text = change.to_string_lossy();
+            let line = format!("{sign}{}", text.strip_suffix('\n').unwrap_or(&text));
+            let _ = writeln!(out, "{}", paint(&st, &line));
+            if change.missing_newline() {
+                let _ = writeln!(out, "{}", st.dim("\\ No newline at end of file"));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,311 @@
+//! `walj handoff`: a structured brief for Claude, delivered at the next SessionStart.
+//!
+//! The brief is built from the journal, never a free summary: for each entry its path,
+//! tool, event, state and a compact diff (pre-image → disk: a stat line and the first
+//! lines of each hunk, "N more lines" instead of silent cuts), within a size budget;
+//! per session the last prompt and the open todos. Recording it appends `resolved
+//! how: handed_back` for each entry and one `handoff` record (`brief`, `entries`,
+//! `kind: handback`); the SessionStart hook (`announce`) delivers it once.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+use similar::{ChangeTag, TextDiff};
+
+use crate::announce::{describe_state, one_line};
+use crate::fold::{Entry, EntryState, Fold, short_id};
+use crate::journal::{Record, how, op};
+use crate::project::Project;
+
+use super::common::{
+    Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
+};
+use super::diff::is_binary;
+use super::{DiffMode, DiffSides, diff_sides};
+
+/// Most characters of a brief (the SessionStart hook adds it to at most ~9,500).
+pub const MAX_BRIEF: usize = 8_000;
+/// Changed lines shown per hunk.
+const HUNK_LINES: usize = 8;
+/// Longest code line shown.
+const LINE_CHARS: usize = 160;
+/// Room kept for each entry not written yet (its header line).
+const ENTRY_RESERVE: usize = 160;
+
+/// The brief written for Claude.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Brief {
+    /// The text delivered as `additionalContext` (at most [`MAX_BRIEF`] chars).
+    pub text: String,
+    /// `claude --resume <session id>` when the entries come from one resumable session.
+    pub resume_line: Option<String>,
+    /// The entries in the brief, handed back unless printed only (full ids).
+    pub entries: Vec<String>,
+    /// Entries that did not fit in the size budget (not handed back; hand them back
+    /// separately).
+    pub left_out: Vec<String>,
+    /// The `handoff` record's action id (`None` when only printed).
+    pub action: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HandoffOptions {
+    /// Only build and return the brief; record nothing.
+    pub print_only: bool,
+    /// Act on entries of a live session.
+    pub force: bool,
+}
+
+/// Builds the brief for `ids` (else the unresolved entries of `session`, else every
+/// unresolved entry) and, unless `print_only`, records it for the next SessionStart.
+/// Entries already resolved or settled, and (without `force`) entries of a live session,
+/// fail the call with nothing recorded.
+pub fn handoff(
+    project: &Project,
+    fold: &Fold,
+    ids: &[String],
+    session: Option<&str>,
+    opts: HandoffOptions,
+) -> anyhow::Result<Brief> {
+    let entries: Vec<&Entry> = if !ids.is_empty() {
+        if session.is_some() {
+            anyhow::bail!("give entry ids or --session, not both");
+        }
+        find_entries(fold, ids)?
+    } else if let Some(s) = session {
+        let s = fold.find_session(s).map_err(|e| anyhow::anyhow!("session {e}; `walj recover` lists sessions"))?;
+        let v: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+        if v.is_empty() {
+            anyhow::bail!(
+                "session {} has nothing unresolved to hand back; name entries by id to hand back others",
+                s.sid
+            );
+        }
+        v
+    } else {
+        let v: Vec<&Entry> = fold.unresolved().collect();
+        if v.is_empty() {
+            anyhow::bail!("nothing unresolved to hand back; name entries by id (`walj log` lists them)");
+        }
+        v
+    };
+    let mut errors = Vec::new();
+    for e in &entries {
+        if let Some(why) = already_resolved(e) {
+            errors.push(why);
+        } else if e.state() == EntryState::NotApplied {
+            errors.extend(settled_reason(e));
+        } else if !opts.print_only
+            && let Err(why) = check_live(fold, e, opts.force)
+        {
+            errors.push(why);
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    let mut brief = build_brief(project, fold, &entries);
+    if opts.print_only {
+        return Ok(brief);
+    }
+    let mut batch = Batch::new();
+    let mut records = Vec::new();
+    for e in entries.iter().filter(|e| brief.entries.contains(&e.id)) {
+        let mut r = entry_record(op::RESOLVED, e);
+        r.how = Some(how::HANDED_BACK.to_string());
+        records.push(batch.stamp(r));
+    }
+    let first = entries.iter().find(|e| brief.entries.contains(&e.id)).map_or("", |e| e.session.as_str());
+    let mut h = Record::new(op::HANDOFF, first);
+    h.event = "handoff".to_string();
+    h.kind = Some("handback".to_string());
+    let h = batch
+        .stamp(h)
+        .with("brief", brief.text.clone())
+        .with("entries", Value::from(brief.entries.iter().map(|s| Value::from(s.as_str())).collect::<Vec<_>>()));
+    brief.action = h.action.clone();
+    records.push(h);
+    append(project, &records)?;
+    Ok(brief)
+}
+
+fn state_text(e: &Entry) -> &'static str {
+    match e.state() {
+        EntryState::Persisted => "applied and verified on disk",
+        _ => describe_state(e),
+    }
+}
+
+/// Builds the brief text within [`MAX_BRIEF`].
+fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
+    // Sessions in order of their first entry.
+    let mut sessions: Vec<&str> = Vec::new();
+    for e in entries {
+        if !sessions.contains(&e.session.as_str()) {
+            sessions.push(&e.session);
+        }
+    }
+    let n = entries.len();
+    let mut text = format!(
+        "walj hand-back: the user asks you to review {n} change{} that Claude Code left unfinished (a crash or an interrupted turn) and to finish or repair {}.\n",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "it" } else { "them" }
+    );
+    let footer = "\nEach diff compares the file before the tool ran with the file on disk now; read the files before changing them, the disk is the truth. When a change is complete and correct, tell the user.";
+    let mut included = Vec::new();
+    let mut left_out = Vec::new();
+    let mut index = 0usize;
+    for s in &sessions {
+        let group: Vec<&&Entry> = entries.iter().filter(|e| e.session == *s).collect();
+        let mut head = String::new();
+        match fold.session(s) {
+            Some(info) => {
+                let _ = writeln!(head, "\nSession {} ({}):", info.session, info.status());
+                if let Some(p) = info.last_prompt() {
+                    let _ = writeln!(head, "The user's last request was: {}", one_line(p, 300));
+                }
+                let open: Vec<String> = info
+                    .todos
+                    .iter()
+                    .filter(|t| t.is_open())
+                    .map(|t| format!("[{}] {}", t.status, one_line(&t.content, 120)))
+                    .collect();
+                if !open.is_empty() {
+                    let _ = writeln!(head, "Open todos: {}", open.join("; "));
+                }
+            }
+            None => {
+                let _ = writeln!(head, "\nSession {s}:");
+            }
+        }
+        if text.len() + head.len() + footer.len() > MAX_BRIEF {
+            left_out.extend(group.iter().map(|e| e.id.clone()));
+            continue;
+        }
+        text.push_str(&head);
+        for e in &group {
+            index += 1;
+            let line =
+                format!("{index}. {} ({} {}): {}; entry {}\n", e.path, e.tool, e.event, state_text(e), short_id(&e.id));
+            // Entries after this one, each keeping room for its header line.
+            let later = entries.len().saturating_sub(included.len() + left_out.len() + 1);
+            let room = MAX_BRIEF.saturating_sub(text.len() + footer.len() + later * ENTRY_RESERVE);
+            if line.len() > room {
+                left_out.push(e.id.clone());
+                index -= 1;
+                continue;
+            }
+            text.push_str(&line);
+            let budget = (room - line.len()) / (later + 1);
+            text.push_str(&compact_diff(project, e, budget));
+            included.push(e.id.clone());
+        }
+    }
+    if !left_out.is_empty() {
+        let _ = write!(text, "\n({} more entries did not fit in this brief.)\n", left_out.len());
+    }
+    text.push_str(footer);
+    let resume_line = match sessions.as_slice() {
+        [s] if s.len() > 8 && !included.is_empty() => Some(format!("claude --resume {s}")),
+        _ => None,
+    };
+    Brief { text, resume_line, entries: included, left_out, action: None }
+}
+
+/// The entry's change (pre-image → disk) in at most `budget` chars, indented.
+fn compact_diff(project: &Project, e: &Entry, budget: usize) -> String {
+    let sides = match diff_sides(project, e, DiffMode::Disk) {
+        Ok(s) => s,
+        Err(err) => return format!("   (no diff: {err})\n"),
+    };
+    let body = render_compact(&sides, budget.saturating_sub(60));
+    let mut out = String::new();
+    for l in body.lines() {
+        let _ = writeln!(out, "   {l}");
+    }
+    if out.len() > budget {
+        // Should not happen (the renderer counts), but never exceed the budget.
+        let mut end = budget.saturating_sub(40);
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = out[end..].lines().count();
+        out.truncate(end);
+        let _ = writeln!(out, "\n   … {cut} more lines");
+    }
+    out
+}
+
+fn clip_line(s: &str) -> String {
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    if s.chars().count() > LINE_CHARS {
+        let mut t: String = s.chars().take(LINE_CHARS).collect();
+        t.push('…');
+        t
+    } else {
+        s.to_string()
+    }
+}
+
+fn render_compact(sides: &DiffSides, budget: usize) -> String {
+    let (old, new) = (&sides.old, &sides.new);
+    for side in [old, new] {
+        if let Some(note) = side.note.as_ref().filter(|_| side.bytes.is_none()) {
+            return format!("(no diff: {} {note})\n", side.label);
+        }
+    }
+    let a = old.bytes.as_deref().unwrap_or_default();
+    let b = new.bytes.as_deref().unwrap_or_default();
+    if old.is_absent() && new.is_absent() {
+        return "(the file does not exist, before or now)\n".to_string();
+    }
+    if a == b && old.is_absent() == new.is_absent() {
+        return "(no difference: the file on disk equals its state before the tool ran)\n".to_string();
+    }
+    if is_binary(a) || is_binary(b) {
+        return format!("(binary file: {} → {} bytes)\n", a.len(), b.len());
+    }
+    let (ta, tb) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    let diff =
+        TextDiff::configure().timeout(std::time::Duration::from_millis(200)).diff_lines(ta.as_ref(), tb.as_ref());
+    let (mut added, mut removed) = (0usize, 0usize);
+    for c in diff.iter_all_changes() {
+        match c.tag() {
+            ChangeTag::Insert => added += 1,
+            ChangeTag::Delete => removed += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    let mut out = String::new();
+    let what = if old.is_absent() {
+        "new file"
+    } else if new.is_absent() {
+        "file deleted"
+    } else {
+        "changed"
+    };
+    let _ = writeln!(out, "{what}: +{added} -{removed} lines");
+    let hunks: Vec<_> = diff.unified_diff().context_radius(1).iter_hunks().collect();
+    let total = hunks.len();
+    for (i, hunk) in hunks.iter().enumerate() {
+        let mut block = format!("{}\n", hunk.header());
+        let changes: Vec<_> = hunk.iter_changes().collect();
+        for c in changes.iter().take(HUNK_LINES) {
+            let sign = match c.tag() {
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+                ChangeTag::Equal => ' ',
+            };
+            let _ = writeln!(block, "{sign}{}", clip_line(&c.to_string_lossy()));
+        }
+        if changes.len() > HUNK_LINES {
+            let _ = writeln!(block, "… {} more lines in this hunk", changes.len() - HUNK_LINES);
+        }
+        if out.len() + block.len() + 60 > budget {
+            let _ = writeln!(out, "… {} more hunk{} not shown", total - i, if total - i == 1 { "" } else { "s" });
+            break;
+        }
+        out.push_str(&block);
+    }
+    out
+}

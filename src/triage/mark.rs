@@ -1,0 +1,59 @@
+//! `walj mark --done`: the user says an entry is fine as it is.
+
+use crate::fold::{Entry, Fold, short_id};
+use crate::journal::{how, op};
+use crate::project::Project;
+
+use super::Outcome;
+use super::common::{
+    Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
+};
+
+/// Marks entries done (`resolved how: done`). Every id is checked first: an unknown or
+/// ambiguous id, an entry already resolved or settled, or (without `force`) an entry of
+/// a live session fails the whole call and nothing is recorded.
+pub fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) -> anyhow::Result<Vec<Outcome>> {
+    let entries = find_entries(fold, ids)?;
+    mark_entries(project, fold, &entries, force)
+}
+
+/// Marks every unresolved entry of a session (id or unique prefix) done. A session with
+/// nothing unresolved gives an empty list.
+pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: bool) -> anyhow::Result<Vec<Outcome>> {
+    let s = fold.find_session(session).map_err(|e| anyhow::anyhow!("session {e}; `walj recover` lists sessions"))?;
+    let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    mark_entries(project, fold, &entries, force)
+}
+
+fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> anyhow::Result<Vec<Outcome>> {
+    let mut errors = Vec::new();
+    for e in entries {
+        if let Some(why) = already_resolved(e).or_else(|| settled_reason(e)) {
+            errors.push(why);
+        } else if let Err(why) = check_live(fold, e, force) {
+            errors.push(why);
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    let mut batch = Batch::new();
+    let mut records = Vec::new();
+    let mut out = Vec::new();
+    for e in entries {
+        let mut r = entry_record(op::RESOLVED, e);
+        r.how = Some(how::DONE.to_string());
+        records.push(batch.stamp(r));
+        out.push(Outcome {
+            id: e.id.clone(),
+            path: e.path.clone(),
+            message: format!("marked {} ({}) done", short_id(&e.id), e.path),
+            changed: true,
+        });
+    }
+    append(project, &records)?;
+    Ok(out)
+}

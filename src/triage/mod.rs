@@ -1,0 +1,88 @@
+//! Triage: what the user does about journal entries (issue 3) — look at a change
+//! (`diff`), mark it done, revert it, undo any of that, or hand it back to Claude.
+//!
+//! Every action is a record appended to the journal (DESIGN §1: like jj's operation log,
+//! undo is a new record, never a deletion):
+//!
+//! | action | records |
+//! |---|---|
+//! | mark done | `resolved` `how: done`, `action` = new id |
+//! | revert | `resolved` `how: reverted`, `before` = bytes overwritten (stored first), `after` = bytes written (`null` = deleted) |
+//! | hand back | `resolved` `how: handed_back` per entry + one `handoff` record (`brief`, `entries`, `kind: handback`) |
+//! | undo | `undo`, `id` = entry id, `target` = the action undone (`before`/`after` when it wrote) |
+//!
+//! Records written by one command share a `batch` id (and carry their `seq` in it), so
+//! `walj undo` without an id undoes the whole last command, in reverse order.
+//!
+//! The functions here return data and change nothing on bad input; `cmd::triage`
+//! prints. The TUI calls the same functions.
+
+mod common;
+mod diff;
+mod handoff;
+mod mark;
+mod revert;
+mod undo;
+
+pub use diff::{diff_sides, unified};
+pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, handoff};
+pub use mark::{mark_done, mark_session_done};
+pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
+pub use undo::undo;
+
+pub(crate) use common::find_entry;
+
+/// Which two versions `diff_sides` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DiffMode {
+    /// The entry's pre-image → the file on disk now (default).
+    #[default]
+    Disk,
+    /// The pre-image → the post-image: what the tool did.
+    Applied,
+    /// The file in git's HEAD → the file on disk now.
+    Head,
+}
+
+/// One side of a diff.
+///
+/// `bytes: Some` = the content; `bytes: None, note: None` = the file did not exist;
+/// `bytes: None, note: Some(why)` = the content is unknown (not captured, missing from
+/// the store, outside the project…).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Side {
+    /// What this side is: "pre-image", "post-image", "disk", "HEAD".
+    pub label: String,
+    pub bytes: Option<Vec<u8>>,
+    pub note: Option<String>,
+}
+
+impl Side {
+    /// The file did not exist on this side.
+    pub fn is_absent(&self) -> bool {
+        self.bytes.is_none() && self.note.is_none()
+    }
+    /// The content of this side is not known (`note` says why).
+    pub fn is_unavailable(&self) -> bool {
+        self.bytes.is_none() && self.note.is_some()
+    }
+}
+
+/// The two sides of an entry's diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffSides {
+    pub old: Side,
+    pub new: Side,
+}
+
+/// The result of a triage action on one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The entry's full id.
+    pub id: String,
+    pub path: String,
+    /// What happened (or, for dry runs, what would happen), one line.
+    pub message: String,
+    /// Whether the journal or a file changed (false for dry runs and no-ops).
+    pub changed: bool,
+}

@@ -1,0 +1,500 @@
+//! `walj revert`: bring a path back to an entry's pre-image.
+//!
+//! - The disk equals the entry's post-image (nothing happened since): write the
+//!   pre-image back, or delete the file when it did not exist before.
+//! - The file changed since (a later entry, an outside edit): a three-way merge (git2
+//!   `merge_file`: ancestor = post-image, ours = disk, theirs = pre-image) takes the
+//!   entry's change out and keeps the later ones, like `git revert`. A conflict is
+//!   refused, naming the conflicting lines, unless forced (then the pre-image is written).
+//! - An entry without a post-image (in flight, failed): the next entry's pre-image on the
+//!   same path stands in for it, else the disk itself.
+//!
+//! The bytes on disk go into the store before any overwrite or delete, and the
+//! `resolved` record names them (`before`) and what was written (`after`), so
+//! `walj undo` can put them back. Writes are atomic and keep the file's permissions.
+
+use std::path::PathBuf;
+
+use crate::fold::{Entry, EntryState, Fold, short_id};
+use crate::journal::{Blob, how, op};
+use crate::project::Project;
+
+use super::Outcome;
+use super::common::{
+    Batch, Disk, Image, Objects, Overlay, already_resolved, append, check_live, check_writable, entry_record,
+    find_entries, problems, read_disk, write_or_delete,
+};
+use super::diff::is_binary;
+
+/// What reverting an entry would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RevertPlan {
+    /// Nothing to write (the file already equals the pre-image, or the tool never ran).
+    Nothing { why: String },
+    /// The disk equals the post-image: write the pre-image back.
+    WritePre,
+    /// The disk equals the post-image and the file did not exist before: delete it.
+    DeleteFile,
+    /// The file changed since: this clean three-way merge takes the entry's change out.
+    Merge { merged: Vec<u8> },
+    /// The file changed since and the change cannot be taken out alone: the conflicting
+    /// regions, human readable. `--force` writes the pre-image (or deletes) instead.
+    Conflict { lines: Vec<String> },
+    /// Cannot be reverted (already resolved, no pre-image, outside the project, a
+    /// folder or read-only now…): why, and what to do.
+    Refused { why: String },
+}
+
+impl RevertPlan {
+    /// One line for people: what reverting does to `path` (the TUI's dialog title).
+    pub fn summary(&self, path: &str) -> String {
+        match self {
+            RevertPlan::Nothing { why } => format!("nothing to write: {why}"),
+            RevertPlan::WritePre => format!("write the pre-image back to {path}"),
+            RevertPlan::DeleteFile => format!("delete {path} (it did not exist before)"),
+            RevertPlan::Merge { .. } => {
+                format!("take the entry's change out of {path} (three-way merge, later changes kept)")
+            }
+            RevertPlan::Conflict { lines } => {
+                // Region headings are the lines not indented.
+                let n = lines.iter().filter(|l| !l.starts_with(' ')).count();
+                format!(
+                    "{path} changed since, and the change cannot be taken out alone ({n} conflicting region{}); force writes the pre-image over it",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            RevertPlan::Refused { why } => format!("cannot revert: {why}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RevertOptions {
+    /// Write the pre-image over a conflicting merge; act on entries of live sessions.
+    pub force: bool,
+    /// Say what would happen, change nothing.
+    pub dry_run: bool,
+}
+
+/// What reverting `entry` would do now, against the disk as it is (the TUI's
+/// confirmation dialog). Liveness is not checked here (`revert` does, `force` skips it).
+/// Give a fold loaded with `keep_settled` so later entries on the same path are known.
+pub fn plan_revert(project: &Project, fold: &Fold, entry: &Entry) -> anyhow::Result<RevertPlan> {
+    let mut objects = Objects::new(project);
+    Ok(work_out(fold, entry, &mut objects, &Overlay::default(), project).plan)
+}
+
+/// A revert worked out against the disk (or what earlier reverts of the batch left).
+struct Worked<'e> {
+    entry: &'e Entry,
+    plan: RevertPlan,
+    abs: Option<PathBuf>,
+    /// The file before this revert.
+    disk: Disk,
+    pre: Image,
+    /// A `Nothing` worth recording as reverted (the file already is as before).
+    record_nothing: bool,
+}
+
+impl Worked<'_> {
+    /// What this revert writes: `Some(Some(bytes))`, `Some(None)` = delete, `None` = nothing.
+    fn target(&self, force: bool) -> Option<Option<Vec<u8>>> {
+        match &self.plan {
+            RevertPlan::WritePre => self.pre.clone().into_option().map(Some),
+            RevertPlan::DeleteFile => Some(None),
+            RevertPlan::Merge { merged } => Some(Some(merged.clone())),
+            RevertPlan::Conflict { .. } if force => match &self.pre {
+                Image::Absent => Some(None),
+                Image::Bytes(b) => Some(Some(b.clone())),
+                Image::Unknown(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn describe(&self, force: bool, dry_run: bool) -> String {
+        let p = &self.entry.path;
+        // (would …, did …, what follows the path)
+        let (would, did, tail) = match &self.plan {
+            RevertPlan::Nothing { why } => {
+                return if dry_run && self.record_nothing {
+                    format!("nothing to write: {why}; it would be recorded as reverted")
+                } else if self.record_nothing {
+                    format!("nothing to write: {why}; recorded as reverted")
+                } else {
+                    format!("nothing to do: {why}")
+                };
+            }
+            RevertPlan::WritePre => ("write the pre-image back to", "wrote the pre-image back to", ""),
+            RevertPlan::DeleteFile => ("delete", "deleted", " (it did not exist before)"),
+            RevertPlan::Merge { .. } => (
+                "take the entry's change out of",
+                "took the entry's change out of",
+                " (three-way merge; later changes kept)",
+            ),
+            RevertPlan::Conflict { .. } if force && matches!(self.pre, Image::Absent) => {
+                ("delete", "deleted", " over conflicting later changes (--force)")
+            }
+            RevertPlan::Conflict { .. } if force => {
+                ("write the pre-image to", "wrote the pre-image to", " over conflicting later changes (--force)")
+            }
+            RevertPlan::Conflict { .. } => ("refuse to revert", "refused to revert", " (conflict)"),
+            RevertPlan::Refused { why } => return format!("refused: {why}"),
+        };
+        if dry_run { format!("would {would} {p}{tail}") } else { format!("{did} {p}{tail}") }
+    }
+}
+
+fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Overlay, project: &Project) -> Worked<'e> {
+    let mut w = Worked {
+        entry: e,
+        plan: RevertPlan::Refused { why: String::new() },
+        abs: None,
+        disk: Disk::Absent,
+        pre: Image::Unknown(String::new()),
+        record_nothing: false,
+    };
+    let refuse = |mut w: Worked<'e>, why: String| {
+        w.plan = RevertPlan::Refused { why };
+        w
+    };
+    if let Some(why) = already_resolved(e) {
+        return refuse(w, why);
+    }
+    if e.state() == EntryState::NotApplied {
+        w.plan = RevertPlan::Nothing { why: format!("the tool never changed {} (not applied)", e.path) };
+        return w;
+    }
+    if e.outside {
+        return refuse(
+            w,
+            format!("{} is outside the project: walj captured nothing there and writes nothing there", e.path),
+        );
+    }
+    if e.v1 {
+        return refuse(w, format!("{} was recorded by a v1 journal line, which has no pre-image", e.path));
+    }
+    let abs = match project.resolve_rel(&e.path) {
+        Ok(a) => a,
+        Err(why) => return refuse(w, why),
+    };
+    let disk = match overlay.read(&abs, &e.path) {
+        Ok(d) => d,
+        Err(why) => return refuse(w, why),
+    };
+    let pre = objects.image(&e.before, e.nocap.as_deref(), "pre-image", Some(&disk));
+    if let Image::Unknown(why) = &pre {
+        return refuse(w, format!("{why}, so {} cannot be brought back", e.path));
+    }
+    w.abs = Some(abs.clone());
+    w.disk = disk.clone();
+    w.pre = pre.clone();
+    if pre.same_as(&disk) {
+        w.plan = RevertPlan::Nothing { why: format!("{} already equals the pre-image", e.path) };
+        w.record_nothing = true;
+        return w;
+    }
+    if let Err(why) = check_writable(&abs, &e.path, &disk) {
+        return refuse(w, why);
+    }
+    let post = if e.after.is_some() {
+        objects.image(&e.after, e.nocap.as_deref(), "post-image", Some(&disk))
+    } else {
+        // No post-image: what the next entry on the path saw before it ran, else the disk.
+        let next =
+            fold.entries.iter().find(|n| n.line > e.line && n.path == e.path && !n.outside && n.before.is_some());
+        match next {
+            Some(n) => objects.image(&n.before, n.nocap.as_deref(), "post-image", Some(&disk)),
+            None => match &disk {
+                Disk::Absent => Image::Absent,
+                Disk::File(b) => Image::Bytes(b.clone()),
+            },
+        }
+    };
+    if post.same_as(&disk) {
+        w.plan = if matches!(pre, Image::Absent) { RevertPlan::DeleteFile } else { RevertPlan::WritePre };
+        return w;
+    }
+    let p = &e.path;
+    let conflict = |line: String| RevertPlan::Conflict { lines: vec![line] };
+    w.plan = match (&post, disk.bytes(), &pre) {
+        (Image::Unknown(why), _, _) => {
+            conflict(format!("{p} changed since the entry and {why}, so the entry's change cannot be taken out alone"))
+        }
+        (Image::Absent, _, _) => conflict(format!("{p} was deleted by this entry and created again since")),
+        (Image::Bytes(_), None, _) => conflict(format!("{p} was deleted since this entry")),
+        (Image::Bytes(_), Some(_), Image::Absent) => conflict(format!(
+            "{p} was created by this entry and changed since; reverting deletes it with the later changes"
+        )),
+        (Image::Bytes(post), Some(cur), Image::Bytes(pre)) => {
+            if is_binary(post) || is_binary(cur) || is_binary(pre) {
+                conflict(format!("{p} is binary and changed since this entry; walj cannot merge binary files"))
+            } else {
+                match merge3(post, cur, pre) {
+                    Ok((true, merged)) if merged == cur => {
+                        w.record_nothing = true;
+                        RevertPlan::Nothing { why: format!("the entry's change is no longer in {p}") }
+                    }
+                    Ok((true, merged)) => RevertPlan::Merge { merged },
+                    Ok((false, merged)) => RevertPlan::Conflict { lines: conflict_regions(&merged, cur, p) },
+                    Err(err) => conflict(format!("merging {p} failed: {}", err.message())),
+                }
+            }
+        }
+        (Image::Bytes(_), Some(_), Image::Unknown(why)) => RevertPlan::Refused { why: why.clone() },
+    };
+    w
+}
+
+/// Three-way merge (ancestor = post-image, ours = disk, theirs = pre-image):
+/// (clean, result).
+fn merge3(post: &[u8], disk: &[u8], pre: &[u8]) -> Result<(bool, Vec<u8>), git2::Error> {
+    // `git2::merge_file` does not initialize libgit2 itself (its allocator is unset until
+    // then and the merge fails without a message); `Buf::new` runs git2's one-time init.
+    drop(git2::Buf::new());
+    let mut ancestor = git2::MergeFileInput::new();
+    ancestor.content(post);
+    let mut ours = git2::MergeFileInput::new();
+    ours.content(disk);
+    let mut theirs = git2::MergeFileInput::new();
+    theirs.content(pre);
+    let mut opts = git2::MergeFileOptions::new();
+    opts.ancestor_label("post-image").our_label("now").their_label("pre-image");
+    let r = git2::merge_file(&ancestor, &ours, &theirs, Some(&mut opts))?;
+    Ok((r.is_automergeable(), r.content().to_vec()))
+}
+
+/// Most lines of one side shown per conflict region.
+const REGION_LINES: usize = 6;
+
+/// The conflicting regions of a merge result, as lines for people: where in the file
+/// (line numbers of the file on disk now), what it has there now, what the pre-image has.
+pub(crate) fn conflict_regions(merged: &[u8], disk: &[u8], path: &str) -> Vec<String> {
+    let merged = String::from_utf8_lossy(merged);
+    let disk_text = String::from_utf8_lossy(disk);
+    let disk_lines: Vec<&str> = disk_text.lines().collect();
+    enum In {
+        Out,
+        Ours,
+        Theirs,
+    }
+    let mut state = In::Out;
+    let mut out = Vec::new();
+    // Lines of the file on disk seen so far (outside regions and in "ours" parts).
+    let mut approx = 0usize;
+    let (mut ours, mut theirs): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut start = 0usize;
+    for line in merged.lines() {
+        match state {
+            In::Out if line.starts_with("<<<<<<< ") || line == "<<<<<<<" => {
+                state = In::Ours;
+                start = approx;
+                ours.clear();
+                theirs.clear();
+            }
+            In::Out => approx += 1,
+            In::Ours if line.starts_with("=======") && line.trim_end() == "=======" => state = In::Theirs,
+            In::Ours => {
+                ours.push(line);
+                approx += 1;
+            }
+            In::Theirs if line.starts_with(">>>>>>> ") || line == ">>>>>>>" => {
+                state = In::Out;
+                let at = locate(&disk_lines, &ours, start);
+                let range = match ours.len() {
+                    0 => format!("after line {at}"),
+                    1 => format!("line {}", at + 1),
+                    n => format!("lines {}-{}", at + 1, at + n),
+                };
+                out.push(format!("{path} {range}: the file now has:"));
+                push_lines(&mut out, &ours);
+                out.push("  where the pre-image has:".to_string());
+                push_lines(&mut out, &theirs);
+            }
+            In::Theirs => theirs.push(line),
+        }
+    }
+    if out.is_empty() {
+        out.push(format!("{path}: the merge reported a conflict without markers"));
+    }
+    out
+}
+
+fn push_lines(out: &mut Vec<String>, lines: &[&str]) {
+    if lines.is_empty() {
+        out.push("    (nothing)".to_string());
+    }
+    for l in lines.iter().take(REGION_LINES) {
+        out.push(format!("    | {l}"));
+    }
+    if lines.len() > REGION_LINES {
+        out.push(format!("    | … {} more lines", lines.len() - REGION_LINES));
+    }
+}
+
+/// Where the block `ours` starts in the disk's lines (0-based), nearest to `approx`.
+fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
+    if ours.is_empty() || ours.len() > disk.len() {
+        return approx.min(disk.len());
+    }
+    (0..=disk.len() - ours.len())
+        .filter(|&i| disk[i..i + ours.len()] == *ours)
+        .min_by_key(|&i| i.abs_diff(approx))
+        .unwrap_or(approx.min(disk.len()))
+}
+
+/// Reverts entries, newest first (later changes are taken out before earlier ones).
+/// Every entry is worked out first (against the disk as the earlier reverts of this call
+/// leave it); any refusal, conflict (without `force`) or live session (without `force`)
+/// fails the call with every reason and nothing changed. `dry_run` returns what would
+/// happen.
+pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> anyhow::Result<Vec<Outcome>> {
+    let mut entries = find_entries(fold, ids)?;
+    entries.sort_by_key(|e| std::cmp::Reverse(e.line));
+    let mut objects = Objects::new(project);
+    let mut overlay = Overlay::default();
+    let mut steps = Vec::new();
+    let mut errors = Vec::new();
+    for e in entries {
+        if let Err(why) = check_live(fold, e, opts.force) {
+            errors.push(why);
+            continue;
+        }
+        let w = work_out(fold, e, &mut objects, &overlay, project);
+        let head = format!("{} ({})", short_id(&e.id), e.path);
+        match &w.plan {
+            RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
+            RevertPlan::Conflict { lines } if !opts.force => errors.push(format!(
+                "{head}: reverting conflicts with later changes:\n{}\nEdit the file by hand, or pass --force to write the pre-image over them (the current bytes are kept in the store; `walj undo` brings them back)",
+                lines.join("\n")
+            )),
+            _ => {}
+        }
+        if let (Some(abs), Some(t)) = (&w.abs, w.target(opts.force)) {
+            overlay.set(abs, Disk::from_option(t));
+        }
+        steps.push(w);
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    let mut out = Vec::new();
+    if opts.dry_run {
+        for w in &steps {
+            out.push(Outcome {
+                id: w.entry.id.clone(),
+                path: w.entry.path.clone(),
+                message: w.describe(opts.force, true),
+                changed: false,
+            });
+        }
+        return Ok(out);
+    }
+    let mut batch = Batch::new();
+    for w in &steps {
+        let e = w.entry;
+        let done_so_far = |out: &[Outcome]| {
+            if out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "\nAlready reverted in this call (`walj undo` undoes them): {}",
+                    out.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            }
+        };
+        let target = w.target(opts.force);
+        let mut r = entry_record(op::RESOLVED, e);
+        r.how = Some(how::REVERTED.to_string());
+        let message = w.describe(opts.force, false);
+        match (&target, &w.abs) {
+            (None, _) if !w.record_nothing => {
+                out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: false });
+                continue;
+            }
+            (None, _) => append(project, &[batch.stamp(r)])?,
+            (Some(_), None) => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
+            (Some(bytes), Some(abs)) => {
+                // The path must still stay inside the project (no symlink swapped in since)
+                // and the disk must still be what the plan saw.
+                project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
+                let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
+                if now != w.disk {
+                    anyhow::bail!(
+                        "{} changed while reverting; nothing written to it. Run the revert again.{}",
+                        e.path,
+                        done_so_far(&out)
+                    );
+                }
+                let before = match &now {
+                    Disk::Absent => Blob::Absent,
+                    Disk::File(b) => Blob::Id(objects.put(b)?),
+                };
+                let after = match bytes {
+                    None => Blob::Absent,
+                    Some(b) => Blob::Id(objects.put(b)?),
+                };
+                write_or_delete(abs, &e.path, bytes.as_deref())
+                    .map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(&out)))?;
+                r.before = Some(before.clone());
+                r.after = Some(after);
+                append(project, &[batch.stamp(r)]).map_err(|err| {
+                    anyhow::anyhow!(
+                        "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
+                        e.path,
+                        before.id().unwrap_or("(the file was absent)")
+                    )
+                })?;
+            }
+        }
+        out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_takes_an_earlier_change_out_and_keeps_a_later_one() {
+        let pre = b"a\nb\nc\nd\ne\nf\ng\nh\n";
+        let post = b"a\nB\nc\nd\ne\nf\ng\nh\n";
+        let disk = b"a\nB\nc\nd\ne\nf\ng\nH\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(clean);
+        assert_eq!(merged, b"a\nb\nc\nd\ne\nf\ng\nH\n");
+    }
+
+    #[test]
+    fn conflict_regions_name_disk_lines_and_both_sides() {
+        let pre = b"a\nb\nc\nd\n";
+        let post = b"a\nB\nc\nd\n";
+        let disk = b"x\na\nBB\nc\nd\n";
+        let (clean, merged) = merge3(post, disk, pre).unwrap();
+        assert!(!clean);
+        let lines = conflict_regions(&merged, disk, "f.txt");
+        assert_eq!(lines, ["f.txt line 3: the file now has:", "    | BB", "  where the pre-image has:", "    | b"]);
+        let plan = RevertPlan::Conflict { lines };
+        assert!(plan.summary("f.txt").contains("(1 conflicting region)"), "{}", plan.summary("f.txt"));
+    }
+
+    #[test]
+    fn locate_prefers_the_occurrence_nearest_the_estimate() {
+        let disk = ["x", "y", "x", "y", "x"];
+        assert_eq!(locate(&disk, &["x", "y"], 3), 2);
+        assert_eq!(locate(&disk, &["x", "y"], 0), 0);
+        assert_eq!(locate(&disk, &["z"], 4), 4);
+        assert_eq!(locate(&disk, &[], 9), 5);
+    }
+
+    #[test]
+    fn long_regions_say_how_many_lines_are_not_shown() {
+        let mut out = Vec::new();
+        let many: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        push_lines(&mut out, &refs);
+        assert_eq!(out.len(), REGION_LINES + 1);
+        assert_eq!(out.last().unwrap(), "    | … 4 more lines");
+    }
+}
