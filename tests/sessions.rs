@@ -830,10 +830,10 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
     assert_eq!(state_of(&env).0, "not_running");
     // The same command running in the project folder counts; elsewhere it does not.
     let mut elsewhere = StdCommand::new("sleep").arg("313").current_dir(&env.root).spawn().unwrap();
-    wait_exec(elsewhere.id(), "sleep\0313\0");
+    wait_exec(elsewhere.id(), "sleep\x00313\x00");
     assert_eq!(state_of(&env).0, "not_running");
     let mut child = StdCommand::new("sleep").arg("313").current_dir(&env.project).spawn().unwrap();
-    wait_exec(child.id(), "sleep\0313\0");
+    wait_exec(child.id(), "sleep\x00313\x00");
     let (state, pids) = state_of(&env);
     assert_eq!(state, "running");
     assert!(pids.contains(&u64::from(child.id())), "{pids:?}");
