@@ -427,6 +427,12 @@ fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
 
 pub fn resume(project: &Project, sid: &str, print_only: bool, json_out: bool) -> anyhow::Result<i32> {
     let mut state = SessionState::load(project, sid)?;
+    if state.status == SessionStatus::Live {
+        eprintln!(
+            "walj: note: session {} is still running; the brief goes to the next session start in this project",
+            state.info.sid
+        );
+    }
     catch_up(project, &state);
     state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
     let table = proc_table();

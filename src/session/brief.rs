@@ -19,7 +19,6 @@ use serde::Serialize;
 
 use super::SessionState;
 use super::procs::ProcStatus;
-use crate::announce::describe_state;
 use crate::fold::{CommandStatus, SessionStatus, short_id};
 use crate::journal::{JournalWriter, Record, kind, op};
 use crate::project::Project;
@@ -129,6 +128,61 @@ fn rest(out: &mut String, n: usize, what: &str, ids: &[String], budget: Option<u
     let _ = writeln!(out, "- … and {n} more {what}: {list}");
 }
 
+/// What an unresolved state means, for the brief's legend.
+fn meaning(s: crate::fold::EntryState) -> &'static str {
+    use crate::fold::EntryState as S;
+    match s {
+        S::InFlight => "the tool may not have run, or not finished",
+        S::Applied => "the tool ran, but the change was never verified on disk",
+        S::Failed => "the tool failed part-way",
+        S::Drifted => "the file changed since",
+        _ => "settled",
+    }
+}
+
+/// The todos not shown, grouped by status, list positions as ranges: `pending: todo 31–60`,
+/// task ids as `#7`.
+fn todo_rest(rest: &[(usize, &crate::fold::Todo)]) -> Vec<String> {
+    let mut statuses: Vec<&str> = Vec::new();
+    for (_, t) in rest {
+        if !statuses.contains(&t.status.as_str()) {
+            statuses.push(&t.status);
+        }
+    }
+    let mut out = Vec::new();
+    for st in statuses {
+        let mut parts: Vec<String> = Vec::new();
+        let mut run: Option<(usize, usize)> = None;
+        let flush = |run: &mut Option<(usize, usize)>, parts: &mut Vec<String>| {
+            if let Some((a, b)) = run.take() {
+                parts.push(if a == b { format!("todo {a}") } else { format!("todos {a}–{b}") });
+            }
+        };
+        for (i, t) in rest.iter().filter(|(_, t)| t.status == st) {
+            match &t.id {
+                Some(id) => {
+                    flush(&mut run, &mut parts);
+                    parts.push(format!("#{id}"));
+                }
+                None => {
+                    let n = i + 1;
+                    run = match run {
+                        Some((a, b)) if b + 1 == n => Some((a, n)),
+                        other => {
+                            let mut r = other;
+                            flush(&mut r, &mut parts);
+                            Some((n, n))
+                        }
+                    };
+                }
+            }
+        }
+        flush(&mut run, &mut parts);
+        out.push(format!("{st}: {}", parts.join(", ")));
+    }
+    out
+}
+
 fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     let st = input.state;
     let s = &st.info;
@@ -199,23 +253,28 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     for (i, t) in open.iter().take(shown) {
         let _ = writeln!(out, "- [{}] {} ({})", t.status, clip(&t.content, lvl.text), label(*i, t));
     }
-    let ids: Vec<String> = open.iter().skip(shown).map(|(i, t)| format!("{} [{}]", label(*i, t), t.status)).collect();
+    let ids = todo_rest(&open[shown..]);
     rest(&mut out, open.len() - shown, "open todos", &ids, id_budget);
 
-    // Unresolved changes.
+    // Unresolved changes: the state's meaning is said once, not on every line.
     let un: Vec<&crate::fold::Entry> = st.unresolved().collect();
     let _ = writeln!(out, "\n## Unresolved changes ({}): verify each before building on it", un.len());
     if un.is_empty() {
         let _ = writeln!(out, "- none: every recorded change was verified or triaged");
+    } else {
+        let mut states: Vec<crate::fold::EntryState> = un.iter().map(|e| e.state()).collect();
+        states.sort();
+        states.dedup();
+        let legend: Vec<String> = states.iter().map(|s| format!("{}: {}", s.as_str(), meaning(*s))).collect();
+        let _ = writeln!(out, "({})", legend.join("; "));
     }
     let shown = un.len().min(lvl.items);
     for e in un.iter().take(shown) {
         let _ = writeln!(
             out,
-            "- [{}] {}: {} ({} {}, id {})",
+            "- [{}] {} ({} {}, id {})",
             e.state().as_str(),
-            clip(&e.path, lvl.text.max(40)),
-            describe_state(e),
+            clip(&e.path, lvl.text.max(48)),
             e.tool,
             e.event,
             short_id(&e.id)

@@ -178,7 +178,7 @@ fn copy_locked(p: &Paths, source: &Path, src_len: u64) -> io::Result<CopyStats> 
     };
     zst.sync_data().map_err(ctx("syncing", &p.copy))?;
     drop(zst);
-    fingerprint_into(&mut side, &mut src)?;
+    fingerprint_into(&mut side, &mut src, !resync)?;
     side.updated = crate::journal::record::now_ts();
     write_sidecar(&p.sidecar, &side)?;
     stats.read = src.read;
@@ -198,10 +198,15 @@ fn continuous(s: &Sidecar, src: &mut CountingFile, src_len: u64) -> io::Result<b
     Ok(head == s.head && tail == s.tail)
 }
 
-fn fingerprint_into(side: &mut Sidecar, src: &mut CountingFile) -> io::Result<()> {
-    side.head_len = side.offset.min(FINGERPRINT);
+/// Fingerprints the original's first and last 4 KB before `offset`. `verified_head`: the
+/// first 4 KB were just checked against the sidecar (they cannot have changed since).
+fn fingerprint_into(side: &mut Sidecar, src: &mut CountingFile, verified_head: bool) -> io::Result<()> {
+    let head_len = side.offset.min(FINGERPRINT);
+    if !(verified_head && head_len == side.head_len) {
+        side.head_len = head_len;
+        side.head = src.crc_at(0, head_len)?;
+    }
     side.tail_len = side.offset.min(FINGERPRINT);
-    side.head = src.crc_at(0, side.head_len)?;
     side.tail = src.crc_at(side.offset - side.tail_len, side.tail_len)?;
     Ok(())
 }
@@ -654,7 +659,7 @@ pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<b
         let mut src = CountingFile::open(written)?;
         side.offset = len;
         side.pending.clear();
-        fingerprint_into(&mut side, &mut src)?;
+        fingerprint_into(&mut side, &mut src, false)?;
         side.updated = crate::journal::record::now_ts();
         write_sidecar(&p.sidecar, &side)?;
         Ok(true)
