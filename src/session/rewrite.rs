@@ -677,3 +677,96 @@ fn progress_bar(enabled: bool, total: u64) -> Option<indicatif::ProgressBar> {
     }
     Some(bar)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Blob, Record, how};
+
+    fn rec(op_: &str, session: &str, ts: &str) -> Record {
+        let mut r = Record::new(op_, session);
+        r.ts = ts.to_string();
+        r
+    }
+
+    fn session_rec(session: &str, k: &str, ts: &str) -> Record {
+        let mut r = rec(op::SESSION, session, ts);
+        r.kind = Some(k.to_string());
+        r
+    }
+
+    /// An old settled session goes; a v1 entry (id = its line number) keeps its id; a recent
+    /// session and an unresolved entry stay; an old audit goes.
+    #[test]
+    fn compaction_by_age_keeps_line_numbered_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let project = Project::at(root.clone(), None);
+        project.ensure_dir().unwrap();
+        let old = "2020-01-01T00:00:00.000Z";
+        let now = crate::journal::record::now_ts();
+        let w = JournalWriter::new(&project.journal);
+        let mut recs = vec![session_rec("old-session", kind::START, old)];
+        let mut i = rec(op::INTENT, "old-session", old);
+        i.id = "toolu_old".into();
+        i.path = "a.txt".into();
+        i.tool = Some("Write".into());
+        i.before = Some(Blob::Absent);
+        let mut a = i.clone();
+        a.op = op::APPLIED.into();
+        a.after = Some(Blob::Id("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391".into()));
+        let mut p = a.clone();
+        p.op = op::PERSISTED.into();
+        p.persisted = true;
+        recs.extend([i, a, p, session_rec("old-session", kind::END, old)]);
+        let mut audit = rec(op::AUDIT, "", old);
+        audit.event = "checkpoint".into();
+        recs.push(audit);
+        w.append_all(&recs).unwrap();
+        // The proposal's own line (v1): its id is its line number.
+        let v1 = br#"{"v":1,"sid":"a1b2c3","ts":"2019-03-23T09:43:02","event":"config_updated","path":"config/settings.json","persisted":false}"#;
+        let mut line = v1.to_vec();
+        line.push(b'\n');
+        w.append_bytes(&line).unwrap();
+        let mut new_start = session_rec("new-session", kind::START, &now);
+        new_start = new_start.with("cwd", root.display().to_string());
+        let mut open = rec(op::INTENT, "new-session", &now);
+        open.id = "toolu_open".into();
+        open.path = "b.txt".into();
+        open.tool = Some("Edit".into());
+        open.before = Some(Blob::Absent);
+        let mut done = rec(op::INTENT, "new-session", &now);
+        done.id = "toolu_done".into();
+        done.path = "c.txt".into();
+        done.tool = Some("Edit".into());
+        let mut resolved = rec(op::RESOLVED, "new-session", &now);
+        resolved.id = "toolu_done".into();
+        resolved.how = Some(how::DONE.into());
+        resolved.action = Some("act-1".into());
+        w.append_all(&[new_start, open, done, resolved]).unwrap();
+
+        let before = Fold::load(&project.journal, &FoldOptions::default()).unwrap();
+        let v1_id = before.entries.iter().find(|e| e.v1).unwrap().id.clone();
+        assert_eq!(v1_id, "L7");
+        let view_before = crate::report::recover_json(&before);
+
+        let dry = compact(&project, &CompactOptions { days: Some(30), dry_run: true, progress: false }).unwrap();
+        assert_eq!(dry.records_before, 11);
+        assert_eq!(dry.records_after, 5, "{dry:?}");
+        assert_eq!(fs::read(&project.journal).unwrap().len() as u64, dry.bytes_before, "dry run wrote");
+
+        let rep = compact(&project, &CompactOptions { days: Some(30), dry_run: false, progress: false }).unwrap();
+        assert_eq!((rep.records_before, rep.records_after), (11, 5));
+        assert_eq!(rep.sessions_removed, vec!["old-session".to_string()]);
+        let after = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() }).unwrap();
+        assert!(after.entries.iter().any(|e| e.id == "L7" && e.v1), "the v1 entry kept its id");
+        assert!(after.entry("toolu_done").is_some() && after.entry("toolu_open").is_some());
+        assert!(after.session("old-session").is_none());
+        assert_eq!(crate::report::recover_json(&after), view_before);
+        // The object only the old session named goes once it is old enough; not before.
+        let store = Store::new(project.store_dir());
+        store.put(b"").unwrap();
+        let rep = compact(&project, &CompactOptions { days: Some(30), dry_run: false, progress: false }).unwrap();
+        assert_eq!((rep.objects_removed, rep.objects_recent), (0, 1));
+    }
+}

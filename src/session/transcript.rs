@@ -36,6 +36,9 @@ const FINGERPRINT: u64 = 4096;
 const FRAME: usize = 4 << 20;
 /// zstd level: the hook's time matters more than the last percent of size.
 const LEVEL: i32 = 1;
+/// Most new bytes one hook copies (about 40 ms here); a longer backlog (hooks installed late
+/// in a huge session) is caught up over the next Stops.
+pub const HOOK_MAX_BYTES: u64 = 64 << 20;
 
 /// Where one session's copy lives.
 #[derive(Debug, Clone)]
@@ -121,13 +124,18 @@ pub fn on_hook(project: &Project, payload: &Payload) {
     if session == "unknown" {
         return;
     }
-    if let Err(e) = copy(project, session, Path::new(source)) {
+    if let Err(e) = copy_limited(project, session, Path::new(source), Some(HOOK_MAX_BYTES)) {
         crate::hook::log_error(project, &format!("transcript copy of session {session}: {e}"));
     }
 }
 
 /// Copies the bytes `source` gained since the last copy into the session's safe copy.
 pub fn copy(project: &Project, session: &str, source: &Path) -> io::Result<CopyStats> {
+    copy_limited(project, session, source, None)
+}
+
+/// [`copy`], appending at most `limit` new bytes (the rest waits for the next call).
+pub fn copy_limited(project: &Project, session: &str, source: &Path, limit: Option<u64>) -> io::Result<CopyStats> {
     let meta = match fs::metadata(source) {
         Ok(m) if m.is_file() => m,
         Ok(_) => return Ok(CopyStats { outcome: "source_missing", ..CopyStats::default() }),
@@ -143,12 +151,12 @@ pub fn copy(project: &Project, session: &str, source: &Path) -> io::Result<CopyS
     let lock = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true))
         .map_err(ctx("opening", &p.lock))?;
     lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = copy_locked(&p, source, meta.len());
+    let result = copy_locked(&p, source, meta.len(), limit);
     let _ = lock.unlock();
     result
 }
 
-fn copy_locked(p: &Paths, source: &Path, src_len: u64) -> io::Result<CopyStats> {
+fn copy_locked(p: &Paths, source: &Path, src_len: u64, limit: Option<u64>) -> io::Result<CopyStats> {
     let side = read_sidecar(&p.sidecar);
     let mut zst = fsutil::open_private(&p.copy, OpenOptions::new().read(true).write(true).create(true).truncate(false))
         .map_err(ctx("opening", &p.copy))?;
@@ -174,7 +182,8 @@ fn copy_locked(p: &Paths, source: &Path, src_len: u64) -> io::Result<CopyStats> 
         if src_len == side.offset {
             return Ok(CopyStats { outcome: "up_to_date", read: src.read, ..CopyStats::default() });
         }
-        append_new(p, &mut zst, &mut side, &mut src, src_len)?
+        let end = limit.map_or(src_len, |l| src_len.min(side.offset.saturating_add(l)));
+        append_new(p, &mut zst, &mut side, &mut src, end)?
     };
     zst.sync_data().map_err(ctx("syncing", &p.copy))?;
     drop(zst);
@@ -825,6 +834,21 @@ mod tests {
         let s = copy(&p, "s", &t).unwrap();
         assert_eq!(s.outcome, "resynced");
         assert_eq!(read_all(&p, "s"), b"one\ntwo\n");
+    }
+
+    #[test]
+    fn limited_copies_catch_up_over_calls() {
+        let (d, p) = project();
+        let t = d.path().join("t.jsonl");
+        let body: Vec<u8> = (0..100).flat_map(|i| format!("{{\"n\":{i:04}}}\n").into_bytes()).collect();
+        fs::write(&t, &body).unwrap();
+        let a = copy_limited(&p, "s", &t, Some(500)).unwrap();
+        assert_eq!(a.appended, 500);
+        let b = copy_limited(&p, "s", &t, Some(500)).unwrap();
+        assert_eq!(b.appended, 500);
+        let c = copy_limited(&p, "s", &t, Some(10_000)).unwrap();
+        assert_eq!(c.appended, body.len() as u64 - 1000);
+        assert_eq!(read_all(&p, "s"), body);
     }
 
     #[test]
