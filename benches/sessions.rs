@@ -164,6 +164,66 @@ fn main() {
         ));
     }
 
+    // Compaction (hooks wait for it: it holds the journal lock): a journal of `calls` tool calls
+    // (intent, applied, persisted) in sessions of 1,000 calls, half of them past the retention.
+    let calls: usize = std::env::var("WALJ_BENCH_COMPACT_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let cdir = tempfile::tempdir().unwrap();
+    let croot = fs::canonicalize(cdir.path()).unwrap();
+    let cproject = walj::project::Project::at(croot.clone(), None);
+    cproject.ensure_dir().unwrap();
+    {
+        use walj::journal::{Blob, Record, kind, op};
+        let mut f = std::io::BufWriter::new(fs::File::create(&cproject.journal).unwrap());
+        let now = walj::journal::record::now_ts();
+        for i in 0..calls {
+            let session = format!("{:08x}-0000-4000-8000-000000000000", i / 1000);
+            let ts = if i < calls / 2 { "2020-01-01T00:00:00.000Z".to_string() } else { now.clone() };
+            if i % 1000 == 0 {
+                let mut s = Record::new(op::SESSION, &session);
+                s.ts = ts.clone();
+                s.kind = Some(kind::START.into());
+                f.write_all(&s.to_line()).unwrap();
+            }
+            let mut r = Record::new(op::INTENT, &session);
+            r.ts = ts.clone();
+            r.id = format!("toolu_{i:08}");
+            r.tool = Some("Edit".into());
+            r.event = "file_modified".into();
+            r.path = format!("src/file_{}.rs", i % 500);
+            r.before = Some(Blob::Id(format!("{:040x}", 2 * i)));
+            f.write_all(&r.to_line()).unwrap();
+            r.op = op::APPLIED.into();
+            r.after = Some(Blob::Id(format!("{:040x}", 2 * i + 1)));
+            f.write_all(&r.to_line()).unwrap();
+            r.op = op::PERSISTED.into();
+            r.persisted = true;
+            f.write_all(&r.to_line()).unwrap();
+        }
+    }
+    let jbytes = fs::metadata(&cproject.journal).unwrap().len();
+    let t = Instant::now();
+    let st = Command::new(walj_bin())
+        .args(["compact", "--json", "--project"])
+        .arg(&croot)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let compact_time = t.elapsed();
+    rows.push((
+        format!(
+            "walj compact, {} lines ({:.0} MB), half past the retention",
+            calls * 3 + calls / 1000,
+            jbytes as f64 / (1 << 20) as f64
+        ),
+        format!(
+            "{:.0} ms ({:.0} MB left)",
+            ms(compact_time),
+            fs::metadata(&cproject.journal).unwrap().len() as f64 / (1 << 20) as f64
+        ),
+    ));
+
     let mut md = String::from("| what | result |\n|---|---|\n");
     for (k, v) in &rows {
         md.push_str(&format!("| {k} | {v} |\n"));

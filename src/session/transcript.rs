@@ -4,7 +4,8 @@
 //! PreCompact and SessionEnd the hook appends the bytes the transcript gained since the last
 //! copy to `.walj/transcripts/<session>.jsonl.zst`, as zstd frames (a concatenation of frames is
 //! one valid zstd stream: `zstd -dc` reads it). The cost follows the new bytes, never the
-//! transcript's size: two 4 KB fingerprint reads, the new bytes, one append, two fsyncs.
+//! transcript's size: the new bytes, three 4 KB fingerprint reads, one append, two fsyncs
+//! (at most [`HOOK_MAX_BYTES`] per hook; a longer backlog is caught up at the next Stops).
 //!
 //! Crash safety. The sidecar `<session>.offset` (JSON) records how far the original was copied
 //! (`offset`), the committed length of the `.zst` (`zst`) and fingerprints (crc32c) of the
