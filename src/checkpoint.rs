@@ -7,7 +7,7 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::fold::{EntryState, Fold, FoldOptions, disk_blob};
+use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, disk_blob};
 use crate::journal::{JournalWriter, Record, how, op};
 use crate::project::Project;
 
@@ -105,6 +105,28 @@ pub fn checkpoint(
                 } else {
                     report.drifted.push(e.path.clone());
                 }
+            }
+        }
+    }
+    if settle_intents {
+        // Commands are not entries, but the same holds: at the main agent's Stop no Bash call
+        // runs, so one without an outcome since the session (re)started never ran (denied).
+        // Background commands got their PostToolUse when they were started.
+        for s in &fold.sessions {
+            if session.is_some_and(|want| !s.session.starts_with(want)) {
+                continue;
+            }
+            let since = s.last_start_ts.as_deref().unwrap_or("");
+            for c in &s.commands {
+                if c.status != CommandStatus::InFlight || c.background || c.ts.as_str() < since {
+                    continue;
+                }
+                let mut r = Record::new(op::RESOLVED, &s.session);
+                r.id = c.id.clone();
+                r.event = crate::config::event::COMMAND_RUN.to_string();
+                r.tool = Some("Bash".to_string());
+                r.how = Some(how::NOT_APPLIED.to_string());
+                records.push(r.with("by", "checkpoint"));
             }
         }
     }

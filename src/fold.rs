@@ -484,7 +484,7 @@ impl Fold {
         let ts = lite.ts.to_string();
         let is_command = tool == "Bash" && lite.path.is_empty();
         match op_name {
-            op::INTENT | op::APPLIED | op::FAILED if is_command => {
+            op::INTENT | op::APPLIED | op::FAILED | op::RESOLVED if is_command => {
                 if let Ok(rec) = parse_record(bytes) {
                     self.apply_command(op_name, &session_key, &rec, opts);
                 }
@@ -706,6 +706,16 @@ impl Fold {
                     status: CommandStatus::InFlight,
                     error: None,
                 });
+            }
+            op::RESOLVED => {
+                // Stop settled a command that never got an outcome: it did not run (denied).
+                if rec.how.as_deref() == Some(how::NOT_APPLIED)
+                    && let Some(c) = s.commands.iter_mut().rev().find(|c| c.id == id)
+                    && c.status == CommandStatus::InFlight
+                {
+                    c.status = CommandStatus::Failed;
+                    c.error = Some("not run: no outcome by the end of the turn (denied)".to_string());
+                }
             }
             _ => {
                 let failed = op_name == op::FAILED;

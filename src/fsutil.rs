@@ -2,7 +2,8 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Opens a file created with mode 0600 (owner only) where the platform has modes.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
@@ -44,30 +45,113 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Writes `bytes` to `path` atomically: temp file in the same folder, fsync, rename,
-/// fsync the folder. `mode` (unix permissions) is applied to the new file when given.
+/// fsync the folder. `mode` (unix permissions) is applied to the new file when given;
+/// the owner of the file it replaces is kept where the process may set it.
 pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    stage(path, bytes, mode)?.commit()
+}
+
+/// A file written and synced next to its destination, not yet renamed into place: the
+/// caller can check the destination once more right before [`Staged::commit`]. Dropped
+/// without a commit, the temp file is removed.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+/// Longest file name most file systems take (NAME_MAX).
+const NAME_MAX: usize = 255;
+
+/// A temp file name next to `path`, unique to this process and call (several writers of
+/// one path never share one), within [`NAME_MAX`] however long the file's name is.
+fn temp_name(path: &Path) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let suffix = format!(".walj-tmp-{}-{nanos:x}-{n:x}", std::process::id());
+    let mut name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let room = NAME_MAX - 1 - suffix.len();
+    if name.len() > room {
+        let mut end = room;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    format!(".{name}{suffix}")
+}
+
+/// Creates a new temp file with permissions `perm` (less the umask) from the start;
+/// never opens an existing file or follows a link planted at its name.
+fn create_temp(tmp: &Path, perm: u32) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(perm);
+    }
+    #[cfg(not(unix))]
+    let _ = perm;
+    opts.open(tmp)
+}
+
+/// Writes and syncs `bytes` in a new temp file next to `path` (see [`Staged`]).
+pub fn stage(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<Staged> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.walj-tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        #[cfg(unix)]
+    let (tmp, mut f) = {
+        let mut tries = 0;
+        loop {
+            let tmp = dir.join(temp_name(path));
+            // Owner-only until the final permissions are set; a new file (no `mode`) gets
+            // what a plain create gives (0666 less the umask).
+            match create_temp(&tmp, if mode.is_some() { 0o600 } else { 0o666 }) {
+                Ok(f) => break (tmp, f),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let staged = Staged { tmp, path: path.to_path_buf(), committed: false };
+    f.write_all(bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // Keep the owner of the file replaced (root acting in a user's project); a
+        // process that may not is left the owner, as any editor would.
+        if let Ok(m) = fs::symlink_metadata(path)
+            && m.is_file()
+        {
+            let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
+        }
         if let Some(mode) = mode {
-            use std::os::unix::fs::PermissionsExt;
             f.set_permissions(fs::Permissions::from_mode(mode))?;
         }
-        #[cfg(not(unix))]
-        let _ = mode;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
     }
-    result
+    #[cfg(not(unix))]
+    let _ = mode;
+    f.sync_all()?;
+    Ok(staged)
+}
+
+impl Staged {
+    /// Renames the temp file into place and syncs the folder.
+    pub fn commit(mut self) -> io::Result<()> {
+        fs::rename(&self.tmp, &self.path)?;
+        self.committed = true;
+        let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        sync_dir(dir)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// The unix permission bits of a file, when the platform has them.
@@ -81,5 +165,75 @@ pub fn file_mode(path: &Path) -> Option<u32> {
     {
         let _ = path;
         None
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    // Defect: the temp file was opened without O_EXCL at a predictable name, so a
+    // symbolic link planted there (a hostile repository, a tool) made the write follow it
+    // and truncate a file outside the project.
+    #[test]
+    fn a_link_at_the_temp_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"precious\n").unwrap();
+        let target = dir.path().join("f.txt");
+        fs::write(&target, b"old\n").unwrap();
+        // A link at the name the old scheme picked for this process.
+        std::os::unix::fs::symlink(&victim, dir.path().join(format!(".f.txt.walj-tmp-{}", std::process::id())))
+            .unwrap();
+        atomic_write(&target, b"new\n", Some(0o644)).unwrap();
+        // Whatever the name, a temp file is only ever created, never opened through a link.
+        let planted = dir.path().join(temp_name(&target));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let err = create_temp(&planted, 0o600).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&victim).unwrap(), b"precious\n", "wrote through a planted link");
+        assert_eq!(fs::read(&target).unwrap(), b"new\n");
+        assert!(!fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
+    }
+
+    // Defect: two writes of one path by one process shared their temp file: one rename
+    // failed, or a half-written temp file was renamed into place.
+    #[test]
+    fn concurrent_writes_of_one_path_do_not_share_a_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.txt");
+        let contents: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'a' + i; 256 * 1024]).collect();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = contents
+                .iter()
+                .map(|c| {
+                    let target = &target;
+                    s.spawn(move || (0..20).map(|_| atomic_write(target, c, None)).collect::<io::Result<Vec<()>>>())
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        });
+        let last = fs::read(&target).unwrap();
+        assert!(contents.contains(&last), "the file is one whole write");
+        let litter: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(litter.len(), 1, "{litter:?}");
+    }
+
+    // Checked and sound: names that are not UTF-8 (the temp name is built lossily, the
+    // destination keeps its bytes), also at the longest length a name can have.
+    #[test]
+    fn names_that_are_not_utf8_or_very_long_are_written_in_place() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in [&b"caf\xe9.txt"[..], &[0xffu8; 255][..]] {
+            let target = dir.path().join(std::ffi::OsStr::from_bytes(name));
+            fs::write(&target, b"old\n").unwrap();
+            atomic_write(&target, b"new\n", Some(0o640)).unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"new\n");
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp file left");
     }
 }

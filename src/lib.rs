@@ -33,3 +33,4 @@ pub mod session;
 pub mod store;
 pub mod style;
 pub mod triage;
+pub mod tui;

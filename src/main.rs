@@ -75,6 +75,15 @@ enum Command {
         #[arg(long)]
         command: Option<String>,
     },
+    /// The keyboard recovery dashboard: see what was in flight, read diffs, triage.
+    Tui {
+        /// Open on a sample project with a crashed session (built in a temp folder).
+        #[arg(long)]
+        demo: bool,
+        /// (internal) replay the demo's hooks in DIR.
+        #[arg(long, hide = true, value_name = "DIR")]
+        demo_replay: Option<PathBuf>,
+    },
     /// Verify applied entries against the disk; record persisted entries and an audit.
     Checkpoint {
         #[arg(long, value_name = "SID")]
@@ -293,6 +302,8 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
             cmd::setup::uninstall_cmd(&project, cmd::setup::scope(local, user), command)
         }
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
+        Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
+        Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
         Command::Checkpoint { session, json, every } => cmd::core::checkpoint_cmd(&project, session, json, every),
         Command::Diff { id, applied, head, context } => {
             let mode = if applied {

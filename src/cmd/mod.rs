@@ -5,6 +5,7 @@ pub mod core;
 pub mod sessions;
 pub mod setup;
 pub mod triage;
+pub mod tui;
 
 use std::path::PathBuf;
 

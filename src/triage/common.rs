@@ -262,9 +262,24 @@ impl<'a> Objects<'a> {
         Objects { project, store: Store::new(project.store_dir()), repo: None, max_bytes: None }
     }
 
-    /// Stores bytes (before an overwrite), naming the store in the error.
+    /// Stores bytes (before an overwrite), naming the store in the error, and reads them
+    /// back: an object already stored under their id may be damaged (the store does not
+    /// rewrite existing ids), and these bytes may be about to exist nowhere else.
     pub fn put(&self, bytes: &[u8]) -> anyhow::Result<String> {
-        self.store.put(bytes).map_err(|e| anyhow::anyhow!("saving the current bytes into the store: {e}"))
+        let err = |e: StoreError| anyhow::anyhow!("saving the current bytes into the store: {e}");
+        let id = self.store.put(bytes).map_err(err)?;
+        match self.store.get(&id) {
+            Ok(_) => Ok(id),
+            Err(StoreError::Corrupt { .. }) => {
+                let path = self.store.object_path(&id);
+                fs::remove_file(&path)
+                    .map_err(|e| anyhow::anyhow!("replacing the damaged store object {}: {e}", path.display()))?;
+                self.store.put(bytes).map_err(err)?;
+                self.store.get(&id).map_err(err)?;
+                Ok(id)
+            }
+            Err(e) => Err(err(e)),
+        }
     }
 
     /// The bytes of object `id`, when the store or git has them.
@@ -339,30 +354,44 @@ pub(crate) fn human(n: u64) -> String {
     }
 }
 
-/// Writes `bytes` at `abs` atomically keeping the file's permissions, or deletes it (`None`).
-pub(crate) fn write_or_delete(abs: &Path, rel: &str, bytes: Option<&[u8]>) -> anyhow::Result<()> {
-    match bytes {
-        Some(b) => {
-            let mode = fsutil::file_mode(abs);
-            if let Some(parent) = abs.parent()
-                && !parent.is_dir()
-            {
-                fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
-            }
-            fsutil::atomic_write(abs, b, mode).map_err(|e| anyhow::anyhow!("writing {rel}: {e}"))
-        }
-        None => {
-            match fs::remove_file(abs) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => anyhow::bail!("deleting {rel}: {e}"),
-            }
-            if let Some(parent) = abs.parent() {
-                fsutil::sync_dir(parent).map_err(|e| anyhow::anyhow!("syncing the folder of {rel}: {e}"))?;
-            }
-            Ok(())
-        }
+/// Writes and syncs `bytes` next to `abs` (creating its folder when missing), to be
+/// renamed into place by `commit` once the caller has checked the file one last time.
+/// Keeps the permissions of the file it replaces, else gives `mode` when known.
+pub(crate) fn stage_write(abs: &Path, rel: &str, bytes: &[u8], mode: Option<u32>) -> anyhow::Result<fsutil::Staged> {
+    let mode = fsutil::file_mode(abs).or(mode);
+    if let Some(parent) = abs.parent()
+        && !parent.is_dir()
+    {
+        fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
     }
+    fsutil::stage(abs, bytes, mode).map_err(|e| anyhow::anyhow!("writing {rel}: {e}"))
+}
+
+/// Deletes the file at `abs` durably (an absent file is fine).
+pub(crate) fn delete(abs: &Path, rel: &str) -> anyhow::Result<()> {
+    match fs::remove_file(abs) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => anyhow::bail!("deleting {rel}: {e}"),
+    }
+    if let Some(parent) = abs.parent() {
+        fsutil::sync_dir(parent).map_err(|e| anyhow::anyhow!("syncing the folder of {rel}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The record appended before a revert or an undo overwrites or deletes anything: it
+/// names the bytes about to be overwritten (`before`, already in the store) and those
+/// about to be written (`after`), so that whatever happens next (a crash before the
+/// `resolved` or `undo` record), the journal still names them. Folds to nothing.
+pub(crate) fn capture_record(e: &Entry, what: &str, action: Option<&str>, before: &Blob, after: &Blob) -> Record {
+    let mut r = entry_record(crate::journal::op::AUDIT, e);
+    r.event = what.to_string();
+    r.kind = Some("capture".to_string());
+    r.action = action.map(str::to_string);
+    r.before = Some(before.clone());
+    r.after = Some(after.clone());
+    r
 }
 
 /// The disk as a batch of actions sees it: files already (virtually) written by earlier

@@ -155,6 +155,11 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
     let mut included = Vec::new();
     let mut left_out = Vec::new();
     let mut index = 0usize;
+    // The brief is kept in the journal: never show what the user keeps out of `.walj/`.
+    let matcher = crate::config::Config::load(&project.config_path()).unwrap_or_default().matcher().ok();
+    let never = |e: &Entry| {
+        e.nocap.as_deref() == Some("never_capture") || matcher.as_ref().is_some_and(|m| m.never_capture(&e.path))
+    };
     for s in &sessions {
         let group: Vec<&&Entry> = entries.iter().filter(|e| e.session == *s).collect();
         let mut head = String::new();
@@ -197,7 +202,13 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
             }
             text.push_str(&line);
             let budget = (room - line.len()) / (later + 1);
-            text.push_str(&compact_diff(project, e, budget));
+            if never(e) {
+                text.push_str(
+                    "   (content not shown: the path matches a never-capture pattern; read the file itself)\n",
+                );
+            } else {
+                text.push_str(&compact_diff(project, e, budget));
+            }
             included.push(e.id.clone());
         }
     }

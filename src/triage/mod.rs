@@ -10,6 +10,7 @@
 //! | revert | `resolved` `how: reverted`, `before` = bytes overwritten (stored first), `after` = bytes written (`null` = deleted) |
 //! | hand back | `resolved` `how: handed_back` per entry + one `handoff` record (`brief`, `entries`, `kind: handback`) |
 //! | undo | `undo`, `id` = entry id, `target` = the action undone (`before`/`after` when it wrote) |
+//! | (revert, undo: before writing) | `audit` `kind: capture`, `before`/`after` and `action` of the record to come |
 //!
 //! Records written by one command share a `batch` id (and carry their `seq` in it), so
 //! `walj undo` without an id undoes the whole last command, in reverse order.

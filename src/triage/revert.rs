@@ -16,13 +16,14 @@
 use std::path::PathBuf;
 
 use crate::fold::{Entry, EntryState, Fold, short_id};
-use crate::journal::{Blob, how, op};
+use crate::fsutil;
+use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
 use super::Outcome;
 use super::common::{
-    Batch, Disk, Image, Objects, Overlay, already_resolved, append, check_live, check_writable, entry_record,
-    find_entries, problems, read_disk, write_or_delete,
+    Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable, delete,
+    entry_record, find_entries, problems, read_disk, stage_write,
 };
 use super::diff::is_binary;
 
@@ -173,6 +174,10 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
     }
     if e.v1 {
         return refuse(w, format!("{} was recorded by a v1 journal line, which has no pre-image", e.path));
+    }
+    if e.nocap.as_deref() == Some("directory") && e.before == Some(Blob::Absent) {
+        // The hook records a folder's pre-image as absent (`nocap: directory`).
+        return refuse(w, format!("{} was a folder before the tool ran; walj restores files, not folders", e.path));
     }
     let abs = match project.resolve_rel(&e.path) {
         Ok(a) => a,
@@ -391,7 +396,54 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         return Ok(out);
     }
     let mut batch = Batch::new();
+    // Everything this call overwrites or writes goes into the store first, for every id,
+    // before anything is written: a capture failing (disk full) changes nothing.
+    let mut plans = Vec::new();
     for w in &steps {
+        let target = w.target(opts.force);
+        let mut r = entry_record(op::RESOLVED, w.entry);
+        r.how = Some(how::REVERTED.to_string());
+        let r = batch.stamp(r);
+        let blobs = match (&target, &w.abs) {
+            (Some(bytes), Some(_)) => {
+                let put = |b: &[u8]| objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."));
+                let before = match &w.disk {
+                    Disk::Absent => Blob::Absent,
+                    Disk::File(b) => Blob::Id(put(b)?),
+                };
+                let after = match bytes {
+                    None => Blob::Absent,
+                    Some(b) => Blob::Id(put(b)?),
+                };
+                Some((before, after))
+            }
+            _ => None,
+        };
+        plans.push((target, r, blobs));
+    }
+    // Then the journal names them (write-ahead): a crash between a write and its
+    // `resolved` record leaves the overwritten bytes named all the same.
+    let ahead: Vec<Record> = steps
+        .iter()
+        .zip(&plans)
+        .filter_map(|(w, (_, r, blobs))| {
+            blobs.as_ref().map(|(before, after)| capture_record(w.entry, "revert", r.action.as_deref(), before, after))
+        })
+        .collect();
+    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    // Then every write is staged (temp file written and synced): a write failing (disk
+    // full) still changes nothing.
+    let mut staged = Vec::new();
+    for (w, (target, _, _)) in steps.iter().zip(&plans) {
+        staged.push(match (target, &w.abs) {
+            (Some(Some(bytes)), Some(abs)) => Some(
+                stage_write(abs, &w.entry.path, bytes, None)
+                    .map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+            ),
+            _ => None,
+        });
+    }
+    for ((w, (target, r, blobs)), staged) in steps.iter().zip(plans).zip(staged) {
         let e = w.entry;
         let done_so_far = |out: &[Outcome]| {
             if out.is_empty() {
@@ -403,20 +455,18 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
                 )
             }
         };
-        let target = w.target(opts.force);
-        let mut r = entry_record(op::RESOLVED, e);
-        r.how = Some(how::REVERTED.to_string());
+        let mut r = r;
         let message = w.describe(opts.force, false);
-        match (&target, &w.abs) {
-            (None, _) if !w.record_nothing => {
+        match (&target, &w.abs, blobs) {
+            (None, _, _) if !w.record_nothing => {
                 out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: false });
                 continue;
             }
-            (None, _) => append(project, &[batch.stamp(r)])?,
-            (Some(_), None) => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
-            (Some(bytes), Some(abs)) => {
-                // The path must still stay inside the project (no symlink swapped in since)
-                // and the disk must still be what the plan saw.
+            (None, _, _) => append(project, &[r])?,
+            (Some(_), Some(abs), Some((before, after))) => {
+                // Right before the rename or the delete: the path must still stay inside the
+                // project (no symlink swapped in since) and the disk must still be what the
+                // plan saw (and captured).
                 project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
                 if now != w.disk {
@@ -426,19 +476,21 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
                         done_so_far(&out)
                     );
                 }
-                let before = match &now {
-                    Disk::Absent => Blob::Absent,
-                    Disk::File(b) => Blob::Id(objects.put(b)?),
-                };
-                let after = match bytes {
-                    None => Blob::Absent,
-                    Some(b) => Blob::Id(objects.put(b)?),
-                };
-                write_or_delete(abs, &e.path, bytes.as_deref())
-                    .map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(&out)))?;
+                if let Disk::File(_) = now
+                    && let Some(mode) = fsutil::file_mode(abs)
+                {
+                    // Undoing a revert that deleted the file gives it back its permissions.
+                    r = r.with("mode", mode);
+                }
+                match staged {
+                    Some(s) => {
+                        s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}{}", e.path, done_so_far(&out)))?
+                    }
+                    None => delete(abs, &e.path).map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(&out)))?,
+                }
                 r.before = Some(before.clone());
                 r.after = Some(after);
-                append(project, &[batch.stamp(r)]).map_err(|err| {
+                append(project, &[r]).map_err(|err| {
                     anyhow::anyhow!(
                         "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
                         e.path,
@@ -446,6 +498,7 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
                     )
                 })?;
             }
+            _ => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
         }
         out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
     }

@@ -13,8 +13,8 @@ use crate::project::Project;
 
 use super::Outcome;
 use super::common::{
-    Batch, Disk, Objects, Overlay, append, batch_of, check_live, check_writable, entry_record, find_entry, problems,
-    read_disk, when, write_or_delete,
+    Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
+    find_entry, problems, read_disk, stage_write, when,
 };
 
 enum Target<'a> {
@@ -44,6 +44,9 @@ struct Restore {
     disk: Disk,
     /// What the undo writes (`None` = delete).
     bytes: Option<Vec<u8>>,
+    /// The permissions the file had when the revert overwrote it (for a file the revert
+    /// deleted; a file still there keeps its own).
+    mode: Option<u32>,
 }
 
 /// Undoes the last triage command — every action it recorded, newest first — or, with
@@ -62,7 +65,13 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                     e.state()
                 );
             };
-            vec![Target::Action(e, a)]
+            // A hand-back whose brief is still waiting: the brief names other entries too
+            // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
+            // every entry of it reopened) rather than leave it to be delivered.
+            match pending_brief_batch(fold, a) {
+                Some(b) => command(fold, b),
+                None => vec![Target::Action(e, a)],
+            }
         }
         None => last_command(fold)?,
     };
@@ -99,15 +108,56 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
         anyhow::bail!(problems(&errors));
     }
     let mut batch = Batch::new();
-    let mut out = Vec::new();
-    for (t, plan) in targets.iter().zip(plans) {
-        match t {
+    // As in a revert: every byte this call overwrites goes into the store and is named
+    // in the journal, for every action, and every write is staged, before anything on
+    // disk changes.
+    let mut records = Vec::new();
+    let mut ahead = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        let rec = match t {
             Target::Handoff(h) => {
                 let mut r = Record::new(op::UNDO, &h.session);
                 r.id = h.action.clone();
                 r.target = Some(h.action.clone());
                 r.event = "handoff".to_string();
-                append(project, &[batch.stamp(r)])?;
+                batch.stamp(r)
+            }
+            Target::Action(e, a) => {
+                let mut r = entry_record(op::UNDO, e);
+                r.target = Some(a.action.clone());
+                let mut r = batch.stamp(r);
+                if let Some(p) = plan {
+                    let before = match &p.disk {
+                        Disk::Absent => Blob::Absent,
+                        Disk::File(b) => {
+                            Blob::Id(objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?)
+                        }
+                    };
+                    let after = a.overwrote.clone().unwrap_or(Blob::Absent);
+                    ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
+                    r.before = Some(before);
+                    r.after = Some(after);
+                }
+                r
+            }
+        };
+        records.push(rec);
+    }
+    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    let mut staged = Vec::new();
+    for (t, plan) in targets.iter().zip(&plans) {
+        staged.push(match (t, plan) {
+            (Target::Action(e, _), Some(Restore { abs, bytes: Some(b), mode, .. })) => Some(
+                stage_write(abs, &e.path, b, *mode).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+            ),
+            _ => None,
+        });
+    }
+    let mut out = Vec::new();
+    for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
+        match t {
+            Target::Handoff(h) => {
+                append(project, &[r])?;
                 let message = match &h.delivered {
                     Some(ts) => format!(
                         "the brief for Claude was already delivered at {}; it cannot be taken back from that session",
@@ -118,8 +168,6 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                 out.push(Outcome { id: h.action.clone(), path: String::new(), message, changed: true });
             }
             Target::Action(e, a) => {
-                let mut r = entry_record(op::UNDO, e);
-                r.target = Some(a.action.clone());
                 let what = match a.how.as_str() {
                     how::DONE => "mark done",
                     how::REVERTED => "revert",
@@ -128,7 +176,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                 };
                 let message = match plan {
                     None => {
-                        append(project, &[batch.stamp(r)])?;
+                        append(project, &[r])?;
                         format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                     }
                     Some(p) => {
@@ -140,13 +188,11 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                                 e.path
                             );
                         }
-                        r.before = Some(match &now {
-                            Disk::Absent => Blob::Absent,
-                            Disk::File(b) => Blob::Id(objects.put(b)?),
-                        });
-                        r.after = a.overwrote.clone();
-                        write_or_delete(&p.abs, &e.path, p.bytes.as_deref())?;
-                        append(project, &[batch.stamp(r)])?;
+                        match staged {
+                            Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
+                            None => delete(&p.abs, &e.path)?,
+                        }
+                        append(project, &[r])?;
                         let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
                         format!(
                             "{how_restored} {} (undid the revert of {}); reopened {}",
@@ -163,8 +209,8 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
     Ok(out)
 }
 
-/// Every action of the last recorded triage command (same batch), newest first.
-fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+/// Every action not undone yet.
+fn not_undone(fold: &Fold) -> Vec<Target<'_>> {
     let mut all: Vec<Target> = Vec::new();
     for e in &fold.entries {
         for a in e.actions.iter().filter(|a| !a.undone) {
@@ -174,6 +220,28 @@ fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
     for h in fold.handoffs.iter().filter(|h| !h.undone) {
         all.push(Target::Handoff(h));
     }
+    all
+}
+
+/// The batch of hand-back `a` when its brief has not been delivered (nor withdrawn) yet.
+fn pending_brief_batch<'f>(fold: &'f Fold, a: &'f Action) -> Option<&'f str> {
+    if a.how != how::HANDED_BACK {
+        return None;
+    }
+    let b = batch_of(&a.record).0?;
+    fold.pending_handoffs().find(|h| batch_of(&h.record).0 == Some(b)).map(|_| b)
+}
+
+/// Every action of the command recorded as batch `b` not undone yet, newest first.
+fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
+    let mut picked: Vec<Target> = not_undone(fold).into_iter().filter(|t| batch_of(t.record()).0 == Some(b)).collect();
+    picked.sort_by_key(|t| std::cmp::Reverse(batch_of(t.record()).1));
+    picked
+}
+
+/// Every action of the last recorded triage command (same batch), newest first.
+fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+    let all = not_undone(fold);
     let key = |t: &Target| (t.ts().to_string(), batch_of(t.record()).1);
     let Some(last) = all.iter().max_by_key(|t| key(t)) else {
         anyhow::bail!("nothing to undo: no triage action is recorded (or every one was undone already)");
@@ -222,5 +290,6 @@ fn plan_restore(
         },
     };
     check_writable(&abs, &e.path, &disk)?;
-    Ok(Restore { abs, disk, bytes })
+    let mode = a.record.extra.get("mode").and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
+    Ok(Restore { abs, disk, bytes, mode })
 }

@@ -1,0 +1,293 @@
+//! Issue 7, cost: what walj's hooks add to a real Claude Code session, per tool call.
+//!
+//! Runs the same scripted `claude -p` session (the pinned real CLI against the stand-in model
+//! server of `tests/support`) in three set-ups, several times each, interleaved:
+//! - `plain`: no hooks;
+//! - `noop`: the hooks `walj install` writes (same events, matchers, timeouts) with the
+//!   command replaced by `cat >/dev/null` — what running *any* hook costs in Claude Code;
+//! - `walj`: `walj install` as a user runs it.
+//!
+//! Two session sizes (0 and N tool calls) separate the per-session hooks (SessionStart,
+//! UserPromptSubmit, Stop with its checkpoint, SessionEnd) from the cost per tool call
+//! (PreToolUse + PostToolUse):
+//!
+//! ```text
+//! per call(A vs B) = ((A_N - B_N) - (A_0 - B_0)) / N      on the medians
+//! ```
+//!
+//! Run: `cargo bench --bench e2e` (the bench profile builds walj in release mode). Env:
+//! `WALJ_BENCH_E2E_RUNS` (default 7 per row), `WALJ_BENCH_E2E_CALLS` (default 30 tool calls:
+//! Edit, Write and Bash in turn, on 10 KB files), `WALJ_BIN` (another walj binary),
+//! `WALJ_CLAUDE_BIN` / `WALJ_CLAUDE_VERSION` (see tests/support/README.md).
+//! Prints a Markdown table (also written to `$CARGO_TARGET_DIR/bench-e2e.md`). Goal: walj
+//! under 5 ms per tool call, Pre and Post together.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::anthropic_mock::{MockServer, Turn};
+use support::claude::{self, Sandbox};
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+const FILES: usize = 10;
+
+fn walj_bin() -> PathBuf {
+    match std::env::var_os("WALJ_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_walj")),
+    }
+}
+
+/// A 10 KB text file, different per index.
+fn content(i: usize, version: usize) -> String {
+    let mut s = String::new();
+    let mut n = 0;
+    while s.len() < 10 * 1024 {
+        s.push_str(&format!("file {i} line {n} version {version}: the quick brown fox jumps over the lazy dog\n"));
+        n += 1;
+    }
+    s
+}
+
+/// `calls` tool calls, one per turn: Edit, Write, Bash in turn, then a final text.
+fn script(project: &Path, calls: usize) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    for k in 0..calls {
+        let i = k % FILES;
+        let path = project.join(format!("src/f{i}.txt"));
+        turns.push(match k % 3 {
+            0 => Turn::tool(
+                "Edit",
+                json!({"file_path": path, "old_string": format!("file {i} line 7 version"),
+                       "new_string": format!("file {i} line 7 (edited {k}) version"), "replace_all": false}),
+            ),
+            1 => Turn::tool("Write", json!({"file_path": path, "content": content(i, k)})),
+            _ => Turn::tool("Bash", json!({"command": format!("wc -c src/f{i}.txt"), "description": "Count"})),
+        });
+    }
+    turns.push(Turn::text("Done."));
+    turns
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Setup {
+    Plain,
+    Noop,
+    Walj,
+}
+
+impl Setup {
+    const ALL: [Setup; 3] = [Setup::Plain, Setup::Noop, Setup::Walj];
+    fn name(self) -> &'static str {
+        match self {
+            Setup::Plain => "plain",
+            Setup::Noop => "noop",
+            Setup::Walj => "walj",
+        }
+    }
+}
+
+/// One session in a fresh project; returns its wall time and, per tool call, the time from the
+/// model request that asked for it to the next one (the stand-in answers at once, so that is
+/// PreToolUse hooks + the tool + PostToolUse hooks + Claude Code's own work).
+fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>) {
+    let sb = Sandbox::new();
+    let bin = sb.dir.path().canonicalize().unwrap().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(walj_bin(), bin.join("walj")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    for i in 0..FILES {
+        sb.write(&format!("src/f{i}.txt"), &content(i, 0));
+    }
+    sb.commit("initial");
+    if setup != Setup::Plain {
+        let out = Command::new("sh")
+            .args(["-c", "walj install"])
+            .current_dir(&sb.project)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", &sb.home)
+            .output()
+            .expect("walj install");
+        assert!(out.status.success(), "walj install: {}", String::from_utf8_lossy(&out.stderr));
+        if setup == Setup::Noop {
+            let f = sb.project.join(".claude/settings.json");
+            let text = fs::read_to_string(&f).unwrap();
+            assert!(text.contains("\"walj hook\""), "{text}");
+            fs::write(&f, text.replace("\"walj hook\"", "\"cat >/dev/null\"")).unwrap();
+        }
+    } else {
+        sb.settings(&json!({}));
+    }
+    let mock = MockServer::start(script(&sb.project, calls));
+    let mut cmd = sb.claude_p(claude_bin, &mock, "Work through the files");
+    cmd.env("PATH", &path);
+    let out = claude::run(cmd, TIMEOUT);
+    assert!(out.status.success() && !out.timed_out, "claude failed: {out:?}\n{}", mock.summary());
+    assert_eq!(out.json()["result"], "Done.", "{out:?}");
+    if setup == Setup::Walj {
+        // Not timed: walj saw every call (an intent per call).
+        let journal = sb.project.join(".walj/journal.jsonl");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = fs::read_to_string(&journal).unwrap_or_default();
+            let intents = text.lines().filter(|l| l.contains("\"op\":\"intent\"")).count();
+            if intents == calls && text.contains("\"kind\":\"end\"") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "walj journaled {intents} of {calls} calls");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let at: Vec<f64> = mock.main_requests().iter().map(|r| r.at_ms as f64).collect();
+    assert_eq!(at.len(), calls + 1, "{}", mock.summary());
+    (out.elapsed, at.windows(2).map(|w| w[1] - w[0]).collect())
+}
+
+/// The 1-minute load average (`/proc/loadavg`), "?" elsewhere.
+fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runs: usize = std::env::var("WALJ_BENCH_E2E_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
+    let calls: usize = std::env::var("WALJ_BENCH_E2E_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
+    let claude_bin = match claude::claude_bin() {
+        Ok(b) => b,
+        Err(e) => {
+            println!("SKIPPED: bench e2e: the real Claude Code CLI is not available: {e}");
+            if std::env::var_os("WALJ_E2E_REQUIRE").is_some_and(|v| v == "1") {
+                std::process::exit(1);
+            }
+            return;
+        }
+    };
+    let version = Command::new(&claude_bin)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    println!("walj: {}\nclaude: {} ({version})", walj_bin().display(), claude_bin.display());
+
+    // Warm-up (page cache, the CLI's first start), not counted.
+    for setup in Setup::ALL {
+        session(&claude_bin, setup, 3);
+    }
+
+    // rows: (size, setup); the order alternates to spread drift evenly.
+    let sizes = [0, calls];
+    let rows: Vec<(usize, Setup)> = sizes.iter().flat_map(|&n| Setup::ALL.map(|s| (n, s))).collect();
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+    let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
+    let load_before = load();
+    for r in 0..runs {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        if r % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let (size, setup) = rows[k];
+            let (t, turns) = session(&claude_bin, setup, size);
+            times[k].push(t);
+            per_turn[k].extend(turns);
+            eprintln!("run {r}: {size:>3} calls, {:<6} {:7.1} ms", setup.name(), ms(t));
+        }
+    }
+    let med = |n: usize, s: Setup| {
+        let k = rows.iter().position(|&r| r == (n, s)).unwrap();
+        ms(median(times[k].clone()))
+    };
+    let spread = |k: usize| {
+        let mut v: Vec<f64> = times[k].iter().map(|d| ms(*d)).collect();
+        v.sort_by(f64::total_cmp);
+        format!("{:.0}–{:.0}", v[0], v[v.len() - 1])
+    };
+    let per_call = |a: Setup, b: Setup| ((med(calls, a) - med(calls, b)) - (med(0, a) - med(0, b))) / calls as f64;
+    let per_session = |a: Setup, b: Setup| med(0, a) - med(0, b);
+
+    let mut out = String::new();
+    out.push_str(&format!(
+        "## walj's cost in a real Claude Code session ({version}; {runs} runs per row, medians)\n\n"
+    ));
+    out.push_str(
+        "| session | plain (no hooks) | noop hooks | walj | range plain / noop / walj |\n|---|---|---|---|---|\n",
+    );
+    for n in sizes {
+        let label = if n == 0 {
+            "0 tool calls (text only)".to_string()
+        } else {
+            format!("{n} tool calls (Edit, Write, Bash; 10 KB files)")
+        };
+        let ks: Vec<usize> = Setup::ALL.iter().map(|&s| rows.iter().position(|&r| r == (n, s)).unwrap()).collect();
+        out.push_str(&format!(
+            "| {label} | {:.0} ms | {:.0} ms | {:.0} ms | {} / {} / {} |\n",
+            med(n, Setup::Plain),
+            med(n, Setup::Noop),
+            med(n, Setup::Walj),
+            spread(ks[0]),
+            spread(ks[1]),
+            spread(ks[2])
+        ));
+    }
+    out.push_str("\n| cost | per tool call (PreToolUse + PostToolUse) | per session |\n|---|---|---|\n");
+    for (what, a, b) in [
+        ("walj's own work (walj − noop)", Setup::Walj, Setup::Noop),
+        ("any hook in Claude Code (noop − plain)", Setup::Noop, Setup::Plain),
+        ("total with walj (walj − plain)", Setup::Walj, Setup::Plain),
+    ] {
+        out.push_str(&format!("| {what} | **{:.2} ms** | {:+.1} ms |\n", per_call(a, b), per_session(a, b)));
+    }
+    out.push_str(&format!(
+        "\nper call = ((A_{calls} − B_{calls}) − (A_0 − B_0)) / {calls} on the medians of the session wall times.\n"
+    ));
+    // The second estimate: medians over every tool call of every run of the time between the
+    // request that asked for the call and the next request (no process start-up in it).
+    let turn_median = |s: Setup| {
+        let k = rows.iter().position(|&r| r == (calls, s)).unwrap();
+        let mut v = per_turn[k].clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (tp, tn, tw) = (turn_median(Setup::Plain), turn_median(Setup::Noop), turn_median(Setup::Walj));
+    out.push_str(&format!(
+        "\nPer tool call, from request to request (median of {} calls per set-up): plain {tp:.1} ms, noop {tn:.1} ms, \
+         walj {tw:.1} ms → walj's own work **{:.2} ms**, any hook {:.2} ms, total with walj {:.2} ms.\n",
+        calls * runs,
+        tw - tn,
+        tn - tp,
+        tw - tp
+    ));
+    out.push_str(&format!(
+        "\nGoal: walj's own work < 5 ms per call. Load average (1 min) before / after: {load_before} / {}; \
+         {} CPUs.\n",
+        load(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    ));
+    out.push_str(&format!("walj binary: {}\n", walj_bin().display()));
+    println!("\n{out}");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target")));
+    let _ = fs::create_dir_all(&target);
+    let _ = fs::write(target.join("bench-e2e.md"), &out);
+}

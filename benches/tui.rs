@@ -1,0 +1,222 @@
+//! Issue 4 budgets (DESIGN §8): `walj tui` first frame on a 100k-entry journal (≤ 300 ms)
+//! and a keypress on a 10k-line diff (≤ 50 ms).
+//!
+//! Run: `cargo bench --bench tui` (env: WALJ_BENCH_ENTRIES=100000 journal lines, the
+//! proposal's "entries" as in `benches/core.rs`; WALJ_BENCH_RUNS=5).
+//! Each measurement drives the real app in-process into ratatui's TestBackend (120×40):
+//! "first frame" = App::new (read + fold the journal, check the disk, build the tree) +
+//! computing the selected diff + drawing; "keypress" = handling a key + drawing. Prints a
+//! Markdown table (also written to target/bench-tui.md).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use walj::journal::{Blob, JournalWriter, Record, kind, op};
+use walj::project::Project;
+use walj::store::Store;
+use walj::tui::{App, AppOptions, render};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn rec(op_name: &str, session: &str, i: usize) -> Record {
+    let mut r = Record::new(op_name, session);
+    r.id = format!("toolu_{session}_{i:07}");
+    r.tool = Some("Edit".into());
+    r.event = "file_modified".into();
+    r.path = format!("src/mod{}/file{}.rs", i % 97, i % 1013);
+    r.pid = Some(4_000_000_000);
+    r.pstart = Some(1);
+    r
+}
+
+/// A journal of `lines` lines ("entries" as the proposal and `benches/core.rs` count them):
+/// settled tool calls (intent, applied, persisted) across ended sessions of 100 calls, then
+/// one crashed session with `open` applied tool calls (2 lines each).
+fn journal(project: &Project, lines: usize, open: usize) {
+    project.ensure_dir().unwrap();
+    let w = JournalWriter::new(&project.journal);
+    let settled = lines.saturating_sub(2 * open) / 3;
+    let blob = Blob::Id("0123456789abcdef0123456789abcdef01234567".into());
+    let mut batch = Vec::with_capacity(4096);
+    let flush = |batch: &mut Vec<Record>, force: bool| {
+        if force || batch.len() >= 4000 {
+            w.append_all(batch).unwrap();
+            batch.clear();
+        }
+    };
+    for i in 0..settled {
+        let s = format!("{:08x}-ended", i / 100);
+        if i % 100 == 0 {
+            let mut r = Record::new(op::SESSION, &s);
+            r.kind = Some(kind::START.into());
+            batch.push(r);
+        }
+        let mut r = rec(op::INTENT, &s, i);
+        r.before = Some(blob.clone());
+        batch.push(r);
+        let mut r = rec(op::APPLIED, &s, i);
+        r.after = Some(blob.clone());
+        batch.push(r);
+        let mut r = rec(op::PERSISTED, &s, i);
+        r.persisted = true;
+        batch.push(r);
+        if i % 100 == 99 {
+            let mut r = Record::new(op::SESSION, &s);
+            r.kind = Some(kind::END.into());
+            batch.push(r.with("reason", "exit"));
+        }
+        flush(&mut batch, false);
+    }
+    let store = Store::new(project.store_dir());
+    let pre = Blob::Id(store.put(b"fn main() {}\n").unwrap());
+    let post = Blob::Id(store.put(b"fn main() { run() }\n").unwrap());
+    for i in 0..open {
+        let s = "c0ffee00-crashed";
+        let mut r = rec(op::INTENT, s, i);
+        r.before = Some(pre.clone());
+        batch.push(r);
+        let mut r = rec(op::APPLIED, s, i);
+        r.after = Some(post.clone());
+        batch.push(r);
+        flush(&mut batch, false);
+    }
+    flush(&mut batch, true);
+}
+
+fn first_frame(root: &Path, runs: usize) -> (Duration, Duration, usize) {
+    let mut total = Vec::new();
+    let mut load = Vec::new();
+    let mut rows = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut app = App::new(Project::at(root.to_path_buf(), None), AppOptions::default());
+        let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        render(&mut term, &mut app).unwrap();
+        total.push(t.elapsed());
+        load.push(app.load_time);
+        rows = app.rows.len();
+    }
+    (median(total), median(load), rows)
+}
+
+fn big_diff(root: &Path, lines: usize) -> (Duration, Duration, Duration, usize) {
+    let project = Project::at(root.to_path_buf(), None);
+    project.ensure_dir().unwrap();
+    let old: String = (0..lines).map(|i| format!("    let value_{i} = compute({i}, \"alpha\");\n")).collect();
+    // Every 7th line changed by a word, every 50th removed, every 40th a new line.
+    let mut new = String::new();
+    for i in 0..lines {
+        if i % 50 == 25 {
+            continue;
+        }
+        if i % 7 == 3 {
+            let _ = writeln!(new, "    let value_{i} = compute({i}, \"beta\");");
+        } else {
+            let _ = writeln!(new, "    let value_{i} = compute({i}, \"alpha\");");
+        }
+        if i % 40 == 0 {
+            let _ = writeln!(new, "    log(value_{i});");
+        }
+    }
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/big.rs"), &new).unwrap();
+    let store = Store::new(project.store_dir());
+    let mut r = Record::new(op::INTENT, "d1ff0000-big");
+    r.id = "toolu_big".into();
+    r.tool = Some("Write".into());
+    r.event = "file_modified".into();
+    r.path = "src/big.rs".into();
+    r.before = Some(Blob::Id(store.put(old.as_bytes()).unwrap()));
+    JournalWriter::new(&project.journal).append(&r).unwrap();
+
+    let mut app = App::new(project, AppOptions::default());
+    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let t = Instant::now();
+    render(&mut term, &mut app).unwrap();
+    let first = t.elapsed();
+    let diff_lines = app.current_diff().map_or(0, |d| d.lines.len());
+    // Focus the diff, then page and scroll through it.
+    app.handle_key(&KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    let mut keys = Vec::new();
+    for i in 0..200 {
+        let code = match i % 4 {
+            0 => KeyCode::PageDown,
+            1 => KeyCode::Char('j'),
+            2 => KeyCode::PageDown,
+            _ => KeyCode::Char('k'),
+        };
+        let t = Instant::now();
+        app.handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
+        render(&mut term, &mut app).unwrap();
+        keys.push(t.elapsed());
+    }
+    let worst = *keys.iter().max().unwrap();
+    (first, median(keys), worst, diff_lines)
+}
+
+fn main() {
+    let entries = env_usize("WALJ_BENCH_ENTRIES", 100_000);
+    let runs = env_usize("WALJ_BENCH_RUNS", 5);
+    let mut out = String::new();
+    let _ = writeln!(out, "| walj tui (issue 4) | measured | budget |");
+    let _ = writeln!(out, "|---|---|---|");
+
+    for (label, open) in [("100 unresolved", 100usize), ("all unresolved (worst case)", entries / 2)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        journal(&Project::at(tmp.path().to_path_buf(), None), entries, open);
+        let size = std::fs::metadata(tmp.path().join(".walj/journal.jsonl")).map(|m| m.len()).unwrap_or(0);
+        eprintln!("journal: {entries} lines, {open} unresolved, {size} bytes, written in {:.0} ms", ms(t.elapsed()));
+        let (total, load, rows) = first_frame(tmp.path(), runs);
+        let journal_path = tmp.path().join(".walj/journal.jsonl");
+        let fold_only = median(
+            (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    let f = walj::fold::Fold::load(&journal_path, &walj::fold::FoldOptions::default()).unwrap();
+                    std::hint::black_box(f.entries.len());
+                    t.elapsed()
+                })
+                .collect(),
+        );
+        let _ = load;
+        let _ = writeln!(
+            out,
+            "| first frame, {entries}-entry journal, {label} ({:.1} MB, {rows} tree rows) | {:.0} ms (of which Fold::load {:.0} ms) | ≤ 300 ms |",
+            size as f64 / 1e6,
+            ms(total),
+            ms(fold_only)
+        );
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, key, worst, lines) = big_diff(tmp.path(), 10_000);
+    let _ =
+        writeln!(out, "| 10k-line file: first display (diff computed, {lines} diff lines) | {:.1} ms | — |", ms(first));
+    let _ = writeln!(
+        out,
+        "| 10k-line file: keypress + redraw, median of 200 (worst) | {:.2} ms ({:.2} ms) | ≤ 50 ms |",
+        ms(key),
+        ms(worst)
+    );
+
+    print!("{out}");
+    let target =
+        std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    let _ = std::fs::write(Path::new(&target).join("bench-tui.md"), &out);
+}

@@ -1,0 +1,37 @@
+//! `walj tui [--demo]`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::project::Project;
+use crate::tui;
+
+/// Opens the dashboard on `project`, or with `demo` on a sample project built in a temp folder.
+pub fn tui_cmd(project: &Project, demo: bool) -> anyhow::Result<i32> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("walj tui needs a terminal; for scripts use `walj recover` (or `walj recover --json`)");
+    }
+    if !demo {
+        tui::run(project.clone())?;
+        return Ok(0);
+    }
+    let dir = tui::demo::temp_dir()?;
+    let exe = std::env::current_exe().context("finding the walj binary to replay the demo hooks")?;
+    eprintln!("walj: building the demo project in {} …", dir.display());
+    tui::demo::build(&dir, &exe)?;
+    let demo_project = Project::at(dir.canonicalize().unwrap_or(dir.clone()), None);
+    let result = tui::run(demo_project);
+    println!("The demo project is in {}", dir.display());
+    println!("Try: walj --project {} recover   (remove the folder when done)", dir.display());
+    result.map(|()| 0)
+}
+
+/// The hidden helper behind `--demo`: replays the demo hooks in `dir` and exits, so the
+/// crashed demo session's process is gone when the dashboard reads the journal.
+pub fn demo_replay(dir: &Path) -> anyhow::Result<i32> {
+    let exe = std::env::current_exe().context("finding the walj binary")?;
+    tui::demo::replay(dir, &exe)?;
+    Ok(0)
+}

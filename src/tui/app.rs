@@ -1,0 +1,1080 @@
+//! The dashboard's state and how actions change it (`update`). Drawing reads this state
+//! and never changes it (see `draw.rs`); triage goes through [`crate::triage`], the same
+//! functions `walj mark / revert / undo / handoff` call.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+
+use super::diff::{self, DiffView};
+use super::keymap::{Action, Key, Keymap};
+use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus};
+use crate::project::Project;
+use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions, RevertPlan};
+
+/// A node of the tree, by identity (stable across reloads, so the selection survives).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NodeKey {
+    Session(String),
+    Group(String, String),
+    Entry(String),
+}
+
+/// One visible row of the tree.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub key: NodeKey,
+    pub depth: u8,
+    pub item: Item,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Item {
+    /// Index into `App::views`.
+    Session(usize),
+    /// (view, group).
+    Group(usize, usize),
+    /// (view, group, index into `fold.entries`).
+    Entry(usize, usize, usize),
+}
+
+/// A session as shown: its entries (after the resolved toggle and the filter) by event.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    /// Index into `fold.sessions`.
+    pub session: usize,
+    pub status: SessionStatus,
+    /// (event, entry indexes) in order of first appearance.
+    pub groups: Vec<(String, Vec<usize>)>,
+    /// Unresolved entries of the session (whatever the filter).
+    pub open: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Tree,
+    Diff,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub text: String,
+    pub error: bool,
+}
+
+/// What a confirmed dialog does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    Revert { ids: Vec<String>, force: bool },
+    HandBack { ids: Vec<String>, force: bool },
+    Done { ids: Vec<String>, force: bool },
+    Undo { id: Option<String>, force: bool },
+    Cancel,
+}
+
+/// A confirmation: what will happen, and the keys that decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    pub title: String,
+    pub body: Vec<String>,
+    /// (key, label, choice); Esc always cancels.
+    pub choices: Vec<(char, String, Choice)>,
+    /// Something in it deserves a second look (conflict, live session).
+    pub warning: bool,
+}
+
+/// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
+#[derive(Debug, Clone, Copy)]
+pub enum Clock {
+    Real,
+    Fixed(DateTime<Utc>),
+}
+
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    pub keymap: Keymap,
+    pub clock: Clock,
+    /// Least time between two journal polls.
+    pub poll: Duration,
+}
+
+impl Default for AppOptions {
+    fn default() -> Self {
+        AppOptions { keymap: Keymap::default(), clock: Clock::Real, poll: Duration::from_millis(500) }
+    }
+}
+
+pub struct App {
+    pub project: Project,
+    pub keymap: Keymap,
+    pub clock: Clock,
+    pub fold: Fold,
+    pub views: Vec<SessionView>,
+    pub rows: Vec<Row>,
+    pub cursor: usize,
+    pub tree_offset: usize,
+    pub focus: Focus,
+    pub show_resolved: bool,
+    /// The applied filter (lower case).
+    pub filter: String,
+    /// Some while the user types a filter.
+    pub filter_input: Option<String>,
+    /// Entries picked with Space (full ids).
+    pub marked: BTreeSet<String>,
+    /// Expansions the user chose (else: the default of the node).
+    pub toggled: HashMap<NodeKey, bool>,
+    pub diff_mode: DiffMode,
+    pub diff_scroll: usize,
+    /// Computed diffs by (entry id, mode index).
+    pub diffs: HashMap<(String, u8), Arc<DiffView>>,
+    pub dialog: Option<Dialog>,
+    pub help: bool,
+    pub help_scroll: usize,
+    pub status: Option<Status>,
+    /// The terminal's area at the last draw (for paging and mouse hits).
+    pub area: Rect,
+    pub quit: bool,
+    journal_sig: Option<(u64, SystemTime)>,
+    last_poll: Instant,
+    last_status_check: Instant,
+    poll: Duration,
+    /// Time the last reload took (shown by the bench).
+    pub load_time: Duration,
+}
+
+impl App {
+    pub fn new(project: Project, opts: AppOptions) -> App {
+        let mut app = App {
+            project,
+            keymap: opts.keymap,
+            clock: opts.clock,
+            fold: Fold::default(),
+            views: Vec::new(),
+            rows: Vec::new(),
+            cursor: 0,
+            tree_offset: 0,
+            focus: Focus::Tree,
+            show_resolved: false,
+            filter: String::new(),
+            filter_input: None,
+            marked: BTreeSet::new(),
+            toggled: HashMap::new(),
+            diff_mode: DiffMode::Disk,
+            diff_scroll: 0,
+            diffs: HashMap::new(),
+            dialog: None,
+            help: false,
+            help_scroll: 0,
+            status: None,
+            area: Rect::new(0, 0, 120, 40),
+            quit: false,
+            journal_sig: None,
+            last_poll: Instant::now(),
+            last_status_check: Instant::now(),
+            poll: opts.poll,
+            load_time: Duration::ZERO,
+        };
+        app.reload();
+        if app.views.is_empty() && app.status.is_none() {
+            app.info(if app.project.journal.exists() {
+                "Nothing unresolved. s shows resolved entries; the journal is watched for changes."
+            } else {
+                "No journal yet: install the hooks with `walj install`; walj records from the next session on."
+            });
+        }
+        // Open on the first unresolved entry: that is what the user came for.
+        if let Some(i) = app.rows.iter().position(|r| matches!(r.item, Item::Entry(..))) {
+            app.cursor = i;
+        }
+        app
+    }
+
+    // ---------------------------------------------------------------- loading
+
+    fn journal_sig(&self) -> Option<(u64, SystemTime)> {
+        let m = std::fs::metadata(&self.project.journal).ok()?;
+        Some((m.len(), m.modified().ok()?))
+    }
+
+    /// Re-reads the journal and rebuilds the tree, keeping the selection.
+    pub fn reload(&mut self) {
+        let started = Instant::now();
+        self.journal_sig = self.journal_sig();
+        let opts = FoldOptions { keep_settled: self.show_resolved, session: None, all_commands: false };
+        match Fold::load(&self.project.journal, &opts) {
+            Ok(mut fold) => {
+                fold.check_disk(&self.project);
+                let problems = fold.report.problems.len();
+                self.fold = fold;
+                if problems > 0 {
+                    self.error(format!(
+                        "the journal has {problems} unreadable line{} (skipped); `walj status` lists them",
+                        if problems == 1 { "" } else { "s" }
+                    ));
+                }
+            }
+            Err(e) => self.error(format!("reading {}: {e}", self.project.journal.display())),
+        }
+        self.diffs.clear();
+        let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
+        self.marked.retain(|id| known.contains(id.as_str()));
+        self.build_views();
+        self.rebuild_rows();
+        self.load_time = started.elapsed();
+    }
+
+    /// Reloads when the journal's size or mtime changed (called on every tick).
+    pub fn poll_journal(&mut self) -> bool {
+        if self.last_poll.elapsed() < self.poll {
+            return false;
+        }
+        self.last_poll = Instant::now();
+        if self.journal_sig() != self.journal_sig {
+            self.reload();
+            return true;
+        }
+        // A crash writes nothing to the journal: notice a live session's process going away.
+        if self.last_status_check.elapsed() >= Duration::from_secs(2) {
+            self.last_status_check = Instant::now();
+            let changed = self
+                .views
+                .iter()
+                .any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
+            if changed {
+                self.build_views();
+                self.rebuild_rows();
+                return true;
+            }
+        }
+        false
+    }
+
+    fn entry_visible(&self, e: &Entry) -> bool {
+        if !self.show_resolved && !e.is_unresolved() {
+            return false;
+        }
+        if self.filter.is_empty() {
+            return true;
+        }
+        e.path.to_lowercase().contains(&self.filter)
+            || e.event.to_lowercase().contains(&self.filter)
+            || e.tool.to_lowercase().contains(&self.filter)
+    }
+
+    fn build_views(&mut self) {
+        let mut views = Vec::new();
+        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, e) in self.fold.entries.iter().enumerate() {
+            by_session.entry(e.session.as_str()).or_default().push(i);
+        }
+        for (si, s) in self.fold.sessions.iter().enumerate() {
+            let idx = by_session.get(s.session.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            let open = idx.iter().filter(|&&i| self.fold.entries[i].is_unresolved()).count();
+            let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+            for &i in idx {
+                let e = &self.fold.entries[i];
+                if !self.entry_visible(e) {
+                    continue;
+                }
+                match groups.iter_mut().find(|(ev, _)| *ev == e.event) {
+                    Some((_, v)) => v.push(i),
+                    None => groups.push((e.event.clone(), vec![i])),
+                }
+            }
+            // Ended sessions with nothing open are history: shown with the resolved toggle.
+            // Crashed and live ones are shown for their context even without entries.
+            let has_entries = !groups.is_empty();
+            if !self.filter.is_empty() && !has_entries {
+                continue;
+            }
+            if !self.show_resolved && !has_entries {
+                if s.v1 || s.records == 0 {
+                    continue;
+                }
+                let st = s.status();
+                if !matches!(st, SessionStatus::Crashed | SessionStatus::Live) {
+                    continue;
+                }
+                views.push(SessionView { session: si, status: st, groups, open });
+                continue;
+            }
+            views.push(SessionView { session: si, status: s.status(), groups, open });
+        }
+        // Newest first: after a crash the session that crashed is on top.
+        views.sort_by(|a, b| self.fold.sessions[b.session].last_ts.cmp(&self.fold.sessions[a.session].last_ts));
+        self.views = views;
+    }
+
+    fn default_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
+        match key {
+            NodeKey::Session(_) => {
+                !self.filter.is_empty() || view.open > 0 || matches!(view.status, SessionStatus::Crashed)
+            }
+            _ => true,
+        }
+    }
+
+    pub fn is_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
+        self.toggled.get(key).copied().unwrap_or_else(|| self.default_expanded(key, view))
+    }
+
+    /// Flattens the visible tree, keeping the cursor on the same node when it still exists
+    /// (else on the row that took its place).
+    pub fn rebuild_rows(&mut self) {
+        let selected = self.rows.get(self.cursor).map(|r| r.key.clone());
+        let mut rows = Vec::new();
+        for (vi, view) in self.views.iter().enumerate() {
+            let s = &self.fold.sessions[view.session];
+            let skey = NodeKey::Session(s.session.clone());
+            let open = self.is_expanded(&skey, view);
+            rows.push(Row { key: skey, depth: 0, item: Item::Session(vi) });
+            if !open {
+                continue;
+            }
+            for (gi, (event, entries)) in view.groups.iter().enumerate() {
+                let gkey = NodeKey::Group(s.session.clone(), event.clone());
+                let gopen = self.is_expanded(&gkey, view);
+                rows.push(Row { key: gkey, depth: 1, item: Item::Group(vi, gi) });
+                if !gopen {
+                    continue;
+                }
+                for &ei in entries {
+                    rows.push(Row {
+                        key: NodeKey::Entry(self.fold.entries[ei].id.clone()),
+                        depth: 2,
+                        item: Item::Entry(vi, gi, ei),
+                    });
+                }
+            }
+        }
+        self.rows = rows;
+        if let Some(key) = selected {
+            if let Some(i) = self.rows.iter().position(|r| r.key == key) {
+                self.cursor = i;
+            } else if let NodeKey::Entry(id) = &key {
+                // The entry left the view (resolved, filtered): stay near it, on its group
+                // or session when it was the last one there.
+                let session = self.fold.entry(id).map(|e| e.session.clone());
+                let near = session.and_then(|s| self.rows.iter().position(|r| r.key == NodeKey::Session(s.clone())));
+                self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+                if let Some(n) = near
+                    && self.cursor < n
+                {
+                    self.cursor = n;
+                }
+            }
+        }
+        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+        self.scroll_tree_into_view();
+    }
+
+    // ---------------------------------------------------------------- queries
+
+    pub fn selected(&self) -> Option<&Row> {
+        self.rows.get(self.cursor)
+    }
+
+    pub fn selected_entry(&self) -> Option<&Entry> {
+        match self.selected()?.item {
+            Item::Entry(_, _, ei) => self.fold.entries.get(ei),
+            _ => None,
+        }
+    }
+
+    /// Entries an action applies to: the Space selection, else the selected entry, else the
+    /// unresolved entries under the selected session or group.
+    pub fn targets(&self) -> Vec<&Entry> {
+        if !self.marked.is_empty() {
+            return self.fold.entries.iter().filter(|e| self.marked.contains(&e.id)).collect();
+        }
+        let Some(row) = self.selected() else { return Vec::new() };
+        match row.item {
+            Item::Entry(_, _, ei) => self.fold.entries.get(ei).into_iter().collect(),
+            Item::Group(vi, gi) => self.views[vi].groups[gi]
+                .1
+                .iter()
+                .map(|&i| &self.fold.entries[i])
+                .filter(|e| e.is_unresolved())
+                .collect(),
+            Item::Session(vi) => self.views[vi]
+                .groups
+                .iter()
+                .flat_map(|(_, v)| v.iter())
+                .map(|&i| &self.fold.entries[i])
+                .filter(|e| e.is_unresolved())
+                .collect(),
+        }
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        match self.clock {
+            Clock::Real => Utc::now(),
+            Clock::Fixed(t) => t,
+        }
+    }
+
+    /// "3m", "2h", "5d" since a record timestamp.
+    pub fn age(&self, ts: &str) -> String {
+        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return String::new() };
+        let secs = (self.now() - t.with_timezone(&Utc)).num_seconds().max(0);
+        match secs {
+            s if s < 60 => format!("{s}s"),
+            s if s < 3600 => format!("{}m", s / 60),
+            s if s < 86_400 => format!("{}h", s / 3600),
+            s => format!("{}d", s / 86_400),
+        }
+    }
+
+    /// A record timestamp as the user reads it (local time; UTC with a fixed clock).
+    pub fn time(&self, ts: &str) -> String {
+        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return ts.to_string() };
+        match self.clock {
+            Clock::Real => t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
+            Clock::Fixed(_) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
+        }
+    }
+
+    pub fn session_status(&self, session: &str) -> Option<SessionStatus> {
+        self.views.iter().find(|v| self.fold.sessions[v.session].session == session).map(|v| v.status)
+    }
+
+    /// The diff of the selected entry in the current mode, once computed.
+    pub fn current_diff(&self) -> Option<&Arc<DiffView>> {
+        let e = self.selected_entry()?;
+        self.diffs.get(&(e.id.clone(), mode_index(self.diff_mode)))
+    }
+
+    // ---------------------------------------------------------------- layout
+
+    /// Rows the tree shows at once.
+    pub fn tree_height(&self) -> usize {
+        super::draw::layout(self.area).tree.height.saturating_sub(2) as usize
+    }
+
+    pub fn diff_height(&self) -> usize {
+        super::draw::layout(self.area).diff.height.saturating_sub(2) as usize
+    }
+
+    fn scroll_tree_into_view(&mut self) {
+        let h = self.tree_height().max(1);
+        if self.cursor < self.tree_offset {
+            self.tree_offset = self.cursor;
+        } else if self.cursor >= self.tree_offset + h {
+            self.tree_offset = self.cursor + 1 - h;
+        }
+        let max_off = self.rows.len().saturating_sub(h);
+        self.tree_offset = self.tree_offset.min(max_off);
+    }
+
+    /// Lines the diff pane can scroll through (header included).
+    pub fn diff_len(&self) -> usize {
+        super::draw::detail_len(self)
+    }
+
+    fn clamp_diff_scroll(&mut self) {
+        let max = self.diff_len().saturating_sub(self.diff_height().max(1));
+        self.diff_scroll = self.diff_scroll.min(max);
+    }
+
+    /// Work before a draw: compute the selected entry's diff if it is not cached yet, and
+    /// keep the scroll positions valid for the current size.
+    pub fn prepare(&mut self, area: Rect) {
+        self.area = area;
+        if let Some(e) = self.selected_entry() {
+            let key = (e.id.clone(), mode_index(self.diff_mode));
+            if !self.diffs.contains_key(&key) {
+                let view = match triage::diff_sides(&self.project, e, self.diff_mode) {
+                    Ok(sides) => diff::build(&sides),
+                    Err(err) => {
+                        DiffView::message(mode_label(self.diff_mode), &[format!("cannot show the diff: {err:#}")])
+                    }
+                };
+                // A cache, not a history: keep it small.
+                if self.diffs.len() > 64 {
+                    self.diffs.clear();
+                }
+                self.diffs.insert(key, Arc::new(view));
+            }
+        }
+        self.scroll_tree_into_view();
+        self.clamp_diff_scroll();
+    }
+
+    // ---------------------------------------------------------------- events
+
+    fn info(&mut self, text: impl Into<String>) {
+        self.status = Some(Status { text: text.into(), error: false });
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.status = Some(Status { text: text.into(), error: true });
+    }
+
+    /// Handles one terminal event.
+    pub fn handle_event(&mut self, ev: &Event) {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => self.handle_key(k),
+            Event::Mouse(m) => self.handle_mouse(m),
+            Event::Resize(w, h) => {
+                self.area = Rect::new(0, 0, *w, *h);
+                self.scroll_tree_into_view();
+                self.clamp_diff_scroll();
+            }
+            _ => {}
+        }
+    }
+
+    pub fn handle_key(&mut self, ev: &KeyEvent) {
+        let key = Key::from_event(ev);
+        // Ctrl+C leaves from anywhere.
+        if key.code == KeyCode::Char('c') && key.mods.contains(KeyModifiers::CONTROL) {
+            self.quit = true;
+            return;
+        }
+        if self.dialog.is_some() {
+            return self.dialog_key(key);
+        }
+        if let Some(input) = self.filter_input.as_mut() {
+            match key.code {
+                KeyCode::Enter => {
+                    self.filter_input = None;
+                }
+                KeyCode::Esc => {
+                    self.filter_input = None;
+                    self.set_filter(String::new());
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                    let f = input.clone();
+                    self.set_filter(f);
+                }
+                KeyCode::Char(c) if !key.mods.contains(KeyModifiers::CONTROL) => {
+                    input.push(c);
+                    let f = input.clone();
+                    self.set_filter(f);
+                }
+                _ => {}
+            }
+            return;
+        }
+        if self.help {
+            match self.keymap.action(&key) {
+                Some(Action::MoveDown | Action::ScrollDown) => self.help_scroll += 1,
+                Some(Action::MoveUp | Action::ScrollUp) => self.help_scroll = self.help_scroll.saturating_sub(1),
+                _ => {
+                    self.help = false;
+                    self.help_scroll = 0;
+                }
+            }
+            return;
+        }
+        if key.code == KeyCode::Esc {
+            // Esc steps back before it quits: selection, filter, status.
+            if !self.marked.is_empty() {
+                self.marked.clear();
+                self.info("selection cleared");
+                return;
+            }
+            if !self.filter.is_empty() {
+                self.set_filter(String::new());
+                return;
+            }
+        }
+        if let Some(a) = self.keymap.action(&key) {
+            self.update(a)
+        }
+    }
+
+    fn set_filter(&mut self, f: String) {
+        self.filter = f.to_lowercase();
+        self.build_views();
+        self.rebuild_rows();
+        // Land on the first match rather than on a session header.
+        if !self.filter.is_empty()
+            && !matches!(self.selected().map(|r| r.item), Some(Item::Entry(..)))
+            && let Some(i) = self.rows.iter().position(|r| matches!(r.item, Item::Entry(..)))
+        {
+            self.cursor = i;
+        }
+        self.diff_scroll = 0;
+    }
+
+    fn handle_mouse(&mut self, m: &MouseEvent) {
+        if self.dialog.is_some() || self.help {
+            return;
+        }
+        let l = super::draw::layout(self.area);
+        let at = Position::new(m.column, m.row);
+        let in_tree = l.tree.contains(at);
+        let in_diff = l.diff.contains(at);
+        match m.kind {
+            MouseEventKind::ScrollDown if in_diff => self.scroll_diff(3),
+            MouseEventKind::ScrollUp if in_diff => self.scroll_diff(-3),
+            MouseEventKind::ScrollDown if in_tree => self.move_cursor(3),
+            MouseEventKind::ScrollUp if in_tree => self.move_cursor(-3),
+            MouseEventKind::Down(MouseButton::Left) if in_tree => {
+                self.focus = Focus::Tree;
+                let inner_top = l.tree.y + 1;
+                if m.row >= inner_top && m.row < l.tree.y + l.tree.height.saturating_sub(1) {
+                    let i = self.tree_offset + (m.row - inner_top) as usize;
+                    if i < self.rows.len() {
+                        if i == self.cursor {
+                            self.toggle(None);
+                        } else {
+                            self.cursor = i;
+                            self.diff_scroll = 0;
+                        }
+                    }
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) if in_diff => self.focus = Focus::Diff,
+            _ => {}
+        }
+    }
+
+    fn move_cursor(&mut self, delta: isize) {
+        if self.rows.is_empty() {
+            return;
+        }
+        let max = self.rows.len() - 1;
+        let next = (self.cursor as isize + delta).clamp(0, max as isize) as usize;
+        if next != self.cursor {
+            self.cursor = next;
+            self.diff_scroll = 0;
+        }
+        self.scroll_tree_into_view();
+    }
+
+    fn scroll_diff(&mut self, delta: isize) {
+        self.diff_scroll = (self.diff_scroll as isize + delta).max(0) as usize;
+        self.clamp_diff_scroll();
+    }
+
+    /// Expands (`Some(true)`), collapses (`Some(false)`) or flips the selected node.
+    fn toggle(&mut self, want: Option<bool>) -> bool {
+        let Some(row) = self.selected().cloned() else { return false };
+        let vi = match row.item {
+            Item::Session(vi) | Item::Group(vi, _) => vi,
+            Item::Entry(..) => return false,
+        };
+        let now = self.is_expanded(&row.key, &self.views[vi]);
+        let next = want.unwrap_or(!now);
+        if next == now {
+            return false;
+        }
+        self.toggled.insert(row.key, next);
+        self.rebuild_rows();
+        true
+    }
+
+    fn parent_row(&self) -> Option<usize> {
+        let row = self.selected()?;
+        (0..self.cursor).rev().find(|&i| self.rows[i].depth < row.depth)
+    }
+
+    /// Applies one action.
+    pub fn update(&mut self, action: Action) {
+        let page = self.tree_height().max(2) as isize - 1;
+        let dpage = self.diff_height().max(2) as isize - 1;
+        match (action, self.focus) {
+            (Action::Quit, _) => self.quit = true,
+            (Action::Help, _) => self.help = true,
+            (Action::SwitchPane, _) => {
+                self.focus = if self.focus == Focus::Tree { Focus::Diff } else { Focus::Tree };
+            }
+            (Action::MoveDown, Focus::Tree) => self.move_cursor(1),
+            (Action::MoveUp, Focus::Tree) => self.move_cursor(-1),
+            (Action::First, Focus::Tree) => self.move_cursor(isize::MIN / 2),
+            (Action::Last, Focus::Tree) => self.move_cursor(isize::MAX / 2),
+            (Action::PageDown, Focus::Tree) => self.move_cursor(page),
+            (Action::PageUp, Focus::Tree) => self.move_cursor(-page),
+            (Action::MoveDown, Focus::Diff) => self.scroll_diff(1),
+            (Action::MoveUp, Focus::Diff) => self.scroll_diff(-1),
+            (Action::First, Focus::Diff) => self.diff_scroll = 0,
+            (Action::Last, Focus::Diff) => self.scroll_diff(isize::MAX / 2),
+            (Action::PageDown, Focus::Diff) => self.scroll_diff(dpage),
+            (Action::PageUp, Focus::Diff) => self.scroll_diff(-dpage),
+            (Action::ScrollDown, _) => self.scroll_diff(dpage / 2 + 1),
+            (Action::ScrollUp, _) => self.scroll_diff(-(dpage / 2 + 1)),
+            (Action::Toggle, _) => {
+                if !self.toggle(None) && self.selected_entry().is_some() {
+                    // Enter on an entry reads it: focus the diff.
+                    self.focus = Focus::Diff;
+                }
+            }
+            (Action::Expand, Focus::Tree) => {
+                if !self.toggle(Some(true))
+                    && self.selected().is_some_and(|r| !matches!(r.item, Item::Entry(..)))
+                    && self.rows.get(self.cursor + 1).is_some_and(|n| n.depth > self.rows[self.cursor].depth)
+                {
+                    self.move_cursor(1);
+                }
+            }
+            (Action::Collapse, Focus::Tree) => {
+                if !self.toggle(Some(false))
+                    && let Some(p) = self.parent_row()
+                {
+                    self.cursor = p;
+                    self.diff_scroll = 0;
+                    self.scroll_tree_into_view();
+                }
+            }
+            (Action::Expand, Focus::Diff) => {}
+            (Action::Collapse, Focus::Diff) => self.focus = Focus::Tree,
+            (Action::Select, _) => self.select(),
+            (Action::Filter, _) => {
+                self.filter_input = Some(self.filter.clone());
+            }
+            (Action::ToggleResolved, _) => {
+                self.show_resolved = !self.show_resolved;
+                self.reload();
+                self.info(if self.show_resolved { "showing resolved entries" } else { "hiding resolved entries" });
+            }
+            (Action::DiffMode, _) => {
+                self.diff_mode = match self.diff_mode {
+                    DiffMode::Disk => DiffMode::Applied,
+                    DiffMode::Applied => DiffMode::Head,
+                    DiffMode::Head => DiffMode::Disk,
+                };
+                self.diff_scroll = 0;
+            }
+            (Action::DiffPre, _) => self.set_mode(DiffMode::Disk),
+            (Action::DiffApplied, _) => self.set_mode(DiffMode::Applied),
+            (Action::DiffHead, _) => self.set_mode(DiffMode::Head),
+            (Action::Refresh, _) => {
+                self.reload();
+                if !self.status.as_ref().is_some_and(|s| s.error) {
+                    self.info(format!("reloaded {} records", self.fold.records));
+                }
+            }
+            (Action::Done, _) => self.ask_done(),
+            (Action::Revert, _) => self.ask_revert(),
+            (Action::Undo, _) => self.ask_undo(),
+            (Action::HandBack, _) => self.ask_handback(),
+        }
+    }
+
+    fn set_mode(&mut self, m: DiffMode) {
+        if self.diff_mode != m {
+            self.diff_mode = m;
+            self.diff_scroll = 0;
+        }
+    }
+
+    fn select(&mut self) {
+        let Some(row) = self.selected().cloned() else { return };
+        let ids: Vec<String> = match row.item {
+            Item::Entry(_, _, ei) => vec![self.fold.entries[ei].id.clone()],
+            Item::Group(vi, gi) => {
+                self.views[vi].groups[gi].1.iter().map(|&i| self.fold.entries[i].id.clone()).collect()
+            }
+            Item::Session(vi) => self.views[vi]
+                .groups
+                .iter()
+                .flat_map(|(_, v)| v.iter())
+                .map(|&i| self.fold.entries[i].id.clone())
+                .collect(),
+        };
+        if ids.iter().all(|id| self.marked.contains(id)) {
+            for id in &ids {
+                self.marked.remove(id);
+            }
+        } else {
+            self.marked.extend(ids);
+        }
+        if matches!(row.item, Item::Entry(..)) {
+            self.move_cursor(1);
+        }
+        let n = self.marked.len();
+        self.info(if n == 0 {
+            "nothing selected".to_string()
+        } else {
+            format!("{n} selected: d r H act on all of them, Esc clears")
+        });
+    }
+
+    /// Sessions among the targets that still run (Claude may still be working there).
+    fn live_note(&self, entries: &[&Entry]) -> Option<String> {
+        let live: BTreeSet<&str> = entries
+            .iter()
+            .filter(|e| self.session_status(&e.session) == Some(SessionStatus::Live))
+            .map(|e| e.sid.as_str())
+            .collect();
+        (!live.is_empty()).then(|| {
+            format!(
+                "Session {} is still running: Claude may still be working on these files.",
+                live.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        })
+    }
+
+    fn describe(&self, e: &Entry) -> String {
+        format!(
+            "{} {} ({} by {})",
+            state_icon(e.state()),
+            e.path,
+            e.state(),
+            if e.tool.is_empty() { "?" } else { &e.tool }
+        )
+    }
+
+    fn ask_done(&mut self) {
+        let targets = self.targets();
+        let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
+        if open.is_empty() {
+            return self.info(if targets.is_empty() {
+                "nothing to mark: select an entry"
+            } else {
+                "already resolved: u undoes the last action"
+            });
+        }
+        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
+        match self.live_note(&open) {
+            Some(note) => {
+                let mut body = vec![note, String::new()];
+                body.extend(open.iter().map(|e| self.describe(e)));
+                self.dialog = Some(Dialog {
+                    title: format!("Mark {} done?", plural(ids.len(), "entry", "entries")),
+                    body,
+                    choices: vec![
+                        ('y', "mark done anyway".into(), Choice::Done { ids, force: true }),
+                        ('n', "cancel".into(), Choice::Cancel),
+                    ],
+                    warning: true,
+                });
+            }
+            None => self.run_choice(Choice::Done { ids, force: false }),
+        }
+    }
+
+    fn ask_revert(&mut self) {
+        let targets = self.targets();
+        let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
+        if open.is_empty() {
+            return self.info(if targets.is_empty() {
+                "nothing to revert: select an entry"
+            } else {
+                "already resolved: u undoes the last action"
+            });
+        }
+        let mut body = Vec::new();
+        let mut conflict = false;
+        let mut runnable = 0;
+        for e in &open {
+            let plan = triage::plan_revert(&self.project, &self.fold, e);
+            let what = match &plan {
+                Ok(RevertPlan::WritePre) => {
+                    runnable += 1;
+                    "write the pre-image back".to_string()
+                }
+                Ok(RevertPlan::DeleteFile) => {
+                    runnable += 1;
+                    "delete the file (the tool created it)".to_string()
+                }
+                Ok(RevertPlan::Merge { .. }) => {
+                    runnable += 1;
+                    "take the change out, keep later edits (clean merge)".to_string()
+                }
+                Ok(RevertPlan::Conflict { lines }) => {
+                    conflict = true;
+                    runnable += 1;
+                    let mut s = "CONFLICT with later edits".to_string();
+                    if let Some(l) = lines.first() {
+                        s.push_str(&format!(": {l}"));
+                    }
+                    if lines.len() > 1 {
+                        s.push_str(&format!(" (+{} more)", lines.len() - 1));
+                    }
+                    s
+                }
+                Ok(RevertPlan::Nothing { why }) => format!("nothing to do: {why}"),
+                Ok(RevertPlan::Refused { why }) => format!("cannot: {why}"),
+                Err(err) => format!("cannot: {err:#}"),
+            };
+            body.push(format!("{} {}", state_icon(e.state()), e.path));
+            body.push(format!("    → {what}"));
+        }
+        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
+        let live = self.live_note(&open);
+        if let Some(n) = &live {
+            body.insert(0, String::new());
+            body.insert(0, n.clone());
+        }
+        body.push(String::new());
+        body.push("The bytes on disk are saved first; u undoes the revert.".into());
+        let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
+        let choices = if runnable == 0 {
+            vec![('n', "close".into(), Choice::Cancel)]
+        } else if conflict || live.is_some() {
+            let mut c = Vec::new();
+            if !conflict {
+                c.push(('y', "revert".into(), Choice::Revert { ids: ids.clone(), force: false }));
+            }
+            c.push((
+                'f',
+                if conflict { "force: write the pre-image over later edits".into() } else { "force".into() },
+                Choice::Revert { ids, force: true },
+            ));
+            c.push(('n', "cancel".into(), Choice::Cancel));
+            c
+        } else {
+            vec![('y', "revert".into(), Choice::Revert { ids, force: false }), ('n', "cancel".into(), Choice::Cancel)]
+        };
+        self.dialog = Some(Dialog { title, body, choices, warning: conflict || live.is_some() });
+    }
+
+    fn ask_undo(&mut self) {
+        // The selected entry's last action, else the last triage command (like `walj undo`).
+        let id = self.selected_entry().filter(|e| e.last_action().is_some()).map(|e| e.id.clone());
+        self.run_choice(Choice::Undo { id, force: false });
+    }
+
+    fn ask_handback(&mut self) {
+        let targets = self.targets();
+        let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
+        if open.is_empty() {
+            return self.info(if targets.is_empty() {
+                "nothing to hand back: select an entry or a session"
+            } else {
+                "already resolved: u undoes the last action"
+            });
+        }
+        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
+        let mut body = vec![
+            "Claude gets a brief of these changes (paths, states, diffs, the last prompt and open todos)".to_string(),
+            "at the start of its next session in this project:".to_string(),
+            String::new(),
+        ];
+        body.extend(open.iter().map(|e| self.describe(e)));
+        let live = self.live_note(&open);
+        if let Some(n) = &live {
+            body.push(String::new());
+            body.push(n.clone());
+        }
+        self.dialog = Some(Dialog {
+            title: format!("Hand {} back to Claude?", plural(ids.len(), "entry", "entries")),
+            body,
+            choices: vec![
+                ('y', "hand back".into(), Choice::HandBack { ids, force: live.is_some() }),
+                ('n', "cancel".into(), Choice::Cancel),
+            ],
+            warning: live.is_some(),
+        });
+    }
+
+    fn dialog_key(&mut self, key: Key) {
+        let Some(d) = &self.dialog else { return };
+        let choice = match key.code {
+            KeyCode::Esc => Some(Choice::Cancel),
+            KeyCode::Enter => d.choices.first().map(|c| c.2.clone()),
+            KeyCode::Char(c) => d.choices.iter().find(|(k, ..)| *k == c.to_ascii_lowercase()).map(|c| c.2.clone()),
+            _ => None,
+        };
+        if let Some(c) = choice {
+            self.dialog = None;
+            self.run_choice(c);
+        }
+    }
+
+    /// Runs a decided action through the triage library, then reloads.
+    pub fn run_choice(&mut self, choice: Choice) {
+        let result: anyhow::Result<String> = match &choice {
+            Choice::Cancel => {
+                self.info("cancelled");
+                return;
+            }
+            Choice::Done { ids, force } => {
+                triage::mark_done(&self.project, &self.fold, ids, *force).map(|o| summary("marked done", &o))
+            }
+            Choice::Revert { ids, force } => {
+                triage::revert(&self.project, &self.fold, ids, RevertOptions { force: *force, dry_run: false })
+                    .map(|o| summary("reverted", &o))
+            }
+            Choice::Undo { id, force } => {
+                triage::undo(&self.project, &self.fold, id.as_deref(), *force).map(|o| summary("undone", &o))
+            }
+            Choice::HandBack { ids, force } => triage::handoff(
+                &self.project,
+                &self.fold,
+                ids,
+                None,
+                HandoffOptions { print_only: false, force: *force },
+            )
+            .map(|b| {
+                let mut s = format!(
+                    "handed back {}: Claude reads the brief at its next session start",
+                    plural(b.entries.len(), "entry", "entries")
+                );
+                if let Some(r) = b.resume_line {
+                    s.push_str(&format!(" — resume with `{r}`"));
+                }
+                s
+            }),
+        };
+        match result {
+            Ok(msg) => {
+                if !matches!(choice, Choice::Undo { .. }) {
+                    self.marked.clear();
+                }
+                self.reload();
+                self.info(msg);
+            }
+            Err(e) => {
+                self.reload();
+                self.error(format!("{e:#}"));
+            }
+        }
+    }
+}
+
+fn summary(verb: &str, outcomes: &[Outcome]) -> String {
+    match outcomes {
+        [] => format!("{verb}: nothing"),
+        [o] => o.message.clone(),
+        many => {
+            let changed = many.iter().filter(|o| o.changed).count();
+            let first = many.iter().map(|o| o.message.as_str()).take(2).collect::<Vec<_>>().join("; ");
+            format!("{verb} {changed} of {}: {first}{}", many.len(), if many.len() > 2 { "; …" } else { "" })
+        }
+    }
+}
+
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A cache key for a mode (`DiffMode` is not `Hash`).
+fn mode_index(m: DiffMode) -> u8 {
+    match m {
+        DiffMode::Disk => 0,
+        DiffMode::Applied => 1,
+        DiffMode::Head => 2,
+    }
+}
+
+pub fn mode_label(m: DiffMode) -> &'static str {
+    match m {
+        DiffMode::Disk => "pre-image → disk",
+        DiffMode::Applied => "pre-image → post-image",
+        DiffMode::Head => "HEAD → disk",
+    }
+}
+
+/// One character per state, so a glance down the tree reads the situation.
+pub fn state_icon(s: EntryState) -> &'static str {
+    match s {
+        EntryState::InFlight => "◐",
+        EntryState::Applied => "●",
+        EntryState::Failed => "✗",
+        EntryState::Drifted => "≠",
+        EntryState::Persisted => "✓",
+        EntryState::NotApplied => "○",
+        EntryState::Done => "✓",
+        EntryState::Reverted => "↺",
+        EntryState::HandedBack => "↪",
+    }
+}

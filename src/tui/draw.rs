@@ -1,0 +1,775 @@
+//! Drawing: `draw(&App)` renders the state and changes nothing. Only the visible slice
+//! of the tree and of the diff is turned into text, so a 100k-entry journal or a
+//! 10k-line diff costs what the screen shows.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Padding, Paragraph, Wrap};
+use unicode_width::UnicodeWidthStr;
+
+use super::app::{App, Focus, Item, Row, mode_label, plural, state_icon};
+use super::diff::LineKind;
+use super::keymap::{Action, BINDINGS};
+use crate::announce::one_line;
+use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, short_id};
+
+/// The screen's regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub tree: Rect,
+    pub diff: Rect,
+    pub status: Rect,
+    pub footer: Rect,
+}
+
+/// Splits the screen: tree | detail, then a status line and a footer.
+pub fn layout(area: Rect) -> Areas {
+    let [main, status, footer] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(1), Constraint::Length(1)]).areas(area);
+    let tree_w = if area.width < 80 { area.width / 2 } else { (area.width * 2 / 5).clamp(40, 64) };
+    let [tree, diff] = Layout::horizontal([Constraint::Length(tree_w), Constraint::Min(0)]).areas(main);
+    Areas { tree, diff, status, footer }
+}
+
+mod pal {
+    use ratatui::style::Color;
+    pub const CURSOR_BG: Color = Color::Indexed(238);
+    pub const CURSOR_BG_DIM: Color = Color::Indexed(236);
+    pub const ADD_EMPH: Color = Color::Indexed(22);
+    pub const DEL_EMPH: Color = Color::Indexed(52);
+    pub const BORDER: Color = Color::DarkGray;
+    pub const BORDER_FOCUS: Color = Color::Cyan;
+}
+
+pub fn state_style(s: EntryState) -> Style {
+    match s {
+        EntryState::InFlight | EntryState::Failed => Style::new().fg(Color::Red),
+        EntryState::Applied => Style::new().fg(Color::Yellow),
+        EntryState::Drifted => Style::new().fg(Color::Magenta),
+        EntryState::Done | EntryState::Persisted => Style::new().fg(Color::Green),
+        EntryState::Reverted => Style::new().fg(Color::Blue),
+        EntryState::HandedBack => Style::new().fg(Color::Cyan),
+        EntryState::NotApplied => Style::new().fg(Color::DarkGray),
+    }
+}
+
+fn badge(st: SessionStatus) -> Span<'static> {
+    let (text, style) = match st {
+        SessionStatus::Crashed => {
+            (" crashed ", Style::new().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD))
+        }
+        SessionStatus::Live => (" live ", Style::new().fg(Color::Black).bg(Color::Green)),
+        SessionStatus::Ended => (" ended ", Style::new().fg(Color::Gray).bg(Color::Indexed(237))),
+        SessionStatus::Unknown => (" unknown ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+    };
+    Span::styled(text, style)
+}
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let l = layout(area);
+    draw_tree(f, app, l.tree);
+    draw_detail(f, app, l.diff);
+    draw_status(f, app, l.status);
+    draw_footer(f, app, l.footer);
+    if app.help {
+        draw_help(f, app, area);
+    }
+    if let Some(d) = &app.dialog {
+        draw_dialog(f, d, area);
+    }
+}
+
+fn pane(title: Line<'static>, focused: bool) -> Block<'static> {
+    Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(if focused { pal::BORDER_FOCUS } else { pal::BORDER }))
+        .title(title)
+}
+
+/// Cuts `s` to `w` display columns, with `…` when cut.
+fn fit(s: &str, w: usize) -> String {
+    if s.width() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + cw + 1 > w {
+            break;
+        }
+        out.push(c);
+        used += cw;
+    }
+    out.push('…');
+    out
+}
+
+/// Shows the end of a path when it is too long (the file name matters most).
+fn fit_path(s: &str, w: usize) -> String {
+    if s.width() <= w {
+        return s.to_string();
+    }
+    if w <= 1 {
+        return fit(s, w);
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out: Vec<char> = Vec::new();
+    let mut used = 1;
+    for &c in chars.iter().rev() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + cw > w {
+            break;
+        }
+        out.push(c);
+        used += cw;
+    }
+    out.push('…');
+    out.into_iter().rev().collect()
+}
+
+fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
+    let mut title = vec![Span::styled(" walj ", Style::new().add_modifier(Modifier::BOLD))];
+    let open: usize = app.views.iter().map(|v| v.open).sum();
+    title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
+    if !app.filter.is_empty() || app.filter_input.is_some() {
+        title.push(Span::styled(
+            format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.filter)),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if app.show_resolved {
+        title.push(Span::styled("· +resolved ", Style::new().fg(Color::DarkGray)));
+    }
+    let block = pane(Line::from(title), app.focus == Focus::Tree);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if app.rows.is_empty() {
+        let msg = if !app.filter.is_empty() {
+            "No entry matches the filter (Esc clears it)."
+        } else if app.show_resolved {
+            "The journal has no sessions yet."
+        } else {
+            "Nothing to recover. s shows resolved entries."
+        };
+        f.render_widget(Paragraph::new(msg).style(Style::new().fg(Color::DarkGray)).wrap(Wrap { trim: true }), inner);
+        return;
+    }
+    let w = inner.width as usize;
+    let lines: Vec<Line> = app
+        .rows
+        .iter()
+        .enumerate()
+        .skip(app.tree_offset)
+        .take(inner.height as usize)
+        .map(|(i, row)| {
+            let mut line = tree_line(app, row, w);
+            if i == app.cursor {
+                let bg = if app.focus == Focus::Tree { pal::CURSOR_BG } else { pal::CURSOR_BG_DIM };
+                // Pad so the highlight spans the row.
+                let used = line.width();
+                if used < w {
+                    line.spans.push(Span::raw(" ".repeat(w - used)));
+                }
+                line = line.patch_style(Style::new().bg(bg));
+            }
+            line
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn arrow(open: bool) -> &'static str {
+    if open { "▾ " } else { "▸ " }
+}
+
+fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
+    match row.item {
+        Item::Session(vi) => {
+            let v = &app.views[vi];
+            let s = &app.fold.sessions[v.session];
+            let open = app.is_expanded(&row.key, v);
+            let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
+            spans.push(Span::styled(s.sid.clone(), Style::new().add_modifier(Modifier::BOLD)));
+            if v.open > 0 {
+                spans.push(Span::styled(format!(" {} open", v.open), Style::new().fg(Color::Yellow)));
+            }
+            let (done, total) = s.todos_done();
+            if total > 0 {
+                spans.push(Span::styled(format!(" ☐{done}/{total}"), Style::new().fg(Color::Cyan)));
+            }
+            if let Some(b) = &s.branch {
+                spans.push(Span::styled(format!(" {b}"), Style::new().fg(Color::Magenta)));
+            }
+            let started = s.started.as_deref().unwrap_or(&s.first_ts);
+            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
+            let used: usize = spans.iter().map(|s| s.width()).sum();
+            if let Some(p) = s.last_prompt()
+                && used + 4 < w
+            {
+                spans.push(Span::styled(
+                    format!(" {}", fit(&one_line(p, 200), w - used - 1)),
+                    Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC),
+                ));
+            }
+            Line::from(spans)
+        }
+        Item::Group(vi, gi) => {
+            let v = &app.views[vi];
+            let (event, entries) = &v.groups[gi];
+            let open = app.is_expanded(&row.key, v);
+            let unresolved = entries.iter().filter(|&&i| app.fold.entries[i].is_unresolved()).count();
+            let mut spans = vec![
+                Span::raw("  "),
+                Span::raw(arrow(open)),
+                Span::styled(event.clone(), Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD)),
+                Span::styled(format!(" {}", entries.len()), Style::new().fg(Color::DarkGray)),
+            ];
+            if unresolved != entries.len() && unresolved > 0 {
+                spans.push(Span::styled(format!(" ({unresolved} open)"), Style::new().fg(Color::Yellow)));
+            }
+            Line::from(spans)
+        }
+        Item::Entry(_, _, ei) => {
+            let e = &app.fold.entries[ei];
+            let st = e.state();
+            let marked = app.marked.contains(&e.id);
+            let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
+            let lead = if marked { "  ✚ " } else { "    " };
+            let avail = w.saturating_sub(lead.width() + 2 + right.width());
+            let path = fit_path(&e.path, avail);
+            let pad = avail.saturating_sub(path.width());
+            let path_style = if st.is_unresolved() { Style::new() } else { Style::new().fg(Color::DarkGray) };
+            Line::from(vec![
+                Span::styled(lead, Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)),
+                Span::styled(format!("{} ", state_icon(st)), state_style(st)),
+                Span::styled(path, path_style),
+                Span::raw(" ".repeat(pad)),
+                Span::styled(right, Style::new().fg(Color::DarkGray)),
+            ])
+        }
+    }
+}
+
+/// "2026-03-01 10:42" → "03-01 10:42".
+fn short_time(t: &str) -> String {
+    if t.len() == 16 && t.as_bytes().get(4) == Some(&b'-') { t[5..].to_string() } else { t.to_string() }
+}
+
+// ------------------------------------------------------------------- detail pane
+
+/// Header lines of the detail pane (everything above the diff), wrapped to its width.
+fn detail_header(app: &App) -> Vec<Line<'static>> {
+    let Some(row) = app.selected() else { return Vec::new() };
+    let lines = match row.item {
+        Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.views[vi].status),
+        Item::Session(vi) => session_context(app, &app.fold.sessions[app.views[vi].session], app.views[vi].status),
+        Item::Group(vi, gi) => group_lines(app, vi, gi),
+    };
+    let width = layout(app.area).diff.width.saturating_sub(2) as usize;
+    lines.into_iter().flat_map(|l| wrap_line(l, width)).collect()
+}
+
+/// Splits a line into lines of at most `width` columns, at spaces when it can
+/// (continuations indented by 2).
+fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    if width < 8 || line.width() <= width {
+        return vec![line];
+    }
+    let cw = |c: char| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    let chars: Vec<(char, Style)> =
+        line.spans.iter().flat_map(|s| s.content.chars().map(move |c| (c, s.style))).collect();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut indent = 0;
+    while start < chars.len() {
+        let mut used = indent;
+        let mut end = start;
+        while end < chars.len() && used + cw(chars[end].0) <= width {
+            used += cw(chars[end].0);
+            end += 1;
+        }
+        if end < chars.len() {
+            // Break after the last space, unless that leaves the line nearly empty.
+            if let Some(sp) = (start..end).rev().find(|&i| chars[i].0 == ' ')
+                && sp + 1 - start > (width - indent) / 3
+            {
+                end = sp + 1;
+            }
+        }
+        let end = end.max(start + 1);
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        if indent > 0 {
+            spans.push(Span::raw(" ".repeat(indent)));
+        }
+        for &(c, style) in &chars[start..end] {
+            let mergeable = indent == 0 || spans.len() > 1;
+            match spans.last_mut() {
+                Some(last) if mergeable && last.style == style => last.content.to_mut().push(c),
+                _ => spans.push(Span::styled(c.to_string(), style)),
+            }
+        }
+        out.push(Line::from(spans));
+        start = end;
+        indent = 2;
+    }
+    out
+}
+
+/// Lines the detail pane scrolls through.
+pub fn detail_len(app: &App) -> usize {
+    let header = detail_header(app).len();
+    header + app.current_diff().map_or(0, |d| d.lines.len())
+}
+
+fn kv(k: &str, v: impl Into<String>) -> Vec<Span<'static>> {
+    vec![Span::styled(format!("{k} "), Style::new().fg(Color::DarkGray)), Span::raw(v.into())]
+}
+
+fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static>> {
+    let st = e.state();
+    let mut out = Vec::new();
+    let mut first = vec![
+        Span::styled(
+            format!("{} {}", state_icon(st), st.as_str().replace('_', " ")),
+            state_style(st).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!("  {}", e.tool), Style::new().fg(Color::Gray)),
+        Span::styled(format!("  {}", e.event), Style::new().fg(Color::Blue)),
+        Span::styled(format!("  id {}", short_id(&e.id)), Style::new().fg(Color::DarkGray)),
+    ];
+    if e.background {
+        first.push(Span::styled("  background", Style::new().fg(Color::Cyan)));
+    }
+    if e.imported {
+        first.push(Span::styled("  imported", Style::new().fg(Color::Cyan)));
+    }
+    out.push(Line::from(first));
+    let mut times = kv("at", app.time(&e.ts));
+    if let Some(t) = &e.applied_ts {
+        times.extend(kv("  applied", app.time(t)));
+    }
+    times.extend(kv("  session", format!("{} ({})", e.sid, status.as_str())));
+    out.push(Line::from(times));
+    let why = match st {
+        EntryState::InFlight => Some("the tool was about to run when the session stopped: it may not have finished"),
+        EntryState::Applied => Some("the tool ran, but no Stop verified the file afterwards"),
+        EntryState::Failed => Some("the tool failed part-way"),
+        EntryState::Drifted => Some("the file changed since: it matches neither image"),
+        _ => None,
+    };
+    if let Some(w) = why {
+        out.push(Line::from(Span::styled(w.to_string(), Style::new().fg(Color::Yellow))));
+    }
+    if let Some(err) = &e.error {
+        out.push(Line::from(vec![Span::styled("error ", Style::new().fg(Color::Red)), Span::raw(one_line(err, 300))]));
+    }
+    if let Some(n) = &e.nocap {
+        out.push(Line::from(kv("not captured", n.replace('_', " "))));
+    }
+    if let Some(p) = &e.parent {
+        out.push(Line::from(kv("caused by command", short_id(p))));
+    }
+    for a in &e.actions {
+        let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
+        if a.undone {
+            spans.push(Span::styled(" (undone)", Style::new().fg(Color::DarkGray)));
+        }
+        out.push(Line::from(spans));
+    }
+    let mode = app.diff_mode;
+    let mut diff_line = vec![Span::styled(
+        format!("── {} ", mode_label(mode)),
+        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+    )];
+    if let Some(d) = app.current_diff() {
+        if d.added + d.removed > 0 {
+            diff_line.push(Span::styled(format!("+{}", d.added), Style::new().fg(Color::Green)));
+            diff_line.push(Span::raw(" "));
+            diff_line.push(Span::styled(format!("-{}", d.removed), Style::new().fg(Color::Red)));
+        }
+        if d.approximate {
+            diff_line.push(Span::styled(" (approximate: large diff)", Style::new().fg(Color::Yellow)));
+        }
+    }
+    out.push(Line::from(diff_line));
+    out
+}
+
+fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    out.push(Line::from(vec![badge(status), Span::styled(format!(" session {}", s.session), bold)]));
+    let started = s.started.as_deref().unwrap_or(&s.first_ts);
+    let mut l = kv("started", app.time(started));
+    if let Some(src) = &s.source {
+        l.push(Span::raw(format!(" ({src})")));
+    }
+    l.extend(kv("  last activity", format!("{} ({} ago)", app.time(&s.last_ts), app.age(&s.last_ts))));
+    out.push(Line::from(l));
+    let mut l = Vec::new();
+    if let Some(m) = &s.model {
+        l.extend(kv("model", m.clone()));
+    }
+    if let Some(b) = &s.branch {
+        l.extend(kv(if l.is_empty() { "branch" } else { "  branch" }, b.clone()));
+    }
+    if let Some(h) = &s.head {
+        l.extend(kv(" @", h.chars().take(8).collect::<String>()));
+    }
+    if !l.is_empty() {
+        out.push(Line::from(l));
+    }
+    if let Some((ts, reason)) = &s.end {
+        out.push(Line::from(kv("ended", format!("{} ({reason})", app.time(ts)))));
+    } else if status == SessionStatus::Crashed {
+        out.push(Line::from(Span::styled(
+            "no SessionEnd, and its Claude Code process is gone: the session died mid-turn".to_string(),
+            Style::new().fg(Color::Red),
+        )));
+    }
+    let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
+    if open > 0 {
+        out.push(Line::from(Span::styled(
+            format!(
+                "{}: d r H act on all of them, or open the tree to pick",
+                plural(open, "unresolved entry", "unresolved entries")
+            ),
+            Style::new().fg(Color::Yellow),
+        )));
+    }
+    let heading = |t: String| Line::from(Span::styled(t, Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+    out.push(Line::raw(""));
+    out.push(heading(format!("Prompts ({})", s.prompts.len())));
+    if s.prompts.is_empty() {
+        out.push(Line::from(Span::styled("  none recorded", Style::new().fg(Color::DarkGray))));
+    }
+    let skip = s.prompts.len().saturating_sub(5);
+    if skip > 0 {
+        out.push(Line::from(Span::styled(format!("  … {skip} earlier"), Style::new().fg(Color::DarkGray))));
+    }
+    for p in s.prompts.iter().skip(skip) {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {} ", short_time(&app.time(&p.ts))), Style::new().fg(Color::DarkGray)),
+            Span::raw(one_line(&p.text, 400)),
+        ]));
+    }
+    if !s.todos.is_empty() {
+        let (done, total) = s.todos_done();
+        out.push(Line::raw(""));
+        out.push(heading(format!("Todos ({done}/{total} done)")));
+        for t in &s.todos {
+            let (mark, style) = match t.status.as_str() {
+                "completed" => ("✓", Style::new().fg(Color::Green)),
+                "in_progress" => ("▶", Style::new().fg(Color::Yellow)),
+                "deleted" => ("-", Style::new().fg(Color::DarkGray)),
+                _ => ("○", Style::new()),
+            };
+            out.push(Line::from(vec![
+                Span::styled(format!("  {mark} "), style),
+                Span::styled(t.content.clone(), style),
+            ]));
+        }
+    }
+    if !s.commands.is_empty() || !s.background_tasks.is_empty() {
+        out.push(Line::raw(""));
+        out.push(heading(format!("Commands ({} run, notable ones below)", s.commands_total.max(s.commands.len()))));
+        for c in &s.commands {
+            let (mark, style, note) = match c.status {
+                CommandStatus::Failed => ("✗", Style::new().fg(Color::Red), "failed".to_string()),
+                CommandStatus::InFlight => {
+                    ("◐", Style::new().fg(Color::Red), "in flight when the session stopped".into())
+                }
+                CommandStatus::Ok if c.background => (
+                    "»",
+                    Style::new().fg(Color::Cyan),
+                    format!("background{}", c.task_id.as_ref().map(|t| format!(" {t}")).unwrap_or_default()),
+                ),
+                CommandStatus::Ok => ("✓", Style::new().fg(Color::Green), "ok".into()),
+            };
+            out.push(Line::from(vec![
+                Span::styled(format!("  {mark} "), style),
+                Span::raw(one_line(&c.command, 200)),
+                Span::styled(format!("  {note}"), style),
+            ]));
+            if let Some(d) = &c.description {
+                out.push(Line::from(Span::styled(
+                    format!("      {}", one_line(d, 200)),
+                    Style::new().fg(Color::DarkGray),
+                )));
+            }
+            if let Some(e) = c.error.as_deref().filter(|e| !e.is_empty()) {
+                out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), Style::new().fg(Color::Red))));
+            }
+        }
+    }
+    if !s.compactions.is_empty() {
+        out.push(Line::raw(""));
+        out.push(Line::from(kv("compactions", s.compactions.len().to_string())));
+    }
+    if let Some(m) = &s.last_assistant_message {
+        out.push(Line::raw(""));
+        out.push(heading("Claude's last message".to_string()));
+        out.push(Line::raw(format!("  {}", one_line(m, 400))));
+    }
+    if let Some(t) = &s.transcript {
+        out.push(Line::raw(""));
+        out.push(Line::from(kv("transcript", t.clone())));
+    }
+    out.push(Line::from(kv("resume", format!("claude --resume {}", s.session))));
+    out
+}
+
+fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
+    let (event, entries) = &app.views[vi].groups[gi];
+    let mut out = vec![Line::from(Span::styled(
+        format!("{event}: {}", plural(entries.len(), "entry", "entries")),
+        Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
+    ))];
+    for &i in entries {
+        let e = &app.fold.entries[i];
+        out.push(Line::from(vec![
+            Span::styled(format!("  {} {:<11} ", state_icon(e.state()), e.state().as_str()), state_style(e.state())),
+            Span::raw(e.path.clone()),
+            Span::styled(format!("  {}", e.tool), Style::new().fg(Color::DarkGray)),
+        ]));
+    }
+    out
+}
+
+fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
+    let title = match app.selected().map(|r| r.item) {
+        Some(Item::Entry(_, _, ei)) => Line::from(vec![Span::styled(
+            format!(" {} ", app.fold.entries[ei].path),
+            Style::new().add_modifier(Modifier::BOLD),
+        )]),
+        Some(Item::Session(_)) => Line::from(" session context "),
+        Some(Item::Group(..)) => Line::from(" event "),
+        None => Line::from(" detail "),
+    };
+    let block = pane(title, app.focus == Focus::Diff);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let header = detail_header(app);
+    let header_len = header.len();
+    let h = inner.height as usize;
+    let mut lines: Vec<Line> = header.into_iter().skip(app.diff_scroll).take(h).collect();
+    if lines.len() < h
+        && let Some(d) = app.current_diff()
+    {
+        let start = app.diff_scroll.saturating_sub(header_len);
+        let gutter = d.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
+        for dl in d.lines.iter().skip(start).take(h - lines.len()) {
+            lines.push(diff_line(dl, gutter));
+        }
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
+    let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
+    let (sign, base, emph) = match dl.kind {
+        LineKind::Added => ("+", Style::new().fg(Color::Green), Style::new().fg(Color::White).bg(pal::ADD_EMPH)),
+        LineKind::Removed => ("-", Style::new().fg(Color::Red), Style::new().fg(Color::White).bg(pal::DEL_EMPH)),
+        LineKind::Context => (" ", Style::new(), Style::new()),
+        LineKind::Hunk => return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Cyan))),
+        LineKind::Note => {
+            return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC)));
+        }
+    };
+    let mut spans = vec![
+        Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), Style::new().fg(Color::DarkGray)),
+        Span::styled(sign, base),
+    ];
+    for (e, s) in &dl.segments {
+        spans.push(Span::styled(s.clone(), if *e { emph } else { base }));
+    }
+    Line::from(spans)
+}
+
+// ------------------------------------------------------------------- bottom lines
+
+fn draw_status(f: &mut Frame, app: &App, area: Rect) {
+    let line = match (&app.filter_input, &app.status) {
+        (Some(input), _) => Line::from(vec![
+            Span::styled("filter /", Style::new().fg(Color::Yellow)),
+            Span::raw(input.clone()),
+            Span::styled("▏", Style::new().fg(Color::Yellow)),
+            Span::styled("  path, event or tool; Enter keeps it, Esc clears", Style::new().fg(Color::DarkGray)),
+        ]),
+        (None, Some(s)) if s.error => {
+            Line::from(Span::styled(format!("✗ {}", s.text), Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)))
+        }
+        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), Style::new().fg(Color::Green))),
+        (None, None) => {
+            let crashed = app.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
+            let open: usize = app.views.iter().map(|v| v.open).sum();
+            let mut t = format!(
+                "{} · {} · ? for help",
+                plural(open, "unresolved entry", "unresolved entries"),
+                plural(crashed, "crashed session", "crashed sessions"),
+            );
+            if !app.marked.is_empty() {
+                t = format!("{} selected · {t}", app.marked.len());
+            }
+            Line::from(Span::styled(t, Style::new().fg(Color::DarkGray)))
+        }
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
+    let k = |a: Action| app.keymap.key_of(a);
+    let mut keys: Vec<(String, &str)> = Vec::new();
+    if app.dialog.is_some() {
+        if let Some(d) = &app.dialog {
+            for (c, label, _) in &d.choices {
+                keys.push((c.to_string(), label.as_str()));
+            }
+        }
+        keys.push(("esc".into(), "close"));
+    } else if app.filter_input.is_some() {
+        keys.push(("enter".into(), "keep filter"));
+        keys.push(("esc".into(), "clear"));
+    } else if app.help {
+        keys.push(("any key".into(), "close help"));
+    } else {
+        let targets = app.targets();
+        let open = targets.iter().any(|e| e.is_unresolved());
+        let entry = app.selected_entry();
+        if app.focus == Focus::Tree {
+            keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "move"));
+            if entry.is_none() && !app.rows.is_empty() {
+                keys.push((k(Action::Toggle), "fold"));
+            }
+        } else {
+            keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "scroll"));
+        }
+        if open {
+            keys.push((k(Action::Done), "done"));
+            keys.push((k(Action::Revert), "revert"));
+            keys.push((k(Action::HandBack), "hand back"));
+        }
+        if entry.is_some_and(|e| e.last_action().is_some()) || app.fold.entries.iter().any(|e| !e.actions.is_empty()) {
+            keys.push((k(Action::Undo), "undo"));
+        }
+        if !app.rows.is_empty() {
+            keys.push((k(Action::Select), "select"));
+        }
+        if entry.is_some() {
+            keys.push((k(Action::DiffMode), mode_label(app.diff_mode)));
+        }
+        keys.push((k(Action::Filter), "filter"));
+        keys.push((k(Action::ToggleResolved), if app.show_resolved { "hide resolved" } else { "show resolved" }));
+        keys.push((k(Action::SwitchPane), "pane"));
+        keys.push((k(Action::Help), "help"));
+        keys.push((k(Action::Quit), "quit"));
+    }
+    let mut spans = Vec::new();
+    for (i, (key, label)) in keys.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw("  "));
+        }
+        spans.push(Span::styled(key.clone(), Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+        spans.push(Span::styled(format!(" {label}"), Style::new().fg(Color::Gray)));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+// ------------------------------------------------------------------- overlays
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h)
+}
+
+fn draw_help(f: &mut Frame, app: &App, area: Rect) {
+    let mut lines = Vec::new();
+    for (_, action, _, help) in BINDINGS {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{:>16}  ", app.keymap.keys_of(*action)),
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(*help),
+        ]));
+    }
+    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), Style::new().add_modifier(Modifier::BOLD))];
+    for st in [
+        EntryState::InFlight,
+        EntryState::Applied,
+        EntryState::Failed,
+        EntryState::Drifted,
+        EntryState::Done,
+        EntryState::Reverted,
+        EntryState::HandedBack,
+        EntryState::NotApplied,
+    ] {
+        states.push(Span::styled(format!("{} ", state_icon(st)), state_style(st)));
+        states.push(Span::raw(format!("{}  ", st.as_str().replace('_', " "))));
+    }
+    lines.extend(wrap_line(Line::from(states), 72).into_iter().map(|mut l| {
+        if l.spans.first().is_some_and(|s| s.content == "  ") {
+            l.spans[0] = Span::raw(" ".repeat(18));
+        }
+        l
+    }));
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(
+        "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
+        Style::new().fg(Color::DarkGray),
+    )));
+    let r = centered(area, 76, lines.len() as u16 + 2);
+    let scroll = app.help_scroll.min(lines.len().saturating_sub(r.height.saturating_sub(2) as usize));
+    f.render_widget(Clear, r);
+    let block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(Color::Cyan))
+        .title(Line::from(Span::styled(" keys ", Style::new().add_modifier(Modifier::BOLD))));
+    f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
+}
+
+fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
+    let color = if d.warning { Color::Yellow } else { Color::Cyan };
+    let mut lines: Vec<Line> = d.body.iter().map(|b| Line::raw(b.clone())).collect();
+    lines.push(Line::raw(""));
+    let mut choices = Vec::new();
+    for (i, (c, label, _)) in d.choices.iter().enumerate() {
+        if i > 0 {
+            choices.push(Span::raw("   "));
+        }
+        choices.push(Span::styled(format!("[{c}]"), Style::new().fg(color).add_modifier(Modifier::BOLD)));
+        choices.push(Span::raw(format!(" {label}")));
+    }
+    lines.push(Line::from(choices));
+    let widest = lines.iter().map(Line::width).max().unwrap_or(0).max(d.title.width() + 4);
+    let max_w = area.width.saturating_sub(4).max(area.width.min(10));
+    let w = (widest as u16 + 6).max(30).min(max_w);
+    let inner_w = w.saturating_sub(4).max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner_w)).sum();
+    let r = centered(area, w, rows as u16 + 2);
+    f.render_widget(Clear, r);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::new().fg(color))
+        .padding(Padding::horizontal(1))
+        .title(Line::from(Span::styled(format!(" {} ", d.title), Style::new().add_modifier(Modifier::BOLD))));
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), r);
+}

@@ -1,0 +1,89 @@
+//! `walj tui`: the keyboard recovery dashboard (issue 4).
+//!
+//! Structure (ratatui's Event → Action → update → draw):
+//! - [`keymap`]: keys → [`keymap::Action`]s, one table, overridable from `[keys]`.
+//! - [`app`]: the state and `update(action)`; triage goes through [`crate::triage`].
+//! - [`diff`]: the diff pane's model, computed lazily and cached per (entry, mode).
+//! - [`draw`]: renders `&App`, changes nothing.
+//! - [`term`]: event sources (crossterm, scripts) and terminal setup/restore.
+//! - [`demo`]: the sample project behind `walj tui --demo`.
+//!
+//! [`run_loop`] is generic over the backend and the event source, so tests drive the
+//! real loop with `TestBackend` and scripted keys.
+
+pub mod app;
+pub mod demo;
+pub mod diff;
+pub mod draw;
+pub mod keymap;
+pub mod term;
+
+use std::time::Duration;
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ratatui::layout::Rect;
+
+pub use app::{App, AppOptions, Clock};
+pub use term::{EventSource, Input, Script};
+
+use crate::config::Config;
+use crate::project::Project;
+
+/// How long the loop waits for input before it polls the journal.
+pub const TICK: Duration = Duration::from_millis(250);
+
+fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("terminal: {e}")
+}
+
+/// Draws one frame (after computing what it needs).
+pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::Result<()> {
+    let size = terminal.size().map_err(backend_err)?;
+    app.prepare(Rect::new(0, 0, size.width, size.height));
+    terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
+    Ok(())
+}
+
+/// The event loop: draw, wait for input, update, until the user quits or input ends.
+pub fn run_loop<B: Backend, E: EventSource>(
+    terminal: &mut Terminal<B>,
+    events: &mut E,
+    app: &mut App,
+) -> anyhow::Result<()> {
+    render(terminal, app)?;
+    while !app.quit {
+        match events.next(TICK)? {
+            Input::Event(ev) => {
+                app.handle_event(&ev);
+                if let crossterm::event::Event::Resize(..) = ev {
+                    terminal.autoresize().map_err(backend_err)?;
+                }
+            }
+            Input::Tick => {
+                if !app.poll_journal() {
+                    continue;
+                }
+            }
+            Input::End => break,
+        }
+        render(terminal, app)?;
+    }
+    Ok(())
+}
+
+/// The keymap from `.walj/config.toml` (defaults when there is none).
+pub fn load_keymap(project: &Project) -> anyhow::Result<keymap::Keymap> {
+    let cfg = Config::load(&project.config_path())?;
+    keymap::Keymap::from_config(&cfg.keys).map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))
+}
+
+/// Runs the dashboard on the real terminal.
+pub fn run(project: Project) -> anyhow::Result<()> {
+    let keymap = load_keymap(&project)?;
+    let mut app = App::new(project, AppOptions { keymap, ..AppOptions::default() });
+    let mut guard = term::TerminalGuard::new().map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
+    let result = run_loop(&mut guard.terminal, &mut term::CrosstermEvents, &mut app);
+    drop(guard);
+    result
+}

@@ -1,0 +1,1014 @@
+//! `walj tui`: screens (insta snapshots with a hash of the styles), scripted key flows
+//! through the real event loop on ratatui's TestBackend (asserting the screen and the
+//! journal records written), the demo, the crash-mid-write fixture, and the real binary
+//! in tmux.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use walj::journal::reader::scan_records;
+use walj::journal::{Blob, JournalWriter, Record, kind, op};
+use walj::project::Project;
+use walj::store::Store;
+use walj::tui::app::Focus;
+use walj::tui::{App, AppOptions, Clock, Script, run_loop};
+
+const CRASHED: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+const ENDED: &str = "3b1f0c2a-5d6e-4f70-8a91-b2c3d4e5f601";
+/// A pid no process has: the crashed session's Claude Code is gone.
+const DEAD_PID: u32 = 4_000_000_000;
+
+const SETTINGS_PRE: &str = "{\n  \"retries\": 3,\n  \"timeout_ms\": 500\n}\n";
+const SETTINGS_POST: &str = "{\n  \"retries\": 5,\n  \"timeout_ms\": 500\n}\n";
+const SERVER_PRE: &str = "const port = 3000;\nconsole.log(\"listening on\", port);\n";
+const SERVER_POST: &str = "const port = 3000;\nconsole.log(\"shop listening on port\", port);\n";
+const DOC: &str = "# Index\n\n- retries: 5\n- timeout_ms: 500\n";
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-03-01T09:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-03-01T09:00:00Z")
+        .env("LC_ALL", "C")
+        .status()
+        .expect("git runs");
+    assert!(st.success(), "git {args:?}");
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn rec(op_name: &str, session: &str, ts: &str) -> Record {
+    let mut r = Record::new(op_name, session);
+    r.ts = ts.to_string();
+    r.pid = Some(DEAD_PID);
+    r.pstart = Some(1);
+    r
+}
+
+fn session_rec(session: &str, ts: &str, k: &str) -> Record {
+    let mut r = rec(op::SESSION, session, ts);
+    r.event = "session".into();
+    r.kind = Some(k.into());
+    r
+}
+
+fn file_rec(op_name: &str, session: &str, ts: &str, id: &str, tool: &str, path: &str, event: &str) -> Record {
+    let mut r = rec(op_name, session, ts);
+    r.id = id.into();
+    r.tool = Some(tool.into());
+    r.path = path.into();
+    r.event = event.into();
+    r
+}
+
+/// A git project (one commit) and a journal, written with fixed times: a clean session
+/// that ended, and a crashed one with an applied edit, an applied edit of a second file,
+/// an in-flight Write whose file exists, a background and a failed command, and todos.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        write(&root, "config/settings.json", SETTINGS_PRE);
+        write(&root, "src/server.js", SERVER_PRE);
+        write(&root, "README.md", "# shop\n");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-q", "-m", "first"]);
+        let project = Project::at(root.clone(), None);
+        project.ensure_dir().unwrap();
+        let store = Store::new(project.store_dir());
+        let id = |t: &str| Blob::Id(store.put(t.as_bytes()).unwrap());
+        let mut recs = Vec::new();
+        // The clean session: one edit, verified, ended.
+        let mut r = session_rec(ENDED, "2026-03-01T09:10:00.000Z", kind::START);
+        r = r.with("source", "startup").with("branch", "main").with("model", "claude-sonnet-4-5");
+        recs.push(r);
+        recs.push(session_rec(ENDED, "2026-03-01T09:10:05.000Z", kind::PROMPT).with("prompt", "Add a README"));
+        let mut r = file_rec(
+            op::INTENT,
+            ENDED,
+            "2026-03-01T09:11:00.000Z",
+            "toolu_01Readme",
+            "Edit",
+            "README.md",
+            "file_modified",
+        );
+        r.before = Some(id("# shop\n"));
+        recs.push(r);
+        let mut r = file_rec(
+            op::APPLIED,
+            ENDED,
+            "2026-03-01T09:11:01.000Z",
+            "toolu_01Readme",
+            "Edit",
+            "README.md",
+            "file_modified",
+        );
+        r.after = Some(id("# shop\n"));
+        recs.push(r);
+        let mut r = file_rec(
+            op::PERSISTED,
+            ENDED,
+            "2026-03-01T09:11:30.000Z",
+            "toolu_01Readme",
+            "Edit",
+            "README.md",
+            "file_modified",
+        );
+        r.persisted = true;
+        recs.push(r);
+        recs.push(session_rec(ENDED, "2026-03-01T09:12:00.000Z", kind::END).with("reason", "prompt_input_exit"));
+        // The crashed session.
+        let mut r = session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START);
+        r = r
+            .with("source", "startup")
+            .with("branch", "main")
+            .with("model", "claude-sonnet-4-5")
+            .with("transcript", "/home/user/.claude/projects/-shop/8f14e45f.jsonl");
+        recs.push(r);
+        recs.push(
+            session_rec(CRASHED, "2026-03-01T10:00:05.000Z", kind::PROMPT)
+                .with("prompt", "Raise the retry count to 5 and regenerate docs/generated-index.md"),
+        );
+        recs.push(session_rec(CRASHED, "2026-03-01T10:00:10.000Z", kind::TODOS).with(
+            "todos",
+            serde_json::json!([
+                {"content": "Raise retries in config/settings.json", "status": "completed"},
+                {"content": "Regenerate docs/generated-index.md", "status": "in_progress"}
+            ]),
+        ));
+        let mut r = file_rec(
+            op::INTENT,
+            CRASHED,
+            "2026-03-01T10:01:00.000Z",
+            "toolu_01EditCfg",
+            "Edit",
+            "config/settings.json",
+            "config_updated",
+        );
+        r.before = Some(id(SETTINGS_PRE));
+        recs.push(r);
+        let mut r = file_rec(
+            op::APPLIED,
+            CRASHED,
+            "2026-03-01T10:01:01.000Z",
+            "toolu_01EditCfg",
+            "Edit",
+            "config/settings.json",
+            "config_updated",
+        );
+        r.after = Some(id(SETTINGS_POST));
+        recs.push(r);
+        let mut r = file_rec(
+            op::INTENT,
+            CRASHED,
+            "2026-03-01T10:02:00.000Z",
+            "toolu_01EditSrv",
+            "Edit",
+            "src/server.js",
+            "file_modified",
+        );
+        r.before = Some(id(SERVER_PRE));
+        recs.push(r);
+        let mut r = file_rec(
+            op::APPLIED,
+            CRASHED,
+            "2026-03-01T10:02:01.000Z",
+            "toolu_01EditSrv",
+            "Edit",
+            "src/server.js",
+            "file_modified",
+        );
+        r.after = Some(id(SERVER_POST));
+        recs.push(r);
+        let mut r = rec(op::INTENT, CRASHED, "2026-03-01T10:03:00.000Z");
+        r.id = "toolu_01BashDev".into();
+        r.tool = Some("Bash".into());
+        r.event = "command_run".into();
+        recs.push(
+            r.with("command", "npm run dev").with("background", true).with("description", "Start the dev server"),
+        );
+        let mut r = rec(op::APPLIED, CRASHED, "2026-03-01T10:03:01.000Z");
+        r.id = "toolu_01BashDev".into();
+        r.tool = Some("Bash".into());
+        r.event = "command_run".into();
+        recs.push(r.with("command", "npm run dev").with("task_id", "bash_1"));
+        let mut r = rec(op::INTENT, CRASHED, "2026-03-01T10:04:00.000Z");
+        r.id = "toolu_01BashTest".into();
+        r.tool = Some("Bash".into());
+        r.event = "command_run".into();
+        recs.push(r.with("command", "npm test"));
+        let mut r = rec(op::FAILED, CRASHED, "2026-03-01T10:04:09.000Z");
+        r.id = "toolu_01BashTest".into();
+        r.tool = Some("Bash".into());
+        r.event = "command_run".into();
+        recs.push(r.with("command", "npm test").with("error", "exit code 1: not ok 2 - /items"));
+        let mut r = file_rec(
+            op::INTENT,
+            CRASHED,
+            "2026-03-01T10:05:00.000Z",
+            "toolu_01WriteDoc",
+            "Write",
+            "docs/generated-index.md",
+            "artifact_created",
+        );
+        r.before = Some(Blob::Absent);
+        recs.push(r);
+        JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+        // The disk as the crash left it: both edits applied, the Write done but unrecorded.
+        write(&root, "config/settings.json", SETTINGS_POST);
+        write(&root, "src/server.js", SERVER_POST);
+        write(&root, "docs/generated-index.md", DOC);
+        Fixture { _tmp: tmp, root }
+    }
+
+    fn project(&self) -> Project {
+        Project::at(self.root.clone(), None)
+    }
+
+    fn app(&self) -> App {
+        App::new(self.project(), opts())
+    }
+
+    /// Records of the journal with op `op_name`.
+    fn records(&self, op_name: &str) -> Vec<Record> {
+        let mut out = Vec::new();
+        scan_records(&self.project().journal, |_, r| {
+            if r.op == op_name {
+                out.push(r)
+            }
+        })
+        .unwrap();
+        out
+    }
+}
+
+fn now() -> DateTime<Utc> {
+    "2026-03-01T10:30:00Z".parse().unwrap()
+}
+
+fn opts() -> AppOptions {
+    AppOptions { clock: Clock::Fixed(now()), poll: Duration::ZERO, ..AppOptions::default() }
+}
+
+fn term(w: u16, h: u16) -> Terminal<TestBackend> {
+    Terminal::new(TestBackend::new(w, h)).unwrap()
+}
+
+/// Runs scripted keys through the real loop.
+fn run(app: &mut App, t: &mut Terminal<TestBackend>, keys: &str) {
+    run_loop(t, &mut Script::new().keys(keys), app).unwrap();
+}
+
+/// The buffer as text, then a hash of every cell's style (so colour changes fail too).
+fn screen(buf: &Buffer) -> String {
+    let mut text = String::new();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            text.push_str(cell.symbol());
+            for b in format!("{:?}{:?}{:?}", cell.fg, cell.bg, cell.modifier).bytes() {
+                hash ^= u64::from(b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let trimmed = text.trim_end().len();
+        text.truncate(trimmed);
+        text.push('\n');
+    }
+    let _ = write!(text, "styles: {hash:016x}");
+    text
+}
+
+fn text(t: &Terminal<TestBackend>) -> String {
+    screen(t.backend().buffer())
+}
+
+// ------------------------------------------------------------------- screens
+
+#[test]
+fn snapshot_crashed_session_with_diff() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    // Opens on the first unresolved entry, the pre-image → disk diff with the changed word marked.
+    assert!(s.contains("config/settings.json"), "{s}");
+    assert!(s.contains("-  \"retries\": 3,"), "{s}");
+    assert!(s.contains("+  \"retries\": 5,"), "{s}");
+    insta::assert_snapshot!("crashed_session_diff", s);
+}
+
+#[test]
+fn snapshot_session_context() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    assert!(s.contains("crashed"), "{s}");
+    assert!(s.contains("Regenerate docs/generated-index.md"), "{s}");
+    assert!(s.contains("npm run dev"), "{s}");
+    assert!(s.contains("npm test  failed"), "{s}");
+    insta::assert_snapshot!("session_context", s);
+}
+
+#[test]
+fn snapshot_help_overlay() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 40);
+    run(&mut app, &mut t, "?");
+    let s = text(&t);
+    assert!(s.contains("hand back to Claude"), "{s}");
+    insta::assert_snapshot!("help_overlay", s);
+    // Any key closes it.
+    run(&mut app, &mut t, "x");
+    assert!(!text(&t).contains("hand back to Claude (next session)"));
+}
+
+#[test]
+fn snapshot_revert_dialog_and_revert() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "r");
+    let s = text(&t);
+    assert!(s.contains("Revert 1 entry?"), "{s}");
+    assert!(s.contains("write the pre-image back"), "{s}");
+    insta::assert_snapshot!("revert_dialog", s);
+    // Nothing happens until confirmed.
+    assert!(f.records(op::RESOLVED).is_empty());
+    run(&mut app, &mut t, "y");
+    let resolved = f.records(op::RESOLVED);
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].id, "toolu_01EditCfg");
+    assert_eq!(resolved[0].how.as_deref(), Some("reverted"));
+    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
+    let s = text(&t);
+    assert!(s.contains("config/settings.json"), "status names the file: {s}");
+    // The reverted entry left the tree (resolved entries are hidden by default).
+    assert!(!s.contains("● config/settings.json"), "{s}");
+}
+
+#[test]
+fn tiny_areas_do_not_panic() {
+    let f = Fixture::new();
+    for (w, h) in [(0, 0), (1, 1), (0, 5), (5, 0), (2, 3), (10, 4), (30, 8)] {
+        let mut app = f.app();
+        let mut t = term(w, h);
+        run(&mut app, &mut t, "jj?<esc>r<esc>/x<enter>s");
+        assert_eq!(t.backend().buffer().area.width, w);
+    }
+    // With every overlay open too.
+    let mut app = f.app();
+    let mut t = term(1, 1);
+    run(&mut app, &mut t, "H");
+    assert!(app.dialog.is_some());
+}
+
+// ------------------------------------------------------------------- flows
+
+#[test]
+fn navigate_expand_collapse_and_switch_panes() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    // The next row is the file_modified group, then its entry.
+    run(&mut app, &mut t, "jj");
+    assert!(text(&t).contains("src/server.js"));
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"));
+    // h steps out to the group, h again collapses it.
+    run(&mut app, &mut t, "hh");
+    let s = text(&t);
+    assert!(!s.contains("● src/server.js"), "collapsed: {s}");
+    run(&mut app, &mut t, "l");
+    assert!(text(&t).contains("● src/server.js"));
+    // G goes to the last row, g to the first (the session).
+    run(&mut app, &mut t, "G");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("docs/generated-index.md"));
+    assert!(text(&t).contains("new file (absent in pre-image)"));
+    run(&mut app, &mut t, "g");
+    assert!(app.selected_entry().is_none());
+    // Tab focuses the diff: j scrolls it instead of moving.
+    run(&mut app, &mut t, "G<tab>");
+    assert_eq!(app.focus, Focus::Diff);
+    run(&mut app, &mut t, "j");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("docs/generated-index.md"));
+    // Diff modes: pre → post says the in-flight Write has no post-image.
+    run(&mut app, &mut t, "2");
+    assert!(text(&t).contains("post-image unknown"), "{}", text(&t));
+    run(&mut app, &mut t, "3");
+    assert!(text(&t).contains("HEAD → disk"));
+    run(&mut app, &mut t, "q");
+    assert!(app.quit);
+}
+
+#[test]
+fn filter_by_path_and_event() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "/gen");
+    let s = text(&t);
+    assert!(s.contains("docs/generated-index.md"), "{s}");
+    assert!(!s.contains("src/server.js"), "{s}");
+    assert!(s.contains("filter /gen"), "{s}");
+    run(&mut app, &mut t, "<enter>");
+    insta::assert_snapshot!("filtered", text(&t));
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("docs/generated-index.md"));
+    // By event type.
+    run(&mut app, &mut t, "/<backspace><backspace><backspace>config_upd<enter>");
+    let s = text(&t);
+    assert!(s.contains("config/settings.json") && !s.contains("docs/generated-index.md"), "{s}");
+    // Esc clears the filter.
+    run(&mut app, &mut t, "<esc>");
+    let s = text(&t);
+    assert!(s.contains("docs/generated-index.md") && s.contains("src/server.js"), "{s}");
+    assert!(!app.quit);
+}
+
+#[test]
+fn mark_done_then_undo() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "d");
+    let resolved = f.records(op::RESOLVED);
+    assert_eq!(resolved.len(), 1);
+    assert_eq!((resolved[0].id.as_str(), resolved[0].how.as_deref()), ("toolu_01EditCfg", Some("done")));
+    let s = text(&t);
+    assert!(!s.contains("● config/settings.json"), "{s}");
+    assert!(s.contains("2 open"), "{s}");
+    // u undoes the last triage command: the entry is back.
+    run(&mut app, &mut t, "u");
+    let undos = f.records(op::UNDO);
+    assert_eq!(undos.len(), 1);
+    assert_eq!(undos[0].target, resolved[0].action);
+    let s = text(&t);
+    assert!(s.contains("● config/settings.json") && s.contains("3 open"), "{s}");
+}
+
+#[test]
+fn select_several_and_mark_done() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    // Space marks and moves down; two entries selected.
+    run(&mut app, &mut t, "<space><space>");
+    assert_eq!(app.marked.len(), 2);
+    assert!(text(&t).contains("✚"));
+    run(&mut app, &mut t, "d");
+    let ids: Vec<String> = f.records(op::RESOLVED).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"toolu_01EditCfg".to_string()) && ids.contains(&"toolu_01EditSrv".to_string()));
+    assert!(app.marked.is_empty());
+    assert!(text(&t).contains("1 open"));
+}
+
+#[test]
+fn revert_created_file_undo_restores_it() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "Gr");
+    let s = text(&t);
+    assert!(s.contains("delete the file") || s.contains("pre-image"), "{s}");
+    run(&mut app, &mut t, "y");
+    assert!(!f.root.join("docs/generated-index.md").exists(), "{}", text(&t));
+    let r = f.records(op::RESOLVED);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].how.as_deref(), Some("reverted"));
+    run(&mut app, &mut t, "u");
+    assert_eq!(std::fs::read_to_string(f.root.join("docs/generated-index.md")).unwrap(), DOC);
+    assert_eq!(f.records(op::UNDO).len(), 1);
+}
+
+#[test]
+fn revert_cancelled_changes_nothing() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "r<esc>");
+    assert!(app.dialog.is_none());
+    assert!(f.records(op::RESOLVED).is_empty());
+    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
+    assert!(text(&t).contains("cancelled"));
+    // n cancels as well, and the dialog does not leak keys into the tree.
+    run(&mut app, &mut t, "rjn");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("config/settings.json"));
+}
+
+#[test]
+fn revert_conflict_offers_force() {
+    let f = Fixture::new();
+    // The user edited the same line after the tool: taking the change out conflicts.
+    write(&f.root, "config/settings.json", "{\n  \"retries\": 7,\n  \"timeout_ms\": 500\n}\n");
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "r");
+    let s = text(&t);
+    // The entry may show as drifted (disk matches neither image): still revertable.
+    assert!(s.contains("CONFLICT"), "{s}");
+    assert!(s.contains("[f] force"), "{s}");
+    assert!(!s.contains("[y]"), "{s}");
+    run(&mut app, &mut t, "y");
+    assert!(app.dialog.is_some(), "y is not a choice in a conflict");
+    run(&mut app, &mut t, "f");
+    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
+    assert_eq!(f.records(op::RESOLVED).len(), 1);
+}
+
+#[test]
+fn hand_back_session() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    // On the session node, H hands back all of its unresolved entries.
+    run(&mut app, &mut t, "gH");
+    let s = text(&t);
+    assert!(s.contains("Hand 3 entries back to Claude?"), "{s}");
+    run(&mut app, &mut t, "y");
+    let handoffs = f.records(op::HANDOFF);
+    assert_eq!(handoffs.len(), 1, "{}", text(&t));
+    let brief = handoffs[0].get_str("brief").unwrap_or_default();
+    assert!(brief.contains("config/settings.json") && brief.contains("docs/generated-index.md"), "{brief}");
+    let s = text(&t);
+    assert!(s.contains("handed back 3 entries"), "{s}");
+    assert!(s.contains("claude --resume"), "{s}");
+    // Handed back entries are resolved: the tree shows none; s shows them with ↪.
+    assert!(!s.contains("● config/settings.json"));
+    run(&mut app, &mut t, "s");
+    assert!(text(&t).contains("↪ config/settings.json"), "{}", text(&t));
+}
+
+#[test]
+fn toggle_resolved_shows_ended_session() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    assert!(!text(&t).contains("3b1f0c"));
+    run(&mut app, &mut t, "s");
+    let s = text(&t);
+    assert!(s.contains("ended") && s.contains("3b1f0c"), "{s}");
+    insta::assert_snapshot!("show_resolved", s);
+    run(&mut app, &mut t, "s");
+    assert!(!text(&t).contains("3b1f0c"));
+}
+
+#[test]
+fn refresh_on_journal_change_keeps_selection() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "jj");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"));
+    // Another process appends an entry (a new session edits a file).
+    let mut r = file_rec(
+        op::INTENT,
+        "c0ffee00-1111",
+        "2026-03-01T10:20:00.000Z",
+        "toolu_01New",
+        "Edit",
+        "README.md",
+        "file_modified",
+    );
+    r.before = Some(Blob::Id(Store::new(f.project().store_dir()).put(b"# shop\n").unwrap()));
+    JournalWriter::new(&f.project().journal).append(&r).unwrap();
+    run_loop(&mut t, &mut Script::new().tick(), &mut app).unwrap();
+    let s = text(&t);
+    assert!(s.contains("c0ffee"), "{s}");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"), "selection kept");
+}
+
+#[test]
+fn resize_and_mouse() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    t.backend_mut().resize(70, 16);
+    run_loop(&mut t, &mut Script::new().event(Event::Resize(70, 16)), &mut app).unwrap();
+    assert_eq!(t.backend().buffer().area.width, 70);
+    assert!(text(&t).contains("walj"));
+    t.backend_mut().resize(120, 30);
+    run_loop(&mut t, &mut Script::new().event(Event::Resize(120, 30)), &mut app).unwrap();
+    // Click on the row of src/server.js (tree rows start at y = 1: session, group, entries).
+    let lines: Vec<String> = text(&t).lines().map(str::to_string).collect();
+    let y = lines.iter().position(|l| l.contains("● src/server.js")).unwrap() as u16;
+    let click = |row: u16| {
+        Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: 5,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    run_loop(&mut t, &mut Script::new().event(click(y)), &mut app).unwrap();
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"));
+    // Wheel over the tree moves the selection.
+    let wheel =
+        Event::Mouse(MouseEvent { kind: MouseEventKind::ScrollUp, column: 5, row: 3, modifiers: KeyModifiers::NONE });
+    run_loop(&mut t, &mut Script::new().event(wheel), &mut app).unwrap();
+    assert!(app.cursor < 3);
+}
+
+#[test]
+fn keys_from_config() {
+    let f = Fixture::new();
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"x\"]\nmove_down = [\"n\", \"down\"]\n").unwrap();
+    let keymap = walj::tui::load_keymap(&f.project()).unwrap();
+    let mut app = App::new(f.project(), AppOptions { keymap, ..opts() });
+    let mut t = term(120, 40);
+    run(&mut app, &mut t, "r");
+    assert!(app.dialog.is_none(), "r is no longer revert");
+    run(&mut app, &mut t, "nn");
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"));
+    run(&mut app, &mut t, "x");
+    assert!(text(&t).contains("Revert 1 entry?"));
+    run(&mut app, &mut t, "<esc>?");
+    assert!(text(&t).contains("x  revert to the pre-image"), "{}", text(&t));
+    // A bad key name is an error naming the file.
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"hyper+x\"]\n").unwrap();
+    let err = walj::tui::load_keymap(&f.project()).unwrap_err().to_string();
+    assert!(err.contains("config.toml") && err.contains("revert"), "{err}");
+}
+
+#[test]
+fn empty_and_missing_journal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut app = App::new(Project::at(tmp.path().to_path_buf(), None), opts());
+    let mut t = term(100, 20);
+    run(&mut app, &mut t, "jjdrH?<esc>");
+    let s = text(&t);
+    assert!(s.contains("No journal yet") || s.contains("Nothing to recover"), "{s}");
+    assert!(!tmp.path().join(".walj").exists(), "the TUI writes nothing when there is nothing to do");
+}
+
+// ------------------------------------------------------------------- demo and fixtures
+
+fn walj_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_walj"))
+}
+
+#[test]
+fn demo_builds_a_crashed_session_with_the_real_hook() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    walj::tui::demo::build(&dir, &walj_bin()).unwrap();
+    let mut app = App::new(Project::at(dir.clone(), None), AppOptions::default());
+    let mut t = term(120, 40);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("crashed"), "{s}");
+    let states: Vec<&str> = app.fold.entries.iter().map(|e| e.state().as_str()).collect();
+    assert!(states.contains(&"in_flight") && states.contains(&"applied") && states.contains(&"failed"), "{states:?}");
+    let crashed = app.fold.sessions.iter().find(|s| s.session.starts_with("8f14e45f")).unwrap();
+    assert_eq!(crashed.status().as_str(), "crashed");
+    assert!(crashed.commands.iter().any(|c| c.background), "a background command");
+    assert!(crashed.commands.iter().any(|c| c.status == walj::fold::CommandStatus::Failed), "a failed command");
+    assert_eq!(crashed.todos_done(), (2, 3));
+    let ended = app.fold.sessions.iter().find(|s| s.session.starts_with("3b1f0c2a")).unwrap();
+    assert_eq!(ended.status().as_str(), "ended");
+    // The in-flight Write left its file on disk; the demo repo has a commit for HEAD diffs.
+    assert!(dir.join("docs/generated-index.md").exists());
+    run(&mut app, &mut t, "G3");
+    assert!(text(&t).contains("HEAD → disk"));
+}
+
+/// Replays the crash-mid-write hook fixture (variant b: the Write happened, its
+/// PostToolUse never came) under short-lived parents, so the session looks crashed.
+fn crash_mid_write() -> Option<(tempfile::TempDir, PathBuf)> {
+    let fixtures = ["../shared/fixtures/hooks/crash-mid-write", "/work/shared/fixtures/hooks/crash-mid-write"]
+        .iter()
+        .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
+        .find(|p| p.is_dir())?;
+    if Command::new("timeout").arg("--version").output().is_err() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    write(
+        &root,
+        "config/settings.json",
+        &std::fs::read_to_string(fixtures.join("project/config/settings.json")).unwrap(),
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "first"]);
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    for name in names {
+        let payload = std::fs::read_to_string(fixtures.join(&name))
+            .unwrap()
+            .replace("${PROJECT}", root.to_str().unwrap())
+            .replace("${HOME}", "/home/user");
+        if name.starts_with("06") {
+            write(&root, "config/settings.json", "{\n  \"retries\": 5,\n  \"timeout_ms\": 500\n}\n");
+        }
+        let out = assert_cmd::Command::new("timeout")
+            .args(["10", walj_bin().to_str().unwrap(), "--project", root.to_str().unwrap(), "hook"])
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("WALJ_JOURNAL")
+            .write_stdin(payload)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        if name.starts_with("09") {
+            write(&root, "docs/generated-index.md", "# Index\n\n- retries: 5\n- timeout_ms: 500\n");
+        }
+    }
+    Some((tmp, root))
+}
+
+#[test]
+fn triage_crash_mid_write_with_the_keyboard() {
+    let Some((_tmp, root)) = crash_mid_write() else {
+        eprintln!("SKIPPED: shared fixtures or `timeout` missing");
+        return;
+    };
+    let project = Project::at(root.clone(), None);
+    let mut app = App::new(project.clone(), opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("crashed") && s.contains("2 open"), "{s}");
+    // The config edit is fine: done. The half-written doc: revert (deletes the new file).
+    run(&mut app, &mut t, "d");
+    run(&mut app, &mut t, "r");
+    assert!(text(&t).contains("docs/generated-index.md"), "{}", text(&t));
+    run(&mut app, &mut t, "y");
+    assert!(!root.join("docs/generated-index.md").exists(), "{}", text(&t));
+    let s = text(&t);
+    assert!(s.contains("0 unresolved"), "{s}");
+    // The session's context still tells what was left to do.
+    run(&mut app, &mut t, "g");
+    let s = text(&t);
+    assert!(s.contains("Regenerate docs/generated-index.md") && s.contains("npm run dev"), "{s}");
+    let out = assert_cmd::Command::new(walj_bin())
+        .args(["--project", root.to_str().unwrap(), "recover", "--json"])
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["unresolved"], 0, "{v}");
+}
+
+// ------------------------------------------------------------------- the real binary
+
+#[test]
+fn real_binary_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let f = Fixture::new();
+    let name = format!("walj-tui-test-{}", std::process::id());
+    let sock = f.root.join(".tmux-sock");
+    let tmux = |args: &[&str]| Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
+    let cmd = format!(
+        "env -u CLAUDE_PROJECT_DIR -u WALJ_JOURNAL TERM=xterm-256color {} --project {} tui",
+        walj_bin().display(),
+        f.root.display()
+    );
+    let out = tmux(&["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", &cmd]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let capture = || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &name]).stdout).into_owned();
+    let wait_for = |needle: &str| {
+        for _ in 0..100 {
+            let s = capture();
+            if s.contains(needle) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{needle:?} never appeared:\n{}", capture());
+    };
+    wait_for("config/settings.json");
+    wait_for("\"retries\": 5");
+    tmux(&["send-keys", "-t", &name, "d"]);
+    wait_for("2 open");
+    tmux(&["send-keys", "-t", &name, "?"]);
+    wait_for("hand back to Claude");
+    tmux(&["send-keys", "-t", &name, "q"]);
+    tmux(&["send-keys", "-t", &name, "q"]);
+    // The program exited: the session (and its server) ends.
+    let mut gone = false;
+    for _ in 0..50 {
+        if !tmux(&["has-session", "-t", &name]).status.success() {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["kill-server"]);
+    assert!(gone, "walj tui did not quit on q");
+    let resolved = f.records(op::RESOLVED);
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].how.as_deref(), Some("done"));
+}
+
+// ------------------------------------------------------------------- screenshots
+
+/// An xterm colour as `#rrggbb` (a dark theme for the named colours).
+fn css(c: ratatui::style::Color, fg: bool) -> String {
+    use ratatui::style::Color as C;
+    let named = |n: u8| -> &'static str {
+        [
+            "#282c34", "#e06c75", "#98c379", "#e5c07b", "#61afef", "#c678dd", "#56b6c2", "#abb2bf", "#5c6370",
+            "#ff7b86", "#b5e890", "#ffd68a", "#82c4ff", "#de95f0", "#7fd3dc", "#ffffff",
+        ][n as usize]
+    };
+    match c {
+        C::Reset => (if fg { "#d7dae0" } else { "#1b1d23" }).to_string(),
+        C::Black => named(0).into(),
+        C::Red => named(1).into(),
+        C::Green => named(2).into(),
+        C::Yellow => named(3).into(),
+        C::Blue => named(4).into(),
+        C::Magenta => named(5).into(),
+        C::Cyan => named(6).into(),
+        C::Gray => named(7).into(),
+        C::DarkGray => named(8).into(),
+        C::LightRed => named(9).into(),
+        C::LightGreen => named(10).into(),
+        C::LightYellow => named(11).into(),
+        C::LightBlue => named(12).into(),
+        C::LightMagenta => named(13).into(),
+        C::LightCyan => named(14).into(),
+        C::White => named(15).into(),
+        C::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}"),
+        C::Indexed(n) if n < 16 => named(n).into(),
+        C::Indexed(n) if n >= 232 => {
+            let v = 8 + (n - 232) * 10;
+            format!("#{v:02x}{v:02x}{v:02x}")
+        }
+        C::Indexed(n) => {
+            let n = n - 16;
+            let lvl = |x: u8| if x == 0 { 0 } else { 55 + x * 40 };
+            format!("#{:02x}{:02x}{:02x}", lvl(n / 36), lvl((n / 6) % 6), lvl(n % 6))
+        }
+    }
+}
+
+/// Renders a buffer as SVG: one background rect per styled cell, one text per glyph.
+fn svg(buf: &Buffer) -> String {
+    use ratatui::style::Modifier;
+    let (cw, ch) = (8.43_f64, 16.4_f64);
+    let (w, h) = (buf.area.width as f64 * cw + 24.0, buf.area.height as f64 * ch + 24.0);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n\
+         <rect width=\"100%\" height=\"100%\" rx=\"8\" fill=\"{}\"/>\n<g transform=\"translate(12 12)\" \
+         font-family=\"DejaVu Sans Mono, monospace\" font-size=\"14\">\n",
+        css(ratatui::style::Color::Reset, false)
+    );
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            let rev = cell.modifier.contains(Modifier::REVERSED);
+            let (_fg, bg) = if rev { (cell.bg, cell.fg) } else { (cell.fg, cell.bg) };
+            if bg != ratatui::style::Color::Reset {
+                let _ = writeln!(
+                    out,
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{ch}\" fill=\"{}\"/>",
+                    x as f64 * cw,
+                    y as f64 * ch,
+                    cw + 0.4,
+                    css(bg, false)
+                );
+            }
+        }
+    }
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            let sym = cell.symbol();
+            if sym.trim().is_empty() {
+                continue;
+            }
+            let rev = cell.modifier.contains(Modifier::REVERSED);
+            let fg = if rev { cell.bg } else { cell.fg };
+            let mut attrs = String::new();
+            if cell.modifier.contains(Modifier::BOLD) {
+                attrs.push_str(" font-weight=\"bold\"");
+            }
+            if cell.modifier.contains(Modifier::ITALIC) {
+                attrs.push_str(" font-style=\"italic\"");
+            }
+            let esc = sym.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+            let _ = writeln!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{}\"{attrs}>{esc}</text>",
+                x as f64 * cw,
+                y as f64 * ch + 13.0,
+                css(fg, true)
+            );
+        }
+    }
+    out.push_str("</g>\n</svg>\n");
+    out
+}
+
+/// Writes the README screenshots as SVG into `$WALJ_SCREENSHOTS` (scripts/screenshots.sh
+/// rasterises them): the demo's crashed session with a diff, the help overlay, the revert
+/// dialog.
+#[test]
+#[ignore = "run by scripts/screenshots.sh"]
+fn screenshots() {
+    let Some(out) = std::env::var_os("WALJ_SCREENSHOTS").map(PathBuf::from) else {
+        eprintln!("SKIPPED: set WALJ_SCREENSHOTS=DIR (scripts/screenshots.sh does)");
+        return;
+    };
+    std::fs::create_dir_all(&out).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    walj::tui::demo::build(&dir, &walj_bin()).unwrap();
+    // A few minutes after the crash, so ages read like a real morning after.
+    let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
+    let shots: [(&str, &str); 4] =
+        [("crashed-session-diff", "jjj"), ("session-context", "g"), ("help-overlay", "?"), ("revert-dialog", "jjjr")];
+    for (name, keys) in shots {
+        let mut app = App::new(Project::at(dir.clone(), None), AppOptions { clock, ..AppOptions::default() });
+        let mut t = term(120, 34);
+        run(&mut app, &mut t, keys);
+        std::fs::write(out.join(format!("{name}.svg")), svg(t.backend().buffer())).unwrap();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn live_session_actions_ask_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let project = Project::at(root.clone(), None);
+    project.ensure_dir().unwrap();
+    // This test process plays Claude Code: the session is live while it runs.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let pstart: u64 = rest[19].parse().unwrap();
+    write(&root, "a.txt", "new\n");
+    let store = Store::new(project.store_dir());
+    let mut r = file_rec(
+        op::INTENT,
+        "11ve0000-live",
+        "2026-03-01T10:00:00.000Z",
+        "toolu_01Live",
+        "Edit",
+        "a.txt",
+        "file_modified",
+    );
+    r.before = Some(Blob::Id(store.put(b"old\n").unwrap()));
+    r.pid = Some(std::process::id());
+    r.pstart = Some(pstart);
+    JournalWriter::new(&project.journal).append(&r).unwrap();
+    let mut app = App::new(project.clone(), opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "d");
+    let s = text(&t);
+    assert!(s.contains(" live ") && s.contains("still running"), "{s}");
+    assert!(f_records(&project, op::RESOLVED).is_empty(), "nothing until confirmed");
+    run(&mut app, &mut t, "y");
+    assert_eq!(f_records(&project, op::RESOLVED).len(), 1, "{}", text(&t));
+}
+
+fn f_records(project: &Project, op_name: &str) -> Vec<Record> {
+    let mut out = Vec::new();
+    scan_records(&project.journal, |_, r| {
+        if r.op == op_name {
+            out.push(r)
+        }
+    })
+    .unwrap();
+    out
+}
