@@ -576,7 +576,7 @@ fn rewrite_locked(
                 eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
             }
             return Err(fail(SessionError::Refused(format!(
-                "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this",
+                "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this (WALJ_DEBUG_REWRITE=1 prints the difference)",
                 journal.display()
             ))));
         }
