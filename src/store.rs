@@ -69,6 +69,11 @@ impl Store {
     pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.object_path(id);
         if path.is_file() {
+            // Reused: refresh its time so `walj compact`'s sweep (which spares objects younger
+            // than its grace period) cannot remove it while the line naming it is being written.
+            if let Ok(f) = File::options().append(true).open(&path) {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
             return Ok(());
         }
         let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
