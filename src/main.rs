@@ -259,6 +259,11 @@ enum ProcsCommand {
 }
 
 fn main() -> ExitCode {
+    // The hook runs on every tool call: building clap's whole command tree costs more than
+    // the hook's own work, so `walj hook [--project DIR] [--journal FILE]` skips it.
+    if let Some(global) = hook_fast_args() {
+        return hook(&global);
+    }
     let cli = Cli::parse();
     let global = Global { project: cli.project, journal: cli.journal };
     if let Command::Hook = cli.command {
@@ -271,6 +276,35 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Parses exactly `hook` with optional `--project DIR` / `--journal FILE` (also `--x=V`);
+/// anything else (help, typos, other commands) goes through clap.
+fn hook_fast_args() -> Option<Global> {
+    let mut args = std::env::args_os().skip(1);
+    let mut global = Global {
+        project: None,
+        journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
+    };
+    let mut saw_hook = false;
+    while let Some(a) = args.next() {
+        let a = a.to_str()?.to_string();
+        match a.as_str() {
+            "hook" if !saw_hook => saw_hook = true,
+            "--project" => global.project = Some(PathBuf::from(args.next()?)),
+            "--journal" => global.journal = Some(PathBuf::from(args.next()?)),
+            _ => {
+                if let Some(v) = a.strip_prefix("--project=") {
+                    global.project = Some(PathBuf::from(v));
+                } else if let Some(v) = a.strip_prefix("--journal=") {
+                    global.journal = Some(PathBuf::from(v));
+                } else {
+                    return None;
+                }
+            }
+        }
+    }
+    saw_hook.then_some(global)
 }
 
 /// The hook path: exit 0 whatever happens, print only what SessionStart asks for.
