@@ -264,7 +264,15 @@ fn main() -> ExitCode {
     if let Some(global) = hook_fast_args() {
         return hook(&global);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A hook must never exit 2: Claude Code reads that as "block this tool call".
+        Err(e) if std::env::args_os().any(|a| a == "hook") && e.use_stderr() => {
+            eprintln!("walj hook: {e}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let global = Global { project: cli.project, journal: cli.journal };
     if let Command::Hook = cli.command {
         return hook(&global);
@@ -315,7 +323,11 @@ fn hook(global: &Global) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let opts = walj::hook::HookOptions { project: global.project.clone(), journal: global.journal.clone() };
-    let outcome = walj::hook::run(&input, &opts);
+    // A bug must not turn into a failed tool call either: a panic is reported, exit stays 0.
+    let outcome = match std::panic::catch_unwind(|| walj::hook::run(&input, &opts)) {
+        Ok(o) => o,
+        Err(_) => return ExitCode::SUCCESS,
+    };
     if let Some(s) = outcome.stdout {
         println!("{s}");
     }
