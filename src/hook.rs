@@ -110,6 +110,7 @@ impl Ctx<'_> {
             }
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
             HookEvent::PreCompact => {
+                crate::session::transcript::on_hook(self.project, self.payload);
                 let mut r = self.session_record(kind::COMPACT);
                 r = r.with("trigger", self.payload.str("trigger").unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
@@ -119,6 +120,7 @@ impl Ctx<'_> {
             }
             HookEvent::SessionStart => self.session_start(),
             HookEvent::SessionEnd => {
+                crate::session::transcript::on_hook(self.project, self.payload);
                 let r = self.session_record(kind::END).with("reason", self.payload.str("reason").unwrap_or("other"));
                 self.append(&[r])
             }
@@ -336,6 +338,9 @@ impl Ctx<'_> {
     }
 
     fn stop(&self, main_agent: bool) -> HookResult {
+        if main_agent {
+            crate::session::transcript::on_hook(self.project, self.payload);
+        }
         let mut r = self.session_record(if main_agent { kind::STOP } else { kind::SUBAGENT_STOP });
         if let Some(m) = self.payload.str("last_assistant_message") {
             r = r.with("last_assistant_message", clip(m, 16 * 1024));

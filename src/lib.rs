@@ -10,6 +10,7 @@
 //! - [`fold`]: records → entry states and session context.
 //! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
 //! - [`triage`]: what the user does about entries: diff, mark done, revert, undo, hand back.
+//! - [`session`]: session context: list/show/resume, transcript copies, bundles, procs, compaction.
 //! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
 
 #![forbid(unsafe_code)]
@@ -30,6 +31,7 @@ pub mod payload;
 pub mod procinfo;
 pub mod project;
 pub mod report;
+pub mod session;
 pub mod store;
 pub mod style;
 pub mod triage;

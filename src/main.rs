@@ -175,10 +175,123 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
+    Sessions {
+        #[command(subcommand)]
+        command: Option<SessionsCommand>,
+    },
+    /// Background commands of every session, and whether they still run.
+    Procs {
+        #[arg(long)]
+        json: bool,
+        #[command(subcommand)]
+        command: Option<ProcsCommand>,
+    },
+    /// Rewrite the journal without settled records older than the retention; remove unnamed objects.
+    Compact {
+        /// Only say what would be dropped.
+        #[arg(long)]
+        dry_run: bool,
+        /// Retention in days (default: [retention] days in .walj/config.toml, else 30).
+        #[arg(long, value_name = "N")]
+        days: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// Every session: state, times, branch, prompts, todos, unresolved entries, size.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session in full.
+    Show {
+        sid: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a brief for Claude and give it to the next session start in this project.
+    Resume {
+        sid: String,
+        /// Print the brief only; do not deliver it.
+        #[arg(long)]
+        print_only: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the safe copy of the session's transcript (stdout, or -o FILE).
+    Transcript {
+        sid: String,
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Replace FILE if it exists (its bytes are kept beside it as .bak).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Write the session (records, objects, transcript) to one bundle file.
+    Export {
+        sid: String,
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Encrypt with a passphrase (prompt, or $WALJ_PASSPHRASE).
+        #[arg(long)]
+        encrypt: bool,
+        /// Encrypt to this age recipient (age1…); repeatable.
+        #[arg(long, value_name = "KEY")]
+        recipient: Vec<String>,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Add a session from a bundle file to this project (idempotent).
+    Import {
+        file: PathBuf,
+        /// age identity file for bundles encrypted to recipients; repeatable.
+        #[arg(short, long, value_name = "FILE")]
+        identity: Vec<PathBuf>,
+    },
+    /// Remove the session's records, the objects nothing else names, and its transcript copy.
+    Delete {
+        sid: String,
+        /// Do not ask.
+        #[arg(long, short)]
+        yes: bool,
+        /// Also when it is live or has unresolved entries.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProcsCommand {
+    /// Start a background command again, detached, output to .walj/procs/<id>.log.
+    Restart {
+        id: String,
+        /// Do not ask.
+        #[arg(long, short)]
+        yes: bool,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The hook runs on every tool call: building clap's whole command tree costs more than
+    // the hook's own work, so `walj hook [--project DIR] [--journal FILE]` skips it.
+    if let Some(global) = hook_fast_args() {
+        return hook(&global);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A hook must never exit 2: Claude Code reads that as "block this tool call".
+        Err(e) if std::env::args_os().any(|a| a == "hook") && e.use_stderr() => {
+            eprintln!("walj hook: {e}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let global = Global { project: cli.project, journal: cli.journal };
     if let Command::Hook = cli.command {
         return hook(&global);
@@ -192,6 +305,35 @@ fn main() -> ExitCode {
     }
 }
 
+/// Parses exactly `hook` with optional `--project DIR` / `--journal FILE` (also `--x=V`);
+/// anything else (help, typos, other commands) goes through clap.
+fn hook_fast_args() -> Option<Global> {
+    let mut args = std::env::args_os().skip(1);
+    let mut global = Global {
+        project: None,
+        journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
+    };
+    let mut saw_hook = false;
+    while let Some(a) = args.next() {
+        let a = a.to_str()?.to_string();
+        match a.as_str() {
+            "hook" if !saw_hook => saw_hook = true,
+            "--project" => global.project = Some(PathBuf::from(args.next()?)),
+            "--journal" => global.journal = Some(PathBuf::from(args.next()?)),
+            _ => {
+                if let Some(v) = a.strip_prefix("--project=") {
+                    global.project = Some(PathBuf::from(v));
+                } else if let Some(v) = a.strip_prefix("--journal=") {
+                    global.journal = Some(PathBuf::from(v));
+                } else {
+                    return None;
+                }
+            }
+        }
+    }
+    saw_hook.then_some(global)
+}
+
 /// The hook path: exit 0 whatever happens, print only what SessionStart asks for.
 fn hook(global: &Global) -> ExitCode {
     let mut input = Vec::new();
@@ -200,7 +342,11 @@ fn hook(global: &Global) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let opts = walj::hook::HookOptions { project: global.project.clone(), journal: global.journal.clone() };
-    let outcome = walj::hook::run(&input, &opts);
+    // A bug must not turn into a failed tool call either: a panic is reported, exit stays 0.
+    let outcome = match std::panic::catch_unwind(|| walj::hook::run(&input, &opts)) {
+        Ok(o) => o,
+        Err(_) => return ExitCode::SUCCESS,
+    };
     if let Some(s) = outcome.stdout {
         println!("{s}");
     }
@@ -246,5 +392,26 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Handoff { ids, session, print, force } => {
             cmd::triage::handoff(&project, &ids, session.as_deref(), print, force)
         }
+        Command::Sessions { command } => sessions(&project, command),
+        Command::Procs { json, command } => match command {
+            None => cmd::sessions::procs_list(&project, json),
+            Some(ProcsCommand::Restart { id, yes }) => cmd::sessions::procs_restart(&project, &id, yes),
+        },
+        Command::Compact { dry_run, days, json } => cmd::sessions::compact(&project, dry_run, days, json),
+    }
+}
+
+fn sessions(project: &walj::project::Project, command: Option<SessionsCommand>) -> anyhow::Result<i32> {
+    use cmd::sessions as s;
+    match command.unwrap_or(SessionsCommand::List { json: false }) {
+        SessionsCommand::List { json } => s::list(project, json),
+        SessionsCommand::Show { sid, json } => s::show(project, &sid, json),
+        SessionsCommand::Resume { sid, print_only, json } => s::resume(project, &sid, print_only, json),
+        SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
+        SessionsCommand::Export { sid, output, encrypt, recipient, force } => {
+            s::export(project, &sid, &output, encrypt, recipient, force)
+        }
+        SessionsCommand::Import { file, identity } => s::import(project, &file, identity),
+        SessionsCommand::Delete { sid, yes, force, dry_run } => s::delete(project, &sid, yes, force, dry_run),
     }
 }

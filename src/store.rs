@@ -69,6 +69,11 @@ impl Store {
     pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.object_path(id);
         if path.is_file() {
+            // Reused: refresh its time so `walj compact`'s sweep (which spares objects younger
+            // than its grace period) cannot remove it while the line naming it is being written.
+            if let Ok(f) = File::options().append(true).open(&path) {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
             return Ok(());
         }
         let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
@@ -106,8 +111,18 @@ impl Store {
     /// then each touched folder is fsynced once. Every object is durable when it returns.
     pub fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         let mut seen = std::collections::HashSet::new();
-        let todo: Vec<&(String, Vec<u8>)> =
-            items.iter().filter(|(id, _)| seen.insert(id.as_str()) && !self.object_path(id).is_file()).collect();
+        let mut todo: Vec<&(String, Vec<u8>)> = Vec::new();
+        for item in items.iter().filter(|(id, _)| seen.insert(id.as_str())) {
+            let path = self.object_path(&item.0);
+            if path.is_file() {
+                // Reused: refreshed like `put_with_id` does, for compaction's grace period.
+                if let Ok(f) = File::options().append(true).open(&path) {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                }
+            } else {
+                todo.push(item);
+            }
+        }
         if todo.is_empty() {
             return Ok(());
         }

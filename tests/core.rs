@@ -677,3 +677,13 @@ fn large_payload_and_read_only_walj_never_block() {
 fn unsafe_is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
 }
+
+#[test]
+fn a_misconfigured_hook_command_still_exits_zero() {
+    // Exit 2 from a PreToolUse hook blocks the tool call: bad arguments must not do that.
+    for args in [&["hook", "--bogus"][..], &["hook", "extra"], &["hook", "--project"]] {
+        let out = Command::new(walj_bin()).args(args).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("walj hook"), "{args:?}");
+    }
+}

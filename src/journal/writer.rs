@@ -33,6 +33,11 @@ impl JournalWriter {
         &self.journal
     }
 
+    /// The sidecar lock every appender takes; a journal rewrite (`walj compact`) takes it too.
+    pub fn lock_path(&self) -> &Path {
+        &self.lock
+    }
+
     /// Appends one record durably.
     pub fn append(&self, record: &Record) -> io::Result<()> {
         self.append_bytes(&record.to_line())

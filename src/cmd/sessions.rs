@@ -1,0 +1,675 @@
+//! `walj sessions …`, `walj procs …`, `walj compact`.
+
+use std::fmt::Write as _;
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use age::secrecy::SecretString;
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::fold::{CommandStatus, SessionStatus, short_id};
+use crate::procinfo;
+use crate::project::Project;
+use crate::report::{human_ts, session_header, state_colored};
+use crate::session::brief::{self, BriefInput};
+use crate::session::bundle::{self, Keys, Protection};
+use crate::session::procs::{self, ProcStatus};
+use crate::session::rewrite::{self, CompactOptions, DeleteOptions, RewriteReport};
+use crate::session::{SessionState, human_bytes, transcript};
+use crate::style::Style;
+
+/// Asks a yes/no question on stderr and reads the answer from stdin (EOF = no).
+pub fn confirm(question: &str) -> io::Result<bool> {
+    eprint!("{question} [y/N] ");
+    io::stderr().flush()?;
+    let mut line = String::new();
+    io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// `WALJ_PASSPHRASE`, else a hidden prompt on a terminal (twice when `twice`), else `None`.
+fn passphrase(twice: bool) -> anyhow::Result<Option<SecretString>> {
+    if let Some(p) = std::env::var_os("WALJ_PASSPHRASE").filter(|p| !p.is_empty()) {
+        return Ok(Some(SecretString::from(p.to_string_lossy().into_owned())));
+    }
+    if !io::stdin().is_terminal() || !io::stderr().is_terminal() {
+        return Ok(None);
+    }
+    let first = read_hidden("Passphrase: ")?;
+    if first.is_empty() {
+        bail!("an empty passphrase was given; nothing was done");
+    }
+    if twice && read_hidden("Passphrase again: ")? != first {
+        bail!("the passphrases differ; nothing was done");
+    }
+    Ok(Some(SecretString::from(first)))
+}
+
+/// Reads a line from the terminal without echo.
+fn read_hidden(prompt: &str) -> io::Result<String> {
+    use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers, read};
+    eprint!("{prompt}");
+    io::stderr().flush()?;
+    crossterm::terminal::enable_raw_mode()?;
+    let mut s = String::new();
+    let res = loop {
+        match read() {
+            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
+                KeyCode::Enter => break Ok(()),
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    break Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+                }
+                KeyCode::Esc => break Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled")),
+                KeyCode::Char(c) => s.push(c),
+                KeyCode::Backspace => {
+                    s.pop();
+                }
+                _ => {}
+            },
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = crossterm::terminal::disable_raw_mode();
+    eprintln!();
+    res.map(|()| s)
+}
+
+fn rel_display(project: &Project, p: &Path) -> String {
+    p.strip_prefix(&project.root).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string())
+}
+
+/// Brings the session's safe copy up to date with the original (when it still exists).
+fn catch_up(project: &Project, state: &SessionState) {
+    if let Some(t) = state.info.transcript.as_deref()
+        && let Err(e) = transcript::copy(project, state.session(), Path::new(t))
+    {
+        eprintln!("walj: warning: could not update the transcript copy: {e}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sessions list / show
+
+pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+    let sessions = SessionState::list(project)?;
+    let mut out = io::stdout().lock();
+    if json_out {
+        writeln!(out, "{}", serde_json::to_string_pretty(&sessions)?)?;
+        return Ok(0);
+    }
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "No sessions recorded in {}. Install the hooks with `walj install`; walj records from the next session on.",
+            project.journal.display()
+        )?;
+        return Ok(0);
+    }
+    let style = Style::stdout();
+    writeln!(
+        out,
+        "{}",
+        style.bold(&format!(
+            "{:<8}  {:<8}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}",
+            "SESSION", "STATE", "STARTED", "LAST", "BRANCH", "PROMPTS", "TODOS", "UNRESOLVED", "SIZE"
+        ))
+    )?;
+    for s in &sessions {
+        let state = format!("{:<8}", s.state);
+        let state = match s.state.as_str() {
+            "crashed" => style.red(&state),
+            "live" => style.green(&state),
+            "ended" => style.dim(&state),
+            _ => style.yellow(&state),
+        };
+        let branch: String = s.branch.as_deref().unwrap_or("-").chars().take(14).collect();
+        writeln!(
+            out,
+            "{}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            style.cyan(&format!("{:<8}", s.sid)),
+            state,
+            human_ts(&s.started),
+            human_ts(&s.last_ts),
+            branch,
+            s.prompts,
+            format!("{}/{}", s.todos_done, s.todos_total),
+            s.unresolved,
+            human_bytes(s.bytes),
+            if s.imported { "  (imported)" } else { "" }
+        )?;
+    }
+    writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
+    Ok(0)
+}
+
+fn proc_table() -> Option<procs::ProcTable> {
+    procinfo::processes()
+}
+
+pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
+    let state = SessionState::load(project, sid)?;
+    let table = proc_table();
+    let ps = procs::for_session(&state.info, state.status, table.as_deref());
+    let mut out = io::stdout().lock();
+    if json_out {
+        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(&ps))?)?;
+        return Ok(0);
+    }
+    write!(out, "{}", show_text(project, &state, &ps, &Style::stdout()))?;
+    Ok(0)
+}
+
+/// `sessions show` as text.
+pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
+    let s = &st.info;
+    let mut o = String::new();
+    let mut head = String::new();
+    session_header(&mut head, s, st.status, style);
+    // The header's first two lines (id, state, start, branch); the rest is shown in full below.
+    for l in head.lines().take(2) {
+        let _ = writeln!(o, "{l}");
+    }
+    let field = |o: &mut String, k: &str, v: String| {
+        let _ = writeln!(o, "  {:<11} {v}", style.dim(k));
+    };
+    let mut started = human_ts(s.started.as_ref().unwrap_or(&s.first_ts));
+    if let Some(src) = &s.source {
+        let _ = write!(started, " ({src})");
+    }
+    if let Some(m) = &s.model {
+        let _ = write!(started, ", model {m}");
+    }
+    field(&mut o, "started", started);
+    let ended = match (&s.end, st.status) {
+        (Some((ts, reason)), SessionStatus::Ended) => format!("{} ({reason})", human_ts(ts)),
+        (_, SessionStatus::Crashed) => "never: no SessionEnd, and its Claude Code process is gone (crashed)".into(),
+        (_, SessionStatus::Live) => "still running".into(),
+        _ => "unknown".into(),
+    };
+    field(&mut o, "ended", ended);
+    field(&mut o, "last", human_ts(&s.last_ts));
+    if let Some(c) = &s.cwd {
+        field(&mut o, "cwd", c.clone());
+    }
+    if s.branch.is_some() || s.head.is_some() {
+        field(
+            &mut o,
+            "git",
+            format!(
+                "branch {}, HEAD {}",
+                s.branch.as_deref().unwrap_or("-"),
+                s.head.as_deref().map(|h| &h[..h.len().min(12)]).unwrap_or("-")
+            ),
+        );
+    }
+    let t = &st.transcript;
+    match &t.original {
+        Some(p) => field(
+            &mut o,
+            "transcript",
+            match t.original_bytes {
+                Some(n) => format!("{p} ({})", human_bytes(n)),
+                None => format!("{p} (gone)"),
+            },
+        ),
+        None => field(&mut o, "transcript", "none recorded".into()),
+    }
+    match &t.copy {
+        Some(c) => field(
+            &mut o,
+            "safe copy",
+            format!(
+                "{} ({} of transcript in {}{}{})",
+                rel_display(project, c),
+                human_bytes(t.copied),
+                human_bytes(t.copy_bytes),
+                t.updated.as_deref().map(|u| format!(", copied {}", human_ts(u))).unwrap_or_default(),
+                if t.copy_has_more() { "; holds lines the original lacks" } else { "" }
+            ),
+        ),
+        None => field(&mut o, "safe copy", "none yet (made at Stop, PreCompact and SessionEnd)".into()),
+    }
+    field(
+        &mut o,
+        "stored",
+        format!(
+            "{} records ({}), {} objects ({})",
+            st.usage.records,
+            human_bytes(st.usage.journal_bytes),
+            st.usage.objects,
+            human_bytes(st.usage.object_bytes)
+        ),
+    );
+    if let Some(from) = st.imported_from() {
+        field(
+            &mut o,
+            "imported",
+            format!(
+                "from {} ({}), exported {}",
+                from.get("source_root").and_then(|v| v.as_str()).unwrap_or("?"),
+                from.get("bundle").and_then(|v| v.as_str()).unwrap_or("?"),
+                human_ts(from.get("exported").and_then(|v| v.as_str()).unwrap_or("?"))
+            ),
+        );
+    }
+
+    let _ = writeln!(o, "\n{} ({}, oldest first)", style.bold("Prompts"), s.prompts.len());
+    for (i, p) in s.prompts.iter().enumerate() {
+        let _ = writeln!(o, "  {:>2}. {}  {}", i + 1, style.dim(&human_ts(&p.ts)), p.text.replace('\n', "\n      "));
+    }
+    let (done, total) = s.todos_done();
+    let _ = writeln!(o, "\n{} ({done}/{total} done)", style.bold("Todos"));
+    for (i, t) in s.todos.iter().enumerate() {
+        let label = t.id.as_deref().map(|id| format!("#{id}")).unwrap_or_else(|| format!("{}", i + 1));
+        let status = format!("[{}]", t.status);
+        let status =
+            if t.is_open() { style.yellow(&format!("{status:<13}")) } else { style.dim(&format!("{status:<13}")) };
+        let _ = writeln!(o, "  {label:>4} {status} {}", t.content);
+    }
+    let files = st.files();
+    let _ = writeln!(o, "\n{} ({})", style.bold("Files changed"), files.len());
+    let width = files.iter().map(|f| f.path.len()).max().unwrap_or(0).min(60);
+    for f in &files {
+        let last = f.entries.last().map(|i| short_id(i)).unwrap_or_default();
+        let state = st.entries.iter().rev().find(|e| e.path == f.path).map(|e| e.state());
+        let _ = writeln!(
+            o,
+            "  {:<width$}  {}  {} entr{}, last {}{}",
+            f.path,
+            state.map(|s| state_colored(s, style)).unwrap_or_default(),
+            f.entries.len(),
+            if f.entries.len() == 1 { "y" } else { "ies" },
+            last,
+            if f.outside { "  (outside the project)" } else { "" }
+        );
+    }
+    let failed = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).count();
+    let _ = writeln!(o, "\n{} ({}, {failed} failed)", style.bold("Commands"), s.commands.len());
+    for c in &s.commands {
+        let status = match c.status {
+            CommandStatus::Ok => style.dim("ok       "),
+            CommandStatus::Failed => style.red("FAILED   "),
+            CommandStatus::InFlight => style.yellow("in flight"),
+        };
+        let mut line = format!("  {}  {status}  {}", style.dim(&human_ts(&c.ts)), c.command.replace('\n', " "));
+        if c.background {
+            let _ = write!(line, "  (background{})", c.task_id.as_deref().map(|t| format!(" {t}")).unwrap_or_default());
+        }
+        if let Some(e) = c.error.as_deref().filter(|_| c.status == CommandStatus::Failed) {
+            let _ = write!(line, "\n      {}", e.lines().next().unwrap_or(""));
+        }
+        let _ = writeln!(o, "{line}");
+    }
+    let _ = writeln!(o, "\n{} ({})", style.bold("Background processes"), ps.len());
+    for p in ps {
+        let _ = writeln!(o, "  {}", proc_line(p, style));
+    }
+    if !s.compactions.is_empty() {
+        let _ = writeln!(o, "\n{} ({})", style.bold("Compactions"), s.compactions.len());
+        for (ts, trig) in &s.compactions {
+            let _ = writeln!(o, "  {}  {trig}", human_ts(ts));
+        }
+    }
+    let un: Vec<_> = st.unresolved().collect();
+    let _ = writeln!(o, "\n{} ({})", style.bold("Unresolved entries"), un.len());
+    for e in &un {
+        let _ = writeln!(o, "  {:<12}  {}  {}  {}", short_id(&e.id), state_colored(e.state(), style), e.path, e.tool);
+    }
+    if let Some(m) = &s.last_assistant_message {
+        let _ =
+            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
+    }
+    let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
+    if pending > 0 {
+        let _ = writeln!(o, "\n{pending} brief(s) wait for the next session start.");
+    }
+    let _ = writeln!(
+        o,
+        "\n{}",
+        style.dim(&format!(
+            "Next: walj sessions resume {sid} · walj recover --session {sid} · claude --resume {}",
+            s.session,
+            sid = s.sid
+        ))
+    );
+    o
+}
+
+fn proc_line(p: &ProcStatus, style: &Style) -> String {
+    let state = match p.state {
+        "running" => {
+            style.green(&format!("running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")))
+        }
+        "not_running" => style.red("not running"),
+        _ => style.yellow("unknown"),
+    };
+    format!(
+        "{:<12}  {}  {}  {state}{}{}{}",
+        p.short,
+        style.cyan(&p.sid),
+        p.command.replace('\n', " "),
+        p.task_id.as_deref().map(|t| format!("  task {t}")).unwrap_or_default(),
+        if p.kind == "in_flight" { "  (was running when the session died)" } else { "" },
+        p.cwd.as_deref().map(|c| format!("  in {c}")).unwrap_or_default(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// delete / resume / transcript
+
+pub fn delete(project: &Project, sid: &str, yes: bool, force: bool, dry_run: bool) -> anyhow::Result<i32> {
+    let state = SessionState::load(project, sid)?;
+    let s = &state.info;
+    let un = state.unresolved().count();
+    eprintln!(
+        "Session {} ({}, {}): {} records ({}), {} objects, transcript copy {}{}.",
+        s.sid,
+        state.status,
+        human_ts(s.started.as_ref().unwrap_or(&s.first_ts)),
+        state.usage.records,
+        human_bytes(state.usage.journal_bytes),
+        state.usage.objects,
+        human_bytes(state.transcript.copy_bytes),
+        if un > 0 { format!(", {un} UNRESOLVED entries") } else { String::new() }
+    );
+    let opts = DeleteOptions { dry_run, force };
+    if dry_run {
+        let rep = SessionState::delete(project, &state.info.session, &opts)?;
+        println!("{}", rewrite_summary(&rep, "would delete"));
+        return Ok(0);
+    }
+    if !yes
+        && !confirm(&format!(
+            "Delete session {} from the journal, with the objects nothing else names and its transcript copy?",
+            s.sid
+        ))?
+    {
+        eprintln!("Nothing deleted.");
+        return Ok(1);
+    }
+    let rep = SessionState::delete(project, &state.info.session, &opts)?;
+    println!("{}", rewrite_summary(&rep, "deleted"));
+    Ok(0)
+}
+
+fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
+    let mut s = format!(
+        "{verb}: {} of {} records ({} → {}), {} objects ({}){}",
+        rep.dropped(),
+        rep.records_before,
+        human_bytes(rep.bytes_before),
+        human_bytes(rep.bytes_after),
+        rep.objects_removed,
+        human_bytes(rep.object_bytes_removed),
+        if rep.transcripts_removed > 0 {
+            format!(
+                ", {} transcript cop{}",
+                rep.transcripts_removed,
+                if rep.transcripts_removed == 1 { "y" } else { "ies" }
+            )
+        } else {
+            String::new()
+        }
+    );
+    if rep.objects_recent > 0 {
+        let _ = write!(s, "; {} unnamed objects younger than an hour kept", rep.objects_recent);
+    }
+    if rep.unreadable > 0 {
+        let _ = write!(s, "; {} unreadable line(s) dropped", rep.unreadable);
+        if let Some(b) = &rep.broken_copy {
+            let _ = write!(s, ", the original journal is kept in {}", b.display());
+        }
+    }
+    s
+}
+
+pub fn resume(project: &Project, sid: &str, print_only: bool, json_out: bool) -> anyhow::Result<i32> {
+    let mut state = SessionState::load(project, sid)?;
+    if state.status == SessionStatus::Live {
+        eprintln!(
+            "walj: note: session {} is still running; the brief goes to the next session start in this project",
+            state.info.sid
+        );
+    }
+    catch_up(project, &state);
+    state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
+    let table = proc_table();
+    let ps = procs::for_session(&state.info, state.status, table.as_deref());
+    let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
+        .and_then(|t| transcript::last_assistant_text(&t))
+        .or_else(|| state.info.last_assistant_message.clone());
+    let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
+    let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
+    let action =
+        if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
+    if json_out {
+        let v = json!({
+            "session": state.session(),
+            "brief": b.text,
+            "chars": b.chars,
+            "tokens_estimate": b.tokens,
+            "level": b.level,
+            "entries": b.entries,
+            "action": action,
+            "delivered_at_next_start": action.is_some(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    print!("{}", b.text);
+    if action.is_some() {
+        eprintln!(
+            "\nwalj: this brief ({} characters, about {} tokens) goes to Claude at the next session start in this project: `claude --resume {}` (or a new `claude`).",
+            b.chars,
+            b.tokens,
+            state.session()
+        );
+    }
+    Ok(0)
+}
+
+pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, force: bool) -> anyhow::Result<i32> {
+    let state = SessionState::load(project, sid)?;
+    catch_up(project, &state);
+    let session = state.session().to_string();
+    let Some(bytes) = transcript::read_copy(project, &session)? else {
+        match state.info.transcript.as_deref() {
+            Some(p) => bail!(
+                "no safe copy of the transcript of session {}, and the original {p} is gone; nothing to write",
+                state.info.sid
+            ),
+            None => bail!("session {} recorded no transcript path and has no safe copy", state.info.sid),
+        }
+    };
+    match output {
+        None => {
+            io::stdout().lock().write_all(&bytes)?;
+        }
+        Some(path) => {
+            if path.exists() {
+                if !force {
+                    bail!(
+                        "{} exists; pass --force to replace it (its current bytes are kept beside it as a .bak file)",
+                        path.display()
+                    );
+                }
+                let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+                let bak = PathBuf::from(format!("{}.{stamp}.bak", path.display()));
+                std::fs::copy(&path, &bak)
+                    .with_context(|| format!("keeping {} as {}", path.display(), bak.display()))?;
+                eprintln!("walj: the previous {} is kept as {}", path.display(), bak.display());
+            }
+            crate::fsutil::atomic_write(&path, &bytes, Some(0o600))
+                .with_context(|| format!("writing {}", path.display()))?;
+            let realigned = transcript::realign(project, &session, &path).unwrap_or(false);
+            eprintln!(
+                "walj: wrote {} ({}) from the safe copy{}.",
+                path.display(),
+                human_bytes(bytes.len() as u64),
+                if realigned { "; later copies continue from it" } else { "" }
+            );
+        }
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// export / import
+
+pub fn export(
+    project: &Project,
+    sid: &str,
+    output: &Path,
+    encrypt: bool,
+    recipients: Vec<String>,
+    force: bool,
+) -> anyhow::Result<i32> {
+    if output.exists() && !force {
+        bail!("{} exists; choose another file or pass --force to replace it", output.display());
+    }
+    let state = SessionState::load(project, sid)?;
+    catch_up(project, &state);
+    let protection = if !recipients.is_empty() {
+        Protection::Recipients(recipients)
+    } else if encrypt {
+        match passphrase(true)? {
+            Some(p) => Protection::Passphrase(p),
+            None => bail!(
+                "--encrypt needs a passphrase: set WALJ_PASSPHRASE, run in a terminal, or use --recipient age1…; nothing was written"
+            ),
+        }
+    } else {
+        Protection::None
+    };
+    let contents = bundle::collect(project, state.session())?;
+    for w in &contents.warnings {
+        eprintln!("walj: warning: {w}");
+    }
+    let size = bundle::write(output, &contents, &protection)?;
+    let how = match protection {
+        Protection::None => "not encrypted",
+        Protection::Passphrase(_) => "encrypted with a passphrase",
+        Protection::Recipients(_) => "encrypted to age recipients",
+    };
+    println!(
+        "exported session {}: {} records, {} objects, transcript {} → {} ({}, {how})",
+        state.info.sid,
+        contents.meta.records,
+        contents.objects.len(),
+        contents.transcript.as_ref().map(|t| human_bytes(t.len() as u64)).unwrap_or_else(|| "none".into()),
+        output.display(),
+        human_bytes(size)
+    );
+    Ok(0)
+}
+
+pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>) -> anyhow::Result<i32> {
+    let mut ask = || match passphrase(false) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("walj: {e}");
+            None
+        }
+    };
+    let mut keys = Keys { passphrase: &mut ask, identities };
+    let contents = bundle::read(file, &mut keys)?;
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.display().to_string());
+    let rep = bundle::save_from(project, &contents, &name)?;
+    if rep.records_added == 0 && rep.objects_added == 0 && !matches!(rep.transcript.as_str(), "installed" | "updated") {
+        println!("nothing new: session {} ({}) is already here.", rep.sid, rep.session);
+        return Ok(0);
+    }
+    println!(
+        "imported session {} ({}): {} records added ({} already here), {} objects added ({} already here), transcript {}.",
+        rep.sid,
+        rep.session,
+        rep.records_added,
+        rep.records_present,
+        rep.objects_added,
+        rep.objects_present,
+        rep.transcript
+    );
+    if let Some(p) = &rep.transcript_side {
+        println!("A different transcript copy was already here; the bundle's is in {}.", p.display());
+    }
+    println!(
+        "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
+        sid = rep.sid
+    );
+    Ok(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// procs / compact
+
+pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+    let ps = procs::list(project)?;
+    let mut out = io::stdout().lock();
+    if json_out {
+        writeln!(out, "{}", serde_json::to_string_pretty(&ps)?)?;
+        return Ok(0);
+    }
+    if ps.is_empty() {
+        writeln!(out, "No background commands recorded.")?;
+        return Ok(0);
+    }
+    let style = Style::stdout();
+    for p in &ps {
+        writeln!(out, "{}  {}", style.dim(&human_ts(&p.started)), proc_line(p, &style))?;
+    }
+    writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
+    Ok(0)
+}
+
+pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i32> {
+    let ps = procs::list(project)?;
+    let p = procs::find(&ps, id)?.clone();
+    let state = SessionState::load(project, &p.session)?;
+    let Some(cwd) = state.local_cwd(project, p.cwd.as_deref()) else {
+        bail!(
+            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {})",
+            p.cwd.as_deref().unwrap_or("(none)"),
+            p.command
+        );
+    };
+    let log = procs::log_path(project, &p.id);
+    eprintln!("Restart a background command of session {}:", p.sid);
+    eprintln!("  command  {}", p.command);
+    eprintln!("  folder   {}", cwd.display());
+    eprintln!("  output   {}", rel_display(project, &log));
+    if p.state == "running" {
+        eprintln!(
+            "  note     it still runs (pid {}); this starts a second copy",
+            p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if !yes && !confirm("Start it?")? {
+        eprintln!("Nothing started.");
+        return Ok(1);
+    }
+    let (pid, log) = procs::restart(project, &p, &cwd)?;
+    println!("started pid {pid}: {} (output: {})", p.command, rel_display(project, &log));
+    Ok(0)
+}
+
+pub fn compact(project: &Project, dry_run: bool, days: Option<u64>, json_out: bool) -> anyhow::Result<i32> {
+    let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out })?;
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+        return Ok(0);
+    }
+    let verb = if dry_run { "would drop" } else { "dropped" };
+    println!(
+        "compact (retention {} days): {}{}",
+        rep.retention_days.unwrap_or(0),
+        rewrite_summary(&rep, verb),
+        if rep.sessions_removed.is_empty() {
+            String::new()
+        } else {
+            format!("; {} settled session(s) past the retention removed", rep.sessions_removed.len())
+        }
+    );
+    Ok(0)
+}

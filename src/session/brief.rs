@@ -1,0 +1,381 @@
+//! The resume brief (issue 5 item 5): what Claude needs to pick up a session where it stopped,
+//! built from the journal, never from a lossy summary.
+//!
+//! It lists what the user asked (newest first), every open todo with its status, every
+//! unresolved change with path and state, failed commands, background processes and whether
+//! they still run, the last assistant message, the transcript (or its safe copy) and
+//! `claude --resume <id>`. It must arrive whole: Claude Code cuts hook context over 10,000
+//! characters, so the brief fits [`MAX_CHARS`] (about 2,600 tokens; well inside the ~4,000 the
+//! issue allows for a 200-entry session) by *shortening text*, level by level; when a list is
+//! still too long its tail is *counted with ids* ("… and 12 more: id, id, …"), so nothing open
+//! disappears.
+//!
+//! Delivery: a `handoff` record (`kind: resume`, `action`, `brief`, `entries`) that the
+//! SessionStart hook delivers exactly once (src/announce.rs).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::SessionState;
+use super::procs::ProcStatus;
+use crate::fold::{CommandStatus, SessionStatus, short_id};
+use crate::journal::{JournalWriter, Record, kind, op};
+use crate::project::Project;
+use crate::report::human_ts;
+
+/// The brief's size limit in characters (Claude Code cuts hook strings over 10,000).
+pub const MAX_CHARS: usize = 9_000;
+
+/// `kind` of a resume handoff record.
+pub const KIND_RESUME: &str = "resume";
+
+/// How much detail a rendering keeps: clip of free text, full items per list.
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    text: usize,
+    items: usize,
+}
+
+const LEVELS: &[Level] = &[
+    Level { text: 600, items: usize::MAX },
+    Level { text: 300, items: usize::MAX },
+    Level { text: 200, items: 80 },
+    Level { text: 160, items: 60 },
+    Level { text: 120, items: 40 },
+    Level { text: 100, items: 30 },
+    Level { text: 80, items: 20 },
+    Level { text: 64, items: 14 },
+    Level { text: 50, items: 10 },
+    Level { text: 40, items: 6 },
+    Level { text: 32, items: 4 },
+    Level { text: 24, items: 2 },
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Brief {
+    pub text: String,
+    /// Unresolved entry ids (full), for the handoff record.
+    pub entries: Vec<String>,
+    pub chars: usize,
+    /// Estimate: one token per 3.5 characters (paths and ids tokenize worse than prose).
+    pub tokens: usize,
+    /// Detail level used (0 = full text).
+    pub level: usize,
+}
+
+/// Inputs besides the session state.
+pub struct BriefInput<'a> {
+    pub state: &'a SessionState,
+    pub procs: &'a [ProcStatus],
+    /// The last assistant text (from the transcript, else the last Stop).
+    pub last_message: Option<String>,
+    /// Display path of the safe copy, when there is one.
+    pub copy_path: Option<String>,
+}
+
+pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
+    let entries: Vec<String> = input.state.unresolved().map(|e| e.id.clone()).collect();
+    let mut chosen = (LEVELS.len() - 1, String::new());
+    for (i, lvl) in LEVELS.iter().enumerate() {
+        let text = render(input, *lvl, None);
+        if text.chars().count() <= max_chars {
+            chosen = (i, text);
+            break;
+        }
+        if i == LEVELS.len() - 1 {
+            // Even the tersest rendering is too long (thousands of items): cap the id lists.
+            let text = render(input, *lvl, Some(max_chars));
+            chosen = (i, text);
+        }
+    }
+    let (level, text) = chosen;
+    let chars = text.chars().count();
+    Brief { entries, chars, tokens: chars.div_ceil(7) * 2, level, text }
+}
+
+/// One line, at most `max` characters, `…` when cut.
+fn clip(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// "… and N more <what>: a, b, c" (the ids capped to `budget` characters when given).
+fn rest(out: &mut String, n: usize, what: &str, ids: &[String], budget: Option<usize>) {
+    if n == 0 {
+        return;
+    }
+    let mut list = String::new();
+    let mut shown = 0;
+    for id in ids {
+        if budget.is_some_and(|b| list.len() + id.len() + 2 > b) {
+            break;
+        }
+        if !list.is_empty() {
+            list.push_str(", ");
+        }
+        list.push_str(id);
+        shown += 1;
+    }
+    if shown < ids.len() {
+        let _ = write!(list, ", … ({} more ids)", ids.len() - shown);
+    }
+    let _ = writeln!(out, "- … and {n} more {what}: {list}");
+}
+
+/// What an unresolved state means, for the brief's legend.
+fn meaning(s: crate::fold::EntryState) -> &'static str {
+    use crate::fold::EntryState as S;
+    match s {
+        S::InFlight => "the tool may not have run, or not finished",
+        S::Applied => "the tool ran, but the change was never verified on disk",
+        S::Failed => "the tool failed part-way",
+        S::Drifted => "the file changed since",
+        _ => "settled",
+    }
+}
+
+/// The todos not shown, grouped by status, list positions as ranges: `pending: todo 31–60`,
+/// task ids as `#7`.
+fn todo_rest(rest: &[(usize, &crate::fold::Todo)]) -> Vec<String> {
+    let mut statuses: Vec<&str> = Vec::new();
+    for (_, t) in rest {
+        if !statuses.contains(&t.status.as_str()) {
+            statuses.push(&t.status);
+        }
+    }
+    let mut out = Vec::new();
+    for st in statuses {
+        let mut parts: Vec<String> = Vec::new();
+        let mut run: Option<(usize, usize)> = None;
+        let flush = |run: &mut Option<(usize, usize)>, parts: &mut Vec<String>| {
+            if let Some((a, b)) = run.take() {
+                parts.push(if a == b { format!("todo {a}") } else { format!("todos {a}–{b}") });
+            }
+        };
+        for (i, t) in rest.iter().filter(|(_, t)| t.status == st) {
+            match &t.id {
+                Some(id) => {
+                    flush(&mut run, &mut parts);
+                    parts.push(format!("#{id}"));
+                }
+                None => {
+                    let n = i + 1;
+                    run = match run {
+                        Some((a, b)) if b + 1 == n => Some((a, n)),
+                        other => {
+                            let mut r = other;
+                            flush(&mut r, &mut parts);
+                            Some((n, n))
+                        }
+                    };
+                }
+            }
+        }
+        flush(&mut run, &mut parts);
+        out.push(format!("{st}: {}", parts.join(", ")));
+    }
+    out
+}
+
+fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
+    let st = input.state;
+    let s = &st.info;
+    let id_budget = cap.map(|c| c / 8);
+    let mut out = String::new();
+    let sid = &s.sid;
+    let _ = writeln!(out, "# walj resume brief: Claude Code session {}", s.session);
+    let how = match st.status {
+        SessionStatus::Crashed => "ended unexpectedly (crashed: no SessionEnd, its process is gone)".to_string(),
+        SessionStatus::Ended => {
+            format!("ended ({})", s.end.as_ref().map(|e| e.1.as_str()).filter(|r| !r.is_empty()).unwrap_or("normally"))
+        }
+        SessionStatus::Live => "is still running".to_string(),
+        SessionStatus::Unknown => "ended; walj cannot tell how".to_string(),
+    };
+    let mut where_ = format!("The session {how}. It started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
+    if let Some(c) = &s.cwd {
+        let _ = write!(where_, " in {c}");
+    }
+    if let Some(b) = &s.branch {
+        let _ = write!(where_, " on branch {b}");
+    }
+    if let Some(h) = &s.head {
+        let _ = write!(where_, " (HEAD {})", &h[..h.len().min(10)]);
+    }
+    let _ = writeln!(out, "{where_}; last activity {}.", human_ts(&s.last_ts));
+    let _ = writeln!(
+        out,
+        "walj wrote this from its journal. Every open item is listed or counted with its id; `walj sessions show {sid}` has the full record. Continue the user's work; do not redo what is done, and check unresolved changes before building on them."
+    );
+
+    // Prompts, newest first.
+    let n = s.prompts.len();
+    let _ = writeln!(out, "\n## What the user asked ({n} prompt{}, newest first)", if n == 1 { "" } else { "s" });
+    if n == 0 {
+        let _ = writeln!(out, "- (no prompt recorded)");
+    }
+    let shown = n.min(lvl.items.max(1));
+    for (i, p) in s.prompts.iter().rev().take(shown).enumerate() {
+        // The newest prompt matters most: it keeps more text.
+        let max = if i == 0 { lvl.text * 2 } else { lvl.text };
+        let _ = writeln!(out, "{}. [{}] {}", i + 1, human_ts(&p.ts), clip(&p.text, max));
+    }
+    if n > shown {
+        let older = &s.prompts[..n - shown];
+        let _ = writeln!(
+            out,
+            "- … and {} earlier prompt{} (from {} to {})",
+            older.len(),
+            if older.len() == 1 { "" } else { "s" },
+            human_ts(&older[0].ts),
+            human_ts(&older[older.len() - 1].ts)
+        );
+    }
+
+    // Open todos.
+    let open: Vec<(usize, &crate::fold::Todo)> = s.todos.iter().enumerate().filter(|(_, t)| t.is_open()).collect();
+    let (done, total) = s.todos_done();
+    let _ = writeln!(out, "\n## Open todos ({} open, {done} of {total} done)", open.len());
+    if open.is_empty() {
+        let _ = writeln!(out, "- none");
+    }
+    let label = |i: usize, t: &crate::fold::Todo| match &t.id {
+        Some(id) => format!("#{id}"),
+        None => format!("todo {}", i + 1),
+    };
+    let shown = open.len().min(lvl.items);
+    for (i, t) in open.iter().take(shown) {
+        let _ = writeln!(out, "- [{}] {} ({})", t.status, clip(&t.content, lvl.text), label(*i, t));
+    }
+    let ids = todo_rest(&open[shown..]);
+    rest(&mut out, open.len() - shown, "open todos", &ids, id_budget);
+
+    // Unresolved changes: the state's meaning is said once, not on every line.
+    let un: Vec<&crate::fold::Entry> = st.unresolved().collect();
+    let _ = writeln!(out, "\n## Unresolved changes ({}): verify each before building on it", un.len());
+    if un.is_empty() {
+        let _ = writeln!(out, "- none: every recorded change was verified or triaged");
+    } else {
+        let mut states: Vec<crate::fold::EntryState> = un.iter().map(|e| e.state()).collect();
+        states.sort();
+        states.dedup();
+        let legend: Vec<String> = states.iter().map(|s| format!("{}: {}", s.as_str(), meaning(*s))).collect();
+        let _ = writeln!(out, "({})", legend.join("; "));
+    }
+    let shown = un.len().min(lvl.items);
+    for e in un.iter().take(shown) {
+        let _ = writeln!(
+            out,
+            "- [{}] {} ({} {}, id {})",
+            e.state().as_str(),
+            clip(&e.path, lvl.text.max(48)),
+            e.tool,
+            e.event,
+            short_id(&e.id)
+        );
+    }
+    let ids: Vec<String> = un.iter().skip(shown).map(|e| short_id(&e.id)).collect();
+    rest(&mut out, un.len() - shown, "unresolved changes", &ids, id_budget);
+
+    // Failed commands.
+    let failed: Vec<&crate::fold::Command> = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n## Failed commands ({})", failed.len());
+        let shown = failed.len().min(lvl.items);
+        for c in failed.iter().take(shown) {
+            let err = c.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
+            let _ =
+                writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
+        }
+        let ids: Vec<String> = failed.iter().skip(shown).map(|c| short_id(&c.id)).collect();
+        rest(&mut out, failed.len() - shown, "failed commands", &ids, id_budget);
+    }
+
+    // Background processes.
+    if !input.procs.is_empty() {
+        let _ = writeln!(out, "\n## Background processes ({})", input.procs.len());
+        let shown = input.procs.len().min(lvl.items);
+        for p in input.procs.iter().take(shown) {
+            let state = match p.state {
+                "running" => {
+                    format!("still running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))
+                }
+                "not_running" => "not running".to_string(),
+                _ => "unknown whether it runs".to_string(),
+            };
+            let what = if p.kind == "in_flight" { ", was running when the session died" } else { "" };
+            let _ = writeln!(
+                out,
+                "- `{}`{}{}: {state}{what}; the user can restart it with `walj procs restart {}`",
+                clip(&p.command, lvl.text),
+                p.task_id.as_deref().map(|t| format!(" (task {t})")).unwrap_or_default(),
+                p.cwd.as_deref().map(|c| format!(" in {}", clip(c, lvl.text))).unwrap_or_default(),
+                p.short
+            );
+        }
+        let ids: Vec<String> = input.procs.iter().skip(shown).map(|p| p.short.clone()).collect();
+        rest(&mut out, input.procs.len() - shown, "background processes", &ids, id_budget);
+    }
+
+    if let Some(m) = &input.last_message {
+        let _ = writeln!(out, "\n## Last assistant message\n{}", clip(m, lvl.text * 2));
+    }
+
+    let _ = writeln!(out, "\n## Transcript");
+    let t = &st.transcript;
+    match (&t.original, t.original_exists) {
+        (Some(o), true) => {
+            let _ = writeln!(out, "- Claude Code's transcript: {o}");
+        }
+        (Some(o), false) => {
+            let _ = writeln!(out, "- Claude Code's transcript {o} is gone.");
+        }
+        (None, _) => {
+            let _ = writeln!(out, "- No transcript path was recorded.");
+        }
+    }
+    if let Some(c) = &input.copy_path {
+        let more = if t.copy_has_more() { " (it holds lines the original lacks)" } else { "" };
+        let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
+    }
+    let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {}", s.session);
+    out
+}
+
+/// Appends the brief as a `handoff` record (kind `resume`) for the next SessionStart,
+/// superseding (undoing) an earlier resume brief of the session not delivered yet. A crashed
+/// session not announced yet is marked announced: the brief says all the note would.
+pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
+    let session = state.session();
+    let action = format!("resume-{}", super::unique_suffix());
+    let mut records = Vec::new();
+    for h in state.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone) {
+        if h.record.kind.as_deref() == Some(KIND_RESUME) {
+            let mut u = Record::new(op::UNDO, session);
+            u.event = "handoff".into();
+            u.target = Some(h.action.clone());
+            records.push(u.with("reason", "superseded by a newer resume brief"));
+        }
+    }
+    let mut r = Record::new(op::HANDOFF, session);
+    r.event = "handoff".into();
+    r.kind = Some(KIND_RESUME.into());
+    r.action = Some(action.clone());
+    records.push(r.with("brief", brief.text.clone()).with("entries", brief.entries.clone()));
+    if state.status == SessionStatus::Crashed && !state.info.announced && !brief.entries.is_empty() {
+        let mut m = Record::new(op::SESSION, session);
+        m.event = crate::config::event::SESSION.into();
+        m.kind = Some(kind::ANNOUNCED.into());
+        m.target = Some(session.to_string());
+        records.push(m.with("by", "walj sessions resume"));
+    }
+    project.ensure_dir()?;
+    JournalWriter::new(&project.journal).append_all(&records)?;
+    Ok(action)
+}

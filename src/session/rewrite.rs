@@ -1,0 +1,772 @@
+//! The only code that rewrites the journal (DESIGN §1): `walj compact` and
+//! `walj sessions delete`.
+//!
+//! Under the journal's lock (`journal.lock`, the one every append takes, so concurrent hooks
+//! wait), the journal is read twice — a fold to decide, a pass that copies the lines to keep
+//! verbatim into a temp file — then the result is *verified* by folding it again: the recovery
+//! view (`recover --json`), pending briefs and announcements must be exactly what they were
+//! (less the deleted session). Only then: fsync, rename over the journal, fsync the folder.
+//! Unreadable lines are never kept silently: the original journal is first copied to
+//! `journal.jsonl.<time>.broken`. Objects no remaining line names (and older than an hour, so a
+//! hook that has just stored an image but not yet appended its line keeps it) are removed last.
+//!
+//! What compaction keeps (retention = `[retention] days`, default 30):
+//! - every record of a session that has unresolved entries (its recovery view stays identical);
+//! - for other sessions still within retention, live, or with a pending brief: their context
+//!   records (start, prompts, todos, stops, compactions, end), and entries or commands that are
+//!   unresolved, failed, background or newer than the retention;
+//! - announcements and deliveries whose subject is kept (or they would be made again);
+//! - records walj does not know (newer versions).
+//!
+//! A session older than the retention, settled, not live and without a pending brief goes as a
+//! whole, with its transcript copy.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{SessionError, hex_ids, resolve, transcript};
+use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, SessionStatus};
+use crate::fsutil;
+use crate::journal::reader::{check_line, scan_lines};
+use crate::journal::{JournalWriter, kind, op};
+use crate::project::Project;
+use crate::store::Store;
+
+/// Objects younger than this are never removed: a hook may have stored one and not yet
+/// appended the line that names it.
+pub const OBJECT_GRACE: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone, Default)]
+pub struct CompactOptions {
+    /// Retention in days (`None`: the config's `[retention] days`).
+    pub days: Option<u64>,
+    pub dry_run: bool,
+    /// Show a progress bar on a terminal for long runs.
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    /// Delete even a live session or one with unresolved entries.
+    pub force: bool,
+}
+
+/// What a rewrite did (or, dry, would do).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RewriteReport {
+    pub dry_run: bool,
+    pub records_before: u64,
+    pub records_after: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    /// Malformed, checksum-failing or torn lines met (dropped; see `broken_copy`).
+    pub unreadable: u64,
+    pub broken_copy: Option<PathBuf>,
+    pub objects_removed: u64,
+    pub object_bytes_removed: u64,
+    /// Unreferenced objects kept because they are younger than the grace period.
+    pub objects_recent: u64,
+    pub sessions_removed: Vec<String>,
+    pub transcripts_removed: u64,
+    pub retention_days: Option<u64>,
+}
+
+impl RewriteReport {
+    pub fn dropped(&self) -> u64 {
+        self.records_before.saturating_sub(self.records_after)
+    }
+}
+
+enum Mode {
+    Compact { cutoff: String },
+    Delete { session: String },
+}
+
+/// `walj compact`.
+pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport, SessionError> {
+    let days = match opts.days {
+        Some(d) => d,
+        None => {
+            let cfg = crate::config::Config::load(&project.config_path()).map_err(|e| {
+                SessionError::Refused(format!("{e}; fix the config (or pass --days N) and run `walj compact` again"))
+            })?;
+            cfg.retention.days
+        }
+    };
+    let cutoff_time = chrono::Utc::now() - chrono::Duration::days(i64::try_from(days).unwrap_or(i64::MAX / 86_400_000));
+    let cutoff = cutoff_time.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let mut rep = rewrite(project, Mode::Compact { cutoff }, opts.dry_run, opts.progress)?;
+    rep.retention_days = Some(days);
+    Ok(rep)
+}
+
+/// `walj sessions delete`.
+pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+    let fold =
+        Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
+    let session = resolve(&fold, prefix)?;
+    if !opts.force {
+        let s = fold.session(&session).ok_or_else(|| SessionError::Unknown(prefix.to_string()))?;
+        if s.status() == SessionStatus::Live {
+            return Err(SessionError::Refused(format!(
+                "session {} is live (its Claude Code process runs); end it first, or pass --force",
+                s.sid
+            )));
+        }
+        let open = fold.entries_of(&session).filter(|e| e.is_unresolved()).count();
+        if open > 0 {
+            return Err(SessionError::Refused(format!(
+                "session {} has {open} unresolved entr{}; resolve them first (walj recover --session {}), or pass --force to delete them with their images",
+                s.sid,
+                if open == 1 { "y" } else { "ies" },
+                s.sid
+            )));
+        }
+    }
+    let mut rep = rewrite(project, Mode::Delete { session: session.clone() }, opts.dry_run, false)?;
+    if !opts.dry_run {
+        let tp = transcript::paths(project, &session);
+        if tp.copy.exists() || tp.sidecar.exists() {
+            transcript::remove(project, &session).map_err(SessionError::io("removing", &tp.copy))?;
+            rep.transcripts_removed += 1;
+        }
+    }
+    rep.sessions_removed = vec![session];
+    Ok(rep)
+}
+
+/// The decisions, made from the fold of the whole journal.
+struct Plan {
+    mode: Mode,
+    /// Sessions dropped whole.
+    retired: HashSet<String>,
+    /// Sessions kept whole (they have unresolved entries).
+    whole: HashSet<String>,
+    /// Entry ids whose records go.
+    drop_entries: HashSet<String>,
+    /// Command ids whose records go.
+    drop_commands: HashSet<String>,
+    /// Handoff actions whose records (and deliveries, undos) go.
+    drop_handoffs: HashSet<String>,
+    /// Lines up to this number keep their numbers (ids of v1 lines are `L<line>`): dropped
+    /// lines before it become blank lines.
+    keep_numbering_to: u64,
+}
+
+fn entry_time(e: &Entry) -> &str {
+    let mut t = e.ts.as_str();
+    if let Some(a) = &e.applied_ts {
+        t = t.max(a.as_str());
+    }
+    for a in &e.actions {
+        t = t.max(a.ts.as_str());
+    }
+    t
+}
+
+fn line_number_id(id: &str) -> Option<u64> {
+    id.strip_prefix('L').and_then(|n| n.parse().ok())
+}
+
+impl Plan {
+    fn new(fold: &Fold, mode: Mode) -> Plan {
+        let mut plan = Plan {
+            mode,
+            retired: HashSet::new(),
+            whole: HashSet::new(),
+            drop_entries: HashSet::new(),
+            drop_commands: HashSet::new(),
+            drop_handoffs: HashSet::new(),
+            keep_numbering_to: 0,
+        };
+        for e in &fold.entries {
+            if let Some(n) = line_number_id(&e.id) {
+                plan.keep_numbering_to = plan.keep_numbering_to.max(n);
+            }
+            for a in &e.actions {
+                if let Some(n) = line_number_id(&a.action) {
+                    plan.keep_numbering_to = plan.keep_numbering_to.max(n);
+                }
+            }
+        }
+        for h in &fold.handoffs {
+            if let Some(n) = line_number_id(&h.action) {
+                plan.keep_numbering_to = plan.keep_numbering_to.max(n);
+            }
+        }
+        match &plan.mode {
+            Mode::Delete { session } => {
+                plan.retired.insert(session.clone());
+                for h in fold.handoffs.iter().filter(|h| &h.session == session) {
+                    plan.drop_handoffs.insert(h.action.clone());
+                }
+            }
+            Mode::Compact { cutoff } => {
+                let cutoff = cutoff.clone();
+                let pending: HashSet<&str> = fold.pending_handoffs().map(|h| h.session.as_str()).collect();
+                for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
+                    if fold.entries_of(&s.session).any(|e| e.is_unresolved()) {
+                        plan.whole.insert(s.session.clone());
+                    } else if s.last_ts < cutoff
+                        && !pending.contains(s.session.as_str())
+                        && s.status() != SessionStatus::Live
+                    {
+                        plan.retired.insert(s.session.clone());
+                    }
+                }
+                for e in &fold.entries {
+                    if !plan.whole.contains(&e.session) && super::is_settled(e) && entry_time(e) < cutoff.as_str() {
+                        plan.drop_entries.insert(e.id.clone());
+                    }
+                }
+                for s in fold.sessions.iter().filter(|s| !plan.whole.contains(&s.session)) {
+                    for c in &s.commands {
+                        if c.status == CommandStatus::Ok && !c.background && c.ts < cutoff {
+                            plan.drop_commands.insert(c.id.clone());
+                        }
+                    }
+                }
+                for h in &fold.handoffs {
+                    let settled = h.delivered.is_some() || h.undone;
+                    if plan.retired.contains(&h.session)
+                        || (settled && h.ts < cutoff && !plan.whole.contains(&h.session))
+                    {
+                        plan.drop_handoffs.insert(h.action.clone());
+                    }
+                }
+            }
+        }
+        plan
+    }
+
+    fn keep(&self, l: &LineView<'_>, entry_id: Option<&str>) -> bool {
+        let key = l.key();
+        let target = l.target.as_deref();
+        let is_mark = l.op == op::SESSION && matches!(l.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED));
+        match &self.mode {
+            Mode::Delete { session } => {
+                if is_mark {
+                    // Marks the session wrote about *other* sessions stay, or those would be
+                    // announced (or briefed) again.
+                    return match l.kind.as_deref() {
+                        Some(kind::ANNOUNCED) => target != Some(session.as_str()),
+                        _ => !target.is_some_and(|t| self.drop_handoffs.contains(t)),
+                    };
+                }
+                if key == session.as_str() {
+                    return false;
+                }
+                if l.op == op::UNDO && target.is_some_and(|t| self.drop_handoffs.contains(t)) {
+                    return false;
+                }
+                if l.op == op::SESSION && l.kind.as_deref() == Some(super::KIND_IMPORTED) {
+                    return target != Some(session.as_str());
+                }
+                true
+            }
+            Mode::Compact { cutoff } => {
+                if self.whole.contains(key) {
+                    return true;
+                }
+                if is_mark {
+                    // Dropping a mark whose subject stays would make it happen again.
+                    return match l.kind.as_deref() {
+                        Some(kind::ANNOUNCED) => target.is_some_and(|t| !self.retired.contains(t)),
+                        _ => !target.is_some_and(|t| self.drop_handoffs.contains(t)),
+                    };
+                }
+                let known = matches!(
+                    l.op.as_ref(),
+                    op::INTENT
+                        | op::APPLIED
+                        | op::FAILED
+                        | op::PERSISTED
+                        | op::RESOLVED
+                        | op::UNDO
+                        | op::HANDOFF
+                        | op::SESSION
+                        | op::AUDIT
+                ) || (l.v <= 1 && l.op.is_empty());
+                if !known {
+                    return true; // a newer walj's record: not ours to judge
+                }
+                if !key.is_empty() && self.retired.contains(key) {
+                    return false;
+                }
+                match l.op.as_ref() {
+                    op::AUDIT => l.ts.as_ref() >= cutoff.as_str(),
+                    op::SESSION if l.kind.as_deref() == Some(super::KIND_IMPORTED) => {
+                        !target.is_some_and(|t| self.retired.contains(t))
+                    }
+                    op::SESSION => true,
+                    op::HANDOFF => !l.action.as_deref().is_some_and(|a| self.drop_handoffs.contains(a)),
+                    op::UNDO if target.is_some_and(|t| self.drop_handoffs.contains(t)) => false,
+                    _ if l.is_command() => !self.drop_commands.contains(l.id.as_ref()),
+                    _ => !entry_id.is_some_and(|id| self.drop_entries.contains(id)),
+                }
+            }
+        }
+    }
+}
+
+/// The fields a keep/drop decision reads.
+#[derive(Deserialize)]
+struct LineView<'a> {
+    #[serde(default)]
+    v: u32,
+    #[serde(default, borrow)]
+    sid: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    ts: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    path: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    op: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    session: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    pair: bool,
+}
+
+impl LineView<'_> {
+    fn key(&self) -> &str {
+        if self.session.is_empty() { &self.sid } else { &self.session }
+    }
+    fn is_command(&self) -> bool {
+        self.tool.as_deref() == Some("Bash") && self.path.is_empty()
+    }
+}
+
+/// Maps a line to its entry id exactly as the fold does (pairs of generated ids, `L<line>`).
+#[derive(Default)]
+struct EntryIds {
+    pairs: HashMap<(String, String, String), VecDeque<String>>,
+}
+
+impl EntryIds {
+    fn of(&mut self, line: u64, l: &LineView<'_>) -> Option<String> {
+        let v1 = l.v <= 1 && l.op.is_empty();
+        let op_name: &str = if v1 { op::APPLIED } else { &l.op };
+        if l.is_command() {
+            return None;
+        }
+        let key = || (l.key().to_string(), l.tool.clone().unwrap_or_default(), l.path.to_string());
+        match op_name {
+            op::INTENT => {
+                let id = if l.id.is_empty() { format!("L{line}") } else { l.id.to_string() };
+                if l.pair {
+                    self.pairs.entry(key()).or_default().push_back(id.clone());
+                }
+                Some(id)
+            }
+            op::APPLIED | op::FAILED => {
+                let mut id = l.id.to_string();
+                if l.pair || id.is_empty() {
+                    if let Some(found) = self.pairs.get_mut(&key()).and_then(VecDeque::pop_front) {
+                        id = found;
+                    } else if id.is_empty() {
+                        id = format!("L{line}");
+                    }
+                }
+                Some(id)
+            }
+            op::PERSISTED | op::RESOLVED | op::UNDO => Some(l.id.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// What must not change: the recovery view, pending briefs, announcements (`skip`: the deleted
+/// session). Liveness is read once per session so both sides compare equal.
+fn protected_view(fold: &Fold, skip: Option<&str>, live: &HashMap<String, SessionStatus>) -> Value {
+    let mut sessions = Vec::new();
+    for s in fold.sessions.iter().filter(|s| Some(s.session.as_str()) != skip) {
+        let entries: Vec<Value> =
+            fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(crate::report::entry_json).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let status = live.get(&s.session).copied().unwrap_or(SessionStatus::Unknown);
+        sessions.push(crate::report::session_json(s, status, entries));
+    }
+    let pending: Vec<Value> = fold
+        .pending_handoffs()
+        .filter(|h| Some(h.session.as_str()) != skip)
+        .map(|h| json!({"action": h.action, "session": h.session, "brief": h.brief, "entries": h.entries}))
+        .collect();
+    json!({"sessions": sessions, "pending_handoffs": pending})
+}
+
+fn announced_of(fold: &Fold) -> HashMap<String, bool> {
+    fold.sessions.iter().map(|s| (s.session.clone(), s.announced)).collect()
+}
+
+fn rewrite(project: &Project, mode: Mode, dry_run: bool, progress: bool) -> Result<RewriteReport, SessionError> {
+    let journal = &project.journal;
+    let mut rep = RewriteReport { dry_run, ..RewriteReport::default() };
+    if !journal.exists() {
+        return Ok(rep);
+    }
+    let writer = JournalWriter::new(journal);
+    let lock_path = writer.lock_path().to_path_buf();
+    let lock = fsutil::open_private(&lock_path, OpenOptions::new().create(true).truncate(false).write(true))
+        .map_err(SessionError::io("opening", &lock_path))?;
+    lock.lock().map_err(SessionError::io("locking", &lock_path))?;
+    let result = rewrite_locked(project, mode, dry_run, progress, &mut rep);
+    let _ = lock.unlock();
+    result.map(|()| rep)
+}
+
+fn rewrite_locked(
+    project: &Project,
+    mode: Mode,
+    dry_run: bool,
+    progress: bool,
+    rep: &mut RewriteReport,
+) -> Result<(), SessionError> {
+    let journal = &project.journal;
+    let dir = journal.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let name = journal.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    remove_stale_temps(&dir, &name);
+    let read_err = SessionError::io("reading", journal);
+    let before = Fold::load(journal, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+        .map_err(read_err)?;
+    let plan = Plan::new(&before, mode);
+    let skip = match &plan.mode {
+        Mode::Delete { session } => Some(session.clone()),
+        Mode::Compact { .. } => None,
+    };
+    let live: HashMap<String, SessionStatus> =
+        before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
+    let bytes_before = fs::metadata(journal).map(|m| m.len()).unwrap_or(0);
+    rep.bytes_before = bytes_before;
+
+    let tmp = dir.join(format!(".{name}.walj-rewrite-{}", std::process::id()));
+    let mut out: Option<BufWriter<File>> = if dry_run {
+        None
+    } else {
+        let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))
+            .map_err(SessionError::io("creating", &tmp))?;
+        Some(BufWriter::with_capacity(1 << 20, f))
+    };
+    let bar = progress_bar(progress, bytes_before);
+    let mut ids = EntryIds::default();
+    let mut referenced: HashSet<String> = HashSet::new();
+    let mut written_lines = 0u64;
+    let mut bytes_after = 0u64;
+    let mut write_err: Option<io::Error> = None;
+    let mut unreadable = 0u64;
+    let mut records_before = 0u64;
+    let mut records_after = 0u64;
+    let mut last_tick = 0u64;
+    let scan = scan_lines(journal, |raw| {
+        if let Some(b) = &bar
+            && raw.offset - last_tick > (1 << 20)
+        {
+            b.set_position(raw.offset);
+            last_tick = raw.offset;
+        }
+        let view = if check_line(raw.line_no, raw.bytes).is_ok() {
+            serde_json::from_slice::<LineView>(raw.bytes).ok()
+        } else {
+            None
+        };
+        let keep = match &view {
+            None => {
+                unreadable += 1;
+                // Keep the images an unreadable line may name: it is only in the .broken copy now.
+                for id in hex_ids(raw.bytes) {
+                    referenced.insert(id.to_string());
+                }
+                false
+            }
+            Some(l) => {
+                records_before += 1;
+                let entry = ids.of(raw.line_no, l);
+                plan.keep(l, entry.as_deref())
+            }
+        };
+        if keep {
+            records_after += 1;
+            for id in hex_ids(raw.bytes) {
+                if !referenced.contains(id) {
+                    referenced.insert(id.to_string());
+                }
+            }
+        }
+        // Keep line numbers where ids depend on them (`L<line>`): dropped and blank lines up to
+        // the last such line stay as blank lines.
+        let numbered = raw.line_no <= plan.keep_numbering_to;
+        let mut buf: Vec<u8> = Vec::new();
+        if numbered {
+            while written_lines + 1 < raw.line_no {
+                buf.push(b'\n');
+                written_lines += 1;
+            }
+        }
+        if keep {
+            buf.extend_from_slice(raw.bytes);
+            buf.push(b'\n');
+            written_lines += 1;
+        } else if numbered {
+            buf.push(b'\n');
+            written_lines += 1;
+        }
+        bytes_after += buf.len() as u64;
+        if let (Some(w), None) = (out.as_mut(), write_err.as_ref())
+            && let Err(e) = w.write_all(&buf)
+        {
+            write_err = Some(e);
+        }
+    });
+    let fail = |e: SessionError| -> SessionError {
+        let _ = fs::remove_file(&tmp);
+        e
+    };
+    let scan = scan.map_err(SessionError::io("reading", journal)).map_err(fail)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = write_err {
+        return Err(fail(SessionError::Io { op: "writing".into(), path: tmp.clone(), source: e }));
+    }
+    // Torn tail: counted as unreadable (not delivered to the callback).
+    unreadable += scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
+    rep.unreadable = unreadable;
+    rep.records_before = records_before;
+    rep.records_after = records_after;
+    rep.bytes_after = bytes_after;
+    if records_before == records_after && unreadable == 0 {
+        // Nothing to drop: leave the journal as it is (no rewrite, no new inode).
+        drop(out.take());
+        let _ = fs::remove_file(&tmp);
+        sweep(project, &referenced, dry_run, rep)?;
+        return finish_transcripts(project, &plan, dry_run, rep);
+    }
+    if let Some(w) = out.take() {
+        let f = w.into_inner().map_err(|e| fail(SessionError::io("writing", &tmp)(e.into_error())))?;
+        f.sync_all().map_err(|e| fail(SessionError::io("syncing", &tmp)(e)))?;
+        drop(f);
+        // Verify before replacing anything.
+        let after = Fold::load(&tmp, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+            .map_err(|e| fail(SessionError::io("reading", &tmp)(e)))?;
+        let (want, got) = (protected_view(&before, skip.as_deref(), &live), protected_view(&after, None, &live));
+        let announced_before = announced_of(&before);
+        let announced_lost =
+            after.sessions.iter().any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
+        if want != got || announced_lost {
+            if std::env::var_os("WALJ_DEBUG_REWRITE").is_some() {
+                eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
+            }
+            return Err(fail(SessionError::Refused(format!(
+                "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this (WALJ_DEBUG_REWRITE=1 prints the difference)",
+                journal.display()
+            ))));
+        }
+        if unreadable > 0 {
+            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+            let broken = dir.join(format!("{name}.{stamp}.broken"));
+            fs::copy(journal, &broken).map_err(|e| fail(SessionError::io("copying the journal to", &broken)(e)))?;
+            File::open(&broken)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| fail(SessionError::io("syncing", &broken)(e)))?;
+            rep.broken_copy = Some(broken);
+        }
+        fs::rename(&tmp, journal).map_err(|e| fail(SessionError::io("replacing", journal)(e)))?;
+        fsutil::sync_dir(&dir).map_err(SessionError::io("syncing", &dir))?;
+    }
+    sweep(project, &referenced, dry_run, rep)?;
+    finish_transcripts(project, &plan, dry_run, rep)
+}
+
+/// Transcript copies of sessions no record names any more go too (compaction).
+fn finish_transcripts(
+    project: &Project,
+    plan: &Plan,
+    dry_run: bool,
+    rep: &mut RewriteReport,
+) -> Result<(), SessionError> {
+    if let Mode::Compact { .. } = plan.mode {
+        rep.sessions_removed = plan.retired.iter().cloned().collect();
+        rep.sessions_removed.sort();
+        for s in &plan.retired {
+            let tp = transcript::paths(project, s);
+            if tp.copy.exists() {
+                rep.transcripts_removed += 1;
+                if !dry_run {
+                    transcript::remove(project, s).map_err(SessionError::io("removing", &tp.copy))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes objects no kept line names (older than the grace period).
+fn sweep(
+    project: &Project,
+    referenced: &HashSet<String>,
+    dry_run: bool,
+    rep: &mut RewriteReport,
+) -> Result<(), SessionError> {
+    let store = Store::new(project.store_dir());
+    let ids = store.ids().map_err(SessionError::io("listing", store.dir()))?;
+    let now = SystemTime::now();
+    rep.objects_removed = 0;
+    rep.object_bytes_removed = 0;
+    rep.objects_recent = 0;
+    for id in ids {
+        if referenced.contains(&id) {
+            continue;
+        }
+        let path = store.object_path(&id);
+        let Ok(meta) = fs::metadata(&path) else { continue };
+        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+        if age < OBJECT_GRACE {
+            rep.objects_recent += 1;
+            continue;
+        }
+        rep.objects_removed += 1;
+        rep.object_bytes_removed += meta.len();
+        if !dry_run {
+            store.remove(&id).map_err(SessionError::io("removing", &path))?;
+        }
+    }
+    if !dry_run && rep.objects_removed > 0 {
+        let _ = fsutil::sync_dir(store.dir());
+    }
+    Ok(())
+}
+
+/// Temp files of an interrupted rewrite (this process's pid is never one of them).
+fn remove_stale_temps(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.walj-rewrite-");
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+fn progress_bar(enabled: bool, total: u64) -> Option<indicatif::ProgressBar> {
+    // Only worth drawing for journals that take a noticeable time.
+    if !enabled || total < (8 << 20) || !io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template("compacting {bar:40} {bytes}/{total_bytes} ({eta})") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Blob, Record, how};
+
+    fn rec(op_: &str, session: &str, ts: &str) -> Record {
+        let mut r = Record::new(op_, session);
+        r.ts = ts.to_string();
+        r
+    }
+
+    fn session_rec(session: &str, k: &str, ts: &str) -> Record {
+        let mut r = rec(op::SESSION, session, ts);
+        r.kind = Some(k.to_string());
+        r
+    }
+
+    /// An old settled session goes; a v1 entry (id = its line number) keeps its id; a recent
+    /// session and an unresolved entry stay; an old audit goes.
+    #[test]
+    fn compaction_by_age_keeps_line_numbered_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let project = Project::at(root.clone(), None);
+        project.ensure_dir().unwrap();
+        let old = "2020-01-01T00:00:00.000Z";
+        let now = crate::journal::record::now_ts();
+        let w = JournalWriter::new(&project.journal);
+        let mut recs = vec![session_rec("old-session", kind::START, old)];
+        let mut i = rec(op::INTENT, "old-session", old);
+        i.id = "toolu_old".into();
+        i.path = "a.txt".into();
+        i.tool = Some("Write".into());
+        i.before = Some(Blob::Absent);
+        let mut a = i.clone();
+        a.op = op::APPLIED.into();
+        a.after = Some(Blob::Id("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391".into()));
+        let mut p = a.clone();
+        p.op = op::PERSISTED.into();
+        p.persisted = true;
+        recs.extend([i, a, p, session_rec("old-session", kind::END, old)]);
+        let mut audit = rec(op::AUDIT, "", old);
+        audit.event = "checkpoint".into();
+        recs.push(audit);
+        w.append_all(&recs).unwrap();
+        // The proposal's own line (v1): its id is its line number.
+        let v1 = br#"{"v":1,"sid":"a1b2c3","ts":"2019-03-23T09:43:02","event":"config_updated","path":"config/settings.json","persisted":false}"#;
+        let mut line = v1.to_vec();
+        line.push(b'\n');
+        w.append_bytes(&line).unwrap();
+        let mut new_start = session_rec("new-session", kind::START, &now);
+        new_start = new_start.with("cwd", root.display().to_string());
+        let mut open = rec(op::INTENT, "new-session", &now);
+        open.id = "toolu_open".into();
+        open.path = "b.txt".into();
+        open.tool = Some("Edit".into());
+        open.before = Some(Blob::Absent);
+        let mut done = rec(op::INTENT, "new-session", &now);
+        done.id = "toolu_done".into();
+        done.path = "c.txt".into();
+        done.tool = Some("Edit".into());
+        let mut resolved = rec(op::RESOLVED, "new-session", &now);
+        resolved.id = "toolu_done".into();
+        resolved.how = Some(how::DONE.into());
+        resolved.action = Some("act-1".into());
+        w.append_all(&[new_start, open, done, resolved]).unwrap();
+
+        let before = Fold::load(&project.journal, &FoldOptions::default()).unwrap();
+        let v1_id = before.entries.iter().find(|e| e.v1).unwrap().id.clone();
+        assert_eq!(v1_id, "L7");
+        let view_before = crate::report::recover_json(&before);
+
+        let dry = compact(&project, &CompactOptions { days: Some(30), dry_run: true, progress: false }).unwrap();
+        assert_eq!(dry.records_before, 11);
+        assert_eq!(dry.records_after, 5, "{dry:?}");
+        assert_eq!(fs::read(&project.journal).unwrap().len() as u64, dry.bytes_before, "dry run wrote");
+
+        let rep = compact(&project, &CompactOptions { days: Some(30), dry_run: false, progress: false }).unwrap();
+        assert_eq!((rep.records_before, rep.records_after), (11, 5));
+        assert_eq!(rep.sessions_removed, vec!["old-session".to_string()]);
+        let after = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() }).unwrap();
+        assert!(after.entries.iter().any(|e| e.id == "L7" && e.v1), "the v1 entry kept its id");
+        assert!(after.entry("toolu_done").is_some() && after.entry("toolu_open").is_some());
+        assert!(after.session("old-session").is_none());
+        assert_eq!(crate::report::recover_json(&after), view_before);
+        // The object only the old session named goes once it is old enough; not before.
+        let store = Store::new(project.store_dir());
+        store.put(b"").unwrap();
+        let rep = compact(&project, &CompactOptions { days: Some(30), dry_run: false, progress: false }).unwrap();
+        assert_eq!((rep.objects_removed, rep.objects_recent), (0, 1));
+    }
+}

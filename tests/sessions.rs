@@ -1,0 +1,984 @@
+//! Session context through the real binary (issue 5): sessions list/show/resume/transcript/
+//! export/import/delete, procs, compact, and the hook's safe transcript copy.
+//!
+//! Crashed sessions are replayed from `../shared/fixtures/hooks/crash-mid-write/`: every hook
+//! runs under `timeout`, a short-lived parent that walj takes for the Claude Code process, so
+//! the session looks crashed once the replay is over (HELPERS.md).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const SESSION: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+const FIXTURES: &str = "../shared/fixtures";
+
+fn fixtures() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = here.join(FIXTURES);
+    if p.is_dir() { p } else { PathBuf::from("/work/shared/fixtures") }
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("walj")
+}
+
+/// `walj --project P …` with a clean environment.
+fn walj(project: &Path) -> Command {
+    let mut c = Command::cargo_bin("walj").unwrap();
+    c.env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env_remove("WALJ_PASSPHRASE")
+        .env("NO_COLOR", "1")
+        .arg("--project")
+        .arg(project);
+    c
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = StdCommand::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "git {args:?}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            if e.file_name() == ".walj" || e.file_name() == ".git" {
+                continue;
+            }
+            copy_dir(&e.path(), &dest);
+        } else {
+            fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// A temp folder with a git project made from the fixture's `project/` and a fake home.
+struct Env {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    home: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let project = root.join("shop");
+        copy_dir(&fixtures().join("hooks/crash-mid-write/project"), &project);
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-q", "-m", "init"]);
+        let home = root.join("home");
+        fs::create_dir_all(home.join(".claude/projects/-work-demo")).unwrap();
+        Env { _tmp: tmp, root, project, home }
+    }
+
+    fn transcript(&self) -> PathBuf {
+        self.home.join(format!(".claude/projects/-work-demo/{SESSION}.jsonl"))
+    }
+
+    fn subst(&self, text: &str) -> String {
+        text.replace("${PROJECT}", &self.project.display().to_string())
+            .replace("${HOME}", &self.home.display().to_string())
+    }
+
+    /// Runs one hook payload under a short-lived parent (`timeout`); returns its stdout.
+    fn hook(&self, payload: &str) -> String {
+        hook_in(&self.project, &self.subst(payload))
+    }
+
+    fn fixture_hook(&self, name: &str) -> String {
+        let text = fs::read_to_string(fixtures().join("hooks/crash-mid-write").join(name)).unwrap();
+        self.hook(&text)
+    }
+
+    /// crash-mid-write, variant (a), with a Stop after the todo list (the turn that planned the
+    /// work ended; the hook copies the transcript then) and a transcript of real lines.
+    fn replay_crash(&self) {
+        let real = fs::read(fixtures().join("transcripts/cc-2.1.328-killed-mid-bash.jsonl")).unwrap();
+        fs::write(self.transcript(), &real).unwrap();
+        for f in ["01-session-start.json", "02-user-prompt.json", "03-pre-todowrite.json", "04-post-todowrite.json"] {
+            self.fixture_hook(f);
+        }
+        self.hook(&stop_payload(SESSION, "Planned: raise retries, then regenerate the index."));
+        self.fixture_hook("05-pre-edit-config.json");
+        let cfg = self.project.join("config/settings.json");
+        let text = fs::read_to_string(&cfg).unwrap().replace("\"retries\": 3", "\"retries\": 5");
+        fs::write(&cfg, text).unwrap();
+        self.fixture_hook("06-post-edit-config.json");
+        self.fixture_hook("07-pre-bash-background.json");
+        self.fixture_hook("08-post-bash-background.json");
+        self.fixture_hook("09-pre-write-docs.json");
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = walj(&self.project).args(args).output().unwrap();
+        assert!(out.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("walj {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    fn text(&self, args: &[&str]) -> String {
+        let out = walj(&self.project).args(args).output().unwrap();
+        assert!(out.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn hook_in(project: &Path, payload: &str) -> String {
+    let mut child = StdCommand::new("timeout")
+        .arg("10")
+        .arg(bin())
+        .arg("hook")
+        .arg("--project")
+        .arg(project)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "hook exited {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn stop_payload(session: &str, message: &str) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": format!("${{HOME}}/.claude/projects/-work-demo/{session}.jsonl"),
+        "cwd": "${PROJECT}",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+        "last_assistant_message": message,
+    })
+    .to_string()
+}
+
+fn payload(session: &str, event: &str, extra: Value) -> String {
+    let mut v = json!({
+        "session_id": session,
+        "transcript_path": format!("${{HOME}}/.claude/projects/-work-demo/{session}.jsonl"),
+        "cwd": "${PROJECT}",
+        "hook_event_name": event,
+    });
+    for (k, val) in extra.as_object().unwrap() {
+        v[k] = val.clone();
+    }
+    v.to_string()
+}
+
+fn store_objects(project: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let store = project.join(".walj/store");
+    let Ok(rd) = fs::read_dir(&store) else { return out };
+    for sub in rd.flatten() {
+        for o in fs::read_dir(sub.path()).unwrap().flatten() {
+            out.push(format!("{}{}", sub.file_name().to_string_lossy(), o.file_name().to_string_lossy()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Makes every stored object look older than compaction's one-hour grace period.
+fn age_objects(project: &Path) {
+    for id in store_objects(project) {
+        let p = project.join(".walj/store").join(&id[..2]).join(&id[2..]);
+        let st = StdCommand::new("touch").arg("-d").arg("3 hours ago").arg(&p).status().unwrap();
+        assert!(st.success());
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn show_has_both_todos_the_background_command_and_the_prompt() {
+    let env = Env::new();
+    env.replay_crash();
+    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    assert_eq!(v["session"], SESSION);
+    assert_eq!(v["state"], "crashed");
+    assert_eq!(v["prompts"][0]["text"], "Raise the retry count to 5 and regenerate docs/generated-index.md");
+    let todos = v["todos"]["items"].as_array().unwrap();
+    assert_eq!(todos.len(), 2);
+    assert_eq!(todos[0]["content"], "Raise retries in config/settings.json");
+    assert_eq!(todos[0]["status"], "in_progress");
+    assert_eq!(todos[1]["content"], "Regenerate docs/generated-index.md");
+    assert_eq!(todos[1]["status"], "pending");
+    let bg: Vec<&Value> = v["commands"].as_array().unwrap().iter().filter(|c| c["background"] == true).collect();
+    assert_eq!(bg.len(), 1);
+    assert_eq!(bg[0]["command"], "npm run dev");
+    assert_eq!(bg[0]["task_id"], "bash_1");
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0]["command"], "npm run dev");
+    assert_eq!(procs[0]["state"], "not_running");
+    let files: Vec<(&str, &str)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(files, vec![("config/settings.json", "applied"), ("docs/generated-index.md", "in_flight")]);
+    assert_eq!(v["unresolved"].as_array().unwrap().len(), 2);
+    assert_eq!(v["branch"], "main");
+    assert_eq!(v["model"], "claude-sonnet-4-5");
+
+    let text = env.text(&["sessions", "show", SESSION]);
+    for want in [
+        "crashed",
+        "[in_progress] Raise retries in config/settings.json",
+        "[pending]     Regenerate docs/generated-index.md",
+        "npm run dev  (background bash_1)",
+        "Raise the retry count to 5 and regenerate docs/generated-index.md",
+        "not running",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+
+    let list = env.json(&["sessions", "list", "--json"]);
+    let s = &list.as_array().unwrap()[0];
+    assert_eq!((s["state"].as_str(), s["unresolved"].as_u64()), (Some("crashed"), Some(2)));
+    assert_eq!(
+        (s["todos_done"].as_u64(), s["todos_total"].as_u64(), s["prompts"].as_u64()),
+        (Some(0), Some(2), Some(1))
+    );
+    assert_eq!(s["branch"], "main");
+    assert!(s["bytes"].as_u64().unwrap() > 0);
+    let text = env.text(&["sessions"]);
+    assert!(text.contains("8f14e4") && text.contains("crashed") && text.contains("0/2"), "{text}");
+}
+
+#[test]
+fn unknown_session_is_a_clear_error() {
+    let env = Env::new();
+    env.replay_crash();
+    let out = walj(&env.project).args(["sessions", "show", "zzz"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no session matches \"zzz\"") && err.contains("walj sessions list"), "{err}");
+}
+
+#[test]
+fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_once() {
+    let env = Env::new();
+    env.replay_crash();
+    let v = env.json(&["sessions", "resume", "8f14e4", "--json"]);
+    let brief = v["brief"].as_str().unwrap();
+    for want in [
+        "[in_progress] Raise retries in config/settings.json",
+        "[pending] Regenerate docs/generated-index.md",
+        "config/settings.json",
+        "docs/generated-index.md",
+        "01EditCfg",
+        "01WriteDoc",
+        "Raise the retry count to 5",
+        "`npm run dev` (task bash_1)",
+        "not running",
+        "walj procs restart 01BashDev",
+        &format!("claude --resume {SESSION}"),
+        ".walj/transcripts/",
+    ] {
+        assert!(brief.contains(want), "brief lacks {want:?}:\n{brief}");
+    }
+    let entries: Vec<&str> = v["entries"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    assert_eq!(entries, vec!["toolu_01EditCfg", "toolu_01WriteDoc"]);
+    assert!(v["chars"].as_u64().unwrap() <= 9000);
+
+    // The next session start gets it exactly once (and no second recovery note).
+    let start =
+        |sid: &str| env.hook(&payload(sid, "SessionStart", json!({"source": "startup", "model": "claude-sonnet-4-5"})));
+    let first = start("aaaaaaaa-1111-2222-3333-444444444444");
+    let out: Value = serde_json::from_str(first.trim()).unwrap();
+    let ctx = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(ctx.contains(brief.trim_end()), "context:\n{ctx}");
+    assert_eq!(ctx.matches("walj resume brief").count(), 1);
+    assert!(!ctx.contains("walj recovery note"), "the brief replaces the crash note: {ctx}");
+    let second = start("bbbbbbbb-1111-2222-3333-444444444444");
+    assert!(!second.contains("walj resume brief"), "delivered twice: {second}");
+
+    // A second resume before delivery supersedes the first: still one brief.
+    env.text(&["sessions", "resume", "8f14"]);
+    env.text(&["sessions", "resume", "8f14"]);
+    let third = start("cccccccc-1111-2222-3333-444444444444");
+    assert_eq!(third.matches("walj resume brief").count(), 1, "{third}");
+}
+
+#[test]
+fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
+    use walj::journal::{Blob, JournalWriter, Record, kind, op};
+    let env = Env::new();
+    let sid = "deadbeef-0000-4000-8000-000000000200";
+    let w = JournalWriter::new(&env.project.join(".walj/journal.jsonl"));
+    fs::create_dir_all(env.project.join(".walj")).unwrap();
+    let mut recs = Vec::new();
+    let mut start = Record::new(op::SESSION, sid);
+    start.kind = Some(kind::START.into());
+    recs.push(start.with("cwd", env.project.display().to_string()).with("source", "startup"));
+    for i in 0..30 {
+        let mut p = Record::new(op::SESSION, sid);
+        p.kind = Some(kind::PROMPT.into());
+        recs.push(p.with(
+            "prompt",
+            format!("prompt {i}: {}", "please refactor the billing module and keep the API ".repeat(12)),
+        ));
+    }
+    let todos: Vec<Value> = (0..60)
+        .map(|i| {
+            json!({"content": format!("step {i}: {}", "update the invoice totals and their tests ".repeat(3)),
+                   "status": if i < 20 { "completed" } else if i == 20 { "in_progress" } else { "pending" }})
+        })
+        .collect();
+    let mut t = Record::new(op::SESSION, sid);
+    t.kind = Some(kind::TODOS.into());
+    t.tool = Some("TodoWrite".into());
+    recs.push(t.with("todos", todos));
+    for i in 0..200 {
+        let mut r = Record::new(op::INTENT, sid);
+        r.id = format!("toolu_{i:03}entry{i:04}x");
+        r.tool = Some("Edit".into());
+        r.event = "file_modified".into();
+        r.path = format!("src/billing/module_{i:03}/invoice_totals_{i:03}.rs");
+        r.before = Some(Blob::Absent);
+        recs.push(r.clone());
+        if i % 4 == 0 {
+            let mut a = r;
+            a.op = op::APPLIED.into();
+            a.after = Some(Blob::Absent);
+            recs.push(a);
+        }
+    }
+    for i in 0..12 {
+        let mut c = Record::new(op::INTENT, sid);
+        c.id = format!("toolu_cmd{i:02}");
+        c.tool = Some("Bash".into());
+        recs.push(c.clone().with("command", format!("cargo test -p billing_{i} -- --nocapture")));
+        let mut f = c;
+        f.op = op::FAILED.into();
+        recs.push(f.with("error", "Exit code 101\nerror: test failed"));
+    }
+    w.append_all(&recs).unwrap();
+
+    let v = env.json(&["sessions", "resume", &sid[..8], "--json", "--print-only"]);
+    let brief = v["brief"].as_str().unwrap();
+    let chars = v["chars"].as_u64().unwrap();
+    let tokens = v["tokens_estimate"].as_u64().unwrap();
+    eprintln!("200-entry brief: {chars} chars, ~{tokens} tokens, level {}", v["level"]);
+    if std::env::var_os("SHOW_BRIEF").is_some() {
+        eprintln!("{brief}");
+    }
+    assert!(chars <= 9000 && tokens <= 4000, "{chars} chars / {tokens} tokens");
+    assert_eq!(v["entries"].as_array().unwrap().len(), 200);
+    // Every unresolved entry and every open todo is named (in full or in the counted rest).
+    for i in 0..200 {
+        let short = format!("{i:03}entry{i:04}");
+        assert!(brief.contains(&short), "entry {short} missing");
+    }
+    // Open todos: 21–60 (positions), shown in full or as ranges of the counted rest.
+    let shown: Vec<usize> = (21..=60).filter(|i| brief.contains(&format!("(todo {i})"))).collect();
+    let last_shown = *shown.last().unwrap();
+    assert_eq!(shown, (21..=last_shown).collect::<Vec<_>>());
+    if last_shown < 60 {
+        assert!(brief.contains(&format!("pending: todos {}–60", last_shown + 1)), "{brief}");
+    }
+    assert!(brief.contains("[in_progress] step 20"), "{brief}");
+    for i in 0..12 {
+        assert!(brief.contains(&format!("cmd{i:02}")), "failed command {i} missing");
+    }
+    assert!(brief.contains("30 prompts") && brief.contains("prompt 29:"), "newest prompt first");
+    assert!(brief.contains("more unresolved changes"), "the rest is counted");
+    // --print-only delivers nothing.
+    let out = env.hook(&payload("eeeeeeee-0000-0000-0000-000000000000", "SessionStart", json!({"source": "startup"})));
+    assert!(!out.contains("walj resume brief"), "{out}");
+}
+
+#[test]
+fn safe_copy_keeps_the_lines_a_truncated_transcript_lost() {
+    let env = Env::new();
+    env.replay_crash();
+    let original = fs::read(env.transcript()).unwrap();
+    // The crash (or anything) cuts the transcript mid-line.
+    fs::write(env.transcript(), &original[..original.len() / 3]).unwrap();
+    let out_file = env.root.join("restored.jsonl");
+    let out = walj(&env.project).args(["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let restored = fs::read(&out_file).unwrap();
+    assert_eq!(restored, original, "the copy holds every line of the transcript at the last Stop");
+    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    assert!(v["transcript"]["copied"].as_u64().unwrap() > v["transcript"]["original_bytes"].as_u64().unwrap());
+
+    // The original vanishes: the copy still writes it back (to stdout too).
+    fs::remove_file(env.transcript()).unwrap();
+    let stdout = walj(&env.project).args(["sessions", "transcript", SESSION]).output().unwrap();
+    assert!(stdout.status.success());
+    assert_eq!(stdout.stdout, original);
+    // An existing file is not overwritten without --force; with it, the old bytes are kept.
+    let again = walj(&env.project).args(["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+}
+
+#[test]
+fn vanished_transcript_without_copy_is_a_clear_error() {
+    let env = Env::new();
+    for f in ["01-session-start.json", "02-user-prompt.json"] {
+        env.fixture_hook(f);
+    }
+    let out = walj(&env.project).args(["sessions", "transcript", "8f14"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no safe copy") && err.contains("is gone"), "{err}");
+}
+
+fn fresh_checkout(env: &Env, name: &str) -> PathBuf {
+    // A second checkout of the same files (as a teammate would have), without .walj.
+    let p = env.root.join(name);
+    copy_dir(&env.project, &p);
+    assert!(!p.join(".walj").exists());
+    p
+}
+
+#[test]
+fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
+    let env = Env::new();
+    env.replay_crash();
+    let recover = env.text(&["recover", "--json"]);
+    let plain = env.root.join("s.walj");
+    let enc = env.root.join("s.walj.age");
+    env.text(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
+    let out = walj(&env.project)
+        .env("WALJ_PASSPHRASE", "correct horse")
+        .args(["sessions", "export", "8f14", "--encrypt", "-o"])
+        .arg(&enc)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(fs::read(&enc).unwrap().starts_with(b"age-encryption.org/v1"));
+    let identity = age::x25519::Identity::generate();
+    let id_file = env.root.join("key.txt");
+    {
+        use age::secrecy::ExposeSecret;
+        fs::write(&id_file, format!("{}\n", identity.to_string().expose_secret())).unwrap();
+    }
+    let to_key = env.root.join("s.walj.key.age");
+    env.text(&[
+        "sessions",
+        "export",
+        "8f14",
+        "--recipient",
+        &identity.to_public().to_string(),
+        "-o",
+        to_key.to_str().unwrap(),
+    ]);
+
+    for (name, file, pass, ident) in [
+        ("plain", &plain, None, None),
+        ("passphrase", &enc, Some("correct horse"), None),
+        ("recipient", &to_key, None, Some(&id_file)),
+    ] {
+        let dest = fresh_checkout(&env, &format!("checkout-{name}"));
+        let mut c = walj(&dest);
+        c.args(["sessions", "import"]).arg(file);
+        if let Some(p) = pass {
+            c.env("WALJ_PASSPHRASE", p);
+        }
+        if let Some(i) = ident {
+            c.arg("--identity").arg(i);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let got = walj(&dest).args(["recover", "--json"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&got.stdout), recover, "{name}: recover --json differs");
+        let list: Value =
+            serde_json::from_slice(&walj(&dest).args(["sessions", "list", "--json"]).output().unwrap().stdout).unwrap();
+        assert_eq!(list[0]["session"], SESSION);
+        assert_eq!(list[0]["imported"], true);
+        // The transcript copy came along.
+        let t = walj(&dest).args(["sessions", "transcript", "8f14"]).output().unwrap();
+        assert_eq!(t.stdout, fs::read(env.transcript()).unwrap(), "{name}");
+        // Background commands restart in this checkout, not in the one they were recorded in.
+        let r = walj(&dest).args(["procs", "restart", "01BashDev"]).write_stdin("n\n").output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(&format!("folder   {}", dest.display())), "{name}: {err}");
+        assert!(err.contains("Nothing started"), "{err}");
+        // Importing twice adds nothing.
+        let journal = fs::read(dest.join(".walj/journal.jsonl")).unwrap();
+        let mut c = walj(&dest);
+        c.args(["sessions", "import"]).arg(file);
+        if let Some(p) = pass {
+            c.env("WALJ_PASSPHRASE", p);
+        }
+        if let Some(i) = ident {
+            c.arg("--identity").arg(i);
+        }
+        let again = c.output().unwrap();
+        assert!(again.status.success());
+        assert!(String::from_utf8_lossy(&again.stdout).contains("nothing new"));
+        assert_eq!(
+            fs::read(dest.join(".walj/journal.jsonl")).unwrap(),
+            journal,
+            "{name}: second import changed the journal"
+        );
+    }
+}
+
+/// Runs an import that must fail; checks the message and that nothing was written.
+fn refused(env: &Env, file: &Path, pass: Option<&str>, want: &[&str]) {
+    let dest = env.root.join(format!("refused-{}", file.file_name().unwrap().to_string_lossy()));
+    fs::create_dir_all(&dest).unwrap();
+    let mut c = walj(&dest);
+    c.args(["sessions", "import"]).arg(file);
+    if let Some(p) = pass {
+        c.env("WALJ_PASSPHRASE", p);
+    }
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", file.display());
+    for w in want {
+        assert!(err.contains(w), "{}: {err:?} lacks {w:?}", file.display());
+    }
+    assert!(err.contains("nothing was imported"), "{err}");
+    assert!(!dest.join(".walj/journal.jsonl").exists(), "journal written");
+    assert!(store_objects(&dest).is_empty(), "objects written");
+    assert!(!dest.join(".walj/transcripts").exists(), "transcript written");
+}
+
+#[test]
+fn bad_bundles_are_refused_with_nothing_written() {
+    let env = Env::new();
+    env.replay_crash();
+    let plain = env.root.join("good.walj");
+    let enc = env.root.join("good.age");
+    env.text(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
+    let out = walj(&env.project)
+        .env("WALJ_PASSPHRASE", "right")
+        .args(["sessions", "export", "8f14", "--encrypt", "-o"])
+        .arg(&enc)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let plain_bytes = fs::read(&plain).unwrap();
+    let enc_bytes = fs::read(&enc).unwrap();
+
+    refused(&env, &enc, Some("wrong"), &["wrong passphrase"]);
+    let no_pass = env.root.join("nopass.age");
+    fs::write(&no_pass, &enc_bytes).unwrap();
+    refused(&env, &no_pass, None, &["WALJ_PASSPHRASE"]);
+
+    let write = |name: &str, bytes: &[u8]| {
+        let p = env.root.join(name);
+        fs::write(&p, bytes).unwrap();
+        p
+    };
+    let mut flipped = plain_bytes.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x01;
+    refused(&env, &write("flipped.walj", &flipped), None, &["damaged or changed"]);
+    let mut flipped = enc_bytes.clone();
+    let at = flipped.len() - 40;
+    flipped[at] ^= 0x01;
+    refused(&env, &write("flipped.age", &flipped), Some("right"), &["damaged or changed"]);
+
+    refused(&env, &write("cut.walj", &plain_bytes[..plain_bytes.len() * 2 / 3]), None, &["truncated"]);
+    // age cannot tell a cut from a change (the last chunk no longer authenticates).
+    refused(&env, &write("cut.age", &enc_bytes[..enc_bytes.len() * 2 / 3]), Some("right"), &["cut short or changed"]);
+    refused(&env, &write("junk.walj", b"hello, not a bundle"), None, &["not a walj session bundle"]);
+
+    // A bundle from a newer walj.
+    let payload = zstd::stream::decode_all(&plain_bytes[..]).unwrap();
+    let text = String::from_utf8(payload).unwrap().replacen("{\"walj_bundle\":1,", "{\"walj_bundle\":2,", 1);
+    let newer = zstd::stream::encode_all(text.as_bytes(), 3).unwrap();
+    refused(&env, &write("newer.walj", &newer), None, &["newer walj", "version 2"]);
+
+    // A record whose path leaves the project (valid checksums: built with walj's own writer).
+    use walj::journal::record::{Record, parse_record};
+    use walj::session::bundle::{self, Keys, Protection};
+    let mut none = || None;
+    let good = bundle::read(&plain, &mut Keys { passphrase: &mut none, identities: vec![] }).unwrap();
+    for (name, bad_path) in [("escape.walj", "../outside.txt"), ("absolute.walj", "/etc/passwd")] {
+        let mut c = good.clone();
+        let mut records = Vec::new();
+        for line in c.records.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let mut r: Record = parse_record(line).unwrap();
+            if r.path == "config/settings.json" {
+                r.path = bad_path.into();
+            }
+            records.extend_from_slice(&r.to_line());
+        }
+        c.records = records;
+        let p = env.root.join(name);
+        bundle::write(&p, &c, &Protection::None).unwrap();
+        refused(&env, &p, None, &["refused", bad_path]);
+    }
+}
+
+#[test]
+fn delete_and_compact_keep_every_unresolved_entry_and_recover_output() {
+    let env = Env::new();
+    env.replay_crash();
+    // A second, clean session B: an edit verified at Stop, then SessionEnd.
+    let b = "b0b0b0b0-0000-4000-8000-00000000000b";
+    env.hook(&payload(b, "SessionStart", json!({"source": "startup"})));
+    env.hook(&payload(b, "UserPromptSubmit", json!({"prompt": "add a README"})));
+    let readme = env.project.join("README.md");
+    let file = readme.display().to_string();
+    let input = json!({"file_path": file, "content": "# shop\n"});
+    env.hook(&payload(b, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input})));
+    fs::write(&readme, "# shop\n").unwrap();
+    env.hook(&payload(
+        b,
+        "PostToolUse",
+        json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input, "tool_response": {"type": "create", "filePath": file}}),
+    ));
+    env.hook(&stop_payload(b, "Added the README."));
+    env.hook(&payload(b, "SessionEnd", json!({"reason": "prompt_input_exit"})));
+    let list = env.json(&["sessions", "list", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let recover = env.text(&["recover", "--json"]);
+    let parsed: Value = serde_json::from_str(&recover).unwrap();
+    assert_eq!(parsed["unresolved"], 2);
+    let b_after = blob_of(&env.project, "toolu_B1");
+    age_objects(&env.project);
+
+    // A session with unresolved entries is not deleted without --force.
+    let out = walj(&env.project).args(["sessions", "delete", "8f14", "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unresolved"));
+    // Asked, and answered no: nothing changes.
+    let journal = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
+    let out = walj(&env.project).args(["sessions", "delete", "b0b0"]).write_stdin("n\n").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Nothing deleted"));
+    assert_eq!(fs::read(env.project.join(".walj/journal.jsonl")).unwrap(), journal);
+    // Answered yes.
+    let out = walj(&env.project).args(["sessions", "delete", "b0b0"]).write_stdin("y\n").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(env.text(&["recover", "--json"]), recover, "delete changed recover");
+    let list = env.json(&["sessions", "list", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let objects = store_objects(&env.project);
+    assert!(!objects.contains(&b_after), "B's post-image should be gone");
+    for id in unresolved_blobs(&parsed) {
+        assert!(objects.contains(&id), "object {id} of an unresolved entry was removed");
+    }
+    // Only B's announcement of A's crash is left (without it A would be announced again).
+    let j = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    let left: Vec<&str> = j.lines().filter(|l| l.contains(b)).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].contains("\"kind\":\"announced\"") && left[0].contains(SESSION));
+
+    // Another session C starts (A's crash was announced once, at B's start: not again), then
+    // ends; then a garbage line.
+    let c = "c0c0c0c0-0000-4000-8000-00000000000c";
+    let note = env.hook(&payload(c, "SessionStart", json!({"source": "startup"})));
+    assert!(!note.contains("walj recovery note"), "{note}");
+    env.hook(&payload(c, "SessionEnd", json!({"reason": "other"})));
+    let mut f = fs::OpenOptions::new().append(true).open(env.project.join(".walj/journal.jsonl")).unwrap();
+    f.write_all(b"{\"v\":2,\"this is\": not json\n").unwrap();
+    drop(f);
+    fs::write(env.project.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
+    let before_bytes = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
+    let rep = env.json(&["compact", "--json"]);
+    assert_eq!(rep["retention_days"], 0);
+    assert_eq!(rep["unreadable"], 1);
+    let broken = PathBuf::from(rep["broken_copy"].as_str().unwrap());
+    assert_eq!(fs::read(&broken).unwrap(), before_bytes, ".broken keeps the original journal");
+    assert!(rep["records_after"].as_u64().unwrap() < rep["records_before"].as_u64().unwrap(), "{rep}");
+    assert_eq!(env.text(&["recover", "--json"]), recover, "compact changed recover");
+    let after = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    assert!(!after.contains("not json"));
+    // Compacting again changes nothing.
+    let j1 = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
+    let rep = env.json(&["compact", "--json"]);
+    assert_eq!(rep["records_before"], rep["records_after"]);
+    assert_eq!(fs::read(env.project.join(".walj/journal.jsonl")).unwrap(), j1);
+    // C is gone; B's announcement of the crash stays: no second recovery note.
+    let list = env.json(&["sessions", "list", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let note = env.hook(&payload("d0d0d0d0-0000-4000-8000-00000000000d", "SessionStart", json!({"source": "startup"})));
+    assert!(!note.contains("walj recovery note"), "announced twice after compaction: {note}");
+    // The crashed session keeps its whole context.
+    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    assert_eq!(v["todos"]["items"].as_array().unwrap().len(), 2);
+    assert_eq!(v["prompts"].as_array().unwrap().len(), 1);
+    assert_eq!(v["commands"].as_array().unwrap().len(), 1);
+}
+
+fn blob_of(project: &Path, id: &str) -> String {
+    let j = fs::read_to_string(project.join(".walj/journal.jsonl")).unwrap();
+    for l in j.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["id"] == id && v["op"] == "applied" {
+            return v["after"].as_str().unwrap().to_string();
+        }
+    }
+    panic!("no applied record for {id}");
+}
+
+fn unresolved_blobs(recover: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in recover["sessions"].as_array().unwrap() {
+        for e in s["entries"].as_array().unwrap() {
+            for k in ["before", "after"] {
+                if let Some(id) = e[k].as_str().filter(|s| s.len() == 40) {
+                    out.push(id.to_string());
+                }
+            }
+        }
+    }
+    assert!(!out.is_empty());
+    out
+}
+
+#[test]
+fn compact_waits_for_concurrent_hooks_and_loses_no_record() {
+    let env = Env::new();
+    env.replay_crash();
+    fs::write(env.project.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
+    // A session kept by every compaction (an edit in flight), whose prompts arrive while the
+    // journal is rewritten; throw-away sessions give each compaction something to drop.
+    let sid = "f0f0f0f0-0000-4000-8000-00000000000f";
+    env.hook(&payload(sid, "SessionStart", json!({"source": "startup"})));
+    let file = env.project.join("notes.txt").display().to_string();
+    env.hook(&payload(
+        sid,
+        "PreToolUse",
+        json!({"tool_name": "Write", "tool_use_id": "toolu_F1", "tool_input": {"file_path": file, "content": "x"}}),
+    ));
+    let project = env.project.clone();
+    let home = env.home.display().to_string();
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let project = project.clone();
+            let home = home.clone();
+            std::thread::spawn(move || {
+                let run = |p: String| {
+                    hook_in(
+                        &project,
+                        &p.replace("${PROJECT}", &project.display().to_string()).replace("${HOME}", &home),
+                    )
+                };
+                for i in 0..12 {
+                    run(payload(sid, "UserPromptSubmit", json!({"prompt": format!("prompt {t}-{i}")})));
+                    let other = format!("e{t}{i:02}0000-0000-4000-8000-000000000000");
+                    run(payload(&other, "SessionStart", json!({"source": "startup"})));
+                    run(payload(&other, "SessionEnd", json!({"reason": "other"})));
+                }
+            })
+        })
+        .collect();
+    // Compact over and over while the hooks run.
+    let mut rewrites = 0;
+    let mut runs = 0;
+    while runs < 4 || writers.iter().any(|w| !w.is_finished()) {
+        let out = walj(&env.project).args(["compact", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if rep["records_after"] != rep["records_before"] {
+            rewrites += 1;
+        }
+        runs += 1;
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(rewrites > 0, "no compaction rewrote the journal");
+    let v = env.json(&["sessions", "show", "f0f0", "--json"]);
+    assert_eq!(v["prompts"].as_array().unwrap().len(), 36, "a prompt was lost");
+    assert_eq!(env.json(&["recover", "--json"])["unresolved"], 3);
+}
+
+#[test]
+fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
+    let env = Env::new();
+    let sid = "a1a1a1a1-0000-4000-8000-0000000000a1";
+    env.hook(&payload(sid, "SessionStart", json!({"source": "startup"})));
+    let cmd = "sleep 313";
+    let input = json!({"command": cmd, "description": "wait", "run_in_background": true});
+    env.hook(&payload(
+        sid,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input}),
+    ));
+    env.hook(&payload(
+        sid,
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input,
+               "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bash_7"}}),
+    ));
+    let state_of = |env: &Env| -> (String, Vec<u64>) {
+        let v = env.json(&["procs", "--json"]);
+        let p = v.as_array().unwrap().iter().find(|p| p["id"] == "toolu_BG1").unwrap().clone();
+        assert_eq!(p["task_id"], "bash_7");
+        assert_eq!(p["command"], cmd);
+        (
+            p["state"].as_str().unwrap().to_string(),
+            p["pids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect(),
+        )
+    };
+    assert_eq!(state_of(&env).0, "not_running");
+    // The same command running in the project folder counts; elsewhere it does not.
+    let mut elsewhere = StdCommand::new("sleep").arg("313").current_dir(&env.root).spawn().unwrap();
+    wait_exec(elsewhere.id(), "sleep\x00313\x00");
+    assert_eq!(state_of(&env).0, "not_running");
+    let mut child = StdCommand::new("sleep").arg("313").current_dir(&env.project).spawn().unwrap();
+    wait_exec(child.id(), "sleep\x00313\x00");
+    let (state, pids) = state_of(&env);
+    assert_eq!(state, "running");
+    assert!(pids.contains(&u64::from(child.id())), "{pids:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    elsewhere.kill().unwrap();
+    elsewhere.wait().unwrap();
+    assert_eq!(state_of(&env).0, "not_running");
+
+    // Restart: shown and asked; "no" starts nothing.
+    let out = walj(&env.project).args(["procs", "restart", "BG1"]).write_stdin("n\n").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(cmd) && err.contains(&env.project.display().to_string()) && err.contains("Nothing started"),
+        "{err}"
+    );
+    assert_eq!(state_of(&env).0, "not_running");
+    // --yes starts it, detached, output in .walj/procs/<id>.log.
+    let out = walj(&env.project).args(["procs", "restart", "bash_7", "--yes"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let pid: i32 = stdout.split_whitespace().nth(2).unwrap().trim_end_matches(':').parse().unwrap();
+    let log = env.project.join(".walj/procs/toolu_BG1.log");
+    assert!(fs::read_to_string(&log).unwrap().contains("walj procs restart"));
+    let (state, pids) = state_of(&env);
+    // Kill what we started before asserting, so a failure leaves no process behind.
+    let _ = StdCommand::new("kill").arg(pid.to_string()).status();
+    assert_eq!(state, "running");
+    assert!(pids.contains(&(pid as u64)), "{pids:?} vs {pid}");
+    // An unknown id says how to find one.
+    let out = walj(&env.project).args(["procs", "restart", "nope", "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("walj procs"));
+}
+
+/// Waits until process `pid` runs `cmdline` (NUL-separated, as /proc shows it).
+fn wait_exec(pid: u32, cmdline: &str) {
+    for _ in 0..200 {
+        if fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == cmdline.as_bytes()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("process {pid} never ran {cmdline:?}");
+}
+
+#[test]
+fn hook_logs_a_failed_copy_and_still_exits_zero() {
+    let env = Env::new();
+    fs::write(env.transcript(), b"{\"type\":\"user\"}\n").unwrap();
+    env.fixture_hook("01-session-start.json");
+    // `.walj/transcripts` is a file: the copy cannot be made.
+    fs::write(env.project.join(".walj/transcripts"), b"in the way").unwrap();
+    env.hook(&stop_payload(SESSION, "done"));
+    let errors = fs::read_to_string(env.project.join(".walj/errors.log")).unwrap();
+    assert!(errors.contains("transcript copy of session"), "{errors}");
+    // The Stop itself was recorded.
+    let j = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    assert!(j.contains("\"kind\":\"stop\""));
+}
+
+/// The hook's copy at Stop on a 50 MB transcript: the second Stop appends only what is new.
+#[test]
+fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
+    let env = Env::new();
+    env.fixture_hook("01-session-start.json");
+    // 50 MB of transcript-like lines.
+    let mut big = Vec::with_capacity(50 << 20);
+    let mut i = 0u64;
+    while big.len() < 50 << 20 {
+        writeln!(
+            big,
+            r#"{{"type":"assistant","uuid":"u{i:012}","message":{{"content":[{{"type":"text","text":"line {i}: {}"}}]}}}}"#,
+            "the quick brown fox jumps over the lazy dog ".repeat(1 + (i % 7) as usize)
+        )
+        .unwrap();
+        i += 1;
+    }
+    fs::write(env.transcript(), &big).unwrap();
+    let copy = env.project.join(format!(".walj/transcripts/{SESSION}.jsonl.zst"));
+    let sidecar = env.project.join(format!(".walj/transcripts/{SESSION}.offset"));
+
+    let t0 = std::time::Instant::now();
+    env.hook(&stop_payload(SESSION, "first"));
+    let first = t0.elapsed();
+    let z1 = fs::read(&copy).unwrap();
+
+    // 64 KiB of new, incompressible lines (so the bytes written cannot hide in compression).
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut new = Vec::new();
+    while new.len() < 64 * 1024 {
+        let mut hex = String::new();
+        for _ in 0..32 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            hex.push_str(&format!("{rng:016x}"));
+        }
+        writeln!(new, r#"{{"type":"user","noise":"{hex}"}}"#).unwrap();
+    }
+    fs::OpenOptions::new().append(true).open(env.transcript()).unwrap().write_all(&new).unwrap();
+    let t1 = std::time::Instant::now();
+    env.hook(&stop_payload(SESSION, "second"));
+    let second = t1.elapsed();
+    let z2 = fs::read(&copy).unwrap();
+    let written = (z2.len() - z1.len()) as u64;
+    let side: Value = serde_json::from_slice(&fs::read(&sidecar).unwrap()).unwrap();
+    eprintln!(
+        "50 MB transcript: first copy {first:?} ({} B zst), second copy of {} new bytes {second:?}, {written} B appended to the copy, sidecar {} B",
+        z1.len(),
+        new.len(),
+        fs::metadata(&sidecar).unwrap().len()
+    );
+    // The copy only grew: its first bytes are untouched, and it grew by about the new bytes.
+    assert_eq!(&z2[..z1.len()], &z1[..], "the copy was rewritten");
+    assert!(written <= new.len() as u64 + 4096, "{written} bytes written for {} new", new.len());
+    assert!(written >= new.len() as u64 / 4, "the new bytes are incompressible: {written}");
+    assert_eq!(side["offset"].as_u64().unwrap(), (big.len() + new.len()) as u64);
+    assert!(fs::metadata(&sidecar).unwrap().len() < 1024);
+
+    // The library path measures what the copy reads from the original: only the new bytes
+    // plus two 4 KB fingerprints.
+    let project = walj::project::Project::at(env.project.clone(), None);
+    let more = b"{\"type\":\"user\",\"tail\":true}\n";
+    fs::OpenOptions::new().append(true).open(env.transcript()).unwrap().write_all(more).unwrap();
+    let stats = walj::session::transcript::copy(&project, SESSION, &env.transcript()).unwrap();
+    assert_eq!(stats.outcome, "appended");
+    assert_eq!(stats.appended, more.len() as u64);
+    assert!(stats.read <= more.len() as u64 + 4 * 4096, "read {} bytes for {} new", stats.read, more.len());
+    let mut all = big;
+    all.extend_from_slice(&new);
+    all.extend_from_slice(more);
+    let back = walj::session::transcript::read_copy(&project, SESSION).unwrap().unwrap();
+    assert!(back == all, "the copy differs from the transcript");
+}
