@@ -29,7 +29,10 @@ mod imp {
 
     /// (comm, ppid, start ticks) from /proc/<pid>/stat.
     pub fn stat(pid: u32) -> Option<(String, u32, u64)> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // One read into a fixed buffer: `read_to_string` grows from 32 bytes, six reads here.
+        let mut buf = [0u8; 1024];
+        let n = std::io::Read::read(&mut std::fs::File::open(format!("/proc/{pid}/stat")).ok()?, &mut buf).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
         // comm is in parentheses and may contain spaces or parentheses: use the last ')'.
         let open = text.find('(')?;
         let close = text.rfind(')')?;

@@ -66,9 +66,11 @@ impl JournalWriter {
     }
 
     fn append_locked(&self, lines: &[u8]) -> io::Result<()> {
-        let mut file = fsutil::open_private(&self.journal, OpenOptions::new().create(true).append(true))?;
+        // Read + append on one descriptor: the last byte is read with pread (appends ignore
+        // the offset), so no second open is needed.
+        let mut file = fsutil::open_private(&self.journal, OpenOptions::new().create(true).read(true).append(true))?;
         let len = file.metadata()?.len();
-        let heal = len > 0 && last_byte(&self.journal, len)? != Some(b'\n');
+        let heal = len > 0 && last_byte(&file, len)? != Some(b'\n');
         if heal {
             let mut buf = Vec::with_capacity(lines.len() + 1);
             buf.push(b'\n');
@@ -86,8 +88,7 @@ fn write_once(file: &mut File, buf: &[u8]) -> io::Result<()> {
     file.write_all(buf)
 }
 
-fn last_byte(path: &Path, len: u64) -> io::Result<Option<u8>> {
-    let f = File::open(path)?;
+fn last_byte(f: &File, len: u64) -> io::Result<Option<u8>> {
     let mut b = [0u8; 1];
     #[cfg(unix)]
     {
