@@ -172,23 +172,30 @@ impl Ctx<'_> {
         let Some(file_path) = self.payload.file_path() else {
             return Err("PreToolUse without a file_path".into());
         };
+        if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
+            let (cfg, matcher) = self.config();
+            let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
+            let created = image.blob.is_absent();
+            r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
+            r.path = rel;
+            r.before = Some(image.blob);
+            r.nocap = image.nocap;
+        }
+        self.append(&[r])
+    }
+
+    /// Where the tool's file is: inside the project `(rel, abs)`, or outside, which is
+    /// recorded in `r` as such (absolute path, nothing captured) and gives `None`.
+    fn locate(&self, r: &mut Record, file_path: &str, tool: &str) -> Option<(String, PathBuf)> {
         match self.project.locate(file_path, Some(self.cwd)) {
+            Located::Inside { rel, abs } => Some((rel, abs)),
             Located::Outside(abs) => {
                 r.path = abs.to_string_lossy().into_owned();
                 r.outside = true;
                 r.event = config::detect_event(None, &r.path, tool, false, false);
-            }
-            Located::Inside { rel, abs } => {
-                let (cfg, matcher) = self.config();
-                let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
-                let created = image.blob.is_absent();
-                r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
-                r.path = rel;
-                r.before = Some(image.blob);
-                r.nocap = image.nocap;
+                None
             }
         }
-        self.append(&[r])
     }
 
     fn file_outcome(&self, failed: bool) -> HookResult {
@@ -206,38 +213,31 @@ impl Ctx<'_> {
                 r = r.with("interrupted", true);
             }
         }
-        match self.project.locate(file_path, Some(self.cwd)) {
-            Located::Outside(abs) => {
-                r.path = abs.to_string_lossy().into_owned();
-                r.outside = true;
-                r.event = config::detect_event(None, &r.path, tool, false, false);
-            }
-            Located::Inside { rel, abs } => {
-                let (cfg, matcher) = self.config();
-                let store = self.project.store_dir();
-                // The response's original content is the real pre-image: keep it in case
-                // the intent was never recorded (hooks installed mid-call, empty stdin).
-                let original = self
-                    .payload
-                    .response_field("originalFile")
-                    .or_else(|| self.payload.response_field("originalFileContents"));
-                let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
-                    || original.is_some_and(Value::is_null);
-                if let Some(Value::String(orig)) = original {
-                    if !never(&rel, matcher.as_ref()) && (orig.len() as u64) <= cfg.capture.max_bytes {
-                        r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
-                    }
-                } else if created {
-                    r.before = Some(Blob::Absent);
+        if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
+            let (cfg, matcher) = self.config();
+            let store = self.project.store_dir();
+            // The response's original content is the real pre-image: keep it in case
+            // the intent was never recorded (hooks installed mid-call, empty stdin).
+            let original = self
+                .payload
+                .response_field("originalFile")
+                .or_else(|| self.payload.response_field("originalFileContents"));
+            let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
+                || original.is_some_and(Value::is_null);
+            if let Some(Value::String(orig)) = original {
+                if !never(&rel, matcher.as_ref()) && (orig.len() as u64) <= cfg.capture.max_bytes {
+                    r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
                 }
-                if !failed {
-                    let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
-                    r.after = Some(image.blob);
-                    r.nocap = image.nocap;
-                }
-                r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
-                r.path = rel;
+            } else if created {
+                r.before = Some(Blob::Absent);
             }
+            if !failed {
+                let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
+                r.after = Some(image.blob);
+                r.nocap = image.nocap;
+            }
+            r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
+            r.path = rel;
         }
         self.append(&[r])
     }

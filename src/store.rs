@@ -84,15 +84,7 @@ impl Store {
         }
         let tmp = sub.join(format!(".tmp-{}-{}", std::process::id(), &id[id.len().saturating_sub(8)..]));
         let write = || -> io::Result<()> {
-            let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))?;
-            // Level 1: the hook's budget is a couple of milliseconds.
-            let mut enc = ZlibEncoder::new(f, Compression::fast());
-            enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
-            enc.write_all(bytes)?;
-            let f = enc.finish()?;
-            f.sync_all()?;
-            drop(f);
-            fs::rename(&tmp, &path)?;
+            write_object(&tmp, &path, bytes)?;
             fsutil::sync_dir(&sub)?;
             if new_sub {
                 fsutil::sync_dir(&self.dir)?;
@@ -142,17 +134,7 @@ impl Store {
             let sub = path.parent().unwrap_or(&self.dir);
             // The whole id: writers run in parallel, names must not collide.
             let tmp = sub.join(format!(".tmp-{}-{id}", std::process::id()));
-            let write = || -> io::Result<()> {
-                let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))?;
-                let mut enc = ZlibEncoder::new(f, Compression::fast());
-                enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
-                enc.write_all(bytes)?;
-                let f = enc.finish()?;
-                f.sync_all()?;
-                drop(f);
-                fs::rename(&tmp, &path)
-            };
-            write().map_err(|source| {
+            write_object(&tmp, &path, bytes).map_err(|source| {
                 let _ = fs::remove_file(&tmp);
                 StoreError::Io { path: path.clone(), source }
             })
@@ -241,6 +223,28 @@ impl Store {
     pub fn remove(&self, id: &str) -> io::Result<()> {
         fs::remove_file(self.object_path(id))
     }
+}
+
+/// Writes `bytes` as a loose object to `tmp` (created new: a stale or planted file there is
+/// replaced, never followed), fsyncs it and renames it to `path`. The caller syncs the folder.
+fn write_object(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let open = || fsutil::open_private(tmp, OpenOptions::new().write(true).create_new(true));
+    let f = match open() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Left by a writer that crashed with the same pid: nothing names a temp file.
+            fs::remove_file(tmp)?;
+            open()?
+        }
+        other => other?,
+    };
+    // Level 1: the hook's budget is a couple of milliseconds.
+    let mut enc = ZlibEncoder::new(f, Compression::fast());
+    enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
+    enc.write_all(bytes)?;
+    let f = enc.finish()?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(tmp, path)
 }
 
 #[cfg(test)]
