@@ -153,6 +153,11 @@ pub fn blob_bytes(project: &Path, b: &Option<Blob>) -> Option<Vec<u8>> {
     }
 }
 
+/// Substitutes a payload's `${PROJECT}` and `${HOME}` (all placeholders: [`Repo::subst`]).
+pub fn subst(text: &str, project: &Path, home: &Path) -> String {
+    text.replace("${PROJECT}", &project.to_string_lossy()).replace("${HOME}", &home.to_string_lossy())
+}
+
 /// Replays `hooks/crash-mid-write` up to its 09 (the Write's PreToolUse; the session dies
 /// there), changing the files as Claude Code did between a PreToolUse and its PostToolUse.
 /// With `written`, the Write reached the disk (variant b); without, it never happened (a).
@@ -342,9 +347,7 @@ impl Repo {
     pub fn subst(&self, text: &str) -> String {
         let key: String =
             self.root.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-        text.replace("${PROJECT_KEY}", &key)
-            .replace("${PROJECT}", &self.root.to_string_lossy())
-            .replace("${HOME}", &self.home.to_string_lossy())
+        subst(&text.replace("${PROJECT_KEY}", &key), &self.root, &self.home)
             .replace("${TMPDIR}", &self.tmp.join("tmp").to_string_lossy())
             .replace("${SANDBOX}", &self.tmp.to_string_lossy())
     }
