@@ -86,10 +86,8 @@ fn crash_mid_write_variant_b_file_written_without_post() {
 #[test]
 fn next_session_start_announces_the_crash_exactly_once() {
     let repo = fixture_project();
-    let root = &repo.root;
     replay_crash(&repo, false);
-    let start = r#"{"session_id":"11111111-2222-3333-4444-555555555555","cwd":"ROOT","hook_event_name":"SessionStart","source":"startup"}"#
-        .replace("ROOT", &root.display().to_string());
+    let start = repo.start_payload("11111111-2222-3333-4444-555555555555");
     let (code, out, _) = hook(&repo, &start);
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(out.trim()).expect("one JSON object on stdout");

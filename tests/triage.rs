@@ -391,8 +391,7 @@ fn handoff_is_delivered_exactly_once_at_the_next_session_start() {
     assert_eq!(ops(&recs, "resolved").iter().filter(|r| r["how"] == "handed_back").count(), 2);
 
     // The next SessionStart (a new session) delivers it, once.
-    let start = r#"{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"${PROJECT}","hook_event_name":"SessionStart","source":"startup"}"#
-        .replace("${PROJECT}", &repo.root.to_string_lossy());
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let first = repo.hook(&start);
     let v: Value = serde_json::from_str(first.trim()).expect("SessionStart output is one JSON object");
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
@@ -417,10 +416,7 @@ fn handoff_undone_before_delivery_is_not_delivered() {
     let out = repo.ok(&["undo"]);
     assert!(out.contains("withdrew the brief"), "{out}");
     assert_eq!(status_of(&repo, "toolu_A"), "applied");
-    let start = format!(
-        r#"{{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
-        repo.root.display()
-    );
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let out = repo.hook(&start);
     assert!(!out.contains("walj hand-back"), "{out}");
 }

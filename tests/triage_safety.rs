@@ -190,10 +190,7 @@ fn undoing_a_hand_back_by_id_withdraws_the_brief_not_delivered_yet() {
     assert_eq!(status("toolu_A"), "applied");
     assert_eq!(status("toolu_B"), "applied", "an entry whose brief was withdrawn is not left handed back");
     assert_eq!(status("toolu_C"), "done", "other commands are left alone");
-    let start = format!(
-        r#"{{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
-        repo.root.display()
-    );
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let out = repo.hook(&start);
     assert!(!out.contains("walj hand-back"), "the withdrawn brief was delivered: {out}");
 }

@@ -357,6 +357,13 @@ impl Repo {
         self.subst(&std::fs::read_to_string(fixtures().join(rel)).expect("fixture"))
     }
 
+    /// A SessionStart payload (`source: startup`, no transcript) of session `session`
+    /// starting in the project.
+    pub fn start_payload(&self, session: &str) -> String {
+        json!({"session_id": session, "cwd": self.root, "hook_event_name": "SessionStart", "source": "startup"})
+            .to_string()
+    }
+
     /// Replays one payload through `walj hook` (see [`hook_run`]): (exit code, stdout, stderr).
     pub fn hook_run(&self, payload: &str, parent: Parent, locate: Locate) -> (i32, String, String) {
         hook_run(&self.root, payload, parent, locate)
