@@ -372,6 +372,15 @@ fn recover_from_transcripts_imports_and_reports_in_one_command() {
     assert_eq!(v["unresolved"], json!(2));
 }
 
+/// A transcript line: `v` with the session, folder, uuid and time Claude Code gives each.
+fn transcript_line(mut v: Value, session: &str, cwd: &Path, uuid: &str, timestamp: &str) -> String {
+    v["sessionId"] = json!(session);
+    v["cwd"] = json!(cwd);
+    v["uuid"] = json!(uuid);
+    v["timestamp"] = json!(timestamp);
+    v.to_string()
+}
+
 #[test]
 fn errors_rejections_and_turns() {
     let (_t, root) = project();
@@ -382,12 +391,7 @@ fn errors_rejections_and_turns() {
     let mut n = 0;
     let mut line = |v: Value| {
         n += 1;
-        let mut v = v;
-        v["sessionId"] = json!(s);
-        v["cwd"] = json!(root);
-        v["uuid"] = json!(format!("u{n}"));
-        v["timestamp"] = json!(format!("2026-01-01T00:00:{n:02}.000Z"));
-        lines.push(v.to_string());
+        lines.push(transcript_line(v, s, &root, &format!("u{n}"), &format!("2026-01-01T00:00:{n:02}.000Z")));
     };
     let prompt = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}});
     let call = |id: &str, name: &str, input: Value| json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}});
@@ -463,12 +467,7 @@ fn streamed_message_parts_are_one_message_and_repeated_blocks_count_once() {
     let s = "22222222-2222-3333-4444-555555555555";
     let mut lines = Vec::new();
     let mut push = |n: usize, v: Value| {
-        let mut v = v;
-        v["sessionId"] = json!(s);
-        v["cwd"] = json!(root);
-        v["uuid"] = json!(format!("s{n}"));
-        v["timestamp"] = json!(format!("2026-01-02T00:00:{n:02}.000Z"));
-        lines.push(v.to_string());
+        lines.push(transcript_line(v, s, &root, &format!("s{n}"), &format!("2026-01-02T00:00:{n:02}.000Z")));
     };
     let part = |msg: &str, block: Value| json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "content": [block]}});
     let write = |id: &str, file: &str| json!({"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": root.join(file), "content": "x\n"}});

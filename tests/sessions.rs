@@ -356,21 +356,28 @@ fn fresh_checkout(repo: &Repo, name: &str) -> PathBuf {
     p
 }
 
-#[test]
-fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
-    let repo = shop();
-    replay_crash(&repo);
-    let recover = repo.ok(&["recover", "--json"]);
-    let plain = repo.tmp.join("s.walj");
-    let enc = repo.tmp.join("s.walj.age");
+/// Exports the crashed session beside the project: plain to `<tmp>/<plain>`, and encrypted
+/// with `passphrase` to `<tmp>/<enc>`; both must succeed.
+fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &str) -> (PathBuf, PathBuf) {
+    let plain = repo.tmp.join(plain);
+    let enc = repo.tmp.join(enc);
     repo.ok(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
     let out = walj_at(&repo.root)
-        .env("WALJ_PASSPHRASE", "correct horse")
+        .env("WALJ_PASSPHRASE", passphrase)
         .args(["sessions", "export", "8f14", "--encrypt", "-o"])
         .arg(&enc)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (plain, enc)
+}
+
+#[test]
+fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
+    let repo = shop();
+    replay_crash(&repo);
+    let recover = repo.ok(&["recover", "--json"]);
+    let (plain, enc) = export_plain_and_encrypted(&repo, "s.walj", "s.walj.age", "correct horse");
     assert!(fs::read(&enc).unwrap().starts_with(b"age-encryption.org/v1"));
     let identity = age::x25519::Identity::generate();
     let id_file = repo.tmp.join("key.txt");
@@ -466,16 +473,7 @@ fn refused(repo: &Repo, file: &Path, pass: Option<&str>, want: &[&str]) {
 fn bad_bundles_are_refused_with_nothing_written() {
     let repo = shop();
     replay_crash(&repo);
-    let plain = repo.tmp.join("good.walj");
-    let enc = repo.tmp.join("good.age");
-    repo.ok(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
-    let out = walj_at(&repo.root)
-        .env("WALJ_PASSPHRASE", "right")
-        .args(["sessions", "export", "8f14", "--encrypt", "-o"])
-        .arg(&enc)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (plain, enc) = export_plain_and_encrypted(&repo, "good.walj", "good.age", "right");
     let plain_bytes = fs::read(&plain).unwrap();
     let enc_bytes = fs::read(&enc).unwrap();
 
