@@ -372,6 +372,20 @@ fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &
     (plain, enc)
 }
 
+/// `walj sessions import FILE` into the project `dest`, with a passphrase (`WALJ_PASSPHRASE`)
+/// or an identity file when given.
+fn import(dest: &Path, file: &Path, pass: Option<&str>, identity: Option<&Path>) -> std::process::Output {
+    let mut c = walj_at(dest);
+    c.args(["sessions", "import"]).arg(file);
+    if let Some(p) = pass {
+        c.env("WALJ_PASSPHRASE", p);
+    }
+    if let Some(i) = identity {
+        c.arg("--identity").arg(i);
+    }
+    c.output().unwrap()
+}
+
 #[test]
 fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
     let repo = shop();
@@ -399,18 +413,10 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
     for (name, file, pass, ident) in [
         ("plain", &plain, None, None),
         ("passphrase", &enc, Some("correct horse"), None),
-        ("recipient", &to_key, None, Some(&id_file)),
+        ("recipient", &to_key, None, Some(id_file.as_path())),
     ] {
         let dest = fresh_checkout(&repo, &format!("checkout-{name}"));
-        let mut c = walj_at(&dest);
-        c.args(["sessions", "import"]).arg(file);
-        if let Some(p) = pass {
-            c.env("WALJ_PASSPHRASE", p);
-        }
-        if let Some(i) = ident {
-            c.arg("--identity").arg(i);
-        }
-        let out = c.output().unwrap();
+        let out = import(&dest, file, pass, ident);
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let got = walj_at(&dest).args(["recover", "--json"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&got.stdout), recover, "{name}: recover --json differs");
@@ -429,15 +435,7 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
         assert!(err.contains("Nothing started"), "{err}");
         // Importing twice adds nothing.
         let journal = fs::read(dest.join(".walj/journal.jsonl")).unwrap();
-        let mut c = walj_at(&dest);
-        c.args(["sessions", "import"]).arg(file);
-        if let Some(p) = pass {
-            c.env("WALJ_PASSPHRASE", p);
-        }
-        if let Some(i) = ident {
-            c.arg("--identity").arg(i);
-        }
-        let again = c.output().unwrap();
+        let again = import(&dest, file, pass, ident);
         assert!(again.status.success());
         assert!(String::from_utf8_lossy(&again.stdout).contains("nothing new"));
         assert_eq!(
@@ -452,12 +450,7 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
 fn refused(repo: &Repo, file: &Path, pass: Option<&str>, want: &[&str]) {
     let dest = repo.tmp.join(format!("refused-{}", file.file_name().unwrap().to_string_lossy()));
     fs::create_dir_all(&dest).unwrap();
-    let mut c = walj_at(&dest);
-    c.args(["sessions", "import"]).arg(file);
-    if let Some(p) = pass {
-        c.env("WALJ_PASSPHRASE", p);
-    }
-    let out = c.output().unwrap();
+    let out = import(&dest, file, pass, None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {err}", file.display());
     for w in want {
