@@ -282,6 +282,16 @@ impl Repo {
         std::fs::read_to_string(self.path(rel)).expect("read")
     }
 
+    /// The git blob id of the file `rel` as it is now.
+    pub fn blob_id(&self, rel: &str) -> String {
+        walj::store::blob_id(&std::fs::read(self.path(rel)).expect("read"))
+    }
+
+    /// Where walj's store keeps object `id`.
+    pub fn store_object(&self, id: &str) -> PathBuf {
+        self.root.join(".walj/store").join(&id[..2]).join(&id[2..])
+    }
+
     pub fn exists(&self, rel: &str) -> bool {
         self.path(rel).exists()
     }
