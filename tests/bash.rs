@@ -1,65 +1,31 @@
 //! Bash side effects (issue 6): real git repositories in temp folders, the real binary as
 //! the hook, real shell commands between PreToolUse and PostToolUse.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
-use assert_cmd::Command;
+use common::{Parent, Repo, blob_bytes, git, hook_ok, journal_records, walj_at};
 use serde_json::{Value, json};
 use walj::journal::Blob;
-use walj::journal::reader::scan_records;
-use walj::store::Store;
 
 const SESSION: &str = "5e551011-bash-test";
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Std::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A git repository with `files` committed.
-fn repo(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    for (p, bytes) in files {
-        let f = root.join(p);
-        fs::create_dir_all(f.parent().unwrap()).unwrap();
-        fs::write(f, bytes).unwrap();
-    }
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-qm", "init"]);
-    (dir, root)
+/// A git repository with `files` committed, and its root.
+fn repo(files: &[(&str, &[u8])]) -> (Repo, PathBuf) {
+    let repo = Repo::with_bytes(files);
+    let root = repo.root.clone();
+    (repo, root)
 }
 
 /// Runs `walj hook` under a short-lived parent (`timeout`), which walj takes for the Claude
 /// Code process: once it exits, the session counts as crashed, not live (as after a kill).
+/// It prints nothing and logs no error.
 fn hook(root: &Path, payload: &Value) {
-    let walj = assert_cmd::cargo::cargo_bin("walj");
-    Command::new("timeout")
-        .arg("20")
-        .arg(walj)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .args(["hook", "--project"])
-        .arg(root)
-        .write_stdin(payload.to_string())
-        .assert()
-        .success()
-        .stdout("");
+    let out = hook_ok(root, &payload.to_string(), Parent::Timeout(20));
+    assert_eq!(out, "", "walj hook printed");
     let errors = root.join(".walj/errors.log");
     assert!(!errors.exists(), "hook errors: {}", fs::read_to_string(errors).unwrap_or_default());
 }
@@ -104,29 +70,11 @@ fn run_bash(root: &Path, id: &str, command: &str) {
     hook(root, &bash_payload(root, event, id, command, false));
 }
 
-fn records(root: &Path) -> Vec<walj::journal::Record> {
-    let mut out = Vec::new();
-    scan_records(&root.join(".walj/journal.jsonl"), |_, r| out.push(r)).unwrap();
-    out
-}
-
 /// Child entries (records with a path) of the command `parent`, by path.
 fn children(root: &Path, parent: &str) -> Vec<walj::journal::Record> {
-    let mut v: Vec<_> = records(root).into_iter().filter(|r| r.parent.as_deref() == Some(parent)).collect();
+    let mut v: Vec<_> = journal_records(root).into_iter().filter(|r| r.parent.as_deref() == Some(parent)).collect();
     v.sort_by(|a, b| a.path.cmp(&b.path));
     v
-}
-
-fn store(root: &Path) -> Store {
-    Store::new(root.join(".walj/store"))
-}
-
-/// The bytes a blob names (`None` = absent), read from walj's store.
-fn blob_bytes(root: &Path, b: &Option<Blob>) -> Option<Vec<u8>> {
-    match b.as_ref().expect("blob recorded") {
-        Blob::Absent => None,
-        Blob::Id(id) => Some(store(root).get(id).unwrap_or_else(|e| panic!("blob {id} not in store: {e}"))),
-    }
 }
 
 fn by_path<'a>(v: &'a [walj::journal::Record], path: &str) -> &'a walj::journal::Record {
@@ -135,16 +83,7 @@ fn by_path<'a>(v: &'a [walj::journal::Record], path: &str) -> &'a walj::journal:
 
 /// `walj revert IDS...` (the real command), which must succeed.
 fn revert(root: &Path, ids: &[&str]) {
-    let out = Command::cargo_bin("walj")
-        .unwrap()
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .arg("revert")
-        .args(ids)
-        .arg("--project")
-        .arg(root)
-        .output()
-        .unwrap();
+    let out = walj_at(root).arg("revert").args(ids).output().unwrap();
     assert!(
         out.status.success(),
         "walj revert {ids:?}: {}{}",
@@ -154,14 +93,7 @@ fn revert(root: &Path, ids: &[&str]) {
 }
 
 fn log_json(root: &Path) -> Vec<Value> {
-    let out = Command::cargo_bin("walj")
-        .unwrap()
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .args(["log", "--json", "--all", "--project"])
-        .arg(root)
-        .output()
-        .unwrap();
+    let out = walj_at(root).args(["log", "--json", "--all"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -211,7 +143,7 @@ fn delete_sed_rename_create_become_child_entries_with_exact_preimages() {
         assert_eq!(blob_bytes(&root, &c.after).as_deref(), Some(bytes));
     }
     // The command's own record says what the comparison found.
-    let applied = records(&root).into_iter().find(|r| r.id == "toolu_bash_1" && r.op == "applied").unwrap();
+    let applied = journal_records(&root).into_iter().find(|r| r.id == "toolu_bash_1" && r.op == "applied").unwrap();
     assert_eq!(applied.extra["snapshot"]["changed"], json!(6));
     assert_eq!(applied.extra["snapshot"]["mode"], json!("git"));
 
@@ -266,7 +198,7 @@ fn reverting_every_child_entry_gives_back_the_original_tree() {
 fn failing_command_still_records_what_it_changed() {
     let (_t, root) = repo(&[("a.txt", b"a\n")]);
     run_bash(&root, "toolu_fail", "echo partial > out.txt; echo b >> a.txt; exit 3");
-    let recs = records(&root);
+    let recs = journal_records(&root);
     let cmd = recs.iter().find(|r| r.id == "toolu_fail" && r.op == "failed").expect("failed record");
     assert_eq!(cmd.extra["snapshot"]["changed"], json!(2));
     let kids = children(&root, "toolu_fail");
@@ -276,13 +208,7 @@ fn failing_command_still_records_what_it_changed() {
     assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a\n"[..]));
     assert_eq!(blob_bytes(&root, &a.after).as_deref(), Some(&b"a\nb\n"[..]));
     // Recover reports them (applied, unverified) until a Stop verifies them.
-    let out = Command::cargo_bin("walj")
-        .unwrap()
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .args(["recover", "--json", "--project"])
-        .arg(&root)
-        .output()
-        .unwrap();
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["unresolved"], json!(2));
 }
@@ -335,10 +261,10 @@ fn background_writes_are_picked_up_at_stop_and_others_changes_are_not() {
     let log = log_json(&root);
     assert_eq!(log.iter().filter(|e| e["background"] == json!(true)).count(), 2);
     // A second Stop adds nothing.
-    let before = records(&root).len();
+    let before = journal_records(&root).len();
     hook(&root, &stop);
     assert_eq!(children(&root, id).len(), kids.len());
-    assert!(records(&root).len() > before, "the Stop record itself");
+    assert!(journal_records(&root).len() > before, "the Stop record itself");
 }
 
 #[test]
@@ -425,7 +351,7 @@ fn switch_off_records_nothing() {
     run_bash(&root, "toolu_off", "echo b > a.txt");
     assert!(children(&root, "toolu_off").is_empty());
     assert!(!root.join(".walj/bash/toolu_off.json").exists());
-    let applied = records(&root).into_iter().find(|r| r.id == "toolu_off" && r.op == "applied").unwrap();
+    let applied = journal_records(&root).into_iter().find(|r| r.id == "toolu_off" && r.op == "applied").unwrap();
     assert!(applied.extra.get("snapshot").is_none());
 }
 
@@ -441,8 +367,7 @@ fn project_in_a_subfolder_of_a_repository() {
 
 #[test]
 fn outside_git_a_bounded_scan_finds_changes_and_says_when_cut_short() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = common::scratch();
     fs::create_dir_all(root.join("src")).unwrap();
     fs::write(root.join("src/a.txt"), b"a\n").unwrap();
     fs::write(root.join("src/b.txt"), b"b\n").unwrap();
@@ -453,13 +378,13 @@ fn outside_git_a_bounded_scan_finds_changes_and_says_when_cut_short() {
     assert_eq!(paths, ["src/a.txt", "src/b.txt", "src/n.txt"]);
     assert_eq!(blob_bytes(&root, &by_path(&kids, "src/a.txt").before).as_deref(), Some(&b"a\n"[..]));
     assert_eq!(blob_bytes(&root, &by_path(&kids, "src/b.txt").before).as_deref(), Some(&b"b\n"[..]));
-    let applied = records(&root).into_iter().find(|r| r.id == "toolu_scan" && r.op == "applied").unwrap();
+    let applied = journal_records(&root).into_iter().find(|r| r.id == "toolu_scan" && r.op == "applied").unwrap();
     assert_eq!(applied.extra["snapshot"]["mode"], json!("scan"));
     assert!(applied.extra["snapshot"].get("cut_short").is_none());
 
     fs::write(root.join(".walj/config.toml"), "[bash]\nmax_files = 2\n").unwrap();
     run_bash(&root, "toolu_cut", "echo Z > z.txt");
-    let applied = records(&root).into_iter().find(|r| r.id == "toolu_cut" && r.op == "applied").unwrap();
+    let applied = journal_records(&root).into_iter().find(|r| r.id == "toolu_cut" && r.op == "applied").unwrap();
     assert_eq!(applied.extra["snapshot"]["cut_short"], json!(true), "{applied:#?}");
 }
 

@@ -1,152 +1,44 @@
 //! Issue 2: the journal, the hook and recovery, through the real binary.
 
+mod common;
+
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::{Locate, Parent, Repo, fixtures, walj_bin};
 use serde_json::Value;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
-
-fn fixtures() -> PathBuf {
-    let p = PathBuf::from(FIXTURES);
-    if p.is_dir() { p } else { PathBuf::from("/work/shared/fixtures") }
+/// A temp git project with the crash-mid-write fixture's files, committed, in a subfolder
+/// of its temp folder (`repo.tmp`, which the single-fixture test watches).
+fn fixture_project() -> Repo {
+    Repo::fixture_in("p", "hooks/crash-mid-write/project")
 }
 
-fn walj_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_walj"))
+fn payload(rel: &str, repo: &Repo) -> String {
+    repo.fixture(&format!("hooks/{rel}"))
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "git {args:?}");
+/// Runs `walj hook` as installed (no `--project`: it finds the project from its folder)
+/// under `timeout`, a short-lived parent, so the recorded Claude Code process is gone
+/// afterwards (the session then reads as crashed, not live).
+fn hook(repo: &Repo, input: &str) -> (i32, String, String) {
+    repo.hook_run(input, Parent::Timeout(20), Locate::Folder)
 }
 
-/// A temp git project with the crash-mid-write fixture's files, committed.
-fn fixture_project() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap().join("p");
-    copy_dir(&fixtures().join("hooks/crash-mid-write/project"), &root);
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-qm", "init"]);
-    (dir, root)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
-fn payload(rel: &str, root: &Path) -> String {
-    fs::read_to_string(fixtures().join("hooks").join(rel))
-        .unwrap()
-        .replace("${PROJECT}", &root.display().to_string())
-        .replace("${HOME}", "/home/nobody")
-}
-
-/// Runs `walj hook` under `timeout`, a short-lived parent, so the recorded Claude Code
-/// process is gone afterwards (the session then reads as crashed, not live).
-fn hook(root: &Path, input: &str) -> (i32, String, String) {
-    let mut child = Command::new("timeout")
-        .arg("20")
-        .arg(walj_bin())
-        .arg("hook")
-        .current_dir(root)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn walj(root: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(walj_bin())
-        .args(args)
-        .arg("--project")
-        .arg(root)
-        .current_dir(root)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn recover_json(root: &Path) -> Value {
-    let (code, out, err) = walj(root, &["recover", "--json"]);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap()
-}
-
-fn journal_lines(root: &Path) -> Vec<Value> {
-    fs::read_to_string(root.join(".walj/journal.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+fn recover_json(repo: &Repo) -> Value {
+    repo.json(&["recover", "--json"])
 }
 
 /// Replays crash-mid-write up to 09 (the Write's PreToolUse). Variant b writes the file.
-fn replay_crash(root: &Path, variant_b: bool) {
-    for f in ["01-session-start.json", "02-user-prompt.json", "03-pre-todowrite.json", "04-post-todowrite.json"] {
-        assert_eq!(hook(root, &payload(&format!("crash-mid-write/{f}"), root)).0, 0);
-    }
-    assert_eq!(hook(root, &payload("crash-mid-write/05-pre-edit-config.json", root)).0, 0);
-    let cfg = root.join("config/settings.json");
-    let text = fs::read_to_string(&cfg).unwrap().replace("\"retries\": 3", "\"retries\": 5");
-    fs::write(&cfg, text).unwrap();
-    for f in ["06-post-edit-config.json", "07-pre-bash-background.json", "08-post-bash-background.json"] {
-        assert_eq!(hook(root, &payload(&format!("crash-mid-write/{f}"), root)).0, 0);
-    }
-    let pre = payload("crash-mid-write/09-pre-write-docs.json", root);
-    assert_eq!(hook(root, &pre).0, 0);
-    if variant_b {
-        let v: Value = serde_json::from_str(&pre).unwrap();
-        fs::create_dir_all(root.join("docs")).unwrap();
-        fs::write(root.join("docs/generated-index.md"), v["tool_input"]["content"].as_str().unwrap()).unwrap();
-    }
+fn replay_crash(repo: &Repo, variant_b: bool) {
+    common::replay_crash_mid_write(repo, variant_b, |p| assert_eq!(hook(repo, p).0, 0));
 }
 
-fn check_crash_recovery(root: &Path, variant_b: bool) {
-    let r = recover_json(root);
+fn check_crash_recovery(repo: &Repo, variant_b: bool) {
+    let root = &repo.root;
+    let r = recover_json(repo);
     assert_eq!(r["unresolved"], 2, "{r:#}");
     let s = &r["sessions"][0];
     assert_eq!(s["state"], "crashed");
@@ -160,8 +52,7 @@ fn check_crash_recovery(root: &Path, variant_b: bool) {
     // Blob ids are git blob ids: compare with git itself.
     let disk = fs::read(root.join("config/settings.json")).unwrap();
     assert_eq!(cfg["after"], walj::store::blob_id(&disk));
-    let out = Command::new("git").args(["rev-parse", "HEAD:config/settings.json"]).current_dir(root).output().unwrap();
-    assert_eq!(cfg["before"], String::from_utf8_lossy(&out.stdout).trim());
+    assert_eq!(cfg["before"], repo.git(&["rev-parse", "HEAD:config/settings.json"]).trim());
     let doc = entries.iter().find(|e| e["path"] == "docs/generated-index.md").unwrap();
     assert_eq!(doc["status"], "in_flight");
     assert_eq!(doc["tool"], "Write");
@@ -172,7 +63,7 @@ fn check_crash_recovery(root: &Path, variant_b: bool) {
     let open = s["todos"]["open"].as_array().unwrap();
     assert!(open.iter().any(|t| t["content"] == "Regenerate docs/generated-index.md" && t["status"] == "pending"));
     // The text report names the background command and both paths.
-    let (_, text, _) = walj(root, &["recover"]);
+    let (_, text, _) = repo.run(&["recover"]);
     assert!(text.contains("crashed"), "{text}");
     assert!(text.contains("npm run dev"), "{text}");
     assert!(text.contains("config/settings.json") && text.contains("docs/generated-index.md"), "{text}");
@@ -180,25 +71,24 @@ fn check_crash_recovery(root: &Path, variant_b: bool) {
 
 #[test]
 fn crash_mid_write_variant_a_write_never_happened() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, false);
-    check_crash_recovery(&root, false);
+    let repo = fixture_project();
+    replay_crash(&repo, false);
+    check_crash_recovery(&repo, false);
 }
 
 #[test]
 fn crash_mid_write_variant_b_file_written_without_post() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, true);
-    check_crash_recovery(&root, true);
+    let repo = fixture_project();
+    replay_crash(&repo, true);
+    check_crash_recovery(&repo, true);
 }
 
 #[test]
 fn next_session_start_announces_the_crash_exactly_once() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, false);
-    let start = r#"{"session_id":"11111111-2222-3333-4444-555555555555","cwd":"ROOT","hook_event_name":"SessionStart","source":"startup"}"#
-        .replace("ROOT", &root.display().to_string());
-    let (code, out, _) = hook(&root, &start);
+    let repo = fixture_project();
+    replay_crash(&repo, false);
+    let start = repo.start_payload("11111111-2222-3333-4444-555555555555");
+    let (code, out, _) = hook(&repo, &start);
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(out.trim()).expect("one JSON object on stdout");
     let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
@@ -206,20 +96,20 @@ fn next_session_start_announces_the_crash_exactly_once() {
     assert!(ctx.contains("config/settings.json") && ctx.contains("docs/generated-index.md"), "{ctx}");
     assert!(v["systemMessage"].as_str().unwrap().contains("2 changes"), "{v}");
     // Once per crashed session.
-    let (code, out, _) = hook(&root, &start);
+    let (code, out, _) = hook(&repo, &start);
     assert_eq!(code, 0);
     assert!(out.trim().is_empty(), "announced twice: {out}");
 }
 
 #[test]
 fn stop_checkpoint_persists_and_marks_denied_intents() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, false);
+    let repo = fixture_project();
+    replay_crash(&repo, false);
     // The same session reaches Stop: the Edit is verified, the Write (never happened) was not applied.
-    assert_eq!(hook(&root, &payload("single/stop.json", &root)).0, 0);
-    let r = recover_json(&root);
+    assert_eq!(hook(&repo, &payload("single/stop.json", &repo)).0, 0);
+    let r = recover_json(&repo);
     assert_eq!(r["unresolved"], 0, "{r:#}");
-    let lines = journal_lines(&root);
+    let lines = repo.records();
     let persisted: Vec<_> = lines.iter().filter(|l| l["op"] == "persisted").collect();
     assert_eq!(persisted.len(), 1);
     assert_eq!(persisted[0]["path"], "config/settings.json");
@@ -237,10 +127,11 @@ fn stop_checkpoint_persists_and_marks_denied_intents() {
 
 #[test]
 fn drift_is_detected_when_the_file_changes_outside() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, false);
+    let repo = fixture_project();
+    let root = &repo.root;
+    replay_crash(&repo, false);
     fs::write(root.join("config/settings.json"), "{\"retries\": 9}\n").unwrap();
-    let r = recover_json(&root);
+    let r = recover_json(&repo);
     let e =
         r["sessions"][0]["entries"].as_array().unwrap().iter().find(|e| e["path"] == "config/settings.json").cloned();
     assert_eq!(e.unwrap()["status"], "drifted");
@@ -254,20 +145,21 @@ fn every_single_fixture_exits_zero_and_writes_only_inside_walj() {
     names.sort();
     assert!(names.len() >= 15);
     for name in names {
-        let (_d, root) = fixture_project();
+        let repo = fixture_project();
+        let root = &repo.root;
         fs::create_dir_all(root.join("src")).unwrap();
         fs::write(root.join("src/app.css"), "a { color: red }\n").unwrap();
-        let before = snapshot(root.parent().unwrap());
-        let (code, out, _err) = hook(&root, &payload(&format!("single/{name}"), &root));
+        let before = snapshot(&repo.tmp);
+        let (code, out, _err) = hook(&repo, &payload(&format!("single/{name}"), &repo));
         assert_eq!(code, 0, "{name}");
         assert!(out.trim().is_empty() || name.starts_with("session-start"), "{name} printed {out}");
-        let after = snapshot(root.parent().unwrap());
+        let after = snapshot(&repo.tmp);
         for (path, _) in after.iter().filter(|(p, m)| before.get(*p) != Some(m)) {
             assert!(path.contains("/.walj/") || path.ends_with("/.walj"), "{name} wrote {path}");
         }
         assert!(!Path::new("/etc/walj-should-never-capture").exists());
         // The journal stays readable.
-        let (code, _, err) = walj(&root, &["recover", "--json"]);
+        let (code, _, err) = repo.run(&["recover", "--json"]);
         assert_eq!(code, 0, "{name}: {err}");
         assert!(!err.contains("malformed"), "{name}: {err}");
         let j = root.join(".walj/journal.jsonl");
@@ -279,13 +171,13 @@ fn every_single_fixture_exits_zero_and_writes_only_inside_walj() {
             }
             "unknown-event.json" => assert!(!j.exists(), "{name}"),
             "outside-project.json" | "traversal.json" => {
-                let l = journal_lines(&root);
+                let l = repo.records();
                 assert_eq!(l.len(), 1);
                 assert_eq!(l[0]["outside"], true, "{name}");
                 assert!(l[0].get("before").is_none(), "{name}: nothing captured");
                 assert!(!root.join(".walj/store").exists(), "{name}: nothing stored");
             }
-            _ => assert!(!journal_lines(&root).is_empty(), "{name} recorded nothing"),
+            _ => assert!(!repo.records().is_empty(), "{name} recorded nothing"),
         }
     }
 }
@@ -314,11 +206,11 @@ fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, (u64, Option<std::
 
 #[test]
 fn single_fixtures_record_the_right_things() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
     for f in ["post-bash-failure.json", "post-taskupdate.json", "precompact.json", "stop.json", "session-end.json"] {
-        assert_eq!(hook(&root, &payload(&format!("single/{f}"), &root)).0, 0);
+        assert_eq!(hook(&repo, &payload(&format!("single/{f}"), &repo)).0, 0);
     }
-    let l = journal_lines(&root);
+    let l = repo.records();
     let failed = l.iter().find(|l| l["op"] == "failed").unwrap();
     assert_eq!(failed["tool"], "Bash");
     assert!(failed["error"].as_str().unwrap().starts_with("Exit code 101"));
@@ -327,29 +219,30 @@ fn single_fixtures_record_the_right_things() {
     let stop = l.iter().find(|l| l["kind"] == "stop").unwrap();
     assert_eq!(stop["background_tasks"][0]["command"], "npm run dev");
     assert!(l.iter().any(|l| l["kind"] == "end" && l["reason"] == "prompt_input_exit"));
-    let r = recover_json(&root);
+    let r = recover_json(&repo);
     assert_eq!(r["unresolved"], 0, "commands and todos are context, not entries");
-    let (_, status, _) = walj(&root, &["status", "--json"]);
+    let (_, status, _) = repo.run(&["status", "--json"]);
     let status: Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["sessions"]["ended"], 1);
 }
 
 #[test]
 fn legacy_payload_without_tool_use_id_pairs_by_path_and_order() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
+    let root = &repo.root;
     let css = root.join("src/app.css");
     fs::create_dir_all(css.parent().unwrap()).unwrap();
     fs::write(&css, "a { color: red }\n").unwrap();
-    let pre = payload("single/pre-multiedit-legacy.json", &root);
+    let pre = payload("single/pre-multiedit-legacy.json", &repo);
     let mut v: Value = serde_json::from_str(&pre).unwrap();
     v.as_object_mut().unwrap().remove("tool_use_id");
     let pre = v.to_string();
-    assert_eq!(hook(&root, &pre).0, 0);
+    assert_eq!(hook(&repo, &pre).0, 0);
     fs::write(&css, "a { color: green }\n").unwrap();
     v["hook_event_name"] = "PostToolUse".into();
     v["tool_response"] = serde_json::json!({"filePath": css, "originalFileContents": "a { color: red }\n"});
-    assert_eq!(hook(&root, &v.to_string()).0, 0);
-    let r = recover_json(&root);
+    assert_eq!(hook(&repo, &v.to_string()).0, 0);
+    let r = recover_json(&repo);
     let e = &r["sessions"][0]["entries"];
     assert_eq!(e.as_array().unwrap().len(), 1, "{r:#}");
     assert_eq!(e[0]["status"], "applied");
@@ -359,7 +252,8 @@ fn legacy_payload_without_tool_use_id_pairs_by_path_and_order() {
 
 #[test]
 fn real_client_payloads_killed_mid_bash() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
+    let root = &repo.root;
     fs::write(root.join("config/settings.json"), "{\n  \"retries\": 3\n}\n").unwrap();
     fs::create_dir_all(root.join("src")).unwrap();
     let dir = fixtures().join("hooks/real-2.1.328-killed-mid-bash");
@@ -373,20 +267,21 @@ fn real_client_payloads_killed_mid_bash() {
         if n.starts_with("06") {
             fs::write(root.join("src/server.rs"), "pub fn serve() {}\n").unwrap();
         }
-        assert_eq!(hook(&root, &payload(&format!("real-2.1.328-killed-mid-bash/{n}"), &root)).0, 0, "{n}");
+        assert_eq!(hook(&repo, &payload(&format!("real-2.1.328-killed-mid-bash/{n}"), &repo)).0, 0, "{n}");
     }
-    let r = recover_json(&root);
+    let r = recover_json(&repo);
     assert_eq!(r["unresolved"], 2, "{r:#}");
     assert_eq!(r["sessions"][0]["state"], "crashed");
     let paths: Vec<_> = r["sessions"][0]["entries"].as_array().unwrap().iter().map(|e| e["path"].clone()).collect();
     assert_eq!(paths, vec!["config/settings.json", "src/server.rs"]);
-    let (_, text, _) = walj(&root, &["recover"]);
+    let (_, text, _) = repo.run(&["recover"]);
     assert!(text.contains("command in flight: echo started > run.log; sleep 60"), "{text}");
 }
 
 #[test]
 fn proposal_python_journal_is_read() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
+    let root = &repo.root;
     let script = fixtures().join("../bench/proposal_hook.py");
     if Command::new("python3").arg("--version").output().is_err() {
         eprintln!("SKIPPED: python3 not found");
@@ -396,7 +291,7 @@ fn proposal_python_journal_is_read() {
         let input = serde_json::json!({"session_id": sid, "tool_input": {"file_path": root.join(path)}}).to_string();
         let mut c = Command::new("python3")
             .arg(&script)
-            .env("CLAUDE_PROJECT_DIR", &root)
+            .env("CLAUDE_PROJECT_DIR", &repo.root)
             .stdin(Stdio::piped())
             .spawn()
             .unwrap();
@@ -404,14 +299,7 @@ fn proposal_python_journal_is_read() {
         assert!(c.wait().unwrap().success());
     }
     let journal = root.join(".claude/journal.jsonl");
-    let out = Command::new(walj_bin())
-        .args(["recover", "--json", "--project"])
-        .arg(&root)
-        .arg("--journal")
-        .arg(&journal)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .output()
-        .unwrap();
+    let out = repo.walj(&["recover", "--json", "--journal"]).arg(&journal).output().unwrap();
     assert!(out.status.success());
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["unresolved"], 3, "{r:#}");
@@ -424,8 +312,7 @@ fn proposal_python_journal_is_read() {
 
 #[test]
 fn sixteen_concurrent_writers_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap();
+    let (_dir, root) = common::scratch();
     let mut children = Vec::new();
     for w in 0..16 {
         let mut script = String::new();
@@ -472,8 +359,9 @@ fn sixteen_concurrent_writers_lose_nothing() {
 /// line kept, and the journal accepts new appends after.
 #[test]
 fn damaged_journals_are_read_and_healed() {
-    let (_d, root) = fixture_project();
-    replay_crash(&root, true);
+    let repo = fixture_project();
+    let root = &repo.root;
+    replay_crash(&repo, true);
     let journal = root.join(".walj/journal.jsonl");
     let original = fs::read(&journal).unwrap();
     let line_ends: Vec<usize> = original.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
@@ -538,7 +426,7 @@ fn damaged_journals_are_read_and_healed() {
     let mut b = original.clone();
     b[10] = b'#';
     fs::write(&journal, &b).unwrap();
-    let (code, out, err) = walj(&root, &["recover", "--json"]);
+    let (code, out, err) = repo.run(&["recover", "--json"]);
     assert_eq!(code, 0);
     assert!(err.contains("line 1"), "{err}");
     let r: Value = serde_json::from_str(&out).unwrap();
@@ -606,7 +494,8 @@ fn kill_nine_loop_loses_no_acknowledged_record() {
 
 #[test]
 fn install_and_uninstall_keep_other_hooks() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
+    let root = &repo.root;
     let settings = root.join(".claude/settings.json");
     fs::create_dir_all(settings.parent().unwrap()).unwrap();
     let original = r#"{
@@ -619,7 +508,7 @@ fn install_and_uninstall_keep_other_hooks() {
 }
 "#;
     fs::write(&settings, original).unwrap();
-    let (code, out, err) = walj(&root, &["install", "--command", "walj hook"]);
+    let (code, out, err) = repo.run(&["install", "--command", "walj hook"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("SessionStart"), "{out}");
     let v: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
@@ -631,15 +520,15 @@ fn install_and_uninstall_keep_other_hooks() {
         assert!(v["hooks"][ev].is_array(), "{ev}");
     }
     let once = fs::read_to_string(&settings).unwrap();
-    assert_eq!(walj(&root, &["install", "--command", "walj hook"]).0, 0);
+    assert_eq!(repo.run(&["install", "--command", "walj hook"]).0, 0);
     assert_eq!(fs::read_to_string(&settings).unwrap(), once, "install is idempotent");
-    assert_eq!(walj(&root, &["doctor", "--command", "walj hook"]).0, 0);
-    assert_eq!(walj(&root, &["uninstall", "--command", "walj hook"]).0, 0);
+    assert_eq!(repo.run(&["doctor", "--command", "walj hook"]).0, 0);
+    assert_eq!(repo.run(&["uninstall", "--command", "walj hook"]).0, 0);
     let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(back, serde_json::from_str::<Value>(original).unwrap());
     // A broken settings file is refused and left alone.
     fs::write(&settings, "{ not json").unwrap();
-    let (code, _, err) = walj(&root, &["install"]);
+    let (code, _, err) = repo.run(&["install"]);
     assert_ne!(code, 0);
     assert!(err.contains("settings.json"), "{err}");
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{ not json");
@@ -647,16 +536,17 @@ fn install_and_uninstall_keep_other_hooks() {
 
 #[test]
 fn large_payload_and_read_only_walj_never_block() {
-    let (_d, root) = fixture_project();
+    let repo = fixture_project();
+    let root = &repo.root;
     // 100 MB prompt: recorded clipped, exit 0.
     let big = format!(
         "{{\"session_id\":\"big\",\"cwd\":\"{}\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"{}\"}}",
         root.display(),
         "z".repeat(100 * 1024 * 1024)
     );
-    let (code, _, _) = hook(&root, &big);
+    let (code, _, _) = hook(&repo, &big);
     assert_eq!(code, 0);
-    let l = journal_lines(&root);
+    let l = repo.records();
     assert!(l[0]["prompt"].as_str().unwrap().len() < 100_000);
     #[cfg(unix)]
     {
@@ -665,10 +555,10 @@ fn large_payload_and_read_only_walj_never_block() {
             eprintln!("note: running as root, read-only folders do not stop root; checking exit code only");
         }
         fs::set_permissions(root.join(".walj"), fs::Permissions::from_mode(0o500)).unwrap();
-        let (code, _, _) = hook(&root, &payload("crash-mid-write/05-pre-edit-config.json", &root));
+        let (code, _, _) = hook(&repo, &payload("crash-mid-write/05-pre-edit-config.json", &repo));
         assert_eq!(code, 0);
         fs::set_permissions(root.join(".walj"), fs::Permissions::from_mode(0o700)).unwrap();
-        let (code, _, err) = walj(&root, &["recover"]);
+        let (code, _, err) = repo.run(&["recover"]);
         assert_eq!(code, 0, "{err}");
     }
 }

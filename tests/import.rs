@@ -1,25 +1,16 @@
 //! `walj import` and `walj recover --from-transcripts` (issue 6) on the real Claude Code
 //! transcripts in ../shared/fixtures/transcripts, run through the real binary.
 
+mod common;
+
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{Parent, blob_bytes, fixtures, hook_ok, journal_scan, walj_at};
 use serde_json::{Value, json};
-use walj::journal::reader::scan_records;
-use walj::journal::{Blob, Record};
+use walj::journal::Record;
 use walj::store::Store;
-
-fn fixtures() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for p in [here.join("../shared/fixtures"), PathBuf::from("/work/shared/fixtures")] {
-        if p.is_dir() {
-            return p;
-        }
-    }
-    panic!("fixtures not found next to the repository");
-}
 
 fn transcript(name: &str) -> PathBuf {
     fixtures().join("transcripts").join(name)
@@ -29,36 +20,28 @@ const V1: &str = "cc-1.0.111-edit-multiedit-todo.jsonl";
 const V2: &str = "cc-2.0.69-edit-file-history.jsonl";
 const V3: &str = "cc-2.1.328-killed-mid-bash.jsonl";
 
+/// An empty project folder (`<tmp>/proj`, not a git repository).
 fn project() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap().join("proj");
+    let (dir, tmp) = common::scratch();
+    let root = tmp.join("proj");
     fs::create_dir_all(&root).unwrap();
     (dir, root)
 }
 
-/// `walj ARGS --project ROOT` with a private Claude Code folder (`cfg`).
+/// `walj --project ROOT ARGS` with a private Claude Code folder (`cfg`).
 fn walj(root: &Path, cfg: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
-    Command::cargo_bin("walj")
-        .unwrap()
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .env("CLAUDE_CONFIG_DIR", cfg)
-        .env("NO_COLOR", "1")
-        .args(args)
-        .arg("--project")
-        .arg(root)
-        .assert()
+    walj_at(root).env("CLAUDE_CONFIG_DIR", cfg).args(args).assert()
 }
 
 fn stdout(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&a.get_output().stdout).into_owned()
 }
 
+/// The journal's records; the journal must read without a problem.
 fn records(root: &Path) -> Vec<Record> {
-    let mut out = Vec::new();
-    let rep = scan_records(&root.join(".walj/journal.jsonl"), |_, r| out.push(r)).unwrap();
-    assert!(rep.problems.is_empty(), "{:?}", rep.problems);
-    out
+    let (records, problems) = journal_scan(root);
+    assert!(problems.is_empty(), "{problems:?}");
+    records
 }
 
 fn fixture_lines(name: &str) -> Vec<Value> {
@@ -92,13 +75,6 @@ fn calls(lines: &[Value]) -> (Uses, HashMap<String, Value>) {
         }
     }
     (uses, results)
-}
-
-fn bytes(root: &Path, b: &Option<Blob>) -> Option<Vec<u8>> {
-    match b.as_ref().expect("a blob is recorded") {
-        Blob::Absent => None,
-        Blob::Id(id) => Some(Store::new(root.join(".walj/store")).get(id).expect("blob in the store")),
-    }
 }
 
 #[test]
@@ -144,7 +120,7 @@ fn every_file_call_and_todo_of_every_fixture_is_imported_with_its_original_conte
                         .get("originalFile")
                         .or_else(|| res.get("originalFileContents"))
                         .unwrap_or_else(|| panic!("{id}: {res}"));
-                    let pre = bytes(&root, &intent.before);
+                    let pre = blob_bytes(&root, &intent.before);
                     match original {
                         Value::String(s) => assert_eq!(pre.as_deref(), Some(s.as_bytes()), "{id}: pre-image"),
                         Value::Null => assert_eq!(pre, None, "{id}: created"),
@@ -155,7 +131,7 @@ fn every_file_call_and_todo_of_every_fixture_is_imported_with_its_original_conte
                         .find(|r| r.id == id && r.op == "applied")
                         .unwrap_or_else(|| panic!("{id}: no applied"));
                     assert_eq!(applied.path, rel);
-                    let post = bytes(&root, &applied.after).expect("post-image");
+                    let post = blob_bytes(&root, &applied.after).expect("post-image");
                     if tool == "Write" {
                         assert_eq!(post, input["content"].as_str().unwrap().as_bytes());
                     } else {
@@ -285,7 +261,7 @@ fn file_history_backups_give_the_pre_image_of_a_call_cut_before_its_result() {
     let intent = recs.iter().find(|r| r.id == "toolu_013JnBoRSqxCShSX71epQz9K").unwrap();
     assert_eq!(intent.op, "intent");
     assert_eq!(intent.path, "index.ts");
-    assert_eq!(bytes(&root, &intent.before).as_deref(), Some(original.as_bytes()));
+    assert_eq!(blob_bytes(&root, &intent.before).as_deref(), Some(original.as_bytes()));
     assert_eq!(intent.get_str("before_from"), Some("file_history"));
 }
 
@@ -306,10 +282,7 @@ fn a_hooked_session_gains_nothing_from_its_own_transcript() {
     let mut names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     names.sort();
     for p in names {
-        let payload = fs::read_to_string(&p)
-            .unwrap()
-            .replace("${PROJECT}", root.to_str().unwrap())
-            .replace("${HOME}", cfg.parent().unwrap().to_str().unwrap());
+        let payload = common::subst(&fs::read_to_string(&p).unwrap(), &root, cfg.parent().unwrap());
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("05") {
             // Between Pre and Post Edit, Claude Code applies the edit.
@@ -319,14 +292,8 @@ fn a_hooked_session_gains_nothing_from_its_own_transcript() {
             fs::create_dir_all(root.join("src")).unwrap();
             fs::write(root.join("src/server.rs"), "pub fn serve() {}\n").unwrap();
         }
-        Command::cargo_bin("walj")
-            .unwrap()
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .args(["hook", "--project"])
-            .arg(&root)
-            .write_stdin(payload)
-            .assert()
-            .success();
+        // The test process is the hook's parent: the session stays live.
+        hook_ok(&root, &payload, Parent::Test);
     }
     let before = records(&root).len();
     assert!(before >= 7, "the hooks recorded the session: {before} records");
@@ -405,6 +372,15 @@ fn recover_from_transcripts_imports_and_reports_in_one_command() {
     assert_eq!(v["unresolved"], json!(2));
 }
 
+/// A transcript line: `v` with the session, folder, uuid and time Claude Code gives each.
+fn transcript_line(mut v: Value, session: &str, cwd: &Path, uuid: &str, timestamp: &str) -> String {
+    v["sessionId"] = json!(session);
+    v["cwd"] = json!(cwd);
+    v["uuid"] = json!(uuid);
+    v["timestamp"] = json!(timestamp);
+    v.to_string()
+}
+
 #[test]
 fn errors_rejections_and_turns() {
     let (_t, root) = project();
@@ -415,12 +391,7 @@ fn errors_rejections_and_turns() {
     let mut n = 0;
     let mut line = |v: Value| {
         n += 1;
-        let mut v = v;
-        v["sessionId"] = json!(s);
-        v["cwd"] = json!(root);
-        v["uuid"] = json!(format!("u{n}"));
-        v["timestamp"] = json!(format!("2026-01-01T00:00:{n:02}.000Z"));
-        lines.push(v.to_string());
+        lines.push(transcript_line(v, s, &root, &format!("u{n}"), &format!("2026-01-01T00:00:{n:02}.000Z")));
     };
     let prompt = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}});
     let call = |id: &str, name: &str, input: Value| json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}});
@@ -470,8 +441,7 @@ fn errors_rejections_and_turns() {
 
 #[test]
 fn all_imports_each_transcript_into_its_own_project() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = fs::canonicalize(dir.path()).unwrap();
+    let (_dir, base) = common::scratch();
     let cfg = base.join("claude");
     let (p1, p2) = (base.join("one"), base.join("two"));
     for (p, name) in [(&p1, V2), (&p2, V3)] {
@@ -497,12 +467,7 @@ fn streamed_message_parts_are_one_message_and_repeated_blocks_count_once() {
     let s = "22222222-2222-3333-4444-555555555555";
     let mut lines = Vec::new();
     let mut push = |n: usize, v: Value| {
-        let mut v = v;
-        v["sessionId"] = json!(s);
-        v["cwd"] = json!(root);
-        v["uuid"] = json!(format!("s{n}"));
-        v["timestamp"] = json!(format!("2026-01-02T00:00:{n:02}.000Z"));
-        lines.push(v.to_string());
+        lines.push(transcript_line(v, s, &root, &format!("s{n}"), &format!("2026-01-02T00:00:{n:02}.000Z")));
     };
     let part = |msg: &str, block: Value| json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "content": [block]}});
     let write = |id: &str, file: &str| json!({"type": "tool_use", "id": id, "name": "Write", "input": {"file_path": root.join(file), "content": "x\n"}});

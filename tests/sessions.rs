@@ -5,164 +5,57 @@
 //! runs under `timeout`, a short-lived parent that walj takes for the Claude Code process, so
 //! the session looks crashed once the replay is over (HELPERS.md).
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Command as StdCommand;
 
-use assert_cmd::Command;
+use common::{Parent, Repo, copy_tree, hook_ok, walj_at};
 use serde_json::{Value, json};
 
 const SESSION: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
-const FIXTURES: &str = "../shared/fixtures";
 
-fn fixtures() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let p = here.join(FIXTURES);
-    if p.is_dir() { p } else { PathBuf::from("/work/shared/fixtures") }
+/// A git project (`<tmp>/shop`) made from the fixture's `project/`, and a fake home with
+/// the folder Claude Code keeps the session's transcript in.
+fn shop() -> Repo {
+    let repo = Repo::fixture_in("shop", "hooks/crash-mid-write/project").with_home();
+    fs::create_dir_all(repo.home.join(".claude/projects/-work-demo")).unwrap();
+    repo
 }
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("walj")
+fn transcript(repo: &Repo) -> PathBuf {
+    repo.home.join(format!(".claude/projects/-work-demo/{SESSION}.jsonl"))
 }
 
-/// `walj --project P …` with a clean environment.
-fn walj(project: &Path) -> Command {
-    let mut c = Command::cargo_bin("walj").unwrap();
-    c.env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .env_remove("WALJ_PASSPHRASE")
-        .env("NO_COLOR", "1")
-        .arg("--project")
-        .arg(project);
-    c
+/// Runs one hook payload (placeholders substituted) under a short-lived parent (`timeout`),
+/// so the session reads as crashed once the hook returns; it must exit 0. Returns stdout.
+fn hook(repo: &Repo, payload: &str) -> String {
+    hook_ok(&repo.root, &repo.subst(payload), Parent::Timeout(10))
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let st = StdCommand::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "git {args:?}");
+fn fixture_hook(repo: &Repo, name: &str) -> String {
+    hook(repo, &repo.fixture(&format!("hooks/crash-mid-write/{name}")))
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            if e.file_name() == ".walj" || e.file_name() == ".git" {
-                continue;
-            }
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
+/// crash-mid-write, variant (a), with a Stop after the todo list (the turn that planned the
+/// work ended; the hook copies the transcript then) and a transcript of real lines.
+fn replay_crash(repo: &Repo) {
+    let real = fs::read(common::fixtures().join("transcripts/cc-2.1.328-killed-mid-bash.jsonl")).unwrap();
+    fs::write(transcript(repo), &real).unwrap();
+    for f in ["01-session-start.json", "02-user-prompt.json", "03-pre-todowrite.json", "04-post-todowrite.json"] {
+        fixture_hook(repo, f);
     }
-}
-
-/// A temp folder with a git project made from the fixture's `project/` and a fake home.
-struct Env {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    project: PathBuf,
-    home: PathBuf,
-}
-
-impl Env {
-    fn new() -> Env {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(tmp.path()).unwrap();
-        let project = root.join("shop");
-        copy_dir(&fixtures().join("hooks/crash-mid-write/project"), &project);
-        git(&project, &["init", "-q", "-b", "main"]);
-        git(&project, &["add", "-A"]);
-        git(&project, &["commit", "-q", "-m", "init"]);
-        let home = root.join("home");
-        fs::create_dir_all(home.join(".claude/projects/-work-demo")).unwrap();
-        Env { _tmp: tmp, root, project, home }
-    }
-
-    fn transcript(&self) -> PathBuf {
-        self.home.join(format!(".claude/projects/-work-demo/{SESSION}.jsonl"))
-    }
-
-    fn subst(&self, text: &str) -> String {
-        text.replace("${PROJECT}", &self.project.display().to_string())
-            .replace("${HOME}", &self.home.display().to_string())
-    }
-
-    /// Runs one hook payload under a short-lived parent (`timeout`); returns its stdout.
-    fn hook(&self, payload: &str) -> String {
-        hook_in(&self.project, &self.subst(payload))
-    }
-
-    fn fixture_hook(&self, name: &str) -> String {
-        let text = fs::read_to_string(fixtures().join("hooks/crash-mid-write").join(name)).unwrap();
-        self.hook(&text)
-    }
-
-    /// crash-mid-write, variant (a), with a Stop after the todo list (the turn that planned the
-    /// work ended; the hook copies the transcript then) and a transcript of real lines.
-    fn replay_crash(&self) {
-        let real = fs::read(fixtures().join("transcripts/cc-2.1.328-killed-mid-bash.jsonl")).unwrap();
-        fs::write(self.transcript(), &real).unwrap();
-        for f in ["01-session-start.json", "02-user-prompt.json", "03-pre-todowrite.json", "04-post-todowrite.json"] {
-            self.fixture_hook(f);
-        }
-        self.hook(&stop_payload(SESSION, "Planned: raise retries, then regenerate the index."));
-        self.fixture_hook("05-pre-edit-config.json");
-        let cfg = self.project.join("config/settings.json");
-        let text = fs::read_to_string(&cfg).unwrap().replace("\"retries\": 3", "\"retries\": 5");
-        fs::write(&cfg, text).unwrap();
-        self.fixture_hook("06-post-edit-config.json");
-        self.fixture_hook("07-pre-bash-background.json");
-        self.fixture_hook("08-post-bash-background.json");
-        self.fixture_hook("09-pre-write-docs.json");
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = walj(&self.project).args(args).output().unwrap();
-        assert!(out.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("walj {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
-    }
-
-    fn text(&self, args: &[&str]) -> String {
-        let out = walj(&self.project).args(args).output().unwrap();
-        assert!(out.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-fn hook_in(project: &Path, payload: &str) -> String {
-    let mut child = StdCommand::new("timeout")
-        .arg("10")
-        .arg(bin())
-        .arg("hook")
-        .arg("--project")
-        .arg(project)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "hook exited {:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    hook(repo, &stop_payload(SESSION, "Planned: raise retries, then regenerate the index."));
+    fixture_hook(repo, "05-pre-edit-config.json");
+    let cfg = repo.root.join("config/settings.json");
+    let text = fs::read_to_string(&cfg).unwrap().replace("\"retries\": 3", "\"retries\": 5");
+    fs::write(cfg, text).unwrap();
+    fixture_hook(repo, "06-post-edit-config.json");
+    fixture_hook(repo, "07-pre-bash-background.json");
+    fixture_hook(repo, "08-post-bash-background.json");
+    fixture_hook(repo, "09-pre-write-docs.json");
 }
 
 fn stop_payload(session: &str, message: &str) -> String {
@@ -216,9 +109,9 @@ fn age_objects(project: &Path) {
 
 #[test]
 fn show_has_both_todos_the_background_command_and_the_prompt() {
-    let env = Env::new();
-    env.replay_crash();
-    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    let repo = shop();
+    replay_crash(&repo);
+    let v = repo.json(&["sessions", "show", "8f14", "--json"]);
     assert_eq!(v["session"], SESSION);
     assert_eq!(v["state"], "crashed");
     assert_eq!(v["prompts"][0]["text"], "Raise the retry count to 5 and regenerate docs/generated-index.md");
@@ -247,7 +140,7 @@ fn show_has_both_todos_the_background_command_and_the_prompt() {
     assert_eq!(v["branch"], "main");
     assert_eq!(v["model"], "claude-sonnet-4-5");
 
-    let text = env.text(&["sessions", "show", SESSION]);
+    let text = repo.ok(&["sessions", "show", SESSION]);
     for want in [
         "crashed",
         "[in_progress] Raise retries in config/settings.json",
@@ -259,7 +152,7 @@ fn show_has_both_todos_the_background_command_and_the_prompt() {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
 
-    let list = env.json(&["sessions", "list", "--json"]);
+    let list = repo.json(&["sessions", "list", "--json"]);
     let s = &list.as_array().unwrap()[0];
     assert_eq!((s["state"].as_str(), s["unresolved"].as_u64()), (Some("crashed"), Some(2)));
     assert_eq!(
@@ -268,15 +161,15 @@ fn show_has_both_todos_the_background_command_and_the_prompt() {
     );
     assert_eq!(s["branch"], "main");
     assert!(s["bytes"].as_u64().unwrap() > 0);
-    let text = env.text(&["sessions"]);
+    let text = repo.ok(&["sessions"]);
     assert!(text.contains("8f14e4") && text.contains("crashed") && text.contains("0/2"), "{text}");
 }
 
 #[test]
 fn unknown_session_is_a_clear_error() {
-    let env = Env::new();
-    env.replay_crash();
-    let out = walj(&env.project).args(["sessions", "show", "zzz"]).output().unwrap();
+    let repo = shop();
+    replay_crash(&repo);
+    let out = repo.walj(&["sessions", "show", "zzz"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no session matches \"zzz\"") && err.contains("walj sessions list"), "{err}");
@@ -284,9 +177,9 @@ fn unknown_session_is_a_clear_error() {
 
 #[test]
 fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_once() {
-    let env = Env::new();
-    env.replay_crash();
-    let v = env.json(&["sessions", "resume", "8f14e4", "--json"]);
+    let repo = shop();
+    replay_crash(&repo);
+    let v = repo.json(&["sessions", "resume", "8f14e4", "--json"]);
     let brief = v["brief"].as_str().unwrap();
     for want in [
         "[in_progress] Raise retries in config/settings.json",
@@ -309,8 +202,9 @@ fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_onc
     assert!(v["chars"].as_u64().unwrap() <= 9000);
 
     // The next session start gets it exactly once (and no second recovery note).
-    let start =
-        |sid: &str| env.hook(&payload(sid, "SessionStart", json!({"source": "startup", "model": "claude-sonnet-4-5"})));
+    let start = |sid: &str| {
+        hook(&repo, &payload(sid, "SessionStart", json!({"source": "startup", "model": "claude-sonnet-4-5"})))
+    };
     let first = start("aaaaaaaa-1111-2222-3333-444444444444");
     let out: Value = serde_json::from_str(first.trim()).unwrap();
     let ctx = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
@@ -321,8 +215,8 @@ fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_onc
     assert!(!second.contains("walj resume brief"), "delivered twice: {second}");
 
     // A second resume before delivery supersedes the first: still one brief.
-    env.text(&["sessions", "resume", "8f14"]);
-    env.text(&["sessions", "resume", "8f14"]);
+    repo.ok(&["sessions", "resume", "8f14"]);
+    repo.ok(&["sessions", "resume", "8f14"]);
     let third = start("cccccccc-1111-2222-3333-444444444444");
     assert_eq!(third.matches("walj resume brief").count(), 1, "{third}");
 }
@@ -330,14 +224,14 @@ fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_onc
 #[test]
 fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
     use walj::journal::{Blob, JournalWriter, Record, kind, op};
-    let env = Env::new();
+    let repo = shop();
     let sid = "deadbeef-0000-4000-8000-000000000200";
-    let w = JournalWriter::new(&env.project.join(".walj/journal.jsonl"));
-    fs::create_dir_all(env.project.join(".walj")).unwrap();
+    let w = JournalWriter::new(&repo.root.join(".walj/journal.jsonl"));
+    fs::create_dir_all(repo.root.join(".walj")).unwrap();
     let mut recs = Vec::new();
     let mut start = Record::new(op::SESSION, sid);
     start.kind = Some(kind::START.into());
-    recs.push(start.with("cwd", env.project.display().to_string()).with("source", "startup"));
+    recs.push(start.with("cwd", repo.root.display().to_string()).with("source", "startup"));
     for i in 0..30 {
         let mut p = Record::new(op::SESSION, sid);
         p.kind = Some(kind::PROMPT.into());
@@ -382,7 +276,7 @@ fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
     }
     w.append_all(&recs).unwrap();
 
-    let v = env.json(&["sessions", "resume", &sid[..8], "--json", "--print-only"]);
+    let v = repo.json(&["sessions", "resume", &sid[..8], "--json", "--print-only"]);
     let brief = v["brief"].as_str().unwrap();
     let chars = v["chars"].as_u64().unwrap();
     let tokens = v["tokens_estimate"].as_u64().unwrap();
@@ -411,80 +305,102 @@ fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
     assert!(brief.contains("30 prompts") && brief.contains("prompt 29:"), "newest prompt first");
     assert!(brief.contains("more unresolved changes"), "the rest is counted");
     // --print-only delivers nothing.
-    let out = env.hook(&payload("eeeeeeee-0000-0000-0000-000000000000", "SessionStart", json!({"source": "startup"})));
+    let out =
+        hook(&repo, &payload("eeeeeeee-0000-0000-0000-000000000000", "SessionStart", json!({"source": "startup"})));
     assert!(!out.contains("walj resume brief"), "{out}");
 }
 
 #[test]
 fn safe_copy_keeps_the_lines_a_truncated_transcript_lost() {
-    let env = Env::new();
-    env.replay_crash();
-    let original = fs::read(env.transcript()).unwrap();
+    let repo = shop();
+    replay_crash(&repo);
+    let original = fs::read(transcript(&repo)).unwrap();
     // The crash (or anything) cuts the transcript mid-line.
-    fs::write(env.transcript(), &original[..original.len() / 3]).unwrap();
-    let out_file = env.root.join("restored.jsonl");
-    let out = walj(&env.project).args(["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
+    fs::write(transcript(&repo), &original[..original.len() / 3]).unwrap();
+    let out_file = repo.tmp.join("restored.jsonl");
+    let out = repo.walj(&["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let restored = fs::read(&out_file).unwrap();
     assert_eq!(restored, original, "the copy holds every line of the transcript at the last Stop");
-    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    let v = repo.json(&["sessions", "show", "8f14", "--json"]);
     assert!(v["transcript"]["copied"].as_u64().unwrap() > v["transcript"]["original_bytes"].as_u64().unwrap());
 
     // The original vanishes: the copy still writes it back (to stdout too).
-    fs::remove_file(env.transcript()).unwrap();
-    let stdout = walj(&env.project).args(["sessions", "transcript", SESSION]).output().unwrap();
+    fs::remove_file(transcript(&repo)).unwrap();
+    let stdout = repo.walj(&["sessions", "transcript", SESSION]).output().unwrap();
     assert!(stdout.status.success());
     assert_eq!(stdout.stdout, original);
     // An existing file is not overwritten without --force; with it, the old bytes are kept.
-    let again = walj(&env.project).args(["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
+    let again = repo.walj(&["sessions", "transcript", "8f14", "-o"]).arg(&out_file).output().unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
 }
 
 #[test]
 fn vanished_transcript_without_copy_is_a_clear_error() {
-    let env = Env::new();
+    let repo = shop();
     for f in ["01-session-start.json", "02-user-prompt.json"] {
-        env.fixture_hook(f);
+        fixture_hook(&repo, f);
     }
-    let out = walj(&env.project).args(["sessions", "transcript", "8f14"]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", "8f14"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no safe copy") && err.contains("is gone"), "{err}");
 }
 
-fn fresh_checkout(env: &Env, name: &str) -> PathBuf {
+fn fresh_checkout(repo: &Repo, name: &str) -> PathBuf {
     // A second checkout of the same files (as a teammate would have), without .walj.
-    let p = env.root.join(name);
-    copy_dir(&env.project, &p);
+    let p = repo.tmp.join(name);
+    copy_tree(&repo.root, &p);
     assert!(!p.join(".walj").exists());
     p
 }
 
-#[test]
-fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
-    let env = Env::new();
-    env.replay_crash();
-    let recover = env.text(&["recover", "--json"]);
-    let plain = env.root.join("s.walj");
-    let enc = env.root.join("s.walj.age");
-    env.text(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
-    let out = walj(&env.project)
-        .env("WALJ_PASSPHRASE", "correct horse")
+/// Exports the crashed session beside the project: plain to `<tmp>/<plain>`, and encrypted
+/// with `passphrase` to `<tmp>/<enc>`; both must succeed.
+fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &str) -> (PathBuf, PathBuf) {
+    let plain = repo.tmp.join(plain);
+    let enc = repo.tmp.join(enc);
+    repo.ok(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
+    let out = walj_at(&repo.root)
+        .env("WALJ_PASSPHRASE", passphrase)
         .args(["sessions", "export", "8f14", "--encrypt", "-o"])
         .arg(&enc)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (plain, enc)
+}
+
+/// `walj sessions import FILE` into the project `dest`, with a passphrase (`WALJ_PASSPHRASE`)
+/// or an identity file when given.
+fn import(dest: &Path, file: &Path, pass: Option<&str>, identity: Option<&Path>) -> std::process::Output {
+    let mut c = walj_at(dest);
+    c.args(["sessions", "import"]).arg(file);
+    if let Some(p) = pass {
+        c.env("WALJ_PASSPHRASE", p);
+    }
+    if let Some(i) = identity {
+        c.arg("--identity").arg(i);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
+    let repo = shop();
+    replay_crash(&repo);
+    let recover = repo.ok(&["recover", "--json"]);
+    let (plain, enc) = export_plain_and_encrypted(&repo, "s.walj", "s.walj.age", "correct horse");
     assert!(fs::read(&enc).unwrap().starts_with(b"age-encryption.org/v1"));
     let identity = age::x25519::Identity::generate();
-    let id_file = env.root.join("key.txt");
+    let id_file = repo.tmp.join("key.txt");
     {
         use age::secrecy::ExposeSecret;
         fs::write(&id_file, format!("{}\n", identity.to_string().expose_secret())).unwrap();
     }
-    let to_key = env.root.join("s.walj.key.age");
-    env.text(&[
+    let to_key = repo.tmp.join("s.walj.key.age");
+    repo.ok(&[
         "sessions",
         "export",
         "8f14",
@@ -497,44 +413,29 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
     for (name, file, pass, ident) in [
         ("plain", &plain, None, None),
         ("passphrase", &enc, Some("correct horse"), None),
-        ("recipient", &to_key, None, Some(&id_file)),
+        ("recipient", &to_key, None, Some(id_file.as_path())),
     ] {
-        let dest = fresh_checkout(&env, &format!("checkout-{name}"));
-        let mut c = walj(&dest);
-        c.args(["sessions", "import"]).arg(file);
-        if let Some(p) = pass {
-            c.env("WALJ_PASSPHRASE", p);
-        }
-        if let Some(i) = ident {
-            c.arg("--identity").arg(i);
-        }
-        let out = c.output().unwrap();
+        let dest = fresh_checkout(&repo, &format!("checkout-{name}"));
+        let out = import(&dest, file, pass, ident);
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        let got = walj(&dest).args(["recover", "--json"]).output().unwrap();
+        let got = walj_at(&dest).args(["recover", "--json"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&got.stdout), recover, "{name}: recover --json differs");
         let list: Value =
-            serde_json::from_slice(&walj(&dest).args(["sessions", "list", "--json"]).output().unwrap().stdout).unwrap();
+            serde_json::from_slice(&walj_at(&dest).args(["sessions", "list", "--json"]).output().unwrap().stdout)
+                .unwrap();
         assert_eq!(list[0]["session"], SESSION);
         assert_eq!(list[0]["imported"], true);
         // The transcript copy came along.
-        let t = walj(&dest).args(["sessions", "transcript", "8f14"]).output().unwrap();
-        assert_eq!(t.stdout, fs::read(env.transcript()).unwrap(), "{name}");
+        let t = walj_at(&dest).args(["sessions", "transcript", "8f14"]).output().unwrap();
+        assert_eq!(t.stdout, fs::read(transcript(&repo)).unwrap(), "{name}");
         // Background commands restart in this checkout, not in the one they were recorded in.
-        let r = walj(&dest).args(["procs", "restart", "01BashDev"]).write_stdin("n\n").output().unwrap();
+        let r = walj_at(&dest).args(["procs", "restart", "01BashDev"]).write_stdin("n\n").output().unwrap();
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(err.contains(&format!("folder   {}", dest.display())), "{name}: {err}");
         assert!(err.contains("Nothing started"), "{err}");
         // Importing twice adds nothing.
         let journal = fs::read(dest.join(".walj/journal.jsonl")).unwrap();
-        let mut c = walj(&dest);
-        c.args(["sessions", "import"]).arg(file);
-        if let Some(p) = pass {
-            c.env("WALJ_PASSPHRASE", p);
-        }
-        if let Some(i) = ident {
-            c.arg("--identity").arg(i);
-        }
-        let again = c.output().unwrap();
+        let again = import(&dest, file, pass, ident);
         assert!(again.status.success());
         assert!(String::from_utf8_lossy(&again.stdout).contains("nothing new"));
         assert_eq!(
@@ -546,15 +447,10 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
 }
 
 /// Runs an import that must fail; checks the message and that nothing was written.
-fn refused(env: &Env, file: &Path, pass: Option<&str>, want: &[&str]) {
-    let dest = env.root.join(format!("refused-{}", file.file_name().unwrap().to_string_lossy()));
+fn refused(repo: &Repo, file: &Path, pass: Option<&str>, want: &[&str]) {
+    let dest = repo.tmp.join(format!("refused-{}", file.file_name().unwrap().to_string_lossy()));
     fs::create_dir_all(&dest).unwrap();
-    let mut c = walj(&dest);
-    c.args(["sessions", "import"]).arg(file);
-    if let Some(p) = pass {
-        c.env("WALJ_PASSPHRASE", p);
-    }
-    let out = c.output().unwrap();
+    let out = import(&dest, file, pass, None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {err}", file.display());
     for w in want {
@@ -568,50 +464,41 @@ fn refused(env: &Env, file: &Path, pass: Option<&str>, want: &[&str]) {
 
 #[test]
 fn bad_bundles_are_refused_with_nothing_written() {
-    let env = Env::new();
-    env.replay_crash();
-    let plain = env.root.join("good.walj");
-    let enc = env.root.join("good.age");
-    env.text(&["sessions", "export", "8f14", "-o", plain.to_str().unwrap()]);
-    let out = walj(&env.project)
-        .env("WALJ_PASSPHRASE", "right")
-        .args(["sessions", "export", "8f14", "--encrypt", "-o"])
-        .arg(&enc)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let repo = shop();
+    replay_crash(&repo);
+    let (plain, enc) = export_plain_and_encrypted(&repo, "good.walj", "good.age", "right");
     let plain_bytes = fs::read(&plain).unwrap();
     let enc_bytes = fs::read(&enc).unwrap();
 
-    refused(&env, &enc, Some("wrong"), &["wrong passphrase"]);
-    let no_pass = env.root.join("nopass.age");
+    refused(&repo, &enc, Some("wrong"), &["wrong passphrase"]);
+    let no_pass = repo.tmp.join("nopass.age");
     fs::write(&no_pass, &enc_bytes).unwrap();
-    refused(&env, &no_pass, None, &["WALJ_PASSPHRASE"]);
+    refused(&repo, &no_pass, None, &["WALJ_PASSPHRASE"]);
 
     let write = |name: &str, bytes: &[u8]| {
-        let p = env.root.join(name);
+        let p = repo.tmp.join(name);
         fs::write(&p, bytes).unwrap();
         p
     };
     let mut flipped = plain_bytes.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0x01;
-    refused(&env, &write("flipped.walj", &flipped), None, &["damaged or changed"]);
+    refused(&repo, &write("flipped.walj", &flipped), None, &["damaged or changed"]);
     let mut flipped = enc_bytes.clone();
     let at = flipped.len() - 40;
     flipped[at] ^= 0x01;
-    refused(&env, &write("flipped.age", &flipped), Some("right"), &["damaged or changed"]);
+    refused(&repo, &write("flipped.age", &flipped), Some("right"), &["damaged or changed"]);
 
-    refused(&env, &write("cut.walj", &plain_bytes[..plain_bytes.len() * 2 / 3]), None, &["truncated"]);
+    refused(&repo, &write("cut.walj", &plain_bytes[..plain_bytes.len() * 2 / 3]), None, &["truncated"]);
     // age cannot tell a cut from a change (the last chunk no longer authenticates).
-    refused(&env, &write("cut.age", &enc_bytes[..enc_bytes.len() * 2 / 3]), Some("right"), &["cut short or changed"]);
-    refused(&env, &write("junk.walj", b"hello, not a bundle"), None, &["not a walj session bundle"]);
+    refused(&repo, &write("cut.age", &enc_bytes[..enc_bytes.len() * 2 / 3]), Some("right"), &["cut short or changed"]);
+    refused(&repo, &write("junk.walj", b"hello, not a bundle"), None, &["not a walj session bundle"]);
 
     // A bundle from a newer walj.
     let payload = zstd::stream::decode_all(&plain_bytes[..]).unwrap();
     let text = String::from_utf8(payload).unwrap().replacen("{\"walj_bundle\":1,", "{\"walj_bundle\":2,", 1);
     let newer = zstd::stream::encode_all(text.as_bytes(), 3).unwrap();
-    refused(&env, &write("newer.walj", &newer), None, &["newer walj", "version 2"]);
+    refused(&repo, &write("newer.walj", &newer), None, &["newer walj", "version 2"]);
 
     // A record whose path leaves the project (valid checksums: built with walj's own writer).
     use walj::journal::record::{Record, parse_record};
@@ -629,63 +516,69 @@ fn bad_bundles_are_refused_with_nothing_written() {
             records.extend_from_slice(&r.to_line());
         }
         c.records = records;
-        let p = env.root.join(name);
+        let p = repo.tmp.join(name);
         bundle::write(&p, &c, &Protection::None).unwrap();
-        refused(&env, &p, None, &["refused", bad_path]);
+        refused(&repo, &p, None, &["refused", bad_path]);
     }
 }
 
 #[test]
 fn delete_and_compact_keep_every_unresolved_entry_and_recover_output() {
-    let env = Env::new();
-    env.replay_crash();
+    let repo = shop();
+    replay_crash(&repo);
     // A second, clean session B: an edit verified at Stop, then SessionEnd.
     let b = "b0b0b0b0-0000-4000-8000-00000000000b";
-    env.hook(&payload(b, "SessionStart", json!({"source": "startup"})));
-    env.hook(&payload(b, "UserPromptSubmit", json!({"prompt": "add a README"})));
-    let readme = env.project.join("README.md");
+    hook(&repo, &payload(b, "SessionStart", json!({"source": "startup"})));
+    hook(&repo, &payload(b, "UserPromptSubmit", json!({"prompt": "add a README"})));
+    let readme = repo.root.join("README.md");
     let file = readme.display().to_string();
     let input = json!({"file_path": file, "content": "# shop\n"});
-    env.hook(&payload(b, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input})));
+    hook(
+        &repo,
+        &payload(b, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input})),
+    );
     fs::write(&readme, "# shop\n").unwrap();
-    env.hook(&payload(
-        b,
-        "PostToolUse",
-        json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input, "tool_response": {"type": "create", "filePath": file}}),
-    ));
-    env.hook(&stop_payload(b, "Added the README."));
-    env.hook(&payload(b, "SessionEnd", json!({"reason": "prompt_input_exit"})));
-    let list = env.json(&["sessions", "list", "--json"]);
+    hook(
+        &repo,
+        &payload(
+            b,
+            "PostToolUse",
+            json!({"tool_name": "Write", "tool_use_id": "toolu_B1", "tool_input": input, "tool_response": {"type": "create", "filePath": file}}),
+        ),
+    );
+    hook(&repo, &stop_payload(b, "Added the README."));
+    hook(&repo, &payload(b, "SessionEnd", json!({"reason": "prompt_input_exit"})));
+    let list = repo.json(&["sessions", "list", "--json"]);
     assert_eq!(list.as_array().unwrap().len(), 2);
-    let recover = env.text(&["recover", "--json"]);
+    let recover = repo.ok(&["recover", "--json"]);
     let parsed: Value = serde_json::from_str(&recover).unwrap();
     assert_eq!(parsed["unresolved"], 2);
-    let b_after = blob_of(&env.project, "toolu_B1");
-    age_objects(&env.project);
+    let b_after = blob_of(&repo.root, "toolu_B1");
+    age_objects(&repo.root);
 
     // A session with unresolved entries is not deleted without --force.
-    let out = walj(&env.project).args(["sessions", "delete", "8f14", "--yes"]).output().unwrap();
+    let out = repo.walj(&["sessions", "delete", "8f14", "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unresolved"));
     // Asked, and answered no: nothing changes.
-    let journal = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
-    let out = walj(&env.project).args(["sessions", "delete", "b0b0"]).write_stdin("n\n").output().unwrap();
+    let journal = fs::read(repo.root.join(".walj/journal.jsonl")).unwrap();
+    let out = repo.walj(&["sessions", "delete", "b0b0"]).write_stdin("n\n").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nothing deleted"));
-    assert_eq!(fs::read(env.project.join(".walj/journal.jsonl")).unwrap(), journal);
+    assert_eq!(fs::read(repo.root.join(".walj/journal.jsonl")).unwrap(), journal);
     // Answered yes.
-    let out = walj(&env.project).args(["sessions", "delete", "b0b0"]).write_stdin("y\n").output().unwrap();
+    let out = repo.walj(&["sessions", "delete", "b0b0"]).write_stdin("y\n").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(env.text(&["recover", "--json"]), recover, "delete changed recover");
-    let list = env.json(&["sessions", "list", "--json"]);
+    assert_eq!(repo.ok(&["recover", "--json"]), recover, "delete changed recover");
+    let list = repo.json(&["sessions", "list", "--json"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
-    let objects = store_objects(&env.project);
+    let objects = store_objects(&repo.root);
     assert!(!objects.contains(&b_after), "B's post-image should be gone");
     for id in unresolved_blobs(&parsed) {
         assert!(objects.contains(&id), "object {id} of an unresolved entry was removed");
     }
     // Only B's announcement of A's crash is left (without it A would be announced again).
-    let j = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    let j = fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap();
     let left: Vec<&str> = j.lines().filter(|l| l.contains(b)).collect();
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].contains("\"kind\":\"announced\"") && left[0].contains(SESSION));
@@ -693,35 +586,36 @@ fn delete_and_compact_keep_every_unresolved_entry_and_recover_output() {
     // Another session C starts (A's crash was announced once, at B's start: not again), then
     // ends; then a garbage line.
     let c = "c0c0c0c0-0000-4000-8000-00000000000c";
-    let note = env.hook(&payload(c, "SessionStart", json!({"source": "startup"})));
+    let note = hook(&repo, &payload(c, "SessionStart", json!({"source": "startup"})));
     assert!(!note.contains("walj recovery note"), "{note}");
-    env.hook(&payload(c, "SessionEnd", json!({"reason": "other"})));
-    let mut f = fs::OpenOptions::new().append(true).open(env.project.join(".walj/journal.jsonl")).unwrap();
+    hook(&repo, &payload(c, "SessionEnd", json!({"reason": "other"})));
+    let mut f = fs::OpenOptions::new().append(true).open(repo.root.join(".walj/journal.jsonl")).unwrap();
     f.write_all(b"{\"v\":2,\"this is\": not json\n").unwrap();
     drop(f);
-    fs::write(env.project.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
-    let before_bytes = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
-    let rep = env.json(&["compact", "--json"]);
+    fs::write(repo.root.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
+    let before_bytes = fs::read(repo.root.join(".walj/journal.jsonl")).unwrap();
+    let rep = repo.json(&["compact", "--json"]);
     assert_eq!(rep["retention_days"], 0);
     assert_eq!(rep["unreadable"], 1);
     let broken = PathBuf::from(rep["broken_copy"].as_str().unwrap());
     assert_eq!(fs::read(&broken).unwrap(), before_bytes, ".broken keeps the original journal");
     assert!(rep["records_after"].as_u64().unwrap() < rep["records_before"].as_u64().unwrap(), "{rep}");
-    assert_eq!(env.text(&["recover", "--json"]), recover, "compact changed recover");
-    let after = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    assert_eq!(repo.ok(&["recover", "--json"]), recover, "compact changed recover");
+    let after = fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap();
     assert!(!after.contains("not json"));
     // Compacting again changes nothing.
-    let j1 = fs::read(env.project.join(".walj/journal.jsonl")).unwrap();
-    let rep = env.json(&["compact", "--json"]);
+    let j1 = fs::read(repo.root.join(".walj/journal.jsonl")).unwrap();
+    let rep = repo.json(&["compact", "--json"]);
     assert_eq!(rep["records_before"], rep["records_after"]);
-    assert_eq!(fs::read(env.project.join(".walj/journal.jsonl")).unwrap(), j1);
+    assert_eq!(fs::read(repo.root.join(".walj/journal.jsonl")).unwrap(), j1);
     // C is gone; B's announcement of the crash stays: no second recovery note.
-    let list = env.json(&["sessions", "list", "--json"]);
+    let list = repo.json(&["sessions", "list", "--json"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
-    let note = env.hook(&payload("d0d0d0d0-0000-4000-8000-00000000000d", "SessionStart", json!({"source": "startup"})));
+    let note =
+        hook(&repo, &payload("d0d0d0d0-0000-4000-8000-00000000000d", "SessionStart", json!({"source": "startup"})));
     assert!(!note.contains("walj recovery note"), "announced twice after compaction: {note}");
     // The crashed session keeps its whole context.
-    let v = env.json(&["sessions", "show", "8f14", "--json"]);
+    let v = repo.json(&["sessions", "show", "8f14", "--json"]);
     assert_eq!(v["todos"]["items"].as_array().unwrap().len(), 2);
     assert_eq!(v["prompts"].as_array().unwrap().len(), 1);
     assert_eq!(v["commands"].as_array().unwrap().len(), 1);
@@ -755,82 +649,81 @@ fn unresolved_blobs(recover: &Value) -> Vec<String> {
 
 #[test]
 fn compact_waits_for_concurrent_hooks_and_loses_no_record() {
-    let env = Env::new();
-    env.replay_crash();
-    fs::write(env.project.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
+    let repo = shop();
+    replay_crash(&repo);
+    fs::write(repo.root.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
     // A session kept by every compaction (an edit in flight), whose prompts arrive while the
     // journal is rewritten; throw-away sessions give each compaction something to drop.
     let sid = "f0f0f0f0-0000-4000-8000-00000000000f";
-    env.hook(&payload(sid, "SessionStart", json!({"source": "startup"})));
-    let file = env.project.join("notes.txt").display().to_string();
-    env.hook(&payload(
-        sid,
-        "PreToolUse",
-        json!({"tool_name": "Write", "tool_use_id": "toolu_F1", "tool_input": {"file_path": file, "content": "x"}}),
-    ));
-    let project = env.project.clone();
-    let home = env.home.display().to_string();
-    let writers: Vec<_> = (0..3)
-        .map(|t| {
-            let project = project.clone();
-            let home = home.clone();
-            std::thread::spawn(move || {
-                let run = |p: String| {
-                    hook_in(
-                        &project,
-                        &p.replace("${PROJECT}", &project.display().to_string()).replace("${HOME}", &home),
-                    )
-                };
-                for i in 0..12 {
-                    run(payload(sid, "UserPromptSubmit", json!({"prompt": format!("prompt {t}-{i}")})));
-                    let other = format!("e{t}{i:02}0000-0000-4000-8000-000000000000");
-                    run(payload(&other, "SessionStart", json!({"source": "startup"})));
-                    run(payload(&other, "SessionEnd", json!({"reason": "other"})));
-                }
+    hook(&repo, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    let file = repo.root.join("notes.txt").display().to_string();
+    hook(
+        &repo,
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Write", "tool_use_id": "toolu_F1", "tool_input": {"file_path": file, "content": "x"}}),
+        ),
+    );
+    let repo = &repo;
+    let rewrites = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..3)
+            .map(|t| {
+                scope.spawn(move || {
+                    for i in 0..12 {
+                        hook(repo, &payload(sid, "UserPromptSubmit", json!({"prompt": format!("prompt {t}-{i}")})));
+                        let other = format!("e{t}{i:02}0000-0000-4000-8000-000000000000");
+                        hook(repo, &payload(&other, "SessionStart", json!({"source": "startup"})));
+                        hook(repo, &payload(&other, "SessionEnd", json!({"reason": "other"})));
+                    }
+                })
             })
-        })
-        .collect();
-    // Compact over and over while the hooks run.
-    let mut rewrites = 0;
-    let mut runs = 0;
-    while runs < 4 || writers.iter().any(|w| !w.is_finished()) {
-        let out = walj(&env.project).args(["compact", "--json"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
-        if rep["records_after"] != rep["records_before"] {
-            rewrites += 1;
+            .collect();
+        // Compact over and over while the hooks run.
+        let mut rewrites = 0;
+        let mut runs = 0;
+        while runs < 4 || writers.iter().any(|w| !w.is_finished()) {
+            let out = repo.walj(&["compact", "--json"]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if rep["records_after"] != rep["records_before"] {
+                rewrites += 1;
+            }
+            runs += 1;
         }
-        runs += 1;
-    }
-    for w in writers {
-        w.join().unwrap();
-    }
+        for w in writers {
+            w.join().unwrap();
+        }
+        rewrites
+    });
     assert!(rewrites > 0, "no compaction rewrote the journal");
-    let v = env.json(&["sessions", "show", "f0f0", "--json"]);
+    let v = repo.json(&["sessions", "show", "f0f0", "--json"]);
     assert_eq!(v["prompts"].as_array().unwrap().len(), 36, "a prompt was lost");
-    assert_eq!(env.json(&["recover", "--json"])["unresolved"], 3);
+    assert_eq!(repo.json(&["recover", "--json"])["unresolved"], 3);
 }
 
 #[test]
 fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
-    let env = Env::new();
+    let repo = shop();
     let sid = "a1a1a1a1-0000-4000-8000-0000000000a1";
-    env.hook(&payload(sid, "SessionStart", json!({"source": "startup"})));
+    hook(&repo, &payload(sid, "SessionStart", json!({"source": "startup"})));
     let cmd = "sleep 313";
     let input = json!({"command": cmd, "description": "wait", "run_in_background": true});
-    env.hook(&payload(
-        sid,
-        "PreToolUse",
-        json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input}),
-    ));
-    env.hook(&payload(
-        sid,
-        "PostToolUse",
-        json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input,
+    hook(
+        &repo,
+        &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input})),
+    );
+    hook(
+        &repo,
+        &payload(
+            sid,
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "toolu_BG1", "tool_input": input,
                "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bash_7"}}),
-    ));
-    let state_of = |env: &Env| -> (String, Vec<u64>) {
-        let v = env.json(&["procs", "--json"]);
+        ),
+    );
+    let state_of = |repo: &Repo| -> (String, Vec<u64>) {
+        let v = repo.json(&["procs", "--json"]);
         let p = v.as_array().unwrap().iter().find(|p| p["id"] == "toolu_BG1").unwrap().clone();
         assert_eq!(p["task_id"], "bash_7");
         assert_eq!(p["command"], cmd);
@@ -839,45 +732,45 @@ fn procs_lists_running_and_gone_commands_and_restart_asks_first() {
             p["pids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect(),
         )
     };
-    assert_eq!(state_of(&env).0, "not_running");
+    assert_eq!(state_of(&repo).0, "not_running");
     // The same command running in the project folder counts; elsewhere it does not.
-    let mut elsewhere = StdCommand::new("sleep").arg("313").current_dir(&env.root).spawn().unwrap();
+    let mut elsewhere = StdCommand::new("sleep").arg("313").current_dir(&repo.tmp).spawn().unwrap();
     wait_exec(elsewhere.id(), "sleep\x00313\x00");
-    assert_eq!(state_of(&env).0, "not_running");
-    let mut child = StdCommand::new("sleep").arg("313").current_dir(&env.project).spawn().unwrap();
+    assert_eq!(state_of(&repo).0, "not_running");
+    let mut child = StdCommand::new("sleep").arg("313").current_dir(&repo.root).spawn().unwrap();
     wait_exec(child.id(), "sleep\x00313\x00");
-    let (state, pids) = state_of(&env);
+    let (state, pids) = state_of(&repo);
     assert_eq!(state, "running");
     assert!(pids.contains(&u64::from(child.id())), "{pids:?}");
     child.kill().unwrap();
     child.wait().unwrap();
     elsewhere.kill().unwrap();
     elsewhere.wait().unwrap();
-    assert_eq!(state_of(&env).0, "not_running");
+    assert_eq!(state_of(&repo).0, "not_running");
 
     // Restart: shown and asked; "no" starts nothing.
-    let out = walj(&env.project).args(["procs", "restart", "BG1"]).write_stdin("n\n").output().unwrap();
+    let out = repo.walj(&["procs", "restart", "BG1"]).write_stdin("n\n").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(cmd) && err.contains(&env.project.display().to_string()) && err.contains("Nothing started"),
+        err.contains(cmd) && err.contains(&repo.root.display().to_string()) && err.contains("Nothing started"),
         "{err}"
     );
-    assert_eq!(state_of(&env).0, "not_running");
+    assert_eq!(state_of(&repo).0, "not_running");
     // --yes starts it, detached, output in .walj/procs/<id>.log.
-    let out = walj(&env.project).args(["procs", "restart", "bash_7", "--yes"]).output().unwrap();
+    let out = repo.walj(&["procs", "restart", "bash_7", "--yes"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let pid: i32 = stdout.split_whitespace().nth(2).unwrap().trim_end_matches(':').parse().unwrap();
-    let log = env.project.join(".walj/procs/toolu_BG1.log");
+    let log = repo.root.join(".walj/procs/toolu_BG1.log");
     assert!(fs::read_to_string(&log).unwrap().contains("walj procs restart"));
-    let (state, pids) = state_of(&env);
+    let (state, pids) = state_of(&repo);
     // Kill what we started before asserting, so a failure leaves no process behind.
     let _ = StdCommand::new("kill").arg(pid.to_string()).status();
     assert_eq!(state, "running");
     assert!(pids.contains(&(pid as u64)), "{pids:?} vs {pid}");
     // An unknown id says how to find one.
-    let out = walj(&env.project).args(["procs", "restart", "nope", "--yes"]).output().unwrap();
+    let out = repo.walj(&["procs", "restart", "nope", "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("walj procs"));
 }
@@ -895,24 +788,24 @@ fn wait_exec(pid: u32, cmdline: &str) {
 
 #[test]
 fn hook_logs_a_failed_copy_and_still_exits_zero() {
-    let env = Env::new();
-    fs::write(env.transcript(), b"{\"type\":\"user\"}\n").unwrap();
-    env.fixture_hook("01-session-start.json");
+    let repo = shop();
+    fs::write(transcript(&repo), b"{\"type\":\"user\"}\n").unwrap();
+    fixture_hook(&repo, "01-session-start.json");
     // `.walj/transcripts` is a file: the copy cannot be made.
-    fs::write(env.project.join(".walj/transcripts"), b"in the way").unwrap();
-    env.hook(&stop_payload(SESSION, "done"));
-    let errors = fs::read_to_string(env.project.join(".walj/errors.log")).unwrap();
+    fs::write(repo.root.join(".walj/transcripts"), b"in the way").unwrap();
+    hook(&repo, &stop_payload(SESSION, "done"));
+    let errors = fs::read_to_string(repo.root.join(".walj/errors.log")).unwrap();
     assert!(errors.contains("transcript copy of session"), "{errors}");
     // The Stop itself was recorded.
-    let j = fs::read_to_string(env.project.join(".walj/journal.jsonl")).unwrap();
+    let j = fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap();
     assert!(j.contains("\"kind\":\"stop\""));
 }
 
 /// The hook's copy at Stop on a 50 MB transcript: the second Stop appends only what is new.
 #[test]
 fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
-    let env = Env::new();
-    env.fixture_hook("01-session-start.json");
+    let repo = shop();
+    fixture_hook(&repo, "01-session-start.json");
     // 50 MB of transcript-like lines.
     let mut big = Vec::with_capacity(50 << 20);
     let mut i = 0u64;
@@ -925,12 +818,12 @@ fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
         .unwrap();
         i += 1;
     }
-    fs::write(env.transcript(), &big).unwrap();
-    let copy = env.project.join(format!(".walj/transcripts/{SESSION}.jsonl.zst"));
-    let sidecar = env.project.join(format!(".walj/transcripts/{SESSION}.offset"));
+    fs::write(transcript(&repo), &big).unwrap();
+    let copy = repo.root.join(format!(".walj/transcripts/{SESSION}.jsonl.zst"));
+    let sidecar = repo.root.join(format!(".walj/transcripts/{SESSION}.offset"));
 
     let t0 = std::time::Instant::now();
-    env.hook(&stop_payload(SESSION, "first"));
+    hook(&repo, &stop_payload(SESSION, "first"));
     let first = t0.elapsed();
     let z1 = fs::read(&copy).unwrap();
 
@@ -947,9 +840,9 @@ fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
         }
         writeln!(new, r#"{{"type":"user","noise":"{hex}"}}"#).unwrap();
     }
-    fs::OpenOptions::new().append(true).open(env.transcript()).unwrap().write_all(&new).unwrap();
+    fs::OpenOptions::new().append(true).open(transcript(&repo)).unwrap().write_all(&new).unwrap();
     let t1 = std::time::Instant::now();
-    env.hook(&stop_payload(SESSION, "second"));
+    hook(&repo, &stop_payload(SESSION, "second"));
     let second = t1.elapsed();
     let z2 = fs::read(&copy).unwrap();
     let written = (z2.len() - z1.len()) as u64;
@@ -969,10 +862,10 @@ fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
 
     // The library path measures what the copy reads from the original: only the new bytes
     // plus two 4 KB fingerprints.
-    let project = walj::project::Project::at(env.project.clone(), None);
+    let project = walj::project::Project::at(repo.root.clone(), None);
     let more = b"{\"type\":\"user\",\"tail\":true}\n";
-    fs::OpenOptions::new().append(true).open(env.transcript()).unwrap().write_all(more).unwrap();
-    let stats = walj::session::transcript::copy(&project, SESSION, &env.transcript()).unwrap();
+    fs::OpenOptions::new().append(true).open(transcript(&repo)).unwrap().write_all(more).unwrap();
+    let stats = walj::session::transcript::copy(&project, SESSION, &transcript(&repo)).unwrap();
     assert_eq!(stats.outcome, "appended");
     assert_eq!(stats.appended, more.len() as u64);
     assert!(stats.read <= more.len() as u64 + 4 * 4096, "read {} bytes for {} new", stats.read, more.len());

@@ -18,10 +18,6 @@ use walj::store::{Store, blob_id};
 const SESSION: &str = "5e55a0b1-0000-4000-8000-000000000001";
 const NUMBERS: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
 
-fn hash(repo: &Repo, rel: &str) -> String {
-    blob_id(&fs::read(repo.path(rel)).expect("read"))
-}
-
 fn mode(repo: &Repo, rel: &str) -> u32 {
     fs::metadata(repo.path(rel)).expect("stat").permissions().mode() & 0o7777
 }
@@ -63,10 +59,6 @@ fn pre_id(repo: &Repo, id: &str) -> String {
     r["before"].as_str().expect("before id").to_string()
 }
 
-fn store_object(repo: &Repo, id: &str) -> std::path::PathBuf {
-    repo.root.join(".walj/store").join(&id[..2]).join(&id[2..])
-}
-
 /// Runs `walj ARGS` expecting failure, and checks nothing changed: journal bytes and the
 /// hashes of `files`. Returns stderr.
 fn refused(repo: &Repo, args: &[&str], files: &[&str]) -> String {
@@ -97,7 +89,7 @@ fn revert_latest_change_writes_the_pre_image_and_records_both_blobs() {
     let c = Claude::new(&repo, SESSION);
     c.start();
     c.edit("toolu_A", "f.txt", "two", "TWO");
-    let post = hash(&repo, "f.txt");
+    let post = repo.blob_id("f.txt");
     let out = repo.ok(&["revert", "toolu_A"]);
     assert!(out.contains("wrote the pre-image back to f.txt"), "{out}");
     assert_eq!(repo.read("f.txt"), NUMBERS);
@@ -111,7 +103,7 @@ fn revert_latest_change_writes_the_pre_image_and_records_both_blobs() {
     assert_eq!(r["before"], post.as_str(), "before = the bytes the revert overwrote");
     assert_eq!(r["after"], blob_id(NUMBERS.as_bytes()).as_str());
     assert!(r["action"].as_str().is_some_and(|a| !a.is_empty()));
-    assert!(store_object(&repo, &post).is_file(), "overwritten bytes are in the store");
+    assert!(repo.store_object(&post).is_file(), "overwritten bytes are in the store");
     assert_eq!(status_of(&repo, "toolu_A"), "reverted");
 }
 
@@ -143,14 +135,14 @@ fn revert_conflicting_with_a_later_edit_is_refused_naming_the_lines_unless_force
     assert!(err.contains("where the pre-image has:\n    | two"), "{err}");
     assert!(err.contains("--force"), "{err}");
 
-    let later = hash(&repo, "f.txt");
+    let later = repo.blob_id("f.txt");
     let out = repo.ok(&["revert", "toolu_A", "--force"]);
     assert!(out.contains("wrote the pre-image to f.txt over conflicting later changes (--force)"), "{out}");
     assert_eq!(repo.read("f.txt"), NUMBERS, "--force writes the pre-image");
     let recs = repo.records();
     let r = ops(&recs, "resolved")[0];
     assert_eq!(r["before"], later.as_str());
-    assert!(store_object(&repo, &later).is_file(), "the later edit's bytes were stored first");
+    assert!(repo.store_object(&later).is_file(), "the later edit's bytes were stored first");
 }
 
 #[test]
@@ -226,14 +218,14 @@ fn dry_runs_change_nothing() {
     c.edit("toolu_A", "f.txt", "two", "TWO");
     c.write("toolu_C", "g.txt", "new\n");
     let journal = repo.journal_bytes();
-    let (f, g) = (hash(&repo, "f.txt"), hash(&repo, "g.txt"));
+    let (f, g) = (repo.blob_id("f.txt"), repo.blob_id("g.txt"));
     let objects = fs::read_dir(repo.root.join(".walj/store")).expect("store").count();
     let out = repo.ok(&["revert", "toolu_A", "toolu_C", "--dry-run"]);
     assert!(out.contains("Dry run, nothing changed"), "{out}");
     assert!(out.contains("would delete g.txt"), "{out}");
     assert!(out.contains("would write the pre-image back to f.txt"), "{out}");
     assert_eq!(repo.journal_bytes(), journal);
-    assert_eq!((hash(&repo, "f.txt"), hash(&repo, "g.txt")), (f, g));
+    assert_eq!((repo.blob_id("f.txt"), repo.blob_id("g.txt")), (f, g));
     assert_eq!(fs::read_dir(repo.root.join(".walj/store")).expect("store").count(), objects);
 }
 
@@ -275,13 +267,13 @@ fn undo_of_a_revert_restores_bytes_exactly_and_keeps_permissions() {
     fs::set_permissions(repo.path("run.sh"), fs::Permissions::from_mode(0o754)).unwrap();
     let c = Claude::new(&repo, SESSION);
     c.edit("toolu_A", "run.sh", "echo one", "echo two");
-    let post = hash(&repo, "run.sh");
+    let post = repo.blob_id("run.sh");
     repo.ok(&["revert", "toolu_A"]);
     assert_eq!(repo.read("run.sh"), "#!/bin/sh\necho one\n");
     assert_eq!(mode(&repo, "run.sh"), 0o754, "revert keeps permissions");
     let out = repo.ok(&["undo"]);
     assert!(out.contains("restored run.sh"), "{out}");
-    assert_eq!(hash(&repo, "run.sh"), post, "undo restores the exact bytes");
+    assert_eq!(repo.blob_id("run.sh"), post, "undo restores the exact bytes");
     assert_eq!(mode(&repo, "run.sh"), 0o754, "undo keeps permissions");
     assert_eq!(status_of(&repo, "toolu_A"), "applied");
     let recs = repo.records();
@@ -296,18 +288,18 @@ fn undo_of_a_revert_refuses_a_file_changed_since_unless_forced() {
     let repo = Repo::new(&[("f.txt", NUMBERS)]);
     let c = Claude::new(&repo, SESSION);
     c.edit("toolu_A", "f.txt", "two", "TWO");
-    let post = hash(&repo, "f.txt");
+    let post = repo.blob_id("f.txt");
     repo.ok(&["revert", "toolu_A"]);
     repo.write("f.txt", "edited by hand after the revert\n");
     let err = refused(&repo, &["undo"], &["f.txt"]);
     assert!(err.contains("changed since the revert"), "{err}");
     assert!(err.contains("--force"), "{err}");
-    let hand = hash(&repo, "f.txt");
+    let hand = repo.blob_id("f.txt");
     repo.ok(&["undo", "--force"]);
-    assert_eq!(hash(&repo, "f.txt"), post);
+    assert_eq!(repo.blob_id("f.txt"), post);
     let recs = repo.records();
     assert_eq!(ops(&recs, "undo")[0]["before"], hand.as_str());
-    assert!(store_object(&repo, &hand).is_file(), "the hand edit was stored before the overwrite");
+    assert!(repo.store_object(&hand).is_file(), "the hand edit was stored before the overwrite");
 }
 
 #[test]
@@ -391,8 +383,7 @@ fn handoff_is_delivered_exactly_once_at_the_next_session_start() {
     assert_eq!(ops(&recs, "resolved").iter().filter(|r| r["how"] == "handed_back").count(), 2);
 
     // The next SessionStart (a new session) delivers it, once.
-    let start = r#"{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"${PROJECT}","hook_event_name":"SessionStart","source":"startup"}"#
-        .replace("${PROJECT}", &repo.root.to_string_lossy());
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let first = repo.hook(&start);
     let v: Value = serde_json::from_str(first.trim()).expect("SessionStart output is one JSON object");
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
@@ -417,10 +408,7 @@ fn handoff_undone_before_delivery_is_not_delivered() {
     let out = repo.ok(&["undo"]);
     assert!(out.contains("withdrew the brief"), "{out}");
     assert_eq!(status_of(&repo, "toolu_A"), "applied");
-    let start = format!(
-        r#"{{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
-        repo.root.display()
-    );
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let out = repo.hook(&start);
     assert!(!out.contains("walj hand-back"), "{out}");
 }
@@ -511,7 +499,7 @@ fn diff_of_binary_over_cap_and_missing_blob_says_so() {
     assert!(err.contains("over the 64 bytes cap"), "{err}");
 
     let pre = pre_id(&repo, "toolu_A");
-    fs::remove_file(store_object(&repo, &pre)).unwrap();
+    fs::remove_file(repo.store_object(&pre)).unwrap();
     let out = repo.ok(&["diff", "toolu_A"]);
     assert!(out.contains("is missing from the store"), "{out}");
     let err = refused(&repo, &["revert", "toolu_A"], &["m.txt"]);
@@ -525,7 +513,7 @@ fn a_missing_pre_image_is_found_in_the_projects_git_objects() {
     let repo = Repo::new(&[("f.txt", NUMBERS)]);
     Claude::new(&repo, SESSION).edit("toolu_A", "f.txt", "two", "TWO");
     let pre = pre_id(&repo, "toolu_A");
-    fs::remove_file(store_object(&repo, &pre)).unwrap();
+    fs::remove_file(repo.store_object(&pre)).unwrap();
     repo.ok(&["revert", "toolu_A"]);
     assert_eq!(repo.read("f.txt"), NUMBERS);
 }

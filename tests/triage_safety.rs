@@ -14,14 +14,6 @@ use walj::store::blob_id;
 const SESSION: &str = "5e55a0b1-0000-4000-8000-000000000002";
 const NUMBERS: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
 
-fn hash(repo: &Repo, rel: &str) -> String {
-    blob_id(&fs::read(repo.path(rel)).expect("read"))
-}
-
-fn store_object(repo: &Repo, id: &str) -> std::path::PathBuf {
-    repo.root.join(".walj/store").join(&id[..2]).join(&id[2..])
-}
-
 /// Files in `dir` whose name contains `walj-tmp` (litter of atomic writes).
 fn temp_litter(dir: &std::path::Path) -> Vec<String> {
     fs::read_dir(dir)
@@ -41,12 +33,12 @@ fn files_with_long_names_can_be_reverted_and_the_revert_undone() {
     let repo = Repo::new(&[(name.as_str(), NUMBERS)]);
     let c = Claude::new(&repo, SESSION);
     c.edit("toolu_LONG", &name, "two", "TWO");
-    let post = hash(&repo, &name);
+    let post = repo.blob_id(&name);
     let out = repo.ok(&["revert", "toolu_LONG"]);
     assert!(out.contains("wrote the pre-image back"), "{out}");
     assert_eq!(repo.read(&name), NUMBERS);
     repo.ok(&["undo"]);
-    assert_eq!(hash(&repo, &name), post);
+    assert_eq!(repo.blob_id(&name), post);
     assert!(temp_litter(&repo.root).is_empty(), "{:?}", temp_litter(&repo.root));
 }
 
@@ -82,7 +74,7 @@ fn nothing_is_overwritten_before_the_journal_names_the_bytes() {
     let resolved = recs.iter().position(|r| r["op"] == "resolved" && r["before"] == crashed.as_str());
     assert!(capture.is_some() && capture < resolved, "a record names the bytes before the revert: {recs:?}");
     assert_eq!(recs[capture.unwrap()]["action"], recs[resolved.unwrap()]["action"]);
-    assert!(store_object(&repo, &crashed).is_file());
+    assert!(repo.store_object(&crashed).is_file());
 }
 
 // Defect: with several ids, each revert captured, wrote and recorded in turn, so a
@@ -159,7 +151,7 @@ fn a_damaged_store_object_is_rewritten_before_the_overwrite() {
     let hand = NUMBERS.replace("two", "TWO").replace("nine", "NINE");
     repo.write("f.txt", &hand);
     let hid = blob_id(hand.as_bytes());
-    let obj = store_object(&repo, &hid);
+    let obj = repo.store_object(&hid);
     fs::create_dir_all(obj.parent().unwrap()).unwrap();
     fs::write(&obj, b"").unwrap(); // an empty object file, as a crash can leave
     repo.ok(&["revert", "toolu_A"]);
@@ -190,10 +182,7 @@ fn undoing_a_hand_back_by_id_withdraws_the_brief_not_delivered_yet() {
     assert_eq!(status("toolu_A"), "applied");
     assert_eq!(status("toolu_B"), "applied", "an entry whose brief was withdrawn is not left handed back");
     assert_eq!(status("toolu_C"), "done", "other commands are left alone");
-    let start = format!(
-        r#"{{"session_id":"9a9a9a9a-1111-4222-8333-444455556666","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
-        repo.root.display()
-    );
+    let start = repo.start_payload("9a9a9a9a-1111-4222-8333-444455556666");
     let out = repo.hook(&start);
     assert!(!out.contains("walj hand-back"), "the withdrawn brief was delivered: {out}");
 }
@@ -272,7 +261,7 @@ fn never_captured_files_are_refused_not_guessed() {
     assert!(err.contains("never-capture"), "{err}");
     assert_eq!(repo.read(".env"), "TOKEN=new\n");
     assert_eq!(repo.journal_bytes(), journal);
-    assert!(!store_object(&repo, &blob_id(b"TOKEN=old\n")).exists(), "the secret was never stored");
+    assert!(!repo.store_object(&blob_id(b"TOKEN=old\n")).exists(), "the secret was never stored");
     // Put back by hand: the revert sees the pre-image by its id and writes nothing.
     repo.write(".env", "TOKEN=old\n");
     let out = repo.ok(&["revert", "toolu_S"]);

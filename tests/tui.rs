@@ -3,17 +3,19 @@
 //! journal records written), the demo, the crash-mid-write fixture, and the real binary
 //! in tmux.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use common::{Parent, Repo, hook_ok, journal_records, scratch, walj_bin};
 use crossterm::event::{Event, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use walj::journal::reader::scan_records;
 use walj::journal::{Blob, JournalWriter, Record, kind, op};
 use walj::project::Project;
 use walj::store::Store;
@@ -30,30 +32,6 @@ const SETTINGS_POST: &str = "{\n  \"retries\": 5,\n  \"timeout_ms\": 500\n}\n";
 const SERVER_PRE: &str = "const port = 3000;\nconsole.log(\"listening on\", port);\n";
 const SERVER_POST: &str = "const port = 3000;\nconsole.log(\"shop listening on port\", port);\n";
 const DOC: &str = "# Index\n\n- retries: 5\n- timeout_ms: 500\n";
-
-fn git(dir: &Path, args: &[&str]) {
-    let st = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-03-01T09:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-03-01T09:00:00Z")
-        .env("LC_ALL", "C")
-        .status()
-        .expect("git runs");
-    assert!(st.success(), "git {args:?}");
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
 
 fn rec(op_name: &str, session: &str, ts: &str) -> Record {
     let mut r = Record::new(op_name, session);
@@ -83,21 +61,17 @@ fn file_rec(op_name: &str, session: &str, ts: &str, id: &str, tool: &str, path: 
 /// that ended, and a crashed one with an applied edit, an applied edit of a second file,
 /// an in-flight Write whose file exists, a background and a failed command, and todos.
 struct Fixture {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    repo: Repo,
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        write(&root, "config/settings.json", SETTINGS_PRE);
-        write(&root, "src/server.js", SERVER_PRE);
-        write(&root, "README.md", "# shop\n");
-        git(&root, &["init", "-q", "-b", "main"]);
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-q", "-m", "first"]);
-        let project = Project::at(root.clone(), None);
+        let repo = Repo::new(&[
+            ("config/settings.json", SETTINGS_PRE),
+            ("src/server.js", SERVER_PRE),
+            ("README.md", "# shop\n"),
+        ]);
+        let project = Project::at(repo.root.clone(), None);
         project.ensure_dir().unwrap();
         let store = Store::new(project.store_dir());
         let id = |t: &str| Blob::Id(store.put(t.as_bytes()).unwrap());
@@ -239,14 +213,14 @@ impl Fixture {
         recs.push(r);
         JournalWriter::new(&project.journal).append_all(&recs).unwrap();
         // The disk as the crash left it: both edits applied, the Write done but unrecorded.
-        write(&root, "config/settings.json", SETTINGS_POST);
-        write(&root, "src/server.js", SERVER_POST);
-        write(&root, "docs/generated-index.md", DOC);
-        Fixture { _tmp: tmp, root }
+        repo.write("config/settings.json", SETTINGS_POST);
+        repo.write("src/server.js", SERVER_POST);
+        repo.write("docs/generated-index.md", DOC);
+        Fixture { repo }
     }
 
     fn project(&self) -> Project {
-        Project::at(self.root.clone(), None)
+        Project::at(self.repo.root.clone(), None)
     }
 
     fn app(&self) -> App {
@@ -255,14 +229,7 @@ impl Fixture {
 
     /// Records of the journal with op `op_name`.
     fn records(&self, op_name: &str) -> Vec<Record> {
-        let mut out = Vec::new();
-        scan_records(&self.project().journal, |_, r| {
-            if r.op == op_name {
-                out.push(r)
-            }
-        })
-        .unwrap();
-        out
+        records_with_op(&self.repo.root, op_name)
     }
 }
 
@@ -369,7 +336,7 @@ fn snapshot_revert_dialog_and_revert() {
     assert_eq!(resolved.len(), 1);
     assert_eq!(resolved[0].id, "toolu_01EditCfg");
     assert_eq!(resolved[0].how.as_deref(), Some("reverted"));
-    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
     let s = text(&t);
     assert!(s.contains("config/settings.json"), "status names the file: {s}");
     // The reverted entry left the tree (resolved entries are hidden by default).
@@ -500,12 +467,12 @@ fn revert_created_file_undo_restores_it() {
     let s = text(&t);
     assert!(s.contains("delete the file") || s.contains("pre-image"), "{s}");
     run(&mut app, &mut t, "y");
-    assert!(!f.root.join("docs/generated-index.md").exists(), "{}", text(&t));
+    assert!(!f.repo.root.join("docs/generated-index.md").exists(), "{}", text(&t));
     let r = f.records(op::RESOLVED);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].how.as_deref(), Some("reverted"));
     run(&mut app, &mut t, "u");
-    assert_eq!(std::fs::read_to_string(f.root.join("docs/generated-index.md")).unwrap(), DOC);
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("docs/generated-index.md")).unwrap(), DOC);
     assert_eq!(f.records(op::UNDO).len(), 1);
 }
 
@@ -517,7 +484,7 @@ fn revert_cancelled_changes_nothing() {
     run(&mut app, &mut t, "r<esc>");
     assert!(app.dialog.is_none());
     assert!(f.records(op::RESOLVED).is_empty());
-    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
     assert!(text(&t).contains("cancelled"));
     // n cancels as well, and the dialog does not leak keys into the tree.
     run(&mut app, &mut t, "rjn");
@@ -528,7 +495,7 @@ fn revert_cancelled_changes_nothing() {
 fn revert_conflict_offers_force() {
     let f = Fixture::new();
     // The user edited the same line after the tool: taking the change out conflicts.
-    write(&f.root, "config/settings.json", "{\n  \"retries\": 7,\n  \"timeout_ms\": 500\n}\n");
+    f.repo.write("config/settings.json", "{\n  \"retries\": 7,\n  \"timeout_ms\": 500\n}\n");
     let mut app = f.app();
     let mut t = term(120, 30);
     run(&mut app, &mut t, "r");
@@ -540,7 +507,7 @@ fn revert_conflict_offers_force() {
     run(&mut app, &mut t, "y");
     assert!(app.dialog.is_some(), "y is not a choice in a conflict");
     run(&mut app, &mut t, "f");
-    assert_eq!(std::fs::read_to_string(f.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
     assert_eq!(f.records(op::RESOLVED).len(), 1);
 }
 
@@ -673,14 +640,9 @@ fn empty_and_missing_journal() {
 
 // ------------------------------------------------------------------- demo and fixtures
 
-fn walj_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_walj"))
-}
-
 #[test]
 fn demo_builds_a_crashed_session_with_the_real_hook() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap();
+    let (_tmp, dir) = scratch();
     walj::tui::demo::build(&dir, &walj_bin()).unwrap();
     let mut app = App::new(Project::at(dir.clone(), None), AppOptions::default());
     let mut t = term(120, 40);
@@ -704,60 +666,27 @@ fn demo_builds_a_crashed_session_with_the_real_hook() {
 
 /// Replays the crash-mid-write hook fixture (variant b: the Write happened, its
 /// PostToolUse never came) under short-lived parents, so the session looks crashed.
-fn crash_mid_write() -> Option<(tempfile::TempDir, PathBuf)> {
-    let fixtures = ["../shared/fixtures/hooks/crash-mid-write", "/work/shared/fixtures/hooks/crash-mid-write"]
-        .iter()
-        .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
-        .find(|p| p.is_dir())?;
+fn crash_mid_write() -> Option<Repo> {
+    if !common::fixtures().join("hooks/crash-mid-write").is_dir() {
+        return None;
+    }
     if Command::new("timeout").arg("--version").output().is_err() {
         return None;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    write(
-        &root,
-        "config/settings.json",
-        &std::fs::read_to_string(fixtures.join("project/config/settings.json")).unwrap(),
-    );
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "first"]);
-    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    names.sort();
-    for name in names {
-        let payload = std::fs::read_to_string(fixtures.join(&name))
-            .unwrap()
-            .replace("${PROJECT}", root.to_str().unwrap())
-            .replace("${HOME}", "/home/user");
-        if name.starts_with("06") {
-            write(&root, "config/settings.json", "{\n  \"retries\": 5,\n  \"timeout_ms\": 500\n}\n");
-        }
-        let out = assert_cmd::Command::new("timeout")
-            .args(["10", walj_bin().to_str().unwrap(), "--project", root.to_str().unwrap(), "hook"])
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .env_remove("WALJ_JOURNAL")
-            .write_stdin(payload)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        if name.starts_with("09") {
-            write(&root, "docs/generated-index.md", "# Index\n\n- retries: 5\n- timeout_ms: 500\n");
-        }
-    }
-    Some((tmp, root))
+    let repo = Repo::from_fixture("hooks/crash-mid-write/project");
+    common::replay_crash_mid_write(&repo, true, |p| {
+        hook_ok(&repo.root, p, Parent::Timeout(10));
+    });
+    Some(repo)
 }
 
 #[test]
 fn triage_crash_mid_write_with_the_keyboard() {
-    let Some((_tmp, root)) = crash_mid_write() else {
+    let Some(repo) = crash_mid_write() else {
         eprintln!("SKIPPED: shared fixtures or `timeout` missing");
         return;
     };
-    let project = Project::at(root.clone(), None);
+    let project = Project::at(repo.root.clone(), None);
     let mut app = App::new(project.clone(), opts());
     let mut t = term(120, 30);
     run(&mut app, &mut t, "");
@@ -768,20 +697,14 @@ fn triage_crash_mid_write_with_the_keyboard() {
     run(&mut app, &mut t, "r");
     assert!(text(&t).contains("docs/generated-index.md"), "{}", text(&t));
     run(&mut app, &mut t, "y");
-    assert!(!root.join("docs/generated-index.md").exists(), "{}", text(&t));
+    assert!(!repo.root.join("docs/generated-index.md").exists(), "{}", text(&t));
     let s = text(&t);
     assert!(s.contains("0 unresolved"), "{s}");
     // The session's context still tells what was left to do.
     run(&mut app, &mut t, "g");
     let s = text(&t);
     assert!(s.contains("Regenerate docs/generated-index.md") && s.contains("npm run dev"), "{s}");
-    let out = assert_cmd::Command::new(walj_bin())
-        .args(["--project", root.to_str().unwrap(), "recover", "--json"])
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = repo.json(&["recover", "--json"]);
     assert_eq!(v["unresolved"], 0, "{v}");
 }
 
@@ -795,12 +718,12 @@ fn real_binary_in_tmux() {
     }
     let f = Fixture::new();
     let name = format!("walj-tui-test-{}", std::process::id());
-    let sock = f.root.join(".tmux-sock");
+    let sock = f.repo.root.join(".tmux-sock");
     let tmux = |args: &[&str]| Command::new("tmux").arg("-S").arg(&sock).args(args).output().expect("tmux runs");
     let cmd = format!(
         "env -u CLAUDE_PROJECT_DIR -u WALJ_JOURNAL TERM=xterm-256color {} --project {} tui",
         walj_bin().display(),
-        f.root.display()
+        f.repo.root.display()
     );
     let out = tmux(&["new-session", "-d", "-s", &name, "-x", "120", "-y", "40", &cmd]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -951,8 +874,7 @@ fn screenshots() {
         return;
     };
     std::fs::create_dir_all(&out).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap();
+    let (_tmp, dir) = scratch();
     walj::tui::demo::build(&dir, &walj_bin()).unwrap();
     // A few minutes after the crash, so ages read like a real morning after.
     let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
@@ -969,15 +891,14 @@ fn screenshots() {
 #[cfg(target_os = "linux")]
 #[test]
 fn live_session_actions_ask_first() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
+    let (_tmp, root) = scratch();
     let project = Project::at(root.clone(), None);
     project.ensure_dir().unwrap();
     // This test process plays Claude Code: the session is live while it runs.
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
     let pstart: u64 = rest[19].parse().unwrap();
-    write(&root, "a.txt", "new\n");
+    std::fs::write(root.join("a.txt"), "new\n").unwrap();
     let store = Store::new(project.store_dir());
     let mut r = file_rec(
         op::INTENT,
@@ -1003,12 +924,10 @@ fn live_session_actions_ask_first() {
 }
 
 fn f_records(project: &Project, op_name: &str) -> Vec<Record> {
-    let mut out = Vec::new();
-    scan_records(&project.journal, |_, r| {
-        if r.op == op_name {
-            out.push(r)
-        }
-    })
-    .unwrap();
-    out
+    records_with_op(&project.root, op_name)
+}
+
+/// The records of the journal in `root` with op `op_name`.
+fn records_with_op(root: &Path, op_name: &str) -> Vec<Record> {
+    journal_records(root).into_iter().filter(|r| r.op == op_name).collect()
 }
