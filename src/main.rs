@@ -348,7 +348,11 @@ fn hook(global: &Global) -> ExitCode {
         Err(_) => return ExitCode::SUCCESS,
     };
     if let Some(s) = outcome.stdout {
-        println!("{s}");
+        // Not `println!`: it panics (exit 101) when Claude Code has closed the pipe.
+        use std::io::Write;
+        if let Err(e) = writeln!(std::io::stdout().lock(), "{s}") {
+            eprintln!("walj hook: writing the SessionStart answer: {e}");
+        }
     }
     ExitCode::SUCCESS
 }
