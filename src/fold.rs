@@ -1158,8 +1158,13 @@ pub enum IdError {
 
 /// Display form of an id: Claude Code's `toolu_` prefix dropped, at most 12 chars.
 pub fn short_id(id: &str) -> String {
-    let s = id.strip_prefix("toolu_").unwrap_or(id);
-    s.chars().take(12).collect()
+    abbrev(id.strip_prefix("toolu_").unwrap_or(id), 12).to_string()
+}
+
+/// The first `n` characters of `s`, for showing ids and hashes read from the journal
+/// (never cuts a character: those strings are user data, not always hex).
+pub fn abbrev(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 fn find_by_prefix<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Result<usize, IdError> {

@@ -25,6 +25,12 @@ pub fn blob_id(bytes: &[u8]) -> String {
     h.digest().to_string()
 }
 
+/// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines
+/// or bundles are checked before they name a file.
+pub fn is_id(id: &str) -> bool {
+    id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -50,12 +56,14 @@ impl Store {
     }
 
     pub fn object_path(&self, id: &str) -> PathBuf {
-        let (a, b) = id.split_at(2.min(id.len()));
-        self.dir.join(a).join(b)
+        match (id.get(..2), id.get(2..)) {
+            (Some(a), Some(b)) => self.dir.join(a).join(b),
+            _ => self.dir.join(id),
+        }
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        id.len() == 40 && self.object_path(id).is_file()
+        is_id(id) && self.object_path(id).is_file()
     }
 
     /// Stores `bytes` durably and returns their id. Existing objects are not rewritten.
@@ -175,6 +183,10 @@ impl Store {
 
     /// Reads an object's bytes, checking the header and the id.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        if !is_id(id) {
+            // Not an id at all (a damaged or hand-edited line): no object has that name.
+            return Err(StoreError::Missing(id.to_string()));
+        }
         let path = self.object_path(id);
         let f = match File::open(&path) {
             Ok(f) => f,

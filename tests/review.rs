@@ -31,6 +31,41 @@ fn line(op: &str, extra: Value) -> Value {
     v
 }
 
+// Defect: blob ids and HEAD ids come from journal lines (hand edits, foreign writers, an
+// imported bundle's records) and were sliced by byte index (`split_at(2)`, `[..10]`,
+// `[..12]`): a multi-byte character there made `diff`, `undo` and `sessions show` panic.
+#[test]
+fn odd_ids_in_the_journal_are_reported_not_panicked_on() {
+    let repo = Repo::new(&[("f.txt", "one\n")]);
+    let odd = "aé0123456789abcdef";
+    append_raw(
+        &repo,
+        &[
+            line(
+                "session",
+                json!({"kind": "start", "event": "session", "path": "", "head": "ééééééééé", "tool": null}),
+            ),
+            line("intent", json!({"id": "odd1", "before": odd})),
+            line("applied", json!({"id": "odd1", "before": odd, "after": odd})),
+            line("resolved", json!({"id": "odd1", "how": "reverted", "action": "act1", "before": odd, "after": odd})),
+        ],
+    );
+    for args in [
+        &["diff", "odd1"][..],
+        &["diff", "odd1", "--applied"],
+        &["undo", "odd1", "--force"],
+        &["sessions", "show", "0dd0"],
+        &["sessions", "resume", "0dd0", "--print-only"],
+    ] {
+        let (code, out, err) = repo.run(args);
+        assert_ne!(code, PANIC, "walj {args:?} panicked:\nstdout: {out}\nstderr: {err}");
+    }
+    let out = repo.ok(&["diff", "odd1"]);
+    assert!(out.contains("is missing from the store"), "{out}");
+    let err = repo.fails(&["undo", "odd1", "--force"]);
+    assert!(err.contains("missing from the store"), "{err}");
+}
+
 // Defect: the SessionStart answer was printed with `println!`, which panics (exit 101) when
 // Claude Code has closed the hook's stdout; the hook must exit 0 whatever happens.
 #[test]

@@ -206,7 +206,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let _ = write!(where_, " on branch {b}");
     }
     if let Some(h) = &s.head {
-        let _ = write!(where_, " (HEAD {})", &h[..h.len().min(10)]);
+        let _ = write!(where_, " (HEAD {})", crate::fold::abbrev(h, 10));
     }
     let _ = writeln!(out, "{where_}; last activity {}.", human_ts(&s.last_ts));
     let _ = writeln!(

@@ -328,7 +328,7 @@ impl<'a> Objects<'a> {
 
     /// Why object `id` is not available, from the record's `nocap`.
     pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
-        let short = &id[..id.len().min(10)];
+        let short = crate::fold::abbrev(id, 10);
         match nocap {
             Some("too_large") => format!("the {what} ({short}) was not captured: over the {} cap", human(self.cap())),
             Some("never_capture") => {

@@ -284,7 +284,7 @@ fn plan_restore(
             None => {
                 return Err(format!(
                     "the bytes the revert overwrote ({}) are missing from the store",
-                    &id[..id.len().min(10)]
+                    crate::fold::abbrev(id, 10)
                 ));
             }
         },
