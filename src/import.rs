@@ -1113,9 +1113,10 @@ fn replace(text: &str, old: &str, new: &str, all: bool) -> Option<String> {
     Some(if all { text.replace(old, new) } else { text.replacen(old, new, 1) })
 }
 
-/// Files modified in the last `days` days (for "recent" transcripts).
+/// Files modified in the last `days` days (for "recent" transcripts); `None` (no limit)
+/// when that reaches before the clock's range.
 pub fn since_days(days: u64) -> Option<SystemTime> {
-    SystemTime::now().checked_sub(Duration::from_secs(days * 24 * 3600))
+    SystemTime::now().checked_sub(Duration::from_secs(days.saturating_mul(24 * 3600)))
 }
 
 #[cfg(test)]

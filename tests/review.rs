@@ -97,3 +97,31 @@ fn session_start_with_a_closed_stdout_exits_zero() {
     // The note was recorded as made (it is not repeated at the next start).
     assert!(repo.records().iter().any(|r| r["kind"] == "announced"), "{:?}", repo.records());
 }
+
+// Defect: `--days N` was turned into a duration by plain multiplication (`import`) and by
+// `chrono::Duration::days` and a date subtraction (`compact`): a large N overflowed and
+// panicked. A retention (or a window) longer than the calendar means "everything".
+#[test]
+fn huge_day_counts_mean_everything() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let claude_dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = {
+        let o = repo
+            .walj(&["import", "--days", "300000000000000"])
+            .env("CLAUDE_CONFIG_DIR", claude_dir.path())
+            .output()
+            .expect("run walj");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code, 0, "import --days: stdout {out}\nstderr {err}");
+    Claude::new(&repo, "da75da75-0000-4000-8000-000000000001").write("toolu_d1", "a.txt", "b\n");
+    for days in ["100000000", "18446744073709551615"] {
+        let out = repo.ok(&["compact", "--days", days, "--json"]);
+        let v: Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["records_after"], v["records_before"], "nothing is older than {days} days: {out}");
+    }
+}

@@ -100,8 +100,14 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
             cfg.retention.days
         }
     };
-    let cutoff_time = chrono::Utc::now() - chrono::Duration::days(i64::try_from(days).unwrap_or(i64::MAX / 86_400_000));
-    let cutoff = cutoff_time.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    // A retention reaching before the calendar's range keeps everything (no record is
+    // older than the empty cutoff).
+    let cutoff = i64::try_from(days)
+        .ok()
+        .and_then(chrono::TimeDelta::try_days)
+        .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_default();
     let mut rep = rewrite(project, Mode::Compact { cutoff }, opts.dry_run, opts.progress)?;
     rep.retention_days = Some(days);
     Ok(rep)
