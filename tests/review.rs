@@ -125,3 +125,27 @@ fn huge_day_counts_mean_everything() {
         assert_eq!(v["records_after"], v["records_before"], "nothing is older than {days} days: {out}");
     }
 }
+
+// Defect: the transcript copy's sidecar lengths were trusted: a tail fingerprint length
+// above the copied offset (a damaged or hand-edited sidecar) underflowed and panicked, and
+// a huge one allocated that much. A sidecar that does not add up means "resync".
+#[test]
+fn a_damaged_transcript_sidecar_resyncs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = std::fs::canonicalize(dir.path()).expect("canonicalize");
+    let project = walj::project::Project::at(root.clone(), None);
+    let t = root.join("t.jsonl");
+    std::fs::write(&t, b"{\"a\":1}\n").expect("write");
+    walj::session::transcript::copy(&project, "s", &t).expect("first copy");
+    let side = walj::session::transcript::paths(&project, "s").sidecar;
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&side).expect("sidecar")).expect("json");
+    for (key, value) in [("tail_len", json!(4096 * 1024)), ("head_len", json!(u64::MAX / 2))] {
+        v[key] = value;
+        std::fs::write(&side, v.to_string()).expect("damage");
+        std::fs::write(&t, b"{\"a\":1}\n{\"b\":2}\n").expect("grow");
+        let stats = walj::session::transcript::copy(&project, "s", &t).expect("copy after damage");
+        assert_eq!(stats.outcome, "resynced", "{key}");
+        let copy = walj::session::transcript::read_copy(&project, "s").expect("read").expect("copy");
+        assert_eq!(copy, b"{\"a\":1}\n{\"b\":2}\n", "{key}");
+    }
+}
