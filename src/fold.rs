@@ -303,6 +303,10 @@ pub struct Fold {
     pub records: u64,
     by_id: HashMap<String, usize>,
     by_session: HashMap<String, usize>,
+    /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
+    /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
+    /// Digests ([`digest`]), so memory stays small however many paths the journal names.
+    settled: HashMap<u64, (u64, [Option<u64>; 2])>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
 }
@@ -405,7 +409,13 @@ impl Fold {
         }
         fold.report = report;
         if !opts.keep_settled {
-            fold.entries.retain(|e| !matches!(e.state(), EntryState::Persisted | EntryState::NotApplied));
+            for e in std::mem::take(&mut fold.entries) {
+                if matches!(e.state(), EntryState::Persisted | EntryState::NotApplied) {
+                    fold.remember_settled(e);
+                } else {
+                    fold.entries.push(e);
+                }
+            }
         }
         // Settled entries were swap-removed: restore journal order.
         fold.entries.sort_by_key(|e| e.line);
@@ -571,10 +581,7 @@ impl Fold {
                         } else {
                             EntryState::Applied
                         };
-                        if base == EntryState::Persisted && !opts.keep_settled {
-                            return;
-                        }
-                        self.push_entry(Entry {
+                        let entry = Entry {
                             id,
                             sid: lite.sid.to_string(),
                             session: session_key,
@@ -595,7 +602,12 @@ impl Fold {
                             imported: lite.imported,
                             background: lite.background,
                             v1,
-                        });
+                        };
+                        if base == EntryState::Persisted && !opts.keep_settled {
+                            self.remember_settled(entry);
+                        } else {
+                            self.push_entry(entry);
+                        }
                     }
                 }
             }
@@ -681,12 +693,24 @@ impl Fold {
 
     /// Drops a settled entry (swap-remove keeps this O(1); order is restored at the end).
     fn remove_entry(&mut self, i: usize) {
-        let id = self.entries[i].id.clone();
-        self.by_id.remove(&id);
-        self.entries.swap_remove(i);
+        let e = self.entries.swap_remove(i);
+        self.by_id.remove(&e.id);
         if i < self.entries.len() {
             let moved = self.entries[i].id.clone();
             self.by_id.insert(moved, i);
+        }
+        self.remember_settled(e);
+    }
+
+    /// Keeps the images of a settled entry that is dropped, when it is the latest on its path.
+    fn remember_settled(&mut self, e: Entry) {
+        if e.outside || e.v1 {
+            return;
+        }
+        let images = [e.before.as_ref().map(image_digest), e.after.as_ref().map(image_digest)];
+        let slot = self.settled.entry(digest(&e.path)).or_insert((e.line, images));
+        if slot.0 < e.line {
+            *slot = (e.line, images);
         }
     }
 
@@ -835,8 +859,9 @@ impl Fold {
         self.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone)
     }
 
-    /// Marks applied entries whose file now matches none of the known images as drifted.
-    /// Reads only the files of unresolved applied entries.
+    /// Marks applied entries whose file now matches none of the known images (of every entry
+    /// on the path, and of the latest one dropped as settled) as drifted. Reads only the
+    /// files of unresolved applied entries.
     pub fn check_disk(&mut self, project: &Project) {
         let mut known: HashMap<&str, Vec<Option<String>>> = HashMap::new();
         for e in &self.entries {
@@ -857,7 +882,12 @@ impl Fold {
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
             let disk = disk_blob(&abs);
             let Some(disk) = disk else { continue };
-            if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk)) {
+            if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk))
+                || self
+                    .settled
+                    .get(&digest(&e.path))
+                    .is_some_and(|(_, s)| s.contains(&Some(disk.as_deref().map_or(ABSENT_DIGEST, digest))))
+            {
                 continue;
             }
             drifted.push(i);
@@ -1137,6 +1167,21 @@ fn task_number(text: &str) -> Option<String> {
     let at = text.find('#')?;
     let digits: String = text[at + 1..].chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then_some(digits)
+}
+
+/// A 64-bit digest of a path or a blob id (what [`Fold`] keeps of settled entries).
+fn digest(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// The digest standing for "the file was absent".
+const ABSENT_DIGEST: u64 = 0;
+
+fn image_digest(b: &Blob) -> u64 {
+    b.id().map_or(ABSENT_DIGEST, digest)
 }
 
 /// The blob id of a file on disk: `Some(None)` when absent, `None` when unreadable.

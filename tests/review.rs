@@ -149,3 +149,41 @@ fn a_damaged_transcript_sidecar_resyncs() {
         assert_eq!(copy, b"{\"a\":1}\n{\"b\":2}\n", "{key}");
     }
 }
+
+// Defect: `recover` (which forgets settled entries while folding) called an entry `drifted`
+// when the disk held a later, settled entry's image on the same path, while `log` (which
+// keeps settled entries) called the same entry `applied`. DESIGN §4: drifted = the disk
+// matches neither before nor after nor a later entry.
+#[test]
+fn a_later_settled_change_is_not_drift() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    // Session one dies after its Write; session two edits the same file and stops cleanly.
+    Claude::new(&repo, "1a1a1a1a-0000-4000-8000-000000000001").write("toolu_one", "a.txt", "one\n");
+    let two = Claude::new(&repo, "2b2b2b2b-0000-4000-8000-000000000002");
+    two.edit("toolu_two", "a.txt", "one", "two");
+    two.stop();
+    let status = |v: &Value| -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut walk = vec![v.clone()];
+        while let Some(x) = walk.pop() {
+            match x {
+                Value::Object(o) => {
+                    if let (Some(id), Some(st)) =
+                        (o.get("id").and_then(Value::as_str), o.get("status").and_then(Value::as_str))
+                    {
+                        out.push((id.to_string(), st.to_string()));
+                    }
+                    walk.extend(o.into_iter().map(|(_, v)| v));
+                }
+                Value::Array(a) => walk.extend(a),
+                _ => {}
+            }
+        }
+        out.sort();
+        out
+    };
+    let recover: Value = serde_json::from_str(&repo.ok(&["recover", "--json"])).expect("json");
+    let log: Value = serde_json::from_str(&repo.ok(&["log", "--json"])).expect("json");
+    assert_eq!(status(&recover), vec![("toolu_one".to_string(), "applied".to_string())], "{recover:#}");
+    assert!(status(&log).contains(&("toolu_one".to_string(), "applied".to_string())), "{log:#}");
+}
