@@ -405,16 +405,9 @@ impl Ctx<'_> {
     /// The config and its compiled globs; a broken config falls back to the defaults
     /// (and is reported), the hook must go on.
     fn config(&self) -> (Config, Option<Matcher>) {
-        let path = self.project.config_path();
-        let cfg = match Config::load(&path) {
-            Ok(c) => c,
-            Err(e) => {
-                log_error(self.project, &format!("config ignored: {e}"));
-                Config::default()
-            }
-        };
-        let m = cfg.matcher().ok();
-        (cfg, m)
+        Config::load_or_default(&self.project.config_path(), |e| {
+            log_error(self.project, &format!("config ignored: {e}"))
+        })
     }
 }
 

@@ -279,11 +279,9 @@ impl Existing {
 /// Imports `files` into `project`'s journal.
 pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
     use anyhow::Context;
-    let cfg = Config::load(&project.config_path()).unwrap_or_else(|e| {
+    let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
-        Config::default()
     });
-    let matcher = cfg.matcher().ok();
     let mut existing =
         Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
     let total: u64 = files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum();
