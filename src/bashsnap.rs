@@ -38,7 +38,7 @@ use crate::fold::{Fold, FoldOptions};
 use crate::fsutil;
 use crate::journal::{Blob, Record, op};
 use crate::project::{Project, to_slash};
-use crate::store::{Store, blob_id};
+use crate::store::{Store, blob_id, file_blob_id};
 
 mod gitindex;
 mod gitscan;
@@ -682,16 +682,22 @@ impl<'a> Tree<'a> {
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
     /// `(None, _)` when the file vanished meanwhile.
     fn read_capture(&mut self, abs: &Path, rel: &str, len: u64) -> Result<(Option<String>, Option<String>), SnapError> {
+        let unread = |e: io::Error| match e.kind() {
+            io::ErrorKind::NotFound => Ok((None, None)),
+            _ => Ok((None, Some("unreadable".into()))),
+        };
+        let never = self.matcher.is_some_and(|m| m.never_capture(rel));
+        if never || len > self.cfg.capture.max_bytes {
+            // Recorded by id only: hashed as it is read, never held in memory.
+            let nocap = if never { "never_capture" } else { "too_large" };
+            return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
+        }
         let bytes = match fs::read(abs) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((None, None)),
-            Err(_) => return Ok((None, Some("unreadable".into()))),
+            Err(e) => return unread(e),
         };
         let id = blob_id(&bytes);
-        if self.matcher.is_some_and(|m| m.never_capture(rel)) {
-            return Ok((Some(id), Some("never_capture".into())));
-        }
-        if len.max(bytes.len() as u64) > self.cfg.capture.max_bytes {
+        if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return Ok((Some(id), Some("too_large".into())));
         }
         if !keep_fresh(&self.store, &id) {

@@ -25,7 +25,7 @@ use crate::journal::record::{Blob, Record, how, kind, op, parse_record};
 use crate::journal::{Problem, ScanReport};
 use crate::procinfo::{self, Liveness, ProcRef};
 use crate::project::Project;
-use crate::store::blob_id;
+use crate::store::file_blob_id;
 
 /// The state of one tool call on one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -1186,8 +1186,8 @@ fn image_digest(b: &Blob) -> u64 {
 
 /// The blob id of a file on disk: `Some(None)` when absent, `None` when unreadable.
 pub fn disk_blob(path: &Path) -> Option<Option<String>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Some(Some(blob_id(&bytes))),
+    match file_blob_id(path) {
+        Ok(id) => Some(Some(id)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some(None),
         Err(_) => None,
     }

@@ -16,7 +16,7 @@ use crate::journal::{Blob, JournalWriter, Record, kind, op};
 use crate::payload::{FILE_TOOLS, HookEvent, Payload, TODO_TOOLS, clip};
 use crate::procinfo;
 use crate::project::{Located, Project};
-use crate::store::{Store, blob_id};
+use crate::store::{Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
 /// Largest prompt / message text kept in a record.
@@ -433,13 +433,11 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         return Ok(Image { blob: Blob::Absent, nocap: Some("directory".into()) });
     }
     if never(rel, m) {
-        let bytes = std::fs::read(abs)?;
-        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("never_capture".into()) });
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("never_capture".into()) });
     }
     if meta.len() > cfg.capture.max_bytes {
-        // Hash without keeping the whole file in memory twice.
-        let bytes = std::fs::read(abs)?;
-        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("too_large".into()) });
+        // Hashed as it is read: a huge file is never held in memory.
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("too_large".into()) });
     }
     let bytes = std::fs::read(abs)?;
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;

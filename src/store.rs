@@ -25,6 +25,38 @@ pub fn blob_id(bytes: &[u8]) -> String {
     h.digest().to_string()
 }
 
+/// The git blob id of the file at `path`, hashed as it is read: memory does not grow with
+/// the file (files over the capture cap are recorded by id only). A file that changes size
+/// while it is read is read again.
+pub fn file_blob_id(path: &Path) -> io::Result<String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    for _ in 0..3 {
+        let mut f = File::open(path)?;
+        let len = f.metadata()?.len();
+        let mut h = sha1_smol::Sha1::new();
+        h.update(format!("blob {len}\0").as_bytes());
+        let mut read = 0u64;
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            read += n as u64;
+            if read > len {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        if read == len {
+            return Ok(h.digest().to_string());
+        }
+    }
+    // Still changing: hash one whole read.
+    Ok(blob_id(&fs::read(path)?))
+}
+
 /// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines
 /// or bundles are checked before they name a file.
 pub fn is_id(id: &str) -> bool {
@@ -268,6 +300,19 @@ mod tests {
         // `printf 'hello\n' | git hash-object --stdin`
         assert_eq!(blob_id(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
         assert_eq!(blob_id(b""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    }
+
+    #[test]
+    fn file_ids_are_hashed_as_the_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        for size in [0usize, 1, 64 * 1024, 200_001] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            fs::write(&p, &bytes).unwrap();
+            assert_eq!(file_blob_id(&p).unwrap(), blob_id(&bytes), "{size} bytes");
+        }
+        let err = file_blob_id(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]
