@@ -158,7 +158,7 @@ impl Ctx<'_> {
         match self.payload.tool_use_id() {
             Some(id) => r.id = id.to_string(),
             None => {
-                r.id = format!("w{}", unique_suffix());
+                r.id = crate::journal::record::new_id("w");
                 r.extra.insert("pair".into(), Value::Bool(true));
             }
         }
@@ -442,11 +442,6 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     let bytes = std::fs::read(abs)?;
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None })
-}
-
-fn unique_suffix() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    format!("{:x}{:05x}", now.as_micros(), std::process::id() & 0xfffff)
 }
 
 /// The hook's default JSON output shape at SessionStart.

@@ -240,6 +240,15 @@ pub fn short_sid(session: &str) -> String {
     session.chars().take(6).collect()
 }
 
+/// A new id, unique across processes and calls: `prefix`, then the time (µs), the process
+/// id and a per-process counter, in hex. For generated tool-call ids and triage actions.
+pub fn new_id(prefix: &str) -> String {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}{:x}{:05x}{:03x}", now.as_micros(), std::process::id() & 0xfffff, n & 0xfff)
+}
+
 /// UTC, milliseconds, `Z`: sorts lexically in time order.
 pub fn now_ts() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()

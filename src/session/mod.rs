@@ -411,12 +411,6 @@ impl SessionState {
     }
 }
 
-/// Unique-enough suffix for action ids and temp files.
-pub(crate) fn unique_suffix() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    format!("{:x}{:05x}", now.as_micros(), std::process::id() & 0xfffff)
-}
-
 /// A file-name-safe form of a session id (ids are UUIDs; anything else is escaped and
 /// disambiguated with a hash).
 pub fn file_stem(session: &str) -> String {
