@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 
 use crate::config::{self, Config, Matcher};
 use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
-use crate::payload::clip;
+use crate::payload::{FILE_TOOLS, clip};
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
@@ -43,9 +43,6 @@ const MAX_TEXT: usize = 64 * 1024;
 const MAX_ERROR: usize = 4 * 1024;
 /// Records per journal write.
 const BATCH: usize = 2000;
-
-/// Tools whose calls change files.
-const FILE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
 /// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn claude_config_dir() -> Option<PathBuf> {
@@ -92,14 +89,17 @@ pub fn read_head(path: &Path) -> io::Result<Head> {
     Ok(head)
 }
 
-/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively.
-fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
+/// count; links to folders are not followed (no loops).
+pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
         match e.file_type() {
             Ok(t) if t.is_dir() => jsonl_under(&p, out),
-            Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => out.push(p),
+            Ok(t) if (t.is_file() || t.is_symlink() && p.is_file()) && p.extension().is_some_and(|x| x == "jsonl") => {
+                out.push(p)
+            }
             _ => {}
         }
     }

@@ -2,7 +2,7 @@
 //! transcripts (library side: [`crate::import`]).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -25,7 +25,7 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         let meta = std::fs::metadata(p).with_context(|| format!("{}: cannot read", p.display()))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(p, &mut found);
+            import::jsonl_under(p, &mut found);
             found.sort();
             out.extend(found);
         } else {
@@ -33,18 +33,6 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
 }
 
 /// `walj import [PATH...] [--all] [--days N] [--json]`.
