@@ -150,11 +150,6 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
     s
 }
 
-fn stderr_style() -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    Style { color: !no_color && std::io::stderr().is_terminal() }
-}
-
 /// `walj recover --from-transcripts`: offers to import this project's recent transcripts
 /// (prompt on a terminal, `--yes` to skip it). Messages go to stderr so `--json` stays clean.
 pub fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<()> {
@@ -198,7 +193,7 @@ pub fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<
     }
     let opts = ImportOptions { config_dir: Some(dir), progress: std::io::stderr().is_terminal() };
     let report = import::import(project, &files, &opts)?;
-    eprint!("{}", report_text(project, &report, &stderr_style()));
+    eprint!("{}", report_text(project, &report, &Style::stderr()));
     eprintln!();
     Ok(())
 }
