@@ -431,13 +431,13 @@ fn rewrite(project: &Project, mode: Mode, dry_run: bool, progress: bool) -> Resu
         return Ok(rep);
     }
     let writer = JournalWriter::new(journal);
-    let lock_path = writer.lock_path().to_path_buf();
-    let lock = fsutil::open_private(&lock_path, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(SessionError::io("opening", &lock_path))?;
-    lock.lock().map_err(SessionError::io("locking", &lock_path))?;
-    let result = rewrite_locked(project, mode, dry_run, progress, &mut rep);
-    let _ = lock.unlock();
-    result.map(|()| rep)
+    let lock_path = writer.lock_path();
+    fsutil::with_lock(
+        lock_path,
+        |op, e| SessionError::io(op, lock_path)(e),
+        || rewrite_locked(project, mode, dry_run, progress, &mut rep),
+    )
+    .map(|()| rep)
 }
 
 fn rewrite_locked(

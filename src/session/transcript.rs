@@ -146,15 +146,15 @@ pub fn copy_limited(project: &Project, session: &str, source: &Path, limit: Opti
         Err(e) => return Err(ctx("reading", source)(e)),
     };
     let p = paths(project, session);
+    locked(project, &p, || copy_locked(&p, source, meta.len(), limit))
+}
+
+/// Runs `f` holding the session copy's lock (creating `.walj/transcripts/` first).
+fn locked<T>(project: &Project, p: &Paths, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     project.ensure_dir().map_err(ctx("creating", &project.dir))?;
     let d = dir(project);
     fsutil::create_private_dir(&d).map_err(ctx("creating", &d))?;
-    let lock = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(ctx("opening", &p.lock))?;
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = copy_locked(&p, source, meta.len(), limit);
-    let _ = lock.unlock();
-    result
+    fsutil::with_lock(&p.lock, |op, e| ctx(op, &p.lock)(e), f)
 }
 
 fn copy_locked(p: &Paths, source: &Path, src_len: u64, limit: Option<u64>) -> io::Result<CopyStats> {
@@ -614,13 +614,7 @@ pub fn read_copy(project: &Project, session: &str) -> io::Result<Option<Vec<u8>>
 /// original path the session recorded, so a later copy continues (or resyncs) from it.
 pub fn install(project: &Project, session: &str, source: Option<&str>, content: &[u8]) -> io::Result<()> {
     let p = paths(project, session);
-    project.ensure_dir().map_err(ctx("creating", &project.dir))?;
-    let d = dir(project);
-    fsutil::create_private_dir(&d).map_err(ctx("creating", &d))?;
-    let lock = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(ctx("opening", &p.lock))?;
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = (|| {
+    locked(project, &p, || {
         let mut comp = compressor()?;
         let mut zbytes = Vec::new();
         let mut frames = 0;
@@ -647,9 +641,7 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
             pending: Vec::new(),
         };
         write_sidecar(&p.sidecar, &side)
-    })();
-    let _ = lock.unlock();
-    result
+    })
 }
 
 /// After the copy was written back over the original (`walj sessions transcript -o` on the
@@ -657,30 +649,31 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
 /// of resyncing. Returns whether the sidecar was realigned.
 pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
     let p = paths(project, session);
-    let Ok(lock) = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true)) else {
-        return Ok(false);
-    };
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = (|| {
-        let Some(mut side) = read_sidecar(&p.sidecar) else { return Ok(false) };
-        let same = |a: &Path, b: &Path| a == b || fs::canonicalize(a).ok() == fs::canonicalize(b).ok();
-        if side.source.is_empty() || !same(Path::new(&side.source), written) {
-            return Ok(false);
-        }
-        let len = fs::metadata(written).map_err(ctx("reading", written))?.len();
-        if len != side.copied {
-            return Ok(false);
-        }
-        let mut src = CountingFile::open(written)?;
-        side.offset = len;
-        side.pending.clear();
-        fingerprint_into(&mut side, &mut src, false)?;
-        side.updated = crate::journal::record::now_ts();
-        write_sidecar(&p.sidecar, &side)?;
-        Ok(true)
-    })();
-    let _ = lock.unlock();
-    result
+    if !dir(project).is_dir() {
+        return Ok(false); // no copy was ever made
+    }
+    fsutil::with_lock(
+        &p.lock,
+        |op, e| ctx(op, &p.lock)(e),
+        || {
+            let Some(mut side) = read_sidecar(&p.sidecar) else { return Ok(false) };
+            let same = |a: &Path, b: &Path| a == b || fs::canonicalize(a).ok() == fs::canonicalize(b).ok();
+            if side.source.is_empty() || !same(Path::new(&side.source), written) {
+                return Ok(false);
+            }
+            let len = fs::metadata(written).map_err(ctx("reading", written))?.len();
+            if len != side.copied {
+                return Ok(false);
+            }
+            let mut src = CountingFile::open(written)?;
+            side.offset = len;
+            side.pending.clear();
+            fingerprint_into(&mut side, &mut src, false)?;
+            side.updated = crate::journal::record::now_ts();
+            write_sidecar(&p.sidecar, &side)?;
+            Ok(true)
+        },
+    )
 }
 
 /// Removes the copy, its sidecar and lock (session delete, compaction of a gone session).
