@@ -269,9 +269,9 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     let background = pre.background || call.task_id.is_some();
     let mut tree = Tree::open(project, cfg, matcher);
-    let mut now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
+    let now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
     let changes = tree.diff(&pre, &now)?;
-    let records = child_records(cfg, matcher, &pre, &changes, "post", false);
+    let records = child_records(matcher, &pre, &changes, "post", false);
     let mut summary = json!({
         "mode": pre.mode,
         "changed": records.len(),
@@ -283,17 +283,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     save(&dir.join("cache.json"), &now)?;
     if background {
-        now.session = pre.session.clone();
-        now.parent = pre.parent.clone();
-        now.command = pre.command.clone();
-        now.background = true;
-        now.task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
-        if let Some(old) = pre.index.as_ref().and_then(|i| i.copy.as_ref())
-            && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
-        {
-            let _ = fs::remove_file(dir.join(old));
-        }
-        save(&path, &now)?;
+        let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
+        rebase(&dir, &path, &pre, now, task_id)?;
     } else {
         remove_snapshot(&dir, &path, pre.index.as_ref());
     }
@@ -364,29 +355,42 @@ pub fn at_stop(
         let mut tree = Tree::open(project, cfg, matcher);
         let running = task_running(background_tasks, base.task_id.as_deref());
         let key = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut now = tree.take(Some(&base), running.then_some(key.as_str()))?;
+        let now = tree.take(Some(&base), running.then_some(key.as_str()))?;
         let mut changes = tree.diff(&base, &now)?;
         changes.retain(|c| !known.contains(&(c.rel.clone(), c.after.blob().and_then(|b| b.id().map(str::to_string)))));
         let phase = format!("stop{}", base.time);
-        out.extend(child_records(cfg, matcher, &base, &changes, &phase, true));
+        out.extend(child_records(matcher, &base, &changes, &phase, true));
         let _ = save(&dir.join("cache.json"), &now);
         if running {
-            now.session = base.session.clone();
-            now.parent = base.parent.clone();
-            now.command = base.command.clone();
-            now.background = true;
-            now.task_id = base.task_id.clone();
-            if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
-                && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
-            {
-                let _ = fs::remove_file(dir.join(old));
-            }
-            save(&path, &now)?;
+            let task_id = base.task_id.clone();
+            rebase(&dir, &path, &base, now, task_id)?;
         } else {
             remove_snapshot(&dir, &path, base.index.as_ref());
         }
     }
     Ok(out)
+}
+
+/// Keeps `now` at `path` as the new baseline of `base`'s background command (it may still
+/// change files); the index `base` saved is removed once `now` has its own.
+fn rebase(
+    dir: &Path,
+    path: &Path,
+    base: &Snapshot,
+    mut now: Snapshot,
+    task_id: Option<String>,
+) -> Result<(), SnapError> {
+    now.session = base.session.clone();
+    now.parent = base.parent.clone();
+    now.command = base.command.clone();
+    now.background = true;
+    now.task_id = task_id;
+    if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
+        && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
+    {
+        let _ = fs::remove_file(dir.join(old));
+    }
+    save(path, &now)
 }
 
 /// True when Stop's `background_tasks` lists `task_id` as still running.
@@ -951,7 +955,6 @@ fn child_id(parent: &str, phase: &str, rel: &str) -> String {
 }
 
 fn child_records(
-    _cfg: &Config,
     matcher: Option<&Matcher>,
     snap: &Snapshot,
     changes: &[Change],
