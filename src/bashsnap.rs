@@ -55,8 +55,6 @@ const MAX_COMMAND: usize = 512;
 /// New objects one snapshot stores at most (each costs an fsync); files beyond are stat-only
 /// this time (cut short) and captured by later snapshots.
 const MAX_NEW_OBJECTS: usize = 512;
-/// Objects a snapshot relies on are re-stamped when older than this (see [`keep_fresh`]).
-const KEEP_FRESH: Duration = Duration::from_secs(600);
 /// Child entries one command gets at most (an unignored `npm install` must not flood the
 /// journal); the command's record says the list was cut short.
 const MAX_CHANGES: usize = 1000;
@@ -671,7 +669,7 @@ impl<'a> Tree<'a> {
             && c.st == Some(st)
             && !st.racy(cache_time)
             && let Some(id) = &c.id
-            && (c.nocap.is_some() || keep_fresh(&self.store, id))
+            && (c.nocap.is_some() || self.store.reuse(id))
         {
             return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
@@ -704,7 +702,7 @@ impl<'a> Tree<'a> {
         if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return Ok((Some(id), Some("too_large".into())));
         }
-        if !keep_fresh(&self.store, &id) {
+        if !self.store.reuse(&id) {
             self.new_objects += 1;
             self.pending_bytes += bytes.len();
             self.pending.push((id.clone(), bytes));
@@ -849,7 +847,7 @@ impl<'a> Tree<'a> {
         let mut missing = HashSet::new();
         if let Some(repo) = &self.repo {
             for id in from_git.iter().filter(|id| needed.contains(id.as_str())) {
-                if keep_fresh(&self.store, id) {
+                if self.store.reuse(id) {
                     continue;
                 }
                 match git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()) {
@@ -931,22 +929,6 @@ fn read_index(repo: &git2::Repository, path: &Path) -> Result<Vec<gitindex::Entr
         Some(v) => Ok(v),
         None => Ok(gitindex::from_git2(&repo.index()?)),
     }
-}
-
-/// True when the store holds `id`. An object not written for a while has its time
-/// refreshed: `walj compact` sweeps unreferenced objects older than its grace period, and a
-/// snapshot names objects (its sidecar) before any journal line does.
-fn keep_fresh(store: &Store, id: &str) -> bool {
-    let path = store.object_path(id);
-    let Ok(meta) = fs::metadata(&path) else { return false };
-    if !meta.is_file() {
-        return false;
-    }
-    let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_none_or(|age| age > KEEP_FRESH);
-    if old && let Ok(f) = fs::File::options().append(true).open(&path) {
-        let _ = f.set_modified(SystemTime::now());
-    }
-    true
 }
 
 /// Child entry id: stable for (command, phase, path), unique among them.

@@ -63,6 +63,12 @@ pub fn is_id(id: &str) -> bool {
     id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// How old an object may get before a reuse refreshes its time. `walj compact` sweeps
+/// objects no line names once they are older than its grace period (an hour,
+/// `session::rewrite::OBJECT_GRACE`): an object younger than this is safe for the rest of
+/// that hour, ample time to append the line that names it.
+pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -98,6 +104,22 @@ impl Store {
         is_id(id) && self.object_path(id).is_file()
     }
 
+    /// True when object `id` is in the store; about to be named again (by a journal line, or
+    /// by a Bash snapshot's sidecar before any line does), it has its time refreshed when
+    /// older than [`REFRESH_AFTER`], so compaction's sweep spares it.
+    pub fn reuse(&self, id: &str) -> bool {
+        let path = self.object_path(id);
+        let Ok(meta) = fs::metadata(&path) else { return false };
+        if !meta.is_file() {
+            return false;
+        }
+        let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_none_or(|age| age > REFRESH_AFTER);
+        if old && let Ok(f) = File::options().append(true).open(&path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+        true
+    }
+
     /// Stores `bytes` durably and returns their id. Existing objects are not rewritten.
     pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
         let id = blob_id(bytes);
@@ -107,15 +129,10 @@ impl Store {
 
     /// Stores `bytes` known to have id `id`.
     pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        let path = self.object_path(id);
-        if path.is_file() {
-            // Reused: refresh its time so `walj compact`'s sweep (which spares objects younger
-            // than its grace period) cannot remove it while the line naming it is being written.
-            if let Ok(f) = File::options().append(true).open(&path) {
-                let _ = f.set_modified(std::time::SystemTime::now());
-            }
+        if self.reuse(id) {
             return Ok(());
         }
+        let path = self.object_path(id);
         let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
         let sub = path.parent().unwrap_or(&self.dir).to_path_buf();
         let new_sub = !sub.is_dir();
@@ -145,13 +162,7 @@ impl Store {
         let mut seen = std::collections::HashSet::new();
         let mut todo: Vec<&(String, Vec<u8>)> = Vec::new();
         for item in items.iter().filter(|(id, _)| seen.insert(id.as_str())) {
-            let path = self.object_path(&item.0);
-            if path.is_file() {
-                // Reused: refreshed like `put_with_id` does, for compaction's grace period.
-                if let Ok(f) = File::options().append(true).open(&path) {
-                    let _ = f.set_modified(std::time::SystemTime::now());
-                }
-            } else {
+            if !self.reuse(&item.0) {
                 todo.push(item);
             }
         }
