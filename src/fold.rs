@@ -902,11 +902,6 @@ impl Fold {
         find_by_prefix(&self.entries, prefix, |e| &e.id).map(|i| &self.entries[i])
     }
 
-    /// Shortest unique display form of an entry id among this fold's entries.
-    pub fn short_id(&self, id: &str) -> String {
-        short_id(id)
-    }
-
     /// Resolves a session id or unique prefix.
     pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])

@@ -24,7 +24,7 @@ pub mod op {
     pub const AUDIT: &str = "audit";
     /// A brief for Claude, delivered at the next SessionStart (hand-back, resume).
     pub const HANDOFF: &str = "handoff";
-    /// Undo of an earlier triage action (`undoes` names its `action`).
+    /// Undo of an earlier triage action (`target` names its `action`).
     pub const UNDO: &str = "undo";
 }
 
