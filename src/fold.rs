@@ -364,7 +364,7 @@ impl Fold {
         // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
         let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
         let mut problems = Vec::new();
-        let mut pairs: HashMap<(String, String, String), VecDeque<String>> = HashMap::new();
+        let mut pairs = Pairing::default();
         let report = scan_lines(journal, |raw| {
             if let Some(n) = &needle
                 && !contains(raw.bytes, n)
@@ -459,14 +459,7 @@ impl Fold {
         &mut self.sessions[i]
     }
 
-    fn apply(
-        &mut self,
-        line: u64,
-        bytes: &[u8],
-        lite: Lite<'_>,
-        opts: &FoldOptions,
-        pairs: &mut HashMap<(String, String, String), VecDeque<String>>,
-    ) {
+    fn apply(&mut self, line: u64, bytes: &[u8], lite: Lite<'_>, opts: &FoldOptions, pairs: &mut Pairing) {
         let v1 = lite.v <= 1 && lite.op.is_empty();
         let op_name: &str = if v1 { op::APPLIED } else { &lite.op };
         if op_name == op::AUDIT {
@@ -500,16 +493,8 @@ impl Fold {
                 }
             }
             op::INTENT => {
-                let mut id = lite.id.to_string();
-                if id.is_empty() {
-                    id = format!("L{line}");
-                }
-                if lite.pair {
-                    pairs
-                        .entry((session_key.clone(), tool.to_string(), lite.path.to_string()))
-                        .or_default()
-                        .push_back(id.clone());
-                }
+                let key = || (session_key.clone(), tool.to_string(), lite.path.to_string());
+                let id = pairs.intent(line, &lite.id, lite.pair, key);
                 if self.by_id.contains_key(&id) {
                     return;
                 }
@@ -537,15 +522,8 @@ impl Fold {
                 });
             }
             op::APPLIED | op::FAILED => {
-                let mut id = lite.id.to_string();
-                if lite.pair || id.is_empty() {
-                    let key = (session_key.clone(), tool.to_string(), lite.path.to_string());
-                    if let Some(found) = pairs.get_mut(&key).and_then(VecDeque::pop_front) {
-                        id = found;
-                    } else if id.is_empty() {
-                        id = format!("L{line}");
-                    }
-                }
+                let key = || (session_key.clone(), tool.to_string(), lite.path.to_string());
+                let id = pairs.outcome(line, &lite.id, lite.pair, key);
                 let failed = op_name == op::FAILED;
                 let error = if failed {
                     parse_record(bytes).ok().and_then(|r| r.get_str("error").map(str::to_string))
@@ -905,6 +883,50 @@ impl Fold {
     /// Resolves a session id or unique prefix.
     pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])
+    }
+}
+
+/// Entry ids of lines without a `tool_use_id`: an intent's generated id (`pair: true`) is
+/// taken by the next outcome of the same (session, tool, path); a line with no id at all is
+/// `L<line>`. Shared with journal rewrites, which must name entries exactly as the fold does.
+#[derive(Default)]
+pub(crate) struct Pairing {
+    open: HashMap<(String, String, String), VecDeque<String>>,
+}
+
+impl Pairing {
+    /// The entry id of an `intent` line.
+    pub(crate) fn intent(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        let id = if id.is_empty() { format!("L{line}") } else { id.to_string() };
+        if pair {
+            self.open.entry(key()).or_default().push_back(id.clone());
+        }
+        id
+    }
+
+    /// The entry id of an `applied` or `failed` line.
+    pub(crate) fn outcome(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        if pair || id.is_empty() {
+            if let Some(found) = self.open.get_mut(&key()).and_then(VecDeque::pop_front) {
+                return found;
+            }
+            if id.is_empty() {
+                return format!("L{line}");
+            }
+        }
+        id.to_string()
     }
 }
 
