@@ -87,6 +87,8 @@ pub struct Action {
     /// Bytes the action wrote (revert).
     pub wrote: Option<Blob>,
     pub undone: bool,
+    /// Line number of the record: journal order is the order actions were taken in.
+    pub line: u64,
     /// The full record, for fields this fold does not interpret.
     pub record: Record,
 }
@@ -221,6 +223,8 @@ pub struct Handoff {
     pub entries: Vec<String>,
     pub delivered: Option<String>,
     pub undone: bool,
+    /// Line number of the record (journal order).
+    pub line: u64,
     pub record: Record,
 }
 
@@ -611,6 +615,7 @@ impl Fold {
                     overwrote: rec.before.clone(),
                     wrote: rec.after.clone(),
                     undone: false,
+                    line,
                     record: rec,
                 });
             }
@@ -641,6 +646,7 @@ impl Fold {
                         .unwrap_or_default(),
                     delivered: None,
                     undone: false,
+                    line,
                     record: rec,
                 });
             }

@@ -187,3 +187,32 @@ fn a_later_settled_change_is_not_drift() {
     assert_eq!(status(&recover), vec![("toolu_one".to_string(), "applied".to_string())], "{recover:#}");
     assert!(status(&log).contains(&("toolu_one".to_string(), "applied".to_string())), "{log:#}");
 }
+
+// Defect: `walj undo` picked "the last triage command" by the records' wall-clock time: after
+// the clock went back (NTP, a VM resumed) it undid an older command instead of the one
+// just recorded. The journal is append-only: its order is the order of the commands.
+#[test]
+fn undo_takes_the_last_command_in_journal_order() {
+    use walj::journal::{JournalWriter, Record, how, op};
+    let repo = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let claude = Claude::new(&repo, "c10cc000-0000-4000-8000-000000000001");
+    claude.write("toolu_a", "a.txt", "a2\n");
+    claude.write("toolu_b", "b.txt", "b2\n");
+    let writer = JournalWriter::new(&repo.journal());
+    for (id, action, batch, ts) in [
+        ("toolu_a", "act_a", "batch_a", "2026-06-01T12:00:00.000Z"),
+        ("toolu_b", "act_b", "batch_b", "2026-06-01T11:00:00.000Z"),
+    ] {
+        let mut r = Record::new(op::RESOLVED, &claude.session);
+        r.id = id.to_string();
+        r.how = Some(how::DONE.to_string());
+        r.action = Some(action.to_string());
+        r.ts = ts.to_string();
+        writer.append(&r.with("batch", batch).with("seq", 0)).expect("append");
+    }
+    let out = repo.ok(&["undo"]);
+    assert!(out.contains("b.txt") && !out.contains("a.txt"), "undid the wrong command: {out}");
+    let undo: Vec<Value> = repo.records().into_iter().filter(|r| r["op"] == "undo").collect();
+    assert_eq!(undo.len(), 1, "{undo:?}");
+    assert_eq!(undo[0]["target"], "act_b");
+}
