@@ -44,12 +44,13 @@ const MAX_ERROR: usize = 4 * 1024;
 /// Records per journal write.
 const BATCH: usize = 2000;
 
-/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (the home folder as
+/// the platform knows it: `$HOME`, `%USERPROFILE%` on Windows).
 pub fn claude_config_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".claude"))
+    std::env::home_dir().filter(|h| !h.as_os_str().is_empty()).map(|h| h.join(".claude"))
 }
 
 /// Claude Code's folder name for a working directory: every non-alphanumeric char → `-`.
