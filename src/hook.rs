@@ -6,6 +6,7 @@
 //! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -63,9 +64,15 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     out
 }
 
+/// Prints `walj hook: msg` on stderr. Not `eprintln!`, which panics when stderr is closed
+/// (Claude Code gone mid-hook): a message must never stop the hook's work.
+pub fn warn(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "walj hook: {msg}");
+}
+
 /// Appends a line to `.walj/errors.log` (best effort) and prints it on stderr.
 pub fn log_error(project: &Project, msg: &str) {
-    eprintln!("walj hook: {msg}");
+    warn(msg);
     if project.ensure_dir().is_err() {
         return;
     }

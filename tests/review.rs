@@ -216,3 +216,39 @@ fn undo_takes_the_last_command_in_journal_order() {
     assert_eq!(undo.len(), 1, "{undo:?}");
     assert_eq!(undo[0]["target"], "act_b");
 }
+
+// Defect: the hook reported problems with `eprintln!`, which panics when stderr is closed
+// (Claude Code gone mid-hook): the panic was caught, but the hook's own work stopped with
+// it, so a problem merely worth a log line (here: a broken config) cost the intent record.
+#[test]
+fn a_closed_stderr_does_not_cost_the_journal_line() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(repo.path(".walj")).expect("mkdir");
+    std::fs::write(repo.path(".walj/config.toml"), "[capture\nbroken").expect("config");
+    let payload = json!({
+        "hook_event_name": "PreToolUse", "session_id": "5e7d0000-0000-4000-8000-000000000001",
+        "cwd": repo.root, "tool_name": "Edit", "tool_use_id": "toolu_closed",
+        "tool_input": {"file_path": repo.path("a.txt"), "old_string": "a", "new_string": "b"},
+    });
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("walj"))
+        .arg("--project")
+        .arg(&repo.root)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .spawn()
+        .expect("spawn walj hook");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(payload.to_string().as_bytes()).expect("payload");
+    let out = child.wait_with_output().expect("walj hook");
+    assert_eq!(out.status.code(), Some(0));
+    let intents: Vec<Value> = repo.records().into_iter().filter(|r| r["op"] == "intent").collect();
+    assert_eq!(intents.len(), 1, "the intent was lost: {:?}", repo.records());
+    let log = std::fs::read_to_string(repo.path(".walj/errors.log")).expect("errors.log");
+    assert!(log.contains("config ignored"), "{log}");
+}
