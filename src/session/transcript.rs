@@ -272,19 +272,32 @@ fn append_new(
             }
         }
         if !data.is_empty() {
-            let frame = comp.compress(data)?;
-            zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
-            stats.written += frame.len() as u64;
-            stats.appended += data.len() as u64;
-            stats.frames += 1;
+            append_frame(&mut comp, zst, p, data, &mut stats, side)?;
             side.offset += data.len() as u64;
-            side.copied += data.len() as u64;
-            side.zst += frame.len() as u64;
-            side.frames += 1;
             remaining -= data.len() as u64;
         }
     }
     Ok(stats)
+}
+
+/// Compresses `data` into one frame, appends it to the copy and counts it.
+fn append_frame(
+    comp: &mut zstd::bulk::Compressor<'_>,
+    zst: &mut File,
+    p: &Paths,
+    data: &[u8],
+    stats: &mut CopyStats,
+    side: &mut Sidecar,
+) -> io::Result<()> {
+    let frame = comp.compress(data)?;
+    zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
+    stats.written += frame.len() as u64;
+    stats.appended += data.len() as u64;
+    stats.frames += 1;
+    side.copied += data.len() as u64;
+    side.zst += frame.len() as u64;
+    side.frames += 1;
+    Ok(())
 }
 
 /// The original no longer continues the copy: keep the copy, append the original's complete
@@ -325,14 +338,7 @@ fn resync_copy(
         if out.is_empty() {
             return Ok(());
         }
-        let frame = comp.compress(out)?;
-        zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
-        stats.written += frame.len() as u64;
-        stats.appended += out.len() as u64;
-        stats.frames += 1;
-        side.copied += out.len() as u64;
-        side.zst += frame.len() as u64;
-        side.frames += 1;
+        append_frame(&mut comp, zst, p, out, stats, side)?;
         out.clear();
         Ok(())
     };
