@@ -881,6 +881,14 @@ impl Fold {
         }
     }
 
+    /// True when the latest entry on `path` dropped as settled came after journal line `line`
+    /// and had `disk` (a blob id, `None` = absent) as an image.
+    pub(crate) fn settled_after(&self, path: &str, line: u64, disk: Option<&str>) -> bool {
+        self.settled
+            .get(&digest(path))
+            .is_some_and(|(l, s)| *l > line && s.contains(&Some(disk.map_or(ABSENT_DIGEST, digest))))
+    }
+
     /// Resolves a full id or a unique prefix (also without Claude Code's `toolu_` prefix).
     pub fn find(&self, prefix: &str) -> Result<&Entry, IdError> {
         find_by_prefix(&self.entries, prefix, |e| &e.id).map(|i| &self.entries[i])

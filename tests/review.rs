@@ -252,3 +252,23 @@ fn a_closed_stderr_does_not_cost_the_journal_line() {
     let log = std::fs::read_to_string(repo.path(".walj/errors.log")).expect("errors.log");
     assert!(log.contains("config ignored"), "{log}");
 }
+
+// Defect: the Stop hook verifies its session's entries against a fold of that session
+// only, so a later change to the same file by another session (two sessions at work in one
+// project) left the entry `applied` — unresolved after a clean turn. DESIGN §3: persisted =
+// disk matches `after` or a later entry on the same path.
+#[test]
+fn a_later_change_by_another_session_verifies_at_stop() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let one = Claude::new(&repo, "0a0a0a0a-0000-4000-8000-000000000001");
+    let two = Claude::new(&repo, "0b0b0b0b-0000-4000-8000-000000000002");
+    one.write("toolu_first", "a.txt", "one\n");
+    two.edit("toolu_second", "a.txt", "one", "two");
+    two.stop();
+    one.stop();
+    let recover: Value = serde_json::from_str(&repo.ok(&["recover", "--json"])).expect("json");
+    assert_eq!(recover["unresolved"], 0, "{recover:#}");
+    let persisted: Vec<Value> =
+        repo.records().into_iter().filter(|r| r["op"] == "persisted" && r["id"] == "toolu_first").collect();
+    assert_eq!(persisted.len(), 1, "{:?}", repo.records());
+}
