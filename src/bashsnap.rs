@@ -38,7 +38,7 @@ use crate::fold::{Fold, FoldOptions};
 use crate::fsutil;
 use crate::journal::{Blob, Record, op};
 use crate::project::{Project, to_slash};
-use crate::store::{Store, blob_id};
+use crate::store::{Store, blob_id, file_blob_id};
 
 mod gitindex;
 mod gitscan;
@@ -55,8 +55,6 @@ const MAX_COMMAND: usize = 512;
 /// New objects one snapshot stores at most (each costs an fsync); files beyond are stat-only
 /// this time (cut short) and captured by later snapshots.
 const MAX_NEW_OBJECTS: usize = 512;
-/// Objects a snapshot relies on are re-stamped when older than this (see [`keep_fresh`]).
-const KEEP_FRESH: Duration = Duration::from_secs(600);
 /// Child entries one command gets at most (an unignored `npm install` must not flood the
 /// journal); the command's record says the list was cut short.
 const MAX_CHANGES: usize = 1000;
@@ -269,9 +267,9 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     let background = pre.background || call.task_id.is_some();
     let mut tree = Tree::open(project, cfg, matcher);
-    let mut now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
+    let now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
     let changes = tree.diff(&pre, &now)?;
-    let records = child_records(cfg, matcher, &pre, &changes, "post", false);
+    let records = child_records(matcher, &pre, &changes, "post", false);
     let mut summary = json!({
         "mode": pre.mode,
         "changed": records.len(),
@@ -283,17 +281,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     save(&dir.join("cache.json"), &now)?;
     if background {
-        now.session = pre.session.clone();
-        now.parent = pre.parent.clone();
-        now.command = pre.command.clone();
-        now.background = true;
-        now.task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
-        if let Some(old) = pre.index.as_ref().and_then(|i| i.copy.as_ref())
-            && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
-        {
-            let _ = fs::remove_file(dir.join(old));
-        }
-        save(&path, &now)?;
+        let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
+        rebase(&dir, &path, &pre, now, task_id)?;
     } else {
         remove_snapshot(&dir, &path, pre.index.as_ref());
     }
@@ -364,29 +353,42 @@ pub fn at_stop(
         let mut tree = Tree::open(project, cfg, matcher);
         let running = task_running(background_tasks, base.task_id.as_deref());
         let key = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut now = tree.take(Some(&base), running.then_some(key.as_str()))?;
+        let now = tree.take(Some(&base), running.then_some(key.as_str()))?;
         let mut changes = tree.diff(&base, &now)?;
         changes.retain(|c| !known.contains(&(c.rel.clone(), c.after.blob().and_then(|b| b.id().map(str::to_string)))));
         let phase = format!("stop{}", base.time);
-        out.extend(child_records(cfg, matcher, &base, &changes, &phase, true));
+        out.extend(child_records(matcher, &base, &changes, &phase, true));
         let _ = save(&dir.join("cache.json"), &now);
         if running {
-            now.session = base.session.clone();
-            now.parent = base.parent.clone();
-            now.command = base.command.clone();
-            now.background = true;
-            now.task_id = base.task_id.clone();
-            if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
-                && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
-            {
-                let _ = fs::remove_file(dir.join(old));
-            }
-            save(&path, &now)?;
+            let task_id = base.task_id.clone();
+            rebase(&dir, &path, &base, now, task_id)?;
         } else {
             remove_snapshot(&dir, &path, base.index.as_ref());
         }
     }
     Ok(out)
+}
+
+/// Keeps `now` at `path` as the new baseline of `base`'s background command (it may still
+/// change files); the index `base` saved is removed once `now` has its own.
+fn rebase(
+    dir: &Path,
+    path: &Path,
+    base: &Snapshot,
+    mut now: Snapshot,
+    task_id: Option<String>,
+) -> Result<(), SnapError> {
+    now.session = base.session.clone();
+    now.parent = base.parent.clone();
+    now.command = base.command.clone();
+    now.background = true;
+    now.task_id = task_id;
+    if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
+        && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
+    {
+        let _ = fs::remove_file(dir.join(old));
+    }
+    save(path, &now)
 }
 
 /// True when Stop's `background_tasks` lists `task_id` as still running.
@@ -667,7 +669,7 @@ impl<'a> Tree<'a> {
             && c.st == Some(st)
             && !st.racy(cache_time)
             && let Some(id) = &c.id
-            && (c.nocap.is_some() || keep_fresh(&self.store, id))
+            && (c.nocap.is_some() || self.store.reuse(id))
         {
             return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
@@ -682,19 +684,25 @@ impl<'a> Tree<'a> {
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
     /// `(None, _)` when the file vanished meanwhile.
     fn read_capture(&mut self, abs: &Path, rel: &str, len: u64) -> Result<(Option<String>, Option<String>), SnapError> {
+        let unread = |e: io::Error| match e.kind() {
+            io::ErrorKind::NotFound => Ok((None, None)),
+            _ => Ok((None, Some("unreadable".into()))),
+        };
+        let never = self.matcher.is_some_and(|m| m.never_capture(rel));
+        if never || len > self.cfg.capture.max_bytes {
+            // Recorded by id only: hashed as it is read, never held in memory.
+            let nocap = if never { "never_capture" } else { "too_large" };
+            return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
+        }
         let bytes = match fs::read(abs) {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((None, None)),
-            Err(_) => return Ok((None, Some("unreadable".into()))),
+            Err(e) => return unread(e),
         };
         let id = blob_id(&bytes);
-        if self.matcher.is_some_and(|m| m.never_capture(rel)) {
-            return Ok((Some(id), Some("never_capture".into())));
-        }
-        if len.max(bytes.len() as u64) > self.cfg.capture.max_bytes {
+        if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return Ok((Some(id), Some("too_large".into())));
         }
-        if !keep_fresh(&self.store, &id) {
+        if !self.store.reuse(&id) {
             self.new_objects += 1;
             self.pending_bytes += bytes.len();
             self.pending.push((id.clone(), bytes));
@@ -839,7 +847,7 @@ impl<'a> Tree<'a> {
         let mut missing = HashSet::new();
         if let Some(repo) = &self.repo {
             for id in from_git.iter().filter(|id| needed.contains(id.as_str())) {
-                if keep_fresh(&self.store, id) {
+                if self.store.reuse(id) {
                     continue;
                 }
                 match git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()) {
@@ -923,29 +931,12 @@ fn read_index(repo: &git2::Repository, path: &Path) -> Result<Vec<gitindex::Entr
     }
 }
 
-/// True when the store holds `id`. An object not written for a while has its time
-/// refreshed: `walj compact` sweeps unreferenced objects older than its grace period, and a
-/// snapshot names objects (its sidecar) before any journal line does.
-fn keep_fresh(store: &Store, id: &str) -> bool {
-    let path = store.object_path(id);
-    let Ok(meta) = fs::metadata(&path) else { return false };
-    if !meta.is_file() {
-        return false;
-    }
-    let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_none_or(|age| age > KEEP_FRESH);
-    if old && let Ok(f) = fs::File::options().append(true).open(&path) {
-        let _ = f.set_modified(SystemTime::now());
-    }
-    true
-}
-
 /// Child entry id: stable for (command, phase, path), unique among them.
 fn child_id(parent: &str, phase: &str, rel: &str) -> String {
     blob_id(format!("{parent}\0{phase}\0{rel}").as_bytes())[..20].to_string()
 }
 
 fn child_records(
-    _cfg: &Config,
     matcher: Option<&Matcher>,
     snap: &Snapshot,
     changes: &[Change],

@@ -33,19 +33,9 @@ pub fn checkpoint(
         Fold::load(&project.journal, &FoldOptions { session: session.map(str::to_string), ..Default::default() })?;
     let mut report = CheckpointReport::default();
     let mut records = Vec::new();
-    // Images of later entries per path: the disk may legitimately hold a later change.
-    let mut later: HashMap<&str, Vec<(u64, Option<String>)>> = HashMap::new();
-    for e in &fold.entries {
-        for b in [&e.before, &e.after].into_iter().flatten() {
-            later.entry(e.path.as_str()).or_default().push((e.line, b.id().map(str::to_string)));
-        }
-        // Bytes a triage action wrote (a merge-revert keeps later changes) come after every entry.
-        for a in e.actions.iter().filter(|a| !a.undone) {
-            if let Some(w) = &a.wrote {
-                later.entry(e.path.as_str()).or_default().push((u64::MAX, w.id().map(str::to_string)));
-            }
-        }
-    }
+    let later = Later::new(&fold);
+    // Entries whose file matches nothing this fold knows: (entry, disk, the record to write).
+    let mut unmatched = Vec::new();
     for e in &fold.entries {
         if let Some(s) = session
             && !e.session.starts_with(s)
@@ -93,18 +83,34 @@ pub fn checkpoint(
                 }
             }
             _ => {
-                let matches_after = e.after.as_ref().map(|b| b.id().map(str::to_string)) == Some(disk.clone());
-                let matches_later = later
-                    .get(e.path.as_str())
-                    .is_some_and(|v| v.iter().any(|(line, id)| *line > e.line && *id == disk));
-                if matches_after || matches_later {
+                let matches_after = e.after.as_ref().map(|b| b.id()) == Some(disk.as_deref());
+                if matches_after || later.holds(&e.path, e.line, disk.as_deref()) {
                     rec.persisted = true;
                     rec.after = e.after.clone();
                     records.push(rec);
                     report.persisted += 1;
                 } else {
-                    report.drifted.push(e.path.clone());
+                    unmatched.push((e, disk, rec));
                 }
+            }
+        }
+    }
+    if !unmatched.is_empty() {
+        // Another session may have changed the path since (two sessions in one project): the
+        // whole journal is read, only in this rare case.
+        let wider = match session {
+            Some(_) => Some(Fold::load(&project.journal, &FoldOptions::default())?),
+            None => None,
+        };
+        let wider_later = wider.as_ref().map(Later::new);
+        for (e, disk, mut rec) in unmatched {
+            if wider_later.as_ref().is_some_and(|l| l.holds(&e.path, e.line, disk.as_deref())) {
+                rec.persisted = true;
+                rec.after = e.after.clone();
+                records.push(rec);
+                report.persisted += 1;
+            } else {
+                report.drifted.push(e.path.clone());
             }
         }
     }
@@ -146,4 +152,34 @@ pub fn checkpoint(
         JournalWriter::new(&project.journal).append_all(&records)?;
     }
     Ok(report)
+}
+
+/// What each path held after each journal line, as far as a fold knows: its entries' pre- and
+/// post-images, what triage actions wrote, and the latest entry it dropped as settled.
+struct Later<'f> {
+    fold: &'f Fold,
+    by_path: HashMap<&'f str, Vec<(u64, Option<&'f str>)>>,
+}
+
+impl<'f> Later<'f> {
+    fn new(fold: &'f Fold) -> Later<'f> {
+        let mut by_path: HashMap<&str, Vec<(u64, Option<&str>)>> = HashMap::new();
+        for e in &fold.entries {
+            let v = by_path.entry(e.path.as_str()).or_default();
+            for b in [&e.before, &e.after].into_iter().flatten() {
+                v.push((e.line, b.id()));
+            }
+            // Bytes a triage action wrote (a merge-revert keeps later changes) come after every entry.
+            for w in e.actions.iter().filter(|a| !a.undone).filter_map(|a| a.wrote.as_ref()) {
+                v.push((u64::MAX, w.id()));
+            }
+        }
+        Later { fold, by_path }
+    }
+
+    /// True when `disk` (a blob id, `None` = absent) is an image `path` had after line `line`.
+    fn holds(&self, path: &str, line: u64, disk: Option<&str>) -> bool {
+        self.by_path.get(path).is_some_and(|v| v.iter().any(|&(l, id)| l > line && id == disk))
+            || self.fold.settled_after(path, line, disk)
+    }
 }

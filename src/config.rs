@@ -97,15 +97,47 @@ pub struct ConfigError {
 impl Config {
     /// Loads the config; a missing file is the default config.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match Config::parse(path)? {
+            None => Ok(Config::default()),
+            Some(cfg) => cfg.compiled(path).map(|_| cfg),
+        }
+    }
+
+    /// [`Config::load`] and the compiled globs, compiled once (the hook and import need both).
+    pub fn load_with_matcher(path: &Path) -> Result<(Config, Matcher), ConfigError> {
+        let cfg = Config::parse(path)?.unwrap_or_default();
+        let m = cfg.compiled(path)?;
+        Ok((cfg, m))
+    }
+
+    /// [`Config::load_with_matcher`]; a broken config is reported through `warn` and the
+    /// defaults are used (the hook and import go on).
+    pub fn load_or_default(path: &Path, warn: impl FnOnce(&ConfigError)) -> (Config, Option<Matcher>) {
+        match Config::load_with_matcher(path) {
+            Ok((c, m)) => (c, Some(m)),
+            Err(e) => {
+                warn(&e);
+                let c = Config::default();
+                let m = c.matcher().ok();
+                (c, m)
+            }
+        }
+    }
+
+    /// The file's config, `None` when there is no file.
+    fn parse(path: &Path) -> Result<Option<Config>, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(ConfigError { path: path.display().to_string(), message: e.to_string() }),
         };
-        let cfg: Config = toml::from_str(&text)
-            .map_err(|e| ConfigError { path: path.display().to_string(), message: e.to_string() })?;
-        cfg.matcher().map_err(|message| ConfigError { path: path.display().to_string(), message })?;
-        Ok(cfg)
+        toml::from_str(&text)
+            .map(Some)
+            .map_err(|e| ConfigError { path: path.display().to_string(), message: e.to_string() })
+    }
+
+    fn compiled(&self, path: &Path) -> Result<Matcher, ConfigError> {
+        self.matcher().map_err(|message| ConfigError { path: path.display().to_string(), message })
     }
 
     /// Compiles the globs.

@@ -25,7 +25,7 @@ use crate::journal::record::{Blob, Record, how, kind, op, parse_record};
 use crate::journal::{Problem, ScanReport};
 use crate::procinfo::{self, Liveness, ProcRef};
 use crate::project::Project;
-use crate::store::blob_id;
+use crate::store::file_blob_id;
 
 /// The state of one tool call on one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,6 +87,8 @@ pub struct Action {
     /// Bytes the action wrote (revert).
     pub wrote: Option<Blob>,
     pub undone: bool,
+    /// Line number of the record: journal order is the order actions were taken in.
+    pub line: u64,
     /// The full record, for fields this fold does not interpret.
     pub record: Record,
 }
@@ -221,6 +223,8 @@ pub struct Handoff {
     pub entries: Vec<String>,
     pub delivered: Option<String>,
     pub undone: bool,
+    /// Line number of the record (journal order).
+    pub line: u64,
     pub record: Record,
 }
 
@@ -303,6 +307,10 @@ pub struct Fold {
     pub records: u64,
     by_id: HashMap<String, usize>,
     by_session: HashMap<String, usize>,
+    /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
+    /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
+    /// Digests ([`digest`]), so memory stays small however many paths the journal names.
+    settled: HashMap<u64, (u64, [Option<u64>; 2])>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
 }
@@ -360,7 +368,7 @@ impl Fold {
         // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
         let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
         let mut problems = Vec::new();
-        let mut pairs: HashMap<(String, String, String), VecDeque<String>> = HashMap::new();
+        let mut pairs = Pairing::default();
         let report = scan_lines(journal, |raw| {
             if let Some(n) = &needle
                 && !contains(raw.bytes, n)
@@ -405,7 +413,13 @@ impl Fold {
         }
         fold.report = report;
         if !opts.keep_settled {
-            fold.entries.retain(|e| !matches!(e.state(), EntryState::Persisted | EntryState::NotApplied));
+            for e in std::mem::take(&mut fold.entries) {
+                if matches!(e.state(), EntryState::Persisted | EntryState::NotApplied) {
+                    fold.remember_settled(e);
+                } else {
+                    fold.entries.push(e);
+                }
+            }
         }
         // Settled entries were swap-removed: restore journal order.
         fold.entries.sort_by_key(|e| e.line);
@@ -449,14 +463,7 @@ impl Fold {
         &mut self.sessions[i]
     }
 
-    fn apply(
-        &mut self,
-        line: u64,
-        bytes: &[u8],
-        lite: Lite<'_>,
-        opts: &FoldOptions,
-        pairs: &mut HashMap<(String, String, String), VecDeque<String>>,
-    ) {
+    fn apply(&mut self, line: u64, bytes: &[u8], lite: Lite<'_>, opts: &FoldOptions, pairs: &mut Pairing) {
         let v1 = lite.v <= 1 && lite.op.is_empty();
         let op_name: &str = if v1 { op::APPLIED } else { &lite.op };
         if op_name == op::AUDIT {
@@ -490,16 +497,8 @@ impl Fold {
                 }
             }
             op::INTENT => {
-                let mut id = lite.id.to_string();
-                if id.is_empty() {
-                    id = format!("L{line}");
-                }
-                if lite.pair {
-                    pairs
-                        .entry((session_key.clone(), tool.to_string(), lite.path.to_string()))
-                        .or_default()
-                        .push_back(id.clone());
-                }
+                let key = || (session_key.clone(), tool.to_string(), lite.path.to_string());
+                let id = pairs.intent(line, &lite.id, lite.pair, key);
                 if self.by_id.contains_key(&id) {
                     return;
                 }
@@ -527,15 +526,8 @@ impl Fold {
                 });
             }
             op::APPLIED | op::FAILED => {
-                let mut id = lite.id.to_string();
-                if lite.pair || id.is_empty() {
-                    let key = (session_key.clone(), tool.to_string(), lite.path.to_string());
-                    if let Some(found) = pairs.get_mut(&key).and_then(VecDeque::pop_front) {
-                        id = found;
-                    } else if id.is_empty() {
-                        id = format!("L{line}");
-                    }
-                }
+                let key = || (session_key.clone(), tool.to_string(), lite.path.to_string());
+                let id = pairs.outcome(line, &lite.id, lite.pair, key);
                 let failed = op_name == op::FAILED;
                 let error = if failed {
                     parse_record(bytes).ok().and_then(|r| r.get_str("error").map(str::to_string))
@@ -571,10 +563,7 @@ impl Fold {
                         } else {
                             EntryState::Applied
                         };
-                        if base == EntryState::Persisted && !opts.keep_settled {
-                            return;
-                        }
-                        self.push_entry(Entry {
+                        let entry = Entry {
                             id,
                             sid: lite.sid.to_string(),
                             session: session_key,
@@ -595,7 +584,12 @@ impl Fold {
                             imported: lite.imported,
                             background: lite.background,
                             v1,
-                        });
+                        };
+                        if base == EntryState::Persisted && !opts.keep_settled {
+                            self.remember_settled(entry);
+                        } else {
+                            self.push_entry(entry);
+                        }
                     }
                 }
             }
@@ -621,6 +615,7 @@ impl Fold {
                     overwrote: rec.before.clone(),
                     wrote: rec.after.clone(),
                     undone: false,
+                    line,
                     record: rec,
                 });
             }
@@ -651,6 +646,7 @@ impl Fold {
                         .unwrap_or_default(),
                     delivered: None,
                     undone: false,
+                    line,
                     record: rec,
                 });
             }
@@ -681,12 +677,24 @@ impl Fold {
 
     /// Drops a settled entry (swap-remove keeps this O(1); order is restored at the end).
     fn remove_entry(&mut self, i: usize) {
-        let id = self.entries[i].id.clone();
-        self.by_id.remove(&id);
-        self.entries.swap_remove(i);
+        let e = self.entries.swap_remove(i);
+        self.by_id.remove(&e.id);
         if i < self.entries.len() {
             let moved = self.entries[i].id.clone();
             self.by_id.insert(moved, i);
+        }
+        self.remember_settled(e);
+    }
+
+    /// Keeps the images of a settled entry that is dropped, when it is the latest on its path.
+    fn remember_settled(&mut self, e: Entry) {
+        if e.outside || e.v1 {
+            return;
+        }
+        let images = [e.before.as_ref().map(image_digest), e.after.as_ref().map(image_digest)];
+        let slot = self.settled.entry(digest(&e.path)).or_insert((e.line, images));
+        if slot.0 < e.line {
+            *slot = (e.line, images);
         }
     }
 
@@ -835,8 +843,9 @@ impl Fold {
         self.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone)
     }
 
-    /// Marks applied entries whose file now matches none of the known images as drifted.
-    /// Reads only the files of unresolved applied entries.
+    /// Marks applied entries whose file now matches none of the known images (of every entry
+    /// on the path, and of the latest one dropped as settled) as drifted. Reads only the
+    /// files of unresolved applied entries.
     pub fn check_disk(&mut self, project: &Project) {
         let mut known: HashMap<&str, Vec<Option<String>>> = HashMap::new();
         for e in &self.entries {
@@ -857,7 +866,12 @@ impl Fold {
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
             let disk = disk_blob(&abs);
             let Some(disk) = disk else { continue };
-            if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk)) {
+            if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk))
+                || self
+                    .settled
+                    .get(&digest(&e.path))
+                    .is_some_and(|(_, s)| s.contains(&Some(disk.as_deref().map_or(ABSENT_DIGEST, digest))))
+            {
                 continue;
             }
             drifted.push(i);
@@ -867,19 +881,66 @@ impl Fold {
         }
     }
 
+    /// True when the latest entry on `path` dropped as settled came after journal line `line`
+    /// and had `disk` (a blob id, `None` = absent) as an image.
+    pub(crate) fn settled_after(&self, path: &str, line: u64, disk: Option<&str>) -> bool {
+        self.settled
+            .get(&digest(path))
+            .is_some_and(|(l, s)| *l > line && s.contains(&Some(disk.map_or(ABSENT_DIGEST, digest))))
+    }
+
     /// Resolves a full id or a unique prefix (also without Claude Code's `toolu_` prefix).
     pub fn find(&self, prefix: &str) -> Result<&Entry, IdError> {
         find_by_prefix(&self.entries, prefix, |e| &e.id).map(|i| &self.entries[i])
     }
 
-    /// Shortest unique display form of an entry id among this fold's entries.
-    pub fn short_id(&self, id: &str) -> String {
-        short_id(id)
-    }
-
     /// Resolves a session id or unique prefix.
     pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])
+    }
+}
+
+/// Entry ids of lines without a `tool_use_id`: an intent's generated id (`pair: true`) is
+/// taken by the next outcome of the same (session, tool, path); a line with no id at all is
+/// `L<line>`. Shared with journal rewrites, which must name entries exactly as the fold does.
+#[derive(Default)]
+pub(crate) struct Pairing {
+    open: HashMap<(String, String, String), VecDeque<String>>,
+}
+
+impl Pairing {
+    /// The entry id of an `intent` line.
+    pub(crate) fn intent(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        let id = if id.is_empty() { format!("L{line}") } else { id.to_string() };
+        if pair {
+            self.open.entry(key()).or_default().push_back(id.clone());
+        }
+        id
+    }
+
+    /// The entry id of an `applied` or `failed` line.
+    pub(crate) fn outcome(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        if pair || id.is_empty() {
+            if let Some(found) = self.open.get_mut(&key()).and_then(VecDeque::pop_front) {
+                return found;
+            }
+            if id.is_empty() {
+                return format!("L{line}");
+            }
+        }
+        id.to_string()
     }
 }
 
@@ -1139,10 +1200,25 @@ fn task_number(text: &str) -> Option<String> {
     (!digits.is_empty()).then_some(digits)
 }
 
+/// A 64-bit digest of a path or a blob id (what [`Fold`] keeps of settled entries).
+fn digest(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// The digest standing for "the file was absent".
+const ABSENT_DIGEST: u64 = 0;
+
+fn image_digest(b: &Blob) -> u64 {
+    b.id().map_or(ABSENT_DIGEST, digest)
+}
+
 /// The blob id of a file on disk: `Some(None)` when absent, `None` when unreadable.
 pub fn disk_blob(path: &Path) -> Option<Option<String>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Some(Some(blob_id(&bytes))),
+    match file_blob_id(path) {
+        Ok(id) => Some(Some(id)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some(None),
         Err(_) => None,
     }
@@ -1158,8 +1234,13 @@ pub enum IdError {
 
 /// Display form of an id: Claude Code's `toolu_` prefix dropped, at most 12 chars.
 pub fn short_id(id: &str) -> String {
-    let s = id.strip_prefix("toolu_").unwrap_or(id);
-    s.chars().take(12).collect()
+    abbrev(id.strip_prefix("toolu_").unwrap_or(id), 12).to_string()
+}
+
+/// The first `n` characters of `s`, for showing ids and hashes read from the journal
+/// (never cuts a character: those strings are user data, not always hex).
+pub fn abbrev(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 fn find_by_prefix<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Result<usize, IdError> {

@@ -15,6 +15,23 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     opts.open(path)
 }
 
+/// Runs `f` holding an exclusive lock on the file `lock` (created 0600 when missing and never
+/// removed, so every process locks the same inode), and unlocks whatever `f` returns.
+/// `err(op, e)` names a failure to open or take the lock (`op`: "opening", "locking").
+pub fn with_lock<T, E>(
+    lock: &Path,
+    err: impl Fn(&'static str, io::Error) -> E,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    let file = open_private(lock, OpenOptions::new().create(true).truncate(false).write(true))
+        .map_err(|e| err("opening", e))?;
+    file.lock().map_err(|e| err("locking", e))?;
+    let result = f();
+    // Unlock explicitly; closing the descriptor would release it too.
+    let _ = file.unlock();
+    result
+}
+
 /// Creates a folder (and parents) with mode 0700 where the platform has modes.
 pub fn create_private_dir(path: &Path) -> io::Result<()> {
     if path.is_dir() {

@@ -6,6 +6,7 @@
 //! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -16,7 +17,7 @@ use crate::journal::{Blob, JournalWriter, Record, kind, op};
 use crate::payload::{FILE_TOOLS, HookEvent, Payload, TODO_TOOLS, clip};
 use crate::procinfo;
 use crate::project::{Located, Project};
-use crate::store::{Store, blob_id};
+use crate::store::{Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
 /// Largest prompt / message text kept in a record.
@@ -63,9 +64,15 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     out
 }
 
+/// Prints `walj hook: msg` on stderr. Not `eprintln!`, which panics when stderr is closed
+/// (Claude Code gone mid-hook): a message must never stop the hook's work.
+pub fn warn(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "walj hook: {msg}");
+}
+
 /// Appends a line to `.walj/errors.log` (best effort) and prints it on stderr.
 pub fn log_error(project: &Project, msg: &str) {
-    eprintln!("walj hook: {msg}");
+    warn(msg);
     if project.ensure_dir().is_err() {
         return;
     }
@@ -158,7 +165,7 @@ impl Ctx<'_> {
         match self.payload.tool_use_id() {
             Some(id) => r.id = id.to_string(),
             None => {
-                r.id = format!("w{}", unique_suffix());
+                r.id = crate::journal::record::new_id("w");
                 r.extra.insert("pair".into(), Value::Bool(true));
             }
         }
@@ -405,16 +412,9 @@ impl Ctx<'_> {
     /// The config and its compiled globs; a broken config falls back to the defaults
     /// (and is reported), the hook must go on.
     fn config(&self) -> (Config, Option<Matcher>) {
-        let path = self.project.config_path();
-        let cfg = match Config::load(&path) {
-            Ok(c) => c,
-            Err(e) => {
-                log_error(self.project, &format!("config ignored: {e}"));
-                Config::default()
-            }
-        };
-        let m = cfg.matcher().ok();
-        (cfg, m)
+        Config::load_or_default(&self.project.config_path(), |e| {
+            log_error(self.project, &format!("config ignored: {e}"))
+        })
     }
 }
 
@@ -440,22 +440,15 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         return Ok(Image { blob: Blob::Absent, nocap: Some("directory".into()) });
     }
     if never(rel, m) {
-        let bytes = std::fs::read(abs)?;
-        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("never_capture".into()) });
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("never_capture".into()) });
     }
     if meta.len() > cfg.capture.max_bytes {
-        // Hash without keeping the whole file in memory twice.
-        let bytes = std::fs::read(abs)?;
-        return Ok(Image { blob: Blob::Id(blob_id(&bytes)), nocap: Some("too_large".into()) });
+        // Hashed as it is read: a huge file is never held in memory.
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("too_large".into()) });
     }
     let bytes = std::fs::read(abs)?;
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None })
-}
-
-fn unique_suffix() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    format!("{:x}{:05x}", now.as_micros(), std::process::id() & 0xfffff)
 }
 
 /// The hook's default JSON output shape at SessionStart.

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 
 use crate::config::{self, Config, Matcher};
 use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
-use crate::payload::clip;
+use crate::payload::{FILE_TOOLS, clip};
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
@@ -44,15 +44,13 @@ const MAX_ERROR: usize = 4 * 1024;
 /// Records per journal write.
 const BATCH: usize = 2000;
 
-/// Tools whose calls change files.
-const FILE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
-
-/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (the home folder as
+/// the platform knows it: `$HOME`, `%USERPROFILE%` on Windows).
 pub fn claude_config_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".claude"))
+    std::env::home_dir().filter(|h| !h.as_os_str().is_empty()).map(|h| h.join(".claude"))
 }
 
 /// Claude Code's folder name for a working directory: every non-alphanumeric char → `-`.
@@ -92,14 +90,17 @@ pub fn read_head(path: &Path) -> io::Result<Head> {
     Ok(head)
 }
 
-/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively.
-fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
+/// count; links to folders are not followed (no loops).
+pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
         match e.file_type() {
             Ok(t) if t.is_dir() => jsonl_under(&p, out),
-            Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => out.push(p),
+            Ok(t) if (t.is_file() || t.is_symlink() && p.is_file()) && p.extension().is_some_and(|x| x == "jsonl") => {
+                out.push(p)
+            }
             _ => {}
         }
     }
@@ -279,11 +280,9 @@ impl Existing {
 /// Imports `files` into `project`'s journal.
 pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
     use anyhow::Context;
-    let cfg = Config::load(&project.config_path()).unwrap_or_else(|e| {
+    let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
-        Config::default()
     });
-    let matcher = cfg.matcher().ok();
     let mut existing =
         Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
     let total: u64 = files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum();
@@ -1113,9 +1112,10 @@ fn replace(text: &str, old: &str, new: &str, all: bool) -> Option<String> {
     Some(if all { text.replace(old, new) } else { text.replacen(old, new, 1) })
 }
 
-/// Files modified in the last `days` days (for "recent" transcripts).
+/// Files modified in the last `days` days (for "recent" transcripts); `None` (no limit)
+/// when that reaches before the clock's range.
 pub fn since_days(days: u64) -> Option<SystemTime> {
-    SystemTime::now().checked_sub(Duration::from_secs(days * 24 * 3600))
+    SystemTime::now().checked_sub(Duration::from_secs(days.saturating_mul(24 * 3600)))
 }
 
 #[cfg(test)]

@@ -262,43 +262,19 @@ fn write_backup(path: &Path, raw: &[u8], perms: Option<&fs::Permissions>) -> Res
     }
 }
 
-/// Atomically replaces `path` with `contents`: temporary file in the same folder, fsync, rename,
-/// fsync of the folder. A symlinked settings file is followed (its target is replaced, the link
-/// kept). Creates the parent folder when missing.
-fn write_atomic(path: &Path, contents: &[u8], perms: Option<&fs::Permissions>) -> Result<(), InstallError> {
+/// Atomically replaces `path` with `contents` ([`crate::fsutil::atomic_write`]: temporary file in
+/// the same folder, fsync, rename, fsync of the folder), keeping the file's permissions and
+/// owner. A symlinked settings file is followed (its target is replaced, the link kept).
+/// Creates the parent folder when missing.
+fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), InstallError> {
     let target = match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(io_err(path))?,
         _ => path.to_path_buf(),
     };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let pid = std::process::id();
-    let mut n = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(".{name}.walj-tmp.{pid}.{n}"));
-        match open_new(&tmp, perms) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(io_err(&tmp)(e)),
-        }
-    };
-    let result = file.write_all(contents).and_then(|()| file.sync_all()).and_then(|()| {
-        drop(file);
-        fs::rename(&tmp, &target)
-    });
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(io_err(&target)(e));
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
     }
-    // Make the rename durable; not every file system lets a folder be fsynced, so this is best effort.
-    if let Ok(d) = File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::fsutil::atomic_write(&target, contents, crate::fsutil::file_mode(&target)).map_err(io_err(&target))
 }
 
 /// Backs up the old file (when there is one) and writes the new value.
@@ -308,7 +284,7 @@ fn save(path: &Path, old: Option<&Loaded>, root: &Value) -> Result<Option<PathBu
         Some(old) => Some(write_backup(path, &old.raw, perms.as_ref())?),
         None => None,
     };
-    write_atomic(path, &render(root), perms.as_ref())?;
+    write_atomic(path, &render(root))?;
     Ok(backup)
 }
 

@@ -287,7 +287,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         // A hook must never exit 2: Claude Code reads that as "block this tool call".
         Err(e) if std::env::args_os().any(|a| a == "hook") && e.use_stderr() => {
-            eprintln!("walj hook: {e}");
+            walj::hook::warn(&e.to_string());
             return ExitCode::SUCCESS;
         }
         Err(e) => e.exit(),
@@ -338,7 +338,7 @@ fn hook_fast_args() -> Option<Global> {
 fn hook(global: &Global) -> ExitCode {
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
-        eprintln!("walj hook: reading stdin: {e}");
+        walj::hook::warn(&format!("reading stdin: {e}"));
         return ExitCode::SUCCESS;
     }
     let opts = walj::hook::HookOptions { project: global.project.clone(), journal: global.journal.clone() };
@@ -348,7 +348,11 @@ fn hook(global: &Global) -> ExitCode {
         Err(_) => return ExitCode::SUCCESS,
     };
     if let Some(s) = outcome.stdout {
-        println!("{s}");
+        // Not `println!`: it panics (exit 101) when Claude Code has closed the pipe.
+        use std::io::Write;
+        if let Err(e) = writeln!(std::io::stdout().lock(), "{s}") {
+            walj::hook::warn(&format!("writing the SessionStart answer: {e}"));
+        }
     }
     ExitCode::SUCCESS
 }

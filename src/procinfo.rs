@@ -6,6 +6,9 @@
 //! mistaken for the session still running. Linux reads /proc; elsewhere the answer is
 //! `unknown`.
 
+/// Running processes: (pid, command line, cwd).
+pub type ProcTable = Vec<(u32, String, Option<std::path::PathBuf>)>;
+
 /// A process identity: pid plus start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcRef {
@@ -74,7 +77,7 @@ mod imp {
     }
 
     /// Every running process's (pid, cmdline, cwd), for matching background commands.
-    pub fn processes() -> Option<Vec<(u32, String, Option<std::path::PathBuf>)>> {
+    pub fn processes() -> Option<ProcTable> {
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").ok()?.flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
@@ -101,7 +104,7 @@ mod imp {
     pub fn liveness(_p: ProcRef) -> Liveness {
         Liveness::Unknown
     }
-    pub fn processes() -> Option<Vec<(u32, String, Option<std::path::PathBuf>)>> {
+    pub fn processes() -> Option<ProcTable> {
         None
     }
 }
@@ -117,7 +120,7 @@ pub fn liveness(p: ProcRef) -> Liveness {
 }
 
 /// Running processes as (pid, command line, cwd); `None` where the platform cannot tell.
-pub fn processes() -> Option<Vec<(u32, String, Option<std::path::PathBuf>)>> {
+pub fn processes() -> Option<ProcTable> {
     imp::processes()
 }
 

@@ -25,6 +25,50 @@ pub fn blob_id(bytes: &[u8]) -> String {
     h.digest().to_string()
 }
 
+/// The git blob id of the file at `path`, hashed as it is read: memory does not grow with
+/// the file (files over the capture cap are recorded by id only). A file that changes size
+/// while it is read is read again.
+pub fn file_blob_id(path: &Path) -> io::Result<String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    for _ in 0..3 {
+        let mut f = File::open(path)?;
+        let len = f.metadata()?.len();
+        let mut h = sha1_smol::Sha1::new();
+        h.update(format!("blob {len}\0").as_bytes());
+        let mut read = 0u64;
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            read += n as u64;
+            if read > len {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        if read == len {
+            return Ok(h.digest().to_string());
+        }
+    }
+    // Still changing: hash one whole read.
+    Ok(blob_id(&fs::read(path)?))
+}
+
+/// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines
+/// or bundles are checked before they name a file.
+pub fn is_id(id: &str) -> bool {
+    id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// How old an object may get before a reuse refreshes its time. `walj compact` sweeps
+/// objects no line names once they are older than its grace period (an hour,
+/// `session::rewrite::OBJECT_GRACE`): an object younger than this is safe for the rest of
+/// that hour, ample time to append the line that names it.
+pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -50,12 +94,30 @@ impl Store {
     }
 
     pub fn object_path(&self, id: &str) -> PathBuf {
-        let (a, b) = id.split_at(2.min(id.len()));
-        self.dir.join(a).join(b)
+        match (id.get(..2), id.get(2..)) {
+            (Some(a), Some(b)) => self.dir.join(a).join(b),
+            _ => self.dir.join(id),
+        }
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        id.len() == 40 && self.object_path(id).is_file()
+        is_id(id) && self.object_path(id).is_file()
+    }
+
+    /// True when object `id` is in the store; about to be named again (by a journal line, or
+    /// by a Bash snapshot's sidecar before any line does), it has its time refreshed when
+    /// older than [`REFRESH_AFTER`], so compaction's sweep spares it.
+    pub fn reuse(&self, id: &str) -> bool {
+        let path = self.object_path(id);
+        let Ok(meta) = fs::metadata(&path) else { return false };
+        if !meta.is_file() {
+            return false;
+        }
+        let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_none_or(|age| age > REFRESH_AFTER);
+        if old && let Ok(f) = File::options().append(true).open(&path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+        true
     }
 
     /// Stores `bytes` durably and returns their id. Existing objects are not rewritten.
@@ -67,15 +129,10 @@ impl Store {
 
     /// Stores `bytes` known to have id `id`.
     pub fn put_with_id(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        let path = self.object_path(id);
-        if path.is_file() {
-            // Reused: refresh its time so `walj compact`'s sweep (which spares objects younger
-            // than its grace period) cannot remove it while the line naming it is being written.
-            if let Ok(f) = File::options().append(true).open(&path) {
-                let _ = f.set_modified(std::time::SystemTime::now());
-            }
+        if self.reuse(id) {
             return Ok(());
         }
+        let path = self.object_path(id);
         let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
         let sub = path.parent().unwrap_or(&self.dir).to_path_buf();
         let new_sub = !sub.is_dir();
@@ -105,13 +162,7 @@ impl Store {
         let mut seen = std::collections::HashSet::new();
         let mut todo: Vec<&(String, Vec<u8>)> = Vec::new();
         for item in items.iter().filter(|(id, _)| seen.insert(id.as_str())) {
-            let path = self.object_path(&item.0);
-            if path.is_file() {
-                // Reused: refreshed like `put_with_id` does, for compaction's grace period.
-                if let Ok(f) = File::options().append(true).open(&path) {
-                    let _ = f.set_modified(std::time::SystemTime::now());
-                }
-            } else {
+            if !self.reuse(&item.0) {
                 todo.push(item);
             }
         }
@@ -175,6 +226,10 @@ impl Store {
 
     /// Reads an object's bytes, checking the header and the id.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        if !is_id(id) {
+            // Not an id at all (a damaged or hand-edited line): no object has that name.
+            return Err(StoreError::Missing(id.to_string()));
+        }
         let path = self.object_path(id);
         let f = match File::open(&path) {
             Ok(f) => f,
@@ -256,6 +311,19 @@ mod tests {
         // `printf 'hello\n' | git hash-object --stdin`
         assert_eq!(blob_id(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
         assert_eq!(blob_id(b""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    }
+
+    #[test]
+    fn file_ids_are_hashed_as_the_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        for size in [0usize, 1, 64 * 1024, 200_001] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            fs::write(&p, &bytes).unwrap();
+            assert_eq!(file_blob_id(&p).unwrap(), blob_id(&bytes), "{size} bytes");
+        }
+        let err = file_blob_id(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]

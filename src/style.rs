@@ -9,8 +9,15 @@ pub struct Style {
 
 impl Style {
     pub fn stdout() -> Style {
+        Style::on_terminal(std::io::stdout().is_terminal())
+    }
+    /// For messages on stderr (which may be a terminal while stdout is piped).
+    pub fn stderr() -> Style {
+        Style::on_terminal(std::io::stderr().is_terminal())
+    }
+    fn on_terminal(tty: bool) -> Style {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style { color: !no_color && std::io::stdout().is_terminal() }
+        Style { color: tty && !no_color }
     }
     pub fn plain() -> Style {
         Style { color: false }

@@ -2,7 +2,7 @@
 //! transcripts (library side: [`crate::import`]).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -25,7 +25,7 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         let meta = std::fs::metadata(p).with_context(|| format!("{}: cannot read", p.display()))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(p, &mut found);
+            import::jsonl_under(p, &mut found);
             found.sort();
             out.extend(found);
         } else {
@@ -33,18 +33,6 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            walk(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
 }
 
 /// `walj import [PATH...] [--all] [--days N] [--json]`.
@@ -162,11 +150,6 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
     s
 }
 
-fn stderr_style() -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    Style { color: !no_color && std::io::stderr().is_terminal() }
-}
-
 /// `walj recover --from-transcripts`: offers to import this project's recent transcripts
 /// (prompt on a terminal, `--yes` to skip it). Messages go to stderr so `--json` stays clean.
 pub fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<()> {
@@ -210,7 +193,7 @@ pub fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<
     }
     let opts = ImportOptions { config_dir: Some(dir), progress: std::io::stderr().is_terminal() };
     let report = import::import(project, &files, &opts)?;
-    eprint!("{}", report_text(project, &report, &stderr_style()));
+    eprint!("{}", report_text(project, &report, &Style::stderr()));
     eprintln!();
     Ok(())
 }

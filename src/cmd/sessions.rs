@@ -200,7 +200,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
             format!(
                 "branch {}, HEAD {}",
                 s.branch.as_deref().unwrap_or("-"),
-                s.head.as_deref().map(|h| &h[..h.len().min(12)]).unwrap_or("-")
+                s.head.as_deref().map(|h| crate::fold::abbrev(h, 12)).unwrap_or("-")
             ),
         );
     }

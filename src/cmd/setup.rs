@@ -7,15 +7,12 @@ use crate::install::{self, Level, SettingsScope};
 use crate::project::Project;
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+    std::env::home_dir().unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// The user's settings file, honouring `$CLAUDE_CONFIG_DIR`.
+/// The user's settings file, in Claude Code's folder (which honours `$CLAUDE_CONFIG_DIR`).
 fn user_settings(home: &Path) -> PathBuf {
-    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("settings.json"),
-        None => home.join(".claude").join("settings.json"),
-    }
+    crate::import::claude_config_dir().unwrap_or_else(|| home.join(".claude")).join("settings.json")
 }
 
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {

@@ -98,7 +98,8 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
     report.lines = line_no;
     report.bytes = base + buf.len() as u64;
     if !trim(&buf).is_empty() {
-        // Zero-filled tails (a crash after the size was extended) count as torn too.
+        // Trailing NULs (a crash after the size was extended) are trimmed: a tail of only
+        // zeros is skipped silently, like a blank line.
         report.push(Problem::TornTail { line: line_no + 1, bytes: buf.len() as u64 });
     }
     Ok(report)

@@ -24,7 +24,7 @@ pub mod op {
     pub const AUDIT: &str = "audit";
     /// A brief for Claude, delivered at the next SessionStart (hand-back, resume).
     pub const HANDOFF: &str = "handoff";
-    /// Undo of an earlier triage action (`undoes` names its `action`).
+    /// Undo of an earlier triage action (`target` names its `action`).
     pub const UNDO: &str = "undo";
 }
 
@@ -238,6 +238,15 @@ pub fn parse_record(line: &[u8]) -> Result<Record, serde_json::Error> {
 
 pub fn short_sid(session: &str) -> String {
     session.chars().take(6).collect()
+}
+
+/// A new id, unique across processes and calls: `prefix`, then the time (µs), the process
+/// id and a per-process counter, in hex. For generated tool-call ids and triage actions.
+pub fn new_id(prefix: &str) -> String {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}{:x}{:05x}{:03x}", now.as_micros(), std::process::id() & 0xfffff, n & 0xfff)
 }
 
 /// UTC, milliseconds, `Z`: sorts lexically in time order.

@@ -57,12 +57,7 @@ impl JournalWriter {
 
     /// Appends pre-built, `\n`-terminated lines.
     pub fn append_bytes(&self, lines: &[u8]) -> io::Result<()> {
-        let lock = fsutil::open_private(&self.lock, OpenOptions::new().create(true).truncate(false).write(true))?;
-        lock.lock()?;
-        let result = self.append_locked(lines);
-        // Unlock explicitly; closing the descriptor would release it too.
-        let _ = lock.unlock();
-        result
+        fsutil::with_lock(&self.lock, |_, e| e, || self.append_locked(lines))
     }
 
     fn append_locked(&self, lines: &[u8]) -> io::Result<()> {

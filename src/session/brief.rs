@@ -206,7 +206,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let _ = write!(where_, " on branch {b}");
     }
     if let Some(h) = &s.head {
-        let _ = write!(where_, " (HEAD {})", &h[..h.len().min(10)]);
+        let _ = write!(where_, " (HEAD {})", crate::fold::abbrev(h, 10));
     }
     let _ = writeln!(out, "{where_}; last activity {}.", human_ts(&s.last_ts));
     let _ = writeln!(
@@ -353,7 +353,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
 /// session not announced yet is marked announced: the brief says all the note would.
 pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
     let session = state.session();
-    let action = format!("resume-{}", super::unique_suffix());
+    let action = crate::journal::record::new_id("resume-");
     let mut records = Vec::new();
     for h in state.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone) {
         if h.record.kind.as_deref() == Some(KIND_RESUME) {

@@ -469,7 +469,7 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
         if !seen.insert(id.as_str()) {
             return Err(tampered(format!("object {id} appears twice")));
         }
-        if id.len() != 40 || !id.bytes().all(|b| b.is_ascii_hexdigit()) || blob_id(bytes) != *id {
+        if !crate::store::is_id(id) || blob_id(bytes) != *id {
             return Err(tampered(format!("object {id} does not match its bytes")));
         }
     }

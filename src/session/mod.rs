@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::fold::{Entry, EntryState, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus};
+use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus};
 use crate::journal::reader::{check_line, scan_lines};
 use crate::journal::{kind, op};
 use crate::project::Project;
@@ -411,12 +411,6 @@ impl SessionState {
     }
 }
 
-/// Unique-enough suffix for action ids and temp files.
-pub(crate) fn unique_suffix() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    format!("{:x}{:05x}", now.as_micros(), std::process::id() & 0xfffff)
-}
-
 /// A file-name-safe form of a session id (ids are UUIDs; anything else is escaped and
 /// disambiguated with a hash).
 pub fn file_stem(session: &str) -> String {
@@ -447,17 +441,10 @@ pub fn human_bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// True when the entry is settled and so may be forgotten after the retention.
+/// True when the entry is settled (every state but the unresolved ones) and so may be
+/// forgotten after the retention.
 pub fn is_settled(e: &Entry) -> bool {
     !e.is_unresolved()
-        && matches!(
-            e.state(),
-            EntryState::Persisted
-                | EntryState::NotApplied
-                | EntryState::Done
-                | EntryState::Reverted
-                | EntryState::HandedBack
-        )
 }
 
 /// Marks of other sessions that concern `session`: its announcement, and deliveries of its

@@ -20,8 +20,7 @@ use crate::fsutil;
 use crate::procinfo;
 use crate::project::Project;
 
-/// A process table: (pid, command line, cwd).
-pub type ProcTable = Vec<(u32, String, Option<PathBuf>)>;
+pub use crate::procinfo::ProcTable;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProcStatus {

@@ -21,7 +21,7 @@
 //! A session older than the retention, settled, not live and without a pending brief goes as a
 //! whole, with its transcript copy.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{SessionError, hex_ids, resolve, transcript};
-use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, SessionStatus};
+use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, Pairing, SessionStatus};
 use crate::fsutil;
 use crate::journal::reader::{check_line, scan_lines};
 use crate::journal::{JournalWriter, kind, op};
@@ -100,8 +100,14 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
             cfg.retention.days
         }
     };
-    let cutoff_time = chrono::Utc::now() - chrono::Duration::days(i64::try_from(days).unwrap_or(i64::MAX / 86_400_000));
-    let cutoff = cutoff_time.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    // A retention reaching before the calendar's range keeps everything (no record is
+    // older than the empty cutoff).
+    let cutoff = i64::try_from(days)
+        .ok()
+        .and_then(chrono::TimeDelta::try_days)
+        .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_default();
     let mut rep = rewrite(project, Mode::Compact { cutoff }, opts.dry_run, opts.progress)?;
     rep.retention_days = Some(days);
     Ok(rep)
@@ -354,10 +360,10 @@ impl LineView<'_> {
     }
 }
 
-/// Maps a line to its entry id exactly as the fold does (pairs of generated ids, `L<line>`).
+/// Maps a line to its entry id exactly as the fold does ([`Pairing`]).
 #[derive(Default)]
 struct EntryIds {
-    pairs: HashMap<(String, String, String), VecDeque<String>>,
+    pairs: Pairing,
 }
 
 impl EntryIds {
@@ -369,24 +375,8 @@ impl EntryIds {
         }
         let key = || (l.key().to_string(), l.tool.clone().unwrap_or_default(), l.path.to_string());
         match op_name {
-            op::INTENT => {
-                let id = if l.id.is_empty() { format!("L{line}") } else { l.id.to_string() };
-                if l.pair {
-                    self.pairs.entry(key()).or_default().push_back(id.clone());
-                }
-                Some(id)
-            }
-            op::APPLIED | op::FAILED => {
-                let mut id = l.id.to_string();
-                if l.pair || id.is_empty() {
-                    if let Some(found) = self.pairs.get_mut(&key()).and_then(VecDeque::pop_front) {
-                        id = found;
-                    } else if id.is_empty() {
-                        id = format!("L{line}");
-                    }
-                }
-                Some(id)
-            }
+            op::INTENT => Some(self.pairs.intent(line, &l.id, l.pair, key)),
+            op::APPLIED | op::FAILED => Some(self.pairs.outcome(line, &l.id, l.pair, key)),
             op::PERSISTED | op::RESOLVED | op::UNDO => Some(l.id.to_string()),
             _ => None,
         }
@@ -425,13 +415,13 @@ fn rewrite(project: &Project, mode: Mode, dry_run: bool, progress: bool) -> Resu
         return Ok(rep);
     }
     let writer = JournalWriter::new(journal);
-    let lock_path = writer.lock_path().to_path_buf();
-    let lock = fsutil::open_private(&lock_path, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(SessionError::io("opening", &lock_path))?;
-    lock.lock().map_err(SessionError::io("locking", &lock_path))?;
-    let result = rewrite_locked(project, mode, dry_run, progress, &mut rep);
-    let _ = lock.unlock();
-    result.map(|()| rep)
+    let lock_path = writer.lock_path();
+    fsutil::with_lock(
+        lock_path,
+        |op, e| SessionError::io(op, lock_path)(e),
+        || rewrite_locked(project, mode, dry_run, progress, &mut rep),
+    )
+    .map(|()| rep)
 }
 
 fn rewrite_locked(

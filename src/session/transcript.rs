@@ -146,15 +146,15 @@ pub fn copy_limited(project: &Project, session: &str, source: &Path, limit: Opti
         Err(e) => return Err(ctx("reading", source)(e)),
     };
     let p = paths(project, session);
+    locked(project, &p, || copy_locked(&p, source, meta.len(), limit))
+}
+
+/// Runs `f` holding the session copy's lock (creating `.walj/transcripts/` first).
+fn locked<T>(project: &Project, p: &Paths, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     project.ensure_dir().map_err(ctx("creating", &project.dir))?;
     let d = dir(project);
     fsutil::create_private_dir(&d).map_err(ctx("creating", &d))?;
-    let lock = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(ctx("opening", &p.lock))?;
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = copy_locked(&p, source, meta.len(), limit);
-    let _ = lock.unlock();
-    result
+    fsutil::with_lock(&p.lock, |op, e| ctx(op, &p.lock)(e), f)
 }
 
 fn copy_locked(p: &Paths, source: &Path, src_len: u64, limit: Option<u64>) -> io::Result<CopyStats> {
@@ -202,6 +202,11 @@ fn continuous(s: &Sidecar, src: &mut CountingFile, src_len: u64) -> io::Result<b
     }
     if s.offset == 0 {
         return Ok(true);
+    }
+    // walj writes lengths of at most 4 KB within `offset`: others are damage (resync), not a
+    // read to size or a position before the start.
+    if s.head_len.max(s.tail_len) > s.offset.min(FINGERPRINT) {
+        return Ok(false);
     }
     let head = src.crc_at(0, s.head_len)?;
     let tail = src.crc_at(s.offset - s.tail_len, s.tail_len)?;
@@ -267,19 +272,32 @@ fn append_new(
             }
         }
         if !data.is_empty() {
-            let frame = comp.compress(data)?;
-            zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
-            stats.written += frame.len() as u64;
-            stats.appended += data.len() as u64;
-            stats.frames += 1;
+            append_frame(&mut comp, zst, p, data, &mut stats, side)?;
             side.offset += data.len() as u64;
-            side.copied += data.len() as u64;
-            side.zst += frame.len() as u64;
-            side.frames += 1;
             remaining -= data.len() as u64;
         }
     }
     Ok(stats)
+}
+
+/// Compresses `data` into one frame, appends it to the copy and counts it.
+fn append_frame(
+    comp: &mut zstd::bulk::Compressor<'_>,
+    zst: &mut File,
+    p: &Paths,
+    data: &[u8],
+    stats: &mut CopyStats,
+    side: &mut Sidecar,
+) -> io::Result<()> {
+    let frame = comp.compress(data)?;
+    zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
+    stats.written += frame.len() as u64;
+    stats.appended += data.len() as u64;
+    stats.frames += 1;
+    side.copied += data.len() as u64;
+    side.zst += frame.len() as u64;
+    side.frames += 1;
+    Ok(())
 }
 
 /// The original no longer continues the copy: keep the copy, append the original's complete
@@ -320,14 +338,7 @@ fn resync_copy(
         if out.is_empty() {
             return Ok(());
         }
-        let frame = comp.compress(out)?;
-        zst.write_all(&frame).map_err(ctx("appending to", &p.copy))?;
-        stats.written += frame.len() as u64;
-        stats.appended += out.len() as u64;
-        stats.frames += 1;
-        side.copied += out.len() as u64;
-        side.zst += frame.len() as u64;
-        side.frames += 1;
+        append_frame(&mut comp, zst, p, out, stats, side)?;
         out.clear();
         Ok(())
     };
@@ -609,13 +620,7 @@ pub fn read_copy(project: &Project, session: &str) -> io::Result<Option<Vec<u8>>
 /// original path the session recorded, so a later copy continues (or resyncs) from it.
 pub fn install(project: &Project, session: &str, source: Option<&str>, content: &[u8]) -> io::Result<()> {
     let p = paths(project, session);
-    project.ensure_dir().map_err(ctx("creating", &project.dir))?;
-    let d = dir(project);
-    fsutil::create_private_dir(&d).map_err(ctx("creating", &d))?;
-    let lock = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(ctx("opening", &p.lock))?;
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = (|| {
+    locked(project, &p, || {
         let mut comp = compressor()?;
         let mut zbytes = Vec::new();
         let mut frames = 0;
@@ -642,9 +647,7 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
             pending: Vec::new(),
         };
         write_sidecar(&p.sidecar, &side)
-    })();
-    let _ = lock.unlock();
-    result
+    })
 }
 
 /// After the copy was written back over the original (`walj sessions transcript -o` on the
@@ -652,30 +655,31 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
 /// of resyncing. Returns whether the sidecar was realigned.
 pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
     let p = paths(project, session);
-    let Ok(lock) = fsutil::open_private(&p.lock, OpenOptions::new().create(true).truncate(false).write(true)) else {
-        return Ok(false);
-    };
-    lock.lock().map_err(ctx("locking", &p.lock))?;
-    let result = (|| {
-        let Some(mut side) = read_sidecar(&p.sidecar) else { return Ok(false) };
-        let same = |a: &Path, b: &Path| a == b || fs::canonicalize(a).ok() == fs::canonicalize(b).ok();
-        if side.source.is_empty() || !same(Path::new(&side.source), written) {
-            return Ok(false);
-        }
-        let len = fs::metadata(written).map_err(ctx("reading", written))?.len();
-        if len != side.copied {
-            return Ok(false);
-        }
-        let mut src = CountingFile::open(written)?;
-        side.offset = len;
-        side.pending.clear();
-        fingerprint_into(&mut side, &mut src, false)?;
-        side.updated = crate::journal::record::now_ts();
-        write_sidecar(&p.sidecar, &side)?;
-        Ok(true)
-    })();
-    let _ = lock.unlock();
-    result
+    if !dir(project).is_dir() {
+        return Ok(false); // no copy was ever made
+    }
+    fsutil::with_lock(
+        &p.lock,
+        |op, e| ctx(op, &p.lock)(e),
+        || {
+            let Some(mut side) = read_sidecar(&p.sidecar) else { return Ok(false) };
+            let same = |a: &Path, b: &Path| a == b || fs::canonicalize(a).ok() == fs::canonicalize(b).ok();
+            if side.source.is_empty() || !same(Path::new(&side.source), written) {
+                return Ok(false);
+            }
+            let len = fs::metadata(written).map_err(ctx("reading", written))?.len();
+            if len != side.copied {
+                return Ok(false);
+            }
+            let mut src = CountingFile::open(written)?;
+            side.offset = len;
+            side.pending.clear();
+            fingerprint_into(&mut side, &mut src, false)?;
+            side.updated = crate::journal::record::now_ts();
+            write_sidecar(&p.sidecar, &side)?;
+            Ok(true)
+        },
+    )
 }
 
 /// Removes the copy, its sidecar and lock (session delete, compaction of a gone session).

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
@@ -18,10 +17,7 @@ use crate::store::{Store, StoreError, blob_id};
 
 /// A new unique action id: time, process and a counter.
 pub(crate) fn new_action_id() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("a{:x}{:05x}{:03x}", now.as_micros(), std::process::id() & 0xfffff, n & 0xfff)
+    crate::journal::record::new_id("a")
 }
 
 /// The records one command appends share a batch id and carry their order in it.
@@ -328,7 +324,7 @@ impl<'a> Objects<'a> {
 
     /// Why object `id` is not available, from the record's `nocap`.
     pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
-        let short = &id[..id.len().min(10)];
+        let short = crate::fold::abbrev(id, 10);
         match nocap {
             Some("too_large") => format!("the {what} ({short}) was not captured: over the {} cap", human(self.cap())),
             Some("never_capture") => {

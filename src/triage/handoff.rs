@@ -156,7 +156,7 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
     let mut left_out = Vec::new();
     let mut index = 0usize;
     // The brief is kept in the journal: never show what the user keeps out of `.walj/`.
-    let matcher = crate::config::Config::load(&project.config_path()).unwrap_or_default().matcher().ok();
+    let (_, matcher) = crate::config::Config::load_or_default(&project.config_path(), |_| {});
     let never = |e: &Entry| {
         e.nocap.as_deref() == Some("never_capture") || matcher.as_ref().is_some_and(|m| m.never_capture(&e.path))
     };

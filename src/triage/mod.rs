@@ -32,6 +32,7 @@ pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use undo::undo;
 
 pub(crate) use common::find_entry;
+pub(crate) use diff::is_binary;
 
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

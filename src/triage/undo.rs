@@ -29,10 +29,10 @@ impl<'a> Target<'a> {
             Target::Handoff(h) => &h.record,
         }
     }
-    fn ts(&self) -> &'a str {
+    fn line(&self) -> u64 {
         match self {
-            Target::Action(_, a) => &a.ts,
-            Target::Handoff(h) => &h.ts,
+            Target::Action(_, a) => a.line,
+            Target::Handoff(h) => h.line,
         }
     }
 }
@@ -239,18 +239,18 @@ fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
     picked
 }
 
-/// Every action of the last recorded triage command (same batch), newest first.
+/// Every action of the last recorded triage command (same batch), newest first. "Last" is
+/// journal order, not the records' clock time (a clock set back must not pick an older one).
 fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
     let all = not_undone(fold);
-    let key = |t: &Target| (t.ts().to_string(), batch_of(t.record()).1);
-    let Some(last) = all.iter().max_by_key(|t| key(t)) else {
+    let Some(last) = all.iter().max_by_key(|t| t.line()) else {
         anyhow::bail!("nothing to undo: no triage action is recorded (or every one was undone already)");
     };
     let mut picked: Vec<Target> = match batch_of(last.record()).0.map(str::to_string) {
         Some(b) => all.into_iter().filter(|t| batch_of(t.record()).0 == Some(b.as_str())).collect(),
         None => {
-            let k = key(last);
-            all.into_iter().filter(|t| key(t) == k).take(1).collect()
+            let line = last.line();
+            all.into_iter().filter(|t| t.line() == line).collect()
         }
     };
     picked.sort_by_key(|t| std::cmp::Reverse(batch_of(t.record()).1));
@@ -284,7 +284,7 @@ fn plan_restore(
             None => {
                 return Err(format!(
                     "the bytes the revert overwrote ({}) are missing from the store",
-                    &id[..id.len().min(10)]
+                    crate::fold::abbrev(id, 10)
                 ));
             }
         },

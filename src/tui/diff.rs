@@ -86,16 +86,8 @@ enum Content {
 
 fn content(side: &Side) -> Content {
     match (&side.bytes, &side.note) {
-        (Some(b), _) => {
-            // Same test as git: a NUL in the first 8000 bytes means binary.
-            if b[..b.len().min(8000)].contains(&0) {
-                return Content::Binary(b.len());
-            }
-            match std::str::from_utf8(b) {
-                Ok(s) => Content::Text(s.to_string()),
-                Err(_) => Content::Text(String::from_utf8_lossy(b).into_owned()),
-            }
-        }
+        (Some(b), _) if crate::triage::is_binary(b) => Content::Binary(b.len()),
+        (Some(b), _) => Content::Text(String::from_utf8_lossy(b).into_owned()),
         (None, None) => Content::Absent,
         (None, Some(n)) => Content::Unknown(n.clone()),
     }
