@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::journal::reader::{check_line, contains, scan_lines};
+use crate::journal::reader::{check_line, scan_lines};
 use crate::journal::record::{Blob, Record, how, kind, op, parse_record};
 use crate::journal::{Problem, ScanReport};
 use crate::procinfo::{self, Liveness, ProcRef};
@@ -310,7 +310,7 @@ pub struct Fold {
     /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
     /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
     /// Digests ([`digest`]), so memory stays small however many paths the journal names.
-    settled: HashMap<u64, (u64, [Option<u64>; 2])>,
+    settled: DigestMap<(u64, [Option<u64>; 2])>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
 }
@@ -367,11 +367,12 @@ impl Fold {
         let filter = opts.session.as_deref().filter(|s| !s.is_empty());
         // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
         let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
+        let finder = needle.as_deref().map(memchr::memmem::Finder::new);
         let mut problems = Vec::new();
         let mut pairs = Pairing::default();
         let report = scan_lines(journal, |raw| {
-            if let Some(n) = &needle
-                && !contains(raw.bytes, n)
+            if let Some(f) = &finder
+                && f.find(raw.bytes).is_none()
             {
                 return;
             }
@@ -870,7 +871,7 @@ impl Fold {
                 || self
                     .settled
                     .get(&digest(&e.path))
-                    .is_some_and(|(_, s)| s.contains(&Some(disk.as_deref().map_or(ABSENT_DIGEST, digest))))
+                    .is_some_and(|(_, s)| s.contains(&Some(disk.as_deref().map_or(ABSENT_DIGEST, blob_digest))))
             {
                 continue;
             }
@@ -886,7 +887,7 @@ impl Fold {
     pub(crate) fn settled_after(&self, path: &str, line: u64, disk: Option<&str>) -> bool {
         self.settled
             .get(&digest(path))
-            .is_some_and(|(l, s)| *l > line && s.contains(&Some(disk.map_or(ABSENT_DIGEST, digest))))
+            .is_some_and(|(l, s)| *l > line && s.contains(&Some(disk.map_or(ABSENT_DIGEST, blob_digest))))
     }
 
     /// Resolves a full id or a unique prefix (also without Claude Code's `toolu_` prefix).
@@ -1117,7 +1118,10 @@ fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
 fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
     const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
     const SESSION: &[u8] = b"\",\"session\":\"";
-    let at = memchr::memmem::find(line, OP)? + OP.len();
+    // Built once: `memmem::find` would build a searcher for every line.
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(OP));
+    let at = finder.find(line)? + OP.len();
     let rest = &line[at..];
     let id_end = memchr::memchr(b'"', rest)?;
     let id = &rest[..id_end];
@@ -1200,19 +1204,51 @@ fn task_number(text: &str) -> Option<String> {
     (!digits.is_empty()).then_some(digits)
 }
 
-/// A 64-bit digest of a path or a blob id (what [`Fold`] keeps of settled entries).
+/// A 64-bit digest of a path or a blob id (what [`Fold`] keeps of settled entries). FNV-1a:
+/// this runs for every settled entry of a long journal, and a 64-bit collision between two
+/// paths of one project only costs a missed drift mark.
 fn digest(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h | 1 // never ABSENT_DIGEST
 }
+
+/// The map key is already a digest: hashing it again would only cost time.
+#[derive(Default, Clone, Copy)]
+struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b) ^ (self.0 >> 56);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type DigestMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<DigestHasher>>;
 
 /// The digest standing for "the file was absent".
 const ABSENT_DIGEST: u64 = 0;
 
 fn image_digest(b: &Blob) -> u64 {
-    b.id().map_or(ABSENT_DIGEST, digest)
+    b.id().map_or(ABSENT_DIGEST, blob_digest)
+}
+
+/// A blob id is already a SHA-1: its first 16 hex digits are a fine digest.
+fn blob_digest(id: &str) -> u64 {
+    match id.get(..16).and_then(|h| u64::from_str_radix(h, 16).ok()) {
+        Some(d) => d | 1,
+        None => digest(id),
+    }
 }
 
 /// The blob id of a file on disk: `Some(None)` when absent, `None` when unreadable.
