@@ -20,6 +20,20 @@ struct Cli {
     command: Command,
 }
 
+/// Which settings file `install` and `uninstall` change, and the hook command.
+#[derive(clap::Args)]
+struct SettingsArgs {
+    /// .claude/settings.local.json (not committed).
+    #[arg(long, conflicts_with = "user")]
+    local: bool,
+    /// ~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json (every project).
+    #[arg(long)]
+    user: bool,
+    /// The hook command (default: `walj hook`, or this binary's absolute path).
+    #[arg(long)]
+    command: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Handle one Claude Code hook payload on stdin (run by Claude Code; always exits 0).
@@ -69,26 +83,9 @@ enum Command {
         json: bool,
     },
     /// Add walj's hooks to Claude Code's settings (default: .claude/settings.json).
-    Install {
-        /// .claude/settings.local.json (not committed).
-        #[arg(long, conflicts_with = "user")]
-        local: bool,
-        /// ~/.claude/settings.json (every project).
-        #[arg(long)]
-        user: bool,
-        /// The hook command (default: `walj hook`, or this binary's absolute path).
-        #[arg(long)]
-        command: Option<String>,
-    },
+    Install(SettingsArgs),
     /// Remove exactly the hooks `walj install` added.
-    Uninstall {
-        #[arg(long, conflicts_with = "user")]
-        local: bool,
-        #[arg(long)]
-        user: bool,
-        #[arg(long)]
-        command: Option<String>,
-    },
+    Uninstall(SettingsArgs),
     /// Check the hook installation, the journal and the error log.
     Doctor {
         #[arg(long)]
@@ -370,12 +367,8 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Import { paths, all, days, json } => cmd::import::import_cmd(&project, paths, all, days, json),
         Command::Log { json, all, session, limit } => cmd::core::log(&project, json, all, session, limit),
         Command::Status { json } => cmd::core::status(&project, json),
-        Command::Install { local, user, command } => {
-            cmd::setup::install_cmd(&project, cmd::setup::scope(local, user), command)
-        }
-        Command::Uninstall { local, user, command } => {
-            cmd::setup::uninstall_cmd(&project, cmd::setup::scope(local, user), command)
-        }
+        Command::Install(a) => cmd::setup::install_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
+        Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
