@@ -11,56 +11,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use walj::journal::{Blob, JournalWriter, Record, op};
+mod common;
 
-fn walj_bin() -> PathBuf {
-    // benches run from target/release/deps; the binary sits next to that folder.
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let bin = dir.join(if cfg!(windows) { "walj.exe" } else { "walj" });
-    assert!(bin.exists(), "build the binary first: cargo build --release ({})", bin.display());
-    bin
-}
+use common::{median, ms, time_stdin_prep, walj_bin};
+use walj::journal::{Blob, JournalWriter, Record, op};
 
 fn shared() -> PathBuf {
     let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared"));
     if p.is_dir() { p } else { PathBuf::from("/work/shared") }
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// Runs `cmd` with `input` on stdin, `runs` times; median wall time.
 fn time_stdin(make: impl FnMut() -> Command, input: &[u8], runs: usize) -> Duration {
     time_stdin_prep(make, input, runs, |_| {})
-}
-
-/// Like `time_stdin`, calling `prep(i)` (untimed) before each run.
-fn time_stdin_prep(
-    mut make: impl FnMut() -> Command,
-    input: &[u8],
-    runs: usize,
-    mut prep: impl FnMut(usize),
-) -> Duration {
-    let mut times = Vec::with_capacity(runs);
-    for i in 0..runs {
-        prep(i);
-        let mut c = make();
-        c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
-        let t = Instant::now();
-        let mut child = c.spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let st = child.wait().unwrap();
-        times.push(t.elapsed());
-        assert!(st.success());
-    }
-    median(times)
 }
 
 fn project() -> (tempfile::TempDir, PathBuf) {

@@ -22,9 +22,11 @@
 //! Prints a Markdown table (also written to `$CARGO_TARGET_DIR/bench-e2e.md`). Goal: walj
 //! under 5 ms per tool call, Pre and Post together.
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use common::{median, ms, walj_bin};
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -35,13 +37,6 @@ use support::claude::{self, Sandbox};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 const FILES: usize = 10;
-
-fn walj_bin() -> PathBuf {
-    match std::env::var_os("WALJ_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_BIN_EXE_walj")),
-    }
-}
 
 /// A 10 KB text file, different per index.
 fn content(i: usize, version: usize) -> String {
@@ -155,15 +150,6 @@ fn load() -> String {
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into())
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn main() {

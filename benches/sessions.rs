@@ -10,24 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{ms, time_stdin_prep, walj_bin};
+
 const SESSION: &str = "bench5000-0000-4000-8000-000000000000";
-
-fn walj_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let bin = dir.join(if cfg!(windows) { "walj.exe" } else { "walj" });
-    assert!(bin.exists(), "build the binary first: cargo build --release ({})", bin.display());
-    bin
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 fn stop(root: &Path, transcript: &Path) -> Vec<u8> {
     serde_json::json!({
@@ -43,21 +30,13 @@ fn stop(root: &Path, transcript: &Path) -> Vec<u8> {
 }
 
 /// Runs `walj hook` with `input`, `runs` times, calling `prep(i)` (untimed) first; median.
-fn time_hook(root: &Path, input: &[u8], runs: usize, mut prep: impl FnMut(usize)) -> Duration {
-    let mut times = Vec::with_capacity(runs);
-    for i in 0..runs {
-        prep(i);
+fn time_hook(root: &Path, input: &[u8], runs: usize, prep: impl FnMut(usize)) -> Duration {
+    let make = || {
         let mut c = Command::new(walj_bin());
         c.arg("hook").arg("--project").arg(root).env_remove("CLAUDE_PROJECT_DIR");
-        c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
-        let t = Instant::now();
-        let mut child = c.spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let st = child.wait().unwrap();
-        times.push(t.elapsed());
-        assert!(st.success());
-    }
-    median(times)
+        c
+    };
+    time_stdin_prep(make, input, runs, prep)
 }
 
 /// Transcript-like JSON lines, `n` bytes or a little more.
