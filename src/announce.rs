@@ -104,7 +104,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         context.push_str(&format!("\n[walj: {cut} more bytes cut; run `walj recover` for the full list]"));
     }
     let message = user.join("\n");
-    note.output = Some(crate::hook::session_start_json(Some(&message), Some(&context)));
+    note.output = Some(crate::claude::output::session_start_json(Some(&message), Some(&context)));
     note
 }
 

@@ -239,7 +239,7 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     let mut snap = tree.take(cache.as_ref(), Some(&key))?;
     snap.session = call.session.to_string();
     snap.parent = call.parent();
-    snap.command = crate::payload::clip(call.command, MAX_COMMAND);
+    snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
     snap.background = call.background;
     save(&dir.join(format!("{key}.json")), &snap)?;
     save(&dir.join("cache.json"), &snap)?;

@@ -9,12 +9,13 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::claude::events::{FILE_TOOLS, HookEvent, TODO_TOOLS};
+use crate::claude::payload::{Payload, clip};
 use crate::config::{self, Config, Matcher};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::journal::{Blob, JournalWriter, Record, kind, op};
-use crate::payload::{FILE_TOOLS, HookEvent, Payload, TODO_TOOLS, clip};
 use crate::procinfo;
 use crate::project::{Located, Project};
 use crate::store::{Store, file_blob_id};
@@ -117,7 +118,7 @@ impl Ctx<'_> {
             }
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
             HookEvent::PreCompact => {
-                crate::session::transcript::on_hook(self.project, self.payload);
+                copy_transcript(self.project, self.payload);
                 let mut r = self.session_record(kind::COMPACT);
                 r = r.with("trigger", self.payload.str("trigger").unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
@@ -127,7 +128,7 @@ impl Ctx<'_> {
             }
             HookEvent::SessionStart => self.session_start(),
             HookEvent::SessionEnd => {
-                crate::session::transcript::on_hook(self.project, self.payload);
+                copy_transcript(self.project, self.payload);
                 let r = self.session_record(kind::END).with("reason", self.payload.str("reason").unwrap_or("other"));
                 self.append(&[r])
             }
@@ -346,7 +347,7 @@ impl Ctx<'_> {
 
     fn stop(&self, main_agent: bool) -> HookResult {
         if main_agent {
-            crate::session::transcript::on_hook(self.project, self.payload);
+            copy_transcript(self.project, self.payload);
         }
         let mut r = self.session_record(if main_agent { kind::STOP } else { kind::SUBAGENT_STOP });
         if let Some(m) = self.payload.str("last_assistant_message") {
@@ -451,14 +452,16 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     Ok(Image { blob: Blob::Id(id), nocap: None })
 }
 
-/// The hook's default JSON output shape at SessionStart.
-pub fn session_start_json(system_message: Option<&str>, context: Option<&str>) -> Value {
-    let mut o = json!({});
-    if let Some(m) = system_message {
-        o["systemMessage"] = json!(m);
+/// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy
+/// ([`crate::session::transcript`]), logs errors, never fails.
+fn copy_transcript(project: &Project, payload: &Payload) {
+    let session = payload.session_id();
+    let Some(source) = payload.str("transcript_path").filter(|s| !s.is_empty()) else { return };
+    if session == "unknown" {
+        return;
     }
-    if let Some(c) = context {
-        o["hookSpecificOutput"] = json!({"hookEventName": "SessionStart", "additionalContext": c});
+    let limit = Some(crate::session::transcript::HOOK_MAX_BYTES);
+    if let Err(e) = crate::session::transcript::copy_limited(project, session, Path::new(source), limit) {
+        log_error(project, &format!("transcript copy of session {session}: {e}"));
     }
-    o
 }

@@ -33,9 +33,10 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::claude::events::FILE_TOOLS;
+use crate::claude::payload::clip;
 use crate::config::{self, Config, Matcher};
 use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
-use crate::payload::{FILE_TOOLS, clip};
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
@@ -43,20 +44,6 @@ const MAX_TEXT: usize = 64 * 1024;
 const MAX_ERROR: usize = 4 * 1024;
 /// Records per journal write.
 const BATCH: usize = 2000;
-
-/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (the home folder as
-/// the platform knows it: `$HOME`, `%USERPROFILE%` on Windows).
-pub fn claude_config_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(d));
-    }
-    std::env::home_dir().filter(|h| !h.as_os_str().is_empty()).map(|h| h.join(".claude"))
-}
-
-/// Claude Code's folder name for a working directory: every non-alphanumeric char → `-`.
-pub fn encode_dir(dir: &Path) -> String {
-    dir.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
-}
 
 /// What a transcript's first lines say about it.
 #[derive(Debug, Clone, Default)]
@@ -116,7 +103,7 @@ fn inside(cwd: &str, root: &Path) -> bool {
 /// subfolder). `since`: only files modified after it.
 pub fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
     let projects = config_dir.join("projects");
-    let encoded = encode_dir(root);
+    let encoded = crate::claude::paths::encode_dir(root);
     let mut out = Vec::new();
     let Ok(rd) = fs::read_dir(&projects) else { return out };
     for folder in rd.flatten() {
@@ -1121,11 +1108,6 @@ pub fn since_days(days: u64) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encode_like_claude_code() {
-        assert_eq!(encode_dir(Path::new("/home/user/my.proj_x")), "-home-user-my-proj-x");
-    }
 
     #[test]
     fn apply_edits() {

@@ -6,7 +6,7 @@
 //!
 //! - [`journal`]: the line format, the tolerant reader, the durable appender.
 //! - [`store`]: content-addressed pre- and post-images (git blob ids).
-//! - [`payload`], [`hook`]: Claude Code hook payloads and the hook itself.
+//! - [`claude`], [`hook`]: Claude Code's boundary (payloads, events, settings, paths) and the hook itself.
 //! - [`fold`]: records → entry states and session context.
 //! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
 //! - [`triage`]: what the user does about entries: diff, mark done, revert, undo, hand back.
@@ -18,6 +18,7 @@
 pub mod announce;
 pub mod bashsnap;
 pub mod checkpoint;
+pub mod claude;
 pub mod cmd;
 pub mod config;
 pub mod fold;
@@ -25,9 +26,7 @@ pub mod fsutil;
 pub mod git;
 pub mod hook;
 pub mod import;
-pub mod install;
 pub mod journal;
-pub mod payload;
 pub mod procinfo;
 pub mod project;
 pub mod report;

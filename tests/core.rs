@@ -577,3 +577,37 @@ fn a_misconfigured_hook_command_still_exits_zero() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("walj hook"), "{args:?}");
     }
 }
+
+/// With `$CLAUDE_CONFIG_DIR` set, Claude Code reads the user settings from there and not from
+/// `~/.claude`: `install --user` writes there, and `doctor` checks that file, not the one in home.
+#[test]
+fn doctor_and_install_honour_claude_config_dir() {
+    let repo = fixture_project().with_home();
+    let cfg = repo.tmp.join("claude-config");
+    // A file Claude Code does not read while CLAUDE_CONFIG_DIR is set: it must not count.
+    let ignored = repo.home.join(".claude/settings.json");
+    fs::create_dir_all(ignored.parent().unwrap()).unwrap();
+    fs::write(&ignored, r#"{"disableAllHooks": true}"#).unwrap();
+    let run = |args: &[&str]| {
+        let out = repo.walj(args).env("HOME", &repo.home).env("CLAUDE_CONFIG_DIR", &cfg).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run(&["install", "--user", "--command", "walj hook"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(cfg.join("settings.json").is_file());
+    assert_eq!(fs::read_to_string(&ignored).unwrap(), r#"{"disableAllHooks": true}"#);
+    let (code, out) = run(&["doctor", "--command", "walj hook"]);
+    assert!(!out.contains("disableAllHooks"), "{out}");
+    assert!(!out.contains(&ignored.display().to_string()), "{out}");
+    assert!(out.contains("[ok] SessionEnd: hooked"), "{out}");
+    assert_eq!(code, Some(0), "{out}");
+    // Without CLAUDE_CONFIG_DIR, the home file is the user file again: hooks are disabled.
+    let out = repo
+        .walj(&["doctor", "--command", "walj hook"])
+        .env("HOME", &repo.home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("disableAllHooks"));
+}

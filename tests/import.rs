@@ -310,7 +310,7 @@ fn without_paths_this_projects_transcripts_are_found_by_folder_name_and_by_cwd()
     let (_t, root) = project();
     let cfg = root.parent().unwrap().join("claude");
     let projects = cfg.join("projects");
-    let own = projects.join(walj::import::encode_dir(&root));
+    let own = projects.join(walj::claude::paths::encode_dir(&root));
     // 1. In the project's folder, with a subagent transcript beside it.
     fs::create_dir_all(own.join("4b79e617-7ef1-4ab2-a219-fbffcb6122b5/subagents")).unwrap();
     fs::write(own.join("4b79e617-7ef1-4ab2-a219-fbffcb6122b5.jsonl"), relocated(V3, &root)).unwrap();
@@ -326,7 +326,7 @@ fn without_paths_this_projects_transcripts_are_found_by_folder_name_and_by_cwd()
     // 2. A session started in a subfolder of the project: another folder name, cwd inside.
     let subdir = root.join("web");
     fs::create_dir_all(&subdir).unwrap();
-    let other = projects.join(walj::import::encode_dir(&subdir));
+    let other = projects.join(walj::claude::paths::encode_dir(&subdir));
     fs::create_dir_all(&other).unwrap();
     fs::write(other.join("dac34307-159f-4fcd-9c21-35210246ad38.jsonl"), relocated(V2, &subdir)).unwrap();
     // 3. Same folder name, other project (the encoding is lossy): not this project's.
@@ -350,7 +350,7 @@ fn without_paths_this_projects_transcripts_are_found_by_folder_name_and_by_cwd()
 fn recover_from_transcripts_imports_and_reports_in_one_command() {
     let (_t, root) = project();
     let cfg = root.parent().unwrap().join("claude");
-    let own = cfg.join("projects").join(walj::import::encode_dir(&root));
+    let own = cfg.join("projects").join(walj::claude::paths::encode_dir(&root));
     fs::create_dir_all(&own).unwrap();
     fs::write(own.join("4b79e617-7ef1-4ab2-a219-fbffcb6122b5.jsonl"), relocated(V3, &root)).unwrap();
     // Without a terminal and without --yes: it says how, and imports nothing.
@@ -446,7 +446,7 @@ fn all_imports_each_transcript_into_its_own_project() {
     let (p1, p2) = (base.join("one"), base.join("two"));
     for (p, name) in [(&p1, V2), (&p2, V3)] {
         fs::create_dir_all(p).unwrap();
-        let folder = cfg.join("projects").join(walj::import::encode_dir(p));
+        let folder = cfg.join("projects").join(walj::claude::paths::encode_dir(p));
         fs::create_dir_all(&folder).unwrap();
         fs::write(folder.join("s.jsonl"), relocated(name, p)).unwrap();
     }

@@ -14,7 +14,7 @@ use crate::style::Style;
 pub const RECENT_DAYS: u64 = 7;
 
 fn config_dir() -> anyhow::Result<PathBuf> {
-    import::claude_config_dir()
+    crate::claude::paths::config_dir()
         .context("cannot find Claude Code's folder: set CLAUDE_CONFIG_DIR (or HOME) to the folder holding `projects/`")
 }
 
@@ -44,7 +44,7 @@ pub fn import_cmd(
     json: bool,
 ) -> anyhow::Result<i32> {
     let progress = std::io::stderr().is_terminal() && !json;
-    let cfg_dir = import::claude_config_dir();
+    let cfg_dir = crate::claude::paths::config_dir();
     let opts = ImportOptions { config_dir: cfg_dir.clone(), progress };
     let mut jobs: Vec<(Project, Vec<PathBuf>)> = Vec::new();
     let mut skipped = Vec::new();
@@ -65,7 +65,7 @@ pub fn import_cmd(
             println!(
                 "No Claude Code transcripts of {} in {}{}.",
                 project.root.display(),
-                dir.join("projects").join(import::encode_dir(&project.root)).display(),
+                dir.join("projects").join(crate::claude::paths::encode_dir(&project.root)).display(),
                 days.map(|d| format!(" from the last {d} days")).unwrap_or_default()
             );
             return Ok(0);

@@ -438,7 +438,7 @@ pub fn resume(project: &Project, sid: &str, print_only: bool, json_out: bool) ->
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref());
     let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
-        .and_then(|t| transcript::last_assistant_text(&t))
+        .and_then(|t| crate::claude::transcript::last_assistant_text(&t))
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
     let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);

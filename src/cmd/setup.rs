@@ -1,26 +1,14 @@
 //! install, uninstall, doctor.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::fold::{Fold, FoldOptions};
-use crate::install::{self, Level, SettingsScope};
+use crate::claude::doctor::{self, Level};
+use crate::claude::paths::{self, SettingsScope};
+use crate::claude::settings;
 use crate::project::Project;
 
-fn home() -> PathBuf {
-    std::env::home_dir().unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The user's settings file, in Claude Code's folder (which honours `$CLAUDE_CONFIG_DIR`).
-fn user_settings(home: &Path) -> PathBuf {
-    crate::import::claude_config_dir().unwrap_or_else(|| home.join(".claude")).join("settings.json")
-}
-
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
-    let home = home();
-    match scope {
-        SettingsScope::User => user_settings(&home),
-        _ => install::settings_path(scope, &project.root, &home),
-    }
+    paths::settings_path(scope, &project.root, &paths::config_dir_or_default())
 }
 
 /// The command the hooks run: `walj hook` when `walj` on PATH is this binary, else its
@@ -56,7 +44,7 @@ pub fn scope(local: bool, user: bool) -> SettingsScope {
 pub fn install_cmd(project: &Project, scope: SettingsScope, command: Option<String>) -> anyhow::Result<i32> {
     let cmd = hook_command(command);
     let path = path_for(scope, project);
-    let rep = install::install(&path, &cmd)?;
+    let rep = settings::install(&path, &cmd)?;
     if rep.added.is_empty() {
         println!("walj hooks already installed in {} ({} events).", path.display(), rep.already.len());
     } else {
@@ -73,7 +61,7 @@ pub fn install_cmd(project: &Project, scope: SettingsScope, command: Option<Stri
 pub fn uninstall_cmd(project: &Project, scope: SettingsScope, command: Option<String>) -> anyhow::Result<i32> {
     let cmd = hook_command(command);
     let path = path_for(scope, project);
-    let rep = install::uninstall(&path, &cmd)?;
+    let rep = settings::uninstall(&path, &cmd)?;
     if rep.added.is_empty() {
         println!("No walj hooks in {}.", path.display());
     } else {
@@ -85,51 +73,15 @@ pub fn uninstall_cmd(project: &Project, scope: SettingsScope, command: Option<St
 
 pub fn doctor(project: &Project, command: Option<String>) -> anyhow::Result<i32> {
     let cmd = hook_command(command);
-    let home = home();
-    let mut findings = install::check_scopes(&project.root, &home, &cmd);
-    let user = user_settings(&home);
-    if user != install::settings_path(SettingsScope::User, &project.root, &home) {
-        findings.extend(install::check_settings(&user, &cmd));
-    }
+    let mut findings = doctor::check_scopes(&project.root, &paths::config_dir_or_default(), &cmd);
+    findings.extend(doctor::check_project(project));
     for f in &findings {
         println!("[{}] {}", f.level, f.message);
-    }
-    let mut worst = install::worst(&findings);
-    match Fold::load(&project.journal, &FoldOptions::default()) {
-        Ok(fold) => {
-            println!(
-                "[{}] journal {}: {} records, {} problems",
-                if fold.report.problems.is_empty() { Level::Ok } else { Level::Warn },
-                project.journal.display(),
-                fold.records,
-                fold.report.problems.len()
-            );
-            for p in fold.report.problems.iter().take(5) {
-                println!("      {p}");
-            }
-            if !fold.report.problems.is_empty() {
-                worst = worst.max(Level::Warn);
-            }
-        }
-        Err(e) => {
-            println!("[{}] journal {}: {e}", Level::Error, project.journal.display());
-            worst = Level::Error;
+        for d in &f.details {
+            println!("      {d}");
         }
     }
-    if let Ok(text) = std::fs::read_to_string(project.errors_log()) {
-        let n = text.lines().count();
-        if n > 0 {
-            println!(
-                "[{}] {} hook errors logged in {}; last: {}",
-                Level::Warn,
-                n,
-                project.errors_log().display(),
-                text.lines().last().unwrap_or("")
-            );
-            worst = worst.max(Level::Warn);
-        }
-    }
-    Ok(match worst {
+    Ok(match doctor::worst(&findings) {
         Level::Error => 2,
         Level::Warn => 1,
         Level::Ok => 0,

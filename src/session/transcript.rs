@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::fsutil;
-use crate::payload::Payload;
 use crate::project::Project;
 
 /// Bytes fingerprinted at the start and before the copied offset.
@@ -116,18 +115,6 @@ pub struct CopyStats {
 
 fn ctx<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> io::Error + 'a {
     move |e| io::Error::new(e.kind(), format!("{op} {}: {e}", path.display()))
-}
-
-/// The hook's call (Stop, PreCompact, SessionEnd): copies what is new, logs errors, never fails.
-pub fn on_hook(project: &Project, payload: &Payload) {
-    let session = payload.session_id();
-    let Some(source) = payload.str("transcript_path").filter(|s| !s.is_empty()) else { return };
-    if session == "unknown" {
-        return;
-    }
-    if let Err(e) = copy_limited(project, session, Path::new(source), Some(HOOK_MAX_BYTES)) {
-        crate::hook::log_error(project, &format!("transcript copy of session {session}: {e}"));
-    }
 }
 
 /// Copies the bytes `source` gained since the last copy into the session's safe copy.
@@ -721,30 +708,6 @@ pub fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) 
     Some(v.split_off(cut))
 }
 
-/// The last assistant text in a transcript tail (lines of `type: assistant` with text blocks).
-pub fn last_assistant_text(tail: &[u8]) -> Option<String> {
-    for line in tail.split(|&b| b == b'\n').rev() {
-        if line.is_empty() || !crate::journal::reader::contains(line, b"\"assistant\"") {
-            continue;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
-        if v.get("type").and_then(Value::as_str) != Some("assistant") {
-            continue;
-        }
-        let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) else { continue };
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .filter(|t| !t.trim().is_empty())
-            .collect();
-        if !text.is_empty() {
-            return Some(text.join("\n"));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -862,16 +825,5 @@ mod tests {
         let s = copy(&p, "s", &d.path().join("nope.jsonl")).unwrap();
         assert_eq!(s.outcome, "source_missing");
         assert!(!paths(&p, "s").copy.exists());
-    }
-
-    #[test]
-    fn last_assistant_text_from_tail() {
-        let t = br#"{"type":"assistant","message":{"content":[{"type":"text","text":"first"}]}}
-{"type":"assistant","message":{"content":[{"type":"tool_use","id":"x"}]}}
-{"type":"user","message":{"content":"hi"}}
-{"type":"assistant","message":{"content":[{"type":"text","text":"second"}]}}
-{"type":"assistant","message":{"content":[{"type":"tool_use","id":"y"}]}}
-"#;
-        assert_eq!(last_assistant_text(t).as_deref(), Some("second"));
     }
 }

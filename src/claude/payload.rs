@@ -3,41 +3,7 @@
 
 use serde_json::Value;
 
-/// Hook events walj handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HookEvent {
-    PreToolUse,
-    PostToolUse,
-    PostToolUseFailure,
-    UserPromptSubmit,
-    Stop,
-    SubagentStop,
-    PreCompact,
-    SessionStart,
-    SessionEnd,
-}
-
-impl HookEvent {
-    pub fn parse(s: &str) -> Option<HookEvent> {
-        Some(match s {
-            "PreToolUse" => HookEvent::PreToolUse,
-            "PostToolUse" => HookEvent::PostToolUse,
-            "PostToolUseFailure" => HookEvent::PostToolUseFailure,
-            "UserPromptSubmit" => HookEvent::UserPromptSubmit,
-            "Stop" => HookEvent::Stop,
-            "SubagentStop" => HookEvent::SubagentStop,
-            "PreCompact" => HookEvent::PreCompact,
-            "SessionStart" => HookEvent::SessionStart,
-            "SessionEnd" => HookEvent::SessionEnd,
-            _ => return None,
-        })
-    }
-}
-
-/// Tools whose calls change files (entries).
-pub const FILE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
-/// Tools whose calls are session context (todo lists).
-pub const TODO_TOOLS: &[&str] = &["TodoWrite", "TaskCreate", "TaskUpdate"];
+use super::events::HookEvent;
 
 /// A payload: the raw JSON object with typed accessors.
 #[derive(Debug, Clone)]

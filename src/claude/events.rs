@@ -1,0 +1,107 @@
+//! The one table of Claude Code hook events and tools walj uses (CLAUDE-CODE.md "Hook events").
+//!
+//! The hook dispatches on [`HookEvent`]; `walj install` writes one group per event of
+//! [`HookEvent::ALL`] with [`HookEvent::matcher`]; `walj doctor` checks both. The tool lists
+//! and the matcher string are generated from one list, so they cannot disagree.
+
+/// Hook events walj handles, in the order `install` adds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    UserPromptSubmit,
+    Stop,
+    SubagentStop,
+    PreCompact,
+    SessionStart,
+    SessionEnd,
+}
+
+impl HookEvent {
+    /// Every event walj hooks, in the order `install` adds them.
+    pub const ALL: [HookEvent; 9] = [
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::UserPromptSubmit,
+        HookEvent::Stop,
+        HookEvent::SubagentStop,
+        HookEvent::PreCompact,
+        HookEvent::SessionStart,
+        HookEvent::SessionEnd,
+    ];
+
+    /// The event's name in payloads (`hook_event_name`) and settings files (`hooks.<name>`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// Whether the event is about one tool call (its settings group takes a matcher).
+    pub const fn is_tool_event(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure)
+    }
+
+    /// The matcher of the group `install` adds: [`TOOL_MATCHER`] for tool events, none otherwise.
+    pub const fn matcher(self) -> Option<&'static str> {
+        if self.is_tool_event() { Some(TOOL_MATCHER) } else { None }
+    }
+}
+
+macro_rules! tool_table {
+    (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*]) => {
+        /// Tools whose calls change files (entries).
+        pub const FILE_TOOLS: &[&str] = &[$($file),*];
+        /// The shell tool (bash snapshots, command entries).
+        pub const SHELL_TOOL: &str = $shell;
+        /// Tools whose calls are session context (todo lists).
+        pub const TODO_TOOLS: &[&str] = &[$($todo),*];
+        /// Tools walj needs to see in PreToolUse / PostToolUse / PostToolUseFailure: all of the above.
+        pub const TOOL_MATCHER: &str = concat!($($file, "|",)* $shell $(, "|", $todo)*);
+    };
+}
+
+tool_table!(
+    file: ["Edit", "Write", "MultiEdit", "NotebookEdit"],
+    shell: "Bash",
+    todo: ["TodoWrite", "TaskCreate", "TaskUpdate"]
+);
+
+/// Whether missing `tool` from a tool-event matcher means file changes go unjournaled.
+pub fn is_essential_tool(tool: &str) -> bool {
+    FILE_TOOLS.contains(&tool) || tool == SHELL_TOOL
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_matcher_lists_every_tool() {
+        for e in HookEvent::ALL {
+            assert_eq!(HookEvent::parse(e.name()), Some(e));
+        }
+        assert_eq!(HookEvent::parse("Notification"), None);
+        assert_eq!(TOOL_MATCHER, "Edit|Write|MultiEdit|NotebookEdit|Bash|TodoWrite|TaskCreate|TaskUpdate");
+        let tools: Vec<&str> =
+            FILE_TOOLS.iter().copied().chain([SHELL_TOOL]).chain(TODO_TOOLS.iter().copied()).collect();
+        assert_eq!(TOOL_MATCHER.split('|').collect::<Vec<_>>(), tools);
+        assert!(is_essential_tool("Bash") && is_essential_tool("NotebookEdit") && !is_essential_tool("TodoWrite"));
+        assert_eq!(HookEvent::PostToolUseFailure.matcher(), Some(TOOL_MATCHER));
+        assert_eq!(HookEvent::Stop.matcher(), None);
+    }
+}

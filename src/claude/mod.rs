@@ -1,0 +1,18 @@
+//! Claude Code's boundary: everything walj knows about the agent it journals, in one place.
+//!
+//! - [`events`]: the one table of hook events and tools (the hook dispatches on it, `install`
+//!   writes it, `doctor` checks it).
+//! - [`payload`]: hook payloads on stdin; [`output`]: the JSON a hook prints back.
+//! - [`paths`]: Claude Code's config folder (`$CLAUDE_CONFIG_DIR`, honoured only here) and the
+//!   settings file of each scope.
+//! - [`settings`]: merging walj's handlers into settings files and taking them out;
+//!   [`doctor`]: checking them.
+//! - [`transcript`]: the transcript line format (what walj reads of `~/.claude/projects/*.jsonl`).
+
+pub mod doctor;
+pub mod events;
+pub mod output;
+pub mod paths;
+pub mod payload;
+pub mod settings;
+pub mod transcript;
