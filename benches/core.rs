@@ -5,6 +5,8 @@
 //! Run: `cargo bench --bench core` (env: WALJ_BENCH_RUNS=200, WALJ_BENCH_ENTRIES=1000000).
 //! Prints a Markdown table (also written to target/bench-core.md).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -22,6 +22,8 @@
 //! Prints a Markdown table (also written to `$CARGO_TARGET_DIR/bench-e2e.md`). Goal: walj
 //! under 5 ms per tool call, Pre and Post together.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;

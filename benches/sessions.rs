@@ -4,6 +4,8 @@
 //! Run: `cargo build --release && cargo bench --bench sessions` (env: WALJ_BENCH_RUNS=30,
 //! WALJ_BENCH_MB=50). Prints a Markdown table (also written to target/bench-sessions.md).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};

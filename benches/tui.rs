@@ -8,6 +8,8 @@
 //! computing the selected diff + drawing; "keypress" = handling a key + drawing. Prints a
 //! Markdown table (also written to target/bench-tui.md).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -4,6 +4,8 @@
 //!
 //! Skipped (with a `SKIPPED:` line) when the CLI cannot be installed.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod support;
 
 use std::fs;

@@ -2,6 +2,8 @@
 //! client: the parts the real Claude Code does not exercise in the smoke tests (chunked
 //! bodies, side requests, count_tokens, unknown paths, hanging turns, re-scripting).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod support;
 
 use serde_json::{Value, json};

@@ -10,6 +10,8 @@
 //! Skipped (with a `SKIPPED:` line) when the CLI cannot be installed; `WALJ_E2E_REQUIRE=1`
 //! (CI) turns that into a failure. See docs/e2e.md.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod support;
 
 use serde_json::{Value, json};

@@ -1,6 +1,8 @@
 //! `walj import` and `walj recover --from-transcripts` (issue 6) on the real Claude Code
 //! transcripts in ../shared/fixtures/transcripts, run through the real binary.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::collections::HashMap;

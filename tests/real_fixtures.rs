@@ -7,6 +7,8 @@
 //! (`exit 3` → PostToolUseFailure), a Bash, TaskUpdate, a Bash denied by a `permissions.deny`
 //! rule (PreToolUse only), Stop, SessionEnd.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::fs;

@@ -5,6 +5,8 @@
 //! runs under `timeout`, a short-lived parent that walj takes for the Claude Code process, so
 //! the session looks crashed once the replay is over (HELPERS.md).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::fs;

@@ -3,6 +3,8 @@
 //! `walj hook` (fixtures, or payloads in the documented shapes), or, for changes no
 //! file tool makes (a deletion, a path leaving the project), with the library.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::fs;

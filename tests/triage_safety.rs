@@ -2,6 +2,8 @@
 //! failed before the fix it names. Through the real binary against real git
 //! repositories, like `tests/triage.rs`.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::fs;

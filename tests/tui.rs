@@ -3,6 +3,8 @@
 //! journal records written), the demo, the crash-mid-write fixture, and the real binary
 //! in tmux.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod common;
 
 use std::fmt::Write as _;

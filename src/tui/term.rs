@@ -52,6 +52,7 @@ impl Script {
         Script::default()
     }
     /// Keys in [`parse_keys`] syntax: `"jj/conf<enter>"`.
+    #[allow(clippy::panic, reason = "scripts are written by tests; a broken one is a bug there")]
     pub fn keys(mut self, keys: &str) -> Script {
         match parse_keys(keys) {
             Ok(ks) => self.queue.extend(ks.into_iter().map(|k: Key| Input::Event(Event::Key(k.event())))),
