@@ -19,6 +19,7 @@ pub mod announce;
 pub mod bashsnap;
 pub mod checkpoint;
 pub mod claude;
+pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod fold;
