@@ -285,17 +285,17 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
             if from_transcripts {
                 cmd::import::recover_from_transcripts(&project, yes)?;
             }
-            cmd::core::recover(&project, json, session)
+            cmd::recover::recover(&project, json, session)
         }
         Command::Import { paths, all, days, json } => cmd::import::import_cmd(&project, paths, all, days, json),
-        Command::Log { json, all, session, limit } => cmd::core::log(&project, json, all, session, limit),
-        Command::Status { json } => cmd::core::status(&project, json),
+        Command::Log { json, all, session, limit } => cmd::recover::log(&project, json, all, session, limit),
+        Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
-        Command::Checkpoint { session, json, every } => cmd::core::checkpoint_cmd(&project, session, json, every),
+        Command::Checkpoint { session, json, every } => cmd::recover::checkpoint_cmd(&project, session, json, every),
         Command::Diff { id, applied, head, context } => {
             let mode = if applied {
                 crate::triage::DiffMode::Applied

@@ -1,8 +1,8 @@
 //! Command implementations behind `main.rs`: each takes parsed arguments and a
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
-pub mod core;
 pub mod import;
+pub mod recover;
 pub mod sessions;
 pub mod setup;
 pub mod triage;

@@ -9,7 +9,7 @@ use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
 /// Every entry, settled ones included: triage acts on any entry by id.
 fn load(project: &Project) -> anyhow::Result<Fold> {
-    super::core::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
+    super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
 fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {

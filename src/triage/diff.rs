@@ -12,7 +12,7 @@ use crate::fold::{Entry, EntryState};
 use crate::project::Project;
 use crate::style::Style;
 
-use super::common::{Disk, Image, Objects, read_disk};
+use super::action::{Disk, Image, Objects, read_disk};
 use super::{DiffMode, DiffSides, Side};
 
 /// How long a line diff may take before `similar` approximates.

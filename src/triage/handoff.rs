@@ -17,7 +17,7 @@ use crate::fold::{Entry, EntryState, Fold, short_id};
 use crate::journal::{Record, how, op};
 use crate::project::Project;
 
-use super::common::{
+use super::action::{
     Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
 };
 use super::diff::is_binary;

@@ -5,7 +5,7 @@ use crate::journal::{how, op};
 use crate::project::Project;
 
 use super::Outcome;
-use super::common::{
+use super::action::{
     Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
 };
 

@@ -18,7 +18,7 @@
 //! The functions here return data and change nothing on bad input; `cmd::triage`
 //! prints. The TUI calls the same functions.
 
-mod common;
+mod action;
 mod diff;
 mod handoff;
 mod mark;
@@ -31,7 +31,7 @@ pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use undo::undo;
 
-pub(crate) use common::find_entry;
+pub(crate) use action::find_entry;
 pub(crate) use diff::is_binary;
 
 /// Which two versions `diff_sides` compares.

@@ -21,7 +21,7 @@ use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
 use super::Outcome;
-use super::common::{
+use super::action::{
     Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable, delete,
     entry_record, find_entries, problems, read_disk, stage_write,
 };

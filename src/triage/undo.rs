@@ -12,7 +12,7 @@ use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
 use super::Outcome;
-use super::common::{
+use super::action::{
     Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
     find_entry, problems, read_disk, stage_write, when,
 };
