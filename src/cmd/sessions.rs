@@ -165,6 +165,37 @@ pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32>
 pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
     let s = &st.info;
     let mut o = String::new();
+    show_fields(&mut o, project, st, style);
+    show_history(&mut o, st, style);
+    show_commands(&mut o, st, ps, style);
+    let un: Vec<_> = st.unresolved().collect();
+    let _ = writeln!(o, "\n{} ({})", style.bold("Unresolved entries"), un.len());
+    for e in &un {
+        let _ = writeln!(o, "  {:<12}  {}  {}  {}", short_id(&e.id), state_colored(e.state(), style), e.path, e.tool);
+    }
+    if let Some(m) = &s.last_assistant_message {
+        let _ =
+            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
+    }
+    let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
+    if pending > 0 {
+        let _ = writeln!(o, "\n{pending} brief(s) wait for the next session start.");
+    }
+    let _ = writeln!(
+        o,
+        "\n{}",
+        style.dim(&format!(
+            "Next: walj sessions resume {sid} · walj recover --session {sid} · claude --resume {}",
+            s.session,
+            sid = s.sid
+        ))
+    );
+    o
+}
+
+/// `sessions show`: the header lines and the `key value` fields (times, git, transcript, storage).
+fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Style) {
+    let s = &st.info;
     let mut head = String::new();
     session_header(&mut head, s, st.status, style);
     // The header's first two lines (id, state, start, branch); the rest is shown in full below.
@@ -181,21 +212,21 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     if let Some(m) = &s.model {
         let _ = write!(started, ", model {m}");
     }
-    field(&mut o, "started", started);
+    field(o, "started", started);
     let ended = match (&s.end, st.status) {
         (Some((ts, reason)), SessionStatus::Ended) => format!("{} ({reason})", human_ts(ts)),
         (_, SessionStatus::Crashed) => "never: no SessionEnd, and its Claude Code process is gone (crashed)".into(),
         (_, SessionStatus::Live) => "still running".into(),
         _ => "unknown".into(),
     };
-    field(&mut o, "ended", ended);
-    field(&mut o, "last", human_ts(&s.last_ts));
+    field(o, "ended", ended);
+    field(o, "last", human_ts(&s.last_ts));
     if let Some(c) = &s.cwd {
-        field(&mut o, "cwd", c.clone());
+        field(o, "cwd", c.clone());
     }
     if s.branch.is_some() || s.head.is_some() {
         field(
-            &mut o,
+            o,
             "git",
             format!(
                 "branch {}, HEAD {}",
@@ -207,18 +238,18 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     let t = &st.transcript;
     match &t.original {
         Some(p) => field(
-            &mut o,
+            o,
             "transcript",
             match t.original_bytes {
                 Some(n) => format!("{p} ({})", human_bytes(n)),
                 None => format!("{p} (gone)"),
             },
         ),
-        None => field(&mut o, "transcript", "none recorded".into()),
+        None => field(o, "transcript", "none recorded".into()),
     }
     match &t.copy {
         Some(c) => field(
-            &mut o,
+            o,
             "safe copy",
             format!(
                 "{} ({} of transcript in {}{}{})",
@@ -229,10 +260,10 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
                 if t.copy_has_more() { "; holds lines the original lacks" } else { "" }
             ),
         ),
-        None => field(&mut o, "safe copy", "none yet (made at Stop, PreCompact and SessionEnd)".into()),
+        None => field(o, "safe copy", "none yet (made at Stop, PreCompact and SessionEnd)".into()),
     }
     field(
-        &mut o,
+        o,
         "stored",
         format!(
             "{} records ({}), {} objects ({})",
@@ -244,7 +275,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     );
     if let Some(from) = st.imported_from() {
         field(
-            &mut o,
+            o,
             "imported",
             format!(
                 "from {} ({}), exported {}",
@@ -254,7 +285,11 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
             ),
         );
     }
+}
 
+/// `sessions show`: prompts, todos and files changed.
+fn show_history(o: &mut String, st: &SessionState, style: &Style) {
+    let s = &st.info;
     let _ = writeln!(o, "\n{} ({}, oldest first)", style.bold("Prompts"), s.prompts.len());
     for (i, p) in s.prompts.iter().enumerate() {
         let _ = writeln!(o, "  {:>2}. {}  {}", i + 1, style.dim(&human_ts(&p.ts)), p.text.replace('\n', "\n      "));
@@ -285,6 +320,11 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
             if f.outside { "  (outside the project)" } else { "" }
         );
     }
+}
+
+/// `sessions show`: commands, background processes and compactions.
+fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &Style) {
+    let s = &st.info;
     let failed = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).count();
     let _ = writeln!(o, "\n{} ({}, {failed} failed)", style.bold("Commands"), s.commands.len());
     for c in &s.commands {
@@ -312,29 +352,6 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
             let _ = writeln!(o, "  {}  {trig}", human_ts(ts));
         }
     }
-    let un: Vec<_> = st.unresolved().collect();
-    let _ = writeln!(o, "\n{} ({})", style.bold("Unresolved entries"), un.len());
-    for e in &un {
-        let _ = writeln!(o, "  {:<12}  {}  {}  {}", short_id(&e.id), state_colored(e.state(), style), e.path, e.tool);
-    }
-    if let Some(m) = &s.last_assistant_message {
-        let _ =
-            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
-    }
-    let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
-    if pending > 0 {
-        let _ = writeln!(o, "\n{pending} brief(s) wait for the next session start.");
-    }
-    let _ = writeln!(
-        o,
-        "\n{}",
-        style.dim(&format!(
-            "Next: walj sessions resume {sid} · walj recover --session {sid} · claude --resume {}",
-            s.session,
-            sid = s.sid
-        ))
-    );
-    o
 }
 
 fn proc_line(p: &ProcStatus, style: &Style) -> String {

@@ -354,35 +354,8 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// fails the call with every reason and nothing changed. `dry_run` returns what would
 /// happen.
 pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> anyhow::Result<Vec<Outcome>> {
-    let mut entries = find_entries(fold, ids)?;
-    entries.sort_by_key(|e| std::cmp::Reverse(e.line));
     let mut objects = Objects::new(project);
-    let mut overlay = Overlay::default();
-    let mut steps = Vec::new();
-    let mut errors = Vec::new();
-    for e in entries {
-        if let Err(why) = check_live(fold, e, opts.force) {
-            errors.push(why);
-            continue;
-        }
-        let w = work_out(fold, e, &mut objects, &overlay, project);
-        let head = format!("{} ({})", short_id(&e.id), e.path);
-        match &w.plan {
-            RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
-            RevertPlan::Conflict { lines } if !opts.force => errors.push(format!(
-                "{head}: reverting conflicts with later changes:\n{}\nEdit the file by hand, or pass --force to write the pre-image over them (the current bytes are kept in the store; `walj undo` brings them back)",
-                lines.join("\n")
-            )),
-            _ => {}
-        }
-        if let (Some(abs), Some(t)) = (&w.abs, w.target(opts.force)) {
-            overlay.set(abs, Disk::from_option(t));
-        }
-        steps.push(w);
-    }
-    if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
-    }
+    let steps = work_out_all(project, fold, ids, &opts, &mut objects)?;
     let mut out = Vec::new();
     if opts.dry_run {
         for w in &steps {
@@ -443,66 +416,122 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
             _ => None,
         });
     }
-    for ((w, (target, r, blobs)), staged) in steps.iter().zip(plans).zip(staged) {
-        let e = w.entry;
-        let done_so_far = |out: &[Outcome]| {
-            if out.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "\nAlready reverted in this call (`walj undo` undoes them): {}",
-                    out.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
-                )
-            }
-        };
-        let mut r = r;
-        let message = w.describe(opts.force, false);
-        match (&target, &w.abs, blobs) {
-            (None, _, _) if !w.record_nothing => {
-                out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: false });
-                continue;
-            }
-            (None, _, _) => append(project, &[r])?,
-            (Some(_), Some(abs), Some((before, after))) => {
-                // Right before the rename or the delete: the path must still stay inside the
-                // project (no symlink swapped in since) and the disk must still be what the
-                // plan saw (and captured).
-                project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
-                let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(&out)))?;
-                if now != w.disk {
-                    anyhow::bail!(
-                        "{} changed while reverting; nothing written to it. Run the revert again.{}",
-                        e.path,
-                        done_so_far(&out)
-                    );
-                }
-                if let Disk::File(_) = now
-                    && let Some(mode) = fsutil::file_mode(abs)
-                {
-                    // Undoing a revert that deleted the file gives it back its permissions.
-                    r = r.with("mode", mode);
-                }
-                match staged {
-                    Some(s) => {
-                        s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}{}", e.path, done_so_far(&out)))?
-                    }
-                    None => delete(abs, &e.path).map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(&out)))?,
-                }
-                r.before = Some(before.clone());
-                r.after = Some(after);
-                append(project, &[r]).map_err(|err| {
-                    anyhow::anyhow!(
-                        "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
-                        e.path,
-                        before.id().unwrap_or("(the file was absent)")
-                    )
-                })?;
-            }
-            _ => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(&out)),
-        }
-        out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
+    for ((w, plan), staged) in steps.iter().zip(plans).zip(staged) {
+        let outcome = write_one(project, w, opts.force, plan, staged, &out)?;
+        out.push(outcome);
     }
     Ok(out)
+}
+
+/// Works out every entry's revert, newest first, against the disk as the earlier ones leave
+/// it; every refusal, conflict (without `force`) or live session fails with nothing changed.
+fn work_out_all<'f>(
+    project: &Project,
+    fold: &'f Fold,
+    ids: &[String],
+    opts: &RevertOptions,
+    objects: &mut Objects,
+) -> anyhow::Result<Vec<Worked<'f>>> {
+    let mut entries = find_entries(fold, ids)?;
+    entries.sort_by_key(|e| std::cmp::Reverse(e.line));
+    let mut overlay = Overlay::default();
+    let mut steps = Vec::new();
+    let mut errors = Vec::new();
+    for e in entries {
+        if let Err(why) = check_live(fold, e, opts.force) {
+            errors.push(why);
+            continue;
+        }
+        let w = work_out(fold, e, objects, &overlay, project);
+        let head = format!("{} ({})", short_id(&e.id), e.path);
+        match &w.plan {
+            RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
+            RevertPlan::Conflict { lines } if !opts.force => errors.push(format!(
+                "{head}: reverting conflicts with later changes:\n{}\nEdit the file by hand, or pass --force to write the pre-image over them (the current bytes are kept in the store; `walj undo` brings them back)",
+                lines.join("\n")
+            )),
+            _ => {}
+        }
+        if let (Some(abs), Some(t)) = (&w.abs, w.target(opts.force)) {
+            overlay.set(abs, Disk::from_option(t));
+        }
+        steps.push(w);
+    }
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    Ok(steps)
+}
+
+/// One revert ready to write: what to write (`Some(None)` = delete), its `resolved` record,
+/// and the (before, after) blobs captured for it.
+type Prepared = (Option<Option<Vec<u8>>>, Record, Option<(Blob, Blob)>);
+
+/// Carries out one worked-out, captured and staged revert (`out`: the ones done before it in
+/// this call, named in errors), and appends its record.
+fn write_one(
+    project: &Project,
+    w: &Worked,
+    force: bool,
+    (target, mut r, blobs): Prepared,
+    staged: Option<fsutil::Staged>,
+    out: &[Outcome],
+) -> anyhow::Result<Outcome> {
+    let e = w.entry;
+    let done_so_far = |out: &[Outcome]| {
+        if out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\nAlready reverted in this call (`walj undo` undoes them): {}",
+                out.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        }
+    };
+    let message = w.describe(force, false);
+    match (&target, &w.abs, blobs) {
+        (None, _, _) if !w.record_nothing => {
+            return Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: false });
+        }
+        (None, _, _) => append(project, &[r])?,
+        (Some(_), Some(abs), Some((before, after))) => {
+            // Right before the rename or the delete: the path must still stay inside the
+            // project (no symlink swapped in since) and the disk must still be what the
+            // plan saw (and captured).
+            project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(out)))?;
+            let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(out)))?;
+            if now != w.disk {
+                anyhow::bail!(
+                    "{} changed while reverting; nothing written to it. Run the revert again.{}",
+                    e.path,
+                    done_so_far(out)
+                );
+            }
+            if let Disk::File(_) = now
+                && let Some(mode) = fsutil::file_mode(abs)
+            {
+                // Undoing a revert that deleted the file gives it back its permissions.
+                r = r.with("mode", mode);
+            }
+            match staged {
+                Some(s) => {
+                    s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}{}", e.path, done_so_far(out)))?
+                }
+                None => delete(abs, &e.path).map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(out)))?,
+            }
+            r.before = Some(before.clone());
+            r.after = Some(after);
+            append(project, &[r]).map_err(|err| {
+                anyhow::anyhow!(
+                    "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
+                    e.path,
+                    before.id().unwrap_or("(the file was absent)")
+                )
+            })?;
+        }
+        _ => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(out)),
+    }
+    Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true })
 }
 
 #[cfg(test)]

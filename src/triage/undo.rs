@@ -54,59 +54,9 @@ struct Restore {
 /// the call with nothing changed. `force` writes over a file changed since the revert
 /// (its bytes are stored first) and acts on entries of live sessions.
 pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> anyhow::Result<Vec<Outcome>> {
-    let targets = match id {
-        Some(prefix) => {
-            let e = find_entry(fold, prefix)?;
-            let Some(a) = e.last_action() else {
-                anyhow::bail!(
-                    "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
-                    short_id(&e.id),
-                    e.path,
-                    e.state()
-                );
-            };
-            // A hand-back whose brief is still waiting: the brief names other entries too
-            // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
-            // every entry of it reopened) rather than leave it to be delivered.
-            match pending_brief_batch(fold, a) {
-                Some(b) => command(fold, b),
-                None => vec![Target::Action(e, a)],
-            }
-        }
-        None => last_command(fold)?,
-    };
+    let targets = targets(fold, id)?;
     let mut objects = Objects::new(project);
-    let mut overlay = Overlay::default();
-    let mut errors = Vec::new();
-    let mut plans: Vec<Option<Restore>> = Vec::new();
-    for t in &targets {
-        let Target::Action(e, a) = t else {
-            plans.push(None);
-            continue;
-        };
-        if a.how != how::REVERTED || a.overwrote.is_none() {
-            plans.push(None);
-            continue;
-        }
-        if let Err(why) = check_live(fold, e, force) {
-            errors.push(why);
-            plans.push(None);
-            continue;
-        }
-        match plan_restore(project, e, a, &mut objects, &overlay, force) {
-            Ok(r) => {
-                overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
-                plans.push(Some(r));
-            }
-            Err(why) => {
-                errors.push(format!("{} ({}): cannot undo the revert: {why}", short_id(&e.id), e.path));
-                plans.push(None);
-            }
-        }
-    }
-    if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
-    }
+    let plans = plan_all(project, fold, &targets, force, &mut objects)?;
     let mut batch = Batch::new();
     // As in a revert: every byte this call overwrites goes into the store and is named
     // in the journal, for every action, and every write is staged, before anything on
@@ -155,58 +105,135 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
     }
     let mut out = Vec::new();
     for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
-        match t {
-            Target::Handoff(h) => {
-                append(project, &[r])?;
-                let message = match &h.delivered {
-                    Some(ts) => format!(
-                        "the brief for Claude was already delivered at {}; it cannot be taken back from that session",
-                        when(ts)
-                    ),
-                    None => "withdrew the brief for Claude (not delivered yet)".to_string(),
-                };
-                out.push(Outcome { id: h.action.clone(), path: String::new(), message, changed: true });
+        out.push(apply(project, t, plan, r, staged)?);
+    }
+    Ok(out)
+}
+
+/// What `undo` acts on: the last command, or the last action on the entry `id` names.
+fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> anyhow::Result<Vec<Target<'f>>> {
+    Ok(match id {
+        Some(prefix) => {
+            let e = find_entry(fold, prefix)?;
+            let Some(a) = e.last_action() else {
+                anyhow::bail!(
+                    "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
+                    short_id(&e.id),
+                    e.path,
+                    e.state()
+                );
+            };
+            // A hand-back whose brief is still waiting: the brief names other entries too
+            // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
+            // every entry of it reopened) rather than leave it to be delivered.
+            match pending_brief_batch(fold, a) {
+                Some(b) => command(fold, b),
+                None => vec![Target::Action(e, a)],
             }
-            Target::Action(e, a) => {
-                let what = match a.how.as_str() {
-                    how::DONE => "mark done",
-                    how::REVERTED => "revert",
-                    how::HANDED_BACK => "hand-back",
-                    other => other,
-                };
-                let message = match plan {
-                    None => {
-                        append(project, &[r])?;
-                        format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
-                    }
-                    Some(p) => {
-                        project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
-                        let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
-                        if now != p.disk {
-                            anyhow::bail!(
-                                "{} changed while undoing; nothing written to it. Run the undo again.",
-                                e.path
-                            );
-                        }
-                        match staged {
-                            Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
-                            None => delete(&p.abs, &e.path)?,
-                        }
-                        append(project, &[r])?;
-                        let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
-                        format!(
-                            "{how_restored} {} (undid the revert of {}); reopened {}",
-                            e.path,
-                            when(&a.ts),
-                            short_id(&e.id)
-                        )
-                    }
-                };
-                out.push(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true });
+        }
+        None => last_command(fold)?,
+    })
+}
+
+/// Works out every revert's undo (the others need no plan), checking them all; the first
+/// problems fail the call with nothing changed.
+fn plan_all(
+    project: &Project,
+    fold: &Fold,
+    targets: &[Target],
+    force: bool,
+    objects: &mut Objects,
+) -> anyhow::Result<Vec<Option<Restore>>> {
+    let mut overlay = Overlay::default();
+    let mut errors = Vec::new();
+    let mut plans: Vec<Option<Restore>> = Vec::new();
+    for t in targets {
+        let Target::Action(e, a) = t else {
+            plans.push(None);
+            continue;
+        };
+        if a.how != how::REVERTED || a.overwrote.is_none() {
+            plans.push(None);
+            continue;
+        }
+        if let Err(why) = check_live(fold, e, force) {
+            errors.push(why);
+            plans.push(None);
+            continue;
+        }
+        match plan_restore(project, e, a, objects, &overlay, force) {
+            Ok(r) => {
+                overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
+                plans.push(Some(r));
+            }
+            Err(why) => {
+                errors.push(format!("{} ({}): cannot undo the revert: {why}", short_id(&e.id), e.path));
+                plans.push(None);
             }
         }
     }
-    Ok(out)
+    if !errors.is_empty() {
+        anyhow::bail!(problems(&errors));
+    }
+    Ok(plans)
+}
+
+/// Carries out one checked, recorded and staged undo: writes the file back (after checking
+/// the disk did not change since the plan), then appends its record.
+fn apply(
+    project: &Project,
+    t: &Target,
+    plan: Option<Restore>,
+    r: Record,
+    staged: Option<crate::fsutil::Staged>,
+) -> anyhow::Result<Outcome> {
+    match t {
+        Target::Handoff(h) => {
+            append(project, &[r])?;
+            let message = match &h.delivered {
+                Some(ts) => format!(
+                    "the brief for Claude was already delivered at {}; it cannot be taken back from that session",
+                    when(ts)
+                ),
+                None => "withdrew the brief for Claude (not delivered yet)".to_string(),
+            };
+            Ok(Outcome { id: h.action.clone(), path: String::new(), message, changed: true })
+        }
+        Target::Action(e, a) => {
+            let what = match a.how.as_str() {
+                how::DONE => "mark done",
+                how::REVERTED => "revert",
+                how::HANDED_BACK => "hand-back",
+                other => other,
+            };
+            let message = match plan {
+                None => {
+                    append(project, &[r])?;
+                    format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
+                }
+                Some(p) => {
+                    project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
+                    let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
+                    if now != p.disk {
+                        anyhow::bail!("{} changed while undoing; nothing written to it. Run the undo again.", e.path);
+                    }
+                    match staged {
+                        Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
+                        None => delete(&p.abs, &e.path)?,
+                    }
+                    append(project, &[r])?;
+                    let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
+                    format!(
+                        "{how_restored} {} (undid the revert of {}); reopened {}",
+                        e.path,
+                        when(&a.ts),
+                        short_id(&e.id)
+                    )
+                }
+            };
+            Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true })
+        }
+    }
 }
 
 /// Every action not undone yet.
