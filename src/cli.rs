@@ -22,72 +22,25 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Which settings file `install` and `uninstall` change, and the hook command.
-#[derive(clap::Args)]
-pub struct SettingsArgs {
-    /// .claude/settings.local.json (not committed).
-    #[arg(long, conflicts_with = "user")]
-    pub local: bool,
-    /// ~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json (every project).
-    #[arg(long)]
-    pub user: bool,
-    /// The hook command (default: `walj hook`, or this binary's absolute path).
-    #[arg(long)]
-    pub command: Option<String>,
-}
-
 #[derive(Subcommand)]
 pub enum Command {
     /// Handle one Claude Code hook payload on stdin (run by Claude Code; always exits 0).
     Hook,
     /// Show unresolved entries, grouped by session, then event.
-    Recover {
-        #[arg(long)]
-        json: bool,
-        /// Only this session (id or prefix).
-        #[arg(long, value_name = "SID")]
-        session: Option<String>,
-        /// First import this project's recent Claude Code transcripts (asks on a terminal).
-        #[arg(long)]
-        from_transcripts: bool,
-        /// With --from-transcripts: import without asking.
-        #[arg(long, short = 'y', requires = "from_transcripts")]
-        yes: bool,
-    },
+    Recover(cmd::recover::RecoverArgs),
     /// Rebuild journal records from Claude Code transcripts (default: this project's).
-    Import {
-        /// Transcript files or folders (default: this project's transcripts in ~/.claude/projects).
-        paths: Vec<PathBuf>,
-        /// Every transcript, each into the journal of the project its working folder names.
-        #[arg(long, conflicts_with = "paths")]
-        all: bool,
-        /// Only transcripts changed in the last N days.
-        #[arg(long, value_name = "N")]
-        days: Option<u64>,
-        #[arg(long)]
-        json: bool,
-    },
+    Import(cmd::import::ImportArgs),
     /// List journal entries in every state.
-    Log {
-        #[arg(long)]
-        json: bool,
-        /// Every entry (default: the last 50).
-        #[arg(long)]
-        all: bool,
-        #[arg(long, value_name = "SID")]
-        session: Option<String>,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-    },
+    Log(cmd::recover::LogArgs),
     /// Summary of the journal, store and sessions.
     Status {
         #[arg(long)]
         json: bool,
     },
     /// Add walj's hooks to Claude Code's settings (default: .claude/settings.json).
-    Install(SettingsArgs),
+    Install(cmd::setup::SettingsArgs),
     /// Remove exactly the hooks `walj install` added.
-    Uninstall(SettingsArgs),
+    Uninstall(cmd::setup::SettingsArgs),
     /// Check the hook installation, the journal and the error log.
     Doctor {
         #[arg(long)]
@@ -103,15 +56,7 @@ pub enum Command {
         demo_replay: Option<PathBuf>,
     },
     /// Verify applied entries against the disk; record persisted entries and an audit.
-    Checkpoint {
-        #[arg(long, value_name = "SID")]
-        session: Option<String>,
-        #[arg(long)]
-        json: bool,
-        /// Repeat every N seconds (the proposal's scheduled checkpoints).
-        #[arg(long, value_name = "SECONDS")]
-        every: Option<u64>,
-    },
+    Checkpoint(cmd::recover::CheckpointArgs),
     /// Show an entry's change as a unified diff (pre-image → disk by default).
     Diff {
         /// Entry id or unique prefix.
@@ -127,31 +72,9 @@ pub enum Command {
         context: usize,
     },
     /// Mark entries resolved (`--done`): you checked them, nothing to do.
-    Mark {
-        /// Entry ids or unique prefixes.
-        #[arg(required_unless_present = "session", conflicts_with = "session")]
-        ids: Vec<String>,
-        /// Mark them done.
-        #[arg(long, required = true)]
-        done: bool,
-        /// Every unresolved entry of this session.
-        #[arg(long, value_name = "SID")]
-        session: Option<String>,
-        /// Also entries of a session that is still live.
-        #[arg(long)]
-        force: bool,
-    },
+    Mark(cmd::triage::MarkArgs),
     /// Bring paths back to the entries' pre-images (newest first; later changes kept by a three-way merge).
-    Revert {
-        #[arg(required = true)]
-        ids: Vec<String>,
-        /// Write the pre-image over conflicting later changes; act on live sessions.
-        #[arg(long)]
-        force: bool,
-        /// Say what would happen, change nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Revert(cmd::triage::RevertArgs),
     /// Undo the last triage command (or the last action on ID).
     Undo {
         id: Option<String>,
@@ -160,20 +83,7 @@ pub enum Command {
         force: bool,
     },
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
-    Handoff {
-        /// Entry ids (default: every unresolved entry).
-        #[arg(conflicts_with = "session")]
-        ids: Vec<String>,
-        /// The unresolved entries of this session.
-        #[arg(long, value_name = "SID")]
-        session: Option<String>,
-        /// Only print the brief; record nothing.
-        #[arg(long)]
-        print: bool,
-        /// Also entries of a session that is still live.
-        #[arg(long)]
-        force: bool,
-    },
+    Handoff(cmd::triage::HandoffArgs),
     /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
     Sessions {
         #[command(subcommand)]
@@ -187,16 +97,7 @@ pub enum Command {
         command: Option<ProcsCommand>,
     },
     /// Rewrite the journal without settled records older than the retention; remove unnamed objects.
-    Compact {
-        /// Only say what would be dropped.
-        #[arg(long)]
-        dry_run: bool,
-        /// Retention in days (default: [retention] days in .walj/config.toml, else 30).
-        #[arg(long, value_name = "N")]
-        days: Option<u64>,
-        #[arg(long)]
-        json: bool,
-    },
+    Compact(cmd::sessions::CompactArgs),
 }
 
 #[derive(Subcommand)]
@@ -213,14 +114,7 @@ pub enum SessionsCommand {
         json: bool,
     },
     /// Print a brief for Claude and give it to the next session start in this project.
-    Resume {
-        sid: String,
-        /// Print the brief only; do not deliver it.
-        #[arg(long)]
-        print_only: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Resume(cmd::sessions::ResumeArgs),
     /// Write the safe copy of the session's transcript (stdout, or -o FILE).
     Transcript {
         sid: String,
@@ -231,19 +125,7 @@ pub enum SessionsCommand {
         force: bool,
     },
     /// Write the session (records, objects, transcript) to one bundle file.
-    Export {
-        sid: String,
-        #[arg(short, long, value_name = "FILE")]
-        output: PathBuf,
-        /// Encrypt with a passphrase (prompt, or $WALJ_PASSPHRASE).
-        #[arg(long)]
-        encrypt: bool,
-        /// Encrypt to this age recipient (age1…); repeatable.
-        #[arg(long, value_name = "KEY")]
-        recipient: Vec<String>,
-        #[arg(long)]
-        force: bool,
-    },
+    Export(cmd::sessions::ExportArgs),
     /// Add a session from a bundle file to this project (idempotent).
     Import {
         file: PathBuf,
@@ -252,17 +134,7 @@ pub enum SessionsCommand {
         identity: Vec<PathBuf>,
     },
     /// Remove the session's records, the objects nothing else names, and its transcript copy.
-    Delete {
-        sid: String,
-        /// Do not ask.
-        #[arg(long, short)]
-        yes: bool,
-        /// Also when it is live or has unresolved entries.
-        #[arg(long)]
-        force: bool,
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Delete(cmd::sessions::DeleteArgs),
 }
 
 #[derive(Subcommand)]
@@ -281,21 +153,21 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
     let project = global.project()?;
     match command {
         Command::Hook => Ok(0),
-        Command::Recover { json, session, from_transcripts, yes } => {
-            if from_transcripts {
-                cmd::import::recover_from_transcripts(&project, yes)?;
+        Command::Recover(a) => {
+            if a.from_transcripts {
+                cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
-            cmd::recover::recover(&project, json, session)
+            cmd::recover::recover(&project, a.json, a.session)
         }
-        Command::Import { paths, all, days, json } => cmd::import::import_cmd(&project, paths, all, days, json),
-        Command::Log { json, all, session, limit } => cmd::recover::log(&project, json, all, session, limit),
+        Command::Import(a) => cmd::import::import_cmd(&project, a),
+        Command::Log(a) => cmd::recover::log(&project, a),
         Command::Status { json } => cmd::recover::status(&project, json),
-        Command::Install(a) => cmd::setup::install_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
-        Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
+        Command::Install(a) => cmd::setup::install_cmd(&project, a),
+        Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
-        Command::Checkpoint { session, json, every } => cmd::recover::checkpoint_cmd(&project, session, json, every),
+        Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
         Command::Diff { id, applied, head, context } => {
             let mode = if applied {
                 crate::triage::DiffMode::Applied
@@ -306,18 +178,16 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
             };
             cmd::triage::diff(&project, &id, mode, context)
         }
-        Command::Mark { ids, done: _, session, force } => cmd::triage::mark(&project, &ids, session.as_deref(), force),
-        Command::Revert { ids, force, dry_run } => cmd::triage::revert(&project, &ids, force, dry_run),
+        Command::Mark(a) => cmd::triage::mark(&project, &a),
+        Command::Revert(a) => cmd::triage::revert(&project, &a),
         Command::Undo { id, force } => cmd::triage::undo(&project, id.as_deref(), force),
-        Command::Handoff { ids, session, print, force } => {
-            cmd::triage::handoff(&project, &ids, session.as_deref(), print, force)
-        }
+        Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
             Some(ProcsCommand::Restart { id, yes }) => cmd::sessions::procs_restart(&project, &id, yes),
         },
-        Command::Compact { dry_run, days, json } => cmd::sessions::compact(&project, dry_run, days, json),
+        Command::Compact(a) => cmd::sessions::compact(&project, &a),
     }
 }
 
@@ -326,12 +196,10 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>)
     match command.unwrap_or(SessionsCommand::List { json: false }) {
         SessionsCommand::List { json } => s::list(project, json),
         SessionsCommand::Show { sid, json } => s::show(project, &sid, json),
-        SessionsCommand::Resume { sid, print_only, json } => s::resume(project, &sid, print_only, json),
+        SessionsCommand::Resume(a) => s::resume(project, &a),
         SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
-        SessionsCommand::Export { sid, output, encrypt, recipient, force } => {
-            s::export(project, &sid, &output, encrypt, recipient, force)
-        }
+        SessionsCommand::Export(a) => s::export(project, a),
         SessionsCommand::Import { file, identity } => s::import(project, &file, identity),
-        SessionsCommand::Delete { sid, yes, force, dry_run } => s::delete(project, &sid, yes, force, dry_run),
+        SessionsCommand::Delete(a) => s::delete(project, &a),
     }
 }

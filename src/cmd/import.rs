@@ -10,6 +10,21 @@ use crate::import::{self, ImportOptions, ImportReport};
 use crate::project::Project;
 use crate::style::Style;
 
+/// The arguments of `walj import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Transcript files or folders (default: this project's transcripts in ~/.claude/projects).
+    pub paths: Vec<PathBuf>,
+    /// Every transcript, each into the journal of the project its working folder names.
+    #[arg(long, conflicts_with = "paths")]
+    pub all: bool,
+    /// Only transcripts changed in the last N days.
+    #[arg(long, value_name = "N")]
+    pub days: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Transcripts younger than this count as "recent" for `recover --from-transcripts`.
 pub const RECENT_DAYS: u64 = 7;
 
@@ -36,13 +51,8 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// `walj import [PATH...] [--all] [--days N] [--json]`.
-pub fn import_cmd(
-    project: &Project,
-    paths: Vec<PathBuf>,
-    all: bool,
-    days: Option<u64>,
-    json: bool,
-) -> anyhow::Result<i32> {
+pub fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+    let ImportArgs { paths, all, days, json } = args;
     let progress = std::io::stderr().is_terminal() && !json;
     let cfg_dir = crate::claude::paths::config_dir();
     let opts = ImportOptions { config_dir: cfg_dir.clone(), progress };

@@ -12,6 +12,48 @@ use crate::report;
 use crate::store::Store;
 use crate::style::Style;
 
+/// The arguments of `walj recover`.
+#[derive(Debug, clap::Args)]
+pub struct RecoverArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Only this session (id or prefix).
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    /// First import this project's recent Claude Code transcripts (asks on a terminal).
+    #[arg(long)]
+    pub from_transcripts: bool,
+    /// With --from-transcripts: import without asking.
+    #[arg(long, short = 'y', requires = "from_transcripts")]
+    pub yes: bool,
+}
+
+/// The arguments of `walj log`.
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Every entry (default: the last 50).
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+/// The arguments of `walj checkpoint`.
+#[derive(Debug, clap::Args)]
+pub struct CheckpointArgs {
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    /// Repeat every N seconds (the proposal's scheduled checkpoints).
+    #[arg(long, value_name = "SECONDS")]
+    pub every: Option<u64>,
+}
+
 /// Prints what the reader skipped, on stderr, so the report itself stays clean.
 pub fn warn_problems(fold: &Fold) {
     let n = fold.report.problems.len();
@@ -51,7 +93,8 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> an
     Ok(0)
 }
 
-pub fn log(project: &Project, json_out: bool, all: bool, session: Option<String>, limit: usize) -> anyhow::Result<i32> {
+pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
+    let LogArgs { json: json_out, all, session, limit } = args;
     let fold = load(project, &FoldOptions { session, keep_settled: true, all_commands: true })?;
     let entries: Vec<_> = fold.entries.iter().collect();
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
@@ -112,12 +155,8 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn checkpoint_cmd(
-    project: &Project,
-    session: Option<String>,
-    json_out: bool,
-    every: Option<u64>,
-) -> anyhow::Result<i32> {
+pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
+    let CheckpointArgs { session, json: json_out, every } = args;
     loop {
         let rep = checkpoint(project, session.as_deref(), false, true)
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;

@@ -19,6 +19,60 @@ use crate::session::rewrite::{self, CompactOptions, DeleteOptions, RewriteReport
 use crate::session::{SessionState, human_bytes, transcript};
 use crate::style::Style;
 
+/// The arguments of `walj compact`.
+#[derive(Debug, clap::Args)]
+pub struct CompactArgs {
+    /// Only say what would be dropped.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Retention in days (default: [retention] days in .walj/config.toml, else 30).
+    #[arg(long, value_name = "N")]
+    pub days: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The arguments of `walj sessions resume`.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    pub sid: String,
+    /// Print the brief only; do not deliver it.
+    #[arg(long)]
+    pub print_only: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The arguments of `walj sessions export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    pub sid: String,
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Encrypt with a passphrase (prompt, or $WALJ_PASSPHRASE).
+    #[arg(long)]
+    pub encrypt: bool,
+    /// Encrypt to this age recipient (age1…); repeatable.
+    #[arg(long, value_name = "KEY")]
+    pub recipient: Vec<String>,
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The arguments of `walj sessions delete`.
+#[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    pub sid: String,
+    /// Do not ask.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Also when it is live or has unresolved entries.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
 /// Asks a yes/no question on stderr and reads the answer from stdin (EOF = no).
 pub fn confirm(question: &str) -> io::Result<bool> {
     eprint!("{question} [y/N] ");
@@ -376,7 +430,8 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
 // ---------------------------------------------------------------------------------------------
 // delete / resume / transcript
 
-pub fn delete(project: &Project, sid: &str, yes: bool, force: bool, dry_run: bool) -> anyhow::Result<i32> {
+pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
+    let (sid, yes, force, dry_run) = (args.sid.as_str(), args.yes, args.force, args.dry_run);
     let state = SessionState::load(project, sid)?;
     let s = &state.info;
     let un = state.unresolved().count();
@@ -442,7 +497,8 @@ fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
     s
 }
 
-pub fn resume(project: &Project, sid: &str, print_only: bool, json_out: bool) -> anyhow::Result<i32> {
+pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
+    let (sid, print_only, json_out) = (args.sid.as_str(), args.print_only, args.json);
     let mut state = SessionState::load(project, sid)?;
     if state.status == SessionStatus::Live {
         eprintln!(
@@ -535,14 +591,9 @@ pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, for
 // ---------------------------------------------------------------------------------------------
 // export / import
 
-pub fn export(
-    project: &Project,
-    sid: &str,
-    output: &Path,
-    encrypt: bool,
-    recipients: Vec<String>,
-    force: bool,
-) -> anyhow::Result<i32> {
+pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
+    let ExportArgs { sid, output, encrypt, recipient: recipients, force } = args;
+    let (sid, output) = (sid.as_str(), output.as_path());
     if output.exists() && !force {
         bail!("{} exists; choose another file or pass --force to replace it", output.display());
     }
@@ -671,7 +722,8 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
     Ok(0)
 }
 
-pub fn compact(project: &Project, dry_run: bool, days: Option<u64>, json_out: bool) -> anyhow::Result<i32> {
+pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
+    let (dry_run, days, json_out) = (args.dry_run, args.days, args.json);
     let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out })?;
     if json_out {
         println!("{}", serde_json::to_string_pretty(&rep)?);

@@ -7,6 +7,20 @@ use crate::claude::paths::{self, SettingsScope};
 use crate::claude::settings;
 use crate::project::Project;
 
+/// Which settings file `install` and `uninstall` change, and the hook command.
+#[derive(clap::Args)]
+pub struct SettingsArgs {
+    /// .claude/settings.local.json (not committed).
+    #[arg(long, conflicts_with = "user")]
+    pub local: bool,
+    /// ~/.claude/settings.json, or $CLAUDE_CONFIG_DIR/settings.json (every project).
+    #[arg(long)]
+    pub user: bool,
+    /// The hook command (default: `walj hook`, or this binary's absolute path).
+    #[arg(long)]
+    pub command: Option<String>,
+}
+
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
     paths::settings_path(scope, &project.root, &paths::config_dir_or_default())
 }
@@ -31,17 +45,20 @@ pub fn hook_command(explicit: Option<String>) -> String {
     }
 }
 
-pub fn scope(local: bool, user: bool) -> SettingsScope {
-    if user {
-        SettingsScope::User
-    } else if local {
-        SettingsScope::Local
-    } else {
-        SettingsScope::Project
+impl SettingsArgs {
+    pub fn scope(&self) -> SettingsScope {
+        if self.user {
+            SettingsScope::User
+        } else if self.local {
+            SettingsScope::Local
+        } else {
+            SettingsScope::Project
+        }
     }
 }
 
-pub fn install_cmd(project: &Project, scope: SettingsScope, command: Option<String>) -> anyhow::Result<i32> {
+pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    let (scope, command) = (args.scope(), args.command);
     let cmd = hook_command(command);
     let path = path_for(scope, project);
     let rep = settings::install(&path, &cmd)?;
@@ -58,7 +75,8 @@ pub fn install_cmd(project: &Project, scope: SettingsScope, command: Option<Stri
     Ok(0)
 }
 
-pub fn uninstall_cmd(project: &Project, scope: SettingsScope, command: Option<String>) -> anyhow::Result<i32> {
+pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    let (scope, command) = (args.scope(), args.command);
     let cmd = hook_command(command);
     let path = path_for(scope, project);
     let rep = settings::uninstall(&path, &cmd)?;

@@ -7,6 +7,53 @@ use crate::project::Project;
 use crate::style::Style;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
+/// The arguments of `walj mark`.
+#[derive(Debug, clap::Args)]
+pub struct MarkArgs {
+    /// Entry ids or unique prefixes.
+    #[arg(required_unless_present = "session", conflicts_with = "session")]
+    pub ids: Vec<String>,
+    /// Mark them done.
+    #[arg(long, required = true)]
+    pub done: bool,
+    /// Every unresolved entry of this session.
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    /// Also entries of a session that is still live.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The arguments of `walj revert`.
+#[derive(Debug, clap::Args)]
+pub struct RevertArgs {
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Write the pre-image over conflicting later changes; act on live sessions.
+    #[arg(long)]
+    pub force: bool,
+    /// Say what would happen, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// The arguments of `walj handoff`.
+#[derive(Debug, clap::Args)]
+pub struct HandoffArgs {
+    /// Entry ids (default: every unresolved entry).
+    #[arg(conflicts_with = "session")]
+    pub ids: Vec<String>,
+    /// The unresolved entries of this session.
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    /// Only print the brief; record nothing.
+    #[arg(long)]
+    pub print: bool,
+    /// Also entries of a session that is still live.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// Every entry, settled ones included: triage acts on any entry by id.
 fn load(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
@@ -35,7 +82,8 @@ pub fn diff(project: &Project, id: &str, mode: DiffMode, context: usize) -> anyh
     Ok(0)
 }
 
-pub fn mark(project: &Project, ids: &[String], session: Option<&str>, force: bool) -> anyhow::Result<i32> {
+pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
+    let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let fold = load(project)?;
     let outcomes = match session {
         Some(s) => triage::mark_session_done(project, &fold, s, force)?,
@@ -48,7 +96,8 @@ pub fn mark(project: &Project, ids: &[String], session: Option<&str>, force: boo
     Ok(0)
 }
 
-pub fn revert(project: &Project, ids: &[String], force: bool, dry_run: bool) -> anyhow::Result<i32> {
+pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
+    let (ids, force, dry_run) = (&args.ids, args.force, args.dry_run);
     let fold = load(project)?;
     let outcomes = triage::revert(project, &fold, ids, RevertOptions { force, dry_run })?;
     if dry_run {
@@ -68,13 +117,8 @@ pub fn undo(project: &Project, id: Option<&str>, force: bool) -> anyhow::Result<
     Ok(0)
 }
 
-pub fn handoff(
-    project: &Project,
-    ids: &[String],
-    session: Option<&str>,
-    print_only: bool,
-    force: bool,
-) -> anyhow::Result<i32> {
+pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
+    let (ids, session, print_only, force) = (&args.ids, args.session.as_deref(), args.print, args.force);
     let fold = load(project)?;
     let brief = triage::handoff(project, &fold, ids, session, HandoffOptions { print_only, force })?;
     let st = Style::stdout();
