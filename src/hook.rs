@@ -45,6 +45,7 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     let payload = match Payload::parse(input) {
         Ok(p) => p,
         Err(e) => {
+            let e = e.to_string();
             let project = Project::discover(opts.project.as_deref(), &process_cwd, opts.journal.as_deref());
             log_error(&project, &e);
             out.errors.push(e);

@@ -85,19 +85,38 @@ impl Project {
 
     /// Absolute path of a root-relative `/`-separated path, refusing anything that would
     /// leave the project (absolute, `..`, through a symlink) or touch `.walj/`.
-    pub fn resolve_rel(&self, rel: &str) -> Result<PathBuf, String> {
+    pub fn resolve_rel(&self, rel: &str) -> Result<PathBuf, PathError> {
         let p = Path::new(rel);
+        let err = |why| Err(PathError { rel: rel.to_string(), why });
         if rel.is_empty() || p.is_absolute() || p.components().any(|c| !matches!(c, Component::Normal(_))) {
-            return Err(format!("{rel}: not a path inside the project"));
+            return err(PathRefusal::NotInside);
         }
         if p.starts_with(".walj") {
-            return Err(format!("{rel}: inside walj's own folder"));
+            return err(PathRefusal::WaljFolder);
         }
         if escapes_through_symlink(&self.root, p) {
-            return Err(format!("{rel}: leads outside the project through a symbolic link"));
+            return err(PathRefusal::ThroughSymlink);
         }
         Ok(self.root.join(p))
     }
+}
+
+/// A root-relative path [`Project::resolve_rel`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{rel}: {why}")]
+pub struct PathError {
+    pub rel: String,
+    pub why: PathRefusal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    #[error("not a path inside the project")]
+    NotInside,
+    #[error("inside walj's own folder")]
+    WaljFolder,
+    #[error("leads outside the project through a symbolic link")]
+    ThroughSymlink,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,19 +5,32 @@ use serde_json::Value;
 
 use super::events::HookEvent;
 
+/// Why stdin is not a hook payload.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("payload is not UTF-8")]
+    NotUtf8,
+    #[error("empty payload on stdin")]
+    Empty,
+    #[error("payload is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("payload is not a JSON object")]
+    NotObject,
+}
+
 /// A payload: the raw JSON object with typed accessors.
 #[derive(Debug, Clone)]
 pub struct Payload(pub Value);
 
 impl Payload {
-    pub fn parse(bytes: &[u8]) -> Result<Payload, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "payload is not UTF-8".to_string())?;
+    pub fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| PayloadError::NotUtf8)?;
         if text.trim().is_empty() {
-            return Err("empty payload on stdin".into());
+            return Err(PayloadError::Empty);
         }
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("payload is not JSON: {e}"))?;
+        let v: Value = serde_json::from_str(text).map_err(PayloadError::NotJson)?;
         if !v.is_object() {
-            return Err("payload is not a JSON object".into());
+            return Err(PayloadError::NotObject);
         }
         Ok(Payload(v))
     }

@@ -77,7 +77,7 @@ fn disk_side(project: &Project, entry: &Entry) -> Side {
     let label = "disk".to_string();
     let abs = match project.resolve_rel(&entry.path) {
         Ok(a) => a,
-        Err(why) => return Side { label, bytes: None, note: Some(why) },
+        Err(why) => return Side { label, bytes: None, note: Some(why.to_string()) },
     };
     match read_disk(&abs, &entry.path) {
         Ok(Disk::Absent) => Side { label, bytes: None, note: None },

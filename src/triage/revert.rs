@@ -181,7 +181,7 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
     }
     let abs = match project.resolve_rel(&e.path) {
         Ok(a) => a,
-        Err(why) => return refuse(w, why),
+        Err(why) => return refuse(w, why.to_string()),
     };
     let disk = match overlay.read(&abs, &e.path) {
         Ok(d) => d,

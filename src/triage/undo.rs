@@ -292,7 +292,7 @@ fn plan_restore(
     overlay: &Overlay,
     force: bool,
 ) -> Result<Restore, String> {
-    let abs = project.resolve_rel(&e.path)?;
+    let abs = project.resolve_rel(&e.path).map_err(|why| why.to_string())?;
     let disk = overlay.read(&abs, &e.path)?;
     if let Some(wrote) = &a.wrote
         && disk.blob() != *wrote
