@@ -26,15 +26,15 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
+use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, read_head};
 use crate::config::{self, Config, Matcher};
 use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
 use crate::project::{Located, Project};
@@ -44,38 +44,6 @@ const MAX_TEXT: usize = 64 * 1024;
 const MAX_ERROR: usize = 4 * 1024;
 /// Records per journal write.
 const BATCH: usize = 2000;
-
-/// What a transcript's first lines say about it.
-#[derive(Debug, Clone, Default)]
-pub struct Head {
-    pub cwd: Option<String>,
-    pub session: Option<String>,
-}
-
-/// Reads the first lines of a transcript (up to 256 KB) for its `cwd` and session id.
-pub fn read_head(path: &Path) -> io::Result<Head> {
-    #[derive(Deserialize)]
-    struct Peek {
-        cwd: Option<String>,
-        #[serde(rename = "sessionId")]
-        session: Option<String>,
-    }
-    let f = fs::File::open(path)?;
-    let mut head = Head::default();
-    let reader = io::BufReader::new(f.take(256 * 1024));
-    for line in reader.split(b'\n') {
-        let Ok(line) = line else { break };
-        let Ok(p) = serde_json::from_slice::<Peek>(&line) else { continue };
-        if head.session.is_none() {
-            head.session = p.session;
-        }
-        if p.cwd.is_some() {
-            head.cwd = p.cwd;
-            break;
-        }
-    }
-    Ok(head)
-}
 
 /// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
 /// count; links to folders are not followed (no loops).
@@ -330,67 +298,6 @@ pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> any
     Ok(report)
 }
 
-fn first_timestamp(path: &Path) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Ts {
-        timestamp: Option<String>,
-    }
-    let f = fs::File::open(path).ok()?;
-    for line in io::BufReader::new(f.take(256 * 1024)).split(b'\n') {
-        let line = line.ok()?;
-        if let Ok(Ts { timestamp: Some(t) }) = serde_json::from_slice(&line) {
-            return Some(t);
-        }
-    }
-    None
-}
-
-/// The parts of a transcript line walj reads (everything else is skipped unparsed).
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: String,
-    uuid: Option<String>,
-    #[serde(rename = "sessionId")]
-    session: Option<String>,
-    timestamp: Option<String>,
-    cwd: Option<String>,
-    #[serde(rename = "gitBranch")]
-    branch: Option<String>,
-    version: Option<String>,
-    #[serde(rename = "isSidechain")]
-    sidechain: bool,
-    #[serde(rename = "isMeta")]
-    meta: bool,
-    #[serde(rename = "isCompactSummary")]
-    compact_summary: bool,
-    message: Option<Message>,
-    #[serde(rename = "toolUseResult")]
-    tool_use_result: Option<Value>,
-    subtype: Option<String>,
-    #[serde(rename = "compactMetadata")]
-    compact: Option<Value>,
-    snapshot: Option<Value>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Message {
-    id: Option<String>,
-    model: Option<String>,
-    content: Value,
-}
-
-/// Only `type` (the first pass over every line).
-#[derive(Deserialize)]
-struct Kind<'a> {
-    #[serde(rename = "type", borrow, default)]
-    ty: Option<std::borrow::Cow<'a, str>>,
-}
-
-const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
-
 struct Pending {
     id: String,
     name: String,
@@ -495,7 +402,7 @@ impl<'a> Converter<'a> {
             if body.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let ty = match serde_json::from_slice::<Kind>(body) {
+            let ty = match serde_json::from_slice::<LineType>(body) {
                 Ok(k) => k.ty.map(|t| t.into_owned()).unwrap_or_default(),
                 Err(_) if !complete => {
                     self.report.torn_tail = true;

@@ -1,7 +1,107 @@
 //! The Claude Code transcript format: what walj reads of the JSONL lines in
 //! `<config dir>/projects/<encoded cwd>/<session>.jsonl` (CLAUDE-CODE.md "Transcripts").
 
+use std::fs;
+use std::io::{self, BufRead, Read};
+use std::path::Path;
+
+use serde::Deserialize;
 use serde_json::Value;
+
+/// What a transcript's first lines say about it.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    pub cwd: Option<String>,
+    pub session: Option<String>,
+}
+
+/// Reads the first lines of a transcript (up to 256 KB) for its `cwd` and session id.
+pub fn read_head(path: &Path) -> io::Result<Head> {
+    #[derive(Deserialize)]
+    struct Peek {
+        cwd: Option<String>,
+        #[serde(rename = "sessionId")]
+        session: Option<String>,
+    }
+    let f = fs::File::open(path)?;
+    let mut head = Head::default();
+    let reader = io::BufReader::new(f.take(256 * 1024));
+    for line in reader.split(b'\n') {
+        let Ok(line) = line else { break };
+        let Ok(p) = serde_json::from_slice::<Peek>(&line) else { continue };
+        if head.session.is_none() {
+            head.session = p.session;
+        }
+        if p.cwd.is_some() {
+            head.cwd = p.cwd;
+            break;
+        }
+    }
+    Ok(head)
+}
+
+/// The first `timestamp` in a transcript's first 256 KB.
+pub fn first_timestamp(path: &Path) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Ts {
+        timestamp: Option<String>,
+    }
+    let f = fs::File::open(path).ok()?;
+    for line in io::BufReader::new(f.take(256 * 1024)).split(b'\n') {
+        let line = line.ok()?;
+        if let Ok(Ts { timestamp: Some(t) }) = serde_json::from_slice(&line) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// The parts of a transcript line walj reads (everything else is skipped unparsed).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct Line {
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub uuid: Option<String>,
+    #[serde(rename = "sessionId")]
+    pub session: Option<String>,
+    pub timestamp: Option<String>,
+    pub cwd: Option<String>,
+    #[serde(rename = "gitBranch")]
+    pub branch: Option<String>,
+    pub version: Option<String>,
+    #[serde(rename = "isSidechain")]
+    pub sidechain: bool,
+    #[serde(rename = "isMeta")]
+    pub meta: bool,
+    #[serde(rename = "isCompactSummary")]
+    pub compact_summary: bool,
+    pub message: Option<Message>,
+    #[serde(rename = "toolUseResult")]
+    pub tool_use_result: Option<Value>,
+    pub subtype: Option<String>,
+    #[serde(rename = "compactMetadata")]
+    pub compact: Option<Value>,
+    pub snapshot: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct Message {
+    pub id: Option<String>,
+    pub model: Option<String>,
+    pub content: Value,
+}
+
+/// Only `type` (the first pass over every line).
+#[derive(Deserialize)]
+pub struct LineType<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub ty: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The line types walj reads (the others are skipped unparsed).
+pub const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
 
 /// The last assistant text in a transcript tail (lines of `type: assistant` with text blocks).
 pub fn last_assistant_text(tail: &[u8]) -> Option<String> {
