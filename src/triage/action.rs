@@ -13,6 +13,8 @@ use crate::fold::{Entry, EntryState, Fold, SessionStatus, short_id};
 use crate::fsutil;
 use crate::journal::{Blob, Record};
 use crate::project::Project;
+
+use super::{Result, TriageError};
 use crate::store::{Store, StoreError, blob_id};
 
 /// A new unique action id: time, process and a counter.
@@ -47,19 +49,19 @@ pub(crate) fn batch_of(r: &Record) -> (Option<&str>, u64) {
 }
 
 /// Finds an entry by id or unique prefix, with a message that says what to do next.
-pub(crate) fn find_entry<'a>(fold: &'a Fold, prefix: &str) -> anyhow::Result<&'a Entry> {
+pub(crate) fn find_entry<'a>(fold: &'a Fold, prefix: &str) -> Result<&'a Entry> {
     fold.find(prefix).map_err(|e| match e {
         crate::fold::IdError::Unknown(_) => {
-            anyhow::anyhow!("{e}; `walj log` lists the entries and their ids")
+            TriageError::Failed(format!("{e}; `walj log` lists the entries and their ids"))
         }
-        crate::fold::IdError::Ambiguous { .. } => anyhow::anyhow!("{e}; give more characters of the id"),
+        crate::fold::IdError::Ambiguous { .. } => TriageError::Failed(format!("{e}; give more characters of the id")),
     })
 }
 
 /// Finds every id (deduplicated, in the order given); all unknown ids are reported together.
-pub(crate) fn find_entries<'a>(fold: &'a Fold, ids: &[String]) -> anyhow::Result<Vec<&'a Entry>> {
+pub(crate) fn find_entries<'a>(fold: &'a Fold, ids: &[String]) -> Result<Vec<&'a Entry>> {
     if ids.is_empty() {
-        anyhow::bail!("no entry given; name entries by id (`walj log` lists them)");
+        return Err(TriageError::Refused("no entry given; name entries by id (`walj log` lists them)".to_string()));
     }
     let mut out: Vec<&Entry> = Vec::new();
     let mut errors = Vec::new();
@@ -74,7 +76,7 @@ pub(crate) fn find_entries<'a>(fold: &'a Fold, ids: &[String]) -> anyhow::Result
         }
     }
     if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
+        return Err(TriageError::Refused(problems(&errors)));
     }
     Ok(out)
 }
@@ -261,15 +263,16 @@ impl<'a> Objects<'a> {
     /// Stores bytes (before an overwrite), naming the store in the error, and reads them
     /// back: an object already stored under their id may be damaged (the store does not
     /// rewrite existing ids), and these bytes may be about to exist nowhere else.
-    pub fn put(&self, bytes: &[u8]) -> anyhow::Result<String> {
-        let err = |e: StoreError| anyhow::anyhow!("saving the current bytes into the store: {e}");
+    pub fn put(&self, bytes: &[u8]) -> Result<String> {
+        let err = |e: StoreError| TriageError::Failed(format!("saving the current bytes into the store: {e}"));
         let id = self.store.put(bytes).map_err(err)?;
         match self.store.get(&id) {
             Ok(_) => Ok(id),
             Err(StoreError::Corrupt { .. }) => {
                 let path = self.store.object_path(&id);
-                fs::remove_file(&path)
-                    .map_err(|e| anyhow::anyhow!("replacing the damaged store object {}: {e}", path.display()))?;
+                fs::remove_file(&path).map_err(|e| {
+                    TriageError::Failed(format!("replacing the damaged store object {}: {e}", path.display()))
+                })?;
                 self.store.put(bytes).map_err(err)?;
                 self.store.get(&id).map_err(err)?;
                 Ok(id)
@@ -353,25 +356,25 @@ pub(crate) fn human(n: u64) -> String {
 /// Writes and syncs `bytes` next to `abs` (creating its folder when missing), to be
 /// renamed into place by `commit` once the caller has checked the file one last time.
 /// Keeps the permissions of the file it replaces, else gives `mode` when known.
-pub(crate) fn stage_write(abs: &Path, rel: &str, bytes: &[u8], mode: Option<u32>) -> anyhow::Result<fsutil::Staged> {
+pub(crate) fn stage_write(abs: &Path, rel: &str, bytes: &[u8], mode: Option<u32>) -> Result<fsutil::Staged> {
     let mode = fsutil::file_mode(abs).or(mode);
     if let Some(parent) = abs.parent()
         && !parent.is_dir()
     {
-        fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("creating the folder of {rel}: {e}"))?;
+        fs::create_dir_all(parent).map_err(|e| TriageError::Failed(format!("creating the folder of {rel}: {e}")))?;
     }
-    fsutil::stage(abs, bytes, mode).map_err(|e| anyhow::anyhow!("writing {rel}: {e}"))
+    fsutil::stage(abs, bytes, mode).map_err(|e| TriageError::Failed(format!("writing {rel}: {e}")))
 }
 
 /// Deletes the file at `abs` durably (an absent file is fine).
-pub(crate) fn delete(abs: &Path, rel: &str) -> anyhow::Result<()> {
+pub(crate) fn delete(abs: &Path, rel: &str) -> Result<()> {
     match fs::remove_file(abs) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => anyhow::bail!("deleting {rel}: {e}"),
+        Err(e) => return Err(TriageError::Refused(format!("deleting {rel}: {e}"))),
     }
     if let Some(parent) = abs.parent() {
-        fsutil::sync_dir(parent).map_err(|e| anyhow::anyhow!("syncing the folder of {rel}: {e}"))?;
+        fsutil::sync_dir(parent).map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
     }
     Ok(())
 }
@@ -427,11 +430,11 @@ pub(crate) fn settled_reason(e: &Entry) -> Option<String> {
 }
 
 /// Appends records durably (one write), naming the journal in the error.
-pub(crate) fn append(project: &Project, records: &[Record]) -> anyhow::Result<()> {
-    project.ensure_dir().map_err(|err| anyhow::anyhow!("creating {}: {err}", project.dir.display()))?;
+pub(crate) fn append(project: &Project, records: &[Record]) -> Result<()> {
+    project.ensure_dir().map_err(|err| TriageError::Failed(format!("creating {}: {err}", project.dir.display())))?;
     crate::journal::JournalWriter::new(&project.journal)
         .append_all(records)
-        .map_err(|err| anyhow::anyhow!("appending to {}: {err}", project.journal.display()))
+        .map_err(|err| TriageError::Failed(format!("appending to {}: {err}", project.journal.display())))
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ use crate::fold::{Entry, EntryState, Fold, short_id};
 use crate::journal::{Record, how, op};
 use crate::project::Project;
 
+use super::{Result, TriageError};
+
 use super::action::{
     Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
 };
@@ -66,26 +68,30 @@ pub fn handoff(
     ids: &[String],
     session: Option<&str>,
     opts: HandoffOptions,
-) -> anyhow::Result<Brief> {
+) -> Result<Brief> {
     let entries: Vec<&Entry> = if !ids.is_empty() {
         if session.is_some() {
-            anyhow::bail!("give entry ids or --session, not both");
+            return Err(TriageError::Refused("give entry ids or --session, not both".to_string()));
         }
         find_entries(fold, ids)?
     } else if let Some(s) = session {
-        let s = fold.find_session(s).map_err(|e| anyhow::anyhow!("session {e}; `walj recover` lists sessions"))?;
+        let s = fold
+            .find_session(s)
+            .map_err(|e| TriageError::Failed(format!("session {e}; `walj recover` lists sessions")))?;
         let v: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
         if v.is_empty() {
-            anyhow::bail!(
+            return Err(TriageError::Refused(format!(
                 "session {} has nothing unresolved to hand back; name entries by id to hand back others",
                 s.sid
-            );
+            )));
         }
         v
     } else {
         let v: Vec<&Entry> = fold.unresolved().collect();
         if v.is_empty() {
-            anyhow::bail!("nothing unresolved to hand back; name entries by id (`walj log` lists them)");
+            return Err(TriageError::Refused(
+                "nothing unresolved to hand back; name entries by id (`walj log` lists them)".to_string(),
+            ));
         }
         v
     };
@@ -102,7 +108,7 @@ pub fn handoff(
         }
     }
     if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
+        return Err(TriageError::Refused(problems(&errors)));
     }
     let mut brief = build_brief(project, fold, &entries);
     if opts.print_only {

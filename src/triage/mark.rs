@@ -4,6 +4,8 @@ use crate::fold::{Entry, Fold, short_id};
 use crate::journal::{how, op};
 use crate::project::Project;
 
+use super::{Result, TriageError};
+
 use super::Outcome;
 use super::action::{
     Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
@@ -12,15 +14,17 @@ use super::action::{
 /// Marks entries done (`resolved how: done`). Every id is checked first: an unknown or
 /// ambiguous id, an entry already resolved or settled, or (without `force`) an entry of
 /// a live session fails the whole call and nothing is recorded.
-pub fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) -> anyhow::Result<Vec<Outcome>> {
+pub fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
     let entries = find_entries(fold, ids)?;
     mark_entries(project, fold, &entries, force)
 }
 
 /// Marks every unresolved entry of a session (id or unique prefix) done. A session with
 /// nothing unresolved gives an empty list.
-pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: bool) -> anyhow::Result<Vec<Outcome>> {
-    let s = fold.find_session(session).map_err(|e| anyhow::anyhow!("session {e}; `walj recover` lists sessions"))?;
+pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: bool) -> Result<Vec<Outcome>> {
+    let s = fold
+        .find_session(session)
+        .map_err(|e| TriageError::Failed(format!("session {e}; `walj recover` lists sessions")))?;
     let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
     if entries.is_empty() {
         return Ok(Vec::new());
@@ -28,7 +32,7 @@ pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: b
     mark_entries(project, fold, &entries, force)
 }
 
-fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> anyhow::Result<Vec<Outcome>> {
+fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> Result<Vec<Outcome>> {
     let mut errors = Vec::new();
     for e in entries {
         if let Some(why) = already_resolved(e).or_else(|| settled_reason(e)) {
@@ -38,7 +42,7 @@ fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool)
         }
     }
     if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
+        return Err(TriageError::Refused(problems(&errors)));
     }
     let mut batch = Batch::new();
     let mut records = Vec::new();

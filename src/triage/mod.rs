@@ -32,6 +32,22 @@ pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use undo::undo;
 
 pub(crate) use action::find_entry;
+
+/// Why a triage action did not happen (or stopped part-way). The message says which, and what
+/// was changed: a refusal changes nothing; a failure names what this call already did.
+#[derive(Debug, thiserror::Error)]
+pub enum TriageError {
+    /// Refused before anything changed: unknown or ambiguous id, live session, conflict, a
+    /// file that changed under the action (every reason, one per line).
+    #[error("{0}")]
+    Refused(String),
+    /// A step failed: storing bytes, staging or committing a write, appending to the journal.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Results of the triage actions.
+pub type Result<T, E = TriageError> = std::result::Result<T, E>;
 pub(crate) use diff::is_binary;
 
 /// Which two versions `diff_sides` compares.

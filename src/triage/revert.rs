@@ -20,6 +20,8 @@ use crate::fsutil;
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
+use super::{Result, TriageError};
+
 use super::Outcome;
 use super::action::{
     Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable, delete,
@@ -80,7 +82,7 @@ pub struct RevertOptions {
 /// What reverting `entry` would do now, against the disk as it is (the TUI's
 /// confirmation dialog). Liveness is not checked here (`revert` does, `force` skips it).
 /// Give a fold loaded with `keep_settled` so later entries on the same path are known.
-pub fn plan_revert(project: &Project, fold: &Fold, entry: &Entry) -> anyhow::Result<RevertPlan> {
+pub fn plan_revert(project: &Project, fold: &Fold, entry: &Entry) -> Result<RevertPlan> {
     let mut objects = Objects::new(project);
     Ok(work_out(fold, entry, &mut objects, &Overlay::default(), project).plan)
 }
@@ -353,7 +355,7 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// leave it); any refusal, conflict (without `force`) or live session (without `force`)
 /// fails the call with every reason and nothing changed. `dry_run` returns what would
 /// happen.
-pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> anyhow::Result<Vec<Outcome>> {
+pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> Result<Vec<Outcome>> {
     let mut objects = Objects::new(project);
     let steps = work_out_all(project, fold, ids, &opts, &mut objects)?;
     let mut out = Vec::new();
@@ -379,7 +381,9 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         let r = batch.stamp(r);
         let blobs = match (&target, &w.abs) {
             (Some(bytes), Some(_)) => {
-                let put = |b: &[u8]| objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."));
+                let put = |b: &[u8]| {
+                    objects.put(b).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))
+                };
                 let before = match &w.disk {
                     Disk::Absent => Blob::Absent,
                     Disk::File(b) => Blob::Id(put(b)?),
@@ -403,7 +407,7 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
             blobs.as_ref().map(|(before, after)| capture_record(w.entry, "revert", r.action.as_deref(), before, after))
         })
         .collect();
-    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    append(project, &ahead).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
     // Then every write is staged (temp file written and synced): a write failing (disk
     // full) still changes nothing.
     let mut staged = Vec::new();
@@ -411,7 +415,7 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         staged.push(match (target, &w.abs) {
             (Some(Some(bytes)), Some(abs)) => Some(
                 stage_write(abs, &w.entry.path, bytes, None)
-                    .map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+                    .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
         });
@@ -431,7 +435,7 @@ fn work_out_all<'f>(
     ids: &[String],
     opts: &RevertOptions,
     objects: &mut Objects,
-) -> anyhow::Result<Vec<Worked<'f>>> {
+) -> Result<Vec<Worked<'f>>> {
     let mut entries = find_entries(fold, ids)?;
     entries.sort_by_key(|e| std::cmp::Reverse(e.line));
     let mut overlay = Overlay::default();
@@ -458,7 +462,7 @@ fn work_out_all<'f>(
         steps.push(w);
     }
     if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
+        return Err(TriageError::Refused(problems(&errors)));
     }
     Ok(steps)
 }
@@ -476,7 +480,7 @@ fn write_one(
     (target, mut r, blobs): Prepared,
     staged: Option<fsutil::Staged>,
     out: &[Outcome],
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     let e = w.entry;
     let done_so_far = |out: &[Outcome]| {
         if out.is_empty() {
@@ -498,14 +502,15 @@ fn write_one(
             // Right before the rename or the delete: the path must still stay inside the
             // project (no symlink swapped in since) and the disk must still be what the
             // plan saw (and captured).
-            project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(out)))?;
-            let now = read_disk(abs, &e.path).map_err(|why| anyhow::anyhow!("{why}{}", done_so_far(out)))?;
+            project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
+            let now =
+                read_disk(abs, &e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
             if now != w.disk {
-                anyhow::bail!(
+                return Err(TriageError::Refused(format!(
                     "{} changed while reverting; nothing written to it. Run the revert again.{}",
                     e.path,
                     done_so_far(out)
-                );
+                )));
             }
             if let Disk::File(_) = now
                 && let Some(mode) = fsutil::file_mode(abs)
@@ -514,22 +519,24 @@ fn write_one(
                 r = r.with("mode", mode);
             }
             match staged {
-                Some(s) => {
-                    s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}{}", e.path, done_so_far(out)))?
+                Some(s) => s
+                    .commit()
+                    .map_err(|err| TriageError::Failed(format!("writing {}: {err}{}", e.path, done_so_far(out))))?,
+                None => {
+                    delete(abs, &e.path).map_err(|err| TriageError::Failed(format!("{err:#}{}", done_so_far(out))))?
                 }
-                None => delete(abs, &e.path).map_err(|err| anyhow::anyhow!("{err:#}{}", done_so_far(out)))?,
             }
             r.before = Some(before.clone());
             r.after = Some(after);
             append(project, &[r]).map_err(|err| {
-                anyhow::anyhow!(
+                TriageError::Failed(format!(
                     "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
                     e.path,
                     before.id().unwrap_or("(the file was absent)")
-                )
+                ))
             })?;
         }
-        _ => anyhow::bail!("{}: no path to write{}", e.path, done_so_far(out)),
+        _ => return Err(TriageError::Refused(format!("{}: no path to write{}", e.path, done_so_far(out)))),
     }
     Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true })
 }

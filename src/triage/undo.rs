@@ -11,6 +11,8 @@ use crate::fold::{Action, Entry, Fold, Handoff, short_id};
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
+use super::{Result, TriageError};
+
 use super::Outcome;
 use super::action::{
     Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
@@ -53,7 +55,7 @@ struct Restore {
 /// `id`, the last action on that entry. Every action is checked first; a problem fails
 /// the call with nothing changed. `force` writes over a file changed since the revert
 /// (its bytes are stored first) and acts on entries of live sessions.
-pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> anyhow::Result<Vec<Outcome>> {
+pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Result<Vec<Outcome>> {
     let targets = targets(fold, id)?;
     let mut objects = Objects::new(project);
     let plans = plan_all(project, fold, &targets, force, &mut objects)?;
@@ -79,9 +81,11 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
                 if let Some(p) = plan {
                     let before = match &p.disk {
                         Disk::Absent => Blob::Absent,
-                        Disk::File(b) => {
-                            Blob::Id(objects.put(b).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?)
-                        }
+                        Disk::File(b) => Blob::Id(
+                            objects
+                                .put(b)
+                                .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
+                        ),
                     };
                     let after = a.overwrote.clone().unwrap_or(Blob::Absent);
                     ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
@@ -93,12 +97,13 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
         };
         records.push(rec);
     }
-    append(project, &ahead).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?;
+    append(project, &ahead).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
     let mut staged = Vec::new();
     for (t, plan) in targets.iter().zip(&plans) {
         staged.push(match (t, plan) {
             (Target::Action(e, _), Some(Restore { abs, bytes: Some(b), mode, .. })) => Some(
-                stage_write(abs, &e.path, b, *mode).map_err(|err| anyhow::anyhow!("{err:#}\nNothing was changed."))?,
+                stage_write(abs, &e.path, b, *mode)
+                    .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
         });
@@ -111,17 +116,17 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> an
 }
 
 /// What `undo` acts on: the last command, or the last action on the entry `id` names.
-fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> anyhow::Result<Vec<Target<'f>>> {
+fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> Result<Vec<Target<'f>>> {
     Ok(match id {
         Some(prefix) => {
             let e = find_entry(fold, prefix)?;
             let Some(a) = e.last_action() else {
-                anyhow::bail!(
+                return Err(TriageError::Refused(format!(
                     "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
                     short_id(&e.id),
                     e.path,
                     e.state()
-                );
+                )));
             };
             // A hand-back whose brief is still waiting: the brief names other entries too
             // and cannot be edited, so the whole hand-back is undone (brief withdrawn,
@@ -143,7 +148,7 @@ fn plan_all(
     targets: &[Target],
     force: bool,
     objects: &mut Objects,
-) -> anyhow::Result<Vec<Option<Restore>>> {
+) -> Result<Vec<Option<Restore>>> {
     let mut overlay = Overlay::default();
     let mut errors = Vec::new();
     let mut plans: Vec<Option<Restore>> = Vec::new();
@@ -173,7 +178,7 @@ fn plan_all(
         }
     }
     if !errors.is_empty() {
-        anyhow::bail!(problems(&errors));
+        return Err(TriageError::Refused(problems(&errors)));
     }
     Ok(plans)
 }
@@ -186,7 +191,7 @@ fn apply(
     plan: Option<Restore>,
     r: Record,
     staged: Option<crate::fsutil::Staged>,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome> {
     match t {
         Target::Handoff(h) => {
             append(project, &[r])?;
@@ -212,13 +217,18 @@ fn apply(
                     format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                 }
                 Some(p) => {
-                    project.resolve_rel(&e.path).map_err(|why| anyhow::anyhow!(why))?;
-                    let now = read_disk(&p.abs, &e.path).map_err(|why| anyhow::anyhow!(why))?;
+                    project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
+                    let now = read_disk(&p.abs, &e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     if now != p.disk {
-                        anyhow::bail!("{} changed while undoing; nothing written to it. Run the undo again.", e.path);
+                        return Err(TriageError::Refused(format!(
+                            "{} changed while undoing; nothing written to it. Run the undo again.",
+                            e.path
+                        )));
                     }
                     match staged {
-                        Some(s) => s.commit().map_err(|err| anyhow::anyhow!("writing {}: {err}", e.path))?,
+                        Some(s) => {
+                            s.commit().map_err(|err| TriageError::Failed(format!("writing {}: {err}", e.path)))?
+                        }
                         None => delete(&p.abs, &e.path)?,
                     }
                     append(project, &[r])?;
@@ -268,10 +278,12 @@ fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
 
 /// Every action of the last recorded triage command (same batch), newest first. "Last" is
 /// journal order, not the records' clock time (a clock set back must not pick an older one).
-fn last_command(fold: &Fold) -> anyhow::Result<Vec<Target<'_>>> {
+fn last_command(fold: &Fold) -> Result<Vec<Target<'_>>> {
     let all = not_undone(fold);
     let Some(last) = all.iter().max_by_key(|t| t.line()) else {
-        anyhow::bail!("nothing to undo: no triage action is recorded (or every one was undone already)");
+        return Err(TriageError::Refused(
+            "nothing to undo: no triage action is recorded (or every one was undone already)".to_string(),
+        ));
     };
     let mut picked: Vec<Target> = match batch_of(last.record()).0.map(str::to_string) {
         Some(b) => all.into_iter().filter(|t| batch_of(t.record()).0 == Some(b.as_str())).collect(),

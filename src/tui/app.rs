@@ -982,7 +982,7 @@ impl App {
 
     /// Runs a decided action through the triage library, then reloads.
     pub fn run_choice(&mut self, choice: Choice) {
-        let result: anyhow::Result<String> = match &choice {
+        let result: Result<String, triage::TriageError> = match &choice {
             Choice::Cancel => {
                 self.info("cancelled");
                 return;
