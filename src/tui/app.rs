@@ -12,7 +12,8 @@ use ratatui::layout::{Position, Rect};
 
 use super::diff::{self, DiffView};
 use super::keymap::{Action, Key, Keymap};
-use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus};
+use crate::fold::{Entry, Fold, FoldOptions, SessionStatus};
+use crate::present::{self, icon as state_icon, plural};
 use crate::project::Project;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions, RevertPlan};
 
@@ -212,8 +213,8 @@ impl App {
                 self.fold = fold;
                 if problems > 0 {
                     self.error(format!(
-                        "the journal has {problems} unreadable line{} (skipped); `walj status` lists them",
-                        if problems == 1 { "" } else { "s" }
+                        "the journal has {} (skipped); `walj status` lists them",
+                        plural(problems, "unreadable line", "unreadable lines")
                     ));
                 }
             }
@@ -419,22 +420,14 @@ impl App {
 
     /// "3m", "2h", "5d" since a record timestamp.
     pub fn age(&self, ts: &str) -> String {
-        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return String::new() };
-        let secs = (self.now() - t.with_timezone(&Utc)).num_seconds().max(0);
-        match secs {
-            s if s < 60 => format!("{s}s"),
-            s if s < 3600 => format!("{}m", s / 60),
-            s if s < 86_400 => format!("{}h", s / 3600),
-            s => format!("{}d", s / 86_400),
-        }
+        present::age(ts, self.now())
     }
 
     /// A record timestamp as the user reads it (local time; UTC with a fixed clock).
     pub fn time(&self, ts: &str) -> String {
-        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return ts.to_string() };
         match self.clock {
-            Clock::Real => t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
-            Clock::Fixed(_) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
+            Clock::Real => present::human_ts(ts),
+            Clock::Fixed(_) => present::utc_ts(ts),
         }
     }
 
@@ -452,11 +445,11 @@ impl App {
 
     /// Rows the tree shows at once.
     pub fn tree_height(&self) -> usize {
-        super::draw::layout(self.area).tree.height.saturating_sub(2) as usize
+        super::layout::layout(self.area).tree.height.saturating_sub(2) as usize
     }
 
     pub fn diff_height(&self) -> usize {
-        super::draw::layout(self.area).diff.height.saturating_sub(2) as usize
+        super::layout::layout(self.area).diff.height.saturating_sub(2) as usize
     }
 
     fn scroll_tree_into_view(&mut self) {
@@ -607,7 +600,7 @@ impl App {
         if self.dialog.is_some() || self.help {
             return;
         }
-        let l = super::draw::layout(self.area);
+        let l = super::layout::layout(self.area);
         let at = Position::new(m.column, m.row);
         let in_tree = l.tree.contains(at);
         let in_diff = l.diff.contains(at);
@@ -1043,10 +1036,6 @@ fn summary(verb: &str, outcomes: &[Outcome]) -> String {
     }
 }
 
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// A cache key for a mode (`DiffMode` is not `Hash`).
 fn mode_index(m: DiffMode) -> u8 {
     match m {
@@ -1061,20 +1050,5 @@ pub fn mode_label(m: DiffMode) -> &'static str {
         DiffMode::Disk => "pre-image → disk",
         DiffMode::Applied => "pre-image → post-image",
         DiffMode::Head => "HEAD → disk",
-    }
-}
-
-/// One character per state, so a glance down the tree reads the situation.
-pub fn state_icon(s: EntryState) -> &'static str {
-    match s {
-        EntryState::InFlight => "◐",
-        EntryState::Applied => "●",
-        EntryState::Failed => "✗",
-        EntryState::Drifted => "≠",
-        EntryState::Persisted => "✓",
-        EntryState::NotApplied => "○",
-        EntryState::Done => "✓",
-        EntryState::Reverted => "↺",
-        EntryState::HandedBack => "↪",
     }
 }

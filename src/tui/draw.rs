@@ -3,68 +3,27 @@
 //! 10k-line diff costs what the screen shows.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Padding, Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
-use super::app::{App, Focus, Item, Row, mode_label, plural, state_icon};
+use super::app::{App, Focus, Item, Row, mode_label};
 use super::diff::LineKind;
 use super::keymap::{Action, BINDINGS};
-use crate::announce::one_line;
+use super::layout::layout;
+use super::theme;
 use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, short_id};
+use crate::present::{self, icon as state_icon, one_line, plural, short_time};
 
-/// The screen's regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub tree: Rect,
-    pub diff: Rect,
-    pub status: Rect,
-    pub footer: Rect,
-}
-
-/// Splits the screen: tree | detail, then a status line and a footer.
-pub fn layout(area: Rect) -> Areas {
-    let [main, status, footer] =
-        Layout::vertical([Constraint::Min(0), Constraint::Length(1), Constraint::Length(1)]).areas(area);
-    let tree_w = if area.width < 80 { area.width / 2 } else { (area.width * 2 / 5).clamp(40, 64) };
-    let [tree, diff] = Layout::horizontal([Constraint::Length(tree_w), Constraint::Min(0)]).areas(main);
-    Areas { tree, diff, status, footer }
-}
-
-mod pal {
-    use ratatui::style::Color;
-    pub const CURSOR_BG: Color = Color::Indexed(238);
-    pub const CURSOR_BG_DIM: Color = Color::Indexed(236);
-    pub const ADD_EMPH: Color = Color::Indexed(22);
-    pub const DEL_EMPH: Color = Color::Indexed(52);
-    pub const BORDER: Color = Color::DarkGray;
-    pub const BORDER_FOCUS: Color = Color::Cyan;
-}
-
+/// An entry state's colour (the table in [`crate::present`]).
 pub fn state_style(s: EntryState) -> Style {
-    match s {
-        EntryState::InFlight | EntryState::Failed => Style::new().fg(Color::Red),
-        EntryState::Applied => Style::new().fg(Color::Yellow),
-        EntryState::Drifted => Style::new().fg(Color::Magenta),
-        EntryState::Done | EntryState::Persisted => Style::new().fg(Color::Green),
-        EntryState::Reverted => Style::new().fg(Color::Blue),
-        EntryState::HandedBack => Style::new().fg(Color::Cyan),
-        EntryState::NotApplied => Style::new().fg(Color::DarkGray),
-    }
+    theme::state(s)
 }
 
 fn badge(st: SessionStatus) -> Span<'static> {
-    let (text, style) = match st {
-        SessionStatus::Crashed => {
-            (" crashed ", Style::new().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD))
-        }
-        SessionStatus::Live => (" live ", Style::new().fg(Color::Black).bg(Color::Green)),
-        SessionStatus::Ended => (" ended ", Style::new().fg(Color::Gray).bg(Color::Indexed(237))),
-        SessionStatus::Unknown => (" unknown ", Style::new().fg(Color::Black).bg(Color::Yellow)),
-    };
-    Span::styled(text, style)
+    Span::styled(format!(" {} ", st.as_str()), theme::badge(st))
 }
 
 /// Draws the whole screen.
@@ -89,7 +48,7 @@ pub fn draw(f: &mut Frame, app: &App) {
 fn pane(title: Line<'static>, focused: bool) -> Block<'static> {
     Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(if focused { pal::BORDER_FOCUS } else { pal::BORDER }))
+        .border_style(Style::new().fg(if focused { theme::BORDER_FOCUS } else { theme::BORDER }))
         .title(title)
 }
 
@@ -139,17 +98,14 @@ fn fit_path(s: &str, w: usize) -> String {
 }
 
 fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
-    let mut title = vec![Span::styled(" walj ", Style::new().add_modifier(Modifier::BOLD))];
+    let mut title = vec![Span::styled(" walj ", theme::BOLD)];
     let open: usize = app.views.iter().map(|v| v.open).sum();
     title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
     if !app.filter.is_empty() || app.filter_input.is_some() {
-        title.push(Span::styled(
-            format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.filter)),
-            Style::new().fg(Color::Yellow),
-        ));
+        title.push(Span::styled(format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.filter)), theme::WARN));
     }
     if app.show_resolved {
-        title.push(Span::styled("· +resolved ", Style::new().fg(Color::DarkGray)));
+        title.push(Span::styled("· +resolved ", theme::MUTED));
     }
     let block = pane(Line::from(title), app.focus == Focus::Tree);
     let inner = block.inner(area);
@@ -165,7 +121,7 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
         } else {
             "Nothing to recover. s shows resolved entries."
         };
-        f.render_widget(Paragraph::new(msg).style(Style::new().fg(Color::DarkGray)).wrap(Wrap { trim: true }), inner);
+        f.render_widget(Paragraph::new(msg).style(theme::MUTED).wrap(Wrap { trim: true }), inner);
         return;
     }
     let w = inner.width as usize;
@@ -178,7 +134,7 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
         .map(|(i, row)| {
             let mut line = tree_line(app, row, w);
             if i == app.cursor {
-                let bg = if app.focus == Focus::Tree { pal::CURSOR_BG } else { pal::CURSOR_BG_DIM };
+                let bg = if app.focus == Focus::Tree { theme::CURSOR_BG } else { theme::CURSOR_BG_DIM };
                 // Pad so the highlight spans the row.
                 let used = line.width();
                 if used < w {
@@ -203,27 +159,24 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let s = &app.fold.sessions[v.session];
             let open = app.is_expanded(&row.key, v);
             let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
-            spans.push(Span::styled(s.sid.clone(), Style::new().add_modifier(Modifier::BOLD)));
+            spans.push(Span::styled(s.sid.clone(), theme::BOLD));
             if v.open > 0 {
-                spans.push(Span::styled(format!(" {} open", v.open), Style::new().fg(Color::Yellow)));
+                spans.push(Span::styled(format!(" {} open", v.open), theme::WARN));
             }
             let (done, total) = s.todos_done();
             if total > 0 {
-                spans.push(Span::styled(format!(" ☐{done}/{total}"), Style::new().fg(Color::Cyan)));
+                spans.push(Span::styled(format!(" ☐{done}/{total}"), theme::INFO));
             }
             if let Some(b) = &s.branch {
-                spans.push(Span::styled(format!(" {b}"), Style::new().fg(Color::Magenta)));
+                spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
             }
             let started = s.started.as_deref().unwrap_or(&s.first_ts);
-            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
+            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
             let used: usize = spans.iter().map(|s| s.width()).sum();
             if let Some(p) = s.last_prompt()
                 && used + 4 < w
             {
-                spans.push(Span::styled(
-                    format!(" {}", fit(&one_line(p, 200), w - used - 1)),
-                    Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC),
-                ));
+                spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
             }
             Line::from(spans)
         }
@@ -235,11 +188,11 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let mut spans = vec![
                 Span::raw("  "),
                 Span::raw(arrow(open)),
-                Span::styled(event.clone(), Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD)),
-                Span::styled(format!(" {}", entries.len()), Style::new().fg(Color::DarkGray)),
+                Span::styled(event.clone(), theme::EVENT_BOLD),
+                Span::styled(format!(" {}", entries.len()), theme::MUTED),
             ];
             if unresolved != entries.len() && unresolved > 0 {
-                spans.push(Span::styled(format!(" ({unresolved} open)"), Style::new().fg(Color::Yellow)));
+                spans.push(Span::styled(format!(" ({unresolved} open)"), theme::WARN));
             }
             Line::from(spans)
         }
@@ -252,21 +205,16 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
             let path = fit_path(&e.path, avail);
             let pad = avail.saturating_sub(path.width());
-            let path_style = if st.is_unresolved() { Style::new() } else { Style::new().fg(Color::DarkGray) };
+            let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
             Line::from(vec![
-                Span::styled(lead, Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)),
+                Span::styled(lead, theme::MARK),
                 Span::styled(format!("{} ", state_icon(st)), state_style(st)),
                 Span::styled(path, path_style),
                 Span::raw(" ".repeat(pad)),
-                Span::styled(right, Style::new().fg(Color::DarkGray)),
+                Span::styled(right, theme::MUTED),
             ])
         }
     }
-}
-
-/// "2026-03-01 10:42" → "03-01 10:42".
-fn short_time(t: &str) -> String {
-    if t.len() == 16 && t.as_bytes().get(4) == Some(&b'-') { t[5..].to_string() } else { t.to_string() }
 }
 
 // ------------------------------------------------------------------- detail pane
@@ -336,7 +284,7 @@ pub fn detail_len(app: &App) -> usize {
 }
 
 fn kv(k: &str, v: impl Into<String>) -> Vec<Span<'static>> {
-    vec![Span::styled(format!("{k} "), Style::new().fg(Color::DarkGray)), Span::raw(v.into())]
+    vec![Span::styled(format!("{k} "), theme::MUTED), Span::raw(v.into())]
 }
 
 fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static>> {
@@ -344,18 +292,18 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     let mut out = Vec::new();
     let mut first = vec![
         Span::styled(
-            format!("{} {}", state_icon(st), st.as_str().replace('_', " ")),
+            format!("{} {}", state_icon(st), present::label(st)),
             state_style(st).add_modifier(Modifier::BOLD),
         ),
-        Span::styled(format!("  {}", e.tool), Style::new().fg(Color::Gray)),
-        Span::styled(format!("  {}", e.event), Style::new().fg(Color::Blue)),
-        Span::styled(format!("  id {}", short_id(&e.id)), Style::new().fg(Color::DarkGray)),
+        Span::styled(format!("  {}", e.tool), theme::SOFT),
+        Span::styled(format!("  {}", e.event), theme::EVENT),
+        Span::styled(format!("  id {}", short_id(&e.id)), theme::MUTED),
     ];
     if e.background {
-        first.push(Span::styled("  background", Style::new().fg(Color::Cyan)));
+        first.push(Span::styled("  background", theme::INFO));
     }
     if e.imported {
-        first.push(Span::styled("  imported", Style::new().fg(Color::Cyan)));
+        first.push(Span::styled("  imported", theme::INFO));
     }
     out.push(Line::from(first));
     let mut times = kv("at", app.time(&e.ts));
@@ -364,18 +312,11 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     }
     times.extend(kv("  session", format!("{} ({})", e.sid, status.as_str())));
     out.push(Line::from(times));
-    let why = match st {
-        EntryState::InFlight => Some("the tool was about to run when the session stopped: it may not have finished"),
-        EntryState::Applied => Some("the tool ran, but no Stop verified the file afterwards"),
-        EntryState::Failed => Some("the tool failed part-way"),
-        EntryState::Drifted => Some("the file changed since: it matches neither image"),
-        _ => None,
-    };
-    if let Some(w) = why {
-        out.push(Line::from(Span::styled(w.to_string(), Style::new().fg(Color::Yellow))));
+    if st.is_unresolved() {
+        out.push(Line::from(Span::styled(present::meaning(st).to_string(), theme::WARN)));
     }
     if let Some(err) = &e.error {
-        out.push(Line::from(vec![Span::styled("error ", Style::new().fg(Color::Red)), Span::raw(one_line(err, 300))]));
+        out.push(Line::from(vec![Span::styled("error ", theme::ERROR), Span::raw(one_line(err, 300))]));
     }
     if let Some(n) = &e.nocap {
         out.push(Line::from(kv("not captured", n.replace('_', " "))));
@@ -386,23 +327,20 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     for a in &e.actions {
         let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
         if a.undone {
-            spans.push(Span::styled(" (undone)", Style::new().fg(Color::DarkGray)));
+            spans.push(Span::styled(" (undone)", theme::MUTED));
         }
         out.push(Line::from(spans));
     }
     let mode = app.diff_mode;
-    let mut diff_line = vec![Span::styled(
-        format!("── {} ", mode_label(mode)),
-        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-    )];
+    let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
     if let Some(d) = app.current_diff() {
         if d.added + d.removed > 0 {
-            diff_line.push(Span::styled(format!("+{}", d.added), Style::new().fg(Color::Green)));
+            diff_line.push(Span::styled(format!("+{}", d.added), theme::OK));
             diff_line.push(Span::raw(" "));
-            diff_line.push(Span::styled(format!("-{}", d.removed), Style::new().fg(Color::Red)));
+            diff_line.push(Span::styled(format!("-{}", d.removed), theme::ERROR));
         }
         if d.approximate {
-            diff_line.push(Span::styled(" (approximate: large diff)", Style::new().fg(Color::Yellow)));
+            diff_line.push(Span::styled(" (approximate: large diff)", theme::WARN));
         }
     }
     out.push(Line::from(diff_line));
@@ -411,7 +349,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
 
 fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let bold = theme::BOLD;
     out.push(Line::from(vec![badge(status), Span::styled(format!(" session {}", s.session), bold)]));
     let started = s.started.as_deref().unwrap_or(&s.first_ts);
     let mut l = kv("started", app.time(started));
@@ -438,7 +376,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     } else if status == SessionStatus::Crashed {
         out.push(Line::from(Span::styled(
             "no SessionEnd, and its Claude Code process is gone: the session died mid-turn".to_string(),
-            Style::new().fg(Color::Red),
+            theme::ERROR,
         )));
     }
     let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
@@ -448,22 +386,22 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                 "{}: d r H act on all of them, or open the tree to pick",
                 plural(open, "unresolved entry", "unresolved entries")
             ),
-            Style::new().fg(Color::Yellow),
+            theme::WARN,
         )));
     }
-    let heading = |t: String| Line::from(Span::styled(t, Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+    let heading = |t: String| Line::from(Span::styled(t, theme::HEADING));
     out.push(Line::raw(""));
     out.push(heading(format!("Prompts ({})", s.prompts.len())));
     if s.prompts.is_empty() {
-        out.push(Line::from(Span::styled("  none recorded", Style::new().fg(Color::DarkGray))));
+        out.push(Line::from(Span::styled("  none recorded", theme::MUTED)));
     }
     let skip = s.prompts.len().saturating_sub(5);
     if skip > 0 {
-        out.push(Line::from(Span::styled(format!("  … {skip} earlier"), Style::new().fg(Color::DarkGray))));
+        out.push(Line::from(Span::styled(format!("  … {skip} earlier"), theme::MUTED)));
     }
     for p in s.prompts.iter().skip(skip) {
         out.push(Line::from(vec![
-            Span::styled(format!("  {} ", short_time(&app.time(&p.ts))), Style::new().fg(Color::DarkGray)),
+            Span::styled(format!("  {} ", short_time(&app.time(&p.ts))), theme::MUTED),
             Span::raw(one_line(&p.text, 400)),
         ]));
     }
@@ -473,10 +411,10 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(heading(format!("Todos ({done}/{total} done)")));
         for t in &s.todos {
             let (mark, style) = match t.status.as_str() {
-                "completed" => ("✓", Style::new().fg(Color::Green)),
-                "in_progress" => ("▶", Style::new().fg(Color::Yellow)),
-                "deleted" => ("-", Style::new().fg(Color::DarkGray)),
-                _ => ("○", Style::new()),
+                "completed" => ("✓", theme::OK),
+                "in_progress" => ("▶", theme::WARN),
+                "deleted" => ("-", theme::MUTED),
+                _ => ("○", theme::PLAIN),
             };
             out.push(Line::from(vec![
                 Span::styled(format!("  {mark} "), style),
@@ -489,16 +427,14 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(heading(format!("Commands ({} run, notable ones below)", s.commands_total.max(s.commands.len()))));
         for c in &s.commands {
             let (mark, style, note) = match c.status {
-                CommandStatus::Failed => ("✗", Style::new().fg(Color::Red), "failed".to_string()),
-                CommandStatus::InFlight => {
-                    ("◐", Style::new().fg(Color::Red), "in flight when the session stopped".into())
-                }
+                CommandStatus::Failed => ("✗", theme::ERROR, "failed".to_string()),
+                CommandStatus::InFlight => ("◐", theme::ERROR, "in flight when the session stopped".into()),
                 CommandStatus::Ok if c.background => (
                     "»",
-                    Style::new().fg(Color::Cyan),
+                    theme::INFO,
                     format!("background{}", c.task_id.as_ref().map(|t| format!(" {t}")).unwrap_or_default()),
                 ),
-                CommandStatus::Ok => ("✓", Style::new().fg(Color::Green), "ok".into()),
+                CommandStatus::Ok => ("✓", theme::OK, "ok".into()),
             };
             out.push(Line::from(vec![
                 Span::styled(format!("  {mark} "), style),
@@ -506,13 +442,10 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                 Span::styled(format!("  {note}"), style),
             ]));
             if let Some(d) = &c.description {
-                out.push(Line::from(Span::styled(
-                    format!("      {}", one_line(d, 200)),
-                    Style::new().fg(Color::DarkGray),
-                )));
+                out.push(Line::from(Span::styled(format!("      {}", one_line(d, 200)), theme::MUTED)));
             }
             if let Some(e) = c.error.as_deref().filter(|e| !e.is_empty()) {
-                out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), Style::new().fg(Color::Red))));
+                out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), theme::ERROR)));
             }
         }
     }
@@ -537,14 +470,14 @@ fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
     let (event, entries) = &app.views[vi].groups[gi];
     let mut out = vec![Line::from(Span::styled(
         format!("{event}: {}", plural(entries.len(), "entry", "entries")),
-        Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
+        theme::EVENT_BOLD,
     ))];
     for &i in entries {
         let e = &app.fold.entries[i];
         out.push(Line::from(vec![
             Span::styled(format!("  {} {:<11} ", state_icon(e.state()), e.state().as_str()), state_style(e.state())),
             Span::raw(e.path.clone()),
-            Span::styled(format!("  {}", e.tool), Style::new().fg(Color::DarkGray)),
+            Span::styled(format!("  {}", e.tool), theme::MUTED),
         ]));
     }
     out
@@ -552,10 +485,9 @@ fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
 
 fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     let title = match app.selected().map(|r| r.item) {
-        Some(Item::Entry(_, _, ei)) => Line::from(vec![Span::styled(
-            format!(" {} ", app.fold.entries[ei].path),
-            Style::new().add_modifier(Modifier::BOLD),
-        )]),
+        Some(Item::Entry(_, _, ei)) => {
+            Line::from(vec![Span::styled(format!(" {} ", app.fold.entries[ei].path), theme::BOLD)])
+        }
         Some(Item::Session(_)) => Line::from(" session context "),
         Some(Item::Group(..)) => Line::from(" event "),
         None => Line::from(" detail "),
@@ -585,18 +517,16 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
 fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
     let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
     let (sign, base, emph) = match dl.kind {
-        LineKind::Added => ("+", Style::new().fg(Color::Green), Style::new().fg(Color::White).bg(pal::ADD_EMPH)),
-        LineKind::Removed => ("-", Style::new().fg(Color::Red), Style::new().fg(Color::White).bg(pal::DEL_EMPH)),
-        LineKind::Context => (" ", Style::new(), Style::new()),
-        LineKind::Hunk => return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Cyan))),
+        LineKind::Added => ("+", theme::OK, theme::ADD_EMPH),
+        LineKind::Removed => ("-", theme::ERROR, theme::DEL_EMPH),
+        LineKind::Context => (" ", theme::PLAIN, theme::PLAIN),
+        LineKind::Hunk => return Line::from(Span::styled(dl.text(), theme::INFO)),
         LineKind::Note => {
-            return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC)));
+            return Line::from(Span::styled(dl.text(), theme::NOTE));
         }
     };
-    let mut spans = vec![
-        Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), Style::new().fg(Color::DarkGray)),
-        Span::styled(sign, base),
-    ];
+    let mut spans =
+        vec![Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), theme::MUTED), Span::styled(sign, base)];
     for (e, s) in &dl.segments {
         spans.push(Span::styled(s.clone(), if *e { emph } else { base }));
     }
@@ -608,15 +538,13 @@ fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
 fn draw_status(f: &mut Frame, app: &App, area: Rect) {
     let line = match (&app.filter_input, &app.status) {
         (Some(input), _) => Line::from(vec![
-            Span::styled("filter /", Style::new().fg(Color::Yellow)),
+            Span::styled("filter /", theme::WARN),
             Span::raw(input.clone()),
-            Span::styled("▏", Style::new().fg(Color::Yellow)),
-            Span::styled("  path, event or tool; Enter keeps it, Esc clears", Style::new().fg(Color::DarkGray)),
+            Span::styled("▏", theme::WARN),
+            Span::styled("  path, event or tool; Enter keeps it, Esc clears", theme::MUTED),
         ]),
-        (None, Some(s)) if s.error => {
-            Line::from(Span::styled(format!("✗ {}", s.text), Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)))
-        }
-        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), Style::new().fg(Color::Green))),
+        (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", s.text), theme::ERROR_BOLD)),
+        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), theme::OK)),
         (None, None) => {
             let crashed = app.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
             let open: usize = app.views.iter().map(|v| v.open).sum();
@@ -628,7 +556,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             if !app.marked.is_empty() {
                 t = format!("{} selected · {t}", app.marked.len());
             }
-            Line::from(Span::styled(t, Style::new().fg(Color::DarkGray)))
+            Line::from(Span::styled(t, theme::MUTED))
         }
     };
     f.render_widget(Paragraph::new(line), area);
@@ -686,8 +614,8 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if i > 0 {
             spans.push(Span::raw("  "));
         }
-        spans.push(Span::styled(key.clone(), Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
-        spans.push(Span::styled(format!(" {label}"), Style::new().fg(Color::Gray)));
+        spans.push(Span::styled(key.clone(), theme::HEADING));
+        spans.push(Span::styled(format!(" {label}"), theme::SOFT));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -704,14 +632,11 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
     for (_, action, _, help) in BINDINGS {
         lines.push(Line::from(vec![
-            Span::styled(
-                format!("{:>16}  ", app.keymap.keys_of(*action)),
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
+            Span::styled(format!("{:>16}  ", app.keymap.keys_of(*action)), theme::HEADING),
             Span::raw(*help),
         ]));
     }
-    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), Style::new().add_modifier(Modifier::BOLD))];
+    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), theme::BOLD)];
     for st in [
         EntryState::InFlight,
         EntryState::Applied,
@@ -723,7 +648,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         EntryState::NotApplied,
     ] {
         states.push(Span::styled(format!("{} ", state_icon(st)), state_style(st)));
-        states.push(Span::raw(format!("{}  ", st.as_str().replace('_', " "))));
+        states.push(Span::raw(format!("{}  ", present::label(st))));
     }
     lines.extend(wrap_line(Line::from(states), 72).into_iter().map(|mut l| {
         if l.spans.first().is_some_and(|s| s.content == "  ") {
@@ -734,20 +659,20 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
         "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
-        Style::new().fg(Color::DarkGray),
+        theme::MUTED,
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
     let scroll = app.help_scroll.min(lines.len().saturating_sub(r.height.saturating_sub(2) as usize));
     f.render_widget(Clear, r);
     let block = Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(Color::Cyan))
-        .title(Line::from(Span::styled(" keys ", Style::new().add_modifier(Modifier::BOLD))));
+        .border_style(theme::INFO)
+        .title(Line::from(Span::styled(" keys ", theme::BOLD)));
     f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
 }
 
 fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
-    let color = if d.warning { Color::Yellow } else { Color::Cyan };
+    let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
     let mut lines: Vec<Line> = d.body.iter().map(|b| Line::raw(b.clone())).collect();
     lines.push(Line::raw(""));
     let mut choices = Vec::new();
@@ -770,6 +695,6 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(color))
         .padding(Padding::horizontal(1))
-        .title(Line::from(Span::styled(format!(" {} ", d.title), Style::new().add_modifier(Modifier::BOLD))));
+        .title(Line::from(Span::styled(format!(" {} ", d.title), theme::BOLD)));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), r);
 }

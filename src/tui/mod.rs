@@ -16,7 +16,9 @@ pub mod demo;
 pub mod diff;
 pub mod draw;
 pub mod keymap;
+pub mod layout;
 pub mod term;
+pub mod theme;
 
 use std::time::Duration;
 
