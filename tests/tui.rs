@@ -418,6 +418,14 @@ fn filter_by_path_and_event() {
     let s = text(&t);
     assert!(s.contains("docs/generated-index.md") && s.contains("src/server.js"), "{s}");
     assert!(!app.quit);
+    // A filter nothing matches says so, and how to leave it.
+    run(&mut app, &mut t, "/nothing-has-this<enter>");
+    let s = text(&t);
+    assert!(s.contains("No entry matches the filter (Esc clears it)."), "{s}");
+    assert!(app.selected_entry().is_none());
+    insta::assert_snapshot!("filter_no_match", s);
+    run(&mut app, &mut t, "<esc>");
+    assert!(text(&t).contains("src/server.js"));
 }
 
 #[test]
@@ -439,6 +447,12 @@ fn mark_done_then_undo() {
     assert_eq!(undos[0].target, resolved[0].action);
     let s = text(&t);
     assert!(s.contains("● config/settings.json") && s.contains("3 open"), "{s}");
+    // The status line says what was undone, in the success colour.
+    let at = s.find("undid the mark done of ").map(|i| i + "undid the mark done of ".len());
+    let Some(at) = at else { panic!("the status says what was undone: {s}") };
+    // The time of the undone action is the wall clock's: masked.
+    let s = format!("{}<time>{}", &s[..at], &s[at + "2026-03-01 10:30:00 UTC".len()..]);
+    insta::assert_snapshot!("undo_status", s);
 }
 
 #[test]
@@ -504,6 +518,7 @@ fn revert_conflict_offers_force() {
     assert!(s.contains("CONFLICT"), "{s}");
     assert!(s.contains("[f] force"), "{s}");
     assert!(!s.contains("[y]"), "{s}");
+    insta::assert_snapshot!("revert_conflict_dialog", s);
     run(&mut app, &mut t, "y");
     assert!(app.dialog.is_some(), "y is not a choice in a conflict");
     run(&mut app, &mut t, "f");

@@ -130,6 +130,8 @@ pub struct App {
     pub toggled: HashMap<NodeKey, bool>,
     pub diff_mode: DiffMode,
     pub diff_scroll: usize,
+    /// Lines of the detail pane (header and diff) at the last draw.
+    detail_len: usize,
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     pub dialog: Option<Dialog>,
@@ -166,6 +168,7 @@ impl App {
             toggled: HashMap::new(),
             diff_mode: DiffMode::Disk,
             diff_scroll: 0,
+            detail_len: 0,
             diffs: HashMap::new(),
             dialog: None,
             help: false,
@@ -463,9 +466,16 @@ impl App {
         self.tree_offset = self.tree_offset.min(max_off);
     }
 
-    /// Lines the diff pane can scroll through (header included).
+    /// Lines the diff pane can scroll through (header included), as last drawn.
     pub fn diff_len(&self) -> usize {
-        super::draw::detail_len(self)
+        self.detail_len
+    }
+
+    /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]) and
+    /// keeps the scroll inside it.
+    pub fn set_detail_len(&mut self, lines: usize) {
+        self.detail_len = lines;
+        self.clamp_diff_scroll();
     }
 
     fn clamp_diff_scroll(&mut self) {

@@ -43,6 +43,8 @@ fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::Result<()> {
     let size = terminal.size().map_err(backend_err)?;
     app.prepare(Rect::new(0, 0, size.width, size.height));
+    let lines = draw::detail_len(app);
+    app.set_detail_len(lines);
     terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
     Ok(())
 }
