@@ -10,12 +10,13 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
+use super::dialogs;
 use super::diff::{self, DiffView};
 use super::keymap::{Action, Key, Keymap};
 use crate::fold::{Entry, Fold, FoldOptions, SessionStatus};
-use crate::present::{self, icon as state_icon, plural};
+use crate::present::{self, plural};
 use crate::project::Project;
-use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions, RevertPlan};
+use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
 /// A node of the tree, by identity (stable across reloads, so the selection survives).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -67,26 +68,7 @@ pub struct Status {
     pub error: bool,
 }
 
-/// What a confirmed dialog does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
-    Revert { ids: Vec<String>, force: bool },
-    HandBack { ids: Vec<String>, force: bool },
-    Done { ids: Vec<String>, force: bool },
-    Undo { id: Option<String>, force: bool },
-    Cancel,
-}
-
-/// A confirmation: what will happen, and the keys that decide.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dialog {
-    pub title: String,
-    pub body: Vec<String>,
-    /// (key, label, choice); Esc always cancels.
-    pub choices: Vec<(char, String, Choice)>,
-    /// Something in it deserves a second look (conflict, live session).
-    pub warning: bool,
-}
+pub use super::dialogs::{Choice, Dialog};
 
 /// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
 #[derive(Debug, Clone, Copy)]
@@ -758,6 +740,8 @@ impl App {
             (Action::Revert, _) => self.ask_revert(),
             (Action::Undo, _) => self.ask_undo(),
             (Action::HandBack, _) => self.ask_handback(),
+            // Only dialogs read these (see `dialog_key`).
+            (Action::Confirm | Action::Cancel, _) => {}
         }
     }
 
@@ -815,16 +799,6 @@ impl App {
         })
     }
 
-    fn describe(&self, e: &Entry) -> String {
-        format!(
-            "{} {} ({} by {})",
-            state_icon(e.state()),
-            e.path,
-            e.state(),
-            if e.tool.is_empty() { "?" } else { &e.tool }
-        )
-    }
-
     fn ask_done(&mut self) {
         let targets = self.targets();
         let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
@@ -835,22 +809,12 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
         match self.live_note(&open) {
-            Some(note) => {
-                let mut body = vec![note, String::new()];
-                body.extend(open.iter().map(|e| self.describe(e)));
-                self.dialog = Some(Dialog {
-                    title: format!("Mark {} done?", plural(ids.len(), "entry", "entries")),
-                    body,
-                    choices: vec![
-                        ('y', "mark done anyway".into(), Choice::Done { ids, force: true }),
-                        ('n', "cancel".into(), Choice::Cancel),
-                    ],
-                    warning: true,
-                });
+            Some(note) => self.dialog = Some(dialogs::done(&open, note)),
+            None => {
+                let ids = open.iter().map(|e| e.id.clone()).collect();
+                self.run_choice(Choice::Done { ids, force: false })
             }
-            None => self.run_choice(Choice::Done { ids, force: false }),
         }
     }
 
@@ -864,70 +828,9 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let mut body = Vec::new();
-        let mut conflict = false;
-        let mut runnable = 0;
-        for e in &open {
-            let plan = triage::plan_revert(&self.project, &self.fold, e);
-            let what = match &plan {
-                Ok(RevertPlan::WritePre) => {
-                    runnable += 1;
-                    "write the pre-image back".to_string()
-                }
-                Ok(RevertPlan::DeleteFile) => {
-                    runnable += 1;
-                    "delete the file (the tool created it)".to_string()
-                }
-                Ok(RevertPlan::Merge { .. }) => {
-                    runnable += 1;
-                    "take the change out, keep later edits (clean merge)".to_string()
-                }
-                Ok(RevertPlan::Conflict { lines }) => {
-                    conflict = true;
-                    runnable += 1;
-                    let mut s = "CONFLICT with later edits".to_string();
-                    if let Some(l) = lines.first() {
-                        s.push_str(&format!(": {l}"));
-                    }
-                    if lines.len() > 1 {
-                        s.push_str(&format!(" (+{} more)", lines.len() - 1));
-                    }
-                    s
-                }
-                Ok(RevertPlan::Nothing { why }) => format!("nothing to do: {why}"),
-                Ok(RevertPlan::Refused { why }) => format!("cannot: {why}"),
-                Err(err) => format!("cannot: {err:#}"),
-            };
-            body.push(format!("{} {}", state_icon(e.state()), e.path));
-            body.push(format!("    → {what}"));
-        }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
+        let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
         let live = self.live_note(&open);
-        if let Some(n) = &live {
-            body.insert(0, String::new());
-            body.insert(0, n.clone());
-        }
-        body.push(String::new());
-        body.push("The bytes on disk are saved first; u undoes the revert.".into());
-        let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
-        let choices = if runnable == 0 {
-            vec![('n', "close".into(), Choice::Cancel)]
-        } else if conflict || live.is_some() {
-            let mut c = Vec::new();
-            if !conflict {
-                c.push(('y', "revert".into(), Choice::Revert { ids: ids.clone(), force: false }));
-            }
-            c.push((
-                'f',
-                if conflict { "force: write the pre-image over later edits".into() } else { "force".into() },
-                Choice::Revert { ids, force: true },
-            ));
-            c.push(('n', "cancel".into(), Choice::Cancel));
-            c
-        } else {
-            vec![('y', "revert".into(), Choice::Revert { ids, force: false }), ('n', "cancel".into(), Choice::Cancel)]
-        };
-        self.dialog = Some(Dialog { title, body, choices, warning: conflict || live.is_some() });
+        self.dialog = Some(dialogs::revert(&open, &plans, live));
     }
 
     fn ask_undo(&mut self) {
@@ -946,37 +849,13 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
-        let mut body = vec![
-            "Claude gets a brief of these changes (paths, states, diffs, the last prompt and open todos)".to_string(),
-            "at the start of its next session in this project:".to_string(),
-            String::new(),
-        ];
-        body.extend(open.iter().map(|e| self.describe(e)));
         let live = self.live_note(&open);
-        if let Some(n) = &live {
-            body.push(String::new());
-            body.push(n.clone());
-        }
-        self.dialog = Some(Dialog {
-            title: format!("Hand {} back to Claude?", plural(ids.len(), "entry", "entries")),
-            body,
-            choices: vec![
-                ('y', "hand back".into(), Choice::HandBack { ids, force: live.is_some() }),
-                ('n', "cancel".into(), Choice::Cancel),
-            ],
-            warning: live.is_some(),
-        });
+        self.dialog = Some(dialogs::hand_back(&open, live));
     }
 
     fn dialog_key(&mut self, key: Key) {
         let Some(d) = &self.dialog else { return };
-        let choice = match key.code {
-            KeyCode::Esc => Some(Choice::Cancel),
-            KeyCode::Enter => d.choices.first().map(|c| c.2.clone()),
-            KeyCode::Char(c) => d.choices.iter().find(|(k, ..)| *k == c.to_ascii_lowercase()).map(|c| c.2.clone()),
-            _ => None,
-        };
+        let choice = self.keymap.dialog_key(&key).and_then(|k| d.choice_for(k));
         if let Some(c) = choice {
             self.dialog = None;
             self.run_choice(c);

@@ -571,7 +571,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
                 keys.push((c.to_string(), label.as_str()));
             }
         }
-        keys.push(("esc".into(), "close"));
+        keys.push((k(Action::Cancel), "close"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
         keys.push(("esc".into(), "clear"));
@@ -630,7 +630,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 
 fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
-    for (_, action, _, help) in BINDINGS {
+    for (_, action, _, help) in BINDINGS.iter().filter(|b| !b.1.in_dialog()) {
         lines.push(Line::from(vec![
             Span::styled(format!("{:>16}  ", app.keymap.keys_of(*action)), theme::HEADING),
             Span::raw(*help),

@@ -13,6 +13,8 @@ use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};
 
+use super::dialogs::DialogKey;
+
 /// What a key asks for. Keys map to actions as data; [`super::app::App::update`] applies them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -47,6 +49,18 @@ pub enum Action {
     Refresh,
     Help,
     Quit,
+    /// In a dialog: take the first choice.
+    Confirm,
+    /// In a dialog: close it without acting.
+    Cancel,
+}
+
+impl Action {
+    /// Dialog actions are looked up only while a dialog is open (their keys mean something
+    /// else on the tree: Enter toggles, Esc quits).
+    pub fn in_dialog(self) -> bool {
+        matches!(self, Action::Confirm | Action::Cancel)
+    }
 }
 
 /// (config name, action, default keys, help text). The help overlay lists this table.
@@ -77,6 +91,8 @@ pub const BINDINGS: &[(&str, Action, &[&str], &str)] = &[
     ("refresh", Action::Refresh, &["R"], "reload the journal"),
     ("help", Action::Help, &["?"], "this help"),
     ("quit", Action::Quit, &["q", "esc", "ctrl+c"], "quit (Esc: close, clear)"),
+    ("confirm", Action::Confirm, &["enter"], "dialog: take the first choice"),
+    ("cancel", Action::Cancel, &["esc"], "dialog: close without acting"),
 ];
 
 /// A key with its modifiers, comparable regardless of how the terminal reported shift.
@@ -272,8 +288,20 @@ impl Keymap {
     }
 
     /// The action bound to a key.
+    /// The action of a key on the tree and the diff.
     pub fn action(&self, key: &Key) -> Option<Action> {
-        self.bindings.iter().find(|(_, keys)| keys.contains(key)).map(|(a, _)| *a)
+        self.bindings.iter().find(|(a, keys)| !a.in_dialog() && keys.contains(key)).map(|(a, _)| *a)
+    }
+
+    /// A key as a dialog reads it: confirm, cancel, or a letter that may pick a choice.
+    pub fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
+        let bound = self.bindings.iter().find(|(a, keys)| a.in_dialog() && keys.contains(key)).map(|(a, _)| *a);
+        match (bound, key.code) {
+            (Some(Action::Confirm), _) => Some(DialogKey::Confirm),
+            (Some(_), _) => Some(DialogKey::Cancel),
+            (None, KeyCode::Char(c)) => Some(DialogKey::Char(c)),
+            (None, _) => None,
+        }
     }
 
     /// The keys of an action, for the footer and help ("j/↓").

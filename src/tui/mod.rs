@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod demo;
+pub mod dialogs;
 pub mod diff;
 pub mod draw;
 pub mod keymap;
