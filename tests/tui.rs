@@ -462,13 +462,13 @@ fn select_several_and_mark_done() {
     let mut t = term(120, 30);
     // Space marks and moves down; two entries selected.
     run(&mut app, &mut t, "<space><space>");
-    assert_eq!(app.marked.len(), 2);
+    assert_eq!(app.tree.marked.len(), 2);
     assert!(text(&t).contains("✚"));
     run(&mut app, &mut t, "d");
     let ids: Vec<String> = f.records(op::RESOLVED).into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&"toolu_01EditCfg".to_string()) && ids.contains(&"toolu_01EditSrv".to_string()));
-    assert!(app.marked.is_empty());
+    assert!(app.tree.marked.is_empty());
     assert!(text(&t).contains("1 open"));
 }
 
@@ -618,7 +618,7 @@ fn resize_and_mouse() {
     let wheel =
         Event::Mouse(MouseEvent { kind: MouseEventKind::ScrollUp, column: 5, row: 3, modifiers: KeyModifiers::NONE });
     run_loop(&mut t, &mut Script::new().event(wheel), &mut app).unwrap();
-    assert!(app.cursor < 3);
+    assert!(app.tree.cursor < 3);
 }
 
 #[test]

@@ -99,12 +99,15 @@ fn fit_path(s: &str, w: usize) -> String {
 
 fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     let mut title = vec![Span::styled(" walj ", theme::BOLD)];
-    let open: usize = app.views.iter().map(|v| v.open).sum();
+    let open: usize = app.tree.views.iter().map(|v| v.open).sum();
     title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
-    if !app.filter.is_empty() || app.filter_input.is_some() {
-        title.push(Span::styled(format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.filter)), theme::WARN));
+    if !app.tree.filter.is_empty() || app.filter_input.is_some() {
+        title.push(Span::styled(
+            format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
+            theme::WARN,
+        ));
     }
-    if app.show_resolved {
+    if app.tree.show_resolved {
         title.push(Span::styled("· +resolved ", theme::MUTED));
     }
     let block = pane(Line::from(title), app.focus == Focus::Tree);
@@ -113,10 +116,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    if app.rows.is_empty() {
-        let msg = if !app.filter.is_empty() {
+    if app.tree.rows.is_empty() {
+        let msg = if !app.tree.filter.is_empty() {
             "No entry matches the filter (Esc clears it)."
-        } else if app.show_resolved {
+        } else if app.tree.show_resolved {
             "The journal has no sessions yet."
         } else {
             "Nothing to recover. s shows resolved entries."
@@ -126,14 +129,15 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     }
     let w = inner.width as usize;
     let lines: Vec<Line> = app
+        .tree
         .rows
         .iter()
         .enumerate()
-        .skip(app.tree_offset)
+        .skip(app.tree.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
             let mut line = tree_line(app, row, w);
-            if i == app.cursor {
+            if i == app.tree.cursor {
                 let bg = if app.focus == Focus::Tree { theme::CURSOR_BG } else { theme::CURSOR_BG_DIM };
                 // Pad so the highlight spans the row.
                 let used = line.width();
@@ -155,9 +159,9 @@ fn arrow(open: bool) -> &'static str {
 fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
     match row.item {
         Item::Session(vi) => {
-            let v = &app.views[vi];
+            let v = &app.tree.views[vi];
             let s = &app.fold.sessions[v.session];
-            let open = app.is_expanded(&row.key, v);
+            let open = app.tree.is_expanded(&row.key, v);
             let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
             spans.push(Span::styled(s.sid.clone(), theme::BOLD));
             if v.open > 0 {
@@ -181,9 +185,9 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             Line::from(spans)
         }
         Item::Group(vi, gi) => {
-            let v = &app.views[vi];
+            let v = &app.tree.views[vi];
             let (event, entries) = &v.groups[gi];
-            let open = app.is_expanded(&row.key, v);
+            let open = app.tree.is_expanded(&row.key, v);
             let unresolved = entries.iter().filter(|&&i| app.fold.entries[i].is_unresolved()).count();
             let mut spans = vec![
                 Span::raw("  "),
@@ -199,7 +203,7 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
         Item::Entry(_, _, ei) => {
             let e = &app.fold.entries[ei];
             let st = e.state();
-            let marked = app.marked.contains(&e.id);
+            let marked = app.tree.marked.contains(&e.id);
             let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
             let lead = if marked { "  ✚ " } else { "    " };
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
@@ -223,8 +227,10 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
 fn detail_header(app: &App) -> Vec<Line<'static>> {
     let Some(row) = app.selected() else { return Vec::new() };
     let lines = match row.item {
-        Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.views[vi].status),
-        Item::Session(vi) => session_context(app, &app.fold.sessions[app.views[vi].session], app.views[vi].status),
+        Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.tree.views[vi].status),
+        Item::Session(vi) => {
+            session_context(app, &app.fold.sessions[app.tree.views[vi].session], app.tree.views[vi].status)
+        }
         Item::Group(vi, gi) => group_lines(app, vi, gi),
     };
     let width = layout(app.area).diff.width.saturating_sub(2) as usize;
@@ -467,7 +473,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
 }
 
 fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
-    let (event, entries) = &app.views[vi].groups[gi];
+    let (event, entries) = &app.tree.views[vi].groups[gi];
     let mut out = vec![Line::from(Span::styled(
         format!("{event}: {}", plural(entries.len(), "entry", "entries")),
         theme::EVENT_BOLD,
@@ -546,15 +552,15 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
         (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", s.text), theme::ERROR_BOLD)),
         (None, Some(s)) => Line::from(Span::styled(s.text.clone(), theme::OK)),
         (None, None) => {
-            let crashed = app.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
-            let open: usize = app.views.iter().map(|v| v.open).sum();
+            let crashed = app.tree.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
+            let open: usize = app.tree.views.iter().map(|v| v.open).sum();
             let mut t = format!(
                 "{} · {} · ? for help",
                 plural(open, "unresolved entry", "unresolved entries"),
                 plural(crashed, "crashed session", "crashed sessions"),
             );
-            if !app.marked.is_empty() {
-                t = format!("{} selected · {t}", app.marked.len());
+            if !app.tree.marked.is_empty() {
+                t = format!("{} selected · {t}", app.tree.marked.len());
             }
             Line::from(Span::styled(t, theme::MUTED))
         }
@@ -583,7 +589,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         let entry = app.selected_entry();
         if app.focus == Focus::Tree {
             keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "move"));
-            if entry.is_none() && !app.rows.is_empty() {
+            if entry.is_none() && !app.tree.rows.is_empty() {
                 keys.push((k(Action::Toggle), "fold"));
             }
         } else {
@@ -597,14 +603,14 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if entry.is_some_and(|e| e.last_action().is_some()) || app.fold.entries.iter().any(|e| !e.actions.is_empty()) {
             keys.push((k(Action::Undo), "undo"));
         }
-        if !app.rows.is_empty() {
+        if !app.tree.rows.is_empty() {
             keys.push((k(Action::Select), "select"));
         }
         if entry.is_some() {
             keys.push((k(Action::DiffMode), mode_label(app.diff_mode)));
         }
         keys.push((k(Action::Filter), "filter"));
-        keys.push((k(Action::ToggleResolved), if app.show_resolved { "hide resolved" } else { "show resolved" }));
+        keys.push((k(Action::ToggleResolved), if app.tree.show_resolved { "hide resolved" } else { "show resolved" }));
         keys.push((k(Action::SwitchPane), "pane"));
         keys.push((k(Action::Help), "help"));
         keys.push((k(Action::Quit), "quit"));

@@ -20,6 +20,7 @@ pub mod keymap;
 pub mod layout;
 pub mod term;
 pub mod theme;
+pub mod tree;
 
 use std::time::Duration;
 
