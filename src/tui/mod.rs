@@ -1,10 +1,13 @@
 //! `walj tui`: the keyboard recovery dashboard (issue 4).
 //!
 //! Structure (ratatui's Event → Action → update → draw):
-//! - [`keymap`]: keys → [`keymap::Action`]s, one table, overridable from `[keys]`.
+//! - [`keymap`]: keys → [`keymap::Action`]s, one table (dialog keys too), overridable from `[keys]`.
 //! - [`app`]: the state and `update(action)`; triage goes through [`crate::triage`].
+//! - [`tree`]: the tree pane's model (views, rows, expansion, cursor, filter, selection).
+//! - [`dialogs`]: the confirmation dialogs, pure builders.
 //! - [`diff`]: the diff pane's model, computed lazily and cached per (entry, mode).
-//! - [`draw`]: renders `&App`, changes nothing.
+//! - [`layout`]: the screen's regions from its size (drawing, paging and mouse hits).
+//! - [`draw`]: renders `&App`, changes nothing; [`theme`]: its colours, by role.
 //! - [`term`]: event sources (crossterm, scripts) and terminal setup/restore.
 //! - [`demo`]: the sample project behind `walj tui --demo`.
 //!
