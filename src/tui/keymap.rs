@@ -278,10 +278,19 @@ impl Keymap {
             overridden.push(pos);
         }
         // A key the user gave to one action leaves the action it was a default of.
-        let taken: Vec<Key> = overridden.iter().flat_map(|&i| map.bindings[i].1.clone()).collect();
-        for (i, (_, keys)) in map.bindings.iter_mut().enumerate() {
+        // A key given to an action leaves the defaults of the others in the same place
+        // (dialog keys and tree keys never meet: Enter may toggle and confirm).
+        let taken: Vec<(bool, Key)> = overridden
+            .iter()
+            .flat_map(|&i| {
+                let scope = map.bindings[i].0.in_dialog();
+                map.bindings[i].1.iter().map(move |k| (scope, *k))
+            })
+            .collect();
+        for (i, (a, keys)) in map.bindings.iter_mut().enumerate() {
             if !overridden.contains(&i) {
-                keys.retain(|k| !taken.contains(k));
+                let scope = a.in_dialog();
+                keys.retain(|k| !taken.contains(&(scope, *k)));
             }
         }
         Ok(map)
@@ -327,6 +336,25 @@ impl Keymap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dialog_keys_stay_apart_from_tree_keys() {
+        let esc = parse_key("esc").unwrap();
+        let enter = parse_key("enter").unwrap();
+        let map = Keymap::default();
+        assert_eq!(map.action(&esc), Some(Action::Quit));
+        assert_eq!(map.dialog_key(&esc), Some(DialogKey::Cancel));
+        assert_eq!(map.action(&enter), Some(Action::Toggle));
+        assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
+        assert_eq!(map.dialog_key(&parse_key("y").unwrap()), Some(DialogKey::Char('y')));
+        // Rebinding a tree action to Enter leaves Enter confirming dialogs.
+        let cfg: toml::Table = toml::from_str("toggle = [\"enter\", \"o\"]\ncancel = \"x\"").unwrap();
+        let map = Keymap::from_config(&cfg).unwrap();
+        assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
+        assert_eq!(map.dialog_key(&parse_key("x").unwrap()), Some(DialogKey::Cancel));
+        assert_eq!(map.dialog_key(&esc), None, "esc no longer cancels once cancel is rebound");
+        assert_eq!(map.action(&esc), Some(Action::Quit));
+    }
 
     #[test]
     fn parses_names_and_scripts() {
