@@ -105,7 +105,7 @@ fn first_frame(root: &Path, runs: usize) -> (Duration, Duration, usize) {
         render(&mut term, &mut app).unwrap();
         total.push(t.elapsed());
         load.push(app.load_time);
-        rows = app.rows.len();
+        rows = app.tree.rows.len();
     }
     (median(total), median(load), rows)
 }

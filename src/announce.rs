@@ -7,8 +7,11 @@
 
 use serde_json::Value;
 
-use crate::fold::{Entry, EntryState, Fold, SessionInfo};
+use crate::fold::{Entry, Fold, SessionInfo};
 use crate::journal::kind;
+/// Kept where `triage/handoff.rs` imports it from; the helper lives in [`crate::present`].
+pub use crate::present::one_line;
+use crate::present::{self, plural};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
 pub const MAX_CONTEXT: usize = 9_500;
@@ -21,15 +24,9 @@ pub struct StartNote {
     pub marks: Vec<(&'static str, String)>,
 }
 
-/// How an entry reads in a note.
+/// What an entry's state means (the one description, [`present::meaning`]).
 pub fn describe_state(e: &Entry) -> &'static str {
-    match e.state() {
-        EntryState::InFlight => "in flight: the tool may not have run, or not finished",
-        EntryState::Applied => "applied but never verified",
-        EntryState::Failed => "the tool failed part-way",
-        EntryState::Drifted => "the file changed since",
-        _ => "settled",
-    }
+    present::meaning(e.state())
 }
 
 /// Builds the SessionStart note. `crashed` tells whether a session counts as crashed
@@ -49,22 +46,28 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         let paths: Vec<&str> = open.iter().map(|e| e.path.as_str()).collect();
         let same = if s.session == current { " (this session, resumed)" } else { "" };
         user.push(format!(
-            "walj: your last session {}{} ended unexpectedly with {} change{} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
+            "walj: your last session {}{} ended unexpectedly with {} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
             s.sid,
             same,
-            open.len(),
-            if open.len() == 1 { "" } else { "s" },
+            plural(open.len(), "change", "changes"),
             list_short(&paths, 5)
         ));
         let mut c = format!(
-            "walj recovery note: the Claude Code session {}{} ended unexpectedly (crashed, no SessionEnd) with {} unfinished change{}:\n",
+            "walj recovery note: the Claude Code session {}{} ended unexpectedly (crashed, no SessionEnd) with {}:\n",
             s.session,
             same,
-            open.len(),
-            if open.len() == 1 { "" } else { "s" }
+            plural(open.len(), "unfinished change", "unfinished changes")
         );
         for e in &open {
-            c.push_str(&format!("- {} ({} {}, {})\n", e.path, e.tool, e.event, describe_state(e)));
+            let st = e.state();
+            c.push_str(&format!(
+                "- {} ({} {}, {}: {})\n",
+                e.path,
+                e.tool,
+                e.event,
+                present::label(st),
+                present::meaning(st)
+            ));
         }
         if let Some(p) = s.last_prompt() {
             c.push_str(&format!("The user's last request was: {}\n", one_line(p, 300)));
@@ -84,11 +87,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
     for h in fold.pending_handoffs() {
         claude.push(h.brief.clone());
         note.marks.push((kind::DELIVERED, h.action.clone()));
-        user.push(format!(
-            "walj: handed a brief back to Claude ({} entr{}).",
-            h.entries.len(),
-            if h.entries.len() == 1 { "y" } else { "ies" }
-        ));
+        user.push(format!("walj: handed a brief back to Claude ({}).", plural(h.entries.len(), "entry", "entries")));
     }
     if claude.is_empty() && user.is_empty() {
         return note;
@@ -114,14 +113,4 @@ fn list_short(items: &[&str], max: usize) -> String {
         s.push_str(&format!(" and {} more", items.len() - max));
     }
     s
-}
-
-/// The first line of `s`, at most `max` chars.
-pub fn one_line(s: &str, max: usize) -> String {
-    let line = s.lines().next().unwrap_or("");
-    let mut out: String = line.chars().take(max).collect();
-    if out.len() < line.len() || s.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
 }

@@ -5,10 +5,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::announce::one_line;
 use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, short_id};
 use crate::journal::Blob;
+use crate::present::{self, hms, one_line, plural};
 use crate::style::Style;
+
+/// Kept where `cmd/` imports it from; the helper lives in [`crate::present`].
+pub use crate::present::human_ts;
 
 fn blob_json(b: &Option<Blob>) -> Value {
     match b {
@@ -95,37 +98,12 @@ pub fn recover_json(fold: &Fold) -> Value {
 }
 
 fn status_badge(st: SessionStatus, style: &Style) -> String {
-    let s = st.as_str();
-    match st {
-        SessionStatus::Crashed => style.red(s),
-        SessionStatus::Live => style.green(s),
-        SessionStatus::Ended => style.dim(s),
-        SessionStatus::Unknown => style.yellow(s),
-    }
+    style.tone(present::session_tone(st), st.as_str())
 }
 
+/// The state name padded to a column, in its colour.
 pub fn state_colored(st: EntryState, style: &Style) -> String {
-    let s = format!("{:<11}", st.as_str());
-    match st {
-        EntryState::InFlight | EntryState::Drifted => style.red(&s),
-        EntryState::Applied | EntryState::Failed => style.yellow(&s),
-        _ => style.dim(&s),
-    }
-}
-
-/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written when unparsable).
-pub fn human_ts(ts: &str) -> String {
-    match chrono::DateTime::parse_from_rfc3339(ts) {
-        Ok(t) => t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
-        Err(_) => ts.to_string(),
-    }
-}
-
-fn hms(ts: &str) -> String {
-    match chrono::DateTime::parse_from_rfc3339(ts) {
-        Ok(t) => t.with_timezone(&chrono::Local).format("%H:%M:%S").to_string(),
-        Err(_) => ts.to_string(),
-    }
+    style.tone(present::tone(st), &format!("{:<11}", st.as_str()))
 }
 
 /// Writes the session's header lines (shared by recover and sessions views).
@@ -189,11 +167,9 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
     let nsess = fold.sessions.iter().filter(|s| fold.entries_of(&s.session).any(|e| e.is_unresolved())).count();
     let _ = writeln!(
         out,
-        "Recovery: {} unresolved entr{} in {} session{}.\n",
-        total,
-        if total == 1 { "y" } else { "ies" },
-        nsess,
-        if nsess == 1 { "" } else { "s" }
+        "Recovery: {} in {}.\n",
+        plural(total, "unresolved entry", "unresolved entries"),
+        plural(nsess, "session", "sessions")
     );
     for s in &fold.sessions {
         let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
@@ -207,8 +183,7 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
         }
         let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
         for (event, es) in by_event {
-            let _ =
-                writeln!(out, "  {}: {} entr{}", style.bold(event), es.len(), if es.len() == 1 { "y" } else { "ies" });
+            let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
             for e in es {
                 let _ = writeln!(
                     out,

@@ -2,6 +2,8 @@
 
 use std::io::IsTerminal;
 
+use crate::present::Tone;
+
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     pub color: bool,
@@ -40,7 +42,25 @@ impl Style {
     pub fn yellow(&self, s: &str) -> String {
         self.wrap("33", s)
     }
+    pub fn blue(&self, s: &str) -> String {
+        self.wrap("34", s)
+    }
+    pub fn magenta(&self, s: &str) -> String {
+        self.wrap("35", s)
+    }
     pub fn cyan(&self, s: &str) -> String {
         self.wrap("36", s)
+    }
+    /// `s` in the colour of a [`Tone`] (the one state→colour table, `crate::present`).
+    pub fn tone(&self, tone: Tone, s: &str) -> String {
+        match tone {
+            Tone::Red => self.red(s),
+            Tone::Yellow => self.yellow(s),
+            Tone::Green => self.green(s),
+            Tone::Blue => self.blue(s),
+            Tone::Cyan => self.cyan(s),
+            Tone::Magenta => self.magenta(s),
+            Tone::Gray => self.dim(s),
+        }
     }
 }

@@ -420,6 +420,14 @@ fn filter_by_path_and_event() {
     let s = text(&t);
     assert!(s.contains("docs/generated-index.md") && s.contains("src/server.js"), "{s}");
     assert!(!app.quit);
+    // A filter nothing matches says so, and how to leave it.
+    run(&mut app, &mut t, "/nothing-has-this<enter>");
+    let s = text(&t);
+    assert!(s.contains("No entry matches the filter (Esc clears it)."), "{s}");
+    assert!(app.selected_entry().is_none());
+    insta::assert_snapshot!("filter_no_match", s);
+    run(&mut app, &mut t, "<esc>");
+    assert!(text(&t).contains("src/server.js"));
 }
 
 #[test]
@@ -441,6 +449,12 @@ fn mark_done_then_undo() {
     assert_eq!(undos[0].target, resolved[0].action);
     let s = text(&t);
     assert!(s.contains("● config/settings.json") && s.contains("3 open"), "{s}");
+    // The status line says what was undone, in the success colour.
+    let at = s.find("undid the mark done of ").map(|i| i + "undid the mark done of ".len());
+    let Some(at) = at else { panic!("the status says what was undone: {s}") };
+    // The time of the undone action is the wall clock's: masked.
+    let s = format!("{}<time>{}", &s[..at], &s[at + "2026-03-01 10:30:00 UTC".len()..]);
+    insta::assert_snapshot!("undo_status", s);
 }
 
 #[test]
@@ -450,13 +464,13 @@ fn select_several_and_mark_done() {
     let mut t = term(120, 30);
     // Space marks and moves down; two entries selected.
     run(&mut app, &mut t, "<space><space>");
-    assert_eq!(app.marked.len(), 2);
+    assert_eq!(app.tree.marked.len(), 2);
     assert!(text(&t).contains("✚"));
     run(&mut app, &mut t, "d");
     let ids: Vec<String> = f.records(op::RESOLVED).into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&"toolu_01EditCfg".to_string()) && ids.contains(&"toolu_01EditSrv".to_string()));
-    assert!(app.marked.is_empty());
+    assert!(app.tree.marked.is_empty());
     assert!(text(&t).contains("1 open"));
 }
 
@@ -506,6 +520,7 @@ fn revert_conflict_offers_force() {
     assert!(s.contains("CONFLICT"), "{s}");
     assert!(s.contains("[f] force"), "{s}");
     assert!(!s.contains("[y]"), "{s}");
+    insta::assert_snapshot!("revert_conflict_dialog", s);
     run(&mut app, &mut t, "y");
     assert!(app.dialog.is_some(), "y is not a choice in a conflict");
     run(&mut app, &mut t, "f");
@@ -605,7 +620,7 @@ fn resize_and_mouse() {
     let wheel =
         Event::Mouse(MouseEvent { kind: MouseEventKind::ScrollUp, column: 5, row: 3, modifiers: KeyModifiers::NONE });
     run_loop(&mut t, &mut Script::new().event(wheel), &mut app).unwrap();
-    assert!(app.cursor < 3);
+    assert!(app.tree.cursor < 3);
 }
 
 #[test]

@@ -19,10 +19,10 @@ use serde::Serialize;
 
 use super::SessionState;
 use super::procs::ProcStatus;
-use crate::fold::{CommandStatus, SessionStatus, short_id};
+use crate::fold::{Command, CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, Todo, short_id};
 use crate::journal::{JournalWriter, Record, kind, op};
+use crate::present::{clip, human_ts, meaning, plural};
 use crate::project::Project;
-use crate::report::human_ts;
 
 /// The brief's size limit in characters (Claude Code cuts hook strings over 10,000).
 pub const MAX_CHARS: usize = 9_000;
@@ -94,17 +94,6 @@ pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
     Brief { entries, chars, tokens: chars.div_ceil(7) * 2, level, text }
 }
 
-/// One line, at most `max` characters, `…` when cut.
-fn clip(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut out: String = flat.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 /// "… and N more <what>: a, b, c" (the ids capped to `budget` characters when given).
 fn rest(out: &mut String, n: usize, what: &str, ids: &[String], budget: Option<usize>) {
     if n == 0 {
@@ -128,21 +117,9 @@ fn rest(out: &mut String, n: usize, what: &str, ids: &[String], budget: Option<u
     let _ = writeln!(out, "- … and {n} more {what}: {list}");
 }
 
-/// What an unresolved state means, for the brief's legend.
-fn meaning(s: crate::fold::EntryState) -> &'static str {
-    use crate::fold::EntryState as S;
-    match s {
-        S::InFlight => "the tool may not have run, or not finished",
-        S::Applied => "the tool ran, but the change was never verified on disk",
-        S::Failed => "the tool failed part-way",
-        S::Drifted => "the file changed since",
-        _ => "settled",
-    }
-}
-
 /// The todos not shown, grouped by status, list positions as ranges: `pending: todo 31–60`,
 /// task ids as `#7`.
-fn todo_rest(rest: &[(usize, &crate::fold::Todo)]) -> Vec<String> {
+fn todo_rest(rest: &[(usize, &Todo)]) -> Vec<String> {
     let mut statuses: Vec<&str> = Vec::new();
     for (_, t) in rest {
         if !statuses.contains(&t.status.as_str()) {
@@ -183,12 +160,27 @@ fn todo_rest(rest: &[(usize, &crate::fold::Todo)]) -> Vec<String> {
     out
 }
 
+/// One rendering of the brief at detail `lvl`; `cap` (a character budget) also caps the
+/// id lists of counted tails.
 fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
-    let st = input.state;
-    let s = &st.info;
     let id_budget = cap.map(|c| c / 8);
     let mut out = String::new();
-    let sid = &s.sid;
+    header(&mut out, input.state);
+    prompts(&mut out, &input.state.info, lvl);
+    todos(&mut out, &input.state.info, lvl, id_budget);
+    unresolved(&mut out, input.state, lvl, id_budget);
+    failed_commands(&mut out, &input.state.info, lvl, id_budget);
+    background(&mut out, input.procs, lvl, id_budget);
+    if let Some(m) = &input.last_message {
+        let _ = writeln!(out, "\n## Last assistant message\n{}", clip(m, lvl.text * 2));
+    }
+    transcript(&mut out, input);
+    out
+}
+
+/// Title, how the session ended, where it ran, and what to do.
+fn header(out: &mut String, st: &SessionState) {
+    let s = &st.info;
     let _ = writeln!(out, "# walj resume brief: Claude Code session {}", s.session);
     let how = match st.status {
         SessionStatus::Crashed => "ended unexpectedly (crashed: no SessionEnd, its process is gone)".to_string(),
@@ -211,12 +203,15 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     let _ = writeln!(out, "{where_}; last activity {}.", human_ts(&s.last_ts));
     let _ = writeln!(
         out,
-        "walj wrote this from its journal. Every open item is listed or counted with its id; `walj sessions show {sid}` has the full record. Continue the user's work; do not redo what is done, and check unresolved changes before building on them."
+        "walj wrote this from its journal. Every open item is listed or counted with its id; `walj sessions show {}` has the full record. Continue the user's work; do not redo what is done, and check unresolved changes before building on them.",
+        s.sid
     );
+}
 
-    // Prompts, newest first.
+/// What the user asked, newest first.
+fn prompts(out: &mut String, s: &SessionInfo, lvl: Level) {
     let n = s.prompts.len();
-    let _ = writeln!(out, "\n## What the user asked ({n} prompt{}, newest first)", if n == 1 { "" } else { "s" });
+    let _ = writeln!(out, "\n## What the user asked ({}, newest first)", plural(n, "prompt", "prompts"));
     if n == 0 {
         let _ = writeln!(out, "- (no prompt recorded)");
     }
@@ -230,22 +225,23 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let older = &s.prompts[..n - shown];
         let _ = writeln!(
             out,
-            "- … and {} earlier prompt{} (from {} to {})",
-            older.len(),
-            if older.len() == 1 { "" } else { "s" },
+            "- … and {} (from {} to {})",
+            plural(older.len(), "earlier prompt", "earlier prompts"),
             human_ts(&older[0].ts),
             human_ts(&older[older.len() - 1].ts)
         );
     }
+}
 
-    // Open todos.
-    let open: Vec<(usize, &crate::fold::Todo)> = s.todos.iter().enumerate().filter(|(_, t)| t.is_open()).collect();
+/// Every open todo, or counted by status.
+fn todos(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Option<usize>) {
+    let open: Vec<(usize, &Todo)> = s.todos.iter().enumerate().filter(|(_, t)| t.is_open()).collect();
     let (done, total) = s.todos_done();
     let _ = writeln!(out, "\n## Open todos ({} open, {done} of {total} done)", open.len());
     if open.is_empty() {
         let _ = writeln!(out, "- none");
     }
-    let label = |i: usize, t: &crate::fold::Todo| match &t.id {
+    let label = |i: usize, t: &Todo| match &t.id {
         Some(id) => format!("#{id}"),
         None => format!("todo {}", i + 1),
     };
@@ -254,15 +250,17 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let _ = writeln!(out, "- [{}] {} ({})", t.status, clip(&t.content, lvl.text), label(*i, t));
     }
     let ids = todo_rest(&open[shown..]);
-    rest(&mut out, open.len() - shown, "open todos", &ids, id_budget);
+    rest(out, open.len() - shown, "open todos", &ids, id_budget);
+}
 
-    // Unresolved changes: the state's meaning is said once, not on every line.
-    let un: Vec<&crate::fold::Entry> = st.unresolved().collect();
+/// Unresolved changes: the state's meaning is said once, not on every line.
+fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option<usize>) {
+    let un: Vec<&Entry> = st.unresolved().collect();
     let _ = writeln!(out, "\n## Unresolved changes ({}): verify each before building on it", un.len());
     if un.is_empty() {
         let _ = writeln!(out, "- none: every recorded change was verified or triaged");
     } else {
-        let mut states: Vec<crate::fold::EntryState> = un.iter().map(|e| e.state()).collect();
+        let mut states: Vec<EntryState> = un.iter().map(|e| e.state()).collect();
         states.sort();
         states.dedup();
         let legend: Vec<String> = states.iter().map(|s| format!("{}: {}", s.as_str(), meaning(*s))).collect();
@@ -281,54 +279,58 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         );
     }
     let ids: Vec<String> = un.iter().skip(shown).map(|e| short_id(&e.id)).collect();
-    rest(&mut out, un.len() - shown, "unresolved changes", &ids, id_budget);
+    rest(out, un.len() - shown, "unresolved changes", &ids, id_budget);
+}
 
-    // Failed commands.
-    let failed: Vec<&crate::fold::Command> = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(out, "\n## Failed commands ({})", failed.len());
-        let shown = failed.len().min(lvl.items);
-        for c in failed.iter().take(shown) {
-            let err = c.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
-            let _ =
-                writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
-        }
-        let ids: Vec<String> = failed.iter().skip(shown).map(|c| short_id(&c.id)).collect();
-        rest(&mut out, failed.len() - shown, "failed commands", &ids, id_budget);
+fn failed_commands(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Option<usize>) {
+    let failed: Vec<&Command> = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).collect();
+    if failed.is_empty() {
+        return;
     }
-
-    // Background processes.
-    if !input.procs.is_empty() {
-        let _ = writeln!(out, "\n## Background processes ({})", input.procs.len());
-        let shown = input.procs.len().min(lvl.items);
-        for p in input.procs.iter().take(shown) {
-            let state = match p.state {
-                "running" => {
-                    format!("still running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))
-                }
-                "not_running" => "not running".to_string(),
-                _ => "unknown whether it runs".to_string(),
-            };
-            let what = if p.kind == "in_flight" { ", was running when the session died" } else { "" };
-            let _ = writeln!(
-                out,
-                "- `{}`{}{}: {state}{what}; the user can restart it with `walj procs restart {}`",
-                clip(&p.command, lvl.text),
-                p.task_id.as_deref().map(|t| format!(" (task {t})")).unwrap_or_default(),
-                p.cwd.as_deref().map(|c| format!(" in {}", clip(c, lvl.text))).unwrap_or_default(),
-                p.short
-            );
-        }
-        let ids: Vec<String> = input.procs.iter().skip(shown).map(|p| p.short.clone()).collect();
-        rest(&mut out, input.procs.len() - shown, "background processes", &ids, id_budget);
+    let _ = writeln!(out, "\n## Failed commands ({})", failed.len());
+    let shown = failed.len().min(lvl.items);
+    for c in failed.iter().take(shown) {
+        let err = c.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
+        let _ = writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
     }
+    let ids: Vec<String> = failed.iter().skip(shown).map(|c| short_id(&c.id)).collect();
+    rest(out, failed.len() - shown, "failed commands", &ids, id_budget);
+}
 
-    if let Some(m) = &input.last_message {
-        let _ = writeln!(out, "\n## Last assistant message\n{}", clip(m, lvl.text * 2));
+/// Background processes and whether they still run.
+fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Option<usize>) {
+    if procs.is_empty() {
+        return;
     }
+    let _ = writeln!(out, "\n## Background processes ({})", procs.len());
+    let shown = procs.len().min(lvl.items);
+    for p in procs.iter().take(shown) {
+        let state = match p.state {
+            "running" => {
+                format!("still running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))
+            }
+            "not_running" => "not running".to_string(),
+            _ => "unknown whether it runs".to_string(),
+        };
+        let what = if p.kind == "in_flight" { ", was running when the session died" } else { "" };
+        let _ = writeln!(
+            out,
+            "- `{}`{}{}: {state}{what}; the user can restart it with `walj procs restart {}`",
+            clip(&p.command, lvl.text),
+            p.task_id.as_deref().map(|t| format!(" (task {t})")).unwrap_or_default(),
+            p.cwd.as_deref().map(|c| format!(" in {}", clip(c, lvl.text))).unwrap_or_default(),
+            p.short
+        );
+    }
+    let ids: Vec<String> = procs.iter().skip(shown).map(|p| p.short.clone()).collect();
+    rest(out, procs.len() - shown, "background processes", &ids, id_budget);
+}
 
+/// Where the conversation is and how it resumes.
+fn transcript(out: &mut String, input: &BriefInput<'_>) {
+    let sid = &input.state.info.sid;
     let _ = writeln!(out, "\n## Transcript");
-    let t = &st.transcript;
+    let t = &input.state.transcript;
     match (&t.original, t.original_exists) {
         (Some(o), true) => {
             let _ = writeln!(out, "- Claude Code's transcript: {o}");
@@ -344,8 +346,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
         let more = if t.copy_has_more() { " (it holds lines the original lacks)" } else { "" };
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
-    let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {}", s.session);
-    out
+    let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {}", input.state.info.session);
 }
 
 /// Appends the brief as a `handoff` record (kind `resume`) for the next SessionStart,

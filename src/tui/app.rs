@@ -10,49 +10,15 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
+use super::dialogs;
 use super::diff::{self, DiffView};
 use super::keymap::{Action, Key, Keymap};
-use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus};
+use crate::fold::{Entry, Fold, FoldOptions, SessionStatus};
+use crate::present::{self, plural};
 use crate::project::Project;
-use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions, RevertPlan};
+use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
-/// A node of the tree, by identity (stable across reloads, so the selection survives).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum NodeKey {
-    Session(String),
-    Group(String, String),
-    Entry(String),
-}
-
-/// One visible row of the tree.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub key: NodeKey,
-    pub depth: u8,
-    pub item: Item,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum Item {
-    /// Index into `App::views`.
-    Session(usize),
-    /// (view, group).
-    Group(usize, usize),
-    /// (view, group, index into `fold.entries`).
-    Entry(usize, usize, usize),
-}
-
-/// A session as shown: its entries (after the resolved toggle and the filter) by event.
-#[derive(Debug, Clone)]
-pub struct SessionView {
-    /// Index into `fold.sessions`.
-    pub session: usize,
-    pub status: SessionStatus,
-    /// (event, entry indexes) in order of first appearance.
-    pub groups: Vec<(String, Vec<usize>)>,
-    /// Unresolved entries of the session (whatever the filter).
-    pub open: usize,
-}
+pub use super::tree::{Item, NodeKey, Row, SessionView, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -66,26 +32,7 @@ pub struct Status {
     pub error: bool,
 }
 
-/// What a confirmed dialog does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
-    Revert { ids: Vec<String>, force: bool },
-    HandBack { ids: Vec<String>, force: bool },
-    Done { ids: Vec<String>, force: bool },
-    Undo { id: Option<String>, force: bool },
-    Cancel,
-}
-
-/// A confirmation: what will happen, and the keys that decide.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dialog {
-    pub title: String,
-    pub body: Vec<String>,
-    /// (key, label, choice); Esc always cancels.
-    pub choices: Vec<(char, String, Choice)>,
-    /// Something in it deserves a second look (conflict, live session).
-    pub warning: bool,
-}
+pub use super::dialogs::{Choice, Dialog};
 
 /// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
 #[derive(Debug, Clone, Copy)]
@@ -113,22 +60,15 @@ pub struct App {
     pub keymap: Keymap,
     pub clock: Clock,
     pub fold: Fold,
-    pub views: Vec<SessionView>,
-    pub rows: Vec<Row>,
-    pub cursor: usize,
-    pub tree_offset: usize,
+    /// The tree pane: views, rows, cursor, filter, selection.
+    pub tree: Tree,
     pub focus: Focus,
-    pub show_resolved: bool,
-    /// The applied filter (lower case).
-    pub filter: String,
     /// Some while the user types a filter.
     pub filter_input: Option<String>,
-    /// Entries picked with Space (full ids).
-    pub marked: BTreeSet<String>,
-    /// Expansions the user chose (else: the default of the node).
-    pub toggled: HashMap<NodeKey, bool>,
     pub diff_mode: DiffMode,
     pub diff_scroll: usize,
+    /// Lines of the detail pane (header and diff) at the last draw.
+    detail_len: usize,
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     pub dialog: Option<Dialog>,
@@ -153,18 +93,12 @@ impl App {
             keymap: opts.keymap,
             clock: opts.clock,
             fold: Fold::default(),
-            views: Vec::new(),
-            rows: Vec::new(),
-            cursor: 0,
-            tree_offset: 0,
+            tree: Tree::default(),
             focus: Focus::Tree,
-            show_resolved: false,
-            filter: String::new(),
             filter_input: None,
-            marked: BTreeSet::new(),
-            toggled: HashMap::new(),
             diff_mode: DiffMode::Disk,
             diff_scroll: 0,
+            detail_len: 0,
             diffs: HashMap::new(),
             dialog: None,
             help: false,
@@ -179,7 +113,7 @@ impl App {
             load_time: Duration::ZERO,
         };
         app.reload();
-        if app.views.is_empty() && app.status.is_none() {
+        if app.tree.views.is_empty() && app.status.is_none() {
             app.info(if app.project.journal.exists() {
                 "Nothing unresolved. s shows resolved entries; the journal is watched for changes."
             } else {
@@ -187,8 +121,8 @@ impl App {
             });
         }
         // Open on the first unresolved entry: that is what the user came for.
-        if let Some(i) = app.rows.iter().position(|r| matches!(r.item, Item::Entry(..))) {
-            app.cursor = i;
+        if let Some(i) = app.tree.rows.iter().position(|r| matches!(r.item, Item::Entry(..))) {
+            app.tree.cursor = i;
         }
         app
     }
@@ -204,7 +138,7 @@ impl App {
     pub fn reload(&mut self) {
         let started = Instant::now();
         self.journal_sig = self.journal_sig();
-        let opts = FoldOptions { keep_settled: self.show_resolved, session: None, all_commands: false };
+        let opts = FoldOptions { keep_settled: self.tree.show_resolved, session: None, all_commands: false };
         match Fold::load(&self.project.journal, &opts) {
             Ok(mut fold) => {
                 fold.check_disk(&self.project);
@@ -212,8 +146,8 @@ impl App {
                 self.fold = fold;
                 if problems > 0 {
                     self.error(format!(
-                        "the journal has {problems} unreadable line{} (skipped); `walj status` lists them",
-                        if problems == 1 { "" } else { "s" }
+                        "the journal has {} (skipped); `walj status` lists them",
+                        plural(problems, "unreadable line", "unreadable lines")
                     ));
                 }
             }
@@ -221,9 +155,8 @@ impl App {
         }
         self.diffs.clear();
         let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
-        self.marked.retain(|id| known.contains(id.as_str()));
-        self.build_views();
-        self.rebuild_rows();
+        self.tree.marked.retain(|id| known.contains(id.as_str()));
+        self.rebuild_tree();
         self.load_time = started.elapsed();
     }
 
@@ -240,174 +173,40 @@ impl App {
         // A crash writes nothing to the journal: notice a live session's process going away.
         if self.last_status_check.elapsed() >= Duration::from_secs(2) {
             self.last_status_check = Instant::now();
+            // TODO(merge): call fold.refresh_liveness() on the timer (status() re-reads /proc today).
             let changed = self
+                .tree
                 .views
                 .iter()
                 .any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
             if changed {
-                self.build_views();
-                self.rebuild_rows();
+                self.rebuild_tree();
                 return true;
             }
         }
         false
     }
 
-    fn entry_visible(&self, e: &Entry) -> bool {
-        if !self.show_resolved && !e.is_unresolved() {
-            return false;
-        }
-        if self.filter.is_empty() {
-            return true;
-        }
-        e.path.to_lowercase().contains(&self.filter)
-            || e.event.to_lowercase().contains(&self.filter)
-            || e.tool.to_lowercase().contains(&self.filter)
-    }
-
-    fn build_views(&mut self) {
-        let mut views = Vec::new();
-        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, e) in self.fold.entries.iter().enumerate() {
-            by_session.entry(e.session.as_str()).or_default().push(i);
-        }
-        for (si, s) in self.fold.sessions.iter().enumerate() {
-            let idx = by_session.get(s.session.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-            let open = idx.iter().filter(|&&i| self.fold.entries[i].is_unresolved()).count();
-            let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-            for &i in idx {
-                let e = &self.fold.entries[i];
-                if !self.entry_visible(e) {
-                    continue;
-                }
-                match groups.iter_mut().find(|(ev, _)| *ev == e.event) {
-                    Some((_, v)) => v.push(i),
-                    None => groups.push((e.event.clone(), vec![i])),
-                }
-            }
-            // Ended sessions with nothing open are history: shown with the resolved toggle.
-            // Crashed and live ones are shown for their context even without entries.
-            let has_entries = !groups.is_empty();
-            if !self.filter.is_empty() && !has_entries {
-                continue;
-            }
-            if !self.show_resolved && !has_entries {
-                if s.v1 || s.records == 0 {
-                    continue;
-                }
-                let st = s.status();
-                if !matches!(st, SessionStatus::Crashed | SessionStatus::Live) {
-                    continue;
-                }
-                views.push(SessionView { session: si, status: st, groups, open });
-                continue;
-            }
-            views.push(SessionView { session: si, status: s.status(), groups, open });
-        }
-        // Newest first: after a crash the session that crashed is on top.
-        views.sort_by(|a, b| self.fold.sessions[b.session].last_ts.cmp(&self.fold.sessions[a.session].last_ts));
-        self.views = views;
-    }
-
-    fn default_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
-        match key {
-            NodeKey::Session(_) => {
-                !self.filter.is_empty() || view.open > 0 || matches!(view.status, SessionStatus::Crashed)
-            }
-            _ => true,
-        }
-    }
-
-    pub fn is_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
-        self.toggled.get(key).copied().unwrap_or_else(|| self.default_expanded(key, view))
-    }
-
-    /// Flattens the visible tree, keeping the cursor on the same node when it still exists
-    /// (else on the row that took its place).
-    pub fn rebuild_rows(&mut self) {
-        let selected = self.rows.get(self.cursor).map(|r| r.key.clone());
-        let mut rows = Vec::new();
-        for (vi, view) in self.views.iter().enumerate() {
-            let s = &self.fold.sessions[view.session];
-            let skey = NodeKey::Session(s.session.clone());
-            let open = self.is_expanded(&skey, view);
-            rows.push(Row { key: skey, depth: 0, item: Item::Session(vi) });
-            if !open {
-                continue;
-            }
-            for (gi, (event, entries)) in view.groups.iter().enumerate() {
-                let gkey = NodeKey::Group(s.session.clone(), event.clone());
-                let gopen = self.is_expanded(&gkey, view);
-                rows.push(Row { key: gkey, depth: 1, item: Item::Group(vi, gi) });
-                if !gopen {
-                    continue;
-                }
-                for &ei in entries {
-                    rows.push(Row {
-                        key: NodeKey::Entry(self.fold.entries[ei].id.clone()),
-                        depth: 2,
-                        item: Item::Entry(vi, gi, ei),
-                    });
-                }
-            }
-        }
-        self.rows = rows;
-        if let Some(key) = selected {
-            if let Some(i) = self.rows.iter().position(|r| r.key == key) {
-                self.cursor = i;
-            } else if let NodeKey::Entry(id) = &key {
-                // The entry left the view (resolved, filtered): stay near it, on its group
-                // or session when it was the last one there.
-                let session = self.fold.entry(id).map(|e| e.session.clone());
-                let near = session.and_then(|s| self.rows.iter().position(|r| r.key == NodeKey::Session(s.clone())));
-                self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
-                if let Some(n) = near
-                    && self.cursor < n
-                {
-                    self.cursor = n;
-                }
-            }
-        }
-        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
-        self.scroll_tree_into_view();
+    /// Rebuilds the views and rows from the fold (after a reload, a filter, a liveness change).
+    fn rebuild_tree(&mut self) {
+        let height = self.tree_height();
+        self.tree.build_views(&self.fold);
+        self.tree.rebuild_rows(&self.fold, height);
     }
 
     // ---------------------------------------------------------------- queries
 
     pub fn selected(&self) -> Option<&Row> {
-        self.rows.get(self.cursor)
+        self.tree.selected()
     }
 
     pub fn selected_entry(&self) -> Option<&Entry> {
-        match self.selected()?.item {
-            Item::Entry(_, _, ei) => self.fold.entries.get(ei),
-            _ => None,
-        }
+        self.tree.selected_entry(&self.fold)
     }
 
-    /// Entries an action applies to: the Space selection, else the selected entry, else the
-    /// unresolved entries under the selected session or group.
+    /// Entries an action applies to (see [`Tree::targets`]).
     pub fn targets(&self) -> Vec<&Entry> {
-        if !self.marked.is_empty() {
-            return self.fold.entries.iter().filter(|e| self.marked.contains(&e.id)).collect();
-        }
-        let Some(row) = self.selected() else { return Vec::new() };
-        match row.item {
-            Item::Entry(_, _, ei) => self.fold.entries.get(ei).into_iter().collect(),
-            Item::Group(vi, gi) => self.views[vi].groups[gi]
-                .1
-                .iter()
-                .map(|&i| &self.fold.entries[i])
-                .filter(|e| e.is_unresolved())
-                .collect(),
-            Item::Session(vi) => self.views[vi]
-                .groups
-                .iter()
-                .flat_map(|(_, v)| v.iter())
-                .map(|&i| &self.fold.entries[i])
-                .filter(|e| e.is_unresolved())
-                .collect(),
-        }
+        self.tree.targets(&self.fold)
     }
 
     pub fn now(&self) -> DateTime<Utc> {
@@ -419,27 +218,19 @@ impl App {
 
     /// "3m", "2h", "5d" since a record timestamp.
     pub fn age(&self, ts: &str) -> String {
-        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return String::new() };
-        let secs = (self.now() - t.with_timezone(&Utc)).num_seconds().max(0);
-        match secs {
-            s if s < 60 => format!("{s}s"),
-            s if s < 3600 => format!("{}m", s / 60),
-            s if s < 86_400 => format!("{}h", s / 3600),
-            s => format!("{}d", s / 86_400),
-        }
+        present::age(ts, self.now())
     }
 
     /// A record timestamp as the user reads it (local time; UTC with a fixed clock).
     pub fn time(&self, ts: &str) -> String {
-        let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return ts.to_string() };
         match self.clock {
-            Clock::Real => t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
-            Clock::Fixed(_) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
+            Clock::Real => present::human_ts(ts),
+            Clock::Fixed(_) => present::utc_ts(ts),
         }
     }
 
     pub fn session_status(&self, session: &str) -> Option<SessionStatus> {
-        self.views.iter().find(|v| self.fold.sessions[v.session].session == session).map(|v| v.status)
+        self.tree.session_status(&self.fold, session)
     }
 
     /// The diff of the selected entry in the current mode, once computed.
@@ -452,27 +243,28 @@ impl App {
 
     /// Rows the tree shows at once.
     pub fn tree_height(&self) -> usize {
-        super::draw::layout(self.area).tree.height.saturating_sub(2) as usize
+        super::layout::layout(self.area).tree.height.saturating_sub(2) as usize
     }
 
     pub fn diff_height(&self) -> usize {
-        super::draw::layout(self.area).diff.height.saturating_sub(2) as usize
+        super::layout::layout(self.area).diff.height.saturating_sub(2) as usize
     }
 
     fn scroll_tree_into_view(&mut self) {
-        let h = self.tree_height().max(1);
-        if self.cursor < self.tree_offset {
-            self.tree_offset = self.cursor;
-        } else if self.cursor >= self.tree_offset + h {
-            self.tree_offset = self.cursor + 1 - h;
-        }
-        let max_off = self.rows.len().saturating_sub(h);
-        self.tree_offset = self.tree_offset.min(max_off);
+        let h = self.tree_height();
+        self.tree.scroll_into_view(h);
     }
 
-    /// Lines the diff pane can scroll through (header included).
+    /// Lines the diff pane can scroll through (header included), as last drawn.
     pub fn diff_len(&self) -> usize {
-        super::draw::detail_len(self)
+        self.detail_len
+    }
+
+    /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]) and
+    /// keeps the scroll inside it.
+    pub fn set_detail_len(&mut self, lines: usize) {
+        self.detail_len = lines;
+        self.clamp_diff_scroll();
     }
 
     fn clamp_diff_scroll(&mut self) {
@@ -574,12 +366,12 @@ impl App {
         }
         if key.code == KeyCode::Esc {
             // Esc steps back before it quits: selection, filter, status.
-            if !self.marked.is_empty() {
-                self.marked.clear();
+            if !self.tree.marked.is_empty() {
+                self.tree.marked.clear();
                 self.info("selection cleared");
                 return;
             }
-            if !self.filter.is_empty() {
+            if !self.tree.filter.is_empty() {
                 self.set_filter(String::new());
                 return;
             }
@@ -590,15 +382,14 @@ impl App {
     }
 
     fn set_filter(&mut self, f: String) {
-        self.filter = f.to_lowercase();
-        self.build_views();
-        self.rebuild_rows();
+        self.tree.filter = f.to_lowercase();
+        self.rebuild_tree();
         // Land on the first match rather than on a session header.
-        if !self.filter.is_empty()
+        if !self.tree.filter.is_empty()
             && !matches!(self.selected().map(|r| r.item), Some(Item::Entry(..)))
-            && let Some(i) = self.rows.iter().position(|r| matches!(r.item, Item::Entry(..)))
+            && let Some(i) = self.tree.rows.iter().position(|r| matches!(r.item, Item::Entry(..)))
         {
-            self.cursor = i;
+            self.tree.cursor = i;
         }
         self.diff_scroll = 0;
     }
@@ -607,7 +398,7 @@ impl App {
         if self.dialog.is_some() || self.help {
             return;
         }
-        let l = super::draw::layout(self.area);
+        let l = super::layout::layout(self.area);
         let at = Position::new(m.column, m.row);
         let in_tree = l.tree.contains(at);
         let in_diff = l.diff.contains(at);
@@ -620,12 +411,12 @@ impl App {
                 self.focus = Focus::Tree;
                 let inner_top = l.tree.y + 1;
                 if m.row >= inner_top && m.row < l.tree.y + l.tree.height.saturating_sub(1) {
-                    let i = self.tree_offset + (m.row - inner_top) as usize;
-                    if i < self.rows.len() {
-                        if i == self.cursor {
+                    let i = self.tree.offset + (m.row - inner_top) as usize;
+                    if i < self.tree.rows.len() {
+                        if i == self.tree.cursor {
                             self.toggle(None);
                         } else {
-                            self.cursor = i;
+                            self.tree.cursor = i;
                             self.diff_scroll = 0;
                         }
                     }
@@ -637,16 +428,10 @@ impl App {
     }
 
     fn move_cursor(&mut self, delta: isize) {
-        if self.rows.is_empty() {
-            return;
-        }
-        let max = self.rows.len() - 1;
-        let next = (self.cursor as isize + delta).clamp(0, max as isize) as usize;
-        if next != self.cursor {
-            self.cursor = next;
+        let h = self.tree_height();
+        if self.tree.move_cursor(delta, h) {
             self.diff_scroll = 0;
         }
-        self.scroll_tree_into_view();
     }
 
     fn scroll_diff(&mut self, delta: isize) {
@@ -656,24 +441,8 @@ impl App {
 
     /// Expands (`Some(true)`), collapses (`Some(false)`) or flips the selected node.
     fn toggle(&mut self, want: Option<bool>) -> bool {
-        let Some(row) = self.selected().cloned() else { return false };
-        let vi = match row.item {
-            Item::Session(vi) | Item::Group(vi, _) => vi,
-            Item::Entry(..) => return false,
-        };
-        let now = self.is_expanded(&row.key, &self.views[vi]);
-        let next = want.unwrap_or(!now);
-        if next == now {
-            return false;
-        }
-        self.toggled.insert(row.key, next);
-        self.rebuild_rows();
-        true
-    }
-
-    fn parent_row(&self) -> Option<usize> {
-        let row = self.selected()?;
-        (0..self.cursor).rev().find(|&i| self.rows[i].depth < row.depth)
+        let h = self.tree_height();
+        self.tree.toggle(want, &self.fold, h)
     }
 
     /// Applies one action.
@@ -709,16 +478,20 @@ impl App {
             (Action::Expand, Focus::Tree) => {
                 if !self.toggle(Some(true))
                     && self.selected().is_some_and(|r| !matches!(r.item, Item::Entry(..)))
-                    && self.rows.get(self.cursor + 1).is_some_and(|n| n.depth > self.rows[self.cursor].depth)
+                    && self
+                        .tree
+                        .rows
+                        .get(self.tree.cursor + 1)
+                        .is_some_and(|n| n.depth > self.tree.rows[self.tree.cursor].depth)
                 {
                     self.move_cursor(1);
                 }
             }
             (Action::Collapse, Focus::Tree) => {
                 if !self.toggle(Some(false))
-                    && let Some(p) = self.parent_row()
+                    && let Some(p) = self.tree.parent_row()
                 {
-                    self.cursor = p;
+                    self.tree.cursor = p;
                     self.diff_scroll = 0;
                     self.scroll_tree_into_view();
                 }
@@ -727,12 +500,12 @@ impl App {
             (Action::Collapse, Focus::Diff) => self.focus = Focus::Tree,
             (Action::Select, _) => self.select(),
             (Action::Filter, _) => {
-                self.filter_input = Some(self.filter.clone());
+                self.filter_input = Some(self.tree.filter.clone());
             }
             (Action::ToggleResolved, _) => {
-                self.show_resolved = !self.show_resolved;
+                self.tree.show_resolved = !self.tree.show_resolved;
                 self.reload();
-                self.info(if self.show_resolved { "showing resolved entries" } else { "hiding resolved entries" });
+                self.info(if self.tree.show_resolved { "showing resolved entries" } else { "hiding resolved entries" });
             }
             (Action::DiffMode, _) => {
                 self.diff_mode = match self.diff_mode {
@@ -755,6 +528,8 @@ impl App {
             (Action::Revert, _) => self.ask_revert(),
             (Action::Undo, _) => self.ask_undo(),
             (Action::HandBack, _) => self.ask_handback(),
+            // Only dialogs read these (see `dialog_key`).
+            (Action::Confirm | Action::Cancel, _) => {}
         }
     }
 
@@ -766,30 +541,11 @@ impl App {
     }
 
     fn select(&mut self) {
-        let Some(row) = self.selected().cloned() else { return };
-        let ids: Vec<String> = match row.item {
-            Item::Entry(_, _, ei) => vec![self.fold.entries[ei].id.clone()],
-            Item::Group(vi, gi) => {
-                self.views[vi].groups[gi].1.iter().map(|&i| self.fold.entries[i].id.clone()).collect()
-            }
-            Item::Session(vi) => self.views[vi]
-                .groups
-                .iter()
-                .flat_map(|(_, v)| v.iter())
-                .map(|&i| self.fold.entries[i].id.clone())
-                .collect(),
-        };
-        if ids.iter().all(|id| self.marked.contains(id)) {
-            for id in &ids {
-                self.marked.remove(id);
-            }
-        } else {
-            self.marked.extend(ids);
-        }
-        if matches!(row.item, Item::Entry(..)) {
+        let Some(item) = self.tree.select(&self.fold) else { return };
+        if matches!(item, Item::Entry(..)) {
             self.move_cursor(1);
         }
-        let n = self.marked.len();
+        let n = self.tree.marked.len();
         self.info(if n == 0 {
             "nothing selected".to_string()
         } else {
@@ -812,16 +568,6 @@ impl App {
         })
     }
 
-    fn describe(&self, e: &Entry) -> String {
-        format!(
-            "{} {} ({} by {})",
-            state_icon(e.state()),
-            e.path,
-            e.state(),
-            if e.tool.is_empty() { "?" } else { &e.tool }
-        )
-    }
-
     fn ask_done(&mut self) {
         let targets = self.targets();
         let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
@@ -832,22 +578,12 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
         match self.live_note(&open) {
-            Some(note) => {
-                let mut body = vec![note, String::new()];
-                body.extend(open.iter().map(|e| self.describe(e)));
-                self.dialog = Some(Dialog {
-                    title: format!("Mark {} done?", plural(ids.len(), "entry", "entries")),
-                    body,
-                    choices: vec![
-                        ('y', "mark done anyway".into(), Choice::Done { ids, force: true }),
-                        ('n', "cancel".into(), Choice::Cancel),
-                    ],
-                    warning: true,
-                });
+            Some(note) => self.dialog = Some(dialogs::done(&open, note)),
+            None => {
+                let ids = open.iter().map(|e| e.id.clone()).collect();
+                self.run_choice(Choice::Done { ids, force: false })
             }
-            None => self.run_choice(Choice::Done { ids, force: false }),
         }
     }
 
@@ -861,70 +597,9 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let mut body = Vec::new();
-        let mut conflict = false;
-        let mut runnable = 0;
-        for e in &open {
-            let plan = triage::plan_revert(&self.project, &self.fold, e);
-            let what = match &plan {
-                Ok(RevertPlan::WritePre) => {
-                    runnable += 1;
-                    "write the pre-image back".to_string()
-                }
-                Ok(RevertPlan::DeleteFile) => {
-                    runnable += 1;
-                    "delete the file (the tool created it)".to_string()
-                }
-                Ok(RevertPlan::Merge { .. }) => {
-                    runnable += 1;
-                    "take the change out, keep later edits (clean merge)".to_string()
-                }
-                Ok(RevertPlan::Conflict { lines }) => {
-                    conflict = true;
-                    runnable += 1;
-                    let mut s = "CONFLICT with later edits".to_string();
-                    if let Some(l) = lines.first() {
-                        s.push_str(&format!(": {l}"));
-                    }
-                    if lines.len() > 1 {
-                        s.push_str(&format!(" (+{} more)", lines.len() - 1));
-                    }
-                    s
-                }
-                Ok(RevertPlan::Nothing { why }) => format!("nothing to do: {why}"),
-                Ok(RevertPlan::Refused { why }) => format!("cannot: {why}"),
-                Err(err) => format!("cannot: {err:#}"),
-            };
-            body.push(format!("{} {}", state_icon(e.state()), e.path));
-            body.push(format!("    → {what}"));
-        }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
+        let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
         let live = self.live_note(&open);
-        if let Some(n) = &live {
-            body.insert(0, String::new());
-            body.insert(0, n.clone());
-        }
-        body.push(String::new());
-        body.push("The bytes on disk are saved first; u undoes the revert.".into());
-        let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
-        let choices = if runnable == 0 {
-            vec![('n', "close".into(), Choice::Cancel)]
-        } else if conflict || live.is_some() {
-            let mut c = Vec::new();
-            if !conflict {
-                c.push(('y', "revert".into(), Choice::Revert { ids: ids.clone(), force: false }));
-            }
-            c.push((
-                'f',
-                if conflict { "force: write the pre-image over later edits".into() } else { "force".into() },
-                Choice::Revert { ids, force: true },
-            ));
-            c.push(('n', "cancel".into(), Choice::Cancel));
-            c
-        } else {
-            vec![('y', "revert".into(), Choice::Revert { ids, force: false }), ('n', "cancel".into(), Choice::Cancel)]
-        };
-        self.dialog = Some(Dialog { title, body, choices, warning: conflict || live.is_some() });
+        self.dialog = Some(dialogs::revert(&open, &plans, live));
     }
 
     fn ask_undo(&mut self) {
@@ -943,37 +618,13 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
-        let mut body = vec![
-            "Claude gets a brief of these changes (paths, states, diffs, the last prompt and open todos)".to_string(),
-            "at the start of its next session in this project:".to_string(),
-            String::new(),
-        ];
-        body.extend(open.iter().map(|e| self.describe(e)));
         let live = self.live_note(&open);
-        if let Some(n) = &live {
-            body.push(String::new());
-            body.push(n.clone());
-        }
-        self.dialog = Some(Dialog {
-            title: format!("Hand {} back to Claude?", plural(ids.len(), "entry", "entries")),
-            body,
-            choices: vec![
-                ('y', "hand back".into(), Choice::HandBack { ids, force: live.is_some() }),
-                ('n', "cancel".into(), Choice::Cancel),
-            ],
-            warning: live.is_some(),
-        });
+        self.dialog = Some(dialogs::hand_back(&open, live));
     }
 
     fn dialog_key(&mut self, key: Key) {
         let Some(d) = &self.dialog else { return };
-        let choice = match key.code {
-            KeyCode::Esc => Some(Choice::Cancel),
-            KeyCode::Enter => d.choices.first().map(|c| c.2.clone()),
-            KeyCode::Char(c) => d.choices.iter().find(|(k, ..)| *k == c.to_ascii_lowercase()).map(|c| c.2.clone()),
-            _ => None,
-        };
+        let choice = self.keymap.dialog_key(&key).and_then(|k| d.choice_for(k));
         if let Some(c) = choice {
             self.dialog = None;
             self.run_choice(c);
@@ -1018,7 +669,7 @@ impl App {
         match result {
             Ok(msg) => {
                 if !matches!(choice, Choice::Undo { .. }) {
-                    self.marked.clear();
+                    self.tree.marked.clear();
                 }
                 self.reload();
                 self.info(msg);
@@ -1043,10 +694,6 @@ fn summary(verb: &str, outcomes: &[Outcome]) -> String {
     }
 }
 
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// A cache key for a mode (`DiffMode` is not `Hash`).
 fn mode_index(m: DiffMode) -> u8 {
     match m {
@@ -1061,20 +708,5 @@ pub fn mode_label(m: DiffMode) -> &'static str {
         DiffMode::Disk => "pre-image → disk",
         DiffMode::Applied => "pre-image → post-image",
         DiffMode::Head => "HEAD → disk",
-    }
-}
-
-/// One character per state, so a glance down the tree reads the situation.
-pub fn state_icon(s: EntryState) -> &'static str {
-    match s {
-        EntryState::InFlight => "◐",
-        EntryState::Applied => "●",
-        EntryState::Failed => "✗",
-        EntryState::Drifted => "≠",
-        EntryState::Persisted => "✓",
-        EntryState::NotApplied => "○",
-        EntryState::Done => "✓",
-        EntryState::Reverted => "↺",
-        EntryState::HandedBack => "↪",
     }
 }

@@ -3,68 +3,27 @@
 //! 10k-line diff costs what the screen shows.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Padding, Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
-use super::app::{App, Focus, Item, Row, mode_label, plural, state_icon};
+use super::app::{App, Focus, Item, Row, mode_label};
 use super::diff::LineKind;
 use super::keymap::{Action, BINDINGS};
-use crate::announce::one_line;
+use super::layout::layout;
+use super::theme;
 use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, short_id};
+use crate::present::{self, icon as state_icon, one_line, plural, short_time};
 
-/// The screen's regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub tree: Rect,
-    pub diff: Rect,
-    pub status: Rect,
-    pub footer: Rect,
-}
-
-/// Splits the screen: tree | detail, then a status line and a footer.
-pub fn layout(area: Rect) -> Areas {
-    let [main, status, footer] =
-        Layout::vertical([Constraint::Min(0), Constraint::Length(1), Constraint::Length(1)]).areas(area);
-    let tree_w = if area.width < 80 { area.width / 2 } else { (area.width * 2 / 5).clamp(40, 64) };
-    let [tree, diff] = Layout::horizontal([Constraint::Length(tree_w), Constraint::Min(0)]).areas(main);
-    Areas { tree, diff, status, footer }
-}
-
-mod pal {
-    use ratatui::style::Color;
-    pub const CURSOR_BG: Color = Color::Indexed(238);
-    pub const CURSOR_BG_DIM: Color = Color::Indexed(236);
-    pub const ADD_EMPH: Color = Color::Indexed(22);
-    pub const DEL_EMPH: Color = Color::Indexed(52);
-    pub const BORDER: Color = Color::DarkGray;
-    pub const BORDER_FOCUS: Color = Color::Cyan;
-}
-
+/// An entry state's colour (the table in [`crate::present`]).
 pub fn state_style(s: EntryState) -> Style {
-    match s {
-        EntryState::InFlight | EntryState::Failed => Style::new().fg(Color::Red),
-        EntryState::Applied => Style::new().fg(Color::Yellow),
-        EntryState::Drifted => Style::new().fg(Color::Magenta),
-        EntryState::Done | EntryState::Persisted => Style::new().fg(Color::Green),
-        EntryState::Reverted => Style::new().fg(Color::Blue),
-        EntryState::HandedBack => Style::new().fg(Color::Cyan),
-        EntryState::NotApplied => Style::new().fg(Color::DarkGray),
-    }
+    theme::state(s)
 }
 
 fn badge(st: SessionStatus) -> Span<'static> {
-    let (text, style) = match st {
-        SessionStatus::Crashed => {
-            (" crashed ", Style::new().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD))
-        }
-        SessionStatus::Live => (" live ", Style::new().fg(Color::Black).bg(Color::Green)),
-        SessionStatus::Ended => (" ended ", Style::new().fg(Color::Gray).bg(Color::Indexed(237))),
-        SessionStatus::Unknown => (" unknown ", Style::new().fg(Color::Black).bg(Color::Yellow)),
-    };
-    Span::styled(text, style)
+    Span::styled(format!(" {} ", st.as_str()), theme::badge(st))
 }
 
 /// Draws the whole screen.
@@ -89,7 +48,7 @@ pub fn draw(f: &mut Frame, app: &App) {
 fn pane(title: Line<'static>, focused: bool) -> Block<'static> {
     Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(if focused { pal::BORDER_FOCUS } else { pal::BORDER }))
+        .border_style(Style::new().fg(if focused { theme::BORDER_FOCUS } else { theme::BORDER }))
         .title(title)
 }
 
@@ -139,17 +98,17 @@ fn fit_path(s: &str, w: usize) -> String {
 }
 
 fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
-    let mut title = vec![Span::styled(" walj ", Style::new().add_modifier(Modifier::BOLD))];
-    let open: usize = app.views.iter().map(|v| v.open).sum();
+    let mut title = vec![Span::styled(" walj ", theme::BOLD)];
+    let open: usize = app.tree.views.iter().map(|v| v.open).sum();
     title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
-    if !app.filter.is_empty() || app.filter_input.is_some() {
+    if !app.tree.filter.is_empty() || app.filter_input.is_some() {
         title.push(Span::styled(
-            format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.filter)),
-            Style::new().fg(Color::Yellow),
+            format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
+            theme::WARN,
         ));
     }
-    if app.show_resolved {
-        title.push(Span::styled("· +resolved ", Style::new().fg(Color::DarkGray)));
+    if app.tree.show_resolved {
+        title.push(Span::styled("· +resolved ", theme::MUTED));
     }
     let block = pane(Line::from(title), app.focus == Focus::Tree);
     let inner = block.inner(area);
@@ -157,28 +116,29 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
-    if app.rows.is_empty() {
-        let msg = if !app.filter.is_empty() {
+    if app.tree.rows.is_empty() {
+        let msg = if !app.tree.filter.is_empty() {
             "No entry matches the filter (Esc clears it)."
-        } else if app.show_resolved {
+        } else if app.tree.show_resolved {
             "The journal has no sessions yet."
         } else {
             "Nothing to recover. s shows resolved entries."
         };
-        f.render_widget(Paragraph::new(msg).style(Style::new().fg(Color::DarkGray)).wrap(Wrap { trim: true }), inner);
+        f.render_widget(Paragraph::new(msg).style(theme::MUTED).wrap(Wrap { trim: true }), inner);
         return;
     }
     let w = inner.width as usize;
     let lines: Vec<Line> = app
+        .tree
         .rows
         .iter()
         .enumerate()
-        .skip(app.tree_offset)
+        .skip(app.tree.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
             let mut line = tree_line(app, row, w);
-            if i == app.cursor {
-                let bg = if app.focus == Focus::Tree { pal::CURSOR_BG } else { pal::CURSOR_BG_DIM };
+            if i == app.tree.cursor {
+                let bg = if app.focus == Focus::Tree { theme::CURSOR_BG } else { theme::CURSOR_BG_DIM };
                 // Pad so the highlight spans the row.
                 let used = line.width();
                 if used < w {
@@ -199,74 +159,66 @@ fn arrow(open: bool) -> &'static str {
 fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
     match row.item {
         Item::Session(vi) => {
-            let v = &app.views[vi];
+            let v = &app.tree.views[vi];
             let s = &app.fold.sessions[v.session];
-            let open = app.is_expanded(&row.key, v);
+            let open = app.tree.is_expanded(&row.key, v);
             let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
-            spans.push(Span::styled(s.sid.clone(), Style::new().add_modifier(Modifier::BOLD)));
+            spans.push(Span::styled(s.sid.clone(), theme::BOLD));
             if v.open > 0 {
-                spans.push(Span::styled(format!(" {} open", v.open), Style::new().fg(Color::Yellow)));
+                spans.push(Span::styled(format!(" {} open", v.open), theme::WARN));
             }
             let (done, total) = s.todos_done();
             if total > 0 {
-                spans.push(Span::styled(format!(" ☐{done}/{total}"), Style::new().fg(Color::Cyan)));
+                spans.push(Span::styled(format!(" ☐{done}/{total}"), theme::INFO));
             }
             if let Some(b) = &s.branch {
-                spans.push(Span::styled(format!(" {b}"), Style::new().fg(Color::Magenta)));
+                spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
             }
             let started = s.started.as_deref().unwrap_or(&s.first_ts);
-            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), Style::new().fg(Color::DarkGray)));
+            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
             let used: usize = spans.iter().map(|s| s.width()).sum();
             if let Some(p) = s.last_prompt()
                 && used + 4 < w
             {
-                spans.push(Span::styled(
-                    format!(" {}", fit(&one_line(p, 200), w - used - 1)),
-                    Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC),
-                ));
+                spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
             }
             Line::from(spans)
         }
         Item::Group(vi, gi) => {
-            let v = &app.views[vi];
+            let v = &app.tree.views[vi];
             let (event, entries) = &v.groups[gi];
-            let open = app.is_expanded(&row.key, v);
+            let open = app.tree.is_expanded(&row.key, v);
             let unresolved = entries.iter().filter(|&&i| app.fold.entries[i].is_unresolved()).count();
             let mut spans = vec![
                 Span::raw("  "),
                 Span::raw(arrow(open)),
-                Span::styled(event.clone(), Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD)),
-                Span::styled(format!(" {}", entries.len()), Style::new().fg(Color::DarkGray)),
+                Span::styled(event.clone(), theme::EVENT_BOLD),
+                Span::styled(format!(" {}", entries.len()), theme::MUTED),
             ];
             if unresolved != entries.len() && unresolved > 0 {
-                spans.push(Span::styled(format!(" ({unresolved} open)"), Style::new().fg(Color::Yellow)));
+                spans.push(Span::styled(format!(" ({unresolved} open)"), theme::WARN));
             }
             Line::from(spans)
         }
         Item::Entry(_, _, ei) => {
             let e = &app.fold.entries[ei];
             let st = e.state();
-            let marked = app.marked.contains(&e.id);
+            let marked = app.tree.marked.contains(&e.id);
             let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
             let lead = if marked { "  ✚ " } else { "    " };
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
             let path = fit_path(&e.path, avail);
             let pad = avail.saturating_sub(path.width());
-            let path_style = if st.is_unresolved() { Style::new() } else { Style::new().fg(Color::DarkGray) };
+            let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
             Line::from(vec![
-                Span::styled(lead, Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)),
+                Span::styled(lead, theme::MARK),
                 Span::styled(format!("{} ", state_icon(st)), state_style(st)),
                 Span::styled(path, path_style),
                 Span::raw(" ".repeat(pad)),
-                Span::styled(right, Style::new().fg(Color::DarkGray)),
+                Span::styled(right, theme::MUTED),
             ])
         }
     }
-}
-
-/// "2026-03-01 10:42" → "03-01 10:42".
-fn short_time(t: &str) -> String {
-    if t.len() == 16 && t.as_bytes().get(4) == Some(&b'-') { t[5..].to_string() } else { t.to_string() }
 }
 
 // ------------------------------------------------------------------- detail pane
@@ -275,8 +227,10 @@ fn short_time(t: &str) -> String {
 fn detail_header(app: &App) -> Vec<Line<'static>> {
     let Some(row) = app.selected() else { return Vec::new() };
     let lines = match row.item {
-        Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.views[vi].status),
-        Item::Session(vi) => session_context(app, &app.fold.sessions[app.views[vi].session], app.views[vi].status),
+        Item::Entry(vi, _, ei) => entry_header(app, &app.fold.entries[ei], app.tree.views[vi].status),
+        Item::Session(vi) => {
+            session_context(app, &app.fold.sessions[app.tree.views[vi].session], app.tree.views[vi].status)
+        }
         Item::Group(vi, gi) => group_lines(app, vi, gi),
     };
     let width = layout(app.area).diff.width.saturating_sub(2) as usize;
@@ -336,7 +290,7 @@ pub fn detail_len(app: &App) -> usize {
 }
 
 fn kv(k: &str, v: impl Into<String>) -> Vec<Span<'static>> {
-    vec![Span::styled(format!("{k} "), Style::new().fg(Color::DarkGray)), Span::raw(v.into())]
+    vec![Span::styled(format!("{k} "), theme::MUTED), Span::raw(v.into())]
 }
 
 fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static>> {
@@ -344,18 +298,18 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     let mut out = Vec::new();
     let mut first = vec![
         Span::styled(
-            format!("{} {}", state_icon(st), st.as_str().replace('_', " ")),
+            format!("{} {}", state_icon(st), present::label(st)),
             state_style(st).add_modifier(Modifier::BOLD),
         ),
-        Span::styled(format!("  {}", e.tool), Style::new().fg(Color::Gray)),
-        Span::styled(format!("  {}", e.event), Style::new().fg(Color::Blue)),
-        Span::styled(format!("  id {}", short_id(&e.id)), Style::new().fg(Color::DarkGray)),
+        Span::styled(format!("  {}", e.tool), theme::SOFT),
+        Span::styled(format!("  {}", e.event), theme::EVENT),
+        Span::styled(format!("  id {}", short_id(&e.id)), theme::MUTED),
     ];
     if e.background {
-        first.push(Span::styled("  background", Style::new().fg(Color::Cyan)));
+        first.push(Span::styled("  background", theme::INFO));
     }
     if e.imported {
-        first.push(Span::styled("  imported", Style::new().fg(Color::Cyan)));
+        first.push(Span::styled("  imported", theme::INFO));
     }
     out.push(Line::from(first));
     let mut times = kv("at", app.time(&e.ts));
@@ -364,18 +318,11 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     }
     times.extend(kv("  session", format!("{} ({})", e.sid, status.as_str())));
     out.push(Line::from(times));
-    let why = match st {
-        EntryState::InFlight => Some("the tool was about to run when the session stopped: it may not have finished"),
-        EntryState::Applied => Some("the tool ran, but no Stop verified the file afterwards"),
-        EntryState::Failed => Some("the tool failed part-way"),
-        EntryState::Drifted => Some("the file changed since: it matches neither image"),
-        _ => None,
-    };
-    if let Some(w) = why {
-        out.push(Line::from(Span::styled(w.to_string(), Style::new().fg(Color::Yellow))));
+    if st.is_unresolved() {
+        out.push(Line::from(Span::styled(present::meaning(st).to_string(), theme::WARN)));
     }
     if let Some(err) = &e.error {
-        out.push(Line::from(vec![Span::styled("error ", Style::new().fg(Color::Red)), Span::raw(one_line(err, 300))]));
+        out.push(Line::from(vec![Span::styled("error ", theme::ERROR), Span::raw(one_line(err, 300))]));
     }
     if let Some(n) = &e.nocap {
         out.push(Line::from(kv("not captured", n.replace('_', " "))));
@@ -386,23 +333,20 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     for a in &e.actions {
         let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
         if a.undone {
-            spans.push(Span::styled(" (undone)", Style::new().fg(Color::DarkGray)));
+            spans.push(Span::styled(" (undone)", theme::MUTED));
         }
         out.push(Line::from(spans));
     }
     let mode = app.diff_mode;
-    let mut diff_line = vec![Span::styled(
-        format!("── {} ", mode_label(mode)),
-        Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-    )];
+    let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
     if let Some(d) = app.current_diff() {
         if d.added + d.removed > 0 {
-            diff_line.push(Span::styled(format!("+{}", d.added), Style::new().fg(Color::Green)));
+            diff_line.push(Span::styled(format!("+{}", d.added), theme::OK));
             diff_line.push(Span::raw(" "));
-            diff_line.push(Span::styled(format!("-{}", d.removed), Style::new().fg(Color::Red)));
+            diff_line.push(Span::styled(format!("-{}", d.removed), theme::ERROR));
         }
         if d.approximate {
-            diff_line.push(Span::styled(" (approximate: large diff)", Style::new().fg(Color::Yellow)));
+            diff_line.push(Span::styled(" (approximate: large diff)", theme::WARN));
         }
     }
     out.push(Line::from(diff_line));
@@ -411,7 +355,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
 
 fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let bold = theme::BOLD;
     out.push(Line::from(vec![badge(status), Span::styled(format!(" session {}", s.session), bold)]));
     let started = s.started.as_deref().unwrap_or(&s.first_ts);
     let mut l = kv("started", app.time(started));
@@ -438,7 +382,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     } else if status == SessionStatus::Crashed {
         out.push(Line::from(Span::styled(
             "no SessionEnd, and its Claude Code process is gone: the session died mid-turn".to_string(),
-            Style::new().fg(Color::Red),
+            theme::ERROR,
         )));
     }
     let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
@@ -448,22 +392,22 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                 "{}: d r H act on all of them, or open the tree to pick",
                 plural(open, "unresolved entry", "unresolved entries")
             ),
-            Style::new().fg(Color::Yellow),
+            theme::WARN,
         )));
     }
-    let heading = |t: String| Line::from(Span::styled(t, Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+    let heading = |t: String| Line::from(Span::styled(t, theme::HEADING));
     out.push(Line::raw(""));
     out.push(heading(format!("Prompts ({})", s.prompts.len())));
     if s.prompts.is_empty() {
-        out.push(Line::from(Span::styled("  none recorded", Style::new().fg(Color::DarkGray))));
+        out.push(Line::from(Span::styled("  none recorded", theme::MUTED)));
     }
     let skip = s.prompts.len().saturating_sub(5);
     if skip > 0 {
-        out.push(Line::from(Span::styled(format!("  … {skip} earlier"), Style::new().fg(Color::DarkGray))));
+        out.push(Line::from(Span::styled(format!("  … {skip} earlier"), theme::MUTED)));
     }
     for p in s.prompts.iter().skip(skip) {
         out.push(Line::from(vec![
-            Span::styled(format!("  {} ", short_time(&app.time(&p.ts))), Style::new().fg(Color::DarkGray)),
+            Span::styled(format!("  {} ", short_time(&app.time(&p.ts))), theme::MUTED),
             Span::raw(one_line(&p.text, 400)),
         ]));
     }
@@ -473,10 +417,10 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(heading(format!("Todos ({done}/{total} done)")));
         for t in &s.todos {
             let (mark, style) = match t.status.as_str() {
-                "completed" => ("✓", Style::new().fg(Color::Green)),
-                "in_progress" => ("▶", Style::new().fg(Color::Yellow)),
-                "deleted" => ("-", Style::new().fg(Color::DarkGray)),
-                _ => ("○", Style::new()),
+                "completed" => ("✓", theme::OK),
+                "in_progress" => ("▶", theme::WARN),
+                "deleted" => ("-", theme::MUTED),
+                _ => ("○", theme::PLAIN),
             };
             out.push(Line::from(vec![
                 Span::styled(format!("  {mark} "), style),
@@ -489,16 +433,14 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(heading(format!("Commands ({} run, notable ones below)", s.commands_total.max(s.commands.len()))));
         for c in &s.commands {
             let (mark, style, note) = match c.status {
-                CommandStatus::Failed => ("✗", Style::new().fg(Color::Red), "failed".to_string()),
-                CommandStatus::InFlight => {
-                    ("◐", Style::new().fg(Color::Red), "in flight when the session stopped".into())
-                }
+                CommandStatus::Failed => ("✗", theme::ERROR, "failed".to_string()),
+                CommandStatus::InFlight => ("◐", theme::ERROR, "in flight when the session stopped".into()),
                 CommandStatus::Ok if c.background => (
                     "»",
-                    Style::new().fg(Color::Cyan),
+                    theme::INFO,
                     format!("background{}", c.task_id.as_ref().map(|t| format!(" {t}")).unwrap_or_default()),
                 ),
-                CommandStatus::Ok => ("✓", Style::new().fg(Color::Green), "ok".into()),
+                CommandStatus::Ok => ("✓", theme::OK, "ok".into()),
             };
             out.push(Line::from(vec![
                 Span::styled(format!("  {mark} "), style),
@@ -506,13 +448,10 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                 Span::styled(format!("  {note}"), style),
             ]));
             if let Some(d) = &c.description {
-                out.push(Line::from(Span::styled(
-                    format!("      {}", one_line(d, 200)),
-                    Style::new().fg(Color::DarkGray),
-                )));
+                out.push(Line::from(Span::styled(format!("      {}", one_line(d, 200)), theme::MUTED)));
             }
             if let Some(e) = c.error.as_deref().filter(|e| !e.is_empty()) {
-                out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), Style::new().fg(Color::Red))));
+                out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), theme::ERROR)));
             }
         }
     }
@@ -534,17 +473,17 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
 }
 
 fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
-    let (event, entries) = &app.views[vi].groups[gi];
+    let (event, entries) = &app.tree.views[vi].groups[gi];
     let mut out = vec![Line::from(Span::styled(
         format!("{event}: {}", plural(entries.len(), "entry", "entries")),
-        Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
+        theme::EVENT_BOLD,
     ))];
     for &i in entries {
         let e = &app.fold.entries[i];
         out.push(Line::from(vec![
             Span::styled(format!("  {} {:<11} ", state_icon(e.state()), e.state().as_str()), state_style(e.state())),
             Span::raw(e.path.clone()),
-            Span::styled(format!("  {}", e.tool), Style::new().fg(Color::DarkGray)),
+            Span::styled(format!("  {}", e.tool), theme::MUTED),
         ]));
     }
     out
@@ -552,10 +491,9 @@ fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
 
 fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     let title = match app.selected().map(|r| r.item) {
-        Some(Item::Entry(_, _, ei)) => Line::from(vec![Span::styled(
-            format!(" {} ", app.fold.entries[ei].path),
-            Style::new().add_modifier(Modifier::BOLD),
-        )]),
+        Some(Item::Entry(_, _, ei)) => {
+            Line::from(vec![Span::styled(format!(" {} ", app.fold.entries[ei].path), theme::BOLD)])
+        }
         Some(Item::Session(_)) => Line::from(" session context "),
         Some(Item::Group(..)) => Line::from(" event "),
         None => Line::from(" detail "),
@@ -585,18 +523,16 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
 fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
     let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
     let (sign, base, emph) = match dl.kind {
-        LineKind::Added => ("+", Style::new().fg(Color::Green), Style::new().fg(Color::White).bg(pal::ADD_EMPH)),
-        LineKind::Removed => ("-", Style::new().fg(Color::Red), Style::new().fg(Color::White).bg(pal::DEL_EMPH)),
-        LineKind::Context => (" ", Style::new(), Style::new()),
-        LineKind::Hunk => return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Cyan))),
+        LineKind::Added => ("+", theme::OK, theme::ADD_EMPH),
+        LineKind::Removed => ("-", theme::ERROR, theme::DEL_EMPH),
+        LineKind::Context => (" ", theme::PLAIN, theme::PLAIN),
+        LineKind::Hunk => return Line::from(Span::styled(dl.text(), theme::INFO)),
         LineKind::Note => {
-            return Line::from(Span::styled(dl.text(), Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC)));
+            return Line::from(Span::styled(dl.text(), theme::NOTE));
         }
     };
-    let mut spans = vec![
-        Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), Style::new().fg(Color::DarkGray)),
-        Span::styled(sign, base),
-    ];
+    let mut spans =
+        vec![Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), theme::MUTED), Span::styled(sign, base)];
     for (e, s) in &dl.segments {
         spans.push(Span::styled(s.clone(), if *e { emph } else { base }));
     }
@@ -608,27 +544,25 @@ fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
 fn draw_status(f: &mut Frame, app: &App, area: Rect) {
     let line = match (&app.filter_input, &app.status) {
         (Some(input), _) => Line::from(vec![
-            Span::styled("filter /", Style::new().fg(Color::Yellow)),
+            Span::styled("filter /", theme::WARN),
             Span::raw(input.clone()),
-            Span::styled("▏", Style::new().fg(Color::Yellow)),
-            Span::styled("  path, event or tool; Enter keeps it, Esc clears", Style::new().fg(Color::DarkGray)),
+            Span::styled("▏", theme::WARN),
+            Span::styled("  path, event or tool; Enter keeps it, Esc clears", theme::MUTED),
         ]),
-        (None, Some(s)) if s.error => {
-            Line::from(Span::styled(format!("✗ {}", s.text), Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)))
-        }
-        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), Style::new().fg(Color::Green))),
+        (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", s.text), theme::ERROR_BOLD)),
+        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), theme::OK)),
         (None, None) => {
-            let crashed = app.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
-            let open: usize = app.views.iter().map(|v| v.open).sum();
+            let crashed = app.tree.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
+            let open: usize = app.tree.views.iter().map(|v| v.open).sum();
             let mut t = format!(
                 "{} · {} · ? for help",
                 plural(open, "unresolved entry", "unresolved entries"),
                 plural(crashed, "crashed session", "crashed sessions"),
             );
-            if !app.marked.is_empty() {
-                t = format!("{} selected · {t}", app.marked.len());
+            if !app.tree.marked.is_empty() {
+                t = format!("{} selected · {t}", app.tree.marked.len());
             }
-            Line::from(Span::styled(t, Style::new().fg(Color::DarkGray)))
+            Line::from(Span::styled(t, theme::MUTED))
         }
     };
     f.render_widget(Paragraph::new(line), area);
@@ -643,7 +577,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
                 keys.push((c.to_string(), label.as_str()));
             }
         }
-        keys.push(("esc".into(), "close"));
+        keys.push((k(Action::Cancel), "close"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
         keys.push(("esc".into(), "clear"));
@@ -655,7 +589,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         let entry = app.selected_entry();
         if app.focus == Focus::Tree {
             keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "move"));
-            if entry.is_none() && !app.rows.is_empty() {
+            if entry.is_none() && !app.tree.rows.is_empty() {
                 keys.push((k(Action::Toggle), "fold"));
             }
         } else {
@@ -669,14 +603,14 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if entry.is_some_and(|e| e.last_action().is_some()) || app.fold.entries.iter().any(|e| !e.actions.is_empty()) {
             keys.push((k(Action::Undo), "undo"));
         }
-        if !app.rows.is_empty() {
+        if !app.tree.rows.is_empty() {
             keys.push((k(Action::Select), "select"));
         }
         if entry.is_some() {
             keys.push((k(Action::DiffMode), mode_label(app.diff_mode)));
         }
         keys.push((k(Action::Filter), "filter"));
-        keys.push((k(Action::ToggleResolved), if app.show_resolved { "hide resolved" } else { "show resolved" }));
+        keys.push((k(Action::ToggleResolved), if app.tree.show_resolved { "hide resolved" } else { "show resolved" }));
         keys.push((k(Action::SwitchPane), "pane"));
         keys.push((k(Action::Help), "help"));
         keys.push((k(Action::Quit), "quit"));
@@ -686,8 +620,8 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if i > 0 {
             spans.push(Span::raw("  "));
         }
-        spans.push(Span::styled(key.clone(), Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
-        spans.push(Span::styled(format!(" {label}"), Style::new().fg(Color::Gray)));
+        spans.push(Span::styled(key.clone(), theme::HEADING));
+        spans.push(Span::styled(format!(" {label}"), theme::SOFT));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -702,16 +636,13 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 
 fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
-    for (_, action, _, help) in BINDINGS {
+    for (_, action, _, help) in BINDINGS.iter().filter(|b| !b.1.in_dialog()) {
         lines.push(Line::from(vec![
-            Span::styled(
-                format!("{:>16}  ", app.keymap.keys_of(*action)),
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
+            Span::styled(format!("{:>16}  ", app.keymap.keys_of(*action)), theme::HEADING),
             Span::raw(*help),
         ]));
     }
-    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), Style::new().add_modifier(Modifier::BOLD))];
+    let mut states = vec![Span::styled(format!("{:>16}  ", "states"), theme::BOLD)];
     for st in [
         EntryState::InFlight,
         EntryState::Applied,
@@ -723,7 +654,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         EntryState::NotApplied,
     ] {
         states.push(Span::styled(format!("{} ", state_icon(st)), state_style(st)));
-        states.push(Span::raw(format!("{}  ", st.as_str().replace('_', " "))));
+        states.push(Span::raw(format!("{}  ", present::label(st))));
     }
     lines.extend(wrap_line(Line::from(states), 72).into_iter().map(|mut l| {
         if l.spans.first().is_some_and(|s| s.content == "  ") {
@@ -734,20 +665,20 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
         "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
-        Style::new().fg(Color::DarkGray),
+        theme::MUTED,
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
     let scroll = app.help_scroll.min(lines.len().saturating_sub(r.height.saturating_sub(2) as usize));
     f.render_widget(Clear, r);
     let block = Block::bordered()
         .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(Color::Cyan))
-        .title(Line::from(Span::styled(" keys ", Style::new().add_modifier(Modifier::BOLD))));
+        .border_style(theme::INFO)
+        .title(Line::from(Span::styled(" keys ", theme::BOLD)));
     f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
 }
 
 fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
-    let color = if d.warning { Color::Yellow } else { Color::Cyan };
+    let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
     let mut lines: Vec<Line> = d.body.iter().map(|b| Line::raw(b.clone())).collect();
     lines.push(Line::raw(""));
     let mut choices = Vec::new();
@@ -770,6 +701,6 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(color))
         .padding(Padding::horizontal(1))
-        .title(Line::from(Span::styled(format!(" {} ", d.title), Style::new().add_modifier(Modifier::BOLD))));
+        .title(Line::from(Span::styled(format!(" {} ", d.title), theme::BOLD)));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), r);
 }

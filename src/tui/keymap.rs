@@ -13,6 +13,8 @@ use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};
 
+use super::dialogs::DialogKey;
+
 /// What a key asks for. Keys map to actions as data; [`super::app::App::update`] applies them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -47,6 +49,18 @@ pub enum Action {
     Refresh,
     Help,
     Quit,
+    /// In a dialog: take the first choice.
+    Confirm,
+    /// In a dialog: close it without acting.
+    Cancel,
+}
+
+impl Action {
+    /// Dialog actions are looked up only while a dialog is open (their keys mean something
+    /// else on the tree: Enter toggles, Esc quits).
+    pub fn in_dialog(self) -> bool {
+        matches!(self, Action::Confirm | Action::Cancel)
+    }
 }
 
 /// (config name, action, default keys, help text). The help overlay lists this table.
@@ -77,6 +91,8 @@ pub const BINDINGS: &[(&str, Action, &[&str], &str)] = &[
     ("refresh", Action::Refresh, &["R"], "reload the journal"),
     ("help", Action::Help, &["?"], "this help"),
     ("quit", Action::Quit, &["q", "esc", "ctrl+c"], "quit (Esc: close, clear)"),
+    ("confirm", Action::Confirm, &["enter"], "dialog: take the first choice"),
+    ("cancel", Action::Cancel, &["esc"], "dialog: close without acting"),
 ];
 
 /// A key with its modifiers, comparable regardless of how the terminal reported shift.
@@ -262,18 +278,39 @@ impl Keymap {
             overridden.push(pos);
         }
         // A key the user gave to one action leaves the action it was a default of.
-        let taken: Vec<Key> = overridden.iter().flat_map(|&i| map.bindings[i].1.clone()).collect();
-        for (i, (_, keys)) in map.bindings.iter_mut().enumerate() {
+        // A key given to an action leaves the defaults of the others in the same place
+        // (dialog keys and tree keys never meet: Enter may toggle and confirm).
+        let taken: Vec<(bool, Key)> = overridden
+            .iter()
+            .flat_map(|&i| {
+                let scope = map.bindings[i].0.in_dialog();
+                map.bindings[i].1.iter().map(move |k| (scope, *k))
+            })
+            .collect();
+        for (i, (a, keys)) in map.bindings.iter_mut().enumerate() {
             if !overridden.contains(&i) {
-                keys.retain(|k| !taken.contains(k));
+                let scope = a.in_dialog();
+                keys.retain(|k| !taken.contains(&(scope, *k)));
             }
         }
         Ok(map)
     }
 
     /// The action bound to a key.
+    /// The action of a key on the tree and the diff.
     pub fn action(&self, key: &Key) -> Option<Action> {
-        self.bindings.iter().find(|(_, keys)| keys.contains(key)).map(|(a, _)| *a)
+        self.bindings.iter().find(|(a, keys)| !a.in_dialog() && keys.contains(key)).map(|(a, _)| *a)
+    }
+
+    /// A key as a dialog reads it: confirm, cancel, or a letter that may pick a choice.
+    pub fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
+        let bound = self.bindings.iter().find(|(a, keys)| a.in_dialog() && keys.contains(key)).map(|(a, _)| *a);
+        match (bound, key.code) {
+            (Some(Action::Confirm), _) => Some(DialogKey::Confirm),
+            (Some(_), _) => Some(DialogKey::Cancel),
+            (None, KeyCode::Char(c)) => Some(DialogKey::Char(c)),
+            (None, _) => None,
+        }
     }
 
     /// The keys of an action, for the footer and help ("j/↓").
@@ -299,6 +336,25 @@ impl Keymap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dialog_keys_stay_apart_from_tree_keys() {
+        let esc = parse_key("esc").unwrap();
+        let enter = parse_key("enter").unwrap();
+        let map = Keymap::default();
+        assert_eq!(map.action(&esc), Some(Action::Quit));
+        assert_eq!(map.dialog_key(&esc), Some(DialogKey::Cancel));
+        assert_eq!(map.action(&enter), Some(Action::Toggle));
+        assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
+        assert_eq!(map.dialog_key(&parse_key("y").unwrap()), Some(DialogKey::Char('y')));
+        // Rebinding a tree action to Enter leaves Enter confirming dialogs.
+        let cfg: toml::Table = toml::from_str("toggle = [\"enter\", \"o\"]\ncancel = \"x\"").unwrap();
+        let map = Keymap::from_config(&cfg).unwrap();
+        assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
+        assert_eq!(map.dialog_key(&parse_key("x").unwrap()), Some(DialogKey::Cancel));
+        assert_eq!(map.dialog_key(&esc), None, "esc no longer cancels once cancel is rebound");
+        assert_eq!(map.action(&esc), Some(Action::Quit));
+    }
 
     #[test]
     fn parses_names_and_scripts() {

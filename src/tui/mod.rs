@@ -1,10 +1,13 @@
 //! `walj tui`: the keyboard recovery dashboard (issue 4).
 //!
 //! Structure (ratatui's Event → Action → update → draw):
-//! - [`keymap`]: keys → [`keymap::Action`]s, one table, overridable from `[keys]`.
+//! - [`keymap`]: keys → [`keymap::Action`]s, one table (dialog keys too), overridable from `[keys]`.
 //! - [`app`]: the state and `update(action)`; triage goes through [`crate::triage`].
+//! - [`tree`]: the tree pane's model (views, rows, expansion, cursor, filter, selection).
+//! - [`dialogs`]: the confirmation dialogs, pure builders.
 //! - [`diff`]: the diff pane's model, computed lazily and cached per (entry, mode).
-//! - [`draw`]: renders `&App`, changes nothing.
+//! - [`layout`]: the screen's regions from its size (drawing, paging and mouse hits).
+//! - [`draw`]: renders `&App`, changes nothing; [`theme`]: its colours, by role.
 //! - [`term`]: event sources (crossterm, scripts) and terminal setup/restore.
 //! - [`demo`]: the sample project behind `walj tui --demo`.
 //!
@@ -13,10 +16,14 @@
 
 pub mod app;
 pub mod demo;
+pub mod dialogs;
 pub mod diff;
 pub mod draw;
 pub mod keymap;
+pub mod layout;
 pub mod term;
+pub mod theme;
+pub mod tree;
 
 use std::time::Duration;
 
@@ -41,6 +48,8 @@ fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::Result<()> {
     let size = terminal.size().map_err(backend_err)?;
     app.prepare(Rect::new(0, 0, size.width, size.height));
+    let lines = draw::detail_len(app);
+    app.set_detail_len(lines);
     terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
     Ok(())
 }

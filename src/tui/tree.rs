@@ -1,0 +1,286 @@
+//! The tree pane's model: which sessions and entries are shown (the resolved toggle, the
+//! filter), how they flatten into rows (expansion), the cursor and its scroll offset, and
+//! the Space selection. Reads the fold, never the disk.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::fold::{Entry, Fold, SessionStatus};
+
+/// A node of the tree, by identity (stable across reloads, so the selection survives).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NodeKey {
+    Session(String),
+    Group(String, String),
+    Entry(String),
+}
+
+/// One visible row of the tree.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub key: NodeKey,
+    pub depth: u8,
+    pub item: Item,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Item {
+    /// Index into `Tree::views`.
+    Session(usize),
+    /// (view, group).
+    Group(usize, usize),
+    /// (view, group, index into `fold.entries`).
+    Entry(usize, usize, usize),
+}
+
+/// A session as shown: its entries (after the resolved toggle and the filter) by event.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    /// Index into `fold.sessions`.
+    pub session: usize,
+    pub status: SessionStatus,
+    /// (event, entry indexes) in order of first appearance.
+    pub groups: Vec<(String, Vec<usize>)>,
+    /// Unresolved entries of the session (whatever the filter).
+    pub open: usize,
+}
+
+/// The tree's state; every method that needs the entries takes the fold.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    pub views: Vec<SessionView>,
+    pub rows: Vec<Row>,
+    pub cursor: usize,
+    /// First row shown.
+    pub offset: usize,
+    pub show_resolved: bool,
+    /// The applied filter (lower case).
+    pub filter: String,
+    /// Entries picked with Space (full ids).
+    pub marked: BTreeSet<String>,
+    /// Expansions the user chose (else: the default of the node).
+    toggled: HashMap<NodeKey, bool>,
+}
+
+impl Tree {
+    fn entry_visible(&self, e: &Entry) -> bool {
+        if !self.show_resolved && !e.is_unresolved() {
+            return false;
+        }
+        if self.filter.is_empty() {
+            return true;
+        }
+        e.path.to_lowercase().contains(&self.filter)
+            || e.event.to_lowercase().contains(&self.filter)
+            || e.tool.to_lowercase().contains(&self.filter)
+    }
+
+    /// Groups the fold's entries into the sessions shown, newest first.
+    pub fn build_views(&mut self, fold: &Fold) {
+        let mut views = Vec::new();
+        let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, e) in fold.entries.iter().enumerate() {
+            by_session.entry(e.session.as_str()).or_default().push(i);
+        }
+        for (si, s) in fold.sessions.iter().enumerate() {
+            let idx = by_session.get(s.session.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            let open = idx.iter().filter(|&&i| fold.entries[i].is_unresolved()).count();
+            let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+            for &i in idx {
+                let e = &fold.entries[i];
+                if !self.entry_visible(e) {
+                    continue;
+                }
+                match groups.iter_mut().find(|(ev, _)| *ev == e.event) {
+                    Some((_, v)) => v.push(i),
+                    None => groups.push((e.event.clone(), vec![i])),
+                }
+            }
+            // Ended sessions with nothing open are history: shown with the resolved toggle.
+            // Crashed and live ones are shown for their context even without entries.
+            let has_entries = !groups.is_empty();
+            if !self.filter.is_empty() && !has_entries {
+                continue;
+            }
+            if !self.show_resolved && !has_entries {
+                if s.v1 || s.records == 0 {
+                    continue;
+                }
+                let st = s.status();
+                if !matches!(st, SessionStatus::Crashed | SessionStatus::Live) {
+                    continue;
+                }
+                views.push(SessionView { session: si, status: st, groups, open });
+                continue;
+            }
+            views.push(SessionView { session: si, status: s.status(), groups, open });
+        }
+        // Newest first: after a crash the session that crashed is on top.
+        views.sort_by(|a, b| fold.sessions[b.session].last_ts.cmp(&fold.sessions[a.session].last_ts));
+        self.views = views;
+    }
+
+    fn default_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
+        match key {
+            NodeKey::Session(_) => {
+                !self.filter.is_empty() || view.open > 0 || matches!(view.status, SessionStatus::Crashed)
+            }
+            _ => true,
+        }
+    }
+
+    pub fn is_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
+        self.toggled.get(key).copied().unwrap_or_else(|| self.default_expanded(key, view))
+    }
+
+    /// Flattens the visible tree, keeping the cursor on the same node when it still exists
+    /// (else on the row that took its place); `height` is the rows the pane shows.
+    pub fn rebuild_rows(&mut self, fold: &Fold, height: usize) {
+        let selected = self.rows.get(self.cursor).map(|r| r.key.clone());
+        let mut rows = Vec::new();
+        for (vi, view) in self.views.iter().enumerate() {
+            let s = &fold.sessions[view.session];
+            let skey = NodeKey::Session(s.session.clone());
+            let open = self.is_expanded(&skey, view);
+            rows.push(Row { key: skey, depth: 0, item: Item::Session(vi) });
+            if !open {
+                continue;
+            }
+            for (gi, (event, entries)) in view.groups.iter().enumerate() {
+                let gkey = NodeKey::Group(s.session.clone(), event.clone());
+                let gopen = self.is_expanded(&gkey, view);
+                rows.push(Row { key: gkey, depth: 1, item: Item::Group(vi, gi) });
+                if !gopen {
+                    continue;
+                }
+                for &ei in entries {
+                    rows.push(Row {
+                        key: NodeKey::Entry(fold.entries[ei].id.clone()),
+                        depth: 2,
+                        item: Item::Entry(vi, gi, ei),
+                    });
+                }
+            }
+        }
+        self.rows = rows;
+        if let Some(key) = selected {
+            if let Some(i) = self.rows.iter().position(|r| r.key == key) {
+                self.cursor = i;
+            } else if let NodeKey::Entry(id) = &key {
+                // The entry left the view (resolved, filtered): stay near it, on its group
+                // or session when it was the last one there.
+                let session = fold.entry(id).map(|e| e.session.clone());
+                let near = session.and_then(|s| self.rows.iter().position(|r| r.key == NodeKey::Session(s.clone())));
+                self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+                if let Some(n) = near
+                    && self.cursor < n
+                {
+                    self.cursor = n;
+                }
+            }
+        }
+        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+        self.scroll_into_view(height);
+    }
+
+    /// Keeps the cursor inside the `height` rows shown.
+    pub fn scroll_into_view(&mut self, height: usize) {
+        let h = height.max(1);
+        if self.cursor < self.offset {
+            self.offset = self.cursor;
+        } else if self.cursor >= self.offset + h {
+            self.offset = self.cursor + 1 - h;
+        }
+        let max_off = self.rows.len().saturating_sub(h);
+        self.offset = self.offset.min(max_off);
+    }
+
+    pub fn selected(&self) -> Option<&Row> {
+        self.rows.get(self.cursor)
+    }
+
+    pub fn selected_entry<'f>(&self, fold: &'f Fold) -> Option<&'f Entry> {
+        match self.selected()?.item {
+            Item::Entry(_, _, ei) => fold.entries.get(ei),
+            _ => None,
+        }
+    }
+
+    /// Entry indexes under a row (all of them, whatever their state).
+    fn under(&self, item: Item) -> Vec<usize> {
+        match item {
+            Item::Entry(_, _, ei) => vec![ei],
+            Item::Group(vi, gi) => self.views[vi].groups[gi].1.clone(),
+            Item::Session(vi) => self.views[vi].groups.iter().flat_map(|(_, v)| v.iter().copied()).collect(),
+        }
+    }
+
+    /// Entries an action applies to: the Space selection, else the selected entry, else the
+    /// unresolved entries under the selected session or group.
+    pub fn targets<'f>(&self, fold: &'f Fold) -> Vec<&'f Entry> {
+        if !self.marked.is_empty() {
+            return fold.entries.iter().filter(|e| self.marked.contains(&e.id)).collect();
+        }
+        let Some(row) = self.selected() else { return Vec::new() };
+        match row.item {
+            Item::Entry(_, _, ei) => fold.entries.get(ei).into_iter().collect(),
+            item => self.under(item).into_iter().map(|i| &fold.entries[i]).filter(|e| e.is_unresolved()).collect(),
+        }
+    }
+
+    /// Moves the cursor by `delta` rows (clamped); true when it moved.
+    pub fn move_cursor(&mut self, delta: isize, height: usize) -> bool {
+        if self.rows.is_empty() {
+            return false;
+        }
+        let max = self.rows.len() - 1;
+        let next = (self.cursor as isize + delta).clamp(0, max as isize) as usize;
+        let moved = next != self.cursor;
+        self.cursor = next;
+        self.scroll_into_view(height);
+        moved
+    }
+
+    /// Expands (`Some(true)`), collapses (`Some(false)`) or flips the selected node; true
+    /// when it changed.
+    pub fn toggle(&mut self, want: Option<bool>, fold: &Fold, height: usize) -> bool {
+        let Some(row) = self.selected().cloned() else { return false };
+        let vi = match row.item {
+            Item::Session(vi) | Item::Group(vi, _) => vi,
+            Item::Entry(..) => return false,
+        };
+        let now = self.is_expanded(&row.key, &self.views[vi]);
+        let next = want.unwrap_or(!now);
+        if next == now {
+            return false;
+        }
+        self.toggled.insert(row.key, next);
+        self.rebuild_rows(fold, height);
+        true
+    }
+
+    /// The row of the selected node's parent.
+    pub fn parent_row(&self) -> Option<usize> {
+        let row = self.selected()?;
+        (0..self.cursor).rev().find(|&i| self.rows[i].depth < row.depth)
+    }
+
+    /// Space: adds the entries under the selected row to the selection, or removes them
+    /// when all are in it. Returns the row's item.
+    pub fn select(&mut self, fold: &Fold) -> Option<Item> {
+        let item = self.selected()?.item;
+        let ids: Vec<String> = self.under(item).into_iter().map(|i| fold.entries[i].id.clone()).collect();
+        if ids.iter().all(|id| self.marked.contains(id)) {
+            for id in &ids {
+                self.marked.remove(id);
+            }
+        } else {
+            self.marked.extend(ids);
+        }
+        Some(item)
+    }
+
+    /// The status of a session as shown.
+    pub fn session_status(&self, fold: &Fold, session: &str) -> Option<SessionStatus> {
+        self.views.iter().find(|v| fold.sessions[v.session].session == session).map(|v| v.status)
+    }
+}
