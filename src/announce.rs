@@ -10,8 +10,7 @@ use serde_json::Value;
 use crate::fold::{Entry, Fold, SessionInfo};
 use crate::journal::kind;
 /// Kept where `triage/handoff.rs` imports it from; the helper lives in [`crate::present`].
-pub use crate::present::one_line;
-use crate::present::{self, plural};
+use crate::present::{self, one_line, plural};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
 pub const MAX_CONTEXT: usize = 9_500;
@@ -22,11 +21,6 @@ pub struct StartNote {
     pub output: Option<Value>,
     /// Session records to append: (`announced`, session id) and (`delivered`, action).
     pub marks: Vec<(&'static str, String)>,
-}
-
-/// What an entry's state means (the one description, [`present::meaning`]).
-pub fn describe_state(e: &Entry) -> &'static str {
-    present::meaning(e.state())
 }
 
 /// Builds the SessionStart note. `crashed` tells whether a session counts as crashed

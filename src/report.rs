@@ -7,11 +7,10 @@ use serde_json::{Value, json};
 
 use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, short_id};
 use crate::journal::Blob;
-use crate::present::{self, hms, one_line, plural};
+use crate::present::{self, hms, human_ts, one_line, plural};
 use crate::style::Style;
 
 /// Kept where `cmd/` imports it from; the helper lives in [`crate::present`].
-pub use crate::present::human_ts;
 
 fn blob_json(b: &Option<Blob>) -> Value {
     match b {

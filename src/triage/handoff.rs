@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::announce::{describe_state, one_line};
+use crate::present::{meaning, one_line};
 use crate::fold::{Entry, EntryState, Fold, short_id};
 use crate::journal::{Record, how, op};
 use crate::project::Project;
@@ -138,7 +138,7 @@ pub fn handoff(
 fn state_text(e: &Entry) -> &'static str {
     match e.state() {
         EntryState::Persisted => "applied and verified on disk",
-        _ => describe_state(e),
+        _ => meaning(e.state()),
     }
 }
 

@@ -71,7 +71,7 @@ pub fn done(open: &[&Entry], live: String) -> Dialog {
 }
 
 /// What a revert would do to each entry (`plans` in the order of `open`).
-pub fn revert(open: &[&Entry], plans: &[anyhow::Result<RevertPlan>], live: Option<String>) -> Dialog {
+pub fn revert(open: &[&Entry], plans: &[Result<RevertPlan, crate::triage::TriageError>], live: Option<String>) -> Dialog {
     let mut body = Vec::new();
     let mut conflict = false;
     let mut runnable = 0;
