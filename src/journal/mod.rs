@@ -3,6 +3,7 @@
 
 pub mod reader;
 pub mod record;
+pub mod rewrite;
 pub mod view;
 pub mod writer;
 

@@ -18,8 +18,10 @@
 pub mod brief;
 pub mod bundle;
 pub mod procs;
-pub mod rewrite;
 pub mod transcript;
+
+/// Compaction and session deletion live with the journal (they rewrite it).
+pub use crate::journal::rewrite;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
