@@ -20,7 +20,14 @@ struct Line<'a> {
 
 impl Fold {
     /// Applies one readable line (already filtered by session).
-    pub(super) fn apply(&mut self, line: u64, bytes: &[u8], view: RecordView<'_>, opts: &FoldOptions, pairs: &mut Pairing) {
+    pub(super) fn apply(
+        &mut self,
+        line: u64,
+        bytes: &[u8],
+        view: RecordView<'_>,
+        opts: &FoldOptions,
+        pairs: &mut Pairing,
+    ) {
         let v1 = view.is_v1();
         if view.op() == op::AUDIT {
             // Verification results: kept in the journal for people, nothing to fold.
@@ -84,8 +91,11 @@ impl Fold {
         let v = &l.view;
         let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
         let id = pairs.outcome(l.no, &v.id, v.pair, key);
-        let error =
-            if failed { parse_record(l.bytes).ok().and_then(|r| r.get_str(key::ERROR).map(str::to_string)) } else { None };
+        let error = if failed {
+            parse_record(l.bytes).ok().and_then(|r| r.get_str(key::ERROR).map(str::to_string))
+        } else {
+            None
+        };
         let ts = v.ts.to_string();
         if let Some(&i) = self.by_id.get(&id) {
             let e = &mut self.entries[i];
@@ -356,7 +366,6 @@ impl Pairing {
         id.to_string()
     }
 }
-
 
 fn todo_from_json(v: &Value) -> Option<Todo> {
     let content = v.get("content").or_else(|| v.get("subject")).and_then(Value::as_str)?;

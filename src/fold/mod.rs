@@ -29,8 +29,8 @@ pub use lookup::{IdError, abbrev, short_id};
 pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, Prompt, SessionInfo, SessionStatus, Todo,
 };
-pub use settled::disk_blob;
 use settled::DigestMap;
+pub use settled::disk_blob;
 
 /// The folded journal.
 #[derive(Debug, Default)]

@@ -153,4 +153,3 @@ pub fn disk_blob(path: &Path) -> Option<Option<String>> {
         Err(_) => None,
     }
 }
-

@@ -109,7 +109,8 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
         .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
         .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         .unwrap_or_default();
-    let mut rep = rewrite(project, Mode::Compact { cutoff }, RunOptions { dry_run: opts.dry_run, progress: opts.progress })?;
+    let mut rep =
+        rewrite(project, Mode::Compact { cutoff }, RunOptions { dry_run: opts.dry_run, progress: opts.progress })?;
     rep.retention_days = Some(days);
     Ok(rep)
 }
@@ -137,8 +138,11 @@ pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> 
             )));
         }
     }
-    let mut rep =
-        rewrite(project, Mode::Delete { session: session.clone() }, RunOptions { dry_run: opts.dry_run, progress: false })?;
+    let mut rep = rewrite(
+        project,
+        Mode::Delete { session: session.clone() },
+        RunOptions { dry_run: opts.dry_run, progress: false },
+    )?;
     if !opts.dry_run {
         let tp = transcript::paths(project, &session);
         if tp.copy.exists() || tp.sidecar.exists() {
@@ -535,7 +539,8 @@ fn copy_kept(
         b.finish_and_clear();
     }
     // Torn tail: counted as unreadable (not delivered to the callback).
-    c.unreadable += scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
+    c.unreadable +=
+        scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
     Ok(c)
 }
 
@@ -775,8 +780,10 @@ mod tests {
         let open = open.with("kind", 5).with("target", serde_json::json!(["x"]));
         w.append_all(&[open]).unwrap();
         // A wrongly typed field the fold needs: unreadable for every reader.
-        w.append_bytes(b"{\"v\":\"2\",\"op\":\"intent\",\"session\":\"s-odd\",\"id\":\"toolu_bad\",\"path\":\"c.txt\"}\n")
-            .unwrap();
+        w.append_bytes(
+            b"{\"v\":\"2\",\"op\":\"intent\",\"session\":\"s-odd\",\"id\":\"toolu_bad\",\"path\":\"c.txt\"}\n",
+        )
+        .unwrap();
         let before = Fold::load(&project.journal, &FoldOptions::default()).unwrap();
         assert!(before.entry("toolu_open").is_some());
         assert_eq!(before.report.problems.len(), 1, "{:?}", before.report.problems);

@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::Problem;
 use super::reader::{RawLine, check_line};
 use super::record::{Blob, blob_field, op, persisted_fast, tool};
-use super::Problem;
 
 /// The borrowed partial view of one line: the fields the fold and rewrites decide on.
 #[derive(Deserialize, Default, Debug, PartialEq)]
@@ -104,7 +104,10 @@ pub fn classify(line_no: u64, bytes: &[u8]) -> Result<RecordView<'_>, Problem> {
 /// A readable line as the fold's fast path sees it.
 pub enum Classified<'a> {
     /// A walj-written `persisted` line ([`persisted_fast`]): only settles an entry.
-    Persisted { id: &'a str, session: &'a str },
+    Persisted {
+        id: &'a str,
+        session: &'a str,
+    },
     View(RecordView<'a>),
 }
 
@@ -429,7 +432,8 @@ mod tests {
     /// the fold relies on makes the line malformed; both ways the same for every reader.
     #[test]
     fn classifier_tolerance() {
-        let ok = classify(1, br#"{"v":2,"op":"session","session":"s","kind":5,"target":[1],"future":{"x":1}}"#).unwrap();
+        let ok =
+            classify(1, br#"{"v":2,"op":"session","session":"s","kind":5,"target":[1],"future":{"x":1}}"#).unwrap();
         assert_eq!((ok.op(), ok.kind(), ok.target()), ("session", None, None));
         assert!(matches!(classify(2, br#"{"v":"2","op":"intent"}"#), Err(Problem::Malformed { line: 2, .. })));
         assert!(matches!(classify(3, b"not json"), Err(Problem::Malformed { line: 3, .. })));
