@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::checkpoint::checkpoint;
+use crate::checkpoint::{CheckpointOptions, checkpoint};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::project::Project;
 use crate::report;
@@ -119,7 +119,7 @@ pub fn checkpoint_cmd(
     every: Option<u64>,
 ) -> anyhow::Result<i32> {
     loop {
-        let rep = checkpoint(project, session.as_deref(), false, true)
+        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;
         if json_out {
             println!("{}", serde_json::to_string(&rep)?);

@@ -1,6 +1,7 @@
 //! The write-ahead journal: the line format and its vocabulary, the one line classifier,
 //! the tolerant reader, the durable appender, and the only code that rewrites it.
 
+pub mod build;
 pub mod reader;
 pub mod record;
 pub mod rewrite;
@@ -8,6 +9,6 @@ pub mod view;
 pub mod writer;
 
 pub use reader::{Problem, RawLine, ScanReport, scan_lines, scan_records};
-pub use record::{Blob, Record, how, key, kind, op, tool};
+pub use record::{Blob, Record, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;

@@ -60,6 +60,30 @@ pub mod tool {
     pub const BASH: &str = "Bash";
     pub const TASK_CREATE: &str = "TaskCreate";
     pub const TASK_UPDATE: &str = "TaskUpdate";
+    pub const TODO_WRITE: &str = "TodoWrite";
+}
+
+/// `event` values walj writes itself (the user's config names file events too).
+pub mod event {
+    pub const ARTIFACT_CREATED: &str = "artifact_created";
+    pub const FILE_MODIFIED: &str = "file_modified";
+    pub const FILE_DELETED: &str = "file_deleted";
+    pub const NOTEBOOK_MODIFIED: &str = "notebook_modified";
+    pub const COMMAND_RUN: &str = "command_run";
+    pub const TODO_UPDATED: &str = "todo_updated";
+    pub const SESSION: &str = "session";
+    /// A hand-back brief (`handoff` records and their undo).
+    pub const HANDOFF: &str = "handoff";
+    /// Checkpoint verification (`audit` records).
+    pub const CHECKPOINT: &str = "checkpoint";
+}
+
+/// `nocap` values: why an image was recorded by id only.
+pub mod nocap {
+    pub const TOO_LARGE: &str = "too_large";
+    pub const NEVER_CAPTURE: &str = "never_capture";
+    pub const UNREADABLE: &str = "unreadable";
+    pub const DIRECTORY: &str = "directory";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
@@ -116,6 +140,9 @@ pub mod key {
     pub const SOURCE_ROOT: &str = "source_root";
     pub const SNAPSHOT: &str = "snapshot";
     pub const BEFORE_FROM: &str = "before_from";
+    /// Subagent stops.
+    pub const AGENT_ID: &str = "agent_id";
+    pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";
     /// The checksum field every v2 line ends with.
     pub const CRC: &str = "crc";
 }

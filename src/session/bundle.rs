@@ -615,7 +615,7 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
     }
     if rep.records_added > 0 {
         let mut r = Record::new(op::SESSION, "");
-        r.event = crate::config::event::SESSION.into();
+        r.event = crate::journal::event::SESSION.into();
         r.kind = Some(kind::IMPORTED.into());
         r.target = Some(session.clone());
         let r = r
