@@ -179,3 +179,43 @@ impl Fold {
         self.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone)
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::journal::{JournalWriter, Record, kind, op};
+    use crate::procinfo::ProcRef;
+
+    /// Start time (clock ticks) of this process, from /proc/self/stat (field 22).
+    fn own_start() -> u64 {
+        let text = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let rest = &text[text.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(19).unwrap().parse().unwrap()
+    }
+
+    /// Liveness is read when the journal is folded and on `refresh_liveness`, not by
+    /// `status()` (which the TUI calls per row and keystroke).
+    #[test]
+    fn liveness_is_read_once_per_load_and_on_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.jsonl");
+        let mut r = Record::new(op::SESSION, "live-session");
+        r.kind = Some(kind::START.into());
+        r.pid = Some(std::process::id());
+        r.pstart = Some(own_start());
+        JournalWriter::new(&journal).append(&r).unwrap();
+        let mut fold = Fold::load(&journal, &FoldOptions::default()).unwrap();
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Live);
+        // Another process start: status() keeps what the load read...
+        let me = fold.sessions[0].proc.unwrap();
+        fold.sessions[0].proc = Some(ProcRef { pid: me.pid, start: me.start + 1 });
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Live);
+        // ...until the liveness is refreshed.
+        fold.refresh_liveness();
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Crashed);
+        // An ended session is never read.
+        fold.sessions[0].end = Some(("9999".into(), "exit".into()));
+        fold.refresh_liveness();
+        assert_eq!((fold.sessions[0].status(), fold.sessions[0].liveness), (SessionStatus::Ended, None));
+    }
+}

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::journal::record::{Blob, Record, how};
+use crate::journal::record::{Blob, Record, how, op};
 use crate::journal::view::RecordView;
 use crate::procinfo::{self, Liveness, ProcRef};
 
@@ -23,17 +23,18 @@ pub enum EntryState {
 }
 
 impl EntryState {
+    /// The state's name: the op or `how` that gives it, where one does.
     pub fn as_str(self) -> &'static str {
         match self {
             EntryState::InFlight => "in_flight",
-            EntryState::Applied => "applied",
-            EntryState::Failed => "failed",
+            EntryState::Applied => op::APPLIED,
+            EntryState::Failed => op::FAILED,
             EntryState::Drifted => "drifted",
-            EntryState::Persisted => "persisted",
-            EntryState::NotApplied => "not_applied",
-            EntryState::Done => "done",
-            EntryState::Reverted => "reverted",
-            EntryState::HandedBack => "handed_back",
+            EntryState::Persisted => op::PERSISTED,
+            EntryState::NotApplied => how::NOT_APPLIED,
+            EntryState::Done => how::DONE,
+            EntryState::Reverted => how::REVERTED,
+            EntryState::HandedBack => how::HANDED_BACK,
         }
     }
     /// What `recover` reports.

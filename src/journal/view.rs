@@ -102,6 +102,8 @@ pub fn classify(line_no: u64, bytes: &[u8]) -> Result<RecordView<'_>, Problem> {
 }
 
 /// A readable line as the fold's fast path sees it.
+// Returned by value once per line: boxing the view would cost an allocation per line.
+#[allow(clippy::large_enum_variant)]
 pub enum Classified<'a> {
     /// A walj-written `persisted` line ([`persisted_fast`]): only settles an entry.
     Persisted {
