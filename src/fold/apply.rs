@@ -39,14 +39,24 @@ impl Fold {
             self.settle(&view.id, opts);
             return;
         }
-        let op_name = view.op().to_string();
+        // A static name, so the view can move into `Line` (no allocation per line).
+        let op_name: &'static str = match view.op() {
+            op::INTENT => op::INTENT,
+            op::APPLIED => op::APPLIED,
+            op::FAILED => op::FAILED,
+            op::RESOLVED => op::RESOLVED,
+            op::UNDO => op::UNDO,
+            op::HANDOFF => op::HANDOFF,
+            op::SESSION => op::SESSION,
+            _ => return, // unknown ops: kept in the journal, nothing to fold
+        };
         let is_command = view.is_command();
         let session = view.session_key().to_string();
         let l = Line { no: line, bytes, view, session };
-        match op_name.as_str() {
+        match op_name {
             op::INTENT | op::APPLIED | op::FAILED | op::RESOLVED if is_command => {
                 if let Ok(rec) = parse_record(bytes) {
-                    self.apply_command(&op_name, &l.session, &rec, opts);
+                    self.apply_command(op_name, &l.session, &rec, opts);
                 }
             }
             op::INTENT => self.apply_intent(l, pairs),
@@ -60,11 +70,12 @@ impl Fold {
                     self.apply_session(&l.session, &rec);
                 }
             }
-            _ => {} // unknown ops: kept in the journal, nothing to fold
+            _ => {}
         }
     }
 
     /// Every folded record counts for its session (and may name its process).
+    #[inline]
     fn note_session(&mut self, view: &RecordView<'_>, v1: bool) {
         let si = self.session_index(view.session_key(), &view.sid, &view.ts);
         let s = &mut self.sessions[si];
@@ -76,6 +87,7 @@ impl Fold {
         }
     }
 
+    #[inline]
     fn apply_intent(&mut self, l: Line<'_>, pairs: &mut Pairing) {
         let v = &l.view;
         let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
@@ -87,6 +99,7 @@ impl Fold {
     }
 
     /// `applied` or `failed`: the outcome of an intent, or an entry of its own (v1, imports).
+    #[inline]
     fn apply_outcome(&mut self, l: Line<'_>, failed: bool, v1: bool, opts: &FoldOptions, pairs: &mut Pairing) {
         let v = &l.view;
         let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());

@@ -109,6 +109,7 @@ pub struct Entry {
 
 impl Entry {
     /// A new entry from its first line: `base` is the lifecycle state that line gives.
+    #[inline]
     pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
         Entry {
             id,

@@ -13,6 +13,7 @@ use crate::store::file_blob_id;
 
 impl Fold {
     /// A `persisted` record: the entry is verified; without `keep_settled` it is dropped.
+    #[inline]
     pub(super) fn settle(&mut self, id: &str, opts: &FoldOptions) {
         if let Some(&i) = self.by_id.get(id) {
             let e = &mut self.entries[i];
@@ -23,12 +24,14 @@ impl Fold {
         }
     }
 
+    #[inline]
     pub(super) fn push_entry(&mut self, e: Entry) {
         self.by_id.insert(e.id.clone(), self.entries.len());
         self.entries.push(e);
     }
 
     /// Drops a settled entry (swap-remove keeps this O(1); order is restored at the end).
+    #[inline]
     pub(super) fn remove_entry(&mut self, i: usize) {
         let e = self.entries.swap_remove(i);
         self.by_id.remove(&e.id);
@@ -40,6 +43,7 @@ impl Fold {
     }
 
     /// Keeps the images of a settled entry that is dropped, when it is the latest on its path.
+    #[inline]
     pub(super) fn remember_settled(&mut self, e: Entry) {
         if e.outside || e.v1 {
             return;

@@ -115,6 +115,7 @@ pub enum Classified<'a> {
 
 /// [`classify`], with walj's `persisted` lines (the bulk of a long journal) recognised
 /// without parsing them.
+#[inline]
 pub fn classify_fast(line_no: u64, bytes: &[u8]) -> Result<Classified<'_>, Problem> {
     check_line(line_no, bytes)?;
     if let Some((id, session)) = persisted_fast(bytes) {
@@ -130,6 +131,7 @@ pub fn classify_raw<'a>(raw: &RawLine<'a>) -> Result<RecordView<'a>, Problem> {
 
 /// The view of a line whose checksum was already checked: the allocation-free scanner for
 /// walj's own lines, serde for anything unusual (escapes, unexpected types).
+#[inline]
 pub(crate) fn view_unchecked(bytes: &[u8]) -> Result<RecordView<'_>, serde_json::Error> {
     match scan_view(bytes) {
         Some(v) => Ok(v),
@@ -212,6 +214,7 @@ const STRICT_FIELDS: &[&str] = &[
 /// Reads the top-level members of a JSON object line into a [`RecordView`] without
 /// allocating. Returns `None` (the caller then uses serde) on string escapes, non-UTF-8, a
 /// known field of an unexpected type, or anything that is not a plain object.
+#[inline]
 pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
     let text = std::str::from_utf8(line).ok()?;
     let b = text.as_bytes();
