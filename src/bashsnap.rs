@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use crate::config::{self, Config, Matcher};
 use crate::fold::{Fold, FoldOptions};
 use crate::fsutil;
-use crate::journal::{Blob, Record, op};
+use crate::journal::{Blob, Record, key, nocap, op, tool};
 use crate::project::{Project, to_slash};
 use crate::store::{Store, blob_id, file_blob_id};
 
@@ -686,12 +686,12 @@ impl<'a> Tree<'a> {
     fn read_capture(&mut self, abs: &Path, rel: &str, len: u64) -> Result<(Option<String>, Option<String>), SnapError> {
         let unread = |e: io::Error| match e.kind() {
             io::ErrorKind::NotFound => Ok((None, None)),
-            _ => Ok((None, Some("unreadable".into()))),
+            _ => Ok((None, Some(nocap::UNREADABLE.into()))),
         };
         let never = self.matcher.is_some_and(|m| m.never_capture(rel));
         if never || len > self.cfg.capture.max_bytes {
             // Recorded by id only: hashed as it is read, never held in memory.
-            let nocap = if never { "never_capture" } else { "too_large" };
+            let nocap = if never { nocap::NEVER_CAPTURE } else { nocap::TOO_LARGE };
             return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
         }
         let bytes = match fs::read(abs) {
@@ -700,7 +700,7 @@ impl<'a> Tree<'a> {
         };
         let id = blob_id(&bytes);
         if bytes.len() as u64 > self.cfg.capture.max_bytes {
-            return Ok((Some(id), Some("too_large".into())));
+            return Ok((Some(id), Some(nocap::TOO_LARGE.into())));
         }
         if !self.store.reuse(&id) {
             self.new_objects += 1;
@@ -950,16 +950,16 @@ fn child_records(
             let deleted = c.after == Side::Absent;
             let mut r = Record::new(op::APPLIED, &snap.session);
             r.id = child_id(&snap.parent, phase, &c.rel);
-            r.tool = Some("Bash".to_string());
-            r.event = config::detect_event(matcher, &c.rel, "Bash", created, deleted);
+            r.tool = Some(tool::BASH.to_string());
+            r.event = config::detect_event(matcher, &c.rel, tool::BASH, created, deleted);
             r.path = c.rel.clone();
             r.before = c.before.blob();
             r.after = c.after.blob();
             r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
             r.parent = Some(snap.parent.clone());
-            r = r.with("command", snap.command.clone());
+            r = r.with(key::COMMAND, snap.command.clone());
             if background {
-                r = r.with("background", true);
+                r = r.with(key::BACKGROUND, true);
             }
             r
         })

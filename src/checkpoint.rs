@@ -8,7 +8,8 @@ use std::io;
 use serde::Serialize;
 
 use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, disk_blob};
-use crate::journal::{JournalWriter, Record, how, op};
+use crate::journal::build::{self, BashIntent};
+use crate::journal::{JournalWriter, Record, event, key, op};
 use crate::project::Project;
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -20,15 +21,23 @@ pub struct CheckpointReport {
     pub unreadable: Vec<String>,
 }
 
+/// What a checkpoint run does besides verifying applied entries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckpointOptions {
+    /// Settle intents (and commands) without an outcome as not applied: only when no tool
+    /// call of the session can still run (the main agent's Stop, not SubagentStop).
+    pub settle_intents: bool,
+    /// Append an `audit` record with the counts (`walj checkpoint`).
+    pub audit: bool,
+}
+
+/// `by` of the records a checkpoint writes.
+const BY_CHECKPOINT: &str = "checkpoint";
+
 /// Verifies the unresolved entries of `session` (or all) against the disk and appends
-/// `persisted` / `resolved(not_applied)` records. `settle_intents` is false while other
-/// tool calls of the session may still run (SubagentStop).
-pub fn checkpoint(
-    project: &Project,
-    session: Option<&str>,
-    settle_intents: bool,
-    audit: bool,
-) -> io::Result<CheckpointReport> {
+/// `persisted` / `resolved(not_applied)` records.
+pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOptions) -> io::Result<CheckpointReport> {
+    let CheckpointOptions { settle_intents, audit } = opts;
     let fold =
         Fold::load(&project.journal, &FoldOptions { session: session.map(str::to_string), ..Default::default() })?;
     let mut report = CheckpointReport::default();
@@ -59,7 +68,7 @@ pub fn checkpoint(
             // Outside the project nothing is captured or verified; settle applied ones.
             if base == EntryState::Applied {
                 rec.persisted = true;
-                records.push(rec.with("unverified", true));
+                records.push(rec.with(key::UNVERIFIED, true));
                 report.persisted += 1;
             }
             continue;
@@ -77,8 +86,7 @@ pub fn checkpoint(
                     r.path = e.path.clone();
                     r.event = e.event.clone();
                     r.tool = Some(e.tool.clone());
-                    r.how = Some(how::NOT_APPLIED.to_string());
-                    records.push(r.with("by", "checkpoint"));
+                    records.push(build::not_applied(r, BY_CHECKPOINT));
                     report.not_applied += 1;
                 }
             }
@@ -129,22 +137,19 @@ pub fn checkpoint(
                 }
                 let mut r = Record::new(op::RESOLVED, &s.session);
                 r.id = c.id.clone();
-                r.event = crate::config::event::COMMAND_RUN.to_string();
-                r.tool = Some("Bash".to_string());
-                r.how = Some(how::NOT_APPLIED.to_string());
-                records.push(r.with("by", "checkpoint"));
+                records.push(build::not_applied(BashIntent::tag(r), BY_CHECKPOINT));
             }
         }
     }
     if audit {
         let mut a = Record::new(op::AUDIT, session.unwrap_or(""));
-        a.event = "checkpoint".into();
+        a.event = event::CHECKPOINT.into();
         a.persisted = report.drifted.is_empty();
         let a = a
-            .with("checked", report.checked)
-            .with("persisted_now", report.persisted)
-            .with("not_applied", report.not_applied)
-            .with("drifted", report.drifted.clone());
+            .with(key::CHECKED, report.checked)
+            .with(key::PERSISTED_NOW, report.persisted)
+            .with(key::NOT_APPLIED, report.not_applied)
+            .with(key::DRIFTED, report.drifted.clone());
         records.push(a);
     }
     if !records.is_empty() {

@@ -15,15 +15,12 @@ use crate::claude::events::{FILE_TOOLS, HookEvent, TODO_TOOLS};
 use crate::claude::payload::{Payload, clip};
 use crate::config::{self, Config, Matcher};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
-use crate::journal::{Blob, JournalWriter, Record, kind, op};
+use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
+use crate::journal::{Blob, JournalWriter, Record, key, kind, nocap, op, tool};
 use crate::procinfo;
 use crate::project::{Located, Project};
 use crate::store::{Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
-
-/// Largest prompt / message text kept in a record.
-const MAX_TEXT: usize = 64 * 1024;
-const MAX_ERROR: usize = 4 * 1024;
 
 #[derive(Debug, Default, Clone)]
 pub struct HookOptions {
@@ -103,34 +100,34 @@ impl Ctx<'_> {
         let tool = self.payload.tool_name();
         match event {
             HookEvent::PreToolUse if FILE_TOOLS.contains(&tool) => self.file_intent(),
-            HookEvent::PreToolUse if tool == "Bash" => self.bash(op::INTENT),
+            HookEvent::PreToolUse if tool == tool::BASH => self.bash(op::INTENT),
             HookEvent::PostToolUse | HookEvent::PostToolUseFailure if FILE_TOOLS.contains(&tool) => {
                 self.file_outcome(event == HookEvent::PostToolUseFailure)
             }
-            HookEvent::PostToolUse if tool == "Bash" => self.bash(op::APPLIED),
-            HookEvent::PostToolUseFailure if tool == "Bash" => self.bash(op::FAILED),
+            HookEvent::PostToolUse if tool == tool::BASH => self.bash(op::APPLIED),
+            HookEvent::PostToolUseFailure if tool == tool::BASH => self.bash(op::FAILED),
             HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
             HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
             HookEvent::UserPromptSubmit => {
                 let r = self
                     .session_record(kind::PROMPT)
-                    .with("prompt", clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
+                    .with(key::PROMPT, clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
                 self.append(&[r])
             }
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
             HookEvent::PreCompact => {
                 copy_transcript(self.project, self.payload);
                 let mut r = self.session_record(kind::COMPACT);
-                r = r.with("trigger", self.payload.str("trigger").unwrap_or(""));
+                r = r.with(key::TRIGGER, self.payload.str("trigger").unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
-                    r = r.with("custom_instructions", clip(ci, MAX_TEXT));
+                    r = r.with(key::CUSTOM_INSTRUCTIONS, clip(ci, MAX_TEXT));
                 }
                 self.append(&[r])
             }
             HookEvent::SessionStart => self.session_start(),
             HookEvent::SessionEnd => {
                 copy_transcript(self.project, self.payload);
-                let r = self.session_record(kind::END).with("reason", self.payload.str("reason").unwrap_or("other"));
+                let r = self.session_record(kind::END).with(key::REASON, self.payload.str("reason").unwrap_or("other"));
                 self.append(&[r])
             }
         }
@@ -153,11 +150,9 @@ impl Ctx<'_> {
     }
 
     fn session_record(&self, k: &str) -> Record {
-        let mut r = self.record(op::SESSION);
-        r.event = config::event::SESSION.to_string();
-        r.kind = Some(k.to_string());
+        let mut r = build::session(self.record(op::SESSION), k);
         if let Some(t) = self.payload.str("transcript_path") {
-            r = r.with("transcript", t);
+            r = r.with(key::TRANSCRIPT, t);
         }
         r
     }
@@ -168,7 +163,7 @@ impl Ctx<'_> {
             Some(id) => r.id = id.to_string(),
             None => {
                 r.id = crate::journal::record::new_id("w");
-                r.extra.insert("pair".into(), Value::Bool(true));
+                r.extra.insert(key::PAIR.into(), Value::Bool(true));
             }
         }
     }
@@ -217,9 +212,9 @@ impl Ctx<'_> {
         };
         if failed {
             let err = self.payload.str("error").unwrap_or("");
-            r = r.with("error", clip(err, MAX_ERROR));
+            r = r.with(key::ERROR, clip(err, MAX_ERROR));
             if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
-                r = r.with("interrupted", true);
+                r = r.with(key::INTERRUPTED, true);
             }
         }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
@@ -253,33 +248,35 @@ impl Ctx<'_> {
 
     fn bash(&self, op_name: &str) -> HookResult {
         let mut r = self.record(op_name);
-        r.tool = Some("Bash".to_string());
-        r.event = config::event::COMMAND_RUN.to_string();
         self.call_id(&mut r);
         let command = self.payload.input_str("command").unwrap_or("");
-        r = r.with("command", clip(command, MAX_ERROR));
-        if op_name == op::INTENT {
-            if let Some(d) = self.payload.input_str("description") {
-                r = r.with("description", clip(d, 1024));
+        let flag = |v: Option<&Value>| v.and_then(Value::as_bool) == Some(true);
+        let mut r = if op_name == op::INTENT {
+            let cwd = self.cwd.to_string_lossy();
+            BashIntent {
+                command,
+                description: self.payload.input_str("description"),
+                background: flag(self.payload.tool_input().get("run_in_background")),
+                cwd: Some(&cwd),
             }
-            let bg = self.payload.tool_input().get("run_in_background").and_then(Value::as_bool).unwrap_or(false);
-            if bg {
-                r = r.with("background", true);
-            }
-            r = r.with("cwd", self.cwd.to_string_lossy().into_owned());
+            .fill(r)
         } else if op_name == op::APPLIED {
-            if let Some(t) = self.payload.response_field("backgroundTaskId").and_then(Value::as_str) {
-                r = r.with("task_id", t);
+            BashOutcome {
+                command,
+                error: None,
+                task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
+                interrupted: flag(self.payload.response_field("interrupted")),
             }
-            if self.payload.response_field("interrupted").and_then(Value::as_bool) == Some(true) {
-                r = r.with("interrupted", true);
-            }
+            .fill(r)
         } else {
-            r = r.with("error", clip(self.payload.str("error").unwrap_or(""), MAX_ERROR));
-            if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
-                r = r.with("interrupted", true);
+            BashOutcome {
+                command,
+                error: Some(self.payload.str("error").unwrap_or("")),
+                task_id: None,
+                interrupted: flag(self.payload.0.get("is_interrupt")),
             }
-        }
+            .fill(r)
+        };
         let children = self.bash_side_effects(op_name, &mut r);
         self.append(&[vec![r], children].concat())
     }
@@ -303,7 +300,7 @@ impl Ctx<'_> {
         match result {
             Ok(mut out) => {
                 if let Some(s) = out.summary.take() {
-                    r.extra.insert("snapshot".into(), s);
+                    r.extra.insert(key::SNAPSHOT.into(), s);
                 }
                 for c in &mut out.records {
                     c.pid = r.pid;
@@ -319,14 +316,8 @@ impl Ctx<'_> {
     }
 
     fn todos(&self) -> HookResult {
-        let tool = self.payload.tool_name();
-        let mut r = self.session_record(if tool == "TodoWrite" { kind::TODOS } else { kind::TASK });
-        r.event = config::event::TODO_UPDATED.to_string();
-        r.tool = Some(tool.to_string());
-        if let Some(id) = self.payload.tool_use_id() {
-            r.id = id.to_string();
-        }
-        if tool == "TodoWrite" {
+        let tool_name = self.payload.tool_name();
+        let update = if tool_name == tool::TODO_WRITE {
             let todos = self
                 .payload
                 .tool_input()
@@ -334,16 +325,15 @@ impl Ctx<'_> {
                 .or_else(|| self.payload.response_field("newTodos"))
                 .cloned()
                 .unwrap_or(Value::Array(vec![]));
-            r = r.with("todos", todos);
+            TodoUpdate::Todos(todos)
         } else {
-            r = r.with("input", self.payload.tool_input().clone());
-            let resp = match self.payload.tool_response() {
-                Value::String(s) => Value::String(clip(s, 2048)),
-                other => other.clone(),
-            };
-            r = r.with("response", resp);
-        }
-        self.append(&[r])
+            TodoUpdate::Task {
+                input: self.payload.tool_input().clone(),
+                response: self.payload.tool_response().clone(),
+            }
+        };
+        let base = self.session_record(kind::TODOS);
+        self.append(&[build::todos(base, tool_name, self.payload.tool_use_id(), update)])
     }
 
     fn stop(&self, main_agent: bool) -> HookResult {
@@ -352,14 +342,14 @@ impl Ctx<'_> {
         }
         let mut r = self.session_record(if main_agent { kind::STOP } else { kind::SUBAGENT_STOP });
         if let Some(m) = self.payload.str("last_assistant_message") {
-            r = r.with("last_assistant_message", clip(m, 16 * 1024));
+            r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, 16 * 1024));
         }
         if let Some(b) = self.payload.0.get("background_tasks").filter(|b| b.is_array()) {
-            r = r.with("background_tasks", b.clone());
+            r = r.with(key::BACKGROUND_TASKS, b.clone());
         }
-        for key in ["agent_id", "agent_transcript_path"] {
-            if let Some(v) = self.payload.str(key) {
-                r = r.with(key, v);
+        for k in [key::AGENT_ID, key::AGENT_TRANSCRIPT_PATH] {
+            if let Some(v) = self.payload.str(k) {
+                r = r.with(k, v);
             }
         }
         let mut records = vec![r];
@@ -375,7 +365,8 @@ impl Ctx<'_> {
         self.append(&records)?;
         // Verify this session's applied entries; at the main agent's Stop no tool call is
         // running, so intents whose file is unchanged were not applied (denied).
-        checkpoint::checkpoint(self.project, Some(self.payload.session_id()), main_agent, false)?;
+        let opts = checkpoint::CheckpointOptions { settle_intents: main_agent, audit: false };
+        checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts)?;
         Ok(None)
     }
 
@@ -383,21 +374,21 @@ impl Ctx<'_> {
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let fold = Fold::load(&self.project.journal, &FoldOptions::default())?;
         let mut r = self.session_record(kind::START);
-        r = r.with("source", self.payload.str("source").unwrap_or("startup"));
+        r = r.with(key::SOURCE, self.payload.str("source").unwrap_or("startup"));
         if let Some(m) = self.payload.0.get("model") {
             // `model` is a string in the docs and an object in some versions.
             let m = m.as_str().map(str::to_string).or_else(|| m.get("id").and_then(Value::as_str).map(str::to_string));
             if let Some(m) = m {
-                r = r.with("model", m);
+                r = r.with(key::MODEL, m);
             }
         }
-        r = r.with("cwd", self.cwd.to_string_lossy().into_owned());
+        r = r.with(key::CWD, self.cwd.to_string_lossy().into_owned());
         let (head, branch) = crate::git::head_info(&self.project.root);
         if let Some(h) = head {
-            r = r.with("head", h);
+            r = r.with(key::HEAD, h);
         }
         if let Some(b) = branch {
-            r = r.with("branch", b);
+            r = r.with(key::BRANCH, b);
         }
         let mut records = vec![r];
         let note =
@@ -439,14 +430,14 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         Err(e) => return Err(e),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some("directory".into()) });
+        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()) });
     }
     if never(rel, m) {
-        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("never_capture".into()) });
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some(nocap::NEVER_CAPTURE.into()) });
     }
     if meta.len() > cfg.capture.max_bytes {
         // Hashed as it is read: a huge file is never held in memory.
-        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some("too_large".into()) });
+        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some(nocap::TOO_LARGE.into()) });
     }
     let bytes = std::fs::read(abs)?;
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;

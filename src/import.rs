@@ -36,12 +36,14 @@ use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
 use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, read_head};
 use crate::config::{self, Config, Matcher};
-use crate::journal::{Blob, JournalWriter, Record, how, kind, op, scan_records};
+use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
+use crate::journal::{Blob, JournalWriter, Record, key, kind, op, scan_records, tool};
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
-const MAX_TEXT: usize = 64 * 1024;
-const MAX_ERROR: usize = 4 * 1024;
+/// `by` of the records import writes.
+const BY_IMPORT: &str = "import";
+
 /// Records per journal write.
 const BATCH: usize = 2000;
 
@@ -198,7 +200,7 @@ impl Existing {
             let k = r.kind.clone().unwrap_or_default();
             if r.kind.as_deref() == Some(kind::PROMPT)
                 && r.id.is_empty()
-                && let Some(p) = r.get_str("prompt")
+                && let Some(p) = r.get_str(key::PROMPT)
             {
                 *ex.hooked_prompts.entry((r.session_key().to_string(), blob_id(p.as_bytes()))).or_default() += 1;
             }
@@ -221,7 +223,7 @@ impl Existing {
         }
         // A prompt the hooks already recorded (once per time they saw it).
         if r.kind.as_deref() == Some(kind::PROMPT)
-            && let Some(p) = r.get_str("prompt")
+            && let Some(p) = r.get_str(key::PROMPT)
             && let Some(n) = self.hooked_prompts.get_mut(&(r.session.clone(), blob_id(p.as_bytes())))
             && *n > 0
         {
@@ -425,7 +427,7 @@ impl<'a> Converter<'a> {
     }
 
     fn emit(&mut self, mut r: Record) {
-        r.extra.insert("imported".into(), Value::Bool(true));
+        r.extra.insert(key::IMPORTED.into(), Value::Bool(true));
         self.produced += 1;
         self.records.push(r);
     }
@@ -440,10 +442,7 @@ impl<'a> Converter<'a> {
     }
 
     fn session_rec(&self, k: &str, session: &str, ts: &str) -> Record {
-        let mut r = self.rec(op::SESSION, session, ts);
-        r.event = config::event::SESSION.to_string();
-        r.kind = Some(k.to_string());
-        r
+        build::session(self.rec(op::SESSION, session, ts), k)
     }
 
     fn line(&mut self, line: Line) {
@@ -470,15 +469,15 @@ impl<'a> Converter<'a> {
             self.started.insert(session.clone());
             let mut r = self.session_rec(kind::START, &session, &ts);
             r.id = format!("import:{session}");
-            r = r.with("source", "import").with("transcript", self.path.to_string_lossy().into_owned());
+            r = r.with(key::SOURCE, "import").with(key::TRANSCRIPT, self.path.to_string_lossy().into_owned());
             if let Some(c) = &line.cwd {
-                r = r.with("cwd", c.as_str());
+                r = r.with(key::CWD, c.as_str());
             }
             if let Some(b) = &line.branch {
-                r = r.with("branch", b.as_str());
+                r = r.with(key::BRANCH, b.as_str());
             }
             if let Some(v) = &line.version {
-                r = r.with("claude_version", v.as_str());
+                r = r.with(key::CLAUDE_VERSION, v.as_str());
             }
             self.emit(r);
         }
@@ -489,7 +488,7 @@ impl<'a> Converter<'a> {
                 let mut r = self.session_rec(kind::COMPACT, &session, &ts);
                 r.id = line.uuid.clone().unwrap_or_default();
                 let trigger = line.compact.as_ref().and_then(|c| c.get("trigger")).and_then(Value::as_str);
-                r = r.with("trigger", trigger.unwrap_or(""));
+                r = r.with(key::TRIGGER, trigger.unwrap_or(""));
                 if !r.id.is_empty() {
                     self.emit(r);
                 }
@@ -612,7 +611,7 @@ impl<'a> Converter<'a> {
         self.settle_turn(ts);
         let mut r = self.session_rec(kind::PROMPT, session, ts);
         r.id = line.uuid.clone().unwrap_or_else(|| format!("prompt:{}", blob_id(text.as_bytes())));
-        r = r.with("prompt", clip(text, MAX_TEXT));
+        r = r.with(key::PROMPT, clip(text, MAX_TEXT));
         self.emit(r);
     }
 
@@ -620,11 +619,8 @@ impl<'a> Converter<'a> {
     /// (unverified: the disk of that time is gone).
     fn settle_turn(&mut self, ts: &str) {
         // Calls that failed in a turn that went on did not apply: settled as not applied.
-        for mut r in std::mem::take(&mut self.turn_failed) {
-            r.op = op::RESOLVED.to_string();
-            r.how = Some(how::NOT_APPLIED.to_string());
-            r = r.with("by", "import");
-            self.emit(r);
+        for r in std::mem::take(&mut self.turn_failed) {
+            self.emit(build::not_applied(r, BY_IMPORT));
         }
         for i in std::mem::take(&mut self.turn) {
             let e = &self.records[i];
@@ -636,7 +632,7 @@ impl<'a> Converter<'a> {
             r.after = e.after.clone();
             r.outside = e.outside;
             r.persisted = true;
-            r = r.with("unverified", true).with("by", "import");
+            r = r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT);
             self.emit(r);
         }
     }
@@ -661,8 +657,10 @@ impl<'a> Converter<'a> {
         let resp = tur.filter(|v| v.is_object());
         match p.name.as_str() {
             n if FILE_TOOLS.contains(&n) => self.file_call(&p, Some((resp, error_text.as_deref(), ts))),
-            "Bash" => self.bash_call(&p, Some((resp, error_text.as_deref(), ts))),
-            "TodoWrite" | "TaskCreate" | "TaskUpdate" if error_text.is_none() => self.todo_call(&p, tur, ts),
+            tool::BASH => self.bash_call(&p, Some((resp, error_text.as_deref(), ts))),
+            tool::TODO_WRITE | tool::TASK_CREATE | tool::TASK_UPDATE if error_text.is_none() => {
+                self.todo_call(&p, tur, ts)
+            }
             _ => {}
         }
     }
@@ -673,7 +671,7 @@ impl<'a> Converter<'a> {
             let Some(p) = self.pending.remove(&id) else { continue };
             match p.name.as_str() {
                 n if FILE_TOOLS.contains(&n) => self.file_call(&p, None),
-                "Bash" => self.bash_call(&p, None),
+                tool::BASH => self.bash_call(&p, None),
                 _ => {}
             }
         }
@@ -691,13 +689,13 @@ impl<'a> Converter<'a> {
                 let ts = self.records.iter().rev().find(|r| r.session == s).map(|r| r.ts.clone()).unwrap_or_default();
                 let mut r = self.session_rec("torn_tail", &s, &ts);
                 r.id = format!("torn:{}:{}", s, self.report.lines);
-                r = r.with("transcript", self.path.to_string_lossy().into_owned());
+                r = r.with(key::TRANSCRIPT, self.path.to_string_lossy().into_owned());
                 self.emit(r);
             }
         }
         if let Some(m) = self.model.clone() {
             for r in self.records.iter_mut().filter(|r| r.kind.as_deref() == Some(kind::START)) {
-                r.extra.insert("model".into(), json!(m));
+                r.extra.insert(key::MODEL.into(), json!(m));
             }
         }
         self.report.sessions = self.sessions.clone();
@@ -798,7 +796,7 @@ impl<'a> Converter<'a> {
                     intent.before = Some(b);
                     intent.nocap = nocap;
                     if before_from != "transcript" {
-                        intent = intent.with("before_from", before_from);
+                        intent = intent.with(key::BEFORE_FROM, before_from);
                     }
                 }
                 Some(None) => intent.before = Some(Blob::Absent),
@@ -825,11 +823,9 @@ impl<'a> Converter<'a> {
             r.path = rel;
             r.outside = outside;
             r.event = event;
-            r = r.with("error", clip(err, MAX_ERROR));
+            r = r.with(key::ERROR, clip(err, MAX_ERROR));
             if rejected {
-                r.how = Some(how::NOT_APPLIED.to_string());
-                r = r.with("by", "import");
-                self.emit(r);
+                self.emit(build::not_applied(r, BY_IMPORT));
             } else {
                 // Held until the turn's end tells whether it stays open.
                 self.turn_failed.push(r);
@@ -878,69 +874,49 @@ impl<'a> Converter<'a> {
         let command = p.input.get("command").and_then(Value::as_str).unwrap_or("");
         let mut r = self.rec(op::INTENT, &p.session, &p.ts);
         r.id = p.id.clone();
-        r.tool = Some("Bash".into());
-        r.event = config::event::COMMAND_RUN.to_string();
-        r = r.with("command", clip(command, MAX_ERROR));
-        if let Some(d) = p.input.get("description").and_then(Value::as_str) {
-            r = r.with("description", clip(d, 1024));
+        let r = BashIntent {
+            command,
+            description: p.input.get("description").and_then(Value::as_str),
+            background: p.input.get("run_in_background").and_then(Value::as_bool) == Some(true),
+            cwd: p.cwd.as_deref(),
         }
-        if p.input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
-            r = r.with("background", true);
-        }
-        if let Some(c) = &p.cwd {
-            r = r.with("cwd", c.as_str());
-        }
+        .fill(r);
         self.emit(r);
         let Some((resp, error, ts)) = outcome else {
             self.report.in_flight.push(InFlight {
                 session: p.session.clone(),
                 id: p.id.clone(),
-                tool: "Bash".into(),
+                tool: tool::BASH.into(),
                 what: clip(command, 200),
             });
             return;
         };
         let mut r = self.rec(if error.is_some() { op::FAILED } else { op::APPLIED }, &p.session, ts);
         r.id = p.id.clone();
-        r.tool = Some("Bash".into());
-        r.event = config::event::COMMAND_RUN.to_string();
-        r = r.with("command", clip(command, MAX_ERROR));
-        if let Some(e) = error {
-            r = r.with("error", clip(e, MAX_ERROR));
+        let r = BashOutcome {
+            command,
+            error,
+            task_id: resp.and_then(|v| v.get("backgroundTaskId")).and_then(Value::as_str),
+            interrupted: resp.and_then(|v| v.get("interrupted")).and_then(Value::as_bool) == Some(true),
         }
-        if let Some(t) = resp.and_then(|v| v.get("backgroundTaskId")).and_then(Value::as_str) {
-            r = r.with("task_id", t);
-        }
-        if resp.and_then(|v| v.get("interrupted")).and_then(Value::as_bool) == Some(true) {
-            r = r.with("interrupted", true);
-        }
+        .fill(r);
         self.emit(r);
     }
 
     fn todo_call(&mut self, p: &Pending, tur: Option<&Value>, ts: &str) {
-        let todo = p.name == "TodoWrite";
-        let mut r = self.session_rec(if todo { kind::TODOS } else { kind::TASK }, &p.session, ts);
-        r.event = config::event::TODO_UPDATED.to_string();
-        r.tool = Some(p.name.clone());
-        r.id = p.id.clone();
-        if todo {
+        let update = if p.name == tool::TODO_WRITE {
             let todos = p
                 .input
                 .get("todos")
                 .or_else(|| tur.and_then(|t| t.get("newTodos")))
                 .cloned()
                 .unwrap_or(Value::Array(vec![]));
-            r = r.with("todos", todos);
+            TodoUpdate::Todos(todos)
         } else {
-            r = r.with("input", p.input.clone());
-            let resp = match tur {
-                Some(Value::String(s)) => Value::String(clip(s, 2048)),
-                Some(v) => v.clone(),
-                None => Value::Null,
-            };
-            r = r.with("response", resp);
-        }
-        self.emit(r);
+            TodoUpdate::Task { input: p.input.clone(), response: tur.cloned().unwrap_or(Value::Null) }
+        };
+        let base = self.rec(op::SESSION, &p.session, ts);
+        self.emit(build::todos(base, &p.name, Some(&p.id), update));
     }
 }
 

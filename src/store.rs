@@ -65,7 +65,7 @@ pub fn is_id(id: &str) -> bool {
 
 /// How old an object may get before a reuse refreshes its time. `walj compact` sweeps
 /// objects no line names once they are older than its grace period (an hour,
-/// `session::rewrite::OBJECT_GRACE`): an object younger than this is safe for the rest of
+/// `journal::rewrite::OBJECT_GRACE`): an object younger than this is safe for the rest of
 /// that hour, ample time to append the line that names it.
 pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::checkpoint::checkpoint;
+use crate::checkpoint::{CheckpointOptions, checkpoint};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::project::Project;
 use crate::report;
@@ -158,7 +158,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
 pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
     let CheckpointArgs { session, json: json_out, every } = args;
     loop {
-        let rep = checkpoint(project, session.as_deref(), false, true)
+        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;
         if json_out {
             println!("{}", serde_json::to_string(&rep)?);

@@ -1,9 +1,14 @@
-//! The write-ahead journal: line format, tolerant reader, durable appender.
+//! The write-ahead journal: the line format and its vocabulary, the one line classifier,
+//! the tolerant reader, the durable appender, and the only code that rewrites it.
 
+pub mod build;
 pub mod reader;
 pub mod record;
+pub mod rewrite;
+pub mod view;
 pub mod writer;
 
 pub use reader::{Problem, RawLine, ScanReport, scan_lines, scan_records};
-pub use record::{Blob, Record, how, kind, op};
+pub use record::{Blob, Record, event, how, key, kind, nocap, op, tool};
+pub use view::{RecordView, classify};
 pub use writer::JournalWriter;

@@ -105,11 +105,12 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
     Ok(report)
 }
 
-/// Calls `f` for every record that parses and whose checksum (if any) holds.
+/// Calls `f` for every line the classifier ([`super::classify`]) reads that also parses as a
+/// full [`Record`].
 pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<ScanReport> {
     let mut problems = Vec::new();
-    let mut report = scan_lines(path, |raw| match check_line(raw.line_no, raw.bytes) {
-        Ok(()) => match parse_record(raw.bytes) {
+    let mut report = scan_lines(path, |raw| match super::view::classify(raw.line_no, raw.bytes) {
+        Ok(_) => match parse_record(raw.bytes) {
             Ok(r) => f(raw.line_no, r),
             Err(e) => problems.push(Problem::Malformed { line: raw.line_no, error: e.to_string() }),
         },

@@ -42,6 +42,8 @@ pub mod kind {
     pub const ANNOUNCED: &str = "announced";
     /// A handoff brief (named by `target`) was delivered to a new session.
     pub const DELIVERED: &str = "delivered";
+    /// A bundle of this session (named by `target`) was imported (`walj sessions import`).
+    pub const IMPORTED: &str = "imported";
 }
 
 /// `how` values of `resolved` records.
@@ -50,6 +52,99 @@ pub mod how {
     pub const REVERTED: &str = "reverted";
     pub const HANDED_BACK: &str = "handed_back";
     pub const NOT_APPLIED: &str = "not_applied";
+}
+
+/// Tool names the journal itself depends on (Claude Code's names).
+pub mod tool {
+    /// A command: its records have no `path`; its file side effects do.
+    pub const BASH: &str = "Bash";
+    pub const TASK_CREATE: &str = "TaskCreate";
+    pub const TASK_UPDATE: &str = "TaskUpdate";
+    pub const TODO_WRITE: &str = "TodoWrite";
+}
+
+/// `event` values walj writes itself (the user's config names file events too).
+pub mod event {
+    pub const ARTIFACT_CREATED: &str = "artifact_created";
+    pub const FILE_MODIFIED: &str = "file_modified";
+    pub const FILE_DELETED: &str = "file_deleted";
+    pub const NOTEBOOK_MODIFIED: &str = "notebook_modified";
+    pub const COMMAND_RUN: &str = "command_run";
+    pub const TODO_UPDATED: &str = "todo_updated";
+    pub const SESSION: &str = "session";
+    /// A hand-back brief (`handoff` records and their undo).
+    pub const HANDOFF: &str = "handoff";
+    /// Checkpoint verification (`audit` records).
+    pub const CHECKPOINT: &str = "checkpoint";
+}
+
+/// `nocap` values: why an image was recorded by id only.
+pub mod nocap {
+    pub const TOO_LARGE: &str = "too_large";
+    pub const NEVER_CAPTURE: &str = "never_capture";
+    pub const UNREADABLE: &str = "unreadable";
+    pub const DIRECTORY: &str = "directory";
+}
+
+/// Keys of the op-specific extra fields (kept in [`Record::extra`]).
+pub mod key {
+    /// Command records: the command line, its description, its working directory.
+    pub const COMMAND: &str = "command";
+    pub const DESCRIPTION: &str = "description";
+    pub const CWD: &str = "cwd";
+    /// A command run in the background (`run_in_background`), or an entry it changed later.
+    pub const BACKGROUND: &str = "background";
+    /// Claude Code's background task id.
+    pub const TASK_ID: &str = "task_id";
+    /// The error text of a failed call.
+    pub const ERROR: &str = "error";
+    pub const INTERRUPTED: &str = "interrupted";
+    /// Who wrote a triage record (`walj mark`, the TUI, …).
+    pub const BY: &str = "by";
+    pub const BATCH: &str = "batch";
+    pub const MODE: &str = "mode";
+    pub const NOTE: &str = "note";
+    pub const UNVERIFIED: &str = "unverified";
+    /// Session records.
+    pub const PROMPT: &str = "prompt";
+    pub const TRANSCRIPT: &str = "transcript";
+    pub const TODOS: &str = "todos";
+    pub const INPUT: &str = "input";
+    pub const RESPONSE: &str = "response";
+    pub const SOURCE: &str = "source";
+    pub const MODEL: &str = "model";
+    pub const HEAD: &str = "head";
+    pub const BRANCH: &str = "branch";
+    pub const TRIGGER: &str = "trigger";
+    pub const REASON: &str = "reason";
+    pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";
+    pub const LAST_ASSISTANT_MESSAGE: &str = "last_assistant_message";
+    pub const BACKGROUND_TASKS: &str = "background_tasks";
+    pub const CLAUDE_VERSION: &str = "claude_version";
+    pub const IMPORTED: &str = "imported";
+    pub const SEQ: &str = "seq";
+    /// Handoff records: the brief and the entries it hands back.
+    pub const BRIEF: &str = "brief";
+    pub const ENTRIES: &str = "entries";
+    /// An intent whose generated id is taken by the next outcome on the same path.
+    pub const PAIR: &str = "pair";
+    /// Audit records (checkpoint).
+    pub const CHECKED: &str = "checked";
+    pub const PERSISTED_NOW: &str = "persisted_now";
+    pub const DRIFTED: &str = "drifted";
+    pub const NOT_APPLIED: &str = "not_applied";
+    pub const RECORDS: &str = "records";
+    /// Bundles (export/import of a session).
+    pub const BUNDLE: &str = "bundle";
+    pub const EXPORTED: &str = "exported";
+    pub const SOURCE_ROOT: &str = "source_root";
+    pub const SNAPSHOT: &str = "snapshot";
+    pub const BEFORE_FROM: &str = "before_from";
+    /// Subagent stops.
+    pub const AGENT_ID: &str = "agent_id";
+    pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";
+    /// The checksum field every v2 line ends with.
+    pub const CRC: &str = "crc";
 }
 
 /// A blob reference: the file was absent (`null` in JSON), or had these bytes (git blob id).
@@ -232,8 +327,36 @@ pub fn check_crc(line: &[u8]) -> Option<bool> {
 /// Parses one line (without its `\n`) into a record, dropping the checksum field.
 pub fn parse_record(line: &[u8]) -> Result<Record, serde_json::Error> {
     let mut r: Record = serde_json::from_slice(line)?;
-    r.extra.remove("crc");
+    r.extra.remove(key::CRC);
     Ok(r)
+}
+
+/// `(id, session)` of a walj-written `persisted` line, without parsing it; `None` when the
+/// line is anything else or has escapes (then it takes the full parse).
+///
+/// This relies on the field order of [`Record`]'s serialization: `op`, `id`, `session`
+/// follow each other (pinned by the test `persisted_fast_path_field_order`).
+pub fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
+    const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
+    const SESSION: &[u8] = b"\",\"session\":\"";
+    // Built once: `memmem::find` would build a searcher for every line.
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(OP));
+    let at = finder.find(line)? + OP.len();
+    let rest = &line[at..];
+    let id_end = memchr::memchr(b'"', rest)?;
+    let id = &rest[..id_end];
+    let rest = rest.get(id_end..)?;
+    if !rest.starts_with(SESSION) {
+        return None;
+    }
+    let rest = &rest[SESSION.len()..];
+    let s_end = memchr::memchr(b'"', rest)?;
+    let session = &rest[..s_end];
+    if id.contains(&b'\\') || session.contains(&b'\\') {
+        return None;
+    }
+    Some((std::str::from_utf8(id).ok()?, std::str::from_utf8(session).ok()?))
 }
 
 pub fn short_sid(session: &str) -> String {
@@ -279,6 +402,26 @@ mod tests {
         let mut flipped = body.to_vec();
         flipped[10] ^= 1;
         assert_ne!(check_crc(&flipped), Some(true));
+    }
+
+    /// The fold's fast path reads `persisted` lines by byte pattern: `op`, `id` and
+    /// `session` must stay adjacent and in this order in [`Record`]'s serialization.
+    #[test]
+    fn persisted_fast_path_field_order() {
+        let mut r = Record::new(op::PERSISTED, "sess-1234");
+        r.id = "toolu_abc".into();
+        r.path = "a.txt".into();
+        r.persisted = true;
+        r.tool = Some("Edit".into());
+        let line = r.to_line();
+        assert_eq!(persisted_fast(&line[..line.len() - 1]), Some(("toolu_abc", "sess-1234")));
+        // Anything else takes the full parse.
+        let mut other = r.clone();
+        other.op = op::APPLIED.into();
+        assert_eq!(persisted_fast(&other.to_line()), None);
+        let mut escaped = r.clone();
+        escaped.id = "a\"b".into();
+        assert_eq!(persisted_fast(&escaped.to_line()), None);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::fold::{Fold, FoldOptions};
 use crate::fsutil;
 use crate::journal::reader::{check_line, contains, scan_lines};
 use crate::journal::record::{Blob, Record, check_crc, parse_record};
-use crate::journal::{JournalWriter, kind, op};
+use crate::journal::{JournalWriter, classify, key, kind, op};
 use crate::project::Project;
 use crate::store::{Store, StoreError, blob_id};
 
@@ -137,7 +137,8 @@ pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionErro
         if !maybe_mark && !contains(raw.bytes, &needle) {
             return;
         }
-        if check_line(raw.line_no, raw.bytes).is_err() {
+        // The fold's classifier, then the full record (an import checks every field).
+        if classify(raw.line_no, raw.bytes).is_err() {
             return;
         }
         let Ok(rec) = parse_record(raw.bytes) else { return };
@@ -614,14 +615,14 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
     }
     if rep.records_added > 0 {
         let mut r = Record::new(op::SESSION, "");
-        r.event = crate::config::event::SESSION.into();
-        r.kind = Some(super::KIND_IMPORTED.into());
+        r.event = crate::journal::event::SESSION.into();
+        r.kind = Some(kind::IMPORTED.into());
         r.target = Some(session.clone());
         let r = r
-            .with("source_root", c.meta.source_root.clone())
-            .with("bundle", bundle_name)
-            .with("exported", c.meta.created.clone())
-            .with("records", rep.records_added);
+            .with(key::SOURCE_ROOT, c.meta.source_root.clone())
+            .with(key::BUNDLE, bundle_name)
+            .with(key::EXPORTED, c.meta.created.clone())
+            .with(key::RECORDS, rep.records_added);
         out.extend_from_slice(&r.to_line());
         JournalWriter::new(&project.journal)
             .append_bytes(&out)

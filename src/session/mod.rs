@@ -18,27 +18,23 @@
 pub mod brief;
 pub mod bundle;
 pub mod procs;
-pub mod rewrite;
 pub mod transcript;
 
-use std::borrow::Cow;
+/// Compaction and session deletion live with the journal (they rewrite it).
+pub use crate::journal::rewrite;
+
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus};
-use crate::journal::reader::{check_line, scan_lines};
-use crate::journal::{kind, op};
+use crate::journal::reader::scan_lines;
+use crate::journal::{classify, kind, op};
 use crate::project::Project;
 use crate::store::Store;
-
-/// `kind` of the session record `walj sessions import` appends (where the session came from).
-/// It is written with an empty `session` and `target` = the imported session, so the imported
-/// session's own records (and times) stay exactly as exported.
-pub const KIND_IMPORTED: &str = "imported";
 
 /// Errors of the session commands. Each names what it was doing and on which file.
 #[derive(Debug, thiserror::Error)]
@@ -98,20 +94,6 @@ impl Usage {
     }
 }
 
-#[derive(Deserialize)]
-struct Who<'a> {
-    #[serde(default, borrow)]
-    session: Cow<'a, str>,
-    #[serde(default, borrow)]
-    sid: Cow<'a, str>,
-    #[serde(default, borrow)]
-    op: Cow<'a, str>,
-    #[serde(default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    target: Option<Cow<'a, str>>,
-}
-
 /// Every 40-hex-digit JSON string in a line: the object ids it may name, whatever the field
 /// (blob fields, and fields of newer versions). Conservative on purpose: an object is only
 /// removed when no line could name it.
@@ -143,13 +125,11 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
         {
             return;
         }
-        if check_line(raw.line_no, raw.bytes).is_err() {
-            return;
-        }
-        let Ok(who) = serde_json::from_slice::<Who>(raw.bytes) else { return };
-        if who.op == op::SESSION && who.kind.as_deref() == Some(KIND_IMPORTED) {
+        // The fold's classifier: usage counts exactly the lines the fold reads.
+        let Ok(who) = classify(raw.line_no, raw.bytes) else { return };
+        if who.op == op::SESSION && who.kind() == Some(kind::IMPORTED) {
             // Written outside the session (so it does not change the session's times).
-            let Some(t) = who.target.as_deref().filter(|t| !t.is_empty()) else { return };
+            let Some(t) = who.target().filter(|t| !t.is_empty()) else { return };
             if only.is_none_or(|o| o == t)
                 && let Ok(v) = serde_json::from_slice::<Value>(raw.bytes)
             {
@@ -157,7 +137,7 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
             }
             return;
         }
-        let key = if who.session.is_empty() { who.sid.as_ref() } else { who.session.as_ref() };
+        let key = who.session_key();
         if key.is_empty() || only.is_some_and(|o| o != key) {
             return;
         }
@@ -169,7 +149,7 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
                 u.object_ids.insert(id.to_string());
             }
         }
-        if who.op == op::SESSION && matches!(who.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
+        if who.op == op::SESSION && matches!(who.kind(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
             u.marks += 1;
         }
     })?;

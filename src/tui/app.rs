@@ -173,7 +173,7 @@ impl App {
         // A crash writes nothing to the journal: notice a live session's process going away.
         if self.last_status_check.elapsed() >= Duration::from_secs(2) {
             self.last_status_check = Instant::now();
-            // TODO(merge): call fold.refresh_liveness() on the timer (status() re-reads /proc today).
+            self.fold.refresh_liveness();
             let changed = self
                 .tree
                 .views

@@ -27,15 +27,16 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{SessionError, hex_ids, resolve, transcript};
 use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, Pairing, SessionStatus};
 use crate::fsutil;
-use crate::journal::reader::{check_line, scan_lines};
+use crate::journal::reader::scan_lines;
+use crate::journal::view::{RecordView, classify};
 use crate::journal::{JournalWriter, kind, op};
 use crate::project::Project;
+use crate::session::{SessionError, hex_ids, is_settled, resolve, transcript};
 use crate::store::Store;
 
 /// Objects younger than this are never removed: a hook may have stored one and not yet
@@ -108,7 +109,8 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
         .and_then(|d| chrono::Utc::now().checked_sub_signed(d))
         .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         .unwrap_or_default();
-    let mut rep = rewrite(project, Mode::Compact { cutoff }, opts.dry_run, opts.progress)?;
+    let mut rep =
+        rewrite(project, Mode::Compact { cutoff }, RunOptions { dry_run: opts.dry_run, progress: opts.progress })?;
     rep.retention_days = Some(days);
     Ok(rep)
 }
@@ -136,7 +138,11 @@ pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> 
             )));
         }
     }
-    let mut rep = rewrite(project, Mode::Delete { session: session.clone() }, opts.dry_run, false)?;
+    let mut rep = rewrite(
+        project,
+        Mode::Delete { session: session.clone() },
+        RunOptions { dry_run: opts.dry_run, progress: false },
+    )?;
     if !opts.dry_run {
         let tp = transcript::paths(project, &session);
         if tp.copy.exists() || tp.sidecar.exists() {
@@ -228,7 +234,7 @@ impl Plan {
                     }
                 }
                 for e in &fold.entries {
-                    if !plan.whole.contains(&e.session) && super::is_settled(e) && entry_time(e) < cutoff.as_str() {
+                    if !plan.whole.contains(&e.session) && is_settled(e) && entry_time(e) < cutoff.as_str() {
                         plan.drop_entries.insert(e.id.clone());
                     }
                 }
@@ -252,16 +258,16 @@ impl Plan {
         plan
     }
 
-    fn keep(&self, l: &LineView<'_>, entry_id: Option<&str>) -> bool {
-        let key = l.key();
-        let target = l.target.as_deref();
-        let is_mark = l.op == op::SESSION && matches!(l.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED));
+    fn keep(&self, l: &RecordView<'_>, entry_id: Option<&str>) -> bool {
+        let key = l.session_key();
+        let target = l.target();
+        let is_mark = l.op == op::SESSION && matches!(l.kind(), Some(kind::ANNOUNCED | kind::DELIVERED));
         match &self.mode {
             Mode::Delete { session } => {
                 if is_mark {
                     // Marks the session wrote about *other* sessions stay, or those would be
                     // announced (or briefed) again.
-                    return match l.kind.as_deref() {
+                    return match l.kind() {
                         Some(kind::ANNOUNCED) => target != Some(session.as_str()),
                         _ => !target.is_some_and(|t| self.drop_handoffs.contains(t)),
                     };
@@ -272,7 +278,7 @@ impl Plan {
                 if l.op == op::UNDO && target.is_some_and(|t| self.drop_handoffs.contains(t)) {
                     return false;
                 }
-                if l.op == op::SESSION && l.kind.as_deref() == Some(super::KIND_IMPORTED) {
+                if l.op == op::SESSION && l.kind() == Some(kind::IMPORTED) {
                     return target != Some(session.as_str());
                 }
                 true
@@ -283,7 +289,7 @@ impl Plan {
                 }
                 if is_mark {
                     // Dropping a mark whose subject stays would make it happen again.
-                    return match l.kind.as_deref() {
+                    return match l.kind() {
                         Some(kind::ANNOUNCED) => target.is_some_and(|t| !self.retired.contains(t)),
                         _ => !target.is_some_and(|t| self.drop_handoffs.contains(t)),
                     };
@@ -299,7 +305,7 @@ impl Plan {
                         | op::HANDOFF
                         | op::SESSION
                         | op::AUDIT
-                ) || (l.v <= 1 && l.op.is_empty());
+                ) || l.is_v1();
                 if !known {
                     return true; // a newer walj's record: not ours to judge
                 }
@@ -308,7 +314,7 @@ impl Plan {
                 }
                 match l.op.as_ref() {
                     op::AUDIT => l.ts.as_ref() >= cutoff.as_str(),
-                    op::SESSION if l.kind.as_deref() == Some(super::KIND_IMPORTED) => {
+                    op::SESSION if l.kind() == Some(kind::IMPORTED) => {
                         !target.is_some_and(|t| self.retired.contains(t))
                     }
                     op::SESSION => true,
@@ -322,44 +328,6 @@ impl Plan {
     }
 }
 
-/// The fields a keep/drop decision reads.
-#[derive(Deserialize)]
-struct LineView<'a> {
-    #[serde(default)]
-    v: u32,
-    #[serde(default, borrow)]
-    sid: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    ts: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    path: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    op: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    id: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    session: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    target: Option<String>,
-    #[serde(default)]
-    action: Option<String>,
-    #[serde(default)]
-    pair: bool,
-}
-
-impl LineView<'_> {
-    fn key(&self) -> &str {
-        if self.session.is_empty() { &self.sid } else { &self.session }
-    }
-    fn is_command(&self) -> bool {
-        self.tool.as_deref() == Some("Bash") && self.path.is_empty()
-    }
-}
-
 /// Maps a line to its entry id exactly as the fold does ([`Pairing`]).
 #[derive(Default)]
 struct EntryIds {
@@ -367,14 +335,12 @@ struct EntryIds {
 }
 
 impl EntryIds {
-    fn of(&mut self, line: u64, l: &LineView<'_>) -> Option<String> {
-        let v1 = l.v <= 1 && l.op.is_empty();
-        let op_name: &str = if v1 { op::APPLIED } else { &l.op };
+    fn of(&mut self, line: u64, l: &RecordView<'_>) -> Option<String> {
         if l.is_command() {
             return None;
         }
-        let key = || (l.key().to_string(), l.tool.clone().unwrap_or_default(), l.path.to_string());
-        match op_name {
+        let key = || (l.session_key().to_string(), l.tool.as_deref().unwrap_or("").to_string(), l.path.to_string());
+        match l.op() {
             op::INTENT => Some(self.pairs.intent(line, &l.id, l.pair, key)),
             op::APPLIED | op::FAILED => Some(self.pairs.outcome(line, &l.id, l.pair, key)),
             op::PERSISTED | op::RESOLVED | op::UNDO => Some(l.id.to_string()),
@@ -408,9 +374,17 @@ fn announced_of(fold: &Fold) -> HashMap<String, bool> {
     fold.sessions.iter().map(|s| (s.session.clone(), s.announced)).collect()
 }
 
-fn rewrite(project: &Project, mode: Mode, dry_run: bool, progress: bool) -> Result<RewriteReport, SessionError> {
+/// How a rewrite runs.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunOptions {
+    dry_run: bool,
+    /// Show a progress bar on a terminal for long runs.
+    progress: bool,
+}
+
+fn rewrite(project: &Project, mode: Mode, run: RunOptions) -> Result<RewriteReport, SessionError> {
     let journal = &project.journal;
-    let mut rep = RewriteReport { dry_run, ..RewriteReport::default() };
+    let mut rep = RewriteReport { dry_run: run.dry_run, ..RewriteReport::default() };
     if !journal.exists() {
         return Ok(rep);
     }
@@ -419,52 +393,91 @@ fn rewrite(project: &Project, mode: Mode, dry_run: bool, progress: bool) -> Resu
     fsutil::with_lock(
         lock_path,
         |op, e| SessionError::io(op, lock_path)(e),
-        || rewrite_locked(project, mode, dry_run, progress, &mut rep),
+        || rewrite_locked(project, mode, run, &mut rep),
     )
     .map(|()| rep)
 }
 
-fn rewrite_locked(
-    project: &Project,
-    mode: Mode,
-    dry_run: bool,
-    progress: bool,
-    rep: &mut RewriteReport,
-) -> Result<(), SessionError> {
+/// What the copying pass saw and kept.
+#[derive(Default)]
+struct Copied {
+    /// Object ids the kept (and the unreadable) lines name.
+    referenced: HashSet<String>,
+    unreadable: u64,
+    records_before: u64,
+    records_after: u64,
+    bytes_after: u64,
+    write_err: Option<io::Error>,
+}
+
+/// Where the rewritten journal goes: the journal's folder, its name, the temp file.
+struct Paths {
+    dir: PathBuf,
+    name: String,
+    tmp: PathBuf,
+}
+
+impl Paths {
+    /// Removes the temp file on the way out of a failed rewrite.
+    fn fail(&self, e: SessionError) -> SessionError {
+        let _ = fs::remove_file(&self.tmp);
+        e
+    }
+}
+
+fn rewrite_locked(project: &Project, mode: Mode, run: RunOptions, rep: &mut RewriteReport) -> Result<(), SessionError> {
     let journal = &project.journal;
     let dir = journal.parent().unwrap_or(Path::new(".")).to_path_buf();
     let name = journal.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     remove_stale_temps(&dir, &name);
-    let read_err = SessionError::io("reading", journal);
-    let before = Fold::load(journal, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
-        .map_err(read_err)?;
-    let plan = Plan::new(&before, mode);
-    let skip = match &plan.mode {
-        Mode::Delete { session } => Some(session.clone()),
-        Mode::Compact { .. } => None,
-    };
-    let live: HashMap<String, SessionStatus> =
-        before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
-    let bytes_before = fs::metadata(journal).map(|m| m.len()).unwrap_or(0);
-    rep.bytes_before = bytes_before;
-
     let tmp = dir.join(format!(".{name}.walj-rewrite-{}", std::process::id()));
-    let mut out: Option<BufWriter<File>> = if dry_run {
+    let paths = Paths { dir, name, tmp };
+    let before = Fold::load(journal, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+        .map_err(SessionError::io("reading", journal))?;
+    let plan = Plan::new(&before, mode);
+    rep.bytes_before = fs::metadata(journal).map(|m| m.len()).unwrap_or(0);
+
+    let mut out: Option<BufWriter<File>> = if run.dry_run {
         None
     } else {
-        let f = fsutil::open_private(&tmp, OpenOptions::new().write(true).create(true).truncate(true))
-            .map_err(SessionError::io("creating", &tmp))?;
+        let f = fsutil::open_private(&paths.tmp, OpenOptions::new().write(true).create(true).truncate(true))
+            .map_err(SessionError::io("creating", &paths.tmp))?;
         Some(BufWriter::with_capacity(1 << 20, f))
     };
-    let bar = progress_bar(progress, bytes_before);
+    let copied = copy_kept(journal, &plan, out.as_mut(), progress_bar(run.progress, rep.bytes_before))
+        .map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
+    if let Some(e) = copied.write_err {
+        return Err(paths.fail(SessionError::Io { op: "writing".into(), path: paths.tmp.clone(), source: e }));
+    }
+    rep.unreadable = copied.unreadable;
+    rep.records_before = copied.records_before;
+    rep.records_after = copied.records_after;
+    rep.bytes_after = copied.bytes_after;
+    if copied.records_before == copied.records_after && copied.unreadable == 0 {
+        // Nothing to drop: leave the journal as it is (no rewrite, no new inode).
+        drop(out.take());
+        let _ = fs::remove_file(&paths.tmp);
+    } else if let Some(w) = out.take() {
+        let f = w.into_inner().map_err(|e| paths.fail(SessionError::io("writing", &paths.tmp)(e.into_error())))?;
+        f.sync_all().map_err(|e| paths.fail(SessionError::io("syncing", &paths.tmp)(e)))?;
+        drop(f);
+        verify(journal, &paths, &before, &plan).map_err(|e| paths.fail(e))?;
+        replace(journal, &paths, copied.unreadable, rep)?;
+    }
+    sweep(project, &copied.referenced, run.dry_run, rep)?;
+    finish_transcripts(project, &plan, run.dry_run, rep)
+}
+
+/// Reads the journal once, writing the lines `plan` keeps to `out` (none on a dry run).
+fn copy_kept(
+    journal: &Path,
+    plan: &Plan,
+    mut out: Option<&mut BufWriter<File>>,
+    bar: Option<indicatif::ProgressBar>,
+) -> io::Result<Copied> {
+    let mut c = Copied::default();
     let mut ids = EntryIds::default();
-    let mut referenced: HashSet<String> = HashSet::new();
     let mut written_lines = 0u64;
-    let mut bytes_after = 0u64;
-    let mut write_err: Option<io::Error> = None;
-    let mut unreadable = 0u64;
-    let mut records_before = 0u64;
-    let mut records_after = 0u64;
     let mut last_tick = 0u64;
     let scan = scan_lines(journal, |raw| {
         if let Some(b) = &bar
@@ -473,31 +486,27 @@ fn rewrite_locked(
             b.set_position(raw.offset);
             last_tick = raw.offset;
         }
-        let view = if check_line(raw.line_no, raw.bytes).is_ok() {
-            serde_json::from_slice::<LineView>(raw.bytes).ok()
-        } else {
-            None
-        };
-        let keep = match &view {
-            None => {
-                unreadable += 1;
+        // The fold's own classifier: a line the fold reads is never dropped as unreadable.
+        let keep = match classify(raw.line_no, raw.bytes) {
+            Err(_) => {
+                c.unreadable += 1;
                 // Keep the images an unreadable line may name: it is only in the .broken copy now.
                 for id in hex_ids(raw.bytes) {
-                    referenced.insert(id.to_string());
+                    c.referenced.insert(id.to_string());
                 }
                 false
             }
-            Some(l) => {
-                records_before += 1;
-                let entry = ids.of(raw.line_no, l);
-                plan.keep(l, entry.as_deref())
+            Ok(l) => {
+                c.records_before += 1;
+                let entry = ids.of(raw.line_no, &l);
+                plan.keep(&l, entry.as_deref())
             }
         };
         if keep {
-            records_after += 1;
+            c.records_after += 1;
             for id in hex_ids(raw.bytes) {
-                if !referenced.contains(id) {
-                    referenced.insert(id.to_string());
+                if !c.referenced.contains(id) {
+                    c.referenced.insert(id.to_string());
                 }
             }
         }
@@ -519,71 +528,62 @@ fn rewrite_locked(
             buf.push(b'\n');
             written_lines += 1;
         }
-        bytes_after += buf.len() as u64;
-        if let (Some(w), None) = (out.as_mut(), write_err.as_ref())
+        c.bytes_after += buf.len() as u64;
+        if let (Some(w), None) = (out.as_mut(), c.write_err.as_ref())
             && let Err(e) = w.write_all(&buf)
         {
-            write_err = Some(e);
+            c.write_err = Some(e);
         }
-    });
-    let fail = |e: SessionError| -> SessionError {
-        let _ = fs::remove_file(&tmp);
-        e
-    };
-    let scan = scan.map_err(SessionError::io("reading", journal)).map_err(fail)?;
+    })?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    if let Some(e) = write_err {
-        return Err(fail(SessionError::Io { op: "writing".into(), path: tmp.clone(), source: e }));
-    }
     // Torn tail: counted as unreadable (not delivered to the callback).
-    unreadable += scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
-    rep.unreadable = unreadable;
-    rep.records_before = records_before;
-    rep.records_after = records_after;
-    rep.bytes_after = bytes_after;
-    if records_before == records_after && unreadable == 0 {
-        // Nothing to drop: leave the journal as it is (no rewrite, no new inode).
-        drop(out.take());
-        let _ = fs::remove_file(&tmp);
-        sweep(project, &referenced, dry_run, rep)?;
-        return finish_transcripts(project, &plan, dry_run, rep);
-    }
-    if let Some(w) = out.take() {
-        let f = w.into_inner().map_err(|e| fail(SessionError::io("writing", &tmp)(e.into_error())))?;
-        f.sync_all().map_err(|e| fail(SessionError::io("syncing", &tmp)(e)))?;
-        drop(f);
-        // Verify before replacing anything.
-        let after = Fold::load(&tmp, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
-            .map_err(|e| fail(SessionError::io("reading", &tmp)(e)))?;
-        let (want, got) = (protected_view(&before, skip.as_deref(), &live), protected_view(&after, None, &live));
-        let announced_before = announced_of(&before);
-        let announced_lost =
-            after.sessions.iter().any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
-        if want != got || announced_lost {
-            if std::env::var_os("WALJ_DEBUG_REWRITE").is_some() {
-                eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
-            }
-            return Err(fail(SessionError::Refused(format!(
-                "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this (WALJ_DEBUG_REWRITE=1 prints the difference)",
-                journal.display()
-            ))));
+    c.unreadable +=
+        scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
+    Ok(c)
+}
+
+/// Folds the rewritten journal: the recovery view, pending briefs and announcements must be
+/// what they were (less a deleted session). Liveness is read once so both sides compare equal.
+fn verify(journal: &Path, paths: &Paths, before: &Fold, plan: &Plan) -> Result<(), SessionError> {
+    let skip = match &plan.mode {
+        Mode::Delete { session } => Some(session.as_str()),
+        Mode::Compact { .. } => None,
+    };
+    let live: HashMap<String, SessionStatus> =
+        before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
+    let after = Fold::load(&paths.tmp, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+        .map_err(SessionError::io("reading", &paths.tmp))?;
+    let (want, got) = (protected_view(before, skip, &live), protected_view(&after, None, &live));
+    let announced_before = announced_of(before);
+    let announced_lost =
+        after.sessions.iter().any(|s| announced_before.get(&s.session).is_some_and(|&was| was != s.announced));
+    if want != got || announced_lost {
+        if std::env::var_os("WALJ_DEBUG_REWRITE").is_some() {
+            eprintln!("want: {want:#}\ngot: {got:#}\nannounced_lost: {announced_lost}");
         }
-        if unreadable > 0 {
-            let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-            let broken = dir.join(format!("{name}.{stamp}.broken"));
-            fs::copy(journal, &broken).map_err(|e| fail(SessionError::io("copying the journal to", &broken)(e)))?;
-            File::open(&broken)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| fail(SessionError::io("syncing", &broken)(e)))?;
-            rep.broken_copy = Some(broken);
-        }
-        fs::rename(&tmp, journal).map_err(|e| fail(SessionError::io("replacing", journal)(e)))?;
-        fsutil::sync_dir(&dir).map_err(SessionError::io("syncing", &dir))?;
+        return Err(SessionError::Refused(format!(
+            "the rewritten journal would not recover the same way; nothing was changed ({} kept as it is). Please report this (WALJ_DEBUG_REWRITE=1 prints the difference)",
+            journal.display()
+        )));
     }
-    sweep(project, &referenced, dry_run, rep)?;
-    finish_transcripts(project, &plan, dry_run, rep)
+    Ok(())
+}
+
+/// Copies the journal aside when it had unreadable lines, then renames the rewrite over it.
+fn replace(journal: &Path, paths: &Paths, unreadable: u64, rep: &mut RewriteReport) -> Result<(), SessionError> {
+    if unreadable > 0 {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        let broken = paths.dir.join(format!("{}.{stamp}.broken", paths.name));
+        fs::copy(journal, &broken).map_err(|e| paths.fail(SessionError::io("copying the journal to", &broken)(e)))?;
+        File::open(&broken)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| paths.fail(SessionError::io("syncing", &broken)(e)))?;
+        rep.broken_copy = Some(broken);
+    }
+    fs::rename(&paths.tmp, journal).map_err(|e| paths.fail(SessionError::io("replacing", journal)(e)))?;
+    fsutil::sync_dir(&paths.dir).map_err(SessionError::io("syncing", &paths.dir))
 }
 
 /// Transcript copies of sessions no record names any more go too (compaction).
@@ -758,5 +758,45 @@ mod tests {
         store.put(b"").unwrap();
         let rep = compact(&project, &CompactOptions { days: Some(30), dry_run: false, progress: false }).unwrap();
         assert_eq!((rep.objects_removed, rep.objects_recent), (0, 1));
+    }
+
+    /// One odd line must not block compaction: every reader classifies lines alike, so a line
+    /// the fold reads is kept, and a line it skips goes to the `.broken` copy without changing
+    /// what recovers.
+    #[test]
+    fn odd_lines_do_not_block_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let project = Project::at(root.clone(), None);
+        project.ensure_dir().unwrap();
+        let now = crate::journal::record::now_ts();
+        let w = JournalWriter::new(&project.journal);
+        let mut open = rec(op::INTENT, "s-odd", &now);
+        open.id = "toolu_open".into();
+        open.path = "b.txt".into();
+        open.tool = Some("Edit".into());
+        open.before = Some(Blob::Absent);
+        // A wrongly typed field the fold does not decide on (a newer or foreign writer).
+        let open = open.with("kind", 5).with("target", serde_json::json!(["x"]));
+        w.append_all(&[open]).unwrap();
+        // A wrongly typed field the fold needs: unreadable for every reader.
+        w.append_bytes(
+            b"{\"v\":\"2\",\"op\":\"intent\",\"session\":\"s-odd\",\"id\":\"toolu_bad\",\"path\":\"c.txt\"}\n",
+        )
+        .unwrap();
+        let before = Fold::load(&project.journal, &FoldOptions::default()).unwrap();
+        assert!(before.entry("toolu_open").is_some());
+        assert_eq!(before.report.problems.len(), 1, "{:?}", before.report.problems);
+        let view_before = crate::report::recover_json(&before);
+        let opts = CompactOptions { days: Some(30), dry_run: false, progress: false };
+        let rep = compact(&project, &opts).expect("compaction is not blocked");
+        assert_eq!((rep.records_before, rep.records_after, rep.unreadable), (1, 1, 1));
+        assert!(rep.broken_copy.as_ref().is_some_and(|p| p.exists()));
+        let after = Fold::load(&project.journal, &FoldOptions::default()).unwrap();
+        assert!(after.report.problems.is_empty());
+        assert_eq!(crate::report::recover_json(&after), view_before);
+        // And again: nothing left to do.
+        let again = compact(&project, &opts).unwrap();
+        assert_eq!((again.records_before, again.records_after, again.unreadable), (1, 1, 0));
     }
 }

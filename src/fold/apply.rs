@@ -1,0 +1,447 @@
+//! Applying one record to the fold: a short dispatch on the op, one small function per op.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::Value;
+
+use super::model::{Action, Command, CommandStatus, Entry, EntryState, Handoff, Prompt, SessionInfo, Todo};
+use super::{Fold, FoldOptions};
+use crate::journal::record::{Record, how, key, kind, op, parse_record, tool};
+use crate::journal::view::RecordView;
+use crate::procinfo::ProcRef;
+
+/// One line being applied: its number, bytes (for the full parse), view and session key.
+struct Line<'a> {
+    no: u64,
+    bytes: &'a [u8],
+    view: RecordView<'a>,
+    session: String,
+}
+
+impl Fold {
+    /// Applies one readable line (already filtered by session).
+    pub(super) fn apply(
+        &mut self,
+        line: u64,
+        bytes: &[u8],
+        view: RecordView<'_>,
+        opts: &FoldOptions,
+        pairs: &mut Pairing,
+    ) {
+        let v1 = view.is_v1();
+        if view.op() == op::AUDIT {
+            // Verification results: kept in the journal for people, nothing to fold.
+            return;
+        }
+        self.note_session(&view, v1);
+        if view.op() == op::PERSISTED {
+            // The bulk of a long journal: settle the entry, nothing else to read.
+            self.settle(&view.id, opts);
+            return;
+        }
+        // A static name, so the view can move into `Line` (no allocation per line).
+        let op_name: &'static str = match view.op() {
+            op::INTENT => op::INTENT,
+            op::APPLIED => op::APPLIED,
+            op::FAILED => op::FAILED,
+            op::RESOLVED => op::RESOLVED,
+            op::UNDO => op::UNDO,
+            op::HANDOFF => op::HANDOFF,
+            op::SESSION => op::SESSION,
+            _ => return, // unknown ops: kept in the journal, nothing to fold
+        };
+        let is_command = view.is_command();
+        let session = view.session_key().to_string();
+        let l = Line { no: line, bytes, view, session };
+        match op_name {
+            op::INTENT | op::APPLIED | op::FAILED | op::RESOLVED if is_command => {
+                if let Ok(rec) = parse_record(bytes) {
+                    self.apply_command(op_name, &l.session, &rec, opts);
+                }
+            }
+            op::INTENT => self.apply_intent(l, pairs),
+            op::APPLIED => self.apply_outcome(l, false, v1, opts, pairs),
+            op::FAILED => self.apply_outcome(l, true, v1, opts, pairs),
+            op::RESOLVED => self.apply_resolved(l, opts),
+            op::UNDO => self.apply_undo(l),
+            op::HANDOFF => self.apply_handoff(l),
+            op::SESSION => {
+                if let Ok(rec) = parse_record(bytes) {
+                    self.apply_session(&l.session, &rec);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every folded record counts for its session (and may name its process).
+    #[inline]
+    fn note_session(&mut self, view: &RecordView<'_>, v1: bool) {
+        let si = self.session_index(view.session_key(), &view.sid, &view.ts);
+        let s = &mut self.sessions[si];
+        s.records += 1;
+        s.v1 |= v1;
+        s.imported |= view.imported;
+        if let (Some(pid), Some(start)) = (view.pid, view.pstart) {
+            s.proc = Some(ProcRef { pid, start });
+        }
+    }
+
+    #[inline]
+    fn apply_intent(&mut self, l: Line<'_>, pairs: &mut Pairing) {
+        let v = &l.view;
+        let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
+        let id = pairs.intent(l.no, &v.id, v.pair, key);
+        if self.by_id.contains_key(&id) {
+            return;
+        }
+        self.push_entry(Entry::new(l.no, id, l.session, l.view, EntryState::InFlight));
+    }
+
+    /// `applied` or `failed`: the outcome of an intent, or an entry of its own (v1, imports).
+    #[inline]
+    fn apply_outcome(&mut self, l: Line<'_>, failed: bool, v1: bool, opts: &FoldOptions, pairs: &mut Pairing) {
+        let v = &l.view;
+        let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
+        let id = pairs.outcome(l.no, &v.id, v.pair, key);
+        let error = if failed {
+            parse_record(l.bytes).ok().and_then(|r| r.get_str(key::ERROR).map(str::to_string))
+        } else {
+            None
+        };
+        let ts = v.ts.to_string();
+        if let Some(&i) = self.by_id.get(&id) {
+            let e = &mut self.entries[i];
+            if e.base == EntryState::InFlight || e.base == EntryState::Applied {
+                e.base = if failed { EntryState::Failed } else { EntryState::Applied };
+            }
+            let v = l.view;
+            if v.after.is_some() {
+                e.after = v.after;
+            }
+            if v.before.is_some() && e.before.is_none() {
+                e.before = v.before;
+            }
+            e.applied_ts = Some(ts);
+            e.error = error;
+            if v.persisted && !failed {
+                e.base = EntryState::Persisted;
+            }
+            if e.event.is_empty() {
+                e.event = v.event.into_owned();
+            }
+            return;
+        }
+        let base = if failed {
+            EntryState::Failed
+        } else if v.persisted {
+            EntryState::Persisted
+        } else {
+            EntryState::Applied
+        };
+        let after = v.after.clone();
+        let mut entry = Entry::new(l.no, id, l.session, l.view, base);
+        entry.applied_ts = Some(ts);
+        entry.after = after;
+        entry.error = error;
+        entry.v1 = v1;
+        if base == EntryState::Persisted && !opts.keep_settled {
+            self.remember_settled(entry);
+        } else {
+            self.push_entry(entry);
+        }
+    }
+
+    /// A triage action on an entry (or Stop settling an intent that did not apply).
+    fn apply_resolved(&mut self, l: Line<'_>, opts: &FoldOptions) {
+        let Some(&i) = self.by_id.get(l.view.id.as_ref()) else { return };
+        let Ok(rec) = parse_record(l.bytes) else { return };
+        let h = rec.how.clone().unwrap_or_default();
+        if h == how::NOT_APPLIED {
+            let e = &mut self.entries[i];
+            // A failed call that left the file alone (import settles those) did not apply either.
+            if e.base == EntryState::InFlight || e.base == EntryState::Failed {
+                e.base = EntryState::NotApplied;
+            }
+            if !opts.keep_settled && e.actions.is_empty() {
+                self.remove_entry(i);
+            }
+            return;
+        }
+        self.entries[i].actions.push(Action {
+            action: rec.action.clone().unwrap_or_else(|| format!("L{}", l.no)),
+            how: h,
+            ts: l.view.ts.into_owned(),
+            overwrote: rec.before.clone(),
+            wrote: rec.after.clone(),
+            undone: false,
+            line: l.no,
+            record: rec,
+        });
+    }
+
+    fn apply_undo(&mut self, l: Line<'_>) {
+        let Ok(rec) = parse_record(l.bytes) else { return };
+        let Some(target) = rec.target.as_deref() else { return };
+        if let Some(&i) = self.by_id.get(l.view.id.as_ref())
+            && let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target)
+        {
+            a.undone = true;
+        }
+        for h in self.handoffs.iter_mut().filter(|h| h.action == target) {
+            h.undone = true;
+        }
+    }
+
+    fn apply_handoff(&mut self, l: Line<'_>) {
+        let Ok(rec) = parse_record(l.bytes) else { return };
+        self.handoffs.push(Handoff {
+            action: rec.action.clone().unwrap_or_else(|| format!("L{}", l.no)),
+            ts: l.view.ts.into_owned(),
+            session: l.session,
+            brief: rec.get_str(key::BRIEF).unwrap_or_default().to_string(),
+            entries: rec
+                .extra
+                .get(key::ENTRIES)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            delivered: None,
+            undone: false,
+            line: l.no,
+            record: rec,
+        });
+    }
+
+    pub(super) fn apply_command(&mut self, op_name: &str, session: &str, rec: &Record, opts: &FoldOptions) {
+        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let id = rec.id.clone();
+        match op_name {
+            op::INTENT => {
+                s.commands_total += 1;
+                s.commands.push(Command {
+                    id,
+                    ts: rec.ts.clone(),
+                    command: rec.get_str(key::COMMAND).unwrap_or_default().to_string(),
+                    description: rec.get_str(key::DESCRIPTION).map(str::to_string),
+                    cwd: rec.get_str(key::CWD).map(str::to_string),
+                    background: rec.extra.get(key::BACKGROUND).and_then(Value::as_bool).unwrap_or(false),
+                    task_id: None,
+                    status: CommandStatus::InFlight,
+                    error: None,
+                });
+            }
+            op::RESOLVED => {
+                // Stop settled a command that never got an outcome: it did not run (denied).
+                if rec.how.as_deref() == Some(how::NOT_APPLIED)
+                    && let Some(c) = s.commands.iter_mut().rev().find(|c| c.id == id)
+                    && c.status == CommandStatus::InFlight
+                {
+                    c.status = CommandStatus::Failed;
+                    c.error = Some("not run: no outcome by the end of the turn (denied)".to_string());
+                }
+            }
+            _ => {
+                let failed = op_name == op::FAILED;
+                let pos = s.commands.iter().rposition(|c| c.id == id);
+                if let Some(p) = pos {
+                    let c = &mut s.commands[p];
+                    c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
+                    c.error = rec.get_str(key::ERROR).map(str::to_string);
+                    if let Some(t) = rec.get_str(key::TASK_ID) {
+                        c.task_id = Some(t.to_string());
+                        c.background = true;
+                    }
+                    let notable = c.background || failed;
+                    if !notable && !opts.all_commands {
+                        s.commands.remove(p);
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_session(&mut self, session: &str, rec: &Record) {
+        let k = rec.kind.as_deref().unwrap_or("");
+        match k {
+            kind::ANNOUNCED => {
+                if let Some(t) = rec.target.as_deref()
+                    && let Some(&i) = self.by_session.get(t)
+                {
+                    self.sessions[i].announced = true;
+                }
+                return;
+            }
+            kind::DELIVERED => {
+                if let Some(t) = rec.target.as_deref() {
+                    for h in self.handoffs.iter_mut().filter(|h| h.action == t) {
+                        h.delivered = Some(rec.ts.clone());
+                    }
+                }
+                // The delivery also tells that this session started: fall through is not needed.
+                return;
+            }
+            _ => {}
+        }
+        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let text = |key: &str| rec.get_str(key).map(str::to_string);
+        match k {
+            kind::START => {
+                if s.started.is_none() {
+                    s.started = Some(rec.ts.clone());
+                    s.head = text(key::HEAD);
+                    s.branch = text(key::BRANCH);
+                }
+                s.last_start_ts = Some(rec.ts.clone());
+                s.source = text(key::SOURCE).or(s.source.take());
+                s.model = text(key::MODEL).or(s.model.take());
+                s.cwd = text(key::CWD).or(s.cwd.take());
+                s.transcript = text(key::TRANSCRIPT).or(s.transcript.take());
+                if rec.extra.get(key::IMPORTED).and_then(Value::as_bool) == Some(true) {
+                    s.imported = true;
+                }
+            }
+            kind::PROMPT => {
+                if let Some(t) = text(key::PROMPT) {
+                    s.prompts.push(Prompt { ts: rec.ts.clone(), text: t });
+                }
+            }
+            kind::TODOS => {
+                if let Some(list) = rec.extra.get(key::TODOS).and_then(Value::as_array) {
+                    s.todos = list.iter().filter_map(todo_from_json).collect();
+                }
+            }
+            kind::TASK => apply_task(s, rec),
+            kind::STOP | kind::SUBAGENT_STOP => {
+                if let Some(m) = text(key::LAST_ASSISTANT_MESSAGE) {
+                    s.last_assistant_message = Some(m);
+                }
+                if let Some(b) = rec.extra.get(key::BACKGROUND_TASKS).and_then(Value::as_array)
+                    && k == kind::STOP
+                {
+                    s.background_tasks = b.clone();
+                }
+            }
+            kind::COMPACT => {
+                s.compactions.push((rec.ts.clone(), text(key::TRIGGER).unwrap_or_default()));
+            }
+            kind::END => {
+                s.end = Some((rec.ts.clone(), text(key::REASON).unwrap_or_default()));
+            }
+            _ => {}
+        }
+        if s.transcript.is_none() {
+            s.transcript = text(key::TRANSCRIPT);
+        }
+    }
+}
+
+/// Entry ids of lines without a `tool_use_id`: an intent's generated id (`pair: true`) is
+/// taken by the next outcome of the same (session, tool, path); a line with no id at all is
+/// `L<line>`. Shared with journal rewrites, which must name entries exactly as the fold does.
+#[derive(Default)]
+pub(crate) struct Pairing {
+    open: HashMap<(String, String, String), VecDeque<String>>,
+}
+
+impl Pairing {
+    /// The entry id of an `intent` line.
+    pub(crate) fn intent(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        let id = if id.is_empty() { format!("L{line}") } else { id.to_string() };
+        if pair {
+            self.open.entry(key()).or_default().push_back(id.clone());
+        }
+        id
+    }
+
+    /// The entry id of an `applied` or `failed` line.
+    pub(crate) fn outcome(
+        &mut self,
+        line: u64,
+        id: &str,
+        pair: bool,
+        key: impl FnOnce() -> (String, String, String),
+    ) -> String {
+        if pair || id.is_empty() {
+            if let Some(found) = self.open.get_mut(&key()).and_then(VecDeque::pop_front) {
+                return found;
+            }
+            if id.is_empty() {
+                return format!("L{line}");
+            }
+        }
+        id.to_string()
+    }
+}
+
+fn todo_from_json(v: &Value) -> Option<Todo> {
+    let content = v.get("content").or_else(|| v.get("subject")).and_then(Value::as_str)?;
+    Some(Todo {
+        id: v.get("id").and_then(|i| i.as_str().map(str::to_string).or_else(|| i.as_u64().map(|n| n.to_string()))),
+        content: content.to_string(),
+        status: v.get("status").and_then(Value::as_str).unwrap_or("pending").to_string(),
+        active_form: v.get("activeForm").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+/// TaskCreate adds a todo, TaskUpdate changes one (by `taskId`).
+fn apply_task(s: &mut SessionInfo, rec: &Record) {
+    let input = rec.extra.get(key::INPUT).cloned().unwrap_or(Value::Null);
+    let tool_name = rec.tool.as_deref().unwrap_or("");
+    let response = rec.extra.get(key::RESPONSE).cloned().unwrap_or(Value::Null);
+    let id_in = |v: &Value| -> Option<String> {
+        v.get("taskId")
+            .or_else(|| v.get("id"))
+            .and_then(|i| i.as_str().map(str::to_string).or_else(|| i.as_u64().map(|n| n.to_string())))
+    };
+    if tool_name == tool::TASK_CREATE {
+        // The id comes back in the response: an object with an id, or text like "Task #3 created".
+        let id = id_in(&response)
+            .or_else(|| response.get("task").and_then(id_in))
+            .or_else(|| response.as_str().and_then(task_number));
+        let content = input
+            .get("subject")
+            .or_else(|| input.get("description"))
+            .or_else(|| input.get("content"))
+            .and_then(Value::as_str)
+            .unwrap_or("(task)")
+            .to_string();
+        s.todos.push(Todo {
+            id,
+            content,
+            status: input.get("status").and_then(Value::as_str).unwrap_or("pending").to_string(),
+            active_form: input.get("activeForm").and_then(Value::as_str).map(str::to_string),
+        });
+    } else if let Some(id) = id_in(&input) {
+        let status = input.get("status").and_then(Value::as_str).map(str::to_string);
+        let subject = input.get("subject").and_then(Value::as_str).map(str::to_string);
+        match s.todos.iter_mut().find(|t| t.id.as_deref() == Some(id.as_str())) {
+            Some(t) => {
+                if let Some(st) = status {
+                    t.status = st;
+                }
+                if let Some(su) = subject {
+                    t.content = su;
+                }
+            }
+            None => s.todos.push(Todo {
+                id: Some(id.clone()),
+                content: subject.unwrap_or_else(|| format!("task #{id}")),
+                status: status.unwrap_or_else(|| "pending".into()),
+                active_form: None,
+            }),
+        }
+    }
+}
+
+fn task_number(text: &str) -> Option<String> {
+    let at = text.find('#')?;
+    let digits: String = text[at + 1..].chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty()).then_some(digits)
+}

@@ -1,0 +1,221 @@
+//! The fold: journal records → one state per tool call, plus per-session context
+//! (DESIGN §4 and §6).
+//!
+//! ```text
+//! intent ──PostToolUse──▶ applied ──Stop / checkpoint verifies disk──▶ persisted
+//!    │                      └──PostToolUseFailure──▶ failed
+//!    └──no outcome, Stop sees file == before──▶ not_applied
+//! any unresolved state ──user──▶ done | reverted | handed_back   (undo: a later record)
+//! ```
+//!
+//! Lines are parsed through a borrowed, partial view first; only session records and
+//! commands are parsed in full. Without `keep_settled`, persisted entries are dropped as
+//! soon as they settle, so memory follows the unresolved entries, not the journal size.
+
+mod apply;
+mod lookup;
+mod model;
+mod settled;
+
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+
+use crate::journal::view::{Classified, classify_fast};
+use crate::journal::{ScanReport, scan_lines};
+
+pub(crate) use apply::Pairing;
+pub use lookup::{IdError, abbrev, short_id};
+pub use model::{
+    Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, Prompt, SessionInfo, SessionStatus, Todo,
+};
+use settled::DigestMap;
+pub use settled::disk_blob;
+
+/// The folded journal.
+#[derive(Debug, Default)]
+pub struct Fold {
+    /// Entries in journal order.
+    pub entries: Vec<Entry>,
+    /// Sessions in order of first appearance.
+    pub sessions: Vec<SessionInfo>,
+    pub handoffs: Vec<Handoff>,
+    pub report: ScanReport,
+    /// Records read.
+    pub records: u64,
+    by_id: HashMap<String, usize>,
+    by_session: HashMap<String, usize>,
+    /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
+    /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
+    /// Digests (`settled::digest`), so memory stays small however many paths the journal names.
+    settled: DigestMap<(u64, [Option<u64>; 2])>,
+    /// The session of the previous record: consecutive lines mostly share one.
+    last_session: Option<usize>,
+}
+
+impl Fold {
+    /// Reads and folds a journal. A missing journal folds to nothing.
+    pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
+        let mut fold = Fold::default();
+        let filter = opts.session.as_deref().filter(|s| !s.is_empty());
+        // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
+        let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
+        let finder = needle.as_deref().map(memchr::memmem::Finder::new);
+        let mut problems = Vec::new();
+        let mut pairs = Pairing::default();
+        let report = scan_lines(journal, |raw| {
+            if let Some(f) = &finder
+                && f.find(raw.bytes).is_none()
+            {
+                return;
+            }
+            let view = match classify_fast(raw.line_no, raw.bytes) {
+                Ok(Classified::Persisted { id, session }) => {
+                    if filter.is_none_or(|f| session.starts_with(f)) {
+                        fold.records += 1;
+                        fold.settle(id, opts);
+                    }
+                    return;
+                }
+                Ok(Classified::View(v)) => v,
+                Err(p) => {
+                    problems.push(p);
+                    return;
+                }
+            };
+            if let Some(f) = filter
+                && !view.session_key().starts_with(f)
+            {
+                return;
+            }
+            fold.records += 1;
+            fold.apply(raw.line_no, raw.bytes, view, opts, &mut pairs);
+        })?;
+        let mut report = report;
+        let torn = std::mem::take(&mut report.problems);
+        for p in problems.into_iter().chain(torn) {
+            report.push(p);
+        }
+        fold.report = report;
+        if !opts.keep_settled {
+            for e in std::mem::take(&mut fold.entries) {
+                if matches!(e.state(), EntryState::Persisted | EntryState::NotApplied) {
+                    fold.remember_settled(e);
+                } else {
+                    fold.entries.push(e);
+                }
+            }
+        }
+        // Settled entries were swap-removed: restore journal order.
+        fold.entries.sort_by_key(|e| e.line);
+        fold.reindex();
+        fold.refresh_liveness();
+        Ok(fold)
+    }
+
+    fn reindex(&mut self) {
+        self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
+    }
+
+    pub(super) fn session_index(&mut self, key: &str, sid: &str, ts: &str) -> usize {
+        let idx = match self.last_session {
+            Some(i) if self.sessions[i].session == key => i,
+            _ => match self.by_session.get(key) {
+                Some(&i) => i,
+                None => {
+                    self.sessions.push(SessionInfo {
+                        session: key.to_string(),
+                        sid: if sid.is_empty() { key.chars().take(6).collect() } else { sid.to_string() },
+                        first_ts: ts.to_string(),
+                        ..SessionInfo::default()
+                    });
+                    self.by_session.insert(key.to_string(), self.sessions.len() - 1);
+                    self.sessions.len() - 1
+                }
+            },
+        };
+        self.last_session = Some(idx);
+        let s = &mut self.sessions[idx];
+        if ts > s.last_ts.as_str() {
+            // Reuse the buffer: this runs for every line.
+            s.last_ts.clear();
+            s.last_ts.push_str(ts);
+        }
+        idx
+    }
+
+    pub(super) fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
+        let i = self.session_index(key, sid, ts);
+        &mut self.sessions[i]
+    }
+
+    /// Reads again whether each session's Claude Code process runs (the TUI, on a timer).
+    pub fn refresh_liveness(&mut self) {
+        for s in &mut self.sessions {
+            s.refresh_liveness();
+        }
+    }
+
+    /// Unresolved entries in journal order.
+    pub fn unresolved(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.is_unresolved())
+    }
+
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+
+    pub fn session(&self, key: &str) -> Option<&SessionInfo> {
+        self.by_session.get(key).map(|&i| &self.sessions[i])
+    }
+
+    /// Entries of one session, in journal order.
+    pub fn entries_of<'a>(&'a self, session: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries.iter().filter(move |e| e.session == session)
+    }
+
+    /// Handoffs not delivered (nor undone) yet.
+    pub fn pending_handoffs(&self) -> impl Iterator<Item = &Handoff> {
+        self.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::journal::{JournalWriter, Record, kind, op};
+    use crate::procinfo::ProcRef;
+
+    /// Start time (clock ticks) of this process, from /proc/self/stat (field 22).
+    fn own_start() -> u64 {
+        let text = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let rest = &text[text.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(19).unwrap().parse().unwrap()
+    }
+
+    /// Liveness is read when the journal is folded and on `refresh_liveness`, not by
+    /// `status()` (which the TUI calls per row and keystroke).
+    #[test]
+    fn liveness_is_read_once_per_load_and_on_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.jsonl");
+        let mut r = Record::new(op::SESSION, "live-session");
+        r.kind = Some(kind::START.into());
+        r.pid = Some(std::process::id());
+        r.pstart = Some(own_start());
+        JournalWriter::new(&journal).append(&r).unwrap();
+        let mut fold = Fold::load(&journal, &FoldOptions::default()).unwrap();
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Live);
+        // Another process start: status() keeps what the load read...
+        let me = fold.sessions[0].proc.unwrap();
+        fold.sessions[0].proc = Some(ProcRef { pid: me.pid, start: me.start + 1 });
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Live);
+        // ...until the liveness is refreshed.
+        fold.refresh_liveness();
+        assert_eq!(fold.sessions[0].status(), SessionStatus::Crashed);
+        // An ended session is never read.
+        fold.sessions[0].end = Some(("9999".into(), "exit".into()));
+        fold.refresh_liveness();
+        assert_eq!((fold.sessions[0].status(), fold.sessions[0].liveness), (SessionStatus::Ended, None));
+    }
+}

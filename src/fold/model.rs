@@ -1,0 +1,313 @@
+//! The fold's model: entries and their states, triage actions, sessions, handoffs.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::journal::record::{Blob, Record, how, op};
+use crate::journal::view::RecordView;
+use crate::procinfo::{self, Liveness, ProcRef};
+
+/// The state of one tool call on one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EntryState {
+    InFlight,
+    Applied,
+    Failed,
+    Drifted,
+    Persisted,
+    NotApplied,
+    Done,
+    Reverted,
+    HandedBack,
+}
+
+impl EntryState {
+    /// The state's name: the op or `how` that gives it, where one does.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryState::InFlight => "in_flight",
+            EntryState::Applied => op::APPLIED,
+            EntryState::Failed => op::FAILED,
+            EntryState::Drifted => "drifted",
+            EntryState::Persisted => op::PERSISTED,
+            EntryState::NotApplied => how::NOT_APPLIED,
+            EntryState::Done => how::DONE,
+            EntryState::Reverted => how::REVERTED,
+            EntryState::HandedBack => how::HANDED_BACK,
+        }
+    }
+    /// What `recover` reports.
+    pub fn is_unresolved(self) -> bool {
+        matches!(self, EntryState::InFlight | EntryState::Applied | EntryState::Failed | EntryState::Drifted)
+    }
+    pub(crate) fn from_how(h: &str) -> Option<EntryState> {
+        Some(match h {
+            how::DONE => EntryState::Done,
+            how::REVERTED => EntryState::Reverted,
+            how::HANDED_BACK => EntryState::HandedBack,
+            how::NOT_APPLIED => EntryState::NotApplied,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for EntryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A triage action recorded on an entry (`resolved` record), possibly undone later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub action: String,
+    pub how: String,
+    pub ts: String,
+    /// Bytes the action overwrote (revert), captured before the write.
+    pub overwrote: Option<Blob>,
+    /// Bytes the action wrote (revert).
+    pub wrote: Option<Blob>,
+    pub undone: bool,
+    /// Line number of the record: journal order is the order actions were taken in.
+    pub line: u64,
+    /// The full record, for fields this fold does not interpret.
+    pub record: Record,
+}
+
+/// One tool call's change to one path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub session: String,
+    pub sid: String,
+    pub tool: String,
+    pub event: String,
+    pub path: String,
+    pub outside: bool,
+    /// The command that caused it (Bash side effects).
+    pub parent: Option<String>,
+    /// State from the tool's lifecycle (intent/applied/failed/persisted/not_applied/drifted).
+    pub base: EntryState,
+    /// Triage actions, oldest first.
+    pub actions: Vec<Action>,
+    pub ts: String,
+    pub applied_ts: Option<String>,
+    pub before: Option<Blob>,
+    pub after: Option<Blob>,
+    pub nocap: Option<String>,
+    pub error: Option<String>,
+    /// Line number of the entry's first record (journal order).
+    pub line: u64,
+    /// Rebuilt from a transcript (`walj import`), not seen by a hook.
+    pub imported: bool,
+    /// Changed by a background command after it returned.
+    pub background: bool,
+    /// The journal line was v1 (the proposal's hook): no blobs.
+    pub v1: bool,
+}
+
+impl Entry {
+    /// A new entry from its first line: `base` is the lifecycle state that line gives.
+    #[inline]
+    pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
+        Entry {
+            id,
+            session,
+            sid: view.sid.into_owned(),
+            tool: view.tool.map(Cow::into_owned).unwrap_or_default(),
+            event: view.event.into_owned(),
+            path: view.path.into_owned(),
+            outside: view.outside,
+            parent: view.parent,
+            base,
+            actions: Vec::new(),
+            ts: view.ts.into_owned(),
+            applied_ts: None,
+            before: view.before,
+            after: None,
+            nocap: view.nocap,
+            error: None,
+            line,
+            imported: view.imported,
+            background: view.background,
+            v1: false,
+        }
+    }
+    /// The current state: the last triage action not undone, else the lifecycle state.
+    pub fn state(&self) -> EntryState {
+        self.actions.iter().rev().find(|a| !a.undone).and_then(|a| EntryState::from_how(&a.how)).unwrap_or(self.base)
+    }
+    pub fn is_unresolved(&self) -> bool {
+        self.state().is_unresolved()
+    }
+    /// The last action not undone.
+    pub fn last_action(&self) -> Option<&Action> {
+        self.actions.iter().rev().find(|a| !a.undone)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStatus {
+    Live,
+    Ended,
+    Crashed,
+    Unknown,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Live => "live",
+            SessionStatus::Ended => "ended",
+            SessionStatus::Crashed => "crashed",
+            SessionStatus::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub ts: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Todo {
+    /// Task id (TaskCreate/TaskUpdate), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub content: String,
+    /// pending / in_progress / completed (open string).
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+}
+
+impl Todo {
+    pub fn is_open(&self) -> bool {
+        self.status != "completed" && self.status != "deleted"
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandStatus {
+    InFlight,
+    Ok,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Command {
+    pub id: String,
+    pub ts: String,
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub cwd: Option<String>,
+    pub background: bool,
+    /// Claude Code's background task id (`backgroundTaskId`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub status: CommandStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A brief waiting for (or delivered to) the next SessionStart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Handoff {
+    pub action: String,
+    pub ts: String,
+    pub session: String,
+    pub brief: String,
+    pub entries: Vec<String>,
+    pub delivered: Option<String>,
+    pub undone: bool,
+    /// Line number of the record (journal order).
+    pub line: u64,
+    pub record: Record,
+}
+
+/// What the journal knows of one Claude Code session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionInfo {
+    pub session: String,
+    pub sid: String,
+    pub first_ts: String,
+    pub last_ts: String,
+    pub started: Option<String>,
+    pub source: Option<String>,
+    pub model: Option<String>,
+    pub cwd: Option<String>,
+    pub head: Option<String>,
+    pub branch: Option<String>,
+    pub transcript: Option<String>,
+    pub prompts: Vec<Prompt>,
+    pub todos: Vec<Todo>,
+    pub commands: Vec<Command>,
+    /// Commands not kept in `commands` (light folds keep only notable ones).
+    pub commands_total: usize,
+    pub compactions: Vec<(String, String)>,
+    pub end: Option<(String, String)>,
+    pub last_start_ts: Option<String>,
+    pub proc: Option<ProcRef>,
+    /// Whether `proc` still ran when the journal was folded (or last refreshed).
+    pub liveness: Option<Liveness>,
+    pub last_assistant_message: Option<String>,
+    pub background_tasks: Vec<Value>,
+    pub announced: bool,
+    pub imported: bool,
+    pub v1: bool,
+    pub records: u64,
+}
+
+impl SessionInfo {
+    /// live / ended / crashed / unknown (DESIGN §4). Liveness is read when the journal is
+    /// folded ([`super::Fold::refresh_liveness`]), not here: this runs per row and keystroke.
+    pub fn status(&self) -> SessionStatus {
+        if self.ended() {
+            return SessionStatus::Ended;
+        }
+        match self.liveness {
+            None | Some(Liveness::Unknown) => SessionStatus::Unknown,
+            Some(Liveness::Running) => SessionStatus::Live,
+            Some(Liveness::Gone) => SessionStatus::Crashed,
+        }
+    }
+    /// An end record not followed by a new start (resume).
+    pub fn ended(&self) -> bool {
+        self.end.as_ref().is_some_and(|(end_ts, _)| self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()))
+    }
+    /// Reads whether the recorded Claude Code process still runs (`None`: none recorded,
+    /// or the session ended).
+    pub fn refresh_liveness(&mut self) {
+        self.liveness = match self.proc {
+            Some(p) if !self.ended() => Some(procinfo::liveness(p)),
+            _ => None,
+        };
+    }
+    pub fn last_prompt(&self) -> Option<&str> {
+        self.prompts.last().map(|p| p.text.as_str())
+    }
+    pub fn todos_done(&self) -> (usize, usize) {
+        (self.todos.iter().filter(|t| !t.is_open()).count(), self.todos.len())
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FoldOptions {
+    /// Keep persisted and not-applied entries (the TUI's "show resolved", `log`).
+    pub keep_settled: bool,
+    /// Only this session (full id or prefix).
+    pub session: Option<String>,
+    /// Keep every command (else only in-flight, failed and background ones).
+    pub all_commands: bool,
+}

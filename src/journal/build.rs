@@ -1,0 +1,175 @@
+//! Typed builders for the records that more than one writer makes (the hook, `walj import`,
+//! checkpoint): each record kind is spelled in one place.
+//!
+//! The builders fill a [`Record`] the caller made (stamped with its session, time, process and
+//! call id): extra fields are appended in a fixed order, so a line is the same bytes whoever
+//! writes it.
+
+use serde_json::Value;
+
+use super::record::{Record, event, how, key, kind, op, tool};
+use crate::claude::payload::clip;
+
+/// Longest prompt, brief or instruction text kept in a record.
+pub const MAX_TEXT: usize = 64 * 1024;
+/// Longest command line or error text kept in a record.
+pub const MAX_ERROR: usize = 4 * 1024;
+/// Longest command description kept.
+pub const MAX_DESCRIPTION: usize = 1024;
+/// Longest task tool response text kept.
+pub const MAX_RESPONSE: usize = 2048;
+
+/// Turns `r` into a `session` record of kind `k`.
+pub fn session(mut r: Record, k: &str) -> Record {
+    r.op = op::SESSION.to_string();
+    r.event = event::SESSION.to_string();
+    r.kind = Some(k.to_string());
+    r
+}
+
+/// A Bash call as its intent records it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BashIntent<'a> {
+    pub command: &'a str,
+    pub description: Option<&'a str>,
+    pub background: bool,
+    pub cwd: Option<&'a str>,
+}
+
+impl BashIntent<'_> {
+    /// Marks `r` as a record of a Bash command (tool and event), without other fields.
+    pub fn tag(r: Record) -> Record {
+        bash(r)
+    }
+
+    /// Fills an `intent` record (its id already set).
+    pub fn fill(&self, r: Record) -> Record {
+        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        if let Some(d) = self.description {
+            r = r.with(key::DESCRIPTION, clip(d, MAX_DESCRIPTION));
+        }
+        if self.background {
+            r = r.with(key::BACKGROUND, true);
+        }
+        if let Some(c) = self.cwd {
+            r = r.with(key::CWD, c);
+        }
+        r
+    }
+}
+
+/// How a Bash call ended, as its `applied` or `failed` record tells.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BashOutcome<'a> {
+    pub command: &'a str,
+    pub error: Option<&'a str>,
+    /// Claude Code's background task id (the command went on in the background).
+    pub task_id: Option<&'a str>,
+    pub interrupted: bool,
+}
+
+impl BashOutcome<'_> {
+    /// Fills an `applied` or `failed` record (op and id already set).
+    pub fn fill(&self, r: Record) -> Record {
+        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        if let Some(e) = self.error {
+            r = r.with(key::ERROR, clip(e, MAX_ERROR));
+        }
+        if let Some(t) = self.task_id {
+            r = r.with(key::TASK_ID, t);
+        }
+        if self.interrupted {
+            r = r.with(key::INTERRUPTED, true);
+        }
+        r
+    }
+}
+
+fn bash(mut r: Record) -> Record {
+    r.tool = Some(tool::BASH.to_string());
+    r.event = event::COMMAND_RUN.to_string();
+    r
+}
+
+/// A todo list update: TodoWrite's whole list, or one TaskCreate/TaskUpdate call.
+#[derive(Debug, Clone)]
+pub enum TodoUpdate {
+    Todos(Value),
+    Task { input: Value, response: Value },
+}
+
+/// Fills a `session` record (see [`session`]) with a todo update by tool `tool_name`.
+pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -> Record {
+    let k = if matches!(update, TodoUpdate::Todos(_)) { kind::TODOS } else { kind::TASK };
+    let mut r = session(r, k);
+    r.event = event::TODO_UPDATED.to_string();
+    r.tool = Some(tool_name.to_string());
+    if let Some(id) = id {
+        r.id = id.to_string();
+    }
+    match update {
+        TodoUpdate::Todos(list) => r.with(key::TODOS, list),
+        TodoUpdate::Task { input, response } => {
+            let response = match response {
+                Value::String(s) => Value::String(clip(&s, MAX_RESPONSE)),
+                other => other,
+            };
+            r.with(key::INPUT, input).with(key::RESPONSE, response)
+        }
+    }
+}
+
+/// Turns `r` (an entry's or command's record, id set) into a `resolved` record: `how`, by whom.
+pub fn resolution(mut r: Record, how_: &str, by: &str) -> Record {
+    r.op = op::RESOLVED.to_string();
+    r.how = Some(how_.to_string());
+    r.with(key::BY, by)
+}
+
+/// A resolution of a call that never applied (Stop or import settling it).
+pub fn not_applied(r: Record, by: &str) -> Record {
+    resolution(r, how::NOT_APPLIED, by)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hook and import write a Bash call's records through these: same fields, same order.
+    #[test]
+    fn bash_records_have_one_shape() {
+        let intent = BashIntent { command: "ls", description: Some("list"), background: true, cwd: Some("/p") }
+            .fill(Record::new(op::INTENT, "s"));
+        let keys: Vec<&str> = intent.extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, [key::COMMAND, key::DESCRIPTION, key::BACKGROUND, key::CWD]);
+        assert_eq!((intent.tool.as_deref(), intent.event.as_str()), (Some(tool::BASH), event::COMMAND_RUN));
+        let mut failed = Record::new(op::FAILED, "s");
+        failed.id = "t1".into();
+        let failed =
+            BashOutcome { command: "false", error: Some("exit 1"), task_id: None, interrupted: true }.fill(failed);
+        let keys: Vec<&str> = failed.extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, [key::COMMAND, key::ERROR, key::INTERRUPTED]);
+        assert_eq!(failed.id, "t1");
+    }
+
+    #[test]
+    fn todo_and_resolution_records() {
+        let t = todos(Record::new(op::SESSION, "s"), "TodoWrite", Some("x"), TodoUpdate::Todos(Value::Array(vec![])));
+        assert_eq!((t.kind.as_deref(), t.event.as_str(), t.id.as_str()), (Some(kind::TODOS), event::TODO_UPDATED, "x"));
+        let long = "é".repeat(MAX_RESPONSE);
+        let long_len = long.len();
+        let t = todos(
+            Record::new(op::SESSION, "s"),
+            "TaskCreate",
+            None,
+            TodoUpdate::Task { input: Value::Null, response: Value::String(long) },
+        );
+        assert_eq!(t.kind.as_deref(), Some(kind::TASK));
+        assert!(t.get_str(key::RESPONSE).is_some_and(|s| s.len() < long_len && s.contains('…')));
+        let r = not_applied(Record::new(op::INTENT, "s"), "import");
+        assert_eq!(
+            (r.op.as_str(), r.how.as_deref(), r.get_str(key::BY)),
+            (op::RESOLVED, Some(how::NOT_APPLIED), Some("import"))
+        );
+    }
+}
