@@ -28,6 +28,7 @@ pub mod import;
 pub mod install;
 pub mod journal;
 pub mod payload;
+pub mod plugin;
 pub mod procinfo;
 pub mod project;
 pub mod report;

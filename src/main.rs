@@ -91,6 +91,15 @@ enum Command {
         #[arg(long)]
         command: Option<String>,
     },
+    /// Write walj as a Claude Code plugin (hooks, slash commands, this binary) into DIR.
+    Plugin {
+        /// The plugin folder (created; an earlier walj plugin there is updated).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Put the sh launcher (runs an installed walj) in bin/ instead of this binary.
+        #[arg(long)]
+        launcher: bool,
+    },
     /// The keyboard recovery dashboard: see what was in flight, read diffs, triage.
     Tui {
         /// Open on a sample project with a crashed session (built in a temp folder).
@@ -370,6 +379,7 @@ fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Install(a) => cmd::setup::install_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, cmd::setup::scope(a.local, a.user), a.command),
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
+        Command::Plugin { out, launcher } => cmd::plugin::plugin_cmd(&out, launcher),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
         Command::Checkpoint { session, json, every } => cmd::core::checkpoint_cmd(&project, session, json, every),

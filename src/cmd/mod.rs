@@ -3,6 +3,7 @@
 
 pub mod core;
 pub mod import;
+pub mod plugin;
 pub mod sessions;
 pub mod setup;
 pub mod triage;
