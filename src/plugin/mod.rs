@@ -270,7 +270,9 @@ pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
     }
     let mut files = text_files();
     let bin_file = match bin {
-        Bin::Launcher => PluginFile { path: "bin/walj".into(), contents: LAUNCHER.as_bytes().to_vec(), executable: true },
+        Bin::Launcher => {
+            PluginFile { path: "bin/walj".into(), contents: LAUNCHER.as_bytes().to_vec(), executable: true }
+        }
         Bin::Copy(exe) => {
             PluginFile { path: "bin/walj".into(), contents: fs::read(exe).map_err(io_err(exe))?, executable: true }
         }
