@@ -41,6 +41,8 @@ pub enum Command {
     Install(cmd::setup::SettingsArgs),
     /// Remove exactly the hooks `walj install` added.
     Uninstall(cmd::setup::SettingsArgs),
+    /// Write walj as a Claude Code plugin (hooks, slash commands, this binary) into DIR.
+    Plugin(cmd::plugin::PluginArgs),
     /// Check the hook installation, the journal and the error log.
     Doctor {
         #[arg(long)]
@@ -150,6 +152,9 @@ pub enum ProcsCommand {
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
 pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
+    if let Command::Plugin(a) = &command {
+        return cmd::plugin::plugin_cmd(&a.out, a.launcher);
+    }
     let project = global.project()?;
     match command {
         Command::Hook => Ok(0),
@@ -164,6 +169,7 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
+        Command::Plugin(_) => Ok(0),
         Command::Doctor { command } => cmd::setup::doctor(&project, command),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),

@@ -28,6 +28,7 @@ pub mod git;
 pub mod hook;
 pub mod import;
 pub mod journal;
+pub mod plugin;
 pub mod present;
 pub mod procinfo;
 pub mod project;

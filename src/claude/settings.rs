@@ -114,7 +114,8 @@ fn group_has_walj(group: &Value, command: &str) -> bool {
     group.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
 }
 
-fn new_group(event: HookEvent, command: &str) -> Value {
+/// The hook group `walj install` adds for `event` (also the plugin's `hooks/hooks.json`).
+pub fn new_group(event: HookEvent, command: &str) -> Value {
     let handler = json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS});
     match event.matcher() {
         Some(m) => json!({"matcher": m, "hooks": [handler]}),

@@ -3,6 +3,7 @@
 
 pub mod import;
 pub mod recover;
+pub mod plugin;
 pub mod sessions;
 pub mod setup;
 pub mod triage;

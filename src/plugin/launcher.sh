@@ -1,0 +1,56 @@
+#!/bin/sh
+# walj plugin launcher (the marketplace plugin ships no binary): runs the walj installed on
+# this machine, found on PATH (this folder skipped) or in ~/.cargo/bin.
+#
+# `walj hook` (Claude Code's hooks) never blocks or fails a tool call: exit 0 whatever
+# happens, stdin passed through to walj. Without walj, the hook reads its stdin and, at
+# SessionStart only, tells the user how to install walj. Anything else (`walj recover`, …)
+# runs walj, or says walj is missing and exits 127.
+#
+# Written by `walj plugin --launcher`; keep plugin/bin/walj and src/plugin/launcher.sh equal.
+
+find_walj() {
+    # A launcher run by a launcher (a copy of this file elsewhere on PATH): stop here.
+    [ -n "${WALJ_PLUGIN_LAUNCHER:-}" ] && return 1
+    set -f
+    old_ifs=$IFS
+    IFS=:
+    for dir in ${PATH:-}; do
+        [ -n "$dir" ] || continue
+        if [ -f "$dir/walj" ] && [ -x "$dir/walj" ] && ! [ "$dir/walj" -ef "$0" ]; then
+            IFS=$old_ifs
+            set +f
+            walj="$dir/walj"
+            return 0
+        fi
+    done
+    IFS=$old_ifs
+    set +f
+    for dir in "${CARGO_HOME:-${HOME:-}/.cargo}/bin" "${HOME:-}/.cargo/bin"; do
+        if [ -f "$dir/walj" ] && [ -x "$dir/walj" ] && ! [ "$dir/walj" -ef "$0" ]; then
+            walj="$dir/walj"
+            return 0
+        fi
+    done
+    return 1
+}
+
+if [ "${1:-}" = hook ]; then
+    if find_walj; then
+        WALJ_PLUGIN_LAUNCHER=1 "$walj" "$@"
+        exit 0
+    fi
+    input=$(cat 2>/dev/null)
+    case $input in
+    *'"hook_event_name":"SessionStart"'* | *'"hook_event_name": "SessionStart"'*)
+        printf '%s\n' '{"systemMessage":"walj: this session is NOT journaled: the walj plugin is installed but the walj binary is not (looked on PATH and in ~/.cargo/bin). Install it (`cargo install --path .` in a walj checkout, or copy a walj binary into a folder on PATH), then start a new session."}'
+        ;;
+    esac
+    exit 0
+fi
+
+if find_walj; then
+    WALJ_PLUGIN_LAUNCHER=1 exec "$walj" "$@"
+fi
+echo "walj: the walj binary is not installed (looked on PATH and in ~/.cargo/bin); install it with \`cargo install --path .\` in a walj checkout" >&2
+exit 127
