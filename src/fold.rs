@@ -432,7 +432,9 @@ impl Fold {
         self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
     }
 
-    fn session_index(&mut self, key: &str, sid: &str, ts: &str) -> usize {
+    /// The session of a record; `activity`: the record is the session's own work (not the
+    /// user's triage of it), so it moves the session's last activity.
+    fn session_index(&mut self, key: &str, sid: &str, ts: &str, activity: bool) -> usize {
         let idx = match self.last_session {
             Some(i) if self.sessions[i].session == key => i,
             _ => match self.by_session.get(key) {
@@ -451,7 +453,7 @@ impl Fold {
         };
         self.last_session = Some(idx);
         let s = &mut self.sessions[idx];
-        if ts > s.last_ts.as_str() {
+        if (activity || s.last_ts.is_empty()) && ts > s.last_ts.as_str() {
             // Reuse the buffer: this runs for every line.
             s.last_ts.clear();
             s.last_ts.push_str(ts);
@@ -459,8 +461,8 @@ impl Fold {
         idx
     }
 
-    fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
-        let i = self.session_index(key, sid, ts);
+    fn session_mut(&mut self, key: &str, sid: &str, ts: &str, activity: bool) -> &mut SessionInfo {
+        let i = self.session_index(key, sid, ts, activity);
         &mut self.sessions[i]
     }
 
@@ -474,7 +476,10 @@ impl Fold {
         let tool = lite.tool.as_deref().unwrap_or("");
         {
             let key: &str = if lite.session.is_empty() { &lite.sid } else { &lite.session };
-            let si = self.session_index(key, &lite.sid, &lite.ts);
+            // Triage (resolved, undo, handoff) keeps a session's last activity: its crash
+            // time and its place in the list.
+            let activity = !matches!(op_name, op::RESOLVED | op::UNDO | op::HANDOFF);
+            let si = self.session_index(key, &lite.sid, &lite.ts, activity);
             let s = &mut self.sessions[si];
             s.records += 1;
             s.v1 |= v1;
@@ -700,7 +705,7 @@ impl Fold {
     }
 
     fn apply_command(&mut self, op_name: &str, session: &str, rec: &Record, opts: &FoldOptions) {
-        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let s = self.session_mut(session, &rec.sid, &rec.ts, op_name != op::RESOLVED);
         let id = rec.id.clone();
         match op_name {
             op::INTENT => {
@@ -769,7 +774,7 @@ impl Fold {
             }
             _ => {}
         }
-        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let s = self.session_mut(session, &rec.sid, &rec.ts, true);
         let text = |key: &str| rec.get_str(key).map(str::to_string);
         match k {
             kind::START => {
