@@ -152,41 +152,41 @@ pub fn revert(open: &[&Entry], plans: &[anyhow::Result<RevertPlan>], live: Optio
     let mut safe = Vec::new();
     let mut conflicts: Vec<&Entry> = Vec::new();
     for (e, plan) in open.iter().zip(plans) {
-        body.push(format!("{} {}", icon(e.state()), e.path));
+        let head = format!("{} {}  →", icon(e.state()), e.path);
         match plan {
             Ok(RevertPlan::WritePre) => {
                 write += 1;
                 safe.push(e.id.clone());
-                body.push("    → write the pre-image back".into());
+                body.push(format!("{head} write the pre-image back"));
             }
             Ok(RevertPlan::DeleteFile) => {
                 delete += 1;
                 safe.push(e.id.clone());
-                body.push("    → delete the file (the tool created it)".into());
+                body.push(format!("{head} delete the file (the tool created it)"));
             }
             Ok(RevertPlan::Merge { .. }) => {
                 merge += 1;
                 safe.push(e.id.clone());
-                body.push("    → take the change out, keep later edits (clean merge)".into());
+                body.push(format!("{head} take the change out, keep later edits (clean merge)"));
             }
             Ok(RevertPlan::Conflict { lines }) => {
                 conflicts.push(e);
-                body.push("    → CONFLICT with later edits:".into());
+                body.push(format!("{head} CONFLICT with later edits:"));
                 // Both sides of every region (the disk now, the pre-image a revert writes).
-                body.extend(lines.iter().map(|l| format!("      {l}")));
+                body.extend(lines.iter().map(|l| format!("    {l}")));
             }
             Ok(RevertPlan::Nothing { why }) => {
                 nothing += 1;
                 safe.push(e.id.clone());
-                body.push(format!("    → nothing to do: {why}"));
+                body.push(format!("{head} nothing to do: {why}"));
             }
             Ok(RevertPlan::Refused { why }) => {
                 cannot += 1;
-                body.push(format!("    → cannot: {why}"));
+                body.push(format!("{head} cannot: {why}"));
             }
             Err(err) => {
                 cannot += 1;
-                body.push(format!("    → cannot: {err:#}"));
+                body.push(format!("{head} cannot: {err:#}"));
             }
         }
     }

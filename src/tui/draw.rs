@@ -575,7 +575,8 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         for (c, label, _) in &d.choices {
             keys.push((c.to_string(), label.as_str()));
         }
-        keys.push((k(Action::Confirm), if d.default.is_some() { "default" } else { "cancel" }));
+        let default = d.default.and_then(|c| d.choices.iter().find(|(k, ..)| *k == c)).map(|(_, l, _)| l.as_str());
+        keys.push((k(Action::Confirm), default.unwrap_or("cancel")));
         keys.push((k(Action::Cancel), "cancel"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
@@ -662,6 +663,15 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         l
     }));
     lines.push(Line::raw(""));
+    for (head, text) in [
+        ("dialogs", "Enter takes the default shown in the dialog; Esc cancels; j/k scroll"),
+        ("", "never a default: f force (writes over later edits); then Enter cancels"),
+        ("", "a conflict shows both sides; e edits the file in $EDITOR, then re-plans"),
+        ("", "d on several entries or an unfinished one (in flight, failed) asks first"),
+    ] {
+        lines.push(Line::from(vec![Span::styled(format!("{head:>16}  "), theme::BOLD), Span::raw(text)]));
+    }
+    lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
         "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
         theme::MUTED,
@@ -730,7 +740,8 @@ fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
     let inner_w = w.saturating_sub(4).max(1) as usize;
     // Summary, a blank line, the body (+ a scroll line when it does not fit), the tail.
     let fixed = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w) + 1 + wrapped_rows(&tail, inner_w);
-    let room = (area.height as usize).saturating_sub(2 + fixed);
+    // Borders, and a row above and below when the screen is short (the footer stays visible).
+    let room = (area.height as usize).saturating_sub(4 + fixed);
     let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
     let scroll_line = usize::from(d.body.len() > body_rows);
     let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
