@@ -664,16 +664,17 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     }));
     lines.push(Line::raw(""));
     for (head, text) in [
-        ("dialogs", "Enter takes the default shown in the dialog; Esc cancels; j/k scroll"),
-        ("", "never a default: f force (writes over later edits); then Enter cancels"),
-        ("", "a conflict shows both sides; e edits the file in $EDITOR, then re-plans"),
-        ("", "d on several entries or an unfinished one (in flight, failed) asks first"),
+        ("dialogs", "Enter: the default shown; Esc cancels; j/k scroll"),
+        ("", "f force (over later edits) is never the default:"),
+        ("", "when only force is left, Enter cancels"),
+        ("", "a conflict shows both sides; e opens $EDITOR on it"),
+        ("", "d on a batch or an in-flight/failed entry asks"),
     ] {
         lines.push(Line::from(vec![Span::styled(format!("{head:>16}  "), theme::BOLD), Span::raw(text)]));
     }
     lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
-        "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
+        "  Rebind: .walj/config.toml [keys] revert = [\"x\"] · mouse: wheel, click",
         theme::MUTED,
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
