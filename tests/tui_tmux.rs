@@ -101,7 +101,7 @@ fn modes(t: &Tmux) -> String {
     let f = t.format("#{alternate_on} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag} #{cursor_flag}");
     let v: Vec<&str> = f.split(' ').collect();
     let [alt, any, button, standard, cursor] = v[..] else { panic!("tmux formats: {f:?}") };
-    let mouse = [any, button, standard].iter().any(|m| *m == "1");
+    let mouse = [any, button, standard].contains(&"1");
     format!("{alt} {} {cursor}", u8::from(mouse))
 }
 

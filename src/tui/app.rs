@@ -704,7 +704,8 @@ impl App {
     pub fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
         let Some(req) = self.edit_request.take() else { return };
         self.reload();
-        let open: Vec<&Entry> = req.ids.iter().filter_map(|id| self.fold.entry(id)).filter(|e| e.is_unresolved()).collect();
+        let open: Vec<&Entry> =
+            req.ids.iter().filter_map(|id| self.fold.entry(id)).filter(|e| e.is_unresolved()).collect();
         if !open.is_empty() {
             let d = self.revert_dialog(&open);
             self.open_dialog(d);

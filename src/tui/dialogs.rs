@@ -15,12 +15,27 @@ use crate::triage::RevertPlan;
 /// What a confirmed dialog does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice {
-    Revert { ids: Vec<String>, force: bool },
-    HandBack { ids: Vec<String>, force: bool },
-    Done { ids: Vec<String>, force: bool },
-    Undo { id: Option<String>, force: bool },
+    Revert {
+        ids: Vec<String>,
+        force: bool,
+    },
+    HandBack {
+        ids: Vec<String>,
+        force: bool,
+    },
+    Done {
+        ids: Vec<String>,
+        force: bool,
+    },
+    Undo {
+        id: Option<String>,
+        force: bool,
+    },
     /// Open `$EDITOR` on a file (project-relative), then plan the revert of `ids` again.
-    Edit { path: String, ids: Vec<String> },
+    Edit {
+        path: String,
+        ids: Vec<String>,
+    },
     Cancel,
 }
 
@@ -122,7 +137,9 @@ pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
         note.push(n.clone());
     }
     if in_flight + failed > 0 {
-        note.push("In flight / failed: the tool did not finish, the file may be half-written; done keeps it as it is.".into());
+        note.push(
+            "In flight / failed: the tool did not finish, the file may be half-written; done keeps it as it is.".into(),
+        );
     }
     note.push("No file is changed; u undoes it.".into());
     Dialog {

@@ -714,7 +714,9 @@ fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<
 /// The lines under the body: the note, the choices, what Enter and Esc do.
 fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color) -> Vec<Line<'static>> {
     let mut tail = vec![Line::raw("")];
-    tail.extend(d.note.iter().map(|n| Line::from(Span::styled(n.clone(), if d.warning { theme::WARN } else { theme::SOFT }))));
+    tail.extend(
+        d.note.iter().map(|n| Line::from(Span::styled(n.clone(), if d.warning { theme::WARN } else { theme::SOFT }))),
+    );
     tail.push(Line::raw(""));
     tail.push(dialog_choices(d, color));
     tail.push(Line::from(Span::styled(format!("{} · Esc: cancel", d.enter_label()), theme::MUTED)));

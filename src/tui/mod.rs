@@ -50,7 +50,8 @@ pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::
     app.prepare(Rect::new(0, 0, size.width, size.height));
     let lines = draw::detail_len(app);
     app.set_detail_len(lines);
-    app.dialog_rows = app.dialog.as_ref().map_or(0, |d| draw::dialog_body_rows(d, Rect::new(0, 0, size.width, size.height)));
+    app.dialog_rows =
+        app.dialog.as_ref().map_or(0, |d| draw::dialog_body_rows(d, Rect::new(0, 0, size.width, size.height)));
     terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
     Ok(())
 }

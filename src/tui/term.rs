@@ -33,7 +33,10 @@ pub trait EventSource {
 
     /// Runs `f` with the terminal given back to the user (an editor runs there); a
     /// script has no terminal to give.
-    fn suspend(&mut self, f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>) -> io::Result<std::process::ExitStatus> {
+    fn suspend(
+        &mut self,
+        f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>,
+    ) -> io::Result<std::process::ExitStatus> {
         f()
     }
 }
@@ -83,7 +86,10 @@ impl EventSource for CrosstermEvents {
         }
     }
 
-    fn suspend(&mut self, f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>) -> io::Result<std::process::ExitStatus> {
+    fn suspend(
+        &mut self,
+        f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>,
+    ) -> io::Result<std::process::ExitStatus> {
         restore();
         let result = f();
         enable_raw_mode()?;
