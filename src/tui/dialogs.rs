@@ -9,7 +9,7 @@
 //! the list of entries is (the body scrolls).
 
 use crate::fold::{Entry, EntryState};
-use crate::present::{icon, plural};
+use crate::present::{icon, label, plural};
 use crate::triage::RevertPlan;
 
 /// What a confirmed dialog does.
@@ -97,7 +97,7 @@ pub enum DialogKey {
 
 /// An entry as a dialog line: `● src/app.rs (applied by Edit)`.
 pub fn describe(e: &Entry) -> String {
-    format!("{} {} ({} by {})", icon(e.state()), e.path, e.state(), if e.tool.is_empty() { "?" } else { &e.tool })
+    format!("{} {} ({} by {})", icon(e.state()), e.path, label(e.state()), if e.tool.is_empty() { "?" } else { &e.tool })
 }
 
 fn ids(open: &[&Entry]) -> Vec<String> {
