@@ -97,7 +97,13 @@ pub enum DialogKey {
 
 /// An entry as a dialog line: `● src/app.rs (applied by Edit)`.
 pub fn describe(e: &Entry) -> String {
-    format!("{} {} ({} by {})", icon(e.state()), e.path, label(e.state()), if e.tool.is_empty() { "?" } else { &e.tool })
+    format!(
+        "{} {} ({} by {})",
+        icon(e.state()),
+        e.path,
+        label(e.state()),
+        if e.tool.is_empty() { "?" } else { &e.tool }
+    )
 }
 
 fn ids(open: &[&Entry]) -> Vec<String> {
