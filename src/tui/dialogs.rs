@@ -235,12 +235,15 @@ pub fn revert(open: &[&Entry], plans: &[anyhow::Result<RevertPlan>], live: Optio
     }
     note.push("The bytes on disk are saved first; u undoes the revert.".into());
     let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
+    // On a live session the revert must be forced past the liveness check, and Claude may
+    // be writing these files: `y` still reverts, but Enter cancels.
     let force = live.is_some();
+    let safe_default = if force { None } else { Some('y') };
     let mut choices = Vec::new();
     let mut default = None;
     if writes > 0 && conflicts.is_empty() && cannot == 0 {
         choices.push(('y', if force { "revert anyway" } else { "revert" }.to_string(), Choice::Revert { ids, force }));
-        default = Some('y');
+        default = safe_default;
     } else {
         if writes > 0 {
             // The others can go back safely: the conflicting (or refused) ones stay as they are.
@@ -250,7 +253,7 @@ pub fn revert(open: &[&Entry], plans: &[anyhow::Result<RevertPlan>], live: Optio
                 format!("revert {} (skip {skipped})", plural(safe.len(), "other", "others")),
                 Choice::Revert { ids: safe.clone(), force },
             ));
-            default = Some('y');
+            default = safe_default;
         }
         if let Some(first) = conflicts.first() {
             // Force reverts the safe ones too, and writes the pre-image over the conflicts.
@@ -337,6 +340,83 @@ mod tests {
         let d = dialog(vec![('n', "cancel".into(), Choice::Cancel), ('y', "revert".into(), revert.clone())], Some('y'));
         assert_eq!(d.choice_for(DialogKey::Confirm), Some(revert));
         assert_eq!(d.enter_label(), "Enter: revert (y)");
+    }
+
+    fn entry(id: &str, path: &str) -> Entry {
+        Entry {
+            id: id.into(),
+            session: "s".into(),
+            sid: "s".into(),
+            tool: "Edit".into(),
+            event: "file_modified".into(),
+            path: path.into(),
+            outside: false,
+            parent: None,
+            base: EntryState::Applied,
+            actions: Vec::new(),
+            ts: String::new(),
+            applied_ts: None,
+            before: None,
+            after: None,
+            nocap: None,
+            error: None,
+            line: 0,
+            imported: false,
+            background: false,
+            v1: false,
+        }
+    }
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn revert_defaults_never_lose_work() {
+        let (a, b, c) = (entry("a", "a.txt"), entry("b", "b.txt"), entry("c", "c.txt"));
+        let conflict = || Ok(RevertPlan::Conflict { lines: vec!["c.txt line 1: the file now has:".into()] });
+        // Plain: Enter reverts.
+        let d = revert(&[&a, &b], &[Ok(RevertPlan::WritePre), Ok(RevertPlan::DeleteFile)], None);
+        assert_eq!(d.summary, "1 write back, 1 delete");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a", "b"]), force: false }));
+        // Some conflict: Enter reverts the others only; f forces all; e edits the conflict.
+        let d = revert(&[&a, &c], &[Ok(RevertPlan::WritePre), conflict()], None);
+        assert_eq!(d.summary, "1 write back, 1 conflict");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a"]), force: false }));
+        assert_eq!(d.choice_for(DialogKey::Char('f')), Some(Choice::Revert { ids: ids(&["a", "c"]), force: true }));
+        assert_eq!(
+            d.choice_for(DialogKey::Char('e')),
+            Some(Choice::Edit { path: "c.txt".into(), ids: ids(&["a", "c"]) })
+        );
+        assert!(d.body.iter().any(|l| l.contains("the file now has:")), "{:?}", d.body);
+        // Only conflicts: Enter cancels.
+        let d = revert(&[&c], &[conflict()], None);
+        assert_eq!(d.default, None);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+        // A live session: y reverts anyway, Enter cancels.
+        let d = revert(&[&a], &[Ok(RevertPlan::WritePre)], Some("live".into()));
+        assert_eq!(d.choice_for(DialogKey::Char('y')), Some(Choice::Revert { ids: ids(&["a"]), force: true }));
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+        // Refused entries are skipped by y, nothing to revert closes.
+        let d = revert(&[&a, &b], &[Ok(RevertPlan::WritePre), Ok(RevertPlan::Refused { why: "x".into() })], None);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a"]), force: false }));
+        let d = revert(&[&a], &[Ok(RevertPlan::Nothing { why: "same".into() })], None);
+        assert_eq!(d.choices.len(), 1);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+    }
+
+    #[test]
+    fn done_asks_for_batches_and_unfinished_entries() {
+        let a = entry("a", "a.txt");
+        let mut f = entry("f", "f.txt");
+        f.base = EntryState::Failed;
+        assert!(!done_needs_asking(&[&a], false));
+        assert!(done_needs_asking(&[&a], true));
+        assert!(done_needs_asking(&[&f], false));
+        assert!(done_needs_asking(&[&a, &a], false));
+        let d = done(&[&a, &f], None);
+        assert_eq!(d.summary, "mark 2 entries done: 1 failed, 1 applied");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Done { ids: ids(&["a", "f"]), force: false }));
     }
 
     #[test]

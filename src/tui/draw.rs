@@ -666,7 +666,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     for (head, text) in [
         ("dialogs", "Enter: the default shown; Esc cancels; j/k scroll"),
         ("", "f force (over later edits) is never the default:"),
-        ("", "when only force is left, Enter cancels"),
+        ("", "only force left, or a live session: Enter cancels"),
         ("", "a conflict shows both sides; e opens $EDITOR on it"),
         ("", "d on a batch or an in-flight/failed entry asks"),
     ] {
