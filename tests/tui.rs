@@ -466,7 +466,14 @@ fn select_several_and_mark_done() {
     run(&mut app, &mut t, "<space><space>");
     assert_eq!(app.tree.marked.len(), 2);
     assert!(text(&t).contains("✚"));
-    run(&mut app, &mut t, "d");
+    // Two entries: d asks first, and a second d does not answer the dialog.
+    run(&mut app, &mut t, "dd");
+    let s = text(&t);
+    assert!(s.contains("Mark 2 entries done?") && s.contains("mark 2 entries done: 2 applied"), "{s}");
+    assert!(f.records(op::RESOLVED).is_empty(), "nothing until confirmed");
+    // Enter takes the default shown: mark done (no file changes, u undoes it).
+    assert!(s.contains("Enter: mark done (y)"), "{s}");
+    run(&mut app, &mut t, "<enter>");
     let ids: Vec<String> = f.records(op::RESOLVED).into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&"toolu_01EditCfg".to_string()) && ids.contains(&"toolu_01EditSrv".to_string()));
@@ -520,10 +527,24 @@ fn revert_conflict_offers_force() {
     assert!(s.contains("CONFLICT"), "{s}");
     assert!(s.contains("[f] force"), "{s}");
     assert!(!s.contains("[y]"), "{s}");
+    // Both sides of the conflict, the default (Enter cancels) and the editor key.
+    assert!(s.contains("the file now has:") && s.contains("\"retries\": 7,"), "{s}");
+    assert!(s.contains("where the pre-image has:") && s.contains("\"retries\": 3,"), "{s}");
+    assert!(s.contains("Enter: cancel") && s.contains("[e] edit config/settings.json"), "{s}");
     insta::assert_snapshot!("revert_conflict_dialog", s);
     run(&mut app, &mut t, "y");
     assert!(app.dialog.is_some(), "y is not a choice in a conflict");
-    run(&mut app, &mut t, "f");
+    // Issue 12: Enter took "force" and the user's 7 was gone. Enter cancels now.
+    run(&mut app, &mut t, "<enter>");
+    assert!(app.dialog.is_none());
+    assert!(f.records(op::RESOLVED).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(),
+        "{\n  \"retries\": 7,\n  \"timeout_ms\": 500\n}\n"
+    );
+    assert!(text(&t).contains("cancelled"));
+    // Force has its own key.
+    run(&mut app, &mut t, "rf");
     assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
     assert_eq!(f.records(op::RESOLVED).len(), 1);
 }
@@ -947,4 +968,257 @@ fn f_records(project: &Project, op_name: &str) -> Vec<Record> {
 /// The records of the journal in `root` with op `op_name`.
 fn records_with_op(root: &Path, op_name: &str) -> Vec<Record> {
     journal_records(root).into_iter().filter(|r| r.op == op_name).collect()
+}
+
+// ------------------------------------------------------------------- issue 12: no key loses work
+
+/// `config/settings.json` as the user left it after the tool: retries 5 → 7.
+const SETTINGS_MINE: &str = "{\n  \"retries\": 7,\n  \"timeout_ms\": 500\n}\n";
+
+/// A crashed session that edited `n` files (`src/f000.txt` …): `old N` → `new N`, applied.
+fn many_edits(n: usize) -> Repo {
+    let files: Vec<(String, String)> =
+        (0..n).map(|i| (format!("src/f{i:03}.txt"), format!("line one\nold {i}\nline three\n"))).collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let repo = Repo::new(&refs);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let store = Store::new(project.store_dir());
+    let mut recs = vec![session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START)];
+    for (i, (path, pre)) in files.iter().enumerate() {
+        let post = pre.replace("old", "new");
+        let ts = |plus: usize| format!("2026-03-01T10:{:02}:{:02}.000Z", 1 + i / 30, (i % 30) * 2 + plus);
+        let id = format!("toolu_{i:03}");
+        let mut r = file_rec(op::INTENT, CRASHED, &ts(0), &id, "Edit", path, "file_modified");
+        r.before = Some(Blob::Id(store.put(pre.as_bytes()).unwrap()));
+        recs.push(r);
+        let mut r = file_rec(op::APPLIED, CRASHED, &ts(1), &id, "Edit", path, "file_modified");
+        r.after = Some(Blob::Id(store.put(post.as_bytes()).unwrap()));
+        recs.push(r);
+        repo.write(path, &post);
+    }
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    repo
+}
+
+/// The "lines A-B of N" marker of a scrolled dialog.
+fn dialog_lines(s: &str) -> Option<String> {
+    let at = s.find("── lines ")?;
+    Some(s[at..].split(" · ").next()?.to_string())
+}
+
+#[test]
+fn enter_confirms_a_plain_revert() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "r");
+    let s = text(&t);
+    // The default is shown: a plain revert captures the bytes first and can be undone.
+    assert!(s.contains("Enter: revert (y)") && s.contains("1 write back"), "{s}");
+    run(&mut app, &mut t, "<enter>");
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_PRE);
+    assert_eq!(f.records(op::RESOLVED).len(), 1);
+    run(&mut app, &mut t, "u");
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
+}
+
+#[test]
+fn long_revert_dialog_scrolls_and_keeps_its_buttons() {
+    let repo = many_edits(100);
+    // The user changed the line of one file after the tool: one conflict among 100.
+    repo.write("src/f042.txt", "line one\nmine 42\nline three\n");
+    let mut app = App::new(Project::at(repo.root.clone(), None), opts());
+    let mut t = term(80, 24);
+    run(&mut app, &mut t, "gr");
+    let s = text(&t);
+    assert!(s.contains("Revert 100 entries?"), "{s}");
+    assert!(s.contains("99 write back, 1 conflict"), "the summary: {s}");
+    assert!(s.contains("[y] revert 99 others (skip 1)") && s.contains("[n] cancel"), "the buttons: {s}");
+    assert!(s.contains("Enter: revert 99 others (skip 1) (y)"), "the default: {s}");
+    assert_eq!(dialog_lines(&s).as_deref(), Some("── lines 1-9 of 104"), "{s}");
+    insta::assert_snapshot!("revert_dialog_long", s);
+    // The body scrolls; the summary and the buttons stay.
+    run(&mut app, &mut t, "j<pagedown>");
+    let s = text(&t);
+    assert_eq!(dialog_lines(&s).as_deref(), Some("── lines 10-18 of 104"), "{s}");
+    assert!(s.contains("99 write back, 1 conflict") && s.contains("[n] cancel"), "{s}");
+    run(&mut app, &mut t, "G");
+    let s = text(&t);
+    assert_eq!(dialog_lines(&s).as_deref(), Some("── lines 96-104 of 104"), "{s}");
+    assert!(s.contains("→ write the pre-image back") && s.contains("[y] revert"), "{s}");
+    // The conflict is in the body, both sides.
+    let d = app.dialog.as_ref().unwrap();
+    let at = d.body.iter().position(|l| l.contains("CONFLICT")).unwrap();
+    assert!(d.body[at].starts_with("≠ src/f042.txt  → CONFLICT"), "drifted: {}", d.body[at]);
+    assert!(d.body[at + 2].contains("mine 42") && d.body[at + 4].contains("old 42"), "{:?}", &d.body[at..at + 5]);
+    run(&mut app, &mut t, "k");
+    assert_eq!(dialog_lines(&text(&t)).as_deref(), Some("── lines 95-103 of 104"));
+    // Enter reverts the 99 others; the conflicting file keeps the user's line.
+    run(&mut app, &mut t, "<enter>");
+    assert_eq!(records_with_op(&repo.root, op::RESOLVED).len(), 99, "{}", text(&t));
+    assert_eq!(repo.read("src/f042.txt"), "line one\nmine 42\nline three\n");
+    assert_eq!(repo.read("src/f000.txt"), "line one\nold 0\nline three\n");
+    assert_eq!(repo.read("src/f099.txt"), "line one\nold 99\nline three\n");
+}
+
+#[test]
+fn batch_and_unfinished_done_ask_first() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    // On the session node: its 3 entries, one of them in flight.
+    run(&mut app, &mut t, "gd");
+    let s = text(&t);
+    assert!(s.contains("Mark 3 entries done?"), "{s}");
+    assert!(s.contains("mark 3 entries done: 1 in flight, 1 applied, 1 drifted") || s.contains("1 in flight"), "{s}");
+    assert!(s.contains("half-written") && s.contains("Enter: mark done (y)"), "{s}");
+    insta::assert_snapshot!("done_dialog_batch", s);
+    // The old `dd`: the second d does not answer the dialog. n cancels.
+    run(&mut app, &mut t, "dn");
+    assert!(f.records(op::RESOLVED).is_empty());
+    assert!(app.dialog.is_none());
+    // One in-flight entry asks too (its tool did not finish).
+    run(&mut app, &mut t, "Gd");
+    assert!(text(&t).contains("Mark 1 entry done?"), "{}", text(&t));
+    run(&mut app, &mut t, "<esc>");
+    assert!(f.records(op::RESOLVED).is_empty());
+    // One applied entry is marked at once (u undoes it).
+    run(&mut app, &mut t, "ggjjd");
+    assert_eq!(f.records(op::RESOLVED).len(), 1, "{}", text(&t));
+    // Confirmed on the session: the two left.
+    run(&mut app, &mut t, "gd<enter>");
+    assert_eq!(f.records(op::RESOLVED).len(), 3, "{}", text(&t));
+    assert!(text(&t).contains("0 unresolved"), "{}", text(&t));
+    // Files untouched.
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("docs/generated-index.md")).unwrap(), DOC);
+}
+
+/// An "editor": copies `<script>.json` over the file it is given.
+#[cfg(unix)]
+fn editor_script(dir: &Path, content: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("editor.sh");
+    std::fs::write(&script, "#!/bin/sh\ncp \"$0.json\" \"$1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("editor.sh.json"), content).unwrap();
+    script
+}
+
+#[cfg(unix)]
+#[test]
+fn conflict_e_runs_the_editor_then_plans_again() {
+    let f = Fixture::new();
+    f.repo.write("config/settings.json", SETTINGS_MINE);
+    let tmp = tempfile::tempdir().unwrap();
+    // The user puts the tool's 5 back and adds a line: the change can now be taken out alone.
+    let edited = "{\n  \"retries\": 5,\n  \"timeout_ms\": 500\n}\n// tuned by hand\n";
+    let script = editor_script(tmp.path(), edited);
+    let editor = Some(script.display().to_string());
+    let mut app = App::new(f.project(), AppOptions { editor, ..opts() });
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "r");
+    assert!(text(&t).contains("CONFLICT"), "{}", text(&t));
+    run(&mut app, &mut t, "e");
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), edited);
+    let s = text(&t);
+    // Back in the dialog, planned again on the edited file.
+    assert!(s.contains("edited config/settings.json"), "{s}");
+    assert!(s.contains("clean merge") && s.contains("Enter: revert (y)"), "{s}");
+    assert!(f.records(op::RESOLVED).is_empty());
+    run(&mut app, &mut t, "<enter>");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(),
+        "{\n  \"retries\": 3,\n  \"timeout_ms\": 500\n}\n// tuned by hand\n"
+    );
+    assert_eq!(f.records(op::RESOLVED).len(), 1);
+    // An editor that fails is reported, the file and the journal stay.
+    f.repo.write("src/server.js", "const port = 4000;\nconsole.log(\"mine\", port);\n");
+    let mut app = App::new(f.project(), AppOptions { editor: Some("false".into()), ..opts() });
+    run(&mut app, &mut t, "re");
+    let s = text(&t);
+    assert!(s.contains("false exited with"), "{s}");
+    assert_eq!(f.records(op::RESOLVED).len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.root.join("src/server.js")).unwrap(),
+        "const port = 4000;\nconsole.log(\"mine\", port);\n"
+    );
+}
+
+#[test]
+fn esc_goes_back_and_only_q_quits() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "<tab>");
+    assert_eq!(app.focus, Focus::Diff);
+    // Diff → tree.
+    run(&mut app, &mut t, "<esc>");
+    assert_eq!(app.focus, Focus::Tree);
+    // Then the selection, then the filter.
+    run(&mut app, &mut t, "<space>/s<enter>");
+    assert_eq!((app.tree.marked.len(), app.tree.filter.as_str()), (1, "s"));
+    run(&mut app, &mut t, "<esc>");
+    assert_eq!((app.tree.marked.len(), app.tree.filter.as_str()), (0, "s"));
+    run(&mut app, &mut t, "<esc>");
+    assert_eq!(app.tree.filter, "");
+    // Nothing left to close: Esc says how to quit, and does not.
+    run(&mut app, &mut t, "<esc><esc>");
+    assert!(!app.quit);
+    assert!(text(&t).contains("q quits"), "{}", text(&t));
+    // q with a dialog open leaves without doing it.
+    run(&mut app, &mut t, "rq");
+    assert!(app.quit);
+    let mut app = f.app();
+    run(&mut app, &mut t, "gd<ctrl+c>");
+    assert!(app.quit);
+    assert!(f.records(op::RESOLVED).is_empty());
+    assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), SETTINGS_POST);
+    // q quits from the tree.
+    let mut app = f.app();
+    run(&mut app, &mut t, "q");
+    assert!(app.quit);
+}
+
+#[test]
+fn triage_keeps_a_sessions_crash_time_and_place() {
+    let f = Fixture::new();
+    // An older crashed session (08:00) that created notes.txt.
+    let old = "0a1d5e55-0000-4000-8000-000000000001";
+    let store = Store::new(f.project().store_dir());
+    let mut r =
+        file_rec(op::INTENT, old, "2026-03-01T08:00:00.000Z", "toolu_01Old", "Write", "notes.txt", "artifact_created");
+    r.before = Some(Blob::Absent);
+    let mut a =
+        file_rec(op::APPLIED, old, "2026-03-01T08:00:01.000Z", "toolu_01Old", "Write", "notes.txt", "artifact_created");
+    a.after = Some(Blob::Id(store.put(b"notes\n").unwrap()));
+    JournalWriter::new(&f.project().journal).append_all(&[r, a]).unwrap();
+    f.repo.write("notes.txt", "notes\n");
+    let order = |app: &App| -> Vec<String> {
+        app.tree.views.iter().map(|v| app.fold.sessions[v.session].session.clone()).collect()
+    };
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    assert_eq!(order(&app), [CRASHED, old]);
+    // Mark the old session's entry done (the journal gets a record stamped now).
+    run(&mut app, &mut t, "Gd");
+    let resolved = f.records(op::RESOLVED);
+    assert_eq!(resolved.len(), 1, "{}", text(&t));
+    assert!(resolved[0].ts.as_str() > "2026-03-02", "stamped with the real clock: {}", resolved[0].ts);
+    // It keeps its last activity and its place below the newer sessions.
+    let s = app.fold.session(old).unwrap();
+    assert_eq!(s.last_ts, "2026-03-01T08:00:01.000Z");
+    run(&mut app, &mut t, "s");
+    assert_eq!(order(&app), [CRASHED, ENDED, old]);
+    // The old session's node: its context.
+    run(&mut app, &mut t, "Gkk");
+    let s = text(&t);
+    assert!(s.contains("last activity 2026-03-01 08:00 (2h ago)"), "{s}");
+    // Undo is triage too.
+    run(&mut app, &mut t, "u");
+    assert_eq!(f.records(op::UNDO).len(), 1);
+    assert_eq!(app.fold.session(old).unwrap().last_ts, "2026-03-01T08:00:01.000Z");
+    assert_eq!(order(&app), [CRASHED, ENDED, old]);
 }

@@ -77,7 +77,10 @@ impl Fold {
     /// Every folded record counts for its session (and may name its process).
     #[inline]
     fn note_session(&mut self, view: &RecordView<'_>, v1: bool) {
-        let si = self.session_index(view.session_key(), &view.sid, &view.ts);
+        // Triage (resolved, undo, handoff) keeps a session's last activity: its crash
+        // time and its place in the list.
+        let activity = !matches!(view.op(), op::RESOLVED | op::UNDO | op::HANDOFF);
+        let si = self.session_index(view.session_key(), &view.sid, &view.ts, activity);
         let s = &mut self.sessions[si];
         s.records += 1;
         s.v1 |= v1;
@@ -214,7 +217,7 @@ impl Fold {
     }
 
     pub(super) fn apply_command(&mut self, op_name: &str, session: &str, rec: &Record, opts: &FoldOptions) {
-        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let s = self.session_mut(session, &rec.sid, &rec.ts, op_name != op::RESOLVED);
         let id = rec.id.clone();
         match op_name {
             op::INTENT => {
@@ -283,7 +286,7 @@ impl Fold {
             }
             _ => {}
         }
-        let s = self.session_mut(session, &rec.sid, &rec.ts);
+        let s = self.session_mut(session, &rec.sid, &rec.ts, true);
         let text = |key: &str| rec.get_str(key).map(str::to_string);
         match k {
             kind::START => {

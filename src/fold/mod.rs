@@ -117,7 +117,9 @@ impl Fold {
         self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
     }
 
-    pub(super) fn session_index(&mut self, key: &str, sid: &str, ts: &str) -> usize {
+    /// The session of a record; `activity`: the record is the session's own work (not the
+    /// user's triage of it), so it moves the session's last activity.
+    pub(super) fn session_index(&mut self, key: &str, sid: &str, ts: &str, activity: bool) -> usize {
         let idx = match self.last_session {
             Some(i) if self.sessions[i].session == key => i,
             _ => match self.by_session.get(key) {
@@ -136,7 +138,7 @@ impl Fold {
         };
         self.last_session = Some(idx);
         let s = &mut self.sessions[idx];
-        if ts > s.last_ts.as_str() {
+        if (activity || s.last_ts.is_empty()) && ts > s.last_ts.as_str() {
             // Reuse the buffer: this runs for every line.
             s.last_ts.clear();
             s.last_ts.push_str(ts);
@@ -144,8 +146,8 @@ impl Fold {
         idx
     }
 
-    pub(super) fn session_mut(&mut self, key: &str, sid: &str, ts: &str) -> &mut SessionInfo {
-        let i = self.session_index(key, sid, ts);
+    pub(super) fn session_mut(&mut self, key: &str, sid: &str, ts: &str, activity: bool) -> &mut SessionInfo {
+        let i = self.session_index(key, sid, ts, activity);
         &mut self.sessions[i]
     }
 

@@ -47,12 +47,27 @@ pub struct AppOptions {
     pub clock: Clock,
     /// Least time between two journal polls.
     pub poll: Duration,
+    /// The editor `e` runs on a conflicting file; `None`: `$VISUAL`, `$EDITOR`, else `vi`.
+    pub editor: Option<String>,
 }
 
 impl Default for AppOptions {
     fn default() -> Self {
-        AppOptions { keymap: Keymap::default(), clock: Clock::Real, poll: Duration::from_millis(500) }
+        AppOptions { keymap: Keymap::default(), clock: Clock::Real, poll: Duration::from_millis(500), editor: None }
     }
+}
+
+/// A file to open in the editor (asked by `e` in a conflict), run by the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditRequest {
+    /// The file, absolute.
+    pub file: std::path::PathBuf,
+    /// As the user reads it (project-relative).
+    pub path: String,
+    /// The editor command.
+    pub editor: String,
+    /// The entries whose revert is planned again afterwards.
+    pub ids: Vec<String>,
 }
 
 pub struct App {
@@ -72,6 +87,11 @@ pub struct App {
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     pub dialog: Option<Dialog>,
+    /// Body lines of the dialog shown at the last draw (for scrolling it).
+    pub dialog_rows: usize,
+    editor: Option<String>,
+    /// Set by `e`: the loop suspends the terminal, runs the editor, then calls [`App::edited`].
+    pub edit_request: Option<EditRequest>,
     pub help: bool,
     pub help_scroll: usize,
     pub status: Option<Status>,
@@ -101,6 +121,9 @@ impl App {
             detail_len: 0,
             diffs: HashMap::new(),
             dialog: None,
+            dialog_rows: 0,
+            editor: opts.editor,
+            edit_request: None,
             help: false,
             help_scroll: 0,
             status: None,
@@ -364,18 +387,6 @@ impl App {
             }
             return;
         }
-        if key.code == KeyCode::Esc {
-            // Esc steps back before it quits: selection, filter, status.
-            if !self.tree.marked.is_empty() {
-                self.tree.marked.clear();
-                self.info("selection cleared");
-                return;
-            }
-            if !self.tree.filter.is_empty() {
-                self.set_filter(String::new());
-                return;
-            }
-        }
         if let Some(a) = self.keymap.action(&key) {
             self.update(a)
         }
@@ -451,6 +462,7 @@ impl App {
         let dpage = self.diff_height().max(2) as isize - 1;
         match (action, self.focus) {
             (Action::Quit, _) => self.quit = true,
+            (Action::Back, _) => self.back(),
             (Action::Help, _) => self.help = true,
             (Action::SwitchPane, _) => {
                 self.focus = if self.focus == Focus::Tree { Focus::Diff } else { Focus::Tree };
@@ -533,6 +545,22 @@ impl App {
         }
     }
 
+    /// Esc: one step back, never out. The diff pane goes back to the tree, then the
+    /// selection is cleared, then the filter.
+    fn back(&mut self) {
+        if self.focus == Focus::Diff {
+            self.focus = Focus::Tree;
+        } else if !self.tree.marked.is_empty() {
+            self.tree.marked.clear();
+            self.info("selection cleared");
+        } else if !self.tree.filter.is_empty() {
+            self.set_filter(String::new());
+        } else {
+            let q = self.keymap.key_of(Action::Quit);
+            self.info(format!("{q} quits"));
+        }
+    }
+
     fn set_mode(&mut self, m: DiffMode) {
         if self.diff_mode != m {
             self.diff_mode = m;
@@ -578,12 +606,14 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
-        match self.live_note(&open) {
-            Some(note) => self.dialog = Some(dialogs::done(&open, note)),
-            None => {
-                let ids = open.iter().map(|e| e.id.clone()).collect();
-                self.run_choice(Choice::Done { ids, force: false })
-            }
+        // One finished entry is marked at once (u undoes it); a batch, an entry whose tool
+        // did not finish, or a live session asks first.
+        let live = self.live_note(&open);
+        if dialogs::done_needs_asking(&open, live.is_some()) {
+            self.open_dialog(dialogs::done(&open, live));
+        } else {
+            let ids = open.iter().map(|e| e.id.clone()).collect();
+            self.run_choice(Choice::Done { ids, force: false })
         }
     }
 
@@ -597,9 +627,20 @@ impl App {
                 "already resolved: u undoes the last action"
             });
         }
+        let d = self.revert_dialog(&open);
+        self.open_dialog(d);
+    }
+
+    fn revert_dialog(&self, open: &[&Entry]) -> Dialog {
         let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
-        let live = self.live_note(&open);
-        self.dialog = Some(dialogs::revert(&open, &plans, live));
+        let live = self.live_note(open);
+        dialogs::revert(open, &plans, live)
+    }
+
+    fn open_dialog(&mut self, d: Dialog) {
+        self.dialog = Some(d);
+        // Until the first draw of the dialog says how many body lines fit.
+        self.dialog_rows = 0;
     }
 
     fn ask_undo(&mut self) {
@@ -619,15 +660,60 @@ impl App {
             });
         }
         let live = self.live_note(&open);
-        self.dialog = Some(dialogs::hand_back(&open, live));
+        self.open_dialog(dialogs::hand_back(&open, live));
     }
 
+    /// A key while a dialog is open: a choice, Enter (the default), Esc (cancel), a
+    /// scroll key, or quit (which leaves without doing the dialog's action).
     fn dialog_key(&mut self, key: Key) {
         let Some(d) = &self.dialog else { return };
-        let choice = self.keymap.dialog_key(&key).and_then(|k| d.choice_for(k));
-        if let Some(c) = choice {
+        if let Some(c) = self.keymap.dialog_key(&key).and_then(|k| d.choice_for(k)) {
             self.dialog = None;
-            self.run_choice(c);
+            return self.run_choice(c);
+        }
+        let rows = self.dialog_rows.max(1);
+        let page = rows.saturating_sub(1).max(1) as isize;
+        let delta = match self.keymap.action(&key) {
+            Some(Action::MoveDown) => 1,
+            Some(Action::MoveUp) => -1,
+            Some(Action::PageDown | Action::ScrollDown) => page,
+            Some(Action::PageUp | Action::ScrollUp) => -page,
+            Some(Action::First) => isize::MIN / 2,
+            Some(Action::Last) => isize::MAX / 2,
+            Some(Action::Quit) => {
+                self.quit = true;
+                return;
+            }
+            _ => return,
+        };
+        if let Some(d) = self.dialog.as_mut() {
+            d.scroll_by(delta, rows);
+        }
+    }
+
+    /// The editor command: the option, else `$VISUAL`, `$EDITOR`, else a platform default.
+    fn editor(&self) -> String {
+        self.editor
+            .clone()
+            .or_else(|| std::env::var("VISUAL").ok().filter(|v| !v.trim().is_empty()))
+            .or_else(|| std::env::var("EDITOR").ok().filter(|v| !v.trim().is_empty()))
+            .unwrap_or_else(|| if cfg!(windows) { "notepad".into() } else { "vi".into() })
+    }
+
+    /// After the editor ran (or failed to start): reload, and plan the revert again.
+    pub fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
+        let Some(req) = self.edit_request.take() else { return };
+        self.reload();
+        let open: Vec<&Entry> =
+            req.ids.iter().filter_map(|id| self.fold.entry(id)).filter(|e| e.is_unresolved()).collect();
+        if !open.is_empty() {
+            let d = self.revert_dialog(&open);
+            self.open_dialog(d);
+        }
+        match result {
+            Ok(st) if st.success() => self.info(format!("edited {}: the revert is planned again", req.path)),
+            Ok(st) => self.error(format!("{} exited with {st} on {}", req.editor, req.path)),
+            Err(e) => self.error(format!("cannot run the editor `{}`: {e} (set $EDITOR)", req.editor)),
         }
     }
 
@@ -636,6 +722,16 @@ impl App {
         let result: Result<String, triage::TriageError> = match &choice {
             Choice::Cancel => {
                 self.info("cancelled");
+                return;
+            }
+            Choice::Edit { path, ids } => {
+                match self.project.resolve_rel(path) {
+                    Ok(file) => {
+                        let editor = self.editor();
+                        self.edit_request = Some(EditRequest { file, path: path.clone(), editor, ids: ids.clone() });
+                    }
+                    Err(e) => self.error(format!("cannot edit {path}: {e:#}")),
+                }
                 return;
             }
             Choice::Done { ids, force } => {

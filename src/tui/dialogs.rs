@@ -1,17 +1,41 @@
 //! The confirmation dialogs, built from what the app already knows (the targets, the
 //! revert plans, a live-session note): pure functions, no I/O, no state.
+//!
+//! Safety rules (issue 12): Enter takes the dialog's `default`, which is only ever a choice
+//! that loses nothing (a plain revert captures the bytes on disk first and can be undone;
+//! mark done and hand back write no file). A choice that can lose work (force over a
+//! conflict) has its own key and is never the default; when only such choices remain,
+//! Enter cancels like Esc. The summary line and the choices stay visible however long
+//! the list of entries is (the body scrolls).
 
-use crate::fold::Entry;
-use crate::present::{icon, plural};
+use crate::fold::{Entry, EntryState};
+use crate::present::{icon, label, plural};
 use crate::triage::RevertPlan;
 
 /// What a confirmed dialog does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice {
-    Revert { ids: Vec<String>, force: bool },
-    HandBack { ids: Vec<String>, force: bool },
-    Done { ids: Vec<String>, force: bool },
-    Undo { id: Option<String>, force: bool },
+    Revert {
+        ids: Vec<String>,
+        force: bool,
+    },
+    HandBack {
+        ids: Vec<String>,
+        force: bool,
+    },
+    Done {
+        ids: Vec<String>,
+        force: bool,
+    },
+    Undo {
+        id: Option<String>,
+        force: bool,
+    },
+    /// Open `$EDITOR` on a file (project-relative), then plan the revert of `ids` again.
+    Edit {
+        path: String,
+        ids: Vec<String>,
+    },
     Cancel,
 }
 
@@ -19,21 +43,47 @@ pub enum Choice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialog {
     pub title: String,
+    /// What the dialog will do, in numbers ("12 write back, 3 delete, 1 conflict"): always shown.
+    pub summary: String,
+    /// The entries, one or more lines each: scrolls when it does not fit.
     pub body: Vec<String>,
+    /// Lines under the body, always shown (a warning, how to undo).
+    pub note: Vec<String>,
     /// (key, label, choice); Esc always cancels.
     pub choices: Vec<(char, String, Choice)>,
-    /// Something in it deserves a second look (conflict, live session).
+    /// The key of the choice Enter takes; `None`: Enter cancels.
+    pub default: Option<char>,
+    /// Something in it deserves a second look (conflict, live session, in-flight entries).
     pub warning: bool,
+    /// First body line shown.
+    pub scroll: usize,
 }
 
 impl Dialog {
-    /// The choice a key picks: Esc cancels, Enter takes the first choice, a letter its own.
+    /// The choice a key picks: Esc cancels, Enter takes the default (or cancels), a letter its own.
     pub fn choice_for(&self, key: DialogKey) -> Option<Choice> {
         match key {
             DialogKey::Cancel => Some(Choice::Cancel),
-            DialogKey::Confirm => self.choices.first().map(|c| c.2.clone()),
+            DialogKey::Confirm => Some(match self.default {
+                Some(d) => self.choices.iter().find(|(k, ..)| *k == d).map_or(Choice::Cancel, |c| c.2.clone()),
+                None => Choice::Cancel,
+            }),
             DialogKey::Char(c) => self.choices.iter().find(|(k, ..)| *k == c.to_ascii_lowercase()).map(|c| c.2.clone()),
         }
+    }
+
+    /// What Enter does, for the dialog and the footer.
+    pub fn enter_label(&self) -> String {
+        match self.default.and_then(|d| self.choices.iter().find(|(k, ..)| *k == d)) {
+            Some((k, label, _)) => format!("Enter: {label} ({k})"),
+            None => "Enter: cancel".to_string(),
+        }
+    }
+
+    /// Scrolls the body by `delta` lines, inside `0..=body.len() - visible`.
+    pub fn scroll_by(&mut self, delta: isize, visible: usize) {
+        let max = self.body.len().saturating_sub(visible.max(1));
+        self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
 }
 
@@ -47,116 +97,216 @@ pub enum DialogKey {
 
 /// An entry as a dialog line: `● src/app.rs (applied by Edit)`.
 pub fn describe(e: &Entry) -> String {
-    format!("{} {} ({} by {})", icon(e.state()), e.path, e.state(), if e.tool.is_empty() { "?" } else { &e.tool })
+    format!(
+        "{} {} ({} by {})",
+        icon(e.state()),
+        e.path,
+        label(e.state()),
+        if e.tool.is_empty() { "?" } else { &e.tool }
+    )
 }
 
 fn ids(open: &[&Entry]) -> Vec<String> {
     open.iter().map(|e| e.id.clone()).collect()
 }
 
-/// Mark done while Claude may still work on the files (`live` says so).
-pub fn done(open: &[&Entry], live: String) -> Dialog {
+/// Counts as "3 in flight, 1 failed" (non-zero ones, in the order given).
+fn counts(parts: &[(usize, &str)]) -> String {
+    parts.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Marking done needs a question when it is a batch, touches an entry whose tool did not
+/// finish (in flight, failed), or a session that still runs.
+pub fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
+    live || open.len() > 1 || open.iter().any(|e| matches!(e.state(), EntryState::InFlight | EntryState::Failed))
+}
+
+/// Mark entries done: what each is, and a warning for those whose tool did not finish or
+/// whose session still runs (`live`).
+pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
-    let mut body = vec![live, String::new()];
-    body.extend(open.iter().map(|e| describe(e)));
+    let n_state = |s: EntryState| open.iter().filter(|e| e.state() == s).count();
+    let (in_flight, failed) = (n_state(EntryState::InFlight), n_state(EntryState::Failed));
+    let mut summary = format!("mark {} done", plural(ids.len(), "entry", "entries"));
+    let detail = counts(&[
+        (in_flight, "in flight"),
+        (failed, "failed"),
+        (n_state(EntryState::Applied), "applied"),
+        (n_state(EntryState::Drifted), "drifted"),
+    ]);
+    if !detail.is_empty() {
+        summary.push_str(&format!(": {detail}"));
+    }
+    let body = open.iter().map(|e| describe(e)).collect();
+    let mut note = Vec::new();
+    if let Some(n) = &live {
+        note.push(n.clone());
+    }
+    if in_flight + failed > 0 {
+        note.push(
+            "In flight / failed: the tool did not finish, the file may be half-written; done keeps it as it is.".into(),
+        );
+    }
+    note.push("No file is changed; u undoes it.".into());
     Dialog {
         title: format!("Mark {} done?", plural(ids.len(), "entry", "entries")),
+        summary,
         body,
+        note,
         choices: vec![
-            ('y', "mark done anyway".into(), Choice::Done { ids, force: true }),
+            (
+                'y',
+                if live.is_some() { "mark done anyway".into() } else { "mark done".into() },
+                Choice::Done { ids, force: live.is_some() },
+            ),
             ('n', "cancel".into(), Choice::Cancel),
         ],
-        warning: true,
+        default: Some('y'),
+        warning: live.is_some() || in_flight + failed > 0,
+        scroll: 0,
     }
 }
 
 /// What a revert would do to each entry (`plans` in the order of `open`).
 pub fn revert(open: &[&Entry], plans: &[Result<RevertPlan, crate::triage::TriageError>], live: Option<String>) -> Dialog {
     let mut body = Vec::new();
-    let mut conflict = false;
-    let mut runnable = 0;
+    let (mut write, mut delete, mut merge, mut nothing, mut cannot) = (0, 0, 0, 0, 0);
+    // Entries that can be reverted without losing anything, and the conflicting ones.
+    let mut safe = Vec::new();
+    let mut conflicts: Vec<&Entry> = Vec::new();
     for (e, plan) in open.iter().zip(plans) {
-        let what = match plan {
+        let head = format!("{} {}  →", icon(e.state()), e.path);
+        match plan {
             Ok(RevertPlan::WritePre) => {
-                runnable += 1;
-                "write the pre-image back".to_string()
+                write += 1;
+                safe.push(e.id.clone());
+                body.push(format!("{head} write the pre-image back"));
             }
             Ok(RevertPlan::DeleteFile) => {
-                runnable += 1;
-                "delete the file (the tool created it)".to_string()
+                delete += 1;
+                safe.push(e.id.clone());
+                body.push(format!("{head} delete the file (the tool created it)"));
             }
             Ok(RevertPlan::Merge { .. }) => {
-                runnable += 1;
-                "take the change out, keep later edits (clean merge)".to_string()
+                merge += 1;
+                safe.push(e.id.clone());
+                body.push(format!("{head} take the change out, keep later edits (clean merge)"));
             }
             Ok(RevertPlan::Conflict { lines }) => {
-                conflict = true;
-                runnable += 1;
-                let mut s = "CONFLICT with later edits".to_string();
-                if let Some(l) = lines.first() {
-                    s.push_str(&format!(": {l}"));
-                }
-                if lines.len() > 1 {
-                    s.push_str(&format!(" (+{} more)", lines.len() - 1));
-                }
-                s
+                conflicts.push(e);
+                body.push(format!("{head} CONFLICT with later edits:"));
+                // Both sides of every region (the disk now, the pre-image a revert writes).
+                body.extend(lines.iter().map(|l| format!("    {l}")));
             }
-            Ok(RevertPlan::Nothing { why }) => format!("nothing to do: {why}"),
-            Ok(RevertPlan::Refused { why }) => format!("cannot: {why}"),
-            Err(err) => format!("cannot: {err:#}"),
-        };
-        body.push(format!("{} {}", icon(e.state()), e.path));
-        body.push(format!("    → {what}"));
+            Ok(RevertPlan::Nothing { why }) => {
+                nothing += 1;
+                safe.push(e.id.clone());
+                body.push(format!("{head} nothing to do: {why}"));
+            }
+            Ok(RevertPlan::Refused { why }) => {
+                cannot += 1;
+                body.push(format!("{head} cannot: {why}"));
+            }
+            Err(err) => {
+                cannot += 1;
+                body.push(format!("{head} cannot: {err:#}"));
+            }
+        }
     }
     let ids = ids(open);
+    let summary = counts(&[
+        (write, "write back"),
+        (delete, "delete"),
+        (merge, "merge"),
+        (conflicts.len(), if conflicts.len() == 1 { "conflict" } else { "conflicts" }),
+        (nothing, "nothing to do"),
+        (cannot, "cannot"),
+    ]);
+    let mut note = Vec::new();
     if let Some(n) = &live {
-        body.insert(0, String::new());
-        body.insert(0, n.clone());
+        note.push(n.clone());
     }
-    body.push(String::new());
-    body.push("The bytes on disk are saved first; u undoes the revert.".into());
+    let writes = write + delete + merge;
+    if !conflicts.is_empty() {
+        note.push(
+            "A conflict: the file changed after the tool. e edits it; f writes the pre-image over the later edits."
+                .into(),
+        );
+    }
+    note.push("The bytes on disk are saved first; u undoes the revert.".into());
     let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
-    let choices = if runnable == 0 {
-        vec![('n', "close".into(), Choice::Cancel)]
-    } else if conflict || live.is_some() {
-        let mut c = Vec::new();
-        if !conflict {
-            c.push(('y', "revert".into(), Choice::Revert { ids: ids.clone(), force: false }));
-        }
-        c.push((
-            'f',
-            if conflict { "force: write the pre-image over later edits".into() } else { "force".into() },
-            Choice::Revert { ids, force: true },
-        ));
-        c.push(('n', "cancel".into(), Choice::Cancel));
-        c
+    // On a live session the revert must be forced past the liveness check, and Claude may
+    // be writing these files: `y` still reverts, but Enter cancels.
+    let force = live.is_some();
+    let safe_default = if force { None } else { Some('y') };
+    let mut choices = Vec::new();
+    let mut default = None;
+    if writes > 0 && conflicts.is_empty() && cannot == 0 {
+        choices.push(('y', if force { "revert anyway" } else { "revert" }.to_string(), Choice::Revert { ids, force }));
+        default = safe_default;
     } else {
-        vec![('y', "revert".into(), Choice::Revert { ids, force: false }), ('n', "cancel".into(), Choice::Cancel)]
-    };
-    Dialog { title, body, choices, warning: conflict || live.is_some() }
+        if writes > 0 {
+            // The others can go back safely: the conflicting (or refused) ones stay as they are.
+            let skipped = conflicts.len() + cannot;
+            choices.push((
+                'y',
+                format!("revert {} (skip {skipped})", plural(safe.len(), "other", "others")),
+                Choice::Revert { ids: safe.clone(), force },
+            ));
+            default = safe_default;
+        }
+        if let Some(first) = conflicts.first() {
+            // Force reverts the safe ones too, and writes the pre-image over the conflicts.
+            let mut forced = safe.clone();
+            forced.extend(conflicts.iter().map(|e| e.id.clone()));
+            choices.push((
+                'e',
+                format!("edit {} in $EDITOR", first.path),
+                Choice::Edit { path: first.path.clone(), ids: open.iter().map(|e| e.id.clone()).collect() },
+            ));
+            choices.push((
+                'f',
+                format!("force: overwrite the later edits ({})", plural(conflicts.len(), "conflict", "conflicts")),
+                Choice::Revert { ids: forced, force: true },
+            ));
+        }
+    }
+    choices.push(('n', if choices.is_empty() { "close" } else { "cancel" }.into(), Choice::Cancel));
+    Dialog {
+        title,
+        summary: if summary.is_empty() { "nothing to revert".into() } else { summary },
+        body,
+        note,
+        choices,
+        default,
+        warning: !conflicts.is_empty() || live.is_some(),
+        scroll: 0,
+    }
 }
 
 /// Hand entries back to Claude (a brief at its next session start).
 pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
-    let mut body = vec![
+    let body = open.iter().map(|e| describe(e)).collect();
+    let mut note = vec![
         "Claude gets a brief of these changes (paths, states, diffs, the last prompt and open todos)".to_string(),
-        "at the start of its next session in this project:".to_string(),
-        String::new(),
+        "at the start of its next session in this project. No file is changed; u undoes it.".to_string(),
     ];
-    body.extend(open.iter().map(|e| describe(e)));
     if let Some(n) = &live {
-        body.push(String::new());
-        body.push(n.clone());
+        note.push(n.clone());
     }
     Dialog {
         title: format!("Hand {} back to Claude?", plural(ids.len(), "entry", "entries")),
+        summary: format!("hand back {}", plural(ids.len(), "entry", "entries")),
         body,
+        note,
         choices: vec![
             ('y', "hand back".into(), Choice::HandBack { ids, force: live.is_some() }),
             ('n', "cancel".into(), Choice::Cancel),
         ],
+        default: Some('y'),
         warning: live.is_some(),
+        scroll: 0,
     }
 }
 
@@ -164,18 +314,122 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 mod tests {
     use super::*;
 
-    #[test]
-    fn keys_pick_choices() {
-        let force = Choice::Revert { ids: vec!["toolu_1".into()], force: true };
-        let d = Dialog {
+    fn dialog(choices: Vec<(char, String, Choice)>, default: Option<char>) -> Dialog {
+        Dialog {
             title: "Revert 1 entry?".into(),
+            summary: String::new(),
             body: Vec::new(),
-            choices: vec![('f', "force".into(), force.clone()), ('n', "cancel".into(), Choice::Cancel)],
+            note: Vec::new(),
+            choices,
+            default,
             warning: true,
-        };
+            scroll: 0,
+        }
+    }
+
+    #[test]
+    fn keys_pick_choices_and_enter_never_forces() {
+        let force = Choice::Revert { ids: vec!["toolu_1".into()], force: true };
+        let d = dialog(vec![('f', "force".into(), force.clone()), ('n', "cancel".into(), Choice::Cancel)], None);
         assert_eq!(d.choice_for(DialogKey::Char('y')), None);
         assert_eq!(d.choice_for(DialogKey::Char('F')), Some(force.clone()));
-        assert_eq!(d.choice_for(DialogKey::Confirm), Some(force));
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel), "Enter cancels when only force is left");
         assert_eq!(d.choice_for(DialogKey::Cancel), Some(Choice::Cancel));
+        assert_eq!(d.enter_label(), "Enter: cancel");
+        let revert = Choice::Revert { ids: vec!["toolu_1".into()], force: false };
+        let d = dialog(vec![('n', "cancel".into(), Choice::Cancel), ('y', "revert".into(), revert.clone())], Some('y'));
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(revert));
+        assert_eq!(d.enter_label(), "Enter: revert (y)");
+    }
+
+    fn entry(id: &str, path: &str) -> Entry {
+        Entry {
+            id: id.into(),
+            session: "s".into(),
+            sid: "s".into(),
+            tool: "Edit".into(),
+            event: "file_modified".into(),
+            path: path.into(),
+            outside: false,
+            parent: None,
+            base: EntryState::Applied,
+            actions: Vec::new(),
+            ts: String::new(),
+            applied_ts: None,
+            before: None,
+            after: None,
+            nocap: None,
+            error: None,
+            line: 0,
+            imported: false,
+            background: false,
+            v1: false,
+        }
+    }
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn revert_defaults_never_lose_work() {
+        let (a, b, c) = (entry("a", "a.txt"), entry("b", "b.txt"), entry("c", "c.txt"));
+        let conflict = || Ok(RevertPlan::Conflict { lines: vec!["c.txt line 1: the file now has:".into()] });
+        // Plain: Enter reverts.
+        let d = revert(&[&a, &b], &[Ok(RevertPlan::WritePre), Ok(RevertPlan::DeleteFile)], None);
+        assert_eq!(d.summary, "1 write back, 1 delete");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a", "b"]), force: false }));
+        // Some conflict: Enter reverts the others only; f forces all; e edits the conflict.
+        let d = revert(&[&a, &c], &[Ok(RevertPlan::WritePre), conflict()], None);
+        assert_eq!(d.summary, "1 write back, 1 conflict");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a"]), force: false }));
+        assert_eq!(d.choice_for(DialogKey::Char('f')), Some(Choice::Revert { ids: ids(&["a", "c"]), force: true }));
+        assert_eq!(
+            d.choice_for(DialogKey::Char('e')),
+            Some(Choice::Edit { path: "c.txt".into(), ids: ids(&["a", "c"]) })
+        );
+        assert!(d.body.iter().any(|l| l.contains("the file now has:")), "{:?}", d.body);
+        // Only conflicts: Enter cancels.
+        let d = revert(&[&c], &[conflict()], None);
+        assert_eq!(d.default, None);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+        // A live session: y reverts anyway, Enter cancels.
+        let d = revert(&[&a], &[Ok(RevertPlan::WritePre)], Some("live".into()));
+        assert_eq!(d.choice_for(DialogKey::Char('y')), Some(Choice::Revert { ids: ids(&["a"]), force: true }));
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+        // Refused entries are skipped by y, nothing to revert closes.
+        let d = revert(&[&a, &b], &[Ok(RevertPlan::WritePre), Ok(RevertPlan::Refused { why: "x".into() })], None);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a"]), force: false }));
+        let d = revert(&[&a], &[Ok(RevertPlan::Nothing { why: "same".into() })], None);
+        assert_eq!(d.choices.len(), 1);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+    }
+
+    #[test]
+    fn done_asks_for_batches_and_unfinished_entries() {
+        let a = entry("a", "a.txt");
+        let mut f = entry("f", "f.txt");
+        f.base = EntryState::Failed;
+        assert!(!done_needs_asking(&[&a], false));
+        assert!(done_needs_asking(&[&a], true));
+        assert!(done_needs_asking(&[&f], false));
+        assert!(done_needs_asking(&[&a, &a], false));
+        let d = done(&[&a, &f], None);
+        assert_eq!(d.summary, "mark 2 entries done: 1 failed, 1 applied");
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Done { ids: ids(&["a", "f"]), force: false }));
+    }
+
+    #[test]
+    fn scrolling_stays_inside_the_body() {
+        let mut d = dialog(Vec::new(), None);
+        d.body = (0..10).map(|i| i.to_string()).collect();
+        d.scroll_by(100, 4);
+        assert_eq!(d.scroll, 6);
+        d.scroll_by(-2, 4);
+        assert_eq!(d.scroll, 4);
+        d.scroll_by(-100, 4);
+        assert_eq!(d.scroll, 0);
+        d.scroll_by(3, 20);
+        assert_eq!(d.scroll, 0, "all of it fits");
     }
 }

@@ -571,13 +571,13 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
 fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
     let k = |a: Action| app.keymap.key_of(a);
     let mut keys: Vec<(String, &str)> = Vec::new();
-    if app.dialog.is_some() {
-        if let Some(d) = &app.dialog {
-            for (c, label, _) in &d.choices {
-                keys.push((c.to_string(), label.as_str()));
-            }
+    if let Some(d) = &app.dialog {
+        for (c, label, _) in &d.choices {
+            keys.push((c.to_string(), label.as_str()));
         }
-        keys.push((k(Action::Cancel), "close"));
+        let default = d.default.and_then(|c| d.choices.iter().find(|(k, ..)| *k == c)).map(|(_, l, _)| l.as_str());
+        keys.push((k(Action::Confirm), default.unwrap_or("cancel")));
+        keys.push((k(Action::Cancel), "cancel"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
         keys.push(("esc".into(), "clear"));
@@ -663,8 +663,18 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         l
     }));
     lines.push(Line::raw(""));
+    for (head, text) in [
+        ("dialogs", "Enter: the default shown; Esc cancels; j/k scroll"),
+        ("", "f force (over later edits) is never the default:"),
+        ("", "only force left, or a live session: Enter cancels"),
+        ("", "a conflict shows both sides; e opens $EDITOR on it"),
+        ("", "d on a batch or an in-flight/failed entry asks"),
+    ] {
+        lines.push(Line::from(vec![Span::styled(format!("{head:>16}  "), theme::BOLD), Span::raw(text)]));
+    }
+    lines.push(Line::raw(""));
     lines.push(Line::from(Span::styled(
-        "  Rebind in .walj/config.toml [keys] (revert = [\"x\"]) · mouse: wheel, click",
+        "  Rebind: .walj/config.toml [keys] revert = [\"x\"] · mouse: wheel, click",
         theme::MUTED,
     )));
     let r = centered(area, 76, lines.len() as u16 + 2);
@@ -677,30 +687,97 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
 }
 
-fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
-    let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
-    let mut lines: Vec<Line> = d.body.iter().map(|b| Line::raw(b.clone())).collect();
-    lines.push(Line::raw(""));
+/// Where a dialog goes and how its lines split: the fixed lines above the body (title is
+/// the border), the body rows shown, and the fixed lines under it.
+struct DialogLayout {
+    rect: Rect,
+    inner_w: usize,
+    body_rows: usize,
+}
+
+fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<'static> {
     let mut choices = Vec::new();
     for (i, (c, label, _)) in d.choices.iter().enumerate() {
         if i > 0 {
             choices.push(Span::raw("   "));
         }
-        choices.push(Span::styled(format!("[{c}]"), Style::new().fg(color).add_modifier(Modifier::BOLD)));
+        let mut key = Style::new().fg(color).add_modifier(Modifier::BOLD);
+        if d.default == Some(*c) {
+            key = key.add_modifier(Modifier::REVERSED);
+        }
+        choices.push(Span::styled(format!("[{c}]"), key));
         choices.push(Span::raw(format!(" {label}")));
     }
-    lines.push(Line::from(choices));
-    let widest = lines.iter().map(Line::width).max().unwrap_or(0).max(d.title.width() + 4);
+    Line::from(choices)
+}
+
+/// The lines under the body: the note, the choices, what Enter and Esc do.
+fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color) -> Vec<Line<'static>> {
+    let mut tail = vec![Line::raw("")];
+    tail.extend(
+        d.note.iter().map(|n| Line::from(Span::styled(n.clone(), if d.warning { theme::WARN } else { theme::SOFT }))),
+    );
+    tail.push(Line::raw(""));
+    tail.push(dialog_choices(d, color));
+    tail.push(Line::from(Span::styled(format!("{} · Esc: cancel", d.enter_label()), theme::MUTED)));
+    tail
+}
+
+fn wrapped_rows(lines: &[Line], w: usize) -> usize {
+    lines.iter().map(|l| l.width().max(1).div_ceil(w.max(1))).sum()
+}
+
+fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
+    let color = theme::DIALOG;
+    let tail = dialog_tail(d, color);
+    let widest = d
+        .body
+        .iter()
+        .map(|b| b.width())
+        .chain(tail.iter().map(Line::width))
+        .chain([d.summary.width() + 2, d.title.width() + 4])
+        .max()
+        .unwrap_or(0);
     let max_w = area.width.saturating_sub(4).max(area.width.min(10));
     let w = (widest as u16 + 6).max(30).min(max_w);
     let inner_w = w.saturating_sub(4).max(1) as usize;
-    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner_w)).sum();
-    let r = centered(area, w, rows as u16 + 2);
-    f.render_widget(Clear, r);
+    // Summary, a blank line, the body (+ a scroll line when it does not fit), the tail.
+    let fixed = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w) + 1 + wrapped_rows(&tail, inner_w);
+    // Borders, and a row above and below when the screen is short (the footer stays visible).
+    let room = (area.height as usize).saturating_sub(4 + fixed);
+    let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
+    let scroll_line = usize::from(d.body.len() > body_rows);
+    let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
+    DialogLayout { rect: r, inner_w, body_rows }
+}
+
+/// Body lines of a dialog that fit on a screen of `area` (what scrolling moves by).
+pub fn dialog_body_rows(d: &super::app::Dialog, area: Rect) -> usize {
+    dialog_layout(d, area).body_rows
+}
+
+fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
+    let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
+    let l = dialog_layout(d, area);
+    let mut lines: Vec<Line> = vec![Line::from(Span::styled(d.summary.clone(), theme::BOLD)), Line::raw("")];
+    let scroll = d.scroll.min(d.body.len().saturating_sub(l.body_rows));
+    for b in d.body.iter().skip(scroll).take(l.body_rows) {
+        let style = if b.contains("CONFLICT") { theme::ERROR } else { theme::PLAIN };
+        lines.push(Line::from(Span::styled(fit(b, l.inner_w), style)));
+    }
+    if d.body.len() > l.body_rows {
+        let last = (scroll + l.body_rows).min(d.body.len());
+        lines.push(Line::from(Span::styled(
+            format!("── lines {}-{last} of {} · j/k, PgUp/PgDn scroll ──", scroll + 1, d.body.len()),
+            theme::MUTED,
+        )));
+    }
+    lines.extend(dialog_tail(d, color));
+    f.render_widget(Clear, l.rect);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(color))
         .padding(Padding::horizontal(1))
         .title(Line::from(Span::styled(format!(" {} ", d.title), theme::BOLD)));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), r);
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), l.rect);
 }

@@ -48,8 +48,10 @@ pub enum Action {
     ScrollUp,
     Refresh,
     Help,
+    /// Esc: step back (diff → tree, then clear the selection, then the filter); never quits.
+    Back,
     Quit,
-    /// In a dialog: take the first choice.
+    /// In a dialog: take its default choice (never one that can lose work; else cancel).
     Confirm,
     /// In a dialog: close it without acting.
     Cancel,
@@ -90,8 +92,9 @@ pub const BINDINGS: &[(&str, Action, &[&str], &str)] = &[
     ("scroll_up", Action::ScrollUp, &["ctrl+u", "K"], "scroll the diff up"),
     ("refresh", Action::Refresh, &["R"], "reload the journal"),
     ("help", Action::Help, &["?"], "this help"),
-    ("quit", Action::Quit, &["q", "esc", "ctrl+c"], "quit (Esc: close, clear)"),
-    ("confirm", Action::Confirm, &["enter"], "dialog: take the first choice"),
+    ("back", Action::Back, &["esc"], "back: diff → tree, clear selection, filter"),
+    ("quit", Action::Quit, &["q", "ctrl+c"], "quit (a dialog open: nothing is done)"),
+    ("confirm", Action::Confirm, &["enter"], "dialog: its default (shown; cancel if only force)"),
     ("cancel", Action::Cancel, &["esc"], "dialog: close without acting"),
 ];
 
@@ -342,7 +345,7 @@ mod tests {
         let esc = parse_key("esc").unwrap();
         let enter = parse_key("enter").unwrap();
         let map = Keymap::default();
-        assert_eq!(map.action(&esc), Some(Action::Quit));
+        assert_eq!(map.action(&esc), Some(Action::Back), "esc never quits");
         assert_eq!(map.dialog_key(&esc), Some(DialogKey::Cancel));
         assert_eq!(map.action(&enter), Some(Action::Toggle));
         assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
@@ -353,7 +356,7 @@ mod tests {
         assert_eq!(map.dialog_key(&enter), Some(DialogKey::Confirm));
         assert_eq!(map.dialog_key(&parse_key("x").unwrap()), Some(DialogKey::Cancel));
         assert_eq!(map.dialog_key(&esc), None, "esc no longer cancels once cancel is rebound");
-        assert_eq!(map.action(&esc), Some(Action::Quit));
+        assert_eq!(map.action(&esc), Some(Action::Back));
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::
     app.prepare(Rect::new(0, 0, size.width, size.height));
     let lines = draw::detail_len(app);
     app.set_detail_len(lines);
+    app.dialog_rows =
+        app.dialog.as_ref().map_or(0, |d| draw::dialog_body_rows(d, Rect::new(0, 0, size.width, size.height)));
     terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
     Ok(())
 }
@@ -67,6 +69,12 @@ pub fn run_loop<B: Backend, E: EventSource>(
                 app.handle_event(&ev);
                 if let crossterm::event::Event::Resize(..) = ev {
                     terminal.autoresize().map_err(backend_err)?;
+                }
+                if let Some(req) = app.edit_request.clone() {
+                    // `e` in a conflict: the editor gets the terminal, then a full redraw.
+                    let result = events.suspend(&mut || term::run_editor(&req.editor, &req.file));
+                    terminal.clear().map_err(backend_err)?;
+                    app.edited(result);
                 }
             }
             Input::Tick => {
@@ -91,8 +99,14 @@ pub fn load_keymap(project: &Project) -> anyhow::Result<keymap::Keymap> {
 pub fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
     let mut app = App::new(project, AppOptions { keymap, ..AppOptions::default() });
+    let mut events = term::CrosstermEvents::new();
     let mut guard = term::TerminalGuard::new().map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
-    let result = run_loop(&mut guard.terminal, &mut term::CrosstermEvents, &mut app);
+    let result = run_loop(&mut guard.terminal, &mut events, &mut app);
     drop(guard);
+    if let Some(sig) = events.signal() {
+        // SIGTERM / SIGHUP: the terminal is restored (the guard), the journal untouched
+        // mid-write (the loop only stops between two events); exit as the signal would.
+        std::process::exit(128 + sig);
+    }
     result
 }

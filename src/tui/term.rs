@@ -30,14 +30,131 @@ pub enum Input {
 pub trait EventSource {
     /// The next input, waiting at most `timeout`.
     fn next(&mut self, timeout: Duration) -> io::Result<Input>;
+
+    /// Runs `f` with the terminal given back to the user (an editor runs there); a
+    /// script has no terminal to give.
+    fn suspend(
+        &mut self,
+        f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>,
+    ) -> io::Result<std::process::ExitStatus> {
+        f()
+    }
 }
 
-/// crossterm's event queue.
-pub struct CrosstermEvents;
+/// crossterm's event queue, and the termination signals: SIGTERM or SIGHUP end the loop
+/// like `q` does (then [`super::run`] restores the terminal and exits 128 + the signal).
+pub struct CrosstermEvents {
+    signals: Signals,
+}
+
+impl CrosstermEvents {
+    pub fn new() -> CrosstermEvents {
+        CrosstermEvents { signals: Signals::register() }
+    }
+
+    /// The signal that ended the loop, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        self.signals.received()
+    }
+}
+
+impl Default for CrosstermEvents {
+    fn default() -> Self {
+        CrosstermEvents::new()
+    }
+}
 
 impl EventSource for CrosstermEvents {
     fn next(&mut self, timeout: Duration) -> io::Result<Input> {
-        if event::poll(timeout)? { Ok(Input::Event(event::read()?)) } else { Ok(Input::Tick) }
+        if self.signals.received().is_some() {
+            return Ok(Input::End);
+        }
+        // Poll in short steps so a signal is noticed within 50 ms.
+        let step = Duration::from_millis(50);
+        let mut left = timeout;
+        loop {
+            if event::poll(left.min(step))? {
+                return Ok(Input::Event(event::read()?));
+            }
+            if self.signals.received().is_some() {
+                return Ok(Input::End);
+            }
+            left = left.saturating_sub(step);
+            if left.is_zero() {
+                return Ok(Input::Tick);
+            }
+        }
+    }
+
+    fn suspend(
+        &mut self,
+        f: &mut dyn FnMut() -> io::Result<std::process::ExitStatus>,
+    ) -> io::Result<std::process::ExitStatus> {
+        restore();
+        let result = f();
+        enable_raw_mode()?;
+        execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture, crossterm::cursor::Hide)?;
+        result
+    }
+}
+
+/// SIGTERM and SIGHUP, noted in flags the loop reads (nothing else runs in the handler).
+/// A second signal of the same kind terminates at once (the loop may be stuck).
+#[cfg(unix)]
+struct Signals {
+    flags: Vec<(i32, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn register() -> Signals {
+        use signal_hook::consts::{SIGHUP, SIGTERM};
+        use signal_hook::flag;
+        let mut flags = Vec::new();
+        for sig in [SIGTERM, SIGHUP] {
+            let f = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            // Registration only fails for forbidden signals; without it the default action stays.
+            if flag::register_conditional_shutdown(sig, 128 + sig, std::sync::Arc::clone(&f)).is_ok()
+                && flag::register(sig, std::sync::Arc::clone(&f)).is_ok()
+            {
+                flags.push((sig, f));
+            }
+        }
+        Signals { flags }
+    }
+
+    fn received(&self) -> Option<i32> {
+        self.flags.iter().find(|(_, f)| f.load(std::sync::atomic::Ordering::SeqCst)).map(|(s, _)| *s)
+    }
+}
+
+/// Elsewhere the console closes the program: nothing to watch.
+#[cfg(not(unix))]
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn register() -> Signals {
+        Signals
+    }
+
+    fn received(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// Runs the editor command on a file and waits for it. The command may carry arguments
+/// (`code -w`): on unix the shell splits it, elsewhere it is split at spaces.
+pub fn run_editor(editor: &str, file: &std::path::Path) -> io::Result<std::process::ExitStatus> {
+    #[cfg(unix)]
+    {
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(file).status()
+    }
+    #[cfg(not(unix))]
+    {
+        let mut parts = editor.split_whitespace();
+        let program = parts.next().unwrap_or("notepad");
+        std::process::Command::new(program).args(parts).arg(file).status()
     }
 }
 

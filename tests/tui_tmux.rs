@@ -1,0 +1,174 @@
+//! `walj tui` in a real terminal (tmux): SIGTERM and SIGHUP restore the terminal as a
+//! panic does (main screen, mouse reporting off, cursor shown), and `e` in a conflict runs
+//! `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
+//! `WALJ_E2E_REQUIRE=1`.
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{scratch, walj_bin};
+
+fn tmux_available() -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "tmux is required (WALJ_E2E_REQUIRE=1)");
+    eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+    false
+}
+
+/// A tmux server of its own (socket in a temp folder), killed when dropped.
+struct Tmux {
+    sock: PathBuf,
+    name: String,
+}
+
+impl Tmux {
+    /// Starts `cmd` in a detached `w`×`h` session.
+    fn start(dir: &Path, tag: &str, w: u16, h: u16, cmd: &str) -> Tmux {
+        let t = Tmux { sock: dir.join(format!(".tmux-{tag}")), name: format!("walj-{tag}-{}", std::process::id()) };
+        let (w, h) = (w.to_string(), h.to_string());
+        let out = t.run(&["new-session", "-d", "-s", &t.name, "-x", &w, "-y", &h, cmd]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux").arg("-S").arg(&self.sock).args(args).output().expect("tmux runs")
+    }
+
+    fn capture(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", &self.name]).stdout).into_owned()
+    }
+
+    /// A tmux format of the pane: `#{alternate_on}`, `#{pane_dead}`…
+    fn format(&self, f: &str) -> String {
+        String::from_utf8_lossy(&self.run(&["display-message", "-p", "-t", &self.name, f]).stdout).trim().to_string()
+    }
+
+    fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", &self.name, keys]);
+    }
+
+    fn wait_for(&self, what: &str, ok: impl Fn(&Tmux) -> bool) {
+        for _ in 0..150 {
+            if ok(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{what} never happened:\n{}", self.capture());
+    }
+
+    fn wait_text(&self, needle: &str) {
+        self.wait_for(&format!("{needle:?} on screen"), |t| t.capture().contains(needle));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// The demo project (a crashed session, built with the real hook) in a temp folder.
+fn demo() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = scratch();
+    walj::tui::demo::build(&dir, &walj_bin()).expect("demo builds");
+    (tmp, dir)
+}
+
+/// The command that runs `walj tui` on `dir` (its pid in `dir/.walj-pid`), then prints
+/// `walj exited N` and keeps the pane open: a shell that changes no terminal mode.
+fn tui_cmd(dir: &Path, env: &str) -> String {
+    let script = dir.join(".walj-run.sh");
+    let body = format!(
+        "#!/bin/sh\nsh -c 'echo $$ > {pid}; exec env -u CLAUDE_PROJECT_DIR -u WALJ_JOURNAL TERM=xterm-256color {env} {walj} --project {dir} tui'\necho \"walj exited $?\"\nsleep 600\n",
+        pid = dir.join(".walj-pid").display(),
+        walj = walj_bin().display(),
+        dir = dir.display(),
+    );
+    std::fs::write(&script, body).unwrap();
+    format!("sh {}", script.display())
+}
+
+/// (alternate screen, any mouse reporting, cursor shown) as tmux sees the pane.
+fn modes(t: &Tmux) -> String {
+    let f = t.format("#{alternate_on} #{mouse_any_flag} #{mouse_button_flag} #{mouse_standard_flag} #{cursor_flag}");
+    let v: Vec<&str> = f.split(' ').collect();
+    let [alt, any, button, standard, cursor] = v[..] else { panic!("tmux formats: {f:?}") };
+    let mouse = [any, button, standard].contains(&"1");
+    format!("{alt} {} {cursor}", u8::from(mouse))
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    for (sig, code) in [("TERM", 143), ("HUP", 129)] {
+        let t = Tmux::start(&dir, &sig.to_lowercase(), 80, 24, &tui_cmd(&dir, ""));
+        t.wait_text("docs/generated-index.md");
+        // The dashboard runs: alternate screen, mouse reporting on, cursor hidden.
+        t.wait_for("the dashboard's modes", |t| modes(t) == "1 1 0");
+        let pid = std::fs::read_to_string(dir.join(".walj-pid")).unwrap().trim().to_string();
+        let out = Command::new("kill").args([&format!("-{sig}"), &pid]).output().unwrap();
+        assert!(out.status.success(), "kill -{sig} {pid}: {}", String::from_utf8_lossy(&out.stderr));
+        // It exits (128 + the signal) rather than being killed by it...
+        t.wait_text(&format!("walj exited {code}"));
+        // ...with the terminal restored.
+        assert_eq!(modes(&t), "0 0 1", "SIG{sig}: main screen, mouse off, cursor shown:\n{}", t.capture());
+    }
+}
+
+#[test]
+fn conflict_e_runs_editor_from_the_environment() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    // The issue's case: the user changed the tool's 5 to 7 after the crash.
+    let settings = dir.join("config/settings.json");
+    let now = std::fs::read_to_string(&settings).unwrap();
+    assert!(now.contains("\"retries\": 5"), "{now}");
+    std::fs::write(&settings, now.replace("\"retries\": 5", "\"retries\": 7")).unwrap();
+    // $EDITOR: a script that puts the 5 back and adds a line (the change can then be taken out).
+    let edited = now.replace("\"log_level\"", "\"tuned\": true,\n  \"log_level\"");
+    let tools = tempfile::tempdir().unwrap();
+    let script = tools.path().join("editor.sh");
+    std::fs::write(&script, "#!/bin/sh\ncp \"$0.json\" \"$1\"\necho edited >> \"$0.log\"\n").unwrap();
+    std::fs::write(tools.path().join("editor.sh.json"), &edited).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = format!("VISUAL= EDITOR={}", script.display());
+    let t = Tmux::start(&dir, "editor", 120, 35, &tui_cmd(&dir, &env));
+    t.wait_text("config/settings.json");
+    t.wait_text("\"retries\": 7");
+    t.keys("r");
+    t.wait_text("CONFLICT");
+    // Enter cancels: the 7 stays.
+    t.keys("Enter");
+    t.wait_text("cancelled");
+    assert!(std::fs::read_to_string(&settings).unwrap().contains("\"retries\": 7"));
+    t.keys("r");
+    t.wait_text("CONFLICT");
+    t.keys("e");
+    t.wait_text("edited config/settings.json");
+    assert_eq!(std::fs::read_to_string(tools.path().join("editor.sh.log")).unwrap(), "edited\n");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), edited);
+    // Back in the dashboard (alternate screen, mouse on), the revert planned again.
+    t.wait_text("clean merge");
+    assert_eq!(modes(&t), "1 1 0");
+    t.keys("Enter");
+    t.wait_text("5 unresolved");
+    let after = std::fs::read_to_string(&settings).unwrap();
+    assert!(after.contains("\"retries\": 3") && after.contains("\"tuned\": true"), "{after}");
+    t.keys("q");
+    t.wait_text("walj exited 0");
+    assert_eq!(modes(&t), "0 0 1");
+}
