@@ -2,8 +2,8 @@
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
 pub mod import;
-pub mod recover;
 pub mod plugin;
+pub mod recover;
 pub mod sessions;
 pub mod setup;
 pub mod triage;

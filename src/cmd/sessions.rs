@@ -9,9 +9,9 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::fold::{CommandStatus, SessionStatus, short_id};
+use crate::present::human_ts;
 use crate::procinfo;
 use crate::project::Project;
-use crate::present::human_ts;
 use crate::report::{session_header, state_colored};
 use crate::session::brief::{self, BriefInput};
 use crate::session::bundle::{self, Keys, Protection};

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::fsutil;
 use crate::claude::events::HookEvent;
 use crate::claude::settings as install;
+use crate::fsutil;
 
 /// The plugin's name: its slash commands are `/walj:<command>`.
 pub const NAME: &str = "walj";

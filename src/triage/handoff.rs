@@ -12,9 +12,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::present::{meaning, one_line};
 use crate::fold::{Entry, EntryState, Fold, short_id};
 use crate::journal::{Record, how, op};
+use crate::present::{meaning, one_line};
 use crate::project::Project;
 
 use super::{Result, TriageError};

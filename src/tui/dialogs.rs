@@ -168,7 +168,11 @@ pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
 }
 
 /// What a revert would do to each entry (`plans` in the order of `open`).
-pub fn revert(open: &[&Entry], plans: &[Result<RevertPlan, crate::triage::TriageError>], live: Option<String>) -> Dialog {
+pub fn revert(
+    open: &[&Entry],
+    plans: &[Result<RevertPlan, crate::triage::TriageError>],
+    live: Option<String>,
+) -> Dialog {
     let mut body = Vec::new();
     let (mut write, mut delete, mut merge, mut nothing, mut cannot) = (0, 0, 0, 0, 0);
     // Entries that can be reverted without losing anything, and the conflicting ones.
