@@ -10,8 +10,6 @@ use crate::journal::Blob;
 use crate::present::{self, hms, human_ts, one_line, plural};
 use crate::style::Style;
 
-/// Kept where `cmd/` imports it from; the helper lives in [`crate::present`].
-
 fn blob_json(b: &Option<Blob>) -> Value {
     match b {
         None => Value::Null,

@@ -2,6 +2,8 @@
 //! panic does (main screen, mouse reporting off, cursor shown), and `e` in a conflict runs
 //! `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
 //! `WALJ_E2E_REQUIRE=1`.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 #![cfg(unix)]
 
 mod common;

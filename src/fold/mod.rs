@@ -183,6 +183,7 @@ impl Fold {
 }
 
 #[cfg(all(test, target_os = "linux"))]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::journal::{JournalWriter, Record, kind, op};
