@@ -13,6 +13,8 @@
 //! Skipped (with a `SKIPPED:` line) when the CLI cannot be installed; `WALJ_E2E_REQUIRE=1`
 //! (CI) turns that into a failure.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 mod support;
 
 use serde_json::{Value, json};

@@ -6,6 +6,8 @@
 //! `WALJ_UPDATE_PLUGIN=1 cargo test --test plugin` rewrites `plugin/` and
 //! `.claude-plugin/marketplace.json` from the generator (after a version bump, say).
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
