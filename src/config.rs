@@ -186,15 +186,7 @@ impl Matcher {
 }
 
 /// Default event names.
-pub mod event {
-    pub const ARTIFACT_CREATED: &str = "artifact_created";
-    pub const FILE_MODIFIED: &str = "file_modified";
-    pub const FILE_DELETED: &str = "file_deleted";
-    pub const NOTEBOOK_MODIFIED: &str = "notebook_modified";
-    pub const COMMAND_RUN: &str = "command_run";
-    pub const TODO_UPDATED: &str = "todo_updated";
-    pub const SESSION: &str = "session";
-}
+pub use crate::journal::event;
 
 /// The event type of a change to `rel` by `tool`: the user's rule, else a default.
 pub fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {

@@ -44,6 +44,9 @@ pub mod kind {
     pub const DELIVERED: &str = "delivered";
     /// A bundle of this session (named by `target`) was imported (`walj sessions import`).
     pub const IMPORTED: &str = "imported";
+    /// `handoff` records: a hand-back of entries (`walj handoff`) or a resume brief.
+    pub const HANDBACK: &str = "handback";
+    pub const RESUME: &str = "resume";
 }
 
 /// `how` values of `resolved` records.

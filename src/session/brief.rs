@@ -28,7 +28,7 @@ use crate::project::Project;
 pub const MAX_CHARS: usize = 9_000;
 
 /// `kind` of a resume handoff record.
-pub const KIND_RESUME: &str = "resume";
+pub const KIND_RESUME: &str = crate::journal::kind::RESUME;
 
 /// How much detail a rendering keeps: clip of free text, full items per list.
 #[derive(Debug, Clone, Copy)]
@@ -359,22 +359,25 @@ pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::i
     for h in state.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone) {
         if h.record.kind.as_deref() == Some(KIND_RESUME) {
             let mut u = Record::new(op::UNDO, session);
-            u.event = "handoff".into();
+            u.event = crate::journal::event::HANDOFF.into();
             u.target = Some(h.action.clone());
-            records.push(u.with("reason", "superseded by a newer resume brief"));
+            records.push(u.with(crate::journal::key::REASON, "superseded by a newer resume brief"));
         }
     }
     let mut r = Record::new(op::HANDOFF, session);
-    r.event = "handoff".into();
+    r.event = crate::journal::event::HANDOFF.into();
     r.kind = Some(KIND_RESUME.into());
     r.action = Some(action.clone());
-    records.push(r.with("brief", brief.text.clone()).with("entries", brief.entries.clone()));
+    records.push(
+        r.with(crate::journal::key::BRIEF, brief.text.clone())
+            .with(crate::journal::key::ENTRIES, brief.entries.clone()),
+    );
     if state.status == SessionStatus::Crashed && !state.info.announced && !brief.entries.is_empty() {
         let mut m = Record::new(op::SESSION, session);
-        m.event = crate::config::event::SESSION.into();
+        m.event = crate::journal::event::SESSION.into();
         m.kind = Some(kind::ANNOUNCED.into());
         m.target = Some(session.to_string());
-        records.push(m.with("by", "walj sessions resume"));
+        records.push(m.with(crate::journal::key::BY, "walj sessions resume"));
     }
     project.ensure_dir()?;
     JournalWriter::new(&project.journal).append_all(&records)?;

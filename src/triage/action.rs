@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::Config;
 use crate::fold::{Entry, EntryState, Fold, SessionStatus, short_id};
 use crate::fsutil;
-use crate::journal::{Blob, Record};
+use crate::journal::{Blob, Record, how, key, nocap};
 use crate::project::Project;
 
 use super::{Result, TriageError};
@@ -39,13 +39,13 @@ impl Batch {
         }
         let seq = self.next;
         self.next += 1;
-        r.with("batch", self.id.clone()).with("seq", seq)
+        r.with(key::BATCH, self.id.clone()).with(key::SEQ, seq)
     }
 }
 
 /// The batch and position an action was recorded with (actions of other writers have none).
 pub(crate) fn batch_of(r: &Record) -> (Option<&str>, u64) {
-    (r.get_str("batch"), r.extra.get("seq").and_then(Value::as_u64).unwrap_or(0))
+    (r.get_str(key::BATCH), r.extra.get(key::SEQ).and_then(Value::as_u64).unwrap_or(0))
 }
 
 /// Finds an entry by id or unique prefix, with a message that says what to do next.
@@ -106,9 +106,9 @@ pub(crate) fn when(ts: &str) -> String {
 pub(crate) fn already_resolved(e: &Entry) -> Option<String> {
     let a = e.last_action()?;
     let what = match a.how.as_str() {
-        "done" => "marked done".to_string(),
-        "reverted" => "reverted".to_string(),
-        "handed_back" => "handed back to Claude".to_string(),
+        how::DONE => "marked done".to_string(),
+        how::REVERTED => "reverted".to_string(),
+        how::HANDED_BACK => "handed back to Claude".to_string(),
         other => format!("resolved ({other})"),
     };
     Some(format!(
@@ -329,11 +329,13 @@ impl<'a> Objects<'a> {
     pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
         let short = crate::fold::abbrev(id, 10);
         match nocap {
-            Some("too_large") => format!("the {what} ({short}) was not captured: over the {} cap", human(self.cap())),
-            Some("never_capture") => {
+            Some(nocap::TOO_LARGE) => {
+                format!("the {what} ({short}) was not captured: over the {} cap", human(self.cap()))
+            }
+            Some(nocap::NEVER_CAPTURE) => {
                 format!("the {what} ({short}) was not captured: the path matches a never-capture pattern")
             }
-            Some("directory") => format!("the {what} was a directory"),
+            Some(nocap::DIRECTORY) => format!("the {what} was a directory"),
             Some(other) => format!("the {what} ({short}) was not captured ({other})"),
             None => format!("the {what} ({short}) is missing from the store"),
         }

@@ -123,8 +123,8 @@ pub fn handoff(
     }
     let first = entries.iter().find(|e| brief.entries.contains(&e.id)).map_or("", |e| e.session.as_str());
     let mut h = Record::new(op::HANDOFF, first);
-    h.event = "handoff".to_string();
-    h.kind = Some("handback".to_string());
+    h.event = crate::journal::event::HANDOFF.to_string();
+    h.kind = Some(crate::journal::kind::HANDBACK.to_string());
     let h = batch
         .stamp(h)
         .with("brief", brief.text.clone())

@@ -516,7 +516,7 @@ fn write_one(
                 && let Some(mode) = fsutil::file_mode(abs)
             {
                 // Undoing a revert that deleted the file gives it back its permissions.
-                r = r.with("mode", mode);
+                r = r.with(crate::journal::key::MODE, mode);
             }
             match staged {
                 Some(s) => s

@@ -71,7 +71,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
                 let mut r = Record::new(op::UNDO, &h.session);
                 r.id = h.action.clone();
                 r.target = Some(h.action.clone());
-                r.event = "handoff".to_string();
+                r.event = crate::journal::event::HANDOFF.to_string();
                 batch.stamp(r)
             }
             Target::Action(e, a) => {
@@ -329,6 +329,7 @@ fn plan_restore(
         },
     };
     check_writable(&abs, &e.path, &disk)?;
-    let mode = a.record.extra.get("mode").and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
+    let mode =
+        a.record.extra.get(crate::journal::key::MODE).and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
     Ok(Restore { abs, disk, bytes, mode })
 }
