@@ -17,6 +17,9 @@ pub struct CheckpointReport {
     pub checked: usize,
     pub persisted: usize,
     pub not_applied: usize,
+    /// Post-images found on disk for entries whose turn never reached its Stop: recorded
+    /// ("on disk, verified"), never settled (DESIGN §4).
+    pub verified: usize,
     pub drifted: Vec<String>,
     pub unreadable: Vec<String>,
 }
@@ -43,6 +46,10 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
     let mut report = CheckpointReport::default();
     let mut records = Vec::new();
     let later = Later::new(&fold);
+    // A turn finished when its session's Stop came after the entry: only then is a verified
+    // entry persisted. The Stop hook verifies its own turn, so this holds for it too.
+    let stops: HashMap<&str, u64> = fold.sessions.iter().map(|s| (s.session.as_str(), s.last_stop_line)).collect();
+    let turn_finished = |e: &crate::fold::Entry| !audit || stops.get(e.session.as_str()).is_some_and(|&l| l > e.line);
     // Entries whose file matches nothing this fold knows: (entry, disk, the record to write).
     let mut unmatched = Vec::new();
     for e in &fold.entries {
@@ -55,7 +62,11 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
         if !matches!(base, EntryState::Applied | EntryState::InFlight | EntryState::Drifted) || e.v1 {
             continue;
         }
-        if base == EntryState::InFlight && !settle_intents {
+        if base == EntryState::InFlight && (!settle_intents || e.unfinished) {
+            continue;
+        }
+        // Resolved by the user (done, reverted, handed back): never verified, never drifted.
+        if e.last_action().is_some() {
             continue;
         }
         report.checked += 1;
@@ -92,7 +103,19 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             }
             _ => {
                 let matches_after = e.after.as_ref().map(|b| b.id()) == Some(disk.as_deref());
-                if matches_after || later.holds(&e.path, e.line, disk.as_deref()) {
+                if (matches_after || later.holds(&e.path, e.line, disk.as_deref())) && !turn_finished(e) {
+                    // The disk holds it, but its turn never finished: a crash stays a crash.
+                    if e.verified.is_none() {
+                        let mut v = Record::new(op::VERIFIED, &e.session);
+                        v.id = e.id.clone();
+                        v.path = e.path.clone();
+                        v.event = e.event.clone();
+                        v.tool = Some(e.tool.clone());
+                        v.after = e.after.clone();
+                        records.push(v.with(key::BY, BY_CHECKPOINT));
+                    }
+                    report.verified += 1;
+                } else if matches_after || later.holds(&e.path, e.line, disk.as_deref()) {
                     rec.persisted = true;
                     rec.after = e.after.clone();
                     records.push(rec);
@@ -112,7 +135,10 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
         };
         let wider_later = wider.as_ref().map(Later::new);
         for (e, disk, mut rec) in unmatched {
-            if wider_later.as_ref().is_some_and(|l| l.holds(&e.path, e.line, disk.as_deref())) {
+            if !turn_finished(e) && wider_later.as_ref().is_some_and(|l| l.holds(&e.path, e.line, disk.as_deref())) {
+                // A later write by another session: nothing to settle before the turn ends.
+                report.verified += 1;
+            } else if wider_later.as_ref().is_some_and(|l| l.holds(&e.path, e.line, disk.as_deref())) {
                 rec.persisted = true;
                 rec.after = e.after.clone();
                 records.push(rec);
@@ -149,6 +175,7 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             .with(key::CHECKED, report.checked)
             .with(key::PERSISTED_NOW, report.persisted)
             .with(key::NOT_APPLIED, report.not_applied)
+            .with(key::VERIFIED, report.verified)
             .with(key::DRIFTED, report.drifted.clone());
         records.push(a);
     }

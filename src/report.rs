@@ -57,6 +57,13 @@ pub fn entry_json(e: &Entry) -> Value {
     if e.background {
         o.insert("background".into(), json!(true));
     }
+    if e.unfinished {
+        // Derived from a Bash command that never finished (killed or interrupted mid-run).
+        o.insert("unfinished".into(), json!(true));
+    }
+    if let Some(t) = &e.verified {
+        o.insert("verified".into(), json!(t));
+    }
     if let Some(a) = e.last_action() {
         o.insert("resolution".into(), json!({"how": a.how, "ts": a.ts, "action": a.action}));
     }
@@ -184,12 +191,13 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
             for e in es {
                 let _ = writeln!(
                     out,
-                    "    {:<12}  {}  {:<width$}  {:<12}  {}",
+                    "    {:<12}  {}  {:<width$}  {:<12}  {}{}",
                     short_id(&e.id),
                     state_colored(e.state(), style),
                     e.path,
                     e.tool,
                     hms(&e.ts),
+                    entry_marks(e, style),
                 );
             }
         }
@@ -201,6 +209,18 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
         style.dim("Next: walj diff ID · walj mark ID --done · walj revert ID · walj handoff --session SID · walj tui")
     );
     out
+}
+
+/// What the state alone does not say: a checkpoint's audit, a command that never finished.
+fn entry_marks(e: &Entry, style: &Style) -> String {
+    let mut marks = Vec::new();
+    if e.verified.is_some() && e.state() == crate::fold::EntryState::Applied {
+        marks.push("on disk, verified (its turn never finished)");
+    }
+    if e.unfinished {
+        marks.push("derived from a command that never finished");
+    }
+    if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
 }
 
 /// `walj log`: entries (all states) newest last.

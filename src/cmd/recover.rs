@@ -164,9 +164,10 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
             println!("{}", serde_json::to_string(&rep)?);
         } else {
             println!(
-                "checkpoint: {} checked, {} persisted, {} not applied, {} drifted{}",
+                "checkpoint: {} checked, {} persisted, {} on disk, verified (turn unfinished), {} not applied, {} drifted{}",
                 rep.checked,
                 rep.persisted,
+                rep.verified,
                 rep.not_applied,
                 rep.drifted.len(),
                 if rep.drifted.is_empty() { String::new() } else { format!(" ({})", rep.drifted.join(", ")) }

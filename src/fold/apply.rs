@@ -33,6 +33,13 @@ impl Fold {
             // Verification results: kept in the journal for people, nothing to fold.
             return;
         }
+        // A checkpoint's audit of one entry: not session activity.
+        if view.op() == op::VERIFIED {
+            if let Some(&i) = self.by_id.get(view.id.as_ref()) {
+                self.entries[i].verified = Some(view.ts.into_owned());
+            }
+            return;
+        }
         self.note_session(&view, v1);
         if view.op() == op::PERSISTED {
             // The bulk of a long journal: settle the entry, nothing else to read.
@@ -68,6 +75,11 @@ impl Fold {
             op::SESSION => {
                 if let Ok(rec) = parse_record(bytes) {
                     self.apply_session(&l.session, &rec);
+                    if rec.kind.as_deref() == Some(kind::STOP)
+                        && let Some(&i) = self.by_session.get(l.session.as_str())
+                    {
+                        self.sessions[i].last_stop_line = l.no;
+                    }
                 }
             }
             _ => {}
@@ -137,6 +149,9 @@ impl Fold {
         }
         let base = if failed {
             EntryState::Failed
+        } else if v.unfinished {
+            // A command that never finished: its changes are in flight until triaged.
+            EntryState::InFlight
         } else if v.persisted {
             EntryState::Persisted
         } else {

@@ -105,6 +105,10 @@ pub struct Entry {
     pub background: bool,
     /// The journal line was v1 (the proposal's hook): no blobs.
     pub v1: bool,
+    /// Derived from a Bash command that never finished (killed or interrupted mid-run).
+    pub unfinished: bool,
+    /// When `walj checkpoint` last found its post-image on disk before its turn finished.
+    pub verified: Option<String>,
 }
 
 impl Entry {
@@ -132,6 +136,8 @@ impl Entry {
             imported: view.imported,
             background: view.background,
             v1: false,
+            unfinished: view.unfinished,
+            verified: None,
         }
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
@@ -258,6 +264,8 @@ pub struct SessionInfo {
     pub compactions: Vec<(String, String)>,
     pub end: Option<(String, String)>,
     pub last_start_ts: Option<String>,
+    /// Journal line of the session's last (main agent) Stop: entries before it finished their turn.
+    pub last_stop_line: u64,
     pub proc: Option<ProcRef>,
     /// Whether `proc` still ran when the journal was folded (or last refreshed).
     pub liveness: Option<Liveness>,

@@ -26,6 +26,9 @@ pub mod op {
     pub const HANDOFF: &str = "handoff";
     /// Undo of an earlier triage action (`target` names its `action`).
     pub const UNDO: &str = "undo";
+    /// `walj checkpoint` found an entry's post-image on disk while its turn had not reached
+    /// its Stop: an audit ("on disk, verified") that settles nothing (DESIGN §4).
+    pub const VERIFIED: &str = "verified";
 }
 
 /// `kind` values of `session` records.
@@ -108,6 +111,9 @@ pub mod key {
     pub const MODE: &str = "mode";
     pub const NOTE: &str = "note";
     pub const UNVERIFIED: &str = "unverified";
+    /// A child entry derived from a Bash command that never finished (killed, interrupted):
+    /// before = the PreToolUse snapshot's image, after = the disk when it was derived.
+    pub const UNFINISHED: &str = "unfinished";
     /// Session records.
     pub const PROMPT: &str = "prompt";
     pub const TRANSCRIPT: &str = "transcript";
@@ -134,6 +140,7 @@ pub mod key {
     /// Audit records (checkpoint).
     pub const CHECKED: &str = "checked";
     pub const PERSISTED_NOW: &str = "persisted_now";
+    pub const VERIFIED: &str = "verified";
     pub const DRIFTED: &str = "drifted";
     pub const NOT_APPLIED: &str = "not_applied";
     pub const RECORDS: &str = "records";

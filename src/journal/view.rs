@@ -62,6 +62,9 @@ pub struct RecordView<'a> {
     pub pair: bool,
     #[serde(default)]
     pub imported: bool,
+    /// Derived from a Bash command that never finished (`unfinished: true`).
+    #[serde(default)]
+    pub unfinished: bool,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -206,6 +209,7 @@ const STRICT_FIELDS: &[&str] = &[
     "parent",
     "pair",
     "imported",
+    "unfinished",
     "background",
     "pid",
     "pstart",
@@ -256,7 +260,8 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
                     "parent" => view.parent = Some(v.to_string()),
-                    "v" | "persisted" | "outside" | "pair" | "imported" | "background" | "pid" | "pstart" => {
+                    "v" | "persisted" | "outside" | "pair" | "imported" | "unfinished" | "background" | "pid"
+                    | "pstart" => {
                         return None;
                     }
                     _ => {}
@@ -286,6 +291,7 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "outside" => view.outside = flag()?,
                     "pair" => view.pair = flag()?,
                     "imported" => view.imported = flag()?,
+                    "unfinished" => view.unfinished = flag()?,
                     "background" => view.background = flag()?,
                     "pid" => view.pid = if v == "null" { None } else { Some(v.parse().ok()?) },
                     "pstart" => view.pstart = if v == "null" { None } else { Some(v.parse().ok()?) },

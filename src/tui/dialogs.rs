@@ -368,6 +368,8 @@ mod tests {
             imported: false,
             background: false,
             v1: false,
+            unfinished: false,
+            verified: None,
         }
     }
 
