@@ -39,7 +39,12 @@ impl Batch {
         }
         let seq = self.next;
         self.next += 1;
-        r.with("batch", self.id.clone()).with("seq", seq)
+        let r = r.with("batch", self.id.clone()).with("seq", seq);
+        if crate::claude::env::in_tool_call() {
+            r.with(crate::journal::key::ACTOR, crate::claude::env::ACTOR)
+        } else {
+            r
+        }
     }
 }
 
