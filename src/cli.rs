@@ -83,6 +83,9 @@ pub enum Command {
         /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
         #[arg(long)]
         force: bool,
+        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
     Handoff(cmd::triage::HandoffArgs),
@@ -134,6 +137,9 @@ pub enum SessionsCommand {
         /// age identity file for bundles encrypted to recipients; repeatable.
         #[arg(short, long, value_name = "FILE")]
         identity: Vec<PathBuf>,
+        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Remove the session's records, the objects nothing else names, and its transcript copy.
     Delete(cmd::sessions::DeleteArgs),
@@ -154,6 +160,9 @@ pub enum ProcsCommand {
 pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Plugin(a) = &command {
         return cmd::plugin::plugin_cmd(&a.out, a.launcher);
+    }
+    if let Some(name) = unconfirmed_change(&command) {
+        return Ok(refuse_in_tool_call(name));
     }
     let project = global.project()?;
     match command {
@@ -186,7 +195,7 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
-        Command::Undo { id, force } => cmd::triage::undo(&project, id.as_deref(), force),
+        Command::Undo { id, force, .. } => cmd::triage::undo(&project, id.as_deref(), force),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
@@ -197,6 +206,48 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
     }
 }
 
+/// Exit code of a command refused because Claude ran it without `--yes`.
+pub const EXIT_NEEDS_YES: i32 = 3;
+
+/// The command line of a command that changes files, settings or the journal's verdicts
+/// (marks, reverts, hands back, deletes, rewrites) when it runs inside a Claude Code tool call
+/// without `--yes`; `None` when it may run.
+fn unconfirmed_change(command: &Command) -> Option<&'static str> {
+    if !crate::claude::env::in_tool_call() {
+        return None;
+    }
+    let name = match command {
+        Command::Mark(a) if !a.yes => "walj mark",
+        Command::Revert(a) if !a.yes && !a.dry_run => "walj revert",
+        Command::Undo { yes: false, .. } => "walj undo",
+        Command::Handoff(a) if !a.yes && !a.print => "walj handoff",
+        Command::Checkpoint(a) if !a.yes => "walj checkpoint",
+        Command::Compact(a) if !a.yes && !a.dry_run => "walj compact",
+        Command::Import(a) if !a.yes => "walj import",
+        Command::Recover(a) if a.from_transcripts && !a.yes => "walj recover --from-transcripts",
+        Command::Install(a) if !a.yes => "walj install",
+        Command::Uninstall(a) if !a.yes => "walj uninstall",
+        Command::Sessions { command: Some(c) } => match c {
+            SessionsCommand::Resume(a) if !a.yes && !a.print_only => "walj sessions resume",
+            SessionsCommand::Import { yes: false, .. } => "walj sessions import",
+            SessionsCommand::Delete(a) if !a.yes && !a.dry_run => "walj sessions delete",
+            _ => return None,
+        },
+        Command::Procs { command: Some(ProcsCommand::Restart { yes: false, .. }), .. } => "walj procs restart",
+        _ => return None,
+    };
+    Some(name)
+}
+
+/// Says, in one line on stderr, why a command Claude ran without `--yes` did nothing.
+fn refuse_in_tool_call(name: &str) -> i32 {
+    eprintln!(
+        "walj: refused: `{name}` changes files or resolves entries and runs inside a Claude Code tool call ({}=1); run it only when the user asked, with --yes.",
+        crate::claude::env::MARKER
+    );
+    EXIT_NEEDS_YES
+}
+
 fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>) -> anyhow::Result<i32> {
     use cmd::sessions as s;
     match command.unwrap_or(SessionsCommand::List { json: false }) {
@@ -205,7 +256,7 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>)
         SessionsCommand::Resume(a) => s::resume(project, &a),
         SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
         SessionsCommand::Export(a) => s::export(project, a),
-        SessionsCommand::Import { file, identity } => s::import(project, &file, identity),
+        SessionsCommand::Import { file, identity, .. } => s::import(project, &file, identity),
         SessionsCommand::Delete(a) => s::delete(project, &a),
     }
 }

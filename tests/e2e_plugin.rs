@@ -411,3 +411,71 @@ fn validate_strict_passes_on_both_plugins_and_the_marketplace() {
         }
     }
 }
+
+/// A Write that a crashed session left in flight (its PreToolUse through `walj hook` under a
+/// short-lived parent, no PostToolUse): an unresolved entry with a known id.
+fn crashed_write(sb: &Sandbox, id: &str, rel: &str) {
+    let payload = json!({
+        "session_id": "0ld5e55i-0000-4000-8000-000000000001",
+        "transcript_path": sb.home.join("old.jsonl"),
+        "cwd": sb.project,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_use_id": id,
+        "tool_input": {"file_path": sb.project.join(rel), "content": "half\n"},
+    });
+    let mut child = Command::new("timeout")
+        .arg("5")
+        .arg(walj_bin())
+        .arg("hook")
+        .current_dir(&sb.project)
+        .env_remove("CLAUDECODE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn claude_running_walj_mark_is_refused_without_yes_and_recorded_as_the_actor_with_it() {
+    let Some(bin) =
+        claude::claude_or_skip("claude_running_walj_mark_is_refused_without_yes_and_recorded_as_the_actor_with_it")
+    else {
+        return;
+    };
+    let (sb, _) = sandbox();
+    let plugin_dir = sb.dir.path().canonicalize().unwrap().join("walj-plugin");
+    generate(&plugin_dir, false);
+    crashed_write(&sb, "toolu_01CRASHED", "src/half.rs");
+    let mock = MockServer::start(vec![
+        Turn::tool(
+            "Bash",
+            json!({"command": "env > env.txt; walj mark toolu_01CRASHED --done > refused.txt 2>&1; echo \"exit $?\" >> refused.txt",
+                   "description": "mark without --yes"}),
+        ),
+        Turn::tool(
+            "Bash",
+            json!({"command": "walj mark toolu_01CRASHED --done --yes > marked.txt 2>&1; echo \"exit $?\" >> marked.txt",
+                   "description": "mark with --yes"}),
+        ),
+        Turn::text("Done."),
+    ]);
+    let mut cmd = sb.claude_p(&bin, &mock, "Mark it done");
+    cmd.env("PATH", path_without_walj()).arg("--plugin-dir").arg(&plugin_dir);
+    session(&sb, cmd, &mock);
+    let env = sb.read("env.txt").unwrap_or_default();
+    assert!(env.lines().any(|l| l == "CLAUDECODE=1"), "the Bash tool's environment has no CLAUDECODE=1:\n{env}");
+    let refused = sb.read("refused.txt").unwrap();
+    assert!(refused.contains("refused") && refused.contains("--yes"), "{refused}");
+    assert!(refused.ends_with("exit 3\n"), "{refused}");
+    let marked = sb.read("marked.txt").unwrap();
+    assert!(marked.ends_with("exit 0\n"), "{marked}");
+    let resolved: Vec<Value> =
+        journal(&sb).into_iter().filter(|r| r["op"] == "resolved" && r["id"] == "toolu_01CRASHED").collect();
+    assert_eq!(resolved.len(), 1, "{}", journal_text(&sb));
+    assert_eq!(resolved[0]["actor"], "claude", "{:?}", resolved[0]);
+    assert_eq!(resolved[0]["how"], "done");
+}

@@ -7,9 +7,11 @@
 //!   settings file of each scope.
 //! - [`settings`]: merging walj's handlers into settings files and taking them out;
 //!   [`doctor`]: checking them.
+//! - [`env`]: whether walj runs inside a Claude Code tool call (who acted).
 //! - [`transcript`]: the transcript line format (what walj reads of `~/.claude/projects/*.jsonl`).
 
 pub mod doctor;
+pub mod env;
 pub mod events;
 pub mod output;
 pub mod paths;

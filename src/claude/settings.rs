@@ -5,7 +5,7 @@
 //! The settings file is edited as a `serde_json::Value` with `preserve_order`, so every key, hook,
 //! group and ordering that is not walj's stays as it was. Changes are written atomically (temporary
 //! file in the same folder, fsync, rename) after a copy of the old file is kept as
-//! `<file>.walj-backup`. Settings files are strict JSON: comments are not kept (they cannot be
+//! `<file>.walj-backup` (or, for `walj install`, in the project's `.walj/backups/`: see [`install_to`]). Settings files are strict JSON: comments are not kept (they cannot be
 //! there in the first place).
 //!
 //! Known limits of the round trip: the file is re-printed with 2-space indentation, so custom
@@ -224,12 +224,26 @@ fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), InstallError> {
     crate::fsutil::atomic_write(&target, contents, crate::fsutil::file_mode(&target)).map_err(io_err(&target))
 }
 
-/// Backs up the old file (when there is one) and writes the new value.
-fn save(path: &Path, old: Option<&Loaded>, root: &Value) -> Result<Option<PathBuf>, InstallError> {
+/// Backs up the old file (when there is one) and writes the new value. With `backup_dir` the
+/// backup is the one file `<backup_dir>/<file name>.walj-backup` (replaced at each change), so
+/// nothing but the settings file itself is written beside it.
+fn save(
+    path: &Path,
+    old: Option<&Loaded>,
+    root: &Value,
+    backup_dir: Option<&Path>,
+) -> Result<Option<PathBuf>, InstallError> {
     let perms = fs::metadata(path).ok().map(|m| m.permissions());
-    let backup = match old {
-        Some(old) => Some(write_backup(path, &old.raw, perms.as_ref())?),
-        None => None,
+    let backup = match (old, backup_dir) {
+        (Some(old), None) => Some(write_backup(path, &old.raw, perms.as_ref())?),
+        (Some(old), Some(dir)) => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let b = dir.join(format!("{name}.walj-backup"));
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+            crate::fsutil::atomic_write(&b, &old.raw, crate::fsutil::file_mode(path)).map_err(io_err(&b))?;
+            Some(b)
+        }
+        (None, _) => None,
     };
     write_atomic(path, &render(root))?;
     Ok(backup)
@@ -242,6 +256,12 @@ fn save(path: &Path, old: Option<&Loaded>, root: &Value) -> Result<Option<PathBu
 /// it (and its folder) when missing. Events that already run walj's hook are left alone. Nothing
 /// is written when nothing is missing.
 pub fn install(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
+    install_to(path, command, None)
+}
+
+/// [`install`], keeping the backup of the old file in `backup_dir` (see [`save`]) instead of
+/// beside it.
+pub fn install_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Result<InstallReport, InstallError> {
     if command.trim().is_empty() {
         return Err(InstallError::EmptyCommand);
     }
@@ -288,7 +308,7 @@ pub fn install(path: &Path, command: &str) -> Result<InstallReport, InstallError
     } else if let Some(slot) = obj.get_mut("hooks") {
         *slot = Value::Object(hooks);
     }
-    report.backup = save(path, loaded.as_ref(), &root)?;
+    report.backup = save(path, loaded.as_ref(), &root, backup_dir)?;
     Ok(report)
 }
 
@@ -296,6 +316,11 @@ pub fn install(path: &Path, command: &str) -> Result<InstallReport, InstallError
 /// settings file, then the groups, event keys and `hooks` object left empty by that removal.
 /// A missing file, or one without walj's handlers, is left alone.
 pub fn uninstall(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
+    uninstall_to(path, command, None)
+}
+
+/// [`uninstall`], keeping the backup in `backup_dir` (see [`save`]).
+pub fn uninstall_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Result<InstallReport, InstallError> {
     let mut report = InstallReport { path: path.to_path_buf(), added: vec![], already: vec![], backup: None };
     let Some(loaded) = load(path)? else {
         report.already = HookEvent::ALL.iter().map(|e| e.name().to_string()).collect();
@@ -342,7 +367,7 @@ pub fn uninstall(path: &Path, command: &str) -> Result<InstallReport, InstallErr
     if report.added.is_empty() {
         return Ok(report);
     }
-    report.backup = save(path, Some(&loaded), &root)?;
+    report.backup = save(path, Some(&loaded), &root, backup_dir)?;
     Ok(report)
 }
 

@@ -23,6 +23,9 @@ pub struct ImportArgs {
     pub days: Option<u64>,
     #[arg(long)]
     pub json: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Transcripts younger than this count as "recent" for `recover --from-transcripts`.
@@ -52,7 +55,7 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// `walj import [PATH...] [--all] [--days N] [--json]`.
 pub fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
-    let ImportArgs { paths, all, days, json } = args;
+    let ImportArgs { paths, all, days, json, .. } = args;
     let progress = std::io::stderr().is_terminal() && !json;
     let cfg_dir = crate::claude::paths::config_dir();
     let opts = ImportOptions { config_dir: cfg_dir.clone(), progress };

@@ -52,6 +52,9 @@ pub struct CheckpointArgs {
     /// Repeat every N seconds (the proposal's scheduled checkpoints).
     #[arg(long, value_name = "SECONDS")]
     pub every: Option<u64>,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Prints what the reader skipped, on stderr, so the report itself stays clean.
@@ -156,7 +159,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
 }
 
 pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
-    let CheckpointArgs { session, json: json_out, every } = args;
+    let CheckpointArgs { session, json: json_out, every, .. } = args;
     loop {
         let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;

@@ -31,6 +31,9 @@ pub struct CompactArgs {
     pub days: Option<u64>,
     #[arg(long)]
     pub json: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// The arguments of `walj sessions resume`.
@@ -42,6 +45,9 @@ pub struct ResumeArgs {
     pub print_only: bool,
     #[arg(long)]
     pub json: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// The arguments of `walj sessions export`.

@@ -1,6 +1,6 @@
 //! install, uninstall, doctor.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::claude::doctor::{self, Level};
 use crate::claude::paths::{self, SettingsScope};
@@ -19,6 +19,9 @@ pub struct SettingsArgs {
     /// The hook command (default: `walj hook`, or this binary's absolute path).
     #[arg(long)]
     pub command: Option<String>,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
@@ -57,11 +60,35 @@ impl SettingsArgs {
     }
 }
 
+/// Where `install`/`uninstall` keep the backup of a settings file they change: the user's
+/// settings beside themselves (not in a project), a project's in `.walj/backups/` (never in the
+/// committed `.claude/`).
+fn backup_dir(scope: SettingsScope, project: &Project) -> anyhow::Result<Option<PathBuf>> {
+    Ok(match scope {
+        SettingsScope::User => None,
+        _ => {
+            project.ensure_dir()?;
+            Some(project.dir.join("backups"))
+        }
+    })
+}
+
+/// Exit code of an install refused because it would commit a machine-specific path.
+pub const EXIT_REFUSED: i32 = 2;
+
 pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
-    let (scope, command) = (args.scope(), args.command);
-    let cmd = hook_command(command);
+    let scope = args.scope();
+    let explicit = args.command.is_some();
+    let cmd = hook_command(args.command);
     let path = path_for(scope, project);
-    let rep = settings::install(&path, &cmd)?;
+    if scope == SettingsScope::Project && !explicit && cmd != "walj hook" {
+        eprintln!(
+            "walj: refused: `walj` on PATH is not this binary, and its absolute path ({cmd}) would be committed in {}, where it works on this machine only. Use `walj install --local` (not committed) or `--user`, or put walj on PATH (`cargo install --path .`), or give `--command`.",
+            path.display()
+        );
+        return Ok(EXIT_REFUSED);
+    }
+    let rep = settings::install_to(&path, &cmd, backup_dir(scope, project)?.as_deref())?;
     if rep.added.is_empty() {
         println!("walj hooks already installed in {} ({} events).", path.display(), rep.already.len());
     } else {
@@ -70,16 +97,55 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
             println!("Backup of the previous file: {}", b.display());
         }
     }
+    if scope == SettingsScope::Local {
+        match ignore_local_settings(project, &path) {
+            Ok(Some(exclude)) => println!("{} is now git-ignored (in {}).", path.display(), exclude.display()),
+            Ok(None) => {}
+            Err(e) => eprintln!("walj: warning: could not make sure {} is git-ignored: {e:#}", path.display()),
+        }
+    }
     project.ensure_dir()?;
     println!("Journal: {}. Claude Code runs the hooks from its next session on.", project.journal.display());
     Ok(0)
 }
 
+/// Makes sure the local settings file is git-ignored: when the project is a git repository and
+/// git does not ignore it yet, adds it to the repository's `info/exclude` (not committed, so no
+/// project file changes). Returns the exclude file when it added the line.
+fn ignore_local_settings(project: &Project, settings: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let Ok(repo) = git2::Repository::discover(&project.root) else {
+        return Ok(None);
+    };
+    let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
+        return Ok(None);
+    };
+    let parent = settings.parent().and_then(|p| p.canonicalize().ok()).unwrap_or_default();
+    let Ok(rel_dir) = parent.strip_prefix(&workdir) else {
+        return Ok(None);
+    };
+    let rel = rel_dir.join(settings.file_name().unwrap_or_default());
+    if repo.is_path_ignored(&rel)? {
+        return Ok(None);
+    }
+    let exclude = repo.commondir().join("info").join("exclude");
+    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("/{}\n", rel.to_string_lossy().replace('\\', "/")));
+    if let Some(d) = exclude.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    crate::fsutil::atomic_write(&exclude, text.as_bytes(), crate::fsutil::file_mode(&exclude))?;
+    Ok(Some(exclude))
+}
+
 pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
-    let (scope, command) = (args.scope(), args.command);
-    let cmd = hook_command(command);
+    let scope = args.scope();
+    let cmd = hook_command(args.command);
     let path = path_for(scope, project);
-    let rep = settings::uninstall(&path, &cmd)?;
+    let backups = if path.exists() { backup_dir(scope, project)? } else { None };
+    let rep = settings::uninstall_to(&path, &cmd, backups.as_deref())?;
     if rep.added.is_empty() {
         println!("No walj hooks in {}.", path.display());
     } else {

@@ -22,6 +22,9 @@ pub struct MarkArgs {
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// The arguments of `walj revert`.
@@ -35,6 +38,9 @@ pub struct RevertArgs {
     /// Say what would happen, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// The arguments of `walj handoff`.
@@ -52,6 +58,9 @@ pub struct HandoffArgs {
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
+    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Every entry, settled ones included: triage acts on any entry by id.

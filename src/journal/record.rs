@@ -107,6 +107,9 @@ pub mod key {
     pub const INTERRUPTED: &str = "interrupted";
     /// Who wrote a triage record (`walj mark`, the TUI, …).
     pub const BY: &str = "by";
+    /// Who ran the command that wrote a triage record, when not the user at a terminal
+    /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
+    pub const ACTOR: &str = "actor";
     pub const BATCH: &str = "batch";
     pub const MODE: &str = "mode";
     pub const NOTE: &str = "note";

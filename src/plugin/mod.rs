@@ -169,8 +169,9 @@ const COMMANDS: &[SlashCommand] = &[
 const CLAUDE_MAY_RUN: &str = "The plugin's `bin/` folder is on your Bash tool's PATH, so you can run `walj` yourself: \
 the read-only commands (`walj recover`, `walj log`, `walj status`, `walj diff <id>`, `walj sessions list`, \
 `walj sessions show <sid>`, `walj handoff --print`) any time. Commands that change files or resolve \
-entries (`walj revert`, `walj mark`, `walj undo`, `walj handoff` without `--print`, `walj sessions delete`) \
-only when the user asks for that exact command.";
+entries (`walj revert`, `walj mark`, `walj undo`, `walj handoff` without `--print`, `walj sessions delete`, \
+`walj checkpoint`, `walj compact`, `walj install`) only when the user asks for that exact command: run in your \
+tools they refuse without `--yes`, and with it the journal records that you (`actor: claude`) acted.";
 
 fn command_file(c: &SlashCommand) -> String {
     format!(

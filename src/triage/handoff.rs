@@ -157,7 +157,7 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
         if n == 1 { "" } else { "s" },
         if n == 1 { "it" } else { "them" }
     );
-    let footer = "\nEach diff compares the file before the tool ran with the file on disk now; read the files before changing them, the disk is the truth. When a change is complete and correct, tell the user.";
+    let footer = "\nEach diff compares the file before the tool ran with the file on disk now; read the files before changing them, the disk is the truth. When a change is complete and correct, tell the user. Record nothing yourself: `walj mark`, `walj revert`, `walj undo` and `walj handoff` refuse to run in your tools without `--yes`; add it only when the user asks for that exact command.";
     let mut included = Vec::new();
     let mut left_out = Vec::new();
     let mut index = 0usize;

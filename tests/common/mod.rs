@@ -53,7 +53,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 /// `walj` with a clean environment: no inherited project, journal or passphrase; no colour.
 pub fn walj_cmd() -> Command {
     let mut c = Command::new(walj_bin());
-    c.env_remove("CLAUDE_PROJECT_DIR").env_remove("WALJ_JOURNAL").env_remove("WALJ_PASSPHRASE").env("NO_COLOR", "1");
+    c.env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env_remove("WALJ_PASSPHRASE")
+        .env("NO_COLOR", "1");
     c
 }
 
