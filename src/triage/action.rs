@@ -40,11 +40,7 @@ impl Batch {
         let seq = self.next;
         self.next += 1;
         let r = r.with(key::BATCH, self.id.clone()).with(key::SEQ, seq);
-        if crate::claude::env::in_tool_call() {
-            r.with(key::ACTOR, crate::claude::env::ACTOR)
-        } else {
-            r
-        }
+        if crate::claude::env::in_tool_call() { r.with(key::ACTOR, crate::claude::env::ACTOR) } else { r }
     }
 }
 
