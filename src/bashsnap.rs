@@ -694,7 +694,7 @@ impl<'a> Tree<'a> {
             let nocap = if never { nocap::NEVER_CAPTURE } else { nocap::TOO_LARGE };
             return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
         }
-        let bytes = match fs::read(abs) {
+        let bytes = match crate::fsutil::read_regular(abs) {
             Ok(b) => b,
             Err(e) => return unread(e),
         };

@@ -15,6 +15,62 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     opts.open(path)
 }
 
+/// The error of [`open_regular`] for a path that is not a regular file (a FIFO, a device,
+/// a socket, a folder): walj never reads one, it could block or never end.
+#[derive(Debug)]
+pub struct NotAFile;
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not a regular file")
+    }
+}
+
+impl std::error::Error for NotAFile {}
+
+/// True when `e` is [`open_regular`]'s refusal of a path that is not a regular file.
+pub fn is_not_a_file(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<NotAFile>())
+}
+
+fn not_a_file() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, NotAFile)
+}
+
+/// Opens `path` for reading only if it is a regular file (symlinks are followed). The open
+/// itself never blocks (`O_NONBLOCK`: a FIFO without a writer would hang a plain open) and
+/// the type is checked again on the open descriptor (`fstat`), so a file swapped for a
+/// FIFO or a device between a look and the open is refused too ([`is_not_a_file`]).
+pub fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        // Windows: opening a folder for reading fails with a permission error.
+        Err(e) if path.is_dir() && e.kind() != io::ErrorKind::NotFound => return Err(not_a_file()),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_file());
+    }
+    Ok((file, meta))
+}
+
+/// Reads the regular file at `path` whole (see [`open_regular`]); anything else is an error.
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, meta) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Runs `f` holding an exclusive lock on the file `lock` (created 0600 when missing and never
 /// removed, so every process locks the same inode), and unlocks whatever `f` returns.
 /// `err(op, e)` names a failure to open or take the lock (`op`: "opening", "locking").

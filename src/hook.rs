@@ -432,14 +432,29 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     if meta.is_dir() {
         return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()) });
     }
+    // A FIFO, a device, a socket: never opened (it could block the hook or never end).
+    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()) };
+    if !meta.is_file() {
+        return Ok(not_a_file());
+    }
+    let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
+        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()) }),
+        Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
+        Err(e) => Err(e),
+    };
     if never(rel, m) {
-        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some(nocap::NEVER_CAPTURE.into()) });
+        return hashed(abs, nocap::NEVER_CAPTURE);
     }
     if meta.len() > cfg.capture.max_bytes {
         // Hashed as it is read: a huge file is never held in memory.
-        return Ok(Image { blob: Blob::Id(file_blob_id(abs)?), nocap: Some(nocap::TOO_LARGE.into()) });
+        return hashed(abs, nocap::TOO_LARGE);
     }
-    let bytes = std::fs::read(abs)?;
+    let bytes = match crate::fsutil::read_regular(abs) {
+        Ok(b) => b,
+        // Swapped for a FIFO or a device since the look above.
+        Err(e) if crate::fsutil::is_not_a_file(&e) => return Ok(not_a_file()),
+        Err(e) => return Err(e),
+    };
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None })
 }

@@ -27,12 +27,13 @@ pub fn blob_id(bytes: &[u8]) -> String {
 
 /// The git blob id of the file at `path`, hashed as it is read: memory does not grow with
 /// the file (files over the capture cap are recorded by id only). A file that changes size
-/// while it is read is read again.
+/// while it is read is read again. Only a regular file is read: anything else (a FIFO, a
+/// device) is an error ([`fsutil::is_not_a_file`]), never a read that blocks or never ends.
 pub fn file_blob_id(path: &Path) -> io::Result<String> {
     let mut buf = vec![0u8; 64 * 1024];
     for _ in 0..3 {
-        let mut f = File::open(path)?;
-        let len = f.metadata()?.len();
+        let (mut f, meta) = fsutil::open_regular(path)?;
+        let len = meta.len();
         let mut h = sha1_smol::Sha1::new();
         h.update(format!("blob {len}\0").as_bytes());
         let mut read = 0u64;
@@ -54,7 +55,7 @@ pub fn file_blob_id(path: &Path) -> io::Result<String> {
         }
     }
     // Still changing: hash one whole read.
-    Ok(blob_id(&fs::read(path)?))
+    Ok(blob_id(&fsutil::read_regular(path)?))
 }
 
 /// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines

@@ -76,8 +76,13 @@ impl Fold {
                 continue;
             }
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
-            let disk = disk_blob(&abs);
-            let Some(disk) = disk else { continue };
+            let Some(disk) = disk_blob(&abs) else {
+                // A FIFO, a device or a folder where the file was matches no image: drifted.
+                if std::fs::metadata(&abs).is_ok_and(|m| !m.is_file()) {
+                    drifted.push(i);
+                }
+                continue;
+            };
             if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk))
                 || self
                     .settled

@@ -90,6 +90,8 @@ pub mod nocap {
     pub const NEVER_CAPTURE: &str = "never_capture";
     pub const UNREADABLE: &str = "unreadable";
     pub const DIRECTORY: &str = "directory";
+    /// A FIFO, a device or a socket: never opened (it could block or never end).
+    pub const NOT_A_FILE: &str = "not_a_file";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).

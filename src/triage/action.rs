@@ -186,7 +186,7 @@ pub(crate) fn read_disk(abs: &Path, rel: &str) -> Result<Disk, String> {
             Err(format!("{rel} is now a symbolic link; walj does not replace links"))
         }
         Ok(m) if !m.is_file() => Err(format!("{rel} is not a regular file")),
-        Ok(_) => fs::read(abs).map(Disk::File).map_err(|e| format!("reading {rel}: {e}")),
+        Ok(_) => crate::fsutil::read_regular(abs).map(Disk::File).map_err(|e| format!("reading {rel}: {e}")),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Disk::Absent),
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
             Err(format!("a parent of {rel} is now a file, not a folder"))

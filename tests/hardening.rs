@@ -1,0 +1,164 @@
+//! Issue 13: the hook never blocks, whatever is on disk (FIFOs, devices), through the real
+//! binary with a hard time limit on every call.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+#![cfg(unix)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Claude, Locate, Parent, Repo, walj_bin};
+use serde_json::{Value, json};
+
+/// Every hook call and command here must end well inside this.
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs one hook payload under `timeout` (which kills a hung hook, exit 124) and checks it
+/// exited 0 inside [`LIMIT`].
+fn hook_in_time(repo: &Repo, payload: &Value) {
+    let t = Instant::now();
+    let (code, _, err) =
+        repo.hook_run(&payload.to_string(), Parent::Timeout(LIMIT.as_secs() as u32 + 5), Locate::Folder);
+    let took = t.elapsed();
+    assert_eq!(code, 0, "hook exit {code} (124: killed, it hung): {err}");
+    assert!(took < LIMIT, "hook took {took:?}");
+}
+
+/// Runs `walj ARGS` in the project under `timeout`, checks it ended (any exit code but a
+/// kill) inside [`LIMIT`]; returns (code, stdout).
+fn walj_in_time(repo: &Repo, args: &[&str]) -> (i32, String) {
+    let t = Instant::now();
+    let out = Command::new("timeout")
+        .arg((LIMIT.as_secs() + 5).to_string())
+        .arg(walj_bin())
+        .args(args)
+        .current_dir(&repo.root)
+        .env("NO_COLOR", "1")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let code = out.status.code().unwrap_or(-1);
+    assert_ne!(code, 124, "walj {args:?} hung (killed by timeout)");
+    assert!(took < LIMIT, "walj {args:?} took {took:?}");
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o644), 0)
+        .unwrap();
+}
+
+fn tool(repo: &Repo, event: &str, name: &str, id: &str, input: Value) -> Value {
+    json!({
+        "session_id": "s-hard", "cwd": repo.root, "hook_event_name": event,
+        "tool_name": name, "tool_use_id": id, "tool_input": input,
+    })
+}
+
+/// The journal's file records of call `id` with their `op` and `nocap`.
+fn calls(repo: &Repo, id: &str) -> Vec<(String, Option<String>)> {
+    repo.journal_records().into_iter().filter(|r| r.id == id).map(|r| (r.op.clone(), r.nocap.clone())).collect()
+}
+
+/// A Write to `rel` (which is not a regular file): PreToolUse and PostToolUse in time,
+/// both recorded as `not_a_file`.
+fn write_to_special(repo: &Repo, rel: &str, id: &str) {
+    let input = json!({"file_path": repo.path(rel), "content": "x"});
+    hook_in_time(repo, &tool(repo, "PreToolUse", "Write", id, input.clone()));
+    let mut post = tool(repo, "PostToolUse", "Write", id, input);
+    post["tool_response"] = json!({"type": "update", "filePath": repo.path(rel), "content": "x"});
+    hook_in_time(repo, &post);
+    let got = calls(repo, id);
+    assert_eq!(
+        got,
+        vec![
+            ("intent".to_string(), Some("not_a_file".to_string())),
+            ("applied".to_string(), Some("not_a_file".to_string()))
+        ],
+        "{rel}"
+    );
+}
+
+#[test]
+fn a_fifo_as_file_path_never_blocks_the_hook() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    mkfifo(&repo.path("pipe"));
+    write_to_special(&repo, "pipe", "t-fifo");
+    // A symlink inside the project to a FIFO is refused too; one to a regular file is captured.
+    std::os::unix::fs::symlink(repo.path("pipe"), repo.path("link-to-pipe")).unwrap();
+    write_to_special(&repo, "link-to-pipe", "t-link-fifo");
+    std::os::unix::fs::symlink(repo.path("a.txt"), repo.path("link-to-a")).unwrap();
+    let input = json!({"file_path": repo.path("link-to-a"), "content": "x"});
+    hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", "t-link", input));
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-link").unwrap();
+    assert_eq!(r.nocap, None);
+    assert_eq!(common::blob_bytes(&repo.root, &r.before).unwrap(), b"a\n");
+}
+
+#[test]
+fn a_character_device_is_never_read() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    // /dev/zero's numbers (1, 5): read until memory runs out if walj read it.
+    let dev = repo.path("zero");
+    let made = rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &dev,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o666),
+        rustix::fs::makedev(1, 5),
+    );
+    if let Err(e) = made {
+        eprintln!("skipped: mknod of a character device is not allowed here ({e})");
+        return;
+    }
+    write_to_special(&repo, "zero", "t-dev");
+}
+
+#[test]
+fn a_tracked_file_replaced_by_a_fifo_blocks_no_reader() {
+    let repo = Repo::new(&[("a.txt", "one\n"), ("b.txt", "b\n")]);
+    let claude = Claude::new(&repo, "s-fifo");
+    claude.start();
+    claude.edit("t-edit", "a.txt", "one", "two");
+    std::fs::remove_file(repo.path("a.txt")).unwrap();
+    mkfifo(&repo.path("a.txt"));
+    // The Stop hook verifies applied entries against the disk.
+    hook_in_time(&repo, &json!({"session_id": "s-fifo", "cwd": repo.root, "hook_event_name": "Stop"}));
+    let (code, out) = walj_in_time(&repo, &["recover", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let e = &v["sessions"][0]["entries"][0];
+    assert_eq!(e["path"], "a.txt", "{v:#}");
+    assert_eq!(e["status"], "drifted", "a FIFO where the file was is shown as drifted: {v:#}");
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["diff", "t-edit"],
+        &["diff", "t-edit", "--head"],
+        &["checkpoint"],
+        &["revert", "t-edit", "--dry-run"],
+    ] {
+        walj_in_time(&repo, args);
+    }
+}
+
+#[test]
+fn open_regular_refuses_a_fifo_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("pipe");
+    mkfifo(&p);
+    let t = Instant::now();
+    let err = walj::fsutil::read_regular(&p).unwrap_err();
+    assert!(walj::fsutil::is_not_a_file(&err), "{err}");
+    let err = walj::store::file_blob_id(&p).unwrap_err();
+    assert!(walj::fsutil::is_not_a_file(&err), "{err}");
+    assert!(t.elapsed() < LIMIT);
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    assert_eq!(walj::fsutil::read_regular(&dir.path().join("f")).unwrap(), b"x");
+}
