@@ -17,16 +17,9 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
 
 /// The error of [`open_regular`] for a path that is not a regular file (a FIFO, a device,
 /// a socket, a folder): walj never reads one, it could block or never end.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("not a regular file")]
 pub struct NotAFile;
-
-impl std::fmt::Display for NotAFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not a regular file")
-    }
-}
-
-impl std::error::Error for NotAFile {}
 
 /// True when `e` is [`open_regular`]'s refusal of a path that is not a regular file.
 pub fn is_not_a_file(e: &io::Error) -> bool {
