@@ -34,7 +34,14 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             continue;
         }
         let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
-        if open.is_empty() {
+        let cut_off: Vec<String> = s
+            .commands
+            .iter()
+            .filter_map(|c| {
+                present::command::in_flight(c, s.status(), present::command::derived_changes(open.iter().copied(), &c.id), 200)
+            })
+            .collect();
+        if open.is_empty() && !s.commands.iter().any(|c| c.running.is_some()) {
             continue;
         }
         let paths: Vec<&str> = open.iter().map(|e| e.path.as_str()).collect();
@@ -54,14 +61,27 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         );
         for e in &open {
             let st = e.state();
+            let mut from = String::new();
+            if e.unfinished {
+                from.push_str("; changed by a Bash command that never finished");
+                if e.still_running {
+                    from.push_str(", which still runs");
+                }
+            }
+            if e.uncertain {
+                from.push_str("; may not be from that command (another session or the user was active)");
+            }
             c.push_str(&format!(
-                "- {} ({} {}, {}: {})\n",
+                "- {} ({} {}, {}: {}{from})\n",
                 e.path,
                 e.tool,
                 e.event,
                 present::label(st),
                 present::meaning(st)
             ));
+        }
+        for t in &cut_off {
+            c.push_str(&format!("- {t}\n"));
         }
         if let Some(p) = s.last_prompt() {
             c.push_str(&format!("The user's last request was: {}\n", one_line(p, 300)));

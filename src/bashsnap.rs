@@ -42,6 +42,7 @@ use crate::store::{Store, blob_id, file_blob_id};
 
 mod gitindex;
 mod gitscan;
+pub mod killed;
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -206,6 +207,10 @@ struct Snapshot {
     files: BTreeMap<String, FileState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     index: Option<IndexRef>,
+    /// Start time (clock ticks since boot) of the PreToolUse hook that took the snapshot:
+    /// processes the command started began at or after it (see [`killed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hook_start: Option<u64>,
 }
 
 /// What the PostToolUse hook adds to the journal for a command.
@@ -241,6 +246,7 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     snap.parent = call.parent();
     snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
     snap.background = call.background;
+    snap.hook_start = crate::procinfo::own_start();
     save(&dir.join(format!("{key}.json")), &snap)?;
     save(&dir.join("cache.json"), &snap)?;
     Ok(())
@@ -383,6 +389,7 @@ fn rebase(
     now.command = base.command.clone();
     now.background = true;
     now.task_id = task_id;
+    now.hook_start = base.hook_start;
     if let Some(old) = base.index.as_ref().and_then(|i| i.copy.as_ref())
         && now.index.as_ref().and_then(|i| i.copy.as_ref()) != Some(old)
     {

@@ -161,6 +161,10 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
                 if c.status != CommandStatus::InFlight || c.background || c.ts.as_str() < since {
                     continue;
                 }
+                // It ran and changed files before it was cut off (killed, interrupted): not denied.
+                if fold.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(c.id.as_str())) {
+                    continue;
+                }
                 let mut r = Record::new(op::RESOLVED, &s.session);
                 r.id = c.id.clone();
                 records.push(build::not_applied(BashIntent::tag(r), BY_CHECKPOINT));

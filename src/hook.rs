@@ -356,6 +356,11 @@ impl Ctx<'_> {
         if main_agent {
             // Background commands: what they changed since their PostToolUse.
             let (cfg, matcher) = self.config();
+            // Foreground commands cut off mid-run (the turn was interrupted): their changes.
+            match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.payload.session_id()) {
+                Ok(children) => records.extend(children),
+                Err(e) => log_error(self.project, &format!("unfinished commands at Stop: {e}")),
+            }
             let tasks = self.payload.0.get("background_tasks");
             match bashsnap::at_stop(self.project, &cfg, matcher.as_ref(), self.payload.session_id(), tasks) {
                 Ok(children) => records.extend(children),
@@ -372,7 +377,13 @@ impl Ctx<'_> {
 
     fn session_start(&self) -> HookResult {
         // Fold before recording this start: a resumed crashed session must still look crashed.
-        let fold = Fold::load(&self.project.journal, &FoldOptions::default())?;
+        let opts = FoldOptions::default();
+        let mut fold = Fold::load(&self.project.journal, &opts)?;
+        // Commands a crash cut off: their changes so far belong in the note.
+        let killed = bashsnap::killed::reconcile(self.project, &mut fold, &opts);
+        for p in &killed.problems {
+            log_error(self.project, &format!("unfinished commands: {p}"));
+        }
         let mut r = self.session_record(kind::START);
         r = r.with(key::SOURCE, self.payload.str("source").unwrap_or("startup"));
         if let Some(m) = self.payload.0.get("model") {

@@ -76,6 +76,73 @@ mod imp {
         }
     }
 
+    /// This process's start time (clock ticks since boot).
+    pub fn own_start() -> Option<u64> {
+        stat(std::process::id()).map(|(_, _, start)| start)
+    }
+
+    /// Processes started at or after `since` (clock ticks since boot) by a Claude Code tool
+    /// call (`CLAUDECODE=1` in their environment), working inside `root`, that no running
+    /// process in `live` (a live Claude Code) nor this process has started.
+    pub fn started_by_tool_since(since: u64, root: &std::path::Path, live: &[ProcRef]) -> Option<Vec<u32>> {
+        let me = std::process::id();
+        let mut own_line = Vec::new();
+        let mut pid = me;
+        for _ in 0..64 {
+            if pid <= 1 {
+                break;
+            }
+            own_line.push(pid);
+            match stat(pid) {
+                Some((_, ppid, _)) => pid = ppid,
+                None => break,
+            }
+        }
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+            if own_line.contains(&pid) {
+                continue;
+            }
+            let Some((_, ppid, start)) = stat(pid) else { continue };
+            if start < since {
+                continue;
+            }
+            let in_root = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(root));
+            if !in_root || !has_marker(pid) {
+                continue;
+            }
+            // Started (directly or not) by a running Claude Code, or by this process: not orphaned.
+            let mut up = ppid;
+            let mut owned = false;
+            for _ in 0..64 {
+                if up <= 1 {
+                    break;
+                }
+                if own_line.contains(&up) {
+                    owned = true;
+                    break;
+                }
+                let Some((_, next, ustart)) = stat(up) else { break };
+                if live.iter().any(|l| l.pid == up && l.start == ustart) {
+                    owned = true;
+                    break;
+                }
+                up = next;
+            }
+            if !owned {
+                out.push(pid);
+            }
+        }
+        Some(out)
+    }
+
+    fn has_marker(pid: u32) -> bool {
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
+        let want = format!("{}=1", crate::claude::env::MARKER);
+        env.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+    }
+
     /// Every running process's (pid, cmdline, cwd), for matching background commands.
     pub fn processes() -> Option<ProcTable> {
         let mut out = Vec::new();
@@ -107,6 +174,12 @@ mod imp {
     pub fn processes() -> Option<ProcTable> {
         None
     }
+    pub fn own_start() -> Option<u64> {
+        None
+    }
+    pub fn started_by_tool_since(_since: u64, _root: &std::path::Path, _live: &[ProcRef]) -> Option<Vec<u32>> {
+        None
+    }
 }
 
 /// The Claude Code process running this hook (nearest non-shell ancestor).
@@ -122,6 +195,19 @@ pub fn liveness(p: ProcRef) -> Liveness {
 /// Running processes as (pid, command line, cwd); `None` where the platform cannot tell.
 pub fn processes() -> Option<ProcTable> {
     imp::processes()
+}
+
+/// This process's start time in clock ticks since boot (`None` where unknown).
+pub fn own_start() -> Option<u64> {
+    imp::own_start()
+}
+
+/// Orphans of Claude Code tool calls: processes started at or after `since` (clock ticks,
+/// see [`own_start`]) with Claude Code's environment marker, working inside `root`, not
+/// descending from a running Claude Code in `live` nor from this process. `None` where the
+/// platform cannot tell.
+pub fn started_by_tool_since(since: u64, root: &std::path::Path, live: &[ProcRef]) -> Option<Vec<u32>> {
+    imp::started_by_tool_since(since, root, live)
 }
 
 #[cfg(all(test, target_os = "linux"))]

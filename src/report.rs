@@ -61,6 +61,13 @@ pub fn entry_json(e: &Entry) -> Value {
         // Derived from a Bash command that never finished (killed or interrupted mid-run).
         o.insert("unfinished".into(), json!(true));
     }
+    if e.still_running {
+        // Its command's processes still run: not recorded yet, may change further.
+        o.insert("still_running".into(), json!(true));
+    }
+    if e.uncertain {
+        o.insert("attribution".into(), json!(crate::journal::attribution::UNCERTAIN));
+    }
     if let Some(t) = &e.verified {
         o.insert("verified".into(), json!(t));
     }
@@ -72,7 +79,7 @@ pub fn entry_json(e: &Entry) -> Value {
 
 pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
     let (done, total) = s.todos_done();
-    json!({
+    let mut v = json!({
         "session": s.session,
         "sid": s.sid,
         "state": status.as_str(),
@@ -83,7 +90,32 @@ pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>)
         "todos": {"done": done, "total": total, "open": s.todos.iter().filter(|t| t.is_open()).collect::<Vec<_>>()},
         "imported": s.imported,
         "entries": entries,
-    })
+    });
+    let cut_off: Vec<Value> = s
+        .commands
+        .iter()
+        .filter(|c| c.status == crate::fold::CommandStatus::InFlight && !c.background)
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "command": c.command,
+                "ts": c.ts,
+                "cwd": c.cwd,
+                // Processes it started that still run (null: none, or unknown on this platform).
+                "running": c.running,
+            })
+        })
+        .collect();
+    if !cut_off.is_empty() {
+        v["commands_in_flight"] = json!(cut_off);
+    }
+    v
+}
+
+/// A crashed or ended session whose cut-off command still runs: shown even before it changed
+/// anything.
+fn has_running_command(s: &SessionInfo) -> bool {
+    s.commands.iter().any(|c| c.running.is_some())
 }
 
 /// `recover --json`: `{"unresolved": N, "sessions": [...]}` (DESIGN §7).
@@ -92,7 +124,7 @@ pub fn recover_json(fold: &Fold) -> Value {
     let mut total = 0;
     for s in &fold.sessions {
         let entries: Vec<Value> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(entry_json).collect();
-        if entries.is_empty() {
+        if entries.is_empty() && !has_running_command(s) {
             continue;
         }
         total += entries.len();
@@ -111,7 +143,8 @@ pub fn state_colored(st: EntryState, style: &Style) -> String {
 }
 
 /// Writes the session's header lines (shared by recover and sessions views).
-pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, style: &Style) {
+/// `entries`: the session's entries (for the changes of a command cut off mid-run).
+pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, entries: &[&Entry], style: &Style) {
     let mut head = format!("{} {}  {}", style.bold("session"), style.cyan(&s.sid), status_badge(status, style));
     let _ = write!(head, "  started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
     if let Some(b) = &s.branch {
@@ -155,8 +188,10 @@ pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, 
             one_line(c.error.as_deref().unwrap_or(""), 60)
         );
     }
-    for c in s.commands.iter().filter(|c| c.status == crate::fold::CommandStatus::InFlight && !c.background) {
-        let _ = writeln!(out, "  command in flight: {}", one_line(&c.command, 80));
+    for c in &s.commands {
+        if let Some(t) = present::command::in_flight(c, status, present::command::derived_changes(entries.iter().copied(), &c.id), 80) {
+            let _ = writeln!(out, "  {t}");
+        }
     }
 }
 
@@ -164,7 +199,8 @@ pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, 
 pub fn recover_text(fold: &Fold, style: &Style) -> String {
     let mut out = String::new();
     let total = fold.unresolved().count();
-    if total == 0 {
+    let running = fold.sessions.iter().any(has_running_command);
+    if total == 0 && !running {
         out.push_str("Recovery: no unresolved journal entries. Every recorded change was verified or triaged.\n");
         return out;
     }
@@ -177,10 +213,10 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
     );
     for s in &fold.sessions {
         let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
-        if entries.is_empty() {
+        if entries.is_empty() && !has_running_command(s) {
             continue;
         }
-        session_header(&mut out, s, s.status(), style);
+        session_header(&mut out, s, s.status(), &entries, style);
         let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
         for e in &entries {
             by_event.entry(e.event.as_str()).or_default().push(e);
@@ -218,7 +254,14 @@ fn entry_marks(e: &Entry, style: &Style) -> String {
         marks.push("on disk, verified (its turn never finished)");
     }
     if e.unfinished {
-        marks.push("derived from a command that never finished");
+        marks.push(if e.still_running {
+            "derived from a command that never finished — still running, may change further"
+        } else {
+            "derived from a command that never finished"
+        });
+    }
+    if e.uncertain {
+        marks.push("may not be from this command (another session or the user was active)");
     }
     if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
 }

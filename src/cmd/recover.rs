@@ -71,6 +71,10 @@ pub fn warn_problems(fold: &Fold) {
 pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold =
         Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
+    // Commands a crash cut off: their changes (recorded once nothing they started runs).
+    for p in crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems {
+        eprintln!("walj: warning: unfinished commands: {p}");
+    }
     fold.check_disk(project);
     warn_problems(&fold);
     Ok(fold)

@@ -258,7 +258,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
 fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Style) {
     let s = &st.info;
     let mut head = String::new();
-    session_header(&mut head, s, st.status, style);
+    session_header(&mut head, s, st.status, &[], style);
     // The header's first two lines (id, state, start, branch); the rest is shown in full below.
     for l in head.lines().take(2) {
         let _ = writeln!(o, "{l}");

@@ -247,6 +247,7 @@ impl Fold {
                     task_id: None,
                     status: CommandStatus::InFlight,
                     error: None,
+                    running: None,
                 });
             }
             op::RESOLVED => {

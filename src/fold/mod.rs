@@ -151,6 +151,34 @@ impl Fold {
         &mut self.sessions[i]
     }
 
+    /// Folds records that are not (yet) journal lines, after the journal's last line: the
+    /// changes of a killed command ([`crate::bashsnap::killed`]). Unreadable ones are skipped.
+    pub fn add_records(&mut self, records: &[crate::journal::Record], opts: &FoldOptions) {
+        let mut pairs = Pairing::default();
+        for r in records {
+            let line = r.to_line();
+            let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
+            let no = self.report.lines + self.records + 1;
+            if let Ok(view) = crate::journal::view::classify(no, bytes) {
+                self.records += 1;
+                self.apply(no, bytes, view, opts, &mut pairs);
+            }
+        }
+        self.reindex();
+    }
+
+    /// Marks a killed command (and its derived entries) as still running `n` processes.
+    pub fn mark_still_running(&mut self, command: &str, n: usize) {
+        for e in self.entries.iter_mut().filter(|e| e.unfinished && e.parent.as_deref() == Some(command)) {
+            e.still_running = true;
+        }
+        for s in &mut self.sessions {
+            for c in s.commands.iter_mut().filter(|c| c.id == command) {
+                c.running = Some(n);
+            }
+        }
+    }
+
     /// Reads again whether each session's Claude Code process runs (the TUI, on a timer).
     pub fn refresh_liveness(&mut self) {
         for s in &mut self.sessions {

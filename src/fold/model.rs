@@ -107,6 +107,11 @@ pub struct Entry {
     pub v1: bool,
     /// Derived from a Bash command that never finished (killed or interrupted mid-run).
     pub unfinished: bool,
+    /// A derived entry that may not be its command's work (`attribution: "uncertain"`).
+    pub uncertain: bool,
+    /// Derived from a killed command whose processes still run: the change may go on
+    /// (set by [`crate::bashsnap::killed::reconcile`], never read from the journal).
+    pub still_running: bool,
     /// When `walj checkpoint` last found its post-image on disk before its turn finished.
     pub verified: Option<String>,
 }
@@ -137,6 +142,8 @@ impl Entry {
             background: view.background,
             v1: false,
             unfinished: view.unfinished,
+            uncertain: view.attribution.as_deref() == Some(crate::journal::attribution::UNCERTAIN),
+            still_running: false,
             verified: None,
         }
     }
@@ -225,6 +232,10 @@ pub struct Command {
     pub status: CommandStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A foreground command whose Claude Code is gone before it finished: how many of the
+    /// processes it started still run (set by [`crate::bashsnap::killed::reconcile`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub running: Option<usize>,
 }
 
 /// A brief waiting for (or delivered to) the next SessionStart.

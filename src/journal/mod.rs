@@ -9,6 +9,6 @@ pub mod view;
 pub mod writer;
 
 pub use reader::{Problem, RawLine, ScanReport, scan_lines, scan_records};
-pub use record::{Blob, Record, event, how, key, kind, nocap, op, tool};
+pub use record::{Blob, Record, attribution, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;

@@ -84,6 +84,13 @@ pub mod event {
     pub const CHECKPOINT: &str = "checkpoint";
 }
 
+/// `attribution` values of derived (Bash side-effect) entries.
+pub mod attribution {
+    /// Nothing journaled explains the change, but another session (or the user) was active
+    /// while the command ran: it may not be the command's.
+    pub const UNCERTAIN: &str = "uncertain";
+}
+
 /// `nocap` values: why an image was recorded by id only.
 pub mod nocap {
     pub const TOO_LARGE: &str = "too_large";
@@ -119,6 +126,8 @@ pub mod key {
     /// A child entry derived from a Bash command that never finished (killed, interrupted):
     /// before = the PreToolUse snapshot's image, after = the disk when it was derived.
     pub const UNFINISHED: &str = "unfinished";
+    /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
+    pub const ATTRIBUTION: &str = "attribution";
     /// Session records.
     pub const PROMPT: &str = "prompt";
     pub const TRANSCRIPT: &str = "transcript";

@@ -65,6 +65,9 @@ pub struct RecordView<'a> {
     /// Derived from a Bash command that never finished (`unfinished: true`).
     #[serde(default)]
     pub unfinished: bool,
+    /// `attribution` of a derived entry (`"uncertain"`).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub attribution: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -256,6 +259,7 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "how" => view.how = Some(c),
                     "target" => view.target = Some(c),
                     "action" => view.action = Some(c),
+                    "attribution" => view.attribution = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -327,6 +331,7 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "how" => view.how = None,
         "target" => view.target = None,
         "action" => view.action = None,
+        "attribution" => view.attribution = None,
         _ => {}
     }
 }

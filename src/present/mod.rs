@@ -5,6 +5,7 @@
 //! Colours are named by [`Tone`] here and mapped once per target: to ANSI codes by
 //! [`crate::style::Style::tone`], to ratatui colours by `tui::theme`.
 
+pub mod command;
 pub mod state;
 pub mod text;
 

@@ -217,8 +217,9 @@ pub struct SessionState {
 impl SessionState {
     /// Every session of the project, most recently active first.
     pub fn list(project: &Project) -> Result<Vec<SessionSummary>, SessionError> {
-        let fold = Fold::load(&project.journal, &FoldOptions::default())
-            .map_err(SessionError::io("reading", &project.journal))?;
+        let opts = FoldOptions::default();
+        let mut fold = Fold::load(&project.journal, &opts).map_err(SessionError::io("reading", &project.journal))?;
+        crate::bashsnap::killed::reconcile(project, &mut fold, &opts);
         let usage = scan_usage(project, None).map_err(SessionError::io("reading", &project.journal))?;
         let mut out = Vec::new();
         for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
@@ -260,11 +261,9 @@ impl SessionState {
         // recorded by later sessions.
         let light = Fold::load(&project.journal, &FoldOptions::default()).map_err(read_err())?;
         let full = resolve(&light, prefix)?;
-        let mut heavy = Fold::load(
-            &project.journal,
-            &FoldOptions { keep_settled: true, session: Some(full.clone()), all_commands: true },
-        )
-        .map_err(read_err())?;
+        let heavy_opts = FoldOptions { keep_settled: true, session: Some(full.clone()), all_commands: true };
+        let mut heavy = Fold::load(&project.journal, &heavy_opts).map_err(read_err())?;
+        crate::bashsnap::killed::reconcile(project, &mut heavy, &heavy_opts);
         heavy.check_disk(project);
         let mut info = heavy.session(&full).cloned().ok_or_else(|| SessionError::Unknown(prefix.to_string()))?;
         if let Some(l) = light.session(&full) {

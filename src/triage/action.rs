@@ -123,6 +123,15 @@ pub(crate) fn already_resolved(e: &Entry) -> Option<String> {
 
 /// Refuses entries of a live session unless forced.
 pub(crate) fn check_live(fold: &Fold, e: &Entry, force: bool) -> Result<(), String> {
+    if e.still_running {
+        // Not in the journal yet (recorded once the command stops): nothing to act on, even forced.
+        return Err(format!(
+            "{} ({}) comes from a Bash command that never finished and still runs (orphaned when Claude Code stopped): \
+             its change is not final. Stop the command (`walj procs` lists it) or wait, then try again",
+            short_id(&e.id),
+            e.path
+        ));
+    }
     if force {
         return Ok(());
     }

@@ -446,6 +446,16 @@ fn work_out_all<'f>(
             errors.push(why);
             continue;
         }
+        if e.uncertain && !opts.force && !opts.dry_run {
+            errors.push(format!(
+                "{} ({}): this change may not be from its command (another session or the user was active while it ran); \
+                 look at `walj diff {}` and pass --force to revert it anyway",
+                short_id(&e.id),
+                e.path,
+                short_id(&e.id)
+            ));
+            continue;
+        }
         let w = work_out(fold, e, objects, &overlay, project);
         let head = format!("{} ({})", short_id(&e.id), e.path);
         match &w.plan {

@@ -164,7 +164,11 @@ impl App {
         let opts = FoldOptions { keep_settled: self.tree.show_resolved, session: None, all_commands: false };
         match Fold::load(&self.project.journal, &opts) {
             Ok(mut fold) => {
+                let killed = crate::bashsnap::killed::reconcile(&self.project, &mut fold, &opts);
                 fold.check_disk(&self.project);
+                if let Some(p) = killed.problems.first() {
+                    self.error(format!("unfinished commands: {p}"));
+                }
                 let problems = fold.report.problems.len();
                 self.fold = fold;
                 if problems > 0 {
@@ -202,8 +206,12 @@ impl App {
                 .views
                 .iter()
                 .any(|v| v.status == SessionStatus::Live && self.fold.sessions[v.session].status() != v.status);
-            if changed {
-                self.rebuild_tree();
+            // A session just crashed (its cut-off command's changes appear), or a killed
+            // command still runs (its changes so far move on, and it may just have ended).
+            let still_running = self.fold.entries.iter().any(|e| e.still_running)
+                || self.fold.sessions.iter().any(|s| s.commands.iter().any(|c| c.running.is_some()));
+            if changed || still_running {
+                self.reload();
                 return true;
             }
         }

@@ -180,6 +180,11 @@ pub fn revert(
     let mut conflicts: Vec<&Entry> = Vec::new();
     for (e, plan) in open.iter().zip(plans) {
         let head = format!("{} {}  →", icon(e.state()), e.path);
+        if e.still_running {
+            cannot += 1;
+            body.push(format!("{head} cannot: its command still runs (stop it first: walj procs)"));
+            continue;
+        }
         match plan {
             Ok(RevertPlan::WritePre) => {
                 write += 1;
@@ -231,6 +236,13 @@ pub fn revert(
         note.push(n.clone());
     }
     let writes = write + delete + merge;
+    let uncertain = open.iter().filter(|e| e.uncertain).count();
+    if uncertain > 0 {
+        note.push(format!(
+            "{} may not be from its command (another session or the user was active while it ran): check the diff first.",
+            plural(uncertain, "change", "changes")
+        ));
+    }
     if !conflicts.is_empty() {
         note.push(
             "A conflict: the file changed after the tool. e edits it; f writes the pre-image over the later edits."
@@ -241,7 +253,7 @@ pub fn revert(
     let title = format!("Revert {}?", plural(ids.len(), "entry", "entries"));
     // On a live session the revert must be forced past the liveness check, and Claude may
     // be writing these files: `y` still reverts, but Enter cancels.
-    let force = live.is_some();
+    let force = live.is_some() || uncertain > 0;
     let safe_default = if force { None } else { Some('y') };
     let mut choices = Vec::new();
     let mut default = None;
@@ -283,7 +295,7 @@ pub fn revert(
         note,
         choices,
         default,
-        warning: !conflicts.is_empty() || live.is_some(),
+        warning: !conflicts.is_empty() || live.is_some() || uncertain > 0,
         scroll: 0,
     }
 }
@@ -369,6 +381,8 @@ mod tests {
             background: false,
             v1: false,
             unfinished: false,
+            uncertain: false,
+            still_running: false,
             verified: None,
         }
     }

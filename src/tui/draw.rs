@@ -311,6 +311,9 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     if e.imported {
         first.push(Span::styled("  imported", theme::INFO));
     }
+    if e.unfinished {
+        first.push(Span::styled("  command never finished", theme::WARN));
+    }
     out.push(Line::from(first));
     let mut times = kv("at", app.time(&e.ts));
     if let Some(t) = &e.applied_ts {
@@ -329,6 +332,18 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     }
     if let Some(p) = &e.parent {
         out.push(Line::from(kv("caused by command", short_id(p))));
+    }
+    if e.still_running {
+        out.push(Line::from(Span::styled(
+            "its command still runs: this is the change so far, recorded once it stops".to_string(),
+            theme::WARN,
+        )));
+    }
+    if e.uncertain {
+        out.push(Line::from(Span::styled(
+            "may not be from this command: another session or the user was active while it ran".to_string(),
+            theme::WARN,
+        )));
     }
     for a in &e.actions {
         let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
@@ -434,7 +449,10 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         for c in &s.commands {
             let (mark, style, note) = match c.status {
                 CommandStatus::Failed => ("✗", theme::ERROR, "failed".to_string()),
-                CommandStatus::InFlight => ("◐", theme::ERROR, "in flight when the session stopped".into()),
+                CommandStatus::InFlight => match c.running {
+                    Some(n) => ("◐", theme::ERROR, format!("never finished — still running ({})", plural(n, "process", "processes"))),
+                    None => ("◐", theme::ERROR, "in flight when the session stopped".into()),
+                },
                 CommandStatus::Ok if c.background => (
                     "»",
                     theme::INFO,

@@ -1,0 +1,264 @@
+//! Bash commands that never finished (a killed Claude Code, an interrupted turn).
+//!
+//! A foreground command's PreToolUse sidecar goes away at its PostToolUse. When Claude Code
+//! dies while the command runs, no Post ever comes: the sidecar stays, and what changed since
+//! it was taken is the command's work — or its orphans' work, since after `kill -9` the shell
+//! and its children often run on.
+//!
+//! - While the session's Claude Code runs, the command is simply in flight: nothing here.
+//! - Once it is gone (the session crashed or ended), every reader calls [`reconcile`], which
+//!   compares the snapshot with the disk. While a process the command started still runs
+//!   (Claude Code's environment marker, started after the PreToolUse hook, working in the
+//!   project, not under a running Claude Code), the changes are shown "so far", in memory
+//!   only. Once nothing runs, they are materialised once: the sidecar is claimed by an atomic
+//!   rename (one walj process wins), the child records (`unfinished: true`, ids stable per
+//!   command and path) are appended, then the claim is removed. A claim left by a killed walj
+//!   is taken over after a grace period; children already in the journal are not appended
+//!   twice.
+//! - When its own session moves on (its next Stop: a turn cut short while Claude Code lives
+//!   on), the hook derives them at once ([`settle_own`]).
+//!
+//! Attribution: a change another tool call journaled after the snapshot (any session)
+//! explains is not the command's; a change nothing journaled explains while another session
+//! was active stays the command's, flagged `attribution: "uncertain"`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Change, SnapError, Snapshot, Tree, bash_dir, child_records, io_err, load, remove_snapshot};
+use crate::config::{Config, Matcher};
+use crate::fold::{Fold, FoldOptions, SessionStatus};
+use crate::journal::{JournalWriter, Record, attribution, key};
+use crate::procinfo::{self, ProcRef};
+use crate::project::Project;
+
+/// The phase in child ids (`child_id(parent, phase, path)`): one set per command.
+const PHASE: &str = "killed";
+/// A claim older than this was left by a killed walj: another process takes it over.
+const CLAIM_GRACE: Duration = Duration::from_secs(60);
+/// Claimed sidecars are renamed to `<key>.claim<pid>`.
+const CLAIM: &str = ".claim";
+
+/// A killed command whose processes still run: its changes so far are shown, not recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StillRunning {
+    pub parent: String,
+    pub session: String,
+    pub pids: Vec<u32>,
+    pub changes: usize,
+}
+
+/// What [`reconcile`] did.
+#[derive(Debug, Default)]
+pub struct Reconciled {
+    /// Child records appended to the journal (commands whose processes are all gone).
+    pub materialised: usize,
+    pub running: Vec<StillRunning>,
+    /// Derivations that failed (reported, never fatal).
+    pub problems: Vec<String>,
+}
+
+/// Brings the killed foreground commands of the sessions in `fold` into it: see the module
+/// documentation. `fold` was loaded with `opts`; its entries gain the commands' children.
+pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reconciled {
+    let mut out = Reconciled::default();
+    let dir = bash_dir(project);
+    let candidates = candidates(&dir);
+    if candidates.is_empty() {
+        return out;
+    }
+    let mut killed = Vec::new();
+    for path in candidates {
+        let Ok(snap) = load(&path) else { continue };
+        if snap.background {
+            continue;
+        }
+        let gone = fold.session(&snap.session).is_some_and(|s| {
+            matches!(s.status(), SessionStatus::Crashed | SessionStatus::Ended)
+                && s.last_start_ts.as_deref().is_none_or(|start| start <= snap.ts.as_str())
+        });
+        if gone {
+            killed.push((path, snap));
+        }
+    }
+    if killed.is_empty() {
+        return out;
+    }
+    let (cfg, matcher) = Config::load_or_default(&project.config_path(), |_| {});
+    // Attribution needs every session's writes, settled ones included.
+    let all = match Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() }) {
+        Ok(f) => f,
+        Err(e) => {
+            out.problems.push(format!("reading {}: {e}", project.journal.display()));
+            return out;
+        }
+    };
+    let live: Vec<ProcRef> =
+        all.sessions.iter().filter(|s| s.status() == SessionStatus::Live).filter_map(|s| s.proc).collect();
+    for (path, snap) in killed {
+        let records = match derive(project, &cfg, matcher.as_ref(), &snap, &all) {
+            Ok(r) => r,
+            Err(e) => {
+                out.problems.push(format!("the changes of `{}`: {e}", snap.command));
+                continue;
+            }
+        };
+        let pids = snap
+            .hook_start
+            .and_then(|since| procinfo::started_by_tool_since(since, &project.root, &live))
+            .unwrap_or_default();
+        if pids.is_empty() {
+            match materialise(project, &dir, &path, &snap, &records, &all) {
+                Ok(true) => {
+                    out.materialised += records.len();
+                    fold.add_records(&records, opts);
+                }
+                Ok(false) => {}
+                Err(e) => out.problems.push(format!("recording the changes of `{}`: {e}", snap.command)),
+            }
+        } else {
+            fold.add_records(&records, opts);
+            fold.mark_still_running(&snap.parent, pids.len());
+            out.running.push(StillRunning {
+                parent: snap.parent.clone(),
+                session: snap.session.clone(),
+                pids,
+                changes: records.len(),
+            });
+        }
+    }
+    out
+}
+
+/// The Stop of `session`: its foreground commands that never got a PostToolUse (an
+/// interrupted turn) get their child records now; the sidecars are removed. A command that
+/// changed nothing (denied before it ran) yields nothing.
+pub fn settle_own(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    session: &str,
+) -> Result<Vec<Record>, SnapError> {
+    let dir = bash_dir(project);
+    let mut own = Vec::new();
+    for path in candidates(&dir) {
+        let Ok(snap) = load(&path) else { continue };
+        if snap.session == session && !snap.background {
+            own.push((path, snap));
+        }
+    }
+    if own.is_empty() {
+        return Ok(Vec::new());
+    }
+    let all = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() })
+        .map_err(io_err(&project.journal, "reading"))?;
+    let mut out = Vec::new();
+    for (path, snap) in own {
+        let done = already_recorded(&all, &snap.parent);
+        let records = if done || !cfg.bash.snapshot { Vec::new() } else { derive(project, cfg, matcher, &snap, &all)? };
+        remove_snapshot(&dir, &path, snap.index.as_ref());
+        out.extend(records);
+    }
+    Ok(out)
+}
+
+/// Sidecars of foreground commands without an outcome, and claims left behind by a killed
+/// walj (older than the grace period).
+fn candidates(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let sidecar = name.ends_with(".json") && name != "cache.json";
+        let stale_claim = name.contains(CLAIM)
+            && ent.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|d| d > CLAIM_GRACE);
+        if sidecar || stale_claim {
+            out.push(ent.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The child records of a killed command: what changed since its snapshot, less what other
+/// journaled tool calls explain.
+fn derive(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    snap: &Snapshot,
+    all: &Fold,
+) -> Result<Vec<Record>, SnapError> {
+    let mut tree = Tree::open(project, cfg, matcher);
+    let now = tree.take(Some(snap), None)?;
+    let changes = tree.diff(snap, &now)?;
+    let since = snap.ts.as_str();
+    // Other tool calls (any session) journaled since the snapshot, by path.
+    let others: Vec<&crate::fold::Entry> = all
+        .entries
+        .iter()
+        .filter(|e| e.id != snap.parent && e.parent.as_deref() != Some(snap.parent.as_str()))
+        .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= since)
+        .collect();
+    // Another session active while the command could run: unexplained changes may be its.
+    let crowded = all.sessions.iter().any(|s| {
+        s.session != snap.session && (s.last_ts.as_str() >= since || s.status() == SessionStatus::Live)
+    });
+    let mut kept: Vec<(Change, bool)> = Vec::new();
+    for c in changes {
+        let after = c.after.blob();
+        let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
+        if on_path.iter().any(|e| e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+        {
+            // The disk holds what another journaled call wrote: its change, not the command's.
+            continue;
+        }
+        let uncertain = crowded || !on_path.is_empty();
+        kept.push((c, uncertain));
+    }
+    let changes: Vec<Change> = kept.iter().map(|(c, _)| c.clone()).collect();
+    let records = child_records(matcher, snap, &changes, PHASE, false);
+    Ok(records
+        .into_iter()
+        .zip(kept.iter().map(|(_, u)| *u))
+        .map(|(r, uncertain)| {
+            let r = r.with(key::UNFINISHED, true);
+            if uncertain { r.with(key::ATTRIBUTION, attribution::UNCERTAIN) } else { r }
+        })
+        .collect())
+}
+
+/// True when the journal already has the command's derived children (a walj killed after
+/// appending them, before removing its claim).
+fn already_recorded(all: &Fold, parent: &str) -> bool {
+    all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent))
+}
+
+/// Claims the sidecar at `path` (an atomic rename: one process wins), appends `records`
+/// unless they are already in the journal, and removes the claim. `Ok(false)`: another
+/// process claimed it first.
+fn materialise(
+    project: &Project,
+    dir: &Path,
+    path: &Path,
+    snap: &Snapshot,
+    records: &[Record],
+    all: &Fold,
+) -> Result<bool, SnapError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let key = name.split('.').next().unwrap_or_default();
+    let claim = dir.join(format!("{key}{CLAIM}{}", std::process::id()));
+    match fs::rename(path, &claim) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io_err(path, "claiming")(e)),
+    }
+    if !records.is_empty() && !already_recorded(all, &snap.parent) {
+        project.ensure_dir().map_err(io_err(&project.dir, "creating"))?;
+        JournalWriter::new(&project.journal).append_all(records).map_err(io_err(&project.journal, "appending"))?;
+    }
+    remove_snapshot(dir, &claim, snap.index.as_ref());
+    Ok(true)
+}
