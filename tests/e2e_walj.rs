@@ -514,11 +514,12 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
 
     let status = p.walj_json(&["status", "--json"]);
     assert_eq!(status["sessions"], json!({"crashed": 1}), "{status}");
-    assert_eq!(status["unresolved"], 2, "{status}");
+    // The Edit, the Write, and run.log, which the killed command created (its change so far).
+    assert_eq!(status["unresolved"], 3, "{status}");
 
     // The Edit and the Write: unresolved, applied, with the right images; disk = post-image.
     let recover = p.walj_json(&["recover", "--json"]);
-    assert_eq!(recover["unresolved"], 2, "{recover}");
+    assert_eq!(recover["unresolved"], 3, "{recover}");
     let sessions = recover["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1, "{recover}");
     assert_eq!(sessions[0]["session"], c.sid.as_str());
@@ -530,7 +531,21 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
         .iter()
         .map(|e| (e["path"].as_str().unwrap(), e["tool"].as_str().unwrap(), e["status"].as_str().unwrap()))
         .collect();
-    assert_eq!(entries, [("config/settings.json", "Edit", "applied"), ("src/server.rs", "Write", "applied")]);
+    assert_eq!(
+        entries,
+        [("config/settings.json", "Edit", "applied"), ("src/server.rs", "Write", "applied"), ("run.log", "Bash", "in_flight")]
+    );
+    // run.log: derived from the killed command, whose orphan still runs: shown, not recorded yet.
+    let run_log = &sessions[0]["entries"][2];
+    assert_eq!(run_log["parent"], "toolu_mock_2_0", "{run_log}");
+    assert_eq!(run_log["unfinished"], true, "{run_log}");
+    assert_eq!(run_log["still_running"], true, "{run_log}");
+    assert_eq!(run_log["before"], "absent", "{run_log}");
+    assert!(run_log.get("attribution").is_none(), "no other session was active: {run_log}");
+    let cut = &sessions[0]["commands_in_flight"];
+    assert_eq!(cut[0]["id"], "toolu_mock_2_0", "{recover}");
+    assert!(cut[0]["running"].as_u64().unwrap_or(0) >= 1, "{recover}");
+    assert!(p.journal().iter().all(|r| r["path"] != "run.log"), "recorded while it still runs");
     for e in sessions[0]["entries"].as_array().unwrap() {
         assert_eq!(e["after"], json!(p.hash_object(e["path"].as_str().unwrap())), "disk vs post-image: {e}");
     }
@@ -548,7 +563,11 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
     }
     let (_, text, _) = p.walj(&["recover"]);
     println!("walj recover:\n{text}");
-    assert!(text.contains("command in flight: echo started > run.log; sleep 60"), "{text}");
+    assert!(
+        text.contains("command never finished (Claude Code stopped while it ran): echo started > run.log; sleep 60"),
+        "{text}"
+    );
+    assert!(text.contains("still running (") && text.contains("1 change so far"), "{text}");
     assert!(text.contains("crashed"), "{text}");
     let fold = p.fold();
     let s = fold.session(&c.sid).unwrap();
@@ -579,6 +598,34 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(claude::pids_mentioning(&c.token).is_empty(), "orphans left behind");
+
+    // Nothing it started runs any more: the next readers record run.log once (two at a time).
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut cmd = std::process::Command::new(walj_bin());
+            cmd.args(["recover", "--json"]).current_dir(p.root());
+            cmd.output()
+        })
+        .collect();
+    for r in readers {
+        assert!(r.unwrap().status.success());
+    }
+    let recover = p.walj_json(&["recover", "--json"]);
+    assert_eq!(recover["unresolved"], 3, "{recover}");
+    let run_log = &recover["sessions"][0]["entries"][2];
+    assert_eq!((run_log["path"].as_str(), run_log.get("still_running")), (Some("run.log"), None), "{recover}");
+    let recorded: Vec<Value> = p.journal().into_iter().filter(|r| r["path"] == "run.log").collect();
+    assert_eq!(recorded.len(), 1, "{}", p.journal_text());
+    assert_eq!(recorded[0]["op"], "applied");
+    assert_eq!(recorded[0]["unfinished"], true);
+    assert_eq!(recorded[0]["parent"], "toolu_mock_2_0");
+    assert_eq!(recorded[0]["after"], json!(p.hash_object("run.log")));
+    assert!(fs::read_dir(p.root().join(".walj/bash")).unwrap().flatten().all(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n == "cache.json" || n.ends_with(".index")
+    }));
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("sleep 60 # ") && text.contains("— 1 change since it started"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -623,9 +670,12 @@ fn next_session_gets_the_recovery_note_once_then_the_handoff_brief_once() {
     println!("recovery note as the model got it:\n{}", shown.split("\n\n").next().unwrap_or(shown));
     assert!(note.contains(CRASH_PROMPT), "the note lacks the last prompt: {note}");
     assert!(reqs.iter().all(|r| r.count(NOTE) == 1));
+    // The note names the command the crash cut off, and what it changed.
+    assert!(note.contains("command never finished (Claude Code stopped while it ran): echo started > run.log"), "{note}");
+    assert_eq!(note.matches("- run.log (").count(), 1, "{note}");
     // Still unresolved (the new session did not touch them), announced once.
     let recover = p.walj_json(&["recover", "--json"]);
-    assert_eq!(recover["unresolved"], 2, "{recover}");
+    assert_eq!(recover["unresolved"], 3, "{recover}");
 
     // Session 3: the note was delivered; not again.
     let before = c.mock.main_requests().len();
@@ -700,8 +750,11 @@ fn resumed_session_gets_the_recovery_note_once() {
     let status = p.walj_json(&["status", "--json"]);
     assert_eq!(status["sessions"], json!({"ended": 1}), "{status}");
     // The resumed session's Stop verified the changes made before the crash: disk = post-image.
+    // What the killed command did (run.log) stays for the user: its command never finished.
     let recover = p.walj_json(&["recover", "--json"]);
-    assert_eq!(recover["unresolved"], 0, "{recover}");
+    assert_eq!(recover["unresolved"], 1, "{recover}");
+    let e = &recover["sessions"][0]["entries"][0];
+    assert_eq!((e["path"].as_str(), &e["unfinished"]), (Some("run.log"), &json!(true)), "{recover}");
     p.assert_hooks_clean();
 }
 
