@@ -38,7 +38,12 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             .commands
             .iter()
             .filter_map(|c| {
-                present::command::in_flight(c, s.status(), present::command::derived_changes(open.iter().copied(), &c.id), 200)
+                present::command::in_flight(
+                    c,
+                    s.status(),
+                    present::command::derived_changes(open.iter().copied(), &c.id),
+                    200,
+                )
             })
             .collect();
         if open.is_empty() && !s.commands.iter().any(|c| c.running.is_some()) {

@@ -189,7 +189,12 @@ pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, 
         );
     }
     for c in &s.commands {
-        if let Some(t) = present::command::in_flight(c, status, present::command::derived_changes(entries.iter().copied(), &c.id), 80) {
+        if let Some(t) = present::command::in_flight(
+            c,
+            status,
+            present::command::derived_changes(entries.iter().copied(), &c.id),
+            80,
+        ) {
             let _ = writeln!(out, "  {t}");
         }
     }

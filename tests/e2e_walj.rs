@@ -533,7 +533,11 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
         .collect();
     assert_eq!(
         entries,
-        [("config/settings.json", "Edit", "applied"), ("src/server.rs", "Write", "applied"), ("run.log", "Bash", "in_flight")]
+        [
+            ("config/settings.json", "Edit", "applied"),
+            ("src/server.rs", "Write", "applied"),
+            ("run.log", "Bash", "in_flight")
+        ]
     );
     // run.log: derived from the killed command, whose orphan still runs: shown, not recorded yet.
     let run_log = &sessions[0]["entries"][2];
@@ -671,7 +675,10 @@ fn next_session_gets_the_recovery_note_once_then_the_handoff_brief_once() {
     assert!(note.contains(CRASH_PROMPT), "the note lacks the last prompt: {note}");
     assert!(reqs.iter().all(|r| r.count(NOTE) == 1));
     // The note names the command the crash cut off, and what it changed.
-    assert!(note.contains("command never finished (Claude Code stopped while it ran): echo started > run.log"), "{note}");
+    assert!(
+        note.contains("command never finished (Claude Code stopped while it ran): echo started > run.log"),
+        "{note}"
+    );
     assert_eq!(note.matches("- run.log (").count(), 1, "{note}");
     // Still unresolved (the new session did not touch them), announced once.
     let recover = p.walj_json(&["recover", "--json"]);
@@ -1062,4 +1069,205 @@ fn walj_never_changes_what_claude_does() {
     assert_eq!(outside[0]["outside"], true);
     assert_eq!(walj.walj_json(&["recover", "--json"])["unresolved"], 0, "{}", walj.journal_text());
     assert_eq!(walj.walj_json(&["status", "--json"])["sessions"], json!({"ended": 1}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A Bash command cut off by a crash: its changes so far are in-flight children.
+
+/// Runs `cmd` (a `claude -p`) until its Bash call `tool_id` runs (a process holds `token` and
+/// the project file `ready` exists) and reached the transcript, then kills claude (-9).
+/// Returns the session id.
+fn kill_mid_bash(p: &Proj, cmd: Command, mock: &MockServer, tool_id: &str, token: &str, ready: &str) -> String {
+    let running = claude::spawn(cmd);
+    let pid = running.pid();
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    let mut sid = None;
+    let ready = loop {
+        if sid.is_none() {
+            sid = p
+                .wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == tool_id)
+                .and_then(|r| r["session"].as_str().map(str::to_string));
+        }
+        let started = p.sb.project.join(ready).exists()
+            && claude::descendants(pid).iter().any(|&d| claude::cmdline(d).contains(token));
+        let in_transcript = sid.as_ref().is_some_and(|s| {
+            fs::read_to_string(p.sb.transcript(s)).is_ok_and(|t| t.contains(&format!("\"id\":\"{tool_id}\"")))
+        });
+        if started && in_transcript {
+            break true;
+        }
+        if Instant::now() >= deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut running = running;
+    running.kill9();
+    let out = running.wait(Duration::from_secs(10));
+    assert!(ready, "the Bash command never started: {out:?}\n{}\njournal:\n{}", mock.summary(), p.journal_text());
+    sid.unwrap()
+}
+
+/// Waits until no process holds `token` (after the guard killed them).
+fn wait_gone(token: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !claude::pids_mentioning(token).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(claude::pids_mentioning(token).is_empty(), "orphans left behind");
+}
+
+/// `recover --json` entries of session `sid` as (path, entry).
+fn entries_of(recover: &Value, sid: &str) -> BTreeMap<String, Value> {
+    recover["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["session"] == sid)
+        .flat_map(|s| s["entries"].as_array().unwrap().clone())
+        .map(|e| (e["path"].as_str().unwrap().to_string(), e))
+        .collect()
+}
+
+#[test]
+fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
+    let test = "a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("a.txt", "value = old\n"), ("old.txt", "legacy\n"), ("keep.txt", "untouched\n")]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-migrate");
+    let guard = OrphanGuard(token.clone());
+    let command = format!("sed -i 's/old/new/' a.txt && rm old.txt && echo new > new.txt && sleep 60 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Migrate"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid =
+        kill_mid_bash(&p, p.claude_p(&bin, &mock, "Migrate the config"), &mock, "toolu_mock_0_0", &token, "new.txt");
+    std::thread::sleep(Duration::from_millis(300));
+
+    // While its orphan (the sleep) runs: shown as in-flight children, computed on read.
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    assert_eq!(es.keys().collect::<Vec<_>>(), ["a.txt", "new.txt", "old.txt"], "{recover}");
+    for (path, e) in &es {
+        assert_eq!(e["status"], "in_flight", "{path}: {e}");
+        assert_eq!(e["tool"], "Bash", "{path}: {e}");
+        assert_eq!(e["parent"], "toolu_mock_0_0", "{path}: {e}");
+        assert_eq!(e["unfinished"], true, "{path}: {e}");
+        assert_eq!(e["still_running"], true, "{path}: {e}");
+        assert!(e.get("attribution").is_none(), "{path}: {e}");
+    }
+    assert_eq!(es["old.txt"]["after"], "absent");
+    assert_eq!(es["new.txt"]["before"], "absent");
+    assert_eq!(es["a.txt"]["after"], json!(p.hash_object("a.txt")));
+    let cut = &recover["sessions"][0]["commands_in_flight"][0];
+    assert_eq!((cut["id"].as_str(), cut["command"].as_str()), (Some("toolu_mock_0_0"), Some(command.as_str())));
+    let (_, text, _) = p.walj(&["recover"]);
+    println!("walj recover (orphan running):\n{text}");
+    assert!(text.contains("still running (") && text.contains("3 changes so far"), "{text}");
+    let (_, log, _) = p.walj(&["log", "--all"]);
+    for path in ["a.txt", "old.txt", "new.txt"] {
+        assert!(log.contains(path), "walj log --all lacks {path}:\n{log}");
+    }
+    // Diffable now; not revertable while it may still change.
+    let a_id = es["a.txt"]["id"].as_str().unwrap().to_string();
+    let (ok, diff, err) = p.walj(&["diff", &a_id]);
+    assert!(ok && diff.contains("-value = old") && diff.contains("+value = new"), "{diff}{err}");
+    let (ok, _, err) = p.walj(&["revert", &a_id]);
+    assert!(!ok && err.contains("still runs"), "revert while the command runs: {err}");
+    assert!(p.journal().iter().all(|r| r["parent"] != "toolu_mock_0_0"), "recorded while it runs");
+
+    // The orphan stops: the next reader records the children once.
+    drop(guard);
+    wait_gone(&token);
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    assert_eq!(es.len(), 3, "{recover}");
+    assert!(es.values().all(|e| e.get("still_running").is_none()), "{recover}");
+    let children: Vec<Value> = p.journal().into_iter().filter(|r| r["parent"] == "toolu_mock_0_0").collect();
+    assert_eq!(children.len(), 3, "{}", p.journal_text());
+    assert!(children.iter().all(|r| r["op"] == "applied" && r["unfinished"] == true), "{children:?}");
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("3 changes since it started"), "{text}");
+
+    // Revertable like any entry: the deleted file comes back, the created one goes.
+    let old_id = es["old.txt"]["id"].as_str().unwrap();
+    let new_id = es["new.txt"]["id"].as_str().unwrap();
+    let (ok, out, err) = p.walj(&["revert", old_id, new_id, &a_id]);
+    assert!(ok, "walj revert: {out}{err}");
+    assert_eq!(p.sb.read("old.txt").as_deref(), Some("legacy\n"));
+    assert_eq!(p.sb.read("a.txt").as_deref(), Some("value = old\n"));
+    assert!(!p.sb.project.join("new.txt").exists());
+    assert_eq!(p.sb.read("keep.txt").as_deref(), Some("untouched\n"));
+    assert_eq!(p.walj_json(&["recover", "--json"])["unresolved"], 0);
+    p.assert_hooks_clean();
+}
+
+#[test]
+fn another_sessions_writes_are_never_a_killed_commands() {
+    let test = "another_sessions_writes_are_never_a_killed_commands";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("shared.txt", "one\n")]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-two");
+    let guard = OrphanGuard(token.clone());
+    // Session A: a command that writes a.out, then runs on.
+    let mock_a = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": format!("echo a > a.out && sleep 60 # {token}")})),
+        Turn::text("unreachable"),
+    ]);
+    let running_a = claude::spawn(p.claude_p(&bin, &mock_a, "Build A"));
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    while !p.sb.project.join("a.out").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
+    // Session B, while A's command runs: a Write and an Edit, journaled.
+    std::thread::sleep(Duration::from_millis(50));
+    // (A second script generation: B's tool ids differ from A's, as real ids do.)
+    let mock_b = MockServer::start(vec![]);
+    mock_b.script(vec![
+        Turn::tools([
+            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
+            (
+                "Edit",
+                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
+            ),
+        ]),
+        Turn::text("B done."),
+    ]);
+    let (_, sid_b) = p.session(p.claude_p(&bin, &mock_b, "Write B"), &mock_b);
+    // And the user's editor, while both ran (nothing journals it).
+    fs::write(p.sb.project.join("notes.txt"), "the user's\n").unwrap();
+    // Now A dies (its command was running all along).
+    let sid_a = p
+        .wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["tool"] == "Bash")
+        .and_then(|r| r["session"].as_str().map(str::to_string))
+        .unwrap();
+    let mut running_a = running_a;
+    running_a.kill9();
+    let _ = running_a.wait(Duration::from_secs(10));
+    drop(guard);
+    wait_gone(&token);
+
+    let recover = p.walj_json(&["recover", "--json"]);
+    println!("{}", serde_json::to_string_pretty(&recover).unwrap());
+    let a = entries_of(&recover, &sid_a);
+    // B's journaled writes are B's, never the killed command's.
+    assert!(!a.contains_key("b.txt") && !a.contains_key("shared.txt"), "{recover}");
+    // a.out was written before B started: the command's, certain. notes.txt: nothing explains
+    // it and B was active: the command's, but flagged.
+    assert_eq!(a.keys().collect::<Vec<_>>(), ["a.out", "notes.txt"], "{recover}");
+    assert!(a["a.out"].get("attribution").is_none(), "{recover}");
+    assert_eq!(a["notes.txt"]["attribution"], "uncertain", "{recover}");
+    assert!(entries_of(&recover, &sid_b).is_empty(), "{recover}");
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("may not be from this command"), "{text}");
+    // Reverting the uncertain one asks first (CLI: --force).
+    let id = a["notes.txt"]["id"].as_str().unwrap();
+    let (ok, _, err) = p.walj(&["revert", id]);
+    assert!(!ok && err.contains("may not be from its command"), "{err}");
+    assert_eq!(p.sb.read("notes.txt").as_deref(), Some("the user's\n"));
+    p.assert_hooks_clean();
 }

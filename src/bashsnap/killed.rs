@@ -173,7 +173,12 @@ fn candidates(dir: &Path) -> Vec<PathBuf> {
         let name = ent.file_name().to_string_lossy().into_owned();
         let sidecar = name.ends_with(".json") && name != "cache.json";
         let stale_claim = name.contains(CLAIM)
-            && ent.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|d| d > CLAIM_GRACE);
+            && ent
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|d| d > CLAIM_GRACE);
         if sidecar || stale_claim {
             out.push(ent.path());
         }
@@ -199,23 +204,34 @@ fn derive(
     let others: Vec<&crate::fold::Entry> = all
         .entries
         .iter()
-        .filter(|e| e.id != snap.parent && e.parent.as_deref() != Some(snap.parent.as_str()))
+        .filter(|e| {
+            e.session != snap.session || (e.id != snap.parent && e.parent.as_deref() != Some(snap.parent.as_str()))
+        })
         .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= since)
         .collect();
-    // Another session active while the command could run: unexplained changes may be its.
-    let crowded = all.sessions.iter().any(|s| {
-        s.session != snap.session && (s.last_ts.as_str() >= since || s.status() == SessionStatus::Live)
-    });
+    // When another session became active while the command could run: an unexplained change
+    // made since may be its (or the user's), one made before is the command's.
+    let crowded_from: Option<String> = all
+        .sessions
+        .iter()
+        .filter(|s| s.session != snap.session && (s.last_ts.as_str() >= since || s.status() == SessionStatus::Live))
+        .map(|s| s.first_ts.as_str().max(since).to_string())
+        .min();
     let mut kept: Vec<(Change, bool)> = Vec::new();
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
-        if on_path.iter().any(|e| e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+        if on_path
+            .iter()
+            .any(|e| e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
         {
             // The disk holds what another journaled call wrote: its change, not the command's.
             continue;
         }
-        let uncertain = crowded || !on_path.is_empty();
+        let uncertain = !on_path.is_empty()
+            || crowded_from
+                .as_deref()
+                .is_some_and(|from| changed_at(&project.root.join(&c.rel)).is_none_or(|t| t.as_str() >= from));
         kept.push((c, uncertain));
     }
     let changes: Vec<Change> = kept.iter().map(|(c, _)| c.clone()).collect();
@@ -228,6 +244,21 @@ fn derive(
             if uncertain { r.with(key::ATTRIBUTION, attribution::UNCERTAIN) } else { r }
         })
         .collect())
+}
+
+/// When a file last changed, as a journal timestamp: the later of its mtime and ctime (`tar`,
+/// `cp -p` and `rsync` keep an old mtime; the ctime still moves). `None`: no such file.
+fn changed_at(abs: &Path) -> Option<String> {
+    let meta = fs::symlink_metadata(abs).ok()?;
+    let t = meta.modified().ok()?;
+    #[cfg(unix)]
+    let t = {
+        use std::os::unix::fs::MetadataExt;
+        let c = std::time::UNIX_EPOCH
+            + Duration::new(u64::try_from(meta.ctime()).unwrap_or(0), u32::try_from(meta.ctime_nsec()).unwrap_or(0));
+        t.max(c)
+    };
+    Some(chrono::DateTime::<chrono::Utc>::from(t).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
 }
 
 /// True when the journal already has the command's derived children (a walj killed after

@@ -450,7 +450,11 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
             let (mark, style, note) = match c.status {
                 CommandStatus::Failed => ("✗", theme::ERROR, "failed".to_string()),
                 CommandStatus::InFlight => match c.running {
-                    Some(n) => ("◐", theme::ERROR, format!("never finished — still running ({})", plural(n, "process", "processes"))),
+                    Some(n) => (
+                        "◐",
+                        theme::ERROR,
+                        format!("never finished — still running ({})", plural(n, "process", "processes")),
+                    ),
                     None => ("◐", theme::ERROR, "in flight when the session stopped".into()),
                 },
                 CommandStatus::Ok if c.background => (
