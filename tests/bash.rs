@@ -445,3 +445,59 @@ fn touching_changes_nothing_and_same_size_rewrites_are_seen() {
     assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"1111\n"[..]));
     assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"2222\n"[..]));
 }
+
+#[test]
+fn a_command_cut_off_mid_turn_gets_its_changes_at_stop() {
+    // An interrupted turn: PreToolUse, the command ran (partly), no Post; Claude Code lives
+    // on and the session's Stop comes.
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    let cmd = "rm a.txt; echo half > y.txt; sleep 600";
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_cut", cmd, false));
+    assert!(sh(&root, "rm a.txt; echo half > y.txt"));
+    hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
+    let kids = children(&root, "toolu_cut");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "y.txt"]);
+    assert!(kids.iter().all(|r| r.op == "applied" && r.extra.get("unfinished") == Some(&json!(true))), "{kids:?}");
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "a.txt").before).as_deref(), Some(&b"a\n"[..]));
+    assert!(!root.join(".walj/bash/toolu_cut.json").exists());
+    // It ran: not settled as denied; its changes stay for the user.
+    let resolved: Vec<_> =
+        journal_records(&root).into_iter().filter(|r| r.op == "resolved" && r.id == "toolu_cut").collect();
+    assert!(resolved.is_empty(), "{resolved:?}");
+    let log = log_json(&root);
+    assert_eq!(log.iter().filter(|e| e["unfinished"] == json!(true) && e["status"] == "in_flight").count(), 2);
+}
+
+#[test]
+fn a_killed_command_is_recorded_once_even_after_a_walj_died_holding_its_claim() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    let cmd = "echo x > y.txt; sleep 600";
+    // The hook's parent (the "Claude Code") is gone once it returns: the session reads as crashed.
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_kill", cmd, false));
+    assert!(sh(&root, "echo x > y.txt"));
+    let sidecar = root.join(".walj/bash/toolu_kill.json");
+    let saved = fs::read(&sidecar).unwrap();
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let recover: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(recover["unresolved"], 1, "{recover}");
+    assert_eq!(recover["sessions"][0]["entries"][0]["path"], "y.txt");
+    assert_eq!(children(&root, "toolu_kill").len(), 1);
+    assert!(!sidecar.exists(), "claimed and removed");
+
+    // A walj killed after appending, before removing its claim: the claim is left behind. Once
+    // it is stale, the next reader takes it over and appends nothing twice.
+    let claim = root.join(".walj/bash/toolu_kill.claim4242");
+    fs::write(&claim, &saved).unwrap();
+    assert!(Std::new("touch").args(["-d", "2 hours ago"]).arg(&claim).status().unwrap().success());
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(children(&root, "toolu_kill").len(), 1, "recorded twice");
+    assert!(!claim.exists(), "the stale claim was taken over and removed");
+    // A fresh claim (another walj at work right now) is left alone.
+    fs::write(&claim, &saved).unwrap();
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(claim.exists());
+}

@@ -277,7 +277,13 @@ fn real_client_payloads_killed_mid_bash() {
     let paths: Vec<_> = r["sessions"][0]["entries"].as_array().unwrap().iter().map(|e| e["path"].clone()).collect();
     assert_eq!(paths, vec!["config/settings.json", "src/server.rs"]);
     let (_, text, _) = repo.run(&["recover"]);
-    assert!(text.contains("command in flight: echo started > run.log; sleep 60"), "{text}");
+    // The payloads were replayed without running the command: it changed nothing.
+    assert!(
+        text.contains(
+            "command never finished (Claude Code stopped while it ran): echo started > run.log; sleep 60 — no changes found"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
