@@ -73,6 +73,10 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
                     from.push_str(", which still runs");
                 }
             }
+            if let Some(check) = e.disk_check {
+                from.push_str("; ");
+                from.push_str(present::in_flight_check(check));
+            }
             if e.uncertain {
                 from.push_str("; may not be from that command (another session or the user was active)");
             }

@@ -181,6 +181,14 @@ impl Ctx<'_> {
             let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
             let created = image.blob.is_absent();
             r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
+            // What the call means to leave on disk (by id): after a crash, the disk tells
+            // whether it completed ([`crate::fold::InFlightCheck`]).
+            let pre = if created { None } else { image.bytes.as_deref() };
+            if created || pre.is_some() || tool == "Write" {
+                if let Some(want) = crate::import::apply_tool(tool, self.payload.tool_input(), None, pre) {
+                    r = r.with(key::INTENDED, crate::store::blob_id(&want));
+                }
+            }
             r.path = rel;
             r.before = Some(image.blob);
             r.nocap = image.nocap;
@@ -384,6 +392,10 @@ impl Ctx<'_> {
         for p in &killed.problems {
             log_error(self.project, &format!("unfinished commands: {p}"));
         }
+        if fold.sessions.iter().any(|s| !s.announced && s.status() == SessionStatus::Crashed) {
+            // The note says what the disk holds now (an in-flight call completed or not).
+            fold.check_disk(self.project);
+        }
         let mut r = self.session_record(kind::START);
         r = r.with(key::SOURCE, self.payload.str("source").unwrap_or("startup"));
         if let Some(m) = self.payload.0.get("model") {
@@ -430,6 +442,8 @@ fn never(rel: &str, m: Option<&Matcher>) -> bool {
 pub struct Image {
     pub blob: Blob,
     pub nocap: Option<String>,
+    /// The bytes read (when they were read and stored).
+    pub bytes: Option<Vec<u8>>,
 }
 
 /// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
@@ -437,19 +451,21 @@ pub struct Image {
 pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> std::io::Result<Image> {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Image { blob: Blob::Absent, nocap: None }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None });
+        }
         Err(e) => return Err(e),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()) });
+        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None });
     }
     // A FIFO, a device, a socket: never opened (it could block the hook or never end).
-    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()) };
+    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None };
     if !meta.is_file() {
         return Ok(not_a_file());
     }
     let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
-        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()) }),
+        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None }),
         Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
         Err(e) => Err(e),
     };
@@ -467,7 +483,7 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         Err(e) => return Err(e),
     };
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
-    Ok(Image { blob: Blob::Id(id), nocap: None })
+    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
 }
 
 /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy

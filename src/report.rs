@@ -61,6 +61,13 @@ pub fn entry_json(e: &Entry) -> Value {
         // Derived from a Bash command that never finished (killed or interrupted mid-run).
         o.insert("unfinished".into(), json!(true));
     }
+    if let Some(c) = e.disk_check {
+        // An in-flight file tool call: completed / unchanged / other, from the disk now.
+        o.insert("disk".into(), json!(c));
+    }
+    if let Some(i) = &e.intended {
+        o.insert("intended".into(), json!(i));
+    }
     if e.still_running {
         // Its command's processes still run: not recorded yet, may change further.
         o.insert("still_running".into(), json!(true));
@@ -264,6 +271,9 @@ fn entry_marks(e: &Entry, style: &Style) -> String {
         } else {
             "derived from a command that never finished"
         });
+    }
+    if let Some(c) = e.disk_check {
+        marks.push(present::in_flight_check(c));
     }
     if e.uncertain {
         marks.push("may not be from this command (another session or the user was active)");

@@ -6,8 +6,9 @@
 
 mod common;
 
-use common::{Locate, Parent, Repo};
-use serde_json::Value;
+use common::{Locate, Parent, Repo, hook_ok, walj_at};
+use serde_json::{Value, json};
+use std::fs;
 
 fn hook(repo: &Repo, input: &str) -> (i32, String, String) {
     repo.hook_run(input, Parent::Timeout(20), Locate::Folder)
@@ -72,4 +73,30 @@ fn a_checkpoint_still_detects_drift_but_not_on_resolved_entries() {
     assert_eq!(code, 0, "{err}");
     let c = repo.json(&["checkpoint", "--json"]);
     assert_eq!(c["drifted"], serde_json::json!([]), "{c:#}");
+}
+
+/// A file tool call without an outcome (the crash came between PreToolUse and PostToolUse):
+/// the report compares the disk with the content the call meant to write.
+#[test]
+fn an_in_flight_write_reports_whether_the_disk_holds_its_intended_content() {
+    for (disk, want) in [(Some("pub fn serve() {}\n"), "completed"), (None, "unchanged"), (Some("pub fn se"), "other")]
+    {
+        let repo = Repo::new(&[("README.md", "hello\n")]);
+        let root = &repo.root;
+        let pre = json!({
+            "hook_event_name": "PreToolUse", "session_id": "5e551011-inflight", "cwd": root,
+            "tool_name": "Write", "tool_use_id": "toolu_w",
+            "tool_input": {"file_path": root.join("src/server.rs"), "content": "pub fn serve() {}\n"},
+        });
+        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+        if let Some(d) = disk {
+            fs::create_dir_all(root.join("src")).unwrap();
+            fs::write(root.join("src/server.rs"), d).unwrap();
+        }
+        let out = walj_at(root).args(["recover", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let e = &v["sessions"][0]["entries"][0];
+        assert_eq!((e["status"].as_str(), e["disk"].as_str()), (Some("in_flight"), Some(want)), "{v:#}");
+        assert_eq!(e["intended"], walj::store::blob_id(b"pub fn serve() {}\n"));
+    }
 }

@@ -1271,3 +1271,51 @@ fn another_sessions_writes_are_never_a_killed_commands() {
     assert_eq!(p.sb.read("notes.txt").as_deref(), Some("the user's\n"));
     p.assert_hooks_clean();
 }
+
+// ---------------------------------------------------------------------------------------------
+// A file tool call in flight: the report says whether it wrote.
+
+#[test]
+fn a_write_killed_before_it_ran_is_reported_as_not_applied() {
+    let test = "a_write_killed_before_it_ran_is_reported_as_not_applied";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("config/settings.json", SETTINGS_JSON)]);
+    p.install_walj();
+    // A second PreToolUse hook for Write that holds Claude Code there (as a slow hook would)
+    // while the test kills it.
+    let token = claude::unique_token("walj-e2e-hold");
+    let _guard = OrphanGuard(token.clone());
+    let hold = json!({"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+        {"type": "command", "command": format!("cat > /dev/null; sleep 30 # {token}"), "timeout": 60}
+    ]}]}});
+    p.sb.write(".claude/settings.local.json", &hold.to_string());
+    let mock = MockServer::start(vec![
+        Turn::tool(
+            "Edit",
+            json!({"file_path": p.abs("config/settings.json"), "old_string": "\"retries\": 3",
+                   "new_string": "\"retries\": 5", "replace_all": false}),
+        ),
+        Turn::tool("Write", json!({"file_path": p.abs("src/server.rs"), "content": "pub fn serve() {}\n"})),
+        Turn::text("unreachable"),
+    ]);
+    let mut running = claude::spawn(p.claude_p(&bin, &mock, "Raise retries and add a server"));
+    let intent = p.wait_for_record(SESSION_TIMEOUT, |r| r["op"] == "intent" && r["id"] == "toolu_mock_1_0");
+    let held = Instant::now() + Duration::from_secs(20);
+    while claude::pids_mentioning(&token).is_empty() && Instant::now() < held {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    running.kill9();
+    let _ = running.wait(Duration::from_secs(10));
+    let intent = intent.unwrap_or_else(|| panic!("no intent for the Write:\n{}", p.journal_text()));
+    assert_eq!(intent["intended"], walj::store::blob_id(b"pub fn serve() {}\n"), "{intent}");
+    assert!(!p.sb.project.join("src/server.rs").exists(), "the Write ran");
+
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es: BTreeMap<String, Value> = entries_of(&recover, intent["session"].as_str().unwrap());
+    assert_eq!(es["src/server.rs"]["status"], "in_flight", "{recover}");
+    assert_eq!(es["src/server.rs"]["disk"], "unchanged", "{recover}");
+    assert!(es["config/settings.json"].get("disk").is_none(), "{recover}");
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("not applied: the file is unchanged"), "{text}");
+    p.assert_hooks_clean();
+}

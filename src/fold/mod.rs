@@ -27,7 +27,8 @@ use crate::journal::{ScanReport, scan_lines};
 pub(crate) use apply::Pairing;
 pub use lookup::{IdError, abbrev, short_id};
 pub use model::{
-    Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, Prompt, SessionInfo, SessionStatus, Todo,
+    Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
+    SessionStatus, Todo,
 };
 use settled::DigestMap;
 pub use settled::disk_blob;

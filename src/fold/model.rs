@@ -107,6 +107,10 @@ pub struct Entry {
     pub v1: bool,
     /// Derived from a Bash command that never finished (killed or interrupted mid-run).
     pub unfinished: bool,
+    /// The blob id of the content the call meant to leave (file tools' intents).
+    pub intended: Option<String>,
+    /// An in-flight file tool call: what the disk holds now ([`super::Fold::check_disk`]).
+    pub disk_check: Option<InFlightCheck>,
     /// A derived entry that may not be its command's work (`attribution: "uncertain"`).
     pub uncertain: bool,
     /// Derived from a killed command whose processes still run: the change may go on
@@ -142,6 +146,8 @@ impl Entry {
             background: view.background,
             v1: false,
             unfinished: view.unfinished,
+            intended: view.intended.map(Cow::into_owned),
+            disk_check: None,
             uncertain: view.attribution.as_deref() == Some(crate::journal::attribution::UNCERTAIN),
             still_running: false,
             verified: None,
@@ -158,6 +164,18 @@ impl Entry {
     pub fn last_action(&self) -> Option<&Action> {
         self.actions.iter().rev().find(|a| !a.undone)
     }
+}
+
+/// What the disk holds for a file tool call that never reported its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InFlightCheck {
+    /// The content the call meant to leave: it completed before the crash.
+    Completed,
+    /// The pre-image: it never wrote.
+    Unchanged,
+    /// Neither: written in part, or changed since.
+    Other,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 
-use super::model::{Entry, EntryState};
+use super::model::{Entry, EntryState, InFlightCheck};
 use super::{Fold, FoldOptions};
 use crate::journal::record::Blob;
 use crate::project::Project;
@@ -95,6 +95,25 @@ impl Fold {
         }
         for i in drifted {
             self.entries[i].base = EntryState::Drifted;
+        }
+        // File tool calls without an outcome: did they write before the crash?
+        for e in &mut self.entries {
+            if e.base != EntryState::InFlight || e.outside || e.unfinished || e.parent.is_some() {
+                continue;
+            }
+            let Some(before) = &e.before else { continue };
+            let Ok(abs) = project.resolve_rel(&e.path) else { continue };
+            let Some(disk) = disk_blob(&abs) else { continue };
+            e.disk_check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
+                Some(InFlightCheck::Completed)
+            } else if disk.as_deref() == before.id() {
+                Some(InFlightCheck::Unchanged)
+            } else if e.intended.is_some() {
+                Some(InFlightCheck::Other)
+            } else {
+                // Not knowing what the call meant to write (older records), claim nothing.
+                None
+            };
         }
     }
 

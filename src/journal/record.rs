@@ -128,6 +128,9 @@ pub mod key {
     pub const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
     pub const ATTRIBUTION: &str = "attribution";
+    /// On a file tool's intent: the blob id of the content the call means to leave (Write's
+    /// content, Edit's replacement applied to the pre-image), not stored.
+    pub const INTENDED: &str = "intended";
     /// Session records.
     pub const PROMPT: &str = "prompt";
     pub const TRANSCRIPT: &str = "transcript";

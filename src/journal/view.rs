@@ -68,6 +68,9 @@ pub struct RecordView<'a> {
     /// `attribution` of a derived entry (`"uncertain"`).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub attribution: Option<Cow<'a, str>>,
+    /// `intended` of a file tool's intent (a blob id).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub intended: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -260,6 +263,7 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "target" => view.target = Some(c),
                     "action" => view.action = Some(c),
                     "attribution" => view.attribution = Some(c),
+                    "intended" => view.intended = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -332,6 +336,7 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "target" => view.target = None,
         "action" => view.action = None,
         "attribution" => view.attribution = None,
+        "intended" => view.intended = None,
         _ => {}
     }
 }

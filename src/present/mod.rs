@@ -9,5 +9,5 @@ pub mod command;
 pub mod state;
 pub mod text;
 
-pub use state::{Tone, icon, label, meaning, session_tone, tone};
+pub use state::{Tone, icon, in_flight_check, label, meaning, session_tone, tone};
 pub use text::{age, clip, hms, human_ts, one_line, plural, short_time, utc_ts};

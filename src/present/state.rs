@@ -107,3 +107,13 @@ mod tests {
         assert_eq!(label(EntryState::HandedBack), "handed back");
     }
 }
+
+/// What the disk says of a file tool call that never reported its outcome.
+pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
+    use crate::fold::InFlightCheck::*;
+    match c {
+        Completed => "the disk holds the intended content: the tool completed",
+        Unchanged => "not applied: the file is unchanged",
+        Other => "partly applied or changed since: the disk holds neither the pre-image nor the intended content",
+    }
+}

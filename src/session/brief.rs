@@ -169,6 +169,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     prompts(&mut out, &input.state.info, lvl);
     todos(&mut out, &input.state.info, lvl, id_budget);
     unresolved(&mut out, input.state, lvl, id_budget);
+    cut_off_commands(&mut out, input.state, lvl);
     failed_commands(&mut out, &input.state.info, lvl, id_budget);
     background(&mut out, input.procs, lvl, id_budget);
     if let Some(m) = &input.last_message {
@@ -268,9 +269,22 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
     }
     let shown = un.len().min(lvl.items);
     for e in un.iter().take(shown) {
+        let mut notes = String::new();
+        if let Some(c) = e.disk_check {
+            let _ = write!(notes, "; {}", crate::present::in_flight_check(c));
+        }
+        if e.unfinished {
+            notes.push_str("; from a command that never finished");
+            if e.still_running {
+                notes.push_str(" and still runs");
+            }
+        }
+        if e.uncertain {
+            notes.push_str("; may not be from that command");
+        }
         let _ = writeln!(
             out,
-            "- [{}] {} ({} {}, id {})",
+            "- [{}] {} ({} {}, id {}{notes})",
             e.state().as_str(),
             clip(&e.path, lvl.text.max(48)),
             e.tool,
@@ -280,6 +294,27 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
     }
     let ids: Vec<String> = un.iter().skip(shown).map(|e| short_id(&e.id)).collect();
     rest(out, un.len() - shown, "unresolved changes", &ids, id_budget);
+}
+
+/// Foreground commands the end of the session cut off, with their command lines.
+fn cut_off_commands(out: &mut String, st: &SessionState, lvl: Level) {
+    let lines: Vec<String> = st
+        .info
+        .commands
+        .iter()
+        .filter_map(|c| {
+            let n = crate::present::command::derived_changes(st.entries.iter(), &c.id);
+            crate::present::command::in_flight(c, st.status, n, lvl.text)
+                .map(|t| format!("- {t} (id {})", short_id(&c.id)))
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Commands in flight ({})", lines.len());
+    for l in lines {
+        let _ = writeln!(out, "{l}");
+    }
 }
 
 fn failed_commands(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Option<usize>) {
@@ -346,7 +381,25 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let more = if t.copy_has_more() { " (it holds lines the original lacks)" } else { "" };
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
-    let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {}", input.state.info.session);
+    let id = &input.state.info.session;
+    match (&t.original, t.original_exists, &input.copy_path) {
+        (_, true, _) => {
+            let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {id}");
+        }
+        // `claude --resume` needs Claude Code's own file: never offered without it.
+        (Some(o), false, Some(_)) => {
+            let _ = writeln!(
+                out,
+                "- `claude --resume {id}` cannot reopen it while the file is gone; writing the copy back first (`walj sessions transcript {sid} -o {o}`) makes it resumable."
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "- The conversation cannot be resumed (no transcript is left): this brief is what remains."
+            );
+        }
+    }
 }
 
 /// Appends the brief as a `handoff` record (kind `resume`) for the next SessionStart,

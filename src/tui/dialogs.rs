@@ -381,6 +381,8 @@ mod tests {
             background: false,
             v1: false,
             unfinished: false,
+            intended: None,
+            disk_check: None,
             uncertain: false,
             still_running: false,
             verified: None,
