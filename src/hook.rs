@@ -184,10 +184,10 @@ impl Ctx<'_> {
             // What the call means to leave on disk (by id): after a crash, the disk tells
             // whether it completed ([`crate::fold::InFlightCheck`]).
             let pre = if created { None } else { image.bytes.as_deref() };
-            if created || pre.is_some() || tool == "Write" {
-                if let Some(want) = crate::import::apply_tool(tool, self.payload.tool_input(), None, pre) {
-                    r = r.with(key::INTENDED, crate::store::blob_id(&want));
-                }
+            if (created || pre.is_some() || tool == "Write")
+                && let Some(want) = crate::import::apply_tool(tool, self.payload.tool_input(), None, pre)
+            {
+                r = r.with(key::INTENDED, crate::store::blob_id(&want));
             }
             r.path = rel;
             r.before = Some(image.blob);

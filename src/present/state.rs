@@ -77,6 +77,16 @@ pub fn meaning(s: EntryState) -> &'static str {
     }
 }
 
+/// What the disk says of a file tool call that never reported its outcome.
+pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
+    use crate::fold::InFlightCheck::*;
+    match c {
+        Completed => "the disk holds the intended content: the tool completed",
+        Unchanged => "not applied: the file is unchanged",
+        Other => "partly applied or changed since: the disk holds neither the pre-image nor the intended content",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,15 +115,5 @@ mod tests {
         }
         assert_eq!(tone(EntryState::Failed), Tone::Red);
         assert_eq!(label(EntryState::HandedBack), "handed back");
-    }
-}
-
-/// What the disk says of a file tool call that never reported its outcome.
-pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
-    use crate::fold::InFlightCheck::*;
-    match c {
-        Completed => "the disk holds the intended content: the tool completed",
-        Unchanged => "not applied: the file is unchanged",
-        Other => "partly applied or changed since: the disk holds neither the pre-image nor the intended content",
     }
 }
