@@ -75,10 +75,8 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
         if snap.background {
             continue;
         }
-        let gone = fold.session(&snap.session).is_some_and(|s| {
-            matches!(s.status(), SessionStatus::Crashed | SessionStatus::Ended)
-                && s.last_start_ts.as_deref().is_none_or(|start| start <= snap.ts.as_str())
-        });
+        let gone =
+            fold.session(&snap.session).is_some_and(|s| matches!(s.status(), SessionStatus::Crashed | SessionStatus::Ended));
         if gone {
             killed.push((path, snap));
         }
