@@ -347,8 +347,25 @@ pub fn at_stop(
         &FoldOptions { session: Some(session.to_string()), keep_settled: true, ..Default::default() },
     )
     .map_err(io_err(&project.journal, "reading"))?;
+    let restarted = fold.session(session).and_then(|s| s.last_start_ts.clone());
+    let live: Vec<crate::procinfo::ProcRef> = fold.sessions.iter().filter_map(|s| s.proc).collect();
     let mut out = Vec::new();
     for (path, base) in pending {
+        // Started before the session was resumed after a crash: its Claude Code is gone. If
+        // nothing it started runs any more it is dead, and whatever changed since (the user's
+        // own repairs, the resumed session's work) is not its.
+        let mut orphaned = false;
+        if restarted.as_deref().is_some_and(|start| base.ts.as_str() < start) {
+            let pids = base
+                .hook_start
+                .and_then(|since| crate::procinfo::started_by_tool_since(since, &project.root, &live))
+                .unwrap_or_default();
+            if pids.is_empty() {
+                remove_snapshot(&dir, &path, base.index.as_ref());
+                continue;
+            }
+            orphaned = true;
+        }
         let known: HashSet<(String, Option<String>)> = fold
             .entries
             .iter()
@@ -363,7 +380,13 @@ pub fn at_stop(
         let mut changes = tree.diff(&base, &now)?;
         changes.retain(|c| !known.contains(&(c.rel.clone(), c.after.blob().and_then(|b| b.id().map(str::to_string)))));
         let phase = format!("stop{}", base.time);
-        out.extend(child_records(matcher, &base, &changes, &phase, true));
+        let records = child_records(matcher, &base, &changes, &phase, true);
+        if orphaned {
+            // It outlived its Claude Code: the user and the resumed session work beside it.
+            out.extend(records.into_iter().map(|r| r.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)));
+        } else {
+            out.extend(records);
+        }
         let _ = save(&dir.join("cache.json"), &now);
         if running {
             let task_id = base.task_id.clone();

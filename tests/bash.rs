@@ -501,3 +501,25 @@ fn a_killed_command_is_recorded_once_even_after_a_walj_died_holding_its_claim() 
     assert!(out.status.success());
     assert!(claim.exists());
 }
+
+#[test]
+fn a_resumed_sessions_dead_background_command_gets_nothing() {
+    let (_t, root) = repo(&[("a.txt", b"a\n")]);
+    let start = |source: &str| {
+        json!({"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": root, "source": source,
+               "transcript_path": "/tmp/none.jsonl"})
+    };
+    hook_ok(&root, &start("startup").to_string(), Parent::Timeout(20));
+    let id = "toolu_bg_dead";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, "npm run watch", true));
+    hook(&root, &bash_payload(&root, "PostToolUse", id, "npm run watch", true));
+    assert!(root.join(".walj/bash/toolu_bg_dead.json").exists());
+    // Claude Code dies (the hooks' parent is gone); nothing the command started runs. The user
+    // repairs a file by hand and resumes the session, which ends its turn.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(root.join("a.txt"), b"fixed by the user\n").unwrap();
+    hook_ok(&root, &start("resume").to_string(), Parent::Timeout(20));
+    hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "background_tasks": []}));
+    assert!(children(&root, id).is_empty(), "the user's edit was given to a dead background command");
+    assert!(!root.join(".walj/bash/toolu_bg_dead.json").exists());
+}

@@ -75,8 +75,9 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
         if snap.background {
             continue;
         }
-        let gone =
-            fold.session(&snap.session).is_some_and(|s| matches!(s.status(), SessionStatus::Crashed | SessionStatus::Ended));
+        let gone = fold
+            .session(&snap.session)
+            .is_some_and(|s| matches!(s.status(), SessionStatus::Crashed | SessionStatus::Ended));
         if gone {
             killed.push((path, snap));
         }
