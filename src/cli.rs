@@ -44,10 +44,7 @@ pub enum Command {
     /// Write walj as a Claude Code plugin (hooks, slash commands, this binary) into DIR.
     Plugin(cmd::plugin::PluginArgs),
     /// Check the hook installation, the journal and the error log.
-    Doctor {
-        #[arg(long)]
-        command: Option<String>,
-    },
+    Doctor(cmd::setup::DoctorArgs),
     /// The keyboard recovery dashboard: see what was in flight, read diffs, triage.
     Tui {
         /// Open on a sample project with a crashed session (built in a temp folder).
@@ -179,7 +176,7 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
         Command::Plugin(_) => Ok(0),
-        Command::Doctor { command } => cmd::setup::doctor(&project, command),
+        Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
