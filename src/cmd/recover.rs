@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::checkpoint::{CheckpointOptions, checkpoint};
@@ -71,13 +71,40 @@ pub fn warn_problems(fold: &Fold) {
 pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold =
         Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
+    check_session(&fold, opts.session.as_deref())?;
     fold.check_disk(project);
     warn_problems(&fold);
     Ok(fold)
 }
 
+/// `--session SID` (a fold loaded with that filter) must name one session of the journal.
+pub fn check_session(fold: &Fold, session: Option<&str>) -> anyhow::Result<()> {
+    let Some(s) = session.filter(|s| !s.is_empty()) else { return Ok(()) };
+    match fold.sessions.len() {
+        0 => bail!("no session matches {s:?}; `walj sessions list` shows the sessions of this project"),
+        1 => Ok(()),
+        _ => bail!(
+            "{s:?} is ambiguous; it matches sessions {}",
+            fold.sessions.iter().map(|x| x.session.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// What a broken config means, after its error.
+const CONFIG_CONSEQUENCE: &str = "the hook journals with the default settings until it is fixed";
+
+/// The config's problem, said once on stderr by the commands that do not need the config
+/// themselves (the hook journals with the defaults meanwhile); `walj doctor` shows the line.
+pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
+    crate::config::Config::check(&project.config_path()).err()
+}
+
 pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> anyhow::Result<i32> {
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
+    // The report does not depend on the config: say what is wrong with it, report anyway.
+    if let Some(e) = config_problem(project) {
+        eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
+    }
     let mut out = std::io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&report::recover_json(&fold))?)?;
@@ -124,6 +151,11 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
     let crashed = fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed).count();
+    let config_error = config_problem(project);
+    let code = if config_error.is_some() { super::EXIT_ERROR } else { 0 };
+    if let Some(e) = &config_error {
+        eprintln!("walj: {e}; {CONFIG_CONSEQUENCE}");
+    }
     let v = json!({
         "project": project.root,
         "journal": project.journal,
@@ -133,11 +165,12 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         "sessions": by_state,
         "unresolved": unresolved,
         "objects": objects,
+        "config_error": config_error.as_ref().map(ToString::to_string),
     });
     let mut out = std::io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(0);
+        return Ok(code);
     }
     writeln!(out, "project   {}", project.root.display())?;
     writeln!(out, "journal   {} ({} records, {} bytes)", project.journal.display(), fold.records, journal_bytes)?;
@@ -155,11 +188,16 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     } else {
         writeln!(out, "\nNothing unresolved.")?;
     }
-    Ok(0)
+    Ok(code)
 }
 
 pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
     let CheckpointArgs { session, json: json_out, every, .. } = args;
+    if session.is_some() {
+        let fold = Fold::load(&project.journal, &FoldOptions { session: session.clone(), ..Default::default() })
+            .with_context(|| format!("reading {}", project.journal.display()))?;
+        check_session(&fold, session.as_deref())?;
+    }
     loop {
         let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;

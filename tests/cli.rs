@@ -1,0 +1,139 @@
+//! Issue 16: a command line that follows the conventions, through the real binary: closed
+//! pipes, bad input refused in one line, exit codes, colour, completions, `--json`, ids.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+mod common;
+
+use std::fs;
+use std::process::Stdio;
+
+use common::{Repo, outcome};
+
+/// The crash-mid-write project after its crash: a crashed session with an applied Edit and an
+/// in-flight Write, a todo list and a background command.
+fn crashed() -> Repo {
+    let repo = Repo::fixture_in("p", "hooks/crash-mid-write/project").with_home();
+    common::replay_crash_mid_write(&repo, false, |p| {
+        repo.hook(p);
+    });
+    repo
+}
+
+/// Runs `walj ARGS` with its stdout a pipe whose reader is already gone (as after `| head`
+/// read what it wanted): (exit code, stderr).
+fn into_closed_pipe(repo: &Repo, args: &[&str]) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut c = std::process::Command::new(common::walj_bin());
+    c.arg("--project").arg(&repo.root).args(args);
+    c.env_remove("CLAUDECODE").env_remove("CLAUDE_PROJECT_DIR").env_remove("WALJ_JOURNAL").env("NO_COLOR", "1");
+    c.env("HOME", &repo.home).stdin(Stdio::null()).stdout(writer).stderr(Stdio::piped());
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn writing_into_a_closed_pipe_ends_quietly_with_status_0() {
+    let repo = crashed();
+    for args in [
+        &["log", "--all"][..],
+        &["log", "--json"],
+        &["recover"],
+        &["recover", "--json"],
+        &["status"],
+        &["doctor"],
+        &["doctor", "--json"],
+        &["sessions"],
+        &["sessions", "show", "8f14"],
+        &["diff", "01EditCfg"],
+        &["handoff", "--print"],
+        &["procs"],
+        &["--help"],
+        &["log", "--help"],
+    ] {
+        let (code, err) = into_closed_pipe(&repo, args);
+        assert_eq!((code, err.as_str()), (0, ""), "walj {args:?}");
+    }
+}
+
+#[test]
+fn a_real_pipe_into_head_ends_quietly() {
+    let repo = crashed();
+    // Enough output that walj is still writing when head has gone.
+    let mut lines = String::new();
+    for i in 0..3000 {
+        lines.push_str(&format!("line {i} of a long file\n"));
+    }
+    repo.write("config/settings.json", &lines);
+    let walj = common::walj_bin();
+    let script =
+        format!("set -o pipefail; {} --project {} diff 01EditCfg | head -1", walj.display(), repo.root.display());
+    let out = std::process::Command::new("bash").arg("-c").arg(&script).env("NO_COLOR", "1").output().unwrap();
+    let (code, out, err) = outcome(&out);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_with_a_non_zero_status() {
+    let repo = crashed();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--project", "/does/not/exist", "recover"], "walj: --project /does/not/exist: no such folder"),
+        (&["--project", "/does/not/exist", "status"], "walj: --project /does/not/exist: no such folder"),
+        (&["recover", "--session", "nosuch"], "walj: no session matches \"nosuch\"; `walj sessions list` shows"),
+        (&["log", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["checkpoint", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["handoff", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["mark", "--done", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["sessions", "import", "/does/not/exist.walj"], "walj: reading /does/not/exist.walj: No such file"),
+    ];
+    for (args, want) in cases {
+        let (code, out, err) = outcome(&common::walj_cmd().current_dir(&repo.root).args(*args).output().unwrap());
+        assert_eq!(code, 1, "walj {args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "walj {args:?}: one line: {err}");
+        assert!(err.starts_with(want), "walj {args:?}: {err}");
+        // Each cause once.
+        let cause = err.rsplit(": ").next().unwrap().trim();
+        assert_eq!(err.matches(cause).count(), 1, "walj {args:?}: {err}");
+        assert!(out.is_empty(), "walj {args:?}: {out}");
+    }
+    // A session that did not crash the journal: nothing was written by the refusals.
+    assert!(repo.records().iter().all(|r| r["op"] != "audit"), "checkpoint --session nosuch wrote an audit");
+}
+
+#[test]
+fn a_config_that_cannot_be_read_is_reported_by_status_recover_and_doctor() {
+    let repo = crashed();
+    fs::create_dir_all(repo.path(".walj/config.toml")).unwrap(); // unreadable as a file, even for root
+    let config = repo.path(".walj/config.toml");
+    let (code, out, err) = repo.run(&["status"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("walj: {}: Is a directory", config.display())), "{err}");
+    assert!(out.contains("2 unresolved entries"), "{out}");
+    let (code, out, _) = repo.run(&["status", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["config_error"].as_str().unwrap().contains("Is a directory"), "{v:#}");
+
+    // recover still reports (the config plays no part in it), and says so on stderr.
+    let (code, out, err) = repo.run(&["recover"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Recovery: 2 unresolved entries"), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("walj: warning: {}: Is a directory", config.display())), "{err}");
+
+    let (code, out, _) = repo.run(&["doctor", "--command", "walj hook"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("[error] config {}: Is a directory", config.display())), "{out}");
+
+    // A syntax error: the place, in every one of them.
+    fs::remove_dir(&config).unwrap();
+    repo.write(".walj/config.toml", "[capture\n");
+    let (code, _, err) = repo.run(&["status"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with(&format!("walj: {}:1:9: unclosed table", config.display())), "{err}");
+    let (_, _, err) = repo.run(&["recover"]);
+    assert!(err.contains(&format!("{}:1:9: unclosed table", config.display())), "{err}");
+}
