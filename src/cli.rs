@@ -155,6 +155,21 @@ pub enum ProcsCommand {
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
 pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
+    // With `recover --exit-code`, 1 means "something is unresolved": a failure is 2.
+    let failed = match &command {
+        Command::Recover(a) if a.exit_code => Some(cmd::recover::EXIT_RECOVER_FAILED),
+        _ => None,
+    };
+    match (run_command(command, global), failed) {
+        (Err(e), Some(code)) if !cmd::is_broken_pipe(&e) => {
+            cmd::print_error(&e);
+            Ok(code)
+        }
+        (r, _) => r,
+    }
+}
+
+fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Plugin(a) = &command {
         return cmd::plugin::plugin_cmd(&a.out, a.launcher);
     }
@@ -168,7 +183,7 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
-            cmd::recover::recover(&project, a.json, a.session)
+            cmd::recover::recover(&project, a.json, a.session, a.exit_code)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),
         Command::Log(a) => cmd::recover::log(&project, a),

@@ -137,3 +137,26 @@ fn a_config_that_cannot_be_read_is_reported_by_status_recover_and_doctor() {
     let (_, _, err) = repo.run(&["recover"]);
     assert!(err.contains(&format!("{}:1:9: unclosed table", config.display())), "{err}");
 }
+
+#[test]
+fn recover_exit_code_says_whether_something_is_unresolved() {
+    let repo = crashed();
+    // Without the flag: 0 whatever is unresolved.
+    assert_eq!(repo.run(&["recover"]).0, 0);
+    let (code, out, _) = repo.run(&["recover", "--exit-code"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Recovery: 2 unresolved entries"), "{out}");
+    assert_eq!(repo.run(&["recover", "--exit-code", "--json"]).0, 1);
+    // Another session's filter: still 1 for the crashed one, and a failure is 2, not 1.
+    assert_eq!(repo.run(&["recover", "--exit-code", "--session", "8f14"]).0, 1);
+    let (code, _, err) = repo.run(&["recover", "--exit-code", "--session", "nosuch"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("walj: no session matches"), "{err}");
+    let (code, out, err) =
+        outcome(&common::walj_cmd().args(["--project", "/does/not/exist", "recover", "--exit-code"]).output().unwrap());
+    assert_eq!(code, 2, "{out}{err}");
+    // Resolved: 0.
+    repo.ok(&["mark", "--done", "--session", "8f14", "--force"]);
+    let (code, out, _) = repo.run(&["recover", "--exit-code"]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -26,7 +26,15 @@ pub struct RecoverArgs {
     /// With --from-transcripts: import without asking.
     #[arg(long, short = 'y', requires = "from_transcripts")]
     pub yes: bool,
+    /// Exit 1 when something is unresolved, 0 when nothing is, 2 on an error (for scripts and prompts).
+    #[arg(long)]
+    pub exit_code: bool,
 }
+
+/// `walj recover --exit-code`'s status when something is unresolved.
+pub const EXIT_UNRESOLVED: i32 = 1;
+/// `walj recover --exit-code`'s status when it fails.
+pub const EXIT_RECOVER_FAILED: i32 = 2;
 
 /// The arguments of `walj log`.
 #[derive(Debug, clap::Args)]
@@ -99,7 +107,9 @@ pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
     crate::config::Config::check(&project.config_path()).err()
 }
 
-pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> anyhow::Result<i32> {
+/// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
+/// [`EXIT_UNRESOLVED`] when there are some.
+pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_code: bool) -> anyhow::Result<i32> {
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
     // The report does not depend on the config: say what is wrong with it, report anyway.
     if let Some(e) = config_problem(project) {
@@ -120,7 +130,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> an
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
     }
-    Ok(0)
+    Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
 }
 
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
