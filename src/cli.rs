@@ -18,6 +18,9 @@ pub struct Cli {
     /// Journal file (default: <project>/.walj/journal.jsonl).
     #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Colour: auto (terminals; NO_COLOR turns it off, CLICOLOR_FORCE on), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto)]
+    pub color: crate::style::ColorWhen,
     #[command(subcommand)]
     pub command: Command,
 }

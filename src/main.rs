@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     if let Some(global) = hook_fast_args() {
         return hook(&global);
     }
+    if let Some(when) = walj::style::color_arg(std::env::args_os().skip(1)) {
+        walj::style::set_color(when);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // A hook must never exit 2: Claude Code reads that as "block this tool call".
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    walj::style::set_color(cli.color);
     let global = Global { project: cli.project, journal: cli.journal };
     if let Command::Hook = cli.command {
         return hook(&global);

@@ -160,3 +160,51 @@ fn recover_exit_code_says_whether_something_is_unresolved() {
     let (code, out, _) = repo.run(&["recover", "--exit-code"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// `walj ARGS` with stdout a pipe and exactly the colour variables given.
+fn colour_run(repo: &Repo, env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+    let mut c = repo.walj(args);
+    c.env_remove("NO_COLOR").env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE").env("TERM", "xterm-256color");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let (code, out, err) = outcome(&c.output().unwrap());
+    (code, format!("{out}{err}"))
+}
+
+#[test]
+fn colour_follows_the_flag_then_no_color_then_clicolor_force() {
+    let repo = crashed();
+    let esc = |s: &str| s.contains('\x1b');
+    // Into a pipe: no colour by default; CLICOLOR_FORCE turns it on; NO_COLOR wins over it.
+    for args in [&["recover"][..], &["log"], &["diff", "01EditCfg"], &["doctor", "--command", "walj hook"]] {
+        let (_, out) = colour_run(&repo, &[], args);
+        assert!(!esc(&out), "{args:?}: {out:?}");
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], args);
+        assert!(esc(&out), "{args:?} with CLICOLOR_FORCE: {out:?}");
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")], args);
+        assert!(!esc(&out), "{args:?} with NO_COLOR: {out:?}");
+        // The flag wins over both.
+        let mut a = vec!["--color", "always"];
+        a.extend_from_slice(args);
+        let (_, out) = colour_run(&repo, &[("NO_COLOR", "1")], &a);
+        assert!(esc(&out), "{a:?}: {out:?}");
+        let mut a = vec!["--color=never"];
+        a.extend_from_slice(args);
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], &a);
+        assert!(!esc(&out), "{a:?}: {out:?}");
+    }
+    // The same colours as the state table: an in-flight entry in the state's colour.
+    let (_, out) = colour_run(&repo, &[], &["--color", "always", "recover"]);
+    assert!(out.contains("in_flight"), "{out}");
+    // clap's help follows the flag too; a bad value is a usage error.
+    let (code, out) = colour_run(&repo, &[], &["--color", "always", "--help"]);
+    assert_eq!(code, 0);
+    assert!(esc(&out) && out.contains("--color") && out.contains("WHEN"), "{out}");
+    let (code, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], &["--color", "never", "log", "--help"]);
+    assert_eq!(code, 0);
+    assert!(!esc(&out), "{out}");
+    let (code, out) = colour_run(&repo, &[], &["--color", "sometimes", "status"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("[possible values: auto, always, never]"), "{out}");
+}

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::claude::doctor;
 use crate::claude::paths::{self, SettingsScope};
 use crate::claude::settings;
+use crate::present::Tone;
 use crate::project::Project;
 
 /// Which settings file `install` and `uninstall` change, and the hook command.
@@ -184,8 +185,15 @@ pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
+        let st = crate::style::Style::stdout();
         for f in &report.findings {
-            writeln!(out, "[{}] {}", f.level, f.message)?;
+            let tone = match f.level {
+                doctor::Level::Info => Tone::Gray,
+                doctor::Level::Ok => Tone::Green,
+                doctor::Level::Warn => Tone::Yellow,
+                doctor::Level::Error => Tone::Red,
+            };
+            writeln!(out, "{} {}", st.tone(tone, &format!("[{}]", f.level)), f.message)?;
             for d in &f.details {
                 writeln!(out, "      {d}")?;
             }
