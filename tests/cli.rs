@@ -208,3 +208,83 @@ fn colour_follows_the_flag_then_no_color_then_clicolor_force() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("[possible values: auto, always, never]"), "{out}");
 }
+
+#[test]
+fn completions_for_every_shell_and_bash_completes_commands_flags_and_values() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let (code, out, err) = outcome(&common::walj_cmd().args(["completions", shell]).output().unwrap());
+        assert_eq!(code, 0, "{shell}: {err}");
+        for word in ["recover", "exit-code", "completions", "always"] {
+            assert!(out.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    let (code, _, err) = outcome(&common::walj_cmd().args(["completions", "tcsh"]).output().unwrap());
+    assert_eq!(code, 2, "{err}");
+
+    // The bash script, sourced in bash, completes as a user types.
+    let walj = common::walj_bin();
+    let complete = |words: &[&str]| {
+        let line = words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" ");
+        let (cur, prev) = (words[words.len() - 1], words[words.len() - 2]);
+        let script = format!(
+            "source <('{}' completions bash); COMP_WORDS=({line}); COMP_CWORD={}; _walj walj '{cur}' '{prev}'; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            walj.display(),
+            words.len() - 1
+        );
+        let out = std::process::Command::new("bash").arg("-c").arg(&script).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(complete(&["walj", "rec"]), ["recover"]);
+    assert_eq!(complete(&["walj", "recover", "--ex"]), ["--exit-code"]);
+    assert_eq!(complete(&["walj", "--color", ""]), ["auto", "always", "never"]);
+    assert_eq!(complete(&["walj", "completions", "f"]), ["fish"]);
+    assert!(complete(&["walj", "sessions", ""]).contains(&"transcript".to_string()));
+}
+
+/// Every subcommand (and sub-subcommand) documents every argument and ends its help with
+/// examples of walj commands.
+#[test]
+fn every_subcommand_has_help_for_each_argument_and_examples() {
+    use clap::CommandFactory;
+    fn walk(c: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, Vec<String>)>) {
+        let undocumented = c
+            .get_arguments()
+            .filter(|a| a.get_help().is_none() && !a.is_hide_set())
+            .filter(|a| !["help", "version"].contains(&a.get_id().as_str()))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        out.push((path.clone(), undocumented));
+        for s in c.get_subcommands() {
+            let mut p = path.clone();
+            p.push(s.get_name().to_string());
+            walk(s, p, out);
+        }
+    }
+    let mut all = vec![];
+    walk(&walj::cli::Cli::command(), vec![], &mut all);
+    assert!(all.len() > 25, "{}", all.len());
+    for (path, undocumented) in all {
+        assert!(undocumented.is_empty(), "walj {}: no help for {undocumented:?}", path.join(" "));
+        if path.is_empty() || path.last().is_some_and(|p| p == "help") || path.first().is_some_and(|p| p == "help") {
+            continue;
+        }
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let (code, out, err) = outcome(&common::walj_cmd().args(&args).output().unwrap());
+        assert_eq!(code, 0, "walj {args:?}: {err}");
+        let examples =
+            out.split("\nExamples:\n").nth(1).unwrap_or_else(|| panic!("walj {args:?}: no examples:\n{out}"));
+        let lines: Vec<&str> = examples.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty() && lines.len() <= 4, "walj {args:?}: {examples}");
+        let name = format!("walj {}", path.join(" "));
+        for l in &lines {
+            assert!(l.starts_with("  walj "), "walj {args:?}: {l}");
+        }
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with(&name)),
+            "walj {args:?}: no example of {name}: {examples}"
+        );
+    }
+}

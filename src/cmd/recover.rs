@@ -15,6 +15,7 @@ use crate::style::Style;
 /// The arguments of `walj recover`.
 #[derive(Debug, clap::Args)]
 pub struct RecoverArgs {
+    /// Print the report as JSON (schema in the README).
     #[arg(long)]
     pub json: bool,
     /// Only this session (id or prefix).
@@ -39,22 +40,27 @@ pub const EXIT_RECOVER_FAILED: i32 = 2;
 /// The arguments of `walj log`.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
+    /// Print the entries as a JSON array.
     #[arg(long)]
     pub json: bool,
     /// Every entry (default: the last 50).
     #[arg(long)]
     pub all: bool,
+    /// Only this session (id or prefix).
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
-    #[arg(long, default_value_t = 50)]
+    /// How many of the newest entries to show.
+    #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
 }
 
 /// The arguments of `walj checkpoint`.
 #[derive(Debug, clap::Args)]
 pub struct CheckpointArgs {
+    /// Only this session (id or prefix).
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
+    /// Print what was verified as JSON (one line per pass).
     #[arg(long)]
     pub json: bool,
     /// Repeat every N seconds (the proposal's scheduled checkpoints).

@@ -30,6 +30,7 @@ pub struct MarkArgs {
 /// The arguments of `walj revert`.
 #[derive(Debug, clap::Args)]
 pub struct RevertArgs {
+    /// Entry ids or unique prefixes.
     #[arg(required = true)]
     pub ids: Vec<String>,
     /// Write the pre-image over conflicting later changes; act on live sessions.
