@@ -125,6 +125,9 @@ pub enum Command {
         /// Confirm: required when Claude runs this (inside a Claude Code tool call).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Print what was undone as JSON (schema in the README).
+        #[arg(long)]
+        json: bool,
     },
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
     #[command(
@@ -283,7 +286,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
-        Command::Undo { id, force, .. } => cmd::triage::undo(&project, id.as_deref(), force),
+        Command::Undo { id, force, json, .. } => cmd::triage::undo(&project, id.as_deref(), force, json),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {

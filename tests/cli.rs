@@ -288,3 +288,49 @@ fn every_subcommand_has_help_for_each_argument_and_examples() {
         );
     }
 }
+
+#[test]
+fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
+    let repo = crashed();
+    let session = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+    let log = repo.json(&["log", "--json"]);
+    let entries = log.as_array().unwrap();
+    assert!(!entries.is_empty());
+    for e in entries {
+        assert_eq!(e["session"], session, "{e}");
+        assert_eq!(e["sid"], "8f14e4", "{e}");
+    }
+
+    let v = repo.json(&["revert", "01EditCfg", "--dry-run", "--json", "--force"]);
+    assert_eq!(v["action"], "revert");
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["changed"], false);
+    let o = &v["outcomes"][0];
+    assert_eq!(o["id"], "toolu_01EditCfg");
+    assert_eq!(o["short"], "01EditCfg");
+    assert_eq!(o["path"], "config/settings.json");
+    assert!(o["message"].as_str().unwrap().contains("config/settings.json"), "{v:#}");
+
+    let v = repo.json(&["revert", "01EditCfg", "--json", "--force"]);
+    assert_eq!((v["dry_run"].as_bool(), v["changed"].as_bool()), (Some(false), Some(true)), "{v:#}");
+    assert!(repo.read("config/settings.json").contains("\"retries\": 3"));
+    let v = repo.json(&["undo", "--json"]);
+    assert_eq!((v["action"].as_str(), v["changed"].as_bool()), (Some("undo"), Some(true)), "{v:#}");
+    assert!(repo.read("config/settings.json").contains("\"retries\": 5"));
+
+    let v = repo.json(&["mark", "01EditCfg", "--done", "--json", "--force"]);
+    assert_eq!(v["action"], "mark");
+    assert_eq!(v["outcomes"][0]["id"], "toolu_01EditCfg");
+    assert_eq!(v["outcomes"][0]["changed"], true);
+
+    let v = repo.json(&["handoff", "--print", "--json", "--force"]);
+    assert_eq!(v["recorded"], false);
+    assert_eq!(v["action"], serde_json::Value::Null);
+    assert_eq!(v["entries"], serde_json::json!(["toolu_01WriteDoc"]), "{v:#}");
+    assert!(v["brief"].as_str().unwrap().contains("docs/generated-index.md"), "{v:#}");
+    let v = repo.json(&["handoff", "--json", "--force"]);
+    assert_eq!(v["recorded"], true);
+    assert!(v["action"].is_string(), "{v:#}");
+    assert_eq!(v["left_out"], serde_json::json!([]));
+    assert!(v["resume_line"].as_str().unwrap().contains(session), "{v:#}");
+}

@@ -146,7 +146,18 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
     let mut out = std::io::stdout().lock();
     if json_out {
-        let v: Vec<_> = shown.iter().map(|e| report::entry_json(e)).collect();
+        // Entries of every session in one list: each says which session it belongs to.
+        let v: Vec<_> = shown
+            .iter()
+            .map(|e| {
+                let mut j = report::entry_json(e);
+                if let Some(o) = j.as_object_mut() {
+                    o.insert("session".into(), json!(e.session));
+                    o.insert("sid".into(), json!(e.sid));
+                }
+                j
+            })
+            .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         write!(out, "{}", report::log_text(&shown, &Style::stdout()))?;
