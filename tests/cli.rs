@@ -334,3 +334,30 @@ fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
     assert_eq!(v["left_out"], serde_json::json!([]));
     assert!(v["resume_line"].as_str().unwrap().contains(session), "{v:#}");
 }
+
+#[test]
+fn ids_are_typed_without_the_shared_toolu_01_and_in_any_case() {
+    let repo = crashed();
+    // The ids are toolu_01EditCfg and toolu_01WriteDoc.
+    for typed in ["editcfg", "EDIT", "e", "01editcfg", "toolu_01EditCfg", "TOOLU_01EDITCFG"] {
+        let (code, out, err) = repo.run(&["diff", typed]);
+        assert_eq!(code, 0, "walj diff {typed}: {err}");
+        assert!(out.contains("config/settings.json"), "walj diff {typed}: {out}");
+    }
+    let (code, _, err) = repo.run(&["diff", "01"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("ambiguous") && err.contains("toolu_01EditCfg") && err.contains("toolu_01WriteDoc"), "{err}");
+    let (code, _, err) = repo.run(&["diff", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no entry matches \"x\""), "{err}");
+    let v = repo.json(&["mark", "w", "--done", "--json", "--force"]);
+    assert_eq!(v["outcomes"][0]["id"], "toolu_01WriteDoc");
+
+    // What is shown: the shortest unique prefix after `toolu_01`, at least 4 characters.
+    let ids = walj::fold::ShortIds::new(["toolu_01AbcDEF1", "toolu_01abcdXYZ", "toolu_01Q9", "L12", "toolu_xyz"]);
+    assert_eq!(ids.short("toolu_01AbcDEF1"), "AbcDE");
+    assert_eq!(ids.short("toolu_01abcdXYZ"), "abcdX");
+    assert_eq!(ids.short("toolu_01Q9"), "Q9");
+    assert_eq!(ids.short("L12"), "L12");
+    assert_eq!(ids.short("toolu_xyz"), "xyz");
+}
