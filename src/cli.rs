@@ -18,6 +18,9 @@ pub struct Cli {
     /// Journal file (default: <project>/.walj/journal.jsonl).
     #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Colour: auto (terminals; NO_COLOR turns it off, CLICOLOR_FORCE on), always, never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto)]
+    pub color: crate::style::ColorWhen,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -25,30 +28,52 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Handle one Claude Code hook payload on stdin (run by Claude Code; always exits 0).
+    #[command(
+        after_help = "Examples:\n  walj hook < payload.json                 # what Claude Code runs on each hook event\n  walj hook --project ~/src/shop < payload.json"
+    )]
     Hook,
     /// Show unresolved entries, grouped by session, then event.
+    #[command(
+        after_help = "Examples:\n  walj recover                             # what the last crash left unresolved\n  walj recover --exit-code >/dev/null || echo \"walj: unresolved\""
+    )]
     Recover(cmd::recover::RecoverArgs),
     /// Rebuild journal records from Claude Code transcripts (default: this project's).
+    #[command(
+        after_help = "Examples:\n  walj import                              # this project's recent Claude Code transcripts\n  walj import ~/.claude/projects/-home-me-shop/8f14e45f.jsonl"
+    )]
     Import(cmd::import::ImportArgs),
     /// List journal entries in every state.
+    #[command(
+        after_help = "Examples:\n  walj log                                 # the last 50 entries, every state\n  walj log --all --json | jq '.[] | select(.status == \"drifted\")'"
+    )]
     Log(cmd::recover::LogArgs),
     /// Summary of the journal, store and sessions.
+    #[command(after_help = "Examples:\n  walj status\n  walj status --json | jq .unresolved")]
     Status {
+        /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Add walj's hooks to Claude Code's settings (default: .claude/settings.json).
+    #[command(
+        after_help = "Examples:\n  walj install                             # .claude/settings.json (committed)\n  walj install --local                     # .claude/settings.local.json (this machine)"
+    )]
     Install(cmd::setup::SettingsArgs),
     /// Remove exactly the hooks `walj install` added.
+    #[command(after_help = "Examples:\n  walj uninstall\n  walj uninstall --user")]
     Uninstall(cmd::setup::SettingsArgs),
     /// Write walj as a Claude Code plugin (hooks, slash commands, this binary) into DIR.
+    #[command(
+        after_help = "Examples:\n  walj plugin --out ~/.local/share/walj-plugin && claude --plugin-dir ~/.local/share/walj-plugin"
+    )]
     Plugin(cmd::plugin::PluginArgs),
     /// Check the hook installation, the journal and the error log.
-    Doctor {
-        #[arg(long)]
-        command: Option<String>,
-    },
+    #[command(after_help = "Examples:\n  walj doctor\n  walj doctor --json --plugin-dir ~/.local/share/walj-plugin")]
+    Doctor(cmd::setup::DoctorArgs),
     /// The keyboard recovery dashboard: see what was in flight, read diffs, triage.
+    #[command(
+        after_help = "Examples:\n  walj tui\n  walj tui --demo                          # try it on a sample crashed session"
+    )]
     Tui {
         /// Open on a sample project with a crashed session (built in a temp folder).
         #[arg(long)]
@@ -58,8 +83,14 @@ pub enum Command {
         demo_replay: Option<PathBuf>,
     },
     /// Verify applied entries against the disk; record persisted entries and an audit.
+    #[command(
+        after_help = "Examples:\n  walj checkpoint\n  walj checkpoint --every 300               # every 5 minutes, in a terminal"
+    )]
     Checkpoint(cmd::recover::CheckpointArgs),
     /// Show an entry's change as a unified diff (pre-image → disk by default).
+    #[command(
+        after_help = "Examples:\n  walj diff 01EditCfg                      # pre-image → disk\n  walj diff 01EditCfg --applied -U 10       # what the tool did, more context"
+    )]
     Diff {
         /// Entry id or unique prefix.
         id: String,
@@ -74,11 +105,19 @@ pub enum Command {
         context: usize,
     },
     /// Mark entries resolved (`--done`): you checked them, nothing to do.
+    #[command(after_help = "Examples:\n  walj mark 01EditCfg --done\n  walj mark --done --session 8f14e4")]
     Mark(cmd::triage::MarkArgs),
     /// Bring paths back to the entries' pre-images (newest first; later changes kept by a three-way merge).
+    #[command(
+        after_help = "Examples:\n  walj revert 01WriteDoc --dry-run         # say what would happen\n  walj revert 01WriteDoc 01EditCfg          # the current bytes go into the store first"
+    )]
     Revert(cmd::triage::RevertArgs),
     /// Undo the last triage command (or the last action on ID).
+    #[command(
+        after_help = "Examples:\n  walj undo                                # the last triage command\n  walj undo 01WriteDoc"
+    )]
     Undo {
+        /// Undo the last action on this entry (id or unique prefix) instead.
         id: Option<String>,
         /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
         #[arg(long)]
@@ -86,43 +125,69 @@ pub enum Command {
         /// Confirm: required when Claude runs this (inside a Claude Code tool call).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Print what was undone as JSON (schema in the README).
+        #[arg(long)]
+        json: bool,
     },
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
+    #[command(
+        after_help = "Examples:\n  walj handoff --session 8f14e4            # a brief for the next session start\n  walj handoff --print                     # only print it"
+    )]
     Handoff(cmd::triage::HandoffArgs),
     /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
+    #[command(after_help = "Examples:\n  walj sessions\n  walj sessions show 8f14e4")]
     Sessions {
         #[command(subcommand)]
         command: Option<SessionsCommand>,
     },
     /// Background commands of every session, and whether they still run.
+    #[command(after_help = "Examples:\n  walj procs\n  walj procs restart bash_1")]
     Procs {
+        /// Print the commands as JSON.
         #[arg(long)]
         json: bool,
         #[command(subcommand)]
         command: Option<ProcsCommand>,
     },
     /// Rewrite the journal without settled records older than the retention; remove unnamed objects.
+    #[command(after_help = "Examples:\n  walj compact --dry-run\n  walj compact --days 7")]
     Compact(cmd::sessions::CompactArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = "Examples:\n  \
+        walj completions bash > ~/.local/share/bash-completion/completions/walj\n  \
+        walj completions zsh > \"${fpath[1]}/_walj\"\n  \
+        walj completions fish > ~/.config/fish/completions/walj.fish\n  \
+        walj completions powershell >> $PROFILE")]
+    Completions(cmd::completions::CompletionsArgs),
 }
 
 #[derive(Subcommand)]
 pub enum SessionsCommand {
     /// Every session: state, times, branch, prompts, todos, unresolved entries, size.
+    #[command(after_help = "Examples:\n  walj sessions list\n  walj sessions list --json")]
     List {
+        /// Print the sessions as JSON.
         #[arg(long)]
         json: bool,
     },
     /// One session in full.
+    #[command(after_help = "Examples:\n  walj sessions show 8f14e4\n  walj sessions show 8f14 --json")]
     Show {
+        /// Session id or unique prefix.
         sid: String,
+        /// Print the session as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Print a brief for Claude and give it to the next session start in this project.
+    #[command(after_help = "Examples:\n  walj sessions resume 8f14e4\n  walj sessions resume 8f14e4 --print-only")]
     Resume(cmd::sessions::ResumeArgs),
     /// Write the safe copy of the session's transcript (stdout, or -o FILE).
+    #[command(after_help = "Examples:\n  walj sessions transcript 8f14e4 -o transcript.jsonl")]
     Transcript {
+        /// Session id or unique prefix.
         sid: String,
+        /// Write it to FILE instead of stdout.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Replace FILE if it exists (its bytes are kept beside it as .bak).
@@ -130,9 +195,14 @@ pub enum SessionsCommand {
         force: bool,
     },
     /// Write the session (records, objects, transcript) to one bundle file.
+    #[command(after_help = "Examples:\n  walj sessions export 8f14e4 -o session.walj --encrypt")]
     Export(cmd::sessions::ExportArgs),
     /// Add a session from a bundle file to this project (idempotent).
+    #[command(
+        after_help = "Examples:\n  walj sessions import session.walj\n  walj sessions import session.walj -i ~/.config/age/key.txt"
+    )]
     Import {
+        /// The bundle file (`walj sessions export`).
         file: PathBuf,
         /// age identity file for bundles encrypted to recipients; repeatable.
         #[arg(short, long, value_name = "FILE")]
@@ -142,13 +212,16 @@ pub enum SessionsCommand {
         yes: bool,
     },
     /// Remove the session's records, the objects nothing else names, and its transcript copy.
+    #[command(after_help = "Examples:\n  walj sessions delete 8f14e4 --dry-run\n  walj sessions delete 8f14e4")]
     Delete(cmd::sessions::DeleteArgs),
 }
 
 #[derive(Subcommand)]
 pub enum ProcsCommand {
     /// Start a background command again, detached, output to .walj/procs/<id>.log.
+    #[command(after_help = "Examples:\n  walj procs restart bash_1")]
     Restart {
+        /// Command id or unique prefix (`walj procs` lists them).
         id: String,
         /// Do not ask.
         #[arg(long, short)]
@@ -158,8 +231,26 @@ pub enum ProcsCommand {
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
 pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
+    // With `recover --exit-code`, 1 means "something is unresolved": a failure is 2.
+    let failed = match &command {
+        Command::Recover(a) if a.exit_code => Some(cmd::recover::EXIT_RECOVER_FAILED),
+        _ => None,
+    };
+    match (run_command(command, global), failed) {
+        (Err(e), Some(code)) if !cmd::is_broken_pipe(&e) => {
+            cmd::print_error(&e);
+            Ok(code)
+        }
+        (r, _) => r,
+    }
+}
+
+fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Plugin(a) = &command {
         return cmd::plugin::plugin_cmd(&a.out, a.launcher);
+    }
+    if let Command::Completions(a) = &command {
+        return cmd::completions::completions(a);
     }
     if let Some(name) = unconfirmed_change(&command) {
         return Ok(refuse_in_tool_call(name));
@@ -171,15 +262,15 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
-            cmd::recover::recover(&project, a.json, a.session)
+            cmd::recover::recover(&project, a.json, a.session, a.exit_code)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),
         Command::Log(a) => cmd::recover::log(&project, a),
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
-        Command::Plugin(_) => Ok(0),
-        Command::Doctor { command } => cmd::setup::doctor(&project, command),
+        Command::Plugin(_) | Command::Completions(_) => Ok(0),
+        Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
@@ -195,7 +286,7 @@ pub fn run(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
-        Command::Undo { id, force, .. } => cmd::triage::undo(&project, id.as_deref(), force),
+        Command::Undo { id, force, json, .. } => cmd::triage::undo(&project, id.as_deref(), force, json),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {

@@ -87,11 +87,57 @@ impl Default for Retention {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
+/// A config file that cannot be used: `path:line:column: message` (the place when known).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}{}: {message}", self.place())]
 pub struct ConfigError {
     pub path: String,
     pub message: String,
+    /// 1-based line and column of the offending text, when known.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// The offending line, as written in the file.
+    pub source_line: Option<String>,
+}
+
+impl ConfigError {
+    fn new(path: &Path, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            path: path.display().to_string(),
+            message: message.into(),
+            line: None,
+            column: None,
+            source_line: None,
+        }
+    }
+
+    /// The error at byte `offset` of `text`.
+    fn at(mut self, text: &str, offset: usize) -> ConfigError {
+        let offset = offset.min(text.len());
+        let before = text.get(..offset).unwrap_or(text);
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        self.line = Some(before.matches('\n').count() + 1);
+        self.column = Some(text.get(line_start..offset).map_or(1, |s| s.chars().count() + 1));
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+        self.source_line = Some(text[line_start..line_end].trim_end_matches('\r').to_string());
+        self
+    }
+
+    /// The error at the first place `needle` (a value as written, quoted) appears in `text`.
+    fn at_value(self, text: &str, needle: &str) -> ConfigError {
+        match [format!("\"{needle}\""), format!("'{needle}'")].iter().find_map(|q| text.find(q.as_str())) {
+            Some(offset) => self.at(text, offset),
+            None => self,
+        }
+    }
+
+    fn place(&self) -> String {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => format!(":{l}:{c}"),
+            (Some(l), None) => format!(":{l}"),
+            _ => String::new(),
+        }
+    }
 }
 
 impl Config {
@@ -124,24 +170,47 @@ impl Config {
         }
     }
 
+    /// Checks the file as [`Config::load`] reads it (`walj doctor`): `Ok(None)` when there is
+    /// no file, the config when it parses and its globs compile, else where it goes wrong.
+    pub fn check(path: &Path) -> Result<Option<Config>, ConfigError> {
+        match Config::parse(path)? {
+            None => Ok(None),
+            Some(cfg) => cfg.compiled(path).map(|_| Some(cfg)),
+        }
+    }
+
     /// The file's config, `None` when there is no file.
     fn parse(path: &Path) -> Result<Option<Config>, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ConfigError { path: path.display().to_string(), message: e.to_string() }),
+            Err(e) => return Err(ConfigError::new(path, e.to_string())),
         };
-        toml::from_str(&text)
-            .map(Some)
-            .map_err(|e| ConfigError { path: path.display().to_string(), message: e.to_string() })
+        toml::from_str(&text).map(Some).map_err(|e| {
+            let err = ConfigError::new(path, e.message().trim_end());
+            match e.span() {
+                Some(span) => err.at(&text, span.start),
+                None => err,
+            }
+        })
     }
 
     fn compiled(&self, path: &Path) -> Result<Matcher, ConfigError> {
-        self.matcher().map_err(|message| ConfigError { path: path.display().to_string(), message })
+        self.build_matcher().map_err(|bad| {
+            let err = ConfigError::new(path, bad.to_string());
+            match std::fs::read_to_string(path) {
+                Ok(text) => err.at_value(&text, &bad.glob),
+                Err(_) => err,
+            }
+        })
     }
 
     /// Compiles the globs.
     pub fn matcher(&self) -> Result<Matcher, String> {
+        self.build_matcher().map_err(|e| e.to_string())
+    }
+
+    fn build_matcher(&self) -> Result<Matcher, BadGlob> {
         let never = build_set(&self.capture.never)?;
         let event_globs: Vec<String> = self.events.iter().map(|r| r.glob.clone()).collect();
         let events = build_set(&event_globs)?;
@@ -149,12 +218,20 @@ impl Config {
     }
 }
 
-fn build_set(globs: &[String]) -> Result<GlobSet, String> {
+/// A glob that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("bad glob {glob:?}: {message}")]
+struct BadGlob {
+    glob: String,
+    message: String,
+}
+
+fn build_set(globs: &[String]) -> Result<GlobSet, BadGlob> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        b.add(Glob::new(g).map_err(|e| format!("bad glob {g:?}: {e}"))?);
+        b.add(Glob::new(g).map_err(|e| BadGlob { glob: g.clone(), message: e.kind().to_string() })?);
     }
-    b.build().map_err(|e| e.to_string())
+    b.build().map_err(|e| BadGlob { glob: String::new(), message: e.to_string() })
 }
 
 /// Compiled path rules.
@@ -238,5 +315,25 @@ mod tests {
         assert_eq!(detect_event(Some(&m), "src/new.rs", "Write", true, false), "artifact_created");
         assert_eq!(detect_event(None, "a.ipynb", "NotebookEdit", false, false), "notebook_modified");
         assert!(toml::from_str::<Config>("[capture]\nmax_byte = 1\n").is_err());
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[capture]\nmax_bytes = 10\nmax_byte = 1\n").unwrap();
+        let e = Config::check(&path).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(1)), "{e}");
+        assert_eq!(e.source_line.as_deref(), Some("max_byte = 1"));
+        assert!(e.to_string().starts_with(&format!("{}:3:1: unknown field `max_byte`", path.display())), "{e}");
+
+        std::fs::write(&path, "[[events]]\nglob = \"src/{a,b\"\nevent = \"x\"\n").unwrap();
+        let e = Config::check(&path).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(8)), "{e}");
+        assert!(e.message.contains("bad glob \"src/{a,b\""), "{e}");
+        // The hook's loader reports the same error.
+        assert_eq!(Config::load(&path).unwrap_err(), e);
+
+        assert!(Config::check(&dir.path().join("none.toml")).unwrap().is_none());
     }
 }

@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     if let Some(global) = hook_fast_args() {
         return hook(&global);
     }
+    if let Some(when) = walj::style::color_arg(std::env::args_os().skip(1)) {
+        walj::style::set_color(when);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // A hook must never exit 2: Claude Code reads that as "block this tool call".
@@ -23,17 +26,39 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    walj::style::set_color(cli.color);
     let global = Global { project: cli.project, journal: cli.journal };
     if let Command::Hook = cli.command {
         return hook(&global);
     }
+    quiet_on_closed_stdout();
     match walj::cli::run(cli.command, &global) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) if walj::cmd::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("walj: {e:#}");
-            ExitCode::from(1)
+            walj::cmd::print_error(&e);
+            ExitCode::from(walj::cmd::EXIT_ERROR as u8)
         }
     }
+}
+
+/// Output piped into a reader that stopped (`walj log --all | head -1`) ends the command
+/// quietly with status 0, as in cargo and git. Commands that write with `writeln!` return the
+/// error (see `main`); this covers `println!`, which panics on it.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 /// Parses exactly `hook` with optional `--project DIR` / `--journal FILE` (also `--x=V`);

@@ -1,8 +1,53 @@
-//! Terminal colours for command output: on for terminals, off for pipes and `NO_COLOR`.
-
-use std::io::IsTerminal;
+//! Terminal colours for command output. `--color auto|always|never`; with `auto` (the default)
+//! the conventions anstream follows (as clap, cargo and jj do): `NO_COLOR` turns colour off,
+//! `CLICOLOR_FORCE` turns it on for pipes too, `CLICOLOR=0` off, else colour on terminals whose
+//! `TERM` is not `dumb`. The colours are the one state→colour table in `crate::present`.
 
 use crate::present::Tone;
+
+/// `--color WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// Colour on terminals, following NO_COLOR, CLICOLOR_FORCE and CLICOLOR.
+    #[default]
+    Auto,
+    /// Always colour, even into pipes and files.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Makes `when` the process's choice: walj's output, and clap's help and errors.
+pub fn set_color(when: ColorWhen) {
+    anstream::ColorChoice::write_global(match when {
+        ColorWhen::Auto => anstream::ColorChoice::Auto,
+        ColorWhen::Always => anstream::ColorChoice::Always,
+        ColorWhen::Never => anstream::ColorChoice::Never,
+    });
+}
+
+/// `--color` from the raw arguments (`--color WHEN`, `--color=WHEN`), before clap parses them,
+/// so that clap's own help and errors follow it too. `None` when absent or not a valid value.
+pub fn color_arg(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<ColorWhen> {
+    use clap::ValueEnum;
+    let mut args = args.into_iter();
+    let mut found = None;
+    while let Some(a) = args.next() {
+        let a = a.to_string_lossy().into_owned();
+        if a == "--" {
+            break;
+        }
+        let value = if a == "--color" {
+            args.next().map(|v| v.to_string_lossy().into_owned())
+        } else {
+            a.strip_prefix("--color=").map(str::to_string)
+        };
+        if let Some(v) = value {
+            found = ColorWhen::from_str(&v, true).ok().or(found);
+        }
+    }
+    found
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
@@ -11,15 +56,11 @@ pub struct Style {
 
 impl Style {
     pub fn stdout() -> Style {
-        Style::on_terminal(std::io::stdout().is_terminal())
+        Style { color: colors(anstream::AutoStream::choice(&std::io::stdout())) }
     }
     /// For messages on stderr (which may be a terminal while stdout is piped).
     pub fn stderr() -> Style {
-        Style::on_terminal(std::io::stderr().is_terminal())
-    }
-    fn on_terminal(tty: bool) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Style { color: tty && !no_color }
+        Style { color: colors(anstream::AutoStream::choice(&std::io::stderr())) }
     }
     pub fn plain() -> Style {
         Style { color: false }
@@ -63,4 +104,8 @@ impl Style {
             Tone::Gray => self.dim(s),
         }
     }
+}
+
+fn colors(choice: anstream::ColorChoice) -> bool {
+    matches!(choice, anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi)
 }

@@ -500,6 +500,17 @@ fn kill_nine_loop_loses_no_acknowledged_record() {
     assert_eq!(last, "final");
 }
 
+/// The test's PATH with a folder holding `walj` in front: `walj doctor` checks that the hook
+/// command `walj hook` finds walj.
+fn path_with_walj(repo: &Repo) -> String {
+    let bin = repo.tmp.join("walj-bin");
+    if !bin.join("walj").exists() {
+        fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(walj_bin(), bin.join("walj")).unwrap();
+    }
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
 #[test]
 fn install_and_uninstall_keep_other_hooks() {
     let repo = fixture_project();
@@ -530,7 +541,8 @@ fn install_and_uninstall_keep_other_hooks() {
     let once = fs::read_to_string(&settings).unwrap();
     assert_eq!(repo.run(&["install", "--command", "walj hook"]).0, 0);
     assert_eq!(fs::read_to_string(&settings).unwrap(), once, "install is idempotent");
-    assert_eq!(repo.run(&["doctor", "--command", "walj hook"]).0, 0);
+    let doctor = repo.walj(&["doctor", "--command", "walj hook"]).env("PATH", path_with_walj(&repo)).output().unwrap();
+    assert_eq!(doctor.status.code(), Some(0), "{}", String::from_utf8_lossy(&doctor.stdout));
     assert_eq!(repo.run(&["uninstall", "--command", "walj hook"]).0, 0);
     let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(back, serde_json::from_str::<Value>(original).unwrap());
@@ -597,7 +609,13 @@ fn doctor_and_install_honour_claude_config_dir() {
     fs::create_dir_all(ignored.parent().unwrap()).unwrap();
     fs::write(&ignored, r#"{"disableAllHooks": true}"#).unwrap();
     let run = |args: &[&str]| {
-        let out = repo.walj(args).env("HOME", &repo.home).env("CLAUDE_CONFIG_DIR", &cfg).output().unwrap();
+        let out = repo
+            .walj(args)
+            .env("HOME", &repo.home)
+            .env("CLAUDE_CONFIG_DIR", &cfg)
+            .env("PATH", path_with_walj(&repo))
+            .output()
+            .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let (code, out) = run(&["install", "--user", "--command", "walj hook"]);

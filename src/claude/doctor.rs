@@ -1,11 +1,22 @@
-//! `walj doctor`: checks that Claude Code runs walj's hook as `walj install` set it up (every
-//! settings scope merged as Claude Code merges them, matchers, timeouts, duplicates), and that
-//! the journal and the hook's error log are healthy. The command prints the findings.
+//! `walj doctor`: checks that Claude Code runs walj's hook: from its settings as `walj install`
+//! set it up (every settings scope merged as Claude Code merges them, matchers, timeouts,
+//! duplicates) or from an enabled plugin ([`plugins`]); that each hook command finds its program
+//! with the PATH Claude Code gives its hooks ([`resolve`]); that walj is not installed twice;
+//! that `.walj/config.toml` is valid; and that the journal and the hook's error log are healthy.
+//! [`diagnose`] returns the findings; the command prints them (text or `--json`).
 
+mod plugins;
+mod resolve;
+
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::Value;
+
+pub use plugins::PluginInstall;
+pub use resolve::{HookEnv, Program};
 
 use super::events::{HookEvent, is_essential_tool};
 use super::paths::{SettingsScope, settings_path};
@@ -13,8 +24,11 @@ use super::settings::{HOOK_TIMEOUT_SECS, is_walj_handler, kind, load};
 use crate::fold::{Fold, FoldOptions};
 use crate::project::Project;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
+    /// Something to know; never a problem.
+    Info,
     Ok,
     Warn,
     Error,
@@ -23,6 +37,7 @@ pub enum Level {
 impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Level::Info => "info",
             Level::Ok => "ok",
             Level::Warn => "warn",
             Level::Error => "error",
@@ -30,29 +45,67 @@ impl fmt::Display for Level {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl Level {
+    /// `walj doctor`'s exit status for this worst level: 0 (ok), 1 (warnings), 2 (errors).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Level::Info | Level::Ok => 0,
+            Level::Warn => 1,
+            Level::Error => 2,
+        }
+    }
+}
+
+/// What a finding is about (the `check` field of `walj doctor --json`).
+pub mod check {
+    /// A settings file itself (unreadable, invalid, `disableAllHooks`).
+    pub const SETTINGS: &str = "settings";
+    /// One hook event: hooked or not, matcher, timeout, duplicates.
+    pub const HOOKS: &str = "hooks";
+    /// Whether the program a hook command names can run.
+    pub const COMMAND: &str = "command";
+    /// A plugin install.
+    pub const PLUGIN: &str = "plugin";
+    /// Where walj is installed (settings, plugins): not at all, or twice.
+    pub const INSTALL: &str = "install";
+    /// `.walj/config.toml`.
+    pub const CONFIG: &str = "config";
+    pub const JOURNAL: &str = "journal";
+    /// `.walj/errors.log`.
+    pub const ERRORS_LOG: &str = "errors_log";
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DoctorFinding {
     pub level: Level,
+    /// One of [`check`].
+    pub check: &'static str,
     pub message: String,
-    /// Lines shown indented under the message (the first journal problems).
+    /// Lines shown indented under the message (the first journal problems, a config line).
     pub details: Vec<String>,
 }
 
 impl DoctorFinding {
-    fn new(level: Level, message: impl Into<String>) -> Self {
-        DoctorFinding { level, message: message.into(), details: vec![] }
+    fn new(level: Level, check: &'static str, message: impl Into<String>) -> Self {
+        DoctorFinding { level, check, message: message.into(), details: vec![] }
     }
 }
 
 /// The worst level among `findings` (`Ok` when empty).
 pub fn worst(findings: &[DoctorFinding]) -> Level {
-    findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok)
+    findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok).max(Level::Ok)
 }
 
 struct Source {
     /// Shown after findings when several files are checked together; empty for one file.
     label: String,
     root: Value,
+    /// Which install the source belongs to: 0 = the settings files, then one per plugin.
+    install: usize,
+    /// `${CLAUDE_PLUGIN_ROOT}` for a plugin's hooks.
+    plugin_root: Option<PathBuf>,
+    /// The scope of a settings file.
+    scope: Option<SettingsScope>,
 }
 
 struct Occurrence<'a> {
@@ -61,26 +114,33 @@ struct Occurrence<'a> {
     handler: &'a Value,
 }
 
+/// What each (install, hook command) runs; an entry that is [`Program::Missing`] makes every
+/// event using the command fail, so those events are not reported as hooked.
+type Resolutions = HashMap<(usize, String), Program>;
+
+fn handler_command(handler: &Value) -> &str {
+    handler.get("command").and_then(Value::as_str).unwrap_or_default().trim()
+}
+
 /// Checks one settings file: which of walj's events run walj's hook, which are missing, duplicates,
 /// matchers and timeouts. Every finding is about this file.
 pub fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
     match load(path) {
         Ok(Some(l)) => {
-            check_sources(&[Source { label: String::new(), root: l.root }], command, &path.display().to_string())
+            let source = Source { label: String::new(), root: l.root, install: 0, plugin_root: None, scope: None };
+            check_sources(&[source], command, &format!("{}", path.display()), None)
         }
         Ok(None) => vec![DoctorFinding::new(
             Level::Error,
+            check::SETTINGS,
             format!("{} does not exist; walj is not installed there (run `walj install`)", path.display()),
         )],
-        Err(e) => vec![DoctorFinding::new(Level::Error, e.to_string())],
+        Err(e) => vec![DoctorFinding::new(Level::Error, check::SETTINGS, e.to_string())],
     }
 }
 
-/// Checks the three settings files together, as Claude Code merges them: an event is covered when
-/// any file hooks it, and a handler present in several files with different command strings runs
-/// several times (identical commands run once). `config_dir` is Claude Code's config folder
-/// ([`super::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
-pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
+/// The settings files of every scope that exist, and findings for those that cannot be read.
+fn settings_sources(project_root: &Path, config_dir: &Path) -> (Vec<Source>, Vec<String>, Vec<DoctorFinding>) {
     let mut findings = vec![];
     let mut sources = vec![];
     let mut paths = vec![];
@@ -88,16 +148,37 @@ pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Ve
         let path = settings_path(scope, project_root, config_dir);
         paths.push(path.display().to_string());
         match load(&path) {
-            Ok(Some(l)) => sources.push(Source { label: path.display().to_string(), root: l.root }),
+            Ok(Some(l)) => sources.push(Source {
+                label: path.display().to_string(),
+                root: l.root,
+                install: 0,
+                plugin_root: None,
+                scope: Some(scope),
+            }),
             Ok(None) => {}
-            Err(e) => findings.push(DoctorFinding::new(Level::Error, e.to_string())),
+            Err(e) => findings.push(DoctorFinding::new(Level::Error, check::SETTINGS, e.to_string())),
         }
     }
-    findings.extend(check_sources(&sources, command, &paths.join(", ")));
+    (sources, paths, findings)
+}
+
+/// Checks the three settings files together, as Claude Code merges them: an event is covered when
+/// any file hooks it, and a handler present in several files with different command strings runs
+/// several times (identical commands run once). `config_dir` is Claude Code's config folder
+/// ([`super::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
+/// Plugins and hook programs are not checked here: see [`diagnose`].
+pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
+    let (sources, paths, mut findings) = settings_sources(project_root, config_dir);
+    findings.extend(check_sources(&sources, command, &paths.join(", "), None));
     findings
 }
 
-fn check_sources(sources: &[Source], command: &str, where_: &str) -> Vec<DoctorFinding> {
+fn check_sources(
+    sources: &[Source],
+    command: &str,
+    where_: &str,
+    resolved: Option<&Resolutions>,
+) -> Vec<DoctorFinding> {
     let mut findings = vec![];
     let multi = sources.len() > 1;
     let in_label = |i: usize| {
@@ -108,23 +189,83 @@ fn check_sources(sources: &[Source], command: &str, where_: &str) -> Vec<DoctorF
         if s.root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
             findings.push(DoctorFinding::new(
                 Level::Error,
+                check::SETTINGS,
                 format!("`disableAllHooks` is true{}: no hook runs, walj journals nothing", in_label(i)),
             ));
         }
     }
 
-    // Every walj handler, by event name (all events, not only walj's).
-    let mut by_event: Vec<(String, Vec<Occurrence>)> = vec![];
+    let (by_event, shape) = walj_handlers(sources, command);
+    for (i, event, what) in shape {
+        findings.push(DoctorFinding::new(
+            Level::Error,
+            check::SETTINGS,
+            format!("`hooks.{event}` is {what}, expected an array{}", in_label(i)),
+        ));
+    }
+
+    if by_event.is_empty() {
+        let names: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
+        findings.push(DoctorFinding::new(
+            Level::Error,
+            check::INSTALL,
+            format!(
+                "walj is not installed in {where_}: none of {} runs `{command}` (run `walj install`)",
+                names.join(", ")
+            ),
+        ));
+        return findings;
+    }
+
+    let broken = |occ: &Occurrence| {
+        resolved.is_some_and(|r| {
+            matches!(
+                r.get(&(sources[occ.source].install, handler_command(occ.handler).to_string())),
+                Some(Program::Missing(_) | Program::LauncherFindsNoWalj(_))
+            )
+        })
+    };
+    for ev in HookEvent::ALL {
+        let Some((_, occs)) = by_event.iter().find(|(e, _)| e == ev.name()) else {
+            findings.push(DoctorFinding::new(
+                Level::Error,
+                check::HOOKS,
+                format!("{}: not hooked; walj misses these events (run `walj install`)", ev.name()),
+            ));
+            continue;
+        };
+        check_event(ev, occs, sources, &in_label, resolved.is_none(), &broken, &mut findings);
+    }
+
+    for (event, occs) in &by_event {
+        if HookEvent::ALL.iter().any(|e| e.name() == event) {
+            continue;
+        }
+        for occ in occs {
+            findings.push(DoctorFinding::new(
+                Level::Warn,
+                check::HOOKS,
+                format!("{event}: runs walj's hook, but walj does not use this event{}", in_label(occ.source)),
+            ));
+        }
+    }
+    findings
+}
+
+type ByEvent<'a> = Vec<(String, Vec<Occurrence<'a>>)>;
+
+/// Every walj handler by event name (all events, not only walj's), and the events whose value
+/// is not an array: (source, event, what it is).
+fn walj_handlers<'a>(sources: &'a [Source], command: &str) -> (ByEvent<'a>, Vec<(usize, String, &'static str)>) {
+    let mut by_event: ByEvent = vec![];
+    let mut shape = vec![];
     for (i, s) in sources.iter().enumerate() {
         let Some(hooks) = s.root.get("hooks").and_then(Value::as_object) else {
             continue;
         };
         for (event, groups) in hooks {
             let Some(groups) = groups.as_array() else {
-                findings.push(DoctorFinding::new(
-                    Level::Error,
-                    format!("`hooks.{event}` is {}, expected an array{}", kind(groups), in_label(i)),
-                ));
+                shape.push((i, event.clone(), kind(groups)));
                 continue;
             };
             for group in groups {
@@ -141,87 +282,64 @@ fn check_sources(sources: &[Source], command: &str, where_: &str) -> Vec<DoctorF
             }
         }
     }
-
-    if by_event.is_empty() {
-        let names: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
-        findings.push(DoctorFinding::new(
-            Level::Error,
-            format!(
-                "walj is not installed in {where_}: none of {} runs `{command}` (run `walj install`)",
-                names.join(", ")
-            ),
-        ));
-        return findings;
-    }
-
-    for ev in HookEvent::ALL {
-        let Some((_, occs)) = by_event.iter().find(|(e, _)| e == ev.name()) else {
-            findings.push(DoctorFinding::new(
-                Level::Error,
-                format!("{}: not hooked; walj misses these events (run `walj install`)", ev.name()),
-            ));
-            continue;
-        };
-        check_event(ev, occs, &in_label, &mut findings);
-    }
-
-    for (event, occs) in &by_event {
-        if HookEvent::ALL.iter().any(|e| e.name() == event) {
-            continue;
-        }
-        for occ in occs {
-            findings.push(DoctorFinding::new(
-                Level::Warn,
-                format!("{event}: runs walj's hook, but walj does not use this event{}", in_label(occ.source)),
-            ));
-        }
-    }
-    findings
+    (by_event, shape)
 }
 
 fn check_event(
     ev: HookEvent,
     occs: &[Occurrence],
+    sources: &[Source],
     in_label: &dyn Fn(usize) -> String,
+    check_absolute: bool,
+    broken: &dyn Fn(&Occurrence) -> bool,
     findings: &mut Vec<DoctorFinding>,
 ) {
     let name = ev.name();
-    let commands: Vec<&str> =
-        occs.iter().filter_map(|o| o.handler.get("command").and_then(Value::as_str).map(str::trim)).collect();
-    let mut distinct = commands.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() > 1 {
-        findings.push(DoctorFinding::new(
-            Level::Warn,
-            format!(
-                "{name}: walj's hook is installed {} times with different commands ({}); each event is journaled {} times \
-                 (run `walj uninstall` then `walj install`)",
-                distinct.len(),
-                distinct.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
-                distinct.len()
-            ),
-        ));
-    } else if occs.len() > 1 {
-        findings.push(DoctorFinding::new(
-            Level::Warn,
-            format!(
-                "{name}: walj's hook is listed {} times (identical commands run once; `walj uninstall` then \
-                 `walj install` tidies this up)",
-                occs.len()
-            ),
-        ));
+    // Duplicates within one install (the settings files, or one plugin); walj installed both
+    // ways is one finding of its own (see `diagnose`).
+    let mut installs: Vec<usize> = occs.iter().map(|o| sources[o.source].install).collect();
+    installs.sort_unstable();
+    installs.dedup();
+    for install in installs {
+        let mine: Vec<&Occurrence> = occs.iter().filter(|o| sources[o.source].install == install).collect();
+        let mut distinct: Vec<&str> = mine.iter().map(|o| handler_command(o.handler)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() > 1 {
+            findings.push(DoctorFinding::new(
+                Level::Warn,
+                check::HOOKS,
+                format!(
+                    "{name}: walj's hook is installed {} times with different commands ({}); each event is journaled {} times \
+                     (run `walj uninstall` then `walj install`)",
+                    distinct.len(),
+                    distinct.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
+                    distinct.len()
+                ),
+            ));
+        } else if mine.len() > 1 {
+            findings.push(DoctorFinding::new(
+                Level::Warn,
+                check::HOOKS,
+                format!(
+                    "{name}: walj's hook is listed {} times (identical commands run once; `walj uninstall` then \
+                     `walj install` tidies this up)",
+                    mine.len()
+                ),
+            ));
+        }
     }
 
     for occ in occs {
         let loc = in_label(occ.source);
         let mut problems = vec![];
-        let cmd = occ.handler.get("command").and_then(Value::as_str).unwrap_or_default().trim();
+        let cmd = handler_command(occ.handler);
 
         match occ.handler.get("type").and_then(Value::as_str) {
             Some("command") => {}
             other => problems.push(DoctorFinding::new(
                 Level::Error,
+                check::HOOKS,
                 format!(
                     "{name}: handler `{cmd}` has type {}, expected \"command\"{loc}",
                     other.map_or("(none)".into(), |t| format!("{t:?}"))
@@ -229,11 +347,13 @@ fn check_event(
             )),
         }
 
-        if let Some(program) = absolute_program(cmd)
+        if check_absolute
+            && let Some(program) = absolute_program(cmd)
             && !program.exists()
         {
             problems.push(DoctorFinding::new(
                 Level::Error,
+                check::COMMAND,
                 format!("{name}: `{}` does not exist; the hook fails on every call{loc}", program.display()),
             ));
         }
@@ -244,6 +364,7 @@ fn check_event(
             None => {
                 problems.push(DoctorFinding::new(
                     Level::Warn,
+                    check::HOOKS,
                     format!(
                         "{name}: no timeout; Claude Code's default is 600 s, walj installs {HOOK_TIMEOUT_SECS}{loc}"
                     ),
@@ -252,13 +373,17 @@ fn check_event(
             }
             Some(t) => match t.as_f64() {
                 Some(secs) if secs <= 0.0 => {
-                    problems
-                        .push(DoctorFinding::new(Level::Error, format!("{name}: timeout {t} is not positive{loc}")));
+                    problems.push(DoctorFinding::new(
+                        Level::Error,
+                        check::HOOKS,
+                        format!("{name}: timeout {t} is not positive{loc}"),
+                    ));
                     format!("timeout {t}")
                 }
                 Some(secs) if secs < 2.0 => {
                     problems.push(DoctorFinding::new(
                         Level::Warn,
+                        check::HOOKS,
                         format!("{name}: timeout {t} s is short; a busy machine may kill walj mid-write{loc}"),
                     ));
                     format!("timeout {t} s")
@@ -266,6 +391,7 @@ fn check_event(
                 Some(secs) if secs > 60.0 => {
                     problems.push(DoctorFinding::new(
                         Level::Warn,
+                        check::HOOKS,
                         format!("{name}: timeout {t} s is long; a stuck walj would stall Claude that long{loc}"),
                     ));
                     format!("timeout {t} s")
@@ -274,6 +400,7 @@ fn check_event(
                 None => {
                     problems.push(DoctorFinding::new(
                         Level::Error,
+                        check::HOOKS,
                         format!("{name}: timeout is {}, expected a number of seconds{loc}", kind(t)),
                     ));
                     String::from("bad timeout")
@@ -282,12 +409,18 @@ fn check_event(
         };
 
         if problems.is_empty() {
-            let matcher = match occ.matcher.and_then(Value::as_str) {
-                Some(m) if !m.is_empty() => format!("matcher {m}, "),
-                _ => String::new(),
-            };
-            findings
-                .push(DoctorFinding::new(Level::Ok, format!("{name}: hooked (`{cmd}`, {matcher}{timeout_text}){loc}")));
+            // A command that cannot run is one error of its own, listing its events.
+            if !broken(occ) {
+                let matcher = match occ.matcher.and_then(Value::as_str) {
+                    Some(m) if !m.is_empty() => format!("matcher {m}, "),
+                    _ => String::new(),
+                };
+                findings.push(DoctorFinding::new(
+                    Level::Ok,
+                    check::HOOKS,
+                    format!("{name}: hooked (`{cmd}`, {matcher}{timeout_text}){loc}"),
+                ));
+            }
         } else {
             findings.extend(problems);
         }
@@ -302,6 +435,7 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
         Some(other) => {
             return vec![DoctorFinding::new(
                 Level::Error,
+                check::HOOKS,
                 format!("{name}: matcher is {}, expected a string{loc}", kind(other)),
             )];
         }
@@ -311,6 +445,7 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
         return match m {
             Some(m) if !matches_all => vec![DoctorFinding::new(
                 Level::Warn,
+                check::HOOKS,
                 format!("{name}: matcher `{m}` may keep some {name} events from walj; walj installs none{loc}"),
             )],
             _ => vec![],
@@ -319,6 +454,7 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
     if matches_all {
         return vec![DoctorFinding::new(
             Level::Warn,
+            check::HOOKS,
             format!("{name}: the matcher matches every tool; walj needs only {wanted}, the others only cost time{loc}"),
         )];
     }
@@ -330,6 +466,7 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
     if !exact {
         return vec![DoctorFinding::new(
             Level::Warn,
+            check::HOOKS,
             format!("{name}: matcher `{m}` is a regular expression; check it covers {wanted}{loc}"),
         )];
     }
@@ -341,12 +478,14 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
         let level = if missing.iter().any(|t| is_essential_tool(t)) { Level::Error } else { Level::Warn };
         out.push(DoctorFinding::new(
             level,
+            check::HOOKS,
             format!("{name}: matcher `{m}` misses {}; expected {wanted}{loc}", missing.join(", ")),
         ));
     }
     if !extra.is_empty() {
         out.push(DoctorFinding::new(
             Level::Warn,
+            check::HOOKS,
             format!("{name}: matcher `{m}` also matches {}, which walj does not need{loc}", extra.join(", ")),
         ));
     }
@@ -378,20 +517,24 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
             let problems = &fold.report.problems;
             let mut f = DoctorFinding::new(
                 if problems.is_empty() { Level::Ok } else { Level::Warn },
+                check::JOURNAL,
                 format!("journal {}: {} records, {} problems", project.journal.display(), fold.records, problems.len()),
             );
             f.details = problems.iter().take(5).map(ToString::to_string).collect();
             findings.push(f);
         }
-        Err(e) => {
-            findings.push(DoctorFinding::new(Level::Error, format!("journal {}: {e}", project.journal.display())))
-        }
+        Err(e) => findings.push(DoctorFinding::new(
+            Level::Error,
+            check::JOURNAL,
+            format!("journal {}: {e}", project.journal.display()),
+        )),
     }
     if let Ok(text) = std::fs::read_to_string(project.errors_log()) {
         let n = text.lines().count();
         if n > 0 {
             findings.push(DoctorFinding::new(
                 Level::Warn,
+                check::ERRORS_LOG,
                 format!(
                     "{} hook errors logged in {}; last: {}",
                     n,
@@ -402,6 +545,407 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
         }
     }
     findings
+}
+
+/// `.walj/config.toml` as the hook and the commands read it: TOML, known keys, globs that
+/// compile, `[keys]` the dashboard accepts. An error says where (`file:line:column`) and shows
+/// the line.
+pub fn check_config(project: &Project) -> Vec<DoctorFinding> {
+    let path = project.config_path();
+    let f = match crate::config::Config::check(&path) {
+        Ok(None) => DoctorFinding::new(
+            Level::Ok,
+            check::CONFIG,
+            format!("config {}: no file, the defaults apply", path.display()),
+        ),
+        Ok(Some(cfg)) => match crate::tui::keymap::Keymap::from_config(&cfg.keys) {
+            Ok(_) => DoctorFinding::new(Level::Ok, check::CONFIG, format!("config {}: valid", path.display())),
+            Err(e) => DoctorFinding::new(
+                Level::Error,
+                check::CONFIG,
+                format!("config {}: {e}; `walj tui` refuses to start until it is fixed", path.display()),
+            ),
+        },
+        Err(e) => {
+            let mut f = DoctorFinding::new(
+                Level::Error,
+                check::CONFIG,
+                format!("config {e}; until it is fixed the hook journals with the default settings"),
+            );
+            if let (Some(line), Some(text)) = (e.line, &e.source_line) {
+                let col = e.column.unwrap_or(1);
+                f.details = vec![format!("{line:>4} | {text}"), format!("{:>4} | {}^", "", " ".repeat(col - 1))];
+            }
+            f
+        }
+    };
+    vec![f]
+}
+
+/// What `walj doctor` checks: the hook command walj installs (to recognise walj's handlers),
+/// Claude Code's config folder, and plugin folders loaded with `claude --plugin-dir`, which
+/// leave no trace walj could find.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub command: String,
+    pub config_dir: PathBuf,
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+/// Where walj's hooks come from (`installs` of `walj doctor --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstallInfo {
+    /// `settings` or `plugin`.
+    pub kind: &'static str,
+    /// Settings: the files that hold walj's hooks. Plugin: the settings file that enables it
+    /// (none for `--plugin-dir`).
+    pub files: Vec<String>,
+    /// Plugin: `name@marketplace`, or the folder given to `--plugin-dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Plugin: its folder (`${CLAUDE_PLUGIN_ROOT}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+}
+
+/// What one hook command runs (`commands` of `walj doctor --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandInfo {
+    pub command: String,
+    /// The install it belongs to: `settings` or `plugin <id>`.
+    pub install: String,
+    /// The events that run it.
+    pub events: Vec<String>,
+    /// `found`, `missing` (the shell cannot run it: every one of its events fails) or
+    /// `unchecked` (shell syntax doctor does not follow).
+    pub status: &'static str,
+    /// The file the shell runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// When `program` is walj's plugin launcher: the walj it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<String>,
+    /// Why it is missing or unchecked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// Everything `walj doctor` found (`walj doctor --json` prints this object).
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    /// The worst level: `ok`, `warn` or `error`.
+    pub status: Level,
+    /// The exit status: 0, 1 (warnings) or 2 (errors).
+    pub exit_code: i32,
+    /// The PATH Claude Code gives its hooks, and where it comes from.
+    pub hook_path: Option<String>,
+    pub hook_path_from: String,
+    pub installs: Vec<InstallInfo>,
+    pub commands: Vec<CommandInfo>,
+    pub findings: Vec<DoctorFinding>,
+}
+
+/// The settings' `env`, merged (user, then project, then local), and for each variable the
+/// file it comes from.
+fn settings_env(project_root: &Path, config_dir: &Path) -> HashMap<String, (String, PathBuf)> {
+    let mut env = HashMap::new();
+    for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
+        let path = settings_path(scope, project_root, config_dir);
+        if let Ok(Some(l)) = load(&path)
+            && let Some(vars) = l.root.get("env").and_then(Value::as_object)
+        {
+            for (k, v) in vars {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                env.insert(k.clone(), (v, path.clone()));
+            }
+        }
+    }
+    env
+}
+
+/// The environment Claude Code gives its hooks: the settings' `env.PATH`, else this shell's
+/// PATH. Run from Claude's Bash tool, this process's PATH also holds the plugins' `bin/`
+/// folders, which the hooks do not get: those are left out.
+fn hook_env(project_root: &Path, config_dir: &Path) -> HookEnv {
+    let env = settings_env(project_root, config_dir);
+    let (path, path_from) = match env.get("PATH") {
+        Some((p, file)) => (Some(p.into()), format!("env.PATH in {}", file.display())),
+        None => {
+            let mine = std::env::var_os("PATH");
+            if super::env::in_tool_call() {
+                let kept = mine.as_ref().map(|p| {
+                    let dirs = std::env::split_paths(p).filter(|d| {
+                        !d.parent().is_some_and(|r| r.join(".claude-plugin").join("plugin.json").is_file())
+                    });
+                    std::env::join_paths(dirs).unwrap_or_default()
+                });
+                (kept, "Claude Code's PATH, without the plugin folders its Bash tool adds".to_string())
+            } else {
+                (mine, "this shell's PATH".to_string())
+            }
+        }
+    };
+    HookEnv {
+        path,
+        path_from,
+        settings_env: env.into_iter().map(|(k, (v, _))| (k, v)).collect(),
+        project_dir: project_root.to_path_buf(),
+    }
+}
+
+/// "every walj event" when `events` are all of them, else their names.
+fn events_text(events: &[String]) -> String {
+    if HookEvent::ALL.iter().all(|e| events.iter().any(|x| x == e.name())) {
+        format!("all {} hooks", events.len())
+    } else {
+        events.join(", ")
+    }
+}
+
+/// Runs every check of `walj doctor`.
+pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
+    let command = opts.command.as_str();
+    let (mut sources, paths, mut findings) = settings_sources(&project.root, &opts.config_dir);
+    let (mut plugins, plugin_findings) = plugins::discover(&project.root, &opts.config_dir, command);
+    findings.extend(plugin_findings);
+    for dir in &opts.plugin_dirs {
+        match plugins::from_dir(dir) {
+            Ok(p) => {
+                findings.push(DoctorFinding::new(
+                    Level::Ok,
+                    check::PLUGIN,
+                    format!("plugin folder {} (as `claude --plugin-dir` loads it)", p.root.display()),
+                ));
+                plugins.push(p);
+            }
+            Err(e) => findings.push(DoctorFinding::new(Level::Error, check::PLUGIN, e)),
+        }
+    }
+    for (i, p) in plugins.iter().enumerate() {
+        sources.push(Source {
+            label: p.label(),
+            root: p.hooks.clone(),
+            install: i + 1,
+            plugin_root: Some(p.root.clone()),
+            scope: None,
+        });
+    }
+    let install_label = |install: usize| match install {
+        0 => "settings".to_string(),
+        i => plugins[i - 1].label(),
+    };
+
+    // What each hook command runs, once per (install, command).
+    let env = hook_env(&project.root, &opts.config_dir);
+    let (by_event, _) = walj_handlers(&sources, command);
+    let mut resolved: Resolutions = HashMap::new();
+    let mut commands: Vec<CommandInfo> = vec![];
+    for (event, occs) in &by_event {
+        for occ in occs {
+            let src = &sources[occ.source];
+            let cmd = handler_command(occ.handler).to_string();
+            let key = (src.install, cmd.clone());
+            let label = install_label(src.install);
+            if let Some(info) = commands.iter_mut().find(|c| c.install == label && c.command == cmd) {
+                if !info.events.contains(event) {
+                    info.events.push(event.clone());
+                }
+                continue;
+            }
+            let program = resolve::resolve(&cmd, src.plugin_root.as_deref(), &env);
+            let mut info = CommandInfo {
+                command: cmd,
+                install: label,
+                events: vec![event.clone()],
+                status: "found",
+                program: None,
+                runs: None,
+                why: None,
+            };
+            match &program {
+                Program::Found { program, runs } => {
+                    info.program = Some(program.display().to_string());
+                    info.runs = runs.as_ref().map(|r| r.display().to_string());
+                }
+                Program::Missing(why) => {
+                    info.status = "missing";
+                    info.why = Some(why.clone());
+                }
+                Program::LauncherFindsNoWalj(launcher) => {
+                    info.status = "no_walj";
+                    info.program = Some(launcher.display().to_string());
+                    info.why = Some(format!(
+                        "walj's plugin launcher finds no walj on the PATH Claude Code gives its hooks ({}) nor in \
+                         ~/.cargo/bin",
+                        env.path_from
+                    ));
+                }
+                Program::Unchecked(why) => {
+                    info.status = "unchecked";
+                    info.why = Some(why.clone());
+                }
+            }
+            commands.push(info);
+            resolved.insert(key, program);
+        }
+    }
+
+    let mut where_ = format!("Claude Code's settings ({})", paths.join(", "));
+    if plugins.is_empty() {
+        where_.push_str(
+            " nor as an enabled plugin (a plugin loaded with `claude --plugin-dir DIR` cannot be seen from here: \
+             check it with `walj doctor --plugin-dir DIR`)",
+        );
+    }
+    findings.extend(check_sources(&sources, command, &where_, Some(&resolved)));
+
+    for c in &commands {
+        let (level, message) = match c.status {
+            "found" => (
+                Level::Ok,
+                match &c.runs {
+                    Some(walj) => format!(
+                        "`{}` ({}) runs walj's plugin launcher {}, which runs {walj}",
+                        c.command,
+                        c.install,
+                        c.program.as_deref().unwrap_or_default()
+                    ),
+                    None => {
+                        format!("`{}` ({}) runs {}", c.command, c.install, c.program.as_deref().unwrap_or_default())
+                    }
+                },
+            ),
+            "missing" => {
+                let fix = if c.install == "settings" {
+                    "; put walj on that PATH (`cargo install --path .` in a walj checkout), or run \
+                     `walj install --local` or `--user`, which write this walj's absolute path"
+                } else {
+                    ""
+                };
+                (
+                    Level::Error,
+                    format!(
+                        "`{}` ({}) cannot run: {}; {} fail{} on every call{fix}",
+                        c.command,
+                        c.install,
+                        c.why.as_deref().unwrap_or_default(),
+                        events_text(&c.events),
+                        if c.events.len() == 1 { "s" } else { "" },
+                    ),
+                )
+            }
+            "no_walj" => (
+                Level::Error,
+                format!(
+                    "`{}` ({}) runs {}, but {}: {} run, exit 0 and journal nothing. Install walj \
+                     (`cargo install --path .` in a walj checkout, or a walj binary in a folder on that PATH)",
+                    c.command,
+                    c.install,
+                    c.program.as_deref().unwrap_or_default(),
+                    c.why.as_deref().unwrap_or_default(),
+                    events_text(&c.events),
+                ),
+            ),
+            _ => (
+                Level::Warn,
+                format!(
+                    "`{}` ({}): cannot tell what it runs ({}); check it by hand",
+                    c.command,
+                    c.install,
+                    c.why.as_deref().unwrap_or_default()
+                ),
+            ),
+        };
+        findings.push(DoctorFinding::new(level, check::COMMAND, message));
+    }
+
+    // Installed twice: each install's hooks run (their commands differ), so every event twice.
+    let mut installs: Vec<InstallInfo> = vec![];
+    let settings_files: Vec<String> = {
+        let mut f: Vec<String> = by_event
+            .iter()
+            .flat_map(|(_, occs)| occs.iter())
+            .filter(|o| sources[o.source].install == 0)
+            .map(|o| sources[o.source].label.clone())
+            .collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    if !settings_files.is_empty() {
+        installs.push(InstallInfo { kind: "settings", files: settings_files.clone(), id: None, root: None });
+    }
+    for p in &plugins {
+        installs.push(InstallInfo {
+            kind: "plugin",
+            files: p.enabled_in.iter().map(|(_, f)| f.display().to_string()).collect(),
+            id: Some(p.id.clone()),
+            root: Some(p.root.display().to_string()),
+        });
+    }
+    if installs.len() > 1 {
+        let mut names = vec![];
+        let mut fix = vec![];
+        if !settings_files.is_empty() {
+            names.push(format!("the hooks in {}", settings_files.join(" and ")));
+            let mut scopes: Vec<SettingsScope> =
+                by_event.iter().flat_map(|(_, occs)| occs.iter()).filter_map(|o| sources[o.source].scope).collect();
+            scopes.dedup();
+            for scope in SettingsScope::ALL.into_iter().filter(|s| scopes.contains(s)) {
+                fix.push(match scope {
+                    SettingsScope::Project => "`walj uninstall`".to_string(),
+                    SettingsScope::Local => "`walj uninstall --local`".to_string(),
+                    SettingsScope::User => "`walj uninstall --user`".to_string(),
+                });
+            }
+        }
+        for p in &plugins {
+            match &p.enabled_in {
+                Some(_) => {
+                    names.push(format!("the plugin {}", p.id));
+                    fix.push(format!("`claude plugin disable {}`", p.id));
+                }
+                None => names.push(format!("the plugin folder {} (`--plugin-dir`)", p.root.display())),
+            }
+        }
+        let times = match installs.len() {
+            2 => "twice".to_string(),
+            n => format!("{n} times"),
+        };
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            check::INSTALL,
+            format!(
+                "walj is installed {times}: {}. Claude Code runs the hooks of each, so every event is journaled \
+                 {times}. Keep one{}",
+                names.join(", and "),
+                if fix.is_empty() { String::new() } else { format!(": run {}", fix.join(" or ")) }
+            ),
+        ));
+    } else if plugins.is_empty() && !settings_files.is_empty() {
+        findings.push(DoctorFinding::new(
+            Level::Info,
+            check::PLUGIN,
+            "a plugin loaded with `claude --plugin-dir DIR` cannot be seen from here; if one holds walj, every event \
+             is journaled twice (`walj doctor --plugin-dir DIR` checks them together)",
+        ));
+    }
+
+    findings.extend(check_config(project));
+    findings.extend(check_project(project));
+    let status = worst(&findings);
+    DoctorReport {
+        status,
+        exit_code: status.exit_code(),
+        hook_path: env.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        hook_path_from: env.path_from.clone(),
+        installs,
+        commands,
+        findings,
+    }
 }
 
 #[cfg(test)]

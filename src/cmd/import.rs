@@ -21,6 +21,7 @@ pub struct ImportArgs {
     /// Only transcripts changed in the last N days.
     #[arg(long, value_name = "N")]
     pub days: Option<u64>,
+    /// Print what was imported as JSON.
     #[arg(long)]
     pub json: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).

@@ -1,6 +1,7 @@
 //! Command implementations behind `main.rs`: each takes parsed arguments and a
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
+pub mod completions;
 pub mod import;
 pub mod plugin;
 pub mod recover;
@@ -11,7 +12,48 @@ pub mod tui;
 
 use std::path::PathBuf;
 
+use anyhow::bail;
+
 use crate::project::Project;
+
+/// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
+/// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit
+/// a machine-specific path, and, with `walj recover --exit-code`, any failure; `3` a command
+/// refused inside a Claude Code tool call without `--yes` ([`crate::cli::EXIT_NEEDS_YES`]).
+pub const EXIT_ERROR: i32 = 1;
+
+/// Whether the error is stdout closed under us (`walj log | head -1`): not a failure.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>().is_some_and(|j| j.io_error_kind() == Some(BrokenPipe))
+    })
+}
+
+/// The error as one line, each cause once: a cause that a message before it already quotes
+/// (`reading X: No such file…` caused by `No such file…`) is not repeated.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        let text = text.trim();
+        if text.is_empty() || line.contains(text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(text);
+    }
+    line
+}
+
+/// Prints `walj: <error>` on stderr (never panics, even when stderr is closed).
+pub fn print_error(e: &anyhow::Error) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "walj: {}", error_line(e));
+}
 
 /// Options every command takes.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +63,18 @@ pub struct Global {
 }
 
 impl Global {
+    /// The project: `--project DIR` must be an existing folder.
     pub fn project(&self) -> anyhow::Result<Project> {
+        if let Some(dir) = &self.project {
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => bail!("--project {}: not a folder", dir.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    bail!("--project {}: no such folder", dir.display())
+                }
+                Err(e) => bail!("--project {}: {e}", dir.display()),
+            }
+        }
         let cwd = std::env::current_dir()?;
         Ok(Project::discover(self.project.as_deref(), &cwd, self.journal.as_deref()))
     }

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::checkpoint::{CheckpointOptions, checkpoint};
@@ -15,6 +15,7 @@ use crate::style::Style;
 /// The arguments of `walj recover`.
 #[derive(Debug, clap::Args)]
 pub struct RecoverArgs {
+    /// Print the report as JSON (schema in the README).
     #[arg(long)]
     pub json: bool,
     /// Only this session (id or prefix).
@@ -26,27 +27,40 @@ pub struct RecoverArgs {
     /// With --from-transcripts: import without asking.
     #[arg(long, short = 'y', requires = "from_transcripts")]
     pub yes: bool,
+    /// Exit 1 when something is unresolved, 0 when nothing is, 2 on an error (for scripts and prompts).
+    #[arg(long)]
+    pub exit_code: bool,
 }
+
+/// `walj recover --exit-code`'s status when something is unresolved.
+pub const EXIT_UNRESOLVED: i32 = 1;
+/// `walj recover --exit-code`'s status when it fails.
+pub const EXIT_RECOVER_FAILED: i32 = 2;
 
 /// The arguments of `walj log`.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
+    /// Print the entries as a JSON array.
     #[arg(long)]
     pub json: bool,
     /// Every entry (default: the last 50).
     #[arg(long)]
     pub all: bool,
+    /// Only this session (id or prefix).
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
-    #[arg(long, default_value_t = 50)]
+    /// How many of the newest entries to show.
+    #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
 }
 
 /// The arguments of `walj checkpoint`.
 #[derive(Debug, clap::Args)]
 pub struct CheckpointArgs {
+    /// Only this session (id or prefix).
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
+    /// Print what was verified as JSON (one line per pass).
     #[arg(long)]
     pub json: bool,
     /// Repeat every N seconds (the proposal's scheduled checkpoints).
@@ -71,6 +85,7 @@ pub fn warn_problems(fold: &Fold) {
 pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold =
         Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
+    check_session(&fold, opts.session.as_deref())?;
     // Commands a crash cut off: their changes (recorded once nothing they started runs).
     for p in crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems {
         eprintln!("walj: warning: unfinished commands: {p}");
@@ -80,8 +95,36 @@ pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     Ok(fold)
 }
 
-pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> anyhow::Result<i32> {
+/// `--session SID` (a fold loaded with that filter) must name one session of the journal.
+pub fn check_session(fold: &Fold, session: Option<&str>) -> anyhow::Result<()> {
+    let Some(s) = session.filter(|s| !s.is_empty()) else { return Ok(()) };
+    match fold.sessions.len() {
+        0 => bail!("no session matches {s:?}; `walj sessions list` shows the sessions of this project"),
+        1 => Ok(()),
+        _ => bail!(
+            "{s:?} is ambiguous; it matches sessions {}",
+            fold.sessions.iter().map(|x| x.session.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// What a broken config means, after its error.
+const CONFIG_CONSEQUENCE: &str = "the hook journals with the default settings until it is fixed";
+
+/// The config's problem, said once on stderr by the commands that do not need the config
+/// themselves (the hook journals with the defaults meanwhile); `walj doctor` shows the line.
+pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
+    crate::config::Config::check(&project.config_path()).err()
+}
+
+/// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
+/// [`EXIT_UNRESOLVED`] when there are some.
+pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_code: bool) -> anyhow::Result<i32> {
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
+    // The report does not depend on the config: say what is wrong with it, report anyway.
+    if let Some(e) = config_problem(project) {
+        eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
+    }
     let mut out = std::io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&report::recover_json(&fold))?)?;
@@ -97,7 +140,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>) -> an
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
     }
-    Ok(0)
+    Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
 }
 
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
@@ -107,7 +150,18 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
     let mut out = std::io::stdout().lock();
     if json_out {
-        let v: Vec<_> = shown.iter().map(|e| report::entry_json(e)).collect();
+        // Entries of every session in one list: each says which session it belongs to.
+        let v: Vec<_> = shown
+            .iter()
+            .map(|e| {
+                let mut j = report::entry_json(e);
+                if let Some(o) = j.as_object_mut() {
+                    o.insert("session".into(), json!(e.session));
+                    o.insert("sid".into(), json!(e.sid));
+                }
+                j
+            })
+            .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         write!(out, "{}", report::log_text(&shown, &Style::stdout()))?;
@@ -128,6 +182,11 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
     let crashed = fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed).count();
+    let config_error = config_problem(project);
+    let code = if config_error.is_some() { super::EXIT_ERROR } else { 0 };
+    if let Some(e) = &config_error {
+        eprintln!("walj: {e}; {CONFIG_CONSEQUENCE}");
+    }
     let v = json!({
         "project": project.root,
         "journal": project.journal,
@@ -137,11 +196,12 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         "sessions": by_state,
         "unresolved": unresolved,
         "objects": objects,
+        "config_error": config_error.as_ref().map(ToString::to_string),
     });
     let mut out = std::io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(0);
+        return Ok(code);
     }
     writeln!(out, "project   {}", project.root.display())?;
     writeln!(out, "journal   {} ({} records, {} bytes)", project.journal.display(), fold.records, journal_bytes)?;
@@ -159,11 +219,16 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     } else {
         writeln!(out, "\nNothing unresolved.")?;
     }
-    Ok(0)
+    Ok(code)
 }
 
 pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
     let CheckpointArgs { session, json: json_out, every, .. } = args;
+    if session.is_some() {
+        let fold = Fold::load(&project.journal, &FoldOptions { session: session.clone(), ..Default::default() })
+            .with_context(|| format!("reading {}", project.journal.display()))?;
+        check_session(&fold, session.as_deref())?;
+    }
     loop {
         let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;

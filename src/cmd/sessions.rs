@@ -29,6 +29,7 @@ pub struct CompactArgs {
     /// Retention in days (default: [retention] days in .walj/config.toml, else 30).
     #[arg(long, value_name = "N")]
     pub days: Option<u64>,
+    /// Print what was dropped as JSON.
     #[arg(long)]
     pub json: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
@@ -39,10 +40,12 @@ pub struct CompactArgs {
 /// The arguments of `walj sessions resume`.
 #[derive(Debug, clap::Args)]
 pub struct ResumeArgs {
+    /// Session id or unique prefix.
     pub sid: String,
     /// Print the brief only; do not deliver it.
     #[arg(long)]
     pub print_only: bool,
+    /// Print the brief as JSON.
     #[arg(long)]
     pub json: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
@@ -53,7 +56,9 @@ pub struct ResumeArgs {
 /// The arguments of `walj sessions export`.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// Session id or unique prefix.
     pub sid: String,
+    /// The bundle file to write.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
     /// Encrypt with a passphrase (prompt, or $WALJ_PASSPHRASE).
@@ -62,6 +67,7 @@ pub struct ExportArgs {
     /// Encrypt to this age recipient (age1…); repeatable.
     #[arg(long, value_name = "KEY")]
     pub recipient: Vec<String>,
+    /// Replace FILE if it exists.
     #[arg(long)]
     pub force: bool,
 }
@@ -69,6 +75,7 @@ pub struct ExportArgs {
 /// The arguments of `walj sessions delete`.
 #[derive(Debug, clap::Args)]
 pub struct DeleteArgs {
+    /// Session id or unique prefix.
     pub sid: String,
     /// Do not ask.
     #[arg(long, short)]
@@ -76,6 +83,7 @@ pub struct DeleteArgs {
     /// Also when it is live or has unresolved entries.
     #[arg(long)]
     pub force: bool,
+    /// Only say what would be removed.
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -1,10 +1,12 @@
 //! install, uninstall, doctor.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::claude::doctor::{self, Level};
+use crate::claude::doctor;
 use crate::claude::paths::{self, SettingsScope};
 use crate::claude::settings;
+use crate::present::Tone;
 use crate::project::Project;
 
 /// Which settings file `install` and `uninstall` change, and the hook command.
@@ -155,19 +157,48 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
     Ok(0)
 }
 
-pub fn doctor(project: &Project, command: Option<String>) -> anyhow::Result<i32> {
-    let cmd = hook_command(command);
-    let mut findings = doctor::check_scopes(&project.root, &paths::config_dir_or_default(), &cmd);
-    findings.extend(doctor::check_project(project));
-    for f in &findings {
-        println!("[{}] {}", f.level, f.message);
-        for d in &f.details {
-            println!("      {d}");
+/// `walj doctor`'s arguments.
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// The hook command to look for (default: the one `walj install` would write).
+    #[arg(long)]
+    pub command: Option<String>,
+    /// Also check this plugin folder, as `claude --plugin-dir DIR` loads it (such a plugin
+    /// leaves no trace doctor could find); repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+    /// Print the findings as one JSON object (schema in docs/plugin.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints doctor's findings; exits 0 (all fine), 1 (warnings) or 2 (errors).
+pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
+    let opts = doctor::DoctorOptions {
+        command: hook_command(args.command),
+        config_dir: paths::config_dir_or_default(),
+        plugin_dirs: args.plugin_dir,
+    };
+    let report = doctor::diagnose(project, &opts);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        let st = crate::style::Style::stdout();
+        for f in &report.findings {
+            let tone = match f.level {
+                doctor::Level::Info => Tone::Gray,
+                doctor::Level::Ok => Tone::Green,
+                doctor::Level::Warn => Tone::Yellow,
+                doctor::Level::Error => Tone::Red,
+            };
+            writeln!(out, "{} {}", st.tone(tone, &format!("[{}]", f.level)), f.message)?;
+            for d in &f.details {
+                writeln!(out, "      {d}")?;
+            }
         }
     }
-    Ok(match doctor::worst(&findings) {
-        Level::Error => 2,
-        Level::Warn => 1,
-        Level::Ok => 0,
-    })
+    out.flush()?;
+    Ok(report.exit_code)
 }

@@ -22,6 +22,9 @@ pub struct MarkArgs {
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
+    /// Print what was done as JSON (schema in the README).
+    #[arg(long)]
+    pub json: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -30,6 +33,7 @@ pub struct MarkArgs {
 /// The arguments of `walj revert`.
 #[derive(Debug, clap::Args)]
 pub struct RevertArgs {
+    /// Entry ids or unique prefixes.
     #[arg(required = true)]
     pub ids: Vec<String>,
     /// Write the pre-image over conflicting later changes; act on live sessions.
@@ -38,6 +42,9 @@ pub struct RevertArgs {
     /// Say what would happen, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print what was done (or would be) as JSON (schema in the README).
+    #[arg(long)]
+    pub json: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -55,6 +62,9 @@ pub struct HandoffArgs {
     /// Only print the brief; record nothing.
     #[arg(long)]
     pub print: bool,
+    /// Print the brief and what was handed back as JSON (schema in the README).
+    #[arg(long)]
+    pub json: bool,
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
@@ -66,6 +76,25 @@ pub struct HandoffArgs {
 /// Every entry, settled ones included: triage acts on any entry by id.
 fn load(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
+}
+
+/// `--json` of mark, revert and undo: `{"action", "dry_run", "changed", "outcomes": [{"id",
+/// "short", "path", "message", "changed"}]}`.
+fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome]) -> anyhow::Result<()> {
+    let v = serde_json::json!({
+        "action": action,
+        "dry_run": dry_run,
+        "changed": outcomes.iter().any(|o| o.changed),
+        "outcomes": outcomes.iter().map(|o| serde_json::json!({
+            "id": o.id,
+            "short": short_id(&o.id),
+            "path": o.path,
+            "message": o.message,
+            "changed": o.changed,
+        })).collect::<Vec<_>>(),
+    });
+    writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v)?)?;
+    Ok(())
 }
 
 fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
@@ -98,6 +127,10 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
         Some(s) => triage::mark_session_done(project, &fold, s, force)?,
         None => triage::mark_done(project, &fold, ids, force)?,
     };
+    if args.json {
+        print_outcomes_json("mark", false, &outcomes)?;
+        return Ok(0);
+    }
     if outcomes.is_empty() {
         println!("Nothing unresolved in that session; nothing marked.");
     }
@@ -109,6 +142,10 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (ids, force, dry_run) = (&args.ids, args.force, args.dry_run);
     let fold = load(project)?;
     let outcomes = triage::revert(project, &fold, ids, RevertOptions { force, dry_run })?;
+    if args.json {
+        print_outcomes_json("revert", dry_run, &outcomes)?;
+        return Ok(0);
+    }
     if dry_run {
         println!("Dry run, nothing changed. Newest first:");
     }
@@ -119,9 +156,13 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn undo(project: &Project, id: Option<&str>, force: bool) -> anyhow::Result<i32> {
+pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> anyhow::Result<i32> {
     let fold = load(project)?;
     let outcomes = triage::undo(project, &fold, id, force)?;
+    if json {
+        print_outcomes_json("undo", false, &outcomes)?;
+        return Ok(0);
+    }
     print_outcomes(&outcomes)?;
     Ok(0)
 }
@@ -130,6 +171,18 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, print_only, force) = (&args.ids, args.session.as_deref(), args.print, args.force);
     let fold = load(project)?;
     let brief = triage::handoff(project, &fold, ids, session, HandoffOptions { print_only, force })?;
+    if args.json {
+        let v = serde_json::json!({
+            "recorded": !print_only,
+            "action": brief.action,
+            "entries": brief.entries,
+            "left_out": brief.left_out,
+            "resume_line": brief.resume_line,
+            "brief": brief.text,
+        });
+        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(0);
+    }
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", brief.text)?;

@@ -25,7 +25,7 @@ use crate::journal::view::{Classified, classify_fast};
 use crate::journal::{ScanReport, scan_lines};
 
 pub(crate) use apply::Pairing;
-pub use lookup::{IdError, abbrev, short_id};
+pub use lookup::{IdError, ShortIds, abbrev, short_id, typeable};
 pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
     SessionStatus, Todo,

@@ -75,9 +75,7 @@ pub fn handoff(
         }
         find_entries(fold, ids)?
     } else if let Some(s) = session {
-        let s = fold
-            .find_session(s)
-            .map_err(|e| TriageError::Failed(format!("session {e}; `walj recover` lists sessions")))?;
+        let s = fold.find_session(s).map_err(|e| super::session_error(s, e))?;
         let v: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
         if v.is_empty() {
             return Err(TriageError::Refused(format!(

@@ -22,9 +22,7 @@ pub fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) ->
 /// Marks every unresolved entry of a session (id or unique prefix) done. A session with
 /// nothing unresolved gives an empty list.
 pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: bool) -> Result<Vec<Outcome>> {
-    let s = fold
-        .find_session(session)
-        .map_err(|e| TriageError::Failed(format!("session {e}; `walj recover` lists sessions")))?;
+    let s = fold.find_session(session).map_err(|e| super::session_error(session, e))?;
     let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
     if entries.is_empty() {
         return Ok(Vec::new());

@@ -46,6 +46,18 @@ pub enum TriageError {
     Failed(String),
 }
 
+/// `--session SID` that names no session, or several.
+pub(crate) fn session_error(prefix: &str, e: crate::fold::IdError) -> TriageError {
+    match e {
+        crate::fold::IdError::Unknown(_) => TriageError::Refused(format!(
+            "no session matches {prefix:?}; `walj sessions list` shows the sessions of this project"
+        )),
+        crate::fold::IdError::Ambiguous { candidates, .. } => {
+            TriageError::Refused(format!("{prefix:?} is ambiguous; it matches sessions {}", candidates.join(", ")))
+        }
+    }
+}
+
 /// Results of the triage actions.
 pub type Result<T, E = TriageError> = std::result::Result<T, E>;
 pub(crate) use diff::is_binary;

@@ -1,0 +1,257 @@
+//! Which Claude Code plugins are enabled for a project, where their folders are, and their hooks.
+//!
+//! Observed with Claude Code 2.1.328 (`claude plugin marketplace add`, `claude plugin install
+//! [--scope user|project|local]`, `claude plugin disable`):
+//! - `enabledPlugins` in a settings file maps `name@marketplace` to `true`/`false`; the user,
+//!   project and local files merge in that order (a later file wins: "Disabled in
+//!   ~/.claude/settings.json but still loads — project, gitignored settings enable it").
+//! - `<config dir>/plugins/installed_plugins.json` is `{"version": 2, "plugins": {"walj@walj":
+//!   [{"scope": "user"|"project"|"local", "installPath": …, "projectPath": … (not for user)}]}}`.
+//! - `<config dir>/plugins/known_marketplaces.json` maps a marketplace to its `source` and
+//!   `installLocation`. For a `directory` marketplace the hooks run from the marketplace's own
+//!   plugin folder (`${CLAUDE_PLUGIN_ROOT}` = `<installLocation>/<plugin source>`), not from
+//!   the copy under `plugins/cache/`; for the others, from `installPath`.
+//! - A plugin loaded with `claude --plugin-dir DIR` leaves no trace in any of these files.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{DoctorFinding, Level, check};
+use crate::claude::paths::{SettingsScope, settings_path};
+use crate::claude::settings::{is_walj_handler, load};
+
+/// An enabled plugin whose hooks run walj's hook (or named walj).
+#[derive(Debug, Clone)]
+pub struct PluginInstall {
+    /// `name@marketplace`, or the folder given to `--plugin-dir`.
+    pub id: String,
+    /// The settings file that enables it (`None` for `--plugin-dir`).
+    pub enabled_in: Option<(SettingsScope, PathBuf)>,
+    /// `${CLAUDE_PLUGIN_ROOT}`.
+    pub root: PathBuf,
+    /// Its hooks, in the settings shape: `{"hooks": {event: [groups]}}`.
+    pub hooks: Value,
+}
+
+impl PluginInstall {
+    pub fn label(&self) -> String {
+        match &self.enabled_in {
+            Some(_) => format!("plugin {}", self.id),
+            None => format!("plugin {}", self.root.display()),
+        }
+    }
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// The plugins enabled for `project_root` (merged `enabledPlugins`), with their folders; only
+/// those whose hooks run walj (`command` or any `walj hook`) or that are named walj. Findings
+/// say what was found, and what is enabled but not usable.
+pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
+    let mut findings = vec![];
+    // id → (enabled, scope, file), later scopes overriding earlier ones.
+    let mut enabled: Vec<(String, bool, SettingsScope, PathBuf)> = vec![];
+    for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
+        let path = settings_path(scope, project_root, config_dir);
+        let Ok(Some(l)) = load(&path) else { continue };
+        let pairs: Vec<(String, bool)> = match l.root.get("enabledPlugins") {
+            Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.as_bool().unwrap_or(false))).collect(),
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(|k| (k.to_string(), true)).collect(),
+            _ => continue,
+        };
+        for (id, on) in pairs {
+            enabled.retain(|(e, ..)| *e != id);
+            enabled.push((id, on, scope, path.clone()));
+        }
+    }
+    let installed = read_json(&config_dir.join("plugins").join("installed_plugins.json"));
+    let marketplaces = read_json(&config_dir.join("plugins").join("known_marketplaces.json"));
+
+    let mut plugins = vec![];
+    for (id, on, scope, file) in enabled {
+        let (name, marketplace) = id.rsplit_once('@').unwrap_or((id.as_str(), ""));
+        let named_walj = name == crate::plugin::NAME;
+        let root = plugin_root(&id, name, marketplace, project_root, installed.as_ref(), marketplaces.as_ref());
+        if !on {
+            if named_walj && root.is_some() {
+                findings.push(DoctorFinding::new(
+                    Level::Info,
+                    check::PLUGIN,
+                    format!(
+                        "plugin {id} is installed but disabled in {} ({}): its hooks do not run",
+                        file.display(),
+                        scope.label()
+                    ),
+                ));
+            }
+            continue;
+        }
+        let Some(root) = root else {
+            if named_walj {
+                findings.push(DoctorFinding::new(
+                    Level::Warn,
+                    check::PLUGIN,
+                    format!(
+                        "plugin {id} is enabled in {} but not installed on this machine (`claude plugin install {id}`)",
+                        file.display()
+                    ),
+                ));
+            }
+            continue;
+        };
+        let hooks = match plugin_hooks(&root) {
+            Ok(h) => h,
+            Err(e) => {
+                if named_walj {
+                    findings.push(DoctorFinding::new(Level::Error, check::PLUGIN, format!("plugin {id}: {e}")));
+                }
+                continue;
+            }
+        };
+        if !named_walj && !runs_walj(&hooks, command) {
+            continue;
+        }
+        findings.push(DoctorFinding::new(
+            Level::Ok,
+            check::PLUGIN,
+            format!("plugin {id}: enabled in {} ({}), loaded from {}", file.display(), scope.label(), root.display()),
+        ));
+        plugins.push(PluginInstall { id, enabled_in: Some((scope, file)), root, hooks });
+    }
+    (plugins, findings)
+}
+
+/// A plugin folder given on the command line (`walj doctor --plugin-dir DIR`, as Claude Code's
+/// `--plugin-dir`).
+pub fn from_dir(dir: &Path) -> Result<PluginInstall, String> {
+    let root = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !root.join(".claude-plugin").join("plugin.json").is_file() && !root.join("hooks").join("hooks.json").is_file() {
+        return Err(format!("{} is not a plugin folder (no .claude-plugin/plugin.json)", root.display()));
+    }
+    let hooks = plugin_hooks(&root)?;
+    Ok(PluginInstall { id: root.display().to_string(), enabled_in: None, root, hooks })
+}
+
+fn runs_walj(hooks: &Value, command: &str) -> bool {
+    hooks.get("hooks").and_then(Value::as_object).is_some_and(|events| {
+        events.values().filter_map(Value::as_array).flatten().any(|group| {
+            group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
+        })
+    })
+}
+
+/// The plugin's folder: the marketplace's own folder for a `directory` marketplace, else the
+/// install path recorded for this project (or the user).
+fn plugin_root(
+    id: &str,
+    name: &str,
+    marketplace: &str,
+    project_root: &Path,
+    installed: Option<&Value>,
+    marketplaces: Option<&Value>,
+) -> Option<PathBuf> {
+    let entries: Vec<&Value> = match installed.and_then(|v| v.get("plugins")).and_then(|p| p.get(id)) {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v @ Value::Object(_)) => vec![v],
+        _ => vec![],
+    };
+    let here = project_root.canonicalize().unwrap_or_else(|_| project_root.to_path_buf());
+    let for_here = |e: &Value| {
+        e.get("projectPath").and_then(Value::as_str).is_some_and(|p| {
+            let p = Path::new(p);
+            p.canonicalize().unwrap_or_else(|_| p.to_path_buf()) == here
+        })
+    };
+    let entry = entries
+        .iter()
+        .copied()
+        .find(|e| for_here(e))
+        .or_else(|| entries.iter().copied().find(|e| e.get("projectPath").is_none()))?;
+
+    if let Some(m) = marketplaces.and_then(|m| m.get(marketplace))
+        && m.pointer("/source/source").and_then(Value::as_str) == Some("directory")
+    {
+        let dir =
+            m.get("installLocation").or_else(|| m.pointer("/source/path")).and_then(Value::as_str).map(PathBuf::from);
+        if let Some(dir) = dir
+            && let Some(src) = read_json(&dir.join(".claude-plugin").join("marketplace.json")).and_then(|mk| {
+                mk.get("plugins")?
+                    .as_array()?
+                    .iter()
+                    .find(|p| p.get("name").and_then(Value::as_str) == Some(name))?
+                    .get("source")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+        {
+            let root = crate::project::normalize(&dir.join(src));
+            if root.is_dir() {
+                return Some(root);
+            }
+        }
+    }
+    let p = PathBuf::from(entry.get("installPath")?.as_str()?);
+    p.is_dir().then_some(p)
+}
+
+/// The plugin's hooks: `hooks/hooks.json`, and `hooks` in `.claude-plugin/plugin.json` (a path
+/// relative to the plugin, an object, or a list of them), merged per event.
+fn plugin_hooks(root: &Path) -> Result<Value, String> {
+    let mut events = serde_json::Map::new();
+    // `{"hooks": {event: groups}}` (a hooks file), or inline in plugin.json the events alone.
+    let mut add = |v: &Value, from: &Path| -> Result<(), String> {
+        let Some(h) = v.get("hooks").or((from.ends_with("plugin.json")).then_some(v)) else { return Ok(()) };
+        let Some(h) = h.as_object() else {
+            return Err(format!("`hooks` in {} is not an object", from.display()));
+        };
+        for (ev, groups) in h {
+            let list = events.entry(ev.clone()).or_insert_with(|| Value::Array(vec![]));
+            if let (Value::Array(list), Some(groups)) = (list, groups.as_array()) {
+                list.extend(groups.iter().cloned());
+            }
+        }
+        Ok(())
+    };
+    let read = |p: &Path| -> Result<Option<Value>, String> {
+        match std::fs::read(p) {
+            Ok(b) => {
+                serde_json::from_slice(&b).map(Some).map_err(|e| format!("{} is not valid JSON ({e})", p.display()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    };
+    let default = root.join("hooks").join("hooks.json");
+    if let Some(v) = read(&default)? {
+        add(&v, &default)?;
+    }
+    let manifest = root.join(".claude-plugin").join("plugin.json");
+    if let Some(m) = read(&manifest)? {
+        let refs = match m.get("hooks") {
+            Some(Value::Array(a)) => a.clone(),
+            Some(v) => vec![v.clone()],
+            None => vec![],
+        };
+        for r in refs {
+            match r {
+                Value::String(rel) => {
+                    let p = root.join(rel.trim_start_matches("./"));
+                    if p != default
+                        && let Some(v) = read(&p)?
+                    {
+                        add(&v, &p)?;
+                    }
+                }
+                v @ Value::Object(_) => add(&v, &manifest)?,
+                _ => {}
+            }
+        }
+    }
+    Ok(Value::Object([("hooks".to_string(), Value::Object(events))].into_iter().collect()))
+}

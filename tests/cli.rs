@@ -1,0 +1,363 @@
+//! Issue 16: a command line that follows the conventions, through the real binary: closed
+//! pipes, bad input refused in one line, exit codes, colour, completions, `--json`, ids.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+mod common;
+
+use std::fs;
+use std::process::Stdio;
+
+use common::{Repo, outcome};
+
+/// The crash-mid-write project after its crash: a crashed session with an applied Edit and an
+/// in-flight Write, a todo list and a background command.
+fn crashed() -> Repo {
+    let repo = Repo::fixture_in("p", "hooks/crash-mid-write/project").with_home();
+    common::replay_crash_mid_write(&repo, false, |p| {
+        repo.hook(p);
+    });
+    repo
+}
+
+/// Runs `walj ARGS` with its stdout a pipe whose reader is already gone (as after `| head`
+/// read what it wanted): (exit code, stderr).
+fn into_closed_pipe(repo: &Repo, args: &[&str]) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut c = std::process::Command::new(common::walj_bin());
+    c.arg("--project").arg(&repo.root).args(args);
+    c.env_remove("CLAUDECODE").env_remove("CLAUDE_PROJECT_DIR").env_remove("WALJ_JOURNAL").env("NO_COLOR", "1");
+    c.env("HOME", &repo.home).stdin(Stdio::null()).stdout(writer).stderr(Stdio::piped());
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn writing_into_a_closed_pipe_ends_quietly_with_status_0() {
+    let repo = crashed();
+    for args in [
+        &["log", "--all"][..],
+        &["log", "--json"],
+        &["recover"],
+        &["recover", "--json"],
+        &["status"],
+        &["doctor"],
+        &["doctor", "--json"],
+        &["sessions"],
+        &["sessions", "show", "8f14"],
+        &["diff", "01EditCfg"],
+        &["handoff", "--print"],
+        &["procs"],
+        &["--help"],
+        &["log", "--help"],
+    ] {
+        let (code, err) = into_closed_pipe(&repo, args);
+        assert_eq!((code, err.as_str()), (0, ""), "walj {args:?}");
+    }
+}
+
+#[test]
+fn a_real_pipe_into_head_ends_quietly() {
+    let repo = crashed();
+    // Enough output that walj is still writing when head has gone.
+    let mut lines = String::new();
+    for i in 0..3000 {
+        lines.push_str(&format!("line {i} of a long file\n"));
+    }
+    repo.write("config/settings.json", &lines);
+    let walj = common::walj_bin();
+    let script =
+        format!("set -o pipefail; {} --project {} diff 01EditCfg | head -1", walj.display(), repo.root.display());
+    let out = std::process::Command::new("bash").arg("-c").arg(&script).env("NO_COLOR", "1").output().unwrap();
+    let (code, out, err) = outcome(&out);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_with_a_non_zero_status() {
+    let repo = crashed();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--project", "/does/not/exist", "recover"], "walj: --project /does/not/exist: no such folder"),
+        (&["--project", "/does/not/exist", "status"], "walj: --project /does/not/exist: no such folder"),
+        (&["recover", "--session", "nosuch"], "walj: no session matches \"nosuch\"; `walj sessions list` shows"),
+        (&["log", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["checkpoint", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["handoff", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["mark", "--done", "--session", "nosuch"], "walj: no session matches \"nosuch\""),
+        (&["sessions", "import", "/does/not/exist.walj"], "walj: reading /does/not/exist.walj: No such file"),
+    ];
+    for (args, want) in cases {
+        let (code, out, err) = outcome(&common::walj_cmd().current_dir(&repo.root).args(*args).output().unwrap());
+        assert_eq!(code, 1, "walj {args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "walj {args:?}: one line: {err}");
+        assert!(err.starts_with(want), "walj {args:?}: {err}");
+        // Each cause once.
+        let cause = err.rsplit(": ").next().unwrap().trim();
+        assert_eq!(err.matches(cause).count(), 1, "walj {args:?}: {err}");
+        assert!(out.is_empty(), "walj {args:?}: {out}");
+    }
+    // A session that did not crash the journal: nothing was written by the refusals.
+    assert!(repo.records().iter().all(|r| r["op"] != "audit"), "checkpoint --session nosuch wrote an audit");
+}
+
+#[test]
+fn a_config_that_cannot_be_read_is_reported_by_status_recover_and_doctor() {
+    let repo = crashed();
+    fs::create_dir_all(repo.path(".walj/config.toml")).unwrap(); // unreadable as a file, even for root
+    let config = repo.path(".walj/config.toml");
+    let (code, out, err) = repo.run(&["status"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("walj: {}: Is a directory", config.display())), "{err}");
+    assert!(out.contains("2 unresolved entries"), "{out}");
+    let (code, out, _) = repo.run(&["status", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["config_error"].as_str().unwrap().contains("Is a directory"), "{v:#}");
+
+    // recover still reports (the config plays no part in it), and says so on stderr.
+    let (code, out, err) = repo.run(&["recover"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Recovery: 2 unresolved entries"), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("walj: warning: {}: Is a directory", config.display())), "{err}");
+
+    let (code, out, _) = repo.run(&["doctor", "--command", "walj hook"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(&format!("[error] config {}: Is a directory", config.display())), "{out}");
+
+    // A syntax error: the place, in every one of them.
+    fs::remove_dir(&config).unwrap();
+    repo.write(".walj/config.toml", "[capture\n");
+    let (code, _, err) = repo.run(&["status"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with(&format!("walj: {}:1:9: unclosed table", config.display())), "{err}");
+    let (_, _, err) = repo.run(&["recover"]);
+    assert!(err.contains(&format!("{}:1:9: unclosed table", config.display())), "{err}");
+}
+
+#[test]
+fn recover_exit_code_says_whether_something_is_unresolved() {
+    let repo = crashed();
+    // Without the flag: 0 whatever is unresolved.
+    assert_eq!(repo.run(&["recover"]).0, 0);
+    let (code, out, _) = repo.run(&["recover", "--exit-code"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Recovery: 2 unresolved entries"), "{out}");
+    assert_eq!(repo.run(&["recover", "--exit-code", "--json"]).0, 1);
+    // Another session's filter: still 1 for the crashed one, and a failure is 2, not 1.
+    assert_eq!(repo.run(&["recover", "--exit-code", "--session", "8f14"]).0, 1);
+    let (code, _, err) = repo.run(&["recover", "--exit-code", "--session", "nosuch"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("walj: no session matches"), "{err}");
+    let (code, out, err) =
+        outcome(&common::walj_cmd().args(["--project", "/does/not/exist", "recover", "--exit-code"]).output().unwrap());
+    assert_eq!(code, 2, "{out}{err}");
+    // Resolved: 0.
+    repo.ok(&["mark", "--done", "--session", "8f14", "--force"]);
+    let (code, out, _) = repo.run(&["recover", "--exit-code"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// `walj ARGS` with stdout a pipe and exactly the colour variables given.
+fn colour_run(repo: &Repo, env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+    let mut c = repo.walj(args);
+    c.env_remove("NO_COLOR").env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE").env("TERM", "xterm-256color");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let (code, out, err) = outcome(&c.output().unwrap());
+    (code, format!("{out}{err}"))
+}
+
+#[test]
+fn colour_follows_the_flag_then_no_color_then_clicolor_force() {
+    let repo = crashed();
+    let esc = |s: &str| s.contains('\x1b');
+    // Into a pipe: no colour by default; CLICOLOR_FORCE turns it on; NO_COLOR wins over it.
+    for args in [&["recover"][..], &["log"], &["diff", "01EditCfg"], &["doctor", "--command", "walj hook"]] {
+        let (_, out) = colour_run(&repo, &[], args);
+        assert!(!esc(&out), "{args:?}: {out:?}");
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], args);
+        assert!(esc(&out), "{args:?} with CLICOLOR_FORCE: {out:?}");
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")], args);
+        assert!(!esc(&out), "{args:?} with NO_COLOR: {out:?}");
+        // The flag wins over both.
+        let mut a = vec!["--color", "always"];
+        a.extend_from_slice(args);
+        let (_, out) = colour_run(&repo, &[("NO_COLOR", "1")], &a);
+        assert!(esc(&out), "{a:?}: {out:?}");
+        let mut a = vec!["--color=never"];
+        a.extend_from_slice(args);
+        let (_, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], &a);
+        assert!(!esc(&out), "{a:?}: {out:?}");
+    }
+    // The same colours as the state table: an in-flight entry in the state's colour.
+    let (_, out) = colour_run(&repo, &[], &["--color", "always", "recover"]);
+    assert!(out.contains("in_flight"), "{out}");
+    // clap's help follows the flag too; a bad value is a usage error.
+    let (code, out) = colour_run(&repo, &[], &["--color", "always", "--help"]);
+    assert_eq!(code, 0);
+    assert!(esc(&out) && out.contains("--color") && out.contains("WHEN"), "{out}");
+    let (code, out) = colour_run(&repo, &[("CLICOLOR_FORCE", "1")], &["--color", "never", "log", "--help"]);
+    assert_eq!(code, 0);
+    assert!(!esc(&out), "{out}");
+    let (code, out) = colour_run(&repo, &[], &["--color", "sometimes", "status"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("[possible values: auto, always, never]"), "{out}");
+}
+
+#[test]
+fn completions_for_every_shell_and_bash_completes_commands_flags_and_values() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let (code, out, err) = outcome(&common::walj_cmd().args(["completions", shell]).output().unwrap());
+        assert_eq!(code, 0, "{shell}: {err}");
+        for word in ["recover", "exit-code", "completions", "always"] {
+            assert!(out.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    let (code, _, err) = outcome(&common::walj_cmd().args(["completions", "tcsh"]).output().unwrap());
+    assert_eq!(code, 2, "{err}");
+
+    // The bash script, sourced in bash, completes as a user types.
+    let walj = common::walj_bin();
+    let complete = |words: &[&str]| {
+        let line = words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" ");
+        let (cur, prev) = (words[words.len() - 1], words[words.len() - 2]);
+        let script = format!(
+            "source <('{}' completions bash); COMP_WORDS=({line}); COMP_CWORD={}; _walj walj '{cur}' '{prev}'; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            walj.display(),
+            words.len() - 1
+        );
+        let out = std::process::Command::new("bash").arg("-c").arg(&script).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(complete(&["walj", "rec"]), ["recover"]);
+    assert_eq!(complete(&["walj", "recover", "--ex"]), ["--exit-code"]);
+    assert_eq!(complete(&["walj", "--color", ""]), ["auto", "always", "never"]);
+    assert_eq!(complete(&["walj", "completions", "f"]), ["fish"]);
+    assert!(complete(&["walj", "sessions", ""]).contains(&"transcript".to_string()));
+}
+
+/// Every subcommand (and sub-subcommand) documents every argument and ends its help with
+/// examples of walj commands.
+#[test]
+fn every_subcommand_has_help_for_each_argument_and_examples() {
+    use clap::CommandFactory;
+    fn walk(c: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, Vec<String>)>) {
+        let undocumented = c
+            .get_arguments()
+            .filter(|a| a.get_help().is_none() && !a.is_hide_set())
+            .filter(|a| !["help", "version"].contains(&a.get_id().as_str()))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        out.push((path.clone(), undocumented));
+        for s in c.get_subcommands() {
+            let mut p = path.clone();
+            p.push(s.get_name().to_string());
+            walk(s, p, out);
+        }
+    }
+    let mut all = vec![];
+    walk(&walj::cli::Cli::command(), vec![], &mut all);
+    assert!(all.len() > 25, "{}", all.len());
+    for (path, undocumented) in all {
+        assert!(undocumented.is_empty(), "walj {}: no help for {undocumented:?}", path.join(" "));
+        if path.is_empty() || path.last().is_some_and(|p| p == "help") || path.first().is_some_and(|p| p == "help") {
+            continue;
+        }
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let (code, out, err) = outcome(&common::walj_cmd().args(&args).output().unwrap());
+        assert_eq!(code, 0, "walj {args:?}: {err}");
+        let examples =
+            out.split("\nExamples:\n").nth(1).unwrap_or_else(|| panic!("walj {args:?}: no examples:\n{out}"));
+        let lines: Vec<&str> = examples.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty() && lines.len() <= 4, "walj {args:?}: {examples}");
+        let name = format!("walj {}", path.join(" "));
+        for l in &lines {
+            assert!(l.starts_with("  walj "), "walj {args:?}: {l}");
+        }
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with(&name)),
+            "walj {args:?}: no example of {name}: {examples}"
+        );
+    }
+}
+
+#[test]
+fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
+    let repo = crashed();
+    let session = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+    let log = repo.json(&["log", "--json"]);
+    let entries = log.as_array().unwrap();
+    assert!(!entries.is_empty());
+    for e in entries {
+        assert_eq!(e["session"], session, "{e}");
+        assert_eq!(e["sid"], "8f14e4", "{e}");
+    }
+
+    let v = repo.json(&["revert", "01EditCfg", "--dry-run", "--json", "--force"]);
+    assert_eq!(v["action"], "revert");
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["changed"], false);
+    let o = &v["outcomes"][0];
+    assert_eq!(o["id"], "toolu_01EditCfg");
+    assert_eq!(o["short"], "01EditCfg");
+    assert_eq!(o["path"], "config/settings.json");
+    assert!(o["message"].as_str().unwrap().contains("config/settings.json"), "{v:#}");
+
+    let v = repo.json(&["revert", "01EditCfg", "--json", "--force"]);
+    assert_eq!((v["dry_run"].as_bool(), v["changed"].as_bool()), (Some(false), Some(true)), "{v:#}");
+    assert!(repo.read("config/settings.json").contains("\"retries\": 3"));
+    let v = repo.json(&["undo", "--json"]);
+    assert_eq!((v["action"].as_str(), v["changed"].as_bool()), (Some("undo"), Some(true)), "{v:#}");
+    assert!(repo.read("config/settings.json").contains("\"retries\": 5"));
+
+    let v = repo.json(&["mark", "01EditCfg", "--done", "--json", "--force"]);
+    assert_eq!(v["action"], "mark");
+    assert_eq!(v["outcomes"][0]["id"], "toolu_01EditCfg");
+    assert_eq!(v["outcomes"][0]["changed"], true);
+
+    let v = repo.json(&["handoff", "--print", "--json", "--force"]);
+    assert_eq!(v["recorded"], false);
+    assert_eq!(v["action"], serde_json::Value::Null);
+    assert_eq!(v["entries"], serde_json::json!(["toolu_01WriteDoc"]), "{v:#}");
+    assert!(v["brief"].as_str().unwrap().contains("docs/generated-index.md"), "{v:#}");
+    let v = repo.json(&["handoff", "--json", "--force"]);
+    assert_eq!(v["recorded"], true);
+    assert!(v["action"].is_string(), "{v:#}");
+    assert_eq!(v["left_out"], serde_json::json!([]));
+    assert!(v["resume_line"].as_str().unwrap().contains(session), "{v:#}");
+}
+
+#[test]
+fn ids_are_typed_without_the_shared_toolu_01_and_in_any_case() {
+    let repo = crashed();
+    // The ids are toolu_01EditCfg and toolu_01WriteDoc.
+    for typed in ["editcfg", "EDIT", "e", "01editcfg", "toolu_01EditCfg", "TOOLU_01EDITCFG"] {
+        let (code, out, err) = repo.run(&["diff", typed]);
+        assert_eq!(code, 0, "walj diff {typed}: {err}");
+        assert!(out.contains("config/settings.json"), "walj diff {typed}: {out}");
+    }
+    let (code, _, err) = repo.run(&["diff", "01"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("ambiguous") && err.contains("toolu_01EditCfg") && err.contains("toolu_01WriteDoc"), "{err}");
+    let (code, _, err) = repo.run(&["diff", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no entry matches \"x\""), "{err}");
+    let v = repo.json(&["mark", "w", "--done", "--json", "--force"]);
+    assert_eq!(v["outcomes"][0]["id"], "toolu_01WriteDoc");
+
+    // What is shown: the shortest unique prefix after `toolu_01`, at least 4 characters.
+    let ids = walj::fold::ShortIds::new(["toolu_01AbcDEF1", "toolu_01abcdXYZ", "toolu_01Q9", "L12", "toolu_xyz"]);
+    assert_eq!(ids.short("toolu_01AbcDEF1"), "AbcDE");
+    assert_eq!(ids.short("toolu_01abcdXYZ"), "abcdX");
+    assert_eq!(ids.short("toolu_01Q9"), "Q9");
+    assert_eq!(ids.short("L12"), "L12");
+    assert_eq!(ids.short("toolu_xyz"), "xyz");
+}
