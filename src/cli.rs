@@ -89,11 +89,18 @@ pub enum Command {
     Checkpoint(cmd::recover::CheckpointArgs),
     /// Show an entry's change as a unified diff (pre-image → disk by default).
     #[command(
-        after_help = "Examples:\n  walj diff 01EditCfg                      # pre-image → disk\n  walj diff 01EditCfg --applied -U 10       # what the tool did, more context"
+        after_help = "Examples:\n  walj diff 01EditCfg                      # pre-image → disk\n  walj diff 01EditCfg --applied -U 10       # what the tool did, more context\n  walj diff --session 8f14e4 --prompt 2     # everything the second turn changed"
     )]
     Diff {
         /// Entry id or unique prefix.
-        id: String,
+        #[arg(required_unless_present = "session", conflicts_with = "session")]
+        id: Option<String>,
+        /// Every change of this session, one diff after the other (oldest first).
+        #[arg(long, value_name = "SID")]
+        session: Option<String>,
+        /// Only the changes of this prompt's turn (1 = the session's first prompt).
+        #[arg(long, value_name = "N", requires = "session")]
+        prompt: Option<usize>,
         /// Pre-image → post-image: what the tool did.
         #[arg(long, conflicts_with = "head")]
         applied: bool,
@@ -109,7 +116,7 @@ pub enum Command {
     Mark(cmd::triage::MarkArgs),
     /// Bring paths back to the entries' pre-images (newest first; later changes kept by a three-way merge).
     #[command(
-        after_help = "Examples:\n  walj revert 01WriteDoc --dry-run         # say what would happen\n  walj revert 01WriteDoc 01EditCfg          # the current bytes go into the store first"
+        after_help = "Examples:\n  walj revert 01WriteDoc --dry-run         # say what would happen\n  walj revert 01WriteDoc 01EditCfg          # the current bytes go into the store first\n  walj revert --session 8f14e4 --prompt 3   # roll back one turn, like /rewind"
     )]
     Revert(cmd::triage::RevertArgs),
     /// Undo the last triage command (or the last action on ID).
@@ -274,7 +281,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
-        Command::Diff { id, applied, head, context } => {
+        Command::Diff { id, session, prompt, applied, head, context } => {
             let mode = if applied {
                 crate::triage::DiffMode::Applied
             } else if head {
@@ -282,7 +289,13 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             } else {
                 crate::triage::DiffMode::Disk
             };
-            cmd::triage::diff(&project, &id, mode, context)
+            let target = match (&id, &session) {
+                (_, Some(s)) => cmd::triage::DiffTarget::Turn { session: s, prompt },
+                (Some(id), None) => cmd::triage::DiffTarget::Entry(id),
+                // clap requires one of them.
+                (None, None) => anyhow::bail!("walj diff needs an entry id or --session"),
+            };
+            cmd::triage::diff(&project, target, mode, context)
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),

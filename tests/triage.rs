@@ -654,3 +654,42 @@ fn plan_revert_tells_the_tui_what_will_happen() {
     let text = walj::triage::unified(&sides, "f.txt", 3, true);
     assert!(text.contains("\x1b[31m-TWO\x1b[0m") && text.contains("\x1b[32m+TWO!\x1b[0m"), "{text}");
 }
+
+// ---------------------------------------------------------------- /rewind parity
+
+#[test]
+fn a_whole_turn_is_diffed_and_reverted_like_rewind() {
+    let repo = Repo::new(&[("f.txt", NUMBERS)]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("first");
+    c.edit("toolu_T1", "f.txt", "one", "ONE");
+    c.stop();
+    c.prompt("second");
+    c.edit("toolu_T2", "f.txt", "two", "TWO");
+    c.write("toolu_T2b", "new.txt", "made in turn two\n");
+    c.stop();
+    let after_first = NUMBERS.replacen("one", "ONE", 1);
+
+    let diff = repo.ok(&["diff", "--session", SESSION, "--prompt", "2"]);
+    assert!(diff.contains("+TWO") && diff.contains("+made in turn two"), "{diff}");
+    assert!(!diff.contains("+ONE"), "turn 1 is not part of turn 2: {diff}");
+
+    let dry = repo.ok(&["revert", "--session", SESSION, "--prompt", "2", "--dry-run"]);
+    assert!(dry.contains("Dry run"), "{dry}");
+    assert!(repo.read("new.txt").contains("turn two"));
+
+    let out = repo.ok(&["revert", "--session", SESSION, "--prompt", "2"]);
+    assert!(out.contains("new.txt") && out.contains("f.txt"), "{out}");
+    assert_eq!(repo.read("f.txt"), after_first, "turn 1's edit stays");
+    assert!(!repo.root.join("new.txt").exists());
+    // Nothing left to roll back in that turn; the session still has turn 1.
+    let (code, _, err) = repo.run(&["revert", "--session", SESSION, "--prompt", "2"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("changed no file"), "{err}");
+    let (code, _, err) = repo.run(&["revert", "--session", SESSION, "--prompt", "3"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("has 2 prompts"), "{err}");
+    repo.ok(&["revert", "--session", SESSION]);
+    assert_eq!(repo.read("f.txt"), NUMBERS);
+}

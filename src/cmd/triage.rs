@@ -34,8 +34,14 @@ pub struct MarkArgs {
 #[derive(Debug, clap::Args)]
 pub struct RevertArgs {
     /// Entry ids or unique prefixes.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "session", conflicts_with = "session")]
     pub ids: Vec<String>,
+    /// Every change of this session (like Claude Code's /rewind), newest first.
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+    /// Only the changes of this prompt's turn (1 = the session's first prompt).
+    #[arg(long, value_name = "N", requires = "session")]
+    pub prompt: Option<usize>,
     /// Write the pre-image over conflicting later changes; act on live sessions.
     #[arg(long)]
     pub force: bool,
@@ -105,18 +111,32 @@ fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn diff(project: &Project, id: &str, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
+/// What `walj diff` shows: one entry, or every change of a session or of one of its turns.
+pub enum DiffTarget<'a> {
+    Entry(&'a str),
+    Turn { session: &'a str, prompt: Option<usize> },
+}
+
+pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
     let fold = load(project)?;
-    let e = triage::find_entry(&fold, id)?;
+    let entries = match target {
+        DiffTarget::Entry(id) => vec![triage::find_entry(&fold, id)?],
+        DiffTarget::Turn { session, prompt } => triage::turn_entries(&fold, session, prompt)?,
+    };
     let st = Style::stdout();
-    let sides = triage::diff_sides(project, e, mode)?;
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{}",
-        st.dim(&format!("entry {} · {} · {} {} · {}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
-    )?;
-    write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
+    for (i, e) in entries.iter().enumerate() {
+        let sides = triage::diff_sides(project, e, mode)?;
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(
+            out,
+            "{}",
+            st.dim(&format!("entry {} · {} · {} {} · {}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
+        )?;
+        write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
+    }
     Ok(0)
 }
 
@@ -139,9 +159,13 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
 }
 
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
-    let (ids, force, dry_run) = (&args.ids, args.force, args.dry_run);
+    let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
-    let outcomes = triage::revert(project, &fold, ids, RevertOptions { force, dry_run })?;
+    let ids: Vec<String> = match &args.session {
+        Some(s) => triage::turn_entries(&fold, s, args.prompt)?.into_iter().map(|e| e.id.clone()).collect(),
+        None => args.ids.clone(),
+    };
+    let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run })?;
     if args.json {
         print_outcomes_json("revert", dry_run, &outcomes)?;
         return Ok(0);

@@ -23,12 +23,14 @@ mod diff;
 mod handoff;
 mod mark;
 mod revert;
+mod select;
 mod undo;
 
 pub use diff::{diff_sides, unified};
 pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, handoff};
 pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
+pub use select::turn_entries;
 pub use undo::undo;
 
 pub(crate) use action::find_entry;
