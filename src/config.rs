@@ -15,6 +15,8 @@
 //!
 //! [retention]
 //! days = 30                           # walj compact drops settled records older than this
+//! auto = true                         # compact in the background after a SessionEnd…
+//! auto_mb = 64                        # …once the journal is larger than this (MiB)
 //!
 //! [keys]                              # walj tui key overrides, e.g. revert = ["r", "x"]
 //! ```
@@ -79,11 +81,14 @@ impl Default for Bash {
 #[serde(default, deny_unknown_fields)]
 pub struct Retention {
     pub days: u64,
+    /// Compact by itself (detached, after a SessionEnd) once the journal passes `auto_mb`.
+    pub auto: bool,
+    pub auto_mb: u64,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention { days: 30 }
+        Retention { days: 30, auto: true, auto_mb: 64 }
     }
 }
 

@@ -128,7 +128,13 @@ impl Ctx<'_> {
             HookEvent::SessionEnd => {
                 copy_transcript(self.project, self.payload);
                 let r = self.session_record(kind::END).with(key::REASON, self.payload.str("reason").unwrap_or("other"));
-                self.append(&[r])
+                self.append(&[r])?;
+                // Retention that runs itself: a detached compaction when the journal grew large.
+                let (cfg, _) = self.config();
+                if let Err(e) = crate::retention::maybe_spawn(self.project, &cfg) {
+                    log_error(self.project, &format!("starting the automatic compaction: {e}"));
+                }
+                Ok(None)
             }
         }
     }

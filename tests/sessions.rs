@@ -877,3 +877,42 @@ fn incremental_copy_writes_only_new_bytes_on_a_50_mb_transcript() {
     let back = walj::session::transcript::read_copy(&project, SESSION).unwrap().unwrap();
     assert!(back == all, "the copy differs from the transcript");
 }
+
+/// `[retention] auto`: a SessionEnd past the size threshold starts a detached compaction; the
+/// hook does not wait for it; `auto = false` starts none.
+#[test]
+fn a_large_journal_is_compacted_by_itself_after_session_end() {
+    for auto in [true, false] {
+        let repo = shop();
+        replay_crash(&repo);
+        fs::write(repo.root.join(".walj/config.toml"), format!("[retention]\nauto = {auto}\nauto_mb = 0\n")).unwrap();
+        let started = std::time::Instant::now();
+        hook(&repo, &payload("5e551011-other-session", "SessionEnd", json!({"reason": "other"})));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "the hook waited");
+        // The compaction ran (its report) and dropped its claim.
+        let last = repo.root.join(".walj/compact.last");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while auto
+            && !(last.exists() && !repo.root.join(".walj/compact.auto").exists())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(last.exists(), auto, "auto = {auto}");
+        if auto {
+            let v: Value = serde_json::from_slice(&fs::read(&last).unwrap()).unwrap();
+            assert!(v["report"].is_object() && v["ts"].is_string(), "{v}");
+        }
+        assert!(!repo.root.join(".walj/compact.auto").exists());
+        assert!(
+            !repo.root.join(".walj/errors.log").exists(),
+            "{:?}",
+            fs::read_to_string(repo.root.join(".walj/errors.log"))
+        );
+        // Nothing unresolved was lost.
+        let out = walj_at(&repo.root).args(["recover", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["unresolved"], 2, "{v}");
+    }
+}

@@ -35,6 +35,10 @@ pub struct CompactArgs {
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// The automatic run the SessionEnd hook starts (`[retention] auto`): quiet, and nothing
+    /// when another automatic compaction runs.
+    #[arg(long, hide = true)]
+    pub auto: bool,
 }
 
 /// The arguments of `walj sessions resume`.
@@ -739,7 +743,25 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
 
 pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
     let (dry_run, days, json_out) = (args.dry_run, args.days, args.json);
-    let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out })?;
+    let _claim = if args.auto {
+        match crate::retention::claim(project)? {
+            Some(c) => Some(c),
+            None => return Ok(0),
+        }
+    } else {
+        None
+    };
+    let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out && !args.auto })?;
+    if args.auto {
+        // What the last automatic run did, for `walj status` readers and post-mortems.
+        let last = serde_json::json!({"ts": crate::journal::record::now_ts(), "report": rep});
+        crate::fsutil::atomic_write(
+            &crate::retention::last_path(project),
+            &serde_json::to_vec_pretty(&last)?,
+            Some(0o600),
+        )?;
+        return Ok(0);
+    }
     if json_out {
         println!("{}", serde_json::to_string_pretty(&rep)?);
         return Ok(0);
