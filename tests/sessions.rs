@@ -892,10 +892,8 @@ fn a_large_journal_is_compacted_by_itself_after_session_end() {
         // The compaction ran (its report) and dropped its claim.
         let last = repo.root.join(".walj/compact.last");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while auto
-            && !(last.exists() && !repo.root.join(".walj/compact.auto").exists())
-            && std::time::Instant::now() < deadline
-        {
+        let done = || last.exists() && !repo.root.join(".walj/compact.auto").exists();
+        while auto && !done() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
