@@ -108,13 +108,9 @@ impl Ctx<'_> {
             HookEvent::PostToolUseFailure if tool == tool::BASH => self.bash(op::FAILED),
             HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
             HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
-            HookEvent::UserPromptSubmit => {
-                let r = self
-                    .session_record(kind::PROMPT)
-                    .with(key::PROMPT, clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
-                self.append(&[r])
-            }
+            HookEvent::UserPromptSubmit => self.prompt(),
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
+            HookEvent::StopFailure => self.stop_failure(),
             HookEvent::PreCompact => {
                 copy_transcript(self.project, self.payload);
                 let mut r = self.session_record(kind::COMPACT);
@@ -336,6 +332,63 @@ impl Ctx<'_> {
         self.append(&[build::todos(base, tool_name, self.payload.tool_use_id(), update)])
     }
 
+    /// UserPromptSubmit: the transcript's safe copy grows from the first turn; the previous
+    /// turn, which may have ended without a Stop (an Esc interrupt, an API error), is verified
+    /// now that the session moved on; the prompt is recorded unless Claude Code wrote it
+    /// (a local command's output, a task notification).
+    fn prompt(&self) -> HookResult {
+        copy_transcript(self.project, self.payload);
+        if self.project.journal.exists()
+            && let Err(e) = self.verify_interrupted_turn()
+        {
+            log_error(self.project, &format!("verifying the previous turn at UserPromptSubmit: {e}"));
+        }
+        let prompt = self.payload.str("prompt").unwrap_or("");
+        if crate::claude::transcript::is_meta_prompt(prompt) {
+            return Ok(None);
+        }
+        let r = self.session_record(kind::PROMPT).with(key::PROMPT, clip(prompt, MAX_TEXT));
+        self.append(&[r])
+    }
+
+    /// The session's previous turn ended without a Stop while Claude Code lived on (an Esc
+    /// interrupt, an API error): its entries are verified now that the session moved on. Not
+    /// after a restart (a resumed crashed session): entries older than the session's last
+    /// start stay as the crash left them.
+    fn verify_interrupted_turn(&self) -> Result<(), Box<dyn std::error::Error>> {
+        let sid = self.payload.session_id();
+        let fold =
+            Fold::load(&self.project.journal, &FoldOptions { session: Some(sid.to_string()), ..Default::default() })?;
+        let last_start = fold.sessions.iter().find(|s| s.session == sid).and_then(|s| s.last_start_ts.clone());
+        let open: Vec<&str> = fold.unresolved().filter(|e| e.session == sid).map(|e| e.ts.as_str()).collect();
+        if open.is_empty() || last_start.is_some_and(|start| open.iter().any(|ts| *ts < start.as_str())) {
+            return Ok(());
+        }
+        // No tool call of this session runs while the user submits a prompt.
+        let opts = checkpoint::CheckpointOptions { settle_intents: true, audit: false };
+        checkpoint::checkpoint(self.project, Some(sid), opts)?;
+        Ok(())
+    }
+
+    /// StopFailure: the turn ended by an API error, no Stop follows. Its entries stay
+    /// unresolved (the session's next prompt verifies them; if it never continues, they are
+    /// reported like a crash's) and the reason is recorded.
+    fn stop_failure(&self) -> HookResult {
+        copy_transcript(self.project, self.payload);
+        let error = self.payload.str("error").filter(|e| !e.is_empty()).unwrap_or("unknown");
+        let mut r = self
+            .session_record(kind::STOP_FAILURE)
+            .with(key::ERROR, error)
+            .with(key::REASON, format!("ended by an API error: {error}"));
+        if let Some(d) = self.payload.str(key::ERROR_DETAILS).filter(|d| !d.is_empty()) {
+            r = r.with(key::ERROR_DETAILS, clip(d, MAX_ERROR));
+        }
+        if let Some(m) = self.payload.str("last_assistant_message") {
+            r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, 16 * 1024));
+        }
+        self.append(&[r])
+    }
+
     fn stop(&self, main_agent: bool) -> HookResult {
         if main_agent {
             copy_transcript(self.project, self.payload);
@@ -391,6 +444,17 @@ impl Ctx<'_> {
             r = r.with(key::BRANCH, b);
         }
         let mut records = vec![r];
+        // Crashed sessions' transcripts are copied while Claude Code still keeps them (a
+        // session killed in its first turn has no copy yet).
+        for s in fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed) {
+            if let Some(t) = s.transcript.as_deref().filter(|t| !t.is_empty()) {
+                let limit = Some(crate::session::transcript::HOOK_MAX_BYTES);
+                if let Err(e) = crate::session::transcript::copy_limited(self.project, &s.session, Path::new(t), limit)
+                {
+                    log_error(self.project, &format!("transcript copy of crashed session {}: {e}", s.sid));
+                }
+            }
+        }
         let note =
             announce::session_start_note(&fold, self.payload.session_id(), |s| s.status() == SessionStatus::Crashed);
         for (k, target) in &note.marks {

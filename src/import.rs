@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
-use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, read_head};
+use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, is_meta_prompt, read_head};
 use crate::config::{self, Config, Matcher};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
 use crate::journal::{Blob, JournalWriter, Record, key, kind, op, scan_records, tool};
@@ -599,12 +599,7 @@ impl<'a> Converter<'a> {
         if text.is_empty() || line.meta || line.sidechain || line.compact_summary {
             return;
         }
-        if text.starts_with("[Request interrupted") {
-            return;
-        }
-        if text.starts_with("<local-command-")
-            || text.starts_with("<command-message>") && !text.contains("<command-args>")
-        {
+        if is_meta_prompt(text) {
             return;
         }
         // A new prompt: the previous turn ended.
@@ -647,13 +642,14 @@ impl<'a> Converter<'a> {
             }
             _ => String::new(),
         };
-        // A string result is an error or a refusal, except for the Task tools, which answer
-        // in text.
-        let task_tool = p.name.starts_with("Task");
-        let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true)
-            || (!task_tool && tur.is_some_and(Value::is_string));
-        let error_text =
-            if is_error { Some(tur.and_then(Value::as_str).map(str::to_string).unwrap_or(content_text)) } else { None };
+        // The result block's `is_error` decides, never the shape of `toolUseResult`: older
+        // transcripts store a successful call's result as a plain string too.
+        let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+        let error_text = if is_error {
+            Some(tur.and_then(Value::as_str).map(str::to_string).filter(|s| !s.is_empty()).unwrap_or(content_text))
+        } else {
+            None
+        };
         let resp = tur.filter(|v| v.is_object());
         match p.name.as_str() {
             n if FILE_TOOLS.contains(&n) => self.file_call(&p, Some((resp, error_text.as_deref(), ts))),

@@ -76,6 +76,17 @@ mod imp {
         }
     }
 
+    /// When `pid` started: boot time (`btime` of /proc/stat) plus its start ticks. Linux's
+    /// user-space tick is 100 Hz on every architecture walj runs on.
+    pub fn started_at(pid: u32) -> Option<std::time::SystemTime> {
+        const USER_HZ: u64 = 100;
+        let (_, _, ticks) = stat(pid)?;
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        let btime: u64 = text.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()?;
+        let ms = btime.checked_mul(1000)?.checked_add(ticks.checked_mul(1000)? / USER_HZ)?;
+        std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms))
+    }
+
     /// Every running process's (pid, cmdline, cwd), for matching background commands.
     pub fn processes() -> Option<ProcTable> {
         let mut out = Vec::new();
@@ -107,6 +118,9 @@ mod imp {
     pub fn processes() -> Option<ProcTable> {
         None
     }
+    pub fn started_at(_pid: u32) -> Option<std::time::SystemTime> {
+        None
+    }
 }
 
 /// The Claude Code process running this hook (nearest non-shell ancestor).
@@ -117,6 +131,12 @@ pub fn claude_process() -> Option<ProcRef> {
 /// Whether `p` still runs (the same pid with the same start time).
 pub fn liveness(p: ProcRef) -> Liveness {
     imp::liveness(p)
+}
+
+/// When process `pid` started (to second precision or better); `None` where the platform
+/// cannot tell or the process is gone.
+pub fn started_at(pid: u32) -> Option<std::time::SystemTime> {
+    imp::started_at(pid)
 }
 
 /// Running processes as (pid, command line, cwd); `None` where the platform cannot tell.
@@ -135,5 +155,16 @@ mod tests {
         assert_eq!(liveness(ProcRef { pid: me, start }), Liveness::Running);
         assert_eq!(liveness(ProcRef { pid: me, start: start + 1 }), Liveness::Gone);
         assert_eq!(liveness(ProcRef { pid: u32::MAX - 1, start }), Liveness::Gone);
+    }
+
+    #[test]
+    fn a_new_process_started_now() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let at = started_at(child.id()).unwrap();
+        let now = std::time::SystemTime::now();
+        let off = now.duration_since(at).unwrap_or_else(|e| e.duration());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(off < std::time::Duration::from_secs(3), "started {off:?} away from now");
     }
 }

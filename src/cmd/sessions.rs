@@ -518,7 +518,7 @@ pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref());
     let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
-        .and_then(|t| crate::claude::transcript::last_assistant_text(&t))
+        .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(state.session())))
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
     let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
@@ -694,7 +694,9 @@ pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     for p in &ps {
         writeln!(out, "{}  {}", style.dim(&human_ts(&p.started)), proc_line(p, &style))?;
     }
-    writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
+    if ps.iter().any(|p| p.restartable) {
+        writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
+    }
     Ok(0)
 }
 
@@ -715,8 +717,9 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
     eprintln!("  folder   {}", cwd.display());
     eprintln!("  output   {}", rel_display(project, &log));
     if p.state == "running" {
-        eprintln!(
-            "  note     it still runs (pid {}); this starts a second copy",
+        bail!(
+            "{} still runs (pid {}); nothing was started",
+            p.command,
             p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         );
     }

@@ -37,6 +37,8 @@ pub mod kind {
     pub const PROMPT: &str = "prompt";
     pub const STOP: &str = "stop";
     pub const SUBAGENT_STOP: &str = "subagent_stop";
+    /// A turn ended by an API error (StopFailure): its entries stay unresolved, `reason` says why.
+    pub const STOP_FAILURE: &str = "stop_failure";
     pub const COMPACT: &str = "compact";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
@@ -133,6 +135,8 @@ pub mod key {
     pub const REASON: &str = "reason";
     pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";
     pub const LAST_ASSISTANT_MESSAGE: &str = "last_assistant_message";
+    /// StopFailure's `error_details` (Claude Code's text of the API error).
+    pub const ERROR_DETAILS: &str = "error_details";
     pub const BACKGROUND_TASKS: &str = "background_tasks";
     pub const CLAUDE_VERSION: &str = "claude_version";
     pub const IMPORTED: &str = "imported";

@@ -313,13 +313,17 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
             _ => "unknown whether it runs".to_string(),
         };
         let what = if p.kind == "in_flight" { ", was running when the session died" } else { "" };
+        let restart = if p.restartable {
+            format!("; the user can restart it with `walj procs restart {}`", p.short)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "- `{}`{}{}: {state}{what}; the user can restart it with `walj procs restart {}`",
+            "- `{}`{}{}: {state}{what}{restart}",
             clip(&p.command, lvl.text),
             p.task_id.as_deref().map(|t| format!(" (task {t})")).unwrap_or_default(),
             p.cwd.as_deref().map(|c| format!(" in {}", clip(c, lvl.text))).unwrap_or_default(),
-            p.short
         );
     }
     let ids: Vec<String> = procs.iter().skip(shown).map(|p| p.short.clone()).collect();

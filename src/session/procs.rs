@@ -3,8 +3,12 @@
 //! A command is listed when Claude Code ran it in the background (`run_in_background`, a
 //! `backgroundTaskId`, or a Stop's `background_tasks`), or when it was still running as the
 //! session died (its PostToolUse never came: the child may live on as an orphan). Whether it
-//! runs is decided by matching `/proc/*/cmdline` (the command text at word boundaries) and
-//! `/proc/*/cwd` (the recorded folder) on Linux; elsewhere the answer is `unknown`.
+//! runs is decided by matching `/proc/*/cmdline` (the command text at word boundaries,
+//! quoting-insensitive: Claude Code re-quotes a command into `eval '…'` of its shell, or a shim
+//! passes it on as an argument), `/proc/*/cwd` (the recorded folder) and the process's start
+//! time (a process older than the call cannot be its) on Linux; elsewhere the answer is
+//! `unknown`. Restart is offered only for a background command that is gone while Claude Code
+//! last saw it running (never for one that runs, a finished job, or a killed foreground command).
 //! Nothing is ever started by itself: `walj procs restart ID` asks first.
 
 use std::fs::OpenOptions;
@@ -47,6 +51,10 @@ pub struct ProcStatus {
     pub reported: Option<String>,
     /// The session's state (live, ended, crashed, unknown).
     pub session_state: &'static str,
+    /// Whether restarting it makes sense: a background command that no longer runs and that
+    /// Claude Code did not report finished. Never one that runs, a finished job or a killed
+    /// foreground command (`in_flight`).
+    pub restartable: bool,
 }
 
 /// Every session's background commands.
@@ -91,6 +99,7 @@ pub fn for_session(
             pids: Vec::new(),
             reported: None,
             session_state: status.as_str(),
+            restartable: false,
         });
     }
     for t in &s.background_tasks {
@@ -121,30 +130,59 @@ pub fn for_session(
             pids: Vec::new(),
             reported,
             session_state: status.as_str(),
+            restartable: false,
         });
     }
     if let Some(table) = table {
         let me = std::process::id();
         for p in &mut out {
+            // Only the Bash call's own time bounds its processes (a Stop's task list is later).
+            let call = s.commands.iter().any(|c| c.id == p.id).then(|| call_time(&p.started)).flatten();
             p.pids = table
                 .iter()
                 .filter(|(pid, cmdline, cwd)| {
-                    *pid != me && command_matches(cmdline, &p.command) && cwd_matches(cwd.as_deref(), p.cwd.as_deref())
+                    *pid != me
+                        && command_matches(cmdline, &p.command)
+                        && cwd_matches(cwd.as_deref(), p.cwd.as_deref())
+                        && started_since(*pid, call)
                 })
                 .map(|(pid, _, _)| *pid)
                 .collect();
             p.state = if p.pids.is_empty() { "not_running" } else { "running" };
         }
     }
+    for p in &mut out {
+        p.restartable = p.state != "running"
+            && p.kind == "background"
+            && p.reported.as_deref().is_none_or(|r| matches!(r, "running" | "pending"));
+    }
     out
 }
 
+/// The call's time from its record's timestamp.
+fn call_time(ts: &str) -> Option<std::time::SystemTime> {
+    let t = chrono::DateTime::parse_from_rfc3339(ts).ok()?;
+    let ms = u64::try_from(t.timestamp_millis()).ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms))
+}
+
+/// Whether `pid` started at or after `call` (with 2 s of slack for the clocks' rounding);
+/// true when either is unknown.
+fn started_since(pid: u32, call: Option<std::time::SystemTime>) -> bool {
+    let Some(call) = call else { return true };
+    let Some(at) = procinfo::started_at(pid) else { return true };
+    at + std::time::Duration::from_secs(2) >= call
+}
+
+/// Whitespace collapsed, quotes and backslashes dropped: `echo 'done'`, Claude Code's
+/// `eval 'echo '"'"'done'"'"''` and `echo done` compare equal.
 fn normalize(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let unquoted: String = s.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect();
+    unquoted.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// True when `command` appears in `cmdline` at word boundaries (a shell running it, or the
-/// program itself), whitespace normalized.
+/// program itself), whitespace normalized and quoting ignored.
 pub fn command_matches(cmdline: &str, command: &str) -> bool {
     let c = normalize(command);
     let p = normalize(cmdline);
@@ -262,5 +300,14 @@ mod tests {
         assert!(!command_matches("sleep 600", "sleep 60"));
         assert!(!command_matches("xsleep 60", "sleep 60"));
         assert!(!command_matches("anything", ""));
+    }
+
+    #[test]
+    fn matching_ignores_claude_codes_requoting() {
+        // What Claude Code 2.1.328's shell runs for `sleep 302; echo 'done' > b.txt`.
+        let cmdline = "/bin/bash -c -l source /root/.claude/shell-snapshots/snapshot-bash-1.sh && eval 'sleep 302; echo '\"'\"'done'\"'\"' > b.txt' < /dev/null && pwd -P >| /tmp/claude-ab12-cwd";
+        assert!(command_matches(cmdline, "sleep 302; echo 'done' > b.txt"));
+        assert!(command_matches("bash -c sleep\\ 302", "sleep 302"));
+        assert!(!command_matches(cmdline, "sleep 30"));
     }
 }
