@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::claude::events::{FILE_TOOLS, HookEvent, TODO_TOOLS};
 use crate::claude::payload::{Payload, clip};
+use crate::claude::transcript::UserText;
 use crate::config::{self, Config, Matcher};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
@@ -332,58 +333,65 @@ impl Ctx<'_> {
         self.append(&[build::todos(base, tool_name, self.payload.tool_use_id(), update)])
     }
 
-    /// UserPromptSubmit: the transcript's safe copy grows from the first turn; the previous
-    /// turn, which may have ended without a Stop (an Esc interrupt, an API error), is verified
-    /// now that the session moved on; the prompt is recorded unless Claude Code wrote it
-    /// (a local command's output, a task notification).
+    /// UserPromptSubmit: the transcript's safe copy grows from the first turn; the session's
+    /// previous turn, if it ended without a Stop (an Esc interrupt, an API error), is verified
+    /// now that the session moved on; then the prompt is recorded, unless Claude Code wrote it
+    /// (a local command's output: nothing; a background task's `<task-notification>`: news
+    /// of that task).
     fn prompt(&self) -> HookResult {
         copy_transcript(self.project, self.payload);
-        if self.project.journal.exists()
-            && let Err(e) = self.verify_interrupted_turn()
-        {
-            log_error(self.project, &format!("verifying the previous turn at UserPromptSubmit: {e}"));
+        self.verify_unfinished_turn();
+        let text = self.payload.str("prompt").unwrap_or("");
+        let mut r = match crate::claude::transcript::user_text(text) {
+            UserText::Prompt(p) => self.session_record(kind::PROMPT).with(key::PROMPT, clip(&p, MAX_TEXT)),
+            UserText::TaskNotification(n) => build::task_notification(self.session_record(kind::TASK_NOTIFICATION), &n),
+            UserText::Meta => return Ok(None),
+        };
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
         }
-        let prompt = self.payload.str("prompt").unwrap_or("");
-        if crate::claude::transcript::is_meta_prompt(prompt) {
-            return Ok(None);
-        }
-        let r = self.session_record(kind::PROMPT).with(key::PROMPT, clip(prompt, MAX_TEXT));
         self.append(&[r])
     }
 
-    /// The session's previous turn ended without a Stop while Claude Code lived on (an Esc
-    /// interrupt, an API error): its entries are verified now that the session moved on. Not
-    /// after a restart (a resumed crashed session): entries older than the session's last
-    /// start stay as the crash left them.
-    fn verify_interrupted_turn(&self) -> Result<(), Box<dyn std::error::Error>> {
-        let sid = self.payload.session_id();
-        let fold =
-            Fold::load(&self.project.journal, &FoldOptions { session: Some(sid.to_string()), ..Default::default() })?;
-        let last_start = fold.sessions.iter().find(|s| s.session == sid).and_then(|s| s.last_start_ts.clone());
-        let open: Vec<&str> = fold.unresolved().filter(|e| e.session == sid).map(|e| e.ts.as_str()).collect();
-        if open.is_empty() || last_start.is_some_and(|start| open.iter().any(|ts| *ts < start.as_str())) {
-            return Ok(());
+    /// Verifies the session's previous turn when it ended without a Stop while Claude Code
+    /// lived on (an Esc interrupt; a StopFailure after an API error): like a Stop would have,
+    /// but only that turn's entries (a resumed crashed session's older entries stay as the
+    /// crash left them). Bash commands without an outcome are left alone: an interrupt kills a
+    /// command that ran, it was not denied. A message queued while the turn still runs fires
+    /// UserPromptSubmit too, with that turn's `prompt_id`: then nothing is verified. Without
+    /// prompt ids (older Claude Code) the two cannot be told apart, and the next Stop verifies.
+    /// Errors are logged, never fatal.
+    fn verify_unfinished_turn(&self) {
+        let Some(now) = self.payload.str(key::PROMPT_ID) else { return };
+        let Some(turn) = unfinished_turn(&self.project.journal, self.payload.session_id()) else { return };
+        if turn.prompt_id.as_deref().is_none_or(|id| id == now) {
+            return;
         }
-        // No tool call of this session runs while the user submits a prompt.
-        let opts = checkpoint::CheckpointOptions { settle_intents: true, audit: false };
-        checkpoint::checkpoint(self.project, Some(sid), opts)?;
-        Ok(())
+        let opts = checkpoint::CheckpointOptions { settle_intents: true, since: Some(&turn.ts), ..Default::default() };
+        if let Err(e) = checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts) {
+            log_error(self.project, &format!("verifying the previous turn at UserPromptSubmit: {e}"));
+        }
     }
 
-    /// StopFailure: the turn ended by an API error, no Stop follows. Its entries stay
-    /// unresolved (the session's next prompt verifies them; if it never continues, they are
-    /// reported like a crash's) and the reason is recorded.
+    /// StopFailure: the turn ended by an API error, and no Stop follows. Its entries stay
+    /// unresolved with the reason (the session's next prompt verifies them; a session that
+    /// never continues is reported like a crashed one).
     fn stop_failure(&self) -> HookResult {
         copy_transcript(self.project, self.payload);
-        let error = self.payload.str("error").filter(|e| !e.is_empty()).unwrap_or("unknown");
+        let error = self.payload.str(key::ERROR).filter(|e| !e.is_empty()).unwrap_or("unknown");
+        let message = self.payload.str(key::LAST_ASSISTANT_MESSAGE);
+        let details = self.payload.str(key::ERROR_DETAILS).filter(|d| !d.is_empty());
         let mut r = self
             .session_record(kind::STOP_FAILURE)
-            .with(key::ERROR, error)
-            .with(key::REASON, format!("ended by an API error: {error}"));
-        if let Some(d) = self.payload.str(key::ERROR_DETAILS).filter(|d| !d.is_empty()) {
+            .with(key::ERROR, clip(error, MAX_ERROR))
+            .with(key::REASON, stop_failure_reason(error, details, message));
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
+        }
+        if let Some(d) = details {
             r = r.with(key::ERROR_DETAILS, clip(d, MAX_ERROR));
         }
-        if let Some(m) = self.payload.str("last_assistant_message") {
+        if let Some(m) = message {
             r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, 16 * 1024));
         }
         self.append(&[r])
@@ -418,7 +426,11 @@ impl Ctx<'_> {
         self.append(&records)?;
         // Verify this session's applied entries; at the main agent's Stop no tool call is
         // running, so intents whose file is unchanged were not applied (denied).
-        let opts = checkpoint::CheckpointOptions { settle_intents: main_agent, audit: false };
+        let opts = checkpoint::CheckpointOptions {
+            settle_intents: main_agent,
+            settle_commands: main_agent,
+            ..Default::default()
+        };
         checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts)?;
         Ok(None)
     }
@@ -444,19 +456,8 @@ impl Ctx<'_> {
             r = r.with(key::BRANCH, b);
         }
         let mut records = vec![r];
-        // Crashed sessions' transcripts are copied while Claude Code still keeps them (a
-        // session killed in its first turn has no copy yet).
-        for s in fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed) {
-            if let Some(t) = s.transcript.as_deref().filter(|t| !t.is_empty()) {
-                let limit = Some(crate::session::transcript::HOOK_MAX_BYTES);
-                if let Err(e) = crate::session::transcript::copy_limited(self.project, &s.session, Path::new(t), limit)
-                {
-                    log_error(self.project, &format!("transcript copy of crashed session {}: {e}", s.sid));
-                }
-            }
-        }
-        let note =
-            announce::session_start_note(&fold, self.payload.session_id(), |s| s.status() == SessionStatus::Crashed);
+        copy_crashed_transcripts(self.project, &fold);
+        let note = announce::session_start_note(&fold, self.payload.session_id(), announce::left_unfinished);
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
@@ -521,6 +522,104 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     };
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None })
+}
+
+/// The start of a session's last turn (see [`unfinished_turn`]).
+struct Turn {
+    /// The time of the record that started it (a prompt or a task notification).
+    ts: String,
+    /// Its Claude Code `prompt_id`, when recorded.
+    prompt_id: Option<String>,
+}
+
+/// The start of the session's last turn when that turn called tools and has not reached a
+/// Stop. Read from the journal's end backwards (at most [`TURN_SCAN_BYTES`]), so a prompt
+/// costs what its session's last turn wrote, not the journal's size; `None` when that turn
+/// reached its Stop, when the session (re)started since, or when the turn's start is further
+/// back than the scan reads (then the session's next Stop verifies it).
+fn unfinished_turn(journal: &Path, session: &str) -> Option<Turn> {
+    use std::ops::ControlFlow::{Break, Continue};
+    if session.is_empty() {
+        return None;
+    }
+    let needle: Vec<u8> = session.chars().take(6).collect::<String>().into_bytes();
+    let finder = memchr::memmem::Finder::new(&needle);
+    // Tool records seen since the last turn start met (walking back).
+    let mut called_tools = false;
+    // A turn start with no tool call after it: a new turn, or a message queued into the turn
+    // before it (same prompt_id).
+    let mut later: Option<Option<String>> = None;
+    let mut found = None;
+    let scan = crate::journal::scan_lines_rev(journal, TURN_SCAN_BYTES, |line| {
+        if finder.find(line).is_none() {
+            return Continue(());
+        }
+        let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
+        if v.session_key() != session {
+            return Continue(());
+        }
+        match (v.op(), v.kind()) {
+            (op::INTENT | op::APPLIED | op::FAILED, _) => called_tools = true,
+            (op::SESSION, Some(kind::STOP | kind::START | kind::END)) => return Break(()),
+            (op::SESSION, Some(kind::PROMPT | kind::TASK_NOTIFICATION)) => {
+                let prompt_id = crate::journal::record::parse_record(line)
+                    .ok()
+                    .and_then(|r| r.get_str(key::PROMPT_ID).map(str::to_string));
+                let queued_into_this = match &later {
+                    None => true,
+                    Some(l) => l.is_some() && *l == prompt_id,
+                };
+                if !queued_into_this {
+                    return Break(());
+                }
+                if called_tools {
+                    found = Some(Turn { ts: v.ts.to_string(), prompt_id });
+                    return Break(());
+                }
+                if prompt_id.is_none() {
+                    return Break(());
+                }
+                later = Some(prompt_id);
+            }
+            _ => {}
+        }
+        Continue(())
+    });
+    scan.ok().and(found)
+}
+
+/// How far back (bytes) a prompt looks for its session's previous turn.
+const TURN_SCAN_BYTES: u64 = 4 << 20;
+
+/// "ended by an API error: overloaded (API Error: 529 Overloaded)": the error type Claude Code
+/// gives, and the API's own words when it gives them.
+fn stop_failure_reason(error: &str, details: Option<&str>, message: Option<&str>) -> String {
+    let said = details
+        .or_else(|| message.filter(|m| m.starts_with("API Error")))
+        .map(|d| d.split(". ").next().unwrap_or(d).trim_end_matches('.'));
+    match said {
+        Some(d) => format!("ended by an API error: {error} ({})", clip(d, 120)),
+        None => format!("ended by an API error: {error}"),
+    }
+}
+
+/// SessionStart: copies the transcripts of crashed sessions while Claude Code still keeps
+/// them (a session killed in its first turn has no copy yet). Shares one hook's byte budget
+/// ([`crate::session::transcript::HOOK_MAX_BYTES`]) among them; a copy already up to date
+/// costs a few small reads. Errors are logged.
+fn copy_crashed_transcripts(project: &Project, fold: &Fold) {
+    use crate::session::transcript::{HOOK_MAX_BYTES, copy_limited};
+    let mut budget = HOOK_MAX_BYTES;
+    for s in fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed) {
+        let Some(t) = s.transcript.as_deref().filter(|t| !t.is_empty()) else { continue };
+        if budget == 0 {
+            break;
+        }
+        match copy_limited(project, &s.session, Path::new(t), Some(budget)) {
+            Ok(stats) => budget = budget.saturating_sub(stats.read),
+            Err(e) => log_error(project, &format!("transcript copy of crashed session {}: {e}", s.sid)),
+        }
+    }
 }
 
 /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy

@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
-use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, is_meta_prompt, read_head};
+use crate::claude::transcript::{Line, LineType, READ_TYPES, UserText, first_timestamp, read_head, user_text};
 use crate::config::{self, Config, Matcher};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
 use crate::journal::{Blob, JournalWriter, Record, key, kind, op, scan_records, tool};
@@ -599,14 +599,27 @@ impl<'a> Converter<'a> {
         if text.is_empty() || line.meta || line.sidechain || line.compact_summary {
             return;
         }
-        if is_meta_prompt(text) {
-            return;
-        }
+        let text = match user_text(text) {
+            UserText::Prompt(t) => t,
+            UserText::TaskNotification(n) => {
+                // A background task ended: news for its command, not a prompt. Claude Code
+                // delivers it between turns, and it starts one: the previous turn ended.
+                self.settle_turn(ts);
+                let mut r = self.session_rec(kind::TASK_NOTIFICATION, session, ts);
+                r.id = line.uuid.clone().unwrap_or_default();
+                let r = build::task_notification(r, &n);
+                if !r.id.is_empty() {
+                    self.emit(r);
+                }
+                return;
+            }
+            UserText::Meta => return,
+        };
         // A new prompt: the previous turn ended.
         self.settle_turn(ts);
         let mut r = self.session_rec(kind::PROMPT, session, ts);
         r.id = line.uuid.clone().unwrap_or_else(|| format!("prompt:{}", blob_id(text.as_bytes())));
-        r = r.with(key::PROMPT, clip(text, MAX_TEXT));
+        r = r.with(key::PROMPT, clip(&text, MAX_TEXT));
         self.emit(r);
     }
 

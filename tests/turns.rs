@@ -1,7 +1,8 @@
-//! Issue 11 items 4, 5, 7 (hook side) and 8, with recorded-shape payloads through the real
-//! binary: turns that end without a Stop (an Esc interrupt, StopFailure), prompts Claude Code
-//! wrote itself, the transcript's safe copy from the first turn and after a crash, and the
-//! liveness of background commands Claude Code re-quotes.
+//! Issue 11 items 4, 5, 7 (hook side) and 8 with payloads in the shapes Claude Code 2.1.328
+//! sends (recorded with the real CLI, see tests/e2e_turns.rs), through the real binary: turns
+//! that end without a Stop (an Esc interrupt, StopFailure), prompts Claude Code wrote itself,
+//! the transcript's safe copy from the first turn and after a crash, and the liveness of
+//! background commands Claude Code re-quotes.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
@@ -14,6 +15,9 @@ use std::process::Command as StdCommand;
 
 use common::{Parent, Repo, hook_ok};
 use serde_json::{Value, json};
+
+/// The environment variable Claude Code 2.1.328 sets to the session id in its Bash processes.
+const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
 fn repo() -> Repo {
     let repo = Repo::new(&[("a.txt", "old\n")]).with_home();
@@ -43,13 +47,23 @@ fn hook(repo: &Repo, parent: Parent, p: &str) {
     hook_ok(&repo.root, &repo.subst(p), parent);
 }
 
-/// A Write of `a.txt` that completed (PreToolUse, the file written, PostToolUse).
-fn write_a(repo: &Repo, parent: Parent, sid: &str, id: &str) {
+/// A UserPromptSubmit of turn `prompt_id`.
+fn prompt(repo: &Repo, parent: Parent, sid: &str, text: &str, prompt_id: &str) {
+    hook(repo, parent, &payload(sid, "UserPromptSubmit", json!({"prompt": text, "prompt_id": prompt_id})));
+}
+
+/// A Write of `a.txt` that completed (PreToolUse, the file written, PostToolUse) in turn
+/// `prompt_id`.
+fn write_a(repo: &Repo, parent: Parent, sid: &str, id: &str, prompt_id: &str) {
     let input = json!({"file_path": "${PROJECT}/a.txt", "content": "new\n"});
     hook(
         repo,
         parent,
-        &payload(sid, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": id, "tool_input": input})),
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Write", "tool_use_id": id, "tool_input": input, "prompt_id": prompt_id}),
+        ),
     );
     repo.write("a.txt", "new\n");
     hook(
@@ -58,7 +72,7 @@ fn write_a(repo: &Repo, parent: Parent, sid: &str, id: &str) {
         &payload(
             sid,
             "PostToolUse",
-            json!({"tool_name": "Write", "tool_use_id": id, "tool_input": input,
+            json!({"tool_name": "Write", "tool_use_id": id, "tool_input": input, "prompt_id": prompt_id,
                    "tool_response": {"type": "update", "filePath": "a.txt", "content": "new\n"}}),
         ),
     );
@@ -68,21 +82,66 @@ fn ops_of(repo: &Repo, id: &str) -> Vec<String> {
     repo.records().iter().filter(|r| r["id"] == id).map(|r| r["op"].as_str().unwrap().to_string()).collect()
 }
 
+fn settled(repo: &Repo, id: &str) -> bool {
+    ops_of(repo, id).iter().any(|o| o == "persisted" || o == "resolved")
+}
+
 #[test]
 fn an_interrupted_turn_is_verified_by_the_sessions_next_prompt() {
     // Esc fires no Stop while Claude Code lives on (the test process stands for it).
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-000000000001";
-    hook(&repo, Parent::Test, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    hook(&repo, Parent::Test, &payload(sid, "UserPromptSubmit", json!({"prompt": "rewrite a.txt"})));
-    write_a(&repo, Parent::Test, sid, "toolu_ESC1");
-    assert!(!ops_of(&repo, "toolu_ESC1").contains(&"persisted".to_string()));
-    // The user pressed Esc and typed again: the previous turn's entries are verified.
-    hook(&repo, Parent::Test, &payload(sid, "UserPromptSubmit", json!({"prompt": "now something else"})));
-    let ops = ops_of(&repo, "toolu_ESC1");
-    assert!(ops.contains(&"persisted".to_string()), "the next prompt did not verify the interrupted turn: {ops:?}");
+    let p = Parent::Test;
+    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+    write_a(&repo, p, sid, "toolu_ESC1", "p-1");
+    // The Edit the user interrupted: PreToolUse, then nothing (the file unchanged).
+    let edit = json!({"file_path": "${PROJECT}/a.txt", "old_string": "new", "new_string": "newer"});
+    hook(
+        &repo,
+        p,
+        &payload(sid, "PreToolUse", json!({"tool_name": "Edit", "tool_use_id": "toolu_ESC2", "tool_input": edit,
+                                           "prompt_id": "p-1"})),
+    );
+    assert!(!settled(&repo, "toolu_ESC1"));
+    // The user pressed Esc and typed again: a new turn (a new prompt_id) verifies the last.
+    prompt(&repo, p, sid, "now something else", "p-2");
+    assert!(ops_of(&repo, "toolu_ESC1").contains(&"persisted".to_string()), "{:?}", ops_of(&repo, "toolu_ESC1"));
+    let esc2: Vec<Value> = repo.records().into_iter().filter(|r| r["id"] == "toolu_ESC2").collect();
+    assert!(esc2.iter().any(|r| r["op"] == "resolved" && r["how"] == "not_applied"), "{esc2:#?}");
     let v = repo.json(&["recover", "--json"]);
     assert_eq!(v["unresolved"], 0, "{v:#}");
+}
+
+#[test]
+fn a_message_queued_while_the_turn_runs_verifies_nothing() {
+    // Claude Code 2.1.328 fires UserPromptSubmit at once for a message typed while a turn
+    // runs, with the running turn's prompt_id (seen in tests/e2e_turns.rs): that turn is not over.
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-000000000008";
+    let p = Parent::Test;
+    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+    write_a(&repo, p, sid, "toolu_Q1", "p-1");
+    prompt(&repo, p, sid, "and then b.txt", "p-1");
+    assert!(!settled(&repo, "toolu_Q1"), "{:?}", ops_of(&repo, "toolu_Q1"));
+    // The queued message's own turn starts after an Esc: now the first turn is over.
+    prompt(&repo, p, sid, "something else", "p-3");
+    assert!(settled(&repo, "toolu_Q1"), "{:?}", ops_of(&repo, "toolu_Q1"));
+}
+
+#[test]
+fn without_prompt_ids_a_prompt_verifies_nothing() {
+    // Older Claude Code sends no prompt_id: a queued message and a new turn look alike, so the
+    // next Stop verifies (a turn is never settled while it may run).
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-000000000009";
+    let p = Parent::Test;
+    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "rewrite a.txt"})));
+    write_a(&repo, p, sid, "toolu_NP", "");
+    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "more"})));
+    assert!(!settled(&repo, "toolu_NP"));
 }
 
 #[test]
@@ -91,42 +150,70 @@ fn a_resumed_crashed_sessions_next_prompt_leaves_the_crash_alone() {
     let sid = "e5c00000-0000-4000-8000-000000000007";
     let p = Parent::Timeout(10);
     hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "rewrite a.txt"})));
-    write_a(&repo, p, sid, "toolu_CR1");
+    prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+    write_a(&repo, p, sid, "toolu_CR1", "p-1");
     // Killed; `claude --resume` starts it again and the user types.
     hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "resume"})));
-    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "where were we"})));
-    assert!(!ops_of(&repo, "toolu_CR1").contains(&"persisted".to_string()), "{:?}", ops_of(&repo, "toolu_CR1"));
+    prompt(&repo, p, sid, "where were we", "p-2");
+    assert!(!settled(&repo, "toolu_CR1"), "{:?}", ops_of(&repo, "toolu_CR1"));
+}
+
+/// The StopFailure payload Claude Code 2.1.328 sent when the API answered 529 (recorded in
+/// tests/e2e_turns.rs): `error` is `server_error` behind a custom base URL, no
+/// `error_details`.
+fn stop_failure_payload(sid: &str) -> String {
+    payload(
+        sid,
+        "StopFailure",
+        json!({"prompt_id": "p-1", "effort": {"level": "medium"}, "error": "server_error",
+               "last_assistant_message": "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:44205)."}),
+    )
 }
 
 #[test]
-fn stop_failure_keeps_the_turn_unresolved_with_its_reason() {
+fn stop_failure_keeps_the_turn_unresolved_with_its_reason_until_the_session_goes_on() {
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-000000000002";
-    let p = Parent::Timeout(10);
+    let p = Parent::Test;
     hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "rewrite a.txt"})));
-    write_a(&repo, p, sid, "toolu_SF1");
-    // The payload of Claude Code 2.1.328's StopFailure (its cli schema: error, error_details,
-    // last_assistant_message).
-    hook(
-        &repo,
-        p,
-        &payload(
-            sid,
-            "StopFailure",
-            json!({"error": "overloaded", "error_details": "529 {\"type\":\"overloaded_error\"}",
-                   "last_assistant_message": "I rewrote a.txt and"}),
-        ),
-    );
+    prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+    write_a(&repo, p, sid, "toolu_SF1", "p-1");
+    hook(&repo, p, &stop_failure_payload(sid));
     let recs = repo.records();
     let sf = recs.iter().find(|r| r["kind"] == "stop_failure").unwrap_or_else(|| panic!("no stop_failure: {recs:#?}"));
-    assert_eq!(sf["reason"], "ended by an API error: overloaded");
-    assert_eq!(sf["error"], "overloaded");
-    assert!(sf["error_details"].as_str().unwrap().contains("overloaded_error"));
-    assert!(!ops_of(&repo, "toolu_SF1").iter().any(|o| o == "persisted" || o == "resolved"));
+    let reason = "ended by an API error: server_error (API Error: 529 Overloaded)";
+    assert_eq!(sf["reason"], reason);
+    assert_eq!(sf["error"], "server_error");
+    assert_eq!(sf["prompt_id"], "p-1");
+    assert!(!settled(&repo, "toolu_SF1"));
     let v = repo.json(&["recover", "--json"]);
     assert_eq!(v["unresolved"], 1, "{v:#}");
+    assert_eq!(v["sessions"][0]["turn_failure"], reason, "{v:#}");
+    let text = repo.ok(&["recover"]);
+    assert!(text.contains(&format!("last turn: {reason}")), "{text}");
+    // The user goes on in the same session: the failed turn is verified, the reason is gone.
+    prompt(&repo, p, sid, "try again", "p-2");
+    assert!(settled(&repo, "toolu_SF1"));
+    assert_eq!(repo.json(&["recover", "--json"])["unresolved"], 0);
+}
+
+#[test]
+fn a_session_that_ends_after_a_stop_failure_is_announced_like_a_crash() {
+    let repo = repo();
+    let (a, b) = ("e5c00000-0000-4000-8000-00000000000c", "e5c00000-0000-4000-8000-00000000000d");
+    let p = Parent::Timeout(10);
+    hook(&repo, p, &payload(a, "SessionStart", json!({"source": "startup"})));
+    prompt(&repo, p, a, "rewrite a.txt", "p-1");
+    write_a(&repo, p, a, "toolu_SFE", "p-1");
+    hook(&repo, p, &stop_failure_payload(a));
+    hook(&repo, p, &payload(a, "SessionEnd", json!({"reason": "other"})));
+    let out = hook_ok(&repo.root, &repo.subst(&payload(b, "SessionStart", json!({"source": "startup"}))), p);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("ended its last turn early (ended by an API error: server_error"), "{msg}");
+    assert!(msg.contains("a.txt"), "{msg}");
+    let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(ctx.contains("ended by an API error") && ctx.contains(a), "{ctx}");
 }
 
 #[test]
@@ -135,29 +222,40 @@ fn stop_failure_is_registered_by_install() {
     let (code, _, err) = repo.run(&["install", "--command", "walj hook"]);
     assert_eq!(code, 0, "{err}");
     let settings: Value = serde_json::from_slice(&fs::read(repo.root.join(".claude/settings.json")).unwrap()).unwrap();
-    assert!(settings["hooks"]["StopFailure"].is_array(), "{settings:#}");
+    let cmds: Vec<&str> = settings["hooks"]["StopFailure"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{settings:#}"))
+        .iter()
+        .flat_map(|g| g["hooks"].as_array().unwrap())
+        .filter_map(|h| h["command"].as_str())
+        .collect();
+    assert_eq!(cmds, ["walj hook"], "{settings:#}");
 }
 
 #[test]
 fn messages_claude_code_writes_are_not_prompts() {
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-000000000003";
-    for prompt in [
-        "<task-notification>\n<task-id>bash_1</task-id>\n<status>completed</status>\n<summary>Background command \"sleep 5\" completed</summary>\n</task-notification>",
+    for text in [
+        // What 2.1.328 sends when a background command ends (recorded in tests/e2e_turns.rs).
+        "<task-notification>\n<task-id>bohx39i35</task-id>\n<tool-use-id>toolu_BG</tool-use-id>\n<output-file>/tmp/t/tasks/bohx39i35.output</output-file>\n<status>completed</status>\n<summary>Background command \"bg\" completed (exit code 0)</summary>\n</task-notification>",
         "Caveat: The messages below were generated by the user while running local commands. DO NOT respond to these messages or otherwise consider them in your response unless the user explicitly asks you to.",
         "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>",
         "<local-command-stdout></local-command-stdout>",
         "a real prompt",
     ] {
-        hook(&repo, Parent::Test, &payload(sid, "UserPromptSubmit", json!({"prompt": prompt})));
+        prompt(&repo, Parent::Test, sid, text, "p-1");
     }
-    let prompts: Vec<String> = repo
-        .records()
-        .iter()
-        .filter(|r| r["kind"] == "prompt")
-        .map(|r| r["prompt"].as_str().unwrap().to_string())
-        .collect();
+    let recs = repo.records();
+    let prompts: Vec<&str> =
+        recs.iter().filter(|r| r["kind"] == "prompt").map(|r| r["prompt"].as_str().unwrap()).collect();
     assert_eq!(prompts, ["a real prompt"]);
+    let n = recs.iter().find(|r| r["kind"] == "task_notification").unwrap_or_else(|| panic!("{recs:#?}"));
+    assert_eq!((n["id"].as_str(), n["task_id"].as_str(), n["status"].as_str()), (
+        Some("toolu_BG"),
+        Some("bohx39i35"),
+        Some("completed")
+    ));
 }
 
 #[test]
@@ -171,10 +269,10 @@ fn the_first_prompt_copies_the_transcript() {
     fs::write(transcript(&repo, sid), &lines).unwrap();
     let p = Parent::Timeout(10);
     hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    hook(&repo, p, &payload(sid, "UserPromptSubmit", json!({"prompt": "hello"})));
-    // Killed in its first turn: Claude Code's file is gone later.
+    prompt(&repo, p, sid, "hello", "p-1");
+    // Killed in its first turn; Claude Code's file is gone later.
     fs::remove_file(transcript(&repo, sid)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", &sid[..8]]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", sid]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }
@@ -201,14 +299,14 @@ fn the_next_session_start_copies_a_crashed_sessions_transcript() {
     // Session a died (its parent is gone); session b starts in the project.
     hook(&repo, p, &payload(b, "SessionStart", json!({"source": "startup"})));
     fs::remove_file(transcript(&repo, a)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", &a[..8]]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", a]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }
 
 /// Waits until process `pid` has exec'd (its cmdline contains `needle`).
 fn wait_exec(pid: u32, needle: &str) {
-    for _ in 0..200 {
+    for _ in 0..500 {
         if fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle)) {
             return;
         }
@@ -217,79 +315,159 @@ fn wait_exec(pid: u32, needle: &str) {
     panic!("process {pid} never ran {needle:?}");
 }
 
+/// Kills a process group when dropped (a failing test leaves nothing running).
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("kill").args(["-KILL", "--", &format!("-{}", self.0)]).status();
+    }
+}
+
+/// Starts `bash -c SCRIPT` in its own process group in `cwd`, with Claude Code's session marker
+/// set to `marker` (or none).
+fn spawn_group(script: &str, cwd: &std::path::Path, marker: Option<&str>) -> (std::process::Child, Group) {
+    let mut c = StdCommand::new("bash");
+    c.arg("-c").arg(script).current_dir(cwd).process_group(0).env_remove(SESSION_ENV);
+    if let Some(m) = marker {
+        c.env(SESSION_ENV, m);
+    }
+    let child = c.spawn().unwrap();
+    let g = Group(child.id());
+    (child, g)
+}
+
+/// A Bash call (PreToolUse, and PostToolUse unless `post` is false) of turn p-1.
+fn bash(repo: &Repo, sid: &str, id: &str, command: &str, background: bool, task: &str, post: bool) {
+    let p = Parent::Timeout(10);
+    let input = json!({"command": command, "run_in_background": background});
+    hook(
+        repo,
+        p,
+        &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input, "prompt_id": "p-1"})),
+    );
+    if post {
+        hook(
+            repo,
+            p,
+            &payload(
+                sid,
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input, "prompt_id": "p-1",
+                       "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": task}}),
+            ),
+        );
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_requoted_background_command_is_running_and_restart_is_offered_only_when_it_makes_sense() {
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-000000000005";
-    let p = Parent::Timeout(10);
-    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    let bash = |id: &str, command: &str, background: bool, task: &str, post: bool| {
-        let input = json!({"command": command, "run_in_background": background});
-        hook(
-            &repo,
-            p,
-            &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input})),
-        );
-        if post {
-            hook(
-                &repo,
-                p,
-                &payload(
-                    sid,
-                    "PostToolUse",
-                    json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input,
-                           "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": task}}),
-                ),
-            );
-        }
-    };
+    hook(&repo, Parent::Timeout(10), &payload(sid, "SessionStart", json!({"source": "startup"})));
     let cmd = "sleep 302; echo 'done' > b.txt";
-    bash("toolu_BGQ", cmd, true, "bash_1", true);
-    bash("toolu_ONE", "sleep 1; echo one > c.txt", true, "bash_2", true);
+    bash(&repo, sid, "toolu_BGQ", cmd, true, "bash_1", true);
+    bash(&repo, sid, "toolu_ONE", "sleep 1; echo one > c.txt", true, "bash_2", true);
+    bash(&repo, sid, "toolu_DEV", "npm run dev", true, "bash_3", true);
+    // The Stop lists what still runs; the one-shot job has ended (2.1.328 drops it from the
+    // list, and sent a task notification for it).
     hook(
         &repo,
-        p,
+        Parent::Timeout(10),
         &payload(
             sid,
             "Stop",
             json!({"background_tasks": [
-                {"id": "bash_1", "status": "running", "command": cmd},
-                {"id": "bash_2", "status": "completed", "command": "sleep 1; echo one > c.txt"}]}),
+                {"id": "bash_1", "type": "shell", "status": "running", "command": cmd},
+                {"id": "bash_3", "type": "shell", "status": "running", "command": "npm run dev"}]}),
         ),
     );
     // A foreground command killed with the session.
-    bash("toolu_FG", "cargo build", false, "", false);
-    // How Claude Code 2.1.328's shell runs it: re-quoted inside `eval '…'`.
-    let mut child = StdCommand::new("bash")
-        .arg("-c")
-        .arg("eval 'sleep 302; echo '\"'\"'done'\"'\"' > b.txt'")
-        .current_dir(&repo.root)
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    bash(&repo, sid, "toolu_FG", "cargo build", false, "", false);
+    // How Claude Code 2.1.328's shell runs it: re-quoted inside `eval '…'`, with its marker.
+    let (child, _g) = spawn_group("eval 'sleep 302; echo '\"'\"'done'\"'\"' > b.txt'", &repo.root, Some(sid));
     wait_exec(child.id(), "eval");
+    // The same command in another session's shell is not this one's.
+    let (other, _g2) =
+        spawn_group("eval 'sleep 302; echo '\"'\"'done'\"'\"' > b.txt'", &repo.root, Some("another-session"));
+    wait_exec(other.id(), "eval");
     let v = repo.json(&["procs", "--json"]);
-    // The shell and its sleep: the whole group.
-    let _ = StdCommand::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
-    let _ = child.wait();
-    let get = |id: &str| v.as_array().unwrap().iter().find(|p| p["id"] == id).unwrap_or_else(|| panic!("{id}: {v:#}"));
-    assert_eq!(get("toolu_BGQ")["state"], "running", "{v:#}");
-    assert!(get("toolu_BGQ")["pids"].as_array().unwrap().contains(&json!(child.id())));
-    assert_eq!(get("toolu_BGQ")["restartable"], false, "it runs");
-    assert_eq!(get("toolu_ONE")["restartable"], false, "a finished one-shot job");
-    assert_eq!(get("toolu_FG")["kind"], "in_flight");
-    assert_eq!(get("toolu_FG")["restartable"], false, "a killed foreground command");
-    // Once it is gone, it may be restarted; a restart of a running one is refused.
-    let v = repo.json(&["procs", "--json"]);
-    let bgq = v.as_array().unwrap().iter().find(|p| p["id"] == "toolu_BGQ").unwrap();
-    assert_eq!(bgq["state"], "not_running");
-    assert_eq!(bgq["restartable"], true);
-    // The brief offers a restart only for that one.
-    let brief = repo.json(&["sessions", "resume", &sid[..8], "--print-only", "--json"]);
+    let get = |v: &Value, id: &str| {
+        v.as_array().unwrap().iter().find(|p| p["id"] == id).cloned().unwrap_or_else(|| panic!("{id}: {v:#}"))
+    };
+    let bgq = get(&v, "toolu_BGQ");
+    assert_eq!(bgq["state"], "running", "{v:#}");
+    let pids: Vec<u64> = bgq["pids"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect();
+    assert!(pids.contains(&u64::from(child.id())), "{bgq:#}");
+    assert!(!pids.contains(&u64::from(other.id())), "another session's process: {bgq:#}");
+    assert_eq!(bgq["restartable"], false, "it runs");
+    let one = get(&v, "toolu_ONE");
+    assert_eq!((one["state"].as_str(), one["reported"].as_str()), (Some("not_running"), Some("ended")), "{one:#}");
+    assert_eq!(one["restartable"], false, "a finished one-shot job");
+    let fg = get(&v, "toolu_FG");
+    assert_eq!((fg["kind"].as_str(), fg["restartable"].as_bool()), (Some("in_flight"), Some(false)), "{fg:#}");
+    let dev = get(&v, "toolu_DEV");
+    assert_eq!((dev["state"].as_str(), dev["restartable"].as_bool()), (Some("not_running"), Some(true)), "{dev:#}");
+    let text = repo.ok(&["procs"]);
+    assert!(text.contains("Restart one with: walj procs restart ID"), "{text}");
+    // The brief offers a restart only for the dev server.
+    let brief = repo.json(&["sessions", "resume", sid, "--print-only", "--json"]);
     let text = brief["brief"].as_str().unwrap();
-    assert!(text.contains("walj procs restart"), "{text}");
     assert_eq!(text.matches("walj procs restart").count(), 1, "{text}");
+    assert!(text.contains("walj procs restart toolu_DEV") || text.contains(&format!("walj procs restart {}", dev["short"].as_str().unwrap())), "{text}");
+    drop(_g);
+    drop(_g2);
+    // Once it is gone, it may be restarted.
+    let _ = (child, other);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let v = repo.json(&["procs", "--json"]);
+    let bgq = get(&v, "toolu_BGQ");
+    assert_eq!((bgq["state"].as_str(), bgq["restartable"].as_bool()), (Some("not_running"), Some(true)), "{bgq:#}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_task_notification_marks_the_job_finished() {
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-00000000000e";
+    hook(&repo, Parent::Timeout(10), &payload(sid, "SessionStart", json!({"source": "startup"})));
+    bash(&repo, sid, "toolu_TN", "make release", true, "bash_7", true);
+    let v = repo.json(&["procs", "--json"]);
+    assert_eq!(v[0]["restartable"], true, "{v:#}");
+    // The session crashed before a Stop, but the notification came first.
+    prompt(
+        &repo,
+        Parent::Timeout(10),
+        sid,
+        "<task-notification>\n<task-id>bash_7</task-id>\n<tool-use-id>toolu_TN</tool-use-id>\n<status>failed</status>\n<summary>Background command \"make release\" failed with exit code 2</summary>\n</task-notification>",
+        "p-2",
+    );
+    let v = repo.json(&["procs", "--json"]);
+    assert_eq!((v[0]["reported"].as_str(), v[0]["restartable"].as_bool()), (Some("failed"), Some(false)), "{v:#}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_the_call_started_under_another_name_is_found_by_the_session_marker() {
+    // A wrapper that starts the real work under another command line (a daemon, a script):
+    // the text is in no command line, the session marker and the start time tell.
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-00000000000f";
+    hook(&repo, Parent::Timeout(10), &payload(sid, "SessionStart", json!({"source": "startup"})));
+    bash(&repo, sid, "toolu_D", "./serve.sh --daemon", true, "bash_8", true);
+    let (child, _g) = spawn_group("exec -a walj-test-daemon sleep 304", &repo.root, Some(sid));
+    wait_exec(child.id(), "walj-test-daemon");
+    let v = repo.json(&["procs", "--json"]);
+    assert_eq!(v[0]["state"], "running", "{v:#}");
+    assert_eq!(v[0]["pids"], json!([child.id()]), "{v:#}");
+    drop(_g);
+    let _ = child;
+    // Without the marker (another user's process, or none set) nothing ties it to the call.
+    let (child, _g) = spawn_group("exec -a walj-test-daemon sleep 305", &repo.root, None);
+    wait_exec(child.id(), "walj-test-daemon");
+    let v = repo.json(&["procs", "--json"]);
+    assert_eq!(v[0]["state"], "not_running", "{v:#}");
 }
 
 #[cfg(target_os = "linux")]
@@ -297,29 +475,11 @@ fn a_requoted_background_command_is_running_and_restart_is_offered_only_when_it_
 fn restarting_a_command_that_still_runs_is_refused() {
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-000000000006";
-    let p = Parent::Timeout(10);
-    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
-    let input = json!({"command": "sleep 303", "run_in_background": true});
-    hook(
-        &repo,
-        p,
-        &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "toolu_R", "tool_input": input})),
-    );
-    hook(
-        &repo,
-        p,
-        &payload(
-            sid,
-            "PostToolUse",
-            json!({"tool_name": "Bash", "tool_use_id": "toolu_R", "tool_input": input,
-                   "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": "bash_9"}}),
-        ),
-    );
-    let mut child = StdCommand::new("sleep").arg("303").current_dir(&repo.root).spawn().unwrap();
+    hook(&repo, Parent::Timeout(10), &payload(sid, "SessionStart", json!({"source": "startup"})));
+    bash(&repo, sid, "toolu_R", "sleep 303", true, "bash_9", true);
+    let (child, _g) = spawn_group("exec sleep 303", &repo.root, None);
     wait_exec(child.id(), "303");
     let out = repo.walj(&["procs", "restart", "toolu_R", "--yes"]).output().unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("still runs"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!repo.root.join(".walj/procs").exists(), "something was started");

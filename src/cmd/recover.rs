@@ -161,7 +161,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
 pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
     let CheckpointArgs { session, json: json_out, every, .. } = args;
     loop {
-        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
+        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { audit: true, ..Default::default() })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;
         if json_out {
             println!("{}", serde_json::to_string(&rep)?);

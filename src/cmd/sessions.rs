@@ -423,14 +423,19 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
         "not_running" => style.red("not running"),
         _ => style.yellow("unknown"),
     };
+    let note = match (p.kind, p.reported.as_deref()) {
+        ("in_flight", _) => "  (was running when the session died)".to_string(),
+        (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {r})"),
+        _ => String::new(),
+    };
     format!(
-        "{:<12}  {}  {}  {state}{}{}{}",
+        "{:<12}  {}  {}  {state}{}{note}{}{}",
         p.short,
         style.cyan(&p.sid),
         p.command.replace('\n', " "),
         p.task_id.as_deref().map(|t| format!("  task {t}")).unwrap_or_default(),
-        if p.kind == "in_flight" { "  (was running when the session died)" } else { "" },
         p.cwd.as_deref().map(|c| format!("  in {c}")).unwrap_or_default(),
+        if p.restartable { "  · restartable" } else { "" },
     )
 }
 
@@ -722,6 +727,12 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
             p.command,
             p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         );
+    }
+    if p.state == "unknown" {
+        eprintln!("  note     walj cannot tell on this system whether it still runs");
+    }
+    if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
+        eprintln!("  note     Claude Code reported it {r}: a one-shot job need not run again");
     }
     if !yes && !confirm("Start it?")? {
         eprintln!("Nothing started.");

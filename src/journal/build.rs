@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::record::{Record, event, how, key, kind, op, tool};
 use crate::claude::payload::clip;
+use crate::claude::transcript::TaskNotification;
 
 /// Longest prompt, brief or instruction text kept in a record.
 pub const MAX_TEXT: usize = 64 * 1024;
@@ -117,6 +118,24 @@ pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -
             r.with(key::INPUT, input).with(key::RESPONSE, response)
         }
     }
+}
+
+/// Fills a `session` record (see [`session`]) with Claude Code's news that a background task
+/// ended (a `<task-notification>` message): the record's id is the Bash call's id when the
+/// notification names it, so the fold finds the command.
+pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
+    let mut r = session(r, kind::TASK_NOTIFICATION);
+    if let Some(id) = n.tool_use_id.as_deref() {
+        r.id = id.to_string();
+    }
+    if let Some(t) = n.task_id.as_deref() {
+        r = r.with(key::TASK_ID, t);
+    }
+    r = r.with(key::STATUS, n.status.as_deref().unwrap_or("ended"));
+    if let Some(s) = n.summary.as_deref() {
+        r = r.with(key::SUMMARY, clip(s, MAX_DESCRIPTION));
+    }
+    r
 }
 
 /// Turns `r` (an entry's or command's record, id set) into a `resolved` record: `how`, by whom.
