@@ -111,11 +111,6 @@ mod imp {
         boot.checked_add(std::time::Duration::from_millis(ticks.checked_mul(1000)? / USER_HZ))
     }
 
-    pub fn started_at(pid: u32) -> Option<std::time::SystemTime> {
-        let (_, _, ticks) = stat(pid)?;
-        ticks_to_time(boot_time()?, ticks)
-    }
-
     /// `CLAUDE_CODE_SESSION_ID` of a process's environment (its initial one).
     fn claude_session(pid: u32) -> Option<String> {
         let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
@@ -169,9 +164,6 @@ mod imp {
     /// Off Linux, `ps` lists the processes (no working folder, no environment).
     pub fn processes() -> Option<ProcTable> {
         super::processes_via_ps()
-    }
-    pub fn started_at(pid: u32) -> Option<std::time::SystemTime> {
-        super::processes_via_ps()?.into_iter().find(|p| p.pid == pid)?.started
     }
 }
 
@@ -237,12 +229,6 @@ pub fn liveness(p: ProcRef) -> Liveness {
     imp::liveness(p)
 }
 
-/// When process `pid` started (to second precision or better); `None` where the platform
-/// cannot tell or the process is gone.
-pub fn started_at(pid: u32) -> Option<std::time::SystemTime> {
-    imp::started_at(pid)
-}
-
 /// Running processes; `None` where the platform cannot tell.
 pub fn processes() -> Option<ProcTable> {
     imp::processes()
@@ -280,11 +266,8 @@ mod tests {
 
     #[test]
     fn the_table_tells_start_time_and_claude_session() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("7")
-            .env(SESSION_ENV, "sess-under-test")
-            .spawn()
-            .unwrap();
+        let mut child =
+            std::process::Command::new("sleep").arg("7").env(SESSION_ENV, "sess-under-test").spawn().unwrap();
         let pid = child.id();
         let table = processes().unwrap();
         let _ = child.kill();
@@ -294,16 +277,5 @@ mod tests {
         let off = std::time::SystemTime::now().duration_since(p.started.unwrap()).unwrap_or_default();
         assert!(off < std::time::Duration::from_millis(500), "started {off:?} ago");
         assert_eq!(p.ppid, Some(std::process::id()));
-    }
-
-    #[test]
-    fn a_new_process_started_now() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
-        let at = started_at(child.id()).unwrap();
-        let now = std::time::SystemTime::now();
-        let off = now.duration_since(at).unwrap_or_else(|e| e.duration());
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(off < std::time::Duration::from_secs(3), "started {off:?} away from now");
     }
 }

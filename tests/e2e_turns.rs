@@ -141,7 +141,10 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     // walj recorded it, and the Write of that turn stays unresolved with the reason.
     let rec = wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "stop_failure").expect("no stop_failure");
     let reason = rec["reason"].as_str().unwrap();
-    assert!(reason.starts_with("ended by an API error: server_error (API Error: ") && reason.contains("529 Overloaded"), "{rec}");
+    assert!(
+        reason.starts_with("ended by an API error: server_error (API Error: ") && reason.contains("529 Overloaded"),
+        "{rec}"
+    );
     wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "end").expect("no end record");
     let write = ops_of(&sb, "toolu_mock_0_0");
     assert!(!write.iter().any(|o| o == "persisted" || o == "resolved"), "{write:?}");
@@ -156,7 +159,11 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     let first = mock.main_requests().into_iter().rev().find(|r| r.count("hello") > 0).unwrap();
     let note = support::anthropic_mock::strings_containing(&first.body, "walj recovery note:");
     assert_eq!(note.len(), 1, "{}", mock.summary());
-    assert!(note[0].contains(&sid) && note[0].contains("ended by an API error") && note[0].contains("a.txt"), "{}", note[0]);
+    assert!(
+        note[0].contains(&sid) && note[0].contains("ended by an API error") && note[0].contains("a.txt"),
+        "{}",
+        note[0]
+    );
     assert_eq!(errors_log(&sb), "");
 }
 
@@ -168,7 +175,10 @@ fn a_session_killed_in_its_first_turn_keeps_its_transcript() {
     let _orphans = OrphanGuard(token.clone());
     let mock = MockServer::start(vec![
         Turn::tool("Write", json!({"file_path": sb.project.join("a.txt"), "content": "new\n"})),
-        Turn::tool("Bash", json!({"command": format!("echo started > run.log; sleep 60 # {token}"), "description": "Long"})),
+        Turn::tool(
+            "Bash",
+            json!({"command": format!("echo started > run.log; sleep 60 # {token}"), "description": "Long"}),
+        ),
         Turn::text("unreachable"),
     ]);
     let running = claude::spawn(sb.claude_p(&bin, &mock, "rewrite a.txt, then build"));
@@ -242,11 +252,11 @@ fn background_commands_claude_code_requotes_are_seen_running_and_finished_jobs_a
     assert_eq!(l["state"], "running", "Claude Code's re-quoted command: {l:#}");
     assert_eq!(l["restartable"], false, "{l:#}");
     let s = get(&procs, "toolu_mock_1_0");
-    assert_eq!((s["state"].as_str(), s["reported"].as_str(), s["restartable"].as_bool()), (
-        Some("not_running"),
-        Some("completed"),
-        Some(false)
-    ), "{s:#}");
+    assert_eq!(
+        (s["state"].as_str(), s["reported"].as_str(), s["restartable"].as_bool()),
+        (Some("not_running"), Some("completed"), Some(false)),
+        "{s:#}"
+    );
     // kill -9 of Claude Code: the long command lives on as an orphan, still reported running.
     running.kill9();
     let _ = running.wait(Duration::from_secs(10));
@@ -391,7 +401,10 @@ fn a_message_queued_while_a_turn_runs_does_not_settle_it() {
     let _orphans = OrphanGuard(token.clone());
     let mock = MockServer::start(vec![
         Turn::tool("Write", json!({"file_path": sb.project.join("a.txt"), "content": "new\n"})),
-        Turn::tool("Bash", json!({"command": format!("echo started > run.log; sleep 60 # {token}"), "description": "Long"})),
+        Turn::tool(
+            "Bash",
+            json!({"command": format!("echo started > run.log; sleep 60 # {token}"), "description": "Long"}),
+        ),
         Turn::hang(),
     ]);
     let tui = Tui::start(&sb, &bin, &mock);
@@ -403,7 +416,8 @@ fn a_message_queued_while_a_turn_runs_does_not_settle_it() {
     }
     // Typed while the command runs: Claude Code queues it and fires UserPromptSubmit now.
     tui.submit("and then the docs");
-    let queued = wait_record(&sb, Duration::from_secs(30), |r| r["kind"] == "prompt" && r["prompt"] == "and then the docs");
+    let queued =
+        wait_record(&sb, Duration::from_secs(30), |r| r["kind"] == "prompt" && r["prompt"] == "and then the docs");
     assert!(queued.is_some(), "no UserPromptSubmit for the queued message: {:#?}", journal(&sb));
     let first = journal(&sb).into_iter().find(|r| r["kind"] == "prompt").unwrap();
     assert_eq!(queued.unwrap()["prompt_id"], first["prompt_id"], "queued into the running turn");

@@ -505,11 +505,42 @@ fn string_results_are_decided_by_is_error_todos_keep_good_items_and_meta_lines_a
     let prompts: Vec<&str> =
         recs.iter().filter(|r| r.kind.as_deref() == Some("prompt")).filter_map(|r| r.get_str("prompt")).collect();
     assert_eq!(prompts, ["fix a.txt"]);
+    // The task notification is news of the background task, not a prompt.
+    let n = recs.iter().find(|r| r.kind.as_deref() == Some("task_notification")).expect("no task_notification");
+    assert_eq!((n.get_str("task_id"), n.get_str("status")), (Some("bash_1"), Some("completed")));
     let v: Value =
         serde_json::from_str(&stdout(&walj(&root, &cfg, &["sessions", "show", &s[..8], "--json"]).success())).unwrap();
     let items: Vec<&str> =
         v["todos"]["items"].as_array().unwrap().iter().map(|t| t["content"].as_str().unwrap()).collect();
     assert_eq!(items, ["good one", "good two"], "{v:#}");
+}
+
+#[test]
+fn each_imported_session_gets_its_own_last_assistant_message() {
+    // A transcript holding two sessions' lines (a resumed or forked conversation): the brief
+    // of each names its own last answer.
+    let (_t, root) = project();
+    let cfg = root.parent().unwrap().join("claude");
+    let (a, b) = ("aaaaaaaa-2222-3333-4444-555555555555", "bbbbbbbb-2222-3333-4444-555555555555");
+    let user = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}});
+    let say = |id: &str, t: &str| json!({"type": "assistant", "message": {"id": id, "role": "assistant", "content": [{"type": "text", "text": t}]}});
+    let lines = [
+        transcript_line(user("question of a"), a, &root, "u1", "2026-01-05T00:00:01.000Z"),
+        transcript_line(say("m1", "ANSWER-OF-A"), a, &root, "u2", "2026-01-05T00:00:02.000Z"),
+        transcript_line(user("question of b"), b, &root, "u3", "2026-01-05T00:00:03.000Z"),
+        transcript_line(say("m2", "ANSWER-OF-B"), b, &root, "u4", "2026-01-05T00:00:04.000Z"),
+    ];
+    let t = root.parent().unwrap().join("two.jsonl");
+    fs::write(&t, lines.join("\n") + "\n").unwrap();
+    walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    for (sid, own, other) in [(a, "ANSWER-OF-A", "ANSWER-OF-B"), (b, "ANSWER-OF-B", "ANSWER-OF-A")] {
+        let v: Value = serde_json::from_str(&stdout(
+            &walj(&root, &cfg, &["sessions", "resume", sid, "--print-only", "--json"]).success(),
+        ))
+        .unwrap();
+        let brief = v["brief"].as_str().unwrap();
+        assert!(brief.contains(own) && !brief.contains(other), "session {sid}: {brief}");
+    }
 }
 
 #[test]

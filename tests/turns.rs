@@ -100,8 +100,12 @@ fn an_interrupted_turn_is_verified_by_the_sessions_next_prompt() {
     hook(
         &repo,
         p,
-        &payload(sid, "PreToolUse", json!({"tool_name": "Edit", "tool_use_id": "toolu_ESC2", "tool_input": edit,
-                                           "prompt_id": "p-1"})),
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Edit", "tool_use_id": "toolu_ESC2", "tool_input": edit,
+                                           "prompt_id": "p-1"}),
+        ),
     );
     assert!(!settled(&repo, "toolu_ESC1"));
     // The user pressed Esc and typed again: a new turn (a new prompt_id) verifies the last.
@@ -251,11 +255,10 @@ fn messages_claude_code_writes_are_not_prompts() {
         recs.iter().filter(|r| r["kind"] == "prompt").map(|r| r["prompt"].as_str().unwrap()).collect();
     assert_eq!(prompts, ["a real prompt"]);
     let n = recs.iter().find(|r| r["kind"] == "task_notification").unwrap_or_else(|| panic!("{recs:#?}"));
-    assert_eq!((n["id"].as_str(), n["task_id"].as_str(), n["status"].as_str()), (
-        Some("toolu_BG"),
-        Some("bohx39i35"),
-        Some("completed")
-    ));
+    assert_eq!(
+        (n["id"].as_str(), n["task_id"].as_str(), n["status"].as_str()),
+        (Some("toolu_BG"), Some("bohx39i35"), Some("completed"))
+    );
 }
 
 #[test]
@@ -344,7 +347,11 @@ fn bash(repo: &Repo, sid: &str, id: &str, command: &str, background: bool, task:
     hook(
         repo,
         p,
-        &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input, "prompt_id": "p-1"})),
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": input, "prompt_id": "p-1"}),
+        ),
     );
     if post {
         hook(
@@ -415,7 +422,11 @@ fn a_requoted_background_command_is_running_and_restart_is_offered_only_when_it_
     let brief = repo.json(&["sessions", "resume", sid, "--print-only", "--json"]);
     let text = brief["brief"].as_str().unwrap();
     assert_eq!(text.matches("walj procs restart").count(), 1, "{text}");
-    assert!(text.contains("walj procs restart toolu_DEV") || text.contains(&format!("walj procs restart {}", dev["short"].as_str().unwrap())), "{text}");
+    assert!(
+        text.contains("walj procs restart toolu_DEV")
+            || text.contains(&format!("walj procs restart {}", dev["short"].as_str().unwrap())),
+        "{text}"
+    );
     drop(_g);
     drop(_g2);
     // Once it is gone, it may be restarted.

@@ -164,11 +164,6 @@ pub fn user_text(text: &str) -> UserText<'_> {
     UserText::Prompt(text.into())
 }
 
-/// The last assistant text in a transcript tail (lines of `type: assistant` with text blocks).
-pub fn last_assistant_text(tail: &[u8]) -> Option<String> {
-    last_assistant_text_of(tail, None)
-}
-
 /// The last assistant text of `session` (a session id or its prefix; `None`: any) in a
 /// transcript tail: a transcript can hold lines of several sessions (a resumed or forked one).
 pub fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<String> {
@@ -212,7 +207,7 @@ mod tests {
 {"type":"assistant","message":{"content":[{"type":"text","text":"second"}]}}
 {"type":"assistant","message":{"content":[{"type":"tool_use","id":"y"}]}}
 "#;
-        assert_eq!(last_assistant_text(t).as_deref(), Some("second"));
+        assert_eq!(last_assistant_text_of(t, None).as_deref(), Some("second"));
     }
 
     #[test]

@@ -411,9 +411,12 @@ impl Pairing {
 fn task_finished(s: &mut SessionInfo, rec: &Record) {
     let task = rec.get_str(key::TASK_ID);
     let status = rec.get_str(key::STATUS).unwrap_or("ended");
-    if let Some(c) = s.commands.iter_mut().rev().find(|c| {
-        (!rec.id.is_empty() && c.id == rec.id) || (task.is_some() && c.task_id.as_deref() == task)
-    }) {
+    if let Some(c) = s
+        .commands
+        .iter_mut()
+        .rev()
+        .find(|c| (!rec.id.is_empty() && c.id == rec.id) || (task.is_some() && c.task_id.as_deref() == task))
+    {
         c.finished = Some(status.to_string());
     }
 }

@@ -286,7 +286,10 @@ mod tests {
         // A limit smaller than the file stops the scan before its start.
         let end = scan_lines_rev(&p, 1, |_| std::ops::ControlFlow::Continue(())).unwrap();
         assert_eq!(end, RevScan::Limit);
-        assert_eq!(scan_lines_rev(&dir.path().join("none"), 1, |_| std::ops::ControlFlow::Break(())).unwrap(), RevScan::Start);
+        assert_eq!(
+            scan_lines_rev(&dir.path().join("none"), 1, |_| std::ops::ControlFlow::Break(())).unwrap(),
+            RevScan::Start
+        );
     }
 
     #[test]
