@@ -378,21 +378,14 @@ impl Ctx<'_> {
     /// never continues is reported like a crashed one).
     fn stop_failure(&self) -> HookResult {
         copy_transcript(self.project, self.payload);
-        let error = self.payload.str(key::ERROR).filter(|e| !e.is_empty()).unwrap_or("unknown");
-        let message = self.payload.str(key::LAST_ASSISTANT_MESSAGE);
-        let details = self.payload.str(key::ERROR_DETAILS).filter(|d| !d.is_empty());
-        let mut r = self
-            .session_record(kind::STOP_FAILURE)
-            .with(key::ERROR, clip(error, MAX_ERROR))
-            .with(key::REASON, stop_failure_reason(error, details, message));
+        let mut r = build::stop_failure(
+            self.session_record(kind::STOP_FAILURE),
+            self.payload.str(key::ERROR).unwrap_or(""),
+            self.payload.str(key::ERROR_DETAILS),
+            self.payload.str(key::LAST_ASSISTANT_MESSAGE),
+        );
         if let Some(id) = self.payload.str(key::PROMPT_ID) {
             r = r.with(key::PROMPT_ID, id);
-        }
-        if let Some(d) = details {
-            r = r.with(key::ERROR_DETAILS, clip(d, MAX_ERROR));
-        }
-        if let Some(m) = message {
-            r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, 16 * 1024));
         }
         self.append(&[r])
     }
@@ -590,18 +583,6 @@ fn unfinished_turn(journal: &Path, session: &str) -> Option<Turn> {
 
 /// How far back (bytes) a prompt looks for its session's previous turn.
 const TURN_SCAN_BYTES: u64 = 4 << 20;
-
-/// "ended by an API error: overloaded (API Error: 529 Overloaded)": the error type Claude Code
-/// gives, and the API's own words when it gives them.
-fn stop_failure_reason(error: &str, details: Option<&str>, message: Option<&str>) -> String {
-    let said = details
-        .or_else(|| message.filter(|m| m.starts_with("API Error")))
-        .map(|d| d.split(". ").next().unwrap_or(d).trim_end_matches('.'));
-    match said {
-        Some(d) => format!("ended by an API error: {error} ({})", clip(d, 120)),
-        None => format!("ended by an API error: {error}"),
-    }
-}
 
 /// SessionStart: copies the transcripts of crashed sessions while Claude Code still keeps
 /// them (a session killed in its first turn has no copy yet). Shares one hook's byte budget

@@ -152,6 +152,27 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     assert_eq!(rec["unresolved"], 1, "{rec:#}");
     assert_eq!(rec["sessions"][0]["session"], sid.as_str());
     assert_eq!(rec["sessions"][0]["turn_failure"], reason, "{rec:#}");
+    // Its real transcript ends with Claude Code's synthetic "API Error" answer: importing it adds
+    // no second stop_failure, and leaves the turn open.
+    let imported = walj(&sb, &["import", sb.transcript(&sid).to_str().unwrap()]);
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert_eq!(journal(&sb).iter().filter(|r| r["kind"] == "stop_failure").count(), 1);
+    assert_eq!(walj_json(&sb, &["recover", "--json"])["unresolved"], 1);
+    // Imported where no hook ran (a copy of the project), the same turn and reason appear.
+    let elsewhere = Sandbox::new();
+    elsewhere.write("a.txt", "new\n");
+    let out = Command::new(walj_bin())
+        .args(["import", sb.transcript(&sid).to_str().unwrap(), "--project"])
+        .arg(&elsewhere.project)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        Command::new(walj_bin()).args(["recover", "--json", "--project"]).arg(&elsewhere.project).output().unwrap();
+    let there: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(there["unresolved"], 1, "{there:#}");
+    assert_eq!(there["sessions"][0]["turn_failure"], reason, "{there:#}");
     // The session never continued: the next one is told, like after a crash.
     mock.script(vec![Turn::text("ok")]);
     let out = claude::run(sb.claude_p(&bin, &mock, "hello"), SESSION_TIMEOUT);

@@ -516,6 +516,60 @@ fn string_results_are_decided_by_is_error_todos_keep_good_items_and_meta_lines_a
 }
 
 #[test]
+fn a_turn_ended_by_an_api_error_stays_open_with_its_reason() {
+    // Claude Code 2.1.328's transcript of a turn cut by a 529 (recorded in tests/e2e_turns.rs):
+    // a synthetic assistant line `isApiErrorMessage: true`, `error: "server_error"`.
+    let (_t, root) = project();
+    let cfg = root.parent().unwrap().join("claude");
+    let s = "aeaeaeae-2222-3333-4444-555555555555";
+    fs::write(root.join("a.txt"), "new\n").unwrap();
+    let a = root.join("a.txt").to_string_lossy().into_owned();
+    let lines = [
+        transcript_line(
+            json!({"type": "user", "message": {"role": "user", "content": "rewrite a.txt"}}),
+            s,
+            &root,
+            "u1",
+            "2026-01-06T00:00:01.000Z",
+        ),
+        transcript_line(
+            json!({"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t_w", "name": "Write", "input": {"file_path": a, "content": "new\n"}}]}}),
+            s,
+            &root,
+            "u2",
+            "2026-01-06T00:00:02.000Z",
+        ),
+        transcript_line(
+            json!({"type": "user", "toolUseResult": {"type": "update", "filePath": a, "content": "new\n", "originalFile": "old\n"}, "message": {"role": "user", "content": [{"tool_use_id": "t_w", "type": "tool_result", "content": "The file has been updated successfully."}]}}),
+            s,
+            &root,
+            "u3",
+            "2026-01-06T00:00:03.000Z",
+        ),
+        transcript_line(
+            json!({"type": "assistant", "isApiErrorMessage": true, "error": "server_error", "apiErrorStatus": 529, "message": {"id": "x", "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 529 Overloaded. This is a server-side issue, usually temporary."}]}}),
+            s,
+            &root,
+            "u4",
+            "2026-01-06T00:00:04.000Z",
+        ),
+    ];
+    let t = root.parent().unwrap().join("api-error.jsonl");
+    fs::write(&t, lines.join("\n") + "\n").unwrap();
+    walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    let v: Value = serde_json::from_str(&stdout(&walj(&root, &cfg, &["recover", "--json"]).success())).unwrap();
+    assert_eq!(v["unresolved"], 1, "the failed turn was settled: {v:#}");
+    assert_eq!(
+        v["sessions"][0]["turn_failure"], "ended by an API error: server_error (API Error: 529 Overloaded)",
+        "{v:#}"
+    );
+    // Importing again adds nothing.
+    let before = records(&root).len();
+    walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    assert_eq!(records(&root).len(), before);
+}
+
+#[test]
 fn each_imported_session_gets_its_own_last_assistant_message() {
     // A transcript holding two sessions' lines (a resumed or forked conversation): the brief
     // of each names its own last answer.

@@ -76,6 +76,11 @@ pub struct Line {
     pub meta: bool,
     #[serde(rename = "isCompactSummary")]
     pub compact_summary: bool,
+    /// Claude Code's synthetic answer when the API failed (`"API Error: 529 …"`); `error` then
+    /// holds the error type (the StopFailure hook's `error`).
+    #[serde(rename = "isApiErrorMessage")]
+    pub api_error: bool,
+    pub error: Option<Value>,
     pub message: Option<Message>,
     #[serde(rename = "toolUseResult")]
     pub tool_use_result: Option<Value>,

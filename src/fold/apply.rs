@@ -327,7 +327,11 @@ impl Fold {
                 s.turn_failure = None;
             }
             kind::STOP_FAILURE => s.turn_failure = text(key::REASON),
-            kind::TASK_NOTIFICATION => task_finished(s, rec),
+            kind::TASK_NOTIFICATION => {
+                task_finished(s, rec);
+                // Claude Code starts a turn for it: the session went on.
+                s.turn_failure = None;
+            }
             kind::TODOS => {
                 if let Some(list) = rec.extra.get(key::TODOS).and_then(Value::as_array) {
                     s.todos = list.iter().filter_map(todo_from_json).collect();
