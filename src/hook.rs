@@ -124,6 +124,7 @@ impl Ctx<'_> {
             HookEvent::SessionStart => self.session_start(),
             HookEvent::SessionEnd => {
                 copy_transcript(self.project, self.payload);
+                self.missed_stop_failure();
                 let r = self.session_record(kind::END).with(key::REASON, self.payload.str("reason").unwrap_or("other"));
                 self.append(&[r])
             }
@@ -390,6 +391,33 @@ impl Ctx<'_> {
         self.append(&[r])
     }
 
+    /// SessionEnd: a turn that an API error ended, when its StopFailure hook never ran. Claude
+    /// Code 2.1.328 in `-p` mode exits without waiting for it (3 times in 5 in
+    /// tests/e2e_turns.rs), but its transcript ends with the synthetic "API Error" answer: that
+    /// answer gives the same record. Only when the session's last turn has neither a Stop nor
+    /// a StopFailure. Errors are logged, never fatal.
+    fn missed_stop_failure(&self) {
+        let session = self.payload.session_id();
+        if !last_turn_unended(&self.project.journal, session) {
+            return;
+        }
+        let Some(path) = self.payload.str("transcript_path").filter(|p| !p.is_empty()) else { return };
+        let Some(tail) = crate::session::transcript::tail(self.project, session, Some(path), 64 * 1024) else { return };
+        let Some((error, text)) = crate::claude::transcript::last_api_error(&tail, session) else { return };
+        let mut r = build::stop_failure(
+            self.session_record(kind::STOP_FAILURE),
+            &error,
+            None,
+            Some(&text).filter(|t| !t.is_empty()).map(String::as_str),
+        );
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
+        }
+        if let Err(e) = self.append(&[r]) {
+            log_error(self.project, &format!("recording the API error that ended the last turn: {e}"));
+        }
+    }
+
     fn stop(&self, main_agent: bool) -> HookResult {
         if main_agent {
             copy_transcript(self.project, self.payload);
@@ -579,6 +607,36 @@ fn unfinished_turn(journal: &Path, session: &str) -> Option<Turn> {
         Continue(())
     });
     scan.ok().and(found)
+}
+
+/// Whether the session's last turn (since its last prompt or start) has neither a Stop nor a
+/// StopFailure record, read backwards like [`unfinished_turn`].
+fn last_turn_unended(journal: &Path, session: &str) -> bool {
+    use std::ops::ControlFlow::{Break, Continue};
+    if session.is_empty() {
+        return false;
+    }
+    let needle: Vec<u8> = session.chars().take(6).collect::<String>().into_bytes();
+    let finder = memchr::memmem::Finder::new(&needle);
+    let mut unended = false;
+    let scan = crate::journal::scan_lines_rev(journal, TURN_SCAN_BYTES, |line| {
+        if finder.find(line).is_none() {
+            return Continue(());
+        }
+        let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
+        if v.session_key() != session || v.op() != op::SESSION {
+            return Continue(());
+        }
+        match v.kind() {
+            Some(kind::STOP | kind::STOP_FAILURE | kind::END) => Break(()),
+            Some(kind::PROMPT | kind::TASK_NOTIFICATION | kind::START) => {
+                unended = true;
+                Break(())
+            }
+            _ => Continue(()),
+        }
+    });
+    scan.is_ok() && unended
 }
 
 /// How far back (bytes) a prompt looks for its session's previous turn.

@@ -129,23 +129,32 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     let v = out.json();
     assert_eq!(v["api_error_status"], 529, "{}", out.stdout);
     let sid = v["session_id"].as_str().unwrap().to_string();
-    // What 2.1.328 sends (recorded): error type, the API's words, no error_details here.
-    let sent = claude::wait_for_payload(&payloads, Duration::from_secs(10), |p| p["hook_event_name"] == "StopFailure")
-        .expect("no StopFailure payload");
-    println!("StopFailure payload: {sent}");
-    assert_eq!(sent["error"], "server_error", "{sent}");
-    let said = sent["last_assistant_message"].as_str().unwrap();
-    assert!(said.starts_with("API Error: ") && said.contains("529 Overloaded"), "{sent}");
-    assert!(sent.get("error_details").is_none(), "{sent}");
-    assert!(sent["prompt_id"].is_string(), "{sent}");
-    // walj recorded it, and the Write of that turn stays unresolved with the reason.
-    let rec = wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "stop_failure").expect("no stop_failure");
+    // What 2.1.328 sends (recorded): error type, the API's words, no error_details here. In
+    // `-p` mode it exits without waiting for StopFailure hooks, so often none runs (3 times in
+    // 5 here); then walj takes the same facts from the transcript at SessionEnd.
+    match claude::wait_for_payload(&payloads, Duration::from_secs(3), |p| p["hook_event_name"] == "StopFailure") {
+        Some(sent) => {
+            println!("StopFailure payload: {sent}");
+            assert_eq!(sent["error"], "server_error", "{sent}");
+            let said = sent["last_assistant_message"].as_str().unwrap();
+            assert!(said.starts_with("API Error: ") && said.contains("529 Overloaded"), "{sent}");
+            assert!(sent.get("error_details").is_none(), "{sent}");
+            assert!(sent["prompt_id"].is_string(), "{sent}");
+        }
+        None => println!("no StopFailure hook ran this time; SessionEnd has to record the API error"),
+    }
+    // walj recorded it (once), and the Write of that turn stays unresolved with the reason.
+    wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "end").expect("no end record");
+    // Once, or twice in the rare case the StopFailure hook still ran while SessionEnd looked.
+    let n = journal(&sb).iter().filter(|r| r["kind"] == "stop_failure").count();
+    assert!((1..=2).contains(&n), "{:#?}", journal(&sb));
+    let rec = wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "stop_failure")
+        .unwrap_or_else(|| panic!("no stop_failure record: {:#?}\n{}", journal(&sb), errors_log(&sb)));
     let reason = rec["reason"].as_str().unwrap();
     assert!(
         reason.starts_with("ended by an API error: server_error (API Error: ") && reason.contains("529 Overloaded"),
         "{rec}"
     );
-    wait_record(&sb, Duration::from_secs(10), |r| r["kind"] == "end").expect("no end record");
     let write = ops_of(&sb, "toolu_mock_0_0");
     assert!(!write.iter().any(|o| o == "persisted" || o == "resolved"), "{write:?}");
     let rec = walj_json(&sb, &["recover", "--json"]);
@@ -156,7 +165,7 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     // no second stop_failure, and leaves the turn open.
     let imported = walj(&sb, &["import", sb.transcript(&sid).to_str().unwrap()]);
     assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
-    assert_eq!(journal(&sb).iter().filter(|r| r["kind"] == "stop_failure").count(), 1);
+    assert_eq!(journal(&sb).iter().filter(|r| r["kind"] == "stop_failure").count(), n);
     assert_eq!(walj_json(&sb, &["recover", "--json"])["unresolved"], 1);
     // Imported where no hook ran (a copy of the project), the same turn and reason appear.
     let elsewhere = Sandbox::new();

@@ -220,6 +220,58 @@ fn a_session_that_ends_after_a_stop_failure_is_announced_like_a_crash() {
     assert!(ctx.contains("ended by an API error") && ctx.contains(a), "{ctx}");
 }
 
+/// The transcript of a turn a 529 ended, as Claude Code 2.1.328 wrote it (shortened).
+fn api_error_transcript(repo: &Repo, sid: &str) {
+    let lines = [
+        json!({"type": "user", "sessionId": sid, "uuid": "u1", "message": {"role": "user", "content": "rewrite a.txt"}}),
+        json!({"type": "assistant", "sessionId": sid, "uuid": "u2", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_SE", "name": "Write", "input": {}}]}}),
+        json!({"type": "assistant", "sessionId": sid, "uuid": "u3", "isApiErrorMessage": true, "error": "server_error", "apiErrorStatus": 529,
+               "message": {"model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": "API Error: 529 Overloaded. This is a server-side issue, usually temporary."}]}}),
+        json!({"type": "last-prompt", "lastPrompt": "rewrite a.txt", "sessionId": sid}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(transcript(repo, sid), text).unwrap();
+}
+
+#[test]
+fn session_end_records_the_api_error_a_missed_stop_failure_hook_would_have() {
+    // Claude Code 2.1.328 in `-p` mode often exits without running StopFailure hooks.
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-000000000010";
+    let p = Parent::Timeout(10);
+    hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+    write_a(&repo, p, sid, "toolu_SE", "p-1");
+    api_error_transcript(&repo, sid);
+    hook(&repo, p, &payload(sid, "SessionEnd", json!({"reason": "other", "prompt_id": "p-1"})));
+    let recs = repo.records();
+    let sf: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "stop_failure").collect();
+    assert_eq!(sf.len(), 1, "{recs:#?}");
+    assert_eq!(sf[0]["reason"], "ended by an API error: server_error (API Error: 529 Overloaded)");
+    let v = repo.json(&["recover", "--json"]);
+    assert_eq!((v["unresolved"].as_u64(), v["sessions"][0]["state"].as_str()), (Some(1), Some("ended")), "{v:#}");
+}
+
+#[test]
+fn session_end_adds_nothing_when_the_stop_failure_hook_ran_or_the_turn_stopped() {
+    let repo = repo();
+    let (a, b) = ("e5c00000-0000-4000-8000-000000000011", "e5c00000-0000-4000-8000-000000000012");
+    let p = Parent::Timeout(10);
+    for sid in [a, b] {
+        hook(&repo, p, &payload(sid, "SessionStart", json!({"source": "startup"})));
+        prompt(&repo, p, sid, "rewrite a.txt", "p-1");
+        write_a(&repo, p, sid, &format!("toolu_{}", &sid[34..]), "p-1");
+        api_error_transcript(&repo, sid);
+    }
+    hook(&repo, p, &stop_failure_payload(a));
+    hook(&repo, p, &payload(b, "Stop", json!({})));
+    for sid in [a, b] {
+        hook(&repo, p, &payload(sid, "SessionEnd", json!({"reason": "other"})));
+    }
+    let n = |sid: &str| repo.records().iter().filter(|r| r["kind"] == "stop_failure" && r["session"] == sid).count();
+    assert_eq!((n(a), n(b)), (1, 0));
+}
+
 #[test]
 fn stop_failure_is_registered_by_install() {
     let repo = repo();

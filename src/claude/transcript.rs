@@ -169,6 +169,34 @@ pub fn user_text(text: &str) -> UserText<'_> {
     UserText::Prompt(text.into())
 }
 
+/// When the last assistant line of `session` in a transcript tail is Claude Code's synthetic
+/// answer to a failed API call (`isApiErrorMessage`): its error type (`error`, as StopFailure
+/// names it) and its text ("API Error: 529 Overloaded. …").
+pub fn last_api_error(tail: &[u8], session: &str) -> Option<(String, String)> {
+    for line in tail.split(|&b| b == b'\n').rev() {
+        if line.is_empty() || memchr::memmem::find(line, b"\"assistant\"").is_none() {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
+        if v.get("type").and_then(Value::as_str) != Some("assistant")
+            || v.get("sessionId").and_then(Value::as_str).is_some_and(|s| s != session)
+        {
+            continue;
+        }
+        if v.get("isApiErrorMessage").and_then(Value::as_bool) != Some(true) {
+            return None;
+        }
+        let error = v.get("error").and_then(Value::as_str).unwrap_or("unknown").to_string();
+        let text = v
+            .pointer("/message/content")
+            .and_then(Value::as_array)
+            .map(|b| b.iter().filter_map(|x| x.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        return Some((error, text));
+    }
+    None
+}
+
 /// The last assistant text of `session` (a session id or its prefix; `None`: any) in a
 /// transcript tail: a transcript can hold lines of several sessions (a resumed or forked one).
 pub fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<String> {
@@ -213,6 +241,22 @@ mod tests {
 {"type":"assistant","message":{"content":[{"type":"tool_use","id":"y"}]}}
 "#;
         assert_eq!(last_assistant_text_of(t, None).as_deref(), Some("second"));
+    }
+
+    #[test]
+    fn the_last_answer_may_be_an_api_error() {
+        // The line Claude Code 2.1.328 wrote when the API answered 529 (tests/e2e_turns.rs).
+        let t = br#"{"type":"assistant","sessionId":"s1","message":{"content":[{"type":"tool_use","id":"x"}]}}
+{"type":"assistant","sessionId":"s1","isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 Overloaded. This is a server-side issue."}]}}
+{"type":"last-prompt","lastPrompt":"rewrite a","sessionId":"s1"}
+"#;
+        assert_eq!(
+            last_api_error(t, "s1"),
+            Some(("server_error".into(), "API Error: 529 Overloaded. This is a server-side issue.".into()))
+        );
+        assert_eq!(last_api_error(t, "s2"), None);
+        let ok = br#"{"type":"assistant","sessionId":"s1","message":{"content":[{"type":"text","text":"done"}]}}"#;
+        assert_eq!(last_api_error(ok, "s1"), None);
     }
 
     #[test]
