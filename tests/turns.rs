@@ -510,27 +510,78 @@ fn a_task_notification_marks_the_job_finished() {
     assert_eq!((v[0]["reported"].as_str(), v[0]["restartable"].as_bool()), (Some("failed"), Some(false)), "{v:#}");
 }
 
+/// Pids of processes whose command line is exactly `cmdline`.
+fn pids_running(cmdline: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let raw = fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&raw).replace('\0', " ").trim_end() == cmdline {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[cfg(target_os = "linux")]
 #[test]
-fn a_process_the_call_started_under_another_name_is_found_by_the_session_marker() {
-    // A wrapper that starts the real work under another command line (a daemon, a script):
-    // the text is in no command line, the session marker and the start time tell.
+fn a_process_the_call_left_under_another_name_is_found_by_the_session_marker() {
+    // A command that leaves a daemon behind under another command line: the text is in no
+    // command line; the session marker, the start time and the re-parenting tell. The test
+    // process stands for Claude Code (the hooks' parent): its own children (hooks, tools,
+    // later calls) are never taken for the call's leftovers.
     let repo = repo();
     let sid = "e5c00000-0000-4000-8000-00000000000f";
-    hook(&repo, Parent::Timeout(10), &payload(sid, "SessionStart", json!({"source": "startup"})));
-    bash(&repo, sid, "toolu_D", "./serve.sh --daemon", true, "bash_8", true);
-    let (child, _g) = spawn_group("exec -a walj-test-daemon sleep 304", &repo.root, Some(sid));
-    wait_exec(child.id(), "walj-test-daemon");
+    hook(&repo, Parent::Test, &payload(sid, "SessionStart", json!({"source": "startup"})));
+    let input = json!({"command": "./serve.sh --daemon", "run_in_background": true});
+    hook(
+        &repo,
+        Parent::Test,
+        &payload(sid, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "toolu_D", "tool_input": input})),
+    );
+    hook(
+        &repo,
+        Parent::Test,
+        &payload(
+            sid,
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "toolu_D", "tool_input": input,
+                                            "tool_response": {"stdout": "", "backgroundTaskId": "bash_8"}}),
+        ),
+    );
+    let (child, _g) =
+        spawn_group("(exec -a walj-test-daemon sleep 304 &); exec -a walj-test-hook sleep 306", &repo.root, Some(sid));
+    wait_exec(child.id(), "walj-test-hook");
+    let daemon = (0..200)
+        .find_map(|_| {
+            let p = pids_running("walj-test-daemon 304");
+            if p.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                None
+            } else {
+                Some(p)
+            }
+        })
+        .unwrap_or_else(|| panic!("the daemon never started"));
     let v = repo.json(&["procs", "--json"]);
+    claude_kill(&daemon);
     assert_eq!(v[0]["state"], "running", "{v:#}");
-    assert_eq!(v[0]["pids"], json!([child.id()]), "{v:#}");
-    drop(_g);
-    let _ = child;
+    assert_eq!(v[0]["pids"], json!(daemon), "only the re-parented daemon, not Claude Code's child: {v:#}");
     // Without the marker (another user's process, or none set) nothing ties it to the call.
-    let (child, _g) = spawn_group("exec -a walj-test-daemon sleep 305", &repo.root, None);
-    wait_exec(child.id(), "walj-test-daemon");
+    drop(_g);
+    let (child, _g) =
+        spawn_group("(exec -a walj-test-daemon sleep 305 &); exec -a walj-test-hook sleep 307", &repo.root, None);
+    wait_exec(child.id(), "walj-test-hook");
+    std::thread::sleep(std::time::Duration::from_millis(100));
     let v = repo.json(&["procs", "--json"]);
+    claude_kill(&pids_running("walj-test-daemon 305"));
     assert_eq!(v[0]["state"], "not_running", "{v:#}");
+}
+
+fn claude_kill(pids: &[u32]) {
+    for p in pids {
+        let _ = StdCommand::new("kill").args(["-KILL", &p.to_string()]).status();
+    }
 }
 
 #[cfg(target_os = "linux")]

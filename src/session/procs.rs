@@ -12,8 +12,8 @@
 //! (`CLAUDE_CODE_SESSION_ID`) names the command's session, or (no marker readable) its
 //! working folder is the recorded one. A process whose marker names another session is never
 //! the command's. When no command line holds the text (a daemon that re-executed itself, a
-//! wrapper script), a process with the session's marker that started within a few seconds
-//! after the call, before the session's next Bash call, is. On Linux this reads /proc; other
+//! wrapper script), a re-parented process with the session's marker that started within a few
+//! seconds after the call, before the session's next Bash call, is. On Linux this reads /proc; other
 //! Unix systems use `ps` (command line and start time only); elsewhere the answer is `unknown`.
 //!
 //! Restart is offered (`restartable`) only for a background command known not to run that
@@ -201,7 +201,12 @@ fn match_processes(s: &SessionInfo, out: &mut [ProcStatus], table: &[ProcEntry])
         taken.extend(more);
     }
     // No command line holds the text: processes the call started, by the session's marker
-    // and their start time.
+    // and their start time. Only processes that outlived their parent (re-parented: a daemon,
+    // a job whose shell is gone): a child of Claude Code or of another of the session's
+    // processes is a hook, a tool or a later call, never this call's leftover.
+    let claude = s.proc.map(|p| p.pid);
+    let marked: Vec<u32> =
+        table.iter().filter(|e| e.claude_session.as_deref() == Some(session)).map(|e| e.pid).collect();
     for p in out.iter_mut().filter(|p| p.pids.is_empty()) {
         let Some(call) = s.commands.iter().position(|c| c.id == p.id) else { continue };
         let Some(at) = record_time(&s.commands[call].ts) else { continue };
@@ -213,6 +218,7 @@ fn match_processes(s: &SessionInfo, out: &mut [ProcStatus], table: &[ProcEntry])
                 !mine.contains(&e.pid)
                     && !taken.contains(&e.pid)
                     && e.claude_session.as_deref() == Some(session)
+                    && e.ppid.is_some_and(|pp| Some(pp) != claude && !marked.contains(&pp))
                     && e.started.is_some_and(|t| t + START_SLACK >= at && t < until)
             })
             .map(|e| e.pid)
