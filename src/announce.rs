@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::fold::{Entry, Fold, SessionInfo};
+use crate::fold::{Entry, Fold, SessionInfo, SessionStatus};
 use crate::journal::kind;
 /// Kept where `triage/handoff.rs` imports it from; the helper lives in [`crate::present`].
 use crate::present::{self, one_line, plural};
@@ -23,8 +23,28 @@ pub struct StartNote {
     pub marks: Vec<(&'static str, String)>,
 }
 
+/// Whether a session left its last turn unfinished for good: it crashed (no SessionEnd, its
+/// process gone), or it ended after a turn that an API error cut short (StopFailure) without
+/// continuing. The SessionStart note reports both.
+pub fn left_unfinished(s: &SessionInfo) -> bool {
+    match s.status() {
+        SessionStatus::Crashed => true,
+        SessionStatus::Ended => s.turn_failure.is_some(),
+        _ => false,
+    }
+}
+
+/// How the session's last turn ended, for the note: "ended unexpectedly" (a crash) or the
+/// StopFailure's reason.
+fn how_it_ended(s: &SessionInfo) -> String {
+    match &s.turn_failure {
+        Some(reason) => format!("ended its last turn early ({reason})"),
+        None => "ended unexpectedly".to_string(),
+    }
+}
+
 /// Builds the SessionStart note. `crashed` tells whether a session counts as crashed
-/// (injected so tests need no processes).
+/// (injected so tests need no processes; the hook passes [`left_unfinished`]).
 pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionInfo) -> bool) -> StartNote {
     let mut note = StartNote::default();
     let mut user = Vec::new();
@@ -52,14 +72,19 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         let paths: Vec<&str> = open.iter().map(|e| e.path.as_str()).collect();
         let same = if s.session == current { " (this session, resumed)" } else { "" };
         user.push(format!(
-            "walj: your last session {}{} ended unexpectedly with {} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
+            "walj: your last session {}{} {} with {} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
             s.sid,
             same,
+            how_it_ended(s),
             plural(open.len(), "change", "changes"),
             list_short(&paths, 5)
         ));
+        let how = match &s.turn_failure {
+            Some(reason) => format!("ended its last turn early ({reason}, no Stop)"),
+            None => "ended unexpectedly (crashed, no SessionEnd)".to_string(),
+        };
         let mut c = format!(
-            "walj recovery note: the Claude Code session {}{} ended unexpectedly (crashed, no SessionEnd) with {}:\n",
+            "walj recovery note: the Claude Code session {}{} {how} with {}:\n",
             s.session,
             same,
             plural(open.len(), "unfinished change", "unfinished changes")

@@ -26,12 +26,17 @@ pub struct CheckpointReport {
 
 /// What a checkpoint run does besides verifying applied entries.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CheckpointOptions {
-    /// Settle intents (and commands) without an outcome as not applied: only when no tool
-    /// call of the session can still run (the main agent's Stop, not SubagentStop).
+pub struct CheckpointOptions<'a> {
+    /// Settle file intents without an outcome as not applied: only when no tool call of the
+    /// session can still run (the main agent's Stop, the session's next prompt).
     pub settle_intents: bool,
+    /// Settle Bash commands without an outcome as not run (denied): the main agent's Stop.
+    pub settle_commands: bool,
     /// Append an `audit` record with the counts (`walj checkpoint`).
     pub audit: bool,
+    /// Only entries and commands recorded at or after this time (one turn: the session's
+    /// next prompt verifies the turn an Esc or an API error ended, nothing older).
+    pub since: Option<&'a str>,
 }
 
 /// `by` of the records a checkpoint writes.
@@ -40,7 +45,7 @@ const BY_CHECKPOINT: &str = "checkpoint";
 /// Verifies the unresolved entries of `session` (or all) against the disk and appends
 /// `persisted` / `resolved(not_applied)` records.
 pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOptions) -> io::Result<CheckpointReport> {
-    let CheckpointOptions { settle_intents, audit } = opts;
+    let CheckpointOptions { settle_intents, settle_commands, audit, since } = opts;
     let fold =
         Fold::load(&project.journal, &FoldOptions { session: session.map(str::to_string), ..Default::default() })?;
     let mut report = CheckpointReport::default();
@@ -56,6 +61,9 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
         if let Some(s) = session
             && !e.session.starts_with(s)
         {
+            continue;
+        }
+        if since.is_some_and(|t| e.ts.as_str() < t) {
             continue;
         }
         let base = e.base;
@@ -148,7 +156,7 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             }
         }
     }
-    if settle_intents {
+    if settle_commands {
         // Commands are not entries, but the same holds: at the main agent's Stop no Bash call
         // runs, so one without an outcome since the session (re)started never ran (denied).
         // Background commands got their PostToolUse when they were started.
@@ -156,7 +164,7 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             if session.is_some_and(|want| !s.session.starts_with(want)) {
                 continue;
             }
-            let since = s.last_start_ts.as_deref().unwrap_or("");
+            let since = s.last_start_ts.as_deref().unwrap_or("").max(since.unwrap_or(""));
             for c in &s.commands {
                 if c.status != CommandStatus::InFlight || c.background || c.ts.as_str() < since {
                     continue;

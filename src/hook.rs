@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::claude::events::{FILE_TOOLS, HookEvent, TODO_TOOLS};
 use crate::claude::payload::{Payload, clip};
+use crate::claude::transcript::UserText;
 use crate::config::{self, Config, Matcher};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
@@ -108,13 +109,9 @@ impl Ctx<'_> {
             HookEvent::PostToolUseFailure if tool == tool::BASH => self.bash(op::FAILED),
             HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
             HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
-            HookEvent::UserPromptSubmit => {
-                let r = self
-                    .session_record(kind::PROMPT)
-                    .with(key::PROMPT, clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
-                self.append(&[r])
-            }
+            HookEvent::UserPromptSubmit => self.prompt(),
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
+            HookEvent::StopFailure => self.stop_failure(),
             HookEvent::PreCompact => {
                 copy_transcript(self.project, self.payload);
                 let mut r = self.session_record(kind::COMPACT);
@@ -127,6 +124,7 @@ impl Ctx<'_> {
             HookEvent::SessionStart => self.session_start(),
             HookEvent::SessionEnd => {
                 copy_transcript(self.project, self.payload);
+                self.missed_stop_failure();
                 let r = self.session_record(kind::END).with(key::REASON, self.payload.str("reason").unwrap_or("other"));
                 self.append(&[r])?;
                 // Retention that runs itself: a detached compaction when the journal grew large.
@@ -350,6 +348,103 @@ impl Ctx<'_> {
         self.append(&[build::todos(base, tool_name, self.payload.tool_use_id(), update)])
     }
 
+    /// UserPromptSubmit: the transcript's safe copy grows from the first turn; the session's
+    /// previous turn, if it ended without a Stop (an Esc interrupt, an API error), is verified
+    /// now that the session moved on; then the prompt is recorded, unless Claude Code wrote it
+    /// (a local command's output: nothing; a background task's `<task-notification>`: news
+    /// of that task).
+    fn prompt(&self) -> HookResult {
+        copy_transcript(self.project, self.payload);
+        self.verify_unfinished_turn();
+        let text = self.payload.str("prompt").unwrap_or("");
+        let mut r = match crate::claude::transcript::user_text(text) {
+            UserText::Prompt(p) => self.session_record(kind::PROMPT).with(key::PROMPT, clip(&p, MAX_TEXT)),
+            UserText::TaskNotification(n) => build::task_notification(self.session_record(kind::TASK_NOTIFICATION), &n),
+            UserText::Meta => return Ok(None),
+        };
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
+        }
+        self.append(&[r])
+    }
+
+    /// Verifies the session's previous turn when it ended without a Stop while Claude Code
+    /// lived on (an Esc interrupt; a StopFailure after an API error): like a Stop would have,
+    /// but only that turn's entries (a resumed crashed session's older entries stay as the
+    /// crash left them). A Bash command without an outcome gets the changes it made as
+    /// unfinished children ([`bashsnap::killed::settle_own`]): an interrupt kills a command
+    /// that ran, it was not denied. A message queued while the turn still runs fires
+    /// UserPromptSubmit too, with that turn's `prompt_id`: then nothing is verified. Without
+    /// prompt ids (older Claude Code) the two cannot be told apart, and the next Stop verifies.
+    /// Errors are logged, never fatal.
+    fn verify_unfinished_turn(&self) {
+        let Some(now) = self.payload.str(key::PROMPT_ID) else { return };
+        let Some(turn) = unfinished_turn(&self.project.journal, self.payload.session_id()) else { return };
+        if turn.prompt_id.as_deref().is_none_or(|id| id == now) {
+            return;
+        }
+        // A command the interrupt cut off: what it changed, before the turn is verified (no
+        // tool call of the new turn has run yet).
+        let (cfg, matcher) = self.config();
+        match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.payload.session_id()) {
+            Ok(children) if !children.is_empty() => {
+                if let Err(e) = self.append(&children) {
+                    log_error(self.project, &format!("recording an interrupted command's changes: {e}"));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => log_error(self.project, &format!("an interrupted command's changes: {e}")),
+        }
+        let opts = checkpoint::CheckpointOptions { settle_intents: true, since: Some(&turn.ts), ..Default::default() };
+        if let Err(e) = checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts) {
+            log_error(self.project, &format!("verifying the previous turn at UserPromptSubmit: {e}"));
+        }
+    }
+
+    /// StopFailure: the turn ended by an API error, and no Stop follows. Its entries stay
+    /// unresolved with the reason (the session's next prompt verifies them; a session that
+    /// never continues is reported like a crashed one).
+    fn stop_failure(&self) -> HookResult {
+        copy_transcript(self.project, self.payload);
+        let mut r = build::stop_failure(
+            self.session_record(kind::STOP_FAILURE),
+            self.payload.str(key::ERROR).unwrap_or(""),
+            self.payload.str(key::ERROR_DETAILS),
+            self.payload.str(key::LAST_ASSISTANT_MESSAGE),
+        );
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
+        }
+        self.append(&[r])
+    }
+
+    /// SessionEnd: a turn that an API error ended, when its StopFailure hook never ran. Claude
+    /// Code 2.1.328 in `-p` mode exits without waiting for it (3 times in 5 in
+    /// tests/e2e_turns.rs), but its transcript ends with the synthetic "API Error" answer: that
+    /// answer gives the same record. Only when the session's last turn has neither a Stop nor
+    /// a StopFailure. Errors are logged, never fatal.
+    fn missed_stop_failure(&self) {
+        let session = self.payload.session_id();
+        if !last_turn_unended(&self.project.journal, session) {
+            return;
+        }
+        let Some(path) = self.payload.str("transcript_path").filter(|p| !p.is_empty()) else { return };
+        let Some(tail) = crate::session::transcript::tail(self.project, session, Some(path), 64 * 1024) else { return };
+        let Some((error, text)) = crate::claude::transcript::last_api_error(&tail, session) else { return };
+        let mut r = build::stop_failure(
+            self.session_record(kind::STOP_FAILURE),
+            &error,
+            None,
+            Some(&text).filter(|t| !t.is_empty()).map(String::as_str),
+        );
+        if let Some(id) = self.payload.str(key::PROMPT_ID) {
+            r = r.with(key::PROMPT_ID, id);
+        }
+        if let Err(e) = self.append(&[r]) {
+            log_error(self.project, &format!("recording the API error that ended the last turn: {e}"));
+        }
+    }
+
     fn stop(&self, main_agent: bool) -> HookResult {
         if main_agent {
             copy_transcript(self.project, self.payload);
@@ -384,7 +479,11 @@ impl Ctx<'_> {
         self.append(&records)?;
         // Verify this session's applied entries; at the main agent's Stop no tool call is
         // running, so intents whose file is unchanged were not applied (denied).
-        let opts = checkpoint::CheckpointOptions { settle_intents: main_agent, audit: false };
+        let opts = checkpoint::CheckpointOptions {
+            settle_intents: main_agent,
+            settle_commands: main_agent,
+            ..Default::default()
+        };
         checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts)?;
         Ok(None)
     }
@@ -420,8 +519,8 @@ impl Ctx<'_> {
             r = r.with(key::BRANCH, b);
         }
         let mut records = vec![r];
-        let note =
-            announce::session_start_note(&fold, self.payload.session_id(), |s| s.status() == SessionStatus::Crashed);
+        copy_crashed_transcripts(self.project, &fold);
+        let note = announce::session_start_note(&fold, self.payload.session_id(), announce::left_unfinished);
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
@@ -490,6 +589,122 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     };
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
+}
+
+/// The start of a session's last turn (see [`unfinished_turn`]).
+struct Turn {
+    /// The time of the record that started it (a prompt or a task notification).
+    ts: String,
+    /// Its Claude Code `prompt_id`, when recorded.
+    prompt_id: Option<String>,
+}
+
+/// The start of the session's last turn when that turn called tools and has not reached a
+/// Stop. Read from the journal's end backwards (at most [`TURN_SCAN_BYTES`]), so a prompt
+/// costs what its session's last turn wrote, not the journal's size; `None` when that turn
+/// reached its Stop, when the session (re)started since, or when the turn's start is further
+/// back than the scan reads (then the session's next Stop verifies it).
+fn unfinished_turn(journal: &Path, session: &str) -> Option<Turn> {
+    use std::ops::ControlFlow::{Break, Continue};
+    if session.is_empty() {
+        return None;
+    }
+    let needle: Vec<u8> = session.chars().take(6).collect::<String>().into_bytes();
+    let finder = memchr::memmem::Finder::new(&needle);
+    // Tool records seen since the last turn start met (walking back).
+    let mut called_tools = false;
+    // A turn start with no tool call after it: a new turn, or a message queued into the turn
+    // before it (same prompt_id).
+    let mut later: Option<Option<String>> = None;
+    let mut found = None;
+    let scan = crate::journal::scan_lines_rev(journal, TURN_SCAN_BYTES, |line| {
+        if finder.find(line).is_none() {
+            return Continue(());
+        }
+        let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
+        if v.session_key() != session {
+            return Continue(());
+        }
+        match (v.op(), v.kind()) {
+            (op::INTENT | op::APPLIED | op::FAILED, _) => called_tools = true,
+            (op::SESSION, Some(kind::STOP | kind::START | kind::END)) => return Break(()),
+            (op::SESSION, Some(kind::PROMPT | kind::TASK_NOTIFICATION)) => {
+                let prompt_id = crate::journal::record::parse_record(line)
+                    .ok()
+                    .and_then(|r| r.get_str(key::PROMPT_ID).map(str::to_string));
+                let queued_into_this = match &later {
+                    None => true,
+                    Some(l) => l.is_some() && *l == prompt_id,
+                };
+                if !queued_into_this {
+                    return Break(());
+                }
+                if called_tools {
+                    found = Some(Turn { ts: v.ts.to_string(), prompt_id });
+                    return Break(());
+                }
+                if prompt_id.is_none() {
+                    return Break(());
+                }
+                later = Some(prompt_id);
+            }
+            _ => {}
+        }
+        Continue(())
+    });
+    scan.ok().and(found)
+}
+
+/// Whether the session's last turn (since its last prompt or start) has neither a Stop nor a
+/// StopFailure record, read backwards like [`unfinished_turn`].
+fn last_turn_unended(journal: &Path, session: &str) -> bool {
+    use std::ops::ControlFlow::{Break, Continue};
+    if session.is_empty() {
+        return false;
+    }
+    let needle: Vec<u8> = session.chars().take(6).collect::<String>().into_bytes();
+    let finder = memchr::memmem::Finder::new(&needle);
+    let mut unended = false;
+    let scan = crate::journal::scan_lines_rev(journal, TURN_SCAN_BYTES, |line| {
+        if finder.find(line).is_none() {
+            return Continue(());
+        }
+        let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
+        if v.session_key() != session || v.op() != op::SESSION {
+            return Continue(());
+        }
+        match v.kind() {
+            Some(kind::STOP | kind::STOP_FAILURE | kind::END) => Break(()),
+            Some(kind::PROMPT | kind::TASK_NOTIFICATION | kind::START) => {
+                unended = true;
+                Break(())
+            }
+            _ => Continue(()),
+        }
+    });
+    scan.is_ok() && unended
+}
+
+/// How far back (bytes) a prompt looks for its session's previous turn.
+const TURN_SCAN_BYTES: u64 = 4 << 20;
+
+/// SessionStart: copies the transcripts of crashed sessions while Claude Code still keeps
+/// them (a session killed in its first turn has no copy yet). Shares one hook's byte budget
+/// ([`crate::session::transcript::HOOK_MAX_BYTES`]) among them; a copy already up to date
+/// costs a few small reads. Errors are logged.
+fn copy_crashed_transcripts(project: &Project, fold: &Fold) {
+    use crate::session::transcript::{HOOK_MAX_BYTES, copy_limited};
+    let mut budget = HOOK_MAX_BYTES;
+    for s in fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed) {
+        let Some(t) = s.transcript.as_deref().filter(|t| !t.is_empty()) else { continue };
+        if budget == 0 {
+            break;
+        }
+        match copy_limited(project, &s.session, Path::new(t), Some(budget)) {
+            Ok(stats) => budget = budget.saturating_sub(stats.read),
+            Err(e) => log_error(project, &format!("transcript copy of crashed session {}: {e}", s.sid)),
+        }
+    }
 }
 
 /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy

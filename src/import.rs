@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
-use crate::claude::transcript::{Line, LineType, READ_TYPES, first_timestamp, read_head};
+use crate::claude::transcript::{Line, LineType, READ_TYPES, UserText, first_timestamp, read_head, user_text};
 use crate::config::{self, Config, Matcher};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
 use crate::journal::{Blob, JournalWriter, Record, key, kind, op, scan_records, tool};
@@ -191,6 +191,9 @@ struct Existing {
     hooked_prompts: HashMap<(String, String), usize>,
     /// Sessions with a start record (hooked or imported).
     started: HashSet<String>,
+    /// StopFailures the hooks recorded, per session: the transcript's API error answers are
+    /// the same turns' ends.
+    hooked_failures: HashMap<String, usize>,
 }
 
 impl Existing {
@@ -207,6 +210,9 @@ impl Existing {
             if r.kind.as_deref() == Some(kind::START) {
                 ex.started.insert(r.session_key().to_string());
             }
+            if r.kind.as_deref() == Some(kind::STOP_FAILURE) && r.extra.get(key::IMPORTED).is_none() {
+                *ex.hooked_failures.entry(r.session_key().to_string()).or_default() += 1;
+            }
             if !r.id.is_empty() {
                 ex.keys.insert((r.id.clone(), r.op().to_string(), k));
             }
@@ -219,6 +225,13 @@ impl Existing {
             return false;
         }
         if !self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default())) {
+            return false;
+        }
+        if r.kind.as_deref() == Some(kind::STOP_FAILURE)
+            && let Some(n) = self.hooked_failures.get_mut(&r.session)
+            && *n > 0
+        {
+            *n -= 1;
             return false;
         }
         // A prompt the hooks already recorded (once per time they saw it).
@@ -522,6 +535,10 @@ impl<'a> Converter<'a> {
     }
 
     fn assistant(&mut self, line: Line, session: &str, ts: &str) {
+        if line.api_error {
+            self.api_error(&line, session, ts);
+            return;
+        }
         let Some(msg) = line.message else { return };
         if self.model.is_none() {
             self.model = msg.model.clone().filter(|m| !m.starts_with('<'));
@@ -559,6 +576,27 @@ impl<'a> Converter<'a> {
         }
         self.message_called_tool |= has_tool;
         self.last_final = !self.message_called_tool && self.pending.is_empty();
+    }
+
+    /// Claude Code's synthetic answer when the API failed: the turn ended without finishing
+    /// (the StopFailure hook's record, with its reason); its entries stay open.
+    fn api_error(&mut self, line: &Line, session: &str, ts: &str) {
+        let text = match line.message.as_ref().map(|m| &m.content) {
+            Some(Value::Array(blocks)) => {
+                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
+            Some(Value::String(t)) => t.clone(),
+            _ => String::new(),
+        };
+        let error = line.error.as_ref().and_then(Value::as_str).unwrap_or("unknown");
+        let mut r = self.rec(op::SESSION, session, ts);
+        r.id = line.uuid.clone().unwrap_or_default();
+        let r = build::stop_failure(r, error, None, Some(&text).filter(|t| !t.is_empty()).map(String::as_str));
+        if !r.id.is_empty() {
+            self.emit(r);
+        }
+        self.last_final = false;
+        self.message_id = None;
     }
 
     fn user(&mut self, line: Line, session: &str, ts: &str) {
@@ -599,19 +637,27 @@ impl<'a> Converter<'a> {
         if text.is_empty() || line.meta || line.sidechain || line.compact_summary {
             return;
         }
-        if text.starts_with("[Request interrupted") {
-            return;
-        }
-        if text.starts_with("<local-command-")
-            || text.starts_with("<command-message>") && !text.contains("<command-args>")
-        {
-            return;
-        }
+        let text = match user_text(text) {
+            UserText::Prompt(t) => t,
+            UserText::TaskNotification(n) => {
+                // A background task ended: news for its command, not a prompt. Claude Code
+                // delivers it between turns, and it starts one: the previous turn ended.
+                self.settle_turn(ts);
+                let mut r = self.session_rec(kind::TASK_NOTIFICATION, session, ts);
+                r.id = line.uuid.clone().unwrap_or_default();
+                let r = build::task_notification(r, &n);
+                if !r.id.is_empty() {
+                    self.emit(r);
+                }
+                return;
+            }
+            UserText::Meta => return,
+        };
         // A new prompt: the previous turn ended.
         self.settle_turn(ts);
         let mut r = self.session_rec(kind::PROMPT, session, ts);
         r.id = line.uuid.clone().unwrap_or_else(|| format!("prompt:{}", blob_id(text.as_bytes())));
-        r = r.with(key::PROMPT, clip(text, MAX_TEXT));
+        r = r.with(key::PROMPT, clip(&text, MAX_TEXT));
         self.emit(r);
     }
 
@@ -647,13 +693,14 @@ impl<'a> Converter<'a> {
             }
             _ => String::new(),
         };
-        // A string result is an error or a refusal, except for the Task tools, which answer
-        // in text.
-        let task_tool = p.name.starts_with("Task");
-        let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true)
-            || (!task_tool && tur.is_some_and(Value::is_string));
-        let error_text =
-            if is_error { Some(tur.and_then(Value::as_str).map(str::to_string).unwrap_or(content_text)) } else { None };
+        // The result block's `is_error` decides, never the shape of `toolUseResult`: older
+        // transcripts store a successful call's result as a plain string too.
+        let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
+        let error_text = if is_error {
+            Some(tur.and_then(Value::as_str).map(str::to_string).filter(|s| !s.is_empty()).unwrap_or(content_text))
+        } else {
+            None
+        };
         let resp = tur.filter(|v| v.is_object());
         match p.name.as_str() {
             n if FILE_TOOLS.contains(&n) => self.file_call(&p, Some((resp, error_text.as_deref(), ts))),

@@ -6,8 +6,28 @@
 //! mistaken for the session still running. Linux reads /proc; elsewhere the answer is
 //! `unknown`.
 
-/// Running processes: (pid, command line, cwd).
-pub type ProcTable = Vec<(u32, String, Option<std::path::PathBuf>)>;
+/// One running process, as far as the platform tells (for matching background commands).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcEntry {
+    pub pid: u32,
+    /// The parent process.
+    pub ppid: Option<u32>,
+    /// The arguments joined by spaces.
+    pub cmdline: String,
+    pub cwd: Option<std::path::PathBuf>,
+    /// When it started.
+    pub started: Option<std::time::SystemTime>,
+    /// `CLAUDE_CODE_SESSION_ID` in its environment: Claude Code (2.1.x) sets it for every
+    /// process its Bash tool starts, and children inherit it (readable for the user's own
+    /// processes only).
+    pub claude_session: Option<String>,
+}
+
+/// Running processes.
+pub type ProcTable = Vec<ProcEntry>;
+
+/// The environment variable Claude Code sets to the session id in its tools' processes.
+pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// A process identity: pid plus start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +104,12 @@ mod imp {
     /// Processes started at or after `since` (clock ticks since boot) by a Claude Code tool
     /// call (`CLAUDECODE=1` in their environment), working inside `root`, that no running
     /// process in `live` (a live Claude Code) nor this process has started.
-    pub fn started_by_tool_since(since: u64, root: &std::path::Path, live: &[ProcRef]) -> Option<Vec<u32>> {
+    pub fn started_by_tool_since(
+        since: u64,
+        root: &std::path::Path,
+        session: &str,
+        live: &[ProcRef],
+    ) -> Option<Vec<u32>> {
         let me = std::process::id();
         let mut own_line = Vec::new();
         let mut pid = me;
@@ -110,6 +135,10 @@ mod imp {
             }
             let in_root = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(root));
             if !in_root || !has_marker(pid) {
+                continue;
+            }
+            // Claude Code (2.1.328) names the session in its tools' environment: another's is not it.
+            if claude_session(pid).is_some_and(|s| s != session) {
                 continue;
             }
             // Started (directly or not) by a running Claude Code, or by this process: not orphaned.
@@ -143,20 +172,57 @@ mod imp {
         env.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
     }
 
-    /// Every running process's (pid, cmdline, cwd), for matching background commands.
+    /// When the system booted: now minus `/proc/uptime` (to 10 ms; `btime` of /proc/stat is
+    /// whole seconds, cut, so up to a second early).
+    fn boot_time() -> Option<std::time::SystemTime> {
+        let text = std::fs::read_to_string("/proc/uptime").ok()?;
+        let up: f64 = text.split_whitespace().next()?.parse().ok()?;
+        std::time::SystemTime::now().checked_sub(std::time::Duration::try_from_secs_f64(up).ok()?)
+    }
+
+    /// A start time in clock ticks since boot as wall-clock time. Linux's user-space tick is
+    /// 100 Hz on every architecture walj runs on.
+    fn ticks_to_time(boot: std::time::SystemTime, ticks: u64) -> Option<std::time::SystemTime> {
+        const USER_HZ: u64 = 100;
+        boot.checked_add(std::time::Duration::from_millis(ticks.checked_mul(1000)? / USER_HZ))
+    }
+
+    /// `CLAUDE_CODE_SESSION_ID` of a process's environment (its initial one).
+    fn claude_session(pid: u32) -> Option<String> {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{SESSION_ENV}=");
+        env.split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Every running process, from /proc; `ps` where /proc cannot be read.
     pub fn processes() -> Option<ProcTable> {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return super::processes_via_ps() };
+        let btime = boot_time();
         let mut out = Vec::new();
-        for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        for e in dir.flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
             let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
-            let cmd = raw
+            let cmdline = raw
                 .split(|&b| b == 0)
                 .filter(|s| !s.is_empty())
                 .map(|s| String::from_utf8_lossy(s).into_owned())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
-            out.push((pid, cmd, cwd));
+            if cmdline.is_empty() {
+                continue; // a kernel thread or a zombie
+            }
+            let st = stat(pid);
+            out.push(ProcEntry {
+                pid,
+                ppid: st.as_ref().map(|(_, ppid, _)| *ppid),
+                cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+                started: btime.zip(st).and_then(|(b, (_, _, ticks))| ticks_to_time(b, ticks)),
+                claude_session: claude_session(pid),
+                cmdline,
+            });
         }
         Some(out)
     }
@@ -171,15 +237,73 @@ mod imp {
     pub fn liveness(_p: ProcRef) -> Liveness {
         Liveness::Unknown
     }
+    /// Off Linux, `ps` lists the processes (no working folder, no environment).
     pub fn processes() -> Option<ProcTable> {
-        None
+        super::processes_via_ps()
     }
     pub fn own_start() -> Option<u64> {
         None
     }
-    pub fn started_by_tool_since(_since: u64, _root: &std::path::Path, _live: &[ProcRef]) -> Option<Vec<u32>> {
+    pub fn started_by_tool_since(
+        _since: u64,
+        _root: &std::path::Path,
+        _session: &str,
+        _live: &[ProcRef],
+    ) -> Option<Vec<u32>> {
         None
     }
+}
+
+/// The process table from `ps -A -ww -o pid= -o etime= -o args=` (POSIX `ps`: macOS, the
+/// BSDs, and Linux without /proc): pid, start time (now minus the elapsed time) and command
+/// line; no working folder or environment. `None` where `ps` cannot run (Windows).
+#[cfg(unix)]
+pub fn processes_via_ps() -> Option<ProcTable> {
+    let out = std::process::Command::new("ps")
+        .args(["-A", "-ww", "-o", "pid=", "-o", "etime=", "-o", "args="])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(parse_ps(&String::from_utf8_lossy(&out.stdout), std::time::SystemTime::now()))
+}
+
+#[cfg(not(unix))]
+pub fn processes_via_ps() -> Option<ProcTable> {
+    None
+}
+
+/// Parses `ps -o pid= -o etime= -o args=` output taken at `now`.
+pub fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(pid), Some(etime)) = (parts.next(), parts.next()) else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let cmdline = parts.collect::<Vec<_>>().join(" ");
+        if cmdline.is_empty() {
+            continue;
+        }
+        let started = elapsed_secs(etime).and_then(|s| now.checked_sub(std::time::Duration::from_secs(s)));
+        out.push(ProcEntry { pid, ppid: None, cmdline, cwd: None, started, claude_session: None });
+    }
+    out
+}
+
+/// `ps`'s elapsed time `[[dd-]hh:]mm:ss` in seconds.
+fn elapsed_secs(etime: &str) -> Option<u64> {
+    let (days, rest) = match etime.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().ok()?, r),
+        None => (0, etime),
+    };
+    let mut secs = 0u64;
+    for part in rest.split(':') {
+        secs = secs.checked_mul(60)?.checked_add(part.parse::<u64>().ok()?)?;
+    }
+    days.checked_mul(86_400)?.checked_add(secs)
 }
 
 /// The Claude Code process running this hook (nearest non-shell ancestor).
@@ -192,7 +316,7 @@ pub fn liveness(p: ProcRef) -> Liveness {
     imp::liveness(p)
 }
 
-/// Running processes as (pid, command line, cwd); `None` where the platform cannot tell.
+/// Running processes; `None` where the platform cannot tell.
 pub fn processes() -> Option<ProcTable> {
     imp::processes()
 }
@@ -206,8 +330,8 @@ pub fn own_start() -> Option<u64> {
 /// see [`own_start`]) with Claude Code's environment marker, working inside `root`, not
 /// descending from a running Claude Code in `live` nor from this process. `None` where the
 /// platform cannot tell.
-pub fn started_by_tool_since(since: u64, root: &std::path::Path, live: &[ProcRef]) -> Option<Vec<u32>> {
-    imp::started_by_tool_since(since, root, live)
+pub fn started_by_tool_since(since: u64, root: &std::path::Path, session: &str, live: &[ProcRef]) -> Option<Vec<u32>> {
+    imp::started_by_tool_since(since, root, session, live)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -221,5 +345,37 @@ mod tests {
         assert_eq!(liveness(ProcRef { pid: me, start }), Liveness::Running);
         assert_eq!(liveness(ProcRef { pid: me, start: start + 1 }), Liveness::Gone);
         assert_eq!(liveness(ProcRef { pid: u32::MAX - 1, start }), Liveness::Gone);
+    }
+
+    #[test]
+    fn ps_output_is_parsed() {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let t = parse_ps(
+            "    1 2-03:04:05 /sbin/init\n  4242    01:30 /bin/bash -c eval 'sleep 302'\n  77 00:00\n bad line\n",
+            now,
+        );
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].pid, 1);
+        assert_eq!(t[0].started, now.checked_sub(std::time::Duration::from_secs(2 * 86_400 + 3 * 3600 + 4 * 60 + 5)));
+        assert_eq!((t[1].pid, t[1].cmdline.as_str()), (4242, "/bin/bash -c eval 'sleep 302'"));
+        assert_eq!(t[1].started, now.checked_sub(std::time::Duration::from_secs(90)));
+        // The fallback runs here too: this test's own process is in it.
+        let me = std::process::id();
+        assert!(processes_via_ps().unwrap().iter().any(|p| p.pid == me));
+    }
+
+    #[test]
+    fn the_table_tells_start_time_and_claude_session() {
+        let mut child =
+            std::process::Command::new("sleep").arg("7").env(SESSION_ENV, "sess-under-test").spawn().unwrap();
+        let pid = child.id();
+        let table = processes().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let p = table.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(p.claude_session.as_deref(), Some("sess-under-test"));
+        let off = std::time::SystemTime::now().duration_since(p.started.unwrap()).unwrap_or_default();
+        assert!(off < std::time::Duration::from_millis(500), "started {off:?} ago");
+        assert_eq!(p.ppid, Some(std::process::id()));
     }
 }

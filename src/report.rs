@@ -85,6 +85,15 @@ pub fn entry_json(e: &Entry) -> Value {
 }
 
 pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
+    let mut v = session_json_fields(s, status, entries);
+    // Why the last turn ended without a Stop (StopFailure), when Claude Code said so.
+    if let Some(reason) = &s.turn_failure {
+        v["turn_failure"] = json!(reason);
+    }
+    v
+}
+
+fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
     let (done, total) = s.todos_done();
     let mut v = json!({
         "session": s.session,
@@ -162,6 +171,9 @@ pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, 
     }
     let _ = writeln!(out, "{head}");
     let _ = writeln!(out, "  {}", style.dim(&s.session));
+    if let Some(reason) = &s.turn_failure {
+        let _ = writeln!(out, "  last turn: {}", style.red(reason));
+    }
     if let Some(p) = s.last_prompt() {
         let _ = writeln!(out, "  prompt: \"{}\"", one_line(p, 100));
     }

@@ -118,8 +118,8 @@ fn normalized(sb: &Sandbox, sid: &str) -> Vec<String> {
     // Claude Code's transcript folder name: the project path, every non-alphanumeric char a '-'.
     let project = sb.project.to_string_lossy().into_owned();
     let key: String = project.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-    /// Times, ids, pids, crcs, durations: different in every run.
-    const VOLATILE: &[&str] = &["ts", "crc", "pid", "pstart", "id", "sid", "action", "parent", "ms"];
+    /// Times, ids (Claude Code's prompt ids too), pids, crcs, durations: different in every run.
+    const VOLATILE: &[&str] = &["ts", "crc", "pid", "pstart", "id", "sid", "action", "parent", "ms", "prompt_id"];
     fn blank(v: &mut Value) {
         match v {
             Value::Object(o) => {

@@ -509,6 +509,7 @@ fn turn_json(t: &Turn) -> Value {
     match t {
         Turn::Text(text) => json!({"text": text}),
         Turn::Hang => json!("hang"),
+        Turn::Error { status, kind, message } => json!({"error": {"status": status, "type": kind, "message": message}}),
         Turn::Tools { text, calls } => json!({
             "text": text,
             "tool_use": calls.iter().map(|c| json!({"name": c.name, "input": c.input})).collect::<Vec<_>>(),

@@ -106,7 +106,7 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
         };
         let pids = snap
             .hook_start
-            .and_then(|since| procinfo::started_by_tool_since(since, &project.root, &live))
+            .and_then(|since| procinfo::started_by_tool_since(since, &project.root, &snap.session, &live))
             .unwrap_or_default();
         if pids.is_empty() {
             match materialise(project, &dir, &path, &snap, &records, &all) {

@@ -12,6 +12,9 @@ pub enum HookEvent {
     PostToolUseFailure,
     UserPromptSubmit,
     Stop,
+    /// A turn ended by an API error (Claude Code 2.1.x: `error`, `error_details`,
+    /// `last_assistant_message`); no Stop follows.
+    StopFailure,
     SubagentStop,
     PreCompact,
     SessionStart,
@@ -20,12 +23,13 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// Every event walj hooks, in the order `install` adds them.
-    pub const ALL: [HookEvent; 9] = [
+    pub const ALL: [HookEvent; 10] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::PostToolUseFailure,
         HookEvent::UserPromptSubmit,
         HookEvent::Stop,
+        HookEvent::StopFailure,
         HookEvent::SubagentStop,
         HookEvent::PreCompact,
         HookEvent::SessionStart,
@@ -40,6 +44,7 @@ impl HookEvent {
             HookEvent::PostToolUseFailure => "PostToolUseFailure",
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::Stop => "Stop",
+            HookEvent::StopFailure => "StopFailure",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::PreCompact => "PreCompact",
             HookEvent::SessionStart => "SessionStart",

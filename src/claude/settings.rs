@@ -518,6 +518,7 @@ mod tests {
                 "PostToolUse",
                 "PostToolUseFailure",
                 "UserPromptSubmit",
+                "StopFailure",
                 "SubagentStop",
                 "PreCompact",
                 "SessionStart",

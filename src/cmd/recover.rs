@@ -230,7 +230,7 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
         check_session(&fold, session.as_deref())?;
     }
     loop {
-        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { settle_intents: false, audit: true })
+        let rep = checkpoint(project, session.as_deref(), CheckpointOptions { audit: true, ..Default::default() })
             .with_context(|| format!("checkpoint of {}", project.journal.display()))?;
         if json_out {
             println!("{}", serde_json::to_string(&rep)?);

@@ -435,14 +435,19 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
         "not_running" => style.red("not running"),
         _ => style.yellow("unknown"),
     };
+    let note = match (p.kind, p.reported.as_deref()) {
+        ("in_flight", _) => "  (was running when the session died)".to_string(),
+        (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {r})"),
+        _ => String::new(),
+    };
     format!(
-        "{:<12}  {}  {}  {state}{}{}{}",
+        "{:<12}  {}  {}  {state}{}{note}{}{}",
         p.short,
         style.cyan(&p.sid),
         p.command.replace('\n', " "),
         p.task_id.as_deref().map(|t| format!("  task {t}")).unwrap_or_default(),
-        if p.kind == "in_flight" { "  (was running when the session died)" } else { "" },
         p.cwd.as_deref().map(|c| format!("  in {c}")).unwrap_or_default(),
+        if p.restartable { "  · restartable" } else { "" },
     )
 }
 
@@ -530,7 +535,7 @@ pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref());
     let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
-        .and_then(|t| crate::claude::transcript::last_assistant_text(&t))
+        .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(state.session())))
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
     let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
@@ -706,7 +711,9 @@ pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     for p in &ps {
         writeln!(out, "{}  {}", style.dim(&human_ts(&p.started)), proc_line(p, &style))?;
     }
-    writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
+    if ps.iter().any(|p| p.restartable) {
+        writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
+    }
     Ok(0)
 }
 
@@ -727,10 +734,17 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
     eprintln!("  folder   {}", cwd.display());
     eprintln!("  output   {}", rel_display(project, &log));
     if p.state == "running" {
-        eprintln!(
-            "  note     it still runs (pid {}); this starts a second copy",
+        bail!(
+            "{} still runs (pid {}); nothing was started",
+            p.command,
             p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         );
+    }
+    if p.state == "unknown" {
+        eprintln!("  note     walj cannot tell on this system whether it still runs");
+    }
+    if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
+        eprintln!("  note     Claude Code reported it {r}: a one-shot job need not run again");
     }
     if !yes && !confirm("Start it?")? {
         eprintln!("Nothing started.");

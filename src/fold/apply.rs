@@ -248,6 +248,7 @@ impl Fold {
                     status: CommandStatus::InFlight,
                     error: None,
                     running: None,
+                    finished: None,
                 });
             }
             op::RESOLVED => {
@@ -324,6 +325,13 @@ impl Fold {
                 if let Some(t) = text(key::PROMPT) {
                     s.prompts.push(Prompt { ts: rec.ts.clone(), text: t });
                 }
+                s.turn_failure = None;
+            }
+            kind::STOP_FAILURE => s.turn_failure = text(key::REASON),
+            kind::TASK_NOTIFICATION => {
+                task_finished(s, rec);
+                // Claude Code starts a turn for it: the session went on.
+                s.turn_failure = None;
             }
             kind::TODOS => {
                 if let Some(list) = rec.extra.get(key::TODOS).and_then(Value::as_array) {
@@ -339,6 +347,10 @@ impl Fold {
                     && k == kind::STOP
                 {
                     s.background_tasks = b.clone();
+                    tasks_not_listed_finished(s, b);
+                }
+                if k == kind::STOP {
+                    s.turn_failure = None;
                 }
             }
             kind::COMPACT => {
@@ -396,6 +408,36 @@ impl Pairing {
             }
         }
         id.to_string()
+    }
+}
+
+/// A `task_notification` record: the background command it names (by call id, else task id)
+/// has ended.
+fn task_finished(s: &mut SessionInfo, rec: &Record) {
+    let task = rec.get_str(key::TASK_ID);
+    let status = rec.get_str(key::STATUS).unwrap_or("ended");
+    if let Some(c) = s
+        .commands
+        .iter_mut()
+        .rev()
+        .find(|c| (!rec.id.is_empty() && c.id == rec.id) || (task.is_some() && c.task_id.as_deref() == task))
+    {
+        c.finished = Some(status.to_string());
+    }
+}
+
+/// A Stop lists every background task of its Claude Code process still in flight: one that
+/// process started (since the session's last start) and that it does not list has ended. A
+/// task of an earlier, crashed run is not its to list.
+fn tasks_not_listed_finished(s: &mut SessionInfo, listed: &[Value]) {
+    let ids: Vec<&str> = listed.iter().filter_map(|t| t.get("id").and_then(Value::as_str)).collect();
+    let since = s.last_start_ts.clone().unwrap_or_default();
+    for c in s.commands.iter_mut().filter(|c| c.background && c.finished.is_none() && c.ts >= since) {
+        if let Some(t) = c.task_id.as_deref()
+            && !ids.contains(&t)
+        {
+            c.finished = Some("ended".to_string());
+        }
     }
 }
 

@@ -254,6 +254,11 @@ pub struct Command {
     /// processes it started still run (set by [`crate::bashsnap::killed::reconcile`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub running: Option<usize>,
+    /// A background command that Claude Code said has ended: the status of its
+    /// `<task-notification>` (`completed`, `failed`, `killed`), or `ended` when a later Stop no
+    /// longer listed its task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished: Option<String>,
 }
 
 /// A brief waiting for (or delivered to) the next SessionStart.
@@ -299,6 +304,9 @@ pub struct SessionInfo {
     /// Whether `proc` still ran when the journal was folded (or last refreshed).
     pub liveness: Option<Liveness>,
     pub last_assistant_message: Option<String>,
+    /// Why the session's last turn ended without a Stop, when Claude Code said so
+    /// (StopFailure: "ended by an API error: …"); cleared by its next prompt or Stop.
+    pub turn_failure: Option<String>,
     pub background_tasks: Vec<Value>,
     pub announced: bool,
     pub imported: bool,

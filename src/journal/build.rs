@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::record::{Record, event, how, key, kind, op, tool};
 use crate::claude::payload::clip;
+use crate::claude::transcript::TaskNotification;
 
 /// Longest prompt, brief or instruction text kept in a record.
 pub const MAX_TEXT: usize = 64 * 1024;
@@ -18,6 +19,8 @@ pub const MAX_ERROR: usize = 4 * 1024;
 pub const MAX_DESCRIPTION: usize = 1024;
 /// Longest task tool response text kept.
 pub const MAX_RESPONSE: usize = 2048;
+/// Longest assistant message kept (Stop, StopFailure).
+pub const MAX_MESSAGE: usize = 16 * 1024;
 
 /// Turns `r` into a `session` record of kind `k`.
 pub fn session(mut r: Record, k: &str) -> Record {
@@ -117,6 +120,48 @@ pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -
             r.with(key::INPUT, input).with(key::RESPONSE, response)
         }
     }
+}
+
+/// Fills a `session` record (see [`session`]) with Claude Code's news that a background task
+/// ended (a `<task-notification>` message): the record's id is the Bash call's id when the
+/// notification names it, so the fold finds the command.
+pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
+    let mut r = session(r, kind::TASK_NOTIFICATION);
+    if let Some(id) = n.tool_use_id.as_deref() {
+        r.id = id.to_string();
+    }
+    if let Some(t) = n.task_id.as_deref() {
+        r = r.with(key::TASK_ID, t);
+    }
+    r = r.with(key::STATUS, n.status.as_deref().unwrap_or("ended"));
+    if let Some(s) = n.summary.as_deref() {
+        r = r.with(key::SUMMARY, clip(s, MAX_DESCRIPTION));
+    }
+    r
+}
+
+/// Fills a `session` record (see [`session`]) with a turn's end by an API error (Claude Code's
+/// StopFailure hook, or its synthetic "API Error" answer in a transcript): the error type, the
+/// reason people read ("ended by an API error: overloaded (API Error: 529 Overloaded)"), and
+/// what Claude Code said.
+pub fn stop_failure(r: Record, error: &str, details: Option<&str>, message: Option<&str>) -> Record {
+    let error = if error.is_empty() { "unknown" } else { error };
+    let said = details
+        .filter(|d| !d.is_empty())
+        .or_else(|| message.filter(|m| m.starts_with("API Error")))
+        .map(|d| d.split(". ").next().unwrap_or(d).trim_end_matches('.'));
+    let reason = match said {
+        Some(d) => format!("ended by an API error: {error} ({})", clip(d, 120)),
+        None => format!("ended by an API error: {error}"),
+    };
+    let mut r = session(r, kind::STOP_FAILURE).with(key::ERROR, clip(error, MAX_ERROR)).with(key::REASON, reason);
+    if let Some(d) = details.filter(|d| !d.is_empty()) {
+        r = r.with(key::ERROR_DETAILS, clip(d, MAX_ERROR));
+    }
+    if let Some(m) = message {
+        r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, MAX_MESSAGE));
+    }
+    r
 }
 
 /// Turns `r` (an entry's or command's record, id set) into a `resolved` record: `how`, by whom.

@@ -8,7 +8,7 @@ pub mod rewrite;
 pub mod view;
 pub mod writer;
 
-pub use reader::{Problem, RawLine, ScanReport, scan_lines, scan_records};
+pub use reader::{Problem, RawLine, RevScan, ScanReport, scan_lines, scan_lines_rev, scan_records};
 pub use record::{Blob, Record, attribution, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;

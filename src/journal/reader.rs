@@ -105,6 +105,71 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
     Ok(report)
 }
 
+/// How a backward scan ([`scan_lines_rev`]) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevScan {
+    /// The callback stopped it.
+    Stopped,
+    /// Every line was seen (the start of the file was reached).
+    Start,
+    /// `max_bytes` were read before either.
+    Limit,
+}
+
+/// Calls `f` for the complete, non-blank lines of the journal's end, newest first, reading at
+/// most `max_bytes` (rounded up to whole chunks), until `f` breaks. An unterminated last line
+/// (a torn tail) is skipped. The hooks use it to look at the current turn without reading the
+/// whole journal: the cost follows how far back the answer is, never the journal's size.
+pub fn scan_lines_rev(
+    path: &Path,
+    max_bytes: u64,
+    mut f: impl FnMut(&[u8]) -> std::ops::ControlFlow<()>,
+) -> io::Result<RevScan> {
+    use std::io::{Seek, SeekFrom};
+    const REV_CHUNK: u64 = 64 * 1024;
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RevScan::Start),
+        Err(e) => return Err(e),
+    };
+    let mut pos = file.metadata()?.len();
+    // Bytes of a line whose start lies before `pos`.
+    let mut carry: Vec<u8> = Vec::new();
+    // The bytes after the file's last `\n` are a torn tail (or nothing).
+    let mut tail_seen = false;
+    let mut read = 0u64;
+    while pos > 0 {
+        if read >= max_bytes {
+            return Ok(RevScan::Limit);
+        }
+        let n = REV_CHUNK.min(pos);
+        pos -= n;
+        let mut window = vec![0u8; usize::try_from(n).map_err(io::Error::other)?];
+        file.seek(SeekFrom::Start(pos))?;
+        file.read_exact(&mut window)?;
+        read += n;
+        window.extend_from_slice(&carry);
+        let mut end = window.len();
+        while let Some(i) = memchr::memrchr(b'\n', &window[..end]) {
+            let line = trim(&window[i + 1..end]);
+            end = i;
+            if !tail_seen {
+                tail_seen = true;
+                continue;
+            }
+            if !line.is_empty() && f(line).is_break() {
+                return Ok(RevScan::Stopped);
+            }
+        }
+        carry = window[..end].to_vec();
+    }
+    let first = trim(&carry);
+    if tail_seen && !first.is_empty() && f(first).is_break() {
+        return Ok(RevScan::Stopped);
+    }
+    Ok(RevScan::Start)
+}
+
 /// Calls `f` for every line the classifier ([`super::classify`]) reads that also parses as a
 /// full [`Record`].
 pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<ScanReport> {
@@ -193,6 +258,38 @@ mod tests {
         assert!(matches!(rep.problems[0], Problem::Malformed { line: 4, .. }));
         assert!(matches!(rep.problems[1], Problem::BadChecksum { line: 6 }));
         assert!(matches!(rep.problems[2], Problem::TornTail { line: 7, .. }));
+    }
+
+    #[test]
+    fn backward_scan_sees_complete_lines_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        // Lines longer than a chunk cross chunk borders; the last one is torn.
+        let long = "x".repeat(100_000);
+        let text = format!("first\n\n{long}\nthird\n  \nfourth\ntorn");
+        std::fs::write(&p, &text).unwrap();
+        let mut seen = Vec::new();
+        let end = scan_lines_rev(&p, u64::MAX, |l| {
+            seen.push(String::from_utf8_lossy(l).into_owned());
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(end, RevScan::Start);
+        assert_eq!(seen, ["fourth", "third", long.as_str(), "first"]);
+        let mut n = 0;
+        let end = scan_lines_rev(&p, u64::MAX, |_| {
+            n += 1;
+            if n == 2 { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+        })
+        .unwrap();
+        assert_eq!((end, n), (RevScan::Stopped, 2));
+        // A limit smaller than the file stops the scan before its start.
+        let end = scan_lines_rev(&p, 1, |_| std::ops::ControlFlow::Continue(())).unwrap();
+        assert_eq!(end, RevScan::Limit);
+        assert_eq!(
+            scan_lines_rev(&dir.path().join("none"), 1, |_| std::ops::ControlFlow::Break(())).unwrap(),
+            RevScan::Start
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub mod kind {
     pub const PROMPT: &str = "prompt";
     pub const STOP: &str = "stop";
     pub const SUBAGENT_STOP: &str = "subagent_stop";
+    /// A turn ended by an API error (StopFailure): its entries stay unresolved, `reason` says
+    /// why, until the session's next prompt verifies them.
+    pub const STOP_FAILURE: &str = "stop_failure";
+    /// Claude Code told the session that a background task ended (a `<task-notification>`
+    /// message): `id` = the Bash call, `task_id`, `status`, `summary`.
+    pub const TASK_NOTIFICATION: &str = "task_notification";
     pub const COMPACT: &str = "compact";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
@@ -133,6 +139,10 @@ pub mod key {
     pub const INTENDED: &str = "intended";
     /// Session records.
     pub const PROMPT: &str = "prompt";
+    /// Claude Code's `prompt_id` of the turn a prompt (or task notification) starts. A message
+    /// the user queues while a turn runs fires UserPromptSubmit at once, with the running
+    /// turn's `prompt_id`: that is how the hook tells it from a new turn.
+    pub const PROMPT_ID: &str = "prompt_id";
     pub const TRANSCRIPT: &str = "transcript";
     pub const TODOS: &str = "todos";
     pub const INPUT: &str = "input";
@@ -145,6 +155,12 @@ pub mod key {
     pub const REASON: &str = "reason";
     pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";
     pub const LAST_ASSISTANT_MESSAGE: &str = "last_assistant_message";
+    /// StopFailure's `error_details` (Claude Code's text of the API error).
+    pub const ERROR_DETAILS: &str = "error_details";
+    /// Task notifications: how the background task ended (`completed`, `failed`, `killed`)
+    /// and Claude Code's one-line summary.
+    pub const STATUS: &str = "status";
+    pub const SUMMARY: &str = "summary";
     pub const BACKGROUND_TASKS: &str = "background_tasks";
     pub const CLAUDE_VERSION: &str = "claude_version";
     pub const IMPORTED: &str = "imported";

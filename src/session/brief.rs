@@ -347,14 +347,22 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
             "not_running" => "not running".to_string(),
             _ => "unknown whether it runs".to_string(),
         };
-        let what = if p.kind == "in_flight" { ", was running when the session died" } else { "" };
+        let what = match (p.kind, p.reported.as_deref()) {
+            ("in_flight", _) => ", was running when the session died".to_string(),
+            (_, Some(r)) if !matches!(r, "running" | "pending") => format!(", Claude Code reported it {r}"),
+            _ => String::new(),
+        };
+        let restart = if p.restartable {
+            format!("; the user can restart it with `walj procs restart {}`", p.short)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "- `{}`{}{}: {state}{what}; the user can restart it with `walj procs restart {}`",
+            "- `{}`{}{}: {state}{what}{restart}",
             clip(&p.command, lvl.text),
             p.task_id.as_deref().map(|t| format!(" (task {t})")).unwrap_or_default(),
             p.cwd.as_deref().map(|c| format!(" in {}", clip(c, lvl.text))).unwrap_or_default(),
-            p.short
         );
     }
     let ids: Vec<String> = procs.iter().skip(shown).map(|p| p.short.clone()).collect();

@@ -1,11 +1,26 @@
-//! Background commands of every session, and whether they still run (issue 5 item 4).
+//! Background commands of every session, and whether they still run (issue 5 item 4,
+//! issue 11 item 4).
 //!
 //! A command is listed when Claude Code ran it in the background (`run_in_background`, a
 //! `backgroundTaskId`, or a Stop's `background_tasks`), or when it was still running as the
-//! session died (its PostToolUse never came: the child may live on as an orphan). Whether it
-//! runs is decided by matching `/proc/*/cmdline` (the command text at word boundaries) and
-//! `/proc/*/cwd` (the recorded folder) on Linux; elsewhere the answer is `unknown`.
-//! Nothing is ever started by itself: `walj procs restart ID` asks first.
+//! session died (its PostToolUse never came: the child may live on as an orphan).
+//!
+//! Whether it runs: a process is the command's when its command line holds the command text
+//! (at word boundaries, quoting ignored: Claude Code runs `echo 'done'` as
+//! `eval 'echo '"'"'done'"'"''` in its shell, and a shim passes the command on as an argument),
+//! it started no earlier than the call, and either Claude Code's marker in its environment
+//! (`CLAUDE_CODE_SESSION_ID`) names the command's session, or (no marker readable) its
+//! working folder is the recorded one. A process whose marker names another session is never
+//! the command's. When no command line holds the text (a daemon that re-executed itself, a
+//! wrapper script), a re-parented process with the session's marker that started within a few
+//! seconds after the call, before the session's next Bash call, is. On Linux this reads /proc; other
+//! Unix systems use `ps` (command line and start time only); elsewhere the answer is `unknown`.
+//!
+//! Restart is offered (`restartable`) only for a background command known not to run that
+//! Claude Code did not report finished: never for one that runs or whose state is unknown, a
+//! finished one-shot job (a `<task-notification>`, or a Stop that no longer lists it), or a
+//! foreground command killed with its session. Nothing is ever started by itself: `walj procs
+//! restart ID` asks first.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -20,7 +35,8 @@ use crate::fsutil;
 use crate::procinfo;
 use crate::project::Project;
 
-pub use crate::procinfo::ProcTable;
+pub use crate::procinfo::{ProcEntry, ProcTable};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProcStatus {
@@ -47,6 +63,10 @@ pub struct ProcStatus {
     pub reported: Option<String>,
     /// The session's state (live, ended, crashed, unknown).
     pub session_state: &'static str,
+    /// Whether restarting it makes sense: a background command known not to run that Claude
+    /// Code did not report finished. Never one that runs (or may), a finished job or a killed
+    /// foreground command (`in_flight`).
+    pub restartable: bool,
 }
 
 /// Every session's background commands.
@@ -62,11 +82,7 @@ pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
 }
 
 /// One session's background commands, matched against `table` (`None`: cannot tell).
-pub fn for_session(
-    s: &SessionInfo,
-    status: SessionStatus,
-    table: Option<&[(u32, String, Option<PathBuf>)]>,
-) -> Vec<ProcStatus> {
+pub fn for_session(s: &SessionInfo, status: SessionStatus, table: Option<&[ProcEntry]>) -> Vec<ProcStatus> {
     let mut out: Vec<ProcStatus> = Vec::new();
     for c in &s.commands {
         let kind = if c.background {
@@ -91,6 +107,7 @@ pub fn for_session(
             pids: Vec::new(),
             reported: None,
             session_state: status.as_str(),
+            restartable: false,
         });
     }
     for t in &s.background_tasks {
@@ -121,30 +138,130 @@ pub fn for_session(
             pids: Vec::new(),
             reported,
             session_state: status.as_str(),
+            restartable: false,
         });
     }
-    if let Some(table) = table {
-        let me = std::process::id();
-        for p in &mut out {
-            p.pids = table
-                .iter()
-                .filter(|(pid, cmdline, cwd)| {
-                    *pid != me && command_matches(cmdline, &p.command) && cwd_matches(cwd.as_deref(), p.cwd.as_deref())
-                })
-                .map(|(pid, _, _)| *pid)
-                .collect();
-            p.state = if p.pids.is_empty() { "not_running" } else { "running" };
+    // What Claude Code said last: a task notification (or a Stop that no longer lists the
+    // task) wins over an earlier Stop's "running".
+    for p in &mut out {
+        if let Some(f) = s.commands.iter().find(|c| c.id == p.id).and_then(|c| c.finished.as_ref()) {
+            p.reported = Some(f.clone());
         }
+    }
+    if let Some(table) = table {
+        match_processes(s, &mut out, table);
+    }
+    for p in &mut out {
+        p.restartable = p.state == "not_running"
+            && p.kind == "background"
+            && p.reported.as_deref().is_none_or(|r| matches!(r, "running" | "pending"));
     }
     out
 }
 
+/// Slack for comparing a process's start time with a record's (clock rounding, the time a
+/// hook takes before Claude Code starts the command).
+const START_SLACK: Duration = Duration::from_secs(2);
+/// How long after its call a process may start and still be the call's (daemons, wrappers).
+const SPAWN_WINDOW: Duration = Duration::from_secs(5);
+
+/// Sets `state` and `pids` of each of `out` from the process table (see the module docs).
+fn match_processes(s: &SessionInfo, out: &mut [ProcStatus], table: &[ProcEntry]) {
+    // This walj and its ancestors (a `walj procs` that Claude runs carries the marker too).
+    let mine = own_lineage();
+    let session = s.session.as_str();
+    let mut taken: Vec<u32> = Vec::new();
+    for p in out.iter_mut() {
+        // Only the Bash call's own time bounds its processes (a Stop's task list is later).
+        let call = s.commands.iter().any(|c| c.id == p.id).then(|| record_time(&p.started)).flatten();
+        p.pids = table
+            .iter()
+            .filter(|e| {
+                !mine.contains(&e.pid)
+                    && e.claude_session.as_deref().is_none_or(|m| m == session)
+                    && started_since(e.started, call)
+                    && command_matches(&e.cmdline, &p.command)
+                    && (e.claude_session.is_some() || cwd_matches(e.cwd.as_deref(), p.cwd.as_deref()))
+            })
+            .map(|e| e.pid)
+            .collect();
+        taken.extend(&p.pids);
+        p.state = if p.pids.is_empty() { "not_running" } else { "running" };
+    }
+    // Children of a matched process are that command's too.
+    loop {
+        let more: Vec<u32> = table
+            .iter()
+            .filter(|e| !taken.contains(&e.pid) && e.ppid.is_some_and(|pp| taken.contains(&pp)))
+            .map(|e| e.pid)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        taken.extend(more);
+    }
+    // No command line holds the text: processes the call started, by the session's marker
+    // and their start time. Only processes that outlived their parent (re-parented: a daemon,
+    // a job whose shell is gone): a child of Claude Code or of another of the session's
+    // processes is a hook, a tool or a later call, never this call's leftover.
+    let claude = s.proc.map(|p| p.pid);
+    let marked: Vec<u32> =
+        table.iter().filter(|e| e.claude_session.as_deref() == Some(session)).map(|e| e.pid).collect();
+    for p in out.iter_mut().filter(|p| p.pids.is_empty()) {
+        let Some(call) = s.commands.iter().position(|c| c.id == p.id) else { continue };
+        let Some(at) = record_time(&s.commands[call].ts) else { continue };
+        let next = s.commands[call + 1..].iter().filter_map(|c| record_time(&c.ts)).next();
+        let until = next.map_or(at + SPAWN_WINDOW, |n| n.min(at + SPAWN_WINDOW));
+        p.pids = table
+            .iter()
+            .filter(|e| {
+                !mine.contains(&e.pid)
+                    && !taken.contains(&e.pid)
+                    && e.claude_session.as_deref() == Some(session)
+                    && e.ppid.is_some_and(|pp| Some(pp) != claude && !marked.contains(&pp))
+                    && e.started.is_some_and(|t| t + START_SLACK >= at && t < until)
+            })
+            .map(|e| e.pid)
+            .collect();
+        if !p.pids.is_empty() {
+            p.state = "running";
+        }
+    }
+}
+
+/// This process and its ancestors.
+fn own_lineage() -> Vec<u32> {
+    let mut out = vec![std::process::id()];
+    #[cfg(unix)]
+    out.push(std::os::unix::process::parent_id());
+    out
+}
+
+/// A record's timestamp as a time.
+fn record_time(ts: &str) -> Option<SystemTime> {
+    let t = chrono::DateTime::parse_from_rfc3339(ts).ok()?;
+    let ms = u64::try_from(t.timestamp_millis()).ok()?;
+    UNIX_EPOCH.checked_add(Duration::from_millis(ms))
+}
+
+/// Whether a process that started at `at` can be the call's (at `call`, with slack); true when
+/// either is unknown.
+fn started_since(at: Option<SystemTime>, call: Option<SystemTime>) -> bool {
+    match (at, call) {
+        (Some(at), Some(call)) => at + START_SLACK >= call,
+        _ => true,
+    }
+}
+
+/// Whitespace collapsed, quotes and backslashes dropped: `echo 'done'`, Claude Code's
+/// `eval 'echo '"'"'done'"'"''` and `echo done` compare equal.
 fn normalize(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let unquoted: String = s.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect();
+    unquoted.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// True when `command` appears in `cmdline` at word boundaries (a shell running it, or the
-/// program itself), whitespace normalized.
+/// program itself), whitespace normalized and quoting ignored.
 pub fn command_matches(cmdline: &str, command: &str) -> bool {
     let c = normalize(command);
     let p = normalize(cmdline);
@@ -222,6 +339,9 @@ pub fn restart(project: &Project, p: &ProcStatus, cwd: &Path) -> Result<(u32, Pa
         .map_err(SessionError::io("writing", &log))?;
     let err_f = f.try_clone().map_err(SessionError::io("opening", &log))?;
     let mut cmd = shell_command(&p.command);
+    // Started by walj for the user, not by a Claude Code session: no session's marker, or
+    // `walj procs` would take it for that session's process.
+    cmd.env_remove(procinfo::SESSION_ENV);
     cmd.current_dir(cwd).stdin(std::process::Stdio::null()).stdout(f).stderr(err_f);
     #[cfg(unix)]
     {
@@ -262,5 +382,14 @@ mod tests {
         assert!(!command_matches("sleep 600", "sleep 60"));
         assert!(!command_matches("xsleep 60", "sleep 60"));
         assert!(!command_matches("anything", ""));
+    }
+
+    #[test]
+    fn matching_ignores_claude_codes_requoting() {
+        // What Claude Code 2.1.328's shell runs for `sleep 302; echo 'done' > b.txt`.
+        let cmdline = "/bin/bash -c -l source /root/.claude/shell-snapshots/snapshot-bash-1.sh && eval 'sleep 302; echo '\"'\"'done'\"'\"' > b.txt' < /dev/null && pwd -P >| /tmp/claude-ab12-cwd";
+        assert!(command_matches(cmdline, "sleep 302; echo 'done' > b.txt"));
+        assert!(command_matches("bash -c sleep\\ 302", "sleep 302"));
+        assert!(!command_matches(cmdline, "sleep 30"));
     }
 }

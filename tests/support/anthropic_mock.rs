@@ -47,6 +47,10 @@ pub enum Turn {
     Tools { text: Option<String>, calls: Vec<ToolCall> },
     /// Never answers: the connection stays open, silent, until the server is dropped.
     Hang,
+    /// An API error: HTTP `status` (e.g. `"529 Overloaded"`) with Anthropic's error body
+    /// `{"type":"error","error":{"type": kind,"message": message}}`. Every retry of the request
+    /// gets it again (limit Claude Code's retries with `CLAUDE_CODE_MAX_RETRIES`).
+    Error { status: &'static str, kind: String, message: String },
 }
 
 impl Turn {
@@ -69,6 +73,11 @@ impl Turn {
 
     pub fn hang() -> Turn {
         Turn::Hang
+    }
+
+    /// The API answers `529 Overloaded` (`overloaded_error`), as it does under load.
+    pub fn overloaded() -> Turn {
+        Turn::Error { status: "529 Overloaded", kind: "overloaded_error".into(), message: "Overloaded".into() }
     }
 
     /// Adds a text block before the tool calls (ignored for other turns).
@@ -622,6 +631,9 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
     let prefix = if st.generation == 0 { "toolu_mock_".to_string() } else { format!("toolu_mock_s{}_", st.generation) };
     let reply = match &st.script[i] {
         Turn::Hang => Reply::Hang,
+        Turn::Error { status, kind, message } => {
+            json_reply(status, json!({"type": "error", "error": {"type": kind, "message": message}}))
+        }
         Turn::Text(t) => message_reply(body, &[Block::Text(t)], "end_turn", shared),
         Turn::Tools { text, calls } => {
             let mut blocks = Vec::new();
