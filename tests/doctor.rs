@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The hook events walj registers (the one table in src/claude/events.rs).
+const N: usize = walj::claude::events::HookEvent::ALL.len();
+
 /// A PATH without walj on it (but with sh and git).
 const BARE_PATH: &str = "/usr/bin:/bin";
 
@@ -133,13 +136,16 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     assert!(
         err[0].contains("`walj` is not on the PATH Claude Code gives its hooks (this shell's PATH: /usr/bin:/bin)")
     );
-    assert!(err[0].contains("all 9 hooks fail on every call") && err[0].contains("walj install --local"), "{out}");
+    assert!(
+        err[0].contains(&format!("all {N} hooks fail on every call")) && err[0].contains("walj install --local"),
+        "{out}"
+    );
     assert!(lines_with(&out, ": hooked").is_empty(), "an event whose command cannot run is not ok:\n{out}");
 
     // With walj on PATH: every event hooked, and which walj runs.
     let (code, out) = w.doctor(&w.walj_path(), &[]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(lines_with(&out, "[ok]").iter().filter(|l| l.contains(": hooked (`walj hook`")).count(), 9, "{out}");
+    assert_eq!(lines_with(&out, "[ok]").iter().filter(|l| l.contains(": hooked (`walj hook`")).count(), N, "{out}");
     assert!(out.contains(&format!("[ok] `walj hook` (settings) runs {}/walj", w.bin.display())), "{out}");
 
     // An absolute path that exists but cannot be executed fails too.
@@ -191,7 +197,7 @@ fn a_plugin_install_is_recognised_and_its_binary_checked() {
         )),
         "{out}"
     );
-    assert_eq!(lines_with(&out, ": hooked (`\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook`").len(), 9, "{out}");
+    assert_eq!(lines_with(&out, ": hooked (`\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook`").len(), N, "{out}");
     assert!(out.contains(&format!("(plugin walj@walj-git) runs {}/bin/walj", plugin.display())), "{out}");
     assert!(!out.contains("not installed"), "{out}");
 
@@ -310,7 +316,7 @@ fn json_output_follows_the_documented_schema() {
     assert_eq!(cmds[0]["command"], "walj hook");
     assert_eq!(cmds[0]["install"], "settings");
     assert_eq!(cmds[0]["status"], "missing");
-    assert_eq!(cmds[0]["events"].as_array().unwrap().len(), 9);
+    assert_eq!(cmds[0]["events"].as_array().unwrap().len(), N);
     assert!(cmds[0]["why"].as_str().unwrap().contains("not on the PATH"), "{v:#}");
     for f in v["findings"].as_array().unwrap() {
         assert!(["info", "ok", "warn", "error"].contains(&f["level"].as_str().unwrap()), "{f}");
@@ -386,7 +392,7 @@ fn plugin_installed_with_the_real_cli_is_recognised_and_a_double_install_journal
     let (code, out) = w.doctor(BARE_PATH, &[]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("finds no walj on the PATH Claude Code gives its hooks"), "{out}");
-    assert!(out.contains("all 9 hooks run, exit 0 and journal nothing"), "{out}");
+    assert!(out.contains(&format!("all {N} hooks run, exit 0 and journal nothing")), "{out}");
     // ~/.cargo/bin is where the launcher looks next.
     let cargo_bin = w.repo.home.join(".cargo/bin");
     fs::create_dir_all(&cargo_bin).unwrap();

@@ -602,6 +602,7 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(claude::pids_mentioning(&c.token).is_empty(), "orphans left behind");
+    wait_gone(&c.token, p.root());
 
     // Nothing it started runs any more: the next readers record run.log once (two at a time).
     let readers: Vec<_> = (0..2)
@@ -1108,13 +1109,33 @@ fn kill_mid_bash(p: &Proj, cmd: Command, mock: &MockServer, tool_id: &str, token
     sid.unwrap()
 }
 
-/// Waits until no process holds `token` (after the guard killed them).
-fn wait_gone(token: &str) {
+/// Processes working inside `root` (a killed command's orphans: the shell holding the token,
+/// and its children such as `sleep`, which do not).
+fn pids_in(root: &Path) -> Vec<u32> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&root)))
+        .filter(|&pid| pid != std::process::id())
+        .collect()
+}
+
+/// Waits until no process holds `token` nor works inside `root` (after the guard killed the
+/// token's holders; a child reparented before the guard saw it is killed here).
+fn wait_gone(token: &str, root: &Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !claude::pids_mentioning(token).is_empty() && Instant::now() < deadline {
+    loop {
+        let left: Vec<u32> = claude::pids_mentioning(token).into_iter().chain(pids_in(root)).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "orphans left behind: {left:?}");
+        claude::kill9_pids(&left);
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(claude::pids_mentioning(token).is_empty(), "orphans left behind");
 }
 
 /// `recover --json` entries of session `sid` as (path, entry).
@@ -1180,7 +1201,7 @@ fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
 
     // The orphan stops: the next reader records the children once.
     drop(guard);
-    wait_gone(&token);
+    wait_gone(&token, p.root());
     let recover = p.walj_json(&["recover", "--json"]);
     let es = entries_of(&recover, &sid);
     assert_eq!(es.len(), 3, "{recover}");
@@ -1249,7 +1270,7 @@ fn another_sessions_writes_are_never_a_killed_commands() {
     running_a.kill9();
     let _ = running_a.wait(Duration::from_secs(10));
     drop(guard);
-    wait_gone(&token);
+    wait_gone(&token, p.root());
 
     let recover = p.walj_json(&["recover", "--json"]);
     println!("{}", serde_json::to_string_pretty(&recover).unwrap());
