@@ -36,5 +36,6 @@ pub mod report;
 pub mod session;
 pub mod store;
 pub mod style;
+pub mod sync;
 pub mod triage;
 pub mod tui;
