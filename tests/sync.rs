@@ -254,7 +254,7 @@ fn a_torn_last_line_is_not_published_until_it_is_complete() {
     let (a, b) = (w.machine("laptop"), w.machine("desktop"));
     a.append(&[line(0, OTHER_SESSION)]);
     let mut f = fs::OpenOptions::new().append(true).open(a.journal()).unwrap();
-    f.write_all(line(1, OTHER_SESSION)[..40].as_bytes()).unwrap();
+    f.write_all(&line(1, OTHER_SESSION).as_bytes()[..40]).unwrap();
     a.ok(&["sync", "--yes"]);
     b.ok(&["sync", "--yes"]);
     let copy = fs::read_to_string(b.copy_of(&a).join("journal.jsonl")).unwrap();
