@@ -622,3 +622,63 @@ fn over_git_daemon_on_loopback() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// The other machine's crashed session in `recover`, `sessions`, `log` and `diff`, under its
+/// name, with its state as of its last sync; never in Claude's SessionStart context.
+#[test]
+fn other_machines_sessions_are_read_with_their_name_and_synced_state() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+
+    let out = b.ok(&["recover"]);
+    assert!(out.contains("machine laptop"), "{out}");
+    assert!(out.contains("session 8f14e4  crashed"), "{out}");
+    assert!(out.contains("state crashed, as of the last sync from laptop"), "{out}");
+    assert!(out.contains("01EditCfg"), "{out}");
+    let v: Value = serde_json::from_str(&b.ok(&["recover", "--json"])).unwrap();
+    assert_eq!(v["unresolved"], 0, "this checkout's own count");
+    let m = &v["machines"][0];
+    assert_eq!((m["name"].as_str(), m["journal"].as_str()), (Some("laptop"), Some(a.id().as_str())));
+    assert_eq!(m["sessions"][0]["state"], "crashed");
+    assert!(m["unresolved"].as_u64().unwrap() > 0);
+
+    let out = b.ok(&["sessions"]);
+    assert!(out.contains("Other machines' sessions"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("laptop") && l.contains("8f14e4") && l.contains("crashed")), "{out}");
+    let log: Value = serde_json::from_str(&b.ok(&["log", "--json"])).unwrap();
+    assert!(log.as_array().unwrap().iter().any(|e| e["machine"] == "laptop" && e["short"] == "01EditCfg"), "{log:#}");
+    assert!(b.ok(&["log"]).contains("machine laptop"));
+
+    // diff reads the laptop's images (synced) against this checkout's disk.
+    let out = b.ok(&["diff", "01EditCfg", "--applied"]);
+    assert!(out.contains("from laptop"), "{out}");
+    assert!(out.contains("\"retries\": 5"), "{out}");
+
+    // States are the manifest's, not read from a pid here: change the copy's manifest.
+    let mpath = b.copy_of(&a).join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&fs::read(&mpath).unwrap()).unwrap();
+    for s in manifest["sessions"].as_array_mut().unwrap() {
+        if s["sid"] == "8f14e4" {
+            s["state"] = "live".into();
+        }
+    }
+    fs::write(&mpath, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let list: Value = serde_json::from_str(&b.ok(&["sessions", "list", "--json"])).unwrap();
+    let s = list.as_array().unwrap().iter().find(|s| s["sid"] == "8f14e4").unwrap();
+    assert_eq!((s["state"].as_str(), s["machine"].as_str()), (Some("live"), Some("laptop")), "{s:#}");
+
+    // Claude's SessionStart context on the desktop says nothing of the laptop's text.
+    let payload = serde_json::json!({
+        "hook_event_name": "SessionStart", "session_id": "5e55a0b1-0000-4000-8000-0000000000ff",
+        "cwd": b.dir, "source": "startup", "transcript_path": b.home.join("t.jsonl"),
+    });
+    let mut hook = b.cmd(&["hook"]);
+    hook.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = hook.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    assert!(!out.contains("retry count") && !out.contains("01EditCfg"), "{out}");
+}

@@ -107,14 +107,29 @@ fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
 
 pub fn diff(project: &Project, id: &str, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
     let fold = load(project)?;
-    let e = triage::find_entry(&fold, id)?;
+    // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
+    let remotes;
+    let (e, project, from) = match triage::find_entry(&fold, id) {
+        Ok(e) => (e, project.clone(), String::new()),
+        Err(err) => {
+            remotes = super::recover::remotes(
+                project,
+                &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
+            );
+            match crate::sync::remotes::find_entry(&remotes, id).map_err(|m| anyhow::anyhow!(m))? {
+                Some((r, e)) => (e, r.project(project), format!(" · from {}, {}", r.name(), r.as_of())),
+                None => return Err(err.into()),
+            }
+        }
+    };
+    let project = &project;
     let st = Style::stdout();
     let sides = triage::diff_sides(project, e, mode)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "{}",
-        st.dim(&format!("entry {} · {} · {} {} · {}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
+        st.dim(&format!("entry {} · {} · {} {} · {}{from}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
     )?;
     write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
     Ok(0)

@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod publish;
 pub mod remotes;
 pub mod run;
+pub mod show;
 pub mod transport;
 
 use std::io;
