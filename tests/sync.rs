@@ -185,6 +185,9 @@ fn two_clones_exchange_journals_and_images_under_refs_walj_only() {
     let w = World::new();
     let (a, b) = (w.machine("laptop"), w.machine("desktop"));
     a.demo();
+    fs::create_dir_all(a.dir.join(".walj/transcripts")).unwrap();
+    fs::write(a.dir.join(".walj/transcripts/8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10.jsonl.zst"), "TRANSCRIPT COPY")
+        .unwrap();
     let objects_before = user_git_objects(&a.dir);
 
     let r = a.sync_json(&["--yes"]);
@@ -201,6 +204,10 @@ fn two_clones_exchange_journals_and_images_under_refs_walj_only() {
     );
     assert_eq!(user_git_objects(&a.dir), objects_before);
     assert_eq!(git(&a.dir, &["for-each-ref", "refs/walj"]), "");
+    // The commit holds the manifest, the segments and the images: no transcripts.
+    assert_eq!(git(&w.remote(), &["ls-tree", "--name-only", &refs[0].1]), "manifest.json\nobjects\nsegments\n");
+    let everything = git(&w.remote(), &["cat-file", "--batch-all-objects", "--batch", "--unordered"]);
+    assert!(!everything.contains("TRANSCRIPT COPY"), "a transcript copy was published");
     // The commit is walj's, whatever user.name says (unset here).
     let who = git(&w.remote(), &["log", "-1", "--format=%an <%ae>|%cn <%ce>", &refs[0].1]);
     assert_eq!(who.trim(), "walj <walj@localhost>|walj <walj@localhost>");
