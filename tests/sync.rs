@@ -480,9 +480,16 @@ fn kill_9_during_a_sync_then_running_it_again_completes() {
         a.append(&(0..10).map(|i| line(round * 10 + i + 100, OTHER_SESSION)).collect::<Vec<_>>());
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let delay = Duration::from_millis((seed >> 33) % 250);
-        let mut child = a.cmd(&["sync"]).clone_stdio_null().spawn().unwrap();
+        let mut cmd = a.cmd(&["sync"]).clone_stdio_null();
+        // Odd rounds: walj and the git it runs (its process group); even rounds: walj alone.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().unwrap();
         std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL
+        if round % 2 == 1 {
+            let _ = Command::new("kill").args(["-9", "--", &format!("-{}", child.id())]).status();
+        } else {
+            let _ = child.kill(); // SIGKILL
+        }
         let _ = child.wait();
     }
     a.ok(&["sync"]);
@@ -688,4 +695,33 @@ fn other_machines_sessions_are_read_with_their_name_and_synced_state() {
     child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
     let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
     assert!(!out.contains("retry count") && !out.contains("01EditCfg"), "{out}");
+}
+
+/// A journal whose objects are missing on the remote is reported; the others still sync.
+#[test]
+fn an_object_missing_on_the_remote_is_reported_and_the_rest_syncs() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    // A commit on the remote whose tree names a blob the remote does not have.
+    let missing = "1".repeat(40);
+    let mut mk = Command::new("git")
+        .args(["mktree", "--missing"])
+        .current_dir(w.remote())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    mk.stdin.take().unwrap().write_all(format!("100644 blob {missing}\tmanifest.json\n").as_bytes()).unwrap();
+    let tree = String::from_utf8(mk.wait_with_output().unwrap().stdout).unwrap();
+    let commit = git(&w.remote(), &["commit-tree", tree.trim(), "-m", "broken"]);
+    let broken = "b".repeat(32);
+    git(&w.remote(), &["update-ref", &format!("refs/walj/journals/{broken}"), commit.trim()]);
+
+    let (code, out, err) = b.walj(&["sync", "--yes"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains(&broken) && out.contains("fetch failed"), "{out}");
+    assert!(err.contains("1 journal on origin could not be taken"), "{err}");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
 }

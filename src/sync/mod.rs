@@ -156,3 +156,54 @@ pub(crate) fn set_ref(repo: &git2::Repository, name: &str, oid: Option<git2::Oid
     }
     Ok(())
 }
+
+/// Lock files left in walj's repository by a sync killed while it moved a ref. Only walj
+/// writes refs there, and only under `.walj/sync/lock`, which the caller holds: any lock
+/// file found is stale.
+pub(crate) fn remove_stale_locks(paths: &Paths) {
+    fn walk(dir: &std::path::Path) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p);
+            } else if p.extension().is_some_and(|x| x == "lock") {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+    }
+    walk(&paths.repo.join("refs").join("walj"));
+    let _ = std::fs::remove_file(paths.repo.join("packed-refs.lock"));
+}
+
+/// Records what a fetch found as `refs/walj/fetched/*` (refs gone from the remote are
+/// removed; journals whose fetch failed keep their previous ref).
+pub(crate) fn record_fetched(repo: &git2::Repository, f: &transport::Fetched) -> Result<(), SyncError> {
+    let mut keep = std::collections::HashSet::new();
+    for (name, oid) in &f.refs {
+        let Some(tail) = name.strip_prefix(JOURNALS) else { continue };
+        // A tail git would not take as a ref name is reported by its absence.
+        let local = format!("{FETCHED}{tail}");
+        if !git2::Reference::is_valid_name(&local) {
+            continue;
+        }
+        let oid = git2::Oid::from_str(oid)?;
+        if ref_oid(repo, &local) != Some(oid) {
+            set_ref(repo, &local, Some(oid))?;
+        }
+        keep.insert(local);
+    }
+    keep.extend(f.failed.iter().map(|(t, _)| format!("{FETCHED}{t}")));
+    let mut stale = Vec::new();
+    for r in repo.references_glob(&format!("{FETCHED}*"))? {
+        if let Ok(name) = r?.name()
+            && !keep.contains(name)
+        {
+            stale.push(name.to_string());
+        }
+    }
+    for name in stale {
+        set_ref(repo, &name, None)?;
+    }
+    Ok(())
+}

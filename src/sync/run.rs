@@ -186,7 +186,13 @@ fn locked(
     let ident = identity::ensure(project, paths, config.sync.name.as_deref())?;
     let id = ident.id.as_str();
     let repo = open_repo(paths)?;
-    let failed = remote.fetch(&paths.repo)?;
+    super::remove_stale_locks(paths);
+    let fetched_refs = remote.fetch(&paths.repo, |name, oid| {
+        let tail = name.strip_prefix(JOURNALS).unwrap_or(name);
+        ref_oid(&repo, &format!("{FETCHED}{tail}")).is_some_and(|o| o.to_string() == oid)
+    })?;
+    super::record_fetched(&repo, &fetched_refs)?;
+    let failed = fetched_refs.failed;
     if let Some((_, why)) = failed.iter().find(|(f, _)| f == id) {
         return Err(SyncError::Remote(format!(
             "fetching this journal's own ref {JOURNALS}{id} from {}: {why}; nothing was changed",

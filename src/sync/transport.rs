@@ -9,7 +9,15 @@ use std::process::{Command, Output, Stdio};
 
 use git2::Oid;
 
-use super::{FETCHED, JOURNALS, SyncError};
+use super::{JOURNALS, SyncError};
+
+/// What a fetch found: the remote's journal refs (ref, commit) whose commits are now in
+/// walj's repository, and the journals whose fetch failed (id or ref tail, git's reason).
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub refs: Vec<(String, String)>,
+    pub failed: Vec<(String, String)>,
+}
 
 /// A remote of the user's repository, resolved.
 #[derive(Debug, Clone)]
@@ -147,36 +155,40 @@ impl Remote {
         c
     }
 
-    /// Fetches every journal's ref into `refs/walj/fetched/*` of walj's repository (refs
-    /// gone from the remote are pruned there). When the whole fetch fails but the remote
-    /// answers, the refs are fetched one by one, so one damaged journal does not stop the
-    /// others: the ones that failed are returned with git's reason.
-    pub fn fetch(&self, repo: &Path) -> Result<Vec<(String, String)>, SyncError> {
-        let spec = format!("+{JOURNALS}*:{FETCHED}*");
-        let mut c = self.git_on(repo);
-        c.args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--no-recurse-submodules"])
-            .arg(&self.url)
-            .arg(&spec);
-        let o = run(c, "fetch")?;
-        if o.status.success() {
-            return Ok(Vec::new());
-        }
-        let whole = git_reason(&o.stderr);
-        // Does the remote answer at all?
-        let listed = self.list(repo).map_err(|_| self.unreachable(&whole))?;
-        let mut failed = Vec::new();
-        for (name, _) in &listed {
-            let Some(id) = name.strip_prefix(JOURNALS) else { continue };
-            let mut c = self.git_on(repo);
-            c.args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"])
-                .arg(&self.url)
-                .arg(format!("+{name}:{FETCHED}{id}"));
-            let o = run(c, "fetch")?;
-            if !o.status.success() {
-                failed.push((id.to_string(), git_reason(&o.stderr)));
+    /// Lists the remote's journals and fetches the commits walj lacks (`have`: already
+    /// fetched), by id: git writes objects into walj's repository and no ref at all (walj
+    /// records the refs itself, so a git process killed with walj leaves no lock behind).
+    /// When the fetch of all of them fails but the remote answers, they are fetched one by
+    /// one, so one damaged journal does not stop the others.
+    pub fn fetch(&self, repo: &Path, have: impl Fn(&str, &str) -> bool) -> Result<Fetched, SyncError> {
+        let refs = self.list(repo)?;
+        let mut wants: Vec<&str> = refs.iter().filter(|(n, o)| !have(n, o)).map(|(_, o)| o.as_str()).collect();
+        wants.sort_unstable();
+        wants.dedup();
+        let mut failed: Vec<(String, String)> = Vec::new();
+        if !wants.is_empty() && self.fetch_ids(repo, &wants).is_err() {
+            for oid in wants {
+                if let Err(why) = self.fetch_ids(repo, &[oid]) {
+                    for (name, _) in refs.iter().filter(|(_, o)| o == oid) {
+                        failed.push((name.strip_prefix(JOURNALS).unwrap_or(name).to_string(), why.clone()));
+                    }
+                }
             }
         }
-        Ok(failed)
+        let refs = refs
+            .into_iter()
+            .filter(|(n, _)| !failed.iter().any(|(f, _)| n.strip_prefix(JOURNALS) == Some(f.as_str())))
+            .collect();
+        Ok(Fetched { refs, failed })
+    }
+
+    fn fetch_ids(&self, repo: &Path, oids: &[&str]) -> Result<(), String> {
+        let mut c = self.git_on(repo);
+        c.args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules"])
+            .arg(&self.url)
+            .args(oids);
+        let o = run(c, "fetch").map_err(|e| e.to_string())?;
+        if o.status.success() { Ok(()) } else { Err(git_reason(&o.stderr)) }
     }
 
     fn unreachable(&self, reason: &str) -> SyncError {
