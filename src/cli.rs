@@ -159,6 +159,12 @@ pub enum Command {
     /// Rewrite the journal without settled records older than the retention; remove unnamed objects.
     #[command(after_help = "Examples:\n  walj compact --dry-run\n  walj compact --days 7")]
     Compact(cmd::sessions::CompactArgs),
+    /// Publish this journal to the project's git remote (refs/walj/) and fetch the other machines'.
+    #[command(after_help = "Examples:\n  \
+        walj sync                                # push this journal, fetch the others (asks once per remote)\n  \
+        walj sync --status                       # what is ahead or behind, per machine\n  \
+        walj sync --remote backup --dry-run --json")]
+    Sync(cmd::sync::SyncArgs),
     /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
     #[command(after_help = "Examples:\n  \
         walj completions bash > ~/.local/share/bash-completion/completions/walj\n  \
@@ -307,6 +313,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             Some(ProcsCommand::Restart { id, yes }) => cmd::sessions::procs_restart(&project, &id, yes),
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
+        Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),
     }
 }
 
@@ -330,6 +337,7 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         Command::Import(a) if !a.yes => "walj import",
         Command::Recover(a) if a.from_transcripts && !a.yes => "walj recover --from-transcripts",
         Command::Install(a) if !a.yes => "walj install",
+        Command::Sync(a) if !a.yes && !a.dry_run && !a.status => "walj sync",
         Command::Uninstall(a) if !a.yes => "walj uninstall",
         Command::Sessions { command: Some(c) } => match c {
             SessionsCommand::Resume(a) if !a.yes && !a.print_only => "walj sessions resume",

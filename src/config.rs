@@ -19,6 +19,10 @@
 //! auto_mb = 64                        # …once the journal is larger than this (MiB)
 //!
 //! [keys]                              # walj tui key overrides, e.g. revert = ["r", "x"]
+//!
+//! [sync]                              # walj sync (docs/sync.md)
+//! name = "laptop"                     # how other machines see this journal (default host:path)
+//! remote = "origin"                   # default: the branch's upstream remote, else origin
 //! ```
 
 use std::path::Path;
@@ -38,6 +42,17 @@ pub struct Config {
     pub retention: Retention,
     /// TUI key overrides: action name → keys.
     pub keys: toml::Table,
+    pub sync: SyncConfig,
+}
+
+/// `[sync]`: `walj sync` (docs/sync.md).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SyncConfig {
+    /// The name other machines see (default `host:path`).
+    pub name: Option<String>,
+    /// The git remote to sync through (default: the branch's upstream remote, else `origin`).
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

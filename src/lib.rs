@@ -37,5 +37,6 @@ pub mod retention;
 pub mod session;
 pub mod store;
 pub mod style;
+pub mod sync;
 pub mod triage;
 pub mod tui;

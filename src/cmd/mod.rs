@@ -7,6 +7,7 @@ pub mod plugin;
 pub mod recover;
 pub mod sessions;
 pub mod setup;
+pub mod sync;
 pub mod triage;
 pub mod tui;
 

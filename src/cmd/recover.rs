@@ -120,16 +120,29 @@ pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
 /// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
 /// [`EXIT_UNRESOLVED`] when there are some.
 pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_code: bool) -> anyhow::Result<i32> {
+    let session_given = session.as_deref().is_some_and(|s| !s.is_empty());
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
     // The report does not depend on the config: say what is wrong with it, report anyway.
     if let Some(e) = config_problem(project) {
         eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
     }
+    // Other machines' journals (`walj sync`), unless one session was asked for.
+    let remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
     let mut out = std::io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report::recover_json(&fold))?)?;
+        let mut v = report::recover_json(&fold);
+        if !remotes.is_empty() {
+            v["machines"] = crate::sync::show::recover_json(&remotes);
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         if !project.journal.exists() {
+            let others = crate::sync::show::recover_text(&remotes, &Style::stdout());
+            if !others.is_empty() {
+                writeln!(out, "No journal in this checkout yet.")?;
+                write!(out, "{others}")?;
+                return Ok(0);
+            }
             writeln!(
                 out,
                 "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
@@ -139,12 +152,28 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             return Ok(0);
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
+        write!(out, "{}", crate::sync::show::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
 }
 
+/// Other machines' journals kept by `walj sync` (read-only copies), folded with `opts`;
+/// a copy that cannot be read is one warning line.
+pub fn remotes(project: &Project, opts: &FoldOptions) -> Vec<crate::sync::remotes::RemoteJournal> {
+    let (remotes, warnings) = crate::sync::remotes::load(project, opts);
+    for w in warnings {
+        eprintln!("walj: warning: {w}");
+    }
+    remotes
+}
+
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
+    let remotes = if session.as_deref().is_some_and(|s| !s.is_empty()) {
+        Vec::new()
+    } else {
+        remotes(project, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+    };
     let fold = load(project, &FoldOptions { session, keep_settled: true, all_commands: true })?;
     let entries: Vec<_> = fold.entries.iter().collect();
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
@@ -161,6 +190,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
                 }
                 j
             })
+            .chain(crate::sync::show::log_json(&remotes, all, limit))
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
@@ -168,6 +198,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
         }
+        write!(out, "{}", crate::sync::show::log_text(&remotes, all, limit, &Style::stdout()))?;
     }
     Ok(0)
 }

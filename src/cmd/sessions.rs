@@ -167,9 +167,21 @@ fn catch_up(project: &Project, state: &SessionState) {
 
 pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let sessions = SessionState::list(project)?;
+    // Other machines' sessions (`walj sync`), after this checkout's.
+    let remotes = super::recover::remotes(project, &crate::fold::FoldOptions::default());
     let mut out = io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&sessions)?)?;
+        let mut v = serde_json::to_value(&sessions)?;
+        if let Some(a) = v.as_array_mut() {
+            a.extend(crate::sync::show::sessions_json(&remotes));
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(0);
+    }
+    let others = crate::sync::show::sessions_text(&remotes, &Style::stdout());
+    if sessions.is_empty() && !others.is_empty() {
+        writeln!(out, "No sessions recorded in this checkout.")?;
+        write!(out, "{others}")?;
         return Ok(0);
     }
     if sessions.is_empty() {
@@ -213,6 +225,7 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             if s.imported { "  (imported)" } else { "" }
         )?;
     }
+    write!(out, "{others}")?;
     writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
     Ok(0)
 }

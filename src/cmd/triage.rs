@@ -119,13 +119,31 @@ pub enum DiffTarget<'a> {
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
     let fold = load(project)?;
-    let entries = match target {
-        DiffTarget::Entry(id) => vec![triage::find_entry(&fold, id)?],
-        DiffTarget::Turn { session, prompt } => triage::turn_entries(&fold, session, prompt)?,
+    // (entry, the project whose disk it is compared with, where it comes from)
+    let remotes;
+    let items: Vec<(&crate::fold::Entry, Project, String)> = match target {
+        DiffTarget::Entry(id) => match triage::find_entry(&fold, id) {
+            Ok(e) => vec![(e, project.clone(), String::new())],
+            // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
+            Err(err) => {
+                remotes = super::recover::remotes(
+                    project,
+                    &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
+                );
+                match crate::sync::remotes::find_entry(&remotes, id).map_err(|m| anyhow::anyhow!(m))? {
+                    Some((r, e)) => vec![(e, r.project(project), format!(" · from {}, {}", r.name(), r.as_of()))],
+                    None => return Err(err.into()),
+                }
+            }
+        },
+        DiffTarget::Turn { session, prompt } => triage::turn_entries(&fold, session, prompt)?
+            .into_iter()
+            .map(|e| (e, project.clone(), String::new()))
+            .collect(),
     };
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
-    for (i, e) in entries.iter().enumerate() {
+    for (i, (e, project, from)) in items.iter().enumerate() {
         let sides = triage::diff_sides(project, e, mode)?;
         if i > 0 {
             writeln!(out)?;
@@ -133,7 +151,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
         writeln!(
             out,
             "{}",
-            st.dim(&format!("entry {} · {} · {} {} · {}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
+            st.dim(&format!("entry {} · {} · {} {} · {}{from}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
         )?;
         write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
     }

@@ -1,0 +1,150 @@
+//! `walj sync`: publish this checkout's journal to the project's git remote, fetch the others
+//! (docs/sync.md).
+
+use std::io::{IsTerminal, Write};
+
+use crate::project::Project;
+use crate::sync::accept::Verdict;
+use crate::sync::run::PublishState;
+use crate::sync::{SyncOptions, SyncReport};
+
+/// The arguments of `walj sync`.
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// The git remote (default: [sync] remote, else the current branch's upstream remote, else origin).
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
+    /// Say what would be published and fetched; publish nothing, change no copy.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// What is ahead or behind, per journal (fetches; publishes nothing).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub status: bool,
+    /// Print what happened as JSON (schema in docs/sync.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Publish in plain text without asking (asked once per remote otherwise).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// Shows the plain-text notice and asks on a terminal; elsewhere says it and answers no.
+fn ask(notice: &str) -> bool {
+    eprintln!("{notice}");
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return false;
+    }
+    super::sessions::confirm("Publish?").unwrap_or(false)
+}
+
+pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: args.dry_run || args.status, yes: args.yes };
+    let report = crate::sync::sync(project, &opts, &mut ask)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else if args.status {
+        write!(out, "{}", status_text(&report))?;
+    } else {
+        write!(out, "{}", sync_text(&report))?;
+    }
+    let bad: Vec<_> =
+        report.journals.iter().filter(|j| matches!(j.verdict, Verdict::Refused | Verdict::FetchFailed)).collect();
+    if !bad.is_empty() {
+        drop(out);
+        eprintln!(
+            "walj: {} journal{} on {} could not be taken (see above); the rest synced",
+            bad.len(),
+            if bad.len() == 1 { "" } else { "s" },
+            report.remote
+        );
+        return Ok(super::EXIT_ERROR);
+    }
+    Ok(0)
+}
+
+fn kib(n: u64) -> String {
+    crate::session::human_bytes(n)
+}
+
+fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
+    let name = j.name.clone().unwrap_or_else(|| j.journal.clone());
+    let what = match (j.verdict, status) {
+        (Verdict::UpToDate, _) => "up to date".to_string(),
+        (Verdict::New | Verdict::Updated, true) => "behind: new lines to fetch".to_string(),
+        (Verdict::NewEpoch, true) => "behind: rewritten on its machine (new epoch)".to_string(),
+        (Verdict::New | Verdict::Updated | Verdict::NewEpoch, false) if j.head.is_some() && j.synced_at.is_some() => {
+            format!("{} ({})", j.verdict.as_str(), j.journal_bytes.map(kib).unwrap_or_default())
+        }
+        (v, _) => v.as_str().to_string(),
+    };
+    let mut line = format!("  {name:<40}  {what}");
+    if j.sessions > 0 {
+        line.push_str(&format!(
+            " · {} session{}, {} unresolved",
+            j.sessions,
+            if j.sessions == 1 { "" } else { "s" },
+            j.unresolved
+        ));
+    }
+    if let Some(t) = &j.synced_at {
+        line.push_str(&format!(" · synced {}", crate::present::human_ts(t)));
+    }
+    if let Some(d) = &j.detail {
+        line.push_str(&format!("\n      {d}"));
+    }
+    line.push('\n');
+    line
+}
+
+fn sync_text(r: &SyncReport) -> String {
+    let p = &r.published;
+    let mut s = String::new();
+    if let Some(n) = &r.notice {
+        s.push_str(n);
+        s.push_str("\n(a real sync asks first; --yes confirms)\n\n");
+    }
+    let verb = if r.dry_run { "would publish" } else { "published" };
+    let mine = match p.state {
+        PublishState::Nothing => "no journal yet: nothing to publish".to_string(),
+        PublishState::UpToDate => "up to date".to_string(),
+        PublishState::Pushed | PublishState::WouldPush => format!(
+            "{verb} {} segment{} ({} of journal), {} new image{}{}",
+            p.segments_written,
+            if p.segments_written == 1 { "" } else { "s" },
+            kib(p.bytes_written),
+            p.images_added,
+            if p.images_added == 1 { "" } else { "s" },
+            if p.new_epoch { format!(" · journal rewritten: new epoch {}", p.epoch) } else { String::new() }
+        ),
+    };
+    s.push_str(&format!("walj sync{} via {} ({})\n", if r.dry_run { " --dry-run" } else { "" }, r.remote, r.url));
+    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));
+    for j in &r.journals {
+        s.push_str(&journal_line(j, false));
+    }
+    if r.journals.iter().any(|j| j.verdict.changes() && !r.dry_run) {
+        s.push_str("Other machines' sessions: walj sessions · walj recover · walj log\n");
+    }
+    s
+}
+
+fn status_text(r: &SyncReport) -> String {
+    let p = &r.published;
+    let mut s = format!("walj sync --status via {} ({})\n", r.remote, r.url);
+    let mine = match (p.state, p.remote_bytes) {
+        (PublishState::Nothing, _) => "no journal yet".to_string(),
+        (PublishState::UpToDate, _) => "up to date".to_string(),
+        (_, None) => format!("ahead: never published ({} of journal)", kib(p.journal_bytes)),
+        (_, Some(_)) if p.new_epoch => {
+            "ahead: journal rewritten since the last sync (the next sync publishes a new epoch)".to_string()
+        }
+        (_, Some(b)) if p.journal_bytes > b => format!("ahead: {} not yet published", kib(p.journal_bytes - b)),
+        (_, Some(_)) => "ahead: session states changed since the last sync".to_string(),
+    };
+    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));
+    for j in &r.journals {
+        s.push_str(&journal_line(j, true));
+    }
+    s
+}

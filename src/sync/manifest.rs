@@ -1,0 +1,62 @@
+//! `manifest.json`: what a published commit says about its journal.
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest of one published commit (docs/sync.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    /// The journal id (the ref's last component).
+    pub journal: String,
+    pub name: String,
+    pub machine: String,
+    pub host: String,
+    pub walj_version: String,
+    /// 0 for the first history; + 1 each time the journal was rewritten.
+    pub epoch: u64,
+    /// The head this epoch replaced (a new epoch's root commit), else null.
+    #[serde(default)]
+    pub previous: Option<String>,
+    pub synced_at: String,
+    /// Journal bytes published (up to its last complete line).
+    pub journal_bytes: u64,
+    /// Bytes in sealed segments (the open segment starts here).
+    pub sealed_bytes: u64,
+    /// Segments in the tree, and how many of them are sealed.
+    pub segments: u64,
+    pub sealed: u64,
+    /// How many leading bytes `prefix` covers, and their blob id: a rewritten journal is
+    /// told from a grown one without reading it all.
+    pub prefix_len: u64,
+    pub prefix: String,
+    /// Sessions as the publishing machine saw them when it synced.
+    #[serde(default)]
+    pub sessions: Vec<SessionState>,
+}
+
+/// A session's state at sync time, as its machine saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub session: String,
+    pub sid: String,
+    /// live / ended / crashed / unknown.
+    pub state: String,
+    pub last_ts: String,
+    pub unresolved: usize,
+}
+
+impl Manifest {
+    /// The manifest's bytes, as committed.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
+        v.push(b'\n');
+        v
+    }
+
+    /// The same journal content and session states (ignores when it was synced).
+    pub fn same_content(&self, other: &Manifest) -> bool {
+        let mut a = self.clone();
+        a.synced_at.clone_from(&other.synced_at);
+        a == *other
+    }
+}

@@ -1,0 +1,362 @@
+//! The commit a sync publishes: the journal as append-only segments, the images it names as
+//! tree entries, and the manifest (docs/sync.md, "Remote layout").
+//!
+//! The journal (up to its last complete line) is cut greedily into segments of at least
+//! [`SEGMENT_BYTES`] that end at a line end. A segment that reached the size is sealed and is
+//! never written again; only the last, open segment grows. A sync therefore writes the open
+//! segment and what follows it, never the sealed part of the journal, and reads the journal
+//! only from the open segment on (plus a small prefix, to tell a rewritten journal from a grown
+//! one).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use git2::{Commit, ObjectType, Oid, Repository, Tree};
+
+use super::identity::Identity;
+use super::manifest::{Manifest, SessionState};
+use super::{FORMAT, SyncError};
+use crate::config::Matcher;
+use crate::store::{Store, blob_id, is_id};
+
+/// A segment is sealed once it holds at least this many bytes.
+pub const SEGMENT_BYTES: u64 = 64 * 1024;
+/// Segments per folder of `segments/`.
+pub const SEGMENTS_PER_DIR: u64 = 256;
+/// Leading bytes the manifest's `prefix` covers (at most).
+pub const PREFIX_BYTES: u64 = 4096;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const SEGMENTS: &str = "segments";
+pub const OBJECTS: &str = "objects";
+
+/// The folder and file name of segment `i`.
+pub fn segment_path(i: u64) -> (String, String) {
+    (format!("{:04}", i / SEGMENTS_PER_DIR), format!("{i:06}"))
+}
+
+/// The fixed identity of every commit walj makes (never the user's `user.name`).
+pub fn signature() -> Result<git2::Signature<'static>, git2::Error> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    git2::Signature::new("walj", "walj@localhost", &git2::Time::new(now.as_secs() as i64, 0))
+}
+
+/// The manifest of a published commit.
+pub fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, String> {
+    let tree = commit.tree().map_err(|e| format!("its tree cannot be read ({})", e.message()))?;
+    let entry = tree.get_name(MANIFEST).ok_or("it has no manifest.json")?;
+    let blob = repo.find_blob(entry.id()).map_err(|_| "its manifest.json is not a file or is missing".to_string())?;
+    let m: Manifest =
+        serde_json::from_slice(blob.content()).map_err(|e| format!("its manifest.json does not parse ({e})"))?;
+    if m.format != FORMAT {
+        return Err(format!("its manifest has format {} (this walj reads {FORMAT}; a newer walj?)", m.format));
+    }
+    Ok(m)
+}
+
+/// What [`build`] made.
+#[derive(Debug)]
+pub struct Built {
+    /// The commit to publish; `None` when there is nothing to publish (no journal yet).
+    pub commit: Option<Oid>,
+    pub manifest: Manifest,
+    /// Nothing changed since the parent (which is `commit`).
+    pub unchanged: bool,
+    /// The journal no longer extends what was published: a new epoch (root commit).
+    pub new_epoch: bool,
+    /// Segments written, and the journal bytes they hold.
+    pub segments_written: u64,
+    pub bytes_written: u64,
+    /// Images newly named by the tree.
+    pub images_added: usize,
+}
+
+/// What [`build`] needs.
+pub struct Input<'a> {
+    pub repo: &'a Repository,
+    pub journal: &'a Path,
+    pub store: &'a Store,
+    pub ident: &'a Identity,
+    /// What this checkout last published.
+    pub parent: Option<Oid>,
+    /// `[capture] never`: lines on such paths name no image, even one that is stored.
+    pub never: Option<&'a Matcher>,
+    pub sessions: Vec<SessionState>,
+    pub synced_at: String,
+}
+
+fn io_err(journal: &Path) -> impl Fn(io::Error) -> SyncError + '_ {
+    move |e| SyncError::Io { what: format!("reading {}", journal.display()), source: e }
+}
+
+fn read_range(f: &mut File, start: u64, len: u64) -> io::Result<Vec<u8>> {
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    f.take(len).read_to_end(&mut buf)?;
+    if (buf.len() as u64) < len {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while it was read"));
+    }
+    Ok(buf)
+}
+
+/// Whether the journal still extends what `m` (in `tree`) published.
+fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest) -> io::Result<bool> {
+    if len < m.journal_bytes || m.sealed_bytes > m.journal_bytes || m.prefix_len > m.journal_bytes {
+        return Ok(false);
+    }
+    if blob_id(&read_range(f, 0, m.prefix_len)?) != m.prefix {
+        return Ok(false);
+    }
+    if m.segments > m.sealed {
+        let (d, n) = segment_path(m.sealed);
+        let Ok(entry) = tree.get_path(Path::new(&format!("{SEGMENTS}/{d}/{n}"))) else { return Ok(false) };
+        let open = read_range(f, m.sealed_bytes, m.journal_bytes - m.sealed_bytes)?;
+        return Ok(blob_id(&open) == entry.id().to_string());
+    }
+    Ok(m.journal_bytes == m.sealed_bytes)
+}
+
+/// Cuts `buf` (complete lines) into segments: `(start, end, sealed)`.
+pub fn cut(buf: &[u8]) -> Vec<(usize, usize, bool)> {
+    let seg = SEGMENT_BYTES as usize;
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < buf.len() {
+        let from = s + seg - 1;
+        match buf.get(from..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            Some(i) => {
+                out.push((s, from + i + 1, true));
+                s = from + i + 1;
+            }
+            None => {
+                out.push((s, buf.len(), false));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Object ids quoted in `line` (`"` + 40 hex digits + `"`): every image field, whatever its
+/// name, without a list of keys to keep in step with the journal's vocabulary.
+fn quoted_ids(line: &[u8]) -> impl Iterator<Item = &str> {
+    memchr::memchr_iter(b'"', line).filter_map(move |i| {
+        let cand = line.get(i + 1..i + 41)?;
+        (line.get(i + 41) == Some(&b'"')).then_some(())?;
+        let s = std::str::from_utf8(cand).ok()?;
+        is_id(s).then_some(s)
+    })
+}
+
+/// Builds (but does not publish) the commit for the journal as it is now.
+pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
+    let Input { repo, journal, store, ident, parent, never, sessions, synced_at } = inp;
+    let (mut file, len) = match File::open(journal) {
+        Ok(f) => {
+            let len = f.metadata().map_err(io_err(journal))?.len();
+            (Some(f), len)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (None, 0),
+        Err(e) => return Err(io_err(journal)(e)),
+    };
+    let prev = match parent {
+        Some(oid) => {
+            let c = repo.find_commit(oid)?;
+            manifest_of(repo, &c).ok().map(|m| (c, m))
+        }
+        None => None,
+    };
+    let mut incremental = None;
+    if let (Some((c, m)), Some(f)) = (&prev, file.as_mut())
+        && m.journal == ident.id
+    {
+        let tree = c.tree()?;
+        if extends(f, len, &tree, m).map_err(io_err(journal))? {
+            incremental = Some((tree, m.clone()));
+        }
+    }
+    let (start, first) = incremental.as_ref().map_or((0, 0), |(_, m)| (m.sealed_bytes, m.sealed));
+    let mut buf = match file.as_mut() {
+        Some(f) => read_range(f, start, len - start.min(len)).map_err(io_err(journal))?,
+        None => Vec::new(),
+    };
+    let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+    buf.truncate(complete);
+    let journal_bytes = start + buf.len() as u64;
+    let segs = cut(&buf);
+    let sealed_here = segs.iter().filter(|s| s.2).count() as u64;
+    let sealed_bytes = start + segs.iter().filter(|s| s.2).map(|s| s.1 as u64).max().unwrap_or(0);
+    let prefix_len = journal_bytes.min(PREFIX_BYTES);
+    let prefix = match file.as_mut() {
+        Some(f) => blob_id(&read_range(f, 0, prefix_len).map_err(io_err(journal))?),
+        None => blob_id(b""),
+    };
+    let (epoch, previous) = match (&incremental, &prev) {
+        (Some((_, m)), _) => (m.epoch, m.previous.clone()),
+        (None, Some((c, m))) => (m.epoch + 1, Some(c.id().to_string())),
+        (None, None) => (0, None),
+    };
+    let manifest = Manifest {
+        format: FORMAT,
+        journal: ident.id.clone(),
+        name: ident.name.clone(),
+        machine: ident.machine.clone(),
+        host: ident.host.clone(),
+        walj_version: env!("CARGO_PKG_VERSION").to_string(),
+        epoch,
+        previous,
+        synced_at,
+        journal_bytes,
+        sealed_bytes,
+        segments: first + segs.len() as u64,
+        sealed: first + sealed_here,
+        prefix_len,
+        prefix,
+        sessions,
+    };
+    let built = |commit, unchanged, segments_written, bytes_written, images_added| Built {
+        commit,
+        manifest: manifest.clone(),
+        unchanged,
+        new_epoch: incremental.is_none() && prev.is_some(),
+        segments_written,
+        bytes_written,
+        images_added,
+    };
+    if let Some((_, m)) = &incremental
+        && m.same_content(&manifest)
+    {
+        return Ok(built(parent, true, 0, 0, 0));
+    }
+    if journal_bytes == 0 && prev.is_none() {
+        return Ok(built(None, true, 0, 0, 0));
+    }
+
+    let base = incremental.as_ref().map(|(t, _)| t);
+    // Segments, grouped by folder.
+    let mut seg_dirs: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
+    for (i, (a, b, _)) in segs.iter().enumerate() {
+        let oid = repo.blob(&buf[*a..*b])?;
+        let (d, n) = segment_path(first + i as u64);
+        seg_dirs.entry(d).or_default().push((n, oid));
+    }
+    // Images named by the lines written.
+    let mut images: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut added = 0;
+    for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if let Some(m) = never
+            && let Ok(view) = crate::journal::view::classify(0, line)
+            && !view.path.is_empty()
+            && m.never_capture(&view.path)
+        {
+            continue;
+        }
+        for id in quoted_ids(line) {
+            if !seen.insert(id.to_string()) {
+                continue;
+            }
+            let (xx, rest) = id.split_at(2);
+            if base.is_some_and(|t| t.get_path(Path::new(&format!("{OBJECTS}/{xx}/{rest}"))).is_ok()) {
+                continue;
+            }
+            // Only what the store holds, intact (a damaged object would fail the push).
+            if !store.contains(id) || store.get(id).is_err() {
+                continue;
+            }
+            let Ok(oid) = Oid::from_str(id) else { continue };
+            images.entry(xx.to_string()).or_default().push((rest.to_string(), oid));
+            added += 1;
+        }
+    }
+
+    let sub = |t: Option<&Tree<'_>>, name: &str| -> Option<Tree<'_>> {
+        let e = t?.get_name(name)?;
+        (e.kind() == Some(ObjectType::Tree)).then(|| repo.find_tree(e.id()).ok()).flatten()
+    };
+    let two_level = |top: &str, groups: &BTreeMap<String, Vec<(String, Oid)>>| -> Result<Option<Oid>, git2::Error> {
+        let base_top = sub(base, top);
+        if groups.is_empty() {
+            return Ok(base_top.map(|t| t.id()));
+        }
+        let mut tb = repo.treebuilder(base_top.as_ref())?;
+        for (dir, items) in groups {
+            let base_dir = sub(base_top.as_ref(), dir);
+            let mut db = repo.treebuilder(base_dir.as_ref())?;
+            for (name, oid) in items {
+                db.insert(name, *oid, 0o100644)?;
+            }
+            tb.insert(dir, db.write()?, 0o040000)?;
+        }
+        Ok(Some(tb.write()?))
+    };
+    let seg_tree = two_level(SEGMENTS, &seg_dirs)?;
+    let obj_tree = two_level(OBJECTS, &images)?;
+    let mut root = repo.treebuilder(base)?;
+    root.insert(MANIFEST, repo.blob(&manifest.to_bytes())?, 0o100644)?;
+    for (name, t) in [(SEGMENTS, seg_tree), (OBJECTS, obj_tree)] {
+        match t {
+            Some(oid) => {
+                root.insert(name, oid, 0o040000)?;
+            }
+            None => {
+                if root.get(name)?.is_some() {
+                    root.remove(name)?;
+                }
+            }
+        }
+    }
+    let tree = repo.find_tree(root.write()?)?;
+    let sig = signature()?;
+    let parent_commit = match &incremental {
+        Some(_) => prev.as_ref().map(|(c, _)| c.clone()),
+        None => None,
+    };
+    let parents: Vec<&Commit<'_>> = parent_commit.iter().collect();
+    let msg = format!(
+        "walj sync: {} (epoch {}, {} journal bytes{})\n",
+        manifest.name,
+        manifest.epoch,
+        manifest.journal_bytes,
+        if incremental.is_none() && prev.is_some() { ", journal rewritten: new epoch" } else { "" }
+    );
+    let oid = repo.commit(None, &sig, &sig, &msg, &tree, &parents)?;
+    Ok(built(Some(oid), false, segs.len() as u64, buf.len() as u64, added))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_end_at_line_ends_and_seal_at_the_size() {
+        let line = vec![b'x'; 1000];
+        let mut buf = Vec::new();
+        for _ in 0..200 {
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+        }
+        let segs = cut(&buf);
+        assert_eq!(segs.len(), 4, "{segs:?}");
+        for (a, b, sealed) in &segs {
+            assert_eq!(buf[b - 1], b'\n');
+            if *sealed {
+                assert!((b - a) as u64 >= SEGMENT_BYTES);
+            }
+        }
+        assert!(!segs[3].2);
+        assert_eq!(segs.last().unwrap().1, buf.len());
+        assert!(cut(b"").is_empty());
+    }
+
+    #[test]
+    fn quoted_ids_are_found_whatever_the_key() {
+        let a = "a".repeat(40);
+        let line = format!(r#"{{"before":"{a}","x":"{}","after":null,"k":"{a}z"}}"#, "b".repeat(40));
+        let ids: Vec<_> = quoted_ids(line.as_bytes()).collect();
+        assert_eq!(ids, vec![a.as_str(), &"b".repeat(40)]);
+    }
+}

@@ -1,0 +1,275 @@
+//! One `walj sync` from start to end (docs/sync.md, "Transport"):
+//!
+//! 1. resolve the remote (nothing is created before this succeeds);
+//! 2. the first time for a remote without encryption: say what will be published, ask;
+//! 3. lock `.walj/sync/lock` (one sync at a time per checkout);
+//! 4. fetch every journal's ref into walj's repository;
+//! 5. check this journal's ref on the remote against what this checkout last pushed;
+//! 6. build the commit from the journal as it is now;
+//! 7. push it with a lease (`refs/walj/pending/<id>` first, so a sync killed after the remote
+//!    took the push recognises it next time; `refs/walj/journals/<id>` after git says yes);
+//! 8. check and materialise the other journals.
+//!
+//! `dry_run` (and `--status`) stop before anything is pushed or materialised.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use serde::Serialize;
+
+use super::accept::{Seen, accept_all};
+use super::manifest::SessionState;
+use super::publish::{Input, build};
+use super::transport::{Remote, resolve};
+use super::{FETCHED, JOURNALS, PENDING, Paths, SyncError, identity, open_repo, ref_oid, set_ref};
+use crate::config::Config;
+use crate::fold::{Fold, FoldOptions};
+use crate::project::Project;
+use crate::store::Store;
+
+/// What `walj sync` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOptions {
+    /// The git remote (default: `[sync] remote`, else the branch's upstream remote, else `origin`).
+    pub remote: Option<String>,
+    /// Say what would happen; publish nothing, change no copy.
+    pub dry_run: bool,
+    /// Agree to publish in plain text without being asked.
+    pub yes: bool,
+}
+
+/// What happened to this journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishState {
+    /// Published now.
+    Pushed,
+    /// The remote already had it.
+    UpToDate,
+    /// A dry run: would be published.
+    WouldPush,
+    /// No journal yet: nothing to publish.
+    Nothing,
+}
+
+/// This journal's side of a sync.
+#[derive(Debug, Clone, Serialize)]
+pub struct Published {
+    pub state: PublishState,
+    pub commit: Option<String>,
+    pub epoch: u64,
+    /// The journal was rewritten since the last sync: this commit starts a new epoch.
+    pub new_epoch: bool,
+    pub journal_bytes: u64,
+    /// Journal bytes the remote had before this sync (null: none).
+    pub remote_bytes: Option<u64>,
+    pub segments_written: u64,
+    pub bytes_written: u64,
+    pub images_added: usize,
+}
+
+/// What a sync did (the `--json` output).
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncReport {
+    pub remote: String,
+    pub url: String,
+    pub journal: String,
+    pub name: String,
+    pub dry_run: bool,
+    /// The plain-text notice, when a dry run met a remote not agreed to yet.
+    pub notice: Option<String>,
+    pub published: Published,
+    /// Every other journal on the remote.
+    pub journals: Vec<Seen>,
+}
+
+/// What the first plain-text sync to `remote` says before it asks.
+pub fn notice(remote: &Remote) -> String {
+    format!(
+        "walj sync publishes this checkout's journal to remote {:?} ({}) under refs/walj/journals/, unencrypted.\n\
+         Anyone who can read that repository can read:\n  \
+         - every journal line: your prompts, Bash command lines, file paths, session ids and times;\n  \
+         - the pre- and post-images of the files Claude changed (uncommitted work included).\n\
+         Files matching [capture] never in .walj/config.toml are never stored, so never published; \
+         transcripts are not published.",
+        remote.name, remote.push_url
+    )
+}
+
+fn consented(paths: &Paths, url: &str) -> bool {
+    std::fs::read_to_string(&paths.consent).is_ok_and(|t| t.lines().any(|l| l == url))
+}
+
+fn record_consent(paths: &Paths, url: &str) -> Result<(), SyncError> {
+    let mut f = crate::fsutil::open_private(&paths.consent, std::fs::OpenOptions::new().create(true).append(true))
+        .map_err(SyncError::io(format!("writing {}", paths.consent.display())))?;
+    writeln!(f, "{url}").map_err(SyncError::io(format!("writing {}", paths.consent.display())))
+}
+
+/// Per session: its state now and its unresolved entries (the manifest's `sessions`).
+fn session_states(project: &Project) -> Result<Vec<SessionState>, SyncError> {
+    let mut fold = Fold::load(&project.journal, &FoldOptions::default())
+        .map_err(SyncError::io(format!("reading {}", project.journal.display())))?;
+    fold.check_disk(project);
+    let mut unresolved: HashMap<&str, usize> = HashMap::new();
+    for e in fold.unresolved() {
+        *unresolved.entry(e.session.as_str()).or_default() += 1;
+    }
+    Ok(fold
+        .sessions
+        .iter()
+        .map(|s| SessionState {
+            session: s.session.clone(),
+            sid: s.sid.clone(),
+            state: s.status().as_str().to_string(),
+            last_ts: s.last_ts.clone(),
+            unresolved: unresolved.get(s.session.as_str()).copied().unwrap_or(0),
+        })
+        .collect())
+}
+
+/// Runs one sync. `ask` shows the plain-text notice and returns the user's answer (it is
+/// called at most once, and only when the user has not agreed for this remote yet).
+pub fn sync(project: &Project, opts: &SyncOptions, ask: &mut dyn FnMut(&str) -> bool) -> Result<SyncReport, SyncError> {
+    let (config, matcher) = Config::load_with_matcher(&project.config_path()).map_err(|e| {
+        SyncError::Refused(format!("{e}; fix it first: its [capture] never rules decide what is published"))
+    })?;
+    let remote = resolve(&project.root, opts.remote.as_deref().or(config.sync.remote.as_deref()))?;
+    let paths = Paths::new(project);
+    let mut report_notice = None;
+    let mut agree = false;
+    if !consented(&paths, &remote.push_url) {
+        let text = notice(&remote);
+        if opts.dry_run {
+            report_notice = Some(text);
+        } else if opts.yes || ask(&text) {
+            agree = true;
+        } else {
+            return Err(SyncError::NotConfirmed(format!(
+                "not synced: publishing to {} in plain text was not confirmed (`walj sync --yes` confirms); nothing was changed",
+                remote.name
+            )));
+        }
+    }
+    project.ensure_dir().map_err(SyncError::io(format!("creating {}", project.dir.display())))?;
+    crate::fsutil::create_private_dir(&paths.dir)
+        .map_err(SyncError::io(format!("creating {}", paths.dir.display())))?;
+    let lock =
+        crate::fsutil::open_private(&paths.lock, std::fs::OpenOptions::new().create(true).truncate(false).write(true))
+            .map_err(SyncError::io(format!("opening {}", paths.lock.display())))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(SyncError::Busy),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(SyncError::Io { what: format!("locking {}", paths.lock.display()), source: e });
+        }
+    }
+    let result = locked(project, opts, &config, &matcher, &remote, &paths, agree);
+    let _ = lock.unlock();
+    let mut report = result?;
+    report.notice = report_notice;
+    Ok(report)
+}
+
+fn locked(
+    project: &Project,
+    opts: &SyncOptions,
+    config: &Config,
+    matcher: &crate::config::Matcher,
+    remote: &Remote,
+    paths: &Paths,
+    agree: bool,
+) -> Result<SyncReport, SyncError> {
+    if agree {
+        record_consent(paths, &remote.push_url)?;
+    }
+    let ident = identity::ensure(project, paths, config.sync.name.as_deref())?;
+    let id = ident.id.as_str();
+    let repo = open_repo(paths)?;
+    super::remove_stale_locks(paths);
+    let fetched_refs = remote.fetch(&paths.repo, |name, oid| {
+        let tail = name.strip_prefix(JOURNALS).unwrap_or(name);
+        ref_oid(&repo, &format!("{FETCHED}{tail}")).is_some_and(|o| o.to_string() == oid)
+    })?;
+    super::record_fetched(&repo, &fetched_refs)?;
+    let failed = fetched_refs.failed;
+    if let Some((_, why)) = failed.iter().find(|(f, _)| f == id) {
+        return Err(SyncError::Remote(format!(
+            "fetching this journal's own ref {JOURNALS}{id} from {}: {why}; nothing was changed",
+            remote.name
+        )));
+    }
+
+    // This journal's ref on the remote must be what this checkout published.
+    let (pushed_ref, pending_ref) = (format!("{JOURNALS}{id}"), format!("{PENDING}{id}"));
+    let fetched = ref_oid(&repo, &format!("{FETCHED}{id}"));
+    let mut pushed = ref_oid(&repo, &pushed_ref);
+    let pending = ref_oid(&repo, &pending_ref);
+    if fetched.is_some() && fetched == pending && fetched != pushed {
+        // A sync killed after the remote took its push: take it as published.
+        if !opts.dry_run {
+            set_ref(&repo, &pushed_ref, fetched)?;
+            set_ref(&repo, &pending_ref, None)?;
+        }
+        pushed = fetched;
+    }
+    if let Some(f) = fetched {
+        let ours = pushed.is_some_and(|p| p == f || repo.graph_descendant_of(p, f).unwrap_or(false));
+        if !ours {
+            return Err(SyncError::Refused(format!(
+                "{JOURNALS}{id} on {} is not what this checkout published (another checkout with a copy of this .walj/, or a rewritten ref); refused, nothing was changed",
+                remote.name
+            )));
+        }
+    }
+    let remote_bytes = fetched
+        .and_then(|f| repo.find_commit(f).ok())
+        .and_then(|c| super::publish::manifest_of(&repo, &c).ok())
+        .map(|m| m.journal_bytes);
+
+    let store = Store::new(&paths.store);
+    let built = build(Input {
+        repo: &repo,
+        journal: &project.journal,
+        store: &store,
+        ident: &ident,
+        parent: pushed,
+        never: Some(matcher),
+        sessions: session_states(project)?,
+        synced_at: crate::journal::record::now_ts(),
+    })?;
+    let state = match built.commit {
+        None => PublishState::Nothing,
+        Some(c) if fetched == Some(c) => PublishState::UpToDate,
+        Some(_) if opts.dry_run => PublishState::WouldPush,
+        Some(c) => {
+            set_ref(&repo, &pending_ref, Some(c))?;
+            remote.push(&paths.repo, id, c, fetched)?;
+            set_ref(&repo, &pushed_ref, Some(c))?;
+            set_ref(&repo, &pending_ref, None)?;
+            PublishState::Pushed
+        }
+    };
+    let journals = accept_all(&repo, paths, id, opts.dry_run, &failed)?;
+    let m = &built.manifest;
+    Ok(SyncReport {
+        remote: remote.name.clone(),
+        url: remote.url.clone(),
+        journal: ident.id.clone(),
+        name: ident.name.clone(),
+        dry_run: opts.dry_run,
+        notice: None,
+        published: Published {
+            state,
+            commit: built.commit.map(|c| c.to_string()),
+            epoch: m.epoch,
+            new_epoch: built.new_epoch,
+            journal_bytes: m.journal_bytes,
+            remote_bytes,
+            segments_written: built.segments_written,
+            bytes_written: built.bytes_written,
+            images_added: built.images_added,
+        },
+        journals,
+    })
+}
