@@ -380,10 +380,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     if let Some((ts, reason)) = &s.end {
         out.push(Line::from(kv("ended", format!("{} ({reason})", app.time(ts)))));
     } else if status == SessionStatus::Crashed {
-        out.push(Line::from(Span::styled(
-            "no SessionEnd, and its Claude Code process is gone: the session died mid-turn".to_string(),
-            theme::ERROR,
-        )));
+        out.push(Line::from(Span::styled(present::session_meaning(status), theme::ERROR)));
     }
     let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
     if open > 0 {
