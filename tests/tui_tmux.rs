@@ -1,6 +1,6 @@
 //! `walj tui` in a real terminal (tmux): SIGTERM and SIGHUP restore the terminal as a
-//! panic does (main screen, mouse reporting off, cursor shown), and `e` in a conflict runs
-//! `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
+//! panic does (main screen, mouse reporting off, cursor shown), a terminal that goes away
+//! without a signal ends walj, and `e` in a conflict runs `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
 //! `WALJ_E2E_REQUIRE=1`.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
@@ -126,6 +126,41 @@ fn sigterm_and_sighup_restore_the_terminal() {
         // ...with the terminal restored.
         assert_eq!(modes(&t), "0 0 1", "SIG{sig}: main screen, mouse off, cursor shown:\n{}", t.capture());
     }
+}
+
+/// Whether a process still runs (a zombie has exited: only its parent's wait is missing).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_terminal_gone_without_a_signal_ends_walj() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    let t = Tmux::start(&dir, "hangup", 80, 24, &tui_cmd(&dir, ""));
+    t.wait_text("docs/generated-index.md");
+    let pid = std::fs::read_to_string(dir.join(".walj-pid")).unwrap().trim().to_string();
+    assert!(running(&pid), "walj runs");
+    // The terminal goes away: tmux closes the pty. crossterm's reader then spins on the
+    // hung-up tty forever (read returns 0 bytes) unless walj notices the hangup itself.
+    let out = t.run(&["kill-server"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = std::time::Instant::now();
+    while running(&pid) && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = running(&pid);
+    if left {
+        // Leave nothing behind when the test fails.
+        let _ = Command::new("kill").args(["-KILL", &pid]).output();
+    }
+    assert!(!left, "walj still runs 5 s after its terminal went away");
 }
 
 #[test]

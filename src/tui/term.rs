@@ -43,18 +43,26 @@ pub trait EventSource {
 
 /// crossterm's event queue, and the termination signals: SIGTERM or SIGHUP end the loop
 /// like `q` does (then [`super::run`] restores the terminal and exits 128 + the signal).
+/// A terminal that goes away without a signal (its window closed, `tmux kill-server`)
+/// ends walj the same way, through [`Hangup`].
 pub struct CrosstermEvents {
     signals: Signals,
+    hangup: Hangup,
 }
 
 impl CrosstermEvents {
     pub fn new() -> CrosstermEvents {
-        CrosstermEvents { signals: Signals::register() }
+        CrosstermEvents { signals: Signals::register(), hangup: Hangup::watch() }
     }
 
-    /// The signal that ended the loop, if one did.
+    /// The signal that ended the loop, if one did (a hangup counts as SIGHUP).
     pub fn signal(&self) -> Option<i32> {
-        self.signals.received()
+        self.signals.received().or_else(|| self.hangup.hung_up().then_some(SIGHUP))
+    }
+
+    /// The loop may act on what it returns; false when the hangup watch is ending walj.
+    fn returning(&self, input: Input) -> io::Result<Input> {
+        if self.hangup.busy() { Ok(input) } else { Hangup::wait_for_exit() }
     }
 }
 
@@ -66,22 +74,25 @@ impl Default for CrosstermEvents {
 
 impl EventSource for CrosstermEvents {
     fn next(&mut self, timeout: Duration) -> io::Result<Input> {
-        if self.signals.received().is_some() {
-            return Ok(Input::End);
+        self.hangup.waiting();
+        let ended = |me: &Self| me.signals.received().is_some() || me.hangup.hung_up();
+        if ended(self) {
+            return self.returning(Input::End);
         }
         // Poll in short steps so a signal is noticed within 50 ms.
         let step = Duration::from_millis(50);
         let mut left = timeout;
         loop {
             if event::poll(left.min(step))? {
-                return Ok(Input::Event(event::read()?));
+                let ev = event::read()?;
+                return self.returning(Input::Event(ev));
             }
-            if self.signals.received().is_some() {
-                return Ok(Input::End);
+            if ended(self) {
+                return self.returning(Input::End);
             }
             left = left.saturating_sub(step);
             if left.is_zero() {
-                return Ok(Input::Tick);
+                return self.returning(Input::Tick);
             }
         }
     }
@@ -126,6 +137,158 @@ impl Signals {
     fn received(&self) -> Option<i32> {
         self.flags.iter().find(|(_, f)| f.load(std::sync::atomic::Ordering::SeqCst)).map(|(s, _)| *s)
     }
+}
+
+#[cfg(unix)]
+const SIGHUP: i32 = signal_hook::consts::SIGHUP;
+#[cfg(not(unix))]
+const SIGHUP: i32 = 1;
+
+/// Watches the terminal for a hangup that comes without a signal: the pty's other side
+/// closed (a terminal window closed, `tmux kill-server`, a dropped ssh link whose SIGHUP
+/// went to the shell only).
+///
+/// crossterm cannot report it: on a hung-up tty `read` returns 0 bytes at once and its
+/// event reader loops on that forever, inside `event::poll`, at full CPU. So a thread
+/// blocks in `poll(2)` on the tty asking for nothing, which reports only POLLHUP/POLLERR;
+/// on a hangup it restores what it can and exits 128 + SIGHUP, as SIGHUP does. It never
+/// exits while the loop handles an event (a triage write is never cut): the loop marks
+/// itself waiting while it waits for input and busy while it acts, and the two sides
+/// decide with one compare-and-swap.
+struct Hangup {
+    #[cfg(unix)]
+    state: Option<std::sync::Arc<std::sync::atomic::AtomicU8>>,
+}
+
+#[cfg(unix)]
+mod watch_state {
+    /// The loop waits for input: the watch may end walj.
+    pub const WAITING: u8 = 0;
+    /// The loop acts on an event: the watch waits.
+    pub const BUSY: u8 = 1;
+    /// The terminal hung up and the loop is busy: it ends at its next wait.
+    pub const HUNG_UP: u8 = 2;
+    /// The watch is ending walj.
+    pub const EXITING: u8 = 3;
+}
+
+impl Hangup {
+    #[cfg(unix)]
+    fn watch() -> Hangup {
+        use std::io::IsTerminal;
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicU8;
+        // The terminal crossterm reads: stdin when it is one, else /dev/tty.
+        let tty: Option<std::os::fd::OwnedFd> = if io::stdin().is_terminal() {
+            std::os::fd::AsFd::as_fd(&io::stdin()).try_clone_to_owned().ok()
+        } else {
+            std::fs::File::open("/dev/tty").ok().map(std::os::fd::OwnedFd::from)
+        };
+        let Some(tty) = tty else { return Hangup { state: None } };
+        let state = Arc::new(AtomicU8::new(watch_state::BUSY));
+        let shared = Arc::clone(&state);
+        let spawned = std::thread::Builder::new().name("walj-hangup".into()).spawn(move || {
+            if wait_for_hangup(&tty) {
+                end_on_hangup(&shared);
+            }
+        });
+        Hangup { state: spawned.is_ok().then_some(state) }
+    }
+
+    #[cfg(not(unix))]
+    fn watch() -> Hangup {
+        Hangup {}
+    }
+
+    /// The terminal hung up.
+    fn hung_up(&self) -> bool {
+        #[cfg(unix)]
+        if let Some(s) = &self.state {
+            return s.load(std::sync::atomic::Ordering::SeqCst) >= watch_state::HUNG_UP;
+        }
+        false
+    }
+
+    /// The loop waits for input (the watch may end walj from now on).
+    fn waiting(&self) {
+        #[cfg(unix)]
+        if let Some(s) = &self.state {
+            use std::sync::atomic::Ordering::SeqCst;
+            use watch_state::*;
+            // After a hangup seen while busy, the watch is waiting for this: end now.
+            if s.compare_exchange(HUNG_UP, EXITING, SeqCst, SeqCst).is_ok() {
+                exit_on_hangup();
+            }
+            let _ = s.compare_exchange(BUSY, WAITING, SeqCst, SeqCst);
+        }
+    }
+
+    /// The loop is about to act on an input: false when the watch is already ending walj.
+    fn busy(&self) -> bool {
+        #[cfg(unix)]
+        if let Some(s) = &self.state {
+            use std::sync::atomic::Ordering::SeqCst;
+            use watch_state::*;
+            return match s.compare_exchange(WAITING, BUSY, SeqCst, SeqCst) {
+                Ok(_) => true,
+                Err(now) => now != EXITING,
+            };
+        }
+        true
+    }
+
+    /// The watch thread is ending the process: wait for it.
+    fn wait_for_exit() -> ! {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// Blocks until the terminal hangs up (true) or cannot be watched (false).
+#[cfg(unix)]
+fn wait_for_hangup(tty: &std::os::fd::OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    loop {
+        // Asking for no event: poll(2) still reports a hangup, an error, a closed fd.
+        let mut fds = [PollFd::new(tty, PollFlags::empty())];
+        match poll(&mut fds, None) {
+            Ok(_) => {
+                if fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+                    return true;
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The terminal hung up: end walj now if the loop is waiting for input, else when it next
+/// waits (see [`Hangup::waiting`]).
+#[cfg(unix)]
+fn end_on_hangup(state: &std::sync::atomic::AtomicU8) {
+    use std::sync::atomic::Ordering::SeqCst;
+    use watch_state::*;
+    loop {
+        match state.compare_exchange(WAITING, EXITING, SeqCst, SeqCst) {
+            Ok(_) => exit_on_hangup(),
+            Err(BUSY) => {
+                if state.compare_exchange(BUSY, HUNG_UP, SeqCst, SeqCst).is_ok() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Restores what can be restored (a hung-up terminal refuses most of it) and exits as
+/// SIGHUP would.
+#[cfg(unix)]
+fn exit_on_hangup() -> ! {
+    restore();
+    std::process::exit(128 + SIGHUP)
 }
 
 /// Elsewhere the console closes the program: nothing to watch.
