@@ -17,6 +17,9 @@
 //! days = 30                           # walj compact drops settled records older than this
 //!
 //! [keys]                              # walj tui key overrides, e.g. revert = ["r", "x"]
+//!
+//! [theme]
+//! mode = "auto"                       # walj tui: auto (NO_COLOR, COLORFGBG), dark, light, mono
 //! ```
 
 use std::path::Path;
@@ -36,6 +39,8 @@ pub struct Config {
     pub retention: Retention,
     /// TUI key overrides: action name → keys.
     pub keys: toml::Table,
+    /// TUI colours: `mode = "auto" | "dark" | "light" | "mono"`.
+    pub theme: toml::Table,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -11,4 +11,4 @@ pub mod state;
 pub mod text;
 
 pub use state::{Tone, icon, label, meaning, session_meaning, session_tone, tone};
-pub use text::{age, clip, hms, human_ts, one_line, plural, short_time, utc_ts};
+pub use text::{age, clip, hms, human_ts, one_line, plural, safe, short_time, utc_ts};

@@ -62,6 +62,8 @@ pub struct DiffView {
     pub approximate: bool,
     /// Some hunks were left without word highlighting (time budget).
     pub inline_skipped: bool,
+    /// Only line endings changed ("CRLF → LF"): no lines are listed.
+    pub eol: Option<String>,
     pub elapsed: Duration,
 }
 
@@ -76,7 +78,8 @@ impl DiffView {
     }
 }
 
-/// Makes a line safe to draw: tabs become spaces, control characters become `?`.
+/// Makes a line safe to draw: its line ending dropped, tabs become spaces, then
+/// [`crate::present::safe`] (control characters escaped, emoji sequences flattened).
 fn clean(s: &str) -> String {
     let s = s.strip_suffix('\n').unwrap_or(s);
     let s = s.strip_suffix('\r').unwrap_or(s);
@@ -88,11 +91,13 @@ fn clean(s: &str) -> String {
         }
         match c {
             '\t' => out.push_str("    "),
-            c if c.is_control() => out.push('?'),
             c => out.push(c),
         }
     }
-    out
+    match crate::present::safe(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(safe) => safe,
+    }
 }
 
 /// Builds the view of `sides`: the model, computed once, then its lines.
@@ -125,6 +130,15 @@ pub fn build(sides: &DiffSides) -> DiffView {
             }
             if model.identical() {
                 note(&mut view, format!("no changes: {} and {} are identical", sides.old.label, sides.new.label));
+            } else if let Some(eol) = model.eol_only() {
+                let what = eol.describe(model.old_len());
+                note(
+                    &mut view,
+                    format!("line endings only: {what} on {} — the text of every line is the same", {
+                        crate::present::plural(eol.lines, "line", "lines")
+                    }),
+                );
+                view.eol = Some(what);
             } else {
                 lines(&mut view, &model);
             }
@@ -270,7 +284,7 @@ mod tests {
         let same = build(&DiffSides { old: side("a", Some("x\n")), new: side("b", Some("x\n")) });
         assert!(same.lines[0].text().starts_with("no changes"));
         let tabs = build(&DiffSides { old: side("a", Some("\tx")), new: side("b", Some("\ty\u{1b}")) });
-        assert!(tabs.lines.iter().any(|l| l.text() == "    y?"), "{:?}", tabs.lines);
+        assert!(tabs.lines.iter().any(|l| l.text() == "    y\\x1b"), "{:?}", tabs.lines);
         // Git's mark, after each side's last line that has no newline.
         let marks: Vec<usize> =
             tabs.lines.iter().enumerate().filter(|(_, l)| l.text() == NO_NEWLINE).map(|(i, _)| i).collect();

@@ -39,6 +39,37 @@ pub trait EventSource {
     ) -> io::Result<std::process::ExitStatus> {
         f()
     }
+
+    /// Puts `text` on the clipboard (the terminal's, through OSC 52); a script keeps it.
+    fn copy(&mut self, text: &str) -> io::Result<()> {
+        let _ = text;
+        Ok(())
+    }
+}
+
+/// The OSC 52 sequence that asks the terminal to put `text` on the clipboard. Inside
+/// tmux it goes to tmux, which keeps it as a paste buffer and passes it on to the outer
+/// terminal (`set-clipboard`, on by default for the outer terminal).
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
+}
+
+/// Standard base64 with padding (OSC 52's encoding).
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// crossterm's event queue, and the termination signals: SIGTERM or SIGHUP end the loop
@@ -106,6 +137,13 @@ impl EventSource for CrosstermEvents {
         enable_raw_mode()?;
         execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture, crossterm::cursor::Hide)?;
         result
+    }
+
+    fn copy(&mut self, text: &str) -> io::Result<()> {
+        use std::io::Write as _;
+        let mut out = io::stdout();
+        out.write_all(osc52(text).as_bytes())?;
+        out.flush()
     }
 }
 
@@ -306,25 +344,49 @@ impl Signals {
     }
 }
 
-/// Runs the editor command on a file and waits for it. The command may carry arguments
-/// (`code -w`): on unix the shell splits it, elsewhere it is split at spaces.
-pub fn run_editor(editor: &str, file: &std::path::Path) -> io::Result<std::process::ExitStatus> {
+/// How an editor is told the line to open at: `+N file` (vi, vim, nvim, nano, emacs,
+/// micro, kak…), `-g file:N` (VS Code), `file:N` (Sublime Text, Zed, Helix).
+pub fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String> {
+    let Some(n) = line else { return vec![file.to_string()] };
+    let program = editor.split_whitespace().next().unwrap_or_default();
+    let name = std::path::Path::new(program).file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    match name {
+        "code" | "code-insiders" | "codium" | "cursor" => vec!["-g".into(), format!("{file}:{n}")],
+        "subl" | "zed" | "hx" | "helix" => vec![format!("{file}:{n}")],
+        "notepad" => vec![file.to_string()],
+        _ => vec![format!("+{n}"), file.to_string()],
+    }
+}
+
+/// Runs the editor command on a file (at `line` when given) and waits for it. The
+/// command may carry arguments (`code -w`): on unix the shell splits it, elsewhere it is
+/// split at spaces.
+pub fn run_editor(editor: &str, file: &std::path::Path, line: Option<usize>) -> io::Result<std::process::ExitStatus> {
+    let args = editor_args(editor, &file.to_string_lossy(), line);
     #[cfg(unix)]
     {
-        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(file).status()
+        let quoted: Vec<String> = (1..=args.len()).map(|i| format!("\"${i}\"")).collect();
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} {}", quoted.join(" ")))
+            .arg("sh")
+            .args(&args)
+            .status()
     }
     #[cfg(not(unix))]
     {
         let mut parts = editor.split_whitespace();
         let program = parts.next().unwrap_or("notepad");
-        std::process::Command::new(program).args(parts).arg(file).status()
+        std::process::Command::new(program).args(parts).args(&args).status()
     }
 }
 
-/// A scripted sequence of inputs; `End` once it is used up.
+/// A scripted sequence of inputs; `End` once it is used up. What the app copies is kept
+/// in `copied`.
 #[derive(Debug, Default, Clone)]
 pub struct Script {
     queue: VecDeque<Input>,
+    pub copied: Vec<String>,
 }
 
 impl Script {
@@ -354,6 +416,11 @@ impl Script {
 impl EventSource for Script {
     fn next(&mut self, _timeout: Duration) -> io::Result<Input> {
         Ok(self.queue.pop_front().unwrap_or(Input::End))
+    }
+
+    fn copy(&mut self, text: &str) -> io::Result<()> {
+        self.copied.push(text.to_string());
+        Ok(())
     }
 }
 
@@ -405,5 +472,23 @@ impl TerminalGuard {
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn osc52_is_base64_and_editors_get_the_line() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(osc52("src/a.rs"), "\x1b]52;c;c3JjL2EucnM=\x07");
+        assert_eq!(editor_args("vim", "f.rs", Some(12)), ["+12", "f.rs"]);
+        assert_eq!(editor_args("/usr/bin/code -w", "f.rs", Some(3)), ["-g", "f.rs:3"]);
+        assert_eq!(editor_args("hx", "f.rs", Some(3)), ["f.rs:3"]);
+        assert_eq!(editor_args("nano", "f.rs", None), ["f.rs"]);
     }
 }

@@ -2,7 +2,7 @@
 //! filter), how they flatten into rows (expansion), the cursor and its scroll offset, and
 //! the Space selection. Reads the fold, never the disk.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::fold::{Entry, Fold, SessionStatus};
 
@@ -57,6 +57,9 @@ pub struct Tree {
     pub filter: String,
     /// Entries picked with Space (full ids).
     pub marked: BTreeSet<String>,
+    /// Entries (indexes into `fold.entries`) whose path another shown entry of the same
+    /// session has too: the tree tells them apart by their id.
+    pub repeated: HashSet<usize>,
     /// Expansions the user chose (else: the default of the node).
     toggled: HashMap<NodeKey, bool>,
 }
@@ -116,6 +119,16 @@ impl Tree {
         }
         // Newest first: after a crash the session that crashed is on top.
         views.sort_by(|a, b| fold.sessions[b.session].last_ts.cmp(&fold.sessions[a.session].last_ts));
+        self.repeated.clear();
+        for v in &views {
+            let mut seen: HashMap<&str, usize> = HashMap::new();
+            for &i in v.groups.iter().flat_map(|(_, g)| g) {
+                if let Some(first) = seen.insert(fold.entries[i].path.as_str(), i) {
+                    self.repeated.insert(first);
+                    self.repeated.insert(i);
+                }
+            }
+        }
         self.views = views;
     }
 
@@ -256,6 +269,33 @@ impl Tree {
         self.toggled.insert(row.key, next);
         self.rebuild_rows(fold, height);
         true
+    }
+
+    /// Every session collapsed (`false`), or every session and group expanded; the cursor
+    /// stays on its node, or on the session it was in.
+    pub fn set_all_expanded(&mut self, expand: bool, fold: &Fold, height: usize) {
+        let session_of = |t: &Tree| match t.selected().map(|r| r.item) {
+            Some(Item::Session(vi) | Item::Group(vi, _) | Item::Entry(vi, ..)) => {
+                Some(NodeKey::Session(fold.sessions[t.views[vi].session].session.clone()))
+            }
+            None => None,
+        };
+        let session = session_of(self);
+        for v in &self.views {
+            let s = &fold.sessions[v.session].session;
+            self.toggled.insert(NodeKey::Session(s.clone()), expand);
+            for (event, _) in &v.groups {
+                self.toggled.insert(NodeKey::Group(s.clone(), event.clone()), true);
+            }
+        }
+        self.rebuild_rows(fold, height);
+        if !expand
+            && let Some(key) = session
+            && let Some(i) = self.rows.iter().position(|r| r.key == key)
+        {
+            self.cursor = i;
+            self.scroll_into_view(height);
+        }
     }
 
     /// The row of the selected node's parent.
