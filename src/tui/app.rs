@@ -545,6 +545,7 @@ impl App {
     fn entry_changed(&mut self) {
         self.diff_scroll = 0;
         self.pane.hscroll = 0;
+        self.pane.current = None;
     }
 
     fn scroll_sideways(&mut self, delta: isize) {
@@ -609,13 +610,16 @@ impl App {
         if found.is_empty() {
             return self.error(format!("not found: {q}"));
         }
-        // The match line sits 2 lines below the top; search from there.
-        let at = self.diff_line_at_top().map(|t| t + 2);
-        let next = match (from_top, at) {
-            (true, Some(at)) => found.iter().copied().find(|&m| m >= at).or(found.first().copied()),
-            _ => pane::next_target(&found, at, forward),
+        // A new search starts at the top of the pane; n/N go on from the last match.
+        let next = if from_top {
+            let at = self.diff_line_at_top().unwrap_or(0);
+            found.iter().copied().find(|&m| m >= at).or(found.first().copied())
+        } else {
+            let at = self.pane.current.or(self.diff_line_at_top().map(|t| t + 2));
+            pane::next_target(&found, at, forward)
         };
         if let Some(m) = next {
+            self.pane.current = Some(m);
             self.show_diff_line(m, 2);
             let n = found.iter().position(|&x| x == m).unwrap_or(0) + 1;
             self.info(format!("/{q}: match {n} of {}", found.len()));
@@ -753,7 +757,7 @@ impl App {
                     DiffMode::Applied => DiffMode::Head,
                     DiffMode::Head => DiffMode::Disk,
                 };
-                self.diff_scroll = 0;
+                self.entry_changed();
             }
             (Action::DiffPre, _) => self.set_mode(DiffMode::Disk),
             (Action::DiffApplied, _) => self.set_mode(DiffMode::Applied),
@@ -800,7 +804,7 @@ impl App {
     fn set_mode(&mut self, m: DiffMode) {
         if self.diff_mode != m {
             self.diff_mode = m;
-            self.diff_scroll = 0;
+            self.entry_changed();
         }
     }
 

@@ -132,12 +132,8 @@ pub fn build(sides: &DiffSides) -> DiffView {
                 note(&mut view, format!("no changes: {} and {} are identical", sides.old.label, sides.new.label));
             } else if let Some(eol) = model.eol_only() {
                 let what = eol.describe(model.old_len());
-                note(
-                    &mut view,
-                    format!("line endings only: {what} on {} — the text of every line is the same", {
-                        crate::present::plural(eol.lines, "line", "lines")
-                    }),
-                );
+                let lines = crate::present::plural(eol.lines, "line", "lines");
+                note(&mut view, format!("only line endings changed ({what}, {lines}): every line reads the same"));
                 view.eol = Some(what);
             } else {
                 lines(&mut view, &model);

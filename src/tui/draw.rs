@@ -245,9 +245,14 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
             let lead = if marked { "  ✚ " } else { "    " };
             // The same path twice in a session: the tool call's short id tells them apart.
-            let tag = if app.tree.repeated.contains(&ei) { format!(" #{}", short_id(&e.id)) } else { String::new() };
+            let tag = if app.tree.repeated.contains(&ei) {
+                format!(" #{}", crate::fold::abbrev(&short_id(&e.id), 8))
+            } else {
+                String::new()
+            };
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
-            let tag = if tag.width() + 8 <= avail { tag } else { String::new() };
+            // The path keeps room for its name first.
+            let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
             let path = fit_path(&e.path, avail - tag.width());
             let pad = avail.saturating_sub(path.width() + tag.width());
             let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
@@ -423,7 +428,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
     if let Some(d) = app.current_diff() {
         if let Some(eol) = &d.eol {
-            diff_line.push(Span::styled(format!("line endings only: {eol}"), theme::WARN));
+            diff_line.push(Span::styled(format!("line endings only ({eol})"), theme::WARN));
         } else if d.added + d.removed > 0 {
             diff_line.push(Span::styled(format!("+{}", d.added), theme::OK));
             diff_line.push(Span::raw(" "));
@@ -633,11 +638,12 @@ fn diff_rows(dl: &DiffLine, gutter: usize, width: usize, view: &DiffPane, query:
         LineKind::Added => ("+", theme::OK, theme::ADD_EMPH),
         LineKind::Removed => ("-", theme::ERROR, theme::DEL_EMPH),
         LineKind::Context => (" ", theme::PLAIN, theme::PLAIN),
-        LineKind::Hunk | LineKind::Note => {
-            let style = if dl.kind == LineKind::Hunk { theme::INFO } else { theme::NOTE };
-            let line = Line::from(Span::styled(dl.text(), style));
+        LineKind::Hunk => {
+            let line = Line::from(Span::styled(dl.text(), theme::INFO));
             return if view.wrap { wrap_line(line, width) } else { vec![line] };
         }
+        // Notes are prose: always wrapped.
+        LineKind::Note => return wrap_line(Line::from(Span::styled(dl.text(), theme::NOTE)), width),
     };
     let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
     let prefix =
@@ -835,7 +841,9 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 /// An overlay of `lines` in the middle of the screen that scrolls: its bottom border says
 /// which lines show and how to scroll when they do not all fit.
 fn draw_overlay(f: &mut Frame, area: Rect, title: &str, lines: Vec<Line<'static>>, scroll: usize, width: u16) {
-    let r = centered(area, width, (lines.len() as u16).saturating_add(2));
+    // Above the status line and the footer, which say how to scroll and close it.
+    let above = Rect { height: area.height.saturating_sub(2), ..area };
+    let r = centered(above, width, (lines.len() as u16).saturating_add(2));
     let rows = r.height.saturating_sub(2) as usize;
     let scroll = scroll.min(lines.len().saturating_sub(rows));
     let mut block = Block::bordered()

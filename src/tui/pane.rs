@@ -20,6 +20,8 @@ pub struct DiffPane {
     pub search_input: Option<String>,
     /// The search in force (`n`/`N` move between its matches).
     pub search: Option<String>,
+    /// The diff line of the match `n`/`N` moved to last.
+    pub current: Option<usize>,
 }
 
 /// Display width of a char (0 for combining marks).
@@ -44,11 +46,13 @@ pub fn text_width(line: &DiffLine) -> usize {
 
 /// Rows one diff line takes in a pane `width` columns wide.
 pub fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
-    if !pane.wrap || width == 0 {
+    if width == 0 || (!pane.wrap && line.kind != LineKind::Note) {
         return 1;
     }
+    // Notes are prose and always wrap (at spaces: count a little more room).
     let (avail, w) = match line.kind {
-        LineKind::Hunk | LineKind::Note => (width, text_width(line)),
+        LineKind::Note => (width.saturating_sub(2).max(1), text_width(line)),
+        LineKind::Hunk => (width, text_width(line)),
         _ => (width.saturating_sub(prefix_width(gutter)).max(1), text_width(line).saturating_sub(pane.hscroll)),
     };
     w.div_ceil(avail).max(1)
