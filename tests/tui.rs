@@ -1563,7 +1563,7 @@ fn narrow_screens_keep_what_matters() {
     let rows: Vec<&str> = s.lines().filter(|l| l.contains("src/server.js")).collect();
     assert_eq!(rows.len(), 3, "{s}");
     for (i, r) in rows.iter().enumerate() {
-        assert!(r.contains(&format!("src/server.js #{:02}Editxx ", i + 1)), "{r}");
+        assert!(r.contains(&format!("src/server.js #{:02}Edit ", i + 1)), "{r}");
     }
     // The footer drops keys from the middle: help and quit stay.
     let footer = s.lines().nth(19).unwrap_or_default();

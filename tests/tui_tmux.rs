@@ -209,3 +209,117 @@ fn conflict_e_runs_editor_from_the_environment() {
     t.wait_text("walj exited 0");
     assert_eq!(modes(&t), "0 0 1");
 }
+
+#[test]
+fn y_copies_through_osc52_into_the_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    let t = Tmux::start(&dir, "copy", 120, 35, &tui_cmd(&dir, ""));
+    // tmux keeps what an application puts on the clipboard as a paste buffer.
+    let out = t.run(&["set-option", "-g", "set-clipboard", "on"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.wait_text("config/settings.json");
+    t.keys("y");
+    t.wait_text("[p] path");
+    t.keys("Enter");
+    t.wait_text("copied the path: config/settings.json");
+    t.wait_for("the paste buffer", |t| {
+        String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout) == "config/settings.json"
+    });
+    // The resume line of the session.
+    t.keys("y");
+    t.wait_text("[r] resume");
+    t.keys("r");
+    t.wait_for("the resume line", |t| {
+        String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout).starts_with("claude --resume ")
+    });
+}
+
+/// A project whose crashed session edited files with names that trouble terminals.
+fn awkward_names(dir: &Path) -> Vec<&'static str> {
+    use walj::journal::{Blob, JournalWriter, Record, kind, op};
+    let names = vec![
+        "docs/👨\u{200d}👩\u{200d}👧 family.md",
+        "i18n/🇫🇷/notes.md",
+        "evil\u{202e}gpj.exe",
+        "line\nbreak.txt",
+        "thumbs 👍\u{1f3fd}.txt",
+    ];
+    let project = walj::project::Project::at(dir.to_path_buf(), None);
+    project.ensure_dir().unwrap();
+    let store = walj::store::Store::new(project.store_dir());
+    let session = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+    let mut start = Record::new(op::SESSION, session);
+    start.kind = Some(kind::START.into());
+    start.event = "session".into();
+    start.pid = Some(4_000_000_000);
+    start.pstart = Some(1);
+    let mut recs = vec![start];
+    for (i, name) in names.iter().enumerate() {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "after 🇯🇵 \u{1b}[31m\n").unwrap();
+        for (o, blob) in [(op::INTENT, "before\n"), (op::APPLIED, "after 🇯🇵 \u{1b}[31m\n")] {
+            let mut r = Record::new(o, session);
+            r.id = format!("toolu_{i:02}Awkward");
+            r.tool = Some("Edit".into());
+            r.event = "file_modified".into();
+            r.path = name.to_string();
+            r.pid = Some(4_000_000_000);
+            r.pstart = Some(1);
+            let b = Some(Blob::Id(store.put(blob.as_bytes()).unwrap()));
+            if o == op::INTENT {
+                r.before = b;
+            } else {
+                r.after = b;
+            }
+            recs.push(r);
+        }
+    }
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    names
+}
+
+/// Columns of each box-drawing border in a captured row, as the terminal places them.
+fn border_columns(row: &str) -> Vec<usize> {
+    use unicode_width::UnicodeWidthChar;
+    let mut col = 0;
+    let mut out = Vec::new();
+    for c in row.chars() {
+        if matches!(c, '│' | '┃') {
+            out.push(col);
+        }
+        col += c.width().unwrap_or(0);
+    }
+    out
+}
+
+#[test]
+fn wide_and_control_characters_leave_no_ghost_cells() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = scratch();
+    awkward_names(&dir);
+    let t = Tmux::start(&dir, "wide", 100, 24, &tui_cmd(&dir, ""));
+    t.wait_text("i18n/FR/notes.md");
+    let first = t.capture();
+    assert!(first.contains("evil\\u{202e}gpj.exe") && first.contains("line\\nbreak.txt"), "{first}");
+    // Every row's pane borders sit where the drawing put them: nothing was measured
+    // differently by the terminal.
+    let rows: Vec<&str> = first.lines().take(22).collect();
+    for (y, row) in rows.iter().enumerate().skip(1).take(20) {
+        assert_eq!(border_columns(row), [0, 39, 40, 99], "row {y} {row:?}\n{first}");
+    }
+    // Moving over the rows and back leaves the screen as it was (no ghost cells).
+    t.keys("j");
+    t.keys("j");
+    t.keys("j");
+    t.wait_text("line\\nbreak.txt ─");
+    t.keys("k");
+    t.keys("k");
+    t.keys("k");
+    t.wait_for("the first screen again", |t| t.capture() == first);
+}

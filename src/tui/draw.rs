@@ -245,11 +245,7 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
             let lead = if marked { "  ✚ " } else { "    " };
             // The same path twice in a session: the tool call's short id tells them apart.
-            let tag = if app.tree.repeated.contains(&ei) {
-                format!(" #{}", crate::fold::abbrev(&short_id(&e.id), 8))
-            } else {
-                String::new()
-            };
+            let tag = app.tree.repeated.get(&ei).map(|id| format!(" #{id}")).unwrap_or_default();
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
             // The path keeps room for its name first.
             let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
