@@ -549,7 +549,7 @@ impl App {
     }
 
     fn scroll_sideways(&mut self, delta: isize) {
-        let widest = self.current_diff().map_or(0, |d| d.lines.iter().map(pane::text_width).max().unwrap_or(0));
+        let widest = self.current_diff().map_or(0, |d| d.widest);
         let max = widest.saturating_sub(pane::HSTEP);
         self.pane.hscroll = (self.pane.hscroll as isize + delta).clamp(0, max as isize) as usize;
     }

@@ -64,6 +64,10 @@ pub struct DiffView {
     pub inline_skipped: bool,
     /// Only line endings changed ("CRLF → LF"): no lines are listed.
     pub eol: Option<String>,
+    /// Digits of the largest line number (the gutter's width).
+    pub gutter: usize,
+    /// Columns of the widest line's text (how far sideways scrolling goes).
+    pub widest: usize,
     pub elapsed: Duration,
 }
 
@@ -140,6 +144,8 @@ pub fn build(sides: &DiffSides) -> DiffView {
             }
         }
     }
+    view.gutter = view.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
+    view.widest = view.lines.iter().map(super::pane::text_width).max().unwrap_or(0);
     view.elapsed = started.elapsed();
     view
 }

@@ -355,7 +355,7 @@ pub fn detail_metrics(app: &App) -> DetailMetrics {
     let h = app.diff_height().max(1);
     let mut max_scroll = lines.saturating_sub(h);
     if let Some(d) = diff.filter(|_| app.pane.wrap) {
-        let (gutter, width) = (pane::gutter(d), app.diff_width());
+        let (gutter, width) = (d.gutter, app.diff_width());
         let mut rows = 0;
         let mut first = lines;
         while first > 0 {
@@ -598,7 +598,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
         && let Some(d) = app.current_diff()
     {
         let start = app.diff_scroll.saturating_sub(header_len);
-        let gutter = pane::gutter(d);
+        let gutter = d.gutter;
         let query = app.pane.search.as_deref().filter(|_| app.focus == Focus::Diff || app.zoom);
         for dl in d.lines.iter().skip(start) {
             if lines.len() >= h {

@@ -445,6 +445,32 @@ mod tests {
     }
 
     #[test]
+    fn default_keys_never_clash_where_they_are_read() {
+        for (i, (n1, a1, k1, ..)) in BINDINGS.iter().enumerate() {
+            for (n2, a2, k2, ..) in &BINDINGS[i + 1..] {
+                if a1.scope().overlaps(a2.scope()) {
+                    let shared: Vec<&&str> = k1.iter().filter(|k| k2.contains(k)).collect();
+                    assert!(shared.is_empty(), "{n1} and {n2} share {shared:?}");
+                }
+            }
+            assert!(GROUPS.contains(&BINDINGS[i].3), "{n1}: help group {:?}", BINDINGS[i].3);
+        }
+        // `/` filters the tree and searches the diff.
+        let map = Keymap::default();
+        let slash = parse_key("/").unwrap();
+        assert_eq!(map.action_in(&slash, Scope::Tree), Some(Action::Filter));
+        assert_eq!(map.action_in(&slash, Scope::Diff), Some(Action::Search));
+        assert_eq!(map.action_in(&parse_key("j").unwrap(), Scope::Diff), Some(Action::MoveDown));
+        // Rebinding search leaves the filter alone (different panes), and the reverse.
+        let cfg: toml::Table = toml::from_str("search = \"?\"").unwrap();
+        let map = Keymap::from_config(&cfg).unwrap();
+        assert_eq!(map.action_in(&slash, Scope::Tree), Some(Action::Filter));
+        assert_eq!(map.action_in(&slash, Scope::Diff), None, "the tree's / is not read in the diff");
+        assert_eq!(map.action_in(&parse_key("?").unwrap(), Scope::Diff), Some(Action::Search));
+        assert_eq!(map.keys_of(Action::Help), "", "? left help, which shares both panes");
+    }
+
+    #[test]
     fn parses_names_and_scripts() {
         assert_eq!(parse_key("G").unwrap(), Key { code: KeyCode::Char('G'), mods: KeyModifiers::NONE });
         assert_eq!(parse_key("shift+g").unwrap(), parse_key("G").unwrap());

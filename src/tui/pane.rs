@@ -34,11 +34,6 @@ pub fn prefix_width(gutter: usize) -> usize {
     2 * gutter + 3
 }
 
-/// The gutter's width: digits of the largest line number.
-pub fn gutter(view: &DiffView) -> usize {
-    view.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len()
-}
-
 /// Columns of a line's text.
 pub fn text_width(line: &DiffLine) -> usize {
     line.segments.iter().flat_map(|(_, s)| s.chars()).map(cw).sum()
