@@ -916,8 +916,13 @@ fn screenshots() {
     walj::tui::demo::build(&dir, &walj_bin()).unwrap();
     // A few minutes after the crash, so ages read like a real morning after.
     let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
-    let shots: [(&str, &str); 4] =
-        [("crashed-session-diff", "jjj"), ("session-context", "g"), ("help-overlay", "?"), ("revert-dialog", "jjjr")];
+    let shots: [(&str, &str); 5] = [
+        ("crashed-session-diff", "jjj"),
+        ("session-context", "g"),
+        ("help-overlay", "?"),
+        ("revert-dialog", "jjjr"),
+        ("diff-search", "j<tab>/retries<enter>"),
+    ];
     for (name, keys) in shots {
         let mut app = App::new(Project::at(dir.clone(), None), AppOptions { clock, ..AppOptions::default() });
         let mut t = term(120, 34);
