@@ -599,7 +599,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     {
         let start = app.diff_scroll.saturating_sub(header_len);
         let gutter = d.gutter;
-        let query = app.pane.search.as_deref().filter(|_| app.focus == Focus::Diff || app.zoom);
+        let query = app.pane.search.as_deref();
         for dl in d.lines.iter().skip(start) {
             if lines.len() >= h {
                 break;
