@@ -23,6 +23,8 @@
 //! [sync]                              # walj sync (docs/sync.md)
 //! name = "laptop"                     # how other machines see this journal (default host:path)
 //! remote = "origin"                   # default: the branch's upstream remote, else origin
+//! [theme]
+//! mode = "auto"                       # walj tui: auto (NO_COLOR, COLORFGBG), dark, light, mono
 //! ```
 
 use std::path::Path;
@@ -43,6 +45,8 @@ pub struct Config {
     /// TUI key overrides: action name → keys.
     pub keys: toml::Table,
     pub sync: SyncConfig,
+    /// TUI colours: `mode = "auto" | "dark" | "light" | "mono"`.
+    pub theme: toml::Table,
 }
 
 /// `[sync]`: `walj sync` (docs/sync.md).

@@ -916,8 +916,13 @@ fn screenshots() {
     walj::tui::demo::build(&dir, &walj_bin()).unwrap();
     // A few minutes after the crash, so ages read like a real morning after.
     let clock = Clock::Fixed(Utc::now() + chrono::Duration::minutes(7));
-    let shots: [(&str, &str); 4] =
-        [("crashed-session-diff", "jjj"), ("session-context", "g"), ("help-overlay", "?"), ("revert-dialog", "jjjr")];
+    let shots: [(&str, &str); 5] = [
+        ("crashed-session-diff", "jjj"),
+        ("session-context", "g"),
+        ("help-overlay", "?"),
+        ("revert-dialog", "jjjr"),
+        ("diff-search", "j<tab>/retries<enter>"),
+    ];
     for (name, keys) in shots {
         let mut app = App::new(Project::at(dir.clone(), None), AppOptions { clock, ..AppOptions::default() });
         let mut t = term(120, 34);
@@ -1221,4 +1226,440 @@ fn triage_keeps_a_sessions_crash_time_and_place() {
     assert_eq!(f.records(op::UNDO).len(), 1);
     assert_eq!(app.fold.session(old).unwrap().last_ts, "2026-03-01T08:00:01.000Z");
     assert_eq!(order(&app), [CRASHED, ENDED, old]);
+}
+
+// ------------------------------------------------------------------- issue 17: fluency
+
+/// A crashed session whose applied edits changed each `(path, pre, post)`; the disk holds
+/// `post`.
+fn edits(files: &[(&str, &str, &str)]) -> Repo {
+    let pre: Vec<(&str, &str)> = files.iter().map(|(p, a, _)| (*p, *a)).collect();
+    let repo = Repo::new(&pre);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let store = Store::new(project.store_dir());
+    let mut recs = vec![session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START)];
+    for (i, (path, pre, post)) in files.iter().enumerate() {
+        let ts = |plus: usize| format!("2026-03-01T10:{:02}:{:02}.000Z", 1 + i, plus);
+        let id = format!("toolu_{i:02}Edit{}", "x".repeat(8));
+        let mut r = file_rec(op::INTENT, CRASHED, &ts(0), &id, "Edit", path, "file_modified");
+        r.before = Some(Blob::Id(store.put(pre.as_bytes()).unwrap()));
+        recs.push(r);
+        let mut r = file_rec(op::APPLIED, CRASHED, &ts(1), &id, "Edit", path, "file_modified");
+        r.after = Some(Blob::Id(store.put(post.as_bytes()).unwrap()));
+        recs.push(r);
+        repo.write(path, post);
+    }
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    repo
+}
+
+fn app_at(repo: &Repo) -> App {
+    App::new(Project::at(repo.root.clone(), None), opts())
+}
+
+/// The style of the first cell showing `needle`.
+fn style_at(t: &Terminal<TestBackend>, needle: &str) -> Option<(ratatui::style::Color, ratatui::style::Color)> {
+    let buf = t.backend().buffer();
+    for y in 0..buf.area.height {
+        let row: Vec<&str> = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        let line = row.concat();
+        if let Some(at) = line.find(needle) {
+            // Cells, not bytes: count the symbols before the match.
+            let mut bytes = 0;
+            let x = row.iter().position(|s| {
+                let here = bytes;
+                bytes += s.len();
+                here >= at
+            })?;
+            let cell = &buf[(x as u16, y)];
+            return Some((cell.fg, cell.bg));
+        }
+    }
+    None
+}
+
+#[test]
+fn long_lines_scroll_sideways_and_wrap() {
+    let long = |v: u32| format!("const settings = {{ {} retries: {v} }};\n", "name: \"shop\", ".repeat(8));
+    let repo = edits(&[("src/settings.js", &format!("// top\n{}", long(3)), &format!("// top\n{}", long(5)))]);
+    let mut app = app_at(&repo);
+    let mut t = term(100, 20);
+    run(&mut app, &mut t, "");
+    // The edit is at the end of a 150-column line: cut at the pane's edge, marked.
+    let s = text(&t);
+    assert!(!s.contains("retries: 5"), "{s}");
+    assert!(s.contains('›'), "a cut line says there is more: {s}");
+    // Sideways in the diff pane (→, or > from anywhere) until the end shows.
+    run(&mut app, &mut t, "<tab><right><right><right><right><right><right><right><right><right><right>>>");
+    let s = text(&t);
+    assert!(s.contains("retries: 3") && s.contains("retries: 5"), "{s}");
+    assert!(s.contains("col 97+"), "the pane says where it is: {s}");
+    assert!(s.contains('‹'), "a line scrolled sideways says so: {s}");
+    // ← scrolls back, then at column 1 goes back to the tree.
+    run(&mut app, &mut t, "<left><left><left><left><left><left><left><left><left><left><lt><lt>");
+    assert_eq!((app.pane.hscroll, app.focus), (0, Focus::Diff));
+    run(&mut app, &mut t, "<left>");
+    assert_eq!(app.focus, Focus::Tree);
+    // w wraps: the whole line shows, on more rows, from anywhere.
+    run(&mut app, &mut t, "w");
+    let s = text(&t);
+    assert!(s.contains("retries: 5") && s.contains("wrap"), "{s}");
+    insta::assert_snapshot!("long_line_wrapped", s);
+    run(&mut app, &mut t, "w");
+    assert!(!text(&t).contains("retries: 5"));
+}
+
+#[test]
+fn hunk_jumps_and_search_in_the_diff() {
+    let pre: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    let post = pre
+        .replace("line 5\n", "line five\n")
+        .replace("line 30\n", "line thirty\n")
+        .replace("line 55\n", "line fifty-five\n");
+    let repo = edits(&[("notes.txt", &pre, &post)]);
+    let mut app = app_at(&repo);
+    let mut t = term(100, 16);
+    run(&mut app, &mut t, "]");
+    let top = |t: &Terminal<TestBackend>| -> String {
+        let s = text(t);
+        let line = s.lines().nth(1).unwrap_or_default().to_string();
+        line.split(['│', '┃']).nth(3).unwrap_or(&line).trim().to_string()
+    };
+    assert!(text(&t).contains("hunk 1 of 3"), "{}", text(&t));
+    assert_eq!(top(&t), "@@ -2,7 +2,7 @@");
+    run(&mut app, &mut t, "]");
+    assert_eq!(top(&t), "@@ -27,7 +27,7 @@");
+    assert!(text(&t).contains("hunk 2 of 3"));
+    run(&mut app, &mut t, "[");
+    assert_eq!(top(&t), "@@ -2,7 +2,7 @@");
+    // `/` in the diff pane searches the diff (on the tree it filters).
+    run(&mut app, &mut t, "<tab>/fifty<enter>");
+    let s = text(&t);
+    assert!(s.contains("/fifty: match 1 of 1"), "{s}");
+    assert!(s.contains("line fifty-five"), "{s}");
+    assert_eq!(app.tree.filter, "", "the search is not a filter");
+    assert_eq!(style_at(&t, "fifty-five").map(|s| s.1), Some(ratatui::style::Color::Yellow), "the match is marked");
+    assert_ne!(style_at(&t, "-five").map(|s| s.1), Some(ratatui::style::Color::Yellow), "only the match");
+    // Smart case, n/N cycle through the matches and wrap around.
+    run(&mut app, &mut t, "g/line<enter>");
+    assert!(text(&t).contains("match 1 of"), "{}", text(&t));
+    let first = app.diff_scroll;
+    run(&mut app, &mut t, "n");
+    assert!(app.diff_scroll > first && text(&t).contains("match 2 of"));
+    run(&mut app, &mut t, "NN");
+    assert!(text(&t).contains(&format!("match {0} of {0}", pane_matches(&app, "line"))), "{}", text(&t));
+    run(&mut app, &mut t, "/nowhere<enter>");
+    assert!(text(&t).contains("not found: nowhere"));
+    // Esc clears the search, then goes back to the tree.
+    run(&mut app, &mut t, "<esc>");
+    assert_eq!((app.pane.search.as_deref(), app.focus), (None, Focus::Diff));
+    run(&mut app, &mut t, "<esc>");
+    assert_eq!(app.focus, Focus::Tree);
+}
+
+/// `12-01 00:54` (triage records carry the real clock) → `MM-DD hh:mm`.
+fn mask_times(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let shape = "00-00 00:00";
+    let fits = |at: usize| {
+        shape
+            .chars()
+            .enumerate()
+            .all(|(i, p)| chars.get(at + i).is_some_and(|&c| if p == '0' { c.is_ascii_digit() } else { c == p }))
+    };
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if fits(i) {
+            out.push_str("MM-DD hh:mm");
+            i += shape.len();
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn pane_matches(app: &App, q: &str) -> usize {
+    walj::tui::pane::matches(app.current_diff().unwrap(), q).len()
+}
+
+#[test]
+fn full_screen_collapse_all_and_session_jumps() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "s");
+    // Full screen: the focused pane alone; f again (or Esc) brings both back.
+    run(&mut app, &mut t, "<tab>f");
+    let s = text(&t);
+    assert!(!s.contains("walj ·") && s.contains("\"retries\": 5"), "{s}");
+    insta::assert_snapshot!("full_screen_diff", s);
+    run(&mut app, &mut t, "<tab>");
+    let s = text(&t);
+    assert!(s.contains("walj ·") && !s.contains("\"retries\": 5"), "the tree alone: {s}");
+    run(&mut app, &mut t, "f");
+    assert!(text(&t).contains("walj ·") && text(&t).contains("\"retries\": 5"));
+    // Collapse all: one row per session; expand all: every row.
+    let all = app.tree.rows.len();
+    run(&mut app, &mut t, "-");
+    assert_eq!(app.tree.rows.len(), app.tree.views.len(), "{}", text(&t));
+    assert_eq!(app.tree.views.len(), 2);
+    run(&mut app, &mut t, "+");
+    assert!(app.tree.rows.len() >= all, "{}", text(&t));
+    // } and { jump between sessions.
+    run(&mut app, &mut t, "g}");
+    let second = app.tree.cursor;
+    assert!(second > 0 && app.tree.rows[second].depth == 0);
+    run(&mut app, &mut t, "}");
+    assert_eq!(app.tree.cursor, second, "no session after the last");
+    assert!(text(&t).contains("last session"));
+    run(&mut app, &mut t, "{");
+    assert_eq!(app.tree.cursor, 0);
+}
+
+#[test]
+fn y_copies_through_the_terminal() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    let mut script = Script::new().keys("y");
+    run_loop(&mut t, &mut script, &mut app).unwrap();
+    let s = text(&t);
+    assert!(s.contains("[p] path  config/settings.json") && s.contains("Enter: path"), "{s}");
+    let mut script = Script::new().keys("<enter>yiyr");
+    run_loop(&mut t, &mut script, &mut app).unwrap();
+    assert_eq!(script.copied, ["config/settings.json", "toolu_01EditCfg", &format!("claude --resume {CRASHED}")]);
+    assert!(text(&t).contains("copied the resume line: claude --resume"), "{}", text(&t));
+    // On a session node: the resume line first.
+    let mut script = Script::new().keys("gy<enter>");
+    run_loop(&mut t, &mut script, &mut app).unwrap();
+    assert_eq!(script.copied, [format!("claude --resume {CRASHED}")]);
+}
+
+#[cfg(unix)]
+#[test]
+fn e_opens_the_editor_at_the_change_and_reloads() {
+    use std::os::unix::fs::PermissionsExt;
+    let pre: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    let post = pre.replace("line 12\n", "line twelve\n");
+    let repo = edits(&[("notes.txt", &pre, &post)]);
+    let tmp = tempfile::tempdir().unwrap();
+    // The editor: records its arguments, then takes the change out by hand.
+    let script = tmp.path().join("ed.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"$@\" > \"$0.args\"\nsed -i 's/line twelve/line 12/' \"$2\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let editor = Some(format!("{}", script.display()));
+    let mut app = App::new(Project::at(repo.root.clone(), None), AppOptions { editor, ..opts() });
+    let mut t = term(100, 24);
+    run(&mut app, &mut t, "");
+    assert!(text(&t).contains("+1 -1"), "{}", text(&t));
+    run(&mut app, &mut t, "e");
+    let args = std::fs::read_to_string(tmp.path().join("ed.sh.args")).unwrap();
+    assert_eq!(args.trim(), format!("+12 {}", repo.root.join("notes.txt").display()));
+    // Back: the journal and the disk read again, the diff shows the file as edited.
+    let s = text(&t);
+    assert!(s.contains("edited notes.txt: reloaded"), "{s}");
+    assert!(s.contains("no changes: pre-image and disk are identical"), "{s}");
+}
+
+#[test]
+fn redo_after_undo_and_the_operation_list() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(120, 30);
+    // Mark done, undo, redo: the entry ends done, each step a record.
+    run(&mut app, &mut t, "d");
+    assert_eq!(f.records(op::RESOLVED).len(), 1);
+    run(&mut app, &mut t, "u");
+    assert_eq!(f.records(op::UNDO).len(), 1);
+    assert!(app.fold.entry("toolu_01EditCfg").unwrap().is_unresolved());
+    run(&mut app, &mut t, "<ctrl+r>");
+    assert_eq!(f.records(op::RESOLVED).len(), 2, "{}", text(&t));
+    assert!(!app.fold.entry("toolu_01EditCfg").unwrap().is_unresolved());
+    // Nothing more to redo.
+    run(&mut app, &mut t, "<ctrl+r>");
+    assert!(text(&t).contains("nothing to redo"), "{}", text(&t));
+    // A redone revert asks again, like the first time.
+    run(&mut app, &mut t, "gjjry");
+    assert_eq!(f.repo.read("src/server.js"), SERVER_PRE, "{}", text(&t));
+    run(&mut app, &mut t, "u");
+    assert_eq!(f.repo.read("src/server.js"), SERVER_POST);
+    run(&mut app, &mut t, "<ctrl+r>");
+    assert!(text(&t).contains("Enter: revert (y)"), "{}", text(&t));
+    run(&mut app, &mut t, "<enter>");
+    assert_eq!(f.repo.read("src/server.js"), SERVER_PRE);
+    // The operation list: newest first, undone ones say so.
+    run(&mut app, &mut t, "o");
+    let s = text(&t);
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("reverted") || l.contains("marked done")).collect();
+    assert_eq!(rows.len(), 4, "{s}");
+    assert!(rows[0].contains("reverted") && rows[0].contains("src/server.js") && !rows[0].contains("undone"));
+    assert!(rows[1].contains("reverted") && rows[1].contains("(undone)"), "{s}");
+    assert!(rows[2].contains("marked done") && rows[2].contains("config/settings.json") && !rows[2].contains("undone"));
+    assert!(rows[3].contains("marked done") && rows[3].contains("(undone)"));
+    insta::assert_snapshot!("operations", mask_times(&s));
+    // Any key closes it.
+    run(&mut app, &mut t, "x");
+    assert!(app.operations.is_none());
+}
+
+#[test]
+fn no_color_and_light_themes_keep_their_cues() {
+    use ratatui::style::{Color, Modifier};
+    use walj::tui::theme::Theme;
+    let f = Fixture::new();
+    let mut t = term(120, 30);
+    let mut app = App::new(f.project(), AppOptions { theme: Theme::Mono, ..opts() });
+    run(&mut app, &mut t, "");
+    let buf = t.backend().buffer().clone();
+    assert!(buf.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset), "NO_COLOR: no colour at all");
+    // The selected row is reversed, the focused pane has a thick border and a ▶.
+    let row = (0..buf.area.height).find(|&y| {
+        (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().contains("● config/settings.json")
+    });
+    let row = row.expect("the selected entry");
+    assert!(buf[(10, row)].modifier.contains(Modifier::REVERSED), "selected row reversed");
+    let other = row + 2;
+    assert!(!buf[(10, other)].modifier.contains(Modifier::REVERSED), "other rows not");
+    let s = text(&t);
+    assert!(s.starts_with("┏▶ walj"), "{s}");
+    insta::assert_snapshot!("no_color", s);
+    // Light: dark text, light backgrounds.
+    let mut app = App::new(f.project(), AppOptions { theme: Theme::Light, ..opts() });
+    run(&mut app, &mut t, "");
+    let buf = t.backend().buffer();
+    assert_eq!(buf[(10, row)].bg, Color::Indexed(253), "a light selection");
+    assert!(buf.content.iter().all(|c| !matches!(c.fg, Color::White | Color::Gray)), "no light text on light");
+    // Chosen by the environment and the config.
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    };
+    assert_eq!(Theme::detect(None, env(&[("NO_COLOR", "1")])), Ok(Theme::Mono));
+    assert_eq!(Theme::detect(None, env(&[("COLORFGBG", "0;15")])), Ok(Theme::Light));
+    assert_eq!(Theme::detect(None, env(&[("COLORFGBG", "15;default;0")])), Ok(Theme::Dark));
+    assert_eq!(Theme::detect(Some("light"), env(&[("NO_COLOR", "1")])), Ok(Theme::Light));
+    assert!(Theme::detect(Some("pink"), env(&[])).is_err());
+    f.repo.write(".walj/config.toml", "[theme]\nmode = \"mono\"\n");
+    assert_eq!(walj::tui::load_theme(&f.project()).unwrap(), Theme::Mono);
+    f.repo.write(".walj/config.toml", "[theme]\nmood = \"mono\"\n");
+    assert!(walj::tui::load_theme(&f.project()).unwrap_err().to_string().contains("[theme] mood"));
+}
+
+#[test]
+fn narrow_screens_keep_what_matters() {
+    let deep = "src/components/checkout/forms/address/validation/PostalCodeField.tsx";
+    let repo = edits(&[
+        (deep, "a\n", "b\n"),
+        ("src/server.js", "1\n", "2\n"),
+        ("src/server.js", "2\n", "3\n"),
+        ("src/server.js", "3\n", "4\n"),
+    ]);
+    let mut app = app_at(&repo);
+    let mut t = term(80, 20);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    // A long path keeps its start and its file name.
+    let row = s.lines().find(|l| l.contains("PostalCodeField.tsx")).unwrap_or_else(|| panic!("{s}"));
+    assert!(row.contains("src/") && row.contains('…'), "{row}");
+    // The same path three times: each row says which tool call it is.
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("src/server.js")).collect();
+    assert_eq!(rows.len(), 3, "{s}");
+    for (i, r) in rows.iter().enumerate() {
+        assert!(r.contains(&format!("src/server.js #{:02}Edit ", i + 1)), "{r}");
+    }
+    // The footer drops keys from the middle: help and quit stay.
+    let footer = s.lines().nth(19).unwrap_or_default();
+    assert!(footer.trim_end().ends_with("? help  q quit"), "{footer}");
+    // Too small to draw: it says so.
+    let mut t = term(36, 7);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("walj needs 40×8") && s.contains("36×7"), "{s}");
+    // Help scrolls and says so.
+    let mut t = term(80, 24);
+    run(&mut app, &mut t, "?");
+    let s = text(&t);
+    assert!(s.contains("lines 1-20 of") && s.contains("move") && s.contains("diff"), "{s}");
+    run(&mut app, &mut t, "jjj");
+    assert!(text(&t).contains("lines 4-23 of"), "{}", text(&t));
+    run(&mut app, &mut t, "G");
+    let s = text(&t);
+    assert!(s.contains("dialogs") && s.contains("Rebind"), "the end: {s}");
+}
+
+#[test]
+fn wide_and_control_characters_leave_nothing_behind() {
+    let names = [
+        "docs/👨\u{200d}👩\u{200d}👧 family.md",
+        "i18n/🇫🇷/notes.md",
+        "evil\u{202e}gpj.exe",
+        "line\nbreak.txt",
+        "bell\u{7}.txt",
+    ];
+    let files: Vec<(&str, &str, &str)> = names.iter().map(|n| (*n, "a\n", "b 👍\u{1f3fd} \u{1b}[31mred\n")).collect();
+    let repo = edits(&files);
+    let mut app = app_at(&repo);
+    let mut t = term(100, 24);
+    run(&mut app, &mut t, "");
+    let s = cells_text(t.backend().buffer());
+    assert!(s.contains("docs/👨👩👧 family.md"), "{s}");
+    assert!(s.contains("i18n/FR/notes.md"), "{s}");
+    assert!(s.contains("evil\\u{202e}gpj.exe"), "the override is shown, not obeyed: {s}");
+    assert!(s.contains("line\\nbreak.txt") && s.contains("bell\\x07.txt"), "{s}");
+    assert!(s.contains("+b 👍 \\x1b[31mred"), "{s}");
+    // No cell holds a char whose width terminals disagree on, and every row is exactly as
+    // wide as the screen (a ghost cell would push or pull the rest of the row).
+    let buf = t.backend().buffer();
+    for c in &buf.content {
+        assert!(
+            !c.symbol().chars().any(|ch| matches!(ch, '\u{200d}' | '\u{fe0f}' | '\u{202e}' | '\u{1f1e6}'..='\u{1f1ff}' | '\u{1f3fb}'..='\u{1f3ff}') || ch.is_control()),
+            "{:?}",
+            c.symbol()
+        );
+    }
+    use unicode_width::UnicodeWidthStr;
+    for y in 0..buf.area.height {
+        let mut w = 0;
+        let mut x = 0;
+        while x < buf.area.width {
+            let sym = buf[(x, y)].symbol();
+            let cw = sym.width().max(1);
+            w += cw;
+            x += cw as u16;
+        }
+        assert_eq!(w, buf.area.width as usize, "row {y}");
+    }
+}
+
+/// The screen as a terminal shows it: a wide char's second cell is not a space.
+fn cells_text(buf: &Buffer) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut x = 0;
+        while x < buf.area.width {
+            let sym = buf[(x, y)].symbol();
+            out.push_str(sym);
+            x += sym.width().max(1) as u16;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn eol_only_change_is_labelled() {
+    let crlf: String = (1..=200).map(|i| format!("row {i}\r\n")).collect();
+    let lf = crlf.replace("\r\n", "\n");
+    let repo = edits(&[("data.csv", &crlf, &lf)]);
+    let mut app = app_at(&repo);
+    let mut t = term(100, 20);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("line endings only (CRLF → LF)"), "{s}");
+    assert!(s.contains("only line endings changed (CRLF → LF, 200 lines)"), "{s}");
+    assert!(!s.contains("+200") && !s.contains("-200"), "{s}");
 }

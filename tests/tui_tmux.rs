@@ -1,6 +1,6 @@
 //! `walj tui` in a real terminal (tmux): SIGTERM and SIGHUP restore the terminal as a
-//! panic does (main screen, mouse reporting off, cursor shown), and `e` in a conflict runs
-//! `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
+//! panic does (main screen, mouse reporting off, cursor shown), a terminal that goes away
+//! without a signal ends walj, and `e` in a conflict runs `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
 //! `WALJ_E2E_REQUIRE=1`.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
@@ -128,6 +128,41 @@ fn sigterm_and_sighup_restore_the_terminal() {
     }
 }
 
+/// Whether a process still runs (a zombie has exited: only its parent's wait is missing).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_terminal_gone_without_a_signal_ends_walj() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    let t = Tmux::start(&dir, "hangup", 80, 24, &tui_cmd(&dir, ""));
+    t.wait_text("docs/generated-index.md");
+    let pid = std::fs::read_to_string(dir.join(".walj-pid")).unwrap().trim().to_string();
+    assert!(running(&pid), "walj runs");
+    // The terminal goes away: tmux closes the pty. crossterm's reader then spins on the
+    // hung-up tty forever (read returns 0 bytes) unless walj notices the hangup itself.
+    let out = t.run(&["kill-server"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = std::time::Instant::now();
+    while running(&pid) && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = running(&pid);
+    if left {
+        // Leave nothing behind when the test fails.
+        let _ = Command::new("kill").args(["-KILL", &pid]).output();
+    }
+    assert!(!left, "walj still runs 5 s after its terminal went away");
+}
+
 #[test]
 fn conflict_e_runs_editor_from_the_environment() {
     if !tmux_available() {
@@ -173,4 +208,118 @@ fn conflict_e_runs_editor_from_the_environment() {
     t.keys("q");
     t.wait_text("walj exited 0");
     assert_eq!(modes(&t), "0 0 1");
+}
+
+#[test]
+fn y_copies_through_osc52_into_the_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    let t = Tmux::start(&dir, "copy", 120, 35, &tui_cmd(&dir, ""));
+    // tmux keeps what an application puts on the clipboard as a paste buffer.
+    let out = t.run(&["set-option", "-g", "set-clipboard", "on"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.wait_text("config/settings.json");
+    t.keys("y");
+    t.wait_text("[p] path");
+    t.keys("Enter");
+    t.wait_text("copied the path: config/settings.json");
+    t.wait_for("the paste buffer", |t| {
+        String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout) == "config/settings.json"
+    });
+    // The resume line of the session.
+    t.keys("y");
+    t.wait_text("[r] resume");
+    t.keys("r");
+    t.wait_for("the resume line", |t| {
+        String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout).starts_with("claude --resume ")
+    });
+}
+
+/// A project whose crashed session edited files with names that trouble terminals.
+fn awkward_names(dir: &Path) -> Vec<&'static str> {
+    use walj::journal::{Blob, JournalWriter, Record, kind, op};
+    let names = vec![
+        "docs/👨\u{200d}👩\u{200d}👧 family.md",
+        "i18n/🇫🇷/notes.md",
+        "evil\u{202e}gpj.exe",
+        "line\nbreak.txt",
+        "thumbs 👍\u{1f3fd}.txt",
+    ];
+    let project = walj::project::Project::at(dir.to_path_buf(), None);
+    project.ensure_dir().unwrap();
+    let store = walj::store::Store::new(project.store_dir());
+    let session = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+    let mut start = Record::new(op::SESSION, session);
+    start.kind = Some(kind::START.into());
+    start.event = "session".into();
+    start.pid = Some(4_000_000_000);
+    start.pstart = Some(1);
+    let mut recs = vec![start];
+    for (i, name) in names.iter().enumerate() {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "after 🇯🇵 \u{1b}[31m\n").unwrap();
+        for (o, blob) in [(op::INTENT, "before\n"), (op::APPLIED, "after 🇯🇵 \u{1b}[31m\n")] {
+            let mut r = Record::new(o, session);
+            r.id = format!("toolu_{i:02}Awkward");
+            r.tool = Some("Edit".into());
+            r.event = "file_modified".into();
+            r.path = name.to_string();
+            r.pid = Some(4_000_000_000);
+            r.pstart = Some(1);
+            let b = Some(Blob::Id(store.put(blob.as_bytes()).unwrap()));
+            if o == op::INTENT {
+                r.before = b;
+            } else {
+                r.after = b;
+            }
+            recs.push(r);
+        }
+    }
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    names
+}
+
+/// Columns of each box-drawing border in a captured row, as the terminal places them.
+fn border_columns(row: &str) -> Vec<usize> {
+    use unicode_width::UnicodeWidthChar;
+    let mut col = 0;
+    let mut out = Vec::new();
+    for c in row.chars() {
+        if matches!(c, '│' | '┃') {
+            out.push(col);
+        }
+        col += c.width().unwrap_or(0);
+    }
+    out
+}
+
+#[test]
+fn wide_and_control_characters_leave_no_ghost_cells() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = scratch();
+    awkward_names(&dir);
+    let t = Tmux::start(&dir, "wide", 100, 24, &tui_cmd(&dir, ""));
+    t.wait_text("i18n/FR/notes.md");
+    let first = t.capture();
+    assert!(first.contains("evil\\u{202e}gpj.exe") && first.contains("line\\nbreak.txt"), "{first}");
+    // Every row's pane borders sit where the drawing put them: nothing was measured
+    // differently by the terminal.
+    let rows: Vec<&str> = first.lines().take(22).collect();
+    for (y, row) in rows.iter().enumerate().skip(1).take(20) {
+        assert_eq!(border_columns(row), [0, 39, 40, 99], "row {y} {row:?}\n{first}");
+    }
+    // Moving over the rows and back leaves the screen as it was (no ghost cells).
+    t.keys("j");
+    t.keys("j");
+    t.keys("j");
+    t.wait_text("line\\nbreak.txt ─");
+    t.keys("k");
+    t.keys("k");
+    t.keys("k");
+    t.wait_for("the first screen again", |t| t.capture() == first);
 }

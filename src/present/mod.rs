@@ -1,13 +1,15 @@
 //! One presentation layer for the CLI (`report`, `walj diff`), the TUI and the briefs:
 //! what each entry state and session status means and which colour it has
-//! ([`state`]), and the small text helpers every printer needs ([`text`]).
+//! ([`state`]), the small text helpers every printer needs ([`text`]), and the one diff
+//! model that `walj diff`, the hand-back brief and the TUI render from ([`diff`]).
 //!
 //! Colours are named by [`Tone`] here and mapped once per target: to ANSI codes by
 //! [`crate::style::Style::tone`], to ratatui colours by `tui::theme`.
 
 pub mod command;
+pub mod diff;
 pub mod state;
 pub mod text;
 
-pub use state::{Tone, icon, in_flight_check, label, meaning, session_tone, tone};
-pub use text::{age, clip, hms, human_ts, one_line, plural, short_time, utc_ts};
+pub use state::{Tone, icon, in_flight_check, label, meaning, session_meaning, session_tone, tone};
+pub use text::{age, clip, hms, human_ts, one_line, plural, safe, short_time, utc_ts};

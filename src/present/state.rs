@@ -87,6 +87,17 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
     }
 }
 
+/// What a session status means: the one description the TUI's session pane, `walj
+/// sessions` and the resume brief can share.
+pub fn session_meaning(s: SessionStatus) -> &'static str {
+    match s {
+        SessionStatus::Crashed => "no SessionEnd, and its Claude Code process is gone: the session died mid-turn",
+        SessionStatus::Live => "its Claude Code process is still running",
+        SessionStatus::Ended => "ended (SessionEnd seen)",
+        SessionStatus::Unknown => "walj cannot tell how it ended (no process information)",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,67 @@
-//! Text helpers shared by every printer: one-line excerpts, clipping, plurals and times.
+//! Text helpers shared by every printer: one-line excerpts, clipping, plurals, times, and
+//! text made safe for a terminal cell grid.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
+
+/// What [`safe`] does with one char.
+enum Fix {
+    Keep,
+    /// Invisible or reordering: shown as an escape (`\n`, `\x1b`, `\u{202e}`).
+    Escape,
+    /// Glue of an emoji sequence whose width terminals disagree on: left out.
+    Drop,
+    /// A regional-indicator letter (half of a flag): the plain letter.
+    Letter(char),
+}
+
+fn fix(c: char) -> Fix {
+    match c {
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => Fix::Escape,
+        // Bidi controls (reorder what follows: a name can hide its real extension),
+        // zero-width spaces and marks, word joiners, the BOM.
+        '\u{200b}' | '\u{200c}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => Fix::Escape,
+        '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => Fix::Escape,
+        // Emoji glue: joiner, variation selectors, skin tones, tags, the keycap mark.
+        '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' | '\u{20e3}' => Fix::Drop,
+        '\u{1f3fb}'..='\u{1f3ff}' | '\u{e0020}'..='\u{e007f}' => Fix::Drop,
+        '\u{1f1e6}'..='\u{1f1ff}' => Fix::Letter(char::from(b'A' + (c as u32 - 0x1f1e6) as u8)),
+        _ => Fix::Keep,
+    }
+}
+
+/// `s` as a terminal shows it without surprises: control characters (newlines, escapes),
+/// bidi overrides and other invisible format characters are escaped (`\n`, `\x1b`,
+/// `\u{202e}`); emoji glue (joiners, variation selectors, skin tones) is left out and
+/// flags become their two letters, so every char has one agreed width and nothing is
+/// reordered or left behind on screen. Borrowed when nothing needed fixing.
+pub fn safe(s: &str) -> Cow<'_, str> {
+    if s.chars().all(|c| matches!(fix(c), Fix::Keep)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match fix(c) {
+            Fix::Keep => out.push(c),
+            Fix::Drop => {}
+            Fix::Letter(l) => out.push(l),
+            Fix::Escape => match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x100 => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c => {
+                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
+                }
+            },
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// The first line of `s`, at most `max` chars, `…` when anything was left out.
 pub fn one_line(s: &str, max: usize) -> String {
@@ -91,5 +152,25 @@ mod tests {
         assert_eq!(age("2026-03-01T10:25:00Z", now), "5m");
         assert_eq!(age("2026-02-27T10:30:00Z", now), "2d");
         assert_eq!(age("x", now), "");
+    }
+
+    #[test]
+    fn safe_text_escapes_controls_and_flattens_emoji_sequences() {
+        assert!(matches!(safe("src/main.rs"), Cow::Borrowed(_)));
+        assert!(matches!(safe("naïve 日本 😀"), Cow::Borrowed(_)));
+        assert_eq!(safe("a\nb\tc\u{1b}[31m"), "a\\nb\\tc\\x1b[31m");
+        // An RTL override would show "evil\u{202e}gpj.exe" as "evilexe.jpg".
+        assert_eq!(safe("evil\u{202e}gpj.exe"), "evil\\u{202e}gpj.exe");
+        // Family (ZWJ sequence), flag, thumbs up with a skin tone and VS16.
+        assert_eq!(safe("👨\u{200d}👩\u{200d}👧"), "👨👩👧");
+        assert_eq!(safe("🇫🇷.txt"), "FR.txt");
+        assert_eq!(safe("👍\u{1f3fd}❤\u{fe0f}"), "👍❤");
+        // What is left has one width per char, as ratatui and the terminal both count.
+        use unicode_width::UnicodeWidthStr;
+        for s in ["👨\u{200d}👩\u{200d}👧", "🇫🇷", "👍\u{1f3fd}", "a\u{202e}b"] {
+            let t = safe(s);
+            let by_char: usize = t.chars().map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)).sum();
+            assert_eq!(t.width(), by_char, "{s:?} → {t:?}");
+        }
     }
 }

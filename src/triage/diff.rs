@@ -1,22 +1,20 @@
-//! `walj diff`: an entry's change as a unified diff (`similar`, with a time limit).
+//! `walj diff`: an entry's change as a unified diff, printed from the one diff model
+//! ([`crate::present::diff`]).
 //!
 //! Sides that are unknown (not captured, missing from the store) and binary files are
 //! summarized instead of diffed; the output says which and why.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
-use similar::{ChangeTag, TextDiff};
+use similar::ChangeTag;
 
 use crate::fold::{Entry, EntryState};
+use crate::present::diff::{DiffModel, DiffOptions, NO_NEWLINE, is_binary};
 use crate::project::Project;
 use crate::style::Style;
 
 use super::action::{Disk, Image, Objects, read_disk};
 use super::{DiffMode, DiffSides, Side};
-
-/// How long a line diff may take before `similar` approximates.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The two sides of `entry`'s diff in `mode`. Unknown content is a side with a `note`,
 /// not an error.
@@ -97,11 +95,6 @@ fn head_side(project: &Project, entry: &Entry) -> Side {
     }
 }
 
-/// Whether bytes look binary (git's rule: a NUL in the first 8000 bytes).
-pub(crate) fn is_binary(b: &[u8]) -> bool {
-    b[..b.len().min(8000)].contains(&0)
-}
-
 fn count_lines(b: &[u8]) -> usize {
     let n = b.iter().filter(|&&c| c == b'\n').count();
     if b.last().is_some_and(|&c| c != b'\n') { n + 1 } else { n }
@@ -161,24 +154,18 @@ pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> St
         );
         return out;
     }
-    let a = String::from_utf8_lossy(a);
-    let b = String::from_utf8_lossy(b);
-    let diff = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(a.as_ref(), b.as_ref());
-    let mut udiff = diff.unified_diff();
-    udiff.context_radius(context).missing_newline_hint(true);
-    for hunk in udiff.iter_hunks() {
-        let _ = writeln!(out, "{}", st.cyan(&hunk.header().to_string()));
-        for change in hunk.iter_changes() {
-            let (sign, paint): (&str, fn(&Style, &str) -> String) = match change.tag() {
+    let model = DiffModel::new(sides, DiffOptions::CLI);
+    for hunk in model.hunks(context) {
+        let _ = writeln!(out, "{}", st.cyan(&hunk.header()));
+        for line in hunk.lines(&model) {
+            let (sign, paint): (&str, fn(&Style, &str) -> String) = match line.tag {
                 ChangeTag::Delete => ("-", Style::red),
                 ChangeTag::Insert => ("+", Style::green),
                 ChangeTag::Equal => (" ", |_, s| s.to_string()),
             };
-            let text = change.to_string_lossy();
-            let line = format!("{sign}{}", text.strip_suffix('\n').unwrap_or(&text));
-            let _ = writeln!(out, "{}", paint(&st, &line));
-            if change.missing_newline() {
-                let _ = writeln!(out, "{}", st.dim("\\ No newline at end of file"));
+            let _ = writeln!(out, "{}", paint(&st, &format!("{sign}{}", line.body())));
+            if line.missing_newline() {
+                let _ = writeln!(out, "{}", st.dim(NO_NEWLINE));
             }
         }
     }

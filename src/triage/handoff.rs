@@ -10,10 +10,11 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use similar::{ChangeTag, TextDiff};
+use similar::ChangeTag;
 
 use crate::fold::{Entry, EntryState, Fold, short_id};
 use crate::journal::{Record, how, op};
+use crate::present::diff::{DiffModel, DiffOptions, is_binary};
 use crate::present::{meaning, one_line};
 use crate::project::Project;
 
@@ -22,7 +23,6 @@ use super::{Result, TriageError};
 use super::action::{
     Batch, already_resolved, append, check_live, entry_record, find_entries, problems, settled_reason,
 };
-use super::diff::is_binary;
 use super::{DiffMode, DiffSides, diff_sides};
 
 /// Most characters of a brief (the SessionStart hook adds it to at most ~9,500).
@@ -280,17 +280,8 @@ fn render_compact(sides: &DiffSides, budget: usize) -> String {
     if is_binary(a) || is_binary(b) {
         return format!("(binary file: {} → {} bytes)\n", a.len(), b.len());
     }
-    let (ta, tb) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
-    let diff =
-        TextDiff::configure().timeout(std::time::Duration::from_millis(200)).diff_lines(ta.as_ref(), tb.as_ref());
-    let (mut added, mut removed) = (0usize, 0usize);
-    for c in diff.iter_all_changes() {
-        match c.tag() {
-            ChangeTag::Insert => added += 1,
-            ChangeTag::Delete => removed += 1,
-            ChangeTag::Equal => {}
-        }
-    }
+    let model = DiffModel::new(sides, DiffOptions::BRIEF);
+    let (added, removed) = (model.added, model.removed);
     let mut out = String::new();
     let what = if old.is_absent() {
         "new file"
@@ -300,18 +291,18 @@ fn render_compact(sides: &DiffSides, budget: usize) -> String {
         "changed"
     };
     let _ = writeln!(out, "{what}: +{added} -{removed} lines");
-    let hunks: Vec<_> = diff.unified_diff().context_radius(1).iter_hunks().collect();
+    let hunks = model.hunks(1);
     let total = hunks.len();
     for (i, hunk) in hunks.iter().enumerate() {
         let mut block = format!("{}\n", hunk.header());
-        let changes: Vec<_> = hunk.iter_changes().collect();
+        let changes: Vec<_> = hunk.lines(&model).collect();
         for c in changes.iter().take(HUNK_LINES) {
-            let sign = match c.tag() {
+            let sign = match c.tag {
                 ChangeTag::Delete => '-',
                 ChangeTag::Insert => '+',
                 ChangeTag::Equal => ' ',
             };
-            let _ = writeln!(block, "{sign}{}", clip_line(&c.to_string_lossy()));
+            let _ = writeln!(block, "{sign}{}", clip_line(c.text));
         }
         if changes.len() > HUNK_LINES {
             let _ = writeln!(block, "… {} more lines in this hunk", changes.len() - HUNK_LINES);

@@ -62,7 +62,7 @@ pub(crate) fn session_error(prefix: &str, e: crate::fold::IdError) -> TriageErro
 
 /// Results of the triage actions.
 pub type Result<T, E = TriageError> = std::result::Result<T, E>;
-pub(crate) use diff::is_binary;
+pub use crate::present::diff::{DiffSides, Side};
 
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,37 +74,6 @@ pub enum DiffMode {
     Applied,
     /// The file in git's HEAD → the file on disk now.
     Head,
-}
-
-/// One side of a diff.
-///
-/// `bytes: Some` = the content; `bytes: None, note: None` = the file did not exist;
-/// `bytes: None, note: Some(why)` = the content is unknown (not captured, missing from
-/// the store, outside the project…).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Side {
-    /// What this side is: "pre-image", "post-image", "disk", "HEAD".
-    pub label: String,
-    pub bytes: Option<Vec<u8>>,
-    pub note: Option<String>,
-}
-
-impl Side {
-    /// The file did not exist on this side.
-    pub fn is_absent(&self) -> bool {
-        self.bytes.is_none() && self.note.is_none()
-    }
-    /// The content of this side is not known (`note` says why).
-    pub fn is_unavailable(&self) -> bool {
-        self.bytes.is_none() && self.note.is_some()
-    }
-}
-
-/// The two sides of an entry's diff.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffSides {
-    pub old: Side,
-    pub new: Side,
 }
 
 /// The result of a triage action on one entry.

@@ -27,7 +27,7 @@ use super::action::{
     Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable, delete,
     entry_record, find_entries, problems, read_disk, stage_write,
 };
-use super::diff::is_binary;
+use crate::present::diff::is_binary;
 
 /// What reverting an entry would do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,11 @@ use ratatui::layout::{Position, Rect};
 
 use super::dialogs;
 use super::diff::{self, DiffView};
-use super::keymap::{Action, Key, Keymap};
+use super::keymap::{Action, Key, Keymap, Scope};
+use super::layout::Zoom;
+use super::ops::{self, Operation};
+use super::pane::{self, DiffPane};
+use super::theme::Theme;
 use crate::fold::{Entry, Fold, FoldOptions, SessionStatus};
 use crate::present::{self, plural};
 use crate::project::Project;
@@ -47,13 +51,20 @@ pub struct AppOptions {
     pub clock: Clock,
     /// Least time between two journal polls.
     pub poll: Duration,
-    /// The editor `e` runs on a conflicting file; `None`: `$VISUAL`, `$EDITOR`, else `vi`.
+    /// The editor `e` runs; `None`: `$VISUAL`, `$EDITOR`, else `vi`.
     pub editor: Option<String>,
+    pub theme: Theme,
 }
 
 impl Default for AppOptions {
     fn default() -> Self {
-        AppOptions { keymap: Keymap::default(), clock: Clock::Real, poll: Duration::from_millis(500), editor: None }
+        AppOptions {
+            keymap: Keymap::default(),
+            clock: Clock::Real,
+            poll: Duration::from_millis(500),
+            editor: None,
+            theme: Theme::default(),
+        }
     }
 }
 
@@ -66,7 +77,9 @@ pub struct EditRequest {
     pub path: String,
     /// The editor command.
     pub editor: String,
-    /// The entries whose revert is planned again afterwards.
+    /// The line to open at (1-based).
+    pub line: Option<usize>,
+    /// The entries whose revert is planned again afterwards (a conflict's `e`).
     pub ids: Vec<String>,
 }
 
@@ -81,9 +94,18 @@ pub struct App {
     /// Some while the user types a filter.
     pub filter_input: Option<String>,
     pub diff_mode: DiffMode,
+    /// First line of the detail pane shown (header lines, then diff lines).
     pub diff_scroll: usize,
+    /// Sideways scroll, wrap and search of the diff pane.
+    pub pane: DiffPane,
+    /// The focused pane alone on screen (`f`).
+    pub zoom: bool,
     /// Lines of the detail pane (header and diff) at the last draw.
     detail_len: usize,
+    /// Header lines above the diff at the last draw.
+    header_len: usize,
+    /// Largest `diff_scroll` that still fills the pane (wrapped lines take more rows).
+    max_scroll: usize,
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     pub dialog: Option<Dialog>,
@@ -93,7 +115,15 @@ pub struct App {
     /// Set by `e`: the loop suspends the terminal, runs the editor, then calls [`App::edited`].
     pub edit_request: Option<EditRequest>,
     pub help: bool,
+    /// The operation list overlay (`o`), newest first.
+    pub operations: Option<Vec<Operation>>,
+    /// First line of the help or operation list shown.
     pub help_scroll: usize,
+    /// What `ctrl+r` does: the actions the last undo took back.
+    redo: Vec<Choice>,
+    /// Text to put on the clipboard (OSC 52), written by the loop.
+    pub clipboard: Option<String>,
+    pub theme: Theme,
     pub status: Option<Status>,
     /// The terminal's area at the last draw (for paging and mouse hits).
     pub area: Rect,
@@ -118,14 +148,22 @@ impl App {
             filter_input: None,
             diff_mode: DiffMode::Disk,
             diff_scroll: 0,
+            pane: DiffPane::default(),
+            zoom: false,
             detail_len: 0,
+            header_len: 0,
+            max_scroll: 0,
             diffs: HashMap::new(),
             dialog: None,
             dialog_rows: 0,
             editor: opts.editor,
             edit_request: None,
             help: false,
+            operations: None,
             help_scroll: 0,
+            redo: Vec::new(),
+            clipboard: None,
+            theme: opts.theme,
             status: None,
             area: Rect::new(0, 0, 120, 40),
             quit: false,
@@ -272,13 +310,34 @@ impl App {
 
     // ---------------------------------------------------------------- layout
 
+    /// Which pane takes the whole screen.
+    pub fn zoom_state(&self) -> Zoom {
+        match (self.zoom, self.focus) {
+            (false, _) => Zoom::Off,
+            (true, Focus::Tree) => Zoom::Tree,
+            (true, Focus::Diff) => Zoom::Diff,
+        }
+    }
+
+    /// The screen's regions now.
+    pub fn areas(&self) -> super::layout::Areas {
+        super::layout::layout(self.area, self.zoom_state())
+    }
+
     /// Rows the tree shows at once.
     pub fn tree_height(&self) -> usize {
-        super::layout::layout(self.area).tree.height.saturating_sub(2) as usize
+        // Zoomed on the diff the tree is hidden, but its cursor keeps a page.
+        let l = super::layout::layout(self.area, Zoom::Off);
+        l.tree.height.saturating_sub(2) as usize
     }
 
     pub fn diff_height(&self) -> usize {
-        super::layout::layout(self.area).diff.height.saturating_sub(2) as usize
+        self.areas().diff.height.saturating_sub(2) as usize
+    }
+
+    /// Columns inside the diff pane.
+    pub fn diff_width(&self) -> usize {
+        self.areas().diff.width.saturating_sub(2) as usize
     }
 
     fn scroll_tree_into_view(&mut self) {
@@ -291,16 +350,18 @@ impl App {
         self.detail_len
     }
 
-    /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]) and
+    /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]): its
+    /// lines, the header lines above the diff, the largest scroll that fills the pane; and
     /// keeps the scroll inside it.
-    pub fn set_detail_len(&mut self, lines: usize) {
+    pub fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
         self.detail_len = lines;
+        self.header_len = header;
+        self.max_scroll = max_scroll;
         self.clamp_diff_scroll();
     }
 
     fn clamp_diff_scroll(&mut self) {
-        let max = self.diff_len().saturating_sub(self.diff_height().max(1));
-        self.diff_scroll = self.diff_scroll.min(max);
+        self.diff_scroll = self.diff_scroll.min(self.max_scroll);
     }
 
     /// Work before a draw: compute the selected entry's diff if it is not cached yet, and
@@ -335,6 +396,11 @@ impl App {
 
     fn error(&mut self, text: impl Into<String>) {
         self.status = Some(Status { text: text.into(), error: true });
+    }
+
+    /// The terminal refused the clipboard sequence.
+    pub fn copy_failed(&mut self, e: &std::io::Error) {
+        self.error(format!("copy failed: {e}"));
     }
 
     /// Handles one terminal event.
@@ -384,18 +450,43 @@ impl App {
             }
             return;
         }
-        if self.help {
+        if let Some(input) = self.pane.search_input.as_mut() {
+            match key.code {
+                KeyCode::Enter => {
+                    let q = input.clone();
+                    self.pane.search_input = None;
+                    self.pane.search = (!q.is_empty()).then_some(q);
+                    self.jump_to_match(true, true);
+                }
+                KeyCode::Esc => self.pane.search_input = None,
+                KeyCode::Backspace => {
+                    input.pop();
+                }
+                KeyCode::Char(c) if !key.mods.contains(KeyModifiers::CONTROL) => input.push(c),
+                _ => {}
+            }
+            return;
+        }
+        if self.help || self.operations.is_some() {
+            // The overlays scroll with the moving keys; any other key closes them.
+            let page = self.area.height.saturating_sub(6).max(1) as usize;
             match self.keymap.action(&key) {
-                Some(Action::MoveDown | Action::ScrollDown) => self.help_scroll += 1,
-                Some(Action::MoveUp | Action::ScrollUp) => self.help_scroll = self.help_scroll.saturating_sub(1),
+                Some(Action::MoveDown) => self.help_scroll += 1,
+                Some(Action::MoveUp) => self.help_scroll = self.help_scroll.saturating_sub(1),
+                Some(Action::PageDown | Action::ScrollDown) => self.help_scroll += page,
+                Some(Action::PageUp | Action::ScrollUp) => self.help_scroll = self.help_scroll.saturating_sub(page),
+                Some(Action::First) => self.help_scroll = 0,
+                Some(Action::Last) => self.help_scroll = usize::MAX / 2,
                 _ => {
                     self.help = false;
+                    self.operations = None;
                     self.help_scroll = 0;
                 }
             }
             return;
         }
-        if let Some(a) = self.keymap.action(&key) {
+        let scope = if self.focus == Focus::Diff { Scope::Diff } else { Scope::Tree };
+        if let Some(a) = self.keymap.action_in(&key, scope) {
             self.update(a)
         }
     }
@@ -410,14 +501,14 @@ impl App {
         {
             self.tree.cursor = i;
         }
-        self.diff_scroll = 0;
+        self.entry_changed();
     }
 
     fn handle_mouse(&mut self, m: &MouseEvent) {
-        if self.dialog.is_some() || self.help {
+        if self.dialog.is_some() || self.help || self.operations.is_some() {
             return;
         }
-        let l = super::layout::layout(self.area);
+        let l = self.areas();
         let at = Position::new(m.column, m.row);
         let in_tree = l.tree.contains(at);
         let in_diff = l.diff.contains(at);
@@ -436,7 +527,7 @@ impl App {
                             self.toggle(None);
                         } else {
                             self.tree.cursor = i;
-                            self.diff_scroll = 0;
+                            self.entry_changed();
                         }
                     }
                 }
@@ -449,7 +540,7 @@ impl App {
     fn move_cursor(&mut self, delta: isize) {
         let h = self.tree_height();
         if self.tree.move_cursor(delta, h) {
-            self.diff_scroll = 0;
+            self.entry_changed();
         }
     }
 
@@ -458,10 +549,119 @@ impl App {
         self.clamp_diff_scroll();
     }
 
+    /// Another entry (or node) is selected: its diff starts at the top, at column 0.
+    fn entry_changed(&mut self) {
+        self.diff_scroll = 0;
+        self.pane.hscroll = 0;
+        self.pane.current = None;
+    }
+
+    fn scroll_sideways(&mut self, delta: isize) {
+        let widest = self.current_diff().map_or(0, |d| d.widest);
+        let max = widest.saturating_sub(pane::HSTEP);
+        self.pane.hscroll = (self.pane.hscroll as isize + delta).clamp(0, max as isize) as usize;
+    }
+
     /// Expands (`Some(true)`), collapses (`Some(false)`) or flips the selected node.
     fn toggle(&mut self, want: Option<bool>) -> bool {
         let h = self.tree_height();
         self.tree.toggle(want, &self.fold, h)
+    }
+
+    /// The diff line at the top of the pane (None while the header shows).
+    fn diff_line_at_top(&self) -> Option<usize> {
+        self.diff_scroll.checked_sub(self.header_len)
+    }
+
+    /// Scrolls so diff line `i` is at the top (`above` lines of context above it).
+    fn show_diff_line(&mut self, i: usize, above: usize) {
+        self.diff_scroll = (self.header_len + i).saturating_sub(above);
+        self.clamp_diff_scroll();
+    }
+
+    /// `]` / `[`: the next or previous hunk header to the top of the pane.
+    fn jump_hunk(&mut self, forward: bool) {
+        let Some(d) = self.current_diff().cloned() else {
+            return self.info("no diff: select an entry");
+        };
+        let hunks: Vec<usize> = pane::hunks(&d).collect();
+        if hunks.is_empty() {
+            return self.info("no hunks in this diff");
+        }
+        // Where we are: the top diff line (before the first hunk while the header shows).
+        let at = self.diff_line_at_top();
+        let next = match (at, forward) {
+            (None, true) => Some(hunks[0]),
+            (None, false) => None,
+            (Some(at), true) => hunks.iter().copied().find(|&h| h > at),
+            (Some(at), false) => hunks.iter().rev().copied().find(|&h| h < at),
+        };
+        match next {
+            Some(h) => {
+                self.show_diff_line(h, 0);
+                let n = hunks.iter().position(|&x| x == h).unwrap_or(0) + 1;
+                self.info(format!("hunk {n} of {}", hunks.len()));
+            }
+            None => self.info(if forward { "last hunk" } else { "first hunk" }),
+        }
+    }
+
+    /// Moves to the next (or previous) line matching the search; `from_top` starts at the
+    /// line at the top of the pane itself (a new search).
+    fn jump_to_match(&mut self, forward: bool, from_top: bool) {
+        let Some(q) = self.pane.search.clone() else {
+            let k = self.keymap.key_of(Action::Search);
+            return self.info(format!("no search: {k} in the diff pane searches it"));
+        };
+        let Some(d) = self.current_diff().cloned() else { return };
+        let found = pane::matches(&d, &q);
+        if found.is_empty() {
+            return self.error(format!("not found: {q}"));
+        }
+        // A new search starts at the top of the pane; n/N go on from the last match.
+        let next = if from_top {
+            let at = self.diff_line_at_top().unwrap_or(0);
+            found.iter().copied().find(|&m| m >= at).or(found.first().copied())
+        } else {
+            let at = self.pane.current.or(self.diff_line_at_top().map(|t| t + 2));
+            pane::next_target(&found, at, forward)
+        };
+        if let Some(m) = next {
+            self.pane.current = Some(m);
+            self.show_diff_line(m, 2);
+            let n = found.iter().position(|&x| x == m).unwrap_or(0) + 1;
+            self.info(format!("/{q}: match {n} of {}", found.len()));
+        }
+    }
+
+    /// The row of the next (or previous) session node.
+    fn jump_session(&mut self, forward: bool) {
+        let sessions: Vec<usize> =
+            self.tree.rows.iter().enumerate().filter(|(_, r)| r.depth == 0).map(|(i, _)| i).collect();
+        let c = self.tree.cursor;
+        let next = if forward {
+            sessions.iter().copied().find(|&i| i > c)
+        } else {
+            // From inside a session, its own node comes first.
+            sessions.iter().rev().copied().find(|&i| i < c)
+        };
+        match next {
+            Some(i) => {
+                self.focus = Focus::Tree;
+                let h = self.tree_height();
+                self.tree.move_cursor(i as isize - c as isize, h);
+                self.entry_changed();
+            }
+            None => self.info(if forward { "last session" } else { "first session" }),
+        }
+    }
+
+    /// `-` / `+`: every session collapsed, or every session and group expanded.
+    fn fold_all(&mut self, expand: bool) {
+        let h = self.tree_height();
+        self.tree.set_all_expanded(expand, &self.fold, h);
+        self.entry_changed();
+        self.info(if expand { "expanded all" } else { "collapsed all" });
     }
 
     /// Applies one action.
@@ -471,9 +671,17 @@ impl App {
         match (action, self.focus) {
             (Action::Quit, _) => self.quit = true,
             (Action::Back, _) => self.back(),
-            (Action::Help, _) => self.help = true,
+            (Action::Help, _) => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
+            (Action::Operations, _) => self.show_operations(),
             (Action::SwitchPane, _) => {
                 self.focus = if self.focus == Focus::Tree { Focus::Diff } else { Focus::Tree };
+            }
+            (Action::Zoom, _) => {
+                self.zoom = !self.zoom;
+                self.info(if self.zoom { "full screen: f again for both panes" } else { "both panes" });
             }
             (Action::MoveDown, Focus::Tree) => self.move_cursor(1),
             (Action::MoveUp, Focus::Tree) => self.move_cursor(-1),
@@ -489,6 +697,20 @@ impl App {
             (Action::PageUp, Focus::Diff) => self.scroll_diff(-dpage),
             (Action::ScrollDown, _) => self.scroll_diff(dpage / 2 + 1),
             (Action::ScrollUp, _) => self.scroll_diff(-(dpage / 2 + 1)),
+            (Action::ScrollRight, _) => self.scroll_sideways(pane::HSTEP as isize),
+            (Action::ScrollLeft, _) => self.scroll_sideways(-(pane::HSTEP as isize)),
+            (Action::Wrap, _) => {
+                self.pane.wrap = !self.pane.wrap;
+                self.info(if self.pane.wrap { "long lines wrap" } else { "long lines are cut (← → scroll)" });
+            }
+            (Action::NextHunk, _) => self.jump_hunk(true),
+            (Action::PrevHunk, _) => self.jump_hunk(false),
+            (Action::Search, _) => {
+                self.focus = Focus::Diff;
+                self.pane.search_input = Some(String::new());
+            }
+            (Action::SearchNext, _) => self.jump_to_match(true, false),
+            (Action::SearchPrev, _) => self.jump_to_match(false, false),
             (Action::Toggle, _) => {
                 if !self.toggle(None) && self.selected_entry().is_some() {
                     // Enter on an entry reads it: focus the diff.
@@ -512,12 +734,22 @@ impl App {
                     && let Some(p) = self.tree.parent_row()
                 {
                     self.tree.cursor = p;
-                    self.diff_scroll = 0;
+                    self.entry_changed();
                     self.scroll_tree_into_view();
                 }
             }
-            (Action::Expand, Focus::Diff) => {}
-            (Action::Collapse, Focus::Diff) => self.focus = Focus::Tree,
+            (Action::Expand, Focus::Diff) => self.scroll_sideways(pane::HSTEP as isize),
+            (Action::Collapse, Focus::Diff) => {
+                if self.pane.hscroll > 0 {
+                    self.scroll_sideways(-(pane::HSTEP as isize));
+                } else {
+                    self.focus = Focus::Tree;
+                }
+            }
+            (Action::CollapseAll, _) => self.fold_all(false),
+            (Action::ExpandAll, _) => self.fold_all(true),
+            (Action::NextSession, _) => self.jump_session(true),
+            (Action::PrevSession, _) => self.jump_session(false),
             (Action::Select, _) => self.select(),
             (Action::Filter, _) => {
                 self.filter_input = Some(self.tree.filter.clone());
@@ -533,7 +765,7 @@ impl App {
                     DiffMode::Applied => DiffMode::Head,
                     DiffMode::Head => DiffMode::Disk,
                 };
-                self.diff_scroll = 0;
+                self.entry_changed();
             }
             (Action::DiffPre, _) => self.set_mode(DiffMode::Disk),
             (Action::DiffApplied, _) => self.set_mode(DiffMode::Applied),
@@ -547,7 +779,10 @@ impl App {
             (Action::Done, _) => self.ask_done(),
             (Action::Revert, _) => self.ask_revert(),
             (Action::Undo, _) => self.ask_undo(),
+            (Action::Redo, _) => self.redo(),
             (Action::HandBack, _) => self.ask_handback(),
+            (Action::Edit, _) => self.ask_edit(),
+            (Action::Copy, _) => self.ask_copy(),
             // Only dialogs read these (see `dialog_key`).
             (Action::Confirm | Action::Cancel, _) => {}
         }
@@ -556,7 +791,12 @@ impl App {
     /// Esc: one step back, never out. The diff pane goes back to the tree, then the
     /// selection is cleared, then the filter.
     fn back(&mut self) {
-        if self.focus == Focus::Diff {
+        if self.focus == Focus::Diff && self.pane.search.is_some() {
+            self.pane.search = None;
+            self.info("search cleared");
+        } else if self.zoom {
+            self.zoom = false;
+        } else if self.focus == Focus::Diff {
             self.focus = Focus::Tree;
         } else if !self.tree.marked.is_empty() {
             self.tree.marked.clear();
@@ -572,7 +812,7 @@ impl App {
     fn set_mode(&mut self, m: DiffMode) {
         if self.diff_mode != m {
             self.diff_mode = m;
-            self.diff_scroll = 0;
+            self.entry_changed();
         }
     }
 
@@ -657,6 +897,96 @@ impl App {
         self.run_choice(Choice::Undo { id, force: false });
     }
 
+    /// `ctrl+r`: does again what the last undo took back. Marking done runs at once;
+    /// reverting and handing back show their dialogs again (the disk may have changed).
+    fn redo(&mut self) {
+        let Some(choice) = self.redo.first().cloned() else {
+            let u = self.keymap.key_of(Action::Undo);
+            return self.info(format!("nothing to redo: redo follows {u}"));
+        };
+        let rest = self.redo.split_off(1);
+        self.redo.clear();
+        let open = |app: &App, ids: &[String]| -> Vec<Entry> {
+            ids.iter().filter_map(|id| app.fold.entry(id)).filter(|e| e.is_unresolved()).cloned().collect()
+        };
+        match choice {
+            Choice::Revert { ids, .. } => {
+                let entries = open(self, &ids);
+                let refs: Vec<&Entry> = entries.iter().collect();
+                if refs.is_empty() {
+                    return self.info("nothing to redo: the entries were resolved since");
+                }
+                let d = self.revert_dialog(&refs);
+                self.open_dialog(d);
+            }
+            Choice::HandBack { ids, .. } => {
+                let entries = open(self, &ids);
+                let refs: Vec<&Entry> = entries.iter().collect();
+                if refs.is_empty() {
+                    return self.info("nothing to redo: the entries were resolved since");
+                }
+                let live = self.live_note(&refs);
+                self.open_dialog(dialogs::hand_back(&refs, live));
+            }
+            other => self.run_choice(other),
+        }
+        // A batch that mixed kinds: the others stay for the next ctrl+r.
+        if self.redo.is_empty() {
+            self.redo = rest;
+        }
+    }
+
+    /// The operation list overlay, read with resolved entries kept.
+    fn show_operations(&mut self) {
+        let opts = FoldOptions { keep_settled: true, session: None, all_commands: false };
+        let fold = if self.tree.show_resolved { None } else { Fold::load(&self.project.journal, &opts).ok() };
+        let list = ops::operations(fold.as_ref().unwrap_or(&self.fold));
+        self.operations = Some(list);
+        self.help_scroll = 0;
+    }
+
+    /// `e`: the selected entry's file in `$EDITOR`, at the change shown (the first changed
+    /// line at or below the top of the diff pane, else the first one).
+    fn ask_edit(&mut self) {
+        let Some(e) = self.selected_entry() else {
+            return self.info("nothing to edit: select an entry");
+        };
+        let path = e.path.clone();
+        let line = self.current_diff().and_then(|d| {
+            let top = self.diff_line_at_top().unwrap_or(0);
+            let changed = |l: &&diff::DiffLine| matches!(l.kind, diff::LineKind::Added | diff::LineKind::Removed);
+            let first = d.lines.iter().skip(top).find(changed).or_else(|| d.lines.iter().find(changed))?;
+            // A removed line has no new number: the line after it on the new side.
+            first.new_no.or_else(|| d.lines.iter().skip_while(|l| !std::ptr::eq(*l, first)).find_map(|l| l.new_no))
+        });
+        match self.project.resolve_rel(&path) {
+            Ok(file) if file.is_file() => {
+                let editor = self.editor();
+                self.edit_request = Some(EditRequest { file, path, editor, line, ids: Vec::new() });
+            }
+            Ok(_) => self.error(format!("{path} is not on disk (deleted?): nothing to edit")),
+            Err(err) => self.error(format!("cannot edit {path}: {err:#}")),
+        }
+    }
+
+    /// `y`: what to copy, for the selected row.
+    fn ask_copy(&mut self) {
+        let Some(row) = self.selected() else {
+            return self.info("nothing to copy: select an entry or a session");
+        };
+        let (path, id, session) = match row.item {
+            Item::Entry(_, _, ei) => {
+                let e = &self.fold.entries[ei];
+                (Some(e.path.clone()), Some(e.id.clone()), e.session.clone())
+            }
+            Item::Session(vi) | Item::Group(vi, _) => {
+                let s = &self.fold.sessions[self.tree.views[vi].session];
+                (None, None, s.session.clone())
+            }
+        };
+        self.open_dialog(dialogs::copy(path, id, &session));
+    }
+
     fn ask_handback(&mut self) {
         let targets = self.targets();
         let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
@@ -719,6 +1049,7 @@ impl App {
             self.open_dialog(d);
         }
         match result {
+            Ok(st) if st.success() && req.ids.is_empty() => self.info(format!("edited {}: reloaded", req.path)),
             Ok(st) if st.success() => self.info(format!("edited {}: the revert is planned again", req.path)),
             Ok(st) => self.error(format!("{} exited with {st} on {}", req.editor, req.path)),
             Err(e) => self.error(format!("cannot run the editor `{}`: {e} (set $EDITOR)", req.editor)),
@@ -727,16 +1058,23 @@ impl App {
 
     /// Runs a decided action through the triage library, then reloads.
     pub fn run_choice(&mut self, choice: Choice) {
+        let mut reopened: Vec<String> = Vec::new();
         let result: Result<String, triage::TriageError> = match &choice {
             Choice::Cancel => {
                 self.info("cancelled");
+                return;
+            }
+            Choice::Copy { what, text } => {
+                self.clipboard = Some(text.clone());
+                self.info(format!("copied {what}: {}", present::clip(text, 60)));
                 return;
             }
             Choice::Edit { path, ids } => {
                 match self.project.resolve_rel(path) {
                     Ok(file) => {
                         let editor = self.editor();
-                        self.edit_request = Some(EditRequest { file, path: path.clone(), editor, ids: ids.clone() });
+                        self.edit_request =
+                            Some(EditRequest { file, path: path.clone(), editor, line: None, ids: ids.clone() });
                     }
                     Err(e) => self.error(format!("cannot edit {path}: {e:#}")),
                 }
@@ -749,9 +1087,10 @@ impl App {
                 triage::revert(&self.project, &self.fold, ids, RevertOptions { force: *force, dry_run: false })
                     .map(|o| summary("reverted", &o))
             }
-            Choice::Undo { id, force } => {
-                triage::undo(&self.project, &self.fold, id.as_deref(), *force).map(|o| summary("undone", &o))
-            }
+            Choice::Undo { id, force } => triage::undo(&self.project, &self.fold, id.as_deref(), *force).map(|o| {
+                reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
+                summary("undone", &o)
+            }),
             Choice::HandBack { ids, force } => triage::handoff(
                 &self.project,
                 &self.fold,
@@ -772,10 +1111,15 @@ impl App {
         };
         match result {
             Ok(msg) => {
-                if !matches!(choice, Choice::Undo { .. }) {
+                self.reload();
+                if let Choice::Undo { .. } = &choice {
+                    // What the undo reopened can be redone (the newest undo wins).
+                    self.redo = ops::redo_choices(&self.fold, &reopened);
+                } else {
+                    // A new action: there is nothing left to redo.
+                    self.redo.clear();
                     self.tree.marked.clear();
                 }
-                self.reload();
                 self.info(msg);
             }
             Err(e) => {

@@ -31,6 +31,11 @@ pub enum Choice {
         id: Option<String>,
         force: bool,
     },
+    /// Put `text` on the clipboard; `what` names it in the status line.
+    Copy {
+        what: String,
+        text: String,
+    },
     /// Open `$EDITOR` on a file (project-relative), then plan the revert of `ids` again.
     Edit {
         path: String,
@@ -322,6 +327,34 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
         ],
         default: Some('y'),
         warning: live.is_some(),
+        scroll: 0,
+    }
+}
+
+/// `y`: what can be copied from the selected row. Enter takes the first: the path of an
+/// entry, else the `claude --resume` line of the session.
+pub fn copy(path: Option<String>, id: Option<String>, session: &str) -> Dialog {
+    let mut choices = Vec::new();
+    let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
+    if let Some(p) = path {
+        choices.push(('p', format!("path  {p}"), copy("the path", p)));
+    }
+    if let Some(i) = id {
+        choices.push(('i', format!("id  {i}"), copy("the id", i)));
+    }
+    let resume = format!("claude --resume {session}");
+    choices.push(('r', format!("resume  {resume}"), copy("the resume line", resume)));
+    choices.push(('s', format!("session  {session}"), copy("the session id", session.to_string())));
+    choices.push(('n', "cancel".into(), Choice::Cancel));
+    let default = choices.first().map(|c| c.0);
+    Dialog {
+        title: "copy".into(),
+        summary: "Copy to the clipboard (OSC 52: the terminal puts it there)".into(),
+        body: Vec::new(),
+        note: Vec::new(),
+        choices,
+        default,
+        warning: false,
         scroll: 0,
     }
 }

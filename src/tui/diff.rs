@@ -1,18 +1,17 @@
-//! The diff pane's model: the two sides from [`crate::triage::diff_sides`], turned into
-//! hunks of lines with the changed words marked inside replaced lines.
+//! The diff pane's view: the one diff model ([`crate::present::diff`], computed with the
+//! TUI's preset) rendered as lines, with the changed words marked inside replaced lines.
 //!
-//! `similar` gets a deadline, so a pathological pair of files gives an approximate
-//! (still correct, just less minimal) diff instead of a frozen screen. Views are built
-//! once per (entry, mode) and cached by the app; drawing only slices them.
+//! The model has a deadline, so a pathological pair of files gives an approximate (still
+//! correct, just less minimal) diff instead of a frozen screen. Views are built once per
+//! (entry, mode) and cached by the app; drawing only slices them.
 
 use std::time::{Duration, Instant};
 
-use similar::{Algorithm, ChangeTag, DiffOp, InlineChangeMode, InlineChangeOptions, TextDiff};
+use similar::{ChangeTag, DiffOp, DiffTag, InlineChangeMode, InlineChangeOptions, TextDiff};
 
-use crate::triage::{DiffSides, Side};
+use crate::present::diff::{Content, DiffModel, DiffOptions, NO_NEWLINE, ends_without_newline};
+use crate::triage::DiffSides;
 
-/// Time the line diff may take before `similar` approximates.
-pub const LINE_DEADLINE: Duration = Duration::from_millis(150);
 /// Time all word highlighting of one view may take; later hunks are shown without it.
 pub const INLINE_BUDGET: Duration = Duration::from_millis(60);
 /// Lines of context around each change.
@@ -63,6 +62,12 @@ pub struct DiffView {
     pub approximate: bool,
     /// Some hunks were left without word highlighting (time budget).
     pub inline_skipped: bool,
+    /// Only line endings changed ("CRLF → LF"): no lines are listed.
+    pub eol: Option<String>,
+    /// Digits of the largest line number (the gutter's width).
+    pub gutter: usize,
+    /// Columns of the widest line's text (how far sideways scrolling goes).
+    pub widest: usize,
     pub elapsed: Duration,
 }
 
@@ -77,23 +82,8 @@ impl DiffView {
     }
 }
 
-enum Content {
-    Text(String),
-    Absent,
-    Binary(usize),
-    Unknown(String),
-}
-
-fn content(side: &Side) -> Content {
-    match (&side.bytes, &side.note) {
-        (Some(b), _) if crate::triage::is_binary(b) => Content::Binary(b.len()),
-        (Some(b), _) => Content::Text(String::from_utf8_lossy(b).into_owned()),
-        (None, None) => Content::Absent,
-        (None, Some(n)) => Content::Unknown(n.clone()),
-    }
-}
-
-/// Makes a line safe to draw: tabs become spaces, control characters become `?`.
+/// Makes a line safe to draw: its line ending dropped, tabs become spaces, then
+/// [`crate::present::safe`] (control characters escaped, emoji sequences flattened).
 fn clean(s: &str) -> String {
     let s = s.strip_suffix('\n').unwrap_or(s);
     let s = s.strip_suffix('\r').unwrap_or(s);
@@ -105,120 +95,112 @@ fn clean(s: &str) -> String {
         }
         match c {
             '\t' => out.push_str("    "),
-            c if c.is_control() => out.push('?'),
             c => out.push(c),
         }
     }
-    out
+    match crate::present::safe(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(safe) => safe,
+    }
 }
 
-/// Builds the view of `sides`.
+/// Builds the view of `sides`: the model, computed once, then its lines.
 pub fn build(sides: &DiffSides) -> DiffView {
     let started = Instant::now();
+    let model = DiffModel::new(sides, DiffOptions::TUI);
     let title = format!("{} → {}", sides.old.label, sides.new.label);
-    let old = content(&sides.old);
-    let new = content(&sides.new);
-    let mut view = DiffView { title, ..DiffView::default() };
+    let mut view = DiffView { title, approximate: model.approximate, ..DiffView::default() };
     let note = |v: &mut DiffView, s: String| v.lines.push(DiffLine::plain(LineKind::Note, s));
-    match (&old, &new) {
+    let (old, new) = (&model.old, &model.new);
+    match (old, new) {
         (Content::Unknown(why), _) => note(&mut view, format!("{} unknown: {why}", sides.old.label)),
         (_, Content::Unknown(why)) => note(&mut view, format!("{} unknown: {why}", sides.new.label)),
         _ => {}
     }
-    match (&old, &new) {
+    match (old, new) {
         (Content::Binary(a), Content::Binary(b)) => {
             note(&mut view, format!("binary file: {a} bytes → {b} bytes"));
         }
         (Content::Binary(a), _) => note(&mut view, format!("binary file ({a} bytes) → text")),
         (_, Content::Binary(b)) => note(&mut view, format!("text → binary file ({b} bytes)")),
         (Content::Absent, Content::Absent) => note(&mut view, "the file exists on neither side".into()),
+        (Content::Unknown(_), _) | (_, Content::Unknown(_)) => {}
         _ => {
-            let old_text = match &old {
-                Content::Text(s) => s.as_str(),
-                _ => "",
-            };
-            let new_text = match &new {
-                Content::Text(s) => s.as_str(),
-                _ => "",
-            };
-            if matches!(old, Content::Absent) {
+            if *old == Content::Absent {
                 note(&mut view, format!("new file (absent in {})", sides.old.label));
             }
-            if matches!(new, Content::Absent) {
+            if *new == Content::Absent {
                 note(&mut view, format!("file deleted (absent on {})", sides.new.label));
             }
-            if old_text == new_text {
-                if matches!((&old, &new), (Content::Text(_), Content::Text(_))) {
-                    note(&mut view, format!("no changes: {} and {} are identical", sides.old.label, sides.new.label));
-                }
+            if model.identical() {
+                note(&mut view, format!("no changes: {} and {} are identical", sides.old.label, sides.new.label));
+            } else if let Some(eol) = model.eol_only() {
+                let what = eol.describe(model.old_len());
+                let lines = crate::present::plural(eol.lines, "line", "lines");
+                note(&mut view, format!("only line endings changed ({what}, {lines}): every line reads the same"));
+                view.eol = Some(what);
             } else {
-                text_diff(&mut view, old_text, new_text, started);
+                lines(&mut view, &model);
             }
         }
     }
+    view.gutter = view.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
+    view.widest = view.lines.iter().map(super::pane::text_width).max().unwrap_or(0);
     view.elapsed = started.elapsed();
     view
 }
 
-fn text_diff(view: &mut DiffView, old: &str, new: &str, started: Instant) {
-    let diff =
-        TextDiff::configure().algorithm(Algorithm::Patience).deadline(started + LINE_DEADLINE).diff_lines(old, new);
-    view.approximate = started.elapsed() >= LINE_DEADLINE;
+/// The hunks of `model` as lines, words marked in small replacements while the budget lasts.
+fn lines(view: &mut DiffView, model: &DiffModel) {
     let inline_deadline = Instant::now() + INLINE_BUDGET;
-    for group in diff.grouped_ops(CONTEXT) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else { continue };
-        let old_start = first.old_range().start;
-        let new_start = first.new_range().start;
-        let old_len = last.old_range().end - old_start;
-        let new_len = last.new_range().end - new_start;
-        view.lines.push(DiffLine::plain(
-            LineKind::Hunk,
-            // Like diff -u: an empty side starts at line 0.
-            format!(
-                "@@ -{},{} +{},{} @@",
-                old_start + usize::from(old_len > 0),
-                old_len,
-                new_start + usize::from(new_len > 0),
-                new_len
-            ),
-        ));
-        for op in &group {
-            push_op(view, &diff, op, inline_deadline);
+    for hunk in model.hunks(CONTEXT) {
+        view.lines.push(DiffLine::plain(LineKind::Hunk, hunk.header()));
+        for op in hunk.ops() {
+            push_op(view, model, op, inline_deadline);
         }
-    }
-    if !old.is_empty() && !old.ends_with('\n') || !new.is_empty() && !new.ends_with('\n') {
-        let which = match (old.ends_with('\n') || old.is_empty(), new.ends_with('\n') || new.is_empty()) {
-            (false, false) => "either side",
-            (false, true) => "the old side",
-            _ => "the new side",
-        };
-        view.lines.push(DiffLine::plain(LineKind::Note, format!("\\ no newline at end of file on {which}")));
     }
 }
 
-fn push_op<'a>(view: &mut DiffView, diff: &TextDiff<'a, 'a, str>, op: &DiffOp, inline_deadline: Instant) {
+fn push_op(view: &mut DiffView, model: &DiffModel, op: &DiffOp, inline_deadline: Instant) {
     let (tag, old_r, new_r) = op.as_tag_tuple();
     let small = old_r.len() <= INLINE_MAX_LINES && new_r.len() <= INLINE_MAX_LINES;
-    if tag == similar::DiffTag::Replace && small {
+    if tag == DiffTag::Replace && small {
         if Instant::now() < inline_deadline {
             // Mark words even in lines that changed a fair amount (similar's default asks 50% alike).
             let mut opts = InlineChangeOptions::new();
             opts.mode(InlineChangeMode::UnicodeWords).min_ratio(0.25).semantic_cleanup(true);
-            for change in diff.iter_inline_changes_with_options_deadline(op, opts, Some(inline_deadline)) {
+            // The replaced block alone: `similar` refines it word by word.
+            let old: Vec<&str> = old_r.clone().map(|i| model.old_line(i)).collect();
+            let new: Vec<&str> = new_r.clone().map(|i| model.new_line(i)).collect();
+            let block = TextDiff::configure().deadline(inline_deadline).diff_slices(&old, &new);
+            let whole = DiffOp::Replace { old_index: 0, old_len: old.len(), new_index: 0, new_len: new.len() };
+            for change in block.iter_inline_changes_with_options_deadline(&whole, opts, Some(inline_deadline)) {
                 let segments: Vec<(bool, String)> = change
                     .iter_strings_lossy()
                     .map(|(emph, s)| (emph, clean(&s)))
                     .filter(|(_, s)| !s.is_empty())
                     .collect();
-                push_change(view, change.tag(), change.old_index(), change.new_index(), segments);
+                let old_index = change.old_index().map(|i| i + old_r.start);
+                let new_index = change.new_index().map(|i| i + new_r.start);
+                push_change(view, change.tag(), old_index, new_index, segments);
+                let text = match (old_index, new_index) {
+                    (Some(i), None) => model.old_line(i),
+                    (_, Some(i)) => model.new_line(i),
+                    (None, None) => "\n",
+                };
+                if ends_without_newline(text) {
+                    view.lines.push(DiffLine::plain(LineKind::Note, NO_NEWLINE));
+                }
             }
             return;
         }
         view.inline_skipped = true;
     }
-    for change in diff.iter_changes(op) {
-        let segments = vec![(false, clean(change.value()))];
-        push_change(view, change.tag(), change.old_index(), change.new_index(), segments);
+    for line in model.lines(op) {
+        push_change(view, line.tag, line.old_index, line.new_index, vec![(false, clean(line.text))]);
+        if line.missing_newline() {
+            view.lines.push(DiffLine::plain(LineKind::Note, NO_NEWLINE));
+        }
     }
 }
 
@@ -252,6 +234,7 @@ fn push_change(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::triage::Side;
 
     fn side(label: &str, text: Option<&str>) -> Side {
         Side { label: label.into(), bytes: text.map(|t| t.as_bytes().to_vec()), note: None }
@@ -303,8 +286,13 @@ mod tests {
         let same = build(&DiffSides { old: side("a", Some("x\n")), new: side("b", Some("x\n")) });
         assert!(same.lines[0].text().starts_with("no changes"));
         let tabs = build(&DiffSides { old: side("a", Some("\tx")), new: side("b", Some("\ty\u{1b}")) });
-        assert!(tabs.lines.iter().any(|l| l.text() == "    y?"), "{:?}", tabs.lines);
-        assert!(tabs.lines.last().unwrap().text().contains("no newline"));
+        assert!(tabs.lines.iter().any(|l| l.text() == "    y\\x1b"), "{:?}", tabs.lines);
+        // Git's mark, after each side's last line that has no newline.
+        let marks: Vec<usize> =
+            tabs.lines.iter().enumerate().filter(|(_, l)| l.text() == NO_NEWLINE).map(|(i, _)| i).collect();
+        assert_eq!(marks.len(), 2, "{:?}", tabs.lines);
+        assert_eq!(tabs.lines[marks[0] - 1].kind, LineKind::Removed);
+        assert_eq!(tabs.lines[marks[1] - 1].kind, LineKind::Added);
     }
 
     #[test]

@@ -10,12 +10,13 @@ use ratatui::widgets::{Block, BorderType, Clear, Padding, Paragraph, Wrap};
 use unicode_width::UnicodeWidthStr;
 
 use super::app::{App, Focus, Item, Row, mode_label};
-use super::diff::LineKind;
-use super::keymap::{Action, BINDINGS};
-use super::layout::layout;
+use super::diff::{DiffLine, LineKind};
+use super::keymap::{Action, BINDINGS, GROUPS};
+use super::layout::{MIN_HEIGHT, MIN_WIDTH, too_small};
+use super::pane::{self, DiffPane, cw};
 use super::theme;
 use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, short_id};
-use crate::present::{self, icon as state_icon, one_line, plural, short_time};
+use crate::present::{self, icon as state_icon, one_line, plural, safe, short_time};
 
 /// An entry state's colour (the table in [`crate::present`]).
 pub fn state_style(s: EntryState) -> Style {
@@ -32,30 +33,53 @@ pub fn draw(f: &mut Frame, app: &App) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let l = layout(area);
-    draw_tree(f, app, l.tree);
-    draw_detail(f, app, l.diff);
+    if too_small(area) {
+        let msg = format!(
+            "walj needs {MIN_WIDTH}×{MIN_HEIGHT}; the terminal is {}×{}. Make it larger, or q quits.",
+            area.width, area.height
+        );
+        f.render_widget(Paragraph::new(msg).style(theme::WARN).wrap(Wrap { trim: true }), area);
+        return;
+    }
+    let l = app.areas();
+    if l.tree.width > 0 {
+        draw_tree(f, app, l.tree);
+    }
+    if l.diff.width > 0 {
+        draw_detail(f, app, l.diff);
+    }
     draw_status(f, app, l.status);
     draw_footer(f, app, l.footer);
     if app.help {
         draw_help(f, app, area);
+    }
+    if let Some(ops) = &app.operations {
+        draw_operations(f, app, ops, area);
     }
     if let Some(d) = &app.dialog {
         draw_dialog(f, d, area);
     }
 }
 
+/// A pane's frame: the focused one has a thick border and a ▶ before its title, so focus
+/// shows without colour.
 fn pane(title: Line<'static>, focused: bool) -> Block<'static> {
+    let mut title = title;
+    if focused {
+        title.spans.insert(0, Span::styled("▶", theme::BOLD));
+    }
     Block::bordered()
-        .border_type(BorderType::Rounded)
+        .border_type(if focused { BorderType::Thick } else { BorderType::Rounded })
         .border_style(Style::new().fg(if focused { theme::BORDER_FOCUS } else { theme::BORDER }))
         .title(title)
 }
 
-/// Cuts `s` to `w` display columns, with `…` when cut.
+/// Cuts `s` to `w` display columns, with `…` when cut (after [`safe`]: no control or
+/// invisible characters, one width per char).
 fn fit(s: &str, w: usize) -> String {
+    let s = safe(s);
     if s.width() <= w {
-        return s.to_string();
+        return s.into_owned();
     }
     if w == 0 {
         return String::new();
@@ -63,38 +87,52 @@ fn fit(s: &str, w: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for c in s.chars() {
-        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-        if used + cw + 1 > w {
+        if used + cw(c) + 1 > w {
             break;
         }
         out.push(c);
-        used += cw;
+        used += cw(c);
     }
     out.push('…');
     out
 }
 
-/// Shows the end of a path when it is too long (the file name matters most).
+/// A path cut to `w` columns in the middle, so its start and its file name both stay:
+/// `src/components/…/forms/Button.tsx`.
 fn fit_path(s: &str, w: usize) -> String {
+    let s = safe(s);
     if s.width() <= w {
-        return s.to_string();
+        return s.into_owned();
     }
-    if w <= 1 {
-        return fit(s, w);
+    if w <= 4 {
+        return fit(&s, w);
     }
     let chars: Vec<char> = s.chars().collect();
-    let mut out: Vec<char> = Vec::new();
-    let mut used = 1;
+    let name = s.rsplit('/').next().unwrap_or(&s);
+    // The end gets the file name (and more when there is room), the start the rest.
+    let budget = w - 1;
+    let tail_w = name.width().max(budget * 2 / 3).min(budget.saturating_sub(1));
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
     for &c in chars.iter().rev() {
-        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-        if used + cw > w {
+        if used + cw(c) > tail_w {
             break;
         }
-        out.push(c);
-        used += cw;
+        tail.push(c);
+        used += cw(c);
     }
-    out.push('…');
-    out.into_iter().rev().collect()
+    let mut head = String::new();
+    let mut head_used = 0;
+    for &c in &chars {
+        if head_used + cw(c) > budget - used {
+            break;
+        }
+        head.push(c);
+        head_used += cw(c);
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
 }
 
 fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
@@ -206,14 +244,19 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let marked = app.tree.marked.contains(&e.id);
             let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
             let lead = if marked { "  ✚ " } else { "    " };
+            // The same path twice in a session: the tool call's short id tells them apart.
+            let tag = app.tree.repeated.get(&ei).map(|id| format!(" #{id}")).unwrap_or_default();
             let avail = w.saturating_sub(lead.width() + 2 + right.width());
-            let path = fit_path(&e.path, avail);
-            let pad = avail.saturating_sub(path.width());
+            // The path keeps room for its name first.
+            let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
+            let path = fit_path(&e.path, avail - tag.width());
+            let pad = avail.saturating_sub(path.width() + tag.width());
             let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
             Line::from(vec![
                 Span::styled(lead, theme::MARK),
                 Span::styled(format!("{} ", state_icon(st)), state_style(st)),
                 Span::styled(path, path_style),
+                Span::styled(tag, theme::MUTED),
                 Span::raw(" ".repeat(pad)),
                 Span::styled(right, theme::MUTED),
             ])
@@ -233,8 +276,18 @@ fn detail_header(app: &App) -> Vec<Line<'static>> {
         }
         Item::Group(vi, gi) => group_lines(app, vi, gi),
     };
-    let width = layout(app.area).diff.width.saturating_sub(2) as usize;
-    lines.into_iter().flat_map(|l| wrap_line(l, width)).collect()
+    let width = app.diff_width();
+    lines.into_iter().map(safe_line).flat_map(|l| wrap_line(l, width)).collect()
+}
+
+/// A line with every span made [`safe`] (file names, prompts, commands come from outside).
+fn safe_line(mut line: Line<'static>) -> Line<'static> {
+    for span in &mut line.spans {
+        if let std::borrow::Cow::Owned(s) = safe(&span.content) {
+            span.content = s.into();
+        }
+    }
+    line
 }
 
 /// Splits a line into lines of at most `width` columns, at spaces when it can
@@ -283,10 +336,40 @@ fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
     out
 }
 
-/// Lines the detail pane scrolls through.
-pub fn detail_len(app: &App) -> usize {
+/// The detail pane's lines as the app scrolls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetailMetrics {
+    /// Header lines, then diff lines.
+    pub lines: usize,
+    pub header: usize,
+    /// The largest first line that still fills the pane (wrapped lines take more rows).
+    pub max_scroll: usize,
+}
+
+/// Counts the detail pane: only the lines at the end are measured for wrapping, so the
+/// cost does not grow with the diff.
+pub fn detail_metrics(app: &App) -> DetailMetrics {
     let header = detail_header(app).len();
-    header + app.current_diff().map_or(0, |d| d.lines.len())
+    let diff = app.current_diff();
+    let lines = header + diff.map_or(0, |d| d.lines.len());
+    let h = app.diff_height().max(1);
+    let mut max_scroll = lines.saturating_sub(h);
+    if let Some(d) = diff.filter(|_| app.pane.wrap) {
+        let (gutter, width) = (d.gutter, app.diff_width());
+        let mut rows = 0;
+        let mut first = lines;
+        while first > 0 {
+            let i = first - 1;
+            let r = if i < header { 1 } else { pane::rows(&d.lines[i - header], gutter, width, &app.pane) };
+            if rows + r > h {
+                break;
+            }
+            rows += r;
+            first = i;
+        }
+        max_scroll = first;
+    }
+    DetailMetrics { lines, header, max_scroll }
 }
 
 fn kv(k: &str, v: impl Into<String>) -> Vec<Span<'static>> {
@@ -358,7 +441,9 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     let mode = app.diff_mode;
     let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
     if let Some(d) = app.current_diff() {
-        if d.added + d.removed > 0 {
+        if let Some(eol) = &d.eol {
+            diff_line.push(Span::styled(format!("line endings only ({eol})"), theme::WARN));
+        } else if d.added + d.removed > 0 {
             diff_line.push(Span::styled(format!("+{}", d.added), theme::OK));
             diff_line.push(Span::raw(" "));
             diff_line.push(Span::styled(format!("-{}", d.removed), theme::ERROR));
@@ -398,10 +483,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     if let Some((ts, reason)) = &s.end {
         out.push(Line::from(kv("ended", format!("{} ({reason})", app.time(ts)))));
     } else if status == SessionStatus::Crashed {
-        out.push(Line::from(Span::styled(
-            "no SessionEnd, and its Claude Code process is gone: the session died mid-turn".to_string(),
-            theme::ERROR,
-        )));
+        out.push(Line::from(Span::styled(present::session_meaning(status), theme::ERROR)));
     }
     let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
     if open > 0 {
@@ -516,14 +598,18 @@ fn group_lines(app: &App, vi: usize, gi: usize) -> Vec<Line<'static>> {
 
 fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     let title = match app.selected().map(|r| r.item) {
-        Some(Item::Entry(_, _, ei)) => {
-            Line::from(vec![Span::styled(format!(" {} ", app.fold.entries[ei].path), theme::BOLD)])
-        }
+        Some(Item::Entry(_, _, ei)) => Line::from(vec![Span::styled(
+            format!(" {} ", fit_path(&app.fold.entries[ei].path, area.width.saturating_sub(6) as usize)),
+            theme::BOLD,
+        )]),
         Some(Item::Session(_)) => Line::from(" session context "),
         Some(Item::Group(..)) => Line::from(" event "),
         None => Line::from(" detail "),
     };
-    let block = pane(title, app.focus == Focus::Diff);
+    let mut block = pane(title, app.focus == Focus::Diff);
+    if let Some(flags) = pane_flags(app) {
+        block = block.title(Line::from(Span::styled(flags, theme::MUTED)).right_aligned());
+    }
     let inner = block.inner(area);
     f.render_widget(block, area);
     if inner.height == 0 || inner.width == 0 {
@@ -537,45 +623,139 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
         && let Some(d) = app.current_diff()
     {
         let start = app.diff_scroll.saturating_sub(header_len);
-        let gutter = d.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
-        for dl in d.lines.iter().skip(start).take(h - lines.len()) {
-            lines.push(diff_line(dl, gutter));
+        let gutter = d.gutter;
+        let query = app.pane.search.as_deref();
+        for dl in d.lines.iter().skip(start) {
+            if lines.len() >= h {
+                break;
+            }
+            let rows = diff_rows(dl, gutter, inner.width as usize, &app.pane, query);
+            lines.extend(rows.into_iter().take(h - lines.len()));
         }
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-fn diff_line(dl: &super::diff::DiffLine, gutter: usize) -> Line<'static> {
-    let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
+/// What the diff pane's top-right corner says: wrap, sideways scroll, the search.
+fn pane_flags(app: &App) -> Option<String> {
+    let mut flags = Vec::new();
+    if app.pane.wrap {
+        flags.push("wrap".to_string());
+    }
+    if app.pane.hscroll > 0 {
+        flags.push(format!("col {}+", app.pane.hscroll + 1));
+    }
+    if let Some(q) = &app.pane.search {
+        flags.push(format!("/{}", fit(q, 20)));
+    }
+    (!flags.is_empty()).then(|| format!(" {} ", flags.join(" · ")))
+}
+
+/// One diff line as rows of the pane: the line numbers and sign, then its text shifted
+/// left by the sideways scroll, cut at the pane's edge (`›` marks more on the right, `‹`
+/// more on the left) or wrapped onto more rows; search matches highlighted.
+fn diff_rows(dl: &DiffLine, gutter: usize, width: usize, view: &DiffPane, query: Option<&str>) -> Vec<Line<'static>> {
     let (sign, base, emph) = match dl.kind {
         LineKind::Added => ("+", theme::OK, theme::ADD_EMPH),
         LineKind::Removed => ("-", theme::ERROR, theme::DEL_EMPH),
         LineKind::Context => (" ", theme::PLAIN, theme::PLAIN),
-        LineKind::Hunk => return Line::from(Span::styled(dl.text(), theme::INFO)),
-        LineKind::Note => {
-            return Line::from(Span::styled(dl.text(), theme::NOTE));
+        LineKind::Hunk => {
+            let line = Line::from(Span::styled(dl.text(), theme::INFO));
+            return if view.wrap { wrap_line(line, width) } else { vec![line] };
         }
+        // Notes are prose: always wrapped.
+        LineKind::Note => return wrap_line(Line::from(Span::styled(dl.text(), theme::NOTE)), width),
     };
-    let mut spans =
+    let num = |n: Option<usize>| n.map(|n| format!("{n:>gutter$}")).unwrap_or_else(|| " ".repeat(gutter));
+    let prefix =
         vec![Span::styled(format!("{} {} ", num(dl.old_no), num(dl.new_no)), theme::MUTED), Span::styled(sign, base)];
-    for (e, s) in &dl.segments {
-        spans.push(Span::styled(s.clone(), if *e { emph } else { base }));
+    let avail = width.saturating_sub(pane::prefix_width(gutter)).max(1);
+    // The text as styled chars, with the search's matches marked.
+    let mut chars: Vec<(char, Style)> =
+        dl.segments.iter().flat_map(|(e, s)| s.chars().map(move |c| (c, if *e { emph } else { base }))).collect();
+    if let Some(q) = query {
+        let text: String = chars.iter().map(|(c, _)| c).collect();
+        for r in pane::find_all(&text, q) {
+            for (_, st) in &mut chars[r] {
+                *st = theme::MATCH;
+            }
+        }
     }
-    Line::from(spans)
+    // Sideways: drop the first `hscroll` columns.
+    let mut skipped = 0;
+    let mut start = 0;
+    while start < chars.len() && skipped + cw(chars[start].0) <= view.hscroll {
+        skipped += cw(chars[start].0);
+        start += 1;
+    }
+    let hidden_left = start > 0;
+    let chars = &chars[start..];
+    // Rows of at most `avail` columns.
+    let mut rows: Vec<Vec<(char, Style)>> = vec![Vec::new()];
+    let mut used = 0;
+    for &(c, st) in chars {
+        if used + cw(c) > avail {
+            if !view.wrap {
+                // Cut: the last column says there is more.
+                if let Some(row) = rows.last_mut() {
+                    while used + 1 > avail {
+                        let Some((p, _)) = row.pop() else { break };
+                        used -= cw(p);
+                    }
+                    row.push(('›', theme::MUTED));
+                }
+                break;
+            }
+            rows.push(Vec::new());
+            used = 0;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.push((c, st));
+        }
+        used += cw(c);
+    }
+    if hidden_left && let Some(first) = rows.first_mut() {
+        match first.first_mut() {
+            Some(c) if cw(c.0) == 1 => *c = ('‹', theme::MUTED),
+            _ => first.insert(0, ('‹', theme::MUTED)),
+        }
+    }
+    let blank = " ".repeat(pane::prefix_width(gutter));
+    rows.into_iter()
+        .enumerate()
+        .map(|(n, row)| {
+            let mut spans = if n == 0 { prefix.clone() } else { vec![Span::raw(blank.clone())] };
+            let lead = spans.len();
+            for (c, st) in row {
+                let len = spans.len();
+                match spans.last_mut() {
+                    Some(last) if len > lead && last.style == st => last.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), st)),
+                }
+            }
+            Line::from(spans)
+        })
+        .collect()
 }
 
 // ------------------------------------------------------------------- bottom lines
 
 fn draw_status(f: &mut Frame, app: &App, area: Rect) {
     let line = match (&app.filter_input, &app.status) {
+        _ if app.pane.search_input.is_some() => Line::from(vec![
+            Span::styled("search /", theme::WARN),
+            Span::raw(safe(app.pane.search_input.as_deref().unwrap_or_default()).into_owned()),
+            Span::styled("▏", theme::WARN),
+            Span::styled("  in the diff; Enter finds, then n/N; Esc cancels", theme::MUTED),
+        ]),
         (Some(input), _) => Line::from(vec![
             Span::styled("filter /", theme::WARN),
-            Span::raw(input.clone()),
+            Span::raw(safe(input).into_owned()),
             Span::styled("▏", theme::WARN),
             Span::styled("  path, event or tool; Enter keeps it, Esc clears", theme::MUTED),
         ]),
-        (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", s.text), theme::ERROR_BOLD)),
-        (None, Some(s)) => Line::from(Span::styled(s.text.clone(), theme::OK)),
+        (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", safe(&s.text)), theme::ERROR_BOLD)),
+        (None, Some(s)) => Line::from(Span::styled(safe(&s.text).into_owned(), theme::OK)),
         (None, None) => {
             let crashed = app.tree.views.iter().filter(|v| v.status == SessionStatus::Crashed).count();
             let open: usize = app.tree.views.iter().map(|v| v.open).sum();
@@ -603,11 +783,15 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         let default = d.default.and_then(|c| d.choices.iter().find(|(k, ..)| *k == c)).map(|(_, l, _)| l.as_str());
         keys.push((k(Action::Confirm), default.unwrap_or("cancel")));
         keys.push((k(Action::Cancel), "cancel"));
+    } else if app.pane.search_input.is_some() {
+        keys.push(("enter".into(), "search"));
+        keys.push(("esc".into(), "cancel"));
     } else if app.filter_input.is_some() {
         keys.push(("enter".into(), "keep filter"));
         keys.push(("esc".into(), "clear"));
-    } else if app.help {
-        keys.push(("any key".into(), "close help"));
+    } else if app.help || app.operations.is_some() {
+        keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "scroll"));
+        keys.push(("any other key".into(), "close"));
     } else {
         let targets = app.targets();
         let open = targets.iter().any(|e| e.is_unresolved());
@@ -619,6 +803,12 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             }
         } else {
             keys.push((format!("{}/{}", k(Action::MoveDown), k(Action::MoveUp)), "scroll"));
+            keys.push((format!("{}/{}", k(Action::PrevHunk), k(Action::NextHunk)), "hunk"));
+            keys.push((k(Action::Search), "search"));
+            if app.pane.search.is_some() {
+                keys.push((format!("{}/{}", k(Action::SearchNext), k(Action::SearchPrev)), "next/prev"));
+            }
+            keys.push((k(Action::Wrap), if app.pane.wrap { "cut lines" } else { "wrap" }));
         }
         if open {
             keys.push((k(Action::Done), "done"));
@@ -634,11 +824,21 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if entry.is_some() {
             keys.push((k(Action::DiffMode), mode_label(app.diff_mode)));
         }
-        keys.push((k(Action::Filter), "filter"));
+        if app.focus == Focus::Tree {
+            keys.push((k(Action::Filter), "filter"));
+        }
         keys.push((k(Action::ToggleResolved), if app.tree.show_resolved { "hide resolved" } else { "show resolved" }));
         keys.push((k(Action::SwitchPane), "pane"));
+        keys.push((k(Action::Zoom), if app.zoom { "both panes" } else { "full screen" }));
         keys.push((k(Action::Help), "help"));
         keys.push((k(Action::Quit), "quit"));
+        // Too wide: what comes just before help and quit goes first (they go last).
+        let width = |keys: &[(String, &str)]| -> usize {
+            keys.iter().map(|(k, l)| k.width() + 1 + l.width()).sum::<usize>() + 2 * keys.len().saturating_sub(1)
+        };
+        while keys.len() > 2 && width(&keys) > area.width as usize {
+            keys.remove(keys.len() - 3);
+        }
     }
     let mut spans = Vec::new();
     for (i, (key, label)) in keys.iter().enumerate() {
@@ -659,13 +859,42 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h)
 }
 
+/// An overlay of `lines` in the middle of the screen that scrolls: its bottom border says
+/// which lines show and how to scroll when they do not all fit.
+fn draw_overlay(f: &mut Frame, area: Rect, title: &str, lines: Vec<Line<'static>>, scroll: usize, width: u16) {
+    // Above the status line and the footer, which say how to scroll and close it.
+    let above = Rect { height: area.height.saturating_sub(2), ..area };
+    let r = centered(above, width, (lines.len() as u16).saturating_add(2));
+    let rows = r.height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(rows));
+    let mut block = Block::bordered()
+        .border_type(BorderType::Rounded)
+        .border_style(theme::INFO)
+        .title(Line::from(Span::styled(format!(" {title} "), theme::BOLD)));
+    if lines.len() > rows {
+        let last = (scroll + rows).min(lines.len());
+        block = block.title_bottom(
+            Line::from(Span::styled(
+                format!(" lines {}-{last} of {} · j/k, PgUp/PgDn scroll ", scroll + 1, lines.len()),
+                theme::MUTED,
+            ))
+            .right_aligned(),
+        );
+    }
+    f.render_widget(Clear, r);
+    f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
+}
+
 fn draw_help(f: &mut Frame, app: &App, area: Rect) {
     let mut lines = Vec::new();
-    for (_, action, _, help) in BINDINGS.iter().filter(|b| !b.1.in_dialog()) {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:>16}  ", app.keymap.keys_of(*action)), theme::HEADING),
-            Span::raw(*help),
-        ]));
+    for group in GROUPS.iter().filter(|g| **g != "dialogs") {
+        lines.push(Line::from(Span::styled(format!("{group:>16}"), theme::BOLD)));
+        for (_, action, _, _, help) in BINDINGS.iter().filter(|b| b.3 == *group) {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:>16}  ", app.keymap.keys_of(*action)), theme::HEADING),
+                Span::raw(*help),
+            ]));
+        }
     }
     let mut states = vec![Span::styled(format!("{:>16}  ", "states"), theme::BOLD)];
     for st in [
@@ -681,6 +910,7 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         states.push(Span::styled(format!("{} ", state_icon(st)), state_style(st)));
         states.push(Span::raw(format!("{}  ", present::label(st))));
     }
+    lines.push(Line::raw(""));
     lines.extend(wrap_line(Line::from(states), 72).into_iter().map(|mut l| {
         if l.spans.first().is_some_and(|s| s.content == "  ") {
             l.spans[0] = Span::raw(" ".repeat(18));
@@ -702,14 +932,39 @@ fn draw_help(f: &mut Frame, app: &App, area: Rect) {
         "  Rebind: .walj/config.toml [keys] revert = [\"x\"] · mouse: wheel, click",
         theme::MUTED,
     )));
-    let r = centered(area, 76, lines.len() as u16 + 2);
-    let scroll = app.help_scroll.min(lines.len().saturating_sub(r.height.saturating_sub(2) as usize));
-    f.render_widget(Clear, r);
-    let block = Block::bordered()
-        .border_type(BorderType::Rounded)
-        .border_style(theme::INFO)
-        .title(Line::from(Span::styled(" keys ", theme::BOLD)));
-    f.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), r);
+    draw_overlay(f, area, "keys", lines, app.help_scroll, 76);
+}
+
+/// The operation list: what was marked, reverted, handed back, newest first.
+fn draw_operations(f: &mut Frame, app: &App, ops: &[super::ops::Operation], area: Rect) {
+    let mut lines = Vec::new();
+    if ops.is_empty() {
+        lines.push(Line::from(Span::styled("  nothing yet: d, r and H record what they do here", theme::MUTED)));
+    }
+    let w = area.width.saturating_sub(4).min(96) as usize;
+    for op in ops {
+        let style = if op.undone { theme::MUTED } else { theme::PLAIN };
+        let mut spans = vec![
+            Span::styled(format!(" {} ", short_time(&app.time(&op.ts))), theme::MUTED),
+            Span::styled(format!("{:<12}", op.verb()), if op.undone { theme::MUTED } else { theme::HEADING }),
+        ];
+        let mut tail = String::new();
+        if op.undone {
+            tail.push_str("  (undone)");
+        }
+        if let Some(a) = &op.actor {
+            tail.push_str(&format!("  by {a}"));
+        }
+        let used: usize = spans.iter().map(Span::width).sum::<usize>() + tail.width();
+        spans.push(Span::styled(fit_path(&op.what(), w.saturating_sub(used + 1)), style));
+        spans.push(Span::styled(tail, theme::MUTED));
+        lines.push(Line::from(spans));
+    }
+    let u = app.keymap.key_of(Action::Undo);
+    let r = app.keymap.key_of(Action::Redo);
+    lines.push(Line::raw(""));
+    lines.push(Line::from(Span::styled(format!("  {u} undoes the newest, {r} redoes what {u} undid"), theme::MUTED)));
+    draw_overlay(f, area, "operations, newest first", lines, app.help_scroll, (w + 4) as u16);
 }
 
 /// Where a dialog goes and how its lines split: the fixed lines above the body (title is

@@ -26,24 +26,47 @@ pub enum Action {
     PageUp,
     /// Enter: expand or collapse the node.
     Toggle,
-    /// l / →: expand, or step into the first child.
+    /// l / →: expand, or step into the first child (diff: scroll right).
     Expand,
-    /// h / ←: collapse, or step out to the parent.
+    /// h / ←: collapse, or step out to the parent (diff: scroll left, then back to the tree).
     Collapse,
+    CollapseAll,
+    ExpandAll,
+    NextSession,
+    PrevSession,
     SwitchPane,
+    /// The focused pane takes the whole screen (again: back to two panes).
+    Zoom,
     /// Space: add the node's entries to the selection (or remove them).
     Select,
     Done,
     Revert,
     Undo,
+    Redo,
     HandBack,
+    /// Open the file at the changed line in `$EDITOR`.
+    Edit,
+    /// Copy the path, the id or the `claude --resume` line (OSC 52).
+    Copy,
+    /// The operation list: what was marked, reverted, handed back, undone.
+    Operations,
     Filter,
+    /// `/` in the diff pane: search the diff.
+    Search,
+    SearchNext,
+    SearchPrev,
     ToggleResolved,
     /// Cycle the diff: pre-image → disk, pre-image → post-image, HEAD → disk.
     DiffMode,
     DiffPre,
     DiffApplied,
     DiffHead,
+    NextHunk,
+    PrevHunk,
+    ScrollLeft,
+    ScrollRight,
+    /// Long diff lines wrap instead of running off the pane.
+    Wrap,
     ScrollDown,
     ScrollUp,
     Refresh,
@@ -57,45 +80,98 @@ pub enum Action {
     Cancel,
 }
 
-impl Action {
-    /// Dialog actions are looked up only while a dialog is open (their keys mean something
-    /// else on the tree: Enter toggles, Esc quits).
-    pub fn in_dialog(self) -> bool {
-        matches!(self, Action::Confirm | Action::Cancel)
+/// Where a key means its action: a key may mean one thing on the tree and another in the
+/// diff (`/` filters the tree, searches the diff); dialog keys are read only in dialogs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The tree and the diff pane.
+    Panes,
+    Tree,
+    Diff,
+    Dialog,
+}
+
+impl Scope {
+    /// Two scopes where the same key would be ambiguous.
+    fn overlaps(self, other: Scope) -> bool {
+        match (self, other) {
+            (Scope::Dialog, o) | (o, Scope::Dialog) => o == Scope::Dialog,
+            (Scope::Panes, _) | (_, Scope::Panes) => true,
+            (a, b) => a == b,
+        }
     }
 }
 
-/// (config name, action, default keys, help text). The help overlay lists this table.
-pub const BINDINGS: &[(&str, Action, &[&str], &str)] = &[
-    ("move_down", Action::MoveDown, &["j", "down"], "next row (diff: scroll down)"),
-    ("move_up", Action::MoveUp, &["k", "up"], "previous row (diff: scroll up)"),
-    ("first", Action::First, &["g", "home"], "first row / top of the diff"),
-    ("last", Action::Last, &["G", "end"], "last row / end of the diff"),
-    ("page_down", Action::PageDown, &["pagedown"], "page down"),
-    ("page_up", Action::PageUp, &["pageup"], "page up"),
-    ("toggle", Action::Toggle, &["enter"], "expand / collapse"),
-    ("expand", Action::Expand, &["l", "right"], "expand / step in"),
-    ("collapse", Action::Collapse, &["h", "left"], "collapse / step out"),
-    ("switch_pane", Action::SwitchPane, &["tab", "backtab"], "switch between tree and diff"),
-    ("select", Action::Select, &["space"], "select several entries"),
-    ("done", Action::Done, &["d"], "mark done (the change is fine)"),
-    ("revert", Action::Revert, &["r"], "revert to the pre-image (asks first)"),
-    ("undo", Action::Undo, &["u"], "undo the last action on the entry"),
-    ("hand_back", Action::HandBack, &["H"], "hand back to Claude (next session)"),
-    ("filter", Action::Filter, &["/"], "filter by path or event"),
-    ("toggle_resolved", Action::ToggleResolved, &["s"], "show / hide resolved entries"),
-    ("diff_mode", Action::DiffMode, &["m"], "cycle the diff: pre→disk, pre→post, HEAD→disk"),
-    ("diff_pre", Action::DiffPre, &["1"], "diff: pre-image → disk"),
-    ("diff_applied", Action::DiffApplied, &["2"], "diff: pre-image → post-image (what the tool did)"),
-    ("diff_head", Action::DiffHead, &["3"], "diff: HEAD → disk"),
-    ("scroll_down", Action::ScrollDown, &["ctrl+d", "J"], "scroll the diff down"),
-    ("scroll_up", Action::ScrollUp, &["ctrl+u", "K"], "scroll the diff up"),
-    ("refresh", Action::Refresh, &["R"], "reload the journal"),
-    ("help", Action::Help, &["?"], "this help"),
-    ("back", Action::Back, &["esc"], "back: diff → tree, clear selection, filter"),
-    ("quit", Action::Quit, &["q", "ctrl+c"], "quit (a dialog open: nothing is done)"),
-    ("confirm", Action::Confirm, &["enter"], "dialog: its default (shown; cancel if only force)"),
-    ("cancel", Action::Cancel, &["esc"], "dialog: close without acting"),
+impl Action {
+    /// Where the action's keys are read.
+    pub fn scope(self) -> Scope {
+        match self {
+            Action::Confirm | Action::Cancel => Scope::Dialog,
+            Action::Filter => Scope::Tree,
+            Action::Search => Scope::Diff,
+            _ => Scope::Panes,
+        }
+    }
+
+    /// Dialog actions are looked up only while a dialog is open (their keys mean something
+    /// else on the tree: Enter toggles, Esc goes back).
+    pub fn in_dialog(self) -> bool {
+        self.scope() == Scope::Dialog
+    }
+}
+
+/// Headings of the help overlay, in its order.
+pub const GROUPS: &[&str] = &["move", "diff", "act", "view", "dialogs"];
+
+/// (config name, action, default keys, help group, help text). The help overlay lists this
+/// table by group.
+pub const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
+    ("move_down", Action::MoveDown, &["j", "down"], "move", "next row (diff: scroll down)"),
+    ("move_up", Action::MoveUp, &["k", "up"], "move", "previous row (diff: scroll up)"),
+    ("first", Action::First, &["g", "home"], "move", "first row / top of the diff"),
+    ("last", Action::Last, &["G", "end"], "move", "last row / end of the diff"),
+    ("page_down", Action::PageDown, &["pagedown"], "move", "page down"),
+    ("page_up", Action::PageUp, &["pageup"], "move", "page up"),
+    ("toggle", Action::Toggle, &["enter"], "move", "expand / collapse (an entry: read its diff)"),
+    ("expand", Action::Expand, &["l", "right"], "move", "expand / step in (diff: scroll right)"),
+    ("collapse", Action::Collapse, &["h", "left"], "move", "collapse / step out (diff: scroll left, back)"),
+    ("collapse_all", Action::CollapseAll, &["-"], "move", "collapse every session"),
+    ("expand_all", Action::ExpandAll, &["+", "="], "move", "expand every session and group"),
+    ("next_session", Action::NextSession, &["}"], "move", "next session"),
+    ("prev_session", Action::PrevSession, &["{"], "move", "previous session"),
+    ("switch_pane", Action::SwitchPane, &["tab", "backtab"], "move", "switch between tree and diff"),
+    ("scroll_down", Action::ScrollDown, &["ctrl+d", "J"], "diff", "scroll the diff down (from anywhere)"),
+    ("scroll_up", Action::ScrollUp, &["ctrl+u", "K"], "diff", "scroll the diff up (from anywhere)"),
+    ("next_hunk", Action::NextHunk, &["]"], "diff", "next hunk"),
+    ("prev_hunk", Action::PrevHunk, &["["], "diff", "previous hunk"),
+    ("scroll_right", Action::ScrollRight, &[">"], "diff", "scroll long lines right"),
+    ("scroll_left", Action::ScrollLeft, &["<"], "diff", "scroll long lines left"),
+    ("wrap", Action::Wrap, &["w"], "diff", "wrap long lines (again: cut them)"),
+    ("search", Action::Search, &["/"], "diff", "in the diff pane: search the diff"),
+    ("search_next", Action::SearchNext, &["n"], "diff", "next match"),
+    ("search_prev", Action::SearchPrev, &["N"], "diff", "previous match"),
+    ("diff_mode", Action::DiffMode, &["m"], "diff", "cycle the diff: pre→disk, pre→post, HEAD→disk"),
+    ("diff_pre", Action::DiffPre, &["1"], "diff", "diff: pre-image → disk"),
+    ("diff_applied", Action::DiffApplied, &["2"], "diff", "diff: pre-image → post-image (what the tool did)"),
+    ("diff_head", Action::DiffHead, &["3"], "diff", "diff: HEAD → disk"),
+    ("select", Action::Select, &["space"], "act", "select several entries"),
+    ("done", Action::Done, &["d"], "act", "mark done (the change is fine)"),
+    ("revert", Action::Revert, &["r"], "act", "revert to the pre-image (asks first)"),
+    ("hand_back", Action::HandBack, &["H"], "act", "hand back to Claude (next session)"),
+    ("undo", Action::Undo, &["u"], "act", "undo the last action on the entry"),
+    ("redo", Action::Redo, &["ctrl+r"], "act", "redo what u undid"),
+    ("edit", Action::Edit, &["e"], "act", "open the file at the change in $EDITOR"),
+    ("copy", Action::Copy, &["y"], "act", "copy the path, id or resume line (OSC 52)"),
+    ("operations", Action::Operations, &["o"], "view", "operation list: what was done, newest first"),
+    ("filter", Action::Filter, &["/"], "view", "in the tree: filter by path, event or tool"),
+    ("toggle_resolved", Action::ToggleResolved, &["s"], "view", "show / hide resolved entries"),
+    ("zoom", Action::Zoom, &["f"], "view", "full screen: the focused pane alone (again: both)"),
+    ("refresh", Action::Refresh, &["R"], "view", "reload the journal"),
+    ("help", Action::Help, &["?"], "view", "this help"),
+    ("back", Action::Back, &["esc"], "view", "back: diff → tree, clear selection, filter"),
+    ("quit", Action::Quit, &["q", "ctrl+c"], "view", "quit (a dialog open: nothing is done)"),
+    ("confirm", Action::Confirm, &["enter"], "dialogs", "dialog: its default (shown; cancel if only force)"),
+    ("cancel", Action::Cancel, &["esc"], "dialogs", "dialog: close without acting"),
 ];
 
 /// A key with its modifiers, comparable regardless of how the terminal reported shift.
@@ -251,7 +327,7 @@ impl Default for Keymap {
         Keymap {
             bindings: BINDINGS
                 .iter()
-                .map(|(_, a, keys, _)| (*a, keys.iter().filter_map(|k| parse_key(k).ok()).collect()))
+                .map(|(_, a, keys, ..)| (*a, keys.iter().filter_map(|k| parse_key(k).ok()).collect()))
                 .collect(),
         }
     }
@@ -281,28 +357,37 @@ impl Keymap {
             overridden.push(pos);
         }
         // A key the user gave to one action leaves the action it was a default of.
-        // A key given to an action leaves the defaults of the others in the same place
-        // (dialog keys and tree keys never meet: Enter may toggle and confirm).
-        let taken: Vec<(bool, Key)> = overridden
+        // A key given to an action leaves the defaults of the others where both are read
+        // (dialog keys and pane keys never meet: Enter may toggle and confirm; `/` may
+        // filter the tree and search the diff).
+        let taken: Vec<(Scope, Key)> = overridden
             .iter()
             .flat_map(|&i| {
-                let scope = map.bindings[i].0.in_dialog();
+                let scope = map.bindings[i].0.scope();
                 map.bindings[i].1.iter().map(move |k| (scope, *k))
             })
             .collect();
         for (i, (a, keys)) in map.bindings.iter_mut().enumerate() {
             if !overridden.contains(&i) {
-                let scope = a.in_dialog();
-                keys.retain(|k| !taken.contains(&(scope, *k)));
+                let scope = a.scope();
+                keys.retain(|k| !taken.iter().any(|(s, t)| t == k && s.overlaps(scope)));
             }
         }
         Ok(map)
     }
 
-    /// The action bound to a key.
-    /// The action of a key on the tree and the diff.
+    /// The action of a key on the tree (see [`Keymap::action_in`]).
     pub fn action(&self, key: &Key) -> Option<Action> {
-        self.bindings.iter().find(|(a, keys)| !a.in_dialog() && keys.contains(key)).map(|(a, _)| *a)
+        self.action_in(key, Scope::Tree)
+    }
+
+    /// The action of a key in a pane (`Scope::Tree` or `Scope::Diff`): the pane's own
+    /// bindings, then those of both panes.
+    pub fn action_in(&self, key: &Key, pane: Scope) -> Option<Action> {
+        let find = |want: Scope| {
+            self.bindings.iter().find(|(a, keys)| a.scope() == want && keys.contains(key)).map(|(a, _)| *a)
+        };
+        find(pane).or_else(|| find(Scope::Panes))
     }
 
     /// A key as a dialog reads it: confirm, cancel, or a letter that may pick a choice.
@@ -357,6 +442,32 @@ mod tests {
         assert_eq!(map.dialog_key(&parse_key("x").unwrap()), Some(DialogKey::Cancel));
         assert_eq!(map.dialog_key(&esc), None, "esc no longer cancels once cancel is rebound");
         assert_eq!(map.action(&esc), Some(Action::Back));
+    }
+
+    #[test]
+    fn default_keys_never_clash_where_they_are_read() {
+        for (i, (n1, a1, k1, ..)) in BINDINGS.iter().enumerate() {
+            for (n2, a2, k2, ..) in &BINDINGS[i + 1..] {
+                if a1.scope().overlaps(a2.scope()) {
+                    let shared: Vec<&&str> = k1.iter().filter(|k| k2.contains(k)).collect();
+                    assert!(shared.is_empty(), "{n1} and {n2} share {shared:?}");
+                }
+            }
+            assert!(GROUPS.contains(&BINDINGS[i].3), "{n1}: help group {:?}", BINDINGS[i].3);
+        }
+        // `/` filters the tree and searches the diff.
+        let map = Keymap::default();
+        let slash = parse_key("/").unwrap();
+        assert_eq!(map.action_in(&slash, Scope::Tree), Some(Action::Filter));
+        assert_eq!(map.action_in(&slash, Scope::Diff), Some(Action::Search));
+        assert_eq!(map.action_in(&parse_key("j").unwrap(), Scope::Diff), Some(Action::MoveDown));
+        // Rebinding search leaves the filter alone (different panes), and the reverse.
+        let cfg: toml::Table = toml::from_str("search = \"?\"").unwrap();
+        let map = Keymap::from_config(&cfg).unwrap();
+        assert_eq!(map.action_in(&slash, Scope::Tree), Some(Action::Filter));
+        assert_eq!(map.action_in(&slash, Scope::Diff), None, "the tree's / is not read in the diff");
+        assert_eq!(map.action_in(&parse_key("?").unwrap(), Scope::Diff), Some(Action::Search));
+        assert_eq!(map.keys_of(Action::Help), "", "? left help, which shares both panes");
     }
 
     #[test]

@@ -3,7 +3,20 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-/// The screen's regions.
+/// Smallest screen the dashboard draws on; below it says so.
+pub const MIN_WIDTH: u16 = 40;
+pub const MIN_HEIGHT: u16 = 8;
+
+/// Which pane, if one, takes the whole main area (`f`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Zoom {
+    #[default]
+    Off,
+    Tree,
+    Diff,
+}
+
+/// The screen's regions. A pane that is not shown has a zero-width area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Areas {
     pub tree: Rect,
@@ -12,11 +25,22 @@ pub struct Areas {
     pub footer: Rect,
 }
 
-/// Splits the screen: tree | detail, then a status line and a footer.
-pub fn layout(area: Rect) -> Areas {
+/// The screen is too small to draw the dashboard on.
+pub fn too_small(area: Rect) -> bool {
+    area.width < MIN_WIDTH || area.height < MIN_HEIGHT
+}
+
+/// Splits the screen: tree | detail (or one of them, zoomed), then a status line and a
+/// footer.
+pub fn layout(area: Rect, zoom: Zoom) -> Areas {
     let [main, status, footer] =
         Layout::vertical([Constraint::Min(0), Constraint::Length(1), Constraint::Length(1)]).areas(area);
-    let tree_w = if area.width < 80 { area.width / 2 } else { (area.width * 2 / 5).clamp(40, 64) };
+    let tree_w = match zoom {
+        Zoom::Off if area.width < 80 => area.width / 2,
+        Zoom::Off => (area.width * 2 / 5).clamp(40, 64),
+        Zoom::Tree => area.width,
+        Zoom::Diff => 0,
+    };
     let [tree, diff] = Layout::horizontal([Constraint::Length(tree_w), Constraint::Min(0)]).areas(main);
     Areas { tree, diff, status, footer }
 }

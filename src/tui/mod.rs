@@ -5,10 +5,14 @@
 //! - [`app`]: the state and `update(action)`; triage goes through [`crate::triage`].
 //! - [`tree`]: the tree pane's model (views, rows, expansion, cursor, filter, selection).
 //! - [`dialogs`]: the confirmation dialogs, pure builders.
-//! - [`diff`]: the diff pane's model, computed lazily and cached per (entry, mode).
+//! - [`diff`]: the diff pane's view of the one diff model, computed lazily and cached per
+//!   (entry, mode); [`pane`]: sideways scroll, wrap, search and hunk jumps over it.
+//! - [`ops`]: the operation list (`o`) and what redo (`ctrl+r`) does.
 //! - [`layout`]: the screen's regions from its size (drawing, paging and mouse hits).
-//! - [`draw`]: renders `&App`, changes nothing; [`theme`]: its colours, by role.
-//! - [`term`]: event sources (crossterm, scripts) and terminal setup/restore.
+//! - [`draw`]: renders `&App`, changes nothing; [`theme`]: its colours, by role, and the
+//!   light and no-colour themes.
+//! - [`term`]: event sources (crossterm, scripts), the clipboard (OSC 52), the editor,
+//!   terminal setup/restore and hangup.
 //! - [`demo`]: the sample project behind `walj tui --demo`.
 //!
 //! [`run_loop`] is generic over the backend and the event source, so tests drive the
@@ -21,6 +25,8 @@ pub mod diff;
 pub mod draw;
 pub mod keymap;
 pub mod layout;
+pub mod ops;
+pub mod pane;
 pub mod term;
 pub mod theme;
 pub mod tree;
@@ -48,11 +54,17 @@ fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::Result<()> {
     let size = terminal.size().map_err(backend_err)?;
     app.prepare(Rect::new(0, 0, size.width, size.height));
-    let lines = draw::detail_len(app);
-    app.set_detail_len(lines);
+    let m = draw::detail_metrics(app);
+    app.set_detail_len(m.lines, m.header, m.max_scroll);
     app.dialog_rows =
         app.dialog.as_ref().map_or(0, |d| draw::dialog_body_rows(d, Rect::new(0, 0, size.width, size.height)));
-    terminal.draw(|f| draw::draw(f, app)).map_err(backend_err)?;
+    let theme = app.theme;
+    terminal
+        .draw(|f| {
+            draw::draw(f, app);
+            theme.adapt(f.buffer_mut());
+        })
+        .map_err(backend_err)?;
     Ok(())
 }
 
@@ -71,10 +83,15 @@ pub fn run_loop<B: Backend, E: EventSource>(
                     terminal.autoresize().map_err(backend_err)?;
                 }
                 if let Some(req) = app.edit_request.clone() {
-                    // `e` in a conflict: the editor gets the terminal, then a full redraw.
-                    let result = events.suspend(&mut || term::run_editor(&req.editor, &req.file));
+                    // `e`: the editor gets the terminal, then a full redraw.
+                    let result = events.suspend(&mut || term::run_editor(&req.editor, &req.file, req.line));
                     terminal.clear().map_err(backend_err)?;
                     app.edited(result);
+                }
+                if let Some(text) = app.clipboard.take()
+                    && let Err(e) = events.copy(&text)
+                {
+                    app.copy_failed(&e);
                 }
             }
             Input::Tick => {
@@ -95,10 +112,22 @@ pub fn load_keymap(project: &Project) -> anyhow::Result<keymap::Keymap> {
     keymap::Keymap::from_config(&cfg.keys).map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))
 }
 
+/// The theme: `[theme] mode` of `.walj/config.toml`, else `NO_COLOR` / `COLORFGBG`.
+pub fn load_theme(project: &Project) -> anyhow::Result<theme::Theme> {
+    let cfg = Config::load(&project.config_path())?;
+    let mode = cfg.theme.get("mode").and_then(toml::Value::as_str);
+    if let Some(k) = cfg.theme.keys().find(|k| *k != "mode") {
+        anyhow::bail!("{}: [theme] {k}: unknown (only mode)", project.config_path().display());
+    }
+    theme::Theme::detect(mode, |k| std::env::var(k).ok())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))
+}
+
 /// Runs the dashboard on the real terminal.
 pub fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
-    let mut app = App::new(project, AppOptions { keymap, ..AppOptions::default() });
+    let theme = load_theme(&project)?;
+    let mut app = App::new(project, AppOptions { keymap, theme, ..AppOptions::default() });
     let mut events = term::CrosstermEvents::new();
     let mut guard = term::TerminalGuard::new().map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;
     let result = run_loop(&mut guard.terminal, &mut events, &mut app);

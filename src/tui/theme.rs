@@ -59,6 +59,9 @@ pub const MARK: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::B
 /// Diff notes (binary, not captured, no newline).
 pub const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);
 
+/// A search match in the diff.
+pub const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
+
 pub const CURSOR_BG: Color = Color::Indexed(238);
 pub const CURSOR_BG_DIM: Color = Color::Indexed(236);
 pub const ADD: Style = Style::new().fg(Color::Green);
@@ -71,3 +74,77 @@ pub const BORDER_FOCUS: Color = Color::Cyan;
 pub const DIALOG_WARN: Color = Color::Yellow;
 pub const DIALOG: Color = Color::Cyan;
 pub const HELP_BORDER: Style = Style::new().fg(Color::Cyan);
+
+/// How colours reach the terminal: the dark palette above as drawn, adapted to a light
+/// background, or no colour at all (`NO_COLOR`), where reverse video and bold carry the
+/// cues (the selected row, badges and marked words reversed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Theme {
+    #[default]
+    Dark,
+    Light,
+    Mono,
+}
+
+impl Theme {
+    /// `[theme] mode` of the config (`auto`, `dark`, `light`, `mono`), then `NO_COLOR`,
+    /// then the terminal's own hint `COLORFGBG` ("15;0": light text on a dark background).
+    pub fn detect(mode: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Result<Theme, String> {
+        match mode.map(str::to_ascii_lowercase).as_deref() {
+            Some("dark") => return Ok(Theme::Dark),
+            Some("light") => return Ok(Theme::Light),
+            Some("mono") | Some("none") => return Ok(Theme::Mono),
+            None | Some("auto") => {}
+            Some(other) => return Err(format!("[theme] mode = {other:?}: expected auto, dark, light or mono")),
+        }
+        if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+            return Ok(Theme::Mono);
+        }
+        // The last field is the background colour; 7 and 9–15 are light ones.
+        let bg = env("COLORFGBG").and_then(|v| v.rsplit(';').next().and_then(|b| b.trim().parse::<u8>().ok()));
+        Ok(match bg {
+            Some(7) | Some(9..=15) => Theme::Light,
+            _ => Theme::Dark,
+        })
+    }
+
+    /// Adapts a frame drawn with the dark palette to this theme (one pass over the cells).
+    pub fn adapt(self, buf: &mut ratatui::buffer::Buffer) {
+        match self {
+            Theme::Dark => {}
+            Theme::Light => {
+                for cell in buf.content.iter_mut() {
+                    cell.fg = light(cell.fg, true);
+                    cell.bg = light(cell.bg, false);
+                }
+            }
+            Theme::Mono => {
+                for cell in buf.content.iter_mut() {
+                    if cell.bg != Color::Reset {
+                        cell.modifier.insert(Modifier::REVERSED);
+                    }
+                    cell.fg = Color::Reset;
+                    cell.bg = Color::Reset;
+                }
+            }
+        }
+    }
+}
+
+/// A dark-palette colour for a light background: dark text where it was light, light
+/// backgrounds where they were dark.
+fn light(c: Color, fg: bool) -> Color {
+    match (c, fg) {
+        (Color::White | Color::Gray, true) => Color::Black,
+        (Color::DarkGray, true) => Color::Indexed(243),
+        (Color::Yellow, true) => Color::Indexed(130),
+        (Color::Cyan, true) => Color::Indexed(30),
+        (Color::Green, true) => Color::Indexed(28),
+        (Color::Indexed(22), false) => Color::Indexed(194),
+        (Color::Indexed(52), false) => Color::Indexed(224),
+        (Color::Indexed(236), false) => Color::Indexed(255),
+        (Color::Indexed(237), false) => Color::Indexed(252),
+        (Color::Indexed(238), false) => Color::Indexed(253),
+        (c, _) => c,
+    }
+}

@@ -6,6 +6,24 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::fold::{Entry, Fold, SessionStatus};
 
+/// A tool call id without Claude Code's `toolu_` prefix.
+fn short_id_str(id: &str) -> &str {
+    id.strip_prefix("toolu_").unwrap_or(id)
+}
+
+/// The shortest start of `id` (at least 6 chars) that no other of `all` starts with; the
+/// whole id when it is a start of another.
+fn distinct_prefix(id: &str, all: &[&str]) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    for n in 6.min(chars.len())..=chars.len() {
+        let p: String = chars[..n].iter().collect();
+        if all.iter().filter(|o| o.starts_with(&p)).count() == 1 {
+            return p;
+        }
+    }
+    id.to_string()
+}
+
 /// A node of the tree, by identity (stable across reloads, so the selection survives).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NodeKey {
@@ -57,6 +75,9 @@ pub struct Tree {
     pub filter: String,
     /// Entries picked with Space (full ids).
     pub marked: BTreeSet<String>,
+    /// Entries (indexes into `fold.entries`) whose path another shown entry of the same
+    /// session has too, with the shortest start of their id that tells them apart.
+    pub repeated: HashMap<usize, String>,
     /// Expansions the user chose (else: the default of the node).
     toggled: HashMap<NodeKey, bool>,
 }
@@ -116,6 +137,19 @@ impl Tree {
         }
         // Newest first: after a crash the session that crashed is on top.
         views.sort_by(|a, b| fold.sessions[b.session].last_ts.cmp(&fold.sessions[a.session].last_ts));
+        self.repeated.clear();
+        for v in &views {
+            let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
+            for &i in v.groups.iter().flat_map(|(_, g)| g) {
+                by_path.entry(fold.entries[i].path.as_str()).or_default().push(i);
+            }
+            for same in by_path.values().filter(|v| v.len() > 1) {
+                let ids: Vec<&str> = same.iter().map(|&i| short_id_str(&fold.entries[i].id)).collect();
+                for (k, &i) in same.iter().enumerate() {
+                    self.repeated.insert(i, distinct_prefix(ids[k], &ids));
+                }
+            }
+        }
         self.views = views;
     }
 
@@ -258,6 +292,33 @@ impl Tree {
         true
     }
 
+    /// Every session collapsed (`false`), or every session and group expanded; the cursor
+    /// stays on its node, or on the session it was in.
+    pub fn set_all_expanded(&mut self, expand: bool, fold: &Fold, height: usize) {
+        let session_of = |t: &Tree| match t.selected().map(|r| r.item) {
+            Some(Item::Session(vi) | Item::Group(vi, _) | Item::Entry(vi, ..)) => {
+                Some(NodeKey::Session(fold.sessions[t.views[vi].session].session.clone()))
+            }
+            None => None,
+        };
+        let session = session_of(self);
+        for v in &self.views {
+            let s = &fold.sessions[v.session].session;
+            self.toggled.insert(NodeKey::Session(s.clone()), expand);
+            for (event, _) in &v.groups {
+                self.toggled.insert(NodeKey::Group(s.clone(), event.clone()), true);
+            }
+        }
+        self.rebuild_rows(fold, height);
+        if !expand
+            && let Some(key) = session
+            && let Some(i) = self.rows.iter().position(|r| r.key == key)
+        {
+            self.cursor = i;
+            self.scroll_into_view(height);
+        }
+    }
+
     /// The row of the selected node's parent.
     pub fn parent_row(&self) -> Option<usize> {
         let row = self.selected()?;
@@ -282,5 +343,20 @@ impl Tree {
     /// The status of a session as shown.
     pub fn session_status(&self, fold: &Fold, session: &str) -> Option<SessionStatus> {
         self.views.iter().find(|v| fold.sessions[v.session].session == session).map(|v| v.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_paths_get_the_shortest_distinct_id() {
+        let all = ["01EditServer", "01EditServer2", "01EditListen"];
+        assert_eq!(distinct_prefix("01EditListen", &all), "01EditL");
+        assert_eq!(distinct_prefix("01EditServer", &all), "01EditServer");
+        assert_eq!(distinct_prefix("01EditServer2", &all), "01EditServer2");
+        assert_eq!(distinct_prefix("01Abcdefgh", &["01Abcdefgh", "01Xbcdefgh"]), "01Abcd");
+        assert_eq!(distinct_prefix("abc", &["abc", "abd"]), "abc");
     }
 }

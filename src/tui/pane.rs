@@ -1,0 +1,149 @@
+//! How the diff pane shows its view: sideways scroll, wrap, search, hunk jumps, and the
+//! rows a line takes. Pure functions over a [`DiffView`]; the app keeps the state and the
+//! drawing code asks here, so scrolling and drawing count rows the same way.
+
+use unicode_width::UnicodeWidthChar;
+
+use super::diff::{DiffLine, DiffView, LineKind};
+
+/// Columns a sideways step moves.
+pub const HSTEP: usize = 8;
+
+/// The diff pane's display state (the vertical scroll is the app's `diff_scroll`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffPane {
+    /// Columns of every diff line hidden on the left.
+    pub hscroll: usize,
+    /// Long lines wrap onto more rows instead of running off the pane.
+    pub wrap: bool,
+    /// The search being typed (`/` in the diff pane).
+    pub search_input: Option<String>,
+    /// The search in force (`n`/`N` move between its matches).
+    pub search: Option<String>,
+    /// The diff line of the match `n`/`N` moved to last.
+    pub current: Option<usize>,
+}
+
+/// Display width of a char (0 for combining marks).
+pub fn cw(c: char) -> usize {
+    c.width().unwrap_or(0)
+}
+
+/// Columns of the number gutter and sign before a diff line's text (`12 13 +`).
+pub fn prefix_width(gutter: usize) -> usize {
+    2 * gutter + 3
+}
+
+/// Columns of a line's text.
+pub fn text_width(line: &DiffLine) -> usize {
+    line.segments.iter().flat_map(|(_, s)| s.chars()).map(cw).sum()
+}
+
+/// Rows one diff line takes in a pane `width` columns wide.
+pub fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
+    if width == 0 || (!pane.wrap && line.kind != LineKind::Note) {
+        return 1;
+    }
+    // Notes are prose and always wrap (at spaces: count a little more room).
+    let (avail, w) = match line.kind {
+        LineKind::Note => (width.saturating_sub(2).max(1), text_width(line)),
+        LineKind::Hunk => (width, text_width(line)),
+        _ => (width.saturating_sub(prefix_width(gutter)).max(1), text_width(line).saturating_sub(pane.hscroll)),
+    };
+    w.div_ceil(avail).max(1)
+}
+
+/// Lines of `view` that match `query` (case-insensitive unless it has a capital letter).
+pub fn matches(view: &DiffView, query: &str) -> Vec<usize> {
+    if query.is_empty() {
+        return Vec::new();
+    }
+    view.lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matches!(l.kind, LineKind::Context | LineKind::Added | LineKind::Removed))
+        .filter(|(_, l)| !find_all(&l.text(), query).is_empty())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Smart case: a query with a capital letter is matched exactly.
+fn fold_case(query: &str) -> bool {
+    !query.chars().any(char::is_uppercase)
+}
+
+/// Char ranges of `text` where `query` occurs (smart case, not overlapping).
+pub fn find_all(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
+    let norm = |c: char| if fold_case(query) { c.to_lowercase().next().unwrap_or(c) } else { c };
+    let hay: Vec<char> = text.chars().map(norm).collect();
+    let needle: Vec<char> = query.chars().map(norm).collect();
+    let mut out = Vec::new();
+    if needle.is_empty() || needle.len() > hay.len() {
+        return out;
+    }
+    let mut i = 0;
+    while i + needle.len() <= hay.len() {
+        if hay[i..i + needle.len()] == needle[..] {
+            out.push(i..i + needle.len());
+            i += needle.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Indexes of the hunk headers.
+pub fn hunks(view: &DiffView) -> impl Iterator<Item = usize> + '_ {
+    view.lines.iter().enumerate().filter(|(_, l)| l.kind == LineKind::Hunk).map(|(i, _)| i)
+}
+
+/// The first of `targets` after `at` (`forward`) or before it, wrapping around.
+pub fn next_target(targets: &[usize], at: Option<usize>, forward: bool) -> Option<usize> {
+    let (first, last) = (*targets.first()?, *targets.last()?);
+    Some(match (at, forward) {
+        (None, true) => first,
+        (None, false) => last,
+        (Some(at), true) => targets.iter().copied().find(|&t| t > at).unwrap_or(first),
+        (Some(at), false) => targets.iter().rev().copied().find(|&t| t < at).unwrap_or(last),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(kind: LineKind, text: &str) -> DiffLine {
+        DiffLine { kind, old_no: Some(1), new_no: Some(1), segments: vec![(false, text.into())] }
+    }
+
+    #[test]
+    fn search_is_smart_case_and_wraps_around() {
+        assert_eq!(find_all("Retries retries RETRIES", "retries"), vec![0..7, 8..15, 16..23]);
+        assert_eq!(find_all("Retries retries", "Retries"), vec![0..7]);
+        assert_eq!(find_all("aaa", "aa"), vec![0..2]);
+        assert_eq!(next_target(&[3, 9, 20], Some(9), true), Some(20));
+        assert_eq!(next_target(&[3, 9, 20], Some(20), true), Some(3));
+        assert_eq!(next_target(&[3, 9, 20], Some(3), false), Some(20));
+        assert_eq!(next_target(&[3, 9, 20], None, false), Some(20));
+        assert_eq!(next_target(&[], Some(1), true), None);
+        let view = DiffView {
+            lines: vec![line(LineKind::Hunk, "@@ retries @@"), line(LineKind::Added, "  \"retries\": 5")],
+            ..DiffView::default()
+        };
+        assert_eq!(matches(&view, "retries"), vec![1], "hunk headers are not searched");
+    }
+
+    #[test]
+    fn rows_count_wrapped_text_after_the_gutter() {
+        let long = line(LineKind::Added, &"x".repeat(25));
+        let mut pane = DiffPane::default();
+        assert_eq!(rows(&long, 1, 20, &pane), 1);
+        pane.wrap = true;
+        // 20 columns, 5 for "1 1 +": 15 of text per row.
+        assert_eq!(rows(&long, 1, 20, &pane), 2);
+        pane.hscroll = 16;
+        assert_eq!(rows(&long, 1, 20, &pane), 1);
+        assert_eq!(rows(&line(LineKind::Added, "日本語"), 1, 9, &DiffPane { wrap: true, ..pane }), 1);
+    }
+}
