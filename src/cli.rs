@@ -172,6 +172,11 @@ pub enum Command {
         walj completions fish > ~/.config/fish/completions/walj.fish\n  \
         walj completions powershell >> $PROFILE")]
     Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page walj(1) in roff, or write every page into a folder.
+    #[command(after_help = "Examples:\n  \
+        walj man | man -l -\n  \
+        walj man --out ~/.local/share/man/man1     # walj.1, walj-recover.1, …")]
+    Man(cmd::man::ManArgs),
 }
 
 #[derive(Subcommand)]
@@ -265,6 +270,9 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Completions(a) = &command {
         return cmd::completions::completions(a);
     }
+    if let Command::Man(a) = &command {
+        return cmd::man::man(a);
+    }
     if let Some(name) = unconfirmed_change(&command) {
         return Ok(refuse_in_tool_call(name));
     }
@@ -282,7 +290,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
-        Command::Plugin(_) | Command::Completions(_) => Ok(0),
+        Command::Plugin(_) | Command::Completions(_) | Command::Man(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),

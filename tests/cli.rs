@@ -361,3 +361,19 @@ fn ids_are_typed_without_the_shared_toolu_01_and_in_any_case() {
     assert_eq!(ids.short("L12"), "L12");
     assert_eq!(ids.short("toolu_xyz"), "xyz");
 }
+
+#[test]
+fn manual_pages_are_generated_from_the_command_line() {
+    let (code, out, err) = outcome(&common::walj_cmd().arg("man").output().unwrap());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(".TH walj 1"), "{out}");
+    for sub in ["recover", "revert", "tui", "completions", "man"] {
+        assert!(out.contains(&format!("walj\\-{sub}(1)")) || out.contains(sub), "{sub} missing:\n{out}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = outcome(&common::walj_cmd().args(["man", "--out"]).arg(dir.path()).output().unwrap());
+    assert_eq!(code, 0, "{err}");
+    let page = fs::read_to_string(dir.path().join("walj-revert.1")).unwrap();
+    assert!(page.contains("\\-\\-dry\\-run") && page.contains("\\-\\-prompt"), "{page}");
+    assert!(dir.path().join("walj.1").is_file());
+}

@@ -3,6 +3,7 @@
 
 pub mod completions;
 pub mod import;
+pub mod man;
 pub mod plugin;
 pub mod recover;
 pub mod sessions;
