@@ -5,7 +5,7 @@
 //! reports what it skipped: blank lines silently, malformed lines and checksum
 //! failures by line number, an unterminated last line as a torn tail.
 
-use std::fs::File;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -45,8 +45,14 @@ impl std::fmt::Display for Problem {
 
 #[derive(Debug, Default, Clone)]
 pub struct ScanReport {
+    /// Lines of the journal file (blank ones included).
     pub lines: u64,
+    /// Bytes of the journal file read.
     pub bytes: u64,
+    /// Offset after the journal file's last complete line.
+    pub end: u64,
+    /// Lines read from side files (written while the journal's lock was busy, not merged yet).
+    pub pending: u64,
     pub problems: Vec<Problem>,
 }
 
@@ -62,14 +68,96 @@ impl ScanReport {
 
 const CHUNK: usize = 1 << 20;
 
-/// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+/// What a scan reads: a journal with its side files (every reader), one file alone, or the
+/// first bytes of one (a rewrite's snapshot).
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    path: &'a Path,
+    sides: bool,
+    limit: Option<u64>,
+}
+
+impl<'a> Source<'a> {
+    /// The journal and, after its lines, the records of its side files that are not merged
+    /// yet ([`super::side`]), each once.
+    pub fn journal(path: &'a Path) -> Source<'a> {
+        Source { path, sides: true, limit: None }
+    }
+
+    /// One file alone.
+    pub fn file(path: &'a Path) -> Source<'a> {
+        Source { path, sides: false, limit: None }
+    }
+
+    /// The first `limit` bytes of one file. An unterminated line at the limit is left out
+    /// and not reported: it may be a line being appended.
+    pub fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
+        Source { path, sides: false, limit: Some(limit) }
+    }
+
+    pub fn path(&self) -> &'a Path {
+        self.path
+    }
+
+    /// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
+    pub fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+        let files = if self.sides {
+            super::side::read_pending(super::JournalWriter::new(self.path).side_dir())
+        } else {
+            vec![]
+        };
+        let pending = super::side::pending_lines(&files);
+        if pending.is_empty() {
+            return scan_one(self.path, self.limit, f);
+        }
+        // A merge may run while we read: a side line met in the journal is read there, once.
+        let lens: HashSet<usize> = pending.iter().map(|l| trim(l).len()).collect();
+        let mut met: HashMap<&[u8], usize> = pending.iter().map(|l| (trim(l), 0)).collect();
+        let mut report = scan_one(self.path, self.limit, |raw| {
+            if lens.contains(&raw.bytes.len())
+                && let Some(c) = met.get_mut(raw.bytes)
+            {
+                *c += 1;
+            }
+            f(raw);
+        })?;
+        let (mut line_no, mut offset) = (report.lines, report.bytes);
+        for l in pending {
+            let bytes = trim(l);
+            if let Some(c) = met.get_mut(bytes).filter(|c| **c > 0) {
+                *c -= 1;
+                continue;
+            }
+            line_no += 1;
+            f(RawLine { line_no, offset, bytes });
+            offset += l.len() as u64 + 1;
+            report.pending += 1;
+        }
+        Ok(report)
+    }
+}
+
+/// Calls `f` for every complete, non-blank line of a journal, then of its side files
+/// ([`Source::journal`]). A missing journal is an empty one.
+pub fn scan_lines(path: &Path, f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    Source::journal(path).scan(f)
+}
+
+/// [`scan_lines`] of one file alone (no side files).
+pub fn scan_file(path: &Path, f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    Source::file(path).scan(f)
+}
+
+/// Reads one file in chunks (memory does not grow with it), up to `limit` bytes. Only a
+/// regular file is read: a FIFO at the journal's name never blocks a reader.
+fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
     let mut report = ScanReport::default();
-    let mut file = match File::open(path) {
-        Ok(file) => file,
+    let file = match crate::fsutil::open_regular(path) {
+        Ok((file, _)) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
         Err(e) => return Err(e),
     };
+    let mut file = file.take(limit.unwrap_or(u64::MAX));
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK * 2);
     let mut base: u64 = 0; // file offset of buf[0]
     let mut line_no: u64 = 0;
@@ -96,6 +184,12 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
         base += start as u64;
     }
     report.lines = line_no;
+    report.end = base;
+    if limit.is_some() {
+        // Past the snapshot: the rest is not ours to judge.
+        report.bytes = base;
+        return Ok(report);
+    }
     report.bytes = base + buf.len() as u64;
     if !trim(&buf).is_empty() {
         // Trailing NULs (a crash after the size was extended) are trimmed: a tail of only
@@ -135,7 +229,7 @@ pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<(), Problem> {
 }
 
 /// Strips trailing `\r`, spaces and NUL bytes (zeroed sectors) and leading whitespace.
-fn trim(mut b: &[u8]) -> &[u8] {
+pub(crate) fn trim(mut b: &[u8]) -> &[u8] {
     while let [first, rest @ ..] = b {
         if first.is_ascii_whitespace() || *first == 0 {
             b = rest;
@@ -168,6 +262,7 @@ pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::journal::record::{Record, op};
+    use std::fs::File;
     use std::io::Write;
 
     #[test]
