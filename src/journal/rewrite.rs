@@ -8,10 +8,9 @@
 //! announcements must be exactly what they were (less the deleted session). Only then does it
 //! take the journal's lock (`journal.lock`, the one every append takes), merge the side files
 //! (`journal::side`), append what was written since the snapshot as it is, fsync, rename over
-//! the journal and fsync the folder; the lock is held for that alone. When the lines written
-//! meanwhile hold a record the plan drops (a record of the session being deleted, a triage
-//! record of a dropped entry), nothing is changed and the rewrite starts again from a new
-//! snapshot. One rewrite runs at a time (`journal.rewrite.lock`).
+//! the journal and fsync the folder; the lock is held for that alone. The lines written
+//! meanwhile come after the rewrite, as they would have had they waited for the lock. One
+//! rewrite runs at a time (`journal.rewrite.lock`).
 //!
 //! Unreadable lines are never dropped silently: the snapshot is first copied to
 //! `journal.jsonl.<time>.broken`. Objects no remaining line (nor a side file) names, and older
@@ -394,8 +393,8 @@ struct RunOptions {
 /// a moment; a holder that is stopped makes the rewrite give up, not wait without limit.
 const SWAP_WAIT: Duration = Duration::from_secs(10);
 
-/// A rewrite that finds, at its swap, records it may not copy as they are (a record of a
-/// session it drops, …) starts again from the new snapshot, at most this many times.
+/// A rewrite that finds, at its swap, the journal replaced or a line it may not copy as it is
+/// (one named by its line number) starts again from a new snapshot, at most this many times.
 const ATTEMPTS: usize = 3;
 
 fn rewrite(project: &Project, mode: Mode, run: RunOptions) -> Result<RewriteReport, SessionError> {
@@ -437,8 +436,6 @@ struct Copied {
     /// Lines of the snapshot, and lines written (blank ones kept for numbering included).
     snapshot_lines: u64,
     written_lines: u64,
-    /// Entry ids as the fold gives them, carried on to the lines appended meanwhile.
-    ids: EntryIds,
     write_err: Option<io::Error>,
 }
 
@@ -472,8 +469,8 @@ fn identity(journal: &Path) -> io::Result<(u64, u64, u64)> {
 /// One rewrite (see the module's text). Appenders run freely while the journal is read,
 /// folded, copied and verified (a snapshot: its complete lines when the rewrite started);
 /// the journal's lock is taken only for the final swap, which copies what was appended
-/// meanwhile as it is. `Some(why)`: that tail held records the plan would drop; nothing
-/// was changed, and the caller starts again.
+/// meanwhile as it is. `Some(why)`: see [`swap`]; nothing was changed, and the caller starts
+/// again.
 fn rewrite_once(
     project: &Project,
     writer: &JournalWriter,
@@ -524,7 +521,7 @@ fn rewrite_once(
             if copied.unreadable > 0 {
                 rep.broken_copy = Some(broken_copy(journal, end, &paths).map_err(|e| paths.fail(e))?);
             }
-            if let Some(why) = swap(writer, &paths, f, (dev, ino, end), &plan, &mut copied, rep)? {
+            if let Some(why) = swap(writer, &paths, f, (dev, ino, end), &mut copied, rep)? {
                 if let Some(b) = rep.broken_copy.take() {
                     let _ = fs::remove_file(b);
                 }
@@ -544,13 +541,13 @@ fn rewrite_once(
 
 /// Under the journal's lock (side files merged first): appends what was written after the
 /// snapshot to the rewrite as it is, syncs it and renames it over the journal. `Some(why)`:
-/// the journal was replaced, or the new lines hold records the plan drops (nothing changed).
+/// the journal was replaced, or a new line's identity is its line number, which the
+/// rewrite shifted (nothing changed).
 fn swap(
     writer: &JournalWriter,
     paths: &Paths,
     mut tmp: File,
     (dev, ino, end): (u64, u64, u64),
-    plan: &Plan,
     copied: &mut Copied,
     rep: &mut RewriteReport,
 ) -> Result<Option<String>, SessionError> {
@@ -573,19 +570,15 @@ fn swap(
         io::Read::read_to_end(&mut f, &mut tail)
     });
     read.map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
-    // Lines of the tail are numbered after the snapshot's; dropped lines before them shift
-    // them, which only matters to records whose identity is their line number.
+    // The tail is copied as it is: its records come after the rewrite, exactly as if they had
+    // waited for the lock (what a rewrite that held the lock throughout gave). Lines dropped
+    // before them shift their numbers, which only matters to records named by their number.
     let shifted = copied.written_lines != copied.snapshot_lines;
-    for (k, line) in tail.split(|&b| b == b'\n').enumerate() {
+    for line in tail.split(|&b| b == b'\n') {
         let bytes = crate::journal::reader::trim(line);
         let Ok(l) = classify(0, bytes) else { continue };
-        let line_no = copied.snapshot_lines + 1 + k as u64;
-        let entry = copied.ids.of(line_no, &l);
-        if !plan.keep(&l, entry.as_deref()) {
-            return changed(format!("a new record of session {} names what the rewrite drops", l.session_key()));
-        }
         if shifted && numbered(&l) {
-            return changed("a new record is named by its line number".into());
+            return changed("a record named by its line number was appended meanwhile".into());
         }
         rep.records_before += 1;
         rep.records_after += 1;
@@ -623,6 +616,7 @@ fn copy_kept(
     bar: Option<indicatif::ProgressBar>,
 ) -> io::Result<Copied> {
     let mut c = Copied::default();
+    let mut ids = EntryIds::default();
     let mut written_lines = 0u64;
     let mut last_tick = 0u64;
     let scan = Source::prefix(journal, end).scan(|raw| {
@@ -644,7 +638,7 @@ fn copy_kept(
             }
             Ok(l) => {
                 c.records_before += 1;
-                let entry = c.ids.of(raw.line_no, &l);
+                let entry = ids.of(raw.line_no, &l);
                 plan.keep(&l, entry.as_deref())
             }
         };
