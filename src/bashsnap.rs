@@ -702,6 +702,9 @@ impl<'a> Tree<'a> {
         if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return Ok((Some(id), Some(nocap::TOO_LARGE.into())));
         }
+        if crate::secrets::secret_content(&bytes) {
+            return Ok((Some(id), Some(nocap::NEVER_CAPTURE.into())));
+        }
         if !self.store.reuse(&id) {
             self.new_objects += 1;
             self.pending_bytes += bytes.len();

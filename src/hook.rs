@@ -109,9 +109,7 @@ impl Ctx<'_> {
             HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
             HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
             HookEvent::UserPromptSubmit => {
-                let r = self
-                    .session_record(kind::PROMPT)
-                    .with(key::PROMPT, clip(self.payload.str("prompt").unwrap_or(""), MAX_TEXT));
+                let r = build::prompt(self.session_record(kind::PROMPT), self.payload.str("prompt").unwrap_or(""));
                 self.append(&[r])
             }
             HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
@@ -120,7 +118,7 @@ impl Ctx<'_> {
                 let mut r = self.session_record(kind::COMPACT);
                 r = r.with(key::TRIGGER, self.payload.str("trigger").unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
-                    r = r.with(key::CUSTOM_INSTRUCTIONS, clip(ci, MAX_TEXT));
+                    r = r.with(key::CUSTOM_INSTRUCTIONS, build::safe(ci, MAX_TEXT));
                 }
                 self.append(&[r])
             }
@@ -229,7 +227,10 @@ impl Ctx<'_> {
             let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
                 || original.is_some_and(Value::is_null);
             if let Some(Value::String(orig)) = original {
-                if !never(&rel, matcher.as_ref()) && (orig.len() as u64) <= cfg.capture.max_bytes {
+                if !never(&rel, matcher.as_ref())
+                    && (orig.len() as u64) <= cfg.capture.max_bytes
+                    && !crate::secrets::secret_content(orig.as_bytes())
+                {
                     r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
                 }
             } else if created {
@@ -455,6 +456,10 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         Err(e) if crate::fsutil::is_not_a_file(&e) => return Ok(not_a_file()),
         Err(e) => return Err(e),
     };
+    if crate::secrets::secret_content(&bytes) {
+        // A private key under a name that says nothing: recorded by id only.
+        return Ok(Image { blob: Blob::Id(crate::store::blob_id(&bytes)), nocap: Some(nocap::NEVER_CAPTURE.into()) });
+    }
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None })
 }

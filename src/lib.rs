@@ -33,6 +33,7 @@ pub mod present;
 pub mod procinfo;
 pub mod project;
 pub mod report;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod style;

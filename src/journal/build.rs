@@ -3,7 +3,9 @@
 //!
 //! The builders fill a [`Record`] the caller made (stamped with its session, time, process and
 //! call id): extra fields are appended in a fixed order, so a line is the same bytes whoever
-//! writes it.
+//! writes it. Text a user or a command typed (prompts, command lines, descriptions, errors) has
+//! its secret-looking tokens redacted here ([`crate::secrets::redact`]), before any journal or
+//! bundle sees it.
 
 use serde_json::Value;
 
@@ -18,6 +20,17 @@ pub const MAX_ERROR: usize = 4 * 1024;
 pub const MAX_DESCRIPTION: usize = 1024;
 /// Longest task tool response text kept.
 pub const MAX_RESPONSE: usize = 2048;
+
+/// `text` redacted ([`crate::secrets::redact`]), then cut to `max` bytes: for any text a
+/// user typed.
+pub fn safe(text: &str, max: usize) -> String {
+    clip(&crate::secrets::redact(text), max)
+}
+
+/// A `prompt` session record (see [`session`]) of the user's prompt `text`, redacted.
+pub fn prompt(r: Record, text: &str) -> Record {
+    session(r, kind::PROMPT).with(key::PROMPT, safe(text, MAX_TEXT))
+}
 
 /// Turns `r` into a `session` record of kind `k`.
 pub fn session(mut r: Record, k: &str) -> Record {
@@ -44,9 +57,9 @@ impl BashIntent<'_> {
 
     /// Fills an `intent` record (its id already set).
     pub fn fill(&self, r: Record) -> Record {
-        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        let mut r = bash(r).with(key::COMMAND, safe(self.command, MAX_ERROR));
         if let Some(d) = self.description {
-            r = r.with(key::DESCRIPTION, clip(d, MAX_DESCRIPTION));
+            r = r.with(key::DESCRIPTION, safe(d, MAX_DESCRIPTION));
         }
         if self.background {
             r = r.with(key::BACKGROUND, true);
@@ -71,9 +84,9 @@ pub struct BashOutcome<'a> {
 impl BashOutcome<'_> {
     /// Fills an `applied` or `failed` record (op and id already set).
     pub fn fill(&self, r: Record) -> Record {
-        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        let mut r = bash(r).with(key::COMMAND, safe(self.command, MAX_ERROR));
         if let Some(e) = self.error {
-            r = r.with(key::ERROR, clip(e, MAX_ERROR));
+            r = r.with(key::ERROR, safe(e, MAX_ERROR));
         }
         if let Some(t) = self.task_id {
             r = r.with(key::TASK_ID, t);
