@@ -3,7 +3,8 @@
 //! Reads the journal in fixed-size chunks (memory does not grow with the journal),
 //! hands every complete line to a callback with its line number and byte offset, and
 //! reports what it skipped: blank lines silently, malformed lines and checksum
-//! failures by line number, an unterminated last line as a torn tail.
+//! failures by line number, runs of NUL bytes by offset and length, an unterminated last
+//! line as a torn tail.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
@@ -29,6 +30,9 @@ pub enum Problem {
     BadChecksum { line: u64 },
     /// The last line has no `\n`: a write cut short by a crash. Healed by the next append.
     TornTail { line: u64, bytes: u64 },
+    /// A run of NUL bytes (a zeroed block: data lost in a crash, a damaged disk). JSON never
+    /// holds a raw NUL; the lines around it are read as far as they are whole.
+    Zeroed { offset: u64, bytes: u64 },
 }
 
 impl std::fmt::Display for Problem {
@@ -39,6 +43,7 @@ impl std::fmt::Display for Problem {
             Problem::TornTail { line, bytes } => {
                 write!(f, "line {line}: torn tail ({bytes} bytes without newline), skipped")
             }
+            Problem::Zeroed { offset, bytes } => write!(f, "zeroed region, {bytes} bytes at offset {offset}, skipped"),
         }
     }
 }
@@ -162,6 +167,7 @@ fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> 
     let mut base: u64 = 0; // file offset of buf[0]
     let mut line_no: u64 = 0;
     let mut chunk = vec![0u8; CHUNK];
+    let mut zeros = Zeros::default();
     loop {
         let n = match file.read(&mut chunk) {
             Ok(0) => break,
@@ -169,6 +175,7 @@ fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        zeros.scan(base + buf.len() as u64, &chunk[..n], &mut report);
         buf.extend_from_slice(&chunk[..n]);
         let mut start = 0usize;
         while let Some(rel) = memchr(b'\n', &buf[start..]) {
@@ -183,6 +190,7 @@ fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> 
         buf.drain(..start);
         base += start as u64;
     }
+    zeros.finish(&mut report);
     report.lines = line_no;
     report.end = base;
     if limit.is_some() {
@@ -197,6 +205,42 @@ fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> 
         report.push(Problem::TornTail { line: line_no + 1, bytes: buf.len() as u64 });
     }
     Ok(report)
+}
+
+/// Runs of NUL bytes met while reading, reported as [`Problem::Zeroed`].
+#[derive(Default)]
+struct Zeros {
+    /// The run being read: (offset, length).
+    run: Option<(u64, u64)>,
+}
+
+impl Zeros {
+    /// Looks at `bytes`, read at file offset `at`: one `memchr` pass when there is no NUL.
+    fn scan(&mut self, at: u64, bytes: &[u8], report: &mut ScanReport) {
+        if memchr(0, bytes).is_none() {
+            self.finish(report);
+            return;
+        }
+        for i in memchr::memchr_iter(0, bytes) {
+            let pos = at + i as u64;
+            match &mut self.run {
+                Some((start, len)) if *start + *len == pos => *len += 1,
+                _ => {
+                    self.finish(report);
+                    self.run = Some((pos, 1));
+                }
+            }
+        }
+        if bytes.last() != Some(&0) {
+            self.finish(report);
+        }
+    }
+
+    fn finish(&mut self, report: &mut ScanReport) {
+        if let Some((offset, bytes)) = self.run.take() {
+            report.push(Problem::Zeroed { offset, bytes });
+        }
+    }
 }
 
 /// Calls `f` for every line the classifier ([`super::classify`]) reads that also parses as a
@@ -217,14 +261,18 @@ pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<S
     Ok(report)
 }
 
-/// Checks a line before parsing: must look like an object, checksum must hold.
-pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<(), Problem> {
+/// Checks a line before parsing: must look like an object, its checksum tail (if any) must
+/// hold. `Ok(true)`: the checksum passed; `Ok(false)`: the line has no readable checksum
+/// tail, which only a line that is not v2 may lack ([`super::view::classify`] decides, once
+/// the line is parsed).
+pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
     if bytes.first() != Some(&b'{') {
         return Err(Problem::Malformed { line: line_no, error: "not a JSON object".into() });
     }
     match check_crc(bytes) {
         Some(false) => Err(Problem::BadChecksum { line: line_no }),
-        _ => Ok(()),
+        Some(true) => Ok(true),
+        None => Ok(false),
     }
 }
 
@@ -288,6 +336,39 @@ mod tests {
         assert!(matches!(rep.problems[0], Problem::Malformed { line: 4, .. }));
         assert!(matches!(rep.problems[1], Problem::BadChecksum { line: 6 }));
         assert!(matches!(rep.problems[2], Problem::TornTail { line: 7, .. }));
+    }
+
+    /// Issue 13 item 6: a run of NUL bytes inside the journal (a zeroed block) is reported
+    /// with its offset and length, not skipped as blank; the lines around it are still read.
+    #[test]
+    fn zeroed_regions_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let a = Record::new(op::INTENT, "s1").to_line();
+        let b = Record::new(op::APPLIED, "s1").to_line();
+        let mut bytes = a.clone();
+        bytes.extend(std::iter::repeat_n(0u8, 4096));
+        bytes.extend_from_slice(&b);
+        bytes.extend_from_slice(b"\0\0\0");
+        std::fs::write(&p, &bytes).unwrap();
+        let mut n = 0;
+        let rep = scan_records(&p, |_, _| n += 1).unwrap();
+        assert_eq!(n, 2, "the lines around a zeroed region are read");
+        assert_eq!(
+            rep.problems,
+            vec![
+                Problem::Zeroed { offset: a.len() as u64, bytes: 4096 },
+                Problem::Zeroed { offset: (a.len() + 4096 + b.len()) as u64, bytes: 3 },
+            ]
+        );
+        assert_eq!(rep.problems[0].to_string(), format!("zeroed region, 4096 bytes at offset {}, skipped", a.len()));
+        // A run across the reader's chunks is one region.
+        let mut big = a.clone();
+        big.extend(std::iter::repeat_n(0u8, CHUNK + 10));
+        big.extend_from_slice(&b);
+        std::fs::write(&p, &big).unwrap();
+        let rep = scan_records(&p, |_, _| {}).unwrap();
+        assert_eq!(rep.problems, vec![Problem::Zeroed { offset: a.len() as u64, bytes: CHUNK as u64 + 10 }]);
     }
 
     #[test]

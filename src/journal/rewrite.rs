@@ -678,6 +678,8 @@ fn copy_kept(
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    // Zeroed regions are damage too: the `.broken` copy keeps them.
+    c.unreadable += scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::Zeroed { .. })).count() as u64;
     c.snapshot_lines = scan.lines;
     c.written_lines = written_lines;
     Ok(c)
