@@ -5,6 +5,7 @@
 //! max_bytes = 8388608                 # larger files are recorded by id only
 //! never = ["secrets/**"]             # recorded by id only, never stored; adds to the
 //!                                     # built-in list (`crate::secrets::NEVER`)
+//! hardlinks = false                   # files with several links: id only
 //!
 //! [[events]]                          # first match wins (the proposal's detect_event)
 //! glob = "config/**"
@@ -45,11 +46,14 @@ pub struct Capture {
     /// The user's own never-capture globs: they add to `crate::secrets::NEVER`, which always
     /// applies.
     pub never: Vec<String>,
+    /// Capture files with more than one hard link (another name may be outside the project):
+    /// off by default, such files are recorded by id only (`nocap: "hardlink"`).
+    pub hardlinks: bool,
 }
 
 impl Default for Capture {
     fn default() -> Self {
-        Capture { max_bytes: DEFAULT_MAX_BYTES, never: Vec::new() }
+        Capture { max_bytes: DEFAULT_MAX_BYTES, never: Vec::new(), hardlinks: false }
     }
 }
 

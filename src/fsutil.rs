@@ -369,6 +369,31 @@ impl Drop for Staged {
     }
 }
 
+/// True when the file has more than one hard link: another name of the same bytes may be
+/// anywhere on the file system (outside the project).
+pub fn is_hard_linked(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.is_file() && meta.nlink() > 1
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+/// Copies the regular file `from` to a new private file `to` (0600, replacing nothing that
+/// exists: the caller removed it), synced: walj's own copies are never links to, nor as
+/// readable as, the original.
+pub fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
+    let (mut src, _) = open_regular(from)?;
+    let mut dst = open_private(to, OpenOptions::new().write(true).create_new(true))?;
+    io::copy(&mut src, &mut dst)?;
+    dst.sync_data()
+}
+
 /// The unix permission bits of a file, when the platform has them.
 pub fn file_mode(path: &Path) -> Option<u32> {
     #[cfg(unix)]

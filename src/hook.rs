@@ -446,6 +446,9 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     if never(rel, m) {
         return hashed(abs, nocap::NEVER_CAPTURE);
     }
+    if crate::fsutil::is_hard_linked(&meta) && !cfg.capture.hardlinks {
+        return hashed(abs, nocap::HARDLINK);
+    }
     if meta.len() > cfg.capture.max_bytes {
         // Hashed as it is read: a huge file is never held in memory.
         return hashed(abs, nocap::TOO_LARGE);

@@ -162,3 +162,74 @@ fn open_regular_refuses_a_fifo_without_blocking() {
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     assert_eq!(walj::fsutil::read_regular(&dir.path().join("f")).unwrap(), b"x");
 }
+
+/// Issue 13 item 11: a hard link inside the project may be a file outside it: recorded by id
+/// only (`nocap: "hardlink"`) unless `[capture] hardlinks = true`.
+#[test]
+fn a_hard_link_is_not_captured_blindly() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("private.txt");
+    std::fs::write(&secret, "outside bytes\n").unwrap();
+    std::fs::hard_link(&secret, repo.path("linked.txt")).unwrap();
+    let input = json!({"file_path": repo.path("linked.txt"), "content": "x"});
+    hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", "t-link", input.clone()));
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-link").unwrap();
+    assert_eq!(r.nocap.as_deref(), Some("hardlink"));
+    let Some(walj::journal::Blob::Id(id)) = &r.before else { panic!("{r:?}") };
+    assert!(!repo.store_object(id).exists(), "the linked bytes were stored");
+    // Configured otherwise: captured.
+    std::fs::write(repo.root.join(".walj/config.toml"), "[capture]\nhardlinks = true\n").unwrap();
+    hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", "t-link2", input));
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-link2").unwrap();
+    assert_eq!(r.nocap, None);
+    assert_eq!(common::blob_bytes(&repo.root, &r.before).unwrap(), b"outside bytes\n");
+}
+
+/// Issue 13 item 11: walj's own files are 0600 (folders 0700) and its own, without exception:
+/// the Bash snapshot's copy of git's index was a 0644 hard link to `.git/index`, the settings
+/// backup kept the settings file's mode.
+#[test]
+fn walj_files_are_private_and_never_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(repo.path(".claude")).unwrap();
+    std::fs::write(repo.path(".claude/settings.json"), "{\"model\": \"opus\"}\n").unwrap();
+    std::fs::set_permissions(repo.path(".claude/settings.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    repo.ok(&["install", "--command", "walj hook"]);
+    let claude = Claude::new(&repo, "s-perm");
+    claude.start();
+    claude.edit("t-edit", "a.txt", "a", "b");
+    let bash = |event: &str| {
+        json!({"session_id": "s-perm", "cwd": repo.root, "hook_event_name": event, "tool_name": "Bash",
+               "tool_use_id": "t-bash", "tool_input": {"command": "echo c > c.txt", "run_in_background": true},
+               "tool_response": {"stdout": "", "stderr": "", "backgroundTaskId": "bg1"}})
+        .to_string()
+    };
+    repo.hook(&bash("PreToolUse"));
+    std::fs::write(repo.path("c.txt"), "c\n").unwrap();
+    repo.hook(&bash("PostToolUse"));
+    let mut seen = 0;
+    let mut stack = vec![repo.root.join(".walj")];
+    while let Some(dir) = stack.pop() {
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            seen += 1;
+            assert_eq!(m.permissions().mode() & 0o777, 0o600, "{}", e.path().display());
+            assert_eq!(m.nlink(), 1, "{} is a hard link", e.path().display());
+        }
+    }
+    assert!(repo.root.join(".walj/backups").is_dir(), "the settings backup was written");
+    let bash_dir = std::fs::read_dir(repo.root.join(".walj/bash")).unwrap().flatten();
+    assert!(
+        bash_dir.into_iter().any(|e| e.file_name().to_string_lossy().ends_with(".index")),
+        "an index copy was kept"
+    );
+    assert!(seen > 5);
+}

@@ -92,6 +92,9 @@ pub mod nocap {
     pub const DIRECTORY: &str = "directory";
     /// A FIFO, a device or a socket: never opened (it could block or never end).
     pub const NOT_A_FILE: &str = "not_a_file";
+    /// A file with more than one link (`st_nlink > 1`): the same bytes may be a file outside
+    /// the project; recorded by id only unless `[capture] hardlinks = true`.
+    pub const HARDLINK: &str = "hardlink";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
