@@ -223,11 +223,92 @@ pub fn with_lock<T, E>(
     result
 }
 
-/// Appends one line to a private log file (best effort: a log must never fail its caller).
-pub fn append_log(path: &Path, line: &str) {
-    if let Ok(mut f) = open_private(path, OpenOptions::new().create(true).append(true)) {
-        let _ = f.write_all(line.as_bytes());
+/// `pread`: reads at `offset` without moving the descriptor's position.
+pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.read_at(buf, offset)
     }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        f.seek_read(buf, offset)
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = f;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read(buf)
+    }
+}
+
+/// Largest log (`errors.log`) before it is rotated to `<name>.1` (the previous one goes).
+pub const LOG_MAX: u64 = 1 << 20;
+
+/// Appends `msg` as one line, after a timestamp, to a private log file (`.walj/errors.log`),
+/// best effort: a log never fails its caller. A message equal to the last line's is not
+/// written again: the last line counts it (`<first time> <msg> [x3, last <time>]`). Past
+/// [`LOG_MAX`] bytes the log is renamed to `<name>.1`, replacing the previous one.
+pub fn append_log(path: &Path, msg: &str) {
+    let msg = msg.replace(['\n', '\r'], " ");
+    let ts = crate::journal::record::now_ts();
+    let open = || open_private(path, OpenOptions::new().create(true).read(true).append(true));
+    let Ok(mut f) = open() else { return };
+    // One writer at a time for the rewrite of the last line; a busy log is just appended to.
+    if f.try_lock().is_err() {
+        let _ = f.write_all(format!("{ts} {msg}\n").as_bytes());
+        return;
+    }
+    let mut len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > LOG_MAX {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".1");
+        if fs::rename(path, &old).is_ok()
+            && let Ok(new) = open()
+        {
+            f = new;
+            len = 0;
+        }
+    }
+    let line = match last_line(&f, len) {
+        Some((start, first, count)) if count.0 == msg => {
+            // The same message again: the last line counts it.
+            let _ = f.set_len(start);
+            format!("{first} {msg} [x{}, last {ts}]\n", count.1 + 1)
+        }
+        _ => format!("{ts} {msg}\n"),
+    };
+    let _ = f.write_all(line.as_bytes());
+}
+
+/// The log's last line: (its offset, its first timestamp, (its message, times seen)).
+fn last_line(f: &File, len: u64) -> Option<(u64, String, (String, u64))> {
+    if len == 0 {
+        return None;
+    }
+    let tail_len = len.min(8192);
+    let mut tail = vec![0u8; tail_len as usize];
+    let mut got = 0;
+    while got < tail.len() {
+        match read_at(f, &mut tail[got..], len - tail_len + got as u64).ok()? {
+            0 => return None,
+            n => got += n,
+        }
+    }
+    let body = tail.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if start == 0 && tail_len < len {
+        return None; // a line longer than the tail read
+    }
+    let line = std::str::from_utf8(&body[start..]).ok()?;
+    let (first, rest) = line.split_once(' ')?;
+    let (msg, count) = match rest.strip_suffix(']').and_then(|r| r.rsplit_once(" [x")) {
+        Some((msg, n)) => (msg, n.split_once(',')?.0.parse().ok()?),
+        None => (rest, 1),
+    };
+    Some((len - tail_len + start as u64, first.to_string(), (msg.to_string(), count)))
 }
 
 /// Creates a folder (and parents) with mode 0700 where the platform has modes.

@@ -75,12 +75,8 @@ pub fn log_error(project: &Project, msg: &str) {
     if project.ensure_dir().is_err() {
         return;
     }
-    let line = format!("{} {}\n", crate::journal::record::now_ts(), msg.replace('\n', " "));
-    if let Ok(mut f) =
-        crate::fsutil::open_private(&project.errors_log(), std::fs::OpenOptions::new().create(true).append(true))
-    {
-        let _ = std::io::Write::write_all(&mut f, line.as_bytes());
-    }
+    // Capped, rotated, repeated messages collapsed.
+    crate::fsutil::append_log(&project.errors_log(), msg);
 }
 
 struct Ctx<'a> {
@@ -174,6 +170,9 @@ impl Ctx<'_> {
         let Some(file_path) = self.payload.file_path() else {
             return Err("PreToolUse without a file_path".into());
         };
+        if build::unusable_path(&mut r, file_path) {
+            return self.append(&[r]);
+        }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
             let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
@@ -214,6 +213,9 @@ impl Ctx<'_> {
             if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
                 r = r.with(key::INTERRUPTED, true);
             }
+        }
+        if build::unusable_path(&mut r, file_path) {
+            return self.append(&[r]);
         }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();

@@ -233,3 +233,70 @@ fn walj_files_are_private_and_never_links() {
     );
     assert!(seen > 5);
 }
+
+/// Issue 13 item 9: a `file_path` with a NUL byte, or longer than any file system takes, is
+/// still recorded (escaped or cut, with the reason); the hook used to fail and drop it.
+#[test]
+fn an_unusable_file_path_is_still_recorded() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let long = format!("{}/{}", repo.root.display(), "d/".repeat(2100) + "f.txt");
+    let long_name = format!("{}/{}.txt", repo.root.display(), "n".repeat(300));
+    let nul = format!("{}/a\u{0}b.txt", repo.root.display());
+    for (id, path, why) in
+        [("t-nul", &nul, "path_nul"), ("t-long", &long, "path_too_long"), ("t-name", &long_name, "path_too_long")]
+    {
+        let input = json!({"file_path": path, "content": "x"});
+        hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", id, input.clone()));
+        let mut post = tool(&repo, "PostToolUse", "Write", id, input);
+        post["tool_response"] = json!({"type": "create", "filePath": path, "content": "x"});
+        hook_in_time(&repo, &post);
+        let got = calls(&repo, id);
+        assert_eq!(
+            got,
+            vec![("intent".to_string(), Some(why.to_string())), ("applied".to_string(), Some(why.to_string()))],
+            "{id}"
+        );
+    }
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-nul").unwrap();
+    assert!(r.path.ends_with("a\\0b.txt"), "{}", r.path);
+    let (code, out) = walj_in_time(&repo, &["log", "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Issue 13 item 9: `errors.log` collapses a repeated message into one line and is rotated
+/// past 1 MB.
+#[test]
+fn errors_log_collapses_repeats_and_is_capped() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    for _ in 0..5 {
+        let (code, _, _) = repo.hook_run("{not json", Parent::Timeout(20), Locate::Folder);
+        assert_eq!(code, 0);
+    }
+    let log_path = repo.root.join(".walj/errors.log");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.trim_end().contains("[x5, last "), "{log}");
+    std::fs::write(&log_path, "x".repeat((1 << 20) + 10) + "\n").unwrap();
+    repo.hook_run("", Parent::Timeout(20), Locate::Folder);
+    assert!(repo.root.join(".walj/errors.log.1").exists());
+    assert!(std::fs::metadata(&log_path).unwrap().len() < 1000);
+}
+
+/// Issue 13 item 9: temp files a killed hook left in the store go at the next `walj compact`,
+/// once older than the grace period (a live writer's stay).
+#[test]
+fn compact_sweeps_old_store_temp_files() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    Claude::new(&repo, "s-temps").start();
+    let sub = repo.root.join(".walj/store/ab");
+    std::fs::create_dir_all(&sub).unwrap();
+    let old = sub.join(".tmp-99999-deadbeef");
+    let fresh = sub.join(".tmp-99998-cafebabe");
+    std::fs::write(&old, b"half an object").unwrap();
+    std::fs::write(&fresh, b"being written").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options().append(true).open(&old).unwrap().set_modified(two_hours_ago).unwrap();
+    let v: Value = serde_json::from_str(&repo.ok(&["compact", "--json", "--yes"])).unwrap();
+    assert_eq!(v["temps_removed"], 1, "{v:#}");
+    assert!(!old.exists() && fresh.exists());
+}

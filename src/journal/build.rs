@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::record::{Record, event, how, key, kind, op, tool};
+use super::record::{Record, event, how, key, kind, nocap, op, tool};
 use crate::claude::payload::clip;
 
 /// Longest prompt, brief or instruction text kept in a record.
@@ -30,6 +30,29 @@ pub fn safe(text: &str, max: usize) -> String {
 /// A `prompt` session record (see [`session`]) of the user's prompt `text`, redacted.
 pub fn prompt(r: Record, text: &str) -> Record {
     session(r, kind::PROMPT).with(key::PROMPT, safe(text, MAX_TEXT))
+}
+
+/// Longest path a file system takes (PATH_MAX), and longest name (NAME_MAX).
+const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
+/// A tool's `file_path` no file system can open (a NUL byte, too long): fills `r` with the
+/// path as it can be shown (`\0` for NUL, cut to [`PATH_MAX`] bytes), the reason in
+/// `nocap` and a file event, and returns true; the record is kept, nothing is read.
+pub fn unusable_path(r: &mut Record, file_path: &str) -> bool {
+    let why = if file_path.contains('\0') {
+        nocap::PATH_NUL
+    } else if file_path.len() > PATH_MAX || file_path.split(['/', '\\']).any(|c| c.len() > NAME_MAX) {
+        nocap::PATH_TOO_LONG
+    } else {
+        return false;
+    };
+    r.path = clip(&file_path.replace('\0', "\\0"), PATH_MAX);
+    r.nocap = Some(why.to_string());
+    if r.event.is_empty() {
+        r.event = event::FILE_MODIFIED.to_string();
+    }
+    true
 }
 
 /// Turns `r` into a `session` record of kind `k`.

@@ -95,6 +95,11 @@ pub mod nocap {
     /// A file with more than one link (`st_nlink > 1`): the same bytes may be a file outside
     /// the project; recorded by id only unless `[capture] hardlinks = true`.
     pub const HARDLINK: &str = "hardlink";
+    /// The tool's path holds a NUL byte (no file system takes it): recorded escaped (`\0`).
+    pub const PATH_NUL: &str = "path_nul";
+    /// The tool's path is longer than a path (4096 bytes) or a name (255 bytes) can be:
+    /// recorded cut to 4096 bytes.
+    pub const PATH_TOO_LONG: &str = "path_too_long";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).

@@ -80,6 +80,8 @@ pub struct RewriteReport {
     pub object_bytes_removed: u64,
     /// Unreferenced objects kept because they are younger than the grace period.
     pub objects_recent: u64,
+    /// Store temp files left by writers killed mid-write, older than the grace period.
+    pub temps_removed: u64,
     pub sessions_removed: Vec<String>,
     pub transcripts_removed: u64,
     pub retention_days: Option<u64>,
@@ -786,6 +788,8 @@ fn sweep(
     if !dry_run && rep.objects_removed > 0 {
         let _ = fsutil::sync_dir(store.dir());
     }
+    let (temps, _) = store.sweep_temps(OBJECT_GRACE, dry_run).map_err(SessionError::io("sweeping", store.dir()))?;
+    rep.temps_removed = temps;
     Ok(())
 }
 

@@ -146,7 +146,7 @@ impl JournalWriter {
     /// shows; best effort.
     fn log(&self, msg: &str) {
         let _ = writeln!(io::stderr(), "walj: {msg}");
-        fsutil::append_log(&self.errors_log, &format!("{} {msg}\n", super::record::now_ts()));
+        fsutil::append_log(&self.errors_log, msg);
     }
 }
 
@@ -218,26 +218,7 @@ pub(super) fn last_byte(f: &File, len: u64) -> io::Result<Option<u8>> {
     Ok((read_at(f, &mut b, len - 1)? == 1).then_some(b[0]))
 }
 
-/// `pread`: reads at `offset` without moving the descriptor's position.
-pub(super) fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        f.read_at(buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::FileExt;
-        f.seek_read(buf, offset)
-    }
-    #[cfg(not(any(unix, windows)))]
-    {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = f;
-        f.seek(SeekFrom::Start(offset))?;
-        f.read(buf)
-    }
-}
+pub(super) use crate::fsutil::read_at;
 
 #[cfg(test)]
 mod tests {
