@@ -250,7 +250,7 @@ fn a_merge_killed_at_any_point_never_duplicates() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        std::thread::sleep(Duration::from_micros(seed % 60_000));
+        std::thread::sleep(Duration::from_micros(seed % 25_000));
         let _ = child.kill(); // SIGKILL
         child.wait().unwrap();
         if std::fs::read_dir(&dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains(".merging-")) {
@@ -258,10 +258,16 @@ fn a_merge_killed_at_any_point_never_duplicates() {
         }
         check_once(&repo, written, false, it);
     }
-    eprintln!("{iterations} kills, {interrupted} of them in the middle of merging one side file, {written} records");
-    repo.hook(&prompt);
+    eprintln!("{iterations} kills, {interrupted} of them in the middle of a merge, {written} records");
+    // A long backlog is merged within each holder's budget: every hook stays in time.
+    let mut hooks = 0;
+    while side_files(&repo) > 0 {
+        let took = hook_in_time(&repo, &prompt);
+        hooks += 1;
+        assert!(hooks < 50, "the backlog does not shrink ({} side files)", side_files(&repo));
+        eprintln!("hook {hooks}: {took:?}, {} side files left", side_files(&repo));
+    }
     check_once(&repo, written, true, iterations);
-    assert_eq!(side_files(&repo), 0);
 }
 
 /// Each of the `written` side records is read exactly once, and is never twice in the journal

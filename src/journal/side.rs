@@ -6,13 +6,14 @@
 //! file takes the same lines as the journal (checksummed, `\n`-terminated, one write, then
 //! `fdatasync`); its writer holds a lock on the file itself while it writes.
 //!
-//! The next process that takes the journal's lock merges every side file, in name order,
-//! before it writes its own lines ([`merge`]). A merge never duplicates a record, even when
-//! it is killed half-way:
-//! 1. the side file is renamed to `<stem>.merging-<offset>`, `<offset>` being the journal's
+//! The next process that takes the journal's lock merges the side files, in name order,
+//! before it writes its own lines ([`merge`], within a time budget; up to 256 files share one
+//! journal write and sync). A merge never duplicates a record, even when it is killed
+//! half-way:
+//! 1. the side files are renamed to `<stem>.merging-<offset>`, `<offset>` being the journal's
 //!    length before the merge, and the folder is synced;
-//! 2. its lines are appended to the journal and synced;
-//! 3. the side file is unlinked.
+//! 2. their lines are appended to the journal and synced;
+//! 3. the side files are unlinked.
 //!
 //! A merge that finds a `.merging-<offset>` file (one that was interrupted) first drops each
 //! line already present, byte for byte, in the journal after `<offset>`: nobody but a merger
@@ -64,8 +65,11 @@ pub struct Merged {
     /// Bytes of unterminated last lines dropped (a writer killed in the middle of a write,
     /// which was never acknowledged).
     pub torn: u64,
-    /// Side files left for the next holder (their writer was writing).
+    /// Side files left for the next holder (their writer was writing, or the budget ran out).
     pub left: u64,
+    /// The merge stopped at its time budget: the holder's own lines go to its side file too,
+    /// behind the ones left, so one writer's records keep their order.
+    pub unfinished: bool,
 }
 
 impl Merged {
@@ -191,68 +195,131 @@ fn complete_lines(bytes: &[u8]) -> (Vec<&[u8]>, u64) {
     (lines, (bytes.len() - end) as u64)
 }
 
-/// Merges every side file of `dir` into `journal` (see the module's text). The caller holds
-/// the journal's lock.
-pub(super) fn merge(dir: &Path, journal: &Path) -> io::Result<Merged> {
+/// Side files merged with one journal write and one sync, at most.
+const BATCH: usize = 256;
+
+/// A side file taken for a merge: its lock, name, path and bytes.
+struct Taken {
+    _guard: fsutil::LockGuard,
+    name: Name,
+    bytes: Vec<u8>,
+}
+
+/// Locks and reads `n`; `None` when it is gone, not a regular file, or its writer is writing
+/// (then `busy` learns its pid and `out.left` counts it).
+fn take(n: &Name, busy: &mut HashSet<Option<u32>>, out: &mut Merged) -> io::Result<Option<Taken>> {
+    if busy.contains(&n.pid) {
+        out.left += 1;
+        return Ok(None);
+    }
+    let Some(file) = open_side(&n.path)? else { return Ok(None) };
+    let guard = match fsutil::lock_file_until(file, &n.path, Duration::ZERO) {
+        Ok(g) => g,
+        Err(e) if fsutil::is_lock_busy(&e) => {
+            busy.insert(n.pid);
+            out.left += 1;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    let mut f = guard.file();
+    f.read_to_end(&mut bytes)?;
+    Ok(Some(Taken { _guard: guard, name: n.clone(), bytes }))
+}
+
+/// Merges the side files of `dir` into `journal` (see the module's text), within `budget`:
+/// what is left past it is for the next holder ([`Merged::unfinished`]). The caller holds the
+/// journal's lock. Interrupted merges are finished first; then up to [`BATCH`] files at a
+/// time are renamed with the journal's length, the folder synced once, their lines appended
+/// in one write and synced once, and the files unlinked.
+pub(super) fn merge(dir: &Path, journal: &Path, budget: Duration) -> io::Result<Merged> {
     let mut out = Merged::default();
     let names = list(dir)?;
     if names.is_empty() {
         return Ok(out);
     }
+    let deadline = std::time::Instant::now() + budget;
     let jf = open_append(journal)?;
     let mut busy: HashSet<Option<u32>> = HashSet::new();
+    // Interrupted merges, by the offset they started at.
+    let mut interrupted: std::collections::BTreeMap<u64, Vec<Name>> = std::collections::BTreeMap::new();
+    let mut plain = Vec::new();
     for n in names {
-        if busy.contains(&n.pid) {
-            out.left += 1;
+        match n.merging_at {
+            Some(offset) => interrupted.entry(offset).or_default().push(n),
+            None => plain.push(n),
+        }
+    }
+    for (offset, group) in interrupted {
+        let mut taken = Vec::new();
+        for n in &group {
+            taken.extend(take(n, &mut busy, &mut out)?);
+        }
+        let mut lines = Vec::new();
+        for t in &taken {
+            let (l, torn) = complete_lines(&t.bytes);
+            out.torn += torn;
+            lines.extend(l);
+        }
+        let all = lines.len();
+        let fresh = not_in_journal(&jf, offset, lines)?;
+        out.already += (all - fresh.len()) as u64;
+        finish(&jf, &taken, &fresh, &mut out)?;
+    }
+    let mut rest = plain.as_slice();
+    while !rest.is_empty() {
+        if std::time::Instant::now() > deadline {
+            out.left += rest.len() as u64;
+            out.unfinished = true;
+            break;
+        }
+        let (chunk, after) = rest.split_at(rest.len().min(BATCH));
+        rest = after;
+        let mut taken = Vec::new();
+        for n in chunk {
+            taken.extend(take(n, &mut busy, &mut out)?);
+        }
+        if taken.is_empty() {
             continue;
         }
-        let Some(file) = open_side(&n.path)? else { continue };
-        let guard = match fsutil::lock_file_until(file, &n.path, Duration::ZERO) {
-            Ok(g) => g,
-            Err(e) if fsutil::is_lock_busy(&e) => {
-                busy.insert(n.pid);
-                out.left += 1;
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let mut bytes = Vec::new();
-        let mut f = guard.file();
-        f.read_to_end(&mut bytes)?;
-        let (lines, torn) = complete_lines(&bytes);
-        out.torn += torn;
-        let (path, lines) = match n.merging_at {
-            Some(offset) => {
-                let all = lines.len();
-                let fresh = not_in_journal(&jf, offset, lines)?;
-                out.already += (all - fresh.len()) as u64;
-                (n.path.clone(), fresh)
-            }
-            None => {
-                // 1. Name the offset, durably, before the journal gets a byte of this file.
-                let offset = jf.metadata()?.len();
-                let to = dir.join(format!("{}{EXT}{MERGING}{offset}", n.stem));
-                fs::rename(&n.path, &to)?;
-                fsutil::sync_dir(dir)?;
-                (to, lines)
-            }
-        };
-        // 2. The lines, in one write, synced.
-        if !lines.is_empty() {
-            let mut buf = Vec::with_capacity(bytes.len());
-            for l in &lines {
-                buf.extend_from_slice(l);
-                buf.push(b'\n');
-            }
-            append_healing(&jf, &buf)?;
-            out.records += lines.len() as u64;
+        // 1. Name the offset, durably, before the journal gets a byte of these files.
+        let offset = jf.metadata()?.len();
+        for t in &mut taken {
+            let to = dir.join(format!("{}{EXT}{MERGING}{offset}", t.name.stem));
+            fs::rename(&t.name.path, &to)?;
+            t.name.path = to;
         }
-        // 3. Gone. (Should the unlink be lost in a crash, the next merge finds the lines.)
-        fs::remove_file(&path)?;
-        out.files.push(path);
-        drop(guard);
+        fsutil::sync_dir(dir)?;
+        let mut lines = Vec::new();
+        for t in &taken {
+            let (l, torn) = complete_lines(&t.bytes);
+            out.torn += torn;
+            lines.extend(l);
+        }
+        finish(&jf, &taken, &lines, &mut out)?;
     }
     Ok(out)
+}
+
+/// Steps 2 and 3 of a merge: `lines` in one write, synced, then the files of `taken`
+/// unlinked (should an unlink be lost in a crash, the next merge finds their lines in the
+/// journal).
+fn finish(jf: &File, taken: &[Taken], lines: &[&[u8]], out: &mut Merged) -> io::Result<()> {
+    if !lines.is_empty() {
+        let mut buf = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for l in lines {
+            buf.extend_from_slice(l);
+            buf.push(b'\n');
+        }
+        append_healing(jf, &buf)?;
+        out.records += lines.len() as u64;
+    }
+    for t in taken {
+        fs::remove_file(&t.name.path)?;
+        out.files.push(t.name.path.clone());
+    }
+    Ok(())
 }
 
 /// The lines not already in the journal after `offset` (each journal line matches one).
@@ -390,6 +457,29 @@ mod tests {
         assert_eq!(again, file, "the same name, a new file");
         drop(w.lock(Duration::ZERO).unwrap());
         assert_eq!(lines_of(&journal).len(), 2);
+    }
+
+    /// A long backlog is merged in batches within the holder's budget; past it, the holder's
+    /// own lines wait behind the backlog, so every writer's order holds.
+    #[test]
+    fn a_backlog_is_merged_in_batches_within_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.jsonl");
+        let w = JournalWriter::new(&journal);
+        let side = w.side_dir().to_path_buf();
+        std::fs::create_dir_all(&side).unwrap();
+        for i in 0..600u32 {
+            std::fs::write(side.join(format!("{i:020}-{}-000{EXT}", 1000 + i)), rec(i)).unwrap();
+        }
+        let none = merge(&side, &journal, Duration::ZERO).unwrap();
+        assert!(none.unfinished && none.records == 0 && none.left == 600, "{none:?}");
+        let all = merge(&side, &journal, Duration::from_secs(60)).unwrap();
+        assert_eq!((all.records, all.files.len(), all.unfinished), (600, 600, false));
+        let got: Vec<u64> = lines_of(&journal)
+            .iter()
+            .map(|l| crate::journal::record::parse_record(l.as_bytes()).unwrap().extra["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, (0..600).collect::<Vec<u64>>(), "in name order");
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub const LOCK_DEADLINE: Duration = Duration::from_secs(2);
 /// only try the lock, so a hook that appends several times waits [`LOCK_DEADLINE`] once.
 const BUSY_MEMORY: Duration = Duration::from_secs(10);
 
+/// How long a lock holder spends merging side files before its own lines; what is left
+/// waits for the next holder (its own lines then go to its side file, behind them).
+const MERGE_BUDGET: Duration = Duration::from_secs(1);
+
 #[derive(Debug, Clone)]
 pub struct JournalWriter {
     journal: PathBuf,
@@ -103,10 +107,15 @@ impl JournalWriter {
     pub fn append_bytes(&self, lines: &[u8]) -> io::Result<()> {
         let wait = if recently_busy() { Duration::ZERO } else { LOCK_DEADLINE };
         match self.lock(wait) {
-            Ok(locked) => {
+            Ok(locked) if !locked.merged.unfinished => {
                 let r = append_to(&self.journal, lines);
                 drop(locked);
                 r
+            }
+            // Side files are still waiting (a long backlog): behind them, in order.
+            Ok(locked) => {
+                drop(locked);
+                side::append(&self.side, lines).map(|_| ())
             }
             // Busy past the deadline, or a lock file that is not a regular file (a FIFO
             // would block its opener): the record goes to the side file, never lost.
@@ -132,7 +141,7 @@ impl JournalWriter {
     /// A failed merge is logged, never fatal: the side files stay for the next holder.
     pub fn lock(&self, wait: Duration) -> io::Result<Locked> {
         let guard = fsutil::lock_until(&self.lock, wait)?;
-        let merged = side::merge(&self.side, &self.journal).unwrap_or_else(|e| {
+        let merged = side::merge(&self.side, &self.journal, MERGE_BUDGET).unwrap_or_else(|e| {
             self.log(&format!("merging side files of {}: {e}", self.journal.display()));
             side::Merged::default()
         });
