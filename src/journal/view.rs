@@ -504,6 +504,19 @@ mod tests {
             assert!(matches!(classify(7, d), Err(Problem::BadChecksum { line: 7 })), "{text}");
             assert!(matches!(classify_fast(7, d), Err(Problem::BadChecksum { line: 7 })), "{text}");
         }
+        // An upper-case hex digit (found by the fuzz test): the same number, not the same bytes.
+        let upper = (0..)
+            .map(|i| {
+                let mut r = Record::new(op::INTENT, "s");
+                r.id = format!("t{i}");
+                r.to_line()
+            })
+            .find(|l| l[l.len() - 11..l.len() - 3].iter().any(u8::is_ascii_lowercase))
+            .unwrap();
+        let n = upper.len() - 1;
+        let upper: Vec<u8> =
+            upper[..n].iter().enumerate().map(|(i, b)| if i >= n - 10 { b.to_ascii_uppercase() } else { *b }).collect();
+        assert!(matches!(classify(7, &upper), Err(Problem::BadChecksum { line: 7 })));
         // A v1 line has no checksum, and needs none.
         assert!(classify(8, br#"{"v":1,"sid":"a","ts":"t","event":"e","path":"p","persisted":false}"#).is_ok());
     }
