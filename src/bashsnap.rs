@@ -629,8 +629,9 @@ impl<'a> Tree<'a> {
                 let name = format!("{key}-{:x}.index", snap.time);
                 let dest = bash_dir(self.project).join(&name);
                 let _ = fs::remove_file(&dest);
-                // git replaces the index by rename: a hard link keeps this version.
-                if fs::hard_link(&index_path, &dest).is_ok() || fs::copy(&index_path, &dest).is_ok() {
+                // A private copy of this version (never a hard link: walj's files are 0600
+                // and its own).
+                if crate::fsutil::copy_private(&index_path, &dest).is_ok() {
                     copy = Some(name);
                 }
             }
@@ -707,21 +708,34 @@ impl<'a> Tree<'a> {
             *cut_short = true;
             return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
         }
-        let (id, nocap) = self.read_capture(&abs, rel, meta.len())?;
+        let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
         Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
     }
 
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
     /// `(None, _)` when the file vanished meanwhile.
-    fn read_capture(&mut self, abs: &Path, rel: &str, len: u64) -> Result<(Option<String>, Option<String>), SnapError> {
+    fn read_capture(
+        &mut self,
+        abs: &Path,
+        rel: &str,
+        meta: &fs::Metadata,
+    ) -> Result<(Option<String>, Option<String>), SnapError> {
+        let len = meta.len();
         let unread = |e: io::Error| match e.kind() {
             io::ErrorKind::NotFound => Ok((None, None)),
             _ => Ok((None, Some(nocap::UNREADABLE.into()))),
         };
         let never = self.matcher.is_some_and(|m| m.never_capture(rel));
-        if never || len > self.cfg.capture.max_bytes {
+        let linked = crate::fsutil::is_hard_linked(meta) && !self.cfg.capture.hardlinks;
+        if never || linked || len > self.cfg.capture.max_bytes {
             // Recorded by id only: hashed as it is read, never held in memory.
-            let nocap = if never { nocap::NEVER_CAPTURE } else { nocap::TOO_LARGE };
+            let nocap = if never {
+                nocap::NEVER_CAPTURE
+            } else if linked {
+                nocap::HARDLINK
+            } else {
+                nocap::TOO_LARGE
+            };
             return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
         }
         let bytes = match crate::fsutil::read_regular(abs) {
@@ -731,6 +745,9 @@ impl<'a> Tree<'a> {
         let id = blob_id(&bytes);
         if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return Ok((Some(id), Some(nocap::TOO_LARGE.into())));
+        }
+        if crate::secrets::secret_content(&bytes) {
+            return Ok((Some(id), Some(nocap::NEVER_CAPTURE.into())));
         }
         if !self.store.reuse(&id) {
             self.new_objects += 1;
@@ -907,7 +924,7 @@ impl<'a> Tree<'a> {
         let abs = self.project.root.join(rel);
         match fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
-            Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, m.len())? {
+            Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, &m)? {
                 (Some(id), nocap) => Ok(Side::Known { id, nocap }),
                 (None, Some(_)) => Ok(Side::Unknown),
                 (None, None) => Ok(Side::Absent),

@@ -3,7 +3,9 @@
 //! ```toml
 //! [capture]
 //! max_bytes = 8388608                 # larger files are recorded by id only
-//! never = [".env", ".env.*", "*.pem"] # recorded by id only, never stored
+//! never = ["secrets/**"]             # recorded by id only, never stored; adds to the
+//!                                     # built-in list (`crate::secrets::NEVER`)
+//! hardlinks = false                   # files with several links: id only
 //!
 //! [[events]]                          # first match wins (the proposal's detect_event)
 //! glob = "config/**"
@@ -33,7 +35,6 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
-pub const DEFAULT_NEVER: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa*", "*.p12"];
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -63,12 +64,17 @@ pub struct SyncConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct Capture {
     pub max_bytes: u64,
+    /// The user's own never-capture globs: they add to `crate::secrets::NEVER`, which always
+    /// applies.
     pub never: Vec<String>,
+    /// Capture files with more than one hard link (another name may be outside the project):
+    /// off by default, such files are recorded by id only (`nocap: "hardlink"`).
+    pub hardlinks: bool,
 }
 
 impl Default for Capture {
     fn default() -> Self {
-        Capture { max_bytes: DEFAULT_MAX_BYTES, never: DEFAULT_NEVER.iter().map(|s| s.to_string()).collect() }
+        Capture { max_bytes: DEFAULT_MAX_BYTES, never: Vec::new(), hardlinks: false }
     }
 }
 
@@ -267,10 +273,12 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    /// True when a path must never be captured (matched on the path and on its file name).
+    /// True when a path must never be captured: a secret by the built-in list
+    /// ([`crate::secrets::secret_path`]) or by the user's `never` globs (matched on the path
+    /// and on its file name).
     pub fn never_capture(&self, rel: &str) -> bool {
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        self.never.is_match(rel) || self.never.is_match(name)
+        crate::secrets::secret_path(rel) || self.never.is_match(rel) || self.never.is_match(name)
     }
 
     /// The user's event type for `rel` (first matching rule), if any.
@@ -331,7 +339,7 @@ mod tests {
         assert!(m.never_capture(".env"));
         assert!(m.never_capture("deploy/.env.prod"));
         assert!(m.never_capture("keys/server.pem"));
-        assert!(m.never_capture("home/id_rsa.pub"));
+        assert!(!m.never_capture("home/id_rsa.pub"), "a public key is not a secret");
         assert!(!m.never_capture("src/env.rs"));
         assert_eq!(detect_event(Some(&m), "config/settings.json", "Edit", false, false), "config_updated");
         assert_eq!(detect_event(Some(&m), "docs/a.md", "Write", false, false), "docs_changed");
@@ -359,5 +367,17 @@ mod tests {
         assert_eq!(Config::load(&path).unwrap_err(), e);
 
         assert!(Config::check(&dir.path().join("none.toml")).unwrap().is_none());
+    }
+
+    /// A user's `never` list adds to the built-in one, never replaces it (the old default
+    /// list was replaced: `never = ["secrets/**"]` stored `.env`).
+    #[test]
+    fn a_users_never_list_adds_to_the_defaults() {
+        let cfg: Config = toml::from_str("[capture]\nnever = [\"secrets/**\"]\n").unwrap();
+        let m = cfg.matcher().unwrap();
+        assert!(m.never_capture("secrets/db.txt"));
+        assert!(m.never_capture(".env"));
+        assert!(m.never_capture("home/.ssh/id_ed25519"));
+        assert!(!m.never_capture("src/main.rs"));
     }
 }

@@ -4,6 +4,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// Opens a file created with mode 0600 (owner only) where the platform has modes.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
@@ -64,21 +66,249 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Runs `f` holding an exclusive lock on the file `lock` (created 0600 when missing and never
-/// removed, so every process locks the same inode), and unlocks whatever `f` returns.
-/// `err(op, e)` names a failure to open or take the lock (`op`: "opening", "locking").
+/// How long [`with_lock`] waits for a lock another process holds.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// The error of [`lock_until`] when another process held the lock past the deadline: a
+/// stopped (Ctrl-Z) or hung holder never makes walj wait without limit.
+#[derive(Debug, thiserror::Error)]
+#[error("{path} is locked by another process{holder} (waited {waited:.1?})")]
+pub struct LockBusy {
+    pub path: PathBuf,
+    pub waited: Duration,
+    /// ` (pid 123 walj, stopped)` when the holder is known (Linux), else empty.
+    pub holder: String,
+}
+
+/// True when `e` is [`lock_until`]'s report of a lock held past the deadline.
+pub fn is_lock_busy(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<LockBusy>())
+}
+
+/// An exclusive lock on a lock file, released when dropped.
+#[derive(Debug)]
+pub struct LockGuard {
+    file: File,
+}
+
+impl LockGuard {
+    /// The locked file (a side file is written through it).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Closing the descriptor would release it too; unlocking says so.
+        let _ = self.file.unlock();
+    }
+}
+
+/// Opens (creating, 0600) a lock file without ever blocking: a FIFO or any other file that
+/// is not a regular file at that name is refused ([`is_not_a_file`]), never opened in a way
+/// that waits for a reader.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        // A FIFO without a reader: opening it for writing without blocking fails (ENXIO).
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => return Err(not_a_file()),
+        Err(e) if path.is_dir() && e.kind() != io::ErrorKind::NotFound => return Err(not_a_file()),
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_a_file());
+    }
+    Ok(file)
+}
+
+/// Takes the exclusive lock on `path` if no other process holds it; `Ok(None)` when one does.
+pub fn try_lock(path: &Path) -> io::Result<Option<LockGuard>> {
+    let file = open_lock_file(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(LockGuard { file })),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Takes the exclusive lock on `path` (created 0600 when missing and never removed, so every
+/// process locks the same inode), waiting at most `wait` for another holder to let go; past
+/// that, an error ([`is_lock_busy`]) that names the holder where the platform tells.
+///
+/// The wait is a blocking `flock` in a helper thread (the waiter wakes the moment the holder
+/// unlocks, no polling); on timeout the thread is abandoned: should it get the lock later it
+/// lets go at once, as nobody is left to receive it.
+pub fn lock_until(path: &Path, wait: Duration) -> io::Result<LockGuard> {
+    lock_file_until(open_lock_file(path)?, path, wait)
+}
+
+/// [`lock_until`] on a file already open (`path` names it in errors).
+pub fn lock_file_until(file: File, path: &Path, wait: Duration) -> io::Result<LockGuard> {
+    match file.try_lock() {
+        Ok(()) => return Ok(LockGuard { file }),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let busy = |waited| {
+        io::Error::new(
+            io::ErrorKind::WouldBlock,
+            LockBusy { path: path.to_path_buf(), waited, holder: lock_holder(path).unwrap_or_default() },
+        )
+    };
+    if wait.is_zero() {
+        return Err(busy(Duration::ZERO));
+    }
+    let start = Instant::now();
+    let (tx, rx) = mpsc::sync_channel::<io::Result<File>>(1);
+    std::thread::Builder::new().name("walj-lock".into()).spawn(move || {
+        // Locks belong to the open file description: the lock taken here is the caller's.
+        let r = file.lock().map(|()| file);
+        // Nobody waiting any more: dropping the file releases the lock.
+        let _ = tx.send(r);
+    })?;
+    match rx.recv_timeout(wait) {
+        Ok(Ok(file)) => Ok(LockGuard { file }),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(busy(start.elapsed())),
+    }
+}
+
+/// Who holds the lock on `path`, as ` (pid N comm[, stopped])`, from `/proc/locks` (Linux).
+pub fn lock_holder(path: &Path) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(path).ok()?;
+        let dev = meta.dev();
+        let want = format!("{:02x}:{:02x}:{}", rustix::fs::major(dev), rustix::fs::minor(dev), meta.ino());
+        let locks = fs::read_to_string("/proc/locks").ok()?;
+        let pid: u32 = locks.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // `1: FLOCK  ADVISORY  WRITE 7478 fe:00:6161503 0 EOF` (blocked waiters read `->`).
+            (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&want.as_str())).then(|| f.get(4)?.parse().ok())?
+        })?;
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let comm = stat.find('(').zip(stat.rfind(')')).and_then(|(a, b)| stat.get(a + 1..b)).unwrap_or("?");
+        let stopped = stat.rfind(')').and_then(|b| stat.get(b + 2..b + 3)).is_some_and(|s| s == "T" || s == "t");
+        Some(format!(" (pid {pid} {comm}{})", if stopped { ", stopped" } else { "" }))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Runs `f` holding an exclusive lock on the file `lock` ([`lock_until`], waiting at most
+/// [`LOCK_WAIT`]), and unlocks whatever `f` returns. `err(op, e)` names a failure to open or
+/// take the lock (`op`: "opening", "locking").
 pub fn with_lock<T, E>(
     lock: &Path,
     err: impl Fn(&'static str, io::Error) -> E,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    let file = open_private(lock, OpenOptions::new().create(true).truncate(false).write(true))
-        .map_err(|e| err("opening", e))?;
-    file.lock().map_err(|e| err("locking", e))?;
+    let guard =
+        lock_until(lock, LOCK_WAIT).map_err(|e| err(if is_lock_busy(&e) { "locking" } else { "opening" }, e))?;
     let result = f();
-    // Unlock explicitly; closing the descriptor would release it too.
-    let _ = file.unlock();
+    drop(guard);
     result
+}
+
+/// `pread`: reads at `offset` without moving the descriptor's position.
+pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.read_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        f.seek_read(buf, offset)
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = f;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read(buf)
+    }
+}
+
+/// Largest log (`errors.log`) before it is rotated to `<name>.1` (the previous one goes).
+pub const LOG_MAX: u64 = 1 << 20;
+
+/// Appends `msg` as one line, after a timestamp, to a private log file (`.walj/errors.log`),
+/// best effort: a log never fails its caller. A message equal to the last line's is not
+/// written again: the last line counts it (`<first time> <msg> [x3, last <time>]`). Past
+/// [`LOG_MAX`] bytes the log is renamed to `<name>.1`, replacing the previous one.
+pub fn append_log(path: &Path, msg: &str) {
+    let msg = msg.replace(['\n', '\r'], " ");
+    let ts = crate::journal::record::now_ts();
+    let open = || open_private(path, OpenOptions::new().create(true).read(true).append(true));
+    let Ok(mut f) = open() else { return };
+    // One writer at a time for the rewrite of the last line; a busy log is just appended to.
+    if f.try_lock().is_err() {
+        let _ = f.write_all(format!("{ts} {msg}\n").as_bytes());
+        return;
+    }
+    let mut len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > LOG_MAX {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".1");
+        if fs::rename(path, &old).is_ok()
+            && let Ok(new) = open()
+        {
+            f = new;
+            len = 0;
+        }
+    }
+    let line = match last_line(&f, len) {
+        Some((start, first, count)) if count.0 == msg => {
+            // The same message again: the last line counts it.
+            let _ = f.set_len(start);
+            format!("{first} {msg} [x{}, last {ts}]\n", count.1 + 1)
+        }
+        _ => format!("{ts} {msg}\n"),
+    };
+    let _ = f.write_all(line.as_bytes());
+}
+
+/// The log's last line: (its offset, its first timestamp, (its message, times seen)).
+fn last_line(f: &File, len: u64) -> Option<(u64, String, (String, u64))> {
+    if len == 0 {
+        return None;
+    }
+    let tail_len = len.min(8192);
+    let mut tail = vec![0u8; tail_len as usize];
+    let mut got = 0;
+    while got < tail.len() {
+        match read_at(f, &mut tail[got..], len - tail_len + got as u64).ok()? {
+            0 => return None,
+            n => got += n,
+        }
+    }
+    let body = tail.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if start == 0 && tail_len < len {
+        return None; // a line longer than the tail read
+    }
+    let line = std::str::from_utf8(&body[start..]).ok()?;
+    let (first, rest) = line.split_once(' ')?;
+    let (msg, count) = match rest.strip_suffix(']').and_then(|r| r.rsplit_once(" [x")) {
+        Some((msg, n)) => (msg, n.split_once(',')?.0.parse().ok()?),
+        None => (rest, 1),
+    };
+    Some((len - tail_len + start as u64, first.to_string(), (msg.to_string(), count)))
 }
 
 /// Creates a folder (and parents) with mode 0700 where the platform has modes.
@@ -218,6 +448,31 @@ impl Drop for Staged {
             let _ = fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// True when the file has more than one hard link: another name of the same bytes may be
+/// anywhere on the file system (outside the project).
+pub fn is_hard_linked(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.is_file() && meta.nlink() > 1
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+/// Copies the regular file `from` to a new private file `to` (0600, replacing nothing that
+/// exists: the caller removed it), synced: walj's own copies are never links to, nor as
+/// readable as, the original.
+pub fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
+    let (mut src, _) = open_regular(from)?;
+    let mut dst = open_private(to, OpenOptions::new().write(true).create_new(true))?;
+    io::copy(&mut src, &mut dst)?;
+    dst.sync_data()
 }
 
 /// The unix permission bits of a file, when the platform has them.

@@ -76,12 +76,8 @@ pub fn log_error(project: &Project, msg: &str) {
     if project.ensure_dir().is_err() {
         return;
     }
-    let line = format!("{} {}\n", crate::journal::record::now_ts(), msg.replace('\n', " "));
-    if let Ok(mut f) =
-        crate::fsutil::open_private(&project.errors_log(), std::fs::OpenOptions::new().create(true).append(true))
-    {
-        let _ = std::io::Write::write_all(&mut f, line.as_bytes());
-    }
+    // Capped, rotated, repeated messages collapsed.
+    crate::fsutil::append_log(&project.errors_log(), msg);
 }
 
 struct Ctx<'a> {
@@ -117,7 +113,7 @@ impl Ctx<'_> {
                 let mut r = self.session_record(kind::COMPACT);
                 r = r.with(key::TRIGGER, self.payload.str("trigger").unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
-                    r = r.with(key::CUSTOM_INSTRUCTIONS, clip(ci, MAX_TEXT));
+                    r = r.with(key::CUSTOM_INSTRUCTIONS, build::safe(ci, MAX_TEXT));
                 }
                 self.append(&[r])
             }
@@ -180,6 +176,9 @@ impl Ctx<'_> {
         let Some(file_path) = self.payload.file_path() else {
             return Err("PreToolUse without a file_path".into());
         };
+        if build::unusable_path(&mut r, file_path) {
+            return self.append(&[r]);
+        }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
             let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
@@ -229,6 +228,9 @@ impl Ctx<'_> {
                 r = r.with(key::INTERRUPTED, true);
             }
         }
+        if build::unusable_path(&mut r, file_path) {
+            return self.append(&[r]);
+        }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
             let store = self.project.store_dir();
@@ -241,7 +243,10 @@ impl Ctx<'_> {
             let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
                 || original.is_some_and(Value::is_null);
             if let Some(Value::String(orig)) = original {
-                if !never(&rel, matcher.as_ref()) && (orig.len() as u64) <= cfg.capture.max_bytes {
+                if !never(&rel, matcher.as_ref())
+                    && (orig.len() as u64) <= cfg.capture.max_bytes
+                    && !crate::secrets::secret_content(orig.as_bytes())
+                {
                     r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
                 }
             } else if created {
@@ -358,7 +363,7 @@ impl Ctx<'_> {
         self.verify_unfinished_turn();
         let text = self.payload.str("prompt").unwrap_or("");
         let mut r = match crate::claude::transcript::user_text(text) {
-            UserText::Prompt(p) => self.session_record(kind::PROMPT).with(key::PROMPT, clip(&p, MAX_TEXT)),
+            UserText::Prompt(p) => build::prompt(self.session_record(kind::PROMPT), &p),
             UserText::TaskNotification(n) => build::task_notification(self.session_record(kind::TASK_NOTIFICATION), &n),
             UserText::Meta => return Ok(None),
         };
@@ -577,6 +582,9 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     if never(rel, m) {
         return hashed(abs, nocap::NEVER_CAPTURE);
     }
+    if crate::fsutil::is_hard_linked(&meta) && !cfg.capture.hardlinks {
+        return hashed(abs, nocap::HARDLINK);
+    }
     if meta.len() > cfg.capture.max_bytes {
         // Hashed as it is read: a huge file is never held in memory.
         return hashed(abs, nocap::TOO_LARGE);
@@ -587,6 +595,14 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         Err(e) if crate::fsutil::is_not_a_file(&e) => return Ok(not_a_file()),
         Err(e) => return Err(e),
     };
+    if crate::secrets::secret_content(&bytes) {
+        // A private key under a name that says nothing: recorded by id only.
+        return Ok(Image {
+            blob: Blob::Id(crate::store::blob_id(&bytes)),
+            nocap: Some(nocap::NEVER_CAPTURE.into()),
+            bytes: None,
+        });
+    }
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
 }

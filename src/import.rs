@@ -36,8 +36,8 @@ use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
 use crate::claude::transcript::{Line, LineType, READ_TYPES, UserText, first_timestamp, read_head, user_text};
 use crate::config::{self, Config, Matcher};
-use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
-use crate::journal::{Blob, JournalWriter, Record, key, kind, op, scan_records, tool};
+use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, TodoUpdate};
+use crate::journal::{Blob, JournalWriter, Record, key, kind, nocap, op, scan_records, tool};
 use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
@@ -657,7 +657,7 @@ impl<'a> Converter<'a> {
         self.settle_turn(ts);
         let mut r = self.session_rec(kind::PROMPT, session, ts);
         r.id = line.uuid.clone().unwrap_or_else(|| format!("prompt:{}", blob_id(text.as_bytes())));
-        r = r.with(key::PROMPT, clip(&text, MAX_TEXT));
+        let r = build::prompt(r, &text);
         self.emit(r);
     }
 
@@ -774,8 +774,8 @@ impl<'a> Converter<'a> {
 
     fn blob(&mut self, bytes: &[u8], rel: &str) -> (Blob, Option<String>) {
         let id = blob_id(bytes);
-        if self.matcher.is_some_and(|m| m.never_capture(rel)) {
-            return (Blob::Id(id), Some("never_capture".into()));
+        if self.matcher.is_some_and(|m| m.never_capture(rel)) || crate::secrets::secret_content(bytes) {
+            return (Blob::Id(id), Some(nocap::NEVER_CAPTURE.into()));
         }
         if bytes.len() as u64 > self.cfg.capture.max_bytes {
             return (Blob::Id(id), Some("too_large".into()));

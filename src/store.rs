@@ -275,6 +275,37 @@ impl Store {
         Ok(out)
     }
 
+    /// Removes the temp files writers killed mid-write left (`.tmp-*` in the object folders)
+    /// once older than `grace` (a live writer renames its temp file within milliseconds):
+    /// (files, bytes) removed, or that would be on a dry run.
+    pub fn sweep_temps(&self, grace: std::time::Duration, dry_run: bool) -> io::Result<(u64, u64)> {
+        let (mut n, mut bytes) = (0, 0);
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((0, 0)),
+            Err(e) => return Err(e),
+        };
+        let now = std::time::SystemTime::now();
+        for sub in rd.flatten().filter(|s| s.path().is_dir()) {
+            for f in fs::read_dir(sub.path())?.flatten() {
+                if !f.file_name().to_string_lossy().starts_with(".tmp-") {
+                    continue;
+                }
+                let Ok(meta) = f.metadata() else { continue };
+                let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+                if !meta.is_file() || age < grace {
+                    continue;
+                }
+                n += 1;
+                bytes += meta.len();
+                if !dry_run {
+                    fs::remove_file(f.path())?;
+                }
+            }
+        }
+        Ok((n, bytes))
+    }
+
     /// Removes an object (compaction only).
     pub fn remove(&self, id: &str) -> io::Result<()> {
         fs::remove_file(self.object_path(id))

@@ -162,3 +162,141 @@ fn open_regular_refuses_a_fifo_without_blocking() {
     std::fs::write(dir.path().join("f"), b"x").unwrap();
     assert_eq!(walj::fsutil::read_regular(&dir.path().join("f")).unwrap(), b"x");
 }
+
+/// Issue 13 item 11: a hard link inside the project may be a file outside it: recorded by id
+/// only (`nocap: "hardlink"`) unless `[capture] hardlinks = true`.
+#[test]
+fn a_hard_link_is_not_captured_blindly() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("private.txt");
+    std::fs::write(&secret, "outside bytes\n").unwrap();
+    std::fs::hard_link(&secret, repo.path("linked.txt")).unwrap();
+    let input = json!({"file_path": repo.path("linked.txt"), "content": "x"});
+    hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", "t-link", input.clone()));
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-link").unwrap();
+    assert_eq!(r.nocap.as_deref(), Some("hardlink"));
+    let Some(walj::journal::Blob::Id(id)) = &r.before else { panic!("{r:?}") };
+    assert!(!repo.store_object(id).exists(), "the linked bytes were stored");
+    // Configured otherwise: captured.
+    std::fs::write(repo.root.join(".walj/config.toml"), "[capture]\nhardlinks = true\n").unwrap();
+    hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", "t-link2", input));
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-link2").unwrap();
+    assert_eq!(r.nocap, None);
+    assert_eq!(common::blob_bytes(&repo.root, &r.before).unwrap(), b"outside bytes\n");
+}
+
+/// Issue 13 item 11: walj's own files are 0600 (folders 0700) and its own, without exception:
+/// the Bash snapshot's copy of git's index was a 0644 hard link to `.git/index`, the settings
+/// backup kept the settings file's mode.
+#[test]
+fn walj_files_are_private_and_never_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(repo.path(".claude")).unwrap();
+    std::fs::write(repo.path(".claude/settings.json"), "{\"model\": \"opus\"}\n").unwrap();
+    std::fs::set_permissions(repo.path(".claude/settings.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    repo.ok(&["install", "--command", "walj hook"]);
+    let claude = Claude::new(&repo, "s-perm");
+    claude.start();
+    claude.edit("t-edit", "a.txt", "a", "b");
+    let bash = |event: &str| {
+        json!({"session_id": "s-perm", "cwd": repo.root, "hook_event_name": event, "tool_name": "Bash",
+               "tool_use_id": "t-bash", "tool_input": {"command": "echo c > c.txt", "run_in_background": true},
+               "tool_response": {"stdout": "", "stderr": "", "backgroundTaskId": "bg1"}})
+        .to_string()
+    };
+    repo.hook(&bash("PreToolUse"));
+    std::fs::write(repo.path("c.txt"), "c\n").unwrap();
+    repo.hook(&bash("PostToolUse"));
+    let mut seen = 0;
+    let mut stack = vec![repo.root.join(".walj")];
+    while let Some(dir) = stack.pop() {
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            seen += 1;
+            assert_eq!(m.permissions().mode() & 0o777, 0o600, "{}", e.path().display());
+            assert_eq!(m.nlink(), 1, "{} is a hard link", e.path().display());
+        }
+    }
+    assert!(repo.root.join(".walj/backups").is_dir(), "the settings backup was written");
+    let bash_dir = std::fs::read_dir(repo.root.join(".walj/bash")).unwrap().flatten();
+    assert!(
+        bash_dir.into_iter().any(|e| e.file_name().to_string_lossy().ends_with(".index")),
+        "an index copy was kept"
+    );
+    assert!(seen > 5);
+}
+
+/// Issue 13 item 9: a `file_path` with a NUL byte, or longer than any file system takes, is
+/// still recorded (escaped or cut, with the reason); the hook used to fail and drop it.
+#[test]
+fn an_unusable_file_path_is_still_recorded() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let long = format!("{}/{}", repo.root.display(), "d/".repeat(2100) + "f.txt");
+    let long_name = format!("{}/{}.txt", repo.root.display(), "n".repeat(300));
+    let nul = format!("{}/a\u{0}b.txt", repo.root.display());
+    for (id, path, why) in
+        [("t-nul", &nul, "path_nul"), ("t-long", &long, "path_too_long"), ("t-name", &long_name, "path_too_long")]
+    {
+        let input = json!({"file_path": path, "content": "x"});
+        hook_in_time(&repo, &tool(&repo, "PreToolUse", "Write", id, input.clone()));
+        let mut post = tool(&repo, "PostToolUse", "Write", id, input);
+        post["tool_response"] = json!({"type": "create", "filePath": path, "content": "x"});
+        hook_in_time(&repo, &post);
+        let got = calls(&repo, id);
+        assert_eq!(
+            got,
+            vec![("intent".to_string(), Some(why.to_string())), ("applied".to_string(), Some(why.to_string()))],
+            "{id}"
+        );
+    }
+    let r = repo.journal_records().into_iter().find(|r| r.id == "t-nul").unwrap();
+    assert!(r.path.ends_with("a\\0b.txt"), "{}", r.path);
+    let (code, out) = walj_in_time(&repo, &["log", "--json"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Issue 13 item 9: `errors.log` collapses a repeated message into one line and is rotated
+/// past 1 MB.
+#[test]
+fn errors_log_collapses_repeats_and_is_capped() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    for _ in 0..5 {
+        let (code, _, _) = repo.hook_run("{not json", Parent::Timeout(20), Locate::Folder);
+        assert_eq!(code, 0);
+    }
+    let log_path = repo.root.join(".walj/errors.log");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.trim_end().contains("[x5, last "), "{log}");
+    std::fs::write(&log_path, "x".repeat((1 << 20) + 10) + "\n").unwrap();
+    repo.hook_run("", Parent::Timeout(20), Locate::Folder);
+    assert!(repo.root.join(".walj/errors.log.1").exists());
+    assert!(std::fs::metadata(&log_path).unwrap().len() < 1000);
+}
+
+/// Issue 13 item 9: temp files a killed hook left in the store go at the next `walj compact`,
+/// once older than the grace period (a live writer's stay).
+#[test]
+fn compact_sweeps_old_store_temp_files() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    Claude::new(&repo, "s-temps").start();
+    let sub = repo.root.join(".walj/store/ab");
+    std::fs::create_dir_all(&sub).unwrap();
+    let old = sub.join(".tmp-99999-deadbeef");
+    let fresh = sub.join(".tmp-99998-cafebabe");
+    std::fs::write(&old, b"half an object").unwrap();
+    std::fs::write(&fresh, b"being written").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options().append(true).open(&old).unwrap().set_modified(two_hours_ago).unwrap();
+    let v: Value = serde_json::from_str(&repo.ok(&["compact", "--json", "--yes"])).unwrap();
+    assert_eq!(v["temps_removed"], 1, "{v:#}");
+    assert!(!old.exists() && fresh.exists());
+}

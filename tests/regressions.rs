@@ -12,13 +12,17 @@ use serde_json::{Value, json};
 
 const PANIC: i32 = 101;
 
-/// Appends raw lines (no checksum, as a foreign writer or a hand edit leaves them).
+/// Appends raw lines as a foreign writer leaves them: any fields, with the checksum every
+/// v2 line must carry (issue 13 item 6: a v2 line without one is a checksum failure).
 fn append_raw(repo: &Repo, lines: &[Value]) {
     use std::io::Write;
     std::fs::create_dir_all(repo.path(".walj")).expect("mkdir");
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(repo.journal()).expect("open journal");
     for l in lines {
-        writeln!(f, "{l}").expect("append");
+        let mut bytes = l.to_string().into_bytes();
+        walj::journal::record::seal(&mut bytes);
+        bytes.push(b'\n');
+        f.write_all(&bytes).expect("append");
     }
 }
 

@@ -57,10 +57,13 @@ fn nothing_is_overwritten_before_the_journal_names_the_bytes() {
     c.write_intent("toolu_CRASH", "f.txt", "written by the crashed call\n");
     repo.write("f.txt", "written by the crashed call\n");
     let journal = repo.journal_bytes();
-    // The journal can be read but not appended to (its lock cannot be opened).
+    // The journal can be read but not appended to: its lock cannot be opened, and the side
+    // file a writer falls back to cannot be created either (a file where its folder goes).
     let lock = repo.root.join(".walj/journal.lock");
     fs::remove_file(&lock).unwrap();
     fs::create_dir(&lock).unwrap();
+    let side = repo.root.join(".walj/journal.side");
+    fs::write(&side, "").unwrap();
     let err = repo.fails(&["revert", "toolu_CRASH"]);
     assert!(err.contains("journal") && err.contains("Nothing was changed"), "{err}");
     assert_eq!(repo.read("f.txt"), "written by the crashed call\n", "overwritten before it was recorded: {err}");
@@ -68,6 +71,7 @@ fn nothing_is_overwritten_before_the_journal_names_the_bytes() {
 
     // With a writable journal the revert names the crashed call's bytes before writing.
     fs::remove_dir(&lock).unwrap();
+    fs::remove_file(&side).unwrap();
     repo.ok(&["revert", "toolu_CRASH"]);
     assert_eq!(repo.read("f.txt"), NUMBERS);
     let crashed = blob_id(b"written by the crashed call\n");

@@ -239,8 +239,9 @@ fn save(
         (Some(old), Some(dir)) => {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let b = dir.join(format!("{name}.walj-backup"));
-            fs::create_dir_all(dir).map_err(io_err(dir))?;
-            crate::fsutil::atomic_write(&b, &old.raw, crate::fsutil::file_mode(path)).map_err(io_err(&b))?;
+            // walj's own folder and file: private, whatever the settings file's mode.
+            crate::fsutil::create_private_dir(dir).map_err(io_err(dir))?;
+            crate::fsutil::atomic_write(&b, &old.raw, Some(0o600)).map_err(io_err(&b))?;
             Some(b)
         }
         (None, _) => None,

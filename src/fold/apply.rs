@@ -107,6 +107,21 @@ impl Fold {
         let v = &l.view;
         let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
         let id = pairs.intent(l.no, &v.id, v.pair, key);
+        if self.outcome_first.contains(&id) {
+            // The outcome landed first (the intent waited in a side file): pair them.
+            if let Some(&i) = self.by_id.get(&id) {
+                let e = &mut self.entries[i];
+                if e.before.is_none() {
+                    e.before = l.view.before;
+                    e.nocap = e.nocap.take().or(l.view.nocap);
+                }
+                if l.view.ts.as_ref() < e.ts.as_str() {
+                    e.ts = l.view.ts.into_owned();
+                }
+            }
+            // Not found: it settled and was dropped already.
+            return;
+        }
         if self.by_id.contains_key(&id) {
             return;
         }
@@ -157,6 +172,10 @@ impl Fold {
         } else {
             EntryState::Applied
         };
+        if !v1 && !v.pair && !v.imported && v.parent.is_none() && !v.id.is_empty() {
+            // A tool call's outcome before its intent: remember it, the intent may follow.
+            self.outcome_first.insert(id.clone());
+        }
         let after = v.after.clone();
         let mut entry = Entry::new(l.no, id, l.session, l.view, base);
         entry.applied_ts = Some(ts);
@@ -232,24 +251,37 @@ impl Fold {
     }
 
     pub(super) fn apply_command(&mut self, op_name: &str, session: &str, rec: &Record, opts: &FoldOptions) {
+        // The outcome came first (the intent waited in a side file): the intent only fills in.
+        let early = self.outcome_first.contains(&rec.id);
         let s = self.session_mut(session, &rec.sid, &rec.ts, op_name != op::RESOLVED);
         let id = rec.id.clone();
+        let intent = || Command {
+            id: id.clone(),
+            ts: rec.ts.clone(),
+            command: rec.get_str(key::COMMAND).unwrap_or_default().to_string(),
+            description: rec.get_str(key::DESCRIPTION).map(str::to_string),
+            cwd: rec.get_str(key::CWD).map(str::to_string),
+            background: rec.extra.get(key::BACKGROUND).and_then(Value::as_bool).unwrap_or(false),
+            task_id: None,
+            status: CommandStatus::InFlight,
+            error: None,
+            running: None,
+            finished: None,
+        };
+        let mut first = false;
         match op_name {
+            op::INTENT if early => {
+                if let Some(c) = s.commands.iter_mut().rev().find(|c| c.id == id) {
+                    let i = intent();
+                    c.ts = i.ts;
+                    c.description = i.description;
+                    c.cwd = i.cwd;
+                    c.background |= i.background;
+                }
+            }
             op::INTENT => {
                 s.commands_total += 1;
-                s.commands.push(Command {
-                    id,
-                    ts: rec.ts.clone(),
-                    command: rec.get_str(key::COMMAND).unwrap_or_default().to_string(),
-                    description: rec.get_str(key::DESCRIPTION).map(str::to_string),
-                    cwd: rec.get_str(key::CWD).map(str::to_string),
-                    background: rec.extra.get(key::BACKGROUND).and_then(Value::as_bool).unwrap_or(false),
-                    task_id: None,
-                    status: CommandStatus::InFlight,
-                    error: None,
-                    running: None,
-                    finished: None,
-                });
+                s.commands.push(intent());
             }
             op::RESOLVED => {
                 // Stop settled a command that never got an outcome: it did not run (denied).
@@ -264,6 +296,16 @@ impl Fold {
             _ => {
                 let failed = op_name == op::FAILED;
                 let pos = s.commands.iter().rposition(|c| c.id == id);
+                let pos = match pos {
+                    Some(p) => Some(p),
+                    None if !id.is_empty() && !early => {
+                        first = true;
+                        s.commands_total += 1;
+                        s.commands.push(intent());
+                        Some(s.commands.len() - 1)
+                    }
+                    None => None,
+                };
                 if let Some(p) = pos {
                     let c = &mut s.commands[p];
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
@@ -278,6 +320,9 @@ impl Fold {
                     }
                 }
             }
+        }
+        if first {
+            self.outcome_first.insert(id);
         }
     }
 

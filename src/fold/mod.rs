@@ -17,12 +17,12 @@ mod lookup;
 mod model;
 mod settled;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::Path;
 
 use crate::journal::view::{Classified, classify_fast};
-use crate::journal::{ScanReport, scan_lines};
+use crate::journal::{ScanReport, Source};
 
 pub(crate) use apply::Pairing;
 pub use lookup::{IdError, ShortIds, abbrev, short_id, typeable};
@@ -50,13 +50,22 @@ pub struct Fold {
     /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
     /// Digests (`settled::digest`), so memory stays small however many paths the journal names.
     settled: DigestMap<(u64, [Option<u64>; 2])>,
+    /// Ids of tool calls whose outcome came before any intent (an intent that waited in a
+    /// side file): the intent pairs with the entry, even one already settled and dropped.
+    outcome_first: HashSet<String>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
 }
 
 impl Fold {
-    /// Reads and folds a journal. A missing journal folds to nothing.
+    /// Reads and folds a journal, with the records of its side files that are not merged
+    /// yet (`journal::side`). A missing journal folds to nothing.
     pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
+        Fold::load_from(Source::journal(journal), opts)
+    }
+
+    /// [`Fold::load`] of what `source` names (a rewrite folds one file, or a snapshot of it).
+    pub fn load_from(source: Source<'_>, opts: &FoldOptions) -> io::Result<Fold> {
         let mut fold = Fold::default();
         let filter = opts.session.as_deref().filter(|s| !s.is_empty());
         // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
@@ -64,7 +73,7 @@ impl Fold {
         let finder = needle.as_deref().map(memchr::memmem::Finder::new);
         let mut problems = Vec::new();
         let mut pairs = Pairing::default();
-        let report = scan_lines(journal, |raw| {
+        let report = source.scan(|raw| {
             if let Some(f) = &finder
                 && f.find(raw.bytes).is_none()
             {

@@ -3,11 +3,13 @@
 //!
 //! The builders fill a [`Record`] the caller made (stamped with its session, time, process and
 //! call id): extra fields are appended in a fixed order, so a line is the same bytes whoever
-//! writes it.
+//! writes it. Text a user or a command typed (prompts, command lines, descriptions, errors) has
+//! its secret-looking tokens redacted here ([`crate::secrets::redact`]), before any journal or
+//! bundle sees it.
 
 use serde_json::Value;
 
-use super::record::{Record, event, how, key, kind, op, tool};
+use super::record::{Record, event, how, key, kind, nocap, op, tool};
 use crate::claude::payload::clip;
 use crate::claude::transcript::TaskNotification;
 
@@ -21,6 +23,40 @@ pub const MAX_DESCRIPTION: usize = 1024;
 pub const MAX_RESPONSE: usize = 2048;
 /// Longest assistant message kept (Stop, StopFailure).
 pub const MAX_MESSAGE: usize = 16 * 1024;
+
+/// `text` redacted ([`crate::secrets::redact`]), then cut to `max` bytes: for any text a
+/// user typed.
+pub fn safe(text: &str, max: usize) -> String {
+    clip(&crate::secrets::redact(text), max)
+}
+
+/// A `prompt` session record (see [`session`]) of the user's prompt `text`, redacted.
+pub fn prompt(r: Record, text: &str) -> Record {
+    session(r, kind::PROMPT).with(key::PROMPT, safe(text, MAX_TEXT))
+}
+
+/// Longest path a file system takes (PATH_MAX), and longest name (NAME_MAX).
+const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
+/// A tool's `file_path` no file system can open (a NUL byte, too long): fills `r` with the
+/// path as it can be shown (`\0` for NUL, cut to [`PATH_MAX`] bytes), the reason in
+/// `nocap` and a file event, and returns true; the record is kept, nothing is read.
+pub fn unusable_path(r: &mut Record, file_path: &str) -> bool {
+    let why = if file_path.contains('\0') {
+        nocap::PATH_NUL
+    } else if file_path.len() > PATH_MAX || file_path.split(['/', '\\']).any(|c| c.len() > NAME_MAX) {
+        nocap::PATH_TOO_LONG
+    } else {
+        return false;
+    };
+    r.path = clip(&file_path.replace('\0', "\\0"), PATH_MAX);
+    r.nocap = Some(why.to_string());
+    if r.event.is_empty() {
+        r.event = event::FILE_MODIFIED.to_string();
+    }
+    true
+}
 
 /// Turns `r` into a `session` record of kind `k`.
 pub fn session(mut r: Record, k: &str) -> Record {
@@ -47,9 +83,9 @@ impl BashIntent<'_> {
 
     /// Fills an `intent` record (its id already set).
     pub fn fill(&self, r: Record) -> Record {
-        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        let mut r = bash(r).with(key::COMMAND, safe(self.command, MAX_ERROR));
         if let Some(d) = self.description {
-            r = r.with(key::DESCRIPTION, clip(d, MAX_DESCRIPTION));
+            r = r.with(key::DESCRIPTION, safe(d, MAX_DESCRIPTION));
         }
         if self.background {
             r = r.with(key::BACKGROUND, true);
@@ -74,9 +110,9 @@ pub struct BashOutcome<'a> {
 impl BashOutcome<'_> {
     /// Fills an `applied` or `failed` record (op and id already set).
     pub fn fill(&self, r: Record) -> Record {
-        let mut r = bash(r).with(key::COMMAND, clip(self.command, MAX_ERROR));
+        let mut r = bash(r).with(key::COMMAND, safe(self.command, MAX_ERROR));
         if let Some(e) = self.error {
-            r = r.with(key::ERROR, clip(e, MAX_ERROR));
+            r = r.with(key::ERROR, safe(e, MAX_ERROR));
         }
         if let Some(t) = self.task_id {
             r = r.with(key::TASK_ID, t);

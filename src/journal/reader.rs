@@ -3,9 +3,10 @@
 //! Reads the journal in fixed-size chunks (memory does not grow with the journal),
 //! hands every complete line to a callback with its line number and byte offset, and
 //! reports what it skipped: blank lines silently, malformed lines and checksum
-//! failures by line number, an unterminated last line as a torn tail.
+//! failures by line number, runs of NUL bytes by offset and length, an unterminated last
+//! line as a torn tail.
 
-use std::fs::File;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -29,6 +30,9 @@ pub enum Problem {
     BadChecksum { line: u64 },
     /// The last line has no `\n`: a write cut short by a crash. Healed by the next append.
     TornTail { line: u64, bytes: u64 },
+    /// A run of NUL bytes (a zeroed block: data lost in a crash, a damaged disk). JSON never
+    /// holds a raw NUL; the lines around it are read as far as they are whole.
+    Zeroed { offset: u64, bytes: u64 },
 }
 
 impl std::fmt::Display for Problem {
@@ -39,14 +43,21 @@ impl std::fmt::Display for Problem {
             Problem::TornTail { line, bytes } => {
                 write!(f, "line {line}: torn tail ({bytes} bytes without newline), skipped")
             }
+            Problem::Zeroed { offset, bytes } => write!(f, "zeroed region, {bytes} bytes at offset {offset}, skipped"),
         }
     }
 }
 
 #[derive(Debug, Default, Clone)]
 pub struct ScanReport {
+    /// Lines of the journal file (blank ones included).
     pub lines: u64,
+    /// Bytes of the journal file read.
     pub bytes: u64,
+    /// Offset after the journal file's last complete line.
+    pub end: u64,
+    /// Lines read from side files (written while the journal's lock was busy, not merged yet).
+    pub pending: u64,
     pub problems: Vec<Problem>,
 }
 
@@ -62,18 +73,101 @@ impl ScanReport {
 
 const CHUNK: usize = 1 << 20;
 
-/// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+/// What a scan reads: a journal with its side files (every reader), one file alone, or the
+/// first bytes of one (a rewrite's snapshot).
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    path: &'a Path,
+    sides: bool,
+    limit: Option<u64>,
+}
+
+impl<'a> Source<'a> {
+    /// The journal and, after its lines, the records of its side files that are not merged
+    /// yet ([`super::side`]), each once.
+    pub fn journal(path: &'a Path) -> Source<'a> {
+        Source { path, sides: true, limit: None }
+    }
+
+    /// One file alone.
+    pub fn file(path: &'a Path) -> Source<'a> {
+        Source { path, sides: false, limit: None }
+    }
+
+    /// The first `limit` bytes of one file. An unterminated line at the limit is left out
+    /// and not reported: it may be a line being appended.
+    pub fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
+        Source { path, sides: false, limit: Some(limit) }
+    }
+
+    pub fn path(&self) -> &'a Path {
+        self.path
+    }
+
+    /// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
+    pub fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+        let files = if self.sides {
+            super::side::read_pending(super::JournalWriter::new(self.path).side_dir())
+        } else {
+            vec![]
+        };
+        let pending = super::side::pending_lines(&files);
+        if pending.is_empty() {
+            return scan_one(self.path, self.limit, f);
+        }
+        // A merge may run while we read: a side line met in the journal is read there, once.
+        let lens: HashSet<usize> = pending.iter().map(|l| trim(l).len()).collect();
+        let mut met: HashMap<&[u8], usize> = pending.iter().map(|l| (trim(l), 0)).collect();
+        let mut report = scan_one(self.path, self.limit, |raw| {
+            if lens.contains(&raw.bytes.len())
+                && let Some(c) = met.get_mut(raw.bytes)
+            {
+                *c += 1;
+            }
+            f(raw);
+        })?;
+        let (mut line_no, mut offset) = (report.lines, report.bytes);
+        for l in pending {
+            let bytes = trim(l);
+            if let Some(c) = met.get_mut(bytes).filter(|c| **c > 0) {
+                *c -= 1;
+                continue;
+            }
+            line_no += 1;
+            f(RawLine { line_no, offset, bytes });
+            offset += l.len() as u64 + 1;
+            report.pending += 1;
+        }
+        Ok(report)
+    }
+}
+
+/// Calls `f` for every complete, non-blank line of a journal, then of its side files
+/// ([`Source::journal`]). A missing journal is an empty one.
+pub fn scan_lines(path: &Path, f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    Source::journal(path).scan(f)
+}
+
+/// [`scan_lines`] of one file alone (no side files).
+pub fn scan_file(path: &Path, f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    Source::file(path).scan(f)
+}
+
+/// Reads one file in chunks (memory does not grow with it), up to `limit` bytes. Only a
+/// regular file is read: a FIFO at the journal's name never blocks a reader.
+fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
     let mut report = ScanReport::default();
-    let mut file = match File::open(path) {
-        Ok(file) => file,
+    let file = match crate::fsutil::open_regular(path) {
+        Ok((file, _)) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
         Err(e) => return Err(e),
     };
+    let mut file = file.take(limit.unwrap_or(u64::MAX));
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK * 2);
     let mut base: u64 = 0; // file offset of buf[0]
     let mut line_no: u64 = 0;
     let mut chunk = vec![0u8; CHUNK];
+    let mut zeros = Zeros::default();
     loop {
         let n = match file.read(&mut chunk) {
             Ok(0) => break,
@@ -81,6 +175,7 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        zeros.scan(base + buf.len() as u64, &chunk[..n], &mut report);
         buf.extend_from_slice(&chunk[..n]);
         let mut start = 0usize;
         while let Some(rel) = memchr(b'\n', &buf[start..]) {
@@ -95,7 +190,14 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(RawLine<'_>)) -> io::Result<Sca
         buf.drain(..start);
         base += start as u64;
     }
+    zeros.finish(&mut report);
     report.lines = line_no;
+    report.end = base;
+    if limit.is_some() {
+        // Past the snapshot: the rest is not ours to judge.
+        report.bytes = base;
+        return Ok(report);
+    }
     report.bytes = base + buf.len() as u64;
     if !trim(&buf).is_empty() {
         // Trailing NULs (a crash after the size was extended) are trimmed: a tail of only
@@ -127,7 +229,7 @@ pub fn scan_lines_rev(
 ) -> io::Result<RevScan> {
     use std::io::{Seek, SeekFrom};
     const REV_CHUNK: u64 = 64 * 1024;
-    let mut file = match File::open(path) {
+    let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RevScan::Start),
         Err(e) => return Err(e),
@@ -170,6 +272,42 @@ pub fn scan_lines_rev(
     Ok(RevScan::Start)
 }
 
+/// Runs of NUL bytes met while reading, reported as [`Problem::Zeroed`].
+#[derive(Default)]
+struct Zeros {
+    /// The run being read: (offset, length).
+    run: Option<(u64, u64)>,
+}
+
+impl Zeros {
+    /// Looks at `bytes`, read at file offset `at`: one `memchr` pass when there is no NUL.
+    fn scan(&mut self, at: u64, bytes: &[u8], report: &mut ScanReport) {
+        if memchr(0, bytes).is_none() {
+            self.finish(report);
+            return;
+        }
+        for i in memchr::memchr_iter(0, bytes) {
+            let pos = at + i as u64;
+            match &mut self.run {
+                Some((start, len)) if *start + *len == pos => *len += 1,
+                _ => {
+                    self.finish(report);
+                    self.run = Some((pos, 1));
+                }
+            }
+        }
+        if bytes.last() != Some(&0) {
+            self.finish(report);
+        }
+    }
+
+    fn finish(&mut self, report: &mut ScanReport) {
+        if let Some((offset, bytes)) = self.run.take() {
+            report.push(Problem::Zeroed { offset, bytes });
+        }
+    }
+}
+
 /// Calls `f` for every line the classifier ([`super::classify`]) reads that also parses as a
 /// full [`Record`].
 pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<ScanReport> {
@@ -188,19 +326,23 @@ pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<S
     Ok(report)
 }
 
-/// Checks a line before parsing: must look like an object, checksum must hold.
-pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<(), Problem> {
+/// Checks a line before parsing: must look like an object, its checksum tail (if any) must
+/// hold. `Ok(true)`: the checksum passed; `Ok(false)`: the line has no readable checksum
+/// tail, which only a line that is not v2 may lack ([`super::view::classify`] decides, once
+/// the line is parsed).
+pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
     if bytes.first() != Some(&b'{') {
         return Err(Problem::Malformed { line: line_no, error: "not a JSON object".into() });
     }
     match check_crc(bytes) {
         Some(false) => Err(Problem::BadChecksum { line: line_no }),
-        _ => Ok(()),
+        Some(true) => Ok(true),
+        None => Ok(false),
     }
 }
 
 /// Strips trailing `\r`, spaces and NUL bytes (zeroed sectors) and leading whitespace.
-fn trim(mut b: &[u8]) -> &[u8] {
+pub(crate) fn trim(mut b: &[u8]) -> &[u8] {
     while let [first, rest @ ..] = b {
         if first.is_ascii_whitespace() || *first == 0 {
             b = rest;
@@ -233,6 +375,7 @@ pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::journal::record::{Record, op};
+    use std::fs::File;
     use std::io::Write;
 
     #[test]
@@ -258,6 +401,39 @@ mod tests {
         assert!(matches!(rep.problems[0], Problem::Malformed { line: 4, .. }));
         assert!(matches!(rep.problems[1], Problem::BadChecksum { line: 6 }));
         assert!(matches!(rep.problems[2], Problem::TornTail { line: 7, .. }));
+    }
+
+    /// Issue 13 item 6: a run of NUL bytes inside the journal (a zeroed block) is reported
+    /// with its offset and length, not skipped as blank; the lines around it are still read.
+    #[test]
+    fn zeroed_regions_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        let a = Record::new(op::INTENT, "s1").to_line();
+        let b = Record::new(op::APPLIED, "s1").to_line();
+        let mut bytes = a.clone();
+        bytes.extend(std::iter::repeat_n(0u8, 4096));
+        bytes.extend_from_slice(&b);
+        bytes.extend_from_slice(b"\0\0\0");
+        std::fs::write(&p, &bytes).unwrap();
+        let mut n = 0;
+        let rep = scan_records(&p, |_, _| n += 1).unwrap();
+        assert_eq!(n, 2, "the lines around a zeroed region are read");
+        assert_eq!(
+            rep.problems,
+            vec![
+                Problem::Zeroed { offset: a.len() as u64, bytes: 4096 },
+                Problem::Zeroed { offset: (a.len() + 4096 + b.len()) as u64, bytes: 3 },
+            ]
+        );
+        assert_eq!(rep.problems[0].to_string(), format!("zeroed region, 4096 bytes at offset {}, skipped", a.len()));
+        // A run across the reader's chunks is one region.
+        let mut big = a.clone();
+        big.extend(std::iter::repeat_n(0u8, CHUNK + 10));
+        big.extend_from_slice(&b);
+        std::fs::write(&p, &big).unwrap();
+        let rep = scan_records(&p, |_, _| {}).unwrap();
+        assert_eq!(rep.problems, vec![Problem::Zeroed { offset: a.len() as u64, bytes: CHUNK as u64 + 10 }]);
     }
 
     #[test]

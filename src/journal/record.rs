@@ -105,6 +105,14 @@ pub mod nocap {
     pub const DIRECTORY: &str = "directory";
     /// A FIFO, a device or a socket: never opened (it could block or never end).
     pub const NOT_A_FILE: &str = "not_a_file";
+    /// A file with more than one link (`st_nlink > 1`): the same bytes may be a file outside
+    /// the project; recorded by id only unless `[capture] hardlinks = true`.
+    pub const HARDLINK: &str = "hardlink";
+    /// The tool's path holds a NUL byte (no file system takes it): recorded escaped (`\0`).
+    pub const PATH_NUL: &str = "path_nul";
+    /// The tool's path is longer than a path (4096 bytes) or a name (255 bytes) can be:
+    /// recorded cut to 4096 bytes.
+    pub const PATH_TOO_LONG: &str = "path_too_long";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
@@ -350,7 +358,8 @@ pub fn seal(body: &mut Vec<u8>) {
     body.extend_from_slice(format!(",\"crc\":\"{crc:08x}\"}}").as_bytes());
 }
 
-/// Checks a line's checksum. `None` when the line has none (v1, foreign writers).
+/// Checks a line's checksum. `None` when the line has no checksum tail as walj writes it
+/// (v1, foreign writers, or a damaged tail: the classifier then refuses a v2 line).
 pub fn check_crc(line: &[u8]) -> Option<bool> {
     const TAG: &[u8] = b",\"crc\":\"";
     // The checksum is always the last field: `,"crc":"xxxxxxxx"}`.
@@ -362,8 +371,12 @@ pub fn check_crc(line: &[u8]) -> Option<bool> {
     if &line[start..start + TAG.len()] != TAG {
         return None;
     }
-    let hex = std::str::from_utf8(&line[start + TAG.len()..n - 2]).ok()?;
-    let want = u32::from_str_radix(hex, 16).ok()?;
+    // Exactly as written: 8 lowercase hex digits (an upper-case digit is damage too).
+    let hex = &line[start + TAG.len()..n - 2];
+    if !hex.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
+        return None;
+    }
+    let want = u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
     Some(crc32c::crc32c(&line[..start]) == want)
 }
 

@@ -1,14 +1,21 @@
 //! The only code that rewrites the journal (DESIGN §1): `walj compact` and
 //! `walj sessions delete`.
 //!
-//! Under the journal's lock (`journal.lock`, the one every append takes, so concurrent hooks
-//! wait), the journal is read twice — a fold to decide, a pass that copies the lines to keep
-//! verbatim into a temp file — then the result is *verified* by folding it again: the recovery
-//! view (`recover --json`), pending briefs and announcements must be exactly what they were
-//! (less the deleted session). Only then: fsync, rename over the journal, fsync the folder.
-//! Unreadable lines are never kept silently: the original journal is first copied to
-//! `journal.jsonl.<time>.broken`. Objects no remaining line names (and older than an hour, so a
-//! hook that has just stored an image but not yet appended its line keeps it) are removed last.
+//! Appenders are not held up while the journal is read (DESIGN §8: a hook must never wait
+//! on a rewrite). A rewrite takes a snapshot (the journal's complete lines when it starts),
+//! folds it to decide, copies the lines to keep verbatim into a temp file, then *verifies*
+//! the result by folding it again: the recovery view (`recover --json`), pending briefs and
+//! announcements must be exactly what they were (less the deleted session). Only then does it
+//! take the journal's lock (`journal.lock`, the one every append takes), merge the side files
+//! (`journal::side`), append what was written since the snapshot as it is, fsync, rename over
+//! the journal and fsync the folder; the lock is held for that alone. The lines written
+//! meanwhile come after the rewrite, as they would have had they waited for the lock. One
+//! rewrite runs at a time (`journal.rewrite.lock`).
+//!
+//! Unreadable lines are never dropped silently: the snapshot is first copied to
+//! `journal.jsonl.<time>.broken`. Objects no remaining line (nor a side file) names, and older
+//! than an hour (so a hook that has just stored an image but not yet appended its line keeps
+//! it), are removed last.
 //!
 //! What compaction keeps (retention = `[retention] days`, default 30):
 //! - every record of a session that has unresolved entries (its recovery view stays identical);
@@ -32,9 +39,8 @@ use serde_json::{Value, json};
 
 use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, Pairing, SessionStatus};
 use crate::fsutil;
-use crate::journal::reader::scan_lines;
 use crate::journal::view::{RecordView, classify};
-use crate::journal::{JournalWriter, kind, op};
+use crate::journal::{JournalWriter, Source, kind, op, side};
 use crate::project::Project;
 use crate::session::{SessionError, hex_ids, is_settled, resolve, transcript};
 use crate::store::Store;
@@ -74,6 +80,8 @@ pub struct RewriteReport {
     pub object_bytes_removed: u64,
     /// Unreferenced objects kept because they are younger than the grace period.
     pub objects_recent: u64,
+    /// Store temp files left by writers killed mid-write, older than the grace period.
+    pub temps_removed: u64,
     pub sessions_removed: Vec<String>,
     pub transcripts_removed: u64,
     pub retention_days: Option<u64>,
@@ -85,6 +93,7 @@ impl RewriteReport {
     }
 }
 
+#[derive(Clone)]
 enum Mode {
     Compact { cutoff: String },
     Delete { session: String },
@@ -382,20 +391,39 @@ struct RunOptions {
     progress: bool,
 }
 
+/// How long a rewrite waits for the journal's lock for its final swap. Appenders hold it for
+/// a moment; a holder that is stopped makes the rewrite give up, not wait without limit.
+const SWAP_WAIT: Duration = Duration::from_secs(10);
+
+/// A rewrite that finds, at its swap, the journal replaced or a line it may not copy as it is
+/// (one named by its line number) starts again from a new snapshot, at most this many times.
+const ATTEMPTS: usize = 3;
+
 fn rewrite(project: &Project, mode: Mode, run: RunOptions) -> Result<RewriteReport, SessionError> {
     let journal = &project.journal;
-    let mut rep = RewriteReport { dry_run: run.dry_run, ..RewriteReport::default() };
     if !journal.exists() {
-        return Ok(rep);
+        return Ok(RewriteReport { dry_run: run.dry_run, ..RewriteReport::default() });
     }
     let writer = JournalWriter::new(journal);
-    let lock_path = writer.lock_path();
+    // One rewrite at a time (their temp files share a folder); appenders do not take this.
+    let own_lock = writer.lock_path().with_extension("rewrite.lock");
     fsutil::with_lock(
-        lock_path,
-        |op, e| SessionError::io(op, lock_path)(e),
-        || rewrite_locked(project, mode, run, &mut rep),
+        &own_lock,
+        |op, e| SessionError::io(op, &own_lock)(e),
+        || {
+            let mut why = String::new();
+            for _ in 0..ATTEMPTS {
+                let mut rep = RewriteReport { dry_run: run.dry_run, ..RewriteReport::default() };
+                match rewrite_once(project, &writer, mode.clone(), run, &mut rep)? {
+                    None => return Ok(rep),
+                    Some(w) => why = w,
+                }
+            }
+            Err(SessionError::Refused(format!(
+                "the journal kept changing during the rewrite ({why}); nothing was changed, run it again"
+            )))
+        },
     )
-    .map(|()| rep)
 }
 
 /// What the copying pass saw and kept.
@@ -407,6 +435,9 @@ struct Copied {
     records_before: u64,
     records_after: u64,
     bytes_after: u64,
+    /// Lines of the snapshot, and lines written (blank ones kept for numbering included).
+    snapshot_lines: u64,
+    written_lines: u64,
     write_err: Option<io::Error>,
 }
 
@@ -425,17 +456,42 @@ impl Paths {
     }
 }
 
-fn rewrite_locked(project: &Project, mode: Mode, run: RunOptions, rep: &mut RewriteReport) -> Result<(), SessionError> {
+/// The journal's identity: a rewrite swaps only the file it read.
+fn identity(journal: &Path) -> io::Result<(u64, u64, u64)> {
+    let meta = fs::metadata(journal)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok((meta.dev(), meta.ino(), meta.len()))
+    }
+    #[cfg(not(unix))]
+    Ok((0, 0, meta.len()))
+}
+
+/// One rewrite (see the module's text). Appenders run freely while the journal is read,
+/// folded, copied and verified (a snapshot: its complete lines when the rewrite started);
+/// the journal's lock is taken only for the final swap, which copies what was appended
+/// meanwhile as it is. `Some(why)`: see [`swap`]; nothing was changed, and the caller starts
+/// again.
+fn rewrite_once(
+    project: &Project,
+    writer: &JournalWriter,
+    mode: Mode,
+    run: RunOptions,
+    rep: &mut RewriteReport,
+) -> Result<Option<String>, SessionError> {
     let journal = &project.journal;
     let dir = journal.parent().unwrap_or(Path::new(".")).to_path_buf();
     let name = journal.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     remove_stale_temps(&dir, &name);
     let tmp = dir.join(format!(".{name}.walj-rewrite-{}", std::process::id()));
     let paths = Paths { dir, name, tmp };
-    let before = Fold::load(journal, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
-        .map_err(SessionError::io("reading", journal))?;
+    let (dev, ino, size) = identity(journal).map_err(SessionError::io("reading", journal))?;
+    let all = FoldOptions { keep_settled: true, all_commands: true, ..Default::default() };
+    let before = Fold::load_from(Source::prefix(journal, size), &all).map_err(SessionError::io("reading", journal))?;
+    let end = before.report.end;
     let plan = Plan::new(&before, mode);
-    rep.bytes_before = fs::metadata(journal).map(|m| m.len()).unwrap_or(0);
+    rep.bytes_before = size;
 
     let mut out: Option<BufWriter<File>> = if run.dry_run {
         None
@@ -444,33 +500,119 @@ fn rewrite_locked(project: &Project, mode: Mode, run: RunOptions, rep: &mut Rewr
             .map_err(SessionError::io("creating", &paths.tmp))?;
         Some(BufWriter::with_capacity(1 << 20, f))
     };
-    let copied = copy_kept(journal, &plan, out.as_mut(), progress_bar(run.progress, rep.bytes_before))
+    let mut copied = copy_kept(journal, end, &plan, out.as_mut(), progress_bar(run.progress, end))
         .map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
-    if let Some(e) = copied.write_err {
+    if let Some(e) = copied.write_err.take() {
         return Err(paths.fail(SessionError::Io { op: "writing".into(), path: paths.tmp.clone(), source: e }));
     }
     rep.unreadable = copied.unreadable;
     rep.records_before = copied.records_before;
     rep.records_after = copied.records_after;
     rep.bytes_after = copied.bytes_after;
-    if copied.records_before == copied.records_after && copied.unreadable == 0 {
+    // Objects named by records still waiting in side files are not swept.
+    for (_, bytes) in side::read_pending(writer.side_dir()) {
+        copied.referenced.extend(hex_ids(&bytes).map(str::to_string));
+    }
+    let nothing_to_drop = copied.records_before == copied.records_after && copied.unreadable == 0;
+    match out.take() {
+        Some(w) if !nothing_to_drop => {
+            let f = w.into_inner().map_err(|e| paths.fail(SessionError::io("writing", &paths.tmp)(e.into_error())))?;
+            // Synced now, so the swap under the lock syncs only the tail.
+            f.sync_all().map_err(|e| paths.fail(SessionError::io("syncing", &paths.tmp)(e)))?;
+            verify(journal, &paths, &before, &plan).map_err(|e| paths.fail(e))?;
+            if copied.unreadable > 0 {
+                rep.broken_copy = Some(broken_copy(journal, end, &paths).map_err(|e| paths.fail(e))?);
+            }
+            if let Some(why) = swap(writer, &paths, f, (dev, ino, end), &mut copied, rep)? {
+                if let Some(b) = rep.broken_copy.take() {
+                    let _ = fs::remove_file(b);
+                }
+                return Ok(Some(why));
+            }
+        }
         // Nothing to drop: leave the journal as it is (no rewrite, no new inode).
-        drop(out.take());
-        let _ = fs::remove_file(&paths.tmp);
-    } else if let Some(w) = out.take() {
-        let f = w.into_inner().map_err(|e| paths.fail(SessionError::io("writing", &paths.tmp)(e.into_error())))?;
-        f.sync_all().map_err(|e| paths.fail(SessionError::io("syncing", &paths.tmp)(e)))?;
-        drop(f);
-        verify(journal, &paths, &before, &plan).map_err(|e| paths.fail(e))?;
-        replace(journal, &paths, copied.unreadable, rep)?;
+        other => {
+            drop(other);
+            let _ = fs::remove_file(&paths.tmp);
+        }
     }
     sweep(project, &copied.referenced, run.dry_run, rep)?;
-    finish_transcripts(project, &plan, run.dry_run, rep)
+    finish_transcripts(project, &plan, run.dry_run, rep)?;
+    Ok(None)
 }
 
-/// Reads the journal once, writing the lines `plan` keeps to `out` (none on a dry run).
+/// Under the journal's lock (side files merged first): appends what was written after the
+/// snapshot to the rewrite as it is, syncs it and renames it over the journal. `Some(why)`:
+/// the journal was replaced, or a new line's identity is its line number, which the
+/// rewrite shifted (nothing changed).
+fn swap(
+    writer: &JournalWriter,
+    paths: &Paths,
+    mut tmp: File,
+    (dev, ino, end): (u64, u64, u64),
+    copied: &mut Copied,
+    rep: &mut RewriteReport,
+) -> Result<Option<String>, SessionError> {
+    let journal = writer.path();
+    let changed = |why: String| {
+        let _ = fs::remove_file(&paths.tmp);
+        Ok(Some(why))
+    };
+    let locked = writer.lock(SWAP_WAIT).map_err(|e| paths.fail(SessionError::io("locking", writer.lock_path())(e)))?;
+    if locked.merged.left > 0 && side::interrupted(writer.side_dir()) {
+        return changed("a merge of side files is under way".into());
+    }
+    let (dev2, ino2, size) = identity(journal).map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
+    if (dev2, ino2) != (dev, ino) || size < end {
+        return changed("the journal was replaced".into());
+    }
+    let mut tail = Vec::new();
+    let read = fsutil::open_regular(journal).and_then(|(mut f, _)| {
+        io::Seek::seek(&mut f, io::SeekFrom::Start(end))?;
+        io::Read::read_to_end(&mut f, &mut tail)
+    });
+    read.map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
+    // The tail is copied as it is: its records come after the rewrite, exactly as if they had
+    // waited for the lock (what a rewrite that held the lock throughout gave). Lines dropped
+    // before them shift their numbers, which only matters to records named by their number.
+    let shifted = copied.written_lines != copied.snapshot_lines;
+    for line in tail.split(|&b| b == b'\n') {
+        let bytes = crate::journal::reader::trim(line);
+        let Ok(l) = classify(0, bytes) else { continue };
+        if shifted && numbered(&l) {
+            return changed("a record named by its line number was appended meanwhile".into());
+        }
+        rep.records_before += 1;
+        rep.records_after += 1;
+        copied.referenced.extend(hex_ids(bytes).map(str::to_string));
+    }
+    let mut write = || -> io::Result<()> {
+        tmp.write_all(&tail)?;
+        tmp.sync_all()
+    };
+    write().map_err(|e| paths.fail(SessionError::io("writing", &paths.tmp)(e)))?;
+    drop(tmp);
+    fs::rename(&paths.tmp, journal).map_err(|e| paths.fail(SessionError::io("replacing", journal)(e)))?;
+    fsutil::sync_dir(&paths.dir).map_err(SessionError::io("syncing", &paths.dir))?;
+    drop(locked);
+    rep.bytes_before = size;
+    rep.bytes_after += tail.len() as u64;
+    Ok(None)
+}
+
+/// A record whose identity is its line number (`L<n>`): v1 lines, entries without an id,
+/// triage records without an action.
+fn numbered(l: &RecordView<'_>) -> bool {
+    l.is_v1()
+        || (l.id.is_empty() && matches!(l.op(), op::INTENT | op::APPLIED | op::FAILED))
+        || (l.action.is_none() && matches!(l.op(), op::RESOLVED | op::HANDOFF))
+}
+
+/// Reads the journal's first `end` bytes once, writing the lines `plan` keeps to `out`
+/// (none on a dry run).
 fn copy_kept(
     journal: &Path,
+    end: u64,
     plan: &Plan,
     mut out: Option<&mut BufWriter<File>>,
     bar: Option<indicatif::ProgressBar>,
@@ -479,7 +621,7 @@ fn copy_kept(
     let mut ids = EntryIds::default();
     let mut written_lines = 0u64;
     let mut last_tick = 0u64;
-    let scan = scan_lines(journal, |raw| {
+    let scan = Source::prefix(journal, end).scan(|raw| {
         if let Some(b) = &bar
             && raw.offset - last_tick > (1 << 20)
         {
@@ -538,9 +680,10 @@ fn copy_kept(
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    // Torn tail: counted as unreadable (not delivered to the callback).
-    c.unreadable +=
-        scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::TornTail { .. })).count() as u64;
+    // Zeroed regions are damage too: the `.broken` copy keeps them.
+    c.unreadable += scan.problems.iter().filter(|p| matches!(p, crate::journal::Problem::Zeroed { .. })).count() as u64;
+    c.snapshot_lines = scan.lines;
+    c.written_lines = written_lines;
     Ok(c)
 }
 
@@ -553,8 +696,11 @@ fn verify(journal: &Path, paths: &Paths, before: &Fold, plan: &Plan) -> Result<(
     };
     let live: HashMap<String, SessionStatus> =
         before.sessions.iter().map(|s| (s.session.clone(), s.status())).collect();
-    let after = Fold::load(&paths.tmp, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
-        .map_err(SessionError::io("reading", &paths.tmp))?;
+    let after = Fold::load_from(
+        Source::file(&paths.tmp),
+        &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() },
+    )
+    .map_err(SessionError::io("reading", &paths.tmp))?;
     let (want, got) = (protected_view(before, skip, &live), protected_view(&after, None, &live));
     let announced_before = announced_of(before);
     let announced_lost =
@@ -571,19 +717,19 @@ fn verify(journal: &Path, paths: &Paths, before: &Fold, plan: &Plan) -> Result<(
     Ok(())
 }
 
-/// Copies the journal aside when it had unreadable lines, then renames the rewrite over it.
-fn replace(journal: &Path, paths: &Paths, unreadable: u64, rep: &mut RewriteReport) -> Result<(), SessionError> {
-    if unreadable > 0 {
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-        let broken = paths.dir.join(format!("{}.{stamp}.broken", paths.name));
-        fs::copy(journal, &broken).map_err(|e| paths.fail(SessionError::io("copying the journal to", &broken)(e)))?;
-        File::open(&broken)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| paths.fail(SessionError::io("syncing", &broken)(e)))?;
-        rep.broken_copy = Some(broken);
-    }
-    fs::rename(&paths.tmp, journal).map_err(|e| paths.fail(SessionError::io("replacing", journal)(e)))?;
-    fsutil::sync_dir(&paths.dir).map_err(SessionError::io("syncing", &paths.dir))
+/// Copies the journal's first `end` bytes (the snapshot that had unreadable lines) aside to
+/// `journal.jsonl.<time>.broken`, synced: the only place those lines stay.
+fn broken_copy(journal: &Path, end: u64, paths: &Paths) -> Result<PathBuf, SessionError> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let broken = paths.dir.join(format!("{}.{stamp}.broken", paths.name));
+    let copy = || -> io::Result<()> {
+        let (src, _) = fsutil::open_regular(journal)?;
+        let mut dst = fsutil::open_private(&broken, OpenOptions::new().write(true).create(true).truncate(true))?;
+        io::copy(&mut io::Read::take(src, end), &mut dst)?;
+        dst.sync_all()
+    };
+    copy().map_err(SessionError::io("copying the journal to", &broken))?;
+    Ok(broken)
 }
 
 /// Transcript copies of sessions no record names any more go too (compaction).
@@ -642,6 +788,8 @@ fn sweep(
     if !dry_run && rep.objects_removed > 0 {
         let _ = fsutil::sync_dir(store.dir());
     }
+    let (temps, _) = store.sweep_temps(OBJECT_GRACE, dry_run).map_err(SessionError::io("sweeping", store.dir()))?;
+    rep.temps_removed = temps;
     Ok(())
 }
 

@@ -2,8 +2,9 @@
 //! classifier (DESIGN §3).
 //!
 //! The fold, compaction (`journal::rewrite`) and the session scans read lines through
-//! [`classify`]: a line is readable when it is a JSON object, its checksum (if any) holds and
-//! the fields of [`RecordView`] have their types. Fields the view does not name are never
+//! [`classify`]: a line is readable when it is a JSON object, its checksum holds (a v2 line
+//! must have one; only the proposal's v1 lines have none) and the fields of [`RecordView`]
+//! have their types. Fields the view does not name are never
 //! looked at (newer versions add them); `kind`, `how`, `target` and `action` of a wrong type
 //! read as absent. Every reader therefore skips exactly the same lines, so a rewrite that drops
 //! an unreadable line never changes what the fold saw.
@@ -105,9 +106,23 @@ impl RecordView<'_> {
 }
 
 /// The one line classifier: a readable line's view, or why it is skipped.
+///
+/// Every v2 line must carry a valid checksum: a `"v":2` line (or any line naming a `crc`)
+/// whose checksum tail is damaged or missing is a checksum failure, never read unchecked.
 pub fn classify(line_no: u64, bytes: &[u8]) -> Result<RecordView<'_>, Problem> {
-    check_line(line_no, bytes)?;
-    view_unchecked(bytes).map_err(|e| Problem::Malformed { line: line_no, error: e.to_string() })
+    let sealed = check_line(line_no, bytes)?;
+    let view = view_unchecked(bytes).map_err(|e| Problem::Malformed { line: line_no, error: e.to_string() })?;
+    unsealed(line_no, sealed, &view, bytes)?;
+    Ok(view)
+}
+
+/// The checksum rule for a line without a readable checksum tail (`sealed` false).
+#[inline]
+fn unsealed(line_no: u64, sealed: bool, view: &RecordView<'_>, bytes: &[u8]) -> Result<(), Problem> {
+    if !sealed && (view.v >= 2 || super::reader::contains(bytes, b"\"crc\"")) {
+        return Err(Problem::BadChecksum { line: line_no });
+    }
+    Ok(())
 }
 
 /// A readable line as the fold's fast path sees it.
@@ -123,14 +138,16 @@ pub enum Classified<'a> {
 }
 
 /// [`classify`], with walj's `persisted` lines (the bulk of a long journal) recognised
-/// without parsing them.
+/// without parsing them: only lines whose checksum passed take that fast path.
 #[inline]
 pub fn classify_fast(line_no: u64, bytes: &[u8]) -> Result<Classified<'_>, Problem> {
-    check_line(line_no, bytes)?;
-    if let Some((id, session)) = persisted_fast(bytes) {
+    let sealed = check_line(line_no, bytes)?;
+    if sealed && let Some((id, session)) = persisted_fast(bytes) {
         return Ok(Classified::Persisted { id, session });
     }
-    view_unchecked(bytes).map(Classified::View).map_err(|e| Problem::Malformed { line: line_no, error: e.to_string() })
+    let view = view_unchecked(bytes).map_err(|e| Problem::Malformed { line: line_no, error: e.to_string() })?;
+    unsealed(line_no, sealed, &view, bytes)?;
+    Ok(Classified::View(view))
 }
 
 /// [`classify`] for a line of the streaming reader.
@@ -394,7 +411,7 @@ fn skip_nested(b: &[u8], mut i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::record::Record;
+    use crate::journal::record::{Record, op};
     use proptest::prelude::*;
 
     fn serde_view(line: &[u8]) -> RecordView<'_> {
@@ -451,10 +468,17 @@ mod tests {
 
     /// Unknown fields and wrongly typed lenient fields are tolerated; a wrongly typed field
     /// the fold relies on makes the line malformed; both ways the same for every reader.
+    /// `text` with its checksum tail, as walj writes it.
+    fn sealed(text: &str) -> Vec<u8> {
+        let mut b = text.as_bytes().to_vec();
+        crate::journal::record::seal(&mut b);
+        b
+    }
+
     #[test]
     fn classifier_tolerance() {
-        let ok =
-            classify(1, br#"{"v":2,"op":"session","session":"s","kind":5,"target":[1],"future":{"x":1}}"#).unwrap();
+        let line = sealed(r#"{"v":2,"op":"session","session":"s","kind":5,"target":[1],"future":{"x":1}}"#);
+        let ok = classify(1, &line).unwrap();
         assert_eq!((ok.op(), ok.kind(), ok.target()), ("session", None, None));
         assert!(matches!(classify(2, br#"{"v":"2","op":"intent"}"#), Err(Problem::Malformed { line: 2, .. })));
         assert!(matches!(classify(3, b"not json"), Err(Problem::Malformed { line: 3, .. })));
@@ -465,15 +489,59 @@ mod tests {
         assert!(matches!(classify(4, &sealed), Err(Problem::BadChecksum { line: 4 })));
     }
 
+    /// Issue 13 item 6: a v2 line whose checksum tail is damaged (or gone) is a checksum
+    /// failure, never read unchecked; the `persisted` fast path runs only on checked lines.
+    #[test]
+    fn a_v2_line_without_a_valid_checksum_is_a_checksum_failure() {
+        let mut r = Record::new(op::PERSISTED, "s");
+        r.id = "toolu_1".into();
+        let line = r.to_line();
+        let line = &line[..line.len() - 1];
+        assert!(matches!(classify_fast(1, line), Ok(Classified::Persisted { id: "toolu_1", .. })));
+        let n = line.len();
+        let damaged: Vec<Vec<u8>> = vec![
+            // A flipped hex digit of the checksum: not hex any more.
+            [&line[..n - 3], b"g\"}"].concat(),
+            // The tag damaged: `"crx"`.
+            line.iter().enumerate().map(|(i, &b)| if i == n - 14 { b'x' } else { b }).collect(),
+            // The checksum gone.
+            [&line[..n - 18], b"}"].concat(),
+            // A digit too few.
+            [&line[..n - 3], b"\"}"].concat(),
+        ];
+        for d in &damaged {
+            let text = String::from_utf8_lossy(d);
+            assert!(matches!(classify(7, d), Err(Problem::BadChecksum { line: 7 })), "{text}");
+            assert!(matches!(classify_fast(7, d), Err(Problem::BadChecksum { line: 7 })), "{text}");
+        }
+        // An upper-case hex digit (found by the fuzz test): the same number, not the same bytes.
+        let upper = (0..)
+            .map(|i| {
+                let mut r = Record::new(op::INTENT, "s");
+                r.id = format!("t{i}");
+                r.to_line()
+            })
+            .find(|l| l[l.len() - 11..l.len() - 3].iter().any(u8::is_ascii_lowercase))
+            .unwrap();
+        let n = upper.len() - 1;
+        let upper: Vec<u8> =
+            upper[..n].iter().enumerate().map(|(i, b)| if i >= n - 10 { b.to_ascii_uppercase() } else { *b }).collect();
+        assert!(matches!(classify(7, &upper), Err(Problem::BadChecksum { line: 7 })));
+        // A v1 line has no checksum, and needs none.
+        assert!(classify(8, br#"{"v":1,"sid":"a","ts":"t","event":"e","path":"p","persisted":false}"#).is_ok());
+    }
+
     #[test]
     fn shared_rules() {
         let v1 = classify(1, br#"{"v":1,"sid":"a1b2c3","ts":"t","event":"e","path":"p","persisted":false}"#).unwrap();
         assert!(v1.is_v1());
         assert_eq!((v1.op(), v1.session_key()), (op::APPLIED, "a1b2c3"));
-        let cmd = classify(2, br#"{"v":2,"op":"intent","session":"full-id","sid":"full-i","tool":"Bash"}"#).unwrap();
+        let line = sealed(r#"{"v":2,"op":"intent","session":"full-id","sid":"full-i","tool":"Bash"}"#);
+        let cmd = classify(2, &line).unwrap();
         assert!(cmd.is_command() && !cmd.is_v1());
         assert_eq!(cmd.session_key(), "full-id");
-        let side = classify(3, br#"{"v":2,"op":"intent","tool":"Bash","path":"a.txt"}"#).unwrap();
+        let line = sealed(r#"{"v":2,"op":"intent","tool":"Bash","path":"a.txt"}"#);
+        let side = classify(3, &line).unwrap();
         assert!(!side.is_command());
     }
 }

@@ -185,6 +185,7 @@ pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionErro
         objects: objects.len(),
         transcript_bytes: transcript.as_ref().map(|t| t.len() as u64),
     };
+    warnings.extend(crate::secrets::bundle_warnings(&records, &objects, transcript.as_deref()));
     Ok(Contents { meta, records, objects, transcript, warnings })
 }
 
