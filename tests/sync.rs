@@ -159,16 +159,22 @@ impl Machine {
     }
 }
 
+/// A journal line as walj writes it: the fields given, then its CRC32C (`crc`, always last).
+fn checked(json: String) -> String {
+    let r: walj::journal::Record = serde_json::from_str(&json).unwrap();
+    String::from_utf8(r.to_line()).unwrap().trim_end().to_string()
+}
+
 /// A session line as the hook writes them (no images), `i`-th of session `sid`.
 fn line(i: usize, session: &str) -> String {
     let id = walj::store::blob_id(format!("{session}{i}").as_bytes());
-    format!(
+    checked(format!(
         r#"{{"v":2,"sid":"{}","ts":"2026-11-29T07:{:02}:{:02}.000Z","event":"file_modified","path":"src/module_{}.rs","persisted":false,"op":"applied","id":"toolu_{id}","session":"{session}","tool":"Edit","after":"{id}"}}"#,
         &session[..6],
         (i / 60) % 60,
         i % 60,
         i % 997
-    )
+    ))
 }
 
 const OTHER_SESSION: &str = "5e55a0b1-0000-4000-8000-0000000000aa";
@@ -333,9 +339,9 @@ fn never_capture_paths_name_no_published_image() {
     let secret = store.put(b"TOKEN=hunter2\n").unwrap();
     let open = store.put(b"fine\n").unwrap();
     let mk = |path: &str, id: &str| {
-        format!(
+        checked(format!(
             r#"{{"v":2,"sid":"5e55a0","ts":"2026-11-29T07:00:00.000Z","event":"file_modified","path":"{path}","persisted":false,"op":"applied","id":"toolu_{path}","session":"5e55a0b1-0000-4000-8000-000000000001","tool":"Edit","after":"{id}"}}"#
-        )
+        ))
     };
     a.append(&[mk("deploy/secrets.env", &secret), mk("src/ok.rs", &open)]);
     fs::write(a.dir.join(".walj/config.toml"), "[capture]\nnever = [\"*.env\"]\n[sync]\nname = \"laptop\"\n").unwrap();
@@ -492,10 +498,40 @@ fn kill_9_during_a_sync_then_running_it_again_completes() {
         }
         let _ = child.wait();
     }
+    settle_remote(&w.remote());
     a.ok(&["sync"]);
     assert_eq!(a.published().as_deref(), Some(w.remote_refs()[0].1.as_str()));
     b.ok(&["sync", "--yes"]);
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+/// After the kills: a `git push` orphaned by a killed walj finishes on its own (wait for it);
+/// a receive-pack killed with its process group leaves its ref lock in the bare remote, which
+/// a real server's own process would have released: remove it, as its admin would.
+fn settle_remote(remote: &Path) {
+    let needle = remote.to_string_lossy().into_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let busy = || {
+        fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+            e.file_name().to_string_lossy().parse::<u32>().is_ok()
+                && fs::read(e.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+    };
+    while busy() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fn sweep(dir: &Path) {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                sweep(&p);
+            } else if p.extension().is_some_and(|x| x == "lock") {
+                let _ = fs::remove_file(&p);
+            }
+        }
+    }
+    sweep(&remote.join("refs"));
+    let _ = fs::remove_file(remote.join("packed-refs.lock"));
 }
 
 trait CloneStdioNull {

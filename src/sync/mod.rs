@@ -40,6 +40,10 @@ pub const ACCEPTED: &str = "refs/walj/accepted/";
 /// A commit being pushed: set before the push, so a sync killed after the remote took it
 /// recognises it on the next run.
 pub const PENDING: &str = "refs/walj/pending/";
+/// Every commit this checkout ever tried to push and has not seen land yet
+/// (`refs/walj/sent/<id>/<oid>`): a push killed mid-way may still complete after a later
+/// sync began (the `git push` child outlives a killed walj), and its commit is still ours.
+pub const SENT: &str = "refs/walj/sent/";
 
 /// The published format (`manifest.format`).
 pub const FORMAT: u32 = 1;

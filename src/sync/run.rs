@@ -21,7 +21,7 @@ use super::accept::{Seen, accept_all};
 use super::manifest::SessionState;
 use super::publish::{Input, build};
 use super::transport::{Remote, resolve};
-use super::{FETCHED, JOURNALS, PENDING, Paths, SyncError, identity, open_repo, ref_oid, set_ref};
+use super::{FETCHED, JOURNALS, PENDING, Paths, SENT, SyncError, identity, open_repo, ref_oid, set_ref};
 use crate::config::Config;
 use crate::fold::{Fold, FoldOptions};
 use crate::project::Project;
@@ -205,11 +205,13 @@ fn locked(
     let fetched = ref_oid(&repo, &format!("{FETCHED}{id}"));
     let mut pushed = ref_oid(&repo, &pushed_ref);
     let pending = ref_oid(&repo, &pending_ref);
-    if fetched.is_some() && fetched == pending && fetched != pushed {
+    let sent = |oid: git2::Oid| ref_oid(&repo, &format!("{SENT}{id}/{oid}")).is_some();
+    if fetched.is_some() && (fetched == pending || fetched.is_some_and(sent)) && fetched != pushed {
         // A sync killed after the remote took its push: take it as published.
         if !opts.dry_run {
             set_ref(&repo, &pushed_ref, fetched)?;
             set_ref(&repo, &pending_ref, None)?;
+            clear_sent(&repo, id)?;
         }
         pushed = fetched;
     }
@@ -244,9 +246,11 @@ fn locked(
         Some(_) if opts.dry_run => PublishState::WouldPush,
         Some(c) => {
             set_ref(&repo, &pending_ref, Some(c))?;
+            set_ref(&repo, &format!("{SENT}{id}/{c}"), Some(c))?;
             remote.push(&paths.repo, id, c, fetched)?;
             set_ref(&repo, &pushed_ref, Some(c))?;
             set_ref(&repo, &pending_ref, None)?;
+            clear_sent(&repo, id)?;
             PublishState::Pushed
         }
     };
@@ -272,4 +276,17 @@ fn locked(
         },
         journals,
     })
+}
+
+/// Forgets the commits this checkout sent ([`SENT`]) once one of them is known to have landed.
+fn clear_sent(repo: &git2::Repository, id: &str) -> Result<(), SyncError> {
+    let names: Vec<String> = repo
+        .references_glob(&format!("{SENT}{id}/*"))?
+        .flatten()
+        .filter_map(|r| r.name().ok().map(str::to_string))
+        .collect();
+    for n in names {
+        set_ref(repo, &n, None)?;
+    }
+    Ok(())
 }

@@ -232,7 +232,12 @@ impl Remote {
                     self.name
                 )));
             }
-            return Err(SyncError::Refused(format!("{} refused the push of {dst}: {why}", self.name)));
+            let hint = if why.contains("failed to update ref") {
+                " (a push killed on the remote's side can leave its ref lock there: git refuses until `<remote>/refs/walj/…/*.lock` is removed; re-run once it is)"
+            } else {
+                ""
+            };
+            return Err(SyncError::Refused(format!("{} refused the push of {dst}: {why}{hint}", self.name)));
         }
         Err(SyncError::Remote(format!(
             "pushing to remote {} ({}): {}",
