@@ -369,7 +369,15 @@ mod tests {
         let mut child =
             std::process::Command::new("sleep").arg("7").env(SESSION_ENV, "sess-under-test").spawn().unwrap();
         let pid = child.id();
-        let table = processes().unwrap();
+        // A loaded machine may show the child before its command line: look again briefly.
+        let mut table = processes().unwrap();
+        for _ in 0..50 {
+            if table.iter().any(|p| p.pid == pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            table = processes().unwrap();
+        }
         let _ = child.kill();
         let _ = child.wait();
         let p = table.iter().find(|p| p.pid == pid).unwrap();
