@@ -393,3 +393,51 @@ fn agent_flag_forms_and_unknown_agents() {
     let records = repo.records();
     assert_eq!(records[0]["agent"], "gemini");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sessions of other agents in reports and notes
+
+/// A Copilot session that died mid-command (its process gone: the hooks ran under `timeout`):
+/// `recover` and `sessions` name the agent; the next Copilot session is told once, in the
+/// shape Copilot reads (a top-level `additionalContext`); a Claude Code session is not told.
+#[test]
+fn a_crashed_copilot_session_is_reported_and_told_to_the_next_copilot_session() {
+    let repo = project();
+    let dir = Path::new(FIXTURES).join(COPILOT);
+    for name in ["03-claude-SessionStart.json", "06-claude-UserPromptSubmit.json", "09-claude-PreToolUse.json"] {
+        let payload = repo.subst(&std::fs::read_to_string(dir.join(name)).unwrap());
+        common::hook_ok(&repo.root, &payload, common::Parent::Timeout(20));
+        if name.starts_with("09") {
+            repo.write("new.txt", "new file\n");
+        }
+    }
+    let r = recover_json(&repo);
+    assert_eq!(r["unresolved"], 1, "{r:#}");
+    assert_eq!(
+        (r["sessions"][0]["agent"].as_str(), r["sessions"][0]["state"].as_str()),
+        (Some("copilot"), Some("crashed"))
+    );
+    let text = repo.ok(&["recover"]);
+    assert!(text.contains("Copilot CLI"), "{text}");
+    let list = repo.json(&["sessions", "list", "--json"]);
+    assert_eq!(list[0]["agent"], "copilot");
+    assert!(repo.ok(&["sessions"]).contains("copilot"));
+    let show = repo.ok(&["sessions", "show", "d65c8d"]);
+    assert!(show.contains("copilot --resume=d65c8d8b-7541-4118-9d59-8ac9c5059561"), "{show}");
+
+    // A Claude Code session starts: not told about Copilot's crash.
+    let claude = hook(&repo, None, &repo.start_payload("claude-after"));
+    assert_eq!(claude.trim(), "", "a Claude Code session is not told");
+    // The next Copilot session (its own hooks, PascalCase) is told once.
+    let start = |id: &str, ms: &str| {
+        json!({"hook_event_name": "SessionStart", "session_id": id, "timestamp": ms, "cwd": repo.root, "source": "new"})
+            .to_string()
+    };
+    let out = hook(&repo, Some("copilot"), &start("cp-next", "2026-12-02T00:00:00.000Z"));
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let ctx = v["additionalContext"].as_str().unwrap();
+    assert!(ctx.contains("new.txt") && ctx.contains("d65c8d"), "{ctx}");
+    assert!(v.get("hookSpecificOutput").is_none(), "one copy of the note: {v}");
+    let again = hook(&repo, Some("copilot"), &start("cp-third", "2026-12-02T00:01:00.000Z"));
+    assert_eq!(again.trim(), "", "told once");
+}
