@@ -102,7 +102,10 @@ fn codex_clean_session_is_journaled_and_settled() {
     let mv = "*** Begin Patch\n*** Update File: c.txt\n*** Move to: sub/e.txt\n@@\n-hi\n+bye\n*** End Patch\n";
     let script = vec![
         Turn::tool("apply_patch", json!(patch)),
-        Turn::tools([("exec_command", json!({"cmd": "echo hi > c.txt"})), ("exec_command", json!({"cmd": "echo two > d.txt"}))]),
+        Turn::tools([
+            ("exec_command", json!({"cmd": "echo hi > c.txt"})),
+            ("exec_command", json!({"cmd": "echo two > d.txt"})),
+        ]),
         Turn::tool("apply_patch", json!(mv)),
         Turn::text("All done."),
     ];
@@ -137,7 +140,10 @@ fn gemini_clean_session_is_journaled_and_settled() {
     let script = vec![
         Turn::tool("write_file", json!({"file_path": "new.txt", "content": "new file\n"})),
         Turn::tools([
-            ("replace", json!({"file_path": "a.txt", "old_string": "hello", "new_string": "HELLO", "instruction": "x"})),
+            (
+                "replace",
+                json!({"file_path": "a.txt", "old_string": "hello", "new_string": "HELLO", "instruction": "x"}),
+            ),
             ("run_shell_command", json!({"command": "rm b.txt; echo hi > c.txt", "description": "d"})),
         ]),
         Turn::text("All done."),
@@ -220,7 +226,8 @@ fn copilot_clean_session_is_journaled_and_settled() {
 /// installed for Claude Code only, Copilot's calls are recognised and journaled right.
 #[test]
 fn copilot_through_claude_settings_is_journaled_once_and_right() {
-    let Some((b, mock)) = setup(Cli::Copilot, "copilot_through_claude_settings_is_journaled_once_and_right", vec![]) else {
+    let Some((b, mock)) = setup(Cli::Copilot, "copilot_through_claude_settings_is_journaled_once_and_right", vec![])
+    else {
         return;
     };
     b.walj_ok(&["install"]);
@@ -229,7 +236,8 @@ fn copilot_through_claude_settings_is_journaled_once_and_right() {
     check_copilot_session(&b);
 
     // Claude Code's install alone.
-    let Some((b, mock)) = setup(Cli::Copilot, "copilot_through_claude_settings_is_journaled_once_and_right", vec![]) else {
+    let Some((b, mock)) = setup(Cli::Copilot, "copilot_through_claude_settings_is_journaled_once_and_right", vec![])
+    else {
         return;
     };
     b.walj_ok(&["uninstall", "--agent", "copilot"]);
@@ -256,7 +264,9 @@ fn kill9_mid_shell(cli: Cli, test: &str, write: Turn, shell: fn(&str) -> Turn) {
     let deadline = Instant::now() + TIMEOUT;
     let pid = loop {
         let j = b.journal();
-        if let Some(r) = commands(&j, "intent").into_iter().find(|r| r["command"].as_str().is_some_and(|c| c.contains(&token))) {
+        if let Some(r) =
+            commands(&j, "intent").into_iter().find(|r| r["command"].as_str().is_some_and(|c| c.contains(&token)))
+        {
             break r["pid"].as_u64().unwrap() as u32;
         }
         assert!(Instant::now() < deadline, "no command intent; requests:\n{}", mock.summary());

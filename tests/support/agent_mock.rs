@@ -264,7 +264,11 @@ impl Conn<'_> {
                     self.buf.extend_from_slice(&chunk[..n]);
                     return Ok(true);
                 }
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -426,7 +430,11 @@ fn respond(req: &Http, shared: &Shared) -> Reply {
         match chosen {
             Some(i) => {
                 st.served[i] = true;
-                let prefix = if st.generation == 0 { "call_mock_".to_string() } else { format!("call_mock_s{}_", st.generation) };
+                let prefix = if st.generation == 0 {
+                    "call_mock_".to_string()
+                } else {
+                    format!("call_mock_s{}_", st.generation)
+                };
                 (Some(i), render(p, &st.script[i], &prefix, i, &route))
             }
             None => (None, render(p, &Turn::text("(mock: no turn left)"), "call_mock_", 0, &route)),
@@ -458,7 +466,9 @@ fn tool_results(p: Protocol, body: &Value) -> usize {
             .flatten()
             .filter(|i| matches!(i["type"].as_str(), Some("function_call_output" | "custom_tool_call_output")))
             .count(),
-        Protocol::ChatCompletions => body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count(),
+        Protocol::ChatCompletions => {
+            body["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").count()
+        }
         Protocol::Gemini => body["contents"]
             .as_array()
             .into_iter()
@@ -493,15 +503,23 @@ fn render(p: Protocol, turn: &Turn, prefix: &str, i: usize, route: &str) -> Repl
     };
     let body = match p {
         Protocol::Responses => {
-            let mut ev = vec![(Some("response.created"), json!({"type": "response.created", "response": {"id": format!("resp_{i}")}}))];
+            let mut ev = vec![(
+                Some("response.created"),
+                json!({"type": "response.created", "response": {"id": format!("resp_{i}")}}),
+            )];
             for (n, (id, c)) in calls.iter().enumerate() {
                 let item = match &c.args {
-                    Value::String(input) => json!({"type": "custom_tool_call", "id": format!("ctc_{id}"), "status": "completed",
-                                                   "call_id": id, "name": c.name, "input": input}),
+                    Value::String(input) => {
+                        json!({"type": "custom_tool_call", "id": format!("ctc_{id}"), "status": "completed",
+                                                   "call_id": id, "name": c.name, "input": input})
+                    }
                     args => json!({"type": "function_call", "id": format!("fc_{id}"), "status": "completed",
                                    "call_id": id, "name": c.name, "arguments": args.to_string()}),
                 };
-                ev.push((Some("response.output_item.done"), json!({"type": "response.output_item.done", "output_index": n, "item": item})));
+                ev.push((
+                    Some("response.output_item.done"),
+                    json!({"type": "response.output_item.done", "output_index": n, "item": item}),
+                ));
             }
             if let Some(t) = text {
                 ev.push((
@@ -589,7 +607,9 @@ fn side(p: Protocol, req: &Http, body: &Value, route: &str) -> Reply {
         return Some(("200 OK", "application/json", json!({"data": [], "models": []}).to_string()));
     }
     match p {
-        Protocol::Gemini if route.contains(":countTokens") => Some(("200 OK", "application/json", json!({"totalTokens": 42}).to_string())),
+        Protocol::Gemini if route.contains(":countTokens") => {
+            Some(("200 OK", "application/json", json!({"totalTokens": 42}).to_string()))
+        }
         Protocol::Gemini => {
             let schema = &body["generationConfig"]["responseJsonSchema"];
             let text = if schema.is_object() {
