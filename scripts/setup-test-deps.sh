@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite uses beyond cargo: git, python3 (the proposal's baseline
-# scripts), tmux (the TUI's end-to-end test), npm (the real Claude Code CLI for the
-# end-to-end tests). Each is optional for the tests, which skip with a message when a tool is
+# scripts), tmux (the TUI's end-to-end test), npm (the real Claude Code, Codex, Gemini and
+# Copilot CLIs for the end-to-end tests). Each is optional for the tests, which skip with a message when a tool is
 # missing; CI installs them so nothing is skipped there.
 set -uo pipefail
 need=()
@@ -20,5 +20,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 if [ -x scripts/claude-code.sh ]; then
   scripts/claude-code.sh >/dev/null || echo "warning: the pinned Claude Code CLI could not be installed; its tests will say SKIPPED"
+fi
+# The other agents' CLIs (tests/e2e_agents.rs): each installed in 5-11 s here (npm, pinned
+# versions, ~100-420 MB each, into ~/.cache/walj-e2e/).
+if [ -x scripts/agent-cli.sh ]; then
+  for agent in codex gemini copilot; do
+    scripts/agent-cli.sh "$agent" >/dev/null || echo "warning: the pinned $agent CLI could not be installed; its tests will say SKIPPED"
+  done
 fi
 exit 0

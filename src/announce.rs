@@ -84,7 +84,8 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             None => "ended unexpectedly (crashed, no SessionEnd)".to_string(),
         };
         let mut c = format!(
-            "walj recovery note: the Claude Code session {}{} {how} with {}:\n",
+            "walj recovery note: the {} session {}{} {how} with {}:\n",
+            s.agent().label(),
             s.session,
             same,
             plural(open.len(), "unfinished change", "unfinished changes")

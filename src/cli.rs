@@ -27,11 +27,16 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Handle one Claude Code hook payload on stdin (run by Claude Code; always exits 0).
+    /// Handle one hook payload on stdin (run by the coding agent; always exits 0).
     #[command(
-        after_help = "Examples:\n  walj hook < payload.json                 # what Claude Code runs on each hook event\n  walj hook --project ~/src/shop < payload.json"
+        after_help = "Examples:\n  walj hook < payload.json                 # what Claude Code runs on each hook event\n  walj hook --agent codex < payload.json   # what `walj install --agent codex` configures\n  walj hook --project ~/src/shop < payload.json"
     )]
-    Hook,
+    Hook {
+        /// Whose payload this is: claude, codex, gemini or copilot (default: recognised from
+        /// the payload, Claude Code unless it carries another agent's marks).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
     /// Show unresolved entries, grouped by session, then event.
     #[command(
         after_help = "Examples:\n  walj recover                             # what the last crash left unresolved\n  walj recover --exit-code >/dev/null || echo \"walj: unresolved\""
@@ -278,7 +283,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     }
     let project = global.project()?;
     match command {
-        Command::Hook => Ok(0),
+        Command::Hook { .. } => Ok(0),
         Command::Recover(a) => {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;

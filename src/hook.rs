@@ -1,17 +1,25 @@
-//! `walj hook`: one Claude Code hook payload on stdin → journal records (DESIGN §5).
+//! `walj hook`: one hook payload on stdin → journal records (DESIGN §5).
 //!
-//! The hook never blocks Claude: every error is logged (to `.walj/errors.log` when it
+//! The payload is parsed into the agents' one event model ([`crate::agents`]): Claude Code's
+//! by [`crate::agents::claude`], Codex's, Gemini's and Copilot's by theirs (`--agent NAME`, or
+//! recognised by their marks when they arrive through `.claude/settings.json`). Everything
+//! below works on that [`Event`]; what only Claude Code sends (prompt ids, task
+//! notifications, StopFailure, background tasks) is read from its raw payload.
+//!
+//! The hook never blocks the agent: every error is logged (to `.walj/errors.log` when it
 //! can, and stderr) and the process exits 0. It prints nothing on stdout except at
 //! SessionStart, where it may print one JSON object (recovery note, hand-back briefs).
 //! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
 
+use std::cell::OnceCell;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::claude::events::{FILE_TOOLS, HookEvent, TODO_TOOLS};
+use crate::agents::pairing::{self, Pairing};
+use crate::agents::{self, Agent, Change, Event, PathChange, Phase, ToolCall, ToolKind};
 use crate::claude::payload::{Payload, clip};
 use crate::claude::transcript::UserText;
 use crate::config::{self, Config, Matcher};
@@ -27,6 +35,8 @@ use crate::{announce, bashsnap, checkpoint};
 pub struct HookOptions {
     pub project: Option<PathBuf>,
     pub journal: Option<PathBuf>,
+    /// `--agent NAME`: whose payload this is (else recognised from the payload).
+    pub agent: Option<Agent>,
 }
 
 /// What the hook prints (only ever at SessionStart).
@@ -50,13 +60,19 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
             return out;
         }
     };
-    let cwd = payload.cwd().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
+    let ev = agents::parse(&payload.0, opts.agent, &payload);
+    let cwd = ev.cwd.map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
     let project = Project::discover(opts.project.as_deref(), &cwd, opts.journal.as_deref());
-    let ctx = Ctx { project: &project, payload: &payload, cwd: &cwd };
+    let ctx = Ctx { project: &project, payload: &payload, ev: &ev, cwd: &cwd };
     match ctx.handle() {
         Ok(stdout) => out.stdout = stdout,
         Err(e) => {
-            let msg = format!("{}: {e}", payload.event_name().unwrap_or("hook"));
+            let name = if ev.name.is_empty() { "hook" } else { ev.name };
+            let msg = if ev.agent == Agent::ClaudeCode {
+                format!("{name}: {e}")
+            } else {
+                format!("{} {name}: {e}", ev.agent)
+            };
             log_error(&project, &msg);
             out.errors.push(msg);
         }
@@ -82,46 +98,101 @@ pub fn log_error(project: &Project, msg: &str) {
 
 struct Ctx<'a> {
     project: &'a Project,
+    /// The raw payload, for what only Claude Code sends.
     payload: &'a Payload,
+    ev: &'a Event<'a>,
     cwd: &'a Path,
 }
 
 type HookResult = Result<Option<String>, Box<dyn std::error::Error>>;
 
+/// The id of a tool call's records.
+enum CallId {
+    /// The agent's id, or the one [`pairing`] gave an id-less call.
+    Known(String),
+    /// None known: a generated id per record, paired by (session, tool, path, order).
+    Generated,
+}
+
+impl CallId {
+    /// Record `n` of `total` of the call (one per path change): the id itself for one,
+    /// `<id>#<n>` (from 1) for several.
+    fn assign(&self, r: &mut Record, n: usize, total: usize) {
+        match self {
+            CallId::Known(id) if total <= 1 => r.id = id.clone(),
+            CallId::Known(id) => r.id = format!("{id}#{}", n + 1),
+            CallId::Generated => {
+                r.id = crate::journal::record::new_id("w");
+                r.extra.insert(key::PAIR.into(), Value::Bool(true));
+            }
+        }
+    }
+
+    fn known(&self) -> Option<&str> {
+        match self {
+            CallId::Known(id) => Some(id),
+            CallId::Generated => None,
+        }
+    }
+}
+
+/// Whether a file tool's change writes the whole file (so a missing file is being created).
+fn writes_whole(tool: &str, c: &PathChange) -> bool {
+    c.creates() || (matches!(c.change, Change::Claude) && tool == "Write")
+}
+
 impl Ctx<'_> {
     fn handle(&self) -> HookResult {
-        let Some(event) = self.payload.event() else {
+        let Some(phase) = self.ev.phase else {
             // Unknown events are not errors: newer clients send events walj does not know.
             return Ok(None);
         };
-        let tool = self.payload.tool_name();
-        match event {
-            HookEvent::PreToolUse if FILE_TOOLS.contains(&tool) => self.file_intent(),
-            HookEvent::PreToolUse if tool == tool::BASH => self.bash(op::INTENT),
-            HookEvent::PostToolUse | HookEvent::PostToolUseFailure if FILE_TOOLS.contains(&tool) => {
-                self.file_outcome(event == HookEvent::PostToolUseFailure)
+        let session = self.ev.session;
+        if !phase.is_tool()
+            && self.ev.agent != Agent::ClaudeCode
+            && let Some(k) = pairing::delivery_key(phase.name(), self.ev.at_ms, None)
+        {
+            match pairing::seen(self.project, session, &k) {
+                Ok(true) => return Ok(None),
+                Ok(false) => {}
+                Err(e) => log_error(self.project, &format!("pairing state of session {session}: {e}")),
             }
-            HookEvent::PostToolUse if tool == tool::BASH => self.bash(op::APPLIED),
-            HookEvent::PostToolUseFailure if tool == tool::BASH => self.bash(op::FAILED),
-            HookEvent::PostToolUse if TODO_TOOLS.contains(&tool) => self.todos(),
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Ok(None),
-            HookEvent::UserPromptSubmit => self.prompt(),
-            HookEvent::Stop | HookEvent::SubagentStop => self.stop(event == HookEvent::Stop),
-            HookEvent::StopFailure => self.stop_failure(),
-            HookEvent::PreCompact => {
-                copy_transcript(self.project, self.payload);
+        }
+        if let Some(t) = &self.ev.tool {
+            let Some(id) = self.call_id(phase, t) else { return Ok(None) };
+            return match (&t.kind, phase) {
+                (ToolKind::Files(_), Phase::ToolPre) => self.file_intent(t, &id),
+                (ToolKind::Files(_), _) => self.file_outcome(t, &id, phase == Phase::ToolFailed),
+                (ToolKind::Shell(_), Phase::ToolPre) => self.bash(t, &id, op::INTENT),
+                (ToolKind::Shell(_), Phase::ToolPost) => self.bash(t, &id, op::APPLIED),
+                (ToolKind::Shell(_), _) => self.bash(t, &id, op::FAILED),
+                (ToolKind::Todo, Phase::ToolPost) => self.todos(),
+                _ => Ok(None),
+            };
+        }
+        match phase {
+            Phase::ToolPre | Phase::ToolPost | Phase::ToolFailed => Ok(None),
+            Phase::Prompt => self.prompt(),
+            Phase::TurnEnd | Phase::SubagentEnd => self.stop(phase == Phase::TurnEnd),
+            Phase::TurnFailed => self.stop_failure(),
+            Phase::Compaction => {
+                self.copy_transcript();
                 let mut r = self.session_record(kind::COMPACT);
-                r = r.with(key::TRIGGER, self.payload.str("trigger").unwrap_or(""));
+                r = r.with(key::TRIGGER, self.ev.trigger.unwrap_or(""));
                 if let Some(ci) = self.payload.str("custom_instructions").filter(|s| !s.is_empty()) {
                     r = r.with(key::CUSTOM_INSTRUCTIONS, build::safe(ci, MAX_TEXT));
                 }
                 self.append(&[r])
             }
-            HookEvent::SessionStart => self.session_start(),
-            HookEvent::SessionEnd => {
-                copy_transcript(self.project, self.payload);
-                self.missed_stop_failure();
-                let r = self.session_record(kind::END).with(key::REASON, self.payload.str("reason").unwrap_or("other"));
+            Phase::SessionStart => self.session_start(),
+            Phase::SessionEnd => {
+                self.copy_transcript();
+                if self.ev.agent == Agent::ClaudeCode {
+                    self.missed_stop_failure();
+                } else {
+                    pairing::end(self.project, session);
+                }
+                let r = self.session_record(kind::END).with(key::REASON, self.ev.reason.unwrap_or("other"));
                 self.append(&[r])?;
                 // Retention that runs itself: a detached compaction when the journal grew large.
                 let (cfg, _) = self.config();
@@ -133,15 +204,42 @@ impl Ctx<'_> {
         }
     }
 
+    /// The id of this call's records: the agent's; for an agent without ids, the one the
+    /// session's pairing queue holds (`None`: this delivery was seen already, skip it).
+    fn call_id(&self, phase: Phase, t: &ToolCall) -> Option<CallId> {
+        if let Some(id) = t.id {
+            return Some(CallId::Known(id.to_string()));
+        }
+        if matches!(self.ev.agent, Agent::ClaudeCode | Agent::Codex) || matches!(t.kind, ToolKind::Other) {
+            return Some(CallId::Generated);
+        }
+        let fp = pairing::fingerprint(t.kind.tag(), t.input);
+        let k = pairing::delivery_key(phase.name(), self.ev.at_ms, Some(&fp));
+        let r = if phase == Phase::ToolPre {
+            pairing::pre(self.project, self.ev.session, &fp, k.as_deref())
+        } else {
+            pairing::post(self.project, self.ev.session, &fp, k.as_deref())
+        };
+        match r {
+            Ok(Pairing::Duplicate) => None,
+            Ok(Pairing::Fresh(Some(id))) => Some(CallId::Known(id)),
+            Ok(Pairing::Fresh(None)) => Some(CallId::Generated),
+            Err(e) => {
+                log_error(self.project, &format!("pairing state of session {}: {e}", self.ev.session));
+                Some(CallId::Generated)
+            }
+        }
+    }
+
     fn append(&self, records: &[Record]) -> HookResult {
         self.project.ensure_dir()?;
         JournalWriter::new(&self.project.journal).append_all(records)?;
         Ok(None)
     }
 
-    /// A record of this payload's session, stamped with the Claude Code process.
+    /// A record of this event's session, stamped with the agent's process.
     fn record(&self, op_name: &str) -> Record {
-        let mut r = Record::new(op_name, self.payload.session_id());
+        let mut r = Record::new(op_name, self.ev.session);
         if let Some(p) = procinfo::claude_process() {
             r.pid = Some(p.pid);
             r.pstart = Some(p.start);
@@ -149,58 +247,64 @@ impl Ctx<'_> {
         r
     }
 
+    /// A session record; other agents than Claude Code are named in `agent`.
     fn session_record(&self, k: &str) -> Record {
         let mut r = build::session(self.record(op::SESSION), k);
-        if let Some(t) = self.payload.str("transcript_path") {
+        if let Some(t) = self.ev.transcript {
             r = r.with(key::TRANSCRIPT, t);
+        }
+        if self.ev.agent != Agent::ClaudeCode {
+            r = r.with(key::AGENT, self.ev.agent.name());
         }
         r
     }
 
-    /// The tool call's id, or a generated one to be paired by (session, tool, path, order).
-    fn call_id(&self, r: &mut Record) {
-        match self.payload.tool_use_id() {
-            Some(id) => r.id = id.to_string(),
-            None => {
-                r.id = crate::journal::record::new_id("w");
-                r.extra.insert(key::PAIR.into(), Value::Bool(true));
-            }
+    fn changes<'t>(&self, t: &'t ToolCall) -> Result<&'t [PathChange<'t>], Box<dyn std::error::Error>> {
+        match &t.kind {
+            ToolKind::Files(c) if !c.is_empty() => Ok(c),
+            _ => Err(format!("{} without a file_path", self.ev.name).into()),
         }
     }
 
-    fn file_intent(&self) -> HookResult {
-        let tool = self.payload.tool_name();
-        let mut r = self.record(op::INTENT);
-        r.tool = Some(tool.to_string());
-        self.call_id(&mut r);
-        let Some(file_path) = self.payload.file_path() else {
-            return Err("PreToolUse without a file_path".into());
-        };
-        if build::unusable_path(&mut r, file_path) {
-            return self.append(&[r]);
-        }
-        if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
-            let (cfg, matcher) = self.config();
-            let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
-            let created = image.blob.is_absent();
-            r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
-            // What the call means to leave on disk (by id): after a crash, the disk tells
-            // whether it completed ([`crate::fold::InFlightCheck`]).
-            let pre = if created { None } else { image.bytes.as_deref() };
-            if (created || pre.is_some() || tool == "Write")
-                && let Some(want) = crate::import::apply_tool(tool, self.payload.tool_input(), None, pre)
-            {
-                r = r.with(key::INTENDED, crate::store::blob_id(&want));
+    fn file_intent(&self, t: &ToolCall, id: &CallId) -> HookResult {
+        let changes = self.changes(t)?;
+        let config = OnceCell::new();
+        let mut records = Vec::with_capacity(changes.len());
+        for (n, c) in changes.iter().enumerate() {
+            let mut r = self.record(op::INTENT);
+            r.tool = Some(t.name.to_string());
+            id.assign(&mut r, n, changes.len());
+            if build::unusable_path(&mut r, &c.path) {
+                records.push(r);
+                continue;
             }
-            r.path = rel;
-            r.before = Some(image.blob);
-            r.nocap = image.nocap;
+            if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
+                let (cfg, matcher) = config.get_or_init(|| self.config());
+                let image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref())?;
+                let created = image.blob.is_absent();
+                let whole = writes_whole(t.name, c);
+                r.event =
+                    config::detect_event(matcher.as_ref(), &rel, t.name, created && whole, c.deletes() && !created);
+                // What the call means to leave on disk (by id): after a crash, the disk tells
+                // whether it completed ([`crate::fold::InFlightCheck`]).
+                let pre = if created { None } else { image.bytes.as_deref() };
+                if (created || pre.is_some() || whole)
+                    && let Some(Some(want)) = c.intended(t.name, t.input, pre)
+                {
+                    r = r.with(key::INTENDED, crate::store::blob_id(&want));
+                }
+                r.path = rel;
+                r.before = Some(image.blob);
+                r.nocap = image.nocap;
+            }
+            records.push(r);
         }
-        self.append(&[r])
+        self.append(&records)
     }
 
     /// Where the tool's file is: inside the project `(rel, abs)`, or outside, which is
-    /// recorded in `r` as such (absolute path, nothing captured) and gives `None`.
+    /// recorded in `r` as such (absolute path, nothing captured) and gives `None`. A relative
+    /// path is relative to the event's `cwd`.
     fn locate(&self, r: &mut Record, file_path: &str, tool: &str) -> Option<(String, PathBuf)> {
         match self.project.locate(file_path, Some(self.cwd)) {
             Located::Inside { rel, abs } => Some((rel, abs)),
@@ -213,73 +317,67 @@ impl Ctx<'_> {
         }
     }
 
-    fn file_outcome(&self, failed: bool) -> HookResult {
-        let tool = self.payload.tool_name();
-        let mut r = self.record(if failed { op::FAILED } else { op::APPLIED });
-        r.tool = Some(tool.to_string());
-        self.call_id(&mut r);
-        let Some(file_path) = self.payload.file_path() else {
-            return Err("PostToolUse without a file_path".into());
-        };
-        if failed {
-            let err = self.payload.str("error").unwrap_or("");
-            r = r.with(key::ERROR, clip(err, MAX_ERROR));
-            if self.payload.0.get("is_interrupt").and_then(Value::as_bool) == Some(true) {
-                r = r.with(key::INTERRUPTED, true);
-            }
-        }
-        if build::unusable_path(&mut r, file_path) {
-            return self.append(&[r]);
-        }
-        if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
-            let (cfg, matcher) = self.config();
-            let store = self.project.store_dir();
-            // The response's original content is the real pre-image: keep it in case
-            // the intent was never recorded (hooks installed mid-call, empty stdin).
-            let original = self
-                .payload
-                .response_field("originalFile")
-                .or_else(|| self.payload.response_field("originalFileContents"));
-            let created = self.payload.response_field("type").and_then(Value::as_str) == Some("create")
-                || original.is_some_and(Value::is_null);
-            if let Some(Value::String(orig)) = original {
-                if !never(&rel, matcher.as_ref())
-                    && (orig.len() as u64) <= cfg.capture.max_bytes
-                    && !crate::secrets::secret_content(orig.as_bytes())
-                {
-                    r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+    fn file_outcome(&self, t: &ToolCall, id: &CallId, failed: bool) -> HookResult {
+        let changes = self.changes(t)?;
+        let config = OnceCell::new();
+        let mut records = Vec::with_capacity(changes.len());
+        for (n, c) in changes.iter().enumerate() {
+            let mut r = self.record(if failed { op::FAILED } else { op::APPLIED });
+            r.tool = Some(t.name.to_string());
+            id.assign(&mut r, n, changes.len());
+            if failed {
+                r = r.with(key::ERROR, clip(t.error.as_deref().unwrap_or(""), MAX_ERROR));
+                if t.interrupted {
+                    r = r.with(key::INTERRUPTED, true);
                 }
-            } else if created {
-                r.before = Some(Blob::Absent);
             }
-            if !failed {
-                let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
-                r.after = Some(image.blob);
-                r.nocap = image.nocap;
+            if build::unusable_path(&mut r, &c.path) {
+                records.push(r);
+                continue;
             }
-            r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
-            r.path = rel;
+            if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
+                let (cfg, matcher) = config.get_or_init(|| self.config());
+                let store = self.project.store_dir();
+                // The result's original content is the real pre-image: keep it in case the
+                // intent was never recorded (hooks installed mid-call, empty stdin).
+                let created = matches!(c.original, Some(None));
+                match c.original {
+                    Some(Some(orig))
+                        if !never(&rel, matcher.as_ref())
+                            && (orig.len() as u64) <= cfg.capture.max_bytes
+                            && !crate::secrets::secret_content(orig.as_bytes()) =>
+                    {
+                        r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+                    }
+                    Some(None) => r.before = Some(Blob::Absent),
+                    _ => {}
+                }
+                if !failed {
+                    let image = capture(&store, &abs, &rel, cfg, matcher.as_ref())?;
+                    r.after = Some(image.blob);
+                    r.nocap = image.nocap;
+                }
+                let whole = writes_whole(t.name, c);
+                r.event = config::detect_event(matcher.as_ref(), &rel, t.name, created && whole, c.deletes());
+                r.path = rel;
+            }
+            records.push(r);
         }
-        self.append(&[r])
+        self.append(&records)
     }
 
-    fn bash(&self, op_name: &str) -> HookResult {
+    fn bash(&self, t: &ToolCall, id: &CallId, op_name: &str) -> HookResult {
+        let ToolKind::Shell(sh) = &t.kind else { return Ok(None) };
         let mut r = self.record(op_name);
-        self.call_id(&mut r);
-        let command = self.payload.input_str("command").unwrap_or("");
+        id.assign(&mut r, 0, 1);
         let flag = |v: Option<&Value>| v.and_then(Value::as_bool) == Some(true);
         let mut r = if op_name == op::INTENT {
             let cwd = self.cwd.to_string_lossy();
-            BashIntent {
-                command,
-                description: self.payload.input_str("description"),
-                background: flag(self.payload.tool_input().get("run_in_background")),
-                cwd: Some(&cwd),
-            }
-            .fill(r)
+            BashIntent { command: sh.command, description: sh.description, background: sh.background, cwd: Some(&cwd) }
+                .fill(r)
         } else if op_name == op::APPLIED {
             BashOutcome {
-                command,
+                command: sh.command,
                 error: None,
                 task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
                 interrupted: flag(self.payload.response_field("interrupted")),
@@ -287,26 +385,33 @@ impl Ctx<'_> {
             .fill(r)
         } else {
             BashOutcome {
-                command,
-                error: Some(self.payload.str("error").unwrap_or("")),
+                command: sh.command,
+                error: Some(t.error.as_deref().unwrap_or("")),
                 task_id: None,
-                interrupted: flag(self.payload.0.get("is_interrupt")),
+                interrupted: t.interrupted,
             }
             .fill(r)
         };
-        let children = self.bash_side_effects(op_name, &mut r);
+        let mut children = self.bash_side_effects(t, id, op_name, &mut r);
+        if self.ev.agent != Agent::ClaudeCode
+            && !children.is_empty()
+            && let Some(id) = id.known()
+        {
+            children = explained_elsewhere(&self.project.journal, self.ev.session, id, children);
+        }
         self.append(&[vec![r], children].concat())
     }
 
     /// Bash side effects (src/bashsnap.rs): snapshot at Pre, child entries at Post. A
     /// failure is logged and never fails the hook or loses the command's own record.
-    fn bash_side_effects(&self, op_name: &str, r: &mut Record) -> Vec<Record> {
+    fn bash_side_effects(&self, t: &ToolCall, id: &CallId, op_name: &str, r: &mut Record) -> Vec<Record> {
+        let ToolKind::Shell(sh) = &t.kind else { return Vec::new() };
         let (cfg, matcher) = self.config();
         let call = bashsnap::Call {
-            session: self.payload.session_id(),
-            tool_use_id: self.payload.tool_use_id(),
-            command: self.payload.input_str("command").unwrap_or(""),
-            background: self.payload.tool_input().get("run_in_background").and_then(Value::as_bool) == Some(true),
+            session: self.ev.session,
+            tool_use_id: id.known(),
+            command: sh.command,
+            background: sh.background,
             task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
         };
         let result = if op_name == op::INTENT {
@@ -359,9 +464,9 @@ impl Ctx<'_> {
     /// (a local command's output: nothing; a background task's `<task-notification>`: news
     /// of that task).
     fn prompt(&self) -> HookResult {
-        copy_transcript(self.project, self.payload);
+        self.copy_transcript();
         self.verify_unfinished_turn();
-        let text = self.payload.str("prompt").unwrap_or("");
+        let text = self.ev.prompt.unwrap_or("");
         let mut r = match crate::claude::transcript::user_text(text) {
             UserText::Prompt(p) => build::prompt(self.session_record(kind::PROMPT), &p),
             UserText::TaskNotification(n) => build::task_notification(self.session_record(kind::TASK_NOTIFICATION), &n),
@@ -384,14 +489,14 @@ impl Ctx<'_> {
     /// Errors are logged, never fatal.
     fn verify_unfinished_turn(&self) {
         let Some(now) = self.payload.str(key::PROMPT_ID) else { return };
-        let Some(turn) = unfinished_turn(&self.project.journal, self.payload.session_id()) else { return };
+        let Some(turn) = unfinished_turn(&self.project.journal, self.ev.session) else { return };
         if turn.prompt_id.as_deref().is_none_or(|id| id == now) {
             return;
         }
         // A command the interrupt cut off: what it changed, before the turn is verified (no
         // tool call of the new turn has run yet).
         let (cfg, matcher) = self.config();
-        match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.payload.session_id()) {
+        match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.ev.session) {
             Ok(children) if !children.is_empty() => {
                 if let Err(e) = self.append(&children) {
                     log_error(self.project, &format!("recording an interrupted command's changes: {e}"));
@@ -401,7 +506,7 @@ impl Ctx<'_> {
             Err(e) => log_error(self.project, &format!("an interrupted command's changes: {e}")),
         }
         let opts = checkpoint::CheckpointOptions { settle_intents: true, since: Some(&turn.ts), ..Default::default() };
-        if let Err(e) = checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts) {
+        if let Err(e) = checkpoint::checkpoint(self.project, Some(self.ev.session), opts) {
             log_error(self.project, &format!("verifying the previous turn at UserPromptSubmit: {e}"));
         }
     }
@@ -410,7 +515,7 @@ impl Ctx<'_> {
     /// unresolved with the reason (the session's next prompt verifies them; a session that
     /// never continues is reported like a crashed one).
     fn stop_failure(&self) -> HookResult {
-        copy_transcript(self.project, self.payload);
+        self.copy_transcript();
         let mut r = build::stop_failure(
             self.session_record(kind::STOP_FAILURE),
             self.payload.str(key::ERROR).unwrap_or(""),
@@ -429,11 +534,11 @@ impl Ctx<'_> {
     /// answer gives the same record. Only when the session's last turn has neither a Stop nor
     /// a StopFailure. Errors are logged, never fatal.
     fn missed_stop_failure(&self) {
-        let session = self.payload.session_id();
+        let session = self.ev.session;
         if !last_turn_unended(&self.project.journal, session) {
             return;
         }
-        let Some(path) = self.payload.str("transcript_path").filter(|p| !p.is_empty()) else { return };
+        let Some(path) = self.ev.transcript.filter(|p| !p.is_empty()) else { return };
         let Some(tail) = crate::session::transcript::tail(self.project, session, Some(path), 64 * 1024) else { return };
         let Some((error, text)) = crate::claude::transcript::last_api_error(&tail, session) else { return };
         let mut r = build::stop_failure(
@@ -452,10 +557,10 @@ impl Ctx<'_> {
 
     fn stop(&self, main_agent: bool) -> HookResult {
         if main_agent {
-            copy_transcript(self.project, self.payload);
+            self.copy_transcript();
         }
         let mut r = self.session_record(if main_agent { kind::STOP } else { kind::SUBAGENT_STOP });
-        if let Some(m) = self.payload.str("last_assistant_message") {
+        if let Some(m) = self.ev.last_message {
             r = r.with(key::LAST_ASSISTANT_MESSAGE, clip(m, 16 * 1024));
         }
         if let Some(b) = self.payload.0.get("background_tasks").filter(|b| b.is_array()) {
@@ -471,12 +576,12 @@ impl Ctx<'_> {
             // Background commands: what they changed since their PostToolUse.
             let (cfg, matcher) = self.config();
             // Foreground commands cut off mid-run (the turn was interrupted): their changes.
-            match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.payload.session_id()) {
+            match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.ev.session) {
                 Ok(children) => records.extend(children),
                 Err(e) => log_error(self.project, &format!("unfinished commands at Stop: {e}")),
             }
             let tasks = self.payload.0.get("background_tasks");
-            match bashsnap::at_stop(self.project, &cfg, matcher.as_ref(), self.payload.session_id(), tasks) {
+            match bashsnap::at_stop(self.project, &cfg, matcher.as_ref(), self.ev.session, tasks) {
                 Ok(children) => records.extend(children),
                 Err(e) => log_error(self.project, &format!("Bash side effects at Stop: {e}")),
             }
@@ -489,11 +594,14 @@ impl Ctx<'_> {
             settle_commands: main_agent,
             ..Default::default()
         };
-        checkpoint::checkpoint(self.project, Some(self.payload.session_id()), opts)?;
+        checkpoint::checkpoint(self.project, Some(self.ev.session), opts)?;
         Ok(None)
     }
 
     fn session_start(&self) -> HookResult {
+        if self.ev.agent != Agent::ClaudeCode {
+            pairing::prune(self.project);
+        }
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
         let mut fold = Fold::load(&self.project.journal, &opts)?;
@@ -507,13 +615,9 @@ impl Ctx<'_> {
             fold.check_disk(self.project);
         }
         let mut r = self.session_record(kind::START);
-        r = r.with(key::SOURCE, self.payload.str("source").unwrap_or("startup"));
-        if let Some(m) = self.payload.0.get("model") {
-            // `model` is a string in the docs and an object in some versions.
-            let m = m.as_str().map(str::to_string).or_else(|| m.get("id").and_then(Value::as_str).map(str::to_string));
-            if let Some(m) = m {
-                r = r.with(key::MODEL, m);
-            }
+        r = r.with(key::SOURCE, self.ev.source.unwrap_or("startup"));
+        if let Some(m) = &self.ev.model {
+            r = r.with(key::MODEL, m.as_ref());
         }
         r = r.with(key::CWD, self.cwd.to_string_lossy().into_owned());
         let (head, branch) = crate::git::head_info(&self.project.root);
@@ -525,14 +629,32 @@ impl Ctx<'_> {
         }
         let mut records = vec![r];
         copy_crashed_transcripts(self.project, &fold);
-        let note = announce::session_start_note(&fold, self.payload.session_id(), announce::left_unfinished);
+        // A crashed session is told to the next session of the same agent (it can act on it).
+        let agent = self.ev.agent;
+        let note = announce::session_start_note(&fold, self.ev.session, |s| {
+            s.agent() == agent && announce::left_unfinished(s)
+        });
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
             records.push(m);
         }
         self.append(&records)?;
-        Ok(note.output.map(|o| o.to_string()))
+        Ok(note.output.map(|o| agents::session_start_output(agent, o).to_string()))
+    }
+
+    /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy
+    /// ([`crate::session::transcript`]), logs errors, never fails.
+    fn copy_transcript(&self) {
+        let session = self.ev.session;
+        let Some(source) = self.ev.transcript.filter(|s| !s.is_empty()) else { return };
+        if session == "unknown" {
+            return;
+        }
+        let limit = Some(crate::session::transcript::HOOK_MAX_BYTES);
+        if let Err(e) = crate::session::transcript::copy_limited(self.project, session, Path::new(source), limit) {
+            log_error(self.project, &format!("transcript copy of session {session}: {e}"));
+        }
     }
 
     /// The config and its compiled globs; a broken config falls back to the defaults
@@ -605,6 +727,80 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     }
     let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
     Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
+}
+
+/// How far back (bytes) a command's Post looks for the calls that ran beside it.
+const BESIDE_SCAN_BYTES: u64 = 1 << 20;
+
+/// Codex, Gemini and Copilot run a session's tool calls at the same time (Claude Code 2.1.328
+/// ran them one after the other), so a command's snapshot can see what a file tool or another
+/// command did beside it. Children whose path and content a record journaled since the
+/// command's intent explains (a file tool's result or intended content, another command's
+/// child) are left out: they are that call's. When another command of the session was still
+/// running beside this one, what is left may be either's: marked `attribution: uncertain`.
+fn explained_elsewhere(journal: &Path, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
+    use std::collections::HashSet;
+    use std::ops::ControlFlow::{Break, Continue};
+    let mut known: HashSet<(String, Option<String>)> = HashSet::new();
+    // Commands with an outcome (seen first, walking back) and whether one ran beside this one.
+    let mut finished: HashSet<String> = HashSet::new();
+    let mut beside = false;
+    let mut past_own = false;
+    let scan = crate::journal::scan_lines_rev(journal, BESIDE_SCAN_BYTES, |line| {
+        let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
+        if v.session_key() != session {
+            return Continue(());
+        }
+        if v.is_command() && v.id != id {
+            match v.op() {
+                op::APPLIED | op::FAILED | op::RESOLVED => {
+                    finished.insert(v.id.to_string());
+                }
+                op::INTENT if !finished.contains(v.id.as_ref()) => beside = true,
+                _ => {}
+            }
+        }
+        if v.op() == op::INTENT && v.id == id {
+            past_own = true;
+            return Continue(());
+        }
+        if past_own {
+            // Before this command: only a turn's start ends the look for commands beside it.
+            return if v.op() == op::SESSION && matches!(v.kind(), Some(kind::PROMPT | kind::START | kind::STOP)) {
+                Break(())
+            } else {
+                Continue(())
+            };
+        }
+        if v.path.is_empty() || v.parent.as_deref() == Some(id) {
+            return Continue(());
+        }
+        match v.op() {
+            op::APPLIED => {
+                if let Some(a) = &v.after {
+                    known.insert((v.path.to_string(), a.id().map(str::to_string)));
+                }
+            }
+            op::INTENT => {
+                if let Some(i) = &v.intended {
+                    known.insert((v.path.to_string(), Some(i.to_string())));
+                }
+            }
+            _ => {}
+        }
+        Continue(())
+    });
+    if scan.is_err() {
+        return children;
+    }
+    children
+        .into_iter()
+        .filter(|c| {
+            let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
+            !known.contains(&(c.path.clone(), after))
+        })
+        .map(|c| if beside { c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN) } else { c })
+        .collect()
 }
 
 /// The start of a session's last turn (see [`unfinished_turn`]).
@@ -720,19 +916,5 @@ fn copy_crashed_transcripts(project: &Project, fold: &Fold) {
             Ok(stats) => budget = budget.saturating_sub(stats.read),
             Err(e) => log_error(project, &format!("transcript copy of crashed session {}: {e}", s.sid)),
         }
-    }
-}
-
-/// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy
-/// ([`crate::session::transcript`]), logs errors, never fails.
-fn copy_transcript(project: &Project, payload: &Payload) {
-    let session = payload.session_id();
-    let Some(source) = payload.str("transcript_path").filter(|s| !s.is_empty()) else { return };
-    if session == "unknown" {
-        return;
-    }
-    let limit = Some(crate::session::transcript::HOOK_MAX_BYTES);
-    if let Err(e) = crate::session::transcript::copy_limited(project, session, Path::new(source), limit) {
-        log_error(project, &format!("transcript copy of session {session}: {e}"));
     }
 }

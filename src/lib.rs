@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agents;
 pub mod announce;
 pub mod bashsnap;
 pub mod checkpoint;

@@ -11,8 +11,8 @@ use walj::cmd::Global;
 fn main() -> ExitCode {
     // The hook runs on every tool call: building clap's whole command tree costs more than
     // the hook's own work, so `walj hook [--project DIR] [--journal FILE]` skips it.
-    if let Some(global) = hook_fast_args() {
-        return hook(&global);
+    if let Some((global, agent)) = hook_fast_args() {
+        return hook(&global, agent.as_deref());
     }
     if let Some(when) = walj::style::color_arg(std::env::args_os().skip(1)) {
         walj::style::set_color(when);
@@ -28,8 +28,8 @@ fn main() -> ExitCode {
     };
     walj::style::set_color(cli.color);
     let global = Global { project: cli.project, journal: cli.journal };
-    if let Command::Hook = cli.command {
-        return hook(&global);
+    if let Command::Hook { agent } = &cli.command {
+        return hook(&global, agent.as_deref());
     }
     quiet_on_closed_stdout();
     match walj::cli::run(cli.command, &global) {
@@ -61,43 +61,57 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
-/// Parses exactly `hook` with optional `--project DIR` / `--journal FILE` (also `--x=V`);
-/// anything else (help, typos, other commands) goes through clap.
-fn hook_fast_args() -> Option<Global> {
+/// Parses exactly `hook` with optional `--project DIR` / `--journal FILE` / `--agent NAME`
+/// (also `--x=V`); anything else (help, typos, other commands) goes through clap.
+fn hook_fast_args() -> Option<(Global, Option<String>)> {
     let mut args = std::env::args_os().skip(1);
     let mut global = Global {
         project: None,
         journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
     };
     let mut saw_hook = false;
+    let mut agent = None;
     while let Some(a) = args.next() {
         let a = a.to_str()?.to_string();
         match a.as_str() {
             "hook" if !saw_hook => saw_hook = true,
             "--project" => global.project = Some(PathBuf::from(args.next()?)),
             "--journal" => global.journal = Some(PathBuf::from(args.next()?)),
+            "--agent" => agent = Some(args.next()?.to_str()?.to_string()),
             _ => {
                 if let Some(v) = a.strip_prefix("--project=") {
                     global.project = Some(PathBuf::from(v));
                 } else if let Some(v) = a.strip_prefix("--journal=") {
                     global.journal = Some(PathBuf::from(v));
+                } else if let Some(v) = a.strip_prefix("--agent=") {
+                    agent = Some(v.to_string());
                 } else {
                     return None;
                 }
             }
         }
     }
-    saw_hook.then_some(global)
+    saw_hook.then_some((global, agent))
 }
 
-/// The hook path: exit 0 whatever happens, print only what SessionStart asks for.
-fn hook(global: &Global) -> ExitCode {
+/// The hook path: exit 0 whatever happens, print only what SessionStart asks for. An unknown
+/// `--agent` is reported and the payload recognised as if the flag were absent.
+fn hook(global: &Global, agent: Option<&str>) -> ExitCode {
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         walj::hook::warn(&format!("reading stdin: {e}"));
         return ExitCode::SUCCESS;
     }
-    let opts = walj::hook::HookOptions { project: global.project.clone(), journal: global.journal.clone() };
+    let agent = agent.and_then(|name| {
+        let a = walj::agents::Agent::parse(name);
+        if a.is_none() {
+            walj::hook::warn(&format!(
+                "unknown --agent {name:?} (claude, codex, gemini, copilot); recognising the payload"
+            ));
+        }
+        a
+    });
+    let opts = walj::hook::HookOptions { project: global.project.clone(), journal: global.journal.clone(), agent };
     // A bug must not turn into a failed tool call either: a panic is reported, exit stays 0.
     let outcome = match std::panic::catch_unwind(|| walj::hook::run(&input, &opts)) {
         Ok(o) => o,

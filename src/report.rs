@@ -98,6 +98,7 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
     let mut v = json!({
         "session": s.session,
         "sid": s.sid,
+        "agent": s.agent().name(),
         "state": status.as_str(),
         "started": s.started.as_ref().unwrap_or(&s.first_ts),
         "last_ts": s.last_ts,
@@ -162,6 +163,11 @@ pub fn state_colored(st: EntryState, style: &Style) -> String {
 /// `entries`: the session's entries (for the changes of a command cut off mid-run).
 pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, entries: &[&Entry], style: &Style) {
     let mut head = format!("{} {}  {}", style.bold("session"), style.cyan(&s.sid), status_badge(status, style));
+    // Claude Code's sessions are the default; another agent's are named.
+    let agent = s.agent();
+    if agent != crate::agents::Agent::ClaudeCode {
+        let _ = write!(head, "  {}", agent.label());
+    }
     let _ = write!(head, "  started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
     if let Some(b) = &s.branch {
         let _ = write!(head, "  branch {b}");

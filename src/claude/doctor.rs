@@ -73,6 +73,8 @@ pub mod check {
     pub const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
     pub const ERRORS_LOG: &str = "errors_log";
+    /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: `crate::agents::doctor`).
+    pub const AGENT: &str = "agent";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -642,6 +644,8 @@ pub struct DoctorReport {
     pub hook_path_from: String,
     pub installs: Vec<InstallInfo>,
     pub commands: Vec<CommandInfo>,
+    /// walj's hooks in other agents' settings (Codex CLI, Gemini CLI, Copilot CLI).
+    pub agents: Vec<crate::agents::doctor::AgentInfo>,
     pub findings: Vec<DoctorFinding>,
 }
 
@@ -934,6 +938,9 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         ));
     }
 
+    let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
+    let (agent_findings, agents) = crate::agents::doctor::check(&project.root, base);
+    findings.extend(agent_findings);
     findings.extend(check_config(project));
     findings.extend(check_project(project));
     let status = worst(&findings);
@@ -944,6 +951,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         hook_path_from: env.path_from.clone(),
         installs,
         commands,
+        agents,
         findings,
     }
 }

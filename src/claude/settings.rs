@@ -110,6 +110,7 @@ pub(super) fn is_walj_handler(handler: &Value, command: &str) -> bool {
     handler.get("command").and_then(Value::as_str).is_some_and(|c| is_walj_command(c, command))
 }
 
+#[cfg(test)]
 fn group_has_walj(group: &Value, command: &str) -> bool {
     group.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
 }
@@ -266,17 +267,32 @@ pub fn install_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Resu
     if command.trim().is_empty() {
         return Err(InstallError::EmptyCommand);
     }
+    let groups: Vec<(&str, Value)> = HookEvent::ALL.iter().map(|e| (e.name(), new_group(*e, command))).collect();
+    install_groups(path, &groups, &|h| is_walj_handler(h, command), backup_dir)
+}
+
+/// Merges one group per event into a settings file of Claude Code's shape (`{"hooks": {EVENT:
+/// [{"matcher", "hooks": [HANDLER]}]}}`, which Codex's `hooks.json` and Gemini CLI's
+/// `settings.json` share): an event where a handler `ours` recognises already runs is left
+/// alone. Creates the file (and its folder) when missing; nothing is written when nothing is
+/// missing.
+pub fn install_groups(
+    path: &Path,
+    groups: &[(&str, Value)],
+    ours: &dyn Fn(&Value) -> bool,
+    backup_dir: Option<&Path>,
+) -> Result<InstallReport, InstallError> {
     let loaded = load(path)?;
     let mut root = loaded.as_ref().map_or_else(|| Value::Object(Map::new()), |l| l.root.clone());
     let mut report = InstallReport { path: path.to_path_buf(), added: vec![], already: vec![], backup: None };
 
     // Validate before changing anything.
     if let Some(hooks) = root.get("hooks").and_then(Value::as_object) {
-        for ev in HookEvent::ALL {
-            if let Some(v) = hooks.get(ev.name())
+        for (ev, _) in groups {
+            if let Some(v) = hooks.get(*ev)
                 && !v.is_array()
             {
-                return Err(shape(path, format!("`hooks.{}` is {}, expected an array", ev.name(), kind(v))));
+                return Err(shape(path, format!("`hooks.{ev}` is {}, expected an array", kind(v))));
             }
         }
     }
@@ -289,16 +305,17 @@ pub fn install_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Resu
         Some(Value::Object(h)) => h.clone(),
         _ => Map::new(),
     };
-    for ev in HookEvent::ALL {
-        let groups = hooks.entry(ev.name()).or_insert_with(|| Value::Array(vec![]));
-        let Some(groups) = groups.as_array_mut() else {
-            return Err(shape(path, format!("`hooks.{}` is not an array", ev.name())));
+    for (ev, group) in groups {
+        let existing = hooks.entry(*ev).or_insert_with(|| Value::Array(vec![]));
+        let Some(existing) = existing.as_array_mut() else {
+            return Err(shape(path, format!("`hooks.{ev}` is not an array")));
         };
-        if groups.iter().any(|g| group_has_walj(g, command)) {
-            report.already.push(ev.name().to_string());
+        let has = |g: &Value| g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(ours));
+        if existing.iter().any(has) {
+            report.already.push(ev.to_string());
         } else {
-            groups.push(new_group(ev, command));
-            report.added.push(ev.name().to_string());
+            existing.push(group.clone());
+            report.added.push(ev.to_string());
         }
     }
     if report.added.is_empty() {
@@ -322,9 +339,22 @@ pub fn uninstall(path: &Path, command: &str) -> Result<InstallReport, InstallErr
 
 /// [`uninstall`], keeping the backup in `backup_dir` (see [`save`]).
 pub fn uninstall_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Result<InstallReport, InstallError> {
+    let events: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
+    uninstall_groups(path, &events, &|h| is_walj_handler(h, command), backup_dir)
+}
+
+/// Removes the handlers `ours` recognises from every event of a settings file of Claude Code's
+/// shape (see [`install_groups`]), then what that removal left empty. `events`: the events
+/// reported as `already` (without such a handler) when none was removed from them.
+pub fn uninstall_groups(
+    path: &Path,
+    events: &[&str],
+    ours: &dyn Fn(&Value) -> bool,
+    backup_dir: Option<&Path>,
+) -> Result<InstallReport, InstallError> {
     let mut report = InstallReport { path: path.to_path_buf(), added: vec![], already: vec![], backup: None };
     let Some(loaded) = load(path)? else {
-        report.already = HookEvent::ALL.iter().map(|e| e.name().to_string()).collect();
+        report.already = events.iter().map(|e| e.to_string()).collect();
         return Ok(report);
     };
     let mut root = loaded.root.clone();
@@ -342,7 +372,7 @@ pub fn uninstall_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Re
                     return true;
                 };
                 let before = handlers.len();
-                handlers.retain(|h| !is_walj_handler(h, command));
+                handlers.retain(|h| !ours(h));
                 if handlers.len() == before {
                     return true;
                 }
@@ -360,16 +390,23 @@ pub fn uninstall_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Re
             obj.shift_remove("hooks");
         }
     }
-    report.already = HookEvent::ALL
-        .iter()
-        .filter(|e| !report.added.iter().any(|a| a == e.name()))
-        .map(|e| e.name().to_string())
-        .collect();
+    report.already = events.iter().filter(|e| !report.added.iter().any(|a| a == *e)).map(|e| e.to_string()).collect();
     if report.added.is_empty() {
         return Ok(report);
     }
     report.backup = save(path, Some(&loaded), &root, backup_dir)?;
     Ok(report)
+}
+
+/// Reads a settings-shaped JSON file (`Ok(None)`: it does not exist): for other agents' checks.
+pub fn read_json(path: &Path) -> Result<Option<Value>, InstallError> {
+    Ok(load(path)?.map(|l| l.root))
+}
+
+/// Writes `root` over `path` atomically after a backup (see [`save`]): for other agents' files.
+pub fn write_json(path: &Path, root: &Value, backup_dir: Option<&Path>) -> Result<Option<PathBuf>, InstallError> {
+    let old = load(path)?;
+    save(path, old.as_ref(), root, backup_dir)
 }
 
 // ---------------------------------------------------------------------------------------------

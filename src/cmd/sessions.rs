@@ -197,8 +197,8 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         out,
         "{}",
         style.bold(&format!(
-            "{:<8}  {:<8}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}",
-            "SESSION", "STATE", "STARTED", "LAST", "BRANCH", "PROMPTS", "TODOS", "UNRESOLVED", "SIZE"
+            "{:<8}  {:<7}  {:<8}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}",
+            "SESSION", "AGENT", "STATE", "STARTED", "LAST", "BRANCH", "PROMPTS", "TODOS", "UNRESOLVED", "SIZE"
         ))
     )?;
     for s in &sessions {
@@ -212,8 +212,9 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         let branch: String = s.branch.as_deref().unwrap_or("-").chars().take(14).collect();
         writeln!(
             out,
-            "{}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            "{}  {:<7}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.cyan(&format!("{:<8}", s.sid)),
+            s.agent,
             state,
             human_ts(&s.started),
             human_ts(&s.last_ts),
@@ -271,8 +272,8 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         o,
         "\n{}",
         style.dim(&format!(
-            "Next: walj sessions resume {sid} · walj recover --session {sid} · claude --resume {}",
-            s.session,
+            "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
+            s.agent().resume_hint(&s.session),
             sid = s.sid
         ))
     );
@@ -301,7 +302,9 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
     field(o, "started", started);
     let ended = match (&s.end, st.status) {
         (Some((ts, reason)), SessionStatus::Ended) => format!("{} ({reason})", human_ts(ts)),
-        (_, SessionStatus::Crashed) => "never: no SessionEnd, and its Claude Code process is gone (crashed)".into(),
+        (_, SessionStatus::Crashed) => {
+            format!("never: no SessionEnd, and its {} process is gone (crashed)", s.agent().label())
+        }
         (_, SessionStatus::Live) => "still running".into(),
         _ => "unknown".into(),
     };

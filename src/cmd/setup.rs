@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::agents::Agent;
+use crate::agents::install as agent_install;
 use crate::claude::doctor;
 use crate::claude::paths::{self, SettingsScope};
 use crate::claude::settings;
@@ -21,6 +23,11 @@ pub struct SettingsArgs {
     /// The hook command (default: `walj hook`, or this binary's absolute path).
     #[arg(long)]
     pub command: Option<String>,
+    /// Another coding agent's settings instead of Claude Code's: codex (.codex/hooks.json),
+    /// gemini (.gemini/settings.json) or copilot (.github/hooks/walj.json); with --user, the
+    /// agent's user settings.
+    #[arg(long, value_name = "NAME", conflicts_with = "local")]
+    pub agent: Option<String>,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -78,7 +85,85 @@ fn backup_dir(scope: SettingsScope, project: &Project) -> anyhow::Result<Option<
 /// Exit code of an install refused because it would commit a machine-specific path.
 pub const EXIT_REFUSED: i32 = 2;
 
+/// `--agent NAME`: `None` for Claude Code (the default install).
+fn other_agent(args: &SettingsArgs) -> anyhow::Result<Option<Agent>> {
+    let Some(name) = &args.agent else { return Ok(None) };
+    match Agent::parse(name) {
+        Some(Agent::ClaudeCode) => Ok(None),
+        Some(a) => Ok(Some(a)),
+        None => anyhow::bail!("unknown agent {name:?}: claude, codex, gemini or copilot"),
+    }
+}
+
+fn agent_scope(args: &SettingsArgs) -> agent_install::Scope {
+    if args.user { agent_install::Scope::User } else { agent_install::Scope::Project }
+}
+
+/// `walj install --agent NAME`: walj's hooks in that agent's settings.
+fn install_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyhow::Result<i32> {
+    let scope = agent_scope(&args);
+    let explicit = args.command.is_some();
+    let base = hook_command(args.command);
+    let path = agent_install::hooks_file(agent, scope, &project.root);
+    if scope == agent_install::Scope::Project && !explicit && base != "walj hook" {
+        eprintln!(
+            "walj: refused: `walj` on PATH is not this binary, and its absolute path ({base}) would be committed in {}, where it works on this machine only. Use `--user`, put walj on PATH (`cargo install --path .`), or give `--command`.",
+            path.display()
+        );
+        return Ok(EXIT_REFUSED);
+    }
+    let backups =
+        if scope == agent_install::Scope::Project { backup_dir(SettingsScope::Project, project)? } else { None };
+    let out = agent_install::install(agent, scope, &project.root, &base, backups.as_deref())?;
+    let cmd = agent_install::command(&base, agent);
+    if out.report.added.is_empty() {
+        println!("walj hooks already installed in {} ({} events).", path.display(), out.report.already.len());
+    } else {
+        println!("Installed `{cmd}` in {} for: {}", path.display(), out.report.added.join(", "));
+        if let Some(b) = &out.report.backup {
+            println!("Backup of the previous file: {}", b.display());
+        }
+    }
+    if let Some(t) = &out.trust_file {
+        println!("Trusted walj's hooks for Codex in {} (Codex skips untrusted hooks).", t.display());
+    }
+    for n in &out.notes {
+        println!("Note: {n}");
+    }
+    project.ensure_dir()?;
+    println!("Journal: {}. {} runs the hooks from its next session on.", project.journal.display(), agent.label());
+    Ok(0)
+}
+
+fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyhow::Result<i32> {
+    let scope = agent_scope(&args);
+    let base = hook_command(args.command);
+    let path = agent_install::hooks_file(agent, scope, &project.root);
+    let backups = if scope == agent_install::Scope::Project && path.exists() {
+        backup_dir(SettingsScope::Project, project)?
+    } else {
+        None
+    };
+    let out = agent_install::uninstall(agent, scope, &project.root, &base, backups.as_deref())?;
+    if out.report.added.is_empty() {
+        println!("No walj hooks in {}.", path.display());
+    } else {
+        println!("Removed walj's hooks from {} for: {}", path.display(), out.report.added.join(", "));
+        if let Some(t) = &out.trust_file {
+            println!("Removed their trust from {}.", t.display());
+        }
+        println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
+    }
+    for n in &out.notes {
+        println!("Note: {n}");
+    }
+    Ok(0)
+}
+
 pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    if let Some(agent) = other_agent(&args)? {
+        return install_agent(project, args, agent);
+    }
     let scope = args.scope();
     let explicit = args.command.is_some();
     let cmd = hook_command(args.command);
@@ -143,6 +228,9 @@ fn ignore_local_settings(project: &Project, settings: &Path) -> anyhow::Result<O
 }
 
 pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    if let Some(agent) = other_agent(&args)? {
+        return uninstall_agent(project, args, agent);
+    }
     let scope = args.scope();
     let cmd = hook_command(args.command);
     let path = path_for(scope, project);

@@ -409,6 +409,9 @@ impl Fold {
         if s.transcript.is_none() {
             s.transcript = text(key::TRANSCRIPT);
         }
+        if s.agent.is_none() {
+            s.agent = text(key::AGENT);
+        }
     }
 }
 

@@ -308,6 +308,9 @@ pub struct SessionInfo {
     /// (StopFailure: "ended by an API error: …"); cleared by its next prompt or Stop.
     pub turn_failure: Option<String>,
     pub background_tasks: Vec<Value>,
+    /// The coding agent (`agent` of its session records: codex, gemini, copilot); `None` =
+    /// Claude Code ([`SessionInfo::agent`]).
+    pub agent: Option<String>,
     pub announced: bool,
     pub imported: bool,
     pub v1: bool,
@@ -326,6 +329,10 @@ impl SessionInfo {
             Some(Liveness::Running) => SessionStatus::Live,
             Some(Liveness::Gone) => SessionStatus::Crashed,
         }
+    }
+    /// The coding agent that ran the session (Claude Code unless its records name another).
+    pub fn agent(&self) -> crate::agents::Agent {
+        crate::agents::Agent::of_record(self.agent.as_deref())
     }
     /// An end record not followed by a new start (resume).
     pub fn ended(&self) -> bool {

@@ -191,6 +191,9 @@ pub mod key {
     pub const SOURCE_ROOT: &str = "source_root";
     pub const SNAPSHOT: &str = "snapshot";
     pub const BEFORE_FROM: &str = "before_from";
+    /// Session records of a coding agent other than Claude Code: `codex`, `gemini`, `copilot`
+    /// (`crate::agents::Agent::name`). Absent = Claude Code.
+    pub const AGENT: &str = "agent";
     /// Subagent stops.
     pub const AGENT_ID: &str = "agent_id";
     pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";

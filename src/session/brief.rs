@@ -390,15 +390,17 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
     let id = &input.state.info.session;
+    // The agent that ran the session resumes it (`claude --resume`, `codex exec resume`, …).
+    let resume = input.state.info.agent().resume_hint(id);
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {
-            let _ = writeln!(out, "- The conversation itself resumes with: claude --resume {id}");
+            let _ = writeln!(out, "- The conversation itself resumes with: {resume}");
         }
-        // `claude --resume` needs Claude Code's own file: never offered without it.
+        // Resuming needs the agent's own file: never offered without it.
         (Some(o), false, Some(_)) => {
             let _ = writeln!(
                 out,
-                "- `claude --resume {id}` cannot reopen it while the file is gone; writing the copy back first (`walj sessions transcript {sid} -o {o}`) makes it resumable."
+                "- `{resume}` cannot reopen it while the file is gone; writing the copy back first (`walj sessions transcript {sid} -o {o}`) makes it resumable."
             );
         }
         _ => {

@@ -171,6 +171,8 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
 pub struct SessionSummary {
     pub session: String,
     pub sid: String,
+    /// The coding agent: claude, codex, gemini, copilot.
+    pub agent: String,
     pub state: String,
     pub started: String,
     pub last_ts: String,
@@ -233,6 +235,7 @@ impl SessionState {
             out.push(SessionSummary {
                 session: s.session.clone(),
                 sid: s.sid.clone(),
+                agent: s.agent().name().to_string(),
                 state: s.status().as_str().to_string(),
                 started: s.started.clone().unwrap_or_else(|| s.first_ts.clone()),
                 last_ts: s.last_ts.clone(),
@@ -355,6 +358,7 @@ impl SessionState {
         json!({
             "session": s.session,
             "sid": s.sid,
+            "agent": s.agent().name(),
             "state": self.status.as_str(),
             "started": s.started.as_ref().unwrap_or(&s.first_ts),
             "last_ts": s.last_ts,

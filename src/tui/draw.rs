@@ -459,7 +459,9 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
 fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let bold = theme::BOLD;
-    out.push(Line::from(vec![badge(status), Span::styled(format!(" session {}", s.session), bold)]));
+    let mut head = vec![badge(status), Span::styled(format!(" session {}", s.session), bold)];
+    head.push(Span::styled(format!("  {}", s.agent().label()), theme::SOFT));
+    out.push(Line::from(head));
     let started = s.started.as_deref().unwrap_or(&s.first_ts);
     let mut l = kv("started", app.time(started));
     if let Some(src) = &s.source {
@@ -575,7 +577,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(Line::raw(""));
         out.push(Line::from(kv("transcript", t.clone())));
     }
-    out.push(Line::from(kv("resume", format!("claude --resume {}", s.session))));
+    out.push(Line::from(kv("resume", s.agent().resume_hint(&s.session))));
     out
 }
 

@@ -1,0 +1,196 @@
+//! Codex's `apply_patch` format (also offered by Copilot CLI to GPT models):
+//!
+//! ```text
+//! *** Begin Patch
+//! *** Add File: new.txt
+//! +line
+//! *** Update File: a.txt
+//! *** Move to: b.txt          (optional)
+//! @@ optional context line
+//!  context
+//! -old
+//! +new
+//! *** Delete File: c.txt
+//! *** End Patch
+//! ```
+//!
+//! [`parse`] splits a patch by its `*** Add/Update/Delete File:` and `*** Move to:` headers into
+//! one [`FilePatch`] per file; [`apply`] applies an update's chunks to the old text (what the
+//! call means to leave, for the crash check of an intent). Parsing is lenient: anything it does
+//! not understand is skipped, never an error (the agent validates the patch, not walj).
+
+/// One file of a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePatch {
+    /// As written in the patch (relative to the session's working folder, or absolute).
+    pub path: String,
+    pub op: PatchOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchOp {
+    /// The new file's content.
+    Add(String),
+    Delete,
+    Update {
+        move_to: Option<String>,
+        chunks: Vec<Chunk>,
+    },
+}
+
+/// One `@@` section of an update: the lines it expects and the lines it leaves.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Chunk {
+    /// The text after `@@ `, a line to find first.
+    pub context: Option<String>,
+    pub old: Vec<String>,
+    pub new: Vec<String>,
+    /// `*** End of File`: the chunk ends the file.
+    pub eof: bool,
+}
+
+const ADD: &str = "*** Add File: ";
+const DELETE: &str = "*** Delete File: ";
+const UPDATE: &str = "*** Update File: ";
+const MOVE: &str = "*** Move to: ";
+
+/// The files of a patch, in order.
+pub fn parse(text: &str) -> Vec<FilePatch> {
+    let mut out: Vec<FilePatch> = Vec::new();
+    for raw in text.lines() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if let Some(p) = line.strip_prefix(ADD) {
+            out.push(FilePatch { path: p.trim().to_string(), op: PatchOp::Add(String::new()) });
+            continue;
+        }
+        if let Some(p) = line.strip_prefix(DELETE) {
+            out.push(FilePatch { path: p.trim().to_string(), op: PatchOp::Delete });
+            continue;
+        }
+        if let Some(p) = line.strip_prefix(UPDATE) {
+            out.push(FilePatch { path: p.trim().to_string(), op: PatchOp::Update { move_to: None, chunks: vec![] } });
+            continue;
+        }
+        if line.starts_with("*** Begin Patch") || line.starts_with("*** End Patch") {
+            continue;
+        }
+        let Some(current) = out.last_mut() else { continue };
+        match &mut current.op {
+            PatchOp::Add(content) => {
+                if let Some(l) = line.strip_prefix('+') {
+                    content.push_str(l);
+                    content.push('\n');
+                }
+            }
+            PatchOp::Delete => {}
+            PatchOp::Update { move_to, chunks } => {
+                if let Some(p) = line.strip_prefix(MOVE) {
+                    *move_to = Some(p.trim().to_string());
+                } else if line == "*** End of File" {
+                    if let Some(c) = chunks.last_mut() {
+                        c.eof = true;
+                    }
+                } else if let Some(ctx) = line.strip_prefix("@@") {
+                    let ctx = ctx.trim();
+                    chunks.push(Chunk { context: (!ctx.is_empty()).then(|| ctx.to_string()), ..Chunk::default() });
+                } else {
+                    if chunks.is_empty() {
+                        chunks.push(Chunk::default());
+                    }
+                    let Some(c) = chunks.last_mut() else { continue };
+                    if let Some(l) = line.strip_prefix('-') {
+                        c.old.push(l.to_string());
+                    } else if let Some(l) = line.strip_prefix('+') {
+                        c.new.push(l.to_string());
+                    } else {
+                        // Context (a leading space, or an empty line the model left bare).
+                        let l = line.strip_prefix(' ').unwrap_or(line);
+                        c.old.push(l.to_string());
+                        c.new.push(l.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `old` with the chunks applied, the way `apply_patch` does it: each chunk's old lines are
+/// found at or after the previous chunk (after its `@@` context line, when it has one), then
+/// replaced; the result ends with a newline. `None` when a chunk does not match.
+pub fn apply(old: &str, chunks: &[Chunk]) -> Option<String> {
+    let mut lines: Vec<String> = old.lines().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
+    let mut cursor = 0usize;
+    for c in chunks {
+        if let Some(ctx) = &c.context {
+            let at = (cursor..lines.len()).find(|&i| lines[i].trim() == ctx.trim())?;
+            cursor = at + 1;
+        }
+        if c.old.is_empty() {
+            // Pure insertion: at the end of the file (Codex appends such chunks).
+            let at = if c.context.is_some() { cursor } else { lines.len() };
+            lines.splice(at..at, c.new.iter().cloned());
+            cursor = at + c.new.len();
+            continue;
+        }
+        let at = find(&lines, &c.old, cursor, c.eof)?;
+        lines.splice(at..at + c.old.len(), c.new.iter().cloned());
+        cursor = at + c.new.len();
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    Some(out)
+}
+
+/// Where `pattern` starts in `lines` at or after `from`: exact, then ignoring trailing
+/// whitespace, then ignoring surrounding whitespace (as `apply_patch` tries).
+fn find(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<usize> {
+    if pattern.len() > lines.len() {
+        return None;
+    }
+    let last = lines.len() - pattern.len();
+    let starts: Vec<usize> = if eof { vec![last] } else { (from.min(last + 1)..=last).collect() };
+    let eq: [fn(&str, &str) -> bool; 3] =
+        [|a, b| a == b, |a, b| a.trim_end() == b.trim_end(), |a, b| a.trim() == b.trim()];
+    for cmp in eq {
+        if let Some(&i) = starts.iter().find(|&&i| pattern.iter().enumerate().all(|(k, p)| cmp(&lines[i + k], p))) {
+            return Some(i);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "*** Begin Patch\n*** Add File: new.txt\n+new file\n+second\n*** Update File: a.txt\n@@\n-hello\n+HELLO\n*** Delete File: b.txt\n*** Update File: c.txt\n*** Move to: sub/e.txt\n@@\n-hi\n+bye\n*** End Patch\n";
+
+    #[test]
+    fn splits_by_headers() {
+        let files = parse(P);
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["new.txt", "a.txt", "b.txt", "c.txt"]);
+        assert_eq!(files[0].op, PatchOp::Add("new file\nsecond\n".into()));
+        assert_eq!(files[2].op, PatchOp::Delete);
+        let PatchOp::Update { move_to, chunks } = &files[3].op else { panic!() };
+        assert_eq!(move_to.as_deref(), Some("sub/e.txt"));
+        assert_eq!(chunks[0].old, ["hi"]);
+        assert_eq!(chunks[0].new, ["bye"]);
+        assert!(parse("not a patch").is_empty());
+    }
+
+    #[test]
+    fn applies_chunks() {
+        let PatchOp::Update { chunks, .. } = &parse(P)[1].op else { panic!() };
+        assert_eq!(apply("hello\n", chunks).as_deref(), Some("HELLO\n"));
+        assert_eq!(apply("nothing here\n", chunks), None);
+        let p = "*** Update File: f\n@@ fn main\n a\n-b\n+B\n@@\n-z\n+Z\n+y\n";
+        let PatchOp::Update { chunks, .. } = &parse(p)[0].op else { panic!() };
+        assert_eq!(apply("b\nfn main\na\nb\nz\n", chunks).as_deref(), Some("b\nfn main\na\nB\nZ\ny\n"));
+        // Trailing whitespace differences still match.
+        let p = "*** Update File: f\n@@\n-x  \n+X\n";
+        let PatchOp::Update { chunks, .. } = &parse(p)[0].op else { panic!() };
+        assert_eq!(apply("x\n", chunks).as_deref(), Some("X\n"));
+    }
+}
