@@ -247,26 +247,7 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
             continue;
         }
         session_header(&mut out, s, s.status(), &entries, style);
-        let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
-        for e in &entries {
-            by_event.entry(e.event.as_str()).or_default().push(e);
-        }
-        let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
-        for (event, es) in by_event {
-            let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
-            for e in es {
-                let _ = writeln!(
-                    out,
-                    "    {:<12}  {}  {:<width$}  {:<12}  {}{}",
-                    short_id(&e.id),
-                    state_colored(e.state(), style),
-                    e.path,
-                    e.tool,
-                    hms(&e.ts),
-                    entry_marks(e, style),
-                );
-            }
-        }
+        entries_by_event(&mut out, &entries, style);
         out.push('\n');
     }
     let _ = writeln!(
@@ -275,6 +256,31 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
         style.dim("Next: walj diff ID · walj mark ID --done · walj revert ID · walj handoff --session SID · walj tui")
     );
     out
+}
+
+/// Entries grouped by event, one line each (id, state, path, tool, time, marks): the body of a
+/// session in `recover` (this journal's and other machines').
+pub fn entries_by_event(out: &mut String, entries: &[&Entry], style: &Style) {
+    let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
+    for e in entries {
+        by_event.entry(e.event.as_str()).or_default().push(e);
+    }
+    let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
+    for (event, es) in by_event {
+        let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
+        for e in es {
+            let _ = writeln!(
+                out,
+                "    {:<12}  {}  {:<width$}  {:<12}  {}{}",
+                short_id(&e.id),
+                state_colored(e.state(), style),
+                e.path,
+                e.tool,
+                hms(&e.ts),
+                entry_marks(e, style),
+            );
+        }
+    }
 }
 
 /// What the state alone does not say: a checkpoint's audit, a command that never finished.

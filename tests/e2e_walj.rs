@@ -466,42 +466,10 @@ fn crash_mid_bash(bin: &Path) -> Crashed {
         ),
         Turn::text("unreachable"),
     ]);
-    let running = claude::spawn(p.claude_p(bin, &mock, CRASH_PROMPT));
-    let pid = running.pid();
-    // Kill once the command runs (its shell holds the token and run.log exists) and its
+    // Killed once the command runs (its shell holds the token and run.log exists) and its
     // tool_use reached the transcript (written asynchronously; `--resume` needs it).
-    let deadline = Instant::now() + SESSION_TIMEOUT;
-    let mut sid = None;
-    let ready = loop {
-        if sid.is_none() {
-            sid = p
-                .wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == "toolu_mock_2_0")
-                .and_then(|r| r["session"].as_str().map(str::to_string));
-        }
-        let started = p.sb.project.join("run.log").exists()
-            && claude::descendants(pid).iter().any(|&d| claude::cmdline(d).contains(&token));
-        let in_transcript = sid.as_ref().is_some_and(|s| {
-            fs::read_to_string(p.sb.transcript(s)).is_ok_and(|t| t.contains("\"id\":\"toolu_mock_2_0\""))
-        });
-        if started && in_transcript {
-            break true;
-        }
-        if Instant::now() >= deadline {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut running = running;
-    running.kill9();
-    let out = running.wait(Duration::from_secs(10));
-    assert!(
-        ready,
-        "the Bash command never started (or its tool_use never reached the transcript): {out:?}\n{}\njournal:\n{}",
-        mock.summary(),
-        p.journal_text()
-    );
-    assert!(!out.status.success(), "claude was not killed: {out:?}");
-    Crashed { p, mock, sid: sid.unwrap(), token, orphans, settings_before }
+    let sid = kill_mid_bash(&p, p.claude_p(bin, &mock, CRASH_PROMPT), &mock, "toolu_mock_2_0", &token, "run.log");
+    Crashed { p, mock, sid, token, orphans, settings_before }
 }
 
 #[test]

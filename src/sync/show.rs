@@ -1,14 +1,13 @@
 //! Other machines' journals in `recover`, `log` and `sessions` (text and JSON): each under its
 //! name, states as of its last sync. Nothing here is ever given to Claude.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
 use super::remotes::RemoteJournal;
-use crate::fold::{Entry, short_id};
-use crate::present::{hms, human_ts, one_line, plural};
+use crate::fold::Entry;
+use crate::present::{human_ts, one_line, plural};
 use crate::report;
 use crate::style::Style;
 
@@ -49,25 +48,7 @@ pub fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
             }
             report::session_header(&mut out, s, s.status(), &entries, style);
             let _ = writeln!(out, "  {}", style.dim(&format!("state {}, {}", s.status(), r.as_of())));
-            let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
-            for e in &entries {
-                by_event.entry(e.event.as_str()).or_default().push(e);
-            }
-            let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
-            for (event, es) in by_event {
-                let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
-                for e in es {
-                    let _ = writeln!(
-                        out,
-                        "    {:<12}  {}  {:<width$}  {:<12}  {}",
-                        short_id(&e.id),
-                        report::state_colored(e.state(), style),
-                        e.path,
-                        e.tool,
-                        hms(&e.ts),
-                    );
-                }
-            }
+            report::entries_by_event(&mut out, &entries, style);
         }
     }
     if !out.is_empty() {
