@@ -139,6 +139,16 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Appends `records` while the syncs of the objects they name run ([`Store::put_pending`]),
+    /// and returns once both are durable: one sync's wait, not one per file in a row.
+    fn append_durable(&self, records: &[Record], syncs: Vec<crate::store::Pending>) -> HookResult {
+        let appended = self.append(records);
+        for s in syncs {
+            s.wait()?;
+        }
+        appended
+    }
+
     /// A record of this payload's session, stamped with the Claude Code process.
     fn record(&self, op_name: &str) -> Record {
         let mut r = Record::new(op_name, self.payload.session_id());
@@ -179,9 +189,11 @@ impl Ctx<'_> {
         if build::unusable_path(&mut r, file_path) {
             return self.append(&[r]);
         }
+        let mut syncs = Vec::new();
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
-            let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
+            let mut image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
+            syncs.extend(image.sync.take());
             let created = image.blob.is_absent();
             r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
             // What the call means to leave on disk (by id): after a crash, the disk tells
@@ -196,7 +208,7 @@ impl Ctx<'_> {
             r.before = Some(image.blob);
             r.nocap = image.nocap;
         }
-        self.append(&[r])
+        self.append_durable(&[r], syncs)
     }
 
     /// Where the tool's file is: inside the project `(rel, abs)`, or outside, which is
@@ -231,6 +243,7 @@ impl Ctx<'_> {
         if build::unusable_path(&mut r, file_path) {
             return self.append(&[r]);
         }
+        let mut syncs = Vec::new();
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
             let store = self.project.store_dir();
@@ -247,20 +260,23 @@ impl Ctx<'_> {
                     && (orig.len() as u64) <= cfg.capture.max_bytes
                     && !crate::secrets::secret_content(orig.as_bytes())
                 {
-                    r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+                    let (id, sync) = Store::new(&store).put_pending(orig.as_bytes())?;
+                    syncs.extend(sync);
+                    r.before = Some(Blob::Id(id));
                 }
             } else if created {
                 r.before = Some(Blob::Absent);
             }
             if !failed {
-                let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
+                let mut image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
+                syncs.extend(image.sync.take());
                 r.after = Some(image.blob);
                 r.nocap = image.nocap;
             }
             r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
             r.path = rel;
         }
-        self.append(&[r])
+        self.append_durable(&[r], syncs)
     }
 
     fn bash(&self, op_name: &str) -> HookResult {
@@ -554,6 +570,9 @@ pub struct Image {
     pub nocap: Option<String>,
     /// The bytes read (when they were read and stored).
     pub bytes: Option<Vec<u8>>,
+    /// The stored object's syncs, still running ([`Store::put_pending`]): wait for them
+    /// before acknowledging the line that names it.
+    pub sync: Option<crate::store::Pending>,
 }
 
 /// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
@@ -562,20 +581,20 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None });
+            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None, sync: None });
         }
         Err(e) => return Err(e),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None });
+        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None, sync: None });
     }
     // A FIFO, a device, a socket: never opened (it could block the hook or never end).
-    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None };
+    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None, sync: None };
     if !meta.is_file() {
         return Ok(not_a_file());
     }
     let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
-        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None }),
+        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None, sync: None }),
         Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
         Err(e) => Err(e),
     };
@@ -601,10 +620,11 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
             blob: Blob::Id(crate::store::blob_id(&bytes)),
             nocap: Some(nocap::NEVER_CAPTURE.into()),
             bytes: None,
+            sync: None,
         });
     }
-    let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
-    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
+    let (id, sync) = Store::new(store_dir).put_pending(&bytes).map_err(std::io::Error::other)?;
+    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes), sync })
 }
 
 /// The start of a session's last turn (see [`unfinished_turn`]).
