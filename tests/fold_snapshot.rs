@@ -150,7 +150,8 @@ fn real_fixtures_fold_the_same_through_snapshots() {
 
 fn journal_with_snapshot() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("journal.jsonl");
+    fs::create_dir(dir.path().join(".walj")).unwrap();
+    let journal = dir.path().join(".walj/journal.jsonl");
     for i in 0..200u8 {
         append(&journal, &line((i % 8, i, i / 3, i / 7)));
     }

@@ -38,11 +38,12 @@ pub const WRITE_AFTER: u64 = 1 << 20;
 /// Bytes before the snapshot's offset whose checksum must still match.
 pub const PREFIX_CHECK: u64 = 4096;
 
-/// The snapshot file of `journal`: `fold.snap` next to a `journal.jsonl`; `None` for a
-/// journal under any other name (imported copies, other machines' journals, tests' files):
-/// those are never cached.
+/// The snapshot file of `journal`: `fold.snap` next to a project's `.walj/journal.jsonl`;
+/// `None` for any other journal (other machines' copies in `.walj/remotes/`, `--journal`
+/// files): those are never cached.
 pub fn path(journal: &Path) -> Option<PathBuf> {
-    (journal.file_name()? == "journal.jsonl").then(|| journal.with_file_name("fold.snap"))
+    let dir = journal.parent()?.file_name()?;
+    (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("fold.snap"))
 }
 
 /// Which journal, and how far: checked before the body is trusted.
