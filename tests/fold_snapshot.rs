@@ -109,7 +109,8 @@ proptest! {
         torn_at_end in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("journal.jsonl");
+        fs::create_dir(dir.path().join(".walj")).unwrap();
+        let journal = dir.path().join(".walj/journal.jsonl");
         let bytes: Vec<Vec<u8>> = lines.into_iter().map(line).collect();
         let cut = cut.min(bytes.len());
         let cut2 = cut2.clamp(cut, bytes.len());
@@ -173,6 +174,16 @@ fn a_load_reads_the_snapshot_not_the_covered_prefix() {
     fs::write(&journal, &b).unwrap();
     assert_eq!(snapshot::check(&journal), None);
     assert_ne!(view(&cached(&journal)), view(&full(&journal)));
+}
+
+/// Only a project's own journal is cached: never another machine's copy (`.walj/remotes/`),
+/// nor a `--journal` file.
+#[test]
+fn only_a_projects_journal_has_a_snapshot() {
+    assert_eq!(snapshot::path(Path::new("/p/.walj/journal.jsonl")), Some("/p/.walj/fold.snap".into()));
+    assert_eq!(snapshot::path(Path::new("/p/.walj/remotes/ab12/journal.jsonl")), None);
+    assert_eq!(snapshot::path(Path::new("/tmp/journal.jsonl")), None);
+    assert_eq!(snapshot::path(Path::new("/p/.walj/other.jsonl")), None);
 }
 
 #[test]
