@@ -237,6 +237,16 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Appends `records` while the syncs of the objects they name run ([`Store::put_pending`]),
+    /// and returns once both are durable: one sync's wait, not one per file in a row.
+    fn append_durable(&self, records: &[Record], syncs: Vec<crate::store::Pending>) -> HookResult {
+        let appended = self.append(records);
+        for s in syncs {
+            s.wait()?;
+        }
+        appended
+    }
+
     /// A record of this event's session, stamped with the agent's process.
     fn record(&self, op_name: &str) -> Record {
         let mut r = Record::new(op_name, self.ev.session);
@@ -270,6 +280,7 @@ impl Ctx<'_> {
         let changes = self.changes(t)?;
         let config = OnceCell::new();
         let mut records = Vec::with_capacity(changes.len());
+        let mut syncs = Vec::new();
         for (n, c) in changes.iter().enumerate() {
             let mut r = self.record(op::INTENT);
             r.tool = Some(t.name.to_string());
@@ -280,7 +291,8 @@ impl Ctx<'_> {
             }
             if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
                 let (cfg, matcher) = config.get_or_init(|| self.config());
-                let image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref())?;
+                let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref())?;
+                syncs.extend(image.sync.take());
                 let created = image.blob.is_absent();
                 let whole = writes_whole(t.name, c);
                 r.event =
@@ -299,7 +311,7 @@ impl Ctx<'_> {
             }
             records.push(r);
         }
-        self.append(&records)
+        self.append_durable(&records, syncs)
     }
 
     /// Where the tool's file is: inside the project `(rel, abs)`, or outside, which is
@@ -321,6 +333,7 @@ impl Ctx<'_> {
         let changes = self.changes(t)?;
         let config = OnceCell::new();
         let mut records = Vec::with_capacity(changes.len());
+        let mut syncs = Vec::new();
         for (n, c) in changes.iter().enumerate() {
             let mut r = self.record(if failed { op::FAILED } else { op::APPLIED });
             r.tool = Some(t.name.to_string());
@@ -347,13 +360,16 @@ impl Ctx<'_> {
                             && (orig.len() as u64) <= cfg.capture.max_bytes
                             && !crate::secrets::secret_content(orig.as_bytes()) =>
                     {
-                        r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+                        let (id, sync) = Store::new(&store).put_pending(orig.as_bytes())?;
+                        syncs.extend(sync);
+                        r.before = Some(Blob::Id(id));
                     }
                     Some(None) => r.before = Some(Blob::Absent),
                     _ => {}
                 }
                 if !failed {
-                    let image = capture(&store, &abs, &rel, cfg, matcher.as_ref())?;
+                    let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref())?;
+                    syncs.extend(image.sync.take());
                     r.after = Some(image.blob);
                     r.nocap = image.nocap;
                 }
@@ -363,7 +379,7 @@ impl Ctx<'_> {
             }
             records.push(r);
         }
-        self.append(&records)
+        self.append_durable(&records, syncs)
     }
 
     fn bash(&self, t: &ToolCall, id: &CallId, op_name: &str) -> HookResult {
@@ -676,6 +692,9 @@ pub struct Image {
     pub nocap: Option<String>,
     /// The bytes read (when they were read and stored).
     pub bytes: Option<Vec<u8>>,
+    /// The stored object's syncs, still running ([`Store::put_pending`]): wait for them
+    /// before acknowledging the line that names it.
+    pub sync: Option<crate::store::Pending>,
 }
 
 /// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
@@ -684,20 +703,20 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None });
+            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None, sync: None });
         }
         Err(e) => return Err(e),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None });
+        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None, sync: None });
     }
     // A FIFO, a device, a socket: never opened (it could block the hook or never end).
-    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None };
+    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None, sync: None };
     if !meta.is_file() {
         return Ok(not_a_file());
     }
     let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
-        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None }),
+        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None, sync: None }),
         Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
         Err(e) => Err(e),
     };
@@ -723,10 +742,11 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
             blob: Blob::Id(crate::store::blob_id(&bytes)),
             nocap: Some(nocap::NEVER_CAPTURE.into()),
             bytes: None,
+            sync: None,
         });
     }
-    let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
-    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
+    let (id, sync) = Store::new(store_dir).put_pending(&bytes).map_err(std::io::Error::other)?;
+    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes), sync })
 }
 
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.

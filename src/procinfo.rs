@@ -30,7 +30,7 @@ pub type ProcTable = Vec<ProcEntry>;
 pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// A process identity: pid plus start time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcRef {
     pub pid: u32,
     pub start: u64,

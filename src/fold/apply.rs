@@ -420,7 +420,8 @@ impl Fold {
 /// `L<line>`. Shared with journal rewrites, which must name entries exactly as the fold does.
 #[derive(Default)]
 pub(crate) struct Pairing {
-    open: HashMap<(String, String, String), VecDeque<String>>,
+    /// (session, tool, path) → generated ids of intents waiting for their outcome.
+    pub(super) open: HashMap<(String, String, String), VecDeque<String>>,
 }
 
 impl Pairing {

@@ -16,6 +16,7 @@ mod apply;
 mod lookup;
 mod model;
 mod settled;
+pub mod snapshot;
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -57,23 +58,25 @@ pub struct Fold {
     last_session: Option<usize>,
 }
 
-impl Fold {
-    /// Reads and folds a journal, with the records of its side files that are not merged
-    /// yet (`journal::side`). A missing journal folds to nothing.
-    pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
-        Fold::load_from(Source::journal(journal), opts)
-    }
+/// A fold in progress: the state after some lines, before [`Scan::finish`] (what a
+/// snapshot keeps).
+#[derive(Default)]
+pub(crate) struct Scan {
+    fold: Fold,
+    pairs: Pairing,
+    /// Lines the classifier skipped, in order.
+    problems: Vec<crate::journal::Problem>,
+}
 
-    /// [`Fold::load`] of what `source` names (a rewrite folds one file, or a snapshot of it).
-    pub fn load_from(source: Source<'_>, opts: &FoldOptions) -> io::Result<Fold> {
-        let mut fold = Fold::default();
+impl Scan {
+    /// Folds the lines `source` gives into this state.
+    fn run(&mut self, source: Source<'_>, opts: &FoldOptions) -> io::Result<ScanReport> {
+        let Scan { fold, pairs, problems } = self;
         let filter = opts.session.as_deref().filter(|s| !s.is_empty());
         // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
         let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
         let finder = needle.as_deref().map(memchr::memmem::Finder::new);
-        let mut problems = Vec::new();
-        let mut pairs = Pairing::default();
-        let report = source.scan(|raw| {
+        source.scan(|raw| {
             if let Some(f) = &finder
                 && f.find(raw.bytes).is_none()
             {
@@ -99,9 +102,14 @@ impl Fold {
                 return;
             }
             fold.records += 1;
-            fold.apply(raw.line_no, raw.bytes, view, opts, &mut pairs);
-        })?;
-        let mut report = report;
+            fold.apply(raw.line_no, raw.bytes, view, opts, pairs);
+        })
+    }
+
+    /// The fold of every line scanned: settled entries dropped (unless kept), journal order,
+    /// indexes, and liveness read fresh.
+    fn finish(self, mut report: ScanReport, opts: &FoldOptions) -> Fold {
+        let Scan { mut fold, problems, .. } = self;
         let torn = std::mem::take(&mut report.problems);
         for p in problems.into_iter().chain(torn) {
             report.push(p);
@@ -120,7 +128,30 @@ impl Fold {
         fold.entries.sort_by_key(|e| e.line);
         fold.reindex();
         fold.refresh_liveness();
-        Ok(fold)
+        fold
+    }
+}
+
+impl Fold {
+    /// Reads and folds a journal, with the records of its side files that are not merged
+    /// yet (`journal::side`). A missing journal folds to nothing.
+    ///
+    /// With the default options, the fold starts from the snapshot of an earlier fold
+    /// ([`snapshot`]) when one matches the journal, and reads only the lines after it; it
+    /// writes a new snapshot when it had to read more than [`snapshot::WRITE_AFTER`] bytes.
+    /// Any doubt (no snapshot, a damaged or stale one, side files waiting) is a full fold.
+    pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
+        if let Some(fold) = snapshot::load(journal, opts, snapshot::WRITE_AFTER)? {
+            return Ok(fold);
+        }
+        Fold::load_from(Source::journal(journal), opts)
+    }
+
+    /// [`Fold::load`] of what `source` names (a rewrite folds one file, or a snapshot of it).
+    pub fn load_from(source: Source<'_>, opts: &FoldOptions) -> io::Result<Fold> {
+        let mut scan = Scan::default();
+        let report = scan.run(source, opts)?;
+        Ok(scan.finish(report, opts))
     }
 
     fn reindex(&mut self) {

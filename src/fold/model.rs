@@ -9,7 +9,7 @@ use crate::journal::view::RecordView;
 use crate::procinfo::{self, Liveness, ProcRef};
 
 /// The state of one tool call on one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum EntryState {
     InFlight,
     Applied,
@@ -59,7 +59,7 @@ impl std::fmt::Display for EntryState {
 }
 
 /// A triage action recorded on an entry (`resolved` record), possibly undone later.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Action {
     pub action: String,
     pub how: String,
@@ -76,7 +76,7 @@ pub struct Action {
 }
 
 /// One tool call's change to one path.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     pub id: String,
     pub session: String,
@@ -167,7 +167,7 @@ impl Entry {
 }
 
 /// What the disk holds for a file tool call that never reported its outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InFlightCheck {
     /// The content the call meant to leave: it completed before the crash.
@@ -203,13 +203,13 @@ impl std::fmt::Display for SessionStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Prompt {
     pub ts: String,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Todo {
     /// Task id (TaskCreate/TaskUpdate), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -227,7 +227,7 @@ impl Todo {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandStatus {
     InFlight,
@@ -235,7 +235,7 @@ pub enum CommandStatus {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Command {
     pub id: String,
     pub ts: String,
@@ -262,7 +262,7 @@ pub struct Command {
 }
 
 /// A brief waiting for (or delivered to) the next SessionStart.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Handoff {
     pub action: String,
     pub ts: String,
@@ -277,7 +277,7 @@ pub struct Handoff {
 }
 
 /// What the journal knows of one Claude Code session.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SessionInfo {
     pub session: String,
     pub sid: String,
@@ -301,7 +301,9 @@ pub struct SessionInfo {
     /// Journal line of the session's last (main agent) Stop: entries before it finished their turn.
     pub last_stop_line: u64,
     pub proc: Option<ProcRef>,
-    /// Whether `proc` still ran when the journal was folded (or last refreshed).
+    /// Whether `proc` still ran when the journal was folded (or last refreshed): read
+    /// fresh on every load, never kept in a fold snapshot.
+    #[serde(skip)]
     pub liveness: Option<Liveness>,
     pub last_assistant_message: Option<String>,
     /// Why the session's last turn ended without a Stop, when Claude Code said so

@@ -22,7 +22,7 @@ pub struct RawLine<'a> {
 }
 
 /// What the reader skipped or noticed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Problem {
     /// Not a JSON object (or not UTF-8).
     Malformed { line: u64, error: String },
@@ -80,24 +80,33 @@ pub struct Source<'a> {
     path: &'a Path,
     sides: bool,
     limit: Option<u64>,
+    /// Where to start: (byte offset of a line's start, lines before it).
+    start: (u64, u64),
 }
 
 impl<'a> Source<'a> {
     /// The journal and, after its lines, the records of its side files that are not merged
     /// yet ([`super::side`]), each once.
     pub fn journal(path: &'a Path) -> Source<'a> {
-        Source { path, sides: true, limit: None }
+        Source { path, sides: true, limit: None, start: (0, 0) }
+    }
+
+    /// One file from byte `offset` (the start of a line), its lines numbered after `lines`
+    /// earlier ones: the tail a fold snapshot did not cover ([`crate::fold`]). The report's
+    /// `lines`, `bytes` and `end` count the whole file, as a scan from its start would.
+    pub fn tail(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+        Source { path, sides: false, limit: None, start: (offset, lines) }
     }
 
     /// One file alone.
     pub fn file(path: &'a Path) -> Source<'a> {
-        Source { path, sides: false, limit: None }
+        Source { path, sides: false, limit: None, start: (0, 0) }
     }
 
     /// The first `limit` bytes of one file. An unterminated line at the limit is left out
     /// and not reported: it may be a line being appended.
     pub fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
-        Source { path, sides: false, limit: Some(limit) }
+        Source { path, sides: false, limit: Some(limit), start: (0, 0) }
     }
 
     pub fn path(&self) -> &'a Path {
@@ -113,12 +122,12 @@ impl<'a> Source<'a> {
         };
         let pending = super::side::pending_lines(&files);
         if pending.is_empty() {
-            return scan_one(self.path, self.limit, f);
+            return scan_one(self.path, self.limit, self.start, f);
         }
         // A merge may run while we read: a side line met in the journal is read there, once.
         let lens: HashSet<usize> = pending.iter().map(|l| trim(l).len()).collect();
         let mut met: HashMap<&[u8], usize> = pending.iter().map(|l| (trim(l), 0)).collect();
-        let mut report = scan_one(self.path, self.limit, |raw| {
+        let mut report = scan_one(self.path, self.limit, self.start, |raw| {
             if lens.contains(&raw.bytes.len())
                 && let Some(c) = met.get_mut(raw.bytes)
             {
@@ -155,17 +164,25 @@ pub fn scan_file(path: &Path, f: impl FnMut(RawLine<'_>)) -> io::Result<ScanRepo
 
 /// Reads one file in chunks (memory does not grow with it), up to `limit` bytes. Only a
 /// regular file is read: a FIFO at the journal's name never blocks a reader.
-fn scan_one(path: &Path, limit: Option<u64>, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+fn scan_one(
+    path: &Path,
+    limit: Option<u64>,
+    (start, lines_before): (u64, u64),
+    mut f: impl FnMut(RawLine<'_>),
+) -> io::Result<ScanReport> {
     let mut report = ScanReport::default();
-    let file = match crate::fsutil::open_regular(path) {
+    let mut file = match crate::fsutil::open_regular(path) {
         Ok((file, _)) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
         Err(e) => return Err(e),
     };
+    if start > 0 {
+        io::Seek::seek(&mut file, io::SeekFrom::Start(start))?;
+    }
     let mut file = file.take(limit.unwrap_or(u64::MAX));
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK * 2);
-    let mut base: u64 = 0; // file offset of buf[0]
-    let mut line_no: u64 = 0;
+    let mut base: u64 = start; // file offset of buf[0]
+    let mut line_no: u64 = lines_before;
     let mut chunk = vec![0u8; CHUNK];
     let mut zeros = Zeros::default();
     loop {

@@ -202,7 +202,7 @@ pub mod key {
 }
 
 /// A blob reference: the file was absent (`null` in JSON), or had these bytes (git blob id).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Blob {
     Absent,
     Id(String),

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use similar::ChangeTag;
 
 use crate::fold::{Entry, EntryState};
+use crate::journal::record::Blob;
 use crate::present::diff::{DiffModel, DiffOptions, NO_NEWLINE, is_binary};
 use crate::project::Project;
 use crate::style::Style;
@@ -40,7 +41,7 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
     let disk = project.resolve_rel(&entry.path).ok().and_then(|abs| read_disk(&abs, &entry.path).ok());
     let pre = || {
         let mut objects = Objects::new(project);
-        image_side("pre-image", objects.image(&entry.before, entry.nocap.as_deref(), "pre-image", disk.as_ref()))
+        recorded_side(&mut objects, "pre-image", &entry.before, entry.nocap.as_deref(), disk.as_ref())
     };
     Ok(match mode {
         DiffMode::Disk => DiffSides { old: pre(), new: disk_side(project, entry) },
@@ -52,15 +53,36 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
                 };
                 unknown("post-image", why)
             } else {
-                image_side(
-                    "post-image",
-                    objects.image(&entry.after, entry.nocap.as_deref(), "post-image", disk.as_ref()),
-                )
+                recorded_side(&mut objects, "post-image", &entry.after, entry.nocap.as_deref(), disk.as_ref())
             };
             DiffSides { old: pre(), new }
         }
         DiffMode::Head => DiffSides { old: head_side(project, entry), new: disk_side(project, entry) },
     })
+}
+
+/// The side of a record's image. An image the record names as captured (no `nocap`) but
+/// the store lost — a machine crash before its hook returned, when the object's syncs had
+/// not finished (`store::Store::put_pending`) — is read from the disk, and the side says so:
+/// the hook had not returned, so the tool had not run (pre-image) or had just written the
+/// disk (post-image).
+fn recorded_side(
+    objects: &mut Objects,
+    label: &str,
+    blob: &Option<Blob>,
+    nocap: Option<&str>,
+    disk: Option<&Disk>,
+) -> Side {
+    let image = objects.image(blob, nocap, label, disk);
+    if let (Image::Unknown(why), Some(Blob::Id(_)), None, Some(Disk::File(b))) = (&image, blob, nocap, disk) {
+        return Side { label: image_lost_label(label), bytes: Some(b.clone()), note: Some(why.clone()) };
+    }
+    image_side(label, image)
+}
+
+/// The label of a side whose image was lost and read from the disk instead.
+pub fn image_lost_label(label: &str) -> String {
+    format!("{label} lost, disk used")
 }
 
 fn image_side(label: &str, image: Image) -> Side {
@@ -121,6 +143,11 @@ pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> St
     };
     let _ = writeln!(out, "{}", st.bold(&format!("--- {}\t({})", name(old, "a"), old.label)));
     let _ = writeln!(out, "{}", st.bold(&format!("+++ {}\t({})", name(new, "b"), new.label)));
+    for side in [old, new] {
+        if let (Some(_), Some(why)) = (&side.bytes, &side.note) {
+            let _ = writeln!(out, "{}", st.yellow(&format!("{}: {why}", side.label)));
+        }
+    }
     if old.is_unavailable() || new.is_unavailable() {
         for side in [old, new] {
             let text = describe(side);
