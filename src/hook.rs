@@ -181,21 +181,24 @@ impl Ctx<'_> {
         }
         if let Some((rel, abs)) = self.locate(&mut r, file_path, tool) {
             let (cfg, matcher) = self.config();
-            let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref())?;
-            let created = image.blob.is_absent();
+            let image = capture(&self.project.store_dir(), &abs, &rel, &cfg, matcher.as_ref());
+            let created = image.blob.as_ref().is_some_and(Blob::is_absent);
             r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
             // What the call means to leave on disk (by id): after a crash, the disk tells
             // whether it completed ([`crate::fold::InFlightCheck`]).
             let pre = if created { None } else { image.bytes.as_deref() };
             if (created || pre.is_some() || tool == "Write")
                 && let Some(want) = crate::import::apply_tool(tool, self.payload.tool_input(), None, pre)
+                // Over the cap the disk is compared by sampled identity: no id to expect.
+                && (want.len() as u64) <= cfg.capture.max_bytes
             {
                 r = r.with(key::INTENDED, crate::store::blob_id(&want));
             }
             r.path = rel;
-            r.before = Some(image.blob);
+            r.before = image.blob;
             r.nocap = image.nocap;
         }
+        self.log_nocap(&r);
         self.append(&[r])
     }
 
@@ -247,20 +250,37 @@ impl Ctx<'_> {
                     && (orig.len() as u64) <= cfg.capture.max_bytes
                     && !crate::secrets::secret_content(orig.as_bytes())
                 {
-                    r.before = Some(Blob::Id(Store::new(&store).put(orig.as_bytes())?));
+                    r.before = Some(Blob::Id(match Store::new(&store).put(orig.as_bytes()) {
+                        Ok(id) => id,
+                        Err(e) => {
+                            // Not stored: the record keeps its id and says so.
+                            r.nocap = Some(nocap_err(nocap::STORE_FAILED, &e));
+                            crate::store::blob_id(orig.as_bytes())
+                        }
+                    }));
                 }
             } else if created {
                 r.before = Some(Blob::Absent);
             }
             if !failed {
-                let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref())?;
-                r.after = Some(image.blob);
-                r.nocap = image.nocap;
+                let image = capture(&store, &abs, &rel, &cfg, matcher.as_ref());
+                r.after = image.blob;
+                r.nocap = image.nocap.or(r.nocap.take());
             }
             r.event = config::detect_event(matcher.as_ref(), &rel, tool, created && tool == "Write", false);
             r.path = rel;
         }
+        self.log_nocap(&r);
         self.append(&[r])
+    }
+
+    /// An image that could not be stored or read is recorded, and logged too.
+    fn log_nocap(&self, r: &Record) {
+        if let Some(n) =
+            r.nocap.as_deref().filter(|n| n.starts_with(nocap::STORE_FAILED) || n.starts_with(nocap::UNREADABLE))
+        {
+            log_error(self.project, &format!("{}: {n}", r.path));
+        }
     }
 
     fn bash(&self, op_name: &str) -> HookResult {
@@ -550,61 +570,88 @@ fn never(rel: &str, m: Option<&Matcher>) -> bool {
 
 /// A captured image: the blob (stored unless `nocap` says why not).
 pub struct Image {
-    pub blob: Blob,
+    /// `None` when the file could not be read (`nocap` says why): its content is unknown.
+    pub blob: Option<Blob>,
     pub nocap: Option<String>,
-    /// The bytes read (when they were read and stored).
+    /// The bytes read (when they were read whole).
     pub bytes: Option<Vec<u8>>,
 }
 
+impl Image {
+    fn none(blob: Option<Blob>, nocap: Option<String>) -> Image {
+        Image { blob, nocap, bytes: None }
+    }
+}
+
+/// `<why>: <error>` for a `nocap` that carries the error.
+fn nocap_err(why: &str, e: &dyn std::fmt::Display) -> String {
+    clip(&format!("{why}: {e}"), MAX_ERROR)
+}
+
 /// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
-/// never-capture glob (then only the id is recorded).
-pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> std::io::Result<Image> {
+/// never-capture glob (then only its identity is recorded). Never fails, so the record is
+/// never dropped: a file it cannot read is recorded with an unknown image
+/// (`nocap: "unreadable: …"`), bytes it cannot store with the id hashed while reading
+/// (`nocap: "store_failed: …"`). A file over the cap is never read in full: its identity is
+/// a sampled one ([`crate::sampled`]), whatever the reason it is not stored.
+pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None });
-        }
-        Err(e) => return Err(e),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Image::none(Some(Blob::Absent), None),
+        Err(e) => return Image::none(None, Some(nocap_err(nocap::UNREADABLE, &e))),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None });
+        return Image::none(Some(Blob::Absent), Some(nocap::DIRECTORY.into()));
     }
     // A FIFO, a device, a socket: never opened (it could block the hook or never end).
-    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None };
+    let not_a_file = || Image::none(Some(Blob::Absent), Some(nocap::NOT_A_FILE.into()));
     if !meta.is_file() {
-        return Ok(not_a_file());
+        return not_a_file();
     }
-    let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
-        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None }),
-        Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
-        Err(e) => Err(e),
+    let failed = |e: std::io::Error| {
+        if crate::fsutil::is_not_a_file(&e) {
+            // Swapped for a FIFO or a device since the look above.
+            not_a_file()
+        } else if e.kind() == std::io::ErrorKind::NotFound {
+            Image::none(Some(Blob::Absent), None)
+        } else {
+            Image::none(None, Some(nocap_err(nocap::UNREADABLE, &e)))
+        }
+    };
+    let large = meta.len() > cfg.capture.max_bytes;
+    let id_only = |why: &str| {
+        // Hashed as it is read (never held in memory); over the cap, only sampled.
+        let id = if large { crate::sampled::identity_of(abs) } else { file_blob_id(abs) };
+        match id {
+            Ok(id) => Image::none(Some(Blob::Id(id)), Some(why.into())),
+            Err(e) => failed(e),
+        }
     };
     if never(rel, m) {
-        return hashed(abs, nocap::NEVER_CAPTURE);
+        return id_only(nocap::NEVER_CAPTURE);
     }
     if crate::fsutil::is_hard_linked(&meta) && !cfg.capture.hardlinks {
-        return hashed(abs, nocap::HARDLINK);
+        return id_only(nocap::HARDLINK);
     }
-    if meta.len() > cfg.capture.max_bytes {
-        // Hashed as it is read: a huge file is never held in memory.
-        return hashed(abs, nocap::TOO_LARGE);
+    if large {
+        return id_only(nocap::TOO_LARGE);
     }
     let bytes = match crate::fsutil::read_regular(abs) {
         Ok(b) => b,
-        // Swapped for a FIFO or a device since the look above.
-        Err(e) if crate::fsutil::is_not_a_file(&e) => return Ok(not_a_file()),
-        Err(e) => return Err(e),
+        Err(e) => return failed(e),
     };
     if crate::secrets::secret_content(&bytes) {
         // A private key under a name that says nothing: recorded by id only.
-        return Ok(Image {
-            blob: Blob::Id(crate::store::blob_id(&bytes)),
-            nocap: Some(nocap::NEVER_CAPTURE.into()),
-            bytes: None,
-        });
+        return Image::none(Some(Blob::Id(crate::store::blob_id(&bytes))), Some(nocap::NEVER_CAPTURE.into()));
     }
-    let id = Store::new(store_dir).put(&bytes).map_err(std::io::Error::other)?;
-    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes) })
+    match Store::new(store_dir).put(&bytes) {
+        Ok(id) => Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes) },
+        Err(e) => Image {
+            blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
+            nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),
+            bytes: Some(bytes),
+        },
+    }
 }
 
 /// The start of a session's last turn (see [`unfinished_turn`]).

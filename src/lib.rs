@@ -34,6 +34,7 @@ pub mod procinfo;
 pub mod project;
 pub mod report;
 pub mod retention;
+pub mod sampled;
 pub mod secrets;
 pub mod session;
 pub mod store;

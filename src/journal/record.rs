@@ -102,6 +102,9 @@ pub mod nocap {
     pub const TOO_LARGE: &str = "too_large";
     pub const NEVER_CAPTURE: &str = "never_capture";
     pub const UNREADABLE: &str = "unreadable";
+    /// The image could not be stored (disk full, a read-only store): written as
+    /// `store_failed: <error>`, with the id hashed while reading; the record is never dropped.
+    pub const STORE_FAILED: &str = "store_failed";
     pub const DIRECTORY: &str = "directory";
     /// A FIFO, a device or a socket: never opened (it could block or never end).
     pub const NOT_A_FILE: &str = "not_a_file";
