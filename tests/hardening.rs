@@ -362,3 +362,33 @@ fn a_huge_file_is_never_hashed_in_full_in_a_hook() {
     assert_eq!(code, 0, "{out}");
     walj_in_time(&repo, &["checkpoint"]);
 }
+
+/// Issue 13 item 4: a store failure never drops the intent/applied record: it is written with
+/// the id hashed while reading and `nocap: "store_failed: …"` (a file in the store's place
+/// fails every write, as root too).
+#[test]
+fn a_store_failure_never_drops_the_record() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let claude = Claude::new(&repo, "s-store");
+    claude.start();
+    let store = repo.root.join(".walj/store");
+    let _ = std::fs::remove_dir_all(&store);
+    std::fs::write(&store, b"not a folder").unwrap();
+    claude.edit("t-edit", "a.txt", "one", "two");
+    let recs: Vec<_> = repo.journal_records().into_iter().filter(|r| r.id == "t-edit").collect();
+    let ops: Vec<&str> = recs.iter().map(|r| r.op.as_str()).collect();
+    assert_eq!(ops, ["intent", "applied"], "both records kept: {recs:?}");
+    let id = |s: &str| Some(walj::journal::Blob::Id(walj::store::blob_id(s.as_bytes())));
+    assert_eq!(recs[0].before, id("one\n"));
+    assert_eq!(recs[1].after, id("two\n"));
+    for r in &recs {
+        let n = r.nocap.as_deref().unwrap_or("");
+        assert!(n.starts_with("store_failed: "), "{r:?}");
+    }
+    let log = std::fs::read_to_string(repo.root.join(".walj/errors.log")).unwrap();
+    assert!(log.contains("store_failed"), "{log}");
+    // The entry is verified at Stop like any other (its id is known).
+    claude.stop();
+    let v = repo.json(&["recover", "--json"]);
+    assert_eq!(v["unresolved"], 0, "{v:#}");
+}
