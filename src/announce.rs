@@ -162,3 +162,27 @@ fn list_short(items: &[&str], max: usize) -> String {
     }
     s
 }
+
+/// What the user is told about a failure marker ([`crate::failmark`]): at SessionStart
+/// (`systemMessage`) and by `walj doctor`.
+pub fn write_failures(m: &crate::failmark::Mark) -> String {
+    let when = if m.first == m.last { format!("at {}", m.first) } else { format!("from {} to {}", m.first, m.last) };
+    format!(
+        "walj could not write .walj/ {when} ({}, {} lost; last error: {}). Tool calls of that time may be missing from the journal: check the files changed then (`git status`).",
+        plural(m.failures as usize, "failed hook call", "failed hook calls"),
+        plural(m.records as usize, "journal record", "journal records"),
+        m.error
+    )
+}
+
+/// Adds `message` for the user to the SessionStart output (`systemMessage`, after what is
+/// there), making one when there is none.
+pub fn add_system_message(output: Option<Value>, message: &str) -> Value {
+    let mut o = output.unwrap_or_else(|| crate::claude::output::session_start_json(None, None));
+    let joined = match o.get("systemMessage").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => format!("{m}\n{message}"),
+        _ => message.to_string(),
+    };
+    o["systemMessage"] = Value::String(joined);
+    o
+}

@@ -134,8 +134,18 @@ impl Ctx<'_> {
     }
 
     fn append(&self, records: &[Record]) -> HookResult {
-        self.project.ensure_dir()?;
-        JournalWriter::new(&self.project.journal).append_all(records)?;
+        let written = self
+            .project
+            .ensure_dir()
+            .and_then(|()| JournalWriter::new(&self.project.journal).append_all(records).map(|_| ()));
+        if let Err(e) = written {
+            // `.walj/` cannot be written (full, read-only): errors.log may not take the
+            // message either, so the gap is kept where it can be, for the next SessionStart.
+            if let Err(m) = crate::failmark::record(self.project, records.len(), &e.to_string()) {
+                warn(&format!("keeping the failure marker: {m}"));
+            }
+            return Err(e.into());
+        }
         Ok(None)
     }
 
@@ -551,8 +561,23 @@ impl Ctx<'_> {
             m.target = Some(target.clone());
             records.push(m);
         }
-        self.append(&records)?;
-        Ok(note.output.map(|o| o.to_string()))
+        let written = self.append(&records);
+        // A gap the hook could not write into `.walj/` (issue 13 item 5): told to the user,
+        // and forgotten once `.walj/` takes records again.
+        let mut output = note.output;
+        if let Some(mark) = crate::failmark::read(self.project) {
+            output = Some(announce::add_system_message(output, &announce::write_failures(&mark)));
+            if written.is_ok() {
+                crate::failmark::clear(self.project);
+                log_error(self.project, &format!("reported at SessionStart: {}", announce::write_failures(&mark)));
+            }
+        }
+        if let Err(e) = written {
+            // Still failing: say so now rather than nothing (the marker stays).
+            log_error(self.project, &format!("SessionStart: {e}"));
+            return Ok(output.map(|o| o.to_string()));
+        }
+        Ok(output.map(|o| o.to_string()))
     }
 
     /// The config and its compiled globs; a broken config falls back to the defaults

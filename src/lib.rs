@@ -22,6 +22,7 @@ pub mod claude;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod failmark;
 pub mod fold;
 pub mod fsutil;
 pub mod git;

@@ -73,6 +73,8 @@ pub mod check {
     pub const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
     pub const ERRORS_LOG: &str = "errors_log";
+    /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
+    pub const WRITE_FAILURES: &str = "write_failures";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -543,6 +545,15 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
                 ),
             ));
         }
+    }
+    // Kept outside `.walj/` while it could not be written; cleared by the next SessionStart.
+    if let Some(m) = crate::failmark::read(project) {
+        let mut f = DoctorFinding::new(Level::Error, check::WRITE_FAILURES, crate::announce::write_failures(&m));
+        f.details = vec![format!(
+            "marker: {} (the next SessionStart reports and clears it)",
+            crate::failmark::path(project).display()
+        )];
+        findings.push(f);
     }
     findings
 }
