@@ -53,6 +53,9 @@ pub mod kind {
     pub const DELIVERED: &str = "delivered";
     /// A bundle of this session (named by `target`) was imported (`walj sessions import`).
     pub const IMPORTED: &str = "imported";
+    /// The user released a brief an import held (`walj handoff --deliver`); `target` = the
+    /// handoff's action. Written with no session, so no bundle can carry one.
+    pub const RELEASED: &str = "released";
     /// `handoff` records: a hand-back of entries (`walj handoff`) or a resume brief.
     pub const HANDBACK: &str = "handback";
     pub const RESUME: &str = "resume";
