@@ -3,7 +3,8 @@
 //! The hook never blocks Claude: every error is logged (to `.walj/errors.log` when it
 //! can, and stderr) and the process exits 0. It prints nothing on stdout except at
 //! SessionStart, where it may print one JSON object (recovery note, hand-back briefs).
-//! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
+//! It writes nothing outside `.walj/`, but a failure marker when `.walj/` itself cannot be
+//! written ([`crate::failmark`]). The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
 
 use std::io::Write as _;
