@@ -130,10 +130,26 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             c.push('\n');
         }
         c.push_str("Do not assume these changes are complete; check them before building on them. The user can review them with `walj tui`.");
-        claude.push(c);
+        if s.from_bundle {
+            // Its prompts, todos and paths came in a bundle: anyone can write one, so they
+            // reach Claude only through a brief the user hands back.
+            if let Some(last) = user.last_mut() {
+                last.push_str(&format!(
+                    " (Imported from a bundle: not passed to Claude; `walj handoff --session {}` hands it back.)",
+                    s.sid
+                ));
+            }
+        } else {
+            claude.push(c);
+        }
         note.marks.push((kind::ANNOUNCED, s.session.clone()));
     }
     for h in fold.pending_handoffs() {
+        if h.held {
+            // Imported: shown to the user, never given to Claude without `--deliver`.
+            user.push(held_brief_note(h));
+            continue;
+        }
         claude.push(h.brief.clone());
         note.marks.push((kind::DELIVERED, h.action.clone()));
         user.push(format!("walj: handed a brief back to Claude ({}).", plural(h.entries.len(), "entry", "entries")));
@@ -152,8 +168,19 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         context.push_str(&format!("\n[walj: {cut} more bytes cut; run `walj recover` for the full list]"));
     }
     let message = user.join("\n");
-    note.output = Some(crate::claude::output::session_start_json(Some(&message), Some(&context)));
+    let context = (!context.is_empty()).then_some(context);
+    note.output = Some(crate::claude::output::session_start_json(Some(&message), context.as_deref()));
     note
+}
+
+/// The user's note about a brief an imported bundle brought (issue 13 item 12).
+pub fn held_brief_note(h: &crate::fold::Handoff) -> String {
+    format!(
+        "walj: an imported bundle brought a brief for Claude ({}, session {}); it is not delivered until you read it and run `walj handoff --deliver {}` (`walj handoff --held` shows it).",
+        plural(h.entries.len(), "entry", "entries"),
+        crate::fold::short_id(&h.session),
+        crate::fold::short_id(&h.action),
+    )
 }
 
 fn list_short(items: &[&str], max: usize) -> String {
@@ -162,4 +189,28 @@ fn list_short(items: &[&str], max: usize) -> String {
         s.push_str(&format!(" and {} more", items.len() - max));
     }
     s
+}
+
+/// What the user is told about a failure marker ([`crate::failmark`]): at SessionStart
+/// (`systemMessage`) and by `walj doctor`.
+pub fn write_failures(m: &crate::failmark::Mark) -> String {
+    let when = if m.first == m.last { format!("at {}", m.first) } else { format!("from {} to {}", m.first, m.last) };
+    format!(
+        "walj could not write .walj/ {when} ({}, {} lost; last error: {}). Tool calls of that time may be missing from the journal: check the files changed then (`git status`).",
+        plural(m.failures as usize, "failed hook call", "failed hook calls"),
+        plural(m.records as usize, "journal record", "journal records"),
+        m.error
+    )
+}
+
+/// Adds `message` for the user to the SessionStart output (`systemMessage`, after what is
+/// there), making one when there is none.
+pub fn add_system_message(output: Option<Value>, message: &str) -> Value {
+    let mut o = output.unwrap_or_else(|| crate::claude::output::session_start_json(None, None));
+    let joined = match o.get("systemMessage").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => format!("{m}\n{message}"),
+        _ => message.to_string(),
+    };
+    o["systemMessage"] = Value::String(joined);
+    o
 }

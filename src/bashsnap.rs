@@ -736,7 +736,10 @@ impl<'a> Tree<'a> {
             } else {
                 nocap::TOO_LARGE
             };
-            return file_blob_id(abs).map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
+            // Over the cap, a sampled identity: a huge file is never read in full in a hook.
+            let id =
+                if len > self.cfg.capture.max_bytes { crate::sampled::identity_of(abs) } else { file_blob_id(abs) };
+            return id.map_or_else(unread, |id| Ok((Some(id), Some(nocap.into()))));
         }
         let bytes = match crate::fsutil::read_regular(abs) {
             Ok(b) => b,

@@ -7,7 +7,7 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, disk_blob};
+use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, capture_cap, disk_blob};
 use crate::journal::build::{self, BashIntent};
 use crate::journal::{JournalWriter, Record, event, key, op};
 use crate::project::Project;
@@ -57,6 +57,8 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
     let turn_finished = |e: &crate::fold::Entry| !audit || stops.get(e.session.as_str()).is_some_and(|&l| l > e.line);
     // Entries whose file matches nothing this fold knows: (entry, disk, the record to write).
     let mut unmatched = Vec::new();
+    // Files over the capture cap are compared by sampled identity, as the hook recorded them.
+    let mut cap = None;
     for e in &fold.entries {
         if let Some(s) = session
             && !e.session.starts_with(s)
@@ -93,7 +95,7 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             continue;
         }
         let Ok(abs) = project.resolve_rel(&e.path) else { continue };
-        let Some(disk) = disk_blob(&abs) else {
+        let Some(disk) = disk_blob(&abs, *cap.get_or_insert_with(|| capture_cap(project))) else {
             report.unreadable.push(e.path.clone());
             continue;
         };

@@ -344,7 +344,7 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         Command::Mark(a) if !a.yes => "walj mark",
         Command::Revert(a) if !a.yes && !a.dry_run => "walj revert",
         Command::Undo { yes: false, .. } => "walj undo",
-        Command::Handoff(a) if !a.yes && !a.print => "walj handoff",
+        Command::Handoff(a) if !a.yes && !a.print && !a.held => "walj handoff",
         Command::Checkpoint(a) if !a.yes => "walj checkpoint",
         Command::Compact(a) if !a.yes && !a.dry_run => "walj compact",
         Command::Import(a) if !a.yes => "walj import",

@@ -9,7 +9,8 @@
 //! The hook never blocks the agent: every error is logged (to `.walj/errors.log` when it
 //! can, and stderr) and the process exits 0. It prints nothing on stdout except at
 //! SessionStart, where it may print one JSON object (recovery note, hand-back briefs).
-//! It writes nothing outside `.walj/`. The hot path (Pre/Post of a file tool) reads the
+//! It writes nothing outside `.walj/`, but a failure marker when `.walj/` itself cannot be
+//! written ([`crate::failmark`]). The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
 
 use std::cell::OnceCell;
@@ -232,8 +233,18 @@ impl Ctx<'_> {
     }
 
     fn append(&self, records: &[Record]) -> HookResult {
-        self.project.ensure_dir()?;
-        JournalWriter::new(&self.project.journal).append_all(records)?;
+        let written = self
+            .project
+            .ensure_dir()
+            .and_then(|()| JournalWriter::new(&self.project.journal).append_all(records).map(|_| ()));
+        if let Err(e) = written {
+            // `.walj/` cannot be written (full, read-only): errors.log may not take the
+            // message either, so the gap is kept where it can be, for the next SessionStart.
+            if let Err(m) = crate::failmark::record(self.project, records.len(), &e.to_string()) {
+                warn(&format!("keeping the failure marker: {m}"));
+            }
+            return Err(e.into());
+        }
         Ok(None)
     }
 
@@ -291,9 +302,9 @@ impl Ctx<'_> {
             }
             if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
                 let (cfg, matcher) = config.get_or_init(|| self.config());
-                let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref())?;
+                let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref());
                 syncs.extend(image.sync.take());
-                let created = image.blob.is_absent();
+                let created = image.blob.as_ref().is_some_and(Blob::is_absent);
                 let whole = writes_whole(t.name, c);
                 r.event =
                     config::detect_event(matcher.as_ref(), &rel, t.name, created && whole, c.deletes() && !created);
@@ -302,13 +313,16 @@ impl Ctx<'_> {
                 let pre = if created { None } else { image.bytes.as_deref() };
                 if (created || pre.is_some() || whole)
                     && let Some(Some(want)) = c.intended(t.name, t.input, pre)
+                    // Over the cap the disk is compared by sampled identity: no id to expect.
+                    && (want.len() as u64) <= cfg.capture.max_bytes
                 {
                     r = r.with(key::INTENDED, crate::store::blob_id(&want));
                 }
                 r.path = rel;
-                r.before = Some(image.blob);
+                r.before = image.blob;
                 r.nocap = image.nocap;
             }
+            self.log_nocap(&r);
             records.push(r);
         }
         self.append_durable(&records, syncs)
@@ -360,26 +374,45 @@ impl Ctx<'_> {
                             && (orig.len() as u64) <= cfg.capture.max_bytes
                             && !crate::secrets::secret_content(orig.as_bytes()) =>
                     {
-                        let (id, sync) = Store::new(&store).put_pending(orig.as_bytes())?;
-                        syncs.extend(sync);
-                        r.before = Some(Blob::Id(id));
+                        r.before = Some(Blob::Id(match Store::new(&store).put_pending(orig.as_bytes()) {
+                            Ok((id, sync)) => {
+                                syncs.extend(sync);
+                                id
+                            }
+                            Err(e) => {
+                                // Not stored: the record keeps its id and says so.
+                                r.nocap = Some(nocap_err(nocap::STORE_FAILED, &e));
+                                crate::store::blob_id(orig.as_bytes())
+                            }
+                        }));
                     }
                     Some(None) => r.before = Some(Blob::Absent),
                     _ => {}
                 }
                 if !failed {
-                    let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref())?;
+                    let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref());
                     syncs.extend(image.sync.take());
-                    r.after = Some(image.blob);
-                    r.nocap = image.nocap;
+                    r.after = image.blob;
+                    r.nocap = image.nocap.or(r.nocap.take());
                 }
                 let whole = writes_whole(t.name, c);
                 r.event = config::detect_event(matcher.as_ref(), &rel, t.name, created && whole, c.deletes());
                 r.path = rel;
             }
+            self.log_nocap(&r);
             records.push(r);
         }
         self.append_durable(&records, syncs)
+    }
+
+    /// A capture that could not read or store the file still records the call (its `nocap`
+    /// says why); the error is logged too.
+    fn log_nocap(&self, r: &Record) {
+        if let Some(n) =
+            r.nocap.as_deref().filter(|n| n.starts_with(nocap::STORE_FAILED) || n.starts_with(nocap::UNREADABLE))
+        {
+            log_error(self.project, &format!("{}: {n}", r.path));
+        }
     }
 
     fn bash(&self, t: &ToolCall, id: &CallId, op_name: &str) -> HookResult {
@@ -688,65 +721,94 @@ fn never(rel: &str, m: Option<&Matcher>) -> bool {
 
 /// A captured image: the blob (stored unless `nocap` says why not).
 pub struct Image {
-    pub blob: Blob,
+    /// `None` when the file could not be read (`nocap` says why): its content is unknown.
+    pub blob: Option<Blob>,
     pub nocap: Option<String>,
-    /// The bytes read (when they were read and stored).
+    /// The bytes read (when they were read whole).
     pub bytes: Option<Vec<u8>>,
     /// The stored object's syncs, still running ([`Store::put_pending`]): wait for them
     /// before acknowledging the line that names it.
     pub sync: Option<crate::store::Pending>,
 }
 
+impl Image {
+    fn none(blob: Option<Blob>, nocap: Option<String>) -> Image {
+        Image { blob, nocap, bytes: None, sync: None }
+    }
+}
+
+/// `<why>: <error>` for a `nocap` that carries the error.
+fn nocap_err(why: &str, e: &dyn std::fmt::Display) -> String {
+    clip(&format!("{why}: {e}"), MAX_ERROR)
+}
+
 /// Reads `abs` and stores its bytes, unless it is absent, over the size cap or matches a
-/// never-capture glob (then only the id is recorded).
-pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> std::io::Result<Image> {
+/// never-capture glob (then only its identity is recorded). Never fails, so the record is
+/// never dropped: a file it cannot read is recorded with an unknown image
+/// (`nocap: "unreadable: …"`), bytes it cannot store with the id hashed while reading
+/// (`nocap: "store_failed: …"`). A file over the cap is never read in full: its identity is
+/// a sampled one ([`crate::sampled`]), whatever the reason it is not stored.
+pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Image { blob: Blob::Absent, nocap: None, bytes: None, sync: None });
-        }
-        Err(e) => return Err(e),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Image::none(Some(Blob::Absent), None),
+        Err(e) => return Image::none(None, Some(nocap_err(nocap::UNREADABLE, &e))),
     };
     if meta.is_dir() {
-        return Ok(Image { blob: Blob::Absent, nocap: Some(nocap::DIRECTORY.into()), bytes: None, sync: None });
+        return Image::none(Some(Blob::Absent), Some(nocap::DIRECTORY.into()));
     }
     // A FIFO, a device, a socket: never opened (it could block the hook or never end).
-    let not_a_file = || Image { blob: Blob::Absent, nocap: Some(nocap::NOT_A_FILE.into()), bytes: None, sync: None };
+    let not_a_file = || Image::none(Some(Blob::Absent), Some(nocap::NOT_A_FILE.into()));
     if !meta.is_file() {
-        return Ok(not_a_file());
+        return not_a_file();
     }
-    let hashed = |abs: &Path, why: &str| match file_blob_id(abs) {
-        Ok(id) => Ok(Image { blob: Blob::Id(id), nocap: Some(why.into()), bytes: None, sync: None }),
-        Err(e) if crate::fsutil::is_not_a_file(&e) => Ok(not_a_file()),
-        Err(e) => Err(e),
+    let failed = |e: std::io::Error| {
+        if crate::fsutil::is_not_a_file(&e) {
+            // Swapped for a FIFO or a device since the look above.
+            not_a_file()
+        } else if e.kind() == std::io::ErrorKind::NotFound {
+            Image::none(Some(Blob::Absent), None)
+        } else {
+            Image::none(None, Some(nocap_err(nocap::UNREADABLE, &e)))
+        }
+    };
+    let large = meta.len() > cfg.capture.max_bytes;
+    let id_only = |why: &str| {
+        // Hashed as it is read (never held in memory); over the cap, only sampled.
+        let id = if large { crate::sampled::identity_of(abs) } else { file_blob_id(abs) };
+        match id {
+            Ok(id) => Image::none(Some(Blob::Id(id)), Some(why.into())),
+            Err(e) => failed(e),
+        }
     };
     if never(rel, m) {
-        return hashed(abs, nocap::NEVER_CAPTURE);
+        return id_only(nocap::NEVER_CAPTURE);
     }
     if crate::fsutil::is_hard_linked(&meta) && !cfg.capture.hardlinks {
-        return hashed(abs, nocap::HARDLINK);
+        return id_only(nocap::HARDLINK);
     }
-    if meta.len() > cfg.capture.max_bytes {
-        // Hashed as it is read: a huge file is never held in memory.
-        return hashed(abs, nocap::TOO_LARGE);
+    if large {
+        return id_only(nocap::TOO_LARGE);
     }
     let bytes = match crate::fsutil::read_regular(abs) {
         Ok(b) => b,
-        // Swapped for a FIFO or a device since the look above.
-        Err(e) if crate::fsutil::is_not_a_file(&e) => return Ok(not_a_file()),
-        Err(e) => return Err(e),
+        Err(e) => return failed(e),
     };
     if crate::secrets::secret_content(&bytes) {
         // A private key under a name that says nothing: recorded by id only.
-        return Ok(Image {
-            blob: Blob::Id(crate::store::blob_id(&bytes)),
-            nocap: Some(nocap::NEVER_CAPTURE.into()),
-            bytes: None,
-            sync: None,
-        });
+        return Image::none(Some(Blob::Id(crate::store::blob_id(&bytes))), Some(nocap::NEVER_CAPTURE.into()));
     }
-    let (id, sync) = Store::new(store_dir).put_pending(&bytes).map_err(std::io::Error::other)?;
-    Ok(Image { blob: Blob::Id(id), nocap: None, bytes: Some(bytes), sync })
+    // Stored without waiting for its sync: the caller waits for it while the journal line is
+    // synced ([`Ctx::append_durable`]).
+    match Store::new(store_dir).put_pending(&bytes) {
+        Ok((id, sync)) => Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync },
+        Err(e) => Image {
+            blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
+            nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),
+            bytes: Some(bytes),
+            sync: None,
+        },
+    }
 }
 
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.

@@ -75,6 +75,8 @@ pub mod check {
     pub const ERRORS_LOG: &str = "errors_log";
     /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: `crate::agents::doctor`).
     pub const AGENT: &str = "agent";
+    /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
+    pub const WRITE_FAILURES: &str = "write_failures";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -545,6 +547,15 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
                 ),
             ));
         }
+    }
+    // Kept outside `.walj/` while it could not be written; cleared by the next SessionStart.
+    if let Some(m) = crate::failmark::read(project) {
+        let mut f = DoctorFinding::new(Level::Error, check::WRITE_FAILURES, crate::announce::write_failures(&m));
+        f.details = vec![format!(
+            "marker: {} (the next SessionStart reports and clears it)",
+            crate::failmark::path(project).display()
+        )];
+        findings.push(f);
     }
     findings
 }

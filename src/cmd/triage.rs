@@ -74,6 +74,13 @@ pub struct HandoffArgs {
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
+    /// Show the briefs imported bundles brought, waiting for `--deliver` (nothing recorded).
+    #[arg(long, conflicts_with_all = ["session", "print", "deliver"])]
+    pub held: bool,
+    /// Deliver briefs an imported bundle brought (IDS: their action ids, default all) at the
+    /// next SessionStart. Imported briefs are never delivered without it.
+    #[arg(long, conflicts_with_all = ["session", "print"])]
+    pub deliver: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -212,6 +219,9 @@ pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> any
 pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, print_only, force) = (&args.ids, args.session.as_deref(), args.print, args.force);
     let fold = load(project)?;
+    if args.held || args.deliver {
+        return held_briefs(project, &fold, args);
+    }
     let brief = triage::handoff(project, &fold, ids, session, HandoffOptions { print_only, force })?;
     if args.json {
         let v = serde_json::json!({
@@ -254,6 +264,51 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     }
     if let Some(line) = &brief.resume_line {
         writeln!(out, "To continue that session: {line}")?;
+    }
+    Ok(0)
+}
+
+/// `walj handoff --held` / `--deliver`: the briefs imported bundles brought (issue 13 item 12).
+fn held_briefs(project: &Project, fold: &Fold, args: &HandoffArgs) -> anyhow::Result<i32> {
+    let list = if args.deliver { triage::deliver_held(project, fold, &args.ids)? } else { triage::held_briefs(fold) };
+    if args.json {
+        let v: Vec<_> = list
+            .iter()
+            .map(|h| {
+                serde_json::json!({"action": h.action, "session": h.session, "entries": h.entries, "brief": h.brief})
+            })
+            .collect();
+        let v = serde_json::json!({"delivered": args.deliver, "briefs": v});
+        writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(0);
+    }
+    let st = Style::stdout();
+    let mut out = std::io::stdout().lock();
+    if list.is_empty() {
+        writeln!(out, "No imported brief is waiting.")?;
+        return Ok(0);
+    }
+    for h in &list {
+        writeln!(
+            out,
+            "{}",
+            st.bold(&format!("Brief {} (session {}, imported):", short_id(&h.action), short_id(&h.session)))
+        )?;
+        writeln!(out, "{}", h.brief)?;
+        writeln!(out)?;
+    }
+    if args.deliver {
+        writeln!(
+            out,
+            "{}",
+            st.bold(&format!(
+                "Released {}: Claude receives {} at the next session start in this project.",
+                if list.len() == 1 { "1 brief".to_string() } else { format!("{} briefs", list.len()) },
+                if list.len() == 1 { "it" } else { "them" }
+            ))
+        )?;
+    } else {
+        writeln!(out, "{}", st.dim("Held: `walj handoff --deliver ACTION` delivers one at the next session start."))?;
     }
     Ok(0)
 }

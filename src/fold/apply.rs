@@ -245,6 +245,7 @@ impl Fold {
                 .unwrap_or_default(),
             delivered: None,
             undone: false,
+            held: false,
             line: l.no,
             record: rec,
         });
@@ -345,6 +346,26 @@ impl Fold {
                 }
                 // The delivery also tells that this session started: fall through is not needed.
                 return;
+            }
+            kind::RELEASED => {
+                if let Some(t) = rec.target.as_deref() {
+                    for h in self.handoffs.iter_mut().filter(|h| h.action == t) {
+                        h.held = false;
+                    }
+                }
+                return;
+            }
+            kind::IMPORTED => {
+                // A bundle's briefs wait for the user (every record in a bundle is of its
+                // session, checked at import), and its session's texts stay unseen.
+                if let Some(t) = rec.target.as_deref().filter(|t| !t.is_empty()) {
+                    for h in self.handoffs.iter_mut().filter(|h| h.session == t && h.delivered.is_none()) {
+                        h.held = true;
+                    }
+                    if let Some(&i) = self.by_session.get(t) {
+                        self.sessions[i].from_bundle = true;
+                    }
+                }
             }
             _ => {}
         }

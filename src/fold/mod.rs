@@ -32,7 +32,7 @@ pub use model::{
     SessionStatus, Todo,
 };
 use settled::DigestMap;
-pub use settled::disk_blob;
+pub use settled::{capture_cap, disk_blob};
 
 /// The folded journal.
 #[derive(Debug, Default)]

@@ -271,6 +271,9 @@ pub struct Handoff {
     pub entries: Vec<String>,
     pub delivered: Option<String>,
     pub undone: bool,
+    /// Brought by an imported bundle and not released by the user yet (`walj handoff
+    /// --deliver`): never delivered automatically.
+    pub held: bool,
     /// Line number of the record (journal order).
     pub line: u64,
     pub record: Record,
@@ -315,6 +318,9 @@ pub struct SessionInfo {
     pub agent: Option<String>,
     pub announced: bool,
     pub imported: bool,
+    /// Records of this session came in a bundle (`walj sessions import`): what they say is
+    /// not passed to Claude unseen.
+    pub from_bundle: bool,
     pub v1: bool,
     pub records: u64,
 }

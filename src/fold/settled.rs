@@ -71,12 +71,14 @@ impl Fold {
             }
         }
         let mut drifted = Vec::new();
+        let mut cap = None;
         for (i, e) in self.entries.iter().enumerate() {
             if e.base != EntryState::Applied || e.outside || e.v1 || e.after.is_none() {
                 continue;
             }
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
-            let Some(disk) = disk_blob(&abs) else {
+            let cap = *cap.get_or_insert_with(|| capture_cap(project));
+            let Some(disk) = disk_blob(&abs, cap) else {
                 // A FIFO, a device or a folder where the file was matches no image: drifted.
                 if std::fs::metadata(&abs).is_ok_and(|m| !m.is_file()) {
                     drifted.push(i);
@@ -103,7 +105,8 @@ impl Fold {
             }
             let Some(before) = &e.before else { continue };
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
-            let Some(disk) = disk_blob(&abs) else { continue };
+            let cap = *cap.get_or_insert_with(|| capture_cap(project));
+            let Some(disk) = disk_blob(&abs, cap) else { continue };
             e.disk_check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
                 Some(InFlightCheck::Completed)
             } else if disk.as_deref() == before.id() {
@@ -173,11 +176,25 @@ fn blob_digest(id: &str) -> u64 {
     }
 }
 
-/// The blob id of a file on disk: `Some(None)` when absent, `None` when unreadable.
-pub fn disk_blob(path: &Path) -> Option<Option<String>> {
-    match file_blob_id(path) {
+/// The id of a file on disk as the hook records it: its git blob id, or over `cap` (the
+/// capture cap) its sampled identity ([`crate::sampled`]), so a disk check costs at most the
+/// cap's worth of hashing, whatever the file's size. `Some(None)` when absent, `None` when
+/// unreadable (or not a regular file).
+pub fn disk_blob(path: &Path, cap: u64) -> Option<Option<String>> {
+    let id = match crate::fsutil::open_regular(path) {
+        Ok((f, meta)) if meta.len() > cap => crate::sampled::identity(&f, &meta),
+        Ok(_) => file_blob_id(path),
+        Err(e) => Err(e),
+    };
+    match id {
         Ok(id) => Some(Some(id)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some(None),
         Err(_) => None,
     }
+}
+
+/// The project's capture cap (`[capture] max_bytes`), the size over which the hook records
+/// a sampled identity; the default when the config is missing or broken (as the hook reads it).
+pub fn capture_cap(project: &Project) -> u64 {
+    crate::config::Config::load(&project.config_path()).unwrap_or_default().capture.max_bytes
 }

@@ -53,6 +53,9 @@ pub mod kind {
     pub const DELIVERED: &str = "delivered";
     /// A bundle of this session (named by `target`) was imported (`walj sessions import`).
     pub const IMPORTED: &str = "imported";
+    /// The user released a brief an import held (`walj handoff --deliver`); `target` = the
+    /// handoff's action. Written with no session, so no bundle can carry one.
+    pub const RELEASED: &str = "released";
     /// `handoff` records: a hand-back of entries (`walj handoff`) or a resume brief.
     pub const HANDBACK: &str = "handback";
     pub const RESUME: &str = "resume";
@@ -102,6 +105,9 @@ pub mod nocap {
     pub const TOO_LARGE: &str = "too_large";
     pub const NEVER_CAPTURE: &str = "never_capture";
     pub const UNREADABLE: &str = "unreadable";
+    /// The image could not be stored (disk full, a read-only store): written as
+    /// `store_failed: <error>`, with the id hashed while reading; the record is never dropped.
+    pub const STORE_FAILED: &str = "store_failed";
     pub const DIRECTORY: &str = "directory";
     /// A FIFO, a device or a socket: never opened (it could block or never end).
     pub const NOT_A_FILE: &str = "not_a_file";

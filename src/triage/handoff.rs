@@ -5,14 +5,16 @@
 //! lines of each hunk, "N more lines" instead of silent cuts), within a size budget;
 //! per session the last prompt and the open todos. Recording it appends `resolved
 //! how: handed_back` for each entry and one `handoff` record (`brief`, `entries`,
-//! `kind: handback`); the SessionStart hook (`announce`) delivers it once.
+//! `kind: handback`); the SessionStart hook (`announce`) delivers it once. A brief that came
+//! in an imported bundle is held: shown to the user, delivered only once the user releases
+//! it ([`deliver`], `walj handoff --deliver`).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 use similar::ChangeTag;
 
-use crate::fold::{Entry, EntryState, Fold, short_id};
+use crate::fold::{Entry, EntryState, Fold, Handoff, short_id};
 use crate::journal::{Record, how, op};
 use crate::present::diff::{DiffModel, DiffOptions, is_binary};
 use crate::present::{meaning, one_line};
@@ -314,4 +316,49 @@ fn render_compact(sides: &DiffSides, budget: usize) -> String {
         out.push_str(&block);
     }
     out
+}
+
+/// Briefs an imported bundle brought, waiting for the user (issue 13 item 12): never
+/// delivered to Claude until released by [`deliver`].
+pub fn held(fold: &Fold) -> Vec<&Handoff> {
+    fold.pending_handoffs().filter(|h| h.held).collect()
+}
+
+/// Releases held briefs (`walj handoff --deliver [ACTION...]`, all held ones when none are
+/// named): each gets a `released` record, and the next SessionStart delivers it. Returns the
+/// briefs released.
+pub fn deliver<'f>(project: &Project, fold: &'f Fold, actions: &[String]) -> Result<Vec<&'f Handoff>> {
+    let waiting = held(fold);
+    let chosen: Vec<&Handoff> = if actions.is_empty() {
+        waiting
+    } else {
+        let mut v = Vec::new();
+        for a in actions {
+            let found: Vec<&&Handoff> = waiting.iter().filter(|h| h.action.starts_with(a.as_str())).collect();
+            match found.as_slice() {
+                [h] => v.push(**h),
+                [] => {
+                    return Err(TriageError::Refused(format!("no held brief {a} (`walj handoff --held` lists them)")));
+                }
+                _ => return Err(TriageError::Refused(format!("{a} names several held briefs; give more characters"))),
+            }
+        }
+        v
+    };
+    if chosen.is_empty() {
+        return Err(TriageError::Refused("no imported brief is waiting to be delivered".to_string()));
+    }
+    let records: Vec<Record> = chosen
+        .iter()
+        .map(|h| {
+            // No session: a record written here, never one a bundle can carry.
+            let mut r = Record::new(op::SESSION, "");
+            r.event = crate::journal::event::SESSION.to_string();
+            r.kind = Some(crate::journal::kind::RELEASED.to_string());
+            r.target = Some(h.action.clone());
+            r
+        })
+        .collect();
+    append(project, &records)?;
+    Ok(chosen)
 }
