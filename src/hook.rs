@@ -688,8 +688,22 @@ impl Ctx<'_> {
             m.target = Some(target.clone());
             records.push(m);
         }
-        self.append(&records)?;
-        Ok(note.output.map(|o| agents::session_start_output(agent, o).to_string()))
+        let written = self.append(&records);
+        // A gap the hook could not write into `.walj/` (issue 13 item 5): told to the user,
+        // and forgotten once `.walj/` takes records again.
+        let mut output = note.output;
+        if let Some(mark) = crate::failmark::read(self.project) {
+            output = Some(announce::add_system_message(output, &announce::write_failures(&mark)));
+            if written.is_ok() {
+                crate::failmark::clear(self.project);
+                log_error(self.project, &format!("reported at SessionStart: {}", announce::write_failures(&mark)));
+            }
+        }
+        if let Err(e) = written {
+            // Still failing: say so now rather than nothing (the marker stays).
+            log_error(self.project, &format!("SessionStart: {e}"));
+        }
+        Ok(output.map(|o| agents::session_start_output(agent, o).to_string()))
     }
 
     /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy

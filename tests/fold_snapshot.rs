@@ -32,7 +32,15 @@ fn full(journal: &Path) -> Fold {
 
 /// Through the snapshot (written whenever anything was read past it).
 fn cached(journal: &Path) -> Fold {
-    snapshot::load(journal, &FoldOptions::default(), 0).unwrap().expect("the snapshot applies")
+    match snapshot::load(journal, &FoldOptions::default(), 0).unwrap() {
+        Some(f) => f,
+        // No journal yet (nothing appended before the first cut): nothing to cache, the
+        // caller folds in full.
+        None => {
+            assert!(!journal.exists(), "the snapshot applies");
+            full(journal)
+        }
+    }
 }
 
 /// One generated line: records of a few sessions, ids and paths from small pools so that
