@@ -67,7 +67,7 @@ fn phase_from_fields(v: &Value) -> Option<Phase> {
 pub fn parse(v: &Value) -> Event<'_> {
     let s = |a: &str, b: &str| v.get(a).or_else(|| v.get(b)).and_then(Value::as_str);
     let name = s("hook_event_name", "hookEventName").unwrap_or("");
-    let mut ph = if name.is_empty() { phase_from_fields(v) } else { phase_named(name) };
+    let ph = if name.is_empty() { phase_from_fields(v) } else { phase_named(name) };
     let session = s("session_id", "sessionId").filter(|x| !x.is_empty()).unwrap_or("unknown");
     let mut ev = Event::new(Agent::Copilot, v, name, ph, session);
     ev.cwd = v.get("cwd").and_then(Value::as_str);
@@ -78,15 +78,7 @@ pub fn parse(v: &Value) -> Event<'_> {
     ev.source = v.get("source").and_then(Value::as_str).map(|s| if s == "new" { "startup" } else { s });
     ev.reason = v.get("reason").and_then(Value::as_str);
     ev.trigger = v.get("trigger").and_then(Value::as_str);
-    if let Some(p) = ph.filter(|p| p.is_tool()) {
-        let call = tool_call(v, p);
-        if p == Phase::ToolPost && call.error.is_some() {
-            ph = Some(Phase::ToolFailed);
-        }
-        ev.tool = Some(call);
-    }
-    ev.phase = ph;
-    ev
+    ev.with_tool(ph, |p| tool_call(v, p))
 }
 
 fn tool_call(v: &Value, phase: Phase) -> ToolCall<'_> {

@@ -107,6 +107,21 @@ impl<'a> Event<'a> {
         }
     }
 
+    /// Sets the phase and, for a tool phase, the call `tool_call` reads: a Post whose result
+    /// carries an error is a failed call (agents that have no PostToolUseFailure of their own).
+    pub fn with_tool(mut self, phase: Option<Phase>, tool_call: impl FnOnce(Phase) -> ToolCall<'a>) -> Event<'a> {
+        let mut phase = phase;
+        if let Some(p) = phase.filter(|p| p.is_tool()) {
+            let call = tool_call(p);
+            if p == Phase::ToolPost && call.error.is_some() {
+                phase = Some(Phase::ToolFailed);
+            }
+            self.tool = Some(call);
+        }
+        self.phase = phase;
+        self
+    }
+
     /// `raw.<key>` as a string.
     pub fn str(&self, key: &str) -> Option<&'a str> {
         self.raw.get(key).and_then(Value::as_str)

@@ -49,7 +49,7 @@ pub fn phase(name: &str) -> Option<Phase> {
 pub fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let name = s("hook_event_name").unwrap_or("");
-    let mut ph = phase(name);
+    let ph = phase(name);
     let session = s("session_id").filter(|x| !x.is_empty()).unwrap_or("unknown");
     let mut ev = Event::new(Agent::Gemini, v, name, ph, session);
     ev.cwd = s("cwd");
@@ -60,15 +60,7 @@ pub fn parse(v: &Value) -> Event<'_> {
     ev.reason = s("reason");
     ev.last_message = s("prompt_response");
     ev.trigger = s("trigger");
-    if let Some(p) = ph.filter(|p| p.is_tool()) {
-        let call = tool_call(v, p);
-        if p == Phase::ToolPost && call.error.is_some() {
-            ph = Some(Phase::ToolFailed);
-        }
-        ev.tool = Some(call);
-    }
-    ev.phase = ph;
-    ev
+    ev.with_tool(ph, |p| tool_call(v, p))
 }
 
 fn tool_call(v: &Value, phase: Phase) -> ToolCall<'_> {
