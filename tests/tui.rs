@@ -453,7 +453,12 @@ fn mark_done_then_undo() {
     let at = s.find("undid the mark done of ").map(|i| i + "undid the mark done of ".len());
     let Some(at) = at else { panic!("the status says what was undone: {s}") };
     // The time of the undone action is the wall clock's: masked.
-    let s = format!("{}<time>{}", &s[..at], &s[at + "2026-03-01 10:30:00 UTC".len()..]);
+    let mut s = format!("{}<time>{}", &s[..at], &s[at + "2026-03-01 10:30:00 UTC".len()..]);
+    // The reopened entry is selected again; its history shows the undone action's time: masked.
+    assert_eq!(app.selected_entry().map(|e| e.id.as_str()), Some("toolu_01EditCfg"));
+    if let Some(h) = s.find("history done ").map(|i| i + "history done ".len()) {
+        s = format!("{}<time>{}", &s[..h], &s[h + "2026-03-01 10:30".len()..]);
+    }
     insta::assert_snapshot!("undo_status", s);
 }
 
@@ -497,6 +502,8 @@ fn revert_created_file_undo_restores_it() {
     run(&mut app, &mut t, "u");
     assert_eq!(std::fs::read_to_string(f.repo.root.join("docs/generated-index.md")).unwrap(), DOC);
     assert_eq!(f.records(op::UNDO).len(), 1);
+    // The reopened entry is selected again: a hurried next key acts on it, not on a neighbour.
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("docs/generated-index.md"));
 }
 
 #[test]

@@ -1113,8 +1113,13 @@ impl App {
             Ok(msg) => {
                 self.reload();
                 if let Choice::Undo { .. } = &choice {
-                    // What the undo reopened can be redone (the newest undo wins).
+                    // What the undo reopened can be redone (the newest undo wins), and is what
+                    // the user looks at next: the next key acts on it, not on a neighbour.
                     self.redo = ops::redo_choices(&self.fold, &reopened);
+                    if let Some(id) = reopened.first() {
+                        let height = self.tree_height();
+                        self.tree.select_entry(id, height);
+                    }
                 } else {
                     // A new action: there is nothing left to redo.
                     self.redo.clear();

@@ -292,6 +292,14 @@ impl Tree {
         true
     }
 
+    /// Puts the cursor on entry `id` when it has a row (an undo's reopened entry).
+    pub fn select_entry(&mut self, id: &str, height: usize) {
+        if let Some(i) = self.rows.iter().position(|r| matches!(&r.key, NodeKey::Entry(e) if e == id)) {
+            self.cursor = i;
+            self.scroll_into_view(height);
+        }
+    }
+
     /// Every session collapsed (`false`), or every session and group expanded; the cursor
     /// stays on its node, or on the session it was in.
     pub fn set_all_expanded(&mut self, expand: bool, fold: &Fold, height: usize) {
