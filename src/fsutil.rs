@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod swap;
+
 /// Opens a file created with mode 0600 (owner only) where the platform has modes.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     #[cfg(unix)]
@@ -355,6 +357,9 @@ pub struct Staged {
     tmp: PathBuf,
     path: PathBuf,
     committed: bool,
+    /// Exchanged with the destination at least once ([`Staged::exchange`]): the temp name
+    /// may hold someone else's bytes and is never removed on drop.
+    swapped: bool,
 }
 
 /// Longest file name most file systems take (NAME_MAX).
@@ -362,7 +367,7 @@ const NAME_MAX: usize = 255;
 
 /// A temp file name next to `path`, unique to this process and call (several writers of
 /// one path never share one), within [`NAME_MAX`] however long the file's name is.
-fn temp_name(path: &Path) -> String {
+pub(crate) fn temp_name(path: &Path) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -410,7 +415,7 @@ pub fn stage(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<Staged>
             }
         }
     };
-    let staged = Staged { tmp, path: path.to_path_buf(), committed: false };
+    let staged = Staged { tmp, path: path.to_path_buf(), committed: false, swapped: false };
     f.write_all(bytes)?;
     #[cfg(unix)]
     {
@@ -433,18 +438,18 @@ pub fn stage(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<Staged>
 }
 
 impl Staged {
-    /// Renames the temp file into place and syncs the folder.
+    /// Renames the temp file into place (a plain rename: whatever is there is replaced;
+    /// see [`swap`] for the checked ways) and syncs the folder.
     pub fn commit(mut self) -> io::Result<()> {
         fs::rename(&self.tmp, &self.path)?;
         self.committed = true;
-        let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        sync_dir(dir)
+        sync_dir(self.dir())
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed && !self.swapped {
             let _ = fs::remove_file(&self.tmp);
         }
     }

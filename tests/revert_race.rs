@@ -5,7 +5,8 @@
 //! renamed over it, as editors and formatters do), alternating the bytes revert plans against
 //! with bytes of its own. Whatever the racer wrote and something other than the racer itself
 //! replaced must be on disk at the end or in walj's store: a revert never loses a concurrent
-//! write. Rounds: WALJ_RACE_ROUNDS (default 300).
+//! write. Rounds: WALJ_RACE_ROUNDS (default 300; a third of that for the delete and undo
+//! variants).
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
@@ -76,39 +77,77 @@ fn in_store(root: &Path, id: &str) -> bool {
     root.join(".walj/store").join(&id[..2]).join(&id[2..]).is_file()
 }
 
-#[test]
-fn a_revert_racing_a_writer_never_loses_a_write() {
-    let rounds = rounds();
+/// What a round races.
+#[derive(Clone, Copy, PartialEq)]
+enum Race {
+    /// `walj revert` of an Edit: the pre-image is swapped in.
+    RevertEdit,
+    /// `walj revert` of a Write that created the file: it is moved aside and deleted.
+    RevertCreate,
+    /// `walj undo` of a revert of an Edit: the post-image is swapped back in.
+    Undo,
+}
+
+/// Runs `rounds` rounds of `what`, each on a file of its own with a racer beside the walj
+/// command, and checks that every write the racer lost to something else is on disk or in
+/// the store, and that every concurrent write walj reports is in the store and named by the
+/// journal.
+fn race_rounds(what: Race, rounds: usize) {
     let repo = Repo::new(&[("keep.txt", "x\n")]);
     let c = Claude::new(&repo, SESSION);
-    let (mut lost, mut displaced, mut reported, mut reverted, mut writes) = (Vec::new(), 0, 0, 0, 0);
+    let (mut lost, mut displaced, mut reported, mut done, mut writes, mut swapped) = (Vec::new(), 0, 0, 0, 0, 0);
+    let mut kept_ids = Vec::new();
     for round in 0..rounds {
         let rel = format!("race/f{round}.txt");
-        repo.write(&rel, NUMBERS);
         let id = format!("toolu_RACE{round:04}");
-        c.edit(&id, &rel, "two", "TWO");
-        let post = repo.read(&rel).into_bytes();
+        let args: Vec<&str> = match what {
+            Race::RevertEdit => {
+                repo.write(&rel, NUMBERS);
+                c.edit(&id, &rel, "two", "TWO");
+                vec!["revert", &id, "--json"]
+            }
+            Race::RevertCreate => {
+                c.write(&id, &rel, &NUMBERS.replace("two", "TWO"));
+                vec!["revert", &id, "--json"]
+            }
+            Race::Undo => {
+                repo.write(&rel, NUMBERS);
+                c.edit(&id, &rel, "two", "TWO");
+                repo.ok(&["revert", &id]);
+                vec!["undo", "--json"]
+            }
+        };
+        let plan = fs::read(repo.path(&rel)).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let racer = {
             let (path, stop) = (repo.path(&rel), stop.clone());
-            std::thread::spawn(move || race(path, post, round, stop))
+            std::thread::spawn(move || race(path, plan, round, stop))
         };
-        let (code, out, err) = repo.run(&["revert", &id, "--json"]);
+        let (code, out, err) = repo.run(&args);
         stop.store(true, Ordering::Relaxed);
         let raced = racer.join().unwrap();
         writes += raced.writes;
+        // 0: done; 1: refused (the file changed before walj looked) or reported concurrent.
         assert!(code == 0 || code == 1, "round {round}: exit {code}\nstdout: {out}\nstderr: {err}");
-        if code == 0 || !out.trim().is_empty() {
+        if !out.trim().is_empty() {
             let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("round {round}: {e}: {out}\n{err}"));
             let o = &v["outcomes"][0];
             if o["changed"] == true {
-                reverted += 1;
+                done += 1;
             }
+            assert_eq!(code == 1, v["concurrent"] == true, "round {round}: {v}");
             if o["concurrent"] == true {
                 reported += 1;
+                let kept = o["kept"].as_array().unwrap();
+                if !kept.is_empty() {
+                    swapped += 1;
+                    assert!(o["message"].as_str().unwrap().contains("kept in the store"), "round {round}: {o}");
+                }
                 // What the user is told was kept is in the store.
-                for k in o["kept"].as_array().unwrap() {
-                    assert!(in_store(&repo.root, k.as_str().unwrap()), "round {round}: {o}");
+                for k in kept {
+                    let k = k.as_str().unwrap();
+                    assert!(in_store(&repo.root, k), "round {round}: {o}");
+                    kept_ids.push(k.to_string());
                 }
             }
         }
@@ -120,10 +159,43 @@ fn a_revert_racing_a_writer_never_loses_a_write() {
             }
         }
     }
+    // The journal names every kept write (so compaction keeps it).
+    let recs = repo.records();
+    for k in &kept_ids {
+        assert!(
+            recs.iter().any(|r| r["op"] == "audit" && r["kind"] == "concurrent_write" && r["before"] == k.as_str()),
+            "no record names {k}"
+        );
+    }
+    let verb = match what {
+        Race::RevertEdit => "reverts of an edit",
+        Race::RevertCreate => "reverts deleting a created file",
+        Race::Undo => "undos of a revert",
+    };
     eprintln!(
-        "{rounds} rounds, {writes} racer writes, {displaced} displaced by another writer, \
-         {reverted} reverts done, {reported} reported as concurrent, {} lost",
+        "{rounds} {verb}: {writes} racer writes, {displaced} displaced by another writer, {done} done, \
+         {reported} reported as concurrent ({swapped} found by the swap itself), {} lost",
         lost.len()
     );
-    assert!(lost.is_empty(), "{} racer writes lost (neither on disk nor in the store):\n{}", lost.len(), lost.join("\n"));
+    assert!(
+        lost.is_empty(),
+        "{} racer writes lost (neither on disk nor in the store):\n{}",
+        lost.len(),
+        lost.join("\n")
+    );
+}
+
+#[test]
+fn a_revert_racing_a_writer_never_loses_a_write() {
+    race_rounds(Race::RevertEdit, rounds());
+}
+
+#[test]
+fn a_revert_deleting_a_file_a_writer_races_never_loses_a_write() {
+    race_rounds(Race::RevertCreate, rounds().div_ceil(3));
+}
+
+#[test]
+fn an_undo_racing_a_writer_never_loses_a_write() {
+    race_rounds(Race::Undo, rounds().div_ceil(3));
 }

@@ -91,19 +91,22 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
-/// `--json` of mark, revert and undo: `{"action", "dry_run", "changed", "outcomes": [{"id",
-/// "short", "path", "message", "changed"}]}`.
+/// `--json` of mark, revert and undo: `{"action", "dry_run", "changed", "concurrent",
+/// "outcomes": [{"id", "short", "path", "message", "changed", "concurrent", "kept"}]}`.
 fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome]) -> anyhow::Result<()> {
     let v = serde_json::json!({
         "action": action,
         "dry_run": dry_run,
         "changed": outcomes.iter().any(|o| o.changed),
+        "concurrent": outcomes.iter().any(|o| o.concurrent),
         "outcomes": outcomes.iter().map(|o| serde_json::json!({
             "id": o.id,
             "short": short_id(&o.id),
             "path": o.path,
             "message": o.message,
             "changed": o.changed,
+            "concurrent": o.concurrent,
+            "kept": o.kept,
         })).collect::<Vec<_>>(),
     });
     writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v)?)?;
@@ -193,7 +196,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run })?;
     if args.json {
         print_outcomes_json("revert", dry_run, &outcomes)?;
-        return Ok(0);
+        return Ok(exit_code(&outcomes));
     }
     if dry_run {
         println!("Dry run, nothing changed. Newest first:");
@@ -202,7 +205,13 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     if !dry_run && outcomes.iter().any(|o| o.changed) {
         println!("`walj undo` undoes this.");
     }
-    Ok(0)
+    Ok(exit_code(&outcomes))
+}
+
+/// 1 when another program wrote a file while the revert or undo ran (that file, and the
+/// ones after it, were left as they were): the command did not do all it was asked.
+fn exit_code(outcomes: &[Outcome]) -> i32 {
+    if outcomes.iter().any(|o| o.concurrent) { super::EXIT_ERROR } else { 0 }
 }
 
 pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> anyhow::Result<i32> {
@@ -210,10 +219,10 @@ pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> any
     let outcomes = triage::undo(project, &fold, id, force)?;
     if json {
         print_outcomes_json("undo", false, &outcomes)?;
-        return Ok(0);
+        return Ok(exit_code(&outcomes));
     }
     print_outcomes(&outcomes)?;
-    Ok(0)
+    Ok(exit_code(&outcomes))
 }
 
 pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {

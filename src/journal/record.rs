@@ -59,6 +59,12 @@ pub mod kind {
     /// `handoff` records: a hand-back of entries (`walj handoff`) or a resume brief.
     pub const HANDBACK: &str = "handback";
     pub const RESUME: &str = "resume";
+    /// `audit` records of revert and undo: the bytes about to be overwritten, named before
+    /// anything is written (`before` / `after` as the action's record will have them).
+    pub const CAPTURE: &str = "capture";
+    /// `audit` records of revert and undo: bytes another program wrote while the action ran,
+    /// found in what it swapped out and stored (`before`); `action` = the action it was.
+    pub const CONCURRENT_WRITE: &str = "concurrent_write";
 }
 
 /// `how` values of `resolved` records.

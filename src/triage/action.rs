@@ -378,19 +378,6 @@ pub(crate) fn stage_write(abs: &Path, rel: &str, bytes: &[u8], mode: Option<u32>
     fsutil::stage(abs, bytes, mode).map_err(|e| TriageError::Failed(format!("writing {rel}: {e}")))
 }
 
-/// Deletes the file at `abs` durably (an absent file is fine).
-pub(crate) fn delete(abs: &Path, rel: &str) -> Result<()> {
-    match fs::remove_file(abs) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(TriageError::Refused(format!("deleting {rel}: {e}"))),
-    }
-    if let Some(parent) = abs.parent() {
-        fsutil::sync_dir(parent).map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
-    }
-    Ok(())
-}
-
 /// The record appended before a revert or an undo overwrites or deletes anything: it
 /// names the bytes about to be overwritten (`before`, already in the store) and those
 /// about to be written (`after`), so that whatever happens next (a crash before the
@@ -398,10 +385,22 @@ pub(crate) fn delete(abs: &Path, rel: &str) -> Result<()> {
 pub(crate) fn capture_record(e: &Entry, what: &str, action: Option<&str>, before: &Blob, after: &Blob) -> Record {
     let mut r = entry_record(crate::journal::op::AUDIT, e);
     r.event = what.to_string();
-    r.kind = Some("capture".to_string());
+    r.kind = Some(crate::journal::record::kind::CAPTURE.to_string());
     r.action = action.map(str::to_string);
     r.before = Some(before.clone());
     r.after = Some(after.clone());
+    r
+}
+
+/// The record naming bytes another program wrote while a revert or an undo (`what`) of `e`
+/// ran, found in what it swapped out and stored (`kept`): the journal names them, so they
+/// stay in the store (compaction keeps named objects) and `walj log` readers can find them.
+pub(crate) fn concurrent_record(e: &Entry, what: &str, action: Option<&str>, kept: &str) -> Record {
+    let mut r = entry_record(crate::journal::op::AUDIT, e);
+    r.event = what.to_string();
+    r.kind = Some(crate::journal::record::kind::CONCURRENT_WRITE.to_string());
+    r.action = action.map(str::to_string);
+    r.before = Some(Blob::Id(kept.to_string()));
     r
 }
 

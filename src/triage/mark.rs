@@ -54,6 +54,7 @@ fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool)
             path: e.path.clone(),
             message: format!("marked {} ({}) done", short_id(&e.id), e.path),
             changed: true,
+            ..Outcome::default()
         });
     }
     append(project, &records)?;

@@ -22,6 +22,7 @@ mod action;
 mod diff;
 mod handoff;
 mod mark;
+mod place;
 mod revert;
 mod select;
 mod undo;
@@ -77,7 +78,7 @@ pub enum DiffMode {
 }
 
 /// The result of a triage action on one entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Outcome {
     /// The entry's full id.
     pub id: String,
@@ -86,4 +87,12 @@ pub struct Outcome {
     pub message: String,
     /// Whether the journal or a file changed (false for dry runs and no-ops).
     pub changed: bool,
+    /// Another program wrote the file while a revert or an undo ran (after its plan, up to
+    /// the instant of its write): nothing of the action was written to it (`changed` is
+    /// false), and the actions after it in the same call were not attempted. The exception:
+    /// a swap that could not be taken back (`changed` is true, `kept` names what it replaced).
+    pub concurrent: bool,
+    /// Bytes another program wrote meanwhile that the action found in what it swapped out,
+    /// kept in the store (blob ids; `GIT_OBJECT_DIRECTORY=.walj/store git cat-file -p ID`).
+    pub kept: Vec<String>,
 }

@@ -24,9 +24,10 @@ use super::{Result, TriageError};
 
 use super::Outcome;
 use super::action::{
-    Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable, delete,
+    Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable,
     entry_record, find_entries, problems, read_disk, stage_write,
 };
+use super::place;
 use crate::present::diff::is_binary;
 
 /// What reverting an entry would do.
@@ -365,7 +366,7 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
                 id: w.entry.id.clone(),
                 path: w.entry.path.clone(),
                 message: w.describe(opts.force, true),
-                changed: false,
+                ..Outcome::default()
             });
         }
         return Ok(out);
@@ -420,8 +421,25 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
             _ => None,
         });
     }
+    // A file another program writes while this runs stops the call there (the later steps
+    // were worked out against what this one would have left).
+    let mut stopped: Option<String> = None;
     for ((w, plan), staged) in steps.iter().zip(plans).zip(staged) {
-        let outcome = write_one(project, w, opts.force, plan, staged, &out)?;
+        if let Some(at) = &stopped {
+            out.push(Outcome {
+                id: w.entry.id.clone(),
+                path: w.entry.path.clone(),
+                message: format!(
+                    "not reverted: the revert stopped at {at}, which another program wrote at the same time; run the revert again"
+                ),
+                ..Outcome::default()
+            });
+            continue;
+        }
+        let outcome = write_one(project, &objects, w, opts.force, plan, staged, &out)?;
+        if outcome.concurrent && !outcome.changed {
+            stopped = Some(outcome.path.clone());
+        }
         out.push(outcome);
     }
     Ok(out)
@@ -485,6 +503,7 @@ type Prepared = (Option<Option<Vec<u8>>>, Record, Option<(Blob, Blob)>);
 /// this call, named in errors), and appends its record.
 fn write_one(
     project: &Project,
+    objects: &Objects,
     w: &Worked,
     force: bool,
     (target, mut r, blobs): Prepared,
@@ -503,24 +522,34 @@ fn write_one(
         }
     };
     let message = w.describe(force, false);
+    let outcome = |message: String, changed: bool| Outcome {
+        id: e.id.clone(),
+        path: e.path.clone(),
+        message,
+        changed,
+        ..Outcome::default()
+    };
     match (&target, &w.abs, blobs) {
-        (None, _, _) if !w.record_nothing => {
-            return Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: false });
-        }
+        (None, _, _) if !w.record_nothing => return Ok(outcome(message, false)),
         (None, _, _) => append(project, &[r])?,
-        (Some(_), Some(abs), Some((before, after))) => {
-            // Right before the rename or the delete: the path must still stay inside the
-            // project (no symlink swapped in since) and the disk must still be what the
-            // plan saw (and captured).
+        (Some(bytes), Some(abs), Some((before, after))) => {
+            // Right before the write: the path must still stay inside the project (no
+            // symlink swapped in since) and the disk must still be what the plan saw (and
+            // captured). Then the write itself checks what it replaces (`place`).
             project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
             let now =
                 read_disk(abs, &e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
             if now != w.disk {
-                return Err(TriageError::Refused(format!(
-                    "{} changed while reverting; nothing written to it. Run the revert again.{}",
-                    e.path,
-                    done_so_far(out)
-                )));
+                return Ok(Outcome {
+                    concurrent: true,
+                    ..outcome(
+                        format!(
+                            "{} changed while reverting (another program wrote it after walj looked at it); nothing written to it. Run the revert again",
+                            e.path
+                        ),
+                        false,
+                    )
+                });
             }
             if let Disk::File(_) = now
                 && let Some(mode) = fsutil::file_mode(abs)
@@ -528,14 +557,17 @@ fn write_one(
                 // Undoing a revert that deleted the file gives it back its permissions.
                 r = r.with(crate::journal::key::MODE, mode);
             }
-            match staged {
-                Some(s) => s
-                    .commit()
-                    .map_err(|err| TriageError::Failed(format!("writing {}: {err}{}", e.path, done_so_far(out))))?,
-                None => {
-                    delete(abs, &e.path).map_err(|err| TriageError::Failed(format!("{err:#}{}", done_so_far(out))))?
-                }
+            let placed = match (staged, bytes) {
+                (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &w.disk, b, "reverting"),
+                _ => place::put_delete(project, objects, abs, &e.path, &w.disk, "reverting"),
             }
+            .map_err(|err| TriageError::Failed(format!("{err:#}{}", done_so_far(out))))?;
+            place::record_kept(project, e, "revert", r.action.as_deref(), &placed.kept)?;
+            if !placed.written {
+                let note = placed.note.unwrap_or_default();
+                return Ok(Outcome { concurrent: true, kept: placed.kept, ..outcome(note, false) });
+            }
+            let before = placed.overwrote.map_or(before, Blob::Id);
             r.before = Some(before.clone());
             r.after = Some(after);
             append(project, &[r]).map_err(|err| {
@@ -545,10 +577,14 @@ fn write_one(
                     before.id().unwrap_or("(the file was absent)")
                 ))
             })?;
+            if let Some(note) = placed.note {
+                let concurrent = !placed.kept.is_empty();
+                return Ok(Outcome { concurrent, kept: placed.kept, ..outcome(format!("{message}; {note}"), true) });
+            }
         }
         _ => return Err(TriageError::Refused(format!("{}: no path to write{}", e.path, done_so_far(out)))),
     }
-    Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true })
+    Ok(outcome(message, true))
 }
 
 #[cfg(test)]

@@ -15,9 +15,10 @@ use super::{Result, TriageError};
 
 use super::Outcome;
 use super::action::{
-    Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, delete, entry_record,
+    Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, entry_record,
     find_entry, problems, read_disk, stage_write, when,
 };
+use super::place;
 
 enum Target<'a> {
     Action(&'a Entry, &'a Action),
@@ -109,8 +110,29 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
         });
     }
     let mut out = Vec::new();
+    // A file another program writes while this runs stops the call there, as in a revert.
+    let mut stopped: Option<String> = None;
     for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
-        out.push(apply(project, t, plan, r, staged)?);
+        if let Some(at) = &stopped {
+            let (id, path) = match t {
+                Target::Action(e, _) => (e.id.clone(), e.path.clone()),
+                Target::Handoff(h) => (h.action.clone(), String::new()),
+            };
+            out.push(Outcome {
+                id,
+                path,
+                message: format!(
+                    "not undone: the undo stopped at {at}, which another program wrote at the same time; run the undo again"
+                ),
+                ..Outcome::default()
+            });
+            continue;
+        }
+        let o = apply(project, &objects, t, plan, r, staged)?;
+        if o.concurrent && !o.changed {
+            stopped = Some(o.path.clone());
+        }
+        out.push(o);
     }
     Ok(out)
 }
@@ -187,6 +209,7 @@ fn plan_all(
 /// the disk did not change since the plan), then appends its record.
 fn apply(
     project: &Project,
+    objects: &Objects,
     t: &Target,
     plan: Option<Restore>,
     r: Record,
@@ -202,7 +225,7 @@ fn apply(
                 ),
                 None => "withdrew the brief for Claude (not delivered yet)".to_string(),
             };
-            Ok(Outcome { id: h.action.clone(), path: String::new(), message, changed: true })
+            Ok(Outcome { id: h.action.clone(), path: String::new(), message, changed: true, ..Outcome::default() })
         }
         Target::Action(e, a) => {
             let what = match a.how.as_str() {
@@ -217,31 +240,59 @@ fn apply(
                     format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
                 }
                 Some(p) => {
+                    let outcome = |message: String, changed: bool| Outcome {
+                        id: e.id.clone(),
+                        path: e.path.clone(),
+                        message,
+                        changed,
+                        ..Outcome::default()
+                    };
                     project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     let now = read_disk(&p.abs, &e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     if now != p.disk {
-                        return Err(TriageError::Refused(format!(
-                            "{} changed while undoing; nothing written to it. Run the undo again.",
-                            e.path
-                        )));
+                        return Ok(Outcome {
+                            concurrent: true,
+                            ..outcome(
+                                format!(
+                                    "{} changed while undoing (another program wrote it after walj looked at it); nothing written to it. Run the undo again",
+                                    e.path
+                                ),
+                                false,
+                            )
+                        });
                     }
-                    match staged {
-                        Some(s) => {
-                            s.commit().map_err(|err| TriageError::Failed(format!("writing {}: {err}", e.path)))?
-                        }
-                        None => delete(&p.abs, &e.path)?,
+                    let placed = match (staged, &p.bytes) {
+                        (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &p.disk, b, "undoing")?,
+                        _ => place::put_delete(project, objects, &p.abs, &e.path, &p.disk, "undoing")?,
+                    };
+                    place::record_kept(project, e, "undo", r.action.as_deref(), &placed.kept)?;
+                    if !placed.written {
+                        let note = placed.note.unwrap_or_default();
+                        return Ok(Outcome { concurrent: true, kept: placed.kept, ..outcome(note, false) });
+                    }
+                    let mut r = r;
+                    if let Some(id) = placed.overwrote {
+                        r.before = Some(Blob::Id(id));
                     }
                     append(project, &[r])?;
                     let how_restored = if p.bytes.is_some() { "restored" } else { "deleted again" };
-                    format!(
+                    let message = format!(
                         "{how_restored} {} (undid the revert of {}); reopened {}",
                         e.path,
                         when(&a.ts),
                         short_id(&e.id)
-                    )
+                    );
+                    return Ok(match placed.note {
+                        Some(note) => Outcome {
+                            concurrent: !placed.kept.is_empty(),
+                            kept: placed.kept,
+                            ..outcome(format!("{message}; {note}"), true)
+                        },
+                        None => outcome(message, true),
+                    });
                 }
             };
-            Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true })
+            Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true, ..Outcome::default() })
         }
     }
 }

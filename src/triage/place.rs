@@ -1,0 +1,496 @@
+//! Putting a revert's or an undo's change in place so that no concurrent write is lost
+//! (issue 13, item 8).
+//!
+//! The plan was made against the file as it was (`expected`, already in the store). Another
+//! program may write the file between the last check and the write. So:
+//! - **a file that exists** is swapped with the staged file in one step (Linux
+//!   `renameat2(RENAME_EXCHANGE)`); what comes out is exactly what was in place at that
+//!   instant. If it is not what the plan saw, it goes into the store and the swap is taken
+//!   back: the other program's file is in place again (the same file, so a program still
+//!   holding it open keeps writing to the file at the path), nothing of the action is
+//!   written, and the caller tells the user. Should something have been written over the
+//!   action's file in the instant between the two swaps, that too is stored and put back in
+//!   place (the newest write wins the path, every other version is in the store).
+//! - **a file that should not exist** is created with `RENAME_NOREPLACE`: a file created
+//!   meanwhile is never replaced.
+//! - **a delete** first renames the file aside into `.walj/staging/`, then compares what was
+//!   moved with the plan; a different file is stored and moved back (never over a newer one).
+//!
+//! Taking the action back rather than keeping it is the safe choice: the action was worked
+//! out against bytes that are gone, the other program believes its write is in place, and
+//! the user runs the action again against the new bytes (a revert then merges). Only when the
+//! swap cannot be taken back does the action stay; the bytes it replaced are then its
+//! record's `before`, so `walj undo` brings them back.
+//!
+//! Where the exchange is missing (other systems; `EINVAL`/`ENOSYS`/`EOPNOTSUPP` from a file
+//! system without it; `WALJ_PORTABLE_RENAME=1`) the caller's check right before a plain
+//! rename is all there is: a write landing between the two is replaced unseen.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::fold::{Entry, abbrev};
+use crate::fsutil::swap::{Found, NewFile, Support, read_found, rename_noreplace};
+use crate::fsutil::{self, Staged};
+use crate::project::Project;
+
+use super::action::{Disk, Objects, append, concurrent_record};
+use super::{Result, TriageError};
+
+/// What putting a change in place did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Placed {
+    /// The change is in place.
+    pub written: bool,
+    /// The change is in place but replaced other bytes than the plan saw (the swap could not
+    /// be taken back): their blob id, stored; the record's `before`.
+    pub overwrote: Option<String>,
+    /// Bytes another program wrote while the action ran, found in what was swapped out and
+    /// stored: blob ids, in the order found.
+    pub kept: Vec<String>,
+    /// What happened, for people, when it is not simply "written".
+    pub note: Option<String>,
+}
+
+impl Placed {
+    fn written() -> Placed {
+        Placed { written: true, ..Placed::default() }
+    }
+    fn untouched(note: String) -> Placed {
+        Placed { note: Some(note), ..Placed::default() }
+    }
+}
+
+/// `a1b2c3d4e5, f6a7b8c9d0`.
+pub(crate) fn short_ids(ids: &[String]) -> String {
+    ids.iter().map(|id| abbrev(id, 10)).collect::<Vec<_>>().join(", ")
+}
+
+/// Stores bytes swapped out of `rel`; on failure the temp file that holds them stays.
+fn store(objects: &Objects, bytes: &[u8], staged: Staged, rel: &str) -> Result<(String, Staged)> {
+    match objects.put(bytes) {
+        Ok(id) => Ok((id, staged)),
+        Err(err) => {
+            let tmp = staged.keep();
+            Err(TriageError::Failed(format!(
+                "{rel} changed at the same time, and its new bytes could not be stored ({err}); they are kept in {}",
+                tmp.display()
+            )))
+        }
+    }
+}
+
+/// Reads what a swap put at the temp name; on failure the temp file stays.
+fn swapped_out(staged: Staged, rel: &str) -> Result<(Found, Staged)> {
+    match staged.swapped_out() {
+        Ok(f) => Ok((f, staged)),
+        Err(err) => {
+            let tmp = staged.keep();
+            Err(TriageError::Failed(format!(
+                "reading what was swapped out of {rel} ({err}); it is kept in {}",
+                tmp.display()
+            )))
+        }
+    }
+}
+
+/// Removes the temp name once its bytes are accounted for; a failure to remove it is said,
+/// never an error (the change itself happened).
+fn finish(staged: Staged, mut placed: Placed) -> Placed {
+    let tmp = staged.temp_path().to_path_buf();
+    if let Err(err) = staged.remove_swapped() {
+        let left = format!("(could not remove {}: {err})", tmp.display());
+        placed.note = Some(match placed.note {
+            Some(n) => format!("{n} {left}"),
+            None => left,
+        });
+    }
+    placed
+}
+
+/// Puts `staged` (bytes `ours`) at `rel`, which the plan saw as `expected`; `doing` is
+/// "reverting" or "undoing". The caller checked the file right before.
+pub(crate) fn put_write(
+    objects: &Objects,
+    mut staged: Staged,
+    rel: &str,
+    expected: &Disk,
+    ours: &[u8],
+    doing: &str,
+) -> Result<Placed> {
+    let failed = |err: io::Error| TriageError::Failed(format!("writing {rel}: {err}"));
+    let expected = match expected {
+        Disk::Absent => {
+            return match staged.create_new().map_err(failed)? {
+                NewFile::Placed => Ok(Placed::written()),
+                NewFile::Exists => Ok(Placed::untouched(format!(
+                    "{rel} was created while {doing} (another program wrote it at the same time); nothing written to it, the new file stays"
+                ))),
+                NewFile::Missing => {
+                    staged.commit().map_err(failed)?;
+                    Ok(Placed::written())
+                }
+            };
+        }
+        Disk::File(b) => b,
+    };
+    match staged.exchange() {
+        Ok(Support::Done) => {}
+        Ok(Support::Missing) => {
+            staged.commit().map_err(failed)?;
+            return Ok(Placed::written());
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Ok(Placed::untouched(format!(
+                "{rel} was deleted while {doing} (by another program); nothing written to it"
+            )));
+        }
+        Err(err) => return Err(failed(err)),
+    }
+    // The temp name now holds what was in place at the instant of the swap.
+    let (found, staged) = swapped_out(staged, rel)?;
+    let mut placed = Placed::default();
+    let staged = match &found {
+        Found::File(b) if b == expected => {
+            placed.written = true;
+            return Ok(finish(staged, placed));
+        }
+        Found::File(b) => {
+            let (id, staged) = store(objects, b, staged, rel)?;
+            placed.kept.push(id);
+            staged
+        }
+        Found::Other => staged,
+    };
+    swap_back(objects, staged, rel, &found, ours, doing, placed)
+}
+
+/// The swap brought out bytes the plan did not see (`found`, stored when a file): takes it
+/// back, so the other program's file is in place again.
+fn swap_back(
+    objects: &Objects,
+    mut staged: Staged,
+    rel: &str,
+    found: &Found,
+    ours: &[u8],
+    doing: &str,
+    mut placed: Placed,
+) -> Result<Placed> {
+    let note = |placed: &Placed| {
+        let kept = if placed.kept.is_empty() {
+            String::new()
+        } else {
+            format!("; its bytes are kept in the store ({})", short_ids(&placed.kept))
+        };
+        format!(
+            "{rel} changed while {doing} (another program wrote it at the same time): the change was taken back, nothing written to it{kept}. Run it again"
+        )
+    };
+    match staged.exchange() {
+        Ok(Support::Done) => {}
+        Ok(Support::Missing) | Err(_) => {
+            // Cannot take the swap back: the action stays, and what it replaced is its record's
+            // `before` (in the store), so `walj undo` brings it back.
+            return match found {
+                Found::File(_) => {
+                    placed.written = true;
+                    placed.overwrote = placed.kept.first().cloned();
+                    placed.note = Some(format!(
+                        "{rel} changed while {doing} (another program wrote it at the same time) and the change could not be taken back: the bytes it replaced are in the store ({}); `walj undo` brings them back",
+                        short_ids(&placed.kept)
+                    ));
+                    Ok(finish(staged, placed))
+                }
+                Found::Other => {
+                    let tmp = staged.keep();
+                    Err(TriageError::Failed(format!(
+                        "{rel} was replaced by something that is not a file while {doing}, and it could not be put back: it is at {}",
+                        tmp.display()
+                    )))
+                }
+            };
+        }
+    }
+    // The temp name holds what was at the path between the two swaps: ours, unless yet
+    // another write landed in between; that one is the newest, so it goes back in place.
+    let (between, mut staged) = swapped_out(staged, rel)?;
+    match between {
+        Found::File(b) if b == ours => {
+            placed.note = Some(note(&placed));
+            return Ok(finish(staged, placed));
+        }
+        Found::File(b) => {
+            let (id, s) = store(objects, &b, staged, rel)?;
+            placed.kept.push(id);
+            staged = s;
+        }
+        Found::Other => {}
+    }
+    if staged.exchange().is_ok_and(|s| s == Support::Done) {
+        let (last, s) = swapped_out(staged, rel)?;
+        staged = s;
+        if let Found::File(b) = last
+            && !matches!(found, Found::File(f) if *f == b)
+        {
+            let (id, s) = store(objects, &b, staged, rel)?;
+            placed.kept.push(id);
+            staged = s;
+        }
+    }
+    placed.note = Some(note(&placed));
+    Ok(finish(staged, placed))
+}
+
+/// Names in the journal the bytes another program wrote while a `what` ("revert", "undo")
+/// of `e` (its `action`) ran, already stored (`kept`).
+pub(crate) fn record_kept(
+    project: &Project,
+    e: &Entry,
+    what: &str,
+    action: Option<&str>,
+    kept: &[String],
+) -> Result<()> {
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<_> = kept.iter().map(|id| concurrent_record(e, what, action, id)).collect();
+    append(project, &records).map_err(|err| {
+        TriageError::Failed(format!(
+            "{} changed during the {what}; the new bytes are in the store ({}) but could not be recorded: {err:#}",
+            e.path,
+            short_ids(kept)
+        ))
+    })
+}
+
+/// Where a file about to be deleted is moved first: `.walj/staging/`, else (another file
+/// system) beside the file.
+fn aside_paths(project: &Project, abs: &Path) -> (Option<PathBuf>, PathBuf) {
+    let name = fsutil::temp_name(abs);
+    let staging = project.dir.join("staging");
+    let in_walj = fsutil::create_private_dir(&staging).ok().map(|()| staging.join(&name));
+    let dir = abs.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    (in_walj, dir.join(name))
+}
+
+/// Deletes `rel` (`abs`), which the plan saw as `expected`: moves it aside, compares what was
+/// moved with the plan, and only then removes it; a different file is stored and moved back.
+pub(crate) fn put_delete(
+    project: &Project,
+    objects: &Objects,
+    abs: &Path,
+    rel: &str,
+    expected: &Disk,
+    doing: &str,
+) -> Result<Placed> {
+    let Disk::File(expected) = expected else {
+        return Ok(Placed::written()); // nothing there to delete
+    };
+    let refused = |err: io::Error| TriageError::Refused(format!("deleting {rel}: {err}"));
+    let (in_walj, beside) = aside_paths(project, abs);
+    let mut moved = None;
+    for aside in in_walj.into_iter().chain([beside]) {
+        match fs::rename(abs, &aside) {
+            Ok(()) => {
+                moved = Some(aside);
+                break;
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                return Ok(Placed::untouched(format!(
+                    "{rel} was deleted while {doing} (by another program); nothing to delete"
+                )));
+            }
+            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => continue,
+            Err(err) => return Err(refused(err)),
+        }
+    }
+    let Some(aside) = moved else {
+        return Err(refused(io::Error::new(io::ErrorKind::CrossesDevices, "no folder to move it aside to")));
+    };
+    let dir = abs.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let keep_aside = |err: String| {
+        TriageError::Failed(format!("deleting {rel}: {err}; what was there is kept in {}", aside.display()))
+    };
+    let found = read_found(&aside).map_err(|e| keep_aside(e.to_string()))?;
+    let mut placed = Placed::default();
+    match &found {
+        Found::File(b) if b == expected => {
+            fs::remove_file(&aside).map_err(|e| keep_aside(e.to_string()))?;
+            fsutil::sync_dir(dir).map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
+            placed.written = true;
+            return Ok(placed);
+        }
+        Found::File(b) => {
+            let id = objects
+                .put(b)
+                .map_err(|e| keep_aside(format!("it changed at the same time, and storing it failed: {e}")))?;
+            placed.kept.push(id);
+        }
+        Found::Other => {}
+    }
+    // Another program wrote it: move it back, never over a file created since.
+    let back = match rename_noreplace(&aside, abs) {
+        Ok(Support::Done) => Ok(true),
+        Ok(Support::Missing) => match fs::symlink_metadata(abs) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::rename(&aside, abs).map(|()| true),
+            _ => Ok(false),
+        },
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    };
+    let kept = if placed.kept.is_empty() {
+        String::new()
+    } else {
+        format!("; its bytes are kept in the store ({})", short_ids(&placed.kept))
+    };
+    match back {
+        Ok(true) => {
+            let _ = fsutil::sync_dir(dir);
+            placed.note = Some(format!(
+                "{rel} changed while {doing} (another program wrote it at the same time): it was not deleted{kept}. Run it again"
+            ));
+        }
+        // A newer file took the path meanwhile: it stays; the one moved aside is stored.
+        Ok(false) if matches!(found, Found::File(_)) => {
+            let _ = fs::remove_file(&aside);
+            placed.note = Some(format!(
+                "{rel} changed twice while {doing} (another program wrote it at the same time): nothing deleted, the newest file stays{kept}. Run it again"
+            ));
+        }
+        Ok(false) | Err(_) => {
+            return Err(keep_aside(format!("it changed while {doing} and could not be moved back")));
+        }
+    }
+    Ok(placed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project() -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let p = Project::at(root, None);
+        p.ensure_dir().unwrap();
+        (dir, p)
+    }
+
+    fn blob_in_store(p: &Project, bytes: &[u8]) -> bool {
+        let id = crate::store::blob_id(bytes);
+        p.store_dir().join(&id[..2]).join(&id[2..]).is_file()
+    }
+
+    #[test]
+    fn a_write_lands_when_the_file_is_what_the_plan_saw() {
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        let placed = put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap();
+        assert_eq!(placed, Placed::written());
+        assert_eq!(fs::read(&f).unwrap(), b"ours");
+        assert_eq!(fs::read_dir(&p.root).unwrap().count(), 2, "no temp file left (f.txt and .walj)");
+    }
+
+    // The window the issue names: the file changes after the last check, before the rename.
+    // Staged, then written by "another program", then put in place: the exchange finds the new
+    // bytes, stores them and takes the swap back.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_write_landing_after_the_last_check_is_kept_and_the_swap_taken_back() {
+        if crate::fsutil::swap::portable_forced() {
+            return; // the test switch is set for the whole run: nothing to exchange
+        }
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        fs::write(&f, b"theirs, written after the last check").unwrap();
+        let placed = put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap();
+        assert!(!placed.written, "{placed:?}");
+        assert_eq!(fs::read(&f).unwrap(), b"theirs, written after the last check");
+        assert_eq!(placed.kept, [crate::store::blob_id(b"theirs, written after the last check")]);
+        assert!(blob_in_store(&p, b"theirs, written after the last check"));
+        let note = placed.note.unwrap();
+        assert!(note.contains("changed while reverting") && note.contains("taken back"), "{note}");
+        assert_eq!(fs::read_dir(&p.root).unwrap().count(), 2, "no temp file left");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_created_meanwhile_is_never_replaced() {
+        if crate::fsutil::swap::portable_forced() {
+            return;
+        }
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("new.txt");
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        fs::write(&f, b"theirs").unwrap();
+        let placed = put_write(&objects, s, "new.txt", &Disk::Absent, b"ours", "reverting").unwrap();
+        assert!(!placed.written);
+        assert_eq!(fs::read(&f).unwrap(), b"theirs");
+        assert!(placed.note.unwrap().contains("was created while reverting"));
+    }
+
+    #[test]
+    fn a_delete_moves_aside_and_checks_first() {
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("gone.txt");
+        fs::write(&f, b"planned").unwrap();
+        let placed = put_delete(&p, &objects, &f, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting").unwrap();
+        assert_eq!(placed, Placed::written());
+        assert!(!f.exists());
+        assert_eq!(fs::read_dir(p.dir.join("staging")).unwrap().count(), 0, "nothing left aside");
+
+        // What is moved aside is not what the plan saw: stored and moved back.
+        fs::write(&f, b"theirs").unwrap();
+        let placed = put_delete(&p, &objects, &f, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting").unwrap();
+        assert!(!placed.written);
+        assert_eq!(fs::read(&f).unwrap(), b"theirs");
+        assert!(blob_in_store(&p, b"theirs"));
+        assert!(placed.note.unwrap().contains("it was not deleted"));
+        assert_eq!(fs::read_dir(p.dir.join("staging")).unwrap().count(), 0);
+    }
+
+    // The fallback (no exchange: other systems, a file system without it, or forced): a plain
+    // rename after the caller's check. Forced here through the same switch the binary reads.
+    #[test]
+    fn the_portable_fallback_writes_with_a_plain_rename() {
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        let placed = with_portable(|| {
+            put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap()
+        });
+        assert_eq!(placed, Placed::written());
+        assert_eq!(fs::read(&f).unwrap(), b"ours");
+        let g = p.root.join("g.txt");
+        let s = fsutil::stage(&g, b"new", None).unwrap();
+        let placed = with_portable(|| put_write(&objects, s, "g.txt", &Disk::Absent, b"new", "reverting").unwrap());
+        assert_eq!(placed, Placed::written());
+        assert_eq!(fs::read(&g).unwrap(), b"new");
+        // A delete needs no exchange; its move back uses NOREPLACE, else a check and a rename.
+        fs::write(&g, b"theirs").unwrap();
+        let placed =
+            with_portable(|| put_delete(&p, &objects, &g, "g.txt", &Disk::File(b"new".to_vec()), "reverting").unwrap());
+        assert!(!placed.written);
+        assert_eq!(fs::read(&g).unwrap(), b"theirs");
+    }
+
+    /// Runs `f` on this thread as `WALJ_PORTABLE_RENAME=1` would (the environment itself
+    /// is not changed: other tests run beside it).
+    fn with_portable<T>(f: impl FnOnce() -> T) -> T {
+        crate::fsutil::swap::force_portable(true);
+        let out = f();
+        crate::fsutil::swap::force_portable(false);
+        out
+    }
+}
