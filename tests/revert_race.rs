@@ -141,6 +141,9 @@ fn race_rounds(what: Race, rounds: usize) {
                 let kept = o["kept"].as_array().unwrap();
                 if !kept.is_empty() {
                     swapped += 1;
+                    if std::env::var_os("SHOWME").is_some() {
+                        eprintln!("{out}");
+                    }
                     assert!(o["message"].as_str().unwrap().contains("kept in the store"), "round {round}: {o}");
                 }
                 // What the user is told was kept is in the store.

@@ -202,6 +202,7 @@ impl Staged {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
     fn stage_at(path: &Path, bytes: &[u8]) -> Staged {
         super::super::stage(path, bytes, None).unwrap()
     }

@@ -67,6 +67,20 @@ pub(crate) fn short_ids(ids: &[String]) -> String {
     ids.iter().map(|id| abbrev(id, 10)).collect::<Vec<_>>().join(", ")
 }
 
+/// [`Staged::exchange`]; tests run a step of "another program" right after each one.
+fn exchange(staged: &mut Staged) -> io::Result<Support> {
+    let r = staged.exchange();
+    #[cfg(test)]
+    if matches!(r, Ok(Support::Done)) {
+        tests::AFTER_EXCHANGE.with(|f| {
+            if let Some(f) = f.borrow_mut().as_mut() {
+                f(staged.dest());
+            }
+        });
+    }
+    r
+}
+
 /// Stores bytes swapped out of `rel`; on failure the temp file that holds them stays.
 fn store(objects: &Objects, bytes: &[u8], staged: Staged, rel: &str) -> Result<(String, Staged)> {
     match objects.put(bytes) {
@@ -135,7 +149,7 @@ pub(crate) fn put_write(
         }
         Disk::File(b) => b,
     };
-    match staged.exchange() {
+    match exchange(&mut staged) {
         Ok(Support::Done) => {}
         Ok(Support::Missing) => {
             staged.commit().map_err(failed)?;
@@ -163,16 +177,26 @@ pub(crate) fn put_write(
         }
         Found::Other => staged,
     };
-    swap_back(objects, staged, rel, &found, ours, doing, placed)
+    swap_back(objects, staged, rel, found, ours, doing, placed)
 }
+
+/// Most exchanges after the first: a program writing the file again and again while walj
+/// takes its swap back cannot keep walj swapping forever.
+const MAX_SWAPS_BACK: usize = 8;
 
 /// The swap brought out bytes the plan did not see (`found`, stored when a file): takes it
 /// back, so the other program's file is in place again.
+///
+/// Each exchange puts the version held at the temp name in place and brings out what was
+/// there; when that is what walj had put there itself, nobody wrote in between and the path
+/// holds the newest version: done. Otherwise what came out was written in between, so it is
+/// newer: it is stored and the next exchange puts it in place. Every version that comes out
+/// is stored, so none is lost whichever way the loop ends.
 fn swap_back(
     objects: &Objects,
     mut staged: Staged,
     rel: &str,
-    found: &Found,
+    found: Found,
     ours: &[u8],
     doing: &str,
     mut placed: Placed,
@@ -181,62 +205,63 @@ fn swap_back(
         let kept = if placed.kept.is_empty() {
             String::new()
         } else {
-            format!("; its bytes are kept in the store ({})", short_ids(&placed.kept))
+            format!("; what it wrote is kept in the store ({})", short_ids(&placed.kept))
         };
         format!(
-            "{rel} changed while {doing} (another program wrote it at the same time): the change was taken back, nothing written to it{kept}. Run it again"
+            "{rel} changed while {doing} (another program wrote it at the same time): the change was taken back and the file holds that program's bytes, nothing of walj's written to it{kept}. Run it again"
         )
     };
-    match staged.exchange() {
-        Ok(Support::Done) => {}
-        Ok(Support::Missing) | Err(_) => {
-            // Cannot take the swap back: the action stays, and what it replaced is its record's
-            // `before` (in the store), so `walj undo` brings it back.
-            return match found {
-                Found::File(_) => {
-                    placed.written = true;
-                    placed.overwrote = placed.kept.first().cloned();
-                    placed.note = Some(format!(
-                        "{rel} changed while {doing} (another program wrote it at the same time) and the change could not be taken back: the bytes it replaced are in the store ({}); `walj undo` brings them back",
-                        short_ids(&placed.kept)
-                    ));
-                    Ok(finish(staged, placed))
-                }
-                Found::Other => {
-                    let tmp = staged.keep();
-                    Err(TriageError::Failed(format!(
-                        "{rel} was replaced by something that is not a file while {doing}, and it could not be put back: it is at {}",
-                        tmp.display()
-                    )))
-                }
-            };
+    // What walj put at the path with its last exchange, and what the temp name holds.
+    let mut at_path = Found::File(ours.to_vec());
+    let mut in_tmp = found;
+    for round in 0..MAX_SWAPS_BACK {
+        match exchange(&mut staged) {
+            Ok(Support::Done) => {}
+            Ok(Support::Missing) | Err(_) if round > 0 => break,
+            Ok(Support::Missing) | Err(_) => {
+                // Cannot take the swap back: the action stays, and what it replaced is its
+                // record's `before` (in the store), so `walj undo` brings it back.
+                return match in_tmp {
+                    Found::File(_) => {
+                        placed.written = true;
+                        placed.overwrote = placed.kept.first().cloned();
+                        placed.note = Some(format!(
+                            "{rel} changed while {doing} (another program wrote it at the same time) and the change could not be taken back: the bytes it replaced are in the store ({}); `walj undo` brings them back",
+                            short_ids(&placed.kept)
+                        ));
+                        Ok(finish(staged, placed))
+                    }
+                    Found::Other => {
+                        let tmp = staged.keep();
+                        Err(TriageError::Failed(format!(
+                            "{rel} was replaced by something that is not a file while {doing}, and it could not be put back: it is at {}",
+                            tmp.display()
+                        )))
+                    }
+                };
+            }
         }
-    }
-    // The temp name holds what was at the path between the two swaps: ours, unless yet
-    // another write landed in between; that one is the newest, so it goes back in place.
-    let (between, mut staged) = swapped_out(staged, rel)?;
-    match between {
-        Found::File(b) if b == ours => {
-            placed.note = Some(note(&placed));
-            return Ok(finish(staged, placed));
-        }
-        Found::File(b) => {
-            let (id, s) = store(objects, &b, staged, rel)?;
-            placed.kept.push(id);
-            staged = s;
-        }
-        Found::Other => {}
-    }
-    if staged.exchange().is_ok_and(|s| s == Support::Done) {
-        let (last, s) = swapped_out(staged, rel)?;
+        let (out, s) = swapped_out(staged, rel)?;
         staged = s;
-        if let Found::File(b) = last
-            && !matches!(found, Found::File(f) if *f == b)
-        {
-            let (id, s) = store(objects, &b, staged, rel)?;
-            placed.kept.push(id);
-            staged = s;
+        if out == at_path {
+            in_tmp = out;
+            break;
         }
+        if let Found::File(b) = &out {
+            let (id, s) = store(objects, b, staged, rel)?;
+            staged = s;
+            if !placed.kept.contains(&id) {
+                placed.kept.push(id);
+            }
+        }
+        at_path = std::mem::replace(&mut in_tmp, out);
+    }
+    if in_tmp == Found::Other {
+        // Never removed: something that is not a file (a folder…) is not walj's to delete.
+        let tmp = staged.keep();
+        placed.note =
+            Some(format!("{} (what was swapped out is not a file: it is at {})", note(&placed), tmp.display()));
+        return Ok(placed);
     }
     placed.note = Some(note(&placed));
     Ok(finish(staged, placed))
@@ -339,23 +364,21 @@ pub(crate) fn put_delete(
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     };
-    let kept = if placed.kept.is_empty() {
-        String::new()
-    } else {
-        format!("; its bytes are kept in the store ({})", short_ids(&placed.kept))
-    };
+    let ids = short_ids(&placed.kept);
     match back {
         Ok(true) => {
             let _ = fsutil::sync_dir(dir);
+            let kept =
+                if ids.is_empty() { String::new() } else { format!("; what it wrote is kept in the store ({ids})") };
             placed.note = Some(format!(
-                "{rel} changed while {doing} (another program wrote it at the same time): it was not deleted{kept}. Run it again"
+                "{rel} changed while {doing} (another program wrote it at the same time): it was put back, not deleted{kept}. Run it again"
             ));
         }
         // A newer file took the path meanwhile: it stays; the one moved aside is stored.
         Ok(false) if matches!(found, Found::File(_)) => {
             let _ = fs::remove_file(&aside);
             placed.note = Some(format!(
-                "{rel} changed twice while {doing} (another program wrote it at the same time): nothing deleted, the newest file stays{kept}. Run it again"
+                "{rel} changed twice while {doing} (another program wrote it at the same time): nothing deleted, its newest file stays, and the one walj had moved aside is kept in the store ({ids}). Run it again"
             ));
         }
         Ok(false) | Err(_) => {
@@ -368,6 +391,120 @@ pub(crate) fn put_delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    /// A step of "another program", given the destination.
+    type Step = Box<dyn FnMut(&Path)>;
+
+    thread_local! {
+        /// Run after each exchange of this thread with the destination.
+        pub(super) static AFTER_EXCHANGE: RefCell<Option<Step>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` with `step` as the other program (called with the path after each exchange).
+    fn racing<T>(step: impl FnMut(&Path) + 'static, f: impl FnOnce() -> T) -> T {
+        AFTER_EXCHANGE.with(|a| *a.borrow_mut() = Some(Box::new(step)));
+        let out = f();
+        AFTER_EXCHANGE.with(|a| *a.borrow_mut() = None);
+        crate::fsutil::swap::force_portable(false);
+        out
+    }
+
+    /// Writes `bytes` to `path` as editors do: a new file renamed over it.
+    fn rename_write(path: &Path, bytes: &[u8]) {
+        let tmp = path.with_extension("other.tmp");
+        fs::write(&tmp, bytes).unwrap();
+        fs::rename(&tmp, path).unwrap();
+    }
+
+    // A write landing on walj's file between its swap and the swap back: it is the newest,
+    // so it ends in place; the write the first swap found is stored.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_write_between_the_swap_and_the_swap_back_ends_in_place() {
+        if crate::fsutil::swap::portable_forced() {
+            return;
+        }
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        fs::write(&f, b"first write").unwrap();
+        let mut n = 0;
+        let placed = racing(
+            move |path| {
+                n += 1;
+                if n == 1 {
+                    rename_write(path, b"second write");
+                }
+            },
+            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
+        );
+        assert!(!placed.written, "{placed:?}");
+        assert_eq!(fs::read(&f).unwrap(), b"second write");
+        let ids = [crate::store::blob_id(b"first write"), crate::store::blob_id(b"second write")];
+        assert_eq!(placed.kept, ids);
+        assert!(blob_in_store(&p, b"first write") && blob_in_store(&p, b"second write"));
+        assert_eq!(fs::read_dir(&p.root).unwrap().count(), 2, "no temp file left");
+    }
+
+    // A writer that never stops: walj stops swapping after a bounded number of rounds, and
+    // every version that came out is in the store.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_writer_that_never_stops_cannot_keep_walj_swapping() {
+        if crate::fsutil::swap::portable_forced() {
+            return;
+        }
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        fs::write(&f, b"write 0").unwrap();
+        let mut n = 0;
+        let placed = racing(
+            move |path| {
+                n += 1;
+                rename_write(path, format!("write {n}").as_bytes());
+            },
+            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
+        );
+        assert!(!placed.written);
+        assert_eq!(placed.kept.len(), MAX_SWAPS_BACK + 1, "{placed:?}");
+        for i in 0..=MAX_SWAPS_BACK {
+            assert!(blob_in_store(&p, format!("write {i}").as_bytes()), "write {i}");
+        }
+        // The last write the other program made is on disk.
+        assert_eq!(fs::read(&f).unwrap(), format!("write {}", MAX_SWAPS_BACK + 1).as_bytes());
+    }
+
+    // The swap cannot be taken back (the exchange fails the second time): the action stays
+    // and what it replaced becomes the record's `before`, so undo brings it back.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_swap_that_cannot_be_taken_back_keeps_the_action_and_names_what_it_replaced() {
+        if crate::fsutil::swap::portable_forced() {
+            return;
+        }
+        let (_d, p) = project();
+        let objects = Objects::new(&p);
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        fs::write(&f, b"theirs").unwrap();
+        let placed = racing(
+            |_| crate::fsutil::swap::force_portable(true),
+            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
+        );
+        assert!(placed.written);
+        assert_eq!(fs::read(&f).unwrap(), b"ours");
+        let theirs = crate::store::blob_id(b"theirs");
+        assert_eq!(placed.overwrote.as_deref(), Some(theirs.as_str()));
+        assert!(blob_in_store(&p, b"theirs"));
+        assert!(placed.note.unwrap().contains("`walj undo` brings them back"));
+    }
 
     fn project() -> (tempfile::TempDir, Project) {
         let dir = tempfile::tempdir().unwrap();
@@ -416,7 +553,12 @@ mod tests {
         assert_eq!(placed.kept, [crate::store::blob_id(b"theirs, written after the last check")]);
         assert!(blob_in_store(&p, b"theirs, written after the last check"));
         let note = placed.note.unwrap();
-        assert!(note.contains("changed while reverting") && note.contains("taken back"), "{note}");
+        assert!(
+            note.contains("changed while reverting")
+                && note.contains("taken back")
+                && note.contains("kept in the store"),
+            "{note}"
+        );
         assert_eq!(fs::read_dir(&p.root).unwrap().count(), 2, "no temp file left");
     }
 
@@ -454,7 +596,7 @@ mod tests {
         assert!(!placed.written);
         assert_eq!(fs::read(&f).unwrap(), b"theirs");
         assert!(blob_in_store(&p, b"theirs"));
-        assert!(placed.note.unwrap().contains("it was not deleted"));
+        assert!(placed.note.unwrap().contains("it was put back, not deleted"));
         assert_eq!(fs::read_dir(p.dir.join("staging")).unwrap().count(), 0);
     }
 
