@@ -1085,12 +1085,14 @@ impl App {
             }
             Choice::Revert { ids, force } => {
                 triage::revert(&self.project, &self.fold, ids, RevertOptions { force: *force, dry_run: false })
-                    .map(|o| summary("reverted", &o))
+                    .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o))
             }
-            Choice::Undo { id, force } => triage::undo(&self.project, &self.fold, id.as_deref(), *force).map(|o| {
-                reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
-                summary("undone", &o)
-            }),
+            Choice::Undo { id, force } => {
+                triage::undo(&self.project, &self.fold, id.as_deref(), *force).and_then(|o| {
+                    reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
+                    concurrent_is_an_error(summary("undone", &o), &o)
+                })
+            }
             Choice::HandBack { ids, force } => triage::handoff(
                 &self.project,
                 &self.fold,
@@ -1132,6 +1134,15 @@ impl App {
                 self.error(format!("{e:#}"));
             }
         }
+    }
+}
+
+/// A revert or undo that stopped at a file another program wrote meanwhile is shown as an
+/// error (it did not do all it was asked): that file's message, which says what to do.
+fn concurrent_is_an_error(msg: String, outcomes: &[Outcome]) -> Result<String, triage::TriageError> {
+    match outcomes.iter().find(|o| o.concurrent) {
+        Some(o) => Err(triage::TriageError::Failed(o.message.clone())),
+        None => Ok(msg),
     }
 }
 
