@@ -559,7 +559,8 @@ fn write_one(
             }
             let placed = match (staged, bytes) {
                 (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &w.disk, b, "reverting"),
-                _ => place::put_delete(project, objects, abs, &e.path, &w.disk, "reverting"),
+                (None, None) => place::put_delete(project, objects, abs, &e.path, &w.disk, "reverting"),
+                _ => Err(TriageError::Failed(format!("{}: nothing staged to write", e.path))),
             }
             .map_err(|err| TriageError::Failed(format!("{err:#}{}", done_so_far(out))))?;
             place::record_kept(project, e, "revert", r.action.as_deref(), &placed.kept)?;

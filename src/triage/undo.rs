@@ -263,7 +263,8 @@ fn apply(
                     }
                     let placed = match (staged, &p.bytes) {
                         (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &p.disk, b, "undoing")?,
-                        _ => place::put_delete(project, objects, &p.abs, &e.path, &p.disk, "undoing")?,
+                        (None, None) => place::put_delete(project, objects, &p.abs, &e.path, &p.disk, "undoing")?,
+                        _ => return Err(TriageError::Failed(format!("{}: nothing staged to write", e.path))),
                     };
                     place::record_kept(project, e, "undo", r.action.as_deref(), &placed.kept)?;
                     if !placed.written {
