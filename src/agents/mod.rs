@@ -15,6 +15,7 @@
 //!   runs the hooks in `.claude/settings.json`: [`detect`] recognises its payloads there.
 //! - [`pairing`]: Pre and Post of a call without an id, and the same event arriving twice.
 //! - [`install`], [`doctor`]: the agents' own hook settings files.
+//! - [`import`]: `walj import` of the session files the agents keep themselves.
 
 pub mod claude;
 pub mod codex;
@@ -23,6 +24,7 @@ pub mod copilot;
 pub mod doctor;
 pub mod event;
 pub mod gemini;
+pub mod import;
 pub mod install;
 pub mod pairing;
 pub mod patch;
