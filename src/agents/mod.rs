@@ -84,12 +84,16 @@ impl Agent {
         field.and_then(Agent::parse).unwrap_or(Agent::ClaudeCode)
     }
 
-    /// How the user resumes a session of this agent, for briefs and the TUI.
+    /// How the user resumes a session of this agent (interactively, in the project's folder),
+    /// for briefs and the TUI. Each takes the full session id (checked with the real CLIs:
+    /// `tests/e2e_agent_import.rs` resumes with these, in their non-interactive forms:
+    /// `claude -p --resume`, `codex exec resume`, `gemini --resume ID -p`, `copilot
+    /// --resume=ID -p`).
     pub fn resume_hint(self, session: &str) -> String {
         match self {
             Agent::ClaudeCode => format!("claude --resume {session}"),
-            Agent::Codex => format!("codex exec resume {session}"),
-            Agent::Gemini => "gemini --resume".to_string(),
+            Agent::Codex => format!("codex resume {session}"),
+            Agent::Gemini => format!("gemini --resume {session}"),
             Agent::Copilot => format!("copilot --resume={session}"),
         }
     }

@@ -390,7 +390,7 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
     let id = &input.state.info.session;
-    // The agent that ran the session resumes it (`claude --resume`, `codex exec resume`, …).
+    // The agent that ran the session resumes it (`claude --resume`, `codex resume`, …).
     let resume = input.state.info.agent().resume_hint(id);
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {

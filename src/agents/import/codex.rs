@@ -11,7 +11,7 @@
 //!   `CommandExecution` {`id`, `exit_code`, `status`}; `task_complete` {`turn_id`,
 //!   `last_agent_message`}: the end of a turn.
 //!
-//! A resumed session (`codex exec resume ID`) appends to the same file. A call killed with its
+//! A resumed session (`codex resume ID`, `codex exec resume ID`) appends to the same file. A call killed with its
 //! agent has its `function_call` line and nothing after.
 
 use std::collections::HashMap;
