@@ -84,6 +84,9 @@ pub fn parse(path: &Path) -> io::Result<SessionFile> {
             message(&v, &mut order, &mut messages);
         }
     })?;
+    if file.cwd.is_none() {
+        file.cwd = messages.values().flat_map(|m| &m.calls).find_map(|(_, c)| folder_of(c));
+    }
     let mut steps = Vec::new();
     let mut resumes = resumes.into_iter().peekable();
     for (i, id) in order.iter().enumerate() {
@@ -115,6 +118,21 @@ pub fn parse(path: &Path) -> io::Result<SessionFile> {
     }
     file.steps = steps;
     Ok(file.counted(counts))
+}
+
+/// The project's folder as a file tool's call shows it (the file's absolute path ending in
+/// the relative path it was given): for a chat file without its folder's `.project_root`.
+fn folder_of(c: &Value) -> Option<String> {
+    let abs = Path::new(c.pointer("/resultDisplay/filePath")?.as_str()?);
+    let rel = Path::new(c.pointer("/args/file_path")?.as_str()?);
+    if !abs.is_absolute() || rel.is_absolute() || rel.as_os_str().is_empty() {
+        return None;
+    }
+    let mut dir = abs;
+    for _ in rel.components() {
+        dir = dir.parent()?;
+    }
+    (dir.join(rel) == abs).then(|| dir.to_string_lossy().into_owned())
 }
 
 /// Folds one message record into `messages`: the first record of an id gives its time and
@@ -172,8 +190,9 @@ fn call(id: &str, c: &Value, msg_ts: &str) -> Call {
                     }
                     _ => Edit::Unknown,
                 };
-            // The absolute path the tool resolved, else the argument (relative to the project).
-            let path = owned(display, "filePath").or_else(|| owned(args, "file_path")).or_else(|| owned(args, "path"));
+            // As the model gave it (relative to the project's folder), else the absolute path the
+            // tool resolved.
+            let path = owned(args, "file_path").or_else(|| owned(args, "path")).or_else(|| owned(display, "filePath"));
             match path {
                 Some(p) => {
                     let mut ch = FileChange::new(p, edit);
@@ -227,6 +246,11 @@ mod tests {
             project_hash(Path::new("/tmp/walj-e2e-rXrmcJ/project")),
             "e14ee68db288c16b5fbd31b5099a1beab8c3111b1973979d5893a765d10c88f6"
         );
+        let c =
+            serde_json::json!({"args": {"file_path": "src/a.txt"}, "resultDisplay": {"filePath": "/p/q/src/a.txt"}});
+        assert_eq!(folder_of(&c).as_deref(), Some("/p/q"));
+        let c = serde_json::json!({"args": {"file_path": "b.txt"}, "resultDisplay": {"filePath": "/p/q/src/a.txt"}});
+        assert_eq!(folder_of(&c), None);
         assert!(is_prompt("do it") && !is_prompt("<session_context>\nThis is the Gemini CLI.") && !is_prompt("/help"));
     }
 }
