@@ -61,6 +61,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
                 present::command::in_flight(
                     c,
                     s.status(),
+                    s.agent(),
                     present::command::derived_changes(open.iter().copied(), &c.id),
                     200,
                 )

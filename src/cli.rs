@@ -42,9 +42,10 @@ pub enum Command {
         after_help = "Examples:\n  walj recover                             # what the last crash left unresolved\n  walj recover --exit-code >/dev/null || echo \"walj: unresolved\""
     )]
     Recover(cmd::recover::RecoverArgs),
-    /// Rebuild journal records from Claude Code transcripts (default: this project's).
+    /// Rebuild journal records from Claude Code transcripts, or from Codex's, Gemini's and
+    /// Copilot's session files (default: this project's).
     #[command(
-        after_help = "Examples:\n  walj import                              # this project's recent Claude Code transcripts\n  walj import ~/.claude/projects/-home-me-shop/8f14e45f.jsonl"
+        after_help = "Examples:\n  walj import                              # this project's recent Claude Code transcripts\n  walj import ~/.claude/projects/-home-me-shop/8f14e45f.jsonl\n  walj import --agent codex                # this project's Codex sessions (~/.codex/sessions)\n  walj import ~/.copilot/session-state/0c2a2fe9-4cc1-4e01-9e8b-b3c500dd521d/events.jsonl"
     )]
     Import(cmd::import::ImportArgs),
     /// List journal entries in every state.

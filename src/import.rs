@@ -42,7 +42,7 @@ use crate::project::{Located, Project};
 use crate::store::{Store, blob_id};
 
 /// `by` of the records import writes.
-const BY_IMPORT: &str = "import";
+pub(crate) const BY_IMPORT: &str = "import";
 
 /// Records per journal write.
 const BATCH: usize = 2000;
@@ -157,6 +157,14 @@ pub struct FileReport {
     pub torn_tail: bool,
     /// Lines that were not JSON (other than a torn last line).
     pub malformed: u64,
+    /// The coding agent whose session file this is, when not Claude Code (`codex`, `gemini`,
+    /// `copilot`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The session was journaled by walj's hooks: nothing imported from this file (another
+    /// agent's session files have other call ids than its hooks, so they would count twice).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hooked: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -194,6 +202,8 @@ struct Existing {
     /// StopFailures the hooks recorded, per session: the transcript's API error answers are
     /// the same turns' ends.
     hooked_failures: HashMap<String, usize>,
+    /// Sessions the hooks journaled (a start, prompt, stop, end or intent not imported).
+    hooked: HashSet<String>,
 }
 
 impl Existing {
@@ -213,12 +223,24 @@ impl Existing {
             if r.kind.as_deref() == Some(kind::STOP_FAILURE) && r.extra.get(key::IMPORTED).is_none() {
                 *ex.hooked_failures.entry(r.session_key().to_string()).or_default() += 1;
             }
+            let hook_written = r.op() == op::INTENT
+                || r.op() == op::SESSION
+                    && matches!(r.kind.as_deref(), Some(kind::START | kind::PROMPT | kind::STOP | kind::END));
+            if hook_written && r.extra.get(key::IMPORTED).is_none() {
+                ex.hooked.insert(r.session_key().to_string());
+            }
             if !r.id.is_empty() {
                 ex.keys.insert((r.id.clone(), r.op().to_string(), k));
             }
         })?;
         Ok(ex)
     }
+    /// True (and remembered) when no record with the same (id, op, kind) is in the journal:
+    /// how records of other agents' session files, which all carry their own ids, are told new.
+    fn admit_keyed(&mut self, r: &Record) -> bool {
+        self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default()))
+    }
+
     /// True (and remembered) when the record is new.
     fn admit(&mut self, r: &Record) -> bool {
         if r.kind.as_deref() == Some(kind::START) && !self.started.insert(r.session.clone()) {
@@ -247,14 +269,13 @@ impl Existing {
     }
 }
 
-/// Imports `files` into `project`'s journal.
+/// Imports `files` into `project`'s journal: Claude Code transcripts, and the session files of
+/// Codex CLI, Gemini CLI and Copilot CLI ([`crate::agents::import`]), each told by its content.
 pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
-    use anyhow::Context;
     let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
     });
-    let mut existing =
-        Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
+    let mut sink = Sink::open(project)?;
     let total: u64 = files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum();
     let bar = if opts.progress && (files.len() > 1 || total > 8 << 20) {
         let b = indicatif::ProgressBar::new(total);
@@ -276,41 +297,143 @@ pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> any
         })
         .collect();
     order.sort();
-    let store = Store::new(project.store_dir());
-    let mut report = ImportReport::default();
-    let mut ensured = false;
     for (_, _, path) in order {
         bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        if let Some(agent) = crate::agents::import::detect(path) {
+            let conv = crate::agents::import::convert(project, &cfg, matcher.as_ref(), agent, path, &sink);
+            bar.inc(fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+            sink.add(conv.report, conv.records, conv.blobs.list, conv.produced, true)?;
+            continue;
+        }
         let mut conv = Converter::new(project, &cfg, matcher.as_ref(), path, opts.config_dir.as_deref());
-        let mut fr = match conv.read(&bar) {
+        let fr = match conv.read(&bar) {
             Ok(()) => conv.finish(),
             Err(e) => FileReport { path: path.clone(), error: Some(e.to_string()), ..FileReport::default() },
         };
-        let records: Vec<Record> = conv.records.into_iter().filter(|r| existing.admit(r)).collect();
-        fr.existing = conv.produced - records.len();
+        sink.add(fr, conv.records, conv.blobs.list, conv.produced, false)?;
+    }
+    bar.finish_and_clear();
+    Ok(sink.report)
+}
+
+/// Where imported records go: the journal (records already in it skipped) and the store.
+pub(crate) struct Sink<'p> {
+    project: &'p Project,
+    store: Store,
+    existing: Existing,
+    ensured: bool,
+    pub report: ImportReport,
+}
+
+impl<'p> Sink<'p> {
+    pub(crate) fn open(project: &'p Project) -> anyhow::Result<Sink<'p>> {
+        use anyhow::Context;
+        let existing =
+            Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
+        Ok(Sink {
+            project,
+            store: Store::new(project.store_dir()),
+            existing,
+            ensured: false,
+            report: ImportReport::default(),
+        })
+    }
+
+    /// Whether walj's hooks journaled `session`.
+    pub(crate) fn hooked(&self, session: &str) -> bool {
+        self.existing.hooked.contains(session)
+    }
+
+    /// Appends the new ones of `records` (`keyed`: told new by their ids alone), after storing
+    /// the objects they name; `fr` is completed and kept in the report.
+    pub(crate) fn add(
+        &mut self,
+        mut fr: FileReport,
+        records: Vec<Record>,
+        blobs: Vec<(String, Vec<u8>)>,
+        produced: usize,
+        keyed: bool,
+    ) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let existing = &mut self.existing;
+        let records: Vec<Record> =
+            records.into_iter().filter(|r| if keyed { existing.admit_keyed(r) } else { existing.admit(r) }).collect();
+        fr.existing = produced - records.len();
         fr.added = records.len();
         if !records.is_empty() {
-            if !ensured {
-                project.ensure_dir().with_context(|| format!("creating {}", project.dir.display()))?;
-                ensured = true;
+            if !self.ensured {
+                self.project.ensure_dir().with_context(|| format!("creating {}", self.project.dir.display()))?;
+                self.ensured = true;
             }
             // Every object a line names is durable before the line is written.
             let named: HashSet<&str> =
                 records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
             let blobs: Vec<(String, Vec<u8>)> =
-                conv.blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
-            store.put_batch(&blobs).context("storing pre- and post-images")?;
-            let writer = JournalWriter::new(&project.journal);
+                blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
+            self.store.put_batch(&blobs).context("storing pre- and post-images")?;
+            let writer = JournalWriter::new(&self.project.journal);
             for chunk in records.chunks(BATCH) {
-                writer.append_all(chunk).with_context(|| format!("appending to {}", project.journal.display()))?;
+                writer.append_all(chunk).with_context(|| format!("appending to {}", self.project.journal.display()))?;
             }
         }
-        report.added += fr.added;
-        report.existing += fr.existing;
-        report.files.push(fr);
+        self.report.added += fr.added;
+        self.report.existing += fr.existing;
+        self.report.files.push(fr);
+        Ok(())
     }
-    bar.finish_and_clear();
-    Ok(report)
+}
+
+/// The images an import keeps: each object once, by id.
+#[derive(Default)]
+pub(crate) struct Blobs {
+    pub list: Vec<(String, Vec<u8>)>,
+    ids: HashSet<String>,
+}
+
+impl Blobs {
+    /// The image of `bytes` at `rel`: stored (later, with the records), or named by id only
+    /// with the reason (never captured, a secret, too large).
+    pub(crate) fn put(
+        &mut self,
+        cfg: &Config,
+        matcher: Option<&Matcher>,
+        bytes: &[u8],
+        rel: &str,
+    ) -> (Blob, Option<String>) {
+        let id = blob_id(bytes);
+        if matcher.is_some_and(|m| m.never_capture(rel)) || crate::secrets::secret_content(bytes) {
+            return (Blob::Id(id), Some(nocap::NEVER_CAPTURE.into()));
+        }
+        if bytes.len() as u64 > cfg.capture.max_bytes {
+            return (Blob::Id(id), Some("too_large".into()));
+        }
+        if self.ids.insert(id.clone()) {
+            self.list.push((id.clone(), bytes.to_vec()));
+        }
+        (Blob::Id(id), None)
+    }
+}
+
+/// Where a tool's file lands in `project`: remapped from `origin` (the session's first working
+/// folder) when the session was recorded elsewhere (another machine, a moved project).
+pub(crate) fn locate_from(project: &Project, origin: Option<&Path>, file_path: &str, cwd: Option<&str>) -> Located {
+    let found = project.locate(file_path, cwd.map(Path::new));
+    if let Located::Outside(abs) = &found
+        && let Some(origin) = origin
+    {
+        // Only a session from elsewhere: its folder is unrelated to this project and no
+        // longer exists here.
+        let root = &project.root;
+        if !origin.starts_with(root)
+            && !root.starts_with(origin)
+            && !origin.is_dir()
+            && let Ok(rel) = abs.strip_prefix(origin)
+            && !rel.as_os_str().is_empty()
+        {
+            return project.locate(&project.root.join(rel).to_string_lossy(), None);
+        }
+    }
+    found
 }
 
 struct Pending {
@@ -331,8 +454,7 @@ struct Converter<'a> {
     config_dir: Option<PathBuf>,
     records: Vec<Record>,
     /// Objects the records name (stored before they are appended).
-    blobs: Vec<(String, Vec<u8>)>,
-    blob_ids: HashSet<String>,
+    blobs: Blobs,
     produced: usize,
     report: FileReport,
     pending: HashMap<String, Pending>,
@@ -377,8 +499,7 @@ impl<'a> Converter<'a> {
             path: path.to_path_buf(),
             config_dir: config_dir.map(Path::to_path_buf),
             records: Vec::new(),
-            blobs: Vec::new(),
-            blob_ids: HashSet::new(),
+            blobs: Blobs::default(),
             produced: 0,
             report: FileReport { path: path.to_path_buf(), ..FileReport::default() },
             pending: HashMap::new(),
@@ -752,38 +873,11 @@ impl<'a> Converter<'a> {
     /// Where a tool's file lands in this project: remapped from the transcript's origin when
     /// the transcript was recorded elsewhere.
     fn locate(&self, file_path: &str, cwd: Option<&str>) -> Located {
-        let cwd_path = cwd.map(Path::new);
-        let found = self.project.locate(file_path, cwd_path);
-        if let Located::Outside(abs) = &found
-            && let Some(origin) = &self.origin
-        {
-            // Only a transcript from elsewhere (another machine, a moved project): its
-            // folder is unrelated to this project and no longer exists here.
-            let root = &self.project.root;
-            if !origin.starts_with(root)
-                && !root.starts_with(origin)
-                && !origin.is_dir()
-                && let Ok(rel) = abs.strip_prefix(origin)
-                && !rel.as_os_str().is_empty()
-            {
-                return self.project.locate(&self.project.root.join(rel).to_string_lossy(), None);
-            }
-        }
-        found
+        locate_from(self.project, self.origin.as_deref(), file_path, cwd)
     }
 
     fn blob(&mut self, bytes: &[u8], rel: &str) -> (Blob, Option<String>) {
-        let id = blob_id(bytes);
-        if self.matcher.is_some_and(|m| m.never_capture(rel)) || crate::secrets::secret_content(bytes) {
-            return (Blob::Id(id), Some(nocap::NEVER_CAPTURE.into()));
-        }
-        if bytes.len() as u64 > self.cfg.capture.max_bytes {
-            return (Blob::Id(id), Some("too_large".into()));
-        }
-        if self.blob_ids.insert(id.clone()) {
-            self.blobs.push((id.clone(), bytes.to_vec()));
-        }
-        (Blob::Id(id), None)
+        self.blobs.put(self.cfg, self.matcher, bytes, rel)
     }
 
     fn file_call(&mut self, p: &Pending, outcome: Option<(Option<&Value>, Option<&str>, &str)>) {
@@ -978,7 +1072,7 @@ fn is_rejection(err: &str) -> bool {
 }
 
 /// Timestamps as walj writes them (UTC, milliseconds, `Z`) when they parse; verbatim else.
-fn normalize_ts(ts: &str) -> String {
+pub(crate) fn normalize_ts(ts: &str) -> String {
     match chrono::DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&chrono::Utc).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         Err(_) => ts.to_string(),

@@ -217,6 +217,7 @@ pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, 
         if let Some(t) = present::command::in_flight(
             c,
             status,
+            s.agent(),
             present::command::derived_changes(entries.iter().copied(), &c.id),
             80,
         ) {

@@ -441,3 +441,66 @@ fn a_crashed_copilot_session_is_reported_and_told_to_the_next_copilot_session() 
     let again = hook(&repo, Some("copilot"), &start("cp-third", "2026-12-02T00:01:00.000Z"));
     assert_eq!(again.trim(), "", "told once");
 }
+
+/// A Codex session that died in a command, after an apply_patch (its process gone: the hooks
+/// ran under `timeout`): every text about it names Codex CLI, never Claude Code, and resumes it
+/// with `codex resume ID`: `recover`, the resume brief, the hand-back brief and its report.
+#[test]
+fn texts_about_a_codex_session_name_codex_and_its_resume_command() {
+    let repo = project();
+    let dir = Path::new(FIXTURES).join("codex-0.171.0");
+    for name in ["01-SessionStart.json", "02-UserPromptSubmit.json", "03-PreToolUse.json", "05-PreToolUse.json"] {
+        let raw = std::fs::read_to_string(dir.join(name)).unwrap();
+        let payload = repo.subst(&raw).replace("${CODEX_HOME}", &repo.home.join(".codex").to_string_lossy());
+        // Under `timeout`: the "agent" process is gone once the hook returns (a crash).
+        let out = Command::new("timeout")
+            .arg("20")
+            .arg(walj_bin())
+            .args(["hook", "--agent", "codex"])
+            .current_dir(&repo.root)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.take().unwrap().write_all(payload.as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let id = "01a22f27-b866-7913-8158-c0a5decb3c24";
+    let r = recover_json(&repo);
+    assert_eq!(
+        (r["sessions"][0]["agent"].as_str(), r["sessions"][0]["state"].as_str()),
+        (Some("codex"), Some("crashed"))
+    );
+    let recover = repo.ok(&["recover"]);
+    assert!(recover.contains("command never finished (Codex CLI stopped while it ran): echo two > d.txt"), "{recover}");
+    // Codex's rollout is still there (resumable).
+    let show = repo.json(&["sessions", "show", "01a22f", "--json"]);
+    let rollout = Path::new(show["transcript"]["original"].as_str().unwrap());
+    std::fs::create_dir_all(rollout.parent().unwrap()).unwrap();
+    std::fs::write(rollout, "{}\n").unwrap();
+    let brief = repo.ok(&["sessions", "resume", "01a22f", "--print-only"]);
+    for want in [
+        format!("# walj resume brief: Codex CLI session {id}"),
+        "command never finished (Codex CLI stopped while it ran)".to_string(),
+        format!("codex resume {id}"),
+    ] {
+        assert!(brief.contains(&want), "{want:?} in:\n{brief}");
+    }
+    let handoff = repo.ok(&["handoff", "--session", "01a22f", "--print"]);
+    for want in [
+        "that Codex CLI left unfinished".to_string(),
+        format!("Session {id} (Codex CLI, crashed):"),
+        format!("To continue that session: codex resume {id}"),
+    ] {
+        assert!(handoff.contains(&want), "{want:?} in:\n{handoff}");
+    }
+    let handed = repo.ok(&["handoff", "--session", "01a22f", "--yes"]);
+    assert!(handed.contains("Codex CLI receives this brief at the next session start"), "{handed}");
+    for text in [&recover, &brief, &handoff, &handed] {
+        assert!(!text.contains("Claude"), "no Claude in texts about a Codex session:\n{text}");
+    }
+}

@@ -1670,3 +1670,42 @@ fn eol_only_change_is_labelled() {
     assert!(s.contains("only line endings changed (CRLF → LF, 200 lines)"), "{s}");
     assert!(!s.contains("+200") && !s.contains("-200"), "{s}");
 }
+
+/// A crashed Codex session: its context names Codex CLI (its process, its last message) and
+/// `y` copies `codex resume ID`, the command that reopens it.
+#[test]
+fn a_codex_session_is_named_and_resumed_as_codex() {
+    const CODEX: &str = "01a22f27-b866-7913-8158-c0a5decb3c24";
+    let repo = Repo::new(&[("a.txt", "hello\n")]);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let store = Store::new(project.store_dir());
+    let codex = |r: Record| r.with("agent", "codex");
+    let mut recs = vec![
+        codex(session_rec(CODEX, "2026-03-01T10:00:00.000Z", kind::START)),
+        codex(session_rec(CODEX, "2026-03-01T10:00:01.000Z", kind::PROMPT).with("prompt", "Shout the greeting")),
+        codex(session_rec(CODEX, "2026-03-01T10:00:05.000Z", kind::STOP).with("last_assistant_message", "Shouted.")),
+        codex(session_rec(CODEX, "2026-03-01T10:01:00.000Z", kind::PROMPT).with("prompt", "Now whisper it")),
+    ];
+    let mut r =
+        file_rec(op::INTENT, CODEX, "2026-03-01T10:01:02.000Z", "call_X1", "apply_patch", "a.txt", "file_modified");
+    r.before = Some(Blob::Id(store.put(b"hello\n").unwrap()));
+    recs.push(r);
+    let mut r =
+        file_rec(op::APPLIED, CODEX, "2026-03-01T10:01:03.000Z", "call_X1", "apply_patch", "a.txt", "file_modified");
+    r.after = Some(Blob::Id(store.put(b"hi\n").unwrap()));
+    recs.push(r);
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    repo.write("a.txt", "hi\n");
+    let mut app = App::new(project, opts());
+    let mut t = term(140, 40);
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    for want in ["its Codex CLI process is gone", "Codex CLI's last message", &format!("codex resume {CODEX}")] {
+        assert!(s.contains(want), "{want:?} in:\n{s}");
+    }
+    assert!(!s.contains("Claude"), "{s}");
+    let mut script = Script::new().keys("gy<enter>");
+    run_loop(&mut t, &mut script, &mut app).unwrap();
+    assert_eq!(script.copied, [format!("codex resume {CODEX}")]);
+}

@@ -15,6 +15,7 @@
 //!   runs the hooks in `.claude/settings.json`: [`detect`] recognises its payloads there.
 //! - [`pairing`]: Pre and Post of a call without an id, and the same event arriving twice.
 //! - [`install`], [`doctor`]: the agents' own hook settings files.
+//! - [`import`]: `walj import` of the session files the agents keep themselves.
 
 pub mod claude;
 pub mod codex;
@@ -23,6 +24,7 @@ pub mod copilot;
 pub mod doctor;
 pub mod event;
 pub mod gemini;
+pub mod import;
 pub mod install;
 pub mod pairing;
 pub mod patch;
@@ -82,12 +84,16 @@ impl Agent {
         field.and_then(Agent::parse).unwrap_or(Agent::ClaudeCode)
     }
 
-    /// How the user resumes a session of this agent, for briefs and the TUI.
+    /// How the user resumes a session of this agent (interactively, in the project's folder),
+    /// for briefs and the TUI. Each takes the full session id (checked with the real CLIs:
+    /// `tests/e2e_agent_import.rs` resumes with these, in their non-interactive forms:
+    /// `claude -p --resume`, `codex exec resume`, `gemini --resume ID -p`, `copilot
+    /// --resume=ID -p`).
     pub fn resume_hint(self, session: &str) -> String {
         match self {
             Agent::ClaudeCode => format!("claude --resume {session}"),
-            Agent::Codex => format!("codex exec resume {session}"),
-            Agent::Gemini => "gemini --resume".to_string(),
+            Agent::Codex => format!("codex resume {session}"),
+            Agent::Gemini => format!("gemini --resume {session}"),
             Agent::Copilot => format!("copilot --resume={session}"),
         }
     }

@@ -1,11 +1,14 @@
 //! `walj import` and `walj recover --from-transcripts`: journals rebuilt from Claude Code
-//! transcripts (library side: [`crate::import`]).
+//! transcripts (library side: [`crate::import`]) and from the session files of Codex CLI, Gemini
+//! CLI and Copilot CLI ([`crate::agents::import`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
 
+use crate::agents::Agent;
+use crate::agents::import as agent_files;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::project::Project;
 use crate::style::Style;
@@ -13,12 +16,18 @@ use crate::style::Style;
 /// The arguments of `walj import`.
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// Transcript files or folders (default: this project's transcripts in ~/.claude/projects).
+    /// Transcripts or session files, or folders of them; each file's agent is told by its
+    /// content (default: this project's sessions of `--agent`).
     pub paths: Vec<PathBuf>,
-    /// Every transcript, each into the journal of the project its working folder names.
+    /// Whose sessions: claude (Claude Code's transcripts in ~/.claude/projects, the default),
+    /// codex ($CODEX_HOME/sessions), gemini (~/.gemini/tmp/*/chats) or copilot
+    /// ($COPILOT_HOME/session-state). With PATHs: only that agent's files.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Every session of the agent, each into the journal of the project its working folder names.
     #[arg(long, conflicts_with = "paths")]
     pub all: bool,
-    /// Only transcripts changed in the last N days.
+    /// Only sessions whose file changed in the last N days.
     #[arg(long, value_name = "N")]
     pub days: Option<u64>,
     /// Print what was imported as JSON.
@@ -37,8 +46,10 @@ fn config_dir() -> anyhow::Result<PathBuf> {
         .context("cannot find Claude Code's folder: set CLAUDE_CONFIG_DIR (or HOME) to the folder holding `projects/`")
 }
 
-/// Expands folders into the `*.jsonl` files under them.
-fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+/// Expands folders into the `*.jsonl` files under them; with `agent`, only that agent's files
+/// (a file named explicitly that is not one is an error).
+fn expand(paths: &[PathBuf], agent: Option<Agent>) -> anyhow::Result<Vec<PathBuf>> {
+    let of = |p: &PathBuf| agent_files::detect(p).unwrap_or(Agent::ClaudeCode);
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| format!("{}: cannot read", p.display()))?;
@@ -46,45 +57,100 @@ fn expand(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             let mut found = Vec::new();
             import::jsonl_under(p, &mut found);
             found.sort();
-            out.extend(found);
+            out.extend(found.into_iter().filter(|f| agent.is_none_or(|a| of(f) == a)));
         } else {
+            if let Some(a) = agent
+                && of(p) != a
+            {
+                anyhow::bail!("{}: not {} session file (it is {}'s)", p.display(), article(a), of(p).label());
+            }
             out.push(p.clone());
         }
     }
     Ok(out)
 }
 
-/// `walj import [PATH...] [--all] [--days N] [--json]`.
+fn article(a: Agent) -> String {
+    match a {
+        Agent::ClaudeCode => "a Claude Code".to_string(),
+        other => format!("a {}", other.label()),
+    }
+}
+
+/// `walj import [PATH...] [--agent NAME] [--all] [--days N] [--json]`.
 pub fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
-    let ImportArgs { paths, all, days, json, .. } = args;
+    let ImportArgs { paths, agent, all, days, json, .. } = args;
+    let agent = match agent.as_deref() {
+        None => None,
+        Some(name) => Some(
+            Agent::parse(name).with_context(|| format!("unknown agent {name:?}: claude, codex, gemini or copilot"))?,
+        ),
+    };
     let progress = std::io::stderr().is_terminal() && !json;
     let cfg_dir = crate::claude::paths::config_dir();
     let opts = ImportOptions { config_dir: cfg_dir.clone(), progress };
     let mut jobs: Vec<(Project, Vec<PathBuf>)> = Vec::new();
     let mut skipped = Vec::new();
-    if !paths.is_empty() {
-        jobs.push((project.clone(), expand(&paths)?));
-    } else if all {
-        let dir = config_dir()?;
-        for (root, files) in import::all_transcripts(&dir) {
-            match root {
-                Some(root) => jobs.push((Project::at(root, None), files)),
-                None => skipped.extend(files),
+    let since = days.and_then(import::since_days);
+    match (agent.unwrap_or(Agent::ClaudeCode), paths.is_empty()) {
+        (_, false) => jobs.push((project.clone(), expand(&paths, agent)?)),
+        (Agent::ClaudeCode, true) if all => {
+            let dir = config_dir()?;
+            for (root, files) in import::all_transcripts(&dir) {
+                match root {
+                    Some(root) => jobs.push((Project::at(root, None), files)),
+                    None => skipped.extend(files),
+                }
             }
         }
-    } else {
-        let dir = config_dir()?;
-        let files = import::project_transcripts(&dir, &project.root, days.and_then(import::since_days));
-        if files.is_empty() && !json {
-            println!(
-                "No Claude Code transcripts of {} in {}{}.",
-                project.root.display(),
-                dir.join("projects").join(crate::claude::paths::encode_dir(&project.root)).display(),
-                days.map(|d| format!(" from the last {d} days")).unwrap_or_default()
-            );
-            return Ok(0);
+        (a, true) if all => {
+            for (root, files) in agent_files::all_project_files(a) {
+                match root {
+                    Some(root) => jobs.push((Project::at(root, None), files)),
+                    None => skipped.extend(files),
+                }
+            }
         }
-        jobs.push((project.clone(), files));
+        (Agent::ClaudeCode, true) => {
+            let dir = config_dir()?;
+            let files = import::project_transcripts(&dir, &project.root, since);
+            if files.is_empty() && !json {
+                println!(
+                    "No Claude Code transcripts of {} in {}{}.",
+                    project.root.display(),
+                    dir.join("projects").join(crate::claude::paths::encode_dir(&project.root)).display(),
+                    days.map(|d| format!(" from the last {d} days")).unwrap_or_default()
+                );
+                // The sessions another agent keeps of this project, if any.
+                for a in Agent::OTHERS {
+                    let n = agent_files::project_files(a, &project.root, since).len();
+                    if n > 0 {
+                        println!(
+                            "{} of this project: `walj import --agent {}` imports {}.",
+                            plural_sessions(n, a),
+                            a.name(),
+                            if n == 1 { "it" } else { "them" }
+                        );
+                    }
+                }
+                return Ok(0);
+            }
+            jobs.push((project.clone(), files));
+        }
+        (a, true) => {
+            let files = agent_files::project_files(a, &project.root, since);
+            if files.is_empty() && !json {
+                println!(
+                    "No {} sessions of {} in {}{}.",
+                    a.label(),
+                    project.root.display(),
+                    agent_files::sessions_dir(a).map(|d| d.display().to_string()).unwrap_or_default(),
+                    days.map(|d| format!(" from the last {d} days")).unwrap_or_default()
+                );
+                return Ok(0);
+            }
+            jobs.push((project.clone(), files));
+        }
     }
     let mut out = std::io::stdout().lock();
     let mut all_reports = Vec::new();
@@ -104,10 +170,15 @@ pub fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
         let v = serde_json::json!({"imports": v, "skipped": skipped});
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else if !skipped.is_empty() {
-        writeln!(out, "{} transcripts skipped: their working folder no longer exists.", skipped.len())?;
+        let noun = if agent.is_none_or(|a| a == Agent::ClaudeCode) { "transcripts" } else { "session files" };
+        writeln!(out, "{} {noun} skipped: their working folder no longer exists.", skipped.len())?;
     }
     let failed = all_reports.iter().any(|(_, r)| r.files.iter().any(|f| f.error.is_some()));
     Ok(if failed { 1 } else { 0 })
+}
+
+fn plural_sessions(n: usize, a: Agent) -> String {
+    format!("{n} {} session{}", a.label(), if n == 1 { "" } else { "s" })
 }
 
 /// The import report for people.
@@ -120,6 +191,16 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
             let _ = writeln!(s, "{} {name}: {e}", style.red("error"));
             continue;
         }
+        let agent = Agent::of_record(f.agent.as_deref());
+        if f.hooked {
+            let _ = writeln!(
+                s,
+                "{name}: nothing imported: walj's hooks journaled this {} session ({})",
+                agent.label(),
+                crate::journal::record::short_sid(f.sessions.first().map(String::as_str).unwrap_or(""))
+            );
+            continue;
+        }
         let _ = write!(s, "{name}: {} new records", f.added);
         if f.existing > 0 {
             let _ = write!(s, " ({} already in the journal)", f.existing);
@@ -128,8 +209,9 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
         if f.torn_tail {
             let _ = writeln!(
                 s,
-                "  {} the last line is cut short: Claude Code stopped while writing it (a crash).",
-                style.yellow("torn")
+                "  {} the last line is cut short: {} stopped while writing it (a crash).",
+                style.yellow("torn"),
+                agent.label()
             );
         }
         if f.malformed > 0 {
@@ -148,9 +230,11 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
         }
     }
     let sessions: std::collections::BTreeSet<&String> = r.files.iter().flat_map(|f| f.sessions.iter()).collect();
+    // Claude Code's are transcripts; the other agents' files are their session files.
+    let noun = if r.files.iter().all(|f| f.agent.is_none()) { "transcript" } else { "session file" };
     let _ = writeln!(
         s,
-        "Imported {} records from {} transcript{} ({} session{}) into {}.",
+        "Imported {} records from {} {noun}{} ({} session{}) into {}.",
         r.added,
         r.files.len(),
         if r.files.len() == 1 { "" } else { "s" },

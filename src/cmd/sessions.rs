@@ -550,7 +550,10 @@ pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref());
+    // Claude Code's transcript holds the last answer; another agent's last Stop does.
+    let claude = state.info.agent() == crate::agents::Agent::ClaudeCode;
     let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
+        .filter(|_| claude)
         .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(state.session())))
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
@@ -573,11 +576,15 @@ pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     }
     print!("{}", b.text);
     if action.is_some() {
+        let agent = state.info.agent();
+        let receiver = if agent == crate::agents::Agent::ClaudeCode { "Claude" } else { agent.label() };
         eprintln!(
-            "\nwalj: this brief ({} characters, about {} tokens) goes to Claude at the next session start in this project: `claude --resume {}` (or a new `claude`).",
+            "\nwalj: this brief ({} characters, about {} tokens) goes to {} at the next session start in this project: `{}` (or a new `{}`).",
             b.chars,
             b.tokens,
-            state.session()
+            receiver,
+            agent.resume_hint(state.session()),
+            agent.name()
         );
     }
     Ok(0)

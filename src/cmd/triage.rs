@@ -255,9 +255,10 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
             out,
             "{}",
             st.bold(&format!(
-                "Handed back {} entr{}: Claude receives this brief at the next session start in this project (startup, resume or clear).",
+                "Handed back {} entr{}: {} receives this brief at the next session start in this project (startup, resume or clear).",
                 brief.entries.len(),
-                if brief.entries.len() == 1 { "y" } else { "ies" }
+                if brief.entries.len() == 1 { "y" } else { "ies" },
+                receiver(brief.agent)
             ))
         )?;
     }
@@ -275,6 +276,15 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
         writeln!(out, "To continue that session: {line}")?;
     }
     Ok(0)
+}
+
+/// Who reads a hand-back brief: the agent whose session started next in the project. Named as
+/// the agent of the entries' sessions ("Claude" for Claude Code's, as before).
+fn receiver(agent: Option<crate::agents::Agent>) -> &'static str {
+    match agent {
+        None | Some(crate::agents::Agent::ClaudeCode) => "Claude",
+        Some(a) => a.label(),
+    }
 }
 
 /// `walj handoff --held` / `--deliver`: the briefs imported bundles brought (issue 13 item 12).

@@ -183,6 +183,8 @@ pub mod key {
     pub const SUMMARY: &str = "summary";
     pub const BACKGROUND_TASKS: &str = "background_tasks";
     pub const CLAUDE_VERSION: &str = "claude_version";
+    /// An imported session of another coding agent: that agent's version.
+    pub const AGENT_VERSION: &str = "agent_version";
     pub const IMPORTED: &str = "imported";
     pub const SEQ: &str = "seq";
     /// Handoff records: the brief and the entries it hands back.

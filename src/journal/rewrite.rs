@@ -133,8 +133,9 @@ pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> 
         let s = fold.session(&session).ok_or_else(|| SessionError::Unknown(prefix.to_string()))?;
         if s.status() == SessionStatus::Live {
             return Err(SessionError::Refused(format!(
-                "session {} is live (its Claude Code process runs); end it first, or pass --force",
-                s.sid
+                "session {} is live (its {} process runs); end it first, or pass --force",
+                s.sid,
+                s.agent().label()
             )));
         }
         let open = fold.entries_of(&session).filter(|e| e.is_unresolved()).count();

@@ -1,7 +1,8 @@
 //! A foreground Bash command without an outcome, in words: in flight while its session
-//! runs, cut off once Claude Code is gone (`recover`, the SessionStart note, the TUI).
+//! runs, cut off once the session's agent is gone (`recover`, the SessionStart note, the TUI).
 
 use super::{one_line, plural};
+use crate::agents::Agent;
 use crate::fold::{Command, CommandStatus, Entry, SessionStatus};
 
 /// Changes derived from command `id` (a killed command's children) among `entries`.
@@ -10,8 +11,9 @@ pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &st
 }
 
 /// `None` unless `c` is a foreground command without an outcome. `changes`: how many
-/// changes were derived from it ([`derived_changes`]); `width`: the command text's width.
-pub fn in_flight(c: &Command, status: SessionStatus, changes: usize, width: usize) -> Option<String> {
+/// changes were derived from it ([`derived_changes`]); `width`: the command text's width;
+/// `agent`: the session's coding agent (named when it stopped).
+pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usize, width: usize) -> Option<String> {
     if c.status != CommandStatus::InFlight || c.background {
         return None;
     }
@@ -25,5 +27,5 @@ pub fn in_flight(c: &Command, status: SessionStatus, changes: usize, width: usiz
         None if changes == 0 => "no changes found".to_string(),
         None => format!("{found} since it started"),
     };
-    Some(format!("command never finished (Claude Code stopped while it ran): {cmd} — {detail}"))
+    Some(format!("command never finished ({} stopped while it ran): {cmd} — {detail}", agent.label()))
 }

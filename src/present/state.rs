@@ -88,13 +88,15 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
 }
 
 /// What a session status means: the one description the TUI's session pane, `walj
-/// sessions` and the resume brief can share.
-pub fn session_meaning(s: SessionStatus) -> &'static str {
+/// sessions` and the resume brief can share. `agent`: the session's coding agent.
+pub fn session_meaning(s: SessionStatus, agent: crate::agents::Agent) -> String {
     match s {
-        SessionStatus::Crashed => "no SessionEnd, and its Claude Code process is gone: the session died mid-turn",
-        SessionStatus::Live => "its Claude Code process is still running",
-        SessionStatus::Ended => "ended (SessionEnd seen)",
-        SessionStatus::Unknown => "walj cannot tell how it ended (no process information)",
+        SessionStatus::Crashed => {
+            format!("no SessionEnd, and its {} process is gone: the session died mid-turn", agent.label())
+        }
+        SessionStatus::Live => format!("its {} process is still running", agent.label()),
+        SessionStatus::Ended => "ended (SessionEnd seen)".to_string(),
+        SessionStatus::Unknown => "walj cannot tell how it ended (no process information)".to_string(),
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! It lists what the user asked (newest first), every open todo with its status, every
 //! unresolved change with path and state, failed commands, background processes and whether
-//! they still run, the last assistant message, the transcript (or its safe copy) and
-//! `claude --resume <id>`. It must arrive whole: Claude Code cuts hook context over 10,000
+//! they still run, the last assistant message, the transcript (or its safe copy) and how the
+//! session resumes (`claude --resume <id>`, or its agent's: [`crate::agents::Agent::resume_hint`]). It must arrive whole: Claude Code cuts hook context over 10,000
 //! characters, so the brief fits [`MAX_CHARS`] (about 2,600 tokens; well inside the ~4,000 the
 //! issue allows for a 200-entry session) by *shortening text*, level by level; when a list is
 //! still too long its tail is *counted with ids* ("… and 12 more: id, id, …"), so nothing open
@@ -182,7 +182,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
 /// Title, how the session ended, where it ran, and what to do.
 fn header(out: &mut String, st: &SessionState) {
     let s = &st.info;
-    let _ = writeln!(out, "# walj resume brief: Claude Code session {}", s.session);
+    let _ = writeln!(out, "# walj resume brief: {} session {}", s.agent().label(), s.session);
     let how = match st.status {
         SessionStatus::Crashed => "ended unexpectedly (crashed: no SessionEnd, its process is gone)".to_string(),
         SessionStatus::Ended => {
@@ -304,7 +304,7 @@ fn cut_off_commands(out: &mut String, st: &SessionState, lvl: Level) {
         .iter()
         .filter_map(|c| {
             let n = crate::present::command::derived_changes(st.entries.iter(), &c.id);
-            crate::present::command::in_flight(c, st.status, n, lvl.text)
+            crate::present::command::in_flight(c, st.status, st.info.agent(), n, lvl.text)
                 .map(|t| format!("- {t} (id {})", short_id(&c.id)))
         })
         .collect();
@@ -374,12 +374,13 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
     let sid = &input.state.info.sid;
     let _ = writeln!(out, "\n## Transcript");
     let t = &input.state.transcript;
+    let agent = input.state.info.agent().label();
     match (&t.original, t.original_exists) {
         (Some(o), true) => {
-            let _ = writeln!(out, "- Claude Code's transcript: {o}");
+            let _ = writeln!(out, "- {agent}'s transcript: {o}");
         }
         (Some(o), false) => {
-            let _ = writeln!(out, "- Claude Code's transcript {o} is gone.");
+            let _ = writeln!(out, "- {agent}'s transcript {o} is gone.");
         }
         (None, _) => {
             let _ = writeln!(out, "- No transcript path was recorded.");
@@ -390,7 +391,7 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
     let id = &input.state.info.session;
-    // The agent that ran the session resumes it (`claude --resume`, `codex exec resume`, …).
+    // The agent that ran the session resumes it (`claude --resume`, `codex resume`, …).
     let resume = input.state.info.agent().resume_hint(id);
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {

@@ -359,6 +359,7 @@ impl SessionState {
             "session": s.session,
             "sid": s.sid,
             "agent": s.agent().name(),
+            "resume": s.agent().resume_hint(&s.session),
             "state": self.status.as_str(),
             "started": s.started.as_ref().unwrap_or(&s.first_ts),
             "last_ts": s.last_ts,

@@ -137,10 +137,11 @@ pub(crate) fn check_live(fold: &Fold, e: &Entry, force: bool) -> Result<(), Stri
     }
     match fold.session(&e.session) {
         Some(s) if s.status() == SessionStatus::Live => Err(format!(
-            "{} ({}) belongs to session {}, which is still live: Claude Code may still be working on it. Pass --force to act anyway",
+            "{} ({}) belongs to session {}, which is still live: {} may still be working on it. Pass --force to act anyway",
             short_id(&e.id),
             e.path,
-            s.sid
+            s.sid,
+            s.agent().label()
         )),
         _ => Ok(()),
     }

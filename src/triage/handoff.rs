@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use similar::ChangeTag;
 
+use crate::agents::Agent;
 use crate::fold::{Entry, EntryState, Fold, Handoff, short_id};
 use crate::journal::{Record, how, op};
 use crate::present::diff::{DiffModel, DiffOptions, is_binary};
@@ -36,13 +37,16 @@ const LINE_CHARS: usize = 160;
 /// Room kept for each entry not written yet (its header line).
 const ENTRY_RESERVE: usize = 160;
 
-/// The brief written for Claude.
+/// The brief written for the coding agent's next session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Brief {
     /// The text delivered as `additionalContext` (at most [`MAX_BRIEF`] chars).
     pub text: String,
-    /// `claude --resume <session id>` when the entries come from one resumable session.
+    /// How the entries' session resumes (`claude --resume <id>`, `codex resume <id>`, …) when
+    /// they come from one resumable session.
     pub resume_line: Option<String>,
+    /// The coding agent the entries' sessions ran, when it is one.
+    pub agent: Option<Agent>,
     /// The entries in the brief, handed back unless printed only (full ids).
     pub entries: Vec<String>,
     /// Entries that did not fit in the size budget (not handed back; hand them back
@@ -152,9 +156,18 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
         }
     }
     let n = entries.len();
+    // Who left them: the sessions' agents, by name.
+    let agent_of = |s: &str| fold.session(s).map(|i| i.agent()).unwrap_or(Agent::ClaudeCode);
+    let mut agents: Vec<Agent> = Vec::new();
+    for s in &sessions {
+        if !agents.contains(&agent_of(s)) {
+            agents.push(agent_of(s));
+        }
+    }
     let mut text = format!(
-        "walj hand-back: the user asks you to review {n} change{} that Claude Code left unfinished (a crash or an interrupted turn) and to finish or repair {}.\n",
+        "walj hand-back: the user asks you to review {n} change{} that {} left unfinished (a crash or an interrupted turn) and to finish or repair {}.\n",
         if n == 1 { "" } else { "s" },
+        agents.iter().map(|a| a.label()).collect::<Vec<_>>().join(" and "),
         if n == 1 { "it" } else { "them" }
     );
     let footer = "\nEach diff compares the file before the tool ran with the file on disk now; read the files before changing them, the disk is the truth. When a change is complete and correct, tell the user. Record nothing yourself: `walj mark`, `walj revert`, `walj undo` and `walj handoff` refuse to run in your tools without `--yes`; add it only when the user asks for that exact command.";
@@ -171,7 +184,12 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
         let mut head = String::new();
         match fold.session(s) {
             Some(info) => {
-                let _ = writeln!(head, "\nSession {} ({}):", info.session, info.status());
+                // Claude Code's sessions as before; another agent's named.
+                let who = match info.agent() {
+                    Agent::ClaudeCode => String::new(),
+                    a => format!("{}, ", a.label()),
+                };
+                let _ = writeln!(head, "\nSession {} ({who}{}):", info.session, info.status());
                 if let Some(p) = info.last_prompt() {
                     let _ = writeln!(head, "The user's last request was: {}", one_line(p, 300));
                 }
@@ -223,10 +241,14 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
     }
     text.push_str(footer);
     let resume_line = match sessions.as_slice() {
-        [s] if s.len() > 8 && !included.is_empty() => Some(format!("claude --resume {s}")),
+        [s] if s.len() > 8 && !included.is_empty() => Some(agent_of(s).resume_hint(s)),
         _ => None,
     };
-    Brief { text, resume_line, entries: included, left_out, action: None }
+    let agent = match agents.as_slice() {
+        [a] => Some(*a),
+        _ => None,
+    };
+    Brief { text, resume_line, agent, entries: included, left_out, action: None }
 }
 
 /// The entry's change (pre-image → disk) in at most `budget` chars, indented.

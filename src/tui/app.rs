@@ -836,10 +836,18 @@ impl App {
             .filter(|e| self.session_status(&e.session) == Some(SessionStatus::Live))
             .map(|e| e.sid.as_str())
             .collect();
+        // The agents of those sessions, by name ("Claude Code may still be working …").
+        let agents: BTreeSet<&str> = entries
+            .iter()
+            .filter(|e| live.contains(e.sid.as_str()))
+            .filter_map(|e| self.fold.session(&e.session))
+            .map(|s| s.agent().label())
+            .collect();
         (!live.is_empty()).then(|| {
             format!(
-                "Session {} is still running: Claude may still be working on these files.",
-                live.into_iter().collect::<Vec<_>>().join(", ")
+                "Session {} is still running: {} may still be working on these files.",
+                live.into_iter().collect::<Vec<_>>().join(", "),
+                agents.into_iter().collect::<Vec<_>>().join(" and ")
             )
         })
     }
@@ -984,7 +992,8 @@ impl App {
                 (None, None, s.session.clone())
             }
         };
-        self.open_dialog(dialogs::copy(path, id, &session));
+        let agent = self.fold.session(&session).map(|s| s.agent()).unwrap_or(crate::agents::Agent::ClaudeCode);
+        self.open_dialog(dialogs::copy(path, id, &session, agent));
     }
 
     fn ask_handback(&mut self) {
@@ -1101,8 +1110,12 @@ impl App {
                 HandoffOptions { print_only: false, force: *force },
             )
             .map(|b| {
+                let who = match b.agent {
+                    None | Some(crate::agents::Agent::ClaudeCode) => "Claude",
+                    Some(a) => a.label(),
+                };
                 let mut s = format!(
-                    "handed back {}: Claude reads the brief at its next session start",
+                    "handed back {}: {who} reads the brief at its next session start",
                     plural(b.entries.len(), "entry", "entries")
                 );
                 if let Some(r) = b.resume_line {

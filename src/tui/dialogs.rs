@@ -332,8 +332,9 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 }
 
 /// `y`: what can be copied from the selected row. Enter takes the first: the path of an
-/// entry, else the `claude --resume` line of the session.
-pub fn copy(path: Option<String>, id: Option<String>, session: &str) -> Dialog {
+/// entry, else the session's resume line (`claude --resume ID`, `codex resume ID`, …: its
+/// agent's, [`crate::agents::Agent::resume_hint`]).
+pub fn copy(path: Option<String>, id: Option<String>, session: &str, agent: crate::agents::Agent) -> Dialog {
     let mut choices = Vec::new();
     let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
     if let Some(p) = path {
@@ -342,7 +343,7 @@ pub fn copy(path: Option<String>, id: Option<String>, session: &str) -> Dialog {
     if let Some(i) = id {
         choices.push(('i', format!("id  {i}"), copy("the id", i)));
     }
-    let resume = format!("claude --resume {session}");
+    let resume = agent.resume_hint(session);
     choices.push(('r', format!("resume  {resume}"), copy("the resume line", resume)));
     choices.push(('s', format!("session  {session}"), copy("the session id", session.to_string())));
     choices.push(('n', "cancel".into(), Choice::Cancel));

@@ -485,7 +485,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     if let Some((ts, reason)) = &s.end {
         out.push(Line::from(kv("ended", format!("{} ({reason})", app.time(ts)))));
     } else if status == SessionStatus::Crashed {
-        out.push(Line::from(Span::styled(present::session_meaning(status), theme::ERROR)));
+        out.push(Line::from(Span::styled(present::session_meaning(status, s.agent()), theme::ERROR)));
     }
     let open: usize = app.fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
     if open > 0 {
@@ -570,7 +570,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
     }
     if let Some(m) = &s.last_assistant_message {
         out.push(Line::raw(""));
-        out.push(heading("Claude's last message".to_string()));
+        out.push(heading(format!("{}'s last message", s.agent().label())));
         out.push(Line::raw(format!("  {}", one_line(m, 400))));
     }
     if let Some(t) = &s.transcript {

@@ -239,6 +239,40 @@ impl AgentBox {
         cmd
     }
 
+    /// The agent's non-interactive command resuming a session with `prompt`, from walj's resume
+    /// hint (`codex resume ID`, `gemini --resume ID`, `copilot --resume=ID`: the interactive
+    /// commands; run here as `codex exec resume ID`, `gemini --resume ID -p`,
+    /// `copilot --resume=ID -p`).
+    pub fn resume_command(&self, mock: &AgentMock, hint: &str, prompt: &str) -> Command {
+        let words: Vec<&str> = hint.split_whitespace().collect();
+        assert_eq!(words.first().copied(), Some(self.cli.name()), "the hint runs {}: {hint}", self.cli.label());
+        let mut cmd = self.command(mock, prompt);
+        // The same environment, the hint's arguments.
+        let mut c = Command::new(&self.bin);
+        c.current_dir(self.root()).env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.process_group(0);
+        for (k, v) in cmd.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        let hint_args = &words[1..];
+        match self.cli {
+            Cli::Codex => {
+                assert_eq!(hint_args.first().copied(), Some("resume"), "{hint}");
+                c.args(["exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]).args(hint_args).arg(prompt);
+            }
+            Cli::Gemini => {
+                c.args(hint_args).args(["-p", prompt, "--yolo", "-o", "json", "-m", "gemini-2.5-pro"]);
+            }
+            Cli::Copilot => {
+                c.args(hint_args).args(["-p", prompt, "--allow-all"]);
+            }
+        }
+        let _ = &mut cmd;
+        c
+    }
+
     pub fn journal(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.root().join(".walj/journal.jsonl"))
             .unwrap_or_default()
