@@ -259,3 +259,72 @@ fn another_version_or_a_damaged_snapshot_is_not_used() {
     assert!(matches!(snapshot::check(&journal), Some(Unused::Damaged(_))));
     assert_eq!(view(&Fold::load(&journal, &FoldOptions::default()).unwrap()), view(&full(&journal)));
 }
+
+/// Issue 14 item 3: a Stop verifies its own session's entries from the fold snapshot and the
+/// lines after it, without reading the rest of the journal. Shown by a change only a full read
+/// would see: the line that settled this session's early entry is made unreadable in place
+/// (inside the snapshot's prefix). Reading the whole journal, the Stop would find the entry
+/// unverified and write a `persisted` record for it; through the snapshot it stays settled.
+#[test]
+fn a_stop_verifies_its_session_from_the_snapshot_not_the_whole_journal() {
+    let repo = common::Repo::new(&[("a.txt", "old\n")]);
+    repo.write("a.txt", "new\n");
+    let journal = repo.path(".walj/journal.jsonl");
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let me = "5e551011-0000-4000-8000-00000000000a";
+    let w = JournalWriter::new(&journal);
+    let mut r = Record::new(op::INTENT, me);
+    r.id = "toolu_01EarlyEdit".into();
+    r.tool = Some("Edit".into());
+    r.event = "file_modified".into();
+    r.path = "a.txt".into();
+    r.before = Some(Blob::Id(walj::store::blob_id(b"old\n")));
+    w.append(&r).unwrap();
+    r.op = op::APPLIED.into();
+    r.before = None;
+    r.after = Some(Blob::Id(walj::store::blob_id(b"new\n")));
+    w.append(&r).unwrap();
+    let settled_at = fs::metadata(&journal).unwrap().len();
+    r.op = op::PERSISTED.into();
+    r.persisted = true;
+    w.append(&r).unwrap();
+    // Another session's work: more than the 1 MB a fold reads before it writes a snapshot.
+    let mut bulk = Vec::new();
+    for i in 0..4000 {
+        let mut o = Record::new(op::INTENT, "0the0000-0000-4000-8000-00000000000b");
+        o.id = format!("toolu_01Other{i}");
+        o.tool = Some("Edit".into());
+        o.event = "file_modified".into();
+        o.path = format!("src/other_{i}.rs");
+        o.before = Some(Blob::Id(format!("{i:040x}")));
+        bulk.extend(o.to_line());
+        o.op = op::APPLIED.into();
+        o.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        bulk.extend(o.to_line());
+        o.op = op::PERSISTED.into();
+        o.persisted = true;
+        bulk.extend(o.to_line());
+    }
+    w.append_bytes(&bulk).unwrap();
+    assert!(fs::metadata(&journal).unwrap().len() > 1 << 20);
+    let out = common::walj_at(&repo.root).arg("recover").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot::check(&journal), None, "recover left a snapshot");
+
+    let mut b = fs::read(&journal).unwrap();
+    assert_eq!(b[settled_at as usize], b'{');
+    b[settled_at as usize] = b'#';
+    fs::write(&journal, &b).unwrap();
+    assert_eq!(snapshot::check(&journal), None, "an in-place edit of old lines is not seen");
+
+    let stop = serde_json::json!({
+        "session_id": me, "transcript_path": repo.path("no-transcript.jsonl"), "cwd": repo.root,
+        "hook_event_name": "Stop", "stop_hook_active": false,
+    });
+    common::hook_ok(&repo.root, &stop.to_string(), common::Parent::Test);
+    let (records, _) = common::journal_scan(&repo.root);
+    let verified_again = records.iter().filter(|r| r.op == op::PERSISTED && r.id == "toolu_01EarlyEdit").count();
+    assert_eq!(verified_again, 0, "the Stop read the journal's prefix instead of the snapshot");
+    // The full read does see the damaged line: the snapshot is what made the difference.
+    assert!(full(&journal).entries.iter().any(|e| e.id == "toolu_01EarlyEdit"));
+}
