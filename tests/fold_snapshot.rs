@@ -328,3 +328,102 @@ fn a_stop_verifies_its_session_from_the_snapshot_not_the_whole_journal() {
     // The full read does see the damaged line: the snapshot is what made the difference.
     assert!(full(&journal).entries.iter().any(|e| e.id == "toolu_01EarlyEdit"));
 }
+
+/// A journal of more than 1 MB (a fold of it writes a snapshot) in a git repository.
+fn big_project() -> (common::Repo, std::path::PathBuf) {
+    let repo = common::Repo::new(&[("a.txt", "a\n")]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let journal = repo.path(".walj/journal.jsonl");
+    for i in 0..1200u32 {
+        append(&journal, &line(((i % 8) as u8, (i % 251) as u8, (i / 3 % 251) as u8, (i / 7 % 251) as u8)));
+    }
+    let mut bulk = Vec::new();
+    for i in 0..3000 {
+        let mut o = Record::new(op::INTENT, "b0000000-0000-4000-8000-00000000000b");
+        o.id = format!("toolu_01Bulk{i}");
+        o.tool = Some("Edit".into());
+        o.event = "file_modified".into();
+        o.path = format!("src/bulk_{i}.rs");
+        o.before = Some(Blob::Id(format!("{i:040x}")));
+        bulk.extend(o.to_line());
+        o.op = op::APPLIED.into();
+        o.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        bulk.extend(o.to_line());
+        if i % 10 != 0 {
+            o.op = op::PERSISTED.into();
+            o.persisted = true;
+            bulk.extend(o.to_line());
+        }
+    }
+    append(&journal, &bulk);
+    assert!(fs::metadata(&journal).unwrap().len() > 1 << 20);
+    (repo, journal)
+}
+
+/// Issue 14: `kill -9` of walj processes while they write the snapshot (a fold that read more
+/// than 1 MB writes one) never leaves a snapshot that folds differently from the journal,
+/// and the temp files of killed writers do not pile up. Iterations: WALJ_KILL_ITERATIONS
+/// (default 40, at most 150).
+#[test]
+fn kill_9_during_snapshot_writes_never_leaves_a_wrong_snapshot() {
+    let (repo, journal) = big_project();
+    let snap = repo.path(".walj/fold.snap");
+    let iterations: u64 =
+        std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(40).min(150);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut written = 0;
+    for i in 0..iterations {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        if i % 2 == 0 {
+            // No snapshot: the next fold reads everything and writes one.
+            let _ = fs::remove_file(&snap);
+        } else {
+            for k in 0..20u32 {
+                let k = (i as u32).wrapping_mul(31).wrapping_add(k);
+                append(&journal, &line(((k % 8) as u8, (k % 251) as u8, (k / 5 % 251) as u8, (k / 11 % 251) as u8)));
+            }
+        }
+        let mut child = std::process::Command::new(common::walj_bin())
+            .arg("recover")
+            .current_dir(&repo.root)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("WALJ_JOURNAL")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(seed % 250_000));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        if snapshot::check(&journal).is_none() {
+            written += 1;
+            assert_eq!(view(&cached(&journal)), view(&full(&journal)), "iteration {i}: snapshot + tail != full");
+        }
+    }
+    assert!(written > 0, "no run got as far as writing a snapshot: the loop tested nothing");
+    let temps = fs::read_dir(repo.path(".walj"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".fold.snap.tmp-"))
+        .count();
+    assert!(temps as u64 <= iterations, "{temps} temp files");
+}
+
+/// A temp file a killed writer left (older than a minute) is removed by the next writer.
+#[test]
+fn a_killed_writers_temp_file_is_swept_by_the_next_writer() {
+    let (repo, journal) = big_project();
+    let stale = repo.path(".walj/.fold.snap.tmp-4000001");
+    let fresh = repo.path(".walj/.fold.snap.tmp-4000002");
+    fs::write(&stale, b"cut short").unwrap();
+    fs::write(&fresh, b"being written").unwrap();
+    let st = std::process::Command::new("touch").args(["-d", "10 minutes ago"]).arg(&stale).status().unwrap();
+    assert!(st.success());
+    let out = common::walj_at(&repo.root).arg("recover").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot::check(&journal), None, "recover wrote a snapshot");
+    assert!(!stale.exists(), "the stale temp file is swept");
+    assert!(fresh.exists(), "a live writer's temp file is left alone");
+}

@@ -221,7 +221,8 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
         body_len: body.len() as u64,
         body_crc: crc32c::crc32c(&body),
     };
-    let tmp = snap.with_file_name(format!(".fold.snap.tmp-{}", std::process::id()));
+    let tmp = snap.with_file_name(format!("{TMP_PREFIX}{}", std::process::id()));
+    sweep_stale_temps(snap);
     let result = (|| {
         let mut f = crate::fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
         f.write_all(MAGIC.as_bytes())?;
@@ -236,6 +237,30 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Temp files of a snapshot being written: `<TMP_PREFIX><pid>`.
+const TMP_PREFIX: &str = ".fold.snap.tmp-";
+
+/// A writer killed between creating its temp file and the rename leaves it behind: removed
+/// by the next writer once older than a minute (a live writer finishes in well under that).
+fn sweep_stale_temps(snap: &Path) {
+    let Some(dir) = snap.parent() else { return };
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for ent in rd.flatten() {
+        if !ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+            continue;
+        }
+        let stale = ent
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(60));
+        if stale {
+            let _ = fs::remove_file(ent.path());
+        }
+    }
 }
 
 /// [`Fold::load`] through the snapshot: `None` when it does not apply (other options, a
