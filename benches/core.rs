@@ -128,8 +128,38 @@ fn peak_rss_kib_of(mut c: Command) -> (Duration, i64) {
     (t.elapsed(), -1)
 }
 
+/// Syncs `path` and the whole file system and waits a moment: nothing written before a
+/// measurement is still being written back during it.
+fn settle_disk(path: &Path) {
+    fs::File::open(path).unwrap().sync_all().unwrap();
+    let _ = Command::new("sync").status();
+    std::thread::sleep(Duration::from_secs(2));
+}
+
+type Side<'a, M> = (M, &'a [u8], &'a mut dyn FnMut(usize));
+
+/// Medians of two commands run in turns (`a` then `b`, `runs` times each), each run after
+/// its untimed `prep`.
+fn time_in_turns<A: FnMut() -> Command, B: FnMut() -> Command>(
+    (mut make_a, in_a, prep_a): Side<'_, A>,
+    (mut make_b, in_b, prep_b): Side<'_, B>,
+    runs: usize,
+) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for i in 0..runs {
+        ta.push(time_stdin_prep(&mut make_a, in_a, 1, |_| prep_a(i)));
+        tb.push(time_stdin_prep(&mut make_b, in_b, 1, |_| prep_b(i)));
+    }
+    (median(ta), median(tb))
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::var_os("WALJ_BENCH_SINK").is_some() {
+        // The baseline of issue 14: a Rust binary that only reads its stdin.
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
         return;
     }
     let runs: usize = std::env::var("WALJ_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
@@ -160,18 +190,30 @@ fn main() {
         ms(w_post), ms(py), ms(py) / ms(w_post)
     ));
 
-    // 2. Append at N entries vs empty (the same hook, journal swapped in).
+    // 2. Append at N entries vs empty. Two projects, one journal each, timed in turns (one
+    // run on the big journal, one on the small): a slower or busier stretch of the machine
+    // weighs on both sides alike. The big journal is written and synced, and the disk left a
+    // moment to finish writing it back, before anything is timed: the first runs otherwise
+    // wait on the writeback of its hundreds of MB (that made this row read 1.45x once).
     let walj_dir = root.join(".walj");
     let journal = walj_dir.join("journal.jsonl");
+    let (_d_small, small_root) = project();
+    let small_file = small_root.join("src/lib.rs");
+    let small_pre = edit_payload(&small_root, "PreToolUse", 0);
+    let _ = time_stdin(walj_hook(&small_root), &small_pre, 3);
     fs::remove_file(&journal).ok();
-    let empty = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(3 * runs + i));
     let t = Instant::now();
     big_journal(&journal, entries);
     let generated = t.elapsed();
+    settle_disk(&journal);
     let size = fs::metadata(&journal).unwrap().len();
-    let full = time_stdin_prep(walj_hook(&root), &pre, runs, |i| touch(4 * runs + i));
+    let (full, empty) = time_in_turns(
+        (walj_hook(&root), &pre, &mut |i| touch(3 * runs + i)),
+        (walj_hook(&small_root), &small_pre, &mut |i| fs::write(&small_file, format!("{base}// small {i}\n")).unwrap()),
+        runs,
+    );
     out.push_str(&format!(
-        "| hook append at {entries} entries ({} MB journal) vs empty | {:.2} ms vs {:.2} ms | | {:.2}× | ≤ 1.2× |\n",
+        "| hook append at {entries} entries ({} MB journal) vs empty, in turns | {:.2} ms vs {:.2} ms | | {:.2}× | ≤ 1.2× |\n",
         size / 1_000_000,
         ms(full),
         ms(empty),
@@ -233,6 +275,28 @@ fn main() {
         "| recover peak memory on {entries} entries ({} MB journal) | {} MiB | {} MiB | | follows unresolved entries |\n",
         size / 1_000_000, walj_rss / 1024, py_rss / 1024
     ));
+    // The budget of issue 14: recover once a snapshot exists and 100 lines were appended.
+    let tail: Vec<Record> = (0..100)
+        .map(|i| {
+            let mut r = Record::new(op::INTENT, "bench-tail-session");
+            r.id = format!("toolu_tail_{i}");
+            r.tool = Some("Edit".into());
+            r.event = "file_modified".into();
+            r.path = format!("src/tail_{i}.rs");
+            r
+        })
+        .collect();
+    JournalWriter::new(&journal).append_all(&tail).unwrap();
+    let mut tail_times = Vec::new();
+    for _ in 0..5 {
+        let mut c = Command::new(walj_bin());
+        c.args(["recover", "--project"]).arg(&root).env_remove("CLAUDE_PROJECT_DIR");
+        tail_times.push(peak_rss_kib_of(c).0);
+    }
+    out.push_str(&format!(
+        "| recover on {entries} entries, snapshot + 100 lines appended (median of 5) | {:.0} ms | | | ≤ 50 ms |\n",
+        ms(median(tail_times))
+    ));
     // Memory follows unresolved entries: a journal 1/10 the size, same 20 unresolved.
     big_journal(&journal, entries / 10);
     let mut c = Command::new(walj_bin());
@@ -243,9 +307,99 @@ fn main() {
         entries / 10,
         small_rss / 1024
     ));
+    issue14(&mut out, runs);
     out.push_str(&format!("\n(journal of {entries} entries generated in {:.1} s)\n", generated.as_secs_f64()));
     println!("{out}");
     let target = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target"));
     let _ = fs::create_dir_all(&target);
     let _ = fs::write(target.join("bench-core.md"), &out);
+}
+
+fn hook_payload(root: &Path, session: &str, event: &str) -> Vec<u8> {
+    serde_json::json!({
+        "session_id": session,
+        "transcript_path": root.join("no-transcript.jsonl"),
+        "cwd": root,
+        "hook_event_name": event,
+        "source": "startup",
+        "stop_hook_active": false,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Issue 14's rows: a file hook against a Rust binary that only reads the same stdin;
+/// SessionStart and Stop on a 150,000-line journal against a small one (in turns); `recover`
+/// on 1M entries after a fold snapshot exists and 100 lines were appended.
+fn issue14(out: &mut String, runs: usize) {
+    out.push_str("\n| issue 14 | walj | baseline | ratio | budget |\n|---|---|---|---|---|\n");
+    // File hook with a new 10 KB pre-image vs an empty Rust binary reading the same payload.
+    let (_d, root) = project();
+    let file = root.join("src/lib.rs");
+    let base = fs::read_to_string(&file).unwrap();
+    let pre = edit_payload(&root, "PreToolUse", 0);
+    let sink = || {
+        let mut c = Command::new(std::env::current_exe().unwrap());
+        c.env("WALJ_BENCH_SINK", "1");
+        c
+    };
+    let (hook, empty) = time_in_turns(
+        (walj_hook(&root), &pre, &mut |i| fs::write(&file, format!("{base}// sink {i}\n")).unwrap()),
+        (sink, &pre, &mut |_| {}),
+        runs,
+    );
+    out.push_str(&format!(
+        "| file hook, new 10 KB image, vs a Rust binary reading the same stdin | {:.2} ms | {:.2} ms | {:.2}× | ≤ 1.6× |\n",
+        ms(hook),
+        ms(empty),
+        ms(hook) / ms(empty)
+    ));
+
+    // SessionStart and Stop: 150k lines vs a small journal of 150 lines.
+    let lines: usize = std::env::var("WALJ_BENCH_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(150_000);
+    let (_dl, large) = project();
+    let (_ds, small) = project();
+    for (root, n) in [(&large, lines), (&small, 150)] {
+        fs::create_dir_all(root.join(".walj")).unwrap();
+        big_journal(&root.join(".walj/journal.jsonl"), n);
+    }
+    let large_journal = large.join(".walj/journal.jsonl");
+    settle_disk(&large_journal);
+    let mb = fs::metadata(&large_journal).unwrap().len() as f64 / 1e6;
+    let start_l = hook_payload(&large, "bench-stop-session", "SessionStart");
+    let start_s = hook_payload(&small, "bench-stop-session", "SessionStart");
+    // The first SessionStart on the large journal has no snapshot yet: a full fold.
+    let first = time_stdin(walj_hook(&large), &start_l, 1);
+    let _ = time_stdin(walj_hook(&small), &start_s, 1);
+    let (sl, ss) = time_in_turns(
+        (walj_hook(&large), &start_l, &mut |_| {}),
+        (walj_hook(&small), &start_s, &mut |_| {}),
+        runs.min(100),
+    );
+    out.push_str(&format!(
+        "| SessionStart, {lines}-line ({mb:.0} MB) journal vs 150 lines, in turns (first on the large one: {:.1} ms) | {:.2} ms | {:.2} ms | {:.2}× | ≤ 3× |\n",
+        ms(first), ms(sl), ms(ss), ms(sl) / ms(ss)
+    ));
+    // Stop after a turn that edited one file (its Pre and Post run untimed before each Stop).
+    let stop_l = hook_payload(&large, "bench-stop-session", "Stop");
+    let stop_s = hook_payload(&small, "bench-stop-session", "Stop");
+    let turn = |root: &Path, i: usize| {
+        let f = root.join("src/lib.rs");
+        let text = fs::read_to_string(&f).unwrap();
+        let mut p: serde_json::Value = serde_json::from_slice(&edit_payload(root, "PreToolUse", i)).unwrap();
+        p["session_id"] = "bench-stop-session".into();
+        let _ = time_stdin(walj_hook(root), p.to_string().as_bytes(), 1);
+        fs::write(&f, format!("{text}// turn {i}\n")).unwrap();
+        p["hook_event_name"] = "PostToolUse".into();
+        let _ = time_stdin(walj_hook(root), p.to_string().as_bytes(), 1);
+    };
+    let (tl, ts) = time_in_turns(
+        (walj_hook(&large), &stop_l, &mut |i| turn(&large, i)),
+        (walj_hook(&small), &stop_s, &mut |i| turn(&small, i)),
+        runs.min(100),
+    );
+    out.push_str(&format!(
+        "| Stop after a one-file turn, {lines}-line journal vs 150 lines, in turns | {:.2} ms | {:.2} ms | {:.2}× | ≤ 3× |\n",
+        ms(tl), ms(ts), ms(tl) / ms(ts)
+    ));
 }

@@ -259,3 +259,171 @@ fn another_version_or_a_damaged_snapshot_is_not_used() {
     assert!(matches!(snapshot::check(&journal), Some(Unused::Damaged(_))));
     assert_eq!(view(&Fold::load(&journal, &FoldOptions::default()).unwrap()), view(&full(&journal)));
 }
+
+/// Issue 14 item 3: a Stop verifies its own session's entries from the fold snapshot and the
+/// lines after it, without reading the rest of the journal. Shown by a change only a full read
+/// would see: the line that settled this session's early entry is made unreadable in place
+/// (inside the snapshot's prefix). Reading the whole journal, the Stop would find the entry
+/// unverified and write a `persisted` record for it; through the snapshot it stays settled.
+#[test]
+fn a_stop_verifies_its_session_from_the_snapshot_not_the_whole_journal() {
+    let repo = common::Repo::new(&[("a.txt", "old\n")]);
+    repo.write("a.txt", "new\n");
+    let journal = repo.path(".walj/journal.jsonl");
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let me = "5e551011-0000-4000-8000-00000000000a";
+    let w = JournalWriter::new(&journal);
+    let mut r = Record::new(op::INTENT, me);
+    r.id = "toolu_01EarlyEdit".into();
+    r.tool = Some("Edit".into());
+    r.event = "file_modified".into();
+    r.path = "a.txt".into();
+    r.before = Some(Blob::Id(walj::store::blob_id(b"old\n")));
+    w.append(&r).unwrap();
+    r.op = op::APPLIED.into();
+    r.before = None;
+    r.after = Some(Blob::Id(walj::store::blob_id(b"new\n")));
+    w.append(&r).unwrap();
+    let settled_at = fs::metadata(&journal).unwrap().len();
+    r.op = op::PERSISTED.into();
+    r.persisted = true;
+    w.append(&r).unwrap();
+    // Another session's work: more than the 1 MB a fold reads before it writes a snapshot.
+    let mut bulk = Vec::new();
+    for i in 0..4000 {
+        let mut o = Record::new(op::INTENT, "0the0000-0000-4000-8000-00000000000b");
+        o.id = format!("toolu_01Other{i}");
+        o.tool = Some("Edit".into());
+        o.event = "file_modified".into();
+        o.path = format!("src/other_{i}.rs");
+        o.before = Some(Blob::Id(format!("{i:040x}")));
+        bulk.extend(o.to_line());
+        o.op = op::APPLIED.into();
+        o.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        bulk.extend(o.to_line());
+        o.op = op::PERSISTED.into();
+        o.persisted = true;
+        bulk.extend(o.to_line());
+    }
+    w.append_bytes(&bulk).unwrap();
+    assert!(fs::metadata(&journal).unwrap().len() > 1 << 20);
+    let out = common::walj_at(&repo.root).arg("recover").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot::check(&journal), None, "recover left a snapshot");
+
+    let mut b = fs::read(&journal).unwrap();
+    assert_eq!(b[settled_at as usize], b'{');
+    b[settled_at as usize] = b'#';
+    fs::write(&journal, &b).unwrap();
+    assert_eq!(snapshot::check(&journal), None, "an in-place edit of old lines is not seen");
+
+    let stop = serde_json::json!({
+        "session_id": me, "transcript_path": repo.path("no-transcript.jsonl"), "cwd": repo.root,
+        "hook_event_name": "Stop", "stop_hook_active": false,
+    });
+    common::hook_ok(&repo.root, &stop.to_string(), common::Parent::Test);
+    let (records, _) = common::journal_scan(&repo.root);
+    let verified_again = records.iter().filter(|r| r.op == op::PERSISTED && r.id == "toolu_01EarlyEdit").count();
+    assert_eq!(verified_again, 0, "the Stop read the journal's prefix instead of the snapshot");
+    // The full read does see the damaged line: the snapshot is what made the difference.
+    assert!(full(&journal).entries.iter().any(|e| e.id == "toolu_01EarlyEdit"));
+}
+
+/// A journal of more than 1 MB (a fold of it writes a snapshot) in a git repository.
+fn big_project() -> (common::Repo, std::path::PathBuf) {
+    let repo = common::Repo::new(&[("a.txt", "a\n")]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let journal = repo.path(".walj/journal.jsonl");
+    for i in 0..1200u32 {
+        append(&journal, &line(((i % 8) as u8, (i % 251) as u8, (i / 3 % 251) as u8, (i / 7 % 251) as u8)));
+    }
+    let mut bulk = Vec::new();
+    for i in 0..3000 {
+        let mut o = Record::new(op::INTENT, "b0000000-0000-4000-8000-00000000000b");
+        o.id = format!("toolu_01Bulk{i}");
+        o.tool = Some("Edit".into());
+        o.event = "file_modified".into();
+        o.path = format!("src/bulk_{i}.rs");
+        o.before = Some(Blob::Id(format!("{i:040x}")));
+        bulk.extend(o.to_line());
+        o.op = op::APPLIED.into();
+        o.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        bulk.extend(o.to_line());
+        if i % 10 != 0 {
+            o.op = op::PERSISTED.into();
+            o.persisted = true;
+            bulk.extend(o.to_line());
+        }
+    }
+    append(&journal, &bulk);
+    assert!(fs::metadata(&journal).unwrap().len() > 1 << 20);
+    (repo, journal)
+}
+
+/// Issue 14: `kill -9` of walj processes while they write the snapshot (a fold that read more
+/// than 1 MB writes one) never leaves a snapshot that folds differently from the journal,
+/// and the temp files of killed writers do not pile up. Iterations: WALJ_KILL_ITERATIONS
+/// (default 40, at most 150).
+#[test]
+fn kill_9_during_snapshot_writes_never_leaves_a_wrong_snapshot() {
+    let (repo, journal) = big_project();
+    let snap = repo.path(".walj/fold.snap");
+    let iterations: u64 =
+        std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(40).min(150);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut written = 0;
+    for i in 0..iterations {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        if i % 2 == 0 {
+            // No snapshot: the next fold reads everything and writes one.
+            let _ = fs::remove_file(&snap);
+        } else {
+            for k in 0..20u32 {
+                let k = (i as u32).wrapping_mul(31).wrapping_add(k);
+                append(&journal, &line(((k % 8) as u8, (k % 251) as u8, (k / 5 % 251) as u8, (k / 11 % 251) as u8)));
+            }
+        }
+        let mut child = std::process::Command::new(common::walj_bin())
+            .arg("recover")
+            .current_dir(&repo.root)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("WALJ_JOURNAL")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(seed % 250_000));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        if snapshot::check(&journal).is_none() {
+            written += 1;
+            assert_eq!(view(&cached(&journal)), view(&full(&journal)), "iteration {i}: snapshot + tail != full");
+        }
+    }
+    assert!(written > 0, "no run got as far as writing a snapshot: the loop tested nothing");
+    let temps = fs::read_dir(repo.path(".walj"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".fold.snap.tmp-"))
+        .count();
+    assert!(temps as u64 <= iterations, "{temps} temp files");
+}
+
+/// A temp file a killed writer left (older than a minute) is removed by the next writer.
+#[test]
+fn a_killed_writers_temp_file_is_swept_by_the_next_writer() {
+    let (repo, journal) = big_project();
+    let stale = repo.path(".walj/.fold.snap.tmp-4000001");
+    let fresh = repo.path(".walj/.fold.snap.tmp-4000002");
+    fs::write(&stale, b"cut short").unwrap();
+    fs::write(&fresh, b"being written").unwrap();
+    let st = std::process::Command::new("touch").args(["-d", "10 minutes ago"]).arg(&stale).status().unwrap();
+    assert!(st.success());
+    let out = common::walj_at(&repo.root).arg("recover").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot::check(&journal), None, "recover wrote a snapshot");
+    assert!(!stale.exists(), "the stale temp file is swept");
+    assert!(fresh.exists(), "a live writer's temp file is left alone");
+}

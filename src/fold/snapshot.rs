@@ -30,7 +30,7 @@ use super::{Fold, Scan};
 use crate::journal::{Problem, Source};
 
 /// The first line of a snapshot file; the version changes with the state's layout.
-const MAGIC: &str = "walj fold snapshot v1";
+const MAGIC: &str = "walj fold snapshot v2";
 
 /// A fold that read more than this past its snapshot (or from the start) writes a new one.
 pub const WRITE_AFTER: u64 = 1 << 20;
@@ -71,6 +71,9 @@ struct State {
     sessions: Vec<SessionInfo>,
     handoffs: Vec<Handoff>,
     records: u64,
+    /// Stored after the JSON, in binary ([`encode_settled`]): a long journal has one per
+    /// distinct path, and parsing them as JSON numbers was most of a load's time.
+    #[serde(skip)]
     settled: Vec<SettledPath>,
     outcome_first: Vec<String>,
     last_session: Option<usize>,
@@ -110,7 +113,11 @@ impl State {
             sessions: self.sessions,
             handoffs: self.handoffs,
             records: self.records,
-            settled: self.settled.into_iter().collect(),
+            settled: {
+                let mut m = super::DigestMap::with_capacity_and_hasher(self.settled.len(), Default::default());
+                m.extend(self.settled);
+                m
+            },
             outcome_first: self.outcome_first.into_iter().collect(),
             last_session: self.last_session,
             ..Fold::default()
@@ -170,7 +177,10 @@ pub enum Unused {
 fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
     let mut raw = Vec::new();
     match fs::File::open(snap) {
-        Ok(mut f) => f.read_to_end(&mut raw).map_err(|e| Unused::Damaged(e.to_string()))?,
+        Ok(mut f) => {
+            raw.reserve(f.metadata().map_or(0, |m| m.len() as usize));
+            f.read_to_end(&mut raw).map_err(|e| Unused::Damaged(e.to_string()))?
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Unused::Missing),
         Err(e) => return Err(Unused::Damaged(e.to_string())),
     };
@@ -195,8 +205,53 @@ fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
     if prefix_crc(file, h.offset).ok() != Some(h.prefix_crc) {
         return Err(Unused::Stale("the journal's bytes before the snapshot changed"));
     }
-    let state: State = serde_json::from_slice(body).map_err(|e| Unused::Damaged(format!("body: {e}")))?;
+    let (json, settled) = split_body(body).ok_or_else(|| Unused::Damaged("body layout".into()))?;
+    let mut state: State = serde_json::from_slice(json).map_err(|e| Unused::Damaged(format!("body: {e}")))?;
+    state.settled = decode_settled(settled).ok_or_else(|| Unused::Damaged("settled paths".into()))?;
     Ok((state, h.offset, h.lines))
+}
+
+/// Bytes per settled path: digest, line, which images are present, the two image digests.
+const SETTLED_BYTES: usize = 8 + 8 + 1 + 8 + 8;
+
+/// The body: `json length (u64 LE) | JSON state | settled paths`.
+fn split_body(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = body.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+    (len <= rest.len()).then(|| rest.split_at(len))
+}
+
+/// `count (u64 LE)`, then per path [`SETTLED_BYTES`] (all little-endian).
+fn encode_settled(settled: &[SettledPath], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(settled.len() as u64).to_le_bytes());
+    for &(key, (line, [a, b])) in settled {
+        out.extend_from_slice(&key.to_le_bytes());
+        out.extend_from_slice(&line.to_le_bytes());
+        out.push(u8::from(a.is_some()) | (u8::from(b.is_some()) << 1));
+        out.extend_from_slice(&a.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&b.unwrap_or(0).to_le_bytes());
+    }
+}
+
+/// The settled paths [`encode_settled`] wrote; `None` when the bytes do not fit the layout.
+fn decode_settled(bytes: &[u8]) -> Option<Vec<SettledPath>> {
+    let (count, rest) = bytes.split_first_chunk::<8>()?;
+    let count = usize::try_from(u64::from_le_bytes(*count)).ok()?;
+    if rest.len() != count.checked_mul(SETTLED_BYTES)? {
+        return None;
+    }
+    let u64_at = |c: &[u8], at: usize| c.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    rest.chunks_exact(SETTLED_BYTES)
+        .map(|c| {
+            let flags = c[16];
+            if flags > 3 {
+                return None;
+            }
+            let a = u64_at(c, 17)?;
+            let b = u64_at(c, 25)?;
+            Some((u64_at(c, 0)?, (u64_at(c, 8)?, [(flags & 1 != 0).then_some(a), (flags & 2 != 0).then_some(b)])))
+        })
+        .collect()
 }
 
 /// Why `journal`'s snapshot would not be used now (`None`: it would be).
@@ -211,7 +266,12 @@ pub fn check(journal: &Path) -> Option<Unused> {
 fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offset: u64, lines: u64) -> io::Result<()> {
     let meta = file.metadata()?;
     let (dev, ino) = identity(&meta);
-    let body = serde_json::to_vec(&State::of(scan, regions))?;
+    let state = State::of(scan, regions);
+    let json = serde_json::to_vec(&state)?;
+    let mut body = Vec::with_capacity(8 + json.len() + 8 + state.settled.len() * SETTLED_BYTES);
+    body.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    body.extend_from_slice(&json);
+    encode_settled(&state.settled, &mut body);
     let header = Header {
         dev,
         ino,
@@ -221,7 +281,8 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
         body_len: body.len() as u64,
         body_crc: crc32c::crc32c(&body),
     };
-    let tmp = snap.with_file_name(format!(".fold.snap.tmp-{}", std::process::id()));
+    let tmp = snap.with_file_name(format!("{TMP_PREFIX}{}", std::process::id()));
+    sweep_stale_temps(snap);
     let result = (|| {
         let mut f = crate::fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
         f.write_all(MAGIC.as_bytes())?;
@@ -236,6 +297,30 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Temp files of a snapshot being written: `<TMP_PREFIX><pid>`.
+const TMP_PREFIX: &str = ".fold.snap.tmp-";
+
+/// A writer killed between creating its temp file and the rename leaves it behind: removed
+/// by the next writer once older than a minute (a live writer finishes in well under that).
+fn sweep_stale_temps(snap: &Path) {
+    let Some(dir) = snap.parent() else { return };
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for ent in rd.flatten() {
+        if !ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+            continue;
+        }
+        let stale = ent
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(60));
+        if stale {
+            let _ = fs::remove_file(ent.path());
+        }
+    }
 }
 
 /// [`Fold::load`] through the snapshot: `None` when it does not apply (other options, a
