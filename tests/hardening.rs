@@ -392,3 +392,26 @@ fn a_store_failure_never_drops_the_record() {
     let v = repo.json(&["recover", "--json"]);
     assert_eq!(v["unresolved"], 0, "{v:#}");
 }
+
+/// Issue 13 item 8's leftover: a file a revert moved aside into `.walj/staging/` before
+/// deleting it, left there by a crash, goes at the next `walj compact` once older than the
+/// grace period: stored first, so its bytes stay reachable.
+#[test]
+fn compact_stores_then_sweeps_old_staging_files() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    Claude::new(&repo, "s-staging").start();
+    let staging = repo.root.join(".walj/staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let old = staging.join("gone.txt.walj-aside-1");
+    let fresh = staging.join("other.txt.walj-aside-2");
+    let bytes = b"the only copy of a deleted file\n";
+    std::fs::write(&old, bytes).unwrap();
+    std::fs::write(&fresh, b"a revert in progress").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options().append(true).open(&old).unwrap().set_modified(two_hours_ago).unwrap();
+    let v: Value = serde_json::from_str(&repo.ok(&["compact", "--json", "--yes"])).unwrap();
+    assert_eq!(v["temps_removed"], 1, "{v:#}");
+    assert!(!old.exists() && fresh.exists());
+    let id = walj::store::blob_id(bytes);
+    assert_eq!(walj::store::Store::new(repo.root.join(".walj/store")).get(&id).unwrap(), bytes);
+}

@@ -790,8 +790,34 @@ fn sweep(
         let _ = fsutil::sync_dir(store.dir());
     }
     let (temps, _) = store.sweep_temps(OBJECT_GRACE, dry_run).map_err(SessionError::io("sweeping", store.dir()))?;
-    rep.temps_removed = temps;
+    rep.temps_removed = temps + sweep_staging(project, &store, dry_run)?;
     Ok(())
+}
+
+/// Files a revert moved aside before deleting them (`.walj/staging/`, [`crate::triage`]'s
+/// place step) that a crash left there, older than the grace period: stored (their bytes
+/// normally are already), then removed. Never removed unless stored.
+fn sweep_staging(project: &Project, store: &Store, dry_run: bool) -> Result<u64, SessionError> {
+    let dir = project.dir.join("staging");
+    let Ok(rd) = fs::read_dir(&dir) else { return Ok(0) };
+    let now = SystemTime::now();
+    let mut removed = 0;
+    for ent in rd.flatten() {
+        let path = ent.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok()).unwrap_or_default();
+        if !meta.is_file() || age < OBJECT_GRACE {
+            continue;
+        }
+        removed += 1;
+        if dry_run {
+            continue;
+        }
+        let bytes = fs::read(&path).map_err(SessionError::io("reading", &path))?;
+        store.put(&bytes).map_err(|e| SessionError::io("storing", &path)(std::io::Error::other(e.to_string())))?;
+        fs::remove_file(&path).map_err(SessionError::io("removing", &path))?;
+    }
+    Ok(removed)
 }
 
 /// Temp files of an interrupted rewrite (this process's pid is never one of them).
