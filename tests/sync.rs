@@ -89,6 +89,7 @@ impl Machine {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("WALJ_PASSPHRASE")
             .env("LC_ALL", "C");
         if let Some(p) = &self.path_prefix {
             c.env("PATH", format!("{}:{}", p.display(), std::env::var("PATH").unwrap_or_default()));
@@ -308,12 +309,14 @@ fn the_first_plain_text_sync_names_the_remote_and_asks() {
     let w = World::new();
     let a = w.machine("laptop");
     a.demo();
-    // No terminal to ask on: the notice, then a refusal; nothing published.
+    // No terminal to ask on: refused in one line that names the remote and what would be
+    // published; nothing published.
     let (code, out, err) = a.walj(&["sync"]);
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(&format!("remote \"origin\" ({})", w.url)), "{err}");
     assert!(err.contains("prompts, Bash command lines"), "{err}");
-    assert!(err.contains("--yes"), "{err}");
+    assert!(err.contains("--yes") && err.contains("recipients"), "{err}");
     assert!(w.remote_refs().is_empty());
     // A dry run shows the notice and publishes nothing either.
     let r = a.sync_json(&["--dry-run"]);
@@ -760,4 +763,217 @@ fn an_object_missing_on_the_remote_is_reported_and_the_rest_syncs() {
     assert!(out.contains(&broken) && out.contains("fetch failed"), "{out}");
     assert!(err.contains("1 journal on origin could not be taken"), "{err}");
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encryption: [sync] recipients / passphrase (issue 18, privacy).
+
+/// The demo's crashed session.
+const DEMO_CRASHED: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+/// A prompt of the demo, and a line of one of its images: neither may be readable on the
+/// remote of an encrypted sync.
+const DEMO_PROMPT: &str = "Raise the retry count to 5";
+const DEMO_IMAGE_TEXT: &str = "\"retries\": 5";
+
+/// A new age key: (recipient, identity file).
+fn age_key(dir: &Path, name: &str) -> (String, PathBuf) {
+    use age::secrecy::ExposeSecret as _;
+    let id = age::x25519::Identity::generate();
+    let file = dir.join(format!("{name}.age-key"));
+    fs::write(&file, format!("{}\n", id.to_string().expose_secret())).unwrap();
+    (id.to_public().to_string(), file)
+}
+
+impl Machine {
+    fn config(&self, text: &str) {
+        fs::write(self.dir.join(".walj/config.toml"), text).unwrap();
+    }
+
+    /// A safe transcript copy for `session` (as the Stop hook makes them).
+    fn transcript_copy(&self, session: &str, lines: &[String]) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let project = walj::project::Project::at(self.dir.clone(), None);
+        walj::session::transcript::install(&project, session, None, text.as_bytes()).unwrap();
+    }
+}
+
+/// Every object of the remote, as text (`git cat-file --batch-all-objects`).
+fn remote_objects(w: &World) -> String {
+    git(&w.remote(), &["cat-file", "--batch-all-objects", "--batch", "--unordered"])
+}
+
+fn transcript_lines(cwd: &Path) -> Vec<String> {
+    vec![
+        serde_json::json!({"type": "user", "cwd": cwd, "sessionId": DEMO_CRASHED,
+            "message": {"role": "user", "content": "TRANSCRIPT-MARKER deploy with password=hunter2secret"}})
+        .to_string(),
+        serde_json::json!({"type": "assistant", "cwd": cwd, "sessionId": DEMO_CRASHED,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Deploying."}]}})
+        .to_string(),
+    ]
+}
+
+#[test]
+fn an_encrypted_sync_publishes_no_plain_text_and_machines_with_the_key_read_it() {
+    let w = World::new();
+    let (a, b, c) = (w.machine("laptop"), w.machine("desktop"), w.machine("stranger"));
+    let (key, identity) = age_key(&w.root, "team");
+    let sealed = |name: &str| {
+        format!("[sync]\nname = \"{name}\"\nrecipients = [\"{key}\"]\nidentity = \"{}\"\n", identity.display())
+    };
+    a.config(&sealed("laptop"));
+    b.config(&sealed("desktop"));
+    a.demo();
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+
+    // No question and no --yes: nothing leaves in plain text.
+    let r = a.sync_json(&[]);
+    assert_eq!(r["published"]["state"], "pushed", "{r:#}");
+    assert_eq!(r["published"]["encrypted"], "age", "{r:#}");
+    assert_eq!(r["published"]["transcripts"], 1, "{r:#}");
+    let everything = remote_objects(&w);
+    for plain in [DEMO_PROMPT, DEMO_IMAGE_TEXT, "TRANSCRIPT-MARKER", "hunter2secret", "toolu_01"] {
+        assert!(!everything.contains(plain), "{plain:?} is readable on the remote");
+    }
+    let head = w.remote_refs()[0].1.clone();
+    let tree = git(&w.remote(), &["ls-tree", "-r", "--name-only", &head]);
+    for rec in common::journal_records(&a.dir) {
+        for blob in [&rec.before, &rec.after].into_iter().flatten() {
+            if let Some(id) = blob.id() {
+                assert!(!tree.contains(&id[2..]), "the image id {id} names a tree entry:\n{tree}");
+            }
+        }
+    }
+    assert!(tree.lines().any(|l| l == "key.age"), "{tree}");
+    let manifest: Value = serde_json::from_str(&git(&w.remote(), &["show", &format!("{head}:manifest.json")])).unwrap();
+    assert_eq!(manifest["format"], 2);
+    assert!(manifest["encryption"]["key"].as_str().unwrap().starts_with("age1"), "{manifest:#}");
+    assert_eq!(manifest["encryption"]["recipients"][0], key.as_str());
+
+    // A machine with the key reads everything: the journal byte for byte, the images, the
+    // transcript (its secret redacted before it left).
+    let r = b.sync_json(&[]);
+    assert_eq!(r["journals"][0]["verdict"], "new", "{r:#}");
+    let copy = b.copy_of(&a);
+    assert_eq!(fs::read(copy.join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+    assert!(b.ok(&["diff", "01EditCfg", "--applied"]).contains(DEMO_IMAGE_TEXT));
+    let remote_project = copy_project(&copy);
+    let t = walj::session::transcript::read_copy(&remote_project, DEMO_CRASHED).unwrap().unwrap();
+    let t = String::from_utf8(t).unwrap();
+    assert!(t.contains("TRANSCRIPT-MARKER") && !t.contains("hunter2secret"), "{t}");
+    assert!(b.ok(&["recover"]).contains("machine laptop"));
+
+    // A machine without the key: the journal is locked (reported, exit 1), nothing written.
+    let (code, out, err) = c.walj(&["sync", "--yes"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("laptop") && out.contains("locked") && out.contains("[sync] identity"), "{out}");
+    assert!(!c.copy_of(&a).exists());
+
+    // The opened key is kept: later syncs need no identity file.
+    a.append(&(0..10).map(|i| line(i, OTHER_SESSION)).collect::<Vec<_>>());
+    let r = a.sync_json(&[]);
+    assert_eq!(
+        (r["published"]["state"].as_str(), r["published"]["new_epoch"].as_bool()),
+        (Some("pushed"), Some(false))
+    );
+    b.config(&format!("[sync]\nname = \"desktop\"\nrecipients = [\"{key}\"]\n"));
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
+    assert_eq!(fs::read(copy.join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[test]
+fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.config("[sync]\nname = \"laptop\"\npassphrase = true\n");
+    b.config("[sync]\nname = \"desktop\"\npassphrase = true\n");
+    a.demo();
+    // No passphrase and no terminal: one line, nothing published.
+    let (code, out, err) = a.walj(&["sync"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("WALJ_PASSPHRASE"), "{err}");
+    assert!(w.remote_refs().is_empty());
+    let ok = a.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(!remote_objects(&w).contains(DEMO_PROMPT));
+    // The key is sealed once: the next sync needs no passphrase.
+    a.append(&[line(0, OTHER_SESSION)]);
+    assert_eq!(a.sync_json(&[])["published"]["state"], "pushed");
+
+    // The reader: without the passphrase, or with a wrong one, the journal is locked.
+    let (code, out, _) = b.walj(&["sync"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("locked") && out.contains("WALJ_PASSPHRASE"), "{out}");
+    let wrong = b.cmd(&["sync"]).env("WALJ_PASSPHRASE", "battery staple").output().unwrap();
+    let (code, out, _) = outcome(&wrong);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("wrong passphrase"), "{out}");
+    assert!(!b.copy_of(&a).exists());
+    let right = b.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    assert!(right.status.success(), "{}", String::from_utf8_lossy(&right.stderr));
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+    // Opened once: new lines arrive without the passphrase.
+    a.append(&[line(1, OTHER_SESSION)]);
+    a.ok(&["sync"]);
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[test]
+fn turning_encryption_on_publishes_a_new_epoch_without_the_plain_history() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    let (key, identity) = age_key(&w.root, "team");
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.config(&format!("[sync]\nname = \"desktop\"\nidentity = \"{}\"\n", identity.display()));
+    b.ok(&["sync", "--yes"]);
+    a.config(&format!("[sync]\nname = \"laptop\"\nrecipients = [\"{key}\"]\n"));
+    let r = a.sync_json(&[]);
+    assert_eq!(
+        (r["published"]["new_epoch"].as_bool(), r["published"]["encrypted"].as_str()),
+        (Some(true), Some("age"))
+    );
+    // What the remote's ref reaches holds no plain text any more.
+    let head = w.remote_refs()[0].1.clone();
+    let reachable = git(&w.remote(), &["rev-list", "--objects", &head]);
+    let ids: Vec<&str> = reachable.lines().filter_map(|l| l.split(' ').next()).collect();
+    for id in ids {
+        let obj = git(&w.remote(), &["cat-file", "-p", id]);
+        assert!(!obj.contains(DEMO_PROMPT) && !obj.contains(DEMO_IMAGE_TEXT), "{id} is plain:\n{obj}");
+    }
+    let r = b.sync_json(&[]);
+    assert_eq!(r["journals"][0]["verdict"], "new_epoch", "{r:#}");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[test]
+fn transcripts_are_published_in_plain_text_only_when_asked_and_never_with_secrets() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+    let r = a.sync_json(&["--yes"]);
+    assert!(r["published"]["transcripts"].is_null(), "{r:#}");
+    assert!(!remote_objects(&w).contains("TRANSCRIPT-MARKER"));
+    a.config("[sync]\nname = \"laptop\"\ntranscripts = true\n");
+    let r = a.sync_json(&["--remote", "origin"]);
+    assert_eq!(r["published"]["transcripts"], 1, "{r:#}");
+    let everything = remote_objects(&w);
+    assert!(everything.contains("TRANSCRIPT-MARKER"), "the opted-in transcript is not published");
+    assert!(!everything.contains("hunter2secret"), "a secret left in a transcript");
+    b.ok(&["sync", "--yes"]);
+    let remote_project = copy_project(&b.copy_of(&a));
+    let t = walj::session::transcript::read_copy(&remote_project, DEMO_CRASHED).unwrap().unwrap();
+    assert!(String::from_utf8(t).unwrap().contains("TRANSCRIPT-MARKER"));
+    let c = w.machine("third");
+    c.config("[sync]\ntranscripts = true\n");
+    let r = c.sync_json(&["--dry-run"]);
+    assert!(r["notice"].as_str().unwrap().contains("transcripts of Claude Code sessions"), "{r:#}");
+}
+
+/// The folder of another journal's copy as a project (its transcripts are under it).
+fn copy_project(copy: &Path) -> walj::project::Project {
+    walj::project::Project { root: copy.to_path_buf(), dir: copy.to_path_buf(), journal: copy.join("journal.jsonl") }
 }

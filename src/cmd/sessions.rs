@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use age::secrecy::SecretString;
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::crypt::Secret;
 use crate::fold::{CommandStatus, SessionStatus, short_id};
 use crate::present::human_ts;
 use crate::procinfo;
@@ -102,9 +102,9 @@ pub fn confirm(question: &str) -> io::Result<bool> {
 }
 
 /// `WALJ_PASSPHRASE`, else a hidden prompt on a terminal (twice when `twice`), else `None`.
-fn passphrase(twice: bool) -> anyhow::Result<Option<SecretString>> {
+pub(crate) fn passphrase(twice: bool) -> anyhow::Result<Option<Secret>> {
     if let Some(p) = std::env::var_os("WALJ_PASSPHRASE").filter(|p| !p.is_empty()) {
-        return Ok(Some(SecretString::from(p.to_string_lossy().into_owned())));
+        return Ok(Some(Secret::from(p.to_string_lossy().into_owned())));
     }
     if !io::stdin().is_terminal() || !io::stderr().is_terminal() {
         return Ok(None);
@@ -116,7 +116,7 @@ fn passphrase(twice: bool) -> anyhow::Result<Option<SecretString>> {
     if twice && read_hidden("Passphrase again: ")? != first {
         bail!("the passphrases differ; nothing was done");
     }
-    Ok(Some(SecretString::from(first)))
+    Ok(Some(Secret::from(first)))
 }
 
 /// Reads a line from the terminal without echo.
@@ -656,11 +656,7 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
         eprintln!("walj: warning: {w}");
     }
     let size = bundle::write(output, &contents, &protection)?;
-    let how = match protection {
-        Protection::None => "not encrypted",
-        Protection::Passphrase(_) => "encrypted with a passphrase",
-        Protection::Recipients(_) => "encrypted to age recipients",
-    };
+    let how = protection.describe();
     println!(
         "exported session {}: {} records, {} objects, transcript {} → {} ({}, {how})",
         state.info.sid,

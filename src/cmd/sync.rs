@@ -28,18 +28,30 @@ pub struct SyncArgs {
     pub yes: bool,
 }
 
-/// Shows the plain-text notice and asks on a terminal; elsewhere says it and answers no.
-fn ask(notice: &str) -> bool {
-    eprintln!("{notice}");
+/// Shows the plain-text notice and asks on a terminal; `None` (nothing shown) elsewhere.
+fn ask(notice: &str) -> Option<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return false;
+        return None;
     }
-    super::sessions::confirm("Publish?").unwrap_or(false)
+    eprintln!("{notice}");
+    Some(super::sessions::confirm("Publish?").unwrap_or(false))
+}
+
+/// The sync passphrase: `WALJ_PASSPHRASE`, else asked on a terminal.
+fn passphrase() -> Option<crate::crypt::Secret> {
+    match super::sessions::passphrase(false) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("walj: {e}");
+            None
+        }
+    }
 }
 
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     let opts = SyncOptions { remote: args.remote.clone(), dry_run: args.dry_run || args.status, yes: args.yes };
-    let report = crate::sync::sync(project, &opts, &mut ask)?;
+    let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
+    let report = crate::sync::sync(project, &opts, prompts)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
@@ -48,8 +60,11 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     } else {
         write!(out, "{}", sync_text(&report))?;
     }
-    let bad: Vec<_> =
-        report.journals.iter().filter(|j| matches!(j.verdict, Verdict::Refused | Verdict::FetchFailed)).collect();
+    let bad: Vec<_> = report
+        .journals
+        .iter()
+        .filter(|j| matches!(j.verdict, Verdict::Refused | Verdict::FetchFailed | Verdict::Locked))
+        .collect();
     if !bad.is_empty() {
         drop(out);
         eprintln!(
@@ -109,14 +124,22 @@ fn sync_text(r: &SyncReport) -> String {
         PublishState::Nothing => "no journal yet: nothing to publish".to_string(),
         PublishState::UpToDate => "up to date".to_string(),
         PublishState::Pushed | PublishState::WouldPush => format!(
-            "{verb} {} segment{} ({} of journal), {} new image{}{}",
+            "{verb} {} segment{} ({} of journal), {} new image{}{}{}",
             p.segments_written,
             if p.segments_written == 1 { "" } else { "s" },
             kib(p.bytes_written),
             p.images_added,
             if p.images_added == 1 { "" } else { "s" },
+            match p.transcripts {
+                Some(n) => format!(", {n} transcript{}", if n == 1 { "" } else { "s" }),
+                None => String::new(),
+            },
             if p.new_epoch { format!(" · journal rewritten: new epoch {}", p.epoch) } else { String::new() }
         ),
+    };
+    let mine = match &p.encrypted {
+        Some(_) if p.state != PublishState::Nothing => format!("{mine}, encrypted"),
+        _ => mine,
     };
     s.push_str(&format!("walj sync{} via {} ({})\n", if r.dry_run { " --dry-run" } else { "" }, r.remote, r.url));
     s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));

@@ -20,7 +20,9 @@ pub mod manifest;
 pub mod publish;
 pub mod remotes;
 pub mod run;
+pub mod seal;
 pub mod show;
+pub mod transcripts;
 pub mod transport;
 
 use std::io;
@@ -45,8 +47,10 @@ pub const PENDING: &str = "refs/walj/pending/";
 /// sync began (the `git push` child outlives a killed walj), and its commit is still ours.
 pub const SENT: &str = "refs/walj/sent/";
 
-/// The published format (`manifest.format`).
+/// The published format (`manifest.format`): 1 in plain text, 2 when sealed (encrypted
+/// objects; a walj that reads only 1 refuses it rather than show ciphertext).
 pub const FORMAT: u32 = 1;
+pub const FORMAT_SEALED: u32 = 2;
 
 /// The files of `walj sync` in one checkout.
 #[derive(Debug, Clone)]
@@ -61,6 +65,10 @@ pub struct Paths {
     pub lock: PathBuf,
     /// `.walj/sync/consent`: remote URLs the user agreed to publish to in plain text.
     pub consent: PathBuf,
+    /// `.walj/sync/key`: this journal's data key (encrypted syncs).
+    pub key: PathBuf,
+    /// `.walj/sync/keys/<id>`: other journals' data keys, once opened.
+    pub keys: PathBuf,
     /// `.walj/remotes`: other journals, one folder per id.
     pub remotes: PathBuf,
     /// `.walj/store`
@@ -75,6 +83,8 @@ impl Paths {
             id: dir.join("id"),
             lock: dir.join("lock"),
             consent: dir.join("consent"),
+            key: dir.join("key"),
+            keys: dir.join("keys"),
             remotes: project.dir.join("remotes"),
             store: project.store_dir(),
             dir,
