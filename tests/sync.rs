@@ -341,18 +341,23 @@ fn never_capture_paths_name_no_published_image() {
     let store = walj::store::Store::new(a.dir.join(".walj/store"));
     let secret = store.put(b"TOKEN=hunter2\n").unwrap();
     let open = store.put(b"fine\n").unwrap();
+    // And an image of an ordinary file that holds a token: secrets are never synced either.
+    let token = store.put(b"const KEY: &str = \"sk-ant-api03-abcdefghijklmnopqrstuvwxyz\";\n").unwrap();
     let mk = |path: &str, id: &str| {
         checked(format!(
             r#"{{"v":2,"sid":"5e55a0","ts":"2026-11-29T07:00:00.000Z","event":"file_modified","path":"{path}","persisted":false,"op":"applied","id":"toolu_{path}","session":"5e55a0b1-0000-4000-8000-000000000001","tool":"Edit","after":"{id}"}}"#
         ))
     };
-    a.append(&[mk("deploy/secrets.env", &secret), mk("src/ok.rs", &open)]);
+    a.append(&[mk("deploy/secrets.env", &secret), mk("src/ok.rs", &open), mk("src/key.rs", &token)]);
     fs::write(a.dir.join(".walj/config.toml"), "[capture]\nnever = [\"*.env\"]\n[sync]\nname = \"laptop\"\n").unwrap();
-    a.ok(&["sync", "--yes"]);
+    let r = a.sync_json(&["--yes"]);
+    assert_eq!(r["published"]["images_withheld"], 1, "{r:#}");
     let head = &w.remote_refs()[0].1;
     let tree = git(&w.remote(), &["ls-tree", "-r", "--name-only", head]);
     assert!(tree.contains(&format!("objects/{}/{}", &open[..2], &open[2..])), "{tree}");
     assert!(!tree.contains(&secret[2..]), "{tree}");
+    assert!(!tree.contains(&token[2..]), "{tree}");
+    assert!(!remote_objects(&w).contains("sk-ant-api03"));
 }
 
 /// A forged or rewritten ref is refused and reported, the last accepted copy stays, and the

@@ -137,6 +137,10 @@ fn sync_text(r: &SyncReport) -> String {
             if p.new_epoch { format!(" · journal rewritten: new epoch {}", p.epoch) } else { String::new() }
         ),
     };
+    let mine = match p.images_withheld {
+        0 => mine,
+        n => format!("{mine} ({n} image{} holding secret-looking text kept here)", if n == 1 { "" } else { "s" }),
+    };
     let mine = match &p.encrypted {
         Some(_) if p.state != PublishState::Nothing => format!("{mine}, encrypted"),
         _ => mine,

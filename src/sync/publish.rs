@@ -77,6 +77,10 @@ pub struct Built {
     pub bytes_written: u64,
     /// Images newly named by the tree.
     pub images_added: usize,
+    /// Transcript bytes in the segments written.
+    pub transcript_bytes: u64,
+    /// Images left out because they hold secret-looking text (`crate::secrets`).
+    pub images_withheld: usize,
 }
 
 /// What [`build`] needs.
@@ -325,6 +329,8 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
         segments_written,
         bytes_written,
         images_added,
+        images_withheld: 0,
+        transcript_bytes: 0,
     };
     if let Some((_, m)) = &incremental
         && m.same_content(&manifest)
@@ -341,6 +347,7 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     let mut images: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
     let mut added = 0;
+    let mut withheld = 0;
     for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         if let Some(m) = never
             && let Ok(view) = crate::journal::view::classify(0, line)
@@ -366,6 +373,11 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
                 continue;
             }
             let Ok(bytes) = store.get(id) else { continue };
+            // Secrets are never synced: an image with secret-looking text stays here.
+            if !crate::secrets::findings(&bytes).is_empty() {
+                withheld += 1;
+                continue;
+            }
             let oid = match seal {
                 // Encrypted into walj's repository: the store's plain object is never pushed.
                 Some(s) => repo.blob(&s.encrypt(&bytes)?)?,
@@ -431,7 +443,10 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     );
     let oid = repo.commit(None, &sig, &sig, &msg, &tree, &parents)?;
     let tr_written = tr.as_ref().map_or(0, |t| t.bytes_written);
-    Ok(built(Some(oid), false, segs.len() as u64, buf.len() as u64 + tr_written, added))
+    let mut b = built(Some(oid), false, segs.len() as u64, buf.len() as u64, added);
+    b.images_withheld = withheld;
+    b.transcript_bytes = tr_written;
+    Ok(b)
 }
 
 #[cfg(test)]

@@ -79,6 +79,10 @@ pub struct Published {
     pub segments_written: u64,
     pub bytes_written: u64,
     pub images_added: usize,
+    /// Images left out because they hold secret-looking text.
+    pub images_withheld: usize,
+    /// Transcript bytes in the segments written.
+    pub transcript_bytes_written: u64,
     /// `age` when what was published is encrypted, else null.
     pub encrypted: Option<String>,
     /// Transcripts published (null: transcripts are not synced).
@@ -382,6 +386,8 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
             segments_written: built.segments_written,
             bytes_written: built.bytes_written,
             images_added: built.images_added,
+            images_withheld: built.images_withheld,
+            transcript_bytes_written: built.transcript_bytes,
             encrypted: m.encryption.as_ref().map(|e| e.scheme.clone()),
             transcripts: transcripts.then_some(m.transcripts.len()),
         },
