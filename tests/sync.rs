@@ -982,3 +982,47 @@ fn transcripts_are_published_in_plain_text_only_when_asked_and_never_with_secret
 fn copy_project(copy: &Path) -> walj::project::Project {
     walj::project::Project { root: copy.to_path_buf(), dir: copy.to_path_buf(), journal: copy.join("journal.jsonl") }
 }
+
+/// `walj sessions resume` of another machine's session without a synced transcript still
+/// records the brief here; with one, a different transcript already in Claude Code's folder is
+/// never overwritten without --force.
+#[test]
+fn resuming_another_machines_session_writes_its_transcript_or_says_why_not() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("This session ran on another machine (laptop"), "{out}");
+    assert!(err.contains("no transcript of session 8f14e4 came from laptop"), "{err}");
+    let handoffs: Vec<_> =
+        common::journal_records(&b.dir).into_iter().filter(|r| r.op() == walj::journal::op::HANDOFF).collect();
+    assert_eq!(handoffs.len(), 1);
+    assert_eq!(handoffs[0].session_key(), DEMO_CRASHED);
+
+    // With a transcript: written under B's HOME, once; another conversation there is kept.
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+    a.config("[sync]\nname = \"laptop\"\ntranscripts = true\n");
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    let dest = b.home.join(".claude/projects").join(walj::claude::paths::encode_dir(&b.dir));
+    let file = dest.join(format!("{DEMO_CRASHED}.jsonl"));
+    fs::create_dir_all(&dest).unwrap();
+    fs::write(&file, "{\"other\":\"conversation\"}\n").unwrap();
+    let (code, _, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds another conversation") && err.contains("--force"), "{err}");
+    assert_eq!(fs::read_to_string(&file).unwrap(), "{\"other\":\"conversation\"}\n");
+    b.ok(&["sessions", "resume", "8f14", "--force"]);
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(text.contains("TRANSCRIPT-MARKER"), "{text}");
+    assert!(text.contains(&b.dir.display().to_string()) && !text.contains(&a.dir.display().to_string()), "{text}");
+    let backups: Vec<_> =
+        fs::read_dir(&dest).unwrap().flatten().filter(|e| e.path().to_string_lossy().ends_with(".bak")).collect();
+    assert_eq!(backups.len(), 1);
+    // Again: already there, nothing to do.
+    let (_, _, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert!(err.contains("present"), "{err}");
+}

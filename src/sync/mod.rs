@@ -19,6 +19,7 @@ pub mod identity;
 pub mod manifest;
 pub mod publish;
 pub mod remotes;
+pub mod resume;
 pub mod run;
 pub mod seal;
 pub mod show;
