@@ -1026,3 +1026,104 @@ fn resuming_another_machines_session_writes_its_transcript_or_says_why_not() {
     let (_, _, err) = b.walj(&["sessions", "resume", "8f14"]);
     assert!(err.contains("present"), "{err}");
 }
+
+/// The `status` of entry `id` in `walj log --json` (this checkout's, or `machine`'s).
+fn log_status(m: &Machine, id: &str, machine: Option<&str>) -> String {
+    let log: Value = serde_json::from_str(&m.ok(&["log", "--json", "--all"])).unwrap();
+    let e = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == id && e["machine"].as_str() == machine)
+        .unwrap_or_else(|| panic!("no entry {id} ({machine:?}) in {log:#}"));
+    e["status"].as_str().unwrap().to_string()
+}
+
+/// The SessionStart hook's stdout in checkout `m`.
+fn session_start(m: &Machine, session: &str) -> String {
+    let payload = serde_json::json!({
+        "hook_event_name": "SessionStart", "session_id": session,
+        "cwd": m.dir, "source": "startup", "transcript_path": m.home.join("t.jsonl"),
+    });
+    let mut hook = m.cmd(&["hook"]);
+    hook.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = hook.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+}
+
+/// `mark --done` and `handoff` on the laptop's entries, run on the desktop, travel back with
+/// the syncs: both sides agree, and the laptop's own decision wins where both decided.
+#[test]
+fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+    let unresolved = |m: &Machine| -> Value { serde_json::from_str(&m.ok(&["recover", "--json"])).unwrap() };
+    assert_eq!(unresolved(&b)["machines"][0]["unresolved"], 6);
+
+    // On the desktop: one entry done, one handed back, one the laptop also decides about.
+    let out = b.ok(&["mark", "01EditCfg", "--done"]);
+    assert!(out.contains("of laptop done here"), "{out}");
+    let out = b.ok(&["handoff", "01WriteDoc"]);
+    assert!(out.contains("made on another machine (laptop"), "{out}");
+    b.ok(&["mark", "01EditItems", "--done"]);
+    // Shown at once on the desktop; this checkout's own count is unchanged.
+    let v = unresolved(&b);
+    assert_eq!((v["unresolved"].as_u64(), v["machines"][0]["unresolved"].as_u64()), (Some(0), Some(3)), "{v:#}");
+    assert_eq!(log_status(&b, "toolu_01EditCfg", Some("laptop")), "done");
+    assert_eq!(log_status(&b, "toolu_01WriteDoc", Some("laptop")), "handed_back");
+    // Acting twice is refused; unknown ids still say so.
+    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("already done"), "{err}");
+    let (code, _, err) = b.walj(&["mark", "nosuchid", "--done"]);
+    assert_eq!(code, 1, "{err}");
+    // The desktop's brief goes to Claude on the desktop, at its next session start.
+    let note = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000d1");
+    assert!(note.contains("made on another machine (laptop") && note.contains("docs/generated-index.md"), "{note}");
+
+    // Meanwhile the laptop decides about 01EditItems itself: its decision stands.
+    a.ok(&["mark", "01EditItems", "--done"]);
+    let laptop_action = common::journal_records(&a.dir)
+        .into_iter()
+        .rev()
+        .find(|r| r.id == "toolu_01EditItems" && r.op() == walj::journal::op::RESOLVED)
+        .unwrap()
+        .action
+        .unwrap();
+
+    b.ok(&["sync"]);
+    let r = a.sync_json(&[]);
+    assert_eq!(r["imported"], 2, "{r:#}");
+    assert_eq!(r["published"]["state"], "pushed", "{r:#}");
+    assert_eq!(log_status(&a, "toolu_01EditCfg", None), "done");
+    assert_eq!(log_status(&a, "toolu_01WriteDoc", None), "handed_back");
+    let by: Vec<String> = common::journal_records(&a.dir)
+        .into_iter()
+        .filter(|r| r.op() == walj::journal::op::RESOLVED && r.get_str("by") == Some("walj sync: desktop"))
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(by, vec!["toolu_01EditCfg".to_string(), "toolu_01WriteDoc".to_string()]);
+    // The laptop's Claude never gets the desktop's brief.
+    let note = session_start(&a, "5e55a0b1-0000-4000-8000-0000000000a1");
+    assert!(!note.contains("made on another machine"), "{note}");
+    // Again: nothing more to record.
+    assert_eq!(a.sync_json(&[])["imported"], 0);
+
+    // Both sides agree, 01EditItems as the laptop decided.
+    b.ok(&["sync"]);
+    for id in ["toolu_01EditCfg", "toolu_01WriteDoc", "toolu_01EditItems", "toolu_01EditServer"] {
+        assert_eq!(log_status(&a, id, None), log_status(&b, id, Some("laptop")), "{id}");
+    }
+    let actions: Vec<String> = fs::read_to_string(b.copy_of(&a).join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("toolu_01EditItems") && l.contains("\"resolved\""))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["action"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(actions, vec![laptop_action], "the laptop's own decision is the only one on 01EditItems");
+    assert_eq!(unresolved(&a)["unresolved"], unresolved(&b)["machines"][0]["unresolved"]);
+}

@@ -25,6 +25,7 @@ pub mod seal;
 pub mod show;
 pub mod transcripts;
 pub mod transport;
+pub mod triage;
 
 use std::io;
 use std::path::PathBuf;

@@ -99,6 +99,9 @@ pub struct SyncReport {
     pub dry_run: bool,
     /// The plain-text notice, when a dry run met a remote not agreed to yet.
     pub notice: Option<String>,
+    /// Triage records other machines made about this journal's entries (`walj mark`,
+    /// `walj handoff` there), recorded here by this sync.
+    pub imported: usize,
     pub published: Published,
     /// Every other journal on the remote.
     pub journals: Vec<Seen>,
@@ -327,47 +330,73 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
         .map(|m| m.journal_bytes);
 
     let store = Store::new(&paths.store);
-    let (sessions, fold) = session_states(project)?;
-    let sources = transcripts.then(|| super::transcripts::Sources {
-        project,
-        sessions: transcript_sessions(project, &fold, !opts.dry_run),
-        never: matcher,
-    });
-    drop(fold);
-    let mut wrap = || match &seal {
-        Some(s) => super::seal::wrap(s, wanted, &mut *passphrase),
-        None => Err(SyncError::Refused("internal: no seal to wrap".into())),
+    if !opts.dry_run {
+        super::triage::rebuild_sidecar(project)?;
+    }
+    // One commit built from the journal as it is now and pushed (`parent`: what this checkout
+    // published; `on_remote`: what the remote has, the lease).
+    let round = |parent: Option<git2::Oid>,
+                 on_remote: Option<git2::Oid>,
+                 passphrase: &mut dyn FnMut() -> Option<Secret>|
+     -> Result<(super::publish::Built, PublishState), SyncError> {
+        let (sessions, fold) = session_states(project)?;
+        let sources = transcripts.then(|| super::transcripts::Sources {
+            project,
+            sessions: transcript_sessions(project, &fold, !opts.dry_run),
+            never: matcher,
+        });
+        drop(fold);
+        let mut wrap = || match &seal {
+            Some(s) => super::seal::wrap(s, wanted, &mut *passphrase),
+            None => Err(SyncError::Refused("internal: no seal to wrap".into())),
+        };
+        let built = build(Input {
+            repo: &repo,
+            journal: &project.journal,
+            store: &store,
+            ident: &ident,
+            parent,
+            never: Some(matcher),
+            sessions,
+            synced_at: crate::journal::record::now_ts(),
+            root: project.root.to_string_lossy().into_owned(),
+            seal: seal.as_ref(),
+            wrap: &mut wrap,
+            transcripts: sources,
+        })?;
+        let state = match built.commit {
+            None => PublishState::Nothing,
+            Some(c) if on_remote == Some(c) => PublishState::UpToDate,
+            Some(_) if opts.dry_run => PublishState::WouldPush,
+            Some(c) => {
+                set_ref(&repo, &pending_ref, Some(c))?;
+                set_ref(&repo, &format!("{SENT}{id}/{c}"), Some(c))?;
+                remote.push(&paths.repo, id, c, on_remote)?;
+                set_ref(&repo, &pushed_ref, Some(c))?;
+                set_ref(&repo, &pending_ref, None)?;
+                clear_sent(&repo, id)?;
+                PublishState::Pushed
+            }
+        };
+        Ok((built, state))
     };
-    let built = build(Input {
-        repo: &repo,
-        journal: &project.journal,
-        store: &store,
-        ident: &ident,
-        parent: pushed,
-        never: Some(matcher),
-        sessions,
-        synced_at: crate::journal::record::now_ts(),
-        root: project.root.to_string_lossy().into_owned(),
-        seal: seal.as_ref(),
-        wrap: &mut wrap,
-        transcripts: sources,
-    })?;
-    let state = match built.commit {
-        None => PublishState::Nothing,
-        Some(c) if fetched == Some(c) => PublishState::UpToDate,
-        Some(_) if opts.dry_run => PublishState::WouldPush,
-        Some(c) => {
-            set_ref(&repo, &pending_ref, Some(c))?;
-            set_ref(&repo, &format!("{SENT}{id}/{c}"), Some(c))?;
-            remote.push(&paths.repo, id, c, fetched)?;
-            set_ref(&repo, &pushed_ref, Some(c))?;
-            set_ref(&repo, &pending_ref, None)?;
-            clear_sent(&repo, id)?;
-            PublishState::Pushed
-        }
-    };
+    let (mut built, mut state) = round(pushed, fetched, &mut *passphrase)?;
     let mut opener = Opener { paths, identities: identity_files(project, config), passphrase: &mut *passphrase };
     let journals = accept_all(&repo, paths, id, opts.dry_run, &failed, &mut opener)?;
+    // What other machines decided about this journal's entries: recorded here, and published
+    // at once so that they see it agreed.
+    let mut imported = 0;
+    if !opts.dry_run {
+        imported = super::triage::import(project, paths, id, &journals)?;
+        if imported > 0 {
+            let now = ref_oid(&repo, &pushed_ref);
+            let (b, st) = round(now, now, &mut *passphrase)?;
+            if st == PublishState::Pushed || state != PublishState::Pushed {
+                state = st;
+            }
+            built = b;
+        }
+    }
     let m = &built.manifest;
     Ok(SyncReport {
         remote: remote.name.clone(),
@@ -376,6 +405,7 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
         name: ident.name.clone(),
         dry_run: opts.dry_run,
         notice: None,
+        imported,
         published: Published {
             state,
             commit: built.commit.map(|c| c.to_string()),
