@@ -703,6 +703,10 @@ impl Ctx<'_> {
             // Still failing: say so now rather than nothing (the marker stays).
             log_error(self.project, &format!("SessionStart: {e}"));
         }
+        // Other machines' unresolved entries (`walj sync`): counts, for the user only.
+        if let Some(line) = crate::sync::note::session_start_line(self.project) {
+            output = Some(announce::add_system_message(output, &line));
+        }
         Ok(output.map(|o| agents::session_start_output(agent, o).to_string()))
     }
 

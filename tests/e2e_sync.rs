@@ -256,6 +256,8 @@ fn a_session_crashed_on_machine_a_continues_on_machine_b() {
     assert!(first.count("Raising the retries first.") >= 1, "A's assistant text is not in the conversation");
     assert!(first.count("toolu_mock_1_0") > 0, "A's cut-off Bash call is not in the conversation");
     assert_eq!(first.count(BRIEF), 1, "the brief is not in the request once");
+    // The count of A's unresolved entries is the user's (systemMessage), never the model's.
+    assert_eq!(first.count("machine-a has"), 0, "the other machine's count reached the model");
     let held = anthropic_mock::strings_containing(&first.body, BRIEF);
     assert!(held[0].starts_with(CONTEXT_PREFIX), "{}", held[0]);
     assert_eq!(
@@ -269,6 +271,14 @@ fn a_session_crashed_on_machine_a_continues_on_machine_b() {
                 s[i.saturating_sub(300)..(i + 200).min(s.len())].to_string()
             })
             .collect::<Vec<_>>()
+    );
+
+    // The user saw it: Claude Code keeps a hook's systemMessage in the transcript
+    // (`hook_system_message`).
+    let after = fs::read_to_string(b.sb.transcript(&sid)).unwrap();
+    assert!(
+        after.lines().any(|l| l.contains("hook_system_message") && l.contains("machine-a has 1 unresolved entry")),
+        "the count was not shown to the user"
     );
 
     // The next session on B does not get the brief again.

@@ -1127,3 +1127,30 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     assert_eq!(actions, vec![laptop_action], "the laptop's own decision is the only one on 01EditItems");
     assert_eq!(unresolved(&a)["unresolved"], unresolved(&b)["machines"][0]["unresolved"]);
 }
+
+/// The SessionStart note tells the user, once per change, how many entries other machines
+/// left unresolved: counts and the machine's name only, and nothing of it reaches Claude.
+#[test]
+fn session_start_tells_the_user_other_machines_counts_once() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    // Before any sync here: nothing to say.
+    assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b0"), "");
+    b.ok(&["sync", "--yes"]);
+    let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b1");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("laptop has 6 unresolved entries in 1 session"), "{msg}");
+    assert!(msg.contains("walj recover"), "{msg}");
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().is_none_or(|c| !c.contains("laptop")), "{v:#}");
+    for foreign in ["config/settings.json", DEMO_PROMPT, "8f14e4", "toolu_01"] {
+        assert!(!out.contains(foreign), "{foreign:?} in {out}");
+    }
+    // Told once; told again when the count changes.
+    assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b2"), "");
+    b.ok(&["mark", "01EditCfg", "--done"]);
+    let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b3");
+    assert!(out.contains("laptop has 5 unresolved entries"), "{out}");
+}

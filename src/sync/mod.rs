@@ -17,6 +17,7 @@
 pub mod accept;
 pub mod identity;
 pub mod manifest;
+pub mod note;
 pub mod publish;
 pub mod remotes;
 pub mod resume;

@@ -396,6 +396,10 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
             }
             built = b;
         }
+        // The SessionStart line's counts.
+        if let Err(e) = super::note::write_summaries(project) {
+            eprintln!("walj: warning: writing .walj/remotes/summary.json: {e}");
+        }
     }
     let m = &built.manifest;
     Ok(SyncReport {

@@ -175,6 +175,7 @@ pub fn mark_done(
     let batch = crate::journal::record::new_id("a");
     let records: Vec<Record> = entries.iter().map(|e| record(r, e, how::DONE, &batch)).collect();
     append(project, &records)?;
+    let _ = super::note::write_summaries(project);
     Ok(Some(
         entries
             .iter()
@@ -249,6 +250,7 @@ pub fn handoff(
     brief.action = h.action.clone();
     records.push(h);
     append(project, &records)?;
+    let _ = super::note::write_summaries(project);
     Ok(Some(brief))
 }
 
