@@ -1154,3 +1154,89 @@ fn session_start_tells_the_user_other_machines_counts_once() {
     let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b3");
     assert!(out.contains("laptop has 5 unresolved entries"), "{out}");
 }
+
+/// A `git` that logs each push to `log` and takes `secs` seconds before it.
+fn slow_push_git(dir: &Path, log: &Path, secs: u32) -> PathBuf {
+    let bin = dir.join("slow-git");
+    fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = push ]; then echo push >> \"{}\"; sleep {secs}; break; fi\ndone\nexec \"{}\" \"$@\"\n",
+        log.display(),
+        real.trim()
+    );
+    let path = bin.join("git");
+    fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Runs the hook on `event` for a session of `m`; returns how long it took.
+fn hook_event(m: &Machine, event: &str) -> Duration {
+    let payload = serde_json::json!({
+        "hook_event_name": event, "session_id": "5e55a0b1-0000-4000-8000-0000000000e1",
+        "cwd": m.dir, "transcript_path": m.home.join("t.jsonl"), "reason": "other",
+    });
+    let mut hook = m.cmd(&["hook"]);
+    hook.stdin(Stdio::piped()).stdout(Stdio::null());
+    let started = Instant::now();
+    let mut child = hook.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    started.elapsed()
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `[sync] auto`: Stop and SessionEnd start a detached sync and return at once; never two at
+/// once; nothing before the first sync by hand.
+#[test]
+fn auto_sync_runs_detached_after_stop_and_session_end_never_two_at_once() {
+    let w = World::new();
+    let mut a = w.machine("laptop");
+    let pushes = w.root.join("pushes.log");
+    a.path_prefix = Some(slow_push_git(&w.root, &pushes, 2));
+    a.config("[sync]\nname = \"laptop\"\nauto = true\n");
+    a.append(&[line(0, OTHER_SESSION)]);
+    // Never synced by hand: the hook starts nothing.
+    hook_event(&a, "Stop");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!pushes.exists() && w.remote_refs().is_empty());
+    a.ok(&["sync", "--yes"]);
+    let published = || w.remote_refs().first().map(|r| r.1.clone());
+    let first = published().unwrap();
+    let count = || fs::read_to_string(&pushes).map_or(0, |t| t.lines().count());
+    assert_eq!(count(), 1);
+
+    // New lines, then Stop: the hook returns long before the (2 s) push ends.
+    a.append(&[line(1, OTHER_SESSION)]);
+    let took = hook_event(&a, "Stop");
+    assert!(took < Duration::from_millis(1500), "the hook waited for the sync: {took:?}");
+    let claim = a.dir.join(".walj/sync/auto");
+    wait_until("the automatic sync to start", Duration::from_secs(10), || claim.exists());
+    // While it runs, more Stops start no second sync.
+    hook_event(&a, "Stop");
+    hook_event(&a, "SessionEnd");
+    wait_until("the automatic sync to end", Duration::from_secs(20), || !claim.exists());
+    assert_ne!(published().unwrap(), first, "the automatic sync published nothing");
+    assert_eq!(count(), 2, "two syncs ran");
+    let last: Value = serde_json::from_slice(&fs::read(a.dir.join(".walj/sync/auto.last")).unwrap()).unwrap();
+    assert_eq!((last["ok"].as_bool(), last["report"]["published"]["state"].as_str()), (Some(true), Some("pushed")));
+    // The SessionEnd above added a line: the next Stop publishes it.
+    hook_event(&a, "Stop");
+    wait_until("the second automatic sync", Duration::from_secs(20), || count() == 3 && !claim.exists());
+    assert_eq!(
+        fs::read(w.remote().join("..").join("laptop/.walj/journal.jsonl")).unwrap().len() as u64,
+        serde_json::from_str::<Value>(&git(&w.remote(), &["show", &format!("{}:manifest.json", published().unwrap())]))
+            .unwrap()["journal_bytes"]
+            .as_u64()
+            .unwrap()
+    );
+}

@@ -26,6 +26,10 @@ pub struct SyncArgs {
     /// Publish in plain text without asking (asked once per remote otherwise).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// The background run `[sync] auto` starts after SessionEnd and Stop: asks nothing,
+    /// prints nothing, does nothing when another automatic sync runs.
+    #[arg(long, hide = true, conflicts_with_all = ["dry_run", "status", "yes"])]
+    pub auto: bool,
 }
 
 /// Shows the plain-text notice and asks on a terminal; `None` (nothing shown) elsewhere.
@@ -48,7 +52,40 @@ fn passphrase() -> Option<crate::crypt::Secret> {
     }
 }
 
+/// `walj sync --auto`: one quiet sync, unless another automatic one holds the claim; what it
+/// did goes to `.walj/sync/auto.last`.
+fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+    let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false };
+    let mut never = |_: &str| None;
+    let mut from_env = || {
+        std::env::var_os("WALJ_PASSPHRASE")
+            .filter(|p| !p.is_empty())
+            .map(|p| crate::crypt::Secret::from(p.to_string_lossy().into_owned()))
+    };
+    let started = crate::journal::record::now_ts();
+    let result =
+        crate::sync::sync(project, &opts, crate::sync::run::Prompts { confirm: &mut never, passphrase: &mut from_env });
+    let last = match &result {
+        Ok(r) => {
+            serde_json::json!({"started": started, "ended": crate::journal::record::now_ts(), "ok": true, "report": r})
+        }
+        Err(e) => {
+            serde_json::json!({"started": started, "ended": crate::journal::record::now_ts(), "ok": false, "error": e.to_string()})
+        }
+    };
+    crate::fsutil::atomic_write(
+        &crate::sync::auto::last_path(project),
+        &serde_json::to_vec_pretty(&last)?,
+        Some(0o600),
+    )?;
+    Ok(0)
+}
+
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+    if args.auto {
+        return auto(project, args);
+    }
     let opts = SyncOptions { remote: args.remote.clone(), dry_run: args.dry_run || args.status, yes: args.yes };
     let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
     let report = crate::sync::sync(project, &opts, prompts)?;
@@ -56,7 +93,7 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if args.status {
-        write!(out, "{}", status_text(&report))?;
+        write!(out, "{}{}", status_text(&report), last_auto(project))?;
     } else {
         write!(out, "{}", sync_text(&report))?;
     }
@@ -154,6 +191,17 @@ fn sync_text(r: &SyncReport) -> String {
         s.push_str("Other machines' sessions: walj sessions · walj recover · walj log\n");
     }
     s
+}
+
+/// "last automatic sync: …" (`[sync] auto`), when one ran.
+fn last_auto(project: &Project) -> String {
+    let Ok(bytes) = std::fs::read(crate::sync::auto::last_path(project)) else { return String::new() };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return String::new() };
+    let when = crate::present::human_ts(v["ended"].as_str().unwrap_or(""));
+    match v["error"].as_str() {
+        Some(e) => format!("last automatic sync: {when}, failed: {e}\n"),
+        None => format!("last automatic sync: {when}, done\n"),
+    }
 }
 
 fn status_text(r: &SyncReport) -> String {

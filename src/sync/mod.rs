@@ -15,6 +15,7 @@
 //! pushed without being copied.
 
 pub mod accept;
+pub mod auto;
 pub mod identity;
 pub mod manifest;
 pub mod note;
