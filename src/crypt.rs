@@ -14,7 +14,27 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 
 /// A secret string (a passphrase, a data key's secret half): kept out of `Debug` output.
+#[cfg(feature = "age")]
 pub type Secret = age::secrecy::SecretString;
+
+/// A secret string (a build without encryption keeps passphrases only to refuse them).
+#[cfg(not(feature = "age"))]
+#[derive(Clone)]
+pub struct Secret(#[allow(dead_code)] String);
+
+#[cfg(not(feature = "age"))]
+impl From<String> for Secret {
+    fn from(s: String) -> Secret {
+        Secret(s)
+    }
+}
+
+#[cfg(not(feature = "age"))]
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([REDACTED])")
+    }
+}
 
 const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 /// scrypt work factor of passphrase encryption (N = 2^18: about a second).
@@ -195,6 +215,53 @@ impl DataKey {
     }
 }
 
+/// Without the `age` feature: every operation says this build has no encryption.
+#[cfg(not(feature = "age"))]
+mod imp {
+    use std::io::Read;
+
+    use super::{CryptError, Keys, Protection};
+
+    pub const AVAILABLE: bool = false;
+
+    pub fn check_recipient(_: &str) -> Result<(), CryptError> {
+        Err(CryptError::Unsupported)
+    }
+
+    pub fn encrypt(_: &[u8], _: &Protection) -> Result<Vec<u8>, CryptError> {
+        Err(CryptError::Unsupported)
+    }
+
+    pub fn decrypt_reader<'r>(_: &'r [u8], _: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+        Err(CryptError::Unsupported)
+    }
+
+    /// No key can exist in this build.
+    pub enum Key {}
+
+    impl Key {
+        pub fn generate() -> Result<Key, CryptError> {
+            Err(CryptError::Unsupported)
+        }
+        pub fn parse(_: &str) -> Result<Key, CryptError> {
+            Err(CryptError::Unsupported)
+        }
+        pub fn recipient(&self) -> String {
+            match *self {}
+        }
+        pub fn secret(&self) -> String {
+            match *self {}
+        }
+        pub fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+            match *self {}
+        }
+        pub fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+            match *self {}
+        }
+    }
+}
+
+#[cfg(feature = "age")]
 mod imp {
     use std::io::{Read, Write};
 
@@ -311,7 +378,7 @@ mod imp {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "age"))]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;

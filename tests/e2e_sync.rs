@@ -14,6 +14,7 @@
 //! turns that into a failure. See docs/e2e.md.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+#![cfg(feature = "age")] // the machines share an age key
 
 mod support;
 

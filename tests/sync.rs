@@ -778,9 +778,11 @@ const DEMO_CRASHED: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
 /// A prompt of the demo, and a line of one of its images: neither may be readable on the
 /// remote of an encrypted sync.
 const DEMO_PROMPT: &str = "Raise the retry count to 5";
+#[cfg(feature = "age")]
 const DEMO_IMAGE_TEXT: &str = "\"retries\": 5";
 
 /// A new age key: (recipient, identity file).
+#[cfg(feature = "age")]
 fn age_key(dir: &Path, name: &str) -> (String, PathBuf) {
     use age::secrecy::ExposeSecret as _;
     let id = age::x25519::Identity::generate();
@@ -818,6 +820,7 @@ fn transcript_lines(cwd: &Path) -> Vec<String> {
     ]
 }
 
+#[cfg(feature = "age")]
 #[test]
 fn an_encrypted_sync_publishes_no_plain_text_and_machines_with_the_key_read_it() {
     let w = World::new();
@@ -886,6 +889,7 @@ fn an_encrypted_sync_publishes_no_plain_text_and_machines_with_the_key_read_it()
     assert_eq!(fs::read(copy.join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
 }
 
+#[cfg(feature = "age")]
 #[test]
 fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
     let w = World::new();
@@ -925,6 +929,7 @@ fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
 }
 
+#[cfg(feature = "age")]
 #[test]
 fn turning_encryption_on_publishes_a_new_epoch_without_the_plain_history() {
     let w = World::new();

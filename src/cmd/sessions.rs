@@ -755,6 +755,9 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     if output.exists() && !force {
         bail!("{} exists; choose another file or pass --force to replace it", output.display());
     }
+    if (encrypt || !recipients.is_empty()) && !crate::crypt::available() {
+        bail!("{}: cannot encrypt the bundle; nothing was written", crate::crypt::CryptError::Unsupported);
+    }
     let state = SessionState::load(project, sid)?;
     catch_up(project, &state);
     let protection = if !recipients.is_empty() {
