@@ -602,6 +602,13 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
     let w = World::new();
     let a = w.machine("laptop");
     let mb: usize = std::env::var("WALJ_SYNC_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    // WALJ_SYNC_BENCH_ENCRYPT=1: the same, encrypted to an age recipient.
+    let encrypted = std::env::var("WALJ_SYNC_BENCH_ENCRYPT").is_ok_and(|v| v == "1");
+    #[cfg(feature = "age")]
+    if encrypted {
+        let (key, _) = age_key(&w.root, "bench");
+        a.config(&format!("[sync]\nname = \"laptop\"\nrecipients = [\"{key}\"]\n"));
+    }
     let per = line(0, OTHER_SESSION).len() + 1;
     let n = mb * 1024 * 1024 / per;
     {
@@ -631,7 +638,8 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
     let bytes = pack.wait_with_output().unwrap().stdout.len();
     let journal = fs::metadata(a.journal()).unwrap().len();
     println!(
-        "sync bench: journal {journal} bytes ({n} lines); 10-line append uploads {bytes} bytes; first sync {first:?}, second {second:?}"
+        "sync bench{}: journal {journal} bytes ({n} lines); 10-line append uploads {bytes} bytes; first sync {first:?}, second {second:?}",
+        if encrypted { " (encrypted)" } else { "" }
     );
     assert!(bytes <= 64 * 1024, "{bytes} bytes uploaded");
 }

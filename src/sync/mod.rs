@@ -9,10 +9,17 @@
 //! - [`accept`]: fetched refs checked (fast-forward or a new epoch) and materialised.
 //! - [`remotes`]: other journals read back for `recover`, `log`, `sessions`, `diff`.
 //! - [`run`]: one `walj sync` (or `--status`) from start to end.
+//! - [`seal`]: encrypted syncs (`[sync] recipients` / `passphrase`): the data key, `key.age`.
+//! - [`transcripts`]: the transcripts' safe copies, secrets removed, in segments.
+//! - [`resume`]: `walj sessions resume` of another machine's session (its transcript placed
+//!   where this machine's Claude Code finds it).
+//! - [`triage`]: `mark --done` / `handoff` on another machine's entries, and their way back.
+//! - [`note`]: the SessionStart counts of other machines' unresolved entries.
+//! - [`auto`]: `[sync] auto`, a detached sync after Stop and SessionEnd.
 //!
 //! walj works in its own bare repository `.walj/sync/repo.git` (git2 for local object work),
-//! never in the user's `.git`; its objects list walj's store as a git alternate, so images are
-//! pushed without being copied.
+//! never in the user's `.git`; its objects list walj's store as a git alternate, so plain-text
+//! images are pushed without being copied (encrypted ones are written into it).
 
 pub mod accept;
 pub mod auto;

@@ -66,7 +66,7 @@ pub fn write_summaries(project: &Project) -> std::io::Result<()> {
 /// A machine's name as the note shows it: printable ASCII only, at most 40 characters.
 fn label(name: &str) -> String {
     let clean: String = name.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).take(40).collect();
-    if clean.trim().is_empty() { "another machine".to_string() } else { clean }
+    if clean.chars().any(|c| c.is_ascii_alphanumeric()) { clean } else { "another machine".to_string() }
 }
 
 /// The line for the user at SessionStart, when another machine's count changed since it was

@@ -24,6 +24,15 @@ use crate::store::{Store, blob_id, is_id};
 
 /// A segment is sealed once it holds at least this many bytes.
 pub const SEGMENT_BYTES: u64 = 64 * 1024;
+/// The same for encrypted syncs: ciphertext neither compresses nor deltas against the open
+/// segment's previous version, so a smaller open segment keeps a sync after ten new lines
+/// small (about this plus one segment folder's tree).
+pub const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
+
+/// The segment size for a sync sealed with `seal` (or in plain text).
+pub fn segment_size(seal: Option<&Seal>) -> u64 {
+    if seal.is_some() { SEALED_SEGMENT_BYTES } else { SEGMENT_BYTES }
+}
 /// Segments per folder of `segments/`.
 pub const SEGMENTS_PER_DIR: u64 = 256;
 /// Leading bytes the manifest's `prefix` covers (at most).
@@ -154,9 +163,9 @@ fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest, seal: Option<&
     Ok(m.journal_bytes == m.sealed_bytes)
 }
 
-/// Cuts `buf` (complete lines) into segments: `(start, end, sealed)`.
-pub fn cut(buf: &[u8]) -> Vec<(usize, usize, bool)> {
-    let seg = SEGMENT_BYTES as usize;
+/// Cuts `buf` (complete lines) into segments of at least `size` bytes: `(start, end, sealed)`.
+pub fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
+    let seg = size.max(1) as usize;
     let mut out = Vec::new();
     let mut s = 0;
     while s < buf.len() {
@@ -270,7 +279,7 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
     buf.truncate(complete);
     let journal_bytes = start + buf.len() as u64;
-    let segs = cut(&buf);
+    let segs = cut(&buf, segment_size(seal));
     let sealed_here = segs.iter().filter(|s| s.2).count() as u64;
     let sealed_bytes = start + segs.iter().filter(|s| s.2).map(|s| s.1 as u64).max().unwrap_or(0);
     let prefix_len = journal_bytes.min(PREFIX_BYTES);
@@ -462,7 +471,7 @@ mod tests {
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
-        let segs = cut(&buf);
+        let segs = cut(&buf, SEGMENT_BYTES);
         assert_eq!(segs.len(), 4, "{segs:?}");
         for (a, b, sealed) in &segs {
             assert_eq!(buf[b - 1], b'\n');
@@ -472,7 +481,7 @@ mod tests {
         }
         assert!(!segs[3].2);
         assert_eq!(segs.last().unwrap().1, buf.len());
-        assert!(cut(b"").is_empty());
+        assert!(cut(b"", SEGMENT_BYTES).is_empty());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::SyncError;
 use super::manifest::TranscriptState;
-use super::publish::{cut, digest, segment_blobs, subtree, two_level};
+use super::publish::{cut, digest, segment_blobs, segment_size, subtree, two_level};
 use super::seal::Seal;
 use crate::config::Matcher;
 use crate::project::Project;
@@ -90,7 +90,7 @@ pub fn publish(
             _ => (None, 0, 0),
         };
         let rest = &clean[start as usize..];
-        let segs = cut(rest);
+        let segs = cut(rest, segment_size(seal));
         let dirs = segment_blobs(repo, rest, &segs, first, seal)?;
         let Some(tree) = two_level(repo, base, &dirs)? else { continue };
         out.bytes_written += rest.len() as u64;
