@@ -25,6 +25,11 @@
 //! [sync]                              # walj sync (docs/sync.md)
 //! name = "laptop"                     # how other machines see this journal (default host:path)
 //! remote = "origin"                   # default: the branch's upstream remote, else origin
+//! recipients = ["age1…"]              # encrypt what is published to these age keys…
+//! passphrase = false                  # …or to a passphrase (WALJ_PASSPHRASE, else asked)
+//! identity = "~/.config/walj/age.txt" # age identity file(s) that open other machines' journals
+//! transcripts = true                  # default: true when encrypted; plain text only when set
+//! auto = false                        # sync in the background after SessionEnd and Stop
 //! [theme]
 //! mode = "auto"                       # walj tui: auto (NO_COLOR, COLORFGBG), dark, light, mono
 //! ```
@@ -58,6 +63,39 @@ pub struct SyncConfig {
     pub name: Option<String>,
     /// The git remote to sync through (default: the branch's upstream remote, else `origin`).
     pub remote: Option<String>,
+    /// age recipients (`age1…`): segments, images and transcripts are published encrypted to
+    /// them.
+    pub recipients: Vec<String>,
+    /// Encrypt to a passphrase instead (`WALJ_PASSPHRASE`, else asked on a terminal).
+    pub passphrase: bool,
+    /// age identity files (`age-keygen` output) that open other machines' encrypted journals.
+    pub identity: OneOrMany,
+    /// Publish transcripts (the safe copies): default yes when encrypted; in plain text only
+    /// when set to `true`.
+    pub transcripts: Option<bool>,
+    /// Sync in a detached background process after SessionEnd and Stop.
+    pub auto: bool,
+}
+
+/// A string or a list of strings (`identity = "a"` or `identity = ["a", "b"]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(from = "OneOrManyRaw")]
+pub struct OneOrMany(pub Vec<String>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrManyRaw {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl From<OneOrManyRaw> for OneOrMany {
+    fn from(r: OneOrManyRaw) -> OneOrMany {
+        match r {
+            OneOrManyRaw::One(s) => OneOrMany(vec![s]),
+            OneOrManyRaw::Many(v) => OneOrMany(v),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -200,6 +200,7 @@ impl Ctx<'_> {
                 if let Err(e) = crate::retention::maybe_spawn(self.project, &cfg) {
                     log_error(self.project, &format!("starting the automatic compaction: {e}"));
                 }
+                self.auto_sync(&cfg);
                 Ok(None)
             }
         }
@@ -621,16 +622,16 @@ impl Ctx<'_> {
             }
         }
         let mut records = vec![r];
-        if main_agent {
+        let cfg = main_agent.then(|| self.config());
+        if let Some((cfg, matcher)) = &cfg {
             // Background commands: what they changed since their PostToolUse.
-            let (cfg, matcher) = self.config();
             // Foreground commands cut off mid-run (the turn was interrupted): their changes.
-            match bashsnap::killed::settle_own(self.project, &cfg, matcher.as_ref(), self.ev.session) {
+            match bashsnap::killed::settle_own(self.project, cfg, matcher.as_ref(), self.ev.session) {
                 Ok(children) => records.extend(children),
                 Err(e) => log_error(self.project, &format!("unfinished commands at Stop: {e}")),
             }
             let tasks = self.payload.0.get("background_tasks");
-            match bashsnap::at_stop(self.project, &cfg, matcher.as_ref(), self.ev.session, tasks) {
+            match bashsnap::at_stop(self.project, cfg, matcher.as_ref(), self.ev.session, tasks) {
                 Ok(children) => records.extend(children),
                 Err(e) => log_error(self.project, &format!("Bash side effects at Stop: {e}")),
             }
@@ -644,6 +645,9 @@ impl Ctx<'_> {
             ..Default::default()
         };
         checkpoint::checkpoint(self.project, Some(self.ev.session), opts)?;
+        if let Some((cfg, _)) = &cfg {
+            self.auto_sync(cfg);
+        }
         Ok(None)
     }
 
@@ -703,6 +707,10 @@ impl Ctx<'_> {
             // Still failing: say so now rather than nothing (the marker stays).
             log_error(self.project, &format!("SessionStart: {e}"));
         }
+        // Other machines' unresolved entries (`walj sync`): counts, for the user only.
+        if let Some(line) = crate::sync::note::session_start_line(self.project) {
+            output = Some(announce::add_system_message(output, &line));
+        }
         Ok(output.map(|o| agents::session_start_output(agent, o).to_string()))
     }
 
@@ -722,6 +730,13 @@ impl Ctx<'_> {
 
     /// The config and its compiled globs; a broken config falls back to the defaults
     /// (and is reported), the hook must go on.
+    /// `[sync] auto`: a detached background sync (never inside the hook's time).
+    fn auto_sync(&self, cfg: &Config) {
+        if let Err(e) = crate::sync::auto::maybe_spawn(self.project, cfg) {
+            log_error(self.project, &format!("starting the automatic sync: {e}"));
+        }
+    }
+
     fn config(&self) -> (Config, Option<Matcher>) {
         Config::load_or_default(&self.project.config_path(), |e| {
             log_error(self.project, &format!("config ignored: {e}"))

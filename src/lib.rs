@@ -23,6 +23,7 @@ pub mod claude;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod crypt;
 pub mod failmark;
 pub mod fold;
 pub mod fsutil;

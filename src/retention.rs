@@ -28,14 +28,24 @@ pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    if len < cfg.retention.auto_mb.saturating_mul(1024 * 1024) || claim_path(project).exists() && !stale(project) {
+    if len < cfg.retention.auto_mb.saturating_mul(1024 * 1024) || held(&claim_path(project)) {
         return Ok(false);
     }
+    spawn_detached(project, &["compact", "--auto", "--yes"])?;
+    Ok(true)
+}
+
+/// Starts `walj --project <root> ARGS` detached: its own process group, no stdin or output,
+/// not waited for (it outlives the hook; on Unix it is reparented when the hook exits), and
+/// outside any Claude Code tool call (the marker is removed from its environment). Shared by
+/// the automatic compaction and `[sync] auto`.
+pub fn spawn_detached(project: &Project, args: &[&str]) -> io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     cmd.arg("--project")
         .arg(&project.root)
-        .args(["compact", "--auto", "--yes"])
+        .args(args)
+        .env_remove(crate::claude::env::MARKER)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -45,9 +55,13 @@ pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
-    // Not waited for: it outlives the hook (on Unix it is reparented when the hook exits).
     cmd.spawn()?;
-    Ok(true)
+    Ok(())
+}
+
+/// Whether the claim file `path` is held (exists, and is not stale).
+pub fn held(path: &std::path::Path) -> bool {
+    path.exists() && !stale(path)
 }
 
 /// `.walj/compact.last`: when the last automatic compaction ran and what it did (JSON).
@@ -59,12 +73,8 @@ fn claim_path(project: &Project) -> PathBuf {
     project.dir.join("compact.auto")
 }
 
-fn stale(project: &Project) -> bool {
-    fs::metadata(claim_path(project))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|d| d > STALE)
+fn stale(path: &std::path::Path) -> bool {
+    fs::metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|d| d > STALE)
 }
 
 /// The right to run the automatic compaction; released on drop.
@@ -79,8 +89,13 @@ impl Drop for Claim {
 
 /// Claims the automatic compaction, or `None` when another one holds it.
 pub fn claim(project: &Project) -> io::Result<Option<Claim>> {
-    let path = claim_path(project);
-    if stale(project) {
+    claim_file(claim_path(project))
+}
+
+/// Claims `path` (created exclusively; a claim older than an hour was left by a killed run and
+/// is taken over), or `None` when another run holds it.
+pub fn claim_file(path: PathBuf) -> io::Result<Option<Claim>> {
+    if stale(&path) {
         let _ = fs::remove_file(&path);
     }
     match crate::fsutil::open_private(&path, OpenOptions::new().write(true).create_new(true)) {

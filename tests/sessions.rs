@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use common::{Parent, Repo, copy_tree, hook_ok, walj_at};
+use common::{Parent, Repo, hook_ok, walj_at};
 use serde_json::{Value, json};
 
 const SESSION: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
@@ -350,16 +350,18 @@ fn vanished_transcript_without_copy_is_a_clear_error() {
     assert!(err.contains("no safe copy") && err.contains("is gone"), "{err}");
 }
 
+#[cfg(feature = "age")]
 fn fresh_checkout(repo: &Repo, name: &str) -> PathBuf {
     // A second checkout of the same files (as a teammate would have), without .walj.
     let p = repo.tmp.join(name);
-    copy_tree(&repo.root, &p);
+    common::copy_tree(&repo.root, &p);
     assert!(!p.join(".walj").exists());
     p
 }
 
 /// Exports the crashed session beside the project: plain to `<tmp>/<plain>`, and encrypted
 /// with `passphrase` to `<tmp>/<enc>`; both must succeed.
+#[cfg(feature = "age")]
 fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &str) -> (PathBuf, PathBuf) {
     let plain = repo.tmp.join(plain);
     let enc = repo.tmp.join(enc);
@@ -376,6 +378,7 @@ fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &
 
 /// `walj sessions import FILE` into the project `dest`, with a passphrase (`WALJ_PASSPHRASE`)
 /// or an identity file when given.
+#[cfg(feature = "age")]
 fn import(dest: &Path, file: &Path, pass: Option<&str>, identity: Option<&Path>) -> std::process::Output {
     let mut c = walj_at(dest);
     c.args(["sessions", "import"]).arg(file);
@@ -388,6 +391,7 @@ fn import(dest: &Path, file: &Path, pass: Option<&str>, identity: Option<&Path>)
     c.output().unwrap()
 }
 
+#[cfg(feature = "age")]
 #[test]
 fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
     let repo = shop();
@@ -449,6 +453,7 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
 }
 
 /// Runs an import that must fail; checks the message and that nothing was written.
+#[cfg(feature = "age")]
 fn refused(repo: &Repo, file: &Path, pass: Option<&str>, want: &[&str]) {
     let dest = repo.tmp.join(format!("refused-{}", file.file_name().unwrap().to_string_lossy()));
     fs::create_dir_all(&dest).unwrap();
@@ -464,6 +469,7 @@ fn refused(repo: &Repo, file: &Path, pass: Option<&str>, want: &[&str]) {
     assert!(!dest.join(".walj/transcripts").exists(), "transcript written");
 }
 
+#[cfg(feature = "age")]
 #[test]
 fn bad_bundles_are_refused_with_nothing_written() {
     let repo = shop();

@@ -89,6 +89,7 @@ impl Machine {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("WALJ_PASSPHRASE")
             .env("LC_ALL", "C");
         if let Some(p) = &self.path_prefix {
             c.env("PATH", format!("{}:{}", p.display(), std::env::var("PATH").unwrap_or_default()));
@@ -308,12 +309,14 @@ fn the_first_plain_text_sync_names_the_remote_and_asks() {
     let w = World::new();
     let a = w.machine("laptop");
     a.demo();
-    // No terminal to ask on: the notice, then a refusal; nothing published.
+    // No terminal to ask on: refused in one line that names the remote and what would be
+    // published; nothing published.
     let (code, out, err) = a.walj(&["sync"]);
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(&format!("remote \"origin\" ({})", w.url)), "{err}");
     assert!(err.contains("prompts, Bash command lines"), "{err}");
-    assert!(err.contains("--yes"), "{err}");
+    assert!(err.contains("--yes") && err.contains("recipients"), "{err}");
     assert!(w.remote_refs().is_empty());
     // A dry run shows the notice and publishes nothing either.
     let r = a.sync_json(&["--dry-run"]);
@@ -338,18 +341,23 @@ fn never_capture_paths_name_no_published_image() {
     let store = walj::store::Store::new(a.dir.join(".walj/store"));
     let secret = store.put(b"TOKEN=hunter2\n").unwrap();
     let open = store.put(b"fine\n").unwrap();
+    // And an image of an ordinary file that holds a token: secrets are never synced either.
+    let token = store.put(b"const KEY: &str = \"sk-ant-api03-abcdefghijklmnopqrstuvwxyz\";\n").unwrap();
     let mk = |path: &str, id: &str| {
         checked(format!(
             r#"{{"v":2,"sid":"5e55a0","ts":"2026-11-29T07:00:00.000Z","event":"file_modified","path":"{path}","persisted":false,"op":"applied","id":"toolu_{path}","session":"5e55a0b1-0000-4000-8000-000000000001","tool":"Edit","after":"{id}"}}"#
         ))
     };
-    a.append(&[mk("deploy/secrets.env", &secret), mk("src/ok.rs", &open)]);
+    a.append(&[mk("deploy/secrets.env", &secret), mk("src/ok.rs", &open), mk("src/key.rs", &token)]);
     fs::write(a.dir.join(".walj/config.toml"), "[capture]\nnever = [\"*.env\"]\n[sync]\nname = \"laptop\"\n").unwrap();
-    a.ok(&["sync", "--yes"]);
+    let r = a.sync_json(&["--yes"]);
+    assert_eq!(r["published"]["images_withheld"], 1, "{r:#}");
     let head = &w.remote_refs()[0].1;
     let tree = git(&w.remote(), &["ls-tree", "-r", "--name-only", head]);
     assert!(tree.contains(&format!("objects/{}/{}", &open[..2], &open[2..])), "{tree}");
     assert!(!tree.contains(&secret[2..]), "{tree}");
+    assert!(!tree.contains(&token[2..]), "{tree}");
+    assert!(!remote_objects(&w).contains("sk-ant-api03"));
 }
 
 /// A forged or rewritten ref is refused and reported, the last accepted copy stays, and the
@@ -594,6 +602,13 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
     let w = World::new();
     let a = w.machine("laptop");
     let mb: usize = std::env::var("WALJ_SYNC_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    // WALJ_SYNC_BENCH_ENCRYPT=1: the same, encrypted to an age recipient.
+    let encrypted = std::env::var("WALJ_SYNC_BENCH_ENCRYPT").is_ok_and(|v| v == "1");
+    #[cfg(feature = "age")]
+    if encrypted {
+        let (key, _) = age_key(&w.root, "bench");
+        a.config(&format!("[sync]\nname = \"laptop\"\nrecipients = [\"{key}\"]\n"));
+    }
     let per = line(0, OTHER_SESSION).len() + 1;
     let n = mb * 1024 * 1024 / per;
     {
@@ -623,7 +638,8 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
     let bytes = pack.wait_with_output().unwrap().stdout.len();
     let journal = fs::metadata(a.journal()).unwrap().len();
     println!(
-        "sync bench: journal {journal} bytes ({n} lines); 10-line append uploads {bytes} bytes; first sync {first:?}, second {second:?}"
+        "sync bench{}: journal {journal} bytes ({n} lines); 10-line append uploads {bytes} bytes; first sync {first:?}, second {second:?}",
+        if encrypted { " (encrypted)" } else { "" }
     );
     assert!(bytes <= 64 * 1024, "{bytes} bytes uploaded");
 }
@@ -760,4 +776,480 @@ fn an_object_missing_on_the_remote_is_reported_and_the_rest_syncs() {
     assert!(out.contains(&broken) && out.contains("fetch failed"), "{out}");
     assert!(err.contains("1 journal on origin could not be taken"), "{err}");
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encryption: [sync] recipients / passphrase (issue 18, privacy).
+
+/// The demo's crashed session.
+const DEMO_CRASHED: &str = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
+/// A prompt of the demo, and a line of one of its images: neither may be readable on the
+/// remote of an encrypted sync.
+const DEMO_PROMPT: &str = "Raise the retry count to 5";
+#[cfg(feature = "age")]
+const DEMO_IMAGE_TEXT: &str = "\"retries\": 5";
+
+/// A new age key: (recipient, identity file).
+#[cfg(feature = "age")]
+fn age_key(dir: &Path, name: &str) -> (String, PathBuf) {
+    use age::secrecy::ExposeSecret as _;
+    let id = age::x25519::Identity::generate();
+    let file = dir.join(format!("{name}.age-key"));
+    fs::write(&file, format!("{}\n", id.to_string().expose_secret())).unwrap();
+    (id.to_public().to_string(), file)
+}
+
+impl Machine {
+    fn config(&self, text: &str) {
+        fs::write(self.dir.join(".walj/config.toml"), text).unwrap();
+    }
+
+    /// A safe transcript copy for `session` (as the Stop hook makes them).
+    fn transcript_copy(&self, session: &str, lines: &[String]) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let project = walj::project::Project::at(self.dir.clone(), None);
+        walj::session::transcript::install(&project, session, None, text.as_bytes()).unwrap();
+    }
+}
+
+/// Every object of the remote, as text (`git cat-file --batch-all-objects`).
+fn remote_objects(w: &World) -> String {
+    git(&w.remote(), &["cat-file", "--batch-all-objects", "--batch", "--unordered"])
+}
+
+fn transcript_lines(cwd: &Path) -> Vec<String> {
+    vec![
+        serde_json::json!({"type": "user", "cwd": cwd, "sessionId": DEMO_CRASHED,
+            "message": {"role": "user", "content": "TRANSCRIPT-MARKER deploy with password=hunter2secret"}})
+        .to_string(),
+        serde_json::json!({"type": "assistant", "cwd": cwd, "sessionId": DEMO_CRASHED,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Deploying."}]}})
+        .to_string(),
+    ]
+}
+
+#[cfg(feature = "age")]
+#[test]
+fn an_encrypted_sync_publishes_no_plain_text_and_machines_with_the_key_read_it() {
+    let w = World::new();
+    let (a, b, c) = (w.machine("laptop"), w.machine("desktop"), w.machine("stranger"));
+    let (key, identity) = age_key(&w.root, "team");
+    let sealed = |name: &str| {
+        format!("[sync]\nname = \"{name}\"\nrecipients = [\"{key}\"]\nidentity = \"{}\"\n", identity.display())
+    };
+    a.config(&sealed("laptop"));
+    b.config(&sealed("desktop"));
+    a.demo();
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+
+    // No question and no --yes: nothing leaves in plain text.
+    let r = a.sync_json(&[]);
+    assert_eq!(r["published"]["state"], "pushed", "{r:#}");
+    assert_eq!(r["published"]["encrypted"], "age", "{r:#}");
+    assert_eq!(r["published"]["transcripts"], 1, "{r:#}");
+    let everything = remote_objects(&w);
+    for plain in [DEMO_PROMPT, DEMO_IMAGE_TEXT, "TRANSCRIPT-MARKER", "hunter2secret", "toolu_01"] {
+        assert!(!everything.contains(plain), "{plain:?} is readable on the remote");
+    }
+    let head = w.remote_refs()[0].1.clone();
+    let tree = git(&w.remote(), &["ls-tree", "-r", "--name-only", &head]);
+    for rec in common::journal_records(&a.dir) {
+        for blob in [&rec.before, &rec.after].into_iter().flatten() {
+            if let Some(id) = blob.id() {
+                assert!(!tree.contains(&id[2..]), "the image id {id} names a tree entry:\n{tree}");
+            }
+        }
+    }
+    assert!(tree.lines().any(|l| l == "key.age"), "{tree}");
+    let manifest: Value = serde_json::from_str(&git(&w.remote(), &["show", &format!("{head}:manifest.json")])).unwrap();
+    assert_eq!(manifest["format"], 2);
+    assert!(manifest["encryption"]["key"].as_str().unwrap().starts_with("age1"), "{manifest:#}");
+    assert_eq!(manifest["encryption"]["recipients"][0], key.as_str());
+
+    // A machine with the key reads everything: the journal byte for byte, the images, the
+    // transcript (its secret redacted before it left).
+    let r = b.sync_json(&[]);
+    assert_eq!(r["journals"][0]["verdict"], "new", "{r:#}");
+    let copy = b.copy_of(&a);
+    assert_eq!(fs::read(copy.join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+    assert!(b.ok(&["diff", "01EditCfg", "--applied"]).contains(DEMO_IMAGE_TEXT));
+    let remote_project = copy_project(&copy);
+    let t = walj::session::transcript::read_copy(&remote_project, DEMO_CRASHED).unwrap().unwrap();
+    let t = String::from_utf8(t).unwrap();
+    assert!(t.contains("TRANSCRIPT-MARKER") && !t.contains("hunter2secret"), "{t}");
+    assert!(b.ok(&["recover"]).contains("machine laptop"));
+
+    // A machine without the key: the journal is locked (reported, exit 1), nothing written.
+    let (code, out, err) = c.walj(&["sync", "--yes"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("laptop") && out.contains("locked") && out.contains("[sync] identity"), "{out}");
+    assert!(!c.copy_of(&a).exists());
+
+    // The opened key is kept: later syncs need no identity file.
+    a.append(&(0..10).map(|i| line(i, OTHER_SESSION)).collect::<Vec<_>>());
+    let r = a.sync_json(&[]);
+    assert_eq!(
+        (r["published"]["state"].as_str(), r["published"]["new_epoch"].as_bool()),
+        (Some("pushed"), Some(false))
+    );
+    b.config(&format!("[sync]\nname = \"desktop\"\nrecipients = [\"{key}\"]\n"));
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
+    assert_eq!(fs::read(copy.join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[cfg(feature = "age")]
+#[test]
+fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.config("[sync]\nname = \"laptop\"\npassphrase = true\n");
+    b.config("[sync]\nname = \"desktop\"\npassphrase = true\n");
+    a.demo();
+    // No passphrase and no terminal: one line, nothing published.
+    let (code, out, err) = a.walj(&["sync"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("WALJ_PASSPHRASE"), "{err}");
+    assert!(w.remote_refs().is_empty());
+    let ok = a.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(!remote_objects(&w).contains(DEMO_PROMPT));
+    // The key is sealed once: the next sync needs no passphrase.
+    a.append(&[line(0, OTHER_SESSION)]);
+    assert_eq!(a.sync_json(&[])["published"]["state"], "pushed");
+
+    // The reader: without the passphrase, or with a wrong one, the journal is locked.
+    let (code, out, _) = b.walj(&["sync"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("locked") && out.contains("WALJ_PASSPHRASE"), "{out}");
+    let wrong = b.cmd(&["sync"]).env("WALJ_PASSPHRASE", "battery staple").output().unwrap();
+    let (code, out, _) = outcome(&wrong);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("wrong passphrase"), "{out}");
+    assert!(!b.copy_of(&a).exists());
+    let right = b.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    assert!(right.status.success(), "{}", String::from_utf8_lossy(&right.stderr));
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+    // Opened once: new lines arrive without the passphrase.
+    a.append(&[line(1, OTHER_SESSION)]);
+    a.ok(&["sync"]);
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[cfg(feature = "age")]
+#[test]
+fn turning_encryption_on_publishes_a_new_epoch_without_the_plain_history() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    let (key, identity) = age_key(&w.root, "team");
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.config(&format!("[sync]\nname = \"desktop\"\nidentity = \"{}\"\n", identity.display()));
+    b.ok(&["sync", "--yes"]);
+    a.config(&format!("[sync]\nname = \"laptop\"\nrecipients = [\"{key}\"]\n"));
+    let r = a.sync_json(&[]);
+    assert_eq!(
+        (r["published"]["new_epoch"].as_bool(), r["published"]["encrypted"].as_str()),
+        (Some(true), Some("age"))
+    );
+    // What the remote's ref reaches holds no plain text any more.
+    let head = w.remote_refs()[0].1.clone();
+    let reachable = git(&w.remote(), &["rev-list", "--objects", &head]);
+    let ids: Vec<&str> = reachable.lines().filter_map(|l| l.split(' ').next()).collect();
+    for id in ids {
+        let obj = git(&w.remote(), &["cat-file", "-p", id]);
+        assert!(!obj.contains(DEMO_PROMPT) && !obj.contains(DEMO_IMAGE_TEXT), "{id} is plain:\n{obj}");
+    }
+    let r = b.sync_json(&[]);
+    assert_eq!(r["journals"][0]["verdict"], "new_epoch", "{r:#}");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
+}
+
+#[test]
+fn transcripts_are_published_in_plain_text_only_when_asked_and_never_with_secrets() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+    let r = a.sync_json(&["--yes"]);
+    assert!(r["published"]["transcripts"].is_null(), "{r:#}");
+    assert!(!remote_objects(&w).contains("TRANSCRIPT-MARKER"));
+    a.config("[sync]\nname = \"laptop\"\ntranscripts = true\n");
+    let r = a.sync_json(&["--remote", "origin"]);
+    assert_eq!(r["published"]["transcripts"], 1, "{r:#}");
+    let everything = remote_objects(&w);
+    assert!(everything.contains("TRANSCRIPT-MARKER"), "the opted-in transcript is not published");
+    assert!(!everything.contains("hunter2secret"), "a secret left in a transcript");
+    b.ok(&["sync", "--yes"]);
+    let remote_project = copy_project(&b.copy_of(&a));
+    let t = walj::session::transcript::read_copy(&remote_project, DEMO_CRASHED).unwrap().unwrap();
+    assert!(String::from_utf8(t).unwrap().contains("TRANSCRIPT-MARKER"));
+    let c = w.machine("third");
+    c.config("[sync]\ntranscripts = true\n");
+    let r = c.sync_json(&["--dry-run"]);
+    assert!(r["notice"].as_str().unwrap().contains("transcripts of Claude Code sessions"), "{r:#}");
+}
+
+/// The folder of another journal's copy as a project (its transcripts are under it).
+fn copy_project(copy: &Path) -> walj::project::Project {
+    walj::project::Project { root: copy.to_path_buf(), dir: copy.to_path_buf(), journal: copy.join("journal.jsonl") }
+}
+
+/// `walj sessions resume` of another machine's session without a synced transcript still
+/// records the brief here; with one, a different transcript already in Claude Code's folder is
+/// never overwritten without --force.
+#[test]
+fn resuming_another_machines_session_writes_its_transcript_or_says_why_not() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("This session ran on another machine (laptop"), "{out}");
+    assert!(err.contains("no transcript of session 8f14e4 came from laptop"), "{err}");
+    let handoffs: Vec<_> =
+        common::journal_records(&b.dir).into_iter().filter(|r| r.op() == walj::journal::op::HANDOFF).collect();
+    assert_eq!(handoffs.len(), 1);
+    assert_eq!(handoffs[0].session_key(), DEMO_CRASHED);
+
+    // With a transcript: written under B's HOME, once; another conversation there is kept.
+    a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
+    a.config("[sync]\nname = \"laptop\"\ntranscripts = true\n");
+    a.ok(&["sync"]);
+    b.ok(&["sync"]);
+    let dest = b.home.join(".claude/projects").join(walj::claude::paths::encode_dir(&b.dir));
+    let file = dest.join(format!("{DEMO_CRASHED}.jsonl"));
+    fs::create_dir_all(&dest).unwrap();
+    fs::write(&file, "{\"other\":\"conversation\"}\n").unwrap();
+    let (code, _, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds another conversation") && err.contains("--force"), "{err}");
+    assert_eq!(fs::read_to_string(&file).unwrap(), "{\"other\":\"conversation\"}\n");
+    b.ok(&["sessions", "resume", "8f14", "--force"]);
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(text.contains("TRANSCRIPT-MARKER"), "{text}");
+    assert!(text.contains(&b.dir.display().to_string()) && !text.contains(&a.dir.display().to_string()), "{text}");
+    let backups: Vec<_> =
+        fs::read_dir(&dest).unwrap().flatten().filter(|e| e.path().to_string_lossy().ends_with(".bak")).collect();
+    assert_eq!(backups.len(), 1);
+    // Again: already there, nothing to do.
+    let (_, _, err) = b.walj(&["sessions", "resume", "8f14"]);
+    assert!(err.contains("present"), "{err}");
+}
+
+/// The `status` of entry `id` in `walj log --json` (this checkout's, or `machine`'s).
+fn log_status(m: &Machine, id: &str, machine: Option<&str>) -> String {
+    let log: Value = serde_json::from_str(&m.ok(&["log", "--json", "--all"])).unwrap();
+    let e = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == id && e["machine"].as_str() == machine)
+        .unwrap_or_else(|| panic!("no entry {id} ({machine:?}) in {log:#}"));
+    e["status"].as_str().unwrap().to_string()
+}
+
+/// The SessionStart hook's stdout in checkout `m`.
+fn session_start(m: &Machine, session: &str) -> String {
+    let payload = serde_json::json!({
+        "hook_event_name": "SessionStart", "session_id": session,
+        "cwd": m.dir, "source": "startup", "transcript_path": m.home.join("t.jsonl"),
+    });
+    let mut hook = m.cmd(&["hook"]);
+    hook.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = hook.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+}
+
+/// `mark --done` and `handoff` on the laptop's entries, run on the desktop, travel back with
+/// the syncs: both sides agree, and the laptop's own decision wins where both decided.
+#[test]
+fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+    let unresolved = |m: &Machine| -> Value { serde_json::from_str(&m.ok(&["recover", "--json"])).unwrap() };
+    assert_eq!(unresolved(&b)["machines"][0]["unresolved"], 6);
+
+    // On the desktop: one entry done, one handed back, one the laptop also decides about.
+    let out = b.ok(&["mark", "01EditCfg", "--done"]);
+    assert!(out.contains("of laptop done here"), "{out}");
+    let out = b.ok(&["handoff", "01WriteDoc"]);
+    assert!(out.contains("made on another machine (laptop"), "{out}");
+    b.ok(&["mark", "01EditItems", "--done"]);
+    // Shown at once on the desktop; this checkout's own count is unchanged.
+    let v = unresolved(&b);
+    assert_eq!((v["unresolved"].as_u64(), v["machines"][0]["unresolved"].as_u64()), (Some(0), Some(3)), "{v:#}");
+    assert_eq!(log_status(&b, "toolu_01EditCfg", Some("laptop")), "done");
+    assert_eq!(log_status(&b, "toolu_01WriteDoc", Some("laptop")), "handed_back");
+    // Acting twice is refused; unknown ids still say so.
+    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("already done"), "{err}");
+    let (code, _, err) = b.walj(&["mark", "nosuchid", "--done"]);
+    assert_eq!(code, 1, "{err}");
+    // The desktop's brief goes to Claude on the desktop, at its next session start.
+    let note = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000d1");
+    assert!(note.contains("made on another machine (laptop") && note.contains("docs/generated-index.md"), "{note}");
+
+    // Meanwhile the laptop decides about 01EditItems itself: its decision stands.
+    a.ok(&["mark", "01EditItems", "--done"]);
+    let laptop_action = common::journal_records(&a.dir)
+        .into_iter()
+        .rev()
+        .find(|r| r.id == "toolu_01EditItems" && r.op() == walj::journal::op::RESOLVED)
+        .unwrap()
+        .action
+        .unwrap();
+
+    b.ok(&["sync"]);
+    let r = a.sync_json(&[]);
+    assert_eq!(r["imported"], 2, "{r:#}");
+    assert_eq!(r["published"]["state"], "pushed", "{r:#}");
+    assert_eq!(log_status(&a, "toolu_01EditCfg", None), "done");
+    assert_eq!(log_status(&a, "toolu_01WriteDoc", None), "handed_back");
+    let by: Vec<String> = common::journal_records(&a.dir)
+        .into_iter()
+        .filter(|r| r.op() == walj::journal::op::RESOLVED && r.get_str("by") == Some("walj sync: desktop"))
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(by, vec!["toolu_01EditCfg".to_string(), "toolu_01WriteDoc".to_string()]);
+    // The laptop's Claude never gets the desktop's brief.
+    let note = session_start(&a, "5e55a0b1-0000-4000-8000-0000000000a1");
+    assert!(!note.contains("made on another machine"), "{note}");
+    // Again: nothing more to record.
+    assert_eq!(a.sync_json(&[])["imported"], 0);
+
+    // Both sides agree, 01EditItems as the laptop decided.
+    b.ok(&["sync"]);
+    for id in ["toolu_01EditCfg", "toolu_01WriteDoc", "toolu_01EditItems", "toolu_01EditServer"] {
+        assert_eq!(log_status(&a, id, None), log_status(&b, id, Some("laptop")), "{id}");
+    }
+    let actions: Vec<String> = fs::read_to_string(b.copy_of(&a).join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("toolu_01EditItems") && l.contains("\"resolved\""))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["action"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(actions, vec![laptop_action], "the laptop's own decision is the only one on 01EditItems");
+    assert_eq!(unresolved(&a)["unresolved"], unresolved(&b)["machines"][0]["unresolved"]);
+}
+
+/// The SessionStart note tells the user, once per change, how many entries other machines
+/// left unresolved: counts and the machine's name only, and nothing of it reaches Claude.
+#[test]
+fn session_start_tells_the_user_other_machines_counts_once() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    // Before any sync here: nothing to say.
+    assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b0"), "");
+    b.ok(&["sync", "--yes"]);
+    let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b1");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("laptop has 6 unresolved entries in 1 session"), "{msg}");
+    assert!(msg.contains("walj recover"), "{msg}");
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().is_none_or(|c| !c.contains("laptop")), "{v:#}");
+    for foreign in ["config/settings.json", DEMO_PROMPT, "8f14e4", "toolu_01"] {
+        assert!(!out.contains(foreign), "{foreign:?} in {out}");
+    }
+    // Told once; told again when the count changes.
+    assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b2"), "");
+    b.ok(&["mark", "01EditCfg", "--done"]);
+    let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b3");
+    assert!(out.contains("laptop has 5 unresolved entries"), "{out}");
+}
+
+/// A `git` that logs each push to `log` and takes `secs` seconds before it.
+fn slow_push_git(dir: &Path, log: &Path, secs: u32) -> PathBuf {
+    let bin = dir.join("slow-git");
+    fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = push ]; then echo push >> \"{}\"; sleep {secs}; break; fi\ndone\nexec \"{}\" \"$@\"\n",
+        log.display(),
+        real.trim()
+    );
+    let path = bin.join("git");
+    fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Runs the hook on `event` for a session of `m`; returns how long it took.
+fn hook_event(m: &Machine, event: &str) -> Duration {
+    let payload = serde_json::json!({
+        "hook_event_name": event, "session_id": "5e55a0b1-0000-4000-8000-0000000000e1",
+        "cwd": m.dir, "transcript_path": m.home.join("t.jsonl"), "reason": "other",
+    });
+    let mut hook = m.cmd(&["hook"]);
+    hook.stdin(Stdio::piped()).stdout(Stdio::null());
+    let started = Instant::now();
+    let mut child = hook.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    started.elapsed()
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `[sync] auto`: Stop and SessionEnd start a detached sync and return at once; never two at
+/// once; nothing before the first sync by hand.
+#[test]
+fn auto_sync_runs_detached_after_stop_and_session_end_never_two_at_once() {
+    let w = World::new();
+    let mut a = w.machine("laptop");
+    let pushes = w.root.join("pushes.log");
+    a.path_prefix = Some(slow_push_git(&w.root, &pushes, 2));
+    a.config("[sync]\nname = \"laptop\"\nauto = true\n");
+    a.append(&[line(0, OTHER_SESSION)]);
+    // Never synced by hand: the hook starts nothing.
+    hook_event(&a, "Stop");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!pushes.exists() && w.remote_refs().is_empty());
+    a.ok(&["sync", "--yes"]);
+    let published = || w.remote_refs().first().map(|r| r.1.clone());
+    let first = published().unwrap();
+    let count = || fs::read_to_string(&pushes).map_or(0, |t| t.lines().count());
+    assert_eq!(count(), 1);
+
+    // New lines, then Stop: the hook returns long before the (2 s) push ends.
+    a.append(&[line(1, OTHER_SESSION)]);
+    let took = hook_event(&a, "Stop");
+    assert!(took < Duration::from_millis(1500), "the hook waited for the sync: {took:?}");
+    let claim = a.dir.join(".walj/sync/auto");
+    wait_until("the automatic sync to start", Duration::from_secs(10), || claim.exists());
+    // While it runs, more Stops start no second sync.
+    hook_event(&a, "Stop");
+    hook_event(&a, "SessionEnd");
+    wait_until("the automatic sync to end", Duration::from_secs(20), || !claim.exists());
+    assert_ne!(published().unwrap(), first, "the automatic sync published nothing");
+    assert_eq!(count(), 2, "two syncs ran");
+    let last: Value = serde_json::from_slice(&fs::read(a.dir.join(".walj/sync/auto.last")).unwrap()).unwrap();
+    assert_eq!((last["ok"].as_bool(), last["report"]["published"]["state"].as_str()), (Some(true), Some("pushed")));
+    // The SessionEnd above added a line: the next Stop publishes it.
+    hook_event(&a, "Stop");
+    wait_until("the second automatic sync", Duration::from_secs(20), || count() == 3 && !claim.exists());
+    assert_eq!(
+        fs::read(w.remote().join("..").join("laptop/.walj/journal.jsonl")).unwrap().len() as u64,
+        serde_json::from_str::<Value>(&git(&w.remote(), &["show", &format!("{}:manifest.json", published().unwrap())]))
+            .unwrap()["journal_bytes"]
+            .as_u64()
+            .unwrap()
+    );
 }

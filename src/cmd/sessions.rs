@@ -4,10 +4,10 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use age::secrecy::SecretString;
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::crypt::Secret;
 use crate::fold::{CommandStatus, SessionStatus, short_id};
 use crate::present::human_ts;
 use crate::procinfo;
@@ -52,6 +52,10 @@ pub struct ResumeArgs {
     /// Print the brief as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Another machine's session: replace a transcript already in Claude Code's folder that
+    /// holds another conversation (kept beside it as a .bak file).
+    #[arg(long)]
+    pub force: bool,
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -102,9 +106,9 @@ pub fn confirm(question: &str) -> io::Result<bool> {
 }
 
 /// `WALJ_PASSPHRASE`, else a hidden prompt on a terminal (twice when `twice`), else `None`.
-fn passphrase(twice: bool) -> anyhow::Result<Option<SecretString>> {
+pub(crate) fn passphrase(twice: bool) -> anyhow::Result<Option<Secret>> {
     if let Some(p) = std::env::var_os("WALJ_PASSPHRASE").filter(|p| !p.is_empty()) {
-        return Ok(Some(SecretString::from(p.to_string_lossy().into_owned())));
+        return Ok(Some(Secret::from(p.to_string_lossy().into_owned())));
     }
     if !io::stdin().is_terminal() || !io::stderr().is_terminal() {
         return Ok(None);
@@ -116,7 +120,7 @@ fn passphrase(twice: bool) -> anyhow::Result<Option<SecretString>> {
     if twice && read_hidden("Passphrase again: ")? != first {
         bail!("the passphrases differ; nothing was done");
     }
-    Ok(Some(SecretString::from(first)))
+    Ok(Some(Secret::from(first)))
 }
 
 /// Reads a line from the terminal without echo.
@@ -538,8 +542,28 @@ fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
 }
 
 pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
-    let (sid, print_only, json_out) = (args.sid.as_str(), args.print_only, args.json);
-    let mut state = SessionState::load(project, sid)?;
+    let state = match SessionState::load(project, &args.sid) {
+        // Only briefs or marks here (an earlier resume of another machine's session, before
+        // it ran here): that machine's session.
+        Ok(s) if s.info.started.is_none() && s.info.prompts.is_empty() && s.entries.is_empty() => {
+            match crate::sync::resume::find(project, s.session())? {
+                Some(rs) => return resume_remote(project, args, rs),
+                None => s,
+            }
+        }
+        Ok(s) => s,
+        // Another machine's session (`walj sync`): continued here.
+        Err(crate::session::SessionError::Unknown(sid)) => match crate::sync::resume::find(project, &args.sid)? {
+            Some(rs) => return resume_remote(project, args, rs),
+            None => return Err(crate::session::SessionError::Unknown(sid).into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
+    resume_local(project, args, state)
+}
+
+fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -> anyhow::Result<i32> {
+    let (print_only, json_out) = (args.print_only, args.json);
     if state.status == SessionStatus::Live {
         eprintln!(
             "walj: note: session {} is still running; the brief goes to the next session start in this project",
@@ -585,6 +609,100 @@ pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
             receiver,
             agent.resume_hint(state.session()),
             agent.name()
+        );
+    }
+    Ok(0)
+}
+
+/// `walj sessions resume` of another machine's session: its transcript (the synced copy,
+/// paths rewritten) where this machine's Claude Code finds it, and the brief for the next
+/// session start here.
+fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::RemoteSession) -> anyhow::Result<i32> {
+    use crate::sync::resume::{InstallError, install_transcript};
+    let session = rs.state.session().to_string();
+    let installed = if args.print_only {
+        None
+    } else {
+        match install_transcript(project, &rs, args.force) {
+            Ok(i) => Some(Ok(i)),
+            // No transcript came: the brief still goes to the next session.
+            Err(e @ InstallError::NoCopy { .. }) => Some(Err(e.to_string())),
+            Err(e) => bail!("{e}; nothing was done"),
+        }
+    };
+    let mut state = rs.state.clone();
+    // Its folder as this checkout has it: the other machine's paths mean nothing here.
+    state.info.cwd = Some(crate::sync::resume::local_cwd(project, &rs).display().to_string());
+    state.transcript = match &installed {
+        Some(Ok(i)) => transcript::TranscriptStatus {
+            original: Some(i.path.display().to_string()),
+            original_exists: true,
+            original_bytes: Some(i.bytes),
+            ..Default::default()
+        },
+        _ => transcript::TranscriptStatus::default(),
+    };
+    // Briefs of this session waiting here (an earlier resume) are superseded by the new one.
+    let here = crate::fold::Fold::load(&project.journal, &crate::fold::FoldOptions::default())
+        .with_context(|| format!("reading {}", project.journal.display()))?;
+    state.handoffs = here.handoffs.iter().filter(|h| h.session == session).cloned().collect();
+    let last_message = transcript::tail(&rs.project, &session, None, 512 * 1024)
+        .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(&session)))
+        .or_else(|| state.info.last_assistant_message.clone());
+    let machine = crate::present::one_line(rs.name(), 60);
+    let head = format!(
+        "This session ran on another machine ({machine}, state {} as of its last sync {}). Its changes were made in that checkout: check each file here before building on it (`walj diff ID` compares that machine's images with this disk).\n\n",
+        state.status,
+        human_ts(&rs.manifest.synced_at)
+    );
+    let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
+    let mut b = brief::build(&BriefInput { state: &state, procs: &[], last_message, copy_path: None }, budget);
+    b.text = format!("{head}{}", b.text);
+    b.chars = b.text.chars().count();
+    b.tokens = b.chars.div_ceil(7) * 2;
+    let action =
+        if args.print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
+    let (written, why_not) = match &installed {
+        Some(Ok(i)) => (Some(i), None),
+        Some(Err(e)) => (None, Some(e.clone())),
+        None => (None, None),
+    };
+    if args.json {
+        let v = json!({
+            "session": session,
+            "machine": rs.name(),
+            "journal": rs.journal,
+            "brief": b.text,
+            "chars": b.chars,
+            "tokens_estimate": b.tokens,
+            "level": b.level,
+            "entries": b.entries,
+            "action": action,
+            "delivered_at_next_start": action.is_some(),
+            "transcript": written,
+            "transcript_missing": why_not,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    print!("{}", b.text);
+    if let Some(i) = written {
+        eprintln!(
+            "\nwalj: the transcript of session {} from {machine} is in {} ({}, {}); `claude --resume {session}` in {} continues it here, and this brief ({} characters) goes to Claude at that start.",
+            state.info.sid,
+            i.path.display(),
+            human_bytes(i.bytes),
+            i.outcome,
+            i.cwd.display(),
+            b.chars
+        );
+    } else if action.is_some() {
+        if let Some(w) = &why_not {
+            eprintln!("\nwalj: {w}");
+        }
+        eprintln!(
+            "walj: this brief ({} characters) goes to Claude at the next session start in this project (a new `claude`).",
+            b.chars
         );
     }
     Ok(0)
@@ -644,6 +762,9 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     if output.exists() && !force {
         bail!("{} exists; choose another file or pass --force to replace it", output.display());
     }
+    if (encrypt || !recipients.is_empty()) && !crate::crypt::available() {
+        bail!("{}: cannot encrypt the bundle; nothing was written", crate::crypt::CryptError::Unsupported);
+    }
     let state = SessionState::load(project, sid)?;
     catch_up(project, &state);
     let protection = if !recipients.is_empty() {
@@ -663,11 +784,7 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
         eprintln!("walj: warning: {w}");
     }
     let size = bundle::write(output, &contents, &protection)?;
-    let how = match protection {
-        Protection::None => "not encrypted",
-        Protection::Passphrase(_) => "encrypted with a passphrase",
-        Protection::Recipients(_) => "encrypted to age recipients",
-    };
+    let how = protection.describe();
     println!(
         "exported session {}: {} records, {} objects, transcript {} → {} ({}, {how})",
         state.info.sid,

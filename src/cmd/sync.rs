@@ -26,30 +26,82 @@ pub struct SyncArgs {
     /// Publish in plain text without asking (asked once per remote otherwise).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// The background run `[sync] auto` starts after SessionEnd and Stop: asks nothing,
+    /// prints nothing, does nothing when another automatic sync runs.
+    #[arg(long, hide = true, conflicts_with_all = ["dry_run", "status", "yes"])]
+    pub auto: bool,
 }
 
-/// Shows the plain-text notice and asks on a terminal; elsewhere says it and answers no.
-fn ask(notice: &str) -> bool {
-    eprintln!("{notice}");
+/// Shows the plain-text notice and asks on a terminal; `None` (nothing shown) elsewhere.
+fn ask(notice: &str) -> Option<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return false;
+        return None;
     }
-    super::sessions::confirm("Publish?").unwrap_or(false)
+    eprintln!("{notice}");
+    Some(super::sessions::confirm("Publish?").unwrap_or(false))
+}
+
+/// The sync passphrase: `WALJ_PASSPHRASE`, else asked on a terminal.
+fn passphrase() -> Option<crate::crypt::Secret> {
+    match super::sessions::passphrase(false) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("walj: {e}");
+            None
+        }
+    }
+}
+
+/// `walj sync --auto`: one quiet sync, unless another automatic one holds the claim; what it
+/// did goes to `.walj/sync/auto.last`.
+fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+    let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false };
+    let mut never = |_: &str| None;
+    let mut from_env = || {
+        std::env::var_os("WALJ_PASSPHRASE")
+            .filter(|p| !p.is_empty())
+            .map(|p| crate::crypt::Secret::from(p.to_string_lossy().into_owned()))
+    };
+    let started = crate::journal::record::now_ts();
+    let result =
+        crate::sync::sync(project, &opts, crate::sync::run::Prompts { confirm: &mut never, passphrase: &mut from_env });
+    let last = match &result {
+        Ok(r) => {
+            serde_json::json!({"started": started, "ended": crate::journal::record::now_ts(), "ok": true, "report": r})
+        }
+        Err(e) => {
+            serde_json::json!({"started": started, "ended": crate::journal::record::now_ts(), "ok": false, "error": e.to_string()})
+        }
+    };
+    crate::fsutil::atomic_write(
+        &crate::sync::auto::last_path(project),
+        &serde_json::to_vec_pretty(&last)?,
+        Some(0o600),
+    )?;
+    Ok(0)
 }
 
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+    if args.auto {
+        return auto(project, args);
+    }
     let opts = SyncOptions { remote: args.remote.clone(), dry_run: args.dry_run || args.status, yes: args.yes };
-    let report = crate::sync::sync(project, &opts, &mut ask)?;
+    let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
+    let report = crate::sync::sync(project, &opts, prompts)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if args.status {
-        write!(out, "{}", status_text(&report))?;
+        write!(out, "{}{}", status_text(&report), last_auto(project))?;
     } else {
         write!(out, "{}", sync_text(&report))?;
     }
-    let bad: Vec<_> =
-        report.journals.iter().filter(|j| matches!(j.verdict, Verdict::Refused | Verdict::FetchFailed)).collect();
+    let bad: Vec<_> = report
+        .journals
+        .iter()
+        .filter(|j| matches!(j.verdict, Verdict::Refused | Verdict::FetchFailed | Verdict::Locked))
+        .collect();
     if !bad.is_empty() {
         drop(out);
         eprintln!(
@@ -109,14 +161,26 @@ fn sync_text(r: &SyncReport) -> String {
         PublishState::Nothing => "no journal yet: nothing to publish".to_string(),
         PublishState::UpToDate => "up to date".to_string(),
         PublishState::Pushed | PublishState::WouldPush => format!(
-            "{verb} {} segment{} ({} of journal), {} new image{}{}",
+            "{verb} {} segment{} ({} of journal), {} new image{}{}{}",
             p.segments_written,
             if p.segments_written == 1 { "" } else { "s" },
             kib(p.bytes_written),
             p.images_added,
             if p.images_added == 1 { "" } else { "s" },
+            match p.transcripts {
+                Some(n) => format!(", {n} transcript{}", if n == 1 { "" } else { "s" }),
+                None => String::new(),
+            },
             if p.new_epoch { format!(" · journal rewritten: new epoch {}", p.epoch) } else { String::new() }
         ),
+    };
+    let mine = match p.images_withheld {
+        0 => mine,
+        n => format!("{mine} ({n} image{} holding secret-looking text kept here)", if n == 1 { "" } else { "s" }),
+    };
+    let mine = match &p.encrypted {
+        Some(_) if p.state != PublishState::Nothing => format!("{mine}, encrypted"),
+        _ => mine,
     };
     s.push_str(&format!("walj sync{} via {} ({})\n", if r.dry_run { " --dry-run" } else { "" }, r.remote, r.url));
     s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));
@@ -127,6 +191,17 @@ fn sync_text(r: &SyncReport) -> String {
         s.push_str("Other machines' sessions: walj sessions · walj recover · walj log\n");
     }
     s
+}
+
+/// "last automatic sync: …" (`[sync] auto`), when one ran.
+fn last_auto(project: &Project) -> String {
+    let Ok(bytes) = std::fs::read(crate::sync::auto::last_path(project)) else { return String::new() };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return String::new() };
+    let when = crate::present::human_ts(v["ended"].as_str().unwrap_or(""));
+    match v["error"].as_str() {
+        Some(e) => format!("last automatic sync: {when}, failed: {e}\n"),
+        None => format!("last automatic sync: {when}, done\n"),
+    }
 }
 
 fn status_text(r: &SyncReport) -> String {

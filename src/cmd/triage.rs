@@ -168,12 +168,27 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     Ok(0)
 }
 
+/// Whether the ids (or the session) name nothing in this checkout's journal: they may be
+/// another machine's (`walj sync`).
+fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
+    match session {
+        Some(s) => fold.find_session(s).is_err(),
+        None => !ids.is_empty() && ids.iter().all(|i| fold.find(i).is_err()),
+    }
+}
+
 pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let fold = load(project)?;
-    let outcomes = match session {
-        Some(s) => triage::mark_session_done(project, &fold, s, force)?,
-        None => triage::mark_done(project, &fold, ids, force)?,
+    let elsewhere = if not_here(&fold, ids, session) {
+        crate::sync::triage::mark_done(project, ids, session, force)?
+    } else {
+        None
+    };
+    let outcomes = match (elsewhere, session) {
+        (Some(o), _) => o,
+        (None, Some(s)) => triage::mark_session_done(project, &fold, s, force)?,
+        (None, None) => triage::mark_done(project, &fold, ids, force)?,
     };
     if args.json {
         print_outcomes_json("mark", false, &outcomes)?;
@@ -231,7 +246,13 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
     }
-    let brief = triage::handoff(project, &fold, ids, session, HandoffOptions { print_only, force })?;
+    let opts = HandoffOptions { print_only, force };
+    let elsewhere =
+        if not_here(&fold, ids, session) { crate::sync::triage::handoff(project, ids, session, opts)? } else { None };
+    let brief = match elsewhere {
+        Some(b) => b,
+        None => triage::handoff(project, &fold, ids, session, opts)?,
+    };
     if args.json {
         let v = serde_json::json!({
             "recorded": !print_only,

@@ -29,6 +29,11 @@ pub mod op {
     /// `walj checkpoint` found an entry's post-image on disk while its turn had not reached
     /// its Stop: an audit ("on disk, verified") that settles nothing (DESIGN §4).
     pub const VERIFIED: &str = "verified";
+    /// A triage action taken in this checkout on an entry of another checkout's journal
+    /// (`walj sync`): `id` = that entry, `how`, `action`, `target` = its session, `journal` =
+    /// that journal's id. This journal's fold ignores it; the other checkout's sync turns it
+    /// into a `resolved` record of its own (docs/sync.md).
+    pub const REMOTE: &str = "remote";
 }
 
 /// `kind` values of `session` records.
@@ -142,6 +147,8 @@ pub mod key {
     pub const INTERRUPTED: &str = "interrupted";
     /// Who wrote a triage record (`walj mark`, the TUI, …).
     pub const BY: &str = "by";
+    /// The id of the other journal (`walj sync`) a record refers to or came from.
+    pub const JOURNAL: &str = "journal";
     /// Who ran the command that wrote a triage record, when not the user at a terminal
     /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
     pub const ACTOR: &str = "actor";

@@ -23,11 +23,12 @@ use std::collections::{BTreeSet, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use age::secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{SessionError, is_mark_for, transcript};
+use crate::crypt::{self, CryptError};
+pub use crate::crypt::{Keys, Protection};
 use crate::fold::{Fold, FoldOptions};
 use crate::fsutil;
 use crate::journal::reader::{check_line, contains, scan_lines};
@@ -38,13 +39,8 @@ use crate::store::{Store, StoreError, blob_id};
 
 /// The payload format this walj writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
-const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 const AGE_ARMOR: &[u8] = b"-----BEGIN AGE ENCRYPTED FILE-----";
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-/// scrypt work factor of passphrase bundles (N = 2^18: about a second).
-const SCRYPT_LOG_N: u8 = 18;
-/// The largest work factor an import accepts (16 times the above).
-const SCRYPT_MAX_LOG_N: u8 = 22;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
@@ -219,46 +215,13 @@ pub fn encode(c: &Contents) -> Vec<u8> {
     out
 }
 
-/// How a bundle is protected.
-pub enum Protection {
-    None,
-    Passphrase(SecretString),
-    /// age recipients (`age1…`).
-    Recipients(Vec<String>),
-}
-
 /// Writes a bundle file atomically (temp, fsync, rename): a failed export leaves nothing.
 /// Returns the file's size.
 pub fn write(path: &Path, c: &Contents, protection: &Protection) -> Result<u64, BundleError> {
     let payload = encode(c);
     let compressed = compress(&payload).map_err(io_err("compressing", path))?;
-    let bytes = match protection {
-        Protection::None => compressed,
-        Protection::Passphrase(p) => {
-            // A fixed work factor: age's default is measured on the spot, so a busy machine
-            // would pick a weak one, and an idle one a factor a busy importer refuses.
-            let mut r = age::scrypt::Recipient::new(p.clone());
-            r.set_work_factor(SCRYPT_LOG_N);
-            let enc = age::Encryptor::with_recipients(std::iter::once(&r as &dyn age::Recipient))
-                .map_err(|e| BundleError::Encrypt { path: path.display().to_string(), why: e.to_string() })?;
-            encrypt(enc, &compressed, path)?
-        }
-        Protection::Recipients(keys) => {
-            let mut parsed: Vec<age::x25519::Recipient> = Vec::new();
-            for k in keys {
-                let r = k.trim().parse::<age::x25519::Recipient>().map_err(|e| BundleError::Encrypt {
-                    path: path.display().to_string(),
-                    why: format!(
-                        "{k:?} is not an age recipient ({e}); expected an `age1…` public key (age-keygen -y KEYFILE prints it)"
-                    ),
-                })?;
-                parsed.push(r);
-            }
-            let enc = age::Encryptor::with_recipients(parsed.iter().map(|r| r as &dyn age::Recipient))
-                .map_err(|e| BundleError::Encrypt { path: path.display().to_string(), why: e.to_string() })?;
-            encrypt(enc, &compressed, path)?
-        }
-    };
+    let bytes = crypt::encrypt(&compressed, protection)
+        .map_err(|e| BundleError::Encrypt { path: path.display().to_string(), why: e.to_string() })?;
     fsutil::atomic_write(path, &bytes, Some(0o600)).map_err(io_err("writing", path))?;
     Ok(bytes.len() as u64)
 }
@@ -270,25 +233,9 @@ fn compress(payload: &[u8]) -> io::Result<Vec<u8>> {
     enc.finish()
 }
 
-fn encrypt(enc: age::Encryptor, data: &[u8], path: &Path) -> Result<Vec<u8>, BundleError> {
-    let mut out = Vec::with_capacity(data.len() + 1024);
-    let mut w = enc.wrap_output(&mut out).map_err(io_err("encrypting", path))?;
-    w.write_all(data).map_err(io_err("encrypting", path))?;
-    w.finish().map_err(io_err("encrypting", path))?;
-    Ok(out)
-}
-
-/// Keys an import may need; asked for only when the bundle is encrypted.
-pub struct Keys<'a> {
-    /// Returns the passphrase (`WALJ_PASSPHRASE`, a prompt), or `None` when there is none.
-    pub passphrase: &'a mut dyn FnMut() -> Option<SecretString>,
-    /// age identity files (as `age-keygen` writes them).
-    pub identities: Vec<PathBuf>,
-}
-
 /// Whether a file is an encrypted bundle.
 pub fn is_encrypted(bytes: &[u8]) -> bool {
-    bytes.starts_with(AGE_MAGIC)
+    crypt::is_encrypted(bytes)
 }
 
 /// Reads and checks a bundle file's structure (decrypts, decompresses, parses, checksums).
@@ -303,29 +250,7 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
         });
     }
     if is_encrypted(&bytes) {
-        let dec = age::Decryptor::new_buffered(&bytes[..]).map_err(|e| decrypt_err(&p, e))?;
-        let reader = if dec.is_scrypt() {
-            let Some(pass) = (keys.passphrase)() else { return Err(BundleError::NeedPassphrase { path: p }) };
-            let mut id = age::scrypt::Identity::new(pass);
-            id.set_max_work_factor(SCRYPT_MAX_LOG_N);
-            dec.decrypt(std::iter::once(&id as &dyn age::Identity)).map_err(|e| decrypt_err(&p, e))?
-        } else {
-            if keys.identities.is_empty() {
-                return Err(BundleError::NeedIdentity { path: p });
-            }
-            let mut ids: Vec<Box<dyn age::Identity + Send + Sync>> = Vec::new();
-            for f in &keys.identities {
-                let file =
-                    age::IdentityFile::from_file(f.display().to_string()).map_err(io_err("reading identity", f))?;
-                let mut got = file.into_identities().map_err(|e| BundleError::Io {
-                    op: "reading identity".into(),
-                    path: f.display().to_string(),
-                    source: io::Error::other(e.to_string()),
-                })?;
-                ids.append(&mut got);
-            }
-            dec.decrypt(ids.iter().map(|b| b.as_ref() as &dyn age::Identity)).map_err(|e| decrypt_err(&p, e))?
-        };
+        let reader = crypt::decrypt_reader(&bytes, keys).map_err(|e| crypt_err(&p, e))?;
         return parse_stream(&p, reader);
     }
     if !bytes.starts_with(&ZSTD_MAGIC) {
@@ -334,23 +259,24 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
     parse_stream(&p, &bytes[..])
 }
 
-fn decrypt_err(path: &str, e: age::DecryptError) -> BundleError {
+/// A decryption failure, in the bundle's words.
+fn crypt_err(path: &str, e: CryptError) -> BundleError {
     let path = path.to_string();
     match e {
-        age::DecryptError::DecryptionFailed | age::DecryptError::KeyDecryptionFailed => {
-            BundleError::WrongPassphrase { path }
+        CryptError::WrongPassphrase => BundleError::WrongPassphrase { path },
+        CryptError::NoMatchingKey => BundleError::NoMatchingKey { path },
+        CryptError::NeedPassphrase => BundleError::NeedPassphrase { path },
+        CryptError::NeedIdentity => BundleError::NeedIdentity { path },
+        CryptError::Truncated(why) => BundleError::Truncated { path, why },
+        CryptError::Tampered(why) => BundleError::Tampered { path, why },
+        CryptError::Io(source) => BundleError::Io { op: "reading".into(), path, source },
+        CryptError::Identity { path: id, why } => {
+            BundleError::Io { op: "reading identity".into(), path: id, source: io::Error::other(why) }
         }
-        age::DecryptError::NoMatchingKeys => BundleError::NoMatchingKey { path },
-        age::DecryptError::ExcessiveWork { required, .. } => BundleError::Refused {
-            path,
-            why: format!(
-                "its passphrase needs scrypt work 2^{required}, more than the 2^{SCRYPT_MAX_LOG_N} walj accepts; decrypt it with `age -d` and import the result"
-            ),
-        },
-        age::DecryptError::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            BundleError::Truncated { path, why: e.to_string() }
-        }
-        other => BundleError::Tampered { path, why: format!("age: {other}") },
+        other @ (CryptError::Unsupported
+        | CryptError::ExcessiveWork { .. }
+        | CryptError::BadRecipient { .. }
+        | CryptError::Encrypt(_)) => BundleError::Refused { path, why: other.to_string() },
     }
 }
 

@@ -35,6 +35,8 @@ pub enum Verdict {
     Gone,
     /// Its objects could not be fetched.
     FetchFailed,
+    /// Encrypted, and no key here opens it (see `detail`); the last copy is kept.
+    Locked,
 }
 
 impl Verdict {
@@ -47,6 +49,7 @@ impl Verdict {
             Verdict::Refused => "refused",
             Verdict::Gone => "gone from the remote",
             Verdict::FetchFailed => "fetch failed",
+            Verdict::Locked => "locked",
         }
     }
     /// Whether the journal's copy changes (or would, in a dry run).
@@ -125,7 +128,7 @@ pub fn check(repo: &Repository, id: &str, new: Oid, accepted: Option<Oid>) -> Re
     Ok((m, verdict))
 }
 
-fn subtree<'r>(repo: &'r Repository, t: &Tree<'_>, name: &str) -> Result<Option<Tree<'r>>, String> {
+pub(crate) fn subtree<'r>(repo: &'r Repository, t: &Tree<'_>, name: &str) -> Result<Option<Tree<'r>>, String> {
     match t.get_name(name) {
         None => Ok(None),
         Some(e) if e.kind() == Some(ObjectType::Tree) => {
@@ -135,11 +138,18 @@ fn subtree<'r>(repo: &'r Repository, t: &Tree<'_>, name: &str) -> Result<Option<
     }
 }
 
-/// The journal's bytes: its segments, in order, checked against the manifest.
-pub fn journal_bytes(repo: &Repository, tree: &Tree<'_>, m: &Manifest) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(usize::try_from(m.journal_bytes).unwrap_or(0));
+/// The bytes of a segments tree (`dir/segment`), in order, decrypted with `key` when sealed,
+/// checked against the `count` and `bytes` a manifest gives.
+pub(crate) fn read_segments(
+    repo: &Repository,
+    segs: Option<Tree<'_>>,
+    count: u64,
+    bytes: u64,
+    key: Option<&crate::crypt::DataKey>,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
     let mut next = 0u64;
-    if let Some(segs) = subtree(repo, tree, SEGMENTS)? {
+    if let Some(segs) = segs {
         for dir in segs.iter() {
             let dname = dir.name().unwrap_or("");
             let d = subtree(repo, &segs, dname)?.ok_or("segments/ holds a file")?;
@@ -151,20 +161,77 @@ pub fn journal_bytes(repo: &Repository, tree: &Tree<'_>, m: &Manifest) -> Result
                 }
                 let blob =
                     repo.find_blob(seg.id()).map_err(|_| format!("segment {dname}/{n} is missing or not a file"))?;
-                out.extend_from_slice(blob.content());
+                match key {
+                    Some(k) => out.extend_from_slice(
+                        &k.decrypt(blob.content()).map_err(|e| format!("segment {dname}/{n}: {e}"))?,
+                    ),
+                    None => out.extend_from_slice(blob.content()),
+                }
                 next += 1;
             }
         }
     }
-    if next != m.segments || out.len() as u64 != m.journal_bytes {
+    if next != count || out.len() as u64 != bytes {
         return Err(format!(
-            "its segments hold {} bytes in {next} segments; the manifest says {} in {}",
+            "its segments hold {} bytes in {next} segments; the manifest says {bytes} in {count}",
             out.len(),
-            m.journal_bytes,
-            m.segments
         ));
     }
     Ok(out)
+}
+
+/// The journal's bytes: its segments, in order, checked against the manifest.
+pub fn journal_bytes(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    m: &Manifest,
+    key: Option<&crate::crypt::DataKey>,
+) -> Result<Vec<u8>, String> {
+    read_segments(repo, subtree(repo, tree, SEGMENTS)?, m.segments, m.journal_bytes, key)
+}
+
+/// Writes the images an encrypted tree holds for the ids `journal` names into `store` (those
+/// it lacks): each found by its keyed name, decrypted, checked against its id. Returns how
+/// many the fetched objects did not have.
+fn sealed_images(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    journal: &[u8],
+    store: &Store,
+    key: &crate::crypt::DataKey,
+) -> Result<usize, String> {
+    let objs = subtree(repo, tree, OBJECTS)?;
+    let mut missing = 0;
+    let mut seen = std::collections::HashSet::new();
+    let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
+    for line in journal.split(|&b| b == b'\n') {
+        for id in super::publish::quoted_ids(line) {
+            if !seen.insert(id.to_string()) || store.contains(id) {
+                continue;
+            }
+            let name = key.digest("image", id.as_bytes());
+            let (xx, rest) = name.split_at(2);
+            let Some(entry) = objs.as_ref().and_then(|o| o.get_path(Path::new(&format!("{xx}/{rest}"))).ok()) else {
+                // Not published (never captured, over the cap, not stored): nothing to fetch.
+                continue;
+            };
+            let Ok(blob) = repo.find_blob(entry.id()) else {
+                missing += 1;
+                continue;
+            };
+            let plain = key.decrypt(blob.content()).map_err(|e| format!("image {id}: {e}"))?;
+            if crate::store::blob_id(&plain) != id {
+                return Err(format!("the image named {id} holds other bytes"));
+            }
+            batch.push((id.to_string(), plain));
+            if batch.len() >= 256 {
+                store.put_batch(&batch).map_err(|e| e.to_string())?;
+                batch.clear();
+            }
+        }
+    }
+    store.put_batch(&batch).map_err(|e| e.to_string())?;
+    Ok(missing)
 }
 
 /// Writes the images the tree names into `store` (those it lacks). Returns how many the
@@ -207,14 +274,28 @@ pub fn journal_dir(paths: &Paths, id: &str) -> std::path::PathBuf {
     paths.remotes.join(id)
 }
 
-/// Writes journal `id`'s copy from commit `head`. Returns the images missing.
-fn materialise(repo: &Repository, paths: &Paths, id: &str, head: Oid, m: &Manifest) -> Result<usize, String> {
+/// Writes journal `id`'s copy from commit `head` (opened with `key` when sealed). Returns
+/// the images missing.
+fn materialise(
+    repo: &Repository,
+    paths: &Paths,
+    id: &str,
+    head: Oid,
+    m: &Manifest,
+    key: Option<&crate::crypt::DataKey>,
+) -> Result<usize, String> {
     let tree = repo.find_commit(head).and_then(|c| c.tree()).map_err(|e| e.message().to_string())?;
-    let bytes = journal_bytes(repo, &tree, m)?;
+    let bytes = journal_bytes(repo, &tree, m, key)?;
     let dir = journal_dir(paths, id);
     let io = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
     crate::fsutil::create_private_dir(&dir).map_err(|e| io("creating", &dir, e))?;
-    let missing = images(repo, &tree, &Store::new(dir.join("store")))?;
+    let store = Store::new(dir.join("store"));
+    let missing = match key {
+        Some(k) => sealed_images(repo, &tree, &bytes, &store, k)?,
+        None => images(repo, &tree, &store)?,
+    };
+    let before = read_copy(paths, id).map(|b| b.transcripts).unwrap_or_default();
+    super::transcripts::materialise(repo, &tree, &m.transcripts, &before, &dir, key)?;
     let journal = dir.join("journal.jsonl");
     crate::fsutil::atomic_write(&journal, &bytes, Some(0o600)).map_err(|e| io("writing", &journal, e))?;
     let mpath = dir.join(MANIFEST);
@@ -230,6 +311,7 @@ pub fn accept_all(
     own: &str,
     dry_run: bool,
     fetch_failed: &[(String, String)],
+    opener: &mut super::seal::Opener<'_>,
 ) -> Result<Vec<Seen>, SyncError> {
     let mut out = Vec::new();
     let mut fetched_ids = std::collections::BTreeSet::new();
@@ -273,7 +355,21 @@ pub fn accept_all(
                     out.push(s);
                     continue;
                 }
-                match materialise(repo, paths, id, new, &m) {
+                let key = repo
+                    .find_commit(new)
+                    .and_then(|c| c.tree())
+                    .map_err(|e| e.message().to_string())
+                    .and_then(|t| opener.open(repo, &t, id, &m));
+                let key = match key {
+                    Ok(k) => k,
+                    Err(why) => {
+                        s.verdict = Verdict::Locked;
+                        s.detail = Some(why);
+                        out.push(s);
+                        continue;
+                    }
+                };
+                match materialise(repo, paths, id, new, &m, key.as_ref()) {
                     Ok(missing) => {
                         s.missing_images = missing;
                         set_ref(repo, &accepted_ref, Some(new))?;

@@ -32,6 +32,51 @@ pub struct Manifest {
     /// Sessions as the publishing machine saw them when it synced.
     #[serde(default)]
     pub sessions: Vec<SessionState>,
+    /// The publishing checkout's project root (what `walj sessions resume` rewrites to this
+    /// checkout's), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// Digest of the open segment's (plain) bytes: a blob id, or a keyed digest when sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<String>,
+    /// Set when segments, images and transcripts are encrypted (`format` 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+    /// Transcripts published (safe copies, secrets removed), one per session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcripts: Vec<TranscriptState>,
+}
+
+/// How a sealed commit is encrypted (docs/sync.md, "Encryption").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Encryption {
+    /// `age`.
+    pub scheme: String,
+    /// The journal's data key (its public half, `age1…`): every segment, image and transcript
+    /// segment is encrypted to it.
+    pub key: String,
+    /// How `key.age` (the data key's secret half) is encrypted: `recipients` or `passphrase`.
+    pub protection: String,
+    /// The recipients `key.age` is encrypted to (empty for a passphrase).
+    #[serde(default)]
+    pub recipients: Vec<String>,
+}
+
+/// One published transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptState {
+    pub session: String,
+    /// The safe copy when it was published (transcript bytes it held, its file's length):
+    /// an unchanged copy is not read again.
+    pub source_bytes: u64,
+    pub source_zst: u64,
+    /// Bytes published (the copy with secrets removed), in segments like the journal's.
+    pub bytes: u64,
+    pub sealed_bytes: u64,
+    pub segments: u64,
+    pub sealed: u64,
+    /// Digest of all bytes published (blob id, or keyed when sealed).
+    pub digest: String,
 }
 
 /// A session's state at sync time, as its machine saw it.

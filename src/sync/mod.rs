@@ -9,19 +9,32 @@
 //! - [`accept`]: fetched refs checked (fast-forward or a new epoch) and materialised.
 //! - [`remotes`]: other journals read back for `recover`, `log`, `sessions`, `diff`.
 //! - [`run`]: one `walj sync` (or `--status`) from start to end.
+//! - [`seal`]: encrypted syncs (`[sync] recipients` / `passphrase`): the data key, `key.age`.
+//! - [`transcripts`]: the transcripts' safe copies, secrets removed, in segments.
+//! - [`resume`]: `walj sessions resume` of another machine's session (its transcript placed
+//!   where this machine's Claude Code finds it).
+//! - [`triage`]: `mark --done` / `handoff` on another machine's entries, and their way back.
+//! - [`note`]: the SessionStart counts of other machines' unresolved entries.
+//! - [`auto`]: `[sync] auto`, a detached sync after Stop and SessionEnd.
 //!
 //! walj works in its own bare repository `.walj/sync/repo.git` (git2 for local object work),
-//! never in the user's `.git`; its objects list walj's store as a git alternate, so images are
-//! pushed without being copied.
+//! never in the user's `.git`; its objects list walj's store as a git alternate, so plain-text
+//! images are pushed without being copied (encrypted ones are written into it).
 
 pub mod accept;
+pub mod auto;
 pub mod identity;
 pub mod manifest;
+pub mod note;
 pub mod publish;
 pub mod remotes;
+pub mod resume;
 pub mod run;
+pub mod seal;
 pub mod show;
+pub mod transcripts;
 pub mod transport;
+pub mod triage;
 
 use std::io;
 use std::path::PathBuf;
@@ -45,8 +58,10 @@ pub const PENDING: &str = "refs/walj/pending/";
 /// sync began (the `git push` child outlives a killed walj), and its commit is still ours.
 pub const SENT: &str = "refs/walj/sent/";
 
-/// The published format (`manifest.format`).
+/// The published format (`manifest.format`): 1 in plain text, 2 when sealed (encrypted
+/// objects; a walj that reads only 1 refuses it rather than show ciphertext).
 pub const FORMAT: u32 = 1;
+pub const FORMAT_SEALED: u32 = 2;
 
 /// The files of `walj sync` in one checkout.
 #[derive(Debug, Clone)]
@@ -61,6 +76,10 @@ pub struct Paths {
     pub lock: PathBuf,
     /// `.walj/sync/consent`: remote URLs the user agreed to publish to in plain text.
     pub consent: PathBuf,
+    /// `.walj/sync/key`: this journal's data key (encrypted syncs).
+    pub key: PathBuf,
+    /// `.walj/sync/keys/<id>`: other journals' data keys, once opened.
+    pub keys: PathBuf,
     /// `.walj/remotes`: other journals, one folder per id.
     pub remotes: PathBuf,
     /// `.walj/store`
@@ -75,6 +94,8 @@ impl Paths {
             id: dir.join("id"),
             lock: dir.join("lock"),
             consent: dir.join("consent"),
+            key: dir.join("key"),
+            keys: dir.join("keys"),
             remotes: project.dir.join("remotes"),
             store: project.store_dir(),
             dir,

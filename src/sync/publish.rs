@@ -17,12 +17,22 @@ use git2::{Commit, ObjectType, Oid, Repository, Tree};
 
 use super::identity::Identity;
 use super::manifest::{Manifest, SessionState};
-use super::{FORMAT, SyncError};
+use super::seal::{KEY_ENTRY, Seal};
+use super::{FORMAT, FORMAT_SEALED, SyncError};
 use crate::config::Matcher;
 use crate::store::{Store, blob_id, is_id};
 
 /// A segment is sealed once it holds at least this many bytes.
 pub const SEGMENT_BYTES: u64 = 64 * 1024;
+/// The same for encrypted syncs: ciphertext neither compresses nor deltas against the open
+/// segment's previous version, so a smaller open segment keeps a sync after ten new lines
+/// small (about this plus one segment folder's tree).
+pub const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
+
+/// The segment size for a sync sealed with `seal` (or in plain text).
+pub fn segment_size(seal: Option<&Seal>) -> u64 {
+    if seal.is_some() { SEALED_SEGMENT_BYTES } else { SEGMENT_BYTES }
+}
 /// Segments per folder of `segments/`.
 pub const SEGMENTS_PER_DIR: u64 = 256;
 /// Leading bytes the manifest's `prefix` covers (at most).
@@ -31,6 +41,7 @@ pub const PREFIX_BYTES: u64 = 4096;
 pub const MANIFEST: &str = "manifest.json";
 pub const SEGMENTS: &str = "segments";
 pub const OBJECTS: &str = "objects";
+pub const TRANSCRIPTS: &str = "transcripts";
 
 /// The folder and file name of segment `i`.
 pub fn segment_path(i: u64) -> (String, String) {
@@ -50,8 +61,12 @@ pub fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, S
     let blob = repo.find_blob(entry.id()).map_err(|_| "its manifest.json is not a file or is missing".to_string())?;
     let m: Manifest =
         serde_json::from_slice(blob.content()).map_err(|e| format!("its manifest.json does not parse ({e})"))?;
-    if m.format != FORMAT {
-        return Err(format!("its manifest has format {} (this walj reads {FORMAT}; a newer walj?)", m.format));
+    let sealed = m.encryption.is_some();
+    if m.format != FORMAT && m.format != FORMAT_SEALED || (m.format == FORMAT_SEALED) != sealed {
+        return Err(format!(
+            "its manifest has format {} (this walj reads {FORMAT} and {FORMAT_SEALED}; a newer walj?)",
+            m.format
+        ));
     }
     Ok(m)
 }
@@ -71,6 +86,10 @@ pub struct Built {
     pub bytes_written: u64,
     /// Images newly named by the tree.
     pub images_added: usize,
+    /// Transcript bytes in the segments written.
+    pub transcript_bytes: u64,
+    /// Images left out because they hold secret-looking text (`crate::secrets`).
+    pub images_withheld: usize,
 }
 
 /// What [`build`] needs.
@@ -85,10 +104,26 @@ pub struct Input<'a> {
     pub never: Option<&'a Matcher>,
     pub sessions: Vec<SessionState>,
     pub synced_at: String,
+    /// This checkout's project root (for `walj sessions resume` elsewhere).
+    pub root: String,
+    /// Encrypt what is published (`None`: plain text).
+    pub seal: Option<&'a Seal>,
+    /// `key.age` for this commit, when the previous commit's cannot be kept (asked only then).
+    pub wrap: &'a mut dyn FnMut() -> Result<Vec<u8>, SyncError>,
+    /// Transcripts to publish (their safe copies): session ids.
+    pub transcripts: Option<super::transcripts::Sources<'a>>,
 }
 
 fn io_err(journal: &Path) -> impl Fn(io::Error) -> SyncError + '_ {
     move |e| SyncError::Io { what: format!("reading {}", journal.display()), source: e }
+}
+
+/// A digest of published bytes: their blob id in plain text, a keyed digest when sealed.
+pub fn digest(seal: Option<&Seal>, what: &str, bytes: &[u8]) -> String {
+    match seal {
+        Some(s) => s.digest(what, bytes),
+        None => blob_id(bytes),
+    }
 }
 
 fn read_range(f: &mut File, start: u64, len: u64) -> io::Result<Vec<u8>> {
@@ -101,26 +136,36 @@ fn read_range(f: &mut File, start: u64, len: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Whether `m` was sealed the way `seal` seals (same data key), or both are plain text.
+pub fn same_sealing(m: &Manifest, seal: Option<&Seal>) -> bool {
+    m.encryption.as_ref().map(|e| e.key.as_str()) == seal.map(|s| s.key.recipient())
+}
+
 /// Whether the journal still extends what `m` (in `tree`) published.
-fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest) -> io::Result<bool> {
+fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest, seal: Option<&Seal>) -> io::Result<bool> {
     if len < m.journal_bytes || m.sealed_bytes > m.journal_bytes || m.prefix_len > m.journal_bytes {
         return Ok(false);
     }
-    if blob_id(&read_range(f, 0, m.prefix_len)?) != m.prefix {
+    if !same_sealing(m, seal) || digest(seal, "prefix", &read_range(f, 0, m.prefix_len)?) != m.prefix {
         return Ok(false);
     }
     if m.segments > m.sealed {
+        let open = read_range(f, m.sealed_bytes, m.journal_bytes - m.sealed_bytes)?;
+        let open = digest(seal, "segment", &open);
+        if let Some(want) = &m.open {
+            return Ok(open == *want);
+        }
+        // A commit of a walj that did not record `open`: its open segment's blob id.
         let (d, n) = segment_path(m.sealed);
         let Ok(entry) = tree.get_path(Path::new(&format!("{SEGMENTS}/{d}/{n}"))) else { return Ok(false) };
-        let open = read_range(f, m.sealed_bytes, m.journal_bytes - m.sealed_bytes)?;
-        return Ok(blob_id(&open) == entry.id().to_string());
+        return Ok(seal.is_none() && open == entry.id().to_string());
     }
     Ok(m.journal_bytes == m.sealed_bytes)
 }
 
-/// Cuts `buf` (complete lines) into segments: `(start, end, sealed)`.
-pub fn cut(buf: &[u8]) -> Vec<(usize, usize, bool)> {
-    let seg = SEGMENT_BYTES as usize;
+/// Cuts `buf` (complete lines) into segments of at least `size` bytes: `(start, end, sealed)`.
+pub fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
+    let seg = size.max(1) as usize;
     let mut out = Vec::new();
     let mut s = 0;
     while s < buf.len() {
@@ -141,7 +186,7 @@ pub fn cut(buf: &[u8]) -> Vec<(usize, usize, bool)> {
 
 /// Object ids quoted in `line` (`"` + 40 hex digits + `"`): every image field, whatever its
 /// name, without a list of keys to keep in step with the journal's vocabulary.
-fn quoted_ids(line: &[u8]) -> impl Iterator<Item = &str> {
+pub(crate) fn quoted_ids(line: &[u8]) -> impl Iterator<Item = &str> {
     memchr::memchr_iter(b'"', line).filter_map(move |i| {
         let cand = line.get(i + 1..i + 41)?;
         (line.get(i + 41) == Some(&b'"')).then_some(())?;
@@ -150,9 +195,58 @@ fn quoted_ids(line: &[u8]) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Segment blobs for `segs` (ranges of `buf`, numbered from `first`), encrypted when sealed,
+/// grouped by folder.
+pub(crate) fn segment_blobs(
+    repo: &Repository,
+    buf: &[u8],
+    segs: &[(usize, usize, bool)],
+    first: u64,
+    seal: Option<&Seal>,
+) -> Result<BTreeMap<String, Vec<(String, Oid)>>, SyncError> {
+    let mut dirs: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
+    for (i, (a, b, _)) in segs.iter().enumerate() {
+        let bytes = &buf[*a..*b];
+        let oid = match seal {
+            Some(s) => repo.blob(&s.encrypt(bytes)?)?,
+            None => repo.blob(bytes)?,
+        };
+        let (d, n) = segment_path(first + i as u64);
+        dirs.entry(d).or_default().push((n, oid));
+    }
+    Ok(dirs)
+}
+
+/// The folder `name` of `t`, when it is one.
+pub(crate) fn subtree<'r>(repo: &'r Repository, t: Option<&Tree<'_>>, name: &str) -> Option<Tree<'r>> {
+    let e = t?.get_name(name)?;
+    (e.kind() == Some(ObjectType::Tree)).then(|| repo.find_tree(e.id()).ok()).flatten()
+}
+
+/// A two-level tree (`dir/name`): `base` with `groups` added. `None` when both are empty.
+pub(crate) fn two_level(
+    repo: &Repository,
+    base: Option<&Tree<'_>>,
+    groups: &BTreeMap<String, Vec<(String, Oid)>>,
+) -> Result<Option<Oid>, git2::Error> {
+    if groups.is_empty() {
+        return Ok(base.map(|t| t.id()));
+    }
+    let mut tb = repo.treebuilder(base)?;
+    for (dir, items) in groups {
+        let base_dir = subtree(repo, base, dir);
+        let mut db = repo.treebuilder(base_dir.as_ref())?;
+        for (name, oid) in items {
+            db.insert(name, *oid, 0o100644)?;
+        }
+        tb.insert(dir, db.write()?, 0o040000)?;
+    }
+    Ok(Some(tb.write()?))
+}
+
 /// Builds (but does not publish) the commit for the journal as it is now.
 pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
-    let Input { repo, journal, store, ident, parent, never, sessions, synced_at } = inp;
+    let Input { repo, journal, store, ident, parent, never, sessions, synced_at, root, seal, wrap, transcripts } = inp;
     let (mut file, len) = match File::open(journal) {
         Ok(f) => {
             let len = f.metadata().map_err(io_err(journal))?.len();
@@ -173,7 +267,7 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
         && m.journal == ident.id
     {
         let tree = c.tree()?;
-        if extends(f, len, &tree, m).map_err(io_err(journal))? {
+        if extends(f, len, &tree, m, seal).map_err(io_err(journal))? {
             incremental = Some((tree, m.clone()));
         }
     }
@@ -185,21 +279,37 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
     buf.truncate(complete);
     let journal_bytes = start + buf.len() as u64;
-    let segs = cut(&buf);
+    let segs = cut(&buf, segment_size(seal));
     let sealed_here = segs.iter().filter(|s| s.2).count() as u64;
     let sealed_bytes = start + segs.iter().filter(|s| s.2).map(|s| s.1 as u64).max().unwrap_or(0);
     let prefix_len = journal_bytes.min(PREFIX_BYTES);
     let prefix = match file.as_mut() {
-        Some(f) => blob_id(&read_range(f, 0, prefix_len).map_err(io_err(journal))?),
-        None => blob_id(b""),
+        Some(f) => digest(seal, "prefix", &read_range(f, 0, prefix_len).map_err(io_err(journal))?),
+        None => digest(seal, "prefix", b""),
     };
+    let open = (journal_bytes > sealed_bytes).then(|| digest(seal, "segment", &buf[(sealed_bytes - start) as usize..]));
     let (epoch, previous) = match (&incremental, &prev) {
         (Some((_, m)), _) => (m.epoch, m.previous.clone()),
         (None, Some((c, m))) => (m.epoch + 1, Some(c.id().to_string())),
         (None, None) => (0, None),
     };
+    // The previous tree, when its sealing is ours: its transcripts and key.age may be kept.
+    let prev_same = prev.as_ref().filter(|(_, m)| same_sealing(m, seal)).map(|(c, m)| (c.tree(), m));
+    let prev_same = match prev_same {
+        Some((Ok(t), m)) => Some((t, m)),
+        _ => None,
+    };
+    let tr = match transcripts {
+        Some(src) => Some(super::transcripts::publish(
+            repo,
+            src,
+            prev_same.as_ref().map(|(t, m)| (t, m.transcripts.as_slice())),
+            seal,
+        )?),
+        None => None,
+    };
     let manifest = Manifest {
-        format: FORMAT,
+        format: if seal.is_some() { FORMAT_SEALED } else { FORMAT },
         journal: ident.id.clone(),
         name: ident.name.clone(),
         machine: ident.machine.clone(),
@@ -215,6 +325,10 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
         prefix_len,
         prefix,
         sessions,
+        root: Some(root),
+        open,
+        encryption: seal.map(|s| s.encryption.clone()),
+        transcripts: tr.as_ref().map(|t| t.states.clone()).unwrap_or_default(),
     };
     let built = |commit, unchanged, segments_written, bytes_written, images_added| Built {
         commit,
@@ -224,28 +338,25 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
         segments_written,
         bytes_written,
         images_added,
+        images_withheld: 0,
+        transcript_bytes: 0,
     };
     if let Some((_, m)) = &incremental
         && m.same_content(&manifest)
     {
         return Ok(built(parent, true, 0, 0, 0));
     }
-    if journal_bytes == 0 && prev.is_none() {
+    if journal_bytes == 0 && prev.is_none() && manifest.transcripts.is_empty() {
         return Ok(built(None, true, 0, 0, 0));
     }
 
     let base = incremental.as_ref().map(|(t, _)| t);
-    // Segments, grouped by folder.
-    let mut seg_dirs: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
-    for (i, (a, b, _)) in segs.iter().enumerate() {
-        let oid = repo.blob(&buf[*a..*b])?;
-        let (d, n) = segment_path(first + i as u64);
-        seg_dirs.entry(d).or_default().push((n, oid));
-    }
+    let seg_dirs = segment_blobs(repo, &buf, &segs, first, seal)?;
     // Images named by the lines written.
     let mut images: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
     let mut added = 0;
+    let mut withheld = 0;
     for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         if let Some(m) = never
             && let Ok(view) = crate::journal::view::classify(0, line)
@@ -258,45 +369,43 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
             if !seen.insert(id.to_string()) {
                 continue;
             }
-            let (xx, rest) = id.split_at(2);
+            let name = match seal {
+                Some(s) => s.image_name(id),
+                None => id.to_string(),
+            };
+            let (xx, rest) = name.split_at(2);
             if base.is_some_and(|t| t.get_path(Path::new(&format!("{OBJECTS}/{xx}/{rest}"))).is_ok()) {
                 continue;
             }
             // Only what the store holds, intact (a damaged object would fail the push).
-            if !store.contains(id) || store.get(id).is_err() {
+            if !store.contains(id) {
                 continue;
             }
-            let Ok(oid) = Oid::from_str(id) else { continue };
+            let Ok(bytes) = store.get(id) else { continue };
+            // Secrets are never synced: an image with secret-looking text stays here.
+            if !crate::secrets::findings(&bytes).is_empty() {
+                withheld += 1;
+                continue;
+            }
+            let oid = match seal {
+                // Encrypted into walj's repository: the store's plain object is never pushed.
+                Some(s) => repo.blob(&s.encrypt(&bytes)?)?,
+                None => {
+                    let Ok(oid) = Oid::from_str(id) else { continue };
+                    oid
+                }
+            };
             images.entry(xx.to_string()).or_default().push((rest.to_string(), oid));
             added += 1;
         }
     }
 
-    let sub = |t: Option<&Tree<'_>>, name: &str| -> Option<Tree<'_>> {
-        let e = t?.get_name(name)?;
-        (e.kind() == Some(ObjectType::Tree)).then(|| repo.find_tree(e.id()).ok()).flatten()
-    };
-    let two_level = |top: &str, groups: &BTreeMap<String, Vec<(String, Oid)>>| -> Result<Option<Oid>, git2::Error> {
-        let base_top = sub(base, top);
-        if groups.is_empty() {
-            return Ok(base_top.map(|t| t.id()));
-        }
-        let mut tb = repo.treebuilder(base_top.as_ref())?;
-        for (dir, items) in groups {
-            let base_dir = sub(base_top.as_ref(), dir);
-            let mut db = repo.treebuilder(base_dir.as_ref())?;
-            for (name, oid) in items {
-                db.insert(name, *oid, 0o100644)?;
-            }
-            tb.insert(dir, db.write()?, 0o040000)?;
-        }
-        Ok(Some(tb.write()?))
-    };
-    let seg_tree = two_level(SEGMENTS, &seg_dirs)?;
-    let obj_tree = two_level(OBJECTS, &images)?;
+    let seg_tree = two_level(repo, subtree(repo, base, SEGMENTS).as_ref(), &seg_dirs)?;
+    let obj_tree = two_level(repo, subtree(repo, base, OBJECTS).as_ref(), &images)?;
     let mut root = repo.treebuilder(base)?;
     root.insert(MANIFEST, repo.blob(&manifest.to_bytes())?, 0o100644)?;
-    for (name, t) in [(SEGMENTS, seg_tree), (OBJECTS, obj_tree)] {
+    let tr_tree = tr.as_ref().and_then(|t| t.tree);
+    for (name, t) in [(SEGMENTS, seg_tree), (OBJECTS, obj_tree), (TRANSCRIPTS, tr_tree)] {
         match t {
             Some(oid) => {
                 root.insert(name, oid, 0o040000)?;
@@ -305,6 +414,25 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
                 if root.get(name)?.is_some() {
                     root.remove(name)?;
                 }
+            }
+        }
+    }
+    match seal {
+        Some(s) => {
+            // key.age: kept from the previous commit when it sealed the same key the same way.
+            let keep = prev_same
+                .as_ref()
+                .filter(|(_, m)| m.encryption.as_ref() == Some(&s.encryption))
+                .and_then(|(t, _)| t.get_name(KEY_ENTRY).map(|e| e.id()));
+            let oid = match keep {
+                Some(oid) => oid,
+                None => repo.blob(&wrap()?)?,
+            };
+            root.insert(KEY_ENTRY, oid, 0o100644)?;
+        }
+        None => {
+            if root.get(KEY_ENTRY)?.is_some() {
+                root.remove(KEY_ENTRY)?;
             }
         }
     }
@@ -323,7 +451,11 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
         if incremental.is_none() && prev.is_some() { ", journal rewritten: new epoch" } else { "" }
     );
     let oid = repo.commit(None, &sig, &sig, &msg, &tree, &parents)?;
-    Ok(built(Some(oid), false, segs.len() as u64, buf.len() as u64, added))
+    let tr_written = tr.as_ref().map_or(0, |t| t.bytes_written);
+    let mut b = built(Some(oid), false, segs.len() as u64, buf.len() as u64, added);
+    b.images_withheld = withheld;
+    b.transcript_bytes = tr_written;
+    Ok(b)
 }
 
 #[cfg(test)]
@@ -339,7 +471,7 @@ mod tests {
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
-        let segs = cut(&buf);
+        let segs = cut(&buf, SEGMENT_BYTES);
         assert_eq!(segs.len(), 4, "{segs:?}");
         for (a, b, sealed) in &segs {
             assert_eq!(buf[b - 1], b'\n');
@@ -349,7 +481,7 @@ mod tests {
         }
         assert!(!segs[3].2);
         assert_eq!(segs.last().unwrap().1, buf.len());
-        assert!(cut(b"").is_empty());
+        assert!(cut(b"", SEGMENT_BYTES).is_empty());
     }
 
     #[test]

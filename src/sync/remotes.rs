@@ -75,6 +75,8 @@ pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<S
             Err(e) => warnings.push(format!("the copy of {} ({}): {e}", manifest.name, journal.display())),
         }
     }
+    // What this checkout decided about their entries, before they have synced it.
+    super::triage::overlay(project, &mut out);
     (out, warnings)
 }
 

@@ -1,0 +1,312 @@
+//! Transcripts in a sync (docs/sync.md, "Transcripts"): the safe copies of Claude Code's
+//! transcripts (`.walj/transcripts/`), published only when the sync is encrypted or
+//! `[sync] transcripts = true`, so that `walj sessions resume` can continue another
+//! machine's session.
+//!
+//! What leaves the machine is the copy *with secrets removed*: secret-looking tokens are
+//! redacted (the hook's rules, [`crate::secrets::redact`]) in every JSON string, and what a tool
+//! read from or wrote to a never-captured file (`.env`, keys, `[capture] never`) is replaced by
+//! a note. Lines are rewritten only where something was found, so the result stays
+//! append-only as the copy grows, and is published in segments like the journal's
+//! (`transcripts/<session>/0000/000000 …`): a sync after one more turn writes the open segment.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use git2::{Oid, Repository, Tree};
+use serde_json::Value;
+
+use super::SyncError;
+use super::manifest::TranscriptState;
+use super::publish::{cut, digest, segment_blobs, segment_size, subtree, two_level};
+use super::seal::Seal;
+use crate::config::Matcher;
+use crate::project::Project;
+use crate::session::{file_stem, transcript};
+
+/// What replaces the content of a never-captured file in a published transcript.
+pub const WITHHELD: &str = "[walj: not synced: this file is never captured (secrets)]";
+
+/// The transcripts a sync publishes.
+pub struct Sources<'a> {
+    pub project: &'a Project,
+    /// Sessions whose safe copy is published.
+    pub sessions: Vec<String>,
+    /// `[capture] never` (with the built-in secret paths).
+    pub never: &'a Matcher,
+}
+
+/// What [`publish`] made.
+pub struct Published {
+    /// The `transcripts/` tree (`None`: no transcript).
+    pub tree: Option<Oid>,
+    pub states: Vec<TranscriptState>,
+    pub bytes_written: u64,
+}
+
+/// Builds the `transcripts/` tree. `prev`: the previous commit's tree and transcript states,
+/// when it was sealed the same way (its segments may be kept).
+pub fn publish(
+    repo: &Repository,
+    src: Sources<'_>,
+    prev: Option<(&Tree<'_>, &[TranscriptState])>,
+    seal: Option<&Seal>,
+) -> Result<Published, SyncError> {
+    let prev_top = prev.and_then(|(t, _)| subtree(repo, Some(t), super::publish::TRANSCRIPTS));
+    let root = src.project.root.to_string_lossy().into_owned();
+    let mut out = Published { tree: None, states: Vec::new(), bytes_written: 0 };
+    let mut entries: BTreeMap<String, Oid> = BTreeMap::new();
+    for session in &src.sessions {
+        let paths = transcript::paths(src.project, session);
+        let Ok(meta) = std::fs::metadata(&paths.copy) else { continue };
+        let status = transcript::status(src.project, session, None);
+        let (source_bytes, source_zst) = (status.copied, meta.len());
+        let stem = file_stem(session);
+        let before = prev.and_then(|(_, states)| states.iter().find(|s| s.session == *session));
+        let before_tree = subtree(repo, prev_top.as_ref(), &stem);
+        if let (Some(b), Some(t)) = (before, &before_tree)
+            && b.source_bytes == source_bytes
+            && b.source_zst == source_zst
+        {
+            entries.insert(stem, t.id());
+            out.states.push(b.clone());
+            continue;
+        }
+        let Some(copy) = transcript::read_copy(src.project, session)
+            .map_err(SyncError::io(format!("reading {}", paths.copy.display())))?
+        else {
+            continue;
+        };
+        let clean = sanitise(&copy, &root, src.never);
+        let all = digest(seal, "transcript", &clean);
+        let (base, first, start) = match (before, &before_tree) {
+            (Some(b), Some(t))
+                if clean.len() as u64 >= b.bytes
+                    && b.sealed_bytes <= b.bytes
+                    && digest(seal, "transcript", &clean[..b.bytes as usize]) == b.digest =>
+            {
+                (Some(t), b.sealed, b.sealed_bytes)
+            }
+            _ => (None, 0, 0),
+        };
+        let rest = &clean[start as usize..];
+        let segs = cut(rest, segment_size(seal));
+        let dirs = segment_blobs(repo, rest, &segs, first, seal)?;
+        let Some(tree) = two_level(repo, base, &dirs)? else { continue };
+        out.bytes_written += rest.len() as u64;
+        entries.insert(stem, tree);
+        out.states.push(TranscriptState {
+            session: session.clone(),
+            source_bytes,
+            source_zst,
+            bytes: clean.len() as u64,
+            sealed_bytes: start + segs.iter().filter(|s| s.2).map(|s| s.1 as u64).max().unwrap_or(0),
+            segments: first + segs.len() as u64,
+            sealed: first + segs.iter().filter(|s| s.2).count() as u64,
+            digest: all,
+        });
+    }
+    if !entries.is_empty() {
+        let mut tb = repo.treebuilder(None)?;
+        for (name, oid) in &entries {
+            tb.insert(name, *oid, 0o040000)?;
+        }
+        out.tree = Some(tb.write()?);
+    }
+    Ok(out)
+}
+
+/// The path a transcript string names, relative to `root` when inside it (what
+/// [`Matcher::never_capture`] takes), else as is without its leading `/`.
+fn rel_to<'a>(path: &'a str, root: &str) -> &'a str {
+    path.strip_prefix(root).and_then(|r| r.strip_prefix('/')).unwrap_or_else(|| path.trim_start_matches('/'))
+}
+
+/// File paths a tool input or result names.
+const PATH_KEYS: &[&str] = &["file_path", "filePath", "notebook_path", "path"];
+/// What a file tool carries of a file's content.
+const CONTENT_KEYS: &[&str] =
+    &["content", "old_string", "new_string", "new_source", "edits", "originalFile", "structuredPatch", "file"];
+
+fn names_never(v: &Value, root: &str, never: &Matcher) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    PATH_KEYS.iter().filter_map(|k| o.get(*k).and_then(Value::as_str)).any(|p| never.never_capture(rel_to(p, root)))
+        || o.get("file").is_some_and(|f| names_never(f, root, never))
+}
+
+fn withhold_content(v: &mut Value) {
+    if let Some(o) = v.as_object_mut() {
+        for k in CONTENT_KEYS {
+            if let Some(x) = o.get_mut(*k) {
+                *x = Value::String(WITHHELD.into());
+            }
+        }
+    }
+}
+
+/// Walks one transcript line: tool calls on never-captured files (remembered in `ids`), their
+/// results, then every string redacted. Returns whether anything changed.
+fn clean_value(v: &mut Value, root: &str, never: &Matcher, ids: &mut HashSet<String>) -> bool {
+    let mut changed = false;
+    // The line's own `toolUseResult` (Claude Code keeps the tool's response there).
+    if let Some(o) = v.as_object_mut() {
+        let results: Vec<String> = o
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        if let Some(r) = o.get_mut("toolUseResult")
+            && (results.iter().any(|i| ids.contains(i)) || names_never(r, root, never))
+            && r.as_str() != Some(WITHHELD)
+        {
+            *r = Value::String(WITHHELD.into());
+            changed = true;
+        }
+    }
+    walk(v, root, never, ids, &mut changed);
+    changed
+}
+
+fn walk(v: &mut Value, root: &str, never: &Matcher, ids: &mut HashSet<String>, changed: &mut bool) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = crate::secrets::redact(s) {
+                *s = r;
+                *changed = true;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| walk(x, root, never, ids, changed)),
+        Value::Object(o) => {
+            let kind = o.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+            if kind == "tool_use"
+                && let Some(input) = o.get("input")
+                && names_never(input, root, never)
+            {
+                if let Some(id) = o.get("id").and_then(Value::as_str) {
+                    ids.insert(id.to_string());
+                }
+                if let Some(input) = o.get_mut("input") {
+                    withhold_content(input);
+                }
+                *changed = true;
+            }
+            if kind == "tool_result"
+                && o.get("tool_use_id").and_then(Value::as_str).is_some_and(|i| ids.contains(i))
+                && let Some(c) = o.get_mut("content")
+                && c.as_str() != Some(WITHHELD)
+            {
+                *c = Value::String(WITHHELD.into());
+                *changed = true;
+            }
+            for (_, x) in o.iter_mut() {
+                walk(x, root, never, ids, changed);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The transcript `bytes` as published: secrets redacted, never-captured files' contents
+/// withheld. A line nothing was found in is kept byte for byte.
+pub fn sanitise(bytes: &[u8], root: &str, never: &Matcher) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut ids: HashSet<String> = HashSet::new();
+    for piece in bytes.split_inclusive(|&b| b == b'\n') {
+        let (line, nl) = match piece.strip_suffix(b"\n") {
+            Some(l) => (l, true),
+            None => (piece, false),
+        };
+        let text = String::from_utf8_lossy(line);
+        let paths = PATH_KEYS.iter().any(|k| text.contains(&format!("\"{k}\"")));
+        let results = !ids.is_empty() && text.contains("tool_use_id");
+        if !paths && !results && crate::secrets::find(&text).is_empty() {
+            out.extend_from_slice(piece);
+            continue;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(mut v) => {
+                if clean_value(&mut v, root, never, &mut ids) {
+                    out.extend_from_slice(&serde_json::to_vec(&v).unwrap_or_default());
+                } else {
+                    out.extend_from_slice(line);
+                }
+            }
+            // Not JSON (a cut line): its tokens redacted as text.
+            Err(_) => out.extend_from_slice(crate::secrets::redact(&text).as_bytes()),
+        }
+        if nl {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Writes the transcripts of journal copy `dir` (`.walj/remotes/<id>/`) from commit tree `tree`:
+/// those whose state differs from `before` (the copy's previous manifest) or that are missing,
+/// as safe copies (`<dir>/transcripts/`) that `walj sessions resume` reads.
+pub fn materialise(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    states: &[TranscriptState],
+    before: &[TranscriptState],
+    dir: &Path,
+    key: Option<&crate::crypt::DataKey>,
+) -> Result<(), String> {
+    if states.is_empty() {
+        return Ok(());
+    }
+    let top = super::accept::subtree(repo, tree, super::publish::TRANSCRIPTS)?
+        .ok_or("its manifest lists transcripts and its tree has none")?;
+    let project = Project { root: dir.to_path_buf(), dir: dir.to_path_buf(), journal: dir.join("journal.jsonl") };
+    for st in states {
+        let have = transcript::paths(&project, &st.session).copy.is_file();
+        if have && before.iter().any(|b| b == st) {
+            continue;
+        }
+        let stem = file_stem(&st.session);
+        let t = super::accept::subtree(repo, &top, &stem)?.ok_or_else(|| format!("transcript {stem} is missing"))?;
+        let bytes = super::accept::read_segments(repo, Some(t), st.segments, st.bytes, key)
+            .map_err(|e| format!("transcript {stem}: {e}"))?;
+        transcript::install(&project, &st.session, None, &bytes)
+            .map_err(|e| format!("writing the transcript of {stem}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn matcher() -> Matcher {
+        crate::config::Config::default().matcher().unwrap()
+    }
+
+    #[test]
+    fn secrets_and_never_captured_files_do_not_leave() {
+        let root = "/home/me/shop";
+        let lines = [
+            r#"{"type":"user","message":{"content":"deploy with password=hunter2secret"}}"#.to_string(),
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/home/me/shop/.env"}}]}}"#.to_string(),
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"DB=postgres"}]},"toolUseResult":{"type":"text","file":{"filePath":"/home/me/shop/.env","content":"DB=postgres"}}}"#.to_string(),
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"plain line"}]}}"#.to_string(),
+        ];
+        let input = format!("{}\n", lines.join("\n"));
+        let out = String::from_utf8(sanitise(input.as_bytes(), root, &matcher())).unwrap();
+        assert!(!out.contains("hunter2secret"), "{out}");
+        assert!(!out.contains("DB=postgres"), "{out}");
+        assert!(out.contains(WITHHELD));
+        // Untouched lines stay byte for byte; every line is still JSON.
+        assert!(out.contains(&lines[3]));
+        for l in out.lines() {
+            serde_json::from_str::<Value>(l).unwrap();
+        }
+        // Append-only: sanitising a longer copy starts with the shorter one's result.
+        let more = format!("{input}{}\n", lines[0]);
+        assert!(String::from_utf8(sanitise(more.as_bytes(), root, &matcher())).unwrap().starts_with(&out));
+    }
+}

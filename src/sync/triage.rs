@@ -1,0 +1,375 @@
+//! Acting on another machine's entries (docs/sync.md, "Acting on another machine's entries").
+//!
+//! `walj mark ID --done` and `walj handoff ID` on an entry of a synced journal write, in this
+//! checkout's journal, one `remote` record per entry (`id`, `how`, `action`, `target` = its
+//! session, `journal` = that journal's id). This journal's fold ignores them; they travel with
+//! this checkout's next sync. The other checkout's sync reads them from its copy of this
+//! journal and appends `resolved` records of its own (same `action`, `by` naming this
+//! machine), so both sides show the entry resolved:
+//! - here at once: [`overlay`] applies them to the copy of the other journal (kept in
+//!   `.walj/sync/elsewhere.jsonl`, rebuilt from the journal at each sync);
+//! - there after its next sync ([`import`]), and here again once it has published that.
+//!
+//! The other journal stays the authority on its entries: an entry it resolved itself keeps that
+//! resolution on both sides. A hand-back's brief goes to Claude on *this* machine at its next
+//! session start (the user asked here); the other machine records the entries as handed back
+//! and never gives that brief to its own Claude.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::accept::{Seen, Verdict};
+use super::remotes::{RemoteJournal, find_entry};
+use super::{Paths, SyncError};
+use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus, short_id};
+use crate::journal::reader::{contains, scan_lines};
+use crate::journal::{JournalWriter, Record, how, key, kind, op};
+use crate::project::Project;
+use crate::triage::{HandoffOptions, Outcome, TriageError};
+
+/// `.walj/sync/elsewhere.jsonl`: this checkout's `remote` records, for [`overlay`].
+pub fn sidecar(project: &Project) -> PathBuf {
+    Paths::new(project).dir.join("elsewhere.jsonl")
+}
+
+/// The other journals (every entry, settled ones too), for triage.
+fn remotes(project: &Project) -> Vec<RemoteJournal> {
+    super::remotes::load(project, &FoldOptions { keep_settled: true, ..Default::default() }).0
+}
+
+/// The entries `ids` name in one other journal. `Ok(None)`: no other journal has any of them.
+fn find_entries<'a>(
+    remotes: &'a [RemoteJournal],
+    ids: &[String],
+) -> Result<Option<(&'a RemoteJournal, Vec<&'a Entry>)>, TriageError> {
+    let mut journal: Option<&RemoteJournal> = None;
+    let mut out = Vec::new();
+    for id in ids {
+        match find_entry(remotes, id).map_err(TriageError::Refused)? {
+            Some((r, e)) => {
+                if journal.is_some_and(|j| j.id != r.id) {
+                    return Err(TriageError::Refused(
+                        "these entries belong to several other machines' journals: act on one journal at a time".into(),
+                    ));
+                }
+                journal = Some(r);
+                out.push(e);
+            }
+            None if out.is_empty() && journal.is_none() => return Ok(None),
+            None => {
+                return Err(TriageError::Refused(format!(
+                    "no entry matches {id:?} here or in {}'s journal; `walj log` lists the entries and their ids",
+                    journal.map_or("another machine", |j| j.name())
+                )));
+            }
+        }
+    }
+    Ok(journal.map(|j| (j, out)))
+}
+
+/// The unresolved entries of session `prefix` in the other journals (`Ok(None)`: none has it).
+fn session_entries<'a>(
+    remotes: &'a [RemoteJournal],
+    prefix: &str,
+) -> Result<Option<(&'a RemoteJournal, Vec<&'a Entry>)>, TriageError> {
+    let mut hits = Vec::new();
+    for r in remotes {
+        if let Ok(s) = r.fold.find_session(prefix)
+            && !s.session.is_empty()
+        {
+            hits.push((r, s.session.clone()));
+        }
+    }
+    match hits.len() {
+        0 => Ok(None),
+        1 => {
+            let (r, s) = hits.remove(0);
+            Ok(Some((r, r.fold.entries.iter().filter(|e| e.session == s && e.is_unresolved()).collect())))
+        }
+        _ => Err(TriageError::Refused(format!(
+            "{prefix:?} names sessions of several machines: {}",
+            hits.iter().map(|(r, s)| format!("{} ({})", short_id(s), r.name())).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Why `e` (of journal `r`) cannot be acted on, if it cannot.
+fn refusal(r: &RemoteJournal, e: &Entry, force: bool) -> Option<String> {
+    if !e.is_unresolved() {
+        let st = e.state();
+        let what = match e.last_action() {
+            Some(a) => format!("already {} ({})", a.how, crate::present::human_ts(&a.ts)),
+            None => format!("{} (nothing to resolve)", st.as_str()),
+        };
+        return Some(format!("{} ({}) on {} is {what}", short_id(&e.id), e.path, r.name()));
+    }
+    let live = r.fold.session(&e.session).is_some_and(|s| s.status() == SessionStatus::Live);
+    if live && !force {
+        return Some(format!(
+            "{} ({}) belongs to a session that was live on {} at its last sync; --force acts anyway",
+            short_id(&e.id),
+            e.path,
+            r.name()
+        ));
+    }
+    None
+}
+
+/// The `remote` record for `e` of journal `r`.
+fn record(r: &RemoteJournal, e: &Entry, how_: &str, batch: &str) -> Record {
+    let mut rec = Record::new(op::REMOTE, "");
+    rec.id = e.id.clone();
+    rec.path = e.path.clone();
+    rec.event = e.event.clone();
+    if !e.tool.is_empty() {
+        rec.tool = Some(e.tool.clone());
+    }
+    rec.how = Some(how_.to_string());
+    rec.action = Some(crate::journal::record::new_id("a"));
+    rec.target = Some(e.session.clone());
+    let rec = rec.with(key::JOURNAL, r.id.clone()).with(key::BATCH, batch);
+    if crate::claude::env::in_tool_call() { rec.with(key::ACTOR, crate::claude::env::ACTOR) } else { rec }
+}
+
+/// Appends `records` to the journal, then to the sidecar.
+fn append(project: &Project, records: &[Record]) -> Result<(), TriageError> {
+    let fail = |e: std::io::Error| TriageError::Failed(format!("appending to {}: {e}", project.journal.display()));
+    project.ensure_dir().map_err(fail)?;
+    JournalWriter::new(&project.journal).append_all(records).map_err(fail)?;
+    let side = sidecar(project);
+    let mut bytes = Vec::new();
+    for r in records.iter().filter(|r| r.op() == op::REMOTE) {
+        bytes.extend_from_slice(&r.to_line());
+    }
+    let written = crate::fsutil::create_private_dir(&Paths::new(project).dir).and_then(|()| {
+        let mut f = crate::fsutil::open_private(&side, std::fs::OpenOptions::new().create(true).append(true))?;
+        std::io::Write::write_all(&mut f, &bytes)
+    });
+    // The journal holds them: the next sync rebuilds the sidecar.
+    if let Err(e) = written {
+        eprintln!("walj: warning: {}: {e} (the next `walj sync` rewrites it)", side.display());
+    }
+    Ok(())
+}
+
+/// `walj mark --done` on entries (`ids`, or the unresolved entries of `session`) of another
+/// machine's journal. `Ok(None)`: no other journal has them (the caller reports its own error).
+pub fn mark_done(
+    project: &Project,
+    ids: &[String],
+    session: Option<&str>,
+    force: bool,
+) -> Result<Option<Vec<Outcome>>, TriageError> {
+    let remotes = remotes(project);
+    let found = match session {
+        Some(s) => session_entries(&remotes, s)?,
+        None => find_entries(&remotes, ids)?,
+    };
+    let Some((r, entries)) = found else { return Ok(None) };
+    let problems: Vec<String> = entries.iter().filter_map(|e| refusal(r, e, force)).collect();
+    if !problems.is_empty() {
+        return Err(TriageError::Refused(problems.join("\n")));
+    }
+    let batch = crate::journal::record::new_id("a");
+    let records: Vec<Record> = entries.iter().map(|e| record(r, e, how::DONE, &batch)).collect();
+    append(project, &records)?;
+    let _ = super::note::write_summaries(project);
+    Ok(Some(
+        entries
+            .iter()
+            .map(|e| Outcome {
+                id: e.id.clone(),
+                path: e.path.clone(),
+                message: format!(
+                    "marked {} ({}) of {} done here; {} records it at its next sync",
+                    short_id(&e.id),
+                    e.path,
+                    r.name(),
+                    r.name()
+                ),
+                changed: true,
+            })
+            .collect(),
+    ))
+}
+
+/// `walj handoff` of entries of another machine's journal: the brief (built from that journal's
+/// copy: its images, this disk) goes to Claude here at the next session start; the entries are
+/// recorded as handed back for that machine. `Ok(None)`: no other journal has them.
+pub fn handoff(
+    project: &Project,
+    ids: &[String],
+    session: Option<&str>,
+    opts: HandoffOptions,
+) -> Result<Option<crate::triage::Brief>, TriageError> {
+    let remotes = remotes(project);
+    let found = match session {
+        Some(s) => session_entries(&remotes, s)?,
+        None => find_entries(&remotes, ids)?,
+    };
+    let Some((r, entries)) = found else { return Ok(None) };
+    if entries.is_empty() {
+        return Err(TriageError::Refused(format!("nothing unresolved to hand back in that session of {}", r.name())));
+    }
+    let problems: Vec<String> = entries.iter().filter_map(|e| refusal(r, e, opts.force)).collect();
+    if !problems.is_empty() && !opts.print_only {
+        return Err(TriageError::Refused(problems.join("\n")));
+    }
+    let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+    let copy = r.project(project);
+    // Built from the copy, recorded nowhere there.
+    let mut brief =
+        crate::triage::handoff(&copy, &r.fold, &ids, None, HandoffOptions { print_only: true, force: opts.force })?;
+    let head = format!(
+        "These changes were made on another machine ({}, {}), not in this checkout: each diff compares that machine's file before the tool ran with this checkout's file now.\n\n",
+        crate::present::one_line(r.name(), 60),
+        r.as_of()
+    );
+    brief.text = format!("{head}{}", brief.text);
+    if opts.print_only {
+        return Ok(Some(brief));
+    }
+    let batch = crate::journal::record::new_id("a");
+    let mut records: Vec<Record> = entries
+        .iter()
+        .filter(|e| brief.entries.contains(&e.id))
+        .map(|e| record(r, e, how::HANDED_BACK, &batch))
+        .collect();
+    // The brief, for the next session start here (no session: it names another journal's).
+    let mut h = Record::new(op::HANDOFF, "");
+    h.event = crate::journal::event::HANDOFF.to_string();
+    h.kind = Some(kind::HANDBACK.to_string());
+    h.action = Some(crate::journal::record::new_id("a"));
+    let h = h
+        .with(key::BRIEF, brief.text.clone())
+        .with(key::ENTRIES, Value::from(brief.entries.iter().map(|s| Value::from(s.as_str())).collect::<Vec<_>>()))
+        .with(key::JOURNAL, r.id.clone())
+        .with(key::BATCH, batch);
+    brief.action = h.action.clone();
+    records.push(h);
+    append(project, &records)?;
+    let _ = super::note::write_summaries(project);
+    Ok(Some(brief))
+}
+
+/// A `remote` record read back (from the sidecar, or another journal's copy).
+struct Foreign {
+    rec: Record,
+    journal: String,
+}
+
+fn parse_foreign(bytes: &[u8]) -> Option<Foreign> {
+    if !contains(bytes, b"\"remote\"") {
+        return None;
+    }
+    let rec = crate::journal::record::parse_record(bytes).ok()?;
+    if rec.op() != op::REMOTE {
+        return None;
+    }
+    let journal = rec.get_str(key::JOURNAL)?.to_string();
+    (rec.how.is_some() && rec.action.is_some() && !rec.id.is_empty()).then_some(Foreign { rec, journal })
+}
+
+/// The `resolved` record `f` becomes in the fold of the journal it names.
+fn as_resolved(f: &Foreign, by: &str, from: &str) -> Record {
+    let session = f.rec.target.clone().unwrap_or_default();
+    let mut r = Record::new(op::RESOLVED, &session);
+    r.id = f.rec.id.clone();
+    r.path = f.rec.path.clone();
+    r.event = f.rec.event.clone();
+    r.tool = f.rec.tool.clone();
+    r.how = f.rec.how.clone();
+    r.action = f.rec.action.clone();
+    r.ts = f.rec.ts.clone();
+    r.with(key::BY, by).with(key::JOURNAL, from)
+}
+
+/// Whether `e` still needs `f`: unresolved, and not carrying that action already.
+fn applies(e: &Entry, f: &Foreign) -> bool {
+    let action = f.rec.action.as_deref().unwrap_or("");
+    e.is_unresolved() && !e.actions.iter().any(|a| a.action == action)
+}
+
+/// Applies this checkout's `remote` records to the copies of the journals they name, so this
+/// machine shows its own decisions before the other machine has synced them.
+pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
+    let Ok(bytes) = std::fs::read(sidecar(project)) else { return };
+    let foreign: Vec<Foreign> = bytes.split(|&b| b == b'\n').filter_map(parse_foreign).collect();
+    if foreign.is_empty() {
+        return;
+    }
+    let own = super::identity::read_id(&Paths::new(project)).unwrap_or_default();
+    for r in remotes.iter_mut() {
+        let recs: Vec<Record> = foreign
+            .iter()
+            .filter(|f| f.journal == r.id)
+            .filter(|f| r.fold.entry(&f.rec.id).is_some_and(|e| applies(e, f)))
+            .map(|f| as_resolved(f, "this checkout", &own))
+            .collect();
+        if !recs.is_empty() {
+            let opts = FoldOptions { keep_settled: true, ..Default::default() };
+            r.fold.add_records(&recs, &opts);
+        }
+    }
+}
+
+/// Rewrites the sidecar from the journal (each sync), so it holds exactly the journal's
+/// `remote` records.
+pub fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
+    let mut out = Vec::new();
+    scan_lines(&project.journal, |raw| {
+        if parse_foreign(raw.bytes).is_some() {
+            out.extend_from_slice(raw.bytes);
+            out.push(b'\n');
+        }
+    })
+    .map_err(SyncError::io(format!("reading {}", project.journal.display())))?;
+    let side = sidecar(project);
+    if out.is_empty() && !side.exists() {
+        return Ok(());
+    }
+    crate::fsutil::atomic_write(&side, &out, Some(0o600)).map_err(SyncError::io(format!("writing {}", side.display())))
+}
+
+/// Turns the `remote` records other journals hold about this one (`own`) into `resolved`
+/// records of this journal: one per entry still unresolved here that does not carry that
+/// action yet. Reads the copies that changed in this sync (`seen`). Returns how many records
+/// were appended.
+pub fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
+    let mut wanted: Vec<(Foreign, String, String)> = Vec::new();
+    for s in seen.iter().filter(|s| matches!(s.verdict, Verdict::New | Verdict::Updated | Verdict::NewEpoch)) {
+        let journal = super::accept::journal_dir(paths, &s.journal).join("journal.jsonl");
+        let name = s.name.clone().unwrap_or_else(|| s.journal.clone());
+        scan_lines(&journal, |raw| {
+            if let Some(f) = parse_foreign(raw.bytes)
+                && f.journal == own
+            {
+                wanted.push((f, name.clone(), s.journal.clone()));
+            }
+        })
+        .map_err(SyncError::io(format!("reading {}", journal.display())))?;
+    }
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    let fold = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() })
+        .map_err(SyncError::io(format!("reading {}", project.journal.display())))?;
+    let mut done: HashSet<String> = HashSet::new();
+    let mut records = Vec::new();
+    for (f, name, from) in &wanted {
+        let Some(e) = fold.entry(&f.rec.id) else { continue };
+        if e.state() == EntryState::NotApplied || !applies(e, f) || !done.insert(e.id.clone()) {
+            continue;
+        }
+        records.push(as_resolved(f, &format!("walj sync: {name}"), from));
+    }
+    if records.is_empty() {
+        return Ok(0);
+    }
+    JournalWriter::new(&project.journal)
+        .append_all(&records)
+        .map_err(SyncError::io(format!("appending to {}", project.journal.display())))?;
+    Ok(records.len())
+}
