@@ -190,6 +190,8 @@ pub fn mark_done(
                     r.name()
                 ),
                 changed: true,
+                concurrent: false,
+                kept: Vec::new(),
             })
             .collect(),
     ))
