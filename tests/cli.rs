@@ -307,7 +307,7 @@ fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
     assert_eq!(v["changed"], false);
     let o = &v["outcomes"][0];
     assert_eq!(o["id"], "toolu_01EditCfg");
-    assert_eq!(o["short"], "01EditCfg");
+    assert_eq!(o["short"], "Edit");
     assert_eq!(o["path"], "config/settings.json");
     assert!(o["message"].as_str().unwrap().contains("config/settings.json"), "{v:#}");
 
@@ -360,6 +360,109 @@ fn ids_are_typed_without_the_shared_toolu_01_and_in_any_case() {
     assert_eq!(ids.short("toolu_01Q9"), "Q9");
     assert_eq!(ids.short("L12"), "L12");
     assert_eq!(ids.short("toolu_xyz"), "xyz");
+}
+
+const SESSION: &str = "5e551011-0000-4000-8000-000000000001";
+
+/// A project whose journal has a settled entry `toolu_01AbcdeY` (persisted: the default fold
+/// drops it) and two unresolved ones, `toolu_01AbcdeX` and `toolu_01Zq`, in one session; and
+/// `filler` more settled entries.
+fn settled_twin(filler: usize) -> Repo {
+    use walj::journal::{Blob, JournalWriter, Record, op};
+    let repo = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let entry = |o: &str, id: &str, path: &str| {
+        let mut r = Record::new(o, SESSION);
+        r.id = id.to_string();
+        r.tool = Some("Edit".into());
+        r.event = "file_modified".into();
+        r.path = path.to_string();
+        r.before = Some(Blob::Absent);
+        r
+    };
+    let mut recs = Vec::new();
+    for (id, path) in [("toolu_01AbcdeY", "b.txt"), ("toolu_01AbcdeX", "a.txt"), ("toolu_01Zq", "c.txt")] {
+        recs.push(entry(op::INTENT, id, path));
+        recs.push(entry(op::APPLIED, id, path));
+    }
+    recs.push(entry(op::PERSISTED, "toolu_01AbcdeY", "b.txt"));
+    for i in 0..filler {
+        let id = format!("toolu_01Filler{i:06}");
+        recs.push(entry(op::INTENT, &id, "b.txt"));
+        recs.push(entry(op::APPLIED, &id, "b.txt"));
+        recs.push(entry(op::PERSISTED, &id, "b.txt"));
+    }
+    JournalWriter::new(&repo.journal()).append_all(&recs).unwrap();
+    repo
+}
+
+#[test]
+fn listings_show_each_id_by_its_shortest_unique_start_against_every_id_of_the_journal() {
+    let repo = settled_twin(0);
+    // recover's fold dropped the settled AbcdeY: the shown AbcdeX is still unique against it.
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("    AbcdeX  applied") && out.contains("    Zq      applied"), "{out}");
+    assert!(!out.contains("01Abcde") && !out.contains("Abcd "), "{out}");
+    let out = repo.ok(&["log"]);
+    assert!(out.contains("5e5510  persisted    AbcdeY  file_modified"), "{out}");
+    assert!(out.contains("5e5510  applied      AbcdeX  file_modified"), "{out}");
+    let out = repo.ok(&["sessions", "show", "5e5"]);
+    assert!(out.contains("  AbcdeX  applied") && out.contains("Next: walj sessions resume 5e5510 "), "{out}");
+    let out = repo.ok(&["diff", "AbcdeX"]);
+    assert!(out.starts_with("entry AbcdeX · a.txt · Edit file_modified"), "{out}");
+    assert!(repo.ok(&["sessions"]).contains("\n5e5510    claude"), "sessions list");
+    // What is shown is what to type; a shorter start names both.
+    let (code, _, err) = repo.run(&["diff", "abcde"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("toolu_01AbcdeX") && err.contains("toolu_01AbcdeY"), "{err}");
+    let v = repo.json(&["mark", "zq", "--done", "--json"]);
+    assert_eq!((v["outcomes"][0]["id"].as_str(), v["outcomes"][0]["short"].as_str()), (Some("toolu_01Zq"), Some("Zq")));
+    assert!(v["outcomes"][0]["message"].as_str().unwrap().starts_with("marked Zq (c.txt) done"), "{v}");
+    // --json keeps full ids beside the shown one.
+    let v = repo.json(&["recover", "--json"]);
+    let e = &v["sessions"][0]["entries"][0];
+    assert_eq!((e["id"].as_str(), e["short"].as_str()), (Some("toolu_01AbcdeX"), Some("AbcdeX")), "{v}");
+    assert_eq!(v["sessions"][0]["session"], SESSION);
+}
+
+#[test]
+fn the_unique_start_of_an_id_is_highlighted_in_colour() {
+    let repo = settled_twin(0);
+    let out = repo.ok(&["--color", "always", "log"]);
+    // Zq: `Z` is unique (bold magenta), `q` the rest shown (dim); the session's `5` (bold cyan).
+    assert!(out.contains("\x1b[1m\x1b[35mZ\x1b[0m\x1b[0m\x1b[2mq\x1b[0m"), "{out:?}");
+    assert!(out.contains("\x1b[1m\x1b[36m5\x1b[0m\x1b[0m\x1b[36me5510\x1b[0m"), "{out:?}");
+    // Without colour, the same text.
+    assert!(repo.ok(&["log"]).contains("5e5510  applied      Zq      file_modified"));
+}
+
+#[test]
+fn every_id_is_kept_in_a_cache_and_the_lines_after_it_are_read() {
+    // Enough settled entries that the first listing reads more than 1 MB: it writes the cache.
+    let repo = settled_twin(2500);
+    assert!(fs::metadata(repo.journal()).unwrap().len() > 1 << 20);
+    let cache = repo.path(".walj/ids.idx");
+    assert!(!cache.exists());
+    assert!(repo.ok(&["recover"]).contains("    AbcdeX  applied"));
+    assert!(cache.exists(), "the id cache is written");
+    // A settled twin of Zq appended after the cache: the next listing reads the new lines.
+    use walj::journal::{JournalWriter, Record, op};
+    let mut r = Record::new(op::APPLIED, SESSION);
+    r.id = "toolu_01ZqQ".into();
+    r.persisted = true;
+    r.path = "c.txt".into();
+    JournalWriter::new(&repo.journal()).append(&r).unwrap();
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("    toolu_01Zq  applied"), "Zq is a start of ZqQ: shown whole\n{out}");
+    // The journal replaced (as a compaction does) by one without AbcdeY: the cache, which has
+    // it, is not used.
+    let journal = String::from_utf8(fs::read(repo.journal()).unwrap()).unwrap();
+    let kept: String =
+        journal.lines().filter(|l| !l.contains("AbcdeY") && !l.contains("Filler")).map(|l| format!("{l}\n")).collect();
+    fs::remove_file(repo.journal()).unwrap();
+    fs::write(repo.journal(), kept).unwrap();
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("    Abcd        applied"), "{out}");
 }
 
 #[test]

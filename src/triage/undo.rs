@@ -7,7 +7,7 @@
 //! the record alone, which reopens the entry (a brief already delivered to a session
 //! cannot be taken back; the entries are reopened all the same).
 
-use crate::fold::{Action, Entry, Fold, Handoff, short_id};
+use crate::fold::{Action, Entry, Fold, Handoff};
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
@@ -110,7 +110,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
     }
     let mut out = Vec::new();
     for (((t, plan), r), staged) in targets.iter().zip(plans).zip(records).zip(staged) {
-        out.push(apply(project, t, plan, r, staged)?);
+        out.push(apply(project, fold, t, plan, r, staged)?);
     }
     Ok(out)
 }
@@ -123,7 +123,7 @@ fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> Result<Vec<Target<'f>>> {
             let Some(a) = e.last_action() else {
                 return Err(TriageError::Refused(format!(
                     "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
-                    short_id(&e.id),
+                    fold.ids.short(&e.id),
                     e.path,
                     e.state()
                 )));
@@ -172,7 +172,7 @@ fn plan_all(
                 plans.push(Some(r));
             }
             Err(why) => {
-                errors.push(format!("{} ({}): cannot undo the revert: {why}", short_id(&e.id), e.path));
+                errors.push(format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path));
                 plans.push(None);
             }
         }
@@ -187,6 +187,7 @@ fn plan_all(
 /// the disk did not change since the plan), then appends its record.
 fn apply(
     project: &Project,
+    fold: &Fold,
     t: &Target,
     plan: Option<Restore>,
     r: Record,
@@ -214,7 +215,7 @@ fn apply(
             let message = match plan {
                 None => {
                     append(project, &[r])?;
-                    format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
+                    format!("reopened {} ({}): undid the {what} of {}", fold.ids.short(&e.id), e.path, when(&a.ts))
                 }
                 Some(p) => {
                     project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
@@ -237,7 +238,7 @@ fn apply(
                         "{how_restored} {} (undid the revert of {}); reopened {}",
                         e.path,
                         when(&a.ts),
-                        short_id(&e.id)
+                        fold.ids.short(&e.id)
                     )
                 }
             };
