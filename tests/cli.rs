@@ -445,15 +445,20 @@ fn every_id_is_kept_in_a_cache_and_the_lines_after_it_are_read() {
     assert!(!cache.exists());
     assert!(repo.ok(&["recover"]).contains("    AbcdeX  applied"));
     assert!(cache.exists(), "the id cache is written");
-    // A settled twin of Zq appended after the cache: the next listing reads the new lines.
+    // A settled id sharing Zq's `Z`, appended after the cache: the next listing reads the new
+    // lines (Zq's unique part grows from `Z` to `Zq`).
+    let zq = |repo: &Repo| {
+        let out = repo.ok(&["--color", "always", "recover"]);
+        (out.contains("\x1b[1m\x1b[35mZ\x1b[0m\x1b[0m\x1b[2mq"), out.contains("\x1b[1m\x1b[35mZq\x1b[0m"))
+    };
+    assert_eq!(zq(&repo), (true, false));
     use walj::journal::{JournalWriter, Record, op};
     let mut r = Record::new(op::APPLIED, SESSION);
-    r.id = "toolu_01ZqQ".into();
+    r.id = "toolu_01Zr".into();
     r.persisted = true;
     r.path = "c.txt".into();
     JournalWriter::new(&repo.journal()).append(&r).unwrap();
-    let out = repo.ok(&["recover"]);
-    assert!(out.contains("    toolu_01Zq  applied"), "Zq is a start of ZqQ: shown whole\n{out}");
+    assert_eq!(zq(&repo), (false, true));
     // The journal replaced (as a compaction does) by one without AbcdeY: the cache, which has
     // it, is not used.
     let journal = String::from_utf8(fs::read(repo.journal()).unwrap()).unwrap();
@@ -462,7 +467,7 @@ fn every_id_is_kept_in_a_cache_and_the_lines_after_it_are_read() {
     fs::remove_file(repo.journal()).unwrap();
     fs::write(repo.journal(), kept).unwrap();
     let out = repo.ok(&["recover"]);
-    assert!(out.contains("    Abcd        applied"), "{out}");
+    assert!(out.contains("    Abcd  applied      a.txt"), "{out}");
 }
 
 #[test]
@@ -479,4 +484,123 @@ fn manual_pages_are_generated_from_the_command_line() {
     let page = fs::read_to_string(dir.path().join("walj-revert.1")).unwrap();
     assert!(page.contains("\\-\\-dry\\-run") && page.contains("\\-\\-prompt"), "{page}");
     assert!(dir.path().join("walj.1").is_file());
+}
+
+/// Whether `shell` runs here; else says SKIPPED (CI installs it: WALJ_E2E_REQUIRE=1 fails).
+fn has_shell(shell: &str) -> bool {
+    if std::process::Command::new(shell).arg("-c").arg("true").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "{shell} is required (WALJ_E2E_REQUIRE=1)");
+    eprintln!("SKIPPED: {shell} is not installed (scripts/setup-test-deps.sh installs it)");
+    false
+}
+
+/// Runs `script` in `shell` (`-c`) in the project, with the walj under test first on PATH:
+/// (exit code, stdout, stderr).
+fn in_shell(shell: &str, args: &[&str], script: &str, repo: &Repo) -> (i32, String, String) {
+    let bin = common::walj_bin();
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(shell)
+        .args(args)
+        .arg("-c")
+        .arg(script)
+        .current_dir(&repo.root)
+        .env("PATH", path)
+        .env("HOME", &repo.home)
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .output()
+        .unwrap();
+    outcome(&out)
+}
+
+/// Writes `walj completions SHELL` into the project's home: its path.
+fn completion_script(repo: &Repo, shell: &str) -> std::path::PathBuf {
+    let script = repo.ok(&["completions", shell]);
+    let path = repo.home.join(format!("walj.{shell}"));
+    fs::write(&path, script).unwrap();
+    path
+}
+
+#[test]
+fn bash_completes_entry_and_session_ids() {
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "bash");
+    // What bash does on TAB: COMP_WORDS / COMP_CWORD set, the function called with
+    // (command, word, previous word).
+    let complete = |line: &str| -> Vec<String> {
+        let test = format!(
+            "source {script}; COMP_LINE={line:?}; COMP_POINT=${{#COMP_LINE}}; read -ra COMP_WORDS <<< \"$COMP_LINE\"; \
+             [[ \"$COMP_LINE\" == *' ' ]] && COMP_WORDS+=(''); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); \
+             _walj_ids walj \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script = script.display()
+        );
+        let (code, out, err) = in_shell("bash", &["--norc"], &test, &repo);
+        assert_eq!(code, 0, "{line}: {err}");
+        out.lines().filter(|l| !l.is_empty()).map(str::to_string).collect()
+    };
+    // Entries not settled, as walj shows them (the settled AbcdeY is left out but counted).
+    assert_eq!(complete("walj diff "), ["Zq", "AbcdeX"]);
+    assert_eq!(complete("walj diff ab"), ["AbcdeX"]);
+    assert_eq!(complete("walj revert --dry-run toolu_01z"), ["toolu_01Zq"]);
+    assert_eq!(complete("walj mark --done Zq "), ["Zq", "AbcdeX"]);
+    // Sessions, for --session and `sessions show`.
+    assert_eq!(complete("walj revert --session "), ["5e5510"]);
+    assert_eq!(complete("walj sessions show 5E"), ["5e5510"]);
+    // Elsewhere clap's completion runs: subcommands and flags.
+    assert!(complete("walj sessions ").contains(&"show".to_string()));
+    assert!(complete("walj diff --ap").contains(&"--applied".to_string()));
+}
+
+#[test]
+fn zsh_completes_entry_and_session_ids() {
+    if !has_shell("zsh") {
+        return;
+    }
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "zsh");
+    // zsh's completion system stubbed: what `_walj` hands to compadd, or that it fell back
+    // to clap's function.
+    let complete = |words: &str| -> String {
+        let test = format!(
+            "compdef() {{ :; }}; compadd() {{ print -r -- \"compadd $*\"; print -rl -- \"${{vals[@]}}\" \"${{disp[@]}}\"; }}; \
+             source {script}; _walj_clap() {{ print -r -- clap; }}; \
+             words=({words}); CURRENT=${{#words}}; _walj",
+            script = script.display()
+        );
+        let (code, out, err) = in_shell("zsh", &["-f"], &test, &repo);
+        assert_eq!(code, 0, "{words}: {err}");
+        out
+    };
+    let out = complete("walj diff ''");
+    assert!(out.starts_with("compadd -U -V walj-ids -l -d disp -a vals\nZq\nAbcdeX\n"), "{out}");
+    assert!(out.contains("Zq  -- applied c.txt") && out.contains("AbcdeX  -- applied a.txt"), "{out}");
+    assert!(complete("walj --project . revert --session=5").contains("\n--session=5e5510\n"));
+    assert_eq!(complete("walj sessions ''"), "clap\n");
+}
+
+#[test]
+fn fish_completes_entry_and_session_ids() {
+    if !has_shell("fish") {
+        return;
+    }
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "fish");
+    let complete = |line: &str| -> String {
+        let test = format!("source {}; complete -C {line:?}", script.display());
+        let (code, out, err) = in_shell("fish", &["--no-config"], &test, &repo);
+        assert_eq!(code, 0, "{line}: {err}");
+        out
+    };
+    assert_eq!(complete("walj diff "), "Zq\tapplied c.txt\nAbcdeX\tapplied a.txt\n");
+    assert_eq!(complete("walj diff abc"), "AbcdeX\tapplied a.txt\n");
+    assert!(
+        complete("walj recover --session ").starts_with("5e5510\tunknown "),
+        "{}",
+        complete("walj recover --session ")
+    );
+    assert!(complete("walj sessions show 5e").starts_with("5e5510\t"));
+    assert!(complete("walj sessions ").contains("show\t"));
 }

@@ -66,6 +66,30 @@ fn count(keys: &[Key], q: &[u8]) -> usize {
     keys.partition_point(|&k| k < hi) - keys.partition_point(|&k| k < lo)
 }
 
+/// How many keys are `q` (a `q` longer than [`KEPT`] characters: how many start with it).
+fn count_equal(keys: &[Key], q: &[u8]) -> usize {
+    if q.len() > KEPT {
+        return count(keys, q);
+    }
+    usize::from(keys.binary_search(&pack(q)).is_ok())
+}
+
+/// Which count a lookup makes: keys starting with the typed text, or equal to it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counter {
+    Prefix,
+    Equal,
+}
+
+impl Counter {
+    fn of(self, keys: &[Key], q: &[u8]) -> usize {
+        match self {
+            Counter::Prefix => count(keys, q),
+            Counter::Equal => count_equal(keys, q),
+        }
+    }
+}
+
 /// How `Fold::find` sees an id: Claude Code's (`toolu_01` + key), another `toolu_` one
 /// (`toolu_` + key), or any other (the id is its key).
 enum Kind<'a> {
@@ -200,25 +224,34 @@ impl IdIndex {
     /// How many ids have a form (the id, without `toolu_`, without `toolu_01`) that starts
     /// with `q` (lower case), one count per form.
     fn matching(&self, q: &[u8]) -> usize {
-        // Keys: the id's form without `toolu_01`, `toolu_`, or the whole id.
-        let keys = count(&self.claude, q) + count(&self.toolu, q) + count(&self.plain, q);
-        keys + self.with_01(q) + self.with_toolu(q)
+        self.forms(q, Counter::Prefix)
     }
 
-    /// Claude ids whose form without `toolu_` (`01` + key) starts with `q`.
-    fn with_01(&self, q: &[u8]) -> usize {
+    /// How many ids have a form equal to `q` (lower case), one count per form.
+    fn equal(&self, q: &[u8]) -> usize {
+        self.forms(q, Counter::Equal)
+    }
+
+    fn forms(&self, q: &[u8], n: Counter) -> usize {
+        // Keys: the id's form without `toolu_01`, `toolu_`, or the whole id.
+        let keys = n.of(&self.claude, q) + n.of(&self.toolu, q) + n.of(&self.plain, q);
+        keys + self.with_01(q, n) + self.with_toolu(q, n)
+    }
+
+    /// Claude ids whose form without `toolu_` (`01` + key) starts with (or is) `q`.
+    fn with_01(&self, q: &[u8], n: Counter) -> usize {
         match q.strip_prefix(b"01") {
-            Some(rest) => count(&self.claude, rest),
-            None if b"01".starts_with(q) => self.claude.len(),
+            Some(rest) => n.of(&self.claude, rest),
+            None if b"01".starts_with(q) && n == Counter::Prefix => self.claude.len(),
             None => 0,
         }
     }
 
-    /// `toolu_` ids whose whole id starts with `q`.
-    fn with_toolu(&self, q: &[u8]) -> usize {
+    /// `toolu_` ids whose whole id starts with (or is) `q`.
+    fn with_toolu(&self, q: &[u8], n: Counter) -> usize {
         match q.strip_prefix(b"toolu_") {
-            Some(rest) => self.with_01(rest) + count(&self.toolu, rest),
-            None if b"toolu_".starts_with(q) => self.claude.len() + self.toolu.len(),
+            Some(rest) => self.with_01(rest, n) + n.of(&self.toolu, rest),
+            None if b"toolu_".starts_with(q) && n == Counter::Prefix => self.claude.len() + self.toolu.len(),
             None => 0,
         }
     }
@@ -467,14 +500,26 @@ impl ShortIds {
         (1..=t.len().min(KEPT)).find(|&n| unique(n))
     }
 
+    /// Whether no other id has a form equal to `id`'s typeable form (typed whole, `find`
+    /// takes the id whose form it is).
+    fn typeable_is_exact(&self, index: &IdIndex, id: &str) -> bool {
+        let t = typeable(id).to_ascii_lowercase();
+        let held = index.holds(id) || self.extra.holds(id);
+        let all = index.equal(t.as_bytes()) + self.extra.equal(t.as_bytes());
+        let own = if held { IdIndex::of([id]).equal(t.as_bytes()) } else { 0 };
+        !t.is_empty() && all.saturating_sub(own) == 0
+    }
+
     /// `id` as shown, split into its unique start and the rest shown after it: the typeable
-    /// form's shortest unique start, together at least [`Self::MIN`] characters; the whole id
-    /// when no start of its typeable form is unique; the whole typeable form without an index.
+    /// form's shortest unique start, together at least [`Self::MIN`] characters; when no start
+    /// is unique (another id is longer), the whole typeable form if no other id has that form,
+    /// else the whole id; the whole typeable form without an index.
     pub fn split<'a>(&self, id: &'a str) -> (&'a str, &'a str) {
         let t = typeable(id);
         let Some(index) = self.index.as_deref() else { return (t, "") };
         match self.unique_len(index, id).filter(|_| t.is_ascii()) {
             Some(n) => (&t[..n], &t[n..n.max(Self::MIN).min(t.len())]),
+            None if self.typeable_is_exact(index, id) => (t, ""),
             None => (id, ""),
         }
     }
@@ -575,6 +620,10 @@ mod tests {
         assert_eq!(ids.short("toolu_01ab"), "toolu_01ab");
         assert_eq!(ids.short("ab"), "ab");
         assert_eq!(ids.split("toolu_01abc"), ("abc", ""));
+        // A start of another id, but no other id is it: its typeable form, found exactly.
+        let ids = ShortIds::new(["toolu_01EditServer", "toolu_01EditServer2"]);
+        assert_eq!(ids.split("toolu_01EditServer"), ("EditServer", ""));
+        assert_eq!(ids.split("toolu_01EditServer2"), ("EditServer2", ""));
     }
 
     #[test]
