@@ -238,10 +238,11 @@ fn match_processes(s: &SessionInfo, out: &mut [ProcStatus], table: &[ProcEntry])
 
 /// This process and its ancestors.
 fn own_lineage() -> Vec<u32> {
-    let mut out = vec![std::process::id()];
     #[cfg(unix)]
-    out.push(std::os::unix::process::parent_id());
-    out
+    let parent = Some(std::os::unix::process::parent_id());
+    #[cfg(not(unix))]
+    let parent = None;
+    std::iter::once(std::process::id()).chain(parent).collect()
 }
 
 /// A record's timestamp as a time.
