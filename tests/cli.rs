@@ -604,3 +604,14 @@ fn fish_completes_entry_and_session_ids() {
     assert!(complete("walj sessions show 5e").starts_with("5e5510\t"));
     assert!(complete("walj sessions ").contains("show\t"));
 }
+
+/// The release binary keeps its symbols (a panic's backtrace names the functions) and no
+/// debug info (issue 16: 60 MB with line tables).
+#[test]
+fn the_release_profile_keeps_symbols_and_drops_debug_info() {
+    let manifest: toml::Value =
+        toml::from_str(&fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap()).unwrap();
+    let release = &manifest["profile"]["release"];
+    assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)), "{release}");
+    assert_eq!(release.get("strip").and_then(|s| s.as_str()), Some("debuginfo"), "{release}");
+}
