@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test suite uses beyond cargo: git, python3 (the proposal's baseline
-# scripts), tmux (the TUI's end-to-end test), npm (the real Claude Code, Codex, Gemini and
+# scripts), tmux (the TUI's end-to-end test), zsh and fish (completion tests), npm (the real Claude Code, Codex, Gemini and
 # Copilot CLIs for the end-to-end tests). Each is optional for the tests, which skip with a message when a tool is
 # missing; CI installs them so nothing is skipped there.
 set -uo pipefail
@@ -9,6 +9,9 @@ command -v git >/dev/null || need+=(git)
 command -v python3 >/dev/null || need+=(python3)
 command -v tmux >/dev/null || need+=(tmux)
 command -v npm >/dev/null || need+=(npm)
+# zsh and fish: the id completion tests run the real shells (tests/cli.rs).
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${need[*]}"

@@ -179,8 +179,8 @@ pub fn held_brief_note(h: &crate::fold::Handoff) -> String {
     format!(
         "walj: an imported bundle brought a brief for Claude ({}, session {}); it is not delivered until you read it and run `walj handoff --deliver {}` (`walj handoff --held` shows it).",
         plural(h.entries.len(), "entry", "entries"),
-        crate::fold::short_id(&h.session),
-        crate::fold::short_id(&h.action),
+        crate::journal::record::short_sid(&h.session),
+        crate::fold::abbrev(&h.action, 12),
     )
 }
 

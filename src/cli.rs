@@ -171,13 +171,20 @@ pub enum Command {
         walj sync --status                       # what is ahead or behind, per machine\n  \
         walj sync --remote backup --dry-run --json")]
     Sync(cmd::sync::SyncArgs),
-    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish); bash, zsh and fish also complete entry and session ids.
     #[command(after_help = "Examples:\n  \
         walj completions bash > ~/.local/share/bash-completion/completions/walj\n  \
         walj completions zsh > \"${fpath[1]}/_walj\"\n  \
         walj completions fish > ~/.config/fish/completions/walj.fish\n  \
         walj completions powershell >> $PROFILE")]
     Completions(cmd::completions::CompletionsArgs),
+    /// (internal) The entry or session ids a completion script offers for a command line.
+    #[command(
+        name = "__complete-ids",
+        hide = true,
+        after_help = "Examples:\n  walj __complete-ids --shell bash --cword 2 -- walj diff Ab\n  walj __complete-ids --shell fish --cword 3 -- walj revert --session 8f"
+    )]
+    CompleteIds(cmd::completions::CompleteIdsArgs),
     /// Print the manual page walj(1) in roff, or write every page into a folder.
     #[command(after_help = "Examples:\n  \
         walj man | man -l -\n  \
@@ -246,6 +253,7 @@ pub enum ProcsCommand {
     #[command(after_help = "Examples:\n  walj procs restart bash_1")]
     Restart {
         /// Command id or unique prefix (`walj procs` lists them).
+        #[arg(value_name = "COMMAND")]
         id: String,
         /// Do not ask.
         #[arg(long, short)]
@@ -276,6 +284,9 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Completions(a) = &command {
         return cmd::completions::completions(a);
     }
+    if let Command::CompleteIds(a) = &command {
+        return Ok(cmd::completions::complete_ids(a));
+    }
     if let Command::Man(a) = &command {
         return cmd::man::man(a);
     }
@@ -296,7 +307,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
-        Command::Plugin(_) | Command::Completions(_) | Command::Man(_) => Ok(0),
+        Command::Plugin(_) | Command::Completions(_) | Command::CompleteIds(_) | Command::Man(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),

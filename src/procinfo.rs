@@ -1,10 +1,15 @@
 //! The Claude Code process behind a hook, and whether it still runs (DESIGN §4).
 //!
 //! The hook runs as `sh -c "walj hook"` under Claude Code, so the Claude Code process is
-//! the nearest ancestor that is not a shell. Its start time (clock ticks since boot,
-//! field 22 of `/proc/<pid>/stat`) is recorded with the pid so a reused pid is not
-//! mistaken for the session still running. Linux reads /proc; elsewhere the answer is
-//! `unknown`.
+//! the nearest ancestor that is not a shell. Its start time is recorded with the pid so a
+//! reused pid is not mistaken for the session still running. The start time is the
+//! platform's own, compared only on the machine that recorded it:
+//! - Linux: clock ticks since boot, field 22 of `/proc/<pid>/stat`;
+//! - macOS: microseconds since the epoch, from `proc_pidinfo(PROC_PIDTBSDINFO)` (libc);
+//! - Windows: the creation time (`GetProcessTimes`, 100 ns since 1601), the parents from a
+//!   ToolHelp snapshot (kernel32, declared here: no extra crate).
+//!
+//! Elsewhere the answer is `unknown`. Only Linux is tested: see the README's Portability.
 
 /// One running process, as far as the platform tells (for matching background commands).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,7 +49,64 @@ pub enum Liveness {
     Unknown,
 }
 
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "busybox", "env", "nohup"];
+const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "fish",
+    "ksh",
+    "mksh",
+    "ash",
+    "busybox",
+    "env",
+    "nohup",
+    "cmd",
+    "powershell",
+    "pwsh",
+];
+
+/// Whether a process name is a shell (or a launcher) between Claude Code and the hook: any
+/// case, without Windows' `.exe`.
+fn is_shell(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let name = name.strip_suffix(".exe").unwrap_or(&name);
+    SHELLS.contains(&name)
+}
+
+/// The nearest ancestor that is not a shell, walking up from `parent` with `stat` (a
+/// process's name, parent and start time): the process that ran the hook. An ancestor that
+/// started after the process below it is a reused pid (its real parent is gone): `None`.
+fn nearest_non_shell(parent: u32, stat: impl Fn(u32) -> Option<(String, u32, u64)>) -> Option<ProcRef> {
+    let mut pid = parent;
+    let mut below: Option<u64> = None;
+    for _ in 0..16 {
+        if pid <= 1 {
+            return None;
+        }
+        let (name, ppid, start) = stat(pid)?;
+        if below.is_some_and(|b| start > b) {
+            return None;
+        }
+        if !is_shell(&name) {
+            return Some(ProcRef { pid, start });
+        }
+        below = Some(start);
+        pid = ppid;
+    }
+    None
+}
+
+/// Liveness from what the platform found for a recorded process: its start time now, or
+/// `Err(gone)` when it could not be read (`gone`: the platform says no such process).
+fn liveness_of(p: ProcRef, found: Result<u64, bool>) -> Liveness {
+    match found {
+        Ok(start) if start == p.start => Liveness::Running,
+        Ok(_) => Liveness::Gone, // pid reused by another process
+        Err(true) => Liveness::Gone,
+        Err(false) => Liveness::Unknown,
+    }
+}
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -68,32 +130,12 @@ mod imp {
     }
 
     pub fn claude_process() -> Option<ProcRef> {
-        let mut pid = std::os::unix::process::parent_id();
-        for _ in 0..16 {
-            if pid <= 1 {
-                return None;
-            }
-            let (comm, ppid, start) = stat(pid)?;
-            if !SHELLS.contains(&comm.as_str()) {
-                return Some(ProcRef { pid, start });
-            }
-            pid = ppid;
-        }
-        None
+        nearest_non_shell(std::os::unix::process::parent_id(), stat)
     }
 
     pub fn liveness(p: ProcRef) -> Liveness {
-        match stat(p.pid) {
-            Some((_, _, start)) if start == p.start => Liveness::Running,
-            Some(_) => Liveness::Gone, // pid reused by another process
-            None => {
-                if std::path::Path::new("/proc/self/stat").exists() {
-                    Liveness::Gone
-                } else {
-                    Liveness::Unknown
-                }
-            }
-        }
+        let found = stat(p.pid).map(|(_, _, start)| start);
+        liveness_of(p, found.ok_or_else(|| std::path::Path::new("/proc/self/stat").exists()))
     }
 
     /// This process's start time (clock ticks since boot).
@@ -228,15 +270,11 @@ mod imp {
     }
 }
 
+/// What only Linux's /proc tells: the process table of other systems comes from `ps`, and
+/// processes started by a tool call are not looked for.
 #[cfg(not(target_os = "linux"))]
-mod imp {
+mod other {
     use super::*;
-    pub fn claude_process() -> Option<ProcRef> {
-        None
-    }
-    pub fn liveness(_p: ProcRef) -> Liveness {
-        Liveness::Unknown
-    }
     /// Off Linux, `ps` lists the processes (no working folder, no environment).
     pub fn processes() -> Option<ProcTable> {
         super::processes_via_ps()
@@ -251,6 +289,169 @@ mod imp {
         _live: &[ProcRef],
     ) -> Option<Vec<u32>> {
         None
+    }
+}
+
+#[cfg(target_os = "macos")]
+#[allow(unsafe_code)]
+mod imp {
+    pub use super::other::{own_start, processes, started_by_tool_since};
+    use super::*;
+
+    /// (name, parent, start in microseconds since the epoch); `Err(gone)` when unreadable.
+    fn bsd(pid: u32) -> Result<(String, u32, u64), bool> {
+        let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        let pid_c = libc::c_int::try_from(pid).map_err(|_| true)?;
+        // SAFETY: the buffer is a zeroed proc_bsdinfo of the size given.
+        let n = unsafe { libc::proc_pidinfo(pid_c, libc::PROC_PIDTBSDINFO, 0, info.as_mut_ptr().cast(), size) };
+        if n != size {
+            // No such process (ESRCH), or not ours to read (EPERM: it exists).
+            // SAFETY: kill with signal 0 only checks the pid.
+            let exists = unsafe { libc::kill(pid_c, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            return Err(!exists);
+        }
+        // SAFETY: proc_pidinfo filled all `size` bytes.
+        let info = unsafe { info.assume_init() };
+        let name: Vec<u8> = info.pbi_comm.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let start = info.pbi_start_tvsec.saturating_mul(1_000_000).saturating_add(info.pbi_start_tvusec);
+        Ok((String::from_utf8_lossy(&name).into_owned(), info.pbi_ppid, start))
+    }
+
+    pub fn claude_process() -> Option<ProcRef> {
+        nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok())
+    }
+
+    pub fn liveness(p: ProcRef) -> Liveness {
+        liveness_of(p, bsd(p.pid).map(|(_, _, start)| start))
+    }
+}
+
+#[cfg(windows)]
+#[allow(unsafe_code)]
+mod imp {
+    pub use super::other::{own_start, processes, started_by_tool_since};
+    use super::*;
+
+    use std::ffi::c_void;
+
+    type Handle = *mut c_void;
+
+    #[repr(C)]
+    #[derive(Default)]
+    struct FileTime {
+        low: u32,
+        high: u32,
+    }
+
+    /// PROCESSENTRY32W.
+    #[repr(C)]
+    struct ProcessEntry {
+        size: u32,
+        usage: u32,
+        pid: u32,
+        heap: usize,
+        module: u32,
+        threads: u32,
+        ppid: u32,
+        priority: i32,
+        flags: u32,
+        exe: [u16; 260],
+    }
+
+    const TH32CS_SNAPPROCESS: u32 = 0x2;
+    const PROCESS_QUERY_LIMITED_INFORMATION: u32 = 0x1000;
+    const STILL_ACTIVE: u32 = 259;
+    const ERROR_INVALID_PARAMETER: i32 = 87;
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn CreateToolhelp32Snapshot(flags: u32, pid: u32) -> Handle;
+        fn Process32FirstW(snapshot: Handle, entry: *mut ProcessEntry) -> i32;
+        fn Process32NextW(snapshot: Handle, entry: *mut ProcessEntry) -> i32;
+        fn OpenProcess(access: u32, inherit: i32, pid: u32) -> Handle;
+        fn GetProcessTimes(
+            process: Handle,
+            creation: *mut FileTime,
+            exit: *mut FileTime,
+            kernel: *mut FileTime,
+            user: *mut FileTime,
+        ) -> i32;
+        fn GetExitCodeProcess(process: Handle, code: *mut u32) -> i32;
+        fn CloseHandle(handle: Handle) -> i32;
+    }
+
+    /// Every process: pid → (executable name, parent pid), from one ToolHelp snapshot.
+    fn table() -> Option<std::collections::HashMap<u32, (String, u32)>> {
+        // SAFETY: plain Win32 calls; the entry's size is set as ToolHelp requires.
+        unsafe {
+            let snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+            if snap.is_null() || snap as isize == -1 {
+                return None;
+            }
+            let mut out = std::collections::HashMap::new();
+            let mut e: ProcessEntry = std::mem::zeroed();
+            e.size = std::mem::size_of::<ProcessEntry>() as u32;
+            let mut ok = Process32FirstW(snap, &mut e);
+            while ok != 0 {
+                let len = e.exe.iter().position(|&c| c == 0).unwrap_or(e.exe.len());
+                out.insert(e.pid, (String::from_utf16_lossy(&e.exe[..len]), e.ppid));
+                ok = Process32NextW(snap, &mut e);
+            }
+            CloseHandle(snap);
+            Some(out)
+        }
+    }
+
+    /// The creation time of a running process (100 ns since 1601); `Err(gone)` when it
+    /// cannot be read (`gone`: no such process, or it has exited).
+    fn created(pid: u32) -> Result<u64, bool> {
+        // SAFETY: the handle is checked and closed; the out-pointers are valid locals.
+        unsafe {
+            let h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+            if h.is_null() {
+                return Err(std::io::Error::last_os_error().raw_os_error() == Some(ERROR_INVALID_PARAMETER));
+            }
+            let (mut c, mut x, mut k, mut u) =
+                (FileTime::default(), FileTime::default(), FileTime::default(), FileTime::default());
+            let mut code = 0u32;
+            let times = GetProcessTimes(h, &mut c, &mut x, &mut k, &mut u) != 0;
+            let exited = GetExitCodeProcess(h, &mut code) != 0 && code != STILL_ACTIVE;
+            CloseHandle(h);
+            if exited {
+                return Err(true);
+            }
+            if !times {
+                return Err(false);
+            }
+            Ok((u64::from(c.high) << 32) | u64::from(c.low))
+        }
+    }
+
+    pub fn claude_process() -> Option<ProcRef> {
+        let table = table()?;
+        let parent = table.get(&std::process::id())?.1;
+        nearest_non_shell(parent, |pid| {
+            let (exe, ppid) = table.get(&pid)?;
+            Some((exe.clone(), *ppid, created(pid).ok()?))
+        })
+    }
+
+    pub fn liveness(p: ProcRef) -> Liveness {
+        liveness_of(p, created(p.pid))
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+mod imp {
+    pub use super::other::{own_start, processes, started_by_tool_since};
+    use super::*;
+    pub fn claude_process() -> Option<ProcRef> {
+        None
+    }
+    pub fn liveness(_p: ProcRef) -> Liveness {
+        Liveness::Unknown
     }
 }
 
@@ -332,6 +533,71 @@ pub fn own_start() -> Option<u64> {
 /// platform cannot tell.
 pub fn started_by_tool_since(since: u64, root: &std::path::Path, session: &str, live: &[ProcRef]) -> Option<Vec<u32>> {
     imp::started_by_tool_since(since, root, session, live)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod portable_tests {
+    use super::*;
+
+    /// The walk every platform shares: shells skipped (any case, `.exe`), the first other
+    /// process taken, a reused parent pid refused.
+    #[test]
+    fn the_nearest_non_shell_ancestor_is_the_agent() {
+        let table = |pid: u32| -> Option<(String, u32, u64)> {
+            match pid {
+                40 => Some(("bash.exe".into(), 30, 400)),
+                30 => Some(("PWSH.EXE".into(), 20, 300)),
+                20 => Some(("node.exe".into(), 10, 200)),
+                10 => Some(("explorer.exe".into(), 1, 100)),
+                // A parent pid reused by a process started after its child.
+                60 => Some(("sh".into(), 50, 600)),
+                50 => Some(("claude".into(), 1, 900)),
+                _ => None,
+            }
+        };
+        assert_eq!(nearest_non_shell(40, table), Some(ProcRef { pid: 20, start: 200 }));
+        assert_eq!(nearest_non_shell(20, table), Some(ProcRef { pid: 20, start: 200 }));
+        assert_eq!(nearest_non_shell(60, table), None);
+        assert_eq!(nearest_non_shell(99, table), None);
+        assert_eq!(nearest_non_shell(1, table), None);
+        assert!(is_shell("cmd.exe") && is_shell("zsh") && !is_shell("claude") && !is_shell("node"));
+    }
+
+    /// The crate denies unsafe code; the only modules allowed it are the platform process
+    /// calls above (macOS, Windows).
+    #[test]
+    fn unsafe_code_is_only_the_platform_process_calls() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<(String, usize)>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    let n = text.matches(concat!("allow(", "unsafe_code)")).count();
+                    if n > 0 {
+                        out.push((p.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap().display().to_string(), n));
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
+        found.sort();
+        assert_eq!(found, vec![("src/procinfo.rs".to_string(), 2)]);
+        let lib = include_str!("lib.rs");
+        assert!(lib.contains(concat!("#![deny(", "unsafe_code)]")));
+    }
+
+    #[test]
+    fn liveness_is_running_only_for_the_same_start() {
+        let p = ProcRef { pid: 7, start: 70 };
+        assert_eq!(liveness_of(p, Ok(70)), Liveness::Running);
+        assert_eq!(liveness_of(p, Ok(71)), Liveness::Gone);
+        assert_eq!(liveness_of(p, Err(true)), Liveness::Gone);
+        assert_eq!(liveness_of(p, Err(false)), Liveness::Unknown);
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, short_id};
+use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, ShortIds};
 use crate::journal::Blob;
 use crate::present::{self, hms, human_ts, one_line, plural};
 use crate::style::Style;
@@ -18,11 +18,12 @@ fn blob_json(b: &Option<Blob>) -> Value {
     }
 }
 
-/// One entry as JSON (the `recover --json` entry shape, plus detail fields).
-pub fn entry_json(e: &Entry) -> Value {
+/// One entry as JSON (the `recover --json` entry shape, plus detail fields); `short` is the id
+/// as `ids` shows it.
+pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     let mut v = json!({
         "id": e.id,
-        "short": short_id(&e.id),
+        "short": ids.short(&e.id),
         "event": e.event,
         "path": e.path,
         "tool": e.tool,
@@ -140,7 +141,8 @@ pub fn recover_json(fold: &Fold) -> Value {
     let mut sessions = Vec::new();
     let mut total = 0;
     for s in &fold.sessions {
-        let entries: Vec<Value> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(entry_json).collect();
+        let entries: Vec<Value> =
+            fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(|e| entry_json(e, &fold.ids)).collect();
         if entries.is_empty() && !has_running_command(s) {
             continue;
         }
@@ -161,8 +163,20 @@ pub fn state_colored(st: EntryState, style: &Style) -> String {
 
 /// Writes the session's header lines (shared by recover and sessions views).
 /// `entries`: the session's entries (for the changes of a command cut off mid-run).
-pub fn session_header(out: &mut String, s: &SessionInfo, status: SessionStatus, entries: &[&Entry], style: &Style) {
-    let mut head = format!("{} {}  {}", style.bold("session"), style.cyan(&s.sid), status_badge(status, style));
+pub fn session_header(
+    out: &mut String,
+    s: &SessionInfo,
+    status: SessionStatus,
+    entries: &[&Entry],
+    ids: &ShortIds,
+    style: &Style,
+) {
+    let mut head = format!(
+        "{} {}  {}",
+        style.bold("session"),
+        style.session(ids.session_split(&s.session), 0),
+        status_badge(status, style)
+    );
     // Claude Code's sessions are the default; another agent's are named.
     let agent = s.agent();
     if agent != crate::agents::Agent::ClaudeCode {
@@ -247,8 +261,8 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
         if entries.is_empty() && !has_running_command(s) {
             continue;
         }
-        session_header(&mut out, s, s.status(), &entries, style);
-        entries_by_event(&mut out, &entries, style);
+        session_header(&mut out, s, s.status(), &entries, &fold.ids, style);
+        entries_by_event(&mut out, &entries, &fold.ids, style);
         out.push('\n');
     }
     let _ = writeln!(
@@ -261,19 +275,20 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
 
 /// Entries grouped by event, one line each (id, state, path, tool, time, marks): the body of a
 /// session in `recover` (this journal's and other machines').
-pub fn entries_by_event(out: &mut String, entries: &[&Entry], style: &Style) {
+pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, style: &Style) {
     let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
     }
     let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
+    let id_width = id_width(entries, ids);
     for (event, es) in by_event {
         let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
         for e in es {
             let _ = writeln!(
                 out,
-                "    {:<12}  {}  {:<width$}  {:<12}  {}{}",
-                short_id(&e.id),
+                "    {}  {}  {:<width$}  {:<12}  {}{}",
+                style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
                 e.path,
                 e.tool,
@@ -306,17 +321,24 @@ fn entry_marks(e: &Entry, style: &Style) -> String {
     if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
 }
 
+/// The width of the id column: the longest id shown.
+pub fn id_width(entries: &[&Entry], ids: &ShortIds) -> usize {
+    entries.iter().map(|e| ids.short(&e.id).chars().count()).max().unwrap_or(0)
+}
+
 /// `walj log`: entries (all states) newest last.
-pub fn log_text(entries: &[&Entry], style: &Style) -> String {
+pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
     let mut out = String::new();
+    let id_width = id_width(entries, ids);
+    let session_width = entries.iter().map(|e| ids.session(&e.session).chars().count()).max().unwrap_or(0);
     for e in entries {
         let _ = writeln!(
             out,
-            "{}  {}  {}  {:<12}  {:<16}  {}",
+            "{}  {}  {}  {}  {:<16}  {}",
             human_ts(&e.ts),
-            style.cyan(&e.sid),
+            style.session(ids.session_split(&e.session), session_width),
             state_colored(e.state(), style),
-            short_id(&e.id),
+            style.id(ids.split(&e.id), id_width),
             e.event,
             e.path
         );

@@ -92,6 +92,21 @@ impl Style {
     pub fn cyan(&self, s: &str) -> String {
         self.wrap("36", s)
     }
+    /// A shown id ([`crate::fold::ShortIds::split`]): its unique start bold in the id colour,
+    /// the rest dimmed; padded with spaces to `width` characters.
+    pub fn id(&self, (unique, rest): (&str, &str), width: usize) -> String {
+        let shown = format!("{}{}", self.bold(&self.tone(crate::present::ID_TONE, unique)), self.dim(rest));
+        pad(shown, unique.chars().count() + rest.chars().count(), width)
+    }
+
+    /// A shown session id ([`crate::fold::ShortIds::session_split`]): its unique start bold,
+    /// all of it in the session colour; padded to `width` characters.
+    pub fn session(&self, (unique, rest): (&str, &str), width: usize) -> String {
+        let tone = crate::present::SESSION_TONE;
+        let shown = format!("{}{}", self.bold(&self.tone(tone, unique)), self.tone(tone, rest));
+        pad(shown, unique.chars().count() + rest.chars().count(), width)
+    }
+
     /// `s` in the colour of a [`Tone`] (the one state→colour table, `crate::present`).
     pub fn tone(&self, tone: Tone, s: &str) -> String {
         match tone {
@@ -104,6 +119,12 @@ impl Style {
             Tone::Gray => self.dim(s),
         }
     }
+}
+
+/// `s` (`len` characters shown, escapes aside) with spaces up to `width`.
+fn pad(mut s: String, len: usize, width: usize) -> String {
+    s.extend(std::iter::repeat_n(' ', width.saturating_sub(len)));
+    s
 }
 
 fn colors(choice: anstream::ColorChoice) -> bool {

@@ -307,7 +307,7 @@ fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
     assert_eq!(v["changed"], false);
     let o = &v["outcomes"][0];
     assert_eq!(o["id"], "toolu_01EditCfg");
-    assert_eq!(o["short"], "01EditCfg");
+    assert_eq!(o["short"], "Edit");
     assert_eq!(o["path"], "config/settings.json");
     assert!(o["message"].as_str().unwrap().contains("config/settings.json"), "{v:#}");
 
@@ -362,6 +362,114 @@ fn ids_are_typed_without_the_shared_toolu_01_and_in_any_case() {
     assert_eq!(ids.short("toolu_xyz"), "xyz");
 }
 
+const SESSION: &str = "5e551011-0000-4000-8000-000000000001";
+
+/// A project whose journal has a settled entry `toolu_01AbcdeY` (persisted: the default fold
+/// drops it) and two unresolved ones, `toolu_01AbcdeX` and `toolu_01Zq`, in one session; and
+/// `filler` more settled entries.
+fn settled_twin(filler: usize) -> Repo {
+    use walj::journal::{Blob, JournalWriter, Record, op};
+    let repo = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    let entry = |o: &str, id: &str, path: &str| {
+        let mut r = Record::new(o, SESSION);
+        r.id = id.to_string();
+        r.tool = Some("Edit".into());
+        r.event = "file_modified".into();
+        r.path = path.to_string();
+        r.before = Some(Blob::Absent);
+        r
+    };
+    let mut recs = Vec::new();
+    for (id, path) in [("toolu_01AbcdeY", "b.txt"), ("toolu_01AbcdeX", "a.txt"), ("toolu_01Zq", "c.txt")] {
+        recs.push(entry(op::INTENT, id, path));
+        recs.push(entry(op::APPLIED, id, path));
+    }
+    recs.push(entry(op::PERSISTED, "toolu_01AbcdeY", "b.txt"));
+    for i in 0..filler {
+        let id = format!("toolu_01Filler{i:06}");
+        recs.push(entry(op::INTENT, &id, "b.txt"));
+        recs.push(entry(op::APPLIED, &id, "b.txt"));
+        recs.push(entry(op::PERSISTED, &id, "b.txt"));
+    }
+    JournalWriter::new(&repo.journal()).append_all(&recs).unwrap();
+    repo
+}
+
+#[test]
+fn listings_show_each_id_by_its_shortest_unique_start_against_every_id_of_the_journal() {
+    let repo = settled_twin(0);
+    // recover's fold dropped the settled AbcdeY: the shown AbcdeX is still unique against it.
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("    AbcdeX  applied") && out.contains("    Zq      applied"), "{out}");
+    assert!(!out.contains("01Abcde") && !out.contains("Abcd "), "{out}");
+    let out = repo.ok(&["log"]);
+    assert!(out.contains("5e5510  persisted    AbcdeY  file_modified"), "{out}");
+    assert!(out.contains("5e5510  applied      AbcdeX  file_modified"), "{out}");
+    let out = repo.ok(&["sessions", "show", "5e5"]);
+    assert!(out.contains("  AbcdeX  applied") && out.contains("Next: walj sessions resume 5e5510 "), "{out}");
+    let out = repo.ok(&["diff", "AbcdeX"]);
+    assert!(out.starts_with("entry AbcdeX · a.txt · Edit file_modified"), "{out}");
+    assert!(repo.ok(&["sessions"]).contains("\n5e5510    claude"), "sessions list");
+    // What is shown is what to type; a shorter start names both.
+    let (code, _, err) = repo.run(&["diff", "abcde"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("toolu_01AbcdeX") && err.contains("toolu_01AbcdeY"), "{err}");
+    let v = repo.json(&["mark", "zq", "--done", "--json"]);
+    assert_eq!((v["outcomes"][0]["id"].as_str(), v["outcomes"][0]["short"].as_str()), (Some("toolu_01Zq"), Some("Zq")));
+    assert!(v["outcomes"][0]["message"].as_str().unwrap().starts_with("marked Zq (c.txt) done"), "{v}");
+    // --json keeps full ids beside the shown one.
+    let v = repo.json(&["recover", "--json"]);
+    let e = &v["sessions"][0]["entries"][0];
+    assert_eq!((e["id"].as_str(), e["short"].as_str()), (Some("toolu_01AbcdeX"), Some("AbcdeX")), "{v}");
+    assert_eq!(v["sessions"][0]["session"], SESSION);
+}
+
+#[test]
+fn the_unique_start_of_an_id_is_highlighted_in_colour() {
+    let repo = settled_twin(0);
+    let out = repo.ok(&["--color", "always", "log"]);
+    // Zq: `Z` is unique (bold magenta), `q` the rest shown (dim); the session's `5` (bold cyan).
+    assert!(out.contains("\x1b[1m\x1b[35mZ\x1b[0m\x1b[0m\x1b[2mq\x1b[0m"), "{out:?}");
+    assert!(out.contains("\x1b[1m\x1b[36m5\x1b[0m\x1b[0m\x1b[36me5510\x1b[0m"), "{out:?}");
+    // Without colour, the same text.
+    assert!(repo.ok(&["log"]).contains("5e5510  applied      Zq      file_modified"));
+}
+
+#[test]
+fn every_id_is_kept_in_a_cache_and_the_lines_after_it_are_read() {
+    // Enough settled entries that the first listing reads more than 1 MB: it writes the cache.
+    let repo = settled_twin(2500);
+    assert!(fs::metadata(repo.journal()).unwrap().len() > 1 << 20);
+    let cache = repo.path(".walj/ids.idx");
+    assert!(!cache.exists());
+    assert!(repo.ok(&["recover"]).contains("    AbcdeX  applied"));
+    assert!(cache.exists(), "the id cache is written");
+    // A settled id sharing Zq's `Z`, appended after the cache: the next listing reads the new
+    // lines (Zq's unique part grows from `Z` to `Zq`).
+    let zq = |repo: &Repo| {
+        let out = repo.ok(&["--color", "always", "recover"]);
+        (out.contains("\x1b[1m\x1b[35mZ\x1b[0m\x1b[0m\x1b[2mq"), out.contains("\x1b[1m\x1b[35mZq\x1b[0m"))
+    };
+    assert_eq!(zq(&repo), (true, false));
+    use walj::journal::{JournalWriter, Record, op};
+    let mut r = Record::new(op::APPLIED, SESSION);
+    r.id = "toolu_01Zr".into();
+    r.persisted = true;
+    r.path = "c.txt".into();
+    JournalWriter::new(&repo.journal()).append(&r).unwrap();
+    assert_eq!(zq(&repo), (false, true));
+    // The journal replaced (as a compaction does) by one without AbcdeY: the cache, which has
+    // it, is not used.
+    let journal = String::from_utf8(fs::read(repo.journal()).unwrap()).unwrap();
+    let kept: String =
+        journal.lines().filter(|l| !l.contains("AbcdeY") && !l.contains("Filler")).map(|l| format!("{l}\n")).collect();
+    fs::remove_file(repo.journal()).unwrap();
+    fs::write(repo.journal(), kept).unwrap();
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("    Abcd  applied      a.txt"), "{out}");
+}
+
 #[test]
 fn manual_pages_are_generated_from_the_command_line() {
     let (code, out, err) = outcome(&common::walj_cmd().arg("man").output().unwrap());
@@ -376,4 +484,134 @@ fn manual_pages_are_generated_from_the_command_line() {
     let page = fs::read_to_string(dir.path().join("walj-revert.1")).unwrap();
     assert!(page.contains("\\-\\-dry\\-run") && page.contains("\\-\\-prompt"), "{page}");
     assert!(dir.path().join("walj.1").is_file());
+}
+
+/// Whether `shell` runs here; else says SKIPPED (CI installs it: WALJ_E2E_REQUIRE=1 fails).
+fn has_shell(shell: &str) -> bool {
+    if std::process::Command::new(shell).arg("-c").arg("true").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "{shell} is required (WALJ_E2E_REQUIRE=1)");
+    eprintln!("SKIPPED: {shell} is not installed (scripts/setup-test-deps.sh installs it)");
+    false
+}
+
+/// Runs `script` in `shell` (`-c`) in the project, with the walj under test first on PATH:
+/// (exit code, stdout, stderr).
+fn in_shell(shell: &str, args: &[&str], script: &str, repo: &Repo) -> (i32, String, String) {
+    let bin = common::walj_bin();
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(shell)
+        .args(args)
+        .arg("-c")
+        .arg(script)
+        .current_dir(&repo.root)
+        .env("PATH", path)
+        .env("HOME", &repo.home)
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .output()
+        .unwrap();
+    outcome(&out)
+}
+
+/// Writes `walj completions SHELL` into the project's home: its path.
+fn completion_script(repo: &Repo, shell: &str) -> std::path::PathBuf {
+    let script = repo.ok(&["completions", shell]);
+    let path = repo.home.join(format!("walj.{shell}"));
+    fs::write(&path, script).unwrap();
+    path
+}
+
+#[test]
+fn bash_completes_entry_and_session_ids() {
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "bash");
+    // What bash does on TAB: COMP_WORDS / COMP_CWORD set, the function called with
+    // (command, word, previous word).
+    let complete = |line: &str| -> Vec<String> {
+        let test = format!(
+            "source {script}; COMP_LINE={line:?}; COMP_POINT=${{#COMP_LINE}}; read -ra COMP_WORDS <<< \"$COMP_LINE\"; \
+             [[ \"$COMP_LINE\" == *' ' ]] && COMP_WORDS+=(''); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); \
+             _walj_ids walj \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script = script.display()
+        );
+        let (code, out, err) = in_shell("bash", &["--norc"], &test, &repo);
+        assert_eq!(code, 0, "{line}: {err}");
+        out.lines().filter(|l| !l.is_empty()).map(str::to_string).collect()
+    };
+    // Entries not settled, as walj shows them (the settled AbcdeY is left out but counted).
+    assert_eq!(complete("walj diff "), ["Zq", "AbcdeX"]);
+    assert_eq!(complete("walj diff ab"), ["AbcdeX"]);
+    assert_eq!(complete("walj revert --dry-run toolu_01z"), ["toolu_01Zq"]);
+    assert_eq!(complete("walj mark --done Zq "), ["Zq", "AbcdeX"]);
+    // Sessions, for --session and `sessions show`.
+    assert_eq!(complete("walj revert --session "), ["5e5510"]);
+    assert_eq!(complete("walj sessions show 5E"), ["5e5510"]);
+    // Elsewhere clap's completion runs: subcommands and flags.
+    assert!(complete("walj sessions ").contains(&"show".to_string()));
+    assert!(complete("walj diff --ap").contains(&"--applied".to_string()));
+}
+
+#[test]
+fn zsh_completes_entry_and_session_ids() {
+    if !has_shell("zsh") {
+        return;
+    }
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "zsh");
+    // zsh's completion system stubbed: what `_walj` hands to compadd, or that it fell back
+    // to clap's function.
+    let complete = |words: &str| -> String {
+        let test = format!(
+            "compdef() {{ :; }}; compadd() {{ print -r -- \"compadd $*\"; print -rl -- \"${{vals[@]}}\" \"${{disp[@]}}\"; }}; \
+             source {script}; _walj_clap() {{ print -r -- clap; }}; \
+             words=({words}); CURRENT=${{#words}}; _walj",
+            script = script.display()
+        );
+        let (code, out, err) = in_shell("zsh", &["-f"], &test, &repo);
+        assert_eq!(code, 0, "{words}: {err}");
+        out
+    };
+    let out = complete("walj diff ''");
+    assert!(out.starts_with("compadd -U -V walj-ids -l -d disp -a vals\nZq\nAbcdeX\n"), "{out}");
+    assert!(out.contains("Zq  -- applied c.txt") && out.contains("AbcdeX  -- applied a.txt"), "{out}");
+    assert!(complete("walj --project . revert --session=5").contains("\n--session=5e5510\n"));
+    assert_eq!(complete("walj sessions ''"), "clap\n");
+}
+
+#[test]
+fn fish_completes_entry_and_session_ids() {
+    if !has_shell("fish") {
+        return;
+    }
+    let repo = settled_twin(0).with_home();
+    let script = completion_script(&repo, "fish");
+    let complete = |line: &str| -> String {
+        let test = format!("source {}; complete -C {line:?}", script.display());
+        let (code, out, err) = in_shell("fish", &["--no-config"], &test, &repo);
+        assert_eq!(code, 0, "{line}: {err}");
+        out
+    };
+    assert_eq!(complete("walj diff "), "Zq\tapplied c.txt\nAbcdeX\tapplied a.txt\n");
+    assert_eq!(complete("walj diff abc"), "AbcdeX\tapplied a.txt\n");
+    assert!(
+        complete("walj recover --session ").starts_with("5e5510\tunknown "),
+        "{}",
+        complete("walj recover --session ")
+    );
+    assert!(complete("walj sessions show 5e").starts_with("5e5510\t"));
+    assert!(complete("walj sessions ").contains("show\t"));
+}
+
+/// The release binary keeps its symbols (a panic's backtrace names the functions) and no
+/// debug info (issue 16: 60 MB with line tables).
+#[test]
+fn the_release_profile_keeps_symbols_and_drops_debug_info() {
+    let manifest: toml::Value =
+        toml::from_str(&fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap()).unwrap();
+    let release = &manifest["profile"]["release"];
+    assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)), "{release}");
+    assert_eq!(release.get("strip").and_then(|s| s.as_str()), Some("debuginfo"), "{release}");
 }

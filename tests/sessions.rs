@@ -188,12 +188,13 @@ fn resume_names_every_open_todo_and_both_unresolved_entries_and_is_delivered_onc
         "[pending] Regenerate docs/generated-index.md",
         "config/settings.json",
         "docs/generated-index.md",
-        "01EditCfg",
-        "01WriteDoc",
+        // Ids as walj shows them: the shortest unique start after `toolu_01`, 4 characters at least.
+        "id Edit)",
+        "id Writ;",
         "Raise the retry count to 5",
         "`npm run dev` (task bash_1)",
         "not running",
-        "walj procs restart 01BashDev",
+        "walj procs restart Bash",
         &format!("claude --resume {SESSION}"),
         ".walj/transcripts/",
     ] {
@@ -289,9 +290,16 @@ fn resume_fits_the_budget_for_a_200_entry_session_without_dropping_items() {
     assert!(chars <= 9000 && tokens <= 4000, "{chars} chars / {tokens} tokens");
     assert_eq!(v["entries"].as_array().unwrap().len(), 200);
     // Every unresolved entry and every open todo is named (in full or in the counted rest).
-    for i in 0..200 {
-        let short = format!("{i:03}entry{i:04}");
-        assert!(brief.contains(&short), "entry {short} missing");
+    // Ids are shown by their shortest unique start among every id of the journal.
+    let all: Vec<String> = (0..200)
+        .map(|i| format!("toolu_{i:03}entry{i:04}x"))
+        .chain((0..12).map(|i| format!("toolu_cmd{i:02}")))
+        .collect();
+    let ids = walj::fold::ShortIds::new(all.iter().map(String::as_str));
+    for id in &all[..200] {
+        let short = ids.short(id);
+        assert!(short.len() <= 5, "{id} is shown as {short}");
+        assert!(brief.contains(short), "entry {short} missing");
     }
     // Open todos: 21–60 (positions), shown in full or as ranges of the counted rest.
     let shown: Vec<usize> = (21..=60).filter(|i| brief.contains(&format!("(todo {i})"))).collect();

@@ -1574,8 +1574,10 @@ fn narrow_screens_keep_what_matters() {
     // The same path three times: each row says which tool call it is.
     let rows: Vec<&str> = s.lines().filter(|l| l.contains("src/server.js")).collect();
     assert_eq!(rows.len(), 3, "{s}");
-    for (i, r) in rows.iter().enumerate() {
-        assert!(r.contains(&format!("src/server.js #{:02}Edit ", i + 1)), "{r}");
+    // Its shown id: the shortest unique start after `toolu_01`, at least 4 characters
+    // (toolu_01Editxxxxxxxx, toolu_02Editxxxxxxxx, toolu_03Editxxxxxxxx).
+    for (r, tag) in rows.iter().zip(["#Edit ", "#02Ed ", "#03Ed "]) {
+        assert!(r.contains(&format!("src/server.js {tag}")), "{r}");
     }
     // The footer drops keys from the middle: help and quit stay.
     let footer = s.lines().nth(19).unwrap_or_default();

@@ -1,25 +1,421 @@
 //! `walj completions SHELL`: the shell completion script, generated from the command line's
 //! definition by clap_complete (every command, flag and fixed value; paths where a flag takes
-//! one).
+//! one). For bash, zsh and fish the script also completes entry ids (`ID`, `IDS`) and
+//! session ids (`SID`, `--session`): it asks `walj __complete-ids` (hidden), which reads the
+//! journal of the project on the command line (or the current folder's) and prints the ids as
+//! walj shows them. Where that command says the word is not an id, clap's completion runs.
 
 use std::io::Write;
 
-use clap::CommandFactory;
+use clap::{ArgAction, CommandFactory};
+use clap_complete::Shell;
+
+use crate::fold::{Fold, FoldOptions, typeable};
 
 /// The arguments of `walj completions`.
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
     /// The shell to write the script for.
     #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
+    pub shell: Shell,
+}
+
+/// The arguments of `walj __complete-ids` (what the completion scripts run).
+#[derive(Debug, clap::Args)]
+pub struct CompleteIdsArgs {
+    /// The shell asking: bash gets bare values, zsh and fish `VALUE<TAB>DESCRIPTION` lines.
+    #[arg(long, value_enum)]
+    pub shell: Shell,
+    /// The index in WORDS of the word being completed (0: `walj`).
+    #[arg(long, value_name = "N")]
+    pub cword: usize,
+    /// The command line as the shell split it, `walj` first.
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub words: Vec<String>,
 }
 
 /// Prints the completion script on stdout.
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<i32> {
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut crate::cli::Cli::command(), "walj", &mut script);
     let mut out = std::io::stdout().lock();
-    out.write_all(&script)?;
+    out.write_all(script(args.shell).as_bytes())?;
     out.flush()?;
     Ok(0)
+}
+
+/// clap_complete's script for `shell`, with id completion for bash, zsh and fish.
+pub fn script(shell: Shell) -> String {
+    let mut raw = Vec::new();
+    clap_complete::generate(shell, &mut crate::cli::Cli::command(), "walj", &mut raw);
+    let script = String::from_utf8_lossy(&raw).into_owned();
+    match shell {
+        Shell::Bash => script + BASH_IDS,
+        Shell::Fish => script + FISH_IDS + &fish_id_options(),
+        Shell::Zsh => zsh_with_ids(script),
+        _ => script,
+    }
+}
+
+/// bash: `_walj_ids` asks walj first, else runs clap's `_walj`.
+const BASH_IDS: &str = r#"
+# Entry and session ids: `walj __complete-ids` prints them where the word is one (else clap's).
+_walj_ids() {
+    local out
+    if out=$("${COMP_WORDS[0]}" __complete-ids --shell bash --cword "$COMP_CWORD" -- "${COMP_WORDS[@]}" 2>/dev/null); then
+        local IFS=$'\n'
+        COMPREPLY=($out)
+        return 0
+    fi
+    _walj "$@"
+}
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _walj_ids -o nosort -o bashdefault -o default walj
+else
+    complete -F _walj_ids -o bashdefault -o default walj
+fi
+"#;
+
+/// fish: one more completion, whose condition asks walj (and keeps the answer for the list).
+const FISH_IDS: &str = r#"
+# Entry and session ids: `walj __complete-ids` prints them where the word is one.
+function __fish_walj_ids_here
+    set -l words (commandline -opc) (commandline -ct)
+    set -g __fish_walj_ids (command walj __complete-ids --shell fish --cword (math (count $words) - 1) -- $words 2>/dev/null)
+end
+complete -c walj -n __fish_walj_ids_here -f -k -a '$__fish_walj_ids'
+"#;
+
+/// fish: an option's value is completed only from that option's completions: one line per
+/// option that takes an id (`--session`).
+fn fish_id_options() -> String {
+    fn walk(c: &clap::Command, names: &mut std::collections::BTreeSet<String>) {
+        for a in c.get_arguments().filter(|a| slot(a).is_some()) {
+            names.extend(a.get_long().map(str::to_string));
+        }
+        for s in c.get_subcommands() {
+            walk(s, names);
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    walk(&crate::cli::Cli::command(), &mut names);
+    names
+        .iter()
+        .map(|n| format!("complete -c walj -n __fish_walj_ids_here -l {n} -r -f -k -a '$__fish_walj_ids'\n"))
+        .collect()
+}
+
+/// zsh: clap's `_walj` becomes `_walj_clap`; `_walj` asks walj first.
+const ZSH_IDS: &str = r#"
+# Entry and session ids: `walj __complete-ids` prints them where the word is one (else clap's).
+_walj() {
+    local out
+    if out=$(${words[1]} __complete-ids --shell zsh --cword $(( CURRENT - 1 )) -- "${words[@]}" 2>/dev/null); then
+        local -a vals disp
+        local line
+        for line in "${(@f)out}"; do
+            vals+=("${line%%$'\t'*}")
+            disp+=("${line/$'\t'/  -- }")
+        done
+        compadd -U -V walj-ids -l -d disp -a vals
+        return 0
+    fi
+    _walj_clap "$@"
+}
+
+"#;
+
+fn zsh_with_ids(script: String) -> String {
+    const MAIN: &str = "\n_walj() {\n";
+    const TRAILER: &str = "if [ \"$funcstack[1]\" = \"_walj\" ]; then";
+    match (script.find(MAIN), script.rfind(TRAILER)) {
+        (Some(m), Some(t)) if m < t => {
+            let mut s = String::with_capacity(script.len() + ZSH_IDS.len() + 8);
+            s.push_str(&script[..m]);
+            s.push_str("\n_walj_clap() {\n");
+            s.push_str(&script[m + MAIN.len()..t]);
+            s.push_str(ZSH_IDS);
+            s.push_str(&script[t..]);
+            s
+        }
+        // Another clap_complete layout: its completion alone (a test says so).
+        _ => script,
+    }
+}
+
+/// What a word completes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// An entry id (`ID`, `IDS`).
+    Entry,
+    /// A session id (`SID`, `--session`).
+    Session,
+}
+
+/// The word being completed, when it is an id: which kind, what is typed of it, and what
+/// goes before each candidate (`--session=` when the shell keeps it in the word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    pub slot: Slot,
+    pub typed: String,
+    pub prefix: String,
+}
+
+fn slot(a: &clap::Arg) -> Option<Slot> {
+    let name = match a.get_value_names().and_then(|v| v.first()) {
+        Some(n) => n.to_string(),
+        None => a.get_id().as_str().to_ascii_uppercase(),
+    };
+    match name.as_str() {
+        "ID" | "IDS" => Some(Slot::Entry),
+        "SID" => Some(Slot::Session),
+        _ => None,
+    }
+}
+
+fn takes_value(a: &clap::Arg) -> bool {
+    matches!(a.get_action(), ArgAction::Set | ArgAction::Append)
+}
+
+fn long<'c>(cmd: &'c clap::Command, name: &str) -> Option<&'c clap::Arg> {
+    cmd.get_arguments().find(|a| a.get_long() == Some(name))
+}
+
+/// What the word at `cword` of `words` (a walj command line as a shell split it: bash splits
+/// `--session=x` into `--session`, `=`, `x`) is: `None` unless an entry or session id.
+pub fn want(words: &[String], cword: usize) -> Option<Want> {
+    let mut root = crate::cli::Cli::command();
+    root.build();
+    let before = words.get(..cword)?;
+    let current = words.get(cword).map_or("", String::as_str);
+    let mut cmd = &root;
+    let mut positionals = 0usize;
+    let mut dashdash = false;
+    let mut pending: Option<&clap::Arg> = None;
+    let mut i = 1;
+    while i < before.len() {
+        let w = before[i].as_str();
+        if !dashdash && w == "--" {
+            dashdash = true;
+        } else if !dashdash && w.starts_with("--") {
+            let (name, inline) = match w[2..].split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (&w[2..], false),
+            };
+            if let Some(a) = long(cmd, name).filter(|a| takes_value(a) && !inline) {
+                // Its value: the next word, or the one after bash's `=`.
+                let skip = if before.get(i + 1).is_some_and(|n| n == "=") { 2 } else { 1 };
+                if i + skip >= before.len() {
+                    pending = Some(a);
+                    break;
+                }
+                i += skip;
+            }
+        } else if !dashdash && w.starts_with('-') && w.len() > 1 {
+            let short = w.chars().nth(1);
+            if w.chars().count() == 2
+                && let Some(a) = cmd.get_arguments().find(|a| a.get_short() == short).filter(|a| takes_value(a))
+            {
+                if i + 1 >= before.len() {
+                    pending = Some(a);
+                    break;
+                }
+                i += 1;
+            }
+        } else if let Some(sub) = (positionals == 0).then(|| cmd.find_subcommand(w)).flatten() {
+            cmd = sub;
+        } else {
+            positionals += 1;
+        }
+        i += 1;
+    }
+    if let Some(a) = pending {
+        // bash, the cursor right after `--session=`: the word is `=`, nothing typed yet.
+        let typed = if current == "=" { "" } else { current };
+        return slot(a).map(|slot| Want { slot, typed: typed.to_string(), prefix: String::new() });
+    }
+    if let Some(rest) = current.strip_prefix("--") {
+        let (name, typed) = rest.split_once('=')?;
+        let a = long(cmd, name)?;
+        return slot(a).map(|slot| Want { slot, typed: typed.to_string(), prefix: format!("--{name}=") });
+    }
+    if current.starts_with('-') && !dashdash {
+        return None;
+    }
+    let mut pos: Vec<&clap::Arg> = cmd.get_positionals().collect();
+    pos.sort_by_key(|a| a.get_index());
+    let a = pos.get(positionals).or_else(|| pos.last().filter(|a| matches!(a.get_action(), ArgAction::Append)))?;
+    slot(a).map(|slot| Want { slot, typed: current.to_string(), prefix: String::new() })
+}
+
+/// `--project` and `--journal` of the command line being completed.
+fn global_of(words: &[String]) -> super::Global {
+    let mut g = super::Global::default();
+    let mut it = words.iter().peekable();
+    while let Some(w) = it.next() {
+        for (flag, slot) in [("--project", &mut g.project), ("--journal", &mut g.journal)] {
+            if let Some(v) = w.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                *slot = Some(v.into());
+            } else if w == flag {
+                let v = it.next_if(|n| *n == "=").and_then(|_| it.next()).or_else(|| it.next());
+                *slot = v.map(Into::into);
+            }
+        }
+    }
+    if g.journal.is_none() {
+        g.journal = std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(Into::into);
+    }
+    g
+}
+
+/// At most this many candidates (newest first).
+const MAX_CANDIDATES: usize = 500;
+
+/// The candidates for `want`, newest first: (value, description).
+pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
+    let typed = want.typed.to_ascii_lowercase();
+    let starts = |s: &str| s.to_ascii_lowercase().starts_with(&typed);
+    let mut out = Vec::new();
+    match want.slot {
+        Slot::Entry => {
+            for e in
+                fold.entries.iter().rev().filter(|e| crate::fold::id_starts_with(&e.id, &typed) || typed.is_empty())
+            {
+                // The form being typed: as shown, the typeable id, without `toolu_`, or whole.
+                let shown = fold.ids.short(&e.id);
+                let sans = e.id.strip_prefix("toolu_").unwrap_or(&e.id);
+                let value = [shown, typeable(&e.id), sans].into_iter().find(|f| starts(f)).unwrap_or(&e.id);
+                out.push((value.to_string(), format!("{} {}", e.state(), e.path)));
+            }
+        }
+        Slot::Session => {
+            let mut sessions: Vec<_> = fold.sessions.iter().filter(|s| !s.session.is_empty()).collect();
+            sessions.sort_by(|a, b| b.last_ts.cmp(&a.last_ts));
+            for s in sessions.into_iter().filter(|s| starts(&s.session)) {
+                let shown = fold.ids.session(&s.session);
+                let value = if starts(shown) { shown } else { s.session.as_str() };
+                let mut desc = format!("{} {}", s.status(), crate::present::human_ts(&s.last_ts));
+                if let Some(p) = s.last_prompt() {
+                    desc.push(' ');
+                    desc.push_str(&crate::present::one_line(p, 50));
+                }
+                out.push((value.to_string(), desc));
+            }
+        }
+    }
+    out.truncate(MAX_CANDIDATES);
+    out
+}
+
+/// `walj __complete-ids`: prints the candidates, one per line; exits 1 (printing nothing)
+/// when the word is not an id, so the script falls back to clap's completion. Never prints
+/// an error (a shell is waiting).
+pub fn complete_ids(args: &CompleteIdsArgs) -> i32 {
+    let Some(want) = want(&args.words, args.cword) else { return 1 };
+    let Ok(project) = global_of(&args.words).project() else { return 1 };
+    // Unresolved and triaged entries (settled ones are left out): what is worth typing.
+    let Ok(mut fold) = Fold::load(&project.journal, &FoldOptions::default()) else { return 1 };
+    fold.load_short_ids(&project.journal);
+    let mut out = std::io::stdout().lock();
+    for (value, desc) in candidates(&fold, &want) {
+        let value = format!("{}{value}", want.prefix);
+        let desc = desc.replace(['\t', '\n'], " ");
+        let line = if args.shell == Shell::Bash { value } else { format!("{value}\t{desc}") };
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(line: &str) -> Vec<String> {
+        let mut v: Vec<String> = line.split(' ').map(str::to_string).collect();
+        if line.ends_with(' ') {
+            v.pop();
+            v.push(String::new());
+        }
+        v
+    }
+
+    fn at_end(line: &str) -> Option<Want> {
+        let words = w(line);
+        want(&words, words.len() - 1)
+    }
+
+    fn entry(typed: &str) -> Option<Want> {
+        Some(Want { slot: Slot::Entry, typed: typed.into(), prefix: String::new() })
+    }
+
+    fn session(typed: &str, prefix: &str) -> Option<Want> {
+        Some(Want { slot: Slot::Session, typed: typed.into(), prefix: prefix.into() })
+    }
+
+    #[test]
+    fn the_word_is_known_from_the_command_line_definition() {
+        assert_eq!(at_end("walj diff "), entry(""));
+        assert_eq!(at_end("walj diff Ab"), entry("Ab"));
+        assert_eq!(at_end("walj --project /p --color never diff Ab"), entry("Ab"));
+        assert_eq!(at_end("walj mark --done Ab Cd"), entry("Cd"));
+        assert_eq!(at_end("walj revert --dry-run"), None);
+        assert_eq!(at_end("walj undo "), entry(""));
+        assert_eq!(at_end("walj handoff x "), entry(""));
+        assert_eq!(at_end("walj diff -U 5 "), entry(""));
+        assert_eq!(at_end("walj diff -U "), None);
+        assert_eq!(at_end("walj diff Ab "), None, "diff takes one id");
+        assert_eq!(at_end("walj diff --session 8f"), session("8f", ""));
+        assert_eq!(at_end("walj revert --session=8f"), session("8f", "--session="));
+        assert_eq!(at_end("walj revert --session = 8f"), session("8f", ""), "bash splits at =");
+        assert_eq!(at_end("walj revert --session ="), session("", ""));
+        assert_eq!(at_end("walj revert --session = 8f --dry-run "), entry(""));
+        assert_eq!(at_end("walj sessions "), None, "a subcommand");
+        assert_eq!(at_end("walj sessions show "), session("", ""));
+        assert_eq!(at_end("walj sessions delete --dry-run 8"), session("8", ""));
+        assert_eq!(at_end("walj recover --session "), session("", ""));
+        assert_eq!(at_end("walj procs restart "), None, "command ids are not entry ids");
+        assert_eq!(at_end("walj log --limit "), None);
+        assert_eq!(at_end("walj "), None);
+        assert_eq!(at_end("walj di"), None);
+    }
+
+    #[test]
+    fn the_project_on_the_command_line_is_the_one_read() {
+        let g = global_of(&w("walj --project /p diff --journal=/j.jsonl x"));
+        assert_eq!((g.project.as_deref(), g.journal.as_deref()), (Some("/p".as_ref()), Some("/j.jsonl".as_ref())));
+        let g = global_of(&w("walj --project = /q diff"));
+        assert_eq!(g.project.as_deref(), Some("/q".as_ref()));
+    }
+
+    #[test]
+    fn every_id_argument_is_named_for_completion() {
+        // Arguments that take entry or session ids are named ID, IDS or SID; nothing else is.
+        fn walk(c: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                if let Some(s) = slot(a) {
+                    found.push(format!("{path} {} {s:?}", a.get_id()));
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&crate::cli::Cli::command(), "walj", &mut found);
+        for want in [
+            "walj diff id Entry",
+            "walj diff session Session",
+            "walj mark ids Entry",
+            "walj revert ids Entry",
+            "walj revert session Session",
+            "walj undo id Entry",
+            "walj handoff ids Entry",
+            "walj sessions show sid Session",
+            "walj sessions delete sid Session",
+            "walj recover session Session",
+        ] {
+            assert!(found.iter().any(|f| f == want), "{want} not in {found:#?}");
+        }
+        assert!(!found.iter().any(|f| f.starts_with("walj procs")), "{found:#?}");
+    }
 }

@@ -185,6 +185,12 @@ fn plural_sessions(n: usize, a: Agent) -> String {
 pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
+    // The ids of calls left in flight, shown as every listing shows them.
+    let ids = if r.files.iter().any(|f| !f.in_flight.is_empty()) {
+        crate::fold::ShortIds::load(&project.journal).unwrap_or_default()
+    } else {
+        crate::fold::ShortIds::default()
+    };
     for f in &r.files {
         let name = f.path.display();
         if let Some(e) = &f.error {
@@ -224,7 +230,7 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
                 style.red("in flight"),
                 c.tool,
                 c.what,
-                crate::fold::short_id(&c.id),
+                style.id(ids.split(&c.id), 0),
                 crate::journal::record::short_sid(&c.session)
             );
         }

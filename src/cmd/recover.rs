@@ -82,7 +82,17 @@ pub fn warn_problems(fold: &Fold) {
     }
 }
 
+/// The fold of `opts`, checked and reconciled (see [`load_fold`]), with every id of the
+/// journal read so that ids are shown short ([`Fold::load_short_ids`]).
 pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
+    let mut fold = load_fold(project, opts)?;
+    fold.load_short_ids(&project.journal);
+    Ok(fold)
+}
+
+/// The fold of `opts`: `--session` checked, the changes of commands a crash cut off added,
+/// the disk checked, the journal's problems warned about.
+pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold =
         Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
     check_session(&fold, opts.session.as_deref())?;
@@ -127,7 +137,8 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
         eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
     }
     // Other machines' journals (`walj sync`), unless one session was asked for.
-    let remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
+    let mut remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
+    share_ids(&fold, &mut remotes);
     let mut out = std::io::stdout().lock();
     if json_out {
         let mut v = report::recover_json(&fold);
@@ -167,6 +178,22 @@ pub fn remotes(project: &Project, opts: &FoldOptions) -> Vec<crate::sync::remote
     remotes
 }
 
+/// Other machines' entries are shown unique against every id of this journal and of the
+/// copies (`walj diff ID` looks here first, then in the copies). A copy is read in full for
+/// its ids (as it is for its fold): its folder is `walj sync`'s, no cache is written there.
+pub fn share_ids(fold: &Fold, remotes: &mut [crate::sync::remotes::RemoteJournal]) {
+    let mut ids = fold.ids.clone();
+    for r in remotes.iter() {
+        match crate::fold::ids::IdIndex::load(&r.dir.join("journal.jsonl")) {
+            Ok(theirs) => ids = ids.with_index(theirs),
+            Err(_) => ids = ids.with_shown(r.fold.entries.iter().map(|e| e.id.as_str())),
+        }
+    }
+    for r in remotes {
+        r.fold.ids = ids.clone();
+    }
+}
+
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
     let remotes = if session.as_deref().is_some_and(|s| !s.is_empty()) {
@@ -175,6 +202,8 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         remotes(project, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
     };
     let fold = load(project, &FoldOptions { session, keep_settled: true, all_commands: true })?;
+    let mut remotes = remotes;
+    share_ids(&fold, &mut remotes);
     let entries: Vec<_> = fold.entries.iter().collect();
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
     let mut out = std::io::stdout().lock();
@@ -183,7 +212,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         let v: Vec<_> = shown
             .iter()
             .map(|e| {
-                let mut j = report::entry_json(e);
+                let mut j = report::entry_json(e, &fold.ids);
                 if let Some(o) = j.as_object_mut() {
                     o.insert("session".into(), json!(e.session));
                     o.insert("sid".into(), json!(e.sid));
@@ -194,7 +223,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        write!(out, "{}", report::log_text(&shown, &Style::stdout()))?;
+        write!(out, "{}", report::log_text(&shown, &fold.ids, &Style::stdout()))?;
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
         }
@@ -204,7 +233,8 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
 }
 
 pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
-    let fold = load(project, &FoldOptions::default())?;
+    // Counts only: no id is shown.
+    let fold = load_fold(project, &FoldOptions::default())?;
     let mut by_state = std::collections::BTreeMap::new();
     for s in &fold.sessions {
         *by_state.entry(s.status().as_str()).or_insert(0usize) += 1;

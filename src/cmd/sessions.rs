@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::crypt::Secret;
-use crate::fold::{CommandStatus, SessionStatus, short_id};
+use crate::fold::{CommandStatus, SessionStatus};
 use crate::present::human_ts;
 use crate::procinfo;
 use crate::project::Project;
@@ -197,11 +197,13 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let style = Style::stdout();
+    let ids = crate::fold::ShortIds::load(&project.journal).unwrap_or_default();
+    let w = sessions.iter().map(|s| ids.session(&s.session).chars().count()).max().unwrap_or(0).max(8);
     writeln!(
         out,
         "{}",
         style.bold(&format!(
-            "{:<8}  {:<7}  {:<8}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}",
+            "{:<w$}  {:<7}  {:<8}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}",
             "SESSION", "AGENT", "STATE", "STARTED", "LAST", "BRANCH", "PROMPTS", "TODOS", "UNRESOLVED", "SIZE"
         ))
     )?;
@@ -217,7 +219,7 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         writeln!(
             out,
             "{}  {:<7}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
-            style.cyan(&format!("{:<8}", s.sid)),
+            style.session(ids.session_split(&s.session), w),
             s.agent,
             state,
             human_ts(&s.started),
@@ -242,7 +244,7 @@ fn proc_table() -> Option<procs::ProcTable> {
 pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
     let state = SessionState::load(project, sid)?;
     let table = proc_table();
-    let ps = procs::for_session(&state.info, state.status, table.as_deref());
+    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     let mut out = io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(&ps))?)?;
@@ -261,8 +263,16 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     show_commands(&mut o, st, ps, style);
     let un: Vec<_> = st.unresolved().collect();
     let _ = writeln!(o, "\n{} ({})", style.bold("Unresolved entries"), un.len());
+    let w = crate::report::id_width(&un, &st.ids);
     for e in &un {
-        let _ = writeln!(o, "  {:<12}  {}  {}  {}", short_id(&e.id), state_colored(e.state(), style), e.path, e.tool);
+        let _ = writeln!(
+            o,
+            "  {}  {}  {}  {}",
+            style.id(st.ids.split(&e.id), w),
+            state_colored(e.state(), style),
+            e.path,
+            e.tool
+        );
     }
     if let Some(m) = &s.last_assistant_message {
         let _ =
@@ -278,7 +288,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
             s.agent().resume_hint(&s.session),
-            sid = s.sid
+            sid = st.ids.session(&s.session)
         ))
     );
     o
@@ -288,7 +298,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
 fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Style) {
     let s = &st.info;
     let mut head = String::new();
-    session_header(&mut head, s, st.status, &[], style);
+    session_header(&mut head, s, st.status, &[], &st.ids, style);
     // The header's first two lines (id, state, start, branch); the rest is shown in full below.
     for l in head.lines().take(2) {
         let _ = writeln!(o, "{l}");
@@ -400,7 +410,7 @@ fn show_history(o: &mut String, st: &SessionState, style: &Style) {
     let _ = writeln!(o, "\n{} ({})", style.bold("Files changed"), files.len());
     let width = files.iter().map(|f| f.path.len()).max().unwrap_or(0).min(60);
     for f in &files {
-        let last = f.entries.last().map(|i| short_id(i)).unwrap_or_default();
+        let last = f.entries.last().map(|i| style.id(st.ids.split(i), 0)).unwrap_or_default();
         let state = st.entries.iter().rev().find(|e| e.path == f.path).map(|e| e.state());
         let _ = writeln!(
             o,
@@ -573,7 +583,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
     catch_up(project, &state);
     state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
     let table = proc_table();
-    let ps = procs::for_session(&state.info, state.status, table.as_deref());
+    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     // Claude Code's transcript holds the last answer; another agent's last Stop does.
     let claude = state.info.agent() == crate::agents::Agent::ClaudeCode;
     let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::fold::{Fold, FoldOptions, short_id};
+use crate::fold::{Fold, FoldOptions, ShortIds};
 use crate::project::Project;
 use crate::style::Style;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
@@ -93,7 +93,7 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
 
 /// `--json` of mark, revert and undo: `{"action", "dry_run", "changed", "concurrent",
 /// "outcomes": [{"id", "short", "path", "message", "changed", "concurrent", "kept"}]}`.
-fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome]) -> anyhow::Result<()> {
+fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome], ids: &ShortIds) -> anyhow::Result<()> {
     let v = serde_json::json!({
         "action": action,
         "dry_run": dry_run,
@@ -101,7 +101,7 @@ fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome]) -> any
         "concurrent": outcomes.iter().any(|o| o.concurrent),
         "outcomes": outcomes.iter().map(|o| serde_json::json!({
             "id": o.id,
-            "short": short_id(&o.id),
+            "short": ids.short(&o.id),
             "path": o.path,
             "message": o.message,
             "changed": o.changed,
@@ -160,8 +160,10 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
         }
         writeln!(
             out,
-            "{}",
-            st.dim(&format!("entry {} · {} · {} {} · {}{from}", short_id(&e.id), e.path, e.tool, e.event, e.state()))
+            "{}{}{}",
+            st.dim("entry "),
+            st.id(fold.ids.split(&e.id), 0),
+            st.dim(&format!(" · {} · {} {} · {}{from}", e.path, e.tool, e.event, e.state()))
         )?;
         write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
     }
@@ -191,7 +193,7 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
         (None, None) => triage::mark_done(project, &fold, ids, force)?,
     };
     if args.json {
-        print_outcomes_json("mark", false, &outcomes)?;
+        print_outcomes_json("mark", false, &outcomes, &fold.ids)?;
         return Ok(0);
     }
     if outcomes.is_empty() {
@@ -210,7 +212,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     };
     let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run })?;
     if args.json {
-        print_outcomes_json("revert", dry_run, &outcomes)?;
+        print_outcomes_json("revert", dry_run, &outcomes, &fold.ids)?;
         return Ok(exit_code(&outcomes));
     }
     if dry_run {
@@ -233,7 +235,7 @@ pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> any
     let fold = load(project)?;
     let outcomes = triage::undo(project, &fold, id, force)?;
     if json {
-        print_outcomes_json("undo", false, &outcomes)?;
+        print_outcomes_json("undo", false, &outcomes, &fold.ids)?;
         return Ok(exit_code(&outcomes));
     }
     print_outcomes(&outcomes)?;
@@ -290,7 +292,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
             brief.left_out.len(),
             if brief.left_out.len() == 1 { "y" } else { "ies" },
             if brief.left_out.len() == 1 { "was" } else { "were" },
-            brief.left_out.iter().map(|i| short_id(i)).collect::<Vec<_>>().join(" ")
+            brief.left_out.iter().map(|i| fold.ids.short(i)).collect::<Vec<_>>().join(" ")
         )?;
     }
     if let Some(line) = &brief.resume_line {
@@ -332,7 +334,11 @@ fn held_briefs(project: &Project, fold: &Fold, args: &HandoffArgs) -> anyhow::Re
         writeln!(
             out,
             "{}",
-            st.bold(&format!("Brief {} (session {}, imported):", short_id(&h.action), short_id(&h.session)))
+            st.bold(&format!(
+                "Brief {} (session {}, imported):",
+                crate::fold::abbrev(&h.action, 12),
+                fold.ids.session(&h.session)
+            ))
         )?;
         writeln!(out, "{}", h.brief)?;
         writeln!(out)?;

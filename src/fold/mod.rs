@@ -13,6 +13,7 @@
 //! soon as they settle, so memory follows the unresolved entries, not the journal size.
 
 mod apply;
+pub mod ids;
 mod lookup;
 mod model;
 mod settled;
@@ -26,7 +27,8 @@ use crate::journal::view::{Classified, classify_fast};
 use crate::journal::{ScanReport, Source};
 
 pub(crate) use apply::Pairing;
-pub use lookup::{IdError, ShortIds, abbrev, short_id, typeable};
+pub use ids::ShortIds;
+pub use lookup::{IdError, abbrev, id_starts_with, typeable};
 pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
     SessionStatus, Todo,
@@ -56,6 +58,9 @@ pub struct Fold {
     outcome_first: HashSet<String>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
+    /// How this fold's ids are shown: whole until [`Fold::load_short_ids`] reads every id
+    /// of the journal ([`ids`]).
+    pub ids: ShortIds,
 }
 
 /// A fold in progress: the state after some lines, before [`Scan::finish`] (what a

@@ -132,7 +132,7 @@ impl State {
 }
 
 /// The journal's identity (device, inode) and length.
-fn identity(meta: &fs::Metadata) -> (u64, u64) {
+pub(super) fn identity(meta: &fs::Metadata) -> (u64, u64) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -146,7 +146,7 @@ fn identity(meta: &fs::Metadata) -> (u64, u64) {
 }
 
 /// CRC-32C of the [`PREFIX_CHECK`] bytes of `file` before `offset`.
-fn prefix_crc(file: &fs::File, offset: u64) -> io::Result<u32> {
+pub(super) fn prefix_crc(file: &fs::File, offset: u64) -> io::Result<u32> {
     let start = offset.saturating_sub(PREFIX_CHECK);
     let mut buf = vec![0u8; (offset - start) as usize];
     let mut got = 0;

@@ -98,6 +98,12 @@ impl<'a> Source<'a> {
         Source { path, sides: false, limit: None, start: (offset, lines) }
     }
 
+    /// [`Source::tail`], then the records of the journal's side files (as
+    /// [`Source::journal`] reads them after its lines).
+    pub fn tail_with_sides(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+        Source { path, sides: true, limit: None, start: (offset, lines) }
+    }
+
     /// One file alone.
     pub fn file(path: &'a Path) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (0, 0) }

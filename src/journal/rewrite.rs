@@ -364,8 +364,11 @@ impl EntryIds {
 fn protected_view(fold: &Fold, skip: Option<&str>, live: &HashMap<String, SessionStatus>) -> Value {
     let mut sessions = Vec::new();
     for s in fold.sessions.iter().filter(|s| Some(s.session.as_str()) != skip) {
-        let entries: Vec<Value> =
-            fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(crate::report::entry_json).collect();
+        let entries: Vec<Value> = fold
+            .entries_of(&s.session)
+            .filter(|e| e.is_unresolved())
+            .map(|e| crate::report::entry_json(e, &fold.ids))
+            .collect();
         if entries.is_empty() {
             continue;
         }

@@ -11,5 +11,11 @@ pub mod diff;
 pub mod state;
 pub mod text;
 
+/// The colour of an id's unique start (bold), in `walj` listings and the TUI: like jj's change
+/// ids. The rest of a shown id is dimmed.
+pub const ID_TONE: Tone = Tone::Magenta;
+/// The colour of a session's shown id (its unique start bold).
+pub const SESSION_TONE: Tone = Tone::Cyan;
+
 pub use state::{Tone, icon, in_flight_check, label, meaning, session_meaning, session_tone, tone};
 pub use text::{age, clip, hms, human_ts, one_line, plural, safe, short_time, utc_ts};

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::SessionState;
 use super::procs::ProcStatus;
-use crate::fold::{Command, CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, Todo, short_id};
+use crate::fold::{Command, CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, Todo};
 use crate::journal::{JournalWriter, Record, kind, op};
 use crate::present::{clip, human_ts, meaning, plural};
 use crate::project::Project;
@@ -170,7 +170,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     todos(&mut out, &input.state.info, lvl, id_budget);
     unresolved(&mut out, input.state, lvl, id_budget);
     cut_off_commands(&mut out, input.state, lvl);
-    failed_commands(&mut out, &input.state.info, lvl, id_budget);
+    failed_commands(&mut out, input.state, lvl, id_budget);
     background(&mut out, input.procs, lvl, id_budget);
     if let Some(m) = &input.last_message {
         let _ = writeln!(out, "\n## Last assistant message\n{}", clip(m, lvl.text * 2));
@@ -289,10 +289,10 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
             clip(&e.path, lvl.text.max(48)),
             e.tool,
             e.event,
-            short_id(&e.id)
+            st.ids.short(&e.id)
         );
     }
-    let ids: Vec<String> = un.iter().skip(shown).map(|e| short_id(&e.id)).collect();
+    let ids: Vec<String> = un.iter().skip(shown).map(|e| st.ids.short(&e.id).to_string()).collect();
     rest(out, un.len() - shown, "unresolved changes", &ids, id_budget);
 }
 
@@ -305,7 +305,7 @@ fn cut_off_commands(out: &mut String, st: &SessionState, lvl: Level) {
         .filter_map(|c| {
             let n = crate::present::command::derived_changes(st.entries.iter(), &c.id);
             crate::present::command::in_flight(c, st.status, st.info.agent(), n, lvl.text)
-                .map(|t| format!("- {t} (id {})", short_id(&c.id)))
+                .map(|t| format!("- {t} (id {})", st.ids.short(&c.id)))
         })
         .collect();
     if lines.is_empty() {
@@ -317,8 +317,8 @@ fn cut_off_commands(out: &mut String, st: &SessionState, lvl: Level) {
     }
 }
 
-fn failed_commands(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Option<usize>) {
-    let failed: Vec<&Command> = s.commands.iter().filter(|c| c.status == CommandStatus::Failed).collect();
+fn failed_commands(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option<usize>) {
+    let failed: Vec<&Command> = st.info.commands.iter().filter(|c| c.status == CommandStatus::Failed).collect();
     if failed.is_empty() {
         return;
     }
@@ -326,9 +326,10 @@ fn failed_commands(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Opt
     let shown = failed.len().min(lvl.items);
     for c in failed.iter().take(shown) {
         let err = c.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
-        let _ = writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), short_id(&c.id));
+        let _ =
+            writeln!(out, "- `{}`: {} (id {})", clip(&c.command, lvl.text), clip(err, lvl.text), st.ids.short(&c.id));
     }
-    let ids: Vec<String> = failed.iter().skip(shown).map(|c| short_id(&c.id)).collect();
+    let ids: Vec<String> = failed.iter().skip(shown).map(|c| st.ids.short(&c.id).to_string()).collect();
     rest(out, failed.len() - shown, "failed commands", &ids, id_budget);
 }
 

@@ -214,6 +214,8 @@ pub struct SessionState {
     pub handoffs: Vec<Handoff>,
     pub usage: Usage,
     pub transcript: transcript::TranscriptStatus,
+    /// How ids are shown (unique against every id of the journal).
+    pub ids: crate::fold::ShortIds,
 }
 
 impl SessionState {
@@ -277,7 +279,10 @@ impl SessionState {
         let handoffs: Vec<Handoff> = light.handoffs.iter().filter(|h| h.session == full).cloned().collect();
         let usage = scan_usage(project, Some(&full)).map_err(read_err())?.remove(&full).unwrap_or_default();
         let transcript = transcript::status(project, &full, info.transcript.as_deref());
-        Ok(SessionState { info, status, entries, handoffs, usage, transcript })
+        let ids = crate::fold::ShortIds::load(&project.journal)
+            .unwrap_or_default()
+            .with_shown(entries.iter().map(|e| e.id.as_str()));
+        Ok(SessionState { info, status, entries, handoffs, usage, transcript, ids })
     }
 
     /// Removes the session's records (atomic journal rewrite) and the objects nothing else
@@ -352,9 +357,13 @@ impl SessionState {
     pub fn to_json(&self, procs: &[procs::ProcStatus]) -> Value {
         let s = &self.info;
         let (done, total) = s.todos_done();
-        let entries: Vec<Value> = self.entries.iter().map(crate::report::entry_json).collect();
-        let unresolved: Vec<Value> =
-            self.entries.iter().filter(|e| e.is_unresolved()).map(crate::report::entry_json).collect();
+        let entries: Vec<Value> = self.entries.iter().map(|e| crate::report::entry_json(e, &self.ids)).collect();
+        let unresolved: Vec<Value> = self
+            .entries
+            .iter()
+            .filter(|e| e.is_unresolved())
+            .map(|e| crate::report::entry_json(e, &self.ids))
+            .collect();
         json!({
             "session": s.session,
             "sid": s.sid,

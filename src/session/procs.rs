@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::SessionError;
-use crate::fold::{CommandStatus, Fold, FoldOptions, SessionInfo, SessionStatus, short_id};
+use crate::fold::{CommandStatus, Fold, FoldOptions, SessionInfo, SessionStatus, ShortIds};
 use crate::fsutil;
 use crate::procinfo;
 use crate::project::Project;
@@ -71,18 +71,25 @@ pub struct ProcStatus {
 
 /// Every session's background commands.
 pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
-    let fold =
+    let mut fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
+    fold.load_short_ids(&project.journal);
     let table = procinfo::processes();
     let mut out = Vec::new();
     for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
-        out.extend(for_session(s, s.status(), table.as_deref()));
+        out.extend(for_session(s, s.status(), table.as_deref(), &fold.ids));
     }
     Ok(out)
 }
 
-/// One session's background commands, matched against `table` (`None`: cannot tell).
-pub fn for_session(s: &SessionInfo, status: SessionStatus, table: Option<&[ProcEntry]>) -> Vec<ProcStatus> {
+/// One session's background commands, matched against `table` (`None`: cannot tell); their
+/// ids shown as `ids` shows them.
+pub fn for_session(
+    s: &SessionInfo,
+    status: SessionStatus,
+    table: Option<&[ProcEntry]>,
+    ids: &ShortIds,
+) -> Vec<ProcStatus> {
     let mut out: Vec<ProcStatus> = Vec::new();
     for c in &s.commands {
         let kind = if c.background {
@@ -94,7 +101,7 @@ pub fn for_session(s: &SessionInfo, status: SessionStatus, table: Option<&[ProcE
         };
         out.push(ProcStatus {
             id: c.id.clone(),
-            short: short_id(&c.id),
+            short: ids.short(&c.id).to_string(),
             session: s.session.clone(),
             sid: s.sid.clone(),
             command: c.command.clone(),
@@ -231,10 +238,11 @@ fn match_processes(s: &SessionInfo, out: &mut [ProcStatus], table: &[ProcEntry])
 
 /// This process and its ancestors.
 fn own_lineage() -> Vec<u32> {
-    let mut out = vec![std::process::id()];
     #[cfg(unix)]
-    out.push(std::os::unix::process::parent_id());
-    out
+    let parent = Some(std::os::unix::process::parent_id());
+    #[cfg(not(unix))]
+    let parent = None;
+    std::iter::once(std::process::id()).chain(parent).collect()
 }
 
 /// A record's timestamp as a time.
@@ -295,17 +303,12 @@ fn cwd_matches(actual: Option<&Path>, recorded: Option<&str>) -> bool {
     }
 }
 
-/// Finds a process by id prefix (the Bash call id, with or without `toolu_`) or task id.
+/// Finds a process by id prefix (the Bash call id as entry ids are typed: any case, with or
+/// without `toolu_` or `toolu_01`) or task id.
 pub fn find<'a>(procs: &'a [ProcStatus], id: &str) -> Result<&'a ProcStatus, SessionError> {
     let exact: Vec<&ProcStatus> = procs.iter().filter(|p| p.id == id || p.task_id.as_deref() == Some(id)).collect();
     let matches = if exact.is_empty() {
-        procs
-            .iter()
-            .filter(|p| {
-                !id.is_empty()
-                    && (p.id.starts_with(id) || p.id.strip_prefix("toolu_").is_some_and(|s| s.starts_with(id)))
-            })
-            .collect()
+        procs.iter().filter(|p| crate::fold::id_starts_with(&p.id, id)).collect()
     } else {
         exact
     };

@@ -72,7 +72,8 @@ pub fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, Se
     let handoffs = light.handoffs.iter().filter(|h| h.session == full).cloned().collect();
     let usage = scan_usage(&remote, Some(&full)).map_err(read_err())?.remove(&full).unwrap_or_default();
     let t = transcript::status(&remote, &full, None);
-    let state = SessionState { info, status, entries, handoffs, usage, transcript: t };
+    let ids = crate::fold::ShortIds::load(&remote.journal).unwrap_or_default();
+    let state = SessionState { info, status, entries, handoffs, usage, transcript: t, ids };
     Ok(Some(RemoteSession { journal, manifest, project: remote, state }))
 }
 

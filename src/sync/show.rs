@@ -46,9 +46,9 @@ pub fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
             if entries.is_empty() {
                 continue;
             }
-            report::session_header(&mut out, s, s.status(), &entries, style);
+            report::session_header(&mut out, s, s.status(), &entries, &fold.ids, style);
             let _ = writeln!(out, "  {}", style.dim(&format!("state {}, {}", s.status(), r.as_of())));
-            report::entries_by_event(&mut out, &entries, style);
+            report::entries_by_event(&mut out, &entries, &fold.ids, style);
         }
     }
     if !out.is_empty() {
@@ -88,7 +88,7 @@ pub fn log_text(remotes: &[RemoteJournal], all: bool, limit: usize, style: &Styl
         let shown: Vec<&Entry> = r.fold.entries.iter().skip(if all { 0 } else { n.saturating_sub(limit) }).collect();
         out.push('\n');
         out.push_str(&heading(r, &plural(n, "entry", "entries"), style));
-        out.push_str(&report::log_text(&shown, style));
+        out.push_str(&report::log_text(&shown, &r.fold.ids, style));
     }
     out
 }
@@ -100,7 +100,7 @@ pub fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value
     for r in remotes {
         let n = r.fold.entries.len();
         for e in r.fold.entries.iter().skip(if all { 0 } else { n.saturating_sub(limit) }) {
-            let mut j = report::entry_json(e);
+            let mut j = report::entry_json(e, &r.fold.ids);
             if let Some(o) = j.as_object_mut() {
                 o.insert("session".into(), json!(e.session));
                 o.insert("sid".into(), json!(e.sid));

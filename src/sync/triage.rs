@@ -23,7 +23,12 @@ use serde_json::Value;
 use super::accept::{Seen, Verdict};
 use super::remotes::{RemoteJournal, find_entry};
 use super::{Paths, SyncError};
-use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus, short_id};
+use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus, ShortIds};
+
+/// Another machine's ids, shown whole (their typeable form): unique there, not checked here.
+fn short_id(id: &str) -> String {
+    ShortIds::default().short(id).to_string()
+}
 use crate::journal::reader::{contains, scan_lines};
 use crate::journal::{JournalWriter, Record, how, key, kind, op};
 use crate::project::Project;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::fold::{Entry, EntryState, Fold, SessionStatus, short_id};
+use crate::fold::{Entry, EntryState, Fold, SessionStatus};
 use crate::fsutil;
 use crate::journal::{Blob, Record, how, key, nocap};
 use crate::project::Project;
@@ -104,7 +104,7 @@ pub(crate) fn when(ts: &str) -> String {
 }
 
 /// Why a user action cannot act on `e` again: it was resolved by an earlier action.
-pub(crate) fn already_resolved(e: &Entry) -> Option<String> {
+pub(crate) fn already_resolved(fold: &Fold, e: &Entry) -> Option<String> {
     let a = e.last_action()?;
     let what = match a.how.as_str() {
         how::DONE => "marked done".to_string(),
@@ -114,10 +114,10 @@ pub(crate) fn already_resolved(e: &Entry) -> Option<String> {
     };
     Some(format!(
         "{} ({}) was already {what} at {}; `walj undo {}` reopens it",
-        short_id(&e.id),
+        fold.ids.short(&e.id),
         e.path,
         when(&a.ts),
-        short_id(&e.id)
+        fold.ids.short(&e.id)
     ))
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn check_live(fold: &Fold, e: &Entry, force: bool) -> Result<(), Stri
         return Err(format!(
             "{} ({}) comes from a Bash command that never finished and still runs (orphaned when Claude Code stopped): \
              its change is not final. Stop the command (`walj procs` lists it) or wait, then try again",
-            short_id(&e.id),
+            fold.ids.short(&e.id),
             e.path
         ));
     }
@@ -138,9 +138,9 @@ pub(crate) fn check_live(fold: &Fold, e: &Entry, force: bool) -> Result<(), Stri
     match fold.session(&e.session) {
         Some(s) if s.status() == SessionStatus::Live => Err(format!(
             "{} ({}) belongs to session {}, which is still live: {} may still be working on it. Pass --force to act anyway",
-            short_id(&e.id),
+            fold.ids.short(&e.id),
             e.path,
-            s.sid,
+            fold.ids.session(&s.session),
             s.agent().label()
         )),
         _ => Ok(()),
@@ -425,16 +425,16 @@ impl Overlay {
 }
 
 /// Entry states a mark or a hand-back can act on.
-pub(crate) fn settled_reason(e: &Entry) -> Option<String> {
+pub(crate) fn settled_reason(fold: &Fold, e: &Entry) -> Option<String> {
     match e.state() {
         EntryState::Persisted => Some(format!(
             "{} ({}) is persisted: its change was verified on disk, nothing is left to resolve",
-            short_id(&e.id),
+            fold.ids.short(&e.id),
             e.path
         )),
         EntryState::NotApplied => Some(format!(
             "{} ({}) was not applied: the tool never changed the file, nothing is left to resolve",
-            short_id(&e.id),
+            fold.ids.short(&e.id),
             e.path
         )),
         _ => None,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use similar::ChangeTag;
 
 use crate::agents::Agent;
-use crate::fold::{Entry, EntryState, Fold, Handoff, short_id};
+use crate::fold::{Entry, EntryState, Fold, Handoff};
 use crate::journal::{Record, how, op};
 use crate::present::diff::{DiffModel, DiffOptions, is_binary};
 use crate::present::{meaning, one_line};
@@ -86,7 +86,7 @@ pub fn handoff(
         if v.is_empty() {
             return Err(TriageError::Refused(format!(
                 "session {} has nothing unresolved to hand back; name entries by id to hand back others",
-                s.sid
+                fold.ids.session(&s.session)
             )));
         }
         v
@@ -101,10 +101,10 @@ pub fn handoff(
     };
     let mut errors = Vec::new();
     for e in &entries {
-        if let Some(why) = already_resolved(e) {
+        if let Some(why) = already_resolved(fold, e) {
             errors.push(why);
         } else if e.state() == EntryState::NotApplied {
-            errors.extend(settled_reason(e));
+            errors.extend(settled_reason(fold, e));
         } else if !opts.print_only
             && let Err(why) = check_live(fold, e, opts.force)
         {
@@ -214,8 +214,14 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
         text.push_str(&head);
         for e in &group {
             index += 1;
-            let line =
-                format!("{index}. {} ({} {}): {}; entry {}\n", e.path, e.tool, e.event, state_text(e), short_id(&e.id));
+            let line = format!(
+                "{index}. {} ({} {}): {}; entry {}\n",
+                e.path,
+                e.tool,
+                e.event,
+                state_text(e),
+                fold.ids.short(&e.id)
+            );
             // Entries after this one, each keeping room for its header line.
             let later = entries.len().saturating_sub(included.len() + left_out.len() + 1);
             let room = MAX_BRIEF.saturating_sub(text.len() + footer.len() + later * ENTRY_RESERVE);

@@ -1,6 +1,6 @@
 //! `walj mark --done`: the user says an entry is fine as it is.
 
-use crate::fold::{Entry, Fold, short_id};
+use crate::fold::{Entry, Fold};
 use crate::journal::{how, op};
 use crate::project::Project;
 
@@ -33,7 +33,7 @@ pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: b
 fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> Result<Vec<Outcome>> {
     let mut errors = Vec::new();
     for e in entries {
-        if let Some(why) = already_resolved(e).or_else(|| settled_reason(e)) {
+        if let Some(why) = already_resolved(fold, e).or_else(|| settled_reason(fold, e)) {
             errors.push(why);
         } else if let Err(why) = check_live(fold, e, force) {
             errors.push(why);
@@ -52,7 +52,7 @@ fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool)
         out.push(Outcome {
             id: e.id.clone(),
             path: e.path.clone(),
-            message: format!("marked {} ({}) done", short_id(&e.id), e.path),
+            message: format!("marked {} ({}) done", fold.ids.short(&e.id), e.path),
             changed: true,
             ..Outcome::default()
         });

@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use crate::fold::{Entry, EntryState, Fold, short_id};
+use crate::fold::{Entry, EntryState, Fold};
 use crate::fsutil;
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
@@ -162,7 +162,7 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
         w.plan = RevertPlan::Refused { why };
         w
     };
-    if let Some(why) = already_resolved(e) {
+    if let Some(why) = already_resolved(fold, e) {
         return refuse(w, why);
     }
     if e.state() == EntryState::NotApplied {
@@ -468,14 +468,14 @@ fn work_out_all<'f>(
             errors.push(format!(
                 "{} ({}): this change may not be from its command (another session or the user was active while it ran); \
                  look at `walj diff {}` and pass --force to revert it anyway",
-                short_id(&e.id),
+                fold.ids.short(&e.id),
                 e.path,
-                short_id(&e.id)
+                fold.ids.short(&e.id)
             ));
             continue;
         }
         let w = work_out(fold, e, objects, &overlay, project);
-        let head = format!("{} ({})", short_id(&e.id), e.path);
+        let head = format!("{} ({})", fold.ids.short(&e.id), e.path);
         match &w.plan {
             RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
             RevertPlan::Conflict { lines } if !opts.force => errors.push(format!(

@@ -15,9 +15,9 @@ pub fn turn_entries<'f>(fold: &'f Fold, session: &str, prompt: Option<usize>) ->
             if n == 0 || n > count {
                 return Err(TriageError::Refused(format!(
                     "session {} has {count} prompt{}; --prompt takes 1 to {count} (`walj sessions show {}` lists them)",
-                    s.sid,
+                    fold.ids.session(&s.session),
                     if count == 1 { "" } else { "s" },
-                    s.sid
+                    fold.ids.session(&s.session)
                 )));
             }
             (Some(s.prompts[n - 1].ts.as_str()), s.prompts.get(n).map(|p| p.ts.as_str()))
@@ -30,8 +30,10 @@ pub fn turn_entries<'f>(fold: &'f Fold, session: &str, prompt: Option<usize>) ->
         .collect();
     if entries.is_empty() {
         return Err(TriageError::Refused(match prompt {
-            Some(n) => format!("prompt {n} of session {} changed no file walj can act on", s.sid),
-            None => format!("session {} changed no file walj can act on", s.sid),
+            Some(n) => {
+                format!("prompt {n} of session {} changed no file walj can act on", fold.ids.session(&s.session))
+            }
+            None => format!("session {} changed no file walj can act on", fold.ids.session(&s.session)),
         }));
     }
     Ok(entries)

@@ -7,7 +7,7 @@
 //! the record alone, which reopens the entry (a brief already delivered to a session
 //! cannot be taken back; the entries are reopened all the same).
 
-use crate::fold::{Action, Entry, Fold, Handoff, short_id};
+use crate::fold::{Action, Entry, Fold, Handoff};
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
 
@@ -128,7 +128,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
             });
             continue;
         }
-        let o = apply(project, &objects, t, plan, r, staged)?;
+        let o = apply(project, &objects, fold, t, plan, r, staged)?;
         if o.concurrent && !o.changed {
             stopped = Some(o.path.clone());
         }
@@ -145,7 +145,7 @@ fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> Result<Vec<Target<'f>>> {
             let Some(a) = e.last_action() else {
                 return Err(TriageError::Refused(format!(
                     "{} ({}) has no triage action to undo (it is {}). Nothing was changed.",
-                    short_id(&e.id),
+                    fold.ids.short(&e.id),
                     e.path,
                     e.state()
                 )));
@@ -194,7 +194,7 @@ fn plan_all(
                 plans.push(Some(r));
             }
             Err(why) => {
-                errors.push(format!("{} ({}): cannot undo the revert: {why}", short_id(&e.id), e.path));
+                errors.push(format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path));
                 plans.push(None);
             }
         }
@@ -210,6 +210,7 @@ fn plan_all(
 fn apply(
     project: &Project,
     objects: &Objects,
+    fold: &Fold,
     t: &Target,
     plan: Option<Restore>,
     r: Record,
@@ -237,7 +238,7 @@ fn apply(
             let message = match plan {
                 None => {
                     append(project, &[r])?;
-                    format!("reopened {} ({}): undid the {what} of {}", short_id(&e.id), e.path, when(&a.ts))
+                    format!("reopened {} ({}): undid the {what} of {}", fold.ids.short(&e.id), e.path, when(&a.ts))
                 }
                 Some(p) => {
                     let outcome = |message: String, changed: bool| Outcome {
@@ -281,7 +282,7 @@ fn apply(
                         "{how_restored} {} (undid the revert of {}); reopened {}",
                         e.path,
                         when(&a.ts),
-                        short_id(&e.id)
+                        fold.ids.short(&e.id)
                     );
                     return Ok(match placed.note {
                         Some(note) => Outcome {

@@ -204,6 +204,7 @@ impl App {
             Ok(mut fold) => {
                 let killed = crate::bashsnap::killed::reconcile(&self.project, &mut fold, &opts);
                 fold.check_disk(&self.project);
+                fold.load_short_ids(&self.project.journal);
                 if let Some(p) = killed.problems.first() {
                     self.error(format!("unfinished commands: {p}"));
                 }

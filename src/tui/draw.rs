@@ -15,7 +15,7 @@ use super::keymap::{Action, BINDINGS, GROUPS};
 use super::layout::{MIN_HEIGHT, MIN_WIDTH, too_small};
 use super::pane::{self, DiffPane, cw};
 use super::theme;
-use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus, short_id};
+use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus};
 use crate::present::{self, icon as state_icon, one_line, plural, safe, short_time};
 
 /// An entry state's colour (the table in [`crate::present`]).
@@ -201,7 +201,9 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             let s = &app.fold.sessions[v.session];
             let open = app.tree.is_expanded(&row.key, v);
             let mut spans = vec![Span::raw(arrow(open)), badge(v.status), Span::raw(" ")];
-            spans.push(Span::styled(s.sid.clone(), theme::BOLD));
+            let (unique, rest) = app.fold.ids.session_split(&s.session);
+            spans.push(Span::styled(unique.to_string(), theme::SESSION_UNIQUE));
+            spans.push(Span::styled(rest.to_string(), theme::BOLD));
             if v.open > 0 {
                 spans.push(Span::styled(format!(" {} open", v.open), theme::WARN));
             }
@@ -386,8 +388,11 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
         ),
         Span::styled(format!("  {}", e.tool), theme::SOFT),
         Span::styled(format!("  {}", e.event), theme::EVENT),
-        Span::styled(format!("  id {}", short_id(&e.id)), theme::MUTED),
+        Span::styled("  id ", theme::MUTED),
     ];
+    let (unique, rest) = app.fold.ids.split(&e.id);
+    first.push(Span::styled(unique.to_string(), theme::ID_UNIQUE));
+    first.push(Span::styled(rest.to_string(), theme::MUTED));
     if e.background {
         first.push(Span::styled("  background", theme::INFO));
     }
@@ -402,7 +407,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     if let Some(t) = &e.applied_ts {
         times.extend(kv("  applied", app.time(t)));
     }
-    times.extend(kv("  session", format!("{} ({})", e.sid, status.as_str())));
+    times.extend(kv("  session", format!("{} ({})", app.fold.ids.session(&e.session), status.as_str())));
     out.push(Line::from(times));
     if st.is_unresolved() {
         out.push(Line::from(Span::styled(present::meaning(st).to_string(), theme::WARN)));
@@ -417,7 +422,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
         out.push(Line::from(kv("not captured", n.replace('_', " "))));
     }
     if let Some(p) = &e.parent {
-        out.push(Line::from(kv("caused by command", short_id(p))));
+        out.push(Line::from(kv("caused by command", app.fold.ids.short(p))));
     }
     if e.still_running {
         out.push(Line::from(Span::styled(

@@ -55,6 +55,10 @@ pub const EVENT: Style = Style::new().fg(Color::Blue);
 pub const EVENT_BOLD: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
 pub const BRANCH: Style = Style::new().fg(Color::Magenta);
 /// The ✚ of an entry picked with Space.
+/// The unique start of a shown id (`present::ID_TONE`, bold); its rest is [`MUTED`].
+pub const ID_UNIQUE: Style = Style::new().fg(color(present::ID_TONE)).add_modifier(Modifier::BOLD);
+/// The unique start of a shown session (`present::SESSION_TONE`, bold); its rest is [`BOLD`].
+pub const SESSION_UNIQUE: Style = Style::new().fg(color(present::SESSION_TONE)).add_modifier(Modifier::BOLD);
 pub const MARK: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
 /// Diff notes (binary, not captured, no newline).
 pub const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);

@@ -6,24 +6,6 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::fold::{Entry, Fold, SessionStatus};
 
-/// A tool call id without Claude Code's `toolu_` prefix.
-fn short_id_str(id: &str) -> &str {
-    id.strip_prefix("toolu_").unwrap_or(id)
-}
-
-/// The shortest start of `id` (at least 6 chars) that no other of `all` starts with; the
-/// whole id when it is a start of another.
-fn distinct_prefix(id: &str, all: &[&str]) -> String {
-    let chars: Vec<char> = id.chars().collect();
-    for n in 6.min(chars.len())..=chars.len() {
-        let p: String = chars[..n].iter().collect();
-        if all.iter().filter(|o| o.starts_with(&p)).count() == 1 {
-            return p;
-        }
-    }
-    id.to_string()
-}
-
 /// A node of the tree, by identity (stable across reloads, so the selection survives).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NodeKey {
@@ -144,9 +126,9 @@ impl Tree {
                 by_path.entry(fold.entries[i].path.as_str()).or_default().push(i);
             }
             for same in by_path.values().filter(|v| v.len() > 1) {
-                let ids: Vec<&str> = same.iter().map(|&i| short_id_str(&fold.entries[i].id)).collect();
-                for (k, &i) in same.iter().enumerate() {
-                    self.repeated.insert(i, distinct_prefix(ids[k], &ids));
+                // Shown ids are unique in the whole journal, so among these too.
+                for &i in same {
+                    self.repeated.insert(i, fold.ids.short(&fold.entries[i].id).to_string());
                 }
             }
         }
@@ -351,20 +333,5 @@ impl Tree {
     /// The status of a session as shown.
     pub fn session_status(&self, fold: &Fold, session: &str) -> Option<SessionStatus> {
         self.views.iter().find(|v| fold.sessions[v.session].session == session).map(|v| v.status)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeated_paths_get_the_shortest_distinct_id() {
-        let all = ["01EditServer", "01EditServer2", "01EditListen"];
-        assert_eq!(distinct_prefix("01EditListen", &all), "01EditL");
-        assert_eq!(distinct_prefix("01EditServer", &all), "01EditServer");
-        assert_eq!(distinct_prefix("01EditServer2", &all), "01EditServer2");
-        assert_eq!(distinct_prefix("01Abcdefgh", &["01Abcdefgh", "01Xbcdefgh"]), "01Abcd");
-        assert_eq!(distinct_prefix("abc", &["abc", "abd"]), "abc");
     }
 }
