@@ -225,6 +225,10 @@ impl App {
         // Other machines' journals, as `walj recover` reads them (ids unique across all).
         let (mut remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
         crate::cmd::recover::share_ids(&self.fold, &mut remotes);
+        if let Some(r) = remotes.first() {
+            // Every id shown unique among this journal's and the copies' (typeable in the CLI).
+            self.fold.ids = r.fold.ids.clone();
+        }
         self.remotes = remotes;
         if let Some(w) = warnings.first() {
             self.error(format!("another machine's journal: {w}"));
