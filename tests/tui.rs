@@ -1800,19 +1800,17 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     assert!(s.contains("r is refused"), "{s}");
 
     // The laptop's settings edit: its synced images, diffed against this checkout's disk.
-    let at = |app: &App, path: &str| {
-        app.tree
-            .rows
-            .iter()
-            .position(|r| {
-                matches!(r.item, walj::tui::tree::Item::RemoteEntry(..)) && {
-                    let walj::tui::tree::Item::RemoteEntry(mi, _, ei) = r.item else { unreachable!() };
-                    app.remotes[app.tree.machines[mi].remote].fold.entries[ei].path == path
-                }
-            })
-            .unwrap()
-    };
-    app.tree.cursor = at(&app, "config/settings.json");
+    app.tree.cursor = app
+        .tree
+        .rows
+        .iter()
+        .position(|r| match r.item {
+            walj::tui::tree::Item::RemoteEntry(mi, _, ei) => {
+                app.remotes[app.tree.machines[mi].remote].fold.entries[ei].path == "config/settings.json"
+            }
+            _ => false,
+        })
+        .unwrap();
     run(&mut app, &mut t, "2");
     let s = text(&t);
     assert!(s.contains("from laptop, as of the last sync from laptop"), "{s}");
