@@ -1777,7 +1777,7 @@ fn no_times(s: &str) -> String {
 
 #[test]
 fn other_machines_sessions_are_grouped_under_their_name() {
-    let (_tmp, _laptop, desktop, _home) = synced_desktop();
+    let (_tmp, _laptop, desktop, home) = synced_desktop();
     let mut app = App::new(Project::at(desktop.clone(), None), opts());
     let mut t = term(120, 30);
     run(&mut app, &mut t, "");
@@ -1824,12 +1824,27 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     assert!(s.contains("laptop's entries are not reverted here"), "{s}");
     assert_eq!(std::fs::read(desktop.join(".walj/journal.jsonl")).unwrap_or_default(), before);
 
+    // The CLI does the same: `walj revert` of the laptop's id names no entry here.
+    let id = app.selected_entry().unwrap().id.clone();
+    let cli = Command::new(walj_bin())
+        .arg("--project")
+        .arg(&desktop)
+        .args(["revert", &id])
+        .current_dir(&desktop)
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .output()
+        .unwrap();
+    assert!(!cli.status.success(), "{}", String::from_utf8_lossy(&cli.stdout));
+    assert_eq!(std::fs::read(desktop.join(".walj/journal.jsonl")).unwrap_or_default(), before);
+
     // d marks it done through `walj mark`'s remote path: a `remote` record here, and the
     // entry resolved in the laptop's group at once.
-    let id = app.selected_entry().unwrap().id.clone();
     run(&mut app, &mut t, "d");
     if app.dialog.is_some() {
-        run(&mut app, &mut t, "\r");
+        run(&mut app, &mut t, "<enter>");
     }
     let s = text(&t);
     assert!(s.contains("of laptop done here; laptop records it at its next sync"), "{s}");
@@ -1837,4 +1852,20 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     assert!(recs.iter().any(|r| r.id == id), "{recs:?}");
     let e = app.remotes[0].fold.entries.iter().find(|e| e.id == id);
     assert!(e.is_none_or(|e| !e.is_unresolved()), "resolved in the laptop's group: {e:?}");
+
+    // H hands the next one back the same way (`walj handoff`'s remote path).
+    let next = app.selected_entry().unwrap().id.clone();
+    assert_ne!(next, id);
+    run(&mut app, &mut t, "H");
+    if app.dialog.is_some() {
+        run(&mut app, &mut t, "<enter>");
+    }
+    let s = text(&t);
+    assert!(s.contains("handed back 1 entry"), "{s}");
+    assert!(records_with_op(&desktop, op::REMOTE).iter().any(|r| r.id == next));
+    // u does not take a remote mark back, as `walj undo` does not.
+    let n = journal_records(&desktop).len();
+    run(&mut app, &mut t, "u");
+    assert!(text(&t).contains("is not undone here"), "{}", text(&t));
+    assert_eq!(journal_records(&desktop).len(), n);
 }
