@@ -1857,6 +1857,8 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     let next = app.selected_entry().unwrap().id.clone();
     assert_ne!(next, id);
     run(&mut app, &mut t, "H");
+    let note = app.dialog.as_ref().map(|d| d.note.join(" ")).unwrap_or_default();
+    assert!(note.contains("laptop records it at its next `walj sync`; u does not undo it"), "{note}");
     if app.dialog.is_some() {
         run(&mut app, &mut t, "<enter>");
     }

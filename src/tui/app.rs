@@ -922,7 +922,8 @@ impl App {
         // did not finish, or a live session asks first.
         let live = self.live_note(&open);
         if dialogs::done_needs_asking(&open, live.is_some()) {
-            self.open_dialog(dialogs::done(&open, live));
+            let d = self.elsewhere_note(&open, dialogs::done(&open, live));
+            self.open_dialog(d);
         } else {
             let ids = open.iter().map(|e| e.id.clone()).collect();
             self.run_choice(Choice::Done { ids, force: false })
@@ -1085,7 +1086,8 @@ impl App {
             });
         }
         let live = self.live_note(&open);
-        self.open_dialog(dialogs::hand_back(&open, live));
+        let d = self.elsewhere_note(&open, dialogs::hand_back(&open, live));
+        self.open_dialog(d);
     }
 
     /// A key while a dialog is open: a choice, Enter (the default), Esc (cancel), a
@@ -1241,6 +1243,21 @@ impl App {
     /// `walj mark` and `walj handoff` decide).
     fn elsewhere(&self, ids: &[String]) -> bool {
         !ids.is_empty() && ids.iter().all(|i| self.fold.entry(i).is_none())
+    }
+
+    /// A dialog on another machine's entries says where the decision goes, not "u undoes it"
+    /// (`walj undo` does not take back a mark or hand-back of another machine's entry).
+    fn elsewhere_note(&self, open: &[&Entry], mut d: Dialog) -> Dialog {
+        if let Some(r) = open.first().and_then(|e| self.remote_of(e)) {
+            let name = r.name().to_string();
+            for line in &mut d.note {
+                if let Some(head) = line.strip_suffix(" u undoes it.") {
+                    *line =
+                        format!("{head} Recorded here, {name} records it at its next `walj sync`; u does not undo it.");
+                }
+            }
+        }
+        d
     }
 }
 
