@@ -139,6 +139,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     let mut title = vec![Span::styled(" walj ", theme::BOLD)];
     let open: usize = app.tree.views.iter().map(|v| v.open).sum();
     title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
+    let elsewhere: usize = app.tree.machines.iter().map(|m| m.open).sum();
+    if elsewhere > 0 {
+        title.push(Span::styled(format!("· {elsewhere} on other machines "), theme::MUTED));
+    }
     if !app.tree.filter.is_empty() || app.filter_input.is_some() {
         title.push(Span::styled(
             format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
