@@ -3,6 +3,16 @@
 # sends (`git pack-objects --revs --thin`, the remote's previous tip as base), and the time of
 # the first and the second sync. MB sets the journal size (default 100); ENCRYPT=1 syncs encrypted
 # (to an age recipient).
+#
+# MACHINES=N (with ENTRIES, default 100000): instead, N machines each publish a journal of
+# ENTRIES entries (all settled but 10), one more checkout fetches them all, then runs
+# `walj recover` over every copy; prints both times (issue 18's figure: MACHINES=20).
+# Debug build (what `cargo test` builds).
 set -eu
 cd "$(dirname "$0")/.."
+if [ -n "${MACHINES:-}" ]; then
+    WALJ_SYNC_BENCH_MACHINES="$MACHINES" WALJ_SYNC_BENCH_ENTRIES="${ENTRIES:-100000}" \
+        cargo test --locked --test sync many_machines -- --nocapture 2>&1 | grep 'sync bench'
+    exit 0
+fi
 WALJ_SYNC_BENCH_MB="${MB:-100}" WALJ_SYNC_BENCH_ENCRYPT="${ENCRYPT:-0}" cargo test --locked --test sync ten_line_append -- --nocapture 2>&1 | grep 'sync bench'

@@ -644,6 +644,56 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
     assert!(bytes <= 64 * 1024, "{bytes} bytes uploaded");
 }
 
+/// Many machines (issue 18's figure: 20 × 100,000 entries): each publishes its journal, one
+/// more checkout fetches them all (timed), then `walj recover` folds every copy (timed).
+/// `WALJ_SYNC_BENCH_MACHINES` and `WALJ_SYNC_BENCH_ENTRIES` set the size (default 3 × 2,000,
+/// so the suite runs it small); each journal's entries are settled but its last 10.
+#[test]
+fn many_machines_sync_and_recover() {
+    let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (machines, entries) = (env("WALJ_SYNC_BENCH_MACHINES", 3), env("WALJ_SYNC_BENCH_ENTRIES", 2000));
+    let w = World::new();
+    let mut bytes = 0;
+    let t = Instant::now();
+    for m in 0..machines {
+        let a = w.machine(&format!("m{m:02}"));
+        let session = format!("{m:08x}-0000-4000-8000-0000000000bb");
+        {
+            let mut f = std::io::BufWriter::new(fs::File::create(a.journal()).unwrap());
+            for i in 0..entries {
+                let l = line(i, &session);
+                // Settled (persisted), but the last 10: what recover lists.
+                let l = if i + 10 < entries {
+                    let v = l
+                        .replace(r#""persisted":false"#, r#""persisted":true"#)
+                        .replace(r#""op":"applied""#, r#""op":"persisted""#);
+                    checked(v.split(r#","crc""#).next().unwrap().to_string() + "}")
+                } else {
+                    l
+                };
+                writeln!(f, "{l}").unwrap();
+            }
+        }
+        bytes += fs::metadata(a.journal()).unwrap().len();
+        a.ok(&["sync", "--yes"]);
+    }
+    let publish = t.elapsed();
+    let reader = w.machine("reader");
+    let t = Instant::now();
+    reader.ok(&["sync", "--yes"]);
+    let fetch = t.elapsed();
+    let t = Instant::now();
+    let out = reader.ok(&["recover"]);
+    let recover = t.elapsed();
+    for m in 0..machines {
+        assert!(out.contains(&format!("machine m{m:02}  10 unresolved entries")), "{out}");
+    }
+    println!(
+        "sync bench (many machines): {machines} machines x {entries} entries ({bytes} journal bytes); \
+         publishing all {publish:?}; the reader's first sync {fetch:?}; its `walj recover` {recover:?}"
+    );
+}
+
 /// The same exchange over a real network protocol: `git daemon` on loopback.
 #[test]
 fn over_git_daemon_on_loopback() {

@@ -1711,3 +1711,163 @@ fn a_codex_session_is_named_and_resumed_as_codex() {
     run_loop(&mut t, &mut script, &mut app).unwrap();
     assert_eq!(script.copied, [format!("codex resume {CODEX}")]);
 }
+
+// ------------------------------------------------------------- other machines
+
+/// `walj ARGS` in `dir` as a machine of its own (HOME `home`, no user git config).
+fn walj_in(dir: &Path, home: &Path, args: &[&str]) -> String {
+    let out = Command::new(walj_bin())
+        .arg("--project")
+        .arg(dir)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env_remove("WALJ_PASSPHRASE")
+        .output()
+        .unwrap();
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "walj {args:?}\n{o}\n{e}");
+    o.into_owned()
+}
+
+/// The demo's crashed session on a "laptop", synced through a bare repository to a
+/// "desktop" clone with no session of its own. Returns (tmp, laptop, desktop, desktop HOME).
+fn synced_desktop() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let (tmp, root) = scratch();
+    let laptop = root.join("laptop");
+    walj::tui::demo::build(&laptop, &walj_bin()).unwrap();
+    common::git(&root, &["init", "-q", "--bare", "remote.git"]);
+    common::git(&laptop, &["remote", "add", "origin", root.join("remote.git").to_str().unwrap()]);
+    common::git(&laptop, &["push", "-q", "-u", "origin", "HEAD"]);
+    common::git(&root, &["clone", "-q", root.join("remote.git").to_str().unwrap(), "desktop"]);
+    let desktop = std::fs::canonicalize(root.join("desktop")).unwrap();
+    for (dir, name) in [(&laptop, "laptop"), (&desktop, "desktop")] {
+        std::fs::create_dir_all(dir.join(".walj")).unwrap();
+        let cfg = dir.join(".walj/config.toml");
+        let old = std::fs::read_to_string(&cfg).unwrap_or_default();
+        std::fs::write(&cfg, format!("{old}\n[sync]\nname = \"{name}\"\n")).unwrap();
+    }
+    let (home_l, home_d) = (root.join("home-laptop"), root.join("home-desktop"));
+    std::fs::create_dir_all(&home_l).unwrap();
+    std::fs::create_dir_all(&home_d).unwrap();
+    walj_in(&laptop, &home_l, &["sync", "--yes"]);
+    walj_in(&desktop, &home_d, &["sync", "--yes"]);
+    // A fixed sync time, so the header is the same at every run.
+    let remotes = desktop.join(".walj/remotes");
+    for d in std::fs::read_dir(&remotes).unwrap().flatten().filter(|d| d.path().join("manifest.json").is_file()) {
+        let m = d.path().join("manifest.json");
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+        v["synced_at"] = "2026-03-01T10:25:00.000Z".into();
+        std::fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+    (tmp, laptop, desktop, home_d)
+}
+
+/// Digits of times and ages replaced: the demo writes its journal at the time it runs.
+fn no_times(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect()
+}
+
+#[test]
+fn other_machines_sessions_are_grouped_under_their_name() {
+    let (_tmp, _laptop, desktop, home) = synced_desktop();
+    let mut app = App::new(Project::at(desktop.clone(), None), opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    // The laptop's header, as of its last sync, then its crashed session and entries.
+    assert!(s.contains("laptop") && s.contains("laptop 6 open (as of last sync 03-01 10:25)"), "{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let header = lines.iter().position(|l| l.contains("(as of last sync")).unwrap();
+    assert!(lines[header + 1].contains("8f14e4"), "the session under its machine:\n{s}");
+    assert!(s.contains("config/settings.json"), "{s}");
+    let journal = app.remotes[0].id.clone();
+    insta::assert_snapshot!("other_machine_grouped", no_times(&s.replace(&journal, "JOURNAL-ID")));
+
+    // The header's detail: whose journal and what the keys do.
+    let header_row = app.tree.rows.iter().position(|r| r.item.is_remote()).unwrap();
+    app.tree.cursor = header_row;
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("as of the last sync from laptop"), "{s}");
+    assert!(s.contains("r is refused"), "{s}");
+
+    // The laptop's settings edit: its synced images, diffed against this checkout's disk.
+    app.tree.cursor = app
+        .tree
+        .rows
+        .iter()
+        .position(|r| match r.item {
+            walj::tui::tree::Item::RemoteEntry(mi, _, ei) => {
+                app.remotes[app.tree.machines[mi].remote].fold.entries[ei].path == "config/settings.json"
+            }
+            _ => false,
+        })
+        .unwrap();
+    run(&mut app, &mut t, "2");
+    let s = text(&t);
+    assert!(s.contains("from laptop, as of the last sync from laptop"), "{s}");
+    assert!(s.contains("\"retries\": 5"), "the laptop's applied image:\n{s}");
+
+    // r is refused, as `walj revert` refuses another machine's id; nothing is written.
+    let before = std::fs::read(desktop.join(".walj/journal.jsonl")).unwrap_or_default();
+    run(&mut app, &mut t, "r");
+    let s = text(&t);
+    assert!(app.dialog.is_none(), "no revert dialog");
+    assert!(s.contains("laptop's entries are not reverted here"), "{s}");
+    assert_eq!(std::fs::read(desktop.join(".walj/journal.jsonl")).unwrap_or_default(), before);
+
+    // The CLI does the same: `walj revert` of the laptop's id names no entry here.
+    let id = app.selected_entry().unwrap().id.clone();
+    let cli = Command::new(walj_bin())
+        .arg("--project")
+        .arg(&desktop)
+        .args(["revert", &id])
+        .current_dir(&desktop)
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .output()
+        .unwrap();
+    assert!(!cli.status.success(), "{}", String::from_utf8_lossy(&cli.stdout));
+    assert_eq!(std::fs::read(desktop.join(".walj/journal.jsonl")).unwrap_or_default(), before);
+
+    // d marks it done through `walj mark`'s remote path: a `remote` record here, and the
+    // entry resolved in the laptop's group at once.
+    run(&mut app, &mut t, "d");
+    if app.dialog.is_some() {
+        run(&mut app, &mut t, "<enter>");
+    }
+    let s = text(&t);
+    assert!(s.contains("of laptop done here; laptop records it at its next sync"), "{s}");
+    let recs = records_with_op(&desktop, op::REMOTE);
+    assert!(recs.iter().any(|r| r.id == id), "{recs:?}");
+    let e = app.remotes[0].fold.entries.iter().find(|e| e.id == id);
+    assert!(e.is_none_or(|e| !e.is_unresolved()), "resolved in the laptop's group: {e:?}");
+
+    // H hands the next one back the same way (`walj handoff`'s remote path).
+    let next = app.selected_entry().unwrap().id.clone();
+    assert_ne!(next, id);
+    run(&mut app, &mut t, "H");
+    let note = app.dialog.as_ref().map(|d| d.note.join(" ")).unwrap_or_default();
+    assert!(note.contains("laptop records it at its next `walj sync`; u does not undo it"), "{note}");
+    if app.dialog.is_some() {
+        run(&mut app, &mut t, "<enter>");
+    }
+    let s = text(&t);
+    assert!(s.contains("handed back 1 entry"), "{s}");
+    assert!(records_with_op(&desktop, op::REMOTE).iter().any(|r| r.id == next));
+    // u does not take a remote mark back, as `walj undo` does not.
+    let n = journal_records(&desktop).len();
+    run(&mut app, &mut t, "u");
+    assert!(text(&t).contains("is not undone here"), "{}", text(&t));
+    assert_eq!(journal_records(&desktop).len(), n);
+}

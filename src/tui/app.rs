@@ -88,6 +88,8 @@ pub struct App {
     pub keymap: Keymap,
     pub clock: Clock,
     pub fold: Fold,
+    /// Other machines' journals (`walj sync`'s copies), states from their manifests.
+    pub remotes: Vec<crate::sync::remotes::RemoteJournal>,
     /// The tree pane: views, rows, cursor, filter, selection.
     pub tree: Tree,
     pub focus: Focus,
@@ -143,6 +145,7 @@ impl App {
             keymap: opts.keymap,
             clock: opts.clock,
             fold: Fold::default(),
+            remotes: Vec::new(),
             tree: Tree::default(),
             focus: Focus::Tree,
             filter_input: None,
@@ -219,6 +222,17 @@ impl App {
             }
             Err(e) => self.error(format!("reading {}: {e}", self.project.journal.display())),
         }
+        // Other machines' journals, as `walj recover` reads them (ids unique across all).
+        let (mut remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
+        crate::cmd::recover::share_ids(&self.fold, &mut remotes);
+        if let Some(r) = remotes.first() {
+            // Every id shown unique among this journal's and the copies' (typeable in the CLI).
+            self.fold.ids = r.fold.ids.clone();
+        }
+        self.remotes = remotes;
+        if let Some(w) = warnings.first() {
+            self.error(format!("another machine's journal: {w}"));
+        }
         self.diffs.clear();
         let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
         self.tree.marked.retain(|id| known.contains(id.as_str()));
@@ -261,6 +275,8 @@ impl App {
     fn rebuild_tree(&mut self) {
         let height = self.tree_height();
         self.tree.build_views(&self.fold);
+        let journals: Vec<(&str, &Fold)> = self.remotes.iter().map(|r| (r.id.as_str(), &r.fold)).collect();
+        self.tree.build_machines(&journals);
         self.tree.rebuild_rows(&self.fold, height);
     }
 
@@ -271,12 +287,46 @@ impl App {
     }
 
     pub fn selected_entry(&self) -> Option<&Entry> {
-        self.tree.selected_entry(&self.fold)
+        match self.selected()?.item {
+            Item::RemoteEntry(mi, _, ei) => self.machine(mi)?.fold.entries.get(ei),
+            _ => self.tree.selected_entry(&self.fold),
+        }
+    }
+
+    /// The journal of the tree's machine header `mi`.
+    pub fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
+        self.remotes.get(self.tree.machines.get(mi)?.remote)
+    }
+
+    /// The other machine's journal an entry belongs to (None: this checkout's).
+    pub fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
+        if self.fold.entry(&e.id).is_some() {
+            return None;
+        }
+        self.remotes.iter().find(|r| r.fold.entry(&e.id).is_some())
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
     pub fn targets(&self) -> Vec<&Entry> {
-        self.tree.targets(&self.fold)
+        let remote = self.selected().map(|r| r.item).filter(|i| i.is_remote());
+        let (Some(item), true) = (remote, self.tree.marked.is_empty()) else { return self.tree.targets(&self.fold) };
+        // Another machine's row: its entry, else the unresolved entries under it.
+        let (mi, only) = match item {
+            Item::Machine(mi) => (mi, None),
+            Item::RemoteSession(mi, si) => (mi, Some(si)),
+            Item::RemoteEntry(mi, _, ei) => {
+                return self.machine(mi).and_then(|r| r.fold.entries.get(ei)).into_iter().collect();
+            }
+            _ => return Vec::new(),
+        };
+        let (Some(m), Some(r)) = (self.tree.machines.get(mi), self.machine(mi)) else { return Vec::new() };
+        m.sessions
+            .iter()
+            .enumerate()
+            .filter(|(si, _)| only.is_none_or(|o| o == *si))
+            .flat_map(|(_, s)| s.entries.iter().map(|(ei, _)| &r.fold.entries[*ei]))
+            .filter(|e| e.is_unresolved())
+            .collect()
     }
 
     pub fn now(&self) -> DateTime<Utc> {
@@ -372,7 +422,9 @@ impl App {
         if let Some(e) = self.selected_entry() {
             let key = (e.id.clone(), mode_index(self.diff_mode));
             if !self.diffs.contains_key(&key) {
-                let view = match triage::diff_sides(&self.project, e, self.diff_mode) {
+                // Another machine's entry: its synced images against this checkout's disk.
+                let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
+                let view = match triage::diff_sides(&project, e, self.diff_mode) {
                     Ok(sides) => diff::build(&sides),
                     Err(err) => {
                         DiffView::message(mode_label(self.diff_mode), &[format!("cannot show the diff: {err:#}")])
@@ -818,6 +870,9 @@ impl App {
     }
 
     fn select(&mut self) {
+        if self.selected().is_some_and(|r| r.item.is_remote()) {
+            return self.info("Space selects this checkout's entries; on another machine's, d and H act on the row");
+        }
         let Some(item) = self.tree.select(&self.fold) else { return };
         if matches!(item, Item::Entry(..)) {
             self.move_cursor(1);
@@ -867,7 +922,8 @@ impl App {
         // did not finish, or a live session asks first.
         let live = self.live_note(&open);
         if dialogs::done_needs_asking(&open, live.is_some()) {
-            self.open_dialog(dialogs::done(&open, live));
+            let d = self.elsewhere_note(&open, dialogs::done(&open, live));
+            self.open_dialog(d);
         } else {
             let ids = open.iter().map(|e| e.id.clone()).collect();
             self.run_choice(Choice::Done { ids, force: false })
@@ -876,6 +932,15 @@ impl App {
 
     fn ask_revert(&mut self) {
         let targets = self.targets();
+        // `walj revert` reverts this checkout's entries only.
+        if let Some(r) = targets.iter().find_map(|e| self.remote_of(e)) {
+            let (d, h) = (self.keymap.key_of(Action::Done), self.keymap.key_of(Action::HandBack));
+            let msg = format!(
+                "{}'s entries are not reverted here (`walj revert` reverts this checkout's): {d} marks done, {h} hands back",
+                r.name()
+            );
+            return self.error(msg);
+        }
         let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
         if open.is_empty() {
             return self.info(if targets.is_empty() {
@@ -902,6 +967,10 @@ impl App {
 
     fn ask_undo(&mut self) {
         // The selected entry's last action, else the last triage command (like `walj undo`).
+        if let Some(r) = self.selected_entry().and_then(|e| self.remote_of(e)) {
+            let msg = format!("a mark or hand-back of {}'s entry is not undone here (`walj undo` does not)", r.name());
+            return self.error(msg);
+        }
         let id = self.selected_entry().filter(|e| e.last_action().is_some()).map(|e| e.id.clone());
         self.run_choice(Choice::Undo { id, force: false });
     }
@@ -992,6 +1061,15 @@ impl App {
                 let s = &self.fold.sessions[self.tree.views[vi].session];
                 (None, None, s.session.clone())
             }
+            Item::RemoteEntry(..) => match self.selected_entry() {
+                Some(e) => (Some(e.path.clone()), Some(e.id.clone()), e.session.clone()),
+                None => return,
+            },
+            Item::RemoteSession(mi, si) => match self.tree.machines.get(mi).and_then(|m| m.sessions.get(si)) {
+                Some(s) => (None, None, s.id.clone()),
+                None => return,
+            },
+            Item::Machine(_) => return self.info("nothing to copy: select one of its entries or sessions"),
         };
         let agent = self.fold.session(&session).map(|s| s.agent()).unwrap_or(crate::agents::Agent::ClaudeCode);
         self.open_dialog(dialogs::copy(path, id, &session, agent));
@@ -1008,7 +1086,8 @@ impl App {
             });
         }
         let live = self.live_note(&open);
-        self.open_dialog(dialogs::hand_back(&open, live));
+        let d = self.elsewhere_note(&open, dialogs::hand_back(&open, live));
+        self.open_dialog(d);
     }
 
     /// A key while a dialog is open: a choice, Enter (the default), Esc (cancel), a
@@ -1090,6 +1169,11 @@ impl App {
                 }
                 return;
             }
+            // Ids of another machine's journal go where `walj mark` sends them.
+            Choice::Done { ids, force } if self.elsewhere(ids) => {
+                crate::sync::triage::mark_done(&self.project, ids, None, *force)
+                    .map(|o| summary("marked done", &o.unwrap_or_default()))
+            }
             Choice::Done { ids, force } => {
                 triage::mark_done(&self.project, &self.fold, ids, *force).map(|o| summary("marked done", &o))
             }
@@ -1103,13 +1187,16 @@ impl App {
                     concurrent_is_an_error(summary("undone", &o), &o)
                 })
             }
-            Choice::HandBack { ids, force } => triage::handoff(
-                &self.project,
-                &self.fold,
-                ids,
-                None,
-                HandoffOptions { print_only: false, force: *force },
-            )
+            Choice::HandBack { ids, force } => {
+                let opts = HandoffOptions { print_only: false, force: *force };
+                if self.elsewhere(ids) {
+                    crate::sync::triage::handoff(&self.project, ids, None, opts).and_then(|b| {
+                        b.ok_or_else(|| triage::TriageError::Refused("no other journal has these entries".into()))
+                    })
+                } else {
+                    triage::handoff(&self.project, &self.fold, ids, None, opts)
+                }
+            }
             .map(|b| {
                 let who = match b.agent {
                     None | Some(crate::agents::Agent::ClaudeCode) => "Claude",
@@ -1148,6 +1235,29 @@ impl App {
                 self.error(format!("{e:#}"));
             }
         }
+    }
+}
+
+impl App {
+    /// Whether `ids` name no entry of this checkout's journal (another machine's, as
+    /// `walj mark` and `walj handoff` decide).
+    fn elsewhere(&self, ids: &[String]) -> bool {
+        !ids.is_empty() && ids.iter().all(|i| self.fold.entry(i).is_none())
+    }
+
+    /// A dialog on another machine's entries says where the decision goes, not "u undoes it"
+    /// (`walj undo` does not take back a mark or hand-back of another machine's entry).
+    fn elsewhere_note(&self, open: &[&Entry], mut d: Dialog) -> Dialog {
+        if let Some(r) = open.first().and_then(|e| self.remote_of(e)) {
+            let name = r.name().to_string();
+            for line in &mut d.note {
+                if let Some(head) = line.strip_suffix(" u undoes it.") {
+                    *line =
+                        format!("{head} Recorded here, {name} records it at its next `walj sync`; u does not undo it.");
+                }
+            }
+        }
+        d
     }
 }
 

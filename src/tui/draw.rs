@@ -139,6 +139,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     let mut title = vec![Span::styled(" walj ", theme::BOLD)];
     let open: usize = app.tree.views.iter().map(|v| v.open).sum();
     title.push(Span::raw(format!("· {} ", plural(open, "unresolved", "unresolved"))));
+    let elsewhere: usize = app.tree.machines.iter().map(|m| m.open).sum();
+    if elsewhere > 0 {
+        title.push(Span::styled(format!("· {elsewhere} on other machines "), theme::MUTED));
+    }
     if !app.tree.filter.is_empty() || app.filter_input.is_some() {
         title.push(Span::styled(
             format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
@@ -241,32 +245,100 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             Line::from(spans)
         }
         Item::Entry(_, _, ei) => {
-            let e = &app.fold.entries[ei];
-            let st = e.state();
-            let marked = app.tree.marked.contains(&e.id);
-            let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
-            let lead = if marked { "  ✚ " } else { "    " };
             // The same path twice in a session: the tool call's short id tells them apart.
             let tag = app.tree.repeated.get(&ei).map(|id| format!(" #{id}")).unwrap_or_default();
-            let avail = w.saturating_sub(lead.width() + 2 + right.width());
-            // The path keeps room for its name first.
-            let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
-            let path = fit_path(&e.path, avail - tag.width());
-            let pad = avail.saturating_sub(path.width() + tag.width());
-            let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
-            Line::from(vec![
-                Span::styled(lead, theme::MARK),
-                Span::styled(format!("{} ", state_icon(st)), state_style(st)),
-                Span::styled(path, path_style),
-                Span::styled(tag, theme::MUTED),
-                Span::raw(" ".repeat(pad)),
-                Span::styled(right, theme::MUTED),
-            ])
+            entry_line(app, &app.fold.entries[ei], tag, "    ", w)
         }
+        Item::Machine(mi) => {
+            let (Some(m), Some(r)) = (app.tree.machines.get(mi), app.machine(mi)) else { return Line::default() };
+            let mut spans = vec![Span::raw("▾ "), Span::styled(r.name().to_string(), theme::BOLD)];
+            if m.open > 0 {
+                spans.push(Span::styled(format!(" {} open", m.open), theme::WARN));
+            }
+            let synced = short_time(&app.time(&r.manifest.synced_at));
+            spans.push(Span::styled(format!(" (as of last sync {synced})"), theme::MUTED));
+            Line::from(spans)
+        }
+        Item::RemoteSession(mi, si) => {
+            let (Some(v), Some(r)) = (app.tree.machines.get(mi).and_then(|m| m.sessions.get(si)), app.machine(mi))
+            else {
+                return Line::default();
+            };
+            let s = &r.fold.sessions[v.session];
+            let mut spans = vec![Span::raw("  "), badge(v.status), Span::raw(" ")];
+            let (unique, rest) = r.fold.ids.session_split(&s.session);
+            spans.push(Span::styled(unique.to_string(), theme::SESSION_UNIQUE));
+            spans.push(Span::styled(rest.to_string(), theme::BOLD));
+            if v.open > 0 {
+                spans.push(Span::styled(format!(" {} open", v.open), theme::WARN));
+            }
+            if let Some(b) = &s.branch {
+                spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
+            }
+            let started = s.started.as_deref().unwrap_or(&s.first_ts);
+            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+            let used: usize = spans.iter().map(|s| s.width()).sum();
+            if let Some(p) = s.last_prompt()
+                && used + 4 < w
+            {
+                spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
+            }
+            Line::from(spans)
+        }
+        Item::RemoteEntry(mi, _, ei) => match app.machine(mi).and_then(|r| r.fold.entries.get(ei)) {
+            Some(e) => entry_line(app, e, String::new(), "      ", w),
+            None => Line::default(),
+        },
     }
 }
 
+/// An entry's row: selection mark, state, path (and `tag`), tool and age.
+fn entry_line<'a>(app: &'a App, e: &Entry, tag: String, indent: &'static str, w: usize) -> Line<'a> {
+    let st = e.state();
+    let marked = app.tree.marked.contains(&e.id);
+    let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
+    let lead = if marked { "  ✚ " } else { indent };
+    let avail = w.saturating_sub(lead.width() + 2 + right.width());
+    // The path keeps room for its name first.
+    let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
+    let path = fit_path(&e.path, avail - tag.width());
+    let pad = avail.saturating_sub(path.width() + tag.width());
+    let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
+    Line::from(vec![
+        Span::styled(lead, theme::MARK),
+        Span::styled(format!("{} ", state_icon(st)), state_style(st)),
+        Span::styled(path, path_style),
+        Span::styled(tag, theme::MUTED),
+        Span::raw(" ".repeat(pad)),
+        Span::styled(right, theme::MUTED),
+    ])
+}
+
 // ------------------------------------------------------------------- detail pane
+
+/// Another machine's header selected: whose journal, as of when, and what the keys do.
+fn machine_lines(app: &App, mi: usize) -> Vec<Line<'static>> {
+    let (Some(m), Some(r)) = (app.tree.machines.get(mi), app.machine(mi)) else { return Vec::new() };
+    let k = |a| app.keymap.key_of(a);
+    vec![
+        Line::from(vec![
+            Span::styled(r.name().to_string(), theme::BOLD),
+            Span::styled(format!("  journal {}", r.id), theme::MUTED),
+        ]),
+        Line::from(Span::styled(r.as_of(), theme::INFO)),
+        Line::from(kv("unresolved", format!("{} in {}", m.open, plural(m.sessions.len(), "session", "sessions")))),
+        Line::from(Span::styled(
+            format!(
+                "{} marks done and {} hands back here; the decision travels back with the next `walj sync`. \
+                 {} is refused: `walj revert` reverts this checkout's entries only.",
+                k(Action::Done),
+                k(Action::HandBack),
+                k(Action::Revert)
+            ),
+            theme::MUTED,
+        )),
+    ]
+}
 
 /// Header lines of the detail pane (everything above the diff), wrapped to its width.
 fn detail_header(app: &App) -> Vec<Line<'static>> {
@@ -277,6 +349,33 @@ fn detail_header(app: &App) -> Vec<Line<'static>> {
             session_context(app, &app.fold.sessions[app.tree.views[vi].session], app.tree.views[vi].status)
         }
         Item::Group(vi, gi) => group_lines(app, vi, gi),
+        Item::Machine(mi) => machine_lines(app, mi),
+        Item::RemoteSession(mi, si) => {
+            match (app.tree.machines.get(mi).and_then(|m| m.sessions.get(si)), app.machine(mi)) {
+                (Some(v), Some(r)) => {
+                    let mut out =
+                        vec![Line::from(Span::styled(format!("from {}, {}", r.name(), r.as_of()), theme::INFO))];
+                    out.extend(session_context(app, &r.fold.sessions[v.session], v.status));
+                    out
+                }
+                _ => Vec::new(),
+            }
+        }
+        Item::RemoteEntry(mi, si, ei) => {
+            let status = app.tree.machines.get(mi).and_then(|m| m.sessions.get(si)).map(|v| v.status);
+            match (app.machine(mi), status) {
+                (Some(r), Some(status)) => match r.fold.entries.get(ei) {
+                    Some(e) => {
+                        let mut out =
+                            vec![Line::from(Span::styled(format!("from {}, {}", r.name(), r.as_of()), theme::INFO))];
+                        out.extend(entry_header(app, e, status));
+                        out
+                    }
+                    None => Vec::new(),
+                },
+                _ => Vec::new(),
+            }
+        }
     };
     let width = app.diff_width();
     lines.into_iter().map(safe_line).flat_map(|l| wrap_line(l, width)).collect()
@@ -609,7 +708,15 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
             format!(" {} ", fit_path(&app.fold.entries[ei].path, area.width.saturating_sub(6) as usize)),
             theme::BOLD,
         )]),
-        Some(Item::Session(_)) => Line::from(" session context "),
+        Some(Item::RemoteEntry(..)) => match app.selected_entry() {
+            Some(e) => Line::from(vec![Span::styled(
+                format!(" {} ", fit_path(&e.path, area.width.saturating_sub(6) as usize)),
+                theme::BOLD,
+            )]),
+            None => Line::from(" detail "),
+        },
+        Some(Item::Machine(_)) => Line::from(" machine "),
+        Some(Item::Session(_) | Item::RemoteSession(..)) => Line::from(" session context "),
         Some(Item::Group(..)) => Line::from(" event "),
         None => Line::from(" detail "),
     };

@@ -12,6 +12,8 @@ pub enum NodeKey {
     Session(String),
     Group(String, String),
     Entry(String),
+    /// Another machine's journal (`walj sync`), by journal id.
+    Machine(String),
 }
 
 /// One visible row of the tree.
@@ -30,6 +32,44 @@ pub enum Item {
     Group(usize, usize),
     /// (view, group, index into `fold.entries`).
     Entry(usize, usize, usize),
+    /// Another machine's header: index into `Tree::machines`.
+    Machine(usize),
+    /// (machine, index into its `sessions`).
+    RemoteSession(usize, usize),
+    /// (machine, session, index into that journal's `fold.entries`).
+    RemoteEntry(usize, usize, usize),
+}
+
+impl Item {
+    /// Whether the row is another machine's (read from its synced copy).
+    pub fn is_remote(self) -> bool {
+        matches!(self, Item::Machine(_) | Item::RemoteSession(..) | Item::RemoteEntry(..))
+    }
+}
+
+/// Another machine's journal as shown, below this checkout's sessions: its sessions with
+/// shown entries, newest first, each always expanded.
+#[derive(Debug, Clone)]
+pub struct MachineView {
+    /// Index into the journals given to [`Tree::build_machines`].
+    pub remote: usize,
+    /// The journal id (the node's key).
+    pub journal: String,
+    pub sessions: Vec<RemoteSessionView>,
+    /// Unresolved entries of the journal (whatever the filter).
+    pub open: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct RemoteSessionView {
+    /// Index into that journal's `fold.sessions`.
+    pub session: usize,
+    /// The session's id (the node's key).
+    pub id: String,
+    pub status: SessionStatus,
+    /// (index into that journal's `fold.entries`, full id).
+    pub entries: Vec<(usize, String)>,
+    pub open: usize,
 }
 
 /// A session as shown: its entries (after the resolved toggle and the filter) by event.
@@ -48,6 +88,8 @@ pub struct SessionView {
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
     pub views: Vec<SessionView>,
+    /// Other machines' journals with something shown (`walj sync`), after this checkout's.
+    pub machines: Vec<MachineView>,
     pub rows: Vec<Row>,
     pub cursor: usize,
     /// First row shown.
@@ -135,6 +177,40 @@ impl Tree {
         self.views = views;
     }
 
+    /// Other machines' journals (`(journal id, fold)`, their states from their manifests):
+    /// their sessions with shown entries, newest first; a journal with none is not shown.
+    pub fn build_machines(&mut self, journals: &[(&str, &Fold)]) {
+        self.machines.clear();
+        for (ri, (journal, fold)) in journals.iter().enumerate() {
+            let mut sessions = Vec::new();
+            for (si, s) in fold.sessions.iter().enumerate() {
+                let mut entries = Vec::new();
+                let mut open = 0;
+                for (i, e) in fold.entries.iter().enumerate().filter(|(_, e)| e.session == s.session) {
+                    open += usize::from(e.is_unresolved());
+                    if self.entry_visible(e) {
+                        entries.push((i, e.id.clone()));
+                    }
+                }
+                if !entries.is_empty() {
+                    sessions.push(RemoteSessionView {
+                        session: si,
+                        id: s.session.clone(),
+                        status: s.status(),
+                        entries,
+                        open,
+                    });
+                }
+            }
+            if sessions.is_empty() {
+                continue;
+            }
+            sessions.sort_by(|a, b| fold.sessions[b.session].last_ts.cmp(&fold.sessions[a.session].last_ts));
+            let open = fold.entries.iter().filter(|e| e.is_unresolved()).count();
+            self.machines.push(MachineView { remote: ri, journal: journal.to_string(), sessions, open });
+        }
+    }
+
     fn default_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
         match key {
             NodeKey::Session(_) => {
@@ -174,6 +250,16 @@ impl Tree {
                         depth: 2,
                         item: Item::Entry(vi, gi, ei),
                     });
+                }
+            }
+        }
+        for (mi, m) in self.machines.iter().enumerate() {
+            rows.push(Row { key: NodeKey::Machine(m.journal.clone()), depth: 0, item: Item::Machine(mi) });
+            for (si, s) in m.sessions.iter().enumerate() {
+                let key = NodeKey::Session(s.id.clone());
+                rows.push(Row { key, depth: 1, item: Item::RemoteSession(mi, si) });
+                for (ei, id) in &s.entries {
+                    rows.push(Row { key: NodeKey::Entry(id.clone()), depth: 2, item: Item::RemoteEntry(mi, si, *ei) });
                 }
             }
         }
@@ -227,6 +313,8 @@ impl Tree {
             Item::Entry(_, _, ei) => vec![ei],
             Item::Group(vi, gi) => self.views[vi].groups[gi].1.clone(),
             Item::Session(vi) => self.views[vi].groups.iter().flat_map(|(_, v)| v.iter().copied()).collect(),
+            // Other machines' entries are not this fold's.
+            Item::Machine(_) | Item::RemoteSession(..) | Item::RemoteEntry(..) => Vec::new(),
         }
     }
 
@@ -262,7 +350,7 @@ impl Tree {
         let Some(row) = self.selected().cloned() else { return false };
         let vi = match row.item {
             Item::Session(vi) | Item::Group(vi, _) => vi,
-            Item::Entry(..) => return false,
+            Item::Entry(..) | Item::Machine(_) | Item::RemoteSession(..) | Item::RemoteEntry(..) => return false,
         };
         let now = self.is_expanded(&row.key, &self.views[vi]);
         let next = want.unwrap_or(!now);
@@ -289,7 +377,7 @@ impl Tree {
             Some(Item::Session(vi) | Item::Group(vi, _) | Item::Entry(vi, ..)) => {
                 Some(NodeKey::Session(fold.sessions[t.views[vi].session].session.clone()))
             }
-            None => None,
+            Some(Item::Machine(_) | Item::RemoteSession(..) | Item::RemoteEntry(..)) | None => None,
         };
         let session = session_of(self);
         for v in &self.views {
