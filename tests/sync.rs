@@ -1140,6 +1140,16 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     assert_eq!((v["unresolved"].as_u64(), v["machines"][0]["unresolved"].as_u64()), (Some(0), Some(3)), "{v:#}");
     assert_eq!(log_status(&b, "toolu_01EditCfg", Some("laptop")), "done");
     assert_eq!(log_status(&b, "toolu_01WriteDoc", Some("laptop")), "handed_back");
+    // Those decisions are about the laptop's sessions: none appears here (an empty "unknown"
+    // session did, from the records that carry them).
+    let sessions: Value = serde_json::from_str(&b.ok(&["sessions", "list", "--json"])).unwrap();
+    let here: Vec<&Value> =
+        sessions.as_array().unwrap().iter().filter(|s| s["machine"].is_null() && s["remote"].is_null()).collect();
+    assert!(here.is_empty(), "{sessions:#}");
+    let opts = walj::fold::FoldOptions { keep_settled: true, ..Default::default() };
+    let fold = walj::fold::Fold::load(&b.dir.join(".walj/journal.jsonl"), &opts).unwrap();
+    let ids: Vec<&str> = fold.sessions.iter().map(|s| s.session.as_str()).collect();
+    assert!(ids.iter().all(|s| !s.is_empty()), "a session without an id: {ids:?}");
     // Acting twice is refused; unknown ids still say so.
     let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done"]);
     assert_eq!(code, 1, "{err}");

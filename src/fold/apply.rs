@@ -29,8 +29,9 @@ impl Fold {
         pairs: &mut Pairing,
     ) {
         let v1 = view.is_v1();
-        if view.op() == op::AUDIT {
-            // Verification results: kept in the journal for people, nothing to fold.
+        if view.op() == op::AUDIT || view.op() == op::REMOTE {
+            // Verification results: kept in the journal for people, nothing to fold. A decision
+            // about another machine's entry (`walj sync` carries it there): no session here.
             return;
         }
         // A checkpoint's audit of one entry: not session activity.
@@ -40,7 +41,10 @@ impl Fold {
             }
             return;
         }
-        self.note_session(&view, v1);
+        // A hand-back of another machine's entry (`walj sync`) names no session of this journal.
+        if !view.session_key().is_empty() || view.op() != op::HANDOFF {
+            self.note_session(&view, v1);
+        }
         if view.op() == op::PERSISTED {
             // The bulk of a long journal: settle the entry, nothing else to read.
             self.settle(&view.id, opts);
