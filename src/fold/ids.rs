@@ -17,7 +17,7 @@
 //! the same or longer) is shown whole, with `toolu_01`: typed in full it is found exactly.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -321,18 +321,6 @@ pub fn path(journal: &Path) -> Option<PathBuf> {
     (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("ids.idx"))
 }
 
-/// Which journal, and how far (as the fold snapshot's header).
-#[derive(Debug, Serialize, Deserialize)]
-struct Header {
-    dev: u64,
-    ino: u64,
-    offset: u64,
-    lines: u64,
-    prefix_crc: u32,
-    body_len: u64,
-    body_crc: u32,
-}
-
 /// The body: the three key vectors (little-endian `u128`s, each after its `u64` length),
 /// then the sessions (each a `u32` length and its bytes).
 fn encode(ix: &IdIndex) -> Vec<u8> {
@@ -374,55 +362,13 @@ fn decode(mut b: &[u8]) -> Option<IdIndex> {
 /// The cached index when it matches the journal open as `file`: the index and the
 /// (offset, lines) it covers. Anything doubtful is `None` (the journal is read in full).
 fn read(cache: &Path, file: &fs::File) -> Option<(IdIndex, u64, u64)> {
-    let mut raw = Vec::new();
-    fs::File::open(cache).ok()?.read_to_end(&mut raw).ok()?;
-    let mut parts = raw.splitn(3, |&b| b == b'\n');
-    let (magic, header, body) = (parts.next()?, parts.next()?, parts.next()?);
-    if magic != MAGIC.as_bytes() {
-        return None;
-    }
-    let h: Header = serde_json::from_slice(header).ok()?;
-    if h.body_len != body.len() as u64 || h.body_crc != crc32c::crc32c(body) {
-        return None;
-    }
-    let meta = file.metadata().ok()?;
-    if super::snapshot::identity(&meta) != (h.dev, h.ino) || meta.len() < h.offset {
-        return None;
-    }
-    if super::snapshot::prefix_crc(file, h.offset).ok()? != h.prefix_crc {
-        return None;
-    }
-    Some((decode(body)?, h.offset, h.lines))
+    let (raw, start, offset, lines) = super::snapshot::read_cache(cache, MAGIC, file).ok()?;
+    Some((decode(&raw[start..])?, offset, lines))
 }
 
 /// Writes the cache (temp file, rename; not synced: a cache). Best effort.
 fn write(cache: &Path, file: &fs::File, ix: &IdIndex, offset: u64, lines: u64) -> io::Result<()> {
-    let (dev, ino) = super::snapshot::identity(&file.metadata()?);
-    let body = encode(ix);
-    let header = Header {
-        dev,
-        ino,
-        offset,
-        lines,
-        prefix_crc: super::snapshot::prefix_crc(file, offset)?,
-        body_len: body.len() as u64,
-        body_crc: crc32c::crc32c(&body),
-    };
-    let tmp = cache.with_file_name(format!(".ids.idx.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = crate::fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
-        f.write_all(MAGIC.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.write_all(&serde_json::to_vec(&header)?)?;
-        f.write_all(b"\n")?;
-        f.write_all(&body)?;
-        drop(f);
-        fs::rename(&tmp, cache)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    super::snapshot::write_cache(cache, MAGIC, ".ids.idx.tmp-", file, &encode(ix), offset, lines)
 }
 
 /// How ids are shown: the shortest unique start of each, after `toolu_01`.

@@ -175,8 +175,21 @@ pub enum Unused {
 /// The snapshot of `journal` when it matches the journal open as `file`: the state and the
 /// header's (offset, lines).
 fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
+    let (raw, start, offset, lines) = read_cache(snap, MAGIC, file)?;
+    let body = &raw[start..];
+    let (json, settled) = split_body(body).ok_or_else(|| Unused::Damaged("body layout".into()))?;
+    let mut state: State = serde_json::from_slice(json).map_err(|e| Unused::Damaged(format!("body: {e}")))?;
+    state.settled = decode_settled(settled).ok_or_else(|| Unused::Damaged("settled paths".into()))?;
+    Ok((state, offset, lines))
+}
+
+/// A cache file of a journal (`fold.snap`, the id index `ids.idx`) when it describes the
+/// journal open as `file`: its bytes, where its body starts, and the (offset, lines) it
+/// covers. The layout: a `magic` line, a [`Header`] line (which journal, how far, the body's
+/// length and CRC-32C), the body.
+pub(super) fn read_cache(path: &Path, magic: &str, file: &fs::File) -> Result<(Vec<u8>, usize, u64, u64), Unused> {
     let mut raw = Vec::new();
-    match fs::File::open(snap) {
+    match fs::File::open(path) {
         Ok(mut f) => {
             raw.reserve(f.metadata().map_or(0, |m| m.len() as usize));
             f.read_to_end(&mut raw).map_err(|e| Unused::Damaged(e.to_string()))?
@@ -185,10 +198,10 @@ fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
         Err(e) => return Err(Unused::Damaged(e.to_string())),
     };
     let mut parts = raw.splitn(3, |&b| b == b'\n');
-    let (Some(magic), Some(header), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
+    let (Some(m), Some(header), Some(body)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(Unused::Damaged("too short".into()));
     };
-    if magic != MAGIC.as_bytes() {
+    if m != magic.as_bytes() {
         return Err(Unused::Stale("another version"));
     }
     let h: Header = serde_json::from_slice(header).map_err(|e| Unused::Damaged(format!("header: {e}")))?;
@@ -205,10 +218,8 @@ fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
     if prefix_crc(file, h.offset).ok() != Some(h.prefix_crc) {
         return Err(Unused::Stale("the journal's bytes before the snapshot changed"));
     }
-    let (json, settled) = split_body(body).ok_or_else(|| Unused::Damaged("body layout".into()))?;
-    let mut state: State = serde_json::from_slice(json).map_err(|e| Unused::Damaged(format!("body: {e}")))?;
-    state.settled = decode_settled(settled).ok_or_else(|| Unused::Damaged("settled paths".into()))?;
-    Ok((state, h.offset, h.lines))
+    let start = raw.len() - body.len();
+    Ok((raw, start, h.offset, h.lines))
 }
 
 /// Bytes per settled path: digest, line, which images are present, the two image digests.
@@ -264,14 +275,27 @@ pub fn check(journal: &Path) -> Option<Unused> {
 /// Writes the snapshot of `scan` (the fold of `journal`'s first `offset` bytes, `lines`
 /// lines): temp file, rename; not synced (a cache). Best effort.
 fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offset: u64, lines: u64) -> io::Result<()> {
-    let meta = file.metadata()?;
-    let (dev, ino) = identity(&meta);
     let state = State::of(scan, regions);
     let json = serde_json::to_vec(&state)?;
     let mut body = Vec::with_capacity(8 + json.len() + 8 + state.settled.len() * SETTLED_BYTES);
     body.extend_from_slice(&(json.len() as u64).to_le_bytes());
     body.extend_from_slice(&json);
     encode_settled(&state.settled, &mut body);
+    write_cache(snap, MAGIC, TMP_PREFIX, file, &body, offset, lines)
+}
+
+/// Writes a cache file [`read_cache`] reads: temp file (`<tmp_prefix><pid>`), rename; not
+/// synced (a cache). Temp files a killed writer left (older than a minute) are removed first.
+pub(super) fn write_cache(
+    path: &Path,
+    magic: &str,
+    tmp_prefix: &str,
+    file: &fs::File,
+    body: &[u8],
+    offset: u64,
+    lines: u64,
+) -> io::Result<()> {
+    let (dev, ino) = identity(&file.metadata()?);
     let header = Header {
         dev,
         ino,
@@ -279,19 +303,19 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
         lines,
         prefix_crc: prefix_crc(file, offset)?,
         body_len: body.len() as u64,
-        body_crc: crc32c::crc32c(&body),
+        body_crc: crc32c::crc32c(body),
     };
-    let tmp = snap.with_file_name(format!("{TMP_PREFIX}{}", std::process::id()));
-    sweep_stale_temps(snap);
+    sweep_stale_temps(path, tmp_prefix);
+    let tmp = path.with_file_name(format!("{tmp_prefix}{}", std::process::id()));
     let result = (|| {
         let mut f = crate::fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
-        f.write_all(MAGIC.as_bytes())?;
+        f.write_all(magic.as_bytes())?;
         f.write_all(b"\n")?;
         f.write_all(&serde_json::to_vec(&header)?)?;
         f.write_all(b"\n")?;
-        f.write_all(&body)?;
+        f.write_all(body)?;
         drop(f);
-        fs::rename(&tmp, snap)
+        fs::rename(&tmp, path)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -304,11 +328,11 @@ const TMP_PREFIX: &str = ".fold.snap.tmp-";
 
 /// A writer killed between creating its temp file and the rename leaves it behind: removed
 /// by the next writer once older than a minute (a live writer finishes in well under that).
-fn sweep_stale_temps(snap: &Path) {
-    let Some(dir) = snap.parent() else { return };
+fn sweep_stale_temps(path: &Path, tmp_prefix: &str) {
+    let Some(dir) = path.parent() else { return };
     let Ok(rd) = fs::read_dir(dir) else { return };
     for ent in rd.flatten() {
-        if !ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+        if !ent.file_name().to_string_lossy().starts_with(tmp_prefix) {
             continue;
         }
         let stale = ent
