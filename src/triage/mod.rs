@@ -96,3 +96,10 @@ pub struct Outcome {
     /// kept in the store (blob ids; `GIT_OBJECT_DIRECTORY=.walj/store git cat-file -p ID`).
     pub kept: Vec<String>,
 }
+
+impl Outcome {
+    /// The outcome of an action on `e`: `message`, and whether anything changed.
+    pub fn of(e: &crate::fold::Entry, message: String, changed: bool) -> Outcome {
+        Outcome { id: e.id.clone(), path: e.path.clone(), message, changed, ..Outcome::default() }
+    }
+}

@@ -522,13 +522,7 @@ fn write_one(
         }
     };
     let message = w.describe(force, false);
-    let outcome = |message: String, changed: bool| Outcome {
-        id: e.id.clone(),
-        path: e.path.clone(),
-        message,
-        changed,
-        ..Outcome::default()
-    };
+    let outcome = |message: String, changed: bool| Outcome::of(e, message, changed);
     match (&target, &w.abs, blobs) {
         (None, _, _) if !w.record_nothing => return Ok(outcome(message, false)),
         (None, _, _) => append(project, &[r])?,

@@ -241,13 +241,7 @@ fn apply(
                     format!("reopened {} ({}): undid the {what} of {}", fold.ids.short(&e.id), e.path, when(&a.ts))
                 }
                 Some(p) => {
-                    let outcome = |message: String, changed: bool| Outcome {
-                        id: e.id.clone(),
-                        path: e.path.clone(),
-                        message,
-                        changed,
-                        ..Outcome::default()
-                    };
+                    let outcome = |message: String, changed: bool| Outcome::of(e, message, changed);
                     project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     let now = read_disk(&p.abs, &e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     if now != p.disk {
