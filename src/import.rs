@@ -44,6 +44,20 @@ use crate::store::{Store, blob_id};
 /// `by` of the records import writes.
 pub(crate) const BY_IMPORT: &str = "import";
 
+/// The `persisted` record (`r`, stamped with its session and time) settling the imported
+/// entry `e` at the end of its turn, as the agent's Stop hook would have: unverified (the disk
+/// of that time is gone), by import.
+pub(crate) fn settled_by_import(mut r: Record, e: &Record) -> Record {
+    r.id = e.id.clone();
+    r.path = e.path.clone();
+    r.event = e.event.clone();
+    r.tool = e.tool.clone();
+    r.after = e.after.clone();
+    r.outside = e.outside;
+    r.persisted = true;
+    r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT)
+}
+
 /// Records per journal write.
 const BATCH: usize = 2000;
 
@@ -791,15 +805,7 @@ impl<'a> Converter<'a> {
         }
         for i in std::mem::take(&mut self.turn) {
             let e = &self.records[i];
-            let mut r = self.rec(op::PERSISTED, &e.session, ts);
-            r.id = e.id.clone();
-            r.path = e.path.clone();
-            r.event = e.event.clone();
-            r.tool = e.tool.clone();
-            r.after = e.after.clone();
-            r.outside = e.outside;
-            r.persisted = true;
-            r = r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT);
+            let r = settled_by_import(self.rec(op::PERSISTED, &e.session, ts), e);
             self.emit(r);
         }
     }

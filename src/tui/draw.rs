@@ -215,17 +215,7 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             if total > 0 {
                 spans.push(Span::styled(format!(" ☐{done}/{total}"), theme::INFO));
             }
-            if let Some(b) = &s.branch {
-                spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
-            }
-            let started = s.started.as_deref().unwrap_or(&s.first_ts);
-            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
-            let used: usize = spans.iter().map(|s| s.width()).sum();
-            if let Some(p) = s.last_prompt()
-                && used + 4 < w
-            {
-                spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
-            }
+            session_tail(app, s, &mut spans, w);
             Line::from(spans)
         }
         Item::Group(vi, gi) => {
@@ -272,17 +262,7 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
             if v.open > 0 {
                 spans.push(Span::styled(format!(" {} open", v.open), theme::WARN));
             }
-            if let Some(b) = &s.branch {
-                spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
-            }
-            let started = s.started.as_deref().unwrap_or(&s.first_ts);
-            spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
-            let used: usize = spans.iter().map(|s| s.width()).sum();
-            if let Some(p) = s.last_prompt()
-                && used + 4 < w
-            {
-                spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
-            }
+            session_tail(app, s, &mut spans, w);
             Line::from(spans)
         }
         Item::RemoteEntry(mi, _, ei) => match app.machine(mi).and_then(|r| r.fold.entries.get(ei)) {
@@ -293,6 +273,21 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
 }
 
 /// An entry's row: selection mark, state, path (and `tag`), tool and age.
+/// A session line's end: its branch, when it started, and its last prompt in the width left.
+fn session_tail(app: &App, s: &crate::fold::SessionInfo, spans: &mut Vec<Span<'_>>, w: usize) {
+    if let Some(b) = &s.branch {
+        spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
+    }
+    let started = s.started.as_deref().unwrap_or(&s.first_ts);
+    spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    if let Some(p) = s.last_prompt()
+        && used + 4 < w
+    {
+        spans.push(Span::styled(format!(" {}", fit(&one_line(p, 200), w - used - 1)), theme::PROMPT));
+    }
+}
+
 fn entry_line<'a>(app: &'a App, e: &Entry, tag: String, indent: &'static str, w: usize) -> Line<'a> {
     let st = e.state();
     let marked = app.tree.marked.contains(&e.id);

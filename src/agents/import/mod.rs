@@ -38,7 +38,7 @@ use super::event::{Change, PathChange};
 use super::patch::{self, Chunk, PatchOp};
 use crate::claude::payload::clip;
 use crate::config::{self, Config, Matcher};
-use crate::import::{BY_IMPORT, Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts};
+use crate::import::{BY_IMPORT, Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, settled_by_import};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_MESSAGE};
 use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
@@ -552,15 +552,7 @@ impl Conv<'_> {
         }
         for i in std::mem::take(&mut self.turn) {
             let e = &self.records[i];
-            let mut r = self.rec(op::PERSISTED, ts);
-            r.id = e.id.clone();
-            r.path = e.path.clone();
-            r.event = e.event.clone();
-            r.tool = e.tool.clone();
-            r.after = e.after.clone();
-            r.outside = e.outside;
-            r.persisted = true;
-            r = r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT);
+            let r = settled_by_import(self.rec(op::PERSISTED, ts), e);
             self.emit(r);
         }
     }
