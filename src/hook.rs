@@ -29,7 +29,7 @@ use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, 
 use crate::journal::{Blob, JournalWriter, Record, key, kind, nocap, op, tool};
 use crate::procinfo;
 use crate::project::{Located, Project};
-use crate::store::{Store, file_blob_id};
+use crate::store::{Durable, Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
 #[derive(Debug, Default, Clone)]
@@ -249,7 +249,7 @@ impl Ctx<'_> {
         Ok(None)
     }
 
-    /// Appends `records` while the syncs of the objects they name run ([`Store::put_pending`]),
+    /// Appends `records` while the syncs of the objects they name run ([`Store::put_carried`]),
     /// and returns once both are durable: one sync's wait, not one per file in a row.
     fn append_durable(&self, records: &[Record], syncs: Vec<crate::store::Pending>) -> HookResult {
         let appended = self.append(records);
@@ -304,7 +304,7 @@ impl Ctx<'_> {
             if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
                 let (cfg, matcher) = config.get_or_init(|| self.config());
                 let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref());
-                syncs.extend(image.sync.take());
+                image.settle(&mut r, &mut syncs);
                 let created = image.blob.as_ref().is_some_and(Blob::is_absent);
                 let whole = writes_whole(t.name, c);
                 r.event =
@@ -375,24 +375,18 @@ impl Ctx<'_> {
                             && (orig.len() as u64) <= cfg.capture.max_bytes
                             && !crate::secrets::secret_content(orig.as_bytes()) =>
                     {
-                        r.before = Some(Blob::Id(match Store::new(&store).put_pending(orig.as_bytes()) {
-                            Ok((id, sync)) => {
-                                syncs.extend(sync);
-                                id
-                            }
-                            Err(e) => {
-                                // Not stored: the record keeps its id and says so.
-                                r.nocap = Some(nocap_err(nocap::STORE_FAILED, &e));
-                                crate::store::blob_id(orig.as_bytes())
-                            }
-                        }));
+                        // Not stored: the record keeps its id and says so (`nocap`).
+                        let mut image = store_image(&store, orig.as_bytes().to_vec());
+                        image.settle(&mut r, &mut syncs);
+                        r.before = image.blob;
+                        r.nocap = image.nocap;
                     }
                     Some(None) => r.before = Some(Blob::Absent),
                     _ => {}
                 }
                 if !failed {
                     let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref());
-                    syncs.extend(image.sync.take());
+                    image.settle(&mut r, &mut syncs);
                     r.after = image.blob;
                     r.nocap = image.nocap.or(r.nocap.take());
                 }
@@ -755,14 +749,54 @@ pub struct Image {
     pub nocap: Option<String>,
     /// The bytes read (when they were read whole).
     pub bytes: Option<Vec<u8>>,
-    /// The stored object's syncs, still running ([`Store::put_pending`]): wait for them
+    /// The stored object's syncs, still running ([`Store::put_carried`]): wait for them
     /// before acknowledging the line that names it.
     pub sync: Option<crate::store::Pending>,
+    /// `(id, base64)`: the object the line that names it must carry ([`key::IMAGES`]).
+    pub carried: Option<(String, String)>,
 }
 
 impl Image {
     fn none(blob: Option<Blob>, nocap: Option<String>) -> Image {
-        Image { blob, nocap, bytes: None, sync: None }
+        Image { blob, nocap, bytes: None, sync: None, carried: None }
+    }
+
+    /// Moves what the line must carry into `r` and the syncs to wait for into `syncs`.
+    fn settle(&mut self, r: &mut Record, syncs: &mut Vec<crate::store::Pending>) {
+        syncs.extend(self.sync.take());
+        if let Some((id, b64)) = self.carried.take() {
+            carry(r, id, b64);
+        }
+    }
+}
+
+/// Adds an object to the images `r` carries ([`key::IMAGES`]).
+fn carry(r: &mut Record, id: String, b64: String) {
+    let images = r.extra.entry(key::IMAGES).or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(m) = images {
+        m.insert(id, Value::String(b64));
+    }
+}
+
+/// Stores `bytes` for a line about to name them: its id, with what the line must carry or
+/// wait for ([`Store::put_carried`]).
+fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
+    match Store::new(store_dir).put_carried(&bytes) {
+        Ok((id, durable)) => {
+            let (sync, carried) = match durable {
+                Durable::Already => (None, None),
+                Durable::Pending(p) => (Some(p), None),
+                Durable::Carried(b64) => (None, Some((id.clone(), b64))),
+            };
+            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync, carried }
+        }
+        Err(e) => Image {
+            blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
+            nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),
+            bytes: Some(bytes),
+            sync: None,
+            carried: None,
+        },
     }
 }
 
@@ -827,17 +861,9 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
         // A private key under a name that says nothing: recorded by id only.
         return Image::none(Some(Blob::Id(crate::store::blob_id(&bytes))), Some(nocap::NEVER_CAPTURE.into()));
     }
-    // Stored without waiting for its sync: the caller waits for it while the journal line is
-    // synced ([`Ctx::append_durable`]).
-    match Store::new(store_dir).put_pending(&bytes) {
-        Ok((id, sync)) => Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync },
-        Err(e) => Image {
-            blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
-            nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),
-            bytes: Some(bytes),
-            sync: None,
-        },
-    }
+    // Stored without a sync of its own: the line carries it, or the caller waits for its
+    // syncs while the journal line is synced ([`Ctx::append_durable`]).
+    store_image(store_dir, bytes)
 }
 
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.

@@ -7,12 +7,16 @@
 //! (and its folder fsynced) before any journal line names it. Existing ids are not
 //! rewritten (deduplication) unless a cheap check finds them damaged ([`Store::intact`]).
 //!
-//! The hook's path ([`Store::put_pending`]) writes the object under its final name first and
-//! runs its syncs on a thread while the journal line that names it is appended and synced:
-//! the hook waits one sync, not three in a row, and returns only once all are done, so the
-//! contract holds (once the hook returned, the image and its line are durable). A machine
-//! crash before then may leave a line whose object is missing or cut short; the tool had not
-//! run, so readers use the disk and say so (`triage::diff`).
+//! The hook's path ([`Store::put_carried`]) syncs one file, its journal: an image of up to
+//! [`CARRY_MAX`] compressed bytes is written as a loose object without a sync and carried,
+//! base64, in the journal line that names it (`images`), so the line's sync makes both
+//! durable; [`Store::get`] takes it from the line when a machine crash lost the loose copy,
+//! and `walj compact` takes it out of the line once the store holds it durably. A larger
+//! image has its own syncs run on a thread while the line is appended and synced, and the
+//! hook returns only once all are done. Either way the contract holds: once the hook
+//! returned, the image and its line are durable. A machine crash before then may leave a
+//! line whose object is missing or cut short; the tool had not run, so readers use the disk
+//! and say so (`triage::diff`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -80,6 +84,9 @@ pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(60
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// Where the journal beside the store carries each object it carries (line offsets),
+    /// read once, at the first object [`Store::get`] could not find loose.
+    carried: std::sync::OnceLock<std::collections::HashMap<String, u64>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +101,7 @@ pub enum StoreError {
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
-        Store { dir: dir.into() }
+        Store { dir: dir.into(), carried: std::sync::OnceLock::new() }
     }
 
     pub fn dir(&self) -> &Path {
@@ -145,20 +152,36 @@ impl Store {
         }
     }
 
-    /// Stores `bytes` and returns their id at once, with the syncs that make the object
-    /// durable already running on a thread ([`Pending`]): the caller appends the journal line
-    /// that names the object meanwhile, and waits for both before it acknowledges anything
-    /// (the hook: before it returns). One sync long instead of three in a row.
+    /// Stores `bytes` for the hook, which syncs exactly one file: its journal. An object
+    /// whose compressed form is at most [`CARRY_MAX`] bytes is written under its final name
+    /// without any sync and handed back to be **carried** in the journal line that names it
+    /// ([`Durable::Carried`], the line's `images` field): that line's own sync makes it
+    /// durable, and a reader that finds the loose object missing or cut short (a machine
+    /// crash before the page cache was written back) takes it from the line
+    /// ([`Store::get`]). A larger object ([`Durable::Pending`]) has its syncs started on a
+    /// thread: the caller appends the line that names it meanwhile and waits for both before
+    /// it acknowledges anything (one sync's wait, not three in a row). An intact object
+    /// already there is kept ([`Durable::Already`]).
     ///
-    /// The object is complete under its final name (in the page cache) before this returns,
-    /// so a process killed at any point after never leaves a line naming an absent object.
-    /// Only a machine crash before the syncs finished can lose it, and then the hook had not
-    /// returned: readers treat such an object as lost and say so (the disk still held the
-    /// image: the tool had not run). `None`: an intact object was there already.
-    pub fn put_pending(&self, bytes: &[u8]) -> Result<(String, Option<Pending>), StoreError> {
+    /// Either way the object is complete under its final name (in the page cache) before
+    /// this returns, so a process killed at any point after never leaves a line naming an
+    /// absent object. Only a machine crash can lose a loose object, and then either its line
+    /// carries it or the hook had not returned: readers treat such an object as lost and say
+    /// so (the disk still held the image: the tool had not run).
+    pub fn put_carried(&self, bytes: &[u8]) -> Result<(String, Durable), StoreError> {
         let id = blob_id(bytes);
-        let pending = self.put_unsynced(&id, bytes)?.map(Pending::start);
-        Ok((id, pending))
+        if self.intact(&id, bytes) {
+            self.reuse(&id);
+            return Ok((id, Durable::Already));
+        }
+        let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(&id), source })?;
+        if loose.len() > CARRY_MAX {
+            let pending = self.write_unsynced(&id, &loose)?;
+            return Ok((id, Durable::Pending(Pending::start(pending))));
+        }
+        // The line carries it: a loose copy that cannot be written is only a slower read.
+        let _ = self.write_unsynced(&id, &loose);
+        Ok((id, Durable::Carried(carry_encode(&loose))))
     }
 
     /// Writes object `id` under its final name, unsynced, unless an intact copy is there:
@@ -169,6 +192,13 @@ impl Store {
             self.reuse(id);
             return Ok(None);
         }
+        let loose = encode(bytes).map_err(|source| StoreError::Io { path: path.clone(), source })?;
+        self.write_unsynced(id, &loose).map(Some)
+    }
+
+    /// Writes the loose-object bytes `loose` as object `id` (temp file, rename), unsynced.
+    fn write_unsynced(&self, id: &str, loose: &[u8]) -> Result<Unsynced, StoreError> {
+        let path = self.object_path(id);
         let io_err = |source: io::Error, path: &Path| StoreError::Io { path: path.to_path_buf(), source };
         let sub = path.parent().unwrap_or(&self.dir).to_path_buf();
         let new_sub = !sub.is_dir();
@@ -176,11 +206,11 @@ impl Store {
             fsutil::create_private_dir(&sub).map_err(|e| io_err(e, &sub))?;
         }
         let tmp = sub.join(format!(".tmp-{}-{}", std::process::id(), &id[id.len().saturating_sub(8)..]));
-        let file = write_object(&tmp, &path, bytes, false).map_err(|e| {
+        let file = write_object(&tmp, &path, loose, false).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             io_err(e, &path)
         })?;
-        Ok(Some(Unsynced { file, path, sub, store: new_sub.then(|| self.dir.clone()) }))
+        Ok(Unsynced { file, path, sub, store: new_sub.then(|| self.dir.clone()) })
     }
 
     /// True when object `id` is in the store whole, as far as a cheap check can tell without
@@ -241,7 +271,7 @@ impl Store {
             let sub = path.parent().unwrap_or(&self.dir);
             // The whole id: writers run in parallel, names must not collide.
             let tmp = sub.join(format!(".tmp-{}-{id}", std::process::id()));
-            write_object(&tmp, &path, bytes, true).map(drop).map_err(|source| {
+            encode(bytes).and_then(|loose| write_object(&tmp, &path, &loose, true)).map(drop).map_err(|source| {
                 let _ = fs::remove_file(&tmp);
                 StoreError::Io { path: path.clone(), source }
             })
@@ -280,8 +310,44 @@ impl Store {
         Ok(())
     }
 
-    /// Reads an object's bytes, checking the header and the id.
+    /// Reads an object's bytes, checking the header and the id. A loose object that is
+    /// missing or damaged is taken from the journal line that carries it, if any
+    /// ([`Store::put_carried`]), and written back (synced) for the next reader.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
+        match self.get_loose(id) {
+            Err(e @ (StoreError::Missing(_) | StoreError::Corrupt { .. })) if is_id(id) => {
+                match self.from_journal(id) {
+                    Some(body) => {
+                        let _ = self.put_with_id(id, &body);
+                        Ok(body)
+                    }
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Object `id` as a line of the journal beside the store (`../journal.jsonl`) carries it
+    /// in its `images` field: only after a machine crash lost a loose object, or for one the
+    /// hook could not write. The first call reads the journal once for the ids its lines
+    /// carry; later ones read one line each.
+    fn from_journal(&self, id: &str) -> Option<Vec<u8>> {
+        use std::io::{BufRead as _, Seek as _};
+        let journal = self.dir.parent()?.join("journal.jsonl");
+        let index = self.carried.get_or_init(|| carried_index(&journal).unwrap_or_default());
+        let offset = *index.get(id)?;
+        let mut f = File::open(&journal).ok()?;
+        f.seek(io::SeekFrom::Start(offset)).ok()?;
+        let mut line = Vec::new();
+        io::BufReader::new(f).read_until(b'\n', &mut line).ok()?;
+        let v = serde_json::from_slice::<serde_json::Value>(line.trim_ascii()).ok()?;
+        let carried = v.get(crate::journal::record::key::IMAGES)?.get(id)?.as_str()?;
+        carried_object(id, carried)
+    }
+
+    /// The loose object's bytes, checking the header and the id.
+    fn get_loose(&self, id: &str) -> Result<Vec<u8>, StoreError> {
         if !is_id(id) {
             // Not an id at all (a damaged or hand-edited line): no object has that name.
             return Err(StoreError::Missing(id.to_string()));
@@ -292,19 +358,57 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(StoreError::Missing(id.to_string())),
             Err(source) => return Err(StoreError::Io { path, source }),
         };
-        let mut raw = Vec::new();
-        ZlibDecoder::new(f)
-            .read_to_end(&mut raw)
-            .map_err(|e| StoreError::Corrupt { id: id.to_string(), why: e.to_string() })?;
-        let nul = raw
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| StoreError::Corrupt { id: id.to_string(), why: "no header".into() })?;
-        let body = raw.split_off(nul + 1);
+        let mut loose = Vec::new();
+        let mut f = f;
+        f.read_to_end(&mut loose).map_err(|source| StoreError::Io { path: path.clone(), source })?;
+        let body = decode(&loose).map_err(|why| StoreError::Corrupt { id: id.to_string(), why })?;
         if blob_id(&body) != id {
             return Err(StoreError::Corrupt { id: id.to_string(), why: "content does not match its id".into() });
         }
         Ok(body)
+    }
+
+    /// Makes the objects a line carries (`(id, base64)`, its `images`) durable in the store,
+    /// before `walj compact` takes them out of the line: an object missing or damaged is
+    /// written from the line (synced); an intact one, which the hook wrote without a sync,
+    /// is returned to be synced ([`Store::sync_objects`]). A carried value that does not
+    /// decode to its id is left alone (the loose object, if any, is all there is).
+    pub fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
+        let Some(body) = carried_object(id, b64) else { return Ok(None) };
+        if self.intact(id, &body) {
+            return Ok(Some(self.object_path(id)));
+        }
+        self.put_with_id(id, &body)?;
+        Ok(None)
+    }
+
+    /// Syncs objects written without a sync, and their folders (the store's too, for new
+    /// folders). On Linux one `syncfs` of the store's file system does it all.
+    pub fn sync_objects(&self, paths: &[PathBuf]) -> Result<(), StoreError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source: io::Error| StoreError::Io { path, source }
+        };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let dir = File::open(&self.dir).map_err(io_err(&self.dir))?;
+            rustix::fs::syncfs(&dir).map_err(|e| io_err(&self.dir)(e.into()))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let mut subs = std::collections::BTreeSet::new();
+            for p in paths {
+                File::open(p).and_then(|f| f.sync_all()).map_err(io_err(p))?;
+                subs.insert(p.parent().unwrap_or(&self.dir).to_path_buf());
+            }
+            for sub in subs.iter().chain(std::iter::once(&self.dir)) {
+                fsutil::sync_dir(sub).map_err(io_err(sub))?;
+            }
+            Ok(())
+        }
     }
 
     /// Every object id in the store.
@@ -367,10 +471,20 @@ impl Store {
     }
 }
 
-/// Writes `bytes` as a loose object to `tmp` (created new: a stale or planted file there is
-/// replaced, never followed), fsyncs it when `sync` says so, and renames it to `path` (over a
-/// damaged copy, if any). The caller syncs the folder (and, unsynced, the file: returned open).
-fn write_object(tmp: &Path, path: &Path, bytes: &[u8], sync: bool) -> io::Result<File> {
+/// The loose-object form of `bytes`: zlib of `blob <len>\0` + `bytes` (git's encoding).
+fn encode(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    // Level 1: the hook's budget is a couple of milliseconds.
+    let mut enc = ZlibEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::fast());
+    enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
+    enc.write_all(bytes)?;
+    enc.finish()
+}
+
+/// Writes loose-object bytes (from [`encode`]) to `tmp` (created new: a stale or planted file
+/// there is replaced, never followed), fsyncs it when `sync` says so, and renames it to `path`
+/// (over a damaged copy, if any). The caller syncs the folder (and, unsynced, the file:
+/// returned open).
+fn write_object(tmp: &Path, path: &Path, loose: &[u8], sync: bool) -> io::Result<File> {
     let open = || fsutil::open_private(tmp, OpenOptions::new().write(true).create_new(true));
     let f = match open() {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -380,11 +494,8 @@ fn write_object(tmp: &Path, path: &Path, bytes: &[u8], sync: bool) -> io::Result
         }
         other => other?,
     };
-    // Level 1: the hook's budget is a couple of milliseconds.
-    let mut enc = ZlibEncoder::new(f, Compression::fast());
-    enc.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
-    enc.write_all(bytes)?;
-    let f = enc.finish()?;
+    let mut f = f;
+    f.write_all(loose)?;
     if sync {
         f.sync_all()?;
     }
@@ -403,14 +514,23 @@ struct Unsynced {
 }
 
 impl Unsynced {
-    /// The object's data, then its name, then (for a new folder) the folder's name.
+    /// The object's data, its name, and (for a new folder) the folder's name. The rename
+    /// has already happened, so the order of the syncs does not matter, only that all have
+    /// finished: the folders are synced on a second thread while this one syncs the data.
+    /// Without a thread to be had, they run in turn.
     fn sync(&self) -> io::Result<()> {
-        self.file.sync_all()?;
-        fsutil::sync_dir(&self.sub)?;
-        if let Some(store) = &self.store {
-            fsutil::sync_dir(store)?;
-        }
-        Ok(())
+        let dirs = || -> io::Result<()> {
+            fsutil::sync_dir(&self.sub)?;
+            self.store.as_deref().map_or(Ok(()), fsutil::sync_dir)
+        };
+        std::thread::scope(|s| {
+            let folders = std::thread::Builder::new().name("walj-store-dir-sync".into()).spawn_scoped(s, dirs);
+            self.file.sync_all()?;
+            match folders {
+                Ok(h) => h.join().unwrap_or_else(|_| Err(io::Error::other("the folder sync thread panicked"))),
+                Err(_) => dirs(),
+            }
+        })
     }
 
     fn finish(self) -> Result<(), StoreError> {
@@ -418,7 +538,82 @@ impl Unsynced {
     }
 }
 
-/// An object's syncs, running on their own thread ([`Store::put_pending`]). [`Pending::wait`]
+/// The largest compressed object the hook carries in its journal line rather than syncing
+/// it on its own ([`Store::put_carried`]): 16 KiB, a source file of about 50 KB (base64 makes
+/// it 4/3 longer in the line).
+pub const CARRY_MAX: usize = 16 * 1024;
+
+/// How an object the hook stored becomes durable ([`Store::put_carried`]).
+pub enum Durable {
+    /// An intact copy was in the store already.
+    Already,
+    /// In the line that names it: the loose-object bytes, base64 (a value of `images`).
+    Carried(String),
+    /// Its own syncs, running: wait for them before acknowledging the line.
+    Pending(Pending),
+}
+
+impl Durable {
+    /// Waits for the object's own syncs, if it has any (a carried one is durable with its line).
+    pub fn wait(self) -> Result<(), StoreError> {
+        match self {
+            Durable::Pending(p) => p.wait(),
+            Durable::Already | Durable::Carried(_) => Ok(()),
+        }
+    }
+}
+
+/// A carried object as its line stores it: base64 (standard alphabet, padded) of the loose
+/// object's bytes, so `base64 -d | git hash-object`-style tools can read it.
+fn carry_encode(loose: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(loose)
+}
+
+/// The object `id` carried in `value` (an `images` value), checked against its id.
+pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let loose = base64::engine::general_purpose::STANDARD.decode(value).ok()?;
+    let body = decode(&loose).ok()?;
+    (blob_id(&body) == id).then_some(body)
+}
+
+/// The ids the lines of `journal` carry (`images`), each with its line's offset (the last
+/// line that carries it).
+fn carried_index(journal: &Path) -> io::Result<std::collections::HashMap<String, u64>> {
+    use std::io::BufRead as _;
+    let mut out = std::collections::HashMap::new();
+    let mut r = io::BufReader::with_capacity(1 << 20, File::open(journal)?);
+    let tag = format!("\"{}\":{{", crate::journal::record::key::IMAGES);
+    let finder = memchr::memmem::Finder::new(tag.as_bytes());
+    let (mut line, mut offset) = (Vec::new(), 0u64);
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        if finder.find(&line).is_some()
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line.trim_ascii())
+            && let Some(images) = v.get(crate::journal::record::key::IMAGES).and_then(|m| m.as_object())
+        {
+            for id in images.keys() {
+                out.insert(id.clone(), offset);
+            }
+        }
+        offset += n as u64;
+    }
+}
+
+/// The bytes of a loose object (zlib of `blob <len>\0` + bytes), header checked.
+fn decode(loose: &[u8]) -> Result<Vec<u8>, String> {
+    let mut raw = Vec::new();
+    ZlibDecoder::new(loose).read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let nul = raw.iter().position(|&b| b == 0).ok_or("no header")?;
+    Ok(raw.split_off(nul + 1))
+}
+
+/// An object's syncs, running on their own thread ([`Store::put_carried`]). [`Pending::wait`]
 /// returns once the object is durable. Dropped without a wait, it still waits (a hook never
 /// returns with an object's syncs in flight).
 #[must_use = "the object is durable only once its Pending has been waited for"]
@@ -564,8 +759,8 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         for size in [0usize, 1, 5551, 5552, 5553, 100_000] {
             let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 256) as u8).collect();
-            let (id, pending) = s.put_pending(&bytes).unwrap();
-            pending.unwrap().wait().unwrap();
+            let (id, durable) = s.put_carried(&bytes).unwrap();
+            durable.wait().unwrap();
             assert!(s.intact(&id, &bytes), "{size} bytes");
             let path = s.object_path(&id);
             let whole = fs::read(&path).unwrap();
@@ -578,12 +773,13 @@ mod tests {
                 fs::write(&path, &damaged).unwrap();
                 assert!(!s.intact(&id, &bytes), "{size} bytes, damaged to {} bytes", damaged.len());
                 // Stored again: the damaged copy is replaced, not trusted.
-                let (again, pending) = s.put_pending(&bytes).unwrap();
+                let (again, durable) = s.put_carried(&bytes).unwrap();
                 assert_eq!(again, id);
-                pending.expect("rewritten").wait().unwrap();
+                assert!(!matches!(durable, Durable::Already), "rewritten");
+                durable.wait().unwrap();
                 assert_eq!(s.get(&id).unwrap(), bytes);
             }
-            assert!(s.put_pending(&bytes).unwrap().1.is_none(), "an intact object is reused");
+            assert!(matches!(s.put_carried(&bytes).unwrap().1, Durable::Already), "an intact object is reused");
         }
     }
 }

@@ -164,6 +164,11 @@ pub mod key {
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";
+    /// On a file tool's intent or outcome: the images the line names that the hook carries
+    /// itself rather than syncing them on their own (`{"<blob id>": "<base64 of the loose
+    /// object>"}`, [`crate::store::Store::put_carried`]); `walj compact` takes them out once
+    /// the store holds them durably.
+    pub const IMAGES: &str = "images";
     /// Session records.
     pub const PROMPT: &str = "prompt";
     /// Claude Code's `prompt_id` of the turn a prompt (or task notification) starts. A message

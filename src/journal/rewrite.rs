@@ -40,7 +40,7 @@ use serde_json::{Value, json};
 use crate::fold::{CommandStatus, Entry, Fold, FoldOptions, Pairing, SessionStatus};
 use crate::fsutil;
 use crate::journal::view::{RecordView, classify};
-use crate::journal::{JournalWriter, Source, kind, op, side};
+use crate::journal::{JournalWriter, Source, key, kind, op, side};
 use crate::project::Project;
 use crate::session::{SessionError, hex_ids, is_settled, resolve, transcript};
 use crate::store::Store;
@@ -443,6 +443,11 @@ struct Copied {
     snapshot_lines: u64,
     written_lines: u64,
     write_err: Option<io::Error>,
+    /// Kept lines whose carried images (`images`) were taken out.
+    uncarried: u64,
+    /// Carried objects the hook wrote without a sync, to sync before the swap.
+    to_sync: Vec<PathBuf>,
+    store_err: Option<crate::store::StoreError>,
 }
 
 /// Where the rewritten journal goes: the journal's folder, its name, the temp file.
@@ -504,10 +509,19 @@ fn rewrite_once(
             .map_err(SessionError::io("creating", &paths.tmp))?;
         Some(BufWriter::with_capacity(1 << 20, f))
     };
-    let mut copied = copy_kept(journal, end, &plan, out.as_mut(), progress_bar(run.progress, end))
+    let store = Store::new(project.store_dir());
+    let keep_images = (!run.dry_run).then_some(&store);
+    let mut copied = copy_kept(journal, end, &plan, out.as_mut(), keep_images, progress_bar(run.progress, end))
         .map_err(|e| paths.fail(SessionError::io("reading", journal)(e)))?;
     if let Some(e) = copied.write_err.take() {
         return Err(paths.fail(SessionError::Io { op: "writing".into(), path: paths.tmp.clone(), source: e }));
+    }
+    // The images the kept lines carried are in the store, durably, before any line loses them.
+    if let Some(e) = copied.store_err.take() {
+        return Err(paths.fail(SessionError::Store(e)));
+    }
+    if let Err(e) = store.sync_objects(&copied.to_sync) {
+        return Err(paths.fail(SessionError::Store(e)));
     }
     rep.unreadable = copied.unreadable;
     rep.records_before = copied.records_before;
@@ -517,7 +531,8 @@ fn rewrite_once(
     for (_, bytes) in side::read_pending(writer.side_dir()) {
         copied.referenced.extend(hex_ids(&bytes).map(str::to_string));
     }
-    let nothing_to_drop = copied.records_before == copied.records_after && copied.unreadable == 0;
+    let nothing_to_drop =
+        copied.records_before == copied.records_after && copied.unreadable == 0 && copied.uncarried == 0;
     match out.take() {
         Some(w) if !nothing_to_drop => {
             let f = w.into_inner().map_err(|e| paths.fail(SessionError::io("writing", &paths.tmp)(e.into_error())))?;
@@ -619,6 +634,7 @@ fn copy_kept(
     end: u64,
     plan: &Plan,
     mut out: Option<&mut BufWriter<File>>,
+    store: Option<&Store>,
     bar: Option<indicatif::ProgressBar>,
 ) -> io::Result<Copied> {
     let mut c = Copied::default();
@@ -667,7 +683,8 @@ fn copy_kept(
             }
         }
         if keep {
-            buf.extend_from_slice(raw.bytes);
+            let uncarried = uncarry(raw.bytes, store, &mut c);
+            buf.extend_from_slice(uncarried.as_deref().unwrap_or(raw.bytes));
             buf.push(b'\n');
             written_lines += 1;
         } else if numbered {
@@ -689,6 +706,35 @@ fn copy_kept(
     c.snapshot_lines = scan.lines;
     c.written_lines = written_lines;
     Ok(c)
+}
+
+/// How a line that carries images ([`key::IMAGES`]) spells the field's name.
+const IMAGES_TAG: &[u8] = b"\"images\":";
+
+/// A kept line without the images it carries (`images`, [`crate::store::Store::put_carried`]),
+/// each made durable in the store first (`store`; `None` on a dry run). `None`: the line
+/// carries none, or could not be re-read, and is kept as it is.
+fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>> {
+    if !crate::journal::reader::contains(line, IMAGES_TAG) {
+        return None;
+    }
+    let mut r = crate::journal::record::parse_record(line).ok()?;
+    let Some(Value::Object(images)) = r.extra.shift_remove(key::IMAGES) else { return None };
+    if let Some(store) = store {
+        for (id, b64) in &images {
+            match store.keep_carried(id, b64.as_str().unwrap_or_default()) {
+                Ok(Some(path)) => c.to_sync.push(path),
+                Ok(None) => {}
+                Err(e) => {
+                    c.store_err.get_or_insert(e);
+                }
+            }
+        }
+    }
+    c.uncarried += 1;
+    let mut out = r.to_line();
+    out.pop();
+    Some(out)
 }
 
 /// Folds the rewritten journal: the recovery view, pending briefs and announcements must be

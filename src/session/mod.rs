@@ -50,6 +50,9 @@ pub enum SessionError {
     Refused(String),
     #[error(transparent)]
     Bundle(#[from] bundle::BundleError),
+    /// An image a journal line carries could not be kept in the store (compaction).
+    #[error("keeping an image the journal carries: {0}")]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl SessionError {

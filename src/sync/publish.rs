@@ -377,10 +377,8 @@ pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
             if base.is_some_and(|t| t.get_path(Path::new(&format!("{OBJECTS}/{xx}/{rest}"))).is_ok()) {
                 continue;
             }
-            // Only what the store holds, intact (a damaged object would fail the push).
-            if !store.contains(id) {
-                continue;
-            }
+            // Only what the store holds, intact (a damaged object would fail the push); `get`
+            // also takes an object a machine crash lost from the journal line that carries it.
             let Ok(bytes) = store.get(id) else { continue };
             // Secrets are never synced: an image with secret-looking text stays here.
             if !crate::secrets::findings(&bytes).is_empty() {

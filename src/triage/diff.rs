@@ -63,7 +63,7 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
 
 /// The side of a record's image. An image the record names as captured (no `nocap`) but
 /// the store lost — a machine crash before its hook returned, when the object's syncs had
-/// not finished (`store::Store::put_pending`) — is read from the disk, and the side says so:
+/// not finished (`store::Store::put_carried`) — is read from the disk, and the side says so:
 /// the hook had not returned, so the tool had not run (pre-image) or had just written the
 /// disk (post-image).
 fn recorded_side(
