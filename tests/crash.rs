@@ -101,14 +101,71 @@ fn an_in_flight_write_reports_whether_the_disk_holds_its_intended_content() {
     }
 }
 
-/// Issue 14: the hook syncs an image's object while it appends the line that names it. A
+/// Text that zlib cannot shrink below `walj::store::CARRY_MAX` (hex of a pseudo-random
+/// sequence): an image the hook syncs on its own rather than carrying it in its line.
+fn incompressible(lines: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..lines)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("{x:016x}{:016x}\n", x.rotate_left(29))
+        })
+        .collect()
+}
+
+/// Issue 14: a large image's object is synced while the line that names it is appended. A
 /// machine crash before the hook returned can leave the line and lose the object (missing, or
 /// cut short); the tool had not run, so `walj diff` reads the disk and says the image was lost.
 #[test]
-fn an_image_lost_before_its_hook_returned_reads_from_the_disk_and_says_so() {
+fn a_large_image_lost_before_its_hook_returned_reads_from_the_disk_and_says_so() {
     for damage in ["missing", "empty", "cut"] {
         let repo = Repo::new(&[("README.md", "x\n")]);
         // Not committed: git cannot supply the image either.
+        let text = format!("hello\nworld\n{}", incompressible(2000));
+        repo.write("notes.txt", &text);
+        let root = &repo.root;
+        let pre = json!({
+            "hook_event_name": "PreToolUse", "session_id": "5e551011-lost", "cwd": root,
+            "tool_name": "Edit", "tool_use_id": "toolu_lost",
+            "tool_input": {"file_path": root.join("notes.txt"), "old_string": "world", "new_string": "there"},
+        });
+        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+        let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+        assert!(!journal.contains("\"images\""), "a large image is not carried in its line");
+        let object = repo.store_object(&repo.blob_id("notes.txt"));
+        damage_object(&object, damage);
+        // The disk still holds the pre-image (the tool had not run): its id proves it.
+        let out = repo.ok(&["diff", "toolu_lost"]);
+        assert!(out.contains("no differences: pre-image and disk are identical"), "{damage}: {out}");
+        // Changed since (by the user, after the crash): the image is lost, the disk is shown.
+        repo.write("notes.txt", &text.replace("world", "world, edited after the crash"));
+        let out = repo.ok(&["diff", "toolu_lost"]);
+        assert!(out.contains("(pre-image lost, disk used)"), "{damage}: {out}");
+        assert!(out.contains("no differences"), "{damage}: {out}");
+    }
+}
+
+fn damage_object(object: &std::path::Path, damage: &str) {
+    match damage {
+        "missing" => fs::remove_file(object).unwrap(),
+        "empty" => fs::write(object, b"").unwrap(),
+        _ => {
+            let b = fs::read(object).unwrap();
+            fs::write(object, &b[..b.len() / 2]).unwrap();
+        }
+    }
+}
+
+/// Issue 14, one sync per hook: a small image is carried in the line that names it, so a
+/// machine crash that loses its loose object (written without a sync) loses nothing: `walj
+/// diff` shows the true pre-image from the line even once the disk changed, and the object
+/// is written back to the store. On the old code the image was lost.
+#[test]
+fn a_small_image_a_crash_lost_from_the_store_is_read_from_its_line() {
+    for damage in ["missing", "empty", "cut"] {
+        let repo = Repo::new(&[("README.md", "x\n")]);
         repo.write("notes.txt", "hello\nworld\n");
         let root = &repo.root;
         let pre = json!({
@@ -117,23 +174,16 @@ fn an_image_lost_before_its_hook_returned_reads_from_the_disk_and_says_so() {
             "tool_input": {"file_path": root.join("notes.txt"), "old_string": "world", "new_string": "there"},
         });
         hook_ok(root, &pre.to_string(), Parent::Timeout(20));
-        let object = repo.store_object(&repo.blob_id("notes.txt"));
-        match damage {
-            "missing" => fs::remove_file(&object).unwrap(),
-            "empty" => fs::write(&object, b"").unwrap(),
-            _ => {
-                let b = fs::read(&object).unwrap();
-                fs::write(&object, &b[..b.len() / 2]).unwrap();
-            }
-        }
-        // The disk still holds the pre-image (the tool had not run): its id proves it.
-        let out = repo.ok(&["diff", "toolu_lost"]);
-        assert!(out.contains("no differences: pre-image and disk are identical"), "{damage}: {out}");
-        // Changed since (by the user, after the crash): the image is lost, the disk is shown.
+        let id = repo.blob_id("notes.txt");
+        damage_object(&repo.store_object(&id), damage);
         repo.write("notes.txt", "hello\nworld, edited after the crash\n");
         let out = repo.ok(&["diff", "toolu_lost"]);
-        assert!(out.contains("(pre-image lost, disk used)"), "{damage}: {out}");
-        assert!(out.contains("no differences"), "{damage}: {out}");
+        assert!(!out.contains("pre-image lost"), "{damage}: {out}");
+        assert!(out.contains("-world\n") || out.contains("-world"), "{damage}: the pre-image's line: {out}");
+        assert!(out.contains("+world, edited after the crash"), "{damage}: {out}");
+        // Written back: the loose object reads whole again, without the journal.
+        let store = walj::store::Store::new(root.join(".walj/store"));
+        assert!(store.intact(&id, b"hello\nworld\n"), "{damage}");
     }
 }
 
