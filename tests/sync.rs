@@ -33,6 +33,8 @@ struct Machine {
     home: PathBuf,
     /// Extra PATH entries in front (a wrapping `git`).
     path_prefix: Option<PathBuf>,
+    /// The walj binary its commands run (default: this test build's).
+    bin: PathBuf,
 }
 
 impl World {
@@ -62,7 +64,7 @@ impl World {
         fs::create_dir_all(&home).unwrap();
         fs::create_dir_all(dir.join(".walj")).unwrap();
         fs::write(dir.join(".walj/config.toml"), format!("[sync]\nname = \"{name}\"\n")).unwrap();
-        Machine { dir, home, path_prefix: None }
+        Machine { dir, home, path_prefix: None, bin: walj_bin() }
     }
 
     /// `refs/walj/*` of the bare repository: ref → commit.
@@ -76,7 +78,7 @@ impl World {
 
 impl Machine {
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(walj_bin());
+        let mut c = Command::new(&self.bin);
         c.env_remove("CLAUDECODE")
             .env_remove("CLAUDE_PROJECT_DIR")
             .env_remove("WALJ_JOURNAL")
@@ -652,11 +654,15 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
 fn many_machines_sync_and_recover() {
     let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let (machines, entries) = (env("WALJ_SYNC_BENCH_MACHINES", 3), env("WALJ_SYNC_BENCH_ENTRIES", 2000));
+    // WALJ_BIN: the walj binary to time (`RELEASE=1 scripts/bench-sync.sh` passes the release one).
+    let bin = std::env::var_os("WALJ_BIN").map_or_else(walj_bin, PathBuf::from);
+    assert!(bin.is_file(), "WALJ_BIN={} is not a file", bin.display());
     let w = World::new();
     let mut bytes = 0;
     let t = Instant::now();
     for m in 0..machines {
-        let a = w.machine(&format!("m{m:02}"));
+        let mut a = w.machine(&format!("m{m:02}"));
+        a.bin = bin.clone();
         let session = format!("{m:08x}-0000-4000-8000-0000000000bb");
         {
             let mut f = std::io::BufWriter::new(fs::File::create(a.journal()).unwrap());
@@ -678,7 +684,8 @@ fn many_machines_sync_and_recover() {
         a.ok(&["sync", "--yes"]);
     }
     let publish = t.elapsed();
-    let reader = w.machine("reader");
+    let mut reader = w.machine("reader");
+    reader.bin = bin.clone();
     let t = Instant::now();
     reader.ok(&["sync", "--yes"]);
     let fetch = t.elapsed();
@@ -688,9 +695,17 @@ fn many_machines_sync_and_recover() {
     for m in 0..machines {
         assert!(out.contains(&format!("machine m{m:02}  10 unresolved entries")), "{out}");
     }
+    // Without the copies' caches (`.walj/cache/remotes/`): every copy folded and its ids read
+    // in full, as before they had caches (this run writes them again).
+    fs::remove_dir_all(reader.dir.join(".walj/cache/remotes")).ok();
+    let t = Instant::now();
+    assert_eq!(reader.ok(&["recover"]), out);
+    let uncached = t.elapsed();
     println!(
-        "sync bench (many machines): {machines} machines x {entries} entries ({bytes} journal bytes); \
-         publishing all {publish:?}; the reader's first sync {fetch:?}; its `walj recover` {recover:?}"
+        "sync bench (many machines): {machines} machines x {entries} entries ({bytes} journal bytes), walj at {}; \
+         publishing all {publish:?}; the reader's first sync {fetch:?}; its `walj recover` {recover:?} \
+         (without the copies' caches {uncached:?})",
+        bin.display()
     );
 }
 
