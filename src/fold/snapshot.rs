@@ -17,6 +17,9 @@
 //!
 //! Any of these is a full fold, as without a snapshot. Folds with other options (a session
 //! filter, settled entries kept, every command kept) never use it.
+//!
+//! Other machines' copies (`.walj/remotes/<id>/journal.jsonl`) are cached the same way, with
+//! their snapshot in `.walj/cache/remotes/<id>/` ([`load_at`], `crate::sync::remotes`).
 
 use std::fs;
 use std::io::{self, Read, Write};
