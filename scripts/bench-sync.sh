@@ -6,13 +6,28 @@
 #
 # MACHINES=N (with ENTRIES, default 100000): instead, N machines each publish a journal of
 # ENTRIES entries (all settled but 10), one more checkout fetches them all, then runs
-# `walj recover` over every copy; prints both times (issue 18's figure: MACHINES=20).
-# Debug build (what `cargo test` builds).
+# `walj recover` over every copy (from the copies' caches the sync wrote, then once more
+# without them); prints the times (issue 18's figure: MACHINES=20).
+# Debug build (what `cargo test` builds); with RELEASE=1 (MACHINES only) the walj commands run
+# target/release/walj instead (WALJ_BIN), which this script does not build: run
+# `cargo build --release --locked` first.
 set -eu
 cd "$(dirname "$0")/.."
 if [ -n "${MACHINES:-}" ]; then
+    if [ "${RELEASE:-0}" = 1 ]; then
+        if [ ! -x target/release/walj ]; then
+            echo "RELEASE=1: target/release/walj is missing; build it first: cargo build --release --locked" >&2
+            exit 1
+        fi
+        WALJ_BIN="$(pwd)/target/release/walj"
+        export WALJ_BIN
+    fi
     WALJ_SYNC_BENCH_MACHINES="$MACHINES" WALJ_SYNC_BENCH_ENTRIES="${ENTRIES:-100000}" \
         cargo test --locked --test sync many_machines -- --nocapture 2>&1 | grep 'sync bench'
     exit 0
+fi
+if [ "${RELEASE:-0}" = 1 ]; then
+    echo "RELEASE=1 times the release binary with MACHINES=N only" >&2
+    exit 1
 fi
 WALJ_SYNC_BENCH_MB="${MB:-100}" WALJ_SYNC_BENCH_ENCRYPT="${ENCRYPT:-0}" cargo test --locked --test sync ten_line_append -- --nocapture 2>&1 | grep 'sync bench'

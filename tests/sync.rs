@@ -33,6 +33,8 @@ struct Machine {
     home: PathBuf,
     /// Extra PATH entries in front (a wrapping `git`).
     path_prefix: Option<PathBuf>,
+    /// The walj binary its commands run (default: this test build's).
+    bin: PathBuf,
 }
 
 impl World {
@@ -62,7 +64,7 @@ impl World {
         fs::create_dir_all(&home).unwrap();
         fs::create_dir_all(dir.join(".walj")).unwrap();
         fs::write(dir.join(".walj/config.toml"), format!("[sync]\nname = \"{name}\"\n")).unwrap();
-        Machine { dir, home, path_prefix: None }
+        Machine { dir, home, path_prefix: None, bin: walj_bin() }
     }
 
     /// `refs/walj/*` of the bare repository: ref → commit.
@@ -76,7 +78,7 @@ impl World {
 
 impl Machine {
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(walj_bin());
+        let mut c = Command::new(&self.bin);
         c.env_remove("CLAUDECODE")
             .env_remove("CLAUDE_PROJECT_DIR")
             .env_remove("WALJ_JOURNAL")
@@ -176,6 +178,14 @@ fn line(i: usize, session: &str) -> String {
         i % 60,
         i % 997
     ))
+}
+
+/// [`line`], settled (persisted and verified).
+fn settled_line(i: usize, session: &str) -> String {
+    let v = line(i, session)
+        .replace(r#""persisted":false"#, r#""persisted":true"#)
+        .replace(r#""op":"applied""#, r#""op":"persisted""#);
+    checked(v.split(r#","crc""#).next().unwrap().to_string() + "}")
 }
 
 const OTHER_SESSION: &str = "5e55a0b1-0000-4000-8000-0000000000aa";
@@ -652,25 +662,21 @@ fn ten_line_append_to_a_large_journal_uploads_little() {
 fn many_machines_sync_and_recover() {
     let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let (machines, entries) = (env("WALJ_SYNC_BENCH_MACHINES", 3), env("WALJ_SYNC_BENCH_ENTRIES", 2000));
+    // WALJ_BIN: the walj binary to time (`RELEASE=1 scripts/bench-sync.sh` passes the release one).
+    let bin = std::env::var_os("WALJ_BIN").map_or_else(walj_bin, PathBuf::from);
+    assert!(bin.is_file(), "WALJ_BIN={} is not a file", bin.display());
     let w = World::new();
     let mut bytes = 0;
     let t = Instant::now();
     for m in 0..machines {
-        let a = w.machine(&format!("m{m:02}"));
+        let mut a = w.machine(&format!("m{m:02}"));
+        a.bin = bin.clone();
         let session = format!("{m:08x}-0000-4000-8000-0000000000bb");
         {
             let mut f = std::io::BufWriter::new(fs::File::create(a.journal()).unwrap());
             for i in 0..entries {
-                let l = line(i, &session);
                 // Settled (persisted), but the last 10: what recover lists.
-                let l = if i + 10 < entries {
-                    let v = l
-                        .replace(r#""persisted":false"#, r#""persisted":true"#)
-                        .replace(r#""op":"applied""#, r#""op":"persisted""#);
-                    checked(v.split(r#","crc""#).next().unwrap().to_string() + "}")
-                } else {
-                    l
-                };
+                let l = if i + 10 < entries { settled_line(i, &session) } else { line(i, &session) };
                 writeln!(f, "{l}").unwrap();
             }
         }
@@ -678,7 +684,8 @@ fn many_machines_sync_and_recover() {
         a.ok(&["sync", "--yes"]);
     }
     let publish = t.elapsed();
-    let reader = w.machine("reader");
+    let mut reader = w.machine("reader");
+    reader.bin = bin.clone();
     let t = Instant::now();
     reader.ok(&["sync", "--yes"]);
     let fetch = t.elapsed();
@@ -688,10 +695,178 @@ fn many_machines_sync_and_recover() {
     for m in 0..machines {
         assert!(out.contains(&format!("machine m{m:02}  10 unresolved entries")), "{out}");
     }
+    // Without the copies' caches (`.walj/cache/remotes/`): every copy folded and its ids read
+    // in full, as before they had caches (this run writes them again).
+    fs::remove_dir_all(reader.dir.join(".walj/cache/remotes")).ok();
+    let t = Instant::now();
+    assert_eq!(reader.ok(&["recover"]), out);
+    let uncached = t.elapsed();
     println!(
-        "sync bench (many machines): {machines} machines x {entries} entries ({bytes} journal bytes); \
-         publishing all {publish:?}; the reader's first sync {fetch:?}; its `walj recover` {recover:?}"
+        "sync bench (many machines): {machines} machines x {entries} entries ({bytes} journal bytes), walj at {}; \
+         publishing all {publish:?}; the reader's first sync {fetch:?}; its `walj recover` {recover:?} \
+         (without the copies' caches {uncached:?})",
+        bin.display()
     );
+}
+
+/// Every file under `dir` (relative path → bytes).
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for e in fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push((p.strip_prefix(root).unwrap().to_path_buf(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// A fold as text, field by field.
+fn fold_view(f: &walj::fold::Fold) -> String {
+    format!(
+        "{:#?}\n{:#?}\n{:#?}\nrecords {} lines {} end {}\n{:?}",
+        f.entries, f.sessions, f.handoffs, f.records, f.report.lines, f.report.end, f.report.problems
+    )
+}
+
+/// Issue 18: another machine's copy is folded from a fold snapshot and an id index kept in
+/// `.walj/cache/remotes/<id>/` (never in the copy's folder, which is sync's), exactly as a full
+/// fold of the copy; after the next sync replaced the copy (new lines, a new epoch) and with a
+/// damaged cache, the same; a sync after caching works; a copy removed takes its cache along.
+#[test]
+fn copies_are_folded_from_a_cache_outside_their_folder_like_a_full_fold() {
+    use walj::fold::snapshot::{self, Unused};
+    use walj::fold::{Fold, FoldOptions};
+    use walj::sync::remotes;
+
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    // Over 1 MB (a fold that reads more writes its snapshot): settled but the last 10.
+    let n = 5000;
+    a.append(
+        &(0..n)
+            .map(|i| if i + 10 < n { settled_line(i, OTHER_SESSION) } else { line(i, OTHER_SESSION) })
+            .collect::<Vec<_>>(),
+    );
+    assert!(fs::metadata(a.journal()).unwrap().len() > snapshot::WRITE_AFTER);
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
+    let copy = b.copy_of(&a);
+    let journal = copy.join("journal.jsonl");
+    let cache = b.dir.join(".walj/cache/remotes").join(a.id());
+    let (snap, ids) = (cache.join("fold.snap"), cache.join("ids.idx"));
+    let opts = FoldOptions::default();
+    // Through the cache (never written here), and in full.
+    let cached = || fold_view(&remotes::fold_copy(&journal, &cache, &opts, u64::MAX).unwrap());
+    let full = || fold_view(&Fold::load_from(walj::journal::Source::journal(&journal), &opts).unwrap());
+    let cached_ids = || remotes::ids_of(&journal, &cache, u64::MAX).unwrap();
+    let full_ids = || walj::fold::ids::IdIndex::load_at(&journal, None, u64::MAX).unwrap();
+
+    // The sync that brought the copy wrote its caches (folding it for the SessionStart counts).
+    assert!(snap.is_file() && ids.is_file(), "{:?}", fs::read_dir(b.dir.join(".walj")).unwrap().collect::<Vec<_>>());
+    assert_eq!(snapshot::check_at(&journal, &snap), None, "the snapshot matches the copy");
+    assert_eq!(cached(), full());
+    assert_eq!(cached_ids(), full_ids());
+    assert_eq!(cached_ids().len(), 10, "the ids of intents and outcomes (persisted lines name no new one)");
+
+    // `walj recover` reads the copy through them and writes nothing in the copy's folder.
+    let before = files_under(&copy);
+    let out = b.ok(&["recover", "--json"]);
+    assert!(out.contains(r#""unresolved": 10"#), "{out}");
+    // The same report as without the caches (read in full, then written again).
+    fs::remove_dir_all(&cache).unwrap();
+    assert_eq!(b.ok(&["recover", "--json"]), out);
+    assert_eq!(snapshot::check_at(&journal, &snap), None, "written again by recover");
+    assert!(ids.is_file());
+    assert_eq!(files_under(&copy), before, "recover left the copy's folder as sync wrote it");
+    let text = b.ok(&["recover"]);
+
+    // The next sync replaces the copy with more lines: the snapshot of the copy before is stale
+    // (another inode), and the sync writes a new one.
+    let old_snap = fs::read(&snap).unwrap();
+    a.append(&(n..n + 20).map(|i| line(i, OTHER_SESSION)).collect::<Vec<_>>());
+    a.ok(&["sync"]);
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
+    assert_eq!(snapshot::check_at(&journal, &snap), None, "the sync wrote the copy's snapshot anew");
+    assert_eq!(cached(), full());
+    assert_eq!(cached_ids(), full_ids());
+    assert!(b.ok(&["recover", "--json"]).contains(r#""unresolved": 30"#));
+    fs::write(&snap, &old_snap).unwrap();
+    assert!(matches!(snapshot::check_at(&journal, &snap), Some(Unused::Stale(_))), "the old snapshot is not used");
+    assert_eq!(cached(), full());
+
+    // A new epoch (the laptop dropped its first 100 lines): the same.
+    let old_snap = fs::read(&snap).unwrap();
+    let old_ids = fs::read(&ids).unwrap();
+    let kept: String = fs::read_to_string(a.journal()).unwrap().lines().skip(100).map(|l| format!("{l}\n")).collect();
+    fs::write(a.journal(), &kept).unwrap();
+    assert_eq!(a.sync_json(&[])["published"]["new_epoch"], true);
+    assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "new_epoch");
+    assert_eq!(fs::read_to_string(&journal).unwrap(), kept);
+    assert_eq!(snapshot::check_at(&journal, &snap), None);
+    assert_eq!(cached(), full());
+    assert_eq!(cached_ids(), full_ids());
+    assert_eq!(cached_ids().len(), 30);
+    fs::write(&snap, &old_snap).unwrap();
+    fs::write(&ids, &old_ids).unwrap();
+    assert!(matches!(snapshot::check_at(&journal, &snap), Some(Unused::Stale(_))));
+    assert_eq!(cached(), full());
+    assert_eq!(cached_ids(), full_ids());
+    fs::remove_dir_all(&cache).unwrap();
+    let out = b.ok(&["recover", "--json"]);
+    let text_after = b.ok(&["recover"]);
+
+    // A damaged snapshot or id index is ignored: the copy is read in full.
+    for file in [&snap, &ids] {
+        let mut raw = fs::read(file).unwrap();
+        let last = raw.len() - 1;
+        raw[last] ^= 1;
+        fs::write(file, raw).unwrap();
+    }
+    assert!(matches!(snapshot::check_at(&journal, &snap), Some(Unused::Damaged(_))));
+    assert_eq!(cached(), full());
+    assert_eq!(cached_ids(), full_ids());
+    assert_eq!(b.ok(&["recover", "--json"]), out);
+    assert_eq!(b.ok(&["recover"]), text_after);
+    assert_ne!(text_after, text, "the new epoch's report differs");
+
+    // The manifest's states and this checkout's decisions are applied on top, never cached.
+    let snap_bytes = fs::read(&snap).unwrap();
+    let id = remotes::fold_copy(&journal, &cache, &opts, u64::MAX).unwrap().unresolved().next().unwrap().id.clone();
+    b.ok(&["mark", &id, "--done"]);
+    let mpath = copy.join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&fs::read(&mpath).unwrap()).unwrap();
+    for st in manifest["sessions"].as_array_mut().unwrap() {
+        st["state"] = "live".into();
+    }
+    fs::write(&mpath, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(&b.ok(&["recover", "--json"])).unwrap();
+    let m = &v["machines"][0];
+    assert_eq!((m["unresolved"].as_u64(), m["sessions"][0]["state"].as_str()), (Some(29), Some("live")), "{m:#}");
+    assert_eq!(remotes::fold_copy(&journal, &cache, &opts, u64::MAX).unwrap().unresolved().count(), 30);
+    assert_eq!(fs::read(&snap).unwrap(), snap_bytes, "the snapshot is the copy's journal alone");
+    assert_eq!(cached(), full());
+
+    // Syncs after caching: nothing in `.walj/cache/` is taken for a copy.
+    let r = b.sync_json(&[]);
+    assert_eq!(
+        (r["journals"][0]["verdict"].as_str(), r["journals"].as_array().unwrap().len()),
+        (Some("up_to_date"), 1),
+        "{r:#}"
+    );
+    b.ok(&["sync", "--status"]);
+    assert_eq!(fs::read_to_string(&journal).unwrap(), kept);
+
+    // The copy removed (by hand): its cache goes with the next load.
+    fs::remove_dir_all(&copy).unwrap();
+    b.ok(&["recover"]);
+    assert!(!cache.exists(), "the cache of a copy that is gone is removed");
 }
 
 /// The same exchange over a real network protocol: `git daemon` on loopback.

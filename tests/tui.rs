@@ -1871,3 +1871,75 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     assert!(text(&t).contains("is not undone here"), "{}", text(&t));
     assert_eq!(journal_records(&desktop).len(), n);
 }
+
+/// Issue 18: a reload reads other machines' copies again only when one of them changed (a
+/// sync replaced its journal or manifest, this checkout decided about its entries, `R`); a
+/// change of this checkout's journal keeps them, with ids shown unique against its new ones.
+#[test]
+fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
+    let (_tmp, _laptop, desktop, _home) = synced_desktop();
+    let project = Project::at(desktop.clone(), None);
+    let mut app = App::new(project.clone(), opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    assert_eq!(app.remote_loads, 1);
+    // A mark in memory only: gone when the copies are read again.
+    let mark = |app: &mut App| app.remotes[0].manifest.name = "MARKED".into();
+    let marked = |app: &App| app.remotes[0].manifest.name == "MARKED";
+    mark(&mut app);
+
+    // This checkout's journal grows by an id that the laptop's `toolu_01EditCfg` starts.
+    let theirs = "toolu_01EditCfg";
+    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditC");
+    let mine = file_rec(
+        op::INTENT,
+        "5e55a0b1-0000-4000-8000-00000000d0d0",
+        "2026-03-01T10:30:00.000Z",
+        "toolu_01EditCfgX",
+        "Edit",
+        "config/x.json",
+        "file_modified",
+    );
+    JournalWriter::new(&project.journal).append(&mine).unwrap();
+    assert!(app.poll_journal(), "the journal changed");
+    assert!(marked(&app), "the copies were kept");
+    assert_eq!(app.remote_loads, 1);
+    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditCfg", "unique against this journal's new id");
+    assert_eq!(app.fold.ids.short("toolu_01EditCfgX"), "EditCfgX");
+    assert!(!app.poll_journal(), "nothing changed");
+
+    // A sync replaces a copy's manifest (a rename): read again, at the next poll.
+    let copy = std::fs::read_dir(desktop.join(".walj/remotes"))
+        .unwrap()
+        .flatten()
+        .find(|d| d.path().join("manifest.json").is_file())
+        .unwrap()
+        .path();
+    let m = copy.join("manifest.json");
+    let tmp = copy.join("manifest.json.tmp");
+    std::fs::copy(&m, &tmp).unwrap();
+    std::fs::rename(&tmp, &m).unwrap();
+    assert!(app.poll_journal(), "a copy changed");
+    assert!(!marked(&app));
+    assert_eq!(app.remote_loads, 2);
+    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditCfg");
+
+    // A decision about the laptop's entry (its sidecar): read again, the entry resolved.
+    mark(&mut app);
+    let row = app.tree.rows.iter().position(|r| matches!(r.item, walj::tui::tree::Item::RemoteEntry(..))).unwrap();
+    app.tree.cursor = row;
+    let id = app.selected_entry().unwrap().id.clone();
+    run(&mut app, &mut t, "d");
+    if app.dialog.is_some() {
+        run(&mut app, &mut t, "<enter>");
+    }
+    assert!(!marked(&app));
+    assert!(app.remotes[0].fold.entry(&id).is_none_or(|e| !e.is_unresolved()));
+    let loads = app.remote_loads;
+
+    // `R` reads everything again.
+    mark(&mut app);
+    run(&mut app, &mut t, "R");
+    assert!(!marked(&app));
+    assert_eq!(app.remote_loads, loads + 1);
+}

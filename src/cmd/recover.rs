@@ -179,14 +179,25 @@ pub fn remotes(project: &Project, opts: &FoldOptions) -> Vec<crate::sync::remote
 }
 
 /// Other machines' entries are shown unique against every id of this journal and of the
-/// copies (`walj diff ID` looks here first, then in the copies). A copy is read in full for
-/// its ids (as it is for its fold): its folder is `walj sync`'s, no cache is written there.
+/// copies (`walj diff ID` looks here first, then in the copies). A copy's ids come from its
+/// cached id index (`.walj/cache/remotes/<id>/ids.idx`, [`crate::sync::remotes`]).
 pub fn share_ids(fold: &Fold, remotes: &mut [crate::sync::remotes::RemoteJournal]) {
+    let indexes: Vec<_> = remotes.iter().map(|r| r.ids().ok()).collect();
+    share_ids_with(fold, remotes, &indexes);
+}
+
+/// [`share_ids`] with the copies' id indexes already read (`None`: a copy whose ids could
+/// not be read; its entries' ids count).
+pub fn share_ids_with(
+    fold: &Fold,
+    remotes: &mut [crate::sync::remotes::RemoteJournal],
+    indexes: &[Option<crate::fold::ids::IdIndex>],
+) {
     let mut ids = fold.ids.clone();
-    for r in remotes.iter() {
-        match crate::fold::ids::IdIndex::load(&r.dir.join("journal.jsonl")) {
-            Ok(theirs) => ids = ids.with_index(theirs),
-            Err(_) => ids = ids.with_shown(r.fold.entries.iter().map(|e| e.id.as_str())),
+    for (i, r) in remotes.iter().enumerate() {
+        match indexes.get(i).and_then(Option::as_ref) {
+            Some(theirs) => ids = ids.with_index(theirs.clone()),
+            None => ids = ids.with_shown(r.fold.entries.iter().map(|e| e.id.as_str())),
         }
     }
     for r in remotes {

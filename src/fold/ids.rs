@@ -287,12 +287,17 @@ impl IdIndex {
 
     /// [`IdIndex::load`], writing the cache after reading more than `write_after` bytes.
     pub fn load_with(journal: &Path, write_after: u64) -> io::Result<IdIndex> {
+        Self::load_at(journal, path(journal), write_after)
+    }
+
+    /// [`IdIndex::load_with`] with the cache kept at `cache` (`None`: read in full, nothing
+    /// written): another machine's copy is cached outside its folder (`crate::sync::remotes`).
+    pub fn load_at(journal: &Path, cache: Option<PathBuf>, write_after: u64) -> io::Result<IdIndex> {
         let file = match crate::fsutil::open_regular(journal) {
             Ok((f, _)) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(IdIndex::default()),
             Err(e) => return Err(e),
         };
-        let cache = path(journal);
         let (mut ix, from, lines) = cache.as_deref().and_then(|c| read(c, &file)).unwrap_or_default();
         let mut tail = IdIndex::default();
         let mut last = String::new();
@@ -315,7 +320,8 @@ impl IdIndex {
 }
 
 /// The cache of `journal`'s ids: `ids.idx` next to a project's `.walj/journal.jsonl`; `None`
-/// for any other journal (read in full each time, as the fold reads them).
+/// for any other journal (`--journal` files are read in full each time, as the fold reads
+/// them; other machines' copies are cached elsewhere, [`IdIndex::load_at`]).
 pub fn path(journal: &Path) -> Option<PathBuf> {
     let dir = journal.parent()?.file_name()?;
     (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("ids.idx"))

@@ -17,6 +17,9 @@
 //!
 //! Any of these is a full fold, as without a snapshot. Folds with other options (a session
 //! filter, settled entries kept, every command kept) never use it.
+//!
+//! Other machines' copies (`.walj/remotes/<id>/journal.jsonl`) are cached the same way, with
+//! their snapshot in `.walj/cache/remotes/<id>/` ([`load_at`], `crate::sync::remotes`).
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -39,8 +42,8 @@ pub const WRITE_AFTER: u64 = 1 << 20;
 pub const PREFIX_CHECK: u64 = 4096;
 
 /// The snapshot file of `journal`: `fold.snap` next to a project's `.walj/journal.jsonl`;
-/// `None` for any other journal (other machines' copies in `.walj/remotes/`, `--journal`
-/// files): those are never cached.
+/// `None` for any other journal: `--journal` files are never cached, and other machines'
+/// copies in `.walj/remotes/` are cached elsewhere ([`load_at`], `crate::sync::remotes`).
 pub fn path(journal: &Path) -> Option<PathBuf> {
     let dir = journal.parent()?.file_name()?;
     (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("fold.snap"))
@@ -132,7 +135,7 @@ impl State {
 }
 
 /// The journal's identity (device, inode) and length.
-pub(super) fn identity(meta: &fs::Metadata) -> (u64, u64) {
+pub fn identity(meta: &fs::Metadata) -> (u64, u64) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -267,9 +270,13 @@ fn decode_settled(bytes: &[u8]) -> Option<Vec<SettledPath>> {
 
 /// Why `journal`'s snapshot would not be used now (`None`: it would be).
 pub fn check(journal: &Path) -> Option<Unused> {
-    let snap = path(journal)?;
+    check_at(journal, &path(journal)?)
+}
+
+/// Why the snapshot at `snap` would not be used for `journal` now (`None`: it would be).
+pub fn check_at(journal: &Path, snap: &Path) -> Option<Unused> {
     let Ok((file, _)) = crate::fsutil::open_regular(journal) else { return Some(Unused::Stale("no journal")) };
-    read(&snap, &file).err()
+    read(snap, &file).err()
 }
 
 /// Writes the snapshot of `scan` (the fold of `journal`'s first `offset` bytes, `lines`
@@ -352,7 +359,18 @@ fn sweep_stale_temps(path: &Path, tmp_prefix: &str) {
 /// the snapshot when it matches, else starts from the beginning; folds the rest; writes a
 /// new snapshot when it read more than `write_after` bytes.
 pub fn load(journal: &Path, opts: &FoldOptions, write_after: u64) -> io::Result<Option<Fold>> {
-    let Some(snap) = path(journal).filter(|_| cacheable(opts)) else { return Ok(None) };
+    load_at(journal, path(journal), opts, write_after)
+}
+
+/// [`load`] with the snapshot kept at `snap` (`None`: not cached): another machine's copy
+/// is cached outside its folder, which is `walj sync`'s (`crate::sync::remotes`).
+pub fn load_at(
+    journal: &Path,
+    snap: Option<PathBuf>,
+    opts: &FoldOptions,
+    write_after: u64,
+) -> io::Result<Option<Fold>> {
+    let Some(snap) = snap.filter(|_| cacheable(opts)) else { return Ok(None) };
     let side = crate::journal::JournalWriter::new(journal).side_dir().to_path_buf();
     if fs::read_dir(&side).is_ok_and(|mut d| d.next().is_some()) {
         return Ok(None);

@@ -82,6 +82,9 @@ pub struct Paths {
     pub keys: PathBuf,
     /// `.walj/remotes`: other journals, one folder per id.
     pub remotes: PathBuf,
+    /// `.walj/cache/remotes`: the fold snapshot and id index of each copy, one folder per id
+    /// (caches, outside the copies' folders, which are sync's; [`remotes`]).
+    pub caches: PathBuf,
     /// `.walj/store`
     pub store: PathBuf,
 }
@@ -97,6 +100,7 @@ impl Paths {
             key: dir.join("key"),
             keys: dir.join("keys"),
             remotes: project.dir.join("remotes"),
+            caches: project.dir.join("cache").join("remotes"),
             store: project.store_dir(),
             dir,
         }

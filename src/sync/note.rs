@@ -39,6 +39,11 @@ fn noted_path(project: &Project) -> PathBuf {
 /// their entries).
 pub fn write_summaries(project: &Project) -> std::io::Result<()> {
     let (remotes, _) = super::remotes::load(project, &FoldOptions::default());
+    write_summaries_of(project, &remotes)
+}
+
+/// [`write_summaries`] from the copies already folded (with the default options).
+pub fn write_summaries_of(project: &Project, remotes: &[super::remotes::RemoteJournal]) -> std::io::Result<()> {
     let list: Vec<Summary> = remotes
         .iter()
         .map(|r| {

@@ -1,20 +1,42 @@
 //! Other journals read back: each `.walj/remotes/<id>/journal.jsonl` folded on its own, its
 //! sessions' states taken from its manifest (a pid of another machine says nothing here), its
 //! entries never checked against this checkout's disk.
+//!
+//! Each copy is folded like this checkout's journal: from a fold snapshot and an id index
+//! (`crate::fold::snapshot`, `crate::fold::ids`), with the same rules (a cache, never a source
+//! of truth: it describes the copy's device, inode, length and the checksum of the bytes before
+//! its offset, and anything doubtful is a full fold). They live in `.walj/cache/remotes/<id>/`
+//! (`fold.snap`, `ids.idx`), never in the copy's folder: that one is `walj sync`'s, which
+//! replaces the copy's journal by a rename at each change (so the next fold of a changed copy
+//! is a full one, and writes the cache anew; a sync does it when it writes the SessionStart
+//! counts). A cache folder whose copy is gone is removed by the next load. The snapshot holds
+//! what the copy's journal alone says: the manifest's session states and this checkout's
+//! decisions about its entries ([`super::triage::overlay`]) are applied fresh on top.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use super::Paths;
 use super::manifest::Manifest;
+use crate::fold::ids::IdIndex;
+use crate::fold::snapshot;
 use crate::fold::{Fold, FoldOptions, SessionStatus};
+use crate::journal::Source;
 use crate::procinfo::Liveness;
 use crate::project::Project;
+
+/// The fold snapshot of a copy, in its cache folder.
+pub const SNAPSHOT: &str = "fold.snap";
+/// The id index of a copy, in its cache folder.
+pub const IDS: &str = "ids.idx";
 
 /// Another checkout's journal, as of its last sync.
 #[derive(Debug)]
 pub struct RemoteJournal {
     pub id: String,
     pub dir: PathBuf,
+    /// Its cache folder (`.walj/cache/remotes/<id>/`).
+    pub cache: PathBuf,
     pub manifest: Manifest,
     pub fold: Fold,
 }
@@ -32,6 +54,16 @@ impl RemoteJournal {
             self.manifest.name,
             crate::present::human_ts(&self.manifest.synced_at)
         )
+    }
+
+    /// The copy's journal.
+    pub fn journal(&self) -> PathBuf {
+        self.dir.join("journal.jsonl")
+    }
+
+    /// Every id and session the copy names, through its cached id index.
+    pub fn ids(&self) -> io::Result<IdIndex> {
+        ids_of(&self.journal(), &self.cache, snapshot::WRITE_AFTER)
     }
 
     /// A project whose images are this journal's and whose disk is this checkout's: what
@@ -60,17 +92,25 @@ pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
     out
 }
 
-/// Folds every copy (with `opts`), states from the manifests. Copies that cannot be read
-/// are skipped with a warning line each.
+/// Folds every copy (with `opts`, through its cache), states from the manifests. Copies
+/// that cannot be read are skipped with a warning line each.
 pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<String>) {
+    load_with(project, opts, snapshot::WRITE_AFTER)
+}
+
+/// [`load`], writing a copy's snapshot when more than `write_after` bytes were read past it.
+pub fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Vec<RemoteJournal>, Vec<String>) {
+    let paths = Paths::new(project);
+    sweep_caches(&paths);
     let mut out = Vec::new();
     let mut warnings = Vec::new();
     for (id, dir, manifest) in list(project) {
         let journal = dir.join("journal.jsonl");
-        match Fold::load(&journal, opts) {
+        let cache = cache_dir(&paths, &id);
+        match fold_copy(&journal, &cache, opts, write_after) {
             Ok(mut fold) => {
                 apply_states(&mut fold, &manifest);
-                out.push(RemoteJournal { id, dir, manifest, fold });
+                out.push(RemoteJournal { id, dir, cache, manifest, fold });
             }
             Err(e) => warnings.push(format!("the copy of {} ({}): {e}", manifest.name, journal.display())),
         }
@@ -78,6 +118,87 @@ pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<S
     // What this checkout decided about their entries, before they have synced it.
     super::triage::overlay(project, &mut out);
     (out, warnings)
+}
+
+/// The cache folder of copy `id`: `.walj/cache/remotes/<id>/`.
+pub fn cache_dir(paths: &Paths, id: &str) -> PathBuf {
+    paths.caches.join(id)
+}
+
+/// The fold of a copy's `journal` (what its journal alone says), from the snapshot in `cache`
+/// when one matches; a new snapshot is written there when more than `write_after` bytes had
+/// to be read (default options only, as for this checkout's journal).
+pub fn fold_copy(journal: &Path, cache: &Path, opts: &FoldOptions, write_after: u64) -> io::Result<Fold> {
+    make_cache_dir(journal, cache, write_after);
+    if let Some(fold) = snapshot::load_at(journal, Some(cache.join(SNAPSHOT)), opts, write_after)? {
+        return Ok(fold);
+    }
+    Fold::load_from(Source::journal(journal), opts)
+}
+
+/// Every id and session a copy's `journal` names, through the id index in `cache`.
+pub fn ids_of(journal: &Path, cache: &Path, write_after: u64) -> io::Result<IdIndex> {
+    make_cache_dir(journal, cache, write_after);
+    IdIndex::load_at(journal, Some(cache.join(IDS)), write_after)
+}
+
+/// The cache folder, made when a cache may be written there (a journal longer than
+/// `write_after`): small copies leave no folder. Best effort: without it, no cache is written.
+fn make_cache_dir(journal: &Path, cache: &Path, write_after: u64) {
+    if std::fs::metadata(journal).is_ok_and(|m| m.len() > write_after) {
+        let _ = crate::fsutil::create_private_dir(cache);
+    }
+}
+
+/// Removes the cache folders of copies that are gone (their folder under `.walj/remotes/`
+/// removed). Best effort.
+fn sweep_caches(paths: &Paths) {
+    let Ok(rd) = std::fs::read_dir(&paths.caches) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(id) = name.to_str().filter(|n| super::identity::is_journal_id(n)) else { continue };
+        if !paths.remotes.join(id).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A file's length, modification time, device and inode (`None`: missing).
+type FileSig = Option<(u64, std::time::SystemTime, u64, u64)>;
+
+fn file_sig(p: &Path) -> FileSig {
+    let m = std::fs::metadata(p).ok()?;
+    let (dev, ino) = snapshot::identity(&m);
+    Some((m.len(), m.modified().ok()?, dev, ino))
+}
+
+/// What [`load`] reads: each copy's journal and manifest, this checkout's decisions about
+/// their entries (the sidecar [`super::triage::overlay`] reads) and its journal id. Two equal
+/// signatures: a load gives the same copies (the TUI reloads them only when it changes).
+/// `walj sync` replaces a copy's files by a rename, so each change is a new inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    copies: Vec<(String, FileSig, FileSig)>,
+    sidecar: FileSig,
+    id: FileSig,
+}
+
+/// The copies' [`Signature`] now (a few `stat`s per copy).
+pub fn signature(project: &Project) -> Signature {
+    let paths = Paths::new(project);
+    let mut copies = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&paths.remotes) {
+        for e in rd.flatten() {
+            let Some(id) = e.file_name().to_str().filter(|n| super::identity::is_journal_id(n)).map(String::from)
+            else {
+                continue;
+            };
+            let dir = e.path();
+            copies.push((id, file_sig(&dir.join("journal.jsonl")), file_sig(&dir.join(super::publish::MANIFEST))));
+        }
+    }
+    copies.sort();
+    Signature { copies, sidecar: file_sig(&super::triage::sidecar(project)), id: file_sig(&paths.id) }
 }
 
 /// Session states from the manifest: live and crashed as the other machine saw them; ended

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::manifest::Manifest;
-use super::remotes::{apply_states, list};
+use super::remotes::{apply_states, cache_dir, fold_copy, list};
 use crate::fold::{Fold, FoldOptions};
 use crate::project::Project;
 use crate::session::{SessionError, SessionState, resolve, scan_usage, transcript};
@@ -39,9 +39,13 @@ impl RemoteSession {
 /// The session `prefix` names in the other journals (`Ok(None)`: none has it).
 pub fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, SessionError> {
     let mut hits: Vec<(String, PathBuf, Manifest, String)> = Vec::new();
+    let paths = super::Paths::new(project);
+    let light_of = |id: &str, journal: &Path| {
+        fold_copy(journal, &cache_dir(&paths, id), &FoldOptions::default(), crate::fold::snapshot::WRITE_AFTER)
+    };
     for (id, dir, manifest) in list(project) {
         let journal = dir.join("journal.jsonl");
-        let Ok(light) = Fold::load(&journal, &FoldOptions::default()) else { continue };
+        let Ok(light) = light_of(&id, &journal) else { continue };
         match resolve(&light, prefix) {
             Ok(full) => hits.push((id, dir, manifest, full)),
             Err(SessionError::Unknown(_)) => {}
@@ -57,7 +61,7 @@ pub fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, Se
     let Some((journal, dir, manifest, full)) = hits.pop() else { return Ok(None) };
     let remote = Project { root: project.root.clone(), dir: dir.clone(), journal: dir.join("journal.jsonl") };
     let read_err = || SessionError::io("reading", &remote.journal);
-    let mut light = Fold::load(&remote.journal, &FoldOptions::default()).map_err(read_err())?;
+    let mut light = light_of(&journal, &remote.journal).map_err(read_err())?;
     apply_states(&mut light, &manifest);
     let opts = FoldOptions { keep_settled: true, session: Some(full.clone()), all_commands: true };
     let mut heavy = Fold::load(&remote.journal, &opts).map_err(read_err())?;

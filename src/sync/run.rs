@@ -396,8 +396,14 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
             }
             built = b;
         }
-        // The SessionStart line's counts.
-        if let Err(e) = super::note::write_summaries(project) {
+        // The SessionStart line's counts. Folding the copies also writes the caches of those
+        // this sync changed (their fold snapshots, then their id indexes), so that the next
+        // `walj recover` or TUI reads only what follows them.
+        let (copies, _) = super::remotes::load(project, &crate::fold::FoldOptions::default());
+        for r in copies.iter().filter(|r| journals.iter().any(|s| s.journal == r.id && s.verdict.changes())) {
+            let _ = r.ids();
+        }
+        if let Err(e) = super::note::write_summaries_of(project, &copies) {
             eprintln!("walj: warning: writing .walj/remotes/summary.json: {e}");
         }
     }

@@ -90,6 +90,15 @@ pub struct App {
     pub fold: Fold,
     /// Other machines' journals (`walj sync`'s copies), states from their manifests.
     pub remotes: Vec<crate::sync::remotes::RemoteJournal>,
+    /// What the copies were loaded from (their signature, whether settled entries were kept):
+    /// a reload reads them again only when it changed.
+    remotes_from: Option<(crate::sync::remotes::Signature, bool)>,
+    /// The copies' id indexes (for ids unique across every journal), read with them.
+    remote_ids: Vec<Option<crate::fold::ids::IdIndex>>,
+    /// The first copy that could not be read, said again at each reload.
+    remote_warning: Option<String>,
+    /// How many times the copies were read (tests, the bench).
+    pub remote_loads: usize,
     /// The tree pane: views, rows, cursor, filter, selection.
     pub tree: Tree,
     pub focus: Focus,
@@ -146,6 +155,10 @@ impl App {
             clock: opts.clock,
             fold: Fold::default(),
             remotes: Vec::new(),
+            remotes_from: None,
+            remote_ids: Vec::new(),
+            remote_warning: None,
+            remote_loads: 0,
             tree: Tree::default(),
             focus: Focus::Tree,
             filter_input: None,
@@ -222,15 +235,24 @@ impl App {
             }
             Err(e) => self.error(format!("reading {}: {e}", self.project.journal.display())),
         }
-        // Other machines' journals, as `walj recover` reads them (ids unique across all).
-        let (mut remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
-        crate::cmd::recover::share_ids(&self.fold, &mut remotes);
-        if let Some(r) = remotes.first() {
+        // Other machines' journals, as `walj recover` reads them: again only when one of them
+        // (or this checkout's decisions about them) changed since they were read.
+        let from = (crate::sync::remotes::signature(&self.project), opts.keep_settled);
+        if self.remotes_from.as_ref() != Some(&from) {
+            let (remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
+            self.remote_ids = remotes.iter().map(|r| r.ids().ok()).collect();
+            self.remotes = remotes;
+            self.remote_warning = warnings.into_iter().next();
+            self.remotes_from = Some(from);
+            self.remote_loads += 1;
+        }
+        // Ids unique across all, this journal's new ones too.
+        crate::cmd::recover::share_ids_with(&self.fold, &mut self.remotes, &self.remote_ids);
+        if let Some(r) = self.remotes.first() {
             // Every id shown unique among this journal's and the copies' (typeable in the CLI).
             self.fold.ids = r.fold.ids.clone();
         }
-        self.remotes = remotes;
-        if let Some(w) = warnings.first() {
+        if let Some(w) = self.remote_warning.clone() {
             self.error(format!("another machine's journal: {w}"));
         }
         self.diffs.clear();
@@ -240,13 +262,17 @@ impl App {
         self.load_time = started.elapsed();
     }
 
-    /// Reloads when the journal's size or mtime changed (called on every tick).
+    /// Reloads when the journal's size or mtime changed, or another machine's copy (a sync
+    /// ran) (called on every tick).
     pub fn poll_journal(&mut self) -> bool {
         if self.last_poll.elapsed() < self.poll {
             return false;
         }
         self.last_poll = Instant::now();
-        if self.journal_sig() != self.journal_sig {
+        let copies_changed = || {
+            self.remotes_from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project))
+        };
+        if self.journal_sig() != self.journal_sig || copies_changed() {
             self.reload();
             return true;
         }
@@ -824,6 +850,8 @@ impl App {
             (Action::DiffApplied, _) => self.set_mode(DiffMode::Applied),
             (Action::DiffHead, _) => self.set_mode(DiffMode::Head),
             (Action::Refresh, _) => {
+                // Everything read again, other machines' copies too.
+                self.remotes_from = None;
                 self.reload();
                 if !self.status.as_ref().is_some_and(|s| s.error) {
                     self.info(format!("reloaded {} records", self.fold.records));
