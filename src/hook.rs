@@ -304,7 +304,9 @@ impl Ctx<'_> {
             if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
                 let (cfg, matcher) = config.get_or_init(|| self.config());
                 let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref());
-                image.settle(&mut r, &mut syncs);
+                if let Some(why) = image.settle(&mut r, &mut syncs) {
+                    self.log_unstored(&rel, &why);
+                }
                 let created = image.blob.as_ref().is_some_and(Blob::is_absent);
                 let whole = writes_whole(t.name, c);
                 r.event =
@@ -377,7 +379,9 @@ impl Ctx<'_> {
                     {
                         // Not stored: the record keeps its id and says so (`nocap`).
                         let mut image = store_image(&store, orig.as_bytes().to_vec());
-                        image.settle(&mut r, &mut syncs);
+                        if let Some(why) = image.settle(&mut r, &mut syncs) {
+                            self.log_unstored(&rel, &why);
+                        }
                         r.before = image.blob;
                         r.nocap = image.nocap;
                     }
@@ -386,7 +390,9 @@ impl Ctx<'_> {
                 }
                 if !failed {
                     let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref());
-                    image.settle(&mut r, &mut syncs);
+                    if let Some(why) = image.settle(&mut r, &mut syncs) {
+                        self.log_unstored(&rel, &why);
+                    }
                     r.after = image.blob;
                     r.nocap = image.nocap.or(r.nocap.take());
                 }
@@ -402,6 +408,10 @@ impl Ctx<'_> {
 
     /// A capture that could not read or store the file still records the call (its `nocap`
     /// says why); the error is logged too.
+    fn log_unstored(&self, rel: &str, why: &str) {
+        log_error(self.project, &format!("{rel}: {}: {why}", nocap::STORE_FAILED));
+    }
+
     fn log_nocap(&self, r: &Record) {
         if let Some(n) =
             r.nocap.as_deref().filter(|n| n.starts_with(nocap::STORE_FAILED) || n.starts_with(nocap::UNREADABLE))
@@ -754,19 +764,23 @@ pub struct Image {
     pub sync: Option<crate::store::Pending>,
     /// `(id, base64)`: the object the line that names it must carry ([`key::IMAGES`]).
     pub carried: Option<(String, String)>,
+    /// Why the store has no loose copy of the carried object (the line has it).
+    pub unstored: Option<String>,
 }
 
 impl Image {
     fn none(blob: Option<Blob>, nocap: Option<String>) -> Image {
-        Image { blob, nocap, bytes: None, sync: None, carried: None }
+        Image { blob, nocap, bytes: None, sync: None, carried: None, unstored: None }
     }
 
-    /// Moves what the line must carry into `r` and the syncs to wait for into `syncs`.
-    fn settle(&mut self, r: &mut Record, syncs: &mut Vec<crate::store::Pending>) {
+    /// Moves what the line must carry into `r` and the syncs to wait for into `syncs`; says
+    /// why the store could not keep a loose copy of a carried image, if it could not.
+    fn settle(&mut self, r: &mut Record, syncs: &mut Vec<crate::store::Pending>) -> Option<String> {
         syncs.extend(self.sync.take());
         if let Some((id, b64)) = self.carried.take() {
             carry(r, id, b64);
         }
+        self.unstored.take()
     }
 }
 
@@ -783,12 +797,15 @@ fn carry(r: &mut Record, id: String, b64: String) {
 fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
     match Store::new(store_dir).put_carried(&bytes) {
         Ok((id, durable)) => {
-            let (sync, carried) = match durable {
-                Durable::Already => (None, None),
-                Durable::Pending(p) => (Some(p), None),
-                Durable::Carried(b64) => (None, Some((id.clone(), b64))),
+            let (sync, carried, unstored) = match durable {
+                Durable::Already => (None, None, None),
+                Durable::Pending(p) => (Some(p), None, None),
+                Durable::Carried(b64, e) => {
+                    let why = e.map(|e| format!("{e}; the image is kept in its journal line"));
+                    (None, Some((id.clone(), b64)), why)
+                }
             };
-            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync, carried }
+            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync, carried, unstored }
         }
         Err(e) => Image {
             blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
@@ -796,6 +813,7 @@ fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
             bytes: Some(bytes),
             sync: None,
             carried: None,
+            unstored: None,
         },
     }
 }

@@ -180,8 +180,8 @@ impl Store {
             return Ok((id, Durable::Pending(Pending::start(pending))));
         }
         // The line carries it: a loose copy that cannot be written is only a slower read.
-        let _ = self.write_unsynced(&id, &loose);
-        Ok((id, Durable::Carried(carry_encode(&loose))))
+        let unstored = self.write_unsynced(&id, &loose).err();
+        Ok((id, Durable::Carried(carry_encode(&loose), unstored)))
     }
 
     /// Writes object `id` under its final name, unsynced, unless an intact copy is there:
@@ -315,15 +315,13 @@ impl Store {
     /// ([`Store::put_carried`]), and written back (synced) for the next reader.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
         match self.get_loose(id) {
-            Err(e @ (StoreError::Missing(_) | StoreError::Corrupt { .. })) if is_id(id) => {
-                match self.from_journal(id) {
-                    Some(body) => {
-                        let _ = self.put_with_id(id, &body);
-                        Ok(body)
-                    }
-                    None => Err(e),
+            Err(e) if is_id(id) => match self.from_journal(id) {
+                Some(body) => {
+                    let _ = self.put_with_id(id, &body);
+                    Ok(body)
                 }
-            }
+                None => Err(e),
+            },
             other => other,
         }
     }
@@ -547,8 +545,9 @@ pub const CARRY_MAX: usize = 16 * 1024;
 pub enum Durable {
     /// An intact copy was in the store already.
     Already,
-    /// In the line that names it: the loose-object bytes, base64 (a value of `images`).
-    Carried(String),
+    /// In the line that names it: the loose-object bytes, base64 (a value of `images`), and
+    /// why the loose copy could not be written, if it could not (the line has the image).
+    Carried(String, Option<StoreError>),
     /// Its own syncs, running: wait for them before acknowledging the line.
     Pending(Pending),
 }
@@ -558,7 +557,7 @@ impl Durable {
     pub fn wait(self) -> Result<(), StoreError> {
         match self {
             Durable::Pending(p) => p.wait(),
-            Durable::Already | Durable::Carried(_) => Ok(()),
+            Durable::Already | Durable::Carried(..) => Ok(()),
         }
     }
 }

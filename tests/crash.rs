@@ -264,3 +264,41 @@ fn a_hook_killed_at_any_moment_never_leaves_a_line_naming_an_absent_image() {
     }
     eprintln!("{iterations} hooks killed at random: {} lines, {named} naming an image, all whole", records.len());
 }
+
+/// Issue 14: `walj compact` keeps the images the lines carry — each made durable in the
+/// store (one a crash lost is written back from its line) — then takes them out of the
+/// lines, so the journal does not keep a second copy of every image. Recovery is unchanged.
+#[test]
+fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let root = &repo.root;
+    for (file, id) in [("a.txt", "toolu_ca"), ("b.txt", "toolu_cb")] {
+        repo.write(file, &format!("{file}\nworld\n"));
+        let pre = json!({
+            "hook_event_name": "PreToolUse", "session_id": "5e551011-carry", "cwd": root,
+            "tool_name": "Edit", "tool_use_id": id,
+            "tool_input": {"file_path": root.join(file), "old_string": "world", "new_string": "there"},
+        });
+        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+    }
+    let journal = root.join(".walj/journal.jsonl");
+    assert_eq!(fs::read_to_string(&journal).unwrap().matches("\"images\":{").count(), 2);
+    let (a, b) = (repo.blob_id("a.txt"), repo.blob_id("b.txt"));
+    fs::remove_file(repo.store_object(&a)).unwrap();
+    let recover = |repo: &Repo| {
+        let mut v: Value = serde_json::from_str(&repo.ok(&["recover", "--json"])).unwrap();
+        v.as_object_mut().unwrap().remove("generated_at");
+        v
+    };
+    let before = recover(&repo);
+    let rep: Value = serde_json::from_str(&repo.ok(&["compact", "--json", "--yes"])).unwrap();
+    let text = fs::read_to_string(&journal).unwrap();
+    assert!(!text.contains("\"images\""), "taken out of the lines: {text}\n{rep:#}");
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    assert!(store.intact(&a, b"a.txt\nworld\n"), "the lost one written back from its line");
+    assert!(store.intact(&b, b"b.txt\nworld\n"));
+    assert_eq!(recover(&repo), before);
+    repo.write("a.txt", "changed after the crash\n");
+    let out = repo.ok(&["diff", "toolu_ca"]);
+    assert!(out.contains("-world") && !out.contains("pre-image lost"), "{out}");
+}

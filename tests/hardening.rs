@@ -363,31 +363,47 @@ fn a_huge_file_is_never_hashed_in_full_in_a_hook() {
     walj_in_time(&repo, &["checkpoint"]);
 }
 
-/// Issue 13 item 4: a store failure never drops the intent/applied record: it is written with
-/// the id hashed while reading and `nocap: "store_failed: …"` (a file in the store's place
-/// fails every write, as root too).
+/// Issue 13 item 4: a store failure never drops the intent/applied record (a file in the
+/// store's place fails every write, as root too). Issue 14: a small image is carried in its
+/// line, so it is kept all the same (the error is logged); a large one is recorded with the
+/// id hashed while reading and `nocap: "store_failed: …"`.
 #[test]
 fn a_store_failure_never_drops_the_record() {
-    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let big: String = (0..3000u64).map(|i| format!("{:016x}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
+    let repo = Repo::new(&[("a.txt", "one\n"), ("big.txt", &format!("one\n{big}"))]);
     let claude = Claude::new(&repo, "s-store");
     claude.start();
     let store = repo.root.join(".walj/store");
     let _ = std::fs::remove_dir_all(&store);
     std::fs::write(&store, b"not a folder").unwrap();
     claude.edit("t-edit", "a.txt", "one", "two");
-    let recs: Vec<_> = repo.journal_records().into_iter().filter(|r| r.id == "t-edit").collect();
-    let ops: Vec<&str> = recs.iter().map(|r| r.op.as_str()).collect();
-    assert_eq!(ops, ["intent", "applied"], "both records kept: {recs:?}");
+    claude.edit("t-big", "big.txt", "one", "two");
     let id = |s: &str| Some(walj::journal::Blob::Id(walj::store::blob_id(s.as_bytes())));
-    assert_eq!(recs[0].before, id("one\n"));
-    assert_eq!(recs[1].after, id("two\n"));
-    for r in &recs {
-        let n = r.nocap.as_deref().unwrap_or("");
-        assert!(n.starts_with("store_failed: "), "{r:?}");
+    let records = |call: &str| -> Vec<_> { repo.journal_records().into_iter().filter(|r| r.id == call).collect() };
+    for (call, before, after) in
+        [("t-edit", "one\n".to_string(), "two\n".to_string()), ("t-big", format!("one\n{big}"), format!("two\n{big}"))]
+    {
+        let recs = records(call);
+        let ops: Vec<&str> = recs.iter().map(|r| r.op.as_str()).collect();
+        assert_eq!(ops, ["intent", "applied"], "both records kept: {recs:?}");
+        assert_eq!(recs[0].before, id(&before));
+        assert_eq!(recs[1].after, id(&after));
+        for r in &recs {
+            let n = r.nocap.as_deref().unwrap_or("");
+            if call == "t-big" {
+                assert!(n.starts_with("store_failed: "), "{r:?}");
+            } else {
+                assert!(n.is_empty() && r.extra.contains_key("images"), "carried in its line: {r:?}");
+            }
+        }
     }
     let log = std::fs::read_to_string(repo.root.join(".walj/errors.log")).unwrap();
-    assert!(log.contains("store_failed"), "{log}");
-    // The entry is verified at Stop like any other (its id is known).
+    assert!(log.contains("a.txt: store_failed") && log.contains("kept in its journal line"), "{log}");
+    assert!(log.contains("big.txt: store_failed"), "{log}");
+    // The carried image reads from its line, with no store at all.
+    let out = repo.ok(&["diff", "t-edit"]);
+    assert!(out.contains("-one") && out.contains("+two"), "{out}");
+    // The entries are verified at Stop like any other (their ids are known).
     claude.stop();
     let v = repo.json(&["recover", "--json"]);
     assert_eq!(v["unresolved"], 0, "{v:#}");
