@@ -315,7 +315,7 @@ impl Store {
     /// ([`Store::put_carried`]), and written back (synced) for the next reader.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
         match self.get_loose(id) {
-            Err(e) if is_id(id) => match self.from_journal(id) {
+            Err(e) if is_id(id) => match self.carried_in_journal(id) {
                 Some(body) => {
                     let _ = self.put_with_id(id, &body);
                     Ok(body)
@@ -330,7 +330,7 @@ impl Store {
     /// in its `images` field: only after a machine crash lost a loose object, or for one the
     /// hook could not write. The first call reads the journal once for the ids its lines
     /// carry; later ones read one line each.
-    fn from_journal(&self, id: &str) -> Option<Vec<u8>> {
+    fn carried_in_journal(&self, id: &str) -> Option<Vec<u8>> {
         use std::io::{BufRead as _, Seek as _};
         let journal = self.dir.parent()?.join("journal.jsonl");
         let index = self.carried.get_or_init(|| carried_index(&journal).unwrap_or_default());
