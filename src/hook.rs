@@ -234,14 +234,24 @@ impl Ctx<'_> {
     }
 
     fn append(&self, records: &[Record]) -> HookResult {
-        let written = self
-            .project
-            .ensure_dir()
-            .and_then(|()| JournalWriter::new(&self.project.journal).append_all(records).map(|_| ()));
+        self.append_with(records.len(), || records.to_vec())
+    }
+
+    /// Appends the records `make` returns (`expected` of them, as far as is known before it
+    /// runs), made under the journal's lock ([`JournalWriter::append_decided`]).
+    fn append_with(&self, expected: usize, make: impl FnOnce() -> Vec<Record>) -> HookResult {
+        let mut count = expected;
+        let written = self.project.ensure_dir().and_then(|()| {
+            JournalWriter::new(&self.project.journal).append_decided(|| {
+                let records = make();
+                count = records.len();
+                records
+            })
+        });
         if let Err(e) = written {
             // `.walj/` cannot be written (full, read-only): errors.log may not take the
             // message either, so the gap is kept where it can be, for the next SessionStart.
-            if let Err(m) = crate::failmark::record(self.project, records.len(), &e.to_string()) {
+            if let Err(m) = crate::failmark::record(self.project, count, &e.to_string()) {
                 warn(&format!("keeping the failure marker: {m}"));
             }
             return Err(e.into());
@@ -446,12 +456,17 @@ impl Ctx<'_> {
             }
             .fill(r)
         };
-        let mut children = self.bash_side_effects(t, id, op_name, &mut r);
+        let children = self.bash_side_effects(t, id, op_name, &mut r);
         if self.ev.agent != Agent::ClaudeCode
             && !children.is_empty()
             && let Some(id) = id.known()
         {
-            children = explained_elsewhere(&self.project.journal, self.ev.session, id, children);
+            // Decided under the journal's lock: two commands that ran side by side never both
+            // claim a file from a journal that has neither's children yet.
+            let (journal, session) = (&self.project.journal, self.ev.session);
+            let expected = 1 + children.len();
+            return self
+                .append_with(expected, || [vec![r], explained_elsewhere(journal, session, id, children)].concat());
         }
         self.append(&[vec![r], children].concat())
     }
@@ -795,7 +810,10 @@ fn carry(r: &mut Record, id: String, b64: String) {
 /// Stores `bytes` for a line about to name them: its id, with what the line must carry or
 /// wait for ([`Store::put_carried`]).
 fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
-    match Store::new(store_dir).put_carried(&bytes) {
+    // A line never carries secret-looking text: lines travel (sync segments, bundles) where
+    // such an image does not (`walj sync` withholds it).
+    let may_carry = crate::secrets::findings(&bytes).is_empty();
+    match Store::new(store_dir).put_carried(&bytes, may_carry) {
         Ok((id, durable)) => {
             let (sync, carried, unstored) = match durable {
                 Durable::Already => (None, None, None),

@@ -168,14 +168,17 @@ impl Store {
     /// absent object. Only a machine crash can lose a loose object, and then either its line
     /// carries it or the hook had not returned: readers treat such an object as lost and say
     /// so (the disk still held the image: the tool had not run).
-    pub fn put_carried(&self, bytes: &[u8]) -> Result<(String, Durable), StoreError> {
+    ///
+    /// `may_carry` false: never carried (the hook says so for images with secret-looking
+    /// text, which a journal line must not hold: lines travel in sync segments and bundles).
+    pub fn put_carried(&self, bytes: &[u8], may_carry: bool) -> Result<(String, Durable), StoreError> {
         let id = blob_id(bytes);
         if self.intact(&id, bytes) {
             self.reuse(&id);
             return Ok((id, Durable::Already));
         }
         let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(&id), source })?;
-        if loose.len() > CARRY_MAX {
+        if loose.len() > CARRY_MAX || !may_carry {
             let pending = self.write_unsynced(&id, &loose)?;
             return Ok((id, Durable::Pending(Pending::start(pending))));
         }
@@ -758,7 +761,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         for size in [0usize, 1, 5551, 5552, 5553, 100_000] {
             let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 256) as u8).collect();
-            let (id, durable) = s.put_carried(&bytes).unwrap();
+            let (id, durable) = s.put_carried(&bytes, true).unwrap();
             durable.wait().unwrap();
             assert!(s.intact(&id, &bytes), "{size} bytes");
             let path = s.object_path(&id);
@@ -772,13 +775,13 @@ mod tests {
                 fs::write(&path, &damaged).unwrap();
                 assert!(!s.intact(&id, &bytes), "{size} bytes, damaged to {} bytes", damaged.len());
                 // Stored again: the damaged copy is replaced, not trusted.
-                let (again, durable) = s.put_carried(&bytes).unwrap();
+                let (again, durable) = s.put_carried(&bytes, true).unwrap();
                 assert_eq!(again, id);
                 assert!(!matches!(durable, Durable::Already), "rewritten");
                 durable.wait().unwrap();
                 assert_eq!(s.get(&id).unwrap(), bytes);
             }
-            assert!(matches!(s.put_carried(&bytes).unwrap().1, Durable::Already), "an intact object is reused");
+            assert!(matches!(s.put_carried(&bytes, true).unwrap().1, Durable::Already), "an intact object is reused");
         }
     }
 }

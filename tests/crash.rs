@@ -302,3 +302,24 @@ fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
     let out = repo.ok(&["diff", "toolu_ca"]);
     assert!(out.contains("-world") && !out.contains("pre-image lost"), "{out}");
 }
+
+/// Issue 14: a journal line never carries an image with secret-looking text (lines travel in
+/// sync segments and bundles, which such an image never joins): its object is synced on its
+/// own instead, and it reads as usual.
+#[test]
+fn an_image_with_a_secret_looking_token_is_never_carried_in_its_line() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let root = &repo.root;
+    let text = "token = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\nworld\n";
+    repo.write("conf.txt", text);
+    let pre = json!({
+        "hook_event_name": "PreToolUse", "session_id": "5e551011-secret", "cwd": root,
+        "tool_name": "Edit", "tool_use_id": "toolu_secret",
+        "tool_input": {"file_path": root.join("conf.txt"), "old_string": "world", "new_string": "there"},
+    });
+    hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+    let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+    assert!(!journal.contains("\"images\""), "{journal}");
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    assert_eq!(store.get(&repo.blob_id("conf.txt")).unwrap(), text.as_bytes());
+}

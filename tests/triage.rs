@@ -486,7 +486,10 @@ fn diff_of_binary_over_cap_and_missing_blob_says_so() {
     repo.write("big.txt", &big);
     let c = Claude::new(&repo, SESSION);
     c.write("toolu_BIN", "img.bin", "PNG\0\u{1}\u{2}binary");
-    repo.write("m.txt", &format!("{NUMBERS}m\n")); // in neither git nor the store once removed
+    // In neither git nor the store once removed, nor in its line: too large to be carried
+    // there (issue 14: an image the hook carries is read from its line instead).
+    let noise: String = (0..3000u64).map(|i| format!("{:016x}\n", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).collect();
+    repo.write("m.txt", &format!("{NUMBERS}m\n{noise}"));
     c.edit("toolu_A", "m.txt", "two", "TWO");
     repo.write(".walj/config.toml", "[capture]\nmax_bytes = 64\n");
     c.edit("toolu_BIG", "big.txt", "xxxx", "yyyy");

@@ -101,6 +101,30 @@ impl JournalWriter {
         self.append_bytes(&buf)
     }
 
+    /// Appends the records `make` returns, made while the journal's lock is held: a writer
+    /// that decides from what the journal says (a command's children against those of the
+    /// commands that ran beside it) sees every line another holder appended before it, so two
+    /// such writers never both decide from a journal that has neither's lines. When the lock
+    /// is not to be had in time, `make` runs without it and the records go where
+    /// [`JournalWriter::append_bytes`] puts them.
+    pub fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
+        let wait = if recently_busy() { Duration::ZERO } else { LOCK_DEADLINE };
+        let lines = |records: Vec<Record>| records.iter().flat_map(Record::to_line).collect::<Vec<u8>>();
+        match self.lock(wait) {
+            Ok(locked) if !locked.merged.unfinished => {
+                let buf = lines(make());
+                let r = if buf.is_empty() { Ok(()) } else { append_to(&self.journal, &buf) };
+                drop(locked);
+                r
+            }
+            other => {
+                drop(other);
+                let buf = lines(make());
+                if buf.is_empty() { Ok(()) } else { self.append_bytes(&buf) }
+            }
+        }
+    }
+
     /// Appends pre-built, `\n`-terminated lines: to the journal when its lock is free within
     /// [`LOCK_DEADLINE`] (after merging pending side files), else to this process's side
     /// file. Either way the lines are durable when this returns `Ok`.
