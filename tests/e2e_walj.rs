@@ -1308,3 +1308,32 @@ fn a_write_killed_before_it_ran_is_reported_as_not_applied() {
     assert!(text.contains("not applied: the file is unchanged"), "{text}");
     p.assert_hooks_clean();
 }
+
+/// Issue 14, one sync per hook, with the real CLI: the hook syncs only the journal, and a new
+/// image rides in the line that names it. A machine crash loses what was not synced: here the
+/// whole store goes (worse than a crash can do). After the kill -9 mid-Bash, the Edit's
+/// pre-image is still shown (from its line, never "lost") and `walj revert` puts it back.
+#[test]
+fn after_a_crash_that_lost_the_store_the_lines_still_hold_the_images() {
+    let Some(bin) = claude::claude_or_skip("after_a_crash_that_lost_the_store_the_lines_still_hold_the_images") else {
+        return;
+    };
+    let c = crash_mid_bash(&bin);
+    let p = &c.p;
+    std::thread::sleep(Duration::from_millis(300));
+    let journal = p.journal_text();
+    assert!(journal.contains("\"images\":{"), "new images ride in their lines:\n{journal}");
+    std::fs::remove_dir_all(p.root().join(".walj/store")).unwrap();
+    let (ok, diff, err) = p.walj(&["diff", "toolu_mock_0_0"]);
+    assert!(ok && diff.contains("-  \"retries\": 3") && diff.contains("+  \"retries\": 5"), "{diff}{err}");
+    assert!(!diff.contains("lost"), "{diff}");
+    let (ok, out, err) = p.walj(&["revert", "toolu_mock_0_0", "toolu_mock_1_0"]);
+    assert!(ok, "walj revert: {out}{err}");
+    assert_eq!(p.sb.read("config/settings.json").as_deref(), Some(SETTINGS_JSON));
+    assert!(!p.sb.project.join("src/server.rs").exists());
+    // What the revert overwrote is kept: undo brings the session's work back.
+    let (ok, out, err) = p.walj(&["undo"]);
+    assert!(ok, "walj undo: {out}{err}");
+    assert_eq!(p.sb.read("config/settings.json").as_deref(), Some("{\n  \"retries\": 5\n}\n"));
+    assert_eq!(p.sb.read("src/server.rs").as_deref(), Some("pub fn serve() {}\n"));
+}
