@@ -115,6 +115,17 @@ fn incompressible(lines: usize) -> String {
         .collect()
 }
 
+/// Runs an Edit's PreToolUse ("world" → "there") on `file` as call `call`.
+fn pre_edit(repo: &Repo, file: &str, call: &str) {
+    let root = &repo.root;
+    let pre = json!({
+        "hook_event_name": "PreToolUse", "session_id": "5e551011-carry", "cwd": root,
+        "tool_name": "Edit", "tool_use_id": call,
+        "tool_input": {"file_path": root.join(file), "old_string": "world", "new_string": "there"},
+    });
+    hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+}
+
 /// Issue 14: a large image's object is synced while the line that names it is appended. A
 /// machine crash before the hook returned can leave the line and lose the object (missing, or
 /// cut short); the tool had not run, so `walj diff` reads the disk and says the image was lost.
@@ -125,14 +136,8 @@ fn a_large_image_lost_before_its_hook_returned_reads_from_the_disk_and_says_so()
         // Not committed: git cannot supply the image either.
         let text = format!("hello\nworld\n{}", incompressible(2000));
         repo.write("notes.txt", &text);
-        let root = &repo.root;
-        let pre = json!({
-            "hook_event_name": "PreToolUse", "session_id": "5e551011-lost", "cwd": root,
-            "tool_name": "Edit", "tool_use_id": "toolu_lost",
-            "tool_input": {"file_path": root.join("notes.txt"), "old_string": "world", "new_string": "there"},
-        });
-        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
-        let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+        pre_edit(&repo, "notes.txt", "toolu_lost");
+        let journal = fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap();
         assert!(!journal.contains("\"images\""), "a large image is not carried in its line");
         let object = repo.store_object(&repo.blob_id("notes.txt"));
         damage_object(&object, damage);
@@ -168,12 +173,7 @@ fn a_small_image_a_crash_lost_from_the_store_is_read_from_its_line() {
         let repo = Repo::new(&[("README.md", "x\n")]);
         repo.write("notes.txt", "hello\nworld\n");
         let root = &repo.root;
-        let pre = json!({
-            "hook_event_name": "PreToolUse", "session_id": "5e551011-lost", "cwd": root,
-            "tool_name": "Edit", "tool_use_id": "toolu_lost",
-            "tool_input": {"file_path": root.join("notes.txt"), "old_string": "world", "new_string": "there"},
-        });
-        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+        pre_edit(&repo, "notes.txt", "toolu_lost");
         let id = repo.blob_id("notes.txt");
         damage_object(&repo.store_object(&id), damage);
         repo.write("notes.txt", "hello\nworld, edited after the crash\n");
@@ -274,12 +274,7 @@ fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
     let root = &repo.root;
     for (file, id) in [("a.txt", "toolu_ca"), ("b.txt", "toolu_cb")] {
         repo.write(file, &format!("{file}\nworld\n"));
-        let pre = json!({
-            "hook_event_name": "PreToolUse", "session_id": "5e551011-carry", "cwd": root,
-            "tool_name": "Edit", "tool_use_id": id,
-            "tool_input": {"file_path": root.join(file), "old_string": "world", "new_string": "there"},
-        });
-        hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+        pre_edit(&repo, file, id);
     }
     let journal = root.join(".walj/journal.jsonl");
     assert_eq!(fs::read_to_string(&journal).unwrap().matches("\"images\":{").count(), 2);
@@ -312,12 +307,7 @@ fn an_image_with_a_secret_looking_token_is_never_carried_in_its_line() {
     let root = &repo.root;
     let text = "token = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\nworld\n";
     repo.write("conf.txt", text);
-    let pre = json!({
-        "hook_event_name": "PreToolUse", "session_id": "5e551011-secret", "cwd": root,
-        "tool_name": "Edit", "tool_use_id": "toolu_secret",
-        "tool_input": {"file_path": root.join("conf.txt"), "old_string": "world", "new_string": "there"},
-    });
-    hook_ok(root, &pre.to_string(), Parent::Timeout(20));
+    pre_edit(&repo, "conf.txt", "toolu_secret");
     let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
     assert!(!journal.contains("\"images\""), "{journal}");
     let store = walj::store::Store::new(root.join(".walj/store"));
