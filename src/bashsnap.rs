@@ -796,7 +796,12 @@ impl<'a> Tree<'a> {
                 .and_then(|i| i.copy.as_ref())
                 .and_then(|c| {
                     let p = dir.join(c);
-                    gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))
+                    // Checked: the copy was not synced (a damaged one is as good as none).
+                    gitindex::intact(&p)
+                        .then(|| {
+                            gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))
+                        })
+                        .flatten()
                 })
                 .map(|i| index_map(&i, &self.prefix));
             if let (Some(old), Some(cur)) = (&old_index, &current) {

@@ -471,13 +471,15 @@ pub fn is_hard_linked(meta: &fs::Metadata) -> bool {
 }
 
 /// Copies the regular file `from` to a new private file `to` (0600, replacing nothing that
-/// exists: the caller removed it), synced: walj's own copies are never links to, nor as
-/// readable as, the original.
+/// exists: the caller removed it): walj's own copies are never links to, nor as readable as,
+/// the original. Not synced: its one caller (a Bash snapshot's copy of the git index) writes a
+/// sidecar that is not synced either, and a reader that finds the copy missing or damaged
+/// after a power cut goes without it (the hook syncs one file, its journal).
 pub fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
     let (mut src, _) = open_regular(from)?;
     let mut dst = open_private(to, OpenOptions::new().write(true).create_new(true))?;
     io::copy(&mut src, &mut dst)?;
-    dst.sync_data()
+    Ok(())
 }
 
 /// The unix permission bits of a file, when the platform has them.

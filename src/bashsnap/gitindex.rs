@@ -29,6 +29,16 @@ pub struct Entry {
 
 const HASH: usize = 20;
 
+/// Whether the index file at `path` ends with git's SHA-1 of every byte before it: a copy walj
+/// saved that a power cut left cut short or zeroed (copies are not synced) does not, and is
+/// never read. An index written with `index.skipHash` (an all-zero trailer, which a zeroed
+/// tail also has) is refused too: the diff then goes without it, as for a damaged one.
+pub fn intact(path: &Path) -> bool {
+    let Ok(data) = std::fs::read(path) else { return false };
+    let Some(body) = data.len().checked_sub(HASH) else { return false };
+    sha1_smol::Sha1::from(&data[..body]).digest().bytes() == data[body..]
+}
+
 /// Reads `path` (a `.git/index`). `None`: not readable here, use libgit2.
 pub fn read(path: &Path) -> Option<Vec<Entry>> {
     let data = std::fs::read(path).ok()?;
@@ -243,5 +253,33 @@ mod tests {
         assert_eq!(read(&root.join(".git/index")), None);
         assert_eq!(parse(b"DIRC\0\0\0\x09\0\0\0\0"), None);
         assert_eq!(parse(b"garbage"), None);
+    }
+
+    /// A saved copy is read only whole: cut short, zeroed or flipped, it is refused (copies
+    /// are not synced); the real index passes.
+    #[test]
+    fn a_damaged_copy_is_not_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        git(root, &["add", "a.txt"]);
+        let index = root.join(".git/index");
+        assert!(intact(&index));
+        let whole = std::fs::read(&index).unwrap();
+        let copy = root.join("copy.index");
+        let n = whole.len();
+        let mut zeroed = whole.clone();
+        zeroed[12..n / 2].fill(0);
+        let mut flipped = whole.clone();
+        flipped[n / 2] ^= 1;
+        let mut zero_tail = whole.clone();
+        zero_tail[n - 40..].fill(0);
+        for damaged in [whole[..n - 7].to_vec(), zeroed, flipped, zero_tail, vec![]] {
+            std::fs::write(&copy, &damaged).unwrap();
+            assert!(!intact(&copy), "{} bytes", damaged.len());
+        }
+        std::fs::write(&copy, &whole).unwrap();
+        assert!(intact(&copy));
     }
 }
