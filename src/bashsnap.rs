@@ -793,15 +793,15 @@ impl<'a> Tree<'a> {
             old_index = pre
                 .index
                 .as_ref()
-                .and_then(|i| i.copy.as_ref())
-                .and_then(|c| {
-                    let p = dir.join(c);
+                .and_then(|i| {
+                    let p = dir.join(i.copy.as_ref()?);
                     // Checked: the copy was not synced (a damaged one is as good as none).
-                    gitindex::intact(&p)
-                        .then(|| {
-                            gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))
-                        })
-                        .flatten()
+                    let live = self.repo.as_ref().map(|r| r.path().join("index"));
+                    let skip_hash = live.is_some_and(|l| gitindex::skips_hash(&l));
+                    if !gitindex::intact(&p, Some(i.st.s), skip_hash) {
+                        return None;
+                    }
+                    gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))
                 })
                 .map(|i| index_map(&i, &self.prefix));
             if let (Some(old), Some(cur)) = (&old_index, &current) {

@@ -812,7 +812,7 @@ fn carry(r: &mut Record, id: String, b64: String) {
 fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
     // A line never carries secret-looking text: lines travel (sync segments, bundles) where
     // such an image does not (`walj sync` withholds it).
-    let may_carry = crate::secrets::findings(&bytes).is_empty();
+    let may_carry = |b: &[u8]| crate::secrets::findings(b).is_empty();
     match Store::new(store_dir).put_carried(&bytes, may_carry) {
         Ok((id, durable)) => {
             let (sync, carried, unstored) = match durable {
@@ -903,7 +903,7 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
 }
 
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.
-const BESIDE_SCAN_BYTES: u64 = 1 << 20;
+const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 
 /// Codex, Gemini and Copilot run a session's tool calls at the same time (Claude Code 2.1.328
 /// ran them one after the other), so a command's snapshot can see what a file tool or another

@@ -84,9 +84,6 @@ pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(60
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
-    /// Where the journal beside the store carries each object it carries (line offsets),
-    /// read once, at the first object [`Store::get`] could not find loose.
-    carried: std::sync::OnceLock<std::collections::HashMap<String, u64>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +98,7 @@ pub enum StoreError {
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Store {
-        Store { dir: dir.into(), carried: std::sync::OnceLock::new() }
+        Store { dir: dir.into() }
     }
 
     pub fn dir(&self) -> &Path {
@@ -169,16 +166,21 @@ impl Store {
     /// carries it or the hook had not returned: readers treat such an object as lost and say
     /// so (the disk still held the image: the tool had not run).
     ///
-    /// `may_carry` false: never carried (the hook says so for images with secret-looking
-    /// text, which a journal line must not hold: lines travel in sync segments and bundles).
-    pub fn put_carried(&self, bytes: &[u8], may_carry: bool) -> Result<(String, Durable), StoreError> {
+    /// `may_carry` is asked (only for an image small enough) whether it may be carried: the
+    /// hook says no for images with secret-looking text, which a journal line must not hold
+    /// (lines travel in sync segments and bundles).
+    pub fn put_carried(
+        &self,
+        bytes: &[u8],
+        may_carry: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<(String, Durable), StoreError> {
         let id = blob_id(bytes);
         if self.intact(&id, bytes) {
             self.reuse(&id);
             return Ok((id, Durable::Already));
         }
         let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(&id), source })?;
-        if loose.len() > CARRY_MAX || !may_carry {
+        if loose.len() > CARRY_MAX || !may_carry(bytes) {
             let pending = self.write_unsynced(&id, &loose)?;
             return Ok((id, Durable::Pending(Pending::start(pending))));
         }
@@ -320,7 +322,9 @@ impl Store {
         match self.get_loose(id) {
             Err(e) if is_id(id) => match self.carried_in_journal(id) {
                 Some(body) => {
-                    let _ = self.put_with_id(id, &body);
+                    // Written over whatever is there: it failed to read, whatever the cheap
+                    // intactness check says.
+                    let _ = self.replace(id, &body);
                     Ok(body)
                 }
                 None => Err(e),
@@ -336,8 +340,7 @@ impl Store {
     fn carried_in_journal(&self, id: &str) -> Option<Vec<u8>> {
         use std::io::{BufRead as _, Seek as _};
         let journal = self.dir.parent()?.join("journal.jsonl");
-        let index = self.carried.get_or_init(|| carried_index(&journal).unwrap_or_default());
-        let offset = *index.get(id)?;
+        let offset = carried_offset(&journal, id)?;
         let mut f = File::open(&journal).ok()?;
         f.seek(io::SeekFrom::Start(offset)).ok()?;
         let mut line = Vec::new();
@@ -376,11 +379,19 @@ impl Store {
     /// decode to its id is left alone (the loose object, if any, is all there is).
     pub fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
         let Some(body) = carried_object(id, b64) else { return Ok(None) };
-        if self.intact(id, &body) {
+        // Read whole, not the cheap check: a crash can zero pages inside a file and keep its
+        // size, and the line's copy is about to go.
+        if self.get_loose(id).is_ok_and(|loose| loose == body) {
             return Ok(Some(self.object_path(id)));
         }
-        self.put_with_id(id, &body)?;
+        self.replace(id, &body)?;
         Ok(None)
+    }
+
+    /// Writes object `id` durably over whatever is under its name (a damaged copy).
+    fn replace(&self, id: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(id), source })?;
+        self.write_unsynced(id, &loose)?.finish()
     }
 
     /// Syncs objects written without a sync, and their folders (the store's too, for new
@@ -540,9 +551,9 @@ impl Unsynced {
 }
 
 /// The largest compressed object the hook carries in its journal line rather than syncing
-/// it on its own ([`Store::put_carried`]): 16 KiB, a source file of about 50 KB (base64 makes
-/// it 4/3 longer in the line).
-pub const CARRY_MAX: usize = 16 * 1024;
+/// it on its own ([`Store::put_carried`]): 8 KiB, a source file of about 25 KB (base64 makes
+/// it 4/3 longer in the line, so a line stays under about 11 KB per image).
+pub const CARRY_MAX: usize = 8 * 1024;
 
 /// How an object the hook stored becomes durable ([`Store::put_carried`]).
 pub enum Durable {
@@ -580,31 +591,58 @@ pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
     (blob_id(&body) == id).then_some(body)
 }
 
-/// The ids the lines of `journal` carry (`images`), each with its line's offset (the last
-/// line that carries it).
-fn carried_index(journal: &Path) -> io::Result<std::collections::HashMap<String, u64>> {
-    use std::io::BufRead as _;
-    let mut out = std::collections::HashMap::new();
-    let mut r = io::BufReader::with_capacity(1 << 20, File::open(journal)?);
-    let tag = format!("\"{}\":{{", crate::journal::record::key::IMAGES);
-    let finder = memchr::memmem::Finder::new(tag.as_bytes());
-    let (mut line, mut offset) = (Vec::new(), 0u64);
-    loop {
-        line.clear();
-        let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(out);
-        }
-        if finder.find(&line).is_some()
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line.trim_ascii())
-            && let Some(images) = v.get(crate::journal::record::key::IMAGES).and_then(|m| m.as_object())
-        {
-            for id in images.keys() {
-                out.insert(id.clone(), offset);
-            }
-        }
-        offset += n as u64;
+/// The ids a journal's lines carry (`images`), each with the offset of the last line that
+/// carries it, as far as `len` bytes of the file `(dev, ino)` go.
+#[derive(Default)]
+struct CarriedIndex {
+    file: (u64, u64),
+    len: u64,
+    offsets: std::collections::HashMap<String, u64>,
+}
+
+/// One index per journal for the whole process (the TUI and `walj diff` make a `Store` per
+/// read): a journal that grew is read from where the index stopped, one replaced or cut
+/// short again from its start.
+static CARRIED: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, CarriedIndex>>> =
+    std::sync::Mutex::new(None);
+
+/// The offset of the line of `journal` that carries object `id`, if one does.
+fn carried_offset(journal: &Path, id: &str) -> Option<u64> {
+    use std::io::{BufRead as _, Seek as _};
+    let f = File::open(journal).ok()?;
+    let meta = f.metadata().ok()?;
+    let file = crate::fold::snapshot::identity(&meta);
+    let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let index = all.get_or_insert_with(Default::default).entry(journal.to_path_buf()).or_default();
+    if index.file != file || meta.len() < index.len {
+        *index = CarriedIndex { file, ..Default::default() };
     }
+    if meta.len() > index.len {
+        let mut r = io::BufReader::with_capacity(1 << 20, f);
+        r.seek(io::SeekFrom::Start(index.len)).ok()?;
+        let tag = format!("\"{}\":{{", crate::journal::record::key::IMAGES);
+        let finder = memchr::memmem::Finder::new(tag.as_bytes());
+        let (mut line, mut offset) = (Vec::new(), index.len);
+        loop {
+            line.clear();
+            let n = r.read_until(b'\n', &mut line).ok()?;
+            // Up to the last complete line: a torn tail is read again once it is whole.
+            if n == 0 || line.last() != Some(&b'\n') {
+                break;
+            }
+            if finder.find(&line).is_some()
+                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line.trim_ascii())
+                && let Some(images) = v.get(crate::journal::record::key::IMAGES).and_then(|m| m.as_object())
+            {
+                for key in images.keys() {
+                    index.offsets.insert(key.clone(), offset);
+                }
+            }
+            offset += n as u64;
+        }
+        index.len = offset;
+    }
+    index.offsets.get(id).copied()
 }
 
 /// The bytes of a loose object (zlib of `blob <len>\0` + bytes), header checked.
@@ -761,7 +799,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         for size in [0usize, 1, 5551, 5552, 5553, 100_000] {
             let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 256) as u8).collect();
-            let (id, durable) = s.put_carried(&bytes, true).unwrap();
+            let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
             durable.wait().unwrap();
             assert!(s.intact(&id, &bytes), "{size} bytes");
             let path = s.object_path(&id);
@@ -775,13 +813,16 @@ mod tests {
                 fs::write(&path, &damaged).unwrap();
                 assert!(!s.intact(&id, &bytes), "{size} bytes, damaged to {} bytes", damaged.len());
                 // Stored again: the damaged copy is replaced, not trusted.
-                let (again, durable) = s.put_carried(&bytes, true).unwrap();
+                let (again, durable) = s.put_carried(&bytes, |_| true).unwrap();
                 assert_eq!(again, id);
                 assert!(!matches!(durable, Durable::Already), "rewritten");
                 durable.wait().unwrap();
                 assert_eq!(s.get(&id).unwrap(), bytes);
             }
-            assert!(matches!(s.put_carried(&bytes, true).unwrap().1, Durable::Already), "an intact object is reused");
+            assert!(
+                matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Already),
+                "an intact object is reused"
+            );
         }
     }
 }

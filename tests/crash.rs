@@ -313,3 +313,26 @@ fn an_image_with_a_secret_looking_token_is_never_carried_in_its_line() {
     let store = walj::store::Store::new(root.join(".walj/store"));
     assert_eq!(store.get(&repo.blob_id("conf.txt")).unwrap(), text.as_bytes());
 }
+
+/// A loose object a crash zeroed inside, its size, zlib header and checksum trailer intact (the
+/// cheap check passes): `walj compact` reads it whole before it takes the line's copy out, and
+/// writes it again from the line (review of issue 14: the cheap check alone would have kept the
+/// damaged object and dropped the only good copy).
+#[test]
+fn compact_rewrites_a_carried_object_damaged_inside_before_taking_the_copy_out() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let text: String = (0..200).map(|i| format!("line {i} of the pre-image\n")).collect::<String>() + "world\n";
+    repo.write("big.txt", &text);
+    pre_edit(&repo, "big.txt", "toolu_zero");
+    let id = repo.blob_id("big.txt");
+    let object = repo.store_object(&id);
+    let mut b = fs::read(&object).unwrap();
+    let n = b.len();
+    b[2..n - 4].fill(0);
+    fs::write(&object, &b).unwrap();
+    let store = walj::store::Store::new(repo.root.join(".walj/store"));
+    assert!(store.intact(&id, text.as_bytes()), "the cheap check is fooled");
+    repo.ok(&["compact", "--json", "--yes"]);
+    assert!(!fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap().contains("\"images\""));
+    assert_eq!(store.get(&id).unwrap(), text.as_bytes(), "written again from the line");
+}

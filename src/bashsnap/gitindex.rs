@@ -31,12 +31,26 @@ const HASH: usize = 20;
 
 /// Whether the index file at `path` ends with git's SHA-1 of every byte before it: a copy walj
 /// saved that a power cut left cut short or zeroed (copies are not synced) does not, and is
-/// never read. An index written with `index.skipHash` (an all-zero trailer, which a zeroed
-/// tail also has) is refused too: the diff then goes without it, as for a damaged one.
-pub fn intact(path: &Path) -> bool {
+/// never read. An index written with `index.skipHash` (git's `feature.manyFiles`: an all-zero
+/// trailer, which a zeroed tail also has) passes only when the repository writes such indexes
+/// (`skip_hash`: the live index has one too) and at the length the original had (`len`).
+pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
     let Ok(data) = std::fs::read(path) else { return false };
     let Some(body) = data.len().checked_sub(HASH) else { return false };
-    sha1_smol::Sha1::from(&data[..body]).digest().bytes() == data[body..]
+    let trailer = &data[body..];
+    if trailer.iter().all(|&b| b == 0) {
+        return skip_hash && len == Some(data.len() as u64);
+    }
+    sha1_smol::Sha1::from(&data[..body]).digest().bytes() == trailer
+}
+
+/// Whether the index at `path` ends with an all-zero trailer (`index.skipHash`).
+pub fn skips_hash(path: &Path) -> bool {
+    let Ok((f, meta)) = crate::fsutil::open_regular(path) else { return false };
+    let mut tail = [1u8; HASH];
+    meta.len() >= HASH as u64
+        && matches!(crate::fsutil::read_at(&f, &mut tail, meta.len() - HASH as u64), Ok(HASH))
+        && tail.iter().all(|&b| b == 0)
 }
 
 /// Reads `path` (a `.git/index`). `None`: not readable here, use libgit2.
@@ -265,7 +279,7 @@ mod tests {
         std::fs::write(root.join("a.txt"), "a").unwrap();
         git(root, &["add", "a.txt"]);
         let index = root.join(".git/index");
-        assert!(intact(&index));
+        assert!(intact(&index, None, false));
         let whole = std::fs::read(&index).unwrap();
         let copy = root.join("copy.index");
         let n = whole.len();
@@ -277,9 +291,17 @@ mod tests {
         zero_tail[n - 40..].fill(0);
         for damaged in [whole[..n - 7].to_vec(), zeroed, flipped, zero_tail, vec![]] {
             std::fs::write(&copy, &damaged).unwrap();
-            assert!(!intact(&copy), "{} bytes", damaged.len());
+            assert!(!intact(&copy, Some(n as u64), false), "{} bytes", damaged.len());
         }
         std::fs::write(&copy, &whole).unwrap();
-        assert!(intact(&copy));
+        assert!(intact(&copy, Some(n as u64), false));
+        // `index.skipHash`: a zero trailer passes in such a repository, at the original's length.
+        let mut skip = whole.clone();
+        skip[n - 20..].fill(0);
+        std::fs::write(&copy, &skip).unwrap();
+        assert!(skips_hash(&copy) && !skips_hash(&index));
+        assert!(intact(&copy, Some(n as u64), true));
+        assert!(!intact(&copy, Some(n as u64 + 1), true));
+        assert!(!intact(&copy, Some(n as u64), false));
     }
 }

@@ -445,9 +445,9 @@ struct Copied {
     write_err: Option<io::Error>,
     /// Kept lines whose carried images (`images`) were taken out.
     uncarried: u64,
-    /// Carried objects the hook wrote without a sync, to sync before the swap.
+    /// Objects the hook wrote without a sync, to sync before the swap: carried by kept lines,
+    /// or by dropped lines while a kept line names them by id only (deduplicated).
     to_sync: Vec<PathBuf>,
-    store_err: Option<crate::store::StoreError>,
 }
 
 /// Where the rewritten journal goes: the journal's folder, its name, the temp file.
@@ -516,10 +516,7 @@ fn rewrite_once(
     if let Some(e) = copied.write_err.take() {
         return Err(paths.fail(SessionError::Io { op: "writing".into(), path: paths.tmp.clone(), source: e }));
     }
-    // The images the kept lines carried are in the store, durably, before any line loses them.
-    if let Some(e) = copied.store_err.take() {
-        return Err(paths.fail(SessionError::Store(e)));
-    }
+    // The images the lines carried are in the store, durably, before any line loses them.
     if let Err(e) = store.sync_objects(&copied.to_sync) {
         return Err(paths.fail(SessionError::Store(e)));
     }
@@ -682,6 +679,14 @@ fn copy_kept(
                 written_lines += 1;
             }
         }
+        if !keep
+            && let Some(store) = store
+            && crate::journal::reader::contains(raw.bytes, IMAGES_TAG)
+        {
+            // A dropped line's carried images may be named by id only by a kept line (the
+            // hook does not carry an object it finds in the store): synced before it goes.
+            c.to_sync.extend(hex_ids(raw.bytes).map(|id| store.object_path(id)).filter(|p| p.is_file()));
+        }
         if keep {
             let uncarried = uncarry(raw.bytes, store, &mut c);
             buf.extend_from_slice(uncarried.as_deref().unwrap_or(raw.bytes));
@@ -721,15 +726,16 @@ fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>
     let mut r = crate::journal::record::parse_record(line).ok()?;
     let Some(Value::Object(images)) = r.extra.shift_remove(key::IMAGES) else { return None };
     if let Some(store) = store {
+        let mut written = Vec::new();
         for (id, b64) in &images {
             match store.keep_carried(id, b64.as_str().unwrap_or_default()) {
-                Ok(Some(path)) => c.to_sync.push(path),
+                Ok(Some(path)) => written.push(path),
                 Ok(None) => {}
-                Err(e) => {
-                    c.store_err.get_or_insert(e);
-                }
+                // Not in the store (it cannot be written): the line keeps its copies.
+                Err(_) => return None,
             }
         }
+        c.to_sync.extend(written);
     }
     c.uncarried += 1;
     let mut out = r.to_line();

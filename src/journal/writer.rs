@@ -105,41 +105,35 @@ impl JournalWriter {
     /// that decides from what the journal says (a command's children against those of the
     /// commands that ran beside it) sees every line another holder appended before it, so two
     /// such writers never both decide from a journal that has neither's lines. When the lock
-    /// is not to be had in time, `make` runs without it and the records go where
-    /// [`JournalWriter::append_bytes`] puts them.
+    /// is not to be had in time, `make` runs without it and the records go to the side file,
+    /// as with [`JournalWriter::append_bytes`] (one wait, never two).
     pub fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
-        let wait = if recently_busy() { Duration::ZERO } else { LOCK_DEADLINE };
-        let lines = |records: Vec<Record>| records.iter().flat_map(Record::to_line).collect::<Vec<u8>>();
-        match self.lock(wait) {
-            Ok(locked) if !locked.merged.unfinished => {
-                let buf = lines(make());
-                let r = if buf.is_empty() { Ok(()) } else { append_to(&self.journal, &buf) };
-                drop(locked);
-                r
-            }
-            other => {
-                drop(other);
-                let buf = lines(make());
-                if buf.is_empty() { Ok(()) } else { self.append_bytes(&buf) }
-            }
-        }
+        self.append_made(|| make().iter().flat_map(Record::to_line).collect())
     }
 
     /// Appends pre-built, `\n`-terminated lines: to the journal when its lock is free within
     /// [`LOCK_DEADLINE`] (after merging pending side files), else to this process's side
     /// file. Either way the lines are durable when this returns `Ok`.
     pub fn append_bytes(&self, lines: &[u8]) -> io::Result<()> {
+        self.append_made(|| lines.to_vec())
+    }
+
+    /// The lines `make` returns, made under the lock when it is taken: appended to the
+    /// journal, or behind pending side files, or to the side file when the lock is busy.
+    fn append_made(&self, make: impl FnOnce() -> Vec<u8>) -> io::Result<()> {
         let wait = if recently_busy() { Duration::ZERO } else { LOCK_DEADLINE };
         match self.lock(wait) {
             Ok(locked) if !locked.merged.unfinished => {
-                let r = append_to(&self.journal, lines);
+                let lines = make();
+                let r = if lines.is_empty() { Ok(()) } else { append_to(&self.journal, &lines) };
                 drop(locked);
                 r
             }
             // Side files are still waiting (a long backlog): behind them, in order.
             Ok(locked) => {
+                let lines = make();
                 drop(locked);
-                side::append(&self.side, lines).map(|_| ())
+                if lines.is_empty() { Ok(()) } else { side::append(&self.side, &lines).map(|_| ()) }
             }
             // Busy past the deadline, or a lock file that is not a regular file (a FIFO
             // would block its opener): the record goes to the side file, never lost.
@@ -147,7 +141,11 @@ impl JournalWriter {
                 if fsutil::is_lock_busy(&e) {
                     note_busy();
                 }
-                let side = side::append(&self.side, lines)?;
+                let lines = make();
+                if lines.is_empty() {
+                    return Ok(());
+                }
+                let side = side::append(&self.side, &lines)?;
                 let n = lines.iter().filter(|&&b| b == b'\n').count();
                 self.log(&format!(
                     "journal lock not taken ({e}): {n} record{} kept in {}; the next writer merges {}",
