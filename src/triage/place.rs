@@ -425,11 +425,8 @@ mod tests {
         if crate::fsutil::swap::portable_forced() {
             return;
         }
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
         fs::write(&f, b"first write").unwrap();
         let mut n = 0;
         let placed = racing(
@@ -439,7 +436,7 @@ mod tests {
                     rename_write(path, b"second write");
                 }
             },
-            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
+            || put_ours(&objects, s),
         );
         assert!(!placed.written, "{placed:?}");
         assert_eq!(fs::read(&f).unwrap(), b"second write");
@@ -457,11 +454,8 @@ mod tests {
         if crate::fsutil::swap::portable_forced() {
             return;
         }
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
         fs::write(&f, b"write 0").unwrap();
         let mut n = 0;
         let placed = racing(
@@ -469,7 +463,7 @@ mod tests {
                 n += 1;
                 rename_write(path, format!("write {n}").as_bytes());
             },
-            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
+            || put_ours(&objects, s),
         );
         assert!(!placed.written);
         assert_eq!(placed.kept.len(), MAX_SWAPS_BACK + 1, "{placed:?}");
@@ -488,16 +482,10 @@ mod tests {
         if crate::fsutil::swap::portable_forced() {
             return;
         }
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
         fs::write(&f, b"theirs").unwrap();
-        let placed = racing(
-            |_| crate::fsutil::swap::force_portable(true),
-            || put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap(),
-        );
+        let placed = racing(|_| crate::fsutil::swap::force_portable(true), || put_ours(&objects, s));
         assert!(placed.written);
         assert_eq!(fs::read(&f).unwrap(), b"ours");
         let theirs = crate::store::blob_id(b"theirs");
@@ -514,6 +502,20 @@ mod tests {
         (dir, p)
     }
 
+    /// A revert of `f.txt` planned against "planned", its "ours" staged beside it.
+    fn planned() -> (tempfile::TempDir, Project, PathBuf, Staged) {
+        let (d, p) = project();
+        let f = p.root.join("f.txt");
+        fs::write(&f, b"planned").unwrap();
+        let s = fsutil::stage(&f, b"ours", None).unwrap();
+        (d, p, f, s)
+    }
+
+    /// Puts the staged "ours" in place of `f.txt`, as the revert [`planned`] planned it.
+    fn put_ours(objects: &Objects, s: Staged) -> Placed {
+        put_write(objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap()
+    }
+
     fn blob_in_store(p: &Project, bytes: &[u8]) -> bool {
         let id = crate::store::blob_id(bytes);
         p.store_dir().join(&id[..2]).join(&id[2..]).is_file()
@@ -521,12 +523,9 @@ mod tests {
 
     #[test]
     fn a_write_lands_when_the_file_is_what_the_plan_saw() {
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
-        let placed = put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap();
+        let placed = put_ours(&objects, s);
         assert_eq!(placed, Placed::written());
         assert_eq!(fs::read(&f).unwrap(), b"ours");
         assert_eq!(fs::read_dir(&p.root).unwrap().count(), 2, "no temp file left (f.txt and .walj)");
@@ -541,13 +540,10 @@ mod tests {
         if crate::fsutil::swap::portable_forced() {
             return; // the test switch is set for the whole run: nothing to exchange
         }
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
         fs::write(&f, b"theirs, written after the last check").unwrap();
-        let placed = put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap();
+        let placed = put_ours(&objects, s);
         assert!(!placed.written, "{placed:?}");
         assert_eq!(fs::read(&f).unwrap(), b"theirs, written after the last check");
         assert_eq!(placed.kept, [crate::store::blob_id(b"theirs, written after the last check")]);
@@ -604,14 +600,9 @@ mod tests {
     // rename after the caller's check. Forced here through the same switch the binary reads.
     #[test]
     fn the_portable_fallback_writes_with_a_plain_rename() {
-        let (_d, p) = project();
+        let (_d, p, f, s) = planned();
         let objects = Objects::new(&p);
-        let f = p.root.join("f.txt");
-        fs::write(&f, b"planned").unwrap();
-        let s = fsutil::stage(&f, b"ours", None).unwrap();
-        let placed = with_portable(|| {
-            put_write(&objects, s, "f.txt", &Disk::File(b"planned".to_vec()), b"ours", "reverting").unwrap()
-        });
+        let placed = with_portable(|| put_ours(&objects, s));
         assert_eq!(placed, Placed::written());
         assert_eq!(fs::read(&f).unwrap(), b"ours");
         let g = p.root.join("g.txt");
