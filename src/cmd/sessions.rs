@@ -595,16 +595,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
     let action =
         if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     if json_out {
-        let v = json!({
-            "session": state.session(),
-            "brief": b.text,
-            "chars": b.chars,
-            "tokens_estimate": b.tokens,
-            "level": b.level,
-            "entries": b.entries,
-            "action": action,
-            "delivered_at_next_start": action.is_some(),
-        });
+        let v = b.json(state.session(), action.as_deref());
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
@@ -666,10 +657,8 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         human_ts(&rs.manifest.synced_at)
     );
     let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
-    let mut b = brief::build(&BriefInput { state: &state, procs: &[], last_message, copy_path: None }, budget);
-    b.text = format!("{head}{}", b.text);
-    b.chars = b.text.chars().count();
-    b.tokens = b.chars.div_ceil(7) * 2;
+    let b =
+        brief::build(&BriefInput { state: &state, procs: &[], last_message, copy_path: None }, budget).headed(&head);
     let action =
         if args.print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     let (written, why_not) = match &installed {
@@ -678,20 +667,11 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         None => (None, None),
     };
     if args.json {
-        let v = json!({
-            "session": session,
-            "machine": rs.name(),
-            "journal": rs.journal,
-            "brief": b.text,
-            "chars": b.chars,
-            "tokens_estimate": b.tokens,
-            "level": b.level,
-            "entries": b.entries,
-            "action": action,
-            "delivered_at_next_start": action.is_some(),
-            "transcript": written,
-            "transcript_missing": why_not,
-        });
+        let mut v = b.json(&session, action.as_deref());
+        v.insert("machine".into(), json!(rs.name()));
+        v.insert("journal".into(), json!(rs.journal));
+        v.insert("transcript".into(), json!(written));
+        v.insert("transcript_missing".into(), json!(why_not));
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }

@@ -90,8 +90,40 @@ pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
         }
     }
     let (level, text) = chosen;
-    let chars = text.chars().count();
-    Brief { entries, chars, tokens: chars.div_ceil(7) * 2, level, text }
+    Brief::of(text, entries, level)
+}
+
+impl Brief {
+    /// A brief of `text`, its length and token estimate counted.
+    fn of(text: String, entries: Vec<String>, level: usize) -> Brief {
+        let chars = text.chars().count();
+        Brief { entries, chars, tokens: chars.div_ceil(7) * 2, level, text }
+    }
+
+    /// The brief with `head` before its text (counted again).
+    pub fn headed(self, head: &str) -> Brief {
+        Brief::of(format!("{head}{}", self.text), self.entries, self.level)
+    }
+
+    /// The fields `walj sessions brief --json` and `sessions resume --json` print for it:
+    /// `session`, `brief`, `chars`, `tokens_estimate`, `level`, `entries`, `action` (the
+    /// delivery record, when delivered) and `delivered_at_next_start`.
+    pub fn json(&self, session: &str, action: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        [
+            ("session", json!(session)),
+            ("brief", json!(self.text)),
+            ("chars", json!(self.chars)),
+            ("tokens_estimate", json!(self.tokens)),
+            ("level", json!(self.level)),
+            ("entries", json!(self.entries)),
+            ("action", json!(action)),
+            ("delivered_at_next_start", json!(action.is_some())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
 }
 
 /// "… and N more <what>: a, b, c" (the ids capped to `budget` characters when given).
