@@ -47,7 +47,7 @@ pub(crate) const BY_IMPORT: &str = "import";
 /// The `persisted` record (`r`, stamped with its session and time) settling the imported
 /// entry `e` at the end of its turn, as the agent's Stop hook would have: unverified (the disk
 /// of that time is gone), by import.
-pub(crate) fn settled_by_import(mut r: Record, e: &Record) -> Record {
+fn settled_by_import(mut r: Record, e: &Record) -> Record {
     r.id = e.id.clone();
     r.path = e.path.clone();
     r.event = e.event.clone();
@@ -56,6 +56,19 @@ pub(crate) fn settled_by_import(mut r: Record, e: &Record) -> Record {
     r.outside = e.outside;
     r.persisted = true;
     r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT)
+}
+
+/// The records that end an imported turn, as the agent's Stop hook would have: the calls that
+/// failed in a turn that went on, settled as not applied; the entries applied in it (indexes
+/// into `records`), settled by a `persisted` record (`persisted(e)` stamps its session and time).
+pub(crate) fn turn_settled(
+    failed: Vec<Record>,
+    applied: Vec<usize>,
+    records: &[Record],
+    persisted: impl Fn(&Record) -> Record,
+) -> Vec<Record> {
+    let not_applied = failed.into_iter().map(|r| build::not_applied(r, BY_IMPORT));
+    not_applied.chain(applied.into_iter().map(|i| settled_by_import(persisted(&records[i]), &records[i]))).collect()
 }
 
 /// Records per journal write.
@@ -799,13 +812,8 @@ impl<'a> Converter<'a> {
     /// Entries applied in the turn that just ended are settled, as the Stop hook would have
     /// (unverified: the disk of that time is gone).
     fn settle_turn(&mut self, ts: &str) {
-        // Calls that failed in a turn that went on did not apply: settled as not applied.
-        for r in std::mem::take(&mut self.turn_failed) {
-            self.emit(build::not_applied(r, BY_IMPORT));
-        }
-        for i in std::mem::take(&mut self.turn) {
-            let e = &self.records[i];
-            let r = settled_by_import(self.rec(op::PERSISTED, &e.session, ts), e);
+        let (failed, applied) = (std::mem::take(&mut self.turn_failed), std::mem::take(&mut self.turn));
+        for r in turn_settled(failed, applied, &self.records, |e| self.rec(op::PERSISTED, &e.session, ts)) {
             self.emit(r);
         }
     }

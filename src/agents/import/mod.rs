@@ -38,7 +38,7 @@ use super::event::{Change, PathChange};
 use super::patch::{self, Chunk, PatchOp};
 use crate::claude::payload::clip;
 use crate::config::{self, Config, Matcher};
-use crate::import::{BY_IMPORT, Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, settled_by_import};
+use crate::import::{Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, turn_settled};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_MESSAGE};
 use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
@@ -547,12 +547,8 @@ impl Conv<'_> {
     /// The entries applied in the turn that just ended are settled, as the agent's Stop hook
     /// would have (unverified: the disk of that time is gone).
     fn settle_turn(&mut self, ts: &str) {
-        for r in std::mem::take(&mut self.turn_failed) {
-            self.emit(build::not_applied(r, BY_IMPORT));
-        }
-        for i in std::mem::take(&mut self.turn) {
-            let e = &self.records[i];
-            let r = settled_by_import(self.rec(op::PERSISTED, ts), e);
+        let (failed, applied) = (std::mem::take(&mut self.turn_failed), std::mem::take(&mut self.turn));
+        for r in turn_settled(failed, applied, &self.records, |_| self.rec(op::PERSISTED, ts)) {
             self.emit(r);
         }
     }
