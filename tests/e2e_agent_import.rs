@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::agent_mock::{AgentMock, Call, Turn};
 use support::agents::{AgentBox, Cli};
-use support::claude::{self as run, Output};
+use support::claude::{self as run};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -50,19 +50,6 @@ fn paths(b: &AgentBox, turns: Vec<Turn>) -> Vec<Turn> {
             other => other,
         })
         .collect()
-}
-
-fn ok(out: Output, b: &AgentBox, mock: &AgentMock) -> Output {
-    assert!(
-        out.status.success() && !out.timed_out,
-        "{} failed: {:?}\nstdout: {}\nstderr: {}\nrequests:\n{}",
-        b.cli.label(),
-        out.status,
-        out.stdout,
-        out.stderr,
-        mock.summary()
-    );
-    out
 }
 
 /// `walj import --agent NAME --json`: (records added, the report of the one file).
@@ -136,7 +123,7 @@ struct Expect {
 fn import_and_resume(cli: Cli, test: &str, first: Vec<Turn>, second: Vec<Turn>, expect: Expect) {
     let Some((b, mock)) = sandbox(cli, test) else { return };
     mock.script(paths(&b, first));
-    ok(run::run(b.command(&mock, "first prompt"), TIMEOUT), &b, &mock);
+    b.assert_ran(run::run(b.command(&mock, "first prompt"), TIMEOUT), &mock);
     assert!(!b.root().join(".walj").exists(), "no hooks: nothing journaled yet");
 
     let (added, file) = import(&b);
@@ -169,7 +156,7 @@ fn import_and_resume(cli: Cli, test: &str, first: Vec<Turn>, second: Vec<Turn>, 
     assert!(text.contains(&hint), "{text}");
     mock.script(paths(&b, second));
     let mark = mock.mark();
-    ok(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &b, &mock);
+    b.assert_ran(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &mock);
     let first_request = &mock.main_requests_from(mark)[0];
     assert!(first_request.count("first prompt") >= 1, "`{hint}` resumed the conversation: {:#}", first_request.body);
 
@@ -284,7 +271,7 @@ fn import_and_resume_copilot(first: Vec<Turn>, second: Vec<Turn>, expect: Expect
     let test = "copilot_events_are_imported_and_the_session_resumes_with_the_hint";
     let Some((b, mock)) = sandbox(Cli::Copilot, test) else { return };
     mock.script(paths(&b, first));
-    ok(run::run(b.command(&mock, "first prompt"), TIMEOUT), &b, &mock);
+    b.assert_ran(run::run(b.command(&mock, "first prompt"), TIMEOUT), &mock);
     let (added, _) = import(&b);
     assert!(added > 0);
     let j = b.journal();
@@ -300,7 +287,7 @@ fn import_and_resume_copilot(first: Vec<Turn>, second: Vec<Turn>, expect: Expect
     assert_eq!(hint, format!("copilot --resume={}", show["session"].as_str().unwrap()));
     mock.script(paths(&b, second));
     let mark = mock.mark();
-    ok(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &b, &mock);
+    b.assert_ran(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &mock);
     assert!(mock.main_requests_from(mark)[0].count("first prompt") >= 1, "`{hint}` resumed the conversation");
     assert!(import(&b).0 > 0);
     let j = b.journal();
@@ -417,7 +404,7 @@ fn a_hooked_session_is_not_imported_again() {
             Cli::Copilot => Turn::tool("create", json!({"path": "NEW", "file_text": "new file\n"})),
         };
         mock.script(paths(&b, vec![write, Turn::text("done")]));
-        ok(run::run(b.command(&mock, "do it"), TIMEOUT), &b, &mock);
+        b.assert_ran(run::run(b.command(&mock, "do it"), TIMEOUT), &mock);
         let before = b.journal().len();
         assert!(before > 0, "{}: the hooks journaled the session", cli.label());
         let (added, file) = import(&b);

@@ -36,17 +36,7 @@ fn setup(cli: Cli, test: &str, script: Vec<Turn>) -> Option<(AgentBox, AgentMock
 }
 
 fn run_session(b: &AgentBox, mock: &AgentMock, prompt: &str) -> Output {
-    let out = run::run(b.command(mock, prompt), TIMEOUT);
-    assert!(
-        out.status.success() && !out.timed_out,
-        "{} failed: {:?}\nstdout: {}\nstderr: {}\nrequests:\n{}",
-        b.cli.label(),
-        out.status,
-        out.stdout,
-        out.stderr,
-        mock.summary()
-    );
-    out
+    b.assert_ran(run::run(b.command(mock, prompt), TIMEOUT), mock)
 }
 
 /// A file tool's records of `path` with `op` (not a command's side effects).

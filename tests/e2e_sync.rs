@@ -152,30 +152,18 @@ impl Machine {
 fn kill_mid_bash(m: &Machine, cmd: Command, mock: &MockServer, tool_id: &str, token: &str, ready: &str) -> String {
     let mut running = claude::spawn(cmd);
     let pid = running.pid();
-    let deadline = Instant::now() + SESSION_TIMEOUT;
-    let mut sid = None;
-    let ok = loop {
-        if sid.is_none() {
-            sid = m
-                .wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == tool_id)
-                .and_then(|r| r["session"].as_str().map(str::to_string));
-        }
-        let started = m.root().join(ready).exists()
-            && claude::descendants(pid).iter().any(|&d| claude::cmdline(d).contains(token));
-        let in_transcript = sid.as_ref().is_some_and(|s| {
-            fs::read_to_string(m.sb.transcript(s)).is_ok_and(|t| t.contains(&format!("\"id\":\"{tool_id}\"")))
-        });
-        if started && in_transcript {
-            break true;
-        }
-        if Instant::now() >= deadline {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let sid = claude::bash_running(&m.sb, pid, (tool_id, token, ready), SESSION_TIMEOUT, || {
+        m.wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == tool_id)
+            .and_then(|r| r["session"].as_str().map(str::to_string))
+    });
     running.kill9();
     let out = running.wait(Duration::from_secs(10));
-    assert!(ok, "the Bash command never started: {out:?}\n{}\njournal:\n{}", mock.summary(), m.journal_text());
+    assert!(
+        sid.is_some(),
+        "the Bash command never started: {out:?}\n{}\njournal:\n{}",
+        mock.summary(),
+        m.journal_text()
+    );
     sid.unwrap()
 }
 

@@ -1049,31 +1049,19 @@ fn walj_never_changes_what_claude_does() {
 fn kill_mid_bash(p: &Proj, cmd: Command, mock: &MockServer, tool_id: &str, token: &str, ready: &str) -> String {
     let running = claude::spawn(cmd);
     let pid = running.pid();
-    let deadline = Instant::now() + SESSION_TIMEOUT;
-    let mut sid = None;
-    let ready = loop {
-        if sid.is_none() {
-            sid = p
-                .wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == tool_id)
-                .and_then(|r| r["session"].as_str().map(str::to_string));
-        }
-        let started = p.sb.project.join(ready).exists()
-            && claude::descendants(pid).iter().any(|&d| claude::cmdline(d).contains(token));
-        let in_transcript = sid.as_ref().is_some_and(|s| {
-            fs::read_to_string(p.sb.transcript(s)).is_ok_and(|t| t.contains(&format!("\"id\":\"{tool_id}\"")))
-        });
-        if started && in_transcript {
-            break true;
-        }
-        if Instant::now() >= deadline {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let sid = claude::bash_running(&p.sb, pid, (tool_id, token, ready), SESSION_TIMEOUT, || {
+        p.wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == tool_id)
+            .and_then(|r| r["session"].as_str().map(str::to_string))
+    });
     let mut running = running;
     running.kill9();
     let out = running.wait(Duration::from_secs(10));
-    assert!(ready, "the Bash command never started: {out:?}\n{}\njournal:\n{}", mock.summary(), p.journal_text());
+    assert!(
+        sid.is_some(),
+        "the Bash command never started: {out:?}\n{}\njournal:\n{}",
+        mock.summary(),
+        p.journal_text()
+    );
     sid.unwrap()
 }
 

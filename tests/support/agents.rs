@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use super::agent_mock::{AgentMock, Protocol};
-use super::claude::Sandbox;
+use super::claude::{Output, Sandbox};
 
 /// One of the three CLIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,6 +192,21 @@ impl AgentBox {
     pub fn walj_json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.walj_ok(args);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("walj {args:?}: {e}: {out}"))
+    }
+
+    /// `out`, after checking that the agent's run succeeded in time (else a failure that shows
+    /// its output and what the mock was asked).
+    pub fn assert_ran(&self, out: Output, mock: &AgentMock) -> Output {
+        assert!(
+            out.status.success() && !out.timed_out,
+            "{} failed: {:?}\nstdout: {}\nstderr: {}\nrequests:\n{}",
+            self.cli.label(),
+            out.status,
+            out.stdout,
+            out.stderr,
+            mock.summary()
+        );
+        out
     }
 
     /// The agent's non-interactive command for `prompt`, against `mock`: a cleared environment

@@ -405,6 +405,37 @@ pub fn kill9_pids(pids: &[u32]) {
     }
 }
 
+/// Waits, up to `timeout`, until the Bash call `tool_id` of the claude process `pid` runs
+/// (`ready` exists in `sb`'s project and a descendant's command line holds `token`) and its
+/// tool_use reached the transcript of the session `session` finds (written asynchronously;
+/// `--resume` needs it). The session id when both happened in time.
+pub fn bash_running(
+    sb: &Sandbox,
+    pid: u32,
+    (tool_id, token, ready): (&str, &str, &str),
+    timeout: Duration,
+    mut session: impl FnMut() -> Option<String>,
+) -> Option<String> {
+    let deadline = Instant::now() + timeout;
+    let mut sid = None;
+    loop {
+        if sid.is_none() {
+            sid = session();
+        }
+        let started = sb.project.join(ready).exists() && descendants(pid).iter().any(|&d| cmdline(d).contains(token));
+        let in_transcript = sid.as_ref().is_some_and(|s| {
+            fs::read_to_string(sb.transcript(s)).is_ok_and(|t| t.contains(&format!("\"id\":\"{tool_id}\"")))
+        });
+        if started && in_transcript {
+            return sid;
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The pids of all live descendants of `pid` (by walking `/proc/*/stat` parent links).
 pub fn descendants(pid: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
