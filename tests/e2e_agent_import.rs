@@ -14,7 +14,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::agent_mock::{AgentMock, Call, Turn};
+use support::agent_mock::{AgentMock, Turn};
 use support::agents::{AgentBox, Cli};
 use support::claude::{self as run};
 
@@ -31,25 +31,6 @@ fn sandbox(cli: Cli, test: &str) -> Option<(AgentBox, AgentMock)> {
     let mock = AgentMock::start(cli.protocol(), vec![]);
     b.configure(&mock);
     Some((b, mock))
-}
-
-/// Copilot's file tools take absolute paths: `NEW` and `A` in a script become the project's
-/// new.txt and a.txt.
-fn paths(b: &AgentBox, turns: Vec<Turn>) -> Vec<Turn> {
-    let fill = |v: &Value| {
-        let s = v.to_string().replace("\"NEW\"", &json!(b.root().join("new.txt")).to_string());
-        let s = s.replace("\"A\"", &json!(b.root().join("a.txt")).to_string());
-        serde_json::from_str::<Value>(&s).unwrap()
-    };
-    turns
-        .into_iter()
-        .map(|t| match t {
-            Turn::Tools(calls) => {
-                Turn::Tools(calls.into_iter().map(|c| Call { name: c.name, args: fill(&c.args) }).collect())
-            }
-            other => other,
-        })
-        .collect()
 }
 
 /// `walj import --agent NAME --json`: (records added, the report of the one file).
@@ -122,7 +103,7 @@ struct Expect {
 /// nothing.
 fn import_and_resume(cli: Cli, test: &str, first: Vec<Turn>, second: Vec<Turn>, expect: Expect) {
     let Some((b, mock)) = sandbox(cli, test) else { return };
-    mock.script(paths(&b, first));
+    mock.script(b.copilot_paths(first));
     b.assert_ran(run::run(b.command(&mock, "first prompt"), TIMEOUT), &mock);
     assert!(!b.root().join(".walj").exists(), "no hooks: nothing journaled yet");
 
@@ -154,7 +135,7 @@ fn import_and_resume(cli: Cli, test: &str, first: Vec<Turn>, second: Vec<Turn>, 
     assert!(hint.starts_with(cli.name()) && hint.contains(&session), "{hint}");
     let text = b.walj_ok(&["sessions", "show", &sid]);
     assert!(text.contains(&hint), "{text}");
-    mock.script(paths(&b, second));
+    mock.script(b.copilot_paths(second));
     let mark = mock.mark();
     b.assert_ran(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &mock);
     let first_request = &mock.main_requests_from(mark)[0];
@@ -270,7 +251,7 @@ fn copilot_events_are_imported_and_the_session_resumes_with_the_hint() {
 fn import_and_resume_copilot(first: Vec<Turn>, second: Vec<Turn>, expect: Expect) {
     let test = "copilot_events_are_imported_and_the_session_resumes_with_the_hint";
     let Some((b, mock)) = sandbox(Cli::Copilot, test) else { return };
-    mock.script(paths(&b, first));
+    mock.script(b.copilot_paths(first));
     b.assert_ran(run::run(b.command(&mock, "first prompt"), TIMEOUT), &mock);
     let (added, _) = import(&b);
     assert!(added > 0);
@@ -285,7 +266,7 @@ fn import_and_resume_copilot(first: Vec<Turn>, second: Vec<Turn>, expect: Expect
     assert_eq!(import(&b).0, 0, "importing twice adds nothing");
     let hint = show["resume"].as_str().unwrap().to_string();
     assert_eq!(hint, format!("copilot --resume={}", show["session"].as_str().unwrap()));
-    mock.script(paths(&b, second));
+    mock.script(b.copilot_paths(second));
     let mark = mock.mark();
     b.assert_ran(run::run(b.resume_command(&mock, &hint, "second prompt"), TIMEOUT), &mock);
     assert!(mock.main_requests_from(mark)[0].count("first prompt") >= 1, "`{hint}` resumed the conversation");
@@ -315,7 +296,7 @@ fn import_and_resume_copilot(first: Vec<Turn>, second: Vec<Turn>, expect: Expect
 fn crash_then_import(cli: Cli, test: &str, write: Turn, shell: fn(&str) -> Turn, command_recorded: bool) {
     let token = run::unique_token("orphan");
     let Some((b, mock)) = sandbox(cli, test) else { return };
-    let mut script = paths(&b, vec![write]);
+    let mut script = b.copilot_paths(vec![write]);
     script.extend([shell(&token), Turn::text("never")]);
     mock.script(script);
     let running = run::spawn(b.command(&mock, "do it"));
@@ -403,7 +384,7 @@ fn a_hooked_session_is_not_imported_again() {
             Cli::Gemini => Turn::tool("write_file", json!({"file_path": "new.txt", "content": "new file\n"})),
             Cli::Copilot => Turn::tool("create", json!({"path": "NEW", "file_text": "new file\n"})),
         };
-        mock.script(paths(&b, vec![write, Turn::text("done")]));
+        mock.script(b.copilot_paths(vec![write, Turn::text("done")]));
         b.assert_ran(run::run(b.command(&mock, "do it"), TIMEOUT), &mock);
         let before = b.journal().len();
         assert!(before > 0, "{}: the hooks journaled the session", cli.label());

@@ -165,24 +165,6 @@ fn copilot_script() -> Vec<Turn> {
     ]
 }
 
-/// Copilot's file tools take absolute paths: the script's NEW and A, filled in.
-fn copilot_paths(b: &AgentBox, turns: Vec<Turn>) -> Vec<Turn> {
-    let fill = |v: &Value| {
-        let s = v.to_string().replace("\"NEW\"", &json!(b.root().join("new.txt")).to_string());
-        let s = s.replace("\"A\"", &json!(b.root().join("a.txt")).to_string());
-        serde_json::from_str::<Value>(&s).unwrap()
-    };
-    turns
-        .into_iter()
-        .map(|t| match t {
-            Turn::Tools(calls) => Turn::Tools(
-                calls.into_iter().map(|c| support::agent_mock::Call { name: c.name, args: fill(&c.args) }).collect(),
-            ),
-            other => other,
-        })
-        .collect()
-}
-
 fn check_copilot_session(b: &AgentBox) {
     let j = b.journal();
     check_file(b, &j, "new.txt", None, Some("new file\n"));
@@ -206,7 +188,7 @@ fn check_copilot_session(b: &AgentBox) {
 #[test]
 fn copilot_clean_session_is_journaled_and_settled() {
     let Some((b, mock)) = setup(Cli::Copilot, "copilot_clean_session_is_journaled_and_settled", vec![]) else { return };
-    mock.script(copilot_paths(&b, copilot_script()));
+    mock.script(b.copilot_paths(copilot_script()));
     run_session(&b, &mock, "do it");
     check_copilot_session(&b);
 }
@@ -221,7 +203,7 @@ fn copilot_through_claude_settings_is_journaled_once_and_right() {
         return;
     };
     b.walj_ok(&["install"]);
-    mock.script(copilot_paths(&b, copilot_script()));
+    mock.script(b.copilot_paths(copilot_script()));
     run_session(&b, &mock, "do it");
     check_copilot_session(&b);
 
@@ -232,7 +214,7 @@ fn copilot_through_claude_settings_is_journaled_once_and_right() {
     };
     b.walj_ok(&["uninstall", "--agent", "copilot"]);
     b.walj_ok(&["install"]);
-    mock.script(copilot_paths(&b, copilot_script()));
+    mock.script(b.copilot_paths(copilot_script()));
     run_session(&b, &mock, "do it");
     check_copilot_session(&b);
 }
@@ -247,7 +229,7 @@ fn copilot_through_claude_settings_is_journaled_once_and_right() {
 fn kill9_mid_shell(cli: Cli, test: &str, write: Turn, shell: fn(&str) -> Turn) {
     let token = run::unique_token("orphan");
     let Some((b, mock)) = setup(cli, test, vec![]) else { return };
-    let write = copilot_paths(&b, vec![write]).remove(0);
+    let write = b.copilot_paths(vec![write]).remove(0);
     mock.script(vec![write, shell(&token), Turn::text("never")]);
     let running = run::spawn(b.command(&mock, "do it"));
     // The command's intent in the journal names the agent's process.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-use super::agent_mock::{AgentMock, Protocol};
+use super::agent_mock::{AgentMock, Call, Protocol, Turn};
 use super::claude::{Output, Sandbox};
 
 /// One of the three CLIs.
@@ -192,6 +192,25 @@ impl AgentBox {
     pub fn walj_json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.walj_ok(args);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("walj {args:?}: {e}: {out}"))
+    }
+
+    /// Copilot's file tools take absolute paths: `NEW` and `A` in a script become this
+    /// project's new.txt and a.txt.
+    pub fn copilot_paths(&self, turns: Vec<Turn>) -> Vec<Turn> {
+        let fill = |v: &serde_json::Value| {
+            let s = v.to_string().replace("\"NEW\"", &serde_json::json!(self.root().join("new.txt")).to_string());
+            let s = s.replace("\"A\"", &serde_json::json!(self.root().join("a.txt")).to_string());
+            serde_json::from_str::<serde_json::Value>(&s).unwrap()
+        };
+        turns
+            .into_iter()
+            .map(|t| match t {
+                Turn::Tools(calls) => {
+                    Turn::Tools(calls.into_iter().map(|c| Call { name: c.name, args: fill(&c.args) }).collect())
+                }
+                other => other,
+            })
+            .collect()
     }
 
     /// `out`, after checking that the agent's run succeeded in time (else a failure that shows
