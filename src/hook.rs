@@ -234,7 +234,9 @@ impl Ctx<'_> {
     }
 
     fn append(&self, records: &[Record]) -> HookResult {
-        self.append_with(records.len(), || records.to_vec())
+        let written =
+            self.project.ensure_dir().and_then(|()| JournalWriter::new(&self.project.journal).append_all(records));
+        self.written(written, records.len())
     }
 
     /// Appends the records `make` returns (`expected` of them, as far as is known before it
@@ -248,6 +250,11 @@ impl Ctx<'_> {
                 records
             })
         });
+        self.written(written, count)
+    }
+
+    /// The hook's answer to an append of `count` records.
+    fn written(&self, written: std::io::Result<()>, count: usize) -> HookResult {
         if let Err(e) = written {
             // `.walj/` cannot be written (full, read-only): errors.log may not take the
             // message either, so the gap is kept where it can be, for the next SessionStart.
@@ -388,7 +395,7 @@ impl Ctx<'_> {
                             && !crate::secrets::secret_content(orig.as_bytes()) =>
                     {
                         // Not stored: the record keeps its id and says so (`nocap`).
-                        let mut image = store_image(&store, orig.as_bytes().to_vec());
+                        let mut image = store_image(&store, orig.as_bytes());
                         if let Some(why) = image.settle(&mut r, &mut syncs) {
                             self.log_unstored(&rel, &why);
                         }
@@ -809,11 +816,11 @@ fn carry(r: &mut Record, id: String, b64: String) {
 
 /// Stores `bytes` for a line about to name them: its id, with what the line must carry or
 /// wait for ([`Store::put_carried`]).
-fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
+fn store_image(store_dir: &Path, bytes: &[u8]) -> Image {
     // A line never carries secret-looking text: lines travel (sync segments, bundles) where
     // such an image does not (`walj sync` withholds it).
     let may_carry = |b: &[u8]| crate::secrets::findings(b).is_empty();
-    match Store::new(store_dir).put_carried(&bytes, may_carry) {
+    match Store::new(store_dir).put_carried(bytes, may_carry) {
         Ok((id, durable)) => {
             let (sync, carried, unstored) = match durable {
                 Durable::Already => (None, None, None),
@@ -823,15 +830,11 @@ fn store_image(store_dir: &Path, bytes: Vec<u8>) -> Image {
                     (None, Some((id.clone(), b64)), why)
                 }
             };
-            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: Some(bytes), sync, carried, unstored }
+            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: None, sync, carried, unstored }
         }
         Err(e) => Image {
-            blob: Some(Blob::Id(crate::store::blob_id(&bytes))),
             nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),
-            bytes: Some(bytes),
-            sync: None,
-            carried: None,
-            unstored: None,
+            ..Image::none(Some(Blob::Id(crate::store::blob_id(bytes))), None)
         },
     }
 }
@@ -899,7 +902,8 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
     }
     // Stored without a sync of its own: the line carries it, or the caller waits for its
     // syncs while the journal line is synced ([`Ctx::append_durable`]).
-    store_image(store_dir, bytes)
+    let image = store_image(store_dir, &bytes);
+    Image { bytes: Some(bytes), ..image }
 }
 
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.

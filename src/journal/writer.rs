@@ -13,6 +13,7 @@
 //! process that takes the lock merges every side file into the journal, in order and
 //! exactly once, before its own lines. Readers see side-file records meanwhile.
 
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -108,19 +109,19 @@ impl JournalWriter {
     /// is not to be had in time, `make` runs without it and the records go to the side file,
     /// as with [`JournalWriter::append_bytes`] (one wait, never two).
     pub fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
-        self.append_made(|| make().iter().flat_map(Record::to_line).collect())
+        self.append_made(|| Cow::Owned(make().iter().flat_map(Record::to_line).collect()))
     }
 
     /// Appends pre-built, `\n`-terminated lines: to the journal when its lock is free within
     /// [`LOCK_DEADLINE`] (after merging pending side files), else to this process's side
     /// file. Either way the lines are durable when this returns `Ok`.
     pub fn append_bytes(&self, lines: &[u8]) -> io::Result<()> {
-        self.append_made(|| lines.to_vec())
+        self.append_made(|| Cow::Borrowed(lines))
     }
 
     /// The lines `make` returns, made under the lock when it is taken: appended to the
     /// journal, or behind pending side files, or to the side file when the lock is busy.
-    fn append_made(&self, make: impl FnOnce() -> Vec<u8>) -> io::Result<()> {
+    fn append_made<'a>(&self, make: impl FnOnce() -> Cow<'a, [u8]>) -> io::Result<()> {
         let wait = if recently_busy() { Duration::ZERO } else { LOCK_DEADLINE };
         match self.lock(wait) {
             Ok(locked) if !locked.merged.unfinished => {
