@@ -620,8 +620,7 @@ fn carried_offset(journal: &Path, id: &str) -> Option<u64> {
     if meta.len() > index.len {
         let mut r = io::BufReader::with_capacity(1 << 20, f);
         r.seek(io::SeekFrom::Start(index.len)).ok()?;
-        let tag = format!("\"{}\":{{", crate::journal::record::key::IMAGES);
-        let finder = memchr::memmem::Finder::new(tag.as_bytes());
+        let finder = memchr::memmem::Finder::new(crate::journal::record::key::IMAGES_FIELD);
         let (mut line, mut offset) = (Vec::new(), index.len);
         loop {
             line.clear();

@@ -169,6 +169,8 @@ pub mod key {
     /// object>"}`, [`crate::store::Store::put_carried`]); `walj compact` takes them out once
     /// the store holds them durably.
     pub const IMAGES: &str = "images";
+    /// How a line that carries images spells the field (the pre-filter before a parse).
+    pub const IMAGES_FIELD: &[u8] = b"\"images\":{";
     /// Session records.
     pub const PROMPT: &str = "prompt";
     /// Claude Code's `prompt_id` of the turn a prompt (or task notification) starts. A message
@@ -465,6 +467,13 @@ pub fn now_ts() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_images_field_is_spelled_as_written() {
+        let mut r = Record::new(op::INTENT, "s");
+        r.extra.insert(key::IMAGES.into(), serde_json::json!({"ab": "cd"}));
+        assert!(crate::journal::reader::contains(&r.to_line(), key::IMAGES_FIELD));
+    }
 
     #[test]
     fn line_roundtrip_with_crc() {

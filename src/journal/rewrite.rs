@@ -681,7 +681,7 @@ fn copy_kept(
         }
         if !keep
             && let Some(store) = store
-            && crate::journal::reader::contains(raw.bytes, IMAGES_TAG)
+            && crate::journal::reader::contains(raw.bytes, key::IMAGES_FIELD)
         {
             // A dropped line's carried images may be named by id only by a kept line (the
             // hook does not carry an object it finds in the store): synced before it goes.
@@ -713,14 +713,11 @@ fn copy_kept(
     Ok(c)
 }
 
-/// How a line that carries images ([`key::IMAGES`]) spells the field's name.
-const IMAGES_TAG: &[u8] = b"\"images\":";
-
 /// A kept line without the images it carries (`images`, [`crate::store::Store::put_carried`]),
 /// each made durable in the store first (`store`; `None` on a dry run). `None`: the line
 /// carries none, or could not be re-read, and is kept as it is.
 fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>> {
-    if !crate::journal::reader::contains(line, IMAGES_TAG) {
+    if !crate::journal::reader::contains(line, key::IMAGES_FIELD) {
         return None;
     }
     let mut r = crate::journal::record::parse_record(line).ok()?;
