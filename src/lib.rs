@@ -43,6 +43,7 @@ pub mod retention;
 pub mod sampled;
 pub mod secrets;
 pub mod session;
+pub mod sha;
 pub mod store;
 pub mod style;
 pub mod sync;

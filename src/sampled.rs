@@ -31,7 +31,7 @@ pub fn is_sampled(id: &str) -> bool {
 /// The sampled identity of the open regular file `f` (`meta` from its descriptor).
 pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
     let size = meta.len();
-    let mut h = sha1_smol::Sha1::new();
+    let mut h = crate::sha::Sha1::new();
     h.update(format!("sampled {size}\0").as_bytes());
     let mut buf = vec![0u8; SAMPLE as usize];
     let span = size.saturating_sub(SAMPLE);
@@ -46,7 +46,7 @@ pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
         h.update(&off.to_le_bytes());
         h.update(&buf[..n]);
     }
-    Ok(format!("{PREFIX}{size}:{}:{}:{}", mtime_ns(meta), inode(meta), h.digest()))
+    Ok(format!("{PREFIX}{size}:{}:{}:{}", mtime_ns(meta), inode(meta), h.hex()))
 }
 
 /// The sampled identity of the regular file at `path` ([`fsutil::open_regular`]: a FIFO or

@@ -30,10 +30,10 @@ use crate::fsutil;
 
 /// The git blob id (SHA-1 of `blob <len>\0<bytes>`) of `bytes`, as 40 hex chars.
 pub fn blob_id(bytes: &[u8]) -> String {
-    let mut h = sha1_smol::Sha1::new();
+    let mut h = crate::sha::Sha1::new();
     h.update(format!("blob {}\0", bytes.len()).as_bytes());
     h.update(bytes);
-    h.digest().to_string()
+    h.hex()
 }
 
 /// The git blob id of the file at `path`, hashed as it is read: memory does not grow with
@@ -45,7 +45,7 @@ pub fn file_blob_id(path: &Path) -> io::Result<String> {
     for _ in 0..3 {
         let (mut f, meta) = fsutil::open_regular(path)?;
         let len = meta.len();
-        let mut h = sha1_smol::Sha1::new();
+        let mut h = crate::sha::Sha1::new();
         h.update(format!("blob {len}\0").as_bytes());
         let mut read = 0u64;
         loop {
@@ -62,7 +62,7 @@ pub fn file_blob_id(path: &Path) -> io::Result<String> {
             h.update(&buf[..n]);
         }
         if read == len {
-            return Ok(h.digest().to_string());
+            return Ok(h.hex());
         }
     }
     // Still changing: hash one whole read.

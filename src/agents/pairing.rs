@@ -62,9 +62,7 @@ pub fn fingerprint(kind: &str, input: &Value) -> String {
     s.push_str(kind);
     s.push('\0');
     canonical(input, &mut s);
-    let mut h = sha1_smol::Sha1::new();
-    h.update(s.as_bytes());
-    h.digest().to_string()[..20].to_string()
+    crate::sha::Sha1::of(s.as_bytes()).hex()[..20].to_string()
 }
 
 fn canonical(v: &Value, out: &mut String) {

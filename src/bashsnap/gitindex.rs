@@ -41,7 +41,7 @@ pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
     if trailer.iter().all(|&b| b == 0) {
         return skip_hash && len == Some(data.len() as u64);
     }
-    sha1_smol::Sha1::from(&data[..body]).digest().bytes() == trailer
+    crate::sha::Sha1::of(&data[..body]).bytes()[..] == trailer[..]
 }
 
 /// Whether the index at `path` ends with an all-zero trailer (`index.skipHash`).

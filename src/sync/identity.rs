@@ -58,10 +58,10 @@ fn random_id() -> String {
     let mut buf = [0u8; 16];
     let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).is_ok();
     if !ok {
-        let mut h = sha1_smol::Sha1::new();
+        let mut h = crate::sha::Sha1::new();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         h.update(format!("{now:?}{}{:p}", std::process::id(), &buf).as_bytes());
-        buf.copy_from_slice(&h.digest().bytes()[..16]);
+        buf.copy_from_slice(&h.bytes()[..16]);
     }
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -84,10 +84,10 @@ fn machine_id(host: &str) -> String {
         .map(|s| s.trim().to_string())
         .find(|s| !s.is_empty())
         .unwrap_or_else(|| host.to_string());
-    let mut h = sha1_smol::Sha1::new();
+    let mut h = crate::sha::Sha1::new();
     h.update(b"walj machine ");
     h.update(source.as_bytes());
-    h.digest().to_string()[..16].to_string()
+    h.hex()[..16].to_string()
 }
 
 #[cfg(test)]
