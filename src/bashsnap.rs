@@ -247,8 +247,7 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
     snap.background = call.background;
     snap.hook_start = crate::procinfo::own_start();
-    save(&dir.join(format!("{key}.json")), &snap)?;
-    save(&dir.join("cache.json"), &snap)?;
+    save_as(&[&dir.join(format!("{key}.json")), &dir.join("cache.json")], &snap)?;
     Ok(())
 }
 
@@ -462,16 +461,41 @@ fn load(path: &Path) -> Result<Snapshot, SnapError> {
 /// Writes a sidecar by rename (no fsync: losing one to a power cut loses only the child
 /// entries of that command, never journal data).
 fn save(path: &Path, snap: &Snapshot) -> Result<(), SnapError> {
-    let bytes = serde_json::to_vec(snap).map_err(|source| SnapError::Format { path: path.to_path_buf(), source })?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let write = || -> io::Result<()> {
-        let mut f = fsutil::open_private(&tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
-        io::Write::write_all(&mut f, &bytes)?;
-        drop(f);
-        fs::rename(&tmp, path)
+    save_as(&[path], snap)
+}
+
+/// Writes one sidecar under every name of `paths`, each replaced by rename. The bytes are
+/// written once: the other names are hard links to them (a new file costs more than its
+/// bytes: 0.3–0.5 ms each on ext4 without a journal, where the kernel looks for an inode
+/// that was not freed recently). Every writer replaces a sidecar by rename, never in place,
+/// so the names never share a change. Where links are refused, each name gets a copy.
+fn save_as(paths: &[&Path], snap: &Snapshot) -> Result<(), SnapError> {
+    let Some(first) = paths.first() else { return Ok(()) };
+    let bytes = serde_json::to_vec(snap).map_err(|source| SnapError::Format { path: first.to_path_buf(), source })?;
+    let tmp_of = |p: &Path| p.with_extension(format!("tmp{}", std::process::id()));
+    let write = |tmp: &Path| -> io::Result<()> {
+        let mut f = fsutil::open_private(tmp, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
+        io::Write::write_all(&mut f, &bytes)
     };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
+    let tmp = tmp_of(first);
+    let mut made = vec![tmp.clone()];
+    let mut done = || -> Result<(), (&Path, io::Error)> {
+        write(&tmp).map_err(|e| (*first, e))?;
+        for p in &paths[1..] {
+            let other = tmp_of(p);
+            let _ = fs::remove_file(&other);
+            made.push(other.clone());
+            if fs::hard_link(&tmp, &other).is_err() {
+                write(&other).map_err(|e| (*p, e))?;
+            }
+            fs::rename(&other, p).map_err(|e| (*p, e))?;
+        }
+        fs::rename(&tmp, first).map_err(|e| (*first, e))
+    };
+    done().map_err(|(path, e)| {
+        for m in &made {
+            let _ = fs::remove_file(m);
+        }
         io_err(path, "writing")(e)
     })
 }
@@ -603,7 +627,13 @@ impl<'a> Tree<'a> {
         let workdir = repo.workdir().unwrap_or(&self.project.root).to_path_buf();
         let git_err = |source| SnapError::Git { path: workdir.clone(), source };
         let index = read_index(repo, &index_path).map_err(git_err)?;
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+        // Stat workers only for an index big enough to repay starting them (and asking the
+        // system how many cores there are, which reads cgroup files).
+        let threads = if index.len() < gitscan::PARALLEL_MIN {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get()).min(4)
+        };
         let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads).map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
         self.index = Some(index);

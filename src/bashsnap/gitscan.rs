@@ -24,6 +24,9 @@ pub struct Listed {
     pub deleted: bool,
 }
 
+/// Indexes with fewer entries are stat-ed on the calling thread (`threads` is then 1).
+pub const PARALLEL_MIN: usize = 256;
+
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
 const S_IFGITLINK: u32 = 0o160000;
@@ -93,6 +96,12 @@ pub fn dirty_files(
     }
     let root = workdir.join(prefix);
     let threads = threads.clamp(1, 8);
+    if threads == 1 {
+        // No thread to start (about as long as stat-ing a few hundred files).
+        let mut out = check_all(&root, &tracked, filemode);
+        walk_untracked(repo, &root, prefix, &known, &mut out)?;
+        return Ok(out);
+    }
     let chunk = tracked.len().div_ceil(threads).max(1);
     let mut out = Vec::new();
     let walk = std::thread::scope(|s| {
@@ -289,4 +298,61 @@ fn walk_untracked(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@e")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@e")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Small indexes are stat-ed on the calling thread, big ones by workers: both list the
+    /// same files (modified, deleted, untracked; ignored and clean ones left out).
+    #[test]
+    fn the_calling_thread_and_the_workers_list_the_same_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        for i in 0..40 {
+            let f = root.join(format!("d{}/f{i}.txt", i % 5));
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(&f, format!("{i}\n")).unwrap();
+        }
+        fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+        git(root, &["add", "."]);
+        git(root, &["commit", "-qm", "x"]);
+        // Past git's racy-clean window, so clean files are not listed on their stat alone.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        git(root, &["update-index", "--refresh"]);
+        fs::write(root.join("d1/f1.txt"), "changed, longer\n").unwrap();
+        fs::remove_file(root.join("d2/f7.txt")).unwrap();
+        fs::write(root.join("d3/new.txt"), "new\n").unwrap();
+        fs::write(root.join("d3/noise.log"), "ignored\n").unwrap();
+        let repo = Repository::open(root).unwrap();
+        let index = super::super::gitindex::read(&repo.path().join("index")).unwrap();
+        let list = |threads| {
+            let mut v = dirty_files(&repo, &index, root, "", threads).unwrap();
+            v.sort_by(|a, b| a.rel.cmp(&b.rel));
+            v
+        };
+        let inline = list(1);
+        let want = [("d1/f1.txt", false), ("d2/f7.txt", true), ("d3/new.txt", false)];
+        let got: Vec<(&str, bool)> = inline.iter().map(|l| (l.rel.as_str(), l.deleted)).collect();
+        assert_eq!(got, want);
+        assert_eq!(list(3), inline);
+    }
 }
