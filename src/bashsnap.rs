@@ -429,6 +429,51 @@ fn task_running(tasks: Option<&Value>, task_id: Option<&str>) -> bool {
     })
 }
 
+/// The name of walj's last copy of the git index, for the index version `st`.
+fn last_copy_name(st: Stamp) -> String {
+    format!("index-{:x}-{:x}-{:x}.last", st.i, st.s, st.m)
+}
+
+/// Saves the git index at `index` (stamped `st` before the snapshot read it) as `dest`: a
+/// private copy, never a hard link to git's file (walj's files are 0600 and its own). While
+/// git's index does not change (most commands), every command's copy is a hard link to one
+/// copy walj made of that version (`index-….last`, named by the version's stamp): no new file,
+/// no bytes copied, whatever the index's size. Reused only when made since the system booted
+/// (elsewhere than Linux: never) and of the version's length; [`Tree::diff`] also removes
+/// one it finds damaged.
+fn save_index_copy(dir: &Path, index: &Path, dest: &Path, st: Stamp) -> bool {
+    let last = dir.join(last_copy_name(st));
+    // Made since the system booted, so whole (copies are not synced): a machine crash could
+    // have left it damaged, which only reading it all would tell.
+    let this_boot =
+        |m: &fs::Metadata| crate::procinfo::boot_time().zip(m.modified().ok()).is_some_and(|(boot, made)| made > boot);
+    if fs::metadata(&last).is_ok_and(|m| m.is_file() && m.len() == st.s && this_boot(&m))
+        && fs::hard_link(&last, dest).is_ok()
+    {
+        // Dated now, as a copy would be: a Stop sweeps `.index` files by their age.
+        let _ = fs::OpenOptions::new().write(true).open(dest).and_then(|f| f.set_modified(SystemTime::now()));
+        return true;
+    }
+    if crate::fsutil::copy_private(index, dest).is_err() {
+        return false;
+    }
+    // Kept for the next commands only when git's file still is the version copied.
+    let unchanged = fs::metadata(index).is_ok_and(|m| Stamp { c: 0, ..Stamp::of(&m) } == st);
+    if unchanged && fs::metadata(dest).is_ok_and(|m| m.len() == st.s) {
+        if let Ok(rd) = fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                if n.starts_with("index-") && n.ends_with(".last") {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+        let _ = fs::hard_link(dest, &last);
+    }
+    true
+}
+
 fn is_stale(path: &Path) -> bool {
     fs::metadata(path)
         .and_then(|m| m.modified())
@@ -659,9 +704,7 @@ impl<'a> Tree<'a> {
                 let name = format!("{key}-{:x}.index", snap.time);
                 let dest = bash_dir(self.project).join(&name);
                 let _ = fs::remove_file(&dest);
-                // A private copy of this version (never a hard link: walj's files are 0600
-                // and its own).
-                if crate::fsutil::copy_private(&index_path, &dest).is_ok() {
+                if save_index_copy(&bash_dir(self.project), &index_path, &dest, st) {
                     copy = Some(name);
                 }
             }
@@ -829,6 +872,8 @@ impl<'a> Tree<'a> {
                     let live = self.repo.as_ref().map(|r| r.path().join("index"));
                     let skip_hash = live.is_some_and(|l| gitindex::skips_hash(&l));
                     if !gitindex::intact(&p, Some(i.st.s), skip_hash) {
+                        // Nor reused: the next command copies git's index again.
+                        let _ = fs::remove_file(dir.join(last_copy_name(i.st)));
                         return None;
                     }
                     gitindex::read(&p).or_else(|| git2::Index::open(&p).ok().map(|i| gitindex::from_git2(&i)))

@@ -216,7 +216,7 @@ mod imp {
 
     /// When the system booted: now minus `/proc/uptime` (to 10 ms; `btime` of /proc/stat is
     /// whole seconds, cut, so up to a second early).
-    fn boot_time() -> Option<std::time::SystemTime> {
+    pub fn boot_time() -> Option<std::time::SystemTime> {
         let text = std::fs::read_to_string("/proc/uptime").ok()?;
         let up: f64 = text.split_whitespace().next()?.parse().ok()?;
         std::time::SystemTime::now().checked_sub(std::time::Duration::try_from_secs_f64(up).ok()?)
@@ -282,6 +282,9 @@ mod other {
     pub fn own_start() -> Option<u64> {
         None
     }
+    pub fn boot_time() -> Option<std::time::SystemTime> {
+        None
+    }
     pub fn started_by_tool_since(
         _since: u64,
         _root: &std::path::Path,
@@ -295,7 +298,7 @@ mod other {
 #[cfg(target_os = "macos")]
 #[allow(unsafe_code)]
 mod imp {
-    pub use super::other::{own_start, processes, started_by_tool_since};
+    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
 
     /// (name, parent, start in microseconds since the epoch); `Err(gone)` when unreadable.
@@ -331,7 +334,7 @@ mod imp {
 #[cfg(windows)]
 #[allow(unsafe_code)]
 mod imp {
-    pub use super::other::{own_start, processes, started_by_tool_since};
+    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
 
     use std::ffi::c_void;
@@ -445,7 +448,7 @@ mod imp {
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 mod imp {
-    pub use super::other::{own_start, processes, started_by_tool_since};
+    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
     pub fn claude_process() -> Option<ProcRef> {
         None
@@ -525,6 +528,12 @@ pub fn processes() -> Option<ProcTable> {
 /// This process's start time in clock ticks since boot (`None` where unknown).
 pub fn own_start() -> Option<u64> {
     imp::own_start()
+}
+
+/// When the system booted, where walj can tell (Linux); `None` elsewhere. Files walj wrote
+/// without a sync since then are whole: only a machine crash (a reboot) can lose their bytes.
+pub fn boot_time() -> Option<std::time::SystemTime> {
+    imp::boot_time()
 }
 
 /// Orphans of Claude Code tool calls: processes started at or after `since` (clock ticks,

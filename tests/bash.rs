@@ -523,3 +523,58 @@ fn a_resumed_sessions_dead_background_command_gets_nothing() {
     assert!(children(&root, id).is_empty(), "the user's edit was given to a dead background command");
     assert!(!root.join(".walj/bash/toolu_bg_dead.json").exists());
 }
+
+/// Issue 14: while git's index does not change, each command's saved copy of it is a link
+/// to one copy (no new file, no bytes copied). A command that then moves the index still
+/// diffs against the right version, and a shared copy found damaged is dropped, not reused.
+#[test]
+fn index_copies_are_shared_while_the_index_does_not_change() {
+    let (_t, root) = repo(&[("a.txt", b"v1\n")]);
+    fs::write(root.join("a.txt"), b"v2\n").unwrap();
+    git(&root, &["commit", "-qam", "v2"]);
+    let lasts = || -> Vec<String> {
+        fs::read_dir(root.join(".walj/bash"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".last"))
+            .collect()
+    };
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_ls", "ls", false));
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_ls", "ls", false));
+    assert_eq!(lasts().len(), 1, "the first command's copy is kept for the next");
+    let id = "toolu_reset";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, "git reset --hard HEAD~1", false));
+    let linked: Vec<_> = fs::read_dir(root.join(".walj/bash"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".index"))
+        .collect();
+    assert_eq!(linked.len(), 1);
+    assert_eq!(std::os::unix::fs::MetadataExt::nlink(&linked[0].metadata().unwrap()), 2, "a link, not a copy");
+    git(&root, &["reset", "-q", "--hard", "HEAD~1"]);
+    hook(&root, &bash_payload(&root, "PostToolUse", id, "git reset --hard HEAD~1", false));
+    let kids = children(&root, id);
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
+    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
+
+    // A power cut left the shared copy zeroed (same length) and the machine rebooted: a copy
+    // made before the boot is not reused.
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_ls2", "ls", false));
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_ls2", "ls", false));
+    let last = lasts();
+    assert_eq!(last.len(), 1, "a copy of the new version: {last:?}");
+    let last = root.join(".walj/bash").join(&last[0]);
+    let len = fs::metadata(&last).unwrap().len() as usize;
+    fs::write(&last, vec![0u8; len]).unwrap();
+    let before_boot = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    fs::File::options().write(true).open(&last).unwrap().set_modified(before_boot).unwrap();
+    let id = "toolu_add";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, "git add b.txt", false));
+    fs::write(root.join("b.txt"), b"b\n").unwrap();
+    git(&root, &["add", "b.txt"]);
+    hook(&root, &bash_payload(&root, "PostToolUse", id, "git add b.txt", false));
+    assert_eq!(children(&root, id).len(), 1, "b.txt is seen: the index before `git add` was copied again");
+    let copy = fs::read(&last).unwrap();
+    assert!(copy.iter().any(|&b| b != 0), "the zeroed copy was replaced");
+}

@@ -188,7 +188,8 @@ fn a_hard_link_is_not_captured_blindly() {
 
 /// Issue 13 item 11: walj's own files are 0600 (folders 0700) and its own, without exception:
 /// the Bash snapshot's copy of git's index was a 0644 hard link to `.git/index`, the settings
-/// backup kept the settings file's mode.
+/// backup kept the settings file's mode. walj may give one of its own files two names (the
+/// Bash snapshot's copies of one index version): every name of such a file is under `.walj`.
 #[test]
 fn walj_files_are_private_and_never_links() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -209,7 +210,12 @@ fn walj_files_are_private_and_never_links() {
     repo.hook(&bash("PreToolUse"));
     std::fs::write(repo.path("c.txt"), "c\n").unwrap();
     repo.hook(&bash("PostToolUse"));
+    // The git index is unchanged since the Pre: a second command links its copy.
+    let bash2 = bash("PreToolUse").replace("t-bash", "t-bash2");
+    repo.hook(&bash2);
+    repo.hook(&bash2.replace("PreToolUse", "PostToolUse"));
     let mut seen = 0;
+    let mut names: std::collections::HashMap<(u64, u64), (u64, Vec<std::path::PathBuf>)> = Default::default();
     let mut stack = vec![repo.root.join(".walj")];
     while let Some(dir) = stack.pop() {
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
@@ -222,9 +228,13 @@ fn walj_files_are_private_and_never_links() {
             }
             seen += 1;
             assert_eq!(m.permissions().mode() & 0o777, 0o600, "{}", e.path().display());
-            assert_eq!(m.nlink(), 1, "{} is a hard link", e.path().display());
+            names.entry((m.dev(), m.ino())).or_insert((m.nlink(), Vec::new())).1.push(e.path());
         }
     }
+    for (nlink, paths) in names.values() {
+        assert_eq!(*nlink, paths.len() as u64, "{paths:?}: a name outside .walj");
+    }
+    assert!(names.values().any(|(n, _)| *n > 1), "the second command's index copy is a link to the first's");
     assert!(repo.root.join(".walj/backups").is_dir(), "the settings backup was written");
     let bash_dir = std::fs::read_dir(repo.root.join(".walj/bash")).unwrap().flatten();
     assert!(
