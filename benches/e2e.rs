@@ -18,6 +18,8 @@
 //! Run: `cargo bench --bench e2e` (the bench profile builds walj in release mode). Env:
 //! `WALJ_BENCH_E2E_RUNS` (default 7 per row), `WALJ_BENCH_E2E_CALLS` (default 30 tool calls:
 //! Edit, Write and Bash in turn, on 10 KB files), `WALJ_BIN` (another walj binary),
+//! `WALJ_BENCH_E2E_OLD` (an older walj binary: a fourth set-up, `old`, run in turns with the
+//! others, so a change is measured against the same stretch of the machine),
 //! `WALJ_CLAUDE_BIN` / `WALJ_CLAUDE_VERSION` (see tests/support/README.md).
 //! Prints a Markdown table (also written to `$CARGO_TARGET_DIR/bench-e2e.md`). Goal: walj
 //! under 5 ms per tool call, Pre and Post together.
@@ -76,6 +78,8 @@ enum Setup {
     Plain,
     Noop,
     Walj,
+    /// walj as `WALJ_BENCH_E2E_OLD` builds it.
+    Old,
 }
 
 impl Setup {
@@ -85,8 +89,14 @@ impl Setup {
             Setup::Plain => "plain",
             Setup::Noop => "noop",
             Setup::Walj => "walj",
+            Setup::Old => "old",
         }
     }
+}
+
+/// The older walj binary of `WALJ_BENCH_E2E_OLD`, if set.
+fn old_bin() -> Option<PathBuf> {
+    std::env::var_os("WALJ_BENCH_E2E_OLD").filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// One session in a fresh project; returns its wall time and, per tool call, the time from the
@@ -96,7 +106,8 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
     let sb = Sandbox::new();
     let bin = sb.dir.path().canonicalize().unwrap().join("bin");
     fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(walj_bin(), bin.join("walj")).unwrap();
+    let walj = if setup == Setup::Old { old_bin().expect("WALJ_BENCH_E2E_OLD") } else { walj_bin() };
+    std::os::unix::fs::symlink(walj, bin.join("walj")).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     for i in 0..FILES {
         sb.write(&format!("src/f{i}.txt"), &content(i, 0));
@@ -127,7 +138,7 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
     let out = claude::run(cmd, TIMEOUT);
     assert!(out.status.success() && !out.timed_out, "claude failed: {out:?}\n{}", mock.summary());
     assert_eq!(out.json()["result"], "Done.", "{out:?}");
-    if setup == Setup::Walj {
+    if matches!(setup, Setup::Walj | Setup::Old) {
         // Not timed: walj saw every call (an intent per call).
         let journal = sb.project.join(".walj/journal.jsonl");
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -141,7 +152,7 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let at: Vec<f64> = mock.main_requests().iter().map(|r| r.at_ms as f64).collect();
+    let at: Vec<f64> = mock.main_requests().iter().map(|r| r.at_us as f64 / 1000.0).collect();
     assert_eq!(at.len(), calls + 1, "{}", mock.summary());
     (out.elapsed, at.windows(2).map(|w| w[1] - w[0]).collect())
 }
@@ -177,14 +188,18 @@ fn main() {
         .unwrap_or_default();
     println!("walj: {}\nclaude: {} ({version})", walj_bin().display(), claude_bin.display());
 
+    let mut setups = Setup::ALL.to_vec();
+    if old_bin().is_some() {
+        setups.push(Setup::Old);
+    }
     // Warm-up (page cache, the CLI's first start), not counted.
-    for setup in Setup::ALL {
+    for &setup in &setups {
         session(&claude_bin, setup, 3);
     }
 
     // rows: (size, setup); the order alternates to spread drift evenly.
     let sizes = [0, calls];
-    let rows: Vec<(usize, Setup)> = sizes.iter().flat_map(|&n| Setup::ALL.map(|s| (n, s))).collect();
+    let rows: Vec<(usize, Setup)> = sizes.iter().flat_map(|&n| setups.iter().map(move |&s| (n, s))).collect();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
     let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
     let load_before = load();
@@ -242,7 +257,11 @@ fn main() {
         ("walj's own work (walj − noop)", Setup::Walj, Setup::Noop),
         ("any hook in Claude Code (noop − plain)", Setup::Noop, Setup::Plain),
         ("total with walj (walj − plain)", Setup::Walj, Setup::Plain),
-    ] {
+    ]
+    .into_iter()
+    .chain(old_bin().map(|_| ("this walj against the old one (walj − old)", Setup::Walj, Setup::Old)))
+    .chain(old_bin().map(|_| ("the old walj's own work (old − noop)", Setup::Old, Setup::Noop)))
+    {
         out.push_str(&format!("| {what} | **{:.2} ms** | {:+.1} ms |\n", per_call(a, b), per_session(a, b)));
     }
     out.push_str(&format!(
@@ -256,7 +275,48 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    // The same per kind of call (the script runs Edit, Write, Bash in turn): the median of a
+    // mix of three kinds moves with whichever kind is in the middle.
+    let kind_median = |s: Setup, kind: usize| {
+        let k = rows.iter().position(|&r| r == (calls, s)).unwrap();
+        let mut v: Vec<f64> =
+            per_turn[k].iter().enumerate().filter(|(i, _)| (i % calls) % 3 == kind).map(|(_, t)| *t).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    out.push_str(
+        "\n| request to request (median per kind) | Edit | Write | Bash | mean of the three |\n|---|---|---|---|---|\n",
+    );
+    let mut rows_kind: Vec<(String, [f64; 3])> = Vec::new();
+    for &s in &setups {
+        rows_kind.push((s.name().to_string(), [0, 1, 2].map(|kind| kind_median(s, kind))));
+    }
+    let by = |name: &str| rows_kind.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let mut extra = Vec::new();
+    if let (Some(w), Some(n)) = (by("walj"), by("noop")) {
+        extra.push(("walj's own work (walj − noop)".to_string(), [w[0] - n[0], w[1] - n[1], w[2] - n[2]]));
+    }
+    if let (Some(o), Some(n)) = (by("old"), by("noop")) {
+        extra.push(("the old walj's own work (old − noop)".to_string(), [o[0] - n[0], o[1] - n[1], o[2] - n[2]]));
+    }
+    for (name, v) in rows_kind.iter().chain(extra.iter()) {
+        out.push_str(&format!(
+            "| {name} | {:.2} ms | {:.2} ms | {:.2} ms | **{:.2} ms** |\n",
+            v[0],
+            v[1],
+            v[2],
+            (v[0] + v[1] + v[2]) / 3.0
+        ));
+    }
     let (tp, tn, tw) = (turn_median(Setup::Plain), turn_median(Setup::Noop), turn_median(Setup::Walj));
+    if old_bin().is_some() {
+        let to = turn_median(Setup::Old);
+        out.push_str(&format!(
+            "\nThe old walj, from request to request: {to:.1} ms → its own work **{:.2} ms** (this one: {:.2} ms).\n",
+            to - tn,
+            tw - tn
+        ));
+    }
     out.push_str(&format!(
         "\nPer tool call, from request to request (median of {} calls per set-up): plain {tp:.1} ms, noop {tn:.1} ms, \
          walj {tw:.1} ms → walj's own work **{:.2} ms**, any hook {:.2} ms, total with walj {:.2} ms.\n",
@@ -272,6 +332,9 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
     out.push_str(&format!("walj binary: {}\n", walj_bin().display()));
+    if let Some(old) = old_bin() {
+        out.push_str(&format!("old walj binary: {}\n", old.display()));
+    }
     println!("\n{out}");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

@@ -284,7 +284,12 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);
     }
-    save(&dir.join("cache.json"), &now)?;
+    // The Pre's snapshot is the cache: unless the command changed something, it still holds
+    // (its older time only makes more stats look racy), and the write is skipped.
+    let unchanged = now.files == pre.files && now.index.as_ref().map(|i| i.st) == pre.index.as_ref().map(|i| i.st);
+    if !unchanged || !dir.join("cache.json").exists() {
+        save(&dir.join("cache.json"), &now)?;
+    }
     if background {
         let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
         rebase(&dir, &path, &pre, now, task_id)?;

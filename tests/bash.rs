@@ -578,3 +578,21 @@ fn index_copies_are_shared_while_the_index_does_not_change() {
     let copy = fs::read(&last).unwrap();
     assert!(copy.iter().any(|&b| b != 0), "the zeroed copy was replaced");
 }
+
+/// Issue 14: a command that changed nothing leaves the Pre's snapshot as the cache (no new
+/// file); one that changed something leaves its own.
+#[test]
+fn the_cache_is_rewritten_only_when_the_command_changed_something() {
+    use std::os::unix::fs::MetadataExt;
+    let (_t, root) = repo(&[("a.txt", b"v1\n")]);
+    let cache = root.join(".walj/bash/cache.json");
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_ls", "ls", false));
+    let ino = fs::metadata(&cache).unwrap().ino();
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_ls", "ls", false));
+    assert_eq!(fs::metadata(&cache).unwrap().ino(), ino, "nothing changed: the Pre's cache is kept");
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_echo", "echo x > b.txt", false));
+    fs::write(root.join("b.txt"), b"x\n").unwrap();
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_echo", "echo x > b.txt", false));
+    let text = fs::read_to_string(&cache).unwrap();
+    assert!(text.contains("\"b.txt\""), "the cache is the Post's snapshot: {text}");
+}

@@ -127,6 +127,8 @@ pub struct Request {
     pub kind: Kind,
     /// Milliseconds since the server started.
     pub at_ms: u128,
+    /// The same instant in microseconds (benches time hooks with it).
+    pub at_us: u128,
 }
 
 impl Request {
@@ -585,6 +587,7 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
         )
     };
 
+    let at = shared.started.elapsed();
     let record = Request {
         seq: st.requests.len(),
         conn: conn_id,
@@ -594,7 +597,8 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
         raw_body: String::from_utf8_lossy(&req.body).into_owned(),
         body,
         kind,
-        at_ms: shared.started.elapsed().as_millis(),
+        at_ms: at.as_millis(),
+        at_us: at.as_micros(),
     };
     if let Some(log) = st.log.as_mut() {
         let _ = writeln!(log, "{}", log_line(&record));
