@@ -333,8 +333,14 @@ fn hook_payload(root: &Path, session: &str, event: &str) -> Vec<u8> {
 /// on 1M entries after a fold snapshot exists and 100 lines were appended.
 fn issue14(out: &mut String, runs: usize) {
     out.push_str("\n| issue 14 | walj | baseline | ratio | budget |\n|---|---|---|---|---|\n");
-    // File hook with a new 10 KB pre-image vs an empty Rust binary reading the same payload.
+    // File hook with a new 10 KB pre-image vs an empty Rust binary reading the same payload,
+    // in a store in use: its 256 fan-out folders exist (they all do after ~1,500 images). In
+    // a fresh store most new images also create their folder, a second new inode per hook:
+    // the Edit rows above time that case.
     let (_d, root) = project();
+    for i in 0..256 {
+        fs::create_dir_all(root.join(format!(".walj/store/{i:02x}"))).unwrap();
+    }
     let file = root.join("src/lib.rs");
     let base = fs::read_to_string(&file).unwrap();
     let pre = edit_payload(&root, "PreToolUse", 0);
@@ -349,7 +355,7 @@ fn issue14(out: &mut String, runs: usize) {
         runs,
     );
     out.push_str(&format!(
-        "| file hook, new 10 KB image, vs a Rust binary reading the same stdin | {:.2} ms | {:.2} ms | {:.2}× | ≤ 1.6× |\n",
+        "| file hook, new 10 KB image (store in use), vs a Rust binary reading the same stdin | {:.2} ms | {:.2} ms | {:.2}× | ≤ 1.6× |\n",
         ms(hook),
         ms(empty),
         ms(hook) / ms(empty)
