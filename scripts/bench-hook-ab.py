@@ -3,11 +3,14 @@
 
     scripts/bench-hook-ab.py OLD_WALJ NEW_WALJ [RUNS=300] [BIG_MB=314]
 
-For each binary, four set-ups, each in its own fresh git project with a 10 KB file, run
+For each binary, six set-ups, each in its own fresh git project with a 10 KB file, run
 in turns so that a busier stretch of the machine weighs on every set-up alike:
+  - start-up: `walj hook` with the payload `{}` (nothing to journal)
   - Edit PreToolUse, new pre-image each run, small journal
   - Edit PostToolUse, new post-image each run, small journal
   - Edit PreToolUse on a journal of BIG_MB MB (written and synced before timing)
+  - Bash PreToolUse + PostToolUse of `wc -c` (two processes, timed together), in a project
+    with one commit, nothing changed by the command
 Prints the median wall time (process spawn included) per set-up and binary, and each
 binary's big/small journal ratio (budget <= 1.2x). Release builds only make sense here:
     cargo build --release --locked && git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release)
@@ -34,7 +37,15 @@ def project():
     return d
 
 
-def payload(d, event):
+def payload(d, event, i=0):
+    if event == "{}":
+        return b"{}"
+    if event.startswith("Bash"):
+        return json.dumps({
+            "session_id": "bench-session-0000", "transcript_path": "/nonexistent/t.jsonl", "cwd": d,
+            "hook_event_name": event[4:], "tool_name": "Bash", "tool_use_id": f"toolu_bench_bash_{i}",
+            "tool_input": {"command": "wc -c src/lib.rs", "description": "Count"},
+            "tool_response": {"stdout": "1 src/lib.rs", "stderr": "", "interrupted": False}}).encode()
     return json.dumps({
         "session_id": "bench-session-0000", "transcript_path": "/nonexistent/t.jsonl", "cwd": d,
         "hook_event_name": event, "tool_name": "Edit", "tool_use_id": "toolu_bench_0",
@@ -51,10 +62,18 @@ def hook(b, d, p):
 try:
     setups = {}
     for b in bins:
-        for name, event in [("Edit Pre", "PreToolUse"), ("Edit Post", "PostToolUse"), ("Pre, big journal", "PreToolUse")]:
+        for name, event in [("start-up", "{}"), ("Edit Pre", "PreToolUse"), ("Edit Post", "PostToolUse"),
+                            ("Pre, big journal", "PreToolUse"), ("Bash Pre + Post", "Bash")]:
             d = project()
             p = payload(d, event)
-            hook(b, d, p)
+            if event == "Bash":
+                subprocess.run(["git", "add", "."], cwd=d, check=True, env=env)
+                subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "i"],
+                               cwd=d, check=True, env=env)
+                for ph in ("BashPreToolUse", "BashPostToolUse"):
+                    hook(b, d, payload(d, ph))
+            else:
+                hook(b, d, p)
             if name == "Pre, big journal":
                 j = d + "/.walj/journal.jsonl"
                 line = open(j, "rb").readline()
@@ -70,15 +89,24 @@ try:
     times = {k: [] for k in setups}
     for i in range(runs):
         for k, (d, p) in setups.items():
-            open(d + "/src/lib.rs", "w").write(text + f"// run {i}\n")
+            if k[1] == "Bash Pre + Post":
+                pre, post = payload(d, "BashPreToolUse", i + 1), payload(d, "BashPostToolUse", i + 1)
+                t = time.perf_counter()
+                hook(k[0], d, pre)
+                hook(k[0], d, post)
+                times[k].append(time.perf_counter() - t)
+                continue
+            if k[1] != "start-up":
+                open(d + "/src/lib.rs", "w").write(text + f"// run {i}\n")
             t = time.perf_counter()
             hook(k[0], d, p)
             times[k].append(time.perf_counter() - t)
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     print(f"| hook (median of {runs}, in turns; load {os.getloadavg()[0]:.1f}) | old | new |")
     print("|---|---|---|")
-    for name in ["Edit Pre", "Edit Post", "Pre, big journal"]:
-        label = name if name != "Pre, big journal" else f"Edit Pre, {big_mb} MB journal"
+    for name in ["start-up", "Edit Pre", "Edit Post", "Pre, big journal", "Bash Pre + Post"]:
+        label = {"Pre, big journal": f"Edit Pre, {big_mb} MB journal",
+                 "start-up": "start-up (`{}`)"}.get(name, name)
         print(f"| {label} | {med[('old', name)]:.2f} ms | {med[('new', name)]:.2f} ms |")
     print("| big / small journal | " + " | ".join(
         f"{med[(b, 'Pre, big journal')] / med[(b, 'Edit Pre')]:.2f}x" for b in bins) + " |")
