@@ -371,6 +371,10 @@ fn issue14(out: &mut String, runs: usize) {
     }
     let large_journal = large.join(".walj/journal.jsonl");
     settle_disk(&large_journal);
+    if std::env::var_os("WALJ_BENCH_KEEP").is_some() {
+        // For profiling: the large project outlives the bench.
+        eprintln!("large project kept: {}", _dl.keep().display());
+    }
     let mb = fs::metadata(&large_journal).unwrap().len() as f64 / 1e6;
     let start_l = hook_payload(&large, "bench-stop-session", "SessionStart");
     let start_s = hook_payload(&small, "bench-stop-session", "SessionStart");

@@ -33,7 +33,7 @@ pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
     SessionStatus, Todo,
 };
-use settled::DigestMap;
+use settled::SettledMap;
 pub use settled::{capture_cap, disk_blob};
 
 /// The folded journal.
@@ -52,7 +52,7 @@ pub struct Fold {
     /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
     /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
     /// Digests (`settled::digest`), so memory stays small however many paths the journal names.
-    settled: DigestMap<(u64, [Option<u64>; 2])>,
+    settled: SettledMap,
     /// Ids of tool calls whose outcome came before any intent (an intent that waited in a
     /// side file): the intent pairs with the entry, even one already settled and dropped.
     outcome_first: HashSet<String>,

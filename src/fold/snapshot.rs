@@ -92,8 +92,7 @@ impl State {
         let f = &scan.fold;
         let mut outcome_first: Vec<String> = f.outcome_first.iter().cloned().collect();
         outcome_first.sort();
-        let mut settled: Vec<_> = f.settled.iter().map(|(k, v)| (*k, *v)).collect();
-        settled.sort_by_key(|(k, _)| *k);
+        let settled = f.settled.sorted();
         let mut pairs: Vec<_> = scan.pairs.open.iter().map(|(k, v)| (k.clone(), v.iter().cloned().collect())).collect();
         pairs.sort();
         State {
@@ -116,11 +115,7 @@ impl State {
             sessions: self.sessions,
             handoffs: self.handoffs,
             records: self.records,
-            settled: {
-                let mut m = super::DigestMap::with_capacity_and_hasher(self.settled.len(), Default::default());
-                m.extend(self.settled);
-                m
-            },
+            settled: super::SettledMap::from_sorted(self.settled),
             outcome_first: self.outcome_first.into_iter().collect(),
             last_session: self.last_session,
             ..Fold::default()
