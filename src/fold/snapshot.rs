@@ -250,17 +250,18 @@ fn decode_settled(bytes: &[u8]) -> Option<Vec<SettledPath>> {
         return None;
     }
     let u64_at = |c: &[u8], at: usize| c.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-    rest.chunks_exact(SETTLED_BYTES)
-        .map(|c| {
-            let flags = c[16];
-            if flags > 3 {
-                return None;
-            }
-            let a = u64_at(c, 17)?;
-            let b = u64_at(c, 25)?;
-            Some((u64_at(c, 0)?, (u64_at(c, 8)?, [(flags & 1 != 0).then_some(a), (flags & 2 != 0).then_some(b)])))
-        })
-        .collect()
+    // A loop into a list of the right size: collecting `Option`s cannot size it beforehand,
+    // and growing it was half of this decode's time.
+    let mut out = Vec::with_capacity(count);
+    for c in rest.chunks_exact(SETTLED_BYTES) {
+        let flags = c[16];
+        if flags > 3 {
+            return None;
+        }
+        let (a, b) = (u64_at(c, 17)?, u64_at(c, 25)?);
+        out.push((u64_at(c, 0)?, (u64_at(c, 8)?, [(flags & 1 != 0).then_some(a), (flags & 2 != 0).then_some(b)])));
+    }
+    Some(out)
 }
 
 /// Why `journal`'s snapshot would not be used now (`None`: it would be).
