@@ -94,6 +94,15 @@ fn revert(root: &Path, ids: &[&str]) {
     );
 }
 
+/// The files under `.walj/bash/` whose names end with `suffix`.
+fn bash_files(root: &Path, suffix: &str) -> Vec<fs::DirEntry> {
+    fs::read_dir(root.join(".walj/bash"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+        .collect()
+}
+
 fn log_json(root: &Path) -> Vec<Value> {
     let out = walj_at(root).args(["log", "--json", "--all"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -415,20 +424,11 @@ fn background_command_that_moves_the_index_before_returning() {
     assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
     assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
     // The baseline kept for Stop has its own copy of the index; the Pre one is gone.
-    let idx: Vec<String> = fs::read_dir(root.join(".walj/bash"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".index"))
-        .collect();
+    let idx: Vec<String> =
+        bash_files(&root, ".index").iter().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(idx.len(), 1, "{idx:?}");
     hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
-    assert!(
-        fs::read_dir(root.join(".walj/bash")).unwrap().all(|e| !e
-            .unwrap()
-            .file_name()
-            .to_string_lossy()
-            .ends_with(".index"))
-    );
+    assert!(bash_files(&root, ".index").is_empty());
 }
 
 #[test]
@@ -533,22 +533,14 @@ fn index_copies_are_shared_while_the_index_does_not_change() {
     fs::write(root.join("a.txt"), b"v2\n").unwrap();
     git(&root, &["commit", "-qam", "v2"]);
     let lasts = || -> Vec<String> {
-        fs::read_dir(root.join(".walj/bash"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".last"))
-            .collect()
+        bash_files(&root, ".last").iter().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
     };
     hook(&root, &bash_payload(&root, "PreToolUse", "toolu_ls", "ls", false));
     hook(&root, &bash_payload(&root, "PostToolUse", "toolu_ls", "ls", false));
     assert_eq!(lasts().len(), 1, "the first command's copy is kept for the next");
     let id = "toolu_reset";
     hook(&root, &bash_payload(&root, "PreToolUse", id, "git reset --hard HEAD~1", false));
-    let linked: Vec<_> = fs::read_dir(root.join(".walj/bash"))
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".index"))
-        .collect();
+    let linked = bash_files(&root, ".index");
     assert_eq!(linked.len(), 1);
     assert_eq!(std::os::unix::fs::MetadataExt::nlink(&linked[0].metadata().unwrap()), 2, "a link, not a copy");
     git(&root, &["reset", "-q", "--hard", "HEAD~1"]);

@@ -201,11 +201,13 @@ pub fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// Runs git in `dir` with no user or system configuration (the unit tests of this module
+    /// and of [`super::super::gitscan`]).
+    pub(in crate::bashsnap) fn git(dir: &Path, args: &[&str]) {
         let out = Command::new("git")
             .args(args)
             .current_dir(dir)
