@@ -94,6 +94,14 @@ fn revert(root: &Path, ids: &[&str]) {
     );
 }
 
+/// The command `id` left one child entry: `a.txt` from "v2" back to "v1" (a `git reset`).
+fn assert_one_child_v2_to_v1(root: &Path, id: &str) {
+    let kids = children(root, id);
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(blob_bytes(root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
+    assert_eq!(blob_bytes(root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
+}
+
 /// The files under `.walj/bash/` whose names end with `suffix`.
 fn bash_files(root: &Path, suffix: &str) -> Vec<fs::DirEntry> {
     fs::read_dir(root.join(".walj/bash"))
@@ -419,10 +427,7 @@ fn background_command_that_moves_the_index_before_returning() {
     hook(&root, &bash_payload(&root, "PreToolUse", id, "git reset --hard HEAD~1 &", true));
     git(&root, &["reset", "-q", "--hard", "HEAD~1"]);
     hook(&root, &bash_payload(&root, "PostToolUse", id, "git reset --hard HEAD~1 &", true));
-    let kids = children(&root, id);
-    assert_eq!(kids.len(), 1, "{kids:#?}");
-    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
-    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
+    assert_one_child_v2_to_v1(&root, id);
     // The baseline kept for Stop has its own copy of the index; the Pre one is gone.
     let idx: Vec<String> =
         bash_files(&root, ".index").iter().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
@@ -545,10 +550,7 @@ fn index_copies_are_shared_while_the_index_does_not_change() {
     assert_eq!(std::os::unix::fs::MetadataExt::nlink(&linked[0].metadata().unwrap()), 2, "a link, not a copy");
     git(&root, &["reset", "-q", "--hard", "HEAD~1"]);
     hook(&root, &bash_payload(&root, "PostToolUse", id, "git reset --hard HEAD~1", false));
-    let kids = children(&root, id);
-    assert_eq!(kids.len(), 1, "{kids:#?}");
-    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"v2\n"[..]));
-    assert_eq!(blob_bytes(&root, &kids[0].after).as_deref(), Some(&b"v1\n"[..]));
+    assert_one_child_v2_to_v1(&root, id);
 
     // A power cut left the shared copy zeroed (same length) and the machine rebooted: a copy
     // made before the boot is not reused.
