@@ -452,7 +452,9 @@ fn save_index_copy(dir: &Path, index: &Path, dest: &Path, st: Stamp) -> bool {
     // have left it damaged, which only reading it all would tell.
     let this_boot =
         |m: &fs::Metadata| crate::procinfo::boot_time().zip(m.modified().ok()).is_some_and(|(boot, made)| made > boot);
-    if fs::metadata(&last).is_ok_and(|m| m.is_file() && m.len() == st.s && this_boot(&m))
+    // `symlink_metadata`: only walj's own regular file is linked, never something a link there
+    // points at.
+    if fs::symlink_metadata(&last).is_ok_and(|m| m.file_type().is_file() && m.len() == st.s && this_boot(&m))
         && fs::hard_link(&last, dest).is_ok()
     {
         // Dated now, as a copy would be: a Stop sweeps `.index` files by their age.
@@ -464,7 +466,7 @@ fn save_index_copy(dir: &Path, index: &Path, dest: &Path, st: Stamp) -> bool {
     }
     // Kept for the next commands only when git's file still is the version copied.
     let unchanged = fs::metadata(index).is_ok_and(|m| Stamp { c: 0, ..Stamp::of(&m) } == st);
-    if unchanged && fs::metadata(dest).is_ok_and(|m| m.len() == st.s) {
+    if unchanged && fs::symlink_metadata(dest).is_ok_and(|m| m.file_type().is_file() && m.len() == st.s) {
         if let Ok(rd) = fs::read_dir(dir) {
             for e in rd.flatten() {
                 let n = e.file_name();

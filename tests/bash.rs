@@ -590,3 +590,33 @@ fn the_cache_is_rewritten_only_when_the_command_changed_something() {
     let text = fs::read_to_string(&cache).unwrap();
     assert!(text.contains("\"b.txt\""), "the cache is the Post's snapshot: {text}");
 }
+
+/// A link planted where walj keeps its copy of the index is never followed: the command gets
+/// a copy of its own, and the file the link points at is not touched (not even its date).
+#[test]
+fn a_link_at_the_shared_index_copy_is_not_followed() {
+    use std::os::unix::fs::MetadataExt;
+    let (_t, root) = repo(&[("a.txt", b"v1\n")]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_first", "ls", false));
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_first", "ls", false));
+    let m = fs::metadata(root.join(".git/index")).unwrap();
+    let mtime = m.mtime() * 1_000_000_000 + m.mtime_nsec();
+    let name = format!("index-{:x}-{:x}-{:x}.last", m.ino(), m.size(), mtime);
+    let last = root.join(".walj/bash").join(&name);
+    assert!(last.is_file(), "the first command kept its copy as {name}");
+    let outside = elsewhere.path().join("outside.bin");
+    fs::write(&outside, vec![b'x'; m.size() as usize]).unwrap();
+    // Dated after the boot, as walj's own copy would be.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+    fs::File::options().write(true).open(&outside).unwrap().set_modified(old).unwrap();
+    fs::remove_file(&last).unwrap();
+    std::os::unix::fs::symlink(&outside, &last).unwrap();
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_second", "ls", false));
+    let copies = bash_files(&root, ".index");
+    assert_eq!(copies.len(), 1);
+    let copy = fs::symlink_metadata(copies[0].path()).unwrap();
+    assert!(copy.file_type().is_file(), "a regular file, not the planted link");
+    assert_eq!(fs::read(copies[0].path()).unwrap(), fs::read(root.join(".git/index")).unwrap());
+    assert_eq!(fs::metadata(&outside).unwrap().modified().unwrap(), old, "the outside file was not touched");
+}
