@@ -97,7 +97,9 @@ fn hook_fast_args() -> Option<(Global, Option<String>)> {
 /// The hook path: exit 0 whatever happens, print only what SessionStart asks for. An unknown
 /// `--agent` is reported and the payload recognised as if the flag were absent.
 fn hook(global: &Global, agent: Option<&str>) -> ExitCode {
-    let mut input = Vec::new();
+    // Room for most payloads at once (an Edit's PostToolUse carries the whole original file):
+    // an empty buffer is filled by reads of 32, 64, 128… bytes.
+    let mut input = Vec::with_capacity(64 * 1024);
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         walj::hook::warn(&format!("reading stdin: {e}"));
         return ExitCode::SUCCESS;
