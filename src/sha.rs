@@ -31,14 +31,19 @@ impl Sha1 {
 
     /// The digest as 40 lowercase hex digits.
     pub fn hex(self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut s = String::with_capacity(40);
-        for b in self.bytes() {
-            s.push(HEX[usize::from(b >> 4)] as char);
-            s.push(HEX[usize::from(b & 15)] as char);
-        }
-        s
+        hex(&self.bytes())
     }
+}
+
+/// `bytes` as lowercase hex digits.
+pub fn hex(bytes: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &x in bytes {
+        s.push(H[usize::from(x >> 4)] as char);
+        s.push(H[usize::from(x & 15)] as char);
+    }
+    s
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
             ino,
             mode,
             size,
-            id: hex(id),
+            id: crate::sha::hex(id),
             stage: (flags >> 12) & 3,
             skip_worktree,
             intent_to_add,
@@ -160,16 +160,6 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
         at = at.checked_add(8)?.checked_add(size)?;
     }
     Some(entries)
-}
-
-fn hex(b: &[u8]) -> String {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(b.len() * 2);
-    for &x in b {
-        s.push(H[(x >> 4) as usize] as char);
-        s.push(H[(x & 15) as usize] as char);
-    }
-    s
 }
 
 /// The same entries from libgit2 (the fallback).

@@ -177,7 +177,6 @@ impl SettledMap {
         if !base.is_sorted_by_key(|(k, _)| *k) {
             base.sort_by_key(|(k, _)| *k);
         }
-        base.dedup_by_key(|(k, _)| *k);
         SettledMap { base, over: DigestMap::default() }
     }
 

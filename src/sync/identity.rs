@@ -63,7 +63,7 @@ fn random_id() -> String {
         h.update(format!("{now:?}{}{:p}", std::process::id(), &buf).as_bytes());
         buf.copy_from_slice(&h.bytes()[..16]);
     }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    crate::sha::hex(&buf)
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`, `$COMPUTERNAME`).
