@@ -75,6 +75,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     }
     if e.uncertain {
         o.insert("attribution".into(), json!(crate::journal::attribution::UNCERTAIN));
+        if !e.candidates.is_empty() {
+            o.insert("candidates".into(), json!(e.candidates));
+        }
     }
     if let Some(t) = &e.verified {
         o.insert("verified".into(), json!(t));
@@ -315,7 +318,9 @@ fn entry_marks(e: &Entry, style: &Style) -> String {
     if let Some(c) = e.disk_check {
         marks.push(present::in_flight_check(c));
     }
-    if e.uncertain {
+    if e.uncertain && !e.candidates.is_empty() {
+        marks.push("may not be from this command (another command ran at the same time)");
+    } else if e.uncertain {
         marks.push("may not be from this command (another session or the user was active)");
     }
     if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }

@@ -1250,6 +1250,65 @@ fn another_sessions_writes_are_never_a_killed_commands() {
     p.assert_hooks_clean();
 }
 
+#[test]
+fn another_sessions_writes_are_never_a_finished_commands() {
+    let test = "another_sessions_writes_are_never_a_finished_commands";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("shared.txt", "one\n")]);
+    p.install_walj();
+    // Session A: a command that writes a.out, waits for session B's writes, then ends normally.
+    let go = p.sb.project.join("b.done");
+    let mock_a = MockServer::start(vec![
+        Turn::tool(
+            "Bash",
+            json!({"command": "echo a > a.out && for i in $(seq 300); do [ -e b.done ] && break; sleep 0.1; done; rm -f b.done"}),
+        ),
+        Turn::text("A done."),
+    ]);
+    let running_a = claude::spawn(p.claude_p(&bin, &mock_a, "Build A"));
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    while !p.sb.project.join("a.out").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
+    std::thread::sleep(Duration::from_millis(50));
+    // Session B, while A's command runs: a Write and an Edit, journaled.
+    let mock_b = MockServer::start(vec![]);
+    mock_b.script(vec![
+        Turn::tools([
+            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
+            (
+                "Edit",
+                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
+            ),
+        ]),
+        Turn::text("B done."),
+    ]);
+    let (_, sid_b) = p.session(p.claude_p(&bin, &mock_b, "Write B"), &mock_b);
+    fs::write(&go, "").unwrap();
+    let out_a = running_a.wait(SESSION_TIMEOUT);
+    assert!(!out_a.timed_out && out_a.status.success(), "session A: {}", out_a.stderr);
+    let post = p.wait_for_record(HOOK_GRACE, |r| r["op"] == "applied" && r["tool"] == "Bash" && r["path"] == "");
+    let cmd = post.expect("A's command has its outcome")["id"].as_str().unwrap().to_string();
+    let children: BTreeMap<String, Value> = p
+        .journal()
+        .into_iter()
+        .filter(|r| r["parent"] == cmd.as_str())
+        .map(|r| (r["path"].as_str().unwrap().to_string(), r))
+        .collect();
+    // a.out is A's, certain: nothing else ran when it was written. B's Write and Edit are B's.
+    assert!(!children.contains_key("b.txt") && !children.contains_key("shared.txt"), "{children:?}");
+    assert!(children["a.out"].get("attribution").is_none(), "{children:?}");
+    let log = p.walj_json(&["log", "--json", "--all"]);
+    let on = |path: &str| log.as_array().unwrap().iter().filter(|e| e["path"] == path).count();
+    assert_eq!((on("b.txt"), on("shared.txt")), (1, 1), "each of B's changes is one entry: {log}");
+    assert!(
+        log.as_array().unwrap().iter().filter(|e| e["path"] == "b.txt").all(|e| e["session"] == sid_b.as_str()),
+        "{log}"
+    );
+    p.assert_hooks_clean();
+}
+
 // ---------------------------------------------------------------------------------------------
 // A file tool call in flight: the report says whether it wrote.
 

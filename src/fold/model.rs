@@ -113,6 +113,10 @@ pub struct Entry {
     pub disk_check: Option<InFlightCheck>,
     /// A derived entry that may not be its command's work (`attribution: "uncertain"`).
     pub uncertain: bool,
+    /// For an uncertain entry: the other commands whose windows were open when the change
+    /// was made (`candidates`), each of which may have made it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     /// Derived from a killed command whose processes still run: the change may go on
     /// (set by [`crate::bashsnap::killed::reconcile`], never read from the journal).
     pub still_running: bool,
@@ -149,6 +153,7 @@ impl Entry {
             intended: view.intended.map(Cow::into_owned),
             disk_check: None,
             uncertain: view.attribution.as_deref() == Some(crate::journal::attribution::UNCERTAIN),
+            candidates: view.candidates,
             still_running: false,
             verified: None,
         }
