@@ -53,10 +53,14 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         if s.announced || !crashed(s) {
             continue;
         }
-        let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+        // A session told before (it crashed, was resumed, and crashed again): only the work
+        // since that note is news.
+        let since = |ts: &str| s.announced_ts.as_deref().is_none_or(|told| ts > told);
+        let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved() && since(&e.ts)).collect();
         let cut_off: Vec<String> = s
             .commands
             .iter()
+            .filter(|c| since(&c.ts))
             .filter_map(|c| {
                 present::command::in_flight(
                     c,

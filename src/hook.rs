@@ -705,18 +705,22 @@ impl Ctx<'_> {
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
         }
-        let mut records = vec![r];
+        let start = r;
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
         let note = announce::session_start_note(&fold, self.ev.session, |s| {
             s.agent() == agent && announce::left_unfinished(s)
         });
+        // The marks of what this start told come first: a resumed session's own start then
+        // opens its new life, whose crash (if one comes) is told again.
+        let mut records = Vec::with_capacity(note.marks.len() + 1);
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
             records.push(m);
         }
+        records.push(start);
         let written = self.append(&records);
         // A gap the hook could not write into `.walj/` (issue 13 item 5): told to the user,
         // and forgotten once `.walj/` takes records again.

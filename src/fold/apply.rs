@@ -339,6 +339,7 @@ impl Fold {
                     && let Some(&i) = self.by_session.get(t)
                 {
                     self.sessions[i].announced = true;
+                    self.sessions[i].announced_ts = Some(rec.ts.clone());
                 }
                 return;
             }
@@ -377,6 +378,9 @@ impl Fold {
         let text = |key: &str| rec.get_str(key).map(str::to_string);
         match k {
             kind::START => {
+                // A new life: its crash, if it comes, is a new one. (SessionStart writes the
+                // marks of what it told before its own start record.)
+                s.announced = false;
                 if s.started.is_none() {
                     s.started = Some(rec.ts.clone());
                     s.head = text(key::HEAD);

@@ -321,7 +321,12 @@ pub struct SessionInfo {
     /// The coding agent (`agent` of its session records: codex, gemini, copilot); `None` =
     /// Claude Code ([`SessionInfo::agent`]).
     pub agent: Option<String>,
+    /// The session's crash was told (an `announced` mark) and it has not started again since:
+    /// a resumed session that crashes again is a new crash, told again.
     pub announced: bool,
+    /// When its crash was last told: the next note names only work that came after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub announced_ts: Option<String>,
     pub imported: bool,
     /// Records of this session came in a bundle (`walj sessions import`): what they say is
     /// not passed to Claude unseen.
