@@ -735,6 +735,53 @@ fn resumed_session_gets_the_recovery_note_once() {
     p.assert_hooks_clean();
 }
 
+#[test]
+fn a_resumed_session_killed_again_is_told_to_the_next_session_with_only_its_new_work() {
+    let test = "a_resumed_session_killed_again_is_told_to_the_next_session_with_only_its_new_work";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let c = crash_mid_bash(&bin);
+    drop(c.orphans);
+    let p = &c.p;
+    wait_gone(&c.token, p.root());
+    // `claude --resume`: told its own crash; it writes notes.md, then runs a command and is
+    // killed again mid-command.
+    let token = claude::unique_token("walj-e2e-second");
+    let orphans = OrphanGuard(token.clone());
+    c.mock.script(vec![
+        Turn::tool("Write", json!({"file_path": p.abs("notes.md"), "content": "second life\n"})),
+        Turn::tool("Bash", json!({"command": format!("echo again > second.log; sleep 60 # {token}")})),
+        Turn::text("unreachable"),
+    ]);
+    let before = c.mock.main_requests().len();
+    let mut cmd = p.claude_p(&bin, &c.mock, "Go on");
+    cmd.args(["--resume", &c.sid]);
+    let sid = kill_mid_bash(p, cmd, &c.mock, "toolu_mock_s1_1_0", &token, "second.log");
+    assert_eq!(sid, c.sid, "--resume changed the session id");
+    let reqs = main_requests_after(&c.mock, before);
+    assert_note_once(&reqs[0], &c.sid);
+    drop(orphans);
+    wait_gone(&token, p.root());
+
+    // A new session: told the second crash, and only what came after the first note.
+    let mock = MockServer::start(vec![Turn::text("Noted.")]);
+    p.session(p.claude_p(&bin, &mock, "Hello"), &mock);
+    let first = &mock.main_requests()[0];
+    assert_eq!(first.count(NOTE), 1, "the second crash was not told: {:?}", holders(first, NOTE));
+    let note = anthropic_mock::strings_containing(&first.body, NOTE)[0].to_string();
+    assert!(note.contains(&c.sid), "{note}");
+    for new in ["notes.md", "second.log"] {
+        assert!(note.contains(new), "{new} not told: {note}");
+    }
+    for old in ["config/settings.json", "src/server.rs", "run.log"] {
+        assert!(!note.contains(&format!("- {old} (")), "{old} was told already: {note}");
+    }
+    // Told once: another session hears nothing more of it.
+    let mock2 = MockServer::start(vec![Turn::text("Quiet.")]);
+    p.session(p.claude_p(&bin, &mock2, "Hello again"), &mock2);
+    assert_eq!(mock2.main_requests()[0].count(NOTE), 0, "told twice");
+    p.assert_hooks_clean();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parallel tool calls.
 
