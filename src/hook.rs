@@ -463,6 +463,16 @@ impl Ctx<'_> {
             }
             .fill(r)
         };
+        // Where git's HEAD points, at the intent and the outcome: a command that switches a
+        // branch or commits is told as such (a few small file reads, no git process).
+        if let Some(h) = crate::git::head_state(&self.project.root) {
+            if let Some(id) = h.id {
+                r = r.with(key::HEAD, id);
+            }
+            if let Some(b) = h.branch {
+                r = r.with(key::BRANCH, b);
+            }
+        }
         let children = self.bash_side_effects(t, id, op_name, &mut r);
         if !children.is_empty()
             && let Some(id) = id.known()

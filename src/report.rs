@@ -112,6 +112,19 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
         "imported": s.imported,
         "entries": entries,
     });
+    if !s.git_moves.is_empty() {
+        let moves: Vec<Value> = s
+            .git_moves
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
+                    "commits": m.commits.iter().map(|(id, summary)| json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        v["git_moves"] = json!(moves);
+    }
     let cut_off: Vec<Value> = s
         .commands
         .iter()
@@ -187,7 +200,15 @@ pub fn session_header(
     }
     let _ = write!(head, "  started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
     if let Some(b) = &s.branch {
-        let _ = write!(head, "  branch {b}");
+        // A command moved HEAD: the branch it is on now, and where the session started.
+        match s.git_moves.last().and_then(|m| m.to.branch.as_deref()) {
+            Some(now) if now != b => {
+                let _ = write!(head, "  branch {} (started on {})", present::safe(now), present::safe(b));
+            }
+            _ => {
+                let _ = write!(head, "  branch {}", present::safe(b));
+            }
+        }
     }
     if s.imported {
         head.push_str("  (imported from transcript)");
@@ -199,6 +220,9 @@ pub fn session_header(
     }
     if let Some(p) = s.last_prompt() {
         let _ = writeln!(out, "  prompt: \"{}\"", one_line(p, 100));
+    }
+    for m in &s.git_moves {
+        let _ = writeln!(out, "  git: {}", present::git::git_move(m));
     }
     if !s.todos.is_empty() {
         let (done, total) = s.todos_done();

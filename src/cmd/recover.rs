@@ -101,6 +101,7 @@ pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> 
         eprintln!("walj: warning: unfinished commands: {p}");
     }
     fold.check_disk(project);
+    fold.read_head(&project.root);
     warn_problems(&fold);
     Ok(fold)
 }

@@ -264,6 +264,20 @@ pub struct Command {
     /// longer listed its task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished: Option<String>,
+    /// Where git's HEAD pointed at the command's intent (`head`, `branch` of the record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_before: Option<crate::git::Head>,
+}
+
+/// A command that moved git's HEAD (its intent and outcome name different heads): a branch
+/// switched, a commit made, a reset. walj records it and never moves refs itself.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HeadMove {
+    /// The command's id.
+    pub id: String,
+    pub command: String,
+    pub from: crate::git::Head,
+    pub to: crate::git::Head,
 }
 
 /// A brief waiting for (or delivered to) the next SessionStart.
@@ -318,6 +332,19 @@ pub struct SessionInfo {
     /// (StopFailure: "ended by an API error: …"); cleared by its next prompt or Stop.
     pub turn_failure: Option<String>,
     pub background_tasks: Vec<Value>,
+    /// The commands of the session that moved git's HEAD, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_moves: Vec<HeadMove>,
+    /// Where HEAD pointed at the session's latest command record (`None`: none recorded one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_now: Option<crate::git::Head>,
+    /// Where HEAD points on disk now ([`super::Fold::read_head`]): read fresh by the commands
+    /// that report, never kept in a fold snapshot.
+    #[serde(skip)]
+    pub disk_head: Option<crate::git::Head>,
+    /// The commands that moved HEAD, with their commits ([`super::Fold::read_head`]).
+    #[serde(skip)]
+    pub git_moves: Vec<super::GitMove>,
     /// The coding agent (`agent` of its session records: codex, gemini, copilot); `None` =
     /// Claude Code ([`SessionInfo::agent`]).
     pub agent: Option<String>,

@@ -8,6 +8,7 @@
 
 pub mod command;
 pub mod diff;
+pub mod git;
 pub mod state;
 pub mod text;
 
