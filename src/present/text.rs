@@ -63,14 +63,58 @@ pub fn safe(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The first line of `s`, at most `max` chars, `…` when anything was left out.
+/// [`safe`] text that keeps its line breaks (and tabs): for a multi-line prompt or message
+/// shown as a block. Every other control (`\r`, ESC, bidi overrides) is escaped as in [`safe`].
+pub fn safe_block(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && c != '\t' && !matches!(fix(c), Fix::Keep)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (j, part) in line.split('\t').enumerate() {
+            if j > 0 {
+                out.push('\t');
+            }
+            out.push_str(&safe(part));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Recorded text (a path, command, prompt, session id, machine name) on its way to a
+/// terminal: `Display` writes it through [`safe`], so a format string cannot print it raw
+/// by accident; width and alignment (`{:<20}`) apply to the escaped form.
+#[derive(Debug, Clone)]
+pub struct Shown<'a>(Cow<'a, str>);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&safe(&self.0))
+    }
+}
+
+/// `s` to be shown: see [`Shown`].
+pub fn shown(s: &str) -> Shown<'_> {
+    Shown(Cow::Borrowed(s))
+}
+
+/// A path to be shown (lossy for non-UTF-8 names): see [`Shown`].
+pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
+    Shown(p.to_string_lossy())
+}
+
+/// The first line of `s`, at most `max` chars, `…` when anything was left out; made
+/// [`safe`] for a terminal (a `\r` or ESC inside the line is shown escaped).
 pub fn one_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(max).collect();
     if out.len() < line.len() || s.lines().nth(1).is_some() {
         out.push('…');
     }
-    out
+    safe(&out).into_owned()
 }
 
 /// All of `s` on one line (whitespace runs become one space), at most `max` characters,
@@ -93,11 +137,11 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 fn local(ts: &str, fmt: &str) -> String {
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&chrono::Local).format(fmt).to_string(),
-        Err(_) => ts.to_string(),
+        Err(_) => safe(ts).into_owned(),
     }
 }
 
-/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written when unparsable).
+/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written, [`safe`], when unparsable).
 pub fn human_ts(ts: &str) -> String {
     local(ts, "%Y-%m-%d %H:%M")
 }
@@ -106,11 +150,11 @@ pub fn human_ts(ts: &str) -> String {
 pub fn utc_ts(ts: &str) -> String {
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
-        Err(_) => ts.to_string(),
+        Err(_) => safe(ts).into_owned(),
     }
 }
 
-/// Local-time `HH:MM:SS` of a record timestamp (as written when unparsable).
+/// Local-time `HH:MM:SS` of a record timestamp (as written, [`safe`], when unparsable).
 pub fn hms(ts: &str) -> String {
     local(ts, "%H:%M:%S")
 }
