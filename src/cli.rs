@@ -213,12 +213,15 @@ pub enum SessionsCommand {
     /// Print a brief for Claude and give it to the next session start in this project.
     #[command(after_help = "Examples:\n  walj sessions resume 8f14e4\n  walj sessions resume 8f14e4 --print-only")]
     Resume(cmd::sessions::ResumeArgs),
-    /// Write the safe copy of the session's transcript (stdout, or -o FILE).
-    #[command(after_help = "Examples:\n  walj sessions transcript 8f14e4 -o transcript.jsonl")]
+    /// Write the safe copy of the session's transcript where Claude Code finds it for this
+    /// project (`claude --resume` reopens it), or to -o FILE, or to stdout with -o -.
+    #[command(
+        after_help = "Examples:\n  walj sessions transcript 8f14e4\n  walj sessions transcript 8f14e4 -o transcript.jsonl\n  walj sessions transcript 8f14e4 -o - | jq ."
+    )]
     Transcript {
         /// Session id or unique prefix.
         sid: String,
-        /// Write it to FILE instead of stdout.
+        /// Write it to FILE (`-`: stdout) instead of Claude Code's projects folder.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Replace FILE if it exists (its bytes are kept beside it as .bak).

@@ -106,6 +106,18 @@ pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
     Shown(p.to_string_lossy())
 }
 
+/// `s` as one POSIX shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside as `'\''`). For commands walj suggests or
+/// confirms: a recorded id like `$(id)` is then text, not a command substitution. Show the
+/// result through [`safe`]: quoting does not hide control characters.
+pub fn shell_quote(s: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(format!("'{}'", s.replace('\'', "'\\''")))
+}
+
 /// The first line of `s`, at most `max` chars, `…` when anything was left out; made
 /// [`safe`] for a terminal (a `\r` or ESC inside the line is shown escaped).
 pub fn one_line(s: &str, max: usize) -> String {
@@ -196,6 +208,23 @@ mod tests {
         assert_eq!(age("2026-03-01T10:25:00Z", now), "5m");
         assert_eq!(age("2026-02-27T10:30:00Z", now), "2d");
         assert_eq!(age("x", now), "");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_a_shell_would_read_them() {
+        assert_eq!(shell_quote("8f14e45f-ceea"), "8f14e45f-ceea");
+        assert_eq!(shell_quote("$(id)"), "'$(id)'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("npm run dev"), "'npm run dev'");
+    }
+
+    #[test]
+    fn blocks_keep_line_breaks_and_escape_the_rest() {
+        assert!(matches!(safe_block("a\n\tb"), Cow::Borrowed(_)));
+        assert_eq!(safe_block("a\r\x1b]2;OWNED\x07\nb\u{202e}"), "a\\r\\x1b]2;OWNED\\x07\nb\\u{202e}");
+        assert_eq!(one_line("x\x1b[2Ky\nz", 10), "x\\x1b[2Ky…");
+        assert_eq!(format!("[{:<6}]", shown("a\rb")), "[a\\rb  ]");
     }
 
     #[test]
