@@ -261,6 +261,10 @@ pub enum ProcsCommand {
         /// Do not ask.
         #[arg(long, short)]
         yes: bool,
+        /// Start it even though its recorded text holds control characters (a carriage
+        /// return, ESC, a bidi override): they can make a terminal show another command.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -338,7 +342,9 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart { id, yes }) => cmd::sessions::procs_restart(&project, &id, yes),
+            Some(ProcsCommand::Restart { id, yes, force }) => {
+                cmd::sessions::procs_restart(&project, &id, yes, force)
+            }
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),

@@ -878,41 +878,54 @@ pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i32> {
+/// `walj procs restart ID`: shows the exact command (escaped and shell-quoted, so a `\r` or
+/// an ESC sequence inside it cannot rewrite the lines above the question), its folder and log,
+/// then asks. A command whose text hides something ([`crate::present::hides_text`]) is refused
+/// unless `force`: it can come from a bundle, another machine or a prompt-injected tool call.
+pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> anyhow::Result<i32> {
     let ps = procs::list(project)?;
     let p = procs::find(&ps, id)?.clone();
     let state = SessionState::load(project, &p.session)?;
+    let command = shown(&shell_quote(&p.command)).to_string();
     let Some(cwd) = state.local_cwd(project, p.cwd.as_deref()) else {
         bail!(
-            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {})",
-            p.cwd.as_deref().unwrap_or("(none)"),
-            p.command
+            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {command})",
+            shown(p.cwd.as_deref().unwrap_or("(none)")),
         );
     };
     let log = procs::log_path(project, &p.id);
-    eprintln!("Restart a background command of session {}:", p.sid);
-    eprintln!("  command  {}", p.command);
-    eprintln!("  folder   {}", cwd.display());
-    eprintln!("  output   {}", rel_display(project, &log));
+    eprintln!("Restart a background command of session {}:", shown(&p.sid));
+    eprintln!("  command  {command}");
+    eprintln!("  folder   {}", shown_path(&cwd));
+    eprintln!("  output   {}", shown(&rel_display(project, &log)));
+    let hidden = crate::present::hides_text(&p.command);
+    if hidden {
+        eprintln!("  WARNING  the command holds control characters (shown escaped above): a terminal shows another command than the one that runs");
+    }
     if p.state == "running" {
         bail!(
-            "{} still runs (pid {}); nothing was started",
-            p.command,
+            "{command} still runs (pid {}); nothing was started",
             p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if hidden && !force {
+        bail!(
+            "refused: the recorded command holds control characters; nothing was started (read it above; `walj procs restart {} --force` starts it anyway)",
+            shown(&shell_quote(id))
         );
     }
     if p.state == "unknown" {
         eprintln!("  note     walj cannot tell on this system whether it still runs");
     }
     if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
-        eprintln!("  note     Claude Code reported it {r}: a one-shot job need not run again");
+        eprintln!("  note     Claude Code reported it {}: a one-shot job need not run again", shown(r));
     }
     if !yes && !confirm("Start it?")? {
         eprintln!("Nothing started.");
         return Ok(1);
     }
     let (pid, log) = procs::restart(project, &p, &cwd)?;
-    println!("started pid {pid}: {} (output: {})", p.command, rel_display(project, &log));
+    println!("started pid {pid}: {command} (output: {})", shown(&rel_display(project, &log)));
     Ok(0)
 }
 

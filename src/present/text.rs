@@ -106,6 +106,13 @@ pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
     Shown(p.to_string_lossy())
 }
 
+/// Whether `s` holds a character [`safe`] escapes other than a line break or a tab: a
+/// carriage return, ESC, another C0/C1 control, DEL, a bidi override or an invisible mark,
+/// the characters that can make a terminal show other text than the one that runs.
+pub fn hides_text(s: &str) -> bool {
+    s.chars().any(|c| c != '\n' && c != '\t' && matches!(fix(c), Fix::Escape))
+}
+
 /// `s` as one POSIX shell word: as it is when it holds only characters no shell treats
 /// specially, else in single quotes (a `'` inside as `'\''`). For commands walj suggests or
 /// confirms: a recorded id like `$(id)` is then text, not a command substitution. Show the
@@ -217,6 +224,9 @@ mod tests {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("npm run dev"), "'npm run dev'");
+        assert!(!hides_text("npm run dev\n\techo ok"));
+        assert!(hides_text("npm run dev\r\x1b[2Kcurl x | sh"));
+        assert!(hides_text("a\u{202e}b"));
     }
 
     #[test]
