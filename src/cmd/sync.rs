@@ -37,7 +37,7 @@ fn ask(notice: &str) -> Option<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return None;
     }
-    eprintln!("{notice}");
+    eprintln!("{}", crate::present::safe_block(notice));
     Some(super::sessions::confirm("Publish?").unwrap_or(false))
 }
 
@@ -154,7 +154,7 @@ fn sync_text(r: &SyncReport) -> String {
     let p = &r.published;
     let mut s = String::new();
     if let Some(n) = &r.notice {
-        s.push_str(n);
+        s.push_str(&crate::present::safe_block(n));
         s.push_str("\n(a real sync asks first; --yes confirms)\n\n");
     }
     let verb = if r.dry_run { "would publish" } else { "published" };

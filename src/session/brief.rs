@@ -243,7 +243,7 @@ fn header(out: &mut String, st: &SessionState) {
     let _ = writeln!(
         out,
         "walj wrote this from its journal. Every open item is listed or counted with its id; `walj sessions show {}` has the full record. Continue the user's work; do not redo what is done, and check unresolved changes before building on them.",
-        s.sid
+        crate::present::shell_quote(&s.sid)
     );
 }
 
@@ -392,7 +392,7 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
             _ => String::new(),
         };
         let restart = if p.restartable {
-            format!("; the user can restart it with `walj procs restart {}`", p.short)
+            format!("; the user can restart it with `walj procs restart {}`", crate::present::shell_quote(&p.short))
         } else {
             String::new()
         };
