@@ -342,9 +342,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart { id, yes, force }) => {
-                cmd::sessions::procs_restart(&project, &id, yes, force)
-            }
+            Some(ProcsCommand::Restart { id, yes, force }) => cmd::sessions::procs_restart(&project, &id, yes, force),
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),

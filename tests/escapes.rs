@@ -93,7 +93,8 @@ fn hostile_repo() -> Repo {
     let bg = json!({"command": command(), "description": "Start the dev server", "run_in_background": true});
     send(&repo, &tool(&repo, &sid, "PreToolUse", "Bash", "toolu_01BashDev", bg.clone()));
     let mut post = tool(&repo, &sid, "PostToolUse", "Bash", "toolu_01BashDev", bg);
-    post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": "bash_1"});
+    post["tool_response"] =
+        json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false, "backgroundTaskId": "bash_1"});
     send(&repo, &post);
     let failing = json!({"command": format!("cargo test{TITLE}"), "description": "Run tests"});
     send(&repo, &tool(&repo, &sid, "PreToolUse", "Bash", "toolu_01BashFail", failing.clone()));
@@ -193,10 +194,13 @@ fn json_output_keeps_recorded_text_exact() {
 fn the_session_start_note_escapes_recorded_text() {
     let repo = hostile_repo();
     // The next session starts: the crashed one is announced to the user and to Claude.
-    let out = send(&repo, &json!({
-        "session_id": "0a1b2c3d-next", "transcript_path": "/home/test/.claude/projects/x/next.jsonl",
-        "cwd": repo.root, "hook_event_name": "SessionStart", "source": "startup"
-    }));
+    let out = send(
+        &repo,
+        &json!({
+            "session_id": "0a1b2c3d-next", "transcript_path": "/home/test/.claude/projects/x/next.jsonl",
+            "cwd": repo.root, "hook_event_name": "SessionStart", "source": "startup"
+        }),
+    );
     let v: Value = serde_json::from_str(&out).unwrap();
     let user = v["systemMessage"].as_str().unwrap();
     let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
@@ -393,7 +397,10 @@ fn an_imported_sessions_brief_suggests_no_write_to_a_recorded_path() {
     let (code, brief, err) = run(&b, &["sessions", "resume", "8f14e45f-ceea-467f-a0e6", "--print-only"]);
     assert_eq!(code, 0, "{err}");
     assert_inert("resume brief", &brief);
-    assert!(!brief.contains(" -o /") && !brief.contains(".bashrc`"), "a write to a recorded path is suggested:\n{brief}");
+    assert!(
+        !brief.contains(" -o /") && !brief.contains(".bashrc`"),
+        "a write to a recorded path is suggested:\n{brief}"
+    );
     assert!(brief.contains("walj sessions transcript 8f14e4"), "{brief}");
     let (_, out, _) = run(&b, &["sessions", "resume", "8f14e45f-ceea-467f-a0e6", "--print-only", "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -476,15 +483,23 @@ fn another_machines_name_and_text_are_shown_escaped() {
     // The laptop's crashed session, through the real hook.
     let sid = session_id();
     let hook = |v: Value| hook_ok(&a, &v.to_string(), Parent::Timeout(10));
-    hook(json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "SessionStart", "source": "startup"}));
-    hook(json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "UserPromptSubmit", "prompt": prompt()}));
+    hook(
+        json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    hook(
+        json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "UserPromptSubmit", "prompt": prompt()}),
+    );
     let rel = file_rel();
     fs::write(a.join(&rel), "one\n").unwrap();
     let input = json!({"file_path": a.join(&rel), "content": "two\n"});
-    hook(json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_01WriteEvil", "tool_input": input}));
+    hook(
+        json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_01WriteEvil", "tool_input": input}),
+    );
     fs::write(a.join(&rel), "two\n").unwrap();
-    hook(json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_01WriteEvil", "tool_input": input,
-        "tool_response": {"type": "update", "filePath": a.join(&rel), "content": "two\n", "originalFile": "one\n"}}));
+    hook(
+        json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_01WriteEvil", "tool_input": input,
+        "tool_response": {"type": "update", "filePath": a.join(&rel), "content": "two\n", "originalFile": "one\n"}}),
+    );
 
     let (code, _, err) = machine_walj(&a, &a_home, &["sync", "--yes"]);
     assert_eq!(code, 0, "{err}");
@@ -492,13 +507,9 @@ fn another_machines_name_and_text_are_shown_escaped() {
     assert_eq!(code, 0, "{err}");
     assert_inert("sync", &format!("{out}{err}"));
     assert!(out.contains(&format!("lap{TITLE_SHOWN}{HIDE_SHOWN}top")), "{out}");
-    for args in [
-        &["sync", "--status"][..],
-        &["recover"],
-        &["log", "--all"],
-        &["sessions", "list"],
-        &["diff", "01WriteEvil"],
-    ] {
+    for args in
+        [&["sync", "--status"][..], &["recover"], &["log", "--all"], &["sessions", "list"], &["diff", "01WriteEvil"]]
+    {
         let (_, out, err) = machine_walj(&b, &b_home, args);
         let all = format!("{out}{err}");
         assert_inert(&format!("desktop: walj {}", args.join(" ")), &all);

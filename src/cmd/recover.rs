@@ -7,10 +7,10 @@ use serde_json::json;
 
 use crate::checkpoint::{CheckpointOptions, checkpoint};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
+use crate::present::{shown, shown_path};
 use crate::project::Project;
 use crate::report;
 use crate::store::Store;
-use crate::present::{shown, shown_path};
 use crate::style::Style;
 
 /// The arguments of `walj recover`.

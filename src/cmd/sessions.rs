@@ -275,8 +275,12 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         );
     }
     if let Some(m) = &s.last_assistant_message {
-        let _ =
-            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), safe_block(m).replace('\n', "\n  "));
+        let _ = writeln!(
+            o,
+            "\n{}\n  {}",
+            style.bold("Last assistant message (at the last Stop)"),
+            safe_block(m).replace('\n', "\n  ")
+        );
     }
     let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
     if pending > 0 {
@@ -288,7 +292,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
             shown(&s.agent().resume_hint(&shell_quote(&s.session))),
-            sid = shown(&shell_quote(&st.ids.session(&s.session)))
+            sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );
     o
@@ -395,7 +399,13 @@ fn show_history(o: &mut String, st: &SessionState, style: &Style) {
     let s = &st.info;
     let _ = writeln!(o, "\n{} ({}, oldest first)", style.bold("Prompts"), s.prompts.len());
     for (i, p) in s.prompts.iter().enumerate() {
-        let _ = writeln!(o, "  {:>2}. {}  {}", i + 1, style.dim(&human_ts(&p.ts)), safe_block(&p.text).replace('\n', "\n      "));
+        let _ = writeln!(
+            o,
+            "  {:>2}. {}  {}",
+            i + 1,
+            style.dim(&human_ts(&p.ts)),
+            safe_block(&p.text).replace('\n', "\n      ")
+        );
     }
     let (done, total) = s.todos_done();
     let _ = writeln!(o, "\n{} ({done}/{total} done)", style.bold("Todos"));
@@ -708,8 +718,9 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
 /// the project and a file-name-safe form of the id ([`crate::session::file_stem`]), never from
 /// a path a record holds (a bundle or another machine chose those).
 pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
-    let dir = crate::claude::paths::config_dir()
-        .context("no home folder and no $CLAUDE_CONFIG_DIR: cannot tell where Claude Code keeps transcripts; pass -o FILE")?;
+    let dir = crate::claude::paths::config_dir().context(
+        "no home folder and no $CLAUDE_CONFIG_DIR: cannot tell where Claude Code keeps transcripts; pass -o FILE",
+    )?;
     Ok(dir
         .join("projects")
         .join(crate::claude::paths::encode_dir(&project.root))
@@ -900,7 +911,9 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> any
     eprintln!("  output   {}", shown(&rel_display(project, &log)));
     let hidden = crate::present::hides_text(&p.command);
     if hidden {
-        eprintln!("  WARNING  the command holds control characters (shown escaped above): a terminal shows another command than the one that runs");
+        eprintln!(
+            "  WARNING  the command holds control characters (shown escaped above): a terminal shows another command than the one that runs"
+        );
     }
     if p.state == "running" {
         bail!(

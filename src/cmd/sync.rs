@@ -212,11 +212,8 @@ fn last_auto(project: &Project) -> String {
 
 fn status_text(r: &SyncReport) -> String {
     let p = &r.published;
-    let mut s = format!(
-        "walj sync --status via {} ({})\n",
-        crate::present::shown(&r.remote),
-        crate::present::shown(&r.url)
-    );
+    let mut s =
+        format!("walj sync --status via {} ({})\n", crate::present::shown(&r.remote), crate::present::shown(&r.url));
     let mine = match (p.state, p.remote_bytes) {
         (PublishState::Nothing, _) => "no journal yet".to_string(),
         (PublishState::UpToDate, _) => "up to date".to_string(),

@@ -192,7 +192,7 @@ pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> St
                 ChangeTag::Insert => ("+", Style::green),
                 ChangeTag::Equal => (" ", |_, s| s.to_string()),
             };
-            let body: &str = &line.body();
+            let body: &str = line.body();
             let (text, cr) = body.strip_suffix('\r').map_or((body, ""), |t| (t, "\r"));
             let _ = writeln!(out, "{}", paint(&st, &format!("{sign}{}{cr}", crate::present::safe_block(text))));
             if line.missing_newline() {
