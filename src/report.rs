@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, ShortIds};
 use crate::journal::Blob;
-use crate::present::{self, hms, human_ts, one_line, plural};
+use crate::present::{self, hms, human_ts, one_line, plural, safe, shown};
 use crate::style::Style;
 
 fn blob_json(b: &Option<Blob>) -> Value {
@@ -214,9 +214,9 @@ pub fn session_header(
         head.push_str("  (imported from transcript)");
     }
     let _ = writeln!(out, "{head}");
-    let _ = writeln!(out, "  {}", style.dim(&s.session));
+    let _ = writeln!(out, "  {}", style.dim(&safe(&s.session)));
     if let Some(reason) = &s.turn_failure {
-        let _ = writeln!(out, "  last turn: {}", style.red(reason));
+        let _ = writeln!(out, "  last turn: {}", style.red(&safe(reason)));
     }
     if let Some(p) = s.last_prompt() {
         let _ = writeln!(out, "  prompt: \"{}\"", one_line(p, 100));
@@ -230,7 +230,7 @@ pub fn session_header(
             .todos
             .iter()
             .filter(|t| t.is_open())
-            .map(|t| format!("[{}] {}", t.status, one_line(&t.content, 60)))
+            .map(|t| format!("[{}] {}", shown(&t.status), one_line(&t.content, 60)))
             .collect();
         let _ = writeln!(
             out,
@@ -243,7 +243,7 @@ pub fn session_header(
             out,
             "  background: {}{}",
             one_line(&c.command, 80),
-            c.task_id.as_deref().map(|t| format!(" ({t})")).unwrap_or_default()
+            c.task_id.as_deref().map(|t| format!(" ({})", shown(t))).unwrap_or_default()
         );
     }
     for c in s.commands.iter().filter(|c| c.status == crate::fold::CommandStatus::Failed) {
@@ -307,18 +307,18 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
     }
-    let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
+    let width = entries.iter().map(|e| safe(&e.path).chars().count()).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
     for (event, es) in by_event {
-        let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
+        let _ = writeln!(out, "  {}: {}", style.bold(&safe(event)), plural(es.len(), "entry", "entries"));
         for e in es {
             let _ = writeln!(
                 out,
                 "    {}  {}  {:<width$}  {:<12}  {}{}",
                 style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
-                e.path,
-                e.tool,
+                shown(&e.path),
+                shown(&e.tool),
                 hms(&e.ts),
                 entry_marks(e, style),
             );
@@ -368,8 +368,8 @@ pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
             style.session(ids.session_split(&e.session), session_width),
             state_colored(e.state(), style),
             style.id(ids.split(&e.id), id_width),
-            e.event,
-            e.path
+            shown(&e.event),
+            shown(&e.path)
         );
     }
     out

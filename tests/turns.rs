@@ -383,7 +383,7 @@ fn the_first_prompt_copies_the_transcript() {
     prompt(&repo, p, sid, "hello", "p-1");
     // Killed in its first turn; Claude Code's file is gone later.
     fs::remove_file(transcript(&repo, sid)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", sid]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", sid, "-o", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }
@@ -410,7 +410,7 @@ fn the_next_session_start_copies_a_crashed_sessions_transcript() {
     // Session a died (its parent is gone); session b starts in the project.
     hook(&repo, p, &payload(b, "SessionStart", json!({"source": "startup"})));
     fs::remove_file(transcript(&repo, a)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", a]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", a, "-o", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }
