@@ -57,9 +57,6 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
     // The store's carried-image index keys on the journal's (device, inode), which
     // `fold::snapshot::identity` computes; the identity moves down.
     ("store", "fold", "the journal's file identity (moves down)"),
-    // `agents/event.rs` computes an Edit's post-image with `import::apply_tool`, and
-    // `agents/import/` borrows the import engine: both move (`agents/patch.rs`, `src/import/`).
-    ("agents", "import", "the Edit replay and the other agents' importers (move)"),
     // `present` is on the faces floor, yet it holds what actions return as text as well as
     // what faces draw: the one diff model (`present::diff`, which a handoff and a revert's
     // binary check use), what a state means (`meaning`), and plain text helpers (`plural`,

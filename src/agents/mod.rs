@@ -24,7 +24,6 @@ pub mod copilot;
 pub mod doctor;
 pub mod event;
 pub mod gemini;
-pub mod import;
 pub mod install;
 pub mod pairing;
 pub mod patch;
