@@ -42,6 +42,7 @@ pub mod checkpoint;
 pub mod claude;
 pub mod cli;
 pub mod cmd;
+pub mod compact;
 pub mod config;
 pub mod crypt;
 pub mod failmark;

@@ -49,14 +49,6 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
     ("claude", "fold", "claude/doctor*: the journal's checks (moves to src/doctor/)"),
     ("claude", "tui", "claude/doctor*: the [keys] check (moves to src/doctor/)"),
     ("claude", "plugin", "claude/doctor*: the plugin install check (moves to src/doctor/)"),
-    // `journal/rewrite.rs` (compaction, session delete) needs the fold and the session
-    // helpers: it moves to the top floor (`src/compact.rs`).
-    ("journal", "fold", "journal/rewrite.rs: compaction (moves to src/compact.rs)"),
-    ("journal", "session", "journal/rewrite.rs: session delete (moves to src/compact.rs)"),
-    ("journal", "report", "journal/rewrite.rs: the deleted sessions' JSON (moves to src/compact.rs)"),
-    // The store's carried-image index keys on the journal's (device, inode), which
-    // `fold::snapshot::identity` computes; the identity moves down.
-    ("store", "fold", "the journal's file identity (moves down)"),
     // `present` is on the faces floor, yet it holds what actions return as text as well as
     // what faces draw: the one diff model (`present::diff`, which a handoff and a revert's
     // binary check use), what a state means (`meaning`), and plain text helpers (`plural`,
