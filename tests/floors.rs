@@ -22,6 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Every top-level module of `src/lib.rs`, by floor, from the ground up.
+/// `bisect` and `doctor` are placed before they exist (a branch of this round adds the one,
+/// doctor moves up from `claude/doctor*` once the branches editing it have merged).
 const FLOORS: &[(&str, &[&str])] = &[
     ("ground", &["fsutil", "sha", "git", "procinfo", "crypt", "secrets", "sampled"]),
     ("boundary", &["claude", "journal", "store", "project", "config", "failmark"]),
@@ -73,6 +75,18 @@ const NEVER: &[(&str, &str, &str)] = &[
     ("agents", "import", "the live hook's event model never reaches into import code"),
     ("store", "fold", "images are addressed by content, not by fold state"),
     ("fold", "sync", "the fold reads journals; where another machine's copy lives is a path"),
+];
+
+/// Circles of files (each file reaches every other through imports) that span more than one
+/// folder, by the top-level modules they join, while they last: (modules, why).
+const WIDE_CIRCLES: &[(&[&str], &str)] = &[
+    // `fsutil::append_log` takes the journal's timestamp (the exception above) while the
+    // journal writes through fsutil.
+    (&["fsutil", "journal"], "errors.log's timestamp comes from journal::record::now_ts"),
+    // install asks `agents::doctor` whether a folder is trusted, and `claude/settings.rs`'s tests
+    // check through `claude::doctor`: the trust questions go to one `agents/trust.rs`, doctor
+    // moves up to `src/doctor/`.
+    (&["agents", "claude", "plugin"], "install ↔ doctor: the trust questions and the doctor move"),
 ];
 
 fn floor_of(module: &str) -> Option<usize> {
@@ -563,8 +577,21 @@ fn tarjan(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
     s.out
 }
 
+/// The folders `files` are in, a module's root file counting as in its folder
+/// (`src/bashsnap.rs` is in `src/bashsnap`, as `src/fold/mod.rs` is in `src/fold`).
 fn folders(files: &[String]) -> BTreeSet<String> {
-    files.iter().map(|f| Path::new(f).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()).collect()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    files
+        .iter()
+        .map(|f| {
+            let own = f.strip_suffix(".rs").unwrap_or(f);
+            if root.join(own).is_dir() {
+                own.to_string()
+            } else {
+                Path::new(f).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+            }
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -615,7 +642,8 @@ fn the_imports_that_must_never_come_back_are_absent() {
     let mut problems = Vec::new();
     for imp in krate.cross() {
         let from = imp.from_module();
-        // Until the moves of this round land, an import in EXCEPTIONS is let through.
+        // Only `claude → tui` is still excepted: `claude/doctor.rs` checks `[keys]` through the
+        // TUI's keymap until doctor moves up to `src/doctor/`.
         if EXCEPTIONS.iter().any(|(f, t, _)| *f == from && *t == imp.to_module()) {
             continue;
         }
@@ -627,19 +655,31 @@ fn the_imports_that_must_never_come_back_are_absent() {
 }
 
 #[test]
-fn no_circle_of_files_spans_more_than_one_folder() {
+fn no_circle_of_files_spans_more_than_one_folder_except_the_listed_ones() {
     let krate = read_crate();
-    let wide: Vec<String> = krate
-        .circles()
-        .into_iter()
-        .filter(|c| folders(c).len() > 1)
-        .map(|c| format!("{} files over {:?}: {}", c.len(), folders(&c), c.join(", ")))
-        .collect();
-    assert!(wide.is_empty() || ALLOW_WIDE_CIRCLES, "{}", wide.join("\n"));
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for c in krate.circles() {
+        let f = folders(&c);
+        if f.len() < 2 {
+            continue;
+        }
+        let mods: BTreeSet<String> = c.iter().map(|file| module_path_of(file)[0].clone()).collect();
+        if let Some(w) =
+            WIDE_CIRCLES.iter().find(|(m, _)| m.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>() == mods)
+        {
+            seen.insert(w.0);
+            continue;
+        }
+        problems.push(format!("a circle of {} files over {} folders {f:?}: {}", c.len(), f.len(), c.join(", ")));
+    }
+    for (mods, _) in WIDE_CIRCLES {
+        if !seen.contains(mods) {
+            problems.push(format!("the circle over {mods:?} is gone: delete it from WIDE_CIRCLES"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
-
-/// Circles across folders are not gone yet; the figures are printed by `floor_figures`.
-const ALLOW_WIDE_CIRCLES: bool = true;
 
 /// The reader itself: it must see every form of import the crate uses.
 #[test]
