@@ -117,8 +117,14 @@ impl Import {
 // ---------------------------------------------------------------------------------------
 // Reading the sources
 
+/// The checkout read: this one, or `WALJ_FLOORS_ROOT` (the figures of another checkout, e.g.
+/// `git archive` of an older commit unpacked in a temp folder).
+fn crate_root() -> PathBuf {
+    std::env::var_os("WALJ_FLOORS_ROOT").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    crate_root().join("src")
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -430,12 +436,12 @@ struct Crate {
 }
 
 fn read_crate() -> Crate {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_root();
     let mut paths = Vec::new();
     rust_files(&src_dir(), &mut paths);
     let mut files = BTreeMap::new();
     for p in paths {
-        let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+        let rel = p.strip_prefix(&root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
         // The binary is walj's outermost face: it only calls `walj::cli` and friends.
         if rel == "src/main.rs" {
             continue;
@@ -581,7 +587,7 @@ fn tarjan(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
 /// The folders `files` are in, a module's root file counting as in its folder
 /// (`src/bashsnap.rs` is in `src/bashsnap`, as `src/fold/mod.rs` is in `src/fold`).
 fn folders(files: &[String]) -> BTreeSet<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate_root();
     files
         .iter()
         .map(|f| {
