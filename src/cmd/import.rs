@@ -1,6 +1,6 @@
 //! `walj import` and `walj recover --from-transcripts`: journals rebuilt from Claude Code
 //! transcripts (library side: [`crate::import`]) and from the session files of Codex CLI, Gemini
-//! CLI and Copilot CLI ([`crate::agents::import`]).
+//! CLI and Copilot CLI ([`crate::import::agents`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::agents::Agent;
-use crate::agents::import as agent_files;
+use crate::import::agents as agent_files;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::project::Project;
 use crate::style::Style;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::compact::{self as rewrite, CompactOptions, DeleteOptions, RewriteReport};
 use crate::crypt::Secret;
 use crate::fold::{CommandStatus, SessionStatus};
 use crate::present::{human_ts, safe, safe_block, shell_quote, shown, shown_path};
@@ -16,7 +17,6 @@ use crate::report::{session_header, state_colored};
 use crate::session::brief::{self, BriefInput};
 use crate::session::bundle::{self, Keys, Protection};
 use crate::session::procs::{self, ProcStatus};
-use crate::session::rewrite::{self, CompactOptions, DeleteOptions, RewriteReport};
 use crate::session::{SessionState, human_bytes, transcript};
 use crate::style::Style;
 

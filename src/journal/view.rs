@@ -1,7 +1,7 @@
 //! One borrowed view of a journal line, with the rules every reader shares, and the one line
 //! classifier (DESIGN §3).
 //!
-//! The fold, compaction (`journal::rewrite`) and the session scans read lines through
+//! The fold, compaction (`crate::compact`) and the session scans read lines through
 //! [`classify`]: a line is readable when it is a JSON object, its checksum holds (a v2 line
 //! must have one; only the proposal's v1 lines have none) and the fields of [`RecordView`]
 //! have their types. Fields the view does not name are never
