@@ -218,6 +218,39 @@ fn a_resumed_session_that_crashes_again_is_told_again_with_only_its_new_work() {
     assert_eq!(rec["unresolved"], 2, "{rec:#}");
 }
 
+#[test]
+fn a_call_cut_off_by_a_crash_is_not_called_completed_because_a_later_call_wrote_the_same() {
+    let repo = repo();
+    let sid = "e5c00000-0000-4000-8000-00000000001d";
+    let p = Parent::Timeout(10);
+    start(&repo, p, sid, "startup");
+    prompt(&repo, p, sid, "write a", "p-1");
+    // Crash 1 cuts the Write of a.txt off before it ran (PreToolUse, nothing on disk).
+    let input = json!({"file_path": "${PROJECT}/a.txt", "content": "new\n"});
+    hook(
+        &repo,
+        p,
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Write", "tool_use_id": "toolu_CUT", "tool_input": input, "prompt_id": "p-1"}),
+        ),
+    );
+    // Resumed, the same text is written by a new call that completes.
+    start(&repo, p, sid, "resume");
+    prompt(&repo, p, sid, "again", "p-2");
+    write_a(&repo, p, sid, "toolu_AGAIN", "p-2");
+    let v = repo.json(&["log", "--json", "--all"]);
+    let cut = v.as_array().unwrap().iter().find(|e| e["id"] == "toolu_CUT").unwrap_or_else(|| panic!("{v:#}"));
+    let rec = repo.json(&["recover", "--json"]);
+    let e = rec["sessions"][0]["entries"].as_array().unwrap().iter().find(|e| e["id"] == "toolu_CUT").cloned();
+    let e = e.unwrap_or_else(|| panic!("the cut-off call is no longer unresolved: {rec:#} {cut}"));
+    assert_eq!(e["disk"], "written_by_later", "{rec:#}");
+    let text = repo.ok(&["recover"]);
+    assert!(!text.contains("the tool completed"), "{text}");
+    assert!(text.contains("a later call wrote exactly that"), "{text}");
+}
+
 /// The StopFailure payload Claude Code 2.1.328 sent when the API answered 529 (recorded in
 /// tests/e2e_turns.rs): `error` is `server_error` behind a custom base URL, no
 /// `error_details`.

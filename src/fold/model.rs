@@ -181,6 +181,10 @@ pub enum InFlightCheck {
     Unchanged,
     /// Neither: written in part, or changed since.
     Other,
+    /// The intended content, but a later call on the same path left exactly it: the disk
+    /// cannot tell whether this call ever ran (a call cut off by one crash, the same text
+    /// written again after a resume).
+    WrittenByLater,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -95,8 +95,17 @@ impl Fold {
         for i in drifted {
             self.entries[i].base = EntryState::Drifted;
         }
-        // File tool calls without an outcome: did they write before the crash?
-        for e in &mut self.entries {
+        // File tool calls without an outcome: did they write before the crash? Only this
+        // call's own outcome could say "completed" for sure; when a later call left the same
+        // content, the disk says nothing about this one.
+        let mut later: HashMap<String, Vec<(u64, String)>> = HashMap::new();
+        for e in &self.entries {
+            if let Some(id) = e.after.as_ref().and_then(|b| b.id()) {
+                later.entry(e.path.clone()).or_default().push((e.line, id.to_string()));
+            }
+        }
+        let mut checks = Vec::new();
+        for (i, e) in self.entries.iter().enumerate() {
             if e.base != EntryState::InFlight || e.outside || e.unfinished || e.parent.is_some() {
                 continue;
             }
@@ -104,8 +113,14 @@ impl Fold {
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
             let cap = *cap.get_or_insert_with(|| capture_cap(project));
             let Some(disk) = disk_blob(&abs, cap) else { continue };
-            e.disk_check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
-                Some(InFlightCheck::Completed)
+            let rewritten = || {
+                later
+                    .get(&e.path)
+                    .is_some_and(|v| v.iter().any(|(l, a)| *l > e.line && Some(a.as_str()) == disk.as_deref()))
+                    || self.settled_after(&e.path, e.line, disk.as_deref())
+            };
+            let check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
+                Some(if rewritten() { InFlightCheck::WrittenByLater } else { InFlightCheck::Completed })
             } else if disk.as_deref() == before.id() {
                 Some(InFlightCheck::Unchanged)
             } else if e.intended.is_some() {
@@ -114,6 +129,10 @@ impl Fold {
                 // Not knowing what the call meant to write (older records), claim nothing.
                 None
             };
+            checks.push((i, check));
+        }
+        for (i, check) in checks {
+            self.entries[i].disk_check = check;
         }
     }
 

@@ -84,6 +84,9 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
         Completed => "the disk holds the intended content: the tool completed",
         Unchanged => "not applied: the file is unchanged",
         Other => "partly applied or changed since: the disk holds neither the pre-image nor the intended content",
+        WrittenByLater => {
+            "the disk holds the intended content, but a later call wrote exactly that: whether this one ran is unknown"
+        }
     }
 }
 
