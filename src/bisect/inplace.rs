@@ -64,6 +64,14 @@ pub fn disk_blob(abs: &Path) -> Result<Blob, String> {
     }
 }
 
+/// Whether the file at `abs` holds `want` (a sampled identity for a file over the cap).
+pub fn holds(abs: &Path, want: &Blob) -> bool {
+    match want {
+        Blob::Id(id) if crate::sampled::is_sampled(id) => crate::sampled::identity_of(abs).is_ok_and(|now| &now == id),
+        _ => disk_blob(abs).is_ok_and(|now| &now == want),
+    }
+}
+
 /// The in-place tree.
 pub struct InPlace<'a> {
     project: &'a Project,
@@ -106,10 +114,11 @@ impl<'a> InPlace<'a> {
         let mut differ = Vec::new();
         for (rel, want) in &last {
             let abs = project.resolve_rel(rel).map_err(|e| BisectError::Refused(e.to_string()))?;
-            match disk_blob(&abs) {
-                Ok(b) if &b == want => {}
-                Ok(_) => differ.push(rel.clone()),
-                Err(e) => return Err(BisectError::Refused(format!("{rel}: {e}"))),
+            if let Err(e) = disk_blob(&abs) {
+                return Err(BisectError::Refused(format!("{rel}: {e}")));
+            }
+            if !holds(&abs, want) {
+                differ.push(rel.clone());
             }
         }
         if !differ.is_empty() && !force {
@@ -121,12 +130,13 @@ impl<'a> InPlace<'a> {
                 differ.join(", ")
             )));
         }
+        // From here on, what the disk holds is compared by full blob id.
         let mut expected = last;
-        for rel in differ {
-            if let Ok(abs) = project.resolve_rel(&rel)
-                && let Ok(b) = disk_blob(&abs)
+        for (rel, b) in expected.iter_mut() {
+            if let Ok(abs) = project.resolve_rel(rel)
+                && let Ok(now) = disk_blob(&abs)
             {
-                expected.insert(rel, b);
+                *b = now;
             }
         }
         project.ensure_dir().map_err(|e| BisectError::Io { path: project.dir.clone(), source: e })?;
@@ -158,7 +168,9 @@ impl<'a> InPlace<'a> {
                     .ok()
                     .and_then(|b| crate::store::Store::new(self.project.store_dir()).put(&b).ok());
                 changed.push(match kept {
-                    Some(id) => format!("{rel} (its new bytes are also kept in the store as {})", crate::fold::abbrev(&id, 10)),
+                    Some(id) => {
+                        format!("{rel} (its new bytes are also kept in the store as {})", crate::fold::abbrev(&id, 10))
+                    }
                     None => rel.clone(),
                 });
             }
@@ -202,7 +214,8 @@ impl<'a> InPlace<'a> {
         if !ids.is_empty() {
             let fold = self.load()?;
             let opts = RevertOptions { force: true, dry_run: false };
-            let out = triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
+            let out =
+                triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
             self.outstanding = true;
             if let Some(o) = out.iter().find(|o| o.concurrent) {
                 return Err(BisectError::Changed(o.message.clone()));
@@ -211,11 +224,10 @@ impl<'a> InPlace<'a> {
         let mut off = Vec::new();
         for (rel, w) in want {
             let Ok(abs) = self.project.resolve_rel(rel) else { continue };
-            let now = disk_blob(&abs).unwrap_or(Blob::Absent);
-            if &now != w {
+            if !holds(&abs, w) {
                 off.push(rel.clone());
             }
-            self.expected.insert(rel.clone(), now);
+            self.expected.insert(rel.clone(), disk_blob(&abs).unwrap_or(Blob::Absent));
         }
         Ok(off)
     }

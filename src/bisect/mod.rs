@@ -136,8 +136,12 @@ impl Report {
                 "the command already fails before the session (state 0, every step taken out) — nothing to bisect"
                     .to_string()
             }
-            Found::NeverBad => format!("the command passes at the last state (all {n} steps applied) — nothing to bisect"),
-            Found::Untestable(0) => "state 0 (every step taken out) cannot be tested: nothing to compare with".to_string(),
+            Found::NeverBad => {
+                format!("the command passes at the last state (all {n} steps applied) — nothing to bisect")
+            }
+            Found::Untestable(0) => {
+                "state 0 (every step taken out) cannot be tested: nothing to compare with".to_string()
+            }
             Found::Untestable(k) => format!("the last state ({k}) cannot be tested"),
             Found::Range { from, to } => format!(
                 "the first failing step is one of steps {from} to {to}: the states between could not be tested (exit 125 or an image walj lacks)"
@@ -204,7 +208,13 @@ pub fn bisect(
     let mut test = |k: usize, tested: &mut Vec<StateRun>| -> Result<Verdict, BisectError> {
         progress(tested.len(), bound, k);
         if unbuildable.iter().any(|u| u.state == k) {
-            tested.push(StateRun { state: k, verdict: Verdict::Skip, codes: Vec::new(), flaky: false, output: Vec::new() });
+            tested.push(StateRun {
+                state: k,
+                verdict: Verdict::Skip,
+                codes: Vec::new(),
+                flaky: false,
+                output: Vec::new(),
+            });
             return Ok(Verdict::Skip);
         }
         match &mut tree {

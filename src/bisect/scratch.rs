@@ -22,7 +22,8 @@ impl TempDir {
     pub fn new() -> Result<TempDir, BisectError> {
         let base = std::env::temp_dir();
         for i in 0..100u32 {
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let path = base.join(format!("walj-bisect-{}-{nanos:08x}-{i}", std::process::id()));
             let mut b = fs::DirBuilder::new();
             #[cfg(unix)]

@@ -128,13 +128,25 @@ mod tests {
     fn skipped_states_are_stepped_around_or_give_a_range() {
         // Culprit 6 of 10, state 5 untestable: found all the same.
         let s = bisect(10, |k| {
-            Ok::<_, ()>(if k == 5 { Verdict::Skip } else if k >= 6 { Verdict::Bad } else { Verdict::Good })
+            Ok::<_, ()>(if k == 5 {
+                Verdict::Skip
+            } else if k >= 6 {
+                Verdict::Bad
+            } else {
+                Verdict::Good
+            })
         })
         .unwrap();
         assert_eq!(s.found, Found::Culprit(6));
         // Culprit 6, states 4..=5 untestable: the first failing state is 4, 5 or 6.
         let s = bisect(10, |k| {
-            Ok::<_, ()>(if (4..=5).contains(&k) { Verdict::Skip } else if k >= 6 { Verdict::Bad } else { Verdict::Good })
+            Ok::<_, ()>(if (4..=5).contains(&k) {
+                Verdict::Skip
+            } else if k >= 6 {
+                Verdict::Bad
+            } else {
+                Verdict::Good
+            })
         })
         .unwrap();
         assert_eq!(s.found, Found::Range { from: 4, to: 6 });

@@ -66,7 +66,12 @@ impl States {
         let mut touches: BTreeMap<String, Vec<Touch>> = BTreeMap::new();
         for s in steps {
             for c in &s.changes {
-                touches.entry(c.path.clone()).or_default().push((s.n, c.before.clone(), c.after.clone(), c.nocap.clone()));
+                touches.entry(c.path.clone()).or_default().push((
+                    s.n,
+                    c.before.clone(),
+                    c.after.clone(),
+                    c.nocap.clone(),
+                ));
             }
         }
         let mut gaps = Vec::new();
@@ -126,6 +131,8 @@ impl States {
                     let nocap = nocap.map(str::to_string);
                     match self.objects.get(id) {
                         Ok(Some(b)) => Content::Bytes(b),
+                        // Not stored (over the capture cap, say), but the file holds it now.
+                        Ok(None) if let Some(b) = self.objects.on_disk(&path, id) => Content::Bytes(b),
                         Ok(None) => {
                             let why = match nocap.as_deref() {
                                 Some(n) => format!("was not captured ({n})"),
@@ -139,7 +146,9 @@ impl States {
                                 ),
                             });
                         }
-                        Err(e) => return Err(Unbuildable { state: k, why: format!("reading the {what} of {path}: {e}") }),
+                        Err(e) => {
+                            return Err(Unbuildable { state: k, why: format!("reading the {what} of {path}: {e}") });
+                        }
                     }
                 }
             };
@@ -164,7 +173,24 @@ struct Objects {
 
 impl Objects {
     fn new(project: &Project) -> Objects {
-        Objects { store: Store::new(project.store_dir()), root: project.root.clone(), repo: None, cache: HashMap::new() }
+        Objects {
+            store: Store::new(project.store_dir()),
+            root: project.root.clone(),
+            repo: None,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The bytes of `rel` in the working tree when their id is `id`.
+    fn on_disk(&self, rel: &str, id: &str) -> Option<Vec<u8>> {
+        let abs = super::scratch::inside(&self.root, rel).ok()?;
+        if crate::sampled::is_sampled(id) {
+            // A file over the cap is known by its sampled identity only: the same file untouched.
+            let same = crate::sampled::identity_of(&abs).ok()? == id;
+            return if same { crate::fsutil::read_regular(&abs).ok() } else { None };
+        }
+        let b = crate::fsutil::read_regular(&abs).ok()?;
+        (crate::store::blob_id(&b) == id).then_some(b)
     }
 
     fn get(&mut self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {

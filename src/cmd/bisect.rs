@@ -195,11 +195,7 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
     )?;
     for t in &r.tested {
         let codes: Vec<String> = t.codes.iter().map(i32::to_string).collect();
-        let how = if t.codes.is_empty() {
-            "not built".to_string()
-        } else {
-            format!("exit {}", codes.join(", "))
-        };
+        let how = if t.codes.is_empty() { "not built".to_string() } else { format!("exit {}", codes.join(", ")) };
         let flaky = if t.flaky { " — the runs disagreed (flaky)" } else { "" };
         writeln!(out, "  state {:>3}: {} ({how}){flaky}", t.state, t.verdict.as_str())?;
     }
@@ -282,7 +278,12 @@ fn notes(out: &mut impl Write, fold: &Fold, r: &Report) -> std::io::Result<()> {
         )?;
     }
     for u in &r.unbuildable {
-        writeln!(out, "Not built: state {}: {} — it was skipped, so the answer cannot point inside it.", u.state, safe(&u.why))?;
+        writeln!(
+            out,
+            "Not built: state {}: {} — it was skipped, so the answer cannot point inside it.",
+            u.state,
+            safe(&u.why)
+        )?;
     }
     for l in &r.left_out {
         writeln!(out, "Left out: {} ({}): {}.", safe(fold.ids.short(&l.entry)), safe(&l.path), l.why)?;

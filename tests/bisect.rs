@@ -1,0 +1,427 @@
+//! `walj bisect` through the real binary in real git repositories (issue 32). Sessions are
+//! built by replaying Claude Code's hook payloads through `walj hook` (Edits, Writes, a Bash
+//! `sed -i` run for real between its PreToolUse and PostToolUse, a subagent's Edit); the
+//! command under test is a real shell script in the tree that counts its runs in a file
+//! outside it.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+use std::time::{Duration, Instant};
+
+use common::{Claude, Repo};
+use serde_json::{Value, json};
+use walj::store::blob_id;
+
+const SESSION: &str = "b15ec7a1-0000-4000-8000-000000000032";
+
+const LIB: &str = "header\none\ntwo\nthree\nfour\nanswer=42\nfive\nsix\nseven\neight\ngamma\n";
+/// The project's test: the answer must be 42.
+const TEST: &str = "#!/bin/sh\ngrep -qx 'answer=42' lib.txt\n";
+
+/// Every file of the working tree (not `.git`, not `.walj`) and its blob id.
+fn tree_hashes(root: &Path) -> BTreeMap<PathBuf, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == ".git" || name == ".walj" {
+                continue;
+            }
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_path_buf(), blob_id(&fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// A payload of this session.
+fn base(repo: &Repo, event: &str) -> Value {
+    json!({
+        "session_id": SESSION,
+        "transcript_path": format!("/home/test/.claude/projects/x/{SESSION}.jsonl"),
+        "cwd": repo.root,
+        "hook_event_name": event,
+    })
+}
+
+/// A Bash command as Claude Code runs it: PreToolUse, the command for real, PostToolUse.
+fn bash(repo: &Repo, id: &str, command: &str) {
+    let mut pre = base(repo, "PreToolUse");
+    pre["tool_name"] = json!("Bash");
+    pre["tool_use_id"] = json!(id);
+    pre["tool_input"] = json!({"command": command, "description": "edit"});
+    repo.hook(&pre.to_string());
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&repo.root).status().unwrap().success());
+    let mut post = pre.clone();
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+    repo.hook(&post.to_string());
+}
+
+/// An Edit made by a subagent (its payloads carry `agent_id` and `agent_type`).
+fn subagent_edit(repo: &Repo, id: &str, rel: &str, old: &str, new: &str) {
+    let file = repo.path(rel);
+    let mut pre = base(repo, "PreToolUse");
+    pre["agent_id"] = json!("a7c0ffee");
+    pre["agent_type"] = json!("general-purpose");
+    pre["tool_name"] = json!("Edit");
+    pre["tool_use_id"] = json!(id);
+    pre["tool_input"] = json!({"file_path": file, "old_string": old, "new_string": new, "replace_all": false});
+    repo.hook(&pre.to_string());
+    let original = repo.read(rel);
+    repo.write(rel, &original.replacen(old, new, 1));
+    let mut post = pre.clone();
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!({"filePath": file, "oldString": old, "newString": new, "originalFile": original, "userModified": false, "replaceAll": false});
+    repo.hook(&post.to_string());
+}
+
+/// The repository of the issue's session: 12 steps, step 7 breaks the test.
+fn twelve_steps() -> Repo {
+    let repo = Repo::new(&[
+        ("lib.txt", LIB),
+        ("test.sh", TEST),
+        ("notes.md", "# notes\nfirst\n"),
+        ("conf.txt", "mode=slow\nlevel=1\n"),
+        ("a.txt", "alpha beta\n"),
+        ("b.txt", "beta gamma\n"),
+    ]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("tidy the notes and the config");
+    c.edit("toolu_S01", "notes.md", "first", "first draft");
+    c.edit("toolu_S02", "lib.txt", "header", "header v2");
+    c.write("toolu_S03", "new.txt", "fresh\n");
+    bash(&repo, "toolu_S04", "sed -i 's/beta/BETA/' a.txt b.txt");
+    c.edit("toolu_S05", "conf.txt", "mode=slow", "mode=fast");
+    c.edit("toolu_S06", "notes.md", "first draft", "second draft");
+    c.prompt("tune the answer");
+    c.edit("toolu_S07", "lib.txt", "answer=42", "answer=41");
+    c.edit("toolu_S08", "lib.txt", "gamma", "GAMMA");
+    subagent_edit(&repo, "toolu_S09", "conf.txt", "level=1", "level=2");
+    c.edit("toolu_S10", "new.txt", "fresh", "fresher");
+    c.edit("toolu_S11", "notes.md", "second", "third");
+    c.edit("toolu_S12", "a.txt", "alpha", "ALPHA");
+    repo
+}
+
+/// A folder outside the tree for the run counter.
+struct Counter {
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+}
+
+impl Counter {
+    fn new() -> Counter {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("runs");
+        Counter { _dir: dir, file }
+    }
+    fn runs(&self) -> usize {
+        fs::read_to_string(&self.file).map(|s| s.lines().count()).unwrap_or(0)
+    }
+    fn path(&self) -> &str {
+        self.file.to_str().unwrap()
+    }
+}
+
+/// `walj bisect ARGS -- sh -c 'SCRIPT' sh COUNTER`: the script counts its run first.
+fn bisect(repo: &Repo, args: &[&str], counter: &Counter, script: &str) -> (i32, String, String) {
+    let script = format!("echo run >> \"$1\"; {script}");
+    let mut all: Vec<&str> = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    repo.run(&all)
+}
+
+fn bisect_json(repo: &Repo, args: &[&str], counter: &Counter, script: &str) -> (i32, Value) {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let (code, out, err) = bisect(repo, &a, counter, script);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (code, v)
+}
+
+fn passes(repo: &Repo) -> bool {
+    Std::new("sh").arg("test.sh").current_dir(&repo.root).status().unwrap().success()
+}
+
+#[test]
+fn scratch_names_step_7_within_6_runs_and_leaves_the_tree_byte_identical() {
+    let repo = twelve_steps();
+    assert!(!passes(&repo));
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, out, err) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(counter.runs() <= 6, "{} runs:\n{out}", counter.runs());
+    assert!(out.contains("The first failing step: step 7 of 12"), "{out}");
+    assert!(out.contains("path    lib.txt"), "{out}");
+    assert!(out.contains("prompt  tune the answer"), "{out}");
+    assert!(out.contains("-answer=42") && out.contains("+answer=41"), "the step's diff: {out}");
+    assert!(out.contains("`walj revert S07`"), "{out}");
+    assert!(out.contains("keeps steps 8–12"), "{out}");
+    assert!(out.contains("does not conflict"), "{out}");
+    assert_eq!(tree_hashes(&repo.root), before, "scratch mode never touches the tree");
+
+    // The same in JSON.
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert_eq!(v["culprit"]["step"], 7);
+    assert_eq!(v["culprit"]["combined"], false);
+    assert_eq!(v["mode"], "scratch");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 12, "{v:#}");
+    // The Bash step is one step with its two children; the subagent's Edit is a step.
+    let s4 = &v["steps"][3];
+    assert_eq!((s4["id"].as_str(), s4["tool"].as_str()), (Some("toolu_S04"), Some("Bash")), "{v:#}");
+    assert_eq!(v["steps"][8]["id"], "toolu_S09");
+    assert_eq!(v["runs"].as_u64().unwrap() as usize, counter.runs());
+    assert!(counter.runs() <= 6);
+    assert_eq!(tree_hashes(&repo.root), before);
+
+    // Reverting step 7 alone makes the test pass and keeps steps 8–12.
+    repo.ok(&["revert", "S07"]);
+    assert!(passes(&repo));
+    let lib = repo.read("lib.txt");
+    assert!(lib.contains("header v2") && lib.contains("GAMMA"), "{lib}");
+    assert_eq!(repo.read("conf.txt"), "mode=fast\nlevel=2\n");
+    assert_eq!(repo.read("new.txt"), "fresher\n");
+    assert_eq!(repo.read("notes.md"), "# notes\nthird draft\n");
+    assert_eq!(repo.read("a.txt"), "ALPHA BETA\n");
+    assert_eq!(repo.read("b.txt"), "BETA gamma\n");
+}
+
+#[test]
+fn in_place_names_step_7_through_revert_batches_and_puts_every_byte_back() {
+    let repo = twelve_steps();
+    // A file dirty before the session, never touched by a step: left alone.
+    repo.write("test.sh", &format!("{TEST}# local tweak\n"));
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert_eq!(v["mode"], "in_place");
+    assert!(counter.runs() <= 6, "{} runs", counter.runs());
+    assert_eq!(tree_hashes(&repo.root), before, "the tree is back, byte for byte");
+    assert_eq!(v["changed_by_command"], json!([]), "{v:#}");
+    // Every state went through the triage journal: revert batches, each undone.
+    let recs = repo.records();
+    let reverts = recs.iter().filter(|r| r["op"] == "resolved" && r["how"] == "reverted").count();
+    let undos = recs.iter().filter(|r| r["op"] == "undo").count();
+    assert!(reverts > 0 && reverts == undos, "{reverts} reverts, {undos} undos");
+    assert!(!repo.path(".walj/bisect.json").exists(), "the marker goes once the tree is back");
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+    // The entries are open again, as before: revert of step 7 alone works.
+    repo.ok(&["revert", "S07"]);
+    assert!(passes(&repo));
+}
+
+#[test]
+fn in_place_refuses_a_live_session_and_a_touched_file_changed_since() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // A touched file changed after the last step: refused, nothing written.
+    repo.write("conf.txt", "mode=mine\n");
+    let before = tree_hashes(&repo.root);
+    let journal = repo.journal_bytes();
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("conf.txt changed since the last step"), "{err}");
+    assert_eq!(counter.runs(), 0);
+    assert_eq!(tree_hashes(&repo.root), before);
+    assert_eq!(repo.journal_bytes(), journal);
+    // Scratch mode bisects all the same (the copy holds the user's conf.txt).
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+
+    // A live session: refused even with --force.
+    let live = Claude { live: true, ..Claude::new(&repo, "11ve5e55-0000-4000-8000-000000000001") };
+    live.start();
+    let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("live"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before);
+}
+
+#[test]
+fn nothing_to_bisect_is_said_plainly() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exit 1");
+    assert_eq!(code, 1);
+    assert!(out.contains("the command already fails before the session") && out.contains("nothing to bisect"), "{out}");
+    assert_eq!(counter.runs(), 1);
+    let (code, out, _) = bisect(&repo, &[], &counter, "exit 0");
+    assert_eq!(code, 1);
+    assert!(out.contains("passes at the last state"), "{out}");
+    // 128 and above abort, as in `git bisect run`.
+    let (code, _, err) = bisect(&repo, &[], &counter, "exit 130");
+    assert_ne!(code, 0);
+    assert!(err.contains("aborted") && err.contains("130"), "{err}");
+    // A timeout aborts.
+    let (code, _, err) = bisect(&repo, &["--timeout", "0.3"], &counter, "sleep 5");
+    assert_ne!(code, 0);
+    assert!(err.contains("timeout"), "{err}");
+}
+
+#[test]
+fn exit_125_states_are_skipped_and_the_answer_is_a_range_when_it_must_be() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // State 6 (notes say "second", the answer still 42) cannot be tested.
+    let script = "if grep -q 'second draft' notes.md && grep -qx answer=42 lib.txt; then exit 125; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &[], &counter, script);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["culprit"], Value::Null);
+    assert_eq!(v["range"], json!({"from": 6, "to": 7}), "{v:#}");
+    assert!(v["tested"].as_array().unwrap().iter().any(|t| t["state"] == 6 && t["verdict"] == "skip"), "{v:#}");
+    assert!(v["reason"].as_str().unwrap().contains("one of steps 6 to 7"), "{v:#}");
+    // State 3 untestable: stepped around, step 7 found.
+    let script = "if [ -f new.txt ] && grep -q mode=slow conf.txt; then exit 125; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &[], &counter, script);
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+}
+
+#[test]
+fn a_flaky_command_with_runs_3_is_outvoted_and_reported() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // Every third run gives the wrong answer.
+    let script = "n=$(wc -l < \"$1\"); if [ $((n % 3)) -eq 0 ]; then if sh test.sh; then exit 1; else exit 0; fi; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &["--runs", "3", "--verify"], &counter, script);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert!(v["tested"].as_array().unwrap().iter().any(|t| t["flaky"] == true), "{v:#}");
+    assert_eq!(v["verify"]["monotonic"], true, "{v:#}");
+    assert_eq!(counter.runs() % 3, 0);
+    let (_, out, _) = bisect(&repo, &["--runs", "3"], &counter, script);
+    assert!(out.contains("the runs disagreed (flaky)"), "{out}");
+}
+
+#[test]
+fn a_missing_image_is_named_and_its_states_skipped() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST)]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    fs::write(repo.path(".walj/config.toml"), "[capture]\nmax_bytes = 80\n").unwrap();
+    let big = "x".repeat(100);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("go");
+    c.edit("toolu_M1", "lib.txt", "header", "header v2");
+    c.write("toolu_M2", "big.txt", &format!("{big}\n"));
+    c.edit("toolu_M3", "lib.txt", "one", "ONE");
+    c.edit("toolu_M4", "big.txt", "xx", "yy");
+    c.edit("toolu_M5", "lib.txt", "answer=42", "answer=0");
+    c.edit("toolu_M6", "lib.txt", "two", "TWO");
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_M5", "{v:#}");
+    // big.txt's first post-image was over the cap: states 2 and 3 cannot be built.
+    let unbuilt: Vec<u64> = v["unbuildable"].as_array().unwrap().iter().map(|u| u["state"].as_u64().unwrap()).collect();
+    assert_eq!(unbuilt, [2, 3], "{v:#}");
+    assert!(v["unbuildable"][0]["why"].as_str().unwrap().contains("big.txt"), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+    let (_, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert!(out.contains("Not built: state 2"), "{out}");
+}
+
+#[test]
+fn an_editor_write_during_in_place_stops_the_bisect_and_overwrites_nothing() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // On its third run, "an editor" saves notes.md (write to a temp file, rename over).
+    let script = "n=$(wc -l < \"$1\"); if [ \"$n\" -eq 3 ]; then printf 'EDITOR\\n' > notes.md.tmp && mv notes.md.tmp notes.md; fi; exec sh test.sh";
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, script);
+    assert_ne!(code, 0);
+    assert!(err.contains("another program changed notes.md") && err.contains("stopped"), "{err}");
+    assert_eq!(counter.runs(), 3, "nothing more ran");
+    assert_eq!(repo.read("notes.md"), "EDITOR\n", "the editor's bytes stay");
+    let kept = blob_id(b"EDITOR\n");
+    assert!(repo.store_object(&kept).is_file(), "and are in the store");
+    assert!(repo.ok(&["recover"]).contains("did not finish"));
+    // `walj undo` refuses the changed file; --force puts the tree back, keeping the editor's bytes.
+    let err = repo.fails(&["undo"]);
+    assert!(err.contains("notes.md changed since the revert"), "{err}");
+    repo.ok(&["undo", "--force"]);
+    assert_eq!(repo.read("notes.md"), "# notes\nthird draft\n");
+    assert_eq!(repo.read("lib.txt").lines().find(|l| l.starts_with("answer")), Some("answer=41"));
+}
+
+/// Starts `walj bisect --in-place` on a command that blocks at its third run, and waits
+/// until it does: (the walj process, the blocked command's pid).
+fn blocked_in_place(repo: &Repo, counter: &Counter, ready: &Path) -> (std::process::Child, String) {
+    let script = format!(
+        "echo run >> \"$1\"; n=$(wc -l < \"$1\"); if [ \"$n\" -eq 3 ]; then echo $$ > {}; exec sleep 30; fi; exec sh test.sh",
+        ready.display()
+    );
+    let child = Std::new(common::walj_bin())
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .arg("--project")
+        .arg(&repo.root)
+        .args(["bisect", "--in-place", "--", "sh", "-c", &script, "sh", counter.path()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while fs::read_to_string(ready).map_or(true, |s| s.trim().is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the command never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, fs::read_to_string(ready).unwrap().trim().to_string())
+}
+
+#[test]
+fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (mut child, pid) = blocked_in_place(&repo, &counter, &ready);
+    assert_ne!(tree_hashes(&repo.root), before, "a state is in place");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let _ = Std::new("kill").arg(&pid).status();
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("walj bisect") && out.contains("did not finish") && out.contains("walj undo"), "{out}");
+    repo.ok(&["undo"]);
+    assert_eq!(tree_hashes(&repo.root), before, "walj undo put every byte back");
+}
+
+#[test]
+fn ctrl_c_during_in_place_puts_the_tree_back() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (child, pid) = blocked_in_place(&repo, &counter, &ready);
+    // Ctrl-C in a terminal reaches walj and its command alike.
+    assert!(Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let _ = Std::new("kill").args(["-INT", &pid]).status();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("aborted"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before, "the tree is back");
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+}
