@@ -425,3 +425,22 @@ fn ctrl_c_during_in_place_puts_the_tree_back() {
     assert_eq!(tree_hashes(&repo.root), before, "the tree is back");
     assert!(!repo.ok(&["recover"]).contains("walj bisect"));
 }
+
+proptest::proptest! {
+    /// Any n in 1..=64 and culprit k in 1..=n: the search names k in at most ⌈log2 n⌉ + 2
+    /// tests, testing no state twice (the CLI tests above cover the real runs).
+    #[test]
+    fn the_search_finds_any_culprit_within_log2_n_plus_2(n in 1usize..=64, seed in 0usize..10_000) {
+        use walj::bisect::search::{Found, Verdict, bisect, max_tests};
+        let k = 1 + seed % n;
+        let s = bisect(n, |state| Ok::<_, ()>(if state >= k { Verdict::Bad } else { Verdict::Good })).unwrap();
+        proptest::prop_assert_eq!(&s.found, &Found::Culprit(k));
+        let bound = (n as f64).log2().ceil() as usize + 2;
+        proptest::prop_assert_eq!(max_tests(n), bound);
+        proptest::prop_assert!(s.tested.len() <= bound, "{} tests for n = {}", s.tested.len(), n);
+        let mut states: Vec<usize> = s.tested.iter().map(|t| t.0).collect();
+        states.sort_unstable();
+        states.dedup();
+        proptest::prop_assert_eq!(states.len(), s.tested.len());
+    }
+}
