@@ -399,6 +399,9 @@ fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
     let ready = counter.file.with_file_name("ready");
     let (mut child, pid) = blocked_in_place(&repo, &counter, &ready);
     assert_ne!(tree_hashes(&repo.root), before, "a state is in place");
+    // A session starting meanwhile is warned.
+    let out = Claude::new(&repo, "5e55105e-0000-4000-8000-00000000000b").start();
+    assert!(out.contains("walj bisect") && out.contains("is running"), "{out}");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let _ = Std::new("kill").arg(&pid).status();
@@ -417,7 +420,7 @@ fn ctrl_c_during_in_place_puts_the_tree_back() {
     let (child, pid) = blocked_in_place(&repo, &counter, &ready);
     // Ctrl-C in a terminal reaches walj and its command alike.
     assert!(Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let _ = Std::new("kill").args(["-INT", &pid]).status();
+    let _ = Std::new("kill").args(["-INT", &pid]).stderr(std::process::Stdio::null()).status();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -443,4 +446,78 @@ proptest::proptest! {
         states.dedup();
         proptest::prop_assert_eq!(states.len(), s.tested.len());
     }
+}
+
+/// Two commands whose windows overlap (both PreToolUse before either PostToolUse, as an
+/// async subagent's command beside the main thread's): one combined step.
+#[test]
+fn overlapping_commands_are_one_combined_step() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("go");
+    c.edit("toolu_O1", "a.txt", "a", "A");
+    let payload = |event: &str, id: &str, command: &str| {
+        let mut p = base(&repo, event);
+        p["tool_name"] = json!("Bash");
+        p["tool_use_id"] = json!(id);
+        p["tool_input"] = json!({"command": command, "description": "x"});
+        if event == "PostToolUse" {
+            p["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+        }
+        p.to_string()
+    };
+    let (one, two) = ("sed -i s/answer=42/answer=7/ lib.txt", "echo made > made.txt");
+    repo.hook(&payload("PreToolUse", "toolu_O2", one));
+    repo.hook(&payload("PreToolUse", "toolu_O3", two));
+    for cmd in [one, two] {
+        assert!(Std::new("sh").arg("-c").arg(cmd).current_dir(&repo.root).status().unwrap().success());
+    }
+    repo.hook(&payload("PostToolUse", "toolu_O2", one));
+    repo.hook(&payload("PostToolUse", "toolu_O3", two));
+    c.edit("toolu_O4", "a.txt", "A", "AA");
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 3, "{v:#}");
+    assert_eq!(v["culprit"]["step"], 2, "{v:#}");
+    assert_eq!(v["culprit"]["combined"], true);
+    assert_eq!(v["culprit"]["members"], json!(["toolu_O2", "toolu_O3"]), "{v:#}");
+    let paths: Vec<&str> =
+        v["culprit"]["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"lib.txt"), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+}
+
+/// A change outside the journal between two steps is a named gap; `--since` takes every
+/// session's steps in the order applied.
+#[test]
+fn a_hand_edit_between_steps_is_a_gap_and_since_spans_sessions() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let first = Claude::new(&repo, SESSION);
+    first.start();
+    first.prompt("morning");
+    first.edit("toolu_G1", "a.txt", "a", "b");
+    // The user, between sessions.
+    repo.write("a.txt", "by hand\n");
+    let second = Claude::new(&repo, "5ec0d5e5-0000-4000-8000-000000000002");
+    second.start();
+    second.prompt("afternoon");
+    second.edit("toolu_G2", "a.txt", "by hand", "by claude");
+    second.edit("toolu_G3", "lib.txt", "answer=42", "answer=1");
+    let counter = Counter::new();
+    // Default: the session with the latest change only.
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 2, "{v:#}");
+    let (code, v) = bisect_json(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 3, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_G3");
+    assert_eq!(v["gaps"], json!([{"path": "a.txt", "step": 2, "after": 1}]), "{v:#}");
+    let (_, out, _) = bisect(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    assert!(out.contains("Gap: a.txt changed outside the journal between step 1 and step 2"), "{out}");
+    let (code, _, err) = bisect(&repo, &["--since", "yesterday-ish"], &counter, "true");
+    assert_ne!(code, 0);
+    assert!(err.contains("--since"), "{err}");
 }

@@ -255,8 +255,15 @@ pub fn bisect(
         },
         Tree::Scratch(_) => Ok(()),
     };
-    let (search, verify) = result?;
-    restored?;
+    let (search, verify) = match (result, restored) {
+        (Ok(r), Ok(())) => r,
+        (Err(e), Ok(())) | (Ok(_), Err(e)) => return Err(e),
+        (Err(e), Err(r)) => {
+            return Err(BisectError::Failed(format!(
+                "{e}; then putting the tree back failed: {r}. `walj undo` takes the bisect's last revert batch back"
+            )));
+        }
+    };
     if let Some(before) = before {
         let after = snapshot(project);
         let touched: std::collections::BTreeSet<&str> = states.paths().collect();
