@@ -521,3 +521,18 @@ fn a_hand_edit_between_steps_is_a_gap_and_since_spans_sessions() {
     assert_ne!(code, 0);
     assert!(err.contains("--since"), "{err}");
 }
+
+#[test]
+fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechecks() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let script = "sh test.sh; r=$?; echo \"test exit $r at $WALJ_BISECT_STATE\"; exit $r";
+    let (code, out, err) = bisect(&repo, &["--verify", "--show-output"], &counter, script);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("(+2 to verify)"), "{out}");
+    assert!(out.contains("Verified: the state before it passes again"), "{out}");
+    assert!(out.contains("output at the last passing state (6) ──\ntest exit 0 at 6\n"), "{out}");
+    assert!(out.contains("output at the first failing state (7) ──\ntest exit 1 at 7\n"), "{out}");
+    let (_, v) = bisect_json(&repo, &["--show-output"], &counter, script);
+    assert_eq!(v["output"]["first_bad"], "test exit 1 at 7\n", "{v:#}");
+}

@@ -183,10 +183,12 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
     let mut out = std::io::stdout().lock();
     let n = r.steps.len();
     let mode = if r.in_place { "in place" } else { "in a scratch copy" };
-    let tested = r.tested.iter().filter(|t| !t.codes.is_empty()).count();
+    let verified = if r.verify.is_some() { 2 } else { 0 };
+    let tested = r.tested.iter().filter(|t| !t.codes.is_empty()).count().saturating_sub(verified);
+    let again = if verified > 0 { " (+2 to verify)" } else { "" };
     writeln!(
         out,
-        "walj bisect: {n} step{} {mode}; {tested} state{} tested, {} command run{} (at most {} states expected).",
+        "walj bisect: {n} step{} {mode}; {tested} state{}{again} tested, {} command run{} (the search needs at most {} states).",
         if n == 1 { "" } else { "s" },
         if tested == 1 { "" } else { "s" },
         r.runs,
@@ -258,7 +260,9 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         for (name, t) in [("last passing", good), ("first failing", bad)] {
             if let Some(t) = t {
                 writeln!(out, "\n── output at the {name} state ({}) ──", t.state)?;
-                write!(out, "{}", safe(&String::from_utf8_lossy(&t.output)))?;
+                for line in String::from_utf8_lossy(&t.output).lines() {
+                    writeln!(out, "{}", safe(line))?;
+                }
             }
         }
     }
