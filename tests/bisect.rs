@@ -536,3 +536,26 @@ fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechec
     let (_, v) = bisect_json(&repo, &["--show-output"], &counter, script);
     assert_eq!(v["output"]["first_bad"], "test exit 1 at 7\n", "{v:#}");
 }
+
+/// Recorded text is escaped before it reaches the terminal; a resolved entry keeps
+/// `--in-place` from starting (its states are reverts), not the scratch mode.
+#[test]
+fn recorded_text_is_escaped_and_resolved_entries_refuse_in_place_only() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("make it \u{1b}]0;pwned\u{7}red \u{1b}[31mnow");
+    c.edit("toolu_E1", "a.txt", "a", "b");
+    c.edit("toolu_E2", "lib.txt", "answer=42", "answer=\u{1b}[2J");
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("The first failing step: step 2 of 2"), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "raw control characters printed: {out:?}");
+    repo.ok(&["mark", "toolu_E1", "--done"]);
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("already resolved") && err.contains("E1"), "{err}");
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_E2")), "{v:#}");
+}

@@ -111,6 +111,21 @@ impl<'a> InPlace<'a> {
                 if live.len() == 1 { "it" } else { "them" }
             )));
         }
+        // States are revert batches, and `walj revert` acts only on entries not resolved yet.
+        let resolved: Vec<String> = steps
+            .iter()
+            .flat_map(|s| &s.changes)
+            .filter_map(|c| fold.entry(&c.entry))
+            .filter(|e| e.last_action().is_some())
+            .map(|e| format!("{} ({}, {})", fold.ids.short(&e.id), e.path, e.state()))
+            .collect();
+        if !resolved.is_empty() {
+            return Err(BisectError::Refused(format!(
+                "in place, each state is a `walj revert`, which does not act on entries already resolved: {}. \
+                 `walj undo ID` reopens one, or bisect in a scratch copy (without --in-place)",
+                resolved.join(", ")
+            )));
+        }
         let mut differ = Vec::new();
         for (rel, want) in &last {
             let abs = project.resolve_rel(rel).map_err(|e| BisectError::Refused(e.to_string()))?;

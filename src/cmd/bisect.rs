@@ -219,7 +219,7 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         for c in &step.changes {
             let Some(e) = fold.entry(&c.entry) else { continue };
             match triage::diff_sides(project, e, DiffMode::Applied) {
-                Ok(sides) => write!(out, "{}", triage::unified(&sides, &e.path, 3, st.color))?,
+                Ok(sides) => write_diff(&mut out, &triage::unified(&sides, &e.path, 3, false), st)?,
                 Err(err) => writeln!(out, "  (no diff of {}: {err})", safe(&e.path))?,
             }
         }
@@ -265,6 +265,26 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A unified diff, each line escaped (file bytes are recorded text too), then coloured.
+fn write_diff(out: &mut impl Write, diff: &str, st: Style) -> std::io::Result<()> {
+    for line in diff.lines() {
+        let line = safe(line);
+        let shown = if line.starts_with("+++") || line.starts_with("---") {
+            st.bold(&line)
+        } else if line.starts_with('+') {
+            st.green(&line)
+        } else if line.starts_with('-') {
+            st.red(&line)
+        } else if line.starts_with("@@") {
+            st.dim(&line)
+        } else {
+            line.into_owned()
+        };
+        writeln!(out, "{shown}")?;
     }
     Ok(())
 }
