@@ -535,6 +535,13 @@ fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechec
     assert!(out.contains("output at the first failing state (7) ──\ntest exit 1 at 7\n"), "{out}");
     let (_, v) = bisect_json(&repo, &["--show-output"], &counter, script);
     assert_eq!(v["output"]["first_bad"], "test exit 1 at 7\n", "{v:#}");
+    // --handoff: a brief for Claude naming the step, its diff and the failing output.
+    let (code, out, _) = bisect(&repo, &["--handoff"], &counter, script);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("passed before step 7 of 12 and fails after it"), "{out}");
+    assert!(out.contains("Edit `lib.txt` (S07)") && out.contains("+answer=41"), "{out}");
+    assert!(out.contains("Its turn's prompt: tune the answer"), "{out}");
+    assert!(out.contains("test exit 1 at 7"), "{out}");
 }
 
 /// Recorded text is escaped before it reaches the terminal; a resolved entry keeps

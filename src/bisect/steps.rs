@@ -133,13 +133,12 @@ fn left_out(e: &Entry) -> Option<&'static str> {
     }
 }
 
-fn in_scope(fold: &Fold, e: &Entry, scope: &Scope) -> bool {
+fn in_scope(e: &Entry, scope: &Scope) -> bool {
     match scope {
         Scope::LastSession => true,
         Scope::Session(s) => &e.session == s,
         Scope::Since(t) => {
             let ts = e.applied_ts.as_deref().unwrap_or(&e.ts);
-            let _ = fold;
             chrono::DateTime::parse_from_rfc3339(ts).is_ok_and(|x| x.with_timezone(&chrono::Utc) >= *t)
         }
     }
@@ -162,7 +161,7 @@ pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, V
     // Group entries: a command's children under the command, the others alone.
     let mut groups: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     let mut out = Vec::new();
-    for e in fold.entries.iter().filter(|e| in_scope(fold, e, &scope)) {
+    for e in fold.entries.iter().filter(|e| in_scope(e, &scope)) {
         if let Some(why) = left_out(e) {
             out.push(LeftOut { entry: e.id.clone(), path: e.path.clone(), why: why.to_string() });
             continue;

@@ -49,6 +49,10 @@ pub struct BisectArgs {
     /// Print the result as JSON (format in docs/bisect.md).
     #[arg(long)]
     pub json: bool,
+    /// Print a brief for Claude instead of the report: the culprit step, its diff and the failing
+    /// output, asking for a fix that keeps the other steps (`claude -p "$(walj bisect --handoff -- CMD)"`).
+    #[arg(long, conflicts_with = "json")]
+    pub handoff: bool,
     /// Confirm --in-place: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -142,6 +146,19 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
     }
     let report = result.context("walj bisect")?;
     let fold = load(project)?;
+    if args.handoff {
+        return match brief(project, &fold, &report, &args.command) {
+            Some(text) => {
+                write!(std::io::stdout().lock(), "{text}")?;
+                Ok(0)
+            }
+            None => {
+                let why = report.reason().unwrap_or_default();
+                eprintln!("walj: no brief: no culprit ({why})");
+                Ok(super::EXIT_ERROR)
+            }
+        };
+    }
     if args.json {
         let v = to_json(project, &fold, &report, args.show_output);
         let mut out = std::io::stdout().lock();
@@ -287,6 +304,47 @@ fn write_diff(out: &mut impl Write, diff: &str, st: Style) -> std::io::Result<()
         writeln!(out, "{shown}")?;
     }
     Ok(())
+}
+
+/// The brief `--handoff` prints: what broke, where, and the failing output; every recorded
+/// string escaped.
+fn brief(project: &Project, fold: &Fold, r: &Report, command: &[OsString]) -> Option<String> {
+    use std::fmt::Write as _;
+    let step = r.culprit()?;
+    let cmd: Vec<String> = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let mut b = String::new();
+    let _ = writeln!(
+        b,
+        "`{}` passed before step {} of {} and fails after it (walj bisect). Fix the failure while keeping the change's intent and the later steps; do not revert other steps.\n",
+        safe(&cmd.join(" ")),
+        step.n,
+        r.steps.len()
+    );
+    let _ = writeln!(b, "The step: {} `{}` ({})", safe(&step.tool), safe(&step.what), safe(fold.ids.short(&step.id)));
+    if let Some(p) = bisect::steps::prompt_of(fold, step) {
+        let _ = writeln!(b, "Its turn's prompt: {}", safe(p.lines().next().unwrap_or("")));
+    }
+    let _ = writeln!(b, "\nIts change:\n```diff");
+    for c in &step.changes {
+        if let Some(e) = fold.entry(&c.entry)
+            && let Ok(sides) = triage::diff_sides(project, e, DiffMode::Applied)
+        {
+            for line in triage::unified(&sides, &e.path, 3, false).lines() {
+                let _ = writeln!(b, "{}", safe(line));
+            }
+        }
+    }
+    let _ = writeln!(b, "```");
+    if let (_, Some(bad)) = r.outputs() {
+        let text = String::from_utf8_lossy(&bad.output);
+        let lines: Vec<&str> = text.lines().collect();
+        let _ = writeln!(b, "\nThe failing output (last {} lines):\n```", lines.len().min(60));
+        for line in &lines[lines.len().saturating_sub(60)..] {
+            let _ = writeln!(b, "{}", safe(line));
+        }
+        let _ = writeln!(b, "```");
+    }
+    Some(b)
 }
 
 fn notes(out: &mut impl Write, fold: &Fold, r: &Report) -> std::io::Result<()> {
