@@ -274,10 +274,16 @@ fn nothing_to_bisect_is_said_plainly() {
     let (code, _, err) = bisect(&repo, &[], &counter, "exit 130");
     assert_ne!(code, 0);
     assert!(err.contains("aborted") && err.contains("130"), "{err}");
-    // A timeout aborts.
-    let (code, _, err) = bisect(&repo, &["--timeout", "0.3"], &counter, "sleep 5");
+    // A timeout aborts, and kills what the command started (its process group).
+    let late = counter.file.with_file_name("late");
+    let script = format!("sleep 2; echo late > {}", late.display());
+    let t = Instant::now();
+    let (code, _, err) = bisect(&repo, &["--timeout", "0.3"], &counter, &script);
     assert_ne!(code, 0);
     assert!(err.contains("timeout"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(2), "walj waited for the command: {:?}", t.elapsed());
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!late.exists(), "the command's shell went on after the timeout");
 }
 
 #[test]
@@ -418,10 +424,12 @@ fn ctrl_c_during_in_place_puts_the_tree_back() {
     let counter = Counter::new();
     let ready = counter.file.with_file_name("ready");
     let (child, pid) = blocked_in_place(&repo, &counter, &ready);
-    // Ctrl-C in a terminal reaches walj and its command alike.
+    // Ctrl-C in a terminal signals walj's process group; the command runs in its own, and
+    // walj passes the interrupt on.
     assert!(Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let _ = Std::new("kill").args(["-INT", &pid]).stderr(std::process::Stdio::null()).status();
     let out = child.wait_with_output().unwrap();
+    let alive = Std::new("kill").args(["-0", &pid]).stderr(std::process::Stdio::null()).status().unwrap();
+    assert!(!alive.success(), "the command still runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("aborted"), "{err}");

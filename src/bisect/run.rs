@@ -2,6 +2,11 @@
 //! 1–127 except 125 bad, 125 skip (this state cannot be tested), 128 and above (a signal,
 //! a crash) or a timeout aborts the bisect. Its output goes to a file (no pipe to fill)
 //! and is kept, cut to its last [`KEEP`] bytes, for the report.
+//!
+//! On Unix the command runs in a process group of its own: a timeout kills the whole group
+//! (a `cargo test` and the test binaries it started), Ctrl-C is passed on to it, and whatever
+//! it left running when it exited is killed, so nothing of one state's run goes on writing
+//! while the next state is put in place.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -106,7 +111,10 @@ impl Runner {
             return Err(BisectError::Usage("no command given after `--`".to_string()));
         };
         self.invocations += 1;
-        let mut child = Command::new(prog)
+        let mut cmd = Command::new(prog);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
             .args(args)
             .current_dir(dir)
             .env("WALJ_BISECT_STATE", state.to_string())
@@ -124,8 +132,7 @@ impl Runner {
             }
             let timed_out = self.timeout.is_some_and(|t| start.elapsed() > t);
             if timed_out || self.interrupted() {
-                let _ = child.kill();
-                let _ = child.wait();
+                stop_group(&mut child, !timed_out);
                 return Err(BisectError::Aborted(if timed_out {
                     format!("the command ran longer than the timeout at state {state}")
                 } else {
@@ -134,6 +141,8 @@ impl Runner {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
+        // What the command left running in its group goes too.
+        kill_group(child.id(), false);
         let code = match status.code() {
             Some(c) => c,
             None => {
@@ -154,4 +163,35 @@ impl Runner {
         }
         Ok((code, out))
     }
+}
+
+/// Signals the process group `pgid` (the command's): SIGINT when `gently`, else SIGKILL.
+fn kill_group(pgid: u32, gently: bool) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal, kill_process_group};
+        if let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
+            let _ = kill_process_group(pid, if gently { Signal::INT } else { Signal::KILL });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (pgid, gently);
+}
+
+/// Ends a running command and its group: on Ctrl-C it gets SIGINT and two seconds to stop
+/// (as in a terminal); then, or on a timeout at once, SIGKILL.
+fn stop_group(child: &mut std::process::Child, interrupted: bool) {
+    if interrupted {
+        kill_group(child.id(), true);
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    kill_group(child.id(), false);
+    let _ = child.kill();
+    let _ = child.wait();
 }
