@@ -574,3 +574,22 @@ fn recorded_text_is_escaped_and_resolved_entries_refuse_in_place_only() {
     let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
     assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_E2")), "{v:#}");
 }
+
+/// Inside a Claude Code tool call, `--in-place` (which writes the tree) needs `--yes`; the
+/// scratch mode, which writes nothing of the user's, runs.
+#[test]
+fn in_place_inside_a_tool_call_needs_yes() {
+    let repo = twelve_steps();
+    let before = (tree_hashes(&repo.root), repo.journal_bytes());
+    let run = |args: &[&str]| common::outcome(&repo.walj(args).env("CLAUDECODE", "1").output().unwrap());
+    let (code, out, err) = run(&["bisect", "--in-place", "--", "sh", "test.sh"]);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(err.contains("refused") && err.contains("--yes"), "{err}");
+    assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before);
+    let (code, out, err) = run(&["bisect", "--", "sh", "test.sh"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("step 7 of 12"), "{out}");
+    let (code, out, err) = run(&["bisect", "--in-place", "--yes", "--", "sh", "test.sh"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(tree_hashes(&repo.root), before.0);
+}
