@@ -413,8 +413,17 @@ fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
     let _ = Std::new("kill").arg(&pid).status();
     let out = repo.ok(&["recover"]);
     assert!(out.contains("walj bisect") && out.contains("did not finish") && out.contains("walj undo"), "{out}");
+    // Another in-place bisect is refused until the tree is back, even with --force.
+    let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("did not finish"), "{err}");
     repo.ok(&["undo"]);
     assert_eq!(tree_hashes(&repo.root), before, "walj undo put every byte back");
+    // Once the tree is back, recover says nothing more, and in place runs again.
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
 }
 
 #[test]

@@ -37,6 +37,16 @@ pub fn interrupted(project: &Project) -> Option<String> {
     let started = v.get("started").and_then(|s| s.as_str()).unwrap_or("?");
     let pid = v.get("pid").and_then(serde_json::Value::as_u64).unwrap_or(0);
     let start = v.get("pstart").and_then(serde_json::Value::as_u64);
+    // The tree is back at the last state (`walj undo` ran): nothing left to say.
+    let back = v.get("paths").and_then(serde_json::Value::as_object).is_some_and(|paths| {
+        paths.iter().all(|(rel, id)| {
+            let want = match id.as_str() {
+                Some("") | None => Blob::Absent,
+                Some(id) => Blob::Id(id.to_string()),
+            };
+            project.resolve_rel(rel).is_ok_and(|abs| holds(&abs, &want))
+        })
+    });
     let running = match start {
         Some(start) => {
             crate::procinfo::liveness(crate::procinfo::ProcRef { pid: pid as u32, start })
@@ -44,6 +54,9 @@ pub fn interrupted(project: &Project) -> Option<String> {
         }
         None => false,
     };
+    if back && !running {
+        return None;
+    }
     Some(if running {
         format!("an in-place `walj bisect` is running (pid {pid}, since {started}): the tree holds one of its states")
     } else {
@@ -94,6 +107,9 @@ impl<'a> InPlace<'a> {
         last: BTreeMap<String, Blob>,
         force: bool,
     ) -> Result<InPlace<'a>, BisectError> {
+        if let Some(note) = interrupted(project) {
+            return Err(BisectError::Refused(format!("{note}; bisect in place again once the tree is back")));
+        }
         let fold = load().map_err(|e| BisectError::Refused(format!("{e:#}")))?;
         let live: Vec<String> = fold
             .sessions
@@ -155,7 +171,12 @@ impl<'a> InPlace<'a> {
             }
         }
         project.ensure_dir().map_err(|e| BisectError::Io { path: project.dir.clone(), source: e })?;
+        let paths: serde_json::Map<String, serde_json::Value> = expected
+            .iter()
+            .map(|(rel, b)| (rel.clone(), serde_json::Value::String(b.id().unwrap_or_default().to_string())))
+            .collect();
         let mark = serde_json::json!({
+            "paths": paths,
             "pid": std::process::id(),
             "pstart": crate::procinfo::own_start(),
             "started": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
