@@ -125,6 +125,11 @@ pub enum Command {
         after_help = "Examples:\n  walj revert 01WriteDoc --dry-run         # say what would happen\n  walj revert 01WriteDoc 01EditCfg          # the current bytes go into the store first\n  walj revert --session 8f14e4 --prompt 3   # roll back one turn, like /rewind"
     )]
     Revert(cmd::triage::RevertArgs),
+    /// Find the step (tool call) after which CMD fails, and how to undo only it.
+    #[command(
+        after_help = "Exit codes of CMD as `git bisect run`: 0 good, 1-127 bad, 125 skip, 128+ aborts.\n\nExamples:\n  walj bisect -- cargo test --lib           # in a scratch copy of the tree\n  walj bisect --in-place --runs 3 -- npm test\n  walj bisect --since 3h --json -- make check"
+    )]
+    Bisect(cmd::bisect::BisectArgs),
     /// Undo the last triage command (or the last action on ID).
     #[command(
         after_help = "Examples:\n  walj undo                                # the last triage command\n  walj undo 01WriteDoc"
@@ -337,6 +342,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
+        Command::Bisect(a) => cmd::bisect::bisect_cmd(&project, &a),
         Command::Undo { id, force, json, .. } => cmd::triage::undo(&project, id.as_deref(), force, json),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
@@ -362,6 +368,7 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
     let name = match command {
         Command::Mark(a) if !a.yes => "walj mark",
         Command::Revert(a) if !a.yes && !a.dry_run => "walj revert",
+        Command::Bisect(a) if a.in_place && !a.yes => "walj bisect --in-place",
         Command::Undo { yes: false, .. } => "walj undo",
         Command::Handoff(a) if !a.yes && !a.print && !a.held => "walj handoff",
         Command::Checkpoint(a) if !a.yes => "walj checkpoint",

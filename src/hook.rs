@@ -746,6 +746,11 @@ impl Ctx<'_> {
             // Still failing: say so now rather than nothing (the marker stays).
             log_error(self.project, &format!("SessionStart: {e}"));
         }
+        // An in-place `walj bisect` has a state in the tree (running, or cut off): one small
+        // file read, only at SessionStart.
+        if let Some(note) = crate::bisect::inplace::interrupted(self.project) {
+            output = Some(announce::add_system_message(output, &format!("walj: {note}")));
+        }
         // Other machines' unresolved entries (`walj sync`): counts, for the user only.
         if let Some(line) = crate::sync::note::session_start_line(self.project) {
             output = Some(announce::add_system_message(output, &line));

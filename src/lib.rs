@@ -38,6 +38,7 @@
 pub mod agents;
 pub mod announce;
 pub mod bashsnap;
+pub mod bisect;
 pub mod checkpoint;
 pub mod claude;
 pub mod cli;

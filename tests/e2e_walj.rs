@@ -1432,3 +1432,47 @@ fn after_a_crash_that_lost_the_store_the_lines_still_hold_the_images() {
     assert_eq!(p.sb.read("config/settings.json").as_deref(), Some("{\n  \"retries\": 5\n}\n"));
     assert_eq!(p.sb.read("src/server.rs").as_deref(), Some("pub fn serve() {}\n"));
 }
+
+/// `walj bisect` on a real session (issue 32): the model's second call breaks the project's
+/// test; bisect names that call, and `walj revert` of it alone fixes the test and keeps the
+/// later ones (a Bash `sed -i` on the same file, a Write).
+#[test]
+fn bisect_names_the_call_that_broke_the_test() {
+    let Some(bin) = claude::claude_or_skip("bisect_names_the_call_that_broke_the_test") else { return };
+    let p = Proj::new(&[
+        ("lib.txt", "answer=42\none\ntwo\nthree\nfour\nother=1\n"),
+        ("test.sh", "grep -qx answer=42 lib.txt\n"),
+        ("notes.md", "draft\n"),
+    ]);
+    p.install_walj();
+    let mock = MockServer::start(vec![
+        Turn::tool(
+            "Edit",
+            json!({"file_path": p.abs("notes.md"), "old_string": "draft", "new_string": "final", "replace_all": false}),
+        ),
+        Turn::tool(
+            "Edit",
+            json!({"file_path": p.abs("lib.txt"), "old_string": "answer=42", "new_string": "answer=41", "replace_all": false}),
+        ),
+        Turn::tool("Bash", json!({"command": "sed -i s/other=1/other=2/ lib.txt", "description": "Bump other"})),
+        Turn::tool("Write", json!({"file_path": p.abs("new.txt"), "content": "new\n"})),
+        Turn::text("Done."),
+    ]);
+    let (out, _) = p.session(p.claude_p(&bin, &mock, "Tidy the notes and the numbers"), &mock);
+    assert_eq!(out.json()["result"], "Done.", "{out:?}");
+    let test = |p: &Proj| Command::new("sh").arg("test.sh").current_dir(p.root()).status().unwrap().success();
+    assert!(!test(&p));
+    let (ok, text, err) = p.walj(&["bisect", "--json", "--", "sh", "test.sh"]);
+    assert!(ok, "walj bisect failed: {text}\n{err}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["steps"].as_array().unwrap().len(), 4, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_mock_1_0", "{v:#}");
+    assert_eq!(v["culprit"]["prompt"], "Tidy the notes and the numbers", "{v:#}");
+    assert_eq!(v["culprit"]["conflicts"], json!([]), "{v:#}");
+    let (ok, _, err) = p.walj(&["revert", "toolu_mock_1_0"]);
+    assert!(ok, "{err}");
+    assert!(test(&p));
+    assert_eq!(p.sb.read("lib.txt").unwrap(), "answer=42\none\ntwo\nthree\nfour\nother=2\n");
+    assert_eq!(p.sb.read("new.txt").as_deref(), Some("new\n"));
+    p.assert_hooks_clean();
+}

@@ -1,6 +1,7 @@
 //! Command implementations behind `main.rs`: each takes parsed arguments and a
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
+pub mod bisect;
 pub mod completions;
 pub mod import;
 pub mod man;

@@ -144,6 +144,9 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
     let mut out = std::io::stdout().lock();
     if json_out {
         let mut v = report::recover_json(&fold);
+        if let Some(note) = crate::bisect::inplace::interrupted(project) {
+            v["bisect"] = serde_json::Value::String(note);
+        }
         if !remotes.is_empty() {
             v["machines"] = crate::sync::show::recover_json(&remotes);
         }
@@ -163,6 +166,9 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
                 shown_path(&project.journal)
             )?;
             return Ok(0);
+        }
+        if let Some(note) = crate::bisect::inplace::interrupted(project) {
+            writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
         write!(out, "{}", crate::sync::show::recover_text(&remotes, &Style::stdout()))?;
