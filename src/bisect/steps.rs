@@ -189,7 +189,15 @@ pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, V
             } else {
                 (last_child.unwrap_or(0), None)
             };
-            Group { ids: vec![key], entries, line, window }
+            // An uncertain change names the other commands that may have made it (their windows
+            // were open too): they are members of this step, whether or not they kept entries.
+            let mut ids = vec![key];
+            for c in entries.iter().flat_map(|e| e.candidates.iter()) {
+                if !ids.contains(c) {
+                    ids.push(c.clone());
+                }
+            }
+            Group { ids, entries, line, window }
         })
         .collect();
     list.sort_by_key(|g| g.line);
@@ -200,7 +208,11 @@ pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, V
             && let Some((ps, pe)) = prev.window
             && start <= pe
         {
-            prev.ids.extend(g.ids);
+            for id in g.ids {
+                if !prev.ids.contains(&id) {
+                    prev.ids.push(id);
+                }
+            }
             prev.entries.extend(g.entries);
             prev.line = prev.line.max(g.line);
             prev.window = Some((ps.min(start), pe.max(end)));
