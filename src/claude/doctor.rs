@@ -632,7 +632,10 @@ pub struct InstallInfo {
 /// What one hook command runs (`commands` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandInfo {
+    /// A shell form's command line, or an exec form's words as a JSON list (`["walj","hook"]`).
     pub command: String,
+    /// `shell` or `exec` (`command` + `args`, spawned without a shell).
+    pub form: &'static str,
     /// The install it belongs to: `settings` or `plugin <id>`.
     pub install: String,
     /// The events that run it.
@@ -782,8 +785,13 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 Some(HookRun::Exec { program, .. }) => resolve::resolve_exec(program, src.plugin_root.as_deref(), &env),
                 _ => resolve::resolve(&cmd, src.plugin_root.as_deref(), &env),
             };
+            let form = match HookRun::of(occ.handler) {
+                Some(HookRun::Exec { .. }) => "exec",
+                _ => "shell",
+            };
             let mut info = CommandInfo {
                 command: cmd,
+                form,
                 install: label,
                 events: vec![event.clone()],
                 status: "found",

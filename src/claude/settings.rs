@@ -296,7 +296,9 @@ pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool
         Some(HookRun::Exec { program, args }) => {
             let tail_ok = |tail: &[&str]| match agent {
                 None => tail.is_empty(),
-                Some(name) => tail == ["--agent", name] || (tail.len() == 1 && tail[0].strip_prefix("--agent=") == Some(name)),
+                Some(name) => {
+                    tail == ["--agent", name] || (tail.len() == 1 && tail[0].strip_prefix("--agent=") == Some(name))
+                }
             };
             if let Some(words) = plain_words(command)
                 && words.first().is_some_and(|w| w == program)
@@ -720,6 +722,122 @@ mod tests {
     }
 
     #[test]
+    fn recognises_walj_handlers_in_both_forms() {
+        let exec = |c: &str, a: &[&str]| json!({"type": "command", "command": c, "args": a});
+        let shell = |c: &str| json!({"type": "command", "command": c});
+        for h in [
+            exec("walj", &["hook"]),
+            exec("/usr/local/bin/walj", &["hook"]),
+            exec("/opt/my dir/walj", &["hook"]),
+            exec("${CLAUDE_PLUGIN_ROOT}/bin/walj", &["hook"]),
+            exec("C:\\tools\\walj.exe", &["hook"]),
+            exec("'/opt/x/walj'", &["hook"]),
+            shell("\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook"),
+            shell("'/usr/local/bin/walj' hook"),
+            // The configured command, split, whatever the program is called.
+            exec("/x/walj-dev", &["hook", "--v"]),
+        ] {
+            assert!(is_walj_hook(&h, "/x/walj-dev hook --v", None), "{h}");
+        }
+        for h in [
+            exec("walj", &["hooks"]),
+            exec("walj", &[]),
+            exec("walj", &["hook", "--agent", "codex"]),
+            exec("walj-dev", &["hook"]),
+            exec("notwalj", &["hook"]),
+            exec("walj hook", &[]),
+            exec("sh", &["-c", "walj hook"]),
+            json!({"type": "command", "command": "walj", "args": "hook"}),
+            json!({"type": "command", "command": "walj", "args": [1]}),
+            json!({"type": "command"}),
+            shell("walj hooks"),
+        ] {
+            assert!(!is_walj_handler(&h, CMD), "{h}");
+        }
+        // Agents: `--agent NAME` (or `--agent=NAME`) after `hook`, in both forms.
+        assert!(is_walj_hook(&exec("walj", &["hook", "--agent", "codex"]), CMD, Some("codex")));
+        assert!(is_walj_hook(&exec("/b/walj", &["hook", "--agent=gemini"]), CMD, Some("gemini")));
+        assert!(is_walj_hook(&json!({"bash": "walj hook --agent copilot"}), CMD, Some("copilot")));
+        assert!(!is_walj_hook(&exec("walj", &["hook", "--agent", "codex"]), CMD, Some("gemini")));
+        assert!(!is_walj_hook(&exec("walj", &["hook"]), CMD, Some("codex")));
+        assert!(!is_walj_hook(&shell("walj hook--agent codex"), CMD, Some("codex")));
+    }
+
+    #[test]
+    fn exec_form_from_plain_words_only() {
+        assert_eq!(plain_words("walj hook").unwrap(), ["walj", "hook"]);
+        assert_eq!(plain_words("  '/opt/my dir/walj'  hook ").unwrap(), ["/opt/my dir/walj", "hook"]);
+        assert_eq!(plain_words("'/it'\\''s/walj' hook").unwrap(), ["/it's/walj", "hook"]);
+        assert_eq!(plain_words("\"/a b/walj\" hook").unwrap(), ["/a b/walj", "hook"]);
+        assert_eq!(plain_words("/a\\ b/walj hook --agent=x").unwrap(), ["/a b/walj", "hook", "--agent=x"]);
+        for c in [
+            "",
+            "  ",
+            "cd \"$CLAUDE_PROJECT_DIR\" && walj hook",
+            "$HOME/bin/walj hook",
+            "~/bin/walj hook",
+            "walj hook; echo",
+            "walj hook > /dev/null",
+            "FOO=1 walj hook",
+            "exec walj hook",
+            "walj hook # note",
+            "\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook",
+            "'unterminated hook",
+            "`which walj` hook",
+        ] {
+            assert_eq!(plain_words(c), None, "{c}");
+        }
+        assert_eq!(handler("'/opt/my dir/walj' hook", HookForm::Exec)["command"], "/opt/my dir/walj");
+        assert_eq!(handler("'/opt/my dir/walj' hook", HookForm::Exec)["args"], json!(["hook"]));
+        assert_eq!(
+            handler("walj hook", HookForm::Shell),
+            json!({"type": "command", "command": "walj hook", "timeout": 10})
+        );
+        // What is not plain words stays shell form.
+        let h = handler("cd \"$CLAUDE_PROJECT_DIR\" && walj hook", HookForm::Exec);
+        assert_eq!(h["command"], "cd \"$CLAUDE_PROJECT_DIR\" && walj hook");
+        assert!(h.get("args").is_none());
+    }
+
+    #[test]
+    fn versions_choose_the_form() {
+        assert_eq!(HookForm::for_version("2.1.328 (Claude Code)"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("2.1.139 (Claude Code)"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("2.1.138 (Claude Code)"), Some(HookForm::Shell));
+        assert_eq!(HookForm::for_version("1.0.99"), Some(HookForm::Shell));
+        assert_eq!(HookForm::for_version("3.0.0"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("Claude Code"), None);
+        assert_eq!(exec_form_since(), "2.1.139");
+    }
+
+    /// A settings file with walj in both forms and another tool's exec-form hook: install adds
+    /// nothing, uninstall takes both walj handlers out and keeps the other tool's.
+    #[test]
+    fn mixed_forms_install_nothing_and_uninstall_both() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let other = json!({"type": "command", "command": "/usr/bin/lint", "args": ["--hook"]});
+        let before = json!({"hooks": {"Stop": [{"hooks": [other.clone()]}]}});
+        write_value(&path, &before);
+        install(&path, CMD, HookForm::Exec).unwrap();
+        let mut v = read_value(&path);
+        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["args"], json!(["hook"]));
+        // Add walj's shell form beside the exec form in every event: still installed.
+        for (_, groups) in v["hooks"].as_object_mut().unwrap() {
+            groups.as_array_mut().unwrap().push(json!({"hooks": [{"type": "command", "command": CMD, "timeout": 10}]}));
+        }
+        write_value(&path, &v);
+        let bytes = fs::read(&path).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
+        assert!(r.added.is_empty(), "{r:?}");
+        let r = install(&path, CMD, HookForm::Exec).unwrap();
+        assert!(r.added.is_empty(), "{r:?}");
+        assert_eq!(fs::read(&path).unwrap(), bytes);
+        uninstall(&path, CMD).unwrap();
+        assert_same(&read_value(&path), &before);
+    }
+
+    #[test]
     fn install_into_missing_file() {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
@@ -961,13 +1079,22 @@ mod tests {
             ]),
             prop::option::of(1u32..700),
             any::<bool>(),
+            prop::option::of(prop::sample::select(vec![vec![], vec!["hooks"], vec!["hook", "--x"], vec!["check"]])),
         )
-            .prop_map(|(cmd, timeout, typed)| {
+            .prop_map(|(cmd, timeout, typed, args)| {
                 let mut m = Map::new();
                 if typed {
                     m.insert("type".into(), json!("command"));
                 }
                 m.insert("command".into(), json!(cmd));
+                // Exec form: the first word as the program (`walj-dev` [`hook`] is not walj's).
+                if let Some(args) = args {
+                    let program = cmd.split(' ').next().unwrap_or(cmd);
+                    let mut all: Vec<&str> = cmd.split(' ').skip(1).collect();
+                    all.extend(args);
+                    m.insert("command".into(), json!(program));
+                    m.insert("args".into(), json!(all));
+                }
                 if let Some(t) = timeout {
                     m.insert("timeout".into(), json!(t));
                 }

@@ -77,7 +77,10 @@ fn hook_form(explicit: Option<FormArg>) -> (settings::HookForm, Option<String>) 
         ),
         None => (
             HookForm::Exec,
-            Some(format!("`claude --version` said {:?}, no version: wrote exec form (Claude Code {since} or later)", claude.text)),
+            Some(format!(
+                "`claude --version` said {:?}, no version: wrote exec form (Claude Code {since} or later)",
+                claude.text
+            )),
         ),
     }
 }
