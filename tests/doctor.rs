@@ -186,7 +186,7 @@ fn hooks_with(handler: &dyn Fn(usize) -> Value) -> Value {
 fn doctor_install_uninstall_on_exec_shell_and_mixed_settings() {
     let exec = |_: usize| json!({"type": "command", "command": "walj", "args": ["hook"], "timeout": 10});
     let shell = |_: usize| json!({"type": "command", "command": "walj hook", "timeout": 10});
-    let mixed = |i: usize| if i % 2 == 0 { exec(i) } else { shell(i) };
+    let mixed = |i: usize| if i.is_multiple_of(2) { exec(i) } else { shell(i) };
     let other = json!({"type": "command", "command": "/usr/bin/env", "args": ["walj", "hook"], "timeout": 5});
     let cases: [(&str, &dyn Fn(usize) -> Value); 3] = [("exec", &exec), ("shell", &shell), ("mixed", &mixed)];
     for (name, handler) in cases {
@@ -243,6 +243,34 @@ fn walj_in_both_forms_in_one_event_is_a_duplicate() {
     assert!(warn[0].contains("`[\"walj\",\"hook\"]`") && warn[0].contains("`walj hook`"), "{out}");
     w.walj(&w.walj_path(), &["uninstall"]);
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{}\n");
+}
+
+/// Exec-form hooks and a `claude` on PATH older than 2.1.139 (which ignores `args`): a warning
+/// with the fix; none for a newer one or for shell form.
+#[test]
+fn exec_form_under_a_claude_code_that_ignores_args_is_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let claude_dir = |version: &str| {
+        let dir = w.repo.tmp.join(format!("claude-{version}"));
+        fs::create_dir_all(&dir).unwrap();
+        let claude = dir.join("claude");
+        fs::write(&claude, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+        fs::set_permissions(&claude, fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", dir.display(), w.walj_path())
+    };
+    w.install(&["--form", "exec"]);
+    let (code, out) = w.doctor(&claude_dir("2.1.100"), &[]);
+    assert_eq!(code, 1, "{out}");
+    let warn = lines_with(&out, "[warn] Claude Code 2.1.100 (Claude Code)");
+    assert_eq!(warn.len(), 1, "{out}");
+    assert!(warn[0].contains("older than 2.1.139") && warn[0].contains("walj install --form shell"), "{out}");
+    let (code, out) = w.doctor(&claude_dir("2.1.328"), &[]);
+    assert_eq!(code, 0, "{out}");
+    w.walj(&w.walj_path(), &["uninstall"]);
+    w.install(&["--form", "shell"]);
+    let (code, out) = w.doctor(&claude_dir("2.1.100"), &[]);
+    assert_eq!(code, 0, "{out}");
 }
 
 #[test]

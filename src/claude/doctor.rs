@@ -896,6 +896,25 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         findings.push(DoctorFinding::new(level, check::COMMAND, message));
     }
 
+    // Exec form under a Claude Code that ignores `args` (only asked when there is exec form).
+    if commands.iter().any(|c| c.form == "exec")
+        && let Some(claude) = super::version::installed()
+        && super::settings::HookForm::for_version(&claude.text) == Some(super::settings::HookForm::Shell)
+    {
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            check::HOOKS,
+            format!(
+                "Claude Code {} ({}) is older than {}, which ignores a hook's `args`: it runs the exec-form hooks' \
+                 `command` alone through its shell (walj without arguments takes the payload for `walj hook`, but a \
+                 path with spaces breaks). Run `claude update`, or `walj uninstall` then `walj install --form shell`",
+                claude.text,
+                claude.program.display(),
+                super::settings::exec_form_since()
+            ),
+        ));
+    }
+
     // Installed twice: each install's hooks run (their commands differ), so every event twice.
     let mut installs: Vec<InstallInfo> = vec![];
     let settings_files: Vec<String> = {

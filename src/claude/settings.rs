@@ -2,6 +2,11 @@
 //! and take them out again (DESIGN §5, CLAUDE-CODE "Hook configuration"). `walj doctor`'s checks
 //! of the same files are in [`super::doctor`].
 //!
+//! A handler runs walj in exec form (`"command": "walj", "args": ["hook"]`, no shell) or shell
+//! form (`"command": "walj hook"`): see [`HookForm`]. Whether a handler is walj's is one
+//! predicate, [`is_walj_hook`], for both forms, used by install, uninstall, doctor, the plugin
+//! checks and other agents' files alike.
+//!
 //! The settings file is edited as a `serde_json::Value` with `preserve_order`, so every key, hook,
 //! group and ordering that is not walj's stays as it was. Changes are written atomically (temporary
 //! file in the same folder, fsync, rename) after a copy of the old file is kept as
