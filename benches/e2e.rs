@@ -5,7 +5,14 @@
 //! - `plain`: no hooks;
 //! - `noop`: the hooks `walj install` writes (same events, matchers, timeouts) with the
 //!   command replaced by `cat >/dev/null` — what running *any* hook costs in Claude Code;
-//! - `walj`: `walj install` as a user runs it.
+//! - `walj`: `walj install` as a user runs it (exec form: no `claude` on the PATH it runs with);
+//! - with `WALJ_BENCH_E2E_PLUGIN=1`, two more: `plugin`, the self-contained plugin (`walj plugin
+//!   --out`, `claude --plugin-dir`: exec form, Claude Code spawns the plugin's copy of walj), and
+//!   `launcher`, the marketplace plugin of `plugin/` (exec form on its sh launcher, which runs
+//!   the walj on PATH).
+//!
+//! The `noop` hooks keep walj's form: exec form runs `dd of=/dev/null status=none` (one process,
+//! no shell, reads the payload), shell form `cat >/dev/null`.
 //!
 //! Two session sizes (0 and N tool calls) separate the per-session hooks (SessionStart,
 //! UserPromptSubmit, Stop with its checkpoint, SessionEnd) from the cost per tool call
@@ -80,6 +87,10 @@ enum Setup {
     Walj,
     /// walj as `WALJ_BENCH_E2E_OLD` builds it.
     Old,
+    /// The self-contained plugin (`walj plugin --out`), loaded with `--plugin-dir`.
+    Plugin,
+    /// The marketplace plugin (`plugin/`, its sh launcher), loaded with `--plugin-dir`.
+    Launcher,
 }
 
 impl Setup {
@@ -90,6 +101,8 @@ impl Setup {
             Setup::Noop => "noop",
             Setup::Walj => "walj",
             Setup::Old => "old",
+            Setup::Plugin => "plugin",
+            Setup::Launcher => "launcher",
         }
     }
 }
@@ -113,7 +126,19 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
         sb.write(&format!("src/f{i}.txt"), &content(i, 0));
     }
     sb.commit("initial");
-    if setup != Setup::Plain {
+    let plugin_dir = match setup {
+        Setup::Plugin => {
+            let dir = sb.dir.path().canonicalize().unwrap().join("walj-plugin");
+            let out = Command::new(walj_bin()).arg("plugin").arg("--out").arg(&dir).output().expect("walj plugin");
+            assert!(out.status.success(), "walj plugin: {}", String::from_utf8_lossy(&out.stderr));
+            Some(dir)
+        }
+        Setup::Launcher => Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/plugin"))),
+        _ => None,
+    };
+    if plugin_dir.is_some() {
+        sb.settings(&json!({}));
+    } else if setup != Setup::Plain {
         let out = Command::new("sh")
             .args(["-c", "walj install"])
             .current_dir(&sb.project)
@@ -125,9 +150,23 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
         assert!(out.status.success(), "walj install: {}", String::from_utf8_lossy(&out.stderr));
         if setup == Setup::Noop {
             let f = sb.project.join(".claude/settings.json");
-            let text = fs::read_to_string(&f).unwrap();
-            assert!(text.contains("\"walj hook\""), "{text}");
-            fs::write(&f, text.replace("\"walj hook\"", "\"cat >/dev/null\"")).unwrap();
+            let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&f).unwrap()).unwrap();
+            let mut replaced = 0;
+            for groups in v["hooks"].as_object_mut().unwrap().values_mut() {
+                for g in groups.as_array_mut().unwrap() {
+                    for h in g["hooks"].as_array_mut().unwrap() {
+                        if h.get("args").is_some() {
+                            h["command"] = json!("dd");
+                            h["args"] = json!(["of=/dev/null", "status=none"]);
+                        } else {
+                            h["command"] = json!("cat >/dev/null");
+                        }
+                        replaced += 1;
+                    }
+                }
+            }
+            assert!(replaced > 0, "{v}");
+            fs::write(&f, serde_json::to_string_pretty(&v).unwrap()).unwrap();
         }
     } else {
         sb.settings(&json!({}));
@@ -135,10 +174,13 @@ fn session(claude_bin: &Path, setup: Setup, calls: usize) -> (Duration, Vec<f64>
     let mock = MockServer::start(script(&sb.project, calls));
     let mut cmd = sb.claude_p(claude_bin, &mock, "Work through the files");
     cmd.env("PATH", &path);
+    if let Some(dir) = &plugin_dir {
+        cmd.arg("--plugin-dir").arg(dir);
+    }
     let out = claude::run(cmd, TIMEOUT);
     assert!(out.status.success() && !out.timed_out, "claude failed: {out:?}\n{}", mock.summary());
     assert_eq!(out.json()["result"], "Done.", "{out:?}");
-    if matches!(setup, Setup::Walj | Setup::Old) {
+    if !matches!(setup, Setup::Plain | Setup::Noop) {
         // Not timed: walj saw every call (an intent per call).
         let journal = sb.project.join(".walj/journal.jsonl");
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -191,6 +233,10 @@ fn main() {
     let mut setups = Setup::ALL.to_vec();
     if old_bin().is_some() {
         setups.push(Setup::Old);
+    }
+    let plugins = std::env::var_os("WALJ_BENCH_E2E_PLUGIN").is_some_and(|v| v == "1");
+    if plugins {
+        setups.extend([Setup::Plugin, Setup::Launcher]);
     }
     // Warm-up (page cache, the CLI's first start), not counted.
     for &setup in &setups {
@@ -261,6 +307,13 @@ fn main() {
     .into_iter()
     .chain(old_bin().map(|_| ("this walj against the old one (walj − old)", Setup::Walj, Setup::Old)))
     .chain(old_bin().map(|_| ("the old walj's own work (old − noop)", Setup::Old, Setup::Noop)))
+    .chain(plugins.then_some(("the plugin's hook (plugin − noop)", Setup::Plugin, Setup::Noop)))
+    .chain(plugins.then_some((
+        "the marketplace plugin's hook, through its launcher (launcher − noop)",
+        Setup::Launcher,
+        Setup::Noop,
+    )))
+    .chain(plugins.then_some(("plugin against walj install (plugin − walj)", Setup::Plugin, Setup::Walj)))
     {
         out.push_str(&format!("| {what} | **{:.2} ms** | {:+.1} ms |\n", per_call(a, b), per_session(a, b)));
     }
@@ -298,6 +351,11 @@ fn main() {
     }
     if let (Some(o), Some(n)) = (by("old"), by("noop")) {
         extra.push(("the old walj's own work (old − noop)".to_string(), [o[0] - n[0], o[1] - n[1], o[2] - n[2]]));
+    }
+    for name in ["plugin", "launcher"] {
+        if let (Some(p), Some(n)) = (by(name), by("noop")) {
+            extra.push((format!("{name}'s own work ({name} − noop)"), [p[0] - n[0], p[1] - n[1], p[2] - n[2]]));
+        }
     }
     for (name, v) in rows_kind.iter().chain(extra.iter()) {
         out.push_str(&format!(

@@ -62,7 +62,7 @@ pub enum Command {
     },
     /// Add walj's hooks to Claude Code's settings (default: .claude/settings.json).
     #[command(
-        after_help = "Examples:\n  walj install                             # .claude/settings.json (committed)\n  walj install --local                     # .claude/settings.local.json (this machine)"
+        after_help = "Examples:\n  walj install                             # .claude/settings.json (committed)\n  walj install --local                     # .claude/settings.local.json (this machine)\n  walj install --form shell                # `\"command\": \"walj hook\"`, for Claude Code before 2.1.139"
     )]
     Install(cmd::setup::SettingsArgs),
     /// Remove exactly the hooks `walj install` added.

@@ -14,6 +14,11 @@ fn main() -> ExitCode {
     if let Some((global, agent)) = hook_fast_args() {
         return hook(&global, agent.as_deref());
     }
+    if std::env::args_os().len() == 1
+        && let Some(code) = no_arguments()
+    {
+        return code;
+    }
     if let Some(when) = walj::style::color_arg(std::env::args_os().skip(1)) {
         walj::style::set_color(when);
     }
@@ -94,12 +99,52 @@ fn hook_fast_args() -> Option<(Global, Option<String>)> {
     saw_hook.then_some((global, agent))
 }
 
+/// `walj` without arguments. A Claude Code older than 2.1.139 ignores an exec-form hook's `args`
+/// (`"command": "walj", "args": ["hook"]`) and runs `walj` alone through its shell, with the hook
+/// payload on stdin: when stdin is not a terminal and starts (after white space) with `{`, this
+/// is the hook, and it does the hook's job (exit 0, as every hook). `None` otherwise (a terminal,
+/// an empty or other input): clap prints the usage as before. Only the first read is looked at
+/// before deciding, so an endless pipe of something else is not read to its end.
+fn no_arguments() -> Option<ExitCode> {
+    use std::io::IsTerminal;
+    let mut stdin = std::io::stdin().lock();
+    if stdin.is_terminal() {
+        return None;
+    }
+    let mut input = Vec::with_capacity(64 * 1024);
+    loop {
+        let mut chunk = [0u8; 8192];
+        let n = match stdin.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        input.extend_from_slice(&chunk[..n]);
+        match input.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => break,
+            Some(_) => return None,
+            None if n == 0 => return None,
+            None => {}
+        }
+    }
+    drop(stdin);
+    let global = Global {
+        project: None,
+        journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
+    };
+    Some(hook_with(&global, None, input))
+}
+
 /// The hook path: exit 0 whatever happens, print only what SessionStart asks for. An unknown
 /// `--agent` is reported and the payload recognised as if the flag were absent.
 fn hook(global: &Global, agent: Option<&str>) -> ExitCode {
     // Room for most payloads at once (an Edit's PostToolUse carries the whole original file):
     // an empty buffer is filled by reads of 32, 64, 128… bytes.
-    let mut input = Vec::with_capacity(64 * 1024);
+    hook_with(global, agent, Vec::with_capacity(64 * 1024))
+}
+
+/// [`hook`] with the first bytes of stdin already read into `input`.
+fn hook_with(global: &Global, agent: Option<&str>, mut input: Vec<u8>) -> ExitCode {
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         walj::hook::warn(&format!("reading stdin: {e}"));
         return ExitCode::SUCCESS;

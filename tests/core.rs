@@ -532,7 +532,9 @@ fn install_and_uninstall_keep_other_hooks() {
     assert!(out.contains("SessionStart"), "{out}");
     let v: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "other-tool check");
-    assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["command"], "walj hook");
+    // Exec form: no `claude` on PATH to ask for its version.
+    assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["command"], "walj");
+    assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["args"], serde_json::json!(["hook"]));
     assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "notify-send done");
     assert_eq!(v["model"], "opus");
     for ev in ["PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "PreCompact", "SessionStart", "SessionEnd"] {

@@ -131,7 +131,8 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     // Today's doctor said `[ok]` nine times here: `walj` is not on the PATH, every hook fails.
     let (code, out) = w.doctor(BARE_PATH, &[]);
     assert_eq!(code, 2, "{out}");
-    let err = lines_with(&out, "[error] `walj hook` (settings) cannot run");
+    // Exec form (no `claude` on PATH to ask for its version): named by its words.
+    let err = lines_with(&out, "[error] `[\"walj\",\"hook\"]` (settings) cannot run");
     assert_eq!(err.len(), 1, "{out}");
     assert!(
         err[0].contains("`walj` is not on the PATH Claude Code gives its hooks (this shell's PATH: /usr/bin:/bin)")
@@ -145,8 +146,9 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     // With walj on PATH: every event hooked, and which walj runs.
     let (code, out) = w.doctor(&w.walj_path(), &[]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(lines_with(&out, "[ok]").iter().filter(|l| l.contains(": hooked (`walj hook`")).count(), N, "{out}");
-    assert!(out.contains(&format!("[ok] `walj hook` (settings) runs {}/walj", w.bin.display())), "{out}");
+    let hooked = lines_with(&out, "[ok]").iter().filter(|l| l.contains(": hooked (`[\"walj\",\"hook\"]`")).count();
+    assert_eq!(hooked, N, "{out}");
+    assert!(out.contains(&format!("[ok] `[\"walj\",\"hook\"]` (settings) runs {}/walj", w.bin.display())), "{out}");
 
     // An absolute path that exists but cannot be executed fails too.
     let not_exec = w.repo.tmp.join("opt/walj");
@@ -158,6 +160,117 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     let (code, out) = w.doctor(&w.walj_path(), &["--command", &cmd]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains(&format!("`{}` is not executable", not_exec.display())), "{out}");
+}
+
+/// walj's handlers for every event, in the shape `walj install` writes, built here from the
+/// event table: `handler(event)` gives the handler object.
+fn hooks_with(handler: &dyn Fn(usize) -> Value) -> Value {
+    let mut events = serde_json::Map::new();
+    for (i, ev) in walj::claude::events::HookEvent::ALL.iter().enumerate() {
+        let mut group = json!({"hooks": [handler(i)]});
+        if let Some(m) = ev.matcher() {
+            group["matcher"] = json!(m);
+        }
+        events.insert(ev.name().to_string(), json!([group]));
+    }
+    Value::Object(events)
+}
+
+/// Doctor, install and uninstall on a settings file with walj's hook in exec form, in shell
+/// form, and mixed (some events one way, some the other), beside another tool's exec-form hook
+/// that merely mentions walj: doctor finds every event hooked, install adds nothing and leaves
+/// the file alone, uninstall takes out every walj handler and only those. (Before the one
+/// predicate, doctor said "walj is not installed" on exec form, install added a second handler
+/// per event and uninstall left the exec ones.)
+#[test]
+fn doctor_install_uninstall_on_exec_shell_and_mixed_settings() {
+    let exec = |_: usize| json!({"type": "command", "command": "walj", "args": ["hook"], "timeout": 10});
+    let shell = |_: usize| json!({"type": "command", "command": "walj hook", "timeout": 10});
+    let mixed = |i: usize| if i.is_multiple_of(2) { exec(i) } else { shell(i) };
+    let other = json!({"type": "command", "command": "/usr/bin/env", "args": ["walj", "hook"], "timeout": 5});
+    let cases: [(&str, &dyn Fn(usize) -> Value); 3] = [("exec", &exec), ("shell", &shell), ("mixed", &mixed)];
+    for (name, handler) in cases {
+        let w = World::new();
+        let settings = w.repo.path(".claude/settings.json");
+        let mut hooks = hooks_with(handler);
+        hooks["Stop"][0]["hooks"].as_array_mut().unwrap().push(other.clone());
+        w.write_json(&settings, &json!({"model": "opus", "hooks": hooks}));
+        let before = fs::read(&settings).unwrap();
+
+        let (code, out) = w.doctor(&w.walj_path(), &[]);
+        assert_eq!(code, 0, "{name}: {out}");
+        assert_eq!(lines_with(&out, ": hooked (").len(), N, "{name}: {out}");
+        assert!(!out.contains("not installed"), "{name}: {out}");
+
+        for form in [&[][..], &["--form", "shell"], &["--form", "exec"]] {
+            let mut args = vec!["install"];
+            args.extend_from_slice(form);
+            let (code, out, err) = w.walj(&w.walj_path(), &args);
+            assert_eq!(code, 0, "{name}: {out}{err}");
+            assert!(
+                out.contains(&format!("walj hooks already installed in {} ({N} events)", settings.display())),
+                "{name}: {out}"
+            );
+            assert_eq!(fs::read(&settings).unwrap(), before, "{name}: install changed the file");
+        }
+
+        let (code, out, err) = w.walj(&w.walj_path(), &["uninstall"]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        let after: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
+        assert_eq!(after, json!({"model": "opus", "hooks": {"Stop": [{"hooks": [other.clone()]}]}}), "{name}");
+        let (code, out) = w.doctor(&w.walj_path(), &[]);
+        assert_eq!(code, 2, "{name}: {out}");
+        assert!(out.contains("walj is not installed in Claude Code's settings"), "{name}: {out}");
+    }
+}
+
+/// Both forms in the same event run twice (Claude Code runs each handler): a warning naming
+/// both, and uninstall removes both.
+#[test]
+fn walj_in_both_forms_in_one_event_is_a_duplicate() {
+    let w = World::new();
+    let settings = w.repo.path(".claude/settings.json");
+    let mut hooks = hooks_with(&|_| json!({"type": "command", "command": "walj", "args": ["hook"], "timeout": 10}));
+    hooks["PreToolUse"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "command", "command": "walj hook", "timeout": 10}));
+    w.write_json(&settings, &json!({"hooks": hooks}));
+    let (code, out) = w.doctor(&w.walj_path(), &[]);
+    assert_eq!(code, 1, "{out}");
+    let warn = lines_with(&out, "[warn] PreToolUse: walj's hook is installed 2 times with different commands");
+    assert_eq!(warn.len(), 1, "{out}");
+    assert!(warn[0].contains("`[\"walj\",\"hook\"]`") && warn[0].contains("`walj hook`"), "{out}");
+    w.walj(&w.walj_path(), &["uninstall"]);
+    assert_eq!(fs::read_to_string(&settings).unwrap(), "{}\n");
+}
+
+/// Exec-form hooks and a `claude` on PATH older than 2.1.139 (which ignores `args`): a warning
+/// with the fix; none for a newer one or for shell form.
+#[test]
+fn exec_form_under_a_claude_code_that_ignores_args_is_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let claude_dir = |version: &str| {
+        let dir = w.repo.tmp.join(format!("claude-{version}"));
+        fs::create_dir_all(&dir).unwrap();
+        let claude = dir.join("claude");
+        fs::write(&claude, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+        fs::set_permissions(&claude, fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", dir.display(), w.walj_path())
+    };
+    w.install(&["--form", "exec"]);
+    let (code, out) = w.doctor(&claude_dir("2.1.100"), &[]);
+    assert_eq!(code, 1, "{out}");
+    let warn = lines_with(&out, "[warn] Claude Code 2.1.100 (Claude Code)");
+    assert_eq!(warn.len(), 1, "{out}");
+    assert!(warn[0].contains("older than 2.1.139") && warn[0].contains("walj install --form shell"), "{out}");
+    let (code, out) = w.doctor(&claude_dir("2.1.328"), &[]);
+    assert_eq!(code, 0, "{out}");
+    w.walj(&w.walj_path(), &["uninstall"]);
+    w.install(&["--form", "shell"]);
+    let (code, out) = w.doctor(&claude_dir("2.1.100"), &[]);
+    assert_eq!(code, 0, "{out}");
 }
 
 #[test]
@@ -197,7 +310,7 @@ fn a_plugin_install_is_recognised_and_its_binary_checked() {
         )),
         "{out}"
     );
-    assert_eq!(lines_with(&out, ": hooked (`\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook`").len(), N, "{out}");
+    assert_eq!(lines_with(&out, ": hooked (`[\"${CLAUDE_PLUGIN_ROOT}/bin/walj\",\"hook\"]`").len(), N, "{out}");
     assert!(out.contains(&format!("(plugin walj@walj-git) runs {}/bin/walj", plugin.display())), "{out}");
     assert!(!out.contains("not installed"), "{out}");
 
@@ -313,7 +426,8 @@ fn json_output_follows_the_documented_schema() {
     assert_eq!(v["installs"], json!([{"kind": "settings", "files": [w.repo.path(".claude/settings.json")]}]), "{v:#}");
     let cmds = v["commands"].as_array().unwrap();
     assert_eq!(cmds.len(), 1, "{v:#}");
-    assert_eq!(cmds[0]["command"], "walj hook");
+    assert_eq!(cmds[0]["command"], "[\"walj\",\"hook\"]");
+    assert_eq!(cmds[0]["form"], "exec");
     assert_eq!(cmds[0]["install"], "settings");
     assert_eq!(cmds[0]["status"], "missing");
     assert_eq!(cmds[0]["events"].as_array().unwrap().len(), N);

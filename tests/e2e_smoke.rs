@@ -528,3 +528,34 @@ fn elide_long_strings(v: &mut Value, max: usize) {
         _ => {}
     }
 }
+
+/// Exec-form hooks (`"command"` + `"args"`, Claude Code 2.1.139 and later), which `walj install`
+/// and the plugin write: the pinned CLI spawns `command` (a bare name found on PATH) with `args`
+/// as they are (no word splitting) and no shell in between (the hook's parent is Claude Code).
+#[test]
+fn exec_form_hooks_run_without_a_shell() {
+    let Some(bin) = claude::claude_or_skip("exec_form_hooks_run_without_a_shell") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.write("README.md", "# demo\n");
+    sb.commit("initial");
+    let hook =
+        |command: &str, args: &[&str]| json!({"type": "command", "command": command, "args": args, "timeout": 10});
+    sb.settings(&json!({"hooks": {"SessionStart": [{"hooks": [
+        hook("touch", &["args kept whole.txt"]),
+        hook("sh", &["-c", "cat /proc/$PPID/comm > parent.txt"]),
+    ]}]}}));
+    let mock = MockServer::start(vec![Turn::text("Done.")]);
+    let out = claude::run(sb.claude_p(&bin, &mock, "Nothing to do"), SESSION_TIMEOUT);
+    assert!(out.status.success() && !out.timed_out, "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sb.read("parent.txt").is_none_or(|p| p.is_empty()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sb.read("args kept whole.txt").as_deref(), Some(""), "the exec-form hook did not run with its args");
+    let parent = sb.read("parent.txt").unwrap_or_default();
+    let parent = parent.trim();
+    assert!(!parent.is_empty() && !["sh", "bash", "dash", "zsh"].contains(&parent), "the hook's parent is {parent:?}");
+    println!("an exec-form hook's parent: {parent}");
+}

@@ -123,14 +123,15 @@ impl Proj {
         let settings: Value =
             serde_json::from_str(&fs::read_to_string(self.sb.project.join(".claude/settings.json")).unwrap()).unwrap();
         for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure", "SessionStart", "Stop", "SessionEnd"] {
-            let cmds: Vec<&str> = settings["hooks"][event]
+            // Exec form (no `claude` on this PATH to ask its version: walj writes exec form, which
+            // the pinned CLI honours), so the session below runs walj without a shell.
+            let exec = settings["hooks"][event]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
-                .filter_map(|h| h["command"].as_str())
-                .collect();
-            assert!(cmds.contains(&"walj hook"), "walj install did not hook {event} with `walj hook`: {settings}");
+                .any(|h| h["command"] == "walj" && h["args"] == json!(["hook"]));
+            assert!(exec, "walj install did not hook {event} with exec-form `walj` [`hook`]: {settings}");
         }
         assert!(self.sb.project.join(".walj").is_dir(), "walj install made no .walj/: {text}");
     }

@@ -113,6 +113,8 @@ fn generated_plugin_bundles_this_binary_and_the_same_files() {
     assert_eq!(manifest["name"], "walj");
     assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(manifest["license"], env!("CARGO_PKG_LICENSE"));
+    // Exec form needs Claude Code 2.1.139: the manifest says so.
+    assert_eq!(manifest["engines"], json!({"claude-code": ">=2.1.139"}));
     let hooks: Value = serde_json::from_slice(&got["hooks/hooks.json"].0).unwrap();
     let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
     let want: Vec<String> = walj::claude::events::HookEvent::ALL.iter().map(|e| e.name().to_string()).collect();
@@ -120,7 +122,9 @@ fn generated_plugin_bundles_this_binary_and_the_same_files() {
     for e in walj::claude::events::HookEvent::ALL {
         let h = &hooks["hooks"][e.name()][0];
         assert_eq!(h["matcher"].as_str(), e.matcher());
-        assert_eq!(h["hooks"][0]["command"], "\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook");
+        // Exec form: Claude Code spawns bin/walj itself (no `sh -c`).
+        assert_eq!(h["hooks"][0]["command"], "${CLAUDE_PLUGIN_ROOT}/bin/walj");
+        assert_eq!(h["hooks"][0]["args"], json!(["hook"]));
         assert_eq!(h["hooks"][0]["timeout"], walj::claude::settings::HOOK_TIMEOUT_SECS);
     }
     for name in ["recover", "handoff", "sessions"] {
@@ -287,4 +291,46 @@ fn launcher_runs_the_walj_on_path_or_in_cargo_bin() {
         let o = env.launch(&launcher(), &path, &["no-such-command"], "");
         assert_eq!(o.status.code(), Some(2), "{place}: {o:?}");
     }
+}
+
+/// A Claude Code older than 2.1.139 ignores the hooks' `args` (exec form) and runs their
+/// `command` alone through its shell: `sh -c '${CLAUDE_PLUGIN_ROOT}/bin/walj'`, the payload on
+/// stdin. The launcher takes that for the hook: with walj, it journals; without, it speaks at
+/// SessionStart only; always exit 0.
+#[test]
+fn launcher_without_arguments_is_the_hook_for_a_claude_code_that_ignores_args() {
+    let hooks: Value = serde_json::from_slice(&fs::read(repo().join("plugin/hooks/hooks.json")).unwrap()).unwrap();
+    let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let old_claude = |env: &Env, path: &str, event: &str| {
+        let mut child = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(env.p("project"))
+            .env_clear()
+            .env("PATH", format!("{path}:/usr/bin:/bin"))
+            .env("HOME", env.p("home"))
+            .env("CLAUDE_PROJECT_DIR", env.p("project"))
+            .env("CLAUDE_PLUGIN_ROOT", repo().join("plugin"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload(env, event).as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let env = Env::new();
+    env.install_walj("bin");
+    let o = old_claude(&env, env.p("bin").to_str().unwrap(), "PreToolUse");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let j = env.journal();
+    assert!(j.iter().any(|r| r["op"] == "intent" && r["path"] == "a.txt"), "no intent journaled: {j:?}");
+
+    let env = Env::new();
+    let o = old_claude(&env, env.p("empty").to_str().unwrap(), "PreToolUse");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let o = old_claude(&env, env.p("empty").to_str().unwrap(), "SessionStart");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NOT journaled"), "{o:?}");
 }

@@ -49,7 +49,7 @@ pub fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentInfo>) {
                     continue;
                 }
             };
-            let ours = |h: &Value| install::is_walj_agent_command(install::handler_command(h), base, agent);
+            let ours = |h: &Value| install::is_walj_agent_handler(h, base, agent);
             let events: Vec<String> = hooked_events(&file, &ours);
             if events.is_empty() {
                 continue;

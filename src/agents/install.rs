@@ -110,15 +110,16 @@ pub fn command(base: &str, agent: Agent) -> String {
     format!("{} --agent {}", base.trim(), agent.name())
 }
 
-/// Whether `cmd` runs walj's hook for `agent`: `walj hook --agent NAME` (any walj path, see
-/// [`settings::is_walj_command`]; `--agent=NAME` too).
+/// Whether the command line `cmd` runs walj's hook for `agent`: `walj hook --agent NAME` (any
+/// walj path; `--agent=NAME` too). A handler object is checked with
+/// [`settings::is_walj_hook`], which also knows exec form.
 pub fn is_walj_agent_command(cmd: &str, base: &str, agent: Agent) -> bool {
-    let c = cmd.trim();
-    let rest = c
-        .strip_suffix(agent.name())
-        .and_then(|r| r.strip_suffix("--agent=").or_else(|| r.trim_end().strip_suffix("--agent")))
-        .map(str::trim_end);
-    rest.is_some_and(|r| settings::is_walj_command(r, base))
+    settings::is_walj_hook(&json!({ "command": cmd }), base, Some(agent.name()))
+}
+
+/// Whether a handler object of `agent`'s settings is walj's hook ([`settings::is_walj_hook`]).
+pub fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool {
+    settings::is_walj_hook(h, base, Some(agent.name()))
 }
 
 /// The handler object walj adds for one event.
@@ -132,11 +133,6 @@ pub fn handler(agent: Agent, event: &str, cmd: &str) -> Value {
         Agent::Copilot => json!({"type": "command", "bash": cmd, "timeoutSec": 10}),
         Agent::ClaudeCode => json!({"type": "command", "command": cmd, "timeout": settings::HOOK_TIMEOUT_SECS}),
     }
-}
-
-/// The command of a handler object (`command`, or Copilot's `bash`).
-pub fn handler_command(h: &Value) -> &str {
-    h.get("command").or_else(|| h.get("bash")).and_then(Value::as_str).unwrap_or("")
 }
 
 /// What `install`/`uninstall` did for an agent.
@@ -162,7 +158,7 @@ pub fn install(
     }
     let path = hooks_file(agent, scope, root);
     let cmd = command(base, agent);
-    let ours = |h: &Value| is_walj_agent_command(handler_command(h), base, agent);
+    let ours = |h: &Value| is_walj_agent_handler(h, base, agent);
     let report = match agent {
         Agent::Copilot => install_copilot(&path, &cmd, &ours, backup_dir)?,
         _ => {
@@ -321,7 +317,7 @@ pub fn uninstall(
     backup_dir: Option<&Path>,
 ) -> Result<Outcome, InstallError> {
     let path = hooks_file(agent, scope, root);
-    let ours = |h: &Value| is_walj_agent_command(handler_command(h), base, agent);
+    let ours = |h: &Value| is_walj_agent_handler(h, base, agent);
     let events: Vec<&str> = hooks_of(agent).collect();
     let mut out = Outcome {
         report: InstallReport { path: path.clone(), added: vec![], already: vec![], backup: None },
@@ -415,7 +411,7 @@ mod tests {
     fn copilot_file_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".github/hooks/walj.json");
-        let ours = |h: &Value| is_walj_agent_command(handler_command(h), "walj hook", Agent::Copilot);
+        let ours = |h: &Value| is_walj_agent_handler(h, "walj hook", Agent::Copilot);
         let r = install_copilot(&path, "walj hook --agent copilot", &ours, None).unwrap();
         assert_eq!(r.added.len(), hooks(Agent::Copilot).len());
         let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

@@ -20,7 +20,7 @@ pub use resolve::{HookEnv, Program};
 
 use super::events::{HookEvent, is_essential_tool};
 use super::paths::{SettingsScope, settings_path};
-use super::settings::{HOOK_TIMEOUT_SECS, is_walj_handler, kind, load};
+use super::settings::{HOOK_TIMEOUT_SECS, HookRun, is_walj_handler, kind, load};
 use crate::fold::{Fold, FoldOptions};
 use crate::project::Project;
 
@@ -122,8 +122,10 @@ struct Occurrence<'a> {
 /// event using the command fail, so those events are not reported as hooked.
 type Resolutions = HashMap<(usize, String), Program>;
 
-fn handler_command(handler: &Value) -> &str {
-    handler.get("command").and_then(Value::as_str).unwrap_or_default().trim()
+/// How a handler is named in findings: [`HookRun::label`] (a shell form's command line, an exec
+/// form's words as a JSON list).
+fn handler_command(handler: &Value) -> String {
+    HookRun::of(handler).map(|r| r.label()).unwrap_or_default()
 }
 
 /// Checks one settings file: which of walj's events run walj's hook, which are missing, duplicates,
@@ -224,7 +226,7 @@ fn check_sources(
     let broken = |occ: &Occurrence| {
         resolved.is_some_and(|r| {
             matches!(
-                r.get(&(sources[occ.source].install, handler_command(occ.handler).to_string())),
+                r.get(&(sources[occ.source].install, handler_command(occ.handler))),
                 Some(Program::Missing(_) | Program::LauncherFindsNoWalj(_))
             )
         })
@@ -306,7 +308,7 @@ fn check_event(
     installs.dedup();
     for install in installs {
         let mine: Vec<&Occurrence> = occs.iter().filter(|o| sources[o.source].install == install).collect();
-        let mut distinct: Vec<&str> = mine.iter().map(|o| handler_command(o.handler)).collect();
+        let mut distinct: Vec<String> = mine.iter().map(|o| handler_command(o.handler)).collect();
         distinct.sort_unstable();
         distinct.dedup();
         if distinct.len() > 1 {
@@ -352,7 +354,7 @@ fn check_event(
         }
 
         if check_absolute
-            && let Some(program) = absolute_program(cmd)
+            && let Some(program) = absolute_program(occ.handler)
             && !program.exists()
         {
             problems.push(DoctorFinding::new(
@@ -496,16 +498,22 @@ fn check_matcher(ev: HookEvent, matcher: Option<&Value>, loc: &str) -> Vec<Docto
     out
 }
 
-/// The program of a hook command when it is an absolute path to walj (`/usr/bin/walj hook`,
-/// `'/opt/x/walj' hook`); `None` for `walj hook`, relative paths and shell constructs.
-fn absolute_program(cmd: &str) -> Option<PathBuf> {
-    let cmd = cmd.trim_start();
-    let token = match cmd.chars().next() {
-        Some(q @ ('\'' | '"')) => {
-            let rest = &cmd[1..];
-            &rest[..rest.find(q)?]
+/// The program of a handler when it is an absolute path to walj (`/usr/bin/walj hook`,
+/// `'/opt/x/walj' hook`, exec form `"/usr/bin/walj"`); `None` for `walj hook`, relative paths
+/// and shell constructs.
+fn absolute_program(handler: &Value) -> Option<PathBuf> {
+    let token = match HookRun::of(handler)? {
+        HookRun::Exec { program, .. } => program,
+        HookRun::Shell(cmd) => {
+            let cmd = cmd.trim_start();
+            match cmd.chars().next() {
+                Some(q @ ('\'' | '"')) => {
+                    let rest = &cmd[1..];
+                    &rest[..rest.find(q)?]
+                }
+                _ => cmd.split_whitespace().next()?,
+            }
         }
-        _ => cmd.split_whitespace().next()?,
     };
     let file = Path::new(token).file_name()?.to_str()?;
     let p = PathBuf::from(token);
@@ -624,7 +632,10 @@ pub struct InstallInfo {
 /// What one hook command runs (`commands` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandInfo {
+    /// A shell form's command line, or an exec form's words as a JSON list (`["walj","hook"]`).
     pub command: String,
+    /// `shell` or `exec` (`command` + `args`, spawned without a shell).
+    pub form: &'static str,
     /// The install it belongs to: `settings` or `plugin <id>`.
     pub install: String,
     /// The events that run it.
@@ -761,7 +772,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     for (event, occs) in &by_event {
         for occ in occs {
             let src = &sources[occ.source];
-            let cmd = handler_command(occ.handler).to_string();
+            let cmd = handler_command(occ.handler);
             let key = (src.install, cmd.clone());
             let label = install_label(src.install);
             if let Some(info) = commands.iter_mut().find(|c| c.install == label && c.command == cmd) {
@@ -770,9 +781,17 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 }
                 continue;
             }
-            let program = resolve::resolve(&cmd, src.plugin_root.as_deref(), &env);
+            let program = match HookRun::of(occ.handler) {
+                Some(HookRun::Exec { program, .. }) => resolve::resolve_exec(program, src.plugin_root.as_deref(), &env),
+                _ => resolve::resolve(&cmd, src.plugin_root.as_deref(), &env),
+            };
+            let form = match HookRun::of(occ.handler) {
+                Some(HookRun::Exec { .. }) => "exec",
+                _ => "shell",
+            };
             let mut info = CommandInfo {
                 command: cmd,
+                form,
                 install: label,
                 events: vec![event.clone()],
                 status: "found",
@@ -877,6 +896,25 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         findings.push(DoctorFinding::new(level, check::COMMAND, message));
     }
 
+    // Exec form under a Claude Code that ignores `args` (only asked when there is exec form).
+    if commands.iter().any(|c| c.form == "exec")
+        && let Some(claude) = super::version::installed()
+        && super::settings::HookForm::for_version(&claude.text) == Some(super::settings::HookForm::Shell)
+    {
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            check::HOOKS,
+            format!(
+                "Claude Code {} ({}) is older than {}, which ignores a hook's `args`: it runs the exec-form hooks' \
+                 `command` alone through its shell (walj without arguments takes the payload for `walj hook`, but a \
+                 path with spaces breaks). Run `claude update`, or `walj uninstall` then `walj install --form shell`",
+                claude.text,
+                claude.program.display(),
+                super::settings::exec_form_since()
+            ),
+        ));
+    }
+
     // Installed twice: each install's hooks run (their commands differ), so every event twice.
     let mut installs: Vec<InstallInfo> = vec![];
     let settings_files: Vec<String> = {
@@ -975,7 +1013,7 @@ mod tests {
     use tempfile::TempDir;
 
     use super::*;
-    use crate::claude::settings::{install, uninstall};
+    use crate::claude::settings::{HookForm, install, uninstall};
 
     const CMD: &str = "walj hook";
 
@@ -1031,7 +1069,7 @@ mod tests {
     fn doctor_finds_missing_events() {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
-        install(&path, CMD).unwrap();
+        install(&path, CMD, HookForm::Shell).unwrap();
         let mut v = read_value(&path);
         let hooks = v["hooks"].as_object_mut().unwrap();
         hooks.shift_remove("PostToolUse");
@@ -1050,7 +1088,7 @@ mod tests {
         assert_eq!(worst(&f), Level::Error);
 
         // install repairs it.
-        let r = install(&path, CMD).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
         assert_eq!(r.added, ["PostToolUse", "SessionEnd"]);
         assert_eq!(worst(&check_settings(&path, CMD)), Level::Ok);
     }
@@ -1059,7 +1097,7 @@ mod tests {
     fn doctor_flags_duplicates_matchers_and_timeouts() {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
-        install(&path, CMD).unwrap();
+        install(&path, CMD, HookForm::Shell).unwrap();
         let mut v = read_value(&path);
         let h = &mut v["hooks"];
         h["PreToolUse"][0]["matcher"] = json!("Edit|Write");
@@ -1115,7 +1153,7 @@ mod tests {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
         write_value(&path, &json!({"disableAllHooks": true}));
-        install(&path, CMD).unwrap();
+        install(&path, CMD, HookForm::Shell).unwrap();
         let f = check_settings(&path, CMD);
         assert!(f.iter().any(|x| x.level == Level::Error && x.message.contains("disableAllHooks")));
     }
@@ -1130,11 +1168,11 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("walj is not installed"));
 
-        install(&user, CMD).unwrap();
+        install(&user, CMD, HookForm::Shell).unwrap();
         assert_eq!(worst(&check_scopes(dir.path(), home.path(), CMD)), Level::Ok);
 
         // The same command in two files runs once: fine. A different one runs twice: warn.
-        install(&project, CMD).unwrap();
+        install(&project, CMD, HookForm::Shell).unwrap();
         let f = check_scopes(dir.path(), home.path(), CMD);
         assert!(f.iter().any(|x| x.message.contains("listed 2 times")));
         assert!(f.iter().all(|x| x.level != Level::Error), "{f:?}");

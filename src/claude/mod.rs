@@ -9,6 +9,7 @@
 //!   [`doctor`]: checking them.
 //! - [`env`]: whether walj runs inside a Claude Code tool call (who acted).
 //! - [`transcript`]: the transcript line format (what walj reads of `~/.claude/projects/*.jsonl`).
+//! - [`version`]: the version of the `claude` on PATH (`walj install` picks the hook form by it).
 
 pub mod doctor;
 pub mod env;
@@ -18,3 +19,4 @@ pub mod paths;
 pub mod payload;
 pub mod settings;
 pub mod transcript;
+pub mod version;

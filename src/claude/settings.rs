@@ -2,6 +2,11 @@
 //! and take them out again (DESIGN §5, CLAUDE-CODE "Hook configuration"). `walj doctor`'s checks
 //! of the same files are in [`super::doctor`].
 //!
+//! A handler runs walj in exec form (`"command": "walj", "args": ["hook"]`, no shell) or shell
+//! form (`"command": "walj hook"`): see [`HookForm`]. Whether a handler is walj's is one
+//! predicate, [`is_walj_hook`], for both forms, used by install, uninstall, doctor, the plugin
+//! checks and other agents' files alike.
+//!
 //! The settings file is edited as a `serde_json::Value` with `preserve_order`, so every key, hook,
 //! group and ordering that is not walj's stays as it was. Changes are written atomically (temporary
 //! file in the same folder, fsync, rename) after a copy of the old file is kept as
@@ -81,6 +86,163 @@ pub(super) fn kind(v: &Value) -> &'static str {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hook forms
+
+/// How a handler runs its program (CLAUDE-CODE "Hook configuration").
+///
+/// - **Shell form**: `command` is a shell command line, run as `sh -c COMMAND`.
+/// - **Exec form**: `command` is the program and `args` its arguments; Claude Code spawns it
+///   directly, without a shell, and substitutes placeholders such as `${CLAUDE_PLUGIN_ROOT}` in
+///   each element as plain text. Honoured from Claude Code [`EXEC_FORM_SINCE`] on (its changelog,
+///   2.1.139: "Added hook `args: string[]` field (exec form)"). An older version ignores `args`
+///   and runs `command` through the shell: walj without arguments, which then does the hook's
+///   job when its stdin is a hook payload (`main.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookForm {
+    Shell,
+    Exec,
+}
+
+/// The first Claude Code version that honours a handler's `args` (exec form).
+pub const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
+
+/// [`EXEC_FORM_SINCE`] as text (`2.1.139`).
+pub fn exec_form_since() -> String {
+    EXEC_FORM_SINCE.map(|n| n.to_string()).join(".")
+}
+
+impl HookForm {
+    /// The form a Claude Code of `version` (`claude --version`: "2.1.328 (Claude Code)")
+    /// honours; `None` when the text holds no version.
+    pub fn for_version(version: &str) -> Option<HookForm> {
+        let v = parse_version(version)?;
+        Some(if v >= EXEC_FORM_SINCE { HookForm::Exec } else { HookForm::Shell })
+    }
+}
+
+/// The first `X.Y.Z` in `text`.
+pub fn parse_version(text: &str) -> Option<[u32; 3]> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.')).find_map(|word| {
+        let mut parts = word.split('.').map(|p| p.parse::<u32>().ok());
+        let v = [parts.next()??, parts.next()??, parts.next()??];
+        Some(v)
+    })
+}
+
+/// The words of a command line made of plain words only, as `sh` splits them: quotes and
+/// backslashes are undone (`'/opt/my dir/walj' hook` → `/opt/my dir/walj`, `hook`). `None` when
+/// anything else is in it (expansions, operators, globs, `~`, comments, redirections, a leading
+/// assignment or builtin), since exec form runs no shell to do those.
+pub fn plain_words(command: &str) -> Option<Vec<String>> {
+    let mut words: Vec<String> = Vec::new();
+    let mut chars = command.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&first) = chars.peek() else { break };
+        if matches!(first, '~' | '#') {
+            return None;
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            if c.is_whitespace() {
+                break;
+            }
+            chars.next();
+            match c {
+                '\\' => word.push(chars.next()?),
+                '\'' => loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        ch => word.push(ch),
+                    }
+                },
+                '"' => loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '$' | '`' => return None,
+                        '\\' => match chars.next()? {
+                            n @ ('"' | '\\') => word.push(n),
+                            n => {
+                                word.push('\\');
+                                word.push(n);
+                            }
+                        },
+                        ch => word.push(ch),
+                    }
+                },
+                '$' | '`' | ';' | '&' | '|' | '<' | '>' | '(' | ')' | '*' | '?' | '[' | ']' | '{' | '}' | '!' => {
+                    return None;
+                }
+                ch => word.push(ch),
+            }
+        }
+        words.push(word);
+    }
+    let program = words.first()?;
+    let builtin = matches!(
+        program.as_str(),
+        "exec" | "command" | "cd" | "eval" | "." | "source" | "time" | "if" | "for" | "while" | "until" | "case"
+    );
+    if program.is_empty() || program.contains('=') || builtin {
+        return None;
+    }
+    Some(words)
+}
+
+/// The handler object walj writes for `command` (a command line: `walj hook`, `'/x/walj'
+/// hook`): exec form when `form` asks for it and `command` is [`plain_words`], else shell form.
+pub fn handler(command: &str, form: HookForm) -> Value {
+    match (form, plain_words(command)) {
+        (HookForm::Exec, Some(words)) => exec_handler(&words[0], &words[1..]),
+        _ => json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}),
+    }
+}
+
+/// An exec-form handler: `program` spawned with `args`, no shell.
+pub fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    json!({"type": "command", "command": program, "args": args, "timeout": HOOK_TIMEOUT_SECS})
+}
+
+/// What a handler object runs, as Claude Code reads it: exec form when it has `args`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookRun<'a> {
+    /// `command` (or Copilot CLI's `bash`), run by a shell.
+    Shell(&'a str),
+    /// `command` spawned with `args`.
+    Exec { program: &'a str, args: Vec<&'a str> },
+}
+
+impl<'a> HookRun<'a> {
+    /// `None` when the handler has no command, or `args` is not a list of strings.
+    pub fn of(handler: &'a Value) -> Option<HookRun<'a>> {
+        let command = handler.get("command").or_else(|| handler.get("bash")).and_then(Value::as_str)?;
+        match handler.get("args") {
+            None => Some(HookRun::Shell(command)),
+            Some(Value::Array(a)) => {
+                let args = a.iter().map(Value::as_str).collect::<Option<Vec<&str>>>()?;
+                Some(HookRun::Exec { program: command, args })
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// How walj names it in messages and `walj doctor --json`: a shell form's command line
+    /// (trimmed), an exec form's words as a JSON list (`["walj","hook"]`), so the two forms of
+    /// the same command stay apart (Claude Code runs both).
+    pub fn label(&self) -> String {
+        match self {
+            HookRun::Shell(c) => c.trim().to_string(),
+            HookRun::Exec { program, args } => {
+                let mut words = vec![*program];
+                words.extend(args.iter().copied());
+                serde_json::to_string(&words).unwrap_or_default()
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Recognising walj's handlers
 
 /// Whether a hook command line runs walj's hook: the same string as `command`, or any command
@@ -105,9 +267,62 @@ pub fn is_walj_command(cmd: &str, command: &str) -> bool {
     before.is_empty() || before.ends_with(['/', '\\', '"', '\'']) || before.ends_with(char::is_whitespace)
 }
 
-/// Whether a handler object (an element of a group's `hooks` array) is walj's.
-pub(super) fn is_walj_handler(handler: &Value, command: &str) -> bool {
-    handler.get("command").and_then(Value::as_str).is_some_and(|c| is_walj_command(c, command))
+/// Whether a program (an exec-form `command`) is walj: named `walj` or `walj.exe`, with any
+/// path (`${CLAUDE_PLUGIN_ROOT}/bin/walj`, the plugin's binary or launcher).
+fn is_walj_program(program: &str) -> bool {
+    let p = program.trim().trim_matches(['"', '\'']);
+    let name = p.rsplit(['/', '\\']).next().unwrap_or(p);
+    name == "walj" || name == "walj.exe"
+}
+
+/// The one predicate "is this walj's hook" (`install`, `uninstall`, `doctor`, the plugin checks,
+/// other agents' files): a handler object that runs walj's hook for `agent` (`None`: Claude Code,
+/// no `--agent`). `command` is the command line walj would install (`walj hook`, this binary's
+/// path); any walj counts too.
+/// - Shell form: [`is_walj_command`] (with ` --agent NAME` or ` --agent=NAME` after it for an
+///   agent).
+/// - Exec form: `command` + `args` are the words of `command` (plus `--agent NAME`), or the
+///   program is a walj ([`is_walj_program`]) and `args` are `hook` (then `--agent NAME` or
+///   `--agent=NAME`).
+pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool {
+    match HookRun::of(handler) {
+        Some(HookRun::Shell(text)) => match agent {
+            None => is_walj_command(text, command),
+            Some(name) => {
+                let rest = text
+                    .trim()
+                    .strip_suffix(name)
+                    .and_then(|r| r.strip_suffix("--agent=").or_else(|| r.trim_end().strip_suffix("--agent")))
+                    .filter(|r| r.ends_with(char::is_whitespace))
+                    .map(str::trim_end);
+                rest.is_some_and(|r| is_walj_command(r, command))
+            }
+        },
+        Some(HookRun::Exec { program, args }) => {
+            let tail_ok = |tail: &[&str]| match agent {
+                None => tail.is_empty(),
+                Some(name) => {
+                    tail == ["--agent", name] || (tail.len() == 1 && tail[0].strip_prefix("--agent=") == Some(name))
+                }
+            };
+            if let Some(words) = plain_words(command)
+                && words.first().is_some_and(|w| w == program)
+                && words.len() <= args.len() + 1
+                && words[1..].iter().zip(&args).all(|(w, a)| w == a)
+                && tail_ok(&args[words.len() - 1..])
+            {
+                return true;
+            }
+            is_walj_program(program) && args.first() == Some(&"hook") && tail_ok(&args[1..])
+        }
+        None => false,
+    }
+}
+
+/// Whether a handler object (an element of a group's `hooks` array) is walj's Claude Code hook
+/// ([`is_walj_hook`] without an agent).
+pub fn is_walj_handler(handler: &Value, command: &str) -> bool {
+    is_walj_hook(handler, command, None)
 }
 
 #[cfg(test)]
@@ -115,9 +330,9 @@ fn group_has_walj(group: &Value, command: &str) -> bool {
     group.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
 }
 
-/// The hook group `walj install` adds for `event` (also the plugin's `hooks/hooks.json`).
-pub fn new_group(event: HookEvent, command: &str) -> Value {
-    let handler = json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS});
+/// The hook group `walj install` adds for `event` running `handler` (also the plugin's
+/// `hooks/hooks.json`).
+pub fn new_group(event: HookEvent, handler: Value) -> Value {
     match event.matcher() {
         Some(m) => json!({"matcher": m, "hooks": [handler]}),
         None => json!({"hooks": [handler]}),
@@ -254,20 +469,27 @@ fn save(
 // ---------------------------------------------------------------------------------------------
 // install / uninstall
 
-/// Merges walj's handlers (`command`, e.g. `walj hook`) into the settings file at `path`, creating
-/// it (and its folder) when missing. Events that already run walj's hook are left alone. Nothing
-/// is written when nothing is missing.
-pub fn install(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
-    install_to(path, command, None)
+/// Merges walj's handlers (`command`, e.g. `walj hook`, in `form`: see [`handler`]) into the
+/// settings file at `path`, creating it (and its folder) when missing. Events that already run
+/// walj's hook, in either form ([`is_walj_handler`]), are left alone. Nothing is written when
+/// nothing is missing.
+pub fn install(path: &Path, command: &str, form: HookForm) -> Result<InstallReport, InstallError> {
+    install_to(path, command, form, None)
 }
 
 /// [`install`], keeping the backup of the old file in `backup_dir` (see [`save`]) instead of
 /// beside it.
-pub fn install_to(path: &Path, command: &str, backup_dir: Option<&Path>) -> Result<InstallReport, InstallError> {
+pub fn install_to(
+    path: &Path,
+    command: &str,
+    form: HookForm,
+    backup_dir: Option<&Path>,
+) -> Result<InstallReport, InstallError> {
     if command.trim().is_empty() {
         return Err(InstallError::EmptyCommand);
     }
-    let groups: Vec<(&str, Value)> = HookEvent::ALL.iter().map(|e| (e.name(), new_group(*e, command))).collect();
+    let groups: Vec<(&str, Value)> =
+        HookEvent::ALL.iter().map(|e| (e.name(), new_group(*e, handler(command, form)))).collect();
     install_groups(path, &groups, &|h| is_walj_handler(h, command), backup_dir)
 }
 
@@ -330,7 +552,7 @@ pub fn install_groups(
     Ok(report)
 }
 
-/// Removes exactly walj's handlers (those [`is_walj_command`] recognises) from every event of the
+/// Removes exactly walj's handlers (those [`is_walj_handler`] recognises, in either form) from every event of the
 /// settings file, then the groups, event keys and `hooks` object left empty by that removal.
 /// A missing file, or one without walj's handlers, is left alone.
 pub fn uninstall(path: &Path, command: &str) -> Result<InstallReport, InstallError> {
@@ -505,10 +727,126 @@ mod tests {
     }
 
     #[test]
+    fn recognises_walj_handlers_in_both_forms() {
+        let exec = |c: &str, a: &[&str]| json!({"type": "command", "command": c, "args": a});
+        let shell = |c: &str| json!({"type": "command", "command": c});
+        for h in [
+            exec("walj", &["hook"]),
+            exec("/usr/local/bin/walj", &["hook"]),
+            exec("/opt/my dir/walj", &["hook"]),
+            exec("${CLAUDE_PLUGIN_ROOT}/bin/walj", &["hook"]),
+            exec("C:\\tools\\walj.exe", &["hook"]),
+            exec("'/opt/x/walj'", &["hook"]),
+            shell("\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook"),
+            shell("'/usr/local/bin/walj' hook"),
+            // The configured command, split, whatever the program is called.
+            exec("/x/walj-dev", &["hook", "--v"]),
+        ] {
+            assert!(is_walj_hook(&h, "/x/walj-dev hook --v", None), "{h}");
+        }
+        for h in [
+            exec("walj", &["hooks"]),
+            exec("walj", &[]),
+            exec("walj", &["hook", "--agent", "codex"]),
+            exec("walj-dev", &["hook"]),
+            exec("notwalj", &["hook"]),
+            exec("walj hook", &[]),
+            exec("sh", &["-c", "walj hook"]),
+            json!({"type": "command", "command": "walj", "args": "hook"}),
+            json!({"type": "command", "command": "walj", "args": [1]}),
+            json!({"type": "command"}),
+            shell("walj hooks"),
+        ] {
+            assert!(!is_walj_handler(&h, CMD), "{h}");
+        }
+        // Agents: `--agent NAME` (or `--agent=NAME`) after `hook`, in both forms.
+        assert!(is_walj_hook(&exec("walj", &["hook", "--agent", "codex"]), CMD, Some("codex")));
+        assert!(is_walj_hook(&exec("/b/walj", &["hook", "--agent=gemini"]), CMD, Some("gemini")));
+        assert!(is_walj_hook(&json!({"bash": "walj hook --agent copilot"}), CMD, Some("copilot")));
+        assert!(!is_walj_hook(&exec("walj", &["hook", "--agent", "codex"]), CMD, Some("gemini")));
+        assert!(!is_walj_hook(&exec("walj", &["hook"]), CMD, Some("codex")));
+        assert!(!is_walj_hook(&shell("walj hook--agent codex"), CMD, Some("codex")));
+    }
+
+    #[test]
+    fn exec_form_from_plain_words_only() {
+        assert_eq!(plain_words("walj hook").unwrap(), ["walj", "hook"]);
+        assert_eq!(plain_words("  '/opt/my dir/walj'  hook ").unwrap(), ["/opt/my dir/walj", "hook"]);
+        assert_eq!(plain_words("'/it'\\''s/walj' hook").unwrap(), ["/it's/walj", "hook"]);
+        assert_eq!(plain_words("\"/a b/walj\" hook").unwrap(), ["/a b/walj", "hook"]);
+        assert_eq!(plain_words("/a\\ b/walj hook --agent=x").unwrap(), ["/a b/walj", "hook", "--agent=x"]);
+        for c in [
+            "",
+            "  ",
+            "cd \"$CLAUDE_PROJECT_DIR\" && walj hook",
+            "$HOME/bin/walj hook",
+            "~/bin/walj hook",
+            "walj hook; echo",
+            "walj hook > /dev/null",
+            "FOO=1 walj hook",
+            "exec walj hook",
+            "walj hook # note",
+            "\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook",
+            "'unterminated hook",
+            "`which walj` hook",
+        ] {
+            assert_eq!(plain_words(c), None, "{c}");
+        }
+        assert_eq!(handler("'/opt/my dir/walj' hook", HookForm::Exec)["command"], "/opt/my dir/walj");
+        assert_eq!(handler("'/opt/my dir/walj' hook", HookForm::Exec)["args"], json!(["hook"]));
+        assert_eq!(
+            handler("walj hook", HookForm::Shell),
+            json!({"type": "command", "command": "walj hook", "timeout": 10})
+        );
+        // What is not plain words stays shell form.
+        let h = handler("cd \"$CLAUDE_PROJECT_DIR\" && walj hook", HookForm::Exec);
+        assert_eq!(h["command"], "cd \"$CLAUDE_PROJECT_DIR\" && walj hook");
+        assert!(h.get("args").is_none());
+    }
+
+    #[test]
+    fn versions_choose_the_form() {
+        assert_eq!(HookForm::for_version("2.1.328 (Claude Code)"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("2.1.139 (Claude Code)"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("2.1.138 (Claude Code)"), Some(HookForm::Shell));
+        assert_eq!(HookForm::for_version("1.0.99"), Some(HookForm::Shell));
+        assert_eq!(HookForm::for_version("3.0.0"), Some(HookForm::Exec));
+        assert_eq!(HookForm::for_version("Claude Code"), None);
+        assert_eq!(exec_form_since(), "2.1.139");
+    }
+
+    /// A settings file with walj in both forms and another tool's exec-form hook: install adds
+    /// nothing, uninstall takes both walj handlers out and keeps the other tool's.
+    #[test]
+    fn mixed_forms_install_nothing_and_uninstall_both() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        let other = json!({"type": "command", "command": "/usr/bin/lint", "args": ["--hook"]});
+        let before = json!({"hooks": {"Stop": [{"hooks": [other.clone()]}]}});
+        write_value(&path, &before);
+        install(&path, CMD, HookForm::Exec).unwrap();
+        let mut v = read_value(&path);
+        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["args"], json!(["hook"]));
+        // Add walj's shell form beside the exec form in every event: still installed.
+        for (_, groups) in v["hooks"].as_object_mut().unwrap() {
+            groups.as_array_mut().unwrap().push(json!({"hooks": [{"type": "command", "command": CMD, "timeout": 10}]}));
+        }
+        write_value(&path, &v);
+        let bytes = fs::read(&path).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
+        assert!(r.added.is_empty(), "{r:?}");
+        let r = install(&path, CMD, HookForm::Exec).unwrap();
+        assert!(r.added.is_empty(), "{r:?}");
+        assert_eq!(fs::read(&path).unwrap(), bytes);
+        uninstall(&path, CMD).unwrap();
+        assert_same(&read_value(&path), &before);
+    }
+
+    #[test]
     fn install_into_missing_file() {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
-        let r = install(&path, CMD).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
         assert_eq!(r.added, names());
         assert!(r.already.is_empty());
         assert_eq!(r.backup, None);
@@ -537,7 +875,7 @@ mod tests {
         write_value(&path, &before);
         let original_bytes = fs::read(&path).unwrap();
 
-        let r = install(&path, CMD).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
         assert_eq!(r.added, names());
         let backup = r.backup.clone().unwrap();
         assert_eq!(backup, with_suffix(&path, ".walj-backup"));
@@ -572,7 +910,7 @@ mod tests {
 
         // Idempotent: second install changes nothing and makes no second backup.
         let bytes = fs::read(&path).unwrap();
-        let r2 = install(&path, CMD).unwrap();
+        let r2 = install(&path, CMD, HookForm::Shell).unwrap();
         assert!(r2.added.is_empty());
         assert_eq!(r2.already, names());
         assert_eq!(r2.backup, None);
@@ -580,7 +918,7 @@ mod tests {
         assert_eq!(backups(path.parent().unwrap()), vec![backup.clone()]);
 
         // An absolute-path command counts as installed too.
-        let r3 = install(&path, "'/usr/local/bin/walj' hook").unwrap();
+        let r3 = install(&path, "'/usr/local/bin/walj' hook", HookForm::Shell).unwrap();
         assert!(r3.added.is_empty());
         assert_eq!(fs::read(&path).unwrap(), bytes);
 
@@ -611,7 +949,7 @@ mod tests {
             {"type": "command", "command": "/opt/bin/walj hook", "timeout": 10}
         ]}]}});
         write_value(&path, &before);
-        let r = install(&path, CMD).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
         assert_eq!(r.already, ["Stop"]);
         assert_eq!(r.added.len(), HookEvent::ALL.len() - 1);
         let after = read_value(&path);
@@ -639,7 +977,7 @@ mod tests {
     fn uninstall_of_created_file_leaves_empty_object() {
         let dir = TempDir::new().unwrap();
         let path = settings(&dir);
-        install(&path, CMD).unwrap();
+        install(&path, CMD, HookForm::Shell).unwrap();
         uninstall(&path, CMD).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "{}\n");
     }
@@ -658,7 +996,7 @@ mod tests {
             ("{\"hooks\": {\"Stop\": {\"hooks\": []}}}", "`hooks.Stop` is an object, expected an array"),
         ] {
             fs::write(&path, text).unwrap();
-            let err = install(&path, CMD).unwrap_err().to_string();
+            let err = install(&path, CMD, HookForm::Shell).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
             assert!(err.contains(&path.display().to_string()), "{err}");
             assert_eq!(fs::read_to_string(&path).unwrap(), text);
@@ -671,7 +1009,7 @@ mod tests {
             assert_eq!(worst(&findings), Level::Error);
             assert!(backups(path.parent().unwrap()).is_empty());
         }
-        assert!(matches!(install(&path, "  "), Err(InstallError::EmptyCommand)));
+        assert!(matches!(install(&path, "  ", HookForm::Shell), Err(InstallError::EmptyCommand)));
     }
 
     #[test]
@@ -680,7 +1018,7 @@ mod tests {
         let path = settings(&dir);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, "\n").unwrap();
-        let r = install(&path, CMD).unwrap();
+        let r = install(&path, CMD, HookForm::Shell).unwrap();
         assert_eq!(r.added, names());
         assert!(r.backup.is_some());
     }
@@ -697,7 +1035,7 @@ mod tests {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(&real, &path).unwrap();
 
-        install(&path, CMD).unwrap();
+        install(&path, CMD, HookForm::Shell).unwrap();
         assert!(fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
         assert_eq!(read_value(&real)["model"], "opus");
         assert!(read_value(&real)["hooks"]["PreToolUse"].is_array());
@@ -746,13 +1084,22 @@ mod tests {
             ]),
             prop::option::of(1u32..700),
             any::<bool>(),
+            prop::option::of(prop::sample::select(vec![vec![], vec!["hooks"], vec!["hook", "--x"], vec!["check"]])),
         )
-            .prop_map(|(cmd, timeout, typed)| {
+            .prop_map(|(cmd, timeout, typed, args)| {
                 let mut m = Map::new();
                 if typed {
                     m.insert("type".into(), json!("command"));
                 }
                 m.insert("command".into(), json!(cmd));
+                // Exec form: the first word as the program (`walj-dev` [`hook`] is not walj's).
+                if let Some(args) = args {
+                    let program = cmd.split(' ').next().unwrap_or(cmd);
+                    let mut all: Vec<&str> = cmd.split(' ').skip(1).collect();
+                    all.extend(args);
+                    m.insert("command".into(), json!(program));
+                    m.insert("args".into(), json!(all));
+                }
                 if let Some(t) = timeout {
                     m.insert("timeout".into(), json!(t));
                 }
@@ -812,21 +1159,22 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         #[test]
-        fn install_then_uninstall_round_trips(original in arb_settings(), absolute in any::<bool>()) {
+        fn install_then_uninstall_round_trips(original in arb_settings(), absolute in any::<bool>(), exec in any::<bool>()) {
             let command = if absolute { "'/usr/local/bin/walj' hook" } else { CMD };
+            let form = if exec { HookForm::Exec } else { HookForm::Shell };
             let dir = TempDir::new().unwrap();
             let path = settings(&dir);
             write_value(&path, &original);
             let original_bytes = fs::read(&path).unwrap();
 
-            let r = install(&path, command).unwrap();
+            let r = install(&path, command, form).unwrap();
             prop_assert_eq!(r.added.len() + r.already.len(), HookEvent::ALL.len());
             let installed = fs::read(&path).unwrap();
             if !absolute {
                 prop_assert_eq!(worst(&check_settings(&path, command)), Level::Ok);
             }
 
-            let r2 = install(&path, command).unwrap();
+            let r2 = install(&path, command, form).unwrap();
             prop_assert!(r2.added.is_empty());
             prop_assert_eq!(&fs::read(&path).unwrap(), &installed);
 

@@ -31,6 +31,58 @@ pub struct SettingsArgs {
     /// Confirm: required when Claude runs this (inside a Claude Code tool call).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// How Claude Code's hooks run walj: exec (`"command": "walj", "args": ["hook"]`, no shell;
+    /// Claude Code 2.1.139 and later) or shell (`"command": "walj hook"`). Default: what the
+    /// `claude` on PATH honours (`claude --version`), exec form when there is none.
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub form: Option<FormArg>,
+}
+
+/// `--form`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormArg {
+    Exec,
+    Shell,
+}
+
+/// The hook form `walj install` writes for Claude Code, and a line saying why when it was not
+/// asked for (see [`SettingsArgs::form`]).
+fn hook_form(explicit: Option<FormArg>) -> (settings::HookForm, Option<String>) {
+    use settings::HookForm;
+    let since = settings::exec_form_since();
+    match explicit {
+        Some(FormArg::Exec) => return (HookForm::Exec, None),
+        Some(FormArg::Shell) => return (HookForm::Shell, None),
+        None => {}
+    }
+    let Some(claude) = crate::claude::version::installed() else {
+        return (
+            HookForm::Exec,
+            Some(format!(
+                "no `claude` on PATH answered `--version`: wrote exec form, which Claude Code honours from {since} on \
+                 (an older one runs `walj` without arguments, which walj takes for the hook). `--form shell` writes \
+                 shell form."
+            )),
+        );
+    };
+    let who = format!("{} ({})", claude.text, claude.program.display());
+    match HookForm::for_version(&claude.text) {
+        Some(HookForm::Exec) => (HookForm::Exec, None),
+        Some(HookForm::Shell) => (
+            HookForm::Shell,
+            Some(format!(
+                "Claude Code {who} is older than {since}, which ignores a hook's `args`: wrote shell form. After \
+                 `claude update`, `walj uninstall` then `walj install` writes exec form (no shell in between)."
+            )),
+        ),
+        None => (
+            HookForm::Exec,
+            Some(format!(
+                "`claude --version` said {:?}, no version: wrote exec form (Claude Code {since} or later)",
+                claude.text
+            )),
+        ),
+    }
 }
 
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
@@ -175,13 +227,24 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         );
         return Ok(EXIT_REFUSED);
     }
-    let rep = settings::install_to(&path, &cmd, backup_dir(scope, project)?.as_deref())?;
+    let (mut form, why) = hook_form(args.form);
+    if settings::plain_words(&cmd).is_none() {
+        form = settings::HookForm::Shell;
+    }
+    let rep = settings::install_to(&path, &cmd, form, backup_dir(scope, project)?.as_deref())?;
     if rep.added.is_empty() {
         println!("walj hooks already installed in {} ({} events).", path.display(), rep.already.len());
     } else {
-        println!("Installed `{cmd}` in {} for: {}", path.display(), rep.added.join(", "));
+        let how = match form {
+            settings::HookForm::Exec => "exec form",
+            settings::HookForm::Shell => "shell form",
+        };
+        println!("Installed `{cmd}` ({how}) in {} for: {}", path.display(), rep.added.join(", "));
         if let Some(b) = &rep.backup {
             println!("Backup of the previous file: {}", b.display());
+        }
+        if let Some(why) = why {
+            println!("Note: {why}");
         }
     }
     if scope == SettingsScope::Local {

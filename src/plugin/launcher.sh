@@ -4,8 +4,10 @@
 #
 # `walj hook` (Claude Code's hooks) never blocks or fails a tool call: exit 0 whatever
 # happens, stdin passed through to walj. Without walj, the hook reads its stdin and, at
-# SessionStart only, tells the user how to install walj. Anything else (`walj recover`, …)
-# runs walj, or says walj is missing and exits 127.
+# SessionStart only, tells the user how to install walj. No arguments and a stdin that is not
+# a terminal is the hook too: a Claude Code older than 2.1.139 ignores the hook's `args`
+# (exec form) and runs this file alone. Anything else (`walj recover`, …) runs walj, or says
+# walj is missing and exits 127.
 #
 # Written by `walj plugin --launcher`; keep plugin/bin/walj and src/plugin/launcher.sh equal.
 
@@ -34,6 +36,10 @@ find_walj() {
     done
     return 1
 }
+
+if [ $# -eq 0 ] && ! [ -t 0 ]; then
+    set -- hook
+fi
 
 if [ "${1:-}" = hook ]; then
     if find_walj; then

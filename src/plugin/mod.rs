@@ -5,7 +5,10 @@
 //! Both are the same files but one: `bin/walj` is a copy of the running binary in a generated
 //! plugin, and the POSIX sh launcher [`LAUNCHER`] (which runs an installed walj) in the
 //! marketplace one. The hooks are the table `walj install` writes ([`HookEvent::ALL`],
-//! [`install::new_group`]), each running [`HOOK_COMMAND`].
+//! [`install::new_group`]), each running [`HOOK_PROGRAM`] with [`HOOK_ARGS`] in exec form (no
+//! `sh -c`: in the self-contained plugin Claude Code spawns walj itself; in the marketplace one,
+//! the launcher). Exec form needs Claude Code [`install::EXEC_FORM_SINCE`], which the manifest
+//! states as its `engines` range ([`min_claude_code`]).
 
 use std::fs;
 use std::io;
@@ -25,9 +28,16 @@ pub const MARKETPLACE: &str = "walj";
 pub const MARKETPLACE_SOURCE: &str = "./plugin";
 /// Who the manifests name as author and owner.
 const AUTHOR: &str = "walj contributors";
-/// The command every hook runs. Claude Code substitutes `${CLAUDE_PLUGIN_ROOT}`; the quotes
-/// keep a plugin folder with spaces in its path working.
-pub const HOOK_COMMAND: &str = "\"${CLAUDE_PLUGIN_ROOT}/bin/walj\" hook";
+/// The program every hook runs (exec form). Claude Code substitutes `${CLAUDE_PLUGIN_ROOT}` as
+/// plain text, so a plugin folder with spaces in its path needs no quoting.
+pub const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
+/// Its arguments.
+pub const HOOK_ARGS: [&str; 1] = ["hook"];
+
+/// The plugin's `engines` range for Claude Code: the first version that honours exec form.
+pub fn min_claude_code() -> String {
+    format!(">={}", install::exec_form_since())
+}
 /// `bin/walj` of the marketplace plugin: finds an installed walj, never fails a hook.
 pub const LAUNCHER: &str = include_str!("launcher.sh");
 
@@ -69,6 +79,7 @@ pub fn manifest() -> Value {
         "author": {"name": AUTHOR},
         "license": env!("CARGO_PKG_LICENSE"),
         "keywords": ["journal", "crash-recovery", "hooks", "undo"],
+        "engines": {"claude-code": min_claude_code()},
     });
     // Cargo.toml's `homepage` (else `repository`), when it has one.
     let homepage = [env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")].into_iter().find(|h| !h.is_empty());
@@ -79,11 +90,12 @@ pub fn manifest() -> Value {
 }
 
 /// `hooks/hooks.json`: the events, matchers and timeouts of `walj install`, running
-/// [`HOOK_COMMAND`].
+/// [`HOOK_PROGRAM`] [`HOOK_ARGS`] in exec form.
 pub fn hooks() -> Value {
     let mut events = serde_json::Map::new();
     for ev in HookEvent::ALL {
-        events.insert(ev.name().to_string(), json!([install::new_group(ev, HOOK_COMMAND)]));
+        let handler = install::exec_handler(HOOK_PROGRAM, &HOOK_ARGS);
+        events.insert(ev.name().to_string(), json!([install::new_group(ev, handler)]));
     }
     json!({
         "description": "walj journals every file change of the session (write-ahead) for crash recovery",
@@ -194,14 +206,18 @@ fn readme() -> String {
          (`walj recover`, `walj tui`), read diffs, revert, or hand the unfinished work back to Claude.\n\n\
          ## What it adds\n\n\
          - Hooks (`hooks/hooks.json`) on the same events, matchers and timeouts as `walj install`, running \
-         `{hook}`.\n\
+         `{hook} hook` in exec form (`\"command\": \"{hook}\", \"args\": [\"hook\"]`: Claude Code spawns \
+         `bin/walj` itself, no `sh -c` in between). Exec form needs Claude Code {since} or later: the plugin's \
+         `engines` asks for `{engines}`.\n\
          - `bin/walj`: walj itself, on the Bash tool's PATH, so Claude can run it too. In the plugin \
          written by `walj plugin --out DIR` it is a copy of the walj binary; in the marketplace plugin it is \
          a small sh launcher that runs the walj installed on this machine (PATH, then `~/.cargo/bin`) and \
          never fails a hook: without walj, it says at session start how to install it.\n\
          - Slash commands:\n",
         desc = env!("CARGO_PKG_DESCRIPTION"),
-        hook = HOOK_COMMAND,
+        hook = HOOK_PROGRAM,
+        since = install::exec_form_since(),
+        engines = min_claude_code(),
     );
     for c in COMMANDS {
         s.push_str(&format!("  - `/walj:{}`: {} (`walj {}`).\n", c.name, c.description, c.args));
@@ -305,7 +321,9 @@ mod tests {
         for ev in HookEvent::ALL {
             let group = &events[ev.name()][0];
             assert_eq!(group["matcher"].as_str(), ev.matcher(), "{}", ev.name());
-            assert_eq!(group["hooks"][0]["command"], HOOK_COMMAND);
+            assert_eq!(group["hooks"][0]["command"], HOOK_PROGRAM);
+            assert_eq!(group["hooks"][0]["args"], json!(["hook"]));
+            assert!(install::is_walj_handler(&group["hooks"][0], "walj hook"));
             assert_eq!(group["hooks"][0]["timeout"], install::HOOK_TIMEOUT_SECS);
             assert_eq!(group["hooks"][0]["type"], "command");
         }
@@ -318,6 +336,7 @@ mod tests {
         assert_eq!(m["version"], env!("CARGO_PKG_VERSION"));
         assert!(!m["description"].as_str().unwrap().is_empty());
         assert!(!m["license"].as_str().unwrap().is_empty());
+        assert_eq!(m["engines"]["claude-code"], ">=2.1.139");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Which program a hook command runs, found the way `sh -c` finds it, with the environment
-//! Claude Code gives its hooks.
+//! Which program a hook command runs, found the way `sh -c` finds it (shell form) or as Claude
+//! Code spawns it (exec form, [`resolve_exec`]), with the environment Claude Code gives its hooks.
 //!
 //! Observed with Claude Code 2.1.328: a hook command runs as `sh -c COMMAND` in the project
 //! folder, with Claude Code's own environment plus the settings' `env` (so an `env.PATH` in a
@@ -66,6 +66,32 @@ pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Prog
     if matches!(word.as_str(), "if" | "case" | "for" | "while" | "until" | "{" | "!" | "[[" | "eval" | "sh" | "bash") {
         return Program::Unchecked(format!("it starts with `{word}`"));
     }
+    program_at(word, env)
+}
+
+/// Finds the program an exec-form handler (`command` + `args`) runs. Claude Code spawns it
+/// without a shell: `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PROJECT_DIR}` are replaced as plain
+/// text, nothing else is expanded; a name without `/` is looked up on the hook's PATH.
+pub fn resolve_exec(program: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
+    let mut word = program.to_string();
+    for name in ["CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR"] {
+        let placeholder = format!("${{{name}}}");
+        if word.contains(&placeholder) {
+            let Some(value) = env.var(name, plugin_root) else {
+                return Program::Missing(format!("`{placeholder}` has no value here"));
+            };
+            word = word.replace(&placeholder, &value);
+        }
+    }
+    if word.is_empty() {
+        return Program::Missing("the command is empty".into());
+    }
+    program_at(word, env)
+}
+
+/// The program named `word` (a path, or a name looked up on the hook's PATH), and for walj's
+/// plugin launcher the walj it runs.
+fn program_at(word: String, env: &HookEnv) -> Program {
     let program = if word.contains('/') {
         let p = PathBuf::from(&word);
         let p = if p.is_absolute() { p } else { env.project_dir.join(p) };
