@@ -330,7 +330,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
-        Command::Undo { id, force, json, .. } => cmd::triage::undo(&project, id.as_deref(), force, json),
+        Command::Undo { id, force, json, yes } => cmd::triage::undo(&project, id.as_deref(), force, json, yes),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
