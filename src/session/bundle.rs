@@ -485,6 +485,14 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
     if session.is_empty() {
         return Err(tampered("no session id in the header".into()));
     }
+    for (what, id) in [("session id", session), ("short session id", c.meta.sid.as_str())] {
+        if !(id.is_empty() && what != "session id") && !is_session_id(id) {
+            return Err(refused(format!(
+                "its {what} {:?} is not one walj accepts (1 to 128 of A-Z a-z 0-9 . _ -)",
+                id.chars().take(64).collect::<String>()
+            )));
+        }
+    }
     let mut seen = HashSet::new();
     for (id, bytes) in &c.objects {
         if !seen.insert(id.as_str()) {
@@ -519,9 +527,29 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
         if rec.session_key() != session && !mark {
             return Err(refused(format!("record {n} belongs to another session ({})", rec.session_key())));
         }
+        if !rec.sid.is_empty() && !is_session_id(&rec.sid) {
+            return Err(refused(format!("record {n}: its session id is not one walj accepts")));
+        }
         check_path(project, rec).map_err(|why| refused(format!("record {n}: {why}")))?;
     }
     Ok(())
+}
+
+/// A session id walj accepts from others (bundles, synced journals): 1 to 128 of
+/// `A-Za-z0-9._-`, and not `.` or `..` (it names files).
+pub fn is_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id != "."
+        && id != ".."
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Records only this checkout may write, never taken from a bundle: the marks of a brief's
+/// delivery and release, of an announcement, of an import, and any record of no session.
+fn only_ours(rec: &Record) -> bool {
+    rec.session_key().is_empty()
+        || (rec.op() == op::SESSION
+            && matches!(rec.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED | kind::RELEASED | kind::IMPORTED)))
 }
 
 fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
@@ -538,7 +566,61 @@ fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
             Ok(())
         };
     }
-    project.resolve_rel(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
+    // A `.git/` path is taken (shown, diffable) but never written for a bundle's entry:
+    // revert and undo refuse git's folders for anything not made here.
+    project.resolve_recorded(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
+}
+
+/// Refuses, before anything is written, a bundle that would add records to a session this
+/// checkout's own hooks recorded (its records here lie outside every import range), or whose
+/// records reuse the id of an entry recorded here: its records would change what this
+/// checkout's own entries say. A bundle whose records are all here already passes (nothing is
+/// added).
+fn check_against_journal(project: &Project, c: &Contents, bundle_name: &str) -> Result<(), BundleError> {
+    let refused = |why: String| BundleError::Refused { path: bundle_name.into(), why };
+    let session = c.meta.session.as_str();
+    let lines: HashSet<&[u8]> = c.records.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let prov = crate::triage::origin::Provenance::load(&project.journal);
+    let mut own_session_line = None;
+    let mut own_ids: HashSet<String> = HashSet::new();
+    let mut present: HashSet<Vec<u8>> = HashSet::new();
+    scan_lines(&project.journal, |raw| {
+        if lines.contains(raw.bytes) {
+            present.insert(raw.bytes.to_vec());
+        }
+        if !prov.of_line(raw.line_no).is_own() {
+            return;
+        }
+        let Ok(view) = classify(raw.line_no, raw.bytes) else { return };
+        if view.session_key() == session && own_session_line.is_none() {
+            own_session_line = Some(raw.line_no);
+        }
+        if !view.id.is_empty() {
+            own_ids.insert(view.id.to_string());
+        }
+    })
+    .map_err(|e| BundleError::Io {
+        op: "reading".into(),
+        path: project.journal.display().to_string(),
+        source: e,
+    })?;
+    let new: Vec<&[u8]> = lines.iter().copied().filter(|l| !present.contains(*l)).collect();
+    let new_records: Vec<Record> = new.iter().filter_map(|l| parse_record(l).ok()).filter(|r| !only_ours(r)).collect();
+    if new_records.is_empty() {
+        return Ok(());
+    }
+    if let Some(line) = own_session_line {
+        return Err(refused(format!(
+            "session {session} was recorded here by this checkout's own hooks (journal line {line}); a bundle cannot add to it"
+        )));
+    }
+    if let Some(r) = new_records.iter().find(|r| !r.id.is_empty() && own_ids.contains(&r.id)) {
+        return Err(refused(format!(
+            "a record reuses the id {} of an entry recorded here; a bundle cannot change this checkout's own entries",
+            r.id.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
 }
 
 /// What an import did.
@@ -554,6 +636,9 @@ pub struct SaveReport {
     pub transcript: String,
     /// Where the bundle's transcript went when a different copy was already here.
     pub transcript_side: Option<PathBuf>,
+    /// Records left out: ones only this checkout may write (deliveries, releases,
+    /// announcements, import marks, records of no session).
+    pub records_left_out: usize,
 }
 
 /// Writes a verified bundle into the project (see [`super::SessionState::save`]).
@@ -564,6 +649,7 @@ pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError>
 /// [`save`], naming the bundle file in messages and in the `imported` record.
 pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     verify(project, c, bundle_name)?;
+    check_against_journal(project, c, bundle_name)?;
     let session = c.meta.session.clone();
     let mut rep = SaveReport {
         session: session.clone(),
@@ -625,7 +711,9 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
     let mut out = Vec::new();
     let mut added = HashSet::new();
     for l in &lines {
-        if have.contains(*l) || !added.insert(*l) {
+        if parse_record(l).is_ok_and(|r| only_ours(&r)) {
+            rep.records_left_out += 1;
+        } else if have.contains(*l) || !added.insert(*l) {
             rep.records_present += 1;
         } else {
             out.extend_from_slice(l);
