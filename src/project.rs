@@ -340,4 +340,56 @@ mod tests {
         assert!(p.resolve_rel("/x").is_err());
         assert!(p.resolve_rel("a/b").is_ok());
     }
+
+    #[test]
+    fn the_allowed_set_leaves_out_walj_and_every_git_folder_in_any_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let p = Project::at(root.clone(), None);
+        for rel in
+            [".git/config", ".GIT/config", "sub/.git/config", "m/.Git/hooks/pre-commit", ".git./config", ".git /x"]
+        {
+            assert_eq!(p.resolve_rel(rel).unwrap_err().why, PathRefusal::GitFolder, "{rel}");
+            assert!(p.resolve_recorded(rel).is_ok(), "{rel}: shown, diffable");
+            assert!(p.is_git_path(rel), "{rel}");
+            let e = p.write_dir(rel, WriteScope::Project, true).unwrap_err();
+            assert!(matches!(e, WriteError::Refused(PathError { why: PathRefusal::GitFolder, .. })), "{rel}: {e}");
+        }
+        for rel in [".walj/journal.jsonl", ".WALJ/x", ".walj", "a\0b", "", "/etc/passwd", "a/../../x"] {
+            assert!(p.resolve_recorded(rel).is_err(), "{rel:?}");
+            assert!(p.write_dir(rel, WriteScope::GitForced, true).is_err(), "{rel:?}");
+        }
+        assert!(!p.is_git_path("gitx/config") && !p.is_git_path(".github/workflows/ci.yml"));
+        // A worktree's git dir inside the root under another name (its `.git` is a file).
+        fs::create_dir_all(root.join("store/wt")).unwrap();
+        fs::write(root.join("store/wt/commondir"), "..\n").unwrap();
+        fs::write(root.join(".git"), "gitdir: store/wt\n").unwrap();
+        assert!(p.is_git_path("store/wt/HEAD") && p.is_git_path("store/config"), "git dir and common dir");
+        assert!(!p.is_git_path("storefront/x"));
+        // An own session's .git file with --force: written beneath the root all the same.
+        fs::remove_file(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        let (d, name) = p.write_dir(".git/config", WriteScope::GitForced, true).unwrap();
+        assert_eq!(d.join(&name), root.join(".git/config"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_in_after_the_check_is_refused_at_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let p = Project::at(root.clone(), None);
+        fs::create_dir_all(root.join("a")).unwrap();
+        assert!(p.resolve_rel("a/f").is_ok(), "checked: a real folder");
+        // Between the check and the write: the folder becomes a link out (and into .git).
+        fs::remove_dir(root.join("a")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("a")).unwrap();
+        let e = p.write_dir("a/f", WriteScope::Project, true).unwrap_err();
+        assert!(matches!(e, WriteError::Refused(PathError { why: PathRefusal::ThroughSymlink, .. })), "{e}");
+        fs::create_dir_all(root.join(".git")).unwrap();
+        std::os::unix::fs::symlink(".git", root.join("g")).unwrap();
+        assert!(p.write_dir("g/config", WriteScope::Project, true).is_err());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
 }

@@ -839,7 +839,7 @@ fn copies_are_folded_from_a_cache_outside_their_folder_like_a_full_fold() {
     // The manifest's states and this checkout's decisions are applied on top, never cached.
     let snap_bytes = fs::read(&snap).unwrap();
     let id = remotes::fold_copy(&journal, &cache, &opts, u64::MAX).unwrap().unresolved().next().unwrap().id.clone();
-    b.ok(&["mark", &id, "--done"]);
+    b.ok(&["mark", &id, "--done", "--yes"]);
     let mpath = copy.join("manifest.json");
     let mut manifest: Value = serde_json::from_slice(&fs::read(&mpath).unwrap()).unwrap();
     for st in manifest["sessions"].as_array_mut().unwrap() {
@@ -1305,11 +1305,11 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     assert_eq!(unresolved(&b)["machines"][0]["unresolved"], 6);
 
     // On the desktop: one entry done, one handed back, one the laptop also decides about.
-    let out = b.ok(&["mark", "01EditCfg", "--done"]);
+    let out = b.ok(&["mark", "01EditCfg", "--done", "--yes"]);
     assert!(out.contains("of laptop done here"), "{out}");
-    let out = b.ok(&["handoff", "01WriteDoc"]);
+    let out = b.ok(&["handoff", "01WriteDoc", "--yes"]);
     assert!(out.contains("made on another machine (laptop"), "{out}");
-    b.ok(&["mark", "01EditItems", "--done"]);
+    b.ok(&["mark", "01EditItems", "--done", "--yes"]);
     // Shown at once on the desktop; this checkout's own count is unchanged.
     let v = unresolved(&b);
     assert_eq!((v["unresolved"].as_u64(), v["machines"][0]["unresolved"].as_u64()), (Some(0), Some(3)), "{v:#}");
@@ -1326,7 +1326,7 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     let ids: Vec<&str> = fold.sessions.iter().map(|s| s.session.as_str()).collect();
     assert!(ids.iter().all(|s| !s.is_empty()), "a session without an id: {ids:?}");
     // Acting twice is refused; unknown ids still say so.
-    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done"]);
+    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done", "--yes"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("already done"), "{err}");
     let (code, _, err) = b.walj(&["mark", "nosuchid", "--done"]);
@@ -1400,7 +1400,7 @@ fn session_start_tells_the_user_other_machines_counts_once() {
     }
     // Told once; told again when the count changes.
     assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b2"), "");
-    b.ok(&["mark", "01EditCfg", "--done"]);
+    b.ok(&["mark", "01EditCfg", "--done", "--yes"]);
     let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b3");
     assert!(out.contains("laptop has 5 unresolved entries"), "{out}");
 }

@@ -358,6 +358,7 @@ fn peak_kib(args: &[&str]) -> (i32, u64, String) {
 /// waits for it with `wait4` and prints `RSS <KiB> CODE <code>` ([`peak_kib`]).
 #[test]
 #[cfg(target_os = "linux")]
+#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which also reads its rusage
 fn rss_helper() {
     use std::os::unix::process::ExitStatusExt;
     let Ok(args) = std::env::var("WALJ_RSS_HELPER") else { return };
@@ -433,4 +434,97 @@ fn each_limit_refuses_with_its_flag_and_the_flag_raises_it() {
     fs::write(d.repo.root.join(".walj/config.toml"), "[limits]\nmax_ratio = 1000000\n").unwrap();
     let out = d.repo.ok(&["sessions", "import", f]);
     assert!(out.contains("imported session"), "{out}");
+}
+
+/// The exported session every property case forges from (made once: a sender's repository
+/// and its session cost a dozen walj runs).
+fn shared_export() -> &'static (Repo, Contents) {
+    static ONCE: std::sync::OnceLock<(Repo, Contents)> = std::sync::OnceLock::new();
+    ONCE.get_or_init(exported)
+}
+
+/// The pieces random record paths are made of: ways out, git's folders in several spellings,
+/// walj's folder, links (out of the project, into `.git`), NUL, odd names.
+const PARTS: &[&str] = &[
+    "..", ".", ".git", ".GIT", ".Git", ".git.", "git", "a", "b.txt", ".walj", ".WALJ", "out", "in_git", "sub", "x\0y",
+    "\u{fffd}", "~", "c\\d", "config", "hooks", "", "a", "sub", "new", "sub", "new.txt", "a",
+];
+
+/// Every file under the project that holds `needle`, outside `.git` and `.walj` (the walk
+/// follows no link: these are where the bytes really are).
+fn holding(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    tree(root)
+        .keys()
+        .filter(|rel| {
+            let p = root.join(rel);
+            fs::symlink_metadata(&p).is_ok_and(|m| m.is_file())
+                && fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+        })
+        .cloned()
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 20, failure_persistence: None, ..Default::default() })]
+
+    /// A bundle entry (and a forged revert of it) at a random path, imported, then reverted
+    /// and undone with every confirmation and `--force`: whatever is written lands inside the
+    /// project, never under a `.git` (any spelling) or `.walj`, never through a link, never
+    /// outside; `.git/` and the outside folder stay byte-for-byte as they were.
+    #[test]
+    fn random_record_paths_never_write_outside_the_allowed_set(
+        parts in proptest::collection::vec(proptest::sample::select(PARTS), 1..5),
+        absolute in proptest::bool::ANY,
+    ) {
+        let (src, base) = shared_export();
+        let mut c = base.clone();
+        let repo = Repo::init_in("proj");
+        repo.write("a.txt", "two\n");
+        repo.write("sub/config", "sub\n");
+        let outside = repo.tmp.join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("config"), b"precious\n").unwrap();
+        std::os::unix::fs::symlink(&outside, repo.root.join("out")).unwrap();
+        std::os::unix::fs::symlink(".git", repo.root.join("in_git")).unwrap();
+        repo.commit("initial");
+        Claude::new(&repo, "d5d5d5d5-0000-4000-8000-000000000009").start();
+
+        let rel = format!("{}{}", if absolute { "/" } else { "" }, parts.join("/"));
+        let on_disk = fs::read(repo.root.join(&rel)).ok();
+        let post = walj::store::blob_id(on_disk.as_deref().unwrap_or(b"nothing"));
+        let mut recs = records(&c);
+        recs.extend(forge_entry(&mut c, "toolu_prop", &rel, b"EVIL-PRE\n", &post));
+        // A second entry at the same path, "already reverted" by a forged record: for undo.
+        recs.extend(forge_entry(&mut c, "toolu_prop2", &rel, b"EVIL-PRE\n", &post));
+        recs.push(forge_revert(&mut c, "toolu_prop2", &rel, b"EVIL-UNDO\n", &post));
+        set_records(&mut c, &recs);
+        let f = repo.tmp.join("prop.walj");
+        write_bundle(&c, &f);
+
+        let git_before = tree(&repo.root.join(".git"));
+        let outside_before = tree(&outside);
+        let _ = src;
+        let runs = [
+            vec!["sessions", "import", f.to_str().unwrap()],
+            vec!["revert", "toolu_prop", "--yes", "--force"],
+            vec!["undo", "toolu_prop2", "--yes", "--force"],
+            vec!["undo", "--force"],
+        ];
+        for args in &runs {
+            let (code, _, stderr) = repo.run(args);
+            proptest::prop_assert!(code == 0 || code == 1 || code == 2, "{rel:?} {args:?}: exit {code}: {stderr}");
+            proptest::prop_assert!(!stderr.contains("panicked"), "{rel:?} {args:?}: {stderr}");
+        }
+        proptest::prop_assert_eq!(tree(&repo.root.join(".git")), git_before, "{:?}: .git/ changed", rel);
+        proptest::prop_assert_eq!(tree(&outside), outside_before, "{:?}: the outside folder changed", rel);
+        for needle in [&b"EVIL-PRE"[..], b"EVIL-UNDO"] {
+            for p in holding(&repo.root, needle) {
+                let bad = p.components().any(|c| {
+                    let n = c.as_os_str().to_string_lossy().to_ascii_lowercase();
+                    n.trim_end_matches(['.', ' ']) == ".git"
+                }) || p.starts_with(".walj");
+                proptest::prop_assert!(!bad, "{:?}: wrote {:?}", rel, p);
+            }
+        }
+    }
 }

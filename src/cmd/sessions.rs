@@ -913,6 +913,11 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
             p.command
         );
     };
+    // The allowed set: a folder of the project, not `.walj/` nor git's, through no link.
+    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+    if let Err(why) = project.check_run_dir(&cwd) {
+        bail!("walj starts commands only in a folder of this project: {why}; nothing was started");
+    }
     let log = procs::log_path(project, &p.id);
     eprintln!("Restart a background command of session {}:", p.sid);
     eprintln!("  command  {}", p.command);

@@ -209,12 +209,9 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
     }
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         eprintln!("{head}");
-        return Ok(super::sessions::confirm(&format!("{verb} {}?", if items.len() == 1 { "it" } else { "them" }))?);
+        return Ok(super::sessions::confirm(&format!("Go ahead ({verb})?"))?);
     }
-    eprintln!(
-        "{head}\nNot confirmed (no terminal to ask on): pass --yes to {verb} {}.",
-        if items.len() == 1 { "it" } else { "them" }
-    );
+    eprintln!("{head}\nNot confirmed (no terminal to ask on); nothing was changed. Pass --yes to {verb} anyway.");
     Ok(false)
 }
 
@@ -241,6 +238,10 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let fold = load(project)?;
     let elsewhere = if not_here(&fold, ids, session) {
+        // Another machine's entries: named by id and confirmed (the confirmation names it).
+        if session.is_none() && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "mark done")? {
+            return Ok(super::EXIT_ERROR);
+        }
         crate::sync::triage::mark_done(project, ids, session, force)?
     } else {
         None
@@ -351,8 +352,17 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
         return held_briefs(project, &fold, args);
     }
     let opts = HandoffOptions { print_only, force };
-    let elsewhere =
-        if not_here(&fold, ids, session) { crate::sync::triage::handoff(project, ids, session, opts)? } else { None };
+    let elsewhere = if not_here(&fold, ids, session) {
+        if session.is_none()
+            && !print_only
+            && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "hand back")?
+        {
+            return Ok(super::EXIT_ERROR);
+        }
+        crate::sync::triage::handoff(project, ids, session, opts)?
+    } else {
+        None
+    };
     let brief = match elsewhere {
         Some(b) => b,
         None => {

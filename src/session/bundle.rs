@@ -485,8 +485,9 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
     if session.is_empty() {
         return Err(tampered("no session id in the header".into()));
     }
-    for (what, id) in [("session id", session), ("short session id", c.meta.sid.as_str())] {
-        if !(id.is_empty() && what != "session id") && !is_session_id(id) {
+    // The short id may be absent; the session id may not.
+    for (what, id, may_be_empty) in [("session id", session, false), ("short session id", c.meta.sid.as_str(), true)] {
+        if !(is_session_id(id) || may_be_empty && id.is_empty()) {
             return Err(refused(format!(
                 "its {what} {:?} is not one walj accepts (1 to 128 of A-Z a-z 0-9 . _ -)",
                 id.chars().take(64).collect::<String>()

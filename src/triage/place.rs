@@ -404,6 +404,8 @@ mod tests {
     use super::*;
     use crate::project::WriteScope;
     use std::cell::RefCell;
+    use std::fs;
+    use std::path::PathBuf;
 
     /// A step of "another program", given the destination.
     type Step = Box<dyn FnMut(&Path)>;
