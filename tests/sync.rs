@@ -426,6 +426,56 @@ fn forged_rewritten_foreign_and_damaged_refs_are_refused() {
     assert_eq!(w.remote_refs(), before);
 }
 
+/// Another machine's payload is read within `[limits]`: a blob over `max_object`, a manifest
+/// claiming more than `max_decoded`, and a journal naming a session id walj does not accept are
+/// refused with a message that says how to raise the limit, nothing aborts, and the last copy
+/// (or none) stays.
+#[test]
+fn other_machines_payloads_are_read_within_limits_and_bad_session_ids_are_refused() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sync", "--yes", "--max-object", "10"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("over max_object (10)") && out.contains("--max-object"), "{out}");
+    assert!(!b.copy_of(&a).join("journal.jsonl").exists(), "nothing taken");
+    fs::write(b.dir.join(".walj/config.toml"), "[sync]\nname = \"desktop\"\n[limits]\nmax_object = 10\n").unwrap();
+    assert_eq!(b.walj(&["sync", "--yes"]).0, 1, "the config key bounds it too");
+    b.ok(&["sync", "--yes", "--max-object", "100000000"]);
+    let copy = fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap();
+
+    // The laptop's journal now names a session id that would reach shells and file names.
+    a.append(&[line(0, "$(touch PWNED)-session")]);
+    a.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sync", "--yes", "--max-object", "100000000"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("is not one walj accepts"), "{out}");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), copy, "the accepted copy stays");
+
+    // A third machine, new to the laptop's ref, fetches a forged root commit whose manifest
+    // claims a journal of a petabyte: refused before anything is allocated for it.
+    let c = w.machine("tablet");
+    let real = w.remote_refs().into_iter().find(|(r, _)| r.ends_with(&a.id())).unwrap();
+    let forge = w.root.join("forge");
+    git(&w.root, &["init", "-q", "forge"]);
+    let mut manifest: Value =
+        serde_json::from_str(&git(&w.remote(), &["show", &format!("{}:manifest.json", real.1)])).unwrap();
+    manifest["journal_bytes"] = (1u64 << 50).into();
+    manifest["segments"] = 1.into();
+    fs::create_dir_all(forge.join("segments/0000")).unwrap();
+    fs::write(forge.join("segments/0000/000000"), "x\n").unwrap();
+    fs::write(forge.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    git(&forge, &["add", "-A"]);
+    git(&forge, &["commit", "-qm", "forged"]);
+    git(&forge, &["push", "-q", "-f", &w.url, &format!("HEAD:{}", real.0)]);
+    let (code, out, err) = c.walj(&["sync", "--yes"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    assert!(out.contains("over max_decoded") && out.contains("--max-decoded"), "{out}");
+    assert!(!c.copy_of(&a).join("journal.jsonl").exists());
+}
+
 /// `walj compact` (or a deletion) rewrites the journal: the next sync publishes a new epoch,
 /// which readers accept.
 #[test]
