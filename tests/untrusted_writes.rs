@@ -448,6 +448,8 @@ fn shared_export() -> &'static (Repo, Contents) {
 const PARTS: &[&str] = &[
     "..", ".", ".git", ".GIT", ".Git", ".git.", "git", "a", "b.txt", ".walj", ".WALJ", "out", "in_git", "sub", "x\0y",
     "\u{fffd}", "~", "c\\d", "config", "hooks", "", "a", "sub", "new", "sub", "new.txt", "a",
+    // Weighted: the ways into git's folders, and plain names, come up most.
+    ".git", "in_git", ".git", "in_git", "sub/.git", "config", "hooks", "new", "new.txt",
 ];
 
 /// Every file under the project that holds `needle`, outside `.git` and `.walj` (the walk
@@ -465,7 +467,7 @@ fn holding(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 20, failure_persistence: None, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 40, failure_persistence: None, ..Default::default() })]
 
     /// A bundle entry (and a forged revert of it) at a random path, imported, then reverted
     /// and undone with every confirmation and `--force`: whatever is written lands inside the
