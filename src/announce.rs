@@ -3,14 +3,17 @@
 //! Two sources ride on one JSON output: (1) crashed sessions that left unresolved entries,
 //! announced once each (an `announced` session record); (2) briefs waiting in `handoff`
 //! records (hand-back, resume), delivered once each (a `delivered` session record).
-//! `systemMessage` is for the user; `additionalContext` is for Claude.
+//! `systemMessage` is for the user; `additionalContext` is for Claude. Recorded text in
+//! either (paths, ids, prompts, todos, reasons) is made [`present::safe`] per field (no line
+//! break inside a one-line field), and both strings pass [`present::safe_block`] last, so no
+//! control character or bidi override of a record reaches the terminal or Claude raw.
 
 use serde_json::Value;
 
 use crate::fold::{Entry, Fold, SessionInfo, SessionStatus};
 use crate::journal::kind;
 /// Kept where `triage/handoff.rs` imports it from; the helper lives in [`crate::present`].
-use crate::present::{self, one_line, plural};
+use crate::present::{self, one_line, plural, safe, shown};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
 pub const MAX_CONTEXT: usize = 9_500;
@@ -38,7 +41,7 @@ pub fn left_unfinished(s: &SessionInfo) -> bool {
 /// StopFailure's reason.
 fn how_it_ended(s: &SessionInfo) -> String {
     match &s.turn_failure {
-        Some(reason) => format!("ended its last turn early ({reason})"),
+        Some(reason) => format!("ended its last turn early ({})", shown(reason)),
         None => "ended unexpectedly".to_string(),
     }
 }
@@ -53,10 +56,14 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         if s.announced || !crashed(s) {
             continue;
         }
-        let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
+        // A session told before (it crashed, was resumed, and crashed again): only the work
+        // since that note is news.
+        let since = |ts: &str| s.announced_ts.as_deref().is_none_or(|told| ts > told);
+        let open: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved() && since(&e.ts)).collect();
         let cut_off: Vec<String> = s
             .commands
             .iter()
+            .filter(|c| since(&c.ts))
             .filter_map(|c| {
                 present::command::in_flight(
                     c,
@@ -70,24 +77,25 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         if open.is_empty() && !s.commands.iter().any(|c| c.running.is_some()) {
             continue;
         }
-        let paths: Vec<&str> = open.iter().map(|e| e.path.as_str()).collect();
+        let paths: Vec<String> = open.iter().map(|e| safe(&e.path).into_owned()).collect();
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
         let same = if s.session == current { " (this session, resumed)" } else { "" };
         user.push(format!(
             "walj: your last session {}{} {} with {} that may not have been completed: {}. Run `walj tui` (or `walj recover`) to review.",
-            s.sid,
+            shown(&s.sid),
             same,
             how_it_ended(s),
             plural(open.len(), "change", "changes"),
             list_short(&paths, 5)
         ));
         let how = match &s.turn_failure {
-            Some(reason) => format!("ended its last turn early ({reason}, no Stop)"),
+            Some(reason) => format!("ended its last turn early ({}, no Stop)", shown(reason)),
             None => "ended unexpectedly (crashed, no SessionEnd)".to_string(),
         };
         let mut c = format!(
             "walj recovery note: the {} session {}{} {how} with {}:\n",
             s.agent().label(),
-            s.session,
+            shown(&s.session),
             same,
             plural(open.len(), "unfinished change", "unfinished changes")
         );
@@ -109,9 +117,9 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             }
             c.push_str(&format!(
                 "- {} ({} {}, {}: {}{from})\n",
-                e.path,
-                e.tool,
-                e.event,
+                shown(&e.path),
+                shown(&e.tool),
+                shown(&e.event),
                 present::label(st),
                 present::meaning(st)
             ));
@@ -126,7 +134,11 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         if !open_todos.is_empty() {
             c.push_str("Open todos: ");
             c.push_str(
-                &open_todos.iter().map(|t| format!("[{}] {}", t.status, t.content)).collect::<Vec<_>>().join("; "),
+                &open_todos
+                    .iter()
+                    .map(|t| format!("[{}] {}", shown(&t.status), one_line(&t.content, 300)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
             );
             c.push('\n');
         }
@@ -137,7 +149,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             if let Some(last) = user.last_mut() {
                 last.push_str(&format!(
                     " (Imported from a bundle: not passed to Claude; `walj handoff --session {}` hands it back.)",
-                    s.sid
+                    shown(&s.sid)
                 ));
             }
         } else {
@@ -168,8 +180,8 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         context.truncate(end);
         context.push_str(&format!("\n[walj: {cut} more bytes cut; run `walj recover` for the full list]"));
     }
-    let message = user.join("\n");
-    let context = (!context.is_empty()).then_some(context);
+    let message = present::safe_block(&user.join("\n")).into_owned();
+    let context = (!context.is_empty()).then(|| present::safe_block(&context).into_owned());
     note.output = Some(crate::claude::output::session_start_json(Some(&message), context.as_deref()));
     note
 }
@@ -179,8 +191,8 @@ pub fn held_brief_note(h: &crate::fold::Handoff) -> String {
     format!(
         "walj: an imported bundle brought a brief for Claude ({}, session {}); it is not delivered until you read it and run `walj handoff --deliver {}` (`walj handoff --held` shows it).",
         plural(h.entries.len(), "entry", "entries"),
-        crate::journal::record::short_sid(&h.session),
-        crate::fold::abbrev(&h.action, 12),
+        shown(&crate::journal::record::short_sid(&h.session)),
+        shown(crate::fold::abbrev(&h.action, 12)),
     )
 }
 
@@ -200,7 +212,7 @@ pub fn write_failures(m: &crate::failmark::Mark) -> String {
         "walj could not write .walj/ {when} ({}, {} lost; last error: {}). Tool calls of that time may be missing from the journal: check the files changed then (`git status`).",
         plural(m.failures as usize, "failed hook call", "failed hook calls"),
         plural(m.records as usize, "journal record", "journal records"),
-        m.error
+        shown(&m.error)
     )
 }
 
@@ -208,9 +220,10 @@ pub fn write_failures(m: &crate::failmark::Mark) -> String {
 /// there), making one when there is none.
 pub fn add_system_message(output: Option<Value>, message: &str) -> Value {
     let mut o = output.unwrap_or_else(|| crate::claude::output::session_start_json(None, None));
+    let message = present::safe_block(message);
     let joined = match o.get("systemMessage").and_then(Value::as_str) {
         Some(m) if !m.is_empty() => format!("{m}\n{message}"),
-        _ => message.to_string(),
+        _ => message.into_owned(),
     };
     o["systemMessage"] = Value::String(joined);
     o

@@ -213,12 +213,15 @@ pub enum SessionsCommand {
     /// Print a brief for Claude and give it to the next session start in this project.
     #[command(after_help = "Examples:\n  walj sessions resume 8f14e4\n  walj sessions resume 8f14e4 --print-only")]
     Resume(cmd::sessions::ResumeArgs),
-    /// Write the safe copy of the session's transcript (stdout, or -o FILE).
-    #[command(after_help = "Examples:\n  walj sessions transcript 8f14e4 -o transcript.jsonl")]
+    /// Write the safe copy of the session's transcript where Claude Code finds it for this
+    /// project (`claude --resume` reopens it), or to -o FILE, or to stdout with -o -.
+    #[command(
+        after_help = "Examples:\n  walj sessions transcript 8f14e4\n  walj sessions transcript 8f14e4 -o transcript.jsonl\n  walj sessions transcript 8f14e4 -o - | jq ."
+    )]
     Transcript {
         /// Session id or unique prefix.
         sid: String,
-        /// Write it to FILE instead of stdout.
+        /// Write it to FILE (`-`: stdout) instead of Claude Code's projects folder.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Replace FILE if it exists (its bytes are kept beside it as .bak).
@@ -260,6 +263,10 @@ pub enum ProcsCommand {
         /// Do not ask.
         #[arg(long, short)]
         yes: bool,
+        /// Start it even though its recorded text holds control characters (a carriage
+        /// return, ESC, a bidi override): they can make a terminal show another command.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -337,7 +344,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart { id, yes }) => cmd::sessions::procs_restart(&project, &id, yes),
+            Some(ProcsCommand::Restart { id, yes, force }) => cmd::sessions::procs_restart(&project, &id, yes, force),
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),

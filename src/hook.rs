@@ -463,17 +463,26 @@ impl Ctx<'_> {
             }
             .fill(r)
         };
+        // Where git's HEAD points, at the intent and the outcome: a command that switches a
+        // branch or commits is told as such (a few small file reads, no git process).
+        if let Some(h) = crate::git::head_state(&self.project.root) {
+            if let Some(id) = h.id {
+                r = r.with(key::HEAD, id);
+            }
+            if let Some(b) = h.branch {
+                r = r.with(key::BRANCH, b);
+            }
+        }
         let children = self.bash_side_effects(t, id, op_name, &mut r);
-        if self.ev.agent != Agent::ClaudeCode
-            && !children.is_empty()
+        if !children.is_empty()
             && let Some(id) = id.known()
         {
             // Decided under the journal's lock: two commands that ran side by side never both
             // claim a file from a journal that has neither's children yet.
-            let (journal, session) = (&self.project.journal, self.ev.session);
+            let (project, session) = (self.project, self.ev.session);
             let expected = 1 + children.len();
             return self
-                .append_with(expected, || [vec![r], explained_elsewhere(journal, session, id, children)].concat());
+                .append_with(expected, || [vec![r], explained_elsewhere(project, session, id, children)].concat());
         }
         self.append(&[vec![r], children].concat())
     }
@@ -706,18 +715,22 @@ impl Ctx<'_> {
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
         }
-        let mut records = vec![r];
+        let start = r;
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
         let note = announce::session_start_note(&fold, self.ev.session, |s| {
             s.agent() == agent && announce::left_unfinished(s)
         });
+        // The marks of what this start told come first: a resumed session's own start then
+        // opens its new life, whose crash (if one comes) is told again.
+        let mut records = Vec::with_capacity(note.marks.len() + 1);
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
             records.push(m);
         }
+        records.push(start);
         let written = self.append(&records);
         // A gap the hook could not write into `.walj/` (issue 13 item 5): told to the user,
         // and forgotten once `.walj/` takes records again.
@@ -909,45 +922,61 @@ pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<
 /// How far back (bytes) a command's Post looks for the calls that ran beside it.
 const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 
-/// Codex, Gemini and Copilot run a session's tool calls at the same time (Claude Code 2.1.328
-/// ran them one after the other), so a command's snapshot can see what a file tool or another
-/// command did beside it. Children whose path and content a record journaled since the
-/// command's intent explains (a file tool's result or intended content, another command's
-/// child) are left out: they are that call's. When another command of the session was still
-/// running beside this one, what is left may be either's: marked `attribution: uncertain`.
-fn explained_elsewhere(journal: &Path, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
-    use std::collections::HashSet;
+/// A command's Post, deciding which of the changes its snapshot saw are its own. Other things
+/// write while a command runs: another session of this checkout, an async subagent of the same
+/// session (Claude Code 2.1.x runs them in the background), the other agents' parallel calls.
+/// The rule (docs/architecture.md, "Who made a change"):
+/// 1. A change whose path and content a record journaled since the command's intent explains
+///    (any session's file tool result or intended content, another command's child) is that
+///    call's: left out here.
+/// 2. What is left is the command's. It is **certain** only when no other window was open when
+///    the change was made: no other command (any session) between its intent and its outcome,
+///    no other session writing records. Otherwise it is listed once, `attribution: uncertain`,
+///    with `candidates`: the other commands whose windows were open at the change's ctime
+///    (ctime only: mtime is set freely by `touch -d`, `cp -p`, `tar`). A change without a
+///    ctime (a deletion) counts as made at the latest moment.
+///
+/// Decided under the journal's lock, so two commands that ran side by side never both claim a
+/// file from a journal that has neither's children yet.
+fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
+    use std::collections::{HashMap, HashSet};
     use std::ops::ControlFlow::{Break, Continue};
     let mut known: HashSet<(String, Option<String>)> = HashSet::new();
-    // Commands with an outcome (seen first, walking back) and whether one ran beside this one.
+    // Commands (any session) with an outcome, seen first walking back; and the windows of
+    // those still open beside this one: id → intent time.
     let mut finished: HashSet<String> = HashSet::new();
-    let mut beside = false;
+    let mut open: HashMap<String, String> = HashMap::new();
+    // The first time another session wrote a record inside this command's window.
+    let mut other_from: Option<String> = None;
     let mut past_own = false;
-    let scan = crate::journal::scan_lines_rev(journal, BESIDE_SCAN_BYTES, |line| {
+    let scan = crate::journal::scan_lines_rev(&project.journal, BESIDE_SCAN_BYTES, |line| {
         let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
-        if v.session_key() != session {
-            return Continue(());
-        }
+        let own_session = v.session_key() == session;
         if v.is_command() && v.id != id {
             match v.op() {
                 op::APPLIED | op::FAILED | op::RESOLVED => {
                     finished.insert(v.id.to_string());
                 }
-                op::INTENT if !finished.contains(v.id.as_ref()) => beside = true,
+                op::INTENT if !finished.contains(v.id.as_ref()) => {
+                    open.insert(v.id.to_string(), v.ts.to_string());
+                }
                 _ => {}
             }
         }
-        if v.op() == op::INTENT && v.id == id {
+        if own_session && v.op() == op::INTENT && v.id == id {
             past_own = true;
             return Continue(());
         }
         if past_own {
-            // Before this command: only a turn's start ends the look for commands beside it.
-            return if v.op() == op::SESSION && matches!(v.kind(), Some(kind::PROMPT | kind::START | kind::STOP)) {
-                Break(())
-            } else {
-                Continue(())
-            };
+            // Before this command: only its own session's turn start ends the look for
+            // commands still open beside it.
+            let turn_start = own_session
+                && v.op() == op::SESSION
+                && matches!(v.kind(), Some(kind::PROMPT | kind::START | kind::STOP));
+            return if turn_start { Break(()) } else { Continue(()) };
+        }
+        if !own_session && !v.session_key().is_empty() {
+            other_from = Some(v.ts.to_string());
         }
         if v.path.is_empty() || v.parent.as_deref() == Some(id) {
             return Continue(());
@@ -970,13 +999,26 @@ fn explained_elsewhere(journal: &Path, session: &str, id: &str, children: Vec<Re
     if scan.is_err() {
         return children;
     }
+    let mut open: Vec<(String, String)> = open.into_iter().collect();
+    open.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
     children
         .into_iter()
         .filter(|c| {
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
             !known.contains(&(c.path.clone(), after))
         })
-        .map(|c| if beside { c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN) } else { c })
+        .map(|c| {
+            let at = crate::bashsnap::killed::changed_at(&project.root.join(&c.path));
+            let after = |from: &str| at.as_deref().is_none_or(|t| t >= from);
+            let candidates: Vec<&str> =
+                open.iter().filter(|(_, from)| after(from)).map(|(cmd, _)| cmd.as_str()).collect();
+            let crowded = other_from.as_deref().is_some_and(after);
+            if candidates.is_empty() && !crowded {
+                return c;
+            }
+            let c = c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN);
+            if candidates.is_empty() { c } else { c.with(key::CANDIDATES, candidates) }
+        })
         .collect()
 }
 

@@ -4,14 +4,31 @@
 //! and images to `.walj/store`; everything else reads the journal through [`fold`] and
 //! records what the user decides by appending more records.
 //!
-//! - [`journal`]: the line format, the tolerant reader, the durable appender.
-//! - [`store`]: content-addressed pre- and post-images (git blob ids).
-//! - [`claude`], [`hook`]: Claude Code's boundary (payloads, events, settings, paths) and the hook itself.
-//! - [`fold`]: records → entry states and session context.
-//! - [`checkpoint`], [`announce`], [`report`]: verification, SessionStart notes, reports.
-//! - [`triage`]: what the user does about entries: diff, mark done, revert, undo, hand back.
-//! - [`session`]: session context: list/show/resume, transcript copies, bundles, procs, compaction.
-//! - [`project`], [`config`], [`git`], [`procinfo`], [`fsutil`]: the surroundings.
+//! ## The floors
+//! Every module stands on one floor and imports only from its own floor or below
+//! (`tests/floors.rs` reads the `use` lines and holds the table and its few exceptions):
+//!
+//! - **ground**, knowing neither Claude Code nor the journal: [`fsutil`] (private files, atomic
+//!   swaps, the error log), [`sha`] (digests), [`git`] (the `git` process), [`procinfo`]
+//!   (process liveness), [`crypt`] (age encryption), [`secrets`] (what is never captured),
+//!   [`sampled`] (identities of files over the capture cap).
+//! - **boundary**, the formats walj reads and writes: [`claude`] (Claude Code's payloads,
+//!   events, settings, paths, transcripts), [`journal`] (the line format, the tolerant reader,
+//!   the durable appender), [`store`] (content-addressed images), [`project`] (where a
+//!   project's files are), [`config`] (`.walj/config.toml`), [`failmark`] (the failure marker).
+//! - **model**, what the records mean: [`agents`] (every agent's payload as one event model, and
+//!   how a post-image is computed), [`fold`] (records → entry states and session context),
+//!   [`bashsnap`] (a Bash call's side effects).
+//! - **actions**, what walj does with them: [`triage`] (diff, mark, revert, undo, hand back),
+//!   [`session`] (list/show/resume, transcript copies, bundles, procs), [`sync`] (journals
+//!   across machines), [`import`] (the agents' own session files into the journal),
+//!   [`checkpoint`] (Stop-time verification), [`retention`] (what is kept how long).
+//! - **faces**, what the user sees and runs: [`present`] (what a state means, text, the diff
+//!   model), [`report`] (recover/log text and JSON), [`announce`] (SessionStart notes),
+//!   [`style`] (colour), [`hook`] (the hook itself), [`tui`] (the dashboard), [`compact`]
+//!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`cmd`] (the
+//!   commands), [`cli`] (the clap tree). `walj doctor` is in `claude/doctor*` until it moves
+//!   up to its own `doctor` module.
 
 // No unsafe code, except the process calls of macOS and Windows in `procinfo` (cfg-gated:
 // never built on Linux), each module allowed it by name, with a SAFETY note per call;
@@ -25,6 +42,7 @@ pub mod checkpoint;
 pub mod claude;
 pub mod cli;
 pub mod cmd;
+pub mod compact;
 pub mod config;
 pub mod crypt;
 pub mod failmark;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::fold::{Entry, EntryState, Fold, SessionInfo, SessionStatus, ShortIds};
 use crate::journal::Blob;
-use crate::present::{self, hms, human_ts, one_line, plural};
+use crate::present::{self, hms, human_ts, one_line, plural, safe, shown};
 use crate::style::Style;
 
 fn blob_json(b: &Option<Blob>) -> Value {
@@ -75,6 +75,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     }
     if e.uncertain {
         o.insert("attribution".into(), json!(crate::journal::attribution::UNCERTAIN));
+        if !e.candidates.is_empty() {
+            o.insert("candidates".into(), json!(e.candidates));
+        }
     }
     if let Some(t) = &e.verified {
         o.insert("verified".into(), json!(t));
@@ -109,6 +112,19 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
         "imported": s.imported,
         "entries": entries,
     });
+    if !s.git_moves.is_empty() {
+        let moves: Vec<Value> = s
+            .git_moves
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
+                    "commits": m.commits.iter().map(|(id, summary)| json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        v["git_moves"] = json!(moves);
+    }
     let cut_off: Vec<Value> = s
         .commands
         .iter()
@@ -184,18 +200,29 @@ pub fn session_header(
     }
     let _ = write!(head, "  started {}", human_ts(s.started.as_ref().unwrap_or(&s.first_ts)));
     if let Some(b) = &s.branch {
-        let _ = write!(head, "  branch {b}");
+        // A command moved HEAD: the branch it is on now, and where the session started.
+        match s.git_moves.last().and_then(|m| m.to.branch.as_deref()) {
+            Some(now) if now != b => {
+                let _ = write!(head, "  branch {} (started on {})", present::safe(now), present::safe(b));
+            }
+            _ => {
+                let _ = write!(head, "  branch {}", present::safe(b));
+            }
+        }
     }
     if s.imported {
         head.push_str("  (imported from transcript)");
     }
     let _ = writeln!(out, "{head}");
-    let _ = writeln!(out, "  {}", style.dim(&s.session));
+    let _ = writeln!(out, "  {}", style.dim(&safe(&s.session)));
     if let Some(reason) = &s.turn_failure {
-        let _ = writeln!(out, "  last turn: {}", style.red(reason));
+        let _ = writeln!(out, "  last turn: {}", style.red(&safe(reason)));
     }
     if let Some(p) = s.last_prompt() {
         let _ = writeln!(out, "  prompt: \"{}\"", one_line(p, 100));
+    }
+    for m in &s.git_moves {
+        let _ = writeln!(out, "  git: {}", present::git::git_move(m));
     }
     if !s.todos.is_empty() {
         let (done, total) = s.todos_done();
@@ -203,7 +230,7 @@ pub fn session_header(
             .todos
             .iter()
             .filter(|t| t.is_open())
-            .map(|t| format!("[{}] {}", t.status, one_line(&t.content, 60)))
+            .map(|t| format!("[{}] {}", shown(&t.status), one_line(&t.content, 60)))
             .collect();
         let _ = writeln!(
             out,
@@ -216,7 +243,7 @@ pub fn session_header(
             out,
             "  background: {}{}",
             one_line(&c.command, 80),
-            c.task_id.as_deref().map(|t| format!(" ({t})")).unwrap_or_default()
+            c.task_id.as_deref().map(|t| format!(" ({})", shown(t))).unwrap_or_default()
         );
     }
     for c in s.commands.iter().filter(|c| c.status == crate::fold::CommandStatus::Failed) {
@@ -280,18 +307,18 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
     }
-    let width = entries.iter().map(|e| e.path.len()).max().unwrap_or(0).min(60);
+    let width = entries.iter().map(|e| safe(&e.path).chars().count()).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
     for (event, es) in by_event {
-        let _ = writeln!(out, "  {}: {}", style.bold(event), plural(es.len(), "entry", "entries"));
+        let _ = writeln!(out, "  {}: {}", style.bold(&safe(event)), plural(es.len(), "entry", "entries"));
         for e in es {
             let _ = writeln!(
                 out,
                 "    {}  {}  {:<width$}  {:<12}  {}{}",
                 style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
-                e.path,
-                e.tool,
+                shown(&e.path),
+                shown(&e.tool),
                 hms(&e.ts),
                 entry_marks(e, style),
             );
@@ -315,7 +342,9 @@ fn entry_marks(e: &Entry, style: &Style) -> String {
     if let Some(c) = e.disk_check {
         marks.push(present::in_flight_check(c));
     }
-    if e.uncertain {
+    if e.uncertain && !e.candidates.is_empty() {
+        marks.push("may not be from this command (another command ran at the same time)");
+    } else if e.uncertain {
         marks.push("may not be from this command (another session or the user was active)");
     }
     if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
@@ -339,8 +368,8 @@ pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
             style.session(ids.session_split(&e.session), session_width),
             state_colored(e.state(), style),
             style.id(ids.split(&e.id), id_width),
-            e.event,
-            e.path
+            shown(&e.event),
+            shown(&e.path)
         );
     }
     out

@@ -77,7 +77,7 @@ pub fn is_id(id: &str) -> bool {
 
 /// How old an object may get before a reuse refreshes its time. `walj compact` sweeps
 /// objects no line names once they are older than its grace period (an hour,
-/// `journal::rewrite::OBJECT_GRACE`): an object younger than this is safe for the rest of
+/// `compact::OBJECT_GRACE`): an object younger than this is safe for the rest of
 /// that hour, ample time to append the line that names it.
 pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -611,7 +611,7 @@ fn carried_offset(journal: &Path, id: &str) -> Option<u64> {
     use std::io::{BufRead as _, Seek as _};
     let f = File::open(journal).ok()?;
     let meta = f.metadata().ok()?;
-    let file = crate::fold::snapshot::identity(&meta);
+    let file = crate::journal::identity(&meta);
     let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let index = all.get_or_insert_with(Default::default).entry(journal.to_path_buf()).or_default();
     if index.file != file || meta.len() < index.len {

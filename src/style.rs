@@ -93,15 +93,18 @@ impl Style {
         self.wrap("36", s)
     }
     /// A shown id ([`crate::fold::ShortIds::split`]): its unique start bold in the id colour,
-    /// the rest dimmed; padded with spaces to `width` characters.
+    /// the rest dimmed; padded with spaces to `width` characters. Escaped for the terminal
+    /// ([`crate::present::safe`]): ids can come from bundles and other machines.
     pub fn id(&self, (unique, rest): (&str, &str), width: usize) -> String {
+        let (unique, rest) = (&*crate::present::safe(unique), &*crate::present::safe(rest));
         let shown = format!("{}{}", self.bold(&self.tone(crate::present::ID_TONE, unique)), self.dim(rest));
         pad(shown, unique.chars().count() + rest.chars().count(), width)
     }
 
     /// A shown session id ([`crate::fold::ShortIds::session_split`]): its unique start bold,
-    /// all of it in the session colour; padded to `width` characters.
+    /// all of it in the session colour; padded to `width` characters. Escaped like [`Style::id`].
     pub fn session(&self, (unique, rest): (&str, &str), width: usize) -> String {
+        let (unique, rest) = (&*crate::present::safe(unique), &*crate::present::safe(rest));
         let tone = crate::present::SESSION_TONE;
         let shown = format!("{}{}", self.bold(&self.tone(tone, unique)), self.tone(tone, rest));
         pad(shown, unique.chars().count() + rest.chars().count(), width)

@@ -240,7 +240,7 @@ fn a_session_killed_in_its_first_turn_keeps_its_transcript() {
     assert!(out.status.success(), "{out:?}");
     // Claude Code's file is gone (cleanup after 30 days, a deleted folder).
     fs::remove_file(sb.transcript(&sid)).unwrap();
-    let got = walj(&sb, &["sessions", "transcript", &sid]);
+    let got = walj(&sb, &["sessions", "transcript", &sid, "-o", "-"]);
     assert!(got.status.success(), "{}", String::from_utf8_lossy(&got.stderr));
     let text = String::from_utf8_lossy(&got.stdout);
     assert!(text.contains("toolu_mock_1_0"), "the copy lacks the call in flight");

@@ -735,6 +735,53 @@ fn resumed_session_gets_the_recovery_note_once() {
     p.assert_hooks_clean();
 }
 
+#[test]
+fn a_resumed_session_killed_again_is_told_to_the_next_session_with_only_its_new_work() {
+    let test = "a_resumed_session_killed_again_is_told_to_the_next_session_with_only_its_new_work";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let c = crash_mid_bash(&bin);
+    drop(c.orphans);
+    let p = &c.p;
+    wait_gone(&c.token, p.root());
+    // `claude --resume`: told its own crash; it writes notes.md, then runs a command and is
+    // killed again mid-command.
+    let token = claude::unique_token("walj-e2e-second");
+    let orphans = OrphanGuard(token.clone());
+    c.mock.script(vec![
+        Turn::tool("Write", json!({"file_path": p.abs("notes.md"), "content": "second life\n"})),
+        Turn::tool("Bash", json!({"command": format!("echo again > second.log; sleep 60 # {token}")})),
+        Turn::text("unreachable"),
+    ]);
+    let before = c.mock.main_requests().len();
+    let mut cmd = p.claude_p(&bin, &c.mock, "Go on");
+    cmd.args(["--resume", &c.sid]);
+    let sid = kill_mid_bash(p, cmd, &c.mock, "toolu_mock_s1_1_0", &token, "second.log");
+    assert_eq!(sid, c.sid, "--resume changed the session id");
+    let reqs = main_requests_after(&c.mock, before);
+    assert_note_once(&reqs[0], &c.sid);
+    drop(orphans);
+    wait_gone(&token, p.root());
+
+    // A new session: told the second crash, and only what came after the first note.
+    let mock = MockServer::start(vec![Turn::text("Noted.")]);
+    p.session(p.claude_p(&bin, &mock, "Hello"), &mock);
+    let first = &mock.main_requests()[0];
+    assert_eq!(first.count(NOTE), 1, "the second crash was not told: {:?}", holders(first, NOTE));
+    let note = anthropic_mock::strings_containing(&first.body, NOTE)[0].to_string();
+    assert!(note.contains(&c.sid), "{note}");
+    for new in ["notes.md", "second.log"] {
+        assert!(note.contains(new), "{new} not told: {note}");
+    }
+    for old in ["config/settings.json", "src/server.rs", "run.log"] {
+        assert!(!note.contains(&format!("- {old} (")), "{old} was told already: {note}");
+    }
+    // Told once: another session hears nothing more of it.
+    let mock2 = MockServer::start(vec![Turn::text("Quiet.")]);
+    p.session(p.claude_p(&bin, &mock2, "Hello again"), &mock2);
+    assert_eq!(mock2.main_requests()[0].count(NOTE), 0, "told twice");
+    p.assert_hooks_clean();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parallel tool calls.
 
@@ -1247,6 +1294,65 @@ fn another_sessions_writes_are_never_a_killed_commands() {
     let (ok, _, err) = p.walj(&["revert", id]);
     assert!(!ok && err.contains("may not be from its command"), "{err}");
     assert_eq!(p.sb.read("notes.txt").as_deref(), Some("the user's\n"));
+    p.assert_hooks_clean();
+}
+
+#[test]
+fn another_sessions_writes_are_never_a_finished_commands() {
+    let test = "another_sessions_writes_are_never_a_finished_commands";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("shared.txt", "one\n")]);
+    p.install_walj();
+    // Session A: a command that writes a.out, waits for session B's writes, then ends normally.
+    let go = p.sb.project.join("b.done");
+    let mock_a = MockServer::start(vec![
+        Turn::tool(
+            "Bash",
+            json!({"command": "echo a > a.out && for i in $(seq 300); do [ -e b.done ] && break; sleep 0.1; done; rm -f b.done"}),
+        ),
+        Turn::text("A done."),
+    ]);
+    let running_a = claude::spawn(p.claude_p(&bin, &mock_a, "Build A"));
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    while !p.sb.project.join("a.out").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
+    std::thread::sleep(Duration::from_millis(50));
+    // Session B, while A's command runs: a Write and an Edit, journaled.
+    let mock_b = MockServer::start(vec![]);
+    mock_b.script(vec![
+        Turn::tools([
+            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
+            (
+                "Edit",
+                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
+            ),
+        ]),
+        Turn::text("B done."),
+    ]);
+    let (_, sid_b) = p.session(p.claude_p(&bin, &mock_b, "Write B"), &mock_b);
+    fs::write(&go, "").unwrap();
+    let out_a = running_a.wait(SESSION_TIMEOUT);
+    assert!(!out_a.timed_out && out_a.status.success(), "session A: {}", out_a.stderr);
+    let post = p.wait_for_record(HOOK_GRACE, |r| r["op"] == "applied" && r["tool"] == "Bash" && r["path"] == "");
+    let cmd = post.expect("A's command has its outcome")["id"].as_str().unwrap().to_string();
+    let children: BTreeMap<String, Value> = p
+        .journal()
+        .into_iter()
+        .filter(|r| r["parent"] == cmd.as_str())
+        .map(|r| (r["path"].as_str().unwrap().to_string(), r))
+        .collect();
+    // a.out is A's, certain: nothing else ran when it was written. B's Write and Edit are B's.
+    assert!(!children.contains_key("b.txt") && !children.contains_key("shared.txt"), "{children:?}");
+    assert!(children["a.out"].get("attribution").is_none(), "{children:?}");
+    let log = p.walj_json(&["log", "--json", "--all"]);
+    let on = |path: &str| log.as_array().unwrap().iter().filter(|e| e["path"] == path).count();
+    assert_eq!((on("b.txt"), on("shared.txt")), (1, 1), "each of B's changes is one entry: {log}");
+    assert!(
+        log.as_array().unwrap().iter().filter(|e| e["path"] == "b.txt").all(|e| e["session"] == sid_b.as_str()),
+        "{log}"
+    );
     p.assert_hooks_clean();
 }
 

@@ -205,7 +205,7 @@ fn a_replaced_journal_invalidates_the_snapshot() {
     assert_eq!(view(&Fold::load(&journal, &FoldOptions::default()).unwrap()), view(&full(&journal)));
 }
 
-/// `walj sessions delete` rewrites the journal through compaction's code (`journal::rewrite`).
+/// `walj sessions delete` rewrites the journal through compaction's code (`walj::compact`).
 #[test]
 fn a_journal_rewrite_invalidates_the_snapshot() {
     let repo = common::Repo::fixture_in("p", "hooks/crash-mid-write/project");

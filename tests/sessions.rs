@@ -337,7 +337,7 @@ fn safe_copy_keeps_the_lines_a_truncated_transcript_lost() {
 
     // The original vanishes: the copy still writes it back (to stdout too).
     fs::remove_file(transcript(&repo)).unwrap();
-    let stdout = repo.walj(&["sessions", "transcript", SESSION]).output().unwrap();
+    let stdout = repo.walj(&["sessions", "transcript", SESSION, "-o", "-"]).output().unwrap();
     assert!(stdout.status.success());
     assert_eq!(stdout.stdout, original);
     // An existing file is not overwritten without --force; with it, the old bytes are kept.
@@ -440,7 +440,7 @@ fn export_import_plain_encrypted_and_to_recipients_give_the_same_recover() {
         assert_eq!(list[0]["session"], SESSION);
         assert_eq!(list[0]["imported"], true);
         // The transcript copy came along.
-        let t = walj_at(&dest).args(["sessions", "transcript", "8f14"]).output().unwrap();
+        let t = walj_at(&dest).args(["sessions", "transcript", "8f14", "-o", "-"]).output().unwrap();
         assert_eq!(t.stdout, fs::read(transcript(&repo)).unwrap(), "{name}");
         // Background commands restart in this checkout, not in the one they were recorded in.
         let r = walj_at(&dest).args(["procs", "restart", "01BashDev"]).write_stdin("n\n").output().unwrap();

@@ -162,6 +162,62 @@ fn a_resumed_crashed_sessions_next_prompt_leaves_the_crash_alone() {
     assert!(!settled(&repo, "toolu_CR1"), "{:?}", ops_of(&repo, "toolu_CR1"));
 }
 
+/// A Write of `rel` cut off by a crash: PreToolUse, then nothing.
+fn write_cut_off(repo: &Repo, parent: Parent, sid: &str, id: &str, rel: &str, prompt_id: &str) {
+    let input = json!({"file_path": format!("${{PROJECT}}/{rel}"), "content": "never written\n"});
+    hook(
+        repo,
+        parent,
+        &payload(
+            sid,
+            "PreToolUse",
+            json!({"tool_name": "Write", "tool_use_id": id, "tool_input": input, "prompt_id": prompt_id}),
+        ),
+    );
+}
+
+/// The SessionStart answer of `sid` as JSON (`Value::Null` when it printed nothing).
+fn start(repo: &Repo, parent: Parent, sid: &str, source: &str) -> Value {
+    let out = hook_ok(&repo.root, &repo.subst(&payload(sid, "SessionStart", json!({"source": source}))), parent);
+    if out.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    }
+}
+
+#[test]
+fn a_resumed_session_that_crashes_again_is_told_again_with_only_its_new_work() {
+    let repo = repo();
+    let (sid, next) = ("e5c00000-0000-4000-8000-00000000001a", "e5c00000-0000-4000-8000-00000000001b");
+    let p = Parent::Timeout(10);
+    // Crash 1: a Write of first.txt cut off.
+    start(&repo, p, sid, "startup");
+    prompt(&repo, p, sid, "write first", "p-1");
+    write_cut_off(&repo, p, sid, "toolu_FIRST", "first.txt", "p-1");
+    // `claude --resume`: the session is told its own crash.
+    let told = start(&repo, p, sid, "resume");
+    let ctx = told["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_else(|| panic!("{told}"));
+    assert!(ctx.contains("first.txt"), "{ctx}");
+    // Crash 2 of the resumed session: a Write of second.txt cut off.
+    prompt(&repo, p, sid, "write second", "p-2");
+    write_cut_off(&repo, p, sid, "toolu_SECOND", "second.txt", "p-2");
+    // The next session is told the second crash, and only its new work.
+    let v = start(&repo, p, next, "startup");
+    let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_else(|| panic!("nothing told: {v}"));
+    assert!(ctx.contains("second.txt"), "{ctx}");
+    assert!(!ctx.contains("first.txt"), "the first crash was told already: {ctx}");
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("second.txt") && !msg.contains("first.txt"), "{msg}");
+    // Once: a further session hears nothing of it.
+    let again = start(&repo, p, "e5c00000-0000-4000-8000-00000000001c", "startup");
+    let said = again.to_string();
+    assert!(!said.contains("second.txt") && !said.contains("first.txt"), "{said}");
+    // Both crashes' entries stay unresolved for the user.
+    let rec = repo.json(&["recover", "--json"]);
+    assert_eq!(rec["unresolved"], 2, "{rec:#}");
+}
+
 /// The StopFailure payload Claude Code 2.1.328 sent when the API answered 529 (recorded in
 /// tests/e2e_turns.rs): `error` is `server_error` behind a custom base URL, no
 /// `error_details`.
@@ -327,7 +383,7 @@ fn the_first_prompt_copies_the_transcript() {
     prompt(&repo, p, sid, "hello", "p-1");
     // Killed in its first turn; Claude Code's file is gone later.
     fs::remove_file(transcript(&repo, sid)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", sid]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", sid, "-o", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }
@@ -354,7 +410,7 @@ fn the_next_session_start_copies_a_crashed_sessions_transcript() {
     // Session a died (its parent is gone); session b starts in the project.
     hook(&repo, p, &payload(b, "SessionStart", json!({"source": "startup"})));
     fs::remove_file(transcript(&repo, a)).unwrap();
-    let out = repo.walj(&["sessions", "transcript", a]).output().unwrap();
+    let out = repo.walj(&["sessions", "transcript", a, "-o", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
 }

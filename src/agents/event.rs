@@ -199,7 +199,7 @@ impl<'a> PathChange<'a> {
 #[derive(Debug, Clone)]
 pub enum Change<'a> {
     /// A Claude Code file tool: what it leaves is computed from the tool's input
-    /// ([`crate::import::apply_tool`]).
+    /// ([`patch::apply_tool`]).
     Claude,
     /// The file's whole new content (Write, `write_file`, `create`, a patch's Add File).
     Write(Cow<'a, str>),
@@ -230,7 +230,7 @@ impl PathChange<'_> {
     /// told. `tool`/`input` serve Claude Code's tools.
     pub fn intended(&self, tool: &str, input: &Value, pre: Option<&[u8]>) -> Option<Option<Vec<u8>>> {
         match &self.change {
-            Change::Claude => crate::import::apply_tool(tool, input, None, pre).map(Some),
+            Change::Claude => patch::apply_tool(tool, input, None, pre).map(Some),
             Change::Write(s) => Some(Some(s.as_bytes().to_vec())),
             Change::Replace { old, new, all } => {
                 let text = std::str::from_utf8(pre?).ok()?;

@@ -9,13 +9,15 @@
 //! same for every agent.
 //!
 //! - [`claude`]: Claude Code (the payload is [`crate::claude::payload::Payload`]).
-//! - [`codex`]: Codex CLI (`Bash`, `apply_patch` split by [`patch`], real call ids).
+//! - [`codex`]: Codex CLI (`Bash`, `apply_patch` split by [`patch`], real call ids). [`patch`]
+//!   also replays Claude Code's Edit/Write/MultiEdit: how every agent's post-image is computed.
 //! - [`gemini`]: Gemini CLI (`BeforeTool`/`AfterTool`, paths relative to `cwd`, no call id).
 //! - [`copilot`]: GitHub Copilot CLI (camelCase and PascalCase shapes, no call id). Copilot also
 //!   runs the hooks in `.claude/settings.json`: [`detect`] recognises its payloads there.
 //! - [`pairing`]: Pre and Post of a call without an id, and the same event arriving twice.
 //! - [`install`], [`doctor`]: the agents' own hook settings files.
-//! - [`import`]: `walj import` of the session files the agents keep themselves.
+//! - `walj import` of the session files the agents keep themselves is an action, not part of
+//!   the event model: [`crate::import::agents`].
 
 pub mod claude;
 pub mod codex;
@@ -24,7 +26,6 @@ pub mod copilot;
 pub mod doctor;
 pub mod event;
 pub mod gemini;
-pub mod import;
 pub mod install;
 pub mod pairing;
 pub mod patch;

@@ -1,3 +1,9 @@
+//! How a post-image is computed from a call's input, for every agent: the live hook (through
+//! [`super::event`]) and `walj import` both ask here, so the two never disagree.
+//!
+//! Claude Code's Edit, Write and MultiEdit are replayed on the pre-image by [`apply_tool`]
+//! (the result's strings win over the input's: the user may have changed them).
+//!
 //! Codex's `apply_patch` format (also offered by Copilot CLI to GPT models):
 //!
 //! ```text
@@ -18,6 +24,8 @@
 //! one [`FilePatch`] per file; [`apply`] applies an update's chunks to the old text (what the
 //! call means to leave, for the crash check of an intent). Parsing is lenient: anything it does
 //! not understand is skipped, never an error (the agent validates the patch, not walj).
+
+use serde_json::Value;
 
 /// One file of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,9 +168,76 @@ fn find(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<
     None
 }
 
+// ------------------------------------------------------------------ Claude Code's file tools
+
+/// The file after a tool call, computed from its input and the file before
+/// (`pre` `None` = absent). `None` when it cannot be computed.
+pub fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    match tool {
+        "Write" => s(input, "content").or_else(|| resp.and_then(|r| s(r, "content"))).map(String::into_bytes),
+        "Edit" => {
+            // The result's strings are what was applied (the user may have changed them).
+            let src = resp.filter(|r| r.get("oldString").is_some()).unwrap_or(input);
+            let (old, new) = if src.get("oldString").is_some() {
+                (s(src, "oldString")?, s(src, "newString")?)
+            } else {
+                (s(input, "old_string")?, s(input, "new_string")?)
+            };
+            let all =
+                src.get("replaceAll").or_else(|| input.get("replace_all")).and_then(Value::as_bool).unwrap_or(false);
+            let text = std::str::from_utf8(pre.unwrap_or_default()).ok()?;
+            replace(text, &old, &new, all).map(String::into_bytes)
+        }
+        "MultiEdit" => {
+            let edits = input.get("edits").or_else(|| resp.and_then(|r| r.get("edits")))?.as_array()?;
+            let mut text = std::str::from_utf8(pre.unwrap_or_default()).ok()?.to_string();
+            for e in edits {
+                let all = e.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+                text = replace(&text, &s(e, "old_string")?, &s(e, "new_string")?, all)?;
+            }
+            Some(text.into_bytes())
+        }
+        "NotebookEdit" => resp.and_then(|r| s(r, "updated_file")).map(String::into_bytes),
+        _ => None,
+    }
+}
+
+fn replace(text: &str, old: &str, new: &str, all: bool) -> Option<String> {
+    if old.is_empty() {
+        // Creating a file with Edit: only an empty (or absent) file takes an empty old_string.
+        return text.is_empty().then(|| new.to_string());
+    }
+    if !text.contains(old) {
+        return None;
+    }
+    Some(if all { text.replace(old, new) } else { text.replacen(old, new, 1) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn apply_edits() {
+        let i = json!({"old_string": "b", "new_string": "B"});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcb");
+        let i = json!({"old_string": "b", "new_string": "B", "replace_all": true});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcB");
+        let i = json!({"old_string": "zz", "new_string": "B"});
+        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")), None);
+        let i = json!({"old_string": "", "new_string": "new"});
+        assert_eq!(apply_tool("Edit", &i, None, None).unwrap(), b"new");
+        let i = json!({"edits": [{"old_string": "a", "new_string": "x"}, {"old_string": "x", "new_string": "yy"}]});
+        assert_eq!(apply_tool("MultiEdit", &i, None, Some(b"abc")).unwrap(), b"yybc");
+        let i = json!({"file_path": "/x", "content": "c\n"});
+        assert_eq!(apply_tool("Write", &i, None, Some(b"old")).unwrap(), b"c\n");
+        // The result's strings win (the user edited the proposal).
+        let i = json!({"old_string": "b", "new_string": "B"});
+        let r = json!({"oldString": "b", "newString": "USER"});
+        assert_eq!(apply_tool("Edit", &i, Some(&r), Some(b"ab")).unwrap(), b"aUSER");
+    }
 
     const P: &str = "*** Begin Patch\n*** Add File: new.txt\n+new file\n+second\n*** Update File: a.txt\n@@\n-hello\n+HELLO\n*** Delete File: b.txt\n*** Update File: c.txt\n*** Move to: sub/e.txt\n@@\n-hi\n+bye\n*** End Patch\n";
 

@@ -96,14 +96,15 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
     };
     let live: Vec<ProcRef> =
         all.sessions.iter().filter(|s| s.status() == SessionStatus::Live).filter_map(|s| s.proc).collect();
+    let mut derived = Vec::new();
     for (path, snap) in killed {
-        let records = match derive(project, &cfg, matcher.as_ref(), &snap, &all) {
-            Ok(r) => r,
-            Err(e) => {
-                out.problems.push(format!("the changes of `{}`: {e}", snap.command));
-                continue;
-            }
-        };
+        match derive(project, &cfg, matcher.as_ref(), &snap, &all) {
+            Ok(records) => derived.push((path, snap, records)),
+            Err(e) => out.problems.push(format!("the changes of `{}`: {e}", snap.command)),
+        }
+    }
+    claim_once(&mut derived);
+    for (path, snap, records) in derived {
         let pids = snap
             .hook_start
             .and_then(|since| procinfo::started_by_tool_since(since, &project.root, &snap.session, &live))
@@ -129,6 +130,44 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
         }
     }
     out
+}
+
+/// Killed commands whose windows overlapped (an async subagent's command beside the main
+/// thread's, two sessions' commands) all see a change made while both ran. Each change is
+/// listed **once**: under the command that started first, `attribution: uncertain`, with the
+/// others whose window was open at its ctime as `candidates` (every killed command's window
+/// stays open until the crash). A change made before the later command started is only the
+/// earlier one's snapshot difference, so it stays certain.
+fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
+    use std::collections::HashMap;
+    if derived.len() < 2 {
+        return;
+    }
+    derived.sort_by(|a, b| (&a.1.ts, &a.1.parent).cmp(&(&b.1.ts, &b.1.parent)));
+    // (path, after) → (index of the command that keeps it, the other commands that saw it).
+    let mut owner: HashMap<(String, Option<String>), (usize, Vec<String>)> = HashMap::new();
+    for (i, (_, snap, records)) in derived.iter().enumerate() {
+        for r in records {
+            let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
+            owner.entry(k).and_modify(|(_, others)| others.push(snap.parent.clone())).or_insert((i, Vec::new()));
+        }
+    }
+    for (i, (_, _, records)) in derived.iter_mut().enumerate() {
+        let taken = std::mem::take(records);
+        for r in taken {
+            let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
+            let Some((keeper, others)) = owner.get(&k) else { continue };
+            if *keeper != i {
+                continue;
+            }
+            if others.is_empty() {
+                records.push(r);
+                continue;
+            }
+            // Each other claimant's snapshot saw the change after its Pre: its window was open.
+            records.push(r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, others.clone()));
+        }
+    }
 }
 
 /// The Stop of `session`: its foreground commands that never got a PostToolUse (an
@@ -247,7 +286,7 @@ fn derive(
 
 /// When a file last changed, as a journal timestamp: the later of its mtime and ctime (`tar`,
 /// `cp -p` and `rsync` keep an old mtime; the ctime still moves). `None`: no such file.
-fn changed_at(abs: &Path) -> Option<String> {
+pub fn changed_at(abs: &Path) -> Option<String> {
     let meta = fs::symlink_metadata(abs).ok()?;
     let t = meta.modified().ok()?;
     #[cfg(unix)]

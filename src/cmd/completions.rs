@@ -4,6 +4,11 @@
 //! session ids (`SID`, `--session`): it asks `walj __complete-ids` (hidden), which reads the
 //! journal of the project on the command line (or the current folder's) and prints the ids as
 //! walj shows them. Where that command says the word is not an id, clap's completion runs.
+//!
+//! Ids can come from bundles and other machines, so nothing offered runs or hides: for bash
+//! a value is shell-quoted (`'$(id)'`; bash inserts what it gets), zsh's `compadd` and fish
+//! quote what they insert themselves; a value holding a control character, a line break or a
+//! bidi override is not offered, and descriptions are [`crate::present::safe`].
 
 use std::io::Write;
 
@@ -61,8 +66,12 @@ const BASH_IDS: &str = r#"
 _walj_ids() {
     local out
     if out=$("${COMP_WORDS[0]}" __complete-ids --shell bash --cword "$COMP_CWORD" -- "${COMP_WORDS[@]}" 2>/dev/null); then
-        local IFS=$'\n'
-        COMPREPLY=($out)
+        # One value a line, taken as it is (no word splitting or glob expansion of it).
+        COMPREPLY=()
+        local line
+        while IFS= read -r line; do
+            [[ -n "$line" ]] && COMPREPLY+=("$line")
+        done <<< "$out"
         return 0
     fi
     _walj "$@"
@@ -283,7 +292,7 @@ pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
                 let shown = fold.ids.short(&e.id);
                 let sans = e.id.strip_prefix("toolu_").unwrap_or(&e.id);
                 let value = [shown, typeable(&e.id), sans].into_iter().find(|f| starts(f)).unwrap_or(&e.id);
-                out.push((value.to_string(), format!("{} {}", e.state(), e.path)));
+                out.push((value.to_string(), format!("{} {}", e.state(), crate::present::safe(&e.path))));
             }
         }
         Slot::Session => {
@@ -317,8 +326,15 @@ pub fn complete_ids(args: &CompleteIdsArgs) -> i32 {
     let mut out = std::io::stdout().lock();
     for (value, desc) in candidates(&fold, &want) {
         let value = format!("{}{value}", want.prefix);
-        let desc = desc.replace(['\t', '\n'], " ");
-        let line = if args.shell == Shell::Bash { value } else { format!("{value}\t{desc}") };
+        // Not offered: it cannot be typed, and would show other text (or split the lines).
+        if crate::present::hides_text(&value) || value.contains(['\n', '\t']) {
+            continue;
+        }
+        let line = if args.shell == Shell::Bash {
+            crate::present::shell_quote(&value).into_owned()
+        } else {
+            format!("{value}\t{}", crate::present::safe(&desc))
+        };
         if writeln!(out, "{line}").is_err() {
             break;
         }

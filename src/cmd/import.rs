@@ -1,6 +1,6 @@
 //! `walj import` and `walj recover --from-transcripts`: journals rebuilt from Claude Code
 //! transcripts (library side: [`crate::import`]) and from the session files of Codex CLI, Gemini
-//! CLI and Copilot CLI ([`crate::agents::import`]).
+//! CLI and Copilot CLI ([`crate::import::agents`]).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::agents::Agent;
-use crate::agents::import as agent_files;
+use crate::import::agents as agent_files;
 use crate::import::{self, ImportOptions, ImportReport};
 use crate::project::Project;
 use crate::style::Style;
@@ -192,9 +192,10 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
         crate::fold::ShortIds::default()
     };
     for f in &r.files {
-        let name = f.path.display();
+        // Transcripts are another program's files: every text from them is shown escaped.
+        let name = crate::present::shown_path(&f.path);
         if let Some(e) = &f.error {
-            let _ = writeln!(s, "{} {name}: {e}", style.red("error"));
+            let _ = writeln!(s, "{} {name}: {}", style.red("error"), crate::present::shown(&e.to_string()));
             continue;
         }
         let agent = Agent::of_record(f.agent.as_deref());
@@ -203,7 +204,9 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
                 s,
                 "{name}: nothing imported: walj's hooks journaled this {} session ({})",
                 agent.label(),
-                crate::journal::record::short_sid(f.sessions.first().map(String::as_str).unwrap_or(""))
+                crate::present::shown(&crate::journal::record::short_sid(
+                    f.sessions.first().map(String::as_str).unwrap_or("")
+                ))
             );
             continue;
         }
@@ -228,10 +231,10 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
                 s,
                 "  {} {} {} ({}, session {})",
                 style.red("in flight"),
-                c.tool,
-                c.what,
+                crate::present::shown(&c.tool),
+                crate::present::shown(&c.what),
                 style.id(ids.split(&c.id), 0),
-                crate::journal::record::short_sid(&c.session)
+                crate::present::shown(&crate::journal::record::short_sid(&c.session))
             );
         }
     }

@@ -51,10 +51,12 @@ pub fn error_line(e: &anyhow::Error) -> String {
     line
 }
 
-/// Prints `walj: <error>` on stderr (never panics, even when stderr is closed).
+/// Prints `walj: <error>` on stderr (never panics, even when stderr is closed), made
+/// [`crate::present::safe_block`] (its own line breaks kept): an error can quote a recorded
+/// path, id or command.
 pub fn print_error(e: &anyhow::Error) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "walj: {}", error_line(e));
+    let _ = writeln!(std::io::stderr().lock(), "walj: {}", crate::present::safe_block(&error_line(e)));
 }
 
 /// Options every command takes.

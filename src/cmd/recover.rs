@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::checkpoint::{CheckpointOptions, checkpoint};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
+use crate::present::{shown, shown_path};
 use crate::project::Project;
 use crate::report;
 use crate::store::Store;
@@ -75,7 +76,7 @@ pub struct CheckpointArgs {
 pub fn warn_problems(fold: &Fold) {
     let n = fold.report.problems.len();
     for p in fold.report.problems.iter().take(10) {
-        eprintln!("walj: warning: journal {p}");
+        eprintln!("walj: warning: journal {}", shown(&p.to_string()));
     }
     if n > 10 {
         eprintln!("walj: warning: … and {} more journal problems", n - 10);
@@ -98,9 +99,10 @@ pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> 
     check_session(&fold, opts.session.as_deref())?;
     // Commands a crash cut off: their changes (recorded once nothing they started runs).
     for p in crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems {
-        eprintln!("walj: warning: unfinished commands: {p}");
+        eprintln!("walj: warning: unfinished commands: {}", shown(&p.to_string()));
     }
     fold.check_disk(project);
+    fold.read_head(&project.root);
     warn_problems(&fold);
     Ok(fold)
 }
@@ -158,7 +160,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
                 out,
                 "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
                  A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.",
-                project.journal.display()
+                shown_path(&project.journal)
             )?;
             return Ok(0);
         }
@@ -173,7 +175,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
 pub fn remotes(project: &Project, opts: &FoldOptions) -> Vec<crate::sync::remotes::RemoteJournal> {
     let (remotes, warnings) = crate::sync::remotes::load(project, opts);
     for w in warnings {
-        eprintln!("walj: warning: {w}");
+        eprintln!("walj: warning: {}", shown(&w.to_string()));
     }
     remotes
 }
@@ -275,8 +277,8 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(code);
     }
-    writeln!(out, "project   {}", project.root.display())?;
-    writeln!(out, "journal   {} ({} records, {} bytes)", project.journal.display(), fold.records, journal_bytes)?;
+    writeln!(out, "project   {}", shown_path(&project.root))?;
+    writeln!(out, "journal   {} ({} records, {} bytes)", shown_path(&project.journal), fold.records, journal_bytes)?;
     writeln!(out, "store     {objects} objects")?;
     let states: Vec<String> = by_state.iter().map(|(k, v)| format!("{v} {k}")).collect();
     writeln!(out, "sessions  {}", if states.is_empty() { "none".to_string() } else { states.join(", ") })?;
@@ -314,7 +316,7 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
                 rep.verified,
                 rep.not_applied,
                 rep.drifted.len(),
-                if rep.drifted.is_empty() { String::new() } else { format!(" ({})", rep.drifted.join(", ")) }
+                if rep.drifted.is_empty() { String::new() } else { format!(" ({})", shown(&rep.drifted.join(", "))) }
             );
         }
         match every {

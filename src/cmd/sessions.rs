@@ -7,16 +7,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::json;
 
+use crate::compact::{self as rewrite, CompactOptions, DeleteOptions, RewriteReport};
 use crate::crypt::Secret;
 use crate::fold::{CommandStatus, SessionStatus};
-use crate::present::human_ts;
+use crate::present::{human_ts, safe, safe_block, shell_quote, shown, shown_path};
 use crate::procinfo;
 use crate::project::Project;
 use crate::report::{session_header, state_colored};
 use crate::session::brief::{self, BriefInput};
 use crate::session::bundle::{self, Keys, Protection};
 use crate::session::procs::{self, ProcStatus};
-use crate::session::rewrite::{self, CompactOptions, DeleteOptions, RewriteReport};
 use crate::session::{SessionState, human_bytes, transcript};
 use crate::style::Style;
 
@@ -162,7 +162,7 @@ fn catch_up(project: &Project, state: &SessionState) {
     if let Some(t) = state.info.transcript.as_deref()
         && let Err(e) = transcript::copy(project, state.session(), Path::new(t))
     {
-        eprintln!("walj: warning: could not update the transcript copy: {e}");
+        eprintln!("walj: warning: could not update the transcript copy: {}", shown(&e.to_string()));
     }
 }
 
@@ -192,7 +192,7 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         writeln!(
             out,
             "No sessions recorded in {}. Install the hooks with `walj install`; walj records from the next session on.",
-            project.journal.display()
+            shown_path(&project.journal)
         )?;
         return Ok(0);
     }
@@ -208,19 +208,19 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         ))
     )?;
     for s in &sessions {
-        let state = format!("{:<8}", s.state);
+        let state = format!("{:<8}", shown(&s.state));
         let state = match s.state.as_str() {
             "crashed" => style.red(&state),
             "live" => style.green(&state),
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let branch: String = s.branch.as_deref().unwrap_or("-").chars().take(14).collect();
+        let branch: String = safe(s.branch.as_deref().unwrap_or("-")).chars().take(14).collect();
         writeln!(
             out,
             "{}  {:<7}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.session(ids.session_split(&s.session), w),
-            s.agent,
+            shown(&s.agent),
             state,
             human_ts(&s.started),
             human_ts(&s.last_ts),
@@ -270,13 +270,17 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
             "  {}  {}  {}  {}",
             style.id(st.ids.split(&e.id), w),
             state_colored(e.state(), style),
-            e.path,
-            e.tool
+            shown(&e.path),
+            shown(&e.tool)
         );
     }
     if let Some(m) = &s.last_assistant_message {
-        let _ =
-            writeln!(o, "\n{}\n  {}", style.bold("Last assistant message (at the last Stop)"), m.replace('\n', "\n  "));
+        let _ = writeln!(
+            o,
+            "\n{}\n  {}",
+            style.bold("Last assistant message (at the last Stop)"),
+            safe_block(m).replace('\n', "\n  ")
+        );
     }
     let pending = st.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone).count();
     if pending > 0 {
@@ -287,8 +291,8 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         "\n{}",
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            s.agent().resume_hint(&s.session),
-            sid = st.ids.session(&s.session)
+            shown(&s.agent().resume_hint(&shell_quote(&s.session))),
+            sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );
     o
@@ -308,14 +312,14 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
     };
     let mut started = human_ts(s.started.as_ref().unwrap_or(&s.first_ts));
     if let Some(src) = &s.source {
-        let _ = write!(started, " ({src})");
+        let _ = write!(started, " ({})", shown(src));
     }
     if let Some(m) = &s.model {
-        let _ = write!(started, ", model {m}");
+        let _ = write!(started, ", model {}", shown(m));
     }
     field(o, "started", started);
     let ended = match (&s.end, st.status) {
-        (Some((ts, reason)), SessionStatus::Ended) => format!("{} ({reason})", human_ts(ts)),
+        (Some((ts, reason)), SessionStatus::Ended) => format!("{} ({})", human_ts(ts), shown(reason)),
         (_, SessionStatus::Crashed) => {
             format!("never: no SessionEnd, and its {} process is gone (crashed)", s.agent().label())
         }
@@ -325,7 +329,7 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
     field(o, "ended", ended);
     field(o, "last", human_ts(&s.last_ts));
     if let Some(c) = &s.cwd {
-        field(o, "cwd", c.clone());
+        field(o, "cwd", safe(c).into_owned());
     }
     if s.branch.is_some() || s.head.is_some() {
         field(
@@ -333,8 +337,8 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
             "git",
             format!(
                 "branch {}, HEAD {}",
-                s.branch.as_deref().unwrap_or("-"),
-                s.head.as_deref().map(|h| crate::fold::abbrev(h, 12)).unwrap_or("-")
+                shown(s.branch.as_deref().unwrap_or("-")),
+                shown(s.head.as_deref().map(|h| crate::fold::abbrev(h, 12)).unwrap_or("-"))
             ),
         );
     }
@@ -344,8 +348,8 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
             o,
             "transcript",
             match t.original_bytes {
-                Some(n) => format!("{p} ({})", human_bytes(n)),
-                None => format!("{p} (gone)"),
+                Some(n) => format!("{} ({})", shown(p), human_bytes(n)),
+                None => format!("{} (gone)", shown(p)),
             },
         ),
         None => field(o, "transcript", "none recorded".into()),
@@ -356,7 +360,7 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
             "safe copy",
             format!(
                 "{} ({} of transcript in {}{}{})",
-                rel_display(project, c),
+                shown(&rel_display(project, c)),
                 human_bytes(t.copied),
                 human_bytes(t.copy_bytes),
                 t.updated.as_deref().map(|u| format!(", copied {}", human_ts(u))).unwrap_or_default(),
@@ -382,8 +386,8 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
             "imported",
             format!(
                 "from {} ({}), exported {}",
-                from.get("source_root").and_then(|v| v.as_str()).unwrap_or("?"),
-                from.get("bundle").and_then(|v| v.as_str()).unwrap_or("?"),
+                shown(from.get("source_root").and_then(|v| v.as_str()).unwrap_or("?")),
+                shown(from.get("bundle").and_then(|v| v.as_str()).unwrap_or("?")),
                 human_ts(from.get("exported").and_then(|v| v.as_str()).unwrap_or("?"))
             ),
         );
@@ -395,27 +399,33 @@ fn show_history(o: &mut String, st: &SessionState, style: &Style) {
     let s = &st.info;
     let _ = writeln!(o, "\n{} ({}, oldest first)", style.bold("Prompts"), s.prompts.len());
     for (i, p) in s.prompts.iter().enumerate() {
-        let _ = writeln!(o, "  {:>2}. {}  {}", i + 1, style.dim(&human_ts(&p.ts)), p.text.replace('\n', "\n      "));
+        let _ = writeln!(
+            o,
+            "  {:>2}. {}  {}",
+            i + 1,
+            style.dim(&human_ts(&p.ts)),
+            safe_block(&p.text).replace('\n', "\n      ")
+        );
     }
     let (done, total) = s.todos_done();
     let _ = writeln!(o, "\n{} ({done}/{total} done)", style.bold("Todos"));
     for (i, t) in s.todos.iter().enumerate() {
-        let label = t.id.as_deref().map(|id| format!("#{id}")).unwrap_or_else(|| format!("{}", i + 1));
-        let status = format!("[{}]", t.status);
+        let label = t.id.as_deref().map(|id| format!("#{}", shown(id))).unwrap_or_else(|| format!("{}", i + 1));
+        let status = format!("[{}]", shown(&t.status));
         let status =
             if t.is_open() { style.yellow(&format!("{status:<13}")) } else { style.dim(&format!("{status:<13}")) };
-        let _ = writeln!(o, "  {label:>4} {status} {}", t.content);
+        let _ = writeln!(o, "  {label:>4} {status} {}", shown(&t.content));
     }
     let files = st.files();
     let _ = writeln!(o, "\n{} ({})", style.bold("Files changed"), files.len());
-    let width = files.iter().map(|f| f.path.len()).max().unwrap_or(0).min(60);
+    let width = files.iter().map(|f| safe(&f.path).chars().count()).max().unwrap_or(0).min(60);
     for f in &files {
         let last = f.entries.last().map(|i| style.id(st.ids.split(i), 0)).unwrap_or_default();
         let state = st.entries.iter().rev().find(|e| e.path == f.path).map(|e| e.state());
         let _ = writeln!(
             o,
             "  {:<width$}  {}  {} entr{}, last {}{}",
-            f.path,
+            shown(&f.path),
             state.map(|s| state_colored(s, style)).unwrap_or_default(),
             f.entries.len(),
             if f.entries.len() == 1 { "y" } else { "ies" },
@@ -436,12 +446,16 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
             CommandStatus::Failed => style.red("FAILED   "),
             CommandStatus::InFlight => style.yellow("in flight"),
         };
-        let mut line = format!("  {}  {status}  {}", style.dim(&human_ts(&c.ts)), c.command.replace('\n', " "));
+        let mut line = format!("  {}  {status}  {}", style.dim(&human_ts(&c.ts)), shown(&c.command));
         if c.background {
-            let _ = write!(line, "  (background{})", c.task_id.as_deref().map(|t| format!(" {t}")).unwrap_or_default());
+            let _ = write!(
+                line,
+                "  (background{})",
+                c.task_id.as_deref().map(|t| format!(" {}", shown(t))).unwrap_or_default()
+            );
         }
         if let Some(e) = c.error.as_deref().filter(|_| c.status == CommandStatus::Failed) {
-            let _ = write!(line, "\n      {}", e.lines().next().unwrap_or(""));
+            let _ = write!(line, "\n      {}", shown(e.lines().next().unwrap_or("")));
         }
         let _ = writeln!(o, "{line}");
     }
@@ -452,7 +466,7 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
     if !s.compactions.is_empty() {
         let _ = writeln!(o, "\n{} ({})", style.bold("Compactions"), s.compactions.len());
         for (ts, trig) in &s.compactions {
-            let _ = writeln!(o, "  {}  {trig}", human_ts(ts));
+            let _ = writeln!(o, "  {}  {}", human_ts(ts), shown(trig));
         }
     }
 }
@@ -467,16 +481,16 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
     };
     let note = match (p.kind, p.reported.as_deref()) {
         ("in_flight", _) => "  (was running when the session died)".to_string(),
-        (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {r})"),
+        (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {})", shown(r)),
         _ => String::new(),
     };
     format!(
         "{:<12}  {}  {}  {state}{}{note}{}{}",
-        p.short,
-        style.cyan(&p.sid),
-        p.command.replace('\n', " "),
-        p.task_id.as_deref().map(|t| format!("  task {t}")).unwrap_or_default(),
-        p.cwd.as_deref().map(|c| format!("  in {c}")).unwrap_or_default(),
+        shown(&p.short),
+        style.cyan(&safe(&p.sid)),
+        shown(&p.command),
+        p.task_id.as_deref().map(|t| format!("  task {}", shown(t))).unwrap_or_default(),
+        p.cwd.as_deref().map(|c| format!("  in {}", shown(c))).unwrap_or_default(),
         if p.restartable { "  · restartable" } else { "" },
     )
 }
@@ -491,7 +505,7 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     let un = state.unresolved().count();
     eprintln!(
         "Session {} ({}, {}): {} records ({}), {} objects, transcript copy {}{}.",
-        s.sid,
+        shown(&s.sid),
         state.status,
         human_ts(s.started.as_ref().unwrap_or(&s.first_ts)),
         state.usage.records,
@@ -509,7 +523,7 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     if !yes
         && !confirm(&format!(
             "Delete session {} from the journal, with the objects nothing else names and its transcript copy?",
-            s.sid
+            shown(&s.sid)
         ))?
     {
         eprintln!("Nothing deleted.");
@@ -545,7 +559,7 @@ fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
     if rep.unreadable > 0 {
         let _ = write!(s, "; {} unreadable line(s) dropped", rep.unreadable);
         if let Some(b) = &rep.broken_copy {
-            let _ = write!(s, ", the original journal is kept in {}", b.display());
+            let _ = write!(s, ", the original journal is kept in {}", shown_path(b));
         }
     }
     s
@@ -577,7 +591,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
     if state.status == SessionStatus::Live {
         eprintln!(
             "walj: note: session {} is still running; the brief goes to the next session start in this project",
-            state.info.sid
+            shown(&state.info.sid)
         );
     }
     catch_up(project, &state);
@@ -599,7 +613,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
-    print!("{}", b.text);
+    print!("{}", safe_block(&b.text));
     if action.is_some() {
         let agent = state.info.agent();
         let receiver = if agent == crate::agents::Agent::ClaudeCode { "Claude" } else { agent.label() };
@@ -608,7 +622,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
             b.chars,
             b.tokens,
             receiver,
-            agent.resume_hint(state.session()),
+            shown(&agent.resume_hint(&shell_quote(state.session()))),
             agent.name()
         );
     }
@@ -675,20 +689,21 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
-    print!("{}", b.text);
+    print!("{}", safe_block(&b.text));
     if let Some(i) = written {
         eprintln!(
-            "\nwalj: the transcript of session {} from {machine} is in {} ({}, {}); `claude --resume {session}` in {} continues it here, and this brief ({} characters) goes to Claude at that start.",
-            state.info.sid,
-            i.path.display(),
+            "\nwalj: the transcript of session {} from {machine} is in {} ({}, {}); `claude --resume {}` in {} continues it here, and this brief ({} characters) goes to Claude at that start.",
+            shown(&state.info.sid),
+            shown_path(&i.path),
             human_bytes(i.bytes),
             i.outcome,
-            i.cwd.display(),
+            shown(&shell_quote(&session)),
+            shown_path(&i.cwd),
             b.chars
         );
     } else if action.is_some() {
         if let Some(w) = &why_not {
-            eprintln!("\nwalj: {w}");
+            eprintln!("\nwalj: {}", shown(w));
         }
         eprintln!(
             "walj: this brief ({} characters) goes to Claude at the next session start in this project (a new `claude`).",
@@ -698,6 +713,23 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
     Ok(0)
 }
 
+/// Where Claude Code looks for a session's transcript when `claude --resume` runs in this
+/// project: `<config dir>/projects/<encoded project root>/<session>.jsonl`. Computed here from
+/// the project and a file-name-safe form of the id ([`crate::session::file_stem`]), never from
+/// a path a record holds (a bundle or another machine chose those).
+pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
+    let dir = crate::claude::paths::config_dir().context(
+        "no home folder and no $CLAUDE_CONFIG_DIR: cannot tell where Claude Code keeps transcripts; pass -o FILE",
+    )?;
+    Ok(dir
+        .join("projects")
+        .join(crate::claude::paths::encode_dir(&project.root))
+        .join(format!("{}.jsonl", crate::session::file_stem(session))))
+}
+
+/// `walj sessions transcript SID [-o FILE|-]`: the safe copy written to FILE (a path the user
+/// typed), to stdout with `-o -`, and without `-o` to where Claude Code finds it for this
+/// project ([`claude_transcript_place`]), so that `claude --resume` reopens it.
 pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, force: bool) -> anyhow::Result<i32> {
     let state = SessionState::load(project, sid)?;
     catch_up(project, &state);
@@ -705,41 +737,51 @@ pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, for
     let Some(bytes) = transcript::read_copy(project, &session)? else {
         match state.info.transcript.as_deref() {
             Some(p) => bail!(
-                "no safe copy of the transcript of session {}, and the original {p} is gone; nothing to write",
-                state.info.sid
+                "no safe copy of the transcript of session {}, and the original {} is gone; nothing to write",
+                shown(&state.info.sid),
+                shown(p)
             ),
-            None => bail!("session {} recorded no transcript path and has no safe copy", state.info.sid),
+            None => bail!("session {} recorded no transcript path and has no safe copy", shown(&state.info.sid)),
         }
     };
-    match output {
-        None => {
+    let path = match output {
+        Some(p) if p.as_os_str() == "-" => {
             io::stdout().lock().write_all(&bytes)?;
+            return Ok(0);
         }
-        Some(path) => {
-            if path.exists() {
-                if !force {
-                    bail!(
-                        "{} exists; pass --force to replace it (its current bytes are kept beside it as a .bak file)",
-                        path.display()
-                    );
-                }
-                let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-                let bak = PathBuf::from(format!("{}.{stamp}.bak", path.display()));
-                std::fs::copy(&path, &bak)
-                    .with_context(|| format!("keeping {} as {}", path.display(), bak.display()))?;
-                eprintln!("walj: the previous {} is kept as {}", path.display(), bak.display());
+        Some(p) => p,
+        None => {
+            let p = claude_transcript_place(project, &session)?;
+            if std::fs::read(&p).is_ok_and(|b| b == bytes) {
+                eprintln!("walj: {} already holds the safe copy; nothing written.", shown_path(&p));
+                return Ok(0);
             }
-            crate::fsutil::atomic_write(&path, &bytes, Some(0o600))
-                .with_context(|| format!("writing {}", path.display()))?;
-            let realigned = transcript::realign(project, &session, &path).unwrap_or(false);
-            eprintln!(
-                "walj: wrote {} ({}) from the safe copy{}.",
-                path.display(),
-                human_bytes(bytes.len() as u64),
-                if realigned { "; later copies continue from it" } else { "" }
+            if let Some(dir) = p.parent() {
+                crate::fsutil::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            p
+        }
+    };
+    if path.exists() {
+        if !force {
+            bail!(
+                "{} exists; pass --force to replace it (its current bytes are kept beside it as a .bak file)",
+                shown_path(&path)
             );
         }
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        let bak = PathBuf::from(format!("{}.{stamp}.bak", path.display()));
+        std::fs::copy(&path, &bak).with_context(|| format!("keeping {} as {}", path.display(), bak.display()))?;
+        eprintln!("walj: the previous {} is kept as {}", shown_path(&path), shown_path(&bak));
     }
+    crate::fsutil::atomic_write(&path, &bytes, Some(0o600)).with_context(|| format!("writing {}", path.display()))?;
+    let realigned = transcript::realign(project, &session, &path).unwrap_or(false);
+    eprintln!(
+        "walj: wrote {} ({}) from the safe copy{}.",
+        shown_path(&path),
+        human_bytes(bytes.len() as u64),
+        if realigned { "; later copies continue from it" } else { "" }
+    );
     Ok(0)
 }
 
@@ -771,17 +813,17 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     };
     let contents = bundle::collect(project, state.session())?;
     for w in &contents.warnings {
-        eprintln!("walj: warning: {w}");
+        eprintln!("walj: warning: {}", shown(&w.to_string()));
     }
     let size = bundle::write(output, &contents, &protection)?;
     let how = protection.describe();
     println!(
         "exported session {}: {} records, {} objects, transcript {} → {} ({}, {how})",
-        state.info.sid,
+        shown(&state.info.sid),
         contents.meta.records,
         contents.objects.len(),
         contents.transcript.as_ref().map(|t| human_bytes(t.len() as u64)).unwrap_or_else(|| "none".into()),
-        output.display(),
+        shown_path(output),
         human_bytes(size)
     );
     Ok(0)
@@ -855,25 +897,25 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         );
     }
     if rep.records_added == 0 && rep.objects_added == 0 && !matches!(rep.transcript.as_str(), "installed" | "updated") {
-        println!("nothing new: session {} ({}) is already here.", rep.sid, rep.session);
+        println!("nothing new: session {} ({}) is already here.", shown(&rep.sid), shown(&rep.session));
         return Ok(0);
     }
     println!(
         "imported session {} ({}): {} records added ({} already here), {} objects added ({} already here), transcript {}.",
-        rep.sid,
-        rep.session,
+        shown(&rep.sid),
+        shown(&rep.session),
         rep.records_added,
         rep.records_present,
         rep.objects_added,
         rep.objects_present,
-        rep.transcript
+        shown(&rep.transcript)
     );
     if let Some(p) = &rep.transcript_side {
-        println!("A different transcript copy was already here; the bundle's is in {}.", p.display());
+        println!("A different transcript copy was already here; the bundle's is in {}.", shown_path(p));
     }
     println!(
         "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
-        sid = rep.sid
+        sid = shown(&shell_quote(&rep.sid))
     );
     Ok(0)
 }
@@ -902,15 +944,19 @@ pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i32> {
+/// `walj procs restart ID`: shows the exact command (escaped and shell-quoted, so a `\r` or
+/// an ESC sequence inside it cannot rewrite the lines above the question), its folder and log,
+/// then asks. A command whose text hides something ([`crate::present::hides_text`]) is refused
+/// unless `force`: it can come from a bundle, another machine or a prompt-injected tool call.
+pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> anyhow::Result<i32> {
     let ps = procs::list(project)?;
     let p = procs::find(&ps, id)?.clone();
     let state = SessionState::load(project, &p.session)?;
+    let command = shown(&shell_quote(&p.command)).to_string();
     let Some(cwd) = state.local_cwd(project, p.cwd.as_deref()) else {
         bail!(
-            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {})",
-            p.cwd.as_deref().unwrap_or("(none)"),
-            p.command
+            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {command})",
+            shown(p.cwd.as_deref().unwrap_or("(none)")),
         );
     };
     // The allowed set: a folder of the project, not `.walj/` nor git's, through no link.
@@ -919,29 +965,40 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool) -> anyhow::Result<i
         bail!("walj starts commands only in a folder of this project: {why}; nothing was started");
     }
     let log = procs::log_path(project, &p.id);
-    eprintln!("Restart a background command of session {}:", p.sid);
-    eprintln!("  command  {}", p.command);
-    eprintln!("  folder   {}", cwd.display());
-    eprintln!("  output   {}", rel_display(project, &log));
+    eprintln!("Restart a background command of session {}:", shown(&p.sid));
+    eprintln!("  command  {command}");
+    eprintln!("  folder   {}", shown_path(&cwd));
+    eprintln!("  output   {}", shown(&rel_display(project, &log)));
+    let hidden = crate::present::hides_text(&p.command);
+    if hidden {
+        eprintln!(
+            "  WARNING  the command holds control characters (shown escaped above): a terminal shows another command than the one that runs"
+        );
+    }
     if p.state == "running" {
         bail!(
-            "{} still runs (pid {}); nothing was started",
-            p.command,
+            "{command} still runs (pid {}); nothing was started",
             p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if hidden && !force {
+        bail!(
+            "refused: the recorded command holds control characters; nothing was started (read it above; `walj procs restart {} --force` starts it anyway)",
+            shown(&shell_quote(id))
         );
     }
     if p.state == "unknown" {
         eprintln!("  note     walj cannot tell on this system whether it still runs");
     }
     if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
-        eprintln!("  note     Claude Code reported it {r}: a one-shot job need not run again");
+        eprintln!("  note     Claude Code reported it {}: a one-shot job need not run again", shown(r));
     }
     if !yes && !confirm("Start it?")? {
         eprintln!("Nothing started.");
         return Ok(1);
     }
     let (pid, log) = procs::restart(project, &p, &cwd)?;
-    println!("started pid {pid}: {} (output: {})", p.command, rel_display(project, &log));
+    println!("started pid {pid}: {command} (output: {})", shown(&rel_display(project, &log)));
     Ok(0)
 }
 

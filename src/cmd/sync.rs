@@ -57,7 +57,7 @@ fn ask(notice: &str) -> Option<bool> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return None;
     }
-    eprintln!("{notice}");
+    eprintln!("{}", crate::present::safe_block(notice));
     Some(super::sessions::confirm("Publish?").unwrap_or(false))
 }
 
@@ -133,7 +133,7 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
             "walj: {} journal{} on {} could not be taken (see above); the rest synced",
             bad.len(),
             if bad.len() == 1 { "" } else { "s" },
-            report.remote
+            crate::present::shown(&report.remote)
         );
         return Ok(super::EXIT_ERROR);
     }
@@ -145,7 +145,8 @@ fn kib(n: u64) -> String {
 }
 
 fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
-    let name = j.name.clone().unwrap_or_else(|| j.journal.clone());
+    // Another machine's name, id and detail: shown escaped (its manifest is not walj's own).
+    let name = crate::present::safe(j.name.as_deref().unwrap_or(&j.journal)).into_owned();
     let what = match (j.verdict, status) {
         (Verdict::UpToDate, _) => "up to date".to_string(),
         (Verdict::New | Verdict::Updated, true) => "behind: new lines to fetch".to_string(),
@@ -168,7 +169,7 @@ fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
         line.push_str(&format!(" · synced {}", crate::present::human_ts(t)));
     }
     if let Some(d) = &j.detail {
-        line.push_str(&format!("\n      {d}"));
+        line.push_str(&format!("\n      {}", crate::present::shown(d)));
     }
     line.push('\n');
     line
@@ -178,7 +179,7 @@ fn sync_text(r: &SyncReport) -> String {
     let p = &r.published;
     let mut s = String::new();
     if let Some(n) = &r.notice {
-        s.push_str(n);
+        s.push_str(&crate::present::safe_block(n));
         s.push_str("\n(a real sync asks first; --yes confirms)\n\n");
     }
     let verb = if r.dry_run { "would publish" } else { "published" };
@@ -207,8 +208,13 @@ fn sync_text(r: &SyncReport) -> String {
         Some(_) if p.state != PublishState::Nothing => format!("{mine}, encrypted"),
         _ => mine,
     };
-    s.push_str(&format!("walj sync{} via {} ({})\n", if r.dry_run { " --dry-run" } else { "" }, r.remote, r.url));
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));
+    s.push_str(&format!(
+        "walj sync{} via {} ({})\n",
+        if r.dry_run { " --dry-run" } else { "" },
+        crate::present::shown(&r.remote),
+        crate::present::shown(&r.url)
+    ));
+    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
     for j in &r.journals {
         s.push_str(&journal_line(j, false));
     }
@@ -224,14 +230,15 @@ fn last_auto(project: &Project) -> String {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return String::new() };
     let when = crate::present::human_ts(v["ended"].as_str().unwrap_or(""));
     match v["error"].as_str() {
-        Some(e) => format!("last automatic sync: {when}, failed: {e}\n"),
+        Some(e) => format!("last automatic sync: {when}, failed: {}\n", crate::present::shown(e)),
         None => format!("last automatic sync: {when}, done\n"),
     }
 }
 
 fn status_text(r: &SyncReport) -> String {
     let p = &r.published;
-    let mut s = format!("walj sync --status via {} ({})\n", r.remote, r.url);
+    let mut s =
+        format!("walj sync --status via {} ({})\n", crate::present::shown(&r.remote), crate::present::shown(&r.url));
     let mine = match (p.state, p.remote_bytes) {
         (PublishState::Nothing, _) => "no journal yet".to_string(),
         (PublishState::UpToDate, _) => "up to date".to_string(),
@@ -242,7 +249,7 @@ fn status_text(r: &SyncReport) -> String {
         (_, Some(b)) if p.journal_bytes > b => format!("ahead: {} not yet published", kib(p.journal_bytes - b)),
         (_, Some(_)) => "ahead: session states changed since the last sync".to_string(),
     };
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", r.name));
+    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
     for j in &r.journals {
         s.push_str(&journal_line(j, true));
     }

@@ -117,7 +117,7 @@ fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome], ids: &
 fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for o in outcomes {
-        writeln!(out, "{}", o.message)?;
+        writeln!(out, "{}", crate::present::safe_block(&o.message))?;
     }
     Ok(())
 }
@@ -142,7 +142,11 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
                     &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
                 );
                 match crate::sync::remotes::find_entry(&remotes, id).map_err(|m| anyhow::anyhow!(m))? {
-                    Some((r, e)) => vec![(e, r.project(project), format!(" · from {}, {}", r.name(), r.as_of()))],
+                    Some((r, e)) => vec![(
+                        e,
+                        r.project(project),
+                        format!(" · from {}, {}", crate::present::shown(r.name()), crate::present::shown(&r.as_of())),
+                    )],
                     None => return Err(err.into()),
                 }
             }
@@ -164,7 +168,13 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
             "{}{}{}",
             st.dim("entry "),
             st.id(fold.ids.split(&e.id), 0),
-            st.dim(&format!(" · {} · {} {} · {}{from}", e.path, e.tool, e.event, e.state()))
+            st.dim(&format!(
+                " · {} · {} {} · {}{from}",
+                crate::present::shown(&e.path),
+                crate::present::shown(&e.tool),
+                crate::present::shown(&e.event),
+                e.state()
+            ))
         )?;
         write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
     }
@@ -406,7 +416,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     }
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", brief.text)?;
+    writeln!(out, "{}", crate::present::safe_block(&brief.text))?;
     writeln!(out)?;
     if print_only {
         writeln!(out, "{}", st.dim("(printed only; nothing recorded)"))?;
@@ -429,11 +439,11 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
             brief.left_out.len(),
             if brief.left_out.len() == 1 { "y" } else { "ies" },
             if brief.left_out.len() == 1 { "was" } else { "were" },
-            brief.left_out.iter().map(|i| fold.ids.short(i)).collect::<Vec<_>>().join(" ")
+            crate::present::shown(&brief.left_out.iter().map(|i| fold.ids.short(i)).collect::<Vec<_>>().join(" "))
         )?;
     }
     if let Some(line) = &brief.resume_line {
-        writeln!(out, "To continue that session: {line}")?;
+        writeln!(out, "To continue that session: {}", crate::present::shown(line))?;
     }
     Ok(0)
 }
@@ -473,11 +483,11 @@ fn held_briefs(project: &Project, fold: &Fold, args: &HandoffArgs) -> anyhow::Re
             "{}",
             st.bold(&format!(
                 "Brief {} (session {}, imported):",
-                crate::fold::abbrev(&h.action, 12),
-                fold.ids.session(&h.session)
+                crate::present::shown(crate::fold::abbrev(&h.action, 12)),
+                crate::present::shown(fold.ids.session(&h.session))
             ))
         )?;
-        writeln!(out, "{}", h.brief)?;
+        writeln!(out, "{}", crate::present::safe_block(&h.brief))?;
         writeln!(out)?;
     }
     if args.deliver {

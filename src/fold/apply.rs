@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
-use super::model::{Action, Command, CommandStatus, Entry, EntryState, Handoff, Prompt, SessionInfo, Todo};
+use super::model::{Action, Command, CommandStatus, Entry, EntryState, Handoff, HeadMove, Prompt, SessionInfo, Todo};
 use super::{Fold, FoldOptions};
 use crate::journal::record::{Record, how, key, kind, op, parse_record, tool};
 use crate::journal::view::RecordView;
@@ -272,6 +272,7 @@ impl Fold {
             error: None,
             running: None,
             finished: None,
+            head_before: head_of(rec),
         };
         let mut first = false;
         match op_name {
@@ -286,7 +287,11 @@ impl Fold {
             }
             op::INTENT => {
                 s.commands_total += 1;
-                s.commands.push(intent());
+                let c = intent();
+                if c.head_before.is_some() {
+                    s.head_now.clone_from(&c.head_before);
+                }
+                s.commands.push(c);
             }
             op::RESOLVED => {
                 // Stop settled a command that never got an outcome: it did not run (denied).
@@ -311,6 +316,20 @@ impl Fold {
                     }
                     None => None,
                 };
+                if let Some(after) = head_of(rec) {
+                    if let Some(c) = pos.map(|p| &s.commands[p])
+                        && let Some(before) = &c.head_before
+                        && *before != after
+                    {
+                        s.head_moves.push(HeadMove {
+                            id: c.id.clone(),
+                            command: c.command.clone(),
+                            from: before.clone(),
+                            to: after.clone(),
+                        });
+                    }
+                    s.head_now = Some(after);
+                }
                 if let Some(p) = pos {
                     let c = &mut s.commands[p];
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
@@ -339,6 +358,7 @@ impl Fold {
                     && let Some(&i) = self.by_session.get(t)
                 {
                     self.sessions[i].announced = true;
+                    self.sessions[i].announced_ts = Some(rec.ts.clone());
                 }
                 return;
             }
@@ -377,6 +397,9 @@ impl Fold {
         let text = |key: &str| rec.get_str(key).map(str::to_string);
         match k {
             kind::START => {
+                // A new life: its crash, if it comes, is a new one. (SessionStart writes the
+                // marks of what it told before its own start record.)
+                s.announced = false;
                 if s.started.is_none() {
                     s.started = Some(rec.ts.clone());
                     s.head = text(key::HEAD);
@@ -579,4 +602,11 @@ fn task_number(text: &str) -> Option<String> {
     let at = text.find('#')?;
     let digits: String = text[at + 1..].chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then_some(digits)
+}
+
+/// The git HEAD a command record names (`head`, `branch`), when it names one.
+fn head_of(rec: &Record) -> Option<crate::git::Head> {
+    let id = rec.get_str(key::HEAD).map(str::to_string);
+    let branch = rec.get_str(key::BRANCH).map(str::to_string);
+    (id.is_some() || branch.is_some()).then_some(crate::git::Head { branch, id })
 }

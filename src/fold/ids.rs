@@ -309,8 +309,8 @@ impl IdIndex {
             && report.pending == 0
             && report.end.saturating_sub(from) > write_after
         {
-            let same = fs::metadata(journal).ok().map(|m| super::snapshot::identity(&m))
-                == file.metadata().ok().map(|m| super::snapshot::identity(&m));
+            let same = fs::metadata(journal).ok().map(|m| crate::journal::identity(&m))
+                == file.metadata().ok().map(|m| crate::journal::identity(&m));
             if same {
                 let _ = write(&c, &file, &ix, report.end, report.lines);
             }

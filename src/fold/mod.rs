@@ -296,3 +296,75 @@ mod tests {
         assert_eq!((fold.sessions[0].status(), fold.sessions[0].liveness), (SessionStatus::Ended, None));
     }
 }
+
+impl Fold {
+    /// Reads where git's HEAD points now, for every session (the report compares it with what
+    /// a command that never finished saw at its start).
+    /// Also lists each session's commands that moved it ([`SessionInfo::git_moves`]), with
+    /// the commits each made (`from..to`, at most 20).
+    pub fn read_head(&mut self, root: &std::path::Path) {
+        let head = crate::git::head_state(root);
+        for s in &mut self.sessions {
+            s.disk_head.clone_from(&head);
+            let mut moves = s.find_git_moves();
+            for m in &mut moves {
+                if let (Some(a), Some(b)) = (&m.from.id, &m.to.id) {
+                    m.commits = crate::git::commits_between(root, a, b, 20);
+                }
+            }
+            s.git_moves = moves;
+        }
+    }
+}
+
+/// A command that moved git's HEAD, as the reports tell it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GitMove {
+    pub id: String,
+    pub command: String,
+    pub from: crate::git::Head,
+    pub to: crate::git::Head,
+    /// False: the command never finished, and `to` is where HEAD points on disk now (the
+    /// command, or whatever ran after it, moved it).
+    pub finished: bool,
+    /// The commits `from..to`, newest first: (id, first line of the message).
+    pub commits: Vec<(String, String)>,
+}
+
+impl SessionInfo {
+    /// The session's commands that moved HEAD: those whose outcome names another HEAD than
+    /// their intent, and a command cut off mid-run (its session gone) when HEAD on disk is
+    /// no longer what it saw at its start.
+    fn find_git_moves(&self) -> Vec<GitMove> {
+        let mut out: Vec<GitMove> = self
+            .head_moves
+            .iter()
+            .map(|m| GitMove {
+                id: m.id.clone(),
+                command: m.command.clone(),
+                from: m.from.clone(),
+                to: m.to.clone(),
+                finished: true,
+                commits: Vec::new(),
+            })
+            .collect();
+        let gone = matches!(self.status(), SessionStatus::Crashed | SessionStatus::Ended);
+        if let (true, Some(now)) = (gone, &self.disk_head) {
+            // The latest cut-off command that saw another HEAD than the disk's.
+            if let Some(c) = self.commands.iter().rev().find(|c| c.status == CommandStatus::InFlight && !c.background)
+                && let Some(before) = &c.head_before
+                && before != now
+            {
+                out.push(GitMove {
+                    id: c.id.clone(),
+                    command: c.command.clone(),
+                    from: before.clone(),
+                    to: now.clone(),
+                    finished: false,
+                    commits: Vec::new(),
+                });
+            }
+        }
+        out
+    }
+}

@@ -113,6 +113,10 @@ pub struct Entry {
     pub disk_check: Option<InFlightCheck>,
     /// A derived entry that may not be its command's work (`attribution: "uncertain"`).
     pub uncertain: bool,
+    /// For an uncertain entry: the other commands whose windows were open when the change
+    /// was made (`candidates`), each of which may have made it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
     /// Derived from a killed command whose processes still run: the change may go on
     /// (set by [`crate::bashsnap::killed::reconcile`], never read from the journal).
     pub still_running: bool,
@@ -149,6 +153,7 @@ impl Entry {
             intended: view.intended.map(Cow::into_owned),
             disk_check: None,
             uncertain: view.attribution.as_deref() == Some(crate::journal::attribution::UNCERTAIN),
+            candidates: view.candidates,
             still_running: false,
             verified: None,
         }
@@ -259,6 +264,20 @@ pub struct Command {
     /// longer listed its task.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished: Option<String>,
+    /// Where git's HEAD pointed at the command's intent (`head`, `branch` of the record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_before: Option<crate::git::Head>,
+}
+
+/// A command that moved git's HEAD (its intent and outcome name different heads): a branch
+/// switched, a commit made, a reset. walj records it and never moves refs itself.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HeadMove {
+    /// The command's id.
+    pub id: String,
+    pub command: String,
+    pub from: crate::git::Head,
+    pub to: crate::git::Head,
 }
 
 /// A brief waiting for (or delivered to) the next SessionStart.
@@ -313,10 +332,28 @@ pub struct SessionInfo {
     /// (StopFailure: "ended by an API error: …"); cleared by its next prompt or Stop.
     pub turn_failure: Option<String>,
     pub background_tasks: Vec<Value>,
+    /// The commands of the session that moved git's HEAD, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_moves: Vec<HeadMove>,
+    /// Where HEAD pointed at the session's latest command record (`None`: none recorded one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_now: Option<crate::git::Head>,
+    /// Where HEAD points on disk now ([`super::Fold::read_head`]): read fresh by the commands
+    /// that report, never kept in a fold snapshot.
+    #[serde(skip)]
+    pub disk_head: Option<crate::git::Head>,
+    /// The commands that moved HEAD, with their commits ([`super::Fold::read_head`]).
+    #[serde(skip)]
+    pub git_moves: Vec<super::GitMove>,
     /// The coding agent (`agent` of its session records: codex, gemini, copilot); `None` =
     /// Claude Code ([`SessionInfo::agent`]).
     pub agent: Option<String>,
+    /// The session's crash was told (an `announced` mark) and it has not started again since:
+    /// a resumed session that crashes again is a new crash, told again.
     pub announced: bool,
+    /// When its crash was last told: the next note names only work that came after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub announced_ts: Option<String>,
     pub imported: bool,
     /// Records of this session came in a bundle (`walj sessions import`): what they say is
     /// not passed to Claude unseen.

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::apply::Pairing;
 use super::model::{Entry, FoldOptions, Handoff, SessionInfo};
 use super::{Fold, Scan};
-use crate::journal::{Problem, Source};
+use crate::journal::{Problem, Source, identity};
 
 /// The first line of a snapshot file; the version changes with the state's layout.
 const MAGIC: &str = "walj fold snapshot v2";
@@ -126,20 +126,6 @@ impl State {
         fold.reindex();
         let pairs = Pairing { open: self.pairs.into_iter().map(|(k, v)| (k, v.into())).collect() };
         (Scan { fold, pairs, problems: self.problems }, self.regions)
-    }
-}
-
-/// The journal's identity (device, inode) and length.
-pub fn identity(meta: &fs::Metadata) -> (u64, u64) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        (0, 0)
     }
 }
 

@@ -1,10 +1,10 @@
 //! The write-ahead journal: the line format and its vocabulary, the one line classifier,
-//! the tolerant reader, the durable appender, and the only code that rewrites it.
+//! the tolerant reader and the durable appender. The only code that rewrites it is
+//! [`crate::compact`], on the top floor (it needs the fold and the sessions to decide).
 
 pub mod build;
 pub mod reader;
 pub mod record;
-pub mod rewrite;
 pub mod side;
 pub mod view;
 pub mod writer;
@@ -13,3 +13,20 @@ pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_
 pub use record::{Blob, Record, attribution, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;
+
+/// A journal file's identity (device, inode): what tells the same file grown from one replaced
+/// by a rename (a rewrite, another machine's new copy). The fold snapshot, the id index, the
+/// store's index of carried images and sync's copy signatures all key on it (`(0, 0)` off
+/// Unix).
+pub fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0, 0)
+    }
+}

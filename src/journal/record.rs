@@ -161,6 +161,9 @@ pub mod key {
     pub const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
     pub const ATTRIBUTION: &str = "attribution";
+    /// On an uncertain derived entry: the ids of the other commands whose windows were open
+    /// when the change was made (any session or agent), each of which may have made it.
+    pub const CANDIDATES: &str = "candidates";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";

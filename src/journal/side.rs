@@ -354,7 +354,7 @@ fn not_in_journal<'a>(jf: &File, offset: u64, lines: Vec<&'a [u8]>) -> io::Resul
 }
 
 /// The side files of a journal as readers see them: their bytes, in merge order.
-pub(super) fn read_pending(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn read_pending(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let Ok(names) = list(dir) else { return vec![] };
     let mut out = Vec::new();
     for n in names {
@@ -373,7 +373,7 @@ pub(super) fn pending_lines(files: &[(PathBuf, Vec<u8>)]) -> Vec<&[u8]> {
 
 /// True when a merge was interrupted (a `.merging-` file is left): its offset names a place
 /// in this journal file, so a rewrite must not replace the file before it is finished.
-pub(super) fn interrupted(dir: &Path) -> bool {
+pub(crate) fn interrupted(dir: &Path) -> bool {
     list(dir).is_ok_and(|l| l.iter().any(|n| n.merging_at.is_some()))
 }
 

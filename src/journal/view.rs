@@ -1,7 +1,7 @@
 //! One borrowed view of a journal line, with the rules every reader shares, and the one line
 //! classifier (DESIGN §3).
 //!
-//! The fold, compaction (`journal::rewrite`) and the session scans read lines through
+//! The fold, compaction (`crate::compact`) and the session scans read lines through
 //! [`classify`]: a line is readable when it is a JSON object, its checksum holds (a v2 line
 //! must have one; only the proposal's v1 lines have none) and the fields of [`RecordView`]
 //! have their types. Fields the view does not name are never
@@ -69,6 +69,9 @@ pub struct RecordView<'a> {
     /// `attribution` of a derived entry (`"uncertain"`).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub attribution: Option<Cow<'a, str>>,
+    /// `candidates` of an uncertain derived entry: other commands that may have made it.
+    #[serde(default, deserialize_with = "lenient_ids")]
+    pub candidates: Vec<String>,
     /// `intended` of a file tool's intent (a blob id).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub intended: Option<Cow<'a, str>>,
@@ -212,6 +215,16 @@ fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::
     d.deserialize_any(V)
 }
 
+/// A list of strings (`candidates`); anything else reads as empty, and non-strings in the
+/// list are left out.
+fn lenient_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::Array(items) => items.into_iter().filter_map(|i| i.as_str().map(str::to_string)).collect(),
+        _ => Vec::new(),
+    })
+}
+
 /// The fields of [`RecordView`] that must have their type (the scanner defers to serde when
 /// one does not, and serde then reports the line malformed).
 const STRICT_FIELDS: &[&str] = &[
@@ -293,7 +306,8 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                 }
             }
             b'{' | b'[' => {
-                if STRICT_FIELDS.contains(&key) {
+                // `candidates` (rare: uncertain derived entries) is read by serde.
+                if STRICT_FIELDS.contains(&key) || key == "candidates" {
                     return None;
                 }
                 i = skip_nested(b, i)?;

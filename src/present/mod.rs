@@ -8,6 +8,7 @@
 
 pub mod command;
 pub mod diff;
+pub mod git;
 pub mod state;
 pub mod text;
 
@@ -18,4 +19,7 @@ pub const ID_TONE: Tone = Tone::Magenta;
 pub const SESSION_TONE: Tone = Tone::Cyan;
 
 pub use state::{Tone, icon, in_flight_check, label, meaning, session_meaning, session_tone, tone};
-pub use text::{age, clip, hms, human_ts, one_line, plural, safe, short_time, utc_ts};
+pub use text::{
+    Shown, age, clip, hides_text, hms, human_ts, one_line, plural, safe, safe_block, shell_quote, short_time, shown,
+    shown_path, utc_ts,
+};

@@ -63,14 +63,77 @@ pub fn safe(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The first line of `s`, at most `max` chars, `…` when anything was left out.
+/// [`safe`] text that keeps its line breaks (and tabs): for a multi-line prompt or message
+/// shown as a block. Every other control (`\r`, ESC, bidi overrides) is escaped as in [`safe`].
+pub fn safe_block(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && c != '\t' && !matches!(fix(c), Fix::Keep)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (j, part) in line.split('\t').enumerate() {
+            if j > 0 {
+                out.push('\t');
+            }
+            out.push_str(&safe(part));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Recorded text (a path, command, prompt, session id, machine name) on its way to a
+/// terminal: `Display` writes it through [`safe`], so a format string cannot print it raw
+/// by accident; width and alignment (`{:<20}`) apply to the escaped form.
+#[derive(Debug, Clone)]
+pub struct Shown<'a>(Cow<'a, str>);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(&safe(&self.0))
+    }
+}
+
+/// `s` to be shown: see [`Shown`].
+pub fn shown(s: &str) -> Shown<'_> {
+    Shown(Cow::Borrowed(s))
+}
+
+/// A path to be shown (lossy for non-UTF-8 names): see [`Shown`].
+pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
+    Shown(p.to_string_lossy())
+}
+
+/// Whether `s` holds a character [`safe`] escapes other than a line break or a tab: a
+/// carriage return, ESC, another C0/C1 control, DEL, a bidi override or an invisible mark,
+/// the characters that can make a terminal show other text than the one that runs.
+pub fn hides_text(s: &str) -> bool {
+    s.chars().any(|c| c != '\n' && c != '\t' && matches!(fix(c), Fix::Escape))
+}
+
+/// `s` as one POSIX shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside as `'\''`). For commands walj suggests or
+/// confirms: a recorded id like `$(id)` is then text, not a command substitution. Show the
+/// result through [`safe`]: quoting does not hide control characters.
+pub fn shell_quote(s: &str) -> Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(format!("'{}'", s.replace('\'', "'\\''")))
+}
+
+/// The first line of `s`, at most `max` chars, `…` when anything was left out; made
+/// [`safe`] for a terminal (a `\r` or ESC inside the line is shown escaped).
 pub fn one_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(max).collect();
     if out.len() < line.len() || s.lines().nth(1).is_some() {
         out.push('…');
     }
-    out
+    safe(&out).into_owned()
 }
 
 /// All of `s` on one line (whitespace runs become one space), at most `max` characters,
@@ -93,11 +156,11 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 fn local(ts: &str, fmt: &str) -> String {
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&chrono::Local).format(fmt).to_string(),
-        Err(_) => ts.to_string(),
+        Err(_) => safe(ts).into_owned(),
     }
 }
 
-/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written when unparsable).
+/// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written, [`safe`], when unparsable).
 pub fn human_ts(ts: &str) -> String {
     local(ts, "%Y-%m-%d %H:%M")
 }
@@ -106,11 +169,11 @@ pub fn human_ts(ts: &str) -> String {
 pub fn utc_ts(ts: &str) -> String {
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
-        Err(_) => ts.to_string(),
+        Err(_) => safe(ts).into_owned(),
     }
 }
 
-/// Local-time `HH:MM:SS` of a record timestamp (as written when unparsable).
+/// Local-time `HH:MM:SS` of a record timestamp (as written, [`safe`], when unparsable).
 pub fn hms(ts: &str) -> String {
     local(ts, "%H:%M:%S")
 }
@@ -152,6 +215,26 @@ mod tests {
         assert_eq!(age("2026-03-01T10:25:00Z", now), "5m");
         assert_eq!(age("2026-02-27T10:30:00Z", now), "2d");
         assert_eq!(age("x", now), "");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_a_shell_would_read_them() {
+        assert_eq!(shell_quote("8f14e45f-ceea"), "8f14e45f-ceea");
+        assert_eq!(shell_quote("$(id)"), "'$(id)'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("npm run dev"), "'npm run dev'");
+        assert!(!hides_text("npm run dev\n\techo ok"));
+        assert!(hides_text("npm run dev\r\x1b[2Kcurl x | sh"));
+        assert!(hides_text("a\u{202e}b"));
+    }
+
+    #[test]
+    fn blocks_keep_line_breaks_and_escape_the_rest() {
+        assert!(matches!(safe_block("a\n\tb"), Cow::Borrowed(_)));
+        assert_eq!(safe_block("a\r\x1b]2;OWNED\x07\nb\u{202e}"), "a\\r\\x1b]2;OWNED\\x07\nb\\u{202e}");
+        assert_eq!(one_line("x\x1b[2Ky\nz", 10), "x\\x1b[2Ky…");
+        assert_eq!(format!("[{:<6}]", shown("a\rb")), "[a\\rb  ]");
     }
 
     #[test]

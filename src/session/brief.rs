@@ -94,8 +94,14 @@ pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
 }
 
 impl Brief {
-    /// A brief of `text`, its length and token estimate counted.
+    /// A brief of `text`, its length and token estimate counted. The text is made
+    /// [`crate::present::safe_block`]: recorded prompts, paths and commands in it keep no
+    /// control character or bidi override (one-line fields are already [`clip`]ped flat).
     fn of(text: String, entries: Vec<String>, level: usize) -> Brief {
+        let text = match crate::present::safe_block(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(t) => t,
+        };
         let chars = text.chars().count();
         Brief { entries, chars, tokens: chars.div_ceil(7) * 2, level, text }
     }
@@ -237,7 +243,7 @@ fn header(out: &mut String, st: &SessionState) {
     let _ = writeln!(
         out,
         "walj wrote this from its journal. Every open item is listed or counted with its id; `walj sessions show {}` has the full record. Continue the user's work; do not redo what is done, and check unresolved changes before building on them.",
-        s.sid
+        crate::present::shell_quote(&s.sid)
     );
 }
 
@@ -386,7 +392,7 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
             _ => String::new(),
         };
         let restart = if p.restartable {
-            format!("; the user can restart it with `walj procs restart {}`", p.short)
+            format!("; the user can restart it with `walj procs restart {}`", crate::present::shell_quote(&p.short))
         } else {
             String::new()
         };
@@ -404,7 +410,8 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
 
 /// Where the conversation is and how it resumes.
 fn transcript(out: &mut String, input: &BriefInput<'_>) {
-    let sid = &input.state.info.sid;
+    // Ids in suggested commands are shell words: a bundle's id could be `$(…)`.
+    let sid = &crate::present::shell_quote(&input.state.info.sid);
     let _ = writeln!(out, "\n## Transcript");
     let t = &input.state.transcript;
     let agent = input.state.info.agent().label();
@@ -425,16 +432,22 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
     }
     let id = &input.state.info.session;
     // The agent that ran the session resumes it (`claude --resume`, `codex resume`, …).
-    let resume = input.state.info.agent().resume_hint(id);
+    let resume = input.state.info.agent().resume_hint(&crate::present::shell_quote(id));
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {
             let _ = writeln!(out, "- The conversation itself resumes with: {resume}");
         }
         // Resuming needs the agent's own file: never offered without it.
-        (Some(o), false, Some(_)) => {
+        (Some(_), false, Some(_)) => {
             let _ = writeln!(
                 out,
-                "- `{resume}` cannot reopen it while the file is gone; writing the copy back first (`walj sessions transcript {sid} -o {o}`) makes it resumable."
+                "- `{resume}` cannot reopen it while the file is gone; writing the copy back first ({}) makes it resumable.",
+                // Only Claude Code's place is computed here; another agent's file is the user's to choose.
+                if input.state.info.agent() == crate::agents::Agent::ClaudeCode {
+                    format!("`walj sessions transcript {sid}` writes it where {agent} finds it for this project")
+                } else {
+                    format!("`walj sessions transcript {sid} -o FILE`, FILE where {agent} keeps it")
+                }
             );
         }
         _ => {

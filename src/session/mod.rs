@@ -6,8 +6,8 @@
 //! - [`SessionState::list`] folds the journal into one [`SessionSummary`] per session,
 //! - [`SessionState::load`] folds one session in full (prompts, todos, files, commands,
 //!   background processes, compactions, unresolved entries, transcript copy),
-//! - [`SessionState::delete`] removes its records and the objects nothing else names through an
-//!   atomic rewrite of the journal ([`rewrite`]),
+//! - `SessionState::delete` removes its records and the objects nothing else names through an
+//!   atomic rewrite of the journal (it lives with the rewrite, in [`crate::compact`]),
 //! - [`SessionState::save`] writes a session carried from elsewhere (a [`bundle`]) into this
 //!   project, idempotently.
 //!
@@ -19,9 +19,6 @@ pub mod brief;
 pub mod bundle;
 pub mod procs;
 pub mod transcript;
-
-/// Compaction and session deletion live with the journal (they rewrite it).
-pub use crate::journal::rewrite;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -286,17 +283,6 @@ impl SessionState {
             .unwrap_or_default()
             .with_shown(entries.iter().map(|e| e.id.as_str()));
         Ok(SessionState { info, status, entries, handoffs, usage, transcript, ids })
-    }
-
-    /// Removes the session's records (atomic journal rewrite) and the objects nothing else
-    /// names, and its transcript copy. Refuses a live session or one with unresolved
-    /// entries unless `force`.
-    pub fn delete(
-        project: &Project,
-        prefix: &str,
-        opts: &rewrite::DeleteOptions,
-    ) -> Result<rewrite::RewriteReport, SessionError> {
-        rewrite::delete_session(project, prefix, opts)
     }
 
     /// Writes a session carried in a bundle into this project: objects, transcript copy,

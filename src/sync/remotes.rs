@@ -168,7 +168,7 @@ type FileSig = Option<(u64, std::time::SystemTime, u64, u64)>;
 
 fn file_sig(p: &Path) -> FileSig {
     let m = std::fs::metadata(p).ok()?;
-    let (dev, ino) = snapshot::identity(&m);
+    let (dev, ino) = crate::journal::identity(&m);
     Some((m.len(), m.modified().ok()?, dev, ino))
 }
 

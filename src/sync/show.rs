@@ -1,5 +1,6 @@
 //! Other machines' journals in `recover`, `log` and `sessions` (text and JSON): each under its
-//! name, states as of its last sync. Nothing here is ever given to Claude.
+//! name, states as of its last sync. Nothing here is ever given to Claude. Another machine's
+//! text (its name, ids, paths, prompts) is shown [`crate::present::safe`].
 
 use std::fmt::Write as _;
 
@@ -7,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::remotes::RemoteJournal;
 use crate::fold::Entry;
-use crate::present::{human_ts, one_line, plural};
+use crate::present::{human_ts, one_line, plural, safe, shown};
 use crate::report;
 use crate::style::Style;
 
@@ -15,8 +16,8 @@ fn heading(r: &RemoteJournal, what: &str, style: &Style) -> String {
     format!(
         "{} {}  {}\n",
         style.bold("machine"),
-        style.cyan(r.name()),
-        style.dim(&format!("{what}, {} · `walj sync` updates it", r.as_of()))
+        style.cyan(&safe(r.name())),
+        style.dim(&format!("{what}, {} · `walj sync` updates it", shown(&r.as_of())))
     )
 }
 
@@ -47,7 +48,7 @@ pub fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
                 continue;
             }
             report::session_header(&mut out, s, s.status(), &entries, &fold.ids, style);
-            let _ = writeln!(out, "  {}", style.dim(&format!("state {}, {}", s.status(), r.as_of())));
+            let _ = writeln!(out, "  {}", style.dim(&format!("state {}, {}", s.status(), shown(&r.as_of()))));
             report::entries_by_event(&mut out, &entries, &fold.ids, style);
         }
     }
@@ -165,11 +166,11 @@ pub fn sessions_text(remotes: &[RemoteJournal], style: &Style) -> String {
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let machine: String = s("machine").chars().take(20).collect();
+        let machine: String = safe(&s("machine")).chars().take(20).collect();
         let _ = writeln!(
             out,
             "{machine:<20}  {}  {state}  {:<16}  {:<16}  {:>10}  {}",
-            style.cyan(&format!("{:<8}", s("sid"))),
+            style.cyan(&format!("{:<8}", shown(&s("sid")))),
             human_ts(&s("last_ts")),
             human_ts(&s("state_as_of")),
             v["unresolved"].as_u64().unwrap_or(0),

@@ -138,8 +138,10 @@ pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> St
     let st = Style { color };
     let (old, new) = (&sides.old, &sides.new);
     let mut out = String::new();
+    // The path and the lines can come from a bundle or another machine: shown escaped
+    // (a line keeps its tabs, and the `\r` of a CRLF line end).
     let name = |side: &Side, prefix: &str| {
-        if side.is_absent() { "/dev/null".to_string() } else { format!("{prefix}/{path}") }
+        if side.is_absent() { "/dev/null".to_string() } else { format!("{prefix}/{}", crate::present::safe(path)) }
     };
     let _ = writeln!(out, "{}", st.bold(&format!("--- {}\t({})", name(old, "a"), old.label)));
     let _ = writeln!(out, "{}", st.bold(&format!("+++ {}\t({})", name(new, "b"), new.label)));
@@ -190,7 +192,9 @@ pub fn unified(sides: &DiffSides, path: &str, context: usize, color: bool) -> St
                 ChangeTag::Insert => ("+", Style::green),
                 ChangeTag::Equal => (" ", |_, s| s.to_string()),
             };
-            let _ = writeln!(out, "{}", paint(&st, &format!("{sign}{}", line.body())));
+            let body: &str = line.body();
+            let (text, cr) = body.strip_suffix('\r').map_or((body, ""), |t| (t, "\r"));
+            let _ = writeln!(out, "{}", paint(&st, &format!("{sign}{}{cr}", crate::present::safe_block(text))));
             if line.missing_newline() {
                 let _ = writeln!(out, "{}", st.dim(NO_NEWLINE));
             }

@@ -418,6 +418,7 @@ mod tests {
             intended: None,
             disk_check: None,
             uncertain: false,
+            candidates: Vec::new(),
             still_running: false,
             verified: None,
         }

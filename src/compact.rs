@@ -1,5 +1,6 @@
 //! The only code that rewrites the journal (DESIGN §1): `walj compact` and
-//! `walj sessions delete`.
+//! `walj sessions delete` (`SessionState::delete`). It is on the top floor: deciding what to
+//! keep needs the fold, the sessions and the report's JSON.
 //!
 //! Appenders are not held up while the journal is read (DESIGN §8: a hook must never wait
 //! on a rewrite). A rewrite takes a snapshot (the journal's complete lines when it starts),
@@ -42,7 +43,7 @@ use crate::fsutil;
 use crate::journal::view::{RecordView, classify};
 use crate::journal::{JournalWriter, Source, key, kind, op, side};
 use crate::project::Project;
-use crate::session::{SessionError, hex_ids, is_settled, resolve, transcript};
+use crate::session::{SessionError, SessionState, hex_ids, is_settled, resolve, transcript};
 use crate::store::Store;
 
 /// Objects younger than this are never removed: a hook may have stored one and not yet
@@ -893,6 +894,15 @@ fn progress_bar(enabled: bool, total: u64) -> Option<indicatif::ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+impl SessionState {
+    /// Removes the session's records (atomic journal rewrite) and the objects nothing else
+    /// names, and its transcript copy. Refuses a live session or one with unresolved
+    /// entries unless `force`.
+    pub fn delete(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+        delete_session(project, prefix, opts)
+    }
 }
 
 #[cfg(test)]

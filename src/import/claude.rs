@@ -28,67 +28,20 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
+use super::engine::{BY_IMPORT, Blobs, FileReport, InFlight, jsonl_under, locate_from, normalize_ts, turn_settled};
+use crate::agents::patch::apply_tool;
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
-use crate::claude::transcript::{Line, LineType, READ_TYPES, UserText, first_timestamp, read_head, user_text};
+use crate::claude::transcript::{Line, LineType, READ_TYPES, UserText, read_head, user_text};
 use crate::config::{self, Config, Matcher};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, TodoUpdate};
-use crate::journal::{Blob, JournalWriter, Record, key, kind, nocap, op, scan_records, tool};
+use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
-use crate::store::{Store, blob_id};
-
-/// `by` of the records import writes.
-pub(crate) const BY_IMPORT: &str = "import";
-
-/// The `persisted` record (`r`, stamped with its session and time) settling the imported
-/// entry `e` at the end of its turn, as the agent's Stop hook would have: unverified (the disk
-/// of that time is gone), by import.
-fn settled_by_import(mut r: Record, e: &Record) -> Record {
-    r.id = e.id.clone();
-    r.path = e.path.clone();
-    r.event = e.event.clone();
-    r.tool = e.tool.clone();
-    r.after = e.after.clone();
-    r.outside = e.outside;
-    r.persisted = true;
-    r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT)
-}
-
-/// The records that end an imported turn, as the agent's Stop hook would have: the calls that
-/// failed in a turn that went on, settled as not applied; the entries applied in it (indexes
-/// into `records`), settled by a `persisted` record (`persisted(e)` stamps its session and time).
-pub(crate) fn turn_settled(
-    failed: Vec<Record>,
-    applied: Vec<usize>,
-    records: &[Record],
-    persisted: impl Fn(&Record) -> Record,
-) -> Vec<Record> {
-    let not_applied = failed.into_iter().map(|r| build::not_applied(r, BY_IMPORT));
-    not_applied.chain(applied.into_iter().map(|i| settled_by_import(persisted(&records[i]), &records[i]))).collect()
-}
-
-/// Records per journal write.
-const BATCH: usize = 2000;
-
-/// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
-/// count; links to folders are not followed (no loops).
-pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        match e.file_type() {
-            Ok(t) if t.is_dir() => jsonl_under(&p, out),
-            Ok(t) if (t.is_file() || t.is_symlink() && p.is_file()) && p.extension().is_some_and(|x| x == "jsonl") => {
-                out.push(p)
-            }
-            _ => {}
-        }
-    }
-}
+use crate::store::blob_id;
 
 fn inside(cwd: &str, root: &Path) -> bool {
     Path::new(cwd).starts_with(root)
@@ -158,311 +111,6 @@ pub fn all_transcripts(config_dir: &Path) -> Vec<(Option<PathBuf>, Vec<PathBuf>)
     v
 }
 
-/// A call still waiting for its result when the transcript ended.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct InFlight {
-    pub session: String,
-    pub id: String,
-    pub tool: String,
-    /// The file (project-relative when inside) or the command.
-    pub what: String,
-}
-
-/// What one transcript gave.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct FileReport {
-    pub path: PathBuf,
-    pub sessions: Vec<String>,
-    pub lines: u64,
-    /// Records appended (new to the journal).
-    pub added: usize,
-    /// Records already in the journal.
-    pub existing: usize,
-    pub tool_calls: usize,
-    pub in_flight: Vec<InFlight>,
-    /// The last line was cut (Claude Code crashed while writing it).
-    pub torn_tail: bool,
-    /// Lines that were not JSON (other than a torn last line).
-    pub malformed: u64,
-    /// The coding agent whose session file this is, when not Claude Code (`codex`, `gemini`,
-    /// `copilot`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    /// The session was journaled by walj's hooks: nothing imported from this file (another
-    /// agent's session files have other call ids than its hooks, so they would count twice).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub hooked: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ImportReport {
-    pub files: Vec<FileReport>,
-    pub added: usize,
-    pub existing: usize,
-}
-
-impl ImportReport {
-    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        self.files.iter().flat_map(|f| f.in_flight.iter())
-    }
-}
-
-/// Import options.
-#[derive(Debug, Clone, Default)]
-pub struct ImportOptions {
-    /// Claude Code's config folder (file-history backups live there).
-    pub config_dir: Option<PathBuf>,
-    /// Show a progress bar (on a terminal).
-    pub progress: bool,
-}
-
-/// Keys of records already in the journal.
-#[derive(Default)]
-struct Existing {
-    keys: HashSet<(String, String, String)>,
-    /// Prompts the hooks recorded (they carry no id): (session, text hash) → how many.
-    hooked_prompts: HashMap<(String, String), usize>,
-    /// Sessions with a start record (hooked or imported).
-    started: HashSet<String>,
-    /// StopFailures the hooks recorded, per session: the transcript's API error answers are
-    /// the same turns' ends.
-    hooked_failures: HashMap<String, usize>,
-    /// Sessions the hooks journaled (a start, prompt, stop, end or intent not imported).
-    hooked: HashSet<String>,
-}
-
-impl Existing {
-    fn load(journal: &Path) -> io::Result<Existing> {
-        let mut ex = Existing::default();
-        scan_records(journal, |_, r| {
-            let k = r.kind.clone().unwrap_or_default();
-            if r.kind.as_deref() == Some(kind::PROMPT)
-                && r.id.is_empty()
-                && let Some(p) = r.get_str(key::PROMPT)
-            {
-                *ex.hooked_prompts.entry((r.session_key().to_string(), blob_id(p.as_bytes()))).or_default() += 1;
-            }
-            if r.kind.as_deref() == Some(kind::START) {
-                ex.started.insert(r.session_key().to_string());
-            }
-            if r.kind.as_deref() == Some(kind::STOP_FAILURE) && r.extra.get(key::IMPORTED).is_none() {
-                *ex.hooked_failures.entry(r.session_key().to_string()).or_default() += 1;
-            }
-            let hook_written = r.op() == op::INTENT
-                || r.op() == op::SESSION
-                    && matches!(r.kind.as_deref(), Some(kind::START | kind::PROMPT | kind::STOP | kind::END));
-            if hook_written && r.extra.get(key::IMPORTED).is_none() {
-                ex.hooked.insert(r.session_key().to_string());
-            }
-            if !r.id.is_empty() {
-                ex.keys.insert((r.id.clone(), r.op().to_string(), k));
-            }
-        })?;
-        Ok(ex)
-    }
-    /// True (and remembered) when no record with the same (id, op, kind) is in the journal:
-    /// how records of other agents' session files, which all carry their own ids, are told new.
-    fn admit_keyed(&mut self, r: &Record) -> bool {
-        self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default()))
-    }
-
-    /// True (and remembered) when the record is new.
-    fn admit(&mut self, r: &Record) -> bool {
-        if r.kind.as_deref() == Some(kind::START) && !self.started.insert(r.session.clone()) {
-            return false;
-        }
-        if !self.keys.insert((r.id.clone(), r.op.clone(), r.kind.clone().unwrap_or_default())) {
-            return false;
-        }
-        if r.kind.as_deref() == Some(kind::STOP_FAILURE)
-            && let Some(n) = self.hooked_failures.get_mut(&r.session)
-            && *n > 0
-        {
-            *n -= 1;
-            return false;
-        }
-        // A prompt the hooks already recorded (once per time they saw it).
-        if r.kind.as_deref() == Some(kind::PROMPT)
-            && let Some(p) = r.get_str(key::PROMPT)
-            && let Some(n) = self.hooked_prompts.get_mut(&(r.session.clone(), blob_id(p.as_bytes())))
-            && *n > 0
-        {
-            *n -= 1;
-            return false;
-        }
-        true
-    }
-}
-
-/// Imports `files` into `project`'s journal: Claude Code transcripts, and the session files of
-/// Codex CLI, Gemini CLI and Copilot CLI ([`crate::agents::import`]), each told by its content.
-pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
-    let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
-        eprintln!("walj: warning: {e}; importing with the default settings");
-    });
-    let mut sink = Sink::open(project)?;
-    let total: u64 = files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum();
-    let bar = if opts.progress && (files.len() > 1 || total > 8 << 20) {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{msg:30!} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    // Main transcripts before subagent ones, each in time order of its first line.
-    let mut order: Vec<(bool, String, &PathBuf)> = files
-        .iter()
-        .map(|f| {
-            let sub = f.components().any(|c| c.as_os_str() == "subagents");
-            (sub, first_timestamp(f).unwrap_or_default(), f)
-        })
-        .collect();
-    order.sort();
-    for (_, _, path) in order {
-        bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-        if let Some(agent) = crate::agents::import::detect(path) {
-            let conv = crate::agents::import::convert(project, &cfg, matcher.as_ref(), agent, path, &sink);
-            bar.inc(fs::metadata(path).map(|m| m.len()).unwrap_or(0));
-            sink.add(conv.report, conv.records, conv.blobs.list, conv.produced, true)?;
-            continue;
-        }
-        let mut conv = Converter::new(project, &cfg, matcher.as_ref(), path, opts.config_dir.as_deref());
-        let fr = match conv.read(&bar) {
-            Ok(()) => conv.finish(),
-            Err(e) => FileReport { path: path.clone(), error: Some(e.to_string()), ..FileReport::default() },
-        };
-        sink.add(fr, conv.records, conv.blobs.list, conv.produced, false)?;
-    }
-    bar.finish_and_clear();
-    Ok(sink.report)
-}
-
-/// Where imported records go: the journal (records already in it skipped) and the store.
-pub(crate) struct Sink<'p> {
-    project: &'p Project,
-    store: Store,
-    existing: Existing,
-    ensured: bool,
-    pub report: ImportReport,
-}
-
-impl<'p> Sink<'p> {
-    pub(crate) fn open(project: &'p Project) -> anyhow::Result<Sink<'p>> {
-        use anyhow::Context;
-        let existing =
-            Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
-        Ok(Sink {
-            project,
-            store: Store::new(project.store_dir()),
-            existing,
-            ensured: false,
-            report: ImportReport::default(),
-        })
-    }
-
-    /// Whether walj's hooks journaled `session`.
-    pub(crate) fn hooked(&self, session: &str) -> bool {
-        self.existing.hooked.contains(session)
-    }
-
-    /// Appends the new ones of `records` (`keyed`: told new by their ids alone), after storing
-    /// the objects they name; `fr` is completed and kept in the report.
-    pub(crate) fn add(
-        &mut self,
-        mut fr: FileReport,
-        records: Vec<Record>,
-        blobs: Vec<(String, Vec<u8>)>,
-        produced: usize,
-        keyed: bool,
-    ) -> anyhow::Result<()> {
-        use anyhow::Context;
-        let existing = &mut self.existing;
-        let records: Vec<Record> =
-            records.into_iter().filter(|r| if keyed { existing.admit_keyed(r) } else { existing.admit(r) }).collect();
-        fr.existing = produced - records.len();
-        fr.added = records.len();
-        if !records.is_empty() {
-            if !self.ensured {
-                self.project.ensure_dir().with_context(|| format!("creating {}", self.project.dir.display()))?;
-                self.ensured = true;
-            }
-            // Every object a line names is durable before the line is written.
-            let named: HashSet<&str> =
-                records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
-            let blobs: Vec<(String, Vec<u8>)> =
-                blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
-            self.store.put_batch(&blobs).context("storing pre- and post-images")?;
-            let writer = JournalWriter::new(&self.project.journal);
-            for chunk in records.chunks(BATCH) {
-                writer.append_all(chunk).with_context(|| format!("appending to {}", self.project.journal.display()))?;
-            }
-        }
-        self.report.added += fr.added;
-        self.report.existing += fr.existing;
-        self.report.files.push(fr);
-        Ok(())
-    }
-}
-
-/// The images an import keeps: each object once, by id.
-#[derive(Default)]
-pub(crate) struct Blobs {
-    pub list: Vec<(String, Vec<u8>)>,
-    ids: HashSet<String>,
-}
-
-impl Blobs {
-    /// The image of `bytes` at `rel`: stored (later, with the records), or named by id only
-    /// with the reason (never captured, a secret, too large).
-    pub(crate) fn put(
-        &mut self,
-        cfg: &Config,
-        matcher: Option<&Matcher>,
-        bytes: &[u8],
-        rel: &str,
-    ) -> (Blob, Option<String>) {
-        let id = blob_id(bytes);
-        if matcher.is_some_and(|m| m.never_capture(rel)) || crate::secrets::secret_content(bytes) {
-            return (Blob::Id(id), Some(nocap::NEVER_CAPTURE.into()));
-        }
-        if bytes.len() as u64 > cfg.capture.max_bytes {
-            return (Blob::Id(id), Some("too_large".into()));
-        }
-        if self.ids.insert(id.clone()) {
-            self.list.push((id.clone(), bytes.to_vec()));
-        }
-        (Blob::Id(id), None)
-    }
-}
-
-/// Where a tool's file lands in `project`: remapped from `origin` (the session's first working
-/// folder) when the session was recorded elsewhere (another machine, a moved project).
-pub(crate) fn locate_from(project: &Project, origin: Option<&Path>, file_path: &str, cwd: Option<&str>) -> Located {
-    let found = project.locate(file_path, cwd.map(Path::new));
-    if let Located::Outside(abs) = &found
-        && let Some(origin) = origin
-    {
-        // Only a session from elsewhere: its folder is unrelated to this project and no
-        // longer exists here.
-        let root = &project.root;
-        if !origin.starts_with(root)
-            && !root.starts_with(origin)
-            && !origin.is_dir()
-            && let Ok(rel) = abs.strip_prefix(origin)
-            && !rel.as_os_str().is_empty()
-        {
-            return project.locate(&project.root.join(rel).to_string_lossy(), None);
-        }
-    }
-    found
-}
-
 struct Pending {
     id: String,
     name: String,
@@ -473,16 +121,16 @@ struct Pending {
 }
 
 /// One transcript → records.
-struct Converter<'a> {
+pub(super) struct Converter<'a> {
     project: &'a Project,
     cfg: &'a Config,
     matcher: Option<&'a Matcher>,
     path: PathBuf,
     config_dir: Option<PathBuf>,
-    records: Vec<Record>,
+    pub(super) records: Vec<Record>,
     /// Objects the records name (stored before they are appended).
-    blobs: Blobs,
-    produced: usize,
+    pub(super) blobs: Blobs,
+    pub(super) produced: usize,
     report: FileReport,
     pending: HashMap<String, Pending>,
     pending_order: Vec<String>,
@@ -512,7 +160,7 @@ struct Converter<'a> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(
+    pub(super) fn new(
         project: &'a Project,
         cfg: &'a Config,
         matcher: Option<&'a Matcher>,
@@ -548,7 +196,7 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn read(&mut self, bar: &indicatif::ProgressBar) -> io::Result<()> {
+    pub(super) fn read(&mut self, bar: &indicatif::ProgressBar) -> io::Result<()> {
         let f = fs::File::open(&self.path)?;
         let mut reader = io::BufReader::with_capacity(1 << 20, f);
         let mut buf = Vec::with_capacity(64 * 1024);
@@ -848,7 +496,7 @@ impl<'a> Converter<'a> {
     }
 
     /// Ends the transcript: calls without results are in flight.
-    fn finish(&mut self) -> FileReport {
+    pub(super) fn finish(&mut self) -> FileReport {
         for id in std::mem::take(&mut self.pending_order) {
             let Some(p) = self.pending.remove(&id) else { continue };
             match p.name.as_str() {
@@ -1085,87 +733,9 @@ fn is_rejection(err: &str) -> bool {
         || e.contains("permission to use") && e.contains("denied")
 }
 
-/// Timestamps as walj writes them (UTC, milliseconds, `Z`) when they parse; verbatim else.
-pub(crate) fn normalize_ts(ts: &str) -> String {
-    match chrono::DateTime::parse_from_rfc3339(ts) {
-        Ok(t) => t.with_timezone(&chrono::Utc).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        Err(_) => ts.to_string(),
-    }
-}
-
-/// The file after a tool call, computed from its input and the file before
-/// (`pre` `None` = absent). `None` when it cannot be computed.
-pub fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    match tool {
-        "Write" => s(input, "content").or_else(|| resp.and_then(|r| s(r, "content"))).map(String::into_bytes),
-        "Edit" => {
-            // The result's strings are what was applied (the user may have changed them).
-            let src = resp.filter(|r| r.get("oldString").is_some()).unwrap_or(input);
-            let (old, new) = if src.get("oldString").is_some() {
-                (s(src, "oldString")?, s(src, "newString")?)
-            } else {
-                (s(input, "old_string")?, s(input, "new_string")?)
-            };
-            let all =
-                src.get("replaceAll").or_else(|| input.get("replace_all")).and_then(Value::as_bool).unwrap_or(false);
-            let text = std::str::from_utf8(pre.unwrap_or_default()).ok()?;
-            replace(text, &old, &new, all).map(String::into_bytes)
-        }
-        "MultiEdit" => {
-            let edits = input.get("edits").or_else(|| resp.and_then(|r| r.get("edits")))?.as_array()?;
-            let mut text = std::str::from_utf8(pre.unwrap_or_default()).ok()?.to_string();
-            for e in edits {
-                let all = e.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
-                text = replace(&text, &s(e, "old_string")?, &s(e, "new_string")?, all)?;
-            }
-            Some(text.into_bytes())
-        }
-        "NotebookEdit" => resp.and_then(|r| s(r, "updated_file")).map(String::into_bytes),
-        _ => None,
-    }
-}
-
-fn replace(text: &str, old: &str, new: &str, all: bool) -> Option<String> {
-    if old.is_empty() {
-        // Creating a file with Edit: only an empty (or absent) file takes an empty old_string.
-        return text.is_empty().then(|| new.to_string());
-    }
-    if !text.contains(old) {
-        return None;
-    }
-    Some(if all { text.replace(old, new) } else { text.replacen(old, new, 1) })
-}
-
-/// Files modified in the last `days` days (for "recent" transcripts); `None` (no limit)
-/// when that reaches before the clock's range.
-pub fn since_days(days: u64) -> Option<SystemTime> {
-    SystemTime::now().checked_sub(Duration::from_secs(days.saturating_mul(24 * 3600)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn apply_edits() {
-        let i = json!({"old_string": "b", "new_string": "B"});
-        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcb");
-        let i = json!({"old_string": "b", "new_string": "B", "replace_all": true});
-        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")).unwrap(), b"aBcB");
-        let i = json!({"old_string": "zz", "new_string": "B"});
-        assert_eq!(apply_tool("Edit", &i, None, Some(b"abcb")), None);
-        let i = json!({"old_string": "", "new_string": "new"});
-        assert_eq!(apply_tool("Edit", &i, None, None).unwrap(), b"new");
-        let i = json!({"edits": [{"old_string": "a", "new_string": "x"}, {"old_string": "x", "new_string": "yy"}]});
-        assert_eq!(apply_tool("MultiEdit", &i, None, Some(b"abc")).unwrap(), b"yybc");
-        let i = json!({"file_path": "/x", "content": "c\n"});
-        assert_eq!(apply_tool("Write", &i, None, Some(b"old")).unwrap(), b"c\n");
-        // The result's strings win (the user edited the proposal).
-        let i = json!({"old_string": "b", "new_string": "B"});
-        let r = json!({"oldString": "b", "newString": "USER"});
-        assert_eq!(apply_tool("Edit", &i, Some(&r), Some(b"ab")).unwrap(), b"aUSER");
-    }
 
     #[test]
     fn rejections() {

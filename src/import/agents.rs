@@ -1,5 +1,5 @@
 //! `walj import` of the session files Codex CLI, Gemini CLI and Copilot CLI keep themselves,
-//! like [`crate::import`] does for Claude Code's transcripts.
+//! like [`super::claude`] does for Claude Code's transcripts.
 //!
 //! | agent | file | what it holds |
 //! |---|---|---|
@@ -21,10 +21,6 @@
 //! A session walj's hooks journaled is not imported at all: Gemini's and Copilot's hooks carry no
 //! call ids, so its calls would be counted twice.
 
-pub mod codex;
-pub mod copilot;
-pub mod gemini;
-
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufRead};
@@ -33,12 +29,13 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::Agent;
-use super::event::{Change, PathChange};
-use super::patch::{self, Chunk, PatchOp};
+use super::engine::{Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, turn_settled};
+use super::{codex, copilot, gemini};
+use crate::agents::Agent;
+use crate::agents::event::{Change, PathChange};
+use crate::agents::patch::{self, Chunk, PatchOp};
 use crate::claude::payload::clip;
 use crate::config::{self, Config, Matcher};
-use crate::import::{Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, turn_settled};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_MESSAGE};
 use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
@@ -218,7 +215,7 @@ pub struct Counts {
 }
 
 impl SessionFile {
-    fn counted(mut self, c: Counts) -> SessionFile {
+    pub(super) fn counted(mut self, c: Counts) -> SessionFile {
         self.lines = c.lines;
         self.torn_tail = c.torn_tail;
         self.malformed = c.malformed;
@@ -258,7 +255,7 @@ fn read_from(mut reader: impl BufRead, f: &mut impl FnMut(Value)) -> io::Result<
 }
 
 /// The first JSON line of `path` (the session's header in every agent's format).
-fn first_line(path: &Path) -> Option<Value> {
+pub(super) fn first_line(path: &Path) -> Option<Value> {
     let f = fs::File::open(path).ok()?;
     for line in io::BufReader::new(f).split(b'\n').take(20) {
         let line = line.ok()?;
@@ -304,9 +301,9 @@ pub fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
 /// Where an agent keeps its session files.
 pub fn sessions_dir(agent: Agent) -> Option<PathBuf> {
     match agent {
-        Agent::Codex => Some(super::codex_trust::codex_home().join("sessions")),
+        Agent::Codex => Some(crate::agents::codex_trust::codex_home().join("sessions")),
         Agent::Gemini => Some(gemini_home().join("tmp")),
-        Agent::Copilot => Some(super::install::copilot_home().join("session-state")),
+        Agent::Copilot => Some(crate::agents::install::copilot_home().join("session-state")),
         Agent::ClaudeCode => None,
     }
 }
@@ -315,7 +312,7 @@ pub fn sessions_dir(agent: Agent) -> Option<PathBuf> {
 pub fn gemini_home() -> PathBuf {
     match std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h).join(".gemini"),
-        None => super::install::home().join(".gemini"),
+        None => crate::agents::install::home().join(".gemini"),
     }
 }
 
@@ -326,7 +323,7 @@ fn all_files(agent: Agent) -> Vec<(PathBuf, Option<PathBuf>)> {
     match agent {
         Agent::Codex => {
             let mut files = Vec::new();
-            crate::import::jsonl_under(&dir, &mut files);
+            super::engine::jsonl_under(&dir, &mut files);
             for f in files {
                 if f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rollout-")) {
                     let cwd = codex::cwd_of(&f);
@@ -722,12 +719,12 @@ pub fn text_of(v: &Value) -> String {
 }
 
 /// `v[k]` as a string.
-fn s<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
+pub(super) fn s<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
     v.get(k).and_then(Value::as_str)
 }
 
 /// `v[k]` as an owned string.
-fn owned(v: &Value, k: &str) -> Option<String> {
+pub(super) fn owned(v: &Value, k: &str) -> Option<String> {
     s(v, k).map(str::to_string)
 }
 
