@@ -366,11 +366,20 @@ fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
 /// journal order, not the records' clock time (a clock set back must not pick an older one).
 /// Only this checkout's own actions count: an imported bundle's records may be the last lines.
 fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>> {
-    let all: Vec<Target> = not_undone(fold).into_iter().filter(|t| prov.of_line(t.line()).is_own()).collect();
+    let (all, foreign): (Vec<Target>, Vec<Target>) =
+        not_undone(fold).into_iter().partition(|t| prov.of_line(t.line()).is_own());
     let Some(last) = all.iter().max_by_key(|t| t.line()) else {
-        return Err(TriageError::Refused(
-            "nothing to undo: no triage action is recorded (or every one was undone already)".to_string(),
-        ));
+        let elsewhere = match foreign.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} action{} recorded in imported bundles {} undone only by an entry's id (`walj undo ID`, confirmed)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "is" } else { "are" }
+            ),
+        };
+        return Err(TriageError::Refused(format!(
+            "nothing to undo: no triage action of this checkout's own is recorded (or every one was undone already){elsewhere}"
+        )));
     };
     let mut picked: Vec<Target> = match batch_of(last.record()).0.map(str::to_string) {
         Some(b) => all.into_iter().filter(|t| batch_of(t.record()).0 == Some(b.as_str())).collect(),
