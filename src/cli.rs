@@ -249,6 +249,8 @@ pub enum SessionsCommand {
         /// Confirm: required when Claude runs this (inside a Claude Code tool call).
         #[arg(long, short = 'y')]
         yes: bool,
+        #[command(flatten)]
+        limits: cmd::sessions::LimitArgs,
     },
     /// Remove the session's records, the objects nothing else names, and its transcript copy.
     #[command(after_help = "Examples:\n  walj sessions delete 8f14e4 --dry-run\n  walj sessions delete 8f14e4")]
@@ -343,7 +345,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
         Command::Bisect(a) => cmd::bisect::bisect_cmd(&project, &a),
-        Command::Undo { id, force, json, .. } => cmd::triage::undo(&project, id.as_deref(), force, json),
+        Command::Undo { id, force, json, yes } => cmd::triage::undo(&project, id.as_deref(), force, json, yes),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
@@ -407,7 +409,7 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>)
         SessionsCommand::Resume(a) => s::resume(project, &a),
         SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
         SessionsCommand::Export(a) => s::export(project, a),
-        SessionsCommand::Import { file, identity, .. } => s::import(project, &file, identity),
+        SessionsCommand::Import { file, identity, limits, .. } => s::import(project, &file, identity, &limits),
         SessionsCommand::Delete(a) => s::delete(project, &a),
     }
 }

@@ -53,6 +53,34 @@ pub struct Config {
     pub sync: SyncConfig,
     /// TUI colours: `mode = "auto" | "dark" | "light" | "mono"`.
     pub theme: toml::Table,
+    /// `[limits]`: how much a bundle or a sync payload may inflate to.
+    pub limits: Limits,
+}
+
+/// `[limits]`: bounds on reading data from others (session bundles, other machines' sync
+/// payloads); past one the data is refused with a message, never read whole. Journals are not
+/// capped. Each has a flag that raises it for one command.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Bytes a bundle (or one sync fetch) may decode to in all (`--max-decoded`).
+    pub max_decoded: u64,
+    /// Bytes one object, transcript or journal section may have (`--max-object`).
+    pub max_object: u64,
+    /// How many times its own size a bundle may inflate to (`--max-ratio`); data up to
+    /// [`Limits::RATIO_FLOOR`] is never refused for its ratio.
+    pub max_ratio: u64,
+}
+
+impl Limits {
+    /// Decoded sizes up to this are never refused for their compression ratio.
+    pub const RATIO_FLOOR: u64 = 16 << 20;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_decoded: 1 << 30, max_object: 256 << 20, max_ratio: 200 }
+    }
 }
 
 /// `[sync]`: `walj sync` (docs/sync.md).

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod beneath;
 pub mod swap;
+
+pub use beneath::Dir;
 
 /// Opens a file created with mode 0600 (owner only) where the platform has modes.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
@@ -354,6 +357,11 @@ pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
 /// without a commit, the temp file is removed.
 #[derive(Debug)]
 pub struct Staged {
+    /// The destination's folder, open: every rename and removal is relative to it.
+    dir: std::sync::Arc<Dir>,
+    tmp_name: std::ffi::OsString,
+    name: std::ffi::OsString,
+    /// `dir`/`tmp_name` and `dir`/`name`, for messages and readers.
     tmp: PathBuf,
     path: PathBuf,
     committed: bool,
@@ -386,46 +394,63 @@ pub(crate) fn temp_name(path: &Path) -> String {
 
 /// Creates a new temp file with permissions `perm` (less the umask) from the start;
 /// never opens an existing file or follows a link planted at its name.
+#[cfg(test)]
 fn create_temp(tmp: &Path, perm: u32) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(perm);
-    }
-    #[cfg(not(unix))]
-    let _ = perm;
-    opts.open(tmp)
+    let dir = tmp.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Dir::open(dir)?.create_new(tmp.file_name().unwrap_or_default(), perm)
 }
 
-/// Writes and syncs `bytes` in a new temp file next to `path` (see [`Staged`]).
+/// Writes and syncs `bytes` in a new temp file next to `path` (see [`Staged`]). The folder
+/// is opened by its path (links in it followed): for walj's own files and others the caller
+/// trusts; project files go through [`stage_in`] with a folder opened beneath the root.
 pub fn stage(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<Staged> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let (tmp, mut f) = {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{}: no file name", path.display())))?;
+    stage_in(std::sync::Arc::new(Dir::open(dir)?), name, bytes, mode)
+}
+
+/// Writes and syncs `bytes` in a new temp file in `dir`, to be put at `name` (a plain name)
+/// in that same open folder: whatever the path to `dir` becomes meanwhile, the file lands in
+/// the folder that was opened ([`beneath`]).
+pub fn stage_in(
+    dir: std::sync::Arc<Dir>,
+    name: &std::ffi::OsStr,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> io::Result<Staged> {
+    let path = dir.join(name);
+    let (tmp_name, mut f) = {
         let mut tries = 0;
         loop {
-            let tmp = dir.join(temp_name(path));
+            let tmp_name = std::ffi::OsString::from(temp_name(&path));
             // Owner-only until the final permissions are set; a new file (no `mode`) gets
             // what a plain create gives (0666 less the umask).
-            match create_temp(&tmp, if mode.is_some() { 0o600 } else { 0o666 }) {
-                Ok(f) => break (tmp, f),
+            match dir.create_new(&tmp_name, if mode.is_some() { 0o600 } else { 0o666 }) {
+                Ok(f) => break (tmp_name, f),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
                 Err(e) => return Err(e),
             }
         }
     };
-    let staged = Staged { tmp, path: path.to_path_buf(), committed: false, swapped: false };
+    let staged = Staged {
+        tmp: dir.join(&tmp_name),
+        path,
+        tmp_name,
+        name: name.to_os_string(),
+        dir: std::sync::Arc::clone(&dir),
+        committed: false,
+        swapped: false,
+    };
     f.write_all(bytes)?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        use std::os::unix::fs::PermissionsExt;
         // Keep the owner of the file replaced (root acting in a user's project); a
         // process that may not is left the owner, as any editor would.
-        if let Ok(m) = fs::symlink_metadata(path)
-            && m.is_file()
-        {
-            let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
+        if let Ok(beneath::Kind::File { uid, gid, .. }) = dir.kind(name) {
+            let _ = std::os::unix::fs::fchown(&f, Some(uid), Some(gid));
         }
         if let Some(mode) = mode {
             f.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -441,16 +466,16 @@ impl Staged {
     /// Renames the temp file into place (a plain rename: whatever is there is replaced;
     /// see [`swap`] for the checked ways) and syncs the folder.
     pub fn commit(mut self) -> io::Result<()> {
-        fs::rename(&self.tmp, &self.path)?;
+        self.dir.rename(&self.tmp_name, &self.dir, &self.name)?;
         self.committed = true;
-        sync_dir(self.dir())
+        self.dir.sync()
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed && !self.swapped {
-            let _ = fs::remove_file(&self.tmp);
+            let _ = self.dir.remove(&self.tmp_name, false);
         }
     }
 }

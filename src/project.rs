@@ -84,14 +84,32 @@ impl Project {
     }
 
     /// Absolute path of a root-relative `/`-separated path, refusing anything that would
-    /// leave the project (absolute, `..`, through a symlink) or touch `.walj/`.
+    /// leave the project (absolute, `..`, through a symlink) or touch `.walj/` or a `.git`
+    /// (any component named `.git`, in any case: the repository's own, a submodule's or a
+    /// nested worktree's). This is the set walj may *write*: revert, undo and import check
+    /// it, and [`Project::write_dir`] checks it again at the moment of writing.
     pub fn resolve_rel(&self, rel: &str) -> Result<PathBuf, PathError> {
+        let abs = self.resolve_recorded(rel)?;
+        if in_git_folder(Path::new(rel)) {
+            return Err(PathError { rel: rel.to_string(), why: PathRefusal::GitFolder });
+        }
+        Ok(abs)
+    }
+
+    /// [`Project::resolve_rel`] that lets a path under a `.git` folder through: for showing
+    /// and diffing a recorded entry (an own session's `git config …`), never for writing
+    /// without [`WriteScope::GitForced`].
+    pub fn resolve_recorded(&self, rel: &str) -> Result<PathBuf, PathError> {
         let p = Path::new(rel);
         let err = |why| Err(PathError { rel: rel.to_string(), why });
-        if rel.is_empty() || p.is_absolute() || p.components().any(|c| !matches!(c, Component::Normal(_))) {
+        if rel.is_empty()
+            || rel.contains('\0')
+            || p.is_absolute()
+            || p.components().any(|c| !matches!(c, Component::Normal(_)))
+        {
             return err(PathRefusal::NotInside);
         }
-        if p.starts_with(".walj") {
+        if p.components().next().is_some_and(|c| same_name(c.as_os_str(), ".walj")) {
             return err(PathRefusal::WaljFolder);
         }
         if escapes_through_symlink(&self.root, p) {
@@ -99,6 +117,116 @@ impl Project {
         }
         Ok(self.root.join(p))
     }
+
+    /// True when `rel` (root-relative) lies under a `.git` folder or git's own folders.
+    pub fn is_git_path(&self, rel: &str) -> bool {
+        in_git_folder(Path::new(rel)) || self.git_dirs_inside().iter().any(|g| Path::new(rel).starts_with(g))
+    }
+
+    /// The git dir and common dir of the checkout, relative to the root, when they lie inside
+    /// it under a name other than `.git` (`git init --separate-git-dir`, a worktree's
+    /// `gitdir:` file): read from the `.git` file, no git process.
+    fn git_dirs_inside(&self) -> Vec<PathBuf> {
+        let dotgit = self.root.join(".git");
+        let Ok(text) = fs::read_to_string(&dotgit) else { return Vec::new() };
+        let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(str::trim) else {
+            return Vec::new();
+        };
+        let gitdir = absolute(Path::new(gitdir), &self.root);
+        let mut dirs = vec![gitdir.clone()];
+        if let Ok(common) = fs::read_to_string(gitdir.join("commondir")) {
+            dirs.push(absolute(Path::new(common.trim()), &gitdir));
+        }
+        dirs.iter()
+            .map(|d| fs::canonicalize(d).unwrap_or_else(|_| normalize(d)))
+            .filter_map(|d| d.strip_prefix(&self.root).ok().map(Path::to_path_buf))
+            .filter(|d| !d.as_os_str().is_empty())
+            .collect()
+    }
+
+    /// Opens the folder of the root-relative `rel` for a write, beneath the root and through
+    /// no symbolic link (`fsutil::beneath`), making missing folders when `create`; returns it
+    /// with the file's plain name. Refuses what [`Project::resolve_rel`] refuses, git's own
+    /// folders wherever they are inside the root, and (the check at the moment of writing)
+    /// any link swapped in since. `scope` [`WriteScope::GitForced`] lets a `.git` path through
+    /// (`walj revert --force` of an own session's entry), never `.walj/` nor a way out.
+    pub fn write_dir(
+        &self,
+        rel: &str,
+        scope: WriteScope,
+        create: bool,
+    ) -> Result<(std::sync::Arc<fsutil::Dir>, std::ffi::OsString), WriteError> {
+        let refused = |why| WriteError::Refused(PathError { rel: rel.to_string(), why });
+        self.resolve_recorded(rel).map_err(WriteError::Refused)?;
+        if scope == WriteScope::Project && self.is_git_path(rel) {
+            return Err(refused(PathRefusal::GitFolder));
+        }
+        let p = Path::new(rel);
+        let (Some(name), parent) = (p.file_name(), p.parent().unwrap_or(Path::new(""))) else {
+            return Err(refused(PathRefusal::NotInside));
+        };
+        let io = |e: std::io::Error| {
+            if fsutil::beneath::is_not_beneath(&e) {
+                refused(PathRefusal::ThroughSymlink)
+            } else {
+                WriteError::Io { rel: rel.to_string(), source: e }
+            }
+        };
+        let root = fsutil::Dir::open(&self.root).map_err(io)?;
+        let dir = root.open_beneath(parent, create).map_err(io)?;
+        Ok((std::sync::Arc::new(dir), name.to_os_string()))
+    }
+
+    /// Refuses a folder to run a command in (`walj procs restart`) unless it is inside the
+    /// project and outside `.walj/` and git's folders, through no symbolic link.
+    pub fn check_run_dir(&self, dir: &Path) -> Result<(), PathError> {
+        let refused = |why| Err(PathError { rel: dir.display().to_string(), why });
+        let abs = normalize(dir);
+        let Ok(rel) = abs.strip_prefix(&self.root) else { return refused(PathRefusal::NotInside) };
+        if rel.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let rel_s = to_slash(rel);
+        self.resolve_rel(&rel_s)?;
+        if self.is_git_path(&rel_s) {
+            return refused(PathRefusal::GitFolder);
+        }
+        Ok(())
+    }
+}
+
+/// What [`Project::write_dir`] may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteScope {
+    /// The project tree, less `.walj/` and git's folders.
+    Project,
+    /// Also a `.git` folder: only for an entry this checkout's own session made, with `--force`.
+    GitForced,
+}
+
+/// Why [`Project::write_dir`] did not open a folder.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{0}")]
+    Refused(PathError),
+    #[error("opening the folder of {rel}: {source}")]
+    Io { rel: String, source: std::io::Error },
+}
+
+/// True when a component of `rel` is a `.git` (git's folder, a submodule's, a worktree's).
+pub fn in_git_folder(rel: &Path) -> bool {
+    rel.components().any(|c| same_name(c.as_os_str(), ".git"))
+}
+
+/// Names equal as a case-insensitive file system (macOS, Windows) sees them: ASCII case
+/// folded, trailing dots and spaces dropped (Windows ignores them).
+fn same_name(name: &std::ffi::OsStr, want: &str) -> bool {
+    let b = name.as_encoded_bytes();
+    let mut end = b.len();
+    while end > 0 && matches!(b[end - 1], b'.' | b' ') && end > want.len() {
+        end -= 1;
+    }
+    b[..end].eq_ignore_ascii_case(want.as_bytes())
 }
 
 /// A root-relative path [`Project::resolve_rel`] refuses.
@@ -117,6 +245,8 @@ pub enum PathRefusal {
     WaljFolder,
     #[error("leads outside the project through a symbolic link")]
     ThroughSymlink,
+    #[error("inside git's own folder (.git): walj never writes there")]
+    GitFolder,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,5 +339,57 @@ mod tests {
         assert!(p.resolve_rel("../x").is_err());
         assert!(p.resolve_rel("/x").is_err());
         assert!(p.resolve_rel("a/b").is_ok());
+    }
+
+    #[test]
+    fn the_allowed_set_leaves_out_walj_and_every_git_folder_in_any_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let p = Project::at(root.clone(), None);
+        for rel in
+            [".git/config", ".GIT/config", "sub/.git/config", "m/.Git/hooks/pre-commit", ".git./config", ".git /x"]
+        {
+            assert_eq!(p.resolve_rel(rel).unwrap_err().why, PathRefusal::GitFolder, "{rel}");
+            assert!(p.resolve_recorded(rel).is_ok(), "{rel}: shown, diffable");
+            assert!(p.is_git_path(rel), "{rel}");
+            let e = p.write_dir(rel, WriteScope::Project, true).unwrap_err();
+            assert!(matches!(e, WriteError::Refused(PathError { why: PathRefusal::GitFolder, .. })), "{rel}: {e}");
+        }
+        for rel in [".walj/journal.jsonl", ".WALJ/x", ".walj", "a\0b", "", "/etc/passwd", "a/../../x"] {
+            assert!(p.resolve_recorded(rel).is_err(), "{rel:?}");
+            assert!(p.write_dir(rel, WriteScope::GitForced, true).is_err(), "{rel:?}");
+        }
+        assert!(!p.is_git_path("gitx/config") && !p.is_git_path(".github/workflows/ci.yml"));
+        // A worktree's git dir inside the root under another name (its `.git` is a file).
+        fs::create_dir_all(root.join("store/wt")).unwrap();
+        fs::write(root.join("store/wt/commondir"), "..\n").unwrap();
+        fs::write(root.join(".git"), "gitdir: store/wt\n").unwrap();
+        assert!(p.is_git_path("store/wt/HEAD") && p.is_git_path("store/config"), "git dir and common dir");
+        assert!(!p.is_git_path("storefront/x"));
+        // An own session's .git file with --force: written beneath the root all the same.
+        fs::remove_file(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        let (d, name) = p.write_dir(".git/config", WriteScope::GitForced, true).unwrap();
+        assert_eq!(d.join(&name), root.join(".git/config"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_in_after_the_check_is_refused_at_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let p = Project::at(root.clone(), None);
+        fs::create_dir_all(root.join("a")).unwrap();
+        assert!(p.resolve_rel("a/f").is_ok(), "checked: a real folder");
+        // Between the check and the write: the folder becomes a link out (and into .git).
+        fs::remove_dir(root.join("a")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("a")).unwrap();
+        let e = p.write_dir("a/f", WriteScope::Project, true).unwrap_err();
+        assert!(matches!(e, WriteError::Refused(PathError { why: PathRefusal::ThroughSymlink, .. })), "{e}");
+        fs::create_dir_all(root.join(".git")).unwrap();
+        std::os::unix::fs::symlink(".git", root.join("g")).unwrap();
+        assert!(p.write_dir("g/config", WriteScope::Project, true).is_err());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 }

@@ -480,8 +480,9 @@ fn another_machines_name_and_text_are_shown_escaped() {
     };
     let (a, a_home) = clone("laptop", &format!("lap{TITLE}{HIDE}top"));
     let (b, b_home) = clone("desktop", "desktop");
-    // The laptop's crashed session, through the real hook.
-    let sid = session_id();
+    // The laptop's crashed session, through the real hook. (Its id is plain: sync refuses a
+    // journal whose session ids hold control characters, tests/untrusted_writes.rs.)
+    let sid = "8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10";
     let hook = |v: Value| hook_ok(&a, &v.to_string(), Parent::Timeout(10));
     hook(
         json!({"session_id": sid, "transcript_path": "/nowhere/t.jsonl", "cwd": a, "hook_event_name": "SessionStart", "source": "startup"}),

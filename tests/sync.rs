@@ -426,6 +426,56 @@ fn forged_rewritten_foreign_and_damaged_refs_are_refused() {
     assert_eq!(w.remote_refs(), before);
 }
 
+/// Another machine's payload is read within `[limits]`: a blob over `max_object`, a manifest
+/// claiming more than `max_decoded`, and a journal naming a session id walj does not accept are
+/// refused with a message that says how to raise the limit, nothing aborts, and the last copy
+/// (or none) stays.
+#[test]
+fn other_machines_payloads_are_read_within_limits_and_bad_session_ids_are_refused() {
+    let w = World::new();
+    let (a, b) = (w.machine("laptop"), w.machine("desktop"));
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sync", "--yes", "--max-object", "10"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("over max_object (10)") && out.contains("--max-object"), "{out}");
+    assert!(!b.copy_of(&a).join("journal.jsonl").exists(), "nothing taken");
+    fs::write(b.dir.join(".walj/config.toml"), "[sync]\nname = \"desktop\"\n[limits]\nmax_object = 10\n").unwrap();
+    assert_eq!(b.walj(&["sync", "--yes"]).0, 1, "the config key bounds it too");
+    b.ok(&["sync", "--yes", "--max-object", "100000000"]);
+    let copy = fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap();
+
+    // The laptop's journal now names a session id that would reach shells and file names.
+    a.append(&[line(0, "$(touch PWNED)-session")]);
+    a.ok(&["sync", "--yes"]);
+    let (code, out, err) = b.walj(&["sync", "--yes", "--max-object", "100000000"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("is not one walj accepts"), "{out}");
+    assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), copy, "the accepted copy stays");
+
+    // A third machine, new to the laptop's ref, fetches a forged root commit whose manifest
+    // claims a journal of a petabyte: refused before anything is allocated for it.
+    let c = w.machine("tablet");
+    let real = w.remote_refs().into_iter().find(|(r, _)| r.ends_with(&a.id())).unwrap();
+    let forge = w.root.join("forge");
+    git(&w.root, &["init", "-q", "forge"]);
+    let mut manifest: Value =
+        serde_json::from_str(&git(&w.remote(), &["show", &format!("{}:manifest.json", real.1)])).unwrap();
+    manifest["journal_bytes"] = (1u64 << 50).into();
+    manifest["segments"] = 1.into();
+    fs::create_dir_all(forge.join("segments/0000")).unwrap();
+    fs::write(forge.join("segments/0000/000000"), "x\n").unwrap();
+    fs::write(forge.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    git(&forge, &["add", "-A"]);
+    git(&forge, &["commit", "-qm", "forged"]);
+    git(&forge, &["push", "-q", "-f", &w.url, &format!("HEAD:{}", real.0)]);
+    let (code, out, err) = c.walj(&["sync", "--yes"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    assert!(out.contains("over max_decoded") && out.contains("--max-decoded"), "{out}");
+    assert!(!c.copy_of(&a).join("journal.jsonl").exists());
+}
+
 /// `walj compact` (or a deletion) rewrites the journal: the next sync publishes a new epoch,
 /// which readers accept.
 #[test]
@@ -839,7 +889,7 @@ fn copies_are_folded_from_a_cache_outside_their_folder_like_a_full_fold() {
     // The manifest's states and this checkout's decisions are applied on top, never cached.
     let snap_bytes = fs::read(&snap).unwrap();
     let id = remotes::fold_copy(&journal, &cache, &opts, u64::MAX).unwrap().unresolved().next().unwrap().id.clone();
-    b.ok(&["mark", &id, "--done"]);
+    b.ok(&["mark", &id, "--done", "--yes"]);
     let mpath = copy.join("manifest.json");
     let mut manifest: Value = serde_json::from_slice(&fs::read(&mpath).unwrap()).unwrap();
     for st in manifest["sessions"].as_array_mut().unwrap() {
@@ -1305,11 +1355,11 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     assert_eq!(unresolved(&b)["machines"][0]["unresolved"], 6);
 
     // On the desktop: one entry done, one handed back, one the laptop also decides about.
-    let out = b.ok(&["mark", "01EditCfg", "--done"]);
+    let out = b.ok(&["mark", "01EditCfg", "--done", "--yes"]);
     assert!(out.contains("of laptop done here"), "{out}");
-    let out = b.ok(&["handoff", "01WriteDoc"]);
+    let out = b.ok(&["handoff", "01WriteDoc", "--yes"]);
     assert!(out.contains("made on another machine (laptop"), "{out}");
-    b.ok(&["mark", "01EditItems", "--done"]);
+    b.ok(&["mark", "01EditItems", "--done", "--yes"]);
     // Shown at once on the desktop; this checkout's own count is unchanged.
     let v = unresolved(&b);
     assert_eq!((v["unresolved"].as_u64(), v["machines"][0]["unresolved"].as_u64()), (Some(0), Some(3)), "{v:#}");
@@ -1326,7 +1376,7 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     let ids: Vec<&str> = fold.sessions.iter().map(|s| s.session.as_str()).collect();
     assert!(ids.iter().all(|s| !s.is_empty()), "a session without an id: {ids:?}");
     // Acting twice is refused; unknown ids still say so.
-    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done"]);
+    let (code, _, err) = b.walj(&["mark", "01EditCfg", "--done", "--yes"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("already done"), "{err}");
     let (code, _, err) = b.walj(&["mark", "nosuchid", "--done"]);
@@ -1400,7 +1450,7 @@ fn session_start_tells_the_user_other_machines_counts_once() {
     }
     // Told once; told again when the count changes.
     assert_eq!(session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b2"), "");
-    b.ok(&["mark", "01EditCfg", "--done"]);
+    b.ok(&["mark", "01EditCfg", "--done", "--yes"]);
     let out = session_start(&b, "5e55a0b1-0000-4000-8000-0000000000b3");
     assert!(out.contains("laptop has 5 unresolved entries"), "{out}");
 }

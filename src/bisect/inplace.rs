@@ -233,7 +233,8 @@ impl<'a> InPlace<'a> {
             return Ok(());
         }
         let fold = self.load()?;
-        let out = triage::undo(self.project, &fold, None, false).map_err(|e| BisectError::Failed(e.to_string()))?;
+        let out =
+            triage::undo(self.project, &fold, None, false, false).map_err(|e| BisectError::Failed(e.to_string()))?;
         if let Some(o) = out.iter().find(|o| o.concurrent) {
             return Err(BisectError::Changed(o.message.clone()));
         }
@@ -249,7 +250,7 @@ impl<'a> InPlace<'a> {
         let ids: Vec<String> = self.entries[k..].iter().flatten().cloned().collect();
         if !ids.is_empty() {
             let fold = self.load()?;
-            let opts = RevertOptions { force: true, dry_run: false };
+            let opts = RevertOptions { force: true, dry_run: false, confirmed_foreign: false };
             let out =
                 triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
             self.outstanding = true;

@@ -829,7 +829,38 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>) -> anyhow::Result<i32> {
+/// Flags that raise the `[limits]` of reading others' data for one command.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LimitArgs {
+    /// Most bytes the bundle may decode to in all (default 1 GiB; `[limits] max_decoded`).
+    #[arg(long, value_name = "BYTES")]
+    pub max_decoded: Option<u64>,
+    /// Most bytes of one object, transcript or record section (default 256 MiB; `[limits] max_object`).
+    #[arg(long, value_name = "BYTES")]
+    pub max_object: Option<u64>,
+    /// Most times its own size the bundle may inflate to, past 16 MiB (default 200; `[limits] max_ratio`).
+    #[arg(long, value_name = "N")]
+    pub max_ratio: Option<u64>,
+}
+
+impl LimitArgs {
+    /// The project's `[limits]` with these flags over them.
+    pub fn limits(&self, project: &Project) -> crate::config::Limits {
+        let (cfg, _) = crate::config::Config::load_or_default(&project.config_path(), |e| eprintln!("walj: {e}"));
+        let mut l = cfg.limits;
+        l.max_decoded = self.max_decoded.unwrap_or(l.max_decoded);
+        l.max_object = self.max_object.unwrap_or(l.max_object);
+        l.max_ratio = self.max_ratio.unwrap_or(l.max_ratio);
+        l
+    }
+}
+
+/// Exit status of an import refused for what the bundle holds (damaged, forged, too large,
+/// bad session ids): nothing was written.
+pub const EXIT_BUNDLE_REFUSED: i32 = 2;
+
+pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: &LimitArgs) -> anyhow::Result<i32> {
+    let limits = limits.limits(project);
     let mut ask = || match passphrase(false) {
         Ok(p) => p,
         Err(e) => {
@@ -838,9 +869,33 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>) -> anyho
         }
     };
     let mut keys = Keys { passphrase: &mut ask, identities };
-    let contents = bundle::read(file, &mut keys)?;
+    // Refused for what it holds (past a limit, bad session ids, records it may not bring):
+    // exit 2; damaged, undecryptable or unreadable bundles stay errors (exit 1).
+    let refused = |e: &bundle::BundleError| {
+        eprintln!("walj: {}", crate::present::text::safe(&e.to_string()));
+        Ok(EXIT_BUNDLE_REFUSED)
+    };
+    let is_refusal = |e: &bundle::BundleError| {
+        matches!(e, bundle::BundleError::Refused { .. } | bundle::BundleError::TooLarge { .. })
+    };
+    let contents = match bundle::read_within(file, &mut keys, &limits) {
+        Ok(c) => c,
+        Err(e) if is_refusal(&e) => return refused(&e),
+        Err(e) => return Err(e.into()),
+    };
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.display().to_string());
-    let rep = bundle::save_from(project, &contents, &name)?;
+    let rep = match bundle::save_from(project, &contents, &name) {
+        Ok(r) => r,
+        Err(crate::session::SessionError::Bundle(e)) if is_refusal(&e) => return refused(&e),
+        Err(e) => return Err(e.into()),
+    };
+    if rep.records_left_out > 0 {
+        println!(
+            "left out {} record{} only this checkout may write (brief deliveries and releases, announcements, import marks).",
+            rep.records_left_out,
+            if rep.records_left_out == 1 { "" } else { "s" }
+        );
+    }
     if rep.records_added == 0 && rep.objects_added == 0 && !matches!(rep.transcript.as_str(), "installed" | "updated") {
         println!("nothing new: session {} ({}) is already here.", shown(&rep.sid), shown(&rep.session));
         return Ok(0);
@@ -904,6 +959,11 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> any
             shown(p.cwd.as_deref().unwrap_or("(none)")),
         );
     };
+    // The allowed set: a folder of the project, not `.walj/` nor git's, through no link.
+    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+    if let Err(why) = project.check_run_dir(&cwd) {
+        bail!("walj starts commands only in a folder of this project: {why}; nothing was started");
+    }
     let log = procs::log_path(project, &p.id);
     eprintln!("Restart a background command of session {}:", shown(&p.sid));
     eprintln!("  command  {command}");

@@ -30,6 +30,26 @@ pub struct SyncArgs {
     /// prints nothing, does nothing when another automatic sync runs.
     #[arg(long, hide = true, conflicts_with_all = ["dry_run", "status", "yes"])]
     pub auto: bool,
+    /// Most bytes one other machine's journal, images and transcripts may inflate to
+    /// (default 1 GiB; `[limits] max_decoded`).
+    #[arg(long, value_name = "BYTES")]
+    pub max_decoded: Option<u64>,
+    /// Most bytes of one object (segment, image) of another machine's journal (default 256 MiB;
+    /// `[limits] max_object`).
+    #[arg(long, value_name = "BYTES")]
+    pub max_object: Option<u64>,
+}
+
+impl SyncArgs {
+    /// The project's `[limits]`, with the flags over them (`None`: no flag given).
+    fn limits(&self, project: &Project) -> Option<crate::config::Limits> {
+        if self.max_decoded.is_none() && self.max_object.is_none() {
+            return None;
+        }
+        let args =
+            super::sessions::LimitArgs { max_decoded: self.max_decoded, max_object: self.max_object, max_ratio: None };
+        Some(args.limits(project))
+    }
 }
 
 /// Shows the plain-text notice and asks on a terminal; `None` (nothing shown) elsewhere.
@@ -56,7 +76,7 @@ fn passphrase() -> Option<crate::crypt::Secret> {
 /// did goes to `.walj/sync/auto.last`.
 fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
-    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false };
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None };
     let mut never = |_: &str| None;
     let mut from_env = || {
         std::env::var_os("WALJ_PASSPHRASE")
@@ -86,7 +106,12 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.auto {
         return auto(project, args);
     }
-    let opts = SyncOptions { remote: args.remote.clone(), dry_run: args.dry_run || args.status, yes: args.yes };
+    let opts = SyncOptions {
+        remote: args.remote.clone(),
+        dry_run: args.dry_run || args.status,
+        yes: args.yes,
+        limits: args.limits(project),
+    };
     let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
     let report = crate::sync::sync(project, &opts, prompts)?;
     let mut out = std::io::stdout().lock();

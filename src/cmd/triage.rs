@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::fold::{Fold, FoldOptions, ShortIds};
 use crate::project::Project;
 use crate::style::Style;
+use crate::triage::origin::Provenance;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
 /// The arguments of `walj mark`.
@@ -180,6 +181,60 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     Ok(0)
 }
 
+/// The entries among `ids` that came from an imported bundle (by where their records lie in
+/// the journal, `triage::origin`): (short id, path, "from bundle X").
+fn foreign(fold: &Fold, prov: &Provenance, ids: &[String]) -> Vec<(String, String, String)> {
+    ids.iter()
+        .filter_map(|i| fold.find(i).ok())
+        .filter_map(|e| {
+            let o = prov.of_entry(e);
+            (!o.is_own()).then(|| (fold.ids.short(&e.id).to_string(), e.path.clone(), o.from_what()))
+        })
+        .collect()
+}
+
+/// Asks before acting (`verb`: "revert", "mark done", …) on entries from elsewhere, naming
+/// where each comes from. On a terminal the user answers; off one `--yes` stands for the
+/// answer, and the origin is printed (stderr) all the same. `Ok(false)`: not confirmed.
+pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, verb: &str) -> anyhow::Result<bool> {
+    use std::io::IsTerminal;
+    if items.is_empty() {
+        return Ok(true);
+    }
+    let list: Vec<String> = items
+        .iter()
+        .map(|(id, path, from)| {
+            format!("  {id} ({}) {}", crate::present::text::safe(path), crate::present::text::safe(from))
+        })
+        .collect();
+    let head = format!(
+        "{} entr{} named here came from elsewhere, not from this checkout's sessions:\n{}",
+        items.len(),
+        if items.len() == 1 { "y" } else { "ies" },
+        list.join("\n")
+    );
+    if yes {
+        eprintln!("{head}\n(--yes: going ahead with {verb})");
+        return Ok(true);
+    }
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        eprintln!("{head}");
+        return Ok(super::sessions::confirm(&format!("Go ahead ({verb})?"))?);
+    }
+    eprintln!("{head}\nNot confirmed (no terminal to ask on); nothing was changed. Pass --yes to {verb} anyway.");
+    Ok(false)
+}
+
+/// Splits `entries` into this checkout's own and the ones from bundles, printing how many of
+/// those `what` (`--session`, "handoff without ids") leaves out.
+fn own_entries<'f>(prov: &Provenance, entries: Vec<&'f crate::fold::Entry>, what: &str) -> Vec<&'f crate::fold::Entry> {
+    let (own, skipped) = triage::origin::own_only(prov, entries);
+    if !skipped.is_empty() {
+        eprintln!("{}", triage::origin::skipped_line(skipped.len(), what));
+    }
+    own
+}
+
 /// Whether the ids (or the session) name nothing in this checkout's journal: they may be
 /// another machine's (`walj sync`).
 fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
@@ -193,14 +248,31 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let fold = load(project)?;
     let elsewhere = if not_here(&fold, ids, session) {
+        // Another machine's entries: named by id and confirmed (the confirmation names it).
+        if session.is_none() && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "mark done")? {
+            return Ok(super::EXIT_ERROR);
+        }
         crate::sync::triage::mark_done(project, ids, session, force)?
     } else {
         None
     };
+    let prov = Provenance::load(&project.journal);
     let outcomes = match (elsewhere, session) {
         (Some(o), _) => o,
+        (None, Some(s)) if prov.any() => {
+            let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
+            let entries: Vec<&crate::fold::Entry> =
+                fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect();
+            let own: Vec<String> = own_entries(&prov, entries, "--session").iter().map(|e| e.id.clone()).collect();
+            if own.is_empty() { Vec::new() } else { triage::mark_done(project, &fold, &own, force)? }
+        }
         (None, Some(s)) => triage::mark_session_done(project, &fold, s, force)?,
-        (None, None) => triage::mark_done(project, &fold, ids, force)?,
+        (None, None) => {
+            if !confirm_foreign(&foreign(&fold, &prov, ids), args.yes, "mark done")? {
+                return Ok(super::EXIT_ERROR);
+            }
+            triage::mark_done(project, &fold, ids, force)?
+        }
     };
     if args.json {
         print_outcomes_json("mark", false, &outcomes, &fold.ids)?;
@@ -216,11 +288,22 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
+    let prov = Provenance::load(&project.journal);
     let ids: Vec<String> = match &args.session {
-        Some(s) => triage::turn_entries(&fold, s, args.prompt)?.into_iter().map(|e| e.id.clone()).collect(),
+        Some(s) => {
+            let own = own_entries(&prov, triage::turn_entries(&fold, s, args.prompt)?, "--session");
+            if own.is_empty() {
+                anyhow::bail!("nothing of this checkout's own to revert in that session; nothing was changed");
+            }
+            own.into_iter().map(|e| e.id.clone()).collect()
+        }
         None => args.ids.clone(),
     };
-    let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run })?;
+    let confirmed_foreign = dry_run || confirm_foreign(&foreign(&fold, &prov, &ids), args.yes, "revert")?;
+    if !confirmed_foreign {
+        return Ok(super::EXIT_ERROR);
+    }
+    let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run, confirmed_foreign })?;
     if args.json {
         print_outcomes_json("revert", dry_run, &outcomes, &fold.ids)?;
         return Ok(exit_code(&outcomes));
@@ -241,9 +324,29 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
     if outcomes.iter().any(|o| o.concurrent) { super::EXIT_ERROR } else { 0 }
 }
 
-pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool) -> anyhow::Result<i32> {
+pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool, yes: bool) -> anyhow::Result<i32> {
     let fold = load(project)?;
-    let outcomes = triage::undo(project, &fold, id, force)?;
+    let prov = Provenance::load(&project.journal);
+    // By id: the entry's last action may have been recorded elsewhere (an imported bundle).
+    let mut confirmed = false;
+    if let Some(i) = id
+        && let Ok(e) = fold.find(i)
+        && let Some(a) = e.last_action()
+    {
+        let o = prov.of_action(a);
+        if !o.is_own() {
+            let item = (
+                fold.ids.short(&e.id).to_string(),
+                e.path.clone(),
+                format!("(its last action comes {})", o.from_what()),
+            );
+            if !confirm_foreign(&[item], yes, "undo")? {
+                return Ok(super::EXIT_ERROR);
+            }
+            confirmed = true;
+        }
+    }
+    let outcomes = triage::undo(project, &fold, id, force, confirmed)?;
     if json {
         print_outcomes_json("undo", false, &outcomes, &fold.ids)?;
         return Ok(exit_code(&outcomes));
@@ -259,11 +362,45 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
         return held_briefs(project, &fold, args);
     }
     let opts = HandoffOptions { print_only, force };
-    let elsewhere =
-        if not_here(&fold, ids, session) { crate::sync::triage::handoff(project, ids, session, opts)? } else { None };
+    let elsewhere = if not_here(&fold, ids, session) {
+        if session.is_none()
+            && !print_only
+            && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "hand back")?
+        {
+            return Ok(super::EXIT_ERROR);
+        }
+        crate::sync::triage::handoff(project, ids, session, opts)?
+    } else {
+        None
+    };
     let brief = match elsewhere {
         Some(b) => b,
-        None => triage::handoff(project, &fold, ids, session, opts)?,
+        None => {
+            let prov = Provenance::load(&project.journal);
+            if ids.is_empty() && prov.any() {
+                // Every unresolved entry (of the session): this checkout's own only.
+                let entries: Vec<&crate::fold::Entry> = match session {
+                    Some(s) => {
+                        let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
+                        fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect()
+                    }
+                    None => fold.unresolved().collect(),
+                };
+                let what = if session.is_some() { "--session" } else { "handoff without ids" };
+                let own: Vec<String> = own_entries(&prov, entries, what).iter().map(|e| e.id.clone()).collect();
+                if own.is_empty() {
+                    anyhow::bail!(
+                        "nothing of this checkout's own is unresolved to hand back; name entries by id to hand back others"
+                    );
+                }
+                triage::handoff(project, &fold, &own, None, opts)?
+            } else {
+                if !print_only && !confirm_foreign(&foreign(&fold, &prov, ids), args.yes, "hand back")? {
+                    return Ok(super::EXIT_ERROR);
+                }
+                triage::handoff(project, &fold, ids, session, opts)?
+            }
+        }
     };
     if args.json {
         let v = serde_json::json!({

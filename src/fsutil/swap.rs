@@ -52,7 +52,7 @@ pub(crate) fn force_portable(on: bool) {
 /// failed": an old kernel (`ENOSYS`), a file system without the flag (`EINVAL`,
 /// `EOPNOTSUPP`).
 #[cfg(target_os = "linux")]
-fn unsupported(e: rustix::io::Errno) -> bool {
+pub(super) fn unsupported(e: rustix::io::Errno) -> bool {
     use rustix::io::Errno;
     e == Errno::INVAL || e == Errno::NOSYS || e == Errno::OPNOTSUPP
 }
@@ -147,7 +147,7 @@ impl Staged {
     /// it is never removed on drop from then on (it may hold the only copy of someone's
     /// bytes), only by [`Staged::remove_swapped`]. Exchanging again swaps back.
     pub fn exchange(&mut self) -> io::Result<Support> {
-        let r = exchange(&self.tmp, &self.path)?;
+        let r = self.dir.exchange(&self.tmp_name, &self.dir, &self.name)?;
         if r == Support::Done {
             self.swapped = true;
         }
@@ -156,20 +156,22 @@ impl Staged {
 
     /// What the temp name holds now (after an exchange: what was swapped out).
     pub fn swapped_out(&self) -> io::Result<Found> {
-        read_found(&self.tmp)
+        Ok(match self.dir.read_regular(&self.tmp_name)? {
+            Some(b) => Found::File(b),
+            None => Found::Other,
+        })
     }
 
     /// Removes the temp name (its bytes are accounted for) and syncs the folder, which also
     /// makes the exchanges durable.
     pub fn remove_swapped(mut self) -> io::Result<()> {
         self.committed = true;
-        match fs::symlink_metadata(&self.tmp) {
-            Ok(m) if m.is_dir() => fs::remove_dir(&self.tmp)?,
-            Ok(_) => fs::remove_file(&self.tmp)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        match self.dir.kind(&self.tmp_name)? {
+            super::beneath::Kind::Missing => {}
+            super::beneath::Kind::Dir => self.dir.remove(&self.tmp_name, true)?,
+            _ => self.dir.remove(&self.tmp_name, false)?,
         }
-        super::sync_dir(self.dir())
+        self.dir.sync()
     }
 
     /// Leaves the temp name on disk (an error left bytes there that are nowhere else) and
@@ -181,10 +183,10 @@ impl Staged {
 
     /// Renames the staged file into place only if nothing is there (`RENAME_NOREPLACE`).
     pub fn create_new(&mut self) -> io::Result<NewFile> {
-        match rename_noreplace(&self.tmp, &self.path) {
+        match self.dir.rename_noreplace(&self.tmp_name, &self.dir, &self.name) {
             Ok(Support::Done) => {
                 self.committed = true;
-                super::sync_dir(self.dir())?;
+                self.dir.sync()?;
                 Ok(NewFile::Placed)
             }
             Ok(Support::Missing) => Ok(NewFile::Missing),
@@ -193,8 +195,14 @@ impl Staged {
         }
     }
 
-    pub(super) fn dir(&self) -> &Path {
-        self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+    /// The open folder the file is put in.
+    pub fn dir(&self) -> &super::Dir {
+        &self.dir
+    }
+
+    /// The destination's plain name in [`Staged::dir`].
+    pub fn name(&self) -> &std::ffi::OsStr {
+        &self.name
     }
 }
 

@@ -70,6 +70,9 @@ pub enum BundleError {
     Tampered { path: String, why: String },
     #[error("{path}: refused: {why}; nothing was imported")]
     Refused { path: String, why: String },
+    /// Past a `[limits]` bound (a decompression bomb, or a bundle larger than allowed).
+    #[error("{path}: refused: {why}; nothing was imported. {raise}")]
+    TooLarge { path: String, why: String, raise: String },
     #[error("{op} {path}: {source}")]
     Io { op: String, path: String, source: io::Error },
     #[error("encrypting {path}: {why}")]
@@ -238,11 +241,30 @@ pub fn is_encrypted(bytes: &[u8]) -> bool {
     crypt::is_encrypted(bytes)
 }
 
-/// Reads and checks a bundle file's structure (decrypts, decompresses, parses, checksums).
-/// Does not look at the project: see [`verify`].
+/// Reads and checks a bundle file's structure (decrypts, decompresses, parses, checksums)
+/// within the default [`Limits`]. Does not look at the project: see [`verify`].
 pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
+    read_within(path, keys, &Limits::default())
+}
+
+/// [`read`] within `limits`: the decoded payload is read through `Read::take`, so a bundle
+/// that inflates past `max_decoded`, past `max_ratio` times its own size (above
+/// [`Limits::RATIO_FLOOR`]) or with a section over `max_object` is refused
+/// ([`BundleError::TooLarge`]) having held at most the limit in memory, never aborting.
+pub fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<Contents, BundleError> {
     let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(io_err("reading", path))?;
+    let (mut file, meta) = fsutil::open_regular(path).map_err(io_err("reading", path))?;
+    if meta.len() > limits.max_decoded {
+        return Err(too_large(
+            &p,
+            format!("the file is {} bytes, over max_decoded ({})", meta.len(), limits.max_decoded),
+            "--max-decoded",
+            "max_decoded",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    (&mut file).take(limits.max_decoded).read_to_end(&mut bytes).map_err(io_err("reading", path))?;
+    let bound = Bound::new(limits, bytes.len() as u64);
     if bytes.starts_with(AGE_ARMOR) {
         return Err(BundleError::NotABundle {
             path: p,
@@ -251,12 +273,67 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
     }
     if is_encrypted(&bytes) {
         let reader = crypt::decrypt_reader(&bytes, keys).map_err(|e| crypt_err(&p, e))?;
-        return parse_stream(&p, reader);
+        return parse_stream(&p, reader, &bound);
     }
     if !bytes.starts_with(&ZSTD_MAGIC) {
         return Err(BundleError::NotABundle { path: p, why: "neither zstd nor age data".into() });
     }
-    parse_stream(&p, &bytes[..])
+    parse_stream(&p, &bytes[..], &bound)
+}
+
+pub use crate::config::Limits;
+
+/// The limits of one bundle, its size known.
+struct Bound {
+    limits: Limits,
+    /// Most decoded bytes: `max_decoded`, or less by the ratio.
+    decoded: u64,
+    by_ratio: bool,
+    file_len: u64,
+}
+
+impl Bound {
+    fn new(limits: &Limits, file_len: u64) -> Bound {
+        let ratio = file_len.saturating_mul(limits.max_ratio).max(Limits::RATIO_FLOOR);
+        Bound {
+            limits: *limits,
+            decoded: ratio.min(limits.max_decoded),
+            by_ratio: ratio < limits.max_decoded,
+            file_len,
+        }
+    }
+
+    fn refusal(&self, path: &str) -> BundleError {
+        let file_len = self.file_len;
+        if self.by_ratio {
+            too_large(
+                path,
+                format!(
+                    "it inflates to more than {} bytes, over {} times its {file_len} bytes (max_ratio): a decompression bomb, or a bundle of unusually repetitive data",
+                    self.decoded, self.limits.max_ratio
+                ),
+                "--max-ratio",
+                "max_ratio",
+            )
+        } else {
+            too_large(
+                path,
+                format!("it inflates to more than {} bytes (max_decoded)", self.decoded),
+                "--max-decoded",
+                "max_decoded",
+            )
+        }
+    }
+}
+
+fn too_large(path: &str, why: String, flag: &str, key: &str) -> BundleError {
+    BundleError::TooLarge {
+        path: path.to_string(),
+        why,
+        raise: format!(
+            "If you trust it, raise the limit: {flag} N, or `{key} = N` under [limits] in .walj/config.toml"
+        ),
+    }
 }
 
 /// A decryption failure, in the bundle's words.
@@ -298,9 +375,10 @@ fn stream_err(path: &str, stage: &str, e: io::Error) -> BundleError {
 /// Largest header line read before giving up (a bundle header is a few hundred bytes).
 const MAX_HEADER: u64 = 64 * 1024;
 
-fn parse_stream(path: &str, input: impl Read) -> Result<Contents, BundleError> {
+fn parse_stream(path: &str, input: impl Read, bound: &Bound) -> Result<Contents, BundleError> {
     let dec = zstd::stream::read::Decoder::new(input).map_err(|e| stream_err(path, "zstd", e))?;
-    let mut r = BufReader::new(dec);
+    // One byte more than allowed: reading it means the payload is over the bound.
+    let mut r = BufReader::new(dec.take(bound.decoded.saturating_add(1)));
     let mut first = Vec::new();
     (&mut r).take(MAX_HEADER).read_until(b'\n', &mut first).map_err(|e| stream_err(path, "zstd", e))?;
     if first.last() != Some(&b'\n') {
@@ -317,16 +395,22 @@ fn parse_stream(path: &str, input: impl Read) -> Result<Contents, BundleError> {
     }
     let meta: Meta = serde_json::from_value(head)
         .map_err(|e| BundleError::Tampered { path: path.into(), why: format!("header: {e}") })?;
-    let mut rest = Vec::new();
-    r.read_to_end(&mut rest).map_err(|e| stream_err(path, "zstd", e))?;
     let mut payload = first;
     let body_start = payload.len();
-    payload.extend_from_slice(&rest);
-    drop(rest);
-    parse_body(path, meta, &payload, body_start)
+    r.read_to_end(&mut payload).map_err(|e| stream_err(path, "zstd", e))?;
+    if payload.len() as u64 > bound.decoded {
+        return Err(bound.refusal(path));
+    }
+    parse_body(path, meta, &payload, body_start, &bound.limits)
 }
 
-fn parse_body(path: &str, meta: Meta, payload: &[u8], mut pos: usize) -> Result<Contents, BundleError> {
+fn parse_body(
+    path: &str,
+    meta: Meta,
+    payload: &[u8],
+    mut pos: usize,
+    limits: &Limits,
+) -> Result<Contents, BundleError> {
     let tampered = |why: String| BundleError::Tampered { path: path.into(), why };
     let truncated = |why: &str| BundleError::Truncated { path: path.into(), why: why.into() };
     let mut records = None;
@@ -343,6 +427,15 @@ fn parse_body(path: &str, meta: Meta, payload: &[u8], mut pos: usize) -> Result<
         let parts: Vec<&str> = header.split(' ').collect();
         let take = |pos: &mut usize, n: &str| -> Result<Vec<u8>, BundleError> {
             let n: usize = n.parse().map_err(|_| tampered(format!("bad length in {header:?}")))?;
+            if n as u64 > limits.max_object {
+                let what = header.split(' ').next().unwrap_or("section");
+                return Err(too_large(
+                    path,
+                    format!("a {what} of {n} bytes, over max_object ({})", limits.max_object),
+                    "--max-object",
+                    "max_object",
+                ));
+            }
             if payload.len() - *pos < n {
                 return Err(truncated("a section is cut short"));
             }
@@ -392,6 +485,15 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
     if session.is_empty() {
         return Err(tampered("no session id in the header".into()));
     }
+    // The short id may be absent; the session id may not.
+    for (what, id, may_be_empty) in [("session id", session, false), ("short session id", c.meta.sid.as_str(), true)] {
+        if !(is_session_id(id) || may_be_empty && id.is_empty()) {
+            return Err(refused(format!(
+                "its {what} {:?} is not one walj accepts (1 to 128 of A-Z a-z 0-9 . _ -)",
+                id.chars().take(64).collect::<String>()
+            )));
+        }
+    }
     let mut seen = HashSet::new();
     for (id, bytes) in &c.objects {
         if !seen.insert(id.as_str()) {
@@ -426,9 +528,29 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
         if rec.session_key() != session && !mark {
             return Err(refused(format!("record {n} belongs to another session ({})", rec.session_key())));
         }
+        if !rec.sid.is_empty() && !is_session_id(&rec.sid) {
+            return Err(refused(format!("record {n}: its session id is not one walj accepts")));
+        }
         check_path(project, rec).map_err(|why| refused(format!("record {n}: {why}")))?;
     }
     Ok(())
+}
+
+/// A session id walj accepts from others (bundles, synced journals): 1 to 128 of
+/// `A-Za-z0-9._-`, and not `.` or `..` (it names files).
+pub fn is_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id != "."
+        && id != ".."
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Records only this checkout may write, never taken from a bundle: the marks of a brief's
+/// delivery and release, of an announcement, of an import, and any record of no session.
+fn only_ours(rec: &Record) -> bool {
+    rec.session_key().is_empty()
+        || (rec.op() == op::SESSION
+            && matches!(rec.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED | kind::RELEASED | kind::IMPORTED)))
 }
 
 fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
@@ -445,7 +567,61 @@ fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
             Ok(())
         };
     }
-    project.resolve_rel(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
+    // A `.git/` path is taken (shown, diffable) but never written for a bundle's entry:
+    // revert and undo refuse git's folders for anything not made here.
+    project.resolve_recorded(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
+}
+
+/// Refuses, before anything is written, a bundle that would add records to a session this
+/// checkout's own hooks recorded (its records here lie outside every import range), or whose
+/// records reuse the id of an entry recorded here: its records would change what this
+/// checkout's own entries say. A bundle whose records are all here already passes (nothing is
+/// added).
+fn check_against_journal(project: &Project, c: &Contents, bundle_name: &str) -> Result<(), BundleError> {
+    let refused = |why: String| BundleError::Refused { path: bundle_name.into(), why };
+    let session = c.meta.session.as_str();
+    let lines: HashSet<&[u8]> = c.records.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let prov = crate::triage::origin::Provenance::load(&project.journal);
+    let mut own_session_line = None;
+    let mut own_ids: HashSet<String> = HashSet::new();
+    let mut present: HashSet<Vec<u8>> = HashSet::new();
+    scan_lines(&project.journal, |raw| {
+        if lines.contains(raw.bytes) {
+            present.insert(raw.bytes.to_vec());
+        }
+        if !prov.of_line(raw.line_no).is_own() {
+            return;
+        }
+        let Ok(view) = classify(raw.line_no, raw.bytes) else { return };
+        if view.session_key() == session && own_session_line.is_none() {
+            own_session_line = Some(raw.line_no);
+        }
+        if !view.id.is_empty() {
+            own_ids.insert(view.id.to_string());
+        }
+    })
+    .map_err(|e| BundleError::Io {
+        op: "reading".into(),
+        path: project.journal.display().to_string(),
+        source: e,
+    })?;
+    let new: Vec<&[u8]> = lines.iter().copied().filter(|l| !present.contains(*l)).collect();
+    let new_records: Vec<Record> = new.iter().filter_map(|l| parse_record(l).ok()).filter(|r| !only_ours(r)).collect();
+    if new_records.is_empty() {
+        return Ok(());
+    }
+    if let Some(line) = own_session_line {
+        return Err(refused(format!(
+            "session {session} was recorded here by this checkout's own hooks (journal line {line}); a bundle cannot add to it"
+        )));
+    }
+    if let Some(r) = new_records.iter().find(|r| !r.id.is_empty() && own_ids.contains(&r.id)) {
+        return Err(refused(format!(
+            "a record reuses the id {} of an entry recorded here; a bundle cannot change this checkout's own entries",
+            r.id.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
 }
 
 /// What an import did.
@@ -461,6 +637,9 @@ pub struct SaveReport {
     pub transcript: String,
     /// Where the bundle's transcript went when a different copy was already here.
     pub transcript_side: Option<PathBuf>,
+    /// Records left out: ones only this checkout may write (deliveries, releases,
+    /// announcements, import marks, records of no session).
+    pub records_left_out: usize,
 }
 
 /// Writes a verified bundle into the project (see [`super::SessionState::save`]).
@@ -471,6 +650,7 @@ pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError>
 /// [`save`], naming the bundle file in messages and in the `imported` record.
 pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     verify(project, c, bundle_name)?;
+    check_against_journal(project, c, bundle_name)?;
     let session = c.meta.session.clone();
     let mut rep = SaveReport {
         session: session.clone(),
@@ -532,7 +712,9 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
     let mut out = Vec::new();
     let mut added = HashSet::new();
     for l in &lines {
-        if have.contains(*l) || !added.insert(*l) {
+        if parse_record(l).is_ok_and(|r| only_ours(&r)) {
+            rep.records_left_out += 1;
+        } else if have.contains(*l) || !added.insert(*l) {
             rep.records_present += 1;
         } else {
             out.extend_from_slice(l);

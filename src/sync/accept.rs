@@ -128,6 +128,54 @@ pub fn check(repo: &Repository, id: &str, new: Oid, accepted: Option<Oid>) -> Re
     Ok((m, verdict))
 }
 
+/// What another machine's payload may still inflate to (`[limits]`, `walj sync --max-…`):
+/// every blob of a fetched tree is sized first (`odb.read_header`: nothing inflated) and
+/// counted, and what a manifest claims is checked before anything is allocated for it. Past
+/// a bound the journal is refused (its last copy stays), never read whole.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    limits: crate::config::Limits,
+    left: u64,
+}
+
+impl Budget {
+    pub fn new(limits: crate::config::Limits) -> Budget {
+        Budget { limits, left: limits.max_decoded }
+    }
+
+    fn over(&self, what: &str, size: u64, key: &str, flag: &str, bound: u64) -> String {
+        format!(
+            "{what} is {size} bytes, over {key} ({bound}); if you trust it, raise it with `walj sync {flag} N` or `{key} = N` under [limits] in .walj/config.toml"
+        )
+    }
+
+    /// Refuses a size a manifest claims (`what`) past what may still be read.
+    pub fn claim(&self, what: &str, size: u64) -> Result<(), String> {
+        if size > self.left {
+            return Err(self.over(what, size, "max_decoded", "--max-decoded", self.limits.max_decoded));
+        }
+        Ok(())
+    }
+
+    /// Blob `oid` (`what`, for messages) when it fits: `Ok(None)` when the fetched objects
+    /// lack it.
+    pub fn blob<'r>(&mut self, repo: &'r Repository, oid: Oid, what: &str) -> Result<Option<git2::Blob<'r>>, String> {
+        let Ok((size, kind)) = repo.odb().and_then(|o| o.read_header(oid)) else { return Ok(None) };
+        if kind != ObjectType::Blob {
+            return Ok(None);
+        }
+        let size = size as u64;
+        if size > self.limits.max_object {
+            return Err(self.over(what, size, "max_object", "--max-object", self.limits.max_object));
+        }
+        if size > self.left {
+            return Err(self.over(what, size, "max_decoded", "--max-decoded", self.limits.max_decoded));
+        }
+        self.left -= size;
+        Ok(repo.find_blob(oid).ok())
+    }
+}
+
 pub(crate) fn subtree<'r>(repo: &'r Repository, t: &Tree<'_>, name: &str) -> Result<Option<Tree<'r>>, String> {
     match t.get_name(name) {
         None => Ok(None),
@@ -146,7 +194,9 @@ pub(crate) fn read_segments(
     count: u64,
     bytes: u64,
     key: Option<&crate::crypt::DataKey>,
+    budget: &mut Budget,
 ) -> Result<Vec<u8>, String> {
+    budget.claim("its journal (as its manifest says)", bytes)?;
     let mut out = Vec::with_capacity(usize::try_from(bytes).unwrap_or(0));
     let mut next = 0u64;
     if let Some(segs) = segs {
@@ -159,8 +209,9 @@ pub(crate) fn read_segments(
                 if i != next || format!("{:04}", i / SEGMENTS_PER_DIR) != dname || n.len() != 6 {
                     return Err(format!("segment {dname}/{n} is out of order (expected segment {next})"));
                 }
-                let blob =
-                    repo.find_blob(seg.id()).map_err(|_| format!("segment {dname}/{n} is missing or not a file"))?;
+                let blob = budget
+                    .blob(repo, seg.id(), &format!("segment {dname}/{n}"))?
+                    .ok_or_else(|| format!("segment {dname}/{n} is missing or not a file"))?;
                 match key {
                     Some(k) => out.extend_from_slice(
                         &k.decrypt(blob.content()).map_err(|e| format!("segment {dname}/{n}: {e}"))?,
@@ -186,8 +237,9 @@ pub fn journal_bytes(
     tree: &Tree<'_>,
     m: &Manifest,
     key: Option<&crate::crypt::DataKey>,
+    budget: &mut Budget,
 ) -> Result<Vec<u8>, String> {
-    read_segments(repo, subtree(repo, tree, SEGMENTS)?, m.segments, m.journal_bytes, key)
+    read_segments(repo, subtree(repo, tree, SEGMENTS)?, m.segments, m.journal_bytes, key, budget)
 }
 
 /// Writes the images an encrypted tree holds for the ids `journal` names into `store` (those
@@ -199,6 +251,7 @@ fn sealed_images(
     journal: &[u8],
     store: &Store,
     key: &crate::crypt::DataKey,
+    budget: &mut Budget,
 ) -> Result<usize, String> {
     let objs = subtree(repo, tree, OBJECTS)?;
     let mut missing = 0;
@@ -215,7 +268,7 @@ fn sealed_images(
                 // Not published (never captured, over the cap, not stored): nothing to fetch.
                 continue;
             };
-            let Ok(blob) = repo.find_blob(entry.id()) else {
+            let Some(blob) = budget.blob(repo, entry.id(), &format!("image {id}"))? else {
                 missing += 1;
                 continue;
             };
@@ -236,7 +289,7 @@ fn sealed_images(
 
 /// Writes the images the tree names into `store` (those it lacks). Returns how many the
 /// fetched objects did not have.
-fn images(repo: &Repository, tree: &Tree<'_>, store: &Store) -> Result<usize, String> {
+fn images(repo: &Repository, tree: &Tree<'_>, store: &Store, budget: &mut Budget) -> Result<usize, String> {
     let Some(objs) = subtree(repo, tree, OBJECTS)? else { return Ok(0) };
     let mut missing = 0;
     let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
@@ -256,9 +309,9 @@ fn images(repo: &Repository, tree: &Tree<'_>, store: &Store) -> Result<usize, St
             if store.contains(&id) {
                 continue;
             }
-            match repo.find_blob(e.id()) {
-                Ok(b) => batch.push((id, b.content().to_vec())),
-                Err(_) => missing += 1,
+            match budget.blob(repo, e.id(), &format!("image {id}"))? {
+                Some(b) => batch.push((id, b.content().to_vec())),
+                None => missing += 1,
             }
             if batch.len() >= 256 {
                 flush(&mut batch)?;
@@ -283,19 +336,21 @@ fn materialise(
     head: Oid,
     m: &Manifest,
     key: Option<&crate::crypt::DataKey>,
+    budget: &mut Budget,
 ) -> Result<usize, String> {
     let tree = repo.find_commit(head).and_then(|c| c.tree()).map_err(|e| e.message().to_string())?;
-    let bytes = journal_bytes(repo, &tree, m, key)?;
+    let bytes = journal_bytes(repo, &tree, m, key, budget)?;
+    check_session_ids(&bytes)?;
     let dir = journal_dir(paths, id);
     let io = |what: &str, p: &Path, e: std::io::Error| format!("{what} {}: {e}", p.display());
     crate::fsutil::create_private_dir(&dir).map_err(|e| io("creating", &dir, e))?;
     let store = Store::new(dir.join("store"));
     let missing = match key {
-        Some(k) => sealed_images(repo, &tree, &bytes, &store, k)?,
-        None => images(repo, &tree, &store)?,
+        Some(k) => sealed_images(repo, &tree, &bytes, &store, k, budget)?,
+        None => images(repo, &tree, &store, budget)?,
     };
     let before = read_copy(paths, id).map(|b| b.transcripts).unwrap_or_default();
-    super::transcripts::materialise(repo, &tree, &m.transcripts, &before, &dir, key)?;
+    super::transcripts::materialise(repo, &tree, &m.transcripts, &before, &dir, key, budget)?;
     let journal = dir.join("journal.jsonl");
     crate::fsutil::atomic_write(&journal, &bytes, Some(0o600)).map_err(|e| io("writing", &journal, e))?;
     let mpath = dir.join(MANIFEST);
@@ -312,6 +367,7 @@ pub fn accept_all(
     dry_run: bool,
     fetch_failed: &[(String, String)],
     opener: &mut super::seal::Opener<'_>,
+    limits: crate::config::Limits,
 ) -> Result<Vec<Seen>, SyncError> {
     let mut out = Vec::new();
     let mut fetched_ids = std::collections::BTreeSet::new();
@@ -369,7 +425,7 @@ pub fn accept_all(
                         continue;
                     }
                 };
-                match materialise(repo, paths, id, new, &m, key.as_ref()) {
+                match materialise(repo, paths, id, new, &m, key.as_ref(), &mut Budget::new(limits)) {
                     Ok(missing) => {
                         s.missing_images = missing;
                         set_ref(repo, &accepted_ref, Some(new))?;
@@ -411,6 +467,24 @@ pub fn accept_all(
         }
     }
     Ok(out)
+}
+
+/// Refuses another machine's journal when a record names a session id walj does not accept
+/// from others ([`crate::session::bundle::is_session_id`]): such ids name files here and are
+/// offered to shells by completions.
+fn check_session_ids(journal: &[u8]) -> Result<(), String> {
+    for (i, line) in journal.split(|&b| b == b'\n').enumerate() {
+        let Ok(view) = crate::journal::classify(i as u64 + 1, line) else { continue };
+        let s = view.session_key();
+        if !s.is_empty() && !crate::session::bundle::is_session_id(s) {
+            return Err(format!(
+                "line {}: session id {:?} is not one walj accepts (1 to 128 of A-Z a-z 0-9 . _ -)",
+                i + 1,
+                s.chars().take(64).collect::<String>()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The manifest of journal `id`'s copy, when there is one.

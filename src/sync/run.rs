@@ -39,6 +39,9 @@ pub struct SyncOptions {
     pub dry_run: bool,
     /// Agree to publish in plain text without being asked.
     pub yes: bool,
+    /// Bounds on reading other machines' journals (`[limits]`, raised by flags); `None`: the
+    /// config's.
+    pub limits: Option<crate::config::Limits>,
 }
 
 /// What a sync may ask the user.
@@ -382,7 +385,8 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
     };
     let (mut built, mut state) = round(pushed, fetched, &mut *passphrase)?;
     let mut opener = Opener { paths, identities: identity_files(project, config), passphrase: &mut *passphrase };
-    let journals = accept_all(&repo, paths, id, opts.dry_run, &failed, &mut opener)?;
+    let limits = opts.limits.unwrap_or(config.limits);
+    let journals = accept_all(&repo, paths, id, opts.dry_run, &failed, &mut opener, limits)?;
     // What other machines decided about this journal's entries: recorded here, and published
     // at once so that they see it agreed.
     let mut imported = 0;

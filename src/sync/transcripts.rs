@@ -255,6 +255,7 @@ pub fn materialise(
     before: &[TranscriptState],
     dir: &Path,
     key: Option<&crate::crypt::DataKey>,
+    budget: &mut super::accept::Budget,
 ) -> Result<(), String> {
     if states.is_empty() {
         return Ok(());
@@ -269,7 +270,13 @@ pub fn materialise(
         }
         let stem = file_stem(&st.session);
         let t = super::accept::subtree(repo, &top, &stem)?.ok_or_else(|| format!("transcript {stem} is missing"))?;
-        let bytes = super::accept::read_segments(repo, Some(t), st.segments, st.bytes, key)
+        if !crate::session::bundle::is_session_id(&st.session) {
+            return Err(format!(
+                "transcript of session {:?}: not a session id walj accepts",
+                st.session.chars().take(64).collect::<String>()
+            ));
+        }
+        let bytes = super::accept::read_segments(repo, Some(t), st.segments, st.bytes, key, budget)
             .map_err(|e| format!("transcript {stem}: {e}"))?;
         transcript::install(&project, &st.session, None, &bytes)
             .map_err(|e| format!("writing the transcript of {stem}: {e}"))?;

@@ -100,6 +100,32 @@ fn session_entries<'a>(
     }
 }
 
+/// `--session` of another machine's session: refused, its entries are acted on by id only
+/// (with a confirmation that names the machine).
+fn refuse_session<'a>(
+    (r, entries): (&'a RemoteJournal, Vec<&'a Entry>),
+) -> Result<(&'a RemoteJournal, Vec<&'a Entry>), TriageError> {
+    Err(TriageError::Refused(format!(
+        "that session is {}'s (from machine {}, {} unresolved entr{}): --session acts on this checkout's own entries only; name its entries by id (walj asks first)",
+        r.name(),
+        r.name(),
+        entries.len(),
+        if entries.len() == 1 { "y" } else { "ies" }
+    )))
+}
+
+/// The entries `ids` name in another machine's journal, for the confirmation that names it:
+/// (short id, path, "from machine NAME"). Empty when none is another machine's.
+pub fn describe(project: &Project, ids: &[String]) -> Vec<(String, String, String)> {
+    let remotes = remotes(project);
+    match find_entries(&remotes, ids) {
+        Ok(Some((r, es))) => {
+            es.iter().map(|e| (short_id(&e.id), e.path.clone(), format!("from machine {}", r.name()))).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Why `e` (of journal `r`) cannot be acted on, if it cannot.
 fn refusal(r: &RemoteJournal, e: &Entry, force: bool) -> Option<String> {
     if !e.is_unresolved() {
@@ -169,7 +195,7 @@ pub fn mark_done(
 ) -> Result<Option<Vec<Outcome>>, TriageError> {
     let remotes = remotes(project);
     let found = match session {
-        Some(s) => session_entries(&remotes, s)?,
+        Some(s) => session_entries(&remotes, s)?.map(refuse_session).transpose()?,
         None => find_entries(&remotes, ids)?,
     };
     let Some((r, entries)) = found else { return Ok(None) };
@@ -213,7 +239,7 @@ pub fn handoff(
 ) -> Result<Option<crate::triage::Brief>, TriageError> {
     let remotes = remotes(project);
     let found = match session {
-        Some(s) => session_entries(&remotes, s)?,
+        Some(s) => session_entries(&remotes, s)?.map(refuse_session).transpose()?,
         None => find_entries(&remotes, ids)?,
     };
     let Some((r, entries)) = found else { return Ok(None) };

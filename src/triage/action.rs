@@ -366,17 +366,28 @@ pub(crate) fn human(n: u64) -> String {
     }
 }
 
-/// Writes and syncs `bytes` next to `abs` (creating its folder when missing), to be
-/// renamed into place by `commit` once the caller has checked the file one last time.
+/// Writes and syncs `bytes` next to the project file `rel` (creating its folder when
+/// missing), to be renamed into place by `commit` once the caller has checked the file one
+/// last time. The folder is opened beneath the root through no symbolic link, refusing
+/// `.walj/` and git's folders unless `scope` lets a `.git` file through
+/// ([`Project::write_dir`]): the file lands in the folder checked, whatever the path becomes.
 /// Keeps the permissions of the file it replaces, else gives `mode` when known.
-pub(crate) fn stage_write(abs: &Path, rel: &str, bytes: &[u8], mode: Option<u32>) -> Result<fsutil::Staged> {
-    let mode = fsutil::file_mode(abs).or(mode);
-    if let Some(parent) = abs.parent()
-        && !parent.is_dir()
-    {
-        fs::create_dir_all(parent).map_err(|e| TriageError::Failed(format!("creating the folder of {rel}: {e}")))?;
-    }
-    fsutil::stage(abs, bytes, mode).map_err(|e| TriageError::Failed(format!("writing {rel}: {e}")))
+pub(crate) fn stage_write(
+    project: &Project,
+    scope: crate::project::WriteScope,
+    rel: &str,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<fsutil::Staged> {
+    let (dir, name) = project.write_dir(rel, scope, true).map_err(|e| match e {
+        crate::project::WriteError::Refused(why) => TriageError::Refused(format!("refused: {why}")),
+        e => TriageError::Failed(format!("creating the folder of {rel}: {e}")),
+    })?;
+    let mode = match dir.kind(&name) {
+        Ok(fsutil::beneath::Kind::File { mode, .. }) => Some(mode),
+        _ => mode,
+    };
+    fsutil::stage_in(dir, &name, bytes, mode).map_err(|e| TriageError::Failed(format!("writing {rel}: {e}")))
 }
 
 /// The record appended before a revert or an undo overwrites or deletes anything: it

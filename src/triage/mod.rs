@@ -22,6 +22,7 @@ mod action;
 mod diff;
 mod handoff;
 mod mark;
+pub mod origin;
 mod place;
 mod revert;
 mod select;

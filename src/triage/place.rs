@@ -26,12 +26,11 @@
 //! system without it; `WALJ_PORTABLE_RENAME=1`) the caller's check right before a plain
 //! rename is all there is: a write landing between the two is replaced unseen.
 
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::fold::{Entry, abbrev};
-use crate::fsutil::swap::{Found, NewFile, Support, read_found, rename_noreplace};
+use crate::fsutil::swap::{Found, NewFile, Support};
 use crate::fsutil::{self, Staged};
 use crate::project::Project;
 
@@ -290,21 +289,21 @@ pub(crate) fn record_kept(
 }
 
 /// Where a file about to be deleted is moved first: `.walj/staging/`, else (another file
-/// system) beside the file.
-fn aside_paths(project: &Project, abs: &Path) -> (Option<PathBuf>, PathBuf) {
-    let name = fsutil::temp_name(abs);
+/// system) beside the file. The staging folder is walj's own, opened by its path.
+fn aside_dirs(project: &Project) -> Option<fsutil::Dir> {
     let staging = project.dir.join("staging");
-    let in_walj = fsutil::create_private_dir(&staging).ok().map(|()| staging.join(&name));
-    let dir = abs.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    (in_walj, dir.join(name))
+    fsutil::create_private_dir(&staging).ok()?;
+    fsutil::Dir::open(&staging).ok()
 }
 
-/// Deletes `rel` (`abs`), which the plan saw as `expected`: moves it aside, compares what was
-/// moved with the plan, and only then removes it; a different file is stored and moved back.
+/// Deletes the project file `rel`, which the plan saw as `expected`: moves it aside, compares
+/// what was moved with the plan, and only then removes it; a different file is stored and
+/// moved back. Its folder is opened beneath the root through no link ([`Project::write_dir`],
+/// `scope` as for a write), and every rename is relative to it.
 pub(crate) fn put_delete(
     project: &Project,
     objects: &Objects,
-    abs: &Path,
+    scope: crate::project::WriteScope,
     rel: &str,
     expected: &Disk,
     doing: &str,
@@ -313,12 +312,20 @@ pub(crate) fn put_delete(
         return Ok(Placed::written()); // nothing there to delete
     };
     let refused = |err: io::Error| TriageError::Refused(format!("deleting {rel}: {err}"));
-    let (in_walj, beside) = aside_paths(project, abs);
-    let mut moved = None;
-    for aside in in_walj.into_iter().chain([beside]) {
-        match fs::rename(abs, &aside) {
+    let (dir, name) = project.write_dir(rel, scope, false).map_err(|e| match e {
+        crate::project::WriteError::Refused(why) => TriageError::Refused(format!("refused: {why}")),
+        crate::project::WriteError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+            TriageError::Refused(format!("deleting {rel}: its folder is gone"))
+        }
+        e => TriageError::Failed(format!("deleting {rel}: {e}")),
+    })?;
+    let aside_name = std::ffi::OsString::from(fsutil::temp_name(Path::new(&name)));
+    let staging = aside_dirs(project);
+    let mut moved: Option<&fsutil::Dir> = None;
+    for aside_dir in staging.iter().chain([&*dir]) {
+        match dir.rename(&name, aside_dir, &aside_name) {
             Ok(()) => {
-                moved = Some(aside);
+                moved = Some(aside_dir);
                 break;
             }
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
@@ -330,19 +337,23 @@ pub(crate) fn put_delete(
             Err(err) => return Err(refused(err)),
         }
     }
-    let Some(aside) = moved else {
+    let Some(aside_dir) = moved else {
         return Err(refused(io::Error::new(io::ErrorKind::CrossesDevices, "no folder to move it aside to")));
     };
-    let dir = abs.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let aside = aside_dir.join(&aside_name);
     let keep_aside = |err: String| {
         TriageError::Failed(format!("deleting {rel}: {err}; what was there is kept in {}", aside.display()))
     };
-    let found = read_found(&aside).map_err(|e| keep_aside(e.to_string()))?;
+    let found = match aside_dir.read_regular(&aside_name) {
+        Ok(Some(b)) => Found::File(b),
+        Ok(None) => Found::Other,
+        Err(e) => return Err(keep_aside(e.to_string())),
+    };
     let mut placed = Placed::default();
     match &found {
         Found::File(b) if b == expected => {
-            fs::remove_file(&aside).map_err(|e| keep_aside(e.to_string()))?;
-            fsutil::sync_dir(dir).map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
+            aside_dir.remove(&aside_name, false).map_err(|e| keep_aside(e.to_string()))?;
+            dir.sync().map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
             placed.written = true;
             return Ok(placed);
         }
@@ -355,10 +366,10 @@ pub(crate) fn put_delete(
         Found::Other => {}
     }
     // Another program wrote it: move it back, never over a file created since.
-    let back = match rename_noreplace(&aside, abs) {
+    let back = match aside_dir.rename_noreplace(&aside_name, &dir, &name) {
         Ok(Support::Done) => Ok(true),
-        Ok(Support::Missing) => match fs::symlink_metadata(abs) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::rename(&aside, abs).map(|()| true),
+        Ok(Support::Missing) => match dir.kind(&name) {
+            Ok(fsutil::beneath::Kind::Missing) => aside_dir.rename(&aside_name, &dir, &name).map(|()| true),
             _ => Ok(false),
         },
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -367,7 +378,7 @@ pub(crate) fn put_delete(
     let ids = short_ids(&placed.kept);
     match back {
         Ok(true) => {
-            let _ = fsutil::sync_dir(dir);
+            let _ = dir.sync();
             let kept =
                 if ids.is_empty() { String::new() } else { format!("; what it wrote is kept in the store ({ids})") };
             placed.note = Some(format!(
@@ -376,7 +387,7 @@ pub(crate) fn put_delete(
         }
         // A newer file took the path meanwhile: it stays; the one moved aside is stored.
         Ok(false) if matches!(found, Found::File(_)) => {
-            let _ = fs::remove_file(&aside);
+            let _ = aside_dir.remove(&aside_name, false);
             placed.note = Some(format!(
                 "{rel} changed twice while {doing} (another program wrote it at the same time): nothing deleted, its newest file stays, and the one walj had moved aside is kept in the store ({ids}). Run it again"
             ));
@@ -391,7 +402,10 @@ pub(crate) fn put_delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::project::WriteScope;
     use std::cell::RefCell;
+    use std::fs;
+    use std::path::PathBuf;
 
     /// A step of "another program", given the destination.
     type Step = Box<dyn FnMut(&Path)>;
@@ -581,14 +595,18 @@ mod tests {
         let objects = Objects::new(&p);
         let f = p.root.join("gone.txt");
         fs::write(&f, b"planned").unwrap();
-        let placed = put_delete(&p, &objects, &f, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting").unwrap();
+        let placed =
+            put_delete(&p, &objects, WriteScope::Project, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting")
+                .unwrap();
         assert_eq!(placed, Placed::written());
         assert!(!f.exists());
         assert_eq!(fs::read_dir(p.dir.join("staging")).unwrap().count(), 0, "nothing left aside");
 
         // What is moved aside is not what the plan saw: stored and moved back.
         fs::write(&f, b"theirs").unwrap();
-        let placed = put_delete(&p, &objects, &f, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting").unwrap();
+        let placed =
+            put_delete(&p, &objects, WriteScope::Project, "gone.txt", &Disk::File(b"planned".to_vec()), "reverting")
+                .unwrap();
         assert!(!placed.written);
         assert_eq!(fs::read(&f).unwrap(), b"theirs");
         assert!(blob_in_store(&p, b"theirs"));
@@ -612,8 +630,9 @@ mod tests {
         assert_eq!(fs::read(&g).unwrap(), b"new");
         // A delete needs no exchange; its move back uses NOREPLACE, else a check and a rename.
         fs::write(&g, b"theirs").unwrap();
-        let placed =
-            with_portable(|| put_delete(&p, &objects, &g, "g.txt", &Disk::File(b"new".to_vec()), "reverting").unwrap());
+        let placed = with_portable(|| {
+            put_delete(&p, &objects, WriteScope::Project, "g.txt", &Disk::File(b"new".to_vec()), "reverting").unwrap()
+        });
         assert!(!placed.written);
         assert_eq!(fs::read(&g).unwrap(), b"theirs");
     }

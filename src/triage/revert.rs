@@ -27,8 +27,10 @@ use super::action::{
     Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable,
     entry_record, find_entries, problems, read_disk, stage_write,
 };
+use super::origin::{Origin, Provenance};
 use super::place;
 use crate::present::diff::is_binary;
+use crate::project::WriteScope;
 
 /// What reverting an entry would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +76,15 @@ impl RevertPlan {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RevertOptions {
-    /// Write the pre-image over a conflicting merge; act on entries of live sessions.
+    /// Write the pre-image over a conflicting merge; act on entries of live sessions; write
+    /// a file under `.git/` that this checkout's own session changed.
     pub force: bool,
     /// Say what would happen, change nothing.
     pub dry_run: bool,
+    /// The user confirmed acting on the entries from elsewhere (imported bundles) that the
+    /// ids name: the caller asked, naming each one's origin ([`super::foreign_entries`]).
+    /// Without it such entries are refused.
+    pub confirmed_foreign: bool,
 }
 
 /// What reverting `entry` would do now, against the disk as it is (the TUI's
@@ -85,7 +92,8 @@ pub struct RevertOptions {
 /// Give a fold loaded with `keep_settled` so later entries on the same path are known.
 pub fn plan_revert(project: &Project, fold: &Fold, entry: &Entry) -> Result<RevertPlan> {
     let mut objects = Objects::new(project);
-    Ok(work_out(fold, entry, &mut objects, &Overlay::default(), project).plan)
+    let origin = Provenance::load(&project.journal).of_entry(entry);
+    Ok(work_out(fold, entry, &mut objects, &Overlay::default(), project, &origin, false).plan)
 }
 
 /// A revert worked out against the disk (or what earlier reverts of the batch left).
@@ -98,6 +106,10 @@ struct Worked<'e> {
     pre: Image,
     /// A `Nothing` worth recording as reverted (the file already is as before).
     record_nothing: bool,
+    /// Where the write may go: a `.git` file only for an own session's entry with `--force`.
+    scope: WriteScope,
+    /// What a `.git` file is, said when it is reverted (`--force`).
+    git_note: Option<String>,
 }
 
 impl Worked<'_> {
@@ -149,7 +161,15 @@ impl Worked<'_> {
     }
 }
 
-fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Overlay, project: &Project) -> Worked<'e> {
+fn work_out<'e>(
+    fold: &Fold,
+    e: &'e Entry,
+    objects: &mut Objects,
+    overlay: &Overlay,
+    project: &Project,
+    origin: &Origin,
+    force: bool,
+) -> Worked<'e> {
     let mut w = Worked {
         entry: e,
         plan: RevertPlan::Refused { why: String::new() },
@@ -157,6 +177,8 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
         disk: Disk::Absent,
         pre: Image::Unknown(String::new()),
         record_nothing: false,
+        scope: WriteScope::Project,
+        git_note: None,
     };
     let refuse = |mut w: Worked<'e>, why: String| {
         w.plan = RevertPlan::Refused { why };
@@ -182,7 +204,35 @@ fn work_out<'e>(fold: &Fold, e: &'e Entry, objects: &mut Objects, overlay: &Over
         // The hook records a folder's pre-image as absent (`nocap: directory`).
         return refuse(w, format!("{} was a folder before the tool ran; walj restores files, not folders", e.path));
     }
-    let abs = match project.resolve_rel(&e.path) {
+    if project.is_git_path(&e.path) {
+        let what = git_file_note(&e.path);
+        if !origin.is_own() {
+            return refuse(
+                w,
+                format!(
+                    "{} is inside git's own folder ({what}) and this entry comes {}: walj never writes there for an entry made elsewhere",
+                    e.path,
+                    origin.from_what()
+                ),
+            );
+        }
+        if !force {
+            return refuse(
+                w,
+                format!(
+                    "{} is inside git's own folder: {what}. Pass --force to write it back if this session's change there is what you want undone",
+                    e.path
+                ),
+            );
+        }
+        w.scope = WriteScope::GitForced;
+        w.git_note = Some(format!("{} is {what}", e.path));
+    }
+    let resolved = match w.scope {
+        WriteScope::Project => project.resolve_rel(&e.path),
+        WriteScope::GitForced => project.resolve_recorded(&e.path),
+    };
+    let abs = match resolved {
         Ok(a) => a,
         Err(why) => return refuse(w, why.to_string()),
     };
@@ -414,8 +464,8 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
     let mut staged = Vec::new();
     for (w, (target, _, _)) in steps.iter().zip(&plans) {
         staged.push(match (target, &w.abs) {
-            (Some(Some(bytes)), Some(abs)) => Some(
-                stage_write(abs, &w.entry.path, bytes, None)
+            (Some(Some(bytes)), Some(_)) => Some(
+                stage_write(project, w.scope, &w.entry.path, bytes, None)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
@@ -456,10 +506,21 @@ fn work_out_all<'f>(
 ) -> Result<Vec<Worked<'f>>> {
     let mut entries = find_entries(fold, ids)?;
     entries.sort_by_key(|e| std::cmp::Reverse(e.line));
+    let prov = Provenance::load(&project.journal);
     let mut overlay = Overlay::default();
     let mut steps = Vec::new();
     let mut errors = Vec::new();
     for e in entries {
+        let origin = prov.of_entry(e);
+        if !origin.is_own() && !opts.confirmed_foreign && !opts.dry_run {
+            errors.push(format!(
+                "{} ({}) comes {}: walj reverts it only when asked by its id and confirmed (on a terminal walj asks; elsewhere pass --yes)",
+                fold.ids.short(&e.id),
+                e.path,
+                origin.from_what()
+            ));
+            continue;
+        }
         if let Err(why) = check_live(fold, e, opts.force) {
             errors.push(why);
             continue;
@@ -474,7 +535,7 @@ fn work_out_all<'f>(
             ));
             continue;
         }
-        let w = work_out(fold, e, objects, &overlay, project);
+        let w = work_out(fold, e, objects, &overlay, project, &origin, opts.force);
         let head = format!("{} ({})", fold.ids.short(&e.id), e.path);
         match &w.plan {
             RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
@@ -530,7 +591,11 @@ fn write_one(
             // Right before the write: the path must still stay inside the project (no
             // symlink swapped in since) and the disk must still be what the plan saw (and
             // captured). Then the write itself checks what it replaces (`place`).
-            project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
+            match w.scope {
+                WriteScope::Project => project.resolve_rel(&e.path),
+                WriteScope::GitForced => project.resolve_recorded(&e.path),
+            }
+            .map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
             let now =
                 read_disk(abs, &e.path).map_err(|why| TriageError::Failed(format!("{why}{}", done_so_far(out))))?;
             if now != w.disk {
@@ -553,7 +618,7 @@ fn write_one(
             }
             let placed = match (staged, bytes) {
                 (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &w.disk, b, "reverting"),
-                (None, None) => place::put_delete(project, objects, abs, &e.path, &w.disk, "reverting"),
+                (None, None) => place::put_delete(project, objects, w.scope, &e.path, &w.disk, "reverting"),
                 _ => Err(TriageError::Failed(format!("{}: nothing staged to write", e.path))),
             }
             .map_err(|err| TriageError::Failed(format!("{err:#}{}", done_so_far(out))))?;
@@ -579,7 +644,27 @@ fn write_one(
         }
         _ => return Err(TriageError::Refused(format!("{}: no path to write{}", e.path, done_so_far(out)))),
     }
-    Ok(outcome(message, true))
+    Ok(outcome(
+        match &w.git_note {
+            Some(n) => format!("{message} (--force: {n})"),
+            None => message,
+        },
+        true,
+    ))
+}
+
+/// What a file under `.git/` is, for the line that asks for (or reports) `--force`.
+fn git_file_note(rel: &str) -> String {
+    let p = std::path::Path::new(rel);
+    let name = p.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let parent = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_ascii_lowercase());
+    if parent.as_deref() == Some("hooks") {
+        "a git hook: git runs it as a program".to_string()
+    } else if name == "config" {
+        "git's configuration of this repository: settings such as core.fsmonitor, core.pager or an alias make git run commands".to_string()
+    } else {
+        "a file of git's own folder (.git/), which git reads as its repository state".to_string()
+    }
 }
 
 #[cfg(test)]

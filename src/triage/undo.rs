@@ -18,7 +18,9 @@ use super::action::{
     Batch, Disk, Objects, Overlay, append, batch_of, capture_record, check_live, check_writable, entry_record,
     find_entry, problems, read_disk, stage_write, when,
 };
+use super::origin::Provenance;
 use super::place;
+use crate::project::WriteScope;
 
 enum Target<'a> {
     Action(&'a Entry, &'a Action),
@@ -43,6 +45,8 @@ impl<'a> Target<'a> {
 /// A revert's undo, worked out.
 struct Restore {
     abs: std::path::PathBuf,
+    /// A `.git` file only for an own entry and action, with `--force`.
+    scope: WriteScope,
     /// What the disk holds before the undo.
     disk: Disk,
     /// What the undo writes (`None` = delete).
@@ -56,10 +60,39 @@ struct Restore {
 /// `id`, the last action on that entry. Every action is checked first; a problem fails
 /// the call with nothing changed. `force` writes over a file changed since the revert
 /// (its bytes are stored first) and acts on entries of live sessions.
-pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Result<Vec<Outcome>> {
-    let targets = targets(fold, id)?;
+///
+/// Only this checkout's own actions are undone without an id (a bundle's records may end the
+/// journal); an action recorded elsewhere (inside an import range, [`super::origin`]) is
+/// undone only by its entry's id with `confirmed_foreign` (the caller asked, naming where it
+/// comes from).
+pub fn undo(
+    project: &Project,
+    fold: &Fold,
+    id: Option<&str>,
+    force: bool,
+    confirmed_foreign: bool,
+) -> Result<Vec<Outcome>> {
+    let prov = Provenance::load(&project.journal);
+    let targets = targets(fold, id, &prov)?;
+    if !confirmed_foreign {
+        let foreign: Vec<String> = targets
+            .iter()
+            .filter_map(|t| match t {
+                Target::Action(e, a) if !prov.of_action(a).is_own() => Some(format!(
+                    "{} ({}): its last action was recorded {}, not here; undo it only by its id and confirmed (on a terminal walj asks; elsewhere pass --yes)",
+                    fold.ids.short(&e.id),
+                    e.path,
+                    prov.of_action(a).from_what()
+                )),
+                _ => None,
+            })
+            .collect();
+        if !foreign.is_empty() {
+            return Err(TriageError::Refused(problems(&foreign)));
+        }
+    }
     let mut objects = Objects::new(project);
-    let plans = plan_all(project, fold, &targets, force, &mut objects)?;
+    let plans = plan_all(project, fold, &targets, force, &mut objects, &prov)?;
     let mut batch = Batch::new();
     // As in a revert: every byte this call overwrites goes into the store and is named
     // in the journal, for every action, and every write is staged, before anything on
@@ -102,8 +135,8 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
     let mut staged = Vec::new();
     for (t, plan) in targets.iter().zip(&plans) {
         staged.push(match (t, plan) {
-            (Target::Action(e, _), Some(Restore { abs, bytes: Some(b), mode, .. })) => Some(
-                stage_write(abs, &e.path, b, *mode)
+            (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, .. })) => Some(
+                stage_write(project, *scope, &e.path, b, *mode)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
@@ -138,7 +171,7 @@ pub fn undo(project: &Project, fold: &Fold, id: Option<&str>, force: bool) -> Re
 }
 
 /// What `undo` acts on: the last command, or the last action on the entry `id` names.
-fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> Result<Vec<Target<'f>>> {
+fn targets<'f>(fold: &'f Fold, id: Option<&str>, prov: &Provenance) -> Result<Vec<Target<'f>>> {
     Ok(match id {
         Some(prefix) => {
             let e = find_entry(fold, prefix)?;
@@ -158,7 +191,7 @@ fn targets<'f>(fold: &'f Fold, id: Option<&str>) -> Result<Vec<Target<'f>>> {
                 None => vec![Target::Action(e, a)],
             }
         }
-        None => last_command(fold)?,
+        None => last_command(fold, prov)?,
     })
 }
 
@@ -170,6 +203,7 @@ fn plan_all(
     targets: &[Target],
     force: bool,
     objects: &mut Objects,
+    prov: &Provenance,
 ) -> Result<Vec<Option<Restore>>> {
     let mut overlay = Overlay::default();
     let mut errors = Vec::new();
@@ -188,7 +222,8 @@ fn plan_all(
             plans.push(None);
             continue;
         }
-        match plan_restore(project, e, a, objects, &overlay, force) {
+        let own = prov.of_entry(e).is_own() && prov.of_action(a).is_own();
+        match plan_restore(project, e, a, objects, &overlay, force, own) {
             Ok(r) => {
                 overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
                 plans.push(Some(r));
@@ -242,7 +277,11 @@ fn apply(
                 }
                 Some(p) => {
                     let outcome = |message: String, changed: bool| Outcome::of(e, message, changed);
-                    project.resolve_rel(&e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
+                    match p.scope {
+                        WriteScope::Project => project.resolve_rel(&e.path),
+                        WriteScope::GitForced => project.resolve_recorded(&e.path),
+                    }
+                    .map_err(|why| TriageError::Failed(why.to_string()))?;
                     let now = read_disk(&p.abs, &e.path).map_err(|why| TriageError::Failed(why.to_string()))?;
                     if now != p.disk {
                         return Ok(Outcome {
@@ -258,7 +297,7 @@ fn apply(
                     }
                     let placed = match (staged, &p.bytes) {
                         (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &p.disk, b, "undoing")?,
-                        (None, None) => place::put_delete(project, objects, &p.abs, &e.path, &p.disk, "undoing")?,
+                        (None, None) => place::put_delete(project, objects, p.scope, &e.path, &p.disk, "undoing")?,
                         _ => return Err(TriageError::Failed(format!("{}: nothing staged to write", e.path))),
                     };
                     place::record_kept(project, e, "undo", r.action.as_deref(), &placed.kept)?;
@@ -293,7 +332,7 @@ fn apply(
     }
 }
 
-/// Every action not undone yet.
+/// Every action not undone yet (of every origin).
 fn not_undone(fold: &Fold) -> Vec<Target<'_>> {
     let mut all: Vec<Target> = Vec::new();
     for e in &fold.entries {
@@ -325,12 +364,22 @@ fn command<'f>(fold: &'f Fold, b: &str) -> Vec<Target<'f>> {
 
 /// Every action of the last recorded triage command (same batch), newest first. "Last" is
 /// journal order, not the records' clock time (a clock set back must not pick an older one).
-fn last_command(fold: &Fold) -> Result<Vec<Target<'_>>> {
-    let all = not_undone(fold);
+/// Only this checkout's own actions count: an imported bundle's records may be the last lines.
+fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>> {
+    let (all, foreign): (Vec<Target>, Vec<Target>) =
+        not_undone(fold).into_iter().partition(|t| prov.of_line(t.line()).is_own());
     let Some(last) = all.iter().max_by_key(|t| t.line()) else {
-        return Err(TriageError::Refused(
-            "nothing to undo: no triage action is recorded (or every one was undone already)".to_string(),
-        ));
+        let elsewhere = match foreign.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} action{} recorded in imported bundles {} undone only by an entry's id (`walj undo ID`, confirmed)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "is" } else { "are" }
+            ),
+        };
+        return Err(TriageError::Refused(format!(
+            "nothing to undo: no triage action of this checkout's own is recorded (or every one was undone already){elsewhere}"
+        )));
     };
     let mut picked: Vec<Target> = match batch_of(last.record()).0.map(str::to_string) {
         Some(b) => all.into_iter().filter(|t| batch_of(t.record()).0 == Some(b.as_str())).collect(),
@@ -350,8 +399,30 @@ fn plan_restore(
     objects: &mut Objects,
     overlay: &Overlay,
     force: bool,
+    own: bool,
 ) -> Result<Restore, String> {
-    let abs = project.resolve_rel(&e.path).map_err(|why| why.to_string())?;
+    let scope = if project.is_git_path(&e.path) {
+        if !own {
+            return Err(format!(
+                "{} is inside git's own folder and was not changed here: walj never writes there",
+                e.path
+            ));
+        }
+        if !force {
+            return Err(format!(
+                "{} is inside git's own folder (git reads it as repository state; a config can make git run commands); pass --force to write it",
+                e.path
+            ));
+        }
+        WriteScope::GitForced
+    } else {
+        WriteScope::Project
+    };
+    let abs = match scope {
+        WriteScope::Project => project.resolve_rel(&e.path),
+        WriteScope::GitForced => project.resolve_recorded(&e.path),
+    }
+    .map_err(|why| why.to_string())?;
     let disk = overlay.read(&abs, &e.path)?;
     if let Some(wrote) = &a.wrote
         && disk.blob() != *wrote
@@ -378,5 +449,5 @@ fn plan_restore(
     check_writable(&abs, &e.path, &disk)?;
     let mode =
         a.record.extra.get(crate::journal::key::MODE).and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
-    Ok(Restore { abs, disk, bytes, mode })
+    Ok(Restore { abs, scope, disk, bytes, mode })
 }

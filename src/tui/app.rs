@@ -1205,16 +1205,18 @@ impl App {
             Choice::Done { ids, force } => {
                 triage::mark_done(&self.project, &self.fold, ids, *force).map(|o| summary("marked done", &o))
             }
-            Choice::Revert { ids, force } => {
-                triage::revert(&self.project, &self.fold, ids, RevertOptions { force: *force, dry_run: false })
-                    .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o))
-            }
-            Choice::Undo { id, force } => {
-                triage::undo(&self.project, &self.fold, id.as_deref(), *force).and_then(|o| {
+            Choice::Revert { ids, force } => triage::revert(
+                &self.project,
+                &self.fold,
+                ids,
+                RevertOptions { force: *force, ..RevertOptions::default() },
+            )
+            .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o)),
+            Choice::Undo { id, force } => triage::undo(&self.project, &self.fold, id.as_deref(), *force, false)
+                .and_then(|o| {
                     reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
                     concurrent_is_an_error(summary("undone", &o), &o)
-                })
-            }
+                }),
             Choice::HandBack { ids, force } => {
                 let opts = HandoffOptions { print_only: false, force: *force };
                 if self.elsewhere(ids) {
