@@ -188,20 +188,39 @@ fn append_to(path: &Path, lines: &[u8]) -> io::Result<()> {
 }
 
 /// Opens a journal (or side file) for reading its last byte and appending, created 0600; never
-/// blocks on, and refuses, anything but a regular file.
+/// blocks on, and refuses, anything but a regular file. A symbolic link at the name is never
+/// followed (`O_NOFOLLOW`): a `journal.jsonl` link planted in `.walj/` (by a checkout, or a
+/// Bash command) must not make walj append the user's prompts to the file it points to; it is
+/// refused like a FIFO, and the records go to the side file.
 pub(super) fn open_append(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.create(true).read(true).append(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        opts.custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32);
     }
-    let file = fsutil::open_private(path, &mut opts)?;
+    #[cfg(not(unix))]
+    if fs_is_symlink(path) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
+    }
+    let file = match fsutil::open_private(path, &mut opts) {
+        Ok(f) => f,
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
+        }
+        Err(e) => return Err(e),
+    };
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
     }
     Ok(file)
+}
+
+#[cfg(not(unix))]
+fn fs_is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// One write of `lines` on an append descriptor (after a `\n` when the file ends in a torn
