@@ -135,7 +135,8 @@ impl Machine {
     }
 
     fn id(&self) -> String {
-        fs::read_to_string(self.dir.join(".walj/sync/id")).unwrap().trim().to_string()
+        // In walj's state folder of the per-worktree git dir, where git never carries it.
+        fs::read_to_string(self.dir.join(".git/walj/sync/id")).unwrap().trim().to_string()
     }
 
     fn copy_of(&self, other: &Machine) -> PathBuf {
