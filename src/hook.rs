@@ -416,7 +416,16 @@ impl Ctx<'_> {
                 // The result's original content is the real pre-image: keep it in case the
                 // intent was never recorded (hooks installed mid-call, empty stdin).
                 let created = matches!(c.original, Some(None));
+                // A file with another name (maybe outside the project): its pre-image is
+                // recorded by id only, as `capture` does with the file itself.
+                let linked = matches!(c.original, Some(Some(_)))
+                    && !cfg.capture.hardlinks
+                    && std::fs::metadata(&abs).is_ok_and(|m| crate::fsutil::is_hard_linked(&m));
                 match c.original {
+                    Some(Some(orig)) if linked => {
+                        r.before = Some(Blob::Id(crate::store::blob_id(orig.as_bytes())));
+                        r.nocap = Some(nocap::HARDLINK.into());
+                    }
                     Some(Some(orig))
                         if !never(&rel, matcher.as_ref())
                             && (orig.len() as u64) <= cfg.capture.max_bytes
