@@ -128,7 +128,12 @@ impl JournalWriter {
                 let lines = make();
                 let r = if lines.is_empty() { Ok(()) } else { append_to(&self.journal, &lines) };
                 drop(locked);
-                r
+                match r {
+                    // The journal's name holds a link or a FIFO: never written through,
+                    // the records are kept in the side file.
+                    Err(e) if fsutil::is_not_a_file(&e) => self.keep_aside(&lines, &format!("{}: {e}", self.journal.display())),
+                    r => r,
+                }
             }
             // Side files are still waiting (a long backlog): behind them, in order.
             Ok(locked) => {
@@ -143,21 +148,26 @@ impl JournalWriter {
                     note_busy();
                 }
                 let lines = make();
-                if lines.is_empty() {
-                    return Ok(());
-                }
-                let side = side::append(&self.side, &lines)?;
-                let n = lines.iter().filter(|&&b| b == b'\n').count();
-                self.log(&format!(
-                    "journal lock not taken ({e}): {n} record{} kept in {}; the next writer merges {}",
-                    if n == 1 { "" } else { "s" },
-                    side.display(),
-                    if n == 1 { "it" } else { "them" },
-                ));
-                Ok(())
+                self.keep_aside(&lines, &format!("journal lock not taken ({e})"))
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Appends `lines` to this process's side file and logs why (`why`).
+    fn keep_aside(&self, lines: &[u8], why: &str) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let side = side::append(&self.side, lines)?;
+        let n = lines.iter().filter(|&&b| b == b'\n').count();
+        self.log(&format!(
+            "{why}: {n} record{} kept in {}; the next writer merges {}",
+            if n == 1 { "" } else { "s" },
+            side.display(),
+            if n == 1 { "it" } else { "them" },
+        ));
+        Ok(())
     }
 
     /// Takes the journal's lock (waiting at most `wait`) and merges pending side files.
