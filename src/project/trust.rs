@@ -249,17 +249,39 @@ pub fn standing(project: &Project) -> Standing {
     if !meta.is_dir() {
         return Standing::Foreign(Refusal::NotAFolder(dir.to_path_buf()));
     }
+    let id = ident(&meta);
+    if known_own(dir, id) {
+        return Standing::Own;
+    }
     let Some(state) = state_dir(&project.root) else {
         // Outside git with no home folder: nowhere to keep a marker, nothing git carries.
         return Standing::Own;
     };
-    let id = ident(&meta);
     match read_marker(&state) {
-        Some(Marker::Own(own)) if own == id => Standing::Own,
+        Some(Marker::Own(own)) if own == id => {
+            remember_own(dir, id);
+            Standing::Own
+        }
         Some(Marker::Foreign { dev, ino, why }) if (dev, ino) == (id.0, id.1) => {
             Standing::Foreign(Refusal::Refused { dir: dir.to_path_buf(), why })
         }
         _ => adopt(project, &state, &meta),
+    }
+}
+
+/// The folder this process last found to be walj's own, by its identity: a hook checks
+/// `.walj` at its start and again before each write ([`Project::ensure_dir`]); the second
+/// look is the `lstat` alone.
+static KNOWN_OWN: std::sync::Mutex<Option<(PathBuf, (u64, u64, u32))>> = std::sync::Mutex::new(None);
+
+fn known_own(dir: &Path, id: (u64, u64, u32)) -> bool {
+    // Windows has no identity to compare (zeros): always look at the marker.
+    id != (0, 0, 0) && KNOWN_OWN.lock().is_ok_and(|k| k.as_ref().is_some_and(|(d, i)| d == dir && *i == id))
+}
+
+fn remember_own(dir: &Path, id: (u64, u64, u32)) {
+    if let Ok(mut k) = KNOWN_OWN.lock() {
+        *k = Some((dir.to_path_buf(), id));
     }
 }
 
