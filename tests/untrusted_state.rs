@@ -73,7 +73,10 @@ fn start_json(out: &str) -> Value {
 }
 
 fn end(repo: &Repo, session: &str) {
-    repo.hook(&json!({"session_id": session, "cwd": repo.root, "hook_event_name": "SessionEnd", "reason": "other"}).to_string());
+    repo.hook(
+        &json!({"session_id": session, "cwd": repo.root, "hook_event_name": "SessionEnd", "reason": "other"})
+            .to_string(),
+    );
 }
 
 /// The attack of issue 26: a repository commits `.walj/` with `[sync] auto = true`,

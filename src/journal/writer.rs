@@ -131,7 +131,9 @@ impl JournalWriter {
                 match r {
                     // The journal's name holds a link or a FIFO: never written through,
                     // the records are kept in the side file.
-                    Err(e) if fsutil::is_not_a_file(&e) => self.keep_aside(&lines, &format!("{}: {e}", self.journal.display())),
+                    Err(e) if fsutil::is_not_a_file(&e) => {
+                        self.keep_aside(&lines, &format!("{}: {e}", self.journal.display()))
+                    }
                     r => r,
                 }
             }

@@ -179,9 +179,12 @@ fn current_uid() -> Option<u32> {
         .map(|m| m.uid())
 }
 
-/// A folder's identity: (device, inode, owner). Windows has no stable inode in std: zeros,
+/// A folder's identity: (device, inode, owner).
+type Ident = (u64, u64, u32);
+
+/// A folder's identity ([`Ident`]): (device, inode, owner). Windows has no stable inode in std: zeros,
 /// and the check there is the link and folder test alone.
-fn ident(meta: &fs::Metadata) -> (u64, u64, u32) {
+fn ident(meta: &fs::Metadata) -> Ident {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -197,7 +200,7 @@ fn ident(meta: &fs::Metadata) -> (u64, u64, u32) {
 /// What the marker says: `own DEV INO UID` or `foreign DEV INO WHY`.
 #[derive(Debug, PartialEq, Eq)]
 enum Marker {
-    Own((u64, u64, u32)),
+    Own(Ident),
     Foreign { dev: u64, ino: u64, why: String },
 }
 
@@ -272,14 +275,14 @@ pub fn standing(project: &Project) -> Standing {
 /// The folder this process last found to be walj's own, by its identity: a hook checks
 /// `.walj` at its start and again before each write ([`Project::ensure_dir`]); the second
 /// look is the `lstat` alone.
-static KNOWN_OWN: std::sync::Mutex<Option<(PathBuf, (u64, u64, u32))>> = std::sync::Mutex::new(None);
+static KNOWN_OWN: std::sync::Mutex<Option<(PathBuf, Ident)>> = std::sync::Mutex::new(None);
 
-fn known_own(dir: &Path, id: (u64, u64, u32)) -> bool {
+fn known_own(dir: &Path, id: Ident) -> bool {
     // Windows has no identity to compare (zeros): always look at the marker.
     id != (0, 0, 0) && KNOWN_OWN.lock().is_ok_and(|k| k.as_ref().is_some_and(|(d, i)| d == dir && *i == id))
 }
 
-fn remember_own(dir: &Path, id: (u64, u64, u32)) {
+fn remember_own(dir: &Path, id: Ident) {
     if let Ok(mut k) = KNOWN_OWN.lock() {
         *k = Some((dir.to_path_buf(), id));
     }
@@ -304,7 +307,7 @@ fn adopt(project: &Project, state: &Path, meta: &fs::Metadata) -> Standing {
     }
 }
 
-fn refusal_to_adopt(project: &Project, dir: &Path, id: (u64, u64, u32)) -> Option<Refusal> {
+fn refusal_to_adopt(project: &Project, dir: &Path, id: Ident) -> Option<Refusal> {
     #[cfg(unix)]
     if let Some(uid) = current_uid()
         && uid != id.2
@@ -329,7 +332,8 @@ pub fn check(project: &Project) -> Standing {
     match standing(project) {
         Standing::Own => {
             let config = format!(".walj/{CONFIG_NAME}");
-            let files: Vec<String> = tracked(project).unwrap_or_default().into_iter().filter(|f| *f != config).collect();
+            let files: Vec<String> =
+                tracked(project).unwrap_or_default().into_iter().filter(|f| *f != config).collect();
             if files.is_empty() {
                 Standing::Own
             } else {
@@ -378,7 +382,8 @@ pub fn tracked(project: &Project) -> Option<Vec<String>> {
             text.push_str(f);
             text.push('\n');
         }
-        let _ = fsutil::create_private_dir(state).and_then(|()| fsutil::atomic_write(cache, text.as_bytes(), Some(0o600)));
+        let _ =
+            fsutil::create_private_dir(state).and_then(|()| fsutil::atomic_write(cache, text.as_bytes(), Some(0o600)));
     }
     Some(files)
 }

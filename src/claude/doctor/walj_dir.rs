@@ -34,7 +34,8 @@ pub fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
             )];
             let path = project.config_path();
             if trust::config_is_tracked(&path) {
-                let ignored = crate::config::Config::parse_as_written(&path).map(|c| c.unsafe_keys()).unwrap_or_default();
+                let ignored =
+                    crate::config::Config::parse_as_written(&path).map(|c| c.unsafe_keys()).unwrap_or_default();
                 let (level, what) = if ignored.is_empty() {
                     (Level::Info, "only its safe keys count (it sets no other)".to_string())
                 } else {
@@ -46,7 +47,8 @@ pub fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
                     format!("{} is tracked by git, so anyone's: {what}", path.display()),
                 );
                 f.details = vec![
-                    "set them in an untracked config: `git rm --cached .walj/config.toml` (docs/security.md)".to_string(),
+                    "set them in an untracked config: `git rm --cached .walj/config.toml` (docs/security.md)"
+                        .to_string(),
                 ];
                 out.push(f);
             }
