@@ -308,6 +308,11 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         return Ok(refuse_in_tool_call(name));
     }
     let project = global.project()?;
+    // A `.walj/` walj did not make is neither read nor written (docs/security.md); doctor
+    // reports it, uninstall removes only walj's settings.
+    if !matches!(command, Command::Doctor(_) | Command::Uninstall(_) | Command::Hook { .. }) {
+        cmd::refuse_foreign_dir(&project)?;
+    }
     match command {
         Command::Hook { .. } => Ok(0),
         Command::Recover(a) => {

@@ -1,5 +1,8 @@
 //! `.walj/config.toml`: event types, capture limits, never-capture globs, retention, keys.
 //!
+//! A `config.toml` that git tracks is anyone's (a cloned repository's): only its safe keys
+//! count ([`Config::safe_part`], docs/security.md).
+//!
 //! ```toml
 //! [capture]
 //! max_bytes = 8388608                 # larger files are recorded by id only
@@ -282,13 +285,65 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(ConfigError::new(path, e.to_string())),
         };
-        toml::from_str(&text).map(Some).map_err(|e| {
+        let cfg: Config = toml::from_str(&text).map_err(|e| {
             let err = ConfigError::new(path, e.message().trim_end());
             match e.span() {
                 Some(span) => err.at(&text, span.start),
                 None => err,
             }
-        })
+        })?;
+        // A config git carries is anyone's: only its safe keys count.
+        Ok(Some(if crate::project::trust::config_is_tracked(path) { cfg.safe_part() } else { cfg }))
+    }
+
+    /// What a config git tracks may set (docs/security.md): keys that narrow what is
+    /// captured (`[capture] never`, lower limits, `[bash] snapshot = false`) or style the
+    /// output (`[[events]]`, `[keys]`, `[theme]`). Keys that run a command, publish or widen
+    /// capture fall back to their defaults: all of `[sync]`, `[retention]`,
+    /// `[capture] hardlinks`, and limits above the defaults.
+    pub fn safe_part(mut self) -> Config {
+        let d = Config::default();
+        self.sync = d.sync;
+        self.retention = d.retention;
+        self.capture.hardlinks = false;
+        self.capture.max_bytes = self.capture.max_bytes.min(d.capture.max_bytes);
+        self.bash.max_files = self.bash.max_files.min(d.bash.max_files);
+        self.bash.max_ms = self.bash.max_ms.min(d.bash.max_ms);
+        self
+    }
+
+    /// The keys of this config that [`Config::safe_part`] ignores when git tracks the file
+    /// (`walj doctor` names them).
+    pub fn unsafe_keys(&self) -> Vec<&'static str> {
+        let d = Config::default();
+        let s = &self.sync;
+        let mut out = Vec::new();
+        let mut key = |set: bool, name: &'static str| {
+            if set {
+                out.push(name);
+            }
+        };
+        key(s.auto, "[sync] auto");
+        key(s.transcripts.is_some(), "[sync] transcripts");
+        key(!s.recipients.is_empty(), "[sync] recipients");
+        key(s.passphrase, "[sync] passphrase");
+        key(!s.identity.0.is_empty(), "[sync] identity");
+        key(s.remote.is_some(), "[sync] remote");
+        key(s.name.is_some(), "[sync] name");
+        key(self.retention.days != d.retention.days, "[retention] days");
+        key(self.retention.auto != d.retention.auto, "[retention] auto");
+        key(self.retention.auto_mb != d.retention.auto_mb, "[retention] auto_mb");
+        key(self.capture.hardlinks, "[capture] hardlinks");
+        key(self.capture.max_bytes > d.capture.max_bytes, "[capture] max_bytes");
+        key(self.bash.max_files > d.bash.max_files, "[bash] max_files");
+        key(self.bash.max_ms > d.bash.max_ms, "[bash] max_ms");
+        out
+    }
+
+    /// The file as written, without [`Config::safe_part`] (doctor's view of a tracked file).
+    pub fn parse_as_written(path: &Path) -> Option<Config> {
+        let text = std::fs::read_to_string(path).ok()?;
+        toml::from_str(&text).ok()
     }
 
     fn compiled(&self, path: &Path) -> Result<Matcher, ConfigError> {

@@ -119,13 +119,16 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        // Never through a link planted at the name (issue 26): refused like a FIFO.
+        opts.mode(0o600).custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32);
     }
     let file = match opts.open(path) {
         Ok(f) => f,
         // A FIFO without a reader: opening it for writing without blocking fails (ENXIO).
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => return Err(not_a_file()),
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => return Err(not_a_file()),
         Err(e) if path.is_dir() && e.kind() != io::ErrorKind::NotFound => return Err(not_a_file()),
         Err(e) => return Err(e),
     };

@@ -28,7 +28,7 @@ use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::journal::build::{self, BashIntent, BashOutcome, MAX_ERROR, MAX_TEXT, TodoUpdate};
 use crate::journal::{Blob, JournalWriter, Record, key, kind, nocap, op, tool};
 use crate::procinfo;
-use crate::project::{Located, Project};
+use crate::project::{Located, Project, trust};
 use crate::store::{Durable, Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
@@ -64,6 +64,10 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     let ev = agents::parse(&payload.0, opts.agent, &payload);
     let cwd = ev.cwd.map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
     let project = Project::discover(opts.project.as_deref(), &cwd, opts.journal.as_deref());
+    if let Some(refused) = refused_folder(&project, &ev) {
+        out.stdout = refused;
+        return out;
+    }
     let ctx = Ctx { project: &project, payload: &payload, ev: &ev, cwd: &cwd };
     match ctx.handle() {
         Ok(stdout) => out.stdout = stdout,
@@ -79,6 +83,30 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
         }
     }
     out
+}
+
+/// A `.walj/` that is not walj's own ([`trust`]): the hook reads nothing from it and writes
+/// nothing through it. `Some(stdout)` when the event ends here: at SessionStart the
+/// one message that says so (a `systemMessage`, for the user), else nothing. A tool-call
+/// event checks the folder with one `lstat` and the marker; SessionStart and the turn's end
+/// also look at what git tracks inside it (cached by the index's stamp).
+fn refused_folder(project: &Project, ev: &Event) -> Option<Option<String>> {
+    let phase = ev.phase?;
+    let whole = matches!(phase, Phase::SessionStart | Phase::TurnEnd | Phase::SessionEnd);
+    trust::set_hook_mode(!whole);
+    let standing = if whole { trust::check(project) } else { trust::standing(project) };
+    let trust::Standing::Foreign(why) = standing else { return None };
+    warn(&format!("{why}: nothing recorded"));
+    if phase != Phase::SessionStart {
+        return Some(None);
+    }
+    let msg = format!(
+        "walj: {}; walj records nothing in this project and reads nothing from that folder. To fix: {}. (`walj doctor` says more.)",
+        crate::present::text::safe(&why.to_string()),
+        why.fix()
+    );
+    let out = announce::add_system_message(None, &msg);
+    Some(Some(agents::session_start_output(ev.agent, out).to_string()))
 }
 
 /// Prints `walj hook: msg` on stderr. Not `eprintln!`, which panics when stderr is closed
@@ -388,7 +416,16 @@ impl Ctx<'_> {
                 // The result's original content is the real pre-image: keep it in case the
                 // intent was never recorded (hooks installed mid-call, empty stdin).
                 let created = matches!(c.original, Some(None));
+                // A file with another name (maybe outside the project): its pre-image is
+                // recorded by id only, as `capture` does with the file itself.
+                let linked = matches!(c.original, Some(Some(_)))
+                    && !cfg.capture.hardlinks
+                    && std::fs::metadata(&abs).is_ok_and(|m| crate::fsutil::is_hard_linked(&m));
                 match c.original {
+                    Some(Some(orig)) if linked => {
+                        r.before = Some(Blob::Id(crate::store::blob_id(orig.as_bytes())));
+                        r.nocap = Some(nocap::HARDLINK.into());
+                    }
                     Some(Some(orig))
                         if !never(&rel, matcher.as_ref())
                             && (orig.len() as u64) <= cfg.capture.max_bytes

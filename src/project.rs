@@ -6,6 +6,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::fsutil;
 
+pub mod trust;
+
 /// A project and its walj state folder.
 #[derive(Debug, Clone)]
 pub struct Project {
@@ -49,17 +51,30 @@ impl Project {
         self.dir.join("errors.log")
     }
 
-    /// Creates `.walj/` (0700) with a `.gitignore` of `*`, and the journal's folder.
+    /// Creates `.walj/` (0700) with a `.gitignore` of `*`, and the journal's folder; a
+    /// `.walj/` walj makes is recorded as its own ([`trust::claim`]). A `.walj` that is not
+    /// walj's own (a link, another user's, one git carries: [`trust::standing`]) is an error:
+    /// nothing is written through it.
     pub fn ensure_dir(&self) -> io::Result<()> {
-        if !self.dir.is_dir() {
-            fsutil::create_private_dir(&self.dir)?;
+        match trust::standing(self) {
+            trust::Standing::Own => {}
+            trust::Standing::Absent => {
+                fsutil::create_private_dir(&self.dir)?;
+                trust::claim(self)?;
+            }
+            trust::Standing::Foreign(why) => return Err(io::Error::new(io::ErrorKind::PermissionDenied, why)),
         }
         let gi = self.dir.join(".gitignore");
-        if !gi.exists() {
-            let mut f = fsutil::open_private(&gi, fs::OpenOptions::new().write(true).create(true).truncate(true))?;
-            io::Write::write_all(&mut f, b"*\n")?;
+        if fs::symlink_metadata(&gi).is_err() {
+            // `create_new`: never through a link planted at the name.
+            match fsutil::open_private(&gi, fs::OpenOptions::new().write(true).create_new(true)) {
+                Ok(mut f) => io::Write::write_all(&mut f, b"*\n")?,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
         }
         if let Some(parent) = self.journal.parent()
+            && parent != self.dir
             && !parent.is_dir()
         {
             fsutil::create_private_dir(parent)?;

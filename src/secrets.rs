@@ -46,6 +46,17 @@ pub const NEVER: &[&str] = &[
     "*.jks",
     "**/.docker/config.json",
     ".dockercfg",
+    "**/.kube/config",
+    "*.tfvars",
+    "*.tfvars.json",
+    "*.tfstate",
+    "*.tfstate.backup",
+    "**/.terraform/**",
+    "*.kdbx",
+    "**/.gnupg/**",
+    "*.ovpn",
+    ".vault-token",
+    ".htpasswd",
 ];
 
 /// Exceptions to [`NEVER`]: public keys and host keys say nothing secret.
@@ -79,6 +90,12 @@ pub fn secret_path(rel: &str) -> bool {
         || matches!(name, ".netrc" | "_netrc" | ".npmrc" | ".pypirc" | ".pgpass" | ".git-credentials" | ".dockercfg")
         || (name == "credentials" && parent == Some(".aws"))
         || (name == "config.json" && parent == Some(".docker"))
+        || (name == "config" && parent == Some(".kube"))
+        || matches!(ext, "tfvars" | "tfstate" | "kdbx" | "ovpn")
+        || name.ends_with(".tfvars.json")
+        || name.ends_with(".tfstate.backup")
+        || dirs[..dirs.len() - 1].iter().any(|d| matches!(*d, ".terraform" | ".gnupg"))
+        || matches!(name, ".vault-token" | ".htpasswd")
         || (ext == "json" && stem.contains("credentials"))
         || (matches!(ext, "json" | "yaml" | "yml" | "toml" | "env" | "ini") && stem.contains("secret"))
 }
@@ -375,6 +392,12 @@ mod tests {
             ".aws/",
             "u/.aws/",
             ".docker/",
+            ".kube/",
+            "k/.kube/",
+            ".terraform/",
+            "infra/.terraform/providers/",
+            ".gnupg/",
+            "h/.gnupg/private-keys-v1.d/",
             "secrets/",
             "my-credentials/",
             "Keys/",
@@ -403,6 +426,17 @@ mod tests {
             "known_hosts",
             "known_hosts.old",
             "authorized_keys",
+            "prod.tfvars",
+            "prod.TFVARS.json",
+            "terraform.tfstate",
+            "terraform.tfstate.backup",
+            "main.tf",
+            "vault.kdbx",
+            "office.ovpn",
+            ".vault-token",
+            ".htpasswd",
+            "pubring.kbx",
+            "kubeconfig",
             ".netrc",
             "_netrc",
             ".npmrc",
@@ -559,5 +593,36 @@ mod tests {
         let text = b"ghp_abcdefghijklmnopqrstuvwxyz0123456789 and ghp_abcdefghijklmnopqrstuvwxyz0123456780\n-----BEGIN OPENSSH PRIVATE KEY-----";
         assert_eq!(findings(text), vec!["private key", "GitHub token"]);
         assert!(findings(b"plain text").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod more_kinds {
+    use super::secret_path;
+
+    /// Cluster, infrastructure, password-manager, GnuPG, VPN and Vault files (issue 26 item 7).
+    #[test]
+    fn infrastructure_and_vault_files_are_secrets() {
+        for rel in [
+            ".kube/config",
+            "home/.kube/config",
+            "prod.tfvars",
+            "env/prod.auto.tfvars.json",
+            "terraform.tfstate",
+            "infra/terraform.tfstate.backup",
+            ".terraform/providers/x/terraform-provider-aws",
+            "infra/.terraform/terraform.tfstate",
+            "keys.kdbx",
+            ".gnupg/private-keys-v1.d/AB12.key",
+            "h/.gnupg/pubring.kbx",
+            "vpn/office.ovpn",
+            ".vault-token",
+            "site/.htpasswd",
+        ] {
+            assert!(secret_path(rel), "{rel}");
+        }
+        for rel in ["main.tf", "kube/config", "config", "variables.tf", "docs/terraform.md"] {
+            assert!(!secret_path(rel), "{rel}");
+        }
     }
 }

@@ -435,7 +435,7 @@ fn json_output_follows_the_documented_schema() {
     for f in v["findings"].as_array().unwrap() {
         assert!(["info", "ok", "warn", "error"].contains(&f["level"].as_str().unwrap()), "{f}");
         assert!(
-            ["settings", "hooks", "command", "plugin", "install", "config", "journal", "errors_log"]
+            ["settings", "hooks", "command", "plugin", "install", "config", "journal", "errors_log", "walj_dir"]
                 .contains(&f["check"].as_str().unwrap()),
             "{f}"
         );

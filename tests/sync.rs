@@ -135,7 +135,8 @@ impl Machine {
     }
 
     fn id(&self) -> String {
-        fs::read_to_string(self.dir.join(".walj/sync/id")).unwrap().trim().to_string()
+        // In walj's state folder of the per-worktree git dir, where git never carries it.
+        fs::read_to_string(self.dir.join(".git/walj/sync/id")).unwrap().trim().to_string()
     }
 
     fn copy_of(&self, other: &Machine) -> PathBuf {
@@ -1539,4 +1540,35 @@ fn auto_sync_runs_detached_after_stop_and_session_end_never_two_at_once() {
             .as_u64()
             .unwrap()
     );
+}
+
+/// Issue 26: the journal id and the consent live in walj's state folder in the per-worktree
+/// git dir, where git never carries them. A checkout that synced with an older walj (both in
+/// `.walj/sync/`) moves them there once and publishes under the same id: a new id would
+/// publish a second journal, and the lease would refuse the old ref.
+#[test]
+fn an_id_kept_in_walj_sync_moves_once_and_publishes_under_the_same_id() {
+    let w = World::new();
+    let a = w.machine("laptop");
+    a.demo();
+    a.ok(&["sync", "--yes"]);
+    let id = a.id();
+    let refs = w.remote_refs();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(refs[0].0.ends_with(&id), "{refs:?}");
+    let state = a.dir.join(".git/walj/sync");
+    assert!(state.join("consent").is_file() && !a.dir.join(".walj/sync/id").exists());
+    // What an older walj left: both files in `.walj/sync/`, none in the state folder.
+    for f in ["id", "consent"] {
+        fs::rename(state.join(f), a.dir.join(".walj/sync").join(f)).unwrap();
+    }
+    a.append(&[line(0, OTHER_SESSION)]);
+    // No --yes: the moved consent still counts (no question, no refusal).
+    a.ok(&["sync"]);
+    assert_eq!(a.id(), id, "the same id, moved");
+    assert!(!a.dir.join(".walj/sync/id").exists() && !a.dir.join(".walj/sync/consent").exists());
+    let after = w.remote_refs();
+    assert_eq!(after.len(), 1, "one journal, not a second: {after:?}");
+    assert_eq!(after[0].0, refs[0].0);
+    assert_ne!(after[0].1, refs[0].1, "the append was published on the same ref");
 }

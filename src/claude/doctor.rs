@@ -7,6 +7,7 @@
 
 mod plugins;
 mod resolve;
+mod walj_dir;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -77,6 +78,8 @@ pub mod check {
     pub const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
     pub const WRITE_FAILURES: &str = "write_failures";
+    /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
+    pub const WALJ_DIR: &str = "walj_dir";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -990,8 +993,12 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
     let (agent_findings, agents) = crate::agents::doctor::check(&project.root, base);
     findings.extend(agent_findings);
-    findings.extend(check_config(project));
-    findings.extend(check_project(project));
+    let (dir_findings, readable) = walj_dir::check(project);
+    findings.extend(dir_findings);
+    if readable {
+        findings.extend(check_config(project));
+        findings.extend(check_project(project));
+    }
     let status = worst(&findings);
     DoctorReport {
         status,

@@ -60,6 +60,15 @@ pub fn print_error(e: &anyhow::Error) {
     let _ = writeln!(std::io::stderr().lock(), "walj: {}", crate::present::safe_block(&error_line(e)));
 }
 
+/// Refuses a project whose `.walj/` is not walj's own, with the fix
+/// ([`crate::project::trust::check`]).
+pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
+    if let crate::project::trust::Standing::Foreign(why) = crate::project::trust::check(project) {
+        bail!("{why}; walj reads nothing from it and writes nothing through it. To fix: {}", why.fix());
+    }
+    Ok(())
+}
+
 /// Options every command takes.
 #[derive(Debug, Clone, Default)]
 pub struct Global {

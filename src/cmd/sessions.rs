@@ -78,6 +78,10 @@ pub struct ExportArgs {
     /// Replace FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Keep the transcript as it is: by default its secret-looking tokens are redacted and
+    /// never-captured files' contents withheld, as `walj sync` publishes it.
+    #[arg(long)]
+    pub keep_transcript_secrets: bool,
 }
 
 /// The arguments of `walj sessions delete`.
@@ -789,7 +793,7 @@ pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, for
 // export / import
 
 pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
-    let ExportArgs { sid, output, encrypt, recipient: recipients, force } = args;
+    let ExportArgs { sid, output, encrypt, recipient: recipients, force, keep_transcript_secrets } = args;
     let (sid, output) = (sid.as_str(), output.as_path());
     if output.exists() && !force {
         bail!("{} exists; choose another file or pass --force to replace it", output.display());
@@ -811,7 +815,7 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     } else {
         Protection::None
     };
-    let contents = bundle::collect(project, state.session())?;
+    let contents = bundle::collect(project, state.session(), keep_transcript_secrets)?;
     for w in &contents.warnings {
         eprintln!("walj: warning: {}", shown(&w.to_string()));
     }

@@ -183,6 +183,7 @@ fn install_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyhow:
         println!("Note: {n}");
     }
     project.ensure_dir()?;
+    say_walj_dir_ignored(project);
     println!("Journal: {}. {} runs the hooks from its next session on.", project.journal.display(), agent.label());
     Ok(0)
 }
@@ -255,6 +256,7 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         }
     }
     project.ensure_dir()?;
+    say_walj_dir_ignored(project);
     println!("Journal: {}. Claude Code runs the hooks from its next session on.", project.journal.display());
     Ok(0)
 }
@@ -263,18 +265,37 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
 /// git does not ignore it yet, adds it to the repository's `info/exclude` (not committed, so no
 /// project file changes). Returns the exclude file when it added the line.
 fn ignore_local_settings(project: &Project, settings: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let parent = settings.parent().and_then(|p| p.canonicalize().ok()).unwrap_or_default();
+    exclude_unless_ignored(project, &parent, settings.file_name().unwrap_or_default().as_ref(), None)
+}
+
+/// Makes sure git ignores walj's folder: when nothing ignores a file in `.walj/` (its own
+/// `.gitignore` removed, or a folder walj adopted), `/.walj/` goes into the repository's
+/// `info/exclude` (never committed), so a `git add -A` does not commit the journal.
+fn ignore_walj_dir(project: &Project) -> anyhow::Result<Option<PathBuf>> {
+    let parent = project.root.canonicalize().unwrap_or_else(|_| project.root.clone());
+    exclude_unless_ignored(project, &parent, Path::new(".walj/"), Some(Path::new(".walj/journal.jsonl")))
+}
+
+/// Adds `parent/name` (relative to the work tree) to `info/exclude` when git does not ignore
+/// it (or `probe`, a path below it, when given). Returns the exclude file when it added a line.
+fn exclude_unless_ignored(
+    project: &Project,
+    parent: &Path,
+    name: &Path,
+    probe: Option<&Path>,
+) -> anyhow::Result<Option<PathBuf>> {
     let Ok(repo) = git2::Repository::discover(&project.root) else {
         return Ok(None);
     };
     let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
         return Ok(None);
     };
-    let parent = settings.parent().and_then(|p| p.canonicalize().ok()).unwrap_or_default();
     let Ok(rel_dir) = parent.strip_prefix(&workdir) else {
         return Ok(None);
     };
-    let rel = rel_dir.join(settings.file_name().unwrap_or_default());
-    if repo.is_path_ignored(&rel)? {
+    let rel = rel_dir.join(name);
+    if repo.is_path_ignored(rel_dir.join(probe.unwrap_or(name)))? {
         return Ok(None);
     }
     let exclude = repo.commondir().join("info").join("exclude");
@@ -282,12 +303,25 @@ fn ignore_local_settings(project: &Project, settings: &Path) -> anyhow::Result<O
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!("/{}\n", rel.to_string_lossy().replace('\\', "/")));
+    let line = format!("/{}", rel.to_string_lossy().replace('\\', "/"));
+    if text.lines().any(|l| l.trim_end() == line) {
+        return Ok(None);
+    }
+    text.push_str(&line);
+    text.push('\n');
     if let Some(d) = exclude.parent() {
         std::fs::create_dir_all(d)?;
     }
     crate::fsutil::atomic_write(&exclude, text.as_bytes(), crate::fsutil::file_mode(&exclude))?;
     Ok(Some(exclude))
+}
+
+fn say_walj_dir_ignored(project: &Project) {
+    match ignore_walj_dir(project) {
+        Ok(Some(exclude)) => println!("{} is now git-ignored (in {}).", project.dir.display(), exclude.display()),
+        Ok(None) => {}
+        Err(e) => eprintln!("walj: warning: could not make sure {} is git-ignored: {e:#}", project.dir.display()),
+    }
 }
 
 pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {

@@ -128,7 +128,14 @@ impl JournalWriter {
                 let lines = make();
                 let r = if lines.is_empty() { Ok(()) } else { append_to(&self.journal, &lines) };
                 drop(locked);
-                r
+                match r {
+                    // The journal's name holds a link or a FIFO: never written through,
+                    // the records are kept in the side file.
+                    Err(e) if fsutil::is_not_a_file(&e) => {
+                        self.keep_aside(&lines, &format!("{}: {e}", self.journal.display()))
+                    }
+                    r => r,
+                }
             }
             // Side files are still waiting (a long backlog): behind them, in order.
             Ok(locked) => {
@@ -143,21 +150,26 @@ impl JournalWriter {
                     note_busy();
                 }
                 let lines = make();
-                if lines.is_empty() {
-                    return Ok(());
-                }
-                let side = side::append(&self.side, &lines)?;
-                let n = lines.iter().filter(|&&b| b == b'\n').count();
-                self.log(&format!(
-                    "journal lock not taken ({e}): {n} record{} kept in {}; the next writer merges {}",
-                    if n == 1 { "" } else { "s" },
-                    side.display(),
-                    if n == 1 { "it" } else { "them" },
-                ));
-                Ok(())
+                self.keep_aside(&lines, &format!("journal lock not taken ({e})"))
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Appends `lines` to this process's side file and logs why (`why`).
+    fn keep_aside(&self, lines: &[u8], why: &str) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let side = side::append(&self.side, lines)?;
+        let n = lines.iter().filter(|&&b| b == b'\n').count();
+        self.log(&format!(
+            "{why}: {n} record{} kept in {}; the next writer merges {}",
+            if n == 1 { "" } else { "s" },
+            side.display(),
+            if n == 1 { "it" } else { "them" },
+        ));
+        Ok(())
     }
 
     /// Takes the journal's lock (waiting at most `wait`) and merges pending side files.
@@ -188,20 +200,39 @@ fn append_to(path: &Path, lines: &[u8]) -> io::Result<()> {
 }
 
 /// Opens a journal (or side file) for reading its last byte and appending, created 0600; never
-/// blocks on, and refuses, anything but a regular file.
+/// blocks on, and refuses, anything but a regular file. A symbolic link at the name is never
+/// followed (`O_NOFOLLOW`): a `journal.jsonl` link planted in `.walj/` (by a checkout, or a
+/// Bash command) must not make walj append the user's prompts to the file it points to; it is
+/// refused like a FIFO, and the records go to the side file.
 pub(super) fn open_append(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.create(true).read(true).append(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        opts.custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32);
     }
-    let file = fsutil::open_private(path, &mut opts)?;
+    #[cfg(not(unix))]
+    if fs_is_symlink(path) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
+    }
+    let file = match fsutil::open_private(path, &mut opts) {
+        Ok(f) => f,
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
+        }
+        Err(e) => return Err(e),
+    };
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, fsutil::NotAFile));
     }
     Ok(file)
+}
+
+#[cfg(not(unix))]
+fn fs_is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// One write of `lines` on an append descriptor (after a `\n` when the file ends in a torn

@@ -121,7 +121,11 @@ pub struct Contents {
 
 /// Gathers a session's records (and the marks other sessions wrote about it), the objects they
 /// name, and its transcript copy (else the original transcript, when it still exists).
-pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionError> {
+///
+/// The transcript is redacted as `walj sync` publishes it (secret-looking tokens replaced,
+/// never-captured files' contents withheld: [`crate::sync::transcripts::sanitise`]) unless
+/// `keep_transcript_secrets` (`--keep-transcript-secrets`).
+pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) -> Result<Contents, SessionError> {
     let fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let info = fold.session(session).ok_or_else(|| SessionError::Unknown(session.to_string()))?;
@@ -171,6 +175,17 @@ pub fn collect(project: &Project, session: &str) -> Result<Contents, SessionErro
     })? {
         Some(t) => Some(t),
         None => info.transcript.as_deref().and_then(|p| std::fs::read(p).ok()),
+    };
+    let transcript = match transcript {
+        Some(t) if !keep_transcript_secrets => {
+            let (_, matcher) = crate::config::Config::load_or_default(&project.config_path(), |_| {});
+            let matcher = matcher.or_else(|| crate::config::Config::default().matcher().ok());
+            match matcher {
+                Some(m) => Some(crate::sync::transcripts::sanitise(&t, &project.root.to_string_lossy(), &m)),
+                None => Some(t),
+            }
+        }
+        other => other,
     };
     let meta = Meta {
         walj_bundle: FORMAT_VERSION,

@@ -6,8 +6,10 @@
 //! agreed to (plain text), or a passphrase that is neither kept nor in `WALJ_PASSPHRASE`, ends
 //! it quietly. What it did is in `.walj/sync/auto.last`.
 //!
-//! It starts only once the first `walj sync` was run by hand (`.walj/sync/id` exists): that is
-//! where the remote is named, and where what it publishes is shown.
+//! It starts only once the first `walj sync` was run by hand (the journal id exists in walj's
+//! state folder, which git never carries: [`super::identity`]): that is where the remote is
+//! named, and where what it publishes is shown. `[sync] auto` counts only from a config git
+//! does not track (`crate::config::Config::safe_part`).
 
 use std::io;
 use std::path::PathBuf;
@@ -26,9 +28,14 @@ pub fn last_path(project: &Project) -> PathBuf {
 }
 
 /// Starts a background sync when `[sync] auto` asks for it, this checkout has synced by hand
-/// before and no automatic sync runs. Returns whether one was started. Cheap: two `stat`s.
+/// before and no automatic sync runs. Returns whether one was started. Cheap: a few `stat`s.
 pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
-    if !cfg.sync.auto || !Paths::new(project).id.is_file() || crate::retention::held(&claim_path(project)) {
+    if !cfg.sync.auto || crate::retention::held(&claim_path(project)) {
+        return Ok(false);
+    }
+    let paths = Paths::new(project);
+    super::identity::migrate(&paths);
+    if !paths.id.is_file() {
         return Ok(false);
     }
     crate::retention::spawn_detached(project, &["sync", "--auto"])?;

@@ -1,6 +1,11 @@
-//! Who publishes: the journal id (random, `.walj/sync/id`, made at the first sync), its name
-//! for people (`host:path`, or `[sync] name`), and the machine id (two journals of one machine
-//! share it).
+//! Who publishes: the journal id (random, made at the first sync), its name for people
+//! (`host:path`, or `[sync] name`), and the machine id (two journals of one machine share it).
+//!
+//! The id and the consent to publish in plain text live in walj's state folder, which git
+//! never carries (`<git dir>/walj/sync/`, [`crate::project::trust::state_dir`]): a repository
+//! that commits `.walj/sync/id` and `.walj/sync/consent` must not make a clone publish. Ids
+//! kept in `.walj/sync/` by older walj are moved there once, the same id ([`migrate`]: a new
+//! one would publish a second journal, and the lease would refuse the old ref).
 
 use std::io::Read;
 
@@ -24,8 +29,33 @@ pub fn is_journal_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Moves the id and the consent from `.walj/sync/` (where older walj kept them) to the state
+/// folder, once: only regular files (never a link), only when the new place has none, and the
+/// old file is removed once the new one is durable. Walj's own `.walj/` only: the caller
+/// reached here through a trusted folder (a refused one is never read).
+pub fn migrate(paths: &Paths) {
+    for (old, new) in [(&paths.legacy_id, &paths.id), (&paths.legacy_consent, &paths.consent)] {
+        if old == new || std::fs::symlink_metadata(new).is_ok() {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(old) else { continue };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let Ok(bytes) = crate::fsutil::read_regular(old) else { continue };
+        let moved = new
+            .parent()
+            .map_or(Ok(()), crate::fsutil::create_private_dir)
+            .and_then(|()| crate::fsutil::atomic_write(new, &bytes, Some(0o600)));
+        if moved.is_ok() {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+}
+
 /// The journal id, when this checkout has synced before.
 pub fn read_id(paths: &Paths) -> Option<String> {
+    migrate(paths);
     let text = std::fs::read_to_string(&paths.id).ok()?;
     let id = text.trim();
     is_journal_id(id).then(|| id.to_string())
@@ -36,8 +66,8 @@ pub fn ensure(project: &Project, paths: &Paths, name: Option<&str>) -> Result<Id
     let id = match read_id(paths) {
         Some(id) => id,
         None => {
-            crate::fsutil::create_private_dir(&paths.dir)
-                .map_err(SyncError::io(format!("creating {}", paths.dir.display())))?;
+            let dir = paths.id.parent().unwrap_or(&paths.dir);
+            crate::fsutil::create_private_dir(dir).map_err(SyncError::io(format!("creating {}", dir.display())))?;
             let id = random_id();
             crate::fsutil::atomic_write(&paths.id, format!("{id}\n").as_bytes(), Some(0o600))
                 .map_err(SyncError::io(format!("writing {}", paths.id.display())))?;

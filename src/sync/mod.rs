@@ -70,12 +70,18 @@ pub struct Paths {
     pub dir: PathBuf,
     /// `.walj/sync/repo.git`: walj's own bare repository.
     pub repo: PathBuf,
-    /// `.walj/sync/id`: this journal's id.
+    /// `<state dir>/sync/id`: this journal's id, where git never carries it
+    /// ([`crate::project::trust::state_dir`]; `.walj/sync/id` before, [`identity::migrate`]).
     pub id: PathBuf,
+    /// `.walj/sync/id`, where walj kept the id before: moved once, never read otherwise.
+    pub legacy_id: PathBuf,
     /// `.walj/sync/lock`: one sync at a time per checkout.
     pub lock: PathBuf,
-    /// `.walj/sync/consent`: remote URLs the user agreed to publish to in plain text.
+    /// `<state dir>/sync/consent`: remote URLs the user agreed to publish to in plain text
+    /// (a consent git could carry would be anyone's).
     pub consent: PathBuf,
+    /// `.walj/sync/consent`, where walj kept it before (moved once).
+    pub legacy_consent: PathBuf,
     /// `.walj/sync/key`: this journal's data key (encrypted syncs).
     pub key: PathBuf,
     /// `.walj/sync/keys/<id>`: other journals' data keys, once opened.
@@ -92,11 +98,14 @@ pub struct Paths {
 impl Paths {
     pub fn new(project: &Project) -> Paths {
         let dir = project.dir.join("sync");
+        let own = crate::project::trust::state_dir(&project.root).map_or_else(|| dir.clone(), |s| s.join("sync"));
         Paths {
             repo: dir.join("repo.git"),
-            id: dir.join("id"),
+            id: own.join("id"),
+            legacy_id: dir.join("id"),
             lock: dir.join("lock"),
-            consent: dir.join("consent"),
+            consent: own.join("consent"),
+            legacy_consent: dir.join("consent"),
             key: dir.join("key"),
             keys: dir.join("keys"),
             remotes: project.dir.join("remotes"),

@@ -139,10 +139,14 @@ fn not_asked(remote: &Remote) -> String {
 }
 
 fn consented(paths: &Paths, url: &str) -> bool {
+    super::identity::migrate(paths);
     std::fs::read_to_string(&paths.consent).is_ok_and(|t| t.lines().any(|l| l == url))
 }
 
 fn record_consent(paths: &Paths, url: &str) -> Result<(), SyncError> {
+    if let Some(dir) = paths.consent.parent() {
+        crate::fsutil::create_private_dir(dir).map_err(SyncError::io(format!("creating {}", dir.display())))?;
+    }
     let mut f = crate::fsutil::open_private(&paths.consent, std::fs::OpenOptions::new().create(true).append(true))
         .map_err(SyncError::io(format!("writing {}", paths.consent.display())))?;
     writeln!(f, "{url}").map_err(SyncError::io(format!("writing {}", paths.consent.display())))

@@ -245,6 +245,15 @@ impl Repo {
         repo
     }
 
+    /// A clone of the repository at `url` (a path), in its own temp folder: a checkout git
+    /// made, as a user who clones someone's repository has.
+    pub fn clone_of(url: &Path) -> Repo {
+        let (dir, tmp) = scratch();
+        git(&tmp, &["clone", "-q", &url.to_string_lossy(), "clone"]);
+        let root = tmp.join("clone");
+        Repo { _dir: dir, tmp, root, home: PathBuf::from("/home/test") }
+    }
+
     /// Makes `${HOME}` a real, empty folder: `<tmp>/home`.
     pub fn with_home(mut self) -> Repo {
         self.home = self.tmp.join("home");
