@@ -148,6 +148,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
             format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
             theme::WARN,
         ));
+        if !app.tree.filter.is_empty() {
+            let (pass, all) = app.tree.filtered;
+            title.push(Span::styled(format!("{pass} of {all} "), theme::WARN));
+        }
     }
     if app.tree.show_resolved {
         title.push(Span::styled("· +resolved ", theme::MUTED));
@@ -861,7 +865,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             Span::styled("filter /", theme::WARN),
             Span::raw(safe(input).into_owned()),
             Span::styled("▏", theme::WARN),
-            Span::styled("  path, event or tool; Enter keeps it, Esc clears", theme::MUTED),
+            Span::styled("  path, id, session, prompt or command; Enter keeps it, Esc clears", theme::MUTED),
         ]),
         (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", safe(&s.text)), theme::ERROR_BOLD)),
         (None, Some(s)) => Line::from(Span::styled(safe(&s.text).into_owned(), theme::OK)),
@@ -879,7 +883,8 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             Line::from(Span::styled(t, theme::MUTED))
         }
     };
-    f.render_widget(Paragraph::new(line), area);
+    // A long message wraps onto the second row the layout gave it (see `App::status_rows`).
+    f.render_widget(Paragraph::new(line).wrap(ratatui::widgets::Wrap { trim: false }), area);
 }
 
 fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
