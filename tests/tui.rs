@@ -1050,6 +1050,15 @@ fn long_revert_dialog_scrolls_and_keeps_its_buttons() {
     assert!(s.contains("Enter: revert 99 others (skip 1) (y)"), "the default: {s}");
     assert_eq!(dialog_lines(&s).as_deref(), Some("── lines 1-9 of 104"), "{s}");
     insta::assert_snapshot!("revert_dialog_long", s);
+    // On a 16-row screen the body keeps 3 lines or more, the buttons stay.
+    let mut short = term(80, 16);
+    run(&mut app, &mut short, "");
+    let s = text(&short);
+    let shown = dialog_lines(&s).unwrap_or_else(|| panic!("{s}"));
+    let (from, to) = shown.trim_start_matches("── lines ").split_once('-').unwrap();
+    let to: usize = to.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(to >= from.parse::<usize>().unwrap() + 2, "{shown}: {s}");
+    assert!(s.contains("[n] cancel") && s.contains("Esc: cancel"), "{s}");
     // The body scrolls; the summary and the buttons stay.
     run(&mut app, &mut t, "j<pagedown>");
     let s = text(&t);
@@ -1107,12 +1116,14 @@ fn batch_and_unfinished_done_ask_first() {
     assert_eq!(std::fs::read_to_string(f.repo.root.join("docs/generated-index.md")).unwrap(), DOC);
 }
 
-/// An "editor": copies `<script>.json` over the file it is given.
+/// An "editor": copies `<script>.json` over the file it is given (its last argument) and
+/// keeps its arguments in `<script>.args`.
 #[cfg(unix)]
 fn editor_script(dir: &Path, content: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let script = dir.join("editor.sh");
-    std::fs::write(&script, "#!/bin/sh\ncp \"$0.json\" \"$1\"\n").unwrap();
+    std::fs::write(&script, "#!/bin/sh\necho \"$@\" > \"$0.args\"\nfor a; do f=$a; done\ncp \"$0.json\" \"$f\"\n")
+        .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.join("editor.sh.json"), content).unwrap();
     script
@@ -1134,6 +1145,9 @@ fn conflict_e_runs_the_editor_then_plans_again() {
     assert!(text(&t).contains("CONFLICT"), "{}", text(&t));
     run(&mut app, &mut t, "e");
     assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), edited);
+    // At the changed line, as `e` in the tree opens it.
+    let args = std::fs::read_to_string(tmp.path().join("editor.sh.args")).unwrap();
+    assert!(args.starts_with("+2 ") && args.trim_end().ends_with("config/settings.json"), "{args}");
     let s = text(&t);
     // Back in the dialog, planned again on the edited file.
     assert!(s.contains("edited config/settings.json"), "{s}");

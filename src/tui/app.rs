@@ -1162,13 +1162,7 @@ impl App {
             return self.info("nothing to edit: select an entry");
         };
         let path = e.path.clone();
-        let line = self.current_diff().and_then(|d| {
-            let top = self.diff_line_at_top().unwrap_or(0);
-            let changed = |l: &&diff::DiffLine| matches!(l.kind, diff::LineKind::Added | diff::LineKind::Removed);
-            let first = d.lines.iter().skip(top).find(changed).or_else(|| d.lines.iter().find(changed))?;
-            // A removed line has no new number: the line after it on the new side.
-            first.new_no.or_else(|| d.lines.iter().skip_while(|l| !std::ptr::eq(*l, first)).find_map(|l| l.new_no))
-        });
+        let line = self.current_diff().and_then(|d| edit_line(d, self.diff_line_at_top().unwrap_or(0)));
         match self.project.resolve_rel(&path) {
             Ok(file) if file.is_file() => {
                 let editor = self.editor();
@@ -1291,11 +1285,16 @@ impl App {
                 return;
             }
             Choice::Edit { path, ids } => {
+                // At the first change of the pre-image → disk diff, as `e` in the tree does.
+                let line = ids.iter().filter_map(|id| self.fold.entry(id)).find(|e| e.path == *path).and_then(|e| {
+                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk).ok()?;
+                    edit_line(&diff::build(&sides), 0)
+                });
                 match self.project.resolve_rel(path) {
                     Ok(file) => {
                         let editor = self.editor();
                         self.edit_request =
-                            Some(EditRequest { file, path: path.clone(), editor, line: None, ids: ids.clone() });
+                            Some(EditRequest { file, path: path.clone(), editor, line, ids: ids.clone() });
                     }
                     Err(e) => self.error(format!("cannot edit {path}: {e:#}")),
                 }
@@ -1422,6 +1421,14 @@ fn summary(verb: &str, outcomes: &[Outcome]) -> String {
             format!("{verb} {changed} of {}: {first}{}", many.len(), if many.len() > 2 { "; …" } else { "" })
         }
     }
+}
+
+/// The line `e` opens the editor at: the first changed line at or below diff line `top`,
+/// else the first one; a removed line has no new number, so the line after it.
+fn edit_line(d: &DiffView, top: usize) -> Option<usize> {
+    let changed = |l: &&diff::DiffLine| matches!(l.kind, diff::LineKind::Added | diff::LineKind::Removed);
+    let first = d.lines.iter().skip(top).find(changed).or_else(|| d.lines.iter().find(changed))?;
+    first.new_no.or_else(|| d.lines.iter().skip_while(|l| !std::ptr::eq(*l, first)).find_map(|l| l.new_no))
 }
 
 /// A cache key for a mode (`DiffMode` is not `Hash`).

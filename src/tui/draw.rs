@@ -1087,7 +1087,12 @@ struct DialogLayout {
     rect: Rect,
     inner_w: usize,
     body_rows: usize,
+    /// A short screen: no blank lines between the parts, so the body keeps its rows.
+    compact: bool,
 }
+
+/// Body lines a dialog keeps on a short screen (while it has that many).
+const MIN_BODY_ROWS: usize = 3;
 
 fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<'static> {
     let mut choices = Vec::new();
@@ -1106,12 +1111,14 @@ fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<
 }
 
 /// The lines under the body: the note, the choices, what Enter and Esc do.
-fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color) -> Vec<Line<'static>> {
-    let mut tail = vec![Line::raw("")];
+fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color, compact: bool) -> Vec<Line<'static>> {
+    let mut tail = if compact { Vec::new() } else { vec![Line::raw("")] };
     tail.extend(
         d.note.iter().map(|n| Line::from(Span::styled(n.clone(), if d.warning { theme::WARN } else { theme::SOFT }))),
     );
-    tail.push(Line::raw(""));
+    if !compact {
+        tail.push(Line::raw(""));
+    }
     tail.push(dialog_choices(d, color));
     tail.push(Line::from(Span::styled(format!("{} · Esc: cancel", d.enter_label()), theme::MUTED)));
     tail
@@ -1123,7 +1130,7 @@ fn wrapped_rows(lines: &[Line], w: usize) -> usize {
 
 fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
     let color = theme::DIALOG;
-    let tail = dialog_tail(d, color);
+    let tail = dialog_tail(d, color, false);
     let widest = d
         .body
         .iter()
@@ -1135,14 +1142,25 @@ fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
     let max_w = area.width.saturating_sub(4).max(area.width.min(10));
     let w = (widest as u16 + 6).max(30).min(max_w);
     let inner_w = w.saturating_sub(4).max(1) as usize;
+    let summary = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w);
     // Summary, a blank line, the body (+ a scroll line when it does not fit), the tail.
-    let fixed = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w) + 1 + wrapped_rows(&tail, inner_w);
+    let fixed = summary + 1 + wrapped_rows(&tail, inner_w);
     // Borders, and a row above and below when the screen is short (the footer stays visible).
     let room = (area.height as usize).saturating_sub(4 + fixed);
     let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
+    let want = d.body.len().min(MIN_BODY_ROWS);
+    if body_rows >= want {
+        let scroll_line = usize::from(d.body.len() > body_rows);
+        let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
+        return DialogLayout { rect: r, inner_w, body_rows, compact: false };
+    }
+    // Too short: no blank lines and no margin rows, so the body keeps its rows.
+    let fixed = summary + wrapped_rows(&dialog_tail(d, color, true), inner_w);
+    let room = (area.height as usize).saturating_sub(2 + fixed);
+    let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
     let scroll_line = usize::from(d.body.len() > body_rows);
     let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
-    DialogLayout { rect: r, inner_w, body_rows }
+    DialogLayout { rect: r, inner_w, body_rows, compact: true }
 }
 
 /// Body lines of a dialog that fit on a screen of `area` (what scrolling moves by).
@@ -1153,7 +1171,10 @@ pub fn dialog_body_rows(d: &super::app::Dialog, area: Rect) -> usize {
 fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
     let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
     let l = dialog_layout(d, area);
-    let mut lines: Vec<Line> = vec![Line::from(Span::styled(d.summary.clone(), theme::BOLD)), Line::raw("")];
+    let mut lines: Vec<Line> = vec![Line::from(Span::styled(d.summary.clone(), theme::BOLD))];
+    if !l.compact {
+        lines.push(Line::raw(""));
+    }
     let scroll = d.scroll.min(d.body.len().saturating_sub(l.body_rows));
     for b in d.body.iter().skip(scroll).take(l.body_rows) {
         let style = if b.contains("CONFLICT") { theme::ERROR } else { theme::PLAIN };
@@ -1166,7 +1187,7 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
             theme::MUTED,
         )));
     }
-    lines.extend(dialog_tail(d, color));
+    lines.extend(dialog_tail(d, color, l.compact));
     f.render_widget(Clear, l.rect);
     let block = Block::bordered()
         .border_type(BorderType::Double)
