@@ -666,6 +666,16 @@ fn keys_from_config() {
     assert!(text(&t).contains("Revert 1 entry?"));
     run(&mut app, &mut t, "<esc>?");
     assert!(text(&t).contains("x  revert to the pre-image"), "{}", text(&t));
+    // A key taken from another action, or bound twice, is said when the dashboard opens.
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"d\"]\n").unwrap();
+    let keymap = walj::tui::load_keymap(&f.project()).unwrap();
+    let mut app = App::new(f.project(), AppOptions { keymap, ..opts() });
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("[keys] d was done's key: done has no key now"), "{s}");
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"x\"]\ndone = [\"x\"]\n").unwrap();
+    let keymap = walj::tui::load_keymap(&f.project()).unwrap();
+    assert!(keymap.warnings.iter().any(|w| w.contains("x is bound to")), "{:?}", keymap.warnings);
     // A bad key name is an error naming the file.
     std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"hyper+x\"]\n").unwrap();
     let err = walj::tui::load_keymap(&f.project()).unwrap_err().to_string();

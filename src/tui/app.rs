@@ -201,6 +201,10 @@ impl App {
             load_time: Duration::ZERO,
         };
         app.reload();
+        if let Some(w) = app.keymap.warnings.first().cloned() {
+            let more = app.keymap.warnings.len() - 1;
+            app.error(if more > 0 { format!("{w} (and {more} more)") } else { w });
+        }
         if app.tree.views.is_empty() && app.status.is_none() {
             app.info(if app.project.journal.exists() {
                 "Nothing unresolved. s shows resolved entries; the journal is watched for changes."
