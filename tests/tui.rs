@@ -1975,8 +1975,8 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
 /// A 733-column line whose only change is at column 707 (706 columns before it), as in
 /// a real crash: one line of minified JSON.
 fn far_change() -> Repo {
-    let line = |c: char| format!("{}{c}{}\n", "x".repeat(706), "y".repeat(26));
-    edits(&[("data/min.json", &format!("{{\n{}}}\n", line('Q')), &format!("{{\n{}}}\n", line('Z')))])
+    let line = |c: char| format!("{}{c}{}}}\n", "x".repeat(706), "y".repeat(25));
+    edits(&[("data/min.json", &format!("{{\n{}", line('Q')), &format!("{{\n{}", line('Z')))])
 }
 
 #[test]

@@ -139,6 +139,10 @@ pub fn load_theme_with(project: &Project, color: anstream::ColorChoice) -> anyho
 pub fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
     let theme = load_theme(&project)?;
+    if matches!(anstream::ColorChoice::global(), anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi) {
+        // crossterm drops colours under NO_COLOR on its own; `--color always` wins over it.
+        crossterm::style::force_color_output(true);
+    }
     let mut app = App::new(project, AppOptions { keymap, theme, ..AppOptions::default() });
     let mut events = term::CrosstermEvents::new();
     let mut guard = term::TerminalGuard::new().map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;

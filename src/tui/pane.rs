@@ -107,21 +107,33 @@ pub fn first_change(view: &DiffView, from: usize) -> Option<(usize, usize)> {
     let start = (from..view.lines.len()).find(|&i| changed(view.lines[i].kind))?;
     let end = (start..view.lines.len()).find(|&i| !changed(view.lines[i].kind)).unwrap_or(view.lines.len());
     let block = &view.lines[start..end];
+    let removed = block.iter().position(|l| l.kind == LineKind::Removed);
+    let added = block.iter().position(|l| l.kind == LineKind::Added);
+    // Where the block's first removed and first added line part (a marked word can be a
+    // whole long token: `xxx…Q` marks from column 0).
+    let parted = match (removed, added) {
+        (Some(r), Some(a)) => {
+            let (old, new) = (block[r].text(), block[a].text());
+            let same = old.chars().zip(new.chars()).take_while(|(x, y)| x == y).count();
+            Some((r, a, col_of(&old, same)))
+        }
+        _ => None,
+    };
     for (i, l) in block.iter().enumerate() {
         let mut col = 0;
         for (emph, s) in &l.segments {
             if *emph {
+                let col = match parted {
+                    Some((r, a, p)) if i == r || i == a => col.max(p),
+                    _ => col,
+                };
                 return Some((start + i, col));
             }
             col += s.chars().map(cw).sum::<usize>();
         }
     }
-    let removed = block.iter().position(|l| l.kind == LineKind::Removed);
-    let added = block.iter().position(|l| l.kind == LineKind::Added);
-    if let (Some(r), Some(a)) = (removed, added) {
-        let (old, new) = (block[r].text(), block[a].text());
-        let same = old.chars().zip(new.chars()).take_while(|(x, y)| x == y).count();
-        return Some((start + r, col_of(&old, same)));
+    if let Some((r, _, p)) = parted {
+        return Some((start + r, p));
     }
     Some((start, 0))
 }
@@ -202,6 +214,11 @@ mod tests {
             ..DiffView::default()
         };
         assert_eq!(first_change(&plain, 0), Some((0, 706)));
+        // A marked word that is the whole long token: still where the lines part.
+        let mut whole = plain.clone();
+        whole.lines[0].segments = vec![(true, format!("{long}ayz")), (false, "}".into())];
+        whole.lines[1].segments = vec![(true, format!("{long}byz")), (false, "}".into())];
+        assert_eq!(first_change(&whole, 0), Some((0, 706)));
         assert_eq!(
             first_change(&DiffView { lines: vec![line(LineKind::Added, "new")], ..DiffView::default() }, 0),
             Some((0, 0))
