@@ -2126,3 +2126,16 @@ fn color_never_and_always_reach_the_theme() {
     assert_ne!(walj::tui::load_theme_with(&project, ColorChoice::Always).unwrap(), Theme::Mono);
     assert_eq!(walj::tui::load_theme_with(&project, ColorChoice::Auto).unwrap(), Theme::Mono);
 }
+
+#[test]
+fn undone_history_folds_into_one_line() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    // Marked done and undone three times: the entry is open again, its history one line.
+    run(&mut app, &mut t, "dududu");
+    assert_eq!(app.selected_entry().map(|e| (e.path.as_str(), e.actions.len())), Some(("config/settings.json", 3)));
+    let s = text(&t);
+    assert!(s.contains("history 3 actions, all undone (2026-"), "{s}");
+    assert!(!s.contains("(undone)"), "{s}");
+}

@@ -534,12 +534,24 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
             theme::WARN,
         )));
     }
-    for a in &e.actions {
+    // Actions taken back one after another fold into one line: they changed nothing.
+    let mut i = 0;
+    while i < e.actions.len() {
+        let a = &e.actions[i];
+        let run = e.actions[i..].iter().take_while(|x| x.undone).count();
+        if run >= 2 {
+            let last = &e.actions[i + run - 1];
+            let text = format!("{run} actions, all undone ({} – {})", app.time(&a.ts), app.time(&last.ts));
+            out.push(Line::from(vec![Span::styled("history ", theme::MUTED), Span::styled(text, theme::MUTED)]));
+            i += run;
+            continue;
+        }
         let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
         if a.undone {
             spans.push(Span::styled(" (undone)", theme::MUTED));
         }
         out.push(Line::from(spans));
+        i += 1;
     }
     let mode = app.diff_mode;
     let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
