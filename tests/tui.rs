@@ -403,16 +403,16 @@ fn filter_by_path_and_event() {
     let f = Fixture::new();
     let mut app = f.app();
     let mut t = term(120, 30);
-    run(&mut app, &mut t, "/gen");
+    run(&mut app, &mut t, "/artifact");
     let s = text(&t);
     assert!(s.contains("docs/generated-index.md"), "{s}");
     assert!(!s.contains("src/server.js"), "{s}");
-    assert!(s.contains("filter /gen"), "{s}");
+    assert!(s.contains("filter /artifact"), "{s}");
     run(&mut app, &mut t, "<enter>");
     insta::assert_snapshot!("filtered", text(&t));
     assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("docs/generated-index.md"));
     // By event type.
-    run(&mut app, &mut t, "/<backspace><backspace><backspace>config_upd<enter>");
+    run(&mut app, &mut t, &format!("/{}config_upd<enter>", "<backspace>".repeat(8)));
     let s = text(&t);
     assert!(s.contains("config/settings.json") && !s.contains("docs/generated-index.md"), "{s}");
     // Esc clears the filter.
@@ -666,6 +666,16 @@ fn keys_from_config() {
     assert!(text(&t).contains("Revert 1 entry?"));
     run(&mut app, &mut t, "<esc>?");
     assert!(text(&t).contains("x  revert to the pre-image"), "{}", text(&t));
+    // A key taken from another action, or bound twice, is said when the dashboard opens.
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"d\"]\n").unwrap();
+    let keymap = walj::tui::load_keymap(&f.project()).unwrap();
+    let mut app = App::new(f.project(), AppOptions { keymap, ..opts() });
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("[keys] d was done's key: done has no key now"), "{s}");
+    std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"x\"]\ndone = [\"x\"]\n").unwrap();
+    let keymap = walj::tui::load_keymap(&f.project()).unwrap();
+    assert!(keymap.warnings.iter().any(|w| w.contains("x is bound to")), "{:?}", keymap.warnings);
     // A bad key name is an error naming the file.
     std::fs::write(f.project().config_path(), "[keys]\nrevert = [\"hyper+x\"]\n").unwrap();
     let err = walj::tui::load_keymap(&f.project()).unwrap_err().to_string();
@@ -1050,6 +1060,15 @@ fn long_revert_dialog_scrolls_and_keeps_its_buttons() {
     assert!(s.contains("Enter: revert 99 others (skip 1) (y)"), "the default: {s}");
     assert_eq!(dialog_lines(&s).as_deref(), Some("── lines 1-9 of 104"), "{s}");
     insta::assert_snapshot!("revert_dialog_long", s);
+    // On a 16-row screen the body keeps 3 lines or more, the buttons stay.
+    let mut short = term(80, 16);
+    run(&mut app, &mut short, "");
+    let s = text(&short);
+    let shown = dialog_lines(&s).unwrap_or_else(|| panic!("{s}"));
+    let (from, to) = shown.trim_start_matches("── lines ").split_once('-').unwrap();
+    let to: usize = to.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(to >= from.parse::<usize>().unwrap() + 2, "{shown}: {s}");
+    assert!(s.contains("[n] cancel") && s.contains("Esc: cancel"), "{s}");
     // The body scrolls; the summary and the buttons stay.
     run(&mut app, &mut t, "j<pagedown>");
     let s = text(&t);
@@ -1107,12 +1126,14 @@ fn batch_and_unfinished_done_ask_first() {
     assert_eq!(std::fs::read_to_string(f.repo.root.join("docs/generated-index.md")).unwrap(), DOC);
 }
 
-/// An "editor": copies `<script>.json` over the file it is given.
+/// An "editor": copies `<script>.json` over the file it is given (its last argument) and
+/// keeps its arguments in `<script>.args`.
 #[cfg(unix)]
 fn editor_script(dir: &Path, content: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let script = dir.join("editor.sh");
-    std::fs::write(&script, "#!/bin/sh\ncp \"$0.json\" \"$1\"\n").unwrap();
+    std::fs::write(&script, "#!/bin/sh\necho \"$@\" > \"$0.args\"\nfor a; do f=$a; done\ncp \"$0.json\" \"$f\"\n")
+        .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.join("editor.sh.json"), content).unwrap();
     script
@@ -1134,6 +1155,9 @@ fn conflict_e_runs_the_editor_then_plans_again() {
     assert!(text(&t).contains("CONFLICT"), "{}", text(&t));
     run(&mut app, &mut t, "e");
     assert_eq!(std::fs::read_to_string(f.repo.root.join("config/settings.json")).unwrap(), edited);
+    // At the changed line, as `e` in the tree opens it.
+    let args = std::fs::read_to_string(tmp.path().join("editor.sh.args")).unwrap();
+    assert!(args.starts_with("+2 ") && args.trim_end().ends_with("config/settings.json"), "{args}");
     let s = text(&t);
     // Back in the dialog, planned again on the edited file.
     assert!(s.contains("edited config/settings.json"), "{s}");
@@ -1293,19 +1317,21 @@ fn long_lines_scroll_sideways_and_wrap() {
     let mut app = app_at(&repo);
     let mut t = term(100, 20);
     run(&mut app, &mut t, "");
-    // The edit is at the end of a 150-column line: cut at the pane's edge, marked.
+    // The edit is at the end of a 150-column line: selecting it scrolls sideways to it.
+    let s = text(&t);
+    assert!(s.contains("retries: 3") && s.contains("retries: 5"), "{s}");
+    assert!(s.contains("col 121+"), "the pane says where it is: {s}");
+    assert!(s.contains('‹'), "a line scrolled sideways says so: {s}");
+    // ← scrolls back to column 1, where the line is cut at the pane's edge, marked.
+    run(&mut app, &mut t, &format!("<tab>{}<lt><lt>", "<left>".repeat(13)));
+    assert_eq!((app.pane.hscroll, app.focus), (0, Focus::Diff));
     let s = text(&t);
     assert!(!s.contains("retries: 5"), "{s}");
     assert!(s.contains('›'), "a cut line says there is more: {s}");
-    // Sideways in the diff pane (→, or > from anywhere) until the end shows.
-    run(&mut app, &mut t, "<tab><right><right><right><right><right><right><right><right><right><right>>>");
-    let s = text(&t);
-    assert!(s.contains("retries: 3") && s.contains("retries: 5"), "{s}");
-    assert!(s.contains("col 97+"), "the pane says where it is: {s}");
-    assert!(s.contains('‹'), "a line scrolled sideways says so: {s}");
-    // ← scrolls back, then at column 1 goes back to the tree.
-    run(&mut app, &mut t, "<left><left><left><left><left><left><left><left><left><left><lt><lt>");
-    assert_eq!((app.pane.hscroll, app.focus), (0, Focus::Diff));
+    // → (or > from anywhere) goes there again; at column 1 ← goes back to the tree.
+    run(&mut app, &mut t, &format!("{}>>", "<right>".repeat(13)));
+    assert!(text(&t).contains("retries: 5"));
+    run(&mut app, &mut t, &format!("{}<lt><lt>", "<left>".repeat(13)));
     run(&mut app, &mut t, "<left>");
     assert_eq!(app.focus, Focus::Tree);
     // w wraps: the whole line shows, on more rows, from anywhere.
@@ -1942,4 +1968,174 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
     run(&mut app, &mut t, "R");
     assert!(!marked(&app));
     assert_eq!(app.remote_loads, loads + 1);
+}
+
+// ------------------------------------------------------- what changed, in view
+
+/// A 733-column line whose only change is at column 707 (706 columns before it), as in
+/// a real crash: one line of minified JSON.
+fn far_change() -> Repo {
+    let line = |c: char| format!("{}{c}{}}}\n", "x".repeat(706), "y".repeat(25));
+    edits(&[("data/min.json", &format!("{{\n{}", line('Q')), &format!("{{\n{}", line('Z')))])
+}
+
+#[test]
+fn the_change_at_column_706_shows_without_a_key_press() {
+    for (w, h) in [(200, 50), (80, 24), (60, 15)] {
+        let repo = far_change();
+        let mut app = app_at(&repo);
+        let mut t = term(w, h);
+        run(&mut app, &mut t, "");
+        let s = text(&t);
+        // Both sides of the change on screen, and the pane says how far it scrolled.
+        assert!(s.contains("xQy") && s.contains("xZy"), "{w}×{h}: {s}");
+        assert!(s.contains("col ") && s.contains('‹'), "{w}×{h}: {s}");
+        if w == 60 {
+            insta::assert_snapshot!("column_706_at_60x15", s);
+        }
+    }
+}
+
+#[test]
+fn narrow_screens_stack_the_tree_above_the_diff() {
+    let f = Fixture::new();
+    for (w, h) in [(80, 24), (60, 15)] {
+        let mut app = f.app();
+        let mut t = term(w, h);
+        run(&mut app, &mut t, "");
+        let s = text(&t);
+        let lines: Vec<&str> = s.lines().collect();
+        // The tree's box spans the width on top; the diff's box is below it, its change shown.
+        assert!(lines[0].starts_with('┏') && lines[0].trim_end().ends_with('┓'), "{w}×{h}: {s}");
+        let diff_top = lines.iter().position(|l| l.starts_with('╭')).unwrap_or_else(|| panic!("{s}"));
+        assert!(diff_top > 3, "{w}×{h}: {s}");
+        assert!(lines[diff_top..].iter().any(|l| l.contains("\"retries\": 5")), "{w}×{h}: the diff shows: {s}");
+        if w == 80 {
+            insta::assert_snapshot!("stacked_80x24", s);
+        }
+    }
+    // Wide screens keep the panes side by side.
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.lines().next().unwrap_or_default().contains('╭'), "{s}");
+}
+
+#[test]
+fn a_search_match_off_screen_is_scrolled_into_view() {
+    let pre = format!("{}needle tail\nold\n", "a".repeat(300));
+    let post = format!("{}needle tail\nnew\n", "a".repeat(300));
+    let repo = edits(&[("notes.txt", &pre, &post)]);
+    let mut app = app_at(&repo);
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    assert!(!text(&t).contains("needle"), "the change is at column 1: no sideways scroll yet");
+    run(&mut app, &mut t, "<tab>/needle<enter>");
+    let s = text(&t);
+    assert!(s.contains("match 1 of 1") && s.contains("aneedle tail"), "{s}");
+    // w wraps from column 1 again.
+    run(&mut app, &mut t, "w");
+    assert_eq!(app.pane.hscroll, 0);
+}
+
+#[test]
+fn a_drift_made_while_the_tui_runs_shows_at_once() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    run_loop(&mut t, &mut Script::new().tick(), &mut app).unwrap();
+    let s = text(&t);
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("config/settings.json"));
+    assert!(s.contains("applied") && !s.contains("drifted") && !s.contains("\"retries\": 9"), "{s}");
+    // Another program (an editor) writes the selected file; the journal does not change.
+    let journal = std::fs::read(f.project().journal).unwrap();
+    f.repo.write("config/settings.json", "{\n  \"retries\": 9,\n  \"timeout_ms\": 500\n}\n");
+    run_loop(&mut t, &mut Script::new().tick(), &mut app).unwrap();
+    let s = text(&t);
+    assert!(s.contains("drifted") && s.contains("\"retries\": 9"), "{s}");
+    assert_eq!(std::fs::read(f.project().journal).unwrap(), journal, "only looked");
+    // `walj diff` says the same.
+    let out = Command::new(walj_bin()).current_dir(&f.repo.root).args(["diff", "EditCfg"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("drifted"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_file_changed_before_it_is_selected_is_read_again() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    run(&mut app, &mut t, "");
+    f.repo.write("src/server.js", "const port = 4000;\n");
+    // No tick: selecting it is enough.
+    run(&mut app, &mut t, "jj");
+    let s = text(&t);
+    assert_eq!(app.selected_entry().map(|e| e.path.as_str()), Some("src/server.js"));
+    assert!(s.contains("drifted") && s.contains("port = 4000"), "{s}");
+}
+
+#[test]
+fn the_filter_matches_ids_sessions_prompts_and_commands_and_counts() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    let all = app.tree.filtered.1;
+    run(&mut app, &mut t, "/EditSrv<enter>");
+    let s = text(&t);
+    assert!(s.contains(&format!("1 of {all}")) && s.contains("src/server.js"), "{s}");
+    assert!(!s.contains("config/settings.json"), "{s}");
+    // A session id, a prompt's words: every entry of that session.
+    for q in ["8f14e4", "retry count"] {
+        run(&mut app, &mut t, &format!("<esc>/{q}<enter>"));
+        let s = text(&t);
+        assert!(s.contains("src/server.js") && s.contains("config/settings.json"), "{q}: {s}");
+        assert!(s.contains(&format!("{all} of {all}")), "{q}: {s}");
+    }
+    run(&mut app, &mut t, "<esc>/no-such-thing<enter>");
+    assert!(text(&t).contains(&format!("0 of {all}")), "{}", text(&t));
+}
+
+#[test]
+fn nothing_to_undo_is_information_and_long_messages_wrap() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(60, 20);
+    run(&mut app, &mut t, "u");
+    let s = text(&t);
+    let status = app.status.clone().unwrap();
+    assert!(!status.error && status.text.starts_with("nothing to undo"), "{status:?}");
+    assert!(!s.contains('✗'), "{s}");
+    // Longer than the screen: on two rows, cut nowhere.
+    assert!(status.text.len() > 60, "{status:?}");
+    let tail = status.text.split_whitespace().last().unwrap();
+    let rows: Vec<&str> = s.lines().collect();
+    assert!(rows[rows.len() - 3].contains(tail), "{s}");
+    // After an undo, the status says ctrl+r redoes it.
+    run(&mut app, &mut t, "du");
+    assert!(app.status.as_ref().is_some_and(|s| s.text.ends_with("ctrl+r redoes it")), "{:?}", app.status);
+}
+
+#[test]
+fn color_never_and_always_reach_the_theme() {
+    use anstream::ColorChoice;
+    use walj::tui::theme::Theme;
+    let f = Fixture::new();
+    let project = f.project();
+    assert_eq!(walj::tui::load_theme_with(&project, ColorChoice::Never).unwrap(), Theme::Mono);
+    std::fs::write(project.config_path(), "[theme]\nmode = \"mono\"\n").unwrap();
+    assert_ne!(walj::tui::load_theme_with(&project, ColorChoice::Always).unwrap(), Theme::Mono);
+    assert_eq!(walj::tui::load_theme_with(&project, ColorChoice::Auto).unwrap(), Theme::Mono);
+}
+
+#[test]
+fn undone_history_folds_into_one_line() {
+    let f = Fixture::new();
+    let mut app = f.app();
+    let mut t = term(200, 50);
+    // Marked done and undone three times: the entry is open again, its history one line.
+    run(&mut app, &mut t, "dududu");
+    assert_eq!(app.selected_entry().map(|e| (e.path.as_str(), e.actions.len())), Some(("config/settings.json", 3)));
+    let s = text(&t);
+    assert!(s.contains("history 3 actions, all undone (2026-"), "{s}");
+    assert!(!s.contains("(undone)"), "{s}");
 }

@@ -87,9 +87,14 @@ fn demo() -> (tempfile::TempDir, PathBuf) {
 /// The command that runs `walj tui` on `dir` (its pid in `dir/.walj-pid`), then prints
 /// `walj exited N` and keeps the pane open: a shell that changes no terminal mode.
 fn tui_cmd(dir: &Path, env: &str) -> String {
+    tui_cmd_with(dir, env, "")
+}
+
+/// [`tui_cmd`] with global options before `tui` (`--color never`).
+fn tui_cmd_with(dir: &Path, env: &str, opts: &str) -> String {
     let script = dir.join(".walj-run.sh");
     let body = format!(
-        "#!/bin/sh\nsh -c 'echo $$ > {pid}; exec env -u CLAUDE_PROJECT_DIR -u WALJ_JOURNAL TERM=xterm-256color {env} {walj} --project {dir} tui'\necho \"walj exited $?\"\nsleep 600\n",
+        "#!/bin/sh\nsh -c 'echo $$ > {pid}; exec env -u CLAUDE_PROJECT_DIR -u WALJ_JOURNAL TERM=xterm-256color {env} {walj} --project {dir} {opts} tui'\necho \"walj exited $?\"\nsleep 600\n",
         pid = dir.join(".walj-pid").display(),
         walj = walj_bin().display(),
         dir = dir.display(),
@@ -178,7 +183,12 @@ fn conflict_e_runs_editor_from_the_environment() {
     let edited = now.replace("\"log_level\"", "\"tuned\": true,\n  \"log_level\"");
     let tools = tempfile::tempdir().unwrap();
     let script = tools.path().join("editor.sh");
-    std::fs::write(&script, "#!/bin/sh\ncp \"$0.json\" \"$1\"\necho edited >> \"$0.log\"\n").unwrap();
+    // The file is its last argument (`+LINE` comes first: the editor opens at the change).
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nfor a; do f=$a; done\ncp \"$0.json\" \"$f\"\necho \"edited $1\" >> \"$0.log\"\n",
+    )
+    .unwrap();
     std::fs::write(tools.path().join("editor.sh.json"), &edited).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -196,7 +206,7 @@ fn conflict_e_runs_editor_from_the_environment() {
     t.wait_text("CONFLICT");
     t.keys("e");
     t.wait_text("edited config/settings.json");
-    assert_eq!(std::fs::read_to_string(tools.path().join("editor.sh.log")).unwrap(), "edited\n");
+    assert_eq!(std::fs::read_to_string(tools.path().join("editor.sh.log")).unwrap(), "edited +2\n");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), edited);
     // Back in the dashboard (alternate screen, mouse on), the revert planned again.
     t.wait_text("clean merge");
@@ -322,4 +332,32 @@ fn wide_and_control_characters_leave_no_ghost_cells() {
     t.keys("k");
     t.keys("k");
     t.wait_for("the first screen again", |t| t.capture() == first);
+}
+
+/// The colour escapes of the pane (`capture-pane -e`): 256-colour foregrounds or backgrounds.
+fn colours(t: &Tmux) -> bool {
+    let out = t.run(&["capture-pane", "-e", "-p", "-t", &t.name]).stdout;
+    let s = String::from_utf8_lossy(&out);
+    s.contains("\x1b[38;5;") || s.contains("\x1b[48;5;")
+}
+
+#[test]
+fn color_never_and_always_are_honoured_in_a_real_terminal() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = scratch();
+    assert!(Command::new("git").arg("init").arg("-q").arg(&dir).status().unwrap().success());
+    for (tag, env, opts, want) in [
+        ("auto", "", "", true),
+        ("never", "", "--color never", false),
+        ("nocolor", "NO_COLOR=1", "", false),
+        ("always", "NO_COLOR=1", "--color always", true),
+    ] {
+        let t = Tmux::start(&dir, tag, 100, 24, &tui_cmd_with(&dir, env, opts));
+        t.wait_text("q quit");
+        assert_eq!(colours(&t), want, "{tag}: {}", t.capture());
+        t.keys("q");
+        t.wait_text("walj exited 0");
+    }
 }

@@ -140,6 +140,14 @@ pub struct App {
     pub area: Rect,
     pub quit: bool,
     journal_sig: Option<(u64, SystemTime)>,
+    /// When the last reload started: the fold's disk checks (applied / drifted) and the
+    /// cached diffs read the disk after it.
+    loaded_at: SystemTime,
+    /// The selected entry's file and its size and mtime when last looked at: polled like
+    /// the journal, so a change made outside walj shows at once (only this one file).
+    watched: Option<(std::path::PathBuf, Option<(u64, SystemTime)>)>,
+    /// The selection changed: bring its first change into view once its diff is measured.
+    reveal_change: bool,
     last_poll: Instant,
     last_status_check: Instant,
     poll: Duration,
@@ -184,12 +192,19 @@ impl App {
             area: Rect::new(0, 0, 120, 40),
             quit: false,
             journal_sig: None,
+            loaded_at: SystemTime::now(),
+            watched: None,
+            reveal_change: true,
             last_poll: Instant::now(),
             last_status_check: Instant::now(),
             poll: opts.poll,
             load_time: Duration::ZERO,
         };
         app.reload();
+        if let Some(w) = app.keymap.warnings.first().cloned() {
+            let more = app.keymap.warnings.len() - 1;
+            app.error(if more > 0 { format!("{w} (and {more} more)") } else { w });
+        }
         if app.tree.views.is_empty() && app.status.is_none() {
             app.info(if app.project.journal.exists() {
                 "Nothing unresolved. s shows resolved entries; the journal is watched for changes."
@@ -211,9 +226,40 @@ impl App {
         Some((m.len(), m.modified().ok()?))
     }
 
+    /// Size and mtime of a file (None: not there, or unreadable metadata).
+    fn file_sig(path: &std::path::Path) -> Option<(u64, SystemTime)> {
+        let m = std::fs::metadata(path).ok()?;
+        Some((m.len(), m.modified().ok()?))
+    }
+
+    /// Looks at the selected entry's file: when it changed since it was last looked at
+    /// (or, newly selected, since the last reload read the disk), reads everything again so
+    /// its badge (applied, drifted) and its diff say what the disk holds now. True when it
+    /// reloaded.
+    fn check_watched(&mut self) -> bool {
+        let Some(path) = self.selected_entry().and_then(|e| self.project.resolve_rel(&e.path).ok()) else {
+            self.watched = None;
+            return false;
+        };
+        let sig = Self::file_sig(&path);
+        let stale = match &self.watched {
+            Some((p, old)) if *p == path => *old != sig,
+            // Newly selected: written since the disk was read for the fold and the diffs?
+            // (A file gone before it was selected is caught by the next poll only if it
+            // comes back: its badge was checked at the reload.)
+            _ => sig.is_some_and(|(_, mtime)| mtime >= self.loaded_at),
+        };
+        self.watched = Some((path, sig));
+        if stale {
+            self.reload();
+        }
+        stale
+    }
+
     /// Re-reads the journal and rebuilds the tree, keeping the selection.
     pub fn reload(&mut self) {
         let started = Instant::now();
+        self.loaded_at = SystemTime::now();
         self.journal_sig = self.journal_sig();
         let opts = FoldOptions { keep_settled: self.tree.show_resolved, session: None, all_commands: false };
         match Fold::load(&self.project.journal, &opts) {
@@ -274,6 +320,9 @@ impl App {
         };
         if self.journal_sig() != self.journal_sig || copies_changed() {
             self.reload();
+            return true;
+        }
+        if self.check_watched() {
             return true;
         }
         // A crash writes nothing to the journal: notice a live session's process going away.
@@ -398,13 +447,23 @@ impl App {
 
     /// The screen's regions now.
     pub fn areas(&self) -> super::layout::Areas {
-        super::layout::layout(self.area, self.zoom_state())
+        super::layout::layout_with(self.area, self.zoom_state(), self.status_rows())
+    }
+
+    /// Rows of the status line: two when its message is wider than the screen (it wraps).
+    pub fn status_rows(&self) -> u16 {
+        let long = self.status.as_ref().is_some_and(|s| {
+            self.filter_input.is_none()
+                && self.pane.search_input.is_none()
+                && unicode_width::UnicodeWidthStr::width(s.text.as_str()) + 2 > self.area.width as usize
+        });
+        if long && self.area.height >= 12 { 2 } else { 1 }
     }
 
     /// Rows the tree shows at once.
     pub fn tree_height(&self) -> usize {
         // Zoomed on the diff the tree is hidden, but its cursor keeps a page.
-        let l = super::layout::layout(self.area, Zoom::Off);
+        let l = super::layout::layout_with(self.area, Zoom::Off, self.status_rows());
         l.tree.height.saturating_sub(2) as usize
     }
 
@@ -435,6 +494,7 @@ impl App {
         self.header_len = header;
         self.max_scroll = max_scroll;
         self.clamp_diff_scroll();
+        self.reveal_first_change();
     }
 
     fn clamp_diff_scroll(&mut self) {
@@ -628,11 +688,44 @@ impl App {
         self.clamp_diff_scroll();
     }
 
-    /// Another entry (or node) is selected: its diff starts at the top, at column 0.
+    /// Another entry (or node) is selected: its diff starts at the top, scrolled sideways
+    /// to its first change (see [`App::set_detail_len`]); its file is looked at again.
     fn entry_changed(&mut self) {
         self.diff_scroll = 0;
         self.pane.hscroll = 0;
         self.pane.current = None;
+        self.reveal_change = true;
+        self.check_watched();
+    }
+
+    /// Columns of text in the diff pane (after the line numbers and the sign).
+    fn text_avail(&self, d: &DiffView) -> usize {
+        self.diff_width().saturating_sub(pane::prefix_width(d.gutter)).max(1)
+    }
+
+    /// Scrolls so diff line `line` is on screen and, unless lines wrap, columns `col..col+len`
+    /// of it too.
+    fn reveal(&mut self, d: &DiffView, line: usize, col: usize, len: usize) {
+        let h = self.diff_height().max(1);
+        let row = self.header_len + line;
+        if row < self.diff_scroll || row >= self.diff_scroll + h {
+            self.show_diff_line(line, 3);
+        }
+        if !self.pane.wrap {
+            self.pane.hscroll = pane::reveal(col, len, self.text_avail(d), self.pane.hscroll);
+        }
+    }
+
+    /// After the first measure of a newly selected entry's diff: its first change in view.
+    fn reveal_first_change(&mut self) {
+        if !self.reveal_change {
+            return;
+        }
+        let Some(d) = self.current_diff().cloned() else { return };
+        self.reveal_change = false;
+        if let Some((line, col)) = pane::first_change(&d, 0) {
+            self.reveal(&d, line, col, 1);
+        }
     }
 
     fn scroll_sideways(&mut self, delta: isize) {
@@ -678,6 +771,10 @@ impl App {
         match next {
             Some(h) => {
                 self.show_diff_line(h, 0);
+                // Its first change in view sideways too.
+                if let Some((_, col)) = pane::first_change(&d, h).filter(|_| !self.pane.wrap) {
+                    self.pane.hscroll = pane::reveal(col, 1, self.text_avail(&d), 0);
+                }
                 let n = hunks.iter().position(|&x| x == h).unwrap_or(0) + 1;
                 self.info(format!("hunk {n} of {}", hunks.len()));
             }
@@ -708,6 +805,15 @@ impl App {
         if let Some(m) = next {
             self.pane.current = Some(m);
             self.show_diff_line(m, 2);
+            // The match itself, sideways too (a long line hides it on the right).
+            let text = d.lines[m].text();
+            if let Some(r) = pane::find_all(&text, &q).first().cloned() {
+                let (col, len) =
+                    (pane::col_of(&text, r.start), pane::col_of(&text, r.end) - pane::col_of(&text, r.start));
+                if !self.pane.wrap {
+                    self.pane.hscroll = pane::reveal(col, len, self.text_avail(&d), self.pane.hscroll);
+                }
+            }
             let n = found.iter().position(|&x| x == m).unwrap_or(0) + 1;
             self.info(format!("/{q}: match {n} of {}", found.len()));
         }
@@ -780,6 +886,8 @@ impl App {
             (Action::ScrollLeft, _) => self.scroll_sideways(-(pane::HSTEP as isize)),
             (Action::Wrap, _) => {
                 self.pane.wrap = !self.pane.wrap;
+                // Wrapped lines start at column 1; cut ones too (the next key scrolls again).
+                self.pane.hscroll = 0;
                 self.info(if self.pane.wrap { "long lines wrap" } else { "long lines are cut (← → scroll)" });
             }
             (Action::NextHunk, _) => self.jump_hunk(true),
@@ -1058,13 +1166,7 @@ impl App {
             return self.info("nothing to edit: select an entry");
         };
         let path = e.path.clone();
-        let line = self.current_diff().and_then(|d| {
-            let top = self.diff_line_at_top().unwrap_or(0);
-            let changed = |l: &&diff::DiffLine| matches!(l.kind, diff::LineKind::Added | diff::LineKind::Removed);
-            let first = d.lines.iter().skip(top).find(changed).or_else(|| d.lines.iter().find(changed))?;
-            // A removed line has no new number: the line after it on the new side.
-            first.new_no.or_else(|| d.lines.iter().skip_while(|l| !std::ptr::eq(*l, first)).find_map(|l| l.new_no))
-        });
+        let line = self.current_diff().and_then(|d| edit_line(d, self.diff_line_at_top().unwrap_or(0)));
         match self.project.resolve_rel(&path) {
             Ok(file) if file.is_file() => {
                 let editor = self.editor();
@@ -1187,11 +1289,16 @@ impl App {
                 return;
             }
             Choice::Edit { path, ids } => {
+                // At the first change of the pre-image → disk diff, as `e` in the tree does.
+                let line = ids.iter().filter_map(|id| self.fold.entry(id)).find(|e| e.path == *path).and_then(|e| {
+                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk).ok()?;
+                    edit_line(&diff::build(&sides), 0)
+                });
                 match self.project.resolve_rel(path) {
                     Ok(file) => {
                         let editor = self.editor();
                         self.edit_request =
-                            Some(EditRequest { file, path: path.clone(), editor, line: None, ids: ids.clone() });
+                            Some(EditRequest { file, path: path.clone(), editor, line, ids: ids.clone() });
                     }
                     Err(e) => self.error(format!("cannot edit {path}: {e:#}")),
                 }
@@ -1253,12 +1360,22 @@ impl App {
                         let height = self.tree_height();
                         self.tree.select_entry(id, height);
                     }
+                    if !self.redo.is_empty() {
+                        let r = self.keymap.key_of(Action::Redo);
+                        return self.info(format!("{msg} — {r} redoes it"));
+                    }
                 } else {
                     // A new action: there is nothing left to redo.
                     self.redo.clear();
                     self.tree.marked.clear();
                 }
                 self.info(msg);
+            }
+            // Nothing to take back is a fact, not a failure.
+            Err(triage::TriageError::Refused(m))
+                if matches!(choice, Choice::Undo { .. }) && m.starts_with("nothing to undo") =>
+            {
+                self.info(m);
             }
             Err(e) => {
                 self.reload();
@@ -1310,6 +1427,14 @@ fn summary(verb: &str, outcomes: &[Outcome]) -> String {
             format!("{verb} {changed} of {}: {first}{}", many.len(), if many.len() > 2 { "; …" } else { "" })
         }
     }
+}
+
+/// The line `e` opens the editor at: the first changed line at or below diff line `top`,
+/// else the first one; a removed line has no new number, so the line after it.
+fn edit_line(d: &DiffView, top: usize) -> Option<usize> {
+    let changed = |l: &&diff::DiffLine| matches!(l.kind, diff::LineKind::Added | diff::LineKind::Removed);
+    let first = d.lines.iter().skip(top).find(changed).or_else(|| d.lines.iter().find(changed))?;
+    first.new_no.or_else(|| d.lines.iter().skip_while(|l| !std::ptr::eq(*l, first)).find_map(|l| l.new_no))
 }
 
 /// A cache key for a mode (`DiffMode` is not `Hash`).

@@ -148,6 +148,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
             format!("· /{} ", app.filter_input.as_deref().unwrap_or(&app.tree.filter)),
             theme::WARN,
         ));
+        if !app.tree.filter.is_empty() {
+            let (pass, all) = app.tree.filtered;
+            title.push(Span::styled(format!("{pass} of {all} "), theme::WARN));
+        }
     }
     if app.tree.show_resolved {
         title.push(Span::styled("· +resolved ", theme::MUTED));
@@ -530,12 +534,24 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
             theme::WARN,
         )));
     }
-    for a in &e.actions {
+    // Actions taken back one after another fold into one line: they changed nothing.
+    let mut i = 0;
+    while i < e.actions.len() {
+        let a = &e.actions[i];
+        let run = e.actions[i..].iter().take_while(|x| x.undone).count();
+        if run >= 2 {
+            let last = &e.actions[i + run - 1];
+            let text = format!("{run} actions, all undone ({} – {})", app.time(&a.ts), app.time(&last.ts));
+            out.push(Line::from(vec![Span::styled("history ", theme::MUTED), Span::styled(text, theme::MUTED)]));
+            i += run;
+            continue;
+        }
         let mut spans = kv("history", format!("{} {}", a.how.replace('_', " "), app.time(&a.ts)));
         if a.undone {
             spans.push(Span::styled(" (undone)", theme::MUTED));
         }
         out.push(Line::from(spans));
+        i += 1;
     }
     let mode = app.diff_mode;
     let mut diff_line = vec![Span::styled(format!("── {} ", mode_label(mode)), theme::HEADING)];
@@ -861,7 +877,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             Span::styled("filter /", theme::WARN),
             Span::raw(safe(input).into_owned()),
             Span::styled("▏", theme::WARN),
-            Span::styled("  path, event or tool; Enter keeps it, Esc clears", theme::MUTED),
+            Span::styled("  path, id, session, prompt or command; Enter keeps it, Esc clears", theme::MUTED),
         ]),
         (None, Some(s)) if s.error => Line::from(Span::styled(format!("✗ {}", safe(&s.text)), theme::ERROR_BOLD)),
         (None, Some(s)) => Line::from(Span::styled(safe(&s.text).into_owned(), theme::OK)),
@@ -879,7 +895,8 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect) {
             Line::from(Span::styled(t, theme::MUTED))
         }
     };
-    f.render_widget(Paragraph::new(line), area);
+    // A long message wraps onto the second row the layout gave it (see `App::status_rows`).
+    f.render_widget(Paragraph::new(line).wrap(ratatui::widgets::Wrap { trim: false }), area);
 }
 
 fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
@@ -1082,7 +1099,12 @@ struct DialogLayout {
     rect: Rect,
     inner_w: usize,
     body_rows: usize,
+    /// A short screen: no blank lines between the parts, so the body keeps its rows.
+    compact: bool,
 }
+
+/// Body lines a dialog keeps on a short screen (while it has that many).
+const MIN_BODY_ROWS: usize = 3;
 
 fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<'static> {
     let mut choices = Vec::new();
@@ -1101,12 +1123,14 @@ fn dialog_choices(d: &super::app::Dialog, color: ratatui::style::Color) -> Line<
 }
 
 /// The lines under the body: the note, the choices, what Enter and Esc do.
-fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color) -> Vec<Line<'static>> {
-    let mut tail = vec![Line::raw("")];
+fn dialog_tail(d: &super::app::Dialog, color: ratatui::style::Color, compact: bool) -> Vec<Line<'static>> {
+    let mut tail = if compact { Vec::new() } else { vec![Line::raw("")] };
     tail.extend(
         d.note.iter().map(|n| Line::from(Span::styled(n.clone(), if d.warning { theme::WARN } else { theme::SOFT }))),
     );
-    tail.push(Line::raw(""));
+    if !compact {
+        tail.push(Line::raw(""));
+    }
     tail.push(dialog_choices(d, color));
     tail.push(Line::from(Span::styled(format!("{} · Esc: cancel", d.enter_label()), theme::MUTED)));
     tail
@@ -1118,7 +1142,7 @@ fn wrapped_rows(lines: &[Line], w: usize) -> usize {
 
 fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
     let color = theme::DIALOG;
-    let tail = dialog_tail(d, color);
+    let tail = dialog_tail(d, color, false);
     let widest = d
         .body
         .iter()
@@ -1130,14 +1154,25 @@ fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
     let max_w = area.width.saturating_sub(4).max(area.width.min(10));
     let w = (widest as u16 + 6).max(30).min(max_w);
     let inner_w = w.saturating_sub(4).max(1) as usize;
+    let summary = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w);
     // Summary, a blank line, the body (+ a scroll line when it does not fit), the tail.
-    let fixed = wrapped_rows(&[Line::raw(d.summary.clone())], inner_w) + 1 + wrapped_rows(&tail, inner_w);
+    let fixed = summary + 1 + wrapped_rows(&tail, inner_w);
     // Borders, and a row above and below when the screen is short (the footer stays visible).
     let room = (area.height as usize).saturating_sub(4 + fixed);
     let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
+    let want = d.body.len().min(MIN_BODY_ROWS);
+    if body_rows >= want {
+        let scroll_line = usize::from(d.body.len() > body_rows);
+        let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
+        return DialogLayout { rect: r, inner_w, body_rows, compact: false };
+    }
+    // Too short: no blank lines and no margin rows, so the body keeps its rows.
+    let fixed = summary + wrapped_rows(&dialog_tail(d, color, true), inner_w);
+    let room = (area.height as usize).saturating_sub(2 + fixed);
+    let body_rows = if d.body.len() <= room { d.body.len() } else { room.saturating_sub(1) };
     let scroll_line = usize::from(d.body.len() > body_rows);
     let r = centered(area, w, (fixed + body_rows + scroll_line + 2) as u16);
-    DialogLayout { rect: r, inner_w, body_rows }
+    DialogLayout { rect: r, inner_w, body_rows, compact: true }
 }
 
 /// Body lines of a dialog that fit on a screen of `area` (what scrolling moves by).
@@ -1148,7 +1183,10 @@ pub fn dialog_body_rows(d: &super::app::Dialog, area: Rect) -> usize {
 fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
     let color = if d.warning { theme::DIALOG_WARN } else { theme::DIALOG };
     let l = dialog_layout(d, area);
-    let mut lines: Vec<Line> = vec![Line::from(Span::styled(d.summary.clone(), theme::BOLD)), Line::raw("")];
+    let mut lines: Vec<Line> = vec![Line::from(Span::styled(d.summary.clone(), theme::BOLD))];
+    if !l.compact {
+        lines.push(Line::raw(""));
+    }
     let scroll = d.scroll.min(d.body.len().saturating_sub(l.body_rows));
     for b in d.body.iter().skip(scroll).take(l.body_rows) {
         let style = if b.contains("CONFLICT") { theme::ERROR } else { theme::PLAIN };
@@ -1161,7 +1199,7 @@ fn draw_dialog(f: &mut Frame, d: &super::app::Dialog, area: Rect) {
             theme::MUTED,
         )));
     }
-    lines.extend(dialog_tail(d, color));
+    lines.extend(dialog_tail(d, color, l.compact));
     f.render_widget(Clear, l.rect);
     let block = Block::bordered()
         .border_type(BorderType::Double)

@@ -320,6 +320,9 @@ pub fn parse_keys(script: &str) -> Result<Vec<Key>, String> {
 #[derive(Debug, Clone)]
 pub struct Keymap {
     bindings: Vec<(Action, Vec<Key>)>,
+    /// What `[keys]` did that the user may not have meant: a key bound to two actions, an
+    /// action left without a key (shown on the status line when the dashboard opens).
+    pub warnings: Vec<String>,
 }
 
 impl Default for Keymap {
@@ -329,6 +332,7 @@ impl Default for Keymap {
                 .iter()
                 .map(|(_, a, keys, ..)| (*a, keys.iter().filter_map(|k| parse_key(k).ok()).collect()))
                 .collect(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -367,12 +371,39 @@ impl Keymap {
                 map.bindings[i].1.iter().map(move |k| (scope, *k))
             })
             .collect();
+        let name = |i: usize| BINDINGS[i].0;
+        let mut warnings = Vec::new();
+        // Two of the user's actions on one key: the first in the table wins.
+        for (n, &i) in overridden.iter().enumerate() {
+            for &j in &overridden[n + 1..] {
+                let (si, sj) = (map.bindings[i].0.scope(), map.bindings[j].0.scope());
+                if let Some(k) = map.bindings[i].1.iter().find(|k| si.overlaps(sj) && map.bindings[j].1.contains(k)) {
+                    let (first, second) = if i < j { (i, j) } else { (j, i) };
+                    warnings.push(format!(
+                        "[keys] {k} is bound to {} and {}: it does {}",
+                        name(first),
+                        name(second),
+                        name(first)
+                    ));
+                }
+            }
+        }
         for (i, (a, keys)) in map.bindings.iter_mut().enumerate() {
             if !overridden.contains(&i) {
                 let scope = a.scope();
+                let had = keys.clone();
                 keys.retain(|k| !taken.iter().any(|(s, t)| t == k && s.overlaps(scope)));
+                if let Some(k) = had.iter().find(|k| !keys.contains(k)) {
+                    let left = if keys.is_empty() {
+                        format!("{} has no key now (give it one in [keys])", name(i))
+                    } else {
+                        format!("{} keeps {}", name(i), keys.iter().map(Key::to_string).collect::<Vec<_>>().join(", "))
+                    };
+                    warnings.push(format!("[keys] {k} was {}'s key: {left}", name(i)));
+                }
             }
         }
+        map.warnings = warnings;
         Ok(map)
     }
 

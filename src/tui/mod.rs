@@ -112,21 +112,37 @@ pub fn load_keymap(project: &Project) -> anyhow::Result<keymap::Keymap> {
     keymap::Keymap::from_config(&cfg.keys).map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))
 }
 
-/// The theme: `[theme] mode` of `.walj/config.toml`, else `NO_COLOR` / `COLORFGBG`.
+/// The theme: `--color never` is the mono theme and `--color always` colour whatever
+/// `NO_COLOR` or a mono `[theme] mode` say; else `[theme] mode` of `.walj/config.toml`,
+/// else `NO_COLOR` / `COLORFGBG`.
 pub fn load_theme(project: &Project) -> anyhow::Result<theme::Theme> {
+    load_theme_with(project, anstream::ColorChoice::global())
+}
+
+/// [`load_theme`] with the `--color` choice given.
+pub fn load_theme_with(project: &Project, color: anstream::ColorChoice) -> anyhow::Result<theme::Theme> {
     let cfg = Config::load(&project.config_path())?;
-    let mode = cfg.theme.get("mode").and_then(toml::Value::as_str);
+    let mut mode = cfg.theme.get("mode").and_then(toml::Value::as_str);
     if let Some(k) = cfg.theme.keys().find(|k| *k != "mode") {
         anyhow::bail!("{}: [theme] {k}: unknown (only mode)", project.config_path().display());
     }
-    theme::Theme::detect(mode, |k| std::env::var(k).ok())
-        .map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))
+    let always = matches!(color, anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi);
+    if always && mode.is_some_and(|m| m.eq_ignore_ascii_case("mono") || m.eq_ignore_ascii_case("none")) {
+        mode = None;
+    }
+    let detected = theme::Theme::detect(mode, |k| if always && k == "NO_COLOR" { None } else { std::env::var(k).ok() })
+        .map_err(|e| anyhow::anyhow!("{}: {e}", project.config_path().display()))?;
+    Ok(if color == anstream::ColorChoice::Never { theme::Theme::Mono } else { detected })
 }
 
 /// Runs the dashboard on the real terminal.
 pub fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
     let theme = load_theme(&project)?;
+    if matches!(anstream::ColorChoice::global(), anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi) {
+        // crossterm drops colours under NO_COLOR on its own; `--color always` wins over it.
+        crossterm::style::force_color_output(true);
+    }
     let mut app = App::new(project, AppOptions { keymap, theme, ..AppOptions::default() });
     let mut events = term::CrosstermEvents::new();
     let mut guard = term::TerminalGuard::new().map_err(|e| anyhow::anyhow!("setting up the terminal: {e}"))?;

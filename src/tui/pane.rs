@@ -93,6 +93,68 @@ pub fn find_all(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// Display columns of the first `chars` chars of `text`.
+pub fn col_of(text: &str, chars: usize) -> usize {
+    text.chars().take(chars).map(cw).sum()
+}
+
+/// The first change at or after diff line `from`: its line and the display column where
+/// it starts. In a replaced line that is its first marked word; where the words were not
+/// marked (a large or timed-out block) the first column where the removed and the added
+/// line differ; else column 0 of the first added or removed line.
+pub fn first_change(view: &DiffView, from: usize) -> Option<(usize, usize)> {
+    let changed = |k: LineKind| matches!(k, LineKind::Added | LineKind::Removed);
+    let start = (from..view.lines.len()).find(|&i| changed(view.lines[i].kind))?;
+    let end = (start..view.lines.len()).find(|&i| !changed(view.lines[i].kind)).unwrap_or(view.lines.len());
+    let block = &view.lines[start..end];
+    let removed = block.iter().position(|l| l.kind == LineKind::Removed);
+    let added = block.iter().position(|l| l.kind == LineKind::Added);
+    // Where the block's first removed and first added line part (a marked word can be a
+    // whole long token: `xxx…Q` marks from column 0).
+    let parted = match (removed, added) {
+        (Some(r), Some(a)) => {
+            let (old, new) = (block[r].text(), block[a].text());
+            let same = old.chars().zip(new.chars()).take_while(|(x, y)| x == y).count();
+            Some((r, a, col_of(&old, same)))
+        }
+        _ => None,
+    };
+    for (i, l) in block.iter().enumerate() {
+        let mut col = 0;
+        for (emph, s) in &l.segments {
+            if *emph {
+                let col = match parted {
+                    Some((r, a, p)) if i == r || i == a => col.max(p),
+                    _ => col,
+                };
+                return Some((start + i, col));
+            }
+            col += s.chars().map(cw).sum::<usize>();
+        }
+    }
+    if let Some((r, _, p)) = parted {
+        return Some((start + r, p));
+    }
+    Some((start, 0))
+}
+
+/// The sideways offset that shows column `col` (and `len` columns after it) of a line in
+/// `avail` columns of text, starting from `hscroll`: unchanged when it is already in view,
+/// else 0 when it fits from the left edge, else a multiple of [`HSTEP`] that puts it a
+/// third of the way in. The edges are kept clear of the `‹` and `›` markers.
+pub fn reveal(col: usize, len: usize, avail: usize, hscroll: usize) -> usize {
+    let len = len.clamp(1, avail.max(2) / 2);
+    let visible = |h: usize| (h == 0 || col > h) && col + len < h + avail;
+    if avail < 4 || visible(hscroll) {
+        return hscroll;
+    }
+    if visible(0) {
+        return 0;
+    }
+    let h = col.saturating_sub(avail / 3);
+    h - h % HSTEP
+}
+
 /// Indexes of the hunk headers.
 pub fn hunks(view: &DiffView) -> impl Iterator<Item = usize> + '_ {
     view.lines.iter().enumerate().filter(|(_, l)| l.kind == LineKind::Hunk).map(|(i, _)| i)
@@ -132,6 +194,46 @@ mod tests {
             ..DiffView::default()
         };
         assert_eq!(matches(&view, "retries"), vec![1], "hunk headers are not searched");
+    }
+
+    #[test]
+    fn first_change_finds_the_marked_word_or_the_first_difference() {
+        let long = "x".repeat(706);
+        let mut removed = line(LineKind::Removed, "");
+        removed.segments = vec![(false, long.clone()), (true, "a".into()), (false, "yz".into())];
+        let mut added = line(LineKind::Added, "");
+        added.segments = vec![(false, long.clone()), (true, "b".into()), (false, "yz".into())];
+        let view = DiffView {
+            lines: vec![line(LineKind::Hunk, "@@"), line(LineKind::Context, "ctx"), removed, added],
+            ..DiffView::default()
+        };
+        assert_eq!(first_change(&view, 0), Some((2, 706)));
+        // Unmarked: where the two lines part.
+        let plain = DiffView {
+            lines: vec![line(LineKind::Removed, &format!("{long}ayz")), line(LineKind::Added, &format!("{long}byz"))],
+            ..DiffView::default()
+        };
+        assert_eq!(first_change(&plain, 0), Some((0, 706)));
+        // A marked word that is the whole long token: still where the lines part.
+        let mut whole = plain.clone();
+        whole.lines[0].segments = vec![(true, format!("{long}ayz")), (false, "}".into())];
+        whole.lines[1].segments = vec![(true, format!("{long}byz")), (false, "}".into())];
+        assert_eq!(first_change(&whole, 0), Some((0, 706)));
+        assert_eq!(
+            first_change(&DiffView { lines: vec![line(LineKind::Added, "new")], ..DiffView::default() }, 0),
+            Some((0, 0))
+        );
+        assert_eq!(first_change(&view, 4), None);
+    }
+
+    #[test]
+    fn reveal_moves_only_when_the_column_is_out_of_view() {
+        assert_eq!(reveal(10, 1, 80, 0), 0);
+        assert_eq!(reveal(706, 1, 80, 0), 680);
+        assert!((680 + 1..680 + 79).contains(&706));
+        assert_eq!(reveal(706, 1, 80, 680), 680, "already in view");
+        assert_eq!(reveal(3, 1, 80, 680), 0);
+        assert_eq!(reveal(706, 5, 30, 0) % HSTEP, 0);
     }
 
     #[test]

@@ -97,6 +97,9 @@ pub struct Tree {
     pub show_resolved: bool,
     /// The applied filter (lower case).
     pub filter: String,
+    /// Entries of this journal the filter lets through, of those shown without it (the
+    /// tree's title: "1 of 6").
+    pub filtered: (usize, usize),
     /// Entries picked with Space (full ids).
     pub marked: BTreeSet<String>,
     /// Entries (indexes into `fold.entries`) whose path another shown entry of the same
@@ -107,21 +110,36 @@ pub struct Tree {
 }
 
 impl Tree {
-    fn entry_visible(&self, e: &Entry) -> bool {
+    /// Shown after the resolved toggle and the filter. The filter matches an entry's path,
+    /// event, tool, id (full or as shown) and session id, its session's prompts, and the
+    /// command line of the command behind it.
+    fn entry_visible(&self, fold: &Fold, e: &Entry) -> bool {
         if !self.show_resolved && !e.is_unresolved() {
             return false;
         }
-        if self.filter.is_empty() {
+        self.filter.is_empty() || self.matches(fold, e)
+    }
+
+    fn matches(&self, fold: &Fold, e: &Entry) -> bool {
+        let has = |s: &str| s.to_lowercase().contains(&self.filter);
+        if [e.path.as_str(), &e.event, &e.tool, &e.id, &e.session].into_iter().any(has) {
             return true;
         }
-        e.path.to_lowercase().contains(&self.filter)
-            || e.event.to_lowercase().contains(&self.filter)
-            || e.tool.to_lowercase().contains(&self.filter)
+        let Some(s) = fold.session(&e.session) else { return false };
+        s.prompts.iter().any(|p| has(&p.text))
+            || s.commands.iter().any(|c| (c.id == e.id || e.parent.as_deref() == Some(&c.id)) && has(&c.command))
     }
 
     /// Groups the fold's entries into the sessions shown, newest first.
     pub fn build_views(&mut self, fold: &Fold) {
         let mut views = Vec::new();
+        let shown = fold.entries.iter().filter(|e| self.show_resolved || e.is_unresolved());
+        let (mut pass, mut all) = (0, 0);
+        for e in shown {
+            all += 1;
+            pass += usize::from(self.filter.is_empty() || self.matches(fold, e));
+        }
+        self.filtered = (pass, all);
         let mut by_session: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, e) in fold.entries.iter().enumerate() {
             by_session.entry(e.session.as_str()).or_default().push(i);
@@ -132,7 +150,7 @@ impl Tree {
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
             for &i in idx {
                 let e = &fold.entries[i];
-                if !self.entry_visible(e) {
+                if !self.entry_visible(fold, e) {
                     continue;
                 }
                 match groups.iter_mut().find(|(ev, _)| *ev == e.event) {
@@ -188,7 +206,7 @@ impl Tree {
                 let mut open = 0;
                 for (i, e) in fold.entries.iter().enumerate().filter(|(_, e)| e.session == s.session) {
                     open += usize::from(e.is_unresolved());
-                    if self.entry_visible(e) {
+                    if self.entry_visible(fold, e) {
                         entries.push((i, e.id.clone()));
                     }
                 }
