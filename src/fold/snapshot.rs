@@ -363,7 +363,7 @@ pub fn load_at(
 }
 
 /// Bytes folded between two looks at the clock (and two possible snapshots).
-pub const STEP_BYTES: u64 = 32 << 20;
+pub const STEP_BYTES: u64 = 8 << 20;
 
 /// A fold in steps writes a snapshot at most this often: a kill loses at most this much
 /// folded work (plus one step), never what an earlier snapshot holds.
