@@ -803,27 +803,27 @@ impl Ctx<'_> {
     fn deferred_note(&self) -> Option<String> {
         let (start, path) = deferred::take(self.project, self.ev.session)?;
         let began = std::time::Instant::now();
-        let fold = match Fold::load_within(&self.project.journal, &FoldOptions::default(), began + deferred::FOLD_BUDGET)
-        {
-            Ok(Some(fold)) => fold,
-            Ok(None) => {
-                if let Some(start) = start {
-                    let _ = self.append(&[start]);
-                    if let Err(e) = deferred::save(self.project, self.ev.session, None) {
-                        log_error(self.project, &format!("keeping the SessionStart note for later: {e}"));
+        let fold =
+            match Fold::load_within(&self.project.journal, &FoldOptions::default(), began + deferred::FOLD_BUDGET) {
+                Ok(Some(fold)) => fold,
+                Ok(None) => {
+                    if let Some(start) = start {
+                        let _ = self.append(&[start]);
+                        if let Err(e) = deferred::save(self.project, self.ev.session, None) {
+                            log_error(self.project, &format!("keeping the SessionStart note for later: {e}"));
+                        }
                     }
+                    return None;
                 }
-                return None;
-            }
-            Err(e) => {
-                log_error(self.project, &format!("the SessionStart note at the first prompt: {e}"));
-                if let Some(start) = start {
-                    let _ = self.append(&[start]);
+                Err(e) => {
+                    log_error(self.project, &format!("the SessionStart note at the first prompt: {e}"));
+                    if let Some(start) = start {
+                        let _ = self.append(&[start]);
+                    }
+                    deferred::remove(&path);
+                    return None;
                 }
-                deferred::remove(&path);
-                return None;
-            }
-        };
+            };
         let output = self.start_note(fold, start);
         deferred::remove(&path);
         output.map(|o| deferred::prompt_output(o).to_string())

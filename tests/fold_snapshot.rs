@@ -538,12 +538,12 @@ fn full_fold_time(journal: &Path) -> std::time::Duration {
 /// `additionalContext` and records the marks, the start, the prompt, in that order.
 #[test]
 fn a_session_start_out_of_budget_tells_the_crash_at_the_first_prompt() {
-    let repo = long_crashed_project(160 << 20);
+    let repo = long_crashed_project(256 << 20);
     let journal = repo.path(".walj/journal.jsonl");
     let len = fs::metadata(&journal).unwrap().len();
     let took = full_fold_time(&journal);
     eprintln!("a full fold of {len} bytes takes {took:?}");
-    assert!(took > std::time::Duration::from_secs(2), "the journal folds in {took:?}: too short to test a budget");
+    assert!(took > std::time::Duration::from_millis(2500), "the journal folds in {took:?}: too short to test a budget");
     let _ = fs::remove_file(repo.path(".walj/fold.snap"));
     let before = repo.records().len();
     let claude = common::Claude { repo: &repo, session: "22222222-3333-4444-5555-666666666666".into(), live: true };
@@ -551,7 +551,11 @@ fn a_session_start_out_of_budget_tells_the_crash_at_the_first_prompt() {
     let out = claude.start();
     let start_took = t.elapsed();
     assert_eq!(out.trim(), "", "no note at a SessionStart out of budget");
-    assert!(start_took < std::time::Duration::from_millis(3500), "SessionStart took {start_took:?} (full fold {took:?})");
+    eprintln!("SessionStart took {start_took:?}");
+    assert!(
+        start_took < std::time::Duration::from_millis(3500),
+        "SessionStart took {start_took:?} (full fold {took:?})"
+    );
     let got = header_offset(&journal).expect("the fold's progress is kept");
     assert!(got > 0 && got < len, "snapshot at {got} of {len}");
     assert_eq!(repo.records().len(), before, "the start waits for the first prompt");
@@ -611,7 +615,11 @@ fn kill_9_loop_during_a_stepped_snapshot_loses_no_folded_work() {
     let mut i = 0;
     // Until the snapshot covers the journal but for a tail shorter than one is written for.
     while i < iterations || header_offset(&journal).is_none_or(|at| at + snapshot::WRITE_AFTER < len) {
-        assert!(i < iterations + 40, "the snapshot never reached the journal's end: {:?} of {len}", header_offset(&journal));
+        assert!(
+            i < iterations + 40,
+            "the snapshot never reached the journal's end: {:?} of {len}",
+            header_offset(&journal)
+        );
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;

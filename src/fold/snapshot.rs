@@ -386,7 +386,10 @@ pub enum Budgeted {
     /// Out of time after the journal's first `offset` bytes of `len`: what was folded is in
     /// the snapshot (unless another writer holds the claim, or has gone further), for the
     /// next reader to continue from.
-    Partial { offset: u64, len: u64 },
+    Partial {
+        offset: u64,
+        len: u64,
+    },
 }
 
 /// [`load`] that stops at `deadline`, its progress kept in the snapshot (SessionStart on a
@@ -420,6 +423,8 @@ struct Writer<'a> {
     /// The offset of the last snapshot this fold started from or wrote.
     written: u64,
     at: Instant,
+    /// How long the last write took: a fold with a deadline stops early enough to write.
+    cost: Duration,
 }
 
 impl Writer<'_> {
@@ -438,7 +443,9 @@ impl Writer<'_> {
             fs::metadata(self.journal).ok().map(|m| identity(&m)) == self.file.metadata().ok().map(|m| identity(&m));
         let covered = regions.iter().all(|p| matches!(p, Problem::Zeroed { offset: o, bytes } if o + bytes <= offset));
         if same && covered && covers(self.snap, self.file).is_none_or(|there| there < offset) {
+            let t = Instant::now();
             let _ = write(self.snap, self.file, scan, regions.to_vec(), offset, lines);
+            self.cost = t.elapsed();
         }
         self.written = offset;
         self.at = Instant::now();
@@ -469,7 +476,15 @@ pub fn load_stepped(
         }
         Err(_) => (Scan::default(), 0, 0, Vec::new()),
     };
-    let mut writer = Writer { snap: &snap, journal, file: &file, claim: None, written: from, at: Instant::now() };
+    let mut writer = Writer {
+        snap: &snap,
+        journal,
+        file: &file,
+        claim: None,
+        written: from,
+        at: Instant::now(),
+        cost: Duration::ZERO,
+    };
     let len = file.metadata()?.len();
     // Whole steps while more than one is left: the last part is read as a tail, as a fold
     // from this snapshot would read it, so a fold in steps ends exactly like one without.
@@ -488,7 +503,8 @@ pub fn load_stepped(
                 .filter(|p| matches!(p, Problem::Zeroed { offset, .. } if *offset < end)),
         );
         (from, lines) = (end, report.lines);
-        let late = steps.deadline.is_some_and(|d| Instant::now() >= d);
+        // Late once the next write would end past the deadline (the last write's time).
+        let late = steps.deadline.is_some_and(|d| Instant::now() + writer.cost >= d);
         if from - writer.written > steps.write_after && (late || writer.at.elapsed() >= STEP_EVERY) {
             writer.write(&scan, &regions, from, lines);
         }
