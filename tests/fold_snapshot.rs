@@ -459,7 +459,7 @@ proptest! {
         let mut last = 0;
         let done = loop {
             match snapshot::load_stepped(&journal, snap.clone(), &FoldOptions::default(), &steps).unwrap().unwrap() {
-                snapshot::Budgeted::Done(f) => break f,
+                snapshot::Budgeted::Done(f) => break *f,
                 snapshot::Budgeted::Partial { offset, len } => {
                     prop_assert!(offset > last && offset < len, "progress: {last} → {offset} of {len}");
                     prop_assert_eq!(header_offset(&journal), Some(offset), "the step's snapshot is on disk");

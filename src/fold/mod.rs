@@ -159,7 +159,7 @@ impl Fold {
     /// snapshot does not apply to (another name, side files waiting) is folded in full.
     pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: std::time::Instant) -> io::Result<Option<Fold>> {
         match snapshot::load_within(journal, opts, deadline)? {
-            Some(snapshot::Budgeted::Done(fold)) => Ok(Some(fold)),
+            Some(snapshot::Budgeted::Done(fold)) => Ok(Some(*fold)),
             Some(snapshot::Budgeted::Partial { .. }) => Ok(None),
             None => Fold::load_from(Source::journal(journal), opts).map(Some),
         }

@@ -356,7 +356,7 @@ pub fn load_at(
 ) -> io::Result<Option<Fold>> {
     let steps = Steps { write_after, bytes: STEP_BYTES, deadline: None };
     Ok(match load_stepped(journal, snap, opts, &steps)? {
-        Some(Budgeted::Done(fold)) => Some(fold),
+        Some(Budgeted::Done(fold)) => Some(*fold),
         // Never without a deadline; a full fold answers if it were.
         Some(Budgeted::Partial { .. }) | None => None,
     })
@@ -382,7 +382,7 @@ pub struct Steps {
 
 /// What a fold with a deadline gave.
 pub enum Budgeted {
-    Done(Fold),
+    Done(Box<Fold>),
     /// Out of time after the journal's first `offset` bytes of `len`: what was folded is in
     /// the snapshot (unless another writer holds the claim, or has gone further), for the
     /// next reader to continue from.
@@ -522,5 +522,5 @@ pub fn load_stepped(
     }
     drop(writer);
     report.problems = regions.into_iter().chain(torn).collect();
-    Ok(Some(Budgeted::Done(scan.finish(report, opts))))
+    Ok(Some(Budgeted::Done(Box::new(scan.finish(report, opts)))))
 }
