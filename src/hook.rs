@@ -8,7 +8,9 @@
 //!
 //! The hook never blocks the agent: every error is logged (to `.walj/errors.log` when it
 //! can, and stderr) and the process exits 0. It prints nothing on stdout except at
-//! SessionStart, where it may print one JSON object (recovery note, hand-back briefs).
+//! SessionStart, where it may print one JSON object (recovery note, hand-back briefs), and at
+//! the first UserPromptSubmit of a session whose SessionStart could not fold the journal in
+//! its budget: that note then goes out as the prompt's `additionalContext` ([`deferred`]).
 //! It writes nothing outside `.walj/`, but a failure marker when `.walj/` itself cannot be
 //! written ([`crate::failmark`]). The hot path (Pre/Post of a file tool) reads the
 //! config only if the file exists, reads the file, stores its image and appends one line.
@@ -32,6 +34,8 @@ use crate::project::{Located, Project, trust};
 use crate::store::{Durable, Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
+mod deferred;
+
 #[derive(Debug, Default, Clone)]
 pub struct HookOptions {
     pub project: Option<PathBuf>,
@@ -40,7 +44,7 @@ pub struct HookOptions {
     pub agent: Option<Agent>,
 }
 
-/// What the hook prints (only ever at SessionStart).
+/// What the hook prints (at SessionStart, or its note at the first UserPromptSubmit).
 #[derive(Debug, Default)]
 pub struct HookOutcome {
     pub stdout: Option<String>,
@@ -216,6 +220,7 @@ impl Ctx<'_> {
             Phase::SessionStart => self.session_start(),
             Phase::SessionEnd => {
                 self.copy_transcript();
+                self.flush_deferred_start();
                 if self.ev.agent == Agent::ClaudeCode {
                     self.missed_stop_failure();
                 } else {
@@ -587,17 +592,19 @@ impl Ctx<'_> {
     /// of that task).
     fn prompt(&self) -> HookResult {
         self.copy_transcript();
+        // The SessionStart note that waited for the fold: before anything of this turn.
+        let note = self.deferred_note();
         self.verify_unfinished_turn();
         let text = self.ev.prompt.unwrap_or("");
         let mut r = match crate::claude::transcript::user_text(text) {
             UserText::Prompt(p) => build::prompt(self.session_record(kind::PROMPT), &p),
             UserText::TaskNotification(n) => build::task_notification(self.session_record(kind::TASK_NOTIFICATION), &n),
-            UserText::Meta => return Ok(None),
+            UserText::Meta => return Ok(note),
         };
         if let Some(id) = self.payload.str(key::PROMPT_ID) {
             r = r.with(key::PROMPT_ID, id);
         }
-        self.append(&[r])
+        self.append(&[r]).map(|_| note)
     }
 
     /// Verifies the session's previous turn when it ended without a Stop while Claude Code
@@ -723,22 +730,42 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// SessionStart: folds the journal (within [`deferred::FOLD_BUDGET`] for Claude Code),
+    /// tells what crashed sessions left ([`Ctx::start_note`]) and records this start. A fold
+    /// that runs out of time keeps its progress in the snapshot and the start waits, with its
+    /// note, for the session's first UserPromptSubmit ([`deferred`]).
     fn session_start(&self) -> HookResult {
+        let began = std::time::Instant::now();
         if self.ev.agent != Agent::ClaudeCode {
             pairing::prune(self.project);
         }
+        // A start still waiting (a second SessionStart before any prompt): it happened first.
+        self.flush_deferred_start();
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
-        let mut fold = Fold::load(&self.project.journal, &opts)?;
-        // Commands a crash cut off: their changes so far belong in the note.
-        let killed = bashsnap::killed::reconcile(self.project, &mut fold, &opts);
-        for p in &killed.problems {
-            log_error(self.project, &format!("unfinished commands: {p}"));
-        }
-        if fold.sessions.iter().any(|s| !s.announced && s.status() == SessionStatus::Crashed) {
-            // The note says what the disk holds now (an in-flight call completed or not).
-            fold.check_disk(self.project);
-        }
+        let start = self.start_record();
+        let fold = if self.ev.agent == Agent::ClaudeCode {
+            match Fold::load_within(&self.project.journal, &opts, began + deferred::FOLD_BUDGET)? {
+                Some(fold) => fold,
+                None => {
+                    deferred::save(self.project, self.ev.session, Some(&start))?;
+                    // Finishes the fold in the background (a reader writes the snapshot in
+                    // steps), so the first prompt's fold reads only what is left.
+                    if let Err(e) = crate::retention::spawn_detached(self.project, &["status", "--json"]) {
+                        log_error(self.project, &format!("starting the fold's background reader: {e}"));
+                    }
+                    return Ok(None);
+                }
+            }
+        } else {
+            Fold::load(&self.project.journal, &opts)?
+        };
+        let agent = self.ev.agent;
+        Ok(self.start_note(fold, Some(start)).map(|o| agents::session_start_output(agent, o).to_string()))
+    }
+
+    /// This session's `start` record, as SessionStart writes it.
+    fn start_record(&self) -> Record {
         let mut r = self.session_record(kind::START);
         r = r.with(key::SOURCE, self.ev.source.unwrap_or("startup"));
         if let Some(m) = &self.ev.model {
@@ -752,7 +779,23 @@ impl Ctx<'_> {
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
         }
-        let start = r;
+        r
+    }
+
+    /// The SessionStart note from `fold` (the journal before `start`): reconciles commands a
+    /// crash cut off, appends the marks of what it tells and then `start` (`None`: written
+    /// already), and returns the output (recovery note, failure marker, other machines').
+    fn start_note(&self, mut fold: Fold, start: Option<Record>) -> Option<serde_json::Value> {
+        let opts = FoldOptions::default();
+        // Commands a crash cut off: their changes so far belong in the note.
+        let killed = bashsnap::killed::reconcile(self.project, &mut fold, &opts);
+        for p in &killed.problems {
+            log_error(self.project, &format!("unfinished commands: {p}"));
+        }
+        if fold.sessions.iter().any(|s| !s.announced && s.status() == SessionStatus::Crashed) {
+            // The note says what the disk holds now (an in-flight call completed or not).
+            fold.check_disk(self.project);
+        }
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
@@ -767,8 +810,8 @@ impl Ctx<'_> {
             m.target = Some(target.clone());
             records.push(m);
         }
-        records.push(start);
-        let written = self.append(&records);
+        records.extend(start);
+        let written = if records.is_empty() { Ok(None) } else { self.append(&records) };
         // A gap the hook could not write into `.walj/` (issue 13 item 5): told to the user,
         // and forgotten once `.walj/` takes records again.
         let mut output = note.output;
@@ -792,7 +835,52 @@ impl Ctx<'_> {
         if let Some(line) = crate::sync::note::session_start_line(self.project) {
             output = Some(announce::add_system_message(output, &line));
         }
-        Ok(output.map(|o| agents::session_start_output(agent, o).to_string()))
+        output
+    }
+
+    /// UserPromptSubmit of a session whose SessionStart ran out of time: folds within the
+    /// budget again (the snapshot holds what earlier folds did); done, the note goes out as
+    /// this prompt's `additionalContext` and the start is recorded after its marks. Not done,
+    /// the start is recorded now (this session acts) and the note waits for a later prompt.
+    fn deferred_note(&self) -> Option<String> {
+        let (start, path) = deferred::take(self.project, self.ev.session)?;
+        let began = std::time::Instant::now();
+        let fold =
+            match Fold::load_within(&self.project.journal, &FoldOptions::default(), began + deferred::FOLD_BUDGET) {
+                Ok(Some(fold)) => fold,
+                Ok(None) => {
+                    if let Some(start) = start {
+                        let _ = self.append(&[start]);
+                        if let Err(e) = deferred::save(self.project, self.ev.session, None) {
+                            log_error(self.project, &format!("keeping the SessionStart note for later: {e}"));
+                        }
+                    }
+                    return None;
+                }
+                Err(e) => {
+                    log_error(self.project, &format!("the SessionStart note at the first prompt: {e}"));
+                    if let Some(start) = start {
+                        let _ = self.append(&[start]);
+                    }
+                    deferred::remove(&path);
+                    return None;
+                }
+            };
+        let output = self.start_note(fold, start);
+        deferred::remove(&path);
+        output.map(|o| deferred::prompt_output(o).to_string())
+    }
+
+    /// Writes this session's start record if it still waits ([`deferred`]): before another
+    /// SessionStart or the SessionEnd of a session that never got a prompt.
+    fn flush_deferred_start(&self) {
+        let Some((start, path)) = deferred::take(self.project, self.ev.session) else { return };
+        if let Some(start) = start
+            && let Err(e) = self.append(&[start])
+        {
+            log_error(self.project, &format!("recording a SessionStart that waited: {e}"));
+        }
+        deferred::remove(&path);
     }
 
     /// Stop, PreCompact and SessionEnd: copies what the transcript gained into its safe copy

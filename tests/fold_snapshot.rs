@@ -427,3 +427,227 @@ fn a_killed_writers_temp_file_is_swept_by_the_next_writer() {
     assert!(!stale.exists(), "the stale temp file is swept");
     assert!(fresh.exists(), "a live writer's temp file is left alone");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A fold in steps (issue 28): each step that runs out of time leaves a snapshot that is a
+    /// valid prefix (snapshot + tail == full fold), the next load continues from it, and the
+    /// last one ends like a fold without steps. Steps of a few hundred bytes, a deadline that
+    /// has always passed (one step per load), zeroed bytes (a crash's hole) anywhere.
+    #[test]
+    fn a_fold_in_steps_keeps_a_valid_prefix_after_every_step(
+        lines in proptest::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>()), 1..120),
+        step in 64u64..3000,
+        zeros_at in proptest::option::of((0usize..120, 1usize..600)),
+        torn_at_end in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".walj")).unwrap();
+        let journal = dir.path().join(".walj/journal.jsonl");
+        let mut bytes: Vec<Vec<u8>> = lines.into_iter().map(line).collect();
+        if let Some((at, n)) = zeros_at {
+            let mut z = vec![0u8; n];
+            z.push(b'\n');
+            bytes.insert(at.min(bytes.len()), z);
+        }
+        for b in &bytes { append(&journal, b); }
+        if torn_at_end { append(&journal, b"{\"v\":2,\"op\":\"inte"); }
+        let want = view(&full(&journal));
+        let snap = snapshot::path(&journal);
+        let steps = snapshot::Steps { write_after: 0, bytes: step, deadline: Some(std::time::Instant::now()) };
+        let mut last = 0;
+        let done = loop {
+            match snapshot::load_stepped(&journal, snap.clone(), &FoldOptions::default(), &steps).unwrap().unwrap() {
+                snapshot::Budgeted::Done(f) => break *f,
+                snapshot::Budgeted::Partial { offset, len } => {
+                    prop_assert!(offset > last && offset < len, "progress: {last} → {offset} of {len}");
+                    prop_assert_eq!(header_offset(&journal), Some(offset), "the step's snapshot is on disk");
+                    last = offset;
+                    // A reader that writes nothing: the step's snapshot + the tail.
+                    let through = snapshot::load(&journal, &FoldOptions::default(), u64::MAX).unwrap().unwrap();
+                    prop_assert_eq!(view(&through), want.clone());
+                }
+            }
+        };
+        prop_assert_eq!(view(&done), want.clone());
+        prop_assert_eq!(view(&cached(&journal)), want);
+    }
+}
+
+/// The journal offset `.walj/fold.snap` covers, from its header (`None`: no snapshot).
+fn header_offset(journal: &Path) -> Option<u64> {
+    let raw = fs::read(snapshot::path(journal)?).ok()?;
+    let header = raw.split(|&b| b == b'\n').nth(1)?;
+    serde_json::from_slice::<serde_json::Value>(header).ok()?["offset"].as_u64()
+}
+
+/// Appends settled work of an ended session until the journal holds `bytes`: what a long
+/// history is made of (intents, outcomes, persisted records of a few hundred paths).
+fn pad(journal: &Path, bytes: u64) {
+    let session = "f0000000-0000-4000-8000-00000000000f";
+    let mut block = Vec::with_capacity(4 << 20);
+    let mut i = 0u64;
+    let mut have = fs::metadata(journal).map_or(0, |m| m.len());
+    while have < bytes {
+        let mut o = Record::new(op::INTENT, session);
+        o.id = format!("toolu_01Pad{i}");
+        o.tool = Some("Edit".into());
+        o.event = "file_modified".into();
+        o.path = format!("src/pad_{}.rs", i % 500);
+        o.before = Some(Blob::Id(format!("{i:040x}")));
+        block.extend(o.to_line());
+        o.op = op::APPLIED.into();
+        o.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        block.extend(o.to_line());
+        o.op = op::PERSISTED.into();
+        o.persisted = true;
+        block.extend(o.to_line());
+        i += 1;
+        if block.len() >= 4 << 20 {
+            have += block.len() as u64;
+            append(journal, &block);
+            block.clear();
+        }
+    }
+    append(journal, &block);
+    append(journal, &build::session(Record::new(op::SESSION, session), kind::END).to_line());
+}
+
+/// A crashed session (an Edit applied, a Write whose outcome never came), then a long
+/// history: a journal whose fold takes longer than SessionStart's budget in a debug build.
+fn long_crashed_project(bytes: u64) -> common::Repo {
+    let repo = common::Repo::fixture_in("p", "hooks/crash-mid-write/project");
+    common::replay_crash_mid_write(&repo, false, |p| {
+        assert_eq!(repo.hook_run(p, common::Parent::Timeout(20), common::Locate::Folder).0, 0);
+    });
+    pad(&repo.path(".walj/journal.jsonl"), bytes);
+    repo
+}
+
+/// How long folding `journal` in full takes here (a debug build is far slower than release).
+fn full_fold_time(journal: &Path) -> std::time::Duration {
+    let t = std::time::Instant::now();
+    let _ = full(journal);
+    t.elapsed()
+}
+
+/// Issue 28 item 2: SessionStart on a journal it cannot fold in its budget returns in
+/// budget without a note, keeps its progress in the snapshot (a reader it starts finishes
+/// it), records no start yet; the session's first UserPromptSubmit then tells the crash as
+/// `additionalContext` and records the marks, the start, the prompt, in that order.
+#[test]
+fn a_session_start_out_of_budget_tells_the_crash_at_the_first_prompt() {
+    let repo = long_crashed_project(256 << 20);
+    let journal = repo.path(".walj/journal.jsonl");
+    let len = fs::metadata(&journal).unwrap().len();
+    let took = full_fold_time(&journal);
+    eprintln!("a full fold of {len} bytes takes {took:?}");
+    assert!(took > std::time::Duration::from_millis(2500), "the journal folds in {took:?}: too short to test a budget");
+    let _ = fs::remove_file(repo.path(".walj/fold.snap"));
+    let before = repo.records().len();
+    let claude = common::Claude { repo: &repo, session: "22222222-3333-4444-5555-666666666666".into(), live: true };
+    let t = std::time::Instant::now();
+    let out = claude.start();
+    let start_took = t.elapsed();
+    assert_eq!(out.trim(), "", "no note at a SessionStart out of budget");
+    eprintln!("SessionStart took {start_took:?}");
+    assert!(
+        start_took < std::time::Duration::from_millis(3500),
+        "SessionStart took {start_took:?} (full fold {took:?})"
+    );
+    let got = header_offset(&journal).expect("the fold's progress is kept");
+    assert!(got > 0 && got < len, "snapshot at {got} of {len}");
+    assert_eq!(repo.records().len(), before, "the start waits for the first prompt");
+    // The reader SessionStart started finishes the snapshot.
+    let wait = std::time::Instant::now();
+    // To its end, but for a tail shorter than a snapshot is written for.
+    while header_offset(&journal).is_none_or(|at| at + snapshot::WRITE_AFTER < len) {
+        assert!(wait.elapsed() < std::time::Duration::from_secs(120), "the background fold never finished");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let mut v = serde_json::json!({
+        "session_id": claude.session, "cwd": repo.root, "hook_event_name": "UserPromptSubmit",
+        "transcript_path": "/home/test/.claude/projects/x/t.jsonl", "prompt": "go on",
+    });
+    v["prompt_id"] = serde_json::json!("p-1");
+    let t = std::time::Instant::now();
+    let out = repo.hook_live(&v.to_string());
+    let prompt_took = t.elapsed();
+    let o: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object at the first prompt");
+    assert_eq!(o["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit", "{o}");
+    let context = o["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("config/settings.json"), "{context}");
+    assert!(o["systemMessage"].as_str().unwrap().contains("2 changes"), "{o}");
+    assert!(prompt_took < std::time::Duration::from_millis(3500), "the first prompt took {prompt_took:?}");
+    let recs = repo.records();
+    let new: Vec<(String, String)> = recs[before..]
+        .iter()
+        .filter(|r| r["op"] == "session")
+        .map(|r| (r["kind"].as_str().unwrap_or("").to_string(), r["session"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let kinds: Vec<&str> = new.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["announced", "start", "prompt"], "{new:?}");
+    assert!(new.iter().all(|(_, s)| s == &claude.session));
+    assert!(!repo.path(".walj/deferred").read_dir().unwrap().any(|_| true), "nothing waits any more");
+    // Told once: the next session hears nothing of it.
+    let other = common::Claude { repo: &repo, session: "33333333-4444-5555-6666-777777777777".into(), live: true };
+    let out = other.start();
+    assert!(!out.contains("config/settings.json"), "{out}");
+}
+
+/// Issue 28: `kill -9` at random points of folds that write their snapshot in steps (`walj
+/// status`: a reader that folds to the end, as the one SessionStart starts does) never
+/// leaves a snapshot that folds differently from the journal, never loses a step written
+/// (the snapshot's offset only grows), and the journal is folded to its end in the end.
+/// Iterations: WALJ_KILL_ITERATIONS (default 12, at most 150).
+#[test]
+fn kill_9_loop_during_a_stepped_snapshot_loses_no_folded_work() {
+    let repo = long_crashed_project(96 << 20);
+    let journal = repo.path(".walj/journal.jsonl");
+    let len = fs::metadata(&journal).unwrap().len();
+    let took = full_fold_time(&journal);
+    eprintln!("a full fold of {len} bytes takes {took:?}");
+    let iterations: u64 =
+        std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(12).min(150);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let (mut last, mut grew) = (0u64, 0);
+    let mut i = 0;
+    // Until the snapshot covers the journal but for a tail shorter than one is written for.
+    while i < iterations || header_offset(&journal).is_none_or(|at| at + snapshot::WRITE_AFTER < len) {
+        assert!(
+            i < iterations + 40,
+            "the snapshot never reached the journal's end: {:?} of {len}",
+            header_offset(&journal)
+        );
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = std::process::Command::new(common::walj_bin())
+            .args(["status", "--json"])
+            .current_dir(&repo.root)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("WALJ_JOURNAL")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Anywhere in the first 1.5 full folds' time: before, during and after steps.
+        let window = (took.as_micros() as u64 * 3 / 2).max(1);
+        std::thread::sleep(std::time::Duration::from_micros(seed % window));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        if let Some(at) = header_offset(&journal) {
+            assert!(at >= last, "iteration {i}: the snapshot went back from {last} to {at}");
+            grew += usize::from(at > last);
+            last = at;
+            assert_eq!(snapshot::check(&journal), None, "iteration {i}: a snapshot that does not apply");
+        }
+        i += 1;
+    }
+    assert!(grew >= 2, "the snapshot grew {grew} times: no run was cut off between steps");
+    // The snapshot every killed run left, read without writing: exactly the full fold.
+    let through = snapshot::load(&journal, &FoldOptions::default(), u64::MAX).unwrap().unwrap();
+    assert_eq!(view(&through), view(&full(&journal)));
+}

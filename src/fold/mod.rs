@@ -143,13 +143,26 @@ impl Fold {
     ///
     /// With the default options, the fold starts from the snapshot of an earlier fold
     /// ([`snapshot`]) when one matches the journal, and reads only the lines after it; it
-    /// writes a new snapshot when it had to read more than [`snapshot::WRITE_AFTER`] bytes.
+    /// writes a new snapshot when it had to read more than [`snapshot::WRITE_AFTER`] bytes,
+    /// in steps on a long journal, so a reader killed midway keeps what it folded.
     /// Any doubt (no snapshot, a damaged or stale one, side files waiting) is a full fold.
     pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
         if let Some(fold) = snapshot::load(journal, opts, snapshot::WRITE_AFTER)? {
             return Ok(fold);
         }
         Fold::load_from(Source::journal(journal), opts)
+    }
+
+    /// [`Fold::load`] that stops at `deadline` (SessionStart's budget): `None` when a long
+    /// journal could not be folded in time. What was folded stays in the snapshot, written in
+    /// steps ([`snapshot::load_within`]), and the next reader continues from it. A journal the
+    /// snapshot does not apply to (another name, side files waiting) is folded in full.
+    pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: std::time::Instant) -> io::Result<Option<Fold>> {
+        match snapshot::load_within(journal, opts, deadline)? {
+            Some(snapshot::Budgeted::Done(fold)) => Ok(Some(*fold)),
+            Some(snapshot::Budgeted::Partial { .. }) => Ok(None),
+            None => Fold::load_from(Source::journal(journal), opts).map(Some),
+        }
     }
 
     /// [`Fold::load`] of what `source` names (a rewrite folds one file, or a snapshot of it).

@@ -24,6 +24,7 @@
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -338,8 +339,9 @@ fn sweep_stale_temps(path: &Path, tmp_prefix: &str) {
 
 /// [`Fold::load`] through the snapshot: `None` when it does not apply (other options, a
 /// journal name that is not cached, side files waiting) and the caller folds in full. Reads
-/// the snapshot when it matches, else starts from the beginning; folds the rest; writes a
-/// new snapshot when it read more than `write_after` bytes.
+/// the snapshot when it matches, else starts from the beginning; folds the rest in steps,
+/// writing a snapshot after a step when it read more than `write_after` bytes past the last
+/// one written and [`STEP_EVERY`] has passed, and at the end.
 pub fn load(journal: &Path, opts: &FoldOptions, write_after: u64) -> io::Result<Option<Fold>> {
     load_at(journal, path(journal), opts, write_after)
 }
@@ -352,6 +354,111 @@ pub fn load_at(
     opts: &FoldOptions,
     write_after: u64,
 ) -> io::Result<Option<Fold>> {
+    let steps = Steps { write_after, bytes: STEP_BYTES, deadline: None };
+    Ok(match load_stepped(journal, snap, opts, &steps)? {
+        Some(Budgeted::Done(fold)) => Some(*fold),
+        // Never without a deadline; a full fold answers if it were.
+        Some(Budgeted::Partial { .. }) | None => None,
+    })
+}
+
+/// Bytes folded between two looks at the clock (and two possible snapshots).
+pub const STEP_BYTES: u64 = 8 << 20;
+
+/// A fold in steps writes a snapshot at most this often: a kill loses at most this much
+/// folded work (plus one step), never what an earlier snapshot holds.
+pub const STEP_EVERY: Duration = Duration::from_millis(250);
+
+/// How a fold goes in steps.
+#[derive(Debug, Clone)]
+pub struct Steps {
+    /// A snapshot is written once the fold read more than this past the last one.
+    pub write_after: u64,
+    /// Bytes per step.
+    pub bytes: u64,
+    /// When given, the fold stops at the first step that ends past it.
+    pub deadline: Option<Instant>,
+}
+
+/// What a fold with a deadline gave.
+pub enum Budgeted {
+    Done(Box<Fold>),
+    /// Out of time after the journal's first `offset` bytes of `len`: what was folded is in
+    /// the snapshot (unless another writer holds the claim, or has gone further), for the
+    /// next reader to continue from.
+    Partial {
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// [`load`] that stops at `deadline`, its progress kept in the snapshot (SessionStart on a
+/// journal too long to fold in its budget). `None` as for [`load`].
+pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: Instant) -> io::Result<Option<Budgeted>> {
+    let steps = Steps { write_after: WRITE_AFTER, bytes: STEP_BYTES, deadline: Some(deadline) };
+    load_stepped(journal, path(journal), opts, &steps)
+}
+
+/// The snapshot's claim: only the process holding this lock (`flock`, released when it dies,
+/// even by `kill -9`) writes `fold.snap`, and never a snapshot that covers less of the same
+/// journal than the one there. A reader that cannot take it folds without writing.
+fn claim_path(snap: &Path) -> PathBuf {
+    let mut name = snap.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    snap.with_file_name(name)
+}
+
+/// The offset the snapshot at `snap` covers of the journal open as `file`, when it is one
+/// a load would use (`None`: missing, damaged, stale: any snapshot may replace it).
+fn covers(snap: &Path, file: &fs::File) -> Option<u64> {
+    read_cache(snap, MAGIC, file).ok().map(|(_, _, offset, _)| offset)
+}
+
+/// Writes the snapshots of one fold: under the claim, each a valid prefix.
+struct Writer<'a> {
+    snap: &'a Path,
+    journal: &'a Path,
+    file: &'a fs::File,
+    claim: Option<crate::fsutil::LockGuard>,
+    /// The offset of the last snapshot this fold started from or wrote.
+    written: u64,
+    at: Instant,
+    /// How long the last write took: a fold with a deadline stops early enough to write.
+    cost: Duration,
+}
+
+impl Writer<'_> {
+    /// Writes the snapshot of `scan` at (`offset`, `lines`) when the claim is (or can be)
+    /// held, the journal read is still the one at its path, every zeroed region is inside
+    /// the covered bytes and no snapshot there covers more. Best effort.
+    fn write(&mut self, scan: &Scan, regions: &[Problem], offset: u64, lines: u64) {
+        if self.claim.is_none() {
+            self.claim = crate::fsutil::try_lock(&claim_path(self.snap)).ok().flatten();
+        }
+        if self.claim.is_none() {
+            return;
+        }
+        // The journal read may have been replaced meanwhile: only the file read is described.
+        let same =
+            fs::metadata(self.journal).ok().map(|m| identity(&m)) == self.file.metadata().ok().map(|m| identity(&m));
+        let covered = regions.iter().all(|p| matches!(p, Problem::Zeroed { offset: o, bytes } if o + bytes <= offset));
+        if same && covered && covers(self.snap, self.file).is_none_or(|there| there < offset) {
+            let t = Instant::now();
+            let _ = write(self.snap, self.file, scan, regions.to_vec(), offset, lines);
+            self.cost = t.elapsed();
+        }
+        self.written = offset;
+        self.at = Instant::now();
+    }
+}
+
+/// [`load_at`] in `steps`: `Partial` when the deadline passed before the journal's end.
+pub fn load_stepped(
+    journal: &Path,
+    snap: Option<PathBuf>,
+    opts: &FoldOptions,
+    steps: &Steps,
+) -> io::Result<Option<Budgeted>> {
     let Some(snap) = snap.filter(|_| cacheable(opts)) else { return Ok(None) };
     let side = crate::journal::JournalWriter::new(journal).side_dir().to_path_buf();
     if fs::read_dir(&side).is_ok_and(|mut d| d.next().is_some()) {
@@ -362,27 +469,58 @@ pub fn load_at(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let (mut scan, from, lines, mut regions) = match read(&snap, &file) {
+    let (mut scan, mut from, mut lines, mut regions) = match read(&snap, &file) {
         Ok((state, offset, lines)) => {
             let (scan, regions) = state.into_scan();
             (scan, offset, lines, regions)
         }
         Err(_) => (Scan::default(), 0, 0, Vec::new()),
     };
+    let mut writer = Writer {
+        snap: &snap,
+        journal,
+        file: &file,
+        claim: None,
+        written: from,
+        at: Instant::now(),
+        cost: Duration::ZERO,
+    };
+    let len = file.metadata()?.len();
+    // Whole steps while more than one is left: the last part is read as a tail, as a fold
+    // from this snapshot would read it, so a fold in steps ends exactly like one without.
+    while len.saturating_sub(from) > steps.bytes.max(1) {
+        let mut report = scan.run(Source::range(journal, from, lines, steps.bytes.max(1)), opts)?;
+        if report.end <= from {
+            // One line longer than a step: the tail reads it.
+            break;
+        }
+        // A step reports no torn tail; zeroed bytes past its last whole line are the next
+        // step's (a zeroed region never spans a line's end: that byte is a newline).
+        let end = report.end;
+        regions.extend(
+            std::mem::take(&mut report.problems)
+                .into_iter()
+                .filter(|p| matches!(p, Problem::Zeroed { offset, .. } if *offset < end)),
+        );
+        (from, lines) = (end, report.lines);
+        // Late once the next write would end past the deadline (the last write's time).
+        let late = steps.deadline.is_some_and(|d| Instant::now() + writer.cost >= d);
+        if from - writer.written > steps.write_after && (late || writer.at.elapsed() >= STEP_EVERY) {
+            writer.write(&scan, &regions, from, lines);
+        }
+        if late {
+            return Ok(Some(Budgeted::Partial { offset: from, len }));
+        }
+    }
     let mut report = scan.run(Source::tail(journal, from, lines), opts)?;
     // Zeroed regions found now join the ones the snapshot covered; a torn tail is past `end`.
     let (tail_regions, torn): (Vec<Problem>, Vec<Problem>) =
         std::mem::take(&mut report.problems).into_iter().partition(|p| matches!(p, Problem::Zeroed { .. }));
     regions.extend(tail_regions);
-    if report.end.saturating_sub(from) > write_after && report.end > 0 {
-        // The journal read may have been replaced meanwhile: only the file read is described.
-        let same = fs::metadata(journal).ok().map(|m| identity(&m)) == file.metadata().ok().map(|m| identity(&m));
-        let covered =
-            regions.iter().all(|p| matches!(p, Problem::Zeroed { offset, bytes } if offset + bytes <= report.end));
-        if same && covered {
-            let _ = write(&snap, &file, &scan, regions.clone(), report.end, report.lines);
-        }
+    if report.end.saturating_sub(writer.written) > steps.write_after && report.end > 0 {
+        writer.write(&scan, &regions, report.end, report.lines);
     }
+    drop(writer);
     report.problems = regions.into_iter().chain(torn).collect();
-    Ok(Some(scan.finish(report, opts)))
+    Ok(Some(Budgeted::Done(Box::new(scan.finish(report, opts)))))
 }

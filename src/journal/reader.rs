@@ -104,6 +104,14 @@ impl<'a> Source<'a> {
         Source { path, sides: true, limit: None, start: (offset, lines) }
     }
 
+    /// At most `max_bytes` of one file from byte `offset` (the start of a line), its lines
+    /// numbered after `lines` earlier ones: one step of a fold snapshot written in steps
+    /// ([`crate::fold::snapshot`]). An unterminated line at the end is left out and not
+    /// reported (the next step reads it); the report's `end` is the end of the last whole line.
+    pub fn range(path: &'a Path, offset: u64, lines: u64, max_bytes: u64) -> Source<'a> {
+        Source { path, sides: false, limit: Some(max_bytes), start: (offset, lines) }
+    }
+
     /// One file alone.
     pub fn file(path: &'a Path) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (0, 0) }
