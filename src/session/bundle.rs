@@ -123,7 +123,7 @@ pub struct Contents {
 /// name, and its transcript copy (else the original transcript, when it still exists).
 ///
 /// The transcript is redacted as `walj sync` publishes it (secret-looking tokens replaced,
-/// never-captured files' contents withheld: [`crate::sync::transcripts::sanitise`]) unless
+/// never-captured files' contents withheld: [`crate::session::redact::sanitise`]) unless
 /// `keep_transcript_secrets` (`--keep-transcript-secrets`).
 pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) -> Result<Contents, SessionError> {
     let fold =
@@ -181,7 +181,7 @@ pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) 
             let (_, matcher) = crate::config::Config::load_or_default(&project.config_path(), |_| {});
             let matcher = matcher.or_else(|| crate::config::Config::default().matcher().ok());
             match matcher {
-                Some(m) => Some(crate::sync::transcripts::sanitise(&t, &project.root.to_string_lossy(), &m)),
+                Some(m) => Some(crate::session::redact::sanitise(&t, &project.root.to_string_lossy(), &m)),
                 None => Some(t),
             }
         }
