@@ -1230,6 +1230,24 @@ fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
     p.assert_hooks_clean();
 }
 
+/// Session B, while session A's command runs: a Write of b.txt and an Edit of shared.txt,
+/// journaled. Returns B's session id. (A second script generation: B's tool ids differ from
+/// A's, as real ids do.)
+fn session_b_writes(p: &Proj, bin: &Path) -> String {
+    let mock_b = MockServer::start(vec![]);
+    mock_b.script(vec![
+        Turn::tools([
+            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
+            (
+                "Edit",
+                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
+            ),
+        ]),
+        Turn::text("B done."),
+    ]);
+    p.session(p.claude_p(bin, &mock_b, "Write B"), &mock_b).1
+}
+
 #[test]
 fn another_sessions_writes_are_never_a_killed_commands() {
     let test = "another_sessions_writes_are_never_a_killed_commands";
@@ -1249,21 +1267,8 @@ fn another_sessions_writes_are_never_a_killed_commands() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
-    // Session B, while A's command runs: a Write and an Edit, journaled.
     std::thread::sleep(Duration::from_millis(50));
-    // (A second script generation: B's tool ids differ from A's, as real ids do.)
-    let mock_b = MockServer::start(vec![]);
-    mock_b.script(vec![
-        Turn::tools([
-            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
-            (
-                "Edit",
-                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
-            ),
-        ]),
-        Turn::text("B done."),
-    ]);
-    let (_, sid_b) = p.session(p.claude_p(&bin, &mock_b, "Write B"), &mock_b);
+    let sid_b = session_b_writes(&p, &bin);
     // And the user's editor, while both ran (nothing journals it).
     fs::write(p.sb.project.join("notes.txt"), "the user's\n").unwrap();
     // Now A dies (its command was running all along).
@@ -1320,19 +1325,7 @@ fn another_sessions_writes_are_never_a_finished_commands() {
     }
     assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
     std::thread::sleep(Duration::from_millis(50));
-    // Session B, while A's command runs: a Write and an Edit, journaled.
-    let mock_b = MockServer::start(vec![]);
-    mock_b.script(vec![
-        Turn::tools([
-            ("Write", json!({"file_path": p.abs("b.txt"), "content": "from B\n"})),
-            (
-                "Edit",
-                json!({"file_path": p.abs("shared.txt"), "old_string": "one", "new_string": "two", "replace_all": false}),
-            ),
-        ]),
-        Turn::text("B done."),
-    ]);
-    let (_, sid_b) = p.session(p.claude_p(&bin, &mock_b, "Write B"), &mock_b);
+    let sid_b = session_b_writes(&p, &bin);
     fs::write(&go, "").unwrap();
     let out_a = running_a.wait(SESSION_TIMEOUT);
     assert!(!out_a.timed_out && out_a.status.success(), "session A: {}", out_a.stderr);

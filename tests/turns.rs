@@ -372,7 +372,15 @@ fn stop_failure_is_registered_by_install() {
         .unwrap_or_else(|| panic!("{settings:#}"))
         .iter()
         .flat_map(|g| g["hooks"].as_array().unwrap())
-        .filter_map(|h| h["command"].as_str())
+        .filter_map(|h| {
+            // Exec form (`command` + `args`) or shell form (`command` alone).
+            let args = h["args"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+            let cmd = h["command"].as_str()?;
+            Some(match args {
+                Some(a) => std::iter::once(cmd).chain(a).collect::<Vec<_>>().join(" "),
+                None => cmd.to_string(),
+            })
+        })
         .collect();
     assert_eq!(cmds, ["walj hook"], "{settings:#}");
 }
