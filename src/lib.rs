@@ -26,9 +26,9 @@
 //! - **faces**, what the user sees and runs: [`present`] (what a state means, text, the diff
 //!   model), [`report`] (recover/log text and JSON), [`announce`] (SessionStart notes),
 //!   [`style`] (colour), [`hook`] (the hook itself), [`tui`] (the dashboard), [`compact`]
-//!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`cmd`] (the
-//!   commands), [`cli`] (the clap tree). `walj doctor` is in `claude/doctor*` until it moves
-//!   up to its own `doctor` module.
+//!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`doctor`] (the whole
+//!   house's health check: Claude's hooks, the plugins', the other agents', `.walj/`, the
+//!   journal), [`cmd`] (the commands), [`cli`] (the clap tree).
 
 // No unsafe code, except the process calls of macOS and Windows in `procinfo` (cfg-gated:
 // never built on Linux), each module allowed it by name, with a SAFETY note per call;
@@ -46,6 +46,7 @@ pub mod cmd;
 pub mod compact;
 pub mod config;
 pub mod crypt;
+pub mod doctor;
 pub mod failmark;
 pub mod fold;
 pub mod fsutil;

@@ -180,7 +180,7 @@ pub fn install(
     match agent {
         Agent::Codex => trust_codex(&path, root, scope, &ours, &mut out),
         Agent::Gemini => {
-            if scope == Scope::Project && !super::doctor::gemini_folder_trusted(root) {
+            if scope == Scope::Project && !super::trust::gemini_folder_trusted(root) {
                 out.notes.push(format!(
                     "Gemini CLI's folder trust is on and {} is not trusted: Gemini ignores the project's \
                      .gemini/settings.json there. Trust the folder in Gemini CLI (`/permissions`), or use \
@@ -190,7 +190,7 @@ pub fn install(
             }
         }
         Agent::Copilot => {
-            if scope == Scope::Project && !super::doctor::copilot_folder_trusted(root) {
+            if scope == Scope::Project && !super::trust::copilot_folder_trusted(root) {
                 out.notes.push(format!(
                     "Copilot CLI loads .github/hooks/ only in folders you trust: start `copilot` in {} once and \
                      trust it for future sessions (in `copilot -p` the folder must be trusted, or \

@@ -23,12 +23,12 @@ pub mod claude;
 pub mod codex;
 pub mod codex_trust;
 pub mod copilot;
-pub mod doctor;
 pub mod event;
 pub mod gemini;
 pub mod install;
 pub mod pairing;
 pub mod patch;
+pub mod trust;
 
 use serde_json::Value;
 

@@ -11,7 +11,6 @@
 //! - [`transcript`]: the transcript line format (what walj reads of `~/.claude/projects/*.jsonl`).
 //! - [`version`]: the version of the `claude` on PATH (`walj install` picks the hook form by it).
 
-pub mod doctor;
 pub mod env;
 pub mod events;
 pub mod output;

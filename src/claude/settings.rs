@@ -74,7 +74,7 @@ fn shape(path: &Path, message: impl Into<String>) -> InstallError {
     InstallError::Shape { path: path.to_path_buf(), message: message.into() }
 }
 
-pub(super) fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -342,14 +342,14 @@ pub fn new_group(event: HookEvent, handler: Value) -> Value {
 // ---------------------------------------------------------------------------------------------
 // Reading and writing
 
-pub(super) struct Loaded {
+pub(crate) struct Loaded {
     raw: Vec<u8>,
-    pub(super) root: Value,
+    pub(crate) root: Value,
 }
 
 /// Reads and validates a settings file. `Ok(None)` when it does not exist. An empty file counts as
 /// `{}`. The top level must be an object, and `hooks` (when present) an object.
-pub(super) fn load(path: &Path) -> Result<Option<Loaded>, InstallError> {
+pub(crate) fn load(path: &Path) -> Result<Option<Loaded>, InstallError> {
     let raw = match fs::read(path) {
         Ok(raw) => raw,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -636,9 +636,9 @@ pub fn write_json(path: &Path, root: &Value, backup_dir: Option<&Path>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claude::doctor::{Level, check_settings, worst};
     use crate::claude::events::TOOL_MATCHER;
     use crate::claude::paths::{SettingsScope, settings_path};
+    use crate::doctor::{Level, check_settings, worst};
     use proptest::prelude::*;
     use tempfile::TempDir;
 

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::agents::Agent;
 use crate::agents::install as agent_install;
-use crate::claude::doctor;
 use crate::claude::paths::{self, SettingsScope};
 use crate::claude::settings;
+use crate::doctor;
 use crate::present::Tone;
 use crate::project::Project;
 

@@ -8,9 +8,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::install::{self, Scope};
-use super::{Agent, codex_trust};
-use crate::claude::doctor::{DoctorFinding, Level, check};
+use super::{DoctorFinding, Level, check};
+use crate::agents::install::{self, Scope};
+use crate::agents::trust::{copilot_folder_trusted, gemini_folder_trusted};
+use crate::agents::{Agent, codex_trust};
 use crate::claude::settings;
 
 /// One agent install (`agents` of `walj doctor --json`).
@@ -205,38 +206,4 @@ fn gemini(root: &Path, scope: Scope, findings: &mut Vec<DoctorFinding>) {
             ),
         ));
     }
-}
-
-/// Whether Gemini CLI reads the project's settings: folder trust off (the default), or the
-/// folder (or a parent) trusted in `~/.gemini/trustedFolders.json`.
-pub fn gemini_folder_trusted(root: &Path) -> bool {
-    let gemini = install::home().join(".gemini");
-    let user = settings::read_json(&gemini.join("settings.json")).ok().flatten().unwrap_or(Value::Null);
-    if user.pointer("/security/folderTrust/enabled").and_then(Value::as_bool) != Some(true) {
-        return true;
-    }
-    let Ok(Some(trusted)) = settings::read_json(&gemini.join("trustedFolders.json")) else { return false };
-    let Some(map) = trusted.as_object() else { return false };
-    map.iter().any(|(p, v)| {
-        let p = Path::new(p);
-        match v.as_str() {
-            Some("TRUST_FOLDER") => root.starts_with(p),
-            Some("TRUST_PARENT") => p.parent().is_some_and(|parent| root.starts_with(parent)),
-            _ => false,
-        }
-    })
-}
-
-/// Whether the project is among Copilot CLI's trusted folders (`trusted_folders` or
-/// `trustedFolders` of `$COPILOT_HOME/config.json`, a folder or a parent).
-pub fn copilot_folder_trusted(root: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(install::copilot_home().join("config.json")) else { return false };
-    // The file starts with `//` comment lines.
-    let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-    let Ok(v) = serde_json::from_str::<Value>(&json) else { return false };
-    ["trusted_folders", "trustedFolders"].iter().any(|k| {
-        v.get(*k)
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().filter_map(Value::as_str).any(|p| root.starts_with(Path::new(p))))
-    })
 }

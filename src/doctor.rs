@@ -5,6 +5,7 @@
 //! that `.walj/config.toml` is valid; and that the journal and the hook's error log are healthy.
 //! [`diagnose`] returns the findings; the command prints them (text or `--json`).
 
+pub mod agents;
 mod plugins;
 mod resolve;
 mod walj_dir;
@@ -19,9 +20,9 @@ use serde_json::Value;
 pub use plugins::PluginInstall;
 pub use resolve::{HookEnv, Program};
 
-use super::events::{HookEvent, is_essential_tool};
-use super::paths::{SettingsScope, settings_path};
-use super::settings::{HOOK_TIMEOUT_SECS, HookRun, is_walj_handler, kind, load};
+use crate::claude::events::{HookEvent, is_essential_tool};
+use crate::claude::paths::{SettingsScope, settings_path};
+use crate::claude::settings::{HOOK_TIMEOUT_SECS, HookRun, is_walj_handler, kind, load};
 use crate::fold::{Fold, FoldOptions};
 use crate::project::Project;
 
@@ -74,7 +75,7 @@ pub mod check {
     pub const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
     pub const ERRORS_LOG: &str = "errors_log";
-    /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: `crate::agents::doctor`).
+    /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: [`agents`]).
     pub const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
     pub const WRITE_FAILURES: &str = "write_failures";
@@ -174,7 +175,7 @@ fn settings_sources(project_root: &Path, config_dir: &Path) -> (Vec<Source>, Vec
 /// Checks the three settings files together, as Claude Code merges them: an event is covered when
 /// any file hooks it, and a handler present in several files with different command strings runs
 /// several times (identical commands run once). `config_dir` is Claude Code's config folder
-/// ([`super::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
+/// ([`crate::claude::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
 /// Plugins and hook programs are not checked here: see [`diagnose`].
 pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
     let (sources, paths, mut findings) = settings_sources(project_root, config_dir);
@@ -670,7 +671,7 @@ pub struct DoctorReport {
     pub installs: Vec<InstallInfo>,
     pub commands: Vec<CommandInfo>,
     /// walj's hooks in other agents' settings (Codex CLI, Gemini CLI, Copilot CLI).
-    pub agents: Vec<crate::agents::doctor::AgentInfo>,
+    pub agents: Vec<self::agents::AgentInfo>,
     pub findings: Vec<DoctorFinding>,
 }
 
@@ -704,7 +705,7 @@ fn hook_env(project_root: &Path, config_dir: &Path) -> HookEnv {
         Some((p, file)) => (Some(p.into()), format!("env.PATH in {}", file.display())),
         None => {
             let mine = std::env::var_os("PATH");
-            if super::env::in_tool_call() {
+            if crate::claude::env::in_tool_call() {
                 let kept = mine.as_ref().map(|p| {
                     let dirs = std::env::split_paths(p).filter(|d| {
                         !d.parent().is_some_and(|r| r.join(".claude-plugin").join("plugin.json").is_file())
@@ -901,8 +902,9 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
 
     // Exec form under a Claude Code that ignores `args` (only asked when there is exec form).
     if commands.iter().any(|c| c.form == "exec")
-        && let Some(claude) = super::version::installed()
-        && super::settings::HookForm::for_version(&claude.text) == Some(super::settings::HookForm::Shell)
+        && let Some(claude) = crate::claude::version::installed()
+        && crate::claude::settings::HookForm::for_version(&claude.text)
+            == Some(crate::claude::settings::HookForm::Shell)
     {
         findings.push(DoctorFinding::new(
             Level::Warn,
@@ -913,7 +915,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                  path with spaces breaks). Run `claude update`, or `walj uninstall` then `walj install --form shell`",
                 claude.text,
                 claude.program.display(),
-                super::settings::exec_form_since()
+                crate::claude::settings::exec_form_since()
             ),
         ));
     }
@@ -991,7 +993,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     }
 
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
-    let (agent_findings, agents) = crate::agents::doctor::check(&project.root, base);
+    let (agent_findings, agents) = self::agents::check(&project.root, base);
     findings.extend(agent_findings);
     let (dir_findings, readable) = walj_dir::check(project);
     findings.extend(dir_findings);
