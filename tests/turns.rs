@@ -367,7 +367,7 @@ fn stop_failure_is_registered_by_install() {
     let (code, _, err) = repo.run(&["install", "--command", "walj hook"]);
     assert_eq!(code, 0, "{err}");
     let settings: Value = serde_json::from_slice(&fs::read(repo.root.join(".claude/settings.json")).unwrap()).unwrap();
-    let cmds: Vec<&str> = settings["hooks"]["StopFailure"]
+    let cmds: Vec<String> = settings["hooks"]["StopFailure"]
         .as_array()
         .unwrap_or_else(|| panic!("{settings:#}"))
         .iter()
