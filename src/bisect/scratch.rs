@@ -25,9 +25,14 @@ impl TempDir {
             let nanos =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let path = base.join(format!("walj-bisect-{}-{nanos:08x}-{i}", std::process::id()));
-            let mut b = fs::DirBuilder::new();
             #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            let b = {
+                let mut b = fs::DirBuilder::new();
+                std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+                b
+            };
+            #[cfg(not(unix))]
+            let b = fs::DirBuilder::new();
             match b.create(&path) {
                 Ok(()) => return Ok(TempDir { path }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
