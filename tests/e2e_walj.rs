@@ -1230,6 +1230,19 @@ fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
     p.assert_hooks_clean();
 }
 
+/// Starts session A (`claude -p "Build A"` against `mock_a`) and returns once its command has
+/// made `ready` (and a moment more, so what comes next is later).
+fn start_until(p: &Proj, bin: &Path, mock_a: &MockServer, ready: &str) -> claude::Running {
+    let running = claude::spawn(p.claude_p(bin, mock_a, "Build A"));
+    let deadline = Instant::now() + SESSION_TIMEOUT;
+    while !p.sb.project.join(ready).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(p.sb.project.join(ready).exists(), "{}", mock_a.summary());
+    std::thread::sleep(Duration::from_millis(50));
+    running
+}
+
 /// Session B, while session A's command runs: a Write of b.txt and an Edit of shared.txt,
 /// journaled. Returns B's session id. (A second script generation: B's tool ids differ from
 /// A's, as real ids do.)
@@ -1261,13 +1274,7 @@ fn another_sessions_writes_are_never_a_killed_commands() {
         Turn::tool("Bash", json!({"command": format!("echo a > a.out && sleep 60 # {token}")})),
         Turn::text("unreachable"),
     ]);
-    let running_a = claude::spawn(p.claude_p(&bin, &mock_a, "Build A"));
-    let deadline = Instant::now() + SESSION_TIMEOUT;
-    while !p.sb.project.join("a.out").exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
-    std::thread::sleep(Duration::from_millis(50));
+    let running_a = start_until(&p, &bin, &mock_a, "a.out");
     let sid_b = session_b_writes(&p, &bin);
     // And the user's editor, while both ran (nothing journals it).
     fs::write(p.sb.project.join("notes.txt"), "the user's\n").unwrap();
@@ -1318,13 +1325,7 @@ fn another_sessions_writes_are_never_a_finished_commands() {
         ),
         Turn::text("A done."),
     ]);
-    let running_a = claude::spawn(p.claude_p(&bin, &mock_a, "Build A"));
-    let deadline = Instant::now() + SESSION_TIMEOUT;
-    while !p.sb.project.join("a.out").exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(p.sb.project.join("a.out").exists(), "{}", mock_a.summary());
-    std::thread::sleep(Duration::from_millis(50));
+    let running_a = start_until(&p, &bin, &mock_a, "a.out");
     let sid_b = session_b_writes(&p, &bin);
     fs::write(&go, "").unwrap();
     let out_a = running_a.wait(SESSION_TIMEOUT);
