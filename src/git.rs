@@ -1,6 +1,6 @@
 //! Git access (git2). Reads only; walj never changes the user's repository.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
@@ -45,27 +45,47 @@ pub struct Head {
     pub id: Option<String>,
 }
 
-/// HEAD of the checkout at `root`, read from git's files (a hook can afford it: two or three
-/// small reads, no git process, no repository open): `.git/HEAD` or a worktree's `gitdir:`
-/// file, the loose ref, else `packed-refs` (its `commondir` for worktrees). A reftable
-/// repository, or anything these files do not answer, goes through git2. `None` outside git.
-pub fn head_state(root: &Path) -> Option<Head> {
-    let dot = root.join(".git");
-    let git_dir = if dot.is_dir() {
+/// Where a checkout's git files are: its own git dir (`.git`, or where a linked worktree's or
+/// submodule's `gitdir:` file points) and the common dir its refs live in (`commondir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitDirs {
+    pub git_dir: PathBuf,
+    pub common_dir: PathBuf,
+}
+
+/// The git dirs of the checkout whose top level is `top`, read from its `.git` (no git
+/// process): `None` when `top` has no `.git`, or a `.git` file that names no `gitdir:`.
+pub fn dirs_at(top: &Path) -> Option<GitDirs> {
+    let dot = top.join(".git");
+    let meta = std::fs::metadata(&dot).ok()?;
+    let git_dir = if meta.is_dir() {
         dot
     } else {
         let text = std::fs::read_to_string(&dot).ok()?;
-        let rel = text.strip_prefix("gitdir:")?.trim();
-        let p = Path::new(rel);
-        if p.is_absolute() { p.to_path_buf() } else { root.join(p) }
+        let target = Path::new(text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim());
+        if target.is_absolute() { target.to_path_buf() } else { top.join(target) }
     };
-    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
         Ok(c) => {
             let p = Path::new(c.trim());
             if p.is_absolute() { p.to_path_buf() } else { git_dir.join(p) }
         }
         Err(_) => git_dir.clone(),
     };
+    Some(GitDirs { git_dir, common_dir })
+}
+
+/// The first checkout at or above `start`: its top level and its git dirs.
+pub fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
+    start.ancestors().find(|d| d.join(".git").exists()).and_then(|top| Some((top.to_path_buf(), dirs_at(top)?)))
+}
+
+/// HEAD of the checkout at `root`, read from git's files (a hook can afford it: two or three
+/// small reads, no git process, no repository open): `.git/HEAD` or a worktree's `gitdir:`
+/// file, the loose ref, else `packed-refs` (its `commondir` for worktrees). A reftable
+/// repository, or anything these files do not answer, goes through git2. `None` outside git.
+pub fn head_state(root: &Path) -> Option<Head> {
+    let GitDirs { git_dir, common_dir: common } = dirs_at(root)?;
     let from_git2 = || {
         let (id, branch) = head_info(root);
         Some(Head { branch, id })

@@ -142,17 +142,12 @@ impl Project {
     /// it under a name other than `.git` (`git init --separate-git-dir`, a worktree's
     /// `gitdir:` file): read from the `.git` file, no git process.
     fn git_dirs_inside(&self) -> Vec<PathBuf> {
-        let dotgit = self.root.join(".git");
-        let Ok(text) = fs::read_to_string(&dotgit) else { return Vec::new() };
-        let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")).map(str::trim) else {
+        if !self.root.join(".git").is_file() {
             return Vec::new();
-        };
-        let gitdir = absolute(Path::new(gitdir), &self.root);
-        let mut dirs = vec![gitdir.clone()];
-        if let Ok(common) = fs::read_to_string(gitdir.join("commondir")) {
-            dirs.push(absolute(Path::new(common.trim()), &gitdir));
         }
-        dirs.iter()
+        let Some(dirs) = crate::git::dirs_at(&self.root) else { return Vec::new() };
+        [dirs.git_dir, dirs.common_dir]
+            .iter()
             .map(|d| fs::canonicalize(d).unwrap_or_else(|_| normalize(d)))
             .filter_map(|d| d.strip_prefix(&self.root).ok().map(Path::to_path_buf))
             .filter(|d| !d.as_os_str().is_empty())

@@ -111,23 +111,7 @@ fn walj_dir(project: &Project) -> &Path {
 /// The per-worktree git dir and top level above `root`: the first `.git` found walking up,
 /// a folder, or a file `gitdir: PATH` (a linked worktree, a submodule).
 pub fn git_dir(root: &Path) -> Option<(PathBuf, PathBuf)> {
-    let mut cur = Some(root);
-    while let Some(d) = cur {
-        let dot = d.join(".git");
-        match fs::metadata(&dot) {
-            Ok(m) if m.is_dir() => return Some((dot, d.to_path_buf())),
-            Ok(m) if m.is_file() => {
-                let text = fs::read_to_string(&dot).ok()?;
-                let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-                let target = Path::new(target);
-                let gd = if target.is_absolute() { target.to_path_buf() } else { d.join(target) };
-                return Some((gd, d.to_path_buf()));
-            }
-            _ => {}
-        }
-        cur = d.parent();
-    }
-    None
+    crate::git::find(root).map(|(top, dirs)| (dirs.git_dir, top))
 }
 
 /// The user's state folder for walj (projects outside git keep their markers there).
