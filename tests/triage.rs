@@ -654,7 +654,7 @@ fn plan_revert_tells_the_tui_what_will_happen() {
         other => panic!("expected a conflict, got {other:?}"),
     }
     let sides = walj::triage::diff_sides(&p, fold.find("toolu_B").unwrap(), walj::triage::DiffMode::Applied).unwrap();
-    let text = walj::triage::unified(&sides, "f.txt", 3, true);
+    let text = walj::report::diff::unified(&sides, "f.txt", 3, true);
     assert!(text.contains("\x1b[31m-TWO\x1b[0m") && text.contains("\x1b[32m+TWO!\x1b[0m"), "{text}");
 }
 

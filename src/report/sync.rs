@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::remotes::RemoteJournal;
 use crate::fold::Entry;
 use crate::present::{human_ts, one_line, plural, safe, shown};
 use crate::report;
 use crate::style::Style;
+use crate::sync::remotes::RemoteJournal;
 
 fn heading(r: &RemoteJournal, what: &str, style: &Style) -> String {
     format!(
