@@ -6,7 +6,7 @@
 //!
 //! ## The floors
 //! Every module stands on one floor and imports only from its own floor or below
-//! (`tests/floors.rs` reads the `use` lines and holds the table; no import runs upward):
+//! (`tests/house/floors.rs` reads the `use` lines and holds the table; no import runs upward):
 //!
 //! - **ground**, knowing neither Claude Code nor the journal: [`fsutil`] (private files, atomic
 //!   swaps, the error log), [`sha`] (digests), [`git`] (the `git` process), [`procinfo`]

@@ -1,0 +1,9 @@
+//! Tests of `walj sync`: journals carried to other machines through the project's git remote.
+//!
+//! One test binary per subject (`cargo test --test sync`); each module is one file of tests,
+//! run through the real `walj` binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod sync;

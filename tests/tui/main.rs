@@ -1,0 +1,11 @@
+//! Tests of the dashboard: rendered screens (insta snapshots at several sizes) and a real terminal
+//! driven through tmux.
+//!
+//! One test binary per subject (`cargo test --test tui`); each module is one file of tests,
+//! run through the real `walj` binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod render;
+mod tmux;
