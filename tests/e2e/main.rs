@@ -5,6 +5,8 @@
 //! One test binary per subject (`cargo test --test e2e`); each module is one file of tests,
 //! run through the real `walj` binary.
 
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -467,7 +467,12 @@ fn kill_nine_loop_loses_no_acknowledged_record() {
     for it in 0..iterations {
         let tag = format!("child-{it}");
         let mut child = Command::new(&exe)
-            .args(["--exact", &exact_name("kill_nine_loop_loses_no_acknowledged_record"), "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                &exact_name("kill_nine_loop_loses_no_acknowledged_record"),
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("WALJ_KILL_CHILD", &journal)
             .env("WALJ_KILL_TAG", &tag)
             .stdout(Stdio::piped())
