@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod beneath;
+pub mod name;
 pub mod swap;
 
 pub use beneath::Dir;

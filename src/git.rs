@@ -27,7 +27,7 @@ pub fn head_blob(root: &Path, rel: &str) -> Result<Option<Vec<u8>>, git2::Error>
         Ok(t) => t,
         Err(_) => return Ok(None),
     };
-    let entry = match tree.get_path(Path::new(rel)) {
+    let entry = match tree.get_path(&crate::fsutil::name::to_path(rel)) {
         Ok(e) => e,
         Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -1138,7 +1138,7 @@ fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec
             !known.contains(&(c.path.clone(), after))
         })
         .map(|c| {
-            let at = crate::bashsnap::killed::changed_at(&project.root.join(&c.path));
+            let at = crate::bashsnap::killed::changed_at(&project.root.join(crate::fsutil::name::to_path(&c.path)));
             let after = |from: &str| at.as_deref().is_none_or(|t| t >= from);
             let candidates: Vec<&str> =
                 open.iter().filter(|(_, from)| after(from)).map(|(cmd, _)| cmd.as_str()).collect();
