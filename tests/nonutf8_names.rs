@@ -144,8 +144,7 @@ fn non_utf8_names_from_bash_are_journaled_shown_escaped_diffed_and_reverted_in_a
 
     // Reverted under the same bytes: the new files go, the tracked one gets its bytes back,
     // and no file is made under the mapped text of a name.
-    let out =
-        walj_at(&root).args(["revert", &made.id, &changed.id, &deep.id, "--yes"]).output().unwrap();
+    let out = walj_at(&root).args(["revert", &made.id, &changed.id, &deep.id, "--yes"]).output().unwrap();
     assert!(out.status.success(), "walj revert: {}", String::from_utf8_lossy(&out.stderr));
     assert!(!path_of(&root, b"bad\xff.txt").exists());
     assert!(!path_of(&root, b"d\xe9/f.txt").exists());
