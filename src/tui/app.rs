@@ -319,9 +319,8 @@ impl App {
             return false;
         }
         self.last_poll = Instant::now();
-        let copies_changed = || {
-            self.sync.from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project))
-        };
+        let copies_changed =
+            || self.sync.from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project));
         if self.journal_sig() != self.journal_sig || copies_changed() {
             self.reload();
             return true;
