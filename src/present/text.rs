@@ -224,6 +224,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_non_utf8_name_is_shown_and_quoted_by_its_bytes() {
+        let rec = crate::fsutil::name::encode(b"bad\xff \xe2.txt");
+        assert_eq!(safe(&rec), "bad\\xff \\xe2.txt");
+        assert_eq!(shown(&rec).to_string(), "bad\\xff \\xe2.txt");
+        // `$'…'` gives the shell the same bytes back; a quote inside stays quoted.
+        assert_eq!(shell_quote(&rec), "$'bad\\xff \\xe2.txt'");
+        let rec = crate::fsutil::name::encode(b"it's\x80");
+        assert_eq!(shell_quote(&rec), "$'it\\'s\\x80'");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"d/x\xfe"));
+            assert_eq!(shown_path(p).to_string(), "d/x\\xfe");
+        }
+    }
+
+    #[test]
     fn excerpts_and_counts() {
         assert_eq!(one_line("abc\ndef", 10), "abc…");
         assert_eq!(one_line("abcdef", 3), "abc…");

@@ -550,8 +550,8 @@ mod tests {
         assert_eq!(map.action(&parse_key("j").unwrap()), Some(Action::Done));
         assert_eq!(map.keys_of(Action::MoveDown), "↓");
         let bad: toml::Table = toml::from_str("revrt = \"x\"\n").unwrap();
-        assert!(Keymap::from_config(&bad).unwrap_err().contains("no such action"));
+        assert!(Keymap::from_config(&bad).unwrap_err().to_string().contains("no such action"));
         let bad: toml::Table = toml::from_str("revert = \"hyper+x\"\n").unwrap();
-        assert!(Keymap::from_config(&bad).unwrap_err().contains("[keys] revert"));
+        assert!(Keymap::from_config(&bad).unwrap_err().to_string().contains("[keys] revert"));
     }
 }
