@@ -513,12 +513,7 @@ impl App {
             if !self.diffs.contains_key(&key) {
                 // Another machine's entry: its synced images against this checkout's disk.
                 let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
-                let view = match triage::diff_sides(&project, e, self.diff_mode) {
-                    Ok(sides) => diff::build(&sides),
-                    Err(err) => {
-                        DiffView::message(mode_label(self.diff_mode), &[format!("cannot show the diff: {err:#}")])
-                    }
-                };
+                let view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
                 // A cache, not a history: keep it small.
                 if self.diffs.len() > 64 {
                     self.diffs.clear();
@@ -1294,7 +1289,7 @@ impl App {
             Choice::Edit { path, ids } => {
                 // At the first change of the pre-image → disk diff, as `e` in the tree does.
                 let line = ids.iter().filter_map(|id| self.fold.entry(id)).find(|e| e.path == *path).and_then(|e| {
-                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk).ok()?;
+                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk);
                     edit_line(&diff::build(&sides), 0)
                 });
                 match self.project.resolve_rel(path) {
