@@ -733,10 +733,11 @@ impl<'a> Tree<'a> {
         let mut stack = vec![(self.project.root.clone(), String::new())];
         let mut count = 0usize;
         while let Some((dir, rel_dir)) = stack.pop() {
+            // A name that is not UTF-8 is kept mapped (`fsutil::name`), never left out.
             let mut names: Vec<(String, fs::FileType)> = match fs::read_dir(&dir) {
                 Ok(rd) => rd
                     .flatten()
-                    .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
+                    .filter_map(|e| Some((fsutil::name::encode_os(&e.file_name()).into_owned(), e.file_type().ok()?)))
                     .collect(),
                 Err(_) => continue,
             };
@@ -748,7 +749,7 @@ impl<'a> Tree<'a> {
                     if matches!(name.as_str(), ".git" | ".hg" | ".svn" | ".jj") || rel == ".walj" {
                         continue;
                     }
-                    subdirs.push((dir.join(&name), rel));
+                    subdirs.push((dir.join(fsutil::name::to_path(&name)), rel));
                     continue;
                 }
                 if count >= max_files || Instant::now() > self.deadline {
@@ -772,7 +773,7 @@ impl<'a> Tree<'a> {
         cached: Option<(&FileState, i64)>,
         cut_short: &mut bool,
     ) -> Result<FileState, SnapError> {
-        let abs = self.project.root.join(rel);
+        let abs = self.project.root.join(fsutil::name::to_path(rel));
         let meta = match fs::symlink_metadata(&abs) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -945,7 +946,7 @@ impl<'a> Tree<'a> {
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
-                        if existed_untouched(&self.project.root.join(rel), pre.time) {
+                        if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
                             continue;
                         }
                         Side::Absent
@@ -953,7 +954,7 @@ impl<'a> Tree<'a> {
                 },
                 None if !pre.cut_short => Side::Absent,
                 None => {
-                    if existed_untouched(&self.project.root.join(rel), pre.time) {
+                    if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
                         continue;
                     }
                     Side::Unknown
@@ -1019,7 +1020,7 @@ impl<'a> Tree<'a> {
 
     /// The file as it is now on disk (read and captured).
     fn disk_side(&mut self, rel: &str) -> Result<Side, SnapError> {
-        let abs = self.project.root.join(rel);
+        let abs = self.project.root.join(fsutil::name::to_path(rel));
         match fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
             Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, &m)? {

@@ -751,7 +751,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 ));
                 plugins.push(p);
             }
-            Err(e) => findings.push(DoctorFinding::new(Level::Error, check::PLUGIN, e)),
+            Err(e) => findings.push(DoctorFinding::new(Level::Error, check::PLUGIN, e.to_string())),
         }
     }
     for (i, p) in plugins.iter().enumerate() {

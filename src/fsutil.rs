@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod beneath;
+pub mod name;
 pub mod swap;
 
 pub use beneath::Dir;
@@ -63,11 +64,20 @@ pub fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
 }
 
 /// Reads the regular file at `path` whole (see [`open_regular`]); anything else is an error.
+/// Sized from the `fstat` [`open_regular`] made: `File::read_to_end` would ask the size
+/// again (an `fstat` and an `lseek`, two of a hook's system calls per file it reads).
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
+    /// A plain reader: the generic `read_to_end`, with no size probe of its own.
+    struct Plain<'a>(&'a mut File);
+    impl Read for Plain<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
     let (mut file, meta) = open_regular(path)?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-    file.read_to_end(&mut bytes)?;
+    Plain(&mut file).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

@@ -27,7 +27,7 @@ pub fn head_blob(root: &Path, rel: &str) -> Result<Option<Vec<u8>>, git2::Error>
         Ok(t) => t,
         Err(_) => return Ok(None),
     };
-    let entry = match tree.get_path(Path::new(rel)) {
+    let entry = match tree.get_path(&crate::fsutil::name::to_path(rel)) {
         Ok(e) => e,
         Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -58,6 +58,11 @@ pub struct GitDirs {
 pub fn dirs_at(top: &Path) -> Option<GitDirs> {
     let dot = top.join(".git");
     let meta = std::fs::metadata(&dot).ok()?;
+    dirs_of(top, dot, &meta)
+}
+
+/// [`dirs_at`] with `top/.git` already stat-ed (`meta`, links followed).
+fn dirs_of(top: &Path, dot: PathBuf, meta: &std::fs::Metadata) -> Option<GitDirs> {
     let git_dir = if meta.is_dir() {
         dot
     } else {
@@ -77,7 +82,13 @@ pub fn dirs_at(top: &Path) -> Option<GitDirs> {
 
 /// The first checkout at or above `start`: its top level and its git dirs.
 pub fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
-    start.ancestors().find(|d| d.join(".git").exists()).and_then(|top| Some((top.to_path_buf(), dirs_at(top)?)))
+    // One `stat` per folder: the first `.git` found is also the one read (the hook's trust
+    // check runs this on every event).
+    let (top, dot, meta) = start.ancestors().find_map(|d| {
+        let dot = d.join(".git");
+        std::fs::metadata(&dot).ok().map(|m| (d, dot, m))
+    })?;
+    Some((top.to_path_buf(), dirs_of(top, dot, &meta)?))
 }
 
 /// HEAD of the checkout at `root`, read from git's files (a hook can afford it: two or three

@@ -137,7 +137,18 @@ struct Ctx<'a> {
     cwd: &'a Path,
 }
 
-type HookResult = Result<Option<String>, Box<dyn std::error::Error>>;
+type HookResult = Result<Option<String>, HookError>;
+
+/// Why a hook could not record its event (logged to `.walj/errors.log`; the hook still exits 0).
+#[derive(Debug, thiserror::Error)]
+enum HookError {
+    #[error("{0} without a file_path")]
+    NoFilePath(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
 
 /// The id of a tool call's records.
 enum CallId {
@@ -331,10 +342,10 @@ impl Ctx<'_> {
         r
     }
 
-    fn changes<'t>(&self, t: &'t ToolCall) -> Result<&'t [PathChange<'t>], Box<dyn std::error::Error>> {
+    fn changes<'t>(&self, t: &'t ToolCall) -> Result<&'t [PathChange<'t>], HookError> {
         match &t.kind {
             ToolKind::Files(c) if !c.is_empty() => Ok(c),
-            _ => Err(format!("{} without a file_path", self.ev.name).into()),
+            _ => Err(HookError::NoFilePath(self.ev.name.to_string())),
         }
     }
 
@@ -1138,7 +1149,7 @@ fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec
             !known.contains(&(c.path.clone(), after))
         })
         .map(|c| {
-            let at = crate::bashsnap::killed::changed_at(&project.root.join(&c.path));
+            let at = crate::bashsnap::killed::changed_at(&project.root.join(crate::fsutil::name::to_path(&c.path)));
             let after = |from: &str| at.as_deref().is_none_or(|t| t >= from);
             let candidates: Vec<&str> =
                 open.iter().filter(|(_, from)| after(from)).map(|(cmd, _)| cmd.as_str()).collect();

@@ -115,7 +115,9 @@ impl Project {
     /// and diffing a recorded entry (an own session's `git config …`), never for writing
     /// without [`WriteScope::GitForced`].
     pub fn resolve_recorded(&self, rel: &str) -> Result<PathBuf, PathError> {
-        let p = Path::new(rel);
+        // A name that is not UTF-8 is recorded mapped (`fsutil::name`): its own bytes here.
+        let p = fsutil::name::to_path(rel);
+        let p = p.as_ref();
         let err = |why| Err(PathError { rel: rel.to_string(), why });
         if rel.is_empty()
             || rel.contains('\0')
@@ -171,7 +173,7 @@ impl Project {
         if scope == WriteScope::Project && self.is_git_path(rel) {
             return Err(refused(PathRefusal::GitFolder));
         }
-        let p = Path::new(rel);
+        let p = fsutil::name::to_path(rel);
         let (Some(name), parent) = (p.file_name(), p.parent().unwrap_or(Path::new(""))) else {
             return Err(refused(PathRefusal::NotInside));
         };
@@ -305,9 +307,10 @@ fn escapes_through_symlink(root: &Path, rel: &Path) -> bool {
     false
 }
 
-/// `/`-separated text form of a relative path.
+/// `/`-separated text form of a relative path (a name that is not UTF-8 mapped losslessly,
+/// `fsutil::name`).
 pub fn to_slash(p: &Path) -> String {
-    let s = p.to_string_lossy();
+    let s = fsutil::name::encode_os(p.as_os_str());
     if std::path::MAIN_SEPARATOR == '/' { s.into_owned() } else { s.replace(std::path::MAIN_SEPARATOR, "/") }
 }
 

@@ -195,12 +195,21 @@ fn header(key: &str) -> String {
     format!("[hooks.state.{}]", toml_key(key))
 }
 
+/// Why [`with_trust`] could not record the trust (the message names the hook's key).
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("the trust entries would make it invalid TOML ({0})")]
+    Invalid(toml::de::Error),
+    #[error("its layout keeps walj from recording the trust of {key}")]
+    Layout { key: String },
+}
+
 /// The config text with `entries` trusted: a missing `[hooks.state."<key>"]` table is
 /// appended; an existing one written as such a table gets its `trusted_hash` line replaced.
 /// The rest of the file (comments, order) is kept. `Err` when the result would not read back
 /// with exactly these hashes (an unusual layout, e.g. an inline `hooks` table): the user is told
 /// what to do instead.
-pub fn with_trust(text: &str, entries: &[Trust]) -> Result<String, String> {
+pub fn with_trust(text: &str, entries: &[Trust]) -> Result<String, TrustError> {
     let mut out = text.to_string();
     for t in entries {
         let h = header(&t.key);
@@ -227,9 +236,9 @@ pub fn with_trust(text: &str, entries: &[Trust]) -> Result<String, String> {
             );
         }
     }
-    let parsed: toml::Table = out.parse().map_err(|e| format!("the trust entries would make it invalid TOML ({e})"))?;
+    let parsed: toml::Table = out.parse().map_err(TrustError::Invalid)?;
     if let Some(bad) = entries.iter().find(|t| trusted_hash(&parsed, &t.key) != Some(t.hash.as_str())) {
-        return Err(format!("its layout keeps walj from recording the trust of {}", bad.key));
+        return Err(TrustError::Layout { key: bad.key.clone() });
     }
     Ok(out)
 }

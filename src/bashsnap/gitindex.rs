@@ -13,7 +13,8 @@ use std::path::Path;
 /// One index entry, as the snapshot uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// `/`-separated path relative to the work tree.
+    /// `/`-separated path relative to the work tree (a name that is not UTF-8 mapped
+    /// losslessly: `fsutil::name`).
     pub path: String,
     pub ctime: (i32, u32),
     pub mtime: (i32, u32),
@@ -135,7 +136,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
             return None;
         }
         entries.push(Entry {
-            path: String::from_utf8(path.clone()).ok()?,
+            path: crate::fsutil::name::encode(&path).into_owned(),
             ctime,
             mtime,
             ino,
@@ -166,10 +167,10 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
 pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
     index
         .iter()
-        .filter_map(|e| {
+        .map(|e| {
             let ext = git2::IndexEntryExtendedFlag::from_bits_truncate(e.flags_extended);
-            Some(Entry {
-                path: String::from_utf8(e.path).ok()?,
+            Entry {
+                path: crate::fsutil::name::encode(&e.path).into_owned(),
                 ctime: (e.ctime.seconds(), e.ctime.nanoseconds()),
                 mtime: (e.mtime.seconds(), e.mtime.nanoseconds()),
                 ino: e.ino,
@@ -179,7 +180,7 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
                 stage: (e.flags >> 12) & 3,
                 skip_worktree: ext.is_skip_worktree(),
                 intent_to_add: ext.is_intent_to_add(),
-            })
+            }
         })
         .collect()
 }

@@ -16,6 +16,7 @@ use std::path::Path;
 use git2::Repository;
 
 use super::gitindex::Entry;
+use crate::fsutil;
 
 /// One path that may differ from the index (`/`-separated, relative to the project).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,18 +156,21 @@ fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
     let mut out = Vec::new();
     let mut cur: Option<(&str, Option<std::os::fd::OwnedFd>)> = None;
     for t in part.iter().filter(|t| !t.skip) {
-        let (dir, name) = match t.rel.rfind('/') {
+        let (dir, file) = match t.rel.rfind('/') {
             Some(i) => (&t.rel[..i], &t.rel[i + 1..]),
             None => ("", t.rel.as_str()),
         };
         if cur.as_ref().is_none_or(|(d, _)| *d != dir) {
-            let fd =
-                rustix::fs::open(root.join(dir), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                    .ok();
+            let fd = rustix::fs::open(
+                root.join(fsutil::name::to_path(dir)),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
             cur = Some((dir, fd));
         }
         let st = match cur.as_ref().and_then(|(_, fd)| fd.as_ref()) {
-            Some(fd) => rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW),
+            Some(fd) => rustix::fs::statat(fd, fsutil::name::to_path(file).as_ref(), AtFlags::SYMLINK_NOFOLLOW),
             // The folder is gone (or is a file now): so is the file.
             None => Err(rustix::io::Errno::NOENT),
         };
@@ -197,7 +201,7 @@ fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
     part.iter()
         .filter(|t| !t.skip)
         .filter_map(|t| {
-            let stat = fs::symlink_metadata(root.join(&t.rel)).ok().map(|m| {
+            let stat = fs::symlink_metadata(root.join(fsutil::name::to_path(&t.rel))).ok().map(|m| {
                 let (s, n) = stamp_mtime(&m);
                 Stat {
                     is_dir: m.is_dir(),
@@ -267,10 +271,12 @@ fn walk_untracked(
 ) -> Result<(), git2::Error> {
     let mut stack = vec![String::new()];
     while let Some(dir) = stack.pop() {
-        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(&dir) };
+        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(fsutil::name::to_path(&dir)) };
         let Ok(rd) = fs::read_dir(&abs) else { continue };
         for ent in rd.flatten() {
-            let Ok(name) = ent.file_name().into_string() else { continue };
+            // A name that is not UTF-8 is listed mapped (`fsutil::name`), never left out.
+            let os_name = ent.file_name();
+            let name = fsutil::name::encode_os(&os_name).into_owned();
             let Ok(ft) = ent.file_type() else { continue };
             let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
             if name == ".git" || (dir.is_empty() && name == ".walj") {
@@ -282,15 +288,15 @@ fn walk_untracked(
                     continue;
                 }
                 // A nested repository is not part of this one.
-                if abs.join(&name).join(".git").exists() {
+                if abs.join(&os_name).join(".git").exists() {
                     continue;
                 }
-                if repo.status_should_ignore(Path::new(&format!("{prefix}{rel}/")))? {
+                if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}/")))? {
                     continue;
                 }
                 stack.push(rel);
             } else if !known.contains(rel.as_str()) {
-                if repo.status_should_ignore(Path::new(&format!("{prefix}{rel}")))? {
+                if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}")))? {
                     continue;
                 }
                 out.push(Listed { rel, deleted: false });

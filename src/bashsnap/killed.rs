@@ -269,9 +269,9 @@ fn derive(
             continue;
         }
         let uncertain = !on_path.is_empty()
-            || crowded_from
-                .as_deref()
-                .is_some_and(|from| changed_at(&project.root.join(&c.rel)).is_none_or(|t| t.as_str() >= from));
+            || crowded_from.as_deref().is_some_and(|from| {
+                changed_at(&project.root.join(crate::fsutil::name::to_path(&c.rel))).is_none_or(|t| t.as_str() >= from)
+            });
         kept.push((c, uncertain));
     }
     let changes: Vec<Change> = kept.iter().map(|(c, _)| c.clone()).collect();

@@ -102,7 +102,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), BisectErr
 
 /// A path from the journal as a relative path inside a tree (no `..`, not absolute).
 pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, BisectError> {
-    let p = Path::new(rel);
+    let p = crate::fsutil::name::to_path(rel);
     if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
         return Err(BisectError::Usage(format!("{rel:?} is not a path inside the project")));
     }

@@ -235,10 +235,8 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         }
         for c in &step.changes {
             let Some(e) = fold.entry(&c.entry) else { continue };
-            match triage::diff_sides(project, e, DiffMode::Applied) {
-                Ok(sides) => write_diff(&mut out, &crate::report::diff::unified(&sides, &e.path, 3, false), st)?,
-                Err(err) => writeln!(out, "  (no diff of {}: {err})", safe(&e.path))?,
-            }
+            let sides = triage::diff_sides(project, e, DiffMode::Applied);
+            write_diff(&mut out, &crate::report::diff::unified(&sides, &e.path, 3, false), st)?;
         }
         writeln!(out)?;
         writeln!(
@@ -326,9 +324,8 @@ fn brief(project: &Project, fold: &Fold, r: &Report, command: &[OsString]) -> Op
     }
     let _ = writeln!(b, "\nIts change:\n```diff");
     for c in &step.changes {
-        if let Some(e) = fold.entry(&c.entry)
-            && let Ok(sides) = triage::diff_sides(project, e, DiffMode::Applied)
-        {
+        if let Some(e) = fold.entry(&c.entry) {
+            let sides = triage::diff_sides(project, e, DiffMode::Applied);
             for line in crate::report::diff::unified(&sides, &e.path, 3, false).lines() {
                 let _ = writeln!(b, "{}", safe(line));
             }

@@ -637,7 +637,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
 /// paths rewritten) where this machine's Claude Code finds it, and the brief for the next
 /// session start here.
 fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::RemoteSession) -> anyhow::Result<i32> {
-    use crate::sync::resume::{InstallError, install_transcript};
+    use crate::sync::resume::{TranscriptError, install_transcript};
     let session = rs.state.session().to_string();
     let installed = if args.print_only {
         None
@@ -645,7 +645,7 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         match install_transcript(project, &rs, args.force) {
             Ok(i) => Some(Ok(i)),
             // No transcript came: the brief still goes to the next session.
-            Err(e @ InstallError::NoCopy { .. }) => Some(Err(e.to_string())),
+            Err(e @ TranscriptError::NoCopy { .. }) => Some(Err(e.to_string())),
             Err(e) => bail!("{e}; nothing was done"),
         }
     };

@@ -159,7 +159,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
-        let sides = triage::diff_sides(project, e, mode)?;
+        let sides = triage::diff_sides(project, e, mode);
         if i > 0 {
             writeln!(out)?;
         }

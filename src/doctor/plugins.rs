@@ -124,12 +124,25 @@ pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<P
     (plugins, findings)
 }
 
+/// Why a plugin's folder or hooks could not be read (each names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum PluginDirError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a plugin folder (no .claude-plugin/plugin.json)", .0.display())]
+    NotAPlugin(PathBuf),
+    #[error("`hooks` in {} is not an object", .0.display())]
+    HooksNotAnObject(PathBuf),
+    #[error("{} is not valid JSON ({source})", path.display())]
+    Json { path: PathBuf, source: serde_json::Error },
+}
+
 /// A plugin folder given on the command line (`walj doctor --plugin-dir DIR`, as Claude Code's
 /// `--plugin-dir`).
-pub fn from_dir(dir: &Path) -> Result<PluginInstall, String> {
-    let root = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn from_dir(dir: &Path) -> Result<PluginInstall, PluginDirError> {
+    let root = std::path::absolute(dir).map_err(|source| PluginDirError::Io { path: dir.to_path_buf(), source })?;
     if !root.join(".claude-plugin").join("plugin.json").is_file() && !root.join("hooks").join("hooks.json").is_file() {
-        return Err(format!("{} is not a plugin folder (no .claude-plugin/plugin.json)", root.display()));
+        return Err(PluginDirError::NotAPlugin(root));
     }
     let hooks = plugin_hooks(&root)?;
     Ok(PluginInstall { id: root.display().to_string(), enabled_in: None, root, hooks })
@@ -202,13 +215,13 @@ fn plugin_root(
 
 /// The plugin's hooks: `hooks/hooks.json`, and `hooks` in `.claude-plugin/plugin.json` (a path
 /// relative to the plugin, an object, or a list of them), merged per event.
-fn plugin_hooks(root: &Path) -> Result<Value, String> {
+fn plugin_hooks(root: &Path) -> Result<Value, PluginDirError> {
     let mut events = serde_json::Map::new();
     // `{"hooks": {event: groups}}` (a hooks file), or inline in plugin.json the events alone.
-    let mut add = |v: &Value, from: &Path| -> Result<(), String> {
+    let mut add = |v: &Value, from: &Path| -> Result<(), PluginDirError> {
         let Some(h) = v.get("hooks").or((from.ends_with("plugin.json")).then_some(v)) else { return Ok(()) };
         let Some(h) = h.as_object() else {
-            return Err(format!("`hooks` in {} is not an object", from.display()));
+            return Err(PluginDirError::HooksNotAnObject(from.to_path_buf()));
         };
         for (ev, groups) in h {
             let list = events.entry(ev.clone()).or_insert_with(|| Value::Array(vec![]));
@@ -218,13 +231,13 @@ fn plugin_hooks(root: &Path) -> Result<Value, String> {
         }
         Ok(())
     };
-    let read = |p: &Path| -> Result<Option<Value>, String> {
+    let read = |p: &Path| -> Result<Option<Value>, PluginDirError> {
         match std::fs::read(p) {
-            Ok(b) => {
-                serde_json::from_slice(&b).map(Some).map_err(|e| format!("{} is not valid JSON ({e})", p.display()))
-            }
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|source| PluginDirError::Json { path: p.to_path_buf(), source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(source) => Err(PluginDirError::Io { path: p.to_path_buf(), source }),
         }
     };
     let default = root.join("hooks").join("hooks.json");

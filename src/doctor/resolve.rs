@@ -61,7 +61,7 @@ pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Prog
     let word = match first_word(command, &|name| env.var(name, plugin_root), env.home().as_deref()) {
         Ok(Some(w)) => w,
         Ok(None) => return Program::Missing("the command is empty".into()),
-        Err(why) => return Program::Unchecked(why),
+        Err(why) => return Program::Unchecked(why.to_string()),
     };
     if matches!(word.as_str(), "if" | "case" | "for" | "while" | "until" | "{" | "!" | "[[" | "eval" | "sh" | "bash") {
         return Program::Unchecked(format!("it starts with `{word}`"));
@@ -187,6 +187,25 @@ fn launcher_target(launcher: &Path, env: &HookEnv) -> Option<PathBuf> {
         .find(|p| executable(p).is_ok() && !same_file(p, launcher))
 }
 
+/// Shell syntax [`first_word`] does not follow (the check then says what it is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unfollowed {
+    #[error("`~` without a home folder")]
+    NoHome,
+    #[error("it uses command substitution")]
+    CommandSubstitution,
+    #[error("an unterminated quote")]
+    UnterminatedQuote,
+    #[error("it starts with shell syntax")]
+    StartsWithSyntax,
+    #[error("it uses a `${{…}}` form other than `${{NAME}}`")]
+    BracedForm,
+    #[error("it uses `$(…)` or a special parameter")]
+    SpecialParameter,
+    #[error("it uses the positional parameter `${0}`")]
+    Positional(String),
+}
+
 /// The first word of a shell command line, expanded as `sh` would: quotes, backslashes,
 /// `$NAME` / `${NAME}`, a leading `~/`. Leading `NAME=value` assignments and `exec` are
 /// skipped. `Err` for what this does not follow (command substitution, `${x:-y}`, `$1`…).
@@ -194,7 +213,7 @@ pub fn first_word(
     command: &str,
     var: &dyn Fn(&str) -> Option<String>,
     home: Option<&Path>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Unfollowed> {
     let mut rest = command;
     loop {
         rest = rest.trim_start();
@@ -211,7 +230,7 @@ pub fn first_word(
             continue;
         }
         if word.is_empty() {
-            return Err("it starts with shell syntax".into());
+            return Err(Unfollowed::StartsWithSyntax);
         }
         return Ok(Some(word));
     }
@@ -222,11 +241,11 @@ fn parse_word<'a>(
     s: &'a str,
     var: &dyn Fn(&str) -> Option<String>,
     home: Option<&Path>,
-) -> Result<(String, &'a str), String> {
+) -> Result<(String, &'a str), Unfollowed> {
     let mut out = String::new();
     let mut chars = s.char_indices().peekable();
     if s.starts_with('~') && s[1..].chars().next().is_none_or(|c| c == '/' || c.is_whitespace()) {
-        let Some(h) = home else { return Err("`~` without a home folder".into()) };
+        let Some(h) = home else { return Err(Unfollowed::NoHome) };
         out.push_str(&h.display().to_string());
         chars.next();
     }
@@ -234,7 +253,7 @@ fn parse_word<'a>(
         match c {
             c if c.is_whitespace() => return Ok((out, &s[i..])),
             ';' | '&' | '|' | '<' | '>' | '(' | ')' => return Ok((out, &s[i..])),
-            '`' => return Err("it uses command substitution".into()),
+            '`' => return Err(Unfollowed::CommandSubstitution),
             '\\' => {
                 if let Some((_, n)) = chars.next() {
                     out.push(n);
@@ -244,7 +263,7 @@ fn parse_word<'a>(
                 match chars.next() {
                     Some((_, '\'')) => break,
                     Some((_, ch)) => out.push(ch),
-                    None => return Err("an unterminated quote".into()),
+                    None => return Err(Unfollowed::UnterminatedQuote),
                 }
             },
             '"' => loop {
@@ -257,12 +276,12 @@ fn parse_word<'a>(
                             out.push('\\');
                             out.push(n);
                         }
-                        None => return Err("an unterminated quote".into()),
+                        None => return Err(Unfollowed::UnterminatedQuote),
                     },
                     Some((_, '$')) => out.push_str(&expand(&mut chars, s, var)?),
-                    Some((_, '`')) => return Err("it uses command substitution".into()),
+                    Some((_, '`')) => return Err(Unfollowed::CommandSubstitution),
                     Some((_, ch)) => out.push(ch),
-                    None => return Err("an unterminated quote".into()),
+                    None => return Err(Unfollowed::UnterminatedQuote),
                 }
             },
             '$' => {
@@ -288,7 +307,7 @@ fn expand(
     chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
     s: &str,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, Unfollowed> {
     let braced = chars.next_if(|(_, c)| *c == '{').is_some();
     let start = chars.peek().map_or(s.len(), |(i, _)| *i);
     let mut end = start;
@@ -302,16 +321,16 @@ fn expand(
     }
     let name = &s[start..end];
     if braced && chars.next_if(|(_, c)| *c == '}').is_none() {
-        return Err("it uses a `${…}` form other than `${NAME}`".into());
+        return Err(Unfollowed::BracedForm);
     }
     if name.is_empty() {
         if !braced && chars.peek().is_none_or(|(_, c)| c.is_whitespace() || *c == '"') {
             return Ok("$".into());
         }
-        return Err("it uses `$(…)` or a special parameter".into());
+        return Err(Unfollowed::SpecialParameter);
     }
     if name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(format!("it uses the positional parameter `${name}`"));
+        return Err(Unfollowed::Positional(name.to_string()));
     }
     Ok(var(name).unwrap_or_default())
 }
@@ -326,7 +345,7 @@ mod tests {
             "X" => Some("x".to_string()),
             _ => None,
         };
-        first_word(cmd, &var, Some(Path::new("/home/u")))
+        first_word(cmd, &var, Some(Path::new("/home/u"))).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -28,6 +28,8 @@ fn fix(c: char) -> Fix {
         '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' | '\u{20e3}' => Fix::Drop,
         '\u{1f3fb}'..='\u{1f3ff}' | '\u{e0020}'..='\u{e007f}' => Fix::Drop,
         '\u{1f1e6}'..='\u{1f1ff}' => Fix::Letter(char::from(b'A' + (c as u32 - 0x1f1e6) as u8)),
+        // A byte of a file name that is not UTF-8 (`fsutil::name`): shown as `\xNN`.
+        '\u{10ff80}'..='\u{10ffff}' => Fix::Escape,
         _ => Fix::Keep,
     }
 }
@@ -53,6 +55,9 @@ pub fn safe(s: &str) -> Cow<'_, str> {
                 '\t' => out.push_str("\\t"),
                 c if (c as u32) < 0x100 => {
                     let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c if crate::fsutil::name::raw_byte(c).is_some() => {
+                    let _ = write!(out, "\\x{:02x}", crate::fsutil::name::raw_byte(c).unwrap_or(0));
                 }
                 c => {
                     let _ = write!(out, "\\u{{{:x}}}", c as u32);
@@ -101,9 +106,9 @@ pub fn shown(s: &str) -> Shown<'_> {
     Shown(Cow::Borrowed(s))
 }
 
-/// A path to be shown (lossy for non-UTF-8 names): see [`Shown`].
+/// A path to be shown (a byte of a non-UTF-8 name as `\xNN`): see [`Shown`].
 pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
-    Shown(p.to_string_lossy())
+    Shown(crate::fsutil::name::encode_os(p.as_os_str()))
 }
 
 /// Whether `s` holds a character [`safe`] escapes other than a line break or a tab: a
@@ -116,11 +121,30 @@ pub fn hides_text(s: &str) -> bool {
 /// `s` as one POSIX shell word: as it is when it holds only characters no shell treats
 /// specially, else in single quotes (a `'` inside as `'\''`). For commands walj suggests or
 /// confirms: a recorded id like `$(id)` is then text, not a command substitution. Show the
-/// result through [`safe`]: quoting does not hide control characters.
+/// result through [`safe`]: quoting does not hide control characters. A recorded file name
+/// that is not UTF-8 (`fsutil::name`) is written `$'…'` with its raw bytes as `\xNN`, the
+/// form Bash, zsh and POSIX shells read back as the same bytes.
 pub fn shell_quote(s: &str) -> Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
         return Cow::Borrowed(s);
+    }
+    if crate::fsutil::name::has_raw(s) {
+        let mut out = String::from("$'");
+        for b in crate::fsutil::name::decode(s).iter() {
+            match b {
+                b'\\' | b'\'' => {
+                    out.push('\\');
+                    out.push(*b as char);
+                }
+                0x20..=0x7e => out.push(*b as char),
+                _ => {
+                    let _ = write!(out, "\\x{b:02x}");
+                }
+            }
+        }
+        out.push('\'');
+        return Cow::Owned(out);
     }
     Cow::Owned(format!("'{}'", s.replace('\'', "'\\''")))
 }
@@ -198,6 +222,23 @@ pub fn age(ts: &str, now: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_utf8_name_is_shown_and_quoted_by_its_bytes() {
+        let rec = crate::fsutil::name::encode(b"bad\xff \xe2.txt");
+        assert_eq!(safe(&rec), "bad\\xff \\xe2.txt");
+        assert_eq!(shown(&rec).to_string(), "bad\\xff \\xe2.txt");
+        // `$'…'` gives the shell the same bytes back; a quote inside stays quoted.
+        assert_eq!(shell_quote(&rec), "$'bad\\xff \\xe2.txt'");
+        let rec = crate::fsutil::name::encode(b"it's\x80");
+        assert_eq!(shell_quote(&rec), "$'it\\'s\\x80'");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b"d/x\xfe"));
+            assert_eq!(shown_path(p).to_string(), "d/x\\xfe");
+        }
+    }
 
     #[test]
     fn excerpts_and_counts() {

@@ -568,7 +568,16 @@ fn only_ours(rec: &Record) -> bool {
             && matches!(rec.kind.as_deref(), Some(kind::ANNOUNCED | kind::DELIVERED | kind::RELEASED | kind::IMPORTED)))
 }
 
-fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
+/// Why a bundle's record path is refused (each names the path).
+#[derive(Debug, thiserror::Error)]
+enum RecordPathError {
+    #[error("{0} is outside the project but carries file images")]
+    OutsideWithImages(String),
+    #[error("path {0}")]
+    Refused(crate::project::PathError),
+}
+
+fn check_path(project: &Project, rec: &Record) -> Result<(), RecordPathError> {
     if rec.path.is_empty() {
         return Ok(());
     }
@@ -576,15 +585,11 @@ fn check_path(project: &Project, rec: &Record) -> Result<(), String> {
         // Recorded as outside: nothing was captured, and walj never writes there. A record
         // that is outside *and* carries file images is not one walj writes.
         let images = [&rec.before, &rec.after].into_iter().any(|b| matches!(b, Some(Blob::Id(_))));
-        return if images {
-            Err(format!("{} is outside the project but carries file images", rec.path))
-        } else {
-            Ok(())
-        };
+        return if images { Err(RecordPathError::OutsideWithImages(rec.path.clone())) } else { Ok(()) };
     }
     // A `.git/` path is taken (shown, diffable) but never written for a bundle's entry:
     // revert and undo refuse git's folders for anything not made here.
-    project.resolve_recorded(&rec.path).map(|_| ()).map_err(|e| format!("path {e}"))
+    project.resolve_recorded(&rec.path).map(|_| ()).map_err(RecordPathError::Refused)
 }
 
 /// Refuses, before anything is written, a bundle that would add records to a session this

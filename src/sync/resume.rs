@@ -176,7 +176,7 @@ pub struct Installed {
 
 /// Why the transcript could not be installed.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub enum TranscriptError {
     #[error(
         "no transcript of session {sid} came from {machine}: it publishes transcripts when its sync is encrypted ([sync] recipients or passphrase) or has [sync] transcripts = true; `walj sync` there, then here"
     )]
@@ -206,22 +206,22 @@ pub fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
 
 /// Writes the session's transcript (the synced copy, paths rewritten) where this machine's
 /// Claude Code looks for it.
-pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> Result<Installed, InstallError> {
+pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> Result<Installed, TranscriptError> {
     let session = rs.state.session();
     let copy = transcript::read_copy(&rs.project, session)
-        .map_err(|e| InstallError::Io { what: "reading", path: rs.project.dir.join("transcripts"), source: e })?
-        .ok_or_else(|| InstallError::NoCopy { sid: rs.state.info.sid.clone(), machine: rs.name().to_string() })?;
+        .map_err(|e| TranscriptError::Io { what: "reading", path: rs.project.dir.join("transcripts"), source: e })?
+        .ok_or_else(|| TranscriptError::NoCopy { sid: rs.state.info.sid.clone(), machine: rs.name().to_string() })?;
     let from = rs.manifest.root.clone().unwrap_or_default();
     let bytes = rewrite_paths(&copy, &from, &local.root.to_string_lossy());
     let cwd = local_cwd(local, rs);
     let dir = crate::claude::paths::config_dir()
-        .ok_or(InstallError::NoConfigDir)?
+        .ok_or(TranscriptError::NoConfigDir)?
         .join("projects")
         .join(crate::claude::paths::encode_dir(&cwd));
     let path = dir.join(format!("{}.jsonl", crate::session::file_stem(session)));
     let io = |what, p: &Path| {
         let p = p.to_path_buf();
-        move |source| InstallError::Io { what, path: p, source }
+        move |source| TranscriptError::Io { what, path: p, source }
     };
     let mut backup = None;
     let mut outcome = "written";
@@ -229,7 +229,7 @@ pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> R
         Ok(existing) if existing.starts_with(&bytes) => {
             return Ok(Installed { path, bytes: existing.len() as u64, outcome: "present", backup, cwd });
         }
-        Ok(_) if !force => return Err(InstallError::Exists { path, machine: rs.name().to_string() }),
+        Ok(_) if !force => return Err(TranscriptError::Exists { path, machine: rs.name().to_string() }),
         Ok(existing) => {
             let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
             let bak = PathBuf::from(format!("{}.{stamp}.bak", path.display()));
@@ -238,7 +238,7 @@ pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> R
             outcome = "replaced";
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(InstallError::Io { what: "reading", path, source: e }),
+        Err(e) => return Err(TranscriptError::Io { what: "reading", path, source: e }),
     }
     std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
     crate::fsutil::atomic_write(&path, &bytes, Some(0o600)).map_err(io("writing", &path))?;

@@ -12,8 +12,8 @@ use super::action::{Disk, Image, Objects, read_disk};
 use super::{DiffMode, DiffSides, Side};
 
 /// The two sides of `entry`'s diff in `mode`. Unknown content is a side with a `note`,
-/// not an error.
-pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::Result<DiffSides> {
+/// never an error.
+pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> DiffSides {
     let unknown = |label: &str, why: &str| Side { label: label.to_string(), bytes: None, note: Some(why.to_string()) };
     let (old_label, new_label) = match mode {
         DiffMode::Disk => ("pre-image", "disk"),
@@ -22,14 +22,14 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
     };
     if entry.outside {
         let why = "outside the project: walj captured nothing";
-        return Ok(DiffSides { old: unknown(old_label, why), new: unknown(new_label, why) });
+        return DiffSides { old: unknown(old_label, why), new: unknown(new_label, why) };
     }
     if entry.v1 {
         let why = "recorded by a v1 journal line: no images";
         let old = unknown(old_label, why);
         let new = if mode == DiffMode::Applied { unknown(new_label, why) } else { disk_side(project, entry) };
         let old = if mode == DiffMode::Head { head_side(project, entry) } else { old };
-        return Ok(DiffSides { old, new });
+        return DiffSides { old, new };
     }
     let mut objects = Objects::new(project);
     let disk = project.resolve_rel(&entry.path).ok().and_then(|abs| read_disk(&abs, &entry.path).ok());
@@ -37,7 +37,7 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
         let mut objects = Objects::new(project);
         recorded_side(&mut objects, "pre-image", &entry.before, entry.nocap.as_deref(), disk.as_ref())
     };
-    Ok(match mode {
+    match mode {
         DiffMode::Disk => DiffSides { old: pre(), new: disk_side(project, entry) },
         DiffMode::Applied => {
             let new = if entry.after.is_none() {
@@ -52,7 +52,7 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> anyhow::R
             DiffSides { old: pre(), new }
         }
         DiffMode::Head => DiffSides { old: head_side(project, entry), new: disk_side(project, entry) },
-    })
+    }
 }
 
 /// The side of a record's image. An image the record names as captured (no `nocap`) but

@@ -259,10 +259,7 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
 
 /// The entry's change (pre-image → disk) in at most `budget` chars, indented.
 fn compact_diff(project: &Project, e: &Entry, budget: usize) -> String {
-    let sides = match diff_sides(project, e, DiffMode::Disk) {
-        Ok(s) => s,
-        Err(err) => return format!("   (no diff: {err})\n"),
-    };
+    let sides = diff_sides(project, e, DiffMode::Disk);
     let body = render_compact(&sides, budget.saturating_sub(60));
     let mut out = String::new();
     for l in body.lines() {

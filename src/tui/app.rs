@@ -45,6 +45,23 @@ pub enum Clock {
     Fixed(DateTime<Utc>),
 }
 
+/// The TUI's copies of other machines' journals (`walj sync`), kept apart from this
+/// checkout's own state.
+#[derive(Default)]
+pub struct SyncState {
+    /// Other machines' journals, states from their manifests.
+    pub remotes: Vec<crate::sync::remotes::RemoteJournal>,
+    /// What the copies were loaded from (their signature, whether settled entries were kept):
+    /// a reload reads them again only when it changed.
+    from: Option<(crate::sync::remotes::Signature, bool)>,
+    /// The copies' id indexes (for ids unique across every journal), read with them.
+    ids: Vec<Option<crate::fold::ids::IdIndex>>,
+    /// The first copy that could not be read, said again at each reload.
+    warning: Option<String>,
+    /// How many times the copies were read (tests, the bench).
+    pub loads: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct AppOptions {
     pub keymap: Keymap,
@@ -88,17 +105,8 @@ pub struct App {
     pub keymap: Keymap,
     pub clock: Clock,
     pub fold: Fold,
-    /// Other machines' journals (`walj sync`'s copies), states from their manifests.
-    pub remotes: Vec<crate::sync::remotes::RemoteJournal>,
-    /// What the copies were loaded from (their signature, whether settled entries were kept):
-    /// a reload reads them again only when it changed.
-    remotes_from: Option<(crate::sync::remotes::Signature, bool)>,
-    /// The copies' id indexes (for ids unique across every journal), read with them.
-    remote_ids: Vec<Option<crate::fold::ids::IdIndex>>,
-    /// The first copy that could not be read, said again at each reload.
-    remote_warning: Option<String>,
-    /// How many times the copies were read (tests, the bench).
-    pub remote_loads: usize,
+    /// Other machines' journals (`walj sync`'s copies) and what they were read from.
+    pub sync: SyncState,
     /// The tree pane: views, rows, cursor, filter, selection.
     pub tree: Tree,
     pub focus: Focus,
@@ -162,11 +170,7 @@ impl App {
             keymap: opts.keymap,
             clock: opts.clock,
             fold: Fold::default(),
-            remotes: Vec::new(),
-            remotes_from: None,
-            remote_ids: Vec::new(),
-            remote_warning: None,
-            remote_loads: 0,
+            sync: SyncState::default(),
             tree: Tree::default(),
             focus: Focus::Tree,
             filter_input: None,
@@ -284,21 +288,21 @@ impl App {
         // Other machines' journals, as `walj recover` reads them: again only when one of them
         // (or this checkout's decisions about them) changed since they were read.
         let from = (crate::sync::remotes::signature(&self.project), opts.keep_settled);
-        if self.remotes_from.as_ref() != Some(&from) {
+        if self.sync.from.as_ref() != Some(&from) {
             let (remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
-            self.remote_ids = remotes.iter().map(|r| r.ids().ok()).collect();
-            self.remotes = remotes;
-            self.remote_warning = warnings.into_iter().next();
-            self.remotes_from = Some(from);
-            self.remote_loads += 1;
+            self.sync.ids = remotes.iter().map(|r| r.ids().ok()).collect();
+            self.sync.remotes = remotes;
+            self.sync.warning = warnings.into_iter().next();
+            self.sync.from = Some(from);
+            self.sync.loads += 1;
         }
         // Ids unique across all, this journal's new ones too.
-        crate::cmd::recover::share_ids_with(&self.fold, &mut self.remotes, &self.remote_ids);
-        if let Some(r) = self.remotes.first() {
+        crate::cmd::recover::share_ids_with(&self.fold, &mut self.sync.remotes, &self.sync.ids);
+        if let Some(r) = self.sync.remotes.first() {
             // Every id shown unique among this journal's and the copies' (typeable in the CLI).
             self.fold.ids = r.fold.ids.clone();
         }
-        if let Some(w) = self.remote_warning.clone() {
+        if let Some(w) = self.sync.warning.clone() {
             self.error(format!("another machine's journal: {w}"));
         }
         self.diffs.clear();
@@ -315,9 +319,8 @@ impl App {
             return false;
         }
         self.last_poll = Instant::now();
-        let copies_changed = || {
-            self.remotes_from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project))
-        };
+        let copies_changed =
+            || self.sync.from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project));
         if self.journal_sig() != self.journal_sig || copies_changed() {
             self.reload();
             return true;
@@ -350,7 +353,7 @@ impl App {
     fn rebuild_tree(&mut self) {
         let height = self.tree_height();
         self.tree.build_views(&self.fold);
-        let journals: Vec<(&str, &Fold)> = self.remotes.iter().map(|r| (r.id.as_str(), &r.fold)).collect();
+        let journals: Vec<(&str, &Fold)> = self.sync.remotes.iter().map(|r| (r.id.as_str(), &r.fold)).collect();
         self.tree.build_machines(&journals);
         self.tree.rebuild_rows(&self.fold, height);
     }
@@ -370,7 +373,7 @@ impl App {
 
     /// The journal of the tree's machine header `mi`.
     pub fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
-        self.remotes.get(self.tree.machines.get(mi)?.remote)
+        self.sync.remotes.get(self.tree.machines.get(mi)?.remote)
     }
 
     /// The other machine's journal an entry belongs to (None: this checkout's).
@@ -378,7 +381,7 @@ impl App {
         if self.fold.entry(&e.id).is_some() {
             return None;
         }
-        self.remotes.iter().find(|r| r.fold.entry(&e.id).is_some())
+        self.sync.remotes.iter().find(|r| r.fold.entry(&e.id).is_some())
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
@@ -510,12 +513,7 @@ impl App {
             if !self.diffs.contains_key(&key) {
                 // Another machine's entry: its synced images against this checkout's disk.
                 let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
-                let view = match triage::diff_sides(&project, e, self.diff_mode) {
-                    Ok(sides) => diff::build(&sides),
-                    Err(err) => {
-                        DiffView::message(mode_label(self.diff_mode), &[format!("cannot show the diff: {err:#}")])
-                    }
-                };
+                let view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
                 // A cache, not a history: keep it small.
                 if self.diffs.len() > 64 {
                     self.diffs.clear();
@@ -959,7 +957,7 @@ impl App {
             (Action::DiffHead, _) => self.set_mode(DiffMode::Head),
             (Action::Refresh, _) => {
                 // Everything read again, other machines' copies too.
-                self.remotes_from = None;
+                self.sync.from = None;
                 self.reload();
                 if !self.status.as_ref().is_some_and(|s| s.error) {
                     self.info(format!("reloaded {} records", self.fold.records));
@@ -1291,7 +1289,7 @@ impl App {
             Choice::Edit { path, ids } => {
                 // At the first change of the pre-image → disk diff, as `e` in the tree does.
                 let line = ids.iter().filter_map(|id| self.fold.entry(id)).find(|e| e.path == *path).and_then(|e| {
-                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk).ok()?;
+                    let sides = triage::diff_sides(&self.project, e, DiffMode::Disk);
                     edit_line(&diff::build(&sides), 0)
                 });
                 match self.project.resolve_rel(path) {

@@ -238,8 +238,21 @@ impl fmt::Display for Key {
     }
 }
 
+/// A key name or a `[keys]` entry that cannot be read; each names the key or the action.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("unknown key {0:?} (try: j, G, enter, esc, ctrl+d, pagedown, space)")]
+    UnknownKey(String),
+    #[error("[keys] {action}: no such action (actions: {known})")]
+    UnknownAction { action: String, known: String },
+    #[error("[keys] {0}: expected a key or a list of keys")]
+    NotKeys(String),
+    #[error("[keys] {action}: {source}")]
+    BadKey { action: String, source: Box<KeyError> },
+}
+
 /// Parses one key name: `j`, `G`, `?`, `enter`, `ctrl+d`, `alt+x`, `f5`, `pagedown`.
-pub fn parse_key(s: &str) -> Result<Key, String> {
+pub fn parse_key(s: &str) -> Result<Key, KeyError> {
     let mut mods = KeyModifiers::NONE;
     let mut rest = s;
     loop {
@@ -283,7 +296,7 @@ pub fn parse_key(s: &str) -> Result<Key, String> {
             f if f.len() > 1 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
                 KeyCode::F(f[1..].parse().unwrap_or(1))
             }
-            _ => return Err(format!("unknown key {s:?} (try: j, G, enter, esc, ctrl+d, pagedown, space)")),
+            _ => return Err(KeyError::UnknownKey(s.to_string())),
         },
     };
     // Shift on a character is expressed by its case.
@@ -298,7 +311,7 @@ pub fn parse_key(s: &str) -> Result<Key, String> {
 
 /// Parses a key script: plain characters are keys, `<name>` is a named key.
 /// `"jj/conf<enter><ctrl+c>"` → j, j, /, c, o, n, f, enter, ctrl+c.
-pub fn parse_keys(script: &str) -> Result<Vec<Key>, String> {
+pub fn parse_keys(script: &str) -> Result<Vec<Key>, KeyError> {
     let mut out = Vec::new();
     let mut chars = script.chars().peekable();
     while let Some(c) = chars.next() {
@@ -340,22 +353,22 @@ impl Default for Keymap {
 impl Keymap {
     /// Defaults overridden by `[keys]` of the config. Unknown action names and key names
     /// are errors that name the offending entry.
-    pub fn from_config(table: &toml::Table) -> Result<Keymap, String> {
+    pub fn from_config(table: &toml::Table) -> Result<Keymap, KeyError> {
         let mut map = Keymap::default();
         let mut overridden = Vec::new();
         for (name, value) in table {
             let Some(pos) = BINDINGS.iter().position(|(n, ..)| n == name) else {
                 let names: Vec<&str> = BINDINGS.iter().map(|(n, ..)| *n).collect();
-                return Err(format!("[keys] {name}: no such action (actions: {})", names.join(", ")));
+                return Err(KeyError::UnknownAction { action: name.clone(), known: names.join(", ") });
             };
             let names: Vec<&str> = match value {
                 toml::Value::String(s) => vec![s.as_str()],
                 toml::Value::Array(a) => a.iter().filter_map(toml::Value::as_str).collect(),
-                _ => return Err(format!("[keys] {name}: expected a key or a list of keys")),
+                _ => return Err(KeyError::NotKeys(name.clone())),
             };
             let keys = names
                 .iter()
-                .map(|k| parse_key(k).map_err(|e| format!("[keys] {name}: {e}")))
+                .map(|k| parse_key(k).map_err(|e| KeyError::BadKey { action: name.clone(), source: Box::new(e) }))
                 .collect::<Result<Vec<_>, _>>()?;
             map.bindings[pos].1 = keys;
             overridden.push(pos);
@@ -537,8 +550,8 @@ mod tests {
         assert_eq!(map.action(&parse_key("j").unwrap()), Some(Action::Done));
         assert_eq!(map.keys_of(Action::MoveDown), "↓");
         let bad: toml::Table = toml::from_str("revrt = \"x\"\n").unwrap();
-        assert!(Keymap::from_config(&bad).unwrap_err().contains("no such action"));
+        assert!(Keymap::from_config(&bad).unwrap_err().to_string().contains("no such action"));
         let bad: toml::Table = toml::from_str("revert = \"hyper+x\"\n").unwrap();
-        assert!(Keymap::from_config(&bad).unwrap_err().contains("[keys] revert"));
+        assert!(Keymap::from_config(&bad).unwrap_err().to_string().contains("[keys] revert"));
     }
 }

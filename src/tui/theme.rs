@@ -90,16 +90,21 @@ pub enum Theme {
     Mono,
 }
 
+/// A `[theme] mode` value walj does not know (named in the message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("[theme] mode = {0:?}: expected auto, dark, light or mono")]
+pub struct ThemeModeError(pub String);
+
 impl Theme {
     /// `[theme] mode` of the config (`auto`, `dark`, `light`, `mono`), then `NO_COLOR`,
     /// then the terminal's own hint `COLORFGBG` ("15;0": light text on a dark background).
-    pub fn detect(mode: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Result<Theme, String> {
+    pub fn detect(mode: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Result<Theme, ThemeModeError> {
         match mode.map(str::to_ascii_lowercase).as_deref() {
             Some("dark") => return Ok(Theme::Dark),
             Some("light") => return Ok(Theme::Light),
             Some("mono") | Some("none") => return Ok(Theme::Mono),
             None | Some("auto") => {}
-            Some(other) => return Err(format!("[theme] mode = {other:?}: expected auto, dark, light or mono")),
+            Some(other) => return Err(ThemeModeError(other.to_string())),
         }
         if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
             return Ok(Theme::Mono);

@@ -10,5 +10,6 @@
 mod common;
 
 mod escapes;
+mod nonutf8_names;
 mod untrusted_state;
 mod untrusted_writes;

@@ -450,12 +450,53 @@ fn shared_export() -> &'static (Repo, Contents) {
 }
 
 /// The pieces random record paths are made of: ways out, git's folders in several spellings,
-/// walj's folder, links (out of the project, into `.git`), NUL, odd names.
+/// walj's folder, links (out of the project, into `.git`), NUL, odd names, non-UTF-8 names.
 const PARTS: &[&str] = &[
-    "..", ".", ".git", ".GIT", ".Git", ".git.", "git", "a", "b.txt", ".walj", ".WALJ", "out", "in_git", "sub", "x\0y",
-    "\u{fffd}", "~", "c\\d", "config", "hooks", "", "a", "sub", "new", "sub", "new.txt", "a",
+    "..",
+    ".",
+    ".git",
+    ".GIT",
+    ".Git",
+    ".git.",
+    "git",
+    "a",
+    "b.txt",
+    ".walj",
+    ".WALJ",
+    "out",
+    "in_git",
+    "sub",
+    "x\0y",
+    "\u{fffd}",
+    "~",
+    "c\\d",
+    "config",
+    "hooks",
+    "",
+    "a",
+    "sub",
+    "new",
+    "sub",
+    "new.txt",
+    "a",
     // Weighted: the ways into git's folders, and plain names, come up most.
-    ".git", "in_git", ".git", "in_git", "sub/.git", "config", "hooks", "new", "new.txt",
+    ".git",
+    "in_git",
+    ".git",
+    "in_git",
+    "sub/.git",
+    "config",
+    "hooks",
+    "new",
+    "new.txt",
+    // Names that are not UTF-8, as a record carries them (`walj::fsutil::name`): `bad\xff.txt`,
+    // a lone continuation byte, `.git` followed by a raw byte, raw bytes that together spell
+    // `é`, and a literal char of the mapped range that the encoding must not confuse.
+    "bad\u{10ffff}.txt",
+    "\u{10ff80}",
+    ".git\u{10ffff}",
+    "\u{10ffc3}\u{10ffa9}",
+    "bad\u{10ffff}.txt",
 ];
 
 /// Every file under the project that holds `needle`, outside `.git` and `.walj` (the walk
@@ -498,7 +539,7 @@ proptest::proptest! {
         Claude::new(&repo, "d5d5d5d5-0000-4000-8000-000000000009").start();
 
         let rel = format!("{}{}", if absolute { "/" } else { "" }, parts.join("/"));
-        let on_disk = fs::read(repo.root.join(&rel)).ok();
+        let on_disk = fs::read(repo.root.join(walj::fsutil::name::to_path(&rel))).ok();
         let post = walj::store::blob_id(on_disk.as_deref().unwrap_or(b"nothing"));
         let mut recs = records(&c);
         recs.extend(forge_entry(&mut c, "toolu_prop", &rel, b"EVIL-PRE\n", &post));

@@ -651,7 +651,7 @@ fn plan_revert_tells_the_tui_what_will_happen() {
         RevertPlan::Conflict { lines } => assert!(lines[0].contains("f.txt line 2"), "{lines:?}"),
         other => panic!("expected a conflict, got {other:?}"),
     }
-    let sides = walj::triage::diff_sides(&p, fold.find("toolu_B").unwrap(), walj::triage::DiffMode::Applied).unwrap();
+    let sides = walj::triage::diff_sides(&p, fold.find("toolu_B").unwrap(), walj::triage::DiffMode::Applied);
     let text = walj::report::diff::unified(&sides, "f.txt", 3, true);
     assert!(text.contains("\x1b[31m-TWO\x1b[0m") && text.contains("\x1b[32m+TWO!\x1b[0m"), "{text}");
 }

@@ -1812,7 +1812,7 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     let header = lines.iter().position(|l| l.contains("(as of last sync")).unwrap();
     assert!(lines[header + 1].contains("8f14e4"), "the session under its machine:\n{s}");
     assert!(s.contains("config/settings.json"), "{s}");
-    let journal = app.remotes[0].id.clone();
+    let journal = app.sync.remotes[0].id.clone();
     insta::assert_snapshot!("other_machine_grouped", no_times(&s.replace(&journal, "JOURNAL-ID")));
 
     // The header's detail: whose journal and what the keys do.
@@ -1830,7 +1830,7 @@ fn other_machines_sessions_are_grouped_under_their_name() {
         .iter()
         .position(|r| match r.item {
             walj::tui::tree::Item::RemoteEntry(mi, _, ei) => {
-                app.remotes[app.tree.machines[mi].remote].fold.entries[ei].path == "config/settings.json"
+                app.sync.remotes[app.tree.machines[mi].remote].fold.entries[ei].path == "config/settings.json"
             }
             _ => false,
         })
@@ -1874,7 +1874,7 @@ fn other_machines_sessions_are_grouped_under_their_name() {
     assert!(s.contains("of laptop done here; laptop records it at its next sync"), "{s}");
     let recs = records_with_op(&desktop, op::REMOTE);
     assert!(recs.iter().any(|r| r.id == id), "{recs:?}");
-    let e = app.remotes[0].fold.entries.iter().find(|e| e.id == id);
+    let e = app.sync.remotes[0].fold.entries.iter().find(|e| e.id == id);
     assert!(e.is_none_or(|e| !e.is_unresolved()), "resolved in the laptop's group: {e:?}");
 
     // H hands the next one back the same way (`walj handoff`'s remote path).
@@ -1906,15 +1906,15 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
     let mut app = App::new(project.clone(), opts());
     let mut t = term(120, 30);
     run(&mut app, &mut t, "");
-    assert_eq!(app.remote_loads, 1);
+    assert_eq!(app.sync.loads, 1);
     // A mark in memory only: gone when the copies are read again.
-    let mark = |app: &mut App| app.remotes[0].manifest.name = "MARKED".into();
-    let marked = |app: &App| app.remotes[0].manifest.name == "MARKED";
+    let mark = |app: &mut App| app.sync.remotes[0].manifest.name = "MARKED".into();
+    let marked = |app: &App| app.sync.remotes[0].manifest.name == "MARKED";
     mark(&mut app);
 
     // This checkout's journal grows by an id that the laptop's `toolu_01EditCfg` starts.
     let theirs = "toolu_01EditCfg";
-    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditC");
+    assert_eq!(app.sync.remotes[0].fold.ids.short(theirs), "EditC");
     let mine = file_rec(
         op::INTENT,
         "5e55a0b1-0000-4000-8000-00000000d0d0",
@@ -1927,8 +1927,8 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
     JournalWriter::new(&project.journal).append(&mine).unwrap();
     assert!(app.poll_journal(), "the journal changed");
     assert!(marked(&app), "the copies were kept");
-    assert_eq!(app.remote_loads, 1);
-    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditCfg", "unique against this journal's new id");
+    assert_eq!(app.sync.loads, 1);
+    assert_eq!(app.sync.remotes[0].fold.ids.short(theirs), "EditCfg", "unique against this journal's new id");
     assert_eq!(app.fold.ids.short("toolu_01EditCfgX"), "EditCfgX");
     assert!(!app.poll_journal(), "nothing changed");
 
@@ -1945,8 +1945,8 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
     std::fs::rename(&tmp, &m).unwrap();
     assert!(app.poll_journal(), "a copy changed");
     assert!(!marked(&app));
-    assert_eq!(app.remote_loads, 2);
-    assert_eq!(app.remotes[0].fold.ids.short(theirs), "EditCfg");
+    assert_eq!(app.sync.loads, 2);
+    assert_eq!(app.sync.remotes[0].fold.ids.short(theirs), "EditCfg");
 
     // A decision about the laptop's entry (its sidecar): read again, the entry resolved.
     mark(&mut app);
@@ -1958,14 +1958,14 @@ fn a_reload_reads_the_copies_again_only_when_one_of_them_changed() {
         run(&mut app, &mut t, "<enter>");
     }
     assert!(!marked(&app));
-    assert!(app.remotes[0].fold.entry(&id).is_none_or(|e| !e.is_unresolved()));
-    let loads = app.remote_loads;
+    assert!(app.sync.remotes[0].fold.entry(&id).is_none_or(|e| !e.is_unresolved()));
+    let loads = app.sync.loads;
 
     // `R` reads everything again.
     mark(&mut app);
     run(&mut app, &mut t, "R");
     assert!(!marked(&app));
-    assert_eq!(app.remote_loads, loads + 1);
+    assert_eq!(app.sync.loads, loads + 1);
 }
 
 // ------------------------------------------------------- what changed, in view
