@@ -130,23 +130,17 @@ pub enum Command {
         after_help = "Exit codes of CMD as `git bisect run`: 0 good, 1-127 bad, 125 skip, 128+ aborts.\n\nExamples:\n  walj bisect -- cargo test --lib           # in a scratch copy of the tree\n  walj bisect --in-place --runs 3 -- npm test\n  walj bisect --since 3h --json -- make check"
     )]
     Bisect(cmd::bisect::BisectArgs),
-    /// Undo the last triage command (or the last action on ID).
+    /// Undo the last operation (or an operation of `walj ops`, or the last action on an entry).
     #[command(
-        after_help = "Examples:\n  walj undo                                # the last triage command\n  walj undo 01WriteDoc"
+        after_help = "Examples:\n  walj undo                                # the last operation\n  walj undo --dry-run                      # say what it would take back\n  walj undo 01WriteDoc                     # the last action on this entry"
     )]
-    Undo {
-        /// Undo the last action on this entry (id or unique prefix) instead.
-        id: Option<String>,
-        /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
-        #[arg(long)]
-        force: bool,
-        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-        #[arg(long, short = 'y')]
-        yes: bool,
-        /// Print what was undone as JSON (schema in the README).
-        #[arg(long)]
-        json: bool,
-    },
+    Undo(cmd::triage::UndoArgs),
+    /// Do again what the last undo took back (or an undone operation of `walj ops`).
+    #[command(after_help = "Examples:\n  walj redo\n  walj redo 01JD3K --dry-run")]
+    Redo(cmd::triage::RedoArgs),
+    /// The operation log: every mark, revert and hand-back, newest first, with its id.
+    #[command(after_help = "Examples:\n  walj ops\n  walj ops --json | jq '.[0].id'")]
+    Ops(cmd::triage::OpsArgs),
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
     #[command(
         after_help = "Examples:\n  walj handoff --session 8f14e4            # a brief for the next session start\n  walj handoff --print                     # only print it"
@@ -350,7 +344,9 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
         Command::Bisect(a) => cmd::bisect::bisect_cmd(&project, &a),
-        Command::Undo { id, force, json, yes } => cmd::triage::undo(&project, id.as_deref(), force, json, yes),
+        Command::Undo(a) => cmd::triage::undo(&project, &a),
+        Command::Redo(a) => cmd::triage::redo(&project, &a),
+        Command::Ops(a) => cmd::triage::ops(&project, &a),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { command } => sessions(&project, command),
         Command::Procs { json, command } => match command {
@@ -373,11 +369,12 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         return None;
     }
     let name = match command {
-        Command::Mark(a) if !a.yes => "walj mark",
-        Command::Revert(a) if !a.yes && !a.dry_run => "walj revert",
+        Command::Mark(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj mark",
+        Command::Revert(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj revert",
         Command::Bisect(a) if a.in_place && !a.yes => "walj bisect --in-place",
-        Command::Undo { yes: false, .. } => "walj undo",
-        Command::Handoff(a) if !a.yes && !a.print && !a.held => "walj handoff",
+        Command::Undo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj undo",
+        Command::Redo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj redo",
+        Command::Handoff(a) if a.confirm.missing_in_tool_call() && !a.print && !a.dry_run && !a.held => "walj handoff",
         Command::Checkpoint(a) if !a.yes => "walj checkpoint",
         Command::Compact(a) if !a.yes && !a.dry_run => "walj compact",
         Command::Import(a) if !a.yes => "walj import",

@@ -3,6 +3,7 @@
 
 pub mod bisect;
 pub mod completions;
+pub mod confirm;
 pub mod import;
 pub mod man;
 pub mod plugin;
@@ -18,6 +19,8 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use crate::project::Project;
+
+pub use confirm::Confirm;
 
 /// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
 /// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit
