@@ -328,7 +328,7 @@ fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
     assert_eq!(v["action"], serde_json::Value::Null);
     assert_eq!(v["entries"], serde_json::json!(["toolu_01WriteDoc"]), "{v:#}");
     assert!(v["brief"].as_str().unwrap().contains("docs/generated-index.md"), "{v:#}");
-    let v = repo.json(&["handoff", "--json", "--force"]);
+    let v = repo.json(&["handoff", "--all", "--json", "--force"]);
     assert_eq!(v["recorded"], true);
     assert!(v["action"].is_string(), "{v:#}");
     assert_eq!(v["left_out"], serde_json::json!([]));

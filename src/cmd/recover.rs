@@ -261,6 +261,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let journal_bytes = std::fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
+    let waiting = report::handed_back_waiting(&fold);
     let crashed = fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed).count();
     let config_error = config_problem(project);
     let code = if config_error.is_some() { super::EXIT_ERROR } else { 0 };
@@ -275,6 +276,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         "problems": fold.report.problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "sessions": by_state,
         "unresolved": unresolved,
+        "handed_back_waiting": waiting,
         "objects": objects,
         "config_error": config_error.as_ref().map(ToString::to_string),
     });
@@ -296,8 +298,16 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             if unresolved == 1 { "y" } else { "ies" },
             if crashed == 1 { "" } else { "s" }
         )?;
-    } else {
+    } else if waiting == 0 {
         writeln!(out, "\nNothing unresolved.")?;
+    }
+    if waiting > 0 {
+        writeln!(
+            out,
+            "{}{} handed back, waiting for the next session (`walj undo` takes it back).",
+            if unresolved > 0 { "" } else { "\n" },
+            crate::present::plural(waiting, "entry is", "entries are")
+        )?;
     }
     Ok(code)
 }

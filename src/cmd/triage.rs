@@ -441,8 +441,11 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
-    let result =
-        if dry_run { triage::plan_mark(&fold, &chosen, force) } else { triage::mark_done(project, &fold, &chosen, force) };
+    let result = if dry_run {
+        triage::plan_mark(&fold, &chosen, force)
+    } else {
+        triage::mark_done(project, &fold, &chosen, force)
+    };
     report("mark", dry_run, args.json, result, &fold.ids)
 }
 
@@ -477,10 +480,8 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
             own.into_iter().map(|e| e.id.clone()).collect()
         }
         None if all => {
-            let open = fold
-                .unresolved()
-                .filter(|e| !e.outside && e.state() != crate::fold::EntryState::NotApplied)
-                .collect();
+            let open =
+                fold.unresolved().filter(|e| !e.outside && e.state() != crate::fold::EntryState::NotApplied).collect();
             let own = own_entries(&prov, open, "--all");
             if own.is_empty() {
                 println!("Nothing unresolved of this checkout's own to revert; nothing was changed.");

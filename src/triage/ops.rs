@@ -97,9 +97,9 @@ pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Oper
     let mut ids: Vec<&str> = ops.iter().map(|o| o.id.as_str()).filter(|id| id.starts_with(prefix)).collect();
     ids.dedup();
     match ids.as_slice() {
-        [] => Err(super::TriageError::Refused(format!(
-            "no operation id starts with {prefix:?}; `walj ops` lists them"
-        ))),
+        [] => {
+            Err(super::TriageError::Refused(format!("no operation id starts with {prefix:?}; `walj ops` lists them")))
+        }
         [one] => ops.iter().find(|o| o.id == *one).ok_or_else(|| super::TriageError::Refused(String::new())),
         many => Err(super::TriageError::Refused(format!(
             "{prefix:?} is ambiguous; it starts operations {}",
@@ -110,7 +110,11 @@ pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Oper
 
 /// What `walj redo` does again: the operation `id` names, else the newest operation undone
 /// whose entries are all open again. `Err` says why there is nothing to redo.
-pub fn redo_target<'o>(fold: &Fold, ops: &'o [Operation], id: Option<&str>) -> Result<&'o Operation, super::TriageError> {
+pub fn redo_target<'o>(
+    fold: &Fold,
+    ops: &'o [Operation],
+    id: Option<&str>,
+) -> Result<&'o Operation, super::TriageError> {
     let open = |op: &Operation| op.entries.iter().all(|i| fold.entry(i).is_some_and(Entry::is_unresolved));
     let op = match id {
         Some(p) => find_operation(ops, p)?,
