@@ -13,13 +13,13 @@ use crate::cmd::{self, Global};
 #[command(name = "walj", version, about = "A write-ahead journal that makes Claude Code sessions crash-resilient")]
 pub struct Cli {
     /// Project root (default: $CLAUDE_PROJECT_DIR, else the git top level, else the current folder).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", help_heading = "Global options")]
     pub project: Option<PathBuf>,
     /// Journal file (default: <project>/.walj/journal.jsonl).
-    #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE")]
+    #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE", help_heading = "Global options")]
     pub journal: Option<PathBuf>,
     /// Colour: auto (terminals; NO_COLOR turns it off, CLICOLOR_FORCE on), always, never.
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto, help_heading = "Global options")]
     pub color: crate::style::ColorWhen,
     #[command(subcommand)]
     pub command: Command,
@@ -149,6 +149,9 @@ pub enum Command {
     /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
     #[command(after_help = "Examples:\n  walj sessions\n  walj sessions show 8f14e4")]
     Sessions {
+        /// With no subcommand: print the list as JSON (`walj sessions list --json`).
+        #[arg(long)]
+        json: bool,
         #[command(subcommand)]
         command: Option<SessionsCommand>,
     },
@@ -240,9 +243,8 @@ pub enum SessionsCommand {
         /// age identity file for bundles encrypted to recipients; repeatable.
         #[arg(short, long, value_name = "FILE")]
         identity: Vec<PathBuf>,
-        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-        #[arg(long, short = 'y')]
-        yes: bool,
+        #[command(flatten)]
+        confirm: cmd::Confirm,
         #[command(flatten)]
         limits: cmd::sessions::LimitArgs,
     },
@@ -254,19 +256,8 @@ pub enum SessionsCommand {
 #[derive(Subcommand)]
 pub enum ProcsCommand {
     /// Start a background command again, detached, output to .walj/procs/<id>.log.
-    #[command(after_help = "Examples:\n  walj procs restart bash_1")]
-    Restart {
-        /// Command id or unique prefix (`walj procs` lists them).
-        #[arg(value_name = "COMMAND")]
-        id: String,
-        /// Do not ask.
-        #[arg(long, short)]
-        yes: bool,
-        /// Start it even though its recorded text holds control characters (a carriage
-        /// return, ESC, a bidi override): they can make a terminal show another command.
-        #[arg(long)]
-        force: bool,
-    },
+    #[command(after_help = "Examples:\n  walj procs restart bash_1\n  walj procs restart bash_1 --dry-run")]
+    Restart(cmd::sessions::ProcsRestartArgs),
 }
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
@@ -348,10 +339,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Redo(a) => cmd::triage::redo(&project, &a),
         Command::Ops(a) => cmd::triage::ops(&project, &a),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
-        Command::Sessions { command } => sessions(&project, command),
+        Command::Sessions { json, command } => sessions(&project, command, json),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart { id, yes, force }) => cmd::sessions::procs_restart(&project, &id, yes, force),
+            Some(ProcsCommand::Restart(a)) => cmd::sessions::procs_restart(&project, &a),
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),
@@ -375,20 +366,24 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         Command::Undo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj undo",
         Command::Redo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj redo",
         Command::Handoff(a) if a.confirm.missing_in_tool_call() && !a.print && !a.dry_run && !a.held => "walj handoff",
-        Command::Checkpoint(a) if !a.yes => "walj checkpoint",
-        Command::Compact(a) if !a.yes && !a.dry_run => "walj compact",
+        Command::Checkpoint(a) if a.confirm.missing_in_tool_call() => "walj checkpoint",
+        Command::Compact(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj compact",
         Command::Import(a) if !a.yes => "walj import",
         Command::Recover(a) if a.from_transcripts && !a.yes => "walj recover --from-transcripts",
         Command::Install(a) if !a.yes => "walj install",
         Command::Sync(a) if !a.yes && !a.dry_run && !a.status => "walj sync",
         Command::Uninstall(a) if !a.yes => "walj uninstall",
-        Command::Sessions { command: Some(c) } => match c {
-            SessionsCommand::Resume(a) if !a.yes && !a.print_only => "walj sessions resume",
-            SessionsCommand::Import { yes: false, .. } => "walj sessions import",
-            SessionsCommand::Delete(a) if !a.yes && !a.dry_run => "walj sessions delete",
+        Command::Sessions { command: Some(c), .. } => match c {
+            SessionsCommand::Resume(a) if a.confirm.missing_in_tool_call() && !a.print_only => "walj sessions resume",
+            SessionsCommand::Import { confirm, .. } if confirm.missing_in_tool_call() => "walj sessions import",
+            SessionsCommand::Delete(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions delete",
             _ => return None,
         },
-        Command::Procs { command: Some(ProcsCommand::Restart { yes: false, .. }), .. } => "walj procs restart",
+        Command::Procs { command: Some(ProcsCommand::Restart(a)), .. }
+            if a.confirm.missing_in_tool_call() && !a.dry_run =>
+        {
+            "walj procs restart"
+        }
         _ => return None,
     };
     Some(name)
@@ -403,9 +398,9 @@ fn refuse_in_tool_call(name: &str) -> i32 {
     EXIT_NEEDS_YES
 }
 
-fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>) -> anyhow::Result<i32> {
+fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>, json: bool) -> anyhow::Result<i32> {
     use cmd::sessions as s;
-    match command.unwrap_or(SessionsCommand::List { json: false }) {
+    match command.unwrap_or(SessionsCommand::List { json }) {
         SessionsCommand::List { json } => s::list(project, json),
         SessionsCommand::Show { sid, json } => s::show(project, &sid, json),
         SessionsCommand::Resume(a) => s::resume(project, &a),

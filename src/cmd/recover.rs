@@ -67,9 +67,8 @@ pub struct CheckpointArgs {
     /// Repeat every N seconds (the proposal's scheduled checkpoints).
     #[arg(long, value_name = "SECONDS")]
     pub every: Option<u64>,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// Prints what the reader skipped, on stderr, so the report itself stays clean.
