@@ -21,6 +21,9 @@ pub struct Cli {
     /// Colour: auto (terminals; NO_COLOR turns it off, CLICOLOR_FORCE on), always, never.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto, help_heading = "Global options")]
     pub color: crate::style::ColorWhen,
+    /// Print long output (diff, log) straight to stdout, not through $PAGER (`less -FRX`).
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -307,7 +310,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             cmd::recover::recover(&project, a.json, a.session, a.exit_code)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),
-        Command::Log(a) => cmd::recover::log(&project, a),
+        Command::Log(a) => {
+            let _paged = cmd::pager::start(global.no_pager || a.json);
+            cmd::recover::log(&project, a)
+        }
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
@@ -330,6 +336,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
                 // clap requires one of them.
                 (None, None) => anyhow::bail!("walj diff needs an entry id or --session"),
             };
+            let _paged = cmd::pager::start(global.no_pager);
             cmd::triage::diff(&project, target, mode, context)
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),

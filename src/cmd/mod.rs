@@ -6,6 +6,7 @@ pub mod completions;
 pub mod confirm;
 pub mod import;
 pub mod man;
+pub mod pager;
 pub mod plugin;
 pub mod recover;
 pub mod sessions;
@@ -77,6 +78,8 @@ pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
 pub struct Global {
     pub project: Option<PathBuf>,
     pub journal: Option<PathBuf>,
+    /// `--no-pager`: long output straight to stdout ([`pager`]).
+    pub no_pager: bool,
 }
 
 impl Global {
