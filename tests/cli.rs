@@ -615,3 +615,88 @@ fn the_release_profile_keeps_symbols_and_drops_debug_info() {
     assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)), "{release}");
     assert_eq!(release.get("strip").and_then(|s| s.as_str()), Some("debuginfo"), "{release}");
 }
+
+/// Runs `walj --project ROOT ARGS` on a pseudo-terminal (util-linux `script`) with `env`
+/// set: everything the terminal showed. `None` (skipped, with a message) without `script`.
+fn on_terminal(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    if !std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "script(1) is required (WALJ_E2E_REQUIRE=1)");
+        eprintln!("SKIPPED: script(1) from util-linux is not installed");
+        return None;
+    }
+    let mut line =
+        vec![quote(&common::walj_bin().to_string_lossy()), "--project".into(), quote(&repo.root.to_string_lossy())];
+    line.extend(args.iter().map(|a| quote(a)));
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &line.join(" "), "/dev/null"])
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env_remove("NO_COLOR")
+        .env_remove("WALJ_PAGER")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn long_output_goes_through_the_pager_on_a_terminal_escaped() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000aa");
+    // A recorded file name that would retitle the terminal if it reached it raw.
+    let evil = "e\x1b]2;OWNED\x07vil.txt";
+    c.write("toolu_W", evil, "x\n");
+    let pager = [("PAGER", "sed s/^/PAGED:/")];
+    let Some(shown) = on_terminal(&repo, &["log", "--all"], &pager) else { return };
+    assert!(shown.lines().any(|l| l.starts_with("PAGED:") && l.contains("vil.txt")), "{shown:?}");
+    assert!(!shown.contains("\x1b]2;OWNED"), "recorded text reaches the pager escaped: {shown:?}");
+    assert!(shown.contains("\\x1b]2;OWNED\\x07"), "{shown:?}");
+    assert!(shown.contains("\x1b["), "colour stays on in the pager on a colour terminal: {shown:?}");
+    // The diff is paged too; NO_COLOR turns colour off in the pager as well.
+    let shown = on_terminal(&repo, &["diff", "toolu_W"], &[pager[0], ("NO_COLOR", "1")]).unwrap();
+    assert!(shown.lines().any(|l| l.starts_with("PAGED:+x")), "{shown:?}");
+    assert!(!shown.contains('\x1b'), "no escape byte at all under NO_COLOR: {shown:?}");
+    // --no-pager, WALJ_PAGER=cat and a pipe print straight out.
+    let shown = on_terminal(&repo, &["--no-pager", "log"], &pager).unwrap();
+    assert!(!shown.contains("PAGED:") && shown.contains("vil.txt"), "{shown:?}");
+    let shown = on_terminal(&repo, &["log"], &[pager[0], ("WALJ_PAGER", "cat")]).unwrap();
+    assert!(!shown.contains("PAGED:") && shown.contains("vil.txt"), "{shown:?}");
+    let piped = repo.walj(&["log"]).env("PAGER", "sed s/^/PAGED:/").output().unwrap();
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains("PAGED:"));
+}
+
+#[test]
+fn help_has_a_global_options_heading_and_sessions_json_lists() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ab");
+    c.start();
+    c.write("toolu_W", "b.txt", "x\n");
+    let help = repo.ok(&["--help"]);
+    let global = help.find("Global options:").unwrap_or_else(|| panic!("{help}"));
+    for flag in ["--project", "--journal", "--color", "--no-pager"] {
+        assert!(help[global..].contains(flag), "{flag} under Global options: {help}");
+    }
+    assert_eq!(repo.json(&["sessions", "--json"]), repo.json(&["sessions", "list", "--json"]));
+    for shell in ["bash", "zsh", "fish"] {
+        let script = repo.ok(&["completions", shell]);
+        let listed: Vec<&str> = script
+            .lines()
+            .filter(|l| {
+                l.contains("__complete-ids")
+                    && !l.contains("__complete-ids --shell")
+                    && !l.trim_start().starts_with('#')
+            })
+            .collect();
+        assert!(listed.is_empty(), "{shell} offers the hidden command: {listed:?}");
+        assert!(script.contains("__complete-ids --shell"), "{shell} still asks walj for ids");
+    }
+}
