@@ -388,6 +388,31 @@ fn own_entries<'f>(prov: &Provenance, entries: Vec<&'f crate::fold::Entry>, what
     own
 }
 
+/// For a command that acts only on this checkout's own entries (revert writes this disk, undo
+/// takes back an action recorded here): ids that are another machine's (`walj sync`) fail
+/// with a message that says whose they are and what can be done here.
+fn elsewhere_only(project: &Project, ids: &[String], verb: &str) -> anyhow::Result<()> {
+    let theirs = crate::sync::triage::describe(project, ids);
+    if theirs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = theirs
+        .iter()
+        .map(|(id, path, from)| {
+            let machine = from.strip_prefix("from machine ").unwrap_or(from);
+            format!(
+                "{} ({}) is {}'s entry: {verb} it there (or `walj mark {} --done` / `walj handoff {}` here)",
+                crate::present::text::safe(id),
+                crate::present::text::safe(path),
+                crate::present::text::safe(machine),
+                crate::present::text::safe(id),
+                crate::present::text::safe(id)
+            )
+        })
+        .collect();
+    anyhow::bail!("{}; nothing was changed", list.join("\n"))
+}
+
 /// Whether the ids (or the session) name nothing in this checkout's journal: they may be
 /// another machine's (`walj sync`).
 fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
@@ -491,6 +516,9 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         }
         None => args.ids.clone(),
     };
+    if args.session.is_none() && not_here(&fold, &ids, None) {
+        elsewhere_only(project, &ids, "revert")?;
+    }
     let confirmed_foreign = dry_run || confirm_foreign(&foreign(&fold, &prov, &ids), args.confirm.yes, "revert")?;
     if !confirmed_foreign {
         return Ok(super::EXIT_ERROR);
@@ -508,6 +536,12 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
 pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
+    if let Some(i) = id
+        && not_here(&fold, &[i.to_string()], None)
+        && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
+    {
+        elsewhere_only(project, &[i.to_string()], "undo its last action")?;
+    }
     let prov = Provenance::load(&project.journal);
     // By id: the entry's last action may have been recorded elsewhere (an imported bundle).
     let mut confirmed = false;
