@@ -84,9 +84,12 @@ pub enum Command {
         after_help = "Examples:\n  walj tui\n  walj tui --demo                          # try it on a sample crashed session"
     )]
     Tui {
-        /// Open on a sample project with a crashed session (built in a temp folder).
+        /// Open on a sample project with a crashed session (built in a temp folder, removed on quit).
         #[arg(long)]
         demo: bool,
+        /// With --demo: keep the sample project's folder after quitting.
+        #[arg(long, requires = "demo")]
+        keep: bool,
         /// (internal) replay the demo's hooks in DIR.
         #[arg(long, hide = true, value_name = "DIR")]
         demo_replay: Option<PathBuf>,
@@ -320,7 +323,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Plugin(_) | Command::Completions(_) | Command::CompleteIds(_) | Command::Man(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
-        Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
+        Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
         Command::Diff { id, session, prompt, applied, head, context } => {
             let mode = if applied {

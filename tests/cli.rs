@@ -700,3 +700,74 @@ fn help_has_a_global_options_heading_and_sessions_json_lists() {
         assert!(script.contains("__complete-ids --shell"), "{shell} still asks walj for ids");
     }
 }
+
+/// `walj tui --demo ARGS` on a pseudo-terminal with TMPDIR = `tmp`, quit with `q` once the
+/// dashboard is drawn: everything the terminal showed. `None` without `script`.
+fn demo_in_pty(tmp: &std::path::Path, args: &[&str]) -> Option<String> {
+    use std::io::{Read, Write};
+    if !std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "script(1) is required (WALJ_E2E_REQUIRE=1)");
+        eprintln!("SKIPPED: script(1) from util-linux is not installed");
+        return None;
+    }
+    let line = format!("'{}' tui --demo {}", common::walj_bin().display(), args.join(" "));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(tmp)
+        .env("TMPDIR", tmp)
+        .env("TERM", "xterm")
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let drawn = |s: &[u8]| String::from_utf8_lossy(s).contains("\x1b[?1049h");
+    let start = std::time::Instant::now();
+    while !drawn(&seen.lock().unwrap()) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "the demo never opened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"q").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    assert!(status.success(), "{status}");
+    let shown = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    Some(shown)
+}
+
+#[test]
+fn tui_demo_leaves_no_temp_folder_unless_kept() {
+    let (_t, tmp) = common::scratch();
+    let Some(shown) = demo_in_pty(&tmp, &[]) else { return };
+    assert!(shown.contains("The demo project was removed"), "{shown:?}");
+    let left: Vec<_> = fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the demo left {left:?} in TMPDIR");
+    let shown = demo_in_pty(&tmp, &["--keep"]).unwrap();
+    let left: Vec<_> = fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(shown.contains(&format!("The demo project is in {}", left[0].display())), "{shown:?}");
+}
