@@ -264,3 +264,20 @@ fn recover_and_status_count_handed_back_entries_as_waiting() {
     assert_eq!(repo.json(&["recover", "--json"])["handed_back_waiting"], 0);
     assert!(repo.ok(&["recover"]).contains("Every recorded change was verified or triaged"));
 }
+
+#[test]
+fn status_counts_the_sessions_that_sessions_lists_after_a_compaction() {
+    let repo = crashed();
+    // The next session announces the crash (a record kept while the crashed session is
+    // unresolved) and ends; compacting drops the rest of it: status must not count it.
+    let next = "5e55a0b1-0000-4000-8000-000000000002";
+    Claude::new(&repo, next).start();
+    let end = serde_json::json!({"session_id": next, "transcript_path": "/x/n.jsonl", "cwd": repo.root,
+        "hook_event_name": "SessionEnd", "reason": "exit"});
+    repo.hook(&end.to_string());
+    repo.ok(&["compact", "--days", "0", "--yes"]);
+    let listed = repo.json(&["sessions", "--json"]);
+    let status = repo.json(&["status", "--json"]);
+    let counted: u64 = status["sessions"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(counted, listed.as_array().unwrap().len() as u64, "status {status:#} vs sessions {listed:#}");
+}

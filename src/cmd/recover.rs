@@ -253,15 +253,17 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
 pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     // Counts only: no id is shown.
     let fold = load_fold(project, &FoldOptions::default())?;
-    let mut by_state = std::collections::BTreeMap::new();
-    for s in &fold.sessions {
-        *by_state.entry(s.status().as_str()).or_insert(0usize) += 1;
+    // The sessions `walj sessions` lists (not the marks-only ones a compaction or a bundle
+    // leaves), so the two never disagree.
+    let mut by_state: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for s in crate::session::SessionState::list(project)? {
+        *by_state.entry(s.state).or_insert(0) += 1;
     }
     let journal_bytes = std::fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
     let waiting = report::handed_back_waiting(&fold);
-    let crashed = fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed).count();
+    let crashed = by_state.get(SessionStatus::Crashed.as_str()).copied().unwrap_or(0);
     let config_error = config_problem(project);
     let code = if config_error.is_some() { super::EXIT_ERROR } else { 0 };
     if let Some(e) = &config_error {
