@@ -771,3 +771,20 @@ fn tui_demo_leaves_no_temp_folder_unless_kept() {
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(shown.contains(&format!("The demo project is in {}", left[0].display())), "{shown:?}");
 }
+
+#[test]
+fn doctor_ends_with_one_verdict_and_wraps_its_lines() {
+    let repo = Repo::new(&[("a.txt", "one\n")]).with_home();
+    let (code, out, err) = repo.run(&["doctor"]);
+    assert_eq!(code, 2, "not installed is an error: {out}{err}");
+    let last = out.lines().last().unwrap_or_default();
+    assert_eq!(last, "Verdict: not working: 1 error; fix the [error] lines first.", "{out}");
+    assert_eq!(out.matches("Verdict:").count(), 1, "{out}");
+    assert!(out.contains("walj is not installed"), "{out}");
+    let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest <= 100, "a {widest}-column line: {out}");
+    repo.ok(&["install", "--local"]);
+    let (_, out, _) = repo.run(&["doctor"]);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Verdict: healthy") || last.starts_with("Verdict: working, with"), "{out}");
+}

@@ -358,6 +358,53 @@ pub struct DoctorArgs {
 }
 
 /// Prints doctor's findings; exits 0 (all fine), 1 (warnings) or 2 (errors).
+/// The one line doctor ends with: all well, or how many problems and where to start.
+fn verdict(findings: &[doctor::DoctorFinding], st: &crate::style::Style) -> String {
+    let count = |l: doctor::Level| findings.iter().filter(|f| f.level == l).count();
+    let (errors, warnings) = (count(doctor::Level::Error), count(doctor::Level::Warn));
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match (errors, warnings) {
+        (0, 0) => st.tone(Tone::Green, "Verdict: healthy; walj journals this project's sessions."),
+        (0, w) => st.tone(
+            Tone::Yellow,
+            &format!("Verdict: working, with {}: see the [warn] lines.", plural(w, "warning", "warnings")),
+        ),
+        (e, w) => st.tone(
+            Tone::Red,
+            &format!(
+                "Verdict: not working: {}{}; fix the [error] lines first.",
+                plural(e, "error", "errors"),
+                if w > 0 { format!(" and {}", plural(w, "warning", "warnings")) } else { String::new() }
+            ),
+        ),
+    }
+}
+
+/// Columns to wrap doctor's lines at: the terminal's width (at most 100), else 100.
+fn text_width() -> usize {
+    use std::io::IsTerminal;
+    let term = std::io::stdout().is_terminal().then(crossterm::terminal::size).and_then(Result::ok);
+    term.map_or(100, |(w, _)| usize::from(w).clamp(40, 100))
+}
+
+/// `text` cut into lines of at most `width` display columns at spaces (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.width() + 1 + word.width() > width.max(20) {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+}
+
 pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
     let opts = doctor::DoctorOptions {
         command: hook_command(args.command),
@@ -371,6 +418,7 @@ pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
         writeln!(out)?;
     } else {
         let st = crate::style::Style::stdout();
+        let width = text_width();
         for f in &report.findings {
             let tone = match f.level {
                 doctor::Level::Info => Tone::Gray,
@@ -378,11 +426,23 @@ pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
                 doctor::Level::Warn => Tone::Yellow,
                 doctor::Level::Error => Tone::Red,
             };
-            writeln!(out, "{} {}", st.tone(tone, &format!("[{}]", f.level)), f.message)?;
+            let tag = format!("[{}]", f.level);
+            let indent = " ".repeat(tag.chars().count() + 1);
+            let lines = wrap(&f.message, width.saturating_sub(indent.len()));
+            for (i, line) in lines.iter().enumerate() {
+                if i == 0 {
+                    writeln!(out, "{} {line}", st.tone(tone, &tag))?;
+                } else {
+                    writeln!(out, "{indent}{line}")?;
+                }
+            }
             for d in &f.details {
-                writeln!(out, "      {d}")?;
+                for line in wrap(d, width.saturating_sub(6)) {
+                    writeln!(out, "      {line}")?;
+                }
             }
         }
+        writeln!(out, "{}", verdict(&report.findings, &st))?;
     }
     out.flush()?;
     Ok(report.exit_code)
