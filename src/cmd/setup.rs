@@ -380,26 +380,40 @@ fn verdict(findings: &[doctor::DoctorFinding], st: &crate::style::Style) -> Stri
     }
 }
 
-/// Columns to wrap doctor's lines at: the terminal's width (at most 100), else 100.
+/// Columns to wrap doctor's lines at on a terminal: its width, at most 100 (100 when it does
+/// not say). Into a pipe or a file lines stay whole, for grep (`usize::MAX`).
 fn text_width() -> usize {
     use std::io::IsTerminal;
-    let term = std::io::stdout().is_terminal().then(crossterm::terminal::size).and_then(Result::ok);
-    term.map_or(100, |(w, _)| usize::from(w).clamp(40, 100))
+    if !std::io::stdout().is_terminal() {
+        return usize::MAX;
+    }
+    match crossterm::terminal::size() {
+        Ok((w, _)) if w > 0 => usize::from(w).clamp(40, 100),
+        _ => 100,
+    }
 }
 
-/// `text` cut into lines of at most `width` display columns at spaces (a longer word stays whole).
+/// `text` cut into lines of at most `width` display columns at spaces (a longer word stays
+/// whole; spacing inside a line, such as a code excerpt's indent, is kept).
 fn wrap(text: &str, width: usize) -> Vec<String> {
     use unicode_width::UnicodeWidthStr;
+    if text.width() <= width {
+        return vec![text.to_string()];
+    }
+    let width = width.max(20);
     let mut lines = Vec::new();
     let mut line = String::new();
+    let mut started = false;
     for word in text.split(' ') {
-        if !line.is_empty() && line.width() + 1 + word.width() > width.max(20) {
+        if started && !line.trim().is_empty() && line.width() + 1 + word.width() > width {
             lines.push(std::mem::take(&mut line));
+            started = false;
         }
-        if !line.is_empty() {
+        if started {
             line.push(' ');
         }
         line.push_str(word);
+        started = true;
     }
     lines.push(line);
     lines
