@@ -23,7 +23,7 @@ pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32>
     eprintln!("walj: building the demo project in {} …", dir.display());
     let result = tui::demo::build(&dir, &exe).and_then(|()| {
         let demo_project = Project::at(dir.canonicalize().unwrap_or(dir.clone()), None);
-        tui::run(demo_project).map_err(anyhow::Error::from)
+        tui::run(demo_project)
     });
     if keep {
         println!("The demo project is in {}", dir.display());
