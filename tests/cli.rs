@@ -793,3 +793,21 @@ fn doctor_ends_with_one_verdict_and_wraps_its_lines() {
     let last = out.lines().last().unwrap_or_default();
     assert!(last.starts_with("Verdict: healthy") || last.starts_with("Verdict: working, with"), "{out}");
 }
+
+#[test]
+fn a_wide_branch_name_keeps_the_session_columns_aligned() {
+    use unicode_width::UnicodeWidthStr;
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    repo.commit("first");
+    repo.git(&["checkout", "-q", "-b", "機能-ログイン画面の修正"]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ac");
+    c.start();
+    c.write("toolu_W", "b.txt", "x\n");
+    let out = repo.ok(&["sessions"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let row = lines.iter().find(|l| l.contains("機能")).unwrap_or_else(|| panic!("the branch is shown: {out}"));
+    assert_eq!(row.width(), lines[0].width(), "header and row end at the same column:\n{out}");
+    let col = |l: &str, at: usize| l[..at].width();
+    let prompts_header = lines[0].find("PROMPTS").unwrap();
+    assert!(col(row, row.find("機能").unwrap()) + 14 <= col(lines[0], prompts_header), "{out}");
+}

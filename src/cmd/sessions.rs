@@ -236,10 +236,10 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let branch: String = safe(s.branch.as_deref().unwrap_or("-")).chars().take(14).collect();
+        let branch = fit_columns(&safe(s.branch.as_deref().unwrap_or("-")), 14);
         writeln!(
             out,
-            "{}  {:<7}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            "{}  {:<7}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.session(ids.session_split(&s.session), w),
             shown(&s.agent),
             state,
@@ -256,6 +256,22 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     write!(out, "{others}")?;
     writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
     Ok(0)
+}
+
+/// `text` cut to at most `cols` display columns and padded to exactly `cols`, so a wide (CJK)
+/// name keeps the columns after it aligned (`{:<N}` pads by characters, not columns).
+fn fit_columns(text: &str, cols: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.width() + c.width().unwrap_or(0) > cols {
+            break;
+        }
+        out.push(c);
+    }
+    let used = out.width();
+    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(used)));
+    out
 }
 
 fn proc_table() -> Option<procs::ProcTable> {
