@@ -310,7 +310,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
-            cmd::recover::recover(&project, a.json, a.session, a.exit_code)
+            cmd::recover::recover(&project, a.json, a.session, a.exit_code, a.from_transcripts)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),
         Command::Log(a) => {

@@ -811,3 +811,18 @@ fn a_wide_branch_name_keeps_the_session_columns_aligned() {
     let prompts_header = lines[0].find("PROMPTS").unwrap();
     assert!(col(row, row.find("機能").unwrap()) + 14 <= col(lines[0], prompts_header), "{out}");
 }
+
+#[test]
+fn recover_from_transcripts_that_finds_none_does_not_suggest_itself() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let claude = repo.root.join("claude-config");
+    fs::create_dir_all(claude.join("projects")).unwrap();
+    let run = |args: &[&str]| outcome(&repo.walj(args).env("CLAUDE_CONFIG_DIR", &claude).output().unwrap());
+    let (code, out, err) = run(&["recover", "--from-transcripts", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("No Claude Code transcripts"), "{err}");
+    assert!(!out.contains("--from-transcripts") && !err.contains("`walj recover --from-transcripts`"), "{out}{err}");
+    // A plain recover still points at it.
+    let (_, out, _) = run(&["recover"]);
+    assert!(out.contains("`walj recover --from-transcripts` rebuilds it"), "{out}");
+}

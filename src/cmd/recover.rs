@@ -130,7 +130,14 @@ pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
 
 /// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
 /// [`EXIT_UNRESOLVED`] when there are some.
-pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_code: bool) -> anyhow::Result<i32> {
+/// `from_transcripts`: `--from-transcripts` ran just before (its hint is not given again).
+pub fn recover(
+    project: &Project,
+    json_out: bool,
+    session: Option<String>,
+    exit_code: bool,
+    from_transcripts: bool,
+) -> anyhow::Result<i32> {
     let session_given = session.as_deref().is_some_and(|s| !s.is_empty());
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
     // The report does not depend on the config: say what is wrong with it, report anyway.
@@ -160,10 +167,16 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             }
             writeln!(
                 out,
-                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
-                 A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.",
+                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.",
                 shown_path(&project.journal)
             )?;
+            // After `--from-transcripts` found nothing, the hint would name the command just run.
+            if !from_transcripts {
+                writeln!(
+                    out,
+                    "A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts."
+                )?;
+            }
             return Ok(0);
         }
         if let Some(note) = crate::bisect::inplace::interrupted(project) {
