@@ -281,3 +281,16 @@ fn status_counts_the_sessions_that_sessions_lists_after_a_compaction() {
     let counted: u64 = status["sessions"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(counted, listed.as_array().unwrap().len() as u64, "status {status:#} vs sessions {listed:#}");
 }
+
+#[test]
+fn an_imported_session_says_how_to_remove_it_again() {
+    let repo = crashed();
+    let bundle = repo.root.join("s.walj");
+    repo.ok(&["sessions", "export", "5e55a0", "-o", bundle.to_str().unwrap()]);
+    let dst = Repo::new(&[("f.txt", NUMBERS)]);
+    let out = dst.ok(&["sessions", "import", bundle.to_str().unwrap()]);
+    assert!(out.contains("`walj sessions delete 5e55a0` removes it again"), "{out}");
+    assert_eq!(dst.json(&["sessions", "--json"]).as_array().unwrap().len(), 1);
+    dst.ok(&["sessions", "delete", "5e55a0", "--force", "--yes"]);
+    assert_eq!(dst.json(&["sessions", "--json"]).as_array().unwrap().len(), 0, "the hint's command removes it");
+}

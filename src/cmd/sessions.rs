@@ -954,6 +954,10 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
         sid = shown(&shell_quote(&rep.sid))
     );
+    println!(
+        "`walj sessions delete {}` removes it again (with --force while it has unresolved entries).",
+        shown(&shell_quote(&rep.sid))
+    );
     Ok(0)
 }
 
