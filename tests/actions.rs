@@ -294,3 +294,24 @@ fn an_imported_session_says_how_to_remove_it_again() {
     dst.ok(&["sessions", "delete", "5e55a0", "--force", "--yes"]);
     assert_eq!(dst.json(&["sessions", "--json"]).as_array().unwrap().len(), 0, "the hint's command removes it");
 }
+
+#[test]
+fn an_undo_over_a_later_change_is_a_conflict_outcome_under_json() {
+    let repo = crashed();
+    repo.ok(&["revert", "toolu_A"]);
+    repo.write("f.txt", "changed after the revert\n");
+    let before = snapshot(&repo);
+    for args in [&["undo", "--json"][..], &["undo", "--dry-run", "--json"]] {
+        let (code, out, err) = repo.run(args);
+        assert_eq!(code, 1, "{out}{err}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {out}"));
+        assert_eq!((v["action"].as_str(), v["refused"].as_bool()), (Some("undo"), Some(true)), "{v}");
+        assert_eq!(v["outcomes"][0]["id"], "toolu_A");
+        let c = v["outcomes"][0]["conflict"].as_array().unwrap_or_else(|| panic!("{v}"));
+        assert!(c[0].as_str().unwrap().contains("f.txt changed since the revert"), "{v}");
+        assert_eq!(snapshot(&repo), before, "walj {args:?} changed something");
+    }
+    // --force writes over it (the later bytes kept in the store).
+    repo.ok(&["undo", "--force"]);
+    assert_eq!(repo.read("f.txt"), NUMBERS.replace("two", "TWO"));
+}

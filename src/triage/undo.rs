@@ -303,6 +303,7 @@ fn plan_all(
 ) -> Result<Vec<Option<Restore>>> {
     let mut overlay = Overlay::default();
     let mut errors = Vec::new();
+    let mut conflicts: Vec<Outcome> = Vec::new();
     let mut plans: Vec<Option<Restore>> = Vec::new();
     for t in targets {
         let Target::Action(e, a) = t else {
@@ -325,10 +326,20 @@ fn plan_all(
                 plans.push(Some(r));
             }
             Err(why) => {
-                errors.push(format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path));
+                let line = format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path);
+                // The file changed since the revert wrote it: a conflict between the undo and
+                // what came later (an outcome under `--json`).
+                if why.contains(CHANGED_SINCE) {
+                    conflicts
+                        .push(Outcome { conflict: Some(vec![why.clone()]), ..Outcome::of(e, line.clone(), false) });
+                }
+                errors.push(line);
                 plans.push(None);
             }
         }
+    }
+    if !conflicts.is_empty() {
+        return Err(TriageError::Conflict { message: problems(&errors), outcomes: conflicts });
     }
     if !errors.is_empty() {
         return Err(TriageError::Refused(problems(&errors)));
@@ -496,6 +507,9 @@ fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>
     Ok(picked)
 }
 
+/// What [`plan_restore`] says of a file changed since the revert wrote it (a conflict).
+const CHANGED_SINCE: &str = "changed since the revert of";
+
 fn plan_restore(
     project: &Project,
     e: &Entry,
@@ -533,7 +547,7 @@ fn plan_restore(
         && !force
     {
         return Err(format!(
-            "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
+            "{} {CHANGED_SINCE} {}; pass --force to overwrite it (its current bytes are kept in the store)",
             e.path,
             when(&a.ts)
         ));
