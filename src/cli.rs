@@ -13,14 +13,17 @@ use crate::cmd::{self, Global};
 #[command(name = "walj", version, about = "A write-ahead journal that makes Claude Code sessions crash-resilient")]
 pub struct Cli {
     /// Project root (default: $CLAUDE_PROJECT_DIR, else the git top level, else the current folder).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", help_heading = "Global options")]
     pub project: Option<PathBuf>,
     /// Journal file (default: <project>/.walj/journal.jsonl).
-    #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE")]
+    #[arg(long, global = true, env = "WALJ_JOURNAL", value_name = "FILE", help_heading = "Global options")]
     pub journal: Option<PathBuf>,
     /// Colour: auto (terminals; NO_COLOR turns it off, CLICOLOR_FORCE on), always, never.
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto)]
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::style::ColorWhen::Auto, help_heading = "Global options")]
     pub color: crate::style::ColorWhen,
+    /// Print long output (diff, log) straight to stdout, not through $PAGER (`less -FRX`).
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -81,9 +84,12 @@ pub enum Command {
         after_help = "Examples:\n  walj tui\n  walj tui --demo                          # try it on a sample crashed session"
     )]
     Tui {
-        /// Open on a sample project with a crashed session (built in a temp folder).
+        /// Open on a sample project with a crashed session (built in a temp folder, removed on quit).
         #[arg(long)]
         demo: bool,
+        /// With --demo: keep the sample project's folder after quitting.
+        #[arg(long, requires = "demo")]
+        keep: bool,
         /// (internal) replay the demo's hooks in DIR.
         #[arg(long, hide = true, value_name = "DIR")]
         demo_replay: Option<PathBuf>,
@@ -130,23 +136,17 @@ pub enum Command {
         after_help = "Exit codes of CMD as `git bisect run`: 0 good, 1-127 bad, 125 skip, 128+ aborts.\n\nExamples:\n  walj bisect -- cargo test --lib           # in a scratch copy of the tree\n  walj bisect --in-place --runs 3 -- npm test\n  walj bisect --since 3h --json -- make check"
     )]
     Bisect(cmd::bisect::BisectArgs),
-    /// Undo the last triage command (or the last action on ID).
+    /// Undo the last operation (or an operation of `walj ops`, or the last action on an entry).
     #[command(
-        after_help = "Examples:\n  walj undo                                # the last triage command\n  walj undo 01WriteDoc"
+        after_help = "Examples:\n  walj undo                                # the last operation\n  walj undo --dry-run                      # say what it would take back\n  walj undo 01WriteDoc                     # the last action on this entry"
     )]
-    Undo {
-        /// Undo the last action on this entry (id or unique prefix) instead.
-        id: Option<String>,
-        /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
-        #[arg(long)]
-        force: bool,
-        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-        #[arg(long, short = 'y')]
-        yes: bool,
-        /// Print what was undone as JSON (schema in the README).
-        #[arg(long)]
-        json: bool,
-    },
+    Undo(cmd::triage::UndoArgs),
+    /// Do again what the last undo took back (or an undone operation of `walj ops`).
+    #[command(after_help = "Examples:\n  walj redo\n  walj redo 01JD3K --dry-run")]
+    Redo(cmd::triage::RedoArgs),
+    /// The operation log: every mark, revert and hand-back, newest first, with its id.
+    #[command(after_help = "Examples:\n  walj ops\n  walj ops --json | jq '.[0].id'")]
+    Ops(cmd::triage::OpsArgs),
     /// Hand entries back to Claude: a brief delivered at the next SessionStart.
     #[command(
         after_help = "Examples:\n  walj handoff --session 8f14e4            # a brief for the next session start\n  walj handoff --print                     # only print it"
@@ -155,6 +155,9 @@ pub enum Command {
     /// Sessions: list, show, resume, transcript, export, import, delete (default: list).
     #[command(after_help = "Examples:\n  walj sessions\n  walj sessions show 8f14e4")]
     Sessions {
+        /// With no subcommand: print the list as JSON (`walj sessions list --json`).
+        #[arg(long)]
+        json: bool,
         #[command(subcommand)]
         command: Option<SessionsCommand>,
     },
@@ -246,9 +249,8 @@ pub enum SessionsCommand {
         /// age identity file for bundles encrypted to recipients; repeatable.
         #[arg(short, long, value_name = "FILE")]
         identity: Vec<PathBuf>,
-        /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-        #[arg(long, short = 'y')]
-        yes: bool,
+        #[command(flatten)]
+        confirm: cmd::Confirm,
         #[command(flatten)]
         limits: cmd::sessions::LimitArgs,
     },
@@ -260,19 +262,8 @@ pub enum SessionsCommand {
 #[derive(Subcommand)]
 pub enum ProcsCommand {
     /// Start a background command again, detached, output to .walj/procs/<id>.log.
-    #[command(after_help = "Examples:\n  walj procs restart bash_1")]
-    Restart {
-        /// Command id or unique prefix (`walj procs` lists them).
-        #[arg(value_name = "COMMAND")]
-        id: String,
-        /// Do not ask.
-        #[arg(long, short)]
-        yes: bool,
-        /// Start it even though its recorded text holds control characters (a carriage
-        /// return, ESC, a bidi override): they can make a terminal show another command.
-        #[arg(long)]
-        force: bool,
-    },
+    #[command(after_help = "Examples:\n  walj procs restart bash_1\n  walj procs restart bash_1 --dry-run")]
+    Restart(cmd::sessions::ProcsRestartArgs),
 }
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
@@ -319,17 +310,20 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
-            cmd::recover::recover(&project, a.json, a.session, a.exit_code)
+            cmd::recover::recover(&project, a.json, a.session, a.exit_code, a.from_transcripts)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),
-        Command::Log(a) => cmd::recover::log(&project, a),
+        Command::Log(a) => {
+            let _paged = cmd::pager::start(global.no_pager || a.json);
+            cmd::recover::log(&project, a)
+        }
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
         Command::Plugin(_) | Command::Completions(_) | Command::CompleteIds(_) | Command::Man(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
-        Command::Tui { demo, .. } => cmd::tui::tui_cmd(&project, demo),
+        Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
         Command::Diff { id, session, prompt, applied, head, context } => {
             let mode = if applied {
@@ -345,17 +339,20 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
                 // clap requires one of them.
                 (None, None) => anyhow::bail!("walj diff needs an entry id or --session"),
             };
+            let _paged = cmd::pager::start(global.no_pager);
             cmd::triage::diff(&project, target, mode, context)
         }
         Command::Mark(a) => cmd::triage::mark(&project, &a),
         Command::Revert(a) => cmd::triage::revert(&project, &a),
         Command::Bisect(a) => cmd::bisect::bisect_cmd(&project, &a),
-        Command::Undo { id, force, json, yes } => cmd::triage::undo(&project, id.as_deref(), force, json, yes),
+        Command::Undo(a) => cmd::triage::undo(&project, &a),
+        Command::Redo(a) => cmd::triage::redo(&project, &a),
+        Command::Ops(a) => cmd::triage::ops(&project, &a),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
-        Command::Sessions { command } => sessions(&project, command),
+        Command::Sessions { json, command } => sessions(&project, command, json),
         Command::Procs { json, command } => match command {
             None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart { id, yes, force }) => cmd::sessions::procs_restart(&project, &id, yes, force),
+            Some(ProcsCommand::Restart(a)) => cmd::sessions::procs_restart(&project, &a),
         },
         Command::Compact(a) => cmd::sessions::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),
@@ -373,25 +370,30 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         return None;
     }
     let name = match command {
-        Command::Mark(a) if !a.yes => "walj mark",
-        Command::Revert(a) if !a.yes && !a.dry_run => "walj revert",
+        Command::Mark(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj mark",
+        Command::Revert(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj revert",
         Command::Bisect(a) if a.in_place && !a.yes => "walj bisect --in-place",
-        Command::Undo { yes: false, .. } => "walj undo",
-        Command::Handoff(a) if !a.yes && !a.print && !a.held => "walj handoff",
-        Command::Checkpoint(a) if !a.yes => "walj checkpoint",
-        Command::Compact(a) if !a.yes && !a.dry_run => "walj compact",
+        Command::Undo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj undo",
+        Command::Redo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj redo",
+        Command::Handoff(a) if a.confirm.missing_in_tool_call() && !a.print && !a.dry_run && !a.held => "walj handoff",
+        Command::Checkpoint(a) if a.confirm.missing_in_tool_call() => "walj checkpoint",
+        Command::Compact(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj compact",
         Command::Import(a) if !a.yes => "walj import",
         Command::Recover(a) if a.from_transcripts && !a.yes => "walj recover --from-transcripts",
         Command::Install(a) if !a.yes => "walj install",
         Command::Sync(a) if !a.yes && !a.dry_run && !a.status => "walj sync",
         Command::Uninstall(a) if !a.yes => "walj uninstall",
-        Command::Sessions { command: Some(c) } => match c {
-            SessionsCommand::Resume(a) if !a.yes && !a.print_only => "walj sessions resume",
-            SessionsCommand::Import { yes: false, .. } => "walj sessions import",
-            SessionsCommand::Delete(a) if !a.yes && !a.dry_run => "walj sessions delete",
+        Command::Sessions { command: Some(c), .. } => match c {
+            SessionsCommand::Resume(a) if a.confirm.missing_in_tool_call() && !a.print_only => "walj sessions resume",
+            SessionsCommand::Import { confirm, .. } if confirm.missing_in_tool_call() => "walj sessions import",
+            SessionsCommand::Delete(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions delete",
             _ => return None,
         },
-        Command::Procs { command: Some(ProcsCommand::Restart { yes: false, .. }), .. } => "walj procs restart",
+        Command::Procs { command: Some(ProcsCommand::Restart(a)), .. }
+            if a.confirm.missing_in_tool_call() && !a.dry_run =>
+        {
+            "walj procs restart"
+        }
         _ => return None,
     };
     Some(name)
@@ -406,9 +408,9 @@ fn refuse_in_tool_call(name: &str) -> i32 {
     EXIT_NEEDS_YES
 }
 
-fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>) -> anyhow::Result<i32> {
+fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>, json: bool) -> anyhow::Result<i32> {
     use cmd::sessions as s;
-    match command.unwrap_or(SessionsCommand::List { json: false }) {
+    match command.unwrap_or(SessionsCommand::List { json }) {
         SessionsCommand::List { json } => s::list(project, json),
         SessionsCommand::Show { sid, json } => s::show(project, &sid, json),
         SessionsCommand::Resume(a) => s::resume(project, &a),

@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     walj::style::set_color(cli.color);
-    let global = Global { project: cli.project, journal: cli.journal };
+    let global = Global { project: cli.project, journal: cli.journal, no_pager: cli.no_pager };
     if let Command::Hook { agent } = &cli.command {
         return hook(&global, agent.as_deref());
     }
@@ -71,6 +71,7 @@ fn quiet_on_closed_stdout() {
 fn hook_fast_args() -> Option<(Global, Option<String>)> {
     let mut args = std::env::args_os().skip(1);
     let mut global = Global {
+        no_pager: true,
         project: None,
         journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
     };
@@ -131,6 +132,7 @@ fn no_arguments() -> Option<ExitCode> {
     let global = Global {
         project: None,
         journal: std::env::var_os("WALJ_JOURNAL").filter(|v| !v.is_empty()).map(PathBuf::from),
+        no_pager: true,
     };
     Some(hook_with(&global, None, input))
 }

@@ -168,7 +168,19 @@ pub fn recover_json(fold: &Fold) -> Value {
         total += entries.len();
         sessions.push(session_json(s, s.status(), entries));
     }
-    json!({"unresolved": total, "sessions": sessions})
+    json!({"unresolved": total, "handed_back_waiting": handed_back_waiting(fold), "sessions": sessions})
+}
+
+/// Entries handed back whose brief no session has received yet (not withdrawn, not held
+/// from a bundle): triaged, but not an all-clear until the next session starts.
+pub fn handed_back_waiting(fold: &Fold) -> usize {
+    let ids: std::collections::BTreeSet<&str> = fold
+        .pending_handoffs()
+        .filter(|h| !h.held)
+        .flat_map(|h| h.entries.iter().map(String::as_str))
+        .filter(|id| fold.entry(id).is_none_or(|e| e.state() == crate::fold::EntryState::HandedBack))
+        .collect();
+    ids.len()
 }
 
 fn status_badge(st: SessionStatus, style: &Style) -> String {
@@ -275,8 +287,18 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
     let mut out = String::new();
     let total = fold.unresolved().count();
     let running = fold.sessions.iter().any(has_running_command);
+    let waiting = handed_back_waiting(fold);
     if total == 0 && !running {
-        out.push_str("Recovery: no unresolved journal entries. Every recorded change was verified or triaged.\n");
+        if waiting > 0 {
+            let _ = writeln!(
+                out,
+                "Recovery: nothing left to triage here, but {} handed back, waiting for the next session \
+                 (its brief is given at the next session start in this project; `walj undo` takes it back).",
+                plural(waiting, "entry is", "entries are")
+            );
+        } else {
+            out.push_str("Recovery: no unresolved journal entries. Every recorded change was verified or triaged.\n");
+        }
         return out;
     }
     let nsess = fold.sessions.iter().filter(|s| fold.entries_of(&s.session).any(|e| e.is_unresolved())).count();
@@ -286,6 +308,13 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
         plural(total, "unresolved entry", "unresolved entries"),
         plural(nsess, "session", "sessions")
     );
+    if waiting > 0 {
+        let _ = writeln!(
+            out,
+            "{} handed back, waiting for the next session.\n",
+            plural(waiting, "entry is", "entries are")
+        );
+    }
     for s in &fold.sessions {
         let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
         if entries.is_empty() && !has_running_command(s) {

@@ -50,7 +50,7 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<i32> {
 /// clap_complete's script for `shell`, with id completion for bash, zsh and fish.
 pub fn script(shell: Shell) -> String {
     let mut raw = Vec::new();
-    clap_complete::generate(shell, &mut crate::cli::Cli::command(), "walj", &mut raw);
+    clap_complete::generate(shell, &mut visible_command(), "walj", &mut raw);
     let script = String::from_utf8_lossy(&raw).into_owned();
     match shell {
         Shell::Bash => script + BASH_IDS,
@@ -58,6 +58,15 @@ pub fn script(shell: Shell) -> String {
         Shell::Zsh => zsh_with_ids(script),
         _ => script,
     }
+}
+
+/// The command line without its hidden subcommands (`__complete-ids`): clap_complete lists
+/// hidden subcommands among the ones it offers, so the script is made from this copy.
+fn visible_command() -> clap::Command {
+    let full = crate::cli::Cli::command();
+    clap::Command::new("walj")
+        .args(full.get_arguments().cloned())
+        .subcommands(full.get_subcommands().filter(|c| !c.is_hide_set()).cloned())
 }
 
 /// bash: `_walj_ids` asks walj first, else runs clap's `_walj`.

@@ -3,8 +3,10 @@
 
 pub mod bisect;
 pub mod completions;
+pub mod confirm;
 pub mod import;
 pub mod man;
+pub mod pager;
 pub mod plugin;
 pub mod recover;
 pub mod sessions;
@@ -18,6 +20,8 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use crate::project::Project;
+
+pub use confirm::Confirm;
 
 /// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
 /// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit
@@ -74,6 +78,8 @@ pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
 pub struct Global {
     pub project: Option<PathBuf>,
     pub journal: Option<PathBuf>,
+    /// `--no-pager`: long output straight to stdout ([`pager`]).
+    pub no_pager: bool,
 }
 
 impl Global {

@@ -67,9 +67,8 @@ pub struct CheckpointArgs {
     /// Repeat every N seconds (the proposal's scheduled checkpoints).
     #[arg(long, value_name = "SECONDS")]
     pub every: Option<u64>,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// Prints what the reader skipped, on stderr, so the report itself stays clean.
@@ -131,7 +130,14 @@ pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
 
 /// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
 /// [`EXIT_UNRESOLVED`] when there are some.
-pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_code: bool) -> anyhow::Result<i32> {
+/// `from_transcripts`: `--from-transcripts` ran just before (its hint is not given again).
+pub fn recover(
+    project: &Project,
+    json_out: bool,
+    session: Option<String>,
+    exit_code: bool,
+    from_transcripts: bool,
+) -> anyhow::Result<i32> {
     let session_given = session.as_deref().is_some_and(|s| !s.is_empty());
     let fold = load(project, &FoldOptions { session, ..Default::default() })?;
     // The report does not depend on the config: say what is wrong with it, report anyway.
@@ -161,10 +167,16 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             }
             writeln!(
                 out,
-                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
-                 A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.",
+                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.",
                 shown_path(&project.journal)
             )?;
+            // After `--from-transcripts` found nothing, the hint would name the command just run.
+            if !from_transcripts {
+                writeln!(
+                    out,
+                    "A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts."
+                )?;
+            }
             return Ok(0);
         }
         if let Some(note) = crate::bisect::inplace::interrupted(project) {
@@ -254,14 +266,17 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
 pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     // Counts only: no id is shown.
     let fold = load_fold(project, &FoldOptions::default())?;
-    let mut by_state = std::collections::BTreeMap::new();
-    for s in &fold.sessions {
-        *by_state.entry(s.status().as_str()).or_insert(0usize) += 1;
+    // The sessions `walj sessions` lists (not the marks-only ones a compaction or a bundle
+    // leaves), so the two never disagree.
+    let mut by_state: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for s in crate::session::SessionState::list(project)? {
+        *by_state.entry(s.state).or_insert(0) += 1;
     }
     let journal_bytes = std::fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
-    let crashed = fold.sessions.iter().filter(|s| s.status() == SessionStatus::Crashed).count();
+    let waiting = report::handed_back_waiting(&fold);
+    let crashed = by_state.get(SessionStatus::Crashed.as_str()).copied().unwrap_or(0);
     let config_error = config_problem(project);
     let code = if config_error.is_some() { super::EXIT_ERROR } else { 0 };
     if let Some(e) = &config_error {
@@ -275,6 +290,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         "problems": fold.report.problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "sessions": by_state,
         "unresolved": unresolved,
+        "handed_back_waiting": waiting,
         "objects": objects,
         "config_error": config_error.as_ref().map(ToString::to_string),
     });
@@ -296,8 +312,16 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             if unresolved == 1 { "y" } else { "ies" },
             if crashed == 1 { "" } else { "s" }
         )?;
-    } else {
+    } else if waiting == 0 {
         writeln!(out, "\nNothing unresolved.")?;
+    }
+    if waiting > 0 {
+        writeln!(
+            out,
+            "{}{} handed back, waiting for the next session (`walj undo` takes it back).",
+            if unresolved > 0 { "" } else { "\n" },
+            crate::present::plural(waiting, "entry is", "entries are")
+        )?;
     }
     Ok(code)
 }

@@ -32,13 +32,32 @@ pub struct CompactArgs {
     /// Print what was dropped as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
     /// The automatic run the SessionEnd hook starts (`[retention] auto`): quiet, and nothing
     /// when another automatic compaction runs.
     #[arg(long, hide = true)]
     pub auto: bool,
+}
+
+/// The arguments of `walj procs restart`.
+#[derive(Debug, clap::Args)]
+pub struct ProcsRestartArgs {
+    /// Command id or unique prefix (`walj procs` lists them).
+    #[arg(value_name = "COMMAND")]
+    pub id: String,
+    /// Start it even though its recorded text holds control characters (a carriage
+    /// return, ESC, a bidi override): they can make a terminal show another command.
+    #[arg(long)]
+    pub force: bool,
+    /// Say what would be started, start nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was started (or would be) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// The arguments of `walj sessions resume`.
@@ -56,9 +75,8 @@ pub struct ResumeArgs {
     /// holds another conversation (kept beside it as a .bak file).
     #[arg(long)]
     pub force: bool,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// The arguments of `walj sessions export`.
@@ -89,9 +107,8 @@ pub struct ExportArgs {
 pub struct DeleteArgs {
     /// Session id or unique prefix.
     pub sid: String,
-    /// Do not ask.
-    #[arg(long, short)]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
     /// Also when it is live or has unresolved entries.
     #[arg(long)]
     pub force: bool,
@@ -219,10 +236,10 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let branch: String = safe(s.branch.as_deref().unwrap_or("-")).chars().take(14).collect();
+        let branch = fit_columns(&safe(s.branch.as_deref().unwrap_or("-")), 14);
         writeln!(
             out,
-            "{}  {:<7}  {}  {:<16}  {:<16}  {:<14}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            "{}  {:<7}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.session(ids.session_split(&s.session), w),
             shown(&s.agent),
             state,
@@ -239,6 +256,22 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     write!(out, "{others}")?;
     writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
     Ok(0)
+}
+
+/// `text` cut to at most `cols` display columns and padded to exactly `cols`, so a wide (CJK)
+/// name keeps the columns after it aligned (`{:<N}` pads by characters, not columns).
+fn fit_columns(text: &str, cols: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.width() + c.width().unwrap_or(0) > cols {
+            break;
+        }
+        out.push(c);
+    }
+    let used = out.width();
+    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(used)));
+    out
 }
 
 fn proc_table() -> Option<procs::ProcTable> {
@@ -503,7 +536,7 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
 // delete / resume / transcript
 
 pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
-    let (sid, yes, force, dry_run) = (args.sid.as_str(), args.yes, args.force, args.dry_run);
+    let (sid, yes, force, dry_run) = (args.sid.as_str(), args.confirm.yes, args.force, args.dry_run);
     let state = SessionState::load(project, sid)?;
     let s = &state.info;
     let un = state.unresolved().count();
@@ -921,6 +954,10 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
         sid = shown(&shell_quote(&rep.sid))
     );
+    println!(
+        "`walj sessions delete {}` removes it again (with --force while it has unresolved entries).",
+        shown(&shell_quote(&rep.sid))
+    );
     Ok(0)
 }
 
@@ -952,7 +989,8 @@ pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
 /// an ESC sequence inside it cannot rewrite the lines above the question), its folder and log,
 /// then asks. A command whose text hides something ([`crate::present::hides_text`]) is refused
 /// unless `force`: it can come from a bundle, another machine or a prompt-injected tool call.
-pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> anyhow::Result<i32> {
+pub fn procs_restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32> {
+    let (id, force) = (args.id.as_str(), args.force);
     let ps = procs::list(project)?;
     let p = procs::find(&ps, id)?.clone();
     let state = SessionState::load(project, &p.session)?;
@@ -997,12 +1035,43 @@ pub fn procs_restart(project: &Project, id: &str, yes: bool, force: bool) -> any
     if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
         eprintln!("  note     Claude Code reported it {}: a one-shot job need not run again", shown(r));
     }
-    if !yes && !confirm("Start it?")? {
+    let json_line = |started: Option<u32>| {
+        serde_json::json!({
+            "action": "procs restart",
+            "dry_run": args.dry_run,
+            "id": p.id,
+            "command": p.command,
+            "cwd": cwd,
+            "log": log,
+            "started": started.is_some(),
+            "pid": started,
+            "undo": null,
+        })
+    };
+    if args.dry_run {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&json_line(None))?);
+        } else {
+            println!(
+                "Dry run, nothing started: this would start {command} (no undo: a started command is stopped by you)."
+            );
+        }
+        return Ok(0);
+    }
+    eprintln!("  undo     none: once started, the command runs until it ends or you stop it");
+    if !args.confirm.ask(
+        "Start it?",
+        "nothing started: `walj procs restart` asks first and there is no terminal to ask on; pass --yes to start it",
+    )? {
         eprintln!("Nothing started.");
         return Ok(1);
     }
     let (pid, log) = procs::restart(project, &p, &cwd)?;
-    println!("started pid {pid}: {command} (output: {})", shown(&rel_display(project, &log)));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json_line(Some(pid)))?);
+    } else {
+        println!("started pid {pid}: {command} (output: {})", shown(&rel_display(project, &log)));
+    }
     Ok(0)
 }
 
@@ -1016,6 +1085,19 @@ pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    // Compaction has no undo: say so, and ask (off a terminal, --yes is the answer).
+    if !args.auto && !dry_run {
+        eprintln!(
+            "walj compact rewrites the journal without the settled records past the retention and removes the objects nothing names; it cannot be undone (`walj compact --dry-run` shows what goes)."
+        );
+        if !args.confirm.ask(
+            "Compact now?",
+            "nothing compacted: `walj compact` cannot be undone and there is no terminal to ask on; pass --yes to compact",
+        )? {
+            eprintln!("Nothing was changed.");
+            return Ok(super::EXIT_ERROR);
+        }
+    }
     let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out && !args.auto })?;
     if args.auto {
         // What the last automatic run did, for `walj status` readers and post-mortems.

@@ -358,6 +358,67 @@ pub struct DoctorArgs {
 }
 
 /// Prints doctor's findings; exits 0 (all fine), 1 (warnings) or 2 (errors).
+/// The one line doctor ends with: all well, or how many problems and where to start.
+fn verdict(findings: &[doctor::DoctorFinding], st: &crate::style::Style) -> String {
+    let count = |l: doctor::Level| findings.iter().filter(|f| f.level == l).count();
+    let (errors, warnings) = (count(doctor::Level::Error), count(doctor::Level::Warn));
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match (errors, warnings) {
+        (0, 0) => st.tone(Tone::Green, "Verdict: healthy; walj journals this project's sessions."),
+        (0, w) => st.tone(
+            Tone::Yellow,
+            &format!("Verdict: working, with {}: see the [warn] lines.", plural(w, "warning", "warnings")),
+        ),
+        (e, w) => st.tone(
+            Tone::Red,
+            &format!(
+                "Verdict: not working: {}{}; fix the [error] lines first.",
+                plural(e, "error", "errors"),
+                if w > 0 { format!(" and {}", plural(w, "warning", "warnings")) } else { String::new() }
+            ),
+        ),
+    }
+}
+
+/// Columns to wrap doctor's lines at on a terminal: its width, at most 100 (100 when it does
+/// not say). Into a pipe or a file lines stay whole, for grep (`usize::MAX`).
+fn text_width() -> usize {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return usize::MAX;
+    }
+    match crossterm::terminal::size() {
+        Ok((w, _)) if w > 0 => usize::from(w).clamp(40, 100),
+        _ => 100,
+    }
+}
+
+/// `text` cut into lines of at most `width` display columns at spaces (a longer word stays
+/// whole; spacing inside a line, such as a code excerpt's indent, is kept).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    if text.width() <= width {
+        return vec![text.to_string()];
+    }
+    let width = width.max(20);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut started = false;
+    for word in text.split(' ') {
+        if started && !line.trim().is_empty() && line.width() + 1 + word.width() > width {
+            lines.push(std::mem::take(&mut line));
+            started = false;
+        }
+        if started {
+            line.push(' ');
+        }
+        line.push_str(word);
+        started = true;
+    }
+    lines.push(line);
+    lines
+}
+
 pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
     let opts = doctor::DoctorOptions {
         command: hook_command(args.command),
@@ -371,6 +432,7 @@ pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
         writeln!(out)?;
     } else {
         let st = crate::style::Style::stdout();
+        let width = text_width();
         for f in &report.findings {
             let tone = match f.level {
                 doctor::Level::Info => Tone::Gray,
@@ -378,11 +440,23 @@ pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
                 doctor::Level::Warn => Tone::Yellow,
                 doctor::Level::Error => Tone::Red,
             };
-            writeln!(out, "{} {}", st.tone(tone, &format!("[{}]", f.level)), f.message)?;
+            let tag = format!("[{}]", f.level);
+            let indent = " ".repeat(tag.chars().count() + 1);
+            let lines = wrap(&f.message, width.saturating_sub(indent.len()));
+            for (i, line) in lines.iter().enumerate() {
+                if i == 0 {
+                    writeln!(out, "{} {line}", st.tone(tone, &tag))?;
+                } else {
+                    writeln!(out, "{indent}{line}")?;
+                }
+            }
             for d in &f.details {
-                writeln!(out, "      {d}")?;
+                for line in wrap(d, width.saturating_sub(6)) {
+                    writeln!(out, "      {line}")?;
+                }
             }
         }
+        writeln!(out, "{}", verdict(&report.findings, &st))?;
     }
     out.flush()?;
     Ok(report.exit_code)

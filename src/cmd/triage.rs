@@ -11,38 +11,46 @@ use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 /// The arguments of `walj mark`.
 #[derive(Debug, clap::Args)]
 pub struct MarkArgs {
-    /// Entry ids or unique prefixes.
-    #[arg(required_unless_present = "session", conflicts_with = "session")]
+    /// Entry ids or unique prefixes (or --session, or --all).
+    #[arg(conflicts_with_all = ["session", "all"])]
     pub ids: Vec<String>,
     /// Mark them done.
     #[arg(long, required = true)]
     pub done: bool,
     /// Every unresolved entry of this session.
-    #[arg(long, value_name = "SID")]
+    #[arg(long, value_name = "SID", conflicts_with = "all")]
     pub session: Option<String>,
+    /// Every unresolved entry of this checkout's sessions (imported and synced ones are named by id).
+    #[arg(long)]
+    pub all: bool,
     /// Also entries of a session that is still live.
     #[arg(long)]
     pub force: bool,
-    /// Print what was done as JSON (schema in the README).
+    /// Say what would be marked, record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was done (or would be) as JSON (schema in the README).
     #[arg(long)]
     pub json: bool,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// The arguments of `walj revert`.
 #[derive(Debug, clap::Args)]
 pub struct RevertArgs {
-    /// Entry ids or unique prefixes.
-    #[arg(required_unless_present = "session", conflicts_with = "session")]
+    /// Entry ids or unique prefixes (or --session, or --all).
+    #[arg(conflicts_with_all = ["session", "all"])]
     pub ids: Vec<String>,
     /// Every change of this session (like Claude Code's /rewind), newest first.
-    #[arg(long, value_name = "SID")]
+    #[arg(long, value_name = "SID", conflicts_with = "all")]
     pub session: Option<String>,
     /// Only the changes of this prompt's turn (1 = the session's first prompt).
     #[arg(long, value_name = "N", requires = "session")]
     pub prompt: Option<usize>,
+    /// Every unresolved change of this checkout's sessions, newest first (imported and synced ones are named by id).
+    #[arg(long)]
+    pub all: bool,
     /// Write the pre-image over conflicting later changes; act on live sessions.
     #[arg(long)]
     pub force: bool,
@@ -52,23 +60,28 @@ pub struct RevertArgs {
     /// Print what was done (or would be) as JSON (schema in the README).
     #[arg(long)]
     pub json: bool,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
 }
 
 /// The arguments of `walj handoff`.
 #[derive(Debug, clap::Args)]
 pub struct HandoffArgs {
-    /// Entry ids (default: every unresolved entry).
-    #[arg(conflicts_with = "session")]
+    /// Entry ids or unique prefixes (or --session, or --all).
+    #[arg(conflicts_with_all = ["session", "all"])]
     pub ids: Vec<String>,
     /// The unresolved entries of this session.
-    #[arg(long, value_name = "SID")]
+    #[arg(long, value_name = "SID", conflicts_with = "all")]
     pub session: Option<String>,
+    /// Every unresolved entry of this checkout's sessions (imported and synced ones are named by id).
+    #[arg(long)]
+    pub all: bool,
     /// Only print the brief; record nothing.
     #[arg(long)]
     pub print: bool,
+    /// Say what would be handed back (and print the brief), record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Print the brief and what was handed back as JSON (schema in the README).
     #[arg(long)]
     pub json: bool,
@@ -76,15 +89,60 @@ pub struct HandoffArgs {
     #[arg(long)]
     pub force: bool,
     /// Show the briefs imported bundles brought, waiting for `--deliver` (nothing recorded).
-    #[arg(long, conflicts_with_all = ["session", "print", "deliver"])]
+    #[arg(long, conflicts_with_all = ["session", "print", "deliver", "all"])]
     pub held: bool,
     /// Deliver briefs an imported bundle brought (IDS: their action ids, default all) at the
     /// next SessionStart. Imported briefs are never delivered without it.
-    #[arg(long, conflicts_with_all = ["session", "print"])]
+    #[arg(long, conflicts_with_all = ["session", "print", "all"])]
     pub deliver: bool,
-    /// Confirm: required when Claude runs this (inside a Claude Code tool call).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+}
+
+/// The arguments of `walj undo`.
+#[derive(Debug, clap::Args)]
+pub struct UndoArgs {
+    /// An operation id (`walj ops`) or an entry id (the last action on it); default: the last operation.
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
+    /// Overwrite a file changed since the revert (its bytes are kept in the store); act on live sessions.
+    #[arg(long)]
+    pub force: bool,
+    /// Say what would be undone, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was undone (or would be) as JSON (schema in the README).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+}
+
+/// The arguments of `walj redo`.
+#[derive(Debug, clap::Args)]
+pub struct RedoArgs {
+    /// An undone operation's id (`walj ops`); default: the newest undone one whose entries are open.
+    #[arg(value_name = "OP")]
+    pub id: Option<String>,
+    /// As for the action itself (revert: write over conflicts; act on live sessions).
+    #[arg(long)]
+    pub force: bool,
+    /// Say what would be done again, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was done (or would be) as JSON (schema in the README).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+}
+
+/// The arguments of `walj ops`.
+#[derive(Debug, clap::Args)]
+pub struct OpsArgs {
+    /// Print the operations as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Every entry, settled ones included: triage acts on any entry by id.
@@ -92,14 +150,25 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
-/// `--json` of mark, revert and undo: `{"action", "dry_run", "changed", "concurrent",
-/// "outcomes": [{"id", "short", "path", "message", "changed", "concurrent", "kept"}]}`.
+/// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
+/// "refused", "undo", "outcomes": [{"id", "short", "path", "message", "changed", "concurrent",
+/// "kept", "conflict"}]}`. `undo` is the command that takes it back (`null` when nothing
+/// changed); `conflict` is `null` or the conflicting regions (a refused revert, `refused` true).
 fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome], ids: &ShortIds) -> anyhow::Result<()> {
+    let changed = outcomes.iter().any(|o| o.changed);
+    let refused = outcomes.iter().any(|o| o.conflict.is_some());
+    let undo = match action {
+        _ if !changed => None,
+        "undo" => Some("walj redo"),
+        _ => Some("walj undo"),
+    };
     let v = serde_json::json!({
         "action": action,
         "dry_run": dry_run,
-        "changed": outcomes.iter().any(|o| o.changed),
+        "changed": changed,
         "concurrent": outcomes.iter().any(|o| o.concurrent),
+        "refused": refused,
+        "undo": undo,
         "outcomes": outcomes.iter().map(|o| serde_json::json!({
             "id": o.id,
             "short": ids.short(&o.id),
@@ -108,10 +177,83 @@ fn print_outcomes_json(action: &str, dry_run: bool, outcomes: &[Outcome], ids: &
             "changed": o.changed,
             "concurrent": o.concurrent,
             "kept": o.kept,
+            "conflict": o.conflict,
         })).collect::<Vec<_>>(),
     });
     writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v)?)?;
     Ok(())
+}
+
+/// Prints a triage result: the outcomes as text or `--json`, and the command that takes it
+/// back. A refusal with a conflict is an outcome under `--json` (exit 1), an error otherwise.
+fn report(
+    action: &str,
+    dry_run: bool,
+    json: bool,
+    result: triage::Result<Vec<Outcome>>,
+    ids: &ShortIds,
+) -> anyhow::Result<i32> {
+    let outcomes = match result {
+        Ok(o) => o,
+        Err(triage::TriageError::Conflict { outcomes, .. }) if json => {
+            print_outcomes_json(action, dry_run, &outcomes, ids)?;
+            return Ok(super::EXIT_ERROR);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        print_outcomes_json(action, dry_run, &outcomes, ids)?;
+        return Ok(exit_code(&outcomes));
+    }
+    if dry_run {
+        println!("Dry run, nothing changed.{}", if action == "revert" { " Newest first:" } else { "" });
+    }
+    print_outcomes(&outcomes)?;
+    if !dry_run && outcomes.iter().any(|o| o.changed) {
+        println!("{}", undo_hint(action));
+    }
+    Ok(exit_code(&outcomes))
+}
+
+/// The line after an action that changed something: how to take it back.
+fn undo_hint(action: &str) -> &'static str {
+    match action {
+        "undo" => "`walj redo` does it again (`walj ops` lists the operations).",
+        "handoff" => {
+            "`walj undo` takes it back: it reopens the entries, and withdraws the brief while no session has received it."
+        }
+        _ => "`walj undo` undoes this (`walj ops` lists the operations).",
+    }
+}
+
+/// What mark, revert and handoff act on when no id and no `--session` is given: `--all` says
+/// "every unresolved entry"; without it walj asks on a terminal and refuses off one (exit 1,
+/// naming the flags), so a bare command never acts on everything by itself.
+/// `Ok(true)`: act on every unresolved entry; `Ok(false)`: refused, nothing changed.
+fn pick_all(fold: &Fold, command: &str, verb: &str, all: bool) -> anyhow::Result<bool> {
+    if all {
+        return Ok(true);
+    }
+    let n = fold.unresolved().count();
+    let flags = "entry ids, --session SID, or --all (every unresolved entry)";
+    if super::confirm::on_terminal() {
+        eprintln!("`{command}` was given no entry ids.");
+        if super::sessions::confirm(&format!(
+            "{} every unresolved entry of this project ({n})? (--all says so without asking)",
+            capitalized(verb)
+        ))? {
+            return Ok(true);
+        }
+        eprintln!("Nothing was changed. Name {flags}.");
+        return Ok(false);
+    }
+    eprintln!("walj: `{command}` needs {flags}; none was given, so nothing was changed (no terminal to ask on).");
+    Ok(false)
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
@@ -230,9 +372,45 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
 fn own_entries<'f>(prov: &Provenance, entries: Vec<&'f crate::fold::Entry>, what: &str) -> Vec<&'f crate::fold::Entry> {
     let (own, skipped) = triage::origin::own_only(prov, entries);
     if !skipped.is_empty() {
-        eprintln!("{}", triage::origin::skipped_line(skipped.len(), what));
+        let named: Vec<String> = skipped
+            .iter()
+            .map(|(e, o)| {
+                format!(
+                    "  {} ({}) {}",
+                    crate::present::text::safe(&e.id),
+                    crate::present::text::safe(&e.path),
+                    crate::present::text::safe(&o.from_what())
+                )
+            })
+            .collect();
+        eprintln!("{}:\n{}", triage::origin::skipped_line(skipped.len(), what), named.join("\n"));
     }
     own
+}
+
+/// For a command that acts only on this checkout's own entries (revert writes this disk, undo
+/// takes back an action recorded here): ids that are another machine's (`walj sync`) fail
+/// with a message that says whose they are and what can be done here.
+fn elsewhere_only(project: &Project, ids: &[String], verb: &str) -> anyhow::Result<()> {
+    let theirs = crate::sync::triage::describe(project, ids);
+    if theirs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = theirs
+        .iter()
+        .map(|(id, path, from)| {
+            let machine = from.strip_prefix("from machine ").unwrap_or(from);
+            format!(
+                "{} ({}) is {}'s entry: {verb} it there (or `walj mark {} --done` / `walj handoff {}` here)",
+                crate::present::text::safe(id),
+                crate::present::text::safe(path),
+                crate::present::text::safe(machine),
+                crate::present::text::safe(id),
+                crate::present::text::safe(id)
+            )
+        })
+        .collect();
+    anyhow::bail!("{}; nothing was changed", list.join("\n"))
 }
 
 /// Whether the ids (or the session) name nothing in this checkout's journal: they may be
@@ -245,49 +423,78 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
 }
 
 pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
-    let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
+    let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
     let fold = load(project)?;
-    let elsewhere = if not_here(&fold, ids, session) {
+    let all = ids.is_empty() && session.is_none();
+    if all && !pick_all(&fold, "walj mark --done", "mark done", args.all)? {
+        return Ok(super::EXIT_ERROR);
+    }
+    if not_here(&fold, ids, session) {
         // Another machine's entries: named by id and confirmed (the confirmation names it).
-        if session.is_none() && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "mark done")? {
+        let described = crate::sync::triage::describe(project, ids);
+        if dry_run {
+            return dry_run_elsewhere(&described, "mark done", args.json);
+        }
+        if session.is_none() && !confirm_foreign(&described, args.confirm.yes, "mark done")? {
             return Ok(super::EXIT_ERROR);
         }
-        crate::sync::triage::mark_done(project, ids, session, force)?
-    } else {
-        None
-    };
+        if let Some(o) = crate::sync::triage::mark_done(project, ids, session, force)? {
+            return report("mark", false, args.json, Ok(o), &fold.ids);
+        }
+    }
     let prov = Provenance::load(&project.journal);
-    let outcomes = match (elsewhere, session) {
-        (Some(o), _) => o,
-        (None, Some(s)) if prov.any() => {
+    let chosen: Vec<String> = match session {
+        Some(s) => {
             let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
             let entries: Vec<&crate::fold::Entry> =
                 fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect();
-            let own: Vec<String> = own_entries(&prov, entries, "--session").iter().map(|e| e.id.clone()).collect();
-            if own.is_empty() { Vec::new() } else { triage::mark_done(project, &fold, &own, force)? }
+            own_entries(&prov, entries, "--session").iter().map(|e| e.id.clone()).collect()
         }
-        (None, Some(s)) => triage::mark_session_done(project, &fold, s, force)?,
-        (None, None) => {
-            if !confirm_foreign(&foreign(&fold, &prov, ids), args.yes, "mark done")? {
+        None if all => own_entries(&prov, fold.unresolved().collect(), "--all").iter().map(|e| e.id.clone()).collect(),
+        None => {
+            if !dry_run && !confirm_foreign(&foreign(&fold, &prov, ids), args.confirm.yes, "mark done")? {
                 return Ok(super::EXIT_ERROR);
             }
-            triage::mark_done(project, &fold, ids, force)?
+            ids.clone()
         }
     };
-    if args.json {
-        print_outcomes_json("mark", false, &outcomes, &fold.ids)?;
+    if chosen.is_empty() {
+        if args.json {
+            print_outcomes_json("mark", dry_run, &[], &fold.ids)?;
+        } else {
+            println!("Nothing unresolved of this checkout's own there; nothing marked.");
+        }
         return Ok(0);
     }
-    if outcomes.is_empty() {
-        println!("Nothing unresolved in that session; nothing marked.");
-    }
-    print_outcomes(&outcomes)?;
-    Ok(0)
+    let result = if dry_run {
+        triage::plan_mark(&fold, &chosen, force)
+    } else {
+        triage::mark_done(project, &fold, &chosen, force)
+    };
+    report("mark", dry_run, args.json, result, &fold.ids)
+}
+
+/// `--dry-run` on another machine's entries: what they are, nothing recorded.
+fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: bool) -> anyhow::Result<i32> {
+    let outcomes: Vec<Outcome> = described
+        .iter()
+        .map(|(id, path, from)| Outcome {
+            id: id.clone(),
+            path: path.clone(),
+            message: format!("would {verb} {id} ({path}), {from} (asked first)"),
+            ..Outcome::default()
+        })
+        .collect();
+    report(verb, true, json, Ok(outcomes), &ShortIds::default())
 }
 
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
+    let all = args.ids.is_empty() && args.session.is_none();
+    if all && !pick_all(&fold, "walj revert", "revert", args.all)? {
+        return Ok(super::EXIT_ERROR);
+    }
     let prov = Provenance::load(&project.journal);
     let ids: Vec<String> = match &args.session {
         Some(s) => {
@@ -297,25 +504,27 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
             }
             own.into_iter().map(|e| e.id.clone()).collect()
         }
+        None if all => {
+            let open =
+                fold.unresolved().filter(|e| !e.outside && e.state() != crate::fold::EntryState::NotApplied).collect();
+            let own = own_entries(&prov, open, "--all");
+            if own.is_empty() {
+                println!("Nothing unresolved of this checkout's own to revert; nothing was changed.");
+                return Ok(0);
+            }
+            own.into_iter().map(|e| e.id.clone()).collect()
+        }
         None => args.ids.clone(),
     };
-    let confirmed_foreign = dry_run || confirm_foreign(&foreign(&fold, &prov, &ids), args.yes, "revert")?;
+    if args.session.is_none() && not_here(&fold, &ids, None) {
+        elsewhere_only(project, &ids, "revert")?;
+    }
+    let confirmed_foreign = dry_run || confirm_foreign(&foreign(&fold, &prov, &ids), args.confirm.yes, "revert")?;
     if !confirmed_foreign {
         return Ok(super::EXIT_ERROR);
     }
-    let outcomes = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run, confirmed_foreign })?;
-    if args.json {
-        print_outcomes_json("revert", dry_run, &outcomes, &fold.ids)?;
-        return Ok(exit_code(&outcomes));
-    }
-    if dry_run {
-        println!("Dry run, nothing changed. Newest first:");
-    }
-    print_outcomes(&outcomes)?;
-    if !dry_run && outcomes.iter().any(|o| o.changed) {
-        println!("`walj undo` undoes this.");
-    }
-    Ok(exit_code(&outcomes))
+    let result = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run, confirmed_foreign });
+    report("revert", dry_run, args.json, result, &fold.ids)
 }
 
 /// 1 when another program wrote a file while the revert or undo ran (that file, and the
@@ -324,8 +533,15 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
     if outcomes.iter().any(|o| o.concurrent) { super::EXIT_ERROR } else { 0 }
 }
 
-pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool, yes: bool) -> anyhow::Result<i32> {
+pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
+    let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
+    if let Some(i) = id
+        && not_here(&fold, &[i.to_string()], None)
+        && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
+    {
+        elsewhere_only(project, &[i.to_string()], "undo its last action")?;
+    }
     let prov = Provenance::load(&project.journal);
     // By id: the entry's last action may have been recorded elsewhere (an imported bundle).
     let mut confirmed = false;
@@ -340,32 +556,150 @@ pub fn undo(project: &Project, id: Option<&str>, force: bool, json: bool, yes: b
                 e.path.clone(),
                 format!("(its last action comes {})", o.from_what()),
             );
-            if !confirm_foreign(&[item], yes, "undo")? {
+            if !args.dry_run && !confirm_foreign(&[item], yes, "undo")? {
                 return Ok(super::EXIT_ERROR);
             }
             confirmed = true;
         }
     }
-    let outcomes = triage::undo(project, &fold, id, force, confirmed)?;
-    if json {
-        print_outcomes_json("undo", false, &outcomes, &fold.ids)?;
-        return Ok(exit_code(&outcomes));
+    let result = if args.dry_run {
+        triage::plan_undo(project, &fold, id, force, confirmed)
+    } else {
+        triage::undo(project, &fold, id, force, confirmed)
+    };
+    report("undo", args.dry_run, args.json, result, &fold.ids)
+}
+
+/// `walj redo [OP]`: does an undone operation again, through the same action (mark, revert,
+/// hand back) with the same checks; `walj undo` takes it back again.
+pub fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
+    let fold = load(project)?;
+    let ops = triage::ops::operations(&fold);
+    let op = triage::ops::redo_target(&fold, &ops, args.id.as_deref())?;
+    if !args.json {
+        println!(
+            "Redo operation {} ({} {}, {}):",
+            crate::present::shown(crate::fold::abbrev(&op.id, 12)),
+            op.verb(),
+            crate::present::shown(&op.what()),
+            crate::present::shown(&op.ts)
+        );
     }
-    print_outcomes(&outcomes)?;
-    Ok(exit_code(&outcomes))
+    let ids = op.entries.clone();
+    match op.how.as_str() {
+        crate::journal::how::REVERTED => revert(
+            project,
+            &RevertArgs {
+                ids,
+                session: None,
+                prompt: None,
+                all: false,
+                force: args.force,
+                dry_run: args.dry_run,
+                json: args.json,
+                confirm: args.confirm,
+            },
+        ),
+        crate::journal::how::HANDED_BACK => handoff(
+            project,
+            &HandoffArgs {
+                ids,
+                session: None,
+                all: false,
+                print: false,
+                dry_run: args.dry_run,
+                json: args.json,
+                force: args.force,
+                held: false,
+                deliver: false,
+                confirm: args.confirm,
+            },
+        ),
+        _ => mark(
+            project,
+            &MarkArgs {
+                ids,
+                done: true,
+                session: None,
+                all: false,
+                force: args.force,
+                dry_run: args.dry_run,
+                json: args.json,
+                confirm: args.confirm,
+            },
+        ),
+    }
+}
+
+/// `walj ops`: the operation log, newest first (as the TUI's `o`).
+pub fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
+    let fold = load(project)?;
+    let ops = triage::ops::operations(&fold);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let v: Vec<_> = ops
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "id": o.id,
+                    "ts": o.ts,
+                    "how": o.how,
+                    "verb": o.verb(),
+                    "entries": o.entries,
+                    "paths": o.paths,
+                    "undone": o.undone,
+                    "actor": o.actor,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(0);
+    }
+    if ops.is_empty() {
+        writeln!(out, "No operation yet: mark, revert and handoff record what they do here.")?;
+        return Ok(0);
+    }
+    let st = Style::stdout();
+    for o in &ops {
+        let mut tail = String::new();
+        if o.undone {
+            tail.push_str("  (undone)");
+        }
+        if let Some(a) = &o.actor {
+            tail.push_str(&format!("  by {}", crate::present::shown(a)));
+        }
+        let line = format!(
+            "{}  {}  {:<12} {}",
+            st.id((crate::fold::abbrev(&o.id, 12), ""), 0),
+            st.dim(&crate::present::shown(&o.ts).to_string()),
+            o.verb(),
+            crate::present::shown(&o.what())
+        );
+        writeln!(out, "{line}{}", st.dim(&tail))?;
+    }
+    writeln!(
+        out,
+        "{}",
+        st.dim("`walj undo` undoes the newest (`walj undo OP` one of them); `walj redo` does an undone one again.")
+    )?;
+    Ok(0)
 }
 
 pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
-    let (ids, session, print_only, force) = (&args.ids, args.session.as_deref(), args.print, args.force);
+    let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
+    let print_only = args.print || args.dry_run;
     let fold = load(project)?;
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
+    }
+    if ids.is_empty() && session.is_none() && !print_only && !pick_all(&fold, "walj handoff", "hand back", args.all)? {
+        return Ok(super::EXIT_ERROR);
     }
     let opts = HandoffOptions { print_only, force };
     let elsewhere = if not_here(&fold, ids, session) {
         if session.is_none()
             && !print_only
-            && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.yes, "hand back")?
+            && !confirm_foreign(&crate::sync::triage::describe(project, ids), args.confirm.yes, "hand back")?
         {
             return Ok(super::EXIT_ERROR);
         }
@@ -386,7 +720,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
                     }
                     None => fold.unresolved().collect(),
                 };
-                let what = if session.is_some() { "--session" } else { "handoff without ids" };
+                let what = if session.is_some() { "--session" } else { "--all" };
                 let own: Vec<String> = own_entries(&prov, entries, what).iter().map(|e| e.id.clone()).collect();
                 if own.is_empty() {
                     anyhow::bail!(
@@ -395,7 +729,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
                 }
                 triage::handoff(project, &fold, &own, None, opts)?
             } else {
-                if !print_only && !confirm_foreign(&foreign(&fold, &prov, ids), args.yes, "hand back")? {
+                if !print_only && !confirm_foreign(&foreign(&fold, &prov, ids), args.confirm.yes, "hand back")? {
                     return Ok(super::EXIT_ERROR);
                 }
                 triage::handoff(project, &fold, ids, session, opts)?
@@ -405,6 +739,8 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     if args.json {
         let v = serde_json::json!({
             "recorded": !print_only,
+            "dry_run": args.dry_run,
+            "undo": (!print_only).then_some("walj undo"),
             "action": brief.action,
             "entries": brief.entries,
             "left_out": brief.left_out,
@@ -418,7 +754,18 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", crate::present::safe_block(&brief.text))?;
     writeln!(out)?;
-    if print_only {
+    if args.dry_run {
+        writeln!(
+            out,
+            "{}",
+            st.dim(&format!(
+                "Dry run, nothing recorded: this would hand back {} entr{} ({}).",
+                brief.entries.len(),
+                if brief.entries.len() == 1 { "y" } else { "ies" },
+                crate::present::shown(&brief.entries.iter().map(|i| fold.ids.short(i)).collect::<Vec<_>>().join(" "))
+            ))
+        )?;
+    } else if print_only {
         writeln!(out, "{}", st.dim("(printed only; nothing recorded)"))?;
     } else {
         writeln!(
@@ -444,6 +791,9 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     }
     if let Some(line) = &brief.resume_line {
         writeln!(out, "To continue that session: {}", crate::present::shown(line))?;
+    }
+    if !print_only {
+        writeln!(out, "{}", undo_hint("handoff"))?;
     }
     Ok(0)
 }

@@ -8,8 +8,9 @@ use anyhow::Context;
 use crate::project::Project;
 use crate::tui;
 
-/// Opens the dashboard on `project`, or with `demo` on a sample project built in a temp folder.
-pub fn tui_cmd(project: &Project, demo: bool) -> anyhow::Result<i32> {
+/// Opens the dashboard on `project`, or with `demo` on a sample project built in a temp folder,
+/// removed when the dashboard closes (kept with `keep`, and then said where).
+pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("walj tui needs a terminal; for scripts use `walj recover` (or `walj recover --json`)");
     }
@@ -20,11 +21,18 @@ pub fn tui_cmd(project: &Project, demo: bool) -> anyhow::Result<i32> {
     let dir = tui::demo::temp_dir()?;
     let exe = std::env::current_exe().context("finding the walj binary to replay the demo hooks")?;
     eprintln!("walj: building the demo project in {} …", dir.display());
-    tui::demo::build(&dir, &exe)?;
-    let demo_project = Project::at(dir.canonicalize().unwrap_or(dir.clone()), None);
-    let result = tui::run(demo_project);
-    println!("The demo project is in {}", dir.display());
-    println!("Try: walj --project {} recover   (remove the folder when done)", dir.display());
+    let result = tui::demo::build(&dir, &exe).and_then(|()| {
+        let demo_project = Project::at(dir.canonicalize().unwrap_or(dir.clone()), None);
+        tui::run(demo_project)
+    });
+    if keep {
+        println!("The demo project is in {}", dir.display());
+        println!("Try: walj --project {} recover   (remove the folder when done)", dir.display());
+    } else if let Err(e) = std::fs::remove_dir_all(&dir) {
+        eprintln!("walj: could not remove the demo project {}: {e}", dir.display());
+    } else {
+        println!("The demo project was removed (`walj tui --demo --keep` keeps it to look around).");
+    }
     result.map(|()| 0)
 }
 

@@ -223,6 +223,7 @@ pub fn mark_done(
                 changed: true,
                 concurrent: false,
                 kept: Vec::new(),
+                conflict: None,
             })
             .collect(),
     ))

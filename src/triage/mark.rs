@@ -30,7 +30,18 @@ pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: b
     mark_entries(project, fold, &entries, force)
 }
 
-fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> Result<Vec<Outcome>> {
+/// What [`mark_done`] would do, checked the same way (a refusal is the same error), with
+/// nothing recorded: one outcome per entry, `changed` false.
+pub fn plan_mark(fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
+    let entries = find_entries(fold, ids)?;
+    check(fold, &entries, force)?;
+    Ok(entries
+        .iter()
+        .map(|e| Outcome::of(e, format!("would mark {} ({}) done", fold.ids.short(&e.id), e.path), false))
+        .collect())
+}
+
+fn check(fold: &Fold, entries: &[&Entry], force: bool) -> Result<()> {
     let mut errors = Vec::new();
     for e in entries {
         if let Some(why) = already_resolved(fold, e).or_else(|| settled_reason(fold, e)) {
@@ -42,6 +53,11 @@ fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool)
     if !errors.is_empty() {
         return Err(TriageError::Refused(problems(&errors)));
     }
+    Ok(())
+}
+
+fn mark_entries(project: &Project, fold: &Fold, entries: &[&Entry], force: bool) -> Result<Vec<Outcome>> {
+    check(fold, entries, force)?;
     let mut batch = Batch::new();
     let mut records = Vec::new();
     let mut out = Vec::new();

@@ -22,6 +22,7 @@ mod action;
 mod diff;
 mod handoff;
 mod mark;
+pub mod ops;
 pub mod origin;
 mod place;
 mod revert;
@@ -30,10 +31,10 @@ mod undo;
 
 pub use diff::diff_sides;
 pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
-pub use mark::{mark_done, mark_session_done};
+pub use mark::{mark_done, mark_session_done, plan_mark};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use select::turn_entries;
-pub use undo::undo;
+pub use undo::{plan_undo, undo};
 
 pub(crate) use action::find_entry;
 
@@ -48,6 +49,11 @@ pub enum TriageError {
     /// A step failed: storing bytes, staging or committing a write, appending to the journal.
     #[error("{0}")]
     Failed(String),
+    /// Refused before anything changed because at least one entry conflicts (a revert whose
+    /// change cannot be taken out alone): the same message as `Refused`, and one outcome per
+    /// entry, the conflicting ones with [`Outcome::conflict`] set (`--json` prints them).
+    #[error("{message}")]
+    Conflict { message: String, outcomes: Vec<Outcome> },
 }
 
 /// `--session SID` that names no session, or several.
@@ -96,6 +102,9 @@ pub struct Outcome {
     /// Bytes another program wrote meanwhile that the action found in what it swapped out,
     /// kept in the store (blob ids; `GIT_OBJECT_DIRECTORY=.walj/store git cat-file -p ID`).
     pub kept: Vec<String>,
+    /// The action was refused because of a conflict: the conflicting regions, for people
+    /// (a heading per region, its lines indented). `None`: no conflict.
+    pub conflict: Option<Vec<String>>,
 }
 
 impl Outcome {

@@ -510,7 +510,11 @@ fn work_out_all<'f>(
     let mut overlay = Overlay::default();
     let mut steps = Vec::new();
     let mut errors = Vec::new();
+    // One per entry, for a refusal with a conflict (`TriageError::Conflict`).
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut conflicted = false;
     for e in entries {
+        let before = errors.len();
         let origin = prov.of_entry(e);
         if !origin.is_own() && !opts.confirmed_foreign && !opts.dry_run {
             errors.push(format!(
@@ -519,9 +523,11 @@ fn work_out_all<'f>(
                 e.path,
                 origin.from_what()
             ));
+            outcomes.push(Outcome::of(e, errors[before].clone(), false));
             continue;
         }
         if let Err(why) = check_live(fold, e, opts.force) {
+            outcomes.push(Outcome::of(e, why.clone(), false));
             errors.push(why);
             continue;
         }
@@ -533,22 +539,31 @@ fn work_out_all<'f>(
                 e.path,
                 fold.ids.short(&e.id)
             ));
+            outcomes.push(Outcome::of(e, errors[before].clone(), false));
             continue;
         }
         let w = work_out(fold, e, objects, &overlay, project, &origin, opts.force);
         let head = format!("{} ({})", fold.ids.short(&e.id), e.path);
         match &w.plan {
             RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
-            RevertPlan::Conflict { lines } if !opts.force => errors.push(format!(
-                "{head}: reverting conflicts with later changes:\n{}\nEdit the file by hand, or pass --force to write the pre-image over them (the current bytes are kept in the store; `walj undo` brings them back)",
-                lines.join("\n")
-            )),
-            _ => {}
+            RevertPlan::Conflict { lines } if !opts.force => {
+                let why = format!(
+                    "{head}: reverting conflicts with later changes:\n{}\nEdit the file by hand, or pass --force to write the pre-image over them (the current bytes are kept in the store; `walj undo` brings them back)",
+                    lines.join("\n")
+                );
+                conflicted = true;
+                outcomes.push(Outcome { conflict: Some(lines.clone()), ..Outcome::of(e, why.clone(), false) });
+                errors.push(why);
+            }
+            _ => outcomes.push(Outcome::of(e, w.describe(opts.force, true), false)),
         }
         if let (Some(abs), Some(t)) = (&w.abs, w.target(opts.force)) {
             overlay.set(abs, Disk::from_option(t));
         }
         steps.push(w);
+    }
+    if conflicted {
+        return Err(TriageError::Conflict { message: problems(&errors), outcomes });
     }
     if !errors.is_empty() {
         return Err(TriageError::Refused(problems(&errors)));

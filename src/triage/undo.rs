@@ -72,6 +72,83 @@ pub fn undo(
     force: bool,
     confirmed_foreign: bool,
 ) -> Result<Vec<Outcome>> {
+    let mut objects = Objects::new(project);
+    let (targets, plans) = prepare(project, fold, id, force, confirmed_foreign, &mut objects)?;
+    write_all(project, fold, &targets, plans, objects)
+}
+
+/// What [`undo`] with the same arguments would do, checked the same way (a refusal is the
+/// same error), with nothing written: one outcome per action, `changed` false.
+pub fn plan_undo(
+    project: &Project,
+    fold: &Fold,
+    id: Option<&str>,
+    force: bool,
+    confirmed_foreign: bool,
+) -> Result<Vec<Outcome>> {
+    let mut objects = Objects::new(project);
+    let (targets, plans) = prepare(project, fold, id, force, confirmed_foreign, &mut objects)?;
+    Ok(targets
+        .iter()
+        .zip(&plans)
+        .map(|(t, plan)| match t {
+            Target::Handoff(h) => Outcome {
+                id: h.action.clone(),
+                message: match &h.delivered {
+                    Some(ts) => format!(
+                        "would record the brief's undo; it was delivered at {} and cannot be taken back from that session",
+                        when(ts)
+                    ),
+                    None => "would withdraw the brief for Claude (not delivered yet)".to_string(),
+                },
+                ..Outcome::default()
+            },
+            Target::Action(e, a) => {
+                let what = action_noun(&a.how);
+                let message = match plan {
+                    Some(p) if p.bytes.is_some() => format!(
+                        "would restore {} (undo the revert of {}) and reopen {}",
+                        e.path,
+                        when(&a.ts),
+                        fold.ids.short(&e.id)
+                    ),
+                    Some(_) => format!(
+                        "would delete {} again (undo the revert of {}) and reopen {}",
+                        e.path,
+                        when(&a.ts),
+                        fold.ids.short(&e.id)
+                    ),
+                    None => {
+                        format!("would reopen {} ({}): undo the {what} of {}", fold.ids.short(&e.id), e.path, when(&a.ts))
+                    }
+                };
+                Outcome::of(e, message, false)
+            }
+        })
+        .collect())
+}
+
+/// "mark done", "revert", "hand-back": an action named in undo's messages.
+fn action_noun(h: &str) -> &str {
+    match h {
+        how::DONE => "mark done",
+        how::REVERTED => "revert",
+        how::HANDED_BACK => "hand-back",
+        other => other,
+    }
+}
+
+type Prepared<'f> = (Vec<Target<'f>>, Vec<Option<Restore>>);
+
+/// The actions an undo takes back and every revert's restore, all checked.
+fn prepare<'f>(
+    project: &Project,
+    fold: &'f Fold,
+    id: Option<&str>,
+    force: bool,
+    confirmed_foreign: bool,
+    objects: &mut Objects,
+) -> Result<Prepared<'f>> {
     let prov = Provenance::load(&project.journal);
     let targets = targets(fold, id, &prov)?;
     if !confirmed_foreign {
@@ -91,8 +168,18 @@ pub fn undo(
             return Err(TriageError::Refused(problems(&foreign)));
         }
     }
-    let mut objects = Objects::new(project);
-    let plans = plan_all(project, fold, &targets, force, &mut objects, &prov)?;
+    let plans = plan_all(project, fold, &targets, force, objects, &prov)?;
+    Ok((targets, plans))
+}
+
+/// Records, stages and writes what [`prepare`] worked out.
+fn write_all(
+    project: &Project,
+    fold: &Fold,
+    targets: &[Target],
+    plans: Vec<Option<Restore>>,
+    objects: Objects,
+) -> Result<Vec<Outcome>> {
     let mut batch = Batch::new();
     // As in a revert: every byte this call overwrites goes into the store and is named
     // in the journal, for every action, and every write is staged, before anything on
@@ -173,6 +260,15 @@ pub fn undo(
 /// What `undo` acts on: the last command, or the last action on the entry `id` names.
 fn targets<'f>(fold: &'f Fold, id: Option<&str>, prov: &Provenance) -> Result<Vec<Target<'f>>> {
     Ok(match id {
+        Some(prefix) if matches!(fold.find(prefix), Err(crate::fold::IdError::Unknown(_))) => {
+            match operation_batch(fold, prefix) {
+                Some(b) => command(fold, b),
+                None => {
+                    find_entry(fold, prefix)?;
+                    Vec::new()
+                }
+            }
+        }
         Some(prefix) => {
             let e = find_entry(fold, prefix)?;
             let Some(a) = e.last_action() else {
@@ -207,6 +303,7 @@ fn plan_all(
 ) -> Result<Vec<Option<Restore>>> {
     let mut overlay = Overlay::default();
     let mut errors = Vec::new();
+    let mut conflicts: Vec<Outcome> = Vec::new();
     let mut plans: Vec<Option<Restore>> = Vec::new();
     for t in targets {
         let Target::Action(e, a) = t else {
@@ -229,10 +326,20 @@ fn plan_all(
                 plans.push(Some(r));
             }
             Err(why) => {
-                errors.push(format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path));
+                let line = format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path);
+                // The file changed since the revert wrote it: a conflict between the undo and
+                // what came later (an outcome under `--json`).
+                if why.contains(CHANGED_SINCE) {
+                    conflicts
+                        .push(Outcome { conflict: Some(vec![why.clone()]), ..Outcome::of(e, line.clone(), false) });
+                }
+                errors.push(line);
                 plans.push(None);
             }
         }
+    }
+    if !conflicts.is_empty() {
+        return Err(TriageError::Conflict { message: problems(&errors), outcomes: conflicts });
     }
     if !errors.is_empty() {
         return Err(TriageError::Refused(problems(&errors)));
@@ -264,12 +371,7 @@ fn apply(
             Ok(Outcome { id: h.action.clone(), path: String::new(), message, changed: true, ..Outcome::default() })
         }
         Target::Action(e, a) => {
-            let what = match a.how.as_str() {
-                how::DONE => "mark done",
-                how::REVERTED => "revert",
-                how::HANDED_BACK => "hand-back",
-                other => other,
-            };
+            let what = action_noun(&a.how);
             let message = match plan {
                 None => {
                     append(project, &[r])?;
@@ -329,6 +431,19 @@ fn apply(
             };
             Ok(Outcome { id: e.id.clone(), path: e.path.clone(), message, changed: true, ..Outcome::default() })
         }
+    }
+}
+
+/// The batch of the actions not undone yet whose batch id starts with `prefix` (an operation id
+/// of `walj ops`), when exactly one does.
+fn operation_batch<'f>(fold: &'f Fold, prefix: &str) -> Option<&'f str> {
+    let mut batches: Vec<&str> =
+        not_undone(fold).iter().filter_map(|t| batch_of(t.record()).0).filter(|b| b.starts_with(prefix)).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    match batches.as_slice() {
+        [one] => Some(one),
+        _ => None,
     }
 }
 
@@ -392,6 +507,9 @@ fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>
     Ok(picked)
 }
 
+/// What [`plan_restore`] says of a file changed since the revert wrote it (a conflict).
+const CHANGED_SINCE: &str = "changed since the revert of";
+
 fn plan_restore(
     project: &Project,
     e: &Entry,
@@ -429,7 +547,7 @@ fn plan_restore(
         && !force
     {
         return Err(format!(
-            "{} changed since the revert of {}; pass --force to overwrite it (its current bytes are kept in the store)",
+            "{} {CHANGED_SINCE} {}; pass --force to overwrite it (its current bytes are kept in the store)",
             e.path,
             when(&a.ts)
         ));

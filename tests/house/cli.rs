@@ -328,7 +328,7 @@ fn triage_commands_answer_in_json_and_log_entries_name_their_session() {
     assert_eq!(v["action"], serde_json::Value::Null);
     assert_eq!(v["entries"], serde_json::json!(["toolu_01WriteDoc"]), "{v:#}");
     assert!(v["brief"].as_str().unwrap().contains("docs/generated-index.md"), "{v:#}");
-    let v = repo.json(&["handoff", "--json", "--force"]);
+    let v = repo.json(&["handoff", "--all", "--json", "--force"]);
     assert_eq!(v["recorded"], true);
     assert!(v["action"].is_string(), "{v:#}");
     assert_eq!(v["left_out"], serde_json::json!([]));
@@ -614,4 +614,215 @@ fn the_release_profile_keeps_symbols_and_drops_debug_info() {
     let release = &manifest["profile"]["release"];
     assert_eq!(release.get("debug"), Some(&toml::Value::Boolean(false)), "{release}");
     assert_eq!(release.get("strip").and_then(|s| s.as_str()), Some("debuginfo"), "{release}");
+}
+
+/// Runs `walj --project ROOT ARGS` on a pseudo-terminal (util-linux `script`) with `env`
+/// set: everything the terminal showed. `None` (skipped, with a message) without `script`.
+fn on_terminal(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    if !std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "script(1) is required (WALJ_E2E_REQUIRE=1)");
+        eprintln!("SKIPPED: script(1) from util-linux is not installed");
+        return None;
+    }
+    let mut line =
+        vec![quote(&common::walj_bin().to_string_lossy()), "--project".into(), quote(&repo.root.to_string_lossy())];
+    line.extend(args.iter().map(|a| quote(a)));
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &line.join(" "), "/dev/null"])
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env_remove("NO_COLOR")
+        .env_remove("WALJ_PAGER")
+        .env("TERM", "xterm")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn long_output_goes_through_the_pager_on_a_terminal_escaped() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000aa");
+    // A recorded file name that would retitle the terminal if it reached it raw.
+    let evil = "e\x1b]2;OWNED\x07vil.txt";
+    c.write("toolu_W", evil, "x\n");
+    let pager = [("PAGER", "sed s/^/PAGED:/")];
+    let Some(shown) = on_terminal(&repo, &["log", "--all"], &pager) else { return };
+    assert!(shown.lines().any(|l| l.starts_with("PAGED:") && l.contains("vil.txt")), "{shown:?}");
+    assert!(!shown.contains("\x1b]2;OWNED"), "recorded text reaches the pager escaped: {shown:?}");
+    assert!(shown.contains("\\x1b]2;OWNED\\x07"), "{shown:?}");
+    assert!(shown.contains("\x1b["), "colour stays on in the pager on a colour terminal: {shown:?}");
+    // The diff is paged too; NO_COLOR turns colour off in the pager as well.
+    let shown = on_terminal(&repo, &["diff", "toolu_W"], &[pager[0], ("NO_COLOR", "1")]).unwrap();
+    assert!(shown.lines().any(|l| l.starts_with("PAGED:+x")), "{shown:?}");
+    assert!(!shown.contains('\x1b'), "no escape byte at all under NO_COLOR: {shown:?}");
+    // --no-pager, WALJ_PAGER=cat and a pipe print straight out.
+    let shown = on_terminal(&repo, &["--no-pager", "log"], &pager).unwrap();
+    assert!(!shown.contains("PAGED:") && shown.contains("vil.txt"), "{shown:?}");
+    let shown = on_terminal(&repo, &["log"], &[pager[0], ("WALJ_PAGER", "cat")]).unwrap();
+    assert!(!shown.contains("PAGED:") && shown.contains("vil.txt"), "{shown:?}");
+    let piped = repo.walj(&["log"]).env("PAGER", "sed s/^/PAGED:/").output().unwrap();
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains("PAGED:"));
+}
+
+#[test]
+fn help_has_a_global_options_heading_and_sessions_json_lists() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ab");
+    c.start();
+    c.write("toolu_W", "b.txt", "x\n");
+    let help = repo.ok(&["--help"]);
+    let global = help.find("Global options:").unwrap_or_else(|| panic!("{help}"));
+    for flag in ["--project", "--journal", "--color", "--no-pager"] {
+        assert!(help[global..].contains(flag), "{flag} under Global options: {help}");
+    }
+    assert_eq!(repo.json(&["sessions", "--json"]), repo.json(&["sessions", "list", "--json"]));
+    for shell in ["bash", "zsh", "fish"] {
+        let script = repo.ok(&["completions", shell]);
+        let listed: Vec<&str> = script
+            .lines()
+            .filter(|l| {
+                l.contains("__complete-ids")
+                    && !l.contains("__complete-ids --shell")
+                    && !l.trim_start().starts_with('#')
+            })
+            .collect();
+        assert!(listed.is_empty(), "{shell} offers the hidden command: {listed:?}");
+        assert!(script.contains("__complete-ids --shell"), "{shell} still asks walj for ids");
+    }
+}
+
+/// `walj tui --demo ARGS` on a pseudo-terminal with TMPDIR = `tmp`, quit with `q` once the
+/// dashboard is drawn: everything the terminal showed. `None` without `script`.
+fn demo_in_pty(tmp: &std::path::Path, args: &[&str]) -> Option<String> {
+    use std::io::{Read, Write};
+    if !std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "script(1) is required (WALJ_E2E_REQUIRE=1)");
+        eprintln!("SKIPPED: script(1) from util-linux is not installed");
+        return None;
+    }
+    let line = format!("'{}' tui --demo {}", common::walj_bin().display(), args.join(" "));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(tmp)
+        .env("TMPDIR", tmp)
+        .env("TERM", "xterm")
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let drawn = |s: &[u8]| String::from_utf8_lossy(s).contains("\x1b[?1049h");
+    let start = std::time::Instant::now();
+    while !drawn(&seen.lock().unwrap()) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "the demo never opened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"q").unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    assert!(status.success(), "{status}");
+    let shown = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    Some(shown)
+}
+
+#[test]
+fn tui_demo_leaves_no_temp_folder_unless_kept() {
+    let (_t, tmp) = common::scratch();
+    let Some(shown) = demo_in_pty(&tmp, &[]) else { return };
+    assert!(shown.contains("The demo project was removed"), "{shown:?}");
+    let left: Vec<_> = fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "the demo left {left:?} in TMPDIR");
+    let shown = demo_in_pty(&tmp, &["--keep"]).unwrap();
+    let left: Vec<_> = fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(shown.contains(&format!("The demo project is in {}", left[0].display())), "{shown:?}");
+}
+
+#[test]
+fn doctor_ends_with_one_verdict_and_wraps_its_lines() {
+    let repo = Repo::new(&[("a.txt", "one\n")]).with_home();
+    let (code, out, err) = repo.run(&["doctor"]);
+    assert_eq!(code, 2, "not installed is an error: {out}{err}");
+    let last = out.lines().last().unwrap_or_default();
+    assert_eq!(last, "Verdict: not working: 1 error; fix the [error] lines first.", "{out}");
+    assert_eq!(out.matches("Verdict:").count(), 1, "{out}");
+    assert!(out.contains("walj is not installed"), "{out}");
+    // On a terminal the lines are wrapped (into a pipe they stay whole, for grep).
+    if let Some(shown) = on_terminal(&repo, &["doctor"], &[("NO_COLOR", "1")]) {
+        let widest = shown.lines().map(|l| l.trim_end().chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "a {widest}-column line: {shown}");
+        assert!(shown.contains("Verdict: not working"), "{shown}");
+    }
+    assert!(out.lines().any(|l| l.chars().count() > 100), "whole lines into a pipe: {out}");
+    repo.ok(&["install", "--local"]);
+    let (_, out, _) = repo.run(&["doctor"]);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("Verdict: healthy") || last.starts_with("Verdict: working, with"), "{out}");
+}
+
+#[test]
+fn a_wide_branch_name_keeps_the_session_columns_aligned() {
+    use unicode_width::UnicodeWidthStr;
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    repo.commit("first");
+    repo.git(&["checkout", "-q", "-b", "機能-ログイン画面の修正"]);
+    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ac");
+    c.start();
+    c.write("toolu_W", "b.txt", "x\n");
+    let out = repo.ok(&["sessions"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let row = lines.iter().find(|l| l.contains("機能")).unwrap_or_else(|| panic!("the branch is shown: {out}"));
+    assert_eq!(row.width(), lines[0].width(), "header and row end at the same column:\n{out}");
+    let col = |l: &str, at: usize| l[..at].width();
+    let prompts_header = lines[0].find("PROMPTS").unwrap();
+    assert!(col(row, row.find("機能").unwrap()) + 14 <= col(lines[0], prompts_header), "{out}");
+}
+
+#[test]
+fn recover_from_transcripts_that_finds_none_does_not_suggest_itself() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    let claude = repo.root.join("claude-config");
+    fs::create_dir_all(claude.join("projects")).unwrap();
+    let run = |args: &[&str]| outcome(&repo.walj(args).env("CLAUDE_CONFIG_DIR", &claude).output().unwrap());
+    let (code, out, err) = run(&["recover", "--from-transcripts", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("No Claude Code transcripts"), "{err}");
+    assert!(!out.contains("--from-transcripts") && !err.contains("`walj recover --from-transcripts`"), "{out}{err}");
+    // A plain recover still points at it.
+    let (_, out, _) = run(&["recover"]);
+    assert!(out.contains("`walj recover --from-transcripts` rebuilds it"), "{out}");
 }

@@ -124,7 +124,7 @@ fn huge_day_counts_mean_everything() {
     assert_eq!(code, 0, "import --days: stdout {out}\nstderr {err}");
     Claude::new(&repo, "da75da75-0000-4000-8000-000000000001").write("toolu_d1", "a.txt", "b\n");
     for days in ["100000000", "18446744073709551615"] {
-        let out = repo.ok(&["compact", "--days", days, "--json"]);
+        let out = repo.ok(&["compact", "--days", days, "--json", "--yes"]);
         let v: Value = serde_json::from_str(&out).expect("json");
         assert_eq!(v["records_after"], v["records_before"], "nothing is older than {days} days: {out}");
     }

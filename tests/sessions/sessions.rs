@@ -610,7 +610,7 @@ fn delete_and_compact_keep_every_unresolved_entry_and_recover_output() {
     drop(f);
     fs::write(repo.root.join(".walj/config.toml"), "[retention]\ndays = 0\n").unwrap();
     let before_bytes = fs::read(repo.root.join(".walj/journal.jsonl")).unwrap();
-    let rep = repo.json(&["compact", "--json"]);
+    let rep = repo.json(&["compact", "--json", "--yes"]);
     assert_eq!(rep["retention_days"], 0);
     assert_eq!(rep["unreadable"], 1);
     let broken = PathBuf::from(rep["broken_copy"].as_str().unwrap());
@@ -621,7 +621,7 @@ fn delete_and_compact_keep_every_unresolved_entry_and_recover_output() {
     assert!(!after.contains("not json"));
     // Compacting again changes nothing.
     let j1 = fs::read(repo.root.join(".walj/journal.jsonl")).unwrap();
-    let rep = repo.json(&["compact", "--json"]);
+    let rep = repo.json(&["compact", "--json", "--yes"]);
     assert_eq!(rep["records_before"], rep["records_after"]);
     assert_eq!(fs::read(repo.root.join(".walj/journal.jsonl")).unwrap(), j1);
     // C is gone; B's announcement of the crash stays: no second recovery note.
@@ -699,7 +699,7 @@ fn compact_waits_for_concurrent_hooks_and_loses_no_record() {
         let mut rewrites = 0;
         let mut runs = 0;
         while runs < 4 || writers.iter().any(|w| !w.is_finished()) {
-            let out = repo.walj(&["compact", "--json"]).output().unwrap();
+            let out = repo.walj(&["compact", "--json", "--yes"]).output().unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let rep: Value = serde_json::from_slice(&out.stdout).unwrap();
             if rep["records_after"] != rep["records_before"] {

@@ -1352,6 +1352,14 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     b.ok(&["sync", "--yes"]);
     let unresolved = |m: &Machine| -> Value { serde_json::from_str(&m.ok(&["recover", "--json"])).unwrap() };
     assert_eq!(unresolved(&b)["machines"][0]["unresolved"], 6);
+    // A revert or an undo of the laptop's entry here says whose it is and what works here.
+    let journal = fs::read(b.dir.join(".walj/journal.jsonl")).unwrap_or_default();
+    for args in [&["revert", "01EditCfg", "--yes"][..], &["undo", "01EditCfg", "--yes"]] {
+        let (code, _, err) = b.walj(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains("is laptop's entry:") && err.contains("there (or `walj mark"), "{args:?}: {err}");
+    }
+    assert_eq!(fs::read(b.dir.join(".walj/journal.jsonl")).unwrap_or_default(), journal);
 
     // On the desktop: one entry done, one handed back, one the laptop also decides about.
     let out = b.ok(&["mark", "01EditCfg", "--done", "--yes"]);

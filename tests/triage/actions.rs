@@ -200,7 +200,8 @@ fn several_ids_are_reverted_newest_first_and_undone_together() {
     assert!(batches.iter().all(|b| *b == batches[0] && b.is_string()), "one command, one batch");
 
     let out = repo.ok(&["undo"]);
-    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("restored")).count(), 3, "{out}");
+    assert!(out.ends_with("`walj redo` does it again (`walj ops` lists the operations).\n"), "{out}");
     assert_eq!(repo.read("f.txt"), after_b);
     assert_eq!(repo.read("g.txt"), "new file\n");
     for id in ["toolu_A", "toolu_B", "toolu_C"] {
@@ -327,7 +328,8 @@ fn mark_session_marks_every_unresolved_entry_of_it() {
     c.edit("toolu_A", "f.txt", "two", "TWO");
     c.write("toolu_C", "g.txt", "x\n");
     let out = repo.ok(&["mark", "--done", "--session", "5e55a0"]);
-    assert_eq!(out.lines().count(), 2, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("marked")).count(), 2, "{out}");
+    assert!(out.contains("`walj undo` undoes this"), "{out}");
     assert_eq!(recover_json(&repo)["unresolved"], 0);
     let out = repo.ok(&["mark", "--done", "--session", "5e55a0"]);
     assert!(out.contains("nothing marked"), "{out}");

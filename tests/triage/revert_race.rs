@@ -133,7 +133,14 @@ fn race_rounds(what: Race, rounds: usize) {
             if o["changed"] == true {
                 done += 1;
             }
-            assert_eq!(code == 1, v["concurrent"] == true, "round {round}: {v}");
+            // A refusal with a conflict (the racer wrote before walj looked) is JSON too.
+            assert_eq!(code == 1, v["concurrent"] == true || v["refused"] == true, "round {round}: {v}");
+            if v["refused"] == true {
+                assert!(
+                    v["outcomes"].as_array().unwrap().iter().any(|o| o["conflict"].is_array()),
+                    "round {round}: {v}"
+                );
+            }
             if o["concurrent"] == true {
                 reported += 1;
                 let kept = o["kept"].as_array().unwrap();
