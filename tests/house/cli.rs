@@ -629,8 +629,11 @@ fn on_terminal(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> Option<Strin
         eprintln!("SKIPPED: script(1) from util-linux is not installed");
         return None;
     }
-    let mut line =
-        vec![quote(&common::walj_bin().to_string_lossy()), "--project".into(), quote(&repo.root.to_string_lossy())];
+    let mut line = vec![
+        quote(&crate::common::walj_bin().to_string_lossy()),
+        "--project".into(),
+        quote(&repo.root.to_string_lossy()),
+    ];
     line.extend(args.iter().map(|a| quote(a)));
     let mut c = std::process::Command::new("script");
     c.args(["-qec", &line.join(" "), "/dev/null"])
@@ -651,7 +654,7 @@ fn on_terminal(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> Option<Strin
 #[test]
 fn long_output_goes_through_the_pager_on_a_terminal_escaped() {
     let repo = Repo::new(&[("a.txt", "one\n")]);
-    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000aa");
+    let c = crate::common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000aa");
     // A recorded file name that would retitle the terminal if it reached it raw.
     let evil = "e\x1b]2;OWNED\x07vil.txt";
     c.write("toolu_W", evil, "x\n");
@@ -677,7 +680,7 @@ fn long_output_goes_through_the_pager_on_a_terminal_escaped() {
 #[test]
 fn help_has_a_global_options_heading_and_sessions_json_lists() {
     let repo = Repo::new(&[("a.txt", "one\n")]);
-    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ab");
+    let c = crate::common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ab");
     c.start();
     c.write("toolu_W", "b.txt", "x\n");
     let help = repo.ok(&["--help"]);
@@ -714,7 +717,7 @@ fn demo_in_pty(tmp: &std::path::Path, args: &[&str]) -> Option<String> {
         eprintln!("SKIPPED: script(1) from util-linux is not installed");
         return None;
     }
-    let line = format!("'{}' tui --demo {}", common::walj_bin().display(), args.join(" "));
+    let line = format!("'{}' tui --demo {}", crate::common::walj_bin().display(), args.join(" "));
     let mut child = std::process::Command::new("script")
         .args(["-qec", &line, "/dev/null"])
         .current_dir(tmp)
@@ -761,7 +764,7 @@ fn demo_in_pty(tmp: &std::path::Path, args: &[&str]) -> Option<String> {
 
 #[test]
 fn tui_demo_leaves_no_temp_folder_unless_kept() {
-    let (_t, tmp) = common::scratch();
+    let (_t, tmp) = crate::common::scratch();
     let Some(shown) = demo_in_pty(&tmp, &[]) else { return };
     assert!(shown.contains("The demo project was removed"), "{shown:?}");
     let left: Vec<_> = fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -800,7 +803,7 @@ fn a_wide_branch_name_keeps_the_session_columns_aligned() {
     let repo = Repo::new(&[("a.txt", "one\n")]);
     repo.commit("first");
     repo.git(&["checkout", "-q", "-b", "機能-ログイン画面の修正"]);
-    let c = common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ac");
+    let c = crate::common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ac");
     c.start();
     c.write("toolu_W", "b.txt", "x\n");
     let out = repo.ok(&["sessions"]);

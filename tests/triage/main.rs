@@ -10,5 +10,6 @@ mod common;
 
 mod actions;
 mod bisect;
+mod every_action;
 mod revert_race;
 mod safety;

@@ -8,12 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::{Claude, Repo};
+use crate::common::{Claude, Repo};
 use serde_json::Value;
 
 const SESSION: &str = "5e55a0b1-0000-4000-8000-000000000001";
@@ -55,8 +53,11 @@ fn script_available() -> bool {
 /// (exit code, everything the terminal showed).
 fn in_pty(repo: &Repo, args: &[&str], answer: &str) -> (i32, String) {
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let mut line =
-        vec![quote(&common::walj_bin().to_string_lossy()), "--project".into(), quote(&repo.root.to_string_lossy())];
+    let mut line = vec![
+        quote(&crate::common::walj_bin().to_string_lossy()),
+        "--project".into(),
+        quote(&repo.root.to_string_lossy()),
+    ];
     line.extend(args.iter().map(|a| quote(a)));
     let mut child = Command::new("script")
         .arg("-qec")
