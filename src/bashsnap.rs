@@ -85,6 +85,8 @@ pub struct Call<'a> {
     pub background: bool,
     /// `backgroundTaskId` from the PostToolUse response.
     pub task_id: Option<&'a str>,
+    /// The subagent that runs it (`agent_id`, `agent_type`); `None`: the main thread.
+    pub agent: Option<(&'a str, Option<&'a str>)>,
 }
 
 impl Call<'_> {
@@ -211,6 +213,12 @@ struct Snapshot {
     /// processes the command started began at or after it (see [`killed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hook_start: Option<u64>,
+    /// The subagent that runs the command (`agent_id`, `agent_type`): its derived entries
+    /// carry it, so they group under the subagent after a crash too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_type: Option<String>,
 }
 
 /// What the PostToolUse hook adds to the journal for a command.
@@ -245,6 +253,10 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     snap.session = call.session.to_string();
     snap.parent = call.parent();
     snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
+    if let Some((id, kind)) = call.agent {
+        snap.agent_id = Some(id.to_string());
+        snap.agent_type = kind.map(str::to_string);
+    }
     snap.background = call.background;
     snap.hook_start = crate::procinfo::own_start();
     save_as(&[&dir.join(format!("{key}.json")), &dir.join("cache.json")], &snap)?;
@@ -1095,6 +1107,12 @@ fn child_records(
             r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
             r.parent = Some(snap.parent.clone());
             r = r.with(key::COMMAND, snap.command.clone());
+            if let Some(a) = &snap.agent_id {
+                r = r.with(key::AGENT_ID, a.clone());
+                if let Some(t) = &snap.agent_type {
+                    r = r.with(key::AGENT_TYPE, t.clone());
+                }
+            }
             if background {
                 r = r.with(key::BACKGROUND, true);
             }

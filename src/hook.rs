@@ -200,6 +200,7 @@ impl Ctx<'_> {
                 (ToolKind::Shell(_), Phase::ToolPost) => self.bash(t, &id, op::APPLIED),
                 (ToolKind::Shell(_), _) => self.bash(t, &id, op::FAILED),
                 (ToolKind::Todo, Phase::ToolPost) => self.todos(),
+                (ToolKind::Subagent(a), _) => self.subagent_call(t, a, phase),
                 _ => Ok(None),
             };
         }
@@ -309,14 +310,64 @@ impl Ctx<'_> {
         appended
     }
 
-    /// A record of this event's session, stamped with the agent's process.
+    /// A record of this event's session, stamped with the agent's process and, for a
+    /// subagent's event, the subagent (`agent_id`, `agent_type`: two short strings).
     fn record(&self, op_name: &str) -> Record {
         let mut r = Record::new(op_name, self.ev.session);
         if let Some(p) = procinfo::claude_process() {
             r.pid = Some(p.pid);
             r.pstart = Some(p.start);
         }
+        if let Some(a) = self.ev.agent_id {
+            r.extra.insert(key::AGENT_ID.into(), Value::String(a.to_string()));
+            if let Some(t) = self.ev.agent_type {
+                r.extra.insert(key::AGENT_TYPE.into(), Value::String(t.to_string()));
+            }
+        }
         r
+    }
+
+    /// An `Agent` call (a subagent launch): a `subagent` session record at its Pre (type,
+    /// description, prompt) and at its outcome (`async_launched` when it runs on in the
+    /// background, else how it ended; the subagent's `agent_id` when the result names it).
+    fn subagent_call(&self, t: &ToolCall, a: &crate::agents::event::Subagent, phase: Phase) -> HookResult {
+        let mut r = self.session_record(kind::SUBAGENT);
+        if let Some(id) = t.id {
+            r = r.with(key::CALL, id);
+        }
+        let field = |k: &str| t.response.get(k);
+        let launched_async = field("isAsync").and_then(Value::as_bool) == Some(true)
+            || field("status").and_then(Value::as_str) == Some("async_launched");
+        let status = match phase {
+            Phase::ToolPre => "start",
+            Phase::ToolFailed => "failed",
+            _ if launched_async => "async_launched",
+            _ => "completed",
+        };
+        r = r.with(key::STATUS, status);
+        if let Some(k) = a.kind {
+            r = r.with(key::AGENT_TYPE, k);
+        }
+        if let Some(d) = a.description {
+            r = r.with(key::DESCRIPTION, clip(d, 1024));
+        }
+        if phase == Phase::ToolPre {
+            if let Some(p) = a.prompt {
+                r = r.with(key::PROMPT, clip(p, 4 * 1024));
+            }
+            if let Some(b) = a.background {
+                r = r.with(key::BACKGROUND, b);
+            }
+        }
+        // The subagent's own id (the one its tool calls' records carry): the record's
+        // `agent_id` names the caller, so the launched one goes in `target`.
+        if let Some(id) = field("agentId").or_else(|| field("agent_id")).and_then(Value::as_str) {
+            r.target = Some(id.to_string());
+        }
+        if let Some(e) = t.error.as_deref().filter(|e| !e.is_empty()) {
+            r = r.with(key::ERROR, clip(e, 4 * 1024));
+        }
+        self.append(&[r])
     }
 
     /// A session record; other agents than Claude Code are named in `agent`.
@@ -540,6 +591,7 @@ impl Ctx<'_> {
             command: sh.command,
             background: sh.background,
             task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
+            agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
         };
         let result = if op_name == op::INTENT {
             bashsnap::before(self.project, &cfg, matcher.as_ref(), &call).map(|()| bashsnap::Outcome::default())
