@@ -40,6 +40,7 @@ use crate::journal::{Blob, Record, key, nocap, op, tool};
 use crate::project::{Project, to_slash};
 use crate::store::{Store, blob_id, file_blob_id};
 
+pub mod attribution;
 mod gitindex;
 mod gitscan;
 pub mod killed;

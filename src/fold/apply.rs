@@ -106,6 +106,9 @@ impl Fold {
         if let (Some(pid), Some(start)) = (view.pid, view.pstart) {
             s.proc = Some(ProcRef { pid, start });
         }
+        if activity && !view.unfinished && view.ts.as_ref() > s.last_life_ts.as_str() {
+            s.last_life_ts = view.ts.to_string();
+        }
         if let Some(a) = view.agent_id.as_deref() {
             note_subagent(s, a, &view.ts);
         }
@@ -278,6 +281,7 @@ impl Fold {
             running: None,
             finished: None,
             head_before: head_of(rec),
+            ended_ts: None,
             agent_id: rec.get_str(key::AGENT_ID).map(str::to_string),
         };
         let mut first = false;
@@ -339,6 +343,7 @@ impl Fold {
                 if let Some(p) = pos {
                     let c = &mut s.commands[p];
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
+                    c.ended_ts = Some(rec.ts.clone());
                     c.error = rec.get_str(key::ERROR).map(str::to_string);
                     if let Some(t) = rec.get_str(key::TASK_ID) {
                         c.task_id = Some(t.to_string());

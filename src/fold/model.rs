@@ -75,6 +75,21 @@ pub struct Action {
     pub record: Record,
 }
 
+/// How much of a command line an entry it caused keeps (the command's own record has it all).
+pub const COMMAND_SHOWN: usize = 200;
+
+/// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
 /// One tool call's change to one path.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
@@ -122,6 +137,13 @@ pub struct Entry {
     /// The subagent whose tool call made it (`agent_id`); `None`: the main thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// For an entry derived from a killed command: when the change was made (its ctime),
+    /// shown as its time; `ts` is when walj first looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
+    /// For an entry a Bash command caused: the command line (cut to [`COMMAND_SHOWN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// For an uncertain entry: the other commands whose windows were open when the change
     /// was made (`candidates`), each of which may have made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,6 +159,7 @@ impl Entry {
     /// A new entry from its first line: `base` is the lifecycle state that line gives.
     #[inline]
     pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
+        let command = view.parent.as_ref().and(view.command.as_deref()).map(|c| cut(c, COMMAND_SHOWN));
         Entry {
             id,
             session,
@@ -164,6 +187,8 @@ impl Entry {
             uncertain: view.attribution.is_some(),
             after_stop: view.attribution.as_deref() == Some(crate::journal::attribution::AFTER_STOP),
             agent_id: view.agent_id.map(Cow::into_owned),
+            command,
+            changed: view.changed.map(Cow::into_owned),
             candidates: view.candidates,
             still_running: false,
             verified: None,
@@ -175,6 +200,11 @@ impl Entry {
     }
     pub fn is_unresolved(&self) -> bool {
         self.state().is_unresolved()
+    }
+    /// When the change was made, as far as walj knows: a derived entry's ctime, else the
+    /// record's time.
+    pub fn when(&self) -> &str {
+        self.changed.as_deref().unwrap_or(&self.ts)
     }
     /// The last action not undone.
     pub fn last_action(&self) -> Option<&Action> {
@@ -282,6 +312,9 @@ pub struct Command {
     /// Where git's HEAD pointed at the command's intent (`head`, `branch` of the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_before: Option<crate::git::Head>,
+    /// When its outcome was recorded (`None`: none yet): the end of its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ts: Option<String>,
     /// The subagent that ran it (`agent_id`); `None`: the main thread. A subagent's
     /// foreground command is its own work, never a background process of the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +396,10 @@ pub struct SessionInfo {
     pub sid: String,
     pub first_ts: String,
     pub last_ts: String,
+    /// Its last sign of life in the journal: the last record its own hooks wrote (not the
+    /// entries walj derived for it later, nor triage).
+    #[serde(default)]
+    pub last_life_ts: String,
     pub started: Option<String>,
     pub source: Option<String>,
     pub model: Option<String>,

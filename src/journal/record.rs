@@ -171,6 +171,10 @@ pub mod key {
     pub const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
     pub const ATTRIBUTION: &str = "attribution";
+    /// On a derived entry of a killed command: when the change was made (its ctime; for a
+    /// deletion, its folder's), as a journal timestamp. The record's own `ts` is when walj
+    /// first looked.
+    pub const CHANGED: &str = "changed";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";

@@ -312,13 +312,19 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
             let _ = write!(notes, "; {}", crate::present::in_flight_check(c));
         }
         if e.unfinished {
-            notes.push_str("; from a command that never finished");
-            if e.still_running {
-                notes.push_str(" and still runs");
-            }
+            let _ = write!(
+                notes,
+                "; {}",
+                clip(&crate::present::state::entry_meaning(e, crate::fold::SessionStatus::Crashed), lvl.text.max(80))
+            );
         }
-        if e.uncertain {
-            notes.push_str("; may not be from that command");
+        if let Some(a) = e.agent_id.as_deref() {
+            let label = st.info.subagent(a).map(|s| s.label()).unwrap_or_else(|| "subagent".to_string());
+            let _ = write!(notes, "; by {}", clip(&label, lvl.text));
+        }
+        let others: Vec<String> = e.candidates.iter().map(|c| st.ids.short(c).to_string()).collect();
+        if let Some(a) = crate::present::state::attribution(e, &others) {
+            let _ = write!(notes, "; {a}");
         }
         let _ = writeln!(
             out,
