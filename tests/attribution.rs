@@ -159,3 +159,94 @@ fn two_killed_commands_that_overlapped_list_each_change_once() {
     let all_children = repo.records().into_iter().filter(|r| r["parent"].is_string()).count();
     assert_eq!(all_children, 3, "{:?}", repo.records());
 }
+
+/// A Bash hook payload of `session` with its transcript at `transcript`.
+fn bash_with_transcript(root: &Path, session: &str, id: &str, command: &str, transcript: &Path) {
+    let p = json!({
+        "hook_event_name": "PreToolUse", "session_id": session, "transcript_path": transcript,
+        "cwd": root, "tool_name": "Bash", "tool_use_id": id,
+        "tool_input": {"command": command, "description": "test"},
+    });
+    hook(root, &p);
+}
+
+#[test]
+fn the_users_edits_after_a_crash_are_not_the_killed_commands_and_say_what_walj_cannot_tell() {
+    let repo = Repo::new(&[("a.txt", "x\n"), ("README.md", "# readme\n"), ("notes.txt", "n\n")]);
+    let root = repo.root.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    fs::write(&transcript, "{}\n").unwrap();
+    let cmd = "sed -i s/x/y/ a.txt && sleep 60";
+    hook(
+        &root,
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
+                "cwd": root, "prompt": "fix a.txt"}),
+    );
+    bash_with_transcript(&root, A, "toolu_sed", cmd, &transcript);
+    // The command's own work, then Claude Code still alive (it writes its transcript), then
+    // the crash.
+    fs::write(root.join("a.txt"), "y\n").unwrap();
+    tick();
+    fs::write(&transcript, "{}\n{}\n").unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    // The user, after the crash and before walj first looks.
+    fs::write(root.join("README.md"), "# readme\nthe user's line\n").unwrap();
+    fs::remove_file(root.join("notes.txt")).unwrap();
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = children(&repo, "toolu_sed");
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["README.md", "a.txt", "notes.txt"], "{c:?}");
+    assert!(c["a.txt"].get("attribution").is_none(), "made while Claude Code lived: the command's: {c:?}");
+    for p in ["README.md", "notes.txt"] {
+        assert_eq!(c[p]["attribution"], "after_stop", "{p}: {c:?}");
+    }
+    // Each carries its change's time, not walj's first look.
+    let changed = c["README.md"]["changed"].as_str().unwrap();
+    assert!(changed < c["README.md"]["ts"].as_str().unwrap(), "{c:?}");
+    assert!(c["a.txt"]["changed"].as_str().unwrap() < changed, "{c:?}");
+
+    // The words: what ran, no "applied" moment, no "may not have run"; what walj cannot tell.
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains(&format!("changed on disk by a command that never finished: `{cmd}`")), "{text}");
+    assert!(text.contains("walj cannot tell without its watcher"), "{text}");
+    assert!(!text.contains("may not have run"), "{text}");
+
+    // `revert --session` leaves the user's work alone: the after-stop entries need their id
+    // and --force.
+    let _ = walj_at(&root).args(["revert", "--session", A, "--yes"]).output().unwrap();
+    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\nthe user's line\n");
+    assert!(!root.join("notes.txt").exists(), "the user's deletion was undone");
+}
+
+/// An old walj meets an `attribution` value a newer one wrote: it reads it as uncertain (never
+/// as the command's, certain work) and revert asks for --force.
+#[test]
+fn an_attribution_value_this_walj_does_not_know_reads_as_uncertain() {
+    use walj::journal::{Blob, JournalWriter, Record};
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    bash(&root, A, "PreToolUse", "toolu_old", "make");
+    bash(&root, A, "PostToolUse", "toolu_old", "make");
+    fs::write(root.join("f.txt"), "f\n").unwrap();
+    let mut r = Record::new("applied", A);
+    r.id = "child-from-a-newer-walj".into();
+    r.tool = Some("Bash".into());
+    r.event = "artifact_created".into();
+    r.path = "f.txt".into();
+    r.before = Some(Blob::Absent);
+    r.after = Some(Blob::Id("0000000000000000000000000000000000000001".into()));
+    r.parent = Some("toolu_old".into());
+    let r = r.with("command", "make").with("attribution", "seen_by_a_watcher_in_2027");
+    JournalWriter::new(&root.join(".walj/journal.jsonl")).append_all(&[r]).unwrap();
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = rec.to_string();
+    assert!(text.contains("\"attribution\":\"uncertain\""), "{text}");
+    let out = walj_at(&root).args(["revert", "child-from-a-newer-walj", "--yes"]).output().unwrap();
+    assert!(!out.status.success(), "an uncertain entry reverted without --force");
+    assert!(root.join("f.txt").exists());
+}
