@@ -250,3 +250,70 @@ fn an_attribution_value_this_walj_does_not_know_reads_as_uncertain() {
     assert!(!out.status.success(), "an uncertain entry reverted without --force");
     assert!(root.join("f.txt").exists());
 }
+
+/// One event of the subagent `agent` (its payloads carry `agent_id` and `agent_type`).
+fn as_subagent(mut p: Value, agent: &str) -> Value {
+    p["agent_id"] = json!(agent);
+    p["agent_type"] = json!("general-purpose");
+    p
+}
+
+#[test]
+fn an_async_subagents_work_is_its_own_and_one_still_running_when_the_session_died_is_said() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    let agent = "a7f3c2e9d1b04f66";
+    let call = |event: &str, response: Option<Value>| {
+        let mut p = json!({
+            "hook_event_name": event, "session_id": A, "transcript_path": "/tmp/none.jsonl", "cwd": root,
+            "tool_name": "Agent", "tool_use_id": "toolu_agent",
+            "tool_input": {"description": "write the sub log", "prompt": "echo s > sub.log, then wait",
+                           "subagent_type": "general-purpose"},
+        });
+        if let Some(r) = response {
+            p["tool_response"] = r;
+        }
+        p
+    };
+    hook(&root, &call("PreToolUse", None));
+    hook(&root, &call("PostToolUse", Some(json!({"isAsync": true, "status": "async_launched", "agentId": agent}))));
+    // The main thread's command finishes; the subagent's runs on and is cut off by the crash.
+    bash(&root, A, "PreToolUse", "toolu_main", "sleep 2");
+    bash(&root, A, "PostToolUse", "toolu_main", "sleep 2");
+    let sub = as_subagent(
+        json!({"hook_event_name": "PreToolUse", "session_id": A, "transcript_path": "/tmp/none.jsonl", "cwd": root,
+               "tool_name": "Bash", "tool_use_id": "toolu_sub",
+               "tool_input": {"command": "echo s > sub.log; sleep 60", "description": "sub"}}),
+        agent,
+    );
+    hook(&root, &sub);
+    fs::write(root.join("sub.log"), "s\n").unwrap();
+
+    // Every record of the subagent's call names it; the Agent call is journaled.
+    let records = repo.records();
+    let intent = records.iter().find(|r| r["id"] == "toolu_sub" && r["op"] == "intent").unwrap();
+    assert_eq!((&intent["agent_id"], &intent["agent_type"]), (&json!(agent), &json!("general-purpose")), "{intent}");
+    let launch: Vec<&Value> = records.iter().filter(|r| r["kind"] == "subagent").collect();
+    assert_eq!(launch.len(), 2, "{records:?}");
+    assert_eq!((&launch[0]["status"], &launch[1]["status"]), (&json!("start"), &json!("async_launched")));
+    assert_eq!(launch[1]["target"], agent);
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // sub.log is the subagent's command's, not credited to the main thread's finished command.
+    assert!(children(&repo, "toolu_main").is_empty(), "{:?}", children(&repo, "toolu_main"));
+    let c = children(&repo, "toolu_sub");
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["sub.log"], "{c:?}");
+    assert_eq!(c["sub.log"]["agent_id"], agent, "{c:?}");
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("subagent general-purpose \"write the sub log\", in the background: still running when the session died"),
+        "{text}"
+    );
+    assert!(text.contains("by subagent [a7f3c2e9]"), "{text}");
+    // Its killed foreground command is not one of the session's background processes.
+    let procs = walj_at(&root).args(["procs", "--json"]).output().unwrap();
+    let procs = String::from_utf8_lossy(&procs.stdout).into_owned();
+    assert!(!procs.contains("toolu_sub"), "{procs}");
+}
