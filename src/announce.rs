@@ -106,7 +106,9 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
                 from.push_str("; ");
                 from.push_str(present::in_flight_check(check));
             }
-            if let Some(a) = present::state::attribution(e, &e.candidates.iter().map(|c| safe(c).into_owned()).collect::<Vec<_>>()) {
+            if let Some(a) =
+                present::state::attribution(e, &e.candidates.iter().map(|c| safe(c).into_owned()).collect::<Vec<_>>())
+            {
                 from.push_str("; ");
                 from.push_str(&a);
             }

@@ -191,8 +191,16 @@ impl Ctx<'_> {
                 Err(e) => log_error(self.project, &format!("pairing state of session {session}: {e}")),
             }
         }
+        let skill_line = self.ev.name == crate::claude::events::PRE_SKILL_SHELL_COMMAND;
+        if self.ev.agent == Agent::ClaudeCode && !skill_line {
+            // A skill's `!` line ran since the last event: this event closes its window.
+            self.close_skill_windows();
+        }
         if let Some(t) = &self.ev.tool {
             let Some(id) = self.call_id(phase, t) else { return Ok(None) };
+            if skill_line {
+                return self.skill_line(t, &id);
+            }
             return match (&t.kind, phase) {
                 (ToolKind::Files(_), Phase::ToolPre) => self.file_intent(t, &id),
                 (ToolKind::Files(_), _) => self.file_outcome(t, &id, phase == Phase::ToolFailed),
@@ -325,6 +333,67 @@ impl Ctx<'_> {
             }
         }
         r
+    }
+
+    /// A skill's or slash command's `!` shell line (`PreSkillShellCommand`): journaled as a
+    /// command intent with its snapshot, named by the skill (`skill`, `invoked_by`); no Post
+    /// comes, so its window stays open until the session's next hook event.
+    fn skill_line(&self, t: &ToolCall, id: &CallId) -> HookResult {
+        let ToolKind::Shell(sh) = &t.kind else { return Ok(None) };
+        let mut r = self.record(op::INTENT);
+        id.assign(&mut r, 0, 1);
+        let cwd = self.cwd.to_string_lossy();
+        let mut r = BashIntent { command: sh.command, description: None, background: false, cwd: Some(&cwd) }.fill(r);
+        for (k, field) in [(key::SKILL, "command_name"), (key::INVOKED_BY, "invoked_by")] {
+            if let Some(v) = self.payload.str(field) {
+                r = r.with(k, clip(v, 1024));
+            }
+        }
+        let children = self.bash_side_effects(t, id, op::INTENT, &mut r);
+        self.append(&[vec![r], children].concat())?;
+        if let Some(known) = id.known()
+            && let Err(e) = bashsnap::skill_window_open(self.project, self.ev.session, known, sh.command)
+        {
+            log_error(self.project, &format!("skill shell line: {e}"));
+        }
+        Ok(None)
+    }
+
+    /// Closes the windows of the session's skill shell lines: their outcome (`applied`,
+    /// `closed_by` this event) and what changed since their snapshot, judged like any
+    /// command's. One `stat` when none is open.
+    fn close_skill_windows(&self) {
+        let open = bashsnap::skill_windows_take(self.project, self.ev.session);
+        if open.is_empty() {
+            return;
+        }
+        let (cfg, matcher) = self.config();
+        for (id, command) in open {
+            let call = bashsnap::Call {
+                session: self.ev.session,
+                tool_use_id: Some(&id),
+                command: &command,
+                background: false,
+                task_id: None,
+                agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
+            };
+            let mut r = self.record(op::APPLIED);
+            r.id.clone_from(&id);
+            let r = BashOutcome { command: &command, error: None, task_id: None, interrupted: false }
+                .fill(r)
+                .with(key::CLOSED_BY, self.ev.name);
+            let children = match bashsnap::after(self.project, &cfg, matcher.as_ref(), &call) {
+                Ok(out) => out.records,
+                Err(e) => {
+                    log_error(self.project, &format!("skill shell line `{command}`: {e}"));
+                    Vec::new()
+                }
+            };
+            let (project, session) = (self.project, self.ev.session);
+            let expected = 1 + children.len();
+            let _ =
+                self.append_with(expected, || [vec![r], explained_elsewhere(project, session, &id, children)].concat());
+        }
     }
 
     /// An `Agent` call (a subagent launch): a `subagent` session record at its Pre (type,

@@ -308,7 +308,9 @@ fn an_async_subagents_work_is_its_own_and_one_still_running_when_the_session_die
     let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(
-        text.contains("subagent general-purpose \"write the sub log\", in the background: still running when the session died"),
+        text.contains(
+            "subagent general-purpose \"write the sub log\", in the background: still running when the session died"
+        ),
         "{text}"
     );
     assert!(text.contains("by subagent [a7f3c2e9]"), "{text}");
@@ -316,4 +318,44 @@ fn an_async_subagents_work_is_its_own_and_one_still_running_when_the_session_die
     let procs = walj_at(&root).args(["procs", "--json"]).output().unwrap();
     let procs = String::from_utf8_lossy(&procs.stdout).into_owned();
     assert!(!procs.contains("toolu_sub"), "{procs}");
+}
+
+/// Claude Code 2.1.332's `PreSkillShellCommand` (a skill's `!` line): no Post follows, so its
+/// window closes at the session's next hook event, and what changed in it is the line's.
+#[test]
+fn a_skills_shell_line_is_journaled_and_its_window_closes_at_the_next_event() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    let payload = json!({
+        "hook_event_name": "PreSkillShellCommand", "session_id": A, "transcript_path": "/tmp/none.jsonl",
+        "cwd": root, "tool_name": "Bash", "tool_use_id": "skill_sh_1",
+        "tool_input": {"command": "date > stamp.out"}, "command_name": "release-notes", "invoked_by": "user",
+    });
+    hook(&root, &payload);
+    fs::write(root.join("stamp.out"), "Wed Dec  2\n").unwrap();
+    tick();
+    hook(
+        &root,
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": "/tmp/none.jsonl",
+                "cwd": root, "prompt": "go on"}),
+    );
+    let records = repo.records();
+    let intent = records.iter().find(|r| r["id"] == "skill_sh_1" && r["op"] == "intent").unwrap();
+    assert_eq!(
+        (&intent["command"], &intent["skill"], &intent["invoked_by"]),
+        (&json!("date > stamp.out"), &json!("release-notes"), &json!("user")),
+        "{intent}"
+    );
+    let outcome = records.iter().find(|r| r["id"] == "skill_sh_1" && r["op"] == "applied").unwrap();
+    assert_eq!(outcome["closed_by"], "UserPromptSubmit", "{outcome}");
+    let c = children(&repo, "skill_sh_1");
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["stamp.out"], "{c:?}");
+    assert!(c["stamp.out"].get("attribution").is_none(), "{c:?}");
+    // Closed once: a later event adds nothing.
+    hook(
+        &root,
+        &json!({"hook_event_name": "Stop", "session_id": A, "transcript_path": "/tmp/none.jsonl", "cwd": root}),
+    );
+    let again = repo.records().into_iter().filter(|r| r["id"] == "skill_sh_1").count();
+    assert_eq!(again, 2, "{:?}", repo.records());
 }

@@ -67,6 +67,12 @@ impl HookEvent {
     }
 }
 
+/// Claude Code 2.1.332's event for a skill's or slash command's `!` shell line (`tool_name`,
+/// `tool_input.command`, `command_name`, `invoked_by`, a `tool_use_id` no transcript call
+/// names). No Post event follows: its window closes at the session's next hook event. Not in
+/// [`HookEvent::ALL`]: older Claude Code versions do not know it.
+pub const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";
+
 macro_rules! tool_table {
     (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*], subagent: $sub:literal) => {
         /// Tools whose calls change files (entries).

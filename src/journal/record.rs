@@ -244,6 +244,13 @@ pub mod key {
     /// main thread.
     pub const AGENT_ID: &str = "agent_id";
     pub const AGENT_TYPE: &str = "agent_type";
+    /// A skill's `!` shell line (`PreSkillShellCommand`): the skill or slash command that ran
+    /// it (`command_name`) and who invoked it (`invoked_by`).
+    pub const SKILL: &str = "skill";
+    pub const INVOKED_BY: &str = "invoked_by";
+    /// The outcome of a command with no Post event of its own (a skill's shell line): the
+    /// event that closed its window.
+    pub const CLOSED_BY: &str = "closed_by";
     /// A subagent launch (`subagent` session records): the `Agent` call's id.
     pub const CALL: &str = "call";
     pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";

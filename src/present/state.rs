@@ -126,11 +126,7 @@ pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
 /// candidates as they should be shown (short ids).
 pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if e.after_stop {
-        let also = if others.is_empty() {
-            String::new()
-        } else {
-            format!(" (or of {})", others.join(", "))
-        };
+        let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
         return Some(format!(
             "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher; not counted as Claude's work"
         ));
