@@ -1184,41 +1184,43 @@ const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 ///    the change was made: no other command (any session) between its intent and its outcome,
 ///    no other session writing records. Otherwise it is listed once, `attribution: uncertain`,
 ///    with `candidates`: the other commands whose windows were open at the change's ctime
-///    (ctime only: mtime is set freely by `touch -d`, `cp -p`, `tar`). A change without a
-///    ctime (a deletion) counts as made at the latest moment.
+///    (ctime only: mtime is set freely by `touch -d`, `cp -p`, `tar`); a deletion is bounded
+///    by its folder's ctime. Decided by [`crate::bashsnap::attribution::judge`], the rule
+///    killed commands use too. (No margin here: the hook probes no clock; a change within a
+///    millisecond of another window's edge is judged by the journal's own times.)
 ///
 /// Decided under the journal's lock, so two commands that ran side by side never both claim a
 /// file from a journal that has neither's children yet.
 fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
+    use crate::bashsnap::attribution::{self as rule, Scene, Verdict, Window};
+    use crate::bashsnap::killed::{change_time, ms};
     use std::collections::{HashMap, HashSet};
     use std::ops::ControlFlow::{Break, Continue};
     let mut known: HashSet<(String, Option<String>)> = HashSet::new();
-    // Commands (any session) with an outcome, seen first walking back; and the windows of
-    // those still open beside this one: id → intent time.
-    let mut finished: HashSet<String> = HashSet::new();
-    let mut open: HashMap<String, String> = HashMap::new();
+    // Other commands (any session): outcomes seen first walking back (id → its time), then
+    // the windows, from their intent to their outcome (or still open).
+    let mut closed: HashMap<String, String> = HashMap::new();
+    let mut windows: Vec<(String, String, Option<String>)> = Vec::new();
     // The first time another session wrote a record inside this command's window.
     let mut other_from: Option<String> = None;
-    let mut past_own = false;
+    let mut own_open: Option<String> = None;
     let scan = crate::journal::scan_lines_rev(&project.journal, BESIDE_SCAN_BYTES, |line| {
         let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
         let own_session = v.session_key() == session;
         if v.is_command() && v.id != id {
             match v.op() {
                 op::APPLIED | op::FAILED | op::RESOLVED => {
-                    finished.insert(v.id.to_string());
+                    closed.entry(v.id.to_string()).or_insert_with(|| v.ts.to_string());
                 }
-                op::INTENT if !finished.contains(v.id.as_ref()) => {
-                    open.insert(v.id.to_string(), v.ts.to_string());
-                }
+                op::INTENT => windows.push((v.id.to_string(), v.ts.to_string(), closed.get(v.id.as_ref()).cloned())),
                 _ => {}
             }
         }
         if own_session && v.op() == op::INTENT && v.id == id {
-            past_own = true;
+            own_open = Some(v.ts.to_string());
             return Continue(());
         }
-        if past_own {
+        if own_open.is_some() {
             // Before this command: only its own session's turn start ends the look for
             // commands still open beside it.
             let turn_start = own_session
@@ -1250,25 +1252,33 @@ fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec
     if scan.is_err() {
         return children;
     }
-    let mut open: Vec<(String, String)> = open.into_iter().collect();
-    open.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    let open = own_open.as_deref().and_then(ms).unwrap_or(0);
+    // Windows that closed before this command opened were never beside it.
+    windows.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    let parsed: Vec<(String, i64, Option<i64>)> = windows
+        .into_iter()
+        .filter_map(|(w, o, c)| Some((w, ms(&o)?, c.as_deref().and_then(ms))))
+        .filter(|(_, _, c)| c.is_none_or(|c| c >= open))
+        .collect();
+    let own = Window { id, open, close: None };
+    let scene = Scene {
+        others: parsed.iter().map(|(w, o, c)| Window { id: w, open: *o, close: *c }).collect(),
+        writer_from: other_from.as_deref().and_then(ms),
+        last_life: None,
+        margin: 0,
+    };
     children
         .into_iter()
         .filter(|c| {
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
             !known.contains(&(c.path.clone(), after))
         })
-        .map(|c| {
-            let at = crate::bashsnap::killed::changed_at(&project.root.join(&c.path));
-            let after = |from: &str| at.as_deref().is_none_or(|t| t >= from);
-            let candidates: Vec<&str> =
-                open.iter().filter(|(_, from)| after(from)).map(|(cmd, _)| cmd.as_str()).collect();
-            let crowded = other_from.as_deref().is_some_and(after);
-            if candidates.is_empty() && !crowded {
-                return c;
-            }
-            let c = c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN);
-            if candidates.is_empty() { c } else { c.with(key::CANDIDATES, candidates) }
+        .map(|c| match rule::judge(&own, &scene, change_time(&project.root, &c.path)) {
+            Verdict::Certain => c,
+            Verdict::Uncertain(ids) if !ids.is_empty() => c
+                .with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)
+                .with(key::CANDIDATES, ids.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            _ => c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN),
         })
         .collect()
 }

@@ -344,7 +344,7 @@ fn derive(
 }
 
 /// A journal timestamp as milliseconds since the epoch.
-fn ms(ts: &str) -> Option<i64> {
+pub fn ms(ts: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(ts).ok().map(|t| t.timestamp_millis())
 }
 
@@ -369,7 +369,7 @@ fn last_sign_of_life(all: &Fold, session: &str) -> Option<i64> {
 
 /// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest
 /// existing folder's ctime (which only proves "no later than").
-fn change_time(root: &Path, rel: &str) -> super::attribution::At {
+pub fn change_time(root: &Path, rel: &str) -> super::attribution::At {
     use super::attribution::At;
     let abs = root.join(rel);
     if let Some(t) = ctime_ms(&abs) {
