@@ -107,7 +107,9 @@ impl Fold {
             s.proc = Some(ProcRef { pid, start });
         }
         if activity && !view.unfinished && view.ts.as_ref() > s.last_life_ts.as_str() {
-            s.last_life_ts = view.ts.to_string();
+            // Reuses the string's room: no allocation per line.
+            s.last_life_ts.clear();
+            s.last_life_ts.push_str(&view.ts);
         }
         if let Some(a) = view.agent_id.as_deref() {
             note_subagent(s, a, &view.ts);
