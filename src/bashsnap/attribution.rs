@@ -168,8 +168,12 @@ mod tests {
         assert_eq!(owner(&ws, &[1], At::Exact(150), 5), Some(1));
     }
 
+    /// Windows (open, close), the last sign of life, a writer's start, the change's time,
+    /// how its time is known (0 exact, 1 a bound, 2 none), the margin.
+    type Case = (Vec<(i64, Option<i64>)>, Option<i64>, Option<i64>, i64, u8, i64);
+
     /// A random scene: up to 4 windows (some never finished), a death, a writer, a change.
-    fn scene() -> impl Strategy<Value = (Vec<(i64, Option<i64>)>, Option<i64>, Option<i64>, i64, u8, i64)> {
+    fn scene() -> impl Strategy<Value = Case> {
         (
             prop::collection::vec((0i64..1000, prop::option::of(0i64..500)), 1..5),
             prop::option::of(0i64..1500),

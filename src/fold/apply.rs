@@ -560,11 +560,7 @@ fn finish_call(a: &mut Subagent, rec: &Record, status: &str) {
     }
     match status {
         "async_launched" => a.background = true,
-        "completed" | "failed" => {
-            if a.ended.is_none() {
-                a.ended = Some((rec.ts.clone(), status.to_string()));
-            }
-        }
+        "completed" | "failed" if a.ended.is_none() => a.ended = Some((rec.ts.clone(), status.to_string())),
         _ => {}
     }
 }
