@@ -102,9 +102,9 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         let status = s.status();
         let line = |e: &Entry| {
             let mut from = String::new();
-            if let Some(check) = e.disk_check {
+            if let Some(v) = present::state::disk_verdict(e, |id| safe(fold.ids.short(id)).into_owned()) {
                 from.push_str("; ");
-                from.push_str(present::in_flight_check(check));
+                from.push_str(&v);
             }
             if let Some(a) =
                 present::state::attribution(e, &e.candidates.iter().map(|c| safe(c).into_owned()).collect::<Vec<_>>())

@@ -361,8 +361,8 @@ fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
     if let Some(a) = &e.agent_id {
         marks.push(format!("by subagent [{}]", safe(short_agent(a))));
     }
-    if let Some(c) = e.disk_check {
-        marks.push(present::in_flight_check(c).into());
+    if let Some(v) = present::state::disk_verdict(e, |id| safe(ids.short(id)).into_owned()) {
+        marks.push(v);
     }
     let others: Vec<String> = e.candidates.iter().map(|c| safe(ids.short(c)).into_owned()).collect();
     if let Some(a) = present::state::attribution(e, &others) {

@@ -126,6 +126,10 @@ pub struct Entry {
     pub intended: Option<String>,
     /// An in-flight file tool call: what the disk holds now ([`super::Fold::check_disk`]).
     pub disk_check: Option<InFlightCheck>,
+    /// With [`InFlightCheck::WrittenByLater`]: the later call (entry id) that wrote the
+    /// content, when the fold still holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_check_by: Option<String>,
     /// A derived entry that may not be its command's work: any `attribution` but absent
     /// (`uncertain`, `after_stop`, or a value this walj does not know).
     pub uncertain: bool,
@@ -184,6 +188,7 @@ impl Entry {
             unfinished: view.unfinished,
             intended: view.intended.map(Cow::into_owned),
             disk_check: None,
+            disk_check_by: None,
             uncertain: view.attribution.is_some(),
             after_stop: view.attribution.as_deref() == Some(crate::journal::attribution::AFTER_STOP),
             agent_id: view.agent_id.map(Cow::into_owned),

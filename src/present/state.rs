@@ -166,6 +166,19 @@ fn one_line(s: &str) -> String {
     if lines.next().is_some() { format!("{first} …") } else { first.to_string() }
 }
 
+/// [`in_flight_check`] of `e`, naming the later call that left the disk's content when the
+/// fold knows it (`ids` shows ids as the output does): a verdict names its cause.
+pub fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+    let c = e.disk_check?;
+    Some(match (c, e.disk_check_by.as_deref()) {
+        (crate::fold::InFlightCheck::WrittenByLater, Some(by)) => format!(
+            "the disk holds the intended content, but the later call {} wrote exactly that: whether this one ran is unknown",
+            short(by)
+        ),
+        _ => in_flight_check(c).to_string(),
+    })
+}
+
 /// What a session status means: the one description the TUI's session pane, `walj
 /// sessions` and the resume brief can share. `agent`: the session's coding agent.
 pub fn session_meaning(s: SessionStatus, agent: crate::agents::Agent) -> String {

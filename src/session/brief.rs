@@ -308,8 +308,8 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
     let shown = un.len().min(lvl.items);
     for e in un.iter().take(shown) {
         let mut notes = String::new();
-        if let Some(c) = e.disk_check {
-            let _ = write!(notes, "; {}", crate::present::in_flight_check(c));
+        if let Some(v) = crate::present::state::disk_verdict(e, |id| st.ids.short(id).to_string()) {
+            let _ = write!(notes, "; {v}");
         }
         if e.unfinished {
             let _ = write!(

@@ -417,6 +417,7 @@ mod tests {
             unfinished: false,
             intended: None,
             disk_check: None,
+            disk_check_by: None,
             uncertain: false,
             after_stop: false,
             agent_id: None,

@@ -511,8 +511,8 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     if st.is_unresolved() {
         out.push(Line::from(Span::styled(present::state::entry_meaning(e, status), theme::WARN)));
     }
-    if let Some(c) = e.disk_check {
-        out.push(Line::from(Span::styled(present::in_flight_check(c).to_string(), theme::WARN)));
+    if let Some(v) = present::state::disk_verdict(e, |id| app.fold.ids.short(id).to_string()) {
+        out.push(Line::from(Span::styled(v, theme::WARN)));
     }
     if let Some(err) = &e.error {
         out.push(Line::from(vec![Span::styled("error ", theme::ERROR), Span::raw(one_line(err, 300))]));
