@@ -101,6 +101,23 @@ pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>)
     if let Some(reason) = &s.turn_failure {
         v["turn_failure"] = json!(reason);
     }
+    if !s.subagents.is_empty() {
+        // Each subagent, and whether it ended; `running_at_death`: no end in a session that is gone.
+        let gone = matches!(status, SessionStatus::Crashed | SessionStatus::Ended);
+        let subs: Vec<Value> = s
+            .subagents
+            .iter()
+            .map(|a| {
+                json!({
+                    "call": a.call, "agent_id": a.agent_id, "agent_type": a.kind, "description": a.description,
+                    "started": a.started, "last_ts": a.last_ts, "background": a.background,
+                    "ended": a.ended.as_ref().map(|(ts, how)| json!({"ts": ts, "how": how})),
+                    "running_at_death": gone && a.ended.is_none(),
+                })
+            })
+            .collect();
+        v["subagents"] = json!(subs);
+    }
     v
 }
 

@@ -300,6 +300,11 @@ fn an_async_subagents_work_is_its_own_and_one_still_running_when_the_session_die
 
     let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let subs = &rec["sessions"][0]["subagents"];
+    assert_eq!(subs.as_array().map(Vec::len), Some(1), "{rec:#}");
+    assert_eq!((&subs[0]["agent_id"], &subs[0]["call"]), (&json!(agent), &json!("toolu_agent")), "{rec:#}");
+    assert_eq!(subs[0]["running_at_death"], true, "{rec:#}");
     // sub.log is the subagent's command's, not credited to the main thread's finished command.
     assert!(children(&repo, "toolu_main").is_empty(), "{:?}", children(&repo, "toolu_main"));
     let c = children(&repo, "toolu_sub");
