@@ -23,11 +23,11 @@ if [ -n "${MACHINES:-}" ]; then
         export WALJ_BIN
     fi
     WALJ_SYNC_BENCH_MACHINES="$MACHINES" WALJ_SYNC_BENCH_ENTRIES="${ENTRIES:-100000}" \
-        cargo test --locked --test sync many_machines -- --nocapture 2>&1 | grep 'sync bench'
+        cargo test --locked --test sync sync::many_machines -- --nocapture 2>&1 | grep 'sync bench'
     exit 0
 fi
 if [ "${RELEASE:-0}" = 1 ]; then
     echo "RELEASE=1 times the release binary with MACHINES=N only" >&2
     exit 1
 fi
-WALJ_SYNC_BENCH_MB="${MB:-100}" WALJ_SYNC_BENCH_ENCRYPT="${ENCRYPT:-0}" cargo test --locked --test sync ten_line_append -- --nocapture 2>&1 | grep 'sync bench'
+WALJ_SYNC_BENCH_MB="${MB:-100}" WALJ_SYNC_BENCH_ENCRYPT="${ENCRYPT:-0}" cargo test --locked --test sync sync::ten_line_append -- --nocapture 2>&1 | grep 'sync bench'

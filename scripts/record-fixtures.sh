@@ -23,6 +23,6 @@ fi
 export WALJ_CLAUDE_BIN="$bin"
 export WALJ_FIXTURES_OUT="$OUT"
 
-cargo test --test e2e_smoke -- --ignored --exact record_fixtures --nocapture
+cargo test --test e2e -- --ignored --exact smoke::record_fixtures --nocapture
 echo "record-fixtures.sh: fixtures of $("$bin" --version) in $OUT:" >&2
 ls -1 "$OUT" >&2

@@ -3,7 +3,7 @@
 #
 # The screens are drawn by the real TUI code into ratatui's TestBackend on the demo
 # project (`walj tui --demo`), written as SVG by the ignored test `screenshots` in
-# tests/tui.rs, then rasterised with rsvg-convert (installed with apt-get when missing).
+# tests/tui/render.rs, then rasterised with rsvg-convert (installed with apt-get when missing).
 # Rerun after any change to the screens: `scripts/screenshots.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if ! command -v rsvg-convert >/dev/null; then
 fi
 out="$(pwd)/screenshots"
 mkdir -p "$out"
-WALJ_SCREENSHOTS="$out" cargo test --quiet --test tui screenshots -- --ignored --exact screenshots
+WALJ_SCREENSHOTS="$out" cargo test --quiet --test tui -- --ignored --exact render::screenshots
 for svg in "$out"/*.svg; do
   rsvg-convert --zoom 1.5 "$svg" -o "${svg%.svg}.png"
   echo "wrote ${svg%.svg}.png"

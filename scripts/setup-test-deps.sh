@@ -9,7 +9,7 @@ command -v git >/dev/null || need+=(git)
 command -v python3 >/dev/null || need+=(python3)
 command -v tmux >/dev/null || need+=(tmux)
 command -v npm >/dev/null || need+=(npm)
-# zsh and fish: the id completion tests run the real shells (tests/cli.rs).
+# zsh and fish: the id completion tests run the real shells (tests/house/cli.rs).
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
 if [ ${#need[@]} -gt 0 ]; then
@@ -24,7 +24,7 @@ fi
 if [ -x scripts/claude-code.sh ]; then
   scripts/claude-code.sh >/dev/null || echo "warning: the pinned Claude Code CLI could not be installed; its tests will say SKIPPED"
 fi
-# The other agents' CLIs (tests/e2e_agents.rs): each installed in 5-11 s here (npm, pinned
+# The other agents' CLIs (tests/e2e/agents.rs): each installed in 5-11 s here (npm, pinned
 # versions, ~100-420 MB each, into ~/.cache/walj-e2e/).
 if [ -x scripts/agent-cli.sh ]; then
   for agent in codex gemini copilot; do

@@ -408,7 +408,15 @@ pub fn at_stop(
         if restarted.as_deref().is_some_and(|start| base.ts.as_str() < start) {
             let pids = base
                 .hook_start
-                .and_then(|since| crate::procinfo::started_by_tool_since(since, &project.root, session, &live))
+                .and_then(|since| {
+                    crate::procinfo::started_by_tool_since(
+                        since,
+                        &project.root,
+                        session,
+                        &live,
+                        crate::claude::env::MARKER,
+                    )
+                })
                 .unwrap_or_default();
             if pids.is_empty() {
                 remove_snapshot(&dir, &path, base.index.as_ref());

@@ -1187,4 +1187,55 @@ mod tests {
         assert!(f.iter().all(|x| x.level != Level::Error), "{f:?}");
         assert!(f.iter().any(|x| x.message.contains(&format!("(in {})", project.display()))));
     }
+
+    // Install's output as doctor sees it: these lived beside install in claude/settings.rs,
+    // whose tests then imported doctor (a boundary module reaching up to a face).
+
+    #[test]
+    fn a_fresh_install_passes_every_check() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        install(&path, CMD, HookForm::Shell).unwrap();
+        assert!(check_settings(&path, CMD).iter().all(|f| f.level == Level::Ok));
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        install(&path, CMD, HookForm::Exec).unwrap();
+        assert!(check_settings(&path, CMD).iter().all(|f| f.level == Level::Ok));
+    }
+
+    #[test]
+    fn a_settings_file_install_refuses_is_an_error_for_doctor() {
+        let dir = TempDir::new().unwrap();
+        let path = settings(&dir);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        for text in [
+            "{\"hooks\": {,}",
+            "{\"a\": 1, // comment\n}",
+            "[1, 2]",
+            "{\"hooks\": []}",
+            "{\"hooks\": \"walj hook\"}",
+            "{\"hooks\": {\"Stop\": {\"hooks\": []}}}",
+        ] {
+            fs::write(&path, text).unwrap();
+            assert!(install(&path, CMD, HookForm::Shell).is_err(), "{text}");
+            assert_eq!(worst(&check_settings(&path, CMD)), Level::Error, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn doctor_finds_every_hook_install_writes(
+            original in crate::claude::settings::tests::arb_settings(),
+            exec in proptest::prelude::any::<bool>(),
+        ) {
+            let form = if exec { HookForm::Exec } else { HookForm::Shell };
+            let dir = TempDir::new().unwrap();
+            let path = settings(&dir);
+            write_value(&path, &original);
+            install(&path, CMD, form).unwrap();
+            proptest::prop_assert_eq!(worst(&check_settings(&path, CMD)), Level::Ok);
+        }
+    }
 }

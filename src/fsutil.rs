@@ -252,6 +252,12 @@ pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     }
 }
 
+/// Now in walj's one timestamp format (UTC, milliseconds, `2026-12-02T00:27:56.123Z`): the
+/// journal's records and the lines of its logs carry it.
+pub fn now_ts() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
 /// Largest log (`errors.log`) before it is rotated to `<name>.1` (the previous one goes).
 pub const LOG_MAX: u64 = 1 << 20;
 
@@ -261,7 +267,7 @@ pub const LOG_MAX: u64 = 1 << 20;
 /// [`LOG_MAX`] bytes the log is renamed to `<name>.1`, replacing the previous one.
 pub fn append_log(path: &Path, msg: &str) {
     let msg = msg.replace(['\n', '\r'], " ");
-    let ts = crate::journal::record::now_ts();
+    let ts = now_ts();
     let open = || open_private(path, OpenOptions::new().create(true).read(true).append(true));
     let Ok(mut f) = open() else { return };
     // One writer at a time for the rewrite of the last line; a busy log is just appended to.

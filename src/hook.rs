@@ -780,7 +780,7 @@ impl Ctx<'_> {
 
     /// SessionEnd: a turn that an API error ended, when its StopFailure hook never ran. Claude
     /// Code 2.1.328 in `-p` mode exits without waiting for it (3 times in 5 in
-    /// tests/e2e_turns.rs), but its transcript ends with the synthetic "API Error" answer: that
+    /// tests/e2e/turns.rs), but its transcript ends with the synthetic "API Error" answer: that
     /// answer gives the same record. Only when the session's last turn has neither a Stop nor
     /// a StopFailure. Errors are logged, never fatal.
     fn missed_stop_failure(&self) {

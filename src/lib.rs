@@ -6,7 +6,7 @@
 //!
 //! ## The floors
 //! Every module stands on one floor and imports only from its own floor or below
-//! (`tests/floors.rs` reads the `use` lines and holds the table and its few exceptions):
+//! (`tests/house/floors.rs` reads the `use` lines and holds the table; no import runs upward):
 //!
 //! - **ground**, knowing neither Claude Code nor the journal: [`fsutil`] (private files, atomic
 //!   swaps, the error log), [`sha`] (digests), [`git`] (the `git` process), [`procinfo`]
@@ -18,13 +18,13 @@
 //!   project's files are), [`config`] (`.walj/config.toml`), [`failmark`] (the failure marker).
 //! - **model**, what the records mean: [`agents`] (every agent's payload as one event model, and
 //!   how a post-image is computed), [`fold`] (records → entry states and session context),
-//!   [`bashsnap`] (a Bash call's side effects).
+//!   [`bashsnap`] (a Bash call's side effects), [`present`] (the words: what a state means, text
+//!   helpers and escaping, the one diff model; it draws nothing, so the actions' briefs use it).
 //! - **actions**, what walj does with them: [`triage`] (diff, mark, revert, undo, hand back),
 //!   [`session`] (list/show/resume, transcript copies, bundles, procs), [`sync`] (journals
 //!   across machines), [`import`] (the agents' own session files into the journal),
 //!   [`checkpoint`] (Stop-time verification), [`retention`] (what is kept how long).
-//! - **faces**, what the user sees and runs: [`present`] (what a state means, text, the diff
-//!   model), [`report`] (recover/log text and JSON), [`announce`] (SessionStart notes),
+//! - **faces**, what the user sees and runs: [`report`] (recover/log/diff text and JSON), [`announce`] (SessionStart notes),
 //!   [`style`] (colour), [`hook`] (the hook itself), [`tui`] (the dashboard), [`compact`]
 //!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`doctor`] (the whole
 //!   house's health check: Claude's hooks, the plugins', the other agents', `.walj/`, the

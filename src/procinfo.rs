@@ -144,13 +144,14 @@ mod imp {
     }
 
     /// Processes started at or after `since` (clock ticks since boot) by a Claude Code tool
-    /// call (`CLAUDECODE=1` in their environment), working inside `root`, that no running
+    /// call (`marker=1` in their environment), working inside `root`, that no running
     /// process in `live` (a live Claude Code) nor this process has started.
     pub fn started_by_tool_since(
         since: u64,
         root: &std::path::Path,
         session: &str,
         live: &[ProcRef],
+        marker: &str,
     ) -> Option<Vec<u32>> {
         let me = std::process::id();
         let mut own_line = Vec::new();
@@ -176,7 +177,7 @@ mod imp {
                 continue;
             }
             let in_root = std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(root));
-            if !in_root || !has_marker(pid) {
+            if !in_root || !has_marker(pid, marker) {
                 continue;
             }
             // Claude Code (2.1.328) names the session in its tools' environment: another's is not it.
@@ -208,9 +209,9 @@ mod imp {
         Some(out)
     }
 
-    fn has_marker(pid: u32) -> bool {
+    fn has_marker(pid: u32, marker: &str) -> bool {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
-        let want = format!("{}=1", crate::claude::env::MARKER);
+        let want = format!("{marker}=1");
         env.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
     }
 
@@ -290,6 +291,7 @@ mod other {
         _root: &std::path::Path,
         _session: &str,
         _live: &[ProcRef],
+        _marker: &str,
     ) -> Option<Vec<u32>> {
         None
     }
@@ -537,11 +539,17 @@ pub fn boot_time() -> Option<std::time::SystemTime> {
 }
 
 /// Orphans of Claude Code tool calls: processes started at or after `since` (clock ticks,
-/// see [`own_start`]) with Claude Code's environment marker, working inside `root`, not
-/// descending from a running Claude Code in `live` nor from this process. `None` where the
-/// platform cannot tell.
-pub fn started_by_tool_since(since: u64, root: &std::path::Path, session: &str, live: &[ProcRef]) -> Option<Vec<u32>> {
-    imp::started_by_tool_since(since, root, session, live)
+/// see [`own_start`]) whose environment has `marker=1` (Claude Code's mark on its tools'
+/// processes, `claude::env::MARKER`), working inside `root`, not descending from a running
+/// Claude Code in `live` nor from this process. `None` where the platform cannot tell.
+pub fn started_by_tool_since(
+    since: u64,
+    root: &std::path::Path,
+    session: &str,
+    live: &[ProcRef],
+    marker: &str,
+) -> Option<Vec<u32>> {
+    imp::started_by_tool_since(since, root, session, live, marker)
 }
 
 #[cfg(test)]

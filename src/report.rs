@@ -10,6 +10,9 @@ use crate::journal::Blob;
 use crate::present::{self, hms, human_ts, one_line, plural, safe, shown};
 use crate::style::Style;
 
+pub mod diff;
+pub mod sync;
+
 fn blob_json(b: &Option<Blob>) -> Value {
     match b {
         None => Value::Null,

@@ -740,6 +740,18 @@ impl Adler32 {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
+    #[test]
+    fn a_sampled_identity_is_never_a_store_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(4 << 30).unwrap();
+        drop(f);
+        let a = crate::sampled::identity_of(&p).unwrap();
+        assert!(crate::sampled::is_sampled(&a) && !is_id(&a), "{a}");
+    }
+
     #[test]
     fn blob_id_matches_git() {
         // `printf 'hello\n' | git hash-object --stdin`

@@ -277,7 +277,7 @@ mod tests {
         let h = json!({"type": "command", "command": "walj hook --agent codex", "timeout": 10});
         let a = hook_hash("PreToolUse", "pre_tool_use", Some("Bash|apply_patch"), &h);
         assert!(a.starts_with("sha256:") && a.len() == 71);
-        // The canonical form walj hashes (checked against codex-cli 0.171.0 by tests/e2e_agents.rs).
+        // The canonical form walj hashes (checked against codex-cli 0.171.0 by tests/e2e/agents.rs).
         let mut c = String::new();
         write_canonical(
             &json!({"matcher": "m", "hooks": [{"type": "command", "command": "c", "timeout": 1, "async": false}], "event_name": "x"}),

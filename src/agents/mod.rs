@@ -87,7 +87,7 @@ impl Agent {
 
     /// How the user resumes a session of this agent (interactively, in the project's folder),
     /// for briefs and the TUI. Each takes the full session id (checked with the real CLIs:
-    /// `tests/e2e_agent_import.rs` resumes with these, in their non-interactive forms:
+    /// `tests/e2e/agent_import.rs` resumes with these, in their non-interactive forms:
     /// `claude -p --resume`, `codex exec resume`, `gemini --resume ID -p`, `copilot
     /// --resume=ID -p`).
     pub fn resume_hint(self, session: &str) -> String {

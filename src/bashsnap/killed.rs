@@ -119,7 +119,9 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
     for (path, snap, records) in derived {
         let pids = snap
             .hook_start
-            .and_then(|since| procinfo::started_by_tool_since(since, &project.root, &snap.session, &live))
+            .and_then(|since| {
+                procinfo::started_by_tool_since(since, &project.root, &snap.session, &live, crate::claude::env::MARKER)
+            })
             .unwrap_or_default();
         if pids.is_empty() {
             match materialise(project, &dir, &path, &snap, &records, &all) {

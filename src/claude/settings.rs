@@ -634,11 +634,10 @@ pub fn write_json(path: &Path, root: &Value, backup_dir: Option<&Path>) -> Resul
 // ---------------------------------------------------------------------------------------------
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::claude::events::TOOL_MATCHER;
     use crate::claude::paths::{SettingsScope, settings_path};
-    use crate::doctor::{Level, check_settings, worst};
     use proptest::prelude::*;
     use tempfile::TempDir;
 
@@ -864,7 +863,6 @@ mod tests {
         );
         assert_eq!(hooks["SessionEnd"], json!([{"hooks": [{"type": "command", "command": CMD, "timeout": 10}]}]));
         assert!(backups(path.parent().unwrap()).is_empty());
-        assert!(check_settings(&path, CMD).iter().all(|f| f.level == Level::Ok));
     }
 
     #[test]
@@ -1005,8 +1003,6 @@ mod tests {
                 assert!(err.contains(needle), "{err}");
                 assert_eq!(fs::read_to_string(&path).unwrap(), text);
             }
-            let findings = check_settings(&path, CMD);
-            assert_eq!(worst(&findings), Level::Error);
             assert!(backups(path.parent().unwrap()).is_empty());
         }
         assert!(matches!(install(&path, "  ", HookForm::Shell), Err(InstallError::EmptyCommand)));
@@ -1122,7 +1118,9 @@ mod tests {
             })
     }
 
-    fn arb_settings() -> impl Strategy<Value = Value> {
+    /// Settings files as users keep them (other hooks, other keys, any order); also used by
+    /// doctor's tests, which check that doctor finds every hook install writes.
+    pub(crate) fn arb_settings() -> impl Strategy<Value = Value> {
         let events = prop::sample::select(vec![
             "PreToolUse",
             "PostToolUse",
@@ -1170,9 +1168,6 @@ mod tests {
             let r = install(&path, command, form).unwrap();
             prop_assert_eq!(r.added.len() + r.already.len(), HookEvent::ALL.len());
             let installed = fs::read(&path).unwrap();
-            if !absolute {
-                prop_assert_eq!(worst(&check_settings(&path, command)), Level::Ok);
-            }
 
             let r2 = install(&path, command, form).unwrap();
             prop_assert!(r2.added.is_empty());

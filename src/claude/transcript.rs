@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_last_answer_may_be_an_api_error() {
-        // The line Claude Code 2.1.328 wrote when the API answered 529 (tests/e2e_turns.rs).
+        // The line Claude Code 2.1.328 wrote when the API answered 529 (tests/e2e/turns.rs).
         let t = br#"{"type":"assistant","sessionId":"s1","message":{"content":[{"type":"tool_use","id":"x"}]}}
 {"type":"assistant","sessionId":"s1","isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 Overloaded. This is a server-side issue."}]}}
 {"type":"last-prompt","lastPrompt":"rewrite a","sessionId":"s1"}

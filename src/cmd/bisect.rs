@@ -236,7 +236,7 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         for c in &step.changes {
             let Some(e) = fold.entry(&c.entry) else { continue };
             match triage::diff_sides(project, e, DiffMode::Applied) {
-                Ok(sides) => write_diff(&mut out, &triage::unified(&sides, &e.path, 3, false), st)?,
+                Ok(sides) => write_diff(&mut out, &crate::report::diff::unified(&sides, &e.path, 3, false), st)?,
                 Err(err) => writeln!(out, "  (no diff of {}: {err})", safe(&e.path))?,
             }
         }
@@ -329,7 +329,7 @@ fn brief(project: &Project, fold: &Fold, r: &Report, command: &[OsString]) -> Op
         if let Some(e) = fold.entry(&c.entry)
             && let Ok(sides) = triage::diff_sides(project, e, DiffMode::Applied)
         {
-            for line in triage::unified(&sides, &e.path, 3, false).lines() {
+            for line in crate::report::diff::unified(&sides, &e.path, 3, false).lines() {
                 let _ = writeln!(b, "{}", safe(line));
             }
         }

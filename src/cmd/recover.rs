@@ -148,12 +148,12 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             v["bisect"] = serde_json::Value::String(note);
         }
         if !remotes.is_empty() {
-            v["machines"] = crate::sync::show::recover_json(&remotes);
+            v["machines"] = crate::report::sync::recover_json(&remotes);
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         if !project.journal.exists() {
-            let others = crate::sync::show::recover_text(&remotes, &Style::stdout());
+            let others = crate::report::sync::recover_text(&remotes, &Style::stdout());
             if !others.is_empty() {
                 writeln!(out, "No journal in this checkout yet.")?;
                 write!(out, "{others}")?;
@@ -171,7 +171,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
-        write!(out, "{}", crate::sync::show::recover_text(&remotes, &Style::stdout()))?;
+        write!(out, "{}", crate::report::sync::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
 }
@@ -238,7 +238,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
                 }
                 j
             })
-            .chain(crate::sync::show::log_json(&remotes, all, limit))
+            .chain(crate::report::sync::log_json(&remotes, all, limit))
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
@@ -246,7 +246,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
         }
-        write!(out, "{}", crate::sync::show::log_text(&remotes, all, limit, &Style::stdout()))?;
+        write!(out, "{}", crate::report::sync::log_text(&remotes, all, limit, &Style::stdout()))?;
     }
     Ok(0)
 }

@@ -181,12 +181,12 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     if json_out {
         let mut v = serde_json::to_value(&sessions)?;
         if let Some(a) = v.as_array_mut() {
-            a.extend(crate::sync::show::sessions_json(&remotes));
+            a.extend(crate::report::sync::sessions_json(&remotes));
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }
-    let others = crate::sync::show::sessions_text(&remotes, &Style::stdout());
+    let others = crate::report::sync::sessions_text(&remotes, &Style::stdout());
     if sessions.is_empty() && !others.is_empty() {
         writeln!(out, "No sessions recorded in this checkout.")?;
         write!(out, "{others}")?;
@@ -251,7 +251,7 @@ pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32>
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     let mut out = io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(&ps))?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(&ps, crate::report::entry_json))?)?;
         return Ok(0);
     }
     write!(out, "{}", show_text(project, &state, &ps, &Style::stdout()))?;

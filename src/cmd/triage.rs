@@ -176,7 +176,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
                 e.state()
             ))
         )?;
-        write!(out, "{}", triage::unified(&sides, &e.path, context, st.color))?;
+        write!(out, "{}", crate::report::diff::unified(&sides, &e.path, context, st.color))?;
     }
     Ok(0)
 }

@@ -490,7 +490,7 @@ pub fn new_id(prefix: &str) -> String {
 
 /// UTC, milliseconds, `Z`: sorts lexically in time order.
 pub fn now_ts() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    crate::fsutil::now_ts()
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus};
+use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus, ShortIds};
 use crate::journal::reader::scan_lines;
 use crate::journal::{classify, kind, op};
 use crate::project::Project;
@@ -343,17 +343,14 @@ impl SessionState {
         mapped.is_dir().then_some(mapped)
     }
 
-    /// The whole state as JSON (`walj sessions show --json`).
-    pub fn to_json(&self, procs: &[procs::ProcStatus]) -> Value {
+    /// The whole state as JSON (`walj sessions show --json`), each entry drawn by `entry_json`
+    /// (the one entry JSON, `report::entry_json`, which lives with the other faces).
+    pub fn to_json(&self, procs: &[procs::ProcStatus], entry_json: impl Fn(&Entry, &ShortIds) -> Value) -> Value {
         let s = &self.info;
         let (done, total) = s.todos_done();
-        let entries: Vec<Value> = self.entries.iter().map(|e| crate::report::entry_json(e, &self.ids)).collect();
-        let unresolved: Vec<Value> = self
-            .entries
-            .iter()
-            .filter(|e| e.is_unresolved())
-            .map(|e| crate::report::entry_json(e, &self.ids))
-            .collect();
+        let entries: Vec<Value> = self.entries.iter().map(|e| entry_json(e, &self.ids)).collect();
+        let unresolved: Vec<Value> =
+            self.entries.iter().filter(|e| e.is_unresolved()).map(|e| entry_json(e, &self.ids)).collect();
         json!({
             "session": s.session,
             "sid": s.sid,

@@ -31,7 +31,7 @@ pub mod remotes;
 pub mod resume;
 pub mod run;
 pub mod seal;
-pub mod show;
+
 pub mod transcripts;
 pub mod transport;
 pub mod triage;

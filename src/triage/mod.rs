@@ -28,7 +28,7 @@ mod revert;
 mod select;
 mod undo;
 
-pub use diff::{diff_sides, unified};
+pub use diff::diff_sides;
 pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
 pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};

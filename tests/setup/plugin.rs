@@ -1,0 +1,336 @@
+//! `walj plugin --out DIR` and the marketplace plugin committed in `plugin/`, through the real
+//! binary: the committed files are exactly what the generator writes (so they cannot drift),
+//! the generated plugin bundles this binary, and the sh launcher of the marketplace plugin runs
+//! an installed walj, never fails a hook, and says how to install walj at SessionStart only.
+//!
+//! `WALJ_UPDATE_PLUGIN=1 cargo test --test setup plugin::` rewrites `plugin/` and
+//! `.claude-plugin/marketplace.json` from the generator (after a version bump, say).
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn walj_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_walj"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Relative path → (bytes, executable) of every file under `root`.
+fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (Vec<u8>, bool)>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let exec = fs::metadata(&p).unwrap().permissions().mode() & 0o111 != 0;
+                out.insert(rel, (fs::read(&p).unwrap(), exec));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn run_walj(args: &[&str]) -> Output {
+    Command::new(walj_bin()).args(args).env("NO_COLOR", "1").stdin(Stdio::null()).output().expect("run walj")
+}
+
+fn generate(out: &Path, launcher: bool) {
+    let mut args = vec!["plugin", "--out", out.to_str().unwrap()];
+    if launcher {
+        args.push("--launcher");
+    }
+    let o = run_walj(&args);
+    assert!(o.status.success(), "walj {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn committed_marketplace_plugin_is_what_the_generator_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gen_dir = tmp.path().join("plugin");
+    generate(&gen_dir, true);
+    let committed = repo().join("plugin");
+    let marketplace = repo().join(".claude-plugin/marketplace.json");
+    if std::env::var_os("WALJ_UPDATE_PLUGIN").is_some() {
+        let _ = fs::remove_dir_all(&committed);
+        generate(&committed, true);
+        fs::create_dir_all(marketplace.parent().unwrap()).unwrap();
+        fs::write(&marketplace, walj::plugin::marketplace_file()).unwrap();
+    }
+    let hint = "regenerate with `WALJ_UPDATE_PLUGIN=1 cargo test --test setup plugin::` and commit plugin/";
+    let (want, got) = (tree(&gen_dir), tree(&committed));
+    assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>(), "files of plugin/; {hint}");
+    for (rel, w) in &want {
+        assert!(got[rel] == *w, "plugin/{rel} differs from what `walj plugin --launcher` writes; {hint}");
+    }
+    assert_eq!(got["bin/walj"].0, walj::plugin::LAUNCHER.as_bytes());
+    assert!(got["bin/walj"].1, "plugin/bin/walj is not executable");
+    assert_eq!(
+        fs::read_to_string(&marketplace).unwrap(),
+        walj::plugin::marketplace_file(),
+        ".claude-plugin/marketplace.json; {hint}"
+    );
+    // The marketplace lists that folder, under the plugin's name and version.
+    let m: Value = serde_json::from_str(&walj::plugin::marketplace_file()).unwrap();
+    let manifest: Value = serde_json::from_slice(&got[".claude-plugin/plugin.json"].0).unwrap();
+    assert_eq!(m["plugins"][0]["name"], manifest["name"]);
+    assert_eq!(m["plugins"][0]["version"], manifest["version"]);
+    assert!(repo().join(m["plugins"][0]["source"].as_str().unwrap()).join(".claude-plugin/plugin.json").is_file());
+}
+
+#[test]
+fn generated_plugin_bundles_this_binary_and_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("walj-plugin");
+    generate(&out, false);
+    let mut got = tree(&out);
+    let (bin, exec) = got.remove("bin/walj").expect("bin/walj");
+    assert!(exec, "bin/walj is not executable");
+    assert!(bin == fs::read(walj_bin()).unwrap(), "bin/walj is not a copy of the walj binary");
+    let mut committed = tree(&repo().join("plugin"));
+    committed.remove("bin/walj");
+    assert_eq!(got, committed, "the generated plugin and plugin/ differ beyond bin/walj");
+
+    // The copy is walj: it answers --version.
+    let v = Command::new(out.join("bin/walj")).arg("--version").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&v.stdout).trim(), format!("walj {}", env!("CARGO_PKG_VERSION")));
+
+    // The manifest and hooks: crate metadata; install's events, matchers, timeouts.
+    let manifest: Value = serde_json::from_slice(&got[".claude-plugin/plugin.json"].0).unwrap();
+    assert_eq!(manifest["name"], "walj");
+    assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(manifest["license"], env!("CARGO_PKG_LICENSE"));
+    // Exec form needs Claude Code 2.1.139: the manifest says so.
+    assert_eq!(manifest["engines"], json!({"claude-code": ">=2.1.139"}));
+    let hooks: Value = serde_json::from_slice(&got["hooks/hooks.json"].0).unwrap();
+    let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
+    let want: Vec<String> = walj::claude::events::HookEvent::ALL.iter().map(|e| e.name().to_string()).collect();
+    assert_eq!(events.len(), want.len(), "{events:?}");
+    for e in walj::claude::events::HookEvent::ALL {
+        let h = &hooks["hooks"][e.name()][0];
+        assert_eq!(h["matcher"].as_str(), e.matcher());
+        // Exec form: Claude Code spawns bin/walj itself (no `sh -c`).
+        assert_eq!(h["hooks"][0]["command"], "${CLAUDE_PLUGIN_ROOT}/bin/walj");
+        assert_eq!(h["hooks"][0]["args"], json!(["hook"]));
+        assert_eq!(h["hooks"][0]["timeout"], walj::claude::settings::HOOK_TIMEOUT_SECS);
+    }
+    for name in ["recover", "handoff", "sessions"] {
+        assert!(got.contains_key(&format!("commands/{name}.md")), "no /walj:{name}");
+    }
+
+    // Writing again over it is an update.
+    generate(&out, false);
+}
+
+#[test]
+fn plugin_refuses_a_folder_holding_something_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("mine.txt"), "keep me\n").unwrap();
+    let o = run_walj(&["plugin", "--out", tmp.path().to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not empty"), "{o:?}");
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1, "walj wrote into a foreign folder");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The launcher (plugin/bin/walj).
+
+/// A git project, a HOME without walj, and a folder for a walj on PATH.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["project", "home", "bin", "empty"] {
+            fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let git = Command::new("git").args(["init", "-q"]).current_dir(dir.path().join("project")).status().unwrap();
+        assert!(git.success());
+        Env { dir }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Puts walj (a symlink to the binary under test) into `rel`.
+    fn install_walj(&self, rel: &str) {
+        fs::create_dir_all(self.p(rel)).unwrap();
+        std::os::unix::fs::symlink(walj_bin(), self.p(rel).join("walj")).unwrap();
+    }
+
+    /// Runs `launcher args` with stdin `input`, PATH = `path` (+ /usr/bin:/bin for sh tools).
+    fn launch(&self, launcher: &Path, path: &str, args: &[&str], input: &str) -> Output {
+        let mut child = Command::new(launcher)
+            .args(args)
+            .current_dir(self.p("project"))
+            .env_clear()
+            .env("PATH", format!("{path}:/usr/bin:/bin"))
+            .env("HOME", self.p("home"))
+            .env("CLAUDE_PROJECT_DIR", self.p("project"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        fs::read_to_string(self.p("project/.walj/journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn launcher() -> PathBuf {
+    repo().join("plugin/bin/walj")
+}
+
+fn payload(env: &Env, event: &str) -> String {
+    let project = env.p("project");
+    let mut p = json!({
+        "session_id": "0f6b3c1e-1111-4222-8333-444455556666",
+        "transcript_path": env.p("home/t.jsonl"),
+        "cwd": project,
+        "hook_event_name": event,
+    });
+    if event == "SessionStart" {
+        p["source"] = json!("startup");
+    }
+    if event == "PreToolUse" {
+        p["tool_name"] = json!("Write");
+        p["tool_use_id"] = json!("toolu_launcher_1");
+        p["tool_input"] = json!({"file_path": project.join("a.txt"), "content": "hi \"SessionStart\"\n"});
+        p["permission_mode"] = json!("acceptEdits");
+    }
+    p.to_string()
+}
+
+#[test]
+fn launcher_without_walj_never_fails_and_speaks_only_at_session_start() {
+    let env = Env::new();
+    let empty = env.p("empty");
+    let empty = empty.to_str().unwrap();
+    for event in ["PreToolUse", "UserPromptSubmit", "Stop", "SessionEnd"] {
+        let o = env.launch(&launcher(), empty, &["hook"], &payload(&env, event));
+        assert_eq!(o.status.code(), Some(0), "{event}: {o:?}");
+        assert!(o.stdout.is_empty(), "{event}: the launcher printed {:?}", String::from_utf8_lossy(&o.stdout));
+    }
+    let o = env.launch(&launcher(), empty, &["hook"], &payload(&env, "SessionStart"));
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let msg: Value = serde_json::from_slice(&o.stdout).expect("a JSON answer at SessionStart");
+    let text = msg["systemMessage"].as_str().expect("systemMessage");
+    assert!(text.contains("NOT journaled") && text.contains("cargo install"), "{text}");
+    assert!(msg.get("hookSpecificOutput").is_none(), "{msg}");
+    // Compact JSON payloads too.
+    let compact = payload(&env, "SessionStart").replace("\": \"", "\":\"");
+    let o = env.launch(&launcher(), empty, &["hook"], &compact);
+    assert!(!o.stdout.is_empty());
+    // And no hook left anything behind.
+    assert!(!env.p("project/.walj").exists());
+
+    // Anything but a hook: a clear error, exit 127.
+    let o = env.launch(&launcher(), empty, &["status"], "");
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not installed"), "{o:?}");
+}
+
+#[test]
+fn launcher_on_path_does_not_find_itself() {
+    let env = Env::new();
+    let dir = launcher().parent().unwrap().to_str().unwrap().to_string();
+    let o = env.launch(&launcher(), &dir, &["hook"], &payload(&env, "PreToolUse"));
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let o = env.launch(&launcher(), &dir, &["status"], "");
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    // A copy of the launcher on PATH (not the same file) stops after one hop.
+    fs::copy(launcher(), env.p("bin/walj")).unwrap();
+    let o = env.launch(&launcher(), env.p("bin").to_str().unwrap(), &["status"], "");
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+}
+
+#[test]
+fn launcher_runs_the_walj_on_path_or_in_cargo_bin() {
+    for (place, path) in [("bin", "bin"), ("home/.cargo/bin", "empty")] {
+        let env = Env::new();
+        env.install_walj(place);
+        let path = env.p(path);
+        let path = path.to_str().unwrap();
+        // The plugin's own bin/ first on PATH, as in Claude Code's Bash tool.
+        let path = format!("{}:{path}", launcher().parent().unwrap().display());
+        let o = env.launch(&launcher(), &path, &["hook"], &payload(&env, "PreToolUse"));
+        assert_eq!(o.status.code(), Some(0), "{place}: {o:?}");
+        let j = env.journal();
+        let intent = j.iter().find(|r| r["op"] == "intent").unwrap_or_else(|| panic!("{place}: no intent: {j:?}"));
+        assert_eq!(intent["tool"], "Write");
+        assert_eq!(intent["path"], "a.txt");
+        // A command: walj's own output and exit code.
+        let o = env.launch(&launcher(), &path, &["status", "--json"], "");
+        assert!(o.status.success(), "{place}: {o:?}");
+        let status: Value = serde_json::from_slice(&o.stdout).expect("walj status --json");
+        assert!(status.is_object(), "{status}");
+        let o = env.launch(&launcher(), &path, &["no-such-command"], "");
+        assert_eq!(o.status.code(), Some(2), "{place}: {o:?}");
+    }
+}
+
+/// A Claude Code older than 2.1.139 ignores the hooks' `args` (exec form) and runs their
+/// `command` alone through its shell: `sh -c '${CLAUDE_PLUGIN_ROOT}/bin/walj'`, the payload on
+/// stdin. The launcher takes that for the hook: with walj, it journals; without, it speaks at
+/// SessionStart only; always exit 0.
+#[test]
+fn launcher_without_arguments_is_the_hook_for_a_claude_code_that_ignores_args() {
+    let hooks: Value = serde_json::from_slice(&fs::read(repo().join("plugin/hooks/hooks.json")).unwrap()).unwrap();
+    let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let old_claude = |env: &Env, path: &str, event: &str| {
+        let mut child = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(env.p("project"))
+            .env_clear()
+            .env("PATH", format!("{path}:/usr/bin:/bin"))
+            .env("HOME", env.p("home"))
+            .env("CLAUDE_PROJECT_DIR", env.p("project"))
+            .env("CLAUDE_PLUGIN_ROOT", repo().join("plugin"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload(env, event).as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let env = Env::new();
+    env.install_walj("bin");
+    let o = old_claude(&env, env.p("bin").to_str().unwrap(), "PreToolUse");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let j = env.journal();
+    assert!(j.iter().any(|r| r["op"] == "intent" && r["path"] == "a.txt"), "no intent journaled: {j:?}");
+
+    let env = Env::new();
+    let o = old_claude(&env, env.p("empty").to_str().unwrap(), "PreToolUse");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let o = old_claude(&env, env.p("empty").to_str().unwrap(), "SessionStart");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NOT journaled"), "{o:?}");
+}

@@ -1,0 +1,602 @@
+//! `walj bisect` through the real binary in real git repositories (issue 32). Sessions are
+//! built by replaying Claude Code's hook payloads through `walj hook` (Edits, Writes, a Bash
+//! `sed -i` run for real between its PreToolUse and PostToolUse, a subagent's Edit); the
+//! command under test is a real shell script in the tree that counts its runs in a file
+//! outside it.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+use std::time::{Duration, Instant};
+
+use crate::common::{Claude, Repo};
+use serde_json::{Value, json};
+use walj::store::blob_id;
+
+const SESSION: &str = "b15ec7a1-0000-4000-8000-000000000032";
+
+const LIB: &str = "header\none\ntwo\nthree\nfour\nanswer=42\nfive\nsix\nseven\neight\ngamma\n";
+/// The project's test: the answer must be 42.
+const TEST: &str = "#!/bin/sh\ngrep -qx 'answer=42' lib.txt\n";
+
+/// Every file of the working tree (not `.git`, not `.walj`) and its blob id.
+fn tree_hashes(root: &Path) -> BTreeMap<PathBuf, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == ".git" || name == ".walj" {
+                continue;
+            }
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_path_buf(), blob_id(&fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// A payload of this session.
+fn base(repo: &Repo, event: &str) -> Value {
+    json!({
+        "session_id": SESSION,
+        "transcript_path": format!("/home/test/.claude/projects/x/{SESSION}.jsonl"),
+        "cwd": repo.root,
+        "hook_event_name": event,
+    })
+}
+
+/// A Bash command as Claude Code runs it: PreToolUse, the command for real, PostToolUse.
+fn bash(repo: &Repo, id: &str, command: &str) {
+    let mut pre = base(repo, "PreToolUse");
+    pre["tool_name"] = json!("Bash");
+    pre["tool_use_id"] = json!(id);
+    pre["tool_input"] = json!({"command": command, "description": "edit"});
+    repo.hook(&pre.to_string());
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&repo.root).status().unwrap().success());
+    let mut post = pre.clone();
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+    repo.hook(&post.to_string());
+}
+
+/// An Edit made by a subagent (its payloads carry `agent_id` and `agent_type`).
+fn subagent_edit(repo: &Repo, id: &str, rel: &str, old: &str, new: &str) {
+    let file = repo.path(rel);
+    let mut pre = base(repo, "PreToolUse");
+    pre["agent_id"] = json!("a7c0ffee");
+    pre["agent_type"] = json!("general-purpose");
+    pre["tool_name"] = json!("Edit");
+    pre["tool_use_id"] = json!(id);
+    pre["tool_input"] = json!({"file_path": file, "old_string": old, "new_string": new, "replace_all": false});
+    repo.hook(&pre.to_string());
+    let original = repo.read(rel);
+    repo.write(rel, &original.replacen(old, new, 1));
+    let mut post = pre.clone();
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!({"filePath": file, "oldString": old, "newString": new, "originalFile": original, "userModified": false, "replaceAll": false});
+    repo.hook(&post.to_string());
+}
+
+/// The repository of the issue's session: 12 steps, step 7 breaks the test.
+fn twelve_steps() -> Repo {
+    let repo = Repo::new(&[
+        ("lib.txt", LIB),
+        ("test.sh", TEST),
+        ("notes.md", "# notes\nfirst\n"),
+        ("conf.txt", "mode=slow\nlevel=1\n"),
+        ("a.txt", "alpha beta\n"),
+        ("b.txt", "beta gamma\n"),
+    ]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("tidy the notes and the config");
+    c.edit("toolu_S01", "notes.md", "first", "first draft");
+    c.edit("toolu_S02", "lib.txt", "header", "header v2");
+    c.write("toolu_S03", "new.txt", "fresh\n");
+    bash(&repo, "toolu_S04", "sed -i 's/beta/BETA/' a.txt b.txt");
+    c.edit("toolu_S05", "conf.txt", "mode=slow", "mode=fast");
+    c.edit("toolu_S06", "notes.md", "first draft", "second draft");
+    c.prompt("tune the answer");
+    c.edit("toolu_S07", "lib.txt", "answer=42", "answer=41");
+    c.edit("toolu_S08", "lib.txt", "gamma", "GAMMA");
+    subagent_edit(&repo, "toolu_S09", "conf.txt", "level=1", "level=2");
+    c.edit("toolu_S10", "new.txt", "fresh", "fresher");
+    c.edit("toolu_S11", "notes.md", "second", "third");
+    c.edit("toolu_S12", "a.txt", "alpha", "ALPHA");
+    repo
+}
+
+/// A folder outside the tree for the run counter.
+struct Counter {
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+}
+
+impl Counter {
+    fn new() -> Counter {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("runs");
+        Counter { _dir: dir, file }
+    }
+    fn runs(&self) -> usize {
+        fs::read_to_string(&self.file).map(|s| s.lines().count()).unwrap_or(0)
+    }
+    fn path(&self) -> &str {
+        self.file.to_str().unwrap()
+    }
+}
+
+/// `walj bisect ARGS -- sh -c 'SCRIPT' sh COUNTER`: the script counts its run first.
+fn bisect(repo: &Repo, args: &[&str], counter: &Counter, script: &str) -> (i32, String, String) {
+    let script = format!("echo run >> \"$1\"; {script}");
+    let mut all: Vec<&str> = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    repo.run(&all)
+}
+
+fn bisect_json(repo: &Repo, args: &[&str], counter: &Counter, script: &str) -> (i32, Value) {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let (code, out, err) = bisect(repo, &a, counter, script);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (code, v)
+}
+
+fn passes(repo: &Repo) -> bool {
+    Std::new("sh").arg("test.sh").current_dir(&repo.root).status().unwrap().success()
+}
+
+#[test]
+fn scratch_names_step_7_within_6_runs_and_leaves_the_tree_byte_identical() {
+    let repo = twelve_steps();
+    assert!(!passes(&repo));
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, out, err) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(counter.runs() <= 6, "{} runs:\n{out}", counter.runs());
+    assert!(out.contains("The first failing step: step 7 of 12"), "{out}");
+    assert!(out.contains("path    lib.txt"), "{out}");
+    assert!(out.contains("prompt  tune the answer"), "{out}");
+    assert!(out.contains("-answer=42") && out.contains("+answer=41"), "the step's diff: {out}");
+    assert!(out.contains("`walj revert S07`"), "{out}");
+    assert!(out.contains("keeps steps 8–12"), "{out}");
+    assert!(out.contains("does not conflict"), "{out}");
+    assert_eq!(tree_hashes(&repo.root), before, "scratch mode never touches the tree");
+
+    // The same in JSON.
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert_eq!(v["culprit"]["step"], 7);
+    assert_eq!(v["culprit"]["combined"], false);
+    assert_eq!(v["mode"], "scratch");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 12, "{v:#}");
+    // The Bash step is one step with its two children; the subagent's Edit is a step.
+    let s4 = &v["steps"][3];
+    assert_eq!((s4["id"].as_str(), s4["tool"].as_str()), (Some("toolu_S04"), Some("Bash")), "{v:#}");
+    assert_eq!(v["steps"][8]["id"], "toolu_S09");
+    assert_eq!(v["runs"].as_u64().unwrap() as usize, counter.runs());
+    assert!(counter.runs() <= 6);
+    assert_eq!(tree_hashes(&repo.root), before);
+
+    // Reverting step 7 alone makes the test pass and keeps steps 8–12.
+    repo.ok(&["revert", "S07"]);
+    assert!(passes(&repo));
+    let lib = repo.read("lib.txt");
+    assert!(lib.contains("header v2") && lib.contains("GAMMA"), "{lib}");
+    assert_eq!(repo.read("conf.txt"), "mode=fast\nlevel=2\n");
+    assert_eq!(repo.read("new.txt"), "fresher\n");
+    assert_eq!(repo.read("notes.md"), "# notes\nthird draft\n");
+    assert_eq!(repo.read("a.txt"), "ALPHA BETA\n");
+    assert_eq!(repo.read("b.txt"), "BETA gamma\n");
+}
+
+#[test]
+fn in_place_names_step_7_through_revert_batches_and_puts_every_byte_back() {
+    let repo = twelve_steps();
+    // A file dirty before the session, never touched by a step: left alone.
+    repo.write("test.sh", &format!("{TEST}# local tweak\n"));
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert_eq!(v["mode"], "in_place");
+    assert!(counter.runs() <= 6, "{} runs", counter.runs());
+    assert_eq!(tree_hashes(&repo.root), before, "the tree is back, byte for byte");
+    assert_eq!(v["changed_by_command"], json!([]), "{v:#}");
+    // Every state went through the triage journal: revert batches, each undone.
+    let recs = repo.records();
+    let reverts = recs.iter().filter(|r| r["op"] == "resolved" && r["how"] == "reverted").count();
+    let undos = recs.iter().filter(|r| r["op"] == "undo").count();
+    assert!(reverts > 0 && reverts == undos, "{reverts} reverts, {undos} undos");
+    assert!(!repo.path(".walj/bisect.json").exists(), "the marker goes once the tree is back");
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+    // The entries are open again, as before: revert of step 7 alone works.
+    repo.ok(&["revert", "S07"]);
+    assert!(passes(&repo));
+}
+
+#[test]
+fn in_place_refuses_a_live_session_and_a_touched_file_changed_since() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // A touched file changed after the last step: refused, nothing written.
+    repo.write("conf.txt", "mode=mine\n");
+    let before = tree_hashes(&repo.root);
+    let journal = repo.journal_bytes();
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("conf.txt changed since the last step"), "{err}");
+    assert_eq!(counter.runs(), 0);
+    assert_eq!(tree_hashes(&repo.root), before);
+    assert_eq!(repo.journal_bytes(), journal);
+    // Scratch mode bisects all the same (the copy holds the user's conf.txt).
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+
+    // A live session: refused even with --force.
+    let live = Claude { live: true, ..Claude::new(&repo, "11ve5e55-0000-4000-8000-000000000001") };
+    live.start();
+    let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("live"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before);
+}
+
+#[test]
+fn nothing_to_bisect_is_said_plainly() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exit 1");
+    assert_eq!(code, 1);
+    assert!(out.contains("the command already fails before the session") && out.contains("nothing to bisect"), "{out}");
+    assert_eq!(counter.runs(), 1);
+    let (code, out, _) = bisect(&repo, &[], &counter, "exit 0");
+    assert_eq!(code, 1);
+    assert!(out.contains("passes at the last state"), "{out}");
+    // 128 and above abort, as in `git bisect run`.
+    let (code, _, err) = bisect(&repo, &[], &counter, "exit 130");
+    assert_ne!(code, 0);
+    assert!(err.contains("aborted") && err.contains("130"), "{err}");
+    // A timeout aborts, and kills what the command started (its process group).
+    let late = counter.file.with_file_name("late");
+    let script = format!("sleep 2; echo late > {}", late.display());
+    let t = Instant::now();
+    let (code, _, err) = bisect(&repo, &["--timeout", "0.3"], &counter, &script);
+    assert_ne!(code, 0);
+    assert!(err.contains("timeout"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(2), "walj waited for the command: {:?}", t.elapsed());
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!late.exists(), "the command's shell went on after the timeout");
+}
+
+#[test]
+fn exit_125_states_are_skipped_and_the_answer_is_a_range_when_it_must_be() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // State 6 (notes say "second", the answer still 42) cannot be tested.
+    let script = "if grep -q 'second draft' notes.md && grep -qx answer=42 lib.txt; then exit 125; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &[], &counter, script);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["culprit"], Value::Null);
+    assert_eq!(v["range"], json!({"from": 6, "to": 7}), "{v:#}");
+    assert!(v["tested"].as_array().unwrap().iter().any(|t| t["state"] == 6 && t["verdict"] == "skip"), "{v:#}");
+    assert!(v["reason"].as_str().unwrap().contains("one of steps 6 to 7"), "{v:#}");
+    // State 3 untestable: stepped around, step 7 found.
+    let script = "if [ -f new.txt ] && grep -q mode=slow conf.txt; then exit 125; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &[], &counter, script);
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+}
+
+#[test]
+fn a_flaky_command_with_runs_3_is_outvoted_and_reported() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // Every third run gives the wrong answer.
+    let script = "n=$(wc -l < \"$1\"); if [ $((n % 3)) -eq 0 ]; then if sh test.sh; then exit 1; else exit 0; fi; fi; exec sh test.sh";
+    let (code, v) = bisect_json(&repo, &["--runs", "3", "--verify"], &counter, script);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_S07", "{v:#}");
+    assert!(v["tested"].as_array().unwrap().iter().any(|t| t["flaky"] == true), "{v:#}");
+    assert_eq!(v["verify"]["monotonic"], true, "{v:#}");
+    assert_eq!(counter.runs() % 3, 0);
+    let (_, out, _) = bisect(&repo, &["--runs", "3"], &counter, script);
+    assert!(out.contains("the runs disagreed (flaky)"), "{out}");
+}
+
+#[test]
+fn a_missing_image_is_named_and_its_states_skipped() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST)]);
+    fs::create_dir_all(repo.path(".walj")).unwrap();
+    fs::write(repo.path(".walj/config.toml"), "[capture]\nmax_bytes = 80\n").unwrap();
+    let big = "x".repeat(100);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("go");
+    c.edit("toolu_M1", "lib.txt", "header", "header v2");
+    c.write("toolu_M2", "big.txt", &format!("{big}\n"));
+    c.edit("toolu_M3", "lib.txt", "one", "ONE");
+    c.edit("toolu_M4", "big.txt", "xx", "yy");
+    c.edit("toolu_M5", "lib.txt", "answer=42", "answer=0");
+    c.edit("toolu_M6", "lib.txt", "two", "TWO");
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_M5", "{v:#}");
+    // big.txt's first post-image was over the cap: states 2 and 3 cannot be built.
+    let unbuilt: Vec<u64> = v["unbuildable"].as_array().unwrap().iter().map(|u| u["state"].as_u64().unwrap()).collect();
+    assert_eq!(unbuilt, [2, 3], "{v:#}");
+    assert!(v["unbuildable"][0]["why"].as_str().unwrap().contains("big.txt"), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+    let (_, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert!(out.contains("Not built: state 2"), "{out}");
+}
+
+#[test]
+fn an_editor_write_during_in_place_stops_the_bisect_and_overwrites_nothing() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    // On its third run, "an editor" saves notes.md (write to a temp file, rename over).
+    let script = "n=$(wc -l < \"$1\"); if [ \"$n\" -eq 3 ]; then printf 'EDITOR\\n' > notes.md.tmp && mv notes.md.tmp notes.md; fi; exec sh test.sh";
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, script);
+    assert_ne!(code, 0);
+    assert!(err.contains("another program changed notes.md") && err.contains("stopped"), "{err}");
+    assert_eq!(counter.runs(), 3, "nothing more ran");
+    assert_eq!(repo.read("notes.md"), "EDITOR\n", "the editor's bytes stay");
+    let kept = blob_id(b"EDITOR\n");
+    assert!(repo.store_object(&kept).is_file(), "and are in the store");
+    assert!(repo.ok(&["recover"]).contains("did not finish"));
+    // `walj undo` refuses the changed file; --force puts the tree back, keeping the editor's bytes.
+    let err = repo.fails(&["undo"]);
+    assert!(err.contains("notes.md changed since the revert"), "{err}");
+    repo.ok(&["undo", "--force"]);
+    assert_eq!(repo.read("notes.md"), "# notes\nthird draft\n");
+    assert_eq!(repo.read("lib.txt").lines().find(|l| l.starts_with("answer")), Some("answer=41"));
+}
+
+/// Starts `walj bisect --in-place` on a command that blocks at its third run, and waits
+/// until it does: (the walj process, the blocked command's pid).
+fn blocked_in_place(repo: &Repo, counter: &Counter, ready: &Path) -> (std::process::Child, String) {
+    let script = format!(
+        "echo run >> \"$1\"; n=$(wc -l < \"$1\"); if [ \"$n\" -eq 3 ]; then echo $$ > {}; exec sleep 30; fi; exec sh test.sh",
+        ready.display()
+    );
+    let child = Std::new(crate::common::walj_bin())
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .arg("--project")
+        .arg(&repo.root)
+        .args(["bisect", "--in-place", "--", "sh", "-c", &script, "sh", counter.path()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while fs::read_to_string(ready).map_or(true, |s| s.trim().is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the command never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, fs::read_to_string(ready).unwrap().trim().to_string())
+}
+
+#[test]
+fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (mut child, pid) = blocked_in_place(&repo, &counter, &ready);
+    assert_ne!(tree_hashes(&repo.root), before, "a state is in place");
+    // A session starting meanwhile is warned.
+    let out = Claude::new(&repo, "5e55105e-0000-4000-8000-00000000000b").start();
+    assert!(out.contains("walj bisect") && out.contains("is running"), "{out}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let _ = Std::new("kill").arg(&pid).status();
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("walj bisect") && out.contains("did not finish") && out.contains("walj undo"), "{out}");
+    // Another in-place bisect is refused until the tree is back, even with --force.
+    let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("did not finish"), "{err}");
+    repo.ok(&["undo"]);
+    assert_eq!(tree_hashes(&repo.root), before, "walj undo put every byte back");
+    // Once the tree is back, recover says nothing more, and in place runs again.
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+}
+
+#[test]
+fn ctrl_c_during_in_place_puts_the_tree_back() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (child, pid) = blocked_in_place(&repo, &counter, &ready);
+    // Ctrl-C in a terminal signals walj's process group; the command runs in its own, and
+    // walj passes the interrupt on.
+    assert!(Std::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let alive = Std::new("kill").args(["-0", &pid]).stderr(std::process::Stdio::null()).status().unwrap();
+    assert!(!alive.success(), "the command still runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("aborted"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before, "the tree is back");
+    assert!(!repo.ok(&["recover"]).contains("walj bisect"));
+}
+
+proptest::proptest! {
+    /// Any n in 1..=64 and culprit k in 1..=n: the search names k in at most ⌈log2 n⌉ + 2
+    /// tests, testing no state twice (the CLI tests above cover the real runs).
+    #[test]
+    fn the_search_finds_any_culprit_within_log2_n_plus_2(n in 1usize..=64, seed in 0usize..10_000) {
+        use walj::bisect::search::{Found, Verdict, bisect, max_tests};
+        let k = 1 + seed % n;
+        let s = bisect(n, |state| Ok::<_, ()>(if state >= k { Verdict::Bad } else { Verdict::Good })).unwrap();
+        proptest::prop_assert_eq!(&s.found, &Found::Culprit(k));
+        let bound = (n as f64).log2().ceil() as usize + 2;
+        proptest::prop_assert_eq!(max_tests(n), bound);
+        proptest::prop_assert!(s.tested.len() <= bound, "{} tests for n = {}", s.tested.len(), n);
+        let mut states: Vec<usize> = s.tested.iter().map(|t| t.0).collect();
+        states.sort_unstable();
+        states.dedup();
+        proptest::prop_assert_eq!(states.len(), s.tested.len());
+    }
+}
+
+/// Two commands whose windows overlap (both PreToolUse before either PostToolUse, as an
+/// async subagent's command beside the main thread's): one combined step.
+#[test]
+fn overlapping_commands_are_one_combined_step() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("go");
+    c.edit("toolu_O1", "a.txt", "a", "A");
+    let payload = |event: &str, id: &str, command: &str| {
+        let mut p = base(&repo, event);
+        p["tool_name"] = json!("Bash");
+        p["tool_use_id"] = json!(id);
+        p["tool_input"] = json!({"command": command, "description": "x"});
+        if event == "PostToolUse" {
+            p["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+        }
+        p.to_string()
+    };
+    let (one, two) = ("sed -i s/answer=42/answer=7/ lib.txt", "echo made > made.txt");
+    repo.hook(&payload("PreToolUse", "toolu_O2", one));
+    repo.hook(&payload("PreToolUse", "toolu_O3", two));
+    for cmd in [one, two] {
+        assert!(Std::new("sh").arg("-c").arg(cmd).current_dir(&repo.root).status().unwrap().success());
+    }
+    repo.hook(&payload("PostToolUse", "toolu_O2", one));
+    repo.hook(&payload("PostToolUse", "toolu_O3", two));
+    c.edit("toolu_O4", "a.txt", "A", "AA");
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 3, "{v:#}");
+    assert_eq!(v["culprit"]["step"], 2, "{v:#}");
+    assert_eq!(v["culprit"]["combined"], true);
+    assert_eq!(v["culprit"]["members"], json!(["toolu_O2", "toolu_O3"]), "{v:#}");
+    let paths: Vec<&str> =
+        v["culprit"]["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"lib.txt"), "{v:#}");
+    assert_eq!(tree_hashes(&repo.root), before);
+}
+
+/// A change outside the journal between two steps is a named gap; `--since` takes every
+/// session's steps in the order applied.
+#[test]
+fn a_hand_edit_between_steps_is_a_gap_and_since_spans_sessions() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let first = Claude::new(&repo, SESSION);
+    first.start();
+    first.prompt("morning");
+    first.edit("toolu_G1", "a.txt", "a", "b");
+    // The user, between sessions.
+    repo.write("a.txt", "by hand\n");
+    let second = Claude::new(&repo, "5ec0d5e5-0000-4000-8000-000000000002");
+    second.start();
+    second.prompt("afternoon");
+    second.edit("toolu_G2", "a.txt", "by hand", "by claude");
+    second.edit("toolu_G3", "lib.txt", "answer=42", "answer=1");
+    let counter = Counter::new();
+    // Default: the session with the latest change only.
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 2, "{v:#}");
+    let (code, v) = bisect_json(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 3, "{v:#}");
+    assert_eq!(v["culprit"]["id"], "toolu_G3");
+    assert_eq!(v["gaps"], json!([{"path": "a.txt", "step": 2, "after": 1}]), "{v:#}");
+    let (_, out, _) = bisect(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    assert!(out.contains("Gap: a.txt changed outside the journal between step 1 and step 2"), "{out}");
+    let (code, _, err) = bisect(&repo, &["--since", "yesterday-ish"], &counter, "true");
+    assert_ne!(code, 0);
+    assert!(err.contains("--since"), "{err}");
+}
+
+#[test]
+fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechecks() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let script = "sh test.sh; r=$?; echo \"test exit $r at $WALJ_BISECT_STATE\"; exit $r";
+    let (code, out, err) = bisect(&repo, &["--verify", "--show-output"], &counter, script);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("(+2 to verify)"), "{out}");
+    assert!(out.contains("Verified: the state before it passes again"), "{out}");
+    assert!(out.contains("output at the last passing state (6) ──\ntest exit 0 at 6\n"), "{out}");
+    assert!(out.contains("output at the first failing state (7) ──\ntest exit 1 at 7\n"), "{out}");
+    let (_, v) = bisect_json(&repo, &["--show-output"], &counter, script);
+    assert_eq!(v["output"]["first_bad"], "test exit 1 at 7\n", "{v:#}");
+    // --handoff: a brief for Claude naming the step, its diff and the failing output.
+    let (code, out, _) = bisect(&repo, &["--handoff"], &counter, script);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("passed before step 7 of 12 and fails after it"), "{out}");
+    assert!(out.contains("Edit `lib.txt` (S07)") && out.contains("+answer=41"), "{out}");
+    assert!(out.contains("Its turn's prompt: tune the answer"), "{out}");
+    assert!(out.contains("test exit 1 at 7"), "{out}");
+}
+
+/// Recorded text is escaped before it reaches the terminal; a resolved entry keeps
+/// `--in-place` from starting (its states are reverts), not the scratch mode.
+#[test]
+fn recorded_text_is_escaped_and_resolved_entries_refuse_in_place_only() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("make it \u{1b}]0;pwned\u{7}red \u{1b}[31mnow");
+    c.edit("toolu_E1", "a.txt", "a", "b");
+    c.edit("toolu_E2", "lib.txt", "answer=42", "answer=\u{1b}[2J");
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("The first failing step: step 2 of 2"), "{out}");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "raw control characters printed: {out:?}");
+    repo.ok(&["mark", "toolu_E1", "--done"]);
+    let (code, _, err) = bisect(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(err.contains("already resolved") && err.contains("E1"), "{err}");
+    let (code, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_E2")), "{v:#}");
+}
+
+/// Inside a Claude Code tool call, `--in-place` (which writes the tree) needs `--yes`; the
+/// scratch mode, which writes nothing of the user's, runs.
+#[test]
+fn in_place_inside_a_tool_call_needs_yes() {
+    let repo = twelve_steps();
+    let before = (tree_hashes(&repo.root), repo.journal_bytes());
+    let run = |args: &[&str]| crate::common::outcome(&repo.walj(args).env("CLAUDECODE", "1").output().unwrap());
+    let (code, out, err) = run(&["bisect", "--in-place", "--", "sh", "test.sh"]);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(err.contains("refused") && err.contains("--yes"), "{err}");
+    assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before);
+    let (code, out, err) = run(&["bisect", "--", "sh", "test.sh"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("step 7 of 12"), "{out}");
+    let (code, out, err) = run(&["bisect", "--in-place", "--yes", "--", "sh", "test.sh"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(tree_hashes(&repo.root), before.0);
+}
