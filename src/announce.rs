@@ -99,30 +99,50 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
             same,
             plural(open.len(), "unfinished change", "unfinished changes")
         );
-        for e in &open {
-            let st = e.state();
+        let status = s.status();
+        let line = |e: &Entry| {
             let mut from = String::new();
-            if e.unfinished {
-                from.push_str("; changed by a Bash command that never finished");
-                if e.still_running {
-                    from.push_str(", which still runs");
-                }
-            }
-            if let Some(check) = e.disk_check {
+            if let Some(v) = present::state::disk_verdict(e, |id| safe(fold.ids.short(id)).into_owned()) {
                 from.push_str("; ");
-                from.push_str(present::in_flight_check(check));
+                from.push_str(&v);
             }
-            if e.uncertain {
-                from.push_str("; may not be from that command (another session or the user was active)");
+            if let Some(a) =
+                present::state::attribution(e, &e.candidates.iter().map(|c| safe(c).into_owned()).collect::<Vec<_>>())
+            {
+                from.push_str("; ");
+                from.push_str(&a);
             }
-            c.push_str(&format!(
+            format!(
                 "- {} ({} {}, {}: {}{from})\n",
                 shown(&e.path),
                 shown(&e.tool),
                 shown(&e.event),
-                present::label(st),
-                present::meaning(st)
-            ));
+                present::state::entry_label(e, status),
+                safe(&present::state::entry_meaning(e, status))
+            )
+        };
+        // The main thread's work first, then each subagent's under it; changes made after
+        // Claude Code's last sign of life last, never as Claude's work.
+        let (late, mine): (Vec<&Entry>, Vec<&Entry>) = open.iter().copied().partition(|e| e.after_stop);
+        for e in mine.iter().filter(|e| present::state::by_subagent(e, s).is_none()) {
+            c.push_str(&line(e));
+        }
+        for a in &s.subagents {
+            let theirs: Vec<&&Entry> =
+                mine.iter().filter(|e| e.agent_id.is_some() && e.agent_id == a.agent_id).collect();
+            if theirs.is_empty() && a.ended.is_some() {
+                continue;
+            }
+            c.push_str(&format!("{}:\n", safe(&present::state::subagent_heading(a, status))));
+            for e in theirs {
+                c.push_str(&format!("  {}", line(e)));
+            }
+        }
+        if !late.is_empty() {
+            c.push_str("Changed after Claude Code's last sign of life (the killed command's, or the user's after the crash: check before treating them as your work):\n");
+            for e in &late {
+                c.push_str(&line(e));
+            }
         }
         for t in &cut_off {
             c.push_str(&format!("- {t}\n"));

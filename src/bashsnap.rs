@@ -40,6 +40,7 @@ use crate::journal::{Blob, Record, key, nocap, op, tool};
 use crate::project::{Project, to_slash};
 use crate::store::{Store, blob_id, file_blob_id};
 
+pub mod attribution;
 mod gitindex;
 mod gitscan;
 pub mod killed;
@@ -85,6 +86,8 @@ pub struct Call<'a> {
     pub background: bool,
     /// `backgroundTaskId` from the PostToolUse response.
     pub task_id: Option<&'a str>,
+    /// The subagent that runs it (`agent_id`, `agent_type`); `None`: the main thread.
+    pub agent: Option<(&'a str, Option<&'a str>)>,
 }
 
 impl Call<'_> {
@@ -211,6 +214,12 @@ struct Snapshot {
     /// processes the command started began at or after it (see [`killed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hook_start: Option<u64>,
+    /// The subagent that runs the command (`agent_id`, `agent_type`): its derived entries
+    /// carry it, so they group under the subagent after a crash too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_type: Option<String>,
 }
 
 /// What the PostToolUse hook adds to the journal for a command.
@@ -230,6 +239,39 @@ fn bash_dir(project: &Project) -> PathBuf {
     project.dir.join("bash")
 }
 
+/// The open window of a skill's `!` shell line (`PreSkillShellCommand`: no Post event
+/// follows) in `session`: one small file whose absence every other hook of the session
+/// checks with one `stat` ([`skill_windows_take`]).
+fn skill_marker(project: &Project, session: &str) -> PathBuf {
+    let safe: String = session.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(64).collect();
+    bash_dir(project).join(format!("skill-{safe}.open"))
+}
+
+/// Opens the window of a skill's shell line `id` (its snapshot was taken by [`before`]).
+pub fn skill_window_open(project: &Project, session: &str, id: &str, command: &str) -> Result<(), SnapError> {
+    let path = skill_marker(project, session);
+    let line = serde_json::to_string(&(id, command)).unwrap_or_default();
+    let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path, "opening"))?;
+    std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).map_err(io_err(&path, "writing"))
+}
+
+/// The skill shell lines of `session` whose windows are open, taken (their marker removed):
+/// the session's next hook event closes them. One `stat` when there are none.
+pub fn skill_windows_take(project: &Project, session: &str) -> Vec<(String, String)> {
+    let path = skill_marker(project, session);
+    if fs::symlink_metadata(&path).is_err() {
+        return Vec::new();
+    }
+    // Renamed first: two hooks at once never close one window twice.
+    let taken = path.with_extension(format!("taken{}", std::process::id()));
+    if fs::rename(&path, &taken).is_err() {
+        return Vec::new();
+    }
+    let text = fs::read_to_string(&taken).unwrap_or_default();
+    let _ = fs::remove_file(&taken);
+    text.lines().filter_map(|l| serde_json::from_str::<(String, String)>(l).ok()).collect()
+}
+
 /// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.
 pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
     if !cfg.bash.snapshot {
@@ -245,6 +287,10 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     snap.session = call.session.to_string();
     snap.parent = call.parent();
     snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
+    if let Some((id, kind)) = call.agent {
+        snap.agent_id = Some(id.to_string());
+        snap.agent_type = kind.map(str::to_string);
+    }
     snap.background = call.background;
     snap.hook_start = crate::procinfo::own_start();
     save_as(&[&dir.join(format!("{key}.json")), &dir.join("cache.json")], &snap)?;
@@ -1104,6 +1150,12 @@ fn child_records(
             r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
             r.parent = Some(snap.parent.clone());
             r = r.with(key::COMMAND, snap.command.clone());
+            if let Some(a) = &snap.agent_id {
+                r = r.with(key::AGENT_ID, a.clone());
+                if let Some(t) = &snap.agent_type {
+                    r = r.with(key::AGENT_TYPE, t.clone());
+                }
+            }
             if background {
                 r = r.with(key::BACKGROUND, true);
             }

@@ -202,8 +202,16 @@ impl Ctx<'_> {
                 Err(e) => log_error(self.project, &format!("pairing state of session {session}: {e}")),
             }
         }
+        let skill_line = self.ev.name == crate::claude::events::PRE_SKILL_SHELL_COMMAND;
+        if self.ev.agent == Agent::ClaudeCode && !skill_line {
+            // A skill's `!` line ran since the last event: this event closes its window.
+            self.close_skill_windows();
+        }
         if let Some(t) = &self.ev.tool {
             let Some(id) = self.call_id(phase, t) else { return Ok(None) };
+            if skill_line {
+                return self.skill_line(t, &id);
+            }
             return match (&t.kind, phase) {
                 (ToolKind::Files(_), Phase::ToolPre) => self.file_intent(t, &id),
                 (ToolKind::Files(_), _) => self.file_outcome(t, &id, phase == Phase::ToolFailed),
@@ -211,6 +219,7 @@ impl Ctx<'_> {
                 (ToolKind::Shell(_), Phase::ToolPost) => self.bash(t, &id, op::APPLIED),
                 (ToolKind::Shell(_), _) => self.bash(t, &id, op::FAILED),
                 (ToolKind::Todo, Phase::ToolPost) => self.todos(),
+                (ToolKind::Subagent(a), _) => self.subagent_call(t, a, phase),
                 _ => Ok(None),
             };
         }
@@ -320,14 +329,125 @@ impl Ctx<'_> {
         appended
     }
 
-    /// A record of this event's session, stamped with the agent's process.
+    /// A record of this event's session, stamped with the agent's process and, for a
+    /// subagent's event, the subagent (`agent_id`, `agent_type`: two short strings).
     fn record(&self, op_name: &str) -> Record {
         let mut r = Record::new(op_name, self.ev.session);
         if let Some(p) = procinfo::claude_process() {
             r.pid = Some(p.pid);
             r.pstart = Some(p.start);
         }
+        if let Some(a) = self.ev.agent_id {
+            r.extra.insert(key::AGENT_ID.into(), Value::String(a.to_string()));
+            if let Some(t) = self.ev.agent_type {
+                r.extra.insert(key::AGENT_TYPE.into(), Value::String(t.to_string()));
+            }
+        }
         r
+    }
+
+    /// A skill's or slash command's `!` shell line (`PreSkillShellCommand`): journaled as a
+    /// command intent with its snapshot, named by the skill (`skill`, `invoked_by`); no Post
+    /// comes, so its window stays open until the session's next hook event.
+    fn skill_line(&self, t: &ToolCall, id: &CallId) -> HookResult {
+        let ToolKind::Shell(sh) = &t.kind else { return Ok(None) };
+        let mut r = self.record(op::INTENT);
+        id.assign(&mut r, 0, 1);
+        let cwd = self.cwd.to_string_lossy();
+        let mut r = BashIntent { command: sh.command, description: None, background: false, cwd: Some(&cwd) }.fill(r);
+        for (k, field) in [(key::SKILL, "command_name"), (key::INVOKED_BY, "invoked_by")] {
+            if let Some(v) = self.payload.str(field) {
+                r = r.with(k, clip(v, 1024));
+            }
+        }
+        let children = self.bash_side_effects(t, id, op::INTENT, &mut r);
+        self.append(&[vec![r], children].concat())?;
+        if let Some(known) = id.known()
+            && let Err(e) = bashsnap::skill_window_open(self.project, self.ev.session, known, sh.command)
+        {
+            log_error(self.project, &format!("skill shell line: {e}"));
+        }
+        Ok(None)
+    }
+
+    /// Closes the windows of the session's skill shell lines: their outcome (`applied`,
+    /// `closed_by` this event) and what changed since their snapshot, judged like any
+    /// command's. One `stat` when none is open.
+    fn close_skill_windows(&self) {
+        let open = bashsnap::skill_windows_take(self.project, self.ev.session);
+        if open.is_empty() {
+            return;
+        }
+        let (cfg, matcher) = self.config();
+        for (id, command) in open {
+            let call = bashsnap::Call {
+                session: self.ev.session,
+                tool_use_id: Some(&id),
+                command: &command,
+                background: false,
+                task_id: None,
+                agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
+            };
+            let mut r = self.record(op::APPLIED);
+            r.id.clone_from(&id);
+            let r = BashOutcome { command: &command, error: None, task_id: None, interrupted: false }
+                .fill(r)
+                .with(key::CLOSED_BY, self.ev.name);
+            let children = match bashsnap::after(self.project, &cfg, matcher.as_ref(), &call) {
+                Ok(out) => out.records,
+                Err(e) => {
+                    log_error(self.project, &format!("skill shell line `{command}`: {e}"));
+                    Vec::new()
+                }
+            };
+            let (project, session) = (self.project, self.ev.session);
+            let expected = 1 + children.len();
+            let _ =
+                self.append_with(expected, || [vec![r], explained_elsewhere(project, session, &id, children)].concat());
+        }
+    }
+
+    /// An `Agent` call (a subagent launch): a `subagent` session record at its Pre (type,
+    /// description, prompt) and at its outcome (`async_launched` when it runs on in the
+    /// background, else how it ended; the subagent's `agent_id` when the result names it).
+    fn subagent_call(&self, t: &ToolCall, a: &crate::agents::event::Subagent, phase: Phase) -> HookResult {
+        let mut r = self.session_record(kind::SUBAGENT);
+        if let Some(id) = t.id {
+            r = r.with(key::CALL, id);
+        }
+        let field = |k: &str| t.response.get(k);
+        let launched_async = field("isAsync").and_then(Value::as_bool) == Some(true)
+            || field("status").and_then(Value::as_str) == Some("async_launched");
+        let status = match phase {
+            Phase::ToolPre => "start",
+            Phase::ToolFailed => "failed",
+            _ if launched_async => "async_launched",
+            _ => "completed",
+        };
+        r = r.with(key::STATUS, status);
+        if let Some(k) = a.kind {
+            r = r.with(key::AGENT_TYPE, k);
+        }
+        if let Some(d) = a.description {
+            r = r.with(key::DESCRIPTION, clip(d, 1024));
+        }
+        if phase == Phase::ToolPre {
+            if let Some(p) = a.prompt {
+                r = r.with(key::PROMPT, clip(p, 4 * 1024));
+            }
+            if let Some(b) = a.background {
+                r = r.with(key::BACKGROUND, b);
+            }
+        }
+        // The subagent's own id (the one its tool calls' records carry): the record's
+        // `agent_id` names the caller, so the launched one goes in `target`.
+        if let Some(id) = field("agentId").or_else(|| field("agent_id")).and_then(Value::as_str) {
+            r.target = Some(id.to_string());
+        }
+        if let Some(e) = t.error.as_deref().filter(|e| !e.is_empty()) {
+            r = r.with(key::ERROR, clip(e, 4 * 1024));
+        }
+        self.append(&[r])
     }
 
     /// A session record; other agents than Claude Code are named in `agent`.
@@ -551,6 +671,7 @@ impl Ctx<'_> {
             command: sh.command,
             background: sh.background,
             task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
+            agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
         };
         let result = if op_name == op::INTENT {
             bashsnap::before(self.project, &cfg, matcher.as_ref(), &call).map(|()| bashsnap::Outcome::default())
@@ -1074,41 +1195,43 @@ const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 ///    the change was made: no other command (any session) between its intent and its outcome,
 ///    no other session writing records. Otherwise it is listed once, `attribution: uncertain`,
 ///    with `candidates`: the other commands whose windows were open at the change's ctime
-///    (ctime only: mtime is set freely by `touch -d`, `cp -p`, `tar`). A change without a
-///    ctime (a deletion) counts as made at the latest moment.
+///    (ctime only: mtime is set freely by `touch -d`, `cp -p`, `tar`); a deletion is bounded
+///    by its folder's ctime. Decided by [`crate::bashsnap::attribution::judge`], the rule
+///    killed commands use too. (No margin here: the hook probes no clock; a change within a
+///    millisecond of another window's edge is judged by the journal's own times.)
 ///
 /// Decided under the journal's lock, so two commands that ran side by side never both claim a
 /// file from a journal that has neither's children yet.
 fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
+    use crate::bashsnap::attribution::{self as rule, Scene, Verdict, Window};
+    use crate::bashsnap::killed::{change_time, ms};
     use std::collections::{HashMap, HashSet};
     use std::ops::ControlFlow::{Break, Continue};
     let mut known: HashSet<(String, Option<String>)> = HashSet::new();
-    // Commands (any session) with an outcome, seen first walking back; and the windows of
-    // those still open beside this one: id → intent time.
-    let mut finished: HashSet<String> = HashSet::new();
-    let mut open: HashMap<String, String> = HashMap::new();
+    // Other commands (any session): outcomes seen first walking back (id → its time), then
+    // the windows, from their intent to their outcome (or still open).
+    let mut closed: HashMap<String, String> = HashMap::new();
+    let mut windows: Vec<(String, String, Option<String>)> = Vec::new();
     // The first time another session wrote a record inside this command's window.
     let mut other_from: Option<String> = None;
-    let mut past_own = false;
+    let mut own_open: Option<String> = None;
     let scan = crate::journal::scan_lines_rev(&project.journal, BESIDE_SCAN_BYTES, |line| {
         let Ok(v) = crate::journal::classify(0, line) else { return Continue(()) };
         let own_session = v.session_key() == session;
         if v.is_command() && v.id != id {
             match v.op() {
                 op::APPLIED | op::FAILED | op::RESOLVED => {
-                    finished.insert(v.id.to_string());
+                    closed.entry(v.id.to_string()).or_insert_with(|| v.ts.to_string());
                 }
-                op::INTENT if !finished.contains(v.id.as_ref()) => {
-                    open.insert(v.id.to_string(), v.ts.to_string());
-                }
+                op::INTENT => windows.push((v.id.to_string(), v.ts.to_string(), closed.get(v.id.as_ref()).cloned())),
                 _ => {}
             }
         }
         if own_session && v.op() == op::INTENT && v.id == id {
-            past_own = true;
+            own_open = Some(v.ts.to_string());
             return Continue(());
         }
-        if past_own {
+        if own_open.is_some() {
             // Before this command: only its own session's turn start ends the look for
             // commands still open beside it.
             let turn_start = own_session
@@ -1140,25 +1263,33 @@ fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec
     if scan.is_err() {
         return children;
     }
-    let mut open: Vec<(String, String)> = open.into_iter().collect();
-    open.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    let open = own_open.as_deref().and_then(ms).unwrap_or(0);
+    // Windows that closed before this command opened were never beside it.
+    windows.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    let parsed: Vec<(String, i64, Option<i64>)> = windows
+        .into_iter()
+        .filter_map(|(w, o, c)| Some((w, ms(&o)?, c.as_deref().and_then(ms))))
+        .filter(|(_, _, c)| c.is_none_or(|c| c >= open))
+        .collect();
+    let own = Window { id, open, close: None };
+    let scene = Scene {
+        others: parsed.iter().map(|(w, o, c)| Window { id: w, open: *o, close: *c }).collect(),
+        writer_from: other_from.as_deref().and_then(ms),
+        last_life: None,
+        margin: 0,
+    };
     children
         .into_iter()
         .filter(|c| {
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
             !known.contains(&(c.path.clone(), after))
         })
-        .map(|c| {
-            let at = crate::bashsnap::killed::changed_at(&project.root.join(crate::fsutil::name::to_path(&c.path)));
-            let after = |from: &str| at.as_deref().is_none_or(|t| t >= from);
-            let candidates: Vec<&str> =
-                open.iter().filter(|(_, from)| after(from)).map(|(cmd, _)| cmd.as_str()).collect();
-            let crowded = other_from.as_deref().is_some_and(after);
-            if candidates.is_empty() && !crowded {
-                return c;
-            }
-            let c = c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN);
-            if candidates.is_empty() { c } else { c.with(key::CANDIDATES, candidates) }
+        .map(|c| match rule::judge(&own, &scene, change_time(&project.root, &c.path)) {
+            Verdict::Certain => c,
+            Verdict::Uncertain(ids) if !ids.is_empty() => c
+                .with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)
+                .with(key::CANDIDATES, ids.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            _ => c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN),
         })
         .collect()
 }

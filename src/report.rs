@@ -76,8 +76,15 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
         // Its command's processes still run: not recorded yet, may change further.
         o.insert("still_running".into(), json!(true));
     }
+    if let Some(c) = &e.changed {
+        o.insert("changed".into(), json!(c));
+    }
+    if let Some(a) = &e.agent_id {
+        o.insert("agent_id".into(), json!(a));
+    }
     if e.uncertain {
-        o.insert("attribution".into(), json!(crate::journal::attribution::UNCERTAIN));
+        use crate::journal::attribution::{AFTER_STOP, UNCERTAIN};
+        o.insert("attribution".into(), json!(if e.after_stop { AFTER_STOP } else { UNCERTAIN }));
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));
         }
@@ -96,6 +103,23 @@ pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>)
     // Why the last turn ended without a Stop (StopFailure), when Claude Code said so.
     if let Some(reason) = &s.turn_failure {
         v["turn_failure"] = json!(reason);
+    }
+    if !s.subagents.is_empty() {
+        // Each subagent, and whether it ended; `running_at_death`: no end in a session that is gone.
+        let gone = matches!(status, SessionStatus::Crashed | SessionStatus::Ended);
+        let subs: Vec<Value> = s
+            .subagents
+            .iter()
+            .map(|a| {
+                json!({
+                    "call": a.call, "agent_id": a.agent_id, "agent_type": a.kind, "description": a.description,
+                    "started": a.started, "last_ts": a.last_ts, "background": a.background,
+                    "ended": a.ended.as_ref().map(|(ts, how)| json!({"ts": ts, "how": how})),
+                    "running_at_death": gone && a.ended.is_none(),
+                })
+            })
+            .collect();
+        v["subagents"] = json!(subs);
     }
     v
 }
@@ -280,6 +304,21 @@ pub fn session_header(
             let _ = writeln!(out, "  {t}");
         }
     }
+    // Its subagents: each one's entries are marked with it below; one with no end is said.
+    for a in &s.subagents {
+        let n = entries.iter().filter(|e| e.agent_id.is_some() && e.agent_id == a.agent_id).count();
+        if n == 0 && a.ended.is_some() {
+            continue;
+        }
+        let tail = if n == 0 { String::new() } else { format!(" — {} below", plural(n, "entry", "entries")) };
+        let id = a.agent_id.as_deref().map(|i| format!(" [{}]", safe(short_agent(i)))).unwrap_or_default();
+        let _ = writeln!(out, "  {}{id}{tail}", safe(&present::state::subagent_heading(a, status)));
+    }
+}
+
+/// An agent id as shown beside its entries: its first 8 characters.
+fn short_agent(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
 }
 
 /// `recover` as text: unresolved entries grouped by session, then event.
@@ -351,33 +390,32 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
                 state_colored(e.state(), style),
                 shown(&e.path),
                 shown(&e.tool),
-                hms(&e.ts),
-                entry_marks(e, style),
+                hms(e.when()),
+                entry_marks(e, ids, style),
             );
         }
     }
 }
 
-/// What the state alone does not say: a checkpoint's audit, a command that never finished.
-fn entry_marks(e: &Entry, style: &Style) -> String {
-    let mut marks = Vec::new();
+/// What the state alone does not say: a checkpoint's audit, a command that never finished
+/// (and which), who else may have made the change ([`present::state`]'s words).
+fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
+    let mut marks: Vec<String> = Vec::new();
     if e.verified.is_some() && e.state() == crate::fold::EntryState::Applied {
-        marks.push("on disk, verified (its turn never finished)");
+        marks.push("on disk, verified (its turn never finished)".into());
     }
     if e.unfinished {
-        marks.push(if e.still_running {
-            "derived from a command that never finished — still running, may change further"
-        } else {
-            "derived from a command that never finished"
-        });
+        marks.push(safe(&present::state::entry_meaning(e, crate::fold::SessionStatus::Crashed)).into_owned());
     }
-    if let Some(c) = e.disk_check {
-        marks.push(present::in_flight_check(c));
+    if let Some(a) = &e.agent_id {
+        marks.push(format!("by subagent [{}]", safe(short_agent(a))));
     }
-    if e.uncertain && !e.candidates.is_empty() {
-        marks.push("may not be from this command (another command ran at the same time)");
-    } else if e.uncertain {
-        marks.push("may not be from this command (another session or the user was active)");
+    if let Some(v) = present::state::disk_verdict(e, |id| safe(ids.short(id)).into_owned()) {
+        marks.push(v);
+    }
+    let others: Vec<String> = e.candidates.iter().map(|c| safe(ids.short(c)).into_owned()).collect();
+    if let Some(a) = present::state::attribution(e, &others) {
+        marks.push(a);
     }
     if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
 }

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Agent;
-use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind};
-use crate::claude::events::{FILE_TOOLS, HookEvent, SHELL_TOOL, TODO_TOOLS};
+use super::event::{Change, Event, PathChange, Phase, Shell, Subagent, ToolCall, ToolKind};
+use crate::claude::events::{FILE_TOOLS, HookEvent, PRE_SKILL_SHELL_COMMAND, SHELL_TOOL, SUBAGENT_TOOL, TODO_TOOLS};
 use crate::claude::payload::Payload;
 
 pub fn phase(e: HookEvent) -> Phase {
@@ -27,11 +27,10 @@ pub fn phase(e: HookEvent) -> Phase {
 }
 
 pub fn parse(p: &Payload) -> Event<'_> {
-    let phase = p.event().map(phase);
-    let mut ev = Event::new(Agent::ClaudeCode, &p.0, p.event_name().unwrap_or(""), phase, p.session_id());
-    ev.cwd = p.cwd();
-    ev.transcript = p.str("transcript_path");
-    match phase {
+    let mut ev = Event::common(Agent::ClaudeCode, &p.0, |name| {
+        HookEvent::parse(name).map(phase).or_else(|| (name == PRE_SKILL_SHELL_COMMAND).then_some(Phase::ToolPre))
+    });
+    match ev.phase {
         Some(ph) if ph.is_tool() => ev.tool = Some(tool_call(p, ph)),
         Some(Phase::Prompt) => ev.prompt = p.str("prompt"),
         Some(Phase::SessionStart) => {
@@ -66,7 +65,7 @@ fn tool_call(p: &Payload, phase: Phase) -> ToolCall<'_> {
             files.push(c);
         }
         ToolKind::Files(files)
-    } else if tool == SHELL_TOOL {
+    } else if tool == SHELL_TOOL || p.event_name() == Some(PRE_SKILL_SHELL_COMMAND) {
         ToolKind::Shell(Shell {
             command: p.input_str("command").unwrap_or(""),
             description: p.input_str("description"),
@@ -74,6 +73,13 @@ fn tool_call(p: &Payload, phase: Phase) -> ToolCall<'_> {
         })
     } else if TODO_TOOLS.contains(&tool) {
         ToolKind::Todo
+    } else if tool == SUBAGENT_TOOL || tool == "Task" {
+        ToolKind::Subagent(Subagent {
+            kind: p.input_str("subagent_type"),
+            description: p.input_str("description"),
+            prompt: p.input_str("prompt"),
+            background: p.tool_input().get("run_in_background").and_then(Value::as_bool),
+        })
     } else {
         ToolKind::Other
     };

@@ -33,12 +33,8 @@ pub fn phase(name: &str) -> Option<Phase> {
 
 pub fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
-    let name = s("hook_event_name").unwrap_or("");
-    let ph = phase(name);
-    let session = s("session_id").filter(|x| !x.is_empty()).unwrap_or("unknown");
-    let mut ev = Event::new(Agent::Codex, v, name, ph, session);
-    ev.cwd = s("cwd");
-    ev.transcript = s("transcript_path");
+    let mut ev = Event::common(Agent::Codex, v, phase);
+    let ph = ev.phase;
     ev.prompt = s("prompt");
     ev.source = s("source");
     ev.model = super::claude::model(v.get("model"));

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Agent;
-use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in, parse_ms};
+use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in};
 
 fn phase_named(name: &str) -> Option<Phase> {
     Some(match name {
@@ -65,14 +65,9 @@ fn phase_from_fields(v: &Value) -> Option<Phase> {
 }
 
 pub fn parse(v: &Value) -> Event<'_> {
-    let s = |a: &str, b: &str| v.get(a).or_else(|| v.get(b)).and_then(Value::as_str);
-    let name = s("hook_event_name", "hookEventName").unwrap_or("");
-    let ph = if name.is_empty() { phase_from_fields(v) } else { phase_named(name) };
-    let session = s("session_id", "sessionId").filter(|x| !x.is_empty()).unwrap_or("unknown");
-    let mut ev = Event::new(Agent::Copilot, v, name, ph, session);
-    ev.cwd = v.get("cwd").and_then(Value::as_str);
-    ev.transcript = s("transcript_path", "transcriptPath");
-    ev.at_ms = v.get("timestamp").and_then(parse_ms);
+    let mut ev =
+        Event::common(Agent::Copilot, v, |name| if name.is_empty() { phase_from_fields(v) } else { phase_named(name) });
+    let ph = ev.phase;
     ev.prompt = v.get("prompt").and_then(Value::as_str);
     // Copilot says "new" for what Claude Code calls "startup".
     ev.source = v.get("source").and_then(Value::as_str).map(|s| if s == "new" { "startup" } else { s });

@@ -81,6 +81,11 @@ pub struct Event<'a> {
     pub last_message: Option<&'a str>,
     /// Compaction's `trigger` (manual, auto).
     pub trigger: Option<&'a str>,
+    /// The subagent that fired the event (Claude Code's `agent_id`, `agent_type`): `None` for
+    /// the main thread. Kept on every record the event makes, so a subagent's work is told
+    /// apart from the main thread's that ran at the same time.
+    pub agent_id: Option<&'a str>,
+    pub agent_type: Option<&'a str>,
     /// The whole payload, for what only one agent sends.
     pub raw: &'a Value,
 }
@@ -103,8 +108,30 @@ impl<'a> Event<'a> {
             reason: None,
             last_message: None,
             trigger: None,
+            agent_id: None,
+            agent_type: None,
             raw,
         }
+    }
+
+    /// The preamble every agent's payload starts with, read once for all parsers: the event's
+    /// name (`hook_event_name`), its phase (`phase_of` the name), the session (`session_id`,
+    /// `"unknown"` when absent or empty), `cwd`, `transcript_path`, `timestamp` and the
+    /// subagent's `agent_id`/`agent_type`. Each key is also read in camelCase (Copilot's own
+    /// hooks spell them so).
+    pub fn common(agent: Agent, raw: &'a Value, phase_of: impl FnOnce(&str) -> Option<Phase>) -> Event<'a> {
+        let s = |snake: &str, camel: &str| {
+            raw.get(snake).or_else(|| raw.get(camel)).and_then(Value::as_str).filter(|x| !x.is_empty())
+        };
+        let name = s("hook_event_name", "hookEventName").unwrap_or("");
+        let phase = phase_of(name);
+        let mut ev = Event::new(agent, raw, name, phase, s("session_id", "sessionId").unwrap_or("unknown"));
+        ev.cwd = raw.get("cwd").and_then(Value::as_str);
+        ev.transcript = s("transcript_path", "transcriptPath");
+        ev.at_ms = raw.get("timestamp").and_then(parse_ms);
+        ev.agent_id = s("agent_id", "agentId");
+        ev.agent_type = s("agent_type", "agentType");
+        ev
     }
 
     /// Sets the phase and, for a tool phase, the call `tool_call` reads: a Post whose result
@@ -154,6 +181,8 @@ pub enum ToolKind<'a> {
     Shell(Shell<'a>),
     /// Updates the session's todo list (Claude Code's todo tools).
     Todo,
+    /// Starts a subagent (Claude Code's `Agent` tool, `Task` before 2.1).
+    Subagent(Subagent<'a>),
     Other,
 }
 
@@ -165,6 +194,7 @@ impl ToolKind<'_> {
             ToolKind::Files(_) => "files",
             ToolKind::Shell(_) => "shell",
             ToolKind::Todo => "todo",
+            ToolKind::Subagent(_) => "subagent",
             ToolKind::Other => "other",
         }
     }
@@ -177,6 +207,18 @@ pub struct Shell<'a> {
     pub description: Option<&'a str>,
     /// Runs on after the call returns.
     pub background: bool,
+}
+
+/// A subagent launch: what it was asked and of which type.
+#[derive(Debug, Clone)]
+pub struct Subagent<'a> {
+    /// `subagent_type` (`general-purpose`, a custom agent's name).
+    pub kind: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub prompt: Option<&'a str>,
+    /// Runs on after the call returns (`run_in_background`; 2.1.328 runs subagents in the
+    /// background by default, and says so in the result).
+    pub background: Option<bool>,
 }
 
 /// One path a file tool changes, as given by the agent (absolute, or relative to `cwd`).

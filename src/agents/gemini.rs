@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Agent;
-use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in, parse_ms};
+use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in};
 
 /// Gemini CLI's own event names (the ones no other agent uses).
 pub fn is_gemini_event(name: &str) -> bool {
@@ -48,13 +48,8 @@ pub fn phase(name: &str) -> Option<Phase> {
 
 pub fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
-    let name = s("hook_event_name").unwrap_or("");
-    let ph = phase(name);
-    let session = s("session_id").filter(|x| !x.is_empty()).unwrap_or("unknown");
-    let mut ev = Event::new(Agent::Gemini, v, name, ph, session);
-    ev.cwd = s("cwd");
-    ev.transcript = s("transcript_path");
-    ev.at_ms = v.get("timestamp").and_then(parse_ms);
+    let mut ev = Event::common(Agent::Gemini, v, phase);
+    let ph = ev.phase;
     ev.prompt = s("prompt").filter(|_| ph == Some(Phase::Prompt));
     ev.source = s("source");
     ev.reason = s("reason");

@@ -19,8 +19,17 @@
 //!   on), the hook derives them at once ([`settle_own`]).
 //!
 //! Attribution: a change another tool call journaled after the snapshot (any session)
-//! explains is not the command's; a change nothing journaled explains while another session
-//! was active stays the command's, flagged `attribution: "uncertain"`.
+//! explains is not the command's; the rest is judged by [`super::attribution`]: certain when
+//! only this command's window was open at its ctime, `uncertain` (with `candidates`) when
+//! another was or another session was active, `after_stop` when it was made after the
+//! session's last sign of life (the orphaned command's, or someone's after Claude Code
+//! stopped: walj cannot tell without its watcher). Each record carries its change's time
+//! (`changed`).
+//!
+//! Derived at a reader's first look and appended (claimed once, above) rather than derived at
+//! every read: the verdict depends on the disk at that moment (a later reader would see the
+//! user's later edits as the command's), so the first look is fixed in the journal, and the
+//! claim makes two readers at once safe.
 
 use std::fs;
 use std::io;
@@ -87,7 +96,10 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
     }
     let (cfg, matcher) = Config::load_or_default(&project.config_path(), |_| {});
     // Attribution needs every session's writes, settled ones included.
-    let all = match Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() }) {
+    let all = match Fold::load(
+        &project.journal,
+        &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() },
+    ) {
         Ok(f) => f,
         Err(e) => {
             out.problems.push(format!("reading {}: {e}", project.journal.display()));
@@ -167,7 +179,24 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
                 continue;
             }
             // Each other claimant's snapshot saw the change after its Pre: its window was open.
-            records.push(r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, others.clone()));
+            // One made after the session stopped stays that; candidates already named stay.
+            let kept = if r.get_str(key::ATTRIBUTION) == Some(attribution::AFTER_STOP) {
+                attribution::AFTER_STOP
+            } else {
+                attribution::UNCERTAIN
+            };
+            let mut names: Vec<String> = r
+                .extra
+                .get(key::CANDIDATES)
+                .and_then(serde_json::Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            for o in others {
+                if !names.contains(o) {
+                    names.push(o.clone());
+                }
+            }
+            records.push(r.with(key::ATTRIBUTION, kept).with(key::CANDIDATES, names));
         }
     }
 }
@@ -192,8 +221,9 @@ pub fn settle_own(
     if own.is_empty() {
         return Ok(Vec::new());
     }
-    let all = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() })
-        .map_err(io_err(&project.journal, "reading"))?;
+    let all =
+        Fold::load(&project.journal, &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
+            .map_err(io_err(&project.journal, "reading"))?;
     let mut out = Vec::new();
     for (path, snap) in own {
         let done = already_recorded(&all, &snap.parent);
@@ -228,7 +258,7 @@ fn candidates(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The child records of a killed command: what changed since its snapshot, less what other
-/// journaled tool calls explain.
+/// journaled tool calls explain, each judged by the rule of [`super::attribution`].
 fn derive(
     project: &Project,
     cfg: &Config,
@@ -236,6 +266,7 @@ fn derive(
     snap: &Snapshot,
     all: &Fold,
 ) -> Result<Vec<Record>, SnapError> {
+    use super::attribution::{self as rule, Scene, Verdict, Window};
     let mut tree = Tree::open(project, cfg, matcher);
     let now = tree.take(Some(snap), None)?;
     let changes = tree.diff(snap, &now)?;
@@ -257,7 +288,21 @@ fn derive(
         .filter(|s| s.session != snap.session && (s.last_ts.as_str() >= since || s.status() == SessionStatus::Live))
         .map(|s| s.first_ts.as_str().max(since).to_string())
         .min();
-    let mut kept: Vec<(Change, bool)> = Vec::new();
+    let windows: Vec<(String, i64, Option<i64>)> = all
+        .sessions
+        .iter()
+        .flat_map(|s| s.commands.iter())
+        .filter(|c| c.id != snap.parent)
+        .filter_map(|c| Some((c.id.clone(), ms(&c.ts)?, c.ended_ts.as_deref().and_then(ms))))
+        .collect();
+    let own = Window { id: &snap.parent, open: ms(since).unwrap_or(0), close: None };
+    let scene = Scene {
+        others: windows.iter().map(|(id, open, close)| Window { id, open: *open, close: *close }).collect(),
+        writer_from: crowded_from.as_deref().and_then(ms),
+        last_life: last_sign_of_life(all, &snap.session),
+        margin: ctime_margin(project),
+    };
+    let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
@@ -268,37 +313,142 @@ fn derive(
             // The disk holds what another journaled call wrote: its change, not the command's.
             continue;
         }
-        let uncertain = !on_path.is_empty()
-            || crowded_from.as_deref().is_some_and(|from| {
-                changed_at(&project.root.join(crate::fsutil::name::to_path(&c.rel))).is_none_or(|t| t.as_str() >= from)
-            });
-        kept.push((c, uncertain));
+        let at = change_time(&project.root, &c.rel);
+        let mut verdict = rule::judge(&own, &scene, at);
+        if !on_path.is_empty() && verdict == Verdict::Certain {
+            // Another call journaled this path since: the disk matches neither's image.
+            verdict = Verdict::Uncertain(Vec::new());
+        }
+        let when = match at {
+            rule::At::Exact(t) | rule::At::NoLaterThan(t) => Some(t),
+            rule::At::Unknown => None,
+        };
+        kept.push((c, verdict, when));
     }
-    let changes: Vec<Change> = kept.iter().map(|(c, _)| c.clone()).collect();
+    let changes: Vec<Change> = kept.iter().map(|(c, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
     Ok(records
         .into_iter()
-        .zip(kept.iter().map(|(_, u)| *u))
-        .map(|(r, uncertain)| {
-            let r = r.with(key::UNFINISHED, true);
-            if uncertain { r.with(key::ATTRIBUTION, attribution::UNCERTAIN) } else { r }
+        .zip(kept)
+        .map(|(r, (_, verdict, when))| {
+            let mut r = r.with(key::UNFINISHED, true);
+            if let Some(t) = when.and_then(ts_of) {
+                r = r.with(key::CHANGED, t);
+            }
+            match verdict {
+                Verdict::Certain => r,
+                Verdict::AfterStop => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
+                Verdict::Uncertain(c) => r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, c),
+            }
         })
         .collect())
 }
 
-/// When a file last changed, as a journal timestamp: the later of its mtime and ctime (`tar`,
-/// `cp -p` and `rsync` keep an old mtime; the ctime still moves). `None`: no such file.
-pub fn changed_at(abs: &Path) -> Option<String> {
+/// A journal timestamp as milliseconds since the epoch.
+pub fn ms(ts: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(ts).ok().map(|t| t.timestamp_millis())
+}
+
+fn ts_of(ms: i64) -> Option<String> {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms).map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+}
+
+/// The last sign of life of `session` without a watcher: the latest of its last journal
+/// record (its own hooks', not what walj derived for it since) and its transcript's mtime.
+fn last_sign_of_life(all: &Fold, session: &str) -> Option<i64> {
+    let s = all.session(session)?;
+    let journal = ms(&s.last_life_ts).or_else(|| ms(&s.last_ts));
+    let transcript = s
+        .transcript
+        .as_deref()
+        .and_then(|t| fs::metadata(t).ok())
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_millis()).ok());
+    journal.max(transcript).or(journal)
+}
+
+/// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest
+/// existing folder's ctime (which only proves "no later than").
+pub fn change_time(root: &Path, rel: &str) -> super::attribution::At {
+    use super::attribution::At;
+    let abs = root.join(crate::fsutil::name::to_path(rel));
+    if let Some(t) = ctime_ms(&abs) {
+        return At::Exact(t);
+    }
+    let mut dir = abs.parent();
+    while let Some(d) = dir {
+        if let Some(t) = ctime_ms(d) {
+            return At::NoLaterThan(t);
+        }
+        if d == root {
+            break;
+        }
+        dir = d.parent();
+    }
+    At::Unknown
+}
+
+/// A path's ctime (its own, not a link's target), ms since the epoch; the mtime where no
+/// ctime exists (Windows).
+fn ctime_ms(abs: &Path) -> Option<i64> {
     let meta = fs::symlink_metadata(abs).ok()?;
-    let t = meta.modified().ok()?;
     #[cfg(unix)]
-    let t = {
+    {
         use std::os::unix::fs::MetadataExt;
-        let c = std::time::UNIX_EPOCH
-            + Duration::new(u64::try_from(meta.ctime()).unwrap_or(0), u32::try_from(meta.ctime_nsec()).unwrap_or(0));
-        t.max(c)
+        Some(meta.ctime() * 1000 + meta.ctime_nsec() / 1_000_000)
+    }
+    #[cfg(not(unix))]
+    {
+        let t = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        i64::try_from(t.as_millis()).ok()
+    }
+}
+
+/// The least margin, in ms, however fine the file system's clock.
+const MIN_MARGIN_MS: i64 = 2;
+
+/// How far a ctime can sit from the journal's clock: written once, read back. A file is
+/// written in `.walj/` between two reads of the clock; its ctime's distance outside that span
+/// (a coarse kernel clock, a network file system's clock) plus the span itself is the margin
+/// within which no verdict is certain. Falls back to 1 s when `.walj/` cannot be written.
+pub fn ctime_margin(project: &Project) -> i64 {
+    let probe = project.dir.join(format!("ctime-probe.{}", std::process::id()));
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_micros()).ok())
+            .unwrap_or(0)
     };
-    Some(chrono::DateTime::<chrono::Utc>::from(t).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    let before = now();
+    let written = fs::write(&probe, b"walj ctime probe\n");
+    let after = now();
+    let c = written.ok().and_then(|()| fs::symlink_metadata(&probe).ok());
+    let _ = fs::remove_file(&probe);
+    let Some(meta) = c else { return 1000 };
+    #[cfg(unix)]
+    let c_us = {
+        use std::os::unix::fs::MetadataExt;
+        meta.ctime() * 1_000_000 + meta.ctime_nsec() / 1000
+    };
+    #[cfg(not(unix))]
+    let c_us = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_micros()).ok())
+        .unwrap_or(before);
+    let off = if c_us < before { before - c_us } else { c_us.saturating_sub(after) };
+    // The journal's times are in ms: one more for their rounding.
+    ((off + (after - before)) / 1000 + 1).max(MIN_MARGIN_MS)
+}
+
+/// When a file last changed, as a journal timestamp: its ctime (the mtime is set freely by
+/// `touch -d`, `cp -p`, `tar`, `rsync -a`; the ctime still moves). `None`: no such file.
+pub fn changed_at(abs: &Path) -> Option<String> {
+    ctime_ms(abs).and_then(ts_of)
 }
 
 /// True when the journal already has the command's derived children (a walj killed after

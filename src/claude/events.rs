@@ -67,23 +67,36 @@ impl HookEvent {
     }
 }
 
+/// Claude Code 2.1.332's event for a skill's or slash command's `!` shell line (`tool_name`,
+/// `tool_input.command`, `command_name`, `invoked_by`, a `tool_use_id` no transcript call
+/// names). No Post event follows: its window closes at the session's next hook event. Not in
+/// [`HookEvent::ALL`]: older Claude Code versions do not know it.
+pub const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";
+
 macro_rules! tool_table {
-    (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*]) => {
+    (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*], subagent: $sub:literal) => {
         /// Tools whose calls change files (entries).
         pub const FILE_TOOLS: &[&str] = &[$($file),*];
         /// The shell tool (bash snapshots, command entries).
         pub const SHELL_TOOL: &str = $shell;
         /// Tools whose calls are session context (todo lists).
         pub const TODO_TOOLS: &[&str] = &[$($todo),*];
-        /// Tools walj needs to see in PreToolUse / PostToolUse / PostToolUseFailure: all of the above.
-        pub const TOOL_MATCHER: &str = concat!($($file, "|",)* $shell $(, "|", $todo)*);
+        /// The tool that starts a subagent: journaled so its entries group under it and a
+        /// subagent still running when the session died is told. Two more hook processes per
+        /// subagent launch (its Pre and Post, each about a millisecond of walj's own time),
+        /// none per call the subagent makes.
+        pub const SUBAGENT_TOOL: &str = $sub;
+        /// Tools walj needs to see in PreToolUse / PostToolUse / PostToolUseFailure: all of the
+        /// above, by exact name (never `*`: every Read, Grep and MCP call would start a hook).
+        pub const TOOL_MATCHER: &str = concat!($($file, "|",)* $shell $(, "|", $todo)*, "|", $sub);
     };
 }
 
 tool_table!(
     file: ["Edit", "Write", "MultiEdit", "NotebookEdit"],
     shell: "Bash",
-    todo: ["TodoWrite", "TaskCreate", "TaskUpdate"]
+    todo: ["TodoWrite", "TaskCreate", "TaskUpdate"],
+    subagent: "Agent"
 );
 
 /// Whether missing `tool` from a tool-event matcher means file changes go unjournaled.
@@ -101,9 +114,14 @@ mod tests {
             assert_eq!(HookEvent::parse(e.name()), Some(e));
         }
         assert_eq!(HookEvent::parse("Notification"), None);
-        assert_eq!(TOOL_MATCHER, "Edit|Write|MultiEdit|NotebookEdit|Bash|TodoWrite|TaskCreate|TaskUpdate");
-        let tools: Vec<&str> =
-            FILE_TOOLS.iter().copied().chain([SHELL_TOOL]).chain(TODO_TOOLS.iter().copied()).collect();
+        assert_eq!(TOOL_MATCHER, "Edit|Write|MultiEdit|NotebookEdit|Bash|TodoWrite|TaskCreate|TaskUpdate|Agent");
+        let tools: Vec<&str> = FILE_TOOLS
+            .iter()
+            .copied()
+            .chain([SHELL_TOOL])
+            .chain(TODO_TOOLS.iter().copied())
+            .chain([SUBAGENT_TOOL])
+            .collect();
         assert_eq!(TOOL_MATCHER.split('|').collect::<Vec<_>>(), tools);
         assert!(is_essential_tool("Bash") && is_essential_tool("NotebookEdit") && !is_essential_tool("TodoWrite"));
         assert_eq!(HookEvent::PostToolUseFailure.matcher(), Some(TOOL_MATCHER));

@@ -4,7 +4,9 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
-use super::model::{Action, Command, CommandStatus, Entry, EntryState, Handoff, HeadMove, Prompt, SessionInfo, Todo};
+use super::model::{
+    Action, Command, CommandStatus, Entry, EntryState, Handoff, HeadMove, Prompt, SessionInfo, Subagent, Todo,
+};
 use super::{Fold, FoldOptions};
 use crate::journal::record::{Record, how, key, kind, op, parse_record, tool};
 use crate::journal::view::RecordView;
@@ -103,6 +105,14 @@ impl Fold {
         s.imported |= view.imported;
         if let (Some(pid), Some(start)) = (view.pid, view.pstart) {
             s.proc = Some(ProcRef { pid, start });
+        }
+        if activity && !view.unfinished && view.ts.as_ref() > s.last_life_ts.as_str() {
+            // Reuses the string's room: no allocation per line.
+            s.last_life_ts.clear();
+            s.last_life_ts.push_str(&view.ts);
+        }
+        if let Some(a) = view.agent_id.as_deref() {
+            note_subagent(s, a, &view.ts);
         }
     }
 
@@ -273,6 +283,8 @@ impl Fold {
             running: None,
             finished: None,
             head_before: head_of(rec),
+            ended_ts: None,
+            agent_id: rec.get_str(key::AGENT_ID).map(str::to_string),
         };
         let mut first = false;
         match op_name {
@@ -333,6 +345,7 @@ impl Fold {
                 if let Some(p) = pos {
                     let c = &mut s.commands[p];
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
+                    c.ended_ts = Some(rec.ts.clone());
                     c.error = rec.get_str(key::ERROR).map(str::to_string);
                     if let Some(t) = rec.get_str(key::TASK_ID) {
                         c.task_id = Some(t.to_string());
@@ -432,7 +445,11 @@ impl Fold {
                 }
             }
             kind::TASK => apply_task(s, rec),
+            kind::SUBAGENT => apply_subagent(s, rec),
             kind::STOP | kind::SUBAGENT_STOP => {
+                if k == kind::SUBAGENT_STOP {
+                    subagent_stopped(s, rec);
+                }
                 if let Some(m) = text(key::LAST_ASSISTANT_MESSAGE) {
                     s.last_assistant_message = Some(m);
                 }
@@ -461,6 +478,120 @@ impl Fold {
             s.agent = text(key::AGENT);
         }
     }
+}
+
+/// A record a subagent's event made: the subagent is alive at `ts` (known from its records
+/// alone when its `Agent` call was not journaled, or before its result names its id).
+fn note_subagent(s: &mut SessionInfo, agent_id: &str, ts: &str) {
+    match s.subagents.iter_mut().find(|a| a.agent_id.as_deref() == Some(agent_id)) {
+        Some(a) => {
+            if ts > a.last_ts.as_str() {
+                a.last_ts = ts.to_string();
+            }
+        }
+        None => s.subagents.push(Subagent {
+            agent_id: Some(agent_id.to_string()),
+            started: ts.to_string(),
+            last_ts: ts.to_string(),
+            ..Default::default()
+        }),
+    }
+}
+
+/// A `subagent` record: the `Agent` call's launch, or its outcome (which names the
+/// subagent's `agent_id` in `target`).
+fn apply_subagent(s: &mut SessionInfo, rec: &Record) {
+    let text = |k: &str| rec.get_str(k).map(str::to_string);
+    let call = text(key::CALL);
+    let status = rec.get_str(key::STATUS).unwrap_or("");
+    if status == "start" {
+        s.subagents.push(Subagent {
+            call,
+            kind: text(key::AGENT_TYPE),
+            description: text(key::DESCRIPTION),
+            started: rec.ts.clone(),
+            last_ts: rec.ts.clone(),
+            background: rec.extra.get(key::BACKGROUND).and_then(Value::as_bool) == Some(true),
+            ..Default::default()
+        });
+        return;
+    }
+    let at = match call.as_deref() {
+        Some(c) => s.subagents.iter().rposition(|a| a.call.as_deref() == Some(c)),
+        None => None,
+    };
+    let i = match at {
+        Some(i) => i,
+        None => {
+            s.subagents.push(Subagent {
+                call,
+                kind: text(key::AGENT_TYPE),
+                description: text(key::DESCRIPTION),
+                started: rec.ts.clone(),
+                last_ts: rec.ts.clone(),
+                ..Default::default()
+            });
+            s.subagents.len() - 1
+        }
+    };
+    if let Some(id) = rec.target.as_deref().filter(|t| !t.is_empty()) {
+        // Its tool calls' records came first (a foreground subagent runs before its call's
+        // Post): fold that run into this one.
+        if let Some(j) = s.subagents.iter().position(|a| a.call.is_none() && a.agent_id.as_deref() == Some(id))
+            && j != i
+        {
+            let orphan = s.subagents.remove(j);
+            let i = if j < i { i - 1 } else { i };
+            let a = &mut s.subagents[i];
+            a.started = a.started.clone().min(orphan.started);
+            a.last_ts = a.last_ts.clone().max(orphan.last_ts);
+            a.ended = a.ended.take().or(orphan.ended);
+            a.agent_id = Some(id.to_string());
+            return finish_call(a, rec, status);
+        }
+        s.subagents[i].agent_id = Some(id.to_string());
+    }
+    finish_call(&mut s.subagents[i], rec, status);
+}
+
+fn finish_call(a: &mut Subagent, rec: &Record, status: &str) {
+    if rec.ts > a.last_ts {
+        a.last_ts = rec.ts.clone();
+    }
+    match status {
+        "async_launched" => a.background = true,
+        "completed" | "failed" if a.ended.is_none() => a.ended = Some((rec.ts.clone(), status.to_string())),
+        _ => {}
+    }
+}
+
+/// A SubagentStop: the subagent its `agent_id` names ended (else the oldest one still open
+/// of its type, for payloads without an id).
+fn subagent_stopped(s: &mut SessionInfo, rec: &Record) {
+    let id = rec.get_str(key::AGENT_ID);
+    let kind = rec.get_str(key::AGENT_TYPE);
+    let at = match id {
+        Some(id) => s.subagents.iter().position(|a| a.agent_id.as_deref() == Some(id)),
+        None => s.subagents.iter().position(|a| a.ended.is_none() && (kind.is_none() || a.kind.as_deref() == kind)),
+    };
+    let i = match at {
+        Some(i) => i,
+        None => {
+            s.subagents.push(Subagent {
+                agent_id: id.map(str::to_string),
+                started: rec.ts.clone(),
+                last_ts: rec.ts.clone(),
+                ..Default::default()
+            });
+            s.subagents.len() - 1
+        }
+    };
+    let a = &mut s.subagents[i];
+    if a.kind.is_none() {
+        a.kind = kind.map(str::to_string);
+    }
+    a.last_ts = a.last_ts.clone().max(rec.ts.clone());
+    a.ended = Some((rec.ts.clone(), "stopped".to_string()));
 }
 
 /// Entry ids of lines without a `tool_use_id`: an intent's generated id (`pair: true`) is

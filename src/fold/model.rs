@@ -75,6 +75,21 @@ pub struct Action {
     pub record: Record,
 }
 
+/// How much of a command line an entry it caused keeps (the command's own record has it all).
+pub const COMMAND_SHOWN: usize = 200;
+
+/// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
 /// One tool call's change to one path.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
@@ -111,8 +126,28 @@ pub struct Entry {
     pub intended: Option<String>,
     /// An in-flight file tool call: what the disk holds now ([`super::Fold::check_disk`]).
     pub disk_check: Option<InFlightCheck>,
-    /// A derived entry that may not be its command's work (`attribution: "uncertain"`).
+    /// With [`InFlightCheck::WrittenByLater`]: the later call (entry id) that wrote the
+    /// content, when the fold still holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_check_by: Option<String>,
+    /// A derived entry that may not be its command's work: any `attribution` but absent
+    /// (`uncertain`, `after_stop`, or a value this walj does not know).
     pub uncertain: bool,
+    /// A derived entry made (by its ctime) after its session's last sign of life
+    /// (`attribution: "after_stop"`): the orphaned command's, or made after Claude Code
+    /// stopped. Never counted as Claude's work (`revert --session`, the brief).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_stop: bool,
+    /// The subagent whose tool call made it (`agent_id`); `None`: the main thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// For an entry derived from a killed command: when the change was made (its ctime),
+    /// shown as its time; `ts` is when walj first looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
+    /// For an entry a Bash command caused: the command line (cut to [`COMMAND_SHOWN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// For an uncertain entry: the other commands whose windows were open when the change
     /// was made (`candidates`), each of which may have made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -128,6 +163,7 @@ impl Entry {
     /// A new entry from its first line: `base` is the lifecycle state that line gives.
     #[inline]
     pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
+        let command = view.parent.as_ref().and(view.command.as_deref()).map(|c| cut(c, COMMAND_SHOWN));
         Entry {
             id,
             session,
@@ -152,7 +188,12 @@ impl Entry {
             unfinished: view.unfinished,
             intended: view.intended.map(Cow::into_owned),
             disk_check: None,
-            uncertain: view.attribution.as_deref() == Some(crate::journal::attribution::UNCERTAIN),
+            disk_check_by: None,
+            uncertain: view.attribution.is_some(),
+            after_stop: view.attribution.as_deref() == Some(crate::journal::attribution::AFTER_STOP),
+            agent_id: view.agent_id.map(Cow::into_owned),
+            command,
+            changed: view.changed.map(Cow::into_owned),
             candidates: view.candidates,
             still_running: false,
             verified: None,
@@ -164,6 +205,11 @@ impl Entry {
     }
     pub fn is_unresolved(&self) -> bool {
         self.state().is_unresolved()
+    }
+    /// When the change was made, as far as walj knows: a derived entry's ctime, else the
+    /// record's time.
+    pub fn when(&self) -> &str {
+        self.changed.as_deref().unwrap_or(&self.ts)
     }
     /// The last action not undone.
     pub fn last_action(&self) -> Option<&Action> {
@@ -271,6 +317,52 @@ pub struct Command {
     /// Where git's HEAD pointed at the command's intent (`head`, `branch` of the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_before: Option<crate::git::Head>,
+    /// When its outcome was recorded (`None`: none yet): the end of its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ts: Option<String>,
+    /// The subagent that ran it (`agent_id`); `None`: the main thread. A subagent's
+    /// foreground command is its own work, never a background process of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+/// One subagent of a session: from its `Agent` call (`subagent` records), the records its
+/// tool calls made (`agent_id`) and its SubagentStop.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Subagent {
+    /// The `Agent` call's id (`None`: known only from its records, the call not journaled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// Claude Code's `agent_id` (`None` until its result or first record names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// `subagent_type` / `agent_type` (`general-purpose`, a custom agent's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its first sign: the call's intent or its first record.
+    pub started: String,
+    /// Its last record (a tool call, its stop).
+    pub last_ts: String,
+    /// Launched to run on in the background (`async_launched`).
+    pub background: bool,
+    /// When it ended (SubagentStop, a completed or failed call, or a Stop that no longer
+    /// lists it) and how (`completed`, `failed`, `stopped`). `None`: still running, or, in a
+    /// session that is gone, running when it died.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<(String, String)>,
+}
+
+impl Subagent {
+    /// A name for people: its type and description (`general-purpose "find the bug"`).
+    pub fn label(&self) -> String {
+        let kind = self.kind.as_deref().unwrap_or("subagent");
+        match self.description.as_deref().filter(|d| !d.is_empty()) {
+            Some(d) => format!("{kind} \"{d}\""),
+            None => kind.to_string(),
+        }
+    }
 }
 
 /// A command that moved git's HEAD (its intent and outcome name different heads): a branch
@@ -309,6 +401,10 @@ pub struct SessionInfo {
     pub sid: String,
     pub first_ts: String,
     pub last_ts: String,
+    /// Its last sign of life in the journal: the last record its own hooks wrote (not the
+    /// entries walj derived for it later, nor triage).
+    #[serde(default)]
+    pub last_life_ts: String,
     pub started: Option<String>,
     pub source: Option<String>,
     pub model: Option<String>,
@@ -336,6 +432,9 @@ pub struct SessionInfo {
     /// (StopFailure: "ended by an API error: …"); cleared by its next prompt or Stop.
     pub turn_failure: Option<String>,
     pub background_tasks: Vec<Value>,
+    /// The session's subagents, in launch order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<Subagent>,
     /// The commands of the session that moved git's HEAD, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub head_moves: Vec<HeadMove>,
@@ -397,6 +496,15 @@ impl SessionInfo {
     }
     pub fn last_prompt(&self) -> Option<&str> {
         self.prompts.last().map(|p| p.text.as_str())
+    }
+    /// The subagent `agent_id` names.
+    pub fn subagent(&self, agent_id: &str) -> Option<&Subagent> {
+        self.subagents.iter().find(|a| a.agent_id.as_deref() == Some(agent_id))
+    }
+    /// Subagents with no end: still running while the session lives; running when it died
+    /// once it is gone.
+    pub fn subagents_unended(&self) -> impl Iterator<Item = &Subagent> {
+        self.subagents.iter().filter(|a| a.ended.is_none())
     }
     pub fn todos_done(&self) -> (usize, usize) {
         (self.todos.iter().filter(|t| !t.is_open()).count(), self.todos.len())

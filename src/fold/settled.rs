@@ -98,10 +98,11 @@ impl Fold {
         // File tool calls without an outcome: did they write before the crash? Only this
         // call's own outcome could say "completed" for sure; when a later call left the same
         // content, the disk says nothing about this one.
-        let mut later: HashMap<String, Vec<(u64, String)>> = HashMap::new();
+        // path → (line, after, entry id) of every entry with an after image.
+        let mut later: HashMap<String, Vec<(u64, String, String)>> = HashMap::new();
         for e in &self.entries {
             if let Some(id) = e.after.as_ref().and_then(|b| b.id()) {
-                later.entry(e.path.clone()).or_default().push((e.line, id.to_string()));
+                later.entry(e.path.clone()).or_default().push((e.line, id.to_string(), e.id.clone()));
             }
         }
         let mut checks = Vec::new();
@@ -113,14 +114,26 @@ impl Fold {
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
             let cap = *cap.get_or_insert_with(|| capture_cap(project));
             let Some(disk) = disk_blob(&abs, cap) else { continue };
+            // The later call that left the disk's content (`Some(None)`: one walj no longer
+            // keeps, settled and dropped).
             let rewritten = || {
-                later
-                    .get(&e.path)
-                    .is_some_and(|v| v.iter().any(|(l, a)| *l > e.line && Some(a.as_str()) == disk.as_deref()))
-                    || self.settled_after(&e.path, e.line, disk.as_deref())
+                let by = later.get(&e.path).and_then(|v| {
+                    v.iter().find(|(l, a, _)| *l > e.line && Some(a.as_str()) == disk.as_deref()).map(|x| x.2.clone())
+                });
+                match by {
+                    Some(id) => Some(Some(id)),
+                    None => self.settled_after(&e.path, e.line, disk.as_deref()).then_some(None),
+                }
             };
+            let mut by = None;
             let check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
-                Some(if rewritten() { InFlightCheck::WrittenByLater } else { InFlightCheck::Completed })
+                Some(match rewritten() {
+                    Some(id) => {
+                        by = id;
+                        InFlightCheck::WrittenByLater
+                    }
+                    None => InFlightCheck::Completed,
+                })
             } else if disk.as_deref() == before.id() {
                 Some(InFlightCheck::Unchanged)
             } else if e.intended.is_some() {
@@ -129,10 +142,11 @@ impl Fold {
                 // Not knowing what the call meant to write (older records), claim nothing.
                 None
             };
-            checks.push((i, check));
+            checks.push((i, check, by));
         }
-        for (i, check) in checks {
+        for (i, check, by) in checks {
             self.entries[i].disk_check = check;
+            self.entries[i].disk_check_by = by;
         }
     }
 

@@ -42,6 +42,10 @@ pub mod kind {
     pub const PROMPT: &str = "prompt";
     pub const STOP: &str = "stop";
     pub const SUBAGENT_STOP: &str = "subagent_stop";
+    /// An `Agent` call (a subagent launch): `call` = its tool_use_id, `status` = `start` at its
+    /// PreToolUse, then `async_launched` (it runs on in the background), `completed` or
+    /// `failed` at its Post; `agent_type`, `description`, `prompt`, and `agent_id` once known.
+    pub const SUBAGENT: &str = "subagent";
     /// A turn ended by an API error (StopFailure): its entries stay unresolved, `reason` says
     /// why, until the session's next prompt verifies them.
     pub const STOP_FAILURE: &str = "stop_failure";
@@ -104,11 +108,17 @@ pub mod event {
     pub const CHECKPOINT: &str = "checkpoint";
 }
 
-/// `attribution` values of derived (Bash side-effect) entries.
+/// `attribution` values of derived (Bash side-effect) entries; absent = certain, the
+/// command's. A reader treats any value it does not know as [`UNCERTAIN`] (newer walj may add
+/// values), so an old reader never calls a change Claude's that a newer one doubted.
 pub mod attribution {
     /// Nothing journaled explains the change, but another session (or the user) was active
     /// while the command ran: it may not be the command's.
     pub const UNCERTAIN: &str = "uncertain";
+    /// Made (by its ctime) after the command's session showed its last sign of life: the
+    /// orphaned command's, or someone's after Claude Code stopped; walj cannot tell which
+    /// without its watcher.
+    pub const AFTER_STOP: &str = "after_stop";
 }
 
 /// `nocap` values: why an image was recorded by id only.
@@ -161,6 +171,10 @@ pub mod key {
     pub const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
     pub const ATTRIBUTION: &str = "attribution";
+    /// On a derived entry of a killed command: when the change was made (its ctime; for a
+    /// deletion, its folder's), as a journal timestamp. The record's own `ts` is when walj
+    /// first looked.
+    pub const CHANGED: &str = "changed";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";
@@ -225,8 +239,20 @@ pub mod key {
     /// Session records of a coding agent other than Claude Code: `codex`, `gemini`, `copilot`
     /// (`crate::agents::Agent::name`). Absent = Claude Code.
     pub const AGENT: &str = "agent";
-    /// Subagent stops.
+    /// The subagent whose event made the record (every record of a subagent's tool calls,
+    /// its SubagentStop, its launch): Claude Code's `agent_id` and `agent_type`. Absent = the
+    /// main thread.
     pub const AGENT_ID: &str = "agent_id";
+    pub const AGENT_TYPE: &str = "agent_type";
+    /// A skill's `!` shell line (`PreSkillShellCommand`): the skill or slash command that ran
+    /// it (`command_name`) and who invoked it (`invoked_by`).
+    pub const SKILL: &str = "skill";
+    pub const INVOKED_BY: &str = "invoked_by";
+    /// The outcome of a command with no Post event of its own (a skill's shell line): the
+    /// event that closed its window.
+    pub const CLOSED_BY: &str = "closed_by";
+    /// A subagent launch (`subagent` session records): the `Agent` call's id.
+    pub const CALL: &str = "call";
     pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";
     /// The checksum field every v2 line ends with.
     pub const CRC: &str = "crc";

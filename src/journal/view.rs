@@ -75,6 +75,15 @@ pub struct RecordView<'a> {
     /// `intended` of a file tool's intent (a blob id).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub intended: Option<Cow<'a, str>>,
+    /// `command` of a Bash command's record or of an entry derived from it.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub command: Option<Cow<'a, str>>,
+    /// `changed` of an entry derived from a killed command: when the change was made.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub changed: Option<Cow<'a, str>>,
+    /// `agent_id` of a record a subagent's event made (absent: the main thread).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub agent_id: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -294,6 +303,9 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "action" => view.action = Some(c),
                     "attribution" => view.attribution = Some(c),
                     "intended" => view.intended = Some(c),
+                    "agent_id" => view.agent_id = Some(c),
+                    "command" => view.command = Some(c),
+                    "changed" => view.changed = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -368,6 +380,9 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "action" => view.action = None,
         "attribution" => view.attribution = None,
         "intended" => view.intended = None,
+        "agent_id" => view.agent_id = None,
+        "command" => view.command = None,
+        "changed" => view.changed = None,
         _ => {}
     }
 }

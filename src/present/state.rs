@@ -2,7 +2,7 @@
 //! description each, shared by `recover`, `log`, the TUI, the SessionStart note and the
 //! briefs.
 
-use crate::fold::{EntryState, SessionStatus};
+use crate::fold::{Entry, EntryState, SessionStatus};
 
 /// A colour by meaning; each output maps it once (ANSI in `style.rs`, ratatui in
 /// `tui/theme.rs`).
@@ -90,6 +90,95 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
     }
 }
 
+/// The state of `e` in prose, as the facts allow: an entry derived from a command that never
+/// finished has no "applied" moment (`changed on disk`), and a tool call of a session that
+/// still runs is `running now`, not "in flight when the session stopped".
+pub fn entry_label(e: &Entry, session: SessionStatus) -> String {
+    match e.state() {
+        EntryState::Applied | EntryState::Failed if e.unfinished => "changed on disk".to_string(),
+        EntryState::InFlight if session == SessionStatus::Live => "running now".to_string(),
+        s => label(s),
+    }
+}
+
+/// What the state of `e` means (the one sentence the note, the briefs, `recover` and the TUI
+/// share): [`meaning`], except where it would contradict the entry's own facts — a
+/// snapshot-derived entry's command did run (its diff shows it), so it never says "may not
+/// have run"; it says which command changed the file.
+pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
+    let st = e.state();
+    if e.unfinished && matches!(st, EntryState::Applied | EntryState::Failed | EntryState::InFlight) {
+        let cmd = e.command.as_deref().map(one_line).unwrap_or_else(|| "(command not recorded)".to_string());
+        return if e.still_running {
+            format!("changed on disk by a command that never finished and still runs: `{cmd}`")
+        } else {
+            format!("changed on disk by a command that never finished: `{cmd}`")
+        };
+    }
+    if st == EntryState::InFlight && session == SessionStatus::Live {
+        return "running now: its session is live".to_string();
+    }
+    meaning(st).to_string()
+}
+
+/// Who may have made the change of a derived entry, when walj is not sure it was its
+/// command's ([`crate::bashsnap::attribution`]): `None` when it is certain. `others` names the
+/// candidates as they should be shown (short ids).
+pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
+    if e.after_stop {
+        let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
+        return Some(format!(
+            "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher; not counted as Claude's work"
+        ));
+    }
+    if !e.uncertain {
+        return None;
+    }
+    Some(if others.is_empty() {
+        "may not be this command's: another session or the user was active while it ran".to_string()
+    } else {
+        format!("may be this command's or {}'s: they ran at the same time", others.join("'s or "))
+    })
+}
+
+/// Whose work an entry is, for grouping: the subagent that made it (`None`: the main thread).
+pub fn by_subagent<'a>(e: &Entry, session: &'a crate::fold::SessionInfo) -> Option<&'a crate::fold::Subagent> {
+    session.subagent(e.agent_id.as_deref()?)
+}
+
+/// A subagent as a heading line: its type and task, and whether it was still running when
+/// its session died (or still runs now).
+pub fn subagent_heading(a: &crate::fold::Subagent, session: SessionStatus) -> String {
+    let state = match (&a.ended, session) {
+        (Some((_, how)), _) => format!("ended ({how})"),
+        (None, SessionStatus::Live) => "running now".to_string(),
+        (None, SessionStatus::Crashed) => "still running when the session died".to_string(),
+        (None, _) => "no end recorded".to_string(),
+    };
+    let bg = if a.background { ", in the background" } else { "" };
+    format!("subagent {}{bg}: {state}", a.label())
+}
+
+/// The first line of `s`, with `…` when more lines follow.
+fn one_line(s: &str) -> String {
+    let mut lines = s.lines();
+    let first = lines.next().unwrap_or("");
+    if lines.next().is_some() { format!("{first} …") } else { first.to_string() }
+}
+
+/// [`in_flight_check`] of `e`, naming the later call that left the disk's content when the
+/// fold knows it (`ids` shows ids as the output does): a verdict names its cause.
+pub fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+    let c = e.disk_check?;
+    Some(match (c, e.disk_check_by.as_deref()) {
+        (crate::fold::InFlightCheck::WrittenByLater, Some(by)) => format!(
+            "the disk holds the intended content, but the later call {} wrote exactly that: whether this one ran is unknown",
+            short(by)
+        ),
+        _ => in_flight_check(c).to_string(),
+    })
+}
+
 /// What a session status means: the one description the TUI's session pane, `walj
 /// sessions` and the resume brief can share. `agent`: the session's coding agent.
 pub fn session_meaning(s: SessionStatus, agent: crate::agents::Agent) -> String {
@@ -131,5 +220,33 @@ mod tests {
         }
         assert_eq!(tone(EntryState::Failed), Tone::Red);
         assert_eq!(label(EntryState::HandedBack), "handed back");
+    }
+
+    fn entry(base: EntryState) -> Entry {
+        let view = crate::journal::view::RecordView::default();
+        Entry::new(1, "c1".into(), "s".into(), view, base)
+    }
+
+    /// The three contradictions of a killed command's entry are gone: no "applied" moment,
+    /// no "may not have run", and the command line instead of a tool-call id.
+    #[test]
+    fn a_killed_commands_change_says_what_ran_and_a_live_call_runs_now() {
+        let mut e = entry(EntryState::Applied);
+        e.unfinished = true;
+        e.parent = Some("toolu_01".into());
+        e.command = Some("sed -i s/a/b/ a.txt && sleep 60".into());
+        let text = entry_meaning(&e, SessionStatus::Crashed);
+        assert_eq!(text, "changed on disk by a command that never finished: `sed -i s/a/b/ a.txt && sleep 60`");
+        assert!(!text.contains("may not have run") && !text.contains("toolu_"));
+        assert_eq!(entry_label(&e, SessionStatus::Crashed), "changed on disk");
+        let f = entry(EntryState::InFlight);
+        assert_eq!(entry_label(&f, SessionStatus::Live), "running now");
+        assert!(entry_meaning(&f, SessionStatus::Live).starts_with("running now"));
+        assert_eq!(entry_meaning(&f, SessionStatus::Crashed), meaning(EntryState::InFlight));
+        assert_eq!(attribution(&e, &[]), None);
+        e.uncertain = true;
+        assert!(attribution(&e, &["b2".into()]).unwrap().contains("b2"));
+        e.after_stop = true;
+        assert!(attribution(&e, &[]).unwrap().contains("walj cannot tell without its watcher"));
     }
 }

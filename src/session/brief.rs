@@ -209,6 +209,7 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     unresolved(&mut out, input.state, lvl, id_budget);
     cut_off_commands(&mut out, input.state, lvl);
     failed_commands(&mut out, input.state, lvl, id_budget);
+    subagents(&mut out, input.state, lvl);
     background(&mut out, input.procs, lvl, id_budget);
     if let Some(m) = &input.last_message {
         let _ = writeln!(out, "\n## Last assistant message\n{}", clip(m, lvl.text * 2));
@@ -308,17 +309,23 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
     let shown = un.len().min(lvl.items);
     for e in un.iter().take(shown) {
         let mut notes = String::new();
-        if let Some(c) = e.disk_check {
-            let _ = write!(notes, "; {}", crate::present::in_flight_check(c));
+        if let Some(v) = crate::present::state::disk_verdict(e, |id| st.ids.short(id).to_string()) {
+            let _ = write!(notes, "; {v}");
         }
         if e.unfinished {
-            notes.push_str("; from a command that never finished");
-            if e.still_running {
-                notes.push_str(" and still runs");
-            }
+            let _ = write!(
+                notes,
+                "; {}",
+                clip(&crate::present::state::entry_meaning(e, crate::fold::SessionStatus::Crashed), lvl.text.max(80))
+            );
         }
-        if e.uncertain {
-            notes.push_str("; may not be from that command");
+        if let Some(a) = e.agent_id.as_deref() {
+            let label = st.info.subagent(a).map(|s| s.label()).unwrap_or_else(|| "subagent".to_string());
+            let _ = write!(notes, "; by {}", clip(&label, lvl.text));
+        }
+        let others: Vec<String> = e.candidates.iter().map(|c| st.ids.short(c).to_string()).collect();
+        if let Some(a) = crate::present::state::attribution(e, &others) {
+            let _ = write!(notes, "; {a}");
         }
         let _ = writeln!(
             out,
@@ -369,6 +376,25 @@ fn failed_commands(out: &mut String, st: &SessionState, lvl: Level, id_budget: O
     }
     let ids: Vec<String> = failed.iter().skip(shown).map(|c| st.ids.short(&c.id).to_string()).collect();
     rest(out, failed.len() - shown, "failed commands", &ids, id_budget);
+}
+
+/// Subagents with no end (still running, or running when the session died): their work is
+/// theirs, listed under them in the unresolved changes.
+fn subagents(out: &mut String, st: &SessionState, lvl: Level) {
+    let open: Vec<&crate::fold::Subagent> = st.info.subagents_unended().collect();
+    if open.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Subagents without an end ({})", open.len());
+    for a in open.iter().take(lvl.items) {
+        let n = st.unresolved().filter(|e| e.agent_id.is_some() && e.agent_id == a.agent_id).count();
+        let _ = writeln!(
+            out,
+            "- {} ({} unresolved)",
+            clip(&crate::present::state::subagent_heading(a, st.status), lvl.text),
+            n
+        );
+    }
 }
 
 /// Background processes and whether they still run.

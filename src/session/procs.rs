@@ -94,6 +94,10 @@ pub fn for_session(
     for c in &s.commands {
         let kind = if c.background {
             "background"
+        } else if c.agent_id.is_some() {
+            // A subagent's foreground command is its own work, told under the subagent
+            // (`recover`, the note), never a background process of the session.
+            continue;
         } else if c.status == CommandStatus::InFlight && status != SessionStatus::Live {
             "in_flight"
         } else {

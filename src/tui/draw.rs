@@ -481,7 +481,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     let mut out = Vec::new();
     let mut first = vec![
         Span::styled(
-            format!("{} {}", state_icon(st), present::label(st)),
+            format!("{} {}", state_icon(st), present::state::entry_label(e, status)),
             state_style(st).add_modifier(Modifier::BOLD),
         ),
         Span::styled(format!("  {}", e.tool), theme::SOFT),
@@ -501,17 +501,18 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
         first.push(Span::styled("  command never finished", theme::WARN));
     }
     out.push(Line::from(first));
-    let mut times = kv("at", app.time(&e.ts));
-    if let Some(t) = &e.applied_ts {
+    let mut times = kv(if e.changed.is_some() { "changed" } else { "at" }, app.time(e.when()));
+    // A change a snapshot found has no moment it was applied: only when walj saw it.
+    if let Some(t) = e.applied_ts.as_ref().filter(|_| !e.unfinished) {
         times.extend(kv("  applied", app.time(t)));
     }
     times.extend(kv("  session", format!("{} ({})", app.fold.ids.session(&e.session), status.as_str())));
     out.push(Line::from(times));
     if st.is_unresolved() {
-        out.push(Line::from(Span::styled(present::meaning(st).to_string(), theme::WARN)));
+        out.push(Line::from(Span::styled(present::state::entry_meaning(e, status), theme::WARN)));
     }
-    if let Some(c) = e.disk_check {
-        out.push(Line::from(Span::styled(present::in_flight_check(c).to_string(), theme::WARN)));
+    if let Some(v) = present::state::disk_verdict(e, |id| app.fold.ids.short(id).to_string()) {
+        out.push(Line::from(Span::styled(v, theme::WARN)));
     }
     if let Some(err) = &e.error {
         out.push(Line::from(vec![Span::styled("error ", theme::ERROR), Span::raw(one_line(err, 300))]));
@@ -528,11 +529,13 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
             theme::WARN,
         )));
     }
-    if e.uncertain {
-        out.push(Line::from(Span::styled(
-            "may not be from this command: another session or the user was active while it ran".to_string(),
-            theme::WARN,
-        )));
+    let others: Vec<String> = e.candidates.iter().map(|c| app.fold.ids.short(c).to_string()).collect();
+    if let Some(a) = present::state::attribution(e, &others) {
+        out.push(Line::from(Span::styled(a, theme::WARN)));
+    }
+    if let Some(a) = e.agent_id.as_deref() {
+        let label = app.fold.session(&e.session).and_then(|s| s.subagent(a)).map(|s| s.label());
+        out.push(Line::from(kv("by subagent", label.unwrap_or_else(|| a.to_string()))));
     }
     // Actions taken back one after another fold into one line: they changed nothing.
     let mut i = 0;
@@ -657,6 +660,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
                         theme::ERROR,
                         format!("never finished — still running ({})", plural(n, "process", "processes")),
                     ),
+                    None if status == SessionStatus::Live => ("◐", theme::WARN, "running now".into()),
                     None => ("◐", theme::ERROR, "in flight when the session stopped".into()),
                 },
                 CommandStatus::Ok if c.background => (

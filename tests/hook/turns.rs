@@ -246,7 +246,8 @@ fn a_call_cut_off_by_a_crash_is_not_called_completed_because_a_later_call_wrote_
     assert_eq!(e["disk"], "written_by_later", "{rec:#}");
     let text = repo.ok(&["recover"]);
     assert!(!text.contains("the tool completed"), "{text}");
-    assert!(text.contains("a later call wrote exactly that"), "{text}");
+    // The verdict names its cause: the later call, by the id recover shows.
+    assert!(text.contains("but the later call AGAI wrote exactly that"), "{text}");
 }
 
 /// The StopFailure payload Claude Code 2.1.328 sent when the API answered 529 (recorded in
