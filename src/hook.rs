@@ -540,6 +540,7 @@ impl Ctx<'_> {
             command: sh.command,
             background: sh.background,
             task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
+            claude: r.pid.zip(r.pstart),
         };
         let result = if op_name == op::INTENT {
             bashsnap::before(self.project, &cfg, matcher.as_ref(), &call).map(|()| bashsnap::Outcome::default())
@@ -741,6 +742,8 @@ impl Ctx<'_> {
         }
         // A start still waiting (a second SessionStart before any prompt): it happened first.
         self.flush_deferred_start();
+        // The checkout's watcher of Bash snapshots, ready by the first command.
+        bashsnap::start_watch(self.project, &self.config().0);
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
         let start = self.start_record();

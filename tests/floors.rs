@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// Every top-level module of `src/lib.rs`, by floor, from the ground up.
 const FLOORS: &[(&str, &[&str])] = &[
-    ("ground", &["fsutil", "sha", "git", "procinfo", "crypt", "secrets", "sampled"]),
+    ("ground", &["fsutil", "sha", "git", "procinfo", "crypt", "secrets", "sampled", "watch"]),
     ("boundary", &["claude", "journal", "store", "project", "config", "failmark"]),
     ("model", &["agents", "fold", "bashsnap"]),
     ("actions", &["triage", "session", "sync", "import", "checkpoint", "retention", "bisect"]),

@@ -12,6 +12,7 @@ pub mod setup;
 pub mod sync;
 pub mod triage;
 pub mod tui;
+pub mod watch;
 
 use std::path::PathBuf;
 
