@@ -359,9 +359,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     // The Pre's snapshot is the cache: unless the command changed something, it still holds
     // (its older time only makes more stats look racy), and the write is skipped.
-    let unchanged = now.files == pre.files
-        && now.index.as_ref().map(|i| i.st) == pre.index.as_ref().map(|i| i.st)
-        && now.watch == pre.watch;
+    // (The Pre's clock is as good a base for the watcher: it only names more paths.)
+    let unchanged = now.files == pre.files && now.index.as_ref().map(|i| i.st) == pre.index.as_ref().map(|i| i.st);
     if !unchanged || !dir.join("cache.json").exists() {
         save(&dir.join("cache.json"), &now)?;
     }
