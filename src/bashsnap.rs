@@ -956,7 +956,14 @@ impl<'a> Tree<'a> {
     /// Asks the checkout's watcher what changed since `base` (src/watch.rs), behind its
     /// cookie; `start`: a Pre may start a watcher that does not run. Never waits more than
     /// `[bash] watch_ms`.
-    fn ask_watcher(&self, base: Option<&Snapshot>, call: Option<&Call>, start: bool) -> WatchView {
+    fn ask_watcher(&mut self, base: Option<&Snapshot>, call: Option<&Call>, start: bool) -> WatchView {
+        let view = self.ask_watcher_inner(base, call, start);
+        // A full scan after the wait gets its whole `[bash] max_ms`.
+        self.deadline = Instant::now() + Duration::from_millis(self.cfg.bash.max_ms.max(1));
+        view
+    }
+
+    fn ask_watcher_inner(&self, base: Option<&Snapshot>, call: Option<&Call>, start: bool) -> WatchView {
         let why = |w: &str| WatchView { clock: None, paths: None, why: Some(w.to_string()) };
         if !self.cfg.bash.watcher {
             return why(WATCH_OFF);

@@ -59,6 +59,10 @@ pub struct Request {
     pub since: Option<Clock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionRef>,
+    /// The checkout the client means (canonical): a watcher of another one answers at once,
+    /// without waiting for a cookie it would never see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// One answer line.
@@ -186,7 +190,25 @@ pub fn claimed(places: &Places) -> bool {
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|d| d < Duration::from_secs(5));
     };
-    crate::procinfo::liveness(crate::procinfo::ProcRef { pid, start }) != crate::procinfo::Liveness::Gone
+    !zombie(pid)
+        && crate::procinfo::liveness(crate::procinfo::ProcRef { pid, start }) != crate::procinfo::Liveness::Gone
+}
+
+/// A process that has exited but was not reaped yet (a killed watcher whose parent, often a
+/// container's init, does not reap) holds no claim.
+fn zombie(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| t.rfind(')').and_then(|i| t.get(i + 2..i + 3)).map(|s| s == "Z" || s == "X"))
+            .unwrap_or(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
 }
 
 /// Starts `exe args…` detached (own process group, no terminal, null stdio) unless a watcher
@@ -259,7 +281,13 @@ fn sync_unix(
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
     );
-    let req = Request { op: "sync".into(), cookie: Some(cookie.clone()), since: since.cloned(), session };
+    let req = Request {
+        op: "sync".into(),
+        cookie: Some(cookie.clone()),
+        since: since.cloned(),
+        session,
+        root: Some(places.root.to_string_lossy().into_owned()),
+    };
     let mut line = serde_json::to_vec(&req).map_err(|e| Why::Io(e.to_string()))?;
     line.push(b'\n');
     (&stream).write_all(&line).map_err(io_err)?;

@@ -33,7 +33,11 @@ impl W {
     }
 
     fn with(repo: Repo) -> W {
-        W::with_rt(repo, Arc::new(tempfile::tempdir().unwrap()))
+        let rt = tempfile::tempdir().unwrap();
+        // The watcher refuses a runtime folder others can enter.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        W::with_rt(repo, Arc::new(rt))
     }
 
     fn with_rt(repo: Repo, rt: Arc<tempfile::TempDir>) -> W {
@@ -160,17 +164,27 @@ impl W {
                 && let Some(pid) = fs::read_to_string(&claim).ok().and_then(|c| c.split_whitespace().next()?.parse().ok())
             {
                 // Listening comes before the first crawl ends; a ping is answered after it.
-                let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
-                s.write_all(b"{\"op\":\"ping\"}\n").unwrap();
+                // (A watcher just killed may still hold its socket a moment: errors are "not yet".)
                 let mut a = String::new();
-                std::io::Read::read_to_string(&mut s, &mut a).unwrap();
-                if a.contains("epoch") {
+                let asked = std::os::unix::net::UnixStream::connect(&sock).and_then(|mut s| {
+                    s.write_all(b"{\"op\":\"ping\"}\n")?;
+                    std::io::Read::read_to_string(&mut s, &mut a)
+                });
+                if asked.is_ok() && a.contains("epoch") {
                     return pid;
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("no watcher came up at {}", sock.display());
+        let names: Vec<String> =
+            fs::read_dir(self.rt.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let claim_text = fs::read_to_string(&claim).unwrap_or_default();
+        let stat = claim_text
+            .split_whitespace()
+            .next()
+            .map(|p| fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
+            .unwrap_or_default();
+        panic!("no watcher came up at {}: {names:?}, claim {claim_text:?}, its stat {stat:?}", sock.display());
     }
 
     fn doctor(&self) -> String {
@@ -189,6 +203,20 @@ fn sh(root: &Path, cmd: &str) {
 
 fn kill(pid: u32, sig: &str) {
     assert!(Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap().success());
+    if sig == "-9" {
+        // Gone (or a zombie nobody reaps) before the test goes on: until then it holds its socket.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            // A zombie leader whose other threads still exit holds the socket: wait for them too.
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let threads = fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+            if stat.rsplit_once(')').is_none_or(|(_, rest)| rest.trim_start().starts_with('Z') && threads <= 1) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("{pid} survived kill -9");
+    }
 }
 
 /// The barrier: a change made 1 ms before the Post reaches it through the watcher, in every
@@ -265,7 +293,6 @@ fn a_killed_or_restarted_watcher_means_a_full_scan() {
     let pid = w.wait_ready();
     w.pre("toolu_k");
     kill(pid, "-9");
-    std::thread::sleep(Duration::from_millis(100));
     fs::write(w.root().join("a.txt"), "killed\n").unwrap();
     w.post("toolu_k");
     assert_eq!(w.children("toolu_k"), vec![("a.txt".to_string(), blob("killed\n"))]);

@@ -425,6 +425,11 @@ impl State {
             self.session(s);
         }
         self.last_alive = Instant::now();
+        if req.root.as_deref().is_some_and(|r| Path::new(r) != self.root) {
+            // Another checkout's client (a socket reached under another name): our root tells it.
+            self.reply(stream, None);
+            return;
+        }
         match (req.op.as_str(), req.cookie) {
             ("sync", Some(cookie)) => {
                 if self.seen.remove(&cookie).is_some() {
