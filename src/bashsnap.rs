@@ -452,7 +452,8 @@ fn reconcile(
             "missed": records.len(),
             "paths": changes.iter().take(5).map(|c| c.rel.clone()).collect::<Vec<_>>(),
         });
-        if let Ok(mut f) = fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true)) {
+        if let Ok(mut f) = fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true))
+        {
             let _ = io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
         }
     }
@@ -1230,8 +1231,8 @@ impl<'a> Tree<'a> {
         // The current index, read only when a path's other side must come from it (a command
         // that changed nothing, or only listed files, reads none: 100,000 entries cost ms).
         let index_moved = pre.index.as_ref().map(|i| i.st) != now.index.as_ref().map(|i| i.st);
-        let needs_index = index_moved
-            || paths.iter().any(|p| !pre.files.contains_key(*p) || !now.files.contains_key(*p));
+        let needs_index =
+            index_moved || paths.iter().any(|p| !pre.files.contains_key(*p) || !now.files.contains_key(*p));
         let current = if git && needs_index {
             self.index.take().or_else(|| self.repo.as_ref().and_then(|r| read_index(r, &r.path().join("index")).ok()))
         } else {

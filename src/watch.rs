@@ -218,9 +218,10 @@ pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resu
         return Ok(false);
     }
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(args).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(
-        std::process::Stdio::null(),
-    );
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     cmd.env_remove("CLAUDECODE");
     #[cfg(unix)]
     {
@@ -333,13 +334,8 @@ mod tests {
 
     #[test]
     fn answers_round_trip_and_doubts_have_no_paths() {
-        let a = Answer {
-            root: "/r".into(),
-            epoch: "e".into(),
-            seq: 3,
-            paths: None,
-            doubt: Some(doubt::OVERFLOW.into()),
-        };
+        let a =
+            Answer { root: "/r".into(), epoch: "e".into(), seq: 3, paths: None, doubt: Some(doubt::OVERFLOW.into()) };
         let text = serde_json::to_string(&a).unwrap();
         assert!(!text.contains("paths"));
         let back: Answer = serde_json::from_str(&text).unwrap();

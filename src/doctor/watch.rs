@@ -33,7 +33,8 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
                 check::WATCHER,
                 format!("Bash snapshots: the last one fell back to a full scan: {why}"),
             );
-            f.details = vec!["nothing is lost (a full scan is what walj did before the watcher); it only costs time".into()];
+            f.details =
+                vec!["nothing is lost (a full scan is what walj did before the watcher); it only costs time".into()];
             out.push(f);
         }
     }

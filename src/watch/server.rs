@@ -92,10 +92,10 @@ pub fn run(opts: &Options) -> io::Result<bool> {
             if io::BufReader::new(&stream).read_line(&mut line).is_err() {
                 continue;
             }
-            if let Ok(req) = serde_json::from_str::<Request>(line.trim_end()) {
-                if tx.send(Msg::Req(stream, req)).is_err() {
-                    break;
-                }
+            if let Ok(req) = serde_json::from_str::<Request>(line.trim_end())
+                && tx.send(Msg::Req(stream, req)).is_err()
+            {
+                break;
             }
         }
     });
@@ -469,7 +469,9 @@ impl State {
         }
         for (id, p) in ended {
             // Polled each second: it ended within the second before this time.
-            self.observe(&serde_json::json!({"ev": "end", "session": id, "pid": p.pid, "start": p.start, "within_ms": 1000}));
+            self.observe(
+                &serde_json::json!({"ev": "end", "session": id, "pid": p.pid, "start": p.start, "within_ms": 1000}),
+            );
         }
         if alive {
             self.last_alive = Instant::now();
