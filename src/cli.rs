@@ -196,7 +196,10 @@ pub enum Command {
         walj man --out ~/.local/share/man/man1     # walj.1, walj-recover.1, …")]
     Man(cmd::man::ManArgs),
     /// (internal) The per-checkout watcher of Bash snapshots, started by the hook.
-    #[command(hide = true)]
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj watch --root . --observed .walj/observed.jsonl     # what a hook starts, detached"
+    )]
     Watch(cmd::watch::WatchArgs),
 }
 
