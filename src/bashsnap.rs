@@ -88,6 +88,8 @@ pub struct Call<'a> {
     pub task_id: Option<&'a str>,
     /// The subagent that runs it (`agent_id`, `agent_type`); `None`: the main thread.
     pub agent: Option<(&'a str, Option<&'a str>)>,
+    /// The Claude Code process behind the hook (pid, start): the watcher notes when it ends.
+    pub claude: Option<(u32, u64)>,
 }
 
 impl Call<'_> {
@@ -220,7 +222,18 @@ struct Snapshot {
     agent_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     agent_type: Option<String>,
+    /// The checkout watcher's clock, taken before this snapshot looked at the tree
+    /// (src/watch.rs): the next snapshot asks what changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    clock: Option<crate::watch::Clock>,
+    /// How it was taken: [`WATCHED`] (only the paths the watcher named were looked at), or why
+    /// it was a full scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    watch: Option<String>,
 }
+
+/// [`Snapshot::watch`] of a snapshot the watcher made cheap.
+pub const WATCHED: &str = "watcher";
 
 /// What the PostToolUse hook adds to the journal for a command.
 #[derive(Debug, Default)]
@@ -229,6 +242,50 @@ pub struct Outcome {
     pub records: Vec<Record>,
     /// Summary for the command's own record (`snapshot` field), when a snapshot was compared.
     pub summary: Option<Value>,
+}
+
+/// What the watcher said before a snapshot: its clock, and the paths changed since the base
+/// (`None`: a full scan, `why` says why).
+#[derive(Debug, Clone, Default)]
+struct WatchView {
+    clock: Option<crate::watch::Clock>,
+    paths: Option<Vec<String>>,
+    why: Option<String>,
+}
+
+/// [`Snapshot::watch`] when `[bash] watcher = false`.
+pub const WATCH_OFF: &str = "off ([bash] watcher = false)";
+
+/// The observer file the watcher writes (docs/architecture.md), under `.walj/`.
+pub fn observed_path(project: &Project) -> PathBuf {
+    project.dir.join("observed.jsonl")
+}
+
+/// Starts the checkout's watcher, detached, unless one holds its claim (a failure is logged:
+/// the snapshot falls back to a full scan).
+fn start_watcher(project: &Project, places: &crate::watch::Places) {
+    let Ok(exe) = std::env::current_exe() else { return };
+    let observed = observed_path(project);
+    let args: [&std::ffi::OsStr; 5] =
+        ["watch".as_ref(), "--root".as_ref(), places.root.as_os_str(), "--observed".as_ref(), observed.as_os_str()];
+    if let Err(e) = crate::watch::spawn(places, &exe, &args) {
+        crate::fsutil::append_log(&project.errors_log(), &format!("starting the watcher: {e}"));
+    }
+}
+
+/// SessionStart: starts the checkout's watcher when it is on and none runs, so the first
+/// command finds it ready. Costs one `connect` when one runs.
+pub fn start_watch(project: &Project, cfg: &Config) {
+    if !cfg.bash.snapshot || !cfg.bash.watcher {
+        return;
+    }
+    let Some((workdir, _)) = crate::git::find(&project.root) else { return };
+    let Ok(places) = crate::watch::Places::of(&workdir) else { return };
+    #[cfg(unix)]
+    if std::os::unix::net::UnixStream::connect(&places.socket).is_ok() {
+        return;
+    }
+    start_watcher(project, &places);
 }
 
 fn now_ns() -> i64 {
@@ -283,7 +340,8 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     let cache = load(&dir.join("cache.json")).ok();
     let key = call.key();
     let mut tree = Tree::open(project, cfg, matcher);
-    let mut snap = tree.take(cache.as_ref(), Some(&key))?;
+    let view = tree.ask_watcher(cache.as_ref(), Some(call), true);
+    let mut snap = tree.take_with(cache.as_ref(), Some(&key), Some(&view))?;
     snap.session = call.session.to_string();
     snap.parent = call.parent();
     snap.command = crate::claude::payload::clip(call.command, MAX_COMMAND);
@@ -318,7 +376,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     }
     let background = pre.background || call.task_id.is_some();
     let mut tree = Tree::open(project, cfg, matcher);
-    let now = tree.take(Some(&pre), background.then_some(call.key().as_str()))?;
+    let view = tree.ask_watcher(Some(&pre), None, false);
+    let mut now = tree.take_with(Some(&pre), background.then_some(call.key().as_str()), Some(&view))?;
     let changes = tree.diff(&pre, &now)?;
     let records = child_records(matcher, &pre, &changes, "post", false);
     let mut summary = json!({
@@ -327,11 +386,26 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
         // Pre's snapshot, and Post's snapshot and comparison.
         "ms": pre.ms + tree.started.elapsed().as_millis() as u64,
     });
+    // How Pre and Post looked at the tree: the watcher, or why each was a full scan.
+    if let Some(w) = &now.watch {
+        summary["watch"] = json!(w);
+    }
+    if pre.watch != now.watch
+        && let Some(w) = &pre.watch
+    {
+        summary["watch_pre"] = json!(w);
+    }
+    // The cache names the last command that used the watcher (Stop's reconciliation
+    // credits a miss to it).
+    now.session = pre.session.clone();
+    now.parent = pre.parent.clone();
+    now.command = pre.command.clone();
     if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);
     }
     // The Pre's snapshot is the cache: unless the command changed something, it still holds
     // (its older time only makes more stats look racy), and the write is skipped.
+    // (The Pre's clock is as good a base for the watcher: it only names more paths.)
     let unchanged = now.files == pre.files && now.index.as_ref().map(|i| i.st) == pre.index.as_ref().map(|i| i.st);
     if !unchanged || !dir.join("cache.json").exists() {
         save(&dir.join("cache.json"), &now)?;
@@ -348,6 +422,129 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
 /// The session's Stop: background commands get their later changes (marked
 /// `background: true`); sidecars of calls that never finished are dropped.
 pub fn at_stop(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    session: &str,
+    background_tasks: Option<&Value>,
+) -> Result<Vec<Record>, SnapError> {
+    let mut out = background_at_stop(project, cfg, matcher, session, background_tasks)?;
+    out.extend(reconcile(project, cfg, matcher, session)?);
+    Ok(out)
+}
+
+/// Key of a child entry found by Stop's full scan that the watcher did not report.
+pub const WATCH_FAULT: &str = "watch_fault";
+
+/// `.walj/bash/watch-faults.jsonl`: one line per Stop whose full scan found changes the
+/// watcher had not reported (what `walj doctor` counts).
+pub fn faults_path(project: &Project) -> PathBuf {
+    bash_dir(project).join("watch-faults.jsonl")
+}
+
+/// Stop's reconciliation, after a turn whose snapshots used the watcher: the watcher's view of
+/// the tree now against a full scan. A difference is a change the watcher missed: it is
+/// journaled as a side effect of the last command that used the watcher (uncertain, with
+/// `watch_fault`), and counted in `faults.jsonl`. A path the watcher reports meanwhile (a
+/// change made during the scan) is not a miss.
+fn reconcile(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    session: &str,
+) -> Result<Vec<Record>, SnapError> {
+    let dir = bash_dir(project);
+    let Ok(cache) = load(&dir.join("cache.json")) else { return Ok(Vec::new()) };
+    if !cfg.bash.snapshot || !cfg.bash.watcher || cache.watch.as_deref() != Some(WATCHED) {
+        return Ok(Vec::new());
+    }
+    let mut tree = Tree::open(project, cfg, matcher);
+    let view = tree.ask_watcher(Some(&cache), None, false);
+    let Some(clock) = view.clock.clone() else { return Ok(Vec::new()) };
+    let watched = tree.take_with(Some(&cache), None, Some(&view))?;
+    if watched.watch.as_deref() != Some(WATCHED) {
+        return Ok(Vec::new());
+    }
+    let mut full = tree.take(Some(&watched), None)?;
+    let mut changes = tree.diff(&watched, &full)?;
+    if !changes.is_empty() {
+        let later = tree.ask_watcher(Some(&watched), None, false);
+        if let Some(p) = later.paths {
+            let p: HashSet<String> = p.into_iter().collect();
+            changes.retain(|c| !p.contains(&c.rel));
+        } else {
+            // The watcher cannot say what happened during the scan: no verdict this time.
+            changes.clear();
+        }
+    }
+    let mut base = watched.clone();
+    if cache.session != session || cache.parent.is_empty() {
+        base.session = session.to_string();
+        base.parent = format!("watch-{:x}", watched.time);
+        base.command = "(changes the watcher did not report)".into();
+    } else {
+        base.session = cache.session.clone();
+        base.parent = cache.parent.clone();
+        base.command = cache.command.clone();
+    }
+    let records: Vec<Record> = child_records(matcher, &base, &changes, &format!("reconcile{}", watched.time), false)
+        .into_iter()
+        .map(|r| r.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN).with(WATCH_FAULT, true))
+        .collect();
+    if !records.is_empty() {
+        let line = json!({
+            "ts": crate::journal::record::now_ts(),
+            "session": session,
+            "missed": records.len(),
+            "paths": changes.iter().take(5).map(|c| c.rel.clone()).collect::<Vec<_>>(),
+        });
+        if let Ok(mut f) = fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true))
+        {
+            let _ = io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
+        }
+    }
+    // The full scan is the truth from the clock taken before it.
+    full.clock = Some(clock);
+    full.watch = Some(RECONCILED.to_string());
+    let _ = save(&dir.join("cache.json"), &full);
+    Ok(records)
+}
+
+/// [`Snapshot::watch`] of the full scan Stop's reconciliation saves as the cache.
+pub const RECONCILED: &str = "full scan at Stop (reconciliation)";
+
+/// How the last Bash snapshots were taken and what Stop's reconciliations found, for
+/// `walj doctor`.
+#[derive(Debug, Clone, Default)]
+pub struct WatchReport {
+    /// [`Snapshot::watch`] of the cache: [`WATCHED`], [`RECONCILED`], or why it was a full scan.
+    pub last: Option<String>,
+    /// Stops whose full scan found changes the watcher missed, and how many changes.
+    pub fault_turns: usize,
+    pub faults: usize,
+    /// The latest such paths.
+    pub fault_paths: Vec<String>,
+}
+
+/// What `walj doctor` says about the watcher.
+pub fn watch_report(project: &Project) -> WatchReport {
+    let dir = bash_dir(project);
+    let mut r = WatchReport { last: load(&dir.join("cache.json")).ok().and_then(|c| c.watch), ..Default::default() };
+    if let Ok(text) = fs::read_to_string(faults_path(project)) {
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            r.fault_turns += 1;
+            r.faults += v.get("missed").and_then(Value::as_u64).unwrap_or(0) as usize;
+            if let Some(p) = v.get("paths").and_then(Value::as_array) {
+                r.fault_paths = p.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            }
+        }
+    }
+    r
+}
+
+/// Background commands at Stop (see [`at_stop`]).
+fn background_at_stop(
     project: &Project,
     cfg: &Config,
     matcher: Option<&Matcher>,
@@ -700,6 +897,17 @@ impl<'a> Tree<'a> {
     /// A snapshot of the tree; `cache` lends blob ids of files whose stat is unchanged;
     /// `save_index` (a sidecar key) keeps a link to the current git index.
     fn take(&mut self, cache: Option<&Snapshot>, save_index: Option<&str>) -> Result<Snapshot, SnapError> {
+        self.take_with(cache, save_index, None)
+    }
+
+    /// [`Tree::take`], looking only at the paths `view` names when the watcher vouches for
+    /// them since `cache` (then `cache` is the base the snapshot starts from).
+    fn take_with(
+        &mut self,
+        cache: Option<&Snapshot>,
+        save_index: Option<&str>,
+        view: Option<&WatchView>,
+    ) -> Result<Snapshot, SnapError> {
         let time = now_ns();
         let mut snap = Snapshot {
             v: SNAP_V,
@@ -708,8 +916,13 @@ impl<'a> Tree<'a> {
             mode: if self.repo.is_some() { Mode::Git } else { Mode::Scan },
             ..Snapshot::default()
         };
+        if let Some(v) = view {
+            snap.clock = v.clock.clone();
+            snap.watch = Some(v.why.clone().unwrap_or_else(|| WATCHED.to_string()));
+        }
         if self.repo.is_some() {
-            self.take_git(&mut snap, cache, save_index)?;
+            let paths = view.and_then(|v| v.paths.as_deref());
+            self.take_git(&mut snap, cache, save_index, paths)?;
         } else {
             self.take_scan(&mut snap, cache)?;
         }
@@ -723,8 +936,9 @@ impl<'a> Tree<'a> {
         snap: &mut Snapshot,
         cache: Option<&Snapshot>,
         save_index: Option<&str>,
+        watched: Option<&[String]>,
     ) -> Result<(), SnapError> {
-        let repo = self.repo.as_ref().expect("git mode");
+        let Some(repo) = self.repo.as_ref() else { return Ok(()) };
         let index_path = repo.path().join("index");
         // Stamp the index before reading the status: a later rewrite then shows as a change.
         // Without ctime: linking the index aside (below) changes its ctime; git replaces the
@@ -732,6 +946,21 @@ impl<'a> Tree<'a> {
         let index_st = fs::metadata(&index_path).ok().map(|m| Stamp { c: 0, ..Stamp::of(&m) });
         let workdir = repo.workdir().unwrap_or(&self.project.root).to_path_buf();
         let git_err = |source| SnapError::Git { path: workdir.clone(), source };
+        // The watcher named what changed since `cache`: only those paths are looked at, while
+        // git's index is the one `cache` saw (a changed index changes what is dirty).
+        if let (Some(paths), Some(base)) = (watched, cache) {
+            if base.mode == Mode::Git && !base.cut_short && base.index.as_ref().map(|i| i.st) == index_st {
+                self.take_watched(snap, base, paths)?;
+                self.save_index(snap, save_index, &index_path, index_st);
+                return Ok(());
+            }
+            snap.watch = Some("the git index changed (full scan)".into());
+        }
+        let repo = self.repo.as_ref().ok_or_else(|| SnapError::Io {
+            path: workdir.clone(),
+            op: "opening",
+            source: io::Error::other("no repository"),
+        })?;
         let index = read_index(repo, &index_path).map_err(git_err)?;
         // Stat workers only for an index big enough to repay starting them (and asking the
         // system how many cores there are, which reads cgroup files).
@@ -757,6 +986,12 @@ impl<'a> Tree<'a> {
             };
             snap.files.insert(rel, state);
         }
+        self.save_index(snap, save_index, &index_path, index_st);
+        Ok(())
+    }
+
+    /// Records the index's stamp in `snap` and, for a sidecar key, links a copy of it aside.
+    fn save_index(&self, snap: &mut Snapshot, save_index: Option<&str>, index_path: &Path, index_st: Option<Stamp>) {
         if let Some(st) = index_st {
             let mut copy = None;
             if let Some(key) = save_index {
@@ -765,11 +1000,145 @@ impl<'a> Tree<'a> {
                 let name = format!("{key}-{:x}.index", snap.time);
                 let dest = bash_dir(self.project).join(&name);
                 let _ = fs::remove_file(&dest);
-                if save_index_copy(&bash_dir(self.project), &index_path, &dest, st) {
+                if save_index_copy(&bash_dir(self.project), index_path, &dest, st) {
                     copy = Some(name);
                 }
             }
             snap.index = Some(IndexRef { copy, st });
+        }
+    }
+
+    /// Asks the checkout's watcher what changed since `base` (src/watch.rs), behind its
+    /// cookie; `start`: a Pre may start a watcher that does not run. Never waits more than
+    /// `[bash] watch_ms`.
+    fn ask_watcher(&mut self, base: Option<&Snapshot>, call: Option<&Call>, start: bool) -> WatchView {
+        let view = self.ask_watcher_inner(base, call, start);
+        // A full scan after the wait gets its whole `[bash] max_ms`.
+        self.deadline = Instant::now() + Duration::from_millis(self.cfg.bash.max_ms.max(1));
+        view
+    }
+
+    fn ask_watcher_inner(&self, base: Option<&Snapshot>, call: Option<&Call>, start: bool) -> WatchView {
+        let why = |w: &str| WatchView { clock: None, paths: None, why: Some(w.to_string()) };
+        if !self.cfg.bash.watcher {
+            return why(WATCH_OFF);
+        }
+        let Some(workdir) = self.repo.as_ref().and_then(|r| r.workdir()) else {
+            return why("not a git checkout (a bounded walk)");
+        };
+        let places = match crate::watch::Places::of(workdir) {
+            Ok(p) => p,
+            Err(e) => return why(&e.to_string()),
+        };
+        let session = call.and_then(|c| {
+            c.claude.map(|(pid, start)| crate::watch::SessionRef { id: c.session.to_string(), pid, start })
+        });
+        let since = base.and_then(|b| b.clock.as_ref());
+        let wait = Duration::from_millis(self.cfg.bash.watch_ms.max(1));
+        match crate::watch::sync(&places, &self.project.dir, since, session, wait) {
+            Ok(a) => {
+                let clock = Some(crate::watch::Clock { epoch: a.epoch, seq: a.seq });
+                match (a.paths, a.doubt) {
+                    (Some(paths), None) if since.is_some() => {
+                        let rels = paths
+                            .into_iter()
+                            .filter_map(|p| p.strip_prefix(self.prefix.as_str()).map(str::to_string))
+                            .filter(|p| !p.is_empty() && p != ".walj" && !p.starts_with(".walj/"))
+                            .collect();
+                        WatchView { clock, paths: Some(rels), why: None }
+                    }
+                    (_, d) => WatchView { clock, paths: None, why: Some(d.unwrap_or_else(|| "no clock".into())) },
+                }
+            }
+            Err(e) => {
+                if start && matches!(e, crate::watch::Why::NotRunning | crate::watch::Why::Stale(_)) {
+                    start_watcher(self.project, &places);
+                }
+                why(&e.to_string())
+            }
+        }
+    }
+
+    /// A snapshot from `base` and the paths the watcher says changed since: each is looked at
+    /// again (a folder, or a path that is gone: everything known under it too).
+    fn take_watched(&mut self, snap: &mut Snapshot, base: &Snapshot, paths: &[String]) -> Result<(), SnapError> {
+        snap.files = base.files.clone();
+        let mut seen: HashSet<String> = HashSet::new();
+        for rel in paths {
+            if rel.split('/').any(|c| c == ".git" || c == ".walj") {
+                continue;
+            }
+            let abs = self.project.root.join(rel);
+            let is_file = fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_dir());
+            let mut todo = vec![rel.clone()];
+            if !is_file {
+                let under = format!("{rel}/");
+                todo.extend(base.files.keys().filter(|k| k.starts_with(&under)).cloned());
+                let top = self.prefix.clone();
+                let prefix = format!("{top}{under}");
+                let entries = self.current_index();
+                let start = entries.partition_point(|e| e.path.as_bytes() < prefix.as_bytes());
+                todo.extend(
+                    entries[start..]
+                        .iter()
+                        .take_while(|e| e.path.starts_with(&prefix))
+                        .filter_map(|e| e.path.strip_prefix(top.as_str()).map(str::to_string)),
+                );
+            }
+            for p in todo {
+                if seen.insert(p.clone()) {
+                    self.refresh(snap, base, &p)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The current git index (read once per hook).
+    fn current_index(&mut self) -> &[gitindex::Entry] {
+        if self.index.is_none() {
+            let read = self.repo.as_ref().and_then(|r| read_index(r, &r.path().join("index")).ok());
+            self.index = Some(read.unwrap_or_default());
+        }
+        self.index.as_deref().unwrap_or(&[])
+    }
+
+    fn tracked(&mut self, rel: &str) -> bool {
+        let path = format!("{}{rel}", self.prefix);
+        gitindex::find(self.current_index(), &path).is_some()
+    }
+
+    /// One path of a watched snapshot, as a full scan would list it: a file that exists is
+    /// listed unless git ignores it and does not track it; a gone one is `absent` when git
+    /// tracks it, else not listed.
+    fn refresh(&mut self, snap: &mut Snapshot, base: &Snapshot, rel: &str) -> Result<(), SnapError> {
+        let abs = self.project.root.join(rel);
+        match fs::symlink_metadata(&abs) {
+            Ok(m) if m.is_dir() => {
+                snap.files.remove(rel);
+            }
+            Ok(_) => {
+                let listed = base.files.contains_key(rel);
+                let ignored = !listed
+                    && self
+                        .repo
+                        .as_ref()
+                        .is_some_and(|r| r.is_path_ignored(format!("{}{rel}", self.prefix)).unwrap_or(false));
+                if ignored && !self.tracked(rel) {
+                    snap.files.remove(rel);
+                    return Ok(());
+                }
+                let cached = base.files.get(rel).map(|f| (f, base.time));
+                let state = self.file_state(rel, cached, &mut snap.cut_short)?;
+                snap.files.insert(rel.to_string(), state);
+            }
+            Err(_) => {
+                if self.tracked(rel) {
+                    snap.files.insert(rel.to_string(), FileState { absent: true, ..FileState::default() });
+                } else {
+                    snap.files.remove(rel);
+                }
+            }
         }
         Ok(())
     }
@@ -914,7 +1283,12 @@ impl<'a> Tree<'a> {
         let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
         paths.extend(now.files.keys().map(String::as_str));
         let git = pre.mode == Mode::Git && now.mode == Mode::Git && self.repo.is_some();
-        let current = if git {
+        // The current index, read only when a path's other side must come from it (a command
+        // that changed nothing, or only listed files, reads none: 100,000 entries cost ms).
+        let index_moved = pre.index.as_ref().map(|i| i.st) != now.index.as_ref().map(|i| i.st);
+        let needs_index =
+            index_moved || paths.iter().any(|p| !pre.files.contains_key(*p) || !now.files.contains_key(*p));
+        let current = if git && needs_index {
             self.index.take().or_else(|| self.repo.as_ref().and_then(|r| read_index(r, &r.path().join("index")).ok()))
         } else {
             None

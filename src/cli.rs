@@ -198,6 +198,12 @@ pub enum Command {
         walj man | man -l -\n  \
         walj man --out ~/.local/share/man/man1     # walj.1, walj-recover.1, …")]
     Man(cmd::man::ManArgs),
+    /// (internal) The per-checkout watcher of Bash snapshots, started by the hook.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj watch --root . --observed .walj/observed.jsonl     # what a hook starts, detached"
+    )]
+    Watch(cmd::watch::WatchArgs),
 }
 
 #[derive(Subcommand)]
@@ -295,6 +301,9 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Command::Man(a) = &command {
         return cmd::man::man(a);
     }
+    if let Command::Watch(a) = &command {
+        return cmd::watch::watch(a);
+    }
     if let Some(name) = unconfirmed_change(&command) {
         return Ok(refuse_in_tool_call(name));
     }
@@ -320,7 +329,11 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Status { json } => cmd::recover::status(&project, json),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
-        Command::Plugin(_) | Command::Completions(_) | Command::CompleteIds(_) | Command::Man(_) => Ok(0),
+        Command::Plugin(_)
+        | Command::Completions(_)
+        | Command::CompleteIds(_)
+        | Command::Man(_)
+        | Command::Watch(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),

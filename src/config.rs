@@ -17,6 +17,8 @@
 //! [bash]
 //! snapshot = true                     # record files changed by Bash commands
 //! max_files = 20000                   # outside git: scan at most this many files
+//! watcher = true                      # ask the checkout's watcher what changed (src/watch.rs)
+//! watch_ms = 10                       # wait at most this long for its answer, then scan
 //!
 //! [retention]
 //! days = 30                           # walj compact drops settled records older than this
@@ -163,11 +165,16 @@ pub struct Bash {
     pub snapshot: bool,
     pub max_files: usize,
     pub max_ms: u64,
+    /// Snapshots ask the checkout's watcher what changed (src/watch.rs) instead of looking at
+    /// every file; off: every snapshot is a full scan.
+    pub watcher: bool,
+    /// How long a hook waits for the watcher's answer at most, in ms (then: a full scan).
+    pub watch_ms: u64,
 }
 
 impl Default for Bash {
     fn default() -> Self {
-        Bash { snapshot: true, max_files: 20_000, max_ms: 200 }
+        Bash { snapshot: true, max_files: 20_000, max_ms: 200, watcher: true, watch_ms: 10 }
     }
 }
 
@@ -309,6 +316,7 @@ impl Config {
         self.capture.max_bytes = self.capture.max_bytes.min(d.capture.max_bytes);
         self.bash.max_files = self.bash.max_files.min(d.bash.max_files);
         self.bash.max_ms = self.bash.max_ms.min(d.bash.max_ms);
+        self.bash.watch_ms = self.bash.watch_ms.min(d.bash.watch_ms);
         self
     }
 
@@ -337,6 +345,7 @@ impl Config {
         key(self.capture.max_bytes > d.capture.max_bytes, "[capture] max_bytes");
         key(self.bash.max_files > d.bash.max_files, "[bash] max_files");
         key(self.bash.max_ms > d.bash.max_ms, "[bash] max_ms");
+        key(self.bash.watch_ms > d.bash.watch_ms, "[bash] watch_ms");
         out
     }
 

@@ -9,6 +9,7 @@ pub mod agents;
 mod plugins;
 mod resolve;
 mod walj_dir;
+mod watch;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -81,6 +82,8 @@ pub mod check {
     pub const WRITE_FAILURES: &str = "write_failures";
     /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
     pub const WALJ_DIR: &str = "walj_dir";
+    /// How Bash snapshots were taken: the checkout's watcher, or why a full scan.
+    pub const WATCHER: &str = "watcher";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -1000,6 +1003,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     if readable {
         findings.extend(check_config(project));
         findings.extend(check_project(project));
+        findings.extend(watch::check(project));
     }
     let status = worst(&findings);
     DoctorReport {

@@ -387,6 +387,8 @@ impl Ctx<'_> {
                 background: false,
                 task_id: None,
                 agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
+                // The watcher learns Claude Code's process from the session's Bash calls.
+                claude: None,
             };
             let mut r = self.record(op::APPLIED);
             r.id.clone_from(&id);
@@ -672,6 +674,7 @@ impl Ctx<'_> {
             background: sh.background,
             task_id: self.payload.response_field("backgroundTaskId").and_then(Value::as_str),
             agent: self.ev.agent_id.map(|a| (a, self.ev.agent_type)),
+            claude: r.pid.zip(r.pstart),
         };
         let result = if op_name == op::INTENT {
             bashsnap::before(self.project, &cfg, matcher.as_ref(), &call).map(|()| bashsnap::Outcome::default())
@@ -873,6 +876,8 @@ impl Ctx<'_> {
         }
         // A start still waiting (a second SessionStart before any prompt): it happened first.
         self.flush_deferred_start();
+        // The checkout's watcher of Bash snapshots, ready by the first command.
+        bashsnap::start_watch(self.project, &self.config().0);
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
         let start = self.start_record();

@@ -69,3 +69,4 @@ pub mod style;
 pub mod sync;
 pub mod triage;
 pub mod tui;
+pub mod watch;

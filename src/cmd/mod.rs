@@ -14,6 +14,7 @@ pub mod setup;
 pub mod sync;
 pub mod triage;
 pub mod tui;
+pub mod watch;
 
 use std::path::PathBuf;
 

@@ -16,3 +16,4 @@ mod git_state;
 mod never_blocks;
 mod secrets;
 mod turns;
+mod watcher;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// Every top-level module of `src/lib.rs`, by floor, from the ground up.
 const FLOORS: &[(&str, &[&str])] = &[
-    ("ground", &["fsutil", "sha", "git", "procinfo", "crypt", "secrets", "sampled"]),
+    ("ground", &["fsutil", "sha", "git", "procinfo", "crypt", "secrets", "sampled", "watch"]),
     ("boundary", &["claude", "journal", "store", "project", "config", "failmark"]),
     // `present` is the words and the one diff model (what a state means, the text helpers and
     // escaping, the diff of two sides): it draws nothing and imports only the model and the

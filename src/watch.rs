@@ -1,0 +1,344 @@
+//! The per-checkout watcher of Bash snapshots: its protocol, its places and its client.
+//!
+//! A full Bash snapshot costs one `lstat` per tracked file (src/bashsnap.rs). The watcher, a
+//! detached `walj watch` process (src/cmd/watch.rs runs [`server::run`]), follows the work tree
+//! through the platform's notifications (`notify`: inotify, FSEvents, ReadDirectoryChangesW)
+//! and answers one question: *which paths changed since clock C?* A hook then stats only those.
+//!
+//! Contract:
+//! - **Places.** One watcher per checkout (its canonical work tree), keyed by a digest of that
+//!   path, in the user's runtime folder ([`run_dir`]: `$XDG_RUNTIME_DIR/walj`, else
+//!   `<tmp>/walj-<uid>`), made 0700 and checked to be the user's own; never under `.walj/`. The
+//!   claim file (`w-<key>.claim`, "pid start") makes it one per checkout; the socket is
+//!   `w-<key>.sock`. Both ends check the peer's uid where the platform tells it (Linux).
+//! - **Barrier.** A [`sync`] sends its request, then writes a cookie file into `.walj/` and
+//!   waits (at most `wait`, a few ms) for the watcher to answer. The watcher answers when the
+//!   cookie's own event reaches it: every change made before the cookie was written came
+//!   earlier in the same event queue, so the answer holds all of them (watchman's cookies).
+//! - **Doubt.** The answer is `paths` only when the watcher knows every change since the
+//!   clock asked about; otherwise it says why not ([`Why`]: no clock, another epoch (a
+//!   restarted watcher), an overflowed queue, the watch limit, changed ignore rules). Every
+//!   failure of the client (no watcher, a stale socket, a timeout, another checkout's
+//!   watcher, another user's socket) is a [`Why`] too: the caller then does the full scan.
+//! - A request is one JSON line, the answer one JSON line; the socket is closed after it.
+
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(unix)]
+pub mod server;
+
+/// A point in one watcher's stream of changes: its epoch (a new one each start) and the
+/// number of events it had taken in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clock {
+    pub epoch: String,
+    pub seq: u64,
+}
+
+/// A session the hook speaks for: the watcher notes when its Claude Code process ends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionRef {
+    pub id: String,
+    pub pid: u32,
+    pub start: u64,
+}
+
+/// One request line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// `sync` (wait for the cookie) or `ping`.
+    pub op: String,
+    /// The cookie's file name in `.walj/` (`cookie-…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Clock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionRef>,
+    /// The checkout the client means (canonical): a watcher of another one answers at once,
+    /// without waiting for a cookie it would never see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+}
+
+/// One answer line.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Answer {
+    /// The checkout this watcher follows (canonical).
+    pub root: String,
+    pub epoch: String,
+    pub seq: u64,
+    /// Changed paths since the clock asked about, relative to the checkout, `/`-separated;
+    /// `None` when the watcher cannot tell (then `doubt` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
+}
+
+/// Why a snapshot could not use the watcher (what `walj doctor` shows).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Why {
+    #[error("no watcher runs for this checkout")]
+    NotRunning,
+    #[error("stale watcher socket {0} (nobody listens)")]
+    Stale(PathBuf),
+    #[error("the watcher did not answer within {0} ms")]
+    Timeout(u64),
+    #[error("the socket answers for another checkout ({0})")]
+    Foreign(String),
+    #[error("the socket belongs to another user")]
+    OtherUser,
+    #[error("no usable runtime folder for the watcher's socket: {0}")]
+    NoRunDir(String),
+    #[error("watcher: {0}")]
+    Doubt(String),
+    #[error("watcher socket: {0}")]
+    Io(String),
+    #[error("the watcher is not available on this platform")]
+    Unsupported,
+}
+
+/// What the watcher says when it cannot list changes (the `doubt` of an [`Answer`]).
+pub mod doubt {
+    pub const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
+    pub const RESTARTED: &str = "the watcher restarted since the last snapshot";
+    pub const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
+    pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
+    pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
+    pub const TOO_MANY: &str = "too many changes to keep";
+}
+
+/// The name prefix of cookie files in `.walj/`.
+pub const COOKIE_PREFIX: &str = "cookie-";
+
+/// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
+/// real folder (not a link, no access for others).
+pub fn run_dir() -> Result<PathBuf, Why> {
+    let base = std::env::var_os("WALJ_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("walj")))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("walj-{}", uid())));
+    match std::fs::symlink_metadata(&base) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            crate::fsutil::create_private_dir(&base).map_err(|e| Why::NoRunDir(format!("{}: {e}", base.display())))?;
+        }
+        Err(e) => return Err(Why::NoRunDir(format!("{}: {e}", base.display()))),
+        Ok(_) => {}
+    }
+    let meta = std::fs::symlink_metadata(&base).map_err(|e| Why::NoRunDir(format!("{}: {e}", base.display())))?;
+    if !meta.is_dir() {
+        return Err(Why::NoRunDir(format!("{} is not a folder", base.display())));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != uid() || meta.mode() & 0o077 != 0 {
+            return Err(Why::NoRunDir(format!("{} is not private to this user", base.display())));
+        }
+    }
+    Ok(base)
+}
+
+#[cfg(unix)]
+fn uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+#[cfg(not(unix))]
+fn uid() -> u32 {
+    0
+}
+
+/// The places of one checkout's watcher.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The canonical work tree.
+    pub root: PathBuf,
+    pub socket: PathBuf,
+    pub claim: PathBuf,
+}
+
+impl Places {
+    /// For the checkout whose work tree is `root` (canonicalized here).
+    pub fn of(root: &Path) -> Result<Places, Why> {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let dir = run_dir()?;
+        let key = &crate::sha::hex(&sha2_digest(root.to_string_lossy().as_bytes()))[..16];
+        Ok(Places { socket: dir.join(format!("w-{key}.sock")), claim: dir.join(format!("w-{key}.claim")), root })
+    }
+}
+
+fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).to_vec()
+}
+
+/// Whether the claim file names a live process (a watcher runs or is starting).
+pub fn claimed(places: &Places) -> bool {
+    let Ok(text) = std::fs::read_to_string(&places.claim) else { return false };
+    let mut it = text.split_whitespace();
+    let (Some(pid), Some(start)) = (it.next().and_then(|p| p.parse().ok()), it.next().and_then(|s| s.parse().ok()))
+    else {
+        // Being written, or damaged: only a fresh one counts.
+        return std::fs::metadata(&places.claim)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d < Duration::from_secs(5));
+    };
+    !zombie(pid)
+        && crate::procinfo::liveness(crate::procinfo::ProcRef { pid, start }) != crate::procinfo::Liveness::Gone
+}
+
+/// A process that has exited but was not reaped yet (a killed watcher whose parent, often a
+/// container's init, does not reap) holds no claim.
+fn zombie(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| t.rfind(')').and_then(|i| t.get(i + 2..i + 3)).map(|s| s == "Z" || s == "X"))
+            .unwrap_or(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// Starts `exe args…` detached (own process group, no terminal, null stdio) unless a watcher
+/// holds the checkout's claim. Returns whether one was started.
+pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
+    if claimed(places) {
+        return Ok(false);
+    }
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd.env_remove("CLAUDECODE");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    cmd.spawn()?;
+    Ok(true)
+}
+
+/// Asks the checkout's watcher for the paths changed since `since`, behind a cookie written
+/// into `cookie_dir` (the project's `.walj/`, which the watcher watches): waits at most
+/// `wait` in all.
+pub fn sync(
+    places: &Places,
+    cookie_dir: &Path,
+    since: Option<&Clock>,
+    session: Option<SessionRef>,
+    wait: Duration,
+) -> Result<Answer, Why> {
+    #[cfg(unix)]
+    {
+        sync_unix(places, cookie_dir, since, session, wait)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (places, cookie_dir, since, session, wait);
+        Err(Why::Unsupported)
+    }
+}
+
+#[cfg(unix)]
+fn sync_unix(
+    places: &Places,
+    cookie_dir: &Path,
+    since: Option<&Clock>,
+    session: Option<SessionRef>,
+    wait: Duration,
+) -> Result<Answer, Why> {
+    use std::os::unix::net::UnixStream;
+    let started = std::time::Instant::now();
+    let stream = match UnixStream::connect(&places.socket) {
+        Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Why::NotRunning),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(Why::Stale(places.socket.clone())),
+        Err(e) => return Err(Why::Io(e.to_string())),
+    };
+    if peer_uid(&stream).is_some_and(|u| u != uid()) {
+        return Err(Why::OtherUser);
+    }
+    let io_err = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Why::Timeout(wait.as_millis() as u64),
+        _ => Why::Io(e.to_string()),
+    };
+    let _ = stream.set_write_timeout(Some(wait));
+    let cookie = format!(
+        "{COOKIE_PREFIX}{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    );
+    let req = Request {
+        op: "sync".into(),
+        cookie: Some(cookie.clone()),
+        since: since.cloned(),
+        session,
+        root: Some(places.root.to_string_lossy().into_owned()),
+    };
+    let mut line = serde_json::to_vec(&req).map_err(|e| Why::Io(e.to_string()))?;
+    line.push(b'\n');
+    (&stream).write_all(&line).map_err(io_err)?;
+    // The cookie after the request: the watcher knows whom it answers when the event comes.
+    let cookie_path = cookie_dir.join(&cookie);
+    crate::fsutil::open_private(&cookie_path, std::fs::OpenOptions::new().write(true).create_new(true))
+        .map_err(|e| Why::Io(format!("{}: {e}", cookie_path.display())))?;
+    let left = wait.saturating_sub(started.elapsed()).max(Duration::from_micros(100));
+    let _ = stream.set_read_timeout(Some(left));
+    let mut answer = String::new();
+    let read = io::BufReader::new(&stream).read_line(&mut answer);
+    let _ = std::fs::remove_file(&cookie_path);
+    read.map_err(io_err)?;
+    if answer.is_empty() {
+        return Err(Why::Io("the watcher closed the connection".into()));
+    }
+    let answer: Answer = serde_json::from_str(answer.trim_end()).map_err(|e| Why::Io(format!("answer: {e}")))?;
+    if Path::new(&answer.root) != places.root {
+        return Err(Why::Foreign(answer.root));
+    }
+    Ok(answer)
+}
+
+/// The peer's uid, where the platform tells it (Linux: `SO_PEERCRED`); elsewhere the 0700
+/// runtime folder keeps other users out.
+#[cfg(target_os = "linux")]
+pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+    rustix::net::sockopt::socket_peercred(stream).ok().map(|c| c.uid.as_raw())
+}
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+    None
+}
+
+/// The uid of this process (for the watcher's own peer check).
+pub fn own_uid() -> u32 {
+    uid()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_round_trip_and_doubts_have_no_paths() {
+        let a =
+            Answer { root: "/r".into(), epoch: "e".into(), seq: 3, paths: None, doubt: Some(doubt::OVERFLOW.into()) };
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(!text.contains("paths"));
+        let back: Answer = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.doubt.as_deref(), Some(doubt::OVERFLOW));
+    }
+}

@@ -1,0 +1,516 @@
+//! The watcher process (`walj watch`, hidden; started detached by a hook): follows one
+//! checkout's work tree and answers [`super::sync`] requests (the protocol is in the parent
+//! module).
+//!
+//! Contract:
+//! - **What it watches.** Every folder of the work tree that git does not ignore, one
+//!   non-recursive watch each (inotify is not recursive), `.git/` never, and each `.walj/`
+//!   folder by itself (for cookies only: nothing else in it is a change). A folder that
+//!   appears (made, moved in) is watched first and then crawled, so a file made before its
+//!   watch existed is reported as changed too. Files git ignores are not reported.
+//! - **What it keeps.** A sequence number per event and, per changed path, the number of its
+//!   last change. A *floor* is raised when it cannot vouch for what came before (the queue
+//!   overflowed, ignore rules changed, too many paths kept): a request from a clock below the
+//!   floor gets a doubt, never a partial list. Over the watch limit (a real `ENOSPC`, or
+//!   `WALJ_WATCH_MAX_DIRS` folders in a test) it keeps running and answers every request with
+//!   that doubt, so hooks do not start it again and again.
+//! - **Live observer.** Each session a request names (its Claude Code pid and start time) is
+//!   polled every second; when its process is gone the time is written, with every change's
+//!   time, to the observer file (JSON lines, docs/architecture.md "The watcher's observer
+//!   file"), never to the journal.
+//! - **Lifetime.** One per checkout (the claim file). It exits once no named session has been
+//!   alive and no request has come for `linger`, when its socket is removed or replaced, or
+//!   when the work tree is gone; it removes its socket and claim on the way out.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::{self, BufRead, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use notify::event::{AccessKind, AccessMode, EventKind};
+use notify::{RecursiveMode, Watcher};
+
+use super::{Answer, Clock, Places, Request, SessionRef, doubt};
+
+/// Paths kept at most before the floor is raised instead.
+const MAX_KEPT: usize = 200_000;
+/// The observer file is moved aside (`.1`) past this size.
+const MAX_OBSERVED: u64 = 8 << 20;
+
+/// How one watcher runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The checkout's work tree.
+    pub root: PathBuf,
+    /// The observer file (JSON lines), if any.
+    pub observed: Option<PathBuf>,
+    /// How long it stays after the last live session and the last request.
+    pub linger: Duration,
+    /// Folders it watches at most (the watch limit; `usize::MAX`: the system's).
+    pub max_dirs: usize,
+}
+
+enum Msg {
+    Fs(notify::Result<notify::Event>),
+    Req(UnixStream, Request),
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Runs the watcher until its lifetime ends. `Ok(false)` when another watcher holds the claim.
+pub fn run(opts: &Options) -> io::Result<bool> {
+    let places = Places::of(&opts.root).map_err(|e| io::Error::other(e.to_string()))?;
+    let Some(_claim) = claim(&places)? else { return Ok(false) };
+    // We hold the claim: a socket file left there is a dead watcher's.
+    let _ = fs::remove_file(&places.socket);
+    let listener = UnixListener::bind(&places.socket)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(&places.socket, fs::Permissions::from_mode(0o600));
+    }
+    let sock_ino = socket_ino(&places.socket);
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let fs_tx = tx.clone();
+    let watcher = notify::recommended_watcher(move |ev| {
+        let _ = fs_tx.send(Msg::Fs(ev));
+    })
+    .map_err(|e| io::Error::other(e.to_string()))?;
+    let own = super::own_uid();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            if super::peer_uid(&stream).is_some_and(|u| u != own) {
+                continue;
+            }
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut line = String::new();
+            if io::BufReader::new(&stream).read_line(&mut line).is_err() {
+                continue;
+            }
+            if let Ok(req) = serde_json::from_str::<Request>(line.trim_end())
+                && tx.send(Msg::Req(stream, req)).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut st = State::new(&places, opts, watcher);
+    st.observe(&serde_json::json!({"ev": "start", "epoch": st.epoch, "pid": std::process::id()}));
+    let root = places.root.clone();
+    st.crawl(&root, false);
+    st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
+    let mut last_tick = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(250)) {
+            Ok(Msg::Fs(ev)) => st.event(ev),
+            Ok(Msg::Req(stream, req)) => st.request(stream, req),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if last_tick.elapsed() >= Duration::from_secs(1) {
+            last_tick = Instant::now();
+            if !st.tick() || socket_ino(&places.socket) != sock_ino || !places.root.is_dir() {
+                break;
+            }
+        }
+    }
+    st.observe(&serde_json::json!({"ev": "exit"}));
+    st.flush();
+    if socket_ino(&places.socket) == sock_ino {
+        let _ = fs::remove_file(&places.socket);
+    }
+    Ok(true)
+}
+
+fn socket_ino(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::symlink_metadata(path).ok().map(|m| m.ino())
+}
+
+/// The checkout's claim, removed on drop.
+struct ClaimGuard(PathBuf);
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+fn claim(places: &Places) -> io::Result<Option<ClaimGuard>> {
+    for _ in 0..2 {
+        match crate::fsutil::open_private(&places.claim, fs::OpenOptions::new().write(true).create_new(true)) {
+            Ok(mut f) => {
+                let start = crate::procinfo::own_start().unwrap_or(0);
+                f.write_all(format!("{} {start}\n", std::process::id()).as_bytes())?;
+                return Ok(Some(ClaimGuard(places.claim.clone())));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if super::claimed(places) {
+                    return Ok(None);
+                }
+                // Its watcher died (kill -9): take it over.
+                let _ = fs::remove_file(&places.claim);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+struct Session {
+    proc: crate::procinfo::ProcRef,
+    ended: bool,
+}
+
+struct State {
+    root: PathBuf,
+    epoch: String,
+    seq: u64,
+    floor: u64,
+    floor_why: &'static str,
+    degraded: Option<&'static str>,
+    changed: HashMap<String, u64>,
+    watched: HashSet<PathBuf>,
+    watcher: notify::RecommendedWatcher,
+    repo: Option<git2::Repository>,
+    max_dirs: usize,
+    /// Cookies seen (name → when), for a request that arrives after its cookie's event.
+    seen: HashMap<String, Instant>,
+    /// Requests waiting for their cookie.
+    pending: HashMap<String, Vec<(UnixStream, Option<Clock>, Instant)>>,
+    sessions: HashMap<String, Session>,
+    last_alive: Instant,
+    linger: Duration,
+    observed: Option<PathBuf>,
+    out: Vec<u8>,
+}
+
+impl State {
+    fn new(places: &Places, opts: &Options, watcher: notify::RecommendedWatcher) -> State {
+        State {
+            root: places.root.clone(),
+            epoch: format!("{:x}-{:x}", std::process::id(), now_ns()),
+            seq: 0,
+            floor: 0,
+            floor_why: doubt::NO_CLOCK,
+            degraded: None,
+            changed: HashMap::new(),
+            watched: HashSet::new(),
+            watcher,
+            repo: git2::Repository::open(&places.root).ok(),
+            max_dirs: opts.max_dirs,
+            seen: HashMap::new(),
+            pending: HashMap::new(),
+            sessions: HashMap::new(),
+            last_alive: Instant::now(),
+            linger: opts.linger,
+            observed: opts.observed.clone(),
+            out: Vec::new(),
+        }
+    }
+
+    fn rel(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let s = rel.to_str()?.replace('\\', "/");
+        Some(s)
+    }
+
+    fn ignored(&self, rel: &str) -> bool {
+        self.repo.as_ref().is_some_and(|r| r.is_path_ignored(rel).unwrap_or(false))
+    }
+
+    fn raise_floor(&mut self, why: &'static str) {
+        self.seq += 1;
+        self.floor = self.seq;
+        self.floor_why = why;
+        self.changed.clear();
+        self.observe(&serde_json::json!({"ev": "doubt", "why": why}));
+    }
+
+    fn mark(&mut self, rel: String) {
+        self.seq += 1;
+        if self.changed.len() >= MAX_KEPT {
+            self.raise_floor(doubt::TOO_MANY);
+        }
+        self.observe(&serde_json::json!({"ev": "change", "path": rel}));
+        self.changed.insert(rel, self.seq);
+    }
+
+    /// Watches `dir` and every folder below it git does not ignore; with `report`, every
+    /// file found is a change (it may have been made before the watch existed).
+    fn crawl(&mut self, dir: &Path, report: bool) {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            if self.watched.contains(&d) {
+                continue;
+            }
+            if self.watched.len() >= self.max_dirs {
+                self.degrade();
+                return;
+            }
+            match self.watcher.watch(&d, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.watched.insert(d.clone());
+                }
+                Err(e) if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) => {
+                    self.degrade();
+                    return;
+                }
+                Err(_) => continue,
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                let Ok(ft) = ent.file_type() else { continue };
+                let path = ent.path();
+                let Some(rel) = self.rel(&path) else { continue };
+                let name = ent.file_name();
+                if ft.is_dir() {
+                    if name == ".git" {
+                        continue;
+                    }
+                    if name == ".walj" {
+                        // Cookies only: watched, never crawled.
+                        if self.watcher.watch(&path, RecursiveMode::NonRecursive).is_ok() {
+                            self.watched.insert(path);
+                        }
+                        continue;
+                    }
+                    if !self.ignored(&format!("{rel}/")) {
+                        stack.push(path);
+                    }
+                } else if report && !self.ignored(&rel) {
+                    self.mark(rel);
+                }
+            }
+        }
+    }
+
+    fn degrade(&mut self) {
+        if self.degraded.is_none() {
+            self.degraded = Some(doubt::WATCH_LIMIT);
+            self.observe(&serde_json::json!({"ev": "doubt", "why": doubt::WATCH_LIMIT}));
+        }
+    }
+
+    fn event(&mut self, ev: notify::Result<notify::Event>) {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+                    self.degrade();
+                } else {
+                    self.raise_floor(doubt::OVERFLOW);
+                }
+                return;
+            }
+        };
+        if ev.need_rescan() {
+            self.raise_floor(doubt::OVERFLOW);
+            return;
+        }
+        let counts = match ev.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => false,
+            _ => true,
+        };
+        if !counts {
+            return;
+        }
+        let create = matches!(ev.kind, EventKind::Create(_));
+        for path in &ev.paths {
+            let Some(rel) = self.rel(path) else { continue };
+            if rel.is_empty() || rel == ".git" || rel.starts_with(".git/") {
+                continue;
+            }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let parent_is_walj = path.parent().and_then(Path::file_name).is_some_and(|n| n == ".walj");
+            if parent_is_walj {
+                if create && name.starts_with(super::COOKIE_PREFIX) {
+                    self.cookie(name.to_string());
+                }
+                continue;
+            }
+            if rel.split('/').any(|c| c == ".walj" || c == ".git") {
+                if name == ".walj" && path.is_dir() && self.watcher.watch(path, RecursiveMode::NonRecursive).is_ok() {
+                    self.watched.insert(path.clone());
+                }
+                continue;
+            }
+            if name == ".gitignore" {
+                self.raise_floor(doubt::IGNORE_RULES);
+                continue;
+            }
+            let meta = fs::symlink_metadata(path).ok();
+            let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
+            if !is_dir && self.watched.contains(path) {
+                // A watched folder moved away or removed: its watches go (a moved folder's
+                // would keep reporting under its old name).
+                let gone: Vec<PathBuf> = self.watched.iter().filter(|w| w.starts_with(path)).cloned().collect();
+                for w in gone {
+                    let _ = self.watcher.unwatch(&w);
+                    self.watched.remove(&w);
+                }
+            }
+            if is_dir {
+                if self.ignored(&format!("{rel}/")) {
+                    continue;
+                }
+                self.mark(rel);
+                if !self.watched.contains(path) {
+                    self.crawl(path, true);
+                }
+                continue;
+            }
+            if meta.is_some() && self.ignored(&rel) {
+                continue;
+            }
+            self.mark(rel);
+        }
+    }
+
+    fn answer(&self, since: Option<&Clock>) -> Answer {
+        let mut a = Answer {
+            root: self.root.to_string_lossy().into_owned(),
+            epoch: self.epoch.clone(),
+            seq: self.seq,
+            ..Answer::default()
+        };
+        let why = match since {
+            _ if self.degraded.is_some() => self.degraded,
+            None => Some(doubt::NO_CLOCK),
+            Some(c) if c.epoch != self.epoch => Some(doubt::RESTARTED),
+            Some(c) if c.seq < self.floor => Some(self.floor_why),
+            Some(_) => None,
+        };
+        match (why, since) {
+            (Some(w), _) => a.doubt = Some(w.to_string()),
+            (None, Some(c)) => {
+                let mut paths: Vec<String> =
+                    self.changed.iter().filter(|(_, s)| **s > c.seq).map(|(p, _)| p.clone()).collect();
+                paths.sort();
+                a.paths = Some(paths);
+            }
+            (None, None) => a.doubt = Some(doubt::NO_CLOCK.to_string()),
+        }
+        a
+    }
+
+    fn reply(&self, mut stream: UnixStream, since: Option<&Clock>) {
+        let mut line = serde_json::to_vec(&self.answer(since)).unwrap_or_default();
+        line.push(b'\n');
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(50)));
+        let _ = stream.write_all(&line);
+    }
+
+    fn cookie(&mut self, name: String) {
+        match self.pending.remove(&name) {
+            Some(waiting) => {
+                for (stream, since, _) in waiting {
+                    self.reply(stream, since.as_ref());
+                }
+            }
+            None => {
+                self.seen.insert(name, Instant::now());
+            }
+        }
+    }
+
+    fn request(&mut self, stream: UnixStream, req: Request) {
+        if let Some(s) = &req.session {
+            self.session(s);
+        }
+        self.last_alive = Instant::now();
+        if req.root.as_deref().is_some_and(|r| Path::new(r) != self.root) {
+            // Another checkout's client (a socket reached under another name): our root tells it.
+            self.reply(stream, None);
+            return;
+        }
+        match (req.op.as_str(), req.cookie) {
+            ("sync", Some(cookie)) => {
+                if self.seen.remove(&cookie).is_some() {
+                    self.reply(stream, req.since.as_ref());
+                } else {
+                    self.pending.entry(cookie).or_default().push((stream, req.since, Instant::now()));
+                }
+            }
+            _ => self.reply(stream, req.since.as_ref()),
+        }
+    }
+
+    fn session(&mut self, s: &SessionRef) {
+        let proc = crate::procinfo::ProcRef { pid: s.pid, start: s.start };
+        if self.sessions.get(&s.id).is_some_and(|k| k.proc == proc) {
+            return;
+        }
+        self.observe(&serde_json::json!({"ev": "session", "session": s.id, "pid": s.pid, "start": s.start}));
+        self.sessions.insert(s.id.clone(), Session { proc, ended: false });
+    }
+
+    /// Once a second: sessions' processes, stale cookies, the observer file. False: time to go.
+    fn tick(&mut self) -> bool {
+        let mut ended = Vec::new();
+        let mut alive = false;
+        for (id, s) in &mut self.sessions {
+            if s.ended {
+                continue;
+            }
+            match crate::procinfo::liveness(s.proc) {
+                crate::procinfo::Liveness::Gone => {
+                    s.ended = true;
+                    ended.push((id.clone(), s.proc));
+                }
+                _ => alive = true,
+            }
+        }
+        for (id, p) in ended {
+            // Polled each second: it ended within the second before this time.
+            self.observe(
+                &serde_json::json!({"ev": "end", "session": id, "pid": p.pid, "start": p.start, "within_ms": 1000}),
+            );
+        }
+        if alive {
+            self.last_alive = Instant::now();
+        }
+        self.seen.retain(|_, t| t.elapsed() < Duration::from_secs(10));
+        self.pending.retain(|_, w| {
+            w.retain(|(_, _, t)| t.elapsed() < Duration::from_secs(10));
+            !w.is_empty()
+        });
+        self.flush();
+        self.last_alive.elapsed() < self.linger
+    }
+
+    fn observe(&mut self, v: &serde_json::Value) {
+        if self.observed.is_none() {
+            return;
+        }
+        let mut v = v.clone();
+        v["ns"] = serde_json::json!(now_ns());
+        if let Ok(mut line) = serde_json::to_vec(&v) {
+            line.push(b'\n');
+            self.out.extend_from_slice(&line);
+        }
+        if self.out.len() > 1 << 20 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some(path) = &self.observed else { return };
+        if self.out.is_empty() {
+            return;
+        }
+        if fs::metadata(path).is_ok_and(|m| m.len() > MAX_OBSERVED) {
+            let _ = fs::rename(path, path.with_extension("jsonl.1"));
+        }
+        if let Ok(mut f) = crate::fsutil::open_private(path, fs::OpenOptions::new().append(true).create(true)) {
+            let _ = f.write_all(&self.out);
+        }
+        self.out.clear();
+    }
+}

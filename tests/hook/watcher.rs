@@ -1,0 +1,486 @@
+//! The per-checkout watcher of Bash snapshots (src/watch.rs, src/watch/server.rs, its use in
+//! src/bashsnap.rs): the real binary as hook and as watcher, real git repositories, real
+//! inotify. Each test has its own runtime folder (`WALJ_RUNTIME_DIR`), so its watcher is its
+//! own; a watcher leaves within a second of its work tree being removed.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::{Repo, walj_bin};
+use serde_json::{Value, json};
+
+const SESSION: &str = "5e551011-watch-test";
+/// What the snapshot summary says when the watcher named the changes.
+const WATCHED: &str = "watcher";
+
+struct W {
+    repo: Repo,
+    rt: Arc<tempfile::TempDir>,
+    env: Vec<(String, String)>,
+}
+
+impl W {
+    fn new(files: &[(&str, &str)]) -> W {
+        W::with(Repo::new(files))
+    }
+
+    fn with(repo: Repo) -> W {
+        let rt = tempfile::tempdir().unwrap();
+        // The watcher refuses a runtime folder others can enter.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        W::with_rt(repo, Arc::new(rt))
+    }
+
+    fn with_rt(repo: Repo, rt: Arc<tempfile::TempDir>) -> W {
+        let w = W { repo, rt, env: Vec::new() };
+        // Generous for a loaded test machine: a timeout falls back, which would hide what the
+        // test checks. The default is 10 ms.
+        w.config("[bash]\nwatch_ms = 2000\n");
+        w
+    }
+
+    fn root(&self) -> &Path {
+        &self.repo.root
+    }
+
+    fn config(&self, text: &str) {
+        fs::create_dir_all(self.root().join(".walj")).unwrap();
+        fs::write(self.root().join(".walj/config.toml"), text).unwrap();
+    }
+
+    /// Runs `walj hook` (the test process is its Claude Code: the session stays live).
+    fn hook_with(&self, payload: &Value, parent_timeout: bool) {
+        let mut c = if parent_timeout {
+            let mut c = Command::new("timeout");
+            c.arg("20").arg(walj_bin());
+            c
+        } else {
+            Command::new(walj_bin())
+        };
+        c.arg("--project").arg(self.root()).arg("hook").current_dir(self.root());
+        c.env("WALJ_RUNTIME_DIR", self.rt.path()).env_remove("CLAUDE_PROJECT_DIR").env_remove("WALJ_JOURNAL");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "walj hook: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn hook(&self, payload: &Value) {
+        self.hook_with(payload, false);
+    }
+
+    fn payload(&self, event: &str, id: &str) -> Value {
+        json!({
+            "hook_event_name": event,
+            "session_id": SESSION,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": self.root(),
+            "tool_name": "Bash",
+            "tool_use_id": id,
+            "tool_input": {"command": format!("cmd {id}"), "description": "test"},
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+            "source": "startup",
+        })
+    }
+
+    fn start(&self) {
+        self.hook(&self.payload("SessionStart", ""));
+    }
+
+    fn pre(&self, id: &str) {
+        self.hook(&self.payload("PreToolUse", id));
+    }
+
+    fn post(&self, id: &str) {
+        self.hook(&self.payload("PostToolUse", id));
+    }
+
+    fn stop(&self) {
+        let mut p = self.payload("Stop", "");
+        p["stop_hook_active"] = json!(false);
+        self.hook(&p);
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        let text = fs::read_to_string(self.root().join(".walj/journal.jsonl")).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// The Post record of command `id` and its snapshot summary.
+    fn summary(&self, id: &str) -> Value {
+        self.lines()
+            .into_iter()
+            .find(|r| r["id"] == json!(id) && r.get("snapshot").is_some())
+            .map(|r| r["snapshot"].clone())
+            .unwrap_or_else(|| panic!("no snapshot summary for {id}"))
+    }
+
+    /// Child entries of command `id`: path → after blob id.
+    fn children(&self, id: &str) -> Vec<(String, Value)> {
+        let mut v: Vec<(String, Value)> = self
+            .lines()
+            .into_iter()
+            .filter(|r| r["parent"] == json!(id))
+            .map(|r| (r["path"].as_str().unwrap_or("").to_string(), r["after"].clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.places(self.root()).0
+    }
+
+    /// (socket, claim) of the watcher of the checkout at `root` in this test's runtime folder.
+    fn places(&self, root: &Path) -> (PathBuf, PathBuf) {
+        use sha2::Digest;
+        let canon = fs::canonicalize(root).unwrap();
+        let hex: String =
+            sha2::Sha256::digest(canon.to_string_lossy().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let key = &hex[..16];
+        (self.rt.path().join(format!("w-{key}.sock")), self.rt.path().join(format!("w-{key}.claim")))
+    }
+
+    /// Waits until the watcher answers on its socket (it is ready once it listens).
+    fn wait_ready(&self) -> u32 {
+        let (sock, claim) = self.places(self.root());
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            if std::os::unix::net::UnixStream::connect(&sock).is_ok()
+                && let Some(pid) =
+                    fs::read_to_string(&claim).ok().and_then(|c| c.split_whitespace().next()?.parse().ok())
+            {
+                // Listening comes before the first crawl ends; a ping is answered after it.
+                // (A watcher just killed may still hold its socket a moment: errors are "not yet".)
+                let mut a = String::new();
+                let asked = std::os::unix::net::UnixStream::connect(&sock).and_then(|mut s| {
+                    s.write_all(b"{\"op\":\"ping\"}\n")?;
+                    std::io::Read::read_to_string(&mut s, &mut a)
+                });
+                if asked.is_ok() && a.contains("epoch") {
+                    return pid;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let names: Vec<String> = fs::read_dir(self.rt.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let claim_text = fs::read_to_string(&claim).unwrap_or_default();
+        let stat = claim_text
+            .split_whitespace()
+            .next()
+            .map(|p| fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
+            .unwrap_or_default();
+        panic!("no watcher came up at {}: {names:?}, claim {claim_text:?}, its stat {stat:?}", sock.display());
+    }
+
+    fn doctor(&self) -> String {
+        let out =
+            crate::common::walj_at(self.root()).arg("doctor").env("WALJ_RUNTIME_DIR", self.rt.path()).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    }
+}
+
+fn blob(content: &str) -> Value {
+    json!(walj::store::blob_id(content.as_bytes()))
+}
+
+fn sh(root: &Path, cmd: &str) {
+    assert!(Command::new("sh").arg("-c").arg(cmd).current_dir(root).status().unwrap().success());
+}
+
+fn kill(pid: u32, sig: &str) {
+    assert!(Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap().success());
+    if sig == "-9" {
+        // Gone (or a zombie nobody reaps) before the test goes on: until then it holds its socket.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            // A zombie leader whose other threads still exit holds the socket: wait for them too.
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let threads = fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+            if stat.rsplit_once(')').is_none_or(|(_, rest)| rest.trim_start().starts_with('Z') && threads <= 1) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("{pid} survived kill -9");
+    }
+}
+
+/// The barrier: a change made 1 ms before the Post reaches it through the watcher, in every
+/// one of 1,000 runs (`WALJ_BARRIER_RUNS` to change the count).
+#[test]
+fn a_change_made_1ms_before_the_post_is_journaled_every_time() {
+    let runs: usize = std::env::var("WALJ_BARRIER_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let w = W::new(&[("a.txt", "v\n"), ("src/lib.rs", "x\n")]);
+    w.start();
+    w.wait_ready();
+    for i in 0..runs {
+        let id = format!("toolu_b{i}");
+        w.pre(&id);
+        fs::write(w.root().join("a.txt"), format!("v{i}\n")).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+        w.post(&id);
+    }
+    let lines = w.lines();
+    let mut missed = Vec::new();
+    let mut watched = 0;
+    for i in 0..runs {
+        let id = format!("toolu_b{i}");
+        let kids: Vec<&Value> = lines.iter().filter(|r| r["parent"] == json!(id)).collect();
+        if kids.len() != 1 || kids[0]["path"] != json!("a.txt") || kids[0]["after"] != blob(&format!("v{i}\n")) {
+            missed.push(i);
+        }
+        let s = lines.iter().find(|r| r["id"] == json!(id) && r.get("snapshot").is_some()).unwrap();
+        if s["snapshot"]["watch"] == json!(WATCHED) {
+            watched += 1;
+        }
+    }
+    assert!(missed.is_empty(), "runs whose change was not journaled: {missed:?}");
+    // Not a full scan in disguise: every Post asked the watcher.
+    assert_eq!(watched, runs, "Posts that used the watcher");
+}
+
+/// inotify is not recursive: a folder a command makes is watched and crawled when seen, so
+/// files made in it before its watch existed are changes too.
+#[test]
+fn new_folders_and_their_files_are_crawled() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    w.wait_ready();
+    w.pre("toolu_n");
+    sh(w.root(), "mkdir -p n/m/o && echo x > n/m/o/f.txt && echo y > n/g.txt && mkdir e && mv n e/");
+    w.post("toolu_n");
+    assert_eq!(w.summary("toolu_n")["watch"], json!(WATCHED));
+    let kids = w.children("toolu_n");
+    assert_eq!(
+        kids,
+        vec![("e/n/g.txt".to_string(), blob("y\n")), ("e/n/m/o/f.txt".to_string(), blob("x\n"))],
+        "{kids:?}"
+    );
+    // A folder moved out of the tree: its tracked files are gone, with no event of their own.
+    w.repo.write("d/k.txt", "k\n");
+    w.repo.commit("d");
+    w.pre("toolu_d0");
+    w.post("toolu_d0");
+    w.pre("toolu_d");
+    let out = tempfile::tempdir().unwrap();
+    fs::rename(w.root().join("d"), out.path().join("d")).unwrap();
+    w.post("toolu_d");
+    let kids = w.children("toolu_d");
+    assert_eq!(kids, vec![("d/k.txt".to_string(), Value::Null)], "{kids:?}");
+}
+
+/// kill -9 of the watcher between Pre and Post: the Post finds a stale socket and does the
+/// full scan. A watcher restarted between Pre and Post (another session started one) has a
+/// new epoch: the Post does the full scan too. Then the new one serves.
+#[test]
+fn a_killed_or_restarted_watcher_means_a_full_scan() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    let pid = w.wait_ready();
+    w.pre("toolu_k");
+    kill(pid, "-9");
+    fs::write(w.root().join("a.txt"), "killed\n").unwrap();
+    w.post("toolu_k");
+    assert_eq!(w.children("toolu_k"), vec![("a.txt".to_string(), blob("killed\n"))]);
+    let why = w.summary("toolu_k")["watch"].as_str().unwrap().to_string();
+    assert!(why.contains("stale"), "{why}");
+    let d = w.doctor();
+    assert!(d.contains("fell back to a full scan: stale watcher socket"), "{d}");
+
+    // A new one (the dead one's claim is taken over); killed and replaced mid-command.
+    w.start();
+    let pid2 = w.wait_ready();
+    assert_ne!(pid, pid2);
+    w.pre("toolu_r");
+    kill(pid2, "-9");
+    w.start();
+    let pid3 = w.wait_ready();
+    assert_ne!(pid3, pid2);
+    fs::write(w.root().join("a.txt"), "restarted\n").unwrap();
+    w.post("toolu_r");
+    let s = w.summary("toolu_r");
+    assert!(s["watch"].as_str().unwrap().contains("restarted"), "{s}");
+    assert_eq!(w.children("toolu_r"), vec![("a.txt".to_string(), blob("restarted\n"))]);
+
+    w.pre("toolu_k3");
+    fs::write(w.root().join("a.txt"), "again\n").unwrap();
+    w.post("toolu_k3");
+    assert_eq!(w.summary("toolu_k3")["watch"], json!(WATCHED));
+    assert_eq!(w.children("toolu_k3"), vec![("a.txt".to_string(), blob("again\n"))]);
+}
+
+/// A real IN_Q_OVERFLOW: the watcher is stopped (SIGSTOP) while more events than the kernel
+/// queues happen; after it resumes, the Post cannot use it and scans.
+#[test]
+fn an_overflowed_queue_means_a_full_scan() {
+    let queued: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(16384);
+    let w = W::new(&[("a.txt", "v\n"), (".gitignore", "*.flood\n")]);
+    w.start();
+    let pid = w.wait_ready();
+    w.pre("toolu_o");
+    kill(pid, "-STOP");
+    for i in 0..queued + 1000 {
+        fs::write(w.root().join(format!("{i}.flood")), b"").unwrap();
+    }
+    fs::write(w.root().join("a.txt"), "after overflow\n").unwrap();
+    kill(pid, "-CONT");
+    // It works through what the kernel queued (every name is asked about git's ignore rules).
+    std::thread::sleep(Duration::from_millis(3000));
+    w.post("toolu_o");
+    let s = w.summary("toolu_o");
+    assert!(s["watch"].as_str().unwrap().contains("overflowed"), "{s}");
+    assert_eq!(w.children("toolu_o"), vec![("a.txt".to_string(), blob("after overflow\n"))]);
+}
+
+/// Over the watch limit (lowered to one folder): every snapshot is a full scan, and says so.
+#[test]
+fn over_the_watch_limit_every_snapshot_is_a_full_scan() {
+    let mut w = W::new(&[("a.txt", "v\n"), ("s/b.txt", "b\n"), ("s/t/c.txt", "c\n")]);
+    w.env.push(("WALJ_WATCH_MAX_DIRS".into(), "1".into()));
+    w.start();
+    w.wait_ready();
+    w.pre("toolu_l");
+    fs::write(w.root().join("s/t/c.txt"), "limit\n").unwrap();
+    w.post("toolu_l");
+    let s = w.summary("toolu_l");
+    assert!(s["watch"].as_str().unwrap().contains("watch limit"), "{s}");
+    assert_eq!(w.children("toolu_l"), vec![("s/t/c.txt".to_string(), blob("limit\n"))]);
+    assert!(w.doctor().contains("watch limit"), "{}", w.doctor());
+}
+
+/// A socket file nobody listens on (a watcher that died long ago): the hook says so, scans,
+/// and starts a watcher that replaces it.
+#[test]
+fn a_stale_socket_is_replaced() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    {
+        let _dead = std::os::unix::net::UnixListener::bind(w.socket()).unwrap();
+    }
+    assert!(w.socket().exists());
+    w.pre("toolu_s");
+    fs::write(w.root().join("a.txt"), "s\n").unwrap();
+    w.post("toolu_s");
+    let s = w.summary("toolu_s");
+    // The Pre found the stale socket (and the Post too, when the new watcher was not up yet).
+    let pre_why = s.get("watch_pre").unwrap_or(&s["watch"]);
+    assert!(pre_why.as_str().unwrap().contains("stale"), "{s}");
+    assert_eq!(w.children("toolu_s"), vec![("a.txt".to_string(), blob("s\n"))]);
+    w.wait_ready();
+    w.pre("toolu_s2");
+    fs::write(w.root().join("a.txt"), "s2\n").unwrap();
+    w.post("toolu_s2");
+    assert_eq!(w.summary("toolu_s2")["watch"], json!(WATCHED));
+    assert_eq!(w.children("toolu_s2"), vec![("a.txt".to_string(), blob("s2\n"))]);
+}
+
+/// A socket that answers for another checkout is never believed.
+#[test]
+fn another_checkouts_watcher_is_not_used() {
+    let a = W::new(&[("a.txt", "v\n")]);
+    let b = W::with_rt(Repo::new(&[("b.txt", "v\n")]), a.rt.clone());
+    b.start();
+    b.wait_ready();
+    // b's watcher, reachable under a's socket name.
+    fs::hard_link(b.socket(), a.socket()).unwrap();
+    a.pre("toolu_x");
+    fs::write(a.root().join("a.txt"), "x\n").unwrap();
+    a.post("toolu_x");
+    let s = a.summary("toolu_x");
+    assert!(s["watch"].as_str().unwrap().contains("another checkout"), "{s}");
+    assert_eq!(a.children("toolu_x"), vec![("a.txt".to_string(), blob("x\n"))]);
+}
+
+/// Stop's full scan finds what the watcher missed (a write through a hard link outside the
+/// tree: inotify reports it in the other folder only), journals it as an uncertain side
+/// effect of the last command, and doctor counts the fault.
+#[test]
+fn reconciliation_at_stop_finds_a_planted_miss() {
+    let w = W::new(&[("a.txt", "v\n"), ("b.txt", "b\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    let alias = outside.path().join("alias");
+    fs::hard_link(w.root().join("a.txt"), &alias).unwrap();
+    w.start();
+    w.wait_ready();
+    w.pre("toolu_m");
+    fs::write(&alias, "planted\n").unwrap();
+    fs::write(w.root().join("b.txt"), "seen\n").unwrap();
+    w.post("toolu_m");
+    assert_eq!(w.summary("toolu_m")["watch"], json!(WATCHED));
+    // The miss is planted: only b.txt came through the watcher.
+    assert_eq!(w.children("toolu_m"), vec![("b.txt".to_string(), blob("seen\n"))]);
+    w.stop();
+    let faults: Vec<Value> = w.lines().into_iter().filter(|r| r["watch_fault"] == json!(true)).collect();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(faults[0]["path"], json!("a.txt"));
+    assert_eq!(faults[0]["after"], blob("planted\n"));
+    assert_eq!(faults[0]["parent"], json!("toolu_m"));
+    assert_eq!(faults[0]["attribution"], json!("uncertain"));
+    let d = w.doctor();
+    assert!(d.contains("watcher faults") && d.contains("missed: a.txt"), "{d}");
+    // Found once: the next Stop does not journal it again.
+    w.pre("toolu_m2");
+    w.post("toolu_m2");
+    w.stop();
+    assert_eq!(w.lines().into_iter().filter(|r| r["watch_fault"] == json!(true)).count(), 1);
+}
+
+/// `[bash] watcher = false`: no watcher is started, every snapshot is a full scan.
+#[test]
+fn the_config_key_turns_the_watcher_off() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.config("[bash]\nwatcher = false\n");
+    w.start();
+    w.pre("toolu_f");
+    fs::write(w.root().join("a.txt"), "off\n").unwrap();
+    w.post("toolu_f");
+    assert!(w.summary("toolu_f")["watch"].as_str().unwrap().contains("watcher = false"));
+    assert_eq!(w.children("toolu_f"), vec![("a.txt".to_string(), blob("off\n"))]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(fs::read_dir(w.rt.path()).unwrap().count(), 0, "no watcher socket or claim");
+    assert!(w.doctor().contains("the watcher is off"));
+}
+
+/// The live observer: each change's time and the moment a session's Claude Code process
+/// ended, in `.walj/observed.jsonl`, never in the journal.
+#[test]
+fn the_observer_notes_changes_and_when_claude_code_ended() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    w.wait_ready();
+    // Under `timeout`, the hook's Claude Code is a process that ends right after it.
+    w.hook_with(&w.payload("PreToolUse", "toolu_obs"), true);
+    fs::write(w.root().join("a.txt"), "seen\n").unwrap();
+    let obs = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    let mut lines: Vec<Value> = Vec::new();
+    while t.elapsed() < Duration::from_secs(10) {
+        lines =
+            fs::read_to_string(&obs).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        if lines.iter().any(|l| l["ev"] == json!("end") && l["session"] == json!(SESSION)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let change = lines.iter().find(|l| l["ev"] == json!("change") && l["path"] == json!("a.txt"));
+    assert!(change.is_some_and(|c| c["ns"].as_i64().is_some()), "{lines:?}");
+    let end = lines.iter().find(|l| l["ev"] == json!("end") && l["session"] == json!(SESSION));
+    assert!(end.is_some_and(|e| e["ns"].as_i64().is_some() && e["pid"].as_u64().is_some()), "{lines:?}");
+    assert!(!fs::read_to_string(w.root().join(".walj/journal.jsonl")).unwrap().contains("\"ev\""));
+}
