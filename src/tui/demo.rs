@@ -137,6 +137,12 @@ fn run_hook(dir: &Path, walj: &Path, payload: &Value) -> anyhow::Result<()> {
 /// crashed session's process is really gone.
 pub fn build(dir: &Path, walj: &Path) -> anyhow::Result<()> {
     create_project(dir)?;
+    // No checkout watcher for a project that lives only while the demo runs: one started by
+    // the replayed SessionStart would outlive the demo and write into the folder it removes.
+    let walj_dir = dir.join(".walj");
+    std::fs::create_dir_all(&walj_dir).with_context(|| format!("creating {}", walj_dir.display()))?;
+    let config = walj_dir.join("config.toml");
+    std::fs::write(&config, "[bash]\nwatcher = false\n").with_context(|| format!("writing {}", config.display()))?;
     let out = Command::new(walj)
         .args(["tui", "--demo-replay"])
         .arg(dir)
