@@ -152,19 +152,14 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        if !project.journal.exists() {
+        if crate::session::empty::journal_is_empty(project) {
             let others = crate::sync::show::recover_text(&remotes, &Style::stdout());
             if !others.is_empty() {
                 writeln!(out, "No journal in this checkout yet.")?;
                 write!(out, "{others}")?;
                 return Ok(0);
             }
-            writeln!(
-                out,
-                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.\n\
-                 A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.",
-                shown_path(&project.journal)
-            )?;
+            write!(out, "{}", nothing_recorded(project))?;
             return Ok(0);
         }
         if let Some(note) = crate::bisect::inplace::interrupted(project) {
@@ -213,6 +208,12 @@ pub fn share_ids_with(
     }
 }
 
+/// What to say when this checkout's journal holds nothing ([`crate::session::empty::message`]).
+pub fn nothing_recorded(project: &Project) -> String {
+    let config_dir = crate::claude::paths::config_dir_or_default();
+    crate::session::empty::message(project, &config_dir, &super::setup::hook_command(None))
+}
+
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
     let remotes = if session.as_deref().is_some_and(|s| !s.is_empty()) {
@@ -242,6 +243,10 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
+        if shown.is_empty() && remotes.is_empty() && crate::session::empty::journal_is_empty(project) {
+            write!(out, "{}", nothing_recorded(project))?;
+            return Ok(0);
+        }
         write!(out, "{}", report::log_text(&shown, &fold.ids, &Style::stdout()))?;
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
@@ -296,6 +301,8 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             if unresolved == 1 { "y" } else { "ies" },
             if crashed == 1 { "" } else { "s" }
         )?;
+    } else if crate::session::empty::journal_is_empty(project) {
+        write!(out, "\n{}", nothing_recorded(project))?;
     } else {
         writeln!(out, "\nNothing unresolved.")?;
     }

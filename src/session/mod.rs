@@ -16,6 +16,7 @@
 //! [`bundle`] (export / import files).
 
 pub mod brief;
+pub mod empty;
 pub mod bundle;
 pub mod procs;
 pub mod redact;
