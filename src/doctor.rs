@@ -8,6 +8,7 @@
 pub mod agents;
 mod plugins;
 mod resolve;
+mod subfolder;
 mod walj_dir;
 
 use std::collections::HashMap;
@@ -81,6 +82,8 @@ pub mod check {
     pub const WRITE_FAILURES: &str = "write_failures";
     /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
     pub const WALJ_DIR: &str = "walj_dir";
+    /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
+    pub const SUBFOLDER: &str = "subfolder";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -991,6 +994,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
              is journaled twice (`walj doctor --plugin-dir DIR` checks them together)",
         ));
     }
+
+    findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
 
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
     let (agent_findings, agents) = self::agents::check(&project.root, base);

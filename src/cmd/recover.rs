@@ -166,6 +166,7 @@ pub fn recover(project: &Project, json_out: bool, session: Option<String>, exit_
             writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
+        write!(out, "{}", crate::session::empty::legacy_lines(project))?;
         write!(out, "{}", crate::sync::show::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })

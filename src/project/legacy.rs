@@ -99,9 +99,37 @@ fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The subfolder journals under `project`'s root that walj made ([`Legacy`]), by a bounded
-/// walk (see the module docs). Sorted by folder.
+/// The name of the list of subfolder journals in `.walj/`, one folder (root-relative) a line.
+pub const LIST: &str = "legacy";
+
+/// The subfolder journals under `project`'s root that walj made ([`Legacy`]), found once:
+/// the list in `.walj/legacy` when it exists (each folder checked again), else a bounded
+/// walk ([`scan`]) whose result is written there when `.walj/` is walj's own. Sorted.
 pub fn find(project: &Project) -> Vec<Legacy> {
+    let list = project.dir.join(LIST);
+    if trust::standing(project) == trust::Standing::Own
+        && let Ok(bytes) = fsutil::read_regular(&list)
+    {
+        return String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.is_empty() && project.resolve_rel(l).is_ok())
+            .filter_map(|rel| {
+                let old = Project::at(project.root.join(rel), None);
+                (old.journal.is_file() && trust::standing(&old) == trust::Standing::Own)
+                    .then(|| Legacy { rel: rel.to_string(), project: old })
+            })
+            .collect();
+    }
+    let found = scan(project);
+    if trust::standing(project) == trust::Standing::Own {
+        let text: String = found.iter().map(|l| format!("{}\n", l.rel)).collect();
+        let _ = fsutil::atomic_write(&list, text.as_bytes(), Some(0o600));
+    }
+    found
+}
+
+/// The bounded walk for subfolder journals walj made (see the module docs). Sorted.
+pub fn scan(project: &Project) -> Vec<Legacy> {
     let mut out = Vec::new();
     let mut queue = vec![(project.root.clone(), 0usize)];
     let mut seen = 0usize;
@@ -157,7 +185,7 @@ mod tests {
             p.ensure_dir().unwrap();
             fs::write(&p.journal, "{}\n").unwrap();
         }
-        let found = find(&Project::at(root, None));
+        let found = scan(&Project::at(root, None));
         let rels: Vec<&str> = found.iter().map(|l| l.rel.as_str()).collect();
         assert_eq!(rels, ["pkg/core"]);
     }

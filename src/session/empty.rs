@@ -22,15 +22,7 @@ use crate::project::{Project, legacy};
 pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
     let installed = Installed::find(&project.root, config_dir, command);
     let mut out = String::new();
-    let legacy = legacy::find(project);
-    for l in &legacy {
-        out.push_str(&format!(
-            "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
-             subfolder): `walj --project {} recover` shows it.\n",
-            crate::present::text::safe(&l.rel),
-            crate::present::text::safe(&crate::present::shell_quote(&l.rel))
-        ));
-    }
+    out.push_str(&legacy_lines(project));
     if installed.any() {
         let how = how_installed(&installed);
         out.push_str(&format!(
@@ -56,6 +48,21 @@ pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
     if let Some(line) = other_worktrees_line(project) {
         out.push_str(&line);
         out.push('\n');
+    }
+    out
+}
+
+/// One line per subfolder journal from before one project root ([`legacy::find`]), with
+/// the command that shows it; empty when there is none.
+pub fn legacy_lines(project: &Project) -> String {
+    let mut out = String::new();
+    for l in legacy::find(project) {
+        out.push_str(&format!(
+            "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
+             subfolder): `walj --project {} recover` shows it.\n",
+            crate::present::text::safe(&l.rel),
+            crate::present::text::safe(&crate::present::shell_quote(&l.rel))
+        ));
     }
     out
 }
