@@ -165,7 +165,10 @@ fn subfolder_start(mode: Mode) {
     let j = journal(&sb.project);
     let text = fs::read_to_string(sb.project.join(".walj/journal.jsonl")).unwrap_or_default();
     assert!(
-        j.iter().any(|r| r["op"] == "intent" && r["tool"] == "Write" && r["path"] == "pkg/core/new.rs" && r["session"] == sid.as_str()),
+        j.iter().any(|r| r["op"] == "intent"
+            && r["tool"] == "Write"
+            && r["path"] == "pkg/core/new.rs"
+            && r["session"] == sid.as_str()),
         "{mode:?}: the Write, root-relative:\n{text}"
     );
     assert!(j.iter().any(|r| r["path"] == "made.txt"), "{mode:?}: the Bash change outside the subfolder:\n{text}");
@@ -173,7 +176,11 @@ fn subfolder_start(mode: Mode) {
 
     for cwd in [&sb.project, &sub] {
         let out = walj(&sb, &bin, cwd, &["recover"]);
-        assert!(out.contains("pkg/core/new.rs") && out.contains("made.txt"), "{mode:?}: recover in {}:\n{out}", cwd.display());
+        assert!(
+            out.contains("pkg/core/new.rs") && out.contains("made.txt"),
+            "{mode:?}: recover in {}:\n{out}",
+            cwd.display()
+        );
         assert!(!out.contains("walj install"), "{mode:?}: {out}");
     }
 

@@ -70,7 +70,11 @@ impl Env {
     /// `walj ARGS` in `cwd`: (exit code, stdout, stderr).
     fn walj(&self, cwd: &Path, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd(cwd).args(args).output().unwrap();
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     }
 
     /// `walj hook` as Claude Code runs it for a session started in `start`: cwd and
@@ -277,7 +281,10 @@ fn install_covers_subfolder_starts_and_doctor_finds_the_gap() {
     // Right after install: installed, nothing recorded, in every command.
     for args in [&["recover"][..], &["log"], &["sessions"], &["status"]] {
         let (_, out, _) = env.walj(&sub, args);
-        assert!(out.contains("walj is installed (.claude/settings.json, .claude/settings.local.json)"), "{args:?}: {out}");
+        assert!(
+            out.contains("walj is installed (.claude/settings.json, .claude/settings.local.json)"),
+            "{args:?}: {out}"
+        );
         assert!(out.contains("nothing recorded yet"), "{args:?}: {out}");
         assert!(!out.contains("not installed"), "{args:?}: {out}");
     }

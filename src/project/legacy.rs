@@ -44,7 +44,13 @@ pub struct Legacy {
 /// subfolder's own journal (a session live across the upgrade), else `None` (the root's).
 /// `starting`: this event is the session's SessionStart (it starts in the root's journal);
 /// `ending`: its SessionEnd (the marker is removed after this event).
-pub fn session_journal(project: &Project, start: &Path, session: &str, starting: bool, ending: bool) -> Option<Project> {
+pub fn session_journal(
+    project: &Project,
+    start: &Path,
+    session: &str,
+    starting: bool,
+    ending: bool,
+) -> Option<Project> {
     if session.is_empty() {
         return None;
     }
@@ -59,7 +65,8 @@ pub fn session_journal(project: &Project, start: &Path, session: &str, starting:
     let chosen = match fsutil::read_regular(&marker).ok().and_then(|b| String::from_utf8(b).ok()) {
         Some(text) => Some(Path::new(text.trim()) == old.journal),
         None => {
-            let old_one = !starting && trust::standing(&old) == trust::Standing::Own && holds_session(&old.journal, session);
+            let old_one =
+                !starting && trust::standing(&old) == trust::Standing::Own && holds_session(&old.journal, session);
             let named = if old_one { &old.journal } else { &project.journal };
             let _ = write_marker(&marker, named);
             Some(old_one)

@@ -16,8 +16,8 @@
 //! [`bundle`] (export / import files).
 
 pub mod brief;
-pub mod empty;
 pub mod bundle;
+pub mod empty;
 pub mod procs;
 pub mod redact;
 pub mod transcript;
