@@ -298,6 +298,14 @@ fn walj_handlers<'a>(sources: &'a [Source], command: &str) -> (ByEvent<'a>, Vec<
     (by_event, shape)
 }
 
+/// True when identical walj hooks are listed once in the project's `settings.json` and once
+/// in its `settings.local.json`: the copy `walj install` makes for sessions started in a
+/// subfolder (docs/project-root.md), run once from the root.
+fn is_subfolder_copy(mine: &[&Occurrence], sources: &[Source]) -> bool {
+    let scopes: Vec<Option<SettingsScope>> = mine.iter().map(|o| sources[o.source].scope).collect();
+    mine.len() == 2 && scopes.contains(&Some(SettingsScope::Project)) && scopes.contains(&Some(SettingsScope::Local))
+}
+
 fn check_event(
     ev: HookEvent,
     occs: &[Occurrence],
@@ -330,7 +338,7 @@ fn check_event(
                     distinct.len()
                 ),
             ));
-        } else if mine.len() > 1 {
+        } else if mine.len() > 1 && !is_subfolder_copy(&mine, sources) {
             findings.push(DoctorFinding::new(
                 Level::Warn,
                 check::HOOKS,

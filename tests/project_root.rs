@@ -269,7 +269,7 @@ fn install_covers_subfolder_starts_and_doctor_finds_the_gap() {
     let sub = root.join("pkg/core");
     // The newcomer, before anything: not installed.
     let (_, out, _) = env.walj(&sub, &["recover"]);
-    assert!(out.contains("walj is not installed for this project"), "{out}");
+    assert!(out.contains("walj is not installed here: run `walj install`"), "{out}");
     // An install from before: hooks in settings.json alone.
     let (code, _, err) = env.walj(&root, &["install", "--command", "walj hook"]);
     assert_eq!(code, 0, "{err}");

@@ -23,13 +23,9 @@ pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
     let installed = Installed::find(&project.root, config_dir, command);
     let mut out = String::new();
     out.push_str(&legacy_lines(project));
+    out.push_str(&headline_of(&installed));
+    out.push('\n');
     if installed.any() {
-        let how = how_installed(&installed);
-        out.push_str(&format!(
-            "walj is installed ({how}); nothing recorded yet: start a Claude Code session here, or in any \
-             subfolder, and walj records it in {}.\n",
-            crate::present::text::safe(&project.journal.display().to_string())
-        ));
         if !installed.covers_subfolders() {
             out.push_str(
                 "Sessions started in a subfolder are not journaled: Claude Code runs the root's \
@@ -39,9 +35,8 @@ pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
         }
     } else {
         out.push_str(
-            "walj is not installed for this project: `walj install` (hooks in .claude/settings.json and \
-             .claude/settings.local.json), `walj install --user` (every project), or the walj plugin \
-             (`claude plugin install walj@walj`); walj records from the next session on.\n\
+            "`walj install` puts the hooks in .claude/settings.json and .claude/settings.local.json; \
+             the plugin: `claude plugin install walj@walj`.\n\
              A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts.\n",
         );
     }
@@ -50,6 +45,22 @@ pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The message's first line about the install (for the TUI's status line, which has one).
+pub fn headline(project: &Project, config_dir: &Path, command: &str) -> String {
+    headline_of(&Installed::find(&project.root, config_dir, command))
+}
+
+fn headline_of(installed: &Installed) -> String {
+    if installed.any() {
+        format!(
+            "walj is installed ({}); nothing recorded yet: start a Claude Code session here or in any subfolder.",
+            how_installed(installed)
+        )
+    } else {
+        "walj is not installed here: run `walj install` (or `--user`), or use the walj plugin; it records from then on.".to_string()
+    }
 }
 
 /// One line per subfolder journal from before one project root ([`legacy::find`]), with
@@ -69,7 +80,7 @@ pub fn legacy_lines(project: &Project) -> String {
 
 /// True when the journal of `project` holds no record (missing or empty).
 pub fn journal_is_empty(project: &Project) -> bool {
-    std::fs::metadata(&project.journal).map_or(true, |m| m.len() == 0)
+    !std::fs::metadata(&project.journal).is_ok_and(|m| m.len() > 0)
 }
 
 fn how_installed(i: &Installed) -> String {
@@ -109,7 +120,7 @@ pub fn other_worktrees(project: &Project) -> Vec<PathBuf> {
         }
     }
     let me = std::fs::canonicalize(&top).unwrap_or(top);
-    out.retain(|w| std::fs::canonicalize(w).map_or(false, |w| w != me));
+    out.retain(|w| std::fs::canonicalize(w).is_ok_and(|w| w != me));
     out.sort();
     out.dedup();
     out

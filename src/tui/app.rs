@@ -208,8 +208,7 @@ impl App {
         if app.tree.views.is_empty() && app.status.is_none() {
             if crate::session::empty::journal_is_empty(&app.project) {
                 let config_dir = crate::claude::paths::config_dir_or_default();
-                let text = crate::session::empty::message(&app.project, &config_dir, "walj hook");
-                app.info(text.lines().collect::<Vec<_>>().join(" "));
+                app.info(crate::session::empty::headline(&app.project, &config_dir, "walj hook"));
             } else {
                 app.info("Nothing unresolved. s shows resolved entries; the journal is watched for changes.");
             }
