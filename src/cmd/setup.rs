@@ -372,6 +372,12 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
             if !rep.added.is_empty() {
                 println!("Removed walj's hooks from {} for: {}", local.display(), rep.added.join(", "));
             }
+            // Nothing left but `{}`: the file install made goes (a user's own file stays).
+            if let Ok(Some(v)) = settings::read_json(&local)
+                && v.as_object().is_some_and(|o| o.is_empty())
+            {
+                let _ = std::fs::remove_file(&local);
+            }
         }
     }
     Ok(0)

@@ -16,8 +16,10 @@ pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool)
     let mut installed = Installed::find(&project.root, config_dir, command);
     installed.plugin |= plugins;
     if installed.any() && !installed.covers_subfolders() {
+        // Info, not a warning: the committed settings.json is the team's, and a session started
+        // at the root is journaled; doctor's exit code stays what the hooks make it.
         findings.push(DoctorFinding::new(
-            Level::Warn,
+            Level::Info,
             check::SUBFOLDER,
             "walj's hooks are in .claude/settings.json only: sessions started in a subfolder (`cd pkg && claude`) are \
              not journaled, as Claude Code runs the root's settings.json hooks only for sessions started at the root. \

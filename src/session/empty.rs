@@ -59,7 +59,8 @@ fn headline_of(installed: &Installed) -> String {
             how_installed(installed)
         )
     } else {
-        "walj is not installed here: run `walj install` (or `--user`), or use the walj plugin; it records from then on.".to_string()
+        "walj is not installed here: run `walj install` (or `--user`), or use the walj plugin; it records from then on."
+            .to_string()
     }
 }
 
