@@ -107,6 +107,27 @@ impl Project {
         }
     }
 
+    /// A resume line (`claude --resume ID`) run where the session was started: Claude Code
+    /// keys transcripts and `--resume` by the start folder, so a session started in a
+    /// subfolder (`cwd` of its start record) resumes with `cd pkg/core && claude --resume ID`.
+    pub fn resume_in(&self, cwd: Option<&str>, hint: &str) -> String {
+        let rel = cwd
+            .map(|c| normalize(Path::new(c)))
+            .and_then(|c| {
+                let c = if c.starts_with(&self.root) { c } else { canonical_prefix(&c)? };
+                c.strip_prefix(&self.root).ok().map(to_slash)
+            })
+            .filter(|r| !r.is_empty());
+        match rel {
+            Some(r) if r.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) => {
+                format!("cd {r} && {hint}")
+            }
+            // Quoted for a POSIX shell (the callers escape it for the terminal).
+            Some(r) => format!("cd '{}' && {hint}", r.replace('\'', "'\\''")),
+            None => hint.to_string(),
+        }
+    }
+
     /// Absolute path of a root-relative `/`-separated path, refusing anything that would
     /// leave the project (absolute, `..`, through a symlink) or touch `.walj/` or a `.git`
     /// (any component named `.git`, in any case: the repository's own, a submodule's or a

@@ -165,6 +165,11 @@ fn a_session_started_in_a_subfolder_journals_at_the_root_with_root_relative_path
     let st = recs.iter().find(|r| r["kind"] == "start").unwrap();
     assert_eq!(st["cwd"].as_str(), Some(sub.to_str().unwrap()), "the start folder is kept");
 
+    // Resumed where it was started: Claude Code keys `--resume` by the start folder.
+    let (code, out, err) = env.walj(&root, &["sessions", "show", "s-sub"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("cd pkg/core && claude --resume s-sub"), "{out}");
+
     // The crash is shown at the root and in the subfolder alike.
     for cwd in [&root, &sub] {
         let (code, out, err) = env.walj(cwd, &["recover"]);

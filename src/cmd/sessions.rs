@@ -295,7 +295,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         "\n{}",
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            shown(&s.agent().resume_hint(&shell_quote(&s.session))),
+            shown(&project.resume_in(s.cwd.as_deref(), &s.agent().resume_hint(&shell_quote(&s.session)))),
             sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );
