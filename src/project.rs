@@ -479,6 +479,36 @@ mod tests {
         assert!(p.resolve_rel("a/b").is_ok());
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn another_spelling_of_the_root_is_inside_and_a_link_out_stays_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("repo");
+        fs::create_dir_all(root.join("pkg")).unwrap();
+        fs::create_dir_all(base.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(&root, base.join("link")).unwrap();
+        std::os::unix::fs::symlink(base.join("elsewhere"), root.join("out")).unwrap();
+        let p = Project::at(root.clone(), None);
+        // A new file (does not exist yet) under the link's spelling.
+        let f = base.join("link/pkg/new.rs");
+        assert!(matches!(p.locate(f.to_str().unwrap(), None), Located::Inside { ref rel, .. } if rel == "pkg/new.rs"));
+        assert!(
+            matches!(p.locate("new.rs", Some(&base.join("link/pkg"))), Located::Inside { ref rel, .. } if rel == "pkg/new.rs")
+        );
+        assert!(matches!(p.locate(base.join("link/out/x").to_str().unwrap(), None), Located::Outside(_)));
+        assert!(matches!(p.locate(root.join("out/x").to_str().unwrap(), None), Located::Outside(_)));
+        assert_eq!(canonical_prefix(&base.join("link/a/b")), Some(root.join("a/b")));
+        // The resume line runs where the session was started.
+        let hint = "claude --resume s1";
+        assert_eq!(p.resume_in(Some(root.join("pkg").to_str().unwrap()), hint), "cd pkg && claude --resume s1");
+        assert_eq!(p.resume_in(Some(base.join("link/pkg").to_str().unwrap()), hint), "cd pkg && claude --resume s1");
+        assert_eq!(p.resume_in(Some(root.to_str().unwrap()), hint), hint);
+        assert_eq!(p.resume_in(None, hint), hint);
+        fs::create_dir_all(root.join("it's")).unwrap();
+        assert_eq!(p.resume_in(Some(root.join("it's").to_str().unwrap()), hint), "cd 'it'\\''s' && claude --resume s1");
+    }
+
     #[test]
     fn the_allowed_set_leaves_out_walj_and_every_git_folder_in_any_spelling() {
         let dir = tempfile::tempdir().unwrap();
