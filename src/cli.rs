@@ -12,7 +12,7 @@ use crate::cmd::{self, Global};
 #[derive(Parser)]
 #[command(name = "walj", version, about = "A write-ahead journal that makes Claude Code sessions crash-resilient")]
 pub struct Cli {
-    /// Project root (default: $CLAUDE_PROJECT_DIR, else the git top level, else the current folder).
+    /// Project root (default: the git top level above the start folder, $CLAUDE_PROJECT_DIR or the current folder; docs/project-root.md).
     #[arg(long, global = true, value_name = "DIR", help_heading = "Global options")]
     pub project: Option<PathBuf>,
     /// Journal file (default: <project>/.walj/journal.jsonl).

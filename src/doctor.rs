@@ -8,6 +8,7 @@
 pub mod agents;
 mod plugins;
 mod resolve;
+mod subfolder;
 mod walj_dir;
 mod watch;
 
@@ -84,6 +85,8 @@ pub mod check {
     pub const WALJ_DIR: &str = "walj_dir";
     /// How Bash snapshots were taken: the checkout's watcher, or why a full scan.
     pub const WATCHER: &str = "watcher";
+    /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
+    pub const SUBFOLDER: &str = "subfolder";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -298,6 +301,14 @@ fn walj_handlers<'a>(sources: &'a [Source], command: &str) -> (ByEvent<'a>, Vec<
     (by_event, shape)
 }
 
+/// True when identical walj hooks are listed once in the project's `settings.json` and once
+/// in its `settings.local.json`: the copy `walj install` makes for sessions started in a
+/// subfolder (docs/project-root.md), run once from the root.
+fn is_subfolder_copy(mine: &[&Occurrence], sources: &[Source]) -> bool {
+    let scopes: Vec<Option<SettingsScope>> = mine.iter().map(|o| sources[o.source].scope).collect();
+    mine.len() == 2 && scopes.contains(&Some(SettingsScope::Project)) && scopes.contains(&Some(SettingsScope::Local))
+}
+
 fn check_event(
     ev: HookEvent,
     occs: &[Occurrence],
@@ -330,7 +341,7 @@ fn check_event(
                     distinct.len()
                 ),
             ));
-        } else if mine.len() > 1 {
+        } else if mine.len() > 1 && !is_subfolder_copy(&mine, sources) {
             findings.push(DoctorFinding::new(
                 Level::Warn,
                 check::HOOKS,
@@ -994,6 +1005,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
              is journaled twice (`walj doctor --plugin-dir DIR` checks them together)",
         ));
     }
+
+    findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
 
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
     let (agent_findings, agents) = self::agents::check(&project.root, base);

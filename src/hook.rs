@@ -67,7 +67,7 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     };
     let ev = agents::parse(&payload.0, opts.agent, &payload);
     let cwd = ev.cwd.map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
-    let project = Project::discover(opts.project.as_deref(), &cwd, opts.journal.as_deref());
+    let project = session_project(opts, &cwd, &ev);
     if let Some(refused) = refused_folder(&project, &ev) {
         out.stdout = refused;
         return out;
@@ -87,6 +87,22 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
         }
     }
     out
+}
+
+/// The project this event journals into: one root for every start folder
+/// ([`Project::discover`]), but a session that started (before one root) in a subfolder's
+/// own journal keeps writing there ([`crate::project::legacy::session_journal`]), so no
+/// call is split across two journals. Costs one `lstat` when the start folder has no `.walj`.
+fn session_project(opts: &HookOptions, cwd: &Path, ev: &Event) -> Project {
+    let project = Project::discover(opts.project.as_deref(), cwd, opts.journal.as_deref());
+    if opts.project.is_some() || opts.journal.is_some() {
+        return project;
+    }
+    let start = crate::project::start_folder(cwd);
+    // A compaction's SessionStart continues the session: not a start.
+    let starting = ev.phase == Some(Phase::SessionStart) && ev.source != Some("compact");
+    let ending = ev.phase == Some(Phase::SessionEnd);
+    crate::project::legacy::session_journal(&project, &start, ev.session, starting, ending).unwrap_or(project)
 }
 
 /// A `.walj/` that is not walj's own ([`trust`]): the hook reads nothing from it and writes

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::fsutil;
 
+pub mod legacy;
 pub mod trust;
 
 /// A project and its walj state folder.
@@ -20,16 +21,17 @@ pub struct Project {
 }
 
 impl Project {
-    /// Resolves the project: `explicit` (`--project`), else `$CLAUDE_PROJECT_DIR`, else the
-    /// git top level above `cwd`, else `cwd`. `journal` (`--journal` / `$WALJ_JOURNAL`)
-    /// overrides the journal path.
+    /// Resolves the project (one rule for the hook, the CLI, the TUI and the plugin's
+    /// commands; docs/project-root.md): `explicit` (`--project`), else [`find_root`] from the
+    /// session's start folder (`$CLAUDE_PROJECT_DIR`, else `cwd`). A session started in a
+    /// subfolder of a checkout journals into the checkout's `.walj/`. `journal`
+    /// (`--journal` / `$WALJ_JOURNAL`) overrides the journal path. No git process: a walk up
+    /// with one `stat` per ancestor.
     pub fn discover(explicit: Option<&Path>, cwd: &Path, journal: Option<&Path>) -> Project {
-        let root = explicit
-            .map(Path::to_path_buf)
-            .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
-            .or_else(|| git_toplevel(cwd))
-            .unwrap_or_else(|| cwd.to_path_buf());
-        let root = absolute(&root, cwd);
+        let root = match explicit {
+            Some(e) => absolute(e, cwd),
+            None => find_root(&start_folder(cwd)),
+        };
         let root = fs::canonicalize(&root).unwrap_or(root);
         Project::at(root, journal.map(|j| absolute(j, cwd)))
     }
@@ -86,7 +88,14 @@ impl Project {
     pub fn locate(&self, file_path: &str, cwd: Option<&Path>) -> Located {
         let p = Path::new(file_path);
         let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.unwrap_or(&self.root).join(p) };
-        let abs = normalize(&abs);
+        let mut abs = normalize(&abs);
+        if !abs.starts_with(&self.root)
+            && let Some(c) = canonical_prefix(&abs)
+        {
+            // Another spelling of the root (a symbolic link to the project, `/tmp` on macOS):
+            // compared canonically. An in-project link to a folder outside resolves outside.
+            abs = c;
+        }
         match abs.strip_prefix(&self.root) {
             Ok(rel) if !rel.as_os_str().is_empty() && !escapes_through_symlink(&self.root, rel) => {
                 if rel.starts_with(".walj") {
@@ -95,6 +104,27 @@ impl Project {
                 Located::Inside { rel: to_slash(rel), abs }
             }
             _ => Located::Outside(abs),
+        }
+    }
+
+    /// A resume line (`claude --resume ID`) run where the session was started: Claude Code
+    /// keys transcripts and `--resume` by the start folder, so a session started in a
+    /// subfolder (`cwd` of its start record) resumes with `cd pkg/core && claude --resume ID`.
+    pub fn resume_in(&self, cwd: Option<&str>, hint: &str) -> String {
+        let rel = cwd
+            .map(|c| normalize(Path::new(c)))
+            .and_then(|c| {
+                let c = if c.starts_with(&self.root) { c } else { canonical_prefix(&c)? };
+                c.strip_prefix(&self.root).ok().map(to_slash)
+            })
+            .filter(|r| !r.is_empty());
+        match rel {
+            Some(r) if r.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) => {
+                format!("cd {r} && {hint}")
+            }
+            // Quoted for a POSIX shell (the callers escape it for the terminal).
+            Some(r) => format!("cd '{}' && {hint}", r.replace('\'', "'\\''")),
+            None => hint.to_string(),
         }
     }
 
@@ -193,7 +223,12 @@ impl Project {
     /// project and outside `.walj/` and git's folders, through no symbolic link.
     pub fn check_run_dir(&self, dir: &Path) -> Result<(), PathError> {
         let refused = |why| Err(PathError { rel: dir.display().to_string(), why });
-        let abs = normalize(dir);
+        let mut abs = normalize(dir);
+        if !abs.starts_with(&self.root)
+            && let Some(c) = canonical_prefix(&abs)
+        {
+            abs = c;
+        }
         let Ok(rel) = abs.strip_prefix(&self.root) else { return refused(PathRefusal::NotInside) };
         if rel.as_os_str().is_empty() {
             return Ok(());
@@ -314,16 +349,109 @@ pub fn to_slash(p: &Path) -> String {
     if std::path::MAIN_SEPARATOR == '/' { s.into_owned() } else { s.replace(std::path::MAIN_SEPARATOR, "/") }
 }
 
-/// The top level of the git work tree containing `dir`, found by walking up for `.git`.
+/// The top level of the git work tree containing `dir`, found by walking up for `.git` (a
+/// folder, or a worktree's or submodule's `.git` file), stopping at a file system boundary
+/// and never taking the home folder itself when `dir` lies below it (a dotfiles repository
+/// in `$HOME` is not every folder's project).
 pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
+    let home = home_dir();
+    walk_up(dir, |d| {
+        if home.as_deref() == Some(d) && d != dir {
+            return Step::Stop;
+        }
+        if d.join(".git").exists() { Step::Found } else { Step::Up }
+    })
+}
+
+/// The session's start folder: `$CLAUDE_PROJECT_DIR` (Claude Code sets it to the folder
+/// `claude` was started in, for hooks and tools alike) when it is an absolute path, else `cwd`.
+pub fn start_folder(cwd: &Path) -> PathBuf {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|p| normalize(&p))
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
+/// The project root for a session started in `start`: the checkout's top level
+/// ([`git_toplevel`]); outside git, the nearest ancestor holding a `.walj/` walj made
+/// ([`trust::marked_own`]: a `.walj/` a download or a clone brought never counts), never the
+/// home folder itself and never across a file system boundary; else `start`.
+pub fn find_root(start: &Path) -> PathBuf {
+    let start = &fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+    if let Some(top) = git_toplevel(start) {
+        return top;
+    }
+    let home = home_dir();
+    walk_up(start, |d| {
+        if home.as_deref() == Some(d) {
+            return Step::Stop;
+        }
+        if trust::marked_own(d) { Step::Found } else { Step::Up }
+    })
+    .unwrap_or_else(|| start.to_path_buf())
+}
+
+enum Step {
+    Found,
+    Up,
+    Stop,
+}
+
+/// Walks from `dir` up to the file system's root, or to the first folder on another
+/// device than `dir` (Unix), asking `at` of each folder.
+fn walk_up(dir: &Path, mut at: impl FnMut(&Path) -> Step) -> Option<PathBuf> {
+    let device = device_of(dir);
     let mut cur = Some(dir);
     while let Some(d) = cur {
-        if d.join(".git").exists() {
-            return Some(d.to_path_buf());
+        if d != dir && device.is_some() && device_of(d) != device {
+            return None;
         }
-        cur = d.parent();
+        match at(d) {
+            Step::Found => return Some(d.to_path_buf()),
+            Step::Stop => return None,
+            Step::Up => cur = d.parent(),
+        }
     }
     None
+}
+
+#[cfg(unix)]
+fn device_of(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(dir).ok().map(|m| m.dev())
+}
+
+#[cfg(not(unix))]
+fn device_of(_dir: &Path) -> Option<u64> {
+    None
+}
+
+/// The home folder (`$HOME`, `%USERPROFILE%`), lexically normalized, when absolute.
+fn home_dir() -> Option<PathBuf> {
+    let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
+    std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute()).map(|p| normalize(&p))
+}
+
+/// Canonical form of a path that may not exist yet (a file about to be written): the
+/// longest existing prefix canonicalized, the rest appended (lexically normalized first, so
+/// a `..` never climbs out through a link). `None` when not even the file system's root
+/// can be canonicalized.
+pub fn canonical_prefix(p: &Path) -> Option<PathBuf> {
+    let p = normalize(p);
+    let mut head = p.as_path();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(c) = fs::canonicalize(head) {
+            let mut out = c;
+            for t in tail.iter().rev() {
+                out.push(t);
+            }
+            return Some(out);
+        }
+        tail.push(head.file_name()?.to_os_string());
+        head = head.parent()?;
+    }
 }
 
 #[cfg(test)]
@@ -352,6 +480,36 @@ mod tests {
         assert!(p.resolve_rel("../x").is_err());
         assert!(p.resolve_rel("/x").is_err());
         assert!(p.resolve_rel("a/b").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn another_spelling_of_the_root_is_inside_and_a_link_out_stays_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("repo");
+        fs::create_dir_all(root.join("pkg")).unwrap();
+        fs::create_dir_all(base.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(&root, base.join("link")).unwrap();
+        std::os::unix::fs::symlink(base.join("elsewhere"), root.join("out")).unwrap();
+        let p = Project::at(root.clone(), None);
+        // A new file (does not exist yet) under the link's spelling.
+        let f = base.join("link/pkg/new.rs");
+        assert!(matches!(p.locate(f.to_str().unwrap(), None), Located::Inside { ref rel, .. } if rel == "pkg/new.rs"));
+        assert!(
+            matches!(p.locate("new.rs", Some(&base.join("link/pkg"))), Located::Inside { ref rel, .. } if rel == "pkg/new.rs")
+        );
+        assert!(matches!(p.locate(base.join("link/out/x").to_str().unwrap(), None), Located::Outside(_)));
+        assert!(matches!(p.locate(root.join("out/x").to_str().unwrap(), None), Located::Outside(_)));
+        assert_eq!(canonical_prefix(&base.join("link/a/b")), Some(root.join("a/b")));
+        // The resume line runs where the session was started.
+        let hint = "claude --resume s1";
+        assert_eq!(p.resume_in(Some(root.join("pkg").to_str().unwrap()), hint), "cd pkg && claude --resume s1");
+        assert_eq!(p.resume_in(Some(base.join("link/pkg").to_str().unwrap()), hint), "cd pkg && claude --resume s1");
+        assert_eq!(p.resume_in(Some(root.to_str().unwrap()), hint), hint);
+        assert_eq!(p.resume_in(None, hint), hint);
+        fs::create_dir_all(root.join("it's")).unwrap();
+        assert_eq!(p.resume_in(Some(root.join("it's").to_str().unwrap()), hint), "cd 'it'\\''s' && claude --resume s1");
     }
 
     #[test]

@@ -348,6 +348,76 @@ pub(crate) struct Loaded {
 }
 
 /// Reads and validates a settings file. `Ok(None)` when it does not exist. An empty file counts as
+/// The walj plugin's name (`crate::plugin::NAME`, a floor above: `tests/plugin.rs` checks both).
+const PLUGIN_NAME: &str = "walj";
+
+/// True when the settings file at `path` hooks at least one event with walj's hook (any
+/// `walj hook` command, or `command`). A missing or unreadable file: false.
+pub fn runs_walj(path: &Path, command: &str) -> bool {
+    let Ok(Some(l)) = load(path) else { return false };
+    let Some(hooks) = l.root.get("hooks").and_then(Value::as_object) else { return false };
+    hooks.values().filter_map(Value::as_array).flatten().any(|g| {
+        g.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(|h| is_walj_handler(h, command)))
+    })
+}
+
+/// Where walj's Claude Code hooks are installed for `project_root`, as a session started in
+/// a subfolder sees them (docs/project-root.md): the settings scopes that run walj, and the
+/// walj plugin when a settings file enables it (`enabledPlugins` `walj@…`: true, the later
+/// scope winning) or when this process runs inside a session that loaded it (a plugin's `bin/`
+/// on `PATH`, as `claude --plugin-dir` leaves no other trace).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Installed {
+    pub scopes: Vec<crate::claude::paths::SettingsScope>,
+    pub plugin: bool,
+}
+
+impl Installed {
+    pub fn find(project_root: &Path, config_dir: &Path, command: &str) -> Installed {
+        use crate::claude::paths::{SettingsScope, settings_path};
+        let mut out = Installed::default();
+        let mut plugin = None;
+        for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
+            let path = settings_path(scope, project_root, config_dir);
+            if runs_walj(&path, command) {
+                out.scopes.push(scope);
+            }
+            if let Ok(Some(l)) = load(&path)
+                && let Some(m) = l.root.get("enabledPlugins").and_then(Value::as_object)
+            {
+                for (id, on) in m {
+                    if id.split('@').next() == Some(PLUGIN_NAME) {
+                        plugin = Some(on.as_bool().unwrap_or(false));
+                    }
+                }
+            }
+        }
+        let on_path = std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|d| {
+                d.parent().is_some_and(|r| {
+                    fs::read_to_string(r.join(".claude-plugin").join("plugin.json"))
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                        .is_some_and(|v| v["name"] == PLUGIN_NAME)
+                })
+            })
+        });
+        out.plugin = plugin == Some(true) || on_path;
+        out
+    }
+
+    pub fn any(&self) -> bool {
+        self.plugin || !self.scopes.is_empty()
+    }
+
+    /// True when a session started in a subfolder runs walj's hooks: a plugin, the user's
+    /// settings or the root's `settings.local.json` (not the root's `settings.json` alone).
+    pub fn covers_subfolders(&self) -> bool {
+        use crate::claude::paths::SettingsScope;
+        self.plugin || self.scopes.iter().any(|s| matches!(s, SettingsScope::Local | SettingsScope::User))
+    }
+}
+
 /// `{}`. The top level must be an object, and `hooks` (when present) an object.
 pub(crate) fn load(path: &Path) -> Result<Option<Loaded>, InstallError> {
     let raw = match fs::read(path) {

@@ -158,31 +158,27 @@ pub fn recover(
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        if !project.journal.exists() {
+        if crate::session::empty::journal_is_empty(project) {
             let others = crate::report::sync::recover_text(&remotes, &Style::stdout());
             if !others.is_empty() {
                 writeln!(out, "No journal in this checkout yet.")?;
                 write!(out, "{others}")?;
                 return Ok(0);
             }
-            writeln!(
-                out,
-                "No journal at {}. Install the hooks with `walj install`; walj records from the next session on.",
-                shown_path(&project.journal)
-            )?;
-            // After `--from-transcripts` found nothing, the hint would name the command just run.
-            if !from_transcripts {
-                writeln!(
-                    out,
-                    "A session that ran before: `walj recover --from-transcripts` rebuilds it from Claude Code's transcripts."
-                )?;
+            let mut message = nothing_recorded(project);
+            if from_transcripts {
+                // After `--from-transcripts` found nothing, its hint would name the command just run.
+                message =
+                    message.lines().filter(|l| !l.contains("--from-transcripts")).map(|l| format!("{l}\n")).collect();
             }
+            write!(out, "{message}")?;
             return Ok(0);
         }
         if let Some(note) = crate::bisect::inplace::interrupted(project) {
             writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
+        write!(out, "{}", crate::session::empty::legacy_lines(project))?;
         write!(out, "{}", crate::report::sync::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
@@ -225,6 +221,12 @@ pub fn share_ids_with(
     }
 }
 
+/// What to say when this checkout's journal holds nothing ([`crate::session::empty::message`]).
+pub fn nothing_recorded(project: &Project) -> String {
+    let config_dir = crate::claude::paths::config_dir_or_default();
+    crate::session::empty::message(project, &config_dir, &super::setup::hook_command(None))
+}
+
 pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
     let remotes = if session.as_deref().is_some_and(|s| !s.is_empty()) {
@@ -254,6 +256,10 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
+        if shown.is_empty() && remotes.is_empty() && crate::session::empty::journal_is_empty(project) {
+            write!(out, "{}", nothing_recorded(project))?;
+            return Ok(0);
+        }
         write!(out, "{}", report::log_text(&shown, &fold.ids, &Style::stdout()))?;
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
@@ -312,6 +318,8 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
             if unresolved == 1 { "y" } else { "ies" },
             if crashed == 1 { "" } else { "s" }
         )?;
+    } else if crate::session::empty::journal_is_empty(project) {
+        write!(out, "\n{}", nothing_recorded(project))?;
     } else if waiting == 0 {
         writeln!(out, "\nNothing unresolved.")?;
     }

@@ -210,11 +210,11 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if sessions.is_empty() {
-        writeln!(
-            out,
-            "No sessions recorded in {}. Install the hooks with `walj install`; walj records from the next session on.",
-            shown_path(&project.journal)
-        )?;
+        if crate::session::empty::journal_is_empty(project) {
+            write!(out, "{}", super::recover::nothing_recorded(project))?;
+        } else {
+            writeln!(out, "No sessions recorded in {}.", shown_path(&project.journal))?;
+        }
         return Ok(0);
     }
     let style = Style::stdout();
@@ -328,7 +328,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         "\n{}",
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            shown(&s.agent().resume_hint(&shell_quote(&s.session))),
+            shown(&project.resume_in(s.cwd.as_deref(), &s.agent().resume_hint(&shell_quote(&s.session)))),
             sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );

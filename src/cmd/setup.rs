@@ -248,6 +248,9 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
             println!("Note: {why}");
         }
     }
+    if scope == SettingsScope::Project {
+        subfolder_copy(project, &cmd, form)?;
+    }
     if scope == SettingsScope::Local {
         match ignore_local_settings(project, &path) {
             Ok(Some(exclude)) => println!("{} is now git-ignored (in {}).", path.display(), exclude.display()),
@@ -259,6 +262,28 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
     say_walj_dir_ignored(project);
     println!("Journal: {}. Claude Code runs the hooks from its next session on.", project.journal.display());
     Ok(0)
+}
+
+/// The same hooks in the root's `.claude/settings.local.json`: Claude Code started in a
+/// subfolder (`cd pkg/core && claude`) runs the hooks of the root's `settings.local.json`
+/// but not those of its `settings.json`; started at the root it runs both, and identical
+/// hooks once (checked with 2.1.328 and 2.1.332: docs/project-root.md). Same command, same
+/// form, or the root would run them twice.
+fn subfolder_copy(project: &Project, cmd: &str, form: settings::HookForm) -> anyhow::Result<()> {
+    let local = path_for(SettingsScope::Local, project);
+    let rep = settings::install_to(&local, cmd, form, backup_dir(SettingsScope::Local, project)?.as_deref())?;
+    if !rep.added.is_empty() {
+        println!(
+            "Also in {} (not committed), for sessions started in a subfolder: Claude Code reads the root's settings.json only for sessions started at the root (identical hooks run once).",
+            local.display()
+        );
+    }
+    match ignore_local_settings(project, &local) {
+        Ok(Some(exclude)) => println!("{} is now git-ignored (in {}).", local.display(), exclude.display()),
+        Ok(None) => {}
+        Err(e) => eprintln!("walj: warning: could not make sure {} is git-ignored: {e:#}", local.display()),
+    }
+    Ok(())
 }
 
 /// Makes sure the local settings file is git-ignored: when the project is a git repository and
@@ -338,6 +363,22 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
     } else {
         println!("Removed walj's hooks from {} for: {}", path.display(), rep.added.join(", "));
         println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
+    }
+    if scope == SettingsScope::Project {
+        // The copy `walj install` made for sessions started in a subfolder.
+        let local = path_for(SettingsScope::Local, project);
+        if local.exists() {
+            let rep = settings::uninstall_to(&local, &cmd, backup_dir(SettingsScope::Local, project)?.as_deref())?;
+            if !rep.added.is_empty() {
+                println!("Removed walj's hooks from {} for: {}", local.display(), rep.added.join(", "));
+            }
+            // Nothing left but `{}`: the file install made goes (a user's own file stays).
+            if let Ok(Some(v)) = settings::read_json(&local)
+                && v.as_object().is_some_and(|o| o.is_empty())
+            {
+                let _ = std::fs::remove_file(&local);
+            }
+        }
     }
     Ok(0)
 }

@@ -133,7 +133,7 @@ pub fn user_state_dir() -> Option<PathBuf> {
     }
 }
 
-fn digest16(text: &str) -> String {
+pub(crate) fn digest16(text: &str) -> String {
     let mut h = crate::sha::Sha1::new();
     h.update(text.as_bytes());
     h.hex()[..16].to_string()
@@ -151,6 +151,20 @@ pub fn state_dir(root: &Path) -> Option<PathBuf> {
         }
         None => user_state_dir().map(|d| d.join("projects").join(digest16(&root.to_string_lossy()))),
     }
+}
+
+/// True when `dir` (outside git) holds a `.walj/` walj made there: a real folder whose
+/// identity its marker in the user's state folder records ([`state_dir`]). One `lstat` when
+/// there is no `.walj`; never adopts (a `.walj/` a download brought does not make a root).
+pub fn marked_own(dir: &Path) -> bool {
+    let Ok(meta) = fs::symlink_metadata(dir.join(".walj")) else { return false };
+    if !meta.is_dir() {
+        return false;
+    }
+    let Some(state) = user_state_dir().map(|d| d.join("projects").join(digest16(&dir.to_string_lossy()))) else {
+        return false;
+    };
+    matches!(read_marker(&state), Some(Marker::Own(own)) if own == ident(&meta) && own != (0, 0, 0))
 }
 
 /// This process's user id: the owner of `/proc/self` (Linux), else of the home folder.

@@ -17,6 +17,7 @@
 
 pub mod brief;
 pub mod bundle;
+pub mod empty;
 pub mod procs;
 pub mod redact;
 pub mod transcript;

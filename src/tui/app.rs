@@ -210,11 +210,12 @@ impl App {
             app.error(if more > 0 { format!("{w} (and {more} more)") } else { w });
         }
         if app.tree.views.is_empty() && app.status.is_none() {
-            app.info(if app.project.journal.exists() {
-                "Nothing unresolved. s shows resolved entries; the journal is watched for changes."
+            if crate::session::empty::journal_is_empty(&app.project) {
+                let config_dir = crate::claude::paths::config_dir_or_default();
+                app.info(crate::session::empty::headline(&app.project, &config_dir, "walj hook"));
             } else {
-                "No journal yet: install the hooks with `walj install`; walj records from the next session on."
-            });
+                app.info("Nothing unresolved. s shows resolved entries; the journal is watched for changes.");
+            }
         }
         // Open on the first unresolved entry: that is what the user came for.
         if let Some(i) = app.tree.rows.iter().position(|r| matches!(r.item, Item::Entry(..))) {

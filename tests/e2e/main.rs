@@ -15,6 +15,7 @@ mod agents;
 mod bash;
 mod mock_selftest;
 mod plugin;
+mod project_root;
 mod smoke;
 mod sync;
 mod turns;

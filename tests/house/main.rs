@@ -11,4 +11,5 @@ mod common;
 
 mod cli;
 mod floors;
+mod project_root;
 mod readme;

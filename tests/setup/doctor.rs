@@ -144,7 +144,8 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     let (code, out) = w.doctor(&w.walj_path(), &[]);
     assert_eq!(code, 0, "{out}");
     let hooked = lines_with(&out, "[ok]").iter().filter(|l| l.contains(": hooked (`[\"walj\",\"hook\"]`")).count();
-    assert_eq!(hooked, N, "{out}");
+    // settings.json and the copy in settings.local.json `walj install` makes for subfolder starts.
+    assert_eq!(hooked, 2 * N, "{out}");
     assert!(out.contains(&format!("[ok] `[\"walj\",\"hook\"]` (settings) runs {}/walj", w.bin.display())), "{out}");
 
     // An absolute path that exists but cannot be executed fails too.
@@ -152,6 +153,8 @@ fn a_hook_command_that_cannot_be_found_fails_and_is_not_reported_ok() {
     fs::create_dir_all(not_exec.parent().unwrap()).unwrap();
     fs::write(&not_exec, "#!/bin/sh\n").unwrap();
     let cmd = format!("{} hook", not_exec.display());
+    // Without the local copy `walj install` made (else `--local` finds walj there already).
+    fs::remove_file(w.repo.path(".claude/settings.local.json")).unwrap();
     let (code, out, err) = w.walj(&w.walj_path(), &["install", "--local", "--command", &cmd]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, out) = w.doctor(&w.walj_path(), &["--command", &cmd]);
@@ -420,7 +423,11 @@ fn json_output_follows_the_documented_schema() {
     assert_eq!(v["status"], "error");
     assert_eq!(v["hook_path"], BARE_PATH);
     assert_eq!(v["hook_path_from"], "this shell's PATH");
-    assert_eq!(v["installs"], json!([{"kind": "settings", "files": [w.repo.path(".claude/settings.json")]}]), "{v:#}");
+    assert_eq!(
+        v["installs"],
+        json!([{"kind": "settings", "files": [w.repo.path(".claude/settings.json"), w.repo.path(".claude/settings.local.json")]}]),
+        "{v:#}"
+    );
     let cmds = v["commands"].as_array().unwrap();
     assert_eq!(cmds.len(), 1, "{v:#}");
     assert_eq!(cmds[0]["command"], "[\"walj\",\"hook\"]");
@@ -432,8 +439,19 @@ fn json_output_follows_the_documented_schema() {
     for f in v["findings"].as_array().unwrap() {
         assert!(["info", "ok", "warn", "error"].contains(&f["level"].as_str().unwrap()), "{f}");
         assert!(
-            ["settings", "hooks", "command", "plugin", "install", "config", "journal", "errors_log", "walj_dir"]
-                .contains(&f["check"].as_str().unwrap()),
+            [
+                "settings",
+                "hooks",
+                "command",
+                "plugin",
+                "install",
+                "config",
+                "journal",
+                "errors_log",
+                "walj_dir",
+                "subfolder"
+            ]
+            .contains(&f["check"].as_str().unwrap()),
             "{f}"
         );
         assert!(f["message"].is_string() && f["details"].is_array(), "{f}");

@@ -29,7 +29,7 @@ fn install_and_uninstall_keep_their_backup_under_walj_not_in_dot_claude() {
     let original = "{\n  \"model\": \"opus\"\n}\n";
     repo.write(".claude/settings.json", original);
     repo.ok(&["install", "--command", "walj hook"]);
-    assert_eq!(claude_dir_names(&repo), vec!["settings.json"]);
+    assert_eq!(claude_dir_names(&repo), vec!["settings.json", "settings.local.json"], "with the subfolder copy");
     let backup = repo.path(".walj/backups/settings.json.walj-backup");
     assert_eq!(fs::read_to_string(&backup).unwrap(), original);
     let installed = repo.read(".claude/settings.json");
@@ -37,8 +37,13 @@ fn install_and_uninstall_keep_their_backup_under_walj_not_in_dot_claude() {
     assert_eq!(claude_dir_names(&repo), vec!["settings.json"]);
     // One backup: the file before the last change.
     assert_eq!(fs::read_to_string(&backup).unwrap(), installed);
-    let names: Vec<_> = fs::read_dir(repo.path(".walj/backups")).unwrap().collect();
-    assert_eq!(names.len(), 1);
+    let mut names: Vec<String> = fs::read_dir(repo.path(".walj/backups"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // One per file: settings.json's and its subfolder copy's (settings.local.json).
+    assert_eq!(names, ["settings.json.walj-backup", "settings.local.json.walj-backup"]);
     // .walj/ is ignored: git sees only the settings file.
     let status = repo.git(&["status", "--porcelain", "--untracked-files=all"]);
     assert_eq!(status.trim(), "?? .claude/settings.json", "{status}");
