@@ -56,7 +56,8 @@ if [ "${1:-}" = hook ]; then
 fi
 
 if find_walj; then
-    WALJ_PLUGIN_LAUNCHER=1 exec "$walj" "$@"
+    # The plugin folder, for `walj doctor` (a `--plugin-dir` plugin leaves no other trace).
+    WALJ_PLUGIN_LAUNCHER=1 WALJ_PLUGIN_ROOT="${0%/*}/.." exec "$walj" "$@"
 fi
 echo "walj: the walj binary is not installed (looked on PATH and in ~/.cargo/bin); install it with \`cargo install --path .\` in a walj checkout" >&2
 exit 127
