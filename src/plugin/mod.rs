@@ -183,7 +183,7 @@ const COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "doctor",
         description: "Check walj's hooks, journal and error log",
-        args: "doctor",
+        args: "doctor --plugin-dir \"${CLAUDE_PLUGIN_ROOT}\"",
         ask: "Show this to the user as it is and explain any warning or error and how to fix it.",
     },
 ];
@@ -196,11 +196,17 @@ entries (`walj revert`, `walj mark`, `walj undo`, `walj handoff` without `--prin
 `walj checkpoint`, `walj compact`, `walj install`) only when the user asks for that exact command: run in your \
 tools they refuse without `--yes`, and with it the journal records that you (`actor: claude`) acted.";
 
+/// The words of a command before its options: what its `allowed-tools` pattern allows.
+fn allowed(args: &str) -> &str {
+    args.split(" --").next().unwrap_or(args)
+}
+
 fn command_file(c: &SlashCommand) -> String {
     format!(
-        "---\ndescription: {desc}\nallowed-tools: Bash(walj {args}:*)\n---\n\
+        "---\ndescription: {desc}\nallowed-tools: Bash(walj {allow}:*)\n---\n\
          Output of `walj {args}` in this project:\n\n!`walj {args}`\n\n{ask}\n\n{may}\n",
         desc = c.description,
+        allow = allowed(c.args),
         args = c.args,
         ask = c.ask,
         may = CLAUDE_MAY_RUN,
@@ -426,7 +432,7 @@ mod tests {
         for c in COMMANDS {
             let text = command_file(c);
             assert!(text.starts_with("---\ndescription: "), "{text}");
-            assert!(text.contains(&format!("allowed-tools: Bash(walj {}:*)\n", c.args)), "{text}");
+            assert!(text.contains(&format!("allowed-tools: Bash(walj {}:*)\n", allowed(c.args))), "{text}");
             assert!(text.contains(&format!("\n!`walj {}`\n", c.args)), "{text}");
             // A YAML plain scalar: no ": " or " #" inside, no indicator first.
             assert!(!c.description.contains(": ") && !c.description.contains(" #"), "{}", c.description);
