@@ -559,6 +559,22 @@ fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechec
     assert!(out.contains("Edit `lib.txt` (S07)") && out.contains("+answer=41"), "{out}");
     assert!(out.contains("Its turn's prompt: tune the answer"), "{out}");
     assert!(out.contains("test exit 1 at 7"), "{out}");
+    assert!(out.contains("Handed back to Claude") && out.contains("Undo: walj undo "), "{out}");
+    // Recorded: step 7's entry is handed back, and the next session's start (the real hook)
+    // gives Claude the brief with the failing output, once.
+    let handed: Vec<Value> =
+        repo.records().into_iter().filter(|r| r["op"] == "resolved" && r["how"] == "handed_back").collect();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    assert_eq!(handed[0]["id"], "toolu_S07");
+    let next = "b15ec7a1-0000-4000-8000-0000000000f1";
+    let start = repo.hook(&repo.start_payload(next));
+    let v: Value = serde_json::from_str(start.trim()).unwrap_or_else(|e| panic!("{e}: {start}"));
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(context.contains("passed before step 7 of 12 and fails after it"), "{start}");
+    assert!(context.contains("test exit 1 at 7") && context.contains("lib.txt"), "{start}");
+    assert!(v["systemMessage"].as_str().unwrap_or_default().contains("handed a brief back"), "{start}");
+    let again = repo.hook(&repo.start_payload("b15ec7a1-0000-4000-8000-0000000000f2"));
+    assert!(!again.contains("passed before step 7"), "delivered twice: {again}");
 }
 
 /// Recorded text is escaped before it reaches the terminal; a resolved entry keeps

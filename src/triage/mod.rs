@@ -29,7 +29,9 @@ mod select;
 mod undo;
 
 pub use diff::{diff_sides, unified};
-pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
+pub use handoff::{
+    Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, handoff_with_note, held as held_briefs,
+};
 pub use mark::{mark_done, mark_session_done};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use select::turn_entries;
