@@ -85,9 +85,9 @@ fn tar_file(tgz: &Path, rel: &str) -> Vec<u8> {
     o.stdout
 }
 
-/// `npm ARGS` offline with a private cache; asserts success.
+/// `npm ARGS` offline with a private cache.
 fn npm(args: &[&str], cache: &Path, cwd: &Path) -> std::process::Output {
-    let o = Command::new("npm")
+    Command::new("npm")
         .args(args)
         .args(["--offline", "--no-audit", "--no-fund", "--cache"])
         .arg(cache)
@@ -95,8 +95,7 @@ fn npm(args: &[&str], cache: &Path, cwd: &Path) -> std::process::Output {
         .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .output()
-        .unwrap();
-    o
+        .unwrap()
 }
 
 #[test]
