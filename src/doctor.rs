@@ -6,7 +6,7 @@
 //! [`diagnose`] returns the findings; the command prints them (text or `--json`).
 
 pub mod agents;
-mod plugins;
+pub mod plugins;
 mod resolve;
 mod subfolder;
 mod walj_dir;

@@ -984,6 +984,13 @@ impl Ctx<'_> {
         if let Some(note) = crate::bisect::inplace::interrupted(self.project) {
             output = Some(announce::add_system_message(output, &format!("walj: {note}")));
         }
+        // The plugin's hook with `walj install`'s hooks in the settings too (up to three small
+        // reads, only at SessionStart, only under a plugin).
+        if let Some(note) =
+            crate::plugin::twice_note(&self.project.root, &crate::claude::paths::config_dir_or_default())
+        {
+            output = Some(announce::add_system_message(output, &note));
+        }
         // Other machines' unresolved entries (`walj sync`): counts, for the user only.
         if let Some(line) = crate::sync::note::session_start_line(self.project) {
             output = Some(announce::add_system_message(output, &line));

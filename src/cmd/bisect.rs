@@ -49,8 +49,9 @@ pub struct BisectArgs {
     /// Print the result as JSON (format in docs/bisect.md).
     #[arg(long)]
     pub json: bool,
-    /// Print a brief for Claude instead of the report: the culprit step, its diff and the failing
-    /// output, asking for a fix that keeps the other steps (`claude -p "$(walj bisect --handoff -- CMD)"`).
+    /// Hand the culprit back to Claude instead of reverting it: a brief (the culprit step, its diff
+    /// and the failing output, asking for a fix that keeps the other steps), printed and recorded
+    /// for the next Claude Code session's start, as `walj handoff` does (`walj undo` takes it back).
     #[arg(long, conflicts_with = "json")]
     pub handoff: bool,
     /// Confirm --in-place: required when Claude runs this (inside a Claude Code tool call).
@@ -149,7 +150,21 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
     if args.handoff {
         return match brief(project, &fold, &report, &args.command) {
             Some(text) => {
-                write!(std::io::stdout().lock(), "{text}")?;
+                // Recorded with the hand-back machinery (undoable): the culprit's entries are
+                // handed back and the brief goes to the next session's start.
+                let ids = report.culprit().map(|s| s.entry_ids()).unwrap_or_default();
+                let handed = crate::triage::handoff_with_note(project, &fold, &ids, &text)
+                    .map_err(|e| anyhow::anyhow!("walj bisect --handoff: {e}"))?;
+                let mut out = std::io::stdout().lock();
+                write!(out, "{text}")?;
+                writeln!(
+                    out,
+                    "\nHanded back to Claude: the next Claude Code session of this project starts with this brief ({}).",
+                    crate::present::plural(handed.entries.len(), "entry", "entries")
+                )?;
+                if let Some(a) = &handed.action {
+                    writeln!(out, "Undo: walj undo {}", safe(crate::fold::abbrev(a, 12)))?;
+                }
                 Ok(0)
             }
             None => {

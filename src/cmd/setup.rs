@@ -102,8 +102,12 @@ pub fn hook_command(explicit: Option<String>) -> String {
             .find(|p| p.is_file())
             .and_then(|p| std::fs::canonicalize(p).ok())
     });
+    // Run through the npm package's shim (`walj` on PATH is `bin/walj.js`, which runs this
+    // binary and names itself in [`NPM_SHIM_ENV`]): `walj hook` reaches this binary too.
+    let shim = std::env::var_os(NPM_SHIM_ENV).and_then(|s| std::fs::canonicalize(s).ok());
     match (me, on_path) {
         (Some(me), Some(p)) if me == p => "walj hook".to_string(),
+        (Some(_), Some(p)) if shim.as_ref() == Some(&p) => "walj hook".to_string(),
         (Some(me), _) => format!("'{}' hook", me.display().to_string().replace('\'', "'\\''")),
         _ => "walj hook".to_string(),
     }
@@ -136,6 +140,74 @@ fn backup_dir(scope: SettingsScope, project: &Project) -> anyhow::Result<Option<
 
 /// Exit code of an install refused because it would commit a machine-specific path.
 pub const EXIT_REFUSED: i32 = 2;
+
+/// Set by the npm package's shim (`bin/walj.js`) for the binary it runs: the shim's own path.
+pub const NPM_SHIM_ENV: &str = "WALJ_NPM_SHIM";
+
+/// Where npm keeps what `npx walj` fetched: a cache npm cleans (`npm cache clean`, an npx of
+/// another version), so a hook pointing into it would break.
+fn in_npx_cache(path: &Path) -> bool {
+    path.components().any(|c| c.as_os_str() == "_npx")
+}
+
+/// When this walj runs from an npx cache (its binary, or the npm shim that ran it): the path.
+fn npx_cache_path() -> Option<PathBuf> {
+    let me = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok());
+    let shim = std::env::var_os(NPM_SHIM_ENV).map(PathBuf::from);
+    [me, shim].into_iter().flatten().find(|p| in_npx_cache(p))
+}
+
+/// The refusal of `walj install` run from an npx cache, unless `--command` names the hook.
+fn refuse_npx(explicit: bool) -> Option<i32> {
+    let path = npx_cache_path().filter(|_| !explicit)?;
+    eprintln!(
+        "walj: refused: this walj runs from npm's npx cache ({}), which npm cleans: hooks pointing there would \
+         break without a word. Install walj for good (`npm install -g walj`, or `cargo install walj`), then run \
+         `walj install` again; or give the hook's command with `--command`.",
+        path.display()
+    );
+    Some(EXIT_REFUSED)
+}
+
+/// Walj plugins that already journal this project: enabled in Claude Code's settings, or the
+/// plugin folder this walj runs from (`claude --plugin-dir`).
+fn walj_plugins(project: &Project, command: &str) -> Vec<PathBuf> {
+    let (found, _) = doctor::plugins::discover(&project.root, &paths::config_dir_or_default(), command);
+    let mut roots: Vec<PathBuf> = found.into_iter().map(|p| p.root).collect();
+    if let Some(r) = crate::plugin::running_root()
+        && !roots.iter().any(|x| std::fs::canonicalize(x).ok().as_ref() == Some(&r))
+    {
+        roots.push(r);
+    }
+    roots
+}
+
+/// `walj install` while a walj plugin journals the project: the hooks would run twice. Asks on
+/// a terminal; off one (a script, Claude's Bash tool) refuses unless `--yes`. `Some(code)`:
+/// stop with that exit code.
+fn confirm_beside_plugin(project: &Project, command: &str, yes: bool) -> anyhow::Result<Option<i32>> {
+    use std::io::IsTerminal;
+    let plugins = walj_plugins(project, command);
+    if plugins.is_empty() || yes {
+        return Ok(None);
+    }
+    let list: Vec<String> = plugins.iter().map(|p| p.display().to_string()).collect();
+    let why = format!(
+        "the walj plugin already journals this project ({}): with `walj install`'s hooks too, every event \
+         would be journaled twice",
+        list.join(", ")
+    );
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        eprintln!("walj: {why}.");
+        if crate::cmd::sessions::confirm("Install the hooks anyway?")? {
+            return Ok(None);
+        }
+        eprintln!("walj: nothing installed.");
+        return Ok(Some(1));
+    }
+    eprintln!("walj: refused: {why}. Disable the plugin, or run `walj install --yes` to install anyway.");
+    Ok(Some(1))
+}
 
 /// `--agent NAME`: `None` for Claude Code (the default install).
 fn other_agent(args: &SettingsArgs) -> anyhow::Result<Option<Agent>> {
@@ -219,8 +291,15 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
     }
     let scope = args.scope();
     let explicit = args.command.is_some();
+    if let Some(code) = refuse_npx(explicit) {
+        return Ok(code);
+    }
+    let yes = args.yes;
     let cmd = hook_command(args.command);
     let path = path_for(scope, project);
+    if let Some(code) = confirm_beside_plugin(project, &cmd, yes)? {
+        return Ok(code);
+    }
     if scope == SettingsScope::Project && !explicit && cmd != "walj hook" {
         eprintln!(
             "walj: refused: `walj` on PATH is not this binary, and its absolute path ({cmd}) would be committed in {}, where it works on this machine only. Use `walj install --local` (not committed) or `--user`, or put walj on PATH (`cargo install --path .`), or give `--command`.",
@@ -232,7 +311,13 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
     if settings::plain_words(&cmd).is_none() {
         form = settings::HookForm::Shell;
     }
+    let before = Created::before(scope, &path);
     let rep = settings::install_to(&path, &cmd, form, backup_dir(scope, project)?.as_deref())?;
+    if !rep.added.is_empty()
+        && let Err(e) = before.record(project)
+    {
+        eprintln!("walj: warning: could not note what install created (uninstall may leave it): {e:#}");
+    }
     if rep.added.is_empty() {
         println!("walj hooks already installed in {} ({} events).", path.display(), rep.already.len());
     } else {
@@ -362,6 +447,11 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
         println!("No walj hooks in {}.", path.display());
     } else {
         println!("Removed walj's hooks from {} for: {}", path.display(), rep.added.join(", "));
+        if scope != SettingsScope::User {
+            for removed in Created::undo(project, &path)? {
+                println!("Removed {} (install created it; nothing else was in it).", removed.display());
+            }
+        }
         println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
     }
     if scope == SettingsScope::Project {
@@ -381,6 +471,104 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
         }
     }
     Ok(0)
+}
+
+/// What `walj install` created for a project's settings (`.walj/install-created.json`), so
+/// that `walj uninstall` leaves the tree as it was: the settings file and its `.claude/`
+/// folder, relative to the project root, each `"created"` or `"existed"` (before walj's first
+/// install).
+struct Created {
+    /// (path, existed before), for the settings file's folder and the file.
+    paths: Vec<(PathBuf, bool)>,
+}
+
+const CREATED_FILE: &str = "install-created.json";
+
+impl Created {
+    /// Notes, before an install writes `path`, whether it and its folder exist (user settings:
+    /// nothing to note, they are not in the tree).
+    fn before(scope: SettingsScope, path: &Path) -> Created {
+        if scope == SettingsScope::User {
+            return Created { paths: vec![] };
+        }
+        let mut paths = vec![];
+        if let Some(dir) = path.parent() {
+            paths.push((dir.to_path_buf(), dir.is_dir()));
+        }
+        paths.push((path.to_path_buf(), path.exists()));
+        Created { paths }
+    }
+
+    fn load(project: &Project) -> serde_json::Map<String, serde_json::Value> {
+        std::fs::read(project.dir.join(CREATED_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default()
+    }
+
+    fn key(project: &Project, path: &Path) -> String {
+        path.strip_prefix(&project.root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+    }
+
+    fn save(project: &Project, map: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<()> {
+        let path = project.dir.join(CREATED_FILE);
+        if map.is_empty() {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => return Ok(()),
+            }
+        }
+        let text = serde_json::to_vec_pretty(&serde_json::Value::Object(map.clone()))?;
+        crate::fsutil::atomic_write(&path, &text, Some(0o600))?;
+        Ok(())
+    }
+
+    /// Records what this install found absent; an earlier record of a path wins (its first
+    /// install knew the tree before walj).
+    fn record(&self, project: &Project) -> anyhow::Result<()> {
+        if self.paths.is_empty() {
+            return Ok(());
+        }
+        let mut map = Self::load(project);
+        for (p, existed) in &self.paths {
+            let key = Self::key(project, p);
+            map.entry(key).or_insert_with(|| serde_json::json!(if *existed { "existed" } else { "created" }));
+        }
+        Self::save(project, &map)
+    }
+
+    /// After an uninstall emptied `path`: removes it when it holds `{}` and did not exist before
+    /// walj's install (unknown counts as not), then its folder when empty and created by
+    /// install. Returns what it removed.
+    fn undo(project: &Project, path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        let mut map = Self::load(project);
+        let mut removed = vec![];
+        let key = Self::key(project, path);
+        let existed = |m: &serde_json::Map<String, serde_json::Value>, k: &str| {
+            m.get(k).and_then(|v| v.as_str()) == Some("existed")
+        };
+        let empty = settings::read_json(path)?.is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()));
+        if empty && !existed(&map, &key) {
+            std::fs::remove_file(path)?;
+            removed.push(path.to_path_buf());
+            map.remove(&key);
+            if let Some(dir) = path.parent() {
+                let dkey = Self::key(project, dir);
+                let created = map.get(&dkey).and_then(|v| v.as_str()) == Some("created");
+                let is_empty = std::fs::read_dir(dir).map(|mut d| d.next().is_none()).unwrap_or(false);
+                if created && is_empty {
+                    std::fs::remove_dir(dir)?;
+                    removed.push(dir.to_path_buf());
+                }
+                if !created || !dir.exists() {
+                    map.remove(&dkey);
+                }
+            }
+            Self::save(project, &map)?;
+        }
+        Ok(removed)
+    }
 }
 
 /// `walj doctor`'s arguments.
@@ -461,11 +649,19 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
-    let opts = doctor::DoctorOptions {
-        command: hook_command(args.command),
-        config_dir: paths::config_dir_or_default(),
-        plugin_dirs: args.plugin_dir,
-    };
+    let command = hook_command(args.command);
+    let config_dir = paths::config_dir_or_default();
+    let mut plugin_dirs = args.plugin_dir;
+    // Run from a walj plugin's bin/ (a slash command, Claude's Bash tool): that plugin is loaded,
+    // maybe with `claude --plugin-dir`, which leaves no trace doctor could find otherwise.
+    if let Some(root) = crate::plugin::running_root() {
+        let (enabled, _) = doctor::plugins::discover(&project.root, &config_dir, &command);
+        let same = |p: &Path| std::fs::canonicalize(p).ok().as_deref() == Some(root.as_path());
+        if !enabled.iter().any(|p| same(&p.root)) && !plugin_dirs.iter().any(|p| same(p)) {
+            plugin_dirs.push(root);
+        }
+    }
+    let opts = doctor::DoctorOptions { command, config_dir, plugin_dirs };
     let report = doctor::diagnose(project, &opts);
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -49,14 +49,15 @@ if [ "${1:-}" = hook ]; then
     input=$(cat 2>/dev/null)
     case $input in
     *'"hook_event_name":"SessionStart"'* | *'"hook_event_name": "SessionStart"'*)
-        printf '%s\n' '{"systemMessage":"walj: this session is NOT journaled: the walj plugin is installed but the walj binary is not (looked on PATH and in ~/.cargo/bin). Install it (`cargo install --path .` in a walj checkout, or copy a walj binary into a folder on PATH), then start a new session."}'
+        printf '%s\n' '{"systemMessage":"walj: this session is NOT journaled: the walj plugin is installed but the walj binary is not (looked on PATH and in ~/.cargo/bin). Install it (`npm install -g walj`, `cargo install --path .` in a walj checkout, or copy a walj binary into a folder on PATH), then start a new session."}'
         ;;
     esac
     exit 0
 fi
 
 if find_walj; then
-    WALJ_PLUGIN_LAUNCHER=1 exec "$walj" "$@"
+    # The plugin folder, for `walj doctor` (a `--plugin-dir` plugin leaves no other trace).
+    WALJ_PLUGIN_LAUNCHER=1 WALJ_PLUGIN_ROOT="${0%/*}/.." exec "$walj" "$@"
 fi
 echo "walj: the walj binary is not installed (looked on PATH and in ~/.cargo/bin); install it with \`cargo install --path .\` in a walj checkout" >&2
 exit 127

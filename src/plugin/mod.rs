@@ -40,6 +40,13 @@ pub fn min_claude_code() -> String {
 }
 /// `bin/walj` of the marketplace plugin: finds an installed walj, never fails a hook.
 pub const LAUNCHER: &str = include_str!("launcher.sh");
+/// The plugin's icon (a square 512 px PNG, as `claude plugin validate --strict` asks), and
+/// where it goes in the plugin folder (named by the manifest's `icon`).
+pub const ICON: &[u8] = include_bytes!("icon.png");
+pub const ICON_PATH: &str = ".claude-plugin/icon.png";
+/// The environment variable the launcher sets for the walj it runs: its plugin folder (so
+/// `walj doctor` run from a `--plugin-dir` plugin checks that plugin).
+pub const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
 
 /// What goes into `bin/walj`.
 #[derive(Debug, Clone)]
@@ -80,6 +87,10 @@ pub fn manifest() -> Value {
         "license": env!("CARGO_PKG_LICENSE"),
         "keywords": ["journal", "crash-recovery", "hooks", "undo"],
         "engines": {"claude-code": min_claude_code()},
+        "icon": ICON_PATH,
+        // walj's hooks and commands reach no network host (`walj sync` pushes to the git
+        // remote the user names, and is never run by the plugin).
+        "network": {"hosts": []},
     });
     // Cargo.toml's `homepage` (else `repository`), when it has one.
     let homepage = [env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")].into_iter().find(|h| !h.is_empty());
@@ -172,7 +183,7 @@ const COMMANDS: &[SlashCommand] = &[
     SlashCommand {
         name: "doctor",
         description: "Check walj's hooks, journal and error log",
-        args: "doctor",
+        args: "doctor --plugin-dir \"${CLAUDE_PLUGIN_ROOT}\"",
         ask: "Show this to the user as it is and explain any warning or error and how to fix it.",
     },
 ];
@@ -185,11 +196,17 @@ entries (`walj revert`, `walj mark`, `walj undo`, `walj handoff` without `--prin
 `walj checkpoint`, `walj compact`, `walj install`) only when the user asks for that exact command: run in your \
 tools they refuse without `--yes`, and with it the journal records that you (`actor: claude`) acted.";
 
+/// The words of a command before its options: what its `allowed-tools` pattern allows.
+fn allowed(args: &str) -> &str {
+    args.split(" --").next().unwrap_or(args)
+}
+
 fn command_file(c: &SlashCommand) -> String {
     format!(
-        "---\ndescription: {desc}\nallowed-tools: Bash(walj {args}:*)\n---\n\
+        "---\ndescription: {desc}\nallowed-tools: Bash(walj {allow}:*)\n---\n\
          Output of `walj {args}` in this project:\n\n!`walj {args}`\n\n{ask}\n\n{may}\n",
         desc = c.description,
+        allow = allowed(c.args),
         args = c.args,
         ask = c.ask,
         may = CLAUDE_MAY_RUN,
@@ -226,18 +243,19 @@ fn readme() -> String {
         "\n## Install\n\n\
          - Self-contained: `walj plugin --out ~/walj-plugin`, then `claude --plugin-dir ~/walj-plugin`.\n\
          - From the marketplace in the walj repository: `claude plugin marketplace add <walj checkout>`, \
-         `claude plugin install walj@walj`, and walj itself on PATH (`cargo install --path .` in the checkout).\n\n\
+         `claude plugin install walj@walj`, and walj itself on PATH (`npm install -g walj`, or `cargo install --path .` in the checkout).\n\n\
          Do not also run `walj install` in the same project: the hooks would run twice.\n",
     );
     s
 }
 
-/// Every file of the plugin but `bin/walj`, in a fixed order.
+/// Every file of the plugin but `bin/walj` (the icon too), in a fixed order.
 pub fn text_files() -> Vec<PluginFile> {
     let mut files = vec![
         PluginFile::text(".claude-plugin/plugin.json", pretty(&manifest())),
         PluginFile::text("hooks/hooks.json", pretty(&hooks())),
         PluginFile::text("README.md", readme()),
+        PluginFile { path: ICON_PATH.to_string(), contents: ICON.to_vec(), executable: false },
     ];
     for c in COMMANDS {
         files.push(PluginFile::text(&format!("commands/{}.md", c.name), command_file(c)));
@@ -267,7 +285,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PluginError + '_ {
 }
 
 /// True when `dir` holds a plugin named walj (so writing over it is an update).
-fn is_walj_plugin(dir: &Path) -> bool {
+pub fn is_walj_plugin(dir: &Path) -> bool {
     fs::read(dir.join(".claude-plugin/plugin.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -309,6 +327,76 @@ pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
     Ok(WriteReport { root: out.to_path_buf(), written })
 }
 
+/// The walj plugin folder this walj runs from, if any: the folder the marketplace launcher names
+/// in [`ROOT_ENV`], else the folder whose `bin/` holds this binary (the self-contained plugin of
+/// `walj plugin --out`). Only a folder holding a plugin named walj counts. `walj doctor` checks
+/// it like `--plugin-dir` (a plugin loaded with `claude --plugin-dir` leaves no other trace).
+pub fn running_root() -> Option<PathBuf> {
+    let from_env = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let from_exe = std::env::current_exe().ok().and_then(|exe| {
+        let bin = exe.parent()?;
+        if bin.file_name()? != "bin" {
+            return None;
+        }
+        bin.parent().map(Path::to_path_buf)
+    });
+    [from_env, from_exe]
+        .into_iter()
+        .flatten()
+        .filter(|root| is_walj_plugin(root))
+        .find_map(|root| fs::canonicalize(&root).ok())
+}
+
+/// The Claude Code settings files (user, project, local) for `project_root` whose hooks run
+/// walj's hook ([`install::is_walj_hook`], any walj, either form): `walj install`'s hooks.
+/// Reads at most three small files.
+pub fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<PathBuf> {
+    use crate::claude::paths::{SettingsScope, settings_path};
+    let mut found = vec![];
+    for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
+        let path = settings_path(scope, project_root, config_dir);
+        let Ok(Some(root)) = install::read_json(&path) else { continue };
+        let runs_walj = root.get("hooks").and_then(Value::as_object).is_some_and(|events| {
+            events.values().filter_map(Value::as_array).flatten().any(|group| {
+                group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .is_some_and(|hs| hs.iter().any(|h| install::is_walj_hook(h, "walj hook", None)))
+            })
+        });
+        if runs_walj {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Claude Code's environment variable for a plugin's hooks: the plugin's folder. Settings
+/// hooks do not get it.
+pub const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
+
+/// The SessionStart warning of the plugin's hook when `walj install`'s hooks are in the
+/// settings too (every event would be journaled twice). `None` for a hook that is not the
+/// plugin's ([`CLAUDE_ROOT_ENV`] unset or not a walj plugin), so of the two SessionStart hooks
+/// only the plugin's warns: once per session start.
+pub fn twice_note(project_root: &Path, config_dir: &Path) -> Option<String> {
+    let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
+    if !is_walj_plugin(&root) {
+        return None;
+    }
+    let files = settings_with_walj_hooks(project_root, config_dir);
+    if files.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    Some(format!(
+        "walj runs twice in this session: the walj plugin ({}) and `walj install`'s hooks in {} both journal every \
+         event. Keep one: `walj uninstall` (add `--local` or `--user` for those files), or disable the plugin.",
+        root.display(),
+        list.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,7 +432,7 @@ mod tests {
         for c in COMMANDS {
             let text = command_file(c);
             assert!(text.starts_with("---\ndescription: "), "{text}");
-            assert!(text.contains(&format!("allowed-tools: Bash(walj {}:*)\n", c.args)), "{text}");
+            assert!(text.contains(&format!("allowed-tools: Bash(walj {}:*)\n", allowed(c.args))), "{text}");
             assert!(text.contains(&format!("\n!`walj {}`\n", c.args)), "{text}");
             // A YAML plain scalar: no ": " or " #" inside, no indicator first.
             assert!(!c.description.contains(": ") && !c.description.contains(" #"), "{}", c.description);

@@ -75,6 +75,23 @@ pub fn handoff(
     session: Option<&str>,
     opts: HandoffOptions,
 ) -> Result<Brief> {
+    handoff_noted(project, fold, ids, session, opts, None)
+}
+
+/// [`handoff`] of the entries `ids`, with `note` (what another command found, e.g. `walj
+/// bisect`'s culprit and failing output) before the journal's brief, within [`MAX_BRIEF`].
+pub fn handoff_with_note(project: &Project, fold: &Fold, ids: &[String], note: &str) -> Result<Brief> {
+    handoff_noted(project, fold, ids, None, HandoffOptions::default(), Some(note))
+}
+
+fn handoff_noted(
+    project: &Project,
+    fold: &Fold,
+    ids: &[String],
+    session: Option<&str>,
+    opts: HandoffOptions,
+    note: Option<&str>,
+) -> Result<Brief> {
     let entries: Vec<&Entry> = if !ids.is_empty() {
         if session.is_some() {
             return Err(TriageError::Refused("give entry ids or --session, not both".to_string()));
@@ -115,6 +132,14 @@ pub fn handoff(
         return Err(TriageError::Refused(problems(&errors)));
     }
     let mut brief = build_brief(project, fold, &entries);
+    if let Some(note) = note {
+        let room = MAX_BRIEF.saturating_sub(brief.text.len() + 2);
+        let mut end = note.len().min(room);
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        brief.text = format!("{}\n\n{}", &note[..end], brief.text);
+    }
     if opts.print_only {
         return Ok(brief);
     }

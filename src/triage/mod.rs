@@ -30,7 +30,9 @@ mod select;
 mod undo;
 
 pub use diff::diff_sides;
-pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
+pub use handoff::{
+    Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, handoff_with_note, held as held_briefs,
+};
 pub use mark::{mark_done, mark_session_done, plan_mark};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
 pub use select::turn_entries;

@@ -161,6 +161,8 @@ pub struct App {
     poll: Duration,
     /// Time the last reload took (shown by the bench).
     pub load_time: Duration,
+    /// `b`: the command being typed, the running bisect.
+    pub bisect: super::bisect::BisectUi,
 }
 
 impl App {
@@ -202,6 +204,7 @@ impl App {
             last_poll: Instant::now(),
             last_status_check: Instant::now(),
             poll: opts.poll,
+            bisect: Default::default(),
             load_time: Duration::ZERO,
         };
         app.reload();
@@ -316,6 +319,9 @@ impl App {
     /// Reloads when the journal's size or mtime changed, or another machine's copy (a sync
     /// ran) (called on every tick).
     pub fn poll_journal(&mut self) -> bool {
+        if self.poll_bisect() {
+            return true;
+        }
         if self.last_poll.elapsed() < self.poll {
             return false;
         }
@@ -528,6 +534,24 @@ impl App {
 
     // ---------------------------------------------------------------- events
 
+    /// A status line from a sibling module (`b`'s prompt and progress).
+    pub(super) fn set_status(&mut self, text: String, error: bool) {
+        self.status = Some(Status { text, error });
+    }
+
+    /// Selects entry `id` with its diff: settled entries shown, every session expanded.
+    pub(super) fn reveal_entry(&mut self, id: &str) {
+        if !self.tree.show_resolved {
+            self.tree.show_resolved = true;
+        }
+        self.reload();
+        let h = self.tree_height();
+        self.tree.set_all_expanded(true, &self.fold, h);
+        self.tree.select_entry(id, h);
+        self.focus = Focus::Tree;
+        self.entry_changed();
+    }
+
     fn info(&mut self, text: impl Into<String>) {
         self.status = Some(Status { text: text.into(), error: false });
     }
@@ -587,6 +611,9 @@ impl App {
                 _ => {}
             }
             return;
+        }
+        if self.bisect.input.is_some() {
+            return self.bisect_key(key);
         }
         if let Some(input) = self.pane.search_input.as_mut() {
             match key.code {
@@ -860,6 +887,7 @@ impl App {
                 self.help_scroll = 0;
             }
             (Action::Operations, _) => self.show_operations(),
+            (Action::Bisect, _) => self.start_bisect_input(),
             (Action::SwitchPane, _) => {
                 self.focus = if self.focus == Focus::Tree { Focus::Diff } else { Focus::Tree };
             }

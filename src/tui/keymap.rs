@@ -50,6 +50,8 @@ pub enum Action {
     Copy,
     /// The operation list: what was marked, reverted, handed back, undone.
     Operations,
+    /// `walj bisect` on the session (asks for the command), then the culprit selected.
+    Bisect,
     Filter,
     /// `/` in the diff pane: search the diff.
     Search,
@@ -162,6 +164,7 @@ pub const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
     ("redo", Action::Redo, &["ctrl+r"], "act", "redo what u undid"),
     ("edit", Action::Edit, &["e"], "act", "open the file at the change in $EDITOR"),
     ("copy", Action::Copy, &["y"], "act", "copy the path, id or resume line (OSC 52)"),
+    ("bisect", Action::Bisect, &["b"], "act", "bisect the session: which step broke a command (asks for it)"),
     ("operations", Action::Operations, &["o"], "view", "operation list: what was done, newest first"),
     ("filter", Action::Filter, &["/"], "view", "in the tree: filter by path, event or tool"),
     ("toggle_resolved", Action::ToggleResolved, &["s"], "view", "show / hide resolved entries"),

@@ -19,6 +19,7 @@
 //! real loop with `TestBackend` and scripted keys.
 
 pub mod app;
+pub mod bisect;
 pub mod demo;
 pub mod dialogs;
 pub mod diff;

@@ -400,6 +400,11 @@ fn validate_strict_passes_on_both_plugins_and_the_marketplace() {
         assert_eq!(v["success"], true, "{text}");
         assert_eq!(v["manifest"]["warnings"], json!([]), "{text}");
         if target != repo() {
+            // The plugin directory's checks (an icon) and the hosts the plugin reaches (none).
+            assert_eq!(v["directory"]["findings"], json!([]), "{text}");
+            assert_eq!(v["hosts"]["declared"]["plugin"], true, "{text}");
+        }
+        if target != repo() {
             assert_eq!(
                 v["provides"]["hooks"].as_array().map(Vec::len),
                 Some(walj::claude::events::HookEvent::ALL.len()),
@@ -476,4 +481,71 @@ fn claude_running_walj_mark_is_refused_without_yes_and_recorded_as_the_actor_wit
     assert_eq!(resolved.len(), 1, "{}", journal_text(&sb));
     assert_eq!(resolved[0]["actor"], "claude", "{:?}", resolved[0]);
     assert_eq!(resolved[0]["how"], "done");
+}
+
+/// `/walj:doctor` in a session loaded with `claude --plugin-dir` (no `walj install`, no
+/// settings): doctor checks the plugin it runs from instead of saying walj is not installed.
+/// Both plugins: the self-contained one (walj not on PATH) and the marketplace launcher (walj
+/// on PATH).
+#[test]
+fn slash_doctor_under_plugin_dir_checks_that_plugin() {
+    let Some(bin) = claude::claude_or_skip("slash_doctor_under_plugin_dir_checks_that_plugin") else {
+        return;
+    };
+    let (sb, walj_dir) = sandbox();
+    let generated = sb.dir.path().canonicalize().unwrap().join("walj-plugin");
+    generate(&generated, false);
+    for (plugin, path) in [
+        (generated.clone(), path_without_walj()),
+        (repo().join("plugin"), format!("{}:{}", walj_dir.display(), path_without_walj())),
+    ] {
+        let mock = MockServer::start(vec![Turn::text("Here is walj's doctor.")]);
+        let mut cmd = sb.claude_p(&bin, &mock, "/walj:doctor");
+        cmd.env("PATH", &path).arg("--plugin-dir").arg(&plugin);
+        let out = claude::run(cmd, SESSION_TIMEOUT);
+        assert!(out.status.success(), "{out:?}\n{}", mock.summary());
+        let main = mock.main_requests();
+        assert!(!main.is_empty(), "no request reached the model: {out:?}");
+        let body = main[0].body.to_string();
+        assert!(main[0].count("Output of `walj doctor --plugin-dir") >= 1, "{body}");
+        assert_eq!(main[0].count("walj is not installed"), 0, "{}: {body}", plugin.display());
+        assert!(main[0].count("as `claude --plugin-dir` loads it") >= 1, "{}: {body}", plugin.display());
+        assert!(main[0].count(&plugin.display().to_string()) >= 1, "{body}");
+    }
+}
+
+/// The plugin loaded and `walj install`'s hooks in the project's settings: the session's start
+/// tells the user once that walj runs twice (the settings' SessionStart hook says nothing).
+#[test]
+fn plugin_beside_walj_install_warns_once_at_session_start() {
+    let Some(bin) = claude::claude_or_skip("plugin_beside_walj_install_warns_once_at_session_start") else {
+        return;
+    };
+    let (sb, walj_dir) = sandbox();
+    let path = format!("{}:{}", walj_dir.display(), path_without_walj());
+    let plugin_dir = sb.dir.path().canonicalize().unwrap().join("walj-plugin");
+    generate(&plugin_dir, false);
+    let o = Command::new(walj_dir.join("walj"))
+        .args(["install", "--yes"])
+        .current_dir(&sb.project)
+        .env("PATH", &path)
+        .env("HOME", &sb.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "walj install: {o:?}");
+    let mock = MockServer::start(vec![Turn::text("Hello.")]);
+    let mut cmd = sb.claude_p(&bin, &mock, "Hi");
+    cmd.env("PATH", &path).arg("--plugin-dir").arg(&plugin_dir);
+    let sid = session(&sb, cmd, &mock);
+    assert_no_hook_error(&sb, &sid);
+    let notes: Vec<String> = attachments(&sb, &sid)
+        .into_iter()
+        .filter(|a| a["type"] == "hook_system_message")
+        .filter_map(|a| a["content"].as_str().map(str::to_string))
+        .filter(|t| t.contains("walj runs twice"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains(&plugin_dir.display().to_string()), "{}", notes[0]);
+    assert!(mock.main_requests().iter().all(|r| r.count("walj runs twice") == 0), "the note reached the model");
 }

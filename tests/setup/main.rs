@@ -12,4 +12,5 @@ mod support;
 
 mod doctor;
 mod install;
+mod npm;
 mod plugin;

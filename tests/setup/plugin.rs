@@ -334,3 +334,272 @@ fn launcher_without_arguments_is_the_hook_for_a_claude_code_that_ignores_args() 
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("NOT journaled"), "{o:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Install hygiene: uninstall undoes install, install beside the plugin, the plugin's
+// SessionStart beside install's hooks, doctor run from a plugin, install from an npx cache.
+
+/// `walj ARGS` in `env`'s project, its HOME, nothing else from the test's environment (no
+/// terminal: stdin is null), `extra` added.
+fn walj_in(env: &Env, exe: &Path, args: &[&str], extra: &[(&str, &Path)]) -> Output {
+    let mut c = Command::new(exe);
+    c.args(args)
+        .current_dir(env.p("project"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", env.p("home"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Every file and folder of the project but `.git/` and `.walj/` (walj's own, git-ignored
+/// folder, which keeps the journal): relative path → bytes (`None` for a folder).
+fn project_tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Option<Vec<u8>>>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".git" || rel == ".walj" {
+                continue;
+            }
+            if p.is_dir() {
+                out.insert(rel, None);
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, Some(fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+#[test]
+fn uninstall_leaves_the_tree_exactly_as_before_install() {
+    let cmd = ["--command", "walj hook"];
+    // No .claude/ at all: install creates it, uninstall takes it away again.
+    let env = Env::new();
+    fs::write(env.p("project/main.rs"), "fn main() {}\n").unwrap();
+    let before = project_tree(&env.p("project"));
+    let o = walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(env.p("project/.claude/settings.json").is_file());
+    let o = walj_in(&env, &walj_bin(), &[&["uninstall"][..], &cmd].concat(), &[]);
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("install created it"), "{out}");
+    assert_eq!(project_tree(&env.p("project")), before, "uninstall left something of install's");
+    assert!(!env.p("project/.claude").exists());
+    // Installed twice, uninstalled once: still nothing left.
+    walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    walj_in(&env, &walj_bin(), &[&["uninstall"][..], &cmd].concat(), &[]);
+    assert_eq!(project_tree(&env.p("project")), before);
+
+    // .claude/ held something else (a command): it stays, only the settings file goes.
+    let env = Env::new();
+    fs::create_dir_all(env.p("project/.claude/commands")).unwrap();
+    fs::write(env.p("project/.claude/commands/x.md"), "hi\n").unwrap();
+    let before = project_tree(&env.p("project"));
+    walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    walj_in(&env, &walj_bin(), &[&["uninstall"][..], &cmd].concat(), &[]);
+    assert_eq!(project_tree(&env.p("project")), before);
+
+    // A settings file that was `{}` before install: it is still `{}` after uninstall.
+    let env = Env::new();
+    fs::create_dir_all(env.p("project/.claude")).unwrap();
+    fs::write(env.p("project/.claude/settings.json"), "{}\n").unwrap();
+    walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    walj_in(&env, &walj_bin(), &[&["uninstall"][..], &cmd].concat(), &[]);
+    let v: Value = serde_json::from_slice(&fs::read(env.p("project/.claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(v, json!({}));
+
+    // Other settings are kept as they were, and the file with them.
+    let env = Env::new();
+    fs::create_dir_all(env.p("project/.claude")).unwrap();
+    let mine = "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(ls:*)\"\n    ]\n  }\n}\n";
+    fs::write(env.p("project/.claude/settings.json"), mine).unwrap();
+    let before = project_tree(&env.p("project"));
+    walj_in(&env, &walj_bin(), &[&["install"][..], &cmd].concat(), &[]);
+    walj_in(&env, &walj_bin(), &[&["uninstall"][..], &cmd].concat(), &[]);
+    assert_eq!(project_tree(&env.p("project")), before);
+
+    // --local: the same.
+    let env = Env::new();
+    let before = project_tree(&env.p("project"));
+    walj_in(&env, &walj_bin(), &[&["install", "--local"][..], &cmd].concat(), &[]);
+    assert!(env.p("project/.claude/settings.local.json").is_file());
+    walj_in(&env, &walj_bin(), &[&["uninstall", "--local"][..], &cmd].concat(), &[]);
+    assert_eq!(project_tree(&env.p("project")), before);
+}
+
+/// Runs `walj ARGS` on a terminal (`script`), typing `answer`; returns (exit code, output).
+fn walj_on_terminal(env: &Env, args: &str, answer: &str, extra: &[(&str, &Path)]) -> (i32, String) {
+    let line = format!("{} {args}", walj_bin().display());
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .current_dir(env.p("project"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", env.p("home"))
+        .env("NO_COLOR", "1")
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Give the question time to be asked before the answer is typed.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    stdin.write_all(answer.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn install_beside_the_plugin_asks_on_a_terminal_and_refuses_off_one() {
+    let env = Env::new();
+    let plugin = env.p("walj-plugin");
+    generate(&plugin, true);
+    // As the marketplace launcher runs walj from a `--plugin-dir` plugin (its folder named).
+    let beside: &[(&str, &Path)] = &[("WALJ_PLUGIN_ROOT", &plugin)];
+    let o = walj_in(&env, &walj_bin(), &["install", "--command", "walj hook"], beside);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(err.contains("refused") && err.contains("twice") && err.contains("--yes"), "{err}");
+    assert!(!env.p("project/.claude").exists(), "a refused install wrote settings");
+
+    // On a terminal: asked; "n" installs nothing, "y" installs.
+    let (code, out) = walj_on_terminal(&env, "install --command 'walj hook'", "n\n", beside);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Install the hooks anyway?") && out.contains("nothing installed"), "{out}");
+    assert!(!env.p("project/.claude").exists());
+    let (code, out) = walj_on_terminal(&env, "install --command 'walj hook'", "y\n", beside);
+    assert_eq!(code, 0, "{out}");
+    assert!(env.p("project/.claude/settings.json").is_file(), "{out}");
+
+    // `--yes` off a terminal installs; without the plugin nothing is asked.
+    let env = Env::new();
+    let o =
+        walj_in(&env, &walj_bin(), &["install", "--command", "walj hook", "--yes"], &[("WALJ_PLUGIN_ROOT", &plugin)]);
+    assert!(o.status.success(), "{o:?}");
+    let env = Env::new();
+    let o = walj_in(&env, &walj_bin(), &["install", "--command", "walj hook"], &[]);
+    assert!(o.status.success(), "{o:?}");
+    // A WALJ_PLUGIN_ROOT that is no walj plugin is not taken for one.
+    let env = Env::new();
+    let o =
+        walj_in(&env, &walj_bin(), &["install", "--command", "walj hook"], &[("WALJ_PLUGIN_ROOT", &env.p("empty"))]);
+    assert!(o.status.success(), "{o:?}");
+}
+
+/// `walj hook` at SessionStart in `env`'s project, as Claude Code runs a plugin's hook
+/// (`CLAUDE_PLUGIN_ROOT` set) or a settings hook (`plugin` = None); returns stdout.
+fn session_start(env: &Env, plugin: Option<&Path>) -> String {
+    let mut c = Command::new(walj_bin());
+    c.arg("hook")
+        .current_dir(env.p("project"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", env.p("home"))
+        .env("CLAUDE_PROJECT_DIR", env.p("project"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(p) = plugin {
+        c.env("CLAUDE_PLUGIN_ROOT", p);
+    }
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload(env, "SessionStart").as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn the_plugins_session_start_warns_once_when_installs_hooks_are_there_too() {
+    let env = Env::new();
+    let plugin = env.p("walj-plugin");
+    generate(&plugin, false);
+    // The plugin alone: no warning.
+    assert!(!session_start(&env, Some(&plugin)).contains("twice"));
+    let o = walj_in(&env, &walj_bin(), &["install", "--command", "walj hook", "--yes"], &[]);
+    assert!(o.status.success(), "{o:?}");
+    // Both: the plugin's SessionStart says so (for the user), the settings' hook does not.
+    let out = session_start(&env, Some(&plugin));
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let msg = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("walj runs twice") && msg.contains("walj uninstall"), "{out}");
+    assert!(msg.contains(".claude/settings.json"), "{msg}");
+    assert!(
+        !out.contains("additionalContext")
+            || !v["hookSpecificOutput"]["additionalContext"].to_string().contains("twice")
+    );
+    assert!(!session_start(&env, None).contains("twice"), "the settings' hook warned too");
+    // Uninstalled: the warning stops.
+    walj_in(&env, &walj_bin(), &["uninstall", "--command", "walj hook"], &[]);
+    assert!(!session_start(&env, Some(&plugin)).contains("twice"));
+}
+
+#[test]
+fn doctor_run_from_a_plugin_checks_that_plugin() {
+    // The self-contained plugin: its bin/walj is this binary.
+    let env = Env::new();
+    let plugin = env.p("walj-plugin");
+    generate(&plugin, false);
+    let plain = walj_in(&env, &walj_bin(), &["doctor"], &[]);
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("walj is not installed"), "{plain:?}");
+    let o = walj_in(&env, &plugin.join("bin/walj"), &["doctor"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("not installed"), "{out}");
+    assert!(out.contains("as `claude --plugin-dir` loads it"), "{out}");
+    assert!(o.status.code().unwrap() < 2, "{out}");
+    // The marketplace launcher names its folder for the walj it runs.
+    let env = Env::new();
+    env.install_walj("bin");
+    let o = env.launch(&launcher(), env.p("bin").to_str().unwrap(), &["doctor"], "");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("not installed"), "{out}");
+    assert!(out.contains(&format!("plugin folder {}", repo().join("plugin").display())), "{out}");
+    // Given as --plugin-dir too: checked once.
+    let o = walj_in(&env, &plugin_copy(&env), &["doctor", "--plugin-dir", env.p("copy").to_str().unwrap()], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("as `claude --plugin-dir` loads it").count(), 1, "{out}");
+}
+
+/// A self-contained plugin at `env`'s `copy/`; returns its bin/walj.
+fn plugin_copy(env: &Env) -> PathBuf {
+    generate(&env.p("copy"), false);
+    env.p("copy/bin/walj")
+}
+
+#[test]
+fn install_from_an_npx_cache_refuses_and_writes_nothing() {
+    let env = Env::new();
+    let cached = env.p("home/.npm/_npx/4f1c2a/node_modules/@walj/linux-x64/bin");
+    fs::create_dir_all(&cached).unwrap();
+    fs::copy(walj_bin(), cached.join("walj")).unwrap();
+    let before = project_tree(&env.p("project"));
+    for args in [&["install"][..], &["install", "--local"], &["install", "--user"]] {
+        let o = walj_in(&env, &cached.join("walj"), args, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(err.contains("npx cache") && err.contains("npm install -g walj"), "{err}");
+    }
+    assert_eq!(project_tree(&env.p("project")), before);
+    assert!(!env.p("home/.claude/settings.json").exists());
+    // Run by the npm shim from the cache (the binary elsewhere): refused as well.
+    let shim = env.p("home/.npm/_npx/4f1c2a/node_modules/walj/bin/walj.js");
+    fs::create_dir_all(shim.parent().unwrap()).unwrap();
+    fs::write(&shim, "").unwrap();
+    let o = walj_in(&env, &walj_bin(), &["install", "--local"], &[("WALJ_NPM_SHIM", &shim)]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}

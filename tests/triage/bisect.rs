@@ -557,6 +557,22 @@ fn show_output_keeps_the_last_passing_and_first_failing_output_and_verify_rechec
     assert!(out.contains("Edit `lib.txt` (S07)") && out.contains("+answer=41"), "{out}");
     assert!(out.contains("Its turn's prompt: tune the answer"), "{out}");
     assert!(out.contains("test exit 1 at 7"), "{out}");
+    assert!(out.contains("Handed back to Claude") && out.contains("Undo: walj undo "), "{out}");
+    // Recorded: step 7's entry is handed back, and the next session's start (the real hook)
+    // gives Claude the brief with the failing output, once.
+    let handed: Vec<Value> =
+        repo.records().into_iter().filter(|r| r["op"] == "resolved" && r["how"] == "handed_back").collect();
+    assert_eq!(handed.len(), 1, "{handed:?}");
+    assert_eq!(handed[0]["id"], "toolu_S07");
+    let next = "b15ec7a1-0000-4000-8000-0000000000f1";
+    let start = repo.hook(&repo.start_payload(next));
+    let v: Value = serde_json::from_str(start.trim()).unwrap_or_else(|e| panic!("{e}: {start}"));
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(context.contains("passed before step 7 of 12 and fails after it"), "{start}");
+    assert!(context.contains("test exit 1 at 7") && context.contains("lib.txt"), "{start}");
+    assert!(v["systemMessage"].as_str().unwrap_or_default().contains("handed a brief back"), "{start}");
+    let again = repo.hook(&repo.start_payload("b15ec7a1-0000-4000-8000-0000000000f2"));
+    assert!(!again.contains("passed before step 7"), "delivered twice: {again}");
 }
 
 /// Recorded text is escaped before it reaches the terminal; a resolved entry keeps
@@ -599,4 +615,59 @@ fn in_place_inside_a_tool_call_needs_yes() {
     let (code, out, err) = run(&["bisect", "--in-place", "--yes", "--", "sh", "test.sh"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(tree_hashes(&repo.root), before.0);
+}
+
+/// The TUI's `b` on the session: asks for the command, runs the bisect (scratch mode, in the
+/// background, progress on the status line), then selects step 7's entry with its diff,
+/// ready for `r`; the tree is untouched. Esc while typing runs nothing.
+#[test]
+fn tui_b_bisects_the_session_and_selects_the_culprit() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use walj::tui::keymap::parse_keys;
+    use walj::tui::{App, AppOptions, Script, run_loop};
+    let repo = twelve_steps();
+    let before = (tree_hashes(&repo.root), repo.journal_bytes());
+    let counter = Counter::new();
+    let project = walj::project::Project::at(repo.root.clone(), None);
+    let mut app = App::new(project, AppOptions { poll: std::time::Duration::ZERO, ..AppOptions::default() });
+    app.reload();
+    let mut t = Terminal::new(TestBackend::new(140, 40)).unwrap();
+    let typed = |app: &mut App, keys: &str| {
+        for k in parse_keys(keys).unwrap() {
+            app.handle_key(&crossterm::event::KeyEvent::new(k.code, k.mods));
+        }
+    };
+    // Esc cancels: nothing runs.
+    typed(&mut app, "bsh test.sh<esc>");
+    assert!(app.bisect.running.is_none() && app.bisect.input.is_none());
+    assert_eq!(counter.runs(), 0);
+    // The prompt, then the run.
+    typed(&mut app, "b");
+    assert!(app.status.as_ref().unwrap().text.contains("the test command"), "{:?}", app.status);
+    let command = format!("echo run >> '{}'; exec sh test.sh", counter.path());
+    typed(&mut app, &format!("{command}<enter>"));
+    assert!(app.bisect.running.is_some(), "{:?}", app.status);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut saw_progress = false;
+    while app.bisect.running.is_some() && std::time::Instant::now() < deadline {
+        app.poll_journal();
+        saw_progress |= app.status.as_ref().is_some_and(|s| s.text.contains("testing state"));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(app.bisect.running.is_none(), "the bisect did not finish");
+    let status = app.status.clone().unwrap();
+    assert!(!status.error && status.text.contains("step 7 of 12") && status.text.contains("`r` reverts"), "{status:?}");
+    assert!(saw_progress, "no progress shown");
+    assert!(counter.runs() <= 6, "{} runs", counter.runs());
+    assert_eq!(app.selected_entry().map(|e| e.id.as_str()), Some("toolu_S07"));
+    run_loop(&mut t, &mut Script::new().tick(), &mut app).unwrap();
+    let screen: String = {
+        let buf = t.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol().to_string()).collect::<String>() + "\n")
+            .collect()
+    };
+    assert!(screen.contains("answer=41"), "the culprit's diff is not shown:\n{screen}");
+    assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before, "the TUI's bisect changed the tree");
 }
