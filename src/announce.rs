@@ -118,7 +118,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
                 shown(&e.tool),
                 shown(&e.event),
                 present::state::entry_label(e, status),
-                safe(&present::state::entry_meaning(e, status))
+                safe(&present::state::entry_meaning_listed(e, status))
             )
         };
         // The main thread's work first, then each subagent's under it; changes made after

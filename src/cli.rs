@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::cmd::{self, Global};
 
@@ -293,13 +293,13 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         return cmd::plugin::plugin_cmd(&a.out, a.launcher);
     }
     if let Command::Completions(a) = &command {
-        return cmd::completions::completions(a);
+        return cmd::completions::completions(a, &Cli::command());
     }
     if let Command::CompleteIds(a) = &command {
-        return Ok(cmd::completions::complete_ids(a));
+        return Ok(cmd::completions::complete_ids(a, &Cli::command()));
     }
     if let Command::Man(a) = &command {
-        return cmd::man::man(a);
+        return cmd::man::man(a, Cli::command());
     }
     if let Command::Watch(a) = &command {
         return cmd::watch::watch(a);
@@ -431,5 +431,107 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>,
         SessionsCommand::Export(a) => s::export(project, a),
         SessionsCommand::Import { file, identity, limits, .. } => s::import(project, &file, identity, &limits),
         SessionsCommand::Delete(a) => s::delete(project, &a),
+    }
+}
+
+#[cfg(test)]
+mod completion_tests {
+    //! The id completion read against walj's real command line (in cli.rs: cmd/completions.rs is
+    //! handed the command line and never names it).
+    use super::Cli;
+    use crate::cmd::completions::{Slot, Want, global_of, slot, want as want_in};
+    use clap::CommandFactory;
+
+    fn want(words: &[String], cword: usize) -> Option<Want> {
+        want_in(words, cword, &Cli::command())
+    }
+
+    fn w(line: &str) -> Vec<String> {
+        let mut v: Vec<String> = line.split(' ').map(str::to_string).collect();
+        if line.ends_with(' ') {
+            v.pop();
+            v.push(String::new());
+        }
+        v
+    }
+
+    fn at_end(line: &str) -> Option<Want> {
+        let words = w(line);
+        want(&words, words.len() - 1)
+    }
+
+    fn entry(typed: &str) -> Option<Want> {
+        Some(Want { slot: Slot::Entry, typed: typed.into(), prefix: String::new() })
+    }
+
+    fn session(typed: &str, prefix: &str) -> Option<Want> {
+        Some(Want { slot: Slot::Session, typed: typed.into(), prefix: prefix.into() })
+    }
+
+    #[test]
+    fn the_word_is_known_from_the_command_line_definition() {
+        assert_eq!(at_end("walj diff "), entry(""));
+        assert_eq!(at_end("walj diff Ab"), entry("Ab"));
+        assert_eq!(at_end("walj --project /p --color never diff Ab"), entry("Ab"));
+        assert_eq!(at_end("walj mark --done Ab Cd"), entry("Cd"));
+        assert_eq!(at_end("walj revert --dry-run"), None);
+        assert_eq!(at_end("walj undo "), entry(""));
+        assert_eq!(at_end("walj handoff x "), entry(""));
+        assert_eq!(at_end("walj diff -U 5 "), entry(""));
+        assert_eq!(at_end("walj diff -U "), None);
+        assert_eq!(at_end("walj diff Ab "), None, "diff takes one id");
+        assert_eq!(at_end("walj diff --session 8f"), session("8f", ""));
+        assert_eq!(at_end("walj revert --session=8f"), session("8f", "--session="));
+        assert_eq!(at_end("walj revert --session = 8f"), session("8f", ""), "bash splits at =");
+        assert_eq!(at_end("walj revert --session ="), session("", ""));
+        assert_eq!(at_end("walj revert --session = 8f --dry-run "), entry(""));
+        assert_eq!(at_end("walj sessions "), None, "a subcommand");
+        assert_eq!(at_end("walj sessions show "), session("", ""));
+        assert_eq!(at_end("walj sessions delete --dry-run 8"), session("8", ""));
+        assert_eq!(at_end("walj recover --session "), session("", ""));
+        assert_eq!(at_end("walj procs restart "), None, "command ids are not entry ids");
+        assert_eq!(at_end("walj log --limit "), None);
+        assert_eq!(at_end("walj "), None);
+        assert_eq!(at_end("walj di"), None);
+    }
+
+    #[test]
+    fn the_project_on_the_command_line_is_the_one_read() {
+        let g = global_of(&w("walj --project /p diff --journal=/j.jsonl x"));
+        assert_eq!((g.project.as_deref(), g.journal.as_deref()), (Some("/p".as_ref()), Some("/j.jsonl".as_ref())));
+        let g = global_of(&w("walj --project = /q diff"));
+        assert_eq!(g.project.as_deref(), Some("/q".as_ref()));
+    }
+
+    #[test]
+    fn every_id_argument_is_named_for_completion() {
+        // Arguments that take entry or session ids are named ID, IDS or SID; nothing else is.
+        fn walk(c: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                if let Some(s) = slot(a) {
+                    found.push(format!("{path} {} {s:?}", a.get_id()));
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&Cli::command(), "walj", &mut found);
+        for want in [
+            "walj diff id Entry",
+            "walj diff session Session",
+            "walj mark ids Entry",
+            "walj revert ids Entry",
+            "walj revert session Session",
+            "walj undo id Entry",
+            "walj handoff ids Entry",
+            "walj sessions show sid Session",
+            "walj sessions delete sid Session",
+            "walj recover session Session",
+        ] {
+            assert!(found.iter().any(|f| f == want), "{want} not in {found:#?}");
+        }
+        assert!(!found.iter().any(|f| f.starts_with("walj procs")), "{found:#?}");
     }
 }

@@ -222,7 +222,15 @@ pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resu
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    cmd.env_remove("CLAUDECODE");
+    // Not one of Claude Code's tool processes: without its markers (`CLAUDECODE`,
+    // `CLAUDE_CODE_SESSION_ID`, …) and outside the checkout, `walj procs` and the orphan
+    // search never take the watcher for a session's command.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("CLAUDE") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.current_dir(std::env::temp_dir());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;

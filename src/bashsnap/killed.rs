@@ -299,7 +299,7 @@ fn derive(
     let scene = Scene {
         others: windows.iter().map(|(id, open, close)| Window { id, open: *open, close: *close }).collect(),
         writer_from: crowded_from.as_deref().and_then(ms),
-        last_life: last_sign_of_life(all, &snap.session),
+        last_life: last_sign_of_life(all, &snap.session).max(observed_end(project, all, &snap.session, since)),
         margin: ctime_margin(project),
     };
     let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
@@ -367,6 +367,57 @@ fn last_sign_of_life(all: &Fold, session: &str) -> Option<i64> {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .and_then(|d| i64::try_from(d.as_millis()).ok());
     journal.max(transcript).or(journal)
+}
+
+/// When the checkout's watcher saw `session`'s Claude Code process end (milliseconds since the
+/// epoch; the lower bound of the moment), for the first end at or after `since`: read from its
+/// observer file ([`super::observed_path`]), never from the journal. The watcher writes the end
+/// the moment the process exits (its pidfd); when it was watching the session and the process
+/// is gone but the line is not there yet, this waits for it a little (at most 1.5 s, only at a
+/// killed command's first look). `None`: no watcher saw it end — the bound without a watcher
+/// ([`last_sign_of_life`]) stands.
+fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Option<i64> {
+    let from = ms(since).unwrap_or(0);
+    let path = super::observed_path(project);
+    let read = || -> (bool, Option<i64>) {
+        let Ok(text) = crate::fsutil::read_regular(&path) else { return (false, None) };
+        let (mut watched, mut end) = (false, None::<i64>);
+        for line in String::from_utf8_lossy(&text).lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+            if v["session"].as_str() != Some(session) {
+                continue;
+            }
+            match v["ev"].as_str() {
+                Some("session") => watched = true,
+                Some("end") => {
+                    let (Some(ns), Some(within)) = (v["ns"].as_i64(), v["within_ms"].as_i64()) else { continue };
+                    let at = ns / 1_000_000 - within;
+                    if ns / 1_000_000 >= from && end.is_none_or(|e| at < e) {
+                        end = Some(at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (watched, end)
+    };
+    let (watched, end) = read();
+    if end.is_some() || !watched {
+        return end;
+    }
+    let gone =
+        all.session(session).and_then(|s| s.proc).is_some_and(|p| procinfo::liveness(p) == procinfo::Liveness::Gone);
+    if !gone {
+        return None;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if let (_, Some(e)) = read() {
+            return Some(e);
+        }
+    }
+    None
 }
 
 /// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest

@@ -12,7 +12,7 @@
 
 use std::io::Write;
 
-use clap::{ArgAction, CommandFactory};
+use clap::ArgAction;
 use clap_complete::Shell;
 
 use crate::fold::{Fold, FoldOptions, typeable};
@@ -40,21 +40,22 @@ pub struct CompleteIdsArgs {
 }
 
 /// Prints the completion script on stdout.
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<i32> {
+/// `cli` is walj's command line (`cli::Cli::command()`, handed down: cmd never reaches up to cli).
+pub fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
-    out.write_all(script(args.shell).as_bytes())?;
+    out.write_all(script(args.shell, cli).as_bytes())?;
     out.flush()?;
     Ok(0)
 }
 
 /// clap_complete's script for `shell`, with id completion for bash, zsh and fish.
-pub fn script(shell: Shell) -> String {
+pub fn script(shell: Shell, cli: &clap::Command) -> String {
     let mut raw = Vec::new();
-    clap_complete::generate(shell, &mut visible_command(), "walj", &mut raw);
+    clap_complete::generate(shell, &mut visible_command(cli), "walj", &mut raw);
     let script = String::from_utf8_lossy(&raw).into_owned();
     match shell {
         Shell::Bash => script + BASH_IDS,
-        Shell::Fish => script + FISH_IDS + &fish_id_options(),
+        Shell::Fish => script + FISH_IDS + &fish_id_options(cli),
         Shell::Zsh => zsh_with_ids(script),
         _ => script,
     }
@@ -62,8 +63,7 @@ pub fn script(shell: Shell) -> String {
 
 /// The command line without its hidden subcommands (`__complete-ids`): clap_complete lists
 /// hidden subcommands among the ones it offers, so the script is made from this copy.
-fn visible_command() -> clap::Command {
-    let full = crate::cli::Cli::command();
+fn visible_command(full: &clap::Command) -> clap::Command {
     clap::Command::new("walj")
         .args(full.get_arguments().cloned())
         .subcommands(full.get_subcommands().filter(|c| !c.is_hide_set()).cloned())
@@ -104,7 +104,7 @@ complete -c walj -n __fish_walj_ids_here -f -k -a '$__fish_walj_ids'
 
 /// fish: an option's value is completed only from that option's completions: one line per
 /// option that takes an id (`--session`).
-fn fish_id_options() -> String {
+fn fish_id_options(cli: &clap::Command) -> String {
     fn walk(c: &clap::Command, names: &mut std::collections::BTreeSet<String>) {
         for a in c.get_arguments().filter(|a| slot(a).is_some()) {
             names.extend(a.get_long().map(str::to_string));
@@ -114,7 +114,7 @@ fn fish_id_options() -> String {
         }
     }
     let mut names = std::collections::BTreeSet::new();
-    walk(&crate::cli::Cli::command(), &mut names);
+    walk(cli, &mut names);
     names
         .iter()
         .map(|n| format!("complete -c walj -n __fish_walj_ids_here -l {n} -r -f -k -a '$__fish_walj_ids'\n"))
@@ -177,7 +177,7 @@ pub struct Want {
     pub prefix: String,
 }
 
-fn slot(a: &clap::Arg) -> Option<Slot> {
+pub(crate) fn slot(a: &clap::Arg) -> Option<Slot> {
     let name = match a.get_value_names().and_then(|v| v.first()) {
         Some(n) => n.to_string(),
         None => a.get_id().as_str().to_ascii_uppercase(),
@@ -199,8 +199,8 @@ fn long<'c>(cmd: &'c clap::Command, name: &str) -> Option<&'c clap::Arg> {
 
 /// What the word at `cword` of `words` (a walj command line as a shell split it: bash splits
 /// `--session=x` into `--session`, `=`, `x`) is: `None` unless an entry or session id.
-pub fn want(words: &[String], cword: usize) -> Option<Want> {
-    let mut root = crate::cli::Cli::command();
+pub fn want(words: &[String], cword: usize, cli: &clap::Command) -> Option<Want> {
+    let mut root = cli.clone();
     root.build();
     let before = words.get(..cword)?;
     let current = words.get(cword).map_or("", String::as_str);
@@ -265,7 +265,7 @@ pub fn want(words: &[String], cword: usize) -> Option<Want> {
 }
 
 /// `--project` and `--journal` of the command line being completed.
-fn global_of(words: &[String]) -> super::Global {
+pub(crate) fn global_of(words: &[String]) -> super::Global {
     let mut g = super::Global::default();
     let mut it = words.iter().peekable();
     while let Some(w) = it.next() {
@@ -326,8 +326,8 @@ pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
 /// `walj __complete-ids`: prints the candidates, one per line; exits 1 (printing nothing)
 /// when the word is not an id, so the script falls back to clap's completion. Never prints
 /// an error (a shell is waiting).
-pub fn complete_ids(args: &CompleteIdsArgs) -> i32 {
-    let Some(want) = want(&args.words, args.cword) else { return 1 };
+pub fn complete_ids(args: &CompleteIdsArgs, cli: &clap::Command) -> i32 {
+    let Some(want) = want(&args.words, args.cword, cli) else { return 1 };
     let Ok(project) = global_of(&args.words).project() else { return 1 };
     // Unresolved and triaged entries (settled ones are left out): what is worth typing.
     let Ok(mut fold) = Fold::load(&project.journal, &FoldOptions::default()) else { return 1 };
@@ -349,98 +349,4 @@ pub fn complete_ids(args: &CompleteIdsArgs) -> i32 {
         }
     }
     0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(line: &str) -> Vec<String> {
-        let mut v: Vec<String> = line.split(' ').map(str::to_string).collect();
-        if line.ends_with(' ') {
-            v.pop();
-            v.push(String::new());
-        }
-        v
-    }
-
-    fn at_end(line: &str) -> Option<Want> {
-        let words = w(line);
-        want(&words, words.len() - 1)
-    }
-
-    fn entry(typed: &str) -> Option<Want> {
-        Some(Want { slot: Slot::Entry, typed: typed.into(), prefix: String::new() })
-    }
-
-    fn session(typed: &str, prefix: &str) -> Option<Want> {
-        Some(Want { slot: Slot::Session, typed: typed.into(), prefix: prefix.into() })
-    }
-
-    #[test]
-    fn the_word_is_known_from_the_command_line_definition() {
-        assert_eq!(at_end("walj diff "), entry(""));
-        assert_eq!(at_end("walj diff Ab"), entry("Ab"));
-        assert_eq!(at_end("walj --project /p --color never diff Ab"), entry("Ab"));
-        assert_eq!(at_end("walj mark --done Ab Cd"), entry("Cd"));
-        assert_eq!(at_end("walj revert --dry-run"), None);
-        assert_eq!(at_end("walj undo "), entry(""));
-        assert_eq!(at_end("walj handoff x "), entry(""));
-        assert_eq!(at_end("walj diff -U 5 "), entry(""));
-        assert_eq!(at_end("walj diff -U "), None);
-        assert_eq!(at_end("walj diff Ab "), None, "diff takes one id");
-        assert_eq!(at_end("walj diff --session 8f"), session("8f", ""));
-        assert_eq!(at_end("walj revert --session=8f"), session("8f", "--session="));
-        assert_eq!(at_end("walj revert --session = 8f"), session("8f", ""), "bash splits at =");
-        assert_eq!(at_end("walj revert --session ="), session("", ""));
-        assert_eq!(at_end("walj revert --session = 8f --dry-run "), entry(""));
-        assert_eq!(at_end("walj sessions "), None, "a subcommand");
-        assert_eq!(at_end("walj sessions show "), session("", ""));
-        assert_eq!(at_end("walj sessions delete --dry-run 8"), session("8", ""));
-        assert_eq!(at_end("walj recover --session "), session("", ""));
-        assert_eq!(at_end("walj procs restart "), None, "command ids are not entry ids");
-        assert_eq!(at_end("walj log --limit "), None);
-        assert_eq!(at_end("walj "), None);
-        assert_eq!(at_end("walj di"), None);
-    }
-
-    #[test]
-    fn the_project_on_the_command_line_is_the_one_read() {
-        let g = global_of(&w("walj --project /p diff --journal=/j.jsonl x"));
-        assert_eq!((g.project.as_deref(), g.journal.as_deref()), (Some("/p".as_ref()), Some("/j.jsonl".as_ref())));
-        let g = global_of(&w("walj --project = /q diff"));
-        assert_eq!(g.project.as_deref(), Some("/q".as_ref()));
-    }
-
-    #[test]
-    fn every_id_argument_is_named_for_completion() {
-        // Arguments that take entry or session ids are named ID, IDS or SID; nothing else is.
-        fn walk(c: &clap::Command, path: &str, found: &mut Vec<String>) {
-            for a in c.get_arguments() {
-                if let Some(s) = slot(a) {
-                    found.push(format!("{path} {} {s:?}", a.get_id()));
-                }
-            }
-            for s in c.get_subcommands() {
-                walk(s, &format!("{path} {}", s.get_name()), found);
-            }
-        }
-        let mut found = Vec::new();
-        walk(&crate::cli::Cli::command(), "walj", &mut found);
-        for want in [
-            "walj diff id Entry",
-            "walj diff session Session",
-            "walj mark ids Entry",
-            "walj revert ids Entry",
-            "walj revert session Session",
-            "walj undo id Entry",
-            "walj handoff ids Entry",
-            "walj sessions show sid Session",
-            "walj sessions delete sid Session",
-            "walj recover session Session",
-        ] {
-            assert!(found.iter().any(|f| f == want), "{want} not in {found:#?}");
-        }
-        assert!(!found.iter().any(|f| f.starts_with("walj procs")), "{found:#?}");
-    }
 }

@@ -3,7 +3,7 @@
 //! A command that changes files, settings or the journal's verdicts (marks, reverts, hands
 //! back, deletes, rewrites) runs inside a Claude Code tool call only with `--yes`: Claude
 //! acts on the user's word, never on its own (`cli::unconfirmed_change` refuses with
-//! [`crate::cli::EXIT_NEEDS_YES`] before anything is read). Off a terminal (Claude's Bash
+//! `cli::EXIT_NEEDS_YES` before anything is read). Off a terminal (Claude's Bash
 //! tool, scripts) nothing prompts: where walj would ask, `--yes` stands for the answer, and
 //! without it the command refuses with exit 1, naming the flag ([`Confirm::ask`]).
 

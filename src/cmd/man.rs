@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::CommandFactory;
 
 /// The arguments of `walj man`.
 #[derive(Debug, clap::Args)]
@@ -17,8 +16,8 @@ pub struct ManArgs {
 }
 
 /// Prints walj(1) in roff, or writes every page into `--out`.
-pub fn man(args: &ManArgs) -> anyhow::Result<i32> {
-    let cmd = crate::cli::Cli::command();
+/// `cmd` is walj's command line (`cli::Cli::command()`, handed down).
+pub fn man(args: &ManArgs, cmd: clap::Command) -> anyhow::Result<i32> {
     let Some(dir) = &args.out else {
         let mut page = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut page)?;

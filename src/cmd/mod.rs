@@ -27,7 +27,7 @@ pub use confirm::Confirm;
 /// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
 /// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit
 /// a machine-specific path, and, with `walj recover --exit-code`, any failure; `3` a command
-/// refused inside a Claude Code tool call without `--yes` ([`crate::cli::EXIT_NEEDS_YES`]).
+/// refused inside a Claude Code tool call without `--yes` (`cli::EXIT_NEEDS_YES`).
 pub const EXIT_ERROR: i32 = 1;
 
 /// Whether the error is stdout closed under us (`walj log | head -1`): not a failure.

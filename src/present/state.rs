@@ -121,6 +121,17 @@ pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
     meaning(st).to_string()
 }
 
+/// [`entry_meaning`] for a note that lists the cut-off command itself on its own line (the
+/// SessionStart note, the hand-back brief): the command line is said there once, not again on
+/// each of its changes.
+pub fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
+    if e.unfinished && matches!(e.state(), EntryState::Applied | EntryState::Failed | EntryState::InFlight) {
+        let still = if e.still_running { " and still runs" } else { "" };
+        return format!("changed on disk by a command that never finished{still} (named below)");
+    }
+    entry_meaning(e, session)
+}
+
 /// Who may have made the change of a derived entry, when walj is not sure it was its
 /// command's ([`crate::bashsnap::attribution`]): `None` when it is certain. `others` names the
 /// candidates as they should be shown (short ids).

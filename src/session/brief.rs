@@ -313,10 +313,11 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
             let _ = write!(notes, "; {v}");
         }
         if e.unfinished {
+            // The command line is said once, under the commands cut off.
             let _ = write!(
                 notes,
                 "; {}",
-                clip(&crate::present::state::entry_meaning(e, crate::fold::SessionStatus::Crashed), lvl.text.max(80))
+                crate::present::state::entry_meaning_listed(e, crate::fold::SessionStatus::Crashed)
             );
         }
         if let Some(a) = e.agent_id.as_deref() {

@@ -56,6 +56,8 @@ pub struct Options {
 enum Msg {
     Fs(notify::Result<notify::Event>),
     Req(UnixStream, Request),
+    /// A session's Claude Code process ended (its pidfd became readable) at this time.
+    End(String, crate::procinfo::ProcRef, i64),
 }
 
 fn now_ns() -> i64 {
@@ -76,6 +78,7 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     let sock_ino = socket_ino(&places.socket);
     let (tx, rx) = mpsc::channel::<Msg>();
     let fs_tx = tx.clone();
+    let end_tx = tx.clone();
     let watcher = notify::recommended_watcher(move |ev| {
         let _ = fs_tx.send(Msg::Fs(ev));
     })
@@ -100,6 +103,7 @@ pub fn run(opts: &Options) -> io::Result<bool> {
         }
     });
     let mut st = State::new(&places, opts, watcher);
+    st.end_tx = Some(end_tx);
     st.observe(&serde_json::json!({"ev": "start", "epoch": st.epoch, "pid": std::process::id()}));
     let root = places.root.clone();
     st.crawl(&root, false);
@@ -109,6 +113,7 @@ pub fn run(opts: &Options) -> io::Result<bool> {
         match rx.recv_timeout(Duration::from_millis(250)) {
             Ok(Msg::Fs(ev)) => st.event(ev),
             Ok(Msg::Req(stream, req)) => st.request(stream, req),
+            Ok(Msg::End(id, proc, ns)) => st.ended(&id, proc, ns, 0),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -165,6 +170,9 @@ fn claim(places: &Places) -> io::Result<Option<ClaimGuard>> {
 struct Session {
     proc: crate::procinfo::ProcRef,
     ended: bool,
+    /// Its end is reported by a thread waiting on its pidfd (the exact moment), not by the
+    /// once-a-second poll.
+    exact: bool,
 }
 
 struct State {
@@ -188,6 +196,8 @@ struct State {
     linger: Duration,
     observed: Option<PathBuf>,
     out: Vec<u8>,
+    /// Where the pidfd threads report a session's end.
+    end_tx: Option<mpsc::Sender<Msg>>,
 }
 
 impl State {
@@ -211,6 +221,7 @@ impl State {
             linger: opts.linger,
             observed: opts.observed.clone(),
             out: Vec::new(),
+            end_tx: None,
         }
     }
 
@@ -448,7 +459,24 @@ impl State {
             return;
         }
         self.observe(&serde_json::json!({"ev": "session", "session": s.id, "pid": s.pid, "start": s.start}));
-        self.sessions.insert(s.id.clone(), Session { proc, ended: false });
+        let exact = self.end_tx.clone().is_some_and(|tx| wait_for_end(tx, s.id.clone(), proc));
+        self.sessions.insert(s.id.clone(), Session { proc, ended: false, exact });
+    }
+
+    /// A session's process is gone, at `ns`, within `within_ms` before it. Written at once:
+    /// a reader deriving a killed command's changes looks for it right after the death.
+    fn ended(&mut self, id: &str, proc: crate::procinfo::ProcRef, ns: i64, within_ms: u64) {
+        let Some(s) = self.sessions.get_mut(id).filter(|s| s.proc == proc && !s.ended) else { return };
+        s.ended = true;
+        let mut v = serde_json::json!({"ev": "end", "session": id, "pid": proc.pid, "start": proc.start, "within_ms": within_ms});
+        if self.observed.is_some() {
+            v["ns"] = serde_json::json!(ns);
+            if let Ok(mut line) = serde_json::to_vec(&v) {
+                line.push(b'\n');
+                self.out.extend_from_slice(&line);
+            }
+        }
+        self.flush();
     }
 
     /// Once a second: sessions' processes, stale cookies, the observer file. False: time to go.
@@ -456,7 +484,8 @@ impl State {
         let mut ended = Vec::new();
         let mut alive = false;
         for (id, s) in &mut self.sessions {
-            if s.ended {
+            if s.ended || s.exact {
+                alive |= !s.ended;
                 continue;
             }
             match crate::procinfo::liveness(s.proc) {
@@ -469,9 +498,10 @@ impl State {
         }
         for (id, p) in ended {
             // Polled each second: it ended within the second before this time.
-            self.observe(
-                &serde_json::json!({"ev": "end", "session": id, "pid": p.pid, "start": p.start, "within_ms": 1000}),
-            );
+            if let Some(s) = self.sessions.get_mut(&id) {
+                s.ended = false;
+            }
+            self.ended(&id, p, now_ns(), 1000);
         }
         if alive {
             self.last_alive = Instant::now();
@@ -512,5 +542,40 @@ impl State {
             let _ = f.write_all(&self.out);
         }
         self.out.clear();
+    }
+}
+
+/// Waits on `proc`'s pidfd in a thread and sends [`Msg::End`] the moment it exits (Linux).
+/// False where that cannot be done (another platform, no pidfd, the process already
+/// replaced): the once-a-second poll reports the end then.
+fn wait_for_end(tx: mpsc::Sender<Msg>, id: String, proc: crate::procinfo::ProcRef) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::event::{PollFd, PollFlags, poll};
+        use rustix::process::{Pid, PidfdFlags, pidfd_open};
+        let Some(pid) = i32::try_from(proc.pid).ok().and_then(Pid::from_raw) else { return false };
+        let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return false };
+        // The pid must still be the session's process (not reused): checked after the fd
+        // holds it, so it cannot be replaced in between.
+        if crate::procinfo::liveness(proc) != crate::procinfo::Liveness::Running {
+            return false;
+        }
+        std::thread::spawn(move || {
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            loop {
+                match poll(&mut fds, None) {
+                    Ok(_) => break,
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(_) => return,
+                }
+            }
+            let _ = tx.send(Msg::End(id, proc, now_ns()));
+        });
+        true
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (tx, id, proc);
+        false
     }
 }

@@ -362,7 +362,7 @@ fn clean_session_is_journaled_and_settled() {
 
     // Nothing unresolved, the session ended.
     let recover = p.walj_json(&["recover", "--json"]);
-    assert_eq!(recover, json!({"unresolved": 0, "sessions": []}), "{}", p.journal_text());
+    assert_eq!(recover, json!({"unresolved": 0, "handed_back_waiting": 0, "sessions": []}), "{}", p.journal_text());
     let (_, text, _) = p.walj(&["recover"]);
     assert!(text.contains("no unresolved journal entries"), "{text}");
     let status = p.walj_json(&["status", "--json"]);
@@ -886,7 +886,7 @@ fn denied_tool_calls_become_not_applied_at_stop() {
     // The allowed Edit went through as usual.
     assert_eq!(p.records("persisted", "toolu_mock_3_0").len(), 1, "{}", p.journal_text());
 
-    assert_eq!(p.walj_json(&["recover", "--json"]), json!({"unresolved": 0, "sessions": []}));
+    assert_eq!(p.walj_json(&["recover", "--json"]), json!({"unresolved": 0, "handed_back_waiting": 0, "sessions": []}));
     let log = p.walj_json(&["log", "--json", "--all"]);
     let states: BTreeMap<&str, &str> =
         log.as_array().unwrap().iter().map(|e| (e["path"].as_str().unwrap(), e["status"].as_str().unwrap())).collect();
@@ -1299,7 +1299,7 @@ fn another_sessions_writes_are_never_a_killed_commands() {
     assert_eq!(a["notes.txt"]["attribution"], "uncertain", "{recover}");
     assert!(entries_of(&recover, &sid_b).is_empty(), "{recover}");
     let (_, text, _) = p.walj(&["recover"]);
-    assert!(text.contains("may not be from this command"), "{text}");
+    assert!(text.contains("may not be this command's"), "{text}");
     // Reverting the uncertain one asks first (CLI: --force).
     let id = a["notes.txt"]["id"].as_str().unwrap();
     let (ok, _, err) = p.walj(&["revert", id]);

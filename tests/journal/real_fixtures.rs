@@ -96,7 +96,7 @@ fn recorded_clean_session_replays_to_nothing_unresolved() {
         assert_eq!(fs::read_to_string(r.root.join(rel)).unwrap(), content.as_str().unwrap(), "{rel}");
     }
 
-    assert_eq!(r.json(&["recover", "--json"]), json!({"unresolved": 0, "sessions": []}));
+    assert_eq!(r.json(&["recover", "--json"]), json!({"unresolved": 0, "handed_back_waiting": 0, "sessions": []}));
     let status = r.json(&["status", "--json"]);
     assert_eq!(status["sessions"], json!({"ended": 1}), "{status}");
     let journal = journal(&r);
