@@ -385,17 +385,19 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
     let name = match command {
         Command::Mark(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj mark",
         Command::Revert(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj revert",
-        Command::Bisect(a) if a.in_place && !a.yes => "walj bisect --in-place",
+        Command::Bisect(a) if a.in_place && cmd::Confirm::of(a.yes).missing_in_tool_call() => "walj bisect --in-place",
         Command::Undo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj undo",
         Command::Redo(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj redo",
         Command::Handoff(a) if a.confirm.missing_in_tool_call() && !a.print && !a.dry_run && !a.held => "walj handoff",
         Command::Checkpoint(a) if a.confirm.missing_in_tool_call() => "walj checkpoint",
         Command::Compact(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj compact",
-        Command::Import(a) if !a.yes => "walj import",
-        Command::Recover(a) if a.from_transcripts && !a.yes => "walj recover --from-transcripts",
-        Command::Install(a) if !a.yes => "walj install",
-        Command::Sync(a) if !a.yes && !a.dry_run && !a.status => "walj sync",
-        Command::Uninstall(a) if !a.yes => "walj uninstall",
+        Command::Import(a) if cmd::Confirm::of(a.yes).missing_in_tool_call() => "walj import",
+        Command::Recover(a) if a.from_transcripts && cmd::Confirm::of(a.yes).missing_in_tool_call() => {
+            "walj recover --from-transcripts"
+        }
+        Command::Install(a) if cmd::Confirm::of(a.yes).missing_in_tool_call() => "walj install",
+        Command::Sync(a) if cmd::Confirm::of(a.yes).missing_in_tool_call() && !a.dry_run && !a.status => "walj sync",
+        Command::Uninstall(a) if cmd::Confirm::of(a.yes).missing_in_tool_call() => "walj uninstall",
         Command::Sessions { command: Some(c), .. } => match c {
             SessionsCommand::Resume(a) if a.confirm.missing_in_tool_call() && !a.print_only => "walj sessions resume",
             SessionsCommand::Import { confirm, .. } if confirm.missing_in_tool_call() => "walj sessions import",

@@ -19,6 +19,12 @@ pub struct Confirm {
 }
 
 impl Confirm {
+    /// The rule for a command whose `--yes` has its own help (sync's "publish without asking",
+    /// recover's "with --from-transcripts"): the same answer as the flattened flag.
+    pub fn of(yes: bool) -> Confirm {
+        Confirm { yes }
+    }
+
     /// Whether a Claude Code tool call runs this without `--yes` (the command must not run).
     pub fn missing_in_tool_call(self) -> bool {
         !self.yes && crate::claude::env::in_tool_call()

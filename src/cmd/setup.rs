@@ -447,15 +447,10 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
         println!("No walj hooks in {}.", path.display());
     } else {
         println!("Removed walj's hooks from {} for: {}", path.display(), rep.added.join(", "));
-        if scope != SettingsScope::User {
-            for removed in Created::undo(project, &path)? {
-                println!("Removed {} (install created it; nothing else was in it).", removed.display());
-            }
-        }
-        println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
     }
     if scope == SettingsScope::Project {
-        // The copy `walj install` made for sessions started in a subfolder.
+        // The copy `walj install` made for sessions started in a subfolder (before the folder
+        // `.claude/` is looked at below: install may have created both).
         let local = path_for(SettingsScope::Local, project);
         if local.exists() {
             let rep = settings::uninstall_to(&local, &cmd, backup_dir(SettingsScope::Local, project)?.as_deref())?;
@@ -469,6 +464,14 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
                 let _ = std::fs::remove_file(&local);
             }
         }
+    }
+    if !rep.added.is_empty() {
+        if scope != SettingsScope::User {
+            for removed in Created::undo(project, &path)? {
+                println!("Removed {} (install created it; nothing else was in it).", removed.display());
+            }
+        }
+        println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
     }
     Ok(0)
 }

@@ -473,7 +473,10 @@ fn the_observer_notes_changes_and_when_claude_code_ended() {
     while t.elapsed() < Duration::from_secs(10) {
         lines =
             fs::read_to_string(&obs).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        if lines.iter().any(|l| l["ev"] == json!("end") && l["session"] == json!(SESSION)) {
+        // The end is written the moment the process exits, a change at the next flush.
+        if lines.iter().any(|l| l["ev"] == json!("end") && l["session"] == json!(SESSION))
+            && lines.iter().any(|l| l["ev"] == json!("change") && l["path"] == json!("a.txt"))
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));

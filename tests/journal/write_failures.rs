@@ -63,10 +63,11 @@ fn write(repo: &Repo, xdg: &Path, id: &str, rel: &str, content: &str) {
     hook(repo, xdg, &post);
 }
 
-/// The markers in `xdg`.
+/// The failure markers in `xdg` (`<digest>.json`; the checkout watcher's socket and claim
+/// live beside them).
 fn markers(xdg: &Path) -> Vec<PathBuf> {
     match std::fs::read_dir(xdg.join("walj")) {
-        Ok(rd) => rd.flatten().map(|e| e.path()).collect(),
+        Ok(rd) => rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
         Err(_) => Vec::new(),
     }
 }
