@@ -22,7 +22,9 @@
 //!   watcher, another user's socket) is a [`Why`] too: the caller then does the full scan.
 //! - A request is one JSON line, the answer one JSON line; the socket is closed after it.
 
-use std::io::{self, BufRead, Write};
+use std::io;
+#[cfg(unix)]
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
