@@ -255,7 +255,11 @@ impl App {
             // Newly selected: written since the disk was read for the fold and the diffs?
             // (A file gone before it was selected is caught by the next poll only if it
             // comes back: its badge was checked at the reload.)
-            _ => sig.is_some_and(|(_, mtime)| mtime >= self.loaded_at),
+            // File times come from the kernel's coarse clock (a tick behind `SystemTime::now`,
+            // and whole seconds on some file systems): a file written just after the reload
+            // can carry an earlier time, so anything as recent as 2 s before it counts (git's
+            // "racily clean" rule); the cost is one more reload.
+            _ => sig.is_some_and(|(_, mtime)| mtime + std::time::Duration::from_secs(2) >= self.loaded_at),
         };
         self.watched = Some((path, sig));
         if stale {
