@@ -107,7 +107,7 @@ pub fn entry_label(e: &Entry, session: SessionStatus) -> String {
 /// have run"; it says which command changed the file.
 pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
     let st = e.state();
-    if e.unfinished && matches!(st, EntryState::Applied | EntryState::Failed | EntryState::InFlight) {
+    if cut_off_change(e) {
         let cmd = e.command.as_deref().map(one_line).unwrap_or_else(|| "(command not recorded)".to_string());
         return if e.still_running {
             format!("changed on disk by a command that never finished and still runs: `{cmd}`")
@@ -121,11 +121,16 @@ pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
     meaning(st).to_string()
 }
 
+/// A change found on disk for a command that never finished (derived from its snapshot).
+fn cut_off_change(e: &Entry) -> bool {
+    e.unfinished && matches!(e.state(), EntryState::Applied | EntryState::Failed | EntryState::InFlight)
+}
+
 /// [`entry_meaning`] for a note that lists the cut-off command itself on its own line (the
 /// SessionStart note, the hand-back brief): the command line is said there once, not again on
 /// each of its changes.
 pub fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
-    if e.unfinished && matches!(e.state(), EntryState::Applied | EntryState::Failed | EntryState::InFlight) {
+    if cut_off_change(e) {
         let still = if e.still_running { " and still runs" } else { "" };
         return format!("changed on disk by a command that never finished{still} (named below)");
     }

@@ -489,18 +489,12 @@ impl State {
                 continue;
             }
             match crate::procinfo::liveness(s.proc) {
-                crate::procinfo::Liveness::Gone => {
-                    s.ended = true;
-                    ended.push((id.clone(), s.proc));
-                }
+                crate::procinfo::Liveness::Gone => ended.push((id.clone(), s.proc)),
                 _ => alive = true,
             }
         }
         for (id, p) in ended {
             // Polled each second: it ended within the second before this time.
-            if let Some(s) = self.sessions.get_mut(&id) {
-                s.ended = false;
-            }
             self.ended(&id, p, now_ns(), 1000);
         }
         if alive {
