@@ -87,6 +87,7 @@ pub fn warn_problems(fold: &Fold) {
 pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold = load_fold(project, opts)?;
     fold.load_short_ids(&project.journal);
+    crate::session::legacy::share_ids(project, &mut fold);
     Ok(fold)
 }
 
@@ -95,12 +96,19 @@ pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
 pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let mut fold =
         Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
-    check_session(&fold, opts.session.as_deref())?;
     // Commands a crash cut off: their changes (recorded once nothing they started runs).
-    for p in crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems {
-        eprintln!("walj: warning: unfinished commands: {}", shown(&p.to_string()));
+    let prepare = |p: &Project, fold: &mut Fold| {
+        for problem in crate::bashsnap::killed::reconcile(p, fold, opts).problems {
+            eprintln!("walj: warning: unfinished commands: {}", shown(&problem.to_string()));
+        }
+        fold.check_disk(p);
+    };
+    prepare(project, &mut fold);
+    // Subfolder journals from before one project root, read beside this one.
+    for w in crate::session::legacy::read_beside(project, &mut fold, opts, prepare) {
+        eprintln!("walj: warning: {}", shown(&w));
     }
-    fold.check_disk(project);
+    check_session(&fold, opts.session.as_deref())?;
     fold.read_head(&project.root);
     warn_problems(&fold);
     Ok(fold)

@@ -13,6 +13,7 @@
 //! soon as they settle, so memory follows the unresolved entries, not the journal size.
 
 mod apply;
+mod legacy;
 pub mod ids;
 mod lookup;
 mod model;

@@ -157,6 +157,10 @@ pub struct Entry {
     pub still_running: bool,
     /// When `walj checkpoint` last found its post-image on disk before its turn finished.
     pub verified: Option<String>,
+    /// Read from a subfolder's journal written before one project root (`pkg/core`): `path`
+    /// is rebased by it, and triage acts through that journal ([`super::Fold::absorb_legacy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<String>,
 }
 
 impl Entry {
@@ -197,6 +201,7 @@ impl Entry {
             candidates: view.candidates,
             still_running: false,
             verified: None,
+            legacy: None,
         }
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
@@ -463,6 +468,9 @@ pub struct SessionInfo {
     pub from_bundle: bool,
     pub v1: bool,
     pub records: u64,
+    /// Read from a subfolder's journal written before one project root (`pkg/core`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<String>,
 }
 
 impl SessionInfo {

@@ -106,38 +106,153 @@ fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The name of the list of subfolder journals in `.walj/`, one folder (root-relative) a line.
+/// The name of the list of subfolder journals in `.walj/`, one folder (root-relative) a line;
+/// a folder whose `.walj/` failed the ownership check is listed as `refused<TAB>folder`.
 pub const LIST: &str = "legacy";
+
+/// The prefix of a refused folder's line in [`LIST`].
+const REFUSED: &str = "refused\t";
 
 /// The subfolder journals under `project`'s root that walj made ([`Legacy`]), found once:
 /// the list in `.walj/legacy` when it exists (each folder checked again), else a bounded
-/// walk ([`scan`]) whose result is written there when `.walj/` is walj's own. Sorted.
+/// walk ([`scan`]) plus the start folders Claude Code's projects folder names
+/// ([`from_claude_projects`]), whose result is written there when `.walj/` is walj's own.
+/// Sorted.
 pub fn find(project: &Project) -> Vec<Legacy> {
-    let list = project.dir.join(LIST);
-    if trust::standing(project) == trust::Standing::Own
-        && let Ok(bytes) = fsutil::read_regular(&list)
-    {
+    listed(project)
+        .into_iter()
+        .filter(|(_, refused)| !refused)
+        .filter_map(|(rel, _)| {
+            let old = Project::at(project.root.join(&rel), None);
+            (old.journal.is_file() && trust::standing(&old) == trust::Standing::Own)
+                .then_some(Legacy { rel, project: old })
+        })
+        .collect()
+}
+
+/// The subfolder journals found but refused by the ownership check (a tracked or linked
+/// `.walj/`, another user's): (folder, why). Never read.
+pub fn refused(project: &Project) -> Vec<(String, String)> {
+    listed(project)
+        .into_iter()
+        .filter(|(_, refused)| *refused)
+        .filter_map(|(rel, _)| {
+            let old = Project::at(project.root.join(&rel), None);
+            match trust::standing(&old) {
+                trust::Standing::Foreign(why) => Some((rel, why.to_string())),
+                trust::Standing::Absent => None,
+                trust::Standing::Own => Some((rel, "not checked again (found refused before)".to_string())),
+            }
+        })
+        .collect()
+}
+
+/// The folders of [`LIST`] (read, or found and written once), each with whether it was refused.
+fn listed(project: &Project) -> Vec<(String, bool)> {
+    let own = trust::standing(project) == trust::Standing::Own;
+    if own && let Ok(bytes) = fsutil::read_regular(&project.dir.join(LIST)) {
         return String::from_utf8_lossy(&bytes)
             .lines()
-            .filter(|l| !l.is_empty() && project.resolve_rel(l).is_ok())
-            .filter_map(|rel| {
-                let old = Project::at(project.root.join(rel), None);
-                (old.journal.is_file() && trust::standing(&old) == trust::Standing::Own)
-                    .then(|| Legacy { rel: rel.to_string(), project: old })
+            .filter(|l| !l.is_empty())
+            .map(|l| match l.strip_prefix(REFUSED) {
+                Some(rel) => (rel.to_string(), true),
+                None => (l.to_string(), false),
             })
+            .filter(|(rel, _)| project.resolve_rel(rel).is_ok())
             .collect();
     }
-    let found = scan(project);
-    if trust::standing(project) == trust::Standing::Own {
-        let text: String = found.iter().map(|l| format!("{}\n", l.rel)).collect();
-        let _ = fsutil::atomic_write(&list, text.as_bytes(), Some(0o600));
+    let (mut found, mut refused) = scan_all(project);
+    for rel in from_claude_projects(project, crate::claude::paths::config_dir().as_deref()) {
+        if found.iter().chain(&refused).any(|l| l.rel == rel) {
+            continue;
+        }
+        let old = Project::at(project.root.join(&rel), None);
+        match trust::standing(&old) {
+            trust::Standing::Own => found.push(Legacy { rel, project: old }),
+            trust::Standing::Foreign(_) => refused.push(Legacy { rel, project: old }),
+            trust::Standing::Absent => {}
+        }
     }
-    found
+    found.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let mut out: Vec<(String, bool)> = found.into_iter().map(|l| (l.rel, false)).collect();
+    out.extend(refused.into_iter().map(|l| (l.rel, true)));
+    if own {
+        let text: String =
+            out.iter().map(|(rel, r)| if *r { format!("{REFUSED}{rel}\n") } else { format!("{rel}\n") }).collect();
+        let _ = fsutil::atomic_write(&project.dir.join(LIST), text.as_bytes(), Some(0o600));
+    }
+    out
+}
+
+/// How many session folders of Claude Code's projects folder [`from_claude_projects`] reads
+/// at most, and how many bytes of one transcript.
+const MAX_SESSION_FOLDERS: usize = 2_000;
+const TRANSCRIPT_HEAD: u64 = 64 * 1024;
+
+/// The start folders under `project`'s root that hold a `.walj/journal.jsonl`, as Claude
+/// Code's projects folder names them (`<config dir>/projects/<encoded start folder>/`, one
+/// per folder a session was started in): a folder whose encoded name extends the root's is
+/// read for the `cwd` of the first lines of one transcript (the encoding loses `/` and `.`).
+/// Finds what the bounded walk skipped (deeper than its depth, under a build folder). Bounded:
+/// [`MAX_SESSION_FOLDERS`] folders, one transcript's first [`TRANSCRIPT_HEAD`] bytes each.
+pub fn from_claude_projects(project: &Project, config_dir: Option<&Path>) -> Vec<String> {
+    let Some(dir) = config_dir.map(|d| d.join("projects")) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(&dir) else { return Vec::new() };
+    let prefix = format!("{}-", crate::claude::paths::encode_dir(&project.root));
+    let mut out: Vec<String> = Vec::new();
+    for e in entries.flatten().take(MAX_SESSION_FOLDERS) {
+        if !e.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let Some(cwd) = transcript_cwd(&e.path()) else { continue };
+        let cwd = fs::canonicalize(&cwd).unwrap_or(cwd);
+        let Ok(rel) = cwd.strip_prefix(&project.root) else { continue };
+        if rel.as_os_str().is_empty() || fs::symlink_metadata(cwd.join(".walj").join("journal.jsonl")).is_err() {
+            continue;
+        }
+        let rel = to_slash(rel);
+        if !out.contains(&rel) {
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `cwd` of the first transcript line that has one, in one `*.jsonl` of `folder`.
+fn transcript_cwd(folder: &Path) -> Option<PathBuf> {
+    let entries = fs::read_dir(folder).ok()?;
+    for e in entries.flatten().take(20) {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let Ok((file, _)) = fsutil::open_regular(&path) else { continue };
+        let mut head = Vec::new();
+        if file.take(TRANSCRIPT_HEAD).read_to_end(&mut head).is_err() {
+            continue;
+        }
+        for line in head.split(|&b| b == b'\n') {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+                && let Some(cwd) = v.get("cwd").and_then(|c| c.as_str())
+                && Path::new(cwd).is_absolute()
+            {
+                return Some(PathBuf::from(cwd));
+            }
+        }
+    }
+    None
 }
 
 /// The bounded walk for subfolder journals walj made (see the module docs). Sorted.
 pub fn scan(project: &Project) -> Vec<Legacy> {
+    scan_all(project).0
+}
+
+/// The bounded walk: (journals walj made, journals whose `.walj/` the ownership check refused).
+fn scan_all(project: &Project) -> (Vec<Legacy>, Vec<Legacy>) {
     let mut out = Vec::new();
+    let mut refused = Vec::new();
     let mut queue = vec![(project.root.clone(), 0usize)];
     let mut seen = 0usize;
     while let Some((dir, depth)) = queue.pop() {
@@ -148,20 +263,22 @@ pub fn scan(project: &Project) -> Vec<Legacy> {
         let Ok(entries) = fs::read_dir(&dir) else { continue };
         for e in entries.flatten() {
             let Ok(ft) = e.file_type() else { continue };
-            if !ft.is_dir() {
-                continue;
-            }
             let name = e.file_name();
             let name = name.to_string_lossy();
             let path = e.path();
-            if name == ".walj" {
-                if dir != project.root && path.join("journal.jsonl").is_file() {
+            if name == ".walj" && dir != project.root && (ft.is_dir() || ft.is_symlink()) {
+                if fs::symlink_metadata(path.join("journal.jsonl")).is_ok() || ft.is_symlink() {
                     let old = Project::at(dir.clone(), None);
-                    if trust::standing(&old) == trust::Standing::Own {
-                        let rel = dir.strip_prefix(&project.root).map(to_slash).unwrap_or_default();
-                        out.push(Legacy { rel, project: old });
+                    let rel = dir.strip_prefix(&project.root).map(to_slash).unwrap_or_default();
+                    match trust::standing(&old) {
+                        trust::Standing::Own => out.push(Legacy { rel, project: old }),
+                        trust::Standing::Foreign(_) => refused.push(Legacy { rel, project: old }),
+                        trust::Standing::Absent => {}
                     }
                 }
+                continue;
+            }
+            if !ft.is_dir() {
                 continue;
             }
             if name.starts_with('.') || SKIPPED.contains(&name.as_ref()) || depth + 1 > MAX_DEPTH {
@@ -175,7 +292,13 @@ pub fn scan(project: &Project) -> Vec<Legacy> {
         }
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    out
+    refused.sort_by(|a, b| a.rel.cmp(&b.rel));
+    (out, refused)
+}
+
+/// Forgets what was found (the next [`find`] scans again): after `walj compact --merge-legacy`.
+pub fn forget(project: &Project) {
+    let _ = fs::remove_file(project.dir.join(LIST));
 }
 
 #[cfg(test)]

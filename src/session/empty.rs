@@ -64,24 +64,34 @@ fn headline_of(installed: &Installed) -> String {
     }
 }
 
-/// One line per subfolder journal from before one project root ([`legacy::find`]), with
-/// the command that shows it; empty when there is none.
+/// One line per subfolder journal from before one project root ([`legacy::find`]): read
+/// beside this checkout's journal, or not read (its `.walj/` failed the ownership check) and
+/// why; empty when there is none.
 pub fn legacy_lines(project: &Project) -> String {
     let mut out = String::new();
     for l in legacy::find(project) {
         out.push_str(&format!(
             "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
-             subfolder): `walj --project {} recover` shows it.\n",
+             subfolder): read beside this one, its paths under {}/; `walj compact --merge-legacy` merges it.\n",
             crate::present::text::safe(&l.rel),
-            crate::present::text::safe(&crate::present::shell_quote(&l.rel))
+            crate::present::text::safe(&l.rel),
+        ));
+    }
+    for s in crate::session::legacy::skipped(project) {
+        out.push_str(&format!(
+            "Not read: {}/.walj/journal.jsonl ({}).\n",
+            crate::present::text::safe(&s.rel),
+            crate::present::text::safe(&s.why)
         ));
     }
     out
 }
 
-/// True when the journal of `project` holds no record (missing or empty).
+/// True when the journal of `project` holds no record (missing or empty), nor does any
+/// subfolder journal read beside it ([`crate::session::legacy`]).
 pub fn journal_is_empty(project: &Project) -> bool {
-    !std::fs::metadata(&project.journal).is_ok_and(|m| m.len() > 0)
+    let empty = |j: &Path| !std::fs::metadata(j).is_ok_and(|m| m.len() > 0);
+    empty(&project.journal) && legacy::find(project).iter().all(|l| empty(&l.project.journal))
 }
 
 fn how_installed(i: &Installed) -> String {

@@ -18,6 +18,7 @@
 pub mod brief;
 pub mod bundle;
 pub mod empty;
+pub mod legacy;
 pub mod procs;
 pub mod redact;
 pub mod transcript;

@@ -426,6 +426,7 @@ mod tests {
             candidates: Vec::new(),
             still_running: false,
             verified: None,
+            legacy: None,
         }
     }
 

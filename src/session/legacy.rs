@@ -1,0 +1,120 @@
+//! Reading the subfolder journals from before one project root beside the root's
+//! (docs/project-root.md, "Journals from before one root").
+//!
+//! The contract:
+//! - **Which journals.** Those [`legacy::find`] lists (found once, `.walj/legacy`), each of
+//!   which passed the ownership check (`crate::project::trust`, whose one-time adoption rule
+//!   applies: untracked, owned by this user, not a link). One that fails it is never read:
+//!   [`skipped`] names it with the reason, for the messages.
+//! - **How.** Each journal is folded on its own with the caller's options, prepared by the
+//!   caller as the root's fold is (killed commands reconciled, the disk checked: `prepare`
+//!   gets the subfolder's project, whose root is the subfolder), then joined to the root's
+//!   fold by [`crate::fold::Fold::absorb_legacy`]: paths rebased, ids kept, ids shown short
+//!   against every journal.
+//! - **Acting.** An entry or session from such a journal is acted on through that journal
+//!   ([`owner_of`]): its triage records go there, next to the entry's own records and blobs,
+//!   so a restart folds the same state, and the file written is the subfolder's project root
+//!   joined with the entry's own path (= the rebased path under the root).
+
+use crate::fold::{Fold, FoldOptions};
+use crate::project::{Project, legacy};
+
+/// A subfolder journal that is not read, and why (for the messages).
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub rel: String,
+    pub why: String,
+}
+
+/// Folds each legacy journal of `project` with `opts`, prepares it with `prepare`, and joins
+/// it to `fold`. Returns warnings (a journal that could not be read, ids both journals hold).
+pub fn read_beside(
+    project: &Project,
+    fold: &mut Fold,
+    opts: &FoldOptions,
+    mut prepare: impl FnMut(&Project, &mut Fold),
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for l in legacy::find(project) {
+        let mut old = match Fold::load(&l.project.journal, opts) {
+            Ok(f) => f,
+            Err(e) => {
+                warnings.push(format!("reading {}: {e}", l.project.journal.display()));
+                continue;
+            }
+        };
+        prepare(&l.project, &mut old);
+        let clashes = fold.absorb_legacy(&l.rel, old);
+        for id in clashes {
+            warnings.push(format!(
+                "entry {id} of {}/.walj/journal.jsonl has the id of an entry of this journal: left out",
+                l.rel
+            ));
+        }
+    }
+    warnings
+}
+
+/// Ids shown unique against every id of the subfolder journals too (their id indexes), after
+/// the root journal's were read ([`Fold::load_short_ids`]).
+pub fn share_ids(project: &Project, fold: &mut Fold) {
+    for l in legacy::find(project) {
+        if let Ok(index) = crate::fold::ids::IdIndex::load(&l.project.journal) {
+            fold.ids = std::mem::take(&mut fold.ids).with_index(index);
+        }
+    }
+    fold.ids = std::mem::take(&mut fold.ids).with_shown(fold.entries.iter().map(|e| e.id.as_str()));
+}
+
+/// The subfolder journal `rel` as a project of its own (root = the subfolder), when it is
+/// one [`legacy::find`] lists.
+pub fn project_of(project: &Project, rel: &str) -> Option<Project> {
+    legacy::find(project).into_iter().find(|l| l.rel == rel).map(|l| l.project)
+}
+
+/// The subfolder journal that holds every entry `ids` name (or the session `session` names),
+/// when none is in `root_fold` (the root journal's own fold): `Ok(None)` when they are the
+/// root's (or nobody's); an error when they span several journals.
+pub fn owner_of(
+    project: &Project,
+    root_fold: &Fold,
+    ids: &[String],
+    session: Option<&str>,
+) -> Result<Option<legacy::Legacy>, String> {
+    let here = |f: &Fold| match session {
+        Some(s) => f.find_session(s).is_ok(),
+        None => ids.iter().any(|i| f.find(i).is_ok()),
+    };
+    if ids.is_empty() && session.is_none() {
+        return Ok(None);
+    }
+    let root_has = here(root_fold);
+    let opts = FoldOptions { keep_settled: true, ..Default::default() };
+    let mut owner: Option<legacy::Legacy> = None;
+    for l in legacy::find(project) {
+        let Ok(f) = Fold::load(&l.project.journal, &opts) else { continue };
+        if !here(&f) {
+            continue;
+        }
+        if root_has || owner.is_some() {
+            return Err(format!(
+                "these entries are in several journals (this checkout's and {}/.walj/ from before one project root): \
+                 act on one journal at a time",
+                l.rel
+            ));
+        }
+        owner = Some(l);
+    }
+    Ok(owner)
+}
+
+/// The subfolder journals found but not read (they failed the ownership check), with why.
+pub fn skipped(project: &Project) -> Vec<Skipped> {
+    legacy::refused(project).into_iter().map(|(rel, why)| Skipped { rel, why }).collect()
+}
+
+/// Rebases a subfolder-relative path by `rel` (`a.txt` → `pkg/core/a.txt`).
+pub fn rebase(rel: &str, path: &str) -> String {
+    let rel = rel.trim_matches('/');
+    if rel.is_empty() || path.starts_with('/') { path.to_string() } else { format!("{rel}/{path}") }
+}
