@@ -15,7 +15,7 @@
 #
 # Writes:
 #   committed/   the files of pkg/core as committed before the session;
-#   after/       pkg/core after the crash, .walj/ included (journal.jsonl, store/, …);
+#   after/       pkg/core after the crash, its .walj/ as dot-walj/ (journal.jsonl, store/, …);
 #   meta.json    the binary, its version and the project path of the recording.
 # The tests copy committed/ into a fresh git repository, commit it, then copy after/ over it.
 set -euo pipefail
@@ -28,7 +28,7 @@ session() {
   set -euo pipefail
   export CLAUDE_PROJECT_DIR="$P"
   SESSION="$SESSION"
-  : "${SESSION:?}"-ceea-467f-a0e6-4c2d1b7e9a10
+  : "${SESSION:?}"
   feed() { # payload file: placeholders filled, the other session's id replaced by this one's
     sed -e "s#\${PROJECT}#$P#g" -e "s#\${HOME}#$HOME#g" \
       -e "s#4b79e617-7ef1-4ab2-a219-fbffcb6122b5#$SESSION#g" "$1" |
@@ -75,7 +75,9 @@ SESSION=8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10
 export P HOOKS OLD HOME SESSION
 python3 -c 'import subprocess, sys; sys.exit(subprocess.call(["bash", "-c", sys.argv[1]]))' "$(declare -f session); session"
 cp -r "$P/." "$OUT/after/"
-rm -rf "$OUT/after/.walj/cache" "$OUT/after/.walj/observed.jsonl"
+rm -rf "$OUT/after/.walj/cache" "$OUT/after/.walj/observed.jsonl" "$OUT/after/.walj/journal.lock"
+# `.walj/.gitignore` is `*`: kept under another name so that git carries the fixture.
+mv "$OUT/after/.walj" "$OUT/after/dot-walj"
 version="$("$OLD" --version)"
 printf '{"binary": "%s", "version": "%s", "project": "%s", "session": "%s"}\n' \
   "$OLD" "$version" "$P" "$SESSION" >"$OUT/meta.json"
