@@ -15,7 +15,8 @@
 #
 # Writes:
 #   committed/   the files of pkg/core as committed before the session;
-#   after/       pkg/core after the crash, its .walj/ as dot-walj/ (journal.jsonl, store/, …);
+#   after/       pkg/core after the crash, its .walj/ as dot-walj/ (journal.jsonl, store/, …;
+#                its .gitignore as dot-gitignore);
 #   meta.json    the binary, its version and the project path of the recording.
 # The tests copy committed/ into a fresh git repository, commit it, then copy after/ over it.
 set -euo pipefail
@@ -78,6 +79,7 @@ cp -r "$P/." "$OUT/after/"
 rm -rf "$OUT/after/.walj/cache" "$OUT/after/.walj/observed.jsonl" "$OUT/after/.walj/journal.lock"
 # `.walj/.gitignore` is `*`: kept under another name so that git carries the fixture.
 mv "$OUT/after/.walj" "$OUT/after/dot-walj"
+mv "$OUT/after/dot-walj/.gitignore" "$OUT/after/dot-walj/dot-gitignore"
 version="$("$OLD" --version)"
 printf '{"binary": "%s", "version": "%s", "project": "%s", "session": "%s"}\n' \
   "$OLD" "$version" "$P" "$SESSION" >"$OUT/meta.json"
