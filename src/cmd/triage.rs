@@ -145,9 +145,55 @@ pub struct OpsArgs {
     pub json: bool,
 }
 
-/// Every entry, settled ones included: triage acts on any entry by id.
+/// Every entry, settled ones included: triage acts on any entry by id. The entries of a
+/// subfolder journal from before one project root are left out: they are acted on through
+/// their own journal ([`through_legacy`]).
 fn load(project: &Project) -> anyhow::Result<Fold> {
+    Ok(super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })?.without_legacy())
+}
+
+/// Every entry, those of the subfolder journals read beside this one included (rebased).
+fn load_all(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
+}
+
+/// When what an action names (`here`: entry ids, a session, an operation) is in no entry of
+/// this checkout's journal but in a subfolder journal from before one project root, that
+/// journal as a project (rooted at the subfolder: the entry's own path there is the rebased
+/// path here), after a line on stderr saying so. An action on it writes its records there,
+/// beside the entry's own, so they hold across restarts (docs/project-root.md).
+fn through_legacy(project: &Project, fold: &Fold, here: impl Fn(&Fold) -> bool) -> anyhow::Result<Option<Project>> {
+    if here(fold) {
+        return Ok(None);
+    }
+    match crate::session::legacy::owner_of(project, here) {
+        Ok(Some(l)) => {
+            eprintln!(
+                "walj: acting through {}/.walj/journal.jsonl (a journal from before one project root); paths below are \
+                 relative to {}/",
+                crate::present::shown(&l.rel),
+                crate::present::shown(&l.rel)
+            );
+            Ok(Some(l.project))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => anyhow::bail!("{e}; nothing was changed"),
+    }
+}
+
+/// The entry as its own journal knows it, and the project to compare it in: an entry of a
+/// subfolder journal read beside this one (`legacy`) keeps its path there.
+fn own_view(project: &Project, e: &crate::fold::Entry) -> (crate::fold::Entry, Project) {
+    match e.legacy.as_deref().and_then(|rel| crate::session::legacy::project_of(project, rel).map(|p| (rel, p))) {
+        Some((rel, p)) => {
+            let mut own = e.clone();
+            if let Some(path) = e.path.strip_prefix(rel).and_then(|x| x.strip_prefix('/')) {
+                own.path = path.to_string();
+            }
+            (own, p)
+        }
+        None => (e.clone(), project.clone()),
+    }
 }
 
 /// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
@@ -271,7 +317,7 @@ pub enum DiffTarget<'a> {
 }
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load(project)?;
+    let fold = load_all(project)?;
     // (entry, the project whose disk it is compared with, where it comes from)
     let remotes;
     let items: Vec<(&crate::fold::Entry, Project, String)> = match target {
@@ -301,7 +347,8 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
-        let sides = triage::diff_sides(project, e, mode);
+        let (own, project) = own_view(project, e);
+        let sides = triage::diff_sides(&project, &own, mode);
         if i > 0 {
             writeln!(out)?;
         }
@@ -425,6 +472,11 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
 pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
     let fold = load(project)?;
+    if (!ids.is_empty() || session.is_some())
+        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
+    {
+        return mark(&old, args);
+    }
     let all = ids.is_empty() && session.is_none();
     if all && !pick_all(&fold, "walj mark --done", "mark done", args.all)? {
         return Ok(super::EXIT_ERROR);
@@ -491,6 +543,11 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
+    if (!args.ids.is_empty() || args.session.is_some())
+        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, &args.ids, args.session.as_deref()))?
+    {
+        return revert(&old, args);
+    }
     let all = args.ids.is_empty() && args.session.is_none();
     if all && !pick_all(&fold, "walj revert", "revert", args.all)? {
         return Ok(super::EXIT_ERROR);
@@ -536,6 +593,13 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
 pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
+    if let Some(i) = id
+        && let Some(old) = through_legacy(project, &fold, |f| {
+            !not_here(f, &[i.to_string()], None) || triage::ops::operations(f).iter().any(|o| o.id.starts_with(i))
+        })?
+    {
+        return undo(&old, args);
+    }
     if let Some(i) = id
         && not_here(&fold, &[i.to_string()], None)
         && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
@@ -689,6 +753,13 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let print_only = args.print || args.dry_run;
     let fold = load(project)?;
+    if (!ids.is_empty() || session.is_some())
+        && !args.held
+        && !args.deliver
+        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
+    {
+        return handoff(&old, args);
+    }
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
     }

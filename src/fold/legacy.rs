@@ -14,7 +14,8 @@
 //! - a session the root's journal already knows keeps the root's record of it (a session is
 //!   in one journal: one live across the upgrade kept writing where its start record was).
 //!
-//! Entries from a subfolder journal come after the root's, in their own journal order.
+//! Entries from a subfolder journal come after the root's, in their own journal order. Its
+//! handoffs stay in it (a brief held there is delivered by `walj --project <subfolder>`).
 
 use super::Fold;
 
@@ -45,10 +46,25 @@ impl Fold {
             self.by_session.insert(s.session.clone(), self.sessions.len());
             self.sessions.push(s);
         }
-        self.handoffs.extend(other.handoffs);
         self.records += other.records;
         self.ids = std::mem::take(&mut self.ids).with_shown(self.entries.iter().map(|e| e.id.as_str()));
         clashes
+    }
+}
+
+impl Fold {
+    /// This fold without what [`Fold::absorb_legacy`] added: the root journal's own entries
+    /// and sessions (triage acts on a subfolder journal's entries through that journal).
+    pub fn without_legacy(mut self) -> Fold {
+        if self.entries.iter().all(|e| e.legacy.is_none()) && self.sessions.iter().all(|s| s.legacy.is_none()) {
+            return self;
+        }
+        self.entries.retain(|e| e.legacy.is_none());
+        self.sessions.retain(|s| s.legacy.is_none());
+        self.by_session = self.sessions.iter().enumerate().map(|(i, s)| (s.session.clone(), i)).collect();
+        self.last_session = None;
+        self.reindex();
+        self
     }
 }
 

@@ -72,23 +72,10 @@ pub fn project_of(project: &Project, rel: &str) -> Option<Project> {
     legacy::find(project).into_iter().find(|l| l.rel == rel).map(|l| l.project)
 }
 
-/// The subfolder journal that holds every entry `ids` name (or the session `session` names),
-/// when none is in `root_fold` (the root journal's own fold): `Ok(None)` when they are the
-/// root's (or nobody's); an error when they span several journals.
-pub fn owner_of(
-    project: &Project,
-    root_fold: &Fold,
-    ids: &[String],
-    session: Option<&str>,
-) -> Result<Option<legacy::Legacy>, String> {
-    let here = |f: &Fold| match session {
-        Some(s) => f.find_session(s).is_ok(),
-        None => ids.iter().any(|i| f.find(i).is_ok()),
-    };
-    if ids.is_empty() && session.is_none() {
-        return Ok(None);
-    }
-    let root_has = here(root_fold);
+/// The one subfolder journal whose fold `here` is true of (what an action names: entry ids,
+/// a session, an operation), every entry kept: `Ok(None)` when none is; an error when several
+/// are (an action acts on one journal at a time).
+pub fn owner_of(project: &Project, here: impl Fn(&Fold) -> bool) -> Result<Option<legacy::Legacy>, String> {
     let opts = FoldOptions { keep_settled: true, ..Default::default() };
     let mut owner: Option<legacy::Legacy> = None;
     for l in legacy::find(project) {
@@ -96,11 +83,11 @@ pub fn owner_of(
         if !here(&f) {
             continue;
         }
-        if root_has || owner.is_some() {
+        if let Some(first) = &owner {
             return Err(format!(
-                "these entries are in several journals (this checkout's and {}/.walj/ from before one project root): \
-                 act on one journal at a time",
-                l.rel
+                "these entries are in several journals from before one project root ({}/.walj/, {}/.walj/): act on one \
+                 journal at a time",
+                first.rel, l.rel
             ));
         }
         owner = Some(l);
