@@ -949,6 +949,14 @@ impl Ctx<'_> {
             // The note says what the disk holds now (an in-flight call completed or not).
             fold.check_disk(self.project);
         }
+        // Subfolder journals from before one project root (those `.walj/legacy` lists: no
+        // walk here), read beside this one, paths rebased.
+        for w in crate::session::legacy::read_listed(self.project, &mut fold, &opts, |p, f| {
+            let _ = bashsnap::killed::reconcile(p, f, &opts);
+            f.check_disk(p);
+        }) {
+            log_error(self.project, &w);
+        }
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
@@ -961,6 +969,16 @@ impl Ctx<'_> {
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
+            // A session of a subfolder journal is marked told in that journal, whose fold
+            // holds it (docs/project-root.md).
+            if let Some(rel) = fold.session(target).and_then(|s| s.legacy.as_deref())
+                && let Some(old) = crate::session::legacy::project_of(self.project, rel)
+            {
+                if let Err(e) = crate::journal::JournalWriter::new(&old.journal).append(&m) {
+                    log_error(self.project, &format!("marking {target} told in {rel}/.walj/: {e}"));
+                }
+                continue;
+            }
             records.push(m);
         }
         records.extend(start);

@@ -284,7 +284,7 @@ pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32>
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     let mut out = io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(&ps, crate::report::entry_json))?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(project, &ps, crate::report::entry_json))?)?;
         return Ok(0);
     }
     write!(out, "{}", show_text(project, &state, &ps, &Style::stdout()))?;
@@ -328,7 +328,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         "\n{}",
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            shown(&project.resume_in(s.cwd.as_deref(), &s.agent().resume_hint(&shell_quote(&s.session)))),
+            shown(&s.resume_line(project)),
             sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );
@@ -642,7 +642,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
         .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(state.session())))
         .or_else(|| state.info.last_assistant_message.clone());
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
-    let b = brief::build(&BriefInput { state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
+    let b = brief::build(&BriefInput { project, state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
     let action =
         if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     if json_out {
@@ -659,7 +659,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
             b.chars,
             b.tokens,
             receiver,
-            shown(&agent.resume_hint(&shell_quote(state.session()))),
+            shown(&state.info.resume_line(project)),
             agent.name()
         );
     }
@@ -709,7 +709,7 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
     );
     let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
     let b =
-        brief::build(&BriefInput { state: &state, procs: &[], last_message, copy_path: None }, budget).headed(&head);
+        brief::build(&BriefInput { project, state: &state, procs: &[], last_message, copy_path: None }, budget).headed(&head);
     let action =
         if args.print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     let (written, why_not) = match &installed {

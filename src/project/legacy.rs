@@ -130,6 +130,15 @@ pub fn find(project: &Project) -> Vec<Legacy> {
         .collect()
 }
 
+/// [`find`] without the walk: only what `.walj/legacy` lists (empty when no command has
+/// made the list yet). For the hook's SessionStart, which never walks the tree.
+pub fn find_listed(project: &Project) -> Vec<Legacy> {
+    if fs::symlink_metadata(project.dir.join(LIST)).is_err() {
+        return Vec::new();
+    }
+    find(project)
+}
+
 /// The subfolder journals found but refused by the ownership check (a tracked or linked
 /// `.walj/`, another user's): (folder, why). Never read.
 pub fn refused(project: &Project) -> Vec<(String, String)> {

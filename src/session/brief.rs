@@ -66,6 +66,8 @@ pub struct Brief {
 
 /// Inputs besides the session state.
 pub struct BriefInput<'a> {
+    /// The project (the resume line runs where the session was started in it).
+    pub project: &'a Project,
     pub state: &'a SessionState,
     pub procs: &'a [ProcStatus],
     /// The last assistant text (from the transcript, else the last Stop).
@@ -457,9 +459,8 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let more = if t.copy_has_more() { " (it holds lines the original lacks)" } else { "" };
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
-    let id = &input.state.info.session;
     // The agent that ran the session resumes it (`claude --resume`, `codex resume`, …).
-    let resume = input.state.info.agent().resume_hint(&crate::present::shell_quote(id));
+    let resume = input.state.info.resume_line(input.project);
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {
             let _ = writeln!(out, "- The conversation itself resumes with: {resume}");

@@ -32,10 +32,30 @@ pub fn read_beside(
     project: &Project,
     fold: &mut Fold,
     opts: &FoldOptions,
+    prepare: impl FnMut(&Project, &mut Fold),
+) -> Vec<String> {
+    read_these(legacy::find(project), fold, opts, prepare)
+}
+
+/// [`read_beside`] of the journals `.walj/legacy` lists, without the walk that makes the
+/// list (the hook's SessionStart).
+pub fn read_listed(
+    project: &Project,
+    fold: &mut Fold,
+    opts: &FoldOptions,
+    prepare: impl FnMut(&Project, &mut Fold),
+) -> Vec<String> {
+    read_these(legacy::find_listed(project), fold, opts, prepare)
+}
+
+fn read_these(
+    found: Vec<legacy::Legacy>,
+    fold: &mut Fold,
+    opts: &FoldOptions,
     mut prepare: impl FnMut(&Project, &mut Fold),
 ) -> Vec<String> {
     let mut warnings = Vec::new();
-    for l in legacy::find(project) {
+    for l in found {
         let mut old = match Fold::load(&l.project.journal, opts) {
             Ok(f) => f,
             Err(e) => {

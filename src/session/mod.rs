@@ -227,7 +227,18 @@ impl SessionState {
         let opts = FoldOptions::default();
         let mut fold = Fold::load(&project.journal, &opts).map_err(SessionError::io("reading", &project.journal))?;
         crate::bashsnap::killed::reconcile(project, &mut fold, &opts);
-        let usage = scan_usage(project, None).map_err(SessionError::io("reading", &project.journal))?;
+        let mut usage = scan_usage(project, None).map_err(SessionError::io("reading", &project.journal))?;
+        // Subfolder journals from before one project root: their sessions too.
+        for l in crate::project::legacy::find(project) {
+            if let Ok(u) = scan_usage(&l.project, None) {
+                for (k, v) in u {
+                    usage.entry(k).or_insert(v);
+                }
+            }
+        }
+        legacy::read_beside(project, &mut fold, &opts, |p, f| {
+            crate::bashsnap::killed::reconcile(p, f, &opts);
+        });
         let mut out = Vec::new();
         for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
             let u = usage.get(&s.session).cloned().unwrap_or_default();
@@ -268,7 +279,23 @@ impl SessionState {
         // The light fold sees every session's records: deliveries and announcements are
         // recorded by later sessions.
         let light = Fold::load(&project.journal, &FoldOptions::default()).map_err(read_err())?;
-        let full = resolve(&light, prefix)?;
+        let full = match resolve(&light, prefix) {
+            Ok(full) => full,
+            // A session of a subfolder journal from before one project root: read there,
+            // its paths rebased.
+            Err(e) => match legacy::owner_of(project, |f| resolve(f, prefix).is_ok()) {
+                Ok(Some(l)) => {
+                    let mut state = SessionState::load(&l.project, prefix)?;
+                    for en in &mut state.entries {
+                        en.path = legacy::rebase(&l.rel, &en.path);
+                        en.legacy = Some(l.rel.clone());
+                    }
+                    state.info.legacy = Some(l.rel);
+                    return Ok(state);
+                }
+                _ => return Err(e),
+            },
+        };
         let heavy_opts = FoldOptions { keep_settled: true, session: Some(full.clone()), all_commands: true };
         let mut heavy = Fold::load(&project.journal, &heavy_opts).map_err(read_err())?;
         crate::bashsnap::killed::reconcile(project, &mut heavy, &heavy_opts);
@@ -347,7 +374,12 @@ impl SessionState {
 
     /// The whole state as JSON (`walj sessions show --json`), each entry drawn by `entry_json`
     /// (the one entry JSON, `report::entry_json`, which lives with the other faces).
-    pub fn to_json(&self, procs: &[procs::ProcStatus], entry_json: impl Fn(&Entry, &ShortIds) -> Value) -> Value {
+    pub fn to_json(
+        &self,
+        project: &Project,
+        procs: &[procs::ProcStatus],
+        entry_json: impl Fn(&Entry, &ShortIds) -> Value,
+    ) -> Value {
         let s = &self.info;
         let (done, total) = s.todos_done();
         let entries: Vec<Value> = self.entries.iter().map(|e| entry_json(e, &self.ids)).collect();
@@ -357,7 +389,7 @@ impl SessionState {
             "session": s.session,
             "sid": s.sid,
             "agent": s.agent().name(),
-            "resume": s.agent().resume_hint(&s.session),
+            "resume": s.resume_line(project),
             "state": self.status.as_str(),
             "started": s.started.as_ref().unwrap_or(&s.first_ts),
             "last_ts": s.last_ts,

@@ -1232,8 +1232,11 @@ impl App {
             },
             Item::Machine(_) => return self.info("nothing to copy: select one of its entries or sessions"),
         };
-        let agent = self.fold.session(&session).map(|s| s.agent()).unwrap_or(crate::agents::Agent::ClaudeCode);
-        self.open_dialog(dialogs::copy(path, id, &session, agent));
+        let resume = match self.fold.session(&session) {
+            Some(s) => s.resume_line(&self.project),
+            None => crate::agents::Agent::ClaudeCode.resume_hint(&crate::present::shell_quote(&session)),
+        };
+        self.open_dialog(dialogs::copy(path, id, &session, resume));
     }
 
     fn ask_handback(&mut self) {

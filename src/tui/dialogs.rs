@@ -333,8 +333,8 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 
 /// `y`: what can be copied from the selected row. Enter takes the first: the path of an
 /// entry, else the session's resume line (`claude --resume ID`, `codex resume ID`, …: its
-/// agent's, [`crate::agents::Agent::resume_hint`]).
-pub fn copy(path: Option<String>, id: Option<String>, session: &str, agent: crate::agents::Agent) -> Dialog {
+/// agent's, run where it was started: [`crate::fold::SessionInfo::resume_line`]).
+pub fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
     let mut choices = Vec::new();
     let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
     if let Some(p) = path {
@@ -343,7 +343,6 @@ pub fn copy(path: Option<String>, id: Option<String>, session: &str, agent: crat
     if let Some(i) = id {
         choices.push(('i', format!("id  {i}"), copy("the id", i)));
     }
-    let resume = agent.resume_hint(session);
     choices.push(('r', format!("resume  {resume}"), copy("the resume line", resume)));
     choices.push(('s', format!("session  {session}"), copy("the session id", session.to_string())));
     choices.push(('n', "cancel".into(), Choice::Cancel));
