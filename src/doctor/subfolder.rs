@@ -42,10 +42,22 @@ pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool)
             check::SUBFOLDER,
             format!(
                 "{}/.walj/ holds a journal from before walj kept one journal per checkout (sessions started in that \
-                 subfolder); new sessions journal into {}. `walj --project {} recover` shows what it holds",
+                 subfolder); new sessions journal into {}. Its entries are read beside this checkout's, paths \
+                 under {}/; `walj compact --merge-legacy` merges it",
                 crate::present::text::safe(&l.rel),
                 crate::present::text::safe(&project.dir.display().to_string()),
-                crate::present::text::safe(&crate::present::shell_quote(&l.rel)),
+                crate::present::text::safe(&l.rel),
+            ),
+        ));
+    }
+    for (rel, why) in legacy::refused(project) {
+        findings.push(DoctorFinding::new(
+            Level::Warn,
+            check::SUBFOLDER,
+            format!(
+                "{}/.walj/journal.jsonl is not read: {}",
+                crate::present::text::safe(&rel),
+                crate::present::text::safe(&why)
             ),
         ));
     }

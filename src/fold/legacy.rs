@@ -39,7 +39,15 @@ impl Fold {
             self.entries.push(e);
         }
         for mut s in other.sessions {
-            if self.by_session.contains_key(&s.session) {
+            if let Some(&i) = self.by_session.get(&s.session) {
+                // Only marks about it here (a session told at a start): the journal that
+                // holds its records says what it is.
+                let mine = &self.sessions[i];
+                if mine.started.is_none() && mine.prompts.is_empty() && mine.commands.is_empty() {
+                    s.announced |= mine.announced;
+                    s.legacy = Some(rel.to_string());
+                    self.sessions[i] = s;
+                }
                 continue;
             }
             s.legacy = Some(rel.to_string());

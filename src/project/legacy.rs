@@ -113,6 +113,10 @@ pub const LIST: &str = "legacy";
 /// The prefix of a refused folder's line in [`LIST`].
 const REFUSED: &str = "refused\t";
 
+/// The prefix of a merged folder's line in [`LIST`] (`walj compact --merge-legacy`): never
+/// read again.
+pub const MERGED_PREFIX: &str = "merged\t";
+
 /// The subfolder journals under `project`'s root that walj made ([`Legacy`]), found once:
 /// the list in `.walj/legacy` when it exists (each folder checked again), else a bounded
 /// walk ([`scan`]) plus the start folders Claude Code's projects folder names
@@ -162,7 +166,7 @@ fn listed(project: &Project) -> Vec<(String, bool)> {
     if own && let Ok(bytes) = fsutil::read_regular(&project.dir.join(LIST)) {
         return String::from_utf8_lossy(&bytes)
             .lines()
-            .filter(|l| !l.is_empty())
+            .filter(|l| !l.is_empty() && !l.starts_with(MERGED_PREFIX))
             .map(|l| match l.strip_prefix(REFUSED) {
                 Some(rel) => (rel.to_string(), true),
                 None => (l.to_string(), false),

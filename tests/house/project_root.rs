@@ -230,7 +230,8 @@ fn a_session_live_across_the_upgrade_keeps_writing_its_subfolder_journal() {
 
     // recover at the root names the old journal, and doctor reports it.
     let (_, out, _) = env.walj(&root, &["recover"]);
-    assert!(out.contains("pkg/core/.walj/") && out.contains("walj --project pkg/core recover"), "{out}");
+    assert!(out.contains("pkg/core/.walj/") && out.contains("read beside this one"), "{out}");
+    assert!(out.contains("pkg/core/a.rs"), "its entries are listed, rebased: {out}");
     assert_eq!(fs::read_to_string(root.join(".walj/legacy")).unwrap(), "pkg/core\n", "found once, listed");
     let (_, out, _) = env.walj(&root, &["doctor"]);
     assert!(out.contains("pkg/core/.walj/ holds a journal from before"), "{out}");
