@@ -62,6 +62,7 @@ export HOME="$work/home"
 mkdir -p "$HOME" "$repo/pkg/core"
 P="$repo/pkg/core"
 cp -r "$HOOKS/crash-mid-write/project/." "$P/"
+chmod -R u+w "$P"
 git -C "$repo" init -q
 git -C "$repo" -c user.email=t@t -c user.name=t add -A
 git -C "$repo" -c user.email=t@t -c user.name=t commit -qm base

@@ -11,5 +11,6 @@ mod common;
 
 mod cli;
 mod floors;
+mod legacy;
 mod project_root;
 mod readme;
