@@ -332,7 +332,7 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
         "\n{}",
         style.dim(&format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            shown(&s.resume_line(project)),
+            shown(&crate::present::text::resume_line(project, s)),
             sid = shown(&shell_quote(st.ids.session(&s.session)))
         ))
     );
@@ -663,7 +663,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
             b.chars,
             b.tokens,
             receiver,
-            shown(&state.info.resume_line(project)),
+            shown(&crate::present::text::resume_line(project, &state.info)),
             agent.name()
         );
     }

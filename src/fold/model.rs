@@ -490,21 +490,6 @@ impl SessionInfo {
     pub fn agent(&self) -> crate::agents::Agent {
         crate::agents::Agent::of_record(self.agent.as_deref())
     }
-    /// The command that resumes the session, run where it was started (Claude Code keys
-    /// `--resume` by the start folder): `cd pkg/core && claude --resume ID` for a session
-    /// started in a subfolder of `project` (its start record's `cwd`; a session of a subfolder
-    /// journal from before one project root was started in that subfolder), else
-    /// `claude --resume ID`. A shell line: the id quoted where it needs to be.
-    pub fn resume_line(&self, project: &crate::project::Project) -> String {
-        let hint = self.agent().resume_hint(&crate::present::shell_quote(&self.session));
-        match &self.legacy {
-            Some(rel) => {
-                let start = project.root.join(crate::fsutil::name::to_path(rel).as_ref());
-                project.resume_in(Some(&start.to_string_lossy()), &hint)
-            }
-            None => project.resume_in(self.cwd.as_deref(), &hint),
-        }
-    }
     /// An end record not followed by a new start (resume).
     pub fn ended(&self) -> bool {
         self.end.as_ref().is_some_and(|(end_ts, _)| self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()))

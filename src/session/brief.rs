@@ -460,7 +460,7 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
         let _ = writeln!(out, "- walj's safe copy{more}: {c}; `walj sessions transcript {sid} -o FILE` writes it out.");
     }
     // The agent that ran the session resumes it (`claude --resume`, `codex resume`, …).
-    let resume = input.state.info.resume_line(input.project);
+    let resume = crate::present::text::resume_line(input.project, &input.state.info);
     match (&t.original, t.original_exists, &input.copy_path) {
         (_, true, _) => {
             let _ = writeln!(out, "- The conversation itself resumes with: {resume}");

@@ -389,7 +389,7 @@ impl SessionState {
             "session": s.session,
             "sid": s.sid,
             "agent": s.agent().name(),
-            "resume": s.resume_line(project),
+            "resume": crate::present::text::resume_line(project, s),
             "state": self.status.as_str(),
             "started": s.started.as_ref().unwrap_or(&s.first_ts),
             "last_ts": s.last_ts,

@@ -273,7 +273,7 @@ fn build_brief(project: &Project, fold: &Fold, entries: &[&Entry]) -> Brief {
     text.push_str(footer);
     let resume_line = match sessions.as_slice() {
         [s] if s.len() > 8 && !included.is_empty() => Some(match fold.session(s) {
-            Some(info) => info.resume_line(project),
+            Some(info) => crate::present::text::resume_line(project, info),
             None => agent_of(s).resume_hint(s),
         }),
         _ => None,

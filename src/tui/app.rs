@@ -1233,7 +1233,7 @@ impl App {
             Item::Machine(_) => return self.info("nothing to copy: select one of its entries or sessions"),
         };
         let resume = match self.fold.session(&session) {
-            Some(s) => s.resume_line(&self.project),
+            Some(s) => crate::present::text::resume_line(&self.project, s),
             None => crate::agents::Agent::ClaudeCode.resume_hint(&crate::present::shell_quote(&session)),
         };
         self.open_dialog(dialogs::copy(path, id, &session, resume));

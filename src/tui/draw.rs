@@ -696,7 +696,7 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(Line::raw(""));
         out.push(Line::from(kv("transcript", t.clone())));
     }
-    out.push(Line::from(kv("resume", s.resume_line(&app.project))));
+    out.push(Line::from(kv("resume", crate::present::text::resume_line(&app.project, s))));
     out
 }
 
