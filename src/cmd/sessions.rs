@@ -712,8 +712,8 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         human_ts(&rs.manifest.synced_at)
     );
     let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
-    let b =
-        brief::build(&BriefInput { project, state: &state, procs: &[], last_message, copy_path: None }, budget).headed(&head);
+    let b = brief::build(&BriefInput { project, state: &state, procs: &[], last_message, copy_path: None }, budget)
+        .headed(&head);
     let action =
         if args.print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     let (written, why_not) = match &installed {

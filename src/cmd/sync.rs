@@ -76,7 +76,8 @@ fn passphrase() -> Option<crate::crypt::Secret> {
 /// did goes to `.walj/sync/auto.last`.
 fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
-    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None, publish_only: false };
+    let opts =
+        SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None, publish_only: false };
     let mut never = |_: &str| None;
     let mut from_env = || {
         std::env::var_os("WALJ_PASSPHRASE")

@@ -181,21 +181,6 @@ fn through_legacy(project: &Project, fold: &Fold, here: impl Fn(&Fold) -> bool) 
     }
 }
 
-/// The entry as its own journal knows it, and the project to compare it in: an entry of a
-/// subfolder journal read beside this one (`legacy`) keeps its path there.
-fn own_view(project: &Project, e: &crate::fold::Entry) -> (crate::fold::Entry, Project) {
-    match e.legacy.as_deref().and_then(|rel| crate::session::legacy::project_of(project, rel).map(|p| (rel, p))) {
-        Some((rel, p)) => {
-            let mut own = e.clone();
-            if let Some(path) = e.path.strip_prefix(rel).and_then(|x| x.strip_prefix('/')) {
-                own.path = path.to_string();
-            }
-            (own, p)
-        }
-        None => (e.clone(), project.clone()),
-    }
-}
-
 /// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
 /// "refused", "undo", "outcomes": [{"id", "short", "path", "message", "changed", "concurrent",
 /// "kept", "conflict"}]}`. `undo` is the command that takes it back (`null` when nothing
@@ -347,7 +332,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
-        let (own, project) = own_view(project, e);
+        let (own, project) = crate::session::legacy::own_view(project, e);
         let sides = triage::diff_sides(&project, &own, mode);
         if i > 0 {
             writeln!(out)?;

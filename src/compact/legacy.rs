@@ -154,7 +154,9 @@ fn merge_one(project: &Project, l: &legacy::Legacy, dry_run: bool) -> Result<Mer
         report.objects_copied += 1;
     }
     if !already_there {
-        JournalWriter::new(&project.journal).append_all(&records).map_err(SessionError::io("appending to", &project.journal))?;
+        JournalWriter::new(&project.journal)
+            .append_all(&records)
+            .map_err(SessionError::io("appending to", &project.journal))?;
         let after = Fold::load(&project.journal, &all()).map_err(reading(&project.journal))?;
         if let Some(e) = beside.entries.iter().find(|e| after.entry(&e.id).is_none()) {
             return Err(SessionError::Refused(format!(

@@ -13,8 +13,8 @@
 //! soon as they settle, so memory follows the unresolved entries, not the journal size.
 
 mod apply;
-mod legacy;
 pub mod ids;
+mod legacy;
 mod lookup;
 mod model;
 mod settled;

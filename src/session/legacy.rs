@@ -120,6 +120,36 @@ pub fn skipped(project: &Project) -> Vec<Skipped> {
     legacy::refused(project).into_iter().map(|(rel, why)| Skipped { rel, why }).collect()
 }
 
+/// The entry as its own journal knows it, and the project to compare or act in: an entry of a
+/// subfolder journal read beside this one (`legacy`) keeps its path there, and the project is
+/// the subfolder's (its store, its root); any other entry is `project`'s.
+pub fn own_view(project: &Project, e: &crate::fold::Entry) -> (crate::fold::Entry, Project) {
+    match e.legacy.as_deref().and_then(|rel| project_of(project, rel).map(|p| (rel, p))) {
+        Some((rel, p)) => {
+            let mut own = e.clone();
+            if let Some(path) = e.path.strip_prefix(rel).and_then(|x| x.strip_prefix('/')) {
+                own.path = path.to_string();
+            }
+            (own, p)
+        }
+        None => (e.clone(), project.clone()),
+    }
+}
+
+/// The subfolder journal (as a project, with its own fold, every entry kept) that holds the
+/// entries `ids` name in `fold` (a fold [`read_beside`] made), when they all come from one;
+/// `None` when they are the root's own (or mixed: the action then refuses them as unknown).
+pub fn acting_journal(project: &Project, fold: &Fold, ids: &[String]) -> Option<(Project, Fold)> {
+    let mut rels = ids.iter().map(|i| fold.find(i).ok().and_then(|e| e.legacy.clone()));
+    let first = rels.next()??;
+    if !rels.all(|r| r.as_deref() == Some(first.as_str())) {
+        return None;
+    }
+    let old = project_of(project, &first)?;
+    let f = Fold::load(&old.journal, &FoldOptions { keep_settled: true, ..Default::default() }).ok()?;
+    Some((old, f))
+}
+
 /// Rebases a subfolder-relative path by `rel` (`a.txt` → `pkg/core/a.txt`).
 pub fn rebase(rel: &str, path: &str) -> String {
     let rel = rel.trim_matches('/');

@@ -52,10 +52,7 @@ pub struct SyncOptions {
 /// `<git dir>/walj/sub/<digest of the subfolder>/sync/id`: [`crate::project::trust::state_dir`]).
 /// Their published copies are this checkout's own, never another machine's.
 pub fn legacy_ids(project: &Project) -> Vec<String> {
-    crate::project::legacy::find(project)
-        .iter()
-        .filter_map(|l| identity::read_id(&Paths::new(&l.project)))
-        .collect()
+    crate::project::legacy::find(project).iter().filter_map(|l| identity::read_id(&Paths::new(&l.project))).collect()
 }
 
 /// What a sync may ask the user.
