@@ -328,3 +328,32 @@ fn claude_codes_projects_folder_finds_a_journal_the_bounded_walk_skips() {
     let found = w.unresolved(&w.root);
     assert!(found.values().any(|(p, _)| p == "build/tools/gen/config/settings.json"), "{found:?}");
 }
+
+#[test]
+fn the_next_session_start_at_the_root_is_told_once_with_rebased_paths() {
+    let w = World::new();
+    // The first command after the upgrade finds the old journal and lists it (`.walj/legacy`);
+    // SessionStart reads the list (it never walks the tree).
+    fs::create_dir_all(w.root.join(".walj")).unwrap();
+    w.ok(&["recover"]);
+    assert_eq!(fs::read_to_string(w.root.join(".walj/legacy")).unwrap(), "pkg/core\n");
+    let start = |session: &str| -> String {
+        let payload = serde_json::json!({"session_id": session, "transcript_path": "/nonexistent/t.jsonl",
+            "cwd": w.root, "hook_event_name": "SessionStart", "source": "startup", "model": "claude-test"});
+        let mut c = w.cmd(&w.root, &["hook"]);
+        c.env("CLAUDE_PROJECT_DIR", &w.root).stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let told = start("s-next");
+    assert!(told.contains("pkg/core/config/settings.json"), "{told}");
+    // The mark that it was told is the old journal's (its fold holds the session).
+    assert_eq!(lines_with(&w.old_journal(), "\"kind\":\"announced\""), 1);
+    assert_eq!(lines_with(&w.root.join(".walj/journal.jsonl"), "\"kind\":\"announced\""), 0);
+    let again = start("s-after");
+    assert!(!again.contains("pkg/core/config/settings.json"), "told once: {again}");
+}
