@@ -165,6 +165,9 @@ fn the_old_binarys_subfolder_journal_reads_at_the_root_and_triage_acts_on_the_ri
     }
     assert_eq!(at_root.get("toolu_01WriteDoc").map(|e| e.1.as_str()), Some("in_flight"), "the Write with no Post");
     assert_eq!(w.unresolved(&core), at_root, "recover in the subfolder reads the same");
+    let json: Value = serde_json::from_str(&w.ok(&["recover", "--json"])).unwrap();
+    assert_eq!(json["sessions"][0]["entries"][0]["legacy"], "pkg/core", "{json}");
+    assert_eq!(json["sessions"][0]["state"], "crashed", "{json}");
     let text = w.ok(&["recover"]);
     assert!(text.contains("crashed") && text.contains("echo started > run.log"), "{text}");
     assert!(text.contains("pkg/core/.walj/") && text.contains("read beside this one"), "{text}");
