@@ -44,6 +44,7 @@ pub mod attribution;
 mod gitindex;
 mod gitscan;
 pub mod killed;
+mod links;
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -154,9 +155,13 @@ struct FileState {
     id: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     absent: bool,
-    /// Not a regular file (symbolic link, socket…): not tracked.
+    /// Not a regular file nor a link (socket, FIFO, device…): not tracked.
     #[serde(default, skip_serializing_if = "is_false")]
     special: bool,
+    /// A symbolic link: its target text (`links::text`); `id` is the blob of the target's
+    /// bytes, as git stores a link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link: Option<String>,
     /// Why the bytes are not in the store (`too_large`, `never_capture`, `cut_short`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nocap: Option<String>,
@@ -807,10 +812,12 @@ fn save_as(paths: &[&Path], snap: &Snapshot) -> Result<(), SnapError> {
 #[derive(Debug, Clone, PartialEq)]
 enum Side {
     Absent,
-    /// Content with this blob id; `nocap` says why it is not in walj's store.
+    /// Content with this blob id; `nocap` says why it is not in walj's store; `link`: a
+    /// symbolic link with this target text (the blob is the target's bytes).
     Known {
         id: String,
         nocap: Option<String>,
+        link: Option<String>,
     },
     /// Never read (the snapshot was cut short).
     Unknown,
@@ -822,6 +829,12 @@ impl Side {
             Side::Absent => Some(Blob::Absent),
             Side::Known { id, .. } => Some(Blob::Id(id.clone())),
             Side::Unknown => None,
+        }
+    }
+    fn link(&self) -> Option<&str> {
+        match self {
+            Side::Known { link, .. } => link.as_deref(),
+            _ => None,
         }
     }
     fn nocap(&self) -> Option<&str> {
@@ -1196,6 +1209,9 @@ impl<'a> Tree<'a> {
             }
             Err(_) => return Ok(FileState { special: true, ..Default::default() }),
         };
+        if meta.file_type().is_symlink() {
+            return Ok(self.link_state(&abs, &meta));
+        }
         if !meta.file_type().is_file() {
             return Ok(FileState { special: true, ..Default::default() });
         }
@@ -1214,6 +1230,32 @@ impl<'a> Tree<'a> {
         }
         let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
         Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
+    }
+
+    /// A symbolic link's state: its target read (never followed), the bytes queued for the
+    /// store (they are what revert re-points it to). Gone meanwhile: absent.
+    fn link_state(&mut self, abs: &Path, meta: &fs::Metadata) -> FileState {
+        let st = Stamp::of(meta);
+        match links::read_target(abs) {
+            Ok(bytes) => {
+                let (id, nocap) = self.queue_link(bytes);
+                FileState { id: Some(id.0), nocap, link: Some(id.1), st: Some(st), ..Default::default() }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => FileState { absent: true, ..Default::default() },
+            Err(_) => FileState { special: true, ..Default::default() },
+        }
+    }
+
+    /// Queues a link target's bytes for the store: ((blob id, target text), nocap).
+    fn queue_link(&mut self, bytes: Vec<u8>) -> ((String, String), Option<String>) {
+        let id = blob_id(&bytes);
+        let text = links::text(&bytes);
+        if !self.store.reuse(&id) {
+            self.new_objects += 1;
+            self.pending_bytes += bytes.len();
+            self.pending.push((id.clone(), bytes));
+        }
+        ((id, text), None)
     }
 
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
@@ -1327,10 +1369,10 @@ impl<'a> Tree<'a> {
         }
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
-        let in_current = |rel: &str| -> Option<String> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| e.id.clone())
+        let in_current = |rel: &str| -> Option<(String, bool)> {
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| (e.id.clone(), links::is_link_mode(e.mode)))
         };
-        let in_old = |rel: &str| -> Option<String> {
+        let in_old = |rel: &str| -> Option<(String, bool)> {
             match &old_index {
                 Some(m) => m.get(rel).cloned(),
                 None => in_current(rel),
@@ -1360,9 +1402,10 @@ impl<'a> Tree<'a> {
             let before = match a {
                 Some(f) => side_of(f),
                 None if git => match in_old(rel) {
-                    Some(id) => {
+                    Some((id, link)) => {
                         from_git.push(id.clone());
-                        Side::Known { id, nocap: None }
+                        let link = link.then(|| self.git_link_text(&id)).flatten();
+                        Side::Known { id, nocap: None, link }
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
@@ -1383,9 +1426,10 @@ impl<'a> Tree<'a> {
             let after = match b {
                 Some(f) => side_of(f),
                 None if git => match in_current(rel) {
-                    Some(id) => {
+                    Some((id, link)) => {
                         from_git.push(id.clone());
-                        Side::Known { id, nocap: None }
+                        let link = link.then(|| self.git_link_text(&id)).flatten();
+                        Side::Known { id, nocap: None, link }
                     }
                     None => self.disk_side(rel)?,
                 },
@@ -1394,7 +1438,10 @@ impl<'a> Tree<'a> {
             let after = if after == Side::Unknown { self.disk_side(rel)? } else { after };
             let same = match (&before, &after) {
                 (Side::Absent, Side::Absent) => true,
-                (Side::Known { id: x, .. }, Side::Known { id: y, .. }) => x == y,
+                // A file holding `a.txt` and a link to `a.txt` have one blob id.
+                (Side::Known { id: x, link: lx, .. }, Side::Known { id: y, link: ly, .. }) => {
+                    x == y && lx.is_some() == ly.is_some()
+                }
                 _ => false,
             };
             if !same {
@@ -1406,7 +1453,7 @@ impl<'a> Tree<'a> {
             .iter()
             .flat_map(|c| [&c.before, &c.after])
             .filter_map(|s| match s {
-                Side::Known { id, nocap: None } => Some(id.as_str()),
+                Side::Known { id, nocap: None, .. } => Some(id.as_str()),
                 _ => None,
             })
             .collect();
@@ -1427,7 +1474,7 @@ impl<'a> Tree<'a> {
         self.flush()?;
         for c in &mut changes {
             for s in [&mut c.before, &mut c.after] {
-                if let Side::Known { id, nocap } = s
+                if let Side::Known { id, nocap, .. } = s
                     && nocap.is_none()
                     && (missing.contains(id.as_str()) || !self.store.contains(id))
                 {
@@ -1438,13 +1485,28 @@ impl<'a> Tree<'a> {
         Ok(changes)
     }
 
+    /// The target text of a link git's objects hold as blob `id` (a tracked link's target).
+    fn git_link_text(&self, id: &str) -> Option<String> {
+        let repo = self.repo.as_ref()?;
+        let blob = git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok())?;
+        Some(links::text(blob.content()))
+    }
+
     /// The file as it is now on disk (read and captured).
     fn disk_side(&mut self, rel: &str) -> Result<Side, SnapError> {
         let abs = self.project.root.join(fsutil::name::to_path(rel));
         match fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
+            Ok(m) if m.file_type().is_symlink() => match links::read_target(&abs) {
+                Ok(bytes) => {
+                    let ((id, text), nocap) = self.queue_link(bytes);
+                    Ok(Side::Known { id, nocap, link: Some(text) })
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
+                Err(_) => Ok(Side::Unknown),
+            },
             Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, &m)? {
-                (Some(id), nocap) => Ok(Side::Known { id, nocap }),
+                (Some(id), nocap) => Ok(Side::Known { id, nocap, link: None }),
                 (None, Some(_)) => Ok(Side::Unknown),
                 (None, None) => Ok(Side::Absent),
             },
@@ -1457,7 +1519,7 @@ fn side_of(f: &FileState) -> Side {
     if f.absent {
         Side::Absent
     } else if let Some(id) = &f.id {
-        Side::Known { id: id.clone(), nocap: f.nocap.clone() }
+        Side::Known { id: id.clone(), nocap: f.nocap.clone(), link: f.link.clone() }
     } else {
         Side::Unknown
     }
@@ -1471,15 +1533,15 @@ fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
     })
 }
 
-/// Stage-0 index entries under `prefix`, keyed by project-relative path.
-fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, String> {
+/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).
+fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool)> {
     let mut m = HashMap::with_capacity(index.len());
     for e in index.iter().filter(|e| e.stage == 0) {
         if let Some(rel) = e.path.strip_prefix(prefix)
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), e.id.clone());
+            m.insert(rel.to_string(), (e.id.clone(), links::is_link_mode(e.mode)));
         }
     }
     m
@@ -1523,6 +1585,15 @@ fn child_records(
             r.after = c.after.blob();
             r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
             r.parent = Some(snap.parent.clone());
+            if c.before.link().is_some() || c.after.link().is_some() {
+                r.kind = Some(crate::journal::entry_kind::SYMLINK.to_string());
+                if let Some(t) = c.before.link() {
+                    r = r.with(key::LINK_BEFORE, t);
+                }
+                if let Some(t) = c.after.link() {
+                    r = r.with(key::LINK_AFTER, t);
+                }
+            }
             r = r.with(key::COMMAND, snap.command.clone());
             if let Some(a) = &snap.agent_id {
                 r = r.with(key::AGENT_ID, a.clone());

@@ -157,6 +157,17 @@ pub struct Entry {
     pub still_running: bool,
     /// When `walj checkpoint` last found its post-image on disk before its turn finished.
     pub verified: Option<String>,
+    /// What the path is (`kind` of its records): `None` a regular file,
+    /// [`crate::journal::entry_kind::SYMLINK`] a symbolic link, anything else a kind a newer
+    /// walj wrote, which this one shows and never writes ([`Entry::kind_known`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A symbolic-link entry: the link's target text before and after (`None`: no link on
+    /// that side), `fsutil::name`-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_after: Option<String>,
 }
 
 impl Entry {
@@ -164,6 +175,8 @@ impl Entry {
     #[inline]
     pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
         let command = view.parent.as_ref().and(view.command.as_deref()).map(|c| cut(c, COMMAND_SHOWN));
+        // Only entry records carry a kind here (a `session` record's kind names its event).
+        let kind = view.kind.as_deref().filter(|_| !view.path.is_empty()).map(str::to_string);
         Entry {
             id,
             session,
@@ -197,7 +210,19 @@ impl Entry {
             candidates: view.candidates,
             still_running: false,
             verified: None,
+            kind,
+            link_before: view.link_before.map(Cow::into_owned),
+            link_after: view.link_after.map(Cow::into_owned),
         }
+    }
+    /// A symbolic-link entry.
+    pub fn is_link(&self) -> bool {
+        self.kind.as_deref() == Some(crate::journal::entry_kind::SYMLINK)
+    }
+    /// The entry's kind is one this walj knows how to write back (a file, a link); an
+    /// unknown kind (a newer walj's) is shown but never reverted.
+    pub fn kind_known(&self) -> bool {
+        self.kind.is_none() || self.is_link()
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
     pub fn state(&self) -> EntryState {

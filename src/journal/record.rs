@@ -76,6 +76,14 @@ pub mod kind {
     pub const CONCURRENT_WRITE: &str = "concurrent_write";
 }
 
+/// `kind` values of entry records (`applied` side effects of a command, and the triage
+/// records on them). Absent: a regular file. A reader meets a kind it does not know as
+/// something it must not write: shown, never reverted (`fold::Entry::kind_known`).
+pub mod entry_kind {
+    /// A symbolic link: the images are the link's target text, never what it points at.
+    pub const SYMLINK: &str = "symlink";
+}
+
 /// `how` values of `resolved` records.
 pub mod how {
     pub const DONE: &str = "done";
@@ -178,6 +186,13 @@ pub mod key {
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";
+    /// Symbolic-link entries (`kind: "symlink"`): the link's own target text before and after
+    /// (`fsutil::name::encode`d: a target that is not UTF-8 reads back as the same bytes);
+    /// absent on a side where there was no link (a side with a blob and no link text was a
+    /// regular file: `ln -sf` over a file). The target's bytes are also the blob the
+    /// side names (`before` / `after`), as git stores a link.
+    pub const LINK_BEFORE: &str = "link_before";
+    pub const LINK_AFTER: &str = "link_after";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";

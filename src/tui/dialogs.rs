@@ -426,6 +426,9 @@ mod tests {
             candidates: Vec::new(),
             still_running: false,
             verified: None,
+            kind: None,
+            link_before: None,
+            link_after: None,
         }
     }
 
