@@ -319,3 +319,26 @@ pub(crate) fn undo(
         true,
     ))
 }
+
+/// `walj diff` of a link entry: each side is the link's target text (a one-line change of
+/// the target), the disk read as a link, never followed.
+pub(crate) fn diff_sides(project: &Project, e: &Entry, mode: super::DiffMode) -> super::DiffSides {
+    use super::{DiffMode, Side};
+    let side = |label: &str, s: LinkSide| match s {
+        LinkSide::Absent => Side { label: label.to_string(), bytes: None, note: None },
+        LinkSide::Link(t) => Side { label: format!("{label} (link target)"), bytes: Some(t), note: None },
+        other => Side { label: label.to_string(), bytes: None, note: Some(format!("{}", other.describe())) },
+    };
+    let disk = || match read_now(project, &e.path) {
+        Ok(now) => side("disk", now),
+        Err(why) => Side { label: "disk".into(), bytes: None, note: Some(why) },
+    };
+    let pre = side("pre-image", LinkSide::recorded(&e.before, &e.link_before));
+    match mode {
+        DiffMode::Disk => super::DiffSides { old: pre, new: disk() },
+        DiffMode::Applied => {
+            super::DiffSides { old: pre, new: side("post-image", LinkSide::recorded(&e.after, &e.link_after)) }
+        }
+        DiffMode::Head => super::DiffSides { old: super::diff::head_side(project, e), new: disk() },
+    }
+}
