@@ -256,6 +256,10 @@ pub enum InFlightCheck {
     /// cannot tell whether this call ever ran (a call cut off by one crash, the same text
     /// written again after a resume).
     WrittenByLater,
+    /// The path is a symbolic link, still: Claude Code refuses to write through one (after
+    /// its PreToolUse), so the call never wrote, whatever the file the link points at holds
+    /// now (changed by another call on its real path, or by the user).
+    NotThroughLink,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

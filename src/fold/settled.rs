@@ -137,7 +137,12 @@ impl Fold {
                 }
             };
             let mut by = None;
-            let check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
+            let check = if disk.as_deref() != before.id() && through_link(&abs) {
+                // Claude Code refuses to write through a symbolic link (after its PreToolUse):
+                // the link is still there, so the call never wrote; what the link points at
+                // changed by other means (another call on the real path, the user).
+                Some(InFlightCheck::NotThroughLink)
+            } else if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
                 Some(match rewritten() {
                     Some(id) => {
                         by = id;
@@ -278,6 +283,11 @@ pub fn disk_blob(path: &Path, cap: u64) -> Option<Option<String>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some(None),
         Err(_) => None,
     }
+}
+
+/// True when `abs` itself is a symbolic link (not followed).
+fn through_link(abs: &Path) -> bool {
+    std::fs::symlink_metadata(abs).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// The blob of what the link entry's path holds now: its target's bytes, `None` when nothing

@@ -103,6 +103,9 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
         WrittenByLater => {
             "the disk holds the intended content, but a later call wrote exactly that: whether this one ran is unknown"
         }
+        NotThroughLink => {
+            "not applied: the path is a symbolic link, which Claude Code does not write through (the file it points at changed by other means)"
+        }
     }
 }
 

@@ -297,3 +297,40 @@ fn an_unknown_entry_kind_is_listed_but_never_reverted() {
     assert!(err.contains("a kind this walj does not know"), "{err}");
     assert_eq!(link(&root, "l1").as_deref(), Some(&b"a.txt"[..]), "nothing written");
 }
+
+fn edit_payload(root: &Path, event: &str, id: &str, file: &str, old: &str, new: &str) -> Value {
+    let mut p = json!({
+        "hook_event_name": event, "session_id": SESSION, "transcript_path": transcript(root), "cwd": root,
+        "tool_name": "Edit", "tool_use_id": id,
+        "tool_input": {"file_path": root.join(file), "old_string": old, "new_string": new},
+    });
+    if event == "PostToolUse" {
+        p["tool_response"] = json!({"filePath": root.join(file), "oldString": old, "newString": new});
+    }
+    p
+}
+
+/// An Edit of an in-project link that Claude Code refused after its PreToolUse (it does not
+/// write through links), then the same change made on the real path, then a crash: the
+/// link's Edit never ran, whatever the file behind it holds now.
+#[test]
+fn an_edit_of_a_link_claude_code_refused_is_not_called_partly_applied_after_a_crash() {
+    let repo = Repo::with_bytes(&[("real.txt", b"hello\nworld\n")]);
+    let root = repo.root.clone();
+    sh(&root, "ln -s real.txt link.txt");
+    git(&root, &["add", "link.txt"]);
+    git(&root, &["commit", "-qm", "link"]);
+    hook(&root, &edit_payload(&root, "PreToolUse", "toolu_link", "link.txt", "hello", "HELLO"));
+    // Refused: no Post. Claude edits the real path instead.
+    hook(&root, &edit_payload(&root, "PreToolUse", "toolu_real", "real.txt", "hello", "hi"));
+    fs::write(root.join("real.txt"), b"hi\nworld\n").unwrap();
+    hook(&root, &edit_payload(&root, "PostToolUse", "toolu_real", "real.txt", "hello", "hi"));
+    let out: Value = serde_json::from_str(&walj_ok(&root, &["recover", "--json"])).unwrap();
+    let entries = out["sessions"][0]["entries"].as_array().unwrap();
+    let link = entries.iter().find(|e| e["path"] == "link.txt").unwrap();
+    assert_eq!(link["disk"], "not_through_link", "{out:#}");
+    let text = walj_ok(&root, &["recover"]);
+    assert!(!text.contains("partly applied"), "{text}");
+    assert!(text.contains("not applied: the path is a symbolic link"), "{text}");
+    assert_eq!(fs::read_link(root.join("link.txt")).unwrap(), Path::new("real.txt"));
+}
