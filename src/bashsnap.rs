@@ -408,6 +408,10 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);
     }
+    let unseen = unseen(&pre, &now, tree.changes_cut);
+    if !unseen.is_empty() {
+        summary[key::UNSEEN] = json!(unseen);
+    }
     // The Pre's snapshot is the cache: unless the command changed something, it still holds
     // (its older time only makes more stats look racy), and the write is skipped.
     // (The Pre's clock is as good a base for the watcher: it only names more paths.)
@@ -1513,6 +1517,27 @@ impl<'a> Tree<'a> {
             _ => Ok(Side::Unknown),
         }
     }
+}
+
+/// What comparing `pre` with `now` could not see: special files, files over the capture cap
+/// (sampled), unreadable ones, and whether a snapshot or the change list was cut short. A
+/// path counts once, whichever side saw it so.
+fn unseen(pre: &Snapshot, now: &Snapshot, changes_cut: bool) -> crate::fold::Unseen {
+    let mut u = crate::fold::Unseen { cut_short: pre.cut_short || now.cut_short || changes_cut, ..Default::default() };
+    let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
+    paths.extend(now.files.keys().map(String::as_str));
+    for p in paths {
+        let sides = [pre.files.get(p), now.files.get(p)];
+        let any = |f: &dyn Fn(&FileState) -> bool| sides.iter().flatten().any(|s| f(s));
+        if any(&|s| s.special) {
+            u.special += 1;
+        } else if any(&|s| s.nocap.as_deref().is_some_and(|n| n.starts_with(nocap::UNREADABLE))) {
+            u.unreadable += 1;
+        } else if any(&|s| s.nocap.as_deref() == Some(nocap::TOO_LARGE)) {
+            u.too_large += 1;
+        }
+    }
+    u
 }
 
 fn side_of(f: &FileState) -> Side {

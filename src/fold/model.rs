@@ -353,6 +353,44 @@ pub struct Command {
     /// foreground command is its own work, never a background process of the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// What its snapshots could not see (`None`: they saw everything, or walj does not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen: Option<Unseen>,
+}
+
+/// What a command's snapshots could not compare: changes there are in no entry. Zero
+/// everywhere (and not cut short) is "saw everything", never written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unseen {
+    /// FIFOs, sockets, devices: never opened, so never compared.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub special: usize,
+    /// Files over the capture cap: compared by a sampled identity only (a change between the
+    /// samples is not seen).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub too_large: usize,
+    /// Files walj could not read (permissions).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreadable: usize,
+    /// A snapshot stopped at `[bash] max_files` / `max_ms`, or the list at its cap: files past
+    /// it were not looked at.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Unseen {
+    pub fn is_empty(&self) -> bool {
+        *self == Unseen::default()
+    }
+    /// Read from a record's JSON (`unseen`), ignoring what it does not know.
+    pub fn from_value(v: Option<&Value>) -> Option<Unseen> {
+        let u: Unseen = serde_json::from_value(v?.clone()).ok()?;
+        (!u.is_empty()).then_some(u)
+    }
 }
 
 /// One subagent of a session: from its `Agent` call (`subagent` records), the records its

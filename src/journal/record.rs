@@ -53,6 +53,10 @@ pub mod kind {
     /// message): `id` = the Bash call, `task_id`, `status`, `summary`.
     pub const TASK_NOTIFICATION: &str = "task_notification";
     pub const COMPACT: &str = "compact";
+    /// What a killed command's snapshots could not see (`target` = the command's id,
+    /// `unseen` = [`crate::fold::Unseen`]): written beside its derived entries, so "N changes
+    /// since it started" says what it leaves out. Marked `unfinished` (not a sign of life).
+    pub const UNSEEN: &str = "unseen";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
     pub const TASK: &str = "task";
@@ -193,6 +197,9 @@ pub mod key {
     /// side names (`before` / `after`), as git stores a link.
     pub const LINK_BEFORE: &str = "link_before";
     pub const LINK_AFTER: &str = "link_after";
+    /// What a command's snapshots could not see (`snapshot.unseen` of its outcome, and the
+    /// `unseen` session record of a killed one): [`crate::fold::Unseen`].
+    pub const UNSEEN: &str = "unseen";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";

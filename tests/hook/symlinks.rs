@@ -334,3 +334,40 @@ fn an_edit_of_a_link_claude_code_refused_is_not_called_partly_applied_after_a_cr
     assert!(text.contains("not applied: the path is a symbolic link"), "{text}");
     assert_eq!(fs::read_link(root.join("link.txt")).unwrap(), Path::new("real.txt"));
 }
+
+/// Kills a command after `work` ran under its PreToolUse (Claude Code alive a moment longer,
+/// then gone) and returns `walj recover`'s text.
+fn killed_recover(root: &Path, id: &str, work: &str) -> String {
+    fs::write(transcript(root), b"{}\n").unwrap();
+    hook(
+        root,
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "transcript_path": transcript(root),
+                "cwd": root, "prompt": "go"}),
+    );
+    hook(root, &bash_payload(root, "PreToolUse", id, &format!("{work} && sleep 600")));
+    sh(root, work);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    fs::write(transcript(root), b"{}\n{}\n").unwrap();
+    walj_ok(root, &["recover"])
+}
+
+/// "N changes since it started" names what the snapshots could not compare (a FIFO, a file
+/// over the capture cap), and says nothing more when they saw everything.
+#[test]
+fn a_killed_commands_count_says_what_its_snapshot_could_not_see() {
+    let (_t, root) = repo();
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[capture]\nmax_bytes = 1000\n").unwrap();
+    fs::write(root.join("big.bin"), vec![7u8; 4000]).unwrap();
+    sh(&root, "mkfifo pipe");
+    let text = killed_recover(&root, "toolu_unseen", "ln -s a.txt l1");
+    let line = text.lines().find(|l| l.contains("command never finished")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("1 change since it started; not seen: "), "{line}");
+    assert!(line.contains("1 special file (FIFO, socket or device: never opened)"), "{line}");
+    assert!(line.contains("1 file over the capture cap (compared by samples only)"), "{line}");
+
+    let (_t2, root2) = repo();
+    let text = killed_recover(&root2, "toolu_seen", "ln -s a.txt l1");
+    let line = text.lines().find(|l| l.contains("command never finished")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.ends_with("1 change since it started"), "nothing unseen, nothing said: {line}");
+}
