@@ -1374,7 +1374,8 @@ impl<'a> Tree<'a> {
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
         let in_current = |rel: &str| -> Option<(String, bool)> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| (e.id.clone(), links::is_link_mode(e.mode)))
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}"))
+                .map(|e| (e.id.clone(), links::is_link_mode(e.mode)))
         };
         let in_old = |rel: &str| -> Option<(String, bool)> {
             match &old_index {

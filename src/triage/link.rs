@@ -204,7 +204,11 @@ pub(crate) fn revert(
     let mut out = Vec::new();
     for (e, plan) in plans {
         let Some((now, pre)) = plan else {
-            let msg = format!("nothing to write: {} already is {}", e.path, LinkSide::recorded(&e.before, &e.link_before).describe());
+            let msg = format!(
+                "nothing to write: {} already is {}",
+                e.path,
+                LinkSide::recorded(&e.before, &e.link_before).describe()
+            );
             if dry_run {
                 out.push(Outcome::of(e, format!("{msg}; it would be recorded as reverted"), false));
                 continue;
@@ -272,7 +276,11 @@ pub(crate) fn plan_undo(project: &Project, e: &Entry, a: &Action, force: bool) -
     let now = read_now(project, &e.path)?;
     match &now {
         LinkSide::File | LinkSide::Other(_) => {
-            return Err(format!("{} is now {}; walj replaces only a link or nothing with a link", e.path, now.describe()));
+            return Err(format!(
+                "{} is now {}; walj replaces only a link or nothing with a link",
+                e.path,
+                now.describe()
+            ));
         }
         _ if now != wrote && !force => {
             return Err(format!(

@@ -448,11 +448,8 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
     // Every link is checked before any file is written, and the files before any link.
     super::link::revert(project, fold, &links, opts.force, true, &mut Batch::new())?;
     let file_ids: Vec<String> = files.iter().map(|e| e.id.clone()).collect();
-    let mut out = if file_ids.is_empty() {
-        Vec::new()
-    } else {
-        revert_files(project, fold, &file_ids, opts, &mut batch)?
-    };
+    let mut out =
+        if file_ids.is_empty() { Vec::new() } else { revert_files(project, fold, &file_ids, opts, &mut batch)? };
     out.extend(super::link::revert(project, fold, &links, opts.force, opts.dry_run, &mut batch)?);
     Ok(out)
 }

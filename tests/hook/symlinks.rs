@@ -98,7 +98,8 @@ fn assert_link_entries(root: &Path, kids: &[Record]) {
     for k in kids {
         assert_eq!(k.kind.as_deref(), Some("symlink"), "{k:?}");
     }
-    let sides = |r: &Record| (r.get_str("link_before").map(str::to_string), r.get_str("link_after").map(str::to_string));
+    let sides =
+        |r: &Record| (r.get_str("link_before").map(str::to_string), r.get_str("link_after").map(str::to_string));
     assert_eq!(sides(by_path(kids, "l1")), (None, Some("a.txt".into())));
     assert_eq!(sides(by_path(kids, "l2")), (Some("a.txt".into()), Some("b.txt".into())));
     assert_eq!(sides(by_path(kids, "l3")), (Some("a.txt".into()), None));
