@@ -335,7 +335,7 @@ pub(crate) fn diff_sides(project: &Project, e: &Entry, mode: super::DiffMode) ->
     let side = |label: &str, s: LinkSide| match s {
         LinkSide::Absent => Side { label: label.to_string(), bytes: None, note: None },
         LinkSide::Link(t) => Side { label: format!("{label} (link target)"), bytes: Some(t), note: None },
-        other => Side { label: label.to_string(), bytes: None, note: Some(format!("{}", other.describe())) },
+        other => Side { label: label.to_string(), bytes: None, note: Some(other.describe()) },
     };
     let disk = || match read_now(project, &e.path) {
         Ok(now) => side("disk", now),
