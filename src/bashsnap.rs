@@ -158,8 +158,8 @@ struct FileState {
     /// Not a regular file nor a link (socket, FIFO, device…): not tracked.
     #[serde(default, skip_serializing_if = "is_false")]
     special: bool,
-    /// A symbolic link: its target text (`links::text`); `id` is the blob of the target's
-    /// bytes, as git stores a link.
+    /// A symbolic link: its target text (`links::text`); `id` is
+    /// [`crate::journal::entry_kind::link_id`] of the target (no store object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     link: Option<String>,
     /// Why the bytes are not in the store (`too_large`, `never_capture`, `cut_short`).
@@ -1236,30 +1236,20 @@ impl<'a> Tree<'a> {
         Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
     }
 
-    /// A symbolic link's state: its target read (never followed), the bytes queued for the
-    /// store (they are what revert re-points it to). Gone meanwhile: absent.
+    /// A symbolic link's state: its target read (never followed); the target text is the
+    /// image (carried in the records, nothing stored). Gone meanwhile: absent.
     fn link_state(&mut self, abs: &Path, meta: &fs::Metadata) -> FileState {
         let st = Stamp::of(meta);
         match links::read_target(abs) {
-            Ok(bytes) => {
-                let (id, nocap) = self.queue_link(bytes);
-                FileState { id: Some(id.0), nocap, link: Some(id.1), st: Some(st), ..Default::default() }
-            }
+            Ok(bytes) => FileState {
+                id: Some(crate::journal::entry_kind::link_id(&bytes)),
+                link: Some(links::text(&bytes)),
+                st: Some(st),
+                ..Default::default()
+            },
             Err(e) if e.kind() == io::ErrorKind::NotFound => FileState { absent: true, ..Default::default() },
             Err(_) => FileState { special: true, ..Default::default() },
         }
-    }
-
-    /// Queues a link target's bytes for the store: ((blob id, target text), nocap).
-    fn queue_link(&mut self, bytes: Vec<u8>) -> ((String, String), Option<String>) {
-        let id = blob_id(&bytes);
-        let text = links::text(&bytes);
-        if !self.store.reuse(&id) {
-            self.new_objects += 1;
-            self.pending_bytes += bytes.len();
-            self.pending.push((id.clone(), bytes));
-        }
-        ((id, text), None)
     }
 
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
@@ -1407,10 +1397,10 @@ impl<'a> Tree<'a> {
             let before = match a {
                 Some(f) => side_of(f),
                 None if git => match in_old(rel) {
-                    Some((id, link)) => {
+                    Some((id, true)) => self.git_link_side(&id),
+                    Some((id, false)) => {
                         from_git.push(id.clone());
-                        let link = link.then(|| self.git_link_text(&id)).flatten();
-                        Side::Known { id, nocap: None, link }
+                        Side::Known { id, nocap: None, link: None }
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
@@ -1431,10 +1421,10 @@ impl<'a> Tree<'a> {
             let after = match b {
                 Some(f) => side_of(f),
                 None if git => match in_current(rel) {
-                    Some((id, link)) => {
+                    Some((id, true)) => self.git_link_side(&id),
+                    Some((id, false)) => {
                         from_git.push(id.clone());
-                        let link = link.then(|| self.git_link_text(&id)).flatten();
-                        Side::Known { id, nocap: None, link }
+                        Side::Known { id, nocap: None, link: None }
                     }
                     None => self.disk_side(rel)?,
                 },
@@ -1458,7 +1448,7 @@ impl<'a> Tree<'a> {
             .iter()
             .flat_map(|c| [&c.before, &c.after])
             .filter_map(|s| match s {
-                Side::Known { id, nocap: None, .. } => Some(id.as_str()),
+                Side::Known { id, nocap: None, link: None } => Some(id.as_str()),
                 _ => None,
             })
             .collect();
@@ -1479,7 +1469,7 @@ impl<'a> Tree<'a> {
         self.flush()?;
         for c in &mut changes {
             for s in [&mut c.before, &mut c.after] {
-                if let Side::Known { id, nocap, .. } = s
+                if let Side::Known { id, nocap, link: None } = s
                     && nocap.is_none()
                     && (missing.contains(id.as_str()) || !self.store.contains(id))
                 {
@@ -1490,11 +1480,19 @@ impl<'a> Tree<'a> {
         Ok(changes)
     }
 
-    /// The target text of a link git's objects hold as blob `id` (a tracked link's target).
-    fn git_link_text(&self, id: &str) -> Option<String> {
-        let repo = self.repo.as_ref()?;
-        let blob = git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok())?;
-        Some(links::text(blob.content()))
+    /// The side of a tracked link whose target git's objects hold as blob `id`; unknown when
+    /// git lost it.
+    fn git_link_side(&self, id: &str) -> Side {
+        let blob =
+            self.repo.as_ref().and_then(|repo| git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()));
+        match blob {
+            Some(b) => Side::Known {
+                id: crate::journal::entry_kind::link_id(b.content()),
+                nocap: None,
+                link: Some(links::text(b.content())),
+            },
+            None => Side::Unknown,
+        }
     }
 
     /// The file as it is now on disk (read and captured).
@@ -1503,10 +1501,11 @@ impl<'a> Tree<'a> {
         match fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
             Ok(m) if m.file_type().is_symlink() => match links::read_target(&abs) {
-                Ok(bytes) => {
-                    let ((id, text), nocap) = self.queue_link(bytes);
-                    Ok(Side::Known { id, nocap, link: Some(text) })
-                }
+                Ok(bytes) => Ok(Side::Known {
+                    id: crate::journal::entry_kind::link_id(&bytes),
+                    nocap: None,
+                    link: Some(links::text(&bytes)),
+                }),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
                 Err(_) => Ok(Side::Unknown),
             },

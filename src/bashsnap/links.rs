@@ -1,13 +1,14 @@
 //! Symbolic links in snapshots: a link is recorded by its own target text, never by what it
 //! points at (a link to `/etc/passwd` or to a FIFO is only the bytes of its target).
 //!
-//! As git stores a link (mode 120000), a link's content is its target's bytes: the snapshot
-//! keeps their blob id (`FileState::link`), the store keeps the bytes (they are a few dozen,
-//! and revert re-points the link from them), and the child entry of a change carries
+//! A link's image is its target text: the snapshot keeps it (`FileState::link`) with a tagged
+//! id ([`crate::journal::entry_kind::link_id`]), and the child entry of a change carries
 //! `kind: "symlink"` with the target text on each side (`link_before` / `link_after`,
-//! `fsutil::name`-encoded so a target that is not UTF-8 reads back as the same bytes). A
-//! change between a regular file and a link is one entry too: the side with a blob and no
-//! link text was the file.
+//! `fsutil::name`-encoded so a target that is not UTF-8 reads back as the same bytes). Nothing
+//! goes into the store (the text is the image; a walj that does not know links finds no
+//! object to write back as a file). A tracked link's target before a command comes from
+//! git's object (an index entry of mode 120000). A change between a regular file and a link
+//! is one entry too: the side with a blob and no link text was the file.
 
 use std::io;
 use std::path::Path;

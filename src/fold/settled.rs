@@ -302,7 +302,9 @@ fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
     };
     match dir.kind(&name).ok()? {
         crate::fsutil::beneath::Kind::Missing => Some(None),
-        crate::fsutil::beneath::Kind::Link => Some(dir.read_link(&name).ok()?.map(|t| crate::store::blob_id(&t))),
+        crate::fsutil::beneath::Kind::Link => {
+            Some(dir.read_link(&name).ok()?.map(|t| crate::journal::entry_kind::link_id(&t)))
+        }
         _ => None,
     }
 }

@@ -86,6 +86,18 @@ pub mod kind {
 pub mod entry_kind {
     /// A symbolic link: the images are the link's target text, never what it points at.
     pub const SYMLINK: &str = "symlink";
+
+    /// The id a link side's image (`before` / `after`) is named by: the hash of a tagged
+    /// form of its target, never the target's plain blob id. The target itself is carried in
+    /// the record (`link_before` / `link_after`) and no object by this id exists in the store
+    /// nor in git, so a walj that does not know links finds no image to write back and
+    /// refuses (it would otherwise make a regular file holding the target's text), while a
+    /// file holding `a.txt` and a link to `a.txt` never share an id.
+    pub fn link_id(target: &[u8]) -> String {
+        let mut tagged = b"walj symlink\0".to_vec();
+        tagged.extend_from_slice(target);
+        crate::store::blob_id(&tagged)
+    }
 }
 
 /// `how` values of `resolved` records.

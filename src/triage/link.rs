@@ -24,10 +24,10 @@ use std::ffi::OsStr;
 
 use crate::fold::{Action, Entry, EntryState, Fold};
 use crate::fsutil::{self, beneath::Kind};
-use crate::journal::{Blob, Record, entry_kind, how, op};
+use crate::journal::{Blob, Record, entry_kind, how, key, op};
 use crate::project::Project;
 
-use super::action::{Batch, Objects, already_resolved, append, capture_record, check_live, entry_record, when};
+use super::action::{Batch, already_resolved, append, capture_record, check_live, entry_record, when};
 use super::{Outcome, Result, TriageError};
 
 /// One side of a link entry, or what the path holds now.
@@ -65,14 +65,38 @@ impl LinkSide {
         }
     }
 
-    fn blob(&self, objects: &Objects) -> Result<Blob> {
+    /// The side as a record names it: a link by [`entry_kind::link_id`] (no store object:
+    /// the text travels in the record), else absent.
+    fn blob(&self) -> Blob {
         match self {
-            LinkSide::Link(t) => {
-                Ok(Blob::Id(objects.put(t).map_err(|e| TriageError::Failed(format!("{e:#}\nNothing was changed.")))?))
-            }
-            _ => Ok(Blob::Absent),
+            LinkSide::Link(t) => Blob::Id(entry_kind::link_id(t)),
+            _ => Blob::Absent,
         }
     }
+
+    /// The target text a record carries for this side (`None`: no link).
+    fn text(&self) -> Option<String> {
+        match self {
+            LinkSide::Link(t) => Some(fsutil::name::encode(t).into_owned()),
+            _ => None,
+        }
+    }
+}
+
+/// `r` naming `before` and `after` as link sides: their ids and their target texts.
+fn with_sides(mut r: Record, before: &LinkSide, after: &LinkSide) -> Record {
+    r.kind = Some(entry_kind::SYMLINK.to_string());
+    r.before = Some(before.blob());
+    r.after = Some(after.blob());
+    for (k, side) in [(key::LINK_BEFORE, before), (key::LINK_AFTER, after)] {
+        match side.text() {
+            Some(t) => r = r.with(k, t),
+            None => {
+                r.extra.remove(k);
+            }
+        }
+    }
+    r
 }
 
 /// What `rel` is now (never following a link).
@@ -213,10 +237,8 @@ pub(crate) fn revert(
                 out.push(Outcome::of(e, format!("{msg}; it would be recorded as reverted"), false));
                 continue;
             }
-            let mut r = resolved(e, batch);
-            r.before = Some(e.before.clone().unwrap_or(Blob::Absent));
-            r.after = r.before.clone();
-            append(project, &[r])?;
+            let pre = LinkSide::recorded(&e.before, &e.link_before);
+            append(project, &[with_sides(resolved(e, batch), &pre, &pre)])?;
             out.push(Outcome::of(e, format!("{msg}; recorded as reverted"), true));
             continue;
         };
@@ -228,16 +250,11 @@ pub(crate) fn revert(
             out.push(Outcome::of(e, format!("would {what}"), false));
             continue;
         }
-        let objects = Objects::new(project);
-        let mut r = resolved(e, batch);
-        let before = now.blob(&objects)?;
-        let after = pre.blob(&objects)?;
-        append(project, &[capture_record(e, "revert", r.action.as_deref(), &before, &after)])
-            .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
+        let r = resolved(e, batch);
+        let audit = with_sides(capture_record(e, "revert", r.action.as_deref(), &now.blob(), &pre.blob()), &now, &pre);
+        append(project, &[audit]).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
         place(project, &e.path, &now, &pre).map_err(TriageError::Failed)?;
-        r.before = Some(before);
-        r.after = Some(after);
-        append(project, &[r])?;
+        append(project, &[with_sides(r, &now, &pre)])?;
         let done = match &pre {
             LinkSide::Absent => format!("removed the link {} (the command made it)", e.path),
             p => format!("re-pointed {} to {}", e.path, p.describe().trim_start_matches("a link to ")),
@@ -258,21 +275,16 @@ fn resolved(e: &Entry, batch: &mut Batch) -> Record {
 /// What undoing the revert `a` of link entry `e` puts back: (the path now, what the revert
 /// replaced), or why it cannot.
 pub(crate) fn plan_undo(project: &Project, e: &Entry, a: &Action, force: bool) -> Result<(LinkSide, LinkSide), String> {
-    let mut objects = Objects::new(project);
-    let mut side_of = |b: &Option<Blob>, what: &str| -> Result<LinkSide, String> {
-        match b {
-            None | Some(Blob::Absent) => Ok(LinkSide::Absent),
-            Some(Blob::Id(id)) => match objects.get(id)? {
-                Some(t) => Ok(LinkSide::Link(t)),
-                None => Err(format!(
-                    "the target the revert {what} ({}) is missing from the store",
-                    crate::fold::abbrev(id, 10)
-                )),
-            },
+    // The revert's record carries both targets (its blobs only name them).
+    let side_of = |b: &Option<Blob>, k: &str, what: &str| -> Result<LinkSide, String> {
+        match (b, a.record.get_str(k)) {
+            (None | Some(Blob::Absent), _) => Ok(LinkSide::Absent),
+            (Some(Blob::Id(_)), Some(t)) => Ok(LinkSide::Link(fsutil::name::decode(t).into_owned())),
+            (Some(Blob::Id(_)), None) => Err(format!("the revert's record does not say which link it {what}")),
         }
     };
-    let wrote = side_of(&a.wrote, "wrote")?;
-    let back = side_of(&a.overwrote, "replaced")?;
+    let wrote = side_of(&a.wrote, key::LINK_AFTER, "wrote")?;
+    let back = side_of(&a.overwrote, key::LINK_BEFORE, "replaced")?;
     let now = read_now(project, &e.path)?;
     match &now {
         LinkSide::File | LinkSide::Other(_) => {
@@ -297,26 +309,14 @@ pub(crate) fn plan_undo(project: &Project, e: &Entry, a: &Action, force: bool) -
 
 /// Undoes the revert `a` of link entry `e` (checked by [`plan_undo`]): writes the capture,
 /// re-points the link, appends `r` (the `undo` record) naming both sides.
-pub(crate) fn undo(
-    project: &Project,
-    fold: &Fold,
-    e: &Entry,
-    a: &Action,
-    mut r: Record,
-    force: bool,
-) -> Result<Outcome> {
+pub(crate) fn undo(project: &Project, fold: &Fold, e: &Entry, a: &Action, r: Record, force: bool) -> Result<Outcome> {
     let (now, back) = plan_undo(project, e, a, force).map_err(TriageError::Failed)?;
-    let objects = Objects::new(project);
-    let before = now.blob(&objects)?;
-    let after = back.blob(&objects)?;
-    append(project, &[capture_record(e, "undo", r.action.as_deref(), &before, &after)])?;
+    let audit = with_sides(capture_record(e, "undo", r.action.as_deref(), &now.blob(), &back.blob()), &now, &back);
+    append(project, &[audit])?;
     if now != back {
         place(project, &e.path, &now, &back).map_err(TriageError::Failed)?;
     }
-    r.kind = Some(entry_kind::SYMLINK.to_string());
-    r.before = Some(before);
-    r.after = Some(after);
-    append(project, &[r])?;
+    append(project, &[with_sides(r, &now, &back)])?;
     let how_back = match &back {
         LinkSide::Absent => format!("removed the link {} again", e.path),
         b => format!("re-pointed {} to {} again", e.path, b.describe().trim_start_matches("a link to ")),

@@ -6,8 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
 
-use crate::common::{Parent, Repo, blob_bytes, git, hook_ok, journal_records, walj_at};
+use crate::common::{Parent, Repo, git, hook_ok, journal_records, walj_at};
 use serde_json::{Value, json};
+use walj::journal::entry_kind::link_id;
 use walj::journal::{Blob, Record};
 
 const SESSION: &str = "5e551011-link-test";
@@ -104,9 +105,13 @@ fn assert_link_entries(root: &Path, kids: &[Record]) {
     assert_eq!(sides(by_path(kids, "l2")), (Some("a.txt".into()), Some("b.txt".into())));
     assert_eq!(sides(by_path(kids, "l3")), (Some("a.txt".into()), None));
     assert_eq!(sides(by_path(kids, "dang")), (None, Some("missing.txt".into())));
+    // The sides are named by the links' tagged ids; no object by them exists (in the store or
+    // in git), so a walj that does not know links finds no image to write as a file.
     let l2 = by_path(kids, "l2");
-    assert_eq!(blob_bytes(root, &l2.before).as_deref(), Some(&b"a.txt"[..]));
-    assert_eq!(blob_bytes(root, &l2.after).as_deref(), Some(&b"b.txt"[..]));
+    assert_eq!(l2.before, Some(Blob::Id(link_id(b"a.txt"))));
+    assert_eq!(l2.after, Some(Blob::Id(link_id(b"b.txt"))));
+    assert!(!walj::store::Store::new(root.join(".walj/store")).contains(&link_id(b"b.txt")));
+    assert_ne!(link_id(b"a.txt"), walj::store::blob_id(b"a.txt"), "a link is not a file holding its target");
     assert_eq!(by_path(kids, "l1").before, Some(Blob::Absent));
     assert_eq!(by_path(kids, "l3").after, Some(Blob::Absent));
 }
@@ -255,7 +260,8 @@ fn a_link_target_that_is_not_utf8_is_kept_byte_exact() {
     assert_eq!(link(&root, "lb").as_deref(), Some(&b"t\xff\xfe.txt"[..]));
     let kids = children(&root, "toolu_raw");
     let lb = by_path(&kids, "lb");
-    assert_eq!(blob_bytes(&root, &lb.after).as_deref(), Some(&b"t\xff\xfe.txt"[..]));
+    assert_eq!(lb.after, Some(Blob::Id(link_id(b"t\xff\xfe.txt"))));
+    assert_eq!(walj::fsutil::name::decode(lb.get_str("link_after").unwrap()).as_ref(), b"t\xff\xfe.txt");
     let text = walj_ok(&root, &["log", "--all"]);
     assert!(text.contains("lb -> t\\xff\\xfe.txt"), "escaped on screen: {text}");
     let ids: Vec<&str> = kids.iter().map(|r| r.id.as_str()).collect();
@@ -371,4 +377,35 @@ fn a_killed_commands_count_says_what_its_snapshot_could_not_see() {
     let text = killed_recover(&root2, "toolu_seen", "ln -s a.txt l1");
     let line = text.lines().find(|l| l.contains("command never finished")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.ends_with("1 change since it started"), "nothing unseen, nothing said: {line}");
+}
+
+/// A walj that does not know links reads a link entry as a file entry (it ignores `kind` and
+/// the link texts): for a removed link, its revert must find no image and refuse, never make
+/// a regular file holding the target's text.
+#[test]
+fn a_link_entry_read_as_a_file_entry_is_refused_not_written_as_a_file() {
+    let (_t, root) = repo();
+    let cmd = "rm l3 && ln -sfn b.txt l2";
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_old", cmd));
+    sh(&root, cmd);
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_old", cmd));
+    let journal = root.join(".walj/journal.jsonl");
+    let mut lines = Vec::new();
+    for mut r in journal_records(&root) {
+        if r.parent.as_deref() == Some("toolu_old") {
+            r.kind = None;
+            r.extra.remove("link_before");
+            r.extra.remove("link_after");
+        }
+        lines.extend(r.to_line());
+    }
+    fs::write(&journal, lines).unwrap();
+    let _ = fs::remove_file(root.join(".walj/fold.snap"));
+    let kids = children(&root, "toolu_old");
+    for path in ["l3", "l2"] {
+        let out = walj_at(&root).args(["revert", "--force", &by_path(&kids, path).id]).output().unwrap();
+        assert!(!out.status.success(), "{path}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(fs::symlink_metadata(root.join("l3")).is_err(), "no file made where the link was");
+    assert_eq!(link(&root, "l2").as_deref(), Some(&b"b.txt"[..]));
 }
