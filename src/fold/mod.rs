@@ -34,7 +34,7 @@ pub use model::{
     SessionStatus, Subagent, Todo, Unseen,
 };
 use settled::SettledMap;
-pub use settled::{capture_cap, disk_blob};
+pub use settled::{capture_cap, disk_blob, link_blob};
 
 /// The folded journal.
 #[derive(Debug, Default)]

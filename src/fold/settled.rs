@@ -292,7 +292,7 @@ fn through_link(abs: &Path) -> bool {
 
 /// The blob of what the link entry's path holds now: its target's bytes, `None` when nothing
 /// is there; `None` outright when something else is (a file, a folder) or it cannot be read.
-fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
+pub fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
     let (dir, name) = match project.link_dir(rel, false) {
         Ok(d) => d,
         Err(crate::project::WriteError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {

@@ -409,3 +409,21 @@ fn a_link_entry_read_as_a_file_entry_is_refused_not_written_as_a_file() {
     assert!(fs::symlink_metadata(root.join("l3")).is_err(), "no file made where the link was");
     assert_eq!(link(&root, "l2").as_deref(), Some(&b"b.txt"[..]));
 }
+
+/// The turn's Stop (its checkpoint) finds each link as the command left it (read as a link,
+/// never followed): persisted; a link pointed elsewhere since is not.
+#[test]
+fn checkpoint_reads_links_as_links() {
+    let (_t, root) = repo();
+    hook(&root, &bash_payload(&root, "PreToolUse", "toolu_cp", MAKE));
+    sh(&root, MAKE);
+    hook(&root, &bash_payload(&root, "PostToolUse", "toolu_cp", MAKE));
+    sh(&root, "ln -sfn elsewhere l1");
+    hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
+    let log: Vec<Value> = serde_json::from_str(&walj_ok(&root, &["log", "--all", "--json"])).unwrap();
+    let status = |p: &str| log.iter().find(|e| e["path"] == p).map(|e| e["status"].as_str().unwrap().to_string());
+    for p in ["l2", "l3", "dang"] {
+        assert_eq!(status(p).as_deref(), Some("persisted"), "{p}: {log:#?}");
+    }
+    assert_eq!(status("l1").as_deref(), Some("drifted"), "{log:#?}");
+}
