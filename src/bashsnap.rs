@@ -44,6 +44,7 @@ pub mod attribution;
 mod gitindex;
 mod gitscan;
 pub mod killed;
+mod links;
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -154,9 +155,13 @@ struct FileState {
     id: Option<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     absent: bool,
-    /// Not a regular file (symbolic link, socket…): not tracked.
+    /// Not a regular file nor a link (socket, FIFO, device…): not tracked.
     #[serde(default, skip_serializing_if = "is_false")]
     special: bool,
+    /// A symbolic link: its target text (`links::text`); `id` is
+    /// [`crate::journal::entry_kind::link_id`] of the target (no store object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link: Option<String>,
     /// Why the bytes are not in the store (`too_large`, `never_capture`, `cut_short`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nocap: Option<String>,
@@ -402,6 +407,10 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     now.command = pre.command.clone();
     if pre.cut_short || now.cut_short || tree.changes_cut {
         summary["cut_short"] = json!(true);
+    }
+    let unseen = unseen(&pre, &now, tree.changes_cut);
+    if !unseen.is_empty() {
+        summary[key::UNSEEN] = json!(unseen);
     }
     // The Pre's snapshot is the cache: unless the command changed something, it still holds
     // (its older time only makes more stats look racy), and the write is skipped.
@@ -807,10 +816,12 @@ fn save_as(paths: &[&Path], snap: &Snapshot) -> Result<(), SnapError> {
 #[derive(Debug, Clone, PartialEq)]
 enum Side {
     Absent,
-    /// Content with this blob id; `nocap` says why it is not in walj's store.
+    /// Content with this blob id; `nocap` says why it is not in walj's store; `link`: a
+    /// symbolic link with this target text (the blob is the target's bytes).
     Known {
         id: String,
         nocap: Option<String>,
+        link: Option<String>,
     },
     /// Never read (the snapshot was cut short).
     Unknown,
@@ -822,6 +833,12 @@ impl Side {
             Side::Absent => Some(Blob::Absent),
             Side::Known { id, .. } => Some(Blob::Id(id.clone())),
             Side::Unknown => None,
+        }
+    }
+    fn link(&self) -> Option<&str> {
+        match self {
+            Side::Known { link, .. } => link.as_deref(),
+            _ => None,
         }
     }
     fn nocap(&self) -> Option<&str> {
@@ -1196,6 +1213,9 @@ impl<'a> Tree<'a> {
             }
             Err(_) => return Ok(FileState { special: true, ..Default::default() }),
         };
+        if meta.file_type().is_symlink() {
+            return Ok(self.link_state(&abs, &meta));
+        }
         if !meta.file_type().is_file() {
             return Ok(FileState { special: true, ..Default::default() });
         }
@@ -1214,6 +1234,22 @@ impl<'a> Tree<'a> {
         }
         let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
         Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
+    }
+
+    /// A symbolic link's state: its target read (never followed); the target text is the
+    /// image (carried in the records, nothing stored). Gone meanwhile: absent.
+    fn link_state(&mut self, abs: &Path, meta: &fs::Metadata) -> FileState {
+        let st = Stamp::of(meta);
+        match links::read_target(abs) {
+            Ok(bytes) => FileState {
+                id: Some(crate::journal::entry_kind::link_id(&bytes)),
+                link: Some(links::text(&bytes)),
+                st: Some(st),
+                ..Default::default()
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => FileState { absent: true, ..Default::default() },
+            Err(_) => FileState { special: true, ..Default::default() },
+        }
     }
 
     /// Reads a file and queues its bytes for the store (unless too large / never captured).
@@ -1327,10 +1363,11 @@ impl<'a> Tree<'a> {
         }
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
-        let in_current = |rel: &str| -> Option<String> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| e.id.clone())
+        let in_current = |rel: &str| -> Option<(String, bool)> {
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}"))
+                .map(|e| (e.id.clone(), links::is_link_mode(e.mode)))
         };
-        let in_old = |rel: &str| -> Option<String> {
+        let in_old = |rel: &str| -> Option<(String, bool)> {
             match &old_index {
                 Some(m) => m.get(rel).cloned(),
                 None => in_current(rel),
@@ -1360,9 +1397,10 @@ impl<'a> Tree<'a> {
             let before = match a {
                 Some(f) => side_of(f),
                 None if git => match in_old(rel) {
-                    Some(id) => {
+                    Some((id, true)) => self.git_link_side(&id),
+                    Some((id, false)) => {
                         from_git.push(id.clone());
-                        Side::Known { id, nocap: None }
+                        Side::Known { id, nocap: None, link: None }
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
@@ -1383,9 +1421,10 @@ impl<'a> Tree<'a> {
             let after = match b {
                 Some(f) => side_of(f),
                 None if git => match in_current(rel) {
-                    Some(id) => {
+                    Some((id, true)) => self.git_link_side(&id),
+                    Some((id, false)) => {
                         from_git.push(id.clone());
-                        Side::Known { id, nocap: None }
+                        Side::Known { id, nocap: None, link: None }
                     }
                     None => self.disk_side(rel)?,
                 },
@@ -1394,7 +1433,10 @@ impl<'a> Tree<'a> {
             let after = if after == Side::Unknown { self.disk_side(rel)? } else { after };
             let same = match (&before, &after) {
                 (Side::Absent, Side::Absent) => true,
-                (Side::Known { id: x, .. }, Side::Known { id: y, .. }) => x == y,
+                // A file holding `a.txt` and a link to `a.txt` have one blob id.
+                (Side::Known { id: x, link: lx, .. }, Side::Known { id: y, link: ly, .. }) => {
+                    x == y && lx.is_some() == ly.is_some()
+                }
                 _ => false,
             };
             if !same {
@@ -1406,7 +1448,7 @@ impl<'a> Tree<'a> {
             .iter()
             .flat_map(|c| [&c.before, &c.after])
             .filter_map(|s| match s {
-                Side::Known { id, nocap: None } => Some(id.as_str()),
+                Side::Known { id, nocap: None, link: None } => Some(id.as_str()),
                 _ => None,
             })
             .collect();
@@ -1427,7 +1469,7 @@ impl<'a> Tree<'a> {
         self.flush()?;
         for c in &mut changes {
             for s in [&mut c.before, &mut c.after] {
-                if let Side::Known { id, nocap } = s
+                if let Side::Known { id, nocap, link: None } = s
                     && nocap.is_none()
                     && (missing.contains(id.as_str()) || !self.store.contains(id))
                 {
@@ -1438,13 +1480,37 @@ impl<'a> Tree<'a> {
         Ok(changes)
     }
 
+    /// The side of a tracked link whose target git's objects hold as blob `id`; unknown when
+    /// git lost it.
+    fn git_link_side(&self, id: &str) -> Side {
+        let blob =
+            self.repo.as_ref().and_then(|repo| git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()));
+        match blob {
+            Some(b) => Side::Known {
+                id: crate::journal::entry_kind::link_id(b.content()),
+                nocap: None,
+                link: Some(links::text(b.content())),
+            },
+            None => Side::Unknown,
+        }
+    }
+
     /// The file as it is now on disk (read and captured).
     fn disk_side(&mut self, rel: &str) -> Result<Side, SnapError> {
         let abs = self.project.root.join(fsutil::name::to_path(rel));
         match fs::symlink_metadata(&abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
+            Ok(m) if m.file_type().is_symlink() => match links::read_target(&abs) {
+                Ok(bytes) => Ok(Side::Known {
+                    id: crate::journal::entry_kind::link_id(&bytes),
+                    nocap: None,
+                    link: Some(links::text(&bytes)),
+                }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Side::Absent),
+                Err(_) => Ok(Side::Unknown),
+            },
             Ok(m) if m.file_type().is_file() => match self.read_capture(&abs, rel, &m)? {
-                (Some(id), nocap) => Ok(Side::Known { id, nocap }),
+                (Some(id), nocap) => Ok(Side::Known { id, nocap, link: None }),
                 (None, Some(_)) => Ok(Side::Unknown),
                 (None, None) => Ok(Side::Absent),
             },
@@ -1453,11 +1519,32 @@ impl<'a> Tree<'a> {
     }
 }
 
+/// What comparing `pre` with `now` could not see: special files, files over the capture cap
+/// (sampled), unreadable ones, and whether a snapshot or the change list was cut short. A
+/// path counts once, whichever side saw it so.
+fn unseen(pre: &Snapshot, now: &Snapshot, changes_cut: bool) -> crate::fold::Unseen {
+    let mut u = crate::fold::Unseen { cut_short: pre.cut_short || now.cut_short || changes_cut, ..Default::default() };
+    let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
+    paths.extend(now.files.keys().map(String::as_str));
+    for p in paths {
+        let sides = [pre.files.get(p), now.files.get(p)];
+        let any = |f: &dyn Fn(&FileState) -> bool| sides.iter().flatten().any(|s| f(s));
+        if any(&|s| s.special) {
+            u.special += 1;
+        } else if any(&|s| s.nocap.as_deref().is_some_and(|n| n.starts_with(nocap::UNREADABLE))) {
+            u.unreadable += 1;
+        } else if any(&|s| s.nocap.as_deref() == Some(nocap::TOO_LARGE)) {
+            u.too_large += 1;
+        }
+    }
+    u
+}
+
 fn side_of(f: &FileState) -> Side {
     if f.absent {
         Side::Absent
     } else if let Some(id) = &f.id {
-        Side::Known { id: id.clone(), nocap: f.nocap.clone() }
+        Side::Known { id: id.clone(), nocap: f.nocap.clone(), link: f.link.clone() }
     } else {
         Side::Unknown
     }
@@ -1471,15 +1558,15 @@ fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
     })
 }
 
-/// Stage-0 index entries under `prefix`, keyed by project-relative path.
-fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, String> {
+/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).
+fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool)> {
     let mut m = HashMap::with_capacity(index.len());
     for e in index.iter().filter(|e| e.stage == 0) {
         if let Some(rel) = e.path.strip_prefix(prefix)
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), e.id.clone());
+            m.insert(rel.to_string(), (e.id.clone(), links::is_link_mode(e.mode)));
         }
     }
     m
@@ -1523,6 +1610,15 @@ fn child_records(
             r.after = c.after.blob();
             r.nocap = c.after.nocap().or(c.before.nocap()).map(str::to_string);
             r.parent = Some(snap.parent.clone());
+            if c.before.link().is_some() || c.after.link().is_some() {
+                r.kind = Some(crate::journal::entry_kind::SYMLINK.to_string());
+                if let Some(t) = c.before.link() {
+                    r = r.with(key::LINK_BEFORE, t);
+                }
+                if let Some(t) = c.after.link() {
+                    r = r.with(key::LINK_AFTER, t);
+                }
+            }
             r = r.with(key::COMMAND, snap.command.clone());
             if let Some(a) = &snap.agent_id {
                 r = r.with(key::AGENT_ID, a.clone());

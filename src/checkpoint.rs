@@ -7,7 +7,7 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, capture_cap, disk_blob};
+use crate::fold::{CommandStatus, EntryState, Fold, FoldOptions, capture_cap, disk_blob, link_blob};
 use crate::journal::build::{self, BashIntent};
 use crate::journal::{JournalWriter, Record, event, key, op};
 use crate::project::Project;
@@ -95,8 +95,14 @@ pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOpti
             }
             continue;
         }
-        let Ok(abs) = project.resolve_rel(&e.path) else { continue };
-        let Some(disk) = disk_blob(&abs, *cap.get_or_insert_with(|| capture_cap(project))) else {
+        // A link's image is its own target (read, never followed), wherever it points.
+        let disk = if e.is_link() {
+            link_blob(project, &e.path)
+        } else {
+            let Ok(abs) = project.resolve_rel(&e.path) else { continue };
+            disk_blob(&abs, *cap.get_or_insert_with(|| capture_cap(project)))
+        };
+        let Some(disk) = disk else {
             report.unreadable.push(e.path.clone());
             continue;
         };

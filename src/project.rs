@@ -219,6 +219,44 @@ impl Project {
         Ok((std::sync::Arc::new(dir), name.to_os_string()))
     }
 
+    /// [`Project::write_dir`] for a symbolic link at `rel` (revert and undo re-point links):
+    /// the same refusals for the path up to the link's folder, never inside `.git/` or
+    /// `.walj/`, while the link itself may point anywhere (it is written, never written
+    /// through: a link to `../outside` is only its target text).
+    pub fn link_dir(
+        &self,
+        rel: &str,
+        create: bool,
+    ) -> Result<(std::sync::Arc<fsutil::Dir>, std::ffi::OsString), WriteError> {
+        let refused = |why| WriteError::Refused(PathError { rel: rel.to_string(), why });
+        let p = fsutil::name::to_path(rel).into_owned();
+        let (Some(name), parent) = (p.file_name(), p.parent().unwrap_or(Path::new(""))) else {
+            return Err(refused(PathRefusal::NotInside));
+        };
+        if rel.contains('\0') || p.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(refused(PathRefusal::NotInside));
+        }
+        if p.components().next().is_some_and(|c| same_name(c.as_os_str(), ".walj")) {
+            return Err(refused(PathRefusal::WaljFolder));
+        }
+        if self.is_git_path(rel) || same_name(name, ".git") {
+            return Err(refused(PathRefusal::GitFolder));
+        }
+        if !parent.as_os_str().is_empty() {
+            self.resolve_rel(&to_slash(parent)).map_err(WriteError::Refused)?;
+        }
+        let io = |e: std::io::Error| {
+            if fsutil::beneath::is_not_beneath(&e) {
+                refused(PathRefusal::ThroughSymlink)
+            } else {
+                WriteError::Io { rel: rel.to_string(), source: e }
+            }
+        };
+        let root = fsutil::Dir::open(&self.root).map_err(io)?;
+        let dir = root.open_beneath(parent, create).map_err(io)?;
+        Ok((std::sync::Arc::new(dir), name.to_os_string()))
+    }
+
     /// Refuses a folder to run a command in (`walj procs restart`) unless it is inside the
     /// project and outside `.walj/` and git's folders, through no symbolic link.
     pub fn check_run_dir(&self, dir: &Path) -> Result<(), PathError> {

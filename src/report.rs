@@ -46,6 +46,15 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if let Some(n) = &e.nocap {
         o.insert("nocap".into(), json!(n));
     }
+    if let Some(k) = &e.kind {
+        o.insert("kind".into(), json!(k));
+    }
+    if let Some(t) = &e.link_before {
+        o.insert("link_before".into(), json!(t));
+    }
+    if let Some(t) = &e.link_after {
+        o.insert("link_after".into(), json!(t));
+    }
     if e.outside {
         o.insert("outside".into(), json!(true));
     }
@@ -382,7 +391,7 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
     }
-    let width = entries.iter().map(|e| safe(&e.path).chars().count()).max().unwrap_or(0).min(60);
+    let width = entries.iter().map(|e| safe(&present::state::entry_path(e)).chars().count()).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
     for (event, es) in by_event {
         let _ = writeln!(out, "  {}: {}", style.bold(&safe(event)), plural(es.len(), "entry", "entries"));
@@ -392,7 +401,7 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
                 "    {}  {}  {:<width$}  {:<12}  {}{}",
                 style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
-                shown(&e.path),
+                shown(&present::state::entry_path(e)),
                 shown(&e.tool),
                 hms(e.when()),
                 entry_marks(e, ids, style),
@@ -443,7 +452,7 @@ pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
             state_colored(e.state(), style),
             style.id(ids.split(&e.id), id_width),
             shown(&e.event),
-            shown(&e.path)
+            shown(&present::state::entry_path(e))
         );
     }
     out

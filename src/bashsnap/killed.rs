@@ -126,7 +126,7 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
         if pids.is_empty() {
             match materialise(project, &dir, &path, &snap, &records, &all) {
                 Ok(true) => {
-                    out.materialised += records.len();
+                    out.materialised += records.iter().filter(|r| !r.path.is_empty()).count();
                     fold.add_records(&records, opts);
                 }
                 Ok(false) => {}
@@ -139,7 +139,7 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
                 parent: snap.parent.clone(),
                 session: snap.session.clone(),
                 pids,
-                changes: records.len(),
+                changes: records.iter().filter(|r| !r.path.is_empty()).count(),
             });
         }
     }
@@ -161,7 +161,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
     // (path, after) → (index of the command that keeps it, the other commands that saw it).
     let mut owner: HashMap<(String, Option<String>), (usize, Vec<String>)> = HashMap::new();
     for (i, (_, snap, records)) in derived.iter().enumerate() {
-        for r in records {
+        for r in records.iter().filter(|r| !r.path.is_empty()) {
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
             owner.entry(k).and_modify(|(_, others)| others.push(snap.parent.clone())).or_insert((i, Vec::new()));
         }
@@ -169,6 +169,11 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
     for (i, (_, _, records)) in derived.iter_mut().enumerate() {
         let taken = std::mem::take(records);
         for r in taken {
+            if r.path.is_empty() {
+                // The command's own `unseen` note: each keeps its own.
+                records.push(r);
+                continue;
+            }
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
             let Some((keeper, others)) = owner.get(&k) else { continue };
             if *keeper != i {
@@ -327,7 +332,8 @@ fn derive(
     }
     let changes: Vec<Change> = kept.iter().map(|(c, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
-    Ok(records
+    let unseen = super::unseen(snap, &now, tree.changes_cut);
+    let mut out: Vec<Record> = records
         .into_iter()
         .zip(kept)
         .map(|(r, (_, verdict, when))| {
@@ -342,7 +348,15 @@ fn derive(
                 Verdict::Uncertain(c) => r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, c),
             }
         })
-        .collect())
+        .collect();
+    if !unseen.is_empty() {
+        // What the count leaves out, beside the entries (no path: never an entry itself).
+        let mut r = Record::new(crate::journal::op::SESSION, &snap.session);
+        r.kind = Some(crate::journal::kind::UNSEEN.to_string());
+        r.target = Some(snap.parent.clone());
+        out.push(r.with(key::UNSEEN, serde_json::json!(unseen)).with(key::UNFINISHED, true));
+    }
+    Ok(out)
 }
 
 /// A journal timestamp as milliseconds since the epoch.

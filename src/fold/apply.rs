@@ -285,6 +285,7 @@ impl Fold {
             head_before: head_of(rec),
             ended_ts: None,
             agent_id: rec.get_str(key::AGENT_ID).map(str::to_string),
+            unseen: None,
         };
         let mut first = false;
         match op_name {
@@ -347,6 +348,8 @@ impl Fold {
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
                     c.ended_ts = Some(rec.ts.clone());
                     c.error = rec.get_str(key::ERROR).map(str::to_string);
+                    c.unseen =
+                        crate::fold::Unseen::from_value(rec.extra.get(key::SNAPSHOT).and_then(|s| s.get(key::UNSEEN)));
                     if let Some(t) = rec.get_str(key::TASK_ID) {
                         c.task_id = Some(t.to_string());
                         c.background = true;
@@ -366,6 +369,15 @@ impl Fold {
     fn apply_session(&mut self, session: &str, rec: &Record) {
         let k = rec.kind.as_deref().unwrap_or("");
         match k {
+            kind::UNSEEN => {
+                if let Some(t) = rec.target.as_deref()
+                    && let Some(&i) = self.by_session.get(session)
+                    && let Some(c) = self.sessions[i].commands.iter_mut().rev().find(|c| c.id == t)
+                {
+                    c.unseen = crate::fold::Unseen::from_value(rec.extra.get(key::UNSEEN));
+                }
+                return;
+            }
             kind::ANNOUNCED => {
                 if let Some(t) = rec.target.as_deref()
                     && let Some(&i) = self.by_session.get(t)

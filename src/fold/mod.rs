@@ -32,10 +32,10 @@ pub use ids::ShortIds;
 pub use lookup::{IdError, abbrev, id_starts_with, typeable};
 pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
-    SessionStatus, Subagent, Todo,
+    SessionStatus, Subagent, Todo, Unseen,
 };
 use settled::SettledMap;
-pub use settled::{capture_cap, disk_blob};
+pub use settled::{capture_cap, disk_blob, link_blob};
 
 /// The folded journal.
 #[derive(Debug, Default)]

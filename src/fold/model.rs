@@ -161,6 +161,17 @@ pub struct Entry {
     /// is rebased by it, and triage acts through that journal ([`super::Fold::absorb_legacy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legacy: Option<String>,
+    /// What the path is (`kind` of its records): `None` a regular file,
+    /// [`crate::journal::entry_kind::SYMLINK`] a symbolic link, anything else a kind a newer
+    /// walj wrote, which this one shows and never writes ([`Entry::kind_known`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A symbolic-link entry: the link's target text before and after (`None`: no link on
+    /// that side), `fsutil::name`-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_after: Option<String>,
 }
 
 impl Entry {
@@ -168,6 +179,8 @@ impl Entry {
     #[inline]
     pub(crate) fn new(line: u64, id: String, session: String, view: RecordView<'_>, base: EntryState) -> Entry {
         let command = view.parent.as_ref().and(view.command.as_deref()).map(|c| cut(c, COMMAND_SHOWN));
+        // Only entry records carry a kind here (a `session` record's kind names its event).
+        let kind = view.kind.as_deref().filter(|_| !view.path.is_empty()).map(str::to_string);
         Entry {
             id,
             session,
@@ -202,7 +215,19 @@ impl Entry {
             still_running: false,
             verified: None,
             legacy: None,
+            kind,
+            link_before: view.link_before.map(Cow::into_owned),
+            link_after: view.link_after.map(Cow::into_owned),
         }
+    }
+    /// A symbolic-link entry.
+    pub fn is_link(&self) -> bool {
+        self.kind.as_deref() == Some(crate::journal::entry_kind::SYMLINK)
+    }
+    /// The entry's kind is one this walj knows how to write back (a file, a link); an
+    /// unknown kind (a newer walj's) is shown but never reverted.
+    pub fn kind_known(&self) -> bool {
+        self.kind.is_none() || self.is_link()
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
     pub fn state(&self) -> EntryState {
@@ -236,6 +261,10 @@ pub enum InFlightCheck {
     /// cannot tell whether this call ever ran (a call cut off by one crash, the same text
     /// written again after a resume).
     WrittenByLater,
+    /// The path is a symbolic link, still: Claude Code refuses to write through one (after
+    /// its PreToolUse), so the call never wrote, whatever the file the link points at holds
+    /// now (changed by another call on its real path, or by the user).
+    NotThroughLink,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,6 +358,44 @@ pub struct Command {
     /// foreground command is its own work, never a background process of the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// What its snapshots could not see (`None`: they saw everything, or walj does not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen: Option<Unseen>,
+}
+
+/// What a command's snapshots could not compare: changes there are in no entry. Zero
+/// everywhere (and not cut short) is "saw everything", never written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unseen {
+    /// FIFOs, sockets, devices: never opened, so never compared.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub special: usize,
+    /// Files over the capture cap: compared by a sampled identity only (a change between the
+    /// samples is not seen).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub too_large: usize,
+    /// Files walj could not read (permissions).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreadable: usize,
+    /// A snapshot stopped at `[bash] max_files` / `max_ms`, or the list at its cap: files past
+    /// it were not looked at.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Unseen {
+    pub fn is_empty(&self) -> bool {
+        *self == Unseen::default()
+    }
+    /// Read from a record's JSON (`unseen`), ignoring what it does not know.
+    pub fn from_value(v: Option<&Value>) -> Option<Unseen> {
+        let u: Unseen = serde_json::from_value(v?.clone()).ok()?;
+        (!u.is_empty()).then_some(u)
+    }
 }
 
 /// One subagent of a session: from its `Agent` call (`subagent` records), the records its

@@ -73,6 +73,17 @@ impl Fold {
             if e.base != EntryState::Applied || e.outside || e.v1 || e.after.is_none() {
                 continue;
             }
+            if !e.kind_known() {
+                continue;
+            }
+            if e.is_link() {
+                // A link's image is its target text: read the link, never what it points at.
+                match link_blob(project, &e.path) {
+                    Some(disk) if known.get(e.path.as_str()).is_some_and(|k| k.contains(&disk)) => {}
+                    _ => drifted.push(i),
+                }
+                continue;
+            }
             let Ok(abs) = project.resolve_rel(&e.path) else { continue };
             let cap = *cap.get_or_insert_with(|| capture_cap(project));
             let Some(disk) = disk_blob(&abs, cap) else {
@@ -126,7 +137,12 @@ impl Fold {
                 }
             };
             let mut by = None;
-            let check = if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
+            let check = if disk.as_deref() != before.id() && through_link(&abs) {
+                // Claude Code refuses to write through a symbolic link (after its PreToolUse):
+                // the link is still there, so the call never wrote; what the link points at
+                // changed by other means (another call on the real path, the user).
+                Some(InFlightCheck::NotThroughLink)
+            } else if e.intended.is_some() && disk.as_deref() == e.intended.as_deref() {
                 Some(match rewritten() {
                     Some(id) => {
                         by = id;
@@ -266,6 +282,30 @@ pub fn disk_blob(path: &Path, cap: u64) -> Option<Option<String>> {
         Ok(id) => Some(Some(id)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Some(None),
         Err(_) => None,
+    }
+}
+
+/// True when `abs` itself is a symbolic link (not followed).
+fn through_link(abs: &Path) -> bool {
+    std::fs::symlink_metadata(abs).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// The blob of what the link entry's path holds now: its target's bytes, `None` when nothing
+/// is there; `None` outright when something else is (a file, a folder) or it cannot be read.
+pub fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
+    let (dir, name) = match project.link_dir(rel, false) {
+        Ok(d) => d,
+        Err(crate::project::WriteError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Some(None);
+        }
+        Err(_) => return None,
+    };
+    match dir.kind(&name).ok()? {
+        crate::fsutil::beneath::Kind::Missing => Some(None),
+        crate::fsutil::beneath::Kind::Link => {
+            Some(dir.read_link(&name).ok()?.map(|t| crate::journal::entry_kind::link_id(&t)))
+        }
+        _ => None,
     }
 }
 

@@ -306,6 +306,47 @@ impl Dir {
         }
     }
 
+    /// The target of the symbolic link `name` (read, never followed); `None` when `name` is
+    /// not a link.
+    pub fn read_link(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        check_name(name)?;
+        #[cfg(unix)]
+        {
+            match rustix::fs::readlinkat(&self.fd, name, Vec::new()) {
+                Ok(t) => Ok(Some(t.into_bytes())),
+                Err(rustix::io::Errno::INVAL) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match fs::read_link(self.path.join(name)) {
+                Ok(t) => Ok(Some(t.to_string_lossy().into_owned().into_bytes())),
+                Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    /// Makes the new symbolic link `name` pointing at `target` (the link only: nothing at
+    /// `target` is created, opened or followed). Fails when `name` exists.
+    pub fn symlink(&self, target: &[u8], name: &OsStr) -> io::Result<()> {
+        check_name(name)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            Ok(rustix::fs::symlinkat(OsStr::from_bytes(target), &self.fd, name)?)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = target;
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{}: walj makes symbolic links only on Unix", self.path.join(name).display()),
+            ))
+        }
+    }
+
     /// Renames `from` here to `to` in `dest` (a plain rename: whatever is there is replaced).
     pub fn rename(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
         check_name(from)?;

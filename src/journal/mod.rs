@@ -10,7 +10,7 @@ pub mod view;
 pub mod writer;
 
 pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_lines, scan_lines_rev, scan_records};
-pub use record::{Blob, Record, attribution, event, how, key, kind, nocap, op, tool};
+pub use record::{Blob, Record, attribution, entry_kind, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;
 

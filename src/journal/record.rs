@@ -53,6 +53,10 @@ pub mod kind {
     /// message): `id` = the Bash call, `task_id`, `status`, `summary`.
     pub const TASK_NOTIFICATION: &str = "task_notification";
     pub const COMPACT: &str = "compact";
+    /// What a killed command's snapshots could not see (`target` = the command's id,
+    /// `unseen` = [`crate::fold::Unseen`]): written beside its derived entries, so "N changes
+    /// since it started" says what it leaves out. Marked `unfinished` (not a sign of life).
+    pub const UNSEEN: &str = "unseen";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
     pub const TASK: &str = "task";
@@ -74,6 +78,26 @@ pub mod kind {
     /// `audit` records of revert and undo: bytes another program wrote while the action ran,
     /// found in what it swapped out and stored (`before`); `action` = the action it was.
     pub const CONCURRENT_WRITE: &str = "concurrent_write";
+}
+
+/// `kind` values of entry records (`applied` side effects of a command, and the triage
+/// records on them). Absent: a regular file. A reader meets a kind it does not know as
+/// something it must not write: shown, never reverted (`fold::Entry::kind_known`).
+pub mod entry_kind {
+    /// A symbolic link: the images are the link's target text, never what it points at.
+    pub const SYMLINK: &str = "symlink";
+
+    /// The id a link side's image (`before` / `after`) is named by: the hash of a tagged
+    /// form of its target, never the target's plain blob id. The target itself is carried in
+    /// the record (`link_before` / `link_after`) and no object by this id exists in the store
+    /// nor in git, so a walj that does not know links finds no image to write back and
+    /// refuses (it would otherwise make a regular file holding the target's text), while a
+    /// file holding `a.txt` and a link to `a.txt` never share an id.
+    pub fn link_id(target: &[u8]) -> String {
+        let mut tagged = b"walj symlink\0".to_vec();
+        tagged.extend_from_slice(target);
+        crate::store::blob_id(&tagged)
+    }
 }
 
 /// `how` values of `resolved` records.
@@ -178,6 +202,16 @@ pub mod key {
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";
+    /// Symbolic-link entries (`kind: "symlink"`): the link's own target text before and after
+    /// (`fsutil::name::encode`d: a target that is not UTF-8 reads back as the same bytes);
+    /// absent on a side where there was no link (a side with a blob and no link text was a
+    /// regular file: `ln -sf` over a file). The target's bytes are also the blob the
+    /// side names (`before` / `after`), as git stores a link.
+    pub const LINK_BEFORE: &str = "link_before";
+    pub const LINK_AFTER: &str = "link_after";
+    /// What a command's snapshots could not see (`snapshot.unseen` of its outcome, and the
+    /// `unseen` session record of a killed one): [`crate::fold::Unseen`].
+    pub const UNSEEN: &str = "unseen";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";

@@ -84,6 +84,11 @@ pub struct RecordView<'a> {
     /// `agent_id` of a record a subagent's event made (absent: the main thread).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub agent_id: Option<Cow<'a, str>>,
+    /// `link_before` / `link_after` of a symbolic-link entry: the link's target text.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub link_before: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub link_after: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -306,6 +311,8 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "agent_id" => view.agent_id = Some(c),
                     "command" => view.command = Some(c),
                     "changed" => view.changed = Some(c),
+                    "link_before" => view.link_before = Some(c),
+                    "link_after" => view.link_after = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -383,6 +390,8 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "agent_id" => view.agent_id = None,
         "command" => view.command = None,
         "changed" => view.changed = None,
+        "link_before" => view.link_before = None,
+        "link_after" => view.link_after = None,
         _ => {}
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{one_line, plural};
 use crate::agents::Agent;
-use crate::fold::{Command, CommandStatus, Entry, SessionStatus};
+use crate::fold::{Command, CommandStatus, Entry, SessionStatus, Unseen};
 
 /// Changes derived from command `id` (a killed command's children) among `entries`.
 pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
@@ -27,5 +27,27 @@ pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usiz
         None if changes == 0 => "no changes found".to_string(),
         None => format!("{found} since it started"),
     };
-    Some(format!("command never finished ({} stopped while it ran): {cmd} — {detail}", agent.label()))
+    let unseen = c.unseen.as_ref().and_then(unseen).map(|u| format!("; {u}")).unwrap_or_default();
+    Some(format!("command never finished ({} stopped while it ran): {cmd} — {detail}{unseen}", agent.label()))
+}
+
+/// What a count of changes leaves out, in words (`None`: nothing): "not seen: 1 special
+/// file (FIFO, socket or device), 2 files over the capture cap (compared by samples only)".
+pub fn unseen(u: &Unseen) -> Option<String> {
+    let mut parts = Vec::new();
+    if u.special > 0 {
+        let n = plural(u.special, "special file", "special files");
+        parts.push(format!("{n} (FIFO, socket or device: never opened)"));
+    }
+    if u.unreadable > 0 {
+        parts.push(format!("{} walj could not read", plural(u.unreadable, "file", "files")));
+    }
+    if u.too_large > 0 {
+        let n = plural(u.too_large, "file", "files");
+        parts.push(format!("{n} over the capture cap (compared by samples only)"));
+    }
+    if u.cut_short {
+        parts.push("files past the snapshot's limit ([bash] max_files / max_ms)".to_string());
+    }
+    (!parts.is_empty()).then(|| format!("not seen: {}", parts.join(", ")))
 }

@@ -2,7 +2,23 @@
 //! description each, shared by `recover`, `log`, the TUI, the SessionStart note and the
 //! briefs.
 
+use std::borrow::Cow;
+
 use crate::fold::{Entry, EntryState, SessionStatus};
+
+/// An entry's path as listings show it: a symbolic link with its target (`l2 -> b.txt`;
+/// a removed one `l3 -> a.txt (link removed)`), else the path. Raw text: escape it
+/// ([`super::safe`], [`super::shown`]) before it reaches a terminal.
+pub fn entry_path(e: &Entry) -> Cow<'_, str> {
+    if !e.is_link() {
+        return Cow::Borrowed(&e.path);
+    }
+    match (&e.link_before, &e.link_after) {
+        (_, Some(t)) => Cow::Owned(format!("{} -> {t}", e.path)),
+        (Some(t), None) => Cow::Owned(format!("{} -> {t} (link removed)", e.path)),
+        (None, None) => Cow::Borrowed(&e.path),
+    }
+}
 
 /// A colour by meaning; each output maps it once (ANSI in `style.rs`, ratatui in
 /// `tui/theme.rs`).
@@ -86,6 +102,9 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
         Other => "partly applied or changed since: the disk holds neither the pre-image nor the intended content",
         WrittenByLater => {
             "the disk holds the intended content, but a later call wrote exactly that: whether this one ran is unknown"
+        }
+        NotThroughLink => {
+            "not applied: the path is a symbolic link, which Claude Code does not write through (the file it points at changed by other means)"
         }
     }
 }

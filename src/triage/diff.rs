@@ -31,6 +31,9 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> DiffSides
         let old = if mode == DiffMode::Head { head_side(project, entry) } else { old };
         return DiffSides { old, new };
     }
+    if entry.is_link() {
+        return super::link::diff_sides(project, entry, mode);
+    }
     let mut objects = Objects::new(project);
     let disk = project.resolve_rel(&entry.path).ok().and_then(|abs| read_disk(&abs, &entry.path).ok());
     let pre = || {
@@ -100,7 +103,7 @@ fn disk_side(project: &Project, entry: &Entry) -> Side {
     }
 }
 
-fn head_side(project: &Project, entry: &Entry) -> Side {
+pub(super) fn head_side(project: &Project, entry: &Entry) -> Side {
     let label = "HEAD".to_string();
     if git2::Repository::open(&project.root).is_err() {
         return Side { label, bytes: None, note: Some("the project is not a git repository".into()) };

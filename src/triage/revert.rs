@@ -407,6 +407,61 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// fails the call with every reason and nothing changed. `dry_run` returns what would
 /// happen.
 pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> Result<Vec<Outcome>> {
+    let entries = find_entries(fold, ids)?;
+    let (links, files): (Vec<&Entry>, Vec<&Entry>) = entries.into_iter().partition(|e| e.is_link());
+    // A kind this walj does not know (a newer walj's): shown, never written.
+    let unknown: Vec<String> = files
+        .iter()
+        .filter(|e| !e.kind_known())
+        .map(|e| {
+            format!(
+                "{} ({}) is a {:?} entry, a kind this walj does not know how to write back; a newer walj can revert it",
+                fold.ids.short(&e.id),
+                e.path,
+                e.kind.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(TriageError::Refused(problems(&unknown)));
+    }
+    let mut batch = Batch::new();
+    if links.is_empty() {
+        return revert_files(project, fold, ids, opts, &mut batch);
+    }
+    let prov = Provenance::load(&project.journal);
+    let mut errors = Vec::new();
+    for e in &links {
+        let head = format!("{} ({})", fold.ids.short(&e.id), e.path);
+        if !prov.of_entry(e).is_own() && !opts.confirmed_foreign && !opts.dry_run {
+            errors.push(format!("{head} comes {}: walj reverts it only when asked by its id and confirmed (on a terminal walj asks; elsewhere pass --yes)", prov.of_entry(e).from_what()));
+        } else if e.uncertain && !opts.force && !opts.dry_run {
+            errors.push(format!(
+                "{head}: this change may not be from its command (another session or the user was active while it ran); look at `walj diff {}` and pass --force to revert it anyway",
+                fold.ids.short(&e.id)
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(TriageError::Refused(problems(&errors)));
+    }
+    // Every link is checked before any file is written, and the files before any link.
+    super::link::revert(project, fold, &links, opts.force, true, &mut Batch::new())?;
+    let file_ids: Vec<String> = files.iter().map(|e| e.id.clone()).collect();
+    let mut out =
+        if file_ids.is_empty() { Vec::new() } else { revert_files(project, fold, &file_ids, opts, &mut batch)? };
+    out.extend(super::link::revert(project, fold, &links, opts.force, opts.dry_run, &mut batch)?);
+    Ok(out)
+}
+
+/// [`revert`] of file entries, as part of `batch`.
+fn revert_files(
+    project: &Project,
+    fold: &Fold,
+    ids: &[String],
+    opts: RevertOptions,
+    batch: &mut Batch,
+) -> Result<Vec<Outcome>> {
     let mut objects = Objects::new(project);
     let steps = work_out_all(project, fold, ids, &opts, &mut objects)?;
     let mut out = Vec::new();
@@ -421,7 +476,6 @@ pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOption
         }
         return Ok(out);
     }
-    let mut batch = Batch::new();
     // Everything this call overwrites or writes goes into the store first, for every id,
     // before anything is written: a capture failing (disk full) changes nothing.
     let mut plans = Vec::new();

@@ -319,6 +319,14 @@ fn plan_all(
             plans.push(None);
             continue;
         }
+        if e.is_link() {
+            // Re-pointed, not written: checked here, carried out by `link::undo`.
+            if let Err(why) = super::link::plan_undo(project, e, a, force) {
+                errors.push(format!("{} ({}): cannot undo the revert: {why}", fold.ids.short(&e.id), e.path));
+            }
+            plans.push(None);
+            continue;
+        }
         let own = prov.of_entry(e).is_own() && prov.of_action(a).is_own();
         match plan_restore(project, e, a, objects, &overlay, force, own) {
             Ok(r) => {
@@ -372,6 +380,11 @@ fn apply(
         }
         Target::Action(e, a) => {
             let what = action_noun(&a.how);
+            if plan.is_none() && e.is_link() && a.how == how::REVERTED && a.overwrote.is_some() {
+                // Checked (without force) by `plan_all` just before; the write checks the
+                // link is still what it saw.
+                return super::link::undo(project, fold, e, a, r, true);
+            }
             let message = match plan {
                 None => {
                     append(project, &[r])?;

@@ -426,6 +426,9 @@ mod tests {
             still_running: false,
             verified: None,
             legacy: None,
+            kind: None,
+            link_before: None,
+            link_after: None,
         }
     }
 

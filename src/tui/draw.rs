@@ -299,8 +299,9 @@ fn entry_line<'a>(app: &'a App, e: &Entry, tag: String, indent: &'static str, w:
     let lead = if marked { "  ✚ " } else { indent };
     let avail = w.saturating_sub(lead.width() + 2 + right.width());
     // The path keeps room for its name first.
-    let tag = if tag.width() + e.path.width().min(14) <= avail { tag } else { String::new() };
-    let path = fit_path(&e.path, avail - tag.width());
+    let shown_path = crate::present::state::entry_path(e);
+    let tag = if tag.width() + shown_path.width().min(14) <= avail { tag } else { String::new() };
+    let path = fit_path(&shown_path, avail - tag.width());
     let pad = avail.saturating_sub(path.width() + tag.width());
     let path_style = if st.is_unresolved() { theme::PLAIN } else { theme::MUTED };
     Line::from(vec![

@@ -1228,6 +1228,70 @@ fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
     p.assert_hooks_clean();
 }
 
+/// The link at `rel` in `p`, read (never followed); `None` when nothing is there.
+fn link_at(p: &Proj, rel: &str) -> Option<String> {
+    let path = p.root().join(rel);
+    fs::symlink_metadata(&path).ok()?;
+    Some(fs::read_link(&path).unwrap().to_string_lossy().into_owned())
+}
+
+/// A real Bash call that makes, retargets and removes links (and a dangling one), killed -9
+/// mid-run: recover lists each as a `symlink` entry with its targets, `revert --session`
+/// re-points them, `undo` puts the command's links back.
+#[test]
+fn a_bash_command_making_links_killed_mid_run_gets_symlink_entries_and_revert_re_points() {
+    let test = "a_bash_command_making_links_killed_mid_run_gets_symlink_entries_and_revert_re_points";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    std::os::unix::fs::symlink("a.txt", p.root().join("l2")).unwrap();
+    std::os::unix::fs::symlink("a.txt", p.root().join("l3")).unwrap();
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "links"]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-links");
+    let guard = OrphanGuard(token.clone());
+    let command = format!("ln -sfn b.txt l2 && rm l3 && ln -s gone.txt dang && ln -s a.txt l1 && sleep 60 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Links"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid = kill_mid_bash(&p, p.claude_p(&bin, &mock, "Relink"), &mock, "toolu_mock_0_0", &token, "l1");
+    drop(guard);
+    wait_gone(&token, p.root());
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    assert_eq!(es.keys().collect::<Vec<_>>(), ["dang", "l1", "l2", "l3"], "{recover}");
+    for (path, e) in &es {
+        assert_eq!(e["kind"], "symlink", "{path}: {e}");
+        assert_eq!(e["parent"], "toolu_mock_0_0", "{path}: {e}");
+        assert!(e.get("attribution").is_none(), "made while Claude Code lived: {path}: {e}");
+    }
+    let sides = |p: &str| (es[p]["link_before"].as_str(), es[p]["link_after"].as_str());
+    assert_eq!(sides("l1"), (None, Some("a.txt")));
+    assert_eq!(sides("l2"), (Some("a.txt"), Some("b.txt")));
+    assert_eq!(sides("l3"), (Some("a.txt"), None));
+    assert_eq!(sides("dang"), (None, Some("gone.txt")));
+    let (_, text, _) = p.walj(&["recover"]);
+    println!("walj recover:\n{text}");
+    assert!(text.contains("l2 -> b.txt") && text.contains("4 changes since it started"), "{text}");
+
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid]);
+    assert!(ok, "walj revert --session: {out}{err}");
+    assert_eq!(link_at(&p, "l1"), None);
+    assert_eq!(link_at(&p, "l2").as_deref(), Some("a.txt"));
+    assert_eq!(link_at(&p, "l3").as_deref(), Some("a.txt"));
+    assert_eq!(link_at(&p, "dang"), None);
+    assert_eq!(p.git(&["status", "--porcelain", "--", "l1", "l2", "l3", "dang"]), "", "the links are as committed");
+    assert_eq!(p.walj_json(&["recover", "--json"])["unresolved"], 0);
+    let (ok, out, err) = p.walj(&["undo"]);
+    assert!(ok, "walj undo: {out}{err}");
+    assert_eq!(link_at(&p, "l2").as_deref(), Some("b.txt"));
+    assert_eq!(link_at(&p, "l3"), None);
+    assert_eq!(link_at(&p, "l1").as_deref(), Some("a.txt"));
+    assert_eq!(link_at(&p, "dang").as_deref(), Some("gone.txt"));
+    p.assert_hooks_clean();
+}
+
 /// Starts session A (`claude -p "Build A"` against `mock_a`) and returns once its command has
 /// made `ready` (and a moment more, so what comes next is later).
 fn start_until(p: &Proj, bin: &Path, mock_a: &MockServer, ready: &str) -> claude::Running {

@@ -15,5 +15,6 @@ mod claude_gate;
 mod git_state;
 mod never_blocks;
 mod secrets;
+mod symlinks;
 mod turns;
 mod watcher;
