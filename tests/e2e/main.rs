@@ -17,6 +17,7 @@ mod mock_selftest;
 mod plugin;
 mod project_root;
 mod smoke;
+mod subagents;
 mod sync;
 mod turns;
 mod walj;
