@@ -16,6 +16,7 @@ mod bash;
 mod mock_selftest;
 mod plugin;
 mod project_root;
+mod skills;
 mod smoke;
 mod subagents;
 mod sync;
