@@ -15,5 +15,6 @@ mod claude_gate;
 mod git_state;
 mod never_blocks;
 mod secrets;
+mod stop_tasks;
 mod turns;
 mod watcher;
