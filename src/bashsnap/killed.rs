@@ -297,7 +297,11 @@ fn derive(
         .filter(|e| {
             e.session != snap.session || (e.id != snap.parent && e.parent.as_deref() != Some(snap.parent.as_str()))
         })
-        .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= since)
+        // A file tool call still in flight (an intent, no outcome) may have written after the
+        // snapshot whenever it started.
+        .filter(|e| {
+            e.applied_ts.as_deref().unwrap_or(&e.ts) >= since || (e.applied_ts.is_none() && e.intended.is_some())
+        })
         .collect();
     // When another session became active while the command could run: an unexplained change
     // made since may be its (or the user's), one made before is the command's.
@@ -325,11 +329,14 @@ fn derive(
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
-        if on_path
-            .iter()
-            .any(|e| e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
-        {
-            // The disk holds what another journaled call wrote: its change, not the command's.
+        let after_id = after.as_ref().and_then(|b| b.id());
+        if on_path.iter().any(|e| {
+            (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+                || (after_id.is_some() && e.intended.as_deref() == after_id)
+        }) {
+            // The disk holds what another journaled call wrote, or what one meant to write
+            // (its intent's content; it may have been cut off after writing): its change, not
+            // the command's.
             continue;
         }
         let at = change_time(&project.root, &c.rel);
