@@ -147,6 +147,16 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
         for t in &cut_off {
             c.push_str(&format!("- {t}\n"));
         }
+        // Background commands Claude Code had not reported finished (a dev server, a watcher):
+        // they may run on without the session. From the journal only (no process scan in a
+        // hook): the last Stop's `background_tasks` and task notifications.
+        for b in s.commands.iter().filter(|b| b.background && b.finished.is_none() && since(&b.ts)) {
+            let task = b.task_id.as_deref().map(|t| format!(" (task {})", shown(t))).unwrap_or_default();
+            c.push_str(&format!(
+                "- background command `{}`{task}: not reported finished when the session stopped; it may still run (`walj procs` tells)\n",
+                safe(&one_line(&b.command, 200))
+            ));
+        }
         if let Some(p) = s.last_prompt() {
             c.push_str(&format!("The user's last request was: {}\n", one_line(p, 300)));
         }

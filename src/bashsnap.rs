@@ -334,6 +334,38 @@ pub fn skill_windows_take(project: &Project, session: &str) -> Vec<(String, Stri
     text.lines().filter_map(|l| serde_json::from_str::<(String, String)>(l).ok()).collect()
 }
 
+/// A foreground command still waiting for its outcome, as its PreToolUse sidecar says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// Its command line (clipped).
+    pub command: String,
+    /// When its snapshot had finished looking at the tree (ms since the epoch, rounded up): a
+    /// change with a later ctime is in that command's own comparison (its Post, or its
+    /// derivation after a crash), so that command is sure to see it.
+    pub seen_ms: i64,
+}
+
+/// The command `id` (a tool_use_id) when its foreground sidecar is still there: it has had
+/// no outcome yet. One small file read; `None` when it finished, runs in the background (its
+/// sidecar is rebased at its Post) or has no snapshot.
+pub fn pending(project: &Project, id: &str) -> Option<Pending> {
+    let call = Call {
+        session: "",
+        tool_use_id: Some(id),
+        command: "",
+        background: false,
+        task_id: None,
+        agent: None,
+        claude: None,
+    };
+    let snap = load(&bash_dir(project).join(format!("{}.json", call.key()))).ok()?;
+    if snap.background || snap.parent != id {
+        return None;
+    }
+    let ms = i64::try_from(snap.ms).unwrap_or(i64::MAX / 2);
+    Some(Pending { command: snap.command, seen_ms: (snap.time / 1_000_000).saturating_add(ms).saturating_add(1) })
+}
+
 /// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.
 pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
     if !cfg.bash.snapshot {

@@ -22,7 +22,7 @@ use serde_json::Value;
 pub use plugins::PluginInstall;
 pub use resolve::{HookEnv, Program};
 
-use crate::claude::events::{HookEvent, is_essential_tool};
+use crate::claude::events::{HookEvent, is_essential_tool, versioned_since};
 use crate::claude::paths::{SettingsScope, settings_path};
 use crate::claude::settings::{HOOK_TIMEOUT_SECS, HookRun, is_walj_handler, kind, load};
 use crate::fold::{Fold, FoldOptions};
@@ -254,7 +254,8 @@ fn check_sources(
     }
 
     for (event, occs) in &by_event {
-        if HookEvent::ALL.iter().any(|e| e.name() == event) {
+        // Events only newer Claude Code versions fire are walj's too: see `diagnose`.
+        if HookEvent::ALL.iter().any(|e| e.name() == event) || versioned_since(event).is_some() {
             continue;
         }
         for occ in occs {
@@ -269,6 +270,55 @@ fn check_sources(
 }
 
 type ByEvent<'a> = Vec<(String, Vec<Occurrence<'a>>)>;
+
+/// One finding per versioned event ([`crate::claude::events::VERSIONED_EVENTS`]): whether it is
+/// hooked, against whether the Claude Code on PATH (`claude`, what `claude --version` said)
+/// fires it. Missing where it fires: a warning (its calls go unjournaled); hooked where it
+/// does not: harmless, said as info; an unknown version: info, saying so.
+fn versioned_findings(by_event: &ByEvent, claude: Option<crate::claude::version::Installed>) -> Vec<DoctorFinding> {
+    let mut out = Vec::new();
+    let version = claude.as_ref().and_then(|c| crate::claude::settings::parse_version(&c.text));
+    for (name, since) in crate::claude::events::VERSIONED_EVENTS {
+        let hooked = by_event.iter().any(|(e, _)| e == name);
+        let since = since.map(|n| n.to_string()).join(".");
+        let what = "a skill's or slash command's `!` shell lines";
+        let (level, message) = match (version, claude.as_ref()) {
+            (Some(v), Some(c)) if crate::claude::events::versioned_events(Some(v)).contains(&name) => {
+                if hooked {
+                    (Level::Ok, format!("{name}: hooked; Claude Code {} fires it ({what} are journaled)", c.text))
+                } else {
+                    (
+                        Level::Warn,
+                        format!(
+                            "{name}: not hooked, though Claude Code {} fires it: {what} go unjournaled (run `walj install`)",
+                            c.text
+                        ),
+                    )
+                }
+            }
+            (Some(_), Some(c)) => (
+                Level::Info,
+                if hooked {
+                    format!(
+                        "{name}: hooked; Claude Code {} is older than {since} and never fires it (harmless)",
+                        c.text
+                    )
+                } else {
+                    format!("{name}: not hooked; Claude Code {} is older than {since}, which added it", c.text)
+                },
+            ),
+            _ => (
+                Level::Info,
+                format!(
+                    "{name}: {}; whether Claude Code fires it is unknown (no `claude` on PATH gave a version; it does from {since} on, and `walj install` adds it there)",
+                    if hooked { "hooked" } else { "not hooked" }
+                ),
+            ),
+        };
+        out.push(DoctorFinding::new(level, check::HOOKS, message));
+    }
+    out
+}
 
 /// Every walj handler by event name (all events, not only walj's), and the events whose value
 /// is not an array: (source, event, what it is).
@@ -914,9 +964,12 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         findings.push(DoctorFinding::new(level, check::COMMAND, message));
     }
 
+    // `claude --version`, asked at most once, only when a check needs it.
+    let claude_cell = std::cell::OnceCell::new();
+    let claude_on_path = || claude_cell.get_or_init(crate::claude::version::installed).clone();
     // Exec form under a Claude Code that ignores `args` (only asked when there is exec form).
     if commands.iter().any(|c| c.form == "exec")
-        && let Some(claude) = crate::claude::version::installed()
+        && let Some(claude) = claude_on_path()
         && crate::claude::settings::HookForm::for_version(&claude.text)
             == Some(crate::claude::settings::HookForm::Shell)
     {
@@ -932,6 +985,11 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 crate::claude::settings::exec_form_since()
             ),
         ));
+    }
+
+    // Events only newer Claude Code versions fire (a skill's `!` shell line): hooked where it has them.
+    if !by_event.is_empty() {
+        findings.extend(versioned_findings(&by_event, claude_on_path()));
     }
 
     // Installed twice: each install's hooks run (their commands differ), so every event twice.

@@ -420,8 +420,9 @@ impl Ctx<'_> {
             };
             let (project, session) = (self.project, self.ev.session);
             let expected = 1 + children.len();
-            let _ =
-                self.append_with(expected, || [vec![r], explained_elsewhere(project, session, &id, children)].concat());
+            let _ = self.append_with(expected, || {
+                [vec![r], explained_elsewhere(project, session, (&id, &command), children)].concat()
+            });
         }
     }
 
@@ -672,8 +673,9 @@ impl Ctx<'_> {
             // claim a file from a journal that has neither's children yet.
             let (project, session) = (self.project, self.ev.session);
             let expected = 1 + children.len();
-            return self
-                .append_with(expected, || [vec![r], explained_elsewhere(project, session, id, children)].concat());
+            return self.append_with(expected, || {
+                [vec![r], explained_elsewhere(project, session, (id, sh.command), children)].concat()
+            });
         }
         self.append(&[vec![r], children].concat())
     }
@@ -1245,10 +1247,21 @@ const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 ///    by its folder's ctime. Decided by [`crate::bashsnap::attribution::judge`], the rule
 ///    killed commands use too. (No margin here: the hook probes no clock; a change within a
 ///    millisecond of another window's edge is judged by the journal's own times.)
+/// 3. An uncertain change is left to a candidate that still runs when that command's line
+///    names the file and this one's does not (`echo s > sub.log` beside `sleep 2`,
+///    [`crate::bashsnap::attribution::names_path`]), and its snapshot had finished before the
+///    change's ctime ([`bashsnap::pending`]): its own outcome (or its derivation after a
+///    crash) is sure to see the change and lists it, once, under it, with this command as a
+///    candidate. Only then: a candidate that could have missed it never gets it.
 ///
 /// Decided under the journal's lock, so two commands that ran side by side never both claim a
 /// file from a journal that has neither's children yet.
-fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec<Record>) -> Vec<Record> {
+fn explained_elsewhere(
+    project: &Project,
+    session: &str,
+    (id, command): (&str, &str),
+    children: Vec<Record>,
+) -> Vec<Record> {
     use crate::bashsnap::attribution::{self as rule, Scene, Verdict, Window};
     use crate::bashsnap::killed::{change_time, ms};
     use std::collections::{HashMap, HashSet};
@@ -1324,20 +1337,42 @@ fn explained_elsewhere(project: &Project, session: &str, id: &str, children: Vec
         last_life: None,
         margin: 0,
     };
+    // Candidates still running, read once each (their sidecars).
+    let mut pending: HashMap<String, Option<bashsnap::Pending>> = HashMap::new();
     children
         .into_iter()
         .filter(|c| {
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
             !known.contains(&(c.path.clone(), after))
         })
-        .map(|c| match rule::judge(&own, &scene, change_time(&project.root, &c.path)) {
-            Verdict::Certain => c,
-            Verdict::Uncertain(ids) if !ids.is_empty() => c
-                .with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)
-                .with(key::CANDIDATES, ids.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
-            _ => c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN),
+        .filter_map(|c| {
+            let at = change_time(&project.root, &c.path);
+            match rule::judge(&own, &scene, at) {
+                Verdict::Certain => Some(c),
+                Verdict::Uncertain(ids) if !ids.is_empty() => {
+                    let rule::At::Exact(t) = at else {
+                        return Some(uncertain(c, &ids));
+                    };
+                    let theirs = !rule::names_path(command, &c.path)
+                        && ids.iter().any(|w| {
+                            pending
+                                .entry(w.to_string())
+                                .or_insert_with(|| bashsnap::pending(project, w))
+                                .as_ref()
+                                .is_some_and(|p| t > p.seen_ms && rule::names_path(&p.command, &c.path))
+                        });
+                    (!theirs).then(|| uncertain(c, &ids))
+                }
+                _ => Some(c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)),
+            }
         })
         .collect()
+}
+
+/// A change that may be `candidates`' as well: `attribution: uncertain`, naming them.
+fn uncertain(c: Record, candidates: &[&str]) -> Record {
+    c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)
+        .with(key::CANDIDATES, candidates.iter().map(|s| s.to_string()).collect::<Vec<_>>())
 }
 
 /// The start of a session's last turn (see [`unfinished_turn`]).

@@ -20,8 +20,12 @@
 //! ([`At::NoLaterThan`]), which can only prove "before" — a later folder time means "maybe
 //! later". Within the clock margin of any boundary the verdict is never certain.
 //!
-//! When several killed commands saw one change, [`owner`] names the one that keeps it (the
-//! first opened of those open at its time): a change is listed once.
+//! When several commands' windows were open at a change, its time cannot say whose it is;
+//! their command lines can hint: a command whose text names the changed file
+//! ([`names_path`]) is the likelier writer (`echo s > sub.log` beside `sleep 2`). The hint
+//! only chooses under which command the change is listed, never makes it certain. When several
+//! killed commands saw one change, [`owner`] names the one that keeps it (of those open at its
+//! time, one that names the file, else the first opened): a change is listed once.
 //!
 //! Pure: times are milliseconds since the epoch, no I/O (the property test below drives it
 //! over random interleavings of windows, deaths and changes).
@@ -122,15 +126,44 @@ pub fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
 }
 
 /// Of the killed commands in `windows` whose snapshots saw a change (`saw`: their indexes),
-/// the one that keeps it: the first opened of those open at its time (else the first opened).
-/// Every change has exactly one owner.
-pub fn owner(windows: &[Window<'_>], saw: &[usize], at: At, margin: i64) -> Option<usize> {
+/// the one that keeps it: of those open at its time, the first opened whose command names the
+/// file (`names[i]`, see [`names_path`]), else the first opened of those open then, else the
+/// first opened. Every change has exactly one owner.
+pub fn owner(windows: &[Window<'_>], saw: &[usize], names: &[bool], at: At, margin: i64) -> Option<usize> {
     let first = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(|&i| (windows[i].open, windows[i].id));
-    let open_then = match at {
-        At::Exact(t) => first(&mut saw.iter().copied().filter(|&i| windows[i].open_at(t, margin))),
-        _ => None,
+    let open_then: Vec<usize> = match at {
+        At::Exact(t) => saw.iter().copied().filter(|&i| windows[i].open_at(t, margin)).collect(),
+        _ => Vec::new(),
     };
-    open_then.or_else(|| first(&mut saw.iter().copied()))
+    first(&mut open_then.iter().copied().filter(|&i| names.get(i).copied().unwrap_or(false)))
+        .or_else(|| first(&mut open_then.iter().copied()))
+        .or_else(|| first(&mut saw.iter().copied()))
+}
+
+/// Whether the command line `command` names the file `rel` (a path relative to the project,
+/// `/`-separated): its file name appears as a word of its own — not inside a longer name
+/// (`sub.log` is named by `echo s > sub.log`, `>./logs/sub.log` and `cat "sub.log"`, not by
+/// `echo x > mysub.log` or `sub.log.bak`). A hint for choosing among open windows, not proof:
+/// commands can write files they never name (`make`, a script), and name files they only read.
+pub fn names_path(command: &str, rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if name.is_empty() {
+        return false;
+    }
+    // Characters that continue a file name: a match must not be flanked by them.
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '@' | '%' | '~');
+    let mut from = 0;
+    while let Some(i) = command[from..].find(name) {
+        let start = from + i;
+        let end = start + name.len();
+        let before = command[..start].chars().next_back();
+        let after = command[end..].chars().next();
+        if before.is_none_or(|c| !part(c)) && after.is_none_or(|c| !part(c) && c != '/') {
+            return true;
+        }
+        from = start + command[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
 }
 
 #[cfg(test)]
@@ -164,8 +197,30 @@ mod tests {
         assert_eq!(judge(&own, &crowd, At::Exact(110)), Verdict::Certain);
         assert_eq!(judge(&own, &crowd, At::Exact(131)), Verdict::Uncertain(vec![]));
         let ws = [w("x", 100, None), w("y", 140, None)];
-        assert_eq!(owner(&ws, &[0, 1], At::Exact(150), 5), Some(0));
-        assert_eq!(owner(&ws, &[1], At::Exact(150), 5), Some(1));
+        assert_eq!(owner(&ws, &[0, 1], &[false, false], At::Exact(150), 5), Some(0));
+        assert_eq!(owner(&ws, &[1], &[false, false], At::Exact(150), 5), Some(1));
+        // Both open: the one whose command names the file keeps it.
+        assert_eq!(owner(&ws, &[0, 1], &[false, true], At::Exact(150), 5), Some(1));
+        // Only x was open then: the name of a command not yet started does not count.
+        assert_eq!(owner(&ws, &[0, 1], &[false, true], At::Exact(120), 5), Some(0));
+    }
+
+    #[test]
+    fn a_command_names_a_file_by_its_whole_name() {
+        assert!(names_path("echo s > sub.log; sleep 60", "sub.log"));
+        assert!(names_path("echo s >sub.log", "sub.log"));
+        assert!(names_path("echo s > ./logs/sub.log", "logs/sub.log"));
+        assert!(names_path("cat \"sub.log\" && true", "sub.log"));
+        assert!(names_path("sed -i s/a/b/ src/main.rs", "src/main.rs"));
+        assert!(names_path("sub.log", "sub.log"));
+        assert!(!names_path("echo s > mysub.log", "sub.log"));
+        assert!(!names_path("echo s > sub.log.bak", "sub.log"));
+        assert!(!names_path("echo s > sub.log/x", "sub.log"));
+        assert!(!names_path("echo waiting; sleep 2", "sub.log"));
+        assert!(!names_path("make", "target/out.o"));
+        assert!(!names_path("anything", ""));
+        // Multi-byte text around a near miss does not trip the scan.
+        assert!(names_path("écho ésub.log; echo > sub.log", "sub.log"));
     }
 
     /// Windows (open, close), the last sign of life, a writer's start, the change's time,
@@ -237,9 +292,13 @@ mod tests {
             }
             // One change, one owner, among those that saw it.
             let saw: Vec<usize> = (0..windows.len()).filter(|&i| windows[i].open <= t).collect();
-            let owners: Vec<usize> = owner(&windows, &saw, at, margin).into_iter().collect();
+            let names: Vec<bool> = (0..windows.len()).map(|i| (t + i as i64) % 3 == 0).collect();
+            let owners: Vec<usize> = owner(&windows, &saw, &names, at, margin).into_iter().collect();
             prop_assert!(owners.len() <= 1);
             prop_assert_eq!(owners.is_empty(), saw.is_empty());
+            if let Some(&o) = owners.first() {
+                prop_assert!(saw.contains(&o), "the owner did not see the change");
+            }
         }
     }
 }

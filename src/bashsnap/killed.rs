@@ -148,24 +148,43 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
 
 /// Killed commands whose windows overlapped (an async subagent's command beside the main
 /// thread's, two sessions' commands) all see a change made while both ran. Each change is
-/// listed **once**: under the command that started first, `attribution: uncertain`, with the
-/// others whose window was open at its ctime as `candidates` (every killed command's window
-/// stays open until the crash). A change made before the later command started is only the
-/// earlier one's snapshot difference, so it stays certain.
+/// listed **once**, `attribution: uncertain`, with the others that saw it as `candidates`
+/// (every killed command's window stays open until the crash): under the one the rule's
+/// [`owner`](super::attribution::owner) names — the first started whose command line names
+/// the file, else the first started. A change made before the later command started is only
+/// the earlier one's snapshot difference, so it stays certain.
 fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
+    use super::attribution::{At, Window, names_path, owner};
     use std::collections::HashMap;
     if derived.len() < 2 {
         return;
     }
     derived.sort_by(|a, b| (&a.1.ts, &a.1.parent).cmp(&(&b.1.ts, &b.1.parent)));
-    // (path, after) → (index of the command that keeps it, the other commands that saw it).
-    let mut owner: HashMap<(String, Option<String>), (usize, Vec<String>)> = HashMap::new();
-    for (i, (_, snap, records)) in derived.iter().enumerate() {
+    let windows: Vec<Window> = derived
+        .iter()
+        .map(|(_, snap, _)| Window { id: &snap.parent, open: ms(&snap.ts).unwrap_or(0), close: None })
+        .collect();
+    // (path, after) → (its time, the indexes of the commands that saw it).
+    let mut saw: HashMap<(String, Option<String>), (Option<i64>, Vec<usize>)> = HashMap::new();
+    for (i, (_, _, records)) in derived.iter().enumerate() {
         for r in records.iter().filter(|r| !r.path.is_empty()) {
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
-            owner.entry(k).and_modify(|(_, others)| others.push(snap.parent.clone())).or_insert((i, Vec::new()));
+            let at = r.get_str(key::CHANGED).and_then(ms);
+            saw.entry(k).or_insert((at, Vec::new())).1.push(i);
         }
     }
+    // (path, after) → (index of the command that keeps it, the other commands that saw it).
+    let keepers: HashMap<(String, Option<String>), (usize, Vec<String>)> = saw
+        .into_iter()
+        .filter_map(|(k, (at, claimants))| {
+            let names: Vec<bool> = derived.iter().map(|(_, snap, _)| names_path(&snap.command, &k.0)).collect();
+            let at = at.map_or(At::Unknown, At::Exact);
+            let keeper = owner(&windows, &claimants, &names, at, 0)?;
+            let others = claimants.iter().filter(|&&i| i != keeper).map(|&i| derived[i].1.parent.clone()).collect();
+            Some((k, (keeper, others)))
+        })
+        .collect();
+    drop(windows);
     for (i, (_, _, records)) in derived.iter_mut().enumerate() {
         let taken = std::mem::take(records);
         for r in taken {
@@ -175,7 +194,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
                 continue;
             }
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
-            let Some((keeper, others)) = owner.get(&k) else { continue };
+            let Some((keeper, others)) = keepers.get(&k) else { continue };
             if *keeper != i {
                 continue;
             }
@@ -283,7 +302,11 @@ fn derive(
         .filter(|e| {
             e.session != snap.session || (e.id != snap.parent && e.parent.as_deref() != Some(snap.parent.as_str()))
         })
-        .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= since)
+        // A file tool call still in flight (an intent, no outcome) may have written after the
+        // snapshot whenever it started.
+        .filter(|e| {
+            e.applied_ts.as_deref().unwrap_or(&e.ts) >= since || (e.applied_ts.is_none() && e.intended.is_some())
+        })
         .collect();
     // When another session became active while the command could run: an unexplained change
     // made since may be its (or the user's), one made before is the command's.
@@ -311,11 +334,14 @@ fn derive(
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
-        if on_path
-            .iter()
-            .any(|e| e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
-        {
-            // The disk holds what another journaled call wrote: its change, not the command's.
+        let after_id = after.as_ref().and_then(|b| b.id());
+        if on_path.iter().any(|e| {
+            (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+                || (after_id.is_some() && e.intended.as_deref() == after_id)
+        }) {
+            // The disk holds what another journaled call wrote, or what one meant to write
+            // (its intent's content; it may have been cut off after writing): its change, not
+            // the command's.
             continue;
         }
         let at = change_time(&project.root, &c.rel);

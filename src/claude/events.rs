@@ -70,8 +70,27 @@ impl HookEvent {
 /// Claude Code 2.1.332's event for a skill's or slash command's `!` shell line (`tool_name`,
 /// `tool_input.command`, `command_name`, `invoked_by`, a `tool_use_id` no transcript call
 /// names). No Post event follows: its window closes at the session's next hook event. Not in
-/// [`HookEvent::ALL`]: older Claude Code versions do not know it.
+/// [`HookEvent::ALL`]: older Claude Code versions do not know it (see [`VERSIONED_EVENTS`]).
 pub const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";
+
+/// Events walj hooks only where Claude Code has them: (name, the first version that fires it).
+/// `walj install` writes one (a group without a matcher) only when `claude --version` says
+/// that version or later ([`versioned_events`]); an unknown version gets none, and `walj
+/// doctor` says so. The plugin's `hooks.json` cannot ask: it lists them all (Claude Code
+/// 2.1.328 ignores an event it does not know at runtime, and its `plugin validate --strict`
+/// warns "unknown hook event; entry ignored at runtime").
+pub const VERSIONED_EVENTS: [(&str, [u32; 3]); 1] = [(PRE_SKILL_SHELL_COMMAND, [2, 1, 332])];
+
+/// The [`VERSIONED_EVENTS`] a Claude Code of `version` fires (none when it is unknown).
+pub fn versioned_events(version: Option<[u32; 3]>) -> Vec<&'static str> {
+    let Some(v) = version else { return Vec::new() };
+    VERSIONED_EVENTS.iter().filter(|(_, since)| v >= *since).map(|(name, _)| *name).collect()
+}
+
+/// The first version that fires the versioned event `name`, when it is one.
+pub fn versioned_since(name: &str) -> Option<[u32; 3]> {
+    VERSIONED_EVENTS.iter().find(|(n, _)| *n == name).map(|(_, since)| *since)
+}
 
 macro_rules! tool_table {
     (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*], subagent: $sub:literal) => {
@@ -126,5 +145,17 @@ mod tests {
         assert!(is_essential_tool("Bash") && is_essential_tool("NotebookEdit") && !is_essential_tool("TodoWrite"));
         assert_eq!(HookEvent::PostToolUseFailure.matcher(), Some(TOOL_MATCHER));
         assert_eq!(HookEvent::Stop.matcher(), None);
+    }
+
+    #[test]
+    fn a_versioned_event_is_hooked_from_its_version_on_and_never_for_an_unknown_one() {
+        assert_eq!(versioned_events(Some([2, 1, 332])), [PRE_SKILL_SHELL_COMMAND]);
+        assert_eq!(versioned_events(Some([3, 0, 0])), [PRE_SKILL_SHELL_COMMAND]);
+        assert!(versioned_events(Some([2, 1, 331])).is_empty());
+        assert!(versioned_events(Some([2, 1, 328])).is_empty());
+        assert!(versioned_events(None).is_empty());
+        assert_eq!(versioned_since(PRE_SKILL_SHELL_COMMAND), Some([2, 1, 332]));
+        assert_eq!(versioned_since("Stop"), None);
+        assert!(HookEvent::parse(PRE_SKILL_SHELL_COMMAND).is_none());
     }
 }

@@ -555,11 +555,24 @@ pub fn install_to(
     form: HookForm,
     backup_dir: Option<&Path>,
 ) -> Result<InstallReport, InstallError> {
+    install_with(path, command, form, &[], backup_dir)
+}
+
+/// [`install_to`], plus a group (without a matcher) for each of `extra`: the
+/// [`super::events::VERSIONED_EVENTS`] the installed Claude Code fires.
+pub fn install_with(
+    path: &Path,
+    command: &str,
+    form: HookForm,
+    extra: &[&str],
+    backup_dir: Option<&Path>,
+) -> Result<InstallReport, InstallError> {
     if command.trim().is_empty() {
         return Err(InstallError::EmptyCommand);
     }
-    let groups: Vec<(&str, Value)> =
+    let mut groups: Vec<(&str, Value)> =
         HookEvent::ALL.iter().map(|e| (e.name(), new_group(*e, handler(command, form)))).collect();
+    groups.extend(extra.iter().map(|e| (*e, json!({"hooks": [handler(command, form)]}))));
     install_groups(path, &groups, &|h| is_walj_handler(h, command), backup_dir)
 }
 

@@ -158,6 +158,7 @@ pub fn recover(
     let mut out = std::io::stdout().lock();
     if json_out {
         let mut v = report::recover_json(&fold);
+        background_json(&fold, &mut v);
         if let Some(note) = crate::bisect::inplace::interrupted(project) {
             v["bisect"] = serde_json::Value::String(note);
         }
@@ -190,6 +191,32 @@ pub fn recover(
         write!(out, "{}", crate::report::sync::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
+}
+
+/// `background` on each session of `recover --json`: its background commands (a dev server
+/// started with `run_in_background`, a task a Stop listed) and whether each still runs, from
+/// the process table ([`crate::session::procs`]): `id`, `task_id`, `command`, `description`,
+/// `state` (`running`, `not_running`, `unknown`), `pids`, `reported` (what Claude Code last said
+/// of it: `running`, `completed`, …). A subagent's foreground command is never one of them.
+fn background_json(fold: &Fold, v: &mut serde_json::Value) {
+    let Some(sessions) = v["sessions"].as_array_mut() else { return };
+    let table = crate::procinfo::processes();
+    for sv in sessions {
+        let Some(s) = sv["session"].as_str().and_then(|id| fold.session(id)) else { continue };
+        let bg: Vec<serde_json::Value> = crate::session::procs::for_session(s, s.status(), table.as_deref(), &fold.ids)
+            .into_iter()
+            .filter(|p| p.kind == "background")
+            .map(|p| {
+                serde_json::json!({
+                    "id": p.id, "task_id": p.task_id, "command": p.command, "description": p.description,
+                    "state": p.state, "pids": p.pids, "reported": p.reported,
+                })
+            })
+            .collect();
+        if !bg.is_empty() {
+            sv["background"] = serde_json::Value::Array(bg);
+        }
+    }
 }
 
 /// Other machines' journals kept by `walj sync` (read-only copies), folded with `opts`;

@@ -47,7 +47,10 @@ pub enum FormArg {
 
 /// The hook form `walj install` writes for Claude Code, and a line saying why when it was not
 /// asked for (see [`SettingsArgs::form`]).
-fn hook_form(explicit: Option<FormArg>) -> (settings::HookForm, Option<String>) {
+fn hook_form(
+    explicit: Option<FormArg>,
+    claude: Option<&crate::claude::version::Installed>,
+) -> (settings::HookForm, Option<String>) {
     use settings::HookForm;
     let since = settings::exec_form_since();
     match explicit {
@@ -55,7 +58,7 @@ fn hook_form(explicit: Option<FormArg>) -> (settings::HookForm, Option<String>) 
         Some(FormArg::Shell) => return (HookForm::Shell, None),
         None => {}
     }
-    let Some(claude) = crate::claude::version::installed() else {
+    let Some(claude) = claude else {
         return (
             HookForm::Exec,
             Some(format!(
@@ -83,6 +86,29 @@ fn hook_form(explicit: Option<FormArg>) -> (settings::HookForm, Option<String>) 
             )),
         ),
     }
+}
+
+/// The hook events only newer Claude Code versions fire that the installed one does
+/// ([`crate::claude::events::VERSIONED_EVENTS`]), and what to tell about the others: an
+/// unknown version gets none of them (an older Claude Code would be handed an event it does
+/// not know), said once.
+fn versioned_events(claude: Option<&crate::claude::version::Installed>) -> (Vec<&'static str>, Option<String>) {
+    use crate::claude::events::{VERSIONED_EVENTS, versioned_events};
+    let version = claude.and_then(|c| settings::parse_version(&c.text));
+    let events = versioned_events(version);
+    let left: Vec<String> = VERSIONED_EVENTS
+        .iter()
+        .filter(|(name, _)| !events.contains(name))
+        .map(|(name, since)| format!("{name} (Claude Code {})", since.map(|n| n.to_string()).join(".")))
+        .collect();
+    let note = (version.is_none() && !left.is_empty()).then(|| {
+        format!(
+            "Claude Code's version is unknown (no `claude` on PATH answered `--version`): not hooked: {}. Run `walj install` again where `claude` is on PATH to add {}.",
+            left.join(", "),
+            if left.len() == 1 { "it" } else { "them" }
+        )
+    });
+    (events, note)
 }
 
 fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
@@ -307,12 +333,16 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         );
         return Ok(EXIT_REFUSED);
     }
-    let (mut form, why) = hook_form(args.form);
+    // `claude --version`: a process at install time (never in a hook), for the hook form and
+    // the events only newer versions fire.
+    let claude = crate::claude::version::installed();
+    let (mut form, why) = hook_form(args.form, claude.as_ref());
     if settings::plain_words(&cmd).is_none() {
         form = settings::HookForm::Shell;
     }
+    let (extra, unversioned) = versioned_events(claude.as_ref());
     let before = Created::before(scope, &path);
-    let rep = settings::install_to(&path, &cmd, form, backup_dir(scope, project)?.as_deref())?;
+    let rep = settings::install_with(&path, &cmd, form, &extra, backup_dir(scope, project)?.as_deref())?;
     if !rep.added.is_empty()
         && let Err(e) = before.record(project)
     {
@@ -333,8 +363,11 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
             println!("Note: {why}");
         }
     }
+    if let Some(n) = unversioned {
+        println!("Note: {n}");
+    }
     if scope == SettingsScope::Project {
-        subfolder_copy(project, &cmd, form)?;
+        subfolder_copy(project, &cmd, form, &extra)?;
     }
     if scope == SettingsScope::Local {
         match ignore_local_settings(project, &path) {
@@ -354,9 +387,9 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
 /// but not those of its `settings.json`; started at the root it runs both, and identical
 /// hooks once (checked with 2.1.328 and 2.1.332: docs/project-root.md). Same command, same
 /// form, or the root would run them twice.
-fn subfolder_copy(project: &Project, cmd: &str, form: settings::HookForm) -> anyhow::Result<()> {
+fn subfolder_copy(project: &Project, cmd: &str, form: settings::HookForm, extra: &[&str]) -> anyhow::Result<()> {
     let local = path_for(SettingsScope::Local, project);
-    let rep = settings::install_to(&local, cmd, form, backup_dir(SettingsScope::Local, project)?.as_deref())?;
+    let rep = settings::install_with(&local, cmd, form, extra, backup_dir(SettingsScope::Local, project)?.as_deref())?;
     if !rep.added.is_empty() {
         println!(
             "Also in {} (not committed), for sessions started in a subfolder: Claude Code reads the root's settings.json only for sessions started at the root (identical hooks run once).",

@@ -401,6 +401,36 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
 
 /// Splits `entries` into this checkout's own and the ones from bundles, printing how many of
 /// those `what` (`--session`, "handoff without ids") leaves out.
+/// The entries `revert --session` / `--all` acts on: those walj is sure are the session's.
+/// A change made after Claude Code's last sign of life (`after_stop`) or one another writer
+/// may have made (`uncertain`) is left out, each said on stderr with why and how to revert it
+/// by its id (where the warning is given and `--force` accepts it).
+fn sure_entries<'f>(entries: Vec<&'f crate::fold::Entry>, ids: &ShortIds, what: &str) -> Vec<&'f crate::fold::Entry> {
+    use crate::present::text::safe;
+    let (unsure, sure): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.uncertain || e.after_stop);
+    if !unsure.is_empty() {
+        let n = unsure.len();
+        eprintln!(
+            "{n} entr{} left out of {what}: walj is not sure {} Claude's work:",
+            if n == 1 { "y" } else { "ies" },
+            if n == 1 { "it is" } else { "they are" }
+        );
+        for e in &unsure {
+            let short = safe(ids.short(&e.id)).into_owned();
+            let why = if e.after_stop {
+                "changed after Claude Code's last sign of life: the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which without its watcher"
+            } else {
+                "another command, session or the user may have made it: they were active while its command ran"
+            };
+            eprintln!(
+                "  {short} ({}): {why}. If it is the session's: `walj diff {short}`, then `walj revert {short} --force`",
+                safe(&e.path)
+            );
+        }
+    }
+    sure
+}
+
 fn own_entries<'f>(prov: &Provenance, entries: Vec<&'f crate::fold::Entry>, what: &str) -> Vec<&'f crate::fold::Entry> {
     let (own, skipped) = triage::origin::own_only(prov, entries);
     if !skipped.is_empty() {
@@ -541,6 +571,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let ids: Vec<String> = match &args.session {
         Some(s) => {
             let own = own_entries(&prov, triage::turn_entries(&fold, s, args.prompt)?, "--session");
+            let own = sure_entries(own, &fold.ids, "--session");
             if own.is_empty() {
                 anyhow::bail!("nothing of this checkout's own to revert in that session; nothing was changed");
             }
@@ -549,7 +580,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         None if all => {
             let open =
                 fold.unresolved().filter(|e| !e.outside && e.state() != crate::fold::EntryState::NotApplied).collect();
-            let own = own_entries(&prov, open, "--all");
+            let own = sure_entries(own_entries(&prov, open, "--all"), &fold.ids, "--all");
             if own.is_empty() {
                 println!("Nothing unresolved of this checkout's own to revert; nothing was changed.");
                 return Ok(0);

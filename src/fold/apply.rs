@@ -470,6 +470,7 @@ impl Fold {
                 {
                     s.background_tasks = b.clone();
                     tasks_not_listed_finished(s, b);
+                    subagents_at_stop(s, b, &rec.ts);
                 }
                 if k == kind::STOP {
                     s.turn_failure = None;
@@ -663,6 +664,40 @@ fn task_finished(s: &mut SessionInfo, rec: &Record) {
         .find(|c| (!rec.id.is_empty() && c.id == rec.id) || (task.is_some() && c.task_id.as_deref() == task))
     {
         c.finished = Some(status.to_string());
+    }
+    // A background subagent's end (its `<task-id>` is the agent id, its `<tool-use-id>` the
+    // Agent call's): its outcome even when no SubagentStop came.
+    if let Some(a) = s.subagents.iter_mut().rev().find(|a| {
+        (!rec.id.is_empty() && a.call.as_deref() == Some(rec.id.as_str()))
+            || (task.is_some() && a.agent_id.as_deref() == task)
+    }) {
+        a.last_ts = a.last_ts.clone().max(rec.ts.clone());
+        if a.ended.is_none() {
+            a.ended = Some((rec.ts.clone(), status.to_string()));
+        }
+    }
+}
+
+/// A Stop's `background_tasks` also lists the session's background subagents (Claude Code
+/// 2.1.x: `{"id": <agent id>, "type": "subagent", "status": "running", "description",
+/// "agent_type"}`): one listed with a final status ended so; one listed running was alive at
+/// the Stop; a background subagent this Claude Code process launched (since the session's
+/// last start) that the list no longer holds has ended, SubagentStop or not. The outcome of a
+/// subagent whose SubagentStop hook never ran (not installed, timed out).
+fn subagents_at_stop(s: &mut SessionInfo, listed: &[Value], ts: &str) {
+    let since = s.last_start_ts.clone().unwrap_or_default();
+    for a in s.subagents.iter_mut().filter(|a| a.ended.is_none()) {
+        let Some(id) = a.agent_id.as_deref() else { continue };
+        let task = listed.iter().find(|t| {
+            t.get("id").and_then(Value::as_str) == Some(id)
+                && t.get("type").and_then(Value::as_str).is_none_or(|k| k == "subagent" || k == "agent")
+        });
+        match task.map(|t| t.get("status").and_then(Value::as_str).unwrap_or("running")) {
+            Some("running" | "pending") => a.last_ts = a.last_ts.clone().max(ts.to_string()),
+            Some(status) => a.ended = Some((ts.to_string(), status.to_string())),
+            None if a.background && a.started >= since => a.ended = Some((ts.to_string(), "ended".to_string())),
+            None => {}
+        }
     }
 }
 

@@ -101,12 +101,19 @@ pub fn manifest() -> Value {
 }
 
 /// `hooks/hooks.json`: the events, matchers and timeouts of `walj install`, running
-/// [`HOOK_PROGRAM`] [`HOOK_ARGS`] in exec form.
+/// [`HOOK_PROGRAM`] [`HOOK_ARGS`] in exec form, plus every versioned event
+/// ([`crate::claude::events::VERSIONED_EVENTS`]): a plugin cannot ask which Claude Code loads
+/// it, and an older one ignores an event it does not know (2.1.328: "unknown hook event; entry
+/// ignored at runtime", the one warning its `plugin validate --strict` gives).
 pub fn hooks() -> Value {
     let mut events = serde_json::Map::new();
     for ev in HookEvent::ALL {
         let handler = install::exec_handler(HOOK_PROGRAM, &HOOK_ARGS);
         events.insert(ev.name().to_string(), json!([install::new_group(ev, handler)]));
+    }
+    for (name, _) in crate::claude::events::VERSIONED_EVENTS {
+        let handler = install::exec_handler(HOOK_PROGRAM, &HOOK_ARGS);
+        events.insert(name.to_string(), json!([{"hooks": [handler]}]));
     }
     json!({
         "description": "walj journals every file change of the session (write-ahead) for crash recovery",
@@ -405,7 +412,10 @@ mod tests {
     fn hooks_follow_the_install_table() {
         let h = hooks();
         let events = h["hooks"].as_object().unwrap();
-        assert_eq!(events.len(), HookEvent::ALL.len());
+        assert_eq!(events.len(), HookEvent::ALL.len() + crate::claude::events::VERSIONED_EVENTS.len());
+        let skill = &events[crate::claude::events::PRE_SKILL_SHELL_COMMAND][0];
+        assert!(skill.get("matcher").is_none(), "{skill}");
+        assert_eq!(skill["hooks"][0]["args"], json!(["hook"]));
         for ev in HookEvent::ALL {
             let group = &events[ev.name()][0];
             assert_eq!(group["matcher"].as_str(), ev.matcher(), "{}", ev.name());

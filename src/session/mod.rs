@@ -405,6 +405,7 @@ impl SessionState {
             "files": self.files(),
             "commands": s.commands,
             "commands_total": s.commands_total,
+            "subagents": s.subagents,
             "processes": procs,
             "compactions": s.compactions.iter().map(|(ts, t)| json!({"ts": ts, "trigger": t})).collect::<Vec<_>>(),
             "last_assistant_message": s.last_assistant_message,

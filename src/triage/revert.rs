@@ -586,9 +586,14 @@ fn work_out_all<'f>(
             continue;
         }
         if e.uncertain && !opts.force && !opts.dry_run {
+            let why = if e.after_stop {
+                "this change was made after Claude Code's last sign of life (the killed command's, or someone's after \
+                 Claude Code stopped: walj cannot tell which without its watcher)"
+            } else {
+                "this change may not be from its command (another session or the user was active while it ran)"
+            };
             errors.push(format!(
-                "{} ({}): this change may not be from its command (another session or the user was active while it ran); \
-                 look at `walj diff {}` and pass --force to revert it anyway",
+                "{} ({}): {why}; look at `walj diff {}` and pass --force to revert it anyway",
                 fold.ids.short(&e.id),
                 e.path,
                 fold.ids.short(&e.id)

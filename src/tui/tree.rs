@@ -78,7 +78,8 @@ pub struct SessionView {
     /// Index into `fold.sessions`.
     pub session: usize,
     pub status: SessionStatus,
-    /// (event, entry indexes) in order of first appearance.
+    /// (event, entry indexes) in order of first appearance; a subagent's entries after the
+    /// main thread's, labelled `event · <its heading>` (`present::state::subagent_heading`).
     pub groups: Vec<(String, Vec<usize>)>,
     /// Unresolved entries of the session (whatever the filter).
     pub open: usize,
@@ -148,16 +149,30 @@ impl Tree {
             let idx = by_session.get(s.session.as_str()).map(Vec::as_slice).unwrap_or(&[]);
             let open = idx.iter().filter(|&&i| fold.entries[i].is_unresolved()).count();
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+            // A subagent's entries in groups of their own, under its heading, after the main
+            // thread's (as recover and the note list them).
+            let mut theirs: Vec<(String, Vec<usize>)> = Vec::new();
             for &i in idx {
                 let e = &fold.entries[i];
                 if !self.entry_visible(fold, e) {
                     continue;
                 }
-                match groups.iter_mut().find(|(ev, _)| *ev == e.event) {
+                let (list, label) = match e.agent_id.as_deref() {
+                    None => (&mut groups, e.event.clone()),
+                    Some(a) => {
+                        let heading = match crate::present::state::by_subagent(e, s) {
+                            Some(sub) => crate::present::state::subagent_heading(sub, s.status()),
+                            None => format!("subagent [{}]", a.chars().take(8).collect::<String>()),
+                        };
+                        (&mut theirs, format!("{} · {heading}", e.event))
+                    }
+                };
+                match list.iter_mut().find(|(ev, _)| *ev == label) {
                     Some((_, v)) => v.push(i),
-                    None => groups.push((e.event.clone(), vec![i])),
+                    None => list.push((label, vec![i])),
                 }
             }
+            groups.extend(theirs);
             // Ended sessions with nothing open are history: shown with the resolved toggle.
             // Crashed and live ones are shown for their context even without entries.
             let has_entries = !groups.is_empty();

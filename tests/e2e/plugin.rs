@@ -381,6 +381,11 @@ fn validate_strict_passes_on_both_plugins_and_the_marketplace() {
     let tmp = tempfile::tempdir().unwrap();
     let generated = tmp.path().join("walj-plugin");
     generate(&generated, false);
+    // The hooks list PreSkillShellCommand (2.1.332): an older Claude Code ignores it at runtime,
+    // and that is the one warning its `--strict` gives (docs/plugin.md).
+    let version = Command::new(&bin).arg("--version").output().unwrap();
+    let version = walj::claude::settings::parse_version(&String::from_utf8_lossy(&version.stdout)).unwrap();
+    let knows_skill_lines = !walj::claude::events::versioned_events(Some(version)).is_empty();
     for target in [generated, repo().join("plugin"), repo()] {
         let o = Command::new(&bin)
             .args(["plugin", "validate", "--strict", "--json"])
@@ -390,14 +395,31 @@ fn validate_strict_passes_on_both_plugins_and_the_marketplace() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "validate --strict {}: {text}{}",
-            target.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
         let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-        assert_eq!(v["success"], true, "{text}");
+        let warnings: Vec<&Value> = v["contents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["warnings"].as_array().into_iter().flatten())
+            .collect();
+        if knows_skill_lines {
+            assert!(
+                o.status.success(),
+                "validate --strict {}: {text}{}",
+                target.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert_eq!(v["success"], true, "{text}");
+            assert!(warnings.is_empty(), "{text}");
+        } else {
+            let messages: Vec<&str> = warnings.iter().filter_map(|w| w["message"].as_str()).collect();
+            assert_eq!(
+                messages,
+                ["hooks.PreSkillShellCommand: unknown hook event; entry ignored at runtime"],
+                "{}: {text}",
+                target.display()
+            );
+        }
         assert_eq!(v["manifest"]["warnings"], json!([]), "{text}");
         if target != repo() {
             // The plugin directory's checks (an icon) and the hosts the plugin reaches (none).
@@ -405,9 +427,10 @@ fn validate_strict_passes_on_both_plugins_and_the_marketplace() {
             assert_eq!(v["hosts"]["declared"]["plugin"], true, "{text}");
         }
         if target != repo() {
+            let versioned = if knows_skill_lines { walj::claude::events::VERSIONED_EVENTS.len() } else { 0 };
             assert_eq!(
                 v["provides"]["hooks"].as_array().map(Vec::len),
-                Some(walj::claude::events::HookEvent::ALL.len()),
+                Some(walj::claude::events::HookEvent::ALL.len() + versioned),
                 "{text}"
             );
             assert_eq!(v["provides"]["bin"], json!(["walj"]), "{text}");

@@ -24,15 +24,15 @@ use std::time::{Duration, Instant};
 use walj::fold::{Fold, FoldOptions};
 use walj::journal::record::check_crc;
 
-const SESSION_TIMEOUT: Duration = Duration::from_secs(180);
+pub(crate) const SESSION_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long hooks that outlive `claude` (SessionEnd) get to write their record.
-const HOOK_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const HOOK_GRACE: Duration = Duration::from_secs(10);
 /// The beginning of walj's recovery note for Claude (src/announce.rs).
-const NOTE: &str = "walj recovery note:";
+pub(crate) const NOTE: &str = "walj recovery note:";
 /// How Claude Code 2.1.328 hands SessionStart `additionalContext` to the model.
-const CONTEXT_PREFIX: &str = "SessionStart hook additional context:";
+pub(crate) const CONTEXT_PREFIX: &str = "SessionStart hook additional context:";
 
-fn walj_bin() -> PathBuf {
+pub(crate) fn walj_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_walj"))
 }
 
@@ -46,19 +46,19 @@ fn skipped(what: &str) {
 
 /// A scenario's project: a [`Sandbox`] (temp git project, HOME, TMPDIR) plus a `bin/` folder
 /// holding the walj binary under test, which comes first on the `PATH` of everything run here.
-struct Proj {
-    sb: Sandbox,
+pub(crate) struct Proj {
+    pub(crate) sb: Sandbox,
     /// `bin/:$PATH`.
-    path: String,
+    pub(crate) path: String,
 }
 
 /// `(relative path, content)` pairs.
-type Files<'a> = &'a [(&'a str, &'a str)];
+pub(crate) type Files<'a> = &'a [(&'a str, &'a str)];
 
 impl Proj {
     /// A project holding `files`, committed (fixed author and dates, so two projects with the
     /// same files have the same commit id).
-    fn new(files: Files) -> Proj {
+    pub(crate) fn new(files: Files) -> Proj {
         let sb = Sandbox::new();
         let bin = sb.dir.path().canonicalize().unwrap().join("bin");
         fs::create_dir_all(&bin).unwrap();
@@ -73,15 +73,15 @@ impl Proj {
         p
     }
 
-    fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.sb.project
     }
 
-    fn abs(&self, rel: &str) -> String {
+    pub(crate) fn abs(&self, rel: &str) -> String {
         self.sb.project.join(rel).to_string_lossy().into_owned()
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let out = Command::new("git")
             .current_dir(self.root())
             .args(args)
@@ -101,12 +101,12 @@ impl Proj {
     }
 
     /// `git hash-object` of a project file (`None` when it does not exist).
-    fn hash_object(&self, rel: &str) -> Option<String> {
+    pub(crate) fn hash_object(&self, rel: &str) -> Option<String> {
         self.sb.project.join(rel).is_file().then(|| self.git(&["hash-object", "--", rel]))
     }
 
     /// `walj install` in the project, as a user runs it (walj found on PATH, no flags).
-    fn install_walj(&self) {
+    pub(crate) fn install_walj(&self) {
         let out = Command::new("sh")
             .args(["-c", "walj install"])
             .current_dir(self.root())
@@ -136,7 +136,7 @@ impl Proj {
 
     /// `claude -p <prompt>` (see `Sandbox::claude_p`) with walj first on PATH and the todo
     /// tools enabled.
-    fn claude_p(&self, bin: &Path, mock: &MockServer, prompt: &str) -> Command {
+    pub(crate) fn claude_p(&self, bin: &Path, mock: &MockServer, prompt: &str) -> Command {
         let mut cmd = self.sb.claude_p(bin, mock, prompt);
         cmd.env("PATH", &self.path).env("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1");
         cmd
@@ -145,7 +145,7 @@ impl Proj {
     /// Runs a whole `claude -p` session; asserts it succeeded. With walj installed, also waits
     /// for the session's `end` record (SessionEnd hooks may finish after claude exits).
     /// Returns the output and the session id.
-    fn session(&self, cmd: Command, mock: &MockServer) -> (claude::Output, String) {
+    pub(crate) fn session(&self, cmd: Command, mock: &MockServer) -> (claude::Output, String) {
         let out = claude::run(cmd, SESSION_TIMEOUT);
         assert!(
             !out.timed_out && out.status.success(),
@@ -167,7 +167,7 @@ impl Proj {
     }
 
     /// `walj --project <root> <args>` with a clean environment; returns (success, stdout, stderr).
-    fn walj(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn walj(&self, args: &[&str]) -> (bool, String, String) {
         let out = Command::new(walj_bin())
             .arg("--project")
             .arg(self.root())
@@ -189,29 +189,29 @@ impl Proj {
     }
 
     /// `walj <args>` that must succeed, stdout as JSON.
-    fn walj_json(&self, args: &[&str]) -> Value {
+    pub(crate) fn walj_json(&self, args: &[&str]) -> Value {
         let (ok, out, err) = self.walj(args);
         assert!(ok, "walj {args:?} failed: {err}");
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("walj {args:?}: not JSON ({e}): {out}"))
     }
 
     /// Whether the walj binary under test has this subcommand.
-    fn walj_has(&self, sub: &str) -> bool {
+    pub(crate) fn walj_has(&self, sub: &str) -> bool {
         let (ok, _, _) = self.walj(&[sub, "--help"]);
         ok
     }
 
-    fn journal_path(&self) -> PathBuf {
+    pub(crate) fn journal_path(&self) -> PathBuf {
         self.sb.project.join(".walj/journal.jsonl")
     }
 
-    fn journal_text(&self) -> String {
+    pub(crate) fn journal_text(&self) -> String {
         fs::read_to_string(self.journal_path()).unwrap_or_default()
     }
 
     /// Every journal line, each checked: complete (newline-terminated), valid JSON object,
     /// correct crc. Panics on the first bad line.
-    fn journal(&self) -> Vec<Value> {
+    pub(crate) fn journal(&self) -> Vec<Value> {
         let text = self.journal_text();
         assert!(text.is_empty() || text.ends_with('\n'), "journal does not end with a newline (torn tail)");
         text.lines()
@@ -227,11 +227,11 @@ impl Proj {
     }
 
     /// Records with this op and id.
-    fn records(&self, op: &str, id: &str) -> Vec<Value> {
+    pub(crate) fn records(&self, op: &str, id: &str) -> Vec<Value> {
         self.journal().into_iter().filter(|r| r["op"] == op && r["id"] == id).collect()
     }
 
-    fn wait_for_record(&self, timeout: Duration, mut pred: impl FnMut(&Value) -> bool) -> Option<Value> {
+    pub(crate) fn wait_for_record(&self, timeout: Duration, mut pred: impl FnMut(&Value) -> bool) -> Option<Value> {
         let deadline = Instant::now() + timeout;
         loop {
             let found =
@@ -243,13 +243,13 @@ impl Proj {
         }
     }
 
-    fn fold(&self) -> Fold {
+    pub(crate) fn fold(&self) -> Fold {
         Fold::load(&self.journal_path(), &FoldOptions { keep_settled: true, all_commands: true, ..Default::default() })
             .expect("fold the journal")
     }
 
     /// `.walj/errors.log` (the hook's error log), empty when absent.
-    fn hook_errors(&self) -> String {
+    pub(crate) fn hook_errors(&self) -> String {
         fs::read_to_string(self.sb.project.join(".walj/errors.log")).unwrap_or_default()
     }
 
@@ -257,7 +257,7 @@ impl Proj {
     /// Claude Code 2.1.328 writes a `hook_non_blocking_error` attachment (with `exitCode`)
     /// to the transcript for every hook that exits non-zero, and lists Stop hook errors in a
     /// `stop_hook_summary` line.
-    fn assert_hooks_clean(&self) {
+    pub(crate) fn assert_hooks_clean(&self) {
         assert_eq!(self.hook_errors(), "", "walj logged hook errors");
         let mut transcripts = 0;
         for e in fs::read_dir(self.sb.transcripts_dir()).unwrap().flatten() {
@@ -284,7 +284,7 @@ impl Proj {
 
 /// Kills (-9) every process whose command line holds `token`, and their descendants, on drop:
 /// orphans never outlive a test, even a failing one.
-struct OrphanGuard(String);
+pub(crate) struct OrphanGuard(pub(crate) String);
 
 impl Drop for OrphanGuard {
     fn drop(&mut self) {
@@ -1093,7 +1093,14 @@ fn walj_never_changes_what_claude_does() {
 /// Runs `cmd` (a `claude -p`) until its Bash call `tool_id` runs (a process holds `token` and
 /// the project file `ready` exists) and reached the transcript, then kills claude (-9).
 /// Returns the session id.
-fn kill_mid_bash(p: &Proj, cmd: Command, mock: &MockServer, tool_id: &str, token: &str, ready: &str) -> String {
+pub(crate) fn kill_mid_bash(
+    p: &Proj,
+    cmd: Command,
+    mock: &MockServer,
+    tool_id: &str,
+    token: &str,
+    ready: &str,
+) -> String {
     let running = claude::spawn(cmd);
     let pid = running.pid();
     let sid = claude::bash_running(&p.sb, pid, (tool_id, token, ready), SESSION_TIMEOUT, || {
@@ -1114,7 +1121,7 @@ fn kill_mid_bash(p: &Proj, cmd: Command, mock: &MockServer, tool_id: &str, token
 
 /// Processes working inside `root` (a killed command's orphans: the shell holding the token,
 /// and its children such as `sleep`, which do not).
-fn pids_in(root: &Path) -> Vec<u32> {
+pub(crate) fn pids_in(root: &Path) -> Vec<u32> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     fs::read_dir("/proc")
         .into_iter()
@@ -1128,7 +1135,7 @@ fn pids_in(root: &Path) -> Vec<u32> {
 
 /// Waits until no process holds `token` nor works inside `root` (after the guard killed the
 /// token's holders; a child reparented before the guard saw it is killed here).
-fn wait_gone(token: &str, root: &Path) {
+pub(crate) fn wait_gone(token: &str, root: &Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let left: Vec<u32> = claude::pids_mentioning(token).into_iter().chain(pids_in(root)).collect();
@@ -1142,7 +1149,7 @@ fn wait_gone(token: &str, root: &Path) {
 }
 
 /// `recover --json` entries of session `sid` as (path, entry).
-fn entries_of(recover: &Value, sid: &str) -> BTreeMap<String, Value> {
+pub(crate) fn entries_of(recover: &Value, sid: &str) -> BTreeMap<String, Value> {
     recover["sessions"]
         .as_array()
         .unwrap()

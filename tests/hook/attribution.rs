@@ -141,16 +141,16 @@ fn two_killed_commands_that_overlapped_list_each_change_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let main = children(&repo, "toolu_main");
     let sub = children(&repo, "toolu_sub");
-    assert_eq!(main.keys().collect::<Vec<_>>(), ["main.log", "only_main.out", "sub.log"], "{main:?}");
-    assert!(sub.is_empty(), "a change is listed once: {sub:?}");
+    // Each change once, under the command whose line names the file (both were open).
+    assert_eq!(main.keys().collect::<Vec<_>>(), ["main.log", "only_main.out"], "{main:?}");
+    assert_eq!(sub.keys().collect::<Vec<_>>(), ["sub.log"], "a change is listed once: {sub:?}");
     assert!(main["only_main.out"].get("attribution").is_none(), "{main:?}");
-    for p in ["main.log", "sub.log"] {
-        // Made after the session's last record (the subagent's Pre) and nothing watched: the
-        // command's or made after Claude Code stopped, and the subagent's command may have
-        // made it too.
-        assert_eq!(main[p]["attribution"], "after_stop", "{main:?}");
-        assert_eq!(main[p]["candidates"], json!(["toolu_sub"]), "{main:?}");
-    }
+    // Made after the session's last record (the subagent's Pre) and nothing watched: the
+    // command's or made after Claude Code stopped, and the other command may have made it too.
+    assert_eq!(main["main.log"]["attribution"], "after_stop", "{main:?}");
+    assert_eq!(main["main.log"]["candidates"], json!(["toolu_sub"]), "{main:?}");
+    assert_eq!(sub["sub.log"]["attribution"], "after_stop", "{sub:?}");
+    assert_eq!(sub["sub.log"]["candidates"], json!(["toolu_main"]), "{sub:?}");
     // A second reader does not add them again.
     let again = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     assert!(again.status.success());
@@ -214,9 +214,32 @@ fn the_users_edits_after_a_crash_are_not_the_killed_commands_and_say_what_walj_c
 
     // `revert --session` leaves the user's work alone: the after-stop entries need their id
     // and --force.
-    let _ = walj_at(&root).args(["revert", "--session", A, "--yes"]).output().unwrap();
+    // and --force. The session's certain work is reverted; each left-out entry is said, with
+    // why and how to revert it by id.
+    let out = walj_at(&root).args(["revert", "--session", A, "--yes"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "x\n", "the command's own change stays: {err}");
     assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\nthe user's line\n");
     assert!(!root.join("notes.txt").exists(), "the user's deletion was undone");
+    assert!(err.contains("2 entries left out of --session: walj is not sure they are Claude's work"), "{err}");
+    for p in ["README.md", "notes.txt"] {
+        let line = err.lines().find(|l| l.contains(&format!("({p}):"))).unwrap_or_else(|| panic!("{p}: {err}"));
+        assert!(
+            line.contains("changed after Claude Code's last sign of life") && line.contains("without its watcher"),
+            "{line}"
+        );
+        assert!(line.contains("`walj revert ") && line.ends_with(" --force`"), "{line}");
+    }
+    // By its id, without --force: refused, saying why.
+    let id = c["README.md"]["id"].as_str().unwrap();
+    let out = walj_at(&root).args(["revert", id, "--yes"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success() && err.contains("made after Claude Code's last sign of life") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(root.join("README.md")).unwrap(), "# readme\nthe user's line\n");
 }
 
 /// An old walj meets an `attribution` value a newer one wrote: it reads it as uncertain (never

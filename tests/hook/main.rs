@@ -15,6 +15,7 @@ mod claude_gate;
 mod git_state;
 mod never_blocks;
 mod secrets;
+mod stop_tasks;
 mod symlinks;
 mod turns;
 mod watcher;

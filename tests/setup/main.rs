@@ -14,3 +14,4 @@ mod doctor;
 mod install;
 mod npm;
 mod plugin;
+mod versioned;

@@ -117,8 +117,16 @@ fn generated_plugin_bundles_this_binary_and_the_same_files() {
     assert_eq!(manifest["engines"], json!({"claude-code": ">=2.1.139"}));
     let hooks: Value = serde_json::from_slice(&got["hooks/hooks.json"].0).unwrap();
     let events: Vec<&String> = hooks["hooks"].as_object().unwrap().keys().collect();
-    let want: Vec<String> = walj::claude::events::HookEvent::ALL.iter().map(|e| e.name().to_string()).collect();
-    assert_eq!(events.len(), want.len(), "{events:?}");
+    let want: Vec<String> = walj::claude::events::HookEvent::ALL
+        .iter()
+        .map(|e| e.name().to_string())
+        .chain(walj::claude::events::VERSIONED_EVENTS.iter().map(|(n, _)| n.to_string()))
+        .collect();
+    assert_eq!(events, want.iter().collect::<Vec<_>>(), "{events:?}");
+    // A versioned event: every tool (no matcher), the same handler.
+    let skill = &hooks["hooks"]["PreSkillShellCommand"][0];
+    assert!(skill.get("matcher").is_none(), "{skill}");
+    assert_eq!(skill["hooks"][0]["args"], json!(["hook"]));
     for e in walj::claude::events::HookEvent::ALL {
         let h = &hooks["hooks"][e.name()][0];
         assert_eq!(h["matcher"].as_str(), e.matcher());

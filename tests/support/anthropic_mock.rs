@@ -11,6 +11,12 @@
 //! turn `i` answers when the count (relative to the first main request the current script
 //! saw) equals the number of tool calls scripted in turns `0..i`. Retries of a request thus
 //! get the same answer.
+//!
+//! A subagent (the `Agent` tool) sends its own main requests (its own system prompt; its first
+//! user message is the Agent call's `prompt`). [`MockServer::subagent`] gives such requests their
+//! own script: a request whose first user message contains the script's marker is answered from
+//! it, with its own tool_result counting, so the main thread and a background subagent can run
+//! commands at the same time.
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
@@ -125,6 +131,9 @@ pub struct Request {
     pub body: Value,
     pub raw_body: String,
     pub kind: Kind,
+    /// The marker of the subagent script that answered it ([`MockServer::subagent`]); `None`
+    /// for the main thread's script (and for side requests).
+    pub agent: Option<String>,
     /// Milliseconds since the server started.
     pub at_ms: u128,
     /// The same instant in microseconds (benches time hooks with it).
@@ -139,6 +148,11 @@ impl Request {
 
     pub fn is_main(&self) -> bool {
         matches!(self.kind, Kind::Main { .. })
+    }
+
+    /// A main request of the main thread (not of a subagent).
+    pub fn is_main_thread(&self) -> bool {
+        self.is_main() && self.agent.is_none()
     }
 
     /// The `tool_result` blocks of the request's messages.
@@ -181,13 +195,28 @@ pub fn strings_containing<'a>(v: &'a Value, needle: &str) -> Vec<&'a str> {
 }
 
 struct State {
-    script: Vec<Turn>,
+    script: Script,
+    /// Subagents' scripts, each chosen by a marker in its first user message.
+    subagents: Vec<(String, Script)>,
+    requests: Vec<Request>,
+    log: Option<File>,
+}
+
+/// One conversation's scripted turns and how far it got.
+struct Script {
+    turns: Vec<Turn>,
     generation: usize,
     /// tool_result count of the first main request under the current script.
     baseline: Option<usize>,
     served: Vec<bool>,
-    requests: Vec<Request>,
-    log: Option<File>,
+    /// Tool use id prefix (`toolu_mock_`, `toolu_mock_s1_`, `toolu_mock_a0_`, …).
+    prefix: String,
+}
+
+impl Script {
+    fn new(turns: Vec<Turn>, prefix: String) -> Script {
+        Script { served: vec![false; turns.len()], turns, generation: 0, baseline: None, prefix }
+    }
 }
 
 struct Shared {
@@ -222,13 +251,10 @@ impl MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking listener");
         let addr = listener.local_addr().expect("local addr");
-        let served = vec![false; turns.len()];
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                script: turns,
-                generation: 0,
-                baseline: None,
-                served,
+                script: Script::new(turns, "toolu_mock_".into()),
+                subagents: Vec::new(),
                 requests: Vec::new(),
                 log: None,
             }),
@@ -263,10 +289,30 @@ impl MockServer {
     /// request, whatever its number of tool results (a resumed conversation carries old ones).
     pub fn script(&self, turns: Vec<Turn>) {
         let mut st = self.shared.lock();
-        st.served = vec![false; turns.len()];
-        st.script = turns;
-        st.generation += 1;
-        st.baseline = None;
+        let generation = st.script.generation + 1;
+        st.script = Script::new(turns, format!("toolu_mock_s{generation}_"));
+        st.script.generation = generation;
+    }
+
+    /// Gives a subagent its own script: every main request whose **first user message**
+    /// contains `marker` (put it in the `Agent` call's `prompt`, and nowhere in the session's
+    /// own prompt) is answered from `turns`, counted by its own tool results. Its tool use ids
+    /// are `toolu_mock_a<k>_<turn>_<n>` (`k`: the k-th subagent script). Requests answered by
+    /// it carry `agent: Some(marker)`.
+    pub fn subagent(&self, marker: &str, turns: Vec<Turn>) {
+        let mut st = self.shared.lock();
+        let k = st.subagents.len();
+        st.subagents.push((marker.to_string(), Script::new(turns, format!("toolu_mock_a{k}_"))));
+    }
+
+    /// The main requests a subagent script answered.
+    pub fn subagent_requests(&self, marker: &str) -> Vec<Request> {
+        self.shared.lock().requests.iter().filter(|r| r.agent.as_deref() == Some(marker)).cloned().collect()
+    }
+
+    /// The main thread's main requests (a subagent's left out).
+    pub fn main_thread_requests(&self) -> Vec<Request> {
+        self.shared.lock().requests.iter().filter(|r| r.is_main_thread()).cloned().collect()
     }
 
     /// Also appends every request (past and future) to `path` as JSON lines
@@ -315,9 +361,16 @@ impl MockServer {
         }
     }
 
-    /// Waits until scripted turn `turn` has been sent (or, for a hanging turn, requested).
+    /// Waits until the main thread's scripted turn `turn` has been sent (or, for a hanging
+    /// turn, requested).
     pub fn wait_for_turn(&self, turn: usize, timeout: Duration) -> bool {
-        self.wait_for(timeout, |r| r.kind == Kind::Main { turn: Some(turn) }).is_some()
+        self.wait_for(timeout, |r| r.agent.is_none() && r.kind == Kind::Main { turn: Some(turn) }).is_some()
+    }
+
+    /// Waits until the subagent script `marker` has sent its turn `turn`.
+    pub fn wait_for_subagent_turn(&self, marker: &str, turn: usize, timeout: Duration) -> bool {
+        self.wait_for(timeout, |r| r.agent.as_deref() == Some(marker) && r.kind == Kind::Main { turn: Some(turn) })
+            .is_some()
     }
 
     /// A readable summary of the requests, for assertion messages.
@@ -326,13 +379,14 @@ impl MockServer {
         let mut s = String::new();
         for r in &st.requests {
             s.push_str(&format!(
-                "#{} conn{} +{}ms {} {} {:?} model={} tools={} tool_results={}\n",
+                "#{} conn{} +{}ms {} {} {:?}{} model={} tools={} tool_results={}\n",
                 r.seq,
                 r.conn,
                 r.at_ms,
                 r.method,
                 r.path,
                 r.kind,
+                r.agent.as_deref().map(|m| format!(" agent={m}")).unwrap_or_default(),
                 r.body["model"].as_str().unwrap_or("-"),
                 r.body["tools"].as_array().map_or(0, |a| a.len()),
                 tool_results(&r.body).len(),
@@ -363,6 +417,7 @@ fn log_line(r: &Request) -> String {
         "method": r.method,
         "path": r.path,
         "kind": format!("{:?}", r.kind),
+        "agent": r.agent,
         "headers": r.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
         "body": if r.body.is_null() { Value::String(r.raw_body.clone()) } else { r.body.clone() },
     })
@@ -567,10 +622,20 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
     let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
 
     let mut st = shared.lock();
+    let mut agent = None;
     let (kind, reply) = if is_post && route.ends_with("/v1/messages/count_tokens") {
         (Kind::CountTokens, json_reply("200 OK", json!({"input_tokens": 42})))
     } else if is_post && route.ends_with("/v1/messages") && has_tools {
-        let (turn, reply) = main_reply(&mut st, &body, shared);
+        let first = first_user_text(&body);
+        let st = &mut *st;
+        let script = match st.subagents.iter_mut().find(|(m, _)| first.contains(m.as_str())) {
+            Some((m, script)) => {
+                agent = Some(m.clone());
+                script
+            }
+            None => &mut st.script,
+        };
+        let (turn, reply) = main_reply(script, &body, shared);
         (Kind::Main { turn }, reply)
     } else if is_post && route.ends_with("/v1/messages") {
         let text = "OK";
@@ -597,6 +662,7 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
         raw_body: String::from_utf8_lossy(&req.body).into_owned(),
         body,
         kind,
+        agent,
         at_ms: at.as_millis(),
         at_us: at.as_micros(),
     };
@@ -610,8 +676,26 @@ fn respond(req: &Http, conn_id: usize, shared: &Shared) -> Reply {
     reply
 }
 
+/// The text of the first `user` message of a request (its string content, or its text blocks
+/// joined): the session's prompt for the main thread, the `Agent` call's prompt for a subagent.
+fn first_user_text(body: &Value) -> String {
+    let Some(msg) = body["messages"].as_array().into_iter().flatten().find(|m| m["role"] == "user") else {
+        return String::new();
+    };
+    match &msg["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
 /// Picks the scripted turn for a main request and renders it.
-fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, Reply) {
+fn main_reply(st: &mut Script, body: &Value, shared: &Shared) -> (Option<usize>, Reply) {
     let count = tool_results(body).len();
     let baseline = *st.baseline.get_or_insert(count);
     let key = count.saturating_sub(baseline);
@@ -620,7 +704,7 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
     // start (text turns have no calls): take the first one not served yet, else the last.
     let mut start = 0;
     let mut candidates = Vec::new();
-    for (i, t) in st.script.iter().enumerate() {
+    for (i, t) in st.turns.iter().enumerate() {
         if start == key {
             candidates.push(i);
         }
@@ -632,8 +716,8 @@ fn main_reply(st: &mut State, body: &Value, shared: &Shared) -> (Option<usize>, 
         return (None, message_reply(body, &[Block::Text(text)], "end_turn", shared));
     };
     st.served[i] = true;
-    let prefix = if st.generation == 0 { "toolu_mock_".to_string() } else { format!("toolu_mock_s{}_", st.generation) };
-    let reply = match &st.script[i] {
+    let prefix = st.prefix.clone();
+    let reply = match &st.turns[i] {
         Turn::Hang => Reply::Hang,
         Turn::Error { status, kind, message } => {
             json_reply(status, json!({"type": "error", "error": {"type": kind, "message": message}}))

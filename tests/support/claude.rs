@@ -62,6 +62,42 @@ pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// A `claude` binary of `version` or later (`"2.1.332"`): the one [`claude_or_skip`] gives
+/// when it is new enough, else `scripts/claude-code.sh` with `WALJ_CLAUDE_VERSION=<version>`
+/// (its own cache folder). `None` after a `SKIPPED:` line (a failure under `WALJ_E2E_REQUIRE=1`).
+pub fn claude_at_least(test: &str, version: &str) -> Option<PathBuf> {
+    fn parse(text: &str) -> Option<Vec<u32>> {
+        let word = text.split_whitespace().next()?;
+        word.split('.').map(|p| p.parse().ok()).collect()
+    }
+    let want = parse(version)?;
+    let bin = claude_or_skip(test)?;
+    let said = Command::new(&bin).arg("--version").stdin(Stdio::null()).output().ok();
+    if said.is_some_and(|o| parse(&String::from_utf8_lossy(&o.stdout)).is_some_and(|v| v >= want)) {
+        return Some(bin);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/claude-code.sh");
+    let out = Command::new("bash").arg(&script).env("WALJ_CLAUDE_VERSION", version).stdin(Stdio::null()).output();
+    match out {
+        Ok(o) if o.status.success() => {
+            Some(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().lines().last().unwrap_or_default()))
+        }
+        other => {
+            let why = match other {
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Err(e) => e.to_string(),
+            };
+            let msg = format!("SKIPPED: {test}: Claude Code {version} is not available: {why}");
+            if std::env::var_os("WALJ_E2E_REQUIRE").is_some_and(|v| v == "1") {
+                panic!("{msg} (and WALJ_E2E_REQUIRE=1)");
+            }
+            println!("{msg}");
+            let _ = writeln!(std::io::stderr(), "{msg}");
+            None
+        }
+    }
+}
+
 /// Quotes a string for `sh`.
 pub fn sh_quote(s: impl AsRef<OsStr>) -> String {
     let s = s.as_ref().to_string_lossy();

@@ -2137,3 +2137,63 @@ fn undone_history_folds_into_one_line() {
     assert!(s.contains("history 3 actions, all undone (2026-"), "{s}");
     assert!(!s.contains("(undone)"), "{s}");
 }
+
+/// A subagent's entries sit in their own group under its heading, after the main thread's
+/// (journaled through the real hook: an async Agent call, a Write of the main thread, the
+/// subagent's command cut off by the crash).
+#[test]
+fn a_subagents_entries_are_grouped_under_its_heading() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    let s = "9a9a9a9a-tui-subagent-session";
+    let hook = |p: serde_json::Value| {
+        let mut p = p;
+        p["session_id"] = s.into();
+        p["transcript_path"] = "/tmp/none.jsonl".into();
+        p["cwd"] = root.to_string_lossy().into_owned().into();
+        hook_ok(&root, &p.to_string(), Parent::Timeout(20));
+    };
+    let agent = serde_json::json!({"tool_name": "Agent", "tool_use_id": "toolu_agent",
+        "tool_input": {"description": "write the sub log", "prompt": "go", "subagent_type": "general-purpose"}});
+    let mut pre = agent.clone();
+    pre["hook_event_name"] = "PreToolUse".into();
+    hook(pre);
+    let mut post = agent;
+    post["hook_event_name"] = "PostToolUse".into();
+    post["tool_response"] =
+        serde_json::json!({"isAsync": true, "status": "async_launched", "agentId": "a7f3c2e9d1b04f66"});
+    hook(post);
+    let abs = root.join("main.txt");
+    hook(serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_w",
+        "tool_input": {"file_path": abs, "content": "main\n"}}));
+    hook(serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_sub",
+        "agent_id": "a7f3c2e9d1b04f66", "agent_type": "general-purpose",
+        "tool_input": {"command": "echo s > sub.log; sleep 60", "description": "sub"}}));
+    std::fs::write(root.join("sub.log"), "s\n").unwrap();
+    std::fs::write(&abs, "main\n").unwrap();
+
+    let mut app = App::new(Project::at(root.clone(), None), opts());
+    let mut t = term(140, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    // The tree pane shows the heading's start ("… in the background: still running when the
+    // session died" follows, cut at the pane's width).
+    let lines: Vec<&str> = s.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("▾ artifact_created · subagent general-purpose \"write"))
+        .unwrap_or_else(|| panic!("no subagent group:\n{s}"));
+    let row = |needle: &str| lines.iter().position(|l| l.contains(&format!("◐ {needle}"))).unwrap();
+    assert!(
+        row("main.txt") < at && at < row("sub.log"),
+        "the main thread's entry first, the subagent's under its heading:\n{s}"
+    );
+    // The in-flight Write's intended content explains main.txt: not the subagent's command's too.
+    assert_eq!(lines.iter().filter(|l| l.contains("◐ main.txt")).count(), 1, "{s}");
+    // The heading in full, in the group's detail.
+    let key = walj::tui::tree::NodeKey::Group(
+        "9a9a9a9a-tui-subagent-session".into(),
+        "artifact_created · subagent general-purpose \"write the sub log\", in the background: still running when the session died".into(),
+    );
+    assert!(app.tree.rows.iter().any(|r| r.key == key), "{:?}", app.tree.rows);
+}
