@@ -34,6 +34,26 @@ fn settled_by_import(mut r: Record, e: &Record) -> Record {
     r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT)
 }
 
+/// Why an imported change outside the project is settled at once.
+pub(crate) const OUTSIDE_REASON: &str = "outside the project";
+
+/// The record settling `e`, a change to a file outside the project (Claude's plan files under
+/// `~/.claude/plans/`, a scratch file in /tmp): walj captured nothing there and writes nothing
+/// there, so it is session context (the session names the file), never an unresolved entry.
+/// A call that failed did not change the file (not applied); any other is settled as the
+/// turn's end would settle it (`persisted`, unverified, by import), with the reason.
+pub(crate) fn settled_outside(mut r: Record, e: &Record, failed: bool) -> Record {
+    if failed {
+        r.id = e.id.clone();
+        r.path = e.path.clone();
+        r.event = e.event.clone();
+        r.tool = e.tool.clone();
+        r.outside = true;
+        return build::not_applied(r, BY_IMPORT).with(key::REASON, OUTSIDE_REASON);
+    }
+    settled_by_import(r, e).with(key::REASON, OUTSIDE_REASON)
+}
+
 /// The records that end an imported turn, as the agent's Stop hook would have: the calls that
 /// failed in a turn that went on, settled as not applied; the entries applied in it (indexes
 /// into `records`), settled by a `persisted` record (`persisted(e)` stamps its session and time).
@@ -92,6 +112,13 @@ pub struct FileReport {
     pub torn_tail: bool,
     /// Lines that were not JSON (other than a torn last line).
     pub malformed: u64,
+    /// Files outside the project the session changed (absolute paths): kept as session
+    /// context, settled at once, never unresolved nor reverted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<String>,
+    /// Todo list items that were not todos (no text): skipped, the list's other items kept.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub todos_skipped: u64,
     /// The coding agent whose session file this is, when not Claude Code (`codex`, `gemini`,
     /// `copilot`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +129,10 @@ pub struct FileReport {
     pub hooked: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
