@@ -102,6 +102,26 @@ pub struct ExportArgs {
     pub keep_transcript_secrets: bool,
 }
 
+/// The arguments of `walj sessions import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The bundle file (`walj sessions export`).
+    pub file: PathBuf,
+    /// age identity file for bundles encrypted to recipients; repeatable.
+    #[arg(short, long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+    /// Only say what would be imported (the bundle is read and checked, nothing is written).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was (or would be) imported as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
 /// The arguments of `walj sessions delete`.
 #[derive(Debug, clap::Args)]
 pub struct DeleteArgs {
@@ -896,7 +916,13 @@ impl LimitArgs {
 /// bad session ids): nothing was written.
 pub const EXIT_BUNDLE_REFUSED: i32 = 2;
 
-pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: &LimitArgs) -> anyhow::Result<i32> {
+/// `walj sessions import FILE`: reads and checks the bundle, says what it would add, asks on a
+/// terminal (off one it refuses without `--yes`, exit 1, naming the flag), then writes it.
+/// `--dry-run` stops after saying; `--json` prints the report (`outcomes` as every action's).
+/// The undo is `walj sessions delete SID`.
+pub fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+    let ImportArgs { file, identity, confirm, dry_run, json, limits } = args;
+    let file = file.as_path();
     let limits = limits.limits(project);
     let mut ask = || match passphrase(false) {
         Ok(p) => p,
@@ -905,7 +931,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
             None
         }
     };
-    let mut keys = Keys { passphrase: &mut ask, identities };
+    let mut keys = Keys { passphrase: &mut ask, identities: identity };
     // Refused for what it holds (past a limit, bad session ids, records it may not bring):
     // exit 2; damaged, undecryptable or unreadable bundles stay errors (exit 1).
     let refused = |e: &bundle::BundleError| {
@@ -921,11 +947,79 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         Err(e) => return Err(e.into()),
     };
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.display().to_string());
-    let rep = match bundle::save_from(project, &contents, &name) {
-        Ok(r) => r,
-        Err(crate::session::SessionError::Bundle(e)) if is_refusal(&e) => return refused(&e),
-        Err(e) => return Err(e.into()),
+    let save = |write: bool| {
+        let r =
+            if write { bundle::save_from(project, &contents, &name) } else { bundle::plan(project, &contents, &name) };
+        match r {
+            Ok(r) => Ok(Ok(r)),
+            Err(crate::session::SessionError::Bundle(e)) if is_refusal(&e) => Ok(Err(e)),
+            Err(e) => Err(anyhow::Error::from(e)),
+        }
     };
+    let plan = match save(false)? {
+        Ok(r) => r,
+        Err(e) => return refused(&e),
+    };
+    let nothing_new = |r: &bundle::SaveReport| {
+        r.records_added == 0 && r.objects_added == 0 && !matches!(r.transcript.as_str(), "installed" | "updated")
+    };
+    let undo = format!("walj sessions delete {}", shell_quote(&plan.sid));
+    let report_json = |r: &bundle::SaveReport, dry: bool, changed: bool| {
+        serde_json::json!({
+            "action": "sessions import",
+            "dry_run": dry,
+            "changed": changed,
+            "bundle": file,
+            "session": r.session,
+            "sid": r.sid,
+            "report": r,
+            "undo": if changed || (dry && !nothing_new(r)) { Some(undo.as_str()) } else { None },
+        })
+    };
+    if nothing_new(&plan) {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report_json(&plan, dry_run, false))?);
+        } else {
+            println!("nothing new: session {} ({}) is already here.", shown(&plan.sid), shown(&plan.session));
+        }
+        return Ok(0);
+    }
+    let summary = format!(
+        "session {} ({}) from {}: {} records ({} already here), {} objects, transcript {}",
+        shown(&plan.sid),
+        shown(&plan.session),
+        shown_path(file),
+        plan.records_added,
+        plan.records_present,
+        plan.objects_added,
+        shown(&plan.transcript)
+    );
+    if dry_run {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report_json(&plan, true, false))?);
+        } else {
+            println!("Dry run, nothing written: this would import {summary}.");
+            println!("`{}` would remove it again.", shown(&undo));
+        }
+        return Ok(0);
+    }
+    if !confirm.ask(
+        &format!("Import {summary} into {}? (`{}` removes it again)", shown_path(&project.journal), shown(&undo)),
+        &format!(
+            "nothing imported: `walj sessions import` asks first and there is no terminal to ask on; pass --yes to import {summary} (--dry-run shows it without writing)"
+        ),
+    )? {
+        eprintln!("Nothing imported.");
+        return Ok(1);
+    }
+    let rep = match save(true)? {
+        Ok(r) => r,
+        Err(e) => return refused(&e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report_json(&rep, false, !nothing_new(&rep)))?);
+        return Ok(0);
+    }
     if rep.records_left_out > 0 {
         println!(
             "left out {} record{} only this checkout may write (brief deliveries and releases, announcements, import marks).",
@@ -933,7 +1027,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
             if rep.records_left_out == 1 { "" } else { "s" }
         );
     }
-    if rep.records_added == 0 && rep.objects_added == 0 && !matches!(rep.transcript.as_str(), "installed" | "updated") {
+    if nothing_new(&rep) {
         println!("nothing new: session {} ({}) is already here.", shown(&rep.sid), shown(&rep.session));
         return Ok(0);
     }
@@ -954,10 +1048,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
         sid = shown(&shell_quote(&rep.sid))
     );
-    println!(
-        "`walj sessions delete {}` removes it again (with --force while it has unresolved entries).",
-        shown(&shell_quote(&rep.sid))
-    );
+    println!("`{}` removes it again (with --force while it has unresolved entries).", shown(&undo));
     Ok(0)
 }
 
