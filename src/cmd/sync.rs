@@ -23,7 +23,9 @@ pub struct SyncArgs {
     /// Print what happened as JSON (schema in docs/sync.md).
     #[arg(long)]
     pub json: bool,
-    /// Publish in plain text without asking (asked once per remote otherwise).
+    /// Sync without asking: a sync has no undo (what it publishes stays on the remote for
+    /// every machine that fetches it), so it asks first on a terminal and refuses off one
+    /// without --yes. Also agrees to publish in plain text (asked once per remote otherwise).
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// The background run `[sync] auto` starts after SessionEnd and Stop: asks nothing,
@@ -105,6 +107,24 @@ fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.auto {
         return auto(project, args);
+    }
+    // The user's command (the background one, `--auto`, returned above: it never asks nor
+    // refuses). Nothing takes a sync back: say so before acting, ask on a terminal, and off one
+    // act only with --yes.
+    if !args.dry_run && !args.status && !args.yes {
+        let what = "`walj sync` has no undo: what it publishes stays on the git remote for every machine that fetches it, and the copies it fetches replace the ones here";
+        if super::confirm::on_terminal() {
+            eprintln!("{what}.");
+        }
+        if !super::Confirm::of(false).ask(
+            "Sync now? (--dry-run shows what it would publish and fetch)",
+            &format!("nothing synced: {what}; there is no terminal to ask on: pass --yes to sync (--dry-run shows what it would do)"),
+        )? {
+            if super::confirm::on_terminal() {
+                eprintln!("Nothing synced.");
+            }
+            return Ok(super::EXIT_ERROR);
+        }
     }
     let opts = SyncOptions {
         remote: args.remote.clone(),
