@@ -235,6 +235,20 @@ impl Existing {
     }
 }
 
+/// Why an import stopped (a transcript that cannot be read is not one: it is reported in its
+/// [`FileReport`] and the others are imported).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("creating {path}: {source}")]
+    CreateDir { path: PathBuf, source: io::Error },
+    #[error("storing pre- and post-images in {path}: {source}")]
+    Store { path: PathBuf, source: crate::store::StoreError },
+    #[error("appending to {path}: {source}")]
+    Append { path: PathBuf, source: io::Error },
+}
+
 /// Where imported records go: the journal (records already in it skipped) and the store.
 pub(crate) struct Sink<'p> {
     project: &'p Project,
@@ -245,10 +259,9 @@ pub(crate) struct Sink<'p> {
 }
 
 impl<'p> Sink<'p> {
-    pub(crate) fn open(project: &'p Project) -> anyhow::Result<Sink<'p>> {
-        use anyhow::Context;
-        let existing =
-            Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
+    pub(crate) fn open(project: &'p Project) -> Result<Sink<'p>, ImportError> {
+        let existing = Existing::load(&project.journal)
+            .map_err(|source| ImportError::Read { path: project.journal.clone(), source })?;
         Ok(Sink {
             project,
             store: Store::new(project.store_dir()),
@@ -272,8 +285,7 @@ impl<'p> Sink<'p> {
         blobs: Vec<(String, Vec<u8>)>,
         produced: usize,
         keyed: bool,
-    ) -> anyhow::Result<()> {
-        use anyhow::Context;
+    ) -> Result<(), ImportError> {
         let existing = &mut self.existing;
         let records: Vec<Record> =
             records.into_iter().filter(|r| if keyed { existing.admit_keyed(r) } else { existing.admit(r) }).collect();
@@ -281,7 +293,9 @@ impl<'p> Sink<'p> {
         fr.added = records.len();
         if !records.is_empty() {
             if !self.ensured {
-                self.project.ensure_dir().with_context(|| format!("creating {}", self.project.dir.display()))?;
+                self.project
+                    .ensure_dir()
+                    .map_err(|source| ImportError::CreateDir { path: self.project.dir.clone(), source })?;
                 self.ensured = true;
             }
             // Every object a line names is durable before the line is written.
@@ -289,10 +303,14 @@ impl<'p> Sink<'p> {
                 records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
             let blobs: Vec<(String, Vec<u8>)> =
                 blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
-            self.store.put_batch(&blobs).context("storing pre- and post-images")?;
+            self.store
+                .put_batch(&blobs)
+                .map_err(|source| ImportError::Store { path: self.project.store_dir(), source })?;
             let writer = JournalWriter::new(&self.project.journal);
             for chunk in records.chunks(BATCH) {
-                writer.append_all(chunk).with_context(|| format!("appending to {}", self.project.journal.display()))?;
+                writer
+                    .append_all(chunk)
+                    .map_err(|source| ImportError::Append { path: self.project.journal.clone(), source })?;
             }
         }
         self.report.added += fr.added;
