@@ -249,19 +249,19 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         ))
     )?;
     for s in &sessions {
-        let state = format!("{:<8}", shown(&s.state));
+        let state = crate::present::pad(&s.state, 8);
         let state = match s.state.as_str() {
             "crashed" => style.red(&state),
             "live" => style.green(&state),
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let branch = fit_columns(&safe(s.branch.as_deref().unwrap_or("-")), 14);
+        let branch = crate::present::fit(s.branch.as_deref().unwrap_or("-"), 14);
         writeln!(
             out,
-            "{}  {:<7}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            "{}  {}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.session(ids.session_split(&s.session), w),
-            shown(&s.agent),
+            crate::present::pad(&s.agent, 7),
             state,
             human_ts(&s.started),
             human_ts(&s.last_ts),
@@ -276,22 +276,6 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     write!(out, "{others}")?;
     writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
     Ok(0)
-}
-
-/// `text` cut to at most `cols` display columns and padded to exactly `cols`, so a wide (CJK)
-/// name keeps the columns after it aligned (`{:<N}` pads by characters, not columns).
-fn fit_columns(text: &str, cols: usize) -> String {
-    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + c.width().unwrap_or(0) > cols {
-            break;
-        }
-        out.push(c);
-    }
-    let used = out.width();
-    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(used)));
-    out
 }
 
 fn proc_table() -> Option<procs::ProcTable> {
@@ -475,14 +459,14 @@ fn show_history(o: &mut String, st: &SessionState, style: &Style) {
     }
     let files = st.files();
     let _ = writeln!(o, "\n{} ({})", style.bold("Files changed"), files.len());
-    let width = files.iter().map(|f| safe(&f.path).chars().count()).max().unwrap_or(0).min(60);
+    let width = files.iter().map(|f| crate::present::width(&f.path)).max().unwrap_or(0).min(60);
     for f in &files {
         let last = f.entries.last().map(|i| style.id(st.ids.split(i), 0)).unwrap_or_default();
         let state = st.entries.iter().rev().find(|e| e.path == f.path).map(|e| e.state());
         let _ = writeln!(
             o,
-            "  {:<width$}  {}  {} entr{}, last {}{}",
-            shown(&f.path),
+            "  {}  {}  {} entr{}, last {}{}",
+            crate::present::pad(&f.path, width),
             state.map(|s| state_colored(s, style)).unwrap_or_default(),
             f.entries.len(),
             if f.entries.len() == 1 { "y" } else { "ies" },
@@ -542,8 +526,8 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
         _ => String::new(),
     };
     format!(
-        "{:<12}  {}  {}  {state}{}{note}{}{}",
-        shown(&p.short),
+        "{}  {}  {}  {state}{}{note}{}{}",
+        crate::present::pad(&p.short, 12),
         style.cyan(&safe(&p.sid)),
         shown(&p.command),
         p.task_id.as_deref().map(|t| format!("  task {}", shown(t))).unwrap_or_default(),

@@ -166,7 +166,7 @@ fn kib(n: u64) -> String {
 
 fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
     // Another machine's name, id and detail: shown escaped (its manifest is not walj's own).
-    let name = crate::present::safe(j.name.as_deref().unwrap_or(&j.journal)).into_owned();
+    let name = j.name.as_deref().unwrap_or(&j.journal);
     let what = match (j.verdict, status) {
         (Verdict::UpToDate, _) => "up to date".to_string(),
         (Verdict::New | Verdict::Updated, true) => "behind: new lines to fetch".to_string(),
@@ -176,7 +176,7 @@ fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
         }
         (v, _) => v.as_str().to_string(),
     };
-    let mut line = format!("  {name:<40}  {what}");
+    let mut line = format!("  {}  {what}", crate::present::pad(name, 40));
     if j.sessions > 0 {
         line.push_str(&format!(
             " · {} session{}, {} unresolved",
@@ -234,7 +234,7 @@ fn sync_text(r: &SyncReport) -> String {
         crate::present::shown(&r.remote),
         crate::present::shown(&r.url)
     ));
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
+    s.push_str(&format!("  {}  {mine} (this checkout)\n", crate::present::pad(&r.name, 40)));
     for j in &r.journals {
         s.push_str(&journal_line(j, false));
     }
@@ -269,7 +269,7 @@ fn status_text(r: &SyncReport) -> String {
         (_, Some(b)) if p.journal_bytes > b => format!("ahead: {} not yet published", kib(p.journal_bytes - b)),
         (_, Some(_)) => "ahead: session states changed since the last sync".to_string(),
     };
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
+    s.push_str(&format!("  {}  {mine} (this checkout)\n", crate::present::pad(&r.name, 40)));
     for j in &r.journals {
         s.push_str(&journal_line(j, true));
     }
