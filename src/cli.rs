@@ -247,19 +247,9 @@ pub enum SessionsCommand {
     Export(cmd::sessions::ExportArgs),
     /// Add a session from a bundle file to this project (idempotent).
     #[command(
-        after_help = "Examples:\n  walj sessions import session.walj\n  walj sessions import session.walj -i ~/.config/age/key.txt"
+        after_help = "Examples:\n  walj sessions import session.walj --dry-run\n  walj sessions import session.walj\n  walj sessions import session.walj -i ~/.config/age/key.txt --yes"
     )]
-    Import {
-        /// The bundle file (`walj sessions export`).
-        file: PathBuf,
-        /// age identity file for bundles encrypted to recipients; repeatable.
-        #[arg(short, long, value_name = "FILE")]
-        identity: Vec<PathBuf>,
-        #[command(flatten)]
-        confirm: cmd::Confirm,
-        #[command(flatten)]
-        limits: cmd::sessions::LimitArgs,
-    },
+    Import(cmd::sessions::ImportArgs),
     /// Remove the session's records, the objects nothing else names, and its transcript copy.
     #[command(after_help = "Examples:\n  walj sessions delete 8f14e4 --dry-run\n  walj sessions delete 8f14e4")]
     Delete(cmd::sessions::DeleteArgs),
@@ -400,7 +390,7 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         Command::Uninstall(a) if cmd::Confirm::of(a.yes).missing_in_tool_call() => "walj uninstall",
         Command::Sessions { command: Some(c), .. } => match c {
             SessionsCommand::Resume(a) if a.confirm.missing_in_tool_call() && !a.print_only => "walj sessions resume",
-            SessionsCommand::Import { confirm, .. } if confirm.missing_in_tool_call() => "walj sessions import",
+            SessionsCommand::Import(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions import",
             SessionsCommand::Delete(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions delete",
             _ => return None,
         },
@@ -431,7 +421,7 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>,
         SessionsCommand::Resume(a) => s::resume(project, &a),
         SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
         SessionsCommand::Export(a) => s::export(project, a),
-        SessionsCommand::Import { file, identity, limits, .. } => s::import(project, &file, identity, &limits),
+        SessionsCommand::Import(a) => s::import(project, a),
         SessionsCommand::Delete(a) => s::delete(project, &a),
     }
 }

@@ -366,32 +366,35 @@ impl Config {
     }
 
     /// Compiles the globs.
-    pub fn matcher(&self) -> Result<Matcher, String> {
-        self.build_matcher().map_err(|e| e.to_string())
+    pub fn matcher(&self) -> Result<Matcher, BadGlob> {
+        self.build_matcher()
     }
 
     fn build_matcher(&self) -> Result<Matcher, BadGlob> {
-        let never = build_set(&self.capture.never)?;
+        let never = build_set(&self.capture.never, "[capture] never")?;
         let event_globs: Vec<String> = self.events.iter().map(|r| r.glob.clone()).collect();
-        let events = build_set(&event_globs)?;
+        let events = build_set(&event_globs, "[[events]] glob")?;
         Ok(Matcher { never, events, rules: self.events.clone() })
     }
 }
 
-/// A glob that does not compile.
+/// A glob of the config that does not compile, named with its key.
 #[derive(Debug, thiserror::Error)]
-#[error("bad glob {glob:?}: {message}")]
-struct BadGlob {
-    glob: String,
-    message: String,
+#[error("bad glob {glob:?} in {key}: {message}")]
+pub struct BadGlob {
+    /// The glob as written.
+    pub glob: String,
+    /// Its key: `[capture] never` or `[[events]] glob`.
+    pub key: &'static str,
+    pub message: String,
 }
 
-fn build_set(globs: &[String]) -> Result<GlobSet, BadGlob> {
+fn build_set(globs: &[String], key: &'static str) -> Result<GlobSet, BadGlob> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        b.add(Glob::new(g).map_err(|e| BadGlob { glob: g.clone(), message: e.kind().to_string() })?);
+        b.add(Glob::new(g).map_err(|e| BadGlob { glob: g.clone(), key, message: e.kind().to_string() })?);
     }
-    b.build().map_err(|e| BadGlob { glob: String::new(), message: e.to_string() })
+    b.build().map_err(|e| BadGlob { glob: String::new(), key, message: e.to_string() })
 }
 
 /// Compiled path rules.
@@ -492,7 +495,12 @@ mod tests {
         std::fs::write(&path, "[[events]]\nglob = \"src/{a,b\"\nevent = \"x\"\n").unwrap();
         let e = Config::check(&path).unwrap_err();
         assert_eq!((e.line, e.column), (Some(2), Some(8)), "{e}");
-        assert!(e.message.contains("bad glob \"src/{a,b\""), "{e}");
+        assert!(e.message.contains("bad glob \"src/{a,b\" in [[events]] glob"), "{e}");
+        let mut c = Config::default();
+        c.capture.never.push("[oops".into());
+        let bad = c.matcher().unwrap_err();
+        assert_eq!((bad.glob.as_str(), bad.key), ("[oops", "[capture] never"));
+        assert!(bad.to_string().starts_with("bad glob \"[oops\" in [capture] never: "), "{bad}");
         // The hook's loader reports the same error.
         assert_eq!(Config::load(&path).unwrap_err(), e);
 

@@ -662,8 +662,12 @@ pub fn check_config(project: &Project) -> Vec<DoctorFinding> {
                 format!("config {e}; until it is fixed the hook journals with the default settings"),
             );
             if let (Some(line), Some(text)) = (e.line, &e.source_line) {
-                let col = e.column.unwrap_or(1);
-                f.details = vec![format!("{line:>4} | {text}"), format!("{:>4} | {}^", "", " ".repeat(col - 1))];
+                // The caret under the column (characters) at its display width: a CJK value
+                // before it takes two columns a character, an escaped control its escape's.
+                let before: String = text.chars().take(e.column.unwrap_or(1).saturating_sub(1)).collect();
+                let under = " ".repeat(crate::present::width(&before));
+                f.details =
+                    vec![format!("{line:>4} | {}", crate::present::shown(text)), format!("{:>4} | {under}^", "")];
             }
             f
         }

@@ -391,18 +391,18 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
     }
-    let width = entries.iter().map(|e| safe(&present::state::entry_path(e)).chars().count()).max().unwrap_or(0).min(60);
+    let width = entries.iter().map(|e| present::width(&present::state::entry_path(e))).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
     for (event, es) in by_event {
         let _ = writeln!(out, "  {}: {}", style.bold(&safe(event)), plural(es.len(), "entry", "entries"));
         for e in es {
             let _ = writeln!(
                 out,
-                "    {}  {}  {:<width$}  {:<12}  {}{}",
+                "    {}  {}  {}  {}  {}{}",
                 style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
-                shown(&present::state::entry_path(e)),
-                shown(&e.tool),
+                present::pad(&present::state::entry_path(e), width),
+                present::pad(&e.tool, 12),
                 hms(e.when()),
                 entry_marks(e, ids, style),
             );
@@ -446,12 +446,12 @@ pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
     for e in entries {
         let _ = writeln!(
             out,
-            "{}  {}  {}  {}  {:<16}  {}",
+            "{}  {}  {}  {}  {}  {}",
             human_ts(&e.ts),
             style.session(ids.session_split(&e.session), session_width),
             state_colored(e.state(), style),
             style.id(ids.split(&e.id), id_width),
-            shown(&e.event),
+            present::pad(&e.event, 16),
             shown(&present::state::entry_path(e))
         );
     }

@@ -21,8 +21,8 @@ use crate::journal::Blob;
 use crate::project::Project;
 use crate::triage::{self, RevertOptions};
 
-use super::BisectError;
 use super::steps::Step;
+use super::{BisectError, Loader};
 
 /// The marker of an in-place bisect under way.
 pub fn marker(project: &Project) -> PathBuf {
@@ -67,13 +67,24 @@ pub fn interrupted(project: &Project) -> Option<String> {
     })
 }
 
+/// A file the in-place bisect would write that it cannot read as one.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    /// A folder, a link, a FIFO or a device where the file was: the bisect writes no such thing.
+    #[error("{path}: not a regular file")]
+    NotAFile { path: PathBuf },
+    #[error("reading {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
 /// The blob id (or absence) of the file at `abs` now; anything but a regular file is an error.
-pub fn disk_blob(abs: &Path) -> Result<Blob, String> {
+pub fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
+    let io = |source| DiskError::Io { path: abs.to_path_buf(), source };
     match std::fs::symlink_metadata(abs) {
-        Ok(m) if m.is_file() => crate::store::file_blob_id(abs).map(Blob::Id).map_err(|e| e.to_string()),
-        Ok(_) => Err("not a regular file".to_string()),
+        Ok(m) if m.is_file() => crate::store::file_blob_id(abs).map(Blob::Id).map_err(io),
+        Ok(_) => Err(DiskError::NotAFile { path: abs.to_path_buf() }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Blob::Absent),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(io(e)),
     }
 }
 
@@ -88,7 +99,7 @@ pub fn holds(abs: &Path, want: &Blob) -> bool {
 /// The in-place tree.
 pub struct InPlace<'a> {
     project: &'a Project,
-    load: &'a dyn Fn() -> anyhow::Result<Fold>,
+    load: Loader<'a>,
     /// Per step (index n-1), the entry ids a revert takes.
     entries: Vec<Vec<String>>,
     /// What each written path must hold now.
@@ -102,7 +113,7 @@ impl<'a> InPlace<'a> {
     /// `last`: every path at the last state.
     pub fn start(
         project: &'a Project,
-        load: &'a dyn Fn() -> anyhow::Result<Fold>,
+        load: Loader<'a>,
         steps: &[Step],
         last: BTreeMap<String, Blob>,
         force: bool,
@@ -110,7 +121,7 @@ impl<'a> InPlace<'a> {
         if let Some(note) = interrupted(project) {
             return Err(BisectError::Refused(format!("{note}; bisect in place again once the tree is back")));
         }
-        let fold = load().map_err(|e| BisectError::Refused(format!("{e:#}")))?;
+        let fold = load()?;
         let live: Vec<String> = fold
             .sessions
             .iter()
@@ -146,7 +157,7 @@ impl<'a> InPlace<'a> {
         for (rel, want) in &last {
             let abs = project.resolve_rel(rel).map_err(|e| BisectError::Refused(e.to_string()))?;
             if let Err(e) = disk_blob(&abs) {
-                return Err(BisectError::Refused(format!("{rel}: {e}")));
+                return Err(BisectError::Refused(e.to_string()));
             }
             if !holds(&abs, want) {
                 differ.push(rel.clone());
@@ -224,7 +235,7 @@ impl<'a> InPlace<'a> {
     }
 
     fn load(&self) -> Result<Fold, BisectError> {
-        (self.load)().map_err(|e| BisectError::Failed(format!("{e:#}")))
+        Ok((self.load)()?)
     }
 
     /// Back to the last state: `walj undo` of the outstanding batch.

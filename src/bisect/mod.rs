@@ -53,7 +53,23 @@ pub enum BisectError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("running {command}: {source}")]
     Spawn { command: String, source: std::io::Error },
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Disk(#[from] inplace::DiskError),
 }
+
+/// The journal's fold could not be read (the loader a bisect is given failed).
+#[derive(Debug, thiserror::Error)]
+#[error("reading the journal {path}: {message}")]
+pub struct LoadError {
+    pub path: PathBuf,
+    /// What the loader said.
+    pub message: String,
+}
+
+/// How a bisect reads the journal's fold afresh.
+pub type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
 
 /// What a bisect is asked to do.
 pub struct Options {
@@ -154,14 +170,14 @@ impl Report {
 /// settled entries kept); in place it is read again around every revert and undo.
 pub fn bisect(
     project: &Project,
-    load: &dyn Fn() -> anyhow::Result<Fold>,
+    load: Loader<'_>,
     opts: &Options,
     progress: Progress<'_>,
 ) -> Result<Report, BisectError> {
     if opts.argv.is_empty() {
         return Err(BisectError::Usage("no command given: `walj bisect -- CMD [ARGS…]`".to_string()));
     }
-    let fold = load().map_err(|e| BisectError::Failed(format!("{e:#}")))?;
+    let fold = load()?;
     let (steps, left_out) = steps::steps(&fold, &project.journal, &opts.scope)?;
     let n = steps.len();
     let mut states = state::States::new(project, &steps);

@@ -140,7 +140,10 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
             b.set_message(format!("testing state {state}"));
         }
     };
-    let loader = || load(project);
+    let loader = || {
+        load(project)
+            .map_err(|e| bisect::LoadError { path: project.journal.clone(), message: e.root_cause().to_string() })
+    };
     let result = bisect::bisect(project, &loader, &opts, &mut progress);
     if let Some(b) = &bar {
         b.finish_and_clear();

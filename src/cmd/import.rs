@@ -226,6 +226,22 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
         if f.malformed > 0 {
             let _ = writeln!(s, "  {} lines were not JSON and were skipped", f.malformed);
         }
+        if f.todos_skipped > 0 {
+            let n = f.todos_skipped;
+            let _ = writeln!(
+                s,
+                "  {n} todo item{} had no text and {} skipped; the list's other items are kept",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "was" } else { "were" }
+            );
+        }
+        for p in &f.outside {
+            let _ = writeln!(
+                s,
+                "  outside the project: {} (kept as session context; walj keeps no image there and never reverts it)",
+                crate::present::shown(p)
+            );
+        }
         for c in &f.in_flight {
             let _ = writeln!(
                 s,

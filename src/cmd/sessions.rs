@@ -106,6 +106,26 @@ pub struct ExportArgs {
     pub keep_transcript_secrets: bool,
 }
 
+/// The arguments of `walj sessions import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The bundle file (`walj sessions export`).
+    pub file: PathBuf,
+    /// age identity file for bundles encrypted to recipients; repeatable.
+    #[arg(short, long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+    /// Only say what would be imported (the bundle is read and checked, nothing is written).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was (or would be) imported as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
 /// The arguments of `walj sessions delete`.
 #[derive(Debug, clap::Args)]
 pub struct DeleteArgs {
@@ -233,19 +253,19 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
         ))
     )?;
     for s in &sessions {
-        let state = format!("{:<8}", shown(&s.state));
+        let state = crate::present::pad(&s.state, 8);
         let state = match s.state.as_str() {
             "crashed" => style.red(&state),
             "live" => style.green(&state),
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let branch = fit_columns(&safe(s.branch.as_deref().unwrap_or("-")), 14);
+        let branch = crate::present::fit(s.branch.as_deref().unwrap_or("-"), 14);
         writeln!(
             out,
-            "{}  {:<7}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
+            "{}  {}  {}  {:<16}  {:<16}  {}  {:>7}  {:>6}  {:>10}  {:>9}{}",
             style.session(ids.session_split(&s.session), w),
-            shown(&s.agent),
+            crate::present::pad(&s.agent, 7),
             state,
             human_ts(&s.started),
             human_ts(&s.last_ts),
@@ -260,22 +280,6 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     write!(out, "{others}")?;
     writeln!(out, "{}", style.dim("Next: walj sessions show SID · walj sessions resume SID · walj procs"))?;
     Ok(0)
-}
-
-/// `text` cut to at most `cols` display columns and padded to exactly `cols`, so a wide (CJK)
-/// name keeps the columns after it aligned (`{:<N}` pads by characters, not columns).
-fn fit_columns(text: &str, cols: usize) -> String {
-    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + c.width().unwrap_or(0) > cols {
-            break;
-        }
-        out.push(c);
-    }
-    let used = out.width();
-    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(used)));
-    out
 }
 
 fn proc_table() -> Option<procs::ProcTable> {
@@ -459,14 +463,14 @@ fn show_history(o: &mut String, st: &SessionState, style: &Style) {
     }
     let files = st.files();
     let _ = writeln!(o, "\n{} ({})", style.bold("Files changed"), files.len());
-    let width = files.iter().map(|f| safe(&f.path).chars().count()).max().unwrap_or(0).min(60);
+    let width = files.iter().map(|f| crate::present::width(&f.path)).max().unwrap_or(0).min(60);
     for f in &files {
         let last = f.entries.last().map(|i| style.id(st.ids.split(i), 0)).unwrap_or_default();
         let state = st.entries.iter().rev().find(|e| e.path == f.path).map(|e| e.state());
         let _ = writeln!(
             o,
-            "  {:<width$}  {}  {} entr{}, last {}{}",
-            shown(&f.path),
+            "  {}  {}  {} entr{}, last {}{}",
+            crate::present::pad(&f.path, width),
             state.map(|s| state_colored(s, style)).unwrap_or_default(),
             f.entries.len(),
             if f.entries.len() == 1 { "y" } else { "ies" },
@@ -526,8 +530,8 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
         _ => String::new(),
     };
     format!(
-        "{:<12}  {}  {}  {state}{}{note}{}{}",
-        shown(&p.short),
+        "{}  {}  {}  {state}{}{note}{}{}",
+        crate::present::pad(&p.short, 12),
         style.cyan(&safe(&p.sid)),
         shown(&p.command),
         p.task_id.as_deref().map(|t| format!("  task {}", shown(t))).unwrap_or_default(),
@@ -900,7 +904,13 @@ impl LimitArgs {
 /// bad session ids): nothing was written.
 pub const EXIT_BUNDLE_REFUSED: i32 = 2;
 
-pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: &LimitArgs) -> anyhow::Result<i32> {
+/// `walj sessions import FILE`: reads and checks the bundle, says what it would add, asks on a
+/// terminal (off one it refuses without `--yes`, exit 1, naming the flag), then writes it.
+/// `--dry-run` stops after saying; `--json` prints the report (`outcomes` as every action's).
+/// The undo is `walj sessions delete SID`.
+pub fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+    let ImportArgs { file, identity, confirm, dry_run, json, limits } = args;
+    let file = file.as_path();
     let limits = limits.limits(project);
     let mut ask = || match passphrase(false) {
         Ok(p) => p,
@@ -909,7 +919,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
             None
         }
     };
-    let mut keys = Keys { passphrase: &mut ask, identities };
+    let mut keys = Keys { passphrase: &mut ask, identities: identity };
     // Refused for what it holds (past a limit, bad session ids, records it may not bring):
     // exit 2; damaged, undecryptable or unreadable bundles stay errors (exit 1).
     let refused = |e: &bundle::BundleError| {
@@ -925,11 +935,79 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         Err(e) => return Err(e.into()),
     };
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.display().to_string());
-    let rep = match bundle::save_from(project, &contents, &name) {
-        Ok(r) => r,
-        Err(crate::session::SessionError::Bundle(e)) if is_refusal(&e) => return refused(&e),
-        Err(e) => return Err(e.into()),
+    let save = |write: bool| {
+        let r =
+            if write { bundle::save_from(project, &contents, &name) } else { bundle::plan(project, &contents, &name) };
+        match r {
+            Ok(r) => Ok(Ok(r)),
+            Err(crate::session::SessionError::Bundle(e)) if is_refusal(&e) => Ok(Err(e)),
+            Err(e) => Err(anyhow::Error::from(e)),
+        }
     };
+    let plan = match save(false)? {
+        Ok(r) => r,
+        Err(e) => return refused(&e),
+    };
+    let nothing_new = |r: &bundle::SaveReport| {
+        r.records_added == 0 && r.objects_added == 0 && !matches!(r.transcript.as_str(), "installed" | "updated")
+    };
+    let undo = format!("walj sessions delete {}", shell_quote(&plan.sid));
+    let report_json = |r: &bundle::SaveReport, dry: bool, changed: bool| {
+        serde_json::json!({
+            "action": "sessions import",
+            "dry_run": dry,
+            "changed": changed,
+            "bundle": file,
+            "session": r.session,
+            "sid": r.sid,
+            "report": r,
+            "undo": if changed || (dry && !nothing_new(r)) { Some(undo.as_str()) } else { None },
+        })
+    };
+    if nothing_new(&plan) {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report_json(&plan, dry_run, false))?);
+        } else {
+            println!("nothing new: session {} ({}) is already here.", shown(&plan.sid), shown(&plan.session));
+        }
+        return Ok(0);
+    }
+    let summary = format!(
+        "session {} ({}) from {}: {} records ({} already here), {} objects, transcript {}",
+        shown(&plan.sid),
+        shown(&plan.session),
+        shown_path(file),
+        plan.records_added,
+        plan.records_present,
+        plan.objects_added,
+        shown(&plan.transcript)
+    );
+    if dry_run {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report_json(&plan, true, false))?);
+        } else {
+            println!("Dry run, nothing written: this would import {summary}.");
+            println!("`{}` would remove it again.", shown(&undo));
+        }
+        return Ok(0);
+    }
+    if !confirm.ask(
+        &format!("Import {summary} into {}? (`{}` removes it again)", shown_path(&project.journal), shown(&undo)),
+        &format!(
+            "nothing imported: `walj sessions import` asks first and there is no terminal to ask on; pass --yes to import {summary} (--dry-run shows it without writing)"
+        ),
+    )? {
+        eprintln!("Nothing imported.");
+        return Ok(1);
+    }
+    let rep = match save(true)? {
+        Ok(r) => r,
+        Err(e) => return refused(&e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report_json(&rep, false, !nothing_new(&rep)))?);
+        return Ok(0);
+    }
     if rep.records_left_out > 0 {
         println!(
             "left out {} record{} only this checkout may write (brief deliveries and releases, announcements, import marks).",
@@ -937,7 +1015,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
             if rep.records_left_out == 1 { "" } else { "s" }
         );
     }
-    if rep.records_added == 0 && rep.objects_added == 0 && !matches!(rep.transcript.as_str(), "installed" | "updated") {
+    if nothing_new(&rep) {
         println!("nothing new: session {} ({}) is already here.", shown(&rep.sid), shown(&rep.session));
         return Ok(0);
     }
@@ -958,10 +1036,7 @@ pub fn import(project: &Project, file: &Path, identities: Vec<PathBuf>, limits: 
         "Next: walj sessions show {sid} · walj recover --session {sid} · walj sessions resume {sid}",
         sid = shown(&shell_quote(&rep.sid))
     );
-    println!(
-        "`walj sessions delete {}` removes it again (with --force while it has unresolved entries).",
-        shown(&shell_quote(&rep.sid))
-    );
+    println!("`{}` removes it again (with --force while it has unresolved entries).", shown(&undo));
     Ok(0)
 }
 

@@ -139,6 +139,26 @@ pub fn hook_command(explicit: Option<String>) -> String {
     }
 }
 
+/// Run through the npm package's launcher (`walj` on PATH is its sh script, which `exec`s this
+/// binary and names itself in [`NPM_SHIM_ENV`]), from a stable install (not an npx cache): the
+/// hook command that runs this binary directly, `'<npm prefix>/…/@walj/<os>-<cpu>/bin/walj' hook`,
+/// so each hook skips the launcher's sh and readlink. The path stays across `npm update -g`
+/// (the package is replaced in place). `None` elsewhere.
+pub fn npm_direct_command() -> Option<String> {
+    let shim = std::env::var_os(NPM_SHIM_ENV).and_then(|s| std::fs::canonicalize(s).ok())?;
+    let me = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok())?;
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("walj"))
+            .find(|p| p.is_file())
+            .and_then(|p| std::fs::canonicalize(p).ok())
+    })?;
+    if on_path != shim || me == shim || in_npx_cache(&me) || in_npx_cache(&shim) {
+        return None;
+    }
+    Some(format!("'{}' hook", me.display().to_string().replace('\'', "'\\''")))
+}
+
 impl SettingsArgs {
     pub fn scope(&self) -> SettingsScope {
         if self.user {
@@ -321,8 +341,26 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         return Ok(code);
     }
     let yes = args.yes;
-    let cmd = hook_command(args.command);
+    let mut cmd = hook_command(args.command);
     let path = path_for(scope, project);
+    // Through the npm launcher: settings that stay on this machine run the binary itself (no
+    // shell per hook); committed ones keep `walj hook`, which works on every machine.
+    let mut npm_note = None;
+    if !explicit && let Some(direct) = npm_direct_command() {
+        if scope == SettingsScope::Project {
+            npm_note = Some(
+                "the hooks run `walj hook` through the npm launcher (a sh exec per hook, docs/performance.md); \
+                 `walj install --local` or `--user` writes the binary's own path and skips it"
+                    .to_string(),
+            );
+        } else {
+            npm_note = Some(format!(
+                "the hooks run the npm package's binary directly ({}), not the launcher on PATH: no shell per hook",
+                direct.trim_end_matches(" hook")
+            ));
+            cmd = direct;
+        }
+    }
     if let Some(code) = confirm_beside_plugin(project, &cmd, yes)? {
         return Ok(code);
     }
@@ -361,6 +399,9 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         }
         if let Some(why) = why {
             println!("Note: {why}");
+        }
+        if let Some(n) = &npm_note {
+            println!("Note: {n}");
         }
     }
     if let Some(n) = unversioned {

@@ -23,7 +23,9 @@ pub struct SyncArgs {
     /// Print what happened as JSON (schema in docs/sync.md).
     #[arg(long)]
     pub json: bool,
-    /// Publish in plain text without asking (asked once per remote otherwise).
+    /// Sync without asking: a sync has no undo (what it publishes stays on the remote for
+    /// every machine that fetches it), so it asks first on a terminal and refuses off one
+    /// without --yes. Also agrees to publish in plain text (asked once per remote otherwise).
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// The background run `[sync] auto` starts after SessionEnd and Stop: asks nothing,
@@ -126,6 +128,24 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.auto {
         return auto(project, args);
     }
+    // The user's command (the background one, `--auto`, returned above: it never asks nor
+    // refuses). Nothing takes a sync back: say so before acting, ask on a terminal, and off one
+    // act only with --yes.
+    if !args.dry_run && !args.status && !args.yes {
+        let what = "`walj sync` has no undo: what it publishes stays on the git remote for every machine that fetches it, and the copies it fetches replace the ones here";
+        if super::confirm::on_terminal() {
+            eprintln!("{what}.");
+        }
+        if !super::Confirm::of(false).ask(
+            "Sync now? (--dry-run shows what it would publish and fetch)",
+            &format!("nothing synced: {what}; there is no terminal to ask on: pass --yes to sync (--dry-run shows what it would do)"),
+        )? {
+            if super::confirm::on_terminal() {
+                eprintln!("Nothing synced.");
+            }
+            return Ok(super::EXIT_ERROR);
+        }
+    }
     let opts = SyncOptions {
         remote: args.remote.clone(),
         dry_run: args.dry_run || args.status,
@@ -192,7 +212,7 @@ fn kib(n: u64) -> String {
 
 fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
     // Another machine's name, id and detail: shown escaped (its manifest is not walj's own).
-    let name = crate::present::safe(j.name.as_deref().unwrap_or(&j.journal)).into_owned();
+    let name = j.name.as_deref().unwrap_or(&j.journal);
     let what = match (j.verdict, status) {
         (Verdict::UpToDate, _) => "up to date".to_string(),
         (Verdict::New | Verdict::Updated, true) => "behind: new lines to fetch".to_string(),
@@ -202,7 +222,7 @@ fn journal_line(j: &crate::sync::accept::Seen, status: bool) -> String {
         }
         (v, _) => v.as_str().to_string(),
     };
-    let mut line = format!("  {name:<40}  {what}");
+    let mut line = format!("  {}  {what}", crate::present::pad(name, 40));
     if j.sessions > 0 {
         line.push_str(&format!(
             " · {} session{}, {} unresolved",
@@ -260,7 +280,7 @@ fn sync_text(r: &SyncReport) -> String {
         crate::present::shown(&r.remote),
         crate::present::shown(&r.url)
     ));
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
+    s.push_str(&format!("  {}  {mine} (this checkout)\n", crate::present::pad(&r.name, 40)));
     for j in &r.journals {
         s.push_str(&journal_line(j, false));
     }
@@ -295,7 +315,7 @@ fn status_text(r: &SyncReport) -> String {
         (_, Some(b)) if p.journal_bytes > b => format!("ahead: {} not yet published", kib(p.journal_bytes - b)),
         (_, Some(_)) => "ahead: session states changed since the last sync".to_string(),
     };
-    s.push_str(&format!("  {:<40}  {mine} (this checkout)\n", crate::present::shown(&r.name)));
+    s.push_str(&format!("  {}  {mine} (this checkout)\n", crate::present::pad(&r.name, 40)));
     for j in &r.journals {
         s.push_str(&journal_line(j, true));
     }

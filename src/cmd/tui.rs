@@ -21,7 +21,7 @@ pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32>
     let dir = tui::demo::temp_dir()?;
     let exe = std::env::current_exe().context("finding the walj binary to replay the demo hooks")?;
     eprintln!("walj: building the demo project in {} …", dir.display());
-    let result = tui::demo::build(&dir, &exe).and_then(|()| {
+    let result = tui::demo::build(&dir, &exe).map_err(anyhow::Error::from).and_then(|()| {
         let demo_project = Project::at(dir.canonicalize().unwrap_or(dir.clone()), None);
         tui::run(demo_project)
     });

@@ -716,7 +716,8 @@ fn tasks_not_listed_finished(s: &mut SessionInfo, listed: &[Value]) {
     }
 }
 
-fn todo_from_json(v: &Value) -> Option<Todo> {
+/// A todo of a TodoWrite list; `None` for an item without a text (skipped, the others kept).
+pub(crate) fn todo_from_json(v: &Value) -> Option<Todo> {
     let content = v.get("content").or_else(|| v.get("subject")).and_then(Value::as_str)?;
     Some(Todo {
         id: v.get("id").and_then(|i| i.as_str().map(str::to_string).or_else(|| i.as_u64().map(|n| n.to_string()))),

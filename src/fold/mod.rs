@@ -27,7 +27,7 @@ use std::path::Path;
 use crate::journal::view::{Classified, classify_fast};
 use crate::journal::{ScanReport, Source};
 
-pub(crate) use apply::Pairing;
+pub(crate) use apply::{Pairing, todo_from_json};
 pub use ids::ShortIds;
 pub use lookup::{IdError, abbrev, id_starts_with, typeable};
 pub use model::{

@@ -29,7 +29,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::engine::{Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, turn_settled};
+use super::engine::{Blobs, FileReport, InFlight, Sink, locate_from, normalize_ts, settled_outside, turn_settled};
 use super::{codex, copilot, gemini};
 use crate::agents::Agent;
 use crate::agents::event::{Change, PathChange};
@@ -666,6 +666,31 @@ impl Conv<'_> {
         }
         let before = intent.before.clone();
         self.emit(intent);
+        if outside {
+            // Session context, settled at once: never an unresolved entry (see `settled_outside`).
+            let failed = c.outcome.as_ref().is_some_and(|o| o.error.is_some());
+            let ts = c.outcome.as_ref().map_or(c.ts.as_str(), |o| o.ts.as_str());
+            if let Some(o) = &c.outcome {
+                let mut r = self.rec(if failed { op::FAILED } else { op::APPLIED }, &o.ts);
+                r.id = id;
+                r.tool = Some(c.tool.clone());
+                r.path = rel.clone();
+                r.outside = true;
+                r.event = event;
+                if let Some(err) = &o.error {
+                    r = r.with(key::ERROR, clip(err, MAX_ERROR));
+                }
+                self.emit(r);
+            }
+            if let Some(e) = self.records.last() {
+                let settled = settled_outside(self.rec(op::PERSISTED, ts), e, failed);
+                self.emit(settled);
+            }
+            if !self.report.outside.contains(&rel) {
+                self.report.outside.push(rel);
+            }
+            return;
+        }
         let Some(o) = &c.outcome else {
             self.in_flight(c, &id, rel);
             return;

@@ -32,7 +32,9 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use super::engine::{BY_IMPORT, Blobs, FileReport, InFlight, jsonl_under, locate_from, normalize_ts, turn_settled};
+use super::engine::{
+    BY_IMPORT, Blobs, FileReport, InFlight, jsonl_under, locate_from, normalize_ts, settled_outside, turn_settled,
+};
 use crate::agents::patch::apply_tool;
 use crate::claude::events::FILE_TOOLS;
 use crate::claude::payload::clip;
@@ -609,6 +611,10 @@ impl<'a> Converter<'a> {
         let before = intent.before.clone();
         let event = intent.event.clone();
         self.emit(intent);
+        if outside {
+            self.outside_call(p, outcome.map(|(_, error, ts)| (error, ts)), rel, event);
+            return;
+        }
         let Some((_, error, ts)) = outcome else {
             self.report.in_flight.push(InFlight {
                 session: p.session.clone(),
@@ -665,6 +671,31 @@ impl<'a> Converter<'a> {
         self.turn.push(self.records.len() - 1);
     }
 
+    /// A call on a file outside the project (`rel` is its absolute path): its outcome, then
+    /// settled at once ([`settled_outside`]): session context, never an unresolved entry.
+    fn outside_call(&mut self, p: &Pending, outcome: Option<(Option<&str>, &str)>, rel: String, event: String) {
+        let failed = outcome.is_some_and(|(error, _)| error.is_some());
+        let ts = outcome.map_or(p.ts.as_str(), |(_, ts)| ts);
+        if let Some((error, ts)) = outcome {
+            let mut r = self.rec(if failed { op::FAILED } else { op::APPLIED }, &p.session, ts);
+            r.id = p.id.clone();
+            r.tool = Some(p.name.clone());
+            r.path = rel.clone();
+            r.outside = true;
+            r.event = event;
+            if let Some(err) = error {
+                r = r.with(key::ERROR, clip(err, MAX_ERROR));
+            }
+            self.emit(r);
+        }
+        let Some(e) = self.records.last() else { return };
+        let settled = settled_outside(self.rec(op::PERSISTED, &p.session, ts), e, failed);
+        self.emit(settled);
+        if !self.report.outside.contains(&rel) {
+            self.report.outside.push(rel);
+        }
+    }
+
     /// A file-history backup of `abs` for `session`: `Some(None)` = the file did not exist.
     fn backup(&self, session: &str, abs: &str) -> Option<Option<Vec<u8>>> {
         let name = self.backups.get(abs)?;
@@ -714,6 +745,9 @@ impl<'a> Converter<'a> {
                 .or_else(|| tur.and_then(|t| t.get("newTodos")))
                 .cloned()
                 .unwrap_or(Value::Array(vec![]));
+            let skipped =
+                todos.as_array().map_or(0, |l| l.iter().filter(|t| crate::fold::todo_from_json(t).is_none()).count());
+            self.report.todos_skipped += skipped as u64;
             TodoUpdate::Todos(todos)
         } else {
             TodoUpdate::Task { input: p.input.clone(), response: tur.cloned().unwrap_or(Value::Null) }

@@ -34,6 +34,26 @@ fn settled_by_import(mut r: Record, e: &Record) -> Record {
     r.with(key::UNVERIFIED, true).with(key::BY, BY_IMPORT)
 }
 
+/// Why an imported change outside the project is settled at once.
+pub(crate) const OUTSIDE_REASON: &str = "outside the project";
+
+/// The record settling `e`, a change to a file outside the project (Claude's plan files under
+/// `~/.claude/plans/`, a scratch file in /tmp): walj captured nothing there and writes nothing
+/// there, so it is session context (the session names the file), never an unresolved entry.
+/// A call that failed did not change the file (not applied); any other is settled as the
+/// turn's end would settle it (`persisted`, unverified, by import), with the reason.
+pub(crate) fn settled_outside(mut r: Record, e: &Record, failed: bool) -> Record {
+    if failed {
+        r.id = e.id.clone();
+        r.path = e.path.clone();
+        r.event = e.event.clone();
+        r.tool = e.tool.clone();
+        r.outside = true;
+        return build::not_applied(r, BY_IMPORT).with(key::REASON, OUTSIDE_REASON);
+    }
+    settled_by_import(r, e).with(key::REASON, OUTSIDE_REASON)
+}
+
 /// The records that end an imported turn, as the agent's Stop hook would have: the calls that
 /// failed in a turn that went on, settled as not applied; the entries applied in it (indexes
 /// into `records`), settled by a `persisted` record (`persisted(e)` stamps its session and time).
@@ -92,6 +112,13 @@ pub struct FileReport {
     pub torn_tail: bool,
     /// Lines that were not JSON (other than a torn last line).
     pub malformed: u64,
+    /// Files outside the project the session changed (absolute paths): kept as session
+    /// context, settled at once, never unresolved nor reverted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<String>,
+    /// Todo list items that were not todos (no text): skipped, the list's other items kept.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub todos_skipped: u64,
     /// The coding agent whose session file this is, when not Claude Code (`codex`, `gemini`,
     /// `copilot`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +129,10 @@ pub struct FileReport {
     pub hooked: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -204,6 +235,20 @@ impl Existing {
     }
 }
 
+/// Why an import stopped (a transcript that cannot be read is not one: it is reported in its
+/// [`FileReport`] and the others are imported).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("creating {path}: {source}")]
+    CreateDir { path: PathBuf, source: io::Error },
+    #[error("storing pre- and post-images in {path}: {source}")]
+    Store { path: PathBuf, source: crate::store::StoreError },
+    #[error("appending to {path}: {source}")]
+    Append { path: PathBuf, source: io::Error },
+}
+
 /// Where imported records go: the journal (records already in it skipped) and the store.
 pub(crate) struct Sink<'p> {
     project: &'p Project,
@@ -214,10 +259,9 @@ pub(crate) struct Sink<'p> {
 }
 
 impl<'p> Sink<'p> {
-    pub(crate) fn open(project: &'p Project) -> anyhow::Result<Sink<'p>> {
-        use anyhow::Context;
-        let existing =
-            Existing::load(&project.journal).with_context(|| format!("reading {}", project.journal.display()))?;
+    pub(crate) fn open(project: &'p Project) -> Result<Sink<'p>, ImportError> {
+        let existing = Existing::load(&project.journal)
+            .map_err(|source| ImportError::Read { path: project.journal.clone(), source })?;
         Ok(Sink {
             project,
             store: Store::new(project.store_dir()),
@@ -241,8 +285,7 @@ impl<'p> Sink<'p> {
         blobs: Vec<(String, Vec<u8>)>,
         produced: usize,
         keyed: bool,
-    ) -> anyhow::Result<()> {
-        use anyhow::Context;
+    ) -> Result<(), ImportError> {
         let existing = &mut self.existing;
         let records: Vec<Record> =
             records.into_iter().filter(|r| if keyed { existing.admit_keyed(r) } else { existing.admit(r) }).collect();
@@ -250,7 +293,9 @@ impl<'p> Sink<'p> {
         fr.added = records.len();
         if !records.is_empty() {
             if !self.ensured {
-                self.project.ensure_dir().with_context(|| format!("creating {}", self.project.dir.display()))?;
+                self.project
+                    .ensure_dir()
+                    .map_err(|source| ImportError::CreateDir { path: self.project.dir.clone(), source })?;
                 self.ensured = true;
             }
             // Every object a line names is durable before the line is written.
@@ -258,10 +303,14 @@ impl<'p> Sink<'p> {
                 records.iter().flat_map(|r| [&r.before, &r.after]).filter_map(|b| b.as_ref()?.id()).collect();
             let blobs: Vec<(String, Vec<u8>)> =
                 blobs.into_iter().filter(|(id, _)| named.contains(id.as_str())).collect();
-            self.store.put_batch(&blobs).context("storing pre- and post-images")?;
+            self.store
+                .put_batch(&blobs)
+                .map_err(|source| ImportError::Store { path: self.project.store_dir(), source })?;
             let writer = JournalWriter::new(&self.project.journal);
             for chunk in records.chunks(BATCH) {
-                writer.append_all(chunk).with_context(|| format!("appending to {}", self.project.journal.display()))?;
+                writer
+                    .append_all(chunk)
+                    .map_err(|source| ImportError::Append { path: self.project.journal.clone(), source })?;
             }
         }
         self.report.added += fr.added;

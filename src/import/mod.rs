@@ -22,13 +22,13 @@ use crate::project::Project;
 
 pub use claude::{all_transcripts, project_transcripts};
 use engine::Sink;
-pub use engine::{FileReport, ImportOptions, ImportReport, InFlight, jsonl_under, since_days};
+pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, jsonl_under, since_days};
 
 use claude::Converter;
 
 /// Imports `files` into `project`'s journal: Claude Code transcripts, and the session files of
 /// Codex CLI, Gemini CLI and Copilot CLI ([`agents`]), each told by its content.
-pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> anyhow::Result<ImportReport> {
+pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> Result<ImportReport, ImportError> {
     let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
     });

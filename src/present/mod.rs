@@ -20,6 +20,6 @@ pub const SESSION_TONE: Tone = Tone::Cyan;
 
 pub use state::{Tone, icon, in_flight_check, label, meaning, session_meaning, session_tone, tone};
 pub use text::{
-    Shown, age, clip, hides_text, hms, human_ts, one_line, plural, safe, safe_block, shell_quote, short_time, shown,
-    shown_path, utc_ts,
+    Shown, age, clip, fit, hides_text, hms, human_ts, one_line, pad, plural, safe, safe_block, shell_quote, short_time,
+    shown, shown_path, utc_ts, width,
 };

@@ -111,6 +111,43 @@ pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
     Shown(crate::fsutil::name::encode_os(p.as_os_str()))
 }
 
+/// How many terminal columns `s` takes once escaped ([`safe`]): a wide (CJK, emoji) character
+/// counts two, a combining mark none. What every aligned column measures.
+pub fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(&*safe(s))
+}
+
+/// Recorded text in a column `cols` terminal columns wide, the one helper every aligned table
+/// uses: escaped first ([`safe`]), then padded with spaces to `cols` display columns (`{:<N}`
+/// pads by characters, so a CJK name pushed the columns after it two to the right per
+/// character). Longer text is kept whole, as `{:<N}` keeps it; [`fit`] cuts it.
+pub fn pad(s: &str, cols: usize) -> String {
+    pad_escaped(safe(s).into_owned(), cols)
+}
+
+/// [`pad`], the text first cut to at most `cols` display columns (a wide character that would
+/// straddle the edge is left out, its column filled with a space).
+pub fn fit(s: &str, cols: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let mut out = String::new();
+    let mut used = 0;
+    for c in safe(s).chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > cols {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    pad_escaped(out, cols)
+}
+
+fn pad_escaped(mut out: String, cols: usize) -> String {
+    let used = unicode_width::UnicodeWidthStr::width(out.as_str());
+    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(used)));
+    out
+}
+
 /// Whether `s` holds a character [`safe`] escapes other than a line break or a tab: a
 /// carriage return, ESC, another C0/C1 control, DEL, a bidi override or an invisible mark,
 /// the characters that can make a terminal show other text than the one that runs.
@@ -292,6 +329,12 @@ mod tests {
         assert_eq!(safe_block("a\r\x1b]2;OWNED\x07\nb\u{202e}"), "a\\r\\x1b]2;OWNED\\x07\nb\\u{202e}");
         assert_eq!(one_line("x\x1b[2Ky\nz", 10), "x\\x1b[2Ky…");
         assert_eq!(format!("[{:<6}]", shown("a\rb")), "[a\\rb  ]");
+        // Columns by display width, escaping first.
+        assert_eq!(pad("日本", 6), "日本  ");
+        assert_eq!(pad("a\rb", 6), "a\\rb  ");
+        assert_eq!(pad("日本語のパス", 4), "日本語のパス", "longer text is kept whole");
+        assert_eq!(fit("日本語", 5), "日本 ", "a wide character that would straddle the edge is left out");
+        assert_eq!((width("日本"), width("\u{1b}")), (4, 4));
     }
 
     #[test]

@@ -166,11 +166,11 @@ pub fn sessions_text(remotes: &[RemoteJournal], style: &Style) -> String {
             "ended" => style.dim(&state),
             _ => style.yellow(&state),
         };
-        let machine: String = safe(&s("machine")).chars().take(20).collect();
+        let machine = crate::present::fit(&s("machine"), 20);
         let _ = writeln!(
             out,
-            "{machine:<20}  {}  {state}  {:<16}  {:<16}  {:>10}  {}",
-            style.cyan(&format!("{:<8}", shown(&s("sid")))),
+            "{machine}  {}  {state}  {:<16}  {:<16}  {:>10}  {}",
+            style.cyan(&crate::present::pad(&s("sid"), 8)),
             human_ts(&s("last_ts")),
             human_ts(&s("state_as_of")),
             v["unresolved"].as_u64().unwrap_or(0),

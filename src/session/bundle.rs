@@ -669,6 +669,16 @@ pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError>
 
 /// [`save`], naming the bundle file in messages and in the `imported` record.
 pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+    save_or_plan(project, c, bundle_name, true)
+}
+
+/// What [`save_from`] would do, checked the same way (a bundle it would refuse is refused
+/// here), writing nothing: `walj sessions import --dry-run` and the question before an import.
+pub fn plan(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+    save_or_plan(project, c, bundle_name, false)
+}
+
+fn save_or_plan(project: &Project, c: &Contents, bundle_name: &str, write: bool) -> Result<SaveReport, SessionError> {
     verify(project, c, bundle_name)?;
     check_against_journal(project, c, bundle_name)?;
     let session = c.meta.session.clone();
@@ -678,11 +688,15 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
         transcript: "none".into(),
         ..Default::default()
     };
-    project.ensure_dir().map_err(SessionError::io("creating", &project.dir))?;
+    if write {
+        project.ensure_dir().map_err(SessionError::io("creating", &project.dir))?;
+    }
     let store = Store::new(project.store_dir());
     for (id, bytes) in &c.objects {
         if store.contains(id) {
             rep.objects_present += 1;
+        } else if !write {
+            rep.objects_added += 1;
         } else {
             store.put_with_id(id, bytes).map_err(|e| SessionError::Io {
                 op: "storing object".into(),
@@ -696,8 +710,10 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
         let tp = transcript::paths(project, &session);
         let existing = transcript::read_copy(project, &session).map_err(SessionError::io("reading", &tp.copy))?;
         let install = |rep: &mut SaveReport, what: &str| -> Result<(), SessionError> {
-            transcript::install(project, &session, c.meta.transcript_source.as_deref(), t)
-                .map_err(SessionError::io("writing", &tp.copy))?;
+            if write {
+                transcript::install(project, &session, c.meta.transcript_source.as_deref(), t)
+                    .map_err(SessionError::io("writing", &tp.copy))?;
+            }
             rep.transcript = what.into();
             Ok(())
         };
@@ -712,8 +728,10 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
                     super::file_stem(&session),
                     crc32c::crc32c(t)
                 ));
-                let z = zstd::stream::encode_all(&t[..], 3).map_err(SessionError::io("compressing", &side))?;
-                fsutil::atomic_write(&side, &z, Some(0o600)).map_err(SessionError::io("writing", &side))?;
+                if write {
+                    let z = zstd::stream::encode_all(&t[..], 3).map_err(SessionError::io("compressing", &side))?;
+                    fsutil::atomic_write(&side, &z, Some(0o600)).map_err(SessionError::io("writing", &side))?;
+                }
                 rep.transcript = "kept_existing".into();
                 rep.transcript_side = Some(side);
             }
@@ -742,7 +760,7 @@ pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<S
             rep.records_added += 1;
         }
     }
-    if rep.records_added > 0 {
+    if rep.records_added > 0 && write {
         let mut r = Record::new(op::SESSION, "");
         r.event = crate::journal::event::SESSION.into();
         r.kind = Some(kind::IMPORTED.into());

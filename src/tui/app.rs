@@ -596,6 +596,15 @@ impl App {
 
     pub fn handle_key(&mut self, ev: &KeyEvent) {
         let key = Key::from_event(ev);
+        // Esc then a key, typed fast, reach walj as one Alt+key: the terminal sends ESC and the
+        // key's byte together, and crossterm reads ESC+u as Alt+u. Unless the user bound that
+        // Alt key, it is what was typed: Esc (the dialog cancelled, the input left, a step
+        // back), then the key. (Read as a plain `u`, a dialog would take it as its choice.)
+        if key.mods.contains(KeyModifiers::ALT) && matches!(key.code, KeyCode::Char(_)) && !self.keymap.binds(&key) {
+            self.handle_key(&Key { code: KeyCode::Esc, mods: KeyModifiers::NONE }.event());
+            let plain = Key { code: key.code, mods: key.mods - KeyModifiers::ALT };
+            return self.handle_key(&plain.event());
+        }
         // Ctrl+C leaves from anywhere.
         if key.code == KeyCode::Char('c') && key.mods.contains(KeyModifiers::CONTROL) {
             self.quit = true;

@@ -64,7 +64,7 @@ pub fn start(project: &Project, session: Option<String>, command: &str) -> Recei
     std::thread::spawn(move || {
         let load = || {
             Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() })
-                .map_err(|e| anyhow::anyhow!("{e}"))
+                .map_err(|e| crate::bisect::LoadError { path: project.journal.clone(), message: e.to_string() })
         };
         let progress_tx = tx.clone();
         let mut progress = move |done: usize, bound: usize, state: usize| {

@@ -16,8 +16,33 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, bail};
 use serde_json::Value;
+
+/// Why the demo could not be built; each names the file, folder or step.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error("{op} {path}: {source}")]
+    Io { op: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("could not create a demo folder in {0}")]
+    NoFolder(PathBuf),
+    #[error("{op} in {path}: {source}")]
+    Git { op: String, path: PathBuf, source: git2::Error },
+    #[error("assets/demo/script.jsonl line {line}: {source}")]
+    Script { line: usize, source: serde_json::Error },
+    #[error("demo step {step}: {what} {walj}: {source}")]
+    Hook { step: usize, what: &'static str, walj: PathBuf, source: std::io::Error },
+    #[error("demo step {step}: walj hook reported: {stderr}")]
+    HookSaid { step: usize, stderr: String },
+    #[error("running {walj} tui --demo-replay: {source}")]
+    Spawn { walj: PathBuf, source: std::io::Error },
+    #[error("building the demo journal in {dir} failed: {stderr}")]
+    Replay { dir: PathBuf, stderr: String },
+}
+
+fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoError {
+    let path = path.to_path_buf();
+    move |source| DemoError::Io { op, path, source }
+}
 
 /// The demo repository's files (path, bytes).
 pub const FILES: &[(&str, &[u8])] = &[
@@ -33,7 +58,7 @@ pub const FILES: &[(&str, &[u8])] = &[
 pub const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
 
 /// A fresh folder for the demo under the system temp folder.
-pub fn temp_dir() -> anyhow::Result<PathBuf> {
+pub fn temp_dir() -> Result<PathBuf, DemoError> {
     let base = std::env::temp_dir();
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     for n in 0..100 {
@@ -45,30 +70,36 @@ pub fn temp_dir() -> anyhow::Result<PathBuf> {
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+            Err(e) => return Err(io("creating", &dir)(e)),
         }
     }
-    bail!("could not create a demo folder in {}", base.display())
+    Err(DemoError::NoFolder(base))
 }
 
 /// Writes the sample files into `dir` and commits them (git2; fixed author and date).
-pub fn create_project(dir: &Path) -> anyhow::Result<()> {
+pub fn create_project(dir: &Path) -> Result<(), DemoError> {
     for (rel, bytes) in FILES {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(io("creating", parent))?;
         }
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, bytes).map_err(io("writing", &path))?;
     }
-    let repo = git2::Repository::init(dir).with_context(|| format!("git init in {}", dir.display()))?;
-    let mut index = repo.index()?;
+    let git = |op: &str| {
+        let (op, path) = (op.to_string(), dir.to_path_buf());
+        move |source| DemoError::Git { op, path, source }
+    };
+    let repo = git2::Repository::init(dir).map_err(git("git init"))?;
+    let mut index = repo.index().map_err(git("reading git's index"))?;
     for (rel, _) in FILES {
-        index.add_path(Path::new(rel)).with_context(|| format!("git add {rel}"))?;
+        index.add_path(Path::new(rel)).map_err(git(&format!("git add {rel}")))?;
     }
-    index.write()?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    let sig = git2::Signature::new("walj demo", "demo@walj.invalid", &git2::Time::new(1_767_225_600, 0))?;
-    repo.commit(Some("HEAD"), &sig, &sig, "shop: first version", &tree, &[]).context("git commit")?;
+    index.write().map_err(git("writing git's index"))?;
+    let tree_id = index.write_tree().map_err(git("git write-tree"))?;
+    let tree = repo.find_tree(tree_id).map_err(git("reading the tree"))?;
+    let sig = git2::Signature::new("walj demo", "demo@walj.invalid", &git2::Time::new(1_767_225_600, 0))
+        .map_err(git("making the commit's author"))?;
+    repo.commit(Some("HEAD"), &sig, &sig, "shop: first version", &tree, &[]).map_err(git("git commit"))?;
     Ok(())
 }
 
@@ -85,31 +116,31 @@ fn substitute(v: &mut Value, project: &str, home: &str) {
 
 /// Replays [`SCRIPT`] in `dir`: each hook payload through `walj hook` (the binary at
 /// `walj`, as a child of this process), each file change written in between.
-pub fn replay(dir: &Path, walj: &Path) -> anyhow::Result<()> {
+pub fn replay(dir: &Path, walj: &Path) -> Result<(), DemoError> {
     let project = dir.to_string_lossy().into_owned();
     let home = std::env::var("HOME").unwrap_or_else(|_| project.clone());
     for (n, line) in SCRIPT.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let mut step: Value =
-            serde_json::from_str(line).with_context(|| format!("assets/demo/script.jsonl line {}", n + 1))?;
+        let mut step: Value = serde_json::from_str(line).map_err(|source| DemoError::Script { line: n + 1, source })?;
         substitute(&mut step, &project, &home);
         if let Some(payload) = step.get("hook") {
-            run_hook(dir, walj, payload).with_context(|| format!("demo step {}", n + 1))?;
+            run_hook(dir, walj, payload, n + 1)?;
         } else if let Some(rel) = step.get("write").and_then(Value::as_str) {
             let content = step.get("content").and_then(Value::as_str).unwrap_or("");
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(io("creating", parent))?;
             }
-            std::fs::write(&path, content).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, content).map_err(io("writing", &path))?;
         }
     }
     Ok(())
 }
 
-fn run_hook(dir: &Path, walj: &Path, payload: &Value) -> anyhow::Result<()> {
+fn run_hook(dir: &Path, walj: &Path, payload: &Value, step: usize) -> Result<(), DemoError> {
+    let failed = |what: &'static str| move |source| DemoError::Hook { step, what, walj: walj.to_path_buf(), source };
     let mut child = Command::new(walj)
         .arg("--project")
         .arg(dir)
@@ -121,13 +152,13 @@ fn run_hook(dir: &Path, walj: &Path, payload: &Value) -> anyhow::Result<()> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("running {} hook", walj.display()))?;
+        .map_err(failed("running"))?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(payload.to_string().as_bytes()).context("writing the payload to walj hook")?;
+        stdin.write_all(payload.to_string().as_bytes()).map_err(failed("writing the payload to"))?;
     }
-    let out = child.wait_with_output().context("waiting for walj hook")?;
+    let out = child.wait_with_output().map_err(failed("waiting for"))?;
     if !out.stderr.is_empty() {
-        bail!("walj hook reported: {}", String::from_utf8_lossy(&out.stderr).trim());
+        return Err(DemoError::HookSaid { step, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     Ok(())
 }
@@ -135,14 +166,14 @@ fn run_hook(dir: &Path, walj: &Path, payload: &Value) -> anyhow::Result<()> {
 /// Builds the whole demo in `dir`: the repository, then the journal, replayed by a
 /// helper process (`walj tui --demo-replay DIR`) that exits before this returns, so the
 /// crashed session's process is really gone.
-pub fn build(dir: &Path, walj: &Path) -> anyhow::Result<()> {
+pub fn build(dir: &Path, walj: &Path) -> Result<(), DemoError> {
     create_project(dir)?;
     // No checkout watcher for a project that lives only while the demo runs: one started by
     // the replayed SessionStart would outlive the demo and write into the folder it removes.
     let walj_dir = dir.join(".walj");
-    std::fs::create_dir_all(&walj_dir).with_context(|| format!("creating {}", walj_dir.display()))?;
+    std::fs::create_dir_all(&walj_dir).map_err(io("creating", &walj_dir))?;
     let config = walj_dir.join("config.toml");
-    std::fs::write(&config, "[bash]\nwatcher = false\n").with_context(|| format!("writing {}", config.display()))?;
+    std::fs::write(&config, "[bash]\nwatcher = false\n").map_err(io("writing", &config))?;
     let out = Command::new(walj)
         .args(["tui", "--demo-replay"])
         .arg(dir)
@@ -151,9 +182,12 @@ pub fn build(dir: &Path, walj: &Path) -> anyhow::Result<()> {
         .env_remove("WALJ_JOURNAL")
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("running {} tui --demo-replay", walj.display()))?;
+        .map_err(|source| DemoError::Spawn { walj: walj.to_path_buf(), source })?;
     if !out.status.success() {
-        bail!("building the demo journal failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        return Err(DemoError::Replay {
+            dir: dir.to_path_buf(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }

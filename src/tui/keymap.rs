@@ -424,6 +424,11 @@ impl Keymap {
     }
 
     /// The action of a key on the tree (see [`Keymap::action_in`]).
+    /// Whether any action, in any pane or dialog, is bound to `key`.
+    pub fn binds(&self, key: &Key) -> bool {
+        self.bindings.iter().any(|(_, keys)| keys.contains(key))
+    }
+
     pub fn action(&self, key: &Key) -> Option<Action> {
         self.action_in(key, Scope::Tree)
     }

@@ -226,3 +226,34 @@ fn a_session_the_hooks_journaled_is_not_imported() {
     assert_eq!((added, file["hooked"].as_bool()), (0, Some(true)), "{file:#}");
     assert_eq!(repo.records().len(), before);
 }
+
+#[test]
+fn a_file_outside_the_project_is_session_context_not_an_unresolved_entry() {
+    let repo = project();
+    // The killed Codex session, its added file moved outside the project (a plan in a home
+    // folder beside it: the repository's temp folder is the project).
+    let home = tempfile::tempdir().unwrap();
+    let plan = home.path().join(".codex/plans/new.md");
+    let src = std::fs::read_to_string(fixture(CODEX_KILLED)).unwrap();
+    let plan_s = plan.to_string_lossy();
+    let moved = src
+        .replace("/tmp/walj-e2e-kla37H/project/new.txt", &plan_s)
+        .replace("Add File: new.txt", &format!("Add File: {plan_s}"));
+    assert_ne!(moved, src);
+    let f = repo.tmp.join("rollout.jsonl");
+    std::fs::write(&f, moved).unwrap();
+    let v = repo.json(&["import", f.to_str().unwrap(), "--json"]);
+    let file = &v["imports"][0]["report"]["files"][0];
+    assert_eq!(file["outside"], json!([plan]), "{file:#}");
+    let r = repo.json(&["recover", "--json"]);
+    let paths: Vec<&str> =
+        r["sessions"][0]["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["a.txt"], "only the project's file is unresolved: {r:#}");
+    let show = session(&repo);
+    let files = show["files"].as_array().unwrap();
+    let p = files.iter().find(|x| x["path"] == json!(plan)).unwrap_or_else(|| panic!("{show:#}"));
+    assert_eq!((p["outside"].as_bool(), p["unresolved"].as_u64()), (Some(true), Some(0)), "{p:#}");
+    assert!(!plan.exists(), "nothing is written outside the project");
+    let text = repo.ok(&["import", f.to_str().unwrap()]);
+    assert!(text.contains(&format!("outside the project: {plan_s}")), "{text}");
+}

@@ -206,14 +206,14 @@ fn a_session_crashed_on_machine_a_continues_on_machine_b() {
     drop(_orphans);
     // The crash left no Stop: the safe copy of the transcript is made by the sync itself.
     assert!(!a.root().join(".walj/transcripts").join(format!("{sid}.jsonl.zst")).exists());
-    let (out, _) = a.walj_ok(&["sync"]);
+    let (out, _) = a.walj_ok(&["sync", "--yes"]);
     println!("walj sync on A:\n{out}");
     assert!(out.contains("encrypted") && out.contains("1 transcript"), "{out}");
 
     // Machine B: fetch, then resume A's session.
     let b = Machine::new(&remote, false);
     b.install("machine-b", &key, &identity);
-    let (out, _) = b.walj_ok(&["sync"]);
+    let (out, _) = b.walj_ok(&["sync", "--yes"]);
     assert!(out.contains("machine-a") && out.contains("new"), "{out}");
     let (out, _) = b.walj_ok(&["recover"]);
     assert!(out.contains("machine machine-a") && out.contains("crashed"), "{out}");

@@ -815,6 +815,56 @@ fn a_wide_branch_name_keeps_the_session_columns_aligned() {
     assert!(col(row, row.find("機能").unwrap()) + 14 <= col(lines[0], prompts_header), "{out}");
 }
 
+/// The display column (terminal cells) where `needle` starts in `line`.
+fn display_col(line: &str, needle: &str) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    let at = line.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {line:?}"));
+    line[..at].width()
+}
+
+#[test]
+fn wide_paths_keep_every_table_aligned_recover_log_and_session_files() {
+    let repo = Repo::new(&[("a.txt", "one\n"), ("設定/日本語の設定.json", "{}\n")]);
+    repo.commit("first");
+    let c = crate::common::Claude::new(&repo, "5e55a0b1-0000-4000-8000-0000000000ad");
+    c.start();
+    c.edit("toolu_CJK", "設定/日本語の設定.json", "{}", "{\"a\": 1}");
+    c.edit("toolu_ASC", "a.txt", "one", "two");
+    // recover: the tool column starts at one display column on every entry row.
+    let out = repo.ok(&["recover"]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains("toolu_") || l.contains("  Edit  ")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(display_col(rows[0], "Edit"), display_col(rows[1], "Edit"), "recover:\n{out}");
+    // log: the path column after the event column, aligned.
+    let out = repo.ok(&["log", "--all"]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains("file_modified")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(display_col(rows[0], "file_modified"), display_col(rows[1], "file_modified"), "log:\n{out}");
+    let path_col = |r: &str| display_col(r, if r.contains("a.txt") { "a.txt" } else { "設定" });
+    assert_eq!(path_col(rows[0]), path_col(rows[1]), "log:\n{out}");
+    // sessions show: the state column of the changed files, aligned.
+    let out = repo.ok(&["sessions", "show", "5e55a0"]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains("1 entry, last")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    let state_col = |r: &str| display_col(r, "applied");
+    assert_eq!(state_col(rows[0]), state_col(rows[1]), "sessions show:\n{out}");
+}
+
+#[test]
+fn the_doctor_caret_sits_under_a_bad_glob_after_a_wide_value() {
+    let repo = Repo::new(&[("a.txt", "one\n")]);
+    // The bad glob after wide text on its line (an inline table).
+    repo.write(".walj/config.toml", "events = [{ event = \"設定の変更\", glob = \"日本/{a,b\" }]\n");
+    let (_, out, err) = outcome(&repo.walj(&["doctor"]).output().unwrap());
+    let text = format!("{out}{err}");
+    let lines: Vec<&str> = text.lines().collect();
+    let i = lines.iter().position(|l| l.contains("| events = ")).unwrap_or_else(|| panic!("{text}"));
+    let caret = lines[i + 1];
+    assert!(caret.trim_end().ends_with('^'), "{text}");
+    // Under the glob's opening quote, past the wide event name.
+    assert_eq!(display_col(caret, "^"), display_col(lines[i], "\"日本"), "{text}");
+}
+
 #[test]
 fn recover_from_transcripts_that_finds_none_does_not_suggest_itself() {
     let repo = Repo::new(&[("a.txt", "one\n")]);

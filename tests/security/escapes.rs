@@ -386,7 +386,7 @@ fn an_imported_sessions_brief_suggests_no_write_to_a_recorded_path() {
     assert_eq!(code, 0, "{err}");
 
     let b = Repo::new(&[("README", "other\n")]).with_home();
-    let (code, out, err) = run(&b, &["sessions", "import", bundle.to_str().unwrap()]);
+    let (code, out, err) = run(&b, &["sessions", "import", "--yes", bundle.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_inert("sessions import", &format!("{out}{err}"));
     // On this machine the recorded path does not exist (it is `a`'s); the brief must not
@@ -425,7 +425,7 @@ fn a_hostile_bundle_is_imported_or_refused_with_nothing_raw_on_screen() {
     let (code, _, err) = run(&a, &["sessions", "export", "8f14", "-o", bundle.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let b = Repo::new(&[("README", "other\n")]).with_home();
-    let (_, out, err) = run(&b, &["sessions", "import", bundle.to_str().unwrap()]);
+    let (_, out, err) = run(&b, &["sessions", "import", "--yes", bundle.to_str().unwrap()]);
     assert_inert("sessions import", &format!("{out}{err}"));
     for args in [&["recover"][..], &["log", "--all"], &["sessions", "list"]] {
         let (_, out, err) = run(&b, args);

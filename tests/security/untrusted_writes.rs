@@ -173,7 +173,7 @@ fn a_forged_git_config_entry_is_never_written_by_revert_or_undo() {
     write_bundle(&c, &forged);
 
     let before = d.snapshot();
-    let out = d.repo.ok(&["sessions", "import", forged.to_str().unwrap()]);
+    let out = d.repo.ok(&["sessions", "import", "--yes", forged.to_str().unwrap()]);
     assert!(out.contains("imported session"), "{out}");
     // Shown (the user can look at it) ...
     let log = d.repo.ok(&["log", "--all"]);
@@ -223,7 +223,7 @@ fn a_plain_undo_after_an_import_undoes_this_checkouts_own_last_action() {
     set_records(&mut c, &recs);
     let forged = src.tmp.join("forged.walj");
     write_bundle(&c, &forged);
-    d.repo.ok(&["sessions", "import", forged.to_str().unwrap()]);
+    d.repo.ok(&["sessions", "import", "--yes", forged.to_str().unwrap()]);
     let before = d.snapshot();
     let out = d.repo.ok(&["undo", "--force"]);
     assert!(out.contains("b.txt"), "{out}");
@@ -271,7 +271,7 @@ fn export_import_revert_of_an_ordinary_file_still_works_once_confirmed() {
     let file = d.repo.tmp.join("../good.walj");
     let file = fs::canonicalize(file.parent().unwrap()).unwrap().join("good-copy.walj");
     write_bundle(&c, &file);
-    d.repo.ok(&["sessions", "import", file.to_str().unwrap()]);
+    d.repo.ok(&["sessions", "import", "--yes", file.to_str().unwrap()]);
     // Off a terminal, an imported entry is reverted only with --yes, and the output names it.
     let (code, _, stderr) = d.repo.run(&["revert", "toolu_a"]);
     assert_eq!(code, 1, "{stderr}");
@@ -310,7 +310,7 @@ fn bundles_with_session_ids_walj_does_not_accept_are_refused_with_nothing_writte
         write_bundle(&c, &f);
         let journal = d.repo.journal_bytes();
         let store = tree(&d.repo.root.join(".walj"));
-        let (code, stdout, stderr) = d.repo.run(&["sessions", "import", f.to_str().unwrap()]);
+        let (code, stdout, stderr) = d.repo.run(&["sessions", "import", "--yes", f.to_str().unwrap()]);
         assert_eq!(code, 2, "{bad:?}: {stdout}{stderr}");
         assert!(stderr.contains("is not one walj accepts"), "{stderr}");
         assert_eq!(d.repo.journal_bytes(), journal, "{bad:?}: nothing written");
@@ -333,13 +333,13 @@ fn a_bundle_cannot_add_to_a_session_recorded_here_nor_bring_marks_only_this_chec
     let f = src.tmp.join("more.walj");
     write_bundle(&more, &f);
     let journal = src.journal_bytes();
-    let (code, _, stderr) = src.run(&["sessions", "import", f.to_str().unwrap()]);
+    let (code, _, stderr) = src.run(&["sessions", "import", "--yes", f.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("recorded here by this checkout's own hooks"), "{stderr}");
     assert_eq!(src.journal_bytes(), journal);
     // Importing the unchanged bundle back adds nothing and is not refused.
     let good = src.tmp.join("good.walj");
-    let out = src.ok(&["sessions", "import", good.to_str().unwrap()]);
+    let out = src.ok(&["sessions", "import", "--yes", good.to_str().unwrap()]);
     assert!(out.contains("already here"), "{out}");
 }
 
@@ -411,7 +411,7 @@ fn a_decompression_bomb_is_refused_with_exit_2_and_little_memory() {
     assert!(size < 200_000, "the bomb is small: {size}");
     let journal = d.repo.journal_bytes();
     let (code, kib, stderr) =
-        peak_kib(&["--project", d.repo.root.to_str().unwrap(), "sessions", "import", bomb.to_str().unwrap()]);
+        peak_kib(&["--project", d.repo.root.to_str().unwrap(), "sessions", "import", "--yes", bomb.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("decompression bomb") && stderr.contains("--max-ratio"), "{stderr}");
     assert!(kib < 96 * 1024, "peak memory {kib} KiB: {stderr}");
@@ -427,18 +427,20 @@ fn each_limit_refuses_with_its_flag_and_the_flag_raises_it() {
     let f = src.tmp.join("big.walj");
     write_bundle(&c, &f);
     let f = f.to_str().unwrap();
-    let (code, _, stderr) = d.repo.run(&["sessions", "import", f]);
+    let (code, _, stderr) = d.repo.run(&["sessions", "import", "--yes", f]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("max_ratio") && stderr.contains("--max-ratio"), "{stderr}");
-    let (code, _, stderr) = d.repo.run(&["sessions", "import", f, "--max-ratio", "1000000", "--max-decoded", "1000"]);
+    let (code, _, stderr) =
+        d.repo.run(&["sessions", "import", "--yes", f, "--max-ratio", "1000000", "--max-decoded", "1000"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("max_decoded") && stderr.contains("--max-decoded"), "{stderr}");
-    let (code, _, stderr) = d.repo.run(&["sessions", "import", f, "--max-ratio", "1000000", "--max-object", "1000"]);
+    let (code, _, stderr) =
+        d.repo.run(&["sessions", "import", "--yes", f, "--max-ratio", "1000000", "--max-object", "1000"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("over max_object") && stderr.contains("--max-object"), "{stderr}");
     // The config key raises it as the flag does.
     fs::write(d.repo.root.join(".walj/config.toml"), "[limits]\nmax_ratio = 1000000\n").unwrap();
-    let out = d.repo.ok(&["sessions", "import", f]);
+    let out = d.repo.ok(&["sessions", "import", "--yes", f]);
     assert!(out.contains("imported session"), "{out}");
 }
 
@@ -554,7 +556,7 @@ proptest::proptest! {
         let outside_before = tree(&outside);
         let _ = src;
         let runs = [
-            vec!["sessions", "import", f.to_str().unwrap()],
+            vec!["sessions", "import", "--yes", f.to_str().unwrap()],
             vec!["revert", "toolu_prop", "--yes", "--force"],
             vec!["undo", "toolu_prop2", "--yes", "--force"],
             vec!["undo", "--force"],

@@ -52,7 +52,7 @@ fn a_forged_plain_bundle_never_reaches_claude_unseen() {
 
     // The receiving machine imports it: accepted (a plain bundle proves nothing, and says so).
     let dst = Repo::new(&[("a.txt", "one\n")]);
-    dst.ok(&["sessions", "import", forged.to_str().unwrap()]);
+    dst.ok(&["sessions", "import", "--yes", forged.to_str().unwrap()]);
     let (user, claude) = start(&dst, "d5d5d5d5-0000-4000-8000-000000000002");
     assert!(!claude.contains("FORGED-BRIEF"), "an imported brief was delivered: {claude}");
     assert!(!claude.contains("PROMPT-FROM-BUNDLE"), "an imported session's text reached Claude: {claude}");
@@ -94,7 +94,7 @@ fn a_bundle_cannot_carry_a_release() {
     let forged = src.tmp.join("release.walj");
     bundle::write(&forged, &c, &Protection::None).unwrap();
     let dst = Repo::new(&[("a.txt", "one\n")]);
-    let (code, _, err) = dst.run(&["sessions", "import", forged.to_str().unwrap()]);
+    let (code, _, err) = dst.run(&["sessions", "import", "--yes", forged.to_str().unwrap()]);
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("another session"), "{err}");
 }

@@ -676,3 +676,91 @@ fn a_prompt_typed_twice_is_kept_twice() {
         .collect();
     assert_eq!(prompts, ["continue", "other", "continue"]);
 }
+
+/// The real killed-mid-bash transcript, recorded in `root`, with what a session also does in
+/// its last (open) turn: writes Claude's plan file under `home/.claude/plans/` (outside the
+/// project), starts an edit of a scratch file outside that never returns, and updates its todo
+/// list with one malformed item.
+fn with_plan_and_todos(root: &Path, home: &Path) -> (String, PathBuf, PathBuf) {
+    let text = relocated(V3, root);
+    let last: Value = text
+        .lines()
+        .rev()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["sessionId"].is_string())
+        .unwrap();
+    let s = last["sessionId"].as_str().unwrap().to_string();
+    let plan = home.join(".claude/plans/shiny-crafting-otter.md");
+    let scratch = home.join("scratch/notes.md");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut n = 0;
+    let mut line = |v: Value| {
+        n += 1;
+        lines.push(transcript_line(v, &s, root, &format!("plan-{n}"), &format!("2026-11-29T07:20:{n:02}.000Z")));
+    };
+    let call = |id: &str, name: &str, input: Value| json!({"type": "assistant", "message": {"id": format!("m{id}"), "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}});
+    let result = |id: &str, tur: Value| json!({"type": "user", "toolUseResult": tur, "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "ok"}]}});
+    line(call("toolu_plan", "Write", json!({"file_path": plan, "content": "# Plan\n1. raise retries\n"})));
+    line(result("toolu_plan", json!({"type": "create", "filePath": plan, "originalFile": null})));
+    line(call(
+        "toolu_todo",
+        "TodoWrite",
+        json!({"todos": [
+            {"content": "raise retries", "status": "completed", "activeForm": "Raising retries"},
+            {"status": "pending", "activeForm": "no text"},
+            {"content": "add server", "status": "in_progress", "activeForm": "Adding server"}]}),
+    ));
+    line(result("toolu_todo", json!({"oldTodos": [], "newTodos": []})));
+    line(call("toolu_scratch", "Edit", json!({"file_path": scratch, "old_string": "a", "new_string": "b"})));
+    (lines.join("\n") + "\n", plan, scratch)
+}
+
+#[test]
+fn files_outside_the_project_are_session_context_and_a_bad_todo_item_is_skipped_alone() {
+    let (_t, root) = project();
+    let cfg = root.parent().unwrap().join("claude");
+    let home = root.parent().unwrap().join("home");
+    let (text, plan, scratch) = with_plan_and_todos(&root, &home);
+    let t = root.parent().unwrap().join("t.jsonl");
+    fs::write(&t, text).unwrap();
+    let a = walj(&root, &cfg, &["import", t.to_str().unwrap()]).success();
+    let out = stdout(&a);
+    assert!(out.contains(&format!("outside the project: {}", plan.display())), "{out}");
+    assert!(out.contains(&format!("outside the project: {}", scratch.display())), "{out}");
+    assert!(out.contains("1 todo item had no text and was skipped; the list's other items are kept"), "{out}");
+    // The calls on files outside are not in flight, and not unresolved: the same 2 entries as
+    // without them (the project's two files).
+    assert!(!out.contains("in flight Edit"), "{out}");
+    let v: Value = serde_json::from_str(&stdout(&walj(&root, &cfg, &["recover", "--json"]).success())).unwrap();
+    assert_eq!(v["unresolved"], json!(2), "{v:#}");
+    let text = stdout(&walj(&root, &cfg, &["recover"]).success());
+    assert!(!text.contains("plans") && !text.contains("notes.md"), "{text}");
+    // Never offered for revert: `--all` leaves them out, by id it refuses; nothing is written there.
+    // (exit 1: the drifted settings file is a conflict.)
+    let dry = stdout(&walj(&root, &cfg, &["revert", "--all", "--dry-run", "--json"]));
+    let outcomes: Value = serde_json::from_str(&dry).unwrap();
+    assert_eq!(outcomes["outcomes"].as_array().unwrap().len(), 2, "{dry}");
+    assert!(!dry.contains("toolu_plan") && !dry.contains("toolu_scratch"), "{dry}");
+    walj(&root, &cfg, &["revert", "toolu_plan", "--yes"]).failure();
+    assert!(!plan.exists() && !scratch.exists(), "walj writes nothing outside the project");
+    // Kept as session context: the session names both files, settled, outside the project.
+    let show: Value =
+        serde_json::from_str(&stdout(&walj(&root, &cfg, &["sessions", "show", "4b79e617", "--json"]).success()))
+            .unwrap();
+    let files = show["files"].as_array().unwrap();
+    for p in [&plan, &scratch] {
+        let f = files.iter().find(|f| f["path"] == json!(p)).unwrap_or_else(|| panic!("{p:?}: {show:#}"));
+        assert_eq!((f["outside"].as_bool(), f["unresolved"].as_u64()), (Some(true), Some(0)), "{f:#}");
+    }
+    let items: Vec<&str> =
+        show["todos"]["items"].as_array().unwrap().iter().map(|t| t["content"].as_str().unwrap()).collect();
+    assert_eq!(items, ["raise retries", "add server"], "{show:#}");
+    // --json names them too.
+    let v: Value =
+        serde_json::from_str(&stdout(&walj(&root, &cfg, &["import", t.to_str().unwrap(), "--json"]).success()))
+            .unwrap();
+    let f = &v["imports"][0]["report"]["files"][0];
+    assert_eq!(f["added"], json!(0), "importing twice adds nothing: {f:#}");
+    assert_eq!(f["outside"], json!([plan, scratch]), "{f:#}");
+    assert_eq!(f["todos_skipped"], json!(1), "{f:#}");
+}

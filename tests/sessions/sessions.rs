@@ -387,7 +387,7 @@ fn export_plain_and_encrypted(repo: &Repo, plain: &str, enc: &str, passphrase: &
 #[cfg(feature = "age")]
 fn import(dest: &Path, file: &Path, pass: Option<&str>, identity: Option<&Path>) -> std::process::Output {
     let mut c = walj_at(dest);
-    c.args(["sessions", "import"]).arg(file);
+    c.args(["sessions", "import", "--yes"]).arg(file);
     if let Some(p) = pass {
         c.env("WALJ_PASSPHRASE", p);
     }

@@ -244,3 +244,82 @@ fn npx_walj_install_refuses_and_writes_nothing() {
         fs::read_dir(&project).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec![".git".to_string()], "npx walj install wrote into the project");
 }
+
+/// `npm install -g --offline` of the packages into `<root>/prefix`: the PATH that finds its
+/// `walj` (the launcher) first.
+fn install_global(root: &Path) -> String {
+    let p = pack(&root.join("tarballs"));
+    let prefix = root.join("prefix");
+    let o = npm(
+        &[
+            "install",
+            "-g",
+            "--prefix",
+            prefix.to_str().unwrap(),
+            p.platform.to_str().unwrap(),
+            p.main.to_str().unwrap(),
+        ],
+        &root.join("npm-cache"),
+        root,
+    );
+    assert!(o.status.success(), "npm install -g --offline: {o:?}");
+    format!("{}:{}", prefix.join("bin").display(), path_without_walj())
+}
+
+#[test]
+fn walj_install_through_the_launcher_writes_the_binary_itself_where_settings_stay_here() {
+    if !npm_or_skip("walj_install_through_the_launcher_writes_the_binary_itself_where_settings_stay_here") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let path = install_global(&root);
+    let project = root.join("project");
+    fs::create_dir_all(&project).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&project).status().unwrap().success());
+    let install = |args: &[&str]| {
+        let o = Command::new("walj")
+            .arg("install")
+            .args(args)
+            .current_dir(&project)
+            .env("PATH", &path)
+            .env("HOME", root.join("home"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "walj install {args:?}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Settings that stay on this machine (--local): the platform binary's own path, exec form.
+    let out = install(&["--local", "--form", "exec"]);
+    let local: Value = serde_json::from_slice(&fs::read(project.join(".claude/settings.local.json")).unwrap()).unwrap();
+    let h = &local["hooks"]["PreToolUse"][0]["hooks"][0];
+    let bin = PathBuf::from(h["command"].as_str().unwrap_or_else(|| panic!("{local}")));
+    assert_eq!(h["args"], json!(["hook"]), "{local}");
+    assert!(bin.starts_with(root.join("prefix")), "not inside the global prefix: {}", bin.display());
+    assert!(bin.ends_with("@walj/linux-x64/bin/walj"), "{}", bin.display());
+    assert!(!fs::symlink_metadata(&bin).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read(&bin).unwrap(), fs::read(packaged_binary()).unwrap(), "not the platform binary");
+    assert!(out.contains("not the launcher on PATH: no shell per hook"), "{out}");
+    // That command journals a hook by itself (no launcher, no PATH).
+    let payload = json!({"session_id": "5e55a0b1-0000-4000-8000-00000000n0de", "transcript_path": "/x/t.jsonl",
+        "cwd": project, "hook_event_name": "SessionStart", "source": "startup"});
+    let mut child = Command::new(&bin)
+        .arg("hook")
+        .current_dir(&project)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let journal = fs::read_to_string(project.join(".walj/journal.jsonl")).unwrap();
+    assert!(journal.contains("\"kind\":\"start\""), "{journal}");
+    // Committed settings keep `walj hook` (every machine has its own path), and say why.
+    let out = install(&["--form", "exec"]);
+    let shared: Value = serde_json::from_slice(&fs::read(project.join(".claude/settings.json")).unwrap()).unwrap();
+    let h = &shared["hooks"]["PreToolUse"][0]["hooks"][0];
+    assert_eq!((h["command"].as_str(), &h["args"]), (Some("walj"), &json!(["hook"])), "{shared}");
+    assert!(out.contains("through the npm launcher") && out.contains("walj install --local"), "{out}");
+}

@@ -108,8 +108,13 @@ impl Machine {
         out
     }
 
+    /// `walj sync --json ARGS`, with `--yes` (a sync has no undo: off a terminal it needs the
+    /// flag) unless ARGS is a dry run or a status.
     fn sync_json(&self, args: &[&str]) -> Value {
         let mut a = vec!["sync", "--json"];
+        if !args.iter().any(|x| matches!(*x, "--dry-run" | "--status" | "--yes")) {
+            a.push("--yes");
+        }
         a.extend_from_slice(args);
         serde_json::from_str(&self.ok(&a)).unwrap()
     }
@@ -314,32 +319,94 @@ fn missing_remote_unreachable_remote_and_no_repository_are_one_line_and_change_n
 }
 
 #[test]
-fn the_first_plain_text_sync_names_the_remote_and_asks() {
+fn a_sync_says_it_has_no_undo_and_off_a_terminal_needs_yes() {
     let w = World::new();
     let a = w.machine("laptop");
     a.demo();
-    // No terminal to ask on: refused in one line that names the remote and what would be
-    // published; nothing published.
-    let (code, out, err) = a.walj(&["sync"]);
-    assert_eq!((code, out.as_str()), (1, ""), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&format!("remote \"origin\" ({})", w.url)), "{err}");
-    assert!(err.contains("prompts, Bash command lines"), "{err}");
-    assert!(err.contains("--yes") && err.contains("recipients"), "{err}");
+    let journal = fs::read(a.journal()).unwrap();
+    // No terminal to ask on: refused in one line that says why (no undo) and names the flag;
+    // nothing published, nothing written. --json changes nothing about it.
+    for args in [&["sync"][..], &["sync", "--json"]] {
+        let (code, out, err) = a.walj(args);
+        assert_eq!((code, out.as_str()), (1, ""), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("nothing synced: `walj sync` has no undo"), "{err}");
+        assert!(err.contains("pass --yes") && err.contains("--dry-run"), "{err}");
+        assert!(!err.contains("[y/N]"), "nothing prompts off a terminal: {err}");
+    }
     assert!(w.remote_refs().is_empty());
-    // A dry run shows the notice and publishes nothing either.
+    assert!(!a.dir.join(".walj/sync").exists(), "a refused sync wrote its state");
+    assert_eq!(fs::read(a.journal()).unwrap(), journal);
+    // A dry run needs no --yes: it shows the plain-text notice and publishes nothing.
     let r = a.sync_json(&["--dry-run"]);
     assert!(r["notice"].as_str().unwrap().contains("unencrypted"), "{r:#}");
+    assert!(r["notice"].as_str().unwrap().contains(&format!("remote \"origin\" ({})", w.url)), "{r:#}");
     assert_eq!(r["published"]["state"], "would_push");
     assert!(w.remote_refs().is_empty());
     // Inside a Claude Code tool call, without --yes: refused with the usual exit 3.
     let (code, _, err) = outcome(&a.cmd(&["sync"]).env("CLAUDECODE", "1").output().unwrap());
     assert_eq!(code, 3, "{err}");
-    // --yes agrees once; later syncs do not ask again.
+    // --yes syncs, and agrees to plain text once: the next dry run shows no notice.
     a.ok(&["sync", "--yes"]);
     assert_eq!(w.remote_refs().len(), 1);
+    assert!(a.sync_json(&["--dry-run"])["notice"].is_null());
     a.append(&[line(0, OTHER_SESSION)]);
-    a.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
+    // The background sync `[sync] auto` starts never asks nor refuses.
+    a.append(&[line(1, OTHER_SESSION)]);
+    let (code, out, err) = a.walj(&["sync", "--auto"]);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+    let last: Value = serde_json::from_slice(&fs::read(a.dir.join(".walj/sync/auto.last")).unwrap()).unwrap();
+    assert_eq!(last["ok"], true, "{last:#}");
+    assert_eq!(last["report"]["published"]["state"], "pushed", "{last:#}");
+}
+
+/// `walj ARGS` in `m` on a pseudo-terminal (util-linux `script`), typing `answer`: (exit
+/// code, everything the terminal showed). `None` when `script` is missing.
+fn in_pty(m: &Machine, args: &[&str], answer: &str) -> Option<(i32, String)> {
+    if !Command::new("script").arg("-qec").arg("true").arg("/dev/null").output().is_ok_and(|o| o.status.success()) {
+        assert!(std::env::var("WALJ_E2E_REQUIRE").as_deref() != Ok("1"), "script(1) is required");
+        eprintln!("SKIPPED: script(1) from util-linux is not installed");
+        return None;
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut line = vec![quote(&m.bin.to_string_lossy()), "--project".into(), quote(&m.dir.to_string_lossy())];
+    line.extend(args.iter().map(|a| quote(a)));
+    // The machine's environment (HOME, git's config), and a terminal.
+    let c = m.cmd(&[]);
+    let mut child = Command::new("script")
+        .arg("-qec")
+        .arg(line.join(" "))
+        .arg("/dev/null")
+        .envs(c.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))))
+        .env_remove("CLAUDECODE")
+        .current_dir(&m.dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some((out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+#[test]
+fn on_a_terminal_a_sync_asks_first_and_no_publishes_nothing() {
+    let w = World::new();
+    let a = w.machine("laptop");
+    a.demo();
+    let Some((code, shown)) = in_pty(&a, &["sync"], "n\n") else { return };
+    assert_eq!(code, 1, "{shown}");
+    assert!(shown.contains("`walj sync` has no undo"), "{shown}");
+    assert!(shown.contains("Sync now? (--dry-run shows what it would publish and fetch) [y/N]"), "{shown}");
+    assert!(shown.contains("Nothing synced."), "{shown}");
+    assert!(w.remote_refs().is_empty());
+    // Yes, then yes to the first plain-text publish to this remote: published.
+    let (code, shown) = in_pty(&a, &["sync"], "y\ny\n").unwrap();
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("unencrypted") && shown.contains("Publish?"), "{shown}");
+    assert_eq!(w.remote_refs().len(), 1, "{shown}");
 }
 
 #[test]
@@ -404,7 +471,7 @@ fn forged_rewritten_foreign_and_damaged_refs_are_refused() {
     git(&forge, &["push", "-q", &w.url, "HEAD:refs/walj/journals/not-a-journal"]);
     git(&forge, &["push", "-q", &w.url, &format!("HEAD:refs/walj/journals/{}", "0".repeat(32))]);
 
-    let (code, out, err) = b.walj(&["sync"]);
+    let (code, out, err) = b.walj(&["sync", "--yes"]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(out.contains("laptop") && out.contains("refused"), "{out}");
     assert!(out.contains("does not extend the one accepted before"), "{out}");
@@ -412,14 +479,14 @@ fn forged_rewritten_foreign_and_damaged_refs_are_refused() {
     assert!(out.contains("no manifest.json"), "{out}");
     assert!(err.contains("3 journals on origin could not be taken"), "{err}");
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), copy, "the accepted copy stays");
-    let r: Value = serde_json::from_str(&b.walj(&["sync", "--json"]).1).unwrap();
+    let r: Value = serde_json::from_str(&b.walj(&["sync", "--yes", "--json"]).1).unwrap();
     let laptop = r["journals"].as_array().unwrap().iter().find(|j| j["journal"] == a.id().as_str()).unwrap();
     assert_eq!(laptop["verdict"], "refused");
 
     // The laptop does not push over a ref it did not write.
     let before = w.remote_refs();
     a.append(&[line(0, OTHER_SESSION)]);
-    let (code, out, err) = a.walj(&["sync"]);
+    let (code, out, err) = a.walj(&["sync", "--yes"]);
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(err.contains("is not what this checkout published"), "{err}");
     assert_eq!(w.remote_refs(), before);
@@ -532,13 +599,13 @@ fn kill_9_during_a_sync_then_running_it_again_completes() {
     // Killed right after the remote took the push.
     a.append(&(0..10).map(|i| line(i, OTHER_SESSION)).collect::<Vec<_>>());
     a.path_prefix = Some(killing_git(&w.root, "push"));
-    let (code, ..) = a.walj(&["sync"]);
+    let (code, ..) = a.walj(&["sync", "--yes"]);
     assert_eq!(code, -1, "killed by the signal");
     let on_remote = w.remote_refs()[0].1.clone();
     assert_ne!(a.published().as_deref(), Some(on_remote.as_str()), "walj did not see the push succeed");
     // Killed right after a fetch, before anything else.
     a.path_prefix = Some(killing_git(&w.root, "fetch"));
-    assert_eq!(a.walj(&["sync"]).0, -1);
+    assert_eq!(a.walj(&["sync", "--yes"]).0, -1);
     // Run again: it recognises its own push and completes.
     a.path_prefix = None;
     let r = a.sync_json(&[]);
@@ -553,7 +620,7 @@ fn kill_9_during_a_sync_then_running_it_again_completes() {
         a.append(&(0..10).map(|i| line(round * 10 + i + 100, OTHER_SESSION)).collect::<Vec<_>>());
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let delay = Duration::from_millis((seed >> 33) % 250);
-        let mut cmd = a.cmd(&["sync"]).clone_stdio_null();
+        let mut cmd = a.cmd(&["sync", "--yes"]).clone_stdio_null();
         // Odd rounds: walj and the git it runs (its process group); even rounds: walj alone.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd.spawn().unwrap();
@@ -566,7 +633,7 @@ fn kill_9_during_a_sync_then_running_it_again_completes() {
         let _ = child.wait();
     }
     settle_remote(&w.remote());
-    a.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
     assert_eq!(a.published().as_deref(), Some(w.remote_refs()[0].1.as_str()));
     b.ok(&["sync", "--yes"]);
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
@@ -840,7 +907,7 @@ fn copies_are_folded_from_a_cache_outside_their_folder_like_a_full_fold() {
     // (another inode), and the sync writes a new one.
     let old_snap = fs::read(&snap).unwrap();
     a.append(&(n..n + 20).map(|i| line(i, OTHER_SESSION)).collect::<Vec<_>>());
-    a.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
     assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
     assert_eq!(snapshot::check_at(&journal, &snap), None, "the sync wrote the copy's snapshot anew");
     assert_eq!(cached(), full());
@@ -1182,12 +1249,12 @@ fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
     b.config("[sync]\nname = \"desktop\"\npassphrase = true\n");
     a.demo();
     // No passphrase and no terminal: one line, nothing published.
-    let (code, out, err) = a.walj(&["sync"]);
+    let (code, out, err) = a.walj(&["sync", "--yes"]);
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("WALJ_PASSPHRASE"), "{err}");
     assert!(w.remote_refs().is_empty());
-    let ok = a.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    let ok = a.cmd(&["sync", "--yes", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     assert!(!remote_objects(&w).contains(DEMO_PROMPT));
     // The key is sealed once: the next sync needs no passphrase.
@@ -1195,20 +1262,20 @@ fn a_passphrase_is_asked_only_to_seal_the_key_and_once_per_key_to_open_it() {
     assert_eq!(a.sync_json(&[])["published"]["state"], "pushed");
 
     // The reader: without the passphrase, or with a wrong one, the journal is locked.
-    let (code, out, _) = b.walj(&["sync"]);
+    let (code, out, _) = b.walj(&["sync", "--yes"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("locked") && out.contains("WALJ_PASSPHRASE"), "{out}");
-    let wrong = b.cmd(&["sync"]).env("WALJ_PASSPHRASE", "battery staple").output().unwrap();
+    let wrong = b.cmd(&["sync", "--yes"]).env("WALJ_PASSPHRASE", "battery staple").output().unwrap();
     let (code, out, _) = outcome(&wrong);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("wrong passphrase"), "{out}");
     assert!(!b.copy_of(&a).exists());
-    let right = b.cmd(&["sync", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
+    let right = b.cmd(&["sync", "--yes", "--json"]).env("WALJ_PASSPHRASE", "correct horse").output().unwrap();
     assert!(right.status.success(), "{}", String::from_utf8_lossy(&right.stderr));
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
     // Opened once: new lines arrive without the passphrase.
     a.append(&[line(1, OTHER_SESSION)]);
-    a.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
     assert_eq!(b.sync_json(&[])["journals"][0]["verdict"], "updated");
     assert_eq!(fs::read(b.copy_of(&a).join("journal.jsonl")).unwrap(), fs::read(a.journal()).unwrap());
 }
@@ -1294,8 +1361,8 @@ fn resuming_another_machines_session_writes_its_transcript_or_says_why_not() {
     // With a transcript: written under B's HOME, once; another conversation there is kept.
     a.transcript_copy(DEMO_CRASHED, &transcript_lines(&a.dir));
     a.config("[sync]\nname = \"laptop\"\ntranscripts = true\n");
-    a.ok(&["sync"]);
-    b.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
+    b.ok(&["sync", "--yes"]);
     let dest = b.home.join(".claude/projects").join(walj::claude::paths::encode_dir(&b.dir));
     let file = dest.join(format!("{DEMO_CRASHED}.jsonl"));
     fs::create_dir_all(&dest).unwrap();
@@ -1402,7 +1469,7 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
         .action
         .unwrap();
 
-    b.ok(&["sync"]);
+    b.ok(&["sync", "--yes"]);
     let r = a.sync_json(&[]);
     assert_eq!(r["imported"], 2, "{r:#}");
     assert_eq!(r["published"]["state"], "pushed", "{r:#}");
@@ -1421,7 +1488,7 @@ fn marks_and_hand_backs_on_another_machines_entries_travel_back() {
     assert_eq!(a.sync_json(&[])["imported"], 0);
 
     // Both sides agree, 01EditItems as the laptop decided.
-    b.ok(&["sync"]);
+    b.ok(&["sync", "--yes"]);
     for id in ["toolu_01EditCfg", "toolu_01WriteDoc", "toolu_01EditItems", "toolu_01EditServer"] {
         assert_eq!(log_status(&a, id, None), log_status(&b, id, Some("laptop")), "{id}");
     }
@@ -1570,7 +1637,7 @@ fn an_id_kept_in_walj_sync_moves_once_and_publishes_under_the_same_id() {
     }
     a.append(&[line(0, OTHER_SESSION)]);
     // No --yes: the moved consent still counts (no question, no refusal).
-    a.ok(&["sync"]);
+    a.ok(&["sync", "--yes"]);
     assert_eq!(a.id(), id, "the same id, moved");
     assert!(!a.dir.join(".walj/sync/id").exists() && !a.dir.join(".walj/sync/consent").exists());
     let after = w.remote_refs();

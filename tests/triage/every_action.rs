@@ -289,7 +289,7 @@ fn an_imported_session_says_how_to_remove_it_again() {
     let bundle = repo.root.join("s.walj");
     repo.ok(&["sessions", "export", "5e55a0", "-o", bundle.to_str().unwrap()]);
     let dst = Repo::new(&[("f.txt", NUMBERS)]);
-    let out = dst.ok(&["sessions", "import", bundle.to_str().unwrap()]);
+    let out = dst.ok(&["sessions", "import", "--yes", bundle.to_str().unwrap()]);
     assert!(out.contains("`walj sessions delete 5e55a0` removes it again"), "{out}");
     assert_eq!(dst.json(&["sessions", "--json"]).as_array().unwrap().len(), 1);
     dst.ok(&["sessions", "delete", "5e55a0", "--force", "--yes"]);
@@ -315,4 +315,79 @@ fn an_undo_over_a_later_change_is_a_conflict_outcome_under_json() {
     // --force writes over it (the later bytes kept in the store).
     repo.ok(&["undo", "--force"]);
     assert_eq!(repo.read("f.txt"), NUMBERS.replace("two", "TWO"));
+}
+
+/// Every file under `.walj/` with its bytes: what an import that asks first must leave alone.
+fn walj_tree(repo: &Repo) -> Vec<(String, Vec<u8>)> {
+    fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd.map(Result::unwrap) {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else {
+                out.push((p.strip_prefix(base).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo.path(".walj"), &repo.root, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn a_session_import_asks_first_off_a_terminal_refuses_and_dry_run_writes_nothing() {
+    let repo = crashed();
+    let bundle = repo.tmp.join("s.walj");
+    repo.ok(&["sessions", "export", "5e55a0", "-o", bundle.to_str().unwrap()]);
+    let b = bundle.to_str().unwrap();
+    let dst = Repo::new(&[("f.txt", NUMBERS)]);
+    // A journal of its own, so "byte-identical" means something.
+    Claude::new(&dst, "5e55a0b1-0000-4000-8000-0000000000d5").start();
+    let before = walj_tree(&dst);
+    assert!(!dst.journal_bytes().is_empty());
+
+    // Off a terminal without --yes: refused, exit 1, the flag named, nothing written.
+    let (code, out, err) = dst.run(&["sessions", "import", b]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("nothing imported") && err.contains("--yes") && err.contains("session 5e55a0"), "{err}");
+    assert!(!err.contains("[y/N]"), "nothing prompts off a terminal: {err}");
+    assert_eq!(walj_tree(&dst), before, "a refused import wrote something");
+
+    // --dry-run says what it would add and writes nothing; --json as every action's.
+    let out = dst.ok(&["sessions", "import", b, "--dry-run"]);
+    assert!(out.contains("Dry run, nothing written: this would import session 5e55a0"), "{out}");
+    assert!(out.contains("`walj sessions delete 5e55a0` would remove it again"), "{out}");
+    let v = dst.json(&["sessions", "import", b, "--dry-run", "--json"]);
+    assert_eq!(
+        (v["action"].as_str(), v["dry_run"].as_bool(), v["changed"].as_bool()),
+        (Some("sessions import"), Some(true), Some(false)),
+        "{v:#}"
+    );
+    assert!(v["report"]["records_added"].as_u64().unwrap() > 0, "{v:#}");
+    assert_eq!(v["undo"], "walj sessions delete 5e55a0");
+    assert_eq!(walj_tree(&dst), before, "--dry-run wrote something");
+
+    if script_available() {
+        // On a terminal it asks; no (or Enter) imports nothing.
+        for answer in ["n\n", "\n"] {
+            let (code, shown) = in_pty(&dst, &["sessions", "import", b], answer);
+            assert_eq!(code, 1, "{shown}");
+            assert!(shown.contains("Import session 5e55a0") && shown.contains("[y/N]"), "{shown}");
+            assert!(shown.contains("`walj sessions delete 5e55a0` removes it again"), "{shown}");
+            assert!(shown.contains("Nothing imported."), "{shown}");
+            assert_eq!(walj_tree(&dst), before, "answered no, yet something was written");
+        }
+        let (code, shown) = in_pty(&dst, &["sessions", "import", b], "y\n");
+        assert_eq!(code, 0, "{shown}");
+        assert!(shown.contains("imported session 5e55a0"), "{shown}");
+    } else {
+        dst.ok(&["sessions", "import", b, "--yes"]);
+    }
+    assert_ne!(walj_tree(&dst), before);
+    assert_eq!(dst.json(&["sessions", "--json"]).as_array().unwrap().len(), 2);
+    // Again, with --yes --json: nothing new, nothing changed, no undo.
+    let v = dst.json(&["sessions", "import", b, "--yes", "--json"]);
+    assert_eq!((v["changed"].as_bool(), v["undo"].is_null()), (Some(false), true), "{v:#}");
 }

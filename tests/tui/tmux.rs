@@ -1,6 +1,7 @@
 //! `walj tui` in a real terminal (tmux): SIGTERM and SIGHUP restore the terminal as a
 //! panic does (main screen, mouse reporting off, cursor shown), a terminal that goes away
-//! without a signal ends walj, and `e` in a conflict runs `$EDITOR` and comes back. Skipped with a message when tmux is missing, unless
+//! without a signal ends walj, `e` in a conflict runs `$EDITOR` and comes back, and Esc then a
+//! key typed fast (read as Alt+key) closes a dialog and does the key. Skipped with a message when tmux is missing, unless
 //! `WALJ_E2E_REQUIRE=1`.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
@@ -401,4 +402,33 @@ fn a_subfolder_journal_from_before_one_root_shows_rebased_and_resumes_in_its_fol
         String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout)
             == "cd pkg/core && claude --resume 8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10"
     });
+}
+
+#[test]
+fn esc_then_a_key_typed_fast_closes_the_dialog_and_does_the_key() {
+    if !tmux_available() {
+        return;
+    }
+    let (_tmp, dir) = demo();
+    let t = Tmux::start(&dir, "escu", 120, 35, &tui_cmd(&dir, ""));
+    t.wait_text("config/settings.json");
+    let journal = dir.join(".walj/journal.jsonl");
+    let marks =
+        || std::fs::read_to_string(&journal).unwrap().lines().filter(|l| l.contains("\"how\":\"done\"")).count();
+    t.keys("d");
+    t.wait_text("done");
+    t.wait_for("the mark in the journal", |_| marks() == 1);
+    let undos = || std::fs::read_to_string(&journal).unwrap().lines().filter(|l| l.contains("\"op\":\"undo\"")).count();
+    assert_eq!(undos(), 0);
+    // A dialog (copy), then Esc and u in one write: the terminal's bytes are ESC u, which
+    // crossterm reads as Alt+u. The dialog closes and the undo runs.
+    t.keys("y");
+    t.wait_text("Esc: cancel");
+    let out = t.run(&["send-keys", "-t", &t.name, "Escape", "u"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    t.wait_text("undid the mark done");
+    assert!(!t.capture().contains("Esc: cancel"), "the dialog stayed open:\n{}", t.capture());
+    assert_eq!(undos(), 1, "the undo was recorded");
+    t.keys("q");
+    t.wait_text("walj exited 0");
 }
