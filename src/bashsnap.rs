@@ -395,7 +395,7 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     {
         summary["watch_pre"] = json!(w);
     }
-    // The cache names the last command that used the watcher (Stop's reconciliation
+    // The cache names the last command that used the watcher (the reconciliation after Stop
     // credits a miss to it).
     now.session = pre.session.clone();
     now.parent = pre.parent.clone();
@@ -432,10 +432,10 @@ pub fn at_stop(
     background_at_stop(project, cfg, matcher, session, background_tasks)
 }
 
-/// Key of a child entry found by Stop's full scan that the watcher did not report.
+/// Key of a child entry found by the full scan after Stop that the watcher did not report.
 pub const WATCH_FAULT: &str = "watch_fault";
 
-/// `.walj/bash/watch-faults.jsonl`: one line per Stop whose full scan found changes the
+/// `.walj/bash/watch-faults.jsonl`: one line per reconciliation (after a Stop) whose full scan found changes the
 /// watcher had not reported (what `walj doctor` counts).
 pub fn faults_path(project: &Project) -> PathBuf {
     bash_dir(project).join("watch-faults.jsonl")
@@ -593,7 +593,7 @@ fn reconcile(
 /// [`Snapshot::watch`] of the full scan the reconciliation after Stop saves as the cache.
 pub const RECONCILED: &str = "full scan after Stop (reconciliation)";
 
-/// How the last Bash snapshots were taken and what Stop's reconciliations found, for
+/// How the last Bash snapshots were taken and what the reconciliations after Stop found, for
 /// `walj doctor`.
 #[derive(Debug, Clone, Default)]
 pub struct WatchReport {
