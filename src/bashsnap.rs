@@ -1408,7 +1408,7 @@ impl<'a> Tree<'a> {
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
         let in_current = |rel: &str| -> Option<String> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| e.id.clone())
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(gitindex::Entry::id)
         };
         let in_old = |rel: &str| -> Option<String> {
             match &old_index {
@@ -1559,7 +1559,7 @@ fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, String>
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), e.id.clone());
+            m.insert(rel.to_string(), e.id());
         }
     }
     m
