@@ -207,7 +207,7 @@ pub enum Command {
     /// (internal) The full scan after a turn that used the watcher, started detached by Stop.
     #[command(
         hide = true,
-        after_help = "Examples:\n  walj --project . reconcile --session ID     # what a Stop hook starts, detached"
+        after_help = "Examples:\n  walj reconcile --session ID --project .     # what a Stop hook starts, detached"
     )]
     Reconcile(cmd::watch::ReconcileArgs),
 }
