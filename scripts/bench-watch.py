@@ -10,7 +10,7 @@ medians, in these set-ups:
   - watcher running: the watcher the SessionStart started, ready;
   - watcher configured but dead: a stale socket and a live process holding the claim (so no
     hook starts a new one): every snapshot connects, is refused and does the full scan;
-  - no watcher: `[bash] watcher = false` (today's full scan);
+  - no watcher: `[bash] watcher = false` (today's full scan), timed in turns with the dead row;
   - session in a subfolder (`--project <repo>/src`), watcher running;
 and `git status --porcelain` of the same repository, RUNS times. Also the watcher's ready time
 (SessionStart to its first answer).
@@ -137,14 +137,27 @@ def main():
             s = socket.socket(socket.AF_UNIX)
             s.bind(sock)
             s.close()
-        dead = median_pairs(root, root, env, "dead")
-        w_dead = last_watch(root)
+        # Dead and no watcher in turns (one pair each, the config switched between them), so
+        # neither row gets a quieter stretch of the machine, nor the moments after the kill.
+        config = os.path.join(root, ".walj/config.toml")
+
+        def setup(on):
+            with open(config, "w") as f:
+                f.write("" if on else "[bash]\nwatcher = false\n")
+
+        dead_xs, none_xs, w_dead, w_none = [], [], "?", "?"
+        for i in range(-1, RUNS):
+            setup(True)
+            t_dead = pair(root, root, env, f"dead-{i}")
+            w_dead = last_watch(root)
+            setup(False)
+            t_none = pair(root, root, env, f"none-{i}")
+            w_none = last_watch(root)
+            if i >= 0:  # the first turn warms both
+                dead_xs.append(t_dead)
+                none_xs.append(t_none)
+        dead, none = statistics.median(dead_xs), statistics.median(none_xs)
         holder.kill()
-        # No watcher.
-        with open(os.path.join(root, ".walj/config.toml"), "w") as f:
-            f.write("[bash]\nwatcher = false\n")
-        none = median_pairs(root, root, env, "none")
-        w_none = last_watch(root)
         g = statistics.median(git)
         rows.append((n, g, ready, running, dead, none, sub, w_run, w_dead, w_none, w_sub))
         shutil.rmtree(work, ignore_errors=True)

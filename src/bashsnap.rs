@@ -432,7 +432,7 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     {
         summary["watch_pre"] = json!(w);
     }
-    // The cache names the last command that used the watcher (Stop's reconciliation
+    // The cache names the last command that used the watcher (the reconciliation after Stop
     // credits a miss to it).
     now.session = pre.session.clone();
     now.parent = pre.parent.clone();
@@ -461,7 +461,8 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
 }
 
 /// The session's Stop: background commands get their later changes (marked
-/// `background: true`); sidecars of calls that never finished are dropped.
+/// `background: true`); sidecars of calls that never finished are dropped. The turn's
+/// reconciliation runs after the Stop, detached ([`reconcile_due`], [`spawn_reconcile`]).
 pub fn at_stop(
     project: &Project,
     cfg: &Config,
@@ -469,21 +470,93 @@ pub fn at_stop(
     session: &str,
     background_tasks: Option<&Value>,
 ) -> Result<Vec<Record>, SnapError> {
-    let mut out = background_at_stop(project, cfg, matcher, session, background_tasks)?;
-    out.extend(reconcile(project, cfg, matcher, session)?);
-    Ok(out)
+    background_at_stop(project, cfg, matcher, session, background_tasks)
 }
 
-/// Key of a child entry found by Stop's full scan that the watcher did not report.
+/// Key of a child entry found by the full scan after Stop that the watcher did not report.
 pub const WATCH_FAULT: &str = "watch_fault";
 
-/// `.walj/bash/watch-faults.jsonl`: one line per Stop whose full scan found changes the
+/// `.walj/bash/watch-faults.jsonl`: one line per reconciliation (after a Stop) whose full scan found changes the
 /// watcher had not reported (what `walj doctor` counts).
 pub fn faults_path(project: &Project) -> PathBuf {
     bash_dir(project).join("watch-faults.jsonl")
 }
 
-/// Stop's reconciliation, after a turn whose snapshots used the watcher: the watcher's view of
+/// `.walj/bash/reconcile.claim`: held ("pid start") by the one reconciliation that runs for
+/// the checkout ([`run_reconcile`]).
+pub fn reconcile_claim_path(project: &Project) -> PathBuf {
+    bash_dir(project).join("reconcile.claim")
+}
+
+/// `.walj/bash/reconcile.again`: a Stop asked for a reconciliation while one ran (its session
+/// inside); the running one goes again when done.
+fn reconcile_again_path(project: &Project) -> PathBuf {
+    bash_dir(project).join("reconcile.again")
+}
+
+/// Whether the last snapshot used the watcher, so the turn needs its reconciliation (one read
+/// of the cache: what Stop pays when the watcher is off or was not used).
+pub fn reconcile_due(project: &Project, cfg: &Config) -> bool {
+    cfg.bash.snapshot
+        && cfg.bash.watcher
+        && load(&bash_dir(project).join("cache.json")).is_ok_and(|c| c.watch.as_deref() == Some(WATCHED))
+}
+
+/// Starts the turn's reconciliation after Stop: `walj --project ROOT reconcile --session S`,
+/// detached (its own process group, as the watcher starts), so the Stop hook does not wait for
+/// a full scan. The request is noted first ([`reconcile_again_path`]): a reconciliation that
+/// holds the claim goes again for it.
+pub fn spawn_reconcile(project: &Project, session: &str) -> io::Result<()> {
+    let again = reconcile_again_path(project);
+    fsutil::open_private(&again, fs::OpenOptions::new().write(true).create(true).truncate(true))
+        .and_then(|mut f| io::Write::write_all(&mut f, session.as_bytes()))?;
+    let exe = std::env::current_exe()?;
+    let args: [&std::ffi::OsStr; 5] =
+        ["--project".as_ref(), project.root.as_os_str(), "reconcile".as_ref(), "--session".as_ref(), session.as_ref()];
+    crate::watch::spawn_detached(&exe, &args)
+}
+
+/// Runs the reconciliation under the checkout's claim, for `session` and then for every
+/// request a later Stop left meanwhile; `append` journals each round's findings. `Ok(false)`:
+/// another reconciliation holds the claim (it will see this request).
+pub fn run_reconcile(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    session: &str,
+    mut append: impl FnMut(Vec<Record>) -> io::Result<()>,
+) -> Result<bool, SnapError> {
+    let claim_path = reconcile_claim_path(project);
+    let again = reconcile_again_path(project);
+    let mut session = session.to_string();
+    let mut ran = false;
+    // Bounded: a Stop every few seconds in another session must not keep one process forever.
+    for _ in 0..8 {
+        let Some(claim) = crate::watch::claim(&claim_path).map_err(io_err(&claim_path, "claiming"))? else {
+            return Ok(ran);
+        };
+        // Taken before the scan: a request made from now on is served by the next round.
+        if let Ok(text) = fs::read_to_string(&again) {
+            let asked = text.trim();
+            if !asked.is_empty() && asked.len() <= 200 {
+                session = asked.to_string();
+            }
+        }
+        let _ = fs::remove_file(&again);
+        let records = reconcile(project, cfg, matcher, &session)?;
+        if !records.is_empty() {
+            append(records).map_err(io_err(&project.journal, "appending"))?;
+        }
+        ran = true;
+        drop(claim);
+        if !again.exists() {
+            break;
+        }
+    }
+    Ok(ran)
+}
+
+/// The reconciliation after a turn whose snapshots used the watcher: the watcher's view of
 /// the tree now against a full scan. A difference is a change the watcher missed: it is
 /// journaled as a side effect of the last command that used the watcher (uncertain, with
 /// `watch_fault`), and counted in `faults.jsonl`. A path the watcher reports meanwhile (a
@@ -495,7 +568,8 @@ fn reconcile(
     session: &str,
 ) -> Result<Vec<Record>, SnapError> {
     let dir = bash_dir(project);
-    let Ok(cache) = load(&dir.join("cache.json")) else { return Ok(Vec::new()) };
+    let cache_path = dir.join("cache.json");
+    let Ok(cache) = load(&cache_path) else { return Ok(Vec::new()) };
     if !cfg.bash.snapshot || !cfg.bash.watcher || cache.watch.as_deref() != Some(WATCHED) {
         return Ok(Vec::new());
     }
@@ -538,6 +612,8 @@ fn reconcile(
             "session": session,
             "missed": records.len(),
             "paths": changes.iter().take(5).map(|c| c.rel.clone()).collect::<Vec<_>>(),
+            // The reconciliation's own process (detached from the Stop that asked for it).
+            "pid": std::process::id(),
         });
         if let Ok(mut f) = fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true))
         {
@@ -547,14 +623,18 @@ fn reconcile(
     // The full scan is the truth from the clock taken before it.
     full.clock = Some(clock);
     full.watch = Some(RECONCILED.to_string());
-    let _ = save(&dir.join("cache.json"), &full);
+    // Only over the cache it started from: a command that ran meanwhile (another session's
+    // turn) saved a newer one, and its snapshot names that command.
+    if load(&cache_path).is_ok_and(|now| now.time == cache.time) {
+        let _ = save(&cache_path, &full);
+    }
     Ok(records)
 }
 
-/// [`Snapshot::watch`] of the full scan Stop's reconciliation saves as the cache.
-pub const RECONCILED: &str = "full scan at Stop (reconciliation)";
+/// [`Snapshot::watch`] of the full scan the reconciliation after Stop saves as the cache.
+pub const RECONCILED: &str = "full scan after Stop (reconciliation)";
 
-/// How the last Bash snapshots were taken and what Stop's reconciliations found, for
+/// How the last Bash snapshots were taken and what the reconciliations after Stop found, for
 /// `walj doctor`.
 #[derive(Debug, Clone, Default)]
 pub struct WatchReport {
@@ -1396,8 +1476,7 @@ impl<'a> Tree<'a> {
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
         let in_current = |rel: &str| -> Option<(String, bool)> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}"))
-                .map(|e| (e.id.clone(), links::is_link_mode(e.mode)))
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| (e.id(), links::is_link_mode(e.mode)))
         };
         let in_old = |rel: &str| -> Option<(String, bool)> {
             match &old_index {
@@ -1598,7 +1677,7 @@ fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), (e.id.clone(), links::is_link_mode(e.mode)));
+            m.insert(rel.to_string(), (e.id(), links::is_link_mode(e.mode)));
         }
     }
     m

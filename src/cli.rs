@@ -204,6 +204,12 @@ pub enum Command {
         after_help = "Examples:\n  walj watch --root . --observed .walj/observed.jsonl     # what a hook starts, detached"
     )]
     Watch(cmd::watch::WatchArgs),
+    /// (internal) The full scan after a turn that used the watcher, started detached by Stop.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj reconcile --session ID --project .     # what a Stop hook starts, detached"
+    )]
+    Reconcile(cmd::watch::ReconcileArgs),
 }
 
 #[derive(Subcommand)]
@@ -325,6 +331,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         | Command::Man(_)
         | Command::Watch(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
+        Command::Reconcile(a) => cmd::watch::reconcile(&project, &a),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),

@@ -878,6 +878,12 @@ impl Ctx<'_> {
         };
         checkpoint::checkpoint(self.project, Some(self.ev.session), opts)?;
         if let Some((cfg, _)) = &cfg {
+            // The turn used the watcher: a full scan checks it, after this hook, detached.
+            if bashsnap::reconcile_due(self.project, cfg)
+                && let Err(e) = bashsnap::spawn_reconcile(self.project, self.ev.session)
+            {
+                log_error(self.project, &format!("starting the reconciliation after Stop: {e}"));
+            }
             self.auto_sync(cfg);
         }
         Ok(None)

@@ -29,10 +29,14 @@ impl Project {
     /// with one `stat` per ancestor.
     pub fn discover(explicit: Option<&Path>, cwd: &Path, journal: Option<&Path>) -> Project {
         let root = match explicit {
-            Some(e) => absolute(e, cwd),
+            Some(e) => {
+                let root = absolute(e, cwd);
+                fs::canonicalize(&root).unwrap_or(root)
+            }
+            // Already canonical: an ancestor of the canonical start folder (or that folder,
+            // left as it is when it cannot be resolved). One `realpath` per hook, not two.
             None => find_root(&start_folder(cwd)),
         };
-        let root = fs::canonicalize(&root).unwrap_or(root);
         Project::at(root, journal.map(|j| absolute(j, cwd)))
     }
 

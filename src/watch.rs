@@ -181,12 +181,17 @@ fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
 
 /// Whether the claim file names a live process (a watcher runs or is starting).
 pub fn claimed(places: &Places) -> bool {
-    let Ok(text) = std::fs::read_to_string(&places.claim) else { return false };
+    held(&places.claim)
+}
+
+/// Whether the claim file at `path` ("pid start", see [`claim`]) names a live process.
+pub fn held(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
     let mut it = text.split_whitespace();
     let (Some(pid), Some(start)) = (it.next().and_then(|p| p.parse().ok()), it.next().and_then(|s| s.parse().ok()))
     else {
         // Being written, or damaged: only a fresh one counts.
-        return std::fs::metadata(&places.claim)
+        return std::fs::metadata(path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.elapsed().ok())
@@ -194,6 +199,38 @@ pub fn claimed(places: &Places) -> bool {
     };
     !zombie(pid)
         && crate::procinfo::liveness(crate::procinfo::ProcRef { pid, start }) != crate::procinfo::Liveness::Gone
+}
+
+/// A claim file held by this process ("pid start"), removed on drop.
+#[derive(Debug)]
+pub struct Claim(PathBuf);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Takes the claim file `path` (created exclusively), or `None` while a live process holds it;
+/// one left by a process that is gone (kill -9) is taken over.
+pub fn claim(path: &Path) -> io::Result<Option<Claim>> {
+    for _ in 0..2 {
+        match crate::fsutil::open_private(path, std::fs::OpenOptions::new().write(true).create_new(true)) {
+            Ok(mut f) => {
+                let start = crate::procinfo::own_start().unwrap_or(0);
+                io::Write::write_all(&mut f, format!("{} {start}\n", std::process::id()).as_bytes())?;
+                return Ok(Some(Claim(path.to_path_buf())));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if held(path) {
+                    return Ok(None);
+                }
+                let _ = std::fs::remove_file(path);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// A process that has exited but was not reaped yet (a killed watcher whose parent, often a
@@ -213,20 +250,27 @@ fn zombie(pid: u32) -> bool {
     }
 }
 
-/// Starts `exe args…` detached (own process group, no terminal, null stdio) unless a watcher
-/// holds the checkout's claim. Returns whether one was started.
+/// Starts the watcher `exe args…` detached ([`spawn_detached`]) unless a watcher holds the
+/// checkout's claim. Returns whether one was started.
 pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
     if claimed(places) {
         return Ok(false);
     }
+    spawn_detached(exe, args)?;
+    Ok(true)
+}
+
+/// Starts `exe args…` detached: its own process group, no terminal, null stdio, without
+/// Claude Code's markers and outside the checkout (so `walj procs` and the orphan search never
+/// take it for a session's command). Pass paths in `args` absolute.
+pub fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
     let mut cmd = std::process::Command::new(exe);
     cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     // Not one of Claude Code's tool processes: without its markers (`CLAUDECODE`,
-    // `CLAUDE_CODE_SESSION_ID`, …) and outside the checkout, `walj procs` and the orphan
-    // search never take the watcher for a session's command.
+    // `CLAUDE_CODE_SESSION_ID`, …) and outside the checkout.
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("CLAUDE") {
             cmd.env_remove(&key);
@@ -239,7 +283,7 @@ pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resu
         cmd.process_group(0);
     }
     cmd.spawn()?;
-    Ok(true)
+    Ok(())
 }
 
 /// Asks the checkout's watcher for the paths changed since `since`, behind a cookie written

@@ -21,14 +21,31 @@ pub struct Entry {
     pub ino: u32,
     pub mode: u32,
     pub size: u32,
-    /// Blob id, hex.
-    pub id: String,
+    /// Blob id, raw ([`Entry::id`] is its hex): most entries are only stat-ed, never named.
+    pub oid: [u8; HASH],
     pub stage: u16,
     pub skip_worktree: bool,
     pub intent_to_add: bool,
 }
 
 const HASH: usize = 20;
+
+impl Entry {
+    /// The blob id, hex.
+    pub fn id(&self) -> String {
+        crate::sha::hex(&self.oid)
+    }
+}
+
+/// A path from the index as record text: the bytes' own allocation when they are ASCII (most
+/// paths), else mapped losslessly (`fsutil::name`).
+fn path_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) if s.is_ascii() || !crate::fsutil::name::has_raw(&s) => s,
+        Ok(s) => crate::fsutil::name::encode(s.as_bytes()).into_owned(),
+        Err(e) => crate::fsutil::name::encode(e.as_bytes()).into_owned(),
+    }
+}
 
 /// Whether the index file at `path` ends with git's SHA-1 of every byte before it: a copy walj
 /// saved that a power cut left cut short or zeroed (copies are not synced) does not, and is
@@ -100,7 +117,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
         let ino = u32_at(d, at + 20)?;
         let mode = u32_at(d, at + 24)?;
         let size = u32_at(d, at + 36)?;
-        let id = d.get(at + 40..at + 40 + HASH)?;
+        let oid: [u8; HASH] = d.get(at + 40..at + 40 + HASH)?.try_into().ok()?;
         let flags = u16_at(d, at + 40 + HASH)?;
         at += 40 + HASH + 2;
         let (mut skip_worktree, mut intent_to_add) = (false, false);
@@ -135,21 +152,21 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
         if at > d.len() {
             return None;
         }
+        if version == 4 {
+            prev.clone_from(&path);
+        }
         entries.push(Entry {
-            path: crate::fsutil::name::encode(&path).into_owned(),
+            path: path_text(path),
             ctime,
             mtime,
             ino,
             mode,
             size,
-            id: crate::sha::hex(id),
+            oid,
             stage: (flags >> 12) & 3,
             skip_worktree,
             intent_to_add,
         });
-        if version == 4 {
-            prev = path;
-        }
     }
     // Extensions: refuse those that change what the entries mean.
     while at + 8 <= d.len().saturating_sub(HASH) {
@@ -176,7 +193,7 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
                 ino: e.ino,
                 mode: e.mode,
                 size: e.file_size,
-                id: e.id.to_string(),
+                oid: e.id.as_bytes().try_into().unwrap_or([0; HASH]),
                 stage: (e.flags >> 12) & 3,
                 skip_worktree: ext.is_skip_worktree(),
                 intent_to_add: ext.is_intent_to_add(),

@@ -9,11 +9,11 @@
 //! not: `touch`, a racily clean entry); callers hash what is listed, so that costs a read,
 //! never a wrong result. It never misses a file whose stat differs from the index.
 
-use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
 use git2::Repository;
+use rustc_hash::FxHashSet as HashSet;
 
 use super::gitindex::Entry;
 use crate::fsutil;
@@ -32,8 +32,11 @@ const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
 const S_IFGITLINK: u32 = 0o160000;
 
-struct Tracked {
-    rel: String,
+struct Tracked<'a> {
+    /// Borrowed from the index entry (most files are only stat-ed).
+    rel: &'a str,
+    /// Where `rel`'s last `/` is (`None`: a file at the top).
+    slash: Option<usize>,
     mtime: (i32, u32),
     ctime: (i32, u32),
     size: u32,
@@ -72,7 +75,8 @@ pub fn dirty_files(
         }
         let racy = index_mtime.is_none_or(|im| e.mtime >= im);
         tracked.push(Tracked {
-            rel: rel.to_string(),
+            rel,
+            slash: rel.as_bytes().iter().rposition(|&b| b == b'/'),
             mtime: e.mtime,
             ctime: e.ctime,
             size: e.size,
@@ -82,25 +86,12 @@ pub fn dirty_files(
             skip: e.mode & S_IFMT == S_IFGITLINK || e.skip_worktree,
         });
     }
-    // Every tracked path and every folder holding one, borrowed from `tracked`.
-    let mut known: HashSet<&str> = HashSet::with_capacity(tracked.len() + tracked.len() / 8);
-    for t in &tracked {
-        let rel = t.rel.as_str();
-        known.insert(rel);
-        let mut dir = rel;
-        while let Some(i) = dir.rfind('/') {
-            dir = &dir[..i];
-            if !known.insert(dir) {
-                break;
-            }
-        }
-    }
     let root = workdir.join(prefix);
     let threads = threads.clamp(1, 8);
     if threads == 1 {
         // No thread to start (about as long as stat-ing a few hundred files).
         let mut out = check_all(&root, &tracked, filemode);
-        walk_untracked(repo, &root, prefix, &known, &mut out)?;
+        walk_untracked(repo, &root, prefix, &known_paths(&tracked), &mut out)?;
         return Ok(out);
     }
     let chunk = tracked.len().div_ceil(threads).max(1);
@@ -115,7 +106,7 @@ pub fn dirty_files(
             .collect();
         // Meanwhile, untracked files (this thread: the repository handle is not Sync).
         let mut untracked = Vec::new();
-        let walk = walk_untracked(repo, &root, prefix, &known, &mut untracked);
+        let walk = walk_untracked(repo, &root, prefix, &known_paths(&tracked), &mut untracked);
         let mut lost = false;
         for w in workers {
             match w.join() {
@@ -132,6 +123,35 @@ pub fn dirty_files(
     });
     walk?;
     Ok(out)
+}
+
+/// Every tracked path and every folder holding one, borrowed from `tracked`.
+fn known_paths<'a>(tracked: &[Tracked<'a>]) -> HashSet<&'a str> {
+    let mut known: HashSet<&str> =
+        HashSet::with_capacity_and_hasher(tracked.len() + tracked.len() / 8, Default::default());
+    let mut last_dir: &str = "";
+    for t in tracked {
+        let rel = t.rel;
+        known.insert(rel);
+        let Some(slash) = t.slash else { continue };
+        let mut dir = &rel[..slash];
+        // The index is sorted: the files of one folder come together, so its folders were
+        // just inserted.
+        if dir == last_dir {
+            continue;
+        }
+        last_dir = dir;
+        loop {
+            if !known.insert(dir) {
+                break;
+            }
+            match dir.as_bytes().iter().rposition(|&b| b == b'/') {
+                Some(i) => dir = &dir[..i],
+                None => break,
+            }
+        }
+    }
+    known
 }
 
 /// A file's stat, as far as the index compares it.
@@ -151,14 +171,14 @@ struct Stat {
 #[cfg(unix)]
 // The stat fields' types differ between platforms and rustix backends: the casts are needed.
 #[allow(clippy::unnecessary_cast)]
-fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
+fn check_all(root: &Path, part: &[Tracked<'_>], filemode: bool) -> Vec<Listed> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     let mut out = Vec::new();
     let mut cur: Option<(&str, Option<std::os::fd::OwnedFd>)> = None;
     for t in part.iter().filter(|t| !t.skip) {
-        let (dir, file) = match t.rel.rfind('/') {
+        let (dir, file) = match t.slash {
             Some(i) => (&t.rel[..i], &t.rel[i + 1..]),
-            None => ("", t.rel.as_str()),
+            None => ("", t.rel),
         };
         if cur.as_ref().is_none_or(|(d, _)| *d != dir) {
             let fd = rustix::fs::open(
@@ -197,11 +217,11 @@ fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
 }
 
 #[cfg(not(unix))]
-fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
+fn check_all(root: &Path, part: &[Tracked<'_>], filemode: bool) -> Vec<Listed> {
     part.iter()
         .filter(|t| !t.skip)
         .filter_map(|t| {
-            let stat = fs::symlink_metadata(root.join(fsutil::name::to_path(&t.rel))).ok().map(|m| {
+            let stat = fs::symlink_metadata(root.join(fsutil::name::to_path(t.rel))).ok().map(|m| {
                 let (s, n) = stamp_mtime(&m);
                 Stat {
                     is_dir: m.is_dir(),
@@ -219,33 +239,35 @@ fn check_all(root: &Path, part: &[Tracked], filemode: bool) -> Vec<Listed> {
 }
 
 /// Compares one tracked file's stat (`None`: it is gone) with its index entry.
-fn compare(t: &Tracked, stat: Option<Stat>, filemode: bool) -> Option<Listed> {
+fn compare(t: &Tracked<'_>, stat: Option<Stat>, filemode: bool) -> Option<Listed> {
     let Some(st) = stat else {
-        return Some(Listed { rel: t.rel.clone(), deleted: true });
+        return Some(Listed { rel: t.rel.to_string(), deleted: true });
     };
-    let listed = Some(Listed { rel: t.rel.clone(), deleted: false });
     if st.is_dir {
-        return Some(Listed { rel: t.rel.clone(), deleted: true });
+        return Some(Listed { rel: t.rel.to_string(), deleted: true });
     }
+    // Only a listed file gets its own copy of the path (most are clean).
+    differs(t, &st, filemode).then(|| Listed { rel: t.rel.to_string(), deleted: false })
+}
+
+/// Whether a tracked file's stat differs from its index entry (or it is always listed).
+fn differs(t: &Tracked<'_>, st: &Stat, filemode: bool) -> bool {
     if t.always {
-        return listed;
+        return true;
     }
     let want_link = t.mode & S_IFMT == S_IFLNK;
     if st.is_symlink != want_link || st.size as u32 != t.size {
-        return listed;
+        return true;
     }
     // Index times are 32-bit seconds; entries written without nanoseconds compare on seconds.
     let same = |disk: (i64, u32), idx: (i32, u32)| disk.0 as i32 == idx.0 && (idx.1 == 0 || disk.1 == idx.1);
     if !same(st.mtime, t.mtime) || (cfg!(unix) && !same(st.ctime, t.ctime)) {
-        return listed;
+        return true;
     }
     if t.ino != 0 && st.ino as u32 != t.ino {
-        return listed;
+        return true;
     }
-    if filemode && !want_link && (st.mode & 0o100 != 0) != (t.mode & 0o100 != 0) {
-        return listed;
-    }
-    None
+    filemode && !want_link && (st.mode & 0o100 != 0) != (t.mode & 0o100 != 0)
 }
 
 fn stamp_mtime(m: &fs::Metadata) -> (i32, u32) {
@@ -270,21 +292,28 @@ fn walk_untracked(
     out: &mut Vec<Listed>,
 ) -> Result<(), git2::Error> {
     let mut stack = vec![String::new()];
+    // One buffer for each entry's path: only folders to enter and listed files are copied.
+    let mut rel = String::new();
     while let Some(dir) = stack.pop() {
         let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(fsutil::name::to_path(&dir)) };
         let Ok(rd) = fs::read_dir(&abs) else { continue };
         for ent in rd.flatten() {
             // A name that is not UTF-8 is listed mapped (`fsutil::name`), never left out.
             let os_name = ent.file_name();
-            let name = fsutil::name::encode_os(&os_name).into_owned();
-            let Ok(ft) = ent.file_type() else { continue };
-            let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+            let name = fsutil::name::encode_os(&os_name);
             if name == ".git" || (dir.is_empty() && name == ".walj") {
                 continue;
             }
+            let Ok(ft) = ent.file_type() else { continue };
+            rel.clear();
+            if !dir.is_empty() {
+                rel.push_str(&dir);
+                rel.push('/');
+            }
+            rel.push_str(&name);
             if ft.is_dir() {
                 if known.contains(rel.as_str()) {
-                    stack.push(rel);
+                    stack.push(rel.clone());
                     continue;
                 }
                 // A nested repository is not part of this one.
@@ -294,12 +323,12 @@ fn walk_untracked(
                 if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}/")))? {
                     continue;
                 }
-                stack.push(rel);
+                stack.push(rel.clone());
             } else if !known.contains(rel.as_str()) {
                 if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}")))? {
                     continue;
                 }
-                out.push(Listed { rel, deleted: false });
+                out.push(Listed { rel: rel.clone(), deleted: false });
             }
         }
     }

@@ -1,6 +1,7 @@
 //! `walj watch` (hidden): the per-checkout watcher of Bash snapshots, started detached by a
 //! hook (src/bashsnap.rs), never by hand. The work is in [`crate::watch::server`]; this is the
-//! command line.
+//! command line. `walj reconcile` (hidden) is the full scan a Stop hook starts after a turn
+//! that used the watcher ([`crate::bashsnap::run_reconcile`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,4 +41,30 @@ pub fn watch(a: &WatchArgs) -> anyhow::Result<i32> {
         let _ = (a, Duration::ZERO);
         anyhow::bail!("walj watch: not available on this platform")
     }
+}
+
+/// `walj reconcile --session ID`.
+#[derive(clap::Args, Debug)]
+pub struct ReconcileArgs {
+    /// The session whose Stop asked for it (what a miss is credited to when the last command
+    /// is another session's).
+    #[arg(long, value_name = "ID")]
+    pub session: String,
+}
+
+/// Reconciles the watcher's view with a full scan and journals what it missed (exit 0 also
+/// when another reconciliation holds the checkout's claim: it serves this request). Errors go
+/// to `.walj/errors.log`, as the hook's do: nobody reads this process's output.
+pub fn reconcile(project: &crate::project::Project, a: &ReconcileArgs) -> anyhow::Result<i32> {
+    let (cfg, matcher) = crate::config::Config::load_or_default(&project.config_path(), |e| {
+        crate::fsutil::append_log(&project.errors_log(), &format!("config ignored: {e}"))
+    });
+    let append = |records: Vec<crate::journal::Record>| {
+        project.ensure_dir()?;
+        crate::journal::JournalWriter::new(&project.journal).append_all(&records)
+    };
+    if let Err(e) = crate::bashsnap::run_reconcile(project, &cfg, matcher.as_ref(), &a.session, append) {
+        crate::fsutil::append_log(&project.errors_log(), &format!("reconciling the watcher after Stop: {e}"));
+    }
+    Ok(0)
 }

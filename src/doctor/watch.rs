@@ -1,5 +1,5 @@
 //! `walj doctor`: how Bash snapshots were taken lately (the checkout's watcher, or why a full
-//! scan) and the changes Stop's full scan found the watcher had missed (src/bashsnap.rs,
+//! scan) and the changes the full scan after Stop found the watcher had missed (src/bashsnap.rs,
 //! src/watch.rs).
 
 use super::{DoctorFinding, Level, check};
@@ -43,7 +43,7 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
             Level::Warn,
             check::WATCHER,
             format!(
-                "watcher faults: Stop's full scan found {} change(s) in {} turn(s) that the watcher had not reported (journaled as uncertain side effects)",
+                "watcher faults: the full scan after Stop found {} change(s) in {} turn(s) that the watcher had not reported (journaled as uncertain side effects)",
                 r.faults, r.fault_turns
             ),
         );

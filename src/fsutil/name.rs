@@ -41,6 +41,11 @@ fn mapped(b: u8) -> char {
 
 /// `bytes` as record text: borrowed when they are UTF-8 holding no reserved char.
 pub fn encode(bytes: &[u8]) -> Cow<'_, str> {
+    if bytes.is_ascii()
+        && let Ok(s) = std::str::from_utf8(bytes)
+    {
+        return Cow::Borrowed(s);
+    }
     if let Ok(s) = std::str::from_utf8(bytes)
         && !s.chars().any(|c| raw_byte(c).is_some())
     {
@@ -64,14 +69,15 @@ pub fn encode(bytes: &[u8]) -> Cow<'_, str> {
 /// A file name (or root-relative path) as record text, losslessly.
 pub fn encode_os(name: &OsStr) -> Cow<'_, str> {
     match name.to_str() {
-        Some(s) if !s.chars().any(|c| raw_byte(c).is_some()) => Cow::Borrowed(s),
+        Some(s) if s.is_ascii() || !s.chars().any(|c| raw_byte(c).is_some()) => Cow::Borrowed(s),
         _ => Cow::Owned(encode(name.as_encoded_bytes()).into_owned()),
     }
 }
 
 /// The bytes record text `s` stands for: borrowed when it holds no reserved char.
 pub fn decode(s: &str) -> Cow<'_, [u8]> {
-    if !s.chars().any(|c| raw_byte(c).is_some()) {
+    // ASCII first (most paths): checked a word at a time, and no mapped char is ASCII.
+    if s.is_ascii() || !s.chars().any(|c| raw_byte(c).is_some()) {
         return Cow::Borrowed(s.as_bytes());
     }
     let mut out = Vec::with_capacity(s.len());

@@ -54,6 +54,10 @@ pub fn session_journal(
     if session.is_empty() {
         return None;
     }
+    // The root itself (the common case; the root is canonical): no `realpath`.
+    if start == project.root {
+        return None;
+    }
     let start = fs::canonicalize(start).ok()?;
     if start == project.root || !start.starts_with(&project.root) {
         return None;

@@ -67,7 +67,7 @@ fn now_ns() -> i64 {
 /// Runs the watcher until its lifetime ends. `Ok(false)` when another watcher holds the claim.
 pub fn run(opts: &Options) -> io::Result<bool> {
     let places = Places::of(&opts.root).map_err(|e| io::Error::other(e.to_string()))?;
-    let Some(_claim) = claim(&places)? else { return Ok(false) };
+    let Some(_claim) = super::claim(&places.claim)? else { return Ok(false) };
     // We hold the claim: a socket file left there is a dead watcher's.
     let _ = fs::remove_file(&places.socket);
     let listener = UnixListener::bind(&places.socket)?;
@@ -135,36 +135,6 @@ pub fn run(opts: &Options) -> io::Result<bool> {
 fn socket_ino(path: &Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     fs::symlink_metadata(path).ok().map(|m| m.ino())
-}
-
-/// The checkout's claim, removed on drop.
-struct ClaimGuard(PathBuf);
-
-impl Drop for ClaimGuard {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-    }
-}
-
-fn claim(places: &Places) -> io::Result<Option<ClaimGuard>> {
-    for _ in 0..2 {
-        match crate::fsutil::open_private(&places.claim, fs::OpenOptions::new().write(true).create_new(true)) {
-            Ok(mut f) => {
-                let start = crate::procinfo::own_start().unwrap_or(0);
-                f.write_all(format!("{} {start}\n", std::process::id()).as_bytes())?;
-                return Ok(Some(ClaimGuard(places.claim.clone())));
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if super::claimed(places) {
-                    return Ok(None);
-                }
-                // Its watcher died (kill -9): take it over.
-                let _ = fs::remove_file(&places.claim);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(None)
 }
 
 struct Session {

@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 const SESSION: &str = "5e551011-watch-test";
 /// What the snapshot summary says when the watcher named the changes.
 const WATCHED: &str = "watcher";
+/// The claim of the one reconciliation that runs for a checkout.
+const RECONCILE_CLAIM: &str = ".walj/bash/reconcile.claim";
 
 struct W {
     repo: Repo,
@@ -55,8 +57,9 @@ impl W {
         fs::write(self.root().join(".walj/config.toml"), text).unwrap();
     }
 
-    /// Runs `walj hook` (the test process is its Claude Code: the session stays live).
-    fn hook_with(&self, payload: &Value, parent_timeout: bool) {
+    /// Runs `walj hook` (the test process is its Claude Code: the session stays live); returns
+    /// the hook process's pid.
+    fn hook_with(&self, payload: &Value, parent_timeout: bool) -> u32 {
         let mut c = if parent_timeout {
             let mut c = Command::new("timeout");
             c.arg("20").arg(walj_bin());
@@ -70,13 +73,15 @@ impl W {
             c.env(k, v);
         }
         let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
         child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "walj hook: {}", String::from_utf8_lossy(&out.stderr));
+        pid
     }
 
-    fn hook(&self, payload: &Value) {
-        self.hook_with(payload, false);
+    fn hook(&self, payload: &Value) -> u32 {
+        self.hook_with(payload, false)
     }
 
     fn payload(&self, event: &str, id: &str) -> Value {
@@ -105,10 +110,22 @@ impl W {
         self.hook(&self.payload("PostToolUse", id));
     }
 
-    fn stop(&self) {
+    /// Runs the Stop hook; returns its pid.
+    fn stop(&self) -> u32 {
         let mut p = self.payload("Stop", "");
         p["stop_hook_active"] = json!(false);
-        self.hook(&p);
+        self.hook(&p)
+    }
+
+    /// Waits until no reconciliation runs or waits for one (neither its request nor its claim
+    /// is left).
+    fn wait_reconciled(&self) {
+        let (again, claim) = (self.root().join(".walj/bash/reconcile.again"), self.root().join(RECONCILE_CLAIM));
+        let t = Instant::now();
+        while again.exists() || claim.exists() {
+            assert!(t.elapsed() < Duration::from_secs(30), "the reconciliation after Stop did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn lines(&self) -> Vec<Value> {
@@ -407,11 +424,12 @@ fn another_checkouts_watcher_is_not_used() {
     assert_eq!(a.children("toolu_x"), vec![("a.txt".to_string(), blob("x\n"))]);
 }
 
-/// Stop's full scan finds what the watcher missed (a write through a hard link outside the
-/// tree: inotify reports it in the other folder only), journals it as an uncertain side
-/// effect of the last command, and doctor counts the fault.
+/// The full scan after Stop finds what the watcher missed (a write through a hard link
+/// outside the tree: inotify reports it in the other folder only), journals it as an uncertain
+/// side effect of the last command, and doctor counts the fault. The scan is not the Stop
+/// hook's: it runs after it, detached, one at a time per checkout (its claim).
 #[test]
-fn reconciliation_at_stop_finds_a_planted_miss() {
+fn reconciliation_after_stop_finds_a_planted_miss() {
     let w = W::new(&[("a.txt", "v\n"), ("b.txt", "b\n")]);
     let outside = tempfile::tempdir().unwrap();
     let alias = outside.path().join("alias");
@@ -425,20 +443,52 @@ fn reconciliation_at_stop_finds_a_planted_miss() {
     assert_eq!(w.summary("toolu_m")["watch"], json!(WATCHED));
     // The miss is planted: only b.txt came through the watcher.
     assert_eq!(w.children("toolu_m"), vec![("b.txt".to_string(), blob("seen\n"))]);
+    let faults = || -> Vec<Value> { w.lines().into_iter().filter(|r| r["watch_fault"] == json!(true)).collect() };
+
+    // While another reconciliation holds the checkout's claim (a live process: this test),
+    // the Stop returns, the one it starts leaves at once, and nothing has scanned the tree:
+    // the scan is not done inside the Stop hook.
+    let claim = w.root().join(RECONCILE_CLAIM);
+    fs::write(&claim, format!("{} {}\n", std::process::id(), own_start())).unwrap();
     w.stop();
-    let faults: Vec<Value> = w.lines().into_iter().filter(|r| r["watch_fault"] == json!(true)).collect();
-    assert_eq!(faults.len(), 1, "{faults:?}");
-    assert_eq!(faults[0]["path"], json!("a.txt"));
-    assert_eq!(faults[0]["after"], blob("planted\n"));
-    assert_eq!(faults[0]["parent"], json!("toolu_m"));
-    assert_eq!(faults[0]["attribution"], json!("uncertain"));
+    assert!(w.lines().iter().any(|r| r["kind"] == json!("stop")), "the Stop is journaled");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(faults(), Vec::<Value>::new(), "no scan while the claim is held");
+    assert!(w.root().join(".walj/bash/reconcile.again").exists(), "the request waits for the claim's holder");
+
+    // The claim free, the next Stop's reconciliation runs, in a process of its own.
+    fs::remove_file(&claim).unwrap();
+    let stop_pid = w.stop();
+    let t = Instant::now();
+    while faults().is_empty() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    w.wait_reconciled();
+    let found = faults();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["path"], json!("a.txt"));
+    assert_eq!(found[0]["after"], blob("planted\n"));
+    assert_eq!(found[0]["parent"], json!("toolu_m"));
+    assert_eq!(found[0]["attribution"], json!("uncertain"));
+    let counted = fs::read_to_string(w.root().join(".walj/bash/watch-faults.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(counted.lines().next().unwrap()).unwrap();
+    assert_ne!(line["pid"], json!(stop_pid), "found by the Stop hook's own process: {line}");
+    assert!(line["pid"].as_u64().is_some(), "{line}");
     let d = w.doctor();
     assert!(d.contains("watcher faults") && d.contains("missed: a.txt"), "{d}");
-    // Found once: the next Stop does not journal it again.
+    // Found once: the next turn's reconciliation does not journal it again.
     w.pre("toolu_m2");
     w.post("toolu_m2");
     w.stop();
-    assert_eq!(w.lines().into_iter().filter(|r| r["watch_fault"] == json!(true)).count(), 1);
+    w.wait_reconciled();
+    assert_eq!(faults().len(), 1);
+}
+
+/// This process's start time (clock ticks since boot), as a claim file names it.
+fn own_start() -> u64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split_whitespace().nth(19).unwrap().parse().unwrap()
 }
 
 /// `[bash] watcher = false`: no watcher is started, every snapshot is a full scan.
