@@ -740,6 +740,16 @@ impl Adler32 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_link_id_is_the_blob_id_of_its_tagged_target() {
+        for target in [&b""[..], b"a.txt", b"../../outside/\xff"] {
+            let mut tagged = b"walj symlink\0".to_vec();
+            tagged.extend_from_slice(target);
+            assert_eq!(crate::journal::entry_kind::link_id(target), blob_id(&tagged));
+        }
+        assert_ne!(crate::journal::entry_kind::link_id(b"a.txt"), blob_id(b"a.txt"));
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_sampled_identity_is_never_a_store_id() {

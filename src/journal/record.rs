@@ -94,9 +94,14 @@ pub mod entry_kind {
     /// refuses (it would otherwise make a regular file holding the target's text), while a
     /// file holding `a.txt` and a link to `a.txt` never share an id.
     pub fn link_id(target: &[u8]) -> String {
-        let mut tagged = b"walj symlink\0".to_vec();
-        tagged.extend_from_slice(target);
-        crate::store::blob_id(&tagged)
+        // The git blob id of the tagged form (as `store::blob_id`, which stands above the
+        // journal and is not imported here).
+        let tagged_len = b"walj symlink\0".len() + target.len();
+        let mut h = crate::sha::Sha1::new();
+        h.update(format!("blob {tagged_len}\0").as_bytes());
+        h.update(b"walj symlink\0");
+        h.update(target);
+        h.hex()
     }
 }
 
