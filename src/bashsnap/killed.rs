@@ -165,7 +165,9 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         .map(|(_, snap, _)| Window { id: &snap.parent, open: ms(&snap.ts).unwrap_or(0), close: None })
         .collect();
     // (path, after) → (its time, the indexes of the commands that saw it).
-    let mut saw: HashMap<(String, Option<String>), (Option<i64>, Vec<usize>)> = HashMap::new();
+    // (path, after) names one change.
+    type Change = (String, Option<String>);
+    let mut saw: HashMap<Change, (Option<i64>, Vec<usize>)> = HashMap::new();
     for (i, (_, _, records)) in derived.iter().enumerate() {
         for r in records.iter().filter(|r| !r.path.is_empty()) {
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
@@ -174,7 +176,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         }
     }
     // (path, after) → (index of the command that keeps it, the other commands that saw it).
-    let keepers: HashMap<(String, Option<String>), (usize, Vec<String>)> = saw
+    let keepers: HashMap<Change, (usize, Vec<String>)> = saw
         .into_iter()
         .filter_map(|(k, (at, claimants))| {
             let names: Vec<bool> = derived.iter().map(|(_, snap, _)| names_path(&snap.command, &k.0)).collect();
