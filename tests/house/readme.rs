@@ -75,7 +75,16 @@ fn the_hooked_events_and_matcher_the_readme_names_are_what_install_writes() {
     let text = readme();
     let install = section(&text, "Install");
     let repo = Repo::new(&[("a.txt", "a\n")]);
-    repo.ok(&["install", "--command", "walj hook"]);
+    // A `claude` on PATH as new as the README's newest event needs (PreSkillShellCommand is
+    // written for 2.1.332 and later only).
+    let bin = repo.tmp.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\necho '2.1.332 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let out = repo.walj(&["install", "--command", "walj hook", "--yes"]).env("PATH", path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let settings: Value = serde_json::from_str(&repo.read(".claude/settings.json")).unwrap();
     let hooks = settings["hooks"].as_object().unwrap();
     let written: BTreeSet<&str> = hooks.keys().map(String::as_str).collect();
