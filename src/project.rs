@@ -211,16 +211,8 @@ impl Project {
         let (Some(name), parent) = (p.file_name(), p.parent().unwrap_or(Path::new(""))) else {
             return Err(refused(PathRefusal::NotInside));
         };
-        let io = |e: std::io::Error| {
-            if fsutil::beneath::is_not_beneath(&e) {
-                refused(PathRefusal::ThroughSymlink)
-            } else {
-                WriteError::Io { rel: rel.to_string(), source: e }
-            }
-        };
-        let root = fsutil::Dir::open(&self.root).map_err(io)?;
-        let dir = root.open_beneath(parent, create).map_err(io)?;
-        Ok((std::sync::Arc::new(dir), name.to_os_string()))
+        let dir = self.open_parent(rel, parent, create)?;
+        Ok((dir, name.to_os_string()))
     }
 
     /// [`Project::write_dir`] for a symbolic link at `rel` (revert and undo re-point links):
@@ -249,16 +241,23 @@ impl Project {
         if !parent.as_os_str().is_empty() {
             self.resolve_rel(&to_slash(parent)).map_err(WriteError::Refused)?;
         }
+        let dir = self.open_parent(rel, parent, create)?;
+        Ok((dir, name.to_os_string()))
+    }
+
+    /// Opens `parent` (of the entry `rel`) beneath the root, through no symbolic link,
+    /// creating its folders when `create` says so.
+    fn open_parent(&self, rel: &str, parent: &Path, create: bool) -> Result<std::sync::Arc<fsutil::Dir>, WriteError> {
         let io = |e: std::io::Error| {
             if fsutil::beneath::is_not_beneath(&e) {
-                refused(PathRefusal::ThroughSymlink)
+                WriteError::Refused(PathError { rel: rel.to_string(), why: PathRefusal::ThroughSymlink })
             } else {
                 WriteError::Io { rel: rel.to_string(), source: e }
             }
         };
         let root = fsutil::Dir::open(&self.root).map_err(io)?;
         let dir = root.open_beneath(parent, create).map_err(io)?;
-        Ok((std::sync::Arc::new(dir), name.to_os_string()))
+        Ok(std::sync::Arc::new(dir))
     }
 
     /// Refuses a folder to run a command in (`walj procs restart`) unless it is inside the
