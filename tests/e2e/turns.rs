@@ -165,11 +165,19 @@ fn an_api_error_ends_the_turn_with_stop_failure_and_the_next_session_is_told() {
     assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
     assert_eq!(journal(&sb).iter().filter(|r| r["kind"] == "stop_failure").count(), n);
     assert_eq!(walj_json(&sb, &["recover", "--json"])["unresolved"], 1);
-    // Imported where no hook ran (a copy of the project), the same turn and reason appear.
+    // Imported where no hook ran (a copy of the project on a machine where the session's own
+    // folder does not exist: its paths are rebased), the same turn and reason appear. (Where
+    // the session's folder exists, its files are outside this project: session context.)
     let elsewhere = Sandbox::new();
     elsewhere.write("a.txt", "new\n");
+    let copied = elsewhere.project.parent().unwrap().join("copied-transcript.jsonl");
+    let text = std::fs::read_to_string(sb.transcript(&sid)).unwrap();
+    let origin = serde_json::to_string(sb.project.to_str().unwrap()).unwrap();
+    let gone = serde_json::to_string(&format!("{}-on-another-machine", sb.project.display())).unwrap();
+    assert!(text.contains(origin.trim_matches('"')), "the transcript names its folder");
+    std::fs::write(&copied, text.replace(origin.trim_matches('"'), gone.trim_matches('"'))).unwrap();
     let out = Command::new(walj_bin())
-        .args(["import", sb.transcript(&sid).to_str().unwrap(), "--project"])
+        .args(["import", copied.to_str().unwrap(), "--project"])
         .arg(&elsewhere.project)
         .env("NO_COLOR", "1")
         .output()
