@@ -551,10 +551,10 @@ fn a_session_start_out_of_budget_tells_the_crash_at_the_first_prompt() {
     let start_took = t.elapsed();
     assert_eq!(out.trim(), "", "no note at a SessionStart out of budget");
     eprintln!("SessionStart took {start_took:?}");
-    assert!(
-        start_took < std::time::Duration::from_millis(3500),
-        "SessionStart took {start_took:?} (full fold {took:?})"
-    );
+    // Its fold stops at 1.5 s: well under the full fold, whatever the machine's load (both
+    // slow down alike on a busy machine), and under 3.5 s on a quiet one.
+    let bound = std::time::Duration::from_millis(3500).max(took / 3);
+    assert!(start_took < bound, "SessionStart took {start_took:?} (full fold {took:?}, bound {bound:?})");
     let got = header_offset(&journal).expect("the fold's progress is kept");
     assert!(got > 0 && got < len, "snapshot at {got} of {len}");
     assert_eq!(repo.records().len(), before, "the start waits for the first prompt");
@@ -578,7 +578,7 @@ fn a_session_start_out_of_budget_tells_the_crash_at_the_first_prompt() {
     let context = o["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
     assert!(context.contains("config/settings.json"), "{context}");
     assert!(o["systemMessage"].as_str().unwrap().contains("2 changes"), "{o}");
-    assert!(prompt_took < std::time::Duration::from_millis(3500), "the first prompt took {prompt_took:?}");
+    assert!(prompt_took < bound, "the first prompt took {prompt_took:?} (bound {bound:?})");
     let recs = repo.records();
     let new: Vec<(String, String)> = recs[before..]
         .iter()
