@@ -153,17 +153,7 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
         "entries": entries,
     });
     if !s.git_moves.is_empty() {
-        let moves: Vec<Value> = s
-            .git_moves
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
-                    "commits": m.commits.iter().map(|(id, summary)| json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        v["git_moves"] = json!(moves);
+        v["git_moves"] = s.git_moves.iter().map(present::git::git_move_json).collect();
     }
     let cut_off: Vec<Value> = s
         .commands

@@ -94,7 +94,7 @@ const USERS: [&str; 2] = ["README.md", "notes.txt"];
 fn with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands() {
     let test = "with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands";
     let Some(bin) = claude::claude_or_skip(test) else { return };
-    let (p, mock, sid, command) = user_edits_after_a_crash(&bin, true);
+    let (p, mock, sid, _command) = user_edits_after_a_crash(&bin, true);
 
     let recover = p.walj_json(&["recover", "--json"]);
     println!("{}", serde_json::to_string_pretty(&recover).unwrap());
@@ -282,10 +282,13 @@ fn a_killed_checkout_and_commit_is_told_as_the_branch_it_moved_with_its_commit()
     let (ok, show, err) = p.walj(&["sessions", "show", &sid]);
     println!("walj sessions show:\n{show}");
     assert!(ok, "{err}");
-    assert!(show.contains(&format!("git: {said}")), "{show}");
+    assert!(show.contains(&said), "{show}");
+    assert!(show.contains(&format!("started on {start_branch} (HEAD {})", &start[..12])), "{show}");
+    assert!(!show.contains(&format!("branch {start_branch},")), "{show}");
     assert!(show.contains(&format!("branch x (started on {start_branch})")), "{show}");
     assert!(!show.contains(&format!("branch {start_branch} at")), "{show}");
     let shown = p.walj_json(&["sessions", "show", &sid, "--json"]);
-    println!("{}", serde_json::to_string_pretty(&shown).unwrap());
+    assert_eq!(shown["git_moves"], recover["sessions"][0]["git_moves"], "{shown}");
+    assert_eq!(shown["git_moves"][0]["to"], json!({"branch": "x", "id": new}), "{shown}");
     p.assert_hooks_clean();
 }
