@@ -331,6 +331,8 @@ fn derive(
         margin: ctime_margin(project),
     };
     let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
+    // What the watcher saw, read once, only when a change has no time of its own.
+    let mut watched: Option<Option<std::collections::HashMap<String, i64>>> = None;
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
@@ -344,7 +346,18 @@ fn derive(
             // the command's.
             continue;
         }
-        let at = change_time(&project.root, &c.rel);
+        let mut at = change_time(&project.root, &c.rel);
+        if !matches!(at, rule::At::Exact(_)) {
+            // A deletion: its folder's ctime moves with every later entry made or removed in it
+            // (the user's own, after the crash). The watcher dates it better when it saw it.
+            let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
+            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel)) {
+                at = match at {
+                    rule::At::NoLaterThan(f) => rule::At::NoLaterThan(f.min(t)),
+                    _ => rule::At::NoLaterThan(t),
+                };
+            }
+        }
         let mut verdict = rule::judge(&own, &scene, at);
         if !on_path.is_empty() && verdict == Verdict::Certain {
             // Another call journaled this path since: the disk matches neither's image.
@@ -458,6 +471,50 @@ fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Op
         }
     }
     None
+}
+
+/// The latest moment the checkout's watcher took in a change of each path (ms since the epoch,
+/// rounded up), when its observer file can be trusted for it: the watcher that answers now
+/// (a barrier that also writes its pending lines, [`crate::watch::sync_flushed`]) started and
+/// finished its first crawl, without doubt, before `since` (the command's snapshot), and
+/// neither doubted, restarted nor left since. A change is made at or before the moment the
+/// watcher took it in, so the last one on a path bounds when the path took its present state
+/// (a deletion, which has no ctime of its own). `None`: no such watcher, or it cannot tell.
+fn observed_changes(project: &Project, cfg: &Config, since: i64) -> Option<std::collections::HashMap<String, i64>> {
+    if !cfg.bash.snapshot || !cfg.bash.watcher {
+        return None;
+    }
+    let (workdir, _) = crate::git::find(&project.root)?;
+    let places = crate::watch::Places::of(&workdir).ok()?;
+    let answer = crate::watch::sync_flushed(&places, &project.dir, Duration::from_millis(500)).ok()?;
+    let text = crate::fsutil::read_regular(&super::observed_path(project)).ok()?;
+    let (mut ours, mut seen) = (false, None::<std::collections::HashMap<String, i64>>);
+    for line in String::from_utf8_lossy(&text).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let ns = v["ns"].as_i64().unwrap_or(i64::MAX);
+        let at = ns.saturating_add(999_999) / 1_000_000;
+        match v["ev"].as_str() {
+            Some("start") => {
+                // Another watcher's start after this one's: two streams, neither complete.
+                ours = v["epoch"].as_str() == Some(answer.epoch.as_str()) && at <= since;
+                seen = None;
+            }
+            Some("ready") if ours => {
+                if !v["doubt"].is_null() || at > since {
+                    return None;
+                }
+                seen = Some(std::collections::HashMap::new());
+            }
+            Some("doubt" | "exit") if ours => return None,
+            Some("change") => {
+                if let (Some(m), Some(p)) = (seen.as_mut(), v["path"].as_str()) {
+                    m.insert(p.to_string(), at);
+                }
+            }
+            _ => {}
+        }
+    }
+    if ours { seen } else { None }
 }
 
 /// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest
