@@ -165,7 +165,8 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         .map(|(_, snap, _)| Window { id: &snap.parent, open: ms(&snap.ts).unwrap_or(0), close: None })
         .collect();
     // (path, after) → (its time, the indexes of the commands that saw it).
-    let mut saw: HashMap<(String, Option<String>), (Option<i64>, Vec<usize>)> = HashMap::new();
+    type Sightings = HashMap<(String, Option<String>), (Option<i64>, Vec<usize>)>;
+    let mut saw: Sightings = HashMap::new();
     for (i, (_, _, records)) in derived.iter().enumerate() {
         for r in records.iter().filter(|r| !r.path.is_empty()) {
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));

@@ -145,6 +145,10 @@ struct Session {
     exact: bool,
 }
 
+/// A client waiting for its cookie: its stream, its clock, since when it waits, and whether
+/// the observer file's pending lines go out before its answer ([`super::Request::flush`]).
+type Waiting = (UnixStream, Option<Clock>, Instant, bool);
+
 struct State {
     root: PathBuf,
     epoch: String,
@@ -159,8 +163,8 @@ struct State {
     max_dirs: usize,
     /// Cookies seen (name → when), for a request that arrives after its cookie's event.
     seen: HashMap<String, Instant>,
-    /// Requests waiting for their cookie: (stream, clock, since when, flush the observer file first).
-    pending: HashMap<String, Vec<(UnixStream, Option<Clock>, Instant, bool)>>,
+    /// Requests waiting for their cookie.
+    pending: HashMap<String, Vec<Waiting>>,
     sessions: HashMap<String, Session>,
     last_alive: Instant,
     linger: Duration,

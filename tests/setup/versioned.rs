@@ -144,7 +144,7 @@ fn install_hooks_a_skills_shell_line_only_where_claude_code_fires_it_and_doctor_
     let w = World::new();
     w.claude_says(None);
     let out = w.install();
-    assert!(out.contains(&format!("Claude Code's version is unknown")) && out.contains(EVENT), "{out}");
+    assert!(out.contains("Claude Code's version is unknown") && out.contains(EVENT), "{out}");
     assert!(!hooks_event(&w.settings("settings.json"), EVENT), "{}", w.settings("settings.json"));
     let (code, out) = w.doctor();
     assert_eq!(code, 0, "{out}");
