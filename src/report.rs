@@ -98,6 +98,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if e.uncertain {
         use crate::journal::attribution::{AFTER_STOP, UNCERTAIN};
         o.insert("attribution".into(), json!(if e.after_stop { AFTER_STOP } else { UNCERTAIN }));
+        if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {
+            o.insert("end_seen".into(), json!(t));
+        }
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));
         }

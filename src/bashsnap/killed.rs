@@ -325,10 +325,15 @@ fn derive(
         .filter_map(|c| Some((c.id.clone(), ms(&c.ts)?, c.ended_ts.as_deref().and_then(ms))))
         .collect();
     let own = Window { id: &snap.parent, open: ms(since).unwrap_or(0), close: None };
+    // Without a watcher, the last sign of life in the journal and the transcript; with one that
+    // saw Claude Code's process end, that moment (said on each after-stop entry).
+    let journal_life = last_sign_of_life(all, &snap.session);
+    let seen_end = observed_end(project, all, &snap.session, since);
+    let end_seen = seen_end.filter(|e| journal_life.is_none_or(|j| *e >= j)).and_then(ts_of);
     let scene = Scene {
         others: windows.iter().map(|(id, open, close)| Window { id, open: *open, close: *close }).collect(),
         writer_from: crowded_from.as_deref().and_then(ms),
-        last_life: last_sign_of_life(all, &snap.session).max(observed_end(project, all, &snap.session, since)),
+        last_life: journal_life.max(seen_end),
         margin: ctime_margin(project),
     };
     let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
@@ -383,7 +388,10 @@ fn derive(
             }
             match verdict {
                 Verdict::Certain => r,
-                Verdict::AfterStop => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                Verdict::AfterStop => match &end_seen {
+                    Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
+                    None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                },
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
                 Verdict::Uncertain(c) => r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, c),
             }

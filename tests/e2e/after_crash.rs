@@ -106,8 +106,17 @@ fn with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands(
         assert_eq!(e["parent"], "toolu_mock_0_0", "{path}: {e}");
         assert!(e.get("attribution").is_none(), "the command's own change, made while Claude Code lived: {path}: {e}");
     }
+    // The moment they are measured from: when the watcher saw Claude Code's process end.
+    let end = observed(&p)
+        .into_iter()
+        .find(|v| v["ev"] == "end" && v["session"] == sid.as_str())
+        .and_then(|v| v["ns"].as_i64())
+        .unwrap();
     for path in USERS {
         assert_eq!(es[path]["attribution"], "after_stop", "the user's, after the crash: {path}: {}", es[path]);
+        let seen = es[path]["end_seen"].as_str().unwrap_or_else(|| panic!("no end_seen: {}", es[path]));
+        let seen = chrono::DateTime::parse_from_rfc3339(seen).unwrap().timestamp_millis();
+        assert!((seen - end / 1_000_000).abs() <= 1, "end_seen {seen} vs the watcher's end {end}: {}", es[path]);
     }
     let uncertain = es.values().filter(|e| e["attribution"] == "uncertain").count();
     assert_eq!(uncertain, 0, "{recover}");
@@ -120,6 +129,9 @@ fn with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands(
     assert!(text.contains("changed on disk by a command that never finished"), "{text}");
     assert!(text.contains("sed -i 's/a/A/' a.txt && rm gone.txt && echo made > made.txt"), "{text}");
     assert_eq!(text.matches("made after Claude Code's last sign of life").count(), 2, "{text}");
+    // The watcher ran: walj says when it saw Claude Code end, never "without its watcher".
+    assert_eq!(text.matches("seen by the checkout's watcher").count(), 2, "{text}");
+    assert!(!text.contains("without its watcher"), "{text}");
 
     // The next session is told a.txt is the command's, README.md and notes.txt not.
     mock.script(vec![Turn::text("I will check.")]);
@@ -157,6 +169,7 @@ fn with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands(
     for path in USERS {
         let line = err.lines().find(|l| l.contains(&format!("({path}):"))).unwrap_or_else(|| panic!("{path}: {err}"));
         assert!(line.contains("changed after Claude Code's last sign of life"), "{line}");
+        assert!(line.contains("seen by the checkout's watcher") && !line.contains("without its watcher"), "{line}");
         let id = es[path]["id"].as_str().unwrap();
         let short = &id[..4.min(id.len())];
         assert!(line.contains("`walj revert ") && line.ends_with(" --force`") && line.contains(short), "{line}");
@@ -187,6 +200,7 @@ fn without_the_watcher_nothing_is_lost_and_the_users_edits_are_what_walj_cannot_
     // transcript, the journal), never certain.
     for path in USERS {
         assert_eq!(es[path]["attribution"], "after_stop", "{path}: {}", es[path]);
+        assert!(es[path].get("end_seen").is_none(), "no watcher saw Claude Code end: {}", es[path]);
     }
     // The command's three: without its watcher, walj's last sign of life of Claude Code is its
     // transcript's last write and the session's last record (the Bash PreToolUse). Claude Code

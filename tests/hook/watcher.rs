@@ -594,5 +594,6 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
     let of = |p: &str| kids.iter().find(|r| r["path"] == json!(p)).unwrap_or_else(|| panic!("{p}: {kids:?}"));
     assert!(of("gone.txt").get("attribution").is_none(), "made while its Claude Code lived: {kids:?}");
     assert_eq!(of("notes.txt")["attribution"], json!("after_stop"), "{kids:?}");
+    assert!(of("notes.txt")["end_seen"].as_str().is_some(), "when the watcher saw Claude Code end: {kids:?}");
     assert_eq!(kids.len(), 2, "{kids:?}");
 }
