@@ -61,15 +61,16 @@ fn user_edits_after_a_crash(bin: &std::path::Path, watcher: bool) -> (Proj, Mock
     drop(guard);
     wait_gone(&token, p.root());
 
-    // The watcher (when on) saw the session and its end, before anyone looked.
-    let seen = observed(&p);
-    let watched = seen.iter().any(|v| v["ev"] == "session" && v["session"] == sid.as_str());
+    // The watcher (when on) saw the session and its end (written the moment the process
+    // exits, with what it noted before), before anyone looked.
     let deadline = Instant::now() + Duration::from_secs(3);
     while watcher && !observed(&p).iter().any(|v| v["ev"] == "end" && v["session"] == sid.as_str()) {
-        assert!(Instant::now() < deadline, "the watcher never saw Claude Code end: {seen:?}");
+        assert!(Instant::now() < deadline, "the watcher never saw Claude Code end: {:?}", observed(&p));
         std::thread::sleep(Duration::from_millis(20));
     }
+    let seen = observed(&p);
     if watcher {
+        let watched = seen.iter().any(|v| v["ev"] == "session" && v["session"] == sid.as_str());
         assert!(watched, "the watcher did not watch session {sid}: {seen:?}");
     } else {
         assert!(seen.is_empty(), "a watcher ran with [bash] watcher = false: {seen:?}");
