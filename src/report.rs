@@ -98,6 +98,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if e.uncertain {
         use crate::journal::attribution::{AFTER_STOP, UNCERTAIN};
         o.insert("attribution".into(), json!(if e.after_stop { AFTER_STOP } else { UNCERTAIN }));
+        if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {
+            o.insert("end_seen".into(), json!(t));
+        }
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));
         }
@@ -153,17 +156,7 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
         "entries": entries,
     });
     if !s.git_moves.is_empty() {
-        let moves: Vec<Value> = s
-            .git_moves
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
-                    "commits": m.commits.iter().map(|(id, summary)| json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        v["git_moves"] = json!(moves);
+        v["git_moves"] = s.git_moves.iter().map(present::git::git_move_json).collect();
     }
     let cut_off: Vec<Value> = s
         .commands

@@ -65,6 +65,11 @@ pub struct Request {
     /// without waiting for a cookie it would never see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// Write the observer file's pending lines before answering: once the answer comes, every
+    /// change the watcher took in before the cookie is in the file (a reader dating a killed
+    /// command's deletions, `bashsnap::killed`). Hooks never ask (it costs the watcher a write).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flush: bool,
 }
 
 /// One answer line.
@@ -298,11 +303,26 @@ pub fn sync(
 ) -> Result<Answer, Why> {
     #[cfg(unix)]
     {
-        sync_unix(places, cookie_dir, since, session, wait)
+        sync_unix(places, cookie_dir, since, session, wait, false)
     }
     #[cfg(not(unix))]
     {
         let _ = (places, cookie_dir, since, session, wait);
+        Err(Why::Unsupported)
+    }
+}
+
+/// A barrier for a reader of the observer file: when it returns, every change the watcher took
+/// in before the cookie was written to the file ([`Request::flush`]). The answer's epoch names
+/// the watcher that answered.
+pub fn sync_flushed(places: &Places, cookie_dir: &Path, wait: Duration) -> Result<Answer, Why> {
+    #[cfg(unix)]
+    {
+        sync_unix(places, cookie_dir, None, None, wait, true)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (places, cookie_dir, wait);
         Err(Why::Unsupported)
     }
 }
@@ -314,6 +334,7 @@ fn sync_unix(
     since: Option<&Clock>,
     session: Option<SessionRef>,
     wait: Duration,
+    flush: bool,
 ) -> Result<Answer, Why> {
     use std::os::unix::net::UnixStream;
     let started = std::time::Instant::now();
@@ -342,6 +363,7 @@ fn sync_unix(
         since: since.cloned(),
         session,
         root: Some(places.root.to_string_lossy().into_owned()),
+        flush,
     };
     let mut line = serde_json::to_vec(&req).map_err(|e| Why::Io(e.to_string()))?;
     line.push(b'\n');

@@ -166,8 +166,8 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         .collect();
     // (path, after) → (its time, the indexes of the commands that saw it).
     // (path, after) names one change.
-    type Change = (String, Option<String>);
-    let mut saw: HashMap<Change, (Option<i64>, Vec<usize>)> = HashMap::new();
+    type Key = (String, Option<String>);
+    let mut saw: HashMap<Key, (Option<i64>, Vec<usize>)> = HashMap::new();
     for (i, (_, _, records)) in derived.iter().enumerate() {
         for r in records.iter().filter(|r| !r.path.is_empty()) {
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
@@ -176,7 +176,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         }
     }
     // (path, after) → (index of the command that keeps it, the other commands that saw it).
-    let keepers: HashMap<Change, (usize, Vec<String>)> = saw
+    let keepers: HashMap<Key, (usize, Vec<String>)> = saw
         .into_iter()
         .filter_map(|(k, (at, claimants))| {
             let names: Vec<bool> = derived.iter().map(|(_, snap, _)| names_path(&snap.command, &k.0)).collect();
@@ -326,13 +326,20 @@ fn derive(
         .filter_map(|c| Some((c.id.clone(), ms(&c.ts)?, c.ended_ts.as_deref().and_then(ms))))
         .collect();
     let own = Window { id: &snap.parent, open: ms(since).unwrap_or(0), close: None };
+    // Without a watcher, the last sign of life in the journal and the transcript; with one that
+    // saw Claude Code's process end, that moment (said on each after-stop entry).
+    let journal_life = last_sign_of_life(all, &snap.session);
+    let seen_end = observed_end(project, all, &snap.session, since);
+    let end_seen = seen_end.filter(|e| journal_life.is_none_or(|j| *e >= j)).and_then(ts_of);
     let scene = Scene {
         others: windows.iter().map(|(id, open, close)| Window { id, open: *open, close: *close }).collect(),
         writer_from: crowded_from.as_deref().and_then(ms),
-        last_life: last_sign_of_life(all, &snap.session).max(observed_end(project, all, &snap.session, since)),
+        last_life: journal_life.max(seen_end),
         margin: ctime_margin(project),
     };
     let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
+    // What the watcher saw, read once, only when a change has no time of its own.
+    let mut watched: Option<Option<std::collections::HashMap<String, i64>>> = None;
     for c in changes {
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
@@ -346,7 +353,18 @@ fn derive(
             // the command's.
             continue;
         }
-        let at = change_time(&project.root, &c.rel);
+        let mut at = change_time(&project.root, &c.rel);
+        if !matches!(at, rule::At::Exact(_)) {
+            // A deletion: its folder's ctime moves with every later entry made or removed in it
+            // (the user's own, after the crash). The watcher dates it better when it saw it.
+            let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
+            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel)) {
+                at = match at {
+                    rule::At::NoLaterThan(f) => rule::At::NoLaterThan(f.min(t)),
+                    _ => rule::At::NoLaterThan(t),
+                };
+            }
+        }
         let mut verdict = rule::judge(&own, &scene, at);
         if !on_path.is_empty() && verdict == Verdict::Certain {
             // Another call journaled this path since: the disk matches neither's image.
@@ -371,7 +389,10 @@ fn derive(
             }
             match verdict {
                 Verdict::Certain => r,
-                Verdict::AfterStop => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                Verdict::AfterStop => match &end_seen {
+                    Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
+                    None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                },
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
                 Verdict::Uncertain(c) => r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, c),
             }
@@ -460,6 +481,50 @@ fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Op
         }
     }
     None
+}
+
+/// The latest moment the checkout's watcher took in a change of each path (ms since the epoch,
+/// rounded up), when its observer file can be trusted for it: the watcher that answers now
+/// (a barrier that also writes its pending lines, [`crate::watch::sync_flushed`]) started and
+/// finished its first crawl, without doubt, before `since` (the command's snapshot), and
+/// neither doubted, restarted nor left since. A change is made at or before the moment the
+/// watcher took it in, so the last one on a path bounds when the path took its present state
+/// (a deletion, which has no ctime of its own). `None`: no such watcher, or it cannot tell.
+fn observed_changes(project: &Project, cfg: &Config, since: i64) -> Option<std::collections::HashMap<String, i64>> {
+    if !cfg.bash.snapshot || !cfg.bash.watcher {
+        return None;
+    }
+    let (workdir, _) = crate::git::find(&project.root)?;
+    let places = crate::watch::Places::of(&workdir).ok()?;
+    let answer = crate::watch::sync_flushed(&places, &project.dir, Duration::from_millis(500)).ok()?;
+    let text = crate::fsutil::read_regular(&super::observed_path(project)).ok()?;
+    let (mut ours, mut seen) = (false, None::<std::collections::HashMap<String, i64>>);
+    for line in String::from_utf8_lossy(&text).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let ns = v["ns"].as_i64().unwrap_or(i64::MAX);
+        let at = ns.saturating_add(999_999) / 1_000_000;
+        match v["ev"].as_str() {
+            Some("start") => {
+                // Another watcher's start after this one's: two streams, neither complete.
+                ours = v["epoch"].as_str() == Some(answer.epoch.as_str()) && at <= since;
+                seen = None;
+            }
+            Some("ready") if ours => {
+                if !v["doubt"].is_null() || at > since {
+                    return None;
+                }
+                seen = Some(std::collections::HashMap::new());
+            }
+            Some("doubt" | "exit") if ours => return None,
+            Some("change") => {
+                if let (Some(m), Some(p)) = (seen.as_mut(), v["path"].as_str()) {
+                    m.insert(p.to_string(), at);
+                }
+            }
+            _ => {}
+        }
+    }
+    if ours { seen } else { None }
 }
 
 /// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest

@@ -377,15 +377,18 @@ fn show_fields(o: &mut String, project: &Project, st: &SessionState, style: &Sty
         field(o, "cwd", safe(c).into_owned());
     }
     if s.branch.is_some() || s.head.is_some() {
-        field(
-            o,
-            "git",
-            format!(
-                "branch {}, HEAD {}",
-                shown(s.branch.as_deref().unwrap_or("-")),
-                shown(s.head.as_deref().map(|h| crate::fold::abbrev(h, 12)).unwrap_or("-"))
-            ),
-        );
+        let branch = shown(s.branch.as_deref().unwrap_or("-"));
+        let head = shown(s.head.as_deref().map(|h| crate::fold::abbrev(h, 12)).unwrap_or("-"));
+        // Where the session started; once a command moved HEAD, never as where it is.
+        let git = if s.git_moves.is_empty() {
+            format!("branch {branch}, HEAD {head}")
+        } else {
+            format!("started on {branch} (HEAD {head})")
+        };
+        field(o, "git", git);
+    }
+    for m in &s.git_moves {
+        field(o, "moved", crate::present::git::git_move(m));
     }
     let t = &st.transcript;
     match &t.original {

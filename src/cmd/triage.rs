@@ -417,10 +417,13 @@ fn sure_entries<'f>(entries: Vec<&'f crate::fold::Entry>, ids: &ShortIds, what: 
         );
         for e in &unsure {
             let short = safe(ids.short(&e.id)).into_owned();
-            let why = if e.after_stop {
-                "changed after Claude Code's last sign of life: the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which without its watcher"
-            } else {
-                "another command, session or the user may have made it: they were active while its command ran"
+            let why = match (e.after_stop, &e.end_seen) {
+                (true, None) => "changed after Claude Code's last sign of life: the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which without its watcher".to_string(),
+                (true, Some(t)) => format!(
+                    "changed after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which",
+                    crate::present::hms(t)
+                ),
+                (false, _) => "another command, session or the user may have made it: they were active while its command ran".to_string(),
             };
             eprintln!(
                 "  {short} ({}): {why}. If it is the session's: `walj diff {short}`, then `walj revert {short} --force`",

@@ -145,6 +145,10 @@ pub struct Entry {
     /// shown as its time; `ts` is when walj first looked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed: Option<String>,
+    /// For an after-stop entry: when the checkout's watcher saw Claude Code's process end
+    /// (`end_seen`); `None`: walj had no watcher's word, only the journal and the transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_seen: Option<String>,
     /// For an entry a Bash command caused: the command line (cut to [`COMMAND_SHOWN`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -211,6 +215,7 @@ impl Entry {
             agent_id: view.agent_id.map(Cow::into_owned),
             command,
             changed: view.changed.map(Cow::into_owned),
+            end_seen: view.end_seen.map(Cow::into_owned),
             candidates: view.candidates,
             still_running: false,
             verified: None,

@@ -204,6 +204,11 @@ pub mod key {
     /// deletion, its folder's), as a journal timestamp. The record's own `ts` is when walj
     /// first looked.
     pub const CHANGED: &str = "changed";
+    /// On an `after_stop` derived entry: when the checkout's watcher saw the session's Claude
+    /// Code process end (the moment the verdict is measured from), as a journal timestamp.
+    /// Absent: no watcher saw it, the bound is the last sign of life in the journal and the
+    /// transcript.
+    pub const END_SEEN: &str = "end_seen";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";

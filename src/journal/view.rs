@@ -81,6 +81,9 @@ pub struct RecordView<'a> {
     /// `changed` of an entry derived from a killed command: when the change was made.
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub changed: Option<Cow<'a, str>>,
+    /// `end_seen` of an after-stop entry: when the watcher saw Claude Code's process end.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub end_seen: Option<Cow<'a, str>>,
     /// `agent_id` of a record a subagent's event made (absent: the main thread).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub agent_id: Option<Cow<'a, str>>,
@@ -311,6 +314,7 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "agent_id" => view.agent_id = Some(c),
                     "command" => view.command = Some(c),
                     "changed" => view.changed = Some(c),
+                    "end_seen" => view.end_seen = Some(c),
                     "link_before" => view.link_before = Some(c),
                     "link_after" => view.link_after = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
@@ -390,6 +394,7 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "agent_id" => view.agent_id = None,
         "command" => view.command = None,
         "changed" => view.changed = None,
+        "end_seen" => view.end_seen = None,
         "link_before" => view.link_before = None,
         "link_after" => view.link_after = None,
         _ => {}

@@ -20,6 +20,14 @@ pub fn head(h: &Head) -> String {
     }
 }
 
+/// A move as `recover --json` and `sessions show --json` give it (`git_moves[]`).
+pub fn git_move_json(m: &GitMove) -> serde_json::Value {
+    serde_json::json!({
+        "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
+        "commits": m.commits.iter().map(|(id, summary)| serde_json::json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
+    })
+}
+
 /// One line: "`git checkout -b x && git commit …` moved the branch from master to x, made
 /// commit af2459b (master..x)" — or, for a command that never finished, what HEAD is now.
 pub fn git_move(m: &GitMove) -> String {

@@ -162,9 +162,16 @@ pub fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
 pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if e.after_stop {
         let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
-        return Some(format!(
-            "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher; not counted as Claude's work"
-        ));
+        return Some(match &e.end_seen {
+            None => format!(
+                "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher; not counted as Claude's work"
+            ),
+            // The watcher saw the process end: the moment is known, whose change it was is not.
+            Some(t) => format!(
+                "made after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): this command's, whose processes ran on{also}, or someone's after Claude Code stopped — walj cannot tell which; not counted as Claude's work",
+                super::text::hms(t)
+            ),
+        });
     }
     if !e.uncertain {
         return None;

@@ -300,6 +300,8 @@ impl SessionState {
         let mut heavy = Fold::load(&project.journal, &heavy_opts).map_err(read_err())?;
         crate::bashsnap::killed::reconcile(project, &mut heavy, &heavy_opts);
         heavy.check_disk(project);
+        // Where HEAD is now, and the commands that moved it (a crashed session's too).
+        heavy.read_head(&project.root);
         let mut info = heavy.session(&full).cloned().ok_or_else(|| SessionError::Unknown(prefix.to_string()))?;
         if let Some(l) = light.session(&full) {
             info.announced = l.announced;
@@ -398,6 +400,7 @@ impl SessionState {
             "cwd": s.cwd,
             "branch": s.branch,
             "head": s.head,
+            "git_moves": s.git_moves.iter().map(crate::present::git::git_move_json).collect::<Vec<_>>(),
             "end": s.end.as_ref().map(|(ts, reason)| json!({"ts": ts, "reason": reason})),
             "transcript": self.transcript.to_json(),
             "prompts": s.prompts.iter().map(|p| json!({"ts": p.ts, "text": p.text})).collect::<Vec<_>>(),

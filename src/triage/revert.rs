@@ -586,11 +586,18 @@ fn work_out_all<'f>(
             continue;
         }
         if e.uncertain && !opts.force && !opts.dry_run {
-            let why = if e.after_stop {
-                "this change was made after Claude Code's last sign of life (the killed command's, or someone's after \
+            let why = match (e.after_stop, &e.end_seen) {
+                (true, None) => "this change was made after Claude Code's last sign of life (the killed command's, or someone's after \
                  Claude Code stopped: walj cannot tell which without its watcher)"
-            } else {
-                "this change may not be from its command (another session or the user was active while it ran)"
+                    .to_string(),
+                (true, Some(t)) => format!(
+                    "this change was made after Claude Code's last sign of life (the killed command's, or someone's after \
+                     Claude Code stopped: walj cannot tell which; its watcher saw Claude Code end at {})",
+                    crate::present::hms(t)
+                ),
+                (false, _) => {
+                    "this change may not be from its command (another session or the user was active while it ran)".to_string()
+                }
             };
             errors.push(format!(
                 "{} ({}): {why}; look at `walj diff {}` and pass --force to revert it anyway",

@@ -422,6 +422,7 @@ mod tests {
             agent_id: None,
             command: None,
             changed: None,
+            end_seen: None,
             candidates: Vec::new(),
             still_running: false,
             verified: None,

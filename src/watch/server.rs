@@ -145,6 +145,10 @@ struct Session {
     exact: bool,
 }
 
+/// A client waiting for its cookie: its stream, its clock, since when it waits, and whether
+/// the observer file's pending lines go out before its answer ([`super::Request::flush`]).
+type Waiting = (UnixStream, Option<Clock>, Instant, bool);
+
 struct State {
     root: PathBuf,
     epoch: String,
@@ -160,7 +164,7 @@ struct State {
     /// Cookies seen (name → when), for a request that arrives after its cookie's event.
     seen: HashMap<String, Instant>,
     /// Requests waiting for their cookie.
-    pending: HashMap<String, Vec<(UnixStream, Option<Clock>, Instant)>>,
+    pending: HashMap<String, Vec<Waiting>>,
     sessions: HashMap<String, Session>,
     last_alive: Instant,
     linger: Duration,
@@ -391,7 +395,11 @@ impl State {
     fn cookie(&mut self, name: String) {
         match self.pending.remove(&name) {
             Some(waiting) => {
-                for (stream, since, _) in waiting {
+                if waiting.iter().any(|w| w.3) {
+                    // Every event before the cookie's is in `out`: to the file, then the answer.
+                    self.flush();
+                }
+                for (stream, since, _, _) in waiting {
                     self.reply(stream, since.as_ref());
                 }
             }
@@ -414,9 +422,12 @@ impl State {
         match (req.op.as_str(), req.cookie) {
             ("sync", Some(cookie)) => {
                 if self.seen.remove(&cookie).is_some() {
+                    if req.flush {
+                        self.flush();
+                    }
                     self.reply(stream, req.since.as_ref());
                 } else {
-                    self.pending.entry(cookie).or_default().push((stream, req.since, Instant::now()));
+                    self.pending.entry(cookie).or_default().push((stream, req.since, Instant::now(), req.flush));
                 }
             }
             _ => self.reply(stream, req.since.as_ref()),
@@ -472,7 +483,7 @@ impl State {
         }
         self.seen.retain(|_, t| t.elapsed() < Duration::from_secs(10));
         self.pending.retain(|_, w| {
-            w.retain(|(_, _, t)| t.elapsed() < Duration::from_secs(10));
+            w.retain(|(_, _, t, _)| t.elapsed() < Duration::from_secs(10));
             !w.is_empty()
         });
         self.flush();

@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod after_crash;
 mod agent_import;
 mod agents;
 mod bash;

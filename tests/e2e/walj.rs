@@ -176,6 +176,9 @@ impl Proj {
             .env_clear()
             .env("PATH", &self.path)
             .env("HOME", &self.sb.home)
+            // The user's shell and Claude Code share TMPDIR (where the checkout's watcher's
+            // socket is, without XDG_RUNTIME_DIR).
+            .env("TMPDIR", &self.sb.tmp)
             .env("NO_COLOR", "1")
             .env_remove("CLAUDE_PROJECT_DIR")
             .stdin(Stdio::null())

@@ -537,3 +537,63 @@ fn the_observer_notes_changes_and_when_claude_code_ended() {
     assert!(end.is_some_and(|e| e["ns"].as_i64().is_some() && e["pid"].as_u64().is_some()), "{lines:?}");
     assert!(!fs::read_to_string(w.root().join(".walj/journal.jsonl")).unwrap().contains("\"ev\""));
 }
+
+/// A killed command's deletion is dated by the watcher, not only by its folder's ctime: the
+/// user's deletion of another file in that folder after the crash moves the folder's ctime,
+/// and would make the command's own deletion "maybe after Claude Code stopped".
+#[test]
+fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_ctime() {
+    let w = W::new(&[("gone.txt", "g\n"), ("notes.txt", "n\n")]);
+    w.start();
+    w.wait_ready();
+    // Its Claude Code: `timeout`, which lives on a second after the PreToolUse hook, then ends
+    // (the command's Post never comes).
+    let payload = w.payload("PreToolUse", "toolu_rm");
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_rm")) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // The command, while its Claude Code lives.
+    fs::remove_file(w.root().join("gone.txt")).unwrap();
+    assert!(child.wait().unwrap().success());
+    let obs = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
+        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The user, after the crash, in the same folder.
+    std::thread::sleep(Duration::from_millis(100));
+    fs::remove_file(w.root().join("notes.txt")).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_rm")).collect();
+    let of = |p: &str| kids.iter().find(|r| r["path"] == json!(p)).unwrap_or_else(|| panic!("{p}: {kids:?}"));
+    assert!(of("gone.txt").get("attribution").is_none(), "made while its Claude Code lived: {kids:?}");
+    assert_eq!(of("notes.txt")["attribution"], json!("after_stop"), "{kids:?}");
+    assert!(of("notes.txt")["end_seen"].as_str().is_some(), "when the watcher saw Claude Code end: {kids:?}");
+    assert_eq!(kids.len(), 2, "{kids:?}");
+}
