@@ -164,8 +164,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
         .iter()
         .map(|(_, snap, _)| Window { id: &snap.parent, open: ms(&snap.ts).unwrap_or(0), close: None })
         .collect();
-    // (path, after) → (its time, the indexes of the commands that saw it).
-    // (path, after) names one change.
+    // (path, after) → (its time, the indexes of the commands that saw it). (`Key`: one change)
     type Key = (String, Option<String>);
     let mut saw: HashMap<Key, (Option<i64>, Vec<usize>)> = HashMap::new();
     for (i, (_, _, records)) in derived.iter().enumerate() {
