@@ -241,11 +241,19 @@ pub fn revert(
         note.push(n.clone());
     }
     let writes = write + delete + merge;
+    let after_stop = open.iter().filter(|e| e.after_stop).count();
+    if after_stop > 0 {
+        note.push(format!(
+            "{} made after Claude Code's last sign of life (the killed command's, or someone's after Claude Code stopped: walj cannot tell which): check the diff first.",
+            if after_stop == 1 { "1 change was".to_string() } else { format!("{after_stop} changes were") }
+        ));
+    }
     let uncertain = open.iter().filter(|e| e.uncertain).count();
-    if uncertain > 0 {
+    let overlapped = open.iter().filter(|e| e.uncertain && !e.after_stop).count();
+    if overlapped > 0 {
         note.push(format!(
             "{} may not be from its command (another session or the user was active while it ran): check the diff first.",
-            plural(uncertain, "change", "changes")
+            plural(overlapped, "change", "changes")
         ));
     }
     if !conflicts.is_empty() {
@@ -468,6 +476,20 @@ mod tests {
         assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Revert { ids: ids(&["a"]), force: false }));
         let d = revert(&[&a], &[Ok(RevertPlan::Nothing { why: "same".into() })], None);
         assert_eq!(d.choices.len(), 1);
+        assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
+    }
+
+    #[test]
+    fn revert_says_after_stop_changes_apart_from_uncertain_ones() {
+        let (mut late, mut overlap) = (entry("a", "a.txt"), entry("b", "b.txt"));
+        (late.uncertain, late.after_stop) = (true, true);
+        overlap.uncertain = true;
+        let d = revert(&[&late, &overlap], &[Ok(RevertPlan::WritePre), Ok(RevertPlan::WritePre)], None);
+        let text = d.note.join("\n");
+        assert!(text.contains("1 change was made after Claude Code's last sign of life"), "{text}");
+        assert!(text.contains("1 change may not be from its command"), "{text}");
+        // Either kind makes Enter cancel: `y` reverts anyway.
+        let d = revert(&[&late], &[Ok(RevertPlan::WritePre)], None);
         assert_eq!(d.choice_for(DialogKey::Confirm), Some(Choice::Cancel));
     }
 
