@@ -15,7 +15,9 @@ Prints the median wall time (process spawn included) per set-up and binary, and 
 binary's big/small journal ratio (budget <= 1.2x). With WALJ_BENCH_FLOOR=FLOOR (built by
 `rustc -O -o FLOOR scripts/hook-floor.rs`: read stdin, append one line, fdatasync) the floor
 runs in the same turns on the Edit PreToolUse payload, and each binary's Edit Pre / floor
-ratio is printed (the file-hook budget: <= 1.3x). Release builds only make sense here:
+ratio is printed (the file-hook budget: <= 1.3x). Several floors, separated by `:`, run side by
+side (`WALJ_BENCH_FLOOR=/tmp/floor:/tmp/floor-nomain`, the second built with `--cfg nomain`:
+no std runtime start, as walj's own binary on Linux). Release builds only make sense here:
     cargo build --release --locked && git worktree add /tmp/old REV && (cd /tmp/old && cargo build --release)
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
@@ -87,11 +89,11 @@ try:
                     f.flush()
                     os.fsync(f.fileno())
             setups[(b, name)] = (d, p)
-    floor = os.environ.get("WALJ_BENCH_FLOOR")
-    if floor:
-        bins["floor"] = os.path.realpath(floor)
+    floors = [f for f in os.environ.get("WALJ_BENCH_FLOOR", "").split(":") if f]
+    for f in floors:
+        bins[f] = os.path.realpath(f)
         d = project()
-        setups[("floor", "Edit Pre")] = (d, payload(d, "PreToolUse"))
+        setups[(f, "Edit Pre")] = (d, payload(d, "PreToolUse"))
     subprocess.run(["sync"])
     time.sleep(2)
     times = {k: [] for k in setups}
@@ -118,10 +120,12 @@ try:
         print(f"| {label} | {med[('old', name)]:.2f} ms | {med[('new', name)]:.2f} ms |")
     print("| big / small journal | " + " | ".join(
         f"{med[(b, 'Pre, big journal')] / med[(b, 'Edit Pre')]:.2f}x" for b in ("old", "new")) + " |")
-    if floor:
-        f = med[("floor", "Edit Pre")]
-        print(f"| append + fdatasync floor, same payload | {f:.2f} ms | {f:.2f} ms |")
-        print("| Edit Pre / floor | " + " | ".join(f"{med[(b, 'Edit Pre')] / f:.2f}x" for b in ("old", "new")) + " |")
+    for fl in floors:
+        f = med[(fl, "Edit Pre")]
+        name = os.path.basename(fl)
+        print(f"| append + fdatasync floor `{name}`, same payload | {f:.2f} ms | {f:.2f} ms |")
+        print(f"| Edit Pre / `{name}` | " + " | ".join(
+            f"{med[(b, 'Edit Pre')] / f:.2f}x" for b in ("old", "new")) + " |")
 finally:
     for d in made:
         shutil.rmtree(d, ignore_errors=True)

@@ -449,9 +449,11 @@ struct Copied {
     write_err: Option<io::Error>,
     /// Kept lines whose carried images (`images`) were taken out.
     uncarried: u64,
-    /// Objects the hook wrote without a sync, to sync before the swap: carried by kept lines,
-    /// or by dropped lines while a kept line names them by id only (deduplicated).
+    /// Objects written without a sync, to sync before the swap: carried by kept lines, or by
+    /// dropped lines while a kept line names them by id only (deduplicated).
     to_sync: Vec<PathBuf>,
+    /// The images dropped lines carry: id → the offset of a line that carries it.
+    dropped_images: HashMap<String, u64>,
 }
 
 /// Where the rewritten journal goes: the journal's folder, its name, the temp file.
@@ -520,7 +522,15 @@ fn rewrite_once(
     if let Some(e) = copied.write_err.take() {
         return Err(paths.fail(SessionError::Io { op: "writing".into(), path: paths.tmp.clone(), source: e }));
     }
+    // Objects named by records still waiting in side files are not swept.
+    for (_, bytes) in side::read_pending(writer.side_dir()) {
+        copied.referenced.extend(hex_ids(&bytes).map(str::to_string));
+    }
     // The images the lines carried are in the store, durably, before any line loses them.
+    if !run.dry_run {
+        let referenced: Vec<String> = copied.referenced.iter().cloned().collect();
+        keep_dropped_images(journal, &store, &referenced, &mut copied).map_err(|e| paths.fail(e))?;
+    }
     if let Err(e) = store.sync_objects(&copied.to_sync) {
         return Err(paths.fail(SessionError::Store(e)));
     }
@@ -528,10 +538,6 @@ fn rewrite_once(
     rep.records_before = copied.records_before;
     rep.records_after = copied.records_after;
     rep.bytes_after = copied.bytes_after;
-    // Objects named by records still waiting in side files are not swept.
-    for (_, bytes) in side::read_pending(writer.side_dir()) {
-        copied.referenced.extend(hex_ids(&bytes).map(str::to_string));
-    }
     let nothing_to_drop =
         copied.records_before == copied.records_after && copied.unreadable == 0 && copied.uncarried == 0;
     match out.take() {
@@ -543,7 +549,7 @@ fn rewrite_once(
             if copied.unreadable > 0 {
                 rep.broken_copy = Some(broken_copy(journal, end, &paths).map_err(|e| paths.fail(e))?);
             }
-            if let Some(why) = swap(writer, &paths, f, (dev, ino, end), &mut copied, rep)? {
+            if let Some(why) = swap(writer, &paths, f, (dev, ino, end), (&store, &mut copied), rep)? {
                 if let Some(b) = rep.broken_copy.take() {
                     let _ = fs::remove_file(b);
                 }
@@ -570,7 +576,7 @@ fn swap(
     paths: &Paths,
     mut tmp: File,
     (dev, ino, end): (u64, u64, u64),
-    copied: &mut Copied,
+    (store, copied): (&Store, &mut Copied),
     rep: &mut RewriteReport,
 ) -> Result<Option<String>, SessionError> {
     let journal = writer.path();
@@ -596,6 +602,7 @@ fn swap(
     // waited for the lock (what a rewrite that held the lock throughout gave). Lines dropped
     // before them shift their numbers, which only matters to records named by their number.
     let shifted = copied.written_lines != copied.snapshot_lines;
+    let mut named = Vec::new();
     for line in tail.split(|&b| b == b'\n') {
         let bytes = crate::journal::reader::trim(line);
         let Ok(l) = classify(0, bytes) else { continue };
@@ -604,8 +611,13 @@ fn swap(
         }
         rep.records_before += 1;
         rep.records_after += 1;
-        copied.referenced.extend(hex_ids(bytes).map(str::to_string));
+        named.extend(hex_ids(bytes).map(str::to_string));
     }
+    // A line appended meanwhile may name by id an image only a dropped line carries.
+    copied.to_sync.clear();
+    keep_dropped_images(journal, store, &named, copied).map_err(|e| paths.fail(e))?;
+    store.sync_objects(&copied.to_sync).map_err(|e| paths.fail(SessionError::Store(e)))?;
+    copied.referenced.extend(named);
     let mut write = || -> io::Result<()> {
         tmp.write_all(&tail)?;
         tmp.sync_all()
@@ -683,13 +695,13 @@ fn copy_kept(
                 written_lines += 1;
             }
         }
-        if !keep
-            && let Some(store) = store
-            && crate::journal::reader::contains(raw.bytes, key::IMAGES_FIELD)
-        {
+        if !keep {
             // A dropped line's carried images may be named by id only by a kept line (the
-            // hook does not carry an object it finds in the store): synced before it goes.
-            c.to_sync.extend(hex_ids(raw.bytes).map(|id| store.object_path(id)).filter(|p| p.is_file()));
+            // hook names by id an image a recent line carries): noted, and those a kept line
+            // names are written to the store before the line goes ([`keep_dropped_images`]).
+            for id in crate::store::carried_ids_of(raw.bytes) {
+                c.dropped_images.entry(id.to_string()).or_insert(raw.offset);
+            }
         }
         if keep {
             let uncarried = uncarry(raw.bytes, store, &mut c);
@@ -717,18 +729,48 @@ fn copy_kept(
     Ok(c)
 }
 
+/// Writes to the store (unsynced: into `c.to_sync`) the images of `named` that only dropped
+/// lines of `journal` carry ([`Copied::dropped_images`]), each once: a line may name by id only
+/// an image a recent line carries ([`crate::store::Store::put_carried`]). The images nothing
+/// names go with their lines (`walj sessions delete` removes a session's images).
+fn keep_dropped_images(journal: &Path, store: &Store, named: &[String], c: &mut Copied) -> Result<(), SessionError> {
+    let wanted: Vec<(String, u64)> = named.iter().filter_map(|id| c.dropped_images.remove_entry(id.as_str())).collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let (f, _) = fsutil::open_regular(journal).map_err(SessionError::io("reading", journal))?;
+    for (id, at) in wanted {
+        if let Some(path) = store.keep_carried_at(&f, at, &id).map_err(SessionError::Store)? {
+            c.to_sync.push(path);
+        }
+    }
+    Ok(())
+}
+
 /// A kept line without the images it carries (`images`, [`crate::store::Store::put_carried`]),
 /// each made durable in the store first (`store`; `None` on a dry run). `None`: the line
 /// carries none, or could not be re-read, and is kept as it is.
 fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>> {
+    let mut r = keep_images(line, store, c)?;
+    r.extra.shift_remove(key::IMAGES);
+    c.uncarried += 1;
+    let mut out = r.to_line();
+    out.pop();
+    Some(out)
+}
+
+/// Makes the images `line` carries durable in the store (`store`; `None` on a dry run), and
+/// returns the line's record. `None`: the line carries none, could not be re-read, or an image
+/// could not be written (the line must keep its copies).
+fn keep_images(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<crate::journal::record::Record> {
     if !crate::journal::reader::contains(line, key::IMAGES_FIELD) {
         return None;
     }
-    let mut r = crate::journal::record::parse_record(line).ok()?;
-    let Some(Value::Object(images)) = r.extra.shift_remove(key::IMAGES) else { return None };
+    let r = crate::journal::record::parse_record(line).ok()?;
+    let Some(Value::Object(images)) = r.extra.get(key::IMAGES) else { return None };
     if let Some(store) = store {
         let mut written = Vec::new();
-        for (id, b64) in &images {
+        for (id, b64) in images {
             match store.keep_carried(id, b64.as_str().unwrap_or_default()) {
                 Ok(Some(path)) => written.push(path),
                 Ok(None) => {}
@@ -738,10 +780,7 @@ fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>
         }
         c.to_sync.extend(written);
     }
-    c.uncarried += 1;
-    let mut out = r.to_line();
-    out.pop();
-    Some(out)
+    Some(r)
 }
 
 /// Folds the rewritten journal: the recovery view, pending briefs and announcements must be

@@ -337,7 +337,7 @@ impl Ctx<'_> {
 
     /// Appends `records` while the syncs of the objects they name run ([`Store::put_carried`]),
     /// and returns once both are durable: one sync's wait, not one per file in a row.
-    fn append_durable(&self, records: &[Record], syncs: Vec<crate::store::Pending>) -> HookResult {
+    fn append_durable(&self, records: &[Record], syncs: Vec<Durable>) -> HookResult {
         let appended = self.append(records);
         for s in syncs {
             s.wait()?;
@@ -504,9 +504,7 @@ impl Ctx<'_> {
             if let Some((rel, abs)) = self.locate(&mut r, &c.path, t.name) {
                 let (cfg, matcher) = config.get_or_init(|| self.config());
                 let mut image = capture(&self.project.store_dir(), &abs, &rel, cfg, matcher.as_ref());
-                if let Some(why) = image.settle(&mut r, &mut syncs) {
-                    self.log_unstored(&rel, &why);
-                }
+                image.settle(&mut r, &mut syncs);
                 let created = image.blob.as_ref().is_some_and(Blob::is_absent);
                 let whole = writes_whole(t.name, c);
                 r.event =
@@ -588,9 +586,7 @@ impl Ctx<'_> {
                     {
                         // Not stored: the record keeps its id and says so (`nocap`).
                         let mut image = store_image(&store, orig.as_bytes());
-                        if let Some(why) = image.settle(&mut r, &mut syncs) {
-                            self.log_unstored(&rel, &why);
-                        }
+                        image.settle(&mut r, &mut syncs);
                         r.before = image.blob;
                         r.nocap = image.nocap;
                     }
@@ -599,9 +595,7 @@ impl Ctx<'_> {
                 }
                 if !failed {
                     let mut image = capture(&store, &abs, &rel, cfg, matcher.as_ref());
-                    if let Some(why) = image.settle(&mut r, &mut syncs) {
-                        self.log_unstored(&rel, &why);
-                    }
+                    image.settle(&mut r, &mut syncs);
                     r.after = image.blob;
                     r.nocap = image.nocap.or(r.nocap.take());
                 }
@@ -613,12 +607,6 @@ impl Ctx<'_> {
             records.push(r);
         }
         self.append_durable(&records, syncs)
-    }
-
-    /// A capture that could not read or store the file still records the call (its `nocap`
-    /// says why); the error is logged too.
-    fn log_unstored(&self, rel: &str, why: &str) {
-        log_error(self.project, &format!("{rel}: {}: {why}", nocap::STORE_FAILED));
     }
 
     fn log_nocap(&self, r: &Record) {
@@ -1110,28 +1098,25 @@ pub struct Image {
     pub nocap: Option<String>,
     /// The bytes read (when they were read whole).
     pub bytes: Option<Vec<u8>>,
-    /// The stored object's syncs, still running ([`Store::put_carried`]): wait for them
-    /// before acknowledging the line that names it.
-    pub sync: Option<crate::store::Pending>,
+    /// What must be waited for once the line that names the image is appended, before it is
+    /// acknowledged ([`Store::put_carried`]): the stored object's syncs, still running, or
+    /// the check that the recent line carrying the image is still in the journal.
+    pub sync: Option<Durable>,
     /// `(id, base64)`: the object the line that names it must carry ([`key::IMAGES`]).
     pub carried: Option<(String, String)>,
-    /// Why the store has no loose copy of the carried object (the line has it).
-    pub unstored: Option<String>,
 }
 
 impl Image {
     fn none(blob: Option<Blob>, nocap: Option<String>) -> Image {
-        Image { blob, nocap, bytes: None, sync: None, carried: None, unstored: None }
+        Image { blob, nocap, bytes: None, sync: None, carried: None }
     }
 
-    /// Moves what the line must carry into `r` and the syncs to wait for into `syncs`; says
-    /// why the store could not keep a loose copy of a carried image, if it could not.
-    fn settle(&mut self, r: &mut Record, syncs: &mut Vec<crate::store::Pending>) -> Option<String> {
+    /// Moves what the line must carry into `r` and the syncs to wait for into `syncs`.
+    fn settle(&mut self, r: &mut Record, syncs: &mut Vec<Durable>) {
         syncs.extend(self.sync.take());
         if let Some((id, b64)) = self.carried.take() {
             carry(r, id, b64);
         }
-        self.unstored.take()
     }
 }
 
@@ -1151,15 +1136,12 @@ fn store_image(store_dir: &Path, bytes: &[u8]) -> Image {
     let may_carry = |b: &[u8]| crate::secrets::findings(b).is_empty();
     match Store::new(store_dir).put_carried(bytes, may_carry) {
         Ok((id, durable)) => {
-            let (sync, carried, unstored) = match durable {
-                Durable::Already => (None, None, None),
-                Durable::Pending(p) => (Some(p), None, None),
-                Durable::Carried(b64, e) => {
-                    let why = e.map(|e| format!("{e}; the image is kept in its journal line"));
-                    (None, Some((id.clone(), b64)), why)
-                }
+            let (sync, carried) = match durable {
+                Durable::Already => (None, None),
+                Durable::Carried(b64) => (None, Some((id.clone(), b64))),
+                wait @ (Durable::Pending(_) | Durable::Journaled(_)) => (Some(wait), None),
             };
-            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: None, sync, carried, unstored }
+            Image { blob: Some(Blob::Id(id)), nocap: None, bytes: None, sync, carried }
         }
         Err(e) => Image {
             nocap: Some(nocap_err(nocap::STORE_FAILED, &e)),

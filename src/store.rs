@@ -7,16 +7,19 @@
 //! (and its folder fsynced) before any journal line names it. Existing ids are not
 //! rewritten (deduplication) unless a cheap check finds them damaged ([`Store::intact`]).
 //!
-//! The hook's path ([`Store::put_carried`]) syncs one file, its journal: an image of up to
-//! [`CARRY_MAX`] compressed bytes is written as a loose object without a sync and carried,
-//! base64, in the journal line that names it (`images`), so the line's sync makes both
-//! durable; [`Store::get`] takes it from the line when a machine crash lost the loose copy,
-//! and `walj compact` takes it out of the line once the store holds it durably. A larger
-//! image has its own syncs run on a thread while the line is appended and synced, and the
-//! hook returns only once all are done. Either way the contract holds: once the hook
-//! returned, the image and its line are durable. A machine crash before then may leave a
-//! line whose object is missing or cut short; the tool had not run, so readers use the disk
-//! and say so (`triage::diff`).
+//! The hook's path ([`Store::put_carried`]) syncs one file, its journal, and creates none: an
+//! image of up to [`CARRY_MAX`] compressed bytes is **carried**, base64, in the journal line
+//! that names it (`images`), so the line's sync makes it durable, and no loose object is
+//! written (a new file is the dearest thing a hook could do: an inode, often a folder). A line
+//! names by id only an image one of the journal's last lines already carries (the Pre of the
+//! same call, the last edit of the same file). [`Store::get`] takes a carried image from its
+//! line, searching the journal from its end, and writes it to the store (synced) for the next
+//! reader; `walj compact` writes every carried image to the store before it takes it out of
+//! its line. A larger image is written as a loose object with its own syncs run on a thread
+//! while the line is appended and synced, and the hook returns only once all are done. Either
+//! way the contract holds: once the hook returned, the image and its line are durable. A
+//! machine crash before then may leave a line whose object is missing or cut short; the tool
+//! had not run, so readers use the disk and say so (`triage::diff`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -149,22 +152,23 @@ impl Store {
         }
     }
 
-    /// Stores `bytes` for the hook, which syncs exactly one file: its journal. An object
-    /// whose compressed form is at most [`CARRY_MAX`] bytes is written under its final name
-    /// without any sync and handed back to be **carried** in the journal line that names it
-    /// ([`Durable::Carried`], the line's `images` field): that line's own sync makes it
-    /// durable, and a reader that finds the loose object missing or cut short (a machine
-    /// crash before the page cache was written back) takes it from the line
-    /// ([`Store::get`]). A larger object ([`Durable::Pending`]) has its syncs started on a
-    /// thread: the caller appends the line that names it meanwhile and waits for both before
-    /// it acknowledges anything (one sync's wait, not three in a row). An intact object
-    /// already there is kept ([`Durable::Already`]).
+    /// Stores `bytes` for the hook, which syncs exactly one file, its journal, and creates
+    /// no file for an image small enough to be **carried**: an object whose compressed form
+    /// is at most [`CARRY_MAX`] bytes is handed back to be carried in the journal line that
+    /// names it ([`Durable::Carried`], the line's `images` field), whose sync makes it
+    /// durable; readers take it from there ([`Store::get`]). One that a line among the
+    /// journal's last [`CARRIED_LATELY`] bytes carries whole already is named by id only
+    /// ([`Durable::Journaled`]): that line is before the hook's own in the same file, so the
+    /// hook's sync covers it. A larger object ([`Durable::Pending`]) is written under its
+    /// final name and has its syncs started on a thread: the caller appends the line that
+    /// names it meanwhile and waits for both before it acknowledges anything (one sync's wait,
+    /// not three in a row). An intact object already in the store is kept
+    /// ([`Durable::Already`]).
     ///
-    /// Either way the object is complete under its final name (in the page cache) before
-    /// this returns, so a process killed at any point after never leaves a line naming an
-    /// absent object. Only a machine crash can lose a loose object, and then either its line
-    /// carries it or the hook had not returned: readers treat such an object as lost and say
-    /// so (the disk still held the image: the tool had not run).
+    /// A process killed at any point never leaves a line naming an absent object: a larger
+    /// object is complete under its final name before this returns. Only a machine crash can
+    /// lose one, and then the hook had not returned: readers treat such an object as lost and
+    /// say so (the disk still held the image: the tool had not run).
     ///
     /// `may_carry` is asked (only for an image small enough) whether it may be carried: the
     /// hook says no for images with secret-looking text, which a journal line must not hold
@@ -179,14 +183,36 @@ impl Store {
             self.reuse(&id);
             return Ok((id, Durable::Already));
         }
+        // Only a carried image (small, no secret-looking text) can be in a line already.
+        if let Some((journal, file)) = self.carried_lately(&id) {
+            let j = Journaled { store: self.clone(), journal, file, bytes: bytes.to_vec() };
+            return Ok((id, Durable::Journaled(j)));
+        }
         let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(&id), source })?;
         if loose.len() > CARRY_MAX || !may_carry(bytes) {
             let pending = self.write_unsynced(&id, &loose)?;
             return Ok((id, Durable::Pending(Pending::start(pending))));
         }
-        // The line carries it: a loose copy that cannot be written is only a slower read.
-        let unstored = self.write_unsynced(&id, &loose).err();
-        Ok((id, Durable::Carried(carry_encode(&loose), unstored)))
+        Ok((id, Durable::Carried(carry_encode(&loose))))
+    }
+
+    /// The journal beside the store (`../journal.jsonl`), whose lines carry images.
+    fn journal(&self) -> Option<PathBuf> {
+        Some(self.dir.parent()?.join("journal.jsonl"))
+    }
+
+    /// The journal and its identity when a whole line among its last [`CARRIED_LATELY`]
+    /// bytes carries object `id` (its checksum holds, and the value is the object).
+    fn carried_lately(&self, id: &str) -> Option<(PathBuf, (u64, u64))> {
+        let journal = self.journal()?;
+        let f = File::open(&journal).ok()?;
+        let meta = f.metadata().ok()?;
+        let start = meta.len().saturating_sub(CARRIED_LATELY);
+        let buf = read_range(&f, start, meta.len()).ok()?;
+        // The window's first line is cut short unless the window is the whole file.
+        let whole_from = if start == 0 { 0 } else { memchr::memchr(b'\n', &buf).map_or(buf.len(), |i| i + 1) };
+        carried_in(&buf[whole_from..], id, true)?;
+        Some((journal, crate::journal::identity(&meta)))
     }
 
     /// Writes object `id` under its final name, unsynced, unless an intact copy is there:
@@ -333,21 +359,25 @@ impl Store {
         }
     }
 
-    /// Object `id` as a line of the journal beside the store (`../journal.jsonl`) carries it
-    /// in its `images` field: only after a machine crash lost a loose object, or for one the
-    /// hook could not write. The first call reads the journal once for the ids its lines
-    /// carry; later ones read one line each.
+    /// Object `id` as a line of the journal beside the store (`../journal.jsonl`), or of one
+    /// of its side files, carries it in its `images` field: every image the hook carried,
+    /// until a reader or `walj compact` wrote it to the store. The journal is searched from
+    /// its end (what a recovery asks for is recent), and what one search read is kept for
+    /// the next ([`CarriedIndex`]): a process reads a journal at most once for its images.
     fn carried_in_journal(&self, id: &str) -> Option<Vec<u8>> {
-        use std::io::{BufRead as _, Seek as _};
-        let journal = self.dir.parent()?.join("journal.jsonl");
-        let offset = carried_offset(&journal, id)?;
-        let mut f = File::open(&journal).ok()?;
-        f.seek(io::SeekFrom::Start(offset)).ok()?;
-        let mut line = Vec::new();
-        io::BufReader::new(f).read_until(b'\n', &mut line).ok()?;
-        let v = serde_json::from_slice::<serde_json::Value>(line.trim_ascii()).ok()?;
-        let carried = v.get(crate::journal::record::key::IMAGES)?.get(id)?.as_str()?;
-        carried_object(id, carried)
+        let journal = self.journal()?;
+        let mut files = vec![journal.clone()];
+        let mut side: Vec<PathBuf> = fs::read_dir(journal.with_extension("side"))
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        side.sort();
+        files.extend(side);
+        let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let all = all.get_or_insert_with(Default::default);
+        files.iter().find_map(|path| {
+            let index = all.entry(path.clone()).or_default();
+            index.find(path, id).ok().flatten()
+        })
     }
 
     /// The loose object's bytes, checking the header and the id.
@@ -379,12 +409,26 @@ impl Store {
     /// decode to its id is left alone (the loose object, if any, is all there is).
     pub fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
         let Some(body) = carried_object(id, b64) else { return Ok(None) };
+        self.keep_body(id, &body)
+    }
+
+    /// [`Store::keep_carried`] for object `id` as the line of `journal` at `at` carries it
+    /// (a line about to be dropped, whose image a kept line names by id only). `Ok(None)`
+    /// also when that line does not carry it whole.
+    pub fn keep_carried_at(&self, journal: &File, at: u64, id: &str) -> Result<Option<PathBuf>, StoreError> {
+        match line_carrying(journal, at, id) {
+            Some(body) => self.keep_body(id, &body),
+            None => Ok(None),
+        }
+    }
+
+    fn keep_body(&self, id: &str, body: &[u8]) -> Result<Option<PathBuf>, StoreError> {
         // Read whole, not the cheap check: a crash can zero pages inside a file and keep its
         // size, and the line's copy is about to go.
         if self.get_loose(id).is_ok_and(|loose| loose == body) {
             return Ok(Some(self.object_path(id)));
         }
-        self.replace(id, &body)?;
+        self.replace(id, body)?;
         Ok(None)
     }
 
@@ -559,9 +603,11 @@ pub const CARRY_MAX: usize = 8 * 1024;
 pub enum Durable {
     /// An intact copy was in the store already.
     Already,
-    /// In the line that names it: the loose-object bytes, base64 (a value of `images`), and
-    /// why the loose copy could not be written, if it could not (the line has the image).
-    Carried(String, Option<StoreError>),
+    /// Carried whole by one of the journal's last lines: named by id only. Its wait checks
+    /// that the line is still in the journal the caller appended to.
+    Journaled(Journaled),
+    /// In the line that names it: the loose-object bytes, base64 (a value of `images`).
+    Carried(String),
     /// Its own syncs, running: wait for them before acknowledging the line.
     Pending(Pending),
 }
@@ -571,8 +617,30 @@ impl Durable {
     pub fn wait(self) -> Result<(), StoreError> {
         match self {
             Durable::Pending(p) => p.wait(),
-            Durable::Already | Durable::Carried(..) => Ok(()),
+            Durable::Journaled(j) => j.confirm(),
+            Durable::Already | Durable::Carried(_) => Ok(()),
         }
+    }
+}
+
+/// An image named by id only because a recent line of the journal carries it
+/// ([`Durable::Journaled`]): the journal that line is in, and the image's bytes.
+pub struct Journaled {
+    store: Store,
+    journal: PathBuf,
+    file: (u64, u64),
+    bytes: Vec<u8>,
+}
+
+impl Journaled {
+    /// Called once the line that names the image is appended and synced. The carrying line
+    /// is still reachable unless a `walj compact` replaced the journal since it was read (a
+    /// compact keeps the images only of the dropped lines a line it sees names): then the
+    /// object is written to the store, synced. Either way the image is durable once this
+    /// returns.
+    fn confirm(self) -> Result<(), StoreError> {
+        let same = fs::metadata(&self.journal).is_ok_and(|m| crate::journal::identity(&m) == self.file);
+        if same { Ok(()) } else { self.store.put(&self.bytes).map(drop) }
     }
 }
 
@@ -591,57 +659,165 @@ pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
     (blob_id(&body) == id).then_some(body)
 }
 
-/// The ids a journal's lines carry (`images`), each with the offset of the last line that
-/// carries it, as far as `len` bytes of the file `(dev, ino)` go.
+/// How far back from its end the hook looks in the journal for a line that carries an image
+/// already ([`Store::put_carried`]): the Pre of the same call, the last edit of the same file.
+pub const CARRIED_LATELY: u64 = 32 * 1024;
+
+/// How much of a journal a reader reads at a time, searching it backwards for carried images.
+const SEARCH_CHUNK: u64 = 4 << 20;
+
+/// The longest line the backwards search reads whole (a line carries a few images of at most
+/// [`CARRY_MAX`] bytes each).
+const SEARCH_LINE_MAX: u64 = 64 << 20;
+
+/// The carried images of one journal file, as far as searches have read it: every line of
+/// `scanned..len` was read, and `offsets` has the start of the last line there that carries
+/// each id. A journal that grew has its new lines read first; one replaced or cut short is
+/// read again from its end.
 #[derive(Default)]
 struct CarriedIndex {
     file: (u64, u64),
     len: u64,
+    scanned: u64,
     offsets: std::collections::HashMap<String, u64>,
 }
 
-/// One index per journal for the whole process (the TUI and `walj diff` make a `Store` per
-/// read): a journal that grew is read from where the index stopped, one replaced or cut
-/// short again from its start.
+impl CarriedIndex {
+    /// Object `id` from the last line of `path` that carries it whole.
+    fn find(&mut self, path: &Path, id: &str) -> io::Result<Option<Vec<u8>>> {
+        let (f, meta) = fsutil::open_regular(path)?;
+        let file = crate::journal::identity(&meta);
+        if self.file != file || meta.len() < self.len {
+            *self = CarriedIndex { file, len: meta.len(), scanned: meta.len(), ..Default::default() };
+        }
+        if meta.len() > self.len {
+            // The lines appended since: read forward, up to the last whole line.
+            let buf = read_range(&f, self.len, meta.len())?;
+            let whole = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
+            self.index(&buf[..whole], self.len);
+            self.len += whole as u64;
+        }
+        if let Some(body) = self.offsets.get(id).and_then(|&at| line_carrying(&f, at, id)) {
+            return Ok(Some(body));
+        }
+        let mut chunk = SEARCH_CHUNK;
+        while self.scanned > 0 {
+            let start = self.scanned.saturating_sub(chunk);
+            let buf = read_range(&f, start, self.scanned)?;
+            // Lines whole in the window start after its first newline (or at the file's start).
+            let from = match (start, memchr::memchr(b'\n', &buf)) {
+                (0, _) => 0,
+                (_, Some(i)) => i + 1,
+                (_, None) if chunk < SEARCH_LINE_MAX => {
+                    chunk *= 2;
+                    continue;
+                }
+                (_, None) => return Ok(None),
+            };
+            self.index(&buf[from..], start + from as u64);
+            self.scanned = start + from as u64;
+            chunk = SEARCH_CHUNK;
+            if let Some(body) = self.offsets.get(id).and_then(|&at| line_carrying(&f, at, id)) {
+                return Ok(Some(body));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Notes the ids the whole lines `lines` (at file offset `at`) carry, keeping an offset
+    /// already noted (a later line's) over an earlier one.
+    fn index(&mut self, lines: &[u8], at: u64) {
+        let finder = memchr::memmem::Finder::new(crate::journal::record::key::IMAGES_FIELD);
+        let mut pos = 0;
+        for line in lines.split_inclusive(|&b| b == b'\n') {
+            if let Some(i) = finder.find(line) {
+                for id in carried_ids(&line[i + finder.needle().len()..]) {
+                    let offset = at + pos as u64;
+                    let e = self.offsets.entry(id.to_string()).or_insert(offset);
+                    *e = (*e).max(offset);
+                }
+            }
+            pos += line.len();
+        }
+    }
+}
+
+/// One index per journal file for the whole process (the TUI and `walj diff` make a `Store`
+/// per read).
 static CARRIED: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, CarriedIndex>>> =
     std::sync::Mutex::new(None);
 
-/// The offset of the line of `journal` that carries object `id`, if one does.
-fn carried_offset(journal: &Path, id: &str) -> Option<u64> {
+/// The ids a journal line carries (the keys of its `images` object), read without a parse.
+pub fn carried_ids_of(line: &[u8]) -> impl Iterator<Item = &str> {
+    let field = crate::journal::record::key::IMAGES_FIELD;
+    let rest = memchr::memmem::find(line, field).map_or(&[][..], |i| &line[i + field.len()..]);
+    carried_ids(rest)
+}
+
+/// The keys of an `images` object as walj writes it (`"<id>":"<base64>",…}`), from just after
+/// its `{`; stops at anything else.
+fn carried_ids(mut rest: &[u8]) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        let body = rest.strip_prefix(b"\"")?;
+        let id = std::str::from_utf8(body.get(..40)?).ok().filter(|id| is_id(id))?;
+        let value = body[40..].strip_prefix(b"\":\"")?;
+        let end = memchr::memchr(b'"', value)?;
+        rest = value[end + 1..].strip_prefix(b",").unwrap_or(&[]);
+        Some(id)
+    })
+}
+
+/// Object `id` from the line of `f` that starts at `at`, if it carries it whole.
+fn line_carrying(f: &File, at: u64, id: &str) -> Option<Vec<u8>> {
     use std::io::{BufRead as _, Seek as _};
-    let f = File::open(journal).ok()?;
-    let meta = f.metadata().ok()?;
-    let file = crate::journal::identity(&meta);
-    let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let index = all.get_or_insert_with(Default::default).entry(journal.to_path_buf()).or_default();
-    if index.file != file || meta.len() < index.len {
-        *index = CarriedIndex { file, ..Default::default() };
-    }
-    if meta.len() > index.len {
-        let mut r = io::BufReader::with_capacity(1 << 20, f);
-        r.seek(io::SeekFrom::Start(index.len)).ok()?;
-        let finder = memchr::memmem::Finder::new(crate::journal::record::key::IMAGES_FIELD);
-        let (mut line, mut offset) = (Vec::new(), index.len);
-        loop {
-            line.clear();
-            let n = r.read_until(b'\n', &mut line).ok()?;
-            // Up to the last complete line: a torn tail is read again once it is whole.
-            if n == 0 || line.last() != Some(&b'\n') {
-                break;
-            }
-            if finder.find(&line).is_some()
-                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line.trim_ascii())
-                && let Some(images) = v.get(crate::journal::record::key::IMAGES).and_then(|m| m.as_object())
-            {
-                for key in images.keys() {
-                    index.offsets.insert(key.clone(), offset);
-                }
-            }
-            offset += n as u64;
+    let mut f = f;
+    f.seek(io::SeekFrom::Start(at)).ok()?;
+    let mut line = Vec::new();
+    io::BufReader::new(f).read_until(b'\n', &mut line).ok()?;
+    carried_in(&line, id, false)
+}
+
+/// Bytes `start..end` of `f` (fewer if the file is shorter).
+fn read_range(f: &File, start: u64, end: u64) -> io::Result<Vec<u8>> {
+    let len = usize::try_from(end.saturating_sub(start)).map_err(io::Error::other)?;
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match fsutil::read_at(f, &mut buf[got..], start + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        index.len = offset;
     }
-    index.offsets.get(id).copied()
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Object `id` as the last line of `lines` (which start at a line's start) that carries it
+/// has it, checked against its id. A line counts only once its `\n` is written, and with
+/// `whole` only when its checksum holds too: a line walj reads as a record, which
+/// `walj compact` keeps or writes the images of ([`Store::put_carried`] names an image by id
+/// only after such a line).
+fn carried_in(lines: &[u8], id: &str, whole: bool) -> Option<Vec<u8>> {
+    // A key with its quotes unescaped: never inside a JSON string.
+    let key = format!("\"{id}\":\"");
+    let finder = memchr::memmem::FinderRev::new(key.as_bytes());
+    let mut end = lines.len();
+    while let Some(at) = finder.rfind(&lines[..end]) {
+        end = at;
+        let Some(nl) = memchr::memchr(b'\n', &lines[at..]) else { continue };
+        let start = memchr::memrchr(b'\n', &lines[..at]).map_or(0, |i| i + 1);
+        if whole && crate::journal::record::check_crc(&lines[start..at + nl]) != Some(true) {
+            continue;
+        }
+        let value = &lines[at + key.len()..at + nl];
+        let Some(q) = memchr::memchr(b'"', value) else { continue };
+        if let Some(body) = std::str::from_utf8(&value[..q]).ok().and_then(|v| carried_object(id, v)) {
+            return Some(body);
+        }
+    }
+    None
 }
 
 /// The bytes of a loose object (zlib of `blob <len>\0` + bytes), header checked.
@@ -820,8 +996,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         for size in [0usize, 1, 5551, 5552, 5553, 100_000] {
             let bytes: Vec<u8> = (0..size).map(|i| (i * 7 % 256) as u8).collect();
-            let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-            durable.wait().unwrap();
+            let id = s.put(&bytes).unwrap();
             assert!(s.intact(&id, &bytes), "{size} bytes");
             let path = s.object_path(&id);
             let whole = fs::read(&path).unwrap();
@@ -833,11 +1008,12 @@ mod tests {
             }] {
                 fs::write(&path, &damaged).unwrap();
                 assert!(!s.intact(&id, &bytes), "{size} bytes, damaged to {} bytes", damaged.len());
-                // Stored again: the damaged copy is replaced, not trusted.
+                // Not trusted by the hook (carried, or written again) nor by a durable put.
                 let (again, durable) = s.put_carried(&bytes, |_| true).unwrap();
                 assert_eq!(again, id);
-                assert!(!matches!(durable, Durable::Already), "rewritten");
+                assert!(!matches!(durable, Durable::Already | Durable::Journaled(_)), "not reused");
                 durable.wait().unwrap();
+                s.put_with_id(&id, &bytes).unwrap();
                 assert_eq!(s.get(&id).unwrap(), bytes);
             }
             assert!(
@@ -845,5 +1021,151 @@ mod tests {
                 "an intact object is reused"
             );
         }
+    }
+
+    /// A journal line as the hook writes it: a v2 record naming `id` and carrying `b64`.
+    fn carrying_line(id: &str, b64: &str) -> Vec<u8> {
+        let mut r = crate::journal::record::Record::new("intent", "s1");
+        r.path = "src/lib.rs".into();
+        let mut images = serde_json::Map::new();
+        images.insert(id.to_string(), serde_json::Value::String(b64.to_string()));
+        r.extra.insert(crate::journal::record::key::IMAGES.into(), serde_json::Value::Object(images));
+        r.to_line()
+    }
+
+    fn source(n: usize, salt: u32) -> Vec<u8> {
+        (0..n).map(|i| format!("fn f_{salt}_{i}() -> u32 {{ {i} }}\n")).collect::<String>().into_bytes()
+    }
+
+    /// The hook creates no file for a small image: its line carries it. The next call naming
+    /// the same bytes names them by id only while that line is among the journal's last ones,
+    /// and a reader takes them from the line, then from the store it wrote them to.
+    #[test]
+    fn a_carried_image_is_in_its_line_only_and_read_from_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let journal = dir.path().join("journal.jsonl");
+        let bytes = source(300, 1);
+        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
+        let Durable::Carried(b64) = durable else { panic!("a small image is carried") };
+        assert!(!s.object_path(&id).exists(), "no loose object");
+        assert!(!s.dir().exists(), "not even the store's folder");
+        // Before any line carries it: carried again, and no reader finds it.
+        assert!(matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Carried(_)));
+        assert!(matches!(s.get(&id), Err(StoreError::Missing(_))));
+
+        fs::write(&journal, carrying_line(&id, &b64)).unwrap();
+        assert!(matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Journaled(_)), "named by id");
+        assert_eq!(s.get(&id).unwrap(), bytes);
+        assert!(s.intact(&id, &bytes), "written to the store by the read");
+        assert!(matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Already));
+    }
+
+    /// A `walj compact` that replaced the journal between the hook's look at it and its append
+    /// may have dropped the line that carries the image: the wait finds another journal and
+    /// stores the image, synced. With the same journal it writes nothing.
+    #[test]
+    fn an_image_named_by_id_is_stored_when_the_journal_was_replaced_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let journal = dir.path().join("journal.jsonl");
+        let bytes = source(300, 3);
+        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
+        let Durable::Carried(b64) = durable else { panic!("carried") };
+        fs::write(&journal, carrying_line(&id, &b64)).unwrap();
+        let (_, durable) = s.put_carried(&bytes, |_| true).unwrap();
+        assert!(matches!(durable, Durable::Journaled(_)));
+        durable.wait().unwrap();
+        assert!(!s.object_path(&id).exists(), "the line is still there: nothing written");
+        let (_, durable) = s.put_carried(&bytes, |_| true).unwrap();
+        let replaced = dir.path().join("journal.jsonl.new");
+        fs::write(&replaced, b"{}\n").unwrap();
+        fs::rename(&replaced, &journal).unwrap();
+        durable.wait().unwrap();
+        assert!(s.intact(&id, &bytes), "stored once the journal was replaced");
+        assert_eq!(s.get(&id).unwrap(), bytes);
+    }
+
+    /// Only a whole line, checksum and all, lets the hook name an image by id: a cut or
+    /// damaged one, or one further back than it looks, makes it carry the image again.
+    #[test]
+    fn only_a_whole_recent_line_lets_the_hook_name_an_image_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let journal = dir.path().join("journal.jsonl");
+        let bytes = source(300, 2);
+        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
+        let Durable::Carried(b64) = durable else { panic!("carried") };
+        let line = carrying_line(&id, &b64);
+        let carried = |s: &Store| matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Carried(_));
+
+        fs::write(&journal, &line[..line.len() - 1]).unwrap();
+        assert!(carried(&s), "a line without its newline (a writer killed mid-line)");
+        let mut damaged = line.clone();
+        let at = damaged.len() - 20;
+        damaged[at] ^= 1;
+        fs::write(&journal, &damaged).unwrap();
+        assert!(carried(&s), "a line whose checksum fails");
+        let mut far = line.clone();
+        let filler = carrying_line("0000000000000000000000000000000000000000", "AAAA");
+        while far.len() < 2 * CARRIED_LATELY as usize {
+            far.extend_from_slice(&filler);
+        }
+        fs::write(&journal, &far).unwrap();
+        assert!(carried(&s), "a line further back than the hook looks");
+        assert_eq!(s.get(&id).unwrap(), bytes, "a reader looks all the way back");
+    }
+
+    /// A reader searches the journal from its end, chunk by chunk, across lines cut by the
+    /// chunks' edges, and in the side files; what it read once serves the next search, and a
+    /// journal that grew has its new lines read.
+    #[test]
+    fn readers_find_carried_images_anywhere_in_the_journal_and_its_side_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let journal = dir.path().join("journal.jsonl");
+        let mut images = Vec::new();
+        let mut text = Vec::new();
+        let filler = carrying_line("0000000000000000000000000000000000000000", "AAAA");
+        let mut n = 0;
+        while text.len() < (SEARCH_CHUNK as usize) * 2 + 4096 {
+            if n % 400 == 0 {
+                let bytes = source(200, n);
+                let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
+                let Durable::Carried(b64) = durable else { panic!("carried") };
+                text.extend_from_slice(&carrying_line(&id, &b64));
+                images.push((id, bytes));
+            } else {
+                text.extend_from_slice(&filler);
+            }
+            n += 1;
+        }
+        fs::write(&journal, &text).unwrap();
+        // Oldest first: the first search reads the whole journal, the rest is the index's.
+        for (id, bytes) in &images {
+            assert_eq!(&s.get(id).unwrap(), bytes, "{id}");
+        }
+        // Appended since the index was made, and one in a side file.
+        let late = source(100, 9_001);
+        let (late_id, d) = s.put_carried(&late, |_| true).unwrap();
+        let Durable::Carried(b64) = d else { panic!("carried") };
+        fs::OpenOptions::new().append(true).open(&journal).unwrap().write_all(&carrying_line(&late_id, &b64)).unwrap();
+        assert_eq!(s.get(&late_id).unwrap(), late);
+        let aside = source(100, 9_002);
+        let (aside_id, d) = s.put_carried(&aside, |_| true).unwrap();
+        let Durable::Carried(b64) = d else { panic!("carried") };
+        fs::create_dir(dir.path().join("journal.side")).unwrap();
+        fs::write(dir.path().join("journal.side/1-2-0.jsonl"), carrying_line(&aside_id, &b64)).unwrap();
+        assert_eq!(s.get(&aside_id).unwrap(), aside);
+    }
+
+    #[test]
+    fn the_ids_of_an_images_object_are_read_without_a_parse() {
+        let a = "a".repeat(40);
+        let b = "0123456789abcdef0123456789abcdef01234567";
+        let text = format!("\"{a}\":\"eJw=\",\"{b}\":\"eA==\"}},\"crc\":\"00\"}}");
+        assert_eq!(carried_ids(text.as_bytes()).collect::<Vec<_>>(), [a.as_str(), b]);
+        assert_eq!(carried_ids(b"\"short\":\"x\"}").count(), 0);
+        assert_eq!(carried_ids(b"}").count(), 0);
     }
 }

@@ -141,7 +141,11 @@ impl JournalWriter {
             Ok(locked) => {
                 let lines = make();
                 drop(locked);
-                if lines.is_empty() { Ok(()) } else { side::append(&self.side, &lines).map(|_| ()) }
+                if lines.is_empty() {
+                    return Ok(());
+                }
+                self.sync_journal();
+                side::append(&self.side, &lines).map(|_| ())
             }
             // Busy past the deadline, or a lock file that is not a regular file (a FIFO
             // would block its opener): the record goes to the side file, never lost.
@@ -161,6 +165,7 @@ impl JournalWriter {
         if lines.is_empty() {
             return Ok(());
         }
+        self.sync_journal();
         let side = side::append(&self.side, lines)?;
         let n = lines.iter().filter(|&&b| b == b'\n').count();
         self.log(&format!(
@@ -170,6 +175,16 @@ impl JournalWriter {
             if n == 1 { "it" } else { "them" },
         ));
         Ok(())
+    }
+
+    /// Syncs the journal as it is, before lines go to a side file: a line may name an image by
+    /// id only because a journal line carries it (`store::Store::put_carried`), and that line
+    /// (perhaps written by a holder that has not synced yet) must be durable before this one.
+    /// Appending to the journal needs none of this: its own sync covers every earlier line.
+    fn sync_journal(&self) {
+        if let Ok((f, _)) = fsutil::open_regular(&self.journal) {
+            let _ = f.sync_data();
+        }
     }
 
     /// Takes the journal's lock (waiting at most `wait`) and merges pending side files.

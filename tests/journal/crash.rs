@@ -161,35 +161,42 @@ fn damage_object(object: &std::path::Path, damage: &str) {
     }
 }
 
-/// Issue 14, one sync per hook: a small image is carried in the line that names it, so a
-/// machine crash that loses its loose object (written without a sync) loses nothing: `walj
-/// diff` shows the true pre-image from the line even once the disk changed, and the object
-/// is written back to the store. On the old code the image was lost.
+/// One sync per hook, and no file made: a small image is carried in the line that names it,
+/// and the hook writes no loose object for it at all. `walj diff` shows the true pre-image
+/// from the line even once the disk changed, and writes the object to the store (synced) for
+/// the next reader. A loose copy found missing, empty or cut short (a machine crash during an
+/// earlier write-back) is never trusted: the line's copy is read and written over it.
 #[test]
-fn a_small_image_a_crash_lost_from_the_store_is_read_from_its_line() {
+fn a_small_image_is_read_from_its_line_and_written_to_the_store_by_its_reader() {
     for damage in ["missing", "empty", "cut"] {
         let repo = Repo::new(&[("README.md", "x\n")]);
         repo.write("notes.txt", "hello\nworld\n");
         let root = &repo.root;
         pre_edit(&repo, "notes.txt", "toolu_lost");
         let id = repo.blob_id("notes.txt");
-        damage_object(&repo.store_object(&id), damage);
+        let object = repo.store_object(&id);
+        assert!(!object.exists(), "{damage}: the hook made no loose object");
+        let store = walj::store::Store::new(root.join(".walj/store"));
+        if damage != "missing" {
+            store.put_with_id(&id, b"hello\nworld\n").unwrap();
+            damage_object(&object, damage);
+        }
         repo.write("notes.txt", "hello\nworld, edited after the crash\n");
         let out = repo.ok(&["diff", "toolu_lost"]);
         assert!(!out.contains("pre-image lost"), "{damage}: {out}");
         assert!(out.contains("-world\n") || out.contains("-world"), "{damage}: the pre-image's line: {out}");
         assert!(out.contains("+world, edited after the crash"), "{damage}: {out}");
-        // Written back: the loose object reads whole again, without the journal.
-        let store = walj::store::Store::new(root.join(".walj/store"));
+        // Written by the reader: the loose object reads whole, without the journal.
         assert!(store.intact(&id, b"hello\nworld\n"), "{damage}");
     }
 }
 
 /// A damaged object is never trusted by deduplication: the next hook that stores the same
-/// bytes writes it again (on the old code, the cut-short object stayed and every later line
-/// named it).
+/// bytes names it only through a line that carries it (on the old code, the cut-short object
+/// stayed and every later line named it), so it reads whole once the object is damaged and
+/// again once `walj compact` has taken every copy out of the lines.
 #[test]
-fn a_damaged_object_is_written_again_by_the_next_hook_that_stores_its_bytes() {
+fn a_damaged_object_is_never_named_on_trust_by_the_next_hook_that_stores_its_bytes() {
     for damage in ["empty", "cut"] {
         let repo = Repo::new(&[("README.md", "hello\nworld\n")]);
         let root = &repo.root;
@@ -203,12 +210,19 @@ fn a_damaged_object_is_written_again_by_the_next_hook_that_stores_its_bytes() {
         };
         hook_ok(root, &pre("toolu_a"), Parent::Timeout(20));
         let id = repo.blob_id("README.md");
+        // A reader writes the object to the store; then a crash damages it.
+        let store = walj::store::Store::new(root.join(".walj/store"));
+        assert_eq!(store.get(&id).unwrap(), b"hello\nworld\n", "{damage}: read from its line");
         let object = repo.store_object(&id);
         let b = fs::read(&object).unwrap();
         fs::write(&object, if damage == "empty" { &b[..0] } else { &b[..b.len() - 3] }).unwrap();
         hook_ok(root, &pre("toolu_b"), Parent::Timeout(20));
-        let store = walj::store::Store::new(root.join(".walj/store"));
         assert_eq!(store.get(&id).unwrap(), b"hello\nworld\n", "{damage}");
+        damage_object(&object, damage);
+        repo.ok(&["compact", "--json", "--yes"]);
+        let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+        assert!(!journal.contains("\"images\""), "{damage}: {journal}");
+        assert_eq!(store.get(&id).unwrap(), b"hello\nworld\n", "{damage}: after compact");
     }
 }
 
@@ -264,8 +278,7 @@ fn a_hook_killed_at_any_moment_never_leaves_a_line_naming_an_absent_image() {
 }
 
 /// Issue 14: `walj compact` keeps the images the lines carry — each made durable in the
-/// store (one a crash lost is written back from its line) — then takes them out of the
-/// lines, so the journal does not keep a second copy of every image. Recovery is unchanged.
+/// store (the hook wrote none of them) — then takes them out of the lines, so the journal does not keep a second copy of every image. Recovery is unchanged.
 #[test]
 fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
     let repo = Repo::new(&[("README.md", "x\n")]);
@@ -277,7 +290,7 @@ fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
     let journal = root.join(".walj/journal.jsonl");
     assert_eq!(fs::read_to_string(&journal).unwrap().matches("\"images\":{").count(), 2);
     let (a, b) = (repo.blob_id("a.txt"), repo.blob_id("b.txt"));
-    fs::remove_file(repo.store_object(&a)).unwrap();
+    assert!(!repo.store_object(&a).exists() && !repo.store_object(&b).exists(), "the hook made no loose object");
     let recover = |repo: &Repo| {
         let mut v: Value = serde_json::from_str(&repo.ok(&["recover", "--json"])).unwrap();
         v.as_object_mut().unwrap().remove("generated_at");
@@ -288,7 +301,7 @@ fn compact_stores_carried_images_then_takes_them_out_of_the_lines() {
     let text = fs::read_to_string(&journal).unwrap();
     assert!(!text.contains("\"images\""), "taken out of the lines: {text}\n{rep:#}");
     let store = walj::store::Store::new(root.join(".walj/store"));
-    assert!(store.intact(&a, b"a.txt\nworld\n"), "the lost one written back from its line");
+    assert!(store.intact(&a, b"a.txt\nworld\n"), "written from its line");
     assert!(store.intact(&b, b"b.txt\nworld\n"));
     assert_eq!(recover(&repo), before);
     repo.write("a.txt", "changed after the crash\n");
@@ -324,13 +337,69 @@ fn compact_rewrites_a_carried_object_damaged_inside_before_taking_the_copy_out()
     pre_edit(&repo, "big.txt", "toolu_zero");
     let id = repo.blob_id("big.txt");
     let object = repo.store_object(&id);
+    let store = walj::store::Store::new(repo.root.join(".walj/store"));
+    // Written to the store by an earlier reader, then zeroed inside by a crash.
+    store.put_with_id(&id, text.as_bytes()).unwrap();
     let mut b = fs::read(&object).unwrap();
     let n = b.len();
     b[2..n - 4].fill(0);
     fs::write(&object, &b).unwrap();
-    let store = walj::store::Store::new(repo.root.join(".walj/store"));
     assert!(store.intact(&id, text.as_bytes()), "the cheap check is fooled");
     repo.ok(&["compact", "--json", "--yes"]);
     assert!(!fs::read_to_string(repo.root.join(".walj/journal.jsonl")).unwrap().contains("\"images\""));
     assert_eq!(store.get(&id).unwrap(), text.as_bytes(), "written again from the line");
+}
+
+/// A line may name by id only an image a recent line of another session carries (the hook
+/// does not carry it twice): `walj sessions delete` of that other session writes the image to
+/// the store before its line goes, and takes the images only its own lines named with it.
+#[test]
+fn deleting_a_session_keeps_an_image_another_sessions_line_names_by_id_only() {
+    let repo = Repo::new(&[("README.md", "x\n")]);
+    let root = &repo.root;
+    let (a, b) = ("a0a0a0a0-0000-4000-8000-00000000000a", "b0b0b0b0-0000-4000-8000-00000000000b");
+    let ev = |session: &str, event: &str, extra: Value| {
+        let mut v = json!({"hook_event_name": event, "session_id": session, "cwd": root});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        hook_ok(root, &v.to_string(), Parent::Timeout(20));
+    };
+    let write = |session: &str, call: &str, file: &str, content: &str| {
+        let input = json!({"file_path": root.join(file), "content": content});
+        ev(session, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": call, "tool_input": input}));
+        repo.write(file, content);
+        let response = json!({"type": "create", "filePath": root.join(file)});
+        ev(
+            session,
+            "PostToolUse",
+            json!({"tool_name": "Write", "tool_use_id": call, "tool_input": input, "tool_response": response}),
+        );
+    };
+    ev(b, "SessionStart", json!({"source": "startup"}));
+    write(b, "toolu_b1", "notes.txt", "shared by both sessions\n");
+    write(b, "toolu_b2", "only-b.txt", "only session b wrote this\n");
+    ev(b, "Stop", json!({"stop_hook_active": false, "last_assistant_message": "done"}));
+    ev(b, "SessionEnd", json!({"reason": "prompt_input_exit"}));
+    // Session A starts editing notes.txt: its pre-image is what B's last line carries.
+    ev(a, "SessionStart", json!({"source": "startup"}));
+    let input = json!({"file_path": root.join("notes.txt"), "old_string": "shared", "new_string": "SHARED"});
+    ev(a, "PreToolUse", json!({"tool_name": "Edit", "tool_use_id": "toolu_a1", "tool_input": input}));
+    let shared = repo.blob_id("notes.txt");
+    let only_b = walj::store::blob_id(b"only session b wrote this\n");
+    let journal = root.join(".walj/journal.jsonl");
+    let text = fs::read_to_string(&journal).unwrap();
+    let a_line = text.lines().find(|l| l.contains("toolu_a1") && l.contains("\"intent\"")).unwrap();
+    assert!(a_line.contains(&shared) && !a_line.contains("\"images\""), "named by id only: {a_line}");
+    assert!(!repo.store_object(&shared).exists(), "in B's line only");
+
+    repo.ok(&["sessions", "delete", "b0b0", "--yes", "--force"]);
+    let text = fs::read_to_string(&journal).unwrap();
+    assert!(!text.contains(b) || text.lines().all(|l| !l.contains("\"images\"")), "{text}");
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    assert!(store.intact(&shared, b"shared by both sessions\n"), "written to the store before B's line went");
+    assert!(!repo.store_object(&only_b).exists() && !text.contains(&only_b), "B's own image went with B");
+    repo.write("notes.txt", "changed by hand after the crash\n");
+    let out = repo.ok(&["diff", "toolu_a1"]);
+    assert!(out.contains("-shared by both sessions"), "{out}");
 }
