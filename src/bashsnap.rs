@@ -987,6 +987,8 @@ struct Tree<'a> {
     index: Option<Vec<gitindex::Entry>>,
     /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
     new_objects: usize,
+    /// The images the journal's last lines carry, read at the first file the store lacks.
+    recent: Option<crate::store::RecentlyCarried>,
     /// The diff stopped at `MAX_CHANGES`.
     changes_cut: bool,
 }
@@ -1019,6 +1021,7 @@ impl<'a> Tree<'a> {
             pending_bytes: 0,
             index: None,
             new_objects: 0,
+            recent: None,
             changes_cut: false,
         }
     }
@@ -1404,7 +1407,9 @@ impl<'a> Tree<'a> {
         if crate::secrets::secret_content(&bytes) {
             return Ok((Some(id), Some(nocap::NEVER_CAPTURE.into())));
         }
-        if !self.store.reuse(&id) {
+        // A file hook's image is carried in its journal line, not stored: written out here
+        // (unsynced: the line is its durable copy) rather than stored again with syncs.
+        if !self.store.reuse(&id) && !self.keep_recent(&id) {
             self.new_objects += 1;
             self.pending_bytes += bytes.len();
             self.pending.push((id.clone(), bytes));
@@ -1413,6 +1418,12 @@ impl<'a> Tree<'a> {
             }
         }
         Ok((Some(id), None))
+    }
+
+    /// Writes object `id` to the store from a recent journal line that carries it, if one does.
+    fn keep_recent(&mut self, id: &str) -> bool {
+        let store = &self.store;
+        store.keep_recent(self.recent.get_or_insert_with(|| store.recently_carried()), id)
     }
 
     /// Stores the queued objects, several at a time: concurrent fsyncs share the file

@@ -699,8 +699,14 @@ fn copy_kept(
             // A dropped line's carried images may be named by id only by a kept line (the
             // hook names by id an image a recent line carries): noted, and those a kept line
             // names are written to the store before the line goes ([`keep_dropped_images`]).
+            // The others go with the line, unless the store has a copy.
             for id in crate::store::carried_ids_of(raw.bytes) {
                 c.dropped_images.entry(id.to_string()).or_insert(raw.offset);
+                // A loose copy written without a sync (a Bash snapshot names it in a file of
+                // its own, not in a line): synced before the line that has it durably goes.
+                if let Some(p) = store.map(|s| s.object_path(id)).filter(|p| p.is_file()) {
+                    c.to_sync.push(p);
+                }
             }
         }
         if keep {

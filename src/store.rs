@@ -197,6 +197,23 @@ impl Store {
         Ok((id, Durable::Carried(carry_encode(&loose))))
     }
 
+    /// A search of the journal's last [`RECENTLY`] bytes for the images its lines carry, read
+    /// backwards a little at a time and only as far as asked ([`Store::keep_recent`]).
+    pub fn recently_carried(&self) -> RecentlyCarried {
+        RecentlyCarried { index: CarriedIndex { step: 64 << 10, back: RECENTLY, ..Default::default() } }
+    }
+
+    /// Writes object `id` under its final name, without a sync, when a line among the
+    /// journal's last [`RECENTLY`] bytes (`recent`) carries it: that line is the durable copy (readers fall back to it, and `walj compact`
+    /// syncs the loose copy before the line goes). True when the store has it now. For a Bash
+    /// snapshot, which names images by id in files of its own, not in journal lines: what a
+    /// file hook carried is then found in the store as before.
+    pub fn keep_recent(&self, recent: &mut RecentlyCarried, id: &str) -> bool {
+        let Some(journal) = self.journal() else { return false };
+        let Ok(Some(body)) = recent.index.find(&journal, id) else { return false };
+        encode(&body).is_ok_and(|loose| self.write_unsynced(id, &loose).is_ok())
+    }
+
     /// The journal beside the store (`../journal.jsonl`), whose lines carry images.
     fn journal(&self) -> Option<PathBuf> {
         Some(self.dir.parent()?.join("journal.jsonl"))
@@ -673,6 +690,15 @@ pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
     (blob_id(&body) == id).then_some(body)
 }
 
+/// How far back a Bash snapshot looks in the journal for the images of changed files
+/// ([`Store::recently_carried`]).
+pub const RECENTLY: u64 = 1 << 20;
+
+/// The images the lines of a journal's last [`RECENTLY`] bytes carry, as far as searched.
+pub struct RecentlyCarried {
+    index: CarriedIndex,
+}
+
 /// How far back from its end the hook looks in the journal for a line that carries an image
 /// already ([`Store::put_carried`]): the Pre of the same call, the last edit of the same file.
 pub const CARRIED_LATELY: u64 = 32 * 1024;
@@ -694,6 +720,12 @@ struct CarriedIndex {
     len: u64,
     scanned: u64,
     offsets: std::collections::HashMap<String, u64>,
+    /// How much is read at a time (0: [`SEARCH_CHUNK`]).
+    step: u64,
+    /// How far back from the file's end (at the first search) lines are looked at (0: all).
+    back: u64,
+    /// Where the search stops: `len - back` at the first search, or the file's start.
+    floor: u64,
 }
 
 impl CarriedIndex {
@@ -702,7 +734,9 @@ impl CarriedIndex {
         let (f, meta) = fsutil::open_regular(path)?;
         let file = crate::journal::identity(&meta);
         if self.file != file || meta.len() < self.len {
-            *self = CarriedIndex { file, len: meta.len(), scanned: meta.len(), ..Default::default() };
+            let (len, step, back) = (meta.len(), self.step, self.back);
+            let floor = if back > 0 { len.saturating_sub(back) } else { 0 };
+            *self = CarriedIndex { file, len, scanned: len, step, back, floor, ..Default::default() };
         }
         if meta.len() > self.len {
             // The lines appended since: read forward, up to the last whole line.
@@ -714,23 +748,26 @@ impl CarriedIndex {
         if let Some(body) = self.offsets.get(id).and_then(|&at| line_carrying(&f, at, id)) {
             return Ok(Some(body));
         }
-        let mut chunk = SEARCH_CHUNK;
-        while self.scanned > 0 {
-            let start = self.scanned.saturating_sub(chunk);
+        let step = if self.step > 0 { self.step } else { SEARCH_CHUNK };
+        let mut chunk = step;
+        while self.scanned > self.floor {
+            let start = self.scanned.saturating_sub(chunk).max(self.floor);
             let buf = read_range(&f, start, self.scanned)?;
             // Lines whole in the window start after its first newline (or at the file's start).
+            let at_floor = start == self.floor && start > 0;
             let from = match (start, memchr::memchr(b'\n', &buf)) {
                 (0, _) => 0,
                 (_, Some(i)) => i + 1,
-                (_, None) if chunk < SEARCH_LINE_MAX => {
+                (_, None) if !at_floor && chunk < SEARCH_LINE_MAX => {
                     chunk *= 2;
                     continue;
                 }
                 (_, None) => return Ok(None),
             };
             self.index(&buf[from..], start + from as u64);
-            self.scanned = start + from as u64;
-            chunk = SEARCH_CHUNK;
+            // At the floor, the line cut by it is out of reach: the search is over.
+            self.scanned = if at_floor { self.floor } else { start + from as u64 };
+            chunk = step;
             if let Some(body) = self.offsets.get(id).and_then(|&at| line_carrying(&f, at, id)) {
                 return Ok(Some(body));
             }
@@ -1073,6 +1110,28 @@ mod tests {
         assert_eq!(s.get(&id).unwrap(), bytes);
         assert!(s.intact(&id, &bytes), "written to the store by the read");
         assert!(matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Already));
+    }
+
+    /// A Bash snapshot finds a file hook's carried image in the journal's last MiB, searched
+    /// backwards a chunk at a time, and writes it to the store; further back it is not found
+    /// (the snapshot then stores the file's bytes itself).
+    #[test]
+    fn a_bash_snapshot_writes_out_an_image_a_recent_line_carries() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::new(dir.path().join("store"));
+        let journal = dir.path().join("journal.jsonl");
+        let filler = |kib: usize| "{\"op\":\"filler\"}\n".repeat(kib * 1024 / 16);
+        for (after, found) in [(0, true), (300, true), (1100, false)] {
+            let bytes = source(300, 10 + after as u32);
+            let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
+            let Durable::Carried(b64) = durable else { panic!("carried") };
+            let line = String::from_utf8(carrying_line(&id, &b64)).unwrap();
+            fs::write(&journal, format!("{}{line}{}", filler(2), filler(after))).unwrap();
+            let mut recent = s.recently_carried();
+            assert_eq!(s.keep_recent(&mut recent, &id), found, "{after} KiB after its line");
+            assert_eq!(s.intact(&id, &bytes), found, "{after} KiB after its line");
+            assert!(!s.keep_recent(&mut recent, &"0".repeat(40)), "an id no line carries");
+        }
     }
 
     /// A `walj compact` that replaced the journal between the hook's look at it and its append
