@@ -1084,6 +1084,14 @@ mod tests {
         r.to_line()
     }
 
+    /// Stores `bytes` as the hook does, expecting it carried: `(id, base64)`.
+    fn carried(s: &Store, bytes: &[u8]) -> (String, String) {
+        match s.put_carried(bytes, |_| true).unwrap() {
+            (id, Durable::Carried(b64)) => (id, b64),
+            _ => panic!("a small new image is carried"),
+        }
+    }
+
     fn source(n: usize, salt: u32) -> Vec<u8> {
         (0..n).map(|i| format!("fn f_{salt}_{i}() -> u32 {{ {i} }}\n")).collect::<String>().into_bytes()
     }
@@ -1097,8 +1105,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         let journal = dir.path().join("journal.jsonl");
         let bytes = source(300, 1);
-        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-        let Durable::Carried(b64) = durable else { panic!("a small image is carried") };
+        let (id, b64) = carried(&s, &bytes);
         assert!(!s.object_path(&id).exists(), "no loose object");
         assert!(!s.dir().exists(), "not even the store's folder");
         // Before any line carries it: carried again, and no reader finds it.
@@ -1123,8 +1130,7 @@ mod tests {
         let filler = |kib: usize| "{\"op\":\"filler\"}\n".repeat(kib * 1024 / 16);
         for (after, found) in [(0, true), (300, true), (1100, false)] {
             let bytes = source(300, 10 + after as u32);
-            let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-            let Durable::Carried(b64) = durable else { panic!("carried") };
+            let (id, b64) = carried(&s, &bytes);
             let line = String::from_utf8(carrying_line(&id, &b64)).unwrap();
             fs::write(&journal, format!("{}{line}{}", filler(2), filler(after))).unwrap();
             let mut recent = s.recently_carried();
@@ -1143,8 +1149,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         let journal = dir.path().join("journal.jsonl");
         let bytes = source(300, 3);
-        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-        let Durable::Carried(b64) = durable else { panic!("carried") };
+        let (id, b64) = carried(&s, &bytes);
         fs::write(&journal, carrying_line(&id, &b64)).unwrap();
         let (_, durable) = s.put_carried(&bytes, |_| true).unwrap();
         assert!(matches!(durable, Durable::Journaled(_)));
@@ -1167,8 +1172,7 @@ mod tests {
         let s = Store::new(dir.path().join("store"));
         let journal = dir.path().join("journal.jsonl");
         let bytes = source(300, 2);
-        let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-        let Durable::Carried(b64) = durable else { panic!("carried") };
+        let (id, b64) = carried(&s, &bytes);
         let line = carrying_line(&id, &b64);
         let carried = |s: &Store| matches!(s.put_carried(&bytes, |_| true).unwrap().1, Durable::Carried(_));
 
@@ -1204,8 +1208,7 @@ mod tests {
         while text.len() < (SEARCH_CHUNK as usize) * 2 + 4096 {
             if n % 400 == 0 {
                 let bytes = source(200, n);
-                let (id, durable) = s.put_carried(&bytes, |_| true).unwrap();
-                let Durable::Carried(b64) = durable else { panic!("carried") };
+                let (id, b64) = carried(&s, &bytes);
                 text.extend_from_slice(&carrying_line(&id, &b64));
                 images.push((id, bytes));
             } else {
