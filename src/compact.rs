@@ -528,8 +528,9 @@ fn rewrite_once(
     }
     // The images the lines carried are in the store, durably, before any line loses them.
     if !run.dry_run {
-        let referenced: Vec<String> = copied.referenced.iter().cloned().collect();
-        keep_dropped_images(journal, &store, &referenced, &mut copied).map_err(|e| paths.fail(e))?;
+        let named = &copied.referenced;
+        keep_dropped_images(journal, &store, |id| named.contains(id), &mut copied.dropped_images, &mut copied.to_sync)
+            .map_err(|e| paths.fail(e))?;
     }
     if let Err(e) = store.sync_objects(&copied.to_sync) {
         return Err(paths.fail(SessionError::Store(e)));
@@ -602,7 +603,7 @@ fn swap(
     // waited for the lock (what a rewrite that held the lock throughout gave). Lines dropped
     // before them shift their numbers, which only matters to records named by their number.
     let shifted = copied.written_lines != copied.snapshot_lines;
-    let mut named = Vec::new();
+    let mut named = HashSet::new();
     for line in tail.split(|&b| b == b'\n') {
         let bytes = crate::journal::reader::trim(line);
         let Ok(l) = classify(0, bytes) else { continue };
@@ -615,7 +616,8 @@ fn swap(
     }
     // A line appended meanwhile may name by id an image only a dropped line carries.
     copied.to_sync.clear();
-    keep_dropped_images(journal, store, &named, copied).map_err(|e| paths.fail(e))?;
+    keep_dropped_images(journal, store, |id| named.contains(id), &mut copied.dropped_images, &mut copied.to_sync)
+        .map_err(|e| paths.fail(e))?;
     store.sync_objects(&copied.to_sync).map_err(|e| paths.fail(SessionError::Store(e)))?;
     copied.referenced.extend(named);
     let mut write = || -> io::Result<()> {
@@ -735,19 +737,27 @@ fn copy_kept(
     Ok(c)
 }
 
-/// Writes to the store (unsynced: into `c.to_sync`) the images of `named` that only dropped
-/// lines of `journal` carry ([`Copied::dropped_images`]), each once: a line may name by id only
-/// an image a recent line carries ([`crate::store::Store::put_carried`]). The images nothing
-/// names go with their lines (`walj sessions delete` removes a session's images).
-fn keep_dropped_images(journal: &Path, store: &Store, named: &[String], c: &mut Copied) -> Result<(), SessionError> {
-    let wanted: Vec<(String, u64)> = named.iter().filter_map(|id| c.dropped_images.remove_entry(id.as_str())).collect();
+/// Writes to the store (unsynced: into `to_sync`) the images only dropped lines of `journal`
+/// carry (`dropped`, [`Copied::dropped_images`]) that a line still there names (`named`),
+/// each once: a line may name by id only an image a recent line carries
+/// ([`crate::store::Store::put_carried`]). The images nothing names go with their lines
+/// (`walj sessions delete` removes a session's images).
+fn keep_dropped_images(
+    journal: &Path,
+    store: &Store,
+    named: impl Fn(&str) -> bool,
+    dropped: &mut HashMap<String, u64>,
+    to_sync: &mut Vec<PathBuf>,
+) -> Result<(), SessionError> {
+    let wanted: Vec<String> = dropped.keys().filter(|id| named(id)).cloned().collect();
     if wanted.is_empty() {
         return Ok(());
     }
     let (f, _) = fsutil::open_regular(journal).map_err(SessionError::io("reading", journal))?;
-    for (id, at) in wanted {
+    for id in wanted {
+        let Some(at) = dropped.remove(&id) else { continue };
         if let Some(path) = store.keep_carried_at(&f, at, &id).map_err(SessionError::Store)? {
-            c.to_sync.push(path);
+            to_sync.push(path);
         }
     }
     Ok(())
@@ -757,26 +767,14 @@ fn keep_dropped_images(journal: &Path, store: &Store, named: &[String], c: &mut 
 /// each made durable in the store first (`store`; `None` on a dry run). `None`: the line
 /// carries none, or could not be re-read, and is kept as it is.
 fn uncarry(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<Vec<u8>> {
-    let mut r = keep_images(line, store, c)?;
-    r.extra.shift_remove(key::IMAGES);
-    c.uncarried += 1;
-    let mut out = r.to_line();
-    out.pop();
-    Some(out)
-}
-
-/// Makes the images `line` carries durable in the store (`store`; `None` on a dry run), and
-/// returns the line's record. `None`: the line carries none, could not be re-read, or an image
-/// could not be written (the line must keep its copies).
-fn keep_images(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<crate::journal::record::Record> {
     if !crate::journal::reader::contains(line, key::IMAGES_FIELD) {
         return None;
     }
-    let r = crate::journal::record::parse_record(line).ok()?;
-    let Some(Value::Object(images)) = r.extra.get(key::IMAGES) else { return None };
+    let mut r = crate::journal::record::parse_record(line).ok()?;
+    let Some(Value::Object(images)) = r.extra.shift_remove(key::IMAGES) else { return None };
     if let Some(store) = store {
         let mut written = Vec::new();
-        for (id, b64) in images {
+        for (id, b64) in &images {
             match store.keep_carried(id, b64.as_str().unwrap_or_default()) {
                 Ok(Some(path)) => written.push(path),
                 Ok(None) => {}
@@ -786,7 +784,10 @@ fn keep_images(line: &[u8], store: Option<&Store>, c: &mut Copied) -> Option<cra
         }
         c.to_sync.extend(written);
     }
-    Some(r)
+    c.uncarried += 1;
+    let mut out = r.to_line();
+    out.pop();
+    Some(out)
 }
 
 /// Folds the rewritten journal: the recovery view, pending briefs and announcements must be

@@ -185,8 +185,8 @@ impl Store {
             return Ok((id, Durable::Already));
         }
         // Only a carried image (small, no secret-looking text) can be in a line already.
-        if let Some((journal, file)) = self.carried_lately(&id) {
-            let j = Journaled { store: self.clone(), journal, file, bytes: bytes.to_vec() };
+        if let Some(file) = self.carried_lately(&id) {
+            let j = Journaled { store: self.clone(), file, bytes: bytes.to_vec() };
             return Ok((id, Durable::Journaled(j)));
         }
         let loose = encode(bytes).map_err(|source| StoreError::Io { path: self.object_path(&id), source })?;
@@ -219,9 +219,9 @@ impl Store {
         Some(self.dir.parent()?.join("journal.jsonl"))
     }
 
-    /// The journal and its identity when a whole line among its last [`CARRIED_LATELY`]
-    /// bytes carries object `id` (its checksum holds, and the value is the object).
-    fn carried_lately(&self, id: &str) -> Option<(PathBuf, (u64, u64))> {
+    /// The journal's identity when a whole line among its last [`CARRIED_LATELY`] bytes
+    /// carries object `id` (its checksum holds, and the value is the object).
+    fn carried_lately(&self, id: &str) -> Option<(u64, u64)> {
         let journal = self.journal()?;
         let f = File::open(&journal).ok()?;
         let meta = f.metadata().ok()?;
@@ -230,7 +230,7 @@ impl Store {
         // The window's first line is cut short unless the window is the whole file.
         let whole_from = if start == 0 { 0 } else { memchr::memchr(b'\n', &buf).map_or(buf.len(), |i| i + 1) };
         carried_in(&buf[whole_from..], id, true)?;
-        Some((journal, crate::journal::identity(&meta)))
+        Some(crate::journal::identity(&meta))
     }
 
     /// Writes object `id` under its final name, unsynced, unless an intact copy is there:
@@ -384,12 +384,8 @@ impl Store {
     /// the next ([`CarriedIndex`]): a process reads a journal at most once for its images.
     fn carried_in_journal(&self, id: &str) -> Option<Vec<u8>> {
         let journal = self.journal()?;
-        let mut files = vec![journal.clone()];
-        let mut side: Vec<PathBuf> = fs::read_dir(journal.with_extension("side"))
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        side.sort();
-        files.extend(side);
+        let side = crate::journal::side::files(crate::journal::JournalWriter::new(&journal).side_dir());
+        let files = [vec![journal], side].concat();
         let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let all = all.get_or_insert_with(Default::default);
         files.iter().find_map(|path| {
@@ -655,10 +651,10 @@ impl Durable {
 }
 
 /// An image named by id only because a recent line of the journal carries it
-/// ([`Durable::Journaled`]): the journal that line is in, and the image's bytes.
+/// ([`Durable::Journaled`]): the identity of the journal that line is in, and the image's
+/// bytes.
 pub struct Journaled {
     store: Store,
-    journal: PathBuf,
     file: (u64, u64),
     bytes: Vec<u8>,
 }
@@ -670,7 +666,11 @@ impl Journaled {
     /// object is written to the store, synced. Either way the image is durable once this
     /// returns.
     fn confirm(self) -> Result<(), StoreError> {
-        let same = fs::metadata(&self.journal).is_ok_and(|m| crate::journal::identity(&m) == self.file);
+        let same = self
+            .store
+            .journal()
+            .and_then(|j| fs::metadata(j).ok())
+            .is_some_and(|m| crate::journal::identity(&m) == self.file);
         if same { Ok(()) } else { self.store.put(&self.bytes).map(drop) }
     }
 }

@@ -377,6 +377,11 @@ pub(crate) fn interrupted(dir: &Path) -> bool {
     list(dir).is_ok_and(|l| l.iter().any(|n| n.merging_at.is_some()))
 }
 
+/// The side files in `dir`, in merge order (for a reader that opens them itself).
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    list(dir).map(|l| l.into_iter().map(|n| n.path).collect()).unwrap_or_default()
+}
+
 /// How many side files wait in `dir` (for `walj doctor` and status).
 pub fn pending_files(dir: &Path) -> usize {
     list(dir).map(|l| l.len()).unwrap_or(0)
