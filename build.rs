@@ -9,13 +9,19 @@
 //! libraries, the heap and the stack still are). `WALJ_PIE=1 cargo build` keeps the default.
 //! Only binaries are affected (`rustc-link-arg-bins`): the library, tests and benches link as
 //! rustc decides.
+//!
+//! The repository's `.cargo/config.toml` goes further: it links glibc statically with
+//! `relocation-model=static`, which is position-dependent already, so nothing is added here
+//! then (`-no-pie` is only for a dynamic build, e.g. with `RUSTFLAGS=` set empty).
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=WALJ_PIE");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    let static_crt = features.split(',').any(|f| f == "crt-static");
     let keep_pie = std::env::var_os("WALJ_PIE").is_some_and(|v| v == "1");
-    if os == "linux" && env == "gnu" && !keep_pie {
+    if os == "linux" && env == "gnu" && !keep_pie && !static_crt {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }

@@ -2,7 +2,7 @@
 # Benchmark: Bash side-effect snapshot (PreToolUse + PostToolUse hooks) on a git repository
 # of 10,000 files with 20 dirty files (issue 6 budget: <= 50 ms together).
 #
-#   scripts/bench-bash.sh [WALJ_BINARY]      (default: target/release/walj; needs hyperfine)
+#   scripts/bench-bash.sh [WALJ_BINARY]      (default: the release build, scripts/walj-bin.sh; needs hyperfine)
 #
 # Measures, with hyperfine:
 #   1. `walj hook` Pre+Post of a Bash call that changes nothing (steady state);
@@ -11,7 +11,7 @@
 #   4. a cold Pre+Post (empty .walj: the 20 dirty files are captured into the store).
 set -euo pipefail
 
-WALJ=${1:-${CARGO_TARGET_DIR:-target}/release/walj}
+WALJ=${1:-$("$(dirname "$0")/walj-bin.sh")}
 WALJ=$(realpath "$WALJ")
 command -v hyperfine >/dev/null || { echo "hyperfine not found (apt-get install -y hyperfine)" >&2; exit 1; }
 N=${FILES:-10000}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: `walj import` of one 50 MB transcript (issue 6 budget: <= 2 s).
 #
-#   scripts/bench-import.sh [WALJ_BINARY]      (default: target/release/walj; needs hyperfine)
+#   scripts/bench-import.sh [WALJ_BINARY]      (default: the release build, scripts/walj-bin.sh; needs hyperfine)
 #
 # The transcript is synthetic: the real Claude Code 1.0.111 session in
 # ../shared/fixtures/transcripts (Edit, MultiEdit, TodoWrite, Read, Grep…) repeated with fresh
@@ -12,7 +12,7 @@
 # inode allocation, not to walj).
 set -euo pipefail
 
-WALJ=${1:-${CARGO_TARGET_DIR:-target}/release/walj}
+WALJ=${1:-$("$(dirname "$0")/walj-bin.sh")}
 WALJ=$(realpath "$WALJ")
 command -v hyperfine >/dev/null || { echo "hyperfine not found (apt-get install -y hyperfine)" >&2; exit 1; }
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -9,17 +9,17 @@
 # `walj recover` over every copy (from the copies' caches the sync wrote, then once more
 # without them); prints the times (issue 18's figure: MACHINES=20).
 # Debug build (what `cargo test` builds); with RELEASE=1 (MACHINES only) the walj commands run
-# target/release/walj instead (WALJ_BIN), which this script does not build: run
-# `cargo build --release --locked` first.
+# the release build instead (WALJ_BIN, scripts/walj-bin.sh), which this script does not
+# build: run `cargo build --release --locked` first.
 set -eu
 cd "$(dirname "$0")/.."
 if [ -n "${MACHINES:-}" ]; then
     if [ "${RELEASE:-0}" = 1 ]; then
-        if [ ! -x target/release/walj ]; then
-            echo "RELEASE=1: target/release/walj is missing; build it first: cargo build --release --locked" >&2
+        WALJ_BIN="$(scripts/walj-bin.sh release)"
+        if [ ! -x "$WALJ_BIN" ]; then
+            echo "RELEASE=1: $WALJ_BIN is missing; build it first: cargo build --release --locked" >&2
             exit 1
         fi
-        WALJ_BIN="$(pwd)/target/release/walj"
         export WALJ_BIN
     fi
     WALJ_SYNC_BENCH_MACHINES="$MACHINES" WALJ_SYNC_BENCH_ENTRIES="${ENTRIES:-100000}" \

@@ -2,7 +2,7 @@
 """Bash snapshots with and without the checkout's watcher, beside `git status`, in one run.
 
     python3 scripts/bench-watch.py [WALJ_BINARY] [SIZES] [RUNS]
-    (defaults: target/release/walj, 1000,10000,100000, 12)
+    (defaults: the release build (scripts/walj-bin.sh), 1000,10000,100000, 12)
 
 For each size: a git repository of N tracked files (20-line files, 100 per folder, as the cost
 issue measured), `walj hook` SessionStart, then RUNS x (Bash PreToolUse + PostToolUse of `true`),
@@ -26,7 +26,8 @@ import sys
 import tempfile
 import time
 
-WALJ = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else "target/release/walj")
+WALJ = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else subprocess.run(
+    [os.path.dirname(os.path.realpath(__file__)) + "/walj-bin.sh"], check=True, capture_output=True, text=True).stdout.strip())
 SIZES = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "1000,10000,100000").split(",")]
 RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 12
 

@@ -5,7 +5,7 @@
 #
 #   scripts/npm-pack.sh                                # cargo build --release, this machine's platform
 #   scripts/npm-pack.sh --bin linux-x64=path/to/walj   # a binary built elsewhere (repeatable)
-#   scripts/npm-pack.sh --no-build --out DIR           # use target/release/walj as it is
+#   scripts/npm-pack.sh --no-build --out DIR           # use the release build as it is (scripts/walj-bin.sh)
 #
 # Tarballs go to DIR (default target/npm/): walj-<version>.tgz and walj-<os>-<cpu>-<version>.tgz.
 # Install them without a registry: npm install -g --offline ./walj-linux-x64-*.tgz ./walj-0*.tgz
@@ -40,8 +40,9 @@ if [ ${#bins[@]} -eq 0 ]; then
   if [ $build = 1 ]; then
     (cd "$root" && cargo build --release --locked --bin walj) || die "cargo build --release failed"
   fi
-  [ -x "$root/target/release/walj" ] || die "no target/release/walj (build it, or give --bin)"
-  bins=("$(host_platform)=$root/target/release/walj")
+  built=$("$root/scripts/walj-bin.sh" release)
+  [ -x "$built" ] || die "no $built (build it, or give --bin)"
+  bins=("$(host_platform)=$built")
 fi
 
 mkdir -p "$out"
