@@ -7,6 +7,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 profile="${1:-release}"
-tuple="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+tuple="${CARGO_BUILD_TARGET:-host-tuple}"
 [ "$tuple" = host-tuple ] && tuple="$(rustc -vV | sed -n 's/^host: //p')"
 echo "${CARGO_TARGET_DIR:-$root/target}/$tuple/$profile/walj"

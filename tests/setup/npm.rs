@@ -1,6 +1,6 @@
 //! The npm packages (`scripts/npm-pack.sh`), installed without a registry: the packages are
-//! built from a walj binary (`WALJ_NPM_BIN`, e.g. the release build `scripts/walj-bin.sh` names; else the binary under
-//! test), installed from their tarballs with `npm install -g --offline` into a scratch prefix;
+//! built from a walj binary (`WALJ_NPM_BIN`, e.g. the release build `scripts/walj-bin.sh`
+//! names; else the binary under test), installed from their tarballs with `npm install -g --offline` into a scratch prefix;
 //! `walj install` run from that prefix writes `walj hook`, and a real Claude Code session
 //! (scripted model) is journaled through the package's launcher, with Claude Code as the
 //! hook's parent (the launcher `exec`s the binary). `npx walj install` refuses.
