@@ -114,6 +114,11 @@ mod imp {
 
     /// (comm, ppid, start ticks) from /proc/<pid>/stat.
     pub fn stat(pid: u32) -> Option<(String, u32, u64)> {
+        stat_with_state(pid).map(|(comm, _, ppid, start)| (comm, ppid, start))
+    }
+
+    /// (comm, state, ppid, start ticks) from /proc/<pid>/stat.
+    fn stat_with_state(pid: u32) -> Option<(String, char, u32, u64)> {
         // One read into a fixed buffer: `read_to_string` grows from 32 bytes, six reads here.
         let mut buf = [0u8; 1024];
         let n = std::io::Read::read(&mut std::fs::File::open(format!("/proc/{pid}/stat")).ok()?, &mut buf).ok()?;
@@ -124,9 +129,10 @@ mod imp {
         let comm = text.get(open + 1..close)?.to_string();
         let rest: Vec<&str> = text.get(close + 2..)?.split(' ').collect();
         // rest[0] is field 3 (state); ppid is field 4, starttime field 22.
+        let state = rest.first()?.chars().next()?;
         let ppid = rest.get(1)?.parse().ok()?;
         let start = rest.get(19)?.parse().ok()?;
-        Some((comm, ppid, start))
+        Some((comm, state, ppid, start))
     }
 
     pub fn claude_process() -> Option<ProcRef> {
@@ -134,7 +140,11 @@ mod imp {
     }
 
     pub fn liveness(p: ProcRef) -> Liveness {
-        let found = stat(p.pid).map(|(_, _, start)| start);
+        // A zombie (killed, not yet reaped by its parent) or a dying process has ended: it
+        // keeps its /proc entry only until it is waited for, which a slow or dead parent
+        // (a container's init that does not reap) may put off for seconds or for good.
+        let found = stat_with_state(p.pid).filter(|&(_, state, _, _)| !matches!(state, 'Z' | 'X'));
+        let found = found.map(|(_, _, _, start)| start);
         liveness_of(p, found.ok_or_else(|| std::path::Path::new("/proc/self/stat").exists()))
     }
 
@@ -628,6 +638,25 @@ mod tests {
         assert_eq!(liveness(ProcRef { pid: me, start }), Liveness::Running);
         assert_eq!(liveness(ProcRef { pid: me, start: start + 1 }), Liveness::Gone);
         assert_eq!(liveness(ProcRef { pid: u32::MAX - 1, start }), Liveness::Gone);
+    }
+
+    #[test]
+    fn a_killed_process_not_yet_reaped_is_gone() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let (_, _, start) = imp::stat(pid).unwrap();
+        assert_eq!(liveness(ProcRef { pid, start }), Liveness::Running);
+        child.kill().unwrap();
+        // Not waited for: a zombie, whose /proc entry stays until `wait`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|t| !t.contains(") Z "))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z "), "a zombie");
+        assert_eq!(liveness(ProcRef { pid, start }), Liveness::Gone);
+        child.wait().unwrap();
     }
 
     #[test]
