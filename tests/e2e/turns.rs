@@ -459,12 +459,19 @@ fn a_message_queued_while_a_turn_runs_does_not_settle_it() {
     assert_eq!(queued.unwrap()["prompt_id"], first["prompt_id"], "queued into the running turn");
     // The turn still runs: nothing of it is settled.
     assert!(!ops_of(&sb, "toolu_mock_0_0").iter().any(|o| o == "persisted" || o == "resolved"));
-    // It crashes now: the Write is reported, not hidden.
+    // It crashes now: the Write is reported, not hidden, and so is what the killed command
+    // wrote so far (a Claude Code its shell has not reaped yet is as dead as a reaped one).
     claude::kill9_pids(&[tui.claude_pid()]);
     std::thread::sleep(Duration::from_millis(300));
     let rec = walj_json(&sb, &["recover", "--json"]);
-    let entries: Vec<&str> =
-        rec["sessions"][0]["entries"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(entries, ["toolu_mock_0_0"], "{rec:#}");
+    assert_eq!(rec["sessions"][0]["state"], "crashed", "{rec:#}");
+    let entries: Vec<(&str, &str, &str)> = rec["sessions"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["tool"].as_str().unwrap(), e["parent"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(entries, [("a.txt", "Write", ""), ("run.log", "Bash", "toolu_mock_1_0")], "{rec:#}");
+    assert_eq!(rec["sessions"][0]["entries"][0]["id"], "toolu_mock_0_0", "{rec:#}");
     assert_eq!(errors_log(&sb), "");
 }
