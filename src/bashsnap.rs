@@ -45,6 +45,7 @@ mod gitindex;
 mod gitscan;
 pub mod killed;
 mod links;
+mod untracked;
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -1101,7 +1102,16 @@ impl<'a> Tree<'a> {
         } else {
             std::thread::available_parallelism().map_or(2, |n| n.get()).min(4)
         };
-        let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads).map_err(git_err)?;
+        let walk_cache = untracked::fingerprint(repo, index_st.as_ref(), &workdir, &self.prefix, RACY_NS).map(|fp| {
+            let name = if self.prefix.is_empty() {
+                "untracked.cache".to_string()
+            } else {
+                format!("untracked-{}.cache", &blob_id(self.prefix.as_bytes())[..12])
+            };
+            untracked::Cache { path: bash_dir(self.project).join(name), fp, racy_ns: RACY_NS }
+        });
+        let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads, walk_cache.as_ref())
+            .map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
         self.index = Some(index);
         if listed.len() > self.cfg.bash.max_files {

@@ -5,7 +5,7 @@
 //! file, done one after the other. Here the tracked files are stat-ed by several threads
 //! against the index's stat cache, while the calling thread walks the folders for
 //! untracked files (asking libgit2's ignore rules only about names the index does not
-//! know). The answer may contain files that are in fact clean (stat differs, content does
+//! know; folders unchanged since an earlier walk are not read again: `untracked.rs`). The answer may contain files that are in fact clean (stat differs, content does
 //! not: `touch`, a racily clean entry); callers hash what is listed, so that costs a read,
 //! never a wrong result. It never misses a file whose stat differs from the index.
 
@@ -13,9 +13,9 @@ use std::fs;
 use std::path::Path;
 
 use git2::Repository;
-use rustc_hash::FxHashSet as HashSet;
 
 use super::gitindex::Entry;
+use super::untracked;
 use crate::fsutil;
 
 /// One path that may differ from the index (`/`-separated, relative to the project).
@@ -49,13 +49,14 @@ struct Tracked<'a> {
 }
 
 /// Files under `workdir/prefix` that may differ from `index`, and untracked files.
-/// `threads` stat workers (1 = none).
+/// `threads` stat workers (1 = none); `cache`: the untracked walk's (src/bashsnap/untracked.rs).
 pub fn dirty_files(
     repo: &Repository,
     index: &[Entry],
     workdir: &Path,
     prefix: &str,
     threads: usize,
+    cache: Option<&untracked::Cache>,
 ) -> Result<Vec<Listed>, git2::Error> {
     let index_mtime = fs::metadata(repo.path().join("index")).ok().map(|m| stamp_mtime(&m));
     let filemode = cfg!(unix) && repo.config().and_then(|c| c.get_bool("core.filemode")).unwrap_or(true);
@@ -91,7 +92,7 @@ pub fn dirty_files(
     if threads == 1 {
         // No thread to start (about as long as stat-ing a few hundred files).
         let mut out = check_all(&root, &tracked, filemode);
-        walk_untracked(repo, &root, prefix, &known_paths(&tracked), &mut out)?;
+        untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut out)?;
         return Ok(out);
     }
     let chunk = tracked.len().div_ceil(threads).max(1);
@@ -106,7 +107,7 @@ pub fn dirty_files(
             .collect();
         // Meanwhile, untracked files (this thread: the repository handle is not Sync).
         let mut untracked = Vec::new();
-        let walk = walk_untracked(repo, &root, prefix, &known_paths(&tracked), &mut untracked);
+        let walk = untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut untracked);
         let mut lost = false;
         for w in workers {
             match w.join() {
@@ -125,33 +126,9 @@ pub fn dirty_files(
     Ok(out)
 }
 
-/// Every tracked path and every folder holding one, borrowed from `tracked`.
-fn known_paths<'a>(tracked: &[Tracked<'a>]) -> HashSet<&'a str> {
-    let mut known: HashSet<&str> =
-        HashSet::with_capacity_and_hasher(tracked.len() + tracked.len() / 8, Default::default());
-    let mut last_dir: &str = "";
-    for t in tracked {
-        let rel = t.rel;
-        known.insert(rel);
-        let Some(slash) = t.slash else { continue };
-        let mut dir = &rel[..slash];
-        // The index is sorted: the files of one folder come together, so its folders were
-        // just inserted.
-        if dir == last_dir {
-            continue;
-        }
-        last_dir = dir;
-        loop {
-            if !known.insert(dir) {
-                break;
-            }
-            match dir.as_bytes().iter().rposition(|&b| b == b'/') {
-                Some(i) => dir = &dir[..i],
-                None => break,
-            }
-        }
-    }
-    known
+/// Every tracked path, for the untracked walk.
+fn known<'a>(tracked: &[Tracked<'a>]) -> untracked::Known<'a> {
+    untracked::Known::new(tracked.iter().map(|t| t.rel).collect())
 }
 
 /// A file's stat, as far as the index compares it.
@@ -283,58 +260,6 @@ fn stamp_mtime(m: &fs::Metadata) -> (i32, u32) {
     }
 }
 
-/// Untracked, not ignored files under `root` (recursing into untracked folders).
-fn walk_untracked(
-    repo: &Repository,
-    root: &Path,
-    prefix: &str,
-    known: &HashSet<&str>,
-    out: &mut Vec<Listed>,
-) -> Result<(), git2::Error> {
-    let mut stack = vec![String::new()];
-    // One buffer for each entry's path: only folders to enter and listed files are copied.
-    let mut rel = String::new();
-    while let Some(dir) = stack.pop() {
-        let abs = if dir.is_empty() { root.to_path_buf() } else { root.join(fsutil::name::to_path(&dir)) };
-        let Ok(rd) = fs::read_dir(&abs) else { continue };
-        for ent in rd.flatten() {
-            // A name that is not UTF-8 is listed mapped (`fsutil::name`), never left out.
-            let os_name = ent.file_name();
-            let name = fsutil::name::encode_os(&os_name);
-            if name == ".git" || (dir.is_empty() && name == ".walj") {
-                continue;
-            }
-            let Ok(ft) = ent.file_type() else { continue };
-            rel.clear();
-            if !dir.is_empty() {
-                rel.push_str(&dir);
-                rel.push('/');
-            }
-            rel.push_str(&name);
-            if ft.is_dir() {
-                if known.contains(rel.as_str()) {
-                    stack.push(rel.clone());
-                    continue;
-                }
-                // A nested repository is not part of this one.
-                if abs.join(&os_name).join(".git").exists() {
-                    continue;
-                }
-                if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}/")))? {
-                    continue;
-                }
-                stack.push(rel.clone());
-            } else if !known.contains(rel.as_str()) {
-                if repo.status_should_ignore(&fsutil::name::to_path(&format!("{prefix}{rel}")))? {
-                    continue;
-                }
-                out.push(Listed { rel: rel.clone(), deleted: false });
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::gitindex::tests::git;
@@ -365,7 +290,7 @@ mod tests {
         let repo = Repository::open(root).unwrap();
         let index = super::super::gitindex::read(&repo.path().join("index")).unwrap();
         let list = |threads| {
-            let mut v = dirty_files(&repo, &index, root, "", threads).unwrap();
+            let mut v = dirty_files(&repo, &index, root, "", threads, None).unwrap();
             v.sort_by(|a, b| a.rel.cmp(&b.rel));
             v
         };
