@@ -618,3 +618,57 @@ fn a_link_at_the_shared_index_copy_is_not_followed() {
     assert_eq!(fs::read(copies[0].path()).unwrap(), fs::read(root.join(".git/index")).unwrap());
     assert_eq!(fs::metadata(&outside).unwrap().modified().unwrap(), old, "the outside file was not touched");
 }
+
+/// The untracked cache (src/bashsnap/untracked.rs): once the folders are old enough to be
+/// trusted, unchanged ones are not read again, and yet a command's new file in an old
+/// folder, a new folder of files, a rewritten and a removed untracked file, a new nested
+/// repository and a `.gitignore` edit are each seen exactly as a full walk would see them.
+#[test]
+fn the_untracked_cache_misses_no_change_a_command_makes() {
+    let (_t, root) = repo(&[
+        ("src/a.txt", b"a\n"),
+        ("docs/b.txt", b"b\n"),
+        ("deep/x/y/z.txt", b"z\n"),
+        ("deep/.gitignore", b"*.tmp\n"),
+    ]);
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
+    fs::write(root.join("src/notes.txt"), b"n1\n").unwrap();
+    fs::write(root.join("deep/x/y/old.txt"), b"old\n").unwrap();
+    fs::write(root.join("deep/x/y/keep.tmp"), b"ignored\n").unwrap();
+    fs::create_dir_all(root.join("vendor/lib")).unwrap();
+    fs::write(root.join("vendor/lib/v.txt"), b"v\n").unwrap();
+    run_bash(&root, "toolu_first", "true");
+    // Folders changed within 2 s of a walk are read but not recorded.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    run_bash(&root, "toolu_warm", "true");
+    let cache = root.join(".walj/bash/untracked.cache");
+    let recorded: Value = serde_json::from_slice(&fs::read(&cache).unwrap()).unwrap();
+    let dirs = recorded["dirs"].as_object().unwrap();
+    for d in ["src", "deep/x/y", "vendor/lib"] {
+        assert!(dirs.contains_key(d), "{d} is recorded once it is old: {recorded:#}");
+    }
+    assert_eq!(children(&root, "toolu_warm").len(), 0, "nothing changed");
+
+    let command = "echo new > src/new.txt && mkdir -p gen/sub && echo g > gen/sub/g.txt \
+                   && echo n2 > src/notes.txt && rm deep/x/y/old.txt && echo t > deep/x/y/t.tmp \
+                   && mkdir -p vendor/lib/inner && git -C vendor/lib/inner init -q \
+                   && echo i > vendor/lib/inner/i.txt";
+    run_bash(&root, "toolu_change", command);
+    let kids = children(&root, "toolu_change");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["deep/x/y/old.txt", "gen/sub/g.txt", "src/new.txt", "src/notes.txt"], "{kids:#?}");
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "src/notes.txt").before).as_deref(), Some(&b"n1\n"[..]));
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "deep/x/y/old.txt").before).as_deref(), Some(&b"old\n"[..]));
+
+    // A `.gitignore` edit in an old folder makes what it stops ignoring below it visible,
+    // in folders whose own stat did not change: rewriting a file changes no folder, so only
+    // reading `deep/x/y` again finds the rewritten `t.tmp`. (`keep.tmp`, also no longer
+    // ignored but older than the command, is not the command's: a full walk says the same.)
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    run_bash(&root, "toolu_warm2", "true");
+    run_bash(&root, "toolu_unignore", "echo '*.log' > deep/.gitignore && echo t2 > deep/x/y/t.tmp");
+    let kids = children(&root, "toolu_unignore");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["deep/.gitignore", "deep/x/y/t.tmp"], "{kids:#?}");
+}
