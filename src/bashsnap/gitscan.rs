@@ -25,6 +25,12 @@ pub struct Listed {
     pub deleted: bool,
 }
 
+impl Listed {
+    fn untracked(rel: String) -> Listed {
+        Listed { rel, deleted: false }
+    }
+}
+
 /// Indexes with fewer entries are stat-ed on the calling thread (`threads` is then 1).
 pub const PARALLEL_MIN: usize = 256;
 
@@ -92,7 +98,9 @@ pub fn dirty_files(
     if threads == 1 {
         // No thread to start (about as long as stat-ing a few hundred files).
         let mut out = check_all(&root, &tracked, filemode);
-        untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut out)?;
+        let mut untracked = Vec::new();
+        untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut untracked)?;
+        out.extend(untracked.into_iter().map(Listed::untracked));
         return Ok(out);
     }
     let chunk = tracked.len().div_ceil(threads).max(1);
@@ -115,7 +123,7 @@ pub fn dirty_files(
                 Err(_) => lost = true,
             }
         }
-        out.extend(untracked);
+        out.extend(untracked.into_iter().map(Listed::untracked));
         if lost {
             // Never report a partial answer as complete: files would be missed.
             return Err(git2::Error::from_str("a stat worker panicked"));

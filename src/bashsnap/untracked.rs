@@ -34,7 +34,6 @@ use git2::Repository;
 use serde::{Deserialize, Serialize};
 
 use super::Stamp;
-use super::gitscan::Listed;
 use crate::fsutil;
 
 /// The cache format version.
@@ -196,7 +195,7 @@ pub fn walk(
     prefix: &str,
     known: &Known<'_>,
     cache: Option<&Cache>,
-    out: &mut Vec<Listed>,
+    out: &mut Vec<String>,
 ) -> Result<WalkStats, git2::Error> {
     let start = super::now_ns();
     let mut old = cache.map(|c| load(c, prefix)).unwrap_or_default();
@@ -232,7 +231,7 @@ pub fn walk(
             && f.gi == gi
         {
             stats.cached += 1;
-            out.extend(f.f.iter().map(|n| Listed { rel: join(&dir, n), deleted: false }));
+            out.extend(f.f.iter().map(|n| join(&dir, n)));
             stack.extend(f.d.iter().map(|n| (join(&dir, n), false)));
             if let Some(f) = recorded {
                 new.insert(dir, f);
@@ -270,7 +269,7 @@ fn read(
     under: &[&str],
     st: Option<Stamp>,
     gi: Option<Stamp>,
-    out: &mut Vec<Listed>,
+    out: &mut Vec<String>,
 ) -> Result<Option<Folder>, git2::Error> {
     let Ok(rd) = fs::read_dir(abs) else { return Ok(None) };
     let base = if dir.is_empty() { String::new() } else { format!("{dir}/") };
@@ -297,7 +296,7 @@ fn read(
             if repo.status_should_ignore(&fsutil::name::to_path(&rel))? {
                 continue;
             }
-            out.push(Listed { rel: format!("{base}{name}"), deleted: false });
+            out.push(format!("{base}{name}"));
             folder.f.push(name.into_owned());
         }
     }
@@ -404,8 +403,7 @@ mod tests {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let stats = walk(repo, root, "", &known, Some(cache), &mut a).unwrap();
         walk(repo, root, "", &known, None, &mut b).unwrap();
-        let names = |v: Vec<Listed>| {
-            let mut v: Vec<String> = v.into_iter().map(|l| l.rel).collect();
+        let names = |mut v: Vec<String>| {
             v.sort();
             v
         };
