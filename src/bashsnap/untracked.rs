@@ -11,9 +11,11 @@
 //!
 //! The contract, each part of which falls back to reading the folder:
 //! - **Trusted only when it cannot lie.** A folder changed less than `racy_ns` (2 s) before
-//!   the walk began is read and not recorded (a change in the same timestamp tick would not
-//!   show), and only on file systems known to keep folder times (Linux: ext4, xfs, btrfs,
-//!   tmpfs, f2fs, zfs, bcachefs; elsewhere no cache is used).
+//!   the walk began is read again at the next walk (a change in the same timestamp tick
+//!   would not show); its record then vouches only for its `.gitignore`, so the folders
+//!   below it keep theirs, unless that `.gitignore` is as new. Only on file systems known to
+//!   keep folder times (Linux: ext4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs; elsewhere no
+//!   cache is used).
 //! - **Same rules.** The cache names a fingerprint of what decides "untracked, not ignored":
 //!   the index's stat (a `git add` changes what is tracked), `info/exclude`, the global
 //!   excludes file, `core.ignorecase`, and the `.gitignore` of each folder above the walk's
@@ -141,6 +143,10 @@ struct Folder {
     /// Sub-folders walked (names): tracked ones and untracked ones not ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     d: Vec<String>,
+    /// The folder changed within `racy_ns` of the walk: its names are not trusted (it is read
+    /// again), only its `.gitignore`'s stat, so the folders below keep their records.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    racy: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -227,6 +233,7 @@ pub fn walk(
         let recorded = old.remove(&dir);
         if let (Some(st), Some(f)) = (st, recorded.as_ref())
             && !force
+            && !f.racy
             && f.st == st
             && f.gi == gi
         {
@@ -244,8 +251,11 @@ pub fn walk(
         let Some(folder) = read(repo, &abs, &dir, prefix, under, st, gi, out)? else { continue };
         stack.extend(folder.d.iter().map(|n| (join(&dir, n), rules_changed)));
         let Some(c) = cache else { continue };
-        if trusted(&folder.st, start, c.racy_ns) && folder.gi.as_ref().is_none_or(|g| trusted(g, start, c.racy_ns)) {
-            new.insert(dir, folder);
+        // A `.gitignore` changed just now is not trusted either: the folders below are then
+        // read in full next time (no record, so their rules count as changed).
+        if folder.gi.as_ref().is_none_or(|g| trusted(g, start, c.racy_ns)) {
+            let racy = !trusted(&folder.st, start, c.racy_ns);
+            new.insert(dir, Folder { racy, ..folder });
             changed = true;
         }
     }
@@ -273,7 +283,7 @@ fn read(
 ) -> Result<Option<Folder>, git2::Error> {
     let Ok(rd) = fs::read_dir(abs) else { return Ok(None) };
     let base = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-    let mut folder = Folder { st: st.unwrap_or_default(), gi, f: Vec::new(), d: Vec::new() };
+    let mut folder = Folder { st: st.unwrap_or_default(), gi, f: Vec::new(), d: Vec::new(), racy: false };
     for ent in rd.flatten() {
         // A name that is not UTF-8 is listed mapped (`fsutil::name`), never left out.
         let os_name = ent.file_name();
@@ -501,20 +511,42 @@ mod tests {
 
     /// A folder changed within the racy window is read every time, never recorded.
     #[test]
-    fn a_folder_changed_just_now_is_not_recorded() {
+    fn a_folder_changed_just_now_is_read_again_and_vouches_for_the_ones_below() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
+        if !keeps_folder_times(root) {
+            eprintln!("skipped: the temp dir's file system is not one the cache trusts");
+            return;
+        }
         git(root, &["init", "-q"]);
-        fs::write(root.join("u.txt"), "u").unwrap();
+        fs::create_dir_all(root.join("old/deeper")).unwrap();
+        fs::write(root.join("old/deeper/o.txt"), "o").unwrap();
+        fs::write(root.join(".gitignore"), "*.log\n").unwrap();
         let repo = Repository::open(root).unwrap();
         let keep = tempfile::tempdir().unwrap();
-        let cache = Cache { path: keep.path().join("untracked.cache"), fp: "x".into(), racy_ns: 60_000_000_000 };
+        let cache = Cache { path: keep.path().join("untracked.cache"), fp: "x".into(), racy_ns: 10_000_000 };
         let known = Known::new(Vec::new());
-        for _ in 0..2 {
+        tick();
+        let (_, s) = both(&repo, root, &cache);
+        assert_eq!(s, WalkStats { read: 3, cached: 0 });
+        // The root changes now and again: it is read each time, and the folders below it,
+        // which did not change, are not.
+        for i in 0..2 {
+            fs::write(root.join(format!("u{i}.txt")), "u").unwrap();
             let mut out = Vec::new();
             let s = walk(&repo, root, "", &known, Some(&cache), &mut out).unwrap();
-            assert_eq!(s, WalkStats { read: 1, cached: 0 });
-            assert_eq!(out.len(), 1);
+            assert_eq!(s, WalkStats { read: 1, cached: 2 }, "walk {i}");
+            out.sort();
+            let mut want: Vec<String> = (0..=i).map(|j| format!("u{j}.txt")).collect();
+            want.extend([".gitignore".into(), "old/deeper/o.txt".into()]);
+            want.sort();
+            assert_eq!(out, want);
         }
+        // A `.gitignore` changed just now vouches for nothing: the walk after reads all.
+        fs::write(root.join(".gitignore"), "*.txt\n").unwrap();
+        let (list, _) = both(&repo, root, &cache);
+        assert_eq!(list, [".gitignore"]);
+        let (_, s) = both(&repo, root, &cache);
+        assert_eq!(s.read, 3, "{s:?}");
     }
 }

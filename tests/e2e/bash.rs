@@ -165,3 +165,61 @@ fn a_session_killed_mid_bash_without_walj_is_rebuilt_from_its_transcript() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(sb.read("config/settings.json").as_deref(), Some("{\n  \"retries\": 3\n}\n"));
 }
+
+/// The untracked cache under the real CLI (src/bashsnap/untracked.rs): with no watcher and
+/// folders old enough to be trusted, a Bash call's new file in an old folder, its new folder
+/// of files, a rewritten and a removed untracked file are each journaled, as a full walk
+/// would journal them, and the cache was in use (it records the folders left alone).
+#[test]
+fn with_the_untracked_cache_a_real_bash_call_misses_nothing() {
+    let Some(bin) = claude::claude_or_skip("with_the_untracked_cache_a_real_bash_call_misses_nothing") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.write("src/lib.rs", "pub fn f() {}\n");
+    sb.write("docs/guide.md", "# guide\n");
+    sb.write("lib/untouched/x.rs", "// x\n");
+    sb.commit("initial");
+    sb.write("src/notes.txt", "notes v1\n");
+    sb.write("docs/old.txt", "old\n");
+    sb.write(".walj/config.toml", "[bash]\nwatcher = false\n");
+    // Folders changed within 2 s of a walk are read, not recorded.
+    std::thread::sleep(Duration::from_millis(2300));
+    let cmd = format!("{} hook", claude::sh_quote(walj_bin()));
+    let mut settings = claude::hooks_for_all_events(&cmd);
+    settings["hooks"].as_object_mut().unwrap().remove("Notification");
+    sb.settings(&settings);
+    let command = "echo new > src/new.rs && mkdir -p gen/out && echo g > gen/out/g.txt \
+                   && echo 'notes v2' > src/notes.txt && rm docs/old.txt";
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": "ls", "description": "Look"})),
+        Turn::tool("Bash", json!({"command": command, "description": "Make files"})),
+        Turn::text("Done."),
+    ]);
+    let out = claude::run(sb.claude_p(&bin, &mock, "Make the files"), SESSION_TIMEOUT);
+    assert!(out.status.success(), "{out:?}\n{}", mock.summary());
+    let errors = sb.project.join(".walj/errors.log");
+    assert!(!errors.exists(), "{:?}", fs::read_to_string(&errors));
+
+    let recs = records(&sb.project);
+    // The second turn's call.
+    let mut kids: Vec<&Record> = recs.iter().filter(|r| r.parent.as_deref() == Some("toolu_mock_1_0")).collect();
+    kids.sort_by(|a, b| a.path.cmp(&b.path));
+    let seen: Vec<(&str, &str)> = kids.iter().map(|r| (r.path.as_str(), r.event.as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("docs/old.txt", "file_deleted"),
+            ("gen/out/g.txt", "artifact_created"),
+            ("src/new.rs", "artifact_created"),
+            ("src/notes.txt", "file_modified"),
+        ],
+        "{recs:#?}"
+    );
+    let cache: Value =
+        serde_json::from_slice(&fs::read(sb.project.join(".walj/bash/untracked.cache")).unwrap()).unwrap();
+    let dirs = cache["dirs"].as_object().unwrap();
+    // The folders the command changed were read again and, changed just now, are to be read
+    // again next time; the ones it left alone are recorded.
+    assert!(dirs.contains_key("lib/untouched") && dirs["src"]["racy"] == json!(true), "{cache:#}");
+}
