@@ -41,7 +41,9 @@ const S_IFGITLINK: u32 = 0o160000;
 struct Tracked<'a> {
     /// Borrowed from the index entry (most files are only stat-ed).
     rel: &'a str,
-    /// Where `rel`'s last `/` is (`None`: a file at the top).
+    /// Where `rel`'s last `/` is (`None`: a file at the top); unix stats relative to the
+    /// open folder, elsewhere by the whole path.
+    #[cfg_attr(not(unix), allow(dead_code))]
     slash: Option<usize>,
     mtime: (i32, u32),
     ctime: (i32, u32),
