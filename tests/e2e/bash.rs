@@ -35,6 +35,14 @@ fn walj(sb: &Sandbox, args: &[&str]) -> std::process::Output {
         .expect("walj runs")
 }
 
+/// walj's hooks, as `walj install` writes them, with this build's binary.
+fn install_hooks(sb: &Sandbox) {
+    let cmd = format!("{} hook", claude::sh_quote(walj_bin()));
+    let mut settings = claude::hooks_for_all_events(&cmd);
+    settings["hooks"].as_object_mut().unwrap().remove("Notification");
+    sb.settings(&settings);
+}
+
 fn records(root: &Path) -> Vec<Record> {
     let mut v = Vec::new();
     scan_records(&root.join(".walj/journal.jsonl"), |_, r| v.push(r)).unwrap();
@@ -51,11 +59,7 @@ fn a_real_bash_call_becomes_child_entries_that_revert() {
     sb.write("b.txt", "b line\n");
     sb.write("c.txt", "move me\n");
     sb.commit("initial");
-    // walj's hooks, as `walj install` writes them, with this build's binary.
-    let cmd = format!("{} hook", claude::sh_quote(walj_bin()));
-    let mut settings = claude::hooks_for_all_events(&cmd);
-    settings["hooks"].as_object_mut().unwrap().remove("Notification");
-    sb.settings(&settings);
+    install_hooks(&sb);
     let command = "rm a.txt && sed -i 's/b line/B LINE/' b.txt && mv c.txt d.txt && echo new > e.txt";
     let mock = MockServer::start(vec![
         Turn::tool("Bash", json!({"command": command, "description": "Shuffle files"})),
@@ -185,10 +189,7 @@ fn with_the_untracked_cache_a_real_bash_call_misses_nothing() {
     sb.write(".walj/config.toml", "[bash]\nwatcher = false\n");
     // Folders changed within 2 s of a walk are read, not recorded.
     std::thread::sleep(Duration::from_millis(2300));
-    let cmd = format!("{} hook", claude::sh_quote(walj_bin()));
-    let mut settings = claude::hooks_for_all_events(&cmd);
-    settings["hooks"].as_object_mut().unwrap().remove("Notification");
-    sb.settings(&settings);
+    install_hooks(&sb);
     let command = "echo new > src/new.rs && mkdir -p gen/out && echo g > gen/out/g.txt \
                    && echo 'notes v2' > src/notes.txt && rm docs/old.txt";
     let mock = MockServer::start(vec![
