@@ -597,8 +597,11 @@ fn kill_9_mid_bash_leaves_exactly_the_unfinished_turn() {
     assert_eq!(recorded[0]["after"], json!(p.hash_object("run.log")));
     assert!(fs::read_dir(p.root().join(".walj/bash")).unwrap().flatten().all(|e| {
         let n = e.file_name().to_string_lossy().into_owned();
-        // The cache, index copies, and the copy of this index version kept for the next command.
-        n == "cache.json" || n.ends_with(".index") || (n.starts_with("index-") && n.ends_with(".last"))
+        // The caches, index copies, and the copy of this index version kept for the next command.
+        n == "cache.json"
+            || n == "untracked.cache"
+            || n.ends_with(".index")
+            || (n.starts_with("index-") && n.ends_with(".last"))
     }));
     let (_, text, _) = p.walj(&["recover"]);
     assert!(text.contains("sleep 60 # ") && text.contains("— 1 change since it started"), "{text}");
