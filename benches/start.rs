@@ -8,7 +8,8 @@
 //! the last 20 calls of a crashed session left unresolved, so the note has something to tell.
 //!
 //! Run: `cargo bench --bench start`. Env: `WALJ_BENCH_GB` (journal size, default 4),
-//! `WALJ_BENCH_RUNS` (later SessionStarts timed, default 20), `WALJ_BIN` (another walj).
+//! `WALJ_BENCH_RUNS` (later SessionStarts timed, default 20), `WALJ_BIN` (another walj),
+//! `WALJ_BENCH_KEEP` (keep the project, for profiling).
 //! Prints a Markdown table (also written to `$CARGO_TARGET_DIR/bench-start.md`).
 
 #![allow(clippy::unwrap_used, clippy::panic)] // bench code: a failed step is a failed run
@@ -159,6 +160,10 @@ fn main() {
     out.push_str(&format!("| first UserPromptSubmit after it ({}) | {:.0} ms | |\n", told(&prompt_out), ms(prompt)));
     out.push_str(&format!("| each later SessionStart (median of {runs}) | {:.1} ms | ≤ 50 ms |\n", ms(median(later))));
     print!("{out}");
+    if std::env::var_os("WALJ_BENCH_KEEP").is_some() {
+        // For profiling: the project outlives the bench.
+        eprintln!("project kept: {}", dir.keep().display());
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target"));
     let _ = fs::write(target.join("bench-start.md"), &out);
 }

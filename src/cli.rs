@@ -204,6 +204,13 @@ pub enum Command {
         after_help = "Examples:\n  walj watch --root . --observed .walj/observed.jsonl     # what a hook starts, detached"
     )]
     Watch(cmd::watch::WatchArgs),
+    /// (internal) Folds the journal into its snapshot and prints nothing, started detached by a
+    /// SessionStart whose fold ran out of time, so the next reader reads only what is left.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj fold --project .     # what a SessionStart starts, detached"
+    )]
+    Fold,
     /// (internal) The full scan after a turn that used the watcher, started detached by Stop.
     #[command(
         hide = true,
@@ -332,6 +339,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         | Command::Watch(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Reconcile(a) => cmd::watch::reconcile(&project, &a),
+        Command::Fold => cmd::recover::fold_cmd(&project),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),

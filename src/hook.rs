@@ -900,7 +900,7 @@ impl Ctx<'_> {
                     deferred::save(self.project, self.ev.session, Some(&start))?;
                     // Finishes the fold in the background (a reader writes the snapshot in
                     // steps), so the first prompt's fold reads only what is left.
-                    if let Err(e) = crate::retention::spawn_detached(self.project, &["status", "--json"]) {
+                    if let Err(e) = crate::retention::spawn_detached(self.project, &["fold"]) {
                         log_error(self.project, &format!("starting the fold's background reader: {e}"));
                     }
                     return Ok(None);

@@ -398,3 +398,16 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
         }
     }
 }
+
+/// `walj fold`: the fold every reader does (its snapshot written in steps, under the claim the
+/// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
+/// reads this detached process's output.
+pub fn fold_cmd(project: &Project) -> anyhow::Result<i32> {
+    if let Err(e) = Fold::load(&project.journal, &FoldOptions::default()) {
+        crate::fsutil::append_log(
+            &project.errors_log(),
+            &format!("folding {} in the background: {e}", project.journal.display()),
+        );
+    }
+    Ok(0)
+}

@@ -653,3 +653,24 @@ fn kill_9_loop_during_a_stepped_snapshot_loses_no_folded_work() {
     let through = snapshot::load(&journal, &FoldOptions::default(), u64::MAX).unwrap().unwrap();
     assert_eq!(view(&through), view(&full(&journal)));
 }
+
+/// `walj fold`, what a SessionStart out of time starts detached: it folds the journal into
+/// its snapshot to the end and prints nothing; where there is no journal it writes nothing.
+#[test]
+fn walj_fold_writes_the_snapshot_and_nothing_else() {
+    let repo = long_crashed_project(24 << 20);
+    let journal = repo.path(".walj/journal.jsonl");
+    let _ = fs::remove_file(repo.path(".walj/fold.snap"));
+    let len = fs::metadata(&journal).unwrap().len();
+    let out = crate::common::walj_at(&repo.root).arg("fold").output().unwrap();
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let at = header_offset(&journal).expect("a snapshot");
+    assert!(at + snapshot::WRITE_AFTER >= len, "snapshot at {at} of {len}");
+    assert_eq!(view(&cached(&journal)), view(&full(&journal)), "the snapshot folds the same");
+    assert!(!repo.path(".walj/errors.log").exists());
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = crate::common::walj_at(empty.path()).arg("fold").output().unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert_eq!(fs::read_dir(empty.path()).unwrap().count(), 0, "nothing written where there is no journal");
+}
