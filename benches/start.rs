@@ -106,14 +106,15 @@ fn journal(path: &Path, bytes: u64) -> u64 {
     lines
 }
 
-/// Whether a walj process of this project is still running (the detached fold reader).
+/// Whether a walj process of this project is still running the detached fold (`walj fold`;
+/// `walj status --json` in builds before it).
 fn reader_running(root: &Path) -> bool {
     let want = root.to_string_lossy().into_owned();
     let Ok(rd) = fs::read_dir("/proc") else { return false };
     rd.flatten().any(|e| {
         let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
         let args: Vec<String> = cmd.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        args.iter().any(|a| a == &want) && args.iter().any(|a| a == "status")
+        args.iter().any(|a| a == &want) && args.iter().any(|a| a == "fold" || a == "status")
     })
 }
 
