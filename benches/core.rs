@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{median, ms, time_stdin_prep, walj_bin};
+use common::{hook_payload, median, ms, time_stdin_prep, walj_bin};
 use walj::journal::{Blob, JournalWriter, Record, op};
 
 fn shared() -> PathBuf {
@@ -313,19 +313,6 @@ fn main() {
     let target = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target"));
     let _ = fs::create_dir_all(&target);
     let _ = fs::write(target.join("bench-core.md"), &out);
-}
-
-fn hook_payload(root: &Path, session: &str, event: &str) -> Vec<u8> {
-    serde_json::json!({
-        "session_id": session,
-        "transcript_path": root.join("no-transcript.jsonl"),
-        "cwd": root,
-        "hook_event_name": event,
-        "source": "startup",
-        "stop_hook_active": false,
-    })
-    .to_string()
-    .into_bytes()
 }
 
 /// Issue 14's rows: a file hook against a Rust binary that only reads the same stdin;

@@ -22,21 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, ms, walj_bin};
+use common::{hook_payload, median, ms, walj_bin};
 use walj::journal::{Blob, Record, op};
-
-fn payload(root: &Path, session: &str, event: &str) -> Vec<u8> {
-    serde_json::json!({
-        "session_id": session,
-        "transcript_path": root.join("no-transcript.jsonl"),
-        "cwd": root,
-        "hook_event_name": event,
-        "source": "startup",
-        "prompt": "go on",
-    })
-    .to_string()
-    .into_bytes()
-}
 
 /// One `walj hook` run: its wall time and what it printed.
 fn hook(root: &Path, input: &[u8]) -> (Duration, String) {
@@ -133,7 +120,7 @@ fn main() {
     let _ = Command::new("sync").status();
     std::thread::sleep(Duration::from_secs(2));
 
-    let start = payload(&root, "5e55e55e-bench-new", "SessionStart");
+    let start = hook_payload(&root, "5e55e55e-bench-new", "SessionStart");
     let (first, first_out) = hook(&root, &start);
     // The background reader the first start left, to its end.
     let t = Instant::now();
@@ -141,10 +128,10 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let background = t.elapsed();
-    let (prompt, prompt_out) = hook(&root, &payload(&root, "5e55e55e-bench-new", "UserPromptSubmit"));
+    let (prompt, prompt_out) = hook(&root, &hook_payload(&root, "5e55e55e-bench-new", "UserPromptSubmit"));
     let mut later = Vec::with_capacity(runs);
     for i in 0..runs {
-        let (d, _) = hook(&root, &payload(&root, &format!("5e55e55e-bench-later-{i}"), "SessionStart"));
+        let (d, _) = hook(&root, &hook_payload(&root, &format!("5e55e55e-bench-later-{i}"), "SessionStart"));
         later.push(d);
     }
     let told = |s: &str| if s.contains("0badc0de") || s.contains("unresolved") { "with the note" } else { "no note" };

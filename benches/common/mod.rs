@@ -45,3 +45,18 @@ pub fn time_stdin_prep(
     }
     median(times)
 }
+
+/// A Claude Code payload of a session-level event (SessionStart, Stop, UserPromptSubmit …).
+pub fn hook_payload(root: &std::path::Path, session: &str, event: &str) -> Vec<u8> {
+    serde_json::json!({
+        "session_id": session,
+        "transcript_path": root.join("no-transcript.jsonl"),
+        "cwd": root,
+        "hook_event_name": event,
+        "source": "startup",
+        "stop_hook_active": false,
+        "prompt": "go on",
+    })
+    .to_string()
+    .into_bytes()
+}
