@@ -5,9 +5,10 @@
 //! file, done one after the other. Here the tracked files are stat-ed by several threads
 //! against the index's stat cache, while the calling thread walks the folders for
 //! untracked files (asking libgit2's ignore rules only about names the index does not
-//! know; folders unchanged since an earlier walk are not read again: `untracked.rs`). The answer may contain files that are in fact clean (stat differs, content does
-//! not: `touch`, a racily clean entry); callers hash what is listed, so that costs a read,
-//! never a wrong result. It never misses a file whose stat differs from the index.
+//! know; folders unchanged since an earlier walk are not read again: `untracked.rs`). The
+//! answer may contain files that are in fact clean (stat differs, content does not:
+//! `touch`, a racily clean entry); callers hash what is listed, so that costs a read, never
+//! a wrong result. It never misses a file whose stat differs from the index.
 
 use std::fs;
 use std::path::Path;

@@ -51,7 +51,7 @@ pub struct Cache {
     pub racy_ns: i64,
 }
 
-/// What the walk did (for tests and `doctor`-style reports).
+/// What the walk did (its tests count it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct WalkStats {
     /// Folders read (`readdir`).
@@ -230,21 +230,16 @@ pub fn walk(
             },
             None => (None, None),
         };
-        let recorded = old.remove(&dir);
-        if let (Some(st), Some(f)) = (st, recorded.as_ref())
-            && !force
-            && !f.racy
-            && f.st == st
-            && f.gi == gi
-        {
-            stats.cached += 1;
-            out.extend(f.f.iter().map(|n| join(&dir, n)));
-            stack.extend(f.d.iter().map(|n| (join(&dir, n), false)));
-            if let Some(f) = recorded {
+        let recorded = match old.remove(&dir) {
+            Some(f) if !force && !f.racy && st == Some(f.st) && f.gi == gi => {
+                stats.cached += 1;
+                out.extend(f.f.iter().map(|n| join(&dir, n)));
+                stack.extend(f.d.iter().map(|n| (join(&dir, n), false)));
                 new.insert(dir, f);
+                continue;
             }
-            continue;
-        }
+            r => r,
+        };
         stats.read += 1;
         changed |= recorded.is_some();
         let rules_changed = force || recorded.as_ref().is_none_or(|f| f.gi != gi);
