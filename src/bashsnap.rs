@@ -268,30 +268,47 @@ pub fn observed_path(project: &Project) -> PathBuf {
 }
 
 /// Starts the checkout's watcher, detached, unless one holds its claim (a failure is logged:
-/// the snapshot falls back to a full scan).
-fn start_watcher(project: &Project, places: &crate::watch::Places) {
+/// the snapshot falls back to a full scan). `session`, the hook's own, is named on its command
+/// line: the new watcher notes that Claude Code's end even if no request of the session ever
+/// reaches it (a slow start under load, a session killed before its next hook).
+fn start_watcher(project: &Project, places: &crate::watch::Places, session: Option<&crate::watch::SessionRef>) {
     let Ok(exe) = std::env::current_exe() else { return };
     let observed = observed_path(project);
-    let args: [&std::ffi::OsStr; 5] =
-        ["watch".as_ref(), "--root".as_ref(), places.root.as_os_str(), "--observed".as_ref(), observed.as_os_str()];
+    let mut args: Vec<std::ffi::OsString> =
+        vec!["watch".into(), "--root".into(), places.root.clone().into(), "--observed".into(), observed.into()];
+    if let Some(s) = session {
+        args.push("--session".into());
+        args.push(format!("{}:{}:{}", s.id, s.pid, s.start).into());
+    }
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     if let Err(e) = crate::watch::spawn(places, &exe, &args) {
         crate::fsutil::append_log(&project.errors_log(), &format!("starting the watcher: {e}"));
     }
 }
 
 /// SessionStart: starts the checkout's watcher when it is on and none runs, so the first
-/// command finds it ready. Costs one `connect` when one runs.
-pub fn start_watch(project: &Project, cfg: &Config) {
+/// command finds it ready, and names the session's Claude Code process (`claude`: its pid and
+/// start) to it, so that its end is noted from the first moment: without that, a session
+/// whose first command's snapshot found no watcher listening yet (a slow start under load)
+/// and that was killed mid-command had no witness of its end, and its command's own changes
+/// read as made after Claude Code stopped. Costs one `connect` and one write when one runs.
+pub fn start_watch(project: &Project, cfg: &Config, session: &str, claude: Option<(u32, u64)>) {
     if !cfg.bash.snapshot || !cfg.bash.watcher {
         return;
     }
     let Some((workdir, _)) = crate::git::find(&project.root) else { return };
     let Ok(places) = crate::watch::Places::of(&workdir) else { return };
-    #[cfg(unix)]
-    if std::os::unix::net::UnixStream::connect(&places.socket).is_ok() {
-        return;
+    let session = claude.map(|(pid, start)| crate::watch::SessionRef { id: session.to_string(), pid, start });
+    let running = match &session {
+        Some(s) => crate::watch::register(&places, s.clone()).is_ok(),
+        #[cfg(unix)]
+        None => std::os::unix::net::UnixStream::connect(&places.socket).is_ok(),
+        #[cfg(not(unix))]
+        None => false,
+    };
+    if !running {
+        start_watcher(project, &places, session.as_ref());
     }
-    start_watcher(project, &places);
 }
 
 fn now_ns() -> i64 {
@@ -1194,7 +1211,10 @@ impl<'a> Tree<'a> {
             }
             Err(e) => {
                 if start && matches!(e, crate::watch::Why::NotRunning | crate::watch::Why::Stale(_)) {
-                    start_watcher(self.project, &places);
+                    let session = call.and_then(|c| {
+                        c.claude.map(|(pid, start)| crate::watch::SessionRef { id: c.session.to_string(), pid, start })
+                    });
+                    start_watcher(self.project, &places, session.as_ref());
                 }
                 why(&e.to_string())
             }

@@ -888,11 +888,12 @@ impl Ctx<'_> {
         }
         // A start still waiting (a second SessionStart before any prompt): it happened first.
         self.flush_deferred_start();
-        // The checkout's watcher of Bash snapshots, ready by the first command.
-        bashsnap::start_watch(self.project, &self.config().0);
+        let start = self.start_record();
+        // The checkout's watcher of Bash snapshots, ready by the first command, and told this
+        // session's Claude Code process (its end is then noted however slow the start).
+        bashsnap::start_watch(self.project, &self.config().0, self.ev.session, start.pid.zip(start.pstart));
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
-        let start = self.start_record();
         let fold = if self.ev.agent == Agent::ClaudeCode {
             match Fold::load_within(&self.project.journal, &opts, began + deferred::FOLD_BUDGET)? {
                 Some(fold) => fold,

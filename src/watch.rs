@@ -312,6 +312,42 @@ pub fn sync(
     }
 }
 
+/// Names `session` to the checkout's watcher (a `ping` carrying it), so that its Claude Code
+/// process's end is noted from now on, whether or not a Bash snapshot ever reaches the watcher.
+/// Writes the request and returns: the watcher's answer is not waited for.
+pub fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::net::UnixStream;
+        let stream = match UnixStream::connect(&places.socket) {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Why::NotRunning),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Err(Why::Stale(places.socket.clone())),
+            Err(e) => return Err(Why::Io(e.to_string())),
+        };
+        if peer_uid(&stream).is_some_and(|u| u != uid()) {
+            return Err(Why::OtherUser);
+        }
+        let req = Request {
+            op: "ping".into(),
+            cookie: None,
+            since: None,
+            session: Some(session),
+            root: Some(places.root.to_string_lossy().into_owned()),
+            flush: false,
+        };
+        let mut line = serde_json::to_vec(&req).map_err(|e| Why::Io(e.to_string()))?;
+        line.push(b'\n');
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+        (&stream).write_all(&line).map_err(|e| Why::Io(e.to_string()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (places, session);
+        Err(Why::Unsupported)
+    }
+}
+
 /// A barrier for a reader of the observer file: when it returns, every change the watcher took
 /// in before the cookie was written to the file ([`Request::flush`]). The answer's epoch names
 /// the watcher that answered.

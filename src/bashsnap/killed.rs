@@ -435,8 +435,8 @@ fn last_sign_of_life(all: &Fold, session: &str) -> Option<i64> {
 /// epoch; the lower bound of the moment), for the first end at or after `since`: read from its
 /// observer file ([`super::observed_path`]), never from the journal. The watcher writes the end
 /// the moment the process exits (its pidfd); when it was watching the session and the process
-/// is gone but the line is not there yet, this waits for it a little (at most 1.5 s, only at a
-/// killed command's first look). `None`: no watcher saw it end — the bound without a watcher
+/// is gone but the line is not there yet, this waits for it while the watcher lives (at most
+/// [`END_WAIT`], only at a killed command's first look). `None`: no watcher saw it end — the bound without a watcher
 /// ([`last_sign_of_life`]) stands.
 fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Option<i64> {
     let from = ms(since).unwrap_or(0);
@@ -472,15 +472,27 @@ fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Op
     if !gone {
         return None;
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
-    while std::time::Instant::now() < deadline {
+    // The watcher writes the end the moment its pidfd fires; on a loaded machine that can take
+    // a while. Waited for while the watcher lives (its claim is held), at most 5 s; a dead
+    // watcher writes nothing more.
+    let places = crate::git::find(&project.root).and_then(|(w, _)| crate::watch::Places::of(&w).ok());
+    let started = std::time::Instant::now();
+    while started.elapsed() < END_WAIT {
         std::thread::sleep(std::time::Duration::from_millis(50));
         if let (_, Some(e)) = read() {
             return Some(e);
         }
+        if started.elapsed() > std::time::Duration::from_millis(500)
+            && places.as_ref().is_none_or(|p| !crate::watch::claimed(p))
+        {
+            break;
+        }
     }
-    None
+    read().1
 }
+
+/// How long a killed command's first look waits for a living watcher to write its session's end.
+const END_WAIT: Duration = Duration::from_secs(5);
 
 /// The latest moment the checkout's watcher took in a change of each path (ms since the epoch,
 /// rounded up), when its observer file can be trusted for it: the watcher that answers now

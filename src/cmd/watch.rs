@@ -21,6 +21,21 @@ pub struct WatchArgs {
     /// Folders it watches at most (lowers the system's watch limit; tests).
     #[arg(long, env = "WALJ_WATCH_MAX_DIRS")]
     pub max_dirs: Option<usize>,
+    /// A session whose Claude Code process it observes from its first moment, as
+    /// `ID:PID:START` (the hook that starts it names its own session: its end is noted even
+    /// when no request ever reached the new watcher).
+    #[arg(long, value_name = "ID:PID:START", value_parser = parse_session)]
+    pub session: Vec<crate::watch::SessionRef>,
+}
+
+/// `ID:PID:START` (the id may itself hold colons: the last two fields are the numbers).
+fn parse_session(s: &str) -> Result<crate::watch::SessionRef, String> {
+    let bad = || format!("{s:?}: expected ID:PID:START");
+    let mut it = s.rsplitn(3, ':');
+    let start = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+    let pid = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+    let id = it.next().filter(|x| !x.is_empty()).ok_or_else(bad)?;
+    Ok(crate::watch::SessionRef { id: id.to_string(), pid, start })
 }
 
 /// Runs the watcher until its lifetime ends (exit 0 also when another one holds the checkout).
@@ -32,6 +47,7 @@ pub fn watch(a: &WatchArgs) -> anyhow::Result<i32> {
             observed: a.observed.clone(),
             linger: Duration::from_secs(a.linger),
             max_dirs: a.max_dirs.unwrap_or(usize::MAX),
+            sessions: a.session.clone(),
         };
         crate::watch::server::run(&opts)?;
         Ok(0)

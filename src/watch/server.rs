@@ -14,8 +14,9 @@
 //!   floor gets a doubt, never a partial list. Over the watch limit (a real `ENOSPC`, or
 //!   `WALJ_WATCH_MAX_DIRS` folders in a test) it keeps running and answers every request with
 //!   that doubt, so hooks do not start it again and again.
-//! - **Live observer.** Each session a request names (its Claude Code pid and start time) is
-//!   polled every second; when its process is gone the time is written, with every change's
+//! - **Live observer.** Each session a request names (its Claude Code pid and start time), or
+//!   the hook that started it named (`--session`), is watched through its pidfd (polled every
+//!   second where there is none); when its process is gone the time is written, with every change's
 //!   time, to the observer file (JSON lines, docs/architecture.md "The watcher's observer
 //!   file"), never to the journal.
 //! - **Lifetime.** One per checkout (the claim file). It exits once no named session has been
@@ -51,6 +52,10 @@ pub struct Options {
     pub linger: Duration,
     /// Folders it watches at most (the watch limit; `usize::MAX`: the system's).
     pub max_dirs: usize,
+    /// Sessions observed from the start (named by the hook that started it), before any
+    /// request: a session whose first requests found no watcher listening yet still has its
+    /// end noted.
+    pub sessions: Vec<SessionRef>,
 }
 
 enum Msg {
@@ -104,6 +109,9 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     });
     let mut st = State::new(&places, opts, watcher);
     st.end_tx = Some(end_tx);
+    for s in &opts.sessions {
+        st.session(s);
+    }
     st.observe(&serde_json::json!({"ev": "start", "epoch": st.epoch, "pid": std::process::id()}));
     let root = places.root.clone();
     st.crawl(&root, false);

@@ -118,9 +118,16 @@ fn normalized(sb: &Sandbox, sid: &str) -> Vec<String> {
     let key: String = project.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     /// Times, ids (Claude Code's prompt ids too), pids, crcs, durations: different in every run.
     const VOLATILE: &[&str] = &["ts", "crc", "pid", "pstart", "id", "sid", "action", "parent", "ms", "prompt_id"];
+    /// How a Bash snapshot looked at the tree (through the watcher, or why a full scan): it
+    /// depends on how soon the watcher SessionStart started was listening, not on what the
+    /// session did. Compared apart ([`assert_snapshot_said_how`]), not as part of the records.
+    const HOW_CAPTURED: &[&str] = &["watch", "watch_pre"];
     fn blank(v: &mut Value) {
         match v {
             Value::Object(o) => {
+                if let Some(Value::Object(snap)) = o.get_mut("snapshot") {
+                    snap.retain(|k, _| !HOW_CAPTURED.contains(&k.as_str()));
+                }
                 for (k, x) in o.iter_mut() {
                     if VOLATILE.contains(&k.as_str()) {
                         *x = json!("<volatile>");
@@ -143,6 +150,18 @@ fn normalized(sb: &Sandbox, sid: &str) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// Asserts the session's Bash record says how its snapshot looked at the tree: through the
+/// watcher, or the reason it was a full scan (never silent).
+fn assert_snapshot_said_how(sb: &Sandbox) {
+    let j = journal(sb);
+    let snaps: Vec<&Value> = j.iter().filter_map(|r| r.get("snapshot")).collect();
+    assert!(!snaps.is_empty(), "no Bash snapshot summary:\n{}", journal_text(sb));
+    for s in snaps {
+        let how = s["watch"].as_str().unwrap_or_default();
+        assert!(!how.is_empty(), "a snapshot that does not say how it looked: {s}");
+    }
 }
 
 /// Asserts the session's Write and Edit each have an intent and an applied record with the
@@ -239,6 +258,8 @@ fn plugin_dir_alone_journals_a_session_like_walj_install() {
     assert_journaled(&sb, &sid);
     assert_no_hook_error(&sb, &sid);
 
+    assert_snapshot_said_how(&sb_i);
+    assert_snapshot_said_how(&sb);
     let (want, got) = (normalized(&sb_i, &sid_i), normalized(&sb, &sid));
     assert_eq!(
         got,

@@ -597,3 +597,124 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
     assert!(of("notes.txt")["end_seen"].as_str().is_some(), "when the watcher saw Claude Code end: {kids:?}");
     assert_eq!(kids.len(), 2, "{kids:?}");
 }
+
+/// A session whose first command found no watcher listening (a slow start on a loaded machine,
+/// or a watcher that died: the socket is stale) and that was killed mid-command: the watcher
+/// the command's PreToolUse starts must still note when that Claude Code ended, or the
+/// command's own change, made while Claude Code lived, reads as "made after Claude Code
+/// stopped" and `revert --session` leaves it out. Deterministic: the test kills the watcher
+/// between SessionStart and the command's PreToolUse, and moves the fake Claude Code on
+/// through files.
+#[test]
+fn a_command_whose_snapshot_found_a_stale_socket_keeps_its_change_when_claude_code_is_killed() {
+    let w = W::new(&[("a.txt", "old\n")]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("start.json"), w.payload("SessionStart", "").to_string()).unwrap();
+    fs::write(d.join("pre.json"), w.payload("PreToolUse", "toolu_sed").to_string()).unwrap();
+    // Its Claude Code: `timeout` (the nearest non-shell ancestor of each hook), which runs
+    // SessionStart, waits, runs the command's PreToolUse, waits, then ends (no Post: killed).
+    let script = r#"
+        w() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }
+        "$WALJ" --project "$ROOT" hook < "$D/start.json" > /dev/null; touch "$D/started"; w go1
+        "$WALJ" --project "$ROOT" hook < "$D/pre.json" > /dev/null; touch "$D/pre-done"; w go2
+    "#;
+    let mut claude = Command::new("timeout")
+        .args(["60", "sh", "-c", script])
+        .env("WALJ", walj_bin())
+        .env("ROOT", w.root())
+        .env("D", d)
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .spawn()
+        .unwrap();
+    let wait_for = |name: &str| {
+        let t = Instant::now();
+        while !d.join(name).exists() {
+            assert!(t.elapsed() < Duration::from_secs(20), "the fake Claude Code never got to {name}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_for("started");
+    // The watcher SessionStart started dies: its socket stays, nobody listens.
+    let first = w.wait_ready();
+    kill(first, "-9");
+    assert!(w.socket().exists(), "a killed watcher leaves its socket");
+    fs::write(d.join("go1"), "").unwrap();
+    wait_for("pre-done");
+    // The PreToolUse found the stale socket (a full scan) and started a new watcher.
+    let second = w.wait_ready();
+    assert_ne!(first, second);
+    // The command's change, while its Claude Code lives; then Claude Code is killed.
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(w.root().join("a.txt"), "new\n").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(d.join("go2"), "").unwrap();
+    assert!(claude.wait().unwrap().success());
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_sed")).collect();
+    assert_eq!(kids.len(), 1, "{kids:?}");
+    assert_eq!(kids[0]["path"], json!("a.txt"), "{kids:?}");
+    assert!(
+        kids[0].get("attribution").is_none(),
+        "made while its Claude Code lived, and the new watcher saw it end: the command's: {kids:?}\nobserved: {}",
+        fs::read_to_string(w.root().join(".walj/observed.jsonl")).unwrap_or_default()
+    );
+}
+
+/// SessionStart names the session's Claude Code to the watcher, whether it starts the watcher
+/// (on its command line) or finds one running (a `ping` carrying the session): a session whose
+/// Bash snapshots never reach the watcher (its first command's snapshot came before the
+/// watcher listened, under load) still has its end noted.
+#[test]
+fn session_start_names_its_claude_code_to_the_watcher_it_starts_or_finds() {
+    let w = W::new(&[("a.txt", "a\n")]);
+    let obs = w.root().join(".walj/observed.jsonl");
+    let ended = |session: &str| {
+        fs::read_to_string(&obs)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|l| l["ev"] == json!("end") && l["session"] == json!(session) && l["ns"].as_i64().is_some())
+    };
+    for (n, session) in ["5e551011-first-start", "5e551011-second-start"].into_iter().enumerate() {
+        let mut p = w.payload("SessionStart", "");
+        p["session_id"] = json!(session);
+        // Its Claude Code: `timeout`, which lives on a moment after SessionStart, then ends.
+        let mut child = Command::new("timeout")
+            .args(["20", "sh", "-c", "\"$0\" --project \"$1\" hook > /dev/null; sleep 0.5"])
+            .arg(walj_bin())
+            .arg(w.root())
+            .current_dir(w.root())
+            .env("WALJ_RUNTIME_DIR", w.rt.path())
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("WALJ_JOURNAL")
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(p.to_string().as_bytes()).unwrap();
+        if n == 1 {
+            // The first session's watcher runs on (it lingers): this one is told by a ping.
+            assert!(w.socket().exists());
+        }
+        assert!(child.wait().unwrap().success());
+        let t = Instant::now();
+        while !ended(session) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the watcher never noted the end of {session}: {}",
+                fs::read_to_string(&obs).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        w.wait_ready();
+    }
+}
