@@ -118,6 +118,8 @@ pub mod doubt {
     pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
     pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
     pub const TOO_MANY: &str = "too many changes to keep";
+    /// A watcher outside git: it watches no folder, only sessions' Claude Code processes.
+    pub const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
 }
 
 /// The name prefix of cookie files in `.walj/`.

@@ -56,6 +56,12 @@ pub struct Options {
     /// request: a session whose first requests found no watcher listening yet still has its
     /// end noted.
     pub sessions: Vec<SessionRef>,
+    /// Outside git: no folder is watched (a tree of any size costs nothing and takes none of
+    /// the user's inotify watches); only the named sessions' processes are observed, so a
+    /// killed command's changes can be dated against its Claude Code's end. Every request is
+    /// answered with a doubt ([`doubt::PROCESSES_ONLY`]); it leaves when the folder becomes a
+    /// checkout (`.git` appears), so a full watcher can take its place.
+    pub processes_only: bool,
 }
 
 enum Msg {
@@ -114,7 +120,11 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     }
     st.observe(&serde_json::json!({"ev": "start", "epoch": st.epoch, "pid": std::process::id()}));
     let root = places.root.clone();
-    st.crawl(&root, false);
+    if opts.processes_only {
+        st.degraded = Some(doubt::PROCESSES_ONLY);
+    } else {
+        st.crawl(&root, false);
+    }
     st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
     let mut last_tick = Instant::now();
     loop {
@@ -127,7 +137,8 @@ pub fn run(opts: &Options) -> io::Result<bool> {
         }
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
-            if !st.tick() || socket_ino(&places.socket) != sock_ino || !places.root.is_dir() {
+            let became_checkout = opts.processes_only && fs::symlink_metadata(places.root.join(".git")).is_ok();
+            if !st.tick() || socket_ino(&places.socket) != sock_ino || !places.root.is_dir() || became_checkout {
                 break;
             }
         }
@@ -428,6 +439,8 @@ impl State {
             return;
         }
         match (req.op.as_str(), req.cookie) {
+            // Nothing is watched: no cookie will come; the answer is the doubt at once.
+            ("sync", Some(_)) if self.degraded == Some(doubt::PROCESSES_ONLY) => self.reply(stream, None),
             ("sync", Some(cookie)) => {
                 if self.seen.remove(&cookie).is_some() {
                     if req.flush {

@@ -718,3 +718,91 @@ fn session_start_names_its_claude_code_to_the_watcher_it_starts_or_finds() {
         w.wait_ready();
     }
 }
+
+/// Outside git the watcher observes processes only (no folder watched): a command killed with
+/// its Claude Code in a plain folder keeps the change it made while Claude Code lived, rather
+/// than reading as made after Claude Code stopped (and being left out of `revert --session`).
+#[test]
+fn outside_git_a_killed_commands_change_made_while_claude_code_lived_is_the_commands() {
+    let rt = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let proj = tempfile::tempdir().unwrap();
+    let root = proj.path().canonicalize().unwrap();
+    fs::write(root.join("notes.md"), "draft\n").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let payload = |event: &str| {
+        json!({
+            "hook_event_name": event, "session_id": SESSION, "transcript_path": "/tmp/none.jsonl",
+            "cwd": root, "tool_name": "Bash", "tool_use_id": "toolu_edit",
+            "tool_input": {"command": "sed -i s/draft/final/ notes.md && sleep 60", "description": "test"},
+            "source": "startup",
+        })
+    };
+    fs::write(d.join("start.json"), payload("SessionStart").to_string()).unwrap();
+    fs::write(d.join("pre.json"), payload("PreToolUse").to_string()).unwrap();
+    let script = r#"
+        w() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }
+        "$WALJ" --project "$ROOT" hook < "$D/start.json" > /dev/null
+        "$WALJ" --project "$ROOT" hook < "$D/pre.json" > /dev/null; touch "$D/pre-done"; w go
+    "#;
+    let mut claude = Command::new("timeout")
+        .args(["60", "sh", "-c", script])
+        .env("WALJ", walj_bin())
+        .env("ROOT", &root)
+        .env("D", d)
+        .current_dir(&root)
+        .env("WALJ_RUNTIME_DIR", rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !d.join("pre-done").exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "the fake Claude Code never ran its PreToolUse");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The observer knows the session before the command writes.
+    let obs = root.join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"session\"") {
+        assert!(t.elapsed() < Duration::from_secs(20), "no watcher observes the session outside git");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(root.join("notes.md"), "final\n").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(d.join("go"), "").unwrap();
+    assert!(claude.wait().unwrap().success());
+
+    let out =
+        crate::common::walj_at(&root).args(["recover", "--json"]).env("WALJ_RUNTIME_DIR", rt.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+    let kids: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["parent"] == json!("toolu_edit"))
+        .collect();
+    assert_eq!(kids.len(), 1, "{text}");
+    assert_eq!(kids[0]["path"], json!("notes.md"), "{kids:?}");
+    assert!(
+        kids[0].get("attribution").is_none(),
+        "made while Claude Code lived: the command's: {kids:?}\nobserved: {}",
+        fs::read_to_string(&obs).unwrap_or_default()
+    );
+    // The watcher watched no folder there.
+    let ready = fs::read_to_string(&obs).unwrap_or_default();
+    assert!(ready.contains("\"ev\":\"ready\",\"dirs\":0"), "{ready}");
+    // `revert --session` restores it without --force.
+    let out = crate::common::walj_at(&root)
+        .args(["revert", "--session", SESSION, "--yes"])
+        .env("WALJ_RUNTIME_DIR", rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::read_to_string(root.join("notes.md")).unwrap(), "draft\n");
+}
