@@ -27,7 +27,7 @@ impl Fold {
         let rel = rel.trim_matches('/');
         let mut clashes = Vec::new();
         for mut e in other.entries {
-            if self.by_id.contains_key(&e.id) {
+            if self.by_id.get(&self.entries, &e.session, &e.id).is_some() {
                 clashes.push(e.id);
                 continue;
             }
@@ -35,7 +35,7 @@ impl Fold {
                 e.path = format!("{rel}/{}", e.path);
             }
             e.legacy = Some(rel.to_string());
-            self.by_id.insert(e.id.clone(), self.entries.len());
+            self.by_id.insert(&e.id, self.entries.len());
             self.entries.push(e);
         }
         for mut s in other.sessions {
