@@ -693,3 +693,26 @@ fn links_planted_at_the_observer_file_and_the_bash_cache_are_never_written_throu
     let d = w.doctor();
     assert!(d.contains("link(s) in") && d.contains("observed.jsonl") && d.contains(".walj/bash"), "{d}");
 }
+
+/// A runtime folder this user cannot use (open to others; another user's, where the test may
+/// chown): `walj doctor` says the watcher cannot run, why, and what that costs.
+#[test]
+fn doctor_says_when_the_runtime_folder_is_not_usable() {
+    use std::os::unix::fs::PermissionsExt;
+    let rt = tempfile::tempdir().unwrap();
+    fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let w = W::with_rt(Repo::new(&[("a.txt", "v\n")]), Arc::new(rt));
+    let d = w.doctor();
+    assert!(d.contains("the watcher cannot run") && d.contains("not private to this user"), "{d}");
+    assert!(d.contains("every Bash snapshot is a full scan"), "{d}");
+    // Another user's folder (only root can make one here).
+    if rustix::process::getuid().is_root() {
+        fs::set_permissions(w.rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(w.rt.path(), Some(65534), Some(65534)).unwrap();
+        let d = w.doctor();
+        assert!(d.contains("the watcher cannot run") && d.contains("belongs to another user"), "{d}");
+    }
+    // A usable one: no such finding.
+    let ok = W::new(&[("a.txt", "v\n")]);
+    assert!(!ok.doctor().contains("the watcher cannot run"));
+}
