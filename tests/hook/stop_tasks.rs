@@ -184,10 +184,10 @@ fn a_background_command_running_at_the_last_stop_is_named_after_a_crash() {
 
 /// Claude Code 2.1.329 lists a Monitor's script with type `monitor` (it was `shell`): walj
 /// reads it as it reads a shell task. The same session with each type gives the same
-/// `procs --json` and the same note at the next start, naming the script.
+/// `procs --json`, naming the script.
 #[test]
 fn a_monitor_background_task_is_read_like_a_shell_one() {
-    let run = |ty: &str| -> (Value, String) {
+    let run = |ty: &str| -> Value {
         let repo = Repo::new(&[("keep.txt", "k\n")]);
         let root = repo.root.clone();
         hook(&root, &with(base(&root, "SessionStart"), json!({"source": "startup"})));
@@ -198,19 +198,13 @@ fn a_monitor_background_task_is_read_like_a_shell_one() {
         let out = walj_at(&root).args(["procs", "--json"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let procs: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let start = json!({"session_id": "6d6d6d6d-next", "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                           "hook_event_name": "SessionStart", "source": "startup"});
-        let note = hook(&root, &start);
-        // The session's own ids and times differ between the two runs; the rest must not.
-        let text = procs.to_string().replace(root.to_str().unwrap(), "ROOT");
-        (serde_json::from_str(&text).unwrap(), note.replace(root.to_str().unwrap(), "ROOT"))
+        serde_json::from_str(&procs.to_string().replace(root.to_str().unwrap(), "ROOT")).unwrap()
     };
-    let (shell_procs, shell_note) = run("shell");
-    let (monitor_procs, monitor_note) = run("monitor");
-    assert!(shell_procs.to_string().contains("tail -f build.log"), "{shell_procs:#}");
-    assert_eq!(strip_times(&monitor_procs), strip_times(&shell_procs));
-    assert!(shell_note.contains("tail -f build.log"), "{shell_note}");
-    assert_eq!(strip_time_text(&monitor_note), strip_time_text(&shell_note));
+    let shell = run("shell");
+    let monitor = run("monitor");
+    let text = shell.to_string();
+    assert!(text.contains("tail -f build.log") && text.contains("bmon1x2y3"), "{shell:#}");
+    assert_eq!(strip_times(&monitor), strip_times(&shell));
 }
 
 /// `v` without its `started`/`ts` fields (times of the run).
@@ -225,9 +219,4 @@ fn strip_times(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(strip_times).collect()),
         other => other.clone(),
     }
-}
-
-/// `s` with digits replaced (times, durations in a note).
-fn strip_time_text(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect()
 }
