@@ -846,6 +846,9 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
         bail!("{}: cannot encrypt the bundle; nothing was written", crate::crypt::CryptError::Unsupported);
     }
     let state = SessionState::load(project, sid)?;
+    // The bundle can be written (its folder exists and takes a file) before anything is
+    // copied into the store: a failed export writes nothing.
+    drop(crate::fsutil::stage(output, b"", Some(0o600)).with_context(|| format!("cannot write {}", output.display()))?);
     catch_up(project, &state);
     let protection = if !recipients.is_empty() {
         Protection::Recipients(recipients)

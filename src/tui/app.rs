@@ -398,10 +398,10 @@ impl App {
 
     /// The other machine's journal an entry belongs to (None: this checkout's).
     pub fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
-        if self.fold.entry(&e.id).is_some() {
+        if self.fold.entry_in(&e.session, &e.id).is_some() {
             return None;
         }
-        self.sync.remotes.iter().find(|r| r.fold.entry(&e.id).is_some())
+        self.sync.remotes.iter().find(|r| r.fold.entry_in(&e.session, &e.id).is_some())
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
@@ -1145,7 +1145,7 @@ impl App {
         let plans: Vec<_> = match crate::session::legacy::acting_journal(&self.project, &self.fold, &ids) {
             Some((old, fold)) => open
                 .iter()
-                .map(|e| match fold.entry(&e.id) {
+                .map(|e| match fold.entry_in(&e.session, &e.id) {
                     Some(own) => triage::plan_revert(&old, &fold, own),
                     None => triage::plan_revert(&self.project, &self.fold, e),
                 })
