@@ -928,6 +928,9 @@ impl Ctx<'_> {
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
         }
+        if let Some(root) = std::env::var_os(crate::plugin::CLAUDE_ROOT_ENV).filter(|v| !v.is_empty()) {
+            r = r.with(key::PLUGIN_ROOT, root.to_string_lossy().into_owned());
+        }
         r
     }
 
