@@ -6,7 +6,8 @@
 //! In each route, while the session hangs in a Bash `sleep`: `walj sessions list` says `live`
 //! and `walj revert --all --dry-run` offers none of its entries (it says it left them out);
 //! after `kill -9` of Claude Code the session is `crashed`; a session that exits normally is
-//! `ended`.
+//! `ended`; `walj doctor`, run from the user's shell, finds the route and advises no second
+//! install.
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
@@ -249,6 +250,23 @@ fn liveness_through(route: Route, test: &str) {
     }
     assert_eq!(state(&sb, &sid2), "ended", "{route:?}\n{}", journal_text(&sb));
     assert_eq!(fs::read_to_string(sb.project.join(".walj/errors.log")).unwrap_or_default(), "", "{route:?}");
+
+    // `walj doctor` from the user's shell (the route's PATH) knows the route: not broken, no
+    // second install advised.
+    let o = Command::new(walj_bin())
+        .arg("doctor")
+        .current_dir(&sb.project)
+        .env_clear()
+        .env("PATH", &setup.path)
+        .env("HOME", &sb.home)
+        .env("TMPDIR", &sb.tmp)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.code().is_some_and(|c| c < 2), "{route:?}: doctor: {o:?}\n{text}");
+    assert!(!text.contains("run `walj install`") && !text.contains("installed twice"), "{route:?}: {text}");
 }
 
 #[test]
