@@ -201,7 +201,12 @@ mod imp {
             .map(|f| f.strip_suffix(" (deleted)").map(str::to_string).unwrap_or(f));
         let args = exe.as_deref().filter(|e| is_node(e)).and_then(|_| {
             let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            Some(raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+            Some(
+                raw.split(|&b| b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect(),
+            )
         });
         Some(Hop { name, exe, args, ppid, start })
     }
@@ -686,7 +691,13 @@ mod portable_tests {
                     700,
                 ),
                 60 => h("sh", "bash", None, 50, 600),
-                50 => h("claude", "node", args(&["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"]), 1, 500),
+                50 => h(
+                    "claude",
+                    "node",
+                    args(&["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"]),
+                    1,
+                    500,
+                ),
                 // A program called `sh` that is not a shell: the agent.
                 30 => h("sh", "my-agent", None, 1, 300),
                 _ => None,
