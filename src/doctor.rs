@@ -822,7 +822,7 @@ fn recorded_plugin(project: &Project, disabled: &[PathBuf], plugins: &mut Vec<Pl
     let shown = crate::present::text::safe(&root.display().to_string()).into_owned();
     if !crate::plugin::is_walj_plugin(&root) {
         return vec![DoctorFinding::new(
-            Level::Warn,
+            Level::Info,
             check::PLUGIN,
             format!(
                 "the latest session ({session}, {ts}) was journaled by the plugin folder {shown}, which holds no walj \

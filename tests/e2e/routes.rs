@@ -7,7 +7,7 @@
 //! and `walj revert --all --dry-run` offers none of its entries (it says it left them out);
 //! after `kill -9` of Claude Code the session is `crashed`; a session that exits normally is
 //! `ended`; `walj doctor`, run from the user's shell, finds the route and advises no second
-//! install.
+//! install. `WALJ_E2E_LOAD=N` runs N busy loops meanwhile (the states must not depend on timing).
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
@@ -174,11 +174,43 @@ fn records(sb: &Sandbox) -> Vec<Value> {
     journal_text(sb).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
+/// Busy loops that load the machine while a route is checked (`WALJ_E2E_LOAD=N`: N of them,
+/// default none), killed on drop. The states must not depend on timing.
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    fn from_env() -> Load {
+        let n: usize = std::env::var("WALJ_E2E_LOAD").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        Load(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// The whole check of one route.
 fn liveness_through(route: Route, test: &str) {
     let Some(bin) = claude::claude_or_skip(test) else {
         return;
     };
+    let _load = Load::from_env();
     let sb = Sandbox::new();
     sb.write("src/main.rs", "fn main() {}\n");
     sb.commit("initial");

@@ -438,6 +438,14 @@ fn doctor_finds_the_plugin_dir_plugin_that_journaled_the_latest_session() {
     let (_, out) = w.doctor(&w.walj_path(), &[]);
     assert!(!out.contains("journaled the latest session"), "{out}");
     assert!(!out.contains("installed twice"), "{out}");
+
+    // Another plugin's folder in the environment (leaked into a nested session) is not recorded.
+    let other = w.repo.tmp.join("other-plugin");
+    w.write_json(&other.join(".claude-plugin/plugin.json"), &json!({"name": "other"}));
+    start_session(&walj_bin(), Some(&other), "91d91e00-0000-4000-8000-000000000003");
+    let start = w.repo.records().into_iter().rev().find(|r| r["kind"] == "start").unwrap();
+    assert_eq!(start["session"], "91d91e00-0000-4000-8000-000000000003");
+    assert!(start.get("plugin_root").is_none(), "{start}");
 }
 
 /// A fresh clone holds only the committed settings.json: sessions started in a subfolder run
