@@ -240,11 +240,11 @@ fn plugin_dir_alone_journals_a_session_like_walj_install() {
     let mut cmd = sb.claude_p(&bin, &mock, "Add a server");
     cmd.env("PATH", path_without_walj()).arg("--plugin-dir").arg(&plugin_dir);
     let sid = session(&sb, cmd, &mock);
+    let start = journal(&sb).into_iter().find(|r| r["kind"] == "start").expect("a start record");
+    assert_eq!(start["plugin_root"], json!(plugin_dir), "the start names the plugin folder: {start}");
     assert_journaled(&sb, &sid);
     assert_no_hook_error(&sb, &sid);
 
-    let start = journal(&sb).into_iter().find(|r| r["kind"] == "start").expect("a start record");
-    assert_eq!(start["plugin_root"], json!(plugin_dir), "the start names the plugin folder: {start}");
     let (want, got) = (normalized(&sb_i, &sid_i), normalized(&sb, &sid));
     assert_eq!(
         got,
