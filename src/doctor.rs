@@ -948,7 +948,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     if plugins.is_empty() {
         where_.push_str(
             " nor as an enabled plugin (a plugin loaded with `claude --plugin-dir DIR` cannot be seen from here: \
-             check it with `walj doctor --plugin-dir DIR`)",
+             check it with `walj doctor --plugin-dir DIR`; it is seen once it has journaled a session here. If \
+             Claude Code loads walj that way, do not also run `walj install`: every event would be journaled twice)",
         );
     }
     findings.extend(check_sources(&sources, command, &where_, Some(&resolved)));

@@ -376,6 +376,7 @@ fn a_plugin_dir_cannot_be_seen_so_doctor_says_so_and_takes_it_as_an_argument() {
     let (code, out) = w.doctor(&w.walj_path(), &[]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("cannot be seen from here: check it with `walj doctor --plugin-dir DIR`"), "{out}");
+    assert!(out.contains("If Claude Code loads walj that way, do not also run `walj install`"), "{out}");
 
     let plugin = w.generated_plugin();
     let (code, out) = w.doctor(BARE_PATH, &["--plugin-dir", plugin.to_str().unwrap()]);
