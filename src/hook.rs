@@ -960,6 +960,9 @@ impl Ctx<'_> {
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
         }
+        if let Some(root) = crate::plugin::hook_root() {
+            r = r.with(key::PLUGIN_ROOT, root.to_string_lossy().into_owned());
+        }
         r
     }
 

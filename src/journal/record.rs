@@ -255,6 +255,10 @@ pub mod key {
     pub const MODEL: &str = "model";
     pub const HEAD: &str = "head";
     pub const BRANCH: &str = "branch";
+    /// A session's `start`: the plugin folder whose hooks journaled it (Claude Code's
+    /// `CLAUDE_PLUGIN_ROOT`), absent for `walj install`'s hooks: how `walj doctor` finds a
+    /// plugin loaded with `claude --plugin-dir`, which leaves no other trace.
+    pub const PLUGIN_ROOT: &str = "plugin_root";
     pub const TRIGGER: &str = "trigger";
     pub const REASON: &str = "reason";
     pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";

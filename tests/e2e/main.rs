@@ -17,6 +17,7 @@ mod bash;
 mod mock_selftest;
 mod plugin;
 mod project_root;
+mod routes;
 mod skills;
 mod smoke;
 mod subagents;
