@@ -12,6 +12,7 @@
 //! [`bisect`] returns a [`Report`]; `cmd::bisect` prints it. Nothing here prints.
 
 pub mod inplace;
+pub mod leftovers;
 pub mod run;
 pub mod scratch;
 pub mod search;
@@ -123,6 +124,8 @@ pub struct Report {
     pub off: Vec<(usize, Vec<String>)>,
     /// In place: files the command changed outside the touched paths (listed, not touched).
     pub changed_by_command: Vec<String>,
+    /// Scratch: files of the tree the copy left out, and why (under a symbolic link).
+    pub not_copied: Vec<String>,
 }
 
 impl Report {
@@ -194,12 +197,18 @@ pub fn bisect(
         verify: None,
         off: Vec::new(),
         changed_by_command: Vec::new(),
+        not_copied: Vec::new(),
     };
     if n == 0 {
         return Ok(report);
     }
-    let temp = scratch::TempDir::new()?;
+    let temp = leftovers::TempDir::new()?;
+    // Should this process be killed, the guard ends the command's process group and removes
+    // the scratch folder.
+    let guard = std::sync::Arc::new(leftovers::Guard::start());
+    guard.folder(&temp.path);
     let mut runner = run::Runner::new(opts.argv.clone(), opts.timeout, opts.runs, temp.path.join("output"));
+    runner.guard = Some(std::sync::Arc::clone(&guard));
     let bound = search::max_tests(n);
     // Where the command runs: the same folder of the tree as the user's, when inside it.
     let cwd_rel = std::env::current_dir().ok().and_then(|c| c.strip_prefix(&project.root).ok().map(PathBuf::from));
@@ -208,7 +217,10 @@ pub fn bisect(
         Tree::InPlace(inplace::InPlace::start(project, load, &report.steps, last, opts.force)?)
     } else {
         let root = temp.path.join("tree");
-        Tree::Scratch(scratch::Scratch::copy(&project.root, &root, opts.with_ignored)?)
+        fs_create(&root)?;
+        let s = scratch::Scratch::copy(&project.root, &root, opts.with_ignored)?;
+        report.not_copied = s.not_copied.clone();
+        Tree::Scratch(s)
     };
     let before = if opts.in_place { Some(snapshot(project)) } else { None };
     let dir = match &tree {
@@ -221,9 +233,12 @@ pub fn bisect(
     };
     let mut tested: Vec<StateRun> = Vec::new();
     let mut off = Vec::new();
+    // States that could not be built in the scratch copy (a link on the way): named, skipped.
+    let mut not_built: Vec<Unbuildable> = Vec::new();
     let mut test = |k: usize, tested: &mut Vec<StateRun>| -> Result<Verdict, BisectError> {
         progress(tested.len(), bound, k);
-        if unbuildable.iter().any(|u| u.state == k) {
+        let refused = |why: &str| not_built.iter().any(|u: &Unbuildable| u.state == k && u.why == why);
+        if unbuildable.iter().any(|u| u.state == k) || not_built.iter().any(|u| u.state == k) {
             tested.push(StateRun {
                 state: k,
                 verdict: Verdict::Skip,
@@ -236,7 +251,22 @@ pub fn bisect(
         match &mut tree {
             Tree::Scratch(s) => {
                 let contents = states.contents(k).map_err(|u| BisectError::Failed(u.why))?;
-                s.set(&contents)?;
+                if let Some(why) = s.set(&contents)? {
+                    if !refused(&why) {
+                        not_built.push(Unbuildable {
+                            state: k,
+                            why: format!("cannot be written beneath the scratch copy: {why}"),
+                        });
+                    }
+                    tested.push(StateRun {
+                        state: k,
+                        verdict: Verdict::Skip,
+                        codes: Vec::new(),
+                        flaky: false,
+                        output: Vec::new(),
+                    });
+                    return Ok(Verdict::Skip);
+                }
             }
             Tree::InPlace(p) => {
                 let want = states.blobs(k).map_err(|u| BisectError::Failed(u.why))?;
@@ -290,12 +320,17 @@ pub fn bisect(
             .chain(before.keys().filter(|p| !after.contains_key(*p) && !touched.contains(p.as_str())).cloned())
             .collect();
     }
+    report.unbuildable.extend(not_built);
     report.found = search.found;
     report.tested = tested;
     report.runs = runner.invocations;
     report.verify = verify;
     report.off = off;
     Ok(report)
+}
+
+fn fs_create(dir: &std::path::Path) -> Result<(), BisectError> {
+    crate::fsutil::create_private_dir(dir).map_err(|e| BisectError::Io { path: dir.to_path_buf(), source: e })
 }
 
 enum Tree<'a> {

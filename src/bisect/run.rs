@@ -33,6 +33,8 @@ pub struct Runner {
     /// Where the output goes while it runs.
     out: PathBuf,
     interrupted: Arc<AtomicBool>,
+    /// Told each command's process group, to kill it should walj be killed.
+    pub guard: Option<Arc<super::leftovers::Guard>>,
 }
 
 /// One state tested.
@@ -57,7 +59,7 @@ impl Runner {
             let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted));
             let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupted));
         }
-        Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted }
+        Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted, guard: None }
     }
 
     pub fn interrupted(&self) -> bool {
@@ -123,6 +125,9 @@ impl Runner {
             .stderr(err)
             .spawn()
             .map_err(|e| BisectError::Spawn { command: prog.to_string_lossy().into_owned(), source: e })?;
+        if let Some(g) = &self.guard {
+            g.group(Some(child.id()));
+        }
         let start = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -143,6 +148,9 @@ impl Runner {
         };
         // What the command left running in its group goes too.
         kill_group(child.id(), false);
+        if let Some(g) = &self.guard {
+            g.group(None);
+        }
         let code = match status.code() {
             Some(c) => c,
             None => {

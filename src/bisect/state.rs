@@ -183,13 +183,18 @@ impl Objects {
 
     /// The bytes of `rel` in the working tree when their id is `id`.
     fn on_disk(&self, rel: &str, id: &str) -> Option<Vec<u8>> {
-        let abs = super::scratch::inside(&self.root, rel).ok()?;
+        // Read beneath the root through no link: a file under a linked folder is not the project's.
+        let (parent, name) = super::scratch::split(rel)?;
+        let dir = crate::fsutil::Dir::open(&self.root).ok()?.open_beneath(&parent, false).ok()?;
         if crate::sampled::is_sampled(id) {
             // A file over the cap is known by its sampled identity only: the same file untouched.
-            let same = crate::sampled::identity_of(&abs).ok()? == id;
-            return if same { crate::fsutil::read_regular(&abs).ok() } else { None };
+            if !matches!(dir.kind(&name), Ok(crate::fsutil::beneath::Kind::File { .. })) {
+                return None;
+            }
+            let same = crate::sampled::identity_of(&dir.join(&name)).ok()? == id;
+            return if same { dir.read_regular(&name).ok().flatten() } else { None };
         }
-        let b = crate::fsutil::read_regular(&abs).ok()?;
+        let b = dir.read_regular(&name).ok().flatten()?;
         (crate::store::blob_id(&b) == id).then_some(b)
     }
 

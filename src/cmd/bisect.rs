@@ -382,6 +382,9 @@ fn notes(out: &mut impl Write, fold: &Fold, r: &Report) -> std::io::Result<()> {
             safe(&u.why)
         )?;
     }
+    for why in &r.not_copied {
+        writeln!(out, "Not copied into the scratch copy: {}.", safe(why))?;
+    }
     for l in &r.left_out {
         writeln!(out, "Left out: {} ({}): {}.", safe(fold.ids.short(&l.entry)), safe(&l.path), l.why)?;
     }
@@ -440,6 +443,7 @@ fn to_json(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> Val
         "left_out": r.left_out.iter().map(|l| json!({"id": l.entry, "path": l.path, "why": l.why})).collect::<Vec<_>>(),
         "off": r.off.iter().map(|(k, p)| json!({"state": k, "paths": p})).collect::<Vec<_>>(),
         "changed_by_command": r.changed_by_command,
+        "not_copied": r.not_copied,
         "output": output,
     })
 }
