@@ -261,7 +261,7 @@ impl<'a> InPlace<'a> {
         let ids: Vec<String> = self.entries[k..].iter().flatten().cloned().collect();
         if !ids.is_empty() {
             let fold = self.load()?;
-            let opts = RevertOptions { force: true, dry_run: false, confirmed_foreign: false };
+            let opts = RevertOptions { force: true, dry_run: false, confirmed_foreign: false, ahead: true };
             let out =
                 triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
             self.outstanding = true;

@@ -54,6 +54,10 @@ struct Restore {
     /// The permissions the file had when the revert overwrote it (for a file the revert
     /// deleted; a file still there keeps its own).
     mode: Option<u32>,
+    /// The disk already holds what the undo writes (an undo or an in-place bisect killed
+    /// after the write, before its record; a revert recorded ahead whose write never
+    /// happened): nothing is written, the undo is recorded.
+    already: bool,
 }
 
 /// Undoes the last triage command — every action it recorded, newest first — or, with
@@ -222,7 +226,7 @@ fn write_all(
     let mut staged = Vec::new();
     for (t, plan) in targets.iter().zip(&plans) {
         staged.push(match (t, plan) {
-            (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, .. })) => Some(
+            (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, already: false, .. })) => Some(
                 stage_write(project, *scope, &e.path, b, *mode)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
@@ -410,6 +414,18 @@ fn apply(
                             )
                         });
                     }
+                    if p.already {
+                        append(project, &[r])?;
+                        return Ok(outcome(
+                            format!(
+                                "{} already holds the bytes the revert of {} overwrote (nothing written); reopened {}",
+                                e.path,
+                                when(&a.ts),
+                                fold.ids.short(&e.id)
+                            ),
+                            true,
+                        ));
+                    }
                     let placed = match (staged, &p.bytes) {
                         (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &p.disk, b, "undoing")?,
                         (None, None) => place::put_delete(project, objects, p.scope, &e.path, &p.disk, "undoing")?,
@@ -555,8 +571,10 @@ fn plan_restore(
     }
     .map_err(|why| why.to_string())?;
     let disk = overlay.read(&abs, &e.path)?;
+    let already = a.overwrote.as_ref().is_some_and(|o| disk.blob() == *o) && a.wrote.as_ref() != Some(&disk.blob());
     if let Some(wrote) = &a.wrote
         && disk.blob() != *wrote
+        && !already
         && !force
     {
         return Err(format!(
@@ -580,5 +598,5 @@ fn plan_restore(
     check_writable(&abs, &e.path, &disk)?;
     let mode =
         a.record.extra.get(crate::journal::key::MODE).and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
-    Ok(Restore { abs, scope, disk, bytes, mode })
+    Ok(Restore { abs, scope, disk, bytes, mode, already })
 }

@@ -671,3 +671,221 @@ fn tui_b_bisects_the_session_and_selects_the_culprit() {
     assert!(screen.contains("answer=41"), "the culprit's diff is not shown:\n{screen}");
     assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before, "the TUI's bisect changed the tree");
 }
+
+/// `walj ARGS` with `XDG_CACHE_HOME` set to `cache` (where bisect keeps its scratch copies):
+/// (exit code, stdout, stderr).
+fn run_cached(repo: &Repo, cache: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = repo.walj(args).env("XDG_CACHE_HOME", cache).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+/// `walj --project ROOT ARGS` as a plain process (to be killed), scratch copies under `cache`.
+fn walj_std(repo: &Repo, cache: &Path, args: &[&str]) -> Std {
+    let mut c = Std::new(crate::common::walj_bin());
+    c.env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env("NO_COLOR", "1")
+        .env("XDG_CACHE_HOME", cache)
+        .arg("--project")
+        .arg(&repo.root)
+        .args(args);
+    c
+}
+
+/// What is left in the per-user scratch folder under `cache`.
+fn copies_in(cache: &Path) -> Vec<String> {
+    fs::read_dir(cache.join("walj/bisect"))
+        .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Every walj temp file (`.X.walj-tmp-*`) in the tree and in `.walj/`.
+fn temp_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == ".git" {
+                continue;
+            }
+            if name.to_string_lossy().contains(".walj-tmp-") {
+                out.push(e.path());
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out
+}
+
+// The attack: `d/` became a link to a folder outside the project after the session
+// wrote `d/notes.txt`. Scratch mode put its states in place through the link (the user's
+// file outside overwritten, or deleted). Now every write and deletion is made beneath the
+// copy through no link: the states that need `d/notes.txt` are "not built", named, and
+// nothing outside changes.
+#[test]
+#[cfg(unix)]
+fn scratch_never_writes_or_deletes_through_a_link_out_of_the_project() {
+    let repo = Repo::new(&[("a.txt", "good\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("notes, then a change");
+    c.write("toolu_L01", "d/notes.txt", "the session's notes\n");
+    c.edit("toolu_L02", "a.txt", "good", "bad");
+    c.stop();
+    let (_out_dir, outside) = crate::common::scratch();
+    fs::write(outside.join("notes.txt"), "the user's own notes, outside the project\n").unwrap();
+    fs::remove_dir_all(repo.path("d")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.path("d")).unwrap();
+    let (_c, cache) = crate::common::scratch();
+    let (code, out, err) = run_cached(&repo, &cache, &["bisect", "--", "sh", "-c", "! grep -q bad a.txt"]);
+    assert_eq!(
+        fs::read_to_string(outside.join("notes.txt")).unwrap(),
+        "the user's own notes, outside the project\n",
+        "the file outside the project was written through the link\n{out}\n{err}"
+    );
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing else appeared outside");
+    assert!(out.contains("Not built") && out.contains("d/notes.txt") && out.contains("symbolic link"), "{code}\n{out}\n{err}");
+    assert!(copies_in(&cache).is_empty(), "{:?}", copies_in(&cache));
+    // --json names the states not built too.
+    let (_, json, err) = run_cached(&repo, &cache, &["bisect", "--json", "--", "sh", "-c", "! grep -q bad a.txt"]);
+    let v: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}\n{err}"));
+    let why = v["unbuildable"].to_string();
+    assert!(why.contains("d/notes.txt") && why.contains("symbolic link"), "{v:#}");
+    assert_eq!(fs::read_to_string(outside.join("notes.txt")).unwrap(), "the user's own notes, outside the project\n");
+}
+
+/// Starts `walj bisect ARGS` on a command that blocks at its `at`-th run (writing its pid to
+/// `ready`), with the scratch folder under `cache`; waits until it blocks.
+fn blocked(repo: &Repo, cache: &Path, args: &[&str], counter: &Counter, ready: &Path, at: usize) -> (std::process::Child, String) {
+    let script = format!(
+        "echo run >> \"$1\"; n=$(wc -l < \"$1\"); if [ \"$n\" -eq {at} ]; then echo $$ > {}; exec sleep 30; fi; exec sh test.sh",
+        ready.display()
+    );
+    let mut all = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    let child = walj_std(repo, cache, &all)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while fs::read_to_string(ready).map_or(true, |s| s.trim().is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the command never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, fs::read_to_string(ready).unwrap().trim().to_string())
+}
+
+fn alive(pid: &str) -> bool {
+    Std::new("kill").args(["-0", pid]).stderr(std::process::Stdio::null()).status().unwrap().success()
+}
+
+/// Waits up to 10 s for `cond`.
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    cond()
+}
+
+// kill -9 of a scratch bisect: its guard kills the command's process group and removes the
+// copy; nothing is left for the next command either.
+#[test]
+#[cfg(unix)]
+fn kill_9_of_a_scratch_bisect_ends_the_command_and_leaves_no_copy() {
+    let repo = twelve_steps();
+    let (_c, cache) = crate::common::scratch();
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (mut child, pid) = blocked(&repo, &cache, &[], &counter, &ready, 3);
+    assert_eq!(copies_in(&cache).len(), 1, "the copy lives in the per-user folder");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(cache.join("walj/bisect")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(eventually(|| !alive(&pid)), "the command still runs after walj was killed");
+    assert!(eventually(|| copies_in(&cache).is_empty()), "the scratch copy outlived the bisect: {:?}", copies_in(&cache));
+}
+
+// A copy whose owner and guard are both gone (a folder named after a dead process) is removed
+// by the next walj command of any kind, which says so.
+#[test]
+#[cfg(unix)]
+fn the_next_walj_command_removes_a_copy_whose_bisect_is_gone() {
+    let repo = twelve_steps();
+    let (_c, cache) = crate::common::scratch();
+    let mut dead = Std::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let left = cache.join("walj/bisect").join(format!("{pid}-0-deadbeef0"));
+    fs::create_dir_all(left.join("tree/src")).unwrap();
+    fs::write(left.join("tree/src/lib.txt"), "a copy").unwrap();
+    // A live owner's copy is never touched.
+    let live = cache.join("walj/bisect").join(format!("{}-0-cafe0", std::process::id()));
+    fs::create_dir_all(&live).unwrap();
+    let (code, _, err) = run_cached(&repo, &cache, &["recover"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!left.exists(), "the copy of a killed bisect is still there");
+    assert!(err.contains("removed the scratch copy of a killed `walj bisect`"), "{err}");
+    assert!(live.exists());
+}
+
+// kill -9 of an in-place bisect at random moments: the next walj command leaves no temp file
+// in the tree, and the `walj undo` that `walj recover` advises puts every byte back, never
+// needing --force. (The full loop, 100 + 100, is scripts/bisect-kill-loop.sh.)
+#[test]
+#[cfg(unix)]
+fn kill_9_of_in_place_at_random_moments_leaves_nothing_and_undo_is_byte_exact() {
+    let rounds: usize = std::env::var("WALJ_KILL_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let (_c, cache) = crate::common::scratch();
+    let counter = Counter::new();
+    // How long a whole in-place bisect takes, to spread the kills over it.
+    let t = Instant::now();
+    let (code, _, err) = run_cached(&repo, &cache, &["bisect", "--in-place", "--", "sh", "test.sh"]);
+    assert_eq!(code, 0, "{err}");
+    let whole = t.elapsed().as_millis().max(50) as u64;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
+    for round in 0..rounds {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let wait = seed % whole;
+        let mut child = walj_std(
+            &repo,
+            &cache,
+            &["bisect", "--in-place", "--", "sh", "-c", "echo run >> \"$1\"; exec sh test.sh", "sh", counter.path()],
+        )
+        .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (code, out, err) = run_cached(&repo, &cache, &["recover"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(temp_files(&repo.root).is_empty(), "round {round} ({wait} ms): {:?}", temp_files(&repo.root));
+        if out.contains("did not finish") {
+            let (code, uout, uerr) = run_cached(&repo, &cache, &["undo"]);
+            assert_eq!(code, 0, "round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}");
+        }
+        assert_eq!(tree_hashes(&repo.root), before, "round {round} ({wait} ms): not byte-exact");
+        assert!(eventually(|| copies_in(&cache).is_empty()), "round {round}: {:?}", copies_in(&cache));
+    }
+}
