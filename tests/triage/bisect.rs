@@ -844,48 +844,86 @@ fn the_next_walj_command_removes_a_copy_whose_bisect_is_gone() {
     assert!(live.exists());
 }
 
-// kill -9 of an in-place bisect at random moments: the next walj command leaves no temp file
-// in the tree, and the `walj undo` that `walj recover` advises puts every byte back, never
-// needing --force. (The full loop, 100 + 100, is scripts/bisect-kill-loop.sh.)
-#[test]
-#[cfg(unix)]
-fn kill_9_of_in_place_at_random_moments_leaves_nothing_and_undo_is_byte_exact() {
-    let rounds: usize = std::env::var("WALJ_KILL_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+/// kill -9 of `walj bisect ARGS` at random moments, `rounds` times (`WALJ_KILL_ROUNDS`, else
+/// `default`), on the twelve steps. After each kill: every process the command started is
+/// gone, the next walj command (`recover`) leaves no walj temp file in the tree and no scratch
+/// copy, and when `recover` says an in-place bisect did not finish, the `walj undo` it advises
+/// succeeds without --force. The tree is then byte-identical to before. Returns (rounds, undos
+/// advised) and prints the counts.
+fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
+    let rounds: usize = std::env::var("WALJ_KILL_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
     let repo = twelve_steps();
     let before = tree_hashes(&repo.root);
     let (_c, cache) = crate::common::scratch();
     let counter = Counter::new();
-    // How long a whole in-place bisect takes, to spread the kills over it.
+    let pids = counter.file.with_file_name("pids");
+    // The command starts a child of its own (`sleep` in the background, same group): the
+    // group must go, not only the shell.
+    let script = format!("echo $$ >> {0}; sleep 20 & echo $! >> {0}; echo run >> \"$1\"; sh test.sh; s=$?; kill $!; exit $s", pids.display());
+    let mut all = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    // How long a whole bisect takes, to spread the kills over it.
     let t = Instant::now();
-    let (code, _, err) = run_cached(&repo, &cache, &["bisect", "--in-place", "--", "sh", "test.sh"]);
+    let (code, _, err) = run_cached(&repo, &cache, &all);
     assert_eq!(code, 0, "{err}");
     let whole = t.elapsed().as_millis().max(50) as u64;
     let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
+    let (mut undos, mut temps, mut copies, mut stray) = (0, 0, 0, 0);
     for round in 0..rounds {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let wait = seed % whole;
-        let mut child = walj_std(
-            &repo,
-            &cache,
-            &["bisect", "--in-place", "--", "sh", "-c", "echo run >> \"$1\"; exec sh test.sh", "sh", counter.path()],
-        )
-        .stdout(std::process::Stdio::null())
+        let wait = seed % (whole + whole / 4);
+        let _ = fs::remove_file(&pids);
+        let mut child = walj_std(&repo, &cache, &all)
+            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(wait));
         let _ = child.kill();
         child.wait().unwrap();
+        let started = fs::read_to_string(&pids).unwrap_or_default();
+        if !eventually(|| started.lines().all(|p| !alive(p.trim()))) {
+            stray += 1;
+        }
         let (code, out, err) = run_cached(&repo, &cache, &["recover"]);
         assert_eq!(code, 0, "{err}");
-        assert!(temp_files(&repo.root).is_empty(), "round {round} ({wait} ms): {:?}", temp_files(&repo.root));
+        let left = temp_files(&repo.root);
+        temps += left.len();
         if out.contains("did not finish") {
+            undos += 1;
             let (code, uout, uerr) = run_cached(&repo, &cache, &["undo"]);
             assert_eq!(code, 0, "round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}");
         }
         assert_eq!(tree_hashes(&repo.root), before, "round {round} ({wait} ms): not byte-exact");
-        assert!(eventually(|| copies_in(&cache).is_empty()), "round {round}: {:?}", copies_in(&cache));
+        if !eventually(|| copies_in(&cache).is_empty()) {
+            copies += 1;
+        }
+        assert!(left.is_empty(), "round {round} ({wait} ms): {left:?}");
     }
+    eprintln!(
+        "kill -9 of `walj bisect {}`: {rounds} rounds over {whole} ms, {undos} advised undos (all byte-exact, none needed --force), {temps} temp files left, {copies} copies left, {stray} rounds with a command process left",
+        args.join(" ")
+    );
+    assert_eq!((temps, copies, stray), (0, 0, 0));
+    (rounds, undos)
+}
+
+// kill -9 of an in-place bisect at random moments (see `kill_loop`; the full run is
+// `WALJ_KILL_ROUNDS=100`).
+#[test]
+#[cfg(unix)]
+fn kill_9_of_in_place_at_random_moments_leaves_nothing_and_undo_is_byte_exact() {
+    kill_loop(&["--in-place"], 6);
+}
+
+// kill -9 of a scratch bisect at random moments: the tree is never written, no copy and no
+// command process outlives it.
+#[test]
+#[cfg(unix)]
+fn kill_9_of_scratch_at_random_moments_leaves_no_copy_and_no_process() {
+    let (_, undos) = kill_loop(&[], 6);
+    assert_eq!(undos, 0, "a scratch bisect never writes the tree");
 }
