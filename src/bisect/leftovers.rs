@@ -216,18 +216,6 @@ pub fn sweep_tree(project: &Project) -> Vec<PathBuf> {
             out.extend(sweep_folder(project, &root, f));
         }
     }
-    // The tree is back and its bisect gone: the marker has nothing more to say.
-    let owner = v.get("pid").and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
-    let start = v.get("pstart").and_then(serde_json::Value::as_u64);
-    let gone = match start {
-        Some(start) => {
-            crate::procinfo::liveness(crate::procinfo::ProcRef { pid: owner, start }) == crate::procinfo::Liveness::Gone
-        }
-        None => !pid_alive(owner),
-    };
-    if gone && super::inplace::interrupted(project).is_none() {
-        let _ = std::fs::remove_file(&marker);
-    }
     out
 }
 

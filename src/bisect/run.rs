@@ -66,8 +66,13 @@ impl Runner {
         self.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Runs the command `runs` times in `dir`.
+    /// Runs the command `runs` times in `dir` on state `state`.
     pub fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
+        self.test_labeled(dir, &state.to_string())
+    }
+
+    /// [`Runner::test`] of a state named `state` (`WALJ_BISECT_STATE`): a number, or "disk".
+    pub fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
         let mut codes = Vec::new();
         let mut verdicts = Vec::new();
         let mut output = Vec::new();
@@ -102,7 +107,7 @@ impl Runner {
         Ok(Tested { verdict, codes, output, flaky })
     }
 
-    fn run_once(&mut self, dir: &Path, state: usize) -> Result<(i32, Vec<u8>), BisectError> {
+    fn run_once(&mut self, dir: &Path, state: &str) -> Result<(i32, Vec<u8>), BisectError> {
         if self.interrupted() {
             return Err(BisectError::Aborted("interrupted".to_string()));
         }
@@ -119,7 +124,7 @@ impl Runner {
         let mut child = cmd
             .args(args)
             .current_dir(dir)
-            .env("WALJ_BISECT_STATE", state.to_string())
+            .env("WALJ_BISECT_STATE", state)
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err)

@@ -157,6 +157,32 @@ impl States {
         Ok(out)
     }
 
+    /// State `k - 1` with only the changes made outside the journal just before step `k`
+    /// (every gap path of step `k` at step `k`'s pre-image), and those paths. `None` when
+    /// step `k` follows no gap or the state cannot be built.
+    pub fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
+        if k == 0 {
+            return None;
+        }
+        let paths: Vec<String> = self.gaps.iter().filter(|g| g.step == k).map(|g| g.path.clone()).collect();
+        if paths.is_empty() {
+            return None;
+        }
+        let mut out = self.contents(k - 1).ok()?;
+        for path in &paths {
+            let pre = self.touches.get(path)?.iter().find(|t| t.0 == k)?.1.clone()?;
+            let content = match pre {
+                Blob::Absent => Content::Absent,
+                Blob::Id(id) => match self.objects.get(&id) {
+                    Ok(Some(b)) => Content::Bytes(b),
+                    _ => return None,
+                },
+            };
+            out.insert(path.clone(), content);
+        }
+        Some((out, paths))
+    }
+
     /// The states `0..=n` that cannot be built (each with its first reason).
     pub fn unbuildable(&mut self) -> Vec<Unbuildable> {
         (0..=self.n).filter_map(|k| self.contents(k).err()).collect()

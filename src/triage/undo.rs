@@ -212,7 +212,9 @@ fn write_all(
                                 .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
                         ),
                     };
-                    let after = a.overwrote.clone().unwrap_or(Blob::Absent);
+                    // Nothing written when the disk already holds it: the record says so.
+                    let after =
+                        if p.already { before.clone() } else { a.overwrote.clone().unwrap_or(Blob::Absent) };
                     ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
                     r.before = Some(before);
                     r.after = Some(after);
@@ -309,11 +311,20 @@ fn plan_all(
     let mut errors = Vec::new();
     let mut conflicts: Vec<Outcome> = Vec::new();
     let mut plans: Vec<Option<Restore>> = Vec::new();
-    for t in targets {
+    for (i, t) in targets.iter().enumerate() {
         let Target::Action(e, a) = t else {
             plans.push(None);
             continue;
         };
+        // What the path holds before the writes this undo makes after this one: a disk
+        // holding one of them was never written by this action's revert (it was cut off).
+        let later: Vec<&Blob> = targets[i + 1..]
+            .iter()
+            .filter_map(|t| match t {
+                Target::Action(o, b) if o.path == e.path && b.how == how::REVERTED => b.overwrote.as_ref(),
+                _ => None,
+            })
+            .collect();
         if a.how != how::REVERTED || a.overwrote.is_none() {
             plans.push(None);
             continue;
@@ -332,9 +343,10 @@ fn plan_all(
             continue;
         }
         let own = prov.of_entry(e).is_own() && prov.of_action(a).is_own();
-        match plan_restore(project, e, a, objects, &overlay, force, own) {
+        match plan_restore(project, e, a, objects, &overlay, force, own, &later) {
             Ok(r) => {
-                overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
+                let after = if r.already { r.disk.clone() } else { Disk::from_option(r.bytes.clone()) };
+                overlay.set(&r.abs, after);
                 plans.push(Some(r));
             }
             Err(why) => {
@@ -539,6 +551,7 @@ fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>
 /// What [`plan_restore`] says of a file changed since the revert wrote it (a conflict).
 const CHANGED_SINCE: &str = "changed since the revert of";
 
+#[allow(clippy::too_many_arguments)]
 fn plan_restore(
     project: &Project,
     e: &Entry,
@@ -547,6 +560,7 @@ fn plan_restore(
     overlay: &Overlay,
     force: bool,
     own: bool,
+    later: &[&Blob],
 ) -> Result<Restore, String> {
     let scope = if project.is_git_path(&e.path) {
         if !own {
@@ -571,7 +585,8 @@ fn plan_restore(
     }
     .map_err(|why| why.to_string())?;
     let disk = overlay.read(&abs, &e.path)?;
-    let already = a.overwrote.as_ref().is_some_and(|o| disk.blob() == *o) && a.wrote.as_ref() != Some(&disk.blob());
+    let now = disk.blob();
+    let already = (a.overwrote.as_ref() == Some(&now) || later.contains(&&now)) && a.wrote.as_ref() != Some(&now);
     if let Some(wrote) = &a.wrote
         && disk.blob() != *wrote
         && !already

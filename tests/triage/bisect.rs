@@ -868,22 +868,44 @@ fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
     let (code, _, err) = run_cached(&repo, &cache, &all);
     assert_eq!(code, 0, "{err}");
     let whole = t.elapsed().as_millis().max(50) as u64;
+    // And from its first command run on (the states being put in place).
+    let _ = fs::remove_file(&pids);
+    let mut child = walj_std(&repo, &cache, &all).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while !pids.exists() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t = Instant::now();
+    child.wait().unwrap();
+    let active = t.elapsed().as_millis().max(20) as u64;
     let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
     let (mut undos, mut temps, mut copies, mut stray) = (0, 0, 0, 0);
     for round in 0..rounds {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let wait = seed % (whole + whole / 4);
+        // Even rounds: a moment of the whole run; odd rounds: a moment after the first
+        // command run (while states are put in place and taken back).
+        let wait = if round % 2 == 0 { seed % (whole + whole / 4) } else { seed % active };
         let _ = fs::remove_file(&pids);
         let mut child = walj_std(&repo, &cache, &all)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        if round % 2 == 1 {
+            while !pids.exists() && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         std::thread::sleep(Duration::from_millis(wait));
+        let finished = child.try_wait().unwrap();
         let _ = child.kill();
         child.wait().unwrap();
+        if let Some(status) = finished {
+            // It ended before the kill: it must have succeeded (a refusal is a defect here).
+            assert!(status.success(), "round {round}: the bisect failed on its own");
+        }
         let started = fs::read_to_string(&pids).unwrap_or_default();
         if !eventually(|| started.lines().all(|p| !alive(p.trim()))) {
             stray += 1;
@@ -895,7 +917,21 @@ fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
         if out.contains("did not finish") {
             undos += 1;
             let (code, uout, uerr) = run_cached(&repo, &cache, &["undo"]);
-            assert_eq!(code, 0, "round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}");
+            if code != 0 {
+                let short = |b: &Option<walj::journal::Blob>| match b {
+                    Some(walj::journal::Blob::Id(id)) => id[..8].to_string(),
+                    Some(_) => "absent".to_string(),
+                    None => "-".to_string(),
+                };
+                let recs: Vec<String> = repo
+                    .journal_records()
+                    .iter()
+                    .filter(|r| r.op != "pre" && r.op != "post")
+                    .map(|r| format!("{} {} {:?} {} {}->{}", r.op, r.event, r.kind, r.path, short(&r.before), short(&r.after)))
+                    .collect();
+                let disk: Vec<String> = tree_hashes(&repo.root).iter().map(|(p, h)| format!("{} {}", p.display(), &h[..8])).collect();
+                panic!("round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}\n{}\ndisk: {disk:?}", recs[recs.len().saturating_sub(30)..].join("\n"));
+            }
         }
         assert_eq!(tree_hashes(&repo.root), before, "round {round} ({wait} ms): not byte-exact");
         if !eventually(|| copies_in(&cache).is_empty()) {
@@ -904,7 +940,7 @@ fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
         assert!(left.is_empty(), "round {round} ({wait} ms): {left:?}");
     }
     eprintln!(
-        "kill -9 of `walj bisect {}`: {rounds} rounds over {whole} ms, {undos} advised undos (all byte-exact, none needed --force), {temps} temp files left, {copies} copies left, {stray} rounds with a command process left",
+        "kill -9 of `walj bisect {}`: {rounds} rounds (a whole run {whole} ms, {active} ms after its first command), {undos} advised undos (all byte-exact, none needed --force), {temps} temp files left, {copies} copies left, {stray} rounds with a command process left",
         args.join(" ")
     );
     assert_eq!((temps, copies, stray), (0, 0, 0));
@@ -926,4 +962,94 @@ fn kill_9_of_in_place_at_random_moments_leaves_nothing_and_undo_is_byte_exact() 
 fn kill_9_of_scratch_at_random_moments_leaves_no_copy_and_no_process() {
     let (_, undos) = kill_loop(&[], 6);
     assert_eq!(undos, 0, "a scratch bisect never writes the tree");
+}
+
+// The session broke the test at step 7 and the user fixed it by hand afterwards: bisect still
+// names step 7, and says first that the tree passes now.
+#[test]
+fn the_disk_fixed_after_the_session_is_said() {
+    let repo = twelve_steps();
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=41", "answer=42"));
+    let counter = Counter::new();
+    let (code, out, err) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("The disk differs from the last state the journal builds (lib.txt"), "{out}");
+    assert!(
+        out.contains("the tree passes now: the failure of step 7 was fixed after the session (not by a tool call), in lib.txt"),
+        "{out}"
+    );
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["disk"]["differs"], json!(["lib.txt"]), "{v:#}");
+    assert_eq!(v["disk"]["verdict"], "good", "{v:#}");
+    assert!(v["disk"]["says"].as_str().unwrap().starts_with("the tree passes now"), "{v:#}");
+}
+
+// The steps are fine and the user's own later edit breaks the test: not "nothing to bisect" as
+// if all were well, but the change after the session named.
+#[test]
+fn a_break_made_after_the_session_is_named_not_hidden() {
+    let counter = Counter::new();
+    // A session whose steps never break the test.
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("small things");
+    c.edit("toolu_H1", "a.txt", "a", "b");
+    c.edit("toolu_H2", "lib.txt", "gamma", "GAMMA");
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=42", "answer=0"));
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(
+        out.contains("the steps pass; the change made after the session (not a tool call) breaks `sh -c"),
+        "{out}"
+    );
+    assert!(out.contains(": lib.txt."), "{out}");
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["disk"]["verdict"], "bad", "{v:#}");
+    assert!(v["disk"]["says"].as_str().unwrap().starts_with("the steps pass"), "{v:#}");
+}
+
+// With --since, a harmless Edit whose pre-image carried the user's breaking change (a gap) is
+// never the answer alone.
+#[test]
+fn a_step_that_only_carried_an_outside_change_is_not_the_answer_alone() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let first = Claude::new(&repo, SESSION);
+    first.start();
+    first.prompt("morning");
+    first.edit("toolu_O1", "lib.txt", "header", "header v2");
+    // The user breaks the test by hand, between sessions.
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=42", "answer=0"));
+    let second = Claude::new(&repo, "5ec0d5e5-0000-4000-8000-000000000003");
+    second.start();
+    second.prompt("afternoon");
+    second.edit("toolu_O2", "lib.txt", "gamma", "GAMMA");
+    let counter = Counter::new();
+    let (_, v) = bisect_json(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    if v["culprit"]["id"] == "toolu_O2" {
+        assert_eq!(v["outside_change"]["step"], 2, "{v:#}");
+        assert_eq!(v["outside_change"]["paths"], json!(["lib.txt"]), "{v:#}");
+        let (_, out, _) = bisect(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+        assert!(out.contains("Not this step alone: step 2 starts from a change made outside the journal in lib.txt"), "{out}");
+    } else {
+        panic!("{v:#}");
+    }
+}
+
+// --runs 3 with a flaky command: the verdict is marked uncertain (text and --json) and the
+// states next to the culprit are tested again.
+#[test]
+fn flaky_runs_mark_the_verdict_uncertain() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let script = "n=$(wc -l < \"$1\"); if [ $((n % 3)) -eq 0 ]; then if sh test.sh; then exit 1; else exit 0; fi; fi; exec sh test.sh";
+    let (_, v) = bisect_json(&repo, &["--runs", "3"], &counter, script);
+    assert_eq!(v["uncertain"], true, "{v:#}");
+    assert!(!v["flaky"]["states"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(v["flaky"]["retested"].as_array().unwrap().len(), 2, "{v:#}");
+    let (_, out, _) = bisect(&repo, &["--runs", "3"], &counter, script);
+    assert!(out.contains("Uncertain: the runs of state"), "{out}");
+    // Runs that agree: no word of it.
+    let (_, v) = bisect_json(&repo, &["--runs", "2"], &counter, "exec sh test.sh");
+    assert_eq!(v["uncertain"], false, "{v:#}");
 }
