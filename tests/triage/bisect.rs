@@ -1053,3 +1053,43 @@ fn flaky_runs_mark_the_verdict_uncertain() {
     let (_, v) = bisect_json(&repo, &["--runs", "2"], &counter, "exec sh test.sh");
     assert_eq!(v["uncertain"], false, "{v:#}");
 }
+
+// After `b`, `r` reverts the culprit of a session whose turn ended normally (its changes
+// persisted): it used to answer "already resolved" and the test stayed broken.
+#[test]
+fn tui_r_after_b_reverts_the_culprit_of_a_session_that_ended_normally() {
+    use walj::tui::keymap::parse_keys;
+    use walj::tui::{App, AppOptions};
+    let repo = twelve_steps();
+    Claude::new(&repo, SESSION).stop();
+    let project = walj::project::Project::at(repo.root.clone(), None);
+    let mut app = App::new(project, AppOptions { poll: std::time::Duration::ZERO, ..AppOptions::default() });
+    app.reload();
+    let fold = walj::fold::Fold::load(
+        &repo.root.join(".walj/journal.jsonl"),
+        &walj::fold::FoldOptions { keep_settled: true, ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(
+        fold.entry("toolu_S07").map(|e| e.state()),
+        Some(walj::fold::EntryState::Persisted),
+        "the Stop did not persist the steps"
+    );
+    let typed = |app: &mut App, keys: &str| {
+        for k in parse_keys(keys).unwrap() {
+            app.handle_key(&crossterm::event::KeyEvent::new(k.code, k.mods));
+        }
+    };
+    typed(&mut app, "bsh test.sh<enter>");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.bisect.running.is_some() && std::time::Instant::now() < deadline {
+        app.poll_journal();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(app.selected_entry().map(|e| e.id.as_str()), Some("toolu_S07"), "{:?}", app.status);
+    typed(&mut app, "r");
+    assert!(app.dialog.is_some(), "no revert dialog: {:?}", app.status);
+    typed(&mut app, "<enter>");
+    assert!(passes(&repo), "the culprit was not reverted: {:?}", app.status);
+    assert!(repo.read("lib.txt").contains("GAMMA"), "step 8 on the same file is kept");
+}
