@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::bisect::{self, Found, Options, Report, Scope, Step};
 use crate::fold::{Fold, FoldOptions};
-use crate::present::text::safe;
+use crate::present::text::{safe, safe_block};
 use crate::project::Project;
 use crate::style::Style;
 use crate::triage::{self, DiffMode};
@@ -348,10 +348,11 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool, arg
     Ok(())
 }
 
-/// A unified diff, each line escaped (file bytes are recorded text too), then coloured.
+/// A unified diff, each line escaped (file bytes are recorded text too; a tab stays a tab,
+/// as in the header's `--- a/PATH<TAB>(label)` and in tab-indented code), then coloured.
 fn write_diff(out: &mut impl Write, diff: &str, st: Style) -> std::io::Result<()> {
     for line in diff.lines() {
-        let line = safe(line);
+        let line = safe_block(line);
         let shown = if line.starts_with("+++") || line.starts_with("---") {
             st.bold(&line)
         } else if line.starts_with('+') {
@@ -391,7 +392,7 @@ fn brief(project: &Project, fold: &Fold, r: &Report, command: &[OsString]) -> Op
         if let Some(e) = fold.entry(&c.entry) {
             let sides = triage::diff_sides(project, e, DiffMode::Applied);
             for line in crate::report::diff::unified(&sides, &e.path, 3, false).lines() {
-                let _ = writeln!(b, "{}", safe(line));
+                let _ = writeln!(b, "{}", safe_block(line));
             }
         }
     }

@@ -1093,3 +1093,18 @@ fn tui_r_after_b_reverts_the_culprit_of_a_session_that_ended_normally() {
     assert!(passes(&repo), "the culprit was not reverted: {:?}", app.status);
     assert!(repo.read("lib.txt").contains("GAMMA"), "step 8 on the same file is kept");
 }
+
+// The culprit's diff header separates the path from its label with a tab, printed as a tab
+// (not the two characters `\t`); a tab in the file's lines stays a tab too.
+#[test]
+fn the_diff_header_has_no_literal_backslash_t() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("\\t"), "a literal \\t:\n{out}");
+    assert!(out.contains("--- a/lib.txt\t("), "{out}");
+    // --handoff's brief too.
+    let (_, out, _) = bisect(&repo, &["--handoff"], &counter, "exec sh test.sh");
+    assert!(!out.contains("\\t") && out.contains("--- a/lib.txt\t("), "{out}");
+}
