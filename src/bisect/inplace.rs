@@ -125,6 +125,8 @@ pub struct InPlace<'a> {
     expected: BTreeMap<String, Blob>,
     /// A revert batch of this bisect is in place (undone to go back to the last state).
     outstanding: bool,
+    /// This bisect's run id, on its revert records (one operation in `walj ops`).
+    run: u64,
 }
 
 impl<'a> InPlace<'a> {
@@ -221,6 +223,9 @@ impl<'a> InPlace<'a> {
             entries: steps.iter().map(Step::entry_ids).collect(),
             expected,
             outstanding: false,
+            run: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64 ^ u64::from(std::process::id())),
         })
     }
 
@@ -282,7 +287,13 @@ impl<'a> InPlace<'a> {
         let ids: Vec<String> = self.entries[k..].iter().flatten().cloned().collect();
         if !ids.is_empty() {
             let fold = self.load()?;
-            let opts = RevertOptions { force: true, dry_run: false, confirmed_foreign: false, ahead: true };
+            let opts = RevertOptions {
+                force: true,
+                dry_run: false,
+                confirmed_foreign: false,
+                ahead: true,
+                bisect: Some(self.run),
+            };
             let out =
                 triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
             self.outstanding = true;

@@ -90,6 +90,8 @@ pub struct RevertOptions {
     /// a kill at any moment leaves one batch that `walj undo` takes back whole (a file not
     /// written yet already holds what its undo writes, and is left as it is).
     pub ahead: bool,
+    /// An in-place bisect's run id: stamped on every record ([`crate::journal::key::BISECT`]).
+    pub bisect: Option<u64>,
 }
 
 /// What reverting `entry` would do now, against the disk as it is (the TUI's
@@ -488,7 +490,10 @@ fn revert_files(
         let target = w.target(opts.force);
         let mut r = entry_record(op::RESOLVED, w.entry);
         r.how = Some(how::REVERTED.to_string());
-        let r = batch.stamp(r);
+        let mut r = batch.stamp(r);
+        if let Some(run) = opts.bisect {
+            r = r.with(crate::journal::key::BISECT, format!("{run:016x}"));
+        }
         let blobs = match (&target, &w.abs) {
             (Some(bytes), Some(_)) => {
                 let put = |b: &[u8]| {

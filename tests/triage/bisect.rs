@@ -1108,3 +1108,26 @@ fn the_diff_header_has_no_literal_backslash_t() {
     let (_, out, _) = bisect(&repo, &["--handoff"], &counter, "exec sh test.sh");
     assert!(!out.contains("\\t") && out.contains("--- a/lib.txt\t("), "{out}");
 }
+
+// An in-place bisect is one operation in `walj ops`, named as a bisect, and a bare `walj redo`
+// afterwards never puts one of its intermediate states back.
+#[test]
+fn in_place_is_one_operation_and_redo_never_reapplies_a_state() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    let ops = repo.json(&["ops", "--json"]);
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 1, "{ops:#?}");
+    assert_eq!(ops[0]["how"], "bisect", "{ops:#?}");
+    assert_eq!(ops[0]["undone"], true, "{ops:#?}");
+    assert!(repo.ok(&["ops"]).contains("bisected"));
+    let err = repo.fails(&["redo"]);
+    assert!(err.contains("nothing to redo"), "{err}");
+    let id = ops[0]["id"].as_str().unwrap();
+    let err = repo.fails(&["redo", &id[..12]]);
+    assert!(err.contains("in-place bisect"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before, "redo re-applied a bisect state");
+}
