@@ -411,6 +411,11 @@ fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
     let _ = Std::new("kill").arg(&pid).status();
     let out = repo.ok(&["recover"]);
     assert!(out.contains("walj bisect") && out.contains("did not finish") && out.contains("walj undo"), "{out}");
+    // `walj doctor` reports it too.
+    let (_, out, err) = repo.run(&["doctor", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let found = v["findings"].as_array().unwrap().iter().any(|f| f["check"] == "bisect" && f["message"].as_str().unwrap().contains("did not finish"));
+    assert!(found, "{v:#}");
     // Another in-place bisect is refused until the tree is back, even with --force.
     let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
     assert_ne!(code, 0);
