@@ -66,9 +66,7 @@ pub fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String
         fold.is_some_and(|fold| {
             v.get("entries").and_then(serde_json::Value::as_array).is_some_and(|ids| {
                 ids.iter().filter_map(serde_json::Value::as_str).any(|id| {
-                    fold.entry(id)
-                        .and_then(|e| e.last_action())
-                        .is_some_and(|a| a.how == crate::journal::how::REVERTED)
+                    fold.entry(id).and_then(|e| e.last_action()).is_some_and(|a| a.how == crate::journal::how::REVERTED)
                 })
             })
         })

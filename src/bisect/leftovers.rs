@@ -41,7 +41,10 @@ pub fn scratch_base() -> io::Result<PathBuf> {
     crate::fsutil::create_private_dir(&base)?;
     let meta = std::fs::symlink_metadata(&base)?;
     if !meta.is_dir() {
-        return Err(io::Error::other(format!("{}: not a folder (a link?); walj keeps no scratch copy there", base.display())));
+        return Err(io::Error::other(format!(
+            "{}: not a folder (a link?); walj keeps no scratch copy there",
+            base.display()
+        )));
     }
     #[cfg(unix)]
     {
@@ -67,7 +70,8 @@ pub struct TempDir {
 
 impl TempDir {
     pub fn new() -> Result<TempDir, BisectError> {
-        let base = scratch_base().map_err(|e| BisectError::Io { path: PathBuf::from("~/.cache/walj/bisect"), source: e })?;
+        let base =
+            scratch_base().map_err(|e| BisectError::Io { path: PathBuf::from("~/.cache/walj/bisect"), source: e })?;
         let start = crate::procinfo::own_start().unwrap_or(0);
         for i in 0..100u32 {
             let nanos =
@@ -205,9 +209,7 @@ pub fn sweep_tree(project: &Project) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = v
         .get("paths")
         .and_then(serde_json::Value::as_object)
-        .map(|m| {
-            m.keys().filter_map(|rel| super::scratch::split(rel).map(|(parent, _)| parent)).collect::<Vec<_>>()
-        })
+        .map(|m| m.keys().filter_map(|rel| super::scratch::split(rel).map(|(parent, _)| parent)).collect::<Vec<_>>())
         .unwrap_or_default();
     folders.sort();
     folders.dedup();
@@ -227,7 +229,9 @@ pub fn sweep(project: Option<&Project>) -> Vec<String> {
     for p in copies_left() {
         match std::fs::remove_dir_all(&p) {
             Ok(()) => out.push(format!("removed the scratch copy of a killed `walj bisect`: {}", p.display())),
-            Err(e) => out.push(format!("could not remove the scratch copy of a killed `walj bisect` {}: {e}", p.display())),
+            Err(e) => {
+                out.push(format!("could not remove the scratch copy of a killed `walj bisect` {}: {e}", p.display()))
+            }
         }
     }
     if let Some(project) = project {

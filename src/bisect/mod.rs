@@ -193,11 +193,15 @@ impl Report {
             (Found::Culprit(k), Verdict::Good) => format!(
                 "the tree passes now: the failure of step {k} was fixed after the session (not by a tool call), in {paths}"
             ),
-            (Found::Culprit(_), Verdict::Bad) => format!("the tree as it is fails too (it differs from the last state in {paths})"),
-            (Found::NeverBad, Verdict::Bad) => format!(
-                "the steps pass; the change made after the session (not a tool call) breaks `{cmd}`: {paths}"
-            ),
-            (Found::NeverBad, Verdict::Good) => format!("the tree as it is passes too (it differs from the last state in {paths})"),
+            (Found::Culprit(_), Verdict::Bad) => {
+                format!("the tree as it is fails too (it differs from the last state in {paths})")
+            }
+            (Found::NeverBad, Verdict::Bad) => {
+                format!("the steps pass; the change made after the session (not a tool call) breaks `{cmd}`: {paths}")
+            }
+            (Found::NeverBad, Verdict::Good) => {
+                format!("the tree as it is passes too (it differs from the last state in {paths})")
+            }
             (_, v) => format!("the tree as it is tests {} (it differs from the last state in {paths})", v.as_str()),
         })
     }
@@ -304,7 +308,8 @@ pub fn bisect(
     if !disk_differs.is_empty() {
         progress(0, bound, n);
         let t = runner.test_labeled(&dir, "disk")?;
-        report.disk = Some(DiskRun { differs: disk_differs.clone(), verdict: t.verdict, codes: t.codes, flaky: t.flaky });
+        report.disk =
+            Some(DiskRun { differs: disk_differs.clone(), verdict: t.verdict, codes: t.codes, flaky: t.flaky });
     }
     let mut tested: Vec<StateRun> = Vec::new();
     let mut off = Vec::new();
@@ -398,9 +403,9 @@ pub fn bisect(
                 }
             }
             let confirmed = match s.found {
-                Found::Culprit(k) => retested
-                    .iter()
-                    .all(|(st, v, f)| !f && *v == if *st == k { Verdict::Bad } else { Verdict::Good }),
+                Found::Culprit(k) => {
+                    retested.iter().all(|(st, v, f)| !f && *v == if *st == k { Verdict::Bad } else { Verdict::Good })
+                }
                 _ => false,
             };
             flaky = Some(Flaky { states: states_flaky, retested, confirmed });

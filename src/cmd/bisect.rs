@@ -261,7 +261,8 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool, arg
             if states.len() == 1 { "" } else { "s" },
             states.join(", "),
             match (r.culprit(), f.confirmed) {
-                (Some(s), true) => format!("the states next to step {} were tested again and agree with the answer.", s.n),
+                (Some(s), true) =>
+                    format!("the states next to step {} were tested again and agree with the answer.", s.n),
                 (Some(s), false) => format!(
                     "tested again, the states next to step {} do not clearly agree: the answer may be wrong (try more --runs).",
                     s.n

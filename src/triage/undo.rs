@@ -213,8 +213,7 @@ fn write_all(
                         ),
                     };
                     // Nothing written when the disk already holds it: the record says so.
-                    let after =
-                        if p.already { before.clone() } else { a.overwrote.clone().unwrap_or(Blob::Absent) };
+                    let after = if p.already { before.clone() } else { a.overwrote.clone().unwrap_or(Blob::Absent) };
                     ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
                     r.before = Some(before);
                     r.after = Some(after);

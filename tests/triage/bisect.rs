@@ -380,6 +380,7 @@ fn blocked_in_place(repo: &Repo, counter: &Counter, ready: &Path) -> (std::proce
         .env_remove("CLAUDECODE")
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("WALJ_JOURNAL")
+        .env("XDG_CACHE_HOME", counter.file.with_file_name("cache"))
         .arg("--project")
         .arg(&repo.root)
         .args(["bisect", "--in-place", "--", "sh", "-c", &script, "sh", counter.path()])
@@ -414,7 +415,11 @@ fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
     // `walj doctor` reports it too.
     let (_, out, err) = repo.run(&["doctor", "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
-    let found = v["findings"].as_array().unwrap().iter().any(|f| f["check"] == "bisect" && f["message"].as_str().unwrap().contains("did not finish"));
+    let found = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["check"] == "bisect" && f["message"].as_str().unwrap().contains("did not finish"));
     assert!(found, "{v:#}");
     // Another in-place bisect is refused until the tree is back, even with --force.
     let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
@@ -681,7 +686,11 @@ fn tui_b_bisects_the_session_and_selects_the_culprit() {
 /// (exit code, stdout, stderr).
 fn run_cached(repo: &Repo, cache: &Path, args: &[&str]) -> (i32, String, String) {
     let out = repo.walj(args).env("XDG_CACHE_HOME", cache).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// `walj --project ROOT ARGS` as a plain process (to be killed), scratch copies under `cache`.
@@ -754,7 +763,10 @@ fn scratch_never_writes_or_deletes_through_a_link_out_of_the_project() {
         "the file outside the project was written through the link\n{out}\n{err}"
     );
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing else appeared outside");
-    assert!(out.contains("Not built") && out.contains("d/notes.txt") && out.contains("symbolic link"), "{code}\n{out}\n{err}");
+    assert!(
+        out.contains("Not built") && out.contains("d/notes.txt") && out.contains("symbolic link"),
+        "{code}\n{out}\n{err}"
+    );
     assert!(copies_in(&cache).is_empty(), "{:?}", copies_in(&cache));
     // --json names the states not built too.
     let (_, json, err) = run_cached(&repo, &cache, &["bisect", "--json", "--", "sh", "-c", "! grep -q bad a.txt"]);
@@ -766,7 +778,14 @@ fn scratch_never_writes_or_deletes_through_a_link_out_of_the_project() {
 
 /// Starts `walj bisect ARGS` on a command that blocks at its `at`-th run (writing its pid to
 /// `ready`), with the scratch folder under `cache`; waits until it blocks.
-fn blocked(repo: &Repo, cache: &Path, args: &[&str], counter: &Counter, ready: &Path, at: usize) -> (std::process::Child, String) {
+fn blocked(
+    repo: &Repo,
+    cache: &Path,
+    args: &[&str],
+    counter: &Counter,
+    ready: &Path,
+    at: usize,
+) -> (std::process::Child, String) {
     let script = format!(
         "echo run >> \"$1\"; n=$(wc -l < \"$1\"); if [ \"$n\" -eq {at} ]; then echo $$ > {}; exec sleep 30; fi; exec sh test.sh",
         ready.display()
@@ -823,7 +842,11 @@ fn kill_9_of_a_scratch_bisect_ends_the_command_and_leaves_no_copy() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(eventually(|| !alive(&pid)), "the command still runs after walj was killed");
-    assert!(eventually(|| copies_in(&cache).is_empty()), "the scratch copy outlived the bisect: {:?}", copies_in(&cache));
+    assert!(
+        eventually(|| copies_in(&cache).is_empty()),
+        "the scratch copy outlived the bisect: {:?}",
+        copies_in(&cache)
+    );
 }
 
 // A copy whose owner and guard are both gone (a folder named after a dead process) is removed
@@ -864,7 +887,10 @@ fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
     let pids = counter.file.with_file_name("pids");
     // The command starts a child of its own (`sleep` in the background, same group): the
     // group must go, not only the shell.
-    let script = format!("echo $$ >> {0}; sleep 20 & echo $! >> {0}; echo run >> \"$1\"; sh test.sh; s=$?; kill $!; exit $s", pids.display());
+    let script = format!(
+        "echo $$ >> {0}; sleep 20 & echo $! >> {0}; echo run >> \"$1\"; sh test.sh; s=$?; kill $!; exit $s",
+        pids.display()
+    );
     let mut all = vec!["bisect"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
@@ -932,10 +958,24 @@ fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
                     .journal_records()
                     .iter()
                     .filter(|r| r.op != "pre" && r.op != "post")
-                    .map(|r| format!("{} {} {:?} {} {}->{}", r.op, r.event, r.kind, r.path, short(&r.before), short(&r.after)))
+                    .map(|r| {
+                        format!(
+                            "{} {} {:?} {} {}->{}",
+                            r.op,
+                            r.event,
+                            r.kind,
+                            r.path,
+                            short(&r.before),
+                            short(&r.after)
+                        )
+                    })
                     .collect();
-                let disk: Vec<String> = tree_hashes(&repo.root).iter().map(|(p, h)| format!("{} {}", p.display(), &h[..8])).collect();
-                panic!("round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}\n{}\ndisk: {disk:?}", recs[recs.len().saturating_sub(30)..].join("\n"));
+                let disk: Vec<String> =
+                    tree_hashes(&repo.root).iter().map(|(p, h)| format!("{} {}", p.display(), &h[..8])).collect();
+                panic!(
+                    "round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}\n{}\ndisk: {disk:?}",
+                    recs[recs.len().saturating_sub(30)..].join("\n")
+                );
             }
         }
         assert_eq!(tree_hashes(&repo.root), before, "round {round} ({wait} ms): not byte-exact");
@@ -980,7 +1020,9 @@ fn the_disk_fixed_after_the_session_is_said() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("The disk differs from the last state the journal builds (lib.txt"), "{out}");
     assert!(
-        out.contains("the tree passes now: the failure of step 7 was fixed after the session (not by a tool call), in lib.txt"),
+        out.contains(
+            "the tree passes now: the failure of step 7 was fixed after the session (not by a tool call), in lib.txt"
+        ),
         "{out}"
     );
     let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
@@ -1004,10 +1046,7 @@ fn a_break_made_after_the_session_is_named_not_hidden() {
     repo.write("lib.txt", &repo.read("lib.txt").replace("answer=42", "answer=0"));
     let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
     assert_ne!(code, 0);
-    assert!(
-        out.contains("the steps pass; the change made after the session (not a tool call) breaks `sh -c"),
-        "{out}"
-    );
+    assert!(out.contains("the steps pass; the change made after the session (not a tool call) breaks `sh -c"), "{out}");
     assert!(out.contains(": lib.txt."), "{out}");
     let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
     assert_eq!(v["disk"]["verdict"], "bad", "{v:#}");
@@ -1035,7 +1074,10 @@ fn a_step_that_only_carried_an_outside_change_is_not_the_answer_alone() {
         assert_eq!(v["outside_change"]["step"], 2, "{v:#}");
         assert_eq!(v["outside_change"]["paths"], json!(["lib.txt"]), "{v:#}");
         let (_, out, _) = bisect(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
-        assert!(out.contains("Not this step alone: step 2 starts from a change made outside the journal in lib.txt"), "{out}");
+        assert!(
+            out.contains("Not this step alone: step 2 starts from a change made outside the journal in lib.txt"),
+            "{out}"
+        );
     } else {
         panic!("{v:#}");
     }
