@@ -22,9 +22,8 @@ use crate::project::Project;
 
 use super::BisectError;
 
-/// The per-user folder of scratch copies, made when missing and checked: a real folder (not
-/// a link), owned by this user, mode 0700 (tightened when looser).
-pub fn scratch_base() -> io::Result<PathBuf> {
+/// Where the per-user folder of scratch copies is (whether it exists or not).
+fn base_path() -> io::Result<PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| Path::new(v).is_absolute())
         .map(PathBuf::from)
@@ -37,9 +36,29 @@ pub fn scratch_base() -> io::Result<PathBuf> {
             "no folder of this user's for scratch copies: neither XDG_CACHE_HOME nor HOME is set",
         ));
     };
-    let base = cache.join("walj").join("bisect");
+    Ok(cache.join("walj").join("bisect"))
+}
+
+/// The per-user folder of scratch copies when it exists and passes [`scratch_base`]'s checks
+/// (never made: the sweep before every command writes nothing outside the project).
+fn existing_base() -> Option<PathBuf> {
+    let base = base_path().ok()?;
+    std::fs::symlink_metadata(&base).ok()?.is_dir().then_some(())?;
+    check_base(&base).ok()?;
+    Some(base)
+}
+
+/// The per-user folder of scratch copies, made when missing and checked: a real folder (not
+/// a link), owned by this user, mode 0700 (tightened when looser).
+pub fn scratch_base() -> io::Result<PathBuf> {
+    let base = base_path()?;
     crate::fsutil::create_private_dir(&base)?;
-    let meta = std::fs::symlink_metadata(&base)?;
+    check_base(&base)?;
+    Ok(base)
+}
+
+fn check_base(base: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(base)?;
     if !meta.is_dir() {
         return Err(io::Error::other(format!(
             "{}: not a folder (a link?); walj keeps no scratch copy there",
@@ -56,10 +75,10 @@ pub fn scratch_base() -> io::Result<PathBuf> {
             )));
         }
         if meta.mode() & 0o077 != 0 {
-            std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))?;
+            std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))?;
         }
     }
-    Ok(base)
+    Ok(())
 }
 
 /// A bisect's own folder in [`scratch_base`], removed when dropped (and by the guard or the
@@ -136,7 +155,7 @@ fn copy_owner_gone(name: &str) -> bool {
 
 /// Scratch copies whose bisect is gone (killed), oldest name first.
 pub fn copies_left() -> Vec<PathBuf> {
-    let Ok(base) = scratch_base() else { return Vec::new() };
+    let Some(base) = existing_base() else { return Vec::new() };
     let Ok(rd) = std::fs::read_dir(&base) else { return Vec::new() };
     let mut out: Vec<PathBuf> = rd
         .filter_map(Result::ok)
@@ -345,7 +364,7 @@ pub fn guard_main() -> u8 {
     }
     if let Some(d) = dir {
         // Only a folder of the per-user scratch folder, whatever the pipe said.
-        if scratch_base().is_ok_and(|base| d.parent() == Some(base.as_path())) {
+        if existing_base().is_some_and(|base| d.parent() == Some(base.as_path())) {
             // The command may take a moment to die after SIGKILL: retry a removal that races it.
             for _ in 0..20 {
                 if std::fs::remove_dir_all(&d).is_ok() || !d.exists() {
@@ -356,4 +375,40 @@ pub fn guard_main() -> u8 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The sweep knows walj's temp names by the form `fsutil::temp_name` gives them, and
+    // nothing else.
+    #[test]
+    fn temp_owner_reads_the_names_walj_gives_its_temp_files() {
+        let name = crate::fsutil::temp_name(Path::new("dir/lib.txt"));
+        assert_eq!(temp_owner(&name), Some(std::process::id()));
+        let long = crate::fsutil::temp_name(Path::new(&"x".repeat(300)));
+        assert_eq!(temp_owner(&long), Some(std::process::id()));
+        for other in [
+            "lib.txt",
+            ".lib.txt",
+            ".lib.walj-tmp-12",
+            ".a.walj-tmp-12-zz-1",
+            "a.walj-tmp-12-1a-0",
+            ".a.walj-tmp-x-1a-0",
+        ] {
+            assert_eq!(temp_owner(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_copy_is_only_ever_removed_when_named_after_a_process_that_is_gone() {
+        assert!(!copy_owner_gone(&format!("{}-0-abc", std::process::id())));
+        assert!(!copy_owner_gone("not-ours"));
+        assert!(!copy_owner_gone("notes"));
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let pid = dead.id();
+        dead.wait().unwrap();
+        assert!(copy_owner_gone(&format!("{pid}-0-abc")));
+    }
 }

@@ -870,6 +870,11 @@ fn the_next_walj_command_removes_a_copy_whose_bisect_is_gone() {
     assert!(!left.exists(), "the copy of a killed bisect is still there");
     assert!(err.contains("removed the scratch copy of a killed `walj bisect`"), "{err}");
     assert!(live.exists());
+    // The sweep writes nothing where no bisect ever ran: no folder made in the cache.
+    let (_e, empty) = crate::common::scratch();
+    let (code, _, err) = run_cached(&repo, &empty, &["recover"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(fs::read_dir(&empty).unwrap().count(), 0, "the sweep made a folder");
 }
 
 /// kill -9 of `walj bisect ARGS` at random moments, `rounds` times (`WALJ_KILL_ROUNDS`, else
