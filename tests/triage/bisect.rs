@@ -1183,3 +1183,28 @@ fn in_place_is_one_operation_and_redo_never_reapplies_a_state() {
     assert!(err.contains("in-place bisect"), "{err}");
     assert_eq!(tree_hashes(&repo.root), before, "redo re-applied a bisect state");
 }
+
+// The TUI's verdict line says what the disk says too.
+#[test]
+fn tui_b_says_when_the_tree_passes_now() {
+    use walj::tui::keymap::parse_keys;
+    use walj::tui::{App, AppOptions};
+    let repo = twelve_steps();
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=41", "answer=42"));
+    let project = walj::project::Project::at(repo.root.clone(), None);
+    let mut app = App::new(project, AppOptions { poll: std::time::Duration::ZERO, ..AppOptions::default() });
+    app.reload();
+    for k in parse_keys("bsh test.sh<enter>").unwrap() {
+        app.handle_key(&crossterm::event::KeyEvent::new(k.code, k.mods));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.bisect.running.is_some() && std::time::Instant::now() < deadline {
+        app.poll_journal();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = app.status.clone().unwrap();
+    assert!(
+        status.text.contains("step 7 of 12") && status.text.contains("The disk: the tree passes now"),
+        "{status:?}"
+    );
+}
