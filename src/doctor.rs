@@ -87,6 +87,8 @@ pub mod check {
     pub const WATCHER: &str = "watcher";
     /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
     pub const SUBFOLDER: &str = "subfolder";
+    /// What a killed `walj bisect` left: scratch copies, an in-place state in the tree.
+    pub const BISECT: &str = "bisect";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -1115,6 +1117,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     }
 
     findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
+    findings.extend(bisect_leftovers(project));
 
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
     let (agent_findings, agents) = self::agents::check(&project.root, base);
@@ -1137,6 +1140,31 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         agents,
         findings,
     }
+}
+
+/// What a killed `walj bisect` left that the sweep before this command could not remove
+/// (scratch copies in the per-user folder), and an in-place state still in the tree.
+fn bisect_leftovers(project: &Project) -> Vec<DoctorFinding> {
+    let mut out = Vec::new();
+    let copies = crate::bisect::leftovers::copies_left();
+    if !copies.is_empty() {
+        let mut f = DoctorFinding::new(
+            Level::Warn,
+            check::BISECT,
+            format!(
+                "{} scratch cop{} of killed `walj bisect` runs could not be removed (remove {} by hand)",
+                copies.len(),
+                if copies.len() == 1 { "y" } else { "ies" },
+                if copies.len() == 1 { "it" } else { "them" }
+            ),
+        );
+        f.details = copies.iter().map(|p| p.display().to_string()).collect();
+        out.push(f);
+    }
+    if let Some(note) = crate::bisect::inplace::interrupted(project) {
+        out.push(DoctorFinding::new(Level::Warn, check::BISECT, note));
+    }
+    out
 }
 
 #[cfg(test)]

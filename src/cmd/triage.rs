@@ -650,7 +650,12 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     if !confirmed_foreign {
         return Ok(super::EXIT_ERROR);
     }
-    let result = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run, confirmed_foreign });
+    let result = triage::revert(
+        project,
+        &fold,
+        &ids,
+        RevertOptions { force, dry_run, confirmed_foreign, ..RevertOptions::default() },
+    );
     report("revert", dry_run, args.json, result, &fold.ids)
 }
 

@@ -197,6 +197,9 @@ pub mod key {
     /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
     pub const ACTOR: &str = "actor";
     pub const BATCH: &str = "batch";
+    /// On the revert records of an in-place `walj bisect`: its run (every state's batch of one
+    /// bisect shares it), so `walj ops` lists the bisect as one operation and `redo` skips it.
+    pub const BISECT: &str = "bisect";
     pub const MODE: &str = "mode";
     pub const NOTE: &str = "note";
     pub const UNVERIFIED: &str = "unverified";

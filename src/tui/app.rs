@@ -1128,7 +1128,15 @@ impl App {
             );
             return self.error(msg);
         }
-        let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
+        // A change kept when its turn ended (persisted) is reverted as `walj revert` does: only
+        // an action of the user's (done, reverted, handed back) makes it resolved.
+        let open: Vec<&Entry> = targets
+            .iter()
+            .copied()
+            .filter(|e| {
+                e.is_unresolved() || (e.state() == crate::fold::EntryState::Persisted && e.last_action().is_none())
+            })
+            .collect();
         if open.is_empty() {
             return self.info(if targets.is_empty() {
                 "nothing to revert: select an entry"
