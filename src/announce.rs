@@ -172,10 +172,10 @@ fn user_line(
     };
     let list = if paths.is_empty() { String::new() } else { format!(" Latest: {}.", list_short(&paths, 5)) };
     format!(
-        "walj: your last session {}{same} {}. Unfinished: {} from the last session ({split}){overall}.{list} Run `walj tui` (or `walj recover`) to review.",
+        "walj: your last session {}{same} {}: {} left unfinished by it ({split}){overall}.{list} Run `walj tui` (or `walj recover`) to review.",
         shown(&s.sid),
         how_it_ended(s),
-        open.len(),
+        plural(open.len(), "change", "changes"),
     )
 }
 

@@ -216,7 +216,7 @@ fn the_users_message_counts_this_crash_and_every_session_still_unresolved() {
     eprintln!("{message}");
     assert!(message.contains(&new.sid[..6]), "{message}");
     assert!(
-        message.contains("Unfinished: 12 from the last session (2 cut off in flight, 10 completed, not yet verified); "),
+        message.contains(": 12 changes left unfinished by it (2 cut off in flight, 10 completed, not yet verified); "),
         "{message}"
     );
     assert!(
