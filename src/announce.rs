@@ -210,19 +210,12 @@ struct Level {
 }
 
 /// The levels, fullest first: applied entries summarised first, then the first groups in
-/// short lines, then fewer of each kind's items (every kind's count always stays).
+/// short lines; past these, [`crash_note`] keeps fewer of each kind's most recent items (every
+/// kind's count always stays).
 const LEVELS: &[Level] = &[
     Level { short: false, keep: usize::MAX, keep_subs: usize::MAX, recent: None },
     Level { short: false, keep: usize::MAX, keep_subs: usize::MAX, recent: Some(8) },
     Level { short: true, keep: usize::MAX, keep_subs: usize::MAX, recent: Some(5) },
-    Level { short: true, keep: 60, keep_subs: 40, recent: Some(5) },
-    Level { short: true, keep: 40, keep_subs: 20, recent: Some(3) },
-    Level { short: true, keep: 25, keep_subs: 12, recent: Some(3) },
-    Level { short: true, keep: 15, keep_subs: 8, recent: Some(2) },
-    Level { short: true, keep: 10, keep_subs: 5, recent: Some(2) },
-    Level { short: true, keep: 6, keep_subs: 3, recent: Some(1) },
-    Level { short: true, keep: 3, keep_subs: 2, recent: Some(0) },
-    Level { short: true, keep: 1, keep_subs: 1, recent: Some(0) },
 ];
 
 fn render_group(out: &mut String, g: &Group, lv: Level) {
@@ -327,7 +320,8 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
     // What was running: each killed command with its changes; subagents with their work;
     // background commands; git.
     let command_item = |c: &crate::fold::Command, placed: &mut std::collections::HashSet<*const Entry>| {
-        let own: Vec<&Entry> = mine.iter().copied().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).collect();
+        let own: Vec<&Entry> =
+            mine.iter().copied().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).collect();
         let later = late.iter().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).count();
         let line = |width| present::command::in_flight(c, status, s.agent(), own.len(), width);
         let (full, short) = (line(200)?, line(120)?);
@@ -349,10 +343,12 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
             subs: own.iter().map(|e| entry_item(e)).collect(),
         })
     };
-    let mut running = Vec::new();
+    // One list per kind (killed commands, subagents, background commands, git): when space
+    // runs short, each keeps its own most recent items.
+    let mut running: [Vec<Item>; 4] = Default::default();
     for c in s.commands.iter().filter(|c| since(&c.ts) && c.agent_id.is_none()) {
         if let Some(it) = command_item(c, &mut placed) {
-            running.push(it);
+            running[0].push(it);
         }
     }
     let mut n_subagents = 0;
@@ -366,8 +362,13 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         let mut subs = Vec::new();
         for c in s.commands.iter().filter(|c| since(&c.ts) && c.agent_id.is_some() && c.agent_id == a.agent_id) {
             // The subagent's command; its changes are listed under the subagent, once.
-            if let Some(line) = present::command::in_flight(c, status, s.agent(), 
-                present::command::derived_changes(theirs.iter().copied(), &c.id), 200) {
+            if let Some(line) = present::command::in_flight(
+                c,
+                status,
+                s.agent(),
+                present::command::derived_changes(theirs.iter().copied(), &c.id),
+                200,
+            ) {
                 subs.push(Item { short: one_line(&line, 140), full: line, subs: Vec::new() });
             }
         }
@@ -377,7 +378,7 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         }
         let heading = safe(&present::state::subagent_heading(a, status)).into_owned();
         let colon = if subs.is_empty() { "" } else { ":" };
-        running.push(Item { full: format!("{heading}{colon}"), short: format!("{heading}{colon}"), subs });
+        running[1].push(Item { full: format!("{heading}{colon}"), short: format!("{heading}{colon}"), subs });
     }
     // Background commands Claude Code had not reported finished (a dev server, a watcher):
     // they may run on without the session. From the journal only (no process scan in a
@@ -392,18 +393,18 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
                 safe(&one_line(&b.command, w))
             )
         };
-        running.push(Item { full: line(200), short: line(100), subs: Vec::new() });
+        running[2].push(Item { full: line(200), short: line(100), subs: Vec::new() });
     }
     for m in s.git_moves.iter().filter(|m| !m.finished) {
         let line = format!("git: {}", present::git::git_move(m));
-        running.push(Item { short: line.clone(), full: line, subs: Vec::new() });
+        running[3].push(Item { short: line.clone(), full: line, subs: Vec::new() });
     }
     if let Some(op) = &checkout.git_op {
         let line = format!(
             "git: {} (finish or abort it before other git work; `walj revert --session` waits for it)",
             safe(op)
         );
-        running.push(Item { short: line.clone(), full: line, subs: Vec::new() });
+        running[3].push(Item { short: line.clone(), full: line, subs: Vec::new() });
     }
     let n_commands = s
         .commands
@@ -412,8 +413,7 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         .count();
 
     let rest: Vec<&Entry> = mine.iter().copied().filter(|e| !placed.contains(&(*e as *const Entry))).collect();
-    let (flight, applied): (Vec<&Entry>, Vec<&Entry>) =
-        rest.iter().copied().partition(|e| present::state::cut_off(e));
+    let (flight, applied): (Vec<&Entry>, Vec<&Entry>) = rest.iter().copied().partition(|e| present::state::cut_off(e));
     let open_todos: Vec<_> = s.todos.iter().filter(|t| t.is_open()).collect();
     let todo_items: Vec<Item> = open_todos
         .iter()
@@ -457,7 +457,12 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
     }
     head.push_str(":\n");
 
-    let running = Group { title: Some("When the session died:".to_string()), items: running };
+    let mut title = Some("When the session died:".to_string());
+    let running: Vec<Group> = running
+        .into_iter()
+        .filter(|items| !items.is_empty())
+        .map(|items| Group { title: title.take(), items })
+        .collect();
     let flight_group = Group {
         title: Some(format!("Cut off in flight ({}):", flight.len())),
         items: flight.iter().map(|e| entry_item(e)).collect(),
@@ -465,17 +470,16 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
     let todo_group = Group { title: Some(format!("Open todos ({}):", todo_items.len())), items: todo_items };
     let render = |lv: Level| {
         let mut c = head.clone();
-        render_group(&mut c, &running, lv);
+        for g in &running {
+            render_group(&mut c, g, lv);
+        }
         render_group(&mut c, &flight_group, lv);
         render_group(&mut c, &todo_group, lv);
         if let Some(p) = s.last_prompt() {
             let w = if lv.short { 200 } else { 300 };
             c.push_str(&format!("The user's last request was: {}\n", one_line(p, w)));
         }
-        let title = format!(
-            "Completed, not yet verified or otherwise unfinished ({}):",
-            applied.len()
-        );
+        let title = format!("Completed, not yet verified or otherwise unfinished ({}):", applied.len());
         let late_title = format!(
             "Changed after Claude Code's last sign of life ({}; the killed command's, or the user's after the crash: check before treating them as your work):",
             late.len()
@@ -504,14 +508,33 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         ));
         c
     };
-    let mut last = String::new();
     for lv in LEVELS {
-        last = render(*lv);
-        if last.len() <= budget {
-            return last;
+        let text = render(*lv);
+        if text.len() <= budget {
+            return text;
         }
     }
-    last
+    // The first groups alone overflow: the most recent `keep` of each kind (and of each
+    // command's changes), as many as fit (the length grows with `keep`).
+    let most = [flight_group.items.len(), todo_group.items.len()]
+        .into_iter()
+        .chain(running.iter().map(|g| g.items.len()))
+        .chain(running.iter().flat_map(|g| g.items.iter().map(|i| i.subs.len())))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let at = |keep: usize| Level { short: true, keep, keep_subs: keep, recent: Some(3) };
+    let (mut lo, mut hi) = (1, most);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if render(at(mid)).len() <= budget { lo = mid } else { hi = mid - 1 }
+    }
+    let text = render(at(lo));
+    if text.len() <= budget {
+        return text;
+    }
+    // Not even one of each: counts only (the caller's cut is the last resort).
+    render(Level { short: true, keep: 0, keep_subs: 0, recent: Some(0) })
 }
 
 /// The user's note about a brief an imported bundle brought (issue 13 item 12).

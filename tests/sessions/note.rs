@@ -166,7 +166,10 @@ fn a_200_entry_crash_note_names_every_kind_in_full_within_the_limit() {
     let rest = at("Completed, not yet verified");
     assert!(at(&c.prompt) < rest, "{note}");
     // The applied ones: counted (by folder and event), the most recent named by path.
-    assert!(note.contains(&format!("Completed, not yet verified or otherwise unfinished ({})", c.applied.len())), "{note}");
+    assert!(
+        note.contains(&format!("Completed, not yet verified or otherwise unfinished ({})", c.applied.len())),
+        "{note}"
+    );
     assert!(note[rest..].contains(c.applied.last().unwrap().as_str()), "{note}");
     assert!(note.contains("by folder: ") && note.contains("by event: file_modified 167"), "{note}");
     assert!(note.contains("`walj recover` lists all 200."), "{note}");
@@ -224,4 +227,3 @@ fn the_users_message_counts_this_crash_and_every_session_still_unresolved() {
         "{message}"
     );
 }
-
