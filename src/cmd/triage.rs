@@ -567,6 +567,16 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         return revert(&old, args);
     }
     let all = args.ids.is_empty() && args.session.is_none();
+    // A rebase or merge stopped half-way: a session's pre-images written into that tree mix
+    // with what git is in the middle of (named entries are the user's own choice).
+    if (all || args.session.is_some())
+        && !force
+        && let Some(op) = crate::git::operation_in_progress(&project.root)
+    {
+        anyhow::bail!(
+            "{op}: finish or abort it first (`git status` says how); reverting a whole session now would write its pre-images into a tree git is in the middle of changing. Nothing was changed; `--force` reverts anyway"
+        );
+    }
     if all && !pick_all(&fold, "walj revert", "revert", args.all)? {
         return Ok(super::EXIT_ERROR);
     }

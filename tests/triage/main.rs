@@ -11,5 +11,6 @@ mod common;
 mod actions;
 mod bisect;
 mod every_action;
+mod git_op;
 mod revert_race;
 mod safety;
