@@ -12,5 +12,6 @@ mod actions;
 mod bisect;
 mod every_action;
 mod git_op;
+mod handoff_authorship;
 mod revert_race;
 mod safety;
