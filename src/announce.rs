@@ -305,7 +305,8 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
             shown(&e.tool),
             shown(&e.event),
             present::state::entry_label(e, status),
-            safe(&present::state::entry_meaning_listed(e, status))
+            // The note names the killed commands first: above their changes.
+            safe(&present::state::entry_meaning_listed(e, status)).replace("(named below)", "(named above)")
         )
     };
     let entry_item = |e: &Entry| Item {
