@@ -52,6 +52,9 @@ fn how_it_ended(s: &SessionInfo) -> String {
 pub struct Checkout {
     /// [`crate::git::operation_in_progress`]'s words, when one is in progress.
     pub git_op: Option<String>,
+    /// Per crashed session: the prompts the user typed while Claude worked, queued by Claude
+    /// Code and never taken up ([`crate::claude::transcript::queued_prompts`]).
+    pub queued: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// Builds the SessionStart note. `crashed` tells whether a session counts as crashed
@@ -453,6 +456,10 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
     if !open_todos.is_empty() {
         kinds.push(plural(open_todos.len(), "open todo", "open todos"));
     }
+    let queued = checkout.queued.get(&s.session).map_or(0, Vec::len);
+    if queued > 0 {
+        kinds.push(plural(queued, "queued prompt", "queued prompts"));
+    }
     if !kinds.is_empty() {
         head.push_str(&format!("; also {}", kinds.join(", ")));
     }
@@ -479,6 +486,10 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         if let Some(p) = s.last_prompt() {
             let w = if lv.short { 200 } else { 300 };
             c.push_str(&format!("The user's last request was: {}\n", one_line(p, w)));
+        }
+        for q in checkout.queued.get(&s.session).into_iter().flatten() {
+            let w = if lv.short { 200 } else { 300 };
+            c.push_str(&format!("Queued by the user while Claude worked, never taken up: {}\n", one_line(q, w)));
         }
         let title = format!("Completed, not yet verified or otherwise unfinished ({}):", applied.len());
         let late_title = format!(

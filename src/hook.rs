@@ -961,7 +961,18 @@ impl Ctx<'_> {
             // HEAD moved by a command that never finished, a rebase stopped on a conflict:
             // told with the crash (a few small reads of `.git/`, only after a crash).
             fold.read_head(&self.project.root);
-            announce::Checkout { git_op: crate::git::operation_in_progress(&self.project.root) }
+            // Prompts typed while Claude worked, queued and never taken up: only in the
+            // transcript (`queue-operation` lines), read from its tail.
+            let mut queued = std::collections::HashMap::new();
+            for s in fold.sessions.iter().filter(|s| !s.announced && announce::left_unfinished(s)) {
+                let tail =
+                    crate::session::transcript::tail(self.project, &s.session, s.transcript.as_deref(), 256 * 1024);
+                let q = tail.map(|t| crate::claude::transcript::queued_prompts(&t, &s.session)).unwrap_or_default();
+                if !q.is_empty() {
+                    queued.insert(s.session.clone(), q);
+                }
+            }
+            announce::Checkout { git_op: crate::git::operation_in_progress(&self.project.root), queued }
         } else {
             announce::Checkout::default()
         };

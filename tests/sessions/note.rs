@@ -46,7 +46,10 @@ fn stage(repo: &Repo, sid: &str, n: usize) -> Crash {
     let mut recs = Vec::new();
     let mut start = rec(op::SESSION);
     start.kind = Some(kind::START.into());
-    recs.push(start.with("cwd", repo.root.display().to_string()).with("source", "startup"));
+    let transcript = repo.root.join(format!("{sid}.jsonl")).display().to_string();
+    recs.push(
+        start.with("cwd", repo.root.display().to_string()).with("source", "startup").with("transcript", transcript),
+    );
     let prompt = "Split the billing module into one file per invoice kind and keep the tests green".to_string();
     let mut p = rec(op::SESSION);
     p.kind = Some(kind::PROMPT.into());
@@ -226,4 +229,35 @@ fn the_users_message_counts_this_crash_and_every_session_still_unresolved() {
         message.contains("; 36 unresolved in 2 sessions (6 cut off in flight, 30 completed, not yet verified)."),
         "{message}"
     );
+}
+
+/// A prompt the user typed while Claude worked, queued by Claude Code (a `queue-operation`
+/// line of the transcript) and never taken up when the session died: named in the note.
+#[test]
+fn a_prompt_queued_when_the_session_died_is_named_in_the_note() {
+    let repo = Repo::new(&[("README.md", "# shop\n")]);
+    let sid = "c0ffee00-0000-4000-8000-000000000051".to_string();
+    stage(&repo, &sid, 6);
+    let line = |op: &str, content: Option<&str>| {
+        let mut v = json!({"type": "queue-operation", "operation": op, "timestamp": "2026-11-29T07:10:30.959Z", "sessionId": sid});
+        if let Some(c) = content {
+            v["content"] = json!(c);
+        }
+        v.to_string()
+    };
+    let text = [
+        line("enqueue", Some("Split the billing module")),
+        line("dequeue", None),
+        line("enqueue", Some("and also update the changelog")),
+    ]
+    .join("\n");
+    fs::write(repo.root.join(format!("{sid}.jsonl")), text + "\n").unwrap();
+    let note = context(&next_start(&repo, "d0d0d0d0-0000-4000-8000-000000000004"));
+    eprintln!("{note}");
+    assert!(
+        note.contains("Queued by the user while Claude worked, never taken up: and also update the changelog"),
+        "{note}"
+    );
+    assert_eq!(note.matches("Queued by the user").count(), 1, "{note}");
+    assert!(note.contains("1 queued prompt"), "{note}");
 }
