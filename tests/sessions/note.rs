@@ -261,3 +261,31 @@ fn a_prompt_queued_when_the_session_died_is_named_in_the_note() {
     assert_eq!(note.matches("Queued by the user").count(), 1, "{note}");
     assert!(note.contains("1 queued prompt"), "{note}");
 }
+
+/// The brief (`walj sessions resume`) lists the in-flight entries first, by path, every one of
+/// them in a 200-entry crash, and names a prompt queued when the session died.
+#[test]
+fn the_resume_brief_lists_in_flight_entries_first_and_the_queued_prompt() {
+    let repo = Repo::new(&[("README.md", "# shop\n")]);
+    let sid = "c0ffee00-0000-4000-8000-000000000052";
+    let c = stage(&repo, sid, 200);
+    let queued = json!({"type": "queue-operation", "operation": "enqueue", "sessionId": sid,
+                        "timestamp": "2026-11-29T07:10:30.959Z", "content": "then bump the version"});
+    fs::write(repo.root.join(format!("{sid}.jsonl")), format!("{queued}\n")).unwrap();
+    let v = repo.json(&["sessions", "resume", &sid[..8], "--json", "--print-only"]);
+    let brief = v["brief"].as_str().unwrap();
+    eprintln!("{brief}");
+    let list = &brief[brief.find("## Unresolved changes").unwrap()..];
+    let first = list.lines().find(|l| l.starts_with("- [")).unwrap();
+    assert!(first.starts_with("- [in_flight] ") && first.contains(c.in_flight[0].as_str()), "{first}");
+    // Every in-flight entry by path, or (past the brief's budget) counted by its id; none of
+    // the completed ones comes before them.
+    let listed: Vec<&str> = list.lines().filter(|l| l.starts_with("- [")).collect();
+    let flight = listed.iter().take_while(|l| l.starts_with("- [in_flight] ")).count();
+    assert!(flight >= 30 && listed[flight..].iter().all(|l| !l.starts_with("- [in_flight] ")), "{list}");
+    for (i, p) in c.in_flight.iter().enumerate() {
+        let id = format!("c0ff_{:05}", 200 - c.in_flight.len() + i);
+        assert!(brief.contains(p.as_str()) || brief.contains(&id), "in-flight {p} missing: {brief}");
+    }
+    assert!(brief.contains("then bump the version"), "{brief}");
+}
