@@ -276,6 +276,9 @@ fn start_watcher(project: &Project, places: &crate::watch::Places, session: Opti
     let observed = observed_path(project);
     let mut args: Vec<std::ffi::OsString> =
         vec!["watch".into(), "--root".into(), places.root.clone().into(), "--observed".into(), observed.into()];
+    if crate::git::find(&project.root).is_none() {
+        args.push("--processes-only".into());
+    }
     if let Some(s) = session {
         args.push("--session".into());
         args.push(format!("{}:{}:{}", s.id, s.pid, s.start).into());
@@ -296,7 +299,9 @@ pub fn start_watch(project: &Project, cfg: &Config, session: &str, claude: Optio
     if !cfg.bash.snapshot || !cfg.bash.watcher {
         return;
     }
-    let Some((workdir, _)) = crate::git::find(&project.root) else { return };
+    // Outside git, a watcher of processes only (no folder watched): the end of each session's
+    // Claude Code is then known there too.
+    let workdir = crate::git::find(&project.root).map_or_else(|| project.root.clone(), |(w, _)| w);
     let Ok(places) = crate::watch::Places::of(&workdir) else { return };
     let session = claude.map(|(pid, start)| crate::watch::SessionRef { id: session.to_string(), pid, start });
     let running = match &session {

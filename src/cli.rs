@@ -310,6 +310,17 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     if let Some(name) = unconfirmed_change(&command) {
         return Ok(refuse_in_tool_call(name));
     }
+    // A journal named on the command line that is not there is a mistake (a typo, the wrong
+    // checkout), not an empty journal: reading it as one would say "nothing recorded".
+    // `import` may start a new journal there.
+    if let Some(j) = &global.journal
+        && !matches!(command, Command::Import(_) | Command::Hook { .. })
+        && let Err(e) = std::fs::symlink_metadata(j)
+    {
+        let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_string() } else { e.to_string() };
+        cmd::print_error(&anyhow::anyhow!("--journal {}: {why}", j.display()));
+        return Ok(EXIT_USAGE);
+    }
     let project = global.project()?;
     // A `.walj/` walj did not make is neither read nor written (docs/security.md); doctor
     // reports it, uninstall removes only walj's settings.
@@ -376,6 +387,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),
     }
 }
+
+/// Exit code of a command line that names something that is not there (`--journal`), as
+/// clap's usage errors.
+pub const EXIT_USAGE: i32 = 2;
 
 /// Exit code of a command refused because Claude ran it without `--yes`.
 pub const EXIT_NEEDS_YES: i32 = 3;

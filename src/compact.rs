@@ -175,10 +175,10 @@ struct Plan {
     retired: HashSet<String>,
     /// Sessions kept whole (they have unresolved entries).
     whole: HashSet<String>,
-    /// Entry ids whose records go.
-    drop_entries: HashSet<String>,
-    /// Command ids whose records go.
-    drop_commands: HashSet<String>,
+    /// (session, entry id) whose records go: ids repeat across sessions.
+    drop_entries: HashSet<(String, String)>,
+    /// (session, command id) whose records go.
+    drop_commands: HashSet<(String, String)>,
     /// Handoff actions whose records (and deliveries, undos) go.
     drop_handoffs: HashSet<String>,
     /// Lines up to this number keep their numbers (ids of v1 lines are `L<line>`): dropped
@@ -249,13 +249,13 @@ impl Plan {
                 }
                 for e in &fold.entries {
                     if !plan.whole.contains(&e.session) && is_settled(e) && entry_time(e) < cutoff.as_str() {
-                        plan.drop_entries.insert(e.id.clone());
+                        plan.drop_entries.insert((e.session.clone(), e.id.clone()));
                     }
                 }
                 for s in fold.sessions.iter().filter(|s| !plan.whole.contains(&s.session)) {
                     for c in &s.commands {
                         if c.status == CommandStatus::Ok && !c.background && c.ts < cutoff {
-                            plan.drop_commands.insert(c.id.clone());
+                            plan.drop_commands.insert((s.session.clone(), c.id.clone()));
                         }
                     }
                 }
@@ -334,8 +334,8 @@ impl Plan {
                     op::SESSION => true,
                     op::HANDOFF => !l.action.as_deref().is_some_and(|a| self.drop_handoffs.contains(a)),
                     op::UNDO if target.is_some_and(|t| self.drop_handoffs.contains(t)) => false,
-                    _ if l.is_command() => !self.drop_commands.contains(l.id.as_ref()),
-                    _ => !entry_id.is_some_and(|id| self.drop_entries.contains(id)),
+                    _ if l.is_command() => !self.drop_commands.contains(&(key.to_string(), l.id.to_string())),
+                    _ => !entry_id.is_some_and(|id| self.drop_entries.contains(&(key.to_string(), id.to_string()))),
                 }
             }
         }

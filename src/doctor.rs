@@ -87,6 +87,8 @@ pub mod check {
     pub const WATCHER: &str = "watcher";
     /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
     pub const SUBFOLDER: &str = "subfolder";
+    /// What a killed `walj bisect` left: scratch copies, an in-place state in the tree.
+    pub const BISECT: &str = "bisect";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -803,11 +805,55 @@ fn events_text(events: &[String]) -> String {
     }
 }
 
+/// The plugin folder whose hooks journaled the latest session (its `start` record names it,
+/// from Claude Code's `CLAUDE_PLUGIN_ROOT`): a plugin loaded with `claude --plugin-dir` leaves
+/// no other trace. Checked as `--plugin-dir` would check it, unless it is already among
+/// `plugins` (enabled, or named on the command line) or an installed plugin disabled since
+/// (`disabled`). A latest session journaled by
+/// `walj install`'s hooks adds nothing: the plugin that runs is the one checked.
+fn recorded_plugin(project: &Project, disabled: &[PathBuf], plugins: &mut Vec<PluginInstall>) -> Vec<DoctorFinding> {
+    let Some(last) = plugins::last_start(&project.journal) else { return vec![] };
+    let Some(root) = last.plugin_root else { return vec![] };
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // Already checked, or an installed plugin disabled since (it says so itself).
+    if plugins.iter().any(|p| canon(&p.root) == canon(&root)) || disabled.iter().any(|d| canon(d) == canon(&root)) {
+        return vec![];
+    }
+    let session = crate::present::text::safe(&last.session).into_owned();
+    let ts = crate::present::text::safe(&last.ts).into_owned();
+    let shown = crate::present::text::safe(&root.display().to_string()).into_owned();
+    if !crate::plugin::is_walj_plugin(&root) {
+        return vec![DoctorFinding::new(
+            Level::Info,
+            check::PLUGIN,
+            format!(
+                "the latest session ({session}, {ts}) was journaled by the plugin folder {shown}, which holds no walj \
+                 plugin now; if Claude Code loads walj another way, `walj doctor --plugin-dir DIR` checks that folder"
+            ),
+        )];
+    }
+    match plugins::from_dir(&root) {
+        Ok(p) => {
+            plugins.push(p);
+            vec![DoctorFinding::new(
+                Level::Ok,
+                check::PLUGIN,
+                format!(
+                    "plugin folder {shown}: its hooks journaled the latest session ({session}, {ts}); Claude Code \
+                     loads it with `--plugin-dir` (checked as that loads it)"
+                ),
+            )]
+        }
+        Err(e) => vec![DoctorFinding::new(Level::Error, check::PLUGIN, e.to_string())],
+    }
+}
+
 /// Runs every check of `walj doctor`.
 pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     let command = opts.command.as_str();
     let (mut sources, paths, mut findings) = settings_sources(&project.root, &opts.config_dir);
-    let (mut plugins, plugin_findings) = plugins::discover(&project.root, &opts.config_dir, command);
+    let (mut plugins, disabled, plugin_findings) =
+        plugins::discover_with_disabled(&project.root, &opts.config_dir, command);
     findings.extend(plugin_findings);
     for dir in &opts.plugin_dirs {
         match plugins::from_dir(dir) {
@@ -822,6 +868,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
             Err(e) => findings.push(DoctorFinding::new(Level::Error, check::PLUGIN, e.to_string())),
         }
     }
+    findings.extend(recorded_plugin(project, &disabled, &mut plugins));
     for (i, p) in plugins.iter().enumerate() {
         sources.push(Source {
             label: p.label(),
@@ -903,7 +950,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     if plugins.is_empty() {
         where_.push_str(
             " nor as an enabled plugin (a plugin loaded with `claude --plugin-dir DIR` cannot be seen from here: \
-             check it with `walj doctor --plugin-dir DIR`)",
+             check it with `walj doctor --plugin-dir DIR`; it is seen once it has journaled a session here. If \
+             Claude Code loads walj that way, do not also run `walj install`: every event would be journaled twice)",
         );
     }
     findings.extend(check_sources(&sources, command, &where_, Some(&resolved)));
@@ -1069,6 +1117,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     }
 
     findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
+    findings.extend(bisect_leftovers(project));
 
     let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
     let (agent_findings, agents) = self::agents::check(&project.root, base);
@@ -1091,6 +1140,31 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         agents,
         findings,
     }
+}
+
+/// What a killed `walj bisect` left that the sweep before this command could not remove
+/// (scratch copies in the per-user folder), and an in-place state still in the tree.
+fn bisect_leftovers(project: &Project) -> Vec<DoctorFinding> {
+    let mut out = Vec::new();
+    let copies = crate::bisect::leftovers::copies_left();
+    if !copies.is_empty() {
+        let mut f = DoctorFinding::new(
+            Level::Warn,
+            check::BISECT,
+            format!(
+                "{} scratch cop{} of killed `walj bisect` runs could not be removed (remove {} by hand)",
+                copies.len(),
+                if copies.len() == 1 { "y" } else { "ies" },
+                if copies.len() == 1 { "it" } else { "them" }
+            ),
+        );
+        f.details = copies.iter().map(|p| p.display().to_string()).collect();
+        out.push(f);
+    }
+    if let Some(note) = crate::bisect::inplace::interrupted(project) {
+        out.push(DoctorFinding::new(Level::Warn, check::BISECT, note));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -13,12 +13,21 @@ pub mod swap;
 
 pub use beneath::Dir;
 
-/// Opens a file created with mode 0600 (owner only) where the platform has modes.
+/// Opens a file created with mode 0600 (owner only) where the platform has modes. A link at
+/// `path` is never followed (`O_NOFOLLOW`: the open fails with `ELOOP`): every file walj opens
+/// this way is its own (under `.walj/`, its state folders), and one planted as a link by
+/// another program must not make walj write where it points. The open never blocks
+/// (`O_NONBLOCK`, which changes nothing for a regular file): a FIFO planted at the name fails
+/// to open (`ENXIO`) instead of waiting for a reader.
 pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        opts.mode(0o600).custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32);
+    }
+    #[cfg(not(unix))]
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NotAFile));
     }
     opts.open(path)
 }
@@ -335,8 +344,22 @@ fn last_line(f: &File, len: u64) -> Option<(u64, String, (String, u64))> {
     Some((len - tail_len + start as u64, first.to_string(), (msg.to_string(), count)))
 }
 
-/// Creates a folder (and parents) with mode 0700 where the platform has modes.
+/// The error of [`create_private_dir`] for a link where walj keeps a folder of its own under
+/// `.walj/` (`.walj/bash`, `.walj/transcripts`…): planted by another program, it would make
+/// walj write where it points.
+#[derive(Debug, thiserror::Error)]
+#[error("{} is a link, not walj's own folder: nothing is written through it (remove it; `walj doctor` lists such links)", path.display())]
+pub struct LinkedDir {
+    pub path: PathBuf,
+}
+
+/// Creates a folder (and parents) with mode 0700 where the platform has modes. A folder of
+/// walj's own under `.walj/` that is a link is refused ([`LinkedDir`]); elsewhere (a state
+/// folder under a linked home) links are followed as usual.
 pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && under_walj_dir(path) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, LinkedDir { path: path.to_path_buf() }));
+    }
     if path.is_dir() {
         return Ok(());
     }
@@ -348,6 +371,11 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
         b.mode(0o700);
     }
     b.create(path)
+}
+
+/// Whether `path` lies inside a `.walj` folder (a folder of a project's `.walj/`).
+fn under_walj_dir(path: &Path) -> bool {
+    path.parent().is_some_and(|p| p.components().any(|c| c.as_os_str() == ".walj"))
 }
 
 /// Makes a rename or a new entry in `dir` durable.

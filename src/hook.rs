@@ -35,6 +35,7 @@ use crate::store::{Durable, Store, file_blob_id};
 use crate::{announce, bashsnap, checkpoint};
 
 mod deferred;
+pub mod witness;
 
 #[derive(Debug, Default, Clone)]
 pub struct HookOptions {
@@ -653,7 +654,17 @@ impl Ctx<'_> {
                 r = r.with(key::BRANCH, b);
             }
         }
-        let children = self.bash_side_effects(t, id, op_name, &mut r);
+        let mut children = self.bash_side_effects(t, id, op_name, &mut r);
+        if op_name == op::APPLIED
+            && let Some(rep) = witness::reported(self.payload.tool_response())
+        {
+            // Claude Code's own list of what the command changed: what the snapshot missed.
+            let w = self.witnessed(&rep, &children, &r, sh.command);
+            children.extend(w.entries);
+            if let Some(n) = w.note {
+                r = r.with(key::REPORTED, n);
+            }
+        }
         if !children.is_empty()
             && let Some(id) = id.known()
         {
@@ -666,6 +677,26 @@ impl Ctx<'_> {
             });
         }
         self.append(&[vec![r], children].concat())
+    }
+
+    /// The entries of what Claude Code reported a command changed and its snapshot did not
+    /// record ([`witness`]), each image stored and synced before the line names it.
+    fn witnessed(&self, rep: &witness::Reported, recorded: &[Record], r: &Record, command: &str) -> witness::Witnessed {
+        let (cfg, matcher) = self.config();
+        let store = self.project.store_dir();
+        let mut syncs = Vec::new();
+        let w = witness::missed(self.project, rep, recorded, r, command, matcher.as_ref(), |rel, c| {
+            let mut image = capture(&store, &self.project.root.join(rel), rel, &cfg, matcher.as_ref());
+            image.settle(c, &mut syncs);
+            c.after = image.blob;
+            c.nocap = image.nocap;
+        });
+        for s in syncs {
+            if let Err(e) = s.wait() {
+                log_error(self.project, &format!("storing what Claude Code reported: {e}"));
+            }
+        }
+        w
     }
 
     /// Bash side effects (src/bashsnap.rs): snapshot at Pre, child entries at Post. A
@@ -928,6 +959,9 @@ impl Ctx<'_> {
         }
         if let Some(b) = branch {
             r = r.with(key::BRANCH, b);
+        }
+        if let Some(root) = crate::plugin::hook_root() {
+            r = r.with(key::PLUGIN_ROOT, root.to_string_lossy().into_owned());
         }
         r
     }

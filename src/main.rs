@@ -45,6 +45,10 @@ fn walj_main() -> u8 {
     if let Some((global, agent)) = hook_fast_args() {
         return hook(&global, agent.as_deref());
     }
+    // A bisect's guard (a process of walj's own, never typed by a user).
+    if std::env::args_os().nth(1).is_some_and(|a| a == walj::bisect::leftovers::GUARD_ARG) {
+        return walj::bisect::leftovers::guard_main();
+    }
     if std::env::args_os().len() == 1
         && let Some(code) = no_arguments()
     {
@@ -68,6 +72,11 @@ fn walj_main() -> u8 {
         return hook(&global, agent.as_deref());
     }
     quiet_on_closed_stdout();
+    // What a killed `walj bisect` left (a scratch copy, temp files): every command but the
+    // hook removes it, and says so.
+    for line in walj::bisect::leftovers::sweep(global.project().ok().as_ref()) {
+        eprintln!("walj: {}", walj::present::text::safe(&line));
+    }
     match walj::cli::run(cli.command, &global) {
         Ok(code) => code.clamp(0, 255) as u8,
         Err(e) if walj::cmd::is_broken_pipe(&e) => 0,

@@ -74,27 +74,82 @@ fn is_shell(name: &str) -> bool {
     SHELLS.contains(&name)
 }
 
-/// The nearest ancestor that is not a shell, walking up from `parent` with `stat` (a
-/// process's name, parent and start time): the process that ran the hook. An ancestor that
-/// started after the process below it is a reused pid (its real parent is gone): `None`.
-fn nearest_non_shell(parent: u32, stat: impl Fn(u32) -> Option<(String, u32, u64)>) -> Option<ProcRef> {
+/// Whether a program name is Node.js (any case, without Windows' `.exe`).
+fn is_node(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(name.strip_suffix(".exe").unwrap_or(&name), "node" | "nodejs")
+}
+
+/// One process on the way up from the hook, as the walk sees it.
+#[derive(Debug, Clone, Default)]
+struct Hop {
+    /// Its name as the system keeps it (Linux's `comm`: a script's process is named after the
+    /// script, `walj` for the plugin launcher, whatever its interpreter).
+    name: String,
+    /// The file name of the program it runs, where the platform tells (Linux: `/proc/<pid>/exe`;
+    /// for a script, its interpreter).
+    exe: Option<String>,
+    /// Its arguments, read only for a Node.js process (`None` where unread or unreadable).
+    args: Option<Vec<String>>,
+    ppid: u32,
+    start: u64,
+}
+
+/// Whether an argument list is npm's way of running walj's npm package: its launcher by path
+/// (`…/node_modules/walj/bin/walj`, `node_modules/.bin/walj`), or `npx walj …` / `npm exec walj …`
+/// (npm's own scripts, then `walj` or `walj@<version>` as the package).
+fn runs_walj_package(args: &[String]) -> bool {
+    let by_path = args.iter().any(|a| {
+        let a = a.replace('\\', "/");
+        a.ends_with("/walj/bin/walj") || a.ends_with("/.bin/walj") || a.ends_with("/walj/bin/walj.js")
+    });
+    let npm = args.iter().position(|a| {
+        let a = a.replace('\\', "/");
+        let file = a.rsplit('/').next().unwrap_or(&a);
+        matches!(file, "npx-cli.js" | "npm-cli.js" | "npx" | "npm")
+    });
+    let package = |a: &String| a == "walj" || a.starts_with("walj@");
+    by_path || npm.is_some_and(|i| args.iter().skip(i + 1).any(package))
+}
+
+/// Whether the hook's ancestor `h` only stands between Claude Code (or another agent) and walj,
+/// by what it runs, not by its name alone: a shell (`sh -c`, or a shell running a launcher
+/// script such as the marketplace plugin's `bin/walj`, whose process is named `walj`), or
+/// Node.js running walj's npm package (npx). Node.js running anything else (Claude Code's own
+/// `cli.js`) is the agent.
+fn is_intermediary(h: &Hop) -> bool {
+    let program = h.exe.as_deref().unwrap_or(&h.name);
+    is_shell(program) || is_node(program) && h.args.as_deref().is_some_and(runs_walj_package)
+}
+
+/// The nearest ancestor that is not an intermediary ([`is_intermediary`]), walking up from
+/// `parent` with `hop` (what the platform tells of a process): the process that ran the
+/// hook. An ancestor that started after the process below it is a reused pid (its real
+/// parent is gone): `None`.
+fn nearest_non_shell(parent: u32, hop: impl Fn(u32) -> Option<Hop>) -> Option<ProcRef> {
     let mut pid = parent;
     let mut below: Option<u64> = None;
     for _ in 0..16 {
         if pid <= 1 {
             return None;
         }
-        let (name, ppid, start) = stat(pid)?;
-        if below.is_some_and(|b| start > b) {
+        let h = hop(pid)?;
+        if below.is_some_and(|b| h.start > b) {
             return None;
         }
-        if !is_shell(&name) {
-            return Some(ProcRef { pid, start });
+        if !is_intermediary(&h) {
+            return Some(ProcRef { pid, start: h.start });
         }
-        below = Some(start);
-        pid = ppid;
+        below = Some(h.start);
+        pid = h.ppid;
     }
     None
+}
+
+/// A [`Hop`] known by its name alone (platforms that tell no more).
+#[cfg(any(target_os = "macos", test))]
+fn named_hop((name, ppid, start): (String, u32, u64)) -> Hop {
+    Hop { name, exe: None, args: None, ppid, start }
 }
 
 /// Liveness from what the platform found for a recorded process: its start time now, or
@@ -135,8 +190,29 @@ mod imp {
         Some((comm, state, ppid, start))
     }
 
+    /// What the walk needs of a process: its stat, the program it runs (`/proc/<pid>/exe`,
+    /// readable for the user's own processes) and, for Node.js, its arguments.
+    pub(super) fn hop(pid: u32) -> Option<Hop> {
+        let (name, ppid, start) = stat(pid)?;
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            // A deleted or replaced program: "node (deleted)".
+            .map(|f| f.strip_suffix(" (deleted)").map(str::to_string).unwrap_or(f));
+        let args = exe.as_deref().filter(|e| is_node(e)).and_then(|_| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            Some(
+                raw.split(|&b| b == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect(),
+            )
+        });
+        Some(Hop { name, exe, args, ppid, start })
+    }
+
     pub fn claude_process() -> Option<ProcRef> {
-        nearest_non_shell(std::os::unix::process::parent_id(), stat)
+        nearest_non_shell(std::os::unix::process::parent_id(), hop)
     }
 
     pub fn liveness(p: ProcRef) -> Liveness {
@@ -335,7 +411,7 @@ mod imp {
     }
 
     pub fn claude_process() -> Option<ProcRef> {
-        nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok())
+        nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok().map(named_hop))
     }
 
     pub fn liveness(p: ProcRef) -> Liveness {
@@ -449,7 +525,7 @@ mod imp {
         let parent = table.get(&std::process::id())?.1;
         nearest_non_shell(parent, |pid| {
             let (exe, ppid) = table.get(&pid)?;
-            Some((exe.clone(), *ppid, created(pid).ok()?))
+            Some(Hop { name: exe.clone(), exe: Some(exe.clone()), args: None, ppid: *ppid, start: created(pid).ok()? })
         })
     }
 
@@ -571,15 +647,16 @@ mod portable_tests {
     /// process taken, a reused parent pid refused.
     #[test]
     fn the_nearest_non_shell_ancestor_is_the_agent() {
-        let table = |pid: u32| -> Option<(String, u32, u64)> {
+        let table = |pid: u32| -> Option<Hop> {
+            let t = |n: &str, ppid: u32, start: u64| Some(named_hop((n.into(), ppid, start)));
             match pid {
-                40 => Some(("bash.exe".into(), 30, 400)),
-                30 => Some(("PWSH.EXE".into(), 20, 300)),
-                20 => Some(("node.exe".into(), 10, 200)),
-                10 => Some(("explorer.exe".into(), 1, 100)),
+                40 => t("bash.exe", 30, 400),
+                30 => t("PWSH.EXE", 20, 300),
+                20 => t("node.exe", 10, 200),
+                10 => t("explorer.exe", 1, 100),
                 // A parent pid reused by a process started after its child.
-                60 => Some(("sh".into(), 50, 600)),
-                50 => Some(("claude".into(), 1, 900)),
+                60 => t("sh", 50, 600),
+                50 => t("claude", 1, 900),
                 _ => None,
             }
         };
@@ -589,6 +666,49 @@ mod portable_tests {
         assert_eq!(nearest_non_shell(99, table), None);
         assert_eq!(nearest_non_shell(1, table), None);
         assert!(is_shell("cmd.exe") && is_shell("zsh") && !is_shell("claude") && !is_shell("node"));
+    }
+
+    /// Intermediaries are known by what they run, not by their names alone: a shell running
+    /// the marketplace plugin's launcher script is named `walj` (its `comm`) but runs `dash`;
+    /// Node.js running npx's walj is walked past, Node.js running Claude Code's `cli.js` is the
+    /// agent; a program named like a shell that is not one is not walked past.
+    #[test]
+    fn intermediaries_are_known_by_what_they_run() {
+        let args = |a: &[&str]| Some(a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let table = |pid: u32| -> Option<Hop> {
+            let h = |name: &str, exe: &str, args: Option<Vec<String>>, ppid: u32, start: u64| {
+                Some(Hop { name: name.into(), exe: Some(exe.into()), args, ppid, start })
+            };
+            match pid {
+                // claude (node cli.js) → sh -c → node npx walj hook → sh -c → launcher (named walj)
+                90 => h("walj", "dash", None, 80, 900),
+                80 => h("sh", "dash", None, 70, 800),
+                70 => h(
+                    "npm exec walj",
+                    "node",
+                    args(&["node", "/usr/lib/node_modules/npm/bin/npx-cli.js", "--yes", "walj@0.3.0", "hook"]),
+                    60,
+                    700,
+                ),
+                60 => h("sh", "bash", None, 50, 600),
+                50 => h(
+                    "claude",
+                    "node",
+                    args(&["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"]),
+                    1,
+                    500,
+                ),
+                // A program called `sh` that is not a shell: the agent.
+                30 => h("sh", "my-agent", None, 1, 300),
+                _ => None,
+            }
+        };
+        assert_eq!(nearest_non_shell(90, table), Some(ProcRef { pid: 50, start: 500 }));
+        assert_eq!(nearest_non_shell(30, table), Some(ProcRef { pid: 30, start: 300 }));
+        assert!(runs_walj_package(&["node".into(), "/p/lib/node_modules/walj/bin/walj".into(), "hook".into()]));
+        assert!(runs_walj_package(&["node".into(), "/p/npm/bin/npm-cli.js".into(), "exec".into(), "walj".into()]));
+        assert!(!runs_walj_package(&["node".into(), "/p/node_modules/@anthropic-ai/claude-code/cli.js".into()]));
+        assert!(!runs_walj_package(&["node".into(), "/p/npm/bin/npx-cli.js".into(), "prettier".into()]));
     }
 
     /// The crate denies unsafe code; the only modules allowed it are the platform process
@@ -638,6 +758,30 @@ mod tests {
         assert_eq!(liveness(ProcRef { pid: me, start }), Liveness::Running);
         assert_eq!(liveness(ProcRef { pid: me, start: start + 1 }), Liveness::Gone);
         assert_eq!(liveness(ProcRef { pid: u32::MAX - 1, start }), Liveness::Gone);
+    }
+
+    /// A shell script named `walj` (as the marketplace plugin's launcher) runs as a process
+    /// whose name is `walj`, whose program is the shell: an intermediary.
+    #[test]
+    fn a_launcher_script_is_a_shell_by_its_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("walj");
+        std::fs::write(&script, "#!/bin/sh\nsleep 30\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let mut child = std::process::Command::new(&script).spawn().unwrap();
+        let pid = child.id();
+        // The exec of the script may not have happened yet: look until its program is the shell.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut h = imp::hop(pid).unwrap();
+        while h.name != "walj" && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            h = imp::hop(pid).unwrap();
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(h.name, "walj", "{h:?}");
+        assert!(h.exe.as_deref().is_some_and(is_shell), "{h:?}");
+        assert!(is_intermediary(&h), "{h:?}");
     }
 
     #[test]

@@ -118,6 +118,8 @@ pub mod doubt {
     pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
     pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
     pub const TOO_MANY: &str = "too many changes to keep";
+    /// A watcher outside git: it watches no folder, only sessions' Claude Code processes.
+    pub const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
 }
 
 /// The name prefix of cookie files in `.walj/`.
@@ -126,10 +128,7 @@ pub const COOKIE_PREFIX: &str = "cookie-";
 /// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
 /// real folder (not a link, no access for others).
 pub fn run_dir() -> Result<PathBuf, Why> {
-    let base = std::env::var_os("WALJ_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("walj")))
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("walj-{}", uid())));
+    let base = run_base();
     match std::fs::symlink_metadata(&base) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             crate::fsutil::create_private_dir(&base).map_err(|e| Why::NoRunDir(format!("{}: {e}", base.display())))?;
@@ -137,18 +136,50 @@ pub fn run_dir() -> Result<PathBuf, Why> {
         Err(e) => return Err(Why::NoRunDir(format!("{}: {e}", base.display()))),
         Ok(_) => {}
     }
-    let meta = std::fs::symlink_metadata(&base).map_err(|e| Why::NoRunDir(format!("{}: {e}", base.display())))?;
+    usable(&base)?;
+    Ok(base)
+}
+
+/// Where the runtime folder is: `$WALJ_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/walj`, else
+/// `walj-<uid>` in the temp folder.
+fn run_base() -> PathBuf {
+    std::env::var_os("WALJ_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("walj")))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("walj-{}", uid())))
+}
+
+/// [`run_dir`] without making it (`walj doctor`): `Ok` with the folder when it is usable or
+/// not made yet (walj makes it, 0700, when it starts a watcher).
+pub fn check_run_dir() -> Result<PathBuf, Why> {
+    let base = run_base();
+    match std::fs::symlink_metadata(&base) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(base),
+        Err(e) => Err(Why::NoRunDir(format!("{}: {e}", base.display()))),
+        Ok(_) => usable(&base).map(|()| base),
+    }
+}
+
+/// Whether the runtime folder at `base` is this user's own real folder, closed to others.
+fn usable(base: &Path) -> Result<(), Why> {
+    let meta = std::fs::symlink_metadata(base).map_err(|e| Why::NoRunDir(format!("{}: {e}", base.display())))?;
+    if meta.file_type().is_symlink() {
+        return Err(Why::NoRunDir(format!("{} is a link", base.display())));
+    }
     if !meta.is_dir() {
         return Err(Why::NoRunDir(format!("{} is not a folder", base.display())));
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        if meta.uid() != uid() || meta.mode() & 0o077 != 0 {
+        if meta.uid() != uid() {
+            return Err(Why::NoRunDir(format!("{} belongs to another user (uid {})", base.display(), meta.uid())));
+        }
+        if meta.mode() & 0o077 != 0 {
             return Err(Why::NoRunDir(format!("{} is not private to this user", base.display())));
         }
     }
-    Ok(base)
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -475,7 +475,8 @@ fn observed_end(project: &Project, all: &Fold, session: &str, since: &str) -> Op
     // The watcher writes the end the moment its pidfd fires; on a loaded machine that can take
     // a while. Waited for while the watcher lives (its claim is held), at most 5 s; a dead
     // watcher writes nothing more.
-    let places = crate::git::find(&project.root).and_then(|(w, _)| crate::watch::Places::of(&w).ok());
+    let workdir = crate::git::find(&project.root).map_or_else(|| project.root.clone(), |(w, _)| w);
+    let places = crate::watch::Places::of(&workdir).ok();
     let started = std::time::Instant::now();
     while started.elapsed() < END_WAIT {
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -30,8 +30,16 @@ pub fn marker(project: &Project) -> PathBuf {
 }
 
 /// What `walj recover` says about an in-place bisect that did not finish (its marker is
-/// there): one line, or `None`.
+/// there): one line, or `None`. From the files alone (the hook's one small read); see
+/// [`interrupted_with`].
 pub fn interrupted(project: &Project) -> Option<String> {
+    interrupted_with(project, None)
+}
+
+/// [`interrupted`], and with the journal's fold (settled entries kept) also when the files
+/// are back but a revert batch of the bisect is still recorded (a kill after its records,
+/// before its writes): `walj undo` takes it back, writing nothing.
+pub fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String> {
     let text = std::fs::read_to_string(marker(project)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let started = v.get("started").and_then(|s| s.as_str()).unwrap_or("?");
@@ -54,7 +62,16 @@ pub fn interrupted(project: &Project) -> Option<String> {
         }
         None => false,
     };
-    if back && !running {
+    let recorded = || {
+        fold.is_some_and(|fold| {
+            v.get("entries").and_then(serde_json::Value::as_array).is_some_and(|ids| {
+                ids.iter().filter_map(serde_json::Value::as_str).any(|id| {
+                    fold.entry(id).and_then(|e| e.last_action()).is_some_and(|a| a.how == crate::journal::how::REVERTED)
+                })
+            })
+        })
+    };
+    if back && !running && !recorded() {
         return None;
     }
     Some(if running {
@@ -106,6 +123,8 @@ pub struct InPlace<'a> {
     expected: BTreeMap<String, Blob>,
     /// A revert batch of this bisect is in place (undone to go back to the last state).
     outstanding: bool,
+    /// This bisect's run id, on its revert records (one operation in `walj ops`).
+    run: u64,
 }
 
 impl<'a> InPlace<'a> {
@@ -118,10 +137,10 @@ impl<'a> InPlace<'a> {
         last: BTreeMap<String, Blob>,
         force: bool,
     ) -> Result<InPlace<'a>, BisectError> {
-        if let Some(note) = interrupted(project) {
+        let fold = load()?;
+        if let Some(note) = interrupted_with(project, Some(&fold)) {
             return Err(BisectError::Refused(format!("{note}; bisect in place again once the tree is back")));
         }
-        let fold = load()?;
         let live: Vec<String> = fold
             .sessions
             .iter()
@@ -186,8 +205,10 @@ impl<'a> InPlace<'a> {
             .iter()
             .map(|(rel, b)| (rel.clone(), serde_json::Value::String(b.id().unwrap_or_default().to_string())))
             .collect();
+        let entries: Vec<String> = steps.iter().flat_map(Step::entry_ids).collect();
         let mark = serde_json::json!({
             "paths": paths,
+            "entries": entries,
             "pid": std::process::id(),
             "pstart": crate::procinfo::own_start(),
             "started": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -200,6 +221,9 @@ impl<'a> InPlace<'a> {
             entries: steps.iter().map(Step::entry_ids).collect(),
             expected,
             outstanding: false,
+            run: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64 ^ u64::from(std::process::id())),
         })
     }
 
@@ -261,7 +285,13 @@ impl<'a> InPlace<'a> {
         let ids: Vec<String> = self.entries[k..].iter().flatten().cloned().collect();
         if !ids.is_empty() {
             let fold = self.load()?;
-            let opts = RevertOptions { force: true, dry_run: false, confirmed_foreign: false };
+            let opts = RevertOptions {
+                force: true,
+                dry_run: false,
+                confirmed_foreign: false,
+                ahead: true,
+                bisect: Some(self.run),
+            };
             let out =
                 triage::revert(self.project, &fold, &ids, opts).map_err(|e| BisectError::Failed(e.to_string()))?;
             self.outstanding = true;

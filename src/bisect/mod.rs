@@ -12,6 +12,7 @@
 //! [`bisect`] returns a [`Report`]; `cmd::bisect` prints it. Nothing here prints.
 
 pub mod inplace;
+pub mod leftovers;
 pub mod run;
 pub mod scratch;
 pub mod search;
@@ -123,6 +124,47 @@ pub struct Report {
     pub off: Vec<(usize, Vec<String>)>,
     /// In place: files the command changed outside the touched paths (listed, not touched).
     pub changed_by_command: Vec<String>,
+    /// Scratch: files of the tree the copy left out, and why (under a symbolic link).
+    pub not_copied: Vec<String>,
+    /// The disk differs from the last state the journal builds: it was tested too.
+    pub disk: Option<DiskRun>,
+    /// The culprit's step follows a change made outside the journal, and that change alone
+    /// (on the state before it) already fails: the step is not the answer alone.
+    pub outside: Option<Outside>,
+    /// `--runs N`: states whose runs disagreed (the verdict is uncertain), and the states
+    /// next to the culprit tested again.
+    pub flaky: Option<Flaky>,
+}
+
+/// The working tree as it is, tested as a state of its own when it differs from the last
+/// state the journal builds (edits after the session, a gap with `--since`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DiskRun {
+    /// The touched paths whose bytes on disk differ from the last state.
+    pub differs: Vec<String>,
+    pub verdict: Verdict,
+    pub codes: Vec<i32>,
+    pub flaky: bool,
+}
+
+/// A change outside the journal that the culprit step's pre-image carries.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outside {
+    pub step: usize,
+    pub paths: Vec<String>,
+    /// The state before the step with only that change: bad.
+    pub verdict: Verdict,
+}
+
+/// Flaky runs seen with `--runs N`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Flaky {
+    /// The states whose runs disagreed.
+    pub states: Vec<usize>,
+    /// The culprit's neighbours tested again: (state, verdict, the runs disagreed).
+    pub retested: Vec<(usize, Verdict, bool)>,
+    /// The retests agree with the answer.
+    pub confirmed: bool,
 }
 
 impl Report {
@@ -142,6 +184,28 @@ impl Report {
         let find = |s: usize| self.tested.iter().rev().find(|t| t.state == s && !t.codes.is_empty());
         (find(good), find(bad))
     }
+    /// What the disk, tested as a state of its own, means for the answer, in the user's
+    /// terms (`cmd`: the command as typed); `None` when the disk is the last state.
+    pub fn disk_says(&self, cmd: &str) -> Option<String> {
+        let d = self.disk.as_ref()?;
+        let paths = d.differs.join(", ");
+        Some(match (&self.found, d.verdict) {
+            (Found::Culprit(k), Verdict::Good) => format!(
+                "the tree passes now: the failure of step {k} was fixed after the session (not by a tool call), in {paths}"
+            ),
+            (Found::Culprit(_), Verdict::Bad) => {
+                format!("the tree as it is fails too (it differs from the last state in {paths})")
+            }
+            (Found::NeverBad, Verdict::Bad) => {
+                format!("the steps pass; the change made after the session (not a tool call) breaks `{cmd}`: {paths}")
+            }
+            (Found::NeverBad, Verdict::Good) => {
+                format!("the tree as it is passes too (it differs from the last state in {paths})")
+            }
+            (_, v) => format!("the tree as it is tests {} (it differs from the last state in {paths})", v.as_str()),
+        })
+    }
+
     /// Why no culprit could be named (`None` when one is).
     pub fn reason(&self) -> Option<String> {
         let n = self.steps.len();
@@ -194,12 +258,30 @@ pub fn bisect(
         verify: None,
         off: Vec::new(),
         changed_by_command: Vec::new(),
+        not_copied: Vec::new(),
+        disk: None,
+        outside: None,
+        flaky: None,
     };
     if n == 0 {
         return Ok(report);
     }
-    let temp = scratch::TempDir::new()?;
+    // The disk is a state too: the touched paths whose bytes differ from the last state.
+    let disk_differs: Vec<String> = match states.blobs(n) {
+        Ok(last) => last
+            .iter()
+            .filter(|(rel, want)| !project.resolve_rel(rel).is_ok_and(|abs| inplace::holds(&abs, want)))
+            .map(|(rel, _)| rel.clone())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let temp = leftovers::TempDir::new()?;
+    // Should this process be killed, the guard ends the command's process group and removes
+    // the scratch folder.
+    let guard = std::sync::Arc::new(leftovers::Guard::start());
+    guard.folder(&temp.path);
     let mut runner = run::Runner::new(opts.argv.clone(), opts.timeout, opts.runs, temp.path.join("output"));
+    runner.guard = Some(std::sync::Arc::clone(&guard));
     let bound = search::max_tests(n);
     // Where the command runs: the same folder of the tree as the user's, when inside it.
     let cwd_rel = std::env::current_dir().ok().and_then(|c| c.strip_prefix(&project.root).ok().map(PathBuf::from));
@@ -208,7 +290,10 @@ pub fn bisect(
         Tree::InPlace(inplace::InPlace::start(project, load, &report.steps, last, opts.force)?)
     } else {
         let root = temp.path.join("tree");
-        Tree::Scratch(scratch::Scratch::copy(&project.root, &root, opts.with_ignored)?)
+        fs_create(&root)?;
+        let s = scratch::Scratch::copy(&project.root, &root, opts.with_ignored)?;
+        report.not_copied = s.not_copied.clone();
+        Tree::Scratch(s)
     };
     let before = if opts.in_place { Some(snapshot(project)) } else { None };
     let dir = match &tree {
@@ -219,11 +304,34 @@ pub fn bisect(
         Some(rel) if dir.join(rel).is_dir() => dir.join(rel),
         _ => dir,
     };
+    // Tested first, before any state is put in place: the copy (or the tree) is the disk.
+    if !disk_differs.is_empty() {
+        progress(0, bound, n);
+        let t = runner.test_labeled(&dir, "disk")?;
+        report.disk =
+            Some(DiskRun { differs: disk_differs.clone(), verdict: t.verdict, codes: t.codes, flaky: t.flaky });
+    }
     let mut tested: Vec<StateRun> = Vec::new();
     let mut off = Vec::new();
-    let mut test = |k: usize, tested: &mut Vec<StateRun>| -> Result<Verdict, BisectError> {
+    let mut outside: Option<Outside> = None;
+    // States that could not be built in the scratch copy (a link on the way): named, skipped.
+    let mut not_built: Vec<Unbuildable> = Vec::new();
+    // `carried`: instead of state k, the state before it with only the change made outside
+    // the journal that step k's pre-image carries (scratch only; recorded in `outside`).
+    let mut test = |k: usize, carried: bool, tested: &mut Vec<StateRun>| -> Result<Verdict, BisectError> {
+        if carried {
+            let Tree::Scratch(s) = &mut tree else { return Ok(Verdict::Skip) };
+            let Some((contents, paths)) = states.contents_outside(k) else { return Ok(Verdict::Skip) };
+            if s.set(&contents)?.is_some() {
+                return Ok(Verdict::Skip);
+            }
+            let t = runner.test_labeled(&dir, &format!("{}+outside", k - 1))?;
+            outside = Some(Outside { step: k, paths, verdict: t.verdict });
+            return Ok(t.verdict);
+        }
         progress(tested.len(), bound, k);
-        if unbuildable.iter().any(|u| u.state == k) {
+        let refused = |why: &str| not_built.iter().any(|u: &Unbuildable| u.state == k && u.why == why);
+        if unbuildable.iter().any(|u| u.state == k) || not_built.iter().any(|u| u.state == k) {
             tested.push(StateRun {
                 state: k,
                 verdict: Verdict::Skip,
@@ -236,7 +344,22 @@ pub fn bisect(
         match &mut tree {
             Tree::Scratch(s) => {
                 let contents = states.contents(k).map_err(|u| BisectError::Failed(u.why))?;
-                s.set(&contents)?;
+                if let Some(why) = s.set(&contents)? {
+                    if !refused(&why) {
+                        not_built.push(Unbuildable {
+                            state: k,
+                            why: format!("cannot be written beneath the scratch copy: {why}"),
+                        });
+                    }
+                    tested.push(StateRun {
+                        state: k,
+                        verdict: Verdict::Skip,
+                        codes: Vec::new(),
+                        flaky: false,
+                        output: Vec::new(),
+                    });
+                    return Ok(Verdict::Skip);
+                }
             }
             Tree::InPlace(p) => {
                 let want = states.blobs(k).map_err(|u| BisectError::Failed(u.why))?;
@@ -250,17 +373,48 @@ pub fn bisect(
         tested.push(StateRun { state: k, verdict: t.verdict, codes: t.codes, flaky: t.flaky, output: t.output });
         Ok(t.verdict)
     };
-    let result = search::bisect(n, |k| test(k, &mut tested));
+    let result = search::bisect(n, |k| test(k, false, &mut tested));
     let result = result.and_then(|s| {
         let mut verify = None;
         if opts.verify
             && let Found::Culprit(k) = s.found
         {
-            let b = test(k - 1, &mut tested)?;
-            let a = test(k, &mut tested)?;
+            let b = test(k - 1, false, &mut tested)?;
+            let a = test(k, false, &mut tested)?;
             verify = Some(Verify { before: b, at: a, monotonic: b == Verdict::Good && a == Verdict::Bad });
         }
-        Ok((s, verify))
+        // Runs that disagreed make the answer uncertain: the states next to the culprit are
+        // tested again before it is named.
+        let mut flaky = None;
+        let states_flaky: Vec<usize> = tested.iter().filter(|t| t.flaky).map(|t| t.state).collect();
+        if !states_flaky.is_empty() {
+            let mut retested = Vec::new();
+            if let Found::Culprit(k) = s.found
+                && verify.is_none()
+            {
+                test(k - 1, false, &mut tested)?;
+                test(k, false, &mut tested)?;
+            }
+            if let Found::Culprit(k) = s.found {
+                for st in [k - 1, k] {
+                    if let Some(t) = tested.iter().rev().find(|t| t.state == st) {
+                        retested.push((st, t.verdict, t.flaky));
+                    }
+                }
+            }
+            let confirmed = match s.found {
+                Found::Culprit(k) => {
+                    retested.iter().all(|(st, v, f)| !f && *v == if *st == k { Verdict::Bad } else { Verdict::Good })
+                }
+                _ => false,
+            };
+            flaky = Some(Flaky { states: states_flaky, retested, confirmed });
+        }
+        // A culprit that follows a change made outside the journal: is that change alone the failure?
+        if let Found::Culprit(k) = s.found {
+            test(k, true, &mut tested)?;
+        }
+        Ok((s, verify, flaky))
     });
     progress(tested.len(), bound, n);
     // In place: back to the last state whatever happened, unless a file changed under it.
@@ -271,7 +425,7 @@ pub fn bisect(
         },
         Tree::Scratch(_) => Ok(()),
     };
-    let (search, verify) = match (result, restored) {
+    let (search, verify, flaky) = match (result, restored) {
         (Ok(r), Ok(())) => r,
         (Err(e), Ok(())) | (Ok(_), Err(e)) => return Err(e),
         (Err(e), Err(r)) => {
@@ -290,12 +444,19 @@ pub fn bisect(
             .chain(before.keys().filter(|p| !after.contains_key(*p) && !touched.contains(p.as_str())).cloned())
             .collect();
     }
+    report.unbuildable.extend(not_built);
     report.found = search.found;
     report.tested = tested;
     report.runs = runner.invocations;
     report.verify = verify;
+    report.flaky = flaky;
+    report.outside = outside.filter(|o| o.verdict == Verdict::Bad);
     report.off = off;
     Ok(report)
+}
+
+fn fs_create(dir: &std::path::Path) -> Result<(), BisectError> {
+    crate::fsutil::create_private_dir(dir).map_err(|e| BisectError::Io { path: dir.to_path_buf(), source: e })
 }
 
 enum Tree<'a> {

@@ -33,6 +33,8 @@ pub struct Runner {
     /// Where the output goes while it runs.
     out: PathBuf,
     interrupted: Arc<AtomicBool>,
+    /// Told each command's process group, to kill it should walj be killed.
+    pub guard: Option<Arc<super::leftovers::Guard>>,
 }
 
 /// One state tested.
@@ -57,15 +59,20 @@ impl Runner {
             let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupted));
             let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupted));
         }
-        Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted }
+        Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted, guard: None }
     }
 
     pub fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
 
-    /// Runs the command `runs` times in `dir`.
+    /// Runs the command `runs` times in `dir` on state `state`.
     pub fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
+        self.test_labeled(dir, &state.to_string())
+    }
+
+    /// [`Runner::test`] of a state named `state` (`WALJ_BISECT_STATE`): a number, or "disk".
+    pub fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
         let mut codes = Vec::new();
         let mut verdicts = Vec::new();
         let mut output = Vec::new();
@@ -100,7 +107,7 @@ impl Runner {
         Ok(Tested { verdict, codes, output, flaky })
     }
 
-    fn run_once(&mut self, dir: &Path, state: usize) -> Result<(i32, Vec<u8>), BisectError> {
+    fn run_once(&mut self, dir: &Path, state: &str) -> Result<(i32, Vec<u8>), BisectError> {
         if self.interrupted() {
             return Err(BisectError::Aborted("interrupted".to_string()));
         }
@@ -117,12 +124,15 @@ impl Runner {
         let mut child = cmd
             .args(args)
             .current_dir(dir)
-            .env("WALJ_BISECT_STATE", state.to_string())
+            .env("WALJ_BISECT_STATE", state)
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err)
             .spawn()
             .map_err(|e| BisectError::Spawn { command: prog.to_string_lossy().into_owned(), source: e })?;
+        if let Some(g) = &self.guard {
+            g.group(Some(child.id()));
+        }
         let start = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -143,6 +153,9 @@ impl Runner {
         };
         // What the command left running in its group goes too.
         kill_group(child.id(), false);
+        if let Some(g) = &self.guard {
+            g.group(None);
+        }
         let code = match status.code() {
             Some(c) => c,
             None => {

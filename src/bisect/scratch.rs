@@ -7,47 +7,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::fsutil::Dir;
+use crate::fsutil::beneath::Kind;
 
 use crate::journal::Blob;
 
 use super::BisectError;
 use super::state::Content;
-
-/// A folder of our own under the system's temp folder, removed when dropped.
-pub struct TempDir {
-    pub path: PathBuf,
-}
-
-impl TempDir {
-    pub fn new() -> Result<TempDir, BisectError> {
-        let base = std::env::temp_dir();
-        for i in 0..100u32 {
-            let nanos =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-            let path = base.join(format!("walj-bisect-{}-{nanos:08x}-{i}", std::process::id()));
-            #[cfg(unix)]
-            let b = {
-                let mut b = fs::DirBuilder::new();
-                std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-                b
-            };
-            #[cfg(not(unix))]
-            let b = fs::DirBuilder::new();
-            match b.create(&path) {
-                Ok(()) => return Ok(TempDir { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(BisectError::Io { path, source: e }),
-            }
-        }
-        Err(BisectError::Io { path: base, source: std::io::Error::other("no free name for a temp folder") })
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
-}
 
 /// The files of the working tree to copy: with git, the tracked and untracked ones not
 /// ignored (every file with `with_ignored`); without git, every file. Never `.git`, `.walj`.
@@ -100,73 +68,161 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), BisectErr
     Ok(())
 }
 
-/// A path from the journal as a relative path inside a tree (no `..`, not absolute).
-pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, BisectError> {
-    let p = crate::fsutil::name::to_path(rel);
-    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(BisectError::Usage(format!("{rel:?} is not a path inside the project")));
-    }
-    Ok(root.join(p))
-}
-
 /// The scratch copy.
 pub struct Scratch {
     pub root: PathBuf,
+    /// The copy's root, open: every state is written beneath it, never through a link.
+    dir: Arc<Dir>,
     /// What each touched path holds in the copy now.
     now: HashMap<String, Blob>,
+    /// Files of the tree not copied, and why (under a link, gone meanwhile).
+    pub not_copied: Vec<String>,
+}
+
+/// Why a path cannot be reached beneath a root: `Some(why)` for a refusal (a link or a
+/// file on the way), `None` for another error.
+fn refusal(rel: &str, e: &std::io::Error) -> Option<String> {
+    if crate::fsutil::beneath::is_not_beneath(e) {
+        Some(format!("{rel}: a symbolic link on the way (walj never writes through one)"))
+    } else if e.kind() == std::io::ErrorKind::NotADirectory {
+        Some(format!("{rel}: a parent is a file, not a folder"))
+    } else {
+        None
+    }
+}
+
+/// `rel` split into its folder and its name, when it is a plain relative path.
+pub(super) fn split(rel: &str) -> Option<(PathBuf, std::ffi::OsString)> {
+    let p = crate::fsutil::name::to_path(rel);
+    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    let name = p.file_name()?.to_os_string();
+    Some((p.parent().map(Path::to_path_buf).unwrap_or_default(), name))
 }
 
 impl Scratch {
-    /// Copies the files of `from` (see [`files_to_copy`]) into `to`.
+    /// Copies the files of `from` (see [`files_to_copy`]) into `to` (an empty folder). Each
+    /// file is opened beneath `from` through no link (a file under a linked folder is not
+    /// copied, and named), a link is copied as a link (its target text, never followed), and
+    /// each copy is created beneath `to` through no link.
     pub fn copy(from: &Path, to: &Path, with_ignored: bool) -> Result<Scratch, BisectError> {
+        let src = Dir::open(from).map_err(|e| BisectError::Io { path: from.to_path_buf(), source: e })?;
+        let dst = Dir::open(to).map_err(|e| BisectError::Io { path: to.to_path_buf(), source: e })?;
+        let mut dirs: HashMap<PathBuf, (Dir, Dir)> = HashMap::new();
+        let mut not_copied = Vec::new();
         for rel in files_to_copy(from, with_ignored)? {
-            let (src, dest) = (from.join(&rel), to.join(&rel));
-            let io = |e| BisectError::Io { path: src.clone(), source: e };
-            if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent).map_err(|e| BisectError::Io { path: parent.to_path_buf(), source: e })?;
+            let slash = crate::project::to_slash(&rel);
+            let Some((parent, name)) = split(&slash) else { continue };
+            let io = |e| BisectError::Io { path: from.join(&rel), source: e };
+            if !dirs.contains_key(&parent) {
+                let s = match src.open_beneath(&parent, false) {
+                    Ok(d) => d,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // gone meanwhile
+                    Err(e) => match refusal(&slash, &e) {
+                        Some(why) => {
+                            not_copied.push(why);
+                            continue;
+                        }
+                        None => return Err(io(e)),
+                    },
+                };
+                let d = dst.open_beneath(&parent, true).map_err(io)?;
+                dirs.insert(parent.clone(), (s, d));
             }
-            let meta = fs::symlink_metadata(&src).map_err(io)?;
-            if meta.file_type().is_symlink() {
-                #[cfg(unix)]
-                {
-                    let target = fs::read_link(&src).map_err(io)?;
-                    std::os::unix::fs::symlink(target, &dest).map_err(io)?;
+            let Some((s, d)) = dirs.get(&parent) else { continue };
+            match s.kind(&name).map_err(io)? {
+                Kind::Link => {
+                    if let Some(target) = s.read_link(&name).map_err(io)? {
+                        match d.symlink(&target, &name) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                                not_copied.push(format!("{slash}: a symbolic link (not made on this system)"))
+                            }
+                            Err(e) => return Err(io(e)),
+                        }
+                    }
                 }
-            } else if meta.is_file() {
-                fs::copy(&src, &dest).map_err(io)?;
+                Kind::File { mode, .. } => {
+                    let Some((mut f, _)) = s.open_regular(&name).map_err(io)? else { continue };
+                    let perm = if mode == 0 { 0o666 } else { mode & 0o777 };
+                    let mut out = d.create_new(&name, perm).map_err(io)?;
+                    // `copy_file_range` where the file system has it (reflinks on Btrfs, XFS).
+                    std::io::copy(&mut f, &mut out).map_err(io)?;
+                }
+                _ => {}
             }
         }
-        Ok(Scratch { root: to.to_path_buf(), now: HashMap::new() })
+        Ok(Scratch { root: to.to_path_buf(), dir: Arc::new(dst), now: HashMap::new(), not_copied })
     }
 
-    /// Sets the touched paths to one state's contents (only the ones that differ).
-    pub fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<(), BisectError> {
+    /// Sets the touched paths to one state's contents (only the ones that differ), beneath
+    /// the copy's root through no link, for writes and deletions alike. `Ok(Some(why))`: the
+    /// state cannot be built there (a link or a file on the way): not built, named.
+    pub fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<Option<String>, BisectError> {
+        let mut refused = Vec::new();
         for (rel, c) in contents {
             let blob = c.blob();
             if self.now.get(rel) == Some(&blob) {
                 continue;
             }
-            let abs = inside(&self.root, rel)?;
+            let Some((parent, name)) = split(rel) else {
+                return Err(BisectError::Usage(format!("{rel:?} is not a path inside the project")));
+            };
+            let abs = self.root.join(crate::fsutil::name::to_path(rel));
             let io = |e| BisectError::Io { path: abs.clone(), source: e };
             match c {
-                Content::Absent => match fs::remove_file(&abs) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io(e)),
-                },
+                Content::Absent => {
+                    let d = match self.dir.open_beneath(&parent, false) {
+                        Ok(d) => d,
+                        // No folder, or a file where it would be: the path is absent already.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            self.now.insert(rel.clone(), blob);
+                            continue;
+                        }
+                        Err(e) => match refusal(rel, &e) {
+                            Some(why) => {
+                                refused.push(why);
+                                continue;
+                            }
+                            None => return Err(io(e)),
+                        },
+                    };
+                    match d.kind(&name).map_err(io)? {
+                        Kind::Missing => {}
+                        Kind::Dir => {
+                            refused.push(format!("{rel}: a folder in the copy where the state has no file"));
+                            continue;
+                        }
+                        _ => d.remove(&name, false).map_err(io)?,
+                    }
+                }
                 Content::Bytes(b) => {
-                    if let Some(parent) = abs.parent() {
-                        fs::create_dir_all(parent).map_err(io)?;
-                    }
-                    // A link in the copy is replaced, never written through.
-                    if fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink()) {
-                        fs::remove_file(&abs).map_err(io)?;
-                    }
-                    fs::write(&abs, b).map_err(io)?;
+                    let d = match self.dir.open_beneath(&parent, true) {
+                        Ok(d) => d,
+                        Err(e) => match refusal(rel, &e) {
+                            Some(why) => {
+                                refused.push(why);
+                                continue;
+                            }
+                            None => return Err(io(e)),
+                        },
+                    };
+                    let mode = match d.kind(&name).map_err(io)? {
+                        Kind::File { mode, .. } => Some(mode),
+                        // A link in the copy is replaced (a new file at its name), never written through.
+                        Kind::Missing | Kind::Link | Kind::Other => None,
+                        Kind::Dir => {
+                            refused.push(format!("{rel}: a folder in the copy where the state has a file"));
+                            continue;
+                        }
+                    };
+                    let staged = crate::fsutil::stage_in(Arc::new(d), &name, b, mode).map_err(io)?;
+                    staged.commit().map_err(io)?;
                 }
             }
             self.now.insert(rel.clone(), blob);
         }
-        Ok(())
+        Ok(if refused.is_empty() { None } else { Some(refused.join("; ")) })
     }
 }

@@ -157,6 +157,32 @@ impl States {
         Ok(out)
     }
 
+    /// State `k - 1` with only the changes made outside the journal just before step `k`
+    /// (every gap path of step `k` at step `k`'s pre-image), and those paths. `None` when
+    /// step `k` follows no gap or the state cannot be built.
+    pub fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
+        if k == 0 {
+            return None;
+        }
+        let paths: Vec<String> = self.gaps.iter().filter(|g| g.step == k).map(|g| g.path.clone()).collect();
+        if paths.is_empty() {
+            return None;
+        }
+        let mut out = self.contents(k - 1).ok()?;
+        for path in &paths {
+            let pre = self.touches.get(path)?.iter().find(|t| t.0 == k)?.1.clone()?;
+            let content = match pre {
+                Blob::Absent => Content::Absent,
+                Blob::Id(id) => match self.objects.get(&id) {
+                    Ok(Some(b)) => Content::Bytes(b),
+                    _ => return None,
+                },
+            };
+            out.insert(path.clone(), content);
+        }
+        Some((out, paths))
+    }
+
     /// The states `0..=n` that cannot be built (each with its first reason).
     pub fn unbuildable(&mut self) -> Vec<Unbuildable> {
         (0..=self.n).filter_map(|k| self.contents(k).err()).collect()
@@ -183,13 +209,18 @@ impl Objects {
 
     /// The bytes of `rel` in the working tree when their id is `id`.
     fn on_disk(&self, rel: &str, id: &str) -> Option<Vec<u8>> {
-        let abs = super::scratch::inside(&self.root, rel).ok()?;
+        // Read beneath the root through no link: a file under a linked folder is not the project's.
+        let (parent, name) = super::scratch::split(rel)?;
+        let dir = crate::fsutil::Dir::open(&self.root).ok()?.open_beneath(&parent, false).ok()?;
         if crate::sampled::is_sampled(id) {
             // A file over the cap is known by its sampled identity only: the same file untouched.
-            let same = crate::sampled::identity_of(&abs).ok()? == id;
-            return if same { crate::fsutil::read_regular(&abs).ok() } else { None };
+            if !matches!(dir.kind(&name), Ok(crate::fsutil::beneath::Kind::File { .. })) {
+                return None;
+            }
+            let same = crate::sampled::identity_of(&dir.join(&name)).ok()? == id;
+            return if same { dir.read_regular(&name).ok().flatten() } else { None };
         }
-        let b = crate::fsutil::read_regular(&abs).ok()?;
+        let b = dir.read_regular(&name).ok().flatten()?;
         (crate::store::blob_id(&b) == id).then_some(b)
     }
 

@@ -46,7 +46,8 @@ pub fn first_timestamp(path: &Path) -> Option<String> {
     struct Ts {
         timestamp: Option<String>,
     }
-    let f = fs::File::open(path).ok()?;
+    // A regular file only: opening a FIFO would block.
+    let (f, _) = crate::fsutil::open_regular(path).ok()?;
     for line in io::BufReader::new(f.take(256 * 1024)).split(b'\n') {
         let line = line.ok()?;
         if let Ok(Ts { timestamp: Some(t) }) = serde_json::from_slice(&line) {

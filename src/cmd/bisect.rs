@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::bisect::{self, Found, Options, Report, Scope, Step};
 use crate::fold::{Fold, FoldOptions};
-use crate::present::text::safe;
+use crate::present::text::{safe, safe_block};
 use crate::project::Project;
 use crate::style::Style;
 use crate::triage::{self, DiffMode};
@@ -178,14 +178,19 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
         };
     }
     if args.json {
-        let v = to_json(project, &fold, &report, args.show_output);
+        let v = to_json(project, &fold, &report, args.show_output, &args.command);
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
     } else {
-        print_text(project, &fold, &report, args.show_output)?;
+        print_text(project, &fold, &report, args.show_output, &args.command)?;
     }
     Ok(if report.culprit().is_some() { 0 } else { super::EXIT_ERROR })
+}
+
+/// The command as typed, for sentences.
+fn command_line(argv: &[OsString]) -> String {
+    argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
 }
 
 fn session_error(prefix: &str, e: crate::fold::IdError) -> String {
@@ -213,7 +218,7 @@ fn range_later(step: &Step, n: usize) -> String {
     }
 }
 
-fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> anyhow::Result<()> {
+fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool, argv: &[OsString]) -> anyhow::Result<()> {
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     let n = r.steps.len();
@@ -230,11 +235,41 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         if r.runs == 1 { "" } else { "s" },
         bisect::search::max_tests(n)
     )?;
+    if let Some(d) = &r.disk {
+        let p: Vec<String> = d.differs.iter().map(|p| safe(p).into_owned()).collect();
+        writeln!(
+            out,
+            "The disk differs from the last state the journal builds ({}: changed after the session, or outside the journal): the tree as it is was tested too.",
+            p.join(", ")
+        )?;
+        let codes: Vec<String> = d.codes.iter().map(i32::to_string).collect();
+        let flaky = if d.flaky { " — the runs disagreed (flaky)" } else { "" };
+        writeln!(out, "  the disk : {} (exit {}){flaky}", d.verdict.as_str(), codes.join(", "))?;
+    }
     for t in &r.tested {
         let codes: Vec<String> = t.codes.iter().map(i32::to_string).collect();
         let how = if t.codes.is_empty() { "not built".to_string() } else { format!("exit {}", codes.join(", ")) };
         let flaky = if t.flaky { " — the runs disagreed (flaky)" } else { "" };
         writeln!(out, "  state {:>3}: {} ({how}){flaky}", t.state, t.verdict.as_str())?;
+    }
+    let cmd = command_line(argv);
+    if let Some(f) = &r.flaky {
+        let states: Vec<String> = f.states.iter().map(usize::to_string).collect();
+        writeln!(
+            out,
+            "Uncertain: the runs of state{} {} disagreed (a flaky command); {}",
+            if states.len() == 1 { "" } else { "s" },
+            states.join(", "),
+            match (r.culprit(), f.confirmed) {
+                (Some(s), true) =>
+                    format!("the states next to step {} were tested again and agree with the answer.", s.n),
+                (Some(s), false) => format!(
+                    "tested again, the states next to step {} do not clearly agree: the answer may be wrong (try more --runs).",
+                    s.n
+                ),
+                (None, _) => "the answer may be wrong (try more --runs).".to_string(),
+            }
+        )?;
     }
     if let Some(step) = r.culprit() {
         writeln!(out)?;
@@ -257,6 +292,15 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
             write_diff(&mut out, &crate::report::diff::unified(&sides, &e.path, 3, false), st)?;
         }
         writeln!(out)?;
+        if let Some(o) = &r.outside {
+            let p: Vec<String> = o.paths.iter().map(|p| safe(p).into_owned()).collect();
+            writeln!(
+                out,
+                "Not this step alone: step {} starts from a change made outside the journal in {} (not a tool call), and with that change alone the state before it already fails. Reverting the step will not fix it; look at that change.",
+                step.n,
+                p.join(", ")
+            )?;
+        }
         writeln!(
             out,
             "Next: `{}` takes this step out alone (three-way, {}; `walj undo` undoes it).",
@@ -274,6 +318,9 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
         }
     } else if let Some(why) = r.reason() {
         writeln!(out, "No culprit: {why}.")?;
+    }
+    if let Some(says) = r.disk_says(&cmd) {
+        writeln!(out, "{}", st.bold(&format!("The disk: {}.", safe(&says))))?;
     }
     if let Some(v) = &r.verify {
         if v.monotonic {
@@ -302,10 +349,11 @@ fn print_text(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> 
     Ok(())
 }
 
-/// A unified diff, each line escaped (file bytes are recorded text too), then coloured.
+/// A unified diff, each line escaped (file bytes are recorded text too; a tab stays a tab,
+/// as in the header's `--- a/PATH<TAB>(label)` and in tab-indented code), then coloured.
 fn write_diff(out: &mut impl Write, diff: &str, st: Style) -> std::io::Result<()> {
     for line in diff.lines() {
-        let line = safe(line);
+        let line = safe_block(line);
         let shown = if line.starts_with("+++") || line.starts_with("---") {
             st.bold(&line)
         } else if line.starts_with('+') {
@@ -345,7 +393,7 @@ fn brief(project: &Project, fold: &Fold, r: &Report, command: &[OsString]) -> Op
         if let Some(e) = fold.entry(&c.entry) {
             let sides = triage::diff_sides(project, e, DiffMode::Applied);
             for line in crate::report::diff::unified(&sides, &e.path, 3, false).lines() {
-                let _ = writeln!(b, "{}", safe(line));
+                let _ = writeln!(b, "{}", safe_block(line));
             }
         }
     }
@@ -382,6 +430,9 @@ fn notes(out: &mut impl Write, fold: &Fold, r: &Report) -> std::io::Result<()> {
             safe(&u.why)
         )?;
     }
+    for why in &r.not_copied {
+        writeln!(out, "Not copied into the scratch copy: {}.", safe(why))?;
+    }
     for l in &r.left_out {
         writeln!(out, "Left out: {} ({}): {}.", safe(fold.ids.short(&l.entry)), safe(&l.path), l.why)?;
     }
@@ -396,7 +447,7 @@ fn notes(out: &mut impl Write, fold: &Fold, r: &Report) -> std::io::Result<()> {
     Ok(())
 }
 
-fn to_json(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> Value {
+fn to_json(project: &Project, fold: &Fold, r: &Report, show_output: bool, argv: &[OsString]) -> Value {
     let n = r.steps.len();
     let culprit = r.culprit().map(|s| {
         json!({
@@ -440,6 +491,17 @@ fn to_json(project: &Project, fold: &Fold, r: &Report, show_output: bool) -> Val
         "left_out": r.left_out.iter().map(|l| json!({"id": l.entry, "path": l.path, "why": l.why})).collect::<Vec<_>>(),
         "off": r.off.iter().map(|(k, p)| json!({"state": k, "paths": p})).collect::<Vec<_>>(),
         "changed_by_command": r.changed_by_command,
+        "not_copied": r.not_copied,
+        "disk": r.disk.as_ref().map(|d| json!({
+            "differs": d.differs,
+            "verdict": d.verdict,
+            "codes": d.codes,
+            "flaky": d.flaky,
+            "says": r.disk_says(&command_line(argv)),
+        })),
+        "outside_change": r.outside,
+        "uncertain": r.flaky.is_some(),
+        "flaky": r.flaky,
         "output": output,
     })
 }

@@ -53,6 +53,10 @@ fn expand(paths: &[PathBuf], agent: Option<Agent>) -> anyhow::Result<Vec<PathBuf
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| format!("{}: cannot read", p.display()))?;
+        if !meta.is_dir() && !meta.is_file() {
+            // A FIFO, a device (`/dev/zero`), a socket: it could block or never end.
+            anyhow::bail!("{}: not a regular file ({}); walj imports only files and folders", p.display(), what(&meta));
+        }
         if meta.is_dir() {
             let mut found = Vec::new();
             import::jsonl_under(p, &mut found);
@@ -68,6 +72,29 @@ fn expand(paths: &[PathBuf], agent: Option<Agent>) -> anyhow::Result<Vec<PathBuf
         }
     }
     Ok(out)
+}
+
+/// What a path that is neither a file nor a folder is, in words.
+fn what(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    let _ = meta;
+    "not a file"
 }
 
 fn article(a: Agent) -> String {
@@ -221,6 +248,14 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
                 "  {} the last line is cut short: {} stopped while writing it (a crash).",
                 style.yellow("torn"),
                 agent.label()
+            );
+        }
+        if f.oversized > 0 {
+            let _ = writeln!(
+                s,
+                "  {} lines were longer than {} MiB and were skipped unread",
+                f.oversized,
+                import::MAX_LINE >> 20
             );
         }
         if f.malformed > 0 {

@@ -155,12 +155,20 @@ pub fn recover(
     // Other machines' journals (`walj sync`), unless one session was asked for.
     let mut remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
     share_ids(&fold, &mut remotes);
+    // An in-place bisect's marker: read against the journal too (a revert batch recorded
+    // while the files are back still wants its `walj undo`).
+    let bisect_note = if crate::bisect::inplace::marker(project).exists() {
+        let settled = load(project, &FoldOptions { keep_settled: true, ..Default::default() }).ok();
+        crate::bisect::inplace::interrupted_with(project, settled.as_ref())
+    } else {
+        None
+    };
     let mut out = std::io::stdout().lock();
     if json_out {
         let mut v = report::recover_json(&fold);
         background_json(&fold, &mut v);
-        if let Some(note) = crate::bisect::inplace::interrupted(project) {
-            v["bisect"] = serde_json::Value::String(note);
+        if let Some(note) = &bisect_note {
+            v["bisect"] = serde_json::Value::String(note.clone());
         }
         if let Some(op) = crate::git::operation_in_progress(&project.root) {
             v["git_operation"] = serde_json::Value::String(op);
@@ -186,7 +194,7 @@ pub fn recover(
             write!(out, "{message}")?;
             return Ok(0);
         }
-        if let Some(note) = crate::bisect::inplace::interrupted(project) {
+        if let Some(note) = &bisect_note {
             writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
         }
         if let Some(op) = crate::git::operation_in_progress(&project.root) {

@@ -507,9 +507,17 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
         }
         let _ = writeln!(o, "{line}");
     }
-    let _ = writeln!(o, "\n{} ({})", style.bold("Background processes"), ps.len());
-    for p in ps {
+    // A foreground command cut off by the session's death is not a background process.
+    let (cut, bg): (Vec<&ProcStatus>, Vec<&ProcStatus>) = ps.iter().partition(|p| p.kind == "in_flight");
+    let _ = writeln!(o, "\n{} ({})", style.bold("Background processes"), bg.len());
+    for p in bg {
         let _ = writeln!(o, "  {}", proc_line(p, style));
+    }
+    if !cut.is_empty() {
+        let _ = writeln!(o, "\n{} ({})", style.bold("Foreground commands running when the session died"), cut.len());
+        for p in cut {
+            let _ = writeln!(o, "  {}", proc_line(p, style));
+        }
     }
     if !s.compactions.is_empty() {
         let _ = writeln!(o, "\n{} ({})", style.bold("Compactions"), s.compactions.len());
@@ -528,7 +536,7 @@ fn proc_line(p: &ProcStatus, style: &Style) -> String {
         _ => style.yellow("unknown"),
     };
     let note = match (p.kind, p.reported.as_deref()) {
-        ("in_flight", _) => "  (was running when the session died)".to_string(),
+        ("in_flight", _) => "  (a foreground command, running when the session died)".to_string(),
         (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {})", shown(r)),
         _ => String::new(),
     };
@@ -856,6 +864,9 @@ pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
         bail!("{}: cannot encrypt the bundle; nothing was written", crate::crypt::CryptError::Unsupported);
     }
     let state = SessionState::load(project, sid)?;
+    // The bundle can be written (its folder exists and takes a file) before anything is
+    // copied into the store: a failed export writes nothing.
+    drop(crate::fsutil::stage(output, b"", Some(0o600)).with_context(|| format!("cannot write {}", output.display()))?);
     catch_up(project, &state);
     let protection = if !recipients.is_empty() {
         Protection::Recipients(recipients)

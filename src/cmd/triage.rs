@@ -399,6 +399,51 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
     Ok(false)
 }
 
+/// The entries `what` (`--all`, `--session`) acts on: without `force`, a live session's are
+/// left out (its agent may still be working on them), each said on stderr with how to act on
+/// it anyway (by its id, with `--force`). By id, the action itself refuses them.
+fn not_live<'f>(
+    fold: &Fold,
+    entries: Vec<&'f crate::fold::Entry>,
+    what: &str,
+    verb: &str,
+    force: bool,
+) -> Vec<&'f crate::fold::Entry> {
+    use crate::fold::SessionStatus;
+    use crate::present::text::safe;
+    if force {
+        return entries;
+    }
+    let live_session = |e: &crate::fold::Entry| fold.session(&e.session).filter(|s| s.status() == SessionStatus::Live);
+    let (live, rest): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| live_session(e).is_some());
+    if !live.is_empty() {
+        let n = live.len();
+        let mut sessions: Vec<String> = vec![];
+        for e in &live {
+            if let Some(s) = live_session(e) {
+                let label = format!("{} ({})", fold.ids.session(&s.session), s.agent().label());
+                if !sessions.contains(&label) {
+                    sessions.push(label);
+                }
+            }
+        }
+        eprintln!(
+            "{n} entr{} left out of {what}: {} of session{} {}, which {} still live (it may still be working on {}):",
+            if n == 1 { "y" } else { "ies" },
+            if n == 1 { "it is" } else { "they are" },
+            if sessions.len() == 1 { "" } else { "s" },
+            safe(&sessions.join(", ")),
+            if sessions.len() == 1 { "is" } else { "are" },
+            if n == 1 { "it" } else { "them" },
+        );
+        for e in &live {
+            let short = safe(fold.ids.short(&e.id)).into_owned();
+            eprintln!("  {short} ({}): `walj {verb} {short} --force` acts on it anyway", safe(&e.path));
+        }
+    }
+    rest
+}
+
 /// Splits `entries` into this checkout's own and the ones from bundles, printing how many of
 /// those `what` (`--session`, "handoff without ids") leaves out.
 /// The entries `revert --session` / `--all` acts on: those walj is sure are the session's.
@@ -565,9 +610,13 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
             let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
             let entries: Vec<&crate::fold::Entry> =
                 fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect();
-            own_entries(&prov, entries, "--session").iter().map(|e| e.id.clone()).collect()
+            let own = own_entries(&prov, entries, "--session");
+            not_live(&fold, own, "--session", "mark --done", force).iter().map(|e| e.id.clone()).collect()
         }
-        None if all => own_entries(&prov, fold.unresolved().collect(), "--all").iter().map(|e| e.id.clone()).collect(),
+        None if all => {
+            let own = own_entries(&prov, fold.unresolved().collect(), "--all");
+            not_live(&fold, own, "--all", "mark --done", force).iter().map(|e| e.id.clone()).collect()
+        }
         None => {
             if !dry_run && !confirm_foreign(&foreign(&fold, &prov, ids), args.confirm.yes, "mark done")? {
                 return Ok(super::EXIT_ERROR);
@@ -631,6 +680,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let ids: Vec<String> = match &args.session {
         Some(s) => {
             let own = own_entries(&prov, triage::turn_entries(&fold, s, args.prompt)?, "--session");
+            let own = not_live(&fold, own, "--session", "revert", force);
             let own = sure_entries(own, &fold.ids, "--session");
             if own.is_empty() {
                 anyhow::bail!("nothing of this checkout's own to revert in that session; nothing was changed");
@@ -640,7 +690,8 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         None if all => {
             let open =
                 fold.unresolved().filter(|e| !e.outside && e.state() != crate::fold::EntryState::NotApplied).collect();
-            let own = sure_entries(own_entries(&prov, open, "--all"), &fold.ids, "--all");
+            let own = not_live(&fold, own_entries(&prov, open, "--all"), "--all", "revert", force);
+            let own = sure_entries(own, &fold.ids, "--all");
             if own.is_empty() {
                 println!("Nothing unresolved of this checkout's own to revert; nothing was changed.");
                 return Ok(0);
@@ -656,7 +707,12 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     if !confirmed_foreign {
         return Ok(super::EXIT_ERROR);
     }
-    let result = triage::revert(project, &fold, &ids, RevertOptions { force, dry_run, confirmed_foreign });
+    let result = triage::revert(
+        project,
+        &fold,
+        &ids,
+        RevertOptions { force, dry_run, confirmed_foreign, ..RevertOptions::default() },
+    );
     report("revert", dry_run, args.json, result, &fold.ids)
 }
 
@@ -860,20 +916,30 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
         Some(b) => b,
         None => {
             let prov = Provenance::load(&project.journal);
-            let every: Vec<&crate::fold::Entry> = match session {
-                _ if !ids.is_empty() => Vec::new(),
-                Some(s) => {
-                    let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
-                    fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect()
-                }
-                None => fold.unresolved().collect(),
-            };
-            if !every.is_empty() {
-                // Every unresolved entry (of the session): this checkout's own only, and only
-                // what walj is sure is Claude's work.
+            if ids.is_empty() {
+                // Every unresolved entry (of the session): this checkout's own only, not a live
+                // session's, and only what walj is sure is Claude's work.
+                let entries: Vec<&crate::fold::Entry> = match session {
+                    Some(s) => {
+                        let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
+                        fold.entries_of(&sess.session).filter(|e| e.is_unresolved()).collect()
+                    }
+                    None => fold.unresolved().collect(),
+                };
                 let what = if session.is_some() { "--session" } else { "--all" };
-                let own = if prov.any() { own_entries(&prov, every, what) } else { every };
+                let found = entries.len();
+                let own = own_entries(&prov, entries, what);
+                let mine = own.len();
+                let own = not_live(&fold, own, what, "handoff", force);
                 if own.is_empty() {
+                    if mine > 0 {
+                        anyhow::bail!("nothing to hand back but a live session's entries; nothing was recorded");
+                    }
+                    if found == 0 {
+                        // The action's own words: nothing unresolved (in that session).
+                        let why = triage::handoff(project, &fold, &[], session, opts).err();
+                        return Err(why.map_or_else(|| anyhow::anyhow!("nothing unresolved to hand back"), Into::into));
+                    }
                     anyhow::bail!(
                         "nothing of this checkout's own is unresolved to hand back; name entries by id to hand back others"
                     );

@@ -26,6 +26,9 @@ pub struct WatchArgs {
     /// when no request ever reached the new watcher).
     #[arg(long, value_name = "ID:PID:START", value_parser = parse_session)]
     pub session: Vec<crate::watch::SessionRef>,
+    /// Watch no folder, only the sessions' processes (a project outside git).
+    #[arg(long)]
+    pub processes_only: bool,
 }
 
 /// `ID:PID:START` (the id may itself hold colons: the last two fields are the numbers).
@@ -48,6 +51,7 @@ pub fn watch(a: &WatchArgs) -> anyhow::Result<i32> {
             linger: Duration::from_secs(a.linger),
             max_dirs: a.max_dirs.unwrap_or(usize::MAX),
             sessions: a.session.clone(),
+            processes_only: a.processes_only,
         };
         crate::watch::server::run(&opts)?;
         Ok(0)

@@ -85,7 +85,7 @@ fn merge_one(project: &Project, l: &legacy::Legacy, dry_run: bool) -> Result<Mer
     let root_now = Fold::load(&project.journal, &all()).map_err(reading(&project.journal))?;
     let old_fold = Fold::load(&old.journal, &all()).map_err(reading(&old.journal))?;
     let already_there =
-        !old_fold.entries.is_empty() && old_fold.entries.iter().all(|e| root_now.entry(&e.id).is_some());
+        !old_fold.entries.is_empty() && old_fold.entries.iter().all(|e| root_now.entry_in(&e.session, &e.id).is_some());
     let (entries, sessions) = (old_fold.entries.len(), old_fold.sessions.len());
     let mut beside = Fold::load(&project.journal, &all()).map_err(reading(&project.journal))?;
     if !already_there {
@@ -158,7 +158,7 @@ fn merge_one(project: &Project, l: &legacy::Legacy, dry_run: bool) -> Result<Mer
             .append_all(&records)
             .map_err(SessionError::io("appending to", &project.journal))?;
         let after = Fold::load(&project.journal, &all()).map_err(reading(&project.journal))?;
-        if let Some(e) = beside.entries.iter().find(|e| after.entry(&e.id).is_none()) {
+        if let Some(e) = beside.entries.iter().find(|e| after.entry_in(&e.session, &e.id).is_none()) {
             return Err(SessionError::Refused(format!(
                 "after merging, entry {} is not in {}: the old journal is kept as it was",
                 e.id,

@@ -51,7 +51,19 @@ fn read_json(path: &Path) -> Option<Value> {
 /// those whose hooks run walj (`command` or any `walj hook`) or that are named walj. Findings
 /// say what was found, and what is enabled but not usable.
 pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
+    let (plugins, _, findings) = discover_with_disabled(project_root, config_dir, command);
+    (plugins, findings)
+}
+
+/// [`discover`], and the folders of the walj plugins installed but disabled for the project
+/// (their hooks do not run).
+pub fn discover_with_disabled(
+    project_root: &Path,
+    config_dir: &Path,
+    command: &str,
+) -> (Vec<PluginInstall>, Vec<PathBuf>, Vec<DoctorFinding>) {
     let mut findings = vec![];
+    let mut disabled = vec![];
     // id → (enabled, scope, file), later scopes overriding earlier ones.
     let mut enabled: Vec<(String, bool, SettingsScope, PathBuf)> = vec![];
     for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
@@ -76,7 +88,8 @@ pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<P
         let named_walj = name == crate::plugin::NAME;
         let root = plugin_root(&id, name, marketplace, project_root, installed.as_ref(), marketplaces.as_ref());
         if !on {
-            if named_walj && root.is_some() {
+            if named_walj && let Some(root) = &root {
+                disabled.push(root.clone());
                 findings.push(DoctorFinding::new(
                     Level::Info,
                     check::PLUGIN,
@@ -121,7 +134,7 @@ pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<P
         ));
         plugins.push(PluginInstall { id, enabled_in: Some((scope, file)), root, hooks });
     }
-    (plugins, findings)
+    (plugins, disabled, findings)
 }
 
 /// Why a plugin's folder or hooks could not be read (each names the file).
@@ -267,4 +280,39 @@ fn plugin_hooks(root: &Path) -> Result<Value, PluginDirError> {
         }
     }
     Ok(Value::Object([("hooks".to_string(), Value::Object(events))].into_iter().collect()))
+}
+
+/// The latest session start in the journal at `journal` (its last `session` `start` record,
+/// looked for in the journal's last 16 MiB): its session id, time, and the plugin folder whose
+/// hooks journaled it (`plugin_root`, `None` for `walj install`'s hooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastStart {
+    pub session: String,
+    pub ts: String,
+    pub plugin_root: Option<PathBuf>,
+}
+
+/// The journal's latest session start ([`LastStart`]); `None` when there is none (or the
+/// journal cannot be read).
+pub fn last_start(journal: &Path) -> Option<LastStart> {
+    use crate::journal::{key, kind, op};
+    const LOOK_BACK: u64 = 16 << 20;
+    let mut found = None;
+    let _ = crate::journal::reader::scan_lines_rev(journal, LOOK_BACK, |line| {
+        // Cheap test first: most lines are not a start.
+        if memchr::memmem::find(line, b"\"start\"").is_none() {
+            return std::ops::ControlFlow::Continue(());
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { return std::ops::ControlFlow::Continue(()) };
+        if v["op"] != op::SESSION || v["kind"] != kind::START {
+            return std::ops::ControlFlow::Continue(());
+        }
+        found = Some(LastStart {
+            session: v["session"].as_str().unwrap_or_default().to_string(),
+            ts: v["ts"].as_str().unwrap_or_default().to_string(),
+            plugin_root: v[key::PLUGIN_ROOT].as_str().filter(|r| !r.is_empty()).map(PathBuf::from),
+        });
+        std::ops::ControlFlow::Break(())
+    });
+    found
 }

@@ -16,15 +16,17 @@ pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool)
     let mut installed = Installed::find(&project.root, config_dir, command);
     installed.plugin |= plugins;
     if installed.any() && !installed.covers_subfolders() {
-        // Info, not a warning: the committed settings.json is the team's, and a session started
-        // at the root is journaled; doctor's exit code stays what the hooks make it.
+        // A warning: sessions started there journal nothing, silently (a fresh clone has only
+        // the committed settings.json; `walj install` adds the copy the subfolders run).
         findings.push(DoctorFinding::new(
-            Level::Info,
+            Level::Warn,
             check::SUBFOLDER,
-            "walj's hooks are in .claude/settings.json only: sessions started in a subfolder (`cd pkg && claude`) are \
-             not journaled, as Claude Code runs the root's settings.json hooks only for sessions started at the root. \
-             Run `walj install` again (it adds the same hooks to .claude/settings.local.json, which subfolder starts \
-             run), or `walj install --user`, or use the walj plugin",
+            format!(
+                "walj's hooks are in .claude/settings.json only: sessions started in {} are not journaled (Claude \
+                 Code runs the root's settings.json hooks only for sessions started at the root). Run `walj install` \
+                 here: it adds the same hooks to .claude/settings.local.json, which sessions started in a subfolder run",
+                start_folders(&project.root)
+            ),
         ));
     } else if installed.any() {
         findings.push(DoctorFinding::new(
@@ -62,4 +64,27 @@ pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool)
         ));
     }
     findings
+}
+
+/// The folders a session could be started in below `root`, for the message: its first few
+/// subfolders by name (`src/, tests/, … or any folder below them`), or "a subfolder".
+fn start_folders(root: &Path) -> String {
+    const SHOWN: usize = 4;
+    let mut dirs: Vec<String> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    if dirs.is_empty() {
+        return "a subfolder (`cd pkg && claude`)".to_string();
+    }
+    dirs.sort();
+    let more = dirs.len() > SHOWN;
+    dirs.truncate(SHOWN);
+    let list: Vec<String> = dirs.iter().map(|d| format!("{}/", crate::present::text::safe(d))).collect();
+    format!("{}{} or any folder below them", list.join(", "), if more { ", …" } else { "" })
 }

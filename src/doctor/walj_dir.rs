@@ -1,5 +1,5 @@
-//! `walj doctor`: whether `.walj/` is walj's own (`crate::project::trust`), and which keys of a
-//! `config.toml` git tracks are ignored. A refused folder is an error with the fix; doctor
+//! `walj doctor`: whether `.walj/` is walj's own (`crate::project::trust`), links planted where
+//! walj keeps its own files, and which keys of a `config.toml` git tracks are ignored. A refused folder is an error with the fix; doctor
 //! then reads nothing else from it.
 
 use super::{DoctorFinding, Level, check};
@@ -32,6 +32,7 @@ pub fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
                     None => format!("{dir}: walj's own (no state folder to keep a marker in)"),
                 },
             )];
+            out.extend(links(project));
             let path = project.config_path();
             if trust::config_is_tracked(&path) {
                 let ignored =
@@ -55,4 +56,59 @@ pub fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
             (out, true)
         }
     }
+}
+
+/// Links in `.walj/` and in its folders, where walj keeps only files and folders of its own
+/// (the journal, the observer file, the Bash cache, transcript copies…): another program
+/// planted them, and walj never writes through one (`O_NOFOLLOW`, a linked folder refused), so
+/// what would have gone there is not written. One warning, naming each.
+fn links(project: &Project) -> Option<DoctorFinding> {
+    const SHOWN: usize = 20;
+    let mut found = Vec::new();
+    let walk = |dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>, sub: &mut Vec<std::path::PathBuf>| {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for e in rd.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_symlink() => found.push(e.path()),
+                Ok(t) if t.is_dir() => sub.push(e.path()),
+                _ => {}
+            }
+        }
+    };
+    let mut subs = Vec::new();
+    walk(&project.dir, &mut found, &mut subs);
+    // One level down (`bash/`, `transcripts/`, …); the store's fan-out folders hold only objects.
+    for d in subs.iter().filter(|d| d.file_name().is_none_or(|n| n != "store")) {
+        walk(d, &mut found, &mut Vec::new());
+    }
+    if found.is_empty() {
+        return None;
+    }
+    found.sort();
+    let mut f = DoctorFinding::new(
+        Level::Warn,
+        check::WALJ_DIR,
+        format!(
+            "{} link(s) in {} where walj keeps its own files: never written through, so what walj would keep there is not kept",
+            found.len(),
+            project.dir.display()
+        ),
+    );
+    f.details = found
+        .iter()
+        .take(SHOWN)
+        .map(|p| {
+            let to = std::fs::read_link(p).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+            format!(
+                "link: {} -> {}",
+                crate::present::text::shown(&p.display().to_string()),
+                crate::present::text::shown(&to)
+            )
+        })
+        .collect();
+    if found.len() > SHOWN {
+        f.details.push(format!("and {} more", found.len() - SHOWN));
+    }
+    f.details.push("fix: remove them (walj makes its own files again where it needs them)".into());
+    Some(f)
 }

@@ -6,10 +6,11 @@ use super::{DoctorFinding, Level, check};
 use crate::bashsnap::{self, RECONCILED, WATCH_OFF, WATCHED};
 use crate::project::Project;
 
-/// The findings (none before the first Bash snapshot).
+/// The findings (none before the first Bash snapshot, unless the runtime folder is unusable).
 pub fn check(project: &Project) -> Vec<DoctorFinding> {
     let r = bashsnap::watch_report(project);
     let mut out = Vec::new();
+    out.extend(run_dir(project));
     match r.last.as_deref() {
         None => {}
         Some(WATCHED) => out.push(DoctorFinding::new(
@@ -52,4 +53,26 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
         out.push(f);
     }
     out
+}
+
+/// The runtime folder the watcher's socket lives in, when the watcher is on and that folder
+/// is not usable (another local user made it first, a link, open to others): no watcher can
+/// run for this user, and every Bash snapshot is a full scan.
+fn run_dir(project: &Project) -> Option<DoctorFinding> {
+    let (cfg, _) = crate::config::Config::load_or_default(&project.config_path(), |_| {});
+    if !cfg.bash.snapshot || !cfg.bash.watcher {
+        return None;
+    }
+    let why = crate::watch::check_run_dir().err()?;
+    let mut f = DoctorFinding::new(
+        Level::Warn,
+        check::WATCHER,
+        format!("the watcher cannot run: {}", crate::present::text::shown(&why.to_string())),
+    );
+    f.details = vec![
+        "cost: every Bash snapshot is a full scan of the work tree (slower on a large checkout; nothing is lost)"
+            .into(),
+        "fix: set WALJ_RUNTIME_DIR to a folder of your own (mode 0700), or remove the folder named above".into(),
+    ];
+    Some(f)
 }

@@ -38,7 +38,7 @@ impl Fold {
         }
         // A checkpoint's audit of one entry: not session activity.
         if view.op() == op::VERIFIED {
-            if let Some(&i) = self.by_id.get(view.id.as_ref()) {
+            if let Some(i) = self.by_id.get(&self.entries, view.session_key(), view.id.as_ref()) {
                 self.entries[i].verified = Some(view.ts.into_owned());
             }
             return;
@@ -49,7 +49,7 @@ impl Fold {
         }
         if view.op() == op::PERSISTED {
             // The bulk of a long journal: settle the entry, nothing else to read.
-            self.settle(&view.id, opts);
+            self.settle(view.session_key(), &view.id, opts);
             return;
         }
         // A static name, so the view can move into `Line` (no allocation per line).
@@ -121,9 +121,9 @@ impl Fold {
         let v = &l.view;
         let key = || (l.session.clone(), v.tool.as_deref().unwrap_or("").to_string(), v.path.to_string());
         let id = pairs.intent(l.no, &v.id, v.pair, key);
-        if self.outcome_first.contains(&id) {
+        if self.is_outcome_first(&l.session, &id) {
             // The outcome landed first (the intent waited in a side file): pair them.
-            if let Some(&i) = self.by_id.get(&id) {
+            if let Some(i) = self.by_id.get(&self.entries, &l.session, &id) {
                 let e = &mut self.entries[i];
                 if e.before.is_none() {
                     e.before = l.view.before;
@@ -136,7 +136,7 @@ impl Fold {
             // Not found: it settled and was dropped already.
             return;
         }
-        if self.by_id.contains_key(&id) {
+        if self.by_id.get(&self.entries, &l.session, &id).is_some() {
             return;
         }
         self.push_entry(Entry::new(l.no, id, l.session, l.view, EntryState::InFlight));
@@ -154,7 +154,7 @@ impl Fold {
             None
         };
         let ts = v.ts.to_string();
-        if let Some(&i) = self.by_id.get(&id) {
+        if let Some(i) = self.by_id.get(&self.entries, &l.session, &id) {
             let e = &mut self.entries[i];
             if e.base == EntryState::InFlight || e.base == EntryState::Applied {
                 e.base = if failed { EntryState::Failed } else { EntryState::Applied };
@@ -188,7 +188,7 @@ impl Fold {
         };
         if !v1 && !v.pair && !v.imported && v.parent.is_none() && !v.id.is_empty() {
             // A tool call's outcome before its intent: remember it, the intent may follow.
-            self.outcome_first.insert(id.clone());
+            self.outcome_first.insert((l.session.clone(), id.clone()));
         }
         let after = v.after.clone();
         let mut entry = Entry::new(l.no, id, l.session, l.view, base);
@@ -205,7 +205,7 @@ impl Fold {
 
     /// A triage action on an entry (or Stop settling an intent that did not apply).
     fn apply_resolved(&mut self, l: Line<'_>, opts: &FoldOptions) {
-        let Some(&i) = self.by_id.get(l.view.id.as_ref()) else { return };
+        let Some(i) = self.by_id.get(&self.entries, &l.session, l.view.id.as_ref()) else { return };
         let Ok(rec) = parse_record(l.bytes) else { return };
         let h = rec.how.clone().unwrap_or_default();
         if h == how::NOT_APPLIED {
@@ -234,7 +234,7 @@ impl Fold {
     fn apply_undo(&mut self, l: Line<'_>) {
         let Ok(rec) = parse_record(l.bytes) else { return };
         let Some(target) = rec.target.as_deref() else { return };
-        if let Some(&i) = self.by_id.get(l.view.id.as_ref())
+        if let Some(i) = self.by_id.get(&self.entries, &l.session, l.view.id.as_ref())
             && let Some(a) = self.entries[i].actions.iter_mut().rev().find(|a| a.action == target)
         {
             a.undone = true;
@@ -267,7 +267,7 @@ impl Fold {
 
     pub(super) fn apply_command(&mut self, op_name: &str, session: &str, rec: &Record, opts: &FoldOptions) {
         // The outcome came first (the intent waited in a side file): the intent only fills in.
-        let early = self.outcome_first.contains(&rec.id);
+        let early = self.is_outcome_first(session, &rec.id);
         let s = self.session_mut(session, &rec.sid, &rec.ts, op_name != op::RESOLVED);
         let id = rec.id.clone();
         let intent = || Command {
@@ -362,7 +362,7 @@ impl Fold {
             }
         }
         if first {
-            self.outcome_first.insert(id);
+            self.outcome_first.insert((session.to_string(), id));
         }
     }
 

@@ -9,8 +9,9 @@
 //!   `pkg/core/a.txt`) and [`Entry::legacy`] names the subfolder, so an action on it goes
 //!   through that journal (where its record, its blobs and any earlier triage of it are) and a
 //!   restart reads the same state again;
-//! - an id both journals hold stays the root's: the subfolder's entry is left out and named
-//!   in the result (never two entries under one id);
+//! - a tool call both journals hold (one session, one id) stays the root's: the subfolder's
+//!   entry is left out and named in the result (never two entries under one session and id;
+//!   the same id in another session is another entry);
 //! - a session the root's journal already knows keeps the root's record of it (a session is
 //!   in one journal: one live across the upgrade kept writing where its start record was).
 //!
@@ -22,12 +23,12 @@ use super::Fold;
 impl Fold {
     /// Adds the entries and sessions of `other` (the fold of the journal in the subfolder
     /// `rel`, root-relative `/`-separated) to this fold, paths rebased by `rel`. Returns the
-    /// ids left out because this fold already holds them.
+    /// ids left out because this fold already holds them (in the same session).
     pub fn absorb_legacy(&mut self, rel: &str, other: Fold) -> Vec<String> {
         let rel = rel.trim_matches('/');
         let mut clashes = Vec::new();
         for mut e in other.entries {
-            if self.by_id.contains_key(&e.id) {
+            if self.by_id.get(&self.entries, &e.session, &e.id).is_some() {
                 clashes.push(e.id);
                 continue;
             }
@@ -35,7 +36,7 @@ impl Fold {
                 e.path = format!("{rel}/{}", e.path);
             }
             e.legacy = Some(rel.to_string());
-            self.by_id.insert(e.id.clone(), self.entries.len());
+            self.by_id.insert(&e.id, self.entries.len());
             self.entries.push(e);
         }
         for mut s in other.sessions {
@@ -105,8 +106,14 @@ mod tests {
         assert_eq!(root.session("s-old").unwrap().legacy.as_deref(), Some("pkg/core"));
         assert!(root.find("old").is_ok());
         std::fs::create_dir(dir.path().join("x")).unwrap();
-        let clash = journal_with(&dir.path().join("x"), "toolu_root", "b.txt", "s-x");
+        let clash = journal_with(&dir.path().join("x"), "toolu_root", "b.txt", "s-root");
         assert_eq!(root.absorb_legacy("pkg/x", clash), ["toolu_root"]);
+        assert_eq!(root.entry("toolu_root").unwrap().path, "a.txt");
+        // The same id in another session is another tool call.
+        std::fs::create_dir(dir.path().join("y")).unwrap();
+        let other = journal_with(&dir.path().join("y"), "toolu_root", "c.txt", "s-y");
+        assert!(root.absorb_legacy("pkg/y", other).is_empty());
+        assert_eq!(root.entry_in("s-y", "toolu_root").unwrap().path, "pkg/y/c.txt");
         assert_eq!(root.entry("toolu_root").unwrap().path, "a.txt");
     }
 }

@@ -37,6 +37,50 @@ pub use model::{
 use settled::SettledMap;
 pub use settled::{capture_cap, disk_blob, link_blob};
 
+/// Entry indexes by tool-call id; one per session that has the id (almost always one).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ById(HashMap<String, Vec<usize>>);
+
+impl ById {
+    /// The index of `session`'s entry `id`.
+    #[inline]
+    fn get(&self, entries: &[Entry], session: &str, id: &str) -> Option<usize> {
+        self.0.get(id)?.iter().copied().find(|&i| entries[i].session == session)
+    }
+
+    /// The first index of `id` in journal order (whichever session).
+    fn first(&self, id: &str) -> Option<usize> {
+        self.0.get(id)?.iter().copied().min()
+    }
+
+    #[inline]
+    fn insert(&mut self, id: &str, i: usize) {
+        match self.0.get_mut(id) {
+            Some(v) => v.push(i),
+            None => {
+                self.0.insert(id.to_string(), vec![i]);
+            }
+        }
+    }
+
+    /// Forgets index `i` of `id`.
+    fn remove(&mut self, id: &str, i: usize) {
+        if let Some(v) = self.0.get_mut(id) {
+            v.retain(|&j| j != i);
+            if v.is_empty() {
+                self.0.remove(id);
+            }
+        }
+    }
+
+    /// The entry `id` at `from` now is at `to`.
+    fn moved(&mut self, id: &str, from: usize, to: usize) {
+        if let Some(j) = self.0.get_mut(id).and_then(|v| v.iter_mut().find(|j| **j == from)) {
+            *j = to;
+        }
+    }
+}
+
 /// The folded journal.
 #[derive(Debug, Default)]
 pub struct Fold {
@@ -48,15 +92,18 @@ pub struct Fold {
     pub report: ScanReport,
     /// Records read.
     pub records: u64,
-    by_id: HashMap<String, usize>,
+    /// Entries by tool-call id, then by session: an id is unique within a session only (imports
+    /// from other agents and old transcripts repeat ids across sessions).
+    by_id: ById,
     by_session: HashMap<String, usize>,
     /// Per path, the line and images of the latest entry dropped as settled (`keep_settled`
     /// false): the disk may hold that later change, which is not drift ([`Fold::check_disk`]).
     /// Digests (`settled::digest`), so memory stays small however many paths the journal names.
     settled: SettledMap,
-    /// Ids of tool calls whose outcome came before any intent (an intent that waited in a
-    /// side file): the intent pairs with the entry, even one already settled and dropped.
-    outcome_first: HashSet<String>,
+    /// (session, id) of tool calls whose outcome came before any intent (an intent that
+    /// waited in a side file): the intent pairs with the entry, even one already settled and
+    /// dropped.
+    outcome_first: HashSet<(String, String)>,
     /// The session of the previous record: consecutive lines mostly share one.
     last_session: Option<usize>,
     /// How this fold's ids are shown: whole until [`Fold::load_short_ids`] reads every id
@@ -92,7 +139,7 @@ impl Scan {
                 Ok(Classified::Persisted { id, session }) => {
                     if filter.is_none_or(|f| session.starts_with(f)) {
                         fold.records += 1;
-                        fold.settle(id, opts);
+                        fold.settle(session, id, opts);
                     }
                     return;
                 }
@@ -174,7 +221,16 @@ impl Fold {
     }
 
     fn reindex(&mut self) {
-        self.by_id = self.entries.iter().enumerate().map(|(i, e)| (e.id.clone(), i)).collect();
+        self.by_id = ById::default();
+        for (i, e) in self.entries.iter().enumerate() {
+            self.by_id.insert(&e.id, i);
+        }
+    }
+
+    /// Whether `(session, id)` is a tool call whose outcome came before its intent.
+    fn is_outcome_first(&self, session: &str, id: &str) -> bool {
+        // Mostly empty: no key is built for the lookup then.
+        !self.outcome_first.is_empty() && self.outcome_first.contains(&(session.to_string(), id.to_string()))
     }
 
     /// The session of a record; `activity`: the record is the session's own work (not the
@@ -251,8 +307,15 @@ impl Fold {
         self.entries.iter().filter(|e| e.is_unresolved())
     }
 
+    /// The entry of tool call `id`; the first in journal order when sessions repeat the id
+    /// ([`Fold::entry_in`] when the session is known, [`Fold::find`] for what a user typed).
     pub fn entry(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+        self.by_id.first(id).map(|i| &self.entries[i])
+    }
+
+    /// The entry of tool call `id` in `session`.
+    pub fn entry_in(&self, session: &str, id: &str) -> Option<&Entry> {
+        self.by_id.get(&self.entries, session, id).map(|i| &self.entries[i])
     }
 
     pub fn session(&self, key: &str) -> Option<&SessionInfo> {

@@ -14,8 +14,10 @@ use crate::store::file_blob_id;
 impl Fold {
     /// A `persisted` record: the entry is verified; without `keep_settled` it is dropped.
     #[inline]
-    pub(super) fn settle(&mut self, id: &str, opts: &FoldOptions) {
-        if let Some(&i) = self.by_id.get(id) {
+    pub(super) fn settle(&mut self, session: &str, id: &str, opts: &FoldOptions) {
+        // A walj line with no session names its entry by id alone (the first of that id).
+        let found = if session.is_empty() { self.by_id.first(id) } else { self.by_id.get(&self.entries, session, id) };
+        if let Some(i) = found {
             let e = &mut self.entries[i];
             e.base = EntryState::Persisted;
             if !opts.keep_settled && e.actions.is_empty() {
@@ -26,7 +28,7 @@ impl Fold {
 
     #[inline]
     pub(super) fn push_entry(&mut self, e: Entry) {
-        self.by_id.insert(e.id.clone(), self.entries.len());
+        self.by_id.insert(&e.id, self.entries.len());
         self.entries.push(e);
     }
 
@@ -34,10 +36,11 @@ impl Fold {
     #[inline]
     pub(super) fn remove_entry(&mut self, i: usize) {
         let e = self.entries.swap_remove(i);
-        self.by_id.remove(&e.id);
+        self.by_id.remove(&e.id, i);
         if i < self.entries.len() {
-            let moved = self.entries[i].id.clone();
-            self.by_id.insert(moved, i);
+            // The last entry took its place.
+            let last = self.entries.len();
+            self.by_id.moved(&self.entries[i].id, last, i);
         }
         self.remember_settled(e);
     }

@@ -34,7 +34,7 @@ use super::{Fold, Scan};
 use crate::journal::{Problem, Source, identity};
 
 /// The first line of a snapshot file; the version changes with the state's layout.
-const MAGIC: &str = "walj fold snapshot v4";
+const MAGIC: &str = "walj fold snapshot v5";
 
 /// A fold that read more than this past its snapshot (or from the start) writes a new one.
 pub const WRITE_AFTER: u64 = 1 << 20;
@@ -79,7 +79,7 @@ struct State {
     /// distinct path, and parsing them as JSON numbers was most of a load's time.
     #[serde(skip)]
     settled: Vec<SettledPath>,
-    outcome_first: Vec<String>,
+    outcome_first: Vec<(String, String)>,
     last_session: Option<usize>,
     pairs: Vec<((String, String, String), Vec<String>)>,
     /// Lines the classifier skipped.
@@ -91,7 +91,7 @@ struct State {
 impl State {
     fn of(scan: &Scan, regions: Vec<Problem>) -> State {
         let f = &scan.fold;
-        let mut outcome_first: Vec<String> = f.outcome_first.iter().cloned().collect();
+        let mut outcome_first: Vec<(String, String)> = f.outcome_first.iter().cloned().collect();
         outcome_first.sort();
         let settled = f.settled.sorted();
         let mut pairs: Vec<_> = scan.pairs.open.iter().map(|(k, v)| (k.clone(), v.iter().cloned().collect())).collect();

@@ -272,11 +272,21 @@ impl Dir {
     /// Reads `name` whole when it is a regular file (never through a link, never blocking
     /// on a FIFO); `None` when it is something else.
     pub fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let Some((mut f, meta)) = self.open_regular(name)? else { return Ok(None) };
+        let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+        f.read_to_end(&mut out)?;
+        Ok(Some(out))
+    }
+
+    /// Opens `name` for reading when it is a regular file (never through a link, never
+    /// blocking on a FIFO; the type checked on the open descriptor); `None` when it is
+    /// something else.
+    pub fn open_regular(&self, name: &OsStr) -> io::Result<Option<(File, fs::Metadata)>> {
         check_name(name)?;
         #[cfg(unix)]
         {
             use rustix::fs::{Mode, OFlags};
-            use std::io::Read;
             let fd = match rustix::fs::openat(
                 &self.fd,
                 name,
@@ -287,14 +297,12 @@ impl Dir {
                 Err(rustix::io::Errno::LOOP | rustix::io::Errno::NXIO) => return Ok(None),
                 Err(e) => return Err(e.into()),
             };
-            let mut f = File::from(fd);
+            let f = File::from(fd);
             let meta = f.metadata()?;
             if !meta.is_file() {
                 return Ok(None);
             }
-            let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-            f.read_to_end(&mut out)?;
-            Ok(Some(out))
+            Ok(Some((f, meta)))
         }
         #[cfg(not(unix))]
         {
@@ -302,7 +310,7 @@ impl Dir {
             if !fs::symlink_metadata(&p)?.is_file() {
                 return Ok(None);
             }
-            super::read_regular(&p).map(Some)
+            super::open_regular(&p).map(Some)
         }
     }
 

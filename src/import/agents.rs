@@ -60,6 +60,8 @@ pub struct SessionFile {
     /// The last line was cut (the agent stopped while writing it).
     pub torn_tail: bool,
     pub malformed: u64,
+    /// Lines longer than [`super::engine::MAX_LINE`]: skipped unread.
+    pub oversized: u64,
 }
 
 /// What happened, in order.
@@ -212,6 +214,8 @@ pub struct Counts {
     pub torn_tail: bool,
     /// Lines that were not JSON (other than a cut last line).
     pub malformed: u64,
+    /// Lines longer than [`super::engine::MAX_LINE`]: skipped unread.
+    pub oversized: u64,
 }
 
 impl SessionFile {
@@ -219,27 +223,35 @@ impl SessionFile {
         self.lines = c.lines;
         self.torn_tail = c.torn_tail;
         self.malformed = c.malformed;
+        self.oversized = c.oversized;
         self
     }
 }
 
 /// Calls `f` with every complete JSON line of `path`.
+/// Only a regular file is read (a FIFO or a device could block or never end); a line longer
+/// than [`super::engine::MAX_LINE`] is skipped and counted.
 pub fn read_lines(path: &Path, mut f: impl FnMut(Value)) -> io::Result<Counts> {
-    let reader = io::BufReader::with_capacity(1 << 20, fs::File::open(path)?);
-    read_from(reader, &mut f)
+    let (file, _) = crate::fsutil::open_regular(path)?;
+    let reader = io::BufReader::with_capacity(1 << 20, file);
+    read_from(reader, &mut f, super::engine::MAX_LINE)
 }
 
-fn read_from(mut reader: impl BufRead, f: &mut impl FnMut(Value)) -> io::Result<Counts> {
+fn read_from(mut reader: impl BufRead, f: &mut impl FnMut(Value), max: usize) -> io::Result<Counts> {
     let mut c = Counts::default();
     let mut buf = Vec::with_capacity(64 * 1024);
     loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(c);
-        }
+        let Some(cut) = super::engine::read_line_capped(&mut reader, &mut buf, max)? else { return Ok(c) };
         c.lines += 1;
+        if cut {
+            c.oversized += 1;
+            continue;
+        }
         let complete = buf.last() == Some(&b'\n');
         let body = if complete { &buf[..buf.len() - 1] } else { &buf[..] };
+        // NUL bytes around a line: a file padded by a crash (its size extended before the
+        // bytes were written, as Copilot CLI's can be) is read like the journal is.
+        let body = trim_nul(body);
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -254,10 +266,17 @@ fn read_from(mut reader: impl BufRead, f: &mut impl FnMut(Value)) -> io::Result<
     }
 }
 
+/// `line` without the NUL bytes at its ends.
+pub(super) fn trim_nul(line: &[u8]) -> &[u8] {
+    let start = line.iter().position(|&b| b != 0).unwrap_or(line.len());
+    let end = line.iter().rposition(|&b| b != 0).map_or(start, |i| i + 1);
+    &line[start..end.max(start)]
+}
+
 /// The first JSON line of `path` (the session's header in every agent's format).
 pub(super) fn first_line(path: &Path) -> Option<Value> {
-    let f = fs::File::open(path).ok()?;
-    for line in io::BufReader::new(f).split(b'\n').take(20) {
+    let (f, _) = crate::fsutil::open_regular(path).ok()?;
+    for line in io::BufReader::new(io::Read::take(f, super::engine::MAX_LINE as u64)).split(b'\n').take(20) {
         let line = line.ok()?;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -419,6 +438,7 @@ pub(crate) fn convert(
     report.lines = file.lines;
     report.torn_tail = file.torn_tail;
     report.malformed = file.malformed;
+    report.oversized = file.oversized;
     if file.session.is_empty() {
         report.error = Some(format!("no session id: not a {} session file", agent.label()));
         return Converted { records: Vec::new(), blobs: Blobs::default(), produced: 0, report };
@@ -784,7 +804,27 @@ mod tests {
     #[test]
     fn a_cut_last_line_is_torn_and_bad_lines_are_counted() {
         let mut n = 0;
-        let c = read_from(&b"{\"a\":1}\nnot json\n\n{\"b\":2}\n{\"c\":"[..], &mut |_| n += 1).unwrap();
-        assert_eq!((n, c), (2, Counts { lines: 5, torn_tail: true, malformed: 1 }));
+        let c = read_from(&b"{\"a\":1}\nnot json\n\n{\"b\":2}\n{\"c\":"[..], &mut |_| n += 1, 1 << 20).unwrap();
+        assert_eq!((n, c), (2, Counts { lines: 5, torn_tail: true, malformed: 1, oversized: 0 }));
+    }
+
+    /// A line over the cap is skipped and counted, holding at most the cap; the lines after it
+    /// are read.
+    #[test]
+    fn a_line_over_the_cap_is_skipped_and_counted() {
+        let mut seen = Vec::new();
+        let long = format!("{{\"x\":\"{}\"}}\n", "a".repeat(5000));
+        let text = format!("{{\"a\":1}}\n{long}{{\"b\":2}}\n");
+        let c = read_from(io::BufReader::with_capacity(64, text.as_bytes()), &mut |v| seen.push(v), 1000).unwrap();
+        assert_eq!(c, Counts { lines: 3, torn_tail: false, malformed: 0, oversized: 1 });
+        assert_eq!(seen, vec![serde_json::json!({"a": 1}), serde_json::json!({"b": 2})]);
+    }
+
+    /// A file that ends in NUL bytes (a crash after its size grew) reads like one without them.
+    #[test]
+    fn nul_padding_is_neither_torn_nor_malformed() {
+        let mut n = 0;
+        let c = read_from(&b"{\"a\":1}\n\0\0\0\0{\"b\":2}\n\0\0\0\0\0\0"[..], &mut |_| n += 1, 1 << 20).unwrap();
+        assert_eq!((n, c), (2, Counts { lines: 3, torn_tail: false, malformed: 0, oversized: 0 }));
     }
 }

@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{self, BufRead};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -199,17 +199,17 @@ impl<'a> Converter<'a> {
     }
 
     pub(super) fn read(&mut self, bar: &indicatif::ProgressBar) -> io::Result<()> {
-        let f = fs::File::open(&self.path)?;
+        // A regular file only: a FIFO or a device (`/dev/zero`) could block or never end.
+        let (f, _) = crate::fsutil::open_regular(&self.path)?;
         let mut reader = io::BufReader::with_capacity(1 << 20, f);
         let mut buf = Vec::with_capacity(64 * 1024);
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf)?;
-            if n == 0 {
-                break;
-            }
-            bar.inc(n as u64);
+        while let Some(cut) = super::engine::read_line_capped(&mut reader, &mut buf, super::engine::MAX_LINE)? {
+            bar.inc(buf.len() as u64);
             self.report.lines += 1;
+            if cut {
+                self.report.oversized += 1;
+                continue;
+            }
             let complete = buf.last() == Some(&b'\n');
             let body = if complete { &buf[..buf.len() - 1] } else { &buf[..] };
             if body.iter().all(u8::is_ascii_whitespace) {

@@ -86,6 +86,48 @@ pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Longest line an import reads (64 MiB): a transcript line holds one message, its tool
+/// calls and results (a large Write, an image) and stays far under it; a longer one is
+/// skipped, counted ([`FileReport::oversized`]), without holding more of it in memory.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// One line of `reader` into `buf` (cleared first), with its `\n` when it has one. `Ok(None)`
+/// at the end; `Ok(Some(true))` when the line was longer than `max`: what `buf` holds then is
+/// its start only, the rest was read past and dropped.
+pub(crate) fn read_line_capped(
+    reader: &mut impl io::BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<bool>> {
+    buf.clear();
+    let mut read_any = false;
+    let mut cut = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(read_any.then_some(cut));
+        }
+        read_any = true;
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if take > room {
+            cut = true;
+        }
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        if done {
+            return Ok(Some(cut));
+        }
+    }
+}
+
 /// A call still waiting for its result when the transcript ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct InFlight {
@@ -112,6 +154,9 @@ pub struct FileReport {
     pub torn_tail: bool,
     /// Lines that were not JSON (other than a torn last line).
     pub malformed: u64,
+    /// Lines longer than [`MAX_LINE`]: skipped unread.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub oversized: u64,
     /// Files outside the project the session changed (absolute paths): kept as session
     /// context, settled at once, never unresolved nor reverted.
     #[serde(skip_serializing_if = "Vec::is_empty")]

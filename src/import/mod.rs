@@ -22,7 +22,7 @@ use crate::project::Project;
 
 pub use claude::{all_transcripts, project_transcripts};
 use engine::Sink;
-pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, jsonl_under, since_days};
+pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, MAX_LINE, jsonl_under, since_days};
 
 use claude::Converter;
 

@@ -169,6 +169,11 @@ pub mod nocap {
     /// The tool's path is longer than a path (4096 bytes) or a name (255 bytes) can be:
     /// recorded cut to 4096 bytes.
     pub const PATH_TOO_LONG: &str = "path_too_long";
+    /// An entry of a command made from the agent's own list of the files it changed (Claude
+    /// Code's `bashEditDiff.changedFiles`) for a path walj's snapshot missed: no pre-image was
+    /// taken. `reported_only; now: <why>` when the file as it is now was not captured either.
+    pub const REPORTED_ONLY: &str =
+        "reported_only: the agent reported this change, walj's snapshot missed it (no pre-image)";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
@@ -192,6 +197,9 @@ pub mod key {
     /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
     pub const ACTOR: &str = "actor";
     pub const BATCH: &str = "batch";
+    /// On the revert records of an in-place `walj bisect`: its run (every state's batch of one
+    /// bisect shares it), so `walj ops` lists the bisect as one operation and `redo` skips it.
+    pub const BISECT: &str = "bisect";
     pub const MODE: &str = "mode";
     pub const NOTE: &str = "note";
     pub const UNVERIFIED: &str = "unverified";
@@ -222,6 +230,10 @@ pub mod key {
     /// What a command's snapshots could not see (`snapshot.unseen` of its outcome, and the
     /// `unseen` session record of a killed one): [`crate::fold::Unseen`].
     pub const UNSEEN: &str = "unseen";
+    /// On an entry: who reported it when walj's snapshot missed it (`claude_code`: Claude
+    /// Code's `bashEditDiff.changedFiles`). On a command's outcome: what that list held
+    /// (`listed`, `missed`, `outside` and `outside_count`, `own_folders`, `more`).
+    pub const REPORTED: &str = "reported";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
     pub const INTENDED: &str = "intended";
@@ -246,6 +258,10 @@ pub mod key {
     pub const MODEL: &str = "model";
     pub const HEAD: &str = "head";
     pub const BRANCH: &str = "branch";
+    /// A session's `start`: the plugin folder whose hooks journaled it (Claude Code's
+    /// `CLAUDE_PLUGIN_ROOT`), absent for `walj install`'s hooks: how `walj doctor` finds a
+    /// plugin loaded with `claude --plugin-dir`, which leaves no other trace.
+    pub const PLUGIN_ROOT: &str = "plugin_root";
     pub const TRIGGER: &str = "trigger";
     pub const REASON: &str = "reason";
     pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";

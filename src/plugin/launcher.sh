@@ -2,8 +2,8 @@
 # walj plugin launcher (the marketplace plugin ships no binary): runs the walj installed on
 # this machine, found on PATH (this folder skipped) or in ~/.cargo/bin.
 #
-# `walj hook` (Claude Code's hooks) never blocks or fails a tool call: exit 0 whatever
-# happens, stdin passed through to walj. Without walj, the hook reads its stdin and, at
+# `walj hook` (Claude Code's hooks) never blocks or fails a tool call: walj is exec'd (its hook
+# exits 0 whatever happens), stdin passed through to it. Without walj, the hook reads its stdin and, at
 # SessionStart only, tells the user how to install walj. No arguments and a stdin that is not
 # a terminal is the hook too: a Claude Code older than 2.1.139 ignores the hook's `args`
 # (exec form) and runs this file alone. Anything else (`walj recover`, …) runs walj, or says
@@ -43,8 +43,10 @@ fi
 
 if [ "${1:-}" = hook ]; then
     if find_walj; then
-        WALJ_PLUGIN_LAUNCHER=1 "$walj" "$@"
-        exit 0
+        # exec: no process stays between Claude Code and walj, so walj finds Claude Code itself
+        # as the session's process (a child here would be recorded instead, and the session
+        # read as crashed once this shell exits). `walj hook` exits 0 on every error, a panic too.
+        WALJ_PLUGIN_LAUNCHER=1 exec "$walj" "$@"
     fi
     input=$(cat 2>/dev/null)
     case $input in

@@ -382,6 +382,14 @@ pub fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<P
 /// hooks do not get it.
 pub const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
 
+/// The walj plugin folder whose hook this is ([`CLAUDE_ROOT_ENV`], only when it holds a plugin
+/// named walj: another plugin's variable leaked into a nested session's environment is not
+/// it). Read at SessionStart, for the `start` record.
+pub fn hook_root() -> Option<PathBuf> {
+    let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
+    is_walj_plugin(&root).then_some(root)
+}
+
 /// The SessionStart warning of the plugin's hook when `walj install`'s hooks are in the
 /// settings too (every event would be journaled twice). `None` for a hook that is not the
 /// plugin's ([`CLAUDE_ROOT_ENV`] unset or not a walj plugin), so of the two SessionStart hooks

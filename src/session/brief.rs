@@ -414,10 +414,34 @@ fn subagents(out: &mut String, st: &SessionState, lvl: Level) {
 
 /// Background processes and whether they still run.
 fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Option<usize>) {
+    // A foreground command cut off by the session's death is not a background process: its
+    // own heading.
+    let (cut, bg): (Vec<ProcStatus>, Vec<ProcStatus>) = procs.iter().cloned().partition(|p| p.kind == "in_flight");
+    proc_list(out, &bg, "Background processes", "background processes", lvl, id_budget);
+    proc_list(
+        out,
+        &cut,
+        "Foreground commands running when the session died",
+        "foreground commands running when the session died",
+        lvl,
+        id_budget,
+    );
+}
+
+/// One list of [`background`]: `heading`, then each process (`lvl.items` at most, the rest named
+/// by id as `rest_what`).
+fn proc_list(
+    out: &mut String,
+    procs: &[ProcStatus],
+    heading: &str,
+    rest_what: &str,
+    lvl: Level,
+    id_budget: Option<usize>,
+) {
     if procs.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\n## Background processes ({})", procs.len());
+    let _ = writeln!(out, "\n## {heading} ({})", procs.len());
     let shown = procs.len().min(lvl.items);
     for p in procs.iter().take(shown) {
         let state = match p.state {
@@ -446,7 +470,7 @@ fn background(out: &mut String, procs: &[ProcStatus], lvl: Level, id_budget: Opt
         );
     }
     let ids: Vec<String> = procs.iter().skip(shown).map(|p| p.short.clone()).collect();
-    rest(out, procs.len() - shown, "background processes", &ids, id_budget);
+    rest(out, procs.len() - shown, rest_what, &ids, id_budget);
 }
 
 /// Where the conversation is and how it resumes.

@@ -321,6 +321,14 @@ fn as_resolved(f: &Foreign, by: &str, from: &str) -> Record {
 }
 
 /// Whether `e` still needs `f`: unresolved, and not carrying that action already.
+/// The entry `f` is about: its session's (`target`) tool call of that id.
+fn entry_of<'a>(fold: &'a crate::fold::Fold, f: &Foreign) -> Option<&'a Entry> {
+    match f.rec.target.as_deref().filter(|s| !s.is_empty()) {
+        Some(session) => fold.entry_in(session, &f.rec.id),
+        None => fold.entry(&f.rec.id),
+    }
+}
+
 fn applies(e: &Entry, f: &Foreign) -> bool {
     let action = f.rec.action.as_deref().unwrap_or("");
     e.is_unresolved() && !e.actions.iter().any(|a| a.action == action)
@@ -339,7 +347,7 @@ pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
         let recs: Vec<Record> = foreign
             .iter()
             .filter(|f| f.journal == r.id)
-            .filter(|f| r.fold.entry(&f.rec.id).is_some_and(|e| applies(e, f)))
+            .filter(|f| entry_of(&r.fold, f).is_some_and(|e| applies(e, f)))
             .map(|f| as_resolved(f, "this checkout", &own))
             .collect();
         if !recs.is_empty() {
@@ -393,7 +401,7 @@ pub fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Res
     let mut done: HashSet<String> = HashSet::new();
     let mut records = Vec::new();
     for (f, name, from) in &wanted {
-        let Some(e) = fold.entry(&f.rec.id) else { continue };
+        let Some(e) = entry_of(&fold, f) else { continue };
         if e.state() == EntryState::NotApplied || !applies(e, f) || !done.insert(e.id.clone()) {
             continue;
         }

@@ -10,6 +10,10 @@ use crate::fold::{Entry, Fold};
 use crate::journal::{how, key};
 use crate::present::plural;
 
+/// [`Operation::how`] of an in-place `walj bisect`: every state it put in place, one operation
+/// (never done again by `walj redo`: its states were intermediate).
+pub const BISECT: &str = "bisect";
+
 /// One command of the operation log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operation {
@@ -38,6 +42,7 @@ impl Operation {
             how::REVERTED => "reverted",
             how::HANDED_BACK => "handed back",
             how::NOT_APPLIED => "not applied",
+            BISECT => "bisected",
             _ => "resolved",
         }
     }
@@ -60,11 +65,19 @@ pub fn operations(fold: &Fold) -> Vec<Operation> {
     for e in &fold.entries {
         for a in &e.actions {
             let id = a.record.get_str(key::BATCH).map_or_else(|| a.action.clone(), str::to_string);
-            let group = format!("{id}\u{0}{}", a.how);
+            // An in-place bisect's states (a revert batch each) are one operation: the bisect.
+            let bisect = a.record.get_str(key::BISECT).filter(|_| a.how == how::REVERTED);
+            let (group, how) = match bisect {
+                Some(run) => (format!("bisect\u{0}{run}"), BISECT.to_string()),
+                None => (format!("{id}\u{0}{}", a.how), a.how.clone()),
+            };
             match index.get(&group) {
                 Some(&i) => {
                     let op = &mut ops[i].1;
-                    op.line = op.line.min(a.line);
+                    if a.line < op.line {
+                        op.line = a.line;
+                        op.id = id;
+                    }
                     op.entries.push(e.id.clone());
                     op.paths.push(e.path.clone());
                     op.undone &= a.undone;
@@ -76,7 +89,7 @@ pub fn operations(fold: &Fold) -> Vec<Operation> {
                         Operation {
                             id,
                             ts: a.ts.clone(),
-                            how: a.how.clone(),
+                            how,
                             entries: vec![e.id.clone()],
                             paths: vec![e.path.clone()],
                             undone: a.undone,
@@ -118,7 +131,7 @@ pub fn redo_target<'o>(
     let open = |op: &Operation| op.entries.iter().all(|i| fold.entry(i).is_some_and(Entry::is_unresolved));
     let op = match id {
         Some(p) => find_operation(ops, p)?,
-        None => ops.iter().find(|o| o.undone && open(o)).ok_or_else(|| {
+        None => ops.iter().find(|o| o.undone && o.how != BISECT && open(o)).ok_or_else(|| {
             super::TriageError::Refused(
                 "nothing to redo: no undone operation whose entries are all open again (`walj ops` lists them)".into(),
             )
@@ -138,6 +151,12 @@ pub fn redo_target<'o>(
             crate::fold::abbrev(&op.id, 12),
             op.verb(),
             op.what()
+        )));
+    }
+    if op.how == BISECT {
+        return Err(super::TriageError::Refused(format!(
+            "operation {} is an in-place bisect: its states were intermediate, none is done again (run `walj bisect` again)",
+            crate::fold::abbrev(&op.id, 12)
         )));
     }
     if ![how::DONE, how::REVERTED, how::HANDED_BACK].contains(&op.how.as_str()) {

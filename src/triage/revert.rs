@@ -85,6 +85,13 @@ pub struct RevertOptions {
     /// ids name: the caller asked, naming each one's origin ([`super::foreign_entries`]).
     /// Without it such entries are refused.
     pub confirmed_foreign: bool,
+    /// Append every `resolved` record before the first write (each naming the bytes it
+    /// overwrites and writes), not each after its write: an in-place bisect's state, so that
+    /// a kill at any moment leaves one batch that `walj undo` takes back whole (a file not
+    /// written yet already holds what its undo writes, and is left as it is).
+    pub ahead: bool,
+    /// An in-place bisect's run id: stamped on every record ([`crate::journal::key::BISECT`]).
+    pub bisect: Option<u64>,
 }
 
 /// What reverting `entry` would do now, against the disk as it is (the TUI's
@@ -483,7 +490,10 @@ fn revert_files(
         let target = w.target(opts.force);
         let mut r = entry_record(op::RESOLVED, w.entry);
         r.how = Some(how::REVERTED.to_string());
-        let r = batch.stamp(r);
+        let mut r = batch.stamp(r);
+        if let Some(run) = opts.bisect {
+            r = r.with(crate::journal::key::BISECT, format!("{run:016x}"));
+        }
         let blobs = match (&target, &w.abs) {
             (Some(bytes), Some(_)) => {
                 let put = |b: &[u8]| {
@@ -513,6 +523,30 @@ fn revert_files(
         })
         .collect();
     append(project, &ahead).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
+    if opts.ahead {
+        // Every `resolved` record now, as it will read once written (see `RevertOptions::ahead`).
+        for (w, (target, r, blobs)) in steps.iter().zip(plans.iter_mut()) {
+            if let (Some(_), Some(abs), Some((before, after))) = (&*target, &w.abs, &*blobs) {
+                if let Disk::File(_) = w.disk
+                    && let Some(mode) = fsutil::file_mode(abs)
+                {
+                    *r = r.clone().with(crate::journal::key::MODE, mode);
+                }
+                r.before = Some(before.clone());
+                r.after = Some(after.clone());
+            }
+        }
+        let records: Vec<Record> = steps
+            .iter()
+            .zip(&plans)
+            .filter(|(w, (target, _, blobs))| match target {
+                None => w.record_nothing,
+                Some(_) => blobs.is_some() && w.abs.is_some(),
+            })
+            .map(|(_, (_, r, _))| r.clone())
+            .collect();
+        append(project, &records).map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?;
+    }
     // Then every write is staged (temp file written and synced): a write failing (disk
     // full) still changes nothing.
     let mut staged = Vec::new();
@@ -540,7 +574,7 @@ fn revert_files(
             });
             continue;
         }
-        let outcome = write_one(project, &objects, w, opts.force, plan, staged, &out)?;
+        let outcome = write_one(project, &objects, w, &opts, plan, staged, &out)?;
         if outcome.concurrent && !outcome.changed {
             stopped = Some(outcome.path.clone());
         }
@@ -647,11 +681,12 @@ fn write_one(
     project: &Project,
     objects: &Objects,
     w: &Worked,
-    force: bool,
+    opts: &RevertOptions,
     (target, mut r, blobs): Prepared,
     staged: Option<fsutil::Staged>,
     out: &[Outcome],
 ) -> Result<Outcome> {
+    let (force, ahead) = (opts.force, opts.ahead);
     let e = w.entry;
     let done_so_far = |out: &[Outcome]| {
         if out.is_empty() {
@@ -667,6 +702,7 @@ fn write_one(
     let outcome = |message: String, changed: bool| Outcome::of(e, message, changed);
     match (&target, &w.abs, blobs) {
         (None, _, _) if !w.record_nothing => return Ok(outcome(message, false)),
+        (None, _, _) if ahead => {}
         (None, _, _) => append(project, &[r])?,
         (Some(bytes), Some(abs), Some((before, after))) => {
             // Right before the write: the path must still stay inside the project (no
@@ -711,7 +747,8 @@ fn write_one(
             let before = placed.overwrote.map_or(before, Blob::Id);
             r.before = Some(before.clone());
             r.after = Some(after);
-            append(project, &[r]).map_err(|err| {
+            let records = if ahead { Vec::new() } else { vec![r] };
+            (if records.is_empty() { Ok(()) } else { append(project, &records) }).map_err(|err| {
                 TriageError::Failed(format!(
                     "reverted {} but could not record it: {err:#}. The bytes it overwrote are in the store as {}",
                     e.path,

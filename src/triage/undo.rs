@@ -54,6 +54,10 @@ struct Restore {
     /// The permissions the file had when the revert overwrote it (for a file the revert
     /// deleted; a file still there keeps its own).
     mode: Option<u32>,
+    /// The disk already holds what the undo writes (an undo or an in-place bisect killed
+    /// after the write, before its record; a revert recorded ahead whose write never
+    /// happened): nothing is written, the undo is recorded.
+    already: bool,
 }
 
 /// Undoes the last triage command — every action it recorded, newest first — or, with
@@ -208,7 +212,8 @@ fn write_all(
                                 .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
                         ),
                     };
-                    let after = a.overwrote.clone().unwrap_or(Blob::Absent);
+                    // Nothing written when the disk already holds it: the record says so.
+                    let after = if p.already { before.clone() } else { a.overwrote.clone().unwrap_or(Blob::Absent) };
                     ahead.push(capture_record(e, "undo", r.action.as_deref(), &before, &after));
                     r.before = Some(before);
                     r.after = Some(after);
@@ -222,7 +227,7 @@ fn write_all(
     let mut staged = Vec::new();
     for (t, plan) in targets.iter().zip(&plans) {
         staged.push(match (t, plan) {
-            (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, .. })) => Some(
+            (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, already: false, .. })) => Some(
                 stage_write(project, *scope, &e.path, b, *mode)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
@@ -305,11 +310,20 @@ fn plan_all(
     let mut errors = Vec::new();
     let mut conflicts: Vec<Outcome> = Vec::new();
     let mut plans: Vec<Option<Restore>> = Vec::new();
-    for t in targets {
+    for (i, t) in targets.iter().enumerate() {
         let Target::Action(e, a) = t else {
             plans.push(None);
             continue;
         };
+        // What the path holds before the writes this undo makes after this one: a disk
+        // holding one of them was never written by this action's revert (it was cut off).
+        let later: Vec<&Blob> = targets[i + 1..]
+            .iter()
+            .filter_map(|t| match t {
+                Target::Action(o, b) if o.path == e.path && b.how == how::REVERTED => b.overwrote.as_ref(),
+                _ => None,
+            })
+            .collect();
         if a.how != how::REVERTED || a.overwrote.is_none() {
             plans.push(None);
             continue;
@@ -328,9 +342,10 @@ fn plan_all(
             continue;
         }
         let own = prov.of_entry(e).is_own() && prov.of_action(a).is_own();
-        match plan_restore(project, e, a, objects, &overlay, force, own) {
+        match plan_restore(project, e, a, objects, &overlay, force, own, &later) {
             Ok(r) => {
-                overlay.set(&r.abs, Disk::from_option(r.bytes.clone()));
+                let after = if r.already { r.disk.clone() } else { Disk::from_option(r.bytes.clone()) };
+                overlay.set(&r.abs, after);
                 plans.push(Some(r));
             }
             Err(why) => {
@@ -409,6 +424,18 @@ fn apply(
                                 false,
                             )
                         });
+                    }
+                    if p.already {
+                        append(project, &[r])?;
+                        return Ok(outcome(
+                            format!(
+                                "{} already holds the bytes the revert of {} overwrote (nothing written); reopened {}",
+                                e.path,
+                                when(&a.ts),
+                                fold.ids.short(&e.id)
+                            ),
+                            true,
+                        ));
                     }
                     let placed = match (staged, &p.bytes) {
                         (Some(s), Some(b)) => place::put_write(objects, s, &e.path, &p.disk, b, "undoing")?,
@@ -523,6 +550,7 @@ fn last_command<'f>(fold: &'f Fold, prov: &Provenance) -> Result<Vec<Target<'f>>
 /// What [`plan_restore`] says of a file changed since the revert wrote it (a conflict).
 const CHANGED_SINCE: &str = "changed since the revert of";
 
+#[allow(clippy::too_many_arguments)]
 fn plan_restore(
     project: &Project,
     e: &Entry,
@@ -531,6 +559,7 @@ fn plan_restore(
     overlay: &Overlay,
     force: bool,
     own: bool,
+    later: &[&Blob],
 ) -> Result<Restore, String> {
     let scope = if project.is_git_path(&e.path) {
         if !own {
@@ -555,8 +584,11 @@ fn plan_restore(
     }
     .map_err(|why| why.to_string())?;
     let disk = overlay.read(&abs, &e.path)?;
+    let now = disk.blob();
+    let already = (a.overwrote.as_ref() == Some(&now) || later.contains(&&now)) && a.wrote.as_ref() != Some(&now);
     if let Some(wrote) = &a.wrote
         && disk.blob() != *wrote
+        && !already
         && !force
     {
         return Err(format!(
@@ -580,5 +612,5 @@ fn plan_restore(
     check_writable(&abs, &e.path, &disk)?;
     let mode =
         a.record.extra.get(crate::journal::key::MODE).and_then(serde_json::Value::as_u64).map(|m| m as u32 & 0o7777);
-    Ok(Restore { abs, scope, disk, bytes, mode })
+    Ok(Restore { abs, scope, disk, bytes, mode, already })
 }

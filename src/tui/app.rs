@@ -402,10 +402,10 @@ impl App {
 
     /// The other machine's journal an entry belongs to (None: this checkout's).
     pub fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
-        if self.fold.entry(&e.id).is_some() {
+        if self.fold.entry_in(&e.session, &e.id).is_some() {
             return None;
         }
-        self.sync.remotes.iter().find(|r| r.fold.entry(&e.id).is_some())
+        self.sync.remotes.iter().find(|r| r.fold.entry_in(&e.session, &e.id).is_some())
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
@@ -1132,7 +1132,15 @@ impl App {
             );
             return self.error(msg);
         }
-        let open: Vec<&Entry> = targets.iter().copied().filter(|e| e.is_unresolved()).collect();
+        // A change kept when its turn ended (persisted) is reverted as `walj revert` does: only
+        // an action of the user's (done, reverted, handed back) makes it resolved.
+        let open: Vec<&Entry> = targets
+            .iter()
+            .copied()
+            .filter(|e| {
+                e.is_unresolved() || (e.state() == crate::fold::EntryState::Persisted && e.last_action().is_none())
+            })
+            .collect();
         if open.is_empty() {
             return self.info(if targets.is_empty() {
                 "nothing to revert: select an entry"
@@ -1149,7 +1157,7 @@ impl App {
         let plans: Vec<_> = match crate::session::legacy::acting_journal(&self.project, &self.fold, &ids) {
             Some((old, fold)) => open
                 .iter()
-                .map(|e| match fold.entry(&e.id) {
+                .map(|e| match fold.entry_in(&e.session, &e.id) {
                     Some(own) => triage::plan_revert(&old, &fold, own),
                     None => triage::plan_revert(&self.project, &self.fold, e),
                 })

@@ -72,29 +72,49 @@ pub fn start(project: &Project, session: Option<String>, command: &str) -> Recei
         };
         let result = crate::bisect::bisect(&project, &load, &opts, &mut progress);
         let outcome = match result {
-            Ok(report) => Ok(match report.culprit() {
-                Some(step) => Outcome {
-                    entry: step.entry_ids().into_iter().next(),
-                    text: format!(
-                        "bisect: step {} of {} broke `{}`: {} {} ({} states tested). `r` reverts it alone.",
-                        step.n,
-                        report.steps.len(),
-                        safe(&shown),
-                        safe(&step.tool),
-                        safe(&step.what),
-                        report.tested.len()
-                    ),
+            Ok(report) => Ok(with_notes(
+                &report,
+                &shown,
+                match report.culprit() {
+                    Some(step) => Outcome {
+                        entry: step.entry_ids().into_iter().next(),
+                        text: format!(
+                            "bisect: step {} of {} broke `{}`: {} {} ({} states tested). `r` reverts it alone.",
+                            step.n,
+                            report.steps.len(),
+                            safe(&shown),
+                            safe(&step.tool),
+                            safe(&step.what),
+                            report.tested.len()
+                        ),
+                    },
+                    None => Outcome {
+                        entry: None,
+                        text: format!("bisect: no culprit: {}", safe(&report.reason().unwrap_or_default())),
+                    },
                 },
-                None => Outcome {
-                    entry: None,
-                    text: format!("bisect: no culprit: {}", safe(&report.reason().unwrap_or_default())),
-                },
-            }),
+            )),
             Err(e) => Err(format!("bisect: {}", safe(&e.to_string()))),
         };
         let _ = tx.send(Msg::Done(outcome));
     });
     rx
+}
+
+/// The outcome's line, with what the disk says (it differs from the last state) and an
+/// uncertain verdict (flaky runs) after it.
+fn with_notes(report: &crate::bisect::Report, command: &str, mut o: Outcome) -> Outcome {
+    if let Some(f) = &report.flaky {
+        o.text.push_str(if f.confirmed {
+            " Uncertain: some runs disagreed (flaky); the states next to it agree when tested again."
+        } else {
+            " Uncertain: some runs disagreed (flaky); the answer may be wrong."
+        });
+    }
+    if let Some(says) = report.disk_says(command) {
+        o.text.push_str(&format!(" The disk: {}.", safe(&says)));
+    }
+    o
 }
 
 /// What the running bisect said since the last poll: the last progress, or its end.

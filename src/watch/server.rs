@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -56,6 +56,12 @@ pub struct Options {
     /// request: a session whose first requests found no watcher listening yet still has its
     /// end noted.
     pub sessions: Vec<SessionRef>,
+    /// Outside git: no folder is watched (a tree of any size costs nothing and takes none of
+    /// the user's inotify watches); only the named sessions' processes are observed, so a
+    /// killed command's changes can be dated against its Claude Code's end. Every request is
+    /// answered with a doubt ([`doubt::PROCESSES_ONLY`]); it leaves when the folder becomes a
+    /// checkout (`.git` appears), so a full watcher can take its place.
+    pub processes_only: bool,
 }
 
 enum Msg {
@@ -63,6 +69,56 @@ enum Msg {
     Req(UnixStream, Request),
     /// A session's Claude Code process ended (its pidfd became readable) at this time.
     End(String, crate::procinfo::ProcRef, i64),
+    /// A request was dropped unanswered (why, how many so far): noted in the observer file.
+    Dropped(&'static str, u64),
+}
+
+/// Longest request line read (a request is a few hundred bytes: a cookie, a clock, a session).
+/// A longer one is dropped having held at most this much.
+pub const MAX_REQUEST: usize = 8 * 1024;
+/// How long one request may take to arrive whole: a client that trickles it is dropped, so
+/// one slow peer cannot hold the listener.
+const REQUEST_WAIT: Duration = Duration::from_secs(2);
+
+/// Why a request was dropped (the observer file's `dropped` lines).
+const DROP_PEER: &str = "another user's process";
+const DROP_OVERSIZED: &str = "oversized";
+const DROP_MALFORMED: &str = "malformed";
+const DROP_SLOW: &str = "slow or unreadable";
+
+/// Reads one request line from `stream`: at most [`MAX_REQUEST`] bytes, within
+/// [`REQUEST_WAIT`]. Nothing past its line is read (the answer goes back on the same stream).
+/// `None`: the client closed without sending anything (a probe of whether a watcher runs).
+fn read_request(stream: &UnixStream) -> Result<Option<Request>, &'static str> {
+    use std::io::Read;
+    let deadline = Instant::now() + REQUEST_WAIT;
+    let mut line: Vec<u8> = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return Err(DROP_SLOW);
+        }
+        let n = match (&*stream).read(&mut chunk) {
+            Ok(0) => break, // the client closed: its request is what came
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(DROP_SLOW),
+        };
+        let end = memchr::memchr(b'\n', &chunk[..n]);
+        line.extend_from_slice(&chunk[..end.unwrap_or(n)]);
+        if line.len() > MAX_REQUEST {
+            return Err(DROP_OVERSIZED);
+        }
+        if end.is_some() {
+            break;
+        }
+    }
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let text = std::str::from_utf8(&line).map_err(|_| DROP_MALFORMED)?;
+    serde_json::from_str::<Request>(text.trim_end()).map(Some).map_err(|_| DROP_MALFORMED)
 }
 
 fn now_ns() -> i64 {
@@ -90,19 +146,22 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     .map_err(|e| io::Error::other(e.to_string()))?;
     let own = super::own_uid();
     std::thread::spawn(move || {
+        // Requests dropped so far (oversized, malformed, slow, another user's).
+        let mut dropped = 0u64;
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            if super::peer_uid(&stream).is_some_and(|u| u != own) {
-                continue;
-            }
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            let mut line = String::new();
-            if io::BufReader::new(&stream).read_line(&mut line).is_err() {
-                continue;
-            }
-            if let Ok(req) = serde_json::from_str::<Request>(line.trim_end())
-                && tx.send(Msg::Req(stream, req)).is_err()
-            {
+            let read =
+                if super::peer_uid(&stream).is_some_and(|u| u != own) { Err(DROP_PEER) } else { read_request(&stream) };
+            let msg = match read {
+                Ok(Some(req)) => Msg::Req(stream, req),
+                // A probe (connected, closed without a word): whether a watcher runs.
+                Ok(None) => continue,
+                Err(why) => {
+                    dropped += 1;
+                    Msg::Dropped(why, dropped)
+                }
+            };
+            if tx.send(msg).is_err() {
                 break;
             }
         }
@@ -114,7 +173,11 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     }
     st.observe(&serde_json::json!({"ev": "start", "epoch": st.epoch, "pid": std::process::id()}));
     let root = places.root.clone();
-    st.crawl(&root, false);
+    if opts.processes_only {
+        st.degraded = Some(doubt::PROCESSES_ONLY);
+    } else {
+        st.crawl(&root, false);
+    }
     st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
     let mut last_tick = Instant::now();
     loop {
@@ -122,12 +185,16 @@ pub fn run(opts: &Options) -> io::Result<bool> {
             Ok(Msg::Fs(ev)) => st.event(ev),
             Ok(Msg::Req(stream, req)) => st.request(stream, req),
             Ok(Msg::End(id, proc, ns)) => st.ended(&id, proc, ns, 0),
+            Ok(Msg::Dropped(why, count)) => {
+                st.observe(&serde_json::json!({"ev": "dropped", "why": why, "count": count}))
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
-            if !st.tick() || socket_ino(&places.socket) != sock_ino || !places.root.is_dir() {
+            let became_checkout = opts.processes_only && fs::symlink_metadata(places.root.join(".git")).is_ok();
+            if !st.tick() || socket_ino(&places.socket) != sock_ino || !places.root.is_dir() || became_checkout {
                 break;
             }
         }
@@ -428,6 +495,8 @@ impl State {
             return;
         }
         match (req.op.as_str(), req.cookie) {
+            // Nothing is watched: no cookie will come; the answer is the doubt at once.
+            ("sync", Some(_)) if self.degraded == Some(doubt::PROCESSES_ONLY) => self.reply(stream, None),
             ("sync", Some(cookie)) => {
                 if self.seen.remove(&cookie).is_some() {
                     if req.flush {
@@ -518,10 +587,14 @@ impl State {
         if self.out.is_empty() {
             return;
         }
-        if fs::metadata(path).is_ok_and(|m| m.len() > MAX_OBSERVED) {
+        if fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > MAX_OBSERVED) {
             let _ = fs::rename(path, path.with_extension("jsonl.1"));
         }
-        if let Ok(mut f) = crate::fsutil::open_private(path, fs::OpenOptions::new().append(true).create(true)) {
+        // Never through a link planted at its name (`open_private`: `O_NOFOLLOW`); then the
+        // lines are lost, and `walj doctor` names the link.
+        if let Ok(mut f) = crate::fsutil::open_private(path, fs::OpenOptions::new().append(true).create(true))
+            && f.metadata().is_ok_and(|m| m.is_file())
+        {
             let _ = f.write_all(&self.out);
         }
         self.out.clear();

@@ -257,3 +257,34 @@ fn a_file_outside_the_project_is_session_context_not_an_unresolved_entry() {
     let text = repo.ok(&["import", f.to_str().unwrap()]);
     assert!(text.contains(&format!("outside the project: {plan_s}")), "{text}");
 }
+
+/// Copilot CLI's session files can end in NUL bytes after a crash (its size grown before its
+/// bytes were written; its open reports), and a resumed session appends after them: such a
+/// file imports as the same file without them, with no cut or malformed line reported.
+#[test]
+fn a_nul_padded_copilot_session_file_imports() {
+    let src = std::fs::read(fixture(COPILOT_KILLED)).unwrap();
+    let plain = project();
+    let (want_added, want) = import(&plain, COPILOT_KILLED);
+    let repo = project();
+    // NULs after the third line (the crash, then the rest written after them) and at the end.
+    let third = src.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(2).unwrap().0 + 1;
+    let mut padded = src[..third].to_vec();
+    padded.extend_from_slice(&[0u8; 4096]);
+    padded.extend_from_slice(&src[third..]);
+    padded.extend_from_slice(&[0u8; 8192]);
+    let dir = repo.tmp.join("session-state/685d5d94-458f-49af-b852-f6b0255af31c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("events.jsonl");
+    std::fs::write(&f, &padded).unwrap();
+    let v = repo.json(&["import", f.to_str().unwrap(), "--json"]);
+    let r = &v["imports"][0]["report"];
+    let file = &r["files"][0];
+    assert_eq!(file["agent"], "copilot", "{file:#}");
+    assert_eq!((&file["torn_tail"], &file["malformed"]), (&json!(false), &json!(0)), "{file:#}");
+    assert_eq!(r["added"].as_u64().unwrap(), want_added, "{file:#}");
+    assert_eq!(file["in_flight"], want["in_flight"], "{file:#}");
+    assert_eq!(file["tool_calls"], want["tool_calls"], "{file:#}");
+    let out = repo.ok(&["recover"]);
+    assert!(out.contains("Copilot CLI") && !out.contains("cut short"), "{out}");
+}

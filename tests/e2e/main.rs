@@ -18,6 +18,7 @@ mod big_crash;
 mod mock_selftest;
 mod plugin;
 mod project_root;
+mod routes;
 mod skills;
 mod smoke;
 mod subagents;

@@ -1241,6 +1241,43 @@ fn a_bash_command_killed_mid_run_shows_what_it_changed_and_reverts() {
     p.assert_hooks_clean();
 }
 
+/// Outside git (a docs folder, the first proposal's own case): a Bash command killed -9 with
+/// its Claude Code. The watcher outside git observes Claude Code's process only (no folder
+/// watched), so the command's changes, made while Claude Code lived, are the command's:
+/// `revert --session` restores them all without `--force`.
+#[test]
+fn outside_git_a_killed_commands_changes_are_reverted_by_revert_session() {
+    let test = "outside_git_a_killed_commands_changes_are_reverted_by_revert_session";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("guide.md", "status: draft\n"), ("old.md", "legacy\n"), ("keep.md", "untouched\n")]);
+    fs::remove_dir_all(p.root().join(".git")).unwrap();
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-nogit");
+    let guard = OrphanGuard(token.clone());
+    let command = format!("sed -i 's/draft/final/' guide.md && rm old.md && echo new > new.md && sleep 60 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Publish"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid =
+        kill_mid_bash(&p, p.claude_p(&bin, &mock, "Publish the guide"), &mock, "toolu_mock_0_0", &token, "new.md");
+    drop(guard);
+    wait_gone(&token, p.root());
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    assert_eq!(es.keys().collect::<Vec<_>>(), ["guide.md", "new.md", "old.md"], "{recover}");
+    for (path, e) in &es {
+        assert!(e.get("attribution").is_none(), "made while Claude Code lived: {path}: {e}");
+    }
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid, "--yes"]);
+    assert!(ok, "walj revert --session: {out}{err}");
+    assert_eq!(p.sb.read("guide.md").as_deref(), Some("status: draft\n"), "{out}{err}");
+    assert_eq!(p.sb.read("old.md").as_deref(), Some("legacy\n"), "{out}{err}");
+    assert!(!p.root().join("new.md").exists(), "{out}{err}");
+    assert_eq!(p.sb.read("keep.md").as_deref(), Some("untouched\n"));
+    assert_eq!(p.walj_json(&["recover", "--json"])["unresolved"], 0);
+}
+
 /// The link at `rel` in `p`, read (never followed); `None` when nothing is there.
 fn link_at(p: &Proj, rel: &str) -> Option<String> {
     let path = p.root().join(rel);

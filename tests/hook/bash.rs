@@ -672,3 +672,84 @@ fn the_untracked_cache_misses_no_change_a_command_makes() {
     let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
     assert_eq!(paths, ["deep/.gitignore", "deep/x/y/t.tmp"], "{kids:#?}");
 }
+
+/// Claude Code 2.1.332's PostToolUse Bash payload (the real recording), its project folder
+/// and file paths moved to `root`, with `extra` paths added to its `changedFiles` and
+/// `moreFiles` set to `more`.
+fn real_bash_edit_diff_post(root: &Path, extra: &[&str], more: u64) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/hooks/real-2.1.332-bash-edit-diff");
+    let text = fs::read_to_string(dir.join("PostToolUse-Bash.json")).unwrap();
+    let mut p: Value = serde_json::from_str(&text.replace("/home/dev/proj", &root.to_string_lossy())).unwrap();
+    p["session_id"] = json!(SESSION);
+    let list = p["tool_response"]["bashEditDiff"]["changedFiles"].as_array_mut().unwrap();
+    list.extend(extra.iter().map(|e| json!(e)));
+    p["tool_response"]["bashEditDiff"]["moreFiles"] = json!(more);
+    p
+}
+
+/// Claude Code's own list of the files a command changed (`bashEditDiff.changedFiles`) is a
+/// second witness: with snapshots off, each path it names becomes an entry of the command
+/// (marked reported, the file as it is now, no pre-image); a path outside the project and the
+/// count it left off are said on the command's record.
+#[test]
+fn claude_codes_changed_files_are_journaled_when_the_snapshot_is_off() {
+    let (_repo, root) = repo(&[("a.txt", b"a\n")]);
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let elsewhere = outside.path().join("elsewhere.txt");
+    let post = real_bash_edit_diff_post(&root, &[&elsewhere.to_string_lossy()], 5);
+    let command = post["tool_input"]["command"].as_str().unwrap().to_string();
+    let mut pre = post.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    pre.as_object_mut().unwrap().remove("tool_response");
+    hook(&root, &pre);
+    assert!(sh(&root, &command));
+    hook(&root, &post);
+    let kids = children(&root, "toolu_b1");
+    assert_eq!(kids.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(), ["a.txt", "new.txt"], "{kids:?}");
+    for k in &kids {
+        assert_eq!(k.extra.get("reported"), Some(&json!("claude_code")), "{k:?}");
+        assert!(k.before.is_none(), "no pre-image was taken: {k:?}");
+        assert!(k.nocap.as_deref().is_some_and(|n| n.starts_with("reported_only")), "{k:?}");
+    }
+    assert_eq!(by_path(&kids, "new.txt").after, Some(Blob::Id(walj::store::blob_id(b"x\n"))));
+    assert_eq!(by_path(&kids, "a.txt").after, Some(Blob::Id(walj::store::blob_id(b"A\n"))));
+    assert_eq!(blob_bytes(&root, &by_path(&kids, "new.txt").after), Some(b"x\n".to_vec()));
+    let outcome = journal_records(&root)
+        .into_iter()
+        .find(|r| r.id == "toolu_b1" && r.op == "applied" && r.parent.is_none())
+        .expect("the command's outcome");
+    let note = outcome.extra.get("reported").expect("the outcome says what Claude Code listed");
+    assert_eq!(note["listed"], json!(3), "{note}");
+    assert_eq!(note["missed"], json!(2), "{note}");
+    assert_eq!(note["outside_count"], json!(1), "{note}");
+    assert_eq!(note["outside"], json!([elsewhere.to_string_lossy()]), "{note}");
+    assert_eq!(note["more"], json!(5), "{note}");
+    // Said by recover: the entries are there, with why they have no pre-image.
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("reported_only"), "{text}");
+}
+
+/// With the snapshot on, a path it recorded is not entered twice; a path it does not look at
+/// (an ignored folder) but Claude Code reports becomes a reported entry.
+#[test]
+fn claude_codes_changed_files_add_only_what_the_snapshot_missed() {
+    let (_repo, root) = repo(&[("a.txt", b"a\n"), (".gitignore", b"build/\n")]);
+    let mut post = real_bash_edit_diff_post(&root, &[&root.join("build/out.txt").to_string_lossy()], 0);
+    let command = "echo x > new.txt && sed -i s/a/A/ a.txt && mkdir -p build && echo o > build/out.txt";
+    post["tool_input"]["command"] = json!(command);
+    let mut pre = post.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    pre.as_object_mut().unwrap().remove("tool_response");
+    hook(&root, &pre);
+    assert!(sh(&root, command));
+    hook(&root, &post);
+    let kids = children(&root, "toolu_b1");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "build/out.txt", "new.txt"], "{kids:?}");
+    assert!(by_path(&kids, "a.txt").extra.get("reported").is_none(), "the snapshot's own: {kids:?}");
+    assert!(by_path(&kids, "new.txt").extra.get("reported").is_none(), "the snapshot's own: {kids:?}");
+    assert_eq!(by_path(&kids, "build/out.txt").extra.get("reported"), Some(&json!("claude_code")), "{kids:?}");
+}

@@ -181,3 +181,42 @@ fn a_background_command_running_at_the_last_stop_is_named_after_a_crash() {
     );
     assert!(ctx.contains("- server.rs ("), "{ctx}");
 }
+
+/// Claude Code 2.1.329 lists a Monitor's script with type `monitor` (it was `shell`): walj
+/// reads it as it reads a shell task. The same session with each type gives the same
+/// `procs --json`, naming the script.
+#[test]
+fn a_monitor_background_task_is_read_like_a_shell_one() {
+    let run = |ty: &str| -> Value {
+        let repo = Repo::new(&[("keep.txt", "k\n")]);
+        let root = repo.root.clone();
+        hook(&root, &with(base(&root, "SessionStart"), json!({"source": "startup"})));
+        hook(&root, &with(base(&root, "UserPromptSubmit"), json!({"prompt": "watch the build"})));
+        let task = json!({"id": "bmon1x2y3", "type": ty, "status": "running", "description": "Watch the build",
+                          "command": "tail -f build.log | grep --line-buffered ERROR"});
+        hook(&root, &stop(&root, json!([task])));
+        let out = walj_at(&root).args(["procs", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let procs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        serde_json::from_str(&procs.to_string().replace(root.to_str().unwrap(), "ROOT")).unwrap()
+    };
+    let shell = run("shell");
+    let monitor = run("monitor");
+    let text = shell.to_string();
+    assert!(text.contains("tail -f build.log") && text.contains("bmon1x2y3"), "{shell:#}");
+    assert_eq!(strip_times(&monitor), strip_times(&shell));
+}
+
+/// `v` without its `started`/`ts` fields (times of the run).
+fn strip_times(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "started" | "ts"))
+                .map(|(k, x)| (k.clone(), strip_times(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_times).collect()),
+        other => other.clone(),
+    }
+}

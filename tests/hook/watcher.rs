@@ -718,3 +718,210 @@ fn session_start_names_its_claude_code_to_the_watcher_it_starts_or_finds() {
         w.wait_ready();
     }
 }
+
+/// Outside git the watcher observes processes only (no folder watched): a command killed with
+/// its Claude Code in a plain folder keeps the change it made while Claude Code lived, rather
+/// than reading as made after Claude Code stopped (and being left out of `revert --session`).
+#[test]
+fn outside_git_a_killed_commands_change_made_while_claude_code_lived_is_the_commands() {
+    let rt = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let proj = tempfile::tempdir().unwrap();
+    let root = proj.path().canonicalize().unwrap();
+    fs::write(root.join("notes.md"), "draft\n").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let payload = |event: &str| {
+        json!({
+            "hook_event_name": event, "session_id": SESSION, "transcript_path": "/tmp/none.jsonl",
+            "cwd": root, "tool_name": "Bash", "tool_use_id": "toolu_edit",
+            "tool_input": {"command": "sed -i s/draft/final/ notes.md && sleep 60", "description": "test"},
+            "source": "startup",
+        })
+    };
+    fs::write(d.join("start.json"), payload("SessionStart").to_string()).unwrap();
+    fs::write(d.join("pre.json"), payload("PreToolUse").to_string()).unwrap();
+    let script = r#"
+        w() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }
+        "$WALJ" --project "$ROOT" hook < "$D/start.json" > /dev/null
+        "$WALJ" --project "$ROOT" hook < "$D/pre.json" > /dev/null; touch "$D/pre-done"; w go
+    "#;
+    let mut claude = Command::new("timeout")
+        .args(["60", "sh", "-c", script])
+        .env("WALJ", walj_bin())
+        .env("ROOT", &root)
+        .env("D", d)
+        .current_dir(&root)
+        .env("WALJ_RUNTIME_DIR", rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !d.join("pre-done").exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "the fake Claude Code never ran its PreToolUse");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The observer knows the session before the command writes.
+    let obs = root.join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"session\"") {
+        assert!(t.elapsed() < Duration::from_secs(20), "no watcher observes the session outside git");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(root.join("notes.md"), "final\n").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(d.join("go"), "").unwrap();
+    assert!(claude.wait().unwrap().success());
+
+    let out =
+        crate::common::walj_at(&root).args(["recover", "--json"]).env("WALJ_RUNTIME_DIR", rt.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+    let kids: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["parent"] == json!("toolu_edit"))
+        .collect();
+    assert_eq!(kids.len(), 1, "{text}");
+    assert_eq!(kids[0]["path"], json!("notes.md"), "{kids:?}");
+    assert!(
+        kids[0].get("attribution").is_none(),
+        "made while Claude Code lived: the command's: {kids:?}\nobserved: {}",
+        fs::read_to_string(&obs).unwrap_or_default()
+    );
+    // The watcher watched no folder there.
+    let ready = fs::read_to_string(&obs).unwrap_or_default();
+    assert!(ready.contains("\"ev\":\"ready\",\"dirs\":0"), "{ready}");
+    // `revert --session` restores it without --force.
+    let out = crate::common::walj_at(&root)
+        .args(["revert", "--session", SESSION, "--yes"])
+        .env("WALJ_RUNTIME_DIR", rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::read_to_string(root.join("notes.md")).unwrap(), "draft\n");
+}
+
+/// The watcher's peak resident memory (`VmHWM` in `/proc/PID/status`), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The observer file's `dropped` lines.
+fn dropped(root: &Path) -> Vec<Value> {
+    fs::read_to_string(root.join(".walj/observed.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["ev"] == json!("dropped"))
+        .collect()
+}
+
+/// A 300 MB request line: the watcher reads at most a few KB of it, drops it, counts it, and
+/// answers the next request; its peak resident memory stays under 64 MB. A malformed line is
+/// dropped and counted too.
+#[test]
+fn an_oversized_or_malformed_request_is_dropped_and_counted_in_little_memory() {
+    use std::os::unix::net::UnixStream;
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    let pid = w.wait_ready();
+    let sock = w.socket();
+    // 300 MB of one line, written until the watcher hangs up.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"{\"op\":\"ping\",\"cookie\":\"").unwrap();
+    let block = vec![b'a'; 1 << 20];
+    let mut sent = 0usize;
+    for _ in 0..300 {
+        if s.write_all(&block).is_err() {
+            break;
+        }
+        sent += block.len();
+    }
+    let _ = s.write_all(b"\"}\n");
+    drop(s);
+    // Malformed: not a request.
+    let mut m = UnixStream::connect(&sock).unwrap();
+    m.write_all(b"this is not json\n").unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut m, &mut answer);
+    assert!(answer.is_empty(), "a malformed request was answered: {answer}");
+    // Still answering.
+    let mut p = UnixStream::connect(&sock).unwrap();
+    p.write_all(b"{\"op\":\"ping\",\"flush\":true}\n").unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut p, &mut answer).unwrap();
+    assert!(answer.contains("epoch"), "{answer}");
+    let kib = peak_kib(pid);
+    assert!(kib < 64 * 1024, "the watcher's peak resident memory is {kib} KiB (sent {sent} bytes)");
+    let t = Instant::now();
+    let mut lines = dropped(w.root());
+    while lines.len() < 2 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        lines = dropped(w.root());
+    }
+    let whys: Vec<&Value> = lines.iter().map(|l| &l["why"]).collect();
+    assert_eq!(whys, [&json!("oversized"), &json!("malformed")], "{lines:?}");
+    assert_eq!(lines[1]["count"], json!(2), "{lines:?}");
+    eprintln!("watcher pid {pid}: VmHWM {kib} KiB; it took {sent} bytes of a 300 MB request line before it hung up");
+}
+
+/// Links planted where walj keeps its own files (the observer file, the Bash cache folder):
+/// never written through, and `walj doctor` names them.
+#[test]
+fn links_planted_at_the_observer_file_and_the_bash_cache_are_never_written_through() {
+    use std::os::unix::fs::symlink;
+    let w = W::new(&[("a.txt", "v\n")]);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("victim.txt");
+    fs::write(&target, "precious\n").unwrap();
+    let cache = outside.path().join("cache");
+    fs::create_dir(&cache).unwrap();
+    symlink(&target, w.root().join(".walj/observed.jsonl")).unwrap();
+    symlink(&cache, w.root().join(".walj/bash")).unwrap();
+    w.start();
+    w.wait_ready();
+    w.pre("toolu_link");
+    fs::write(w.root().join("a.txt"), "changed\n").unwrap();
+    w.post("toolu_link");
+    // The watcher writes its observer file once a second.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(fs::read_to_string(&target).unwrap(), "precious\n", "written through the observer link");
+    let in_cache: Vec<_> = fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(in_cache.is_empty(), "written through the bash link: {in_cache:?}");
+    // The command was still journaled (a full scan).
+    assert!(w.lines().iter().any(|r| r["id"] == json!("toolu_link")));
+    let d = w.doctor();
+    assert!(d.contains("link(s) in") && d.contains("observed.jsonl") && d.contains(".walj/bash"), "{d}");
+}
+
+/// A runtime folder this user cannot use (open to others; another user's, where the test may
+/// chown): `walj doctor` says the watcher cannot run, why, and what that costs.
+#[test]
+fn doctor_says_when_the_runtime_folder_is_not_usable() {
+    use std::os::unix::fs::PermissionsExt;
+    let rt = tempfile::tempdir().unwrap();
+    fs::set_permissions(rt.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let w = W::with_rt(Repo::new(&[("a.txt", "v\n")]), Arc::new(rt));
+    let d = w.doctor();
+    assert!(d.contains("the watcher cannot run") && d.contains("not private to this user"), "{d}");
+    assert!(d.contains("every Bash snapshot is a full scan"), "{d}");
+    // Another user's folder (only root can make one here).
+    if rustix::process::getuid().is_root() {
+        fs::set_permissions(w.rt.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(w.rt.path(), Some(65534), Some(65534)).unwrap();
+        let d = w.doctor();
+        assert!(d.contains("the watcher cannot run") && d.contains("belongs to another user"), "{d}");
+    }
+    // A usable one: no such finding.
+    let ok = W::new(&[("a.txt", "v\n")]);
+    assert!(!ok.doctor().contains("the watcher cannot run"));
+}

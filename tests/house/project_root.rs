@@ -300,12 +300,14 @@ fn install_covers_subfolder_starts_and_doctor_finds_the_gap() {
     // The gap: the local copy gone (an install of before).
     fs::remove_file(&local).unwrap();
     let (_, out, _) = env.walj(&root, &["doctor"]);
-    assert!(out.contains("[info] walj's hooks are in .claude/settings.json only"), "{out}");
+    // A warning (exit 1 where nothing else is wrong): those sessions journal nothing.
+    assert!(out.contains("[warn] walj's hooks are in .claude/settings.json only"), "{out}");
+    assert!(out.contains("sessions started in pkg/ or any folder below them are not journaled"), "{out}");
     let (_, out, _) = env.walj(&sub, &["recover"]);
     assert!(out.contains("Sessions started in a subfolder are not journaled"), "{out}");
     let (_, out, _) = env.walj(&root, &["doctor", "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(v["findings"].as_array().unwrap().iter().any(|f| f["check"] == "subfolder" && f["level"] == "info"), "{v}");
+    assert!(v["findings"].as_array().unwrap().iter().any(|f| f["check"] == "subfolder" && f["level"] == "warn"), "{v}");
 
     // uninstall removes both.
     env.walj(&root, &["install", "--command", "walj hook"]);

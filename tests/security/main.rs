@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bad_input;
 mod escapes;
 mod nonutf8_names;
 mod untrusted_state;

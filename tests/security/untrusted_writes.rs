@@ -348,7 +348,7 @@ fn a_bundle_cannot_add_to_a_session_recorded_here_nor_bring_marks_only_this_chec
 /// largest resident size across `exec`, so a child spawned by this big test process would
 /// report this process's own peak.
 #[cfg(target_os = "linux")]
-fn peak_kib(args: &[&str]) -> (i32, u64, String) {
+pub(crate) fn peak_kib(args: &[&str]) -> (i32, u64, String) {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([&exact_name("rss_helper"), "--exact", "--nocapture", "--test-threads", "1", "-q"])
         .env("WALJ_RSS_HELPER", serde_json::to_string(args).unwrap())

@@ -928,3 +928,32 @@ fn a_large_journal_is_compacted_by_itself_after_session_end() {
         assert_eq!(v["unresolved"], 2, "{v}");
     }
 }
+
+/// A foreground Bash command still running when its session died is told as what it is, never
+/// listed among the session's background processes.
+#[test]
+fn a_killed_foreground_command_is_not_a_background_process() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    repo.hook(&repo.start_payload(SESSION));
+    let pre = json!({
+        "session_id": SESSION,
+        "transcript_path": format!("/home/test/.claude/projects/x/{SESSION}.jsonl"),
+        "cwd": repo.root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cargo build --release", "description": "Build"},
+        "tool_use_id": "toolu_FG",
+    });
+    repo.hook(&pre.to_string()); // no PostToolUse: the session died while it ran
+    let out = repo.ok(&["sessions", "show", SESSION]);
+    let bg = out.split("Background processes (").nth(1).unwrap_or_else(|| panic!("{out}"));
+    assert!(bg.starts_with("0)"), "the foreground command is listed as a background process:\n{out}");
+    let cut = out
+        .split("Foreground commands running when the session died (1)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the cut-off command is not told:\n{out}"));
+    assert!(cut.contains("cargo build --release") && cut.contains("a foreground command"), "{out}");
+    // `walj procs` tells it as a foreground command too.
+    let procs = repo.ok(&["procs"]);
+    assert!(procs.contains("cargo build --release  ") && procs.contains("a foreground command"), "{procs}");
+}

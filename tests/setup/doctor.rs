@@ -200,7 +200,10 @@ fn doctor_install_uninstall_on_exec_shell_and_mixed_settings() {
         let before = fs::read(&settings).unwrap();
 
         let (code, out) = w.doctor(&w.walj_path(), &[]);
-        assert_eq!(code, 0, "{name}: {out}");
+        // settings.json alone: sessions started in a subfolder are not journaled (the one warning).
+        assert_eq!(code, 1, "{name}: {out}");
+        assert_eq!(out.lines().filter(|l| l.starts_with("[warn]")).count(), 1, "{name}: {out}");
+        assert_eq!(lines_with(&out, "[warn] walj's hooks are in .claude/settings.json only").len(), 1, "{name}: {out}");
         assert_eq!(lines_with(&out, ": hooked (").len(), N, "{name}: {out}");
         assert!(!out.contains("not installed"), "{name}: {out}");
 
@@ -290,7 +293,10 @@ fn the_path_hooks_get_is_the_settings_env_path() {
         "{out}"
     );
     // The local settings override the user's: a PATH with walj there makes it fine again.
-    w.write_json(&w.repo.path(".claude/settings.local.json"), &json!({"env": {"PATH": w.walj_path()}}));
+    let local = w.repo.path(".claude/settings.local.json");
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&local).unwrap()).unwrap();
+    v["env"] = json!({"PATH": w.walj_path()});
+    w.write_json(&local, &v);
     let (code, out) = w.doctor(BARE_PATH, &[]);
     assert_eq!(code, 0, "{out}");
 }
@@ -370,6 +376,7 @@ fn a_plugin_dir_cannot_be_seen_so_doctor_says_so_and_takes_it_as_an_argument() {
     let (code, out) = w.doctor(&w.walj_path(), &[]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("cannot be seen from here: check it with `walj doctor --plugin-dir DIR`"), "{out}");
+    assert!(out.contains("If Claude Code loads walj that way, do not also run `walj install`"), "{out}");
 
     let plugin = w.generated_plugin();
     let (code, out) = w.doctor(BARE_PATH, &["--plugin-dir", plugin.to_str().unwrap()]);
@@ -385,6 +392,86 @@ fn a_plugin_dir_cannot_be_seen_so_doctor_says_so_and_takes_it_as_an_argument() {
     // Settings hooks alone: a note that a --plugin-dir plugin would not show.
     let (_, out) = w.doctor(&w.walj_path(), &[]);
     assert!(out.contains("[info] a plugin loaded with `claude --plugin-dir DIR` cannot be seen from here"), "{out}");
+}
+
+/// A `--plugin-dir` plugin that journals the project: its hook records its folder in the
+/// session's start, so `walj doctor` run from the user's shell (no `--plugin-dir`) finds and
+/// checks it, and advises no second install. A later session journaled by `walj install`'s
+/// hooks instead is the one that runs: the old folder is no longer taken.
+#[test]
+fn doctor_finds_the_plugin_dir_plugin_that_journaled_the_latest_session() {
+    let w = World::new();
+    let plugin = w.generated_plugin();
+    // `walj hook` at a SessionStart, as Claude Code runs it (for a plugin: `CLAUDE_PLUGIN_ROOT` set).
+    let start_session = |program: &Path, plugin_root: Option<&Path>, session: &str| {
+        let mut hook = Command::new(program);
+        hook.arg("hook")
+            .current_dir(&w.repo.root)
+            .env("HOME", &w.repo.home)
+            .env("CLAUDE_CONFIG_DIR", &w.config)
+            .env("PATH", BARE_PATH)
+            .env_remove("CLAUDE_PLUGIN_ROOT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        if let Some(r) = plugin_root {
+            hook.env("CLAUDE_PLUGIN_ROOT", r);
+        }
+        let mut child = hook.spawn().unwrap();
+        let payload = w.repo.start_payload(session);
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    start_session(&plugin.join("bin/walj"), Some(&plugin), "91d91e00-0000-4000-8000-000000000001");
+    let start = w.repo.records().into_iter().find(|r| r["kind"] == "start").expect("a start record");
+    assert_eq!(start["plugin_root"], json!(plugin), "{start}");
+
+    let (code, out) = w.doctor(&w.walj_path(), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("[ok] plugin folder {}: its hooks journaled the latest session", plugin.display())),
+        "{out}"
+    );
+    assert!(!out.contains("run `walj install`") && !out.contains("not working"), "{out}");
+
+    // The next session journaled by `walj install`'s hooks: the plugin is no longer named.
+    w.install(&[]);
+    start_session(&walj_bin(), None, "91d91e00-0000-4000-8000-000000000002");
+    let (_, out) = w.doctor(&w.walj_path(), &[]);
+    assert!(!out.contains("journaled the latest session"), "{out}");
+    assert!(!out.contains("installed twice"), "{out}");
+
+    // Another plugin's folder in the environment (leaked into a nested session) is not recorded.
+    let other = w.repo.tmp.join("other-plugin");
+    w.write_json(&other.join(".claude-plugin/plugin.json"), &json!({"name": "other"}));
+    start_session(&walj_bin(), Some(&other), "91d91e00-0000-4000-8000-000000000003");
+    let start = w.repo.records().into_iter().rev().find(|r| r["kind"] == "start").unwrap();
+    assert_eq!(start["session"], "91d91e00-0000-4000-8000-000000000003");
+    assert!(start.get("plugin_root").is_none(), "{start}");
+}
+
+/// A fresh clone holds only the committed settings.json: sessions started in a subfolder run
+/// none of its hooks. doctor warns (exit 1), names the start folders and the one command that
+/// fixes it; after that command it is healthy.
+#[test]
+fn a_clone_with_committed_settings_only_warns_which_start_folders_go_unjournaled() {
+    let w = World::new();
+    w.repo.write("src/lib.rs", "\n");
+    w.repo.write("docs/x.md", "\n");
+    w.install(&[]);
+    assert!(w.repo.exists(".claude/settings.local.json"), "install writes the subfolder copy");
+    // The teammate's clone: the committed file only.
+    fs::remove_file(w.repo.path(".claude/settings.local.json")).unwrap();
+    let (code, out) = w.doctor(&w.walj_path(), &[]);
+    assert_eq!(code, 1, "{out}");
+    let warn = lines_with(&out, "[warn] walj's hooks are in .claude/settings.json only");
+    assert_eq!(warn.len(), 1, "{out}");
+    assert!(warn[0].contains("sessions started in docs/, src/ or any folder below them are not journaled"), "{out}");
+    assert!(warn[0].contains("Run `walj install` here"), "{out}");
+
+    w.install(&[]);
+    let (code, out) = w.doctor(&w.walj_path(), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("[ok] sessions started in any subfolder journal into"), "{out}");
 }
 
 #[test]

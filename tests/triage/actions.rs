@@ -644,6 +644,55 @@ fn entries_of_a_live_session_need_force() {
     assert_eq!(repo.read("f.txt"), NUMBERS.replace("two", "TWO"));
 }
 
+/// `--all` and `--session` (and their `--dry-run`) leave a live session's entries out and say
+/// so on stderr (with how to act on one anyway); the other sessions' entries are acted on. By
+/// id the action refuses as before.
+#[test]
+fn all_and_session_leave_a_live_sessions_entries_out_and_say_so() {
+    const LIVE: &str = "11ve0000-0000-4000-8000-000000000002";
+    let repo = Repo::new(&[("f.txt", NUMBERS), ("g.txt", NUMBERS)]);
+    let gone = Claude::new(&repo, SESSION); // its hooks' parent is gone: crashed
+    gone.start();
+    gone.edit("toolu_A", "f.txt", "two", "TWO");
+    let mut live = Claude::new(&repo, LIVE);
+    live.live = true; // the test process is the hook's parent, and it is running
+    live.start();
+    live.edit("toolu_L", "g.txt", "two", "TWO");
+
+    for args in [
+        &["revert", "--all", "--dry-run"][..],
+        &["mark", "--done", "--all", "--dry-run"],
+        &["handoff", "--all", "--dry-run"],
+        &["revert", "--all", "--dry-run", "--json"],
+    ] {
+        let (code, out, err) = repo.run(args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(out.contains("f.txt"), "{args:?}: the crashed session's entry is offered: {out}");
+        assert!(!out.contains("g.txt"), "{args:?}: the live session's entry is offered: {out}");
+        assert!(err.contains("left out of --all") && err.contains("still live"), "{args:?}: {err}");
+        assert!(err.contains("g.txt") && err.contains("--force"), "{args:?}: {err}");
+    }
+    // --session of the live session: nothing to act on, and why.
+    for args in [&["revert", "--session", LIVE, "--dry-run"][..], &["mark", "--done", "--session", LIVE]] {
+        let (_, out, err) = repo.run(args);
+        assert!(!out.contains("would") && err.contains("still live"), "{args:?}: {out}{err}");
+    }
+    // For real: the crashed session's entry is marked, the live one's stays open.
+    let (code, _, err) = repo.run(&["mark", "--done", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("left out of --all"), "{err}");
+    let resolved: Vec<String> = repo
+        .records()
+        .iter()
+        .filter(|r| r["op"] == "resolved")
+        .map(|r| r["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(resolved, vec!["toolu_A".to_string()]);
+    // By id: refused without --force, as before.
+    let err = refused(&repo, &["revert", "toolu_L"], &["g.txt"]);
+    assert!(err.contains("still live") && err.contains("--force"), "{err}");
+}
+
 // ---------------------------------------------------------------- library
 
 #[test]

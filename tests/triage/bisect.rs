@@ -380,6 +380,7 @@ fn blocked_in_place(repo: &Repo, counter: &Counter, ready: &Path) -> (std::proce
         .env_remove("CLAUDECODE")
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("WALJ_JOURNAL")
+        .env("XDG_CACHE_HOME", counter.file.with_file_name("cache"))
         .arg("--project")
         .arg(&repo.root)
         .args(["bisect", "--in-place", "--", "sh", "-c", &script, "sh", counter.path()])
@@ -411,6 +412,15 @@ fn kill_9_during_in_place_is_shown_by_recover_and_undone_by_undo() {
     let _ = Std::new("kill").arg(&pid).status();
     let out = repo.ok(&["recover"]);
     assert!(out.contains("walj bisect") && out.contains("did not finish") && out.contains("walj undo"), "{out}");
+    // `walj doctor` reports it too.
+    let (_, out, err) = repo.run(&["doctor", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let found = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["check"] == "bisect" && f["message"].as_str().unwrap().contains("did not finish"));
+    assert!(found, "{v:#}");
     // Another in-place bisect is refused until the tree is back, even with --force.
     let (code, _, err) = bisect(&repo, &["--in-place", "--force"], &counter, "exec sh test.sh");
     assert_ne!(code, 0);
@@ -670,4 +680,531 @@ fn tui_b_bisects_the_session_and_selects_the_culprit() {
     };
     assert!(screen.contains("answer=41"), "the culprit's diff is not shown:\n{screen}");
     assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before, "the TUI's bisect changed the tree");
+}
+
+/// `walj ARGS` with `XDG_CACHE_HOME` set to `cache` (where bisect keeps its scratch copies):
+/// (exit code, stdout, stderr).
+fn run_cached(repo: &Repo, cache: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = repo.walj(args).env("XDG_CACHE_HOME", cache).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// `walj --project ROOT ARGS` as a plain process (to be killed), scratch copies under `cache`.
+fn walj_std(repo: &Repo, cache: &Path, args: &[&str]) -> Std {
+    let mut c = Std::new(crate::common::walj_bin());
+    c.env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .env("NO_COLOR", "1")
+        .env("XDG_CACHE_HOME", cache)
+        .arg("--project")
+        .arg(&repo.root)
+        .args(args);
+    c
+}
+
+/// What is left in the per-user scratch folder under `cache`.
+fn copies_in(cache: &Path) -> Vec<String> {
+    fs::read_dir(cache.join("walj/bisect"))
+        .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Every walj temp file (`.X.walj-tmp-*`) in the tree and in `.walj/`.
+fn temp_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == ".git" {
+                continue;
+            }
+            if name.to_string_lossy().contains(".walj-tmp-") {
+                out.push(e.path());
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out
+}
+
+// The issue's attack: `d/` became a link to a folder outside the project after the session
+// wrote `d/notes.txt`. Scratch mode put its states in place through the link (the user's
+// file outside overwritten, or deleted). Now every write and deletion is made beneath the
+// copy through no link: the states that need `d/notes.txt` are "not built", named, and
+// nothing outside changes.
+#[test]
+#[cfg(unix)]
+fn scratch_never_writes_or_deletes_through_a_link_out_of_the_project() {
+    let repo = Repo::new(&[("a.txt", "good\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("notes, then a change");
+    c.write("toolu_L01", "d/notes.txt", "the session's notes\n");
+    c.edit("toolu_L02", "a.txt", "good", "bad");
+    c.stop();
+    let (_out_dir, outside) = crate::common::scratch();
+    fs::write(outside.join("notes.txt"), "the user's own notes, outside the project\n").unwrap();
+    fs::remove_dir_all(repo.path("d")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.path("d")).unwrap();
+    let (_c, cache) = crate::common::scratch();
+    let (code, out, err) = run_cached(&repo, &cache, &["bisect", "--", "sh", "-c", "! grep -q bad a.txt"]);
+    assert_eq!(
+        fs::read_to_string(outside.join("notes.txt")).unwrap(),
+        "the user's own notes, outside the project\n",
+        "the file outside the project was written through the link\n{out}\n{err}"
+    );
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing else appeared outside");
+    assert!(
+        out.contains("Not built") && out.contains("d/notes.txt") && out.contains("symbolic link"),
+        "{code}\n{out}\n{err}"
+    );
+    assert!(copies_in(&cache).is_empty(), "{:?}", copies_in(&cache));
+    // --json names the states not built too.
+    let (_, json, err) = run_cached(&repo, &cache, &["bisect", "--json", "--", "sh", "-c", "! grep -q bad a.txt"]);
+    let v: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}\n{err}"));
+    let why = v["unbuildable"].to_string();
+    assert!(why.contains("d/notes.txt") && why.contains("symbolic link"), "{v:#}");
+    assert_eq!(fs::read_to_string(outside.join("notes.txt")).unwrap(), "the user's own notes, outside the project\n");
+}
+
+/// Starts `walj bisect ARGS` on a command that blocks at its `at`-th run (writing its pid to
+/// `ready`), with the scratch folder under `cache`; waits until it blocks.
+fn blocked(
+    repo: &Repo,
+    cache: &Path,
+    args: &[&str],
+    counter: &Counter,
+    ready: &Path,
+    at: usize,
+) -> (std::process::Child, String) {
+    let script = format!(
+        "echo run >> \"$1\"; n=$(wc -l < \"$1\"); if [ \"$n\" -eq {at} ]; then echo $$ > {}; exec sleep 30; fi; exec sh test.sh",
+        ready.display()
+    );
+    let mut all = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    let child = walj_std(repo, cache, &all)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while fs::read_to_string(ready).map_or(true, |s| s.trim().is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the command never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, fs::read_to_string(ready).unwrap().trim().to_string())
+}
+
+fn alive(pid: &str) -> bool {
+    Std::new("kill").args(["-0", pid]).stderr(std::process::Stdio::null()).status().unwrap().success()
+}
+
+/// Waits up to 10 s for `cond`.
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    cond()
+}
+
+// kill -9 of a scratch bisect: its guard kills the command's process group and removes the
+// copy; nothing is left for the next command either.
+#[test]
+#[cfg(unix)]
+fn kill_9_of_a_scratch_bisect_ends_the_command_and_leaves_no_copy() {
+    let repo = twelve_steps();
+    let (_c, cache) = crate::common::scratch();
+    let counter = Counter::new();
+    let ready = counter.file.with_file_name("ready");
+    let (mut child, pid) = blocked(&repo, &cache, &[], &counter, &ready, 3);
+    assert_eq!(copies_in(&cache).len(), 1, "the copy lives in the per-user folder");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(cache.join("walj/bisect")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(eventually(|| !alive(&pid)), "the command still runs after walj was killed");
+    assert!(
+        eventually(|| copies_in(&cache).is_empty()),
+        "the scratch copy outlived the bisect: {:?}",
+        copies_in(&cache)
+    );
+}
+
+// A copy whose owner and guard are both gone (a folder named after a dead process) is removed
+// by the next walj command of any kind, which says so.
+#[test]
+#[cfg(unix)]
+fn the_next_walj_command_removes_a_copy_whose_bisect_is_gone() {
+    let repo = twelve_steps();
+    let (_c, cache) = crate::common::scratch();
+    let mut dead = Std::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let left = cache.join("walj/bisect").join(format!("{pid}-0-deadbeef0"));
+    fs::create_dir_all(left.join("tree/src")).unwrap();
+    fs::write(left.join("tree/src/lib.txt"), "a copy").unwrap();
+    // A live owner's copy is never touched.
+    let live = cache.join("walj/bisect").join(format!("{}-0-cafe0", std::process::id()));
+    fs::create_dir_all(&live).unwrap();
+    let (code, _, err) = run_cached(&repo, &cache, &["recover"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!left.exists(), "the copy of a killed bisect is still there");
+    assert!(err.contains("removed the scratch copy of a killed `walj bisect`"), "{err}");
+    assert!(live.exists());
+    // The sweep writes nothing where no bisect ever ran: no folder made in the cache.
+    let (_e, empty) = crate::common::scratch();
+    let (code, _, err) = run_cached(&repo, &empty, &["recover"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(fs::read_dir(&empty).unwrap().count(), 0, "the sweep made a folder");
+}
+
+/// kill -9 of `walj bisect ARGS` at random moments, `rounds` times (`WALJ_KILL_ROUNDS`, else
+/// `default`), on the twelve steps. After each kill: every process the command started is
+/// gone, the next walj command (`recover`) leaves no walj temp file in the tree and no scratch
+/// copy, and when `recover` says an in-place bisect did not finish, the `walj undo` it advises
+/// succeeds without --force. The tree is then byte-identical to before. Returns (rounds, undos
+/// advised) and prints the counts.
+fn kill_loop(args: &[&str], default: usize) -> (usize, usize) {
+    let rounds: usize = std::env::var("WALJ_KILL_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let (_c, cache) = crate::common::scratch();
+    let counter = Counter::new();
+    let pids = counter.file.with_file_name("pids");
+    // The command starts a child of its own (`sleep` in the background, same group): the
+    // group must go, not only the shell.
+    let script = format!(
+        "echo $$ >> {0}; sleep 20 & echo $! >> {0}; echo run >> \"$1\"; sh test.sh; s=$?; kill $!; exit $s",
+        pids.display()
+    );
+    let mut all = vec!["bisect"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "sh", "-c", &script, "sh", counter.path()]);
+    // How long a whole bisect takes, to spread the kills over it.
+    let t = Instant::now();
+    let (code, _, err) = run_cached(&repo, &cache, &all);
+    assert_eq!(code, 0, "{err}");
+    let whole = t.elapsed().as_millis().max(50) as u64;
+    // And from its first command run on (the states being put in place).
+    let _ = fs::remove_file(&pids);
+    let mut child = walj_std(&repo, &cache, &all).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let t = Instant::now();
+    while !pids.exists() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t = Instant::now();
+    child.wait().unwrap();
+    let active = t.elapsed().as_millis().max(20) as u64;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
+    let (mut undos, mut temps, mut copies, mut stray) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Even rounds: a moment of the whole run; odd rounds: a moment after the first
+        // command run (while states are put in place and taken back).
+        let wait = if round % 2 == 0 { seed % (whole + whole / 4) } else { seed % active };
+        let _ = fs::remove_file(&pids);
+        let mut child = walj_std(&repo, &cache, &all)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        if round % 2 == 1 {
+            while !pids.exists() && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(wait));
+        let finished = child.try_wait().unwrap();
+        let _ = child.kill();
+        child.wait().unwrap();
+        if let Some(status) = finished {
+            // It ended before the kill: it must have succeeded (a refusal is a defect here).
+            assert!(status.success(), "round {round}: the bisect failed on its own");
+        }
+        let started = fs::read_to_string(&pids).unwrap_or_default();
+        if !eventually(|| started.lines().all(|p| !alive(p.trim()))) {
+            stray += 1;
+        }
+        let (code, out, err) = run_cached(&repo, &cache, &["recover"]);
+        assert_eq!(code, 0, "{err}");
+        let left = temp_files(&repo.root);
+        temps += left.len();
+        if out.contains("did not finish") {
+            undos += 1;
+            let (code, uout, uerr) = run_cached(&repo, &cache, &["undo"]);
+            if code != 0 {
+                let short = |b: &Option<walj::journal::Blob>| match b {
+                    Some(walj::journal::Blob::Id(id)) => id[..8].to_string(),
+                    Some(_) => "absent".to_string(),
+                    None => "-".to_string(),
+                };
+                let recs: Vec<String> = repo
+                    .journal_records()
+                    .iter()
+                    .filter(|r| r.op != "pre" && r.op != "post")
+                    .map(|r| {
+                        format!(
+                            "{} {} {:?} {} {}->{}",
+                            r.op,
+                            r.event,
+                            r.kind,
+                            r.path,
+                            short(&r.before),
+                            short(&r.after)
+                        )
+                    })
+                    .collect();
+                let disk: Vec<String> =
+                    tree_hashes(&repo.root).iter().map(|(p, h)| format!("{} {}", p.display(), &h[..8])).collect();
+                panic!(
+                    "round {round} ({wait} ms): walj undo refused:\n{uout}\n{uerr}\n{}\ndisk: {disk:?}",
+                    recs[recs.len().saturating_sub(30)..].join("\n")
+                );
+            }
+        }
+        assert_eq!(tree_hashes(&repo.root), before, "round {round} ({wait} ms): not byte-exact");
+        if !eventually(|| copies_in(&cache).is_empty()) {
+            copies += 1;
+        }
+        assert!(left.is_empty(), "round {round} ({wait} ms): {left:?}");
+    }
+    eprintln!(
+        "kill -9 of `walj bisect {}`: {rounds} rounds (a whole run {whole} ms, {active} ms after its first command), {undos} advised undos (all byte-exact, none needed --force), {temps} temp files left, {copies} copies left, {stray} rounds with a command process left",
+        args.join(" ")
+    );
+    assert_eq!((temps, copies, stray), (0, 0, 0));
+    (rounds, undos)
+}
+
+// kill -9 of an in-place bisect at random moments (see `kill_loop`; the full run is
+// `WALJ_KILL_ROUNDS=100`).
+#[test]
+#[cfg(unix)]
+fn kill_9_of_in_place_at_random_moments_leaves_nothing_and_undo_is_byte_exact() {
+    kill_loop(&["--in-place"], 6);
+}
+
+// kill -9 of a scratch bisect at random moments: the tree is never written, no copy and no
+// command process outlives it.
+#[test]
+#[cfg(unix)]
+fn kill_9_of_scratch_at_random_moments_leaves_no_copy_and_no_process() {
+    let (_, undos) = kill_loop(&[], 6);
+    assert_eq!(undos, 0, "a scratch bisect never writes the tree");
+}
+
+// The session broke the test at step 7 and the user fixed it by hand afterwards: bisect still
+// names step 7, and says first that the tree passes now.
+#[test]
+fn the_disk_fixed_after_the_session_is_said() {
+    let repo = twelve_steps();
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=41", "answer=42"));
+    let counter = Counter::new();
+    let (code, out, err) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("The disk differs from the last state the journal builds (lib.txt"), "{out}");
+    assert!(
+        out.contains(
+            "the tree passes now: the failure of step 7 was fixed after the session (not by a tool call), in lib.txt"
+        ),
+        "{out}"
+    );
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["disk"]["differs"], json!(["lib.txt"]), "{v:#}");
+    assert_eq!(v["disk"]["verdict"], "good", "{v:#}");
+    assert!(v["disk"]["says"].as_str().unwrap().starts_with("the tree passes now"), "{v:#}");
+}
+
+// The steps are fine and the user's own later edit breaks the test: not "nothing to bisect" as
+// if all were well, but the change after the session named.
+#[test]
+fn a_break_made_after_the_session_is_named_not_hidden() {
+    let counter = Counter::new();
+    // A session whose steps never break the test.
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.prompt("small things");
+    c.edit("toolu_H1", "a.txt", "a", "b");
+    c.edit("toolu_H2", "lib.txt", "gamma", "GAMMA");
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=42", "answer=0"));
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_ne!(code, 0);
+    assert!(out.contains("the steps pass; the change made after the session (not a tool call) breaks `sh -c"), "{out}");
+    assert!(out.contains(": lib.txt."), "{out}");
+    let (_, v) = bisect_json(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(v["disk"]["verdict"], "bad", "{v:#}");
+    assert!(v["disk"]["says"].as_str().unwrap().starts_with("the steps pass"), "{v:#}");
+}
+
+// With --since, a harmless Edit whose pre-image carried the user's breaking change (a gap) is
+// never the answer alone.
+#[test]
+fn a_step_that_only_carried_an_outside_change_is_not_the_answer_alone() {
+    let repo = Repo::new(&[("lib.txt", LIB), ("test.sh", TEST), ("a.txt", "a\n")]);
+    let first = Claude::new(&repo, SESSION);
+    first.start();
+    first.prompt("morning");
+    first.edit("toolu_O1", "lib.txt", "header", "header v2");
+    // The user breaks the test by hand, between sessions.
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=42", "answer=0"));
+    let second = Claude::new(&repo, "5ec0d5e5-0000-4000-8000-000000000003");
+    second.start();
+    second.prompt("afternoon");
+    second.edit("toolu_O2", "lib.txt", "gamma", "GAMMA");
+    let counter = Counter::new();
+    let (_, v) = bisect_json(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+    if v["culprit"]["id"] == "toolu_O2" {
+        assert_eq!(v["outside_change"]["step"], 2, "{v:#}");
+        assert_eq!(v["outside_change"]["paths"], json!(["lib.txt"]), "{v:#}");
+        let (_, out, _) = bisect(&repo, &["--since", "1h"], &counter, "exec sh test.sh");
+        assert!(
+            out.contains("Not this step alone: step 2 starts from a change made outside the journal in lib.txt"),
+            "{out}"
+        );
+    } else {
+        panic!("{v:#}");
+    }
+}
+
+// --runs 3 with a flaky command: the verdict is marked uncertain (text and --json) and the
+// states next to the culprit are tested again.
+#[test]
+fn flaky_runs_mark_the_verdict_uncertain() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let script = "n=$(wc -l < \"$1\"); if [ $((n % 3)) -eq 0 ]; then if sh test.sh; then exit 1; else exit 0; fi; fi; exec sh test.sh";
+    let (_, v) = bisect_json(&repo, &["--runs", "3"], &counter, script);
+    assert_eq!(v["uncertain"], true, "{v:#}");
+    assert!(!v["flaky"]["states"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(v["flaky"]["retested"].as_array().unwrap().len(), 2, "{v:#}");
+    let (_, out, _) = bisect(&repo, &["--runs", "3"], &counter, script);
+    assert!(out.contains("Uncertain: the runs of state"), "{out}");
+    // Runs that agree: no word of it.
+    let (_, v) = bisect_json(&repo, &["--runs", "2"], &counter, "exec sh test.sh");
+    assert_eq!(v["uncertain"], false, "{v:#}");
+}
+
+// After `b`, `r` reverts the culprit of a session whose turn ended normally (its changes
+// persisted): it used to answer "already resolved" and the test stayed broken.
+#[test]
+fn tui_r_after_b_reverts_the_culprit_of_a_session_that_ended_normally() {
+    use walj::tui::keymap::parse_keys;
+    use walj::tui::{App, AppOptions};
+    let repo = twelve_steps();
+    Claude::new(&repo, SESSION).stop();
+    let project = walj::project::Project::at(repo.root.clone(), None);
+    let mut app = App::new(project, AppOptions { poll: std::time::Duration::ZERO, ..AppOptions::default() });
+    app.reload();
+    let fold = walj::fold::Fold::load(
+        &repo.root.join(".walj/journal.jsonl"),
+        &walj::fold::FoldOptions { keep_settled: true, ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(
+        fold.entry("toolu_S07").map(|e| e.state()),
+        Some(walj::fold::EntryState::Persisted),
+        "the Stop did not persist the steps"
+    );
+    let typed = |app: &mut App, keys: &str| {
+        for k in parse_keys(keys).unwrap() {
+            app.handle_key(&crossterm::event::KeyEvent::new(k.code, k.mods));
+        }
+    };
+    typed(&mut app, "bsh test.sh<enter>");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.bisect.running.is_some() && std::time::Instant::now() < deadline {
+        app.poll_journal();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(app.selected_entry().map(|e| e.id.as_str()), Some("toolu_S07"), "{:?}", app.status);
+    typed(&mut app, "r");
+    assert!(app.dialog.is_some(), "no revert dialog: {:?}", app.status);
+    typed(&mut app, "<enter>");
+    assert!(passes(&repo), "the culprit was not reverted: {:?}", app.status);
+    assert!(repo.read("lib.txt").contains("GAMMA"), "step 8 on the same file is kept");
+}
+
+// The culprit's diff header separates the path from its label with a tab, printed as a tab
+// (not the two characters `\t`); a tab in the file's lines stays a tab too.
+#[test]
+fn the_diff_header_has_no_literal_backslash_t() {
+    let repo = twelve_steps();
+    let counter = Counter::new();
+    let (code, out, _) = bisect(&repo, &[], &counter, "exec sh test.sh");
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("\\t"), "a literal \\t:\n{out}");
+    assert!(out.contains("--- a/lib.txt\t("), "{out}");
+    // --handoff's brief too.
+    let (_, out, _) = bisect(&repo, &["--handoff"], &counter, "exec sh test.sh");
+    assert!(!out.contains("\\t") && out.contains("--- a/lib.txt\t("), "{out}");
+}
+
+// An in-place bisect is one operation in `walj ops`, named as a bisect, and a bare `walj redo`
+// afterwards never puts one of its intermediate states back.
+#[test]
+fn in_place_is_one_operation_and_redo_never_reapplies_a_state() {
+    let repo = twelve_steps();
+    let before = tree_hashes(&repo.root);
+    let counter = Counter::new();
+    let (code, v) = bisect_json(&repo, &["--in-place"], &counter, "exec sh test.sh");
+    assert_eq!((code, v["culprit"]["id"].as_str()), (0, Some("toolu_S07")), "{v:#}");
+    let ops = repo.json(&["ops", "--json"]);
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 1, "{ops:#?}");
+    assert_eq!(ops[0]["how"], "bisect", "{ops:#?}");
+    assert_eq!(ops[0]["undone"], true, "{ops:#?}");
+    assert!(repo.ok(&["ops"]).contains("bisected"));
+    let err = repo.fails(&["redo"]);
+    assert!(err.contains("nothing to redo"), "{err}");
+    let id = ops[0]["id"].as_str().unwrap();
+    let err = repo.fails(&["redo", &id[..12]]);
+    assert!(err.contains("in-place bisect"), "{err}");
+    assert_eq!(tree_hashes(&repo.root), before, "redo re-applied a bisect state");
+}
+
+// The TUI's verdict line says what the disk says too.
+#[test]
+fn tui_b_says_when_the_tree_passes_now() {
+    use walj::tui::keymap::parse_keys;
+    use walj::tui::{App, AppOptions};
+    let repo = twelve_steps();
+    repo.write("lib.txt", &repo.read("lib.txt").replace("answer=41", "answer=42"));
+    let project = walj::project::Project::at(repo.root.clone(), None);
+    let mut app = App::new(project, AppOptions { poll: std::time::Duration::ZERO, ..AppOptions::default() });
+    app.reload();
+    for k in parse_keys("bsh test.sh<enter>").unwrap() {
+        app.handle_key(&crossterm::event::KeyEvent::new(k.code, k.mods));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.bisect.running.is_some() && std::time::Instant::now() < deadline {
+        app.poll_journal();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = app.status.clone().unwrap();
+    assert!(
+        status.text.contains("step 7 of 12") && status.text.contains("The disk: the tree passes now"),
+        "{status:?}"
+    );
 }

@@ -13,5 +13,6 @@ mod bisect;
 mod every_action;
 mod git_op;
 mod handoff_authorship;
+mod repeated_ids;
 mod revert_race;
 mod safety;
