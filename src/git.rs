@@ -127,6 +127,28 @@ pub fn head_state(root: &Path) -> Option<Head> {
     Some(Head { branch: Some(branch), id })
 }
 
+/// A git operation stopped half-way in the checkout at `root` (a rebase or merge waiting on a
+/// conflict, a cherry-pick, a revert, a bisect), read from its git dir's marker files (no git
+/// process): its words and the marker ("a rebase is in progress (.git/rebase-merge)"). `None`
+/// outside git or when none is.
+pub fn operation_in_progress(root: &Path) -> Option<String> {
+    let GitDirs { git_dir, .. } = dirs_at(root)?;
+    const MARKERS: [(&str, &str); 6] = [
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase (or `git am`)"),
+        ("MERGE_HEAD", "a merge"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+        ("BISECT_LOG", "a bisect"),
+    ];
+    let (marker, what) = MARKERS.iter().find(|(m, _)| git_dir.join(m).exists())?;
+    let shown = match git_dir.strip_prefix(root) {
+        Ok(rel) => rel.join(marker).to_string_lossy().into_owned(),
+        Err(_) => git_dir.join(marker).to_string_lossy().into_owned(),
+    };
+    Some(format!("{what} is in progress ({shown})"))
+}
+
 fn is_oid(s: &str) -> bool {
     (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }

@@ -991,9 +991,31 @@ impl Ctx<'_> {
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
-        let note = announce::session_start_note(&fold, self.ev.session, |s| {
-            s.agent() == agent && announce::left_unfinished(s)
-        });
+        let checkout = if fold.sessions.iter().any(|s| !s.announced && announce::left_unfinished(s)) {
+            // HEAD moved by a command that never finished, a rebase stopped on a conflict:
+            // told with the crash (a few small reads of `.git/`, only after a crash).
+            fold.read_head(&self.project.root);
+            // Prompts typed while Claude worked, queued and never taken up: only in the
+            // transcript (`queue-operation` lines), read from its tail.
+            let mut queued = std::collections::HashMap::new();
+            for s in fold.sessions.iter().filter(|s| !s.announced && announce::left_unfinished(s)) {
+                let tail =
+                    crate::session::transcript::tail(self.project, &s.session, s.transcript.as_deref(), 256 * 1024);
+                let q = tail.map(|t| crate::claude::transcript::queued_prompts(&t, &s.session)).unwrap_or_default();
+                if !q.is_empty() {
+                    queued.insert(s.session.clone(), q);
+                }
+            }
+            announce::Checkout { git_op: crate::git::operation_in_progress(&self.project.root), queued }
+        } else {
+            announce::Checkout::default()
+        };
+        let note = announce::session_start_note_in(
+            &fold,
+            self.ev.session,
+            |s| s.agent() == agent && announce::left_unfinished(s),
+            &checkout,
+        );
         // The marks of what this start told come first: a resumed session's own start then
         // opens its new life, whose crash (if one comes) is told again.
         let mut records = Vec::with_capacity(note.marks.len() + 1);

@@ -198,6 +198,38 @@ pub fn last_api_error(tail: &[u8], session: &str) -> Option<(String, String)> {
     None
 }
 
+/// Prompts the user typed while Claude worked that Claude Code had queued and not yet taken
+/// up (`queue-operation` lines of `session` in a transcript tail: an `enqueue` with its
+/// `content`, taken by a later `dequeue` or `remove`, all dropped by `popAll`/`clear`), oldest
+/// first. A crash loses them otherwise: they were never a UserPromptSubmit.
+pub fn queued_prompts(tail: &[u8], session: &str) -> Vec<String> {
+    let mut queue = std::collections::VecDeque::new();
+    for line in tail.split(|&b| b == b'\n') {
+        if line.is_empty() || memchr::memmem::find(line, b"queue-operation").is_none() {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
+        if v.get("type").and_then(Value::as_str) != Some("queue-operation")
+            || v.get("sessionId").and_then(Value::as_str).is_some_and(|s| s != session)
+        {
+            continue;
+        }
+        match v.get("operation").and_then(Value::as_str) {
+            Some("enqueue") => {
+                if let Some(c) = v.get("content").and_then(Value::as_str).filter(|c| !c.trim().is_empty()) {
+                    queue.push_back(c.to_string());
+                }
+            }
+            Some("dequeue" | "remove") => {
+                queue.pop_front();
+            }
+            Some("popAll" | "clear") => queue.clear(),
+            _ => {}
+        }
+    }
+    queue.into()
+}
+
 /// The last assistant text of `session` (a session id or its prefix; `None`: any) in a
 /// transcript tail: a transcript can hold lines of several sessions (a resumed or forked one).
 pub fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<String> {
@@ -231,6 +263,28 @@ pub fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<Stri
 
 #[cfg(test)]
 mod tests {
+
+    /// The real transcript's enqueue/dequeue pair leaves nothing queued; an enqueue the crash
+    /// cut off before its dequeue is kept, another session's is not.
+    #[test]
+    fn a_queued_prompt_without_its_dequeue_is_kept() {
+        let real = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/fixtures/transcripts/cc-2.1.328-killed-mid-bash.jsonl"),
+        );
+        if let Ok(real) = real {
+            assert!(queued_prompts(&real, "4b79e617-7ef1-4ab2-a219-fbffcb6122b5").is_empty());
+        }
+        let sid = "s1";
+        let tail = format!(
+            "{}\n{}\n{}\n{}\n",
+            r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s1","content":"first"}"#,
+            r#"{"type":"queue-operation","operation":"dequeue","sessionId":"s1"}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s1","content":"also fix the docs"}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s2","content":"not this one"}"#,
+        );
+        assert_eq!(queued_prompts(tail.as_bytes(), sid), ["also fix the docs"]);
+    }
     use super::*;
 
     #[test]

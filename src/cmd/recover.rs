@@ -170,6 +170,9 @@ pub fn recover(
         if let Some(note) = &bisect_note {
             v["bisect"] = serde_json::Value::String(note.clone());
         }
+        if let Some(op) = crate::git::operation_in_progress(&project.root) {
+            v["git_operation"] = serde_json::Value::String(op);
+        }
         if !remotes.is_empty() {
             v["machines"] = crate::report::sync::recover_json(&remotes);
         }
@@ -193,6 +196,10 @@ pub fn recover(
         }
         if let Some(note) = &bisect_note {
             writeln!(out, "{}", Style::stdout().yellow(&format!("walj bisect: {note}")))?;
+        }
+        if let Some(op) = crate::git::operation_in_progress(&project.root) {
+            let line = format!("git: {op}: finish or abort it before `walj revert --session` (it refuses meanwhile)");
+            writeln!(out, "{}", Style::stdout().yellow(&crate::present::safe(&line)))?;
         }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
         write!(out, "{}", crate::session::empty::legacy_lines(project))?;

@@ -656,12 +656,19 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     // Claude Code's transcript holds the last answer; another agent's last Stop does.
     let claude = state.info.agent() == crate::agents::Agent::ClaudeCode;
-    let last_message = transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024)
-        .filter(|_| claude)
-        .and_then(|t| crate::claude::transcript::last_assistant_text_of(&t, Some(state.session())))
+    let tail =
+        transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024).filter(|_| claude);
+    let last_message = tail
+        .as_deref()
+        .and_then(|t| crate::claude::transcript::last_assistant_text_of(t, Some(state.session())))
         .or_else(|| state.info.last_assistant_message.clone());
+    let queued =
+        tail.as_deref().map(|t| crate::claude::transcript::queued_prompts(t, state.session())).unwrap_or_default();
     let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
-    let b = brief::build(&BriefInput { project, state: &state, procs: &ps, last_message, copy_path }, brief::MAX_CHARS);
+    let b = brief::build(
+        &BriefInput { project, state: &state, procs: &ps, last_message, copy_path, queued },
+        brief::MAX_CHARS,
+    );
     let action =
         if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     if json_out {
@@ -727,8 +734,11 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
         human_ts(&rs.manifest.synced_at)
     );
     let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
-    let b = brief::build(&BriefInput { project, state: &state, procs: &[], last_message, copy_path: None }, budget)
-        .headed(&head);
+    let b = brief::build(
+        &BriefInput { project, state: &state, procs: &[], last_message, copy_path: None, queued: Vec::new() },
+        budget,
+    )
+    .headed(&head);
     let action =
         if args.print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     let (written, why_not) = match &installed {

@@ -479,6 +479,53 @@ fn sure_entries<'f>(entries: Vec<&'f crate::fold::Entry>, ids: &ShortIds, what: 
     sure
 }
 
+/// Why walj is not sure an entry is Claude's work (`after_stop`, `uncertain`), in the words
+/// `recover` and the note use.
+fn not_sure_why(e: &crate::fold::Entry) -> String {
+    match (e.after_stop, &e.end_seen) {
+        (true, None) => "changed after Claude Code's last sign of life: the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which without its watcher".to_string(),
+        (true, Some(t)) => format!(
+            "changed after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which",
+            crate::present::hms(t)
+        ),
+        (false, _) => "another command, session or the user may have made it: they were active while its command ran".to_string(),
+    }
+}
+
+/// The entries `handoff --session` / `--all` leave out, on stderr: possibly the user's, each
+/// with how to hand it back by its id.
+fn say_not_claudes(unsure: &[&crate::fold::Entry], ids: &ShortIds, what: &str) {
+    use crate::present::text::safe;
+    if unsure.is_empty() {
+        return;
+    }
+    let n = unsure.len();
+    eprintln!(
+        "{n} entr{} left out of {what}: possibly the user's, walj is not sure {} Claude's work:",
+        if n == 1 { "y" } else { "ies" },
+        if n == 1 { "it is" } else { "they are" }
+    );
+    for e in unsure {
+        let short = safe(ids.short(&e.id)).into_owned();
+        eprintln!(
+            "  {short} ({}): {}. If it is Claude's: `walj diff {short}`, then `walj handoff {short}`",
+            safe(&e.path),
+            not_sure_why(e)
+        );
+    }
+}
+
+/// One entry of `handoff --json`'s `possibly_users`.
+fn not_claudes_json(e: &crate::fold::Entry, ids: &ShortIds) -> serde_json::Value {
+    serde_json::json!({
+        "id": e.id,
+        "short": ids.short(&e.id),
+        "path": e.path,
+        "attribution": if e.after_stop { "after_stop" } else { "uncertain" },
+        "why": not_sure_why(e),
+    })
+}
+
 fn own_entries<'f>(prov: &Provenance, entries: Vec<&'f crate::fold::Entry>, what: &str) -> Vec<&'f crate::fold::Entry> {
     let (own, skipped) = triage::origin::own_only(prov, entries);
     if !skipped.is_empty() {
@@ -616,6 +663,16 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         return revert(&old, args);
     }
     let all = args.ids.is_empty() && args.session.is_none();
+    // A rebase or merge stopped half-way: a session's pre-images written into that tree mix
+    // with what git is in the middle of (named entries are the user's own choice).
+    if (all || args.session.is_some())
+        && !force
+        && let Some(op) = crate::git::operation_in_progress(&project.root)
+    {
+        anyhow::bail!(
+            "{op}: finish or abort it first (`git status` says how); reverting a whole session now would write its pre-images into a tree git is in the middle of changing. Nothing was changed; `--force` reverts anyway"
+        );
+    }
     if all && !pick_all(&fold, "walj revert", "revert", args.all)? {
         return Ok(super::EXIT_ERROR);
     }
@@ -853,12 +910,15 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    // Entries left out of `--session` / `--all`: maybe the user's (`possibly_users` in --json).
+    let mut not_claudes: Vec<serde_json::Value> = Vec::new();
     let brief = match elsewhere {
         Some(b) => b,
         None => {
             let prov = Provenance::load(&project.journal);
             if ids.is_empty() {
-                // Every unresolved entry (of the session): this checkout's own only.
+                // Every unresolved entry (of the session): this checkout's own only, not a live
+                // session's, and only what walj is sure is Claude's work.
                 let entries: Vec<&crate::fold::Entry> = match session {
                     Some(s) => {
                         let sess = fold.find_session(s).map_err(|e| triage::session_error(s, e))?;
@@ -870,8 +930,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
                 let found = entries.len();
                 let own = own_entries(&prov, entries, what);
                 let mine = own.len();
-                let own: Vec<String> =
-                    not_live(&fold, own, what, "handoff", force).iter().map(|e| e.id.clone()).collect();
+                let own = not_live(&fold, own, what, "handoff", force);
                 if own.is_empty() {
                     if mine > 0 {
                         anyhow::bail!("nothing to hand back but a live session's entries; nothing was recorded");
@@ -885,7 +944,16 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
                         "nothing of this checkout's own is unresolved to hand back; name entries by id to hand back others"
                     );
                 }
-                triage::handoff(project, &fold, &own, None, opts)?
+                let (unsure, sure): (Vec<_>, Vec<_>) = own.into_iter().partition(|e| e.uncertain || e.after_stop);
+                say_not_claudes(&unsure, &fold.ids, what);
+                not_claudes = unsure.iter().map(|e| not_claudes_json(e, &fold.ids)).collect();
+                if sure.is_empty() {
+                    anyhow::bail!(
+                        "nothing walj is sure is Claude's work to hand back; nothing was recorded. Hand one back by its id (`walj handoff ID`) if it is"
+                    );
+                }
+                let sure: Vec<String> = sure.iter().map(|e| e.id.clone()).collect();
+                triage::handoff(project, &fold, &sure, None, opts)?
             } else {
                 if !print_only && !confirm_foreign(&foreign(&fold, &prov, ids), args.confirm.yes, "hand back")? {
                     return Ok(super::EXIT_ERROR);
@@ -902,6 +970,7 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
             "action": brief.action,
             "entries": brief.entries,
             "left_out": brief.left_out,
+            "possibly_users": not_claudes,
             "resume_line": brief.resume_line,
             "brief": brief.text,
         });

@@ -120,6 +120,42 @@ pub fn entry_label(e: &Entry, session: SessionStatus) -> String {
     }
 }
 
+/// The state of an unresolved entry in the words every reader shares (the note, the user's
+/// message, `recover`, the brief): "cut off: not applied", "cut off: the disk holds the
+/// intended content", "completed, not yet verified", "failed: …". Short: for a list that
+/// names many entries on one line each.
+pub fn short_state(e: &Entry) -> &'static str {
+    use crate::fold::InFlightCheck as C;
+    match e.state() {
+        EntryState::InFlight => match e.disk_check {
+            Some(C::Completed) => "cut off: the disk holds the intended content",
+            Some(C::Unchanged | C::NotThroughLink) => "cut off: not applied",
+            Some(C::Other) => "cut off: the disk holds neither image",
+            Some(C::WrittenByLater) => "cut off: a later call wrote the intended content",
+            None if e.unfinished => "cut off: changed on disk by a command that never finished",
+            None => "cut off in flight",
+        },
+        EntryState::Applied | EntryState::Failed if e.unfinished => {
+            "cut off: changed on disk by a command that never finished"
+        }
+        EntryState::Applied => "completed, not yet verified",
+        EntryState::Failed => "failed part-way: check the file",
+        EntryState::Drifted => "changed since: matches neither image",
+        EntryState::Persisted => "applied and verified on disk",
+        EntryState::NotApplied => "failed: nothing was changed",
+        EntryState::Done => "marked done",
+        EntryState::Reverted => "reverted",
+        EntryState::HandedBack => "handed back",
+    }
+}
+
+/// Whether an unresolved entry was cut off in flight (its tool call never reported an
+/// outcome, or a command that never finished made it) rather than completed and not yet
+/// verified: the two counts the user's message gives.
+pub fn cut_off(e: &Entry) -> bool {
+    e.state() == EntryState::InFlight || e.unfinished
+}
+
 /// What the state of `e` means (the one sentence the note, the briefs, `recover` and the TUI
 /// share): [`meaning`], except where it would contradict the entry's own facts — a
 /// snapshot-derived entry's command did run (its diff shows it), so it never says "may not

@@ -74,6 +74,9 @@ pub struct BriefInput<'a> {
     pub last_message: Option<String>,
     /// Display path of the safe copy, when there is one.
     pub copy_path: Option<String>,
+    /// Prompts the user typed while Claude worked, queued and never taken up (from the
+    /// transcript's `queue-operation` lines).
+    pub queued: Vec<String>,
 }
 
 pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
@@ -207,6 +210,12 @@ fn render(input: &BriefInput<'_>, lvl: Level, cap: Option<usize>) -> String {
     let mut out = String::new();
     header(&mut out, input.state);
     prompts(&mut out, &input.state.info, lvl);
+    if !input.queued.is_empty() {
+        let _ = writeln!(out, "\n## Queued by the user while Claude worked, never taken up ({})", input.queued.len());
+        for q in &input.queued {
+            let _ = writeln!(out, "- {}", clip(q, lvl.text));
+        }
+    }
     todos(&mut out, &input.state.info, lvl, id_budget);
     unresolved(&mut out, input.state, lvl, id_budget);
     cut_off_commands(&mut out, input.state, lvl);
@@ -297,7 +306,10 @@ fn todos(out: &mut String, s: &SessionInfo, lvl: Level, id_budget: Option<usize>
 
 /// Unresolved changes: the state's meaning is said once, not on every line.
 fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option<usize>) {
-    let un: Vec<&Entry> = st.unresolved().collect();
+    // Cut off in flight first (a tool call without its outcome, a killed command's change),
+    // then the completed ones not yet verified; each in journal order.
+    let mut un: Vec<&Entry> = st.unresolved().collect();
+    un.sort_by_key(|e| !crate::present::state::cut_off(e));
     let _ = writeln!(out, "\n## Unresolved changes ({}): verify each before building on it", un.len());
     if un.is_empty() {
         let _ = writeln!(out, "- none: every recorded change was verified or triaged");

@@ -322,6 +322,10 @@ impl App {
         if let Some(w) = self.sync.warning.clone() {
             self.error(format!("another machine's journal: {w}"));
         }
+        // A rebase or merge stopped half-way: said, as `recover` and the note say it.
+        if let Some(op) = crate::git::operation_in_progress(&self.project.root) {
+            self.error(format!("git: {op}: finish or abort it before reverting a whole session"));
+        }
         self.diffs.clear();
         let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
         self.tree.marked.retain(|id| known.contains(id.as_str()));

@@ -348,5 +348,15 @@ fn a_killed_checkout_and_commit_is_told_as_the_branch_it_moved_with_its_commit()
     let shown = p.walj_json(&["sessions", "show", &sid, "--json"]);
     assert_eq!(shown["git_moves"], recover["sessions"][0]["git_moves"], "{shown}");
     assert_eq!(shown["git_moves"][0]["to"], json!({"branch": "x", "id": new}), "{shown}");
+
+    // Claude is told too: the next session's note names the move and its commit.
+    mock.script(vec![Turn::text("I will check.")]);
+    let before = mock.main_requests().len();
+    p.session(p.claude_p(&bin, &mock, "What happened?"), &mock);
+    let first = &mock.main_requests()[before];
+    assert_eq!(first.count(NOTE), 1, "{}", mock.summary());
+    let note = anthropic_mock::strings_containing(&first.body, NOTE)[0].to_string();
+    println!("the note:\n{}", &note[note.find(NOTE).unwrap()..]);
+    assert!(note.contains(&format!("- git: {said}")), "{note}");
     p.assert_hooks_clean();
 }

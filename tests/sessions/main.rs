@@ -10,4 +10,5 @@ mod common;
 
 mod bundle_trust;
 mod import;
+mod note;
 mod sessions;

@@ -11,6 +11,8 @@ mod common;
 mod actions;
 mod bisect;
 mod every_action;
+mod git_op;
+mod handoff_authorship;
 mod repeated_ids;
 mod revert_race;
 mod safety;

@@ -2197,3 +2197,17 @@ fn a_subagents_entries_are_grouped_under_its_heading() {
     );
     assert!(app.tree.rows.iter().any(|r| r.key == key), "{:?}", app.tree.rows);
 }
+
+/// A git operation stopped half-way (here `MERGE_HEAD`, as a merge waiting on a conflict
+/// leaves it) is said on the status line, as `recover` and the note say it.
+#[test]
+fn a_merge_in_progress_is_said() {
+    let f = Fixture::new();
+    let head = f.repo.git(&["rev-parse", "HEAD"]);
+    std::fs::write(f.repo.root.join(".git/MERGE_HEAD"), format!("{}\n", head.trim())).unwrap();
+    let mut app = f.app();
+    let mut t = term(160, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("git: a merge is in progress (.git/MERGE_HEAD)"), "{s}");
+}
