@@ -169,6 +169,11 @@ pub mod nocap {
     /// The tool's path is longer than a path (4096 bytes) or a name (255 bytes) can be:
     /// recorded cut to 4096 bytes.
     pub const PATH_TOO_LONG: &str = "path_too_long";
+    /// A clean tracked file whose bytes git stores in another form than the disk's (a
+    /// `filter`, `text`/`eol`/`ident`/`working-tree-encoding` attribute, `core.autocrlf`,
+    /// skip-worktree or assume-unchanged): git's blob is not its pre-image, and walj never
+    /// runs a filter, so none was recorded.
+    pub const GIT_FORM: &str = "git_form";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
