@@ -62,11 +62,12 @@ const MAX_COMMAND: usize = 512;
 /// snapshot: the comparison reads every changed file it lacks, and a Post snapshot is
 /// completed from the comparison ([`heal`]), so the next snapshot starts whole.
 const MAX_NEW_OBJECTS: usize = 512;
-/// Child entries one command gets at most (an unignored `npm install` of hundreds of
-/// thousands of files must not flood the journal). Paths past it are not compared one by one:
-/// the command's record lists them all (a store object, `unseen.unlisted_list`) with how many
-/// (`unseen.unlisted`), and every reader says so.
-pub const MAX_CHANGES: usize = 100_000;
+/// Child entries one command gets at most by default (`[bash] max_changes`: an unignored `npm
+/// install` of hundreds of thousands of files must not flood the journal). Paths past it are
+/// not compared one by one: the command's record lists them all (a store object,
+/// `unseen.unlisted_list`, and a text file) with how many (`unseen.unlisted`), and every
+/// reader says so.
+pub const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
 /// Files a git snapshot lists at most (dirty and untracked ones; clean files cost nothing):
 /// past it the snapshot is cut short (`unlisted`).
 pub const MAX_LISTED: usize = 200_000;
@@ -1008,9 +1009,9 @@ struct Tree<'a> {
     new_objects: usize,
     /// The images the journal's last lines carry, read at the first file the store lacks.
     recent: Option<crate::store::RecentlyCarried>,
-    /// The diff stopped at `MAX_CHANGES`.
+    /// The diff stopped at `[bash] max_changes`.
     changes_cut: bool,
-    /// The paths past `MAX_CHANGES` the diff did not compare (in order).
+    /// The paths past `[bash] max_changes` the diff did not compare (in order).
     unlisted: Vec<String>,
     /// Whether git may store a clean file in another form than the disk's
     /// ([`gitform::GitForm`]), read at the first clean file a change needs.
@@ -1558,7 +1559,7 @@ impl<'a> Tree<'a> {
         let mut from_git: Vec<String> = Vec::new();
         let mut paths = paths.into_iter();
         while let Some(rel) = paths.next() {
-            if changes.len() >= MAX_CHANGES {
+            if changes.len() >= self.cfg.bash.max_changes.max(1) {
                 // Past the bound every remaining candidate is named, never dropped.
                 self.changes_cut = true;
                 self.unlisted = std::iter::once(rel).chain(paths).map(str::to_string).collect();
@@ -1740,7 +1741,7 @@ fn heal(now: &mut Snapshot, changes: &[Change]) {
 impl Tree<'_> {
     /// What comparing `pre` with `now` could not see: special files, files over the capture
     /// cap (sampled), unreadable ones; whether a change lacks an image because a snapshot was
-    /// cut short, or a list was; and the paths past [`MAX_CHANGES`], all of them, stored as one
+    /// cut short, or a list was; and the paths past `[bash] max_changes`, all of them, stored as one
     /// object (their count and the first few in the record). A path counts once, whichever
     /// side saw it so.
     fn unseen(&mut self, pre: &Snapshot, now: &Snapshot, changes: &[Change]) -> crate::fold::Unseen {

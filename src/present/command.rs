@@ -65,8 +65,7 @@ pub fn unseen(u: &Unseen) -> Option<String> {
         let more = if u.unlisted > u.unlisted_sample.len() { ", …" } else { "" };
         let list = u.unlisted_file.as_deref().map(|f| format!("; all listed in {f}")).unwrap_or_default();
         parts.push(format!(
-            "{n} past the limit of {} entries per command, not compared (may have changed): {sample}{more}{list}",
-            crate::bashsnap::MAX_CHANGES
+            "{n} past the limit of entries per command ([bash] max_changes), not compared (may have changed): {sample}{more}{list}"
         ));
     } else if u.cut_short {
         parts.push("files past the snapshot's limit ([bash] max_files / max_ms), without a recorded image".to_string());

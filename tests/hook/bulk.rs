@@ -116,9 +116,8 @@ fn a_command_that_changes_20000_files_has_20000_entries_in_the_log() {
     let log: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let n = log.iter().filter(|e| e["parent"] == json!("toolu_twenty")).count();
     assert_eq!(n, 20_000, "every changed path is an entry of its command");
-    let (code, text) = revert_session(&root);
-    assert_eq!(code, 0, "{text}");
-    assert_all_old(&root, 20_000);
+    let snap = &outcome(&root, "toolu_twenty").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none() && snap.get("unseen").is_none(), "nothing left out: {snap}");
 }
 
 #[test]
@@ -204,4 +203,39 @@ fn a_filter_lfs_path_never_gets_the_pointer_as_its_preimage() {
     let disk = fs::read(root.join("model.bin")).unwrap();
     run_bash(&root, "toolu_lfs", "printf 'regenerated\\n' > model.bin");
     assert_not_git_bytes(&root, "toolu_lfs", "model.bin", &disk);
+}
+
+#[test]
+fn past_the_bound_every_path_is_listed_and_revert_session_says_what_it_left() {
+    let repo = many_files(30);
+    let root = repo.root.clone();
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nmax_changes = 10\n").unwrap();
+    run_bash(&root, "toolu_many", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    assert_eq!(children(&root, "toolu_many").len(), 10);
+    let snap = &outcome(&root, "toolu_many").extra["snapshot"];
+    let unseen = &snap["unseen"];
+    assert_eq!(unseen["unlisted"], json!(20), "{snap}");
+    assert_eq!(snap["cut_short"], json!(true), "{snap}");
+    let file = root.join(unseen["unlisted_file"].as_str().unwrap());
+    let listed: Vec<String> = fs::read_to_string(file).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(listed, (10..30).map(|i| format!("src/f{i:05}.txt")).collect::<Vec<_>>());
+
+    // Every reader that lists the session says how many and which.
+    let out = walj_at(&root).arg("recover").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("20 paths past the limit") && text.contains("src/f00010.txt"), "{text}");
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let left = &v["sessions"][0]["commands_left_out"][0];
+    assert_eq!(left["unseen"]["unlisted"], json!(20), "{v:#}");
+
+    // revert --session undoes what it can and never reports all clear.
+    let (code, text) = revert_session(&root);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("20 paths past the limit"), "{text}");
+    let out = walj_at(&root).arg("recover").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("no unresolved journal entries"), "{text}");
+    assert!(text.contains("20 paths past the limit"), "{text}");
 }
