@@ -577,7 +577,7 @@ fn work_out_all<'f>(
 ) -> Result<Vec<Worked<'f>>> {
     let mut entries = find_entries(fold, ids)?;
     entries.sort_by_key(|e| std::cmp::Reverse(e.line));
-    let (oldest_of, newest_of) = chains(fold, &entries);
+    let (oldest_of, newest_of) = chains(fold, &entries, objects);
     // The steps of a chain's later entries, put right after its oldest entry's step (the one
     // that writes): they are recorded as reverted only once that write is done.
     let mut followers: HashMap<&str, Vec<Worked<'f>>> = HashMap::new();
@@ -684,10 +684,16 @@ fn work_out_all<'f>(
 /// Chains among the entries a revert takes back (newest first): on one path, entries that
 /// follow each other with nothing between them (no other entry on the path, each one's
 /// pre-image the previous one's post-image) go back together to the oldest one's pre-image,
-/// checked against the disk by the newest one's post-image. So the images in between are not
-/// needed (a file over the capture cap rewritten many times has none). Returns, for each later
-/// entry of a chain, its oldest entry's id, and for each oldest entry, its chain's newest.
-fn chains<'f>(fold: &'f Fold, entries: &[&'f Entry]) -> (HashMap<&'f str, &'f str>, HashMap<&'f str, &'f Entry>) {
+/// checked against the disk by the newest one's post-image, when an image in between is
+/// missing (a file over the capture cap rewritten many times has none): those images are not
+/// needed. (Where every image is there, each entry is taken out in turn, newest first.)
+/// Returns, for each later entry of a chain, its oldest entry's id, and for each oldest entry,
+/// its chain's newest.
+fn chains<'f>(
+    fold: &'f Fold,
+    entries: &[&'f Entry],
+    objects: &mut Objects,
+) -> (HashMap<&'f str, &'f str>, HashMap<&'f str, &'f Entry>) {
     let chosen: std::collections::HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
     let mut by_path: HashMap<&str, Vec<&Entry>> = HashMap::new();
     for e in fold.entries.iter().filter(|e| e.kind.is_none() && !e.outside) {
@@ -701,7 +707,12 @@ fn chains<'f>(fold: &'f Fold, entries: &[&'f Entry]) -> (HashMap<&'f str, &'f st
         list.sort_by_key(|e| e.line);
         let mut run: Vec<&Entry> = Vec::new();
         let mut close = |run: &mut Vec<&'f Entry>| {
-            if run.len() > 1 {
+            let mut missing = || {
+                run[1..].iter().any(|e| {
+                    matches!(objects.image(&e.before, e.nocap.as_deref(), "pre-image", None), Image::Unknown(_))
+                })
+            };
+            if run.len() > 1 && missing() {
                 let (first, last) = (run[0], run[run.len() - 1]);
                 newest_of.insert(first.id.as_str(), last);
                 for later in &run[1..] {

@@ -14,6 +14,7 @@ mod after_crash;
 mod agent_import;
 mod agents;
 mod bash;
+mod bulk;
 mod mock_selftest;
 mod plugin;
 mod project_root;
