@@ -30,9 +30,8 @@ impl GitForm {
         let get = |k: &str| cfg.as_ref().and_then(|c| c.get_string(k).ok()).map(|v| v.to_ascii_lowercase());
         let autocrlf = get("core.autocrlf").is_some_and(|v| matches!(v.as_str(), "true" | "yes" | "on" | "1"));
         let eol_crlf = get("core.eol").as_deref() == Some("crlf");
-        let tracked = index.is_some_and(|i| {
-            i.iter().any(|e| e.path == ".gitattributes" || e.path.ends_with("/.gitattributes"))
-        });
+        let tracked =
+            index.is_some_and(|i| i.iter().any(|e| e.path == ".gitattributes" || e.path.ends_with("/.gitattributes")));
         let present = repo.workdir().is_some_and(|w| w.join(".gitattributes").exists())
             || repo.path().join("info").join("attributes").exists()
             || get("core.attributesfile").is_some()

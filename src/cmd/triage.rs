@@ -606,8 +606,7 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     if let Some(s) = &args.session
         && let Ok(sess) = fold.find_session(s)
     {
-        let left: Vec<String> =
-            sess.commands.iter().filter_map(|c| crate::present::command::left_out(c, 80)).collect();
+        let left: Vec<String> = sess.commands.iter().filter_map(|c| crate::present::command::left_out(c, 80)).collect();
         if !left.is_empty() {
             eprintln!(
                 "walj: not everything this session changed could be reverted; {} its entries:",

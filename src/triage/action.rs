@@ -405,9 +405,7 @@ pub(crate) fn stage_write_in(
     let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
     let (dir, name) = match folders.open.get(&(parent.clone(), scope)) {
         // The path is checked as `write_dir` checks it; only the folder's descriptor is shared.
-        Some(d) => {
-            (d.clone(), project.write_dir_checked(rel, scope).map_err(refused)?)
-        }
+        Some(d) => (d.clone(), project.write_dir_checked(rel, scope).map_err(refused)?),
         None => {
             let (dir, name) = project.write_dir(rel, scope, true).map_err(refused)?;
             folders.open.insert((parent, scope), dir.clone());

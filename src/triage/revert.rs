@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use crate::fold::{Entry, EntryState, Fold};
 use crate::fsutil;
 use crate::journal::{Blob, Record, how, op};
-use std::collections::HashMap;
 use crate::project::Project;
+use std::collections::HashMap;
 
 use super::{Result, TriageError};
 

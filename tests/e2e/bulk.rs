@@ -15,15 +15,15 @@ const FILES: usize = 1500;
 fn a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session() {
     let test = "a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session";
     let Some(bin) = claude::claude_or_skip(test) else { return };
-    let files: Vec<(String, String)> =
-        (0..FILES).map(|i| (format!("src/f{i:05}.txt"), format!("old {i}\n"))).collect();
+    let files: Vec<(String, String)> = (0..FILES).map(|i| (format!("src/f{i:05}.txt"), format!("old {i}\n"))).collect();
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
     let p = Proj::new(&refs);
     p.install_walj();
     let token = claude::unique_token("walj-e2e-codemod");
     let guard = OrphanGuard(token.clone());
-    let command =
-        format!("find src -name '*.txt' -exec sed -i 's/old/new/' {{}} + && echo done > done.marker && sleep 60 # {token}");
+    let command = format!(
+        "find src -name '*.txt' -exec sed -i 's/old/new/' {{}} + && echo done > done.marker && sleep 60 # {token}"
+    );
     let mock = MockServer::start(vec![
         Turn::tool("Bash", json!({"command": command, "description": "Rename old to new"})),
         Turn::text("unreachable"),
