@@ -72,6 +72,7 @@ pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionI
                     present::command::derived_changes(open.iter().copied(), &c.id),
                     200,
                 )
+                .or_else(|| present::command::left_out(c, 200))
             })
             .collect();
         if open.is_empty() && !s.commands.iter().any(|c| c.running.is_some()) {

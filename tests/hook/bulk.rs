@@ -230,6 +230,10 @@ fn past_the_bound_every_path_is_listed_and_revert_session_says_what_it_left() {
     let left = &v["sessions"][0]["commands_left_out"][0];
     assert_eq!(left["unseen"]["unlisted"], json!(20), "{v:#}");
 
+    let out = walj_at(&root).args(["log", "--all"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("command left changes out of its entries") && text.contains("20 paths"), "{text}");
+
     // revert --session undoes what it can and never reports all clear.
     let (code, text) = revert_session(&root);
     assert_ne!(code, 0, "{text}");
