@@ -34,7 +34,7 @@ use super::{Fold, Scan};
 use crate::journal::{Problem, Source, identity};
 
 /// The first line of a snapshot file; the version changes with the state's layout.
-const MAGIC: &str = "walj fold snapshot v4";
+const MAGIC: &str = "walj fold snapshot v5";
 
 /// A fold that read more than this past its snapshot (or from the start) writes a new one.
 pub const WRITE_AFTER: u64 = 1 << 20;
