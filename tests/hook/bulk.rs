@@ -234,6 +234,10 @@ fn past_the_bound_every_path_is_listed_and_revert_session_says_what_it_left() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("command left changes out of its entries") && text.contains("20 paths"), "{text}");
 
+    let out = walj_at(&root).arg("doctor").output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("changed more files than [bash] max_changes: 20 path(s)"), "{text}");
+
     // revert --session undoes what it can and never reports all clear.
     let (code, text) = revert_session(&root);
     assert_ne!(code, 0, "{text}");
