@@ -46,7 +46,7 @@ hook() { printf '{"hook_event_name":"%s","session_id":"bench","tool_name":"Bash"
 hook PreToolUse > "$WORK/pre.json"
 hook PostToolUse > "$WORK/post.json"
 "$WALJ" hook --project "$REPO" < "$WORK/pre.json"
-( cd "$REPO" && git ls-files 'src/*.rs' | head -n "$CHANGED" | xargs sed -i 's/old_name/new_name/' )
+( cd "$REPO" && git ls-files 'src/*.rs' | sed -n "1,${CHANGED}p" | xargs sed -i 's/old_name/new_name/' )
 git -C "$REPO" status --porcelain | wc -l | xargs echo "changed files:" >&2
 rm -rf "$WORK/walj-pre"
 cp -a "$REPO/.walj" "$WORK/walj-pre"
