@@ -327,7 +327,12 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         let own: Vec<&Entry> =
             mine.iter().copied().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).collect();
         let later = late.iter().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).count();
-        let line = |width| present::command::in_flight(c, status, s.agent(), own.len(), width);
+        // A command that finished but left changes out of its entries (over `[bash]
+        // max_changes`) is told like a killed one: what it changed is not all listed.
+        let line = |width| {
+            present::command::in_flight(c, status, s.agent(), own.len(), width)
+                .or_else(|| present::command::left_out(c, width))
+        };
         let (full, short) = (line(200)?, line(120)?);
         let also = if later > 0 {
             format!(

@@ -41,6 +41,7 @@ use crate::project::{Project, to_slash};
 use crate::store::{Store, blob_id, file_blob_id};
 
 pub mod attribution;
+mod gitform;
 mod gitindex;
 mod gitscan;
 pub mod killed;
@@ -56,12 +57,20 @@ const STALE_SECS: u64 = 7 * 24 * 3600;
 const SNAP_V: u32 = 1;
 /// Longest command text copied onto child records.
 const MAX_COMMAND: usize = 512;
-/// New objects one snapshot stores at most (each costs an fsync); files beyond are stat-only
-/// this time (cut short) and captured by later snapshots.
+/// New objects one snapshot stores at most while it looks at the tree (each costs an fsync);
+/// files beyond are stat-only this time (cut short, `nocap: cut_short`). This bounds only the
+/// snapshot: the comparison reads every changed file it lacks, and a Post snapshot is
+/// completed from the comparison ([`heal`]), so the next snapshot starts whole.
 const MAX_NEW_OBJECTS: usize = 512;
-/// Child entries one command gets at most (an unignored `npm install` must not flood the
-/// journal); the command's record says the list was cut short.
-const MAX_CHANGES: usize = 1000;
+/// Child entries one command gets at most by default (`[bash] max_changes`: an unignored `npm
+/// install` of hundreds of thousands of files must not flood the journal). Paths past it are
+/// not compared one by one: the command's record lists them all (a store object,
+/// `unseen.unlisted_list`, and a text file) with how many (`unseen.unlisted`), and every
+/// reader says so.
+pub const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
+/// Files a git snapshot lists at most (dirty and untracked ones; clean files cost nothing):
+/// past it the snapshot is cut short (`unlisted`).
+pub const MAX_LISTED: usize = 200_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapError {
@@ -211,6 +220,12 @@ struct Snapshot {
     ts: String,
     #[serde(default, skip_serializing_if = "is_false")]
     cut_short: bool,
+    /// Every file the snapshot had to list is listed: `cut_short` then means only that some
+    /// files' bytes were not read yet (`nocap: cut_short`), which the next snapshot completes.
+    /// False (and in sidecars older than this field) with `cut_short`: files past the cut are
+    /// missing from `files`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    listed: bool,
     /// Milliseconds the snapshot took.
     #[serde(default)]
     ms: u64,
@@ -439,6 +454,7 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     let view = tree.ask_watcher(Some(&pre), None, false);
     let mut now = tree.take_with(Some(&pre), background.then_some(call.key().as_str()), Some(&view))?;
     let changes = tree.diff(&pre, &now)?;
+    heal(&mut now, &changes);
     let records = child_records(matcher, &pre, &changes, "post", false);
     let mut summary = json!({
         "mode": pre.mode,
@@ -460,10 +476,10 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     now.session = pre.session.clone();
     now.parent = pre.parent.clone();
     now.command = pre.command.clone();
-    if pre.cut_short || now.cut_short || tree.changes_cut {
+    let unseen = tree.unseen(&pre, &now, &changes);
+    if unseen.cut_short {
         summary["cut_short"] = json!(true);
     }
-    let unseen = unseen(&pre, &now, tree.changes_cut);
     if !unseen.is_empty() {
         summary[key::UNSEEN] = json!(unseen);
     }
@@ -960,6 +976,8 @@ enum Side {
     },
     /// Never read (the snapshot was cut short).
     Unknown,
+    /// Not recorded, for this reason (a `nocap` value: [`nocap::GIT_FORM`]).
+    NotCaptured(String),
 }
 
 impl Side {
@@ -967,7 +985,7 @@ impl Side {
         match self {
             Side::Absent => Some(Blob::Absent),
             Side::Known { id, .. } => Some(Blob::Id(id.clone())),
-            Side::Unknown => None,
+            Side::Unknown | Side::NotCaptured(_) => None,
         }
     }
     fn link(&self) -> Option<&str> {
@@ -980,6 +998,7 @@ impl Side {
         match self {
             Side::Known { nocap, .. } => nocap.as_deref(),
             Side::Unknown => Some("cut_short"),
+            Side::NotCaptured(why) => Some(why),
             Side::Absent => None,
         }
     }
@@ -1012,8 +1031,13 @@ struct Tree<'a> {
     new_objects: usize,
     /// The images the journal's last lines carry, read at the first file the store lacks.
     recent: Option<crate::store::RecentlyCarried>,
-    /// The diff stopped at `MAX_CHANGES`.
+    /// The diff stopped at `[bash] max_changes`.
     changes_cut: bool,
+    /// The paths past `[bash] max_changes` the diff did not compare (in order).
+    unlisted: Vec<String>,
+    /// Whether git may store a clean file in another form than the disk's
+    /// ([`gitform::GitForm`]), read at the first clean file a change needs.
+    git_form: Option<gitform::GitForm>,
 }
 
 impl<'a> Tree<'a> {
@@ -1046,6 +1070,8 @@ impl<'a> Tree<'a> {
             new_objects: 0,
             recent: None,
             changes_cut: false,
+            unlisted: Vec::new(),
+            git_form: None,
         }
     }
 
@@ -1104,12 +1130,25 @@ impl<'a> Tree<'a> {
         // The watcher named what changed since `cache`: only those paths are looked at, while
         // git's index is the one `cache` saw (a changed index changes what is dirty).
         if let (Some(paths), Some(base)) = (watched, cache) {
-            if base.mode == Mode::Git && !base.cut_short && base.index.as_ref().map(|i| i.st) == index_st {
-                self.take_watched(snap, base, paths)?;
-                self.save_index(snap, save_index, &index_path, index_st);
-                return Ok(());
+            let why = if base.mode != Mode::Git {
+                Some("the last snapshot was a walk outside git (full scan)")
+            } else if base.cut_short && !base.listed {
+                Some("the last snapshot's list was cut short (full scan)")
+            } else if base.index.as_ref().map(|i| i.st) != index_st {
+                Some("the git index changed (full scan)")
+            } else {
+                None
+            };
+            match why {
+                // A base whose files are all listed is completed here: the files it could not
+                // read yet are read now (within this snapshot's budget).
+                None => {
+                    self.take_watched(snap, base, paths)?;
+                    self.save_index(snap, save_index, &index_path, index_st);
+                    return Ok(());
+                }
+                Some(w) => snap.watch = Some(w.into()),
             }
-            snap.watch = Some("the git index changed (full scan)".into());
         }
         let repo = self.repo.as_ref().ok_or_else(|| SnapError::Io {
             path: workdir.clone(),
@@ -1136,11 +1175,11 @@ impl<'a> Tree<'a> {
             .map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
         self.index = Some(index);
-        if listed.len() > self.cfg.bash.max_files {
+        snap.listed = listed.len() <= MAX_LISTED;
+        if !snap.listed {
             snap.cut_short = true;
         }
-        let listed: Vec<(String, bool)> =
-            listed.into_iter().take(self.cfg.bash.max_files).map(|l| (l.rel, l.deleted)).collect();
+        let listed: Vec<(String, bool)> = listed.into_iter().take(MAX_LISTED).map(|l| (l.rel, l.deleted)).collect();
         for (rel, deleted) in listed {
             let state = if deleted {
                 FileState { absent: true, ..FileState::default() }
@@ -1230,7 +1269,15 @@ impl<'a> Tree<'a> {
     /// again (a folder, or a path that is gone: everything known under it too).
     fn take_watched(&mut self, snap: &mut Snapshot, base: &Snapshot, paths: &[String]) -> Result<(), SnapError> {
         snap.files = base.files.clone();
+        snap.listed = true;
         let mut seen: HashSet<String> = HashSet::new();
+        // What the base could not read yet is read now: a cut-short snapshot heals here.
+        let cut: Vec<String> = base.files.iter().filter(|(_, f)| unread(f)).map(|(p, _)| p.clone()).collect();
+        for p in cut {
+            if seen.insert(p.clone()) {
+                self.refresh(snap, base, &p)?;
+            }
+        }
         for rel in paths {
             if rel.split('/').any(|c| c == ".git" || c == ".walj") {
                 continue;
@@ -1258,6 +1305,7 @@ impl<'a> Tree<'a> {
                 }
             }
         }
+        snap.cut_short = snap.files.values().any(unread);
         Ok(())
     }
 
@@ -1312,6 +1360,7 @@ impl<'a> Tree<'a> {
 
     fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
         let max_files = self.cfg.bash.max_files;
+        snap.listed = true;
         let mut stack = vec![(self.project.root.clone(), String::new())];
         let mut count = 0usize;
         while let Some((dir, rel_dir)) = stack.pop() {
@@ -1336,6 +1385,7 @@ impl<'a> Tree<'a> {
                 }
                 if count >= max_files || Instant::now() > self.deadline {
                     snap.cut_short = true;
+                    snap.listed = false;
                     return Ok(());
                 }
                 count += 1;
@@ -1532,9 +1582,12 @@ impl<'a> Tree<'a> {
         };
         let mut changes = Vec::new();
         let mut from_git: Vec<String> = Vec::new();
-        for rel in paths {
-            if changes.len() >= MAX_CHANGES {
+        let mut paths = paths.into_iter();
+        while let Some(rel) = paths.next() {
+            if changes.len() >= self.cfg.bash.max_changes.max(1) {
+                // Past the bound every remaining candidate is named, never dropped.
                 self.changes_cut = true;
+                self.unlisted = std::iter::once(rel).chain(paths).map(str::to_string).collect();
                 break;
             }
             let a = pre.files.get(rel);
@@ -1555,6 +1608,9 @@ impl<'a> Tree<'a> {
                 Some(f) => side_of(f),
                 None if git => match in_old(rel) {
                     Some((id, true)) => self.git_link_side(&id),
+                    Some((_, false)) if !self.git_bytes_are_disks(rel, current.as_deref()) => {
+                        Side::NotCaptured(nocap::GIT_FORM.to_string())
+                    }
                     Some((id, false)) => {
                         from_git.push(id.clone());
                         Side::Known { id, nocap: None, link: None }
@@ -1567,7 +1623,7 @@ impl<'a> Tree<'a> {
                         Side::Absent
                     }
                 },
-                None if !pre.cut_short => Side::Absent,
+                None if !pre.cut_short || pre.listed => Side::Absent,
                 None => {
                     if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
                         continue;
@@ -1579,6 +1635,7 @@ impl<'a> Tree<'a> {
                 Some(f) => side_of(f),
                 None if git => match in_current(rel) {
                     Some((id, true)) => self.git_link_side(&id),
+                    Some((_, false)) if !self.git_bytes_are_disks(rel, current.as_deref()) => self.disk_side(rel)?,
                     Some((id, false)) => {
                         from_git.push(id.clone());
                         Side::Known { id, nocap: None, link: None }
@@ -1637,6 +1694,15 @@ impl<'a> Tree<'a> {
         Ok(changes)
     }
 
+    /// Whether git's blob of the clean tracked file `rel` is the disk's bytes
+    /// ([`gitform::GitForm`]); `index`: the current index.
+    fn git_bytes_are_disks(&mut self, rel: &str, index: Option<&[gitindex::Entry]>) -> bool {
+        let Some(repo) = &self.repo else { return true };
+        let path = format!("{}{rel}", self.prefix);
+        let entry = index.and_then(|i| gitindex::find(i, &path));
+        self.git_form.get_or_insert_with(|| gitform::GitForm::of(repo, index)).same_bytes(repo, &path, entry)
+    }
+
     /// The side of a tracked link whose target git's objects hold as blob `id`; unknown when
     /// git lost it.
     fn git_link_side(&self, id: &str) -> Side {
@@ -1676,11 +1742,65 @@ impl<'a> Tree<'a> {
     }
 }
 
-/// What comparing `pre` with `now` could not see: special files, files over the capture cap
-/// (sampled), unreadable ones, and whether a snapshot or the change list was cut short. A
-/// path counts once, whichever side saw it so.
-fn unseen(pre: &Snapshot, now: &Snapshot, changes_cut: bool) -> crate::fold::Unseen {
-    let mut u = crate::fold::Unseen { cut_short: pre.cut_short || now.cut_short || changes_cut, ..Default::default() };
+/// A file a snapshot lists whose bytes it did not read yet (cut short).
+fn unread(f: &FileState) -> bool {
+    f.id.is_none() && !f.absent && !f.special && f.link.is_none()
+}
+
+/// Completes a Post snapshot from its comparison: a file the snapshot could not read (cut
+/// short) that the comparison read gets its id, so the next snapshot starts from a whole base
+/// instead of reading (and cutting short) again.
+fn heal(now: &mut Snapshot, changes: &[Change]) {
+    for c in changes {
+        if let Side::Known { id, nocap, link: None } = &c.after
+            && let Some(f) = now.files.get_mut(&c.rel)
+            && unread(f)
+        {
+            f.id = Some(id.clone());
+            f.nocap = nocap.clone();
+        }
+    }
+    now.cut_short = !now.listed && now.cut_short || now.files.values().any(unread);
+}
+
+impl Tree<'_> {
+    /// What comparing `pre` with `now` could not see: special files, files over the capture
+    /// cap (sampled), unreadable ones; whether a change lacks an image because a snapshot was
+    /// cut short, or a list was; and the paths past `[bash] max_changes`, all of them, stored as one
+    /// object (their count and the first few in the record). A path counts once, whichever
+    /// side saw it so.
+    fn unseen(&mut self, pre: &Snapshot, now: &Snapshot, changes: &[Change]) -> crate::fold::Unseen {
+        let list_cut = |s: &Snapshot| s.cut_short && !s.listed;
+        let image_cut = changes.iter().any(|c| c.before == Side::Unknown || c.after == Side::Unknown);
+        let mut u = unseen(pre, now);
+        u.cut_short = list_cut(pre) || list_cut(now) || self.changes_cut || image_cut;
+        if !self.unlisted.is_empty() {
+            u.unlisted = self.unlisted.len();
+            u.unlisted_sample = self.unlisted.iter().take(crate::fold::UNLISTED_SAMPLE).cloned().collect();
+            let mut text = self.unlisted.join("\n");
+            text.push('\n');
+            u.unlisted_list = self.store.put(text.as_bytes()).ok();
+            // And as a plain text file people read (`.walj/unlisted/<command>.txt`).
+            let dir = self.project.dir.join("unlisted");
+            let name = format!("{}.txt", &blob_id(pre.parent.as_bytes())[..16]);
+            let written = fsutil::create_private_dir(&dir).and_then(|()| {
+                let mut f = fsutil::open_private(
+                    &dir.join(&name),
+                    fs::OpenOptions::new().write(true).create(true).truncate(true),
+                )?;
+                io::Write::write_all(&mut f, text.as_bytes())
+            });
+            if written.is_ok() {
+                u.unlisted_file = Some(format!(".walj/unlisted/{name}"));
+            }
+        }
+        u
+    }
+}
+
+/// [`Tree::unseen`]'s counts of files the snapshots could not compare.
+fn unseen(pre: &Snapshot, now: &Snapshot) -> crate::fold::Unseen {
+    let mut u = crate::fold::Unseen::default();
     let mut paths: BTreeSet<&str> = pre.files.keys().map(String::as_str).collect();
     paths.extend(now.files.keys().map(String::as_str));
     for p in paths {

@@ -17,6 +17,7 @@
 //! [bash]
 //! snapshot = true                     # record files changed by Bash commands
 //! max_files = 20000                   # outside git: scan at most this many files
+//! max_changes = 100000                # entries one command gets at most (the rest: listed)
 //! watcher = true                      # ask the checkout's watcher what changed (src/watch.rs)
 //! watch_ms = 10                       # wait at most this long for its answer, then scan
 //!
@@ -45,6 +46,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// `[bash] max_changes` by default: entries one Bash command gets at most.
+pub const DEFAULT_MAX_CHANGES: usize = 100_000;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -164,6 +167,9 @@ pub struct EventRule {
 pub struct Bash {
     pub snapshot: bool,
     pub max_files: usize,
+    /// Child entries one command gets at most; paths past it are listed in one file and the
+    /// command's record (`unseen.unlisted`), not compared one by one.
+    pub max_changes: usize,
     pub max_ms: u64,
     /// Snapshots ask the checkout's watcher what changed (src/watch.rs) instead of looking at
     /// every file; off: every snapshot is a full scan.
@@ -174,7 +180,14 @@ pub struct Bash {
 
 impl Default for Bash {
     fn default() -> Self {
-        Bash { snapshot: true, max_files: 20_000, max_ms: 200, watcher: true, watch_ms: 10 }
+        Bash {
+            snapshot: true,
+            max_files: 20_000,
+            max_changes: crate::config::DEFAULT_MAX_CHANGES,
+            max_ms: 200,
+            watcher: true,
+            watch_ms: 10,
+        }
     }
 }
 
@@ -315,6 +328,7 @@ impl Config {
         self.capture.hardlinks = false;
         self.capture.max_bytes = self.capture.max_bytes.min(d.capture.max_bytes);
         self.bash.max_files = self.bash.max_files.min(d.bash.max_files);
+        self.bash.max_changes = self.bash.max_changes.min(d.bash.max_changes);
         self.bash.max_ms = self.bash.max_ms.min(d.bash.max_ms);
         self.bash.watch_ms = self.bash.watch_ms.min(d.bash.watch_ms);
         self
@@ -344,6 +358,7 @@ impl Config {
         key(self.capture.hardlinks, "[capture] hardlinks");
         key(self.capture.max_bytes > d.capture.max_bytes, "[capture] max_bytes");
         key(self.bash.max_files > d.bash.max_files, "[bash] max_files");
+        key(self.bash.max_changes > d.bash.max_changes, "[bash] max_changes");
         key(self.bash.max_ms > d.bash.max_ms, "[bash] max_ms");
         key(self.bash.watch_ms > d.bash.watch_ms, "[bash] watch_ms");
         out

@@ -215,6 +215,21 @@ impl Project {
         Ok((dir, name.to_os_string()))
     }
 
+    /// [`Project::write_dir`]'s refusals for `rel` and its file's plain name, without opening
+    /// its folder (a caller that holds that folder open already).
+    pub fn write_dir_checked(&self, rel: &str, scope: WriteScope) -> Result<std::ffi::OsString, WriteError> {
+        let refused = |why| WriteError::Refused(PathError { rel: rel.to_string(), why });
+        self.resolve_recorded(rel).map_err(WriteError::Refused)?;
+        if scope == WriteScope::Project && self.is_git_path(rel) {
+            return Err(refused(PathRefusal::GitFolder));
+        }
+        let p = fsutil::name::to_path(rel);
+        match p.file_name() {
+            Some(name) => Ok(name.to_os_string()),
+            None => Err(refused(PathRefusal::NotInside)),
+        }
+    }
+
     /// [`Project::write_dir`] for a symbolic link at `rel` (revert and undo re-point links):
     /// the same refusals for the path up to the link's folder, never inside `.git/` or
     /// `.walj/`, while the link itself may point anywhere (it is written, never written
@@ -284,7 +299,7 @@ impl Project {
 }
 
 /// What [`Project::write_dir`] may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WriteScope {
     /// The project tree, less `.walj/` and git's folders.
     Project,

@@ -176,7 +176,22 @@ fn session_json_fields(s: &SessionInfo, status: SessionStatus, entries: Vec<Valu
     if !cut_off.is_empty() {
         v["commands_in_flight"] = json!(cut_off);
     }
+    let left: Vec<Value> = s
+        .commands
+        .iter()
+        .filter(|c| present::command::left_out(c, 60).is_some())
+        .map(|c| json!({"id": c.id, "command": c.command, "ts": c.ts, "unseen": c.unseen}))
+        .collect();
+    if !left.is_empty() {
+        v["commands_left_out"] = json!(left);
+    }
     v
+}
+
+/// A session with a command whose changes are not all in its entries: shown by `recover`
+/// even when every entry is resolved (the rest is not).
+fn has_left_out(s: &SessionInfo) -> bool {
+    s.commands.iter().any(|c| present::command::left_out(c, 60).is_some())
 }
 
 /// A crashed or ended session whose cut-off command still runs: shown even before it changed
@@ -192,7 +207,7 @@ pub fn recover_json(fold: &Fold) -> Value {
     for s in &fold.sessions {
         let entries: Vec<Value> =
             fold.entries_of(&s.session).filter(|e| e.is_unresolved()).map(|e| entry_json(e, &fold.ids)).collect();
-        if entries.is_empty() && !has_running_command(s) {
+        if entries.is_empty() && !has_running_command(s) && !has_left_out(s) {
             continue;
         }
         total += entries.len();
@@ -300,6 +315,11 @@ pub fn session_header(
         );
     }
     for c in &s.commands {
+        if let Some(t) = present::command::left_out(c, 60) {
+            let _ = writeln!(out, "  {t}");
+        }
+    }
+    for c in &s.commands {
         if let Some(t) = present::command::in_flight(
             c,
             status,
@@ -331,7 +351,7 @@ fn short_agent(id: &str) -> &str {
 pub fn recover_text(fold: &Fold, style: &Style) -> String {
     let mut out = String::new();
     let total = fold.unresolved().count();
-    let running = fold.sessions.iter().any(has_running_command);
+    let running = fold.sessions.iter().any(|s| has_running_command(s) || has_left_out(s));
     let waiting = handed_back_waiting(fold);
     if total == 0 && !running {
         if waiting > 0 {
@@ -362,7 +382,7 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
     }
     for s in &fold.sessions {
         let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
-        if entries.is_empty() && !has_running_command(s) {
+        if entries.is_empty() && !has_running_command(s) && !has_left_out(s) {
             continue;
         }
         session_header(&mut out, s, s.status(), &entries, &fold.ids, style);

@@ -26,6 +26,8 @@ pub struct Entry {
     pub stage: u16,
     pub skip_worktree: bool,
     pub intent_to_add: bool,
+    /// `git update-index --assume-unchanged` (the "assume valid" flag).
+    pub assume_valid: bool,
 }
 
 const HASH: usize = 20;
@@ -166,6 +168,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
             stage: (flags >> 12) & 3,
             skip_worktree,
             intent_to_add,
+            assume_valid: flags & 0x8000 != 0,
         });
     }
     // Extensions: refuse those that change what the entries mean.
@@ -197,6 +200,7 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
                 stage: (e.flags >> 12) & 3,
                 skip_worktree: ext.is_skip_worktree(),
                 intent_to_add: ext.is_intent_to_add(),
+                assume_valid: e.flags & 0x8000 != 0,
             }
         })
         .collect()

@@ -377,7 +377,7 @@ fn derive(
     }
     let changes: Vec<Change> = kept.iter().map(|(c, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
-    let unseen = super::unseen(snap, &now, tree.changes_cut);
+    let unseen = tree.unseen(snap, &now, &changes);
     let mut out: Vec<Record> = records
         .into_iter()
         .zip(kept)

@@ -314,6 +314,12 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
         }
+        // A command whose changes are not all entries: the list above is not the whole story.
+        for c in fold.sessions.iter().flat_map(|s| &s.commands) {
+            if let Some(t) = crate::present::command::left_out(c, 60) {
+                writeln!(out, "{t}")?;
+            }
+        }
         write!(out, "{}", crate::report::sync::log_text(&remotes, all, limit, &Style::stdout()))?;
     }
     Ok(0)

@@ -713,7 +713,25 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
         &ids,
         RevertOptions { force, dry_run, confirmed_foreign, ..RevertOptions::default() },
     );
-    report("revert", dry_run, args.json, result, &fold.ids)
+    let code = report("revert", dry_run, args.json, result, &fold.ids)?;
+    // Never all clear while a change the revert could not see remains: a command of the
+    // session whose changes are not all in its entries is named, with what it left out.
+    if let Some(s) = &args.session
+        && let Ok(sess) = fold.find_session(s)
+    {
+        let left: Vec<String> = sess.commands.iter().filter_map(|c| crate::present::command::left_out(c, 80)).collect();
+        if !left.is_empty() {
+            eprintln!(
+                "walj: not everything this session changed could be reverted; {} its entries:",
+                if left.len() == 1 { "a command left changes out of" } else { "commands left changes out of" }
+            );
+            for l in &left {
+                eprintln!("  {l}");
+            }
+            return Ok(super::EXIT_ERROR);
+        }
+    }
+    Ok(code)
 }
 
 /// 1 when another program wrote a file while the revert or undo ran (that file, and the

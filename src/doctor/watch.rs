@@ -39,6 +39,9 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
             out.push(f);
         }
     }
+    if let Some(f) = unlisted(project) {
+        out.push(f);
+    }
     if r.faults > 0 {
         let mut f = DoctorFinding::new(
             Level::Warn,
@@ -74,5 +77,36 @@ fn run_dir(project: &Project) -> Option<DoctorFinding> {
             .into(),
         "fix: set WALJ_RUNTIME_DIR to a folder of your own (mode 0700), or remove the folder named above".into(),
     ];
+    Some(f)
+}
+
+/// Commands that changed more paths than `[bash] max_changes`: the paths past it are in no
+/// entry, listed in `.walj/unlisted/` (docs/bash-and-import.md, "Bounds").
+fn unlisted(project: &Project) -> Option<DoctorFinding> {
+    let dir = project.dir.join("unlisted");
+    let mut lists: Vec<(String, usize)> = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".txt"))
+        .map(|e| {
+            let n = std::fs::read_to_string(e.path()).map(|t| t.lines().count()).unwrap_or(0);
+            (e.path().display().to_string(), n)
+        })
+        .collect();
+    if lists.is_empty() {
+        return None;
+    }
+    lists.sort();
+    let paths: usize = lists.iter().map(|(_, n)| n).sum();
+    let mut f = DoctorFinding::new(
+        Level::Warn,
+        check::WATCHER,
+        format!(
+            "{} changed more files than [bash] max_changes: {paths} path(s) past it are in no entry (not compared, no images); `walj recover` names the commands",
+            if lists.len() == 1 { "a Bash command".to_string() } else { format!("{} Bash commands", lists.len()) }
+        ),
+    );
+    f.details =
+        lists.iter().map(|(p, n)| format!("{n} path(s) listed in {}", crate::present::text::shown(p))).collect();
     Some(f)
 }

@@ -354,7 +354,7 @@ impl Fold {
                         c.task_id = Some(t.to_string());
                         c.background = true;
                     }
-                    let notable = c.background || failed;
+                    let notable = c.background || failed || c.unseen.is_some();
                     if !notable && !opts.all_commands {
                         s.commands.remove(p);
                     }

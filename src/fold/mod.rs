@@ -32,7 +32,7 @@ pub use ids::ShortIds;
 pub use lookup::{IdError, abbrev, id_starts_with, typeable};
 pub use model::{
     Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
-    SessionStatus, Subagent, Todo, Unseen,
+    SessionStatus, Subagent, Todo, UNLISTED_SAMPLE, Unseen,
 };
 use settled::SettledMap;
 pub use settled::{capture_cap, disk_blob, link_blob};

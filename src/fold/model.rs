@@ -386,7 +386,22 @@ pub struct Unseen {
     /// it were not looked at.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+    /// Paths past the per-command bound of entries (`bashsnap::MAX_CHANGES`): not compared
+    /// one by one, so in no entry; `unlisted_list` names the store object that lists them
+    /// all (one per line), `unlisted_sample` the first few.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlisted_list: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unlisted_sample: Vec<String>,
+    /// The same list as a text file people read (project-relative: `.walj/unlisted/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlisted_file: Option<String>,
 }
+
+/// How many of the paths past the bound a record names itself ([`Unseen::unlisted_sample`]).
+pub const UNLISTED_SAMPLE: usize = 20;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0

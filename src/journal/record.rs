@@ -174,6 +174,11 @@ pub mod nocap {
     /// taken. `reported_only; now: <why>` when the file as it is now was not captured either.
     pub const REPORTED_ONLY: &str =
         "reported_only: the agent reported this change, walj's snapshot missed it (no pre-image)";
+    /// A clean tracked file whose bytes git stores in another form than the disk's (a
+    /// `filter`, `text`/`eol`/`ident`/`working-tree-encoding` attribute, `core.autocrlf`,
+    /// skip-worktree or assume-unchanged): git's blob is not its pre-image, and walj never
+    /// runs a filter, so none was recorded.
+    pub const GIT_FORM: &str = "git_form";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).

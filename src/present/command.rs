@@ -31,6 +31,18 @@ pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usiz
     Some(format!("command never finished ({} stopped while it ran): {cmd} — {detail}{unseen}", agent.label()))
 }
 
+/// A finished command whose snapshots left changes out of its entries (a cut list, paths past
+/// the per-command bound): "command left changes out of the journal: CMD — not seen: …".
+/// `None` for a command in flight (its own line says it) or one that saw everything that
+/// matters here (only special or over-cap files, said on their entries).
+pub fn left_out(c: &Command, width: usize) -> Option<String> {
+    let u = c.unseen.as_ref()?;
+    if c.status == CommandStatus::InFlight || !(u.cut_short || u.unlisted > 0) {
+        return None;
+    }
+    Some(format!("command left changes out of its entries: {} — {}", one_line(&c.command, width), unseen(u)?))
+}
+
 /// What a count of changes leaves out, in words (`None`: nothing): "not seen: 1 special
 /// file (FIFO, socket or device), 2 files over the capture cap (compared by samples only)".
 pub fn unseen(u: &Unseen) -> Option<String> {
@@ -46,8 +58,17 @@ pub fn unseen(u: &Unseen) -> Option<String> {
         let n = plural(u.too_large, "file", "files");
         parts.push(format!("{n} over the capture cap (compared by samples only)"));
     }
-    if u.cut_short {
-        parts.push("files past the snapshot's limit ([bash] max_files / max_ms)".to_string());
+    if u.unlisted > 0 {
+        let n = plural(u.unlisted, "path", "paths");
+        let sample: Vec<_> = u.unlisted_sample.iter().map(|p| crate::present::text::safe(p)).collect();
+        let sample = sample.join(", ");
+        let more = if u.unlisted > u.unlisted_sample.len() { ", …" } else { "" };
+        let list = u.unlisted_file.as_deref().map(|f| format!("; all listed in {f}")).unwrap_or_default();
+        parts.push(format!(
+            "{n} past the limit of entries per command ([bash] max_changes), not compared (may have changed): {sample}{more}{list}"
+        ));
+    } else if u.cut_short {
+        parts.push("files past the snapshot's limit ([bash] max_files / max_ms), without a recorded image".to_string());
     }
     (!parts.is_empty()).then(|| format!("not seen: {}", parts.join(", ")))
 }

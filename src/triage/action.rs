@@ -379,10 +379,39 @@ pub(crate) fn stage_write(
     bytes: &[u8],
     mode: Option<u32>,
 ) -> Result<fsutil::Staged> {
-    let (dir, name) = project.write_dir(rel, scope, true).map_err(|e| match e {
+    stage_write_in(&mut Folders::default(), project, scope, rel, bytes, mode)
+}
+
+/// The folders a batch of staged writes holds open, one descriptor per folder however many
+/// files it stages there (20,000 staged files of one folder would otherwise hold 20,000).
+#[derive(Default)]
+pub(crate) struct Folders {
+    open: HashMap<(String, crate::project::WriteScope), std::sync::Arc<fsutil::Dir>>,
+}
+
+/// [`stage_write`], sharing the folder's open descriptor with the batch's other writes there.
+pub(crate) fn stage_write_in(
+    folders: &mut Folders,
+    project: &Project,
+    scope: crate::project::WriteScope,
+    rel: &str,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<fsutil::Staged> {
+    let refused = |e| match e {
         crate::project::WriteError::Refused(why) => TriageError::Refused(format!("refused: {why}")),
         e => TriageError::Failed(format!("creating the folder of {rel}: {e}")),
-    })?;
+    };
+    let parent = rel.rsplit_once('/').map_or("", |(p, _)| p).to_string();
+    let (dir, name) = match folders.open.get(&(parent.clone(), scope)) {
+        // The path is checked as `write_dir` checks it; only the folder's descriptor is shared.
+        Some(d) => (d.clone(), project.write_dir_checked(rel, scope).map_err(refused)?),
+        None => {
+            let (dir, name) = project.write_dir(rel, scope, true).map_err(refused)?;
+            folders.open.insert((parent, scope), dir.clone());
+            (dir, name)
+        }
+    };
     let mode = match dir.kind(&name) {
         Ok(fsutil::beneath::Kind::File { mode, .. }) => Some(mode),
         _ => mode,
@@ -432,6 +461,10 @@ impl Overlay {
     }
     pub fn set(&mut self, abs: &Path, d: Disk) {
         self.files.insert(abs.to_path_buf(), d);
+    }
+    /// True when no earlier step of the batch changed `abs`: the disk is what is there.
+    pub fn untouched(&self, abs: &Path) -> bool {
+        !self.files.contains_key(abs)
     }
 }
 

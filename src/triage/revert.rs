@@ -19,13 +19,14 @@ use crate::fold::{Entry, EntryState, Fold};
 use crate::fsutil;
 use crate::journal::{Blob, Record, how, op};
 use crate::project::Project;
+use std::collections::HashMap;
 
 use super::{Result, TriageError};
 
 use super::Outcome;
 use super::action::{
-    Batch, Disk, Image, Objects, Overlay, already_resolved, append, capture_record, check_live, check_writable,
-    entry_record, find_entries, problems, read_disk, stage_write,
+    Batch, Disk, Folders, Image, Objects, Overlay, already_resolved, append, capture_record, check_live,
+    check_writable, entry_record, find_entries, problems, read_disk, stage_write_in,
 };
 use super::origin::{Origin, Provenance};
 use super::place;
@@ -100,7 +101,7 @@ pub struct RevertOptions {
 pub fn plan_revert(project: &Project, fold: &Fold, entry: &Entry) -> Result<RevertPlan> {
     let mut objects = Objects::new(project);
     let origin = Provenance::load(&project.journal).of_entry(entry);
-    Ok(work_out(fold, entry, &mut objects, &Overlay::default(), project, &origin, false).plan)
+    Ok(work_out(fold, entry, None, &mut objects, &Overlay::default(), project, &origin, false).plan)
 }
 
 /// A revert worked out against the disk (or what earlier reverts of the batch left).
@@ -168,9 +169,13 @@ impl Worked<'_> {
     }
 }
 
+/// `last`: the newest entry of a chain on the path that this revert takes back with `e` (the
+/// oldest, [`chains`]): its post-image is checked against the disk, `e`'s pre-image written.
+#[allow(clippy::too_many_arguments)]
 fn work_out<'e>(
     fold: &Fold,
     e: &'e Entry,
+    last: Option<&Entry>,
     objects: &mut Objects,
     overlay: &Overlay,
     project: &Project,
@@ -262,12 +267,23 @@ fn work_out<'e>(
     if let Err(why) = check_writable(&abs, &e.path, &disk) {
         return refuse(w, why);
     }
-    let post = if e.after.is_some() {
-        objects.image(&e.after, e.nocap.as_deref(), "post-image", Some(&disk))
+    let src = last.unwrap_or(e);
+    // A post-image over the capture cap is known by its sampled identity only: the disk is
+    // checked against it as bisect checks, without the bytes.
+    if let Some(Blob::Id(id)) = &src.after
+        && crate::sampled::is_sampled(id)
+        && overlay.untouched(&abs)
+        && crate::sampled::identity_of(&abs).is_ok_and(|now| &now == id)
+    {
+        w.plan = if matches!(pre, Image::Absent) { RevertPlan::DeleteFile } else { RevertPlan::WritePre };
+        return w;
+    }
+    let post = if src.after.is_some() {
+        objects.image(&src.after, src.nocap.as_deref(), "post-image", Some(&disk))
     } else {
         // No post-image: what the next entry on the path saw before it ran, else the disk.
         let next =
-            fold.entries.iter().find(|n| n.line > e.line && n.path == e.path && !n.outside && n.before.is_some());
+            fold.entries.iter().find(|n| n.line > src.line && n.path == e.path && !n.outside && n.before.is_some());
         match next {
             Some(n) => objects.image(&n.before, n.nocap.as_deref(), "post-image", Some(&disk)),
             None => match &disk {
@@ -550,10 +566,11 @@ fn revert_files(
     // Then every write is staged (temp file written and synced): a write failing (disk
     // full) still changes nothing.
     let mut staged = Vec::new();
+    let mut folders = Folders::default();
     for (w, (target, _, _)) in steps.iter().zip(&plans) {
         staged.push(match (target, &w.abs) {
             (Some(Some(bytes)), Some(_)) => Some(
-                stage_write(project, w.scope, &w.entry.path, bytes, None)
+                stage_write_in(&mut folders, project, w.scope, &w.entry.path, bytes, None)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
@@ -594,6 +611,10 @@ fn work_out_all<'f>(
 ) -> Result<Vec<Worked<'f>>> {
     let mut entries = find_entries(fold, ids)?;
     entries.sort_by_key(|e| std::cmp::Reverse(e.line));
+    let (oldest_of, newest_of) = chains(fold, &entries, objects);
+    // The steps of a chain's later entries, put right after its oldest entry's step (the one
+    // that writes): they are recorded as reverted only once that write is done.
+    let mut followers: HashMap<&str, Vec<Worked<'f>>> = HashMap::new();
     let prov = Provenance::load(&project.journal);
     let mut overlay = Overlay::default();
     let mut steps = Vec::new();
@@ -642,7 +663,28 @@ fn work_out_all<'f>(
             outcomes.push(Outcome::of(e, errors[before].clone(), false));
             continue;
         }
-        let w = work_out(fold, e, objects, &overlay, project, &origin, opts.force);
+        if let Some(&first) = oldest_of.get(e.id.as_str()) {
+            let why = format!(
+                "{} goes back to its pre-image before {} (the earliest entry on it in this revert)",
+                e.path,
+                fold.ids.short(first)
+            );
+            let w = Worked {
+                entry: e,
+                plan: RevertPlan::Nothing { why },
+                abs: None,
+                disk: Disk::Absent,
+                pre: Image::Unknown(String::new()),
+                record_nothing: true,
+                scope: WriteScope::Project,
+                git_note: None,
+            };
+            outcomes.push(Outcome::of(e, w.describe(opts.force, true), false));
+            followers.entry(first).or_default().push(w);
+            continue;
+        }
+        let last = newest_of.get(e.id.as_str()).copied();
+        let w = work_out(fold, e, last, objects, &overlay, project, &origin, opts.force);
         let head = format!("{} ({})", fold.ids.short(&e.id), e.path);
         match &w.plan {
             RevertPlan::Refused { why } => errors.push(format!("{head}: cannot revert: {why}")),
@@ -660,7 +702,9 @@ fn work_out_all<'f>(
         if let (Some(abs), Some(t)) = (&w.abs, w.target(opts.force)) {
             overlay.set(abs, Disk::from_option(t));
         }
+        let id = w.entry.id.as_str();
         steps.push(w);
+        steps.extend(followers.remove(id).unwrap_or_default());
     }
     if conflicted {
         return Err(TriageError::Conflict { message: problems(&errors), outcomes });
@@ -669,6 +713,64 @@ fn work_out_all<'f>(
         return Err(TriageError::Refused(problems(&errors)));
     }
     Ok(steps)
+}
+
+/// Chains among the entries a revert takes back (newest first): on one path, entries that
+/// follow each other with nothing between them (no other entry on the path, each one's
+/// pre-image the previous one's post-image) go back together to the oldest one's pre-image,
+/// checked against the disk by the newest one's post-image, when an image in between is
+/// missing (a file over the capture cap rewritten many times has none): those images are not
+/// needed. (Where every image is there, each entry is taken out in turn, newest first.)
+/// Returns, for each later entry of a chain, its oldest entry's id, and for each oldest entry,
+/// its chain's newest.
+fn chains<'f>(
+    fold: &'f Fold,
+    entries: &[&'f Entry],
+    objects: &mut Objects,
+) -> (HashMap<&'f str, &'f str>, HashMap<&'f str, &'f Entry>) {
+    let chosen: std::collections::HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+    let mut by_path: HashMap<&str, Vec<&Entry>> = HashMap::new();
+    for e in fold.entries.iter().filter(|e| e.kind.is_none() && !e.outside) {
+        by_path.entry(e.path.as_str()).or_default().push(e);
+    }
+    let (mut oldest_of, mut newest_of) = (HashMap::new(), HashMap::new());
+    for list in by_path.values_mut() {
+        if list.iter().filter(|e| chosen.contains(e.id.as_str())).count() < 2 {
+            continue;
+        }
+        list.sort_by_key(|e| e.line);
+        let mut run: Vec<&Entry> = Vec::new();
+        let mut close = |run: &mut Vec<&'f Entry>| {
+            let mut missing = || {
+                run[1..].iter().any(|e| {
+                    matches!(objects.image(&e.before, e.nocap.as_deref(), "pre-image", None), Image::Unknown(_))
+                })
+            };
+            if run.len() > 1 && missing() {
+                let (first, last) = (run[0], run[run.len() - 1]);
+                newest_of.insert(first.id.as_str(), last);
+                for later in &run[1..] {
+                    oldest_of.insert(later.id.as_str(), first.id.as_str());
+                }
+            }
+            run.clear();
+        };
+        for e in list.iter().copied() {
+            let joins = chosen.contains(e.id.as_str())
+                && e.state() != EntryState::NotApplied
+                && run.last().is_none_or(|p| p.after.is_some() && p.after == e.before);
+            if !joins {
+                close(&mut run);
+                if chosen.contains(e.id.as_str()) && e.state() != EntryState::NotApplied {
+                    run.push(e);
+                }
+                continue;
+            }
+            run.push(e);
+        }
+        close(&mut run);
+    }
+    (oldest_of, newest_of)
 }
 
 /// One revert ready to write: what to write (`Some(None)` = delete), its `resolved` record,

@@ -15,6 +15,7 @@ mod agent_import;
 mod agents;
 mod bash;
 mod big_crash;
+mod bulk;
 mod mock_selftest;
 mod plugin;
 mod project_root;

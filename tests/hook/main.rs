@@ -11,6 +11,7 @@ mod common;
 
 mod attribution;
 mod bash;
+mod bulk;
 mod claude_gate;
 mod git_state;
 mod never_blocks;

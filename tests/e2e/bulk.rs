@@ -1,0 +1,51 @@
+//! A codemod over 1,500 files cut off by `kill -9` of the real Claude Code CLI mid-command:
+//! every file it changed is an in-flight entry, and `walj revert --session` restores them all
+//! (docs/bash-and-import.md, "Bounds").
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+use crate::support::anthropic_mock::{MockServer, Turn};
+use crate::support::claude;
+use crate::walj::{OrphanGuard, Proj, kill_mid_bash, wait_gone};
+use serde_json::json;
+
+const FILES: usize = 1500;
+
+#[test]
+fn a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session() {
+    let test = "a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let files: Vec<(String, String)> = (0..FILES).map(|i| (format!("src/f{i:05}.txt"), format!("old {i}\n"))).collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let p = Proj::new(&refs);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-codemod");
+    let guard = OrphanGuard(token.clone());
+    let command = format!(
+        "find src -name '*.txt' -exec sed -i 's/old/new/' {{}} + && echo done > done.marker && sleep 60 # {token}"
+    );
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Rename old to new"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid =
+        kill_mid_bash(&p, p.claude_p(&bin, &mock, "Rename old to new"), &mock, "toolu_mock_0_0", &token, "done.marker");
+    assert_eq!(p.sb.read("src/f01499.txt").as_deref(), Some("new 1499\n"));
+    drop(guard);
+    wait_gone(&token, p.root());
+
+    let recover = p.walj_json(&["recover", "--json"]);
+    let entries = recover["sessions"][0]["entries"].as_array().unwrap();
+    let of_command = entries.iter().filter(|e| e["parent"] == "toolu_mock_0_0").count();
+    assert_eq!(of_command, FILES + 1, "every changed file and the marker is an entry of the killed command");
+
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid]);
+    assert!(ok, "walj revert --session failed:\n{out}\n{err}");
+    let wrong: Vec<usize> = (0..FILES)
+        .filter(|i| p.sb.read(&format!("src/f{i:05}.txt")).as_deref() != Some(format!("old {i}\n").as_str()))
+        .collect();
+    assert!(wrong.is_empty(), "{} files not restored, first {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert_eq!(p.sb.read("done.marker"), None);
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("no unresolved journal entries"), "{text}");
+}

@@ -1,0 +1,249 @@
+//! Large Bash commands are journaled whole: a codemod over 1,500 files, a command that
+//! changes 20,000, a large file rewritten many times, and pre-images only where git's bytes
+//! are the disk's (attributes, filters). Real git repositories, the real binary as the hook.
+
+#![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
+
+use std::fs;
+use std::path::Path;
+use std::process::Command as Std;
+
+use crate::common::{Parent, Repo, blob_bytes, git, hook_ok, journal_records, walj_at};
+use serde_json::{Value, json};
+
+const SESSION: &str = "5e551011-bulk-test";
+
+fn hook(root: &Path, payload: &Value) {
+    let out = hook_ok(root, &payload.to_string(), Parent::Timeout(120));
+    assert_eq!(out, "", "walj hook printed");
+    let errors = root.join(".walj/errors.log");
+    assert!(!errors.exists(), "hook errors: {}", fs::read_to_string(errors).unwrap_or_default());
+}
+
+fn payload(root: &Path, event: &str, id: &str, command: &str) -> Value {
+    let mut p = json!({
+        "hook_event_name": event,
+        "session_id": SESSION,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "tool_name": "Bash",
+        "tool_use_id": id,
+        "tool_input": {"command": command, "description": "test"},
+    });
+    if event == "PostToolUse" {
+        p["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+    }
+    p
+}
+
+/// PreToolUse, the command, PostToolUse, as Claude Code runs a Bash call.
+fn run_bash(root: &Path, id: &str, command: &str) {
+    hook(root, &payload(root, "PreToolUse", id, command));
+    let ok = Std::new("sh").arg("-c").arg(command).current_dir(root).status().unwrap().success();
+    assert!(ok, "{command} failed");
+    hook(root, &payload(root, "PostToolUse", id, command));
+}
+
+fn children(root: &Path, parent: &str) -> Vec<walj::journal::Record> {
+    journal_records(root).into_iter().filter(|r| r.parent.as_deref() == Some(parent)).collect()
+}
+
+/// The command's own outcome record (its `snapshot` summary).
+fn outcome(root: &Path, id: &str) -> walj::journal::Record {
+    journal_records(root)
+        .into_iter()
+        .rev()
+        .find(|r| r.id == id && r.extra.contains_key("snapshot"))
+        .unwrap_or_else(|| panic!("no outcome record of {id}"))
+}
+
+/// `walj revert --session SESSION`: (exit code, stdout + stderr).
+fn revert_session(root: &Path) -> (i32, String) {
+    let out = walj_at(root).args(["revert", "--session", SESSION]).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// A repository of `n` committed files `src/fNNNNN.txt` holding "old N".
+fn many_files(n: usize) -> Repo {
+    let repo = Repo::with_bytes(&[]);
+    let src = repo.root.join("src");
+    fs::create_dir_all(&src).unwrap();
+    for i in 0..n {
+        fs::write(src.join(format!("f{i:05}.txt")), format!("old {i}\n")).unwrap();
+    }
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-q", "-m", "many files"]);
+    repo
+}
+
+fn assert_all_old(root: &Path, n: usize) {
+    let mut wrong = Vec::new();
+    for i in 0..n {
+        let p = root.join(format!("src/f{i:05}.txt"));
+        if fs::read_to_string(&p).ok().as_deref() != Some(&format!("old {i}\n")) {
+            wrong.push(i);
+        }
+    }
+    assert!(wrong.is_empty(), "{} files not reverted, first {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+}
+
+#[test]
+fn a_codemod_over_1500_files_is_journaled_whole_and_revert_session_restores_every_file() {
+    let repo = many_files(1500);
+    let root = repo.root.clone();
+    run_bash(&root, "toolu_codemod", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    let kids = children(&root, "toolu_codemod");
+    assert_eq!(kids.len(), 1500, "one entry per changed file");
+    for k in &kids {
+        assert!(k.nocap.is_none(), "{k:#?}");
+        assert!(blob_bytes(&root, &k.before).unwrap().starts_with(b"old "));
+    }
+    let snap = &outcome(&root, "toolu_codemod").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, 1500);
+}
+
+#[test]
+fn a_command_that_changes_20000_files_has_20000_entries_in_the_log() {
+    let repo = many_files(20_000);
+    let root = repo.root.clone();
+    run_bash(&root, "toolu_twenty", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    let out = walj_at(&root).args(["log", "--json", "--all"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let n = log.iter().filter(|e| e["parent"] == json!("toolu_twenty")).count();
+    assert_eq!(n, 20_000, "every changed path is an entry of its command");
+    let snap = &outcome(&root, "toolu_twenty").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none() && snap.get("unseen").is_none(), "nothing left out: {snap}");
+}
+
+#[test]
+fn after_a_large_codemod_the_next_snapshot_is_whole_again() {
+    let repo = many_files(1500);
+    let root = repo.root.clone();
+    run_bash(&root, "toolu_big", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    run_bash(&root, "toolu_next", "printf 'x\\n' > src/f00001.txt");
+    let snap = &outcome(&root, "toolu_next").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "the next command's snapshots are whole: {snap}");
+    let watch = [snap.get("watch"), snap.get("watch_pre")];
+    for w in watch.iter().flatten() {
+        assert!(!w.as_str().unwrap_or("").contains("index changed"), "git's index did not change: {snap}");
+    }
+    let kids = children(&root, "toolu_next");
+    assert_eq!(kids.len(), 1, "{kids:#?}");
+    assert_eq!(blob_bytes(&root, &kids[0].before).as_deref(), Some(&b"new 1\n"[..]));
+}
+
+#[test]
+fn a_file_over_the_cap_rewritten_many_times_is_reverted_to_its_first_preimage() {
+    let big: Vec<u8> = (0..4000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    let repo = Repo::with_bytes(&[("gen/big.txt", &big)]);
+    let root = repo.root.clone();
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    // A cap below the file's size, as 8 MiB is below a 20 MB generated file.
+    fs::write(root.join(".walj/config.toml"), "[capture]\nmax_bytes = 4096\n").unwrap();
+    for i in 0..12 {
+        run_bash(&root, &format!("toolu_gen{i}"), &format!("sed -i 's/^line /gen{i} /' gen/big.txt"));
+    }
+    assert_ne!(fs::read(root.join("gen/big.txt")).unwrap(), big);
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(fs::read(root.join("gen/big.txt")).unwrap(), big, "back to the committed original");
+}
+
+/// Git's stored bytes of `path` differ from the disk's here: reverting must never write them.
+fn assert_not_git_bytes(root: &Path, id: &str, path: &str, disk_before: &[u8]) {
+    let kids = children(root, id);
+    let k = kids.iter().find(|k| k.path == path).unwrap_or_else(|| panic!("no entry for {path}: {kids:#?}"));
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    if let Some(walj::journal::Blob::Id(b)) = &k.before
+        && let Ok(bytes) = store.get(b)
+    {
+        assert_eq!(bytes, disk_before, "the pre-image is the disk's bytes, not git's stored form");
+    } else {
+        assert!(k.nocap.is_some(), "a pre-image walj does not hold says why: {k:#?}");
+    }
+    let _ = walj_at(root).args(["revert", &k.id]).output().unwrap();
+    let now = fs::read(root.join(path)).unwrap();
+    let git_form = Std::new("git").args(["show", &format!("HEAD:{path}")]).current_dir(root).output().unwrap().stdout;
+    if git_form != disk_before {
+        assert_ne!(now, git_form, "revert wrote git's stored form over {path}");
+    }
+}
+
+#[test]
+fn eol_crlf_files_never_get_gits_lf_bytes_as_their_preimage() {
+    let repo = Repo::with_bytes(&[(".gitattributes", b"* text eol=crlf\n"), ("a.txt", b"one\ntwo\n")]);
+    let root = repo.root.clone();
+    // Checked out again so the working file has git's CRLF form.
+    fs::remove_file(root.join("a.txt")).unwrap();
+    git(&root, &["checkout", "--", "a.txt"]);
+    let disk = fs::read(root.join("a.txt")).unwrap();
+    assert_eq!(disk, b"one\r\ntwo\r\n");
+    run_bash(&root, "toolu_crlf", "printf 'changed\\r\\n' > a.txt");
+    assert_not_git_bytes(&root, "toolu_crlf", "a.txt", &disk);
+}
+
+#[test]
+fn a_filter_lfs_path_never_gets_the_pointer_as_its_preimage() {
+    let repo = Repo::with_bytes(&[(".gitattributes", b"*.bin filter=lfs diff=lfs merge=lfs -text\n")]);
+    let root = repo.root.clone();
+    // An LFS-like clean/smudge filter: git stores a pointer, the disk holds the content.
+    git(&root, &["config", "filter.lfs.clean", "sh -c 'echo pointer-of-$(wc -c)'"]);
+    git(&root, &["config", "filter.lfs.smudge", "cat"]);
+    git(&root, &["config", "filter.lfs.required", "false"]);
+    fs::write(root.join("model.bin"), b"the real large content\n").unwrap();
+    git(&root, &["add", "model.bin"]);
+    git(&root, &["commit", "-q", "-m", "lfs"]);
+    let stored = Std::new("git").args(["show", "HEAD:model.bin"]).current_dir(&root).output().unwrap().stdout;
+    assert!(stored.starts_with(b"pointer-of-"), "{}", String::from_utf8_lossy(&stored));
+    let disk = fs::read(root.join("model.bin")).unwrap();
+    run_bash(&root, "toolu_lfs", "printf 'regenerated\\n' > model.bin");
+    assert_not_git_bytes(&root, "toolu_lfs", "model.bin", &disk);
+}
+
+#[test]
+fn past_the_bound_every_path_is_listed_and_revert_session_says_what_it_left() {
+    let repo = many_files(30);
+    let root = repo.root.clone();
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nmax_changes = 10\n").unwrap();
+    run_bash(&root, "toolu_many", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    assert_eq!(children(&root, "toolu_many").len(), 10);
+    let snap = &outcome(&root, "toolu_many").extra["snapshot"];
+    let unseen = &snap["unseen"];
+    assert_eq!(unseen["unlisted"], json!(20), "{snap}");
+    assert_eq!(snap["cut_short"], json!(true), "{snap}");
+    let file = root.join(unseen["unlisted_file"].as_str().unwrap());
+    let listed: Vec<String> = fs::read_to_string(file).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(listed, (10..30).map(|i| format!("src/f{i:05}.txt")).collect::<Vec<_>>());
+
+    // Every reader that lists the session says how many and which.
+    let out = walj_at(&root).arg("recover").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("20 paths past the limit") && text.contains("src/f00010.txt"), "{text}");
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let left = &v["sessions"][0]["commands_left_out"][0];
+    assert_eq!(left["unseen"]["unlisted"], json!(20), "{v:#}");
+
+    let out = walj_at(&root).args(["log", "--all"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("command left changes out of its entries") && text.contains("20 paths"), "{text}");
+
+    let out = walj_at(&root).arg("doctor").output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("changed more files than [bash] max_changes: 20 path(s)"), "{text}");
+
+    // revert --session undoes what it can and never reports all clear.
+    let (code, text) = revert_session(&root);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("20 paths past the limit"), "{text}");
+    let out = walj_at(&root).arg("recover").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("no unresolved journal entries"), "{text}");
+    assert!(text.contains("20 paths past the limit"), "{text}");
+}
