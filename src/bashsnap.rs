@@ -351,7 +351,11 @@ fn skill_marker(project: &Project, session: &str) -> PathBuf {
 pub fn skill_window_open(project: &Project, session: &str, id: &str, command: &str) -> Result<(), SnapError> {
     let path = skill_marker(project, session);
     let line = serde_json::to_string(&(id, command)).unwrap_or_default();
-    let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path, "opening"))?;
+    // Never through a link planted at `.walj/bash` or at the marker itself.
+    let dir = bash_dir(project);
+    fsutil::create_private_dir(&dir).map_err(io_err(&dir, "creating"))?;
+    let mut f = fsutil::open_private(&path, fs::OpenOptions::new().create(true).append(true))
+        .map_err(io_err(&path, "opening"))?;
     std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).map_err(io_err(&path, "writing"))
 }
 
@@ -547,6 +551,8 @@ pub fn reconcile_due(project: &Project, cfg: &Config) -> bool {
 /// holds the claim goes again for it.
 pub fn spawn_reconcile(project: &Project, session: &str) -> io::Result<()> {
     let again = reconcile_again_path(project);
+    // Never through a link planted at `.walj/bash` (refused) or at the file (not followed).
+    fsutil::create_private_dir(&bash_dir(project))?;
     fsutil::open_private(&again, fs::OpenOptions::new().write(true).create(true).truncate(true))
         .and_then(|mut f| io::Write::write_all(&mut f, session.as_bytes()))?;
     let exe = std::env::current_exe()?;
@@ -654,7 +660,9 @@ fn reconcile(
             // The reconciliation's own process (detached from the Stop that asked for it).
             "pid": std::process::id(),
         });
-        if let Ok(mut f) = fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true))
+        if fsutil::create_private_dir(&bash_dir(project)).is_ok()
+            && let Ok(mut f) =
+                fsutil::open_private(&faults_path(project), fs::OpenOptions::new().append(true).create(true))
         {
             let _ = io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
         }

@@ -892,6 +892,8 @@ fn links_planted_at_the_observer_file_and_the_bash_cache_are_never_written_throu
     w.pre("toolu_link");
     fs::write(w.root().join("a.txt"), "changed\n").unwrap();
     w.post("toolu_link");
+    // The turn's Stop (its reconciliation request is a file in `.walj/bash` too).
+    w.stop();
     // The watcher writes its observer file once a second.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(fs::read_to_string(&target).unwrap(), "precious\n", "written through the observer link");
