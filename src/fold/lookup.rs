@@ -97,6 +97,13 @@ fn matches_of<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Vec<usiz
     if !exact.is_empty() {
         return exact;
     }
+    by_forms(items, prefix, id)
+}
+
+/// The items `prefix` names case-insensitively, with or without `toolu_` / `toolu_01` (like
+/// git and jj, ids are typed in any case): a form equal to what was typed wins over longer
+/// ones it starts.
+fn by_forms<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &str) -> Vec<usize> {
     let typed = prefix.to_ascii_lowercase();
     let matching = |exact: bool| -> Vec<usize> {
         items
@@ -122,24 +129,7 @@ pub(super) fn find_by_prefix<T>(items: &[T], prefix: &str, id: impl Fn(&T) -> &s
     if let Some(i) = items.iter().position(|t| id(t) == prefix) {
         return Ok(i);
     }
-    // Case-insensitive, with or without `toolu_` / `toolu_01` (like git and jj, ids are typed
-    // in any case); a form equal to what was typed wins over longer ones it starts.
-    let typed = prefix.to_ascii_lowercase();
-    let matching = |exact: bool| -> Vec<usize> {
-        items
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| {
-                forms(id(t)).iter().any(|f| {
-                    let f = f.to_ascii_lowercase();
-                    if exact { f == typed } else { f.starts_with(&typed) }
-                })
-            })
-            .map(|(i, _)| i)
-            .collect()
-    };
-    let exact = matching(true);
-    let matches = if exact.len() == 1 { exact } else { matching(false) };
+    let matches = by_forms(items, prefix, &id);
     match matches.len() {
         0 => Err(IdError::Unknown(prefix.to_string())),
         1 => Ok(matches[0]),
