@@ -593,7 +593,9 @@ pub fn ctime_margin(project: &Project) -> i64 {
             .unwrap_or(0)
     };
     let before = now();
-    let written = fs::write(&probe, b"walj ctime probe\n");
+    // A new file, never through a link planted at its name.
+    let written = crate::fsutil::open_private(&probe, fs::OpenOptions::new().write(true).create_new(true))
+        .and_then(|mut f| io::Write::write_all(&mut f, b"walj ctime probe\n"));
     let after = now();
     let c = written.ok().and_then(|()| fs::symlink_metadata(&probe).ok());
     let _ = fs::remove_file(&probe);
