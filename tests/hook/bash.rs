@@ -677,7 +677,7 @@ fn the_untracked_cache_misses_no_change_a_command_makes() {
 /// and file paths moved to `root`, with `extra` paths added to its `changedFiles` and
 /// `moreFiles` set to `more`.
 fn real_bash_edit_diff_post(root: &Path, extra: &[&str], more: u64) -> Value {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/hooks/real-2.1.332-bash-edit-diff");
+    let dir = crate::common::fixtures().join("hooks/real-2.1.332-bash-edit-diff");
     let text = fs::read_to_string(dir.join("PostToolUse-Bash.json")).unwrap();
     let mut p: Value = serde_json::from_str(&text.replace("/home/dev/proj", &root.to_string_lossy())).unwrap();
     p["session_id"] = json!(SESSION);
