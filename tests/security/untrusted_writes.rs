@@ -27,6 +27,11 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.path();
             let t = e.file_type().unwrap();
             let rel = p.strip_prefix(base).unwrap().to_path_buf();
+            // The watcher's observer log: written by the watcher process whenever it notes
+            // something (a session's end), never by the command under test.
+            if e.file_name().to_string_lossy().starts_with("observed.jsonl") {
+                continue;
+            }
             if t.is_symlink() {
                 out.insert(rel, fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes());
             } else if t.is_dir() {
