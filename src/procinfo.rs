@@ -598,9 +598,12 @@ fn elapsed_secs(etime: &str) -> Option<u64> {
     days.checked_mul(86_400)?.checked_add(secs)
 }
 
-/// The Claude Code process running this hook (nearest non-shell ancestor).
+/// The Claude Code process running this hook (nearest ancestor that is not an intermediary).
+/// Walked once per process: a hook stamps it on every record it writes, and its ancestry does
+/// not change while it runs.
 pub fn claude_process() -> Option<ProcRef> {
-    imp::claude_process()
+    static FOUND: std::sync::OnceLock<Option<ProcRef>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(imp::claude_process)
 }
 
 /// Whether `p` still runs (the same pid with the same start time).

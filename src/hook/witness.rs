@@ -94,6 +94,7 @@ pub fn missed(
     let mut out = Witnessed::default();
     let (mut outside, mut outside_n, mut own, mut missed) = (Vec::new(), 0usize, 0usize, 0usize);
     let mut seen = std::collections::HashSet::new();
+    let recorded: std::collections::HashSet<&str> = recorded.iter().map(|r| r.path.as_str()).collect();
     for abs in &rep.paths {
         match place(project, abs) {
             Place::Outside(p) => {
@@ -104,7 +105,7 @@ pub fn missed(
             }
             Place::Own => own += 1,
             Place::Inside(rel) => {
-                if !seen.insert(rel.clone()) || recorded.iter().any(|r| r.path == rel) {
+                if recorded.contains(rel.as_str()) || !seen.insert(rel.clone()) {
                     continue;
                 }
                 missed += 1;
