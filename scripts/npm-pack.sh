@@ -94,7 +94,7 @@ for spec in "${bins[@]}"; do
     if (e.PKG_LIBC) p.libc = [e.PKG_LIBC];
     process.stdout.write(JSON.stringify(p, null, 2) + "\n");
   ' > "$dir/package.json"
-  printf '# @walj/%s\n\nThe walj %s binary for %s. Install the `walj` package instead: `npm install -g walj`.\n' \
+  printf '# @walj/%s\n\nThe walj %s binary for %s. Install the `walj` package, which depends on it, instead of this one.\n' \
     "$plat" "$version" "$plat" > "$dir/README.md"
   (cd "$dir" && npm pack --silent --pack-destination "$out" >/dev/null) || die "npm pack of @walj/$plat failed"
   platforms+=("$plat")

@@ -931,8 +931,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                     info.status = "no_walj";
                     info.program = Some(launcher.display().to_string());
                     info.why = Some(format!(
-                        "walj's plugin launcher finds no walj on the PATH Claude Code gives its hooks ({}) nor in \
-                         ~/.cargo/bin",
+                        "walj's plugin launcher finds no walj bundled for this platform, on the PATH Claude Code gives \
+                         its hooks ({}) nor in ~/.cargo/bin",
                         env.path_from
                     ));
                 }

@@ -208,8 +208,8 @@ fn refuse_npx(explicit: bool) -> Option<i32> {
     let path = npx_cache_path().filter(|_| !explicit)?;
     eprintln!(
         "walj: refused: this walj runs from npm's npx cache ({}), which npm cleans: hooks pointing there would \
-         break without a word. Install walj for good (`npm install -g walj`, or `cargo install walj`), then run \
-         `walj install` again; or give the hook's command with `--command`.",
+         break without a word. Install walj for good (`npm install -g` of the walj package and its platform package, or \
+         `cargo install --path .` in a walj checkout), then run `walj install` again; or give the hook's command with `--command`.",
         path.display()
     );
     Some(EXIT_REFUSED)

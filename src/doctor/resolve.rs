@@ -168,9 +168,32 @@ fn is_launcher(p: &Path) -> bool {
     read.is_ok() && head.starts_with(b"#!") && head.windows(20).any(|w| w == b"WALJ_PLUGIN_LAUNCHER")
 }
 
-/// The walj the launcher at `launcher` finds, as its `find_walj` does: PATH (itself skipped),
-/// then `${CARGO_HOME:-$HOME/.cargo}/bin`, then `$HOME/.cargo/bin`.
+/// This machine's platform in npm's names, as the launcher spells it (`linux-x64`, …).
+fn bundled_platform() -> Option<String> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        "freebsd" => "freebsd",
+        _ => return None,
+    };
+    let cpu = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    Some(format!("{os}-{cpu}"))
+}
+
+/// The walj the launcher at `launcher` finds, as its `find_walj` does: the binary bundled
+/// beside it for this platform (`platforms/<os>-<cpu>/walj`), PATH (itself skipped), then
+/// `${CARGO_HOME:-$HOME/.cargo}/bin`, then `$HOME/.cargo/bin`.
 fn launcher_target(launcher: &Path, env: &HookEnv) -> Option<PathBuf> {
+    if let (Some(dir), Some(plat)) = (launcher.parent(), bundled_platform()) {
+        let bundled = dir.join("platforms").join(plat).join("walj");
+        if executable(&bundled).is_ok() {
+            return Some(bundled);
+        }
+    }
     if let Some(p) = search_path("walj", env, Some(launcher)) {
         return Some(p);
     }

@@ -1,6 +1,9 @@
 #!/bin/sh
-# walj plugin launcher (the marketplace plugin ships no binary): runs the walj installed on
-# this machine, found on PATH (this folder skipped) or in ~/.cargo/bin.
+# walj plugin launcher: runs the walj binary the plugin brings, or the walj installed on this
+# machine. In order: the binary bundled for this platform beside this file
+# (`bin/platforms/<os>-<cpu>/walj`, put there by `scripts/plugin-pack.sh`, which the release
+# workflow runs), then walj on PATH (this folder skipped), then ~/.cargo/bin. The plugin
+# committed in walj's repository bundles no binary (a repository does not carry binaries).
 #
 # `walj hook` (Claude Code's hooks) never blocks or fails a tool call: walj is exec'd (its hook
 # exits 0 whatever happens), stdin passed through to it. Without walj, the hook reads its stdin and, at
@@ -11,9 +14,33 @@
 #
 # Written by `walj plugin --launcher`; keep plugin/bin/walj and src/plugin/launcher.sh equal.
 
+# This machine's platform, in npm's names (the release's names): linux-x64, darwin-arm64, ...
+platform() {
+    case $(uname -s 2>/dev/null) in
+    Linux) os=linux ;;
+    Darwin) os=darwin ;;
+    FreeBSD) os=freebsd ;;
+    *) return 1 ;;
+    esac
+    case $(uname -m 2>/dev/null) in
+    x86_64 | amd64) cpu=x64 ;;
+    aarch64 | arm64) cpu=arm64 ;;
+    *) return 1 ;;
+    esac
+    echo "$os-$cpu"
+}
+
 find_walj() {
     # A launcher run by a launcher (a copy of this file elsewhere on PATH): stop here.
     [ -n "${WALJ_PLUGIN_LAUNCHER:-}" ] && return 1
+    # The binary this plugin brings for this platform.
+    if plat=$(platform); then
+        bundled="${0%/*}/platforms/$plat/walj"
+        if [ -f "$bundled" ] && [ -x "$bundled" ]; then
+            walj=$bundled
+            return 0
+        fi
+    fi
     set -f
     old_ifs=$IFS
     IFS=:
@@ -51,7 +78,7 @@ if [ "${1:-}" = hook ]; then
     input=$(cat 2>/dev/null)
     case $input in
     *'"hook_event_name":"SessionStart"'* | *'"hook_event_name": "SessionStart"'*)
-        printf '%s\n' '{"systemMessage":"walj: this session is NOT journaled: the walj plugin is installed but the walj binary is not (looked on PATH and in ~/.cargo/bin). Install it (`npm install -g walj`, `cargo install --path .` in a walj checkout, or copy a walj binary into a folder on PATH), then start a new session."}'
+        printf '%s\n' '{"systemMessage":"walj: this session is NOT journaled: the walj plugin is installed but no walj binary was found (none bundled for this platform, none on PATH or in ~/.cargo/bin). Build it from a walj checkout with `cargo install --path .` (or copy a walj binary into a folder on PATH), then start a new session; `walj doctor` then checks the install."}'
         ;;
     esac
     exit 0
@@ -61,5 +88,5 @@ if find_walj; then
     # The plugin folder, for `walj doctor` (a `--plugin-dir` plugin leaves no other trace).
     WALJ_PLUGIN_LAUNCHER=1 WALJ_PLUGIN_ROOT="${0%/*}/.." exec "$walj" "$@"
 fi
-echo "walj: the walj binary is not installed (looked on PATH and in ~/.cargo/bin); install it with \`cargo install --path .\` in a walj checkout" >&2
+echo "walj: the walj binary is not installed (none bundled with this plugin for this platform, none on PATH or in ~/.cargo/bin); install it with \`cargo install --path .\` in a walj checkout" >&2
 exit 127

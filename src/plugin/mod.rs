@@ -250,7 +250,7 @@ fn readme() -> String {
         "\n## Install\n\n\
          - Self-contained: `walj plugin --out ~/walj-plugin`, then `claude --plugin-dir ~/walj-plugin`.\n\
          - From the marketplace in the walj repository: `claude plugin marketplace add <walj checkout>`, \
-         `claude plugin install walj@walj`, and walj itself on PATH (`npm install -g walj`, or `cargo install --path .` in the checkout).\n\n\
+         `claude plugin install walj@walj`, and walj itself on PATH (`cargo install --path .` in the checkout), unless the plugin bundles walj for your platform (`scripts/plugin-pack.sh`).\n\n\
          Do not also run `walj install` in the same project: the hooks would run twice.\n",
     );
     s

@@ -372,6 +372,48 @@ fn marketplace_install_journals_through_the_launcher() {
     assert!(!sb.project.join(".claude/settings.json").exists(), "the plugin install wrote project settings");
 }
 
+/// The marketplace `scripts/plugin-pack.sh` builds brings its binary: installed from it, with
+/// no walj on PATH or in `~/.cargo/bin`, a real session is journaled by the bundled walj.
+#[test]
+fn marketplace_packed_with_its_binary_journals_with_no_walj_installed() {
+    let Some(bin) = claude::claude_or_skip("marketplace_packed_with_its_binary_journals_with_no_walj_installed") else {
+        return;
+    };
+    let (sb, _) = sandbox();
+    let plat = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => "linux-x64",
+        ("linux", "aarch64") => "linux-arm64",
+        ("macos", "x86_64") => "darwin-x64",
+        ("macos", "aarch64") => "darwin-arm64",
+        other => panic!("no plugin platform for {other:?}"),
+    };
+    let out = sb.tmp.join("packed");
+    let o = Command::new(repo().join("scripts/plugin-pack.sh"))
+        .arg("--bin")
+        .arg(format!("{plat}={}", walj_bin().display()))
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "plugin-pack.sh: {o:?}");
+    let market = out.join("walj-marketplace");
+    assert!(market.join("plugin/bin/platforms").join(plat).join("walj").is_file());
+    let tarball = out.join(format!("walj-marketplace-{}.tar.gz", env!("CARGO_PKG_VERSION")));
+    let sum = fs::read_to_string(tarball.with_extension("gz.sha256")).unwrap();
+    assert!(sum.ends_with(&format!("  {}\n", tarball.file_name().unwrap().to_string_lossy())), "{sum}");
+
+    claude_plugin(&bin, &sb, &["marketplace", "add", market.to_str().unwrap()]);
+    claude_plugin(&bin, &sb, &["install", "walj@walj"]);
+    let mock = MockServer::start(script(&sb));
+    let mut cmd = sb.claude_p(&bin, &mock, "Add a server");
+    cmd.env("PATH", path_without_walj());
+    let sid = session(&sb, cmd, &mock);
+    assert_journaled(&sb, &sid);
+    assert_no_hook_error(&sb, &sid);
+    assert!(mock.main_requests().iter().all(|r| r.count("NOT journaled") == 0), "the session was said not journaled");
+}
+
 #[test]
 fn marketplace_plugin_without_walj_leaves_the_session_alone() {
     let Some(bin) = claude::claude_or_skip("marketplace_plugin_without_walj_leaves_the_session_alone") else {

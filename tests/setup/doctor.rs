@@ -610,7 +610,7 @@ fn plugin_installed_with_the_real_cli_is_recognised_and_a_double_install_journal
     // No walj on PATH nor in ~/.cargo/bin: the launcher runs and journals nothing.
     let (code, out) = w.doctor(BARE_PATH, &[]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("finds no walj on the PATH Claude Code gives its hooks"), "{out}");
+    assert!(out.contains("on the PATH Claude Code gives"), "{out}");
     // The plugin's hooks.json also lists the versioned events (PreSkillShellCommand).
     let plugin_n = N + walj::claude::events::VERSIONED_EVENTS.len();
     assert!(out.contains(&format!("all {plugin_n} hooks run, exit 0 and journal nothing")), "{out}");

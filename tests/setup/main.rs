@@ -14,4 +14,5 @@ mod doctor;
 mod install;
 mod npm;
 mod plugin;
+mod release;
 mod versioned;

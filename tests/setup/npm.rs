@@ -239,7 +239,10 @@ fn npx_walj_install_refuses_and_writes_nothing() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
-    assert!(err.contains("npx cache") && err.contains("npm install -g walj"), "{err}");
+    assert!(
+        err.contains("npx cache") && err.contains("cargo install --path .") && !err.contains("npm install -g walj"),
+        "{err}"
+    );
     let left: Vec<String> =
         fs::read_dir(&project).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec![".git".to_string()], "npx walj install wrote into the project");
@@ -322,4 +325,67 @@ fn walj_install_through_the_launcher_writes_the_binary_itself_where_settings_sta
     let h = &shared["hooks"]["PreToolUse"][0]["hooks"][0];
     assert_eq!((h["command"].as_str(), &h["args"]), (Some("walj"), &json!(["hook"])), "{shared}");
     assert!(out.contains("through the npm launcher") && out.contains("walj install --local"), "{out}");
+}
+
+/// The main package without its platform package (`--omit=optional`, or a platform with no
+/// package): the launcher never fails a hook, but it is not silent either. At SessionStart it
+/// tells the user the session is NOT journaled (a systemMessage, as the plugin launcher does);
+/// other hooks stay quiet; a command exits 127 naming an install that works.
+#[test]
+fn npm_package_without_its_platform_binary_says_the_session_is_not_journaled() {
+    if !npm_or_skip("npm_package_without_its_platform_binary_says_the_session_is_not_journaled") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let p = pack(&root.join("tarballs"));
+    let prefix = root.join("prefix");
+    let o = npm(
+        &["install", "-g", "--omit=optional", "--prefix", prefix.to_str().unwrap(), p.main.to_str().unwrap()],
+        &root.join("npm-cache"),
+        &root,
+    );
+    assert!(o.status.success(), "npm install -g --omit=optional: {o:?}");
+    assert!(!prefix.join("lib/node_modules/walj/node_modules/@walj").exists(), "the platform package came anyway");
+    let path = format!("{}:{}", prefix.join("bin").display(), path_without_walj());
+    let project = root.join("project");
+    fs::create_dir_all(&project).unwrap();
+    let hook = |event: &str| {
+        let payload = json!({
+            "session_id": "s1", "hook_event_name": event, "cwd": project, "transcript_path": root.join("t.jsonl"),
+            "source": "startup", "tool_name": "Write", "tool_use_id": "toolu_1",
+            "tool_input": {"file_path": project.join("a.txt"), "content": "x\n"},
+        });
+        let mut child = Command::new("walj")
+            .arg("hook")
+            .current_dir(&project)
+            .env("PATH", &path)
+            .env("HOME", root.join("home"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    for event in ["PreToolUse", "PostToolUse", "Stop"] {
+        let o = hook(event);
+        assert_eq!(o.status.code(), Some(0), "{event}: {o:?}");
+        assert!(o.stdout.is_empty(), "{event}: {o:?}");
+    }
+    let o = hook("SessionStart");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let msg: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {o:?}"));
+    let text = msg["systemMessage"].as_str().unwrap_or_else(|| panic!("{msg}"));
+    assert!(text.contains("NOT journaled") && text.contains("--omit=optional"), "{text}");
+    assert!(text.contains("cargo install --path .") && !text.contains("npm install -g walj"), "{text}");
+    assert!(!project.join(".walj").exists());
+
+    let o = Command::new("walj").arg("status").current_dir(&project).env("PATH", &path).output().unwrap();
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no prebuilt walj binary") && err.contains("cargo install --path ."), "{err}");
+    assert!(!err.contains("npm install -g walj") && !err.contains("cargo install walj"), "{err}");
 }

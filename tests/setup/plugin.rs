@@ -247,7 +247,8 @@ fn launcher_without_walj_never_fails_and_speaks_only_at_session_start() {
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     let msg: Value = serde_json::from_slice(&o.stdout).expect("a JSON answer at SessionStart");
     let text = msg["systemMessage"].as_str().expect("systemMessage");
-    assert!(text.contains("NOT journaled") && text.contains("cargo install"), "{text}");
+    assert!(text.contains("NOT journaled") && text.contains("cargo install --path ."), "{text}");
+    assert!(!text.contains("npm install -g walj"), "names a package that is not published: {text}");
     assert!(msg.get("hookSpecificOutput").is_none(), "{msg}");
     // Compact JSON payloads too.
     let compact = payload(&env, "SessionStart").replace("\": \"", "\":\"");
@@ -299,6 +300,53 @@ fn launcher_runs_the_walj_on_path_or_in_cargo_bin() {
         let o = env.launch(&launcher(), &path, &["no-such-command"], "");
         assert_eq!(o.status.code(), Some(2), "{place}: {o:?}");
     }
+}
+
+/// This machine's platform in npm's names, as the launcher spells it (`linux-x64`, …).
+fn npm_platform() -> String {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        o => o,
+    };
+    let cpu = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        a => a,
+    };
+    format!("{os}-{cpu}")
+}
+
+/// A plugin that brings its binary (`bin/platforms/<os>-<cpu>/walj`, as `scripts/plugin-pack.sh`
+/// packs it) needs no walj on PATH: the launcher runs the bundled one, before any on PATH; a
+/// binary bundled for another platform only is not run, and the user is told at SessionStart.
+#[test]
+fn launcher_runs_the_binary_bundled_for_this_platform_first() {
+    let env = Env::new();
+    let plugin_bin = env.p("plugin/bin");
+    fs::create_dir_all(plugin_bin.join("platforms").join(npm_platform())).unwrap();
+    fs::copy(launcher(), plugin_bin.join("walj")).unwrap();
+    fs::copy(walj_bin(), plugin_bin.join("platforms").join(npm_platform()).join("walj")).unwrap();
+    let empty = env.p("empty");
+    let o = env.launch(&plugin_bin.join("walj"), empty.to_str().unwrap(), &["hook"], &payload(&env, "PreToolUse"));
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let j = env.journal();
+    assert!(j.iter().any(|r| r["op"] == "intent" && r["path"] == "a.txt"), "the bundled walj did not journal: {j:?}");
+    let o = env.launch(&plugin_bin.join("walj"), empty.to_str().unwrap(), &["--version"], "");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("walj {}", env!("CARGO_PKG_VERSION")), "{o:?}");
+
+    // Bundled first: a "walj" on PATH that is not walj is not run.
+    fs::write(env.p("bin/walj"), "#!/bin/sh\necho impostor\nexit 3\n").unwrap();
+    fs::set_permissions(env.p("bin/walj"), fs::Permissions::from_mode(0o755)).unwrap();
+    let o = env.launch(&plugin_bin.join("walj"), env.p("bin").to_str().unwrap(), &["--version"], "");
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("impostor"), "{o:?}");
+
+    // Only another platform's binary: not run; SessionStart says NOT journaled.
+    let other = if npm_platform() == "linux-x64" { "darwin-arm64" } else { "linux-x64" };
+    fs::rename(plugin_bin.join("platforms").join(npm_platform()), plugin_bin.join("platforms").join(other)).unwrap();
+    let o = env.launch(&plugin_bin.join("walj"), empty.to_str().unwrap(), &["hook"], &payload(&env, "SessionStart"));
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let msg: Value = serde_json::from_slice(&o.stdout).expect("a JSON answer at SessionStart");
+    assert!(msg["systemMessage"].as_str().unwrap().contains("NOT journaled"), "{msg}");
 }
 
 /// A Claude Code older than 2.1.139 ignores the hooks' `args` (exec form) and runs their
@@ -600,7 +648,10 @@ fn install_from_an_npx_cache_refuses_and_writes_nothing() {
         let o = walj_in(&env, &cached.join("walj"), args, &[]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
-        assert!(err.contains("npx cache") && err.contains("npm install -g walj"), "{err}");
+        assert!(
+            err.contains("npx cache") && err.contains("cargo install --path .") && !err.contains("npm install -g walj"),
+            "{err}"
+        );
     }
     assert_eq!(project_tree(&env.p("project")), before);
     assert!(!env.p("home/.claude/settings.json").exists());
