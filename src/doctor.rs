@@ -406,6 +406,9 @@ fn check_event(
         }
     }
 
+    // One `[ok]` line per event and handler, naming every file that holds it (install writes the
+    // same hooks to settings.json and settings.local.json: two identical lines read as a fault).
+    let mut ok_lines: Vec<(String, Vec<usize>)> = Vec::new();
     for occ in occs {
         let loc = in_label(occ.source);
         let mut problems = vec![];
@@ -491,15 +494,28 @@ fn check_event(
                     Some(m) if !m.is_empty() => format!("matcher {m}, "),
                     _ => String::new(),
                 };
-                findings.push(DoctorFinding::new(
-                    Level::Ok,
-                    check::HOOKS,
-                    format!("{name}: hooked (`{cmd}`, {matcher}{timeout_text}){loc}"),
-                ));
+                let line = format!("{name}: hooked (`{cmd}`, {matcher}{timeout_text})");
+                match ok_lines.iter_mut().find(|(l, _)| *l == line) {
+                    Some((_, sources)) => sources.push(occ.source),
+                    None => ok_lines.push((line, vec![occ.source])),
+                }
             }
         } else {
             findings.extend(problems);
         }
+    }
+    for (line, at) in ok_lines {
+        let labels: Vec<String> = at.iter().map(|&i| in_label(i)).filter(|l| !l.is_empty()).collect();
+        let loc = match labels.len() {
+            0 | 1 => labels.concat(),
+            _ => {
+                // " (in A)" and " (in B)" → " (in A and B)".
+                let inner: Vec<&str> =
+                    labels.iter().map(|l| l.trim_start_matches(" (in ").trim_end_matches(')')).collect();
+                format!(" (in {})", inner.join(" and "))
+            }
+        };
+        findings.push(DoctorFinding::new(Level::Ok, check::HOOKS, format!("{line}{loc}")));
     }
 }
 

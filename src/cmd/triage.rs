@@ -14,8 +14,8 @@ pub struct MarkArgs {
     /// Entry ids or unique prefixes (or --session, or --all).
     #[arg(conflicts_with_all = ["session", "all"])]
     pub ids: Vec<String>,
-    /// Mark them done.
-    #[arg(long, required = true)]
+    /// Mark them done (the default, and today the only mark: `walj mark ID` is `walj mark --done ID`).
+    #[arg(long)]
     pub done: bool,
     /// Every unresolved entry of this session.
     #[arg(long, value_name = "SID", conflicts_with = "all")]
@@ -594,7 +594,9 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     if not_here(&fold, ids, session) {
         // Another machine's entries: named by id and confirmed (the confirmation names it).
         let described = crate::sync::triage::describe(project, ids);
-        if dry_run {
+        // A dry run validates as the run does: ids no journal holds fall through to the local
+        // check below, which rejects them.
+        if dry_run && !described.is_empty() {
             return dry_run_elsewhere(&described, "mark done", args.json);
         }
         if session.is_none() && !confirm_foreign(&described, args.confirm.yes, "mark done")? {
@@ -651,7 +653,9 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
             ..Outcome::default()
         })
         .collect();
-    report(verb, true, json, Ok(outcomes), &ShortIds::default())
+    // One vocabulary for `action`: "mark" whatever the verb in the sentence.
+    let action = if verb == "mark done" { "mark" } else { verb };
+    report(action, true, json, Ok(outcomes), &ShortIds::default())
 }
 
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
@@ -885,7 +889,7 @@ pub fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
         let line = format!(
             "{}  {}  {:<12} {}",
             st.id((crate::fold::abbrev(&o.id, 12), ""), 0),
-            st.dim(&crate::present::shown(&o.ts).to_string()),
+            st.dim(&crate::present::human_ts(&o.ts)),
             o.verb(),
             crate::present::shown(&o.what())
         );

@@ -398,3 +398,32 @@ fn a_session_import_asks_first_off_a_terminal_refuses_and_dry_run_writes_nothing
     let v = dst.json(&["sessions", "import", b, "--yes", "--json"]);
     assert_eq!((v["changed"].as_bool(), v["undo"].is_null()), (Some(false), true), "{v:#}");
 }
+
+/// A dry run validates as the run does: an id no journal holds is rejected by both, with the
+/// same exit code and message, and `walj mark ID` (no `--done`) is `walj mark --done ID`.
+#[test]
+fn mark_dry_run_rejects_what_the_run_rejects_and_done_is_the_default() {
+    let repo = crashed();
+    let before = snapshot(&repo);
+    let (dry, _, dry_err) = repo.run(&["mark", "--done", "nosuch", "--dry-run"]);
+    let (run, _, run_err) = repo.run(&["mark", "--done", "nosuch", "--yes"]);
+    assert_ne!(run, 0, "{run_err}");
+    assert_eq!(dry, run, "dry run {dry_err:?} vs run {run_err:?}");
+    assert!(dry_err.contains("no entry matches \"nosuch\""), "{dry_err}");
+    assert_eq!(snapshot(&repo), before);
+
+    let (code, out, err) = repo.run(&["mark", "toolu_A", "--dry-run", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["action"].as_str(), v["dry_run"].as_bool()), (Some("mark"), Some(true)), "{v}");
+    let (code, out, err) = repo.run(&["mark", "toolu_A", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(unresolved(&repo), 1);
+
+    // `walj ops` shows times as people read them, not the journal's ISO stamps.
+    let ops = repo.ok(&["ops"]);
+    let first = ops.lines().next().unwrap_or("");
+    assert!(!first.contains('T') || !first.contains('Z'), "a raw ISO time: {ops}");
+    let stamp = first.split_whitespace().nth(1).unwrap_or("");
+    assert!(stamp.len() == 10 && stamp.as_bytes()[4] == b'-', "no date column: {ops}");
+}
