@@ -331,15 +331,17 @@ pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style:
     if pending > 0 {
         let _ = writeln!(o, "\n{pending} brief(s) wait for the next session start.");
     }
-    let _ = writeln!(
-        o,
-        "\n{}",
-        style.dim(&format!(
+    let sid = shown(&shell_quote(st.ids.session(&s.session))).to_string();
+    // A live session is not offered a resume: Claude Code is still running it.
+    let next = if s.status() == SessionStatus::Live {
+        format!("Next: walj recover --session {sid} (the session is live: no resume needed)")
+    } else {
+        format!(
             "Next: walj sessions resume {sid} · walj recover --session {sid} · {}",
-            shown(&crate::present::text::resume_line(project, s)),
-            sid = shown(&shell_quote(st.ids.session(&s.session)))
-        ))
-    );
+            shown(&crate::present::text::resume_line(project, s))
+        )
+    };
+    let _ = writeln!(o, "\n{}", style.dim(&next));
     o
 }
 

@@ -697,7 +697,12 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
         out.push(Line::raw(""));
         out.push(Line::from(kv("transcript", t.clone())));
     }
-    out.push(Line::from(kv("resume", crate::present::text::resume_line(&app.project, s))));
+    // A live session is not offered a resume: Claude Code is still running it.
+    if status == SessionStatus::Live {
+        out.push(Line::from(kv("resume", "not needed: the session is live".to_string())));
+    } else {
+        out.push(Line::from(kv("resume", crate::present::text::resume_line(&app.project, s))));
+    }
     out
 }
 

@@ -755,3 +755,22 @@ fn a_whole_turn_is_diffed_and_reverted_like_rewind() {
     repo.ok(&["revert", "--session", SESSION]);
     assert_eq!(repo.read("f.txt"), NUMBERS);
 }
+
+/// A live session is not offered `claude --resume` (Claude Code is still running it); a crashed
+/// one is.
+#[test]
+fn sessions_show_offers_resume_only_to_a_session_that_is_not_live() {
+    const LIVE: &str = "11ve0000-0000-4000-8000-000000000003";
+    let repo = Repo::new(&[("f.txt", NUMBERS)]);
+    let gone = Claude::new(&repo, SESSION);
+    gone.start();
+    gone.edit("toolu_A", "f.txt", "two", "TWO");
+    let mut live = Claude::new(&repo, LIVE);
+    live.live = true;
+    live.start();
+    let shown = repo.ok(&["sessions", "show", LIVE]);
+    assert!(!shown.contains("--resume"), "a live session is offered a resume: {shown}");
+    assert!(shown.contains("the session is live: no resume needed"), "{shown}");
+    let shown = repo.ok(&["sessions", "show", SESSION]);
+    assert!(shown.contains(&format!("claude --resume {SESSION}")), "{shown}");
+}
