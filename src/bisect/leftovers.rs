@@ -96,6 +96,7 @@ impl TempDir {
             let nanos =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let path = base.join(format!("{}-{start}-{nanos:08x}{i}", std::process::id()));
+            #[cfg_attr(not(unix), allow(unused_mut))]
             let mut b = std::fs::DirBuilder::new();
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
@@ -343,6 +344,8 @@ impl Drop for Guard {
 /// bisect died) it kills the command's process group and removes the scratch folder.
 pub fn guard_main() -> u8 {
     let mut dir: Option<PathBuf> = None;
+    // The command's process group (Unix: killed below; elsewhere read and unused).
+    #[cfg_attr(not(unix), allow(unused_variables, unused_assignments))]
     let mut group: u32 = 0;
     let mut ended = false;
     for line in io::stdin().lines() {

@@ -122,6 +122,18 @@ fn finish(staged: Staged, mut placed: Placed) -> Placed {
     placed
 }
 
+/// What to do about a write Windows refused because another program holds the file open
+/// (an editor, an indexer, a virus scanner): the file is untouched and the action can be run
+/// again once it is closed. Empty elsewhere.
+fn held_hint(err: &io::Error) -> &'static str {
+    // ERROR_ACCESS_DENIED (5), ERROR_SHARING_VIOLATION (32), ERROR_LOCK_VIOLATION (33).
+    if cfg!(windows) && matches!(err.raw_os_error(), Some(5 | 32 | 33)) {
+        " (another program may hold the file open: close it and run the command again; the file was not changed)"
+    } else {
+        ""
+    }
+}
+
 /// Puts `staged` (bytes `ours`) at `rel`, which the plan saw as `expected`; `doing` is
 /// "reverting" or "undoing". The caller checked the file right before.
 pub(crate) fn put_write(
@@ -132,7 +144,7 @@ pub(crate) fn put_write(
     ours: &[u8],
     doing: &str,
 ) -> Result<Placed> {
-    let failed = |err: io::Error| TriageError::Failed(format!("writing {rel}: {err}"));
+    let failed = |err: io::Error| TriageError::Failed(format!("writing {rel}: {err}{}", held_hint(&err)));
     let expected = match expected {
         Disk::Absent => {
             return match staged.create_new().map_err(failed)? {
