@@ -742,7 +742,10 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
         Some(b) => (b, "walj's safe copy".to_string()),
         None => {
             let Some(p) = original.as_deref() else {
-                bail!("session {} recorded no transcript path and has no safe copy; nothing to repair", shown(&state.info.sid))
+                bail!(
+                    "session {} recorded no transcript path and has no safe copy; nothing to repair",
+                    shown(&state.info.sid)
+                )
             };
             match std::fs::read(p) {
                 Ok(b) => (b, format!("the original {}", shown(p))),
@@ -792,13 +795,7 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Repair of session {} ({} lines read from {}):",
-        shown(&state.info.sid),
-        r.lines_in,
-        source
-    );
+    let _ = writeln!(o, "Repair of session {} ({} lines read from {}):", shown(&state.info.sid), r.lines_in, source);
     if changes.is_empty() {
         let _ = writeln!(o, "  nothing was damaged; the copy differs only in its session id");
     }
@@ -814,8 +811,12 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
                 shown_path(&dest)
             );
             let _ = writeln!(o, "walj's brief of the session ({} characters) goes to Claude when it starts.", b.chars);
-            let _ = writeln!(o, "Continue it with:
-  {}", shown(&resume_line));
+            let _ = writeln!(
+                o,
+                "Continue it with:
+  {}",
+                shown(&resume_line)
+            );
         }
         None => {
             let _ = writeln!(o, "Dry run: nothing written (it would go to {} as a new session).", shown_path(&dest));
@@ -828,7 +829,7 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
 /// What the brief of a repaired session says first.
 fn repair_head(state: &SessionState, new: &str, changes: &[String]) -> String {
     let mut h = format!(
-        "This session ({new}) continues session {} from a copy of its transcript that `walj sessions repair` made after it ended abruptly.",
+        "This session ({new}) continues session {} from a copy of its transcript that `walj sessions repair` made after it ended abruptly (the resume line below names the damaged original; this conversation is the repaired copy).",
         state.info.sid
     );
     if changes.is_empty() {

@@ -45,6 +45,8 @@ pub enum Change {
     Unreadable { line: usize, bytes: usize },
     /// A complete line found glued behind a torn one (the next append after a crash): kept.
     Recovered { line: usize, bytes: usize },
+    /// A second copy of a line already kept (same `uuid`): dropped.
+    Duplicate { line: usize, uuid: String },
     /// The line's parent is gone (torn, zeroed): linked to the line before it so the
     /// conversation before the gap stays reachable.
     Relinked { line: usize, uuid: String },
@@ -71,13 +73,13 @@ impl fmt::Display for Change {
             Change::Recovered { line, bytes } => {
                 write!(f, "line {line}: kept a complete line ({}) glued behind a torn one", b(bytes))
             }
+            Change::Duplicate { line, uuid } => write!(f, "line {line}: dropped a second copy of line {uuid}"),
             Change::Relinked { line, uuid } => {
                 write!(f, "line {line}: its parent was lost; linked to the line before it ({uuid})")
             }
-            Change::ClosedToolCall { line, tool_use_id, tool } => write!(
-                f,
-                "line {line}: closed the {tool} call {tool_use_id}, which never got a result, as cut off"
-            ),
+            Change::ClosedToolCall { line, tool_use_id, tool } => {
+                write!(f, "line {line}: closed the {tool} call {tool_use_id}, which never got a result, as cut off")
+            }
             Change::OrphanResult { line, tool_use_id } => {
                 write!(f, "line {line}: kept the result of {tool_use_id}, whose call was lost, as text")
             }
@@ -158,6 +160,7 @@ pub fn new_session_id(old: &str) -> String {
 pub fn repair(src: &[u8], old: &str, new: &str) -> Repaired {
     let mut out = Repaired::default();
     let mut lines = read_lines(src, &mut out);
+    dedupe(&mut lines, &mut out.changes);
     relink(&mut lines, &mut out.changes);
     orphan_results(&mut lines, &mut out.changes);
     close_tool_calls(&mut lines, new, &mut out.changes);
@@ -227,8 +230,7 @@ fn read_lines(src: &[u8], out: &mut Repaired) -> Vec<Line> {
         if nuls > 0 {
             out.changes.push(Change::NulBytes { line: no, bytes: nuls });
         }
-        let pieces: Vec<&[u8]> =
-            seg.split(|&b| b == 0).filter(|p| !p.iter().all(u8::is_ascii_whitespace)).collect();
+        let pieces: Vec<&[u8]> = seg.split(|&b| b == 0).filter(|p| !p.iter().all(u8::is_ascii_whitespace)).collect();
         let last_piece = pieces.len().saturating_sub(1);
         for (j, piece) in pieces.into_iter().enumerate() {
             let piece = piece.trim_ascii();
@@ -280,6 +282,19 @@ fn glued_line(piece: &[u8]) -> Option<(usize, Value)> {
         from = at + 1;
     }
     None
+}
+
+/// A line whose `uuid` an earlier line has is a second copy (a line appended again after the
+/// original was rewritten): only the first is kept.
+fn dedupe(lines: &mut Vec<Line>, changes: &mut Vec<Change>) {
+    let mut seen = HashSet::new();
+    lines.retain(|l| match l.uuid() {
+        Some(u) if !seen.insert(u.to_string()) => {
+            changes.push(Change::Duplicate { line: l.src, uuid: u.to_string() });
+            false
+        }
+        _ => true,
+    });
 }
 
 /// Lines whose `parentUuid` names a line that is gone are linked to the nearest line before
@@ -379,22 +394,34 @@ fn close_tool_calls(lines: &mut Vec<Line>, session: &str, changes: &mut Vec<Chan
     for (_, id, name) in open {
         let Some(call) = lines.iter().position(|l| tool_use_ids(l).iter().any(|(i, _)| *i == id)) else { continue };
         let msg_id = lines[call].v.pointer("/message/id").and_then(Value::as_str).map(str::to_string);
-        let ids_of_msg: HashSet<String> = lines
+        // The calls of the same message: the assistant lines next to the call sharing its id.
+        let same = |l: &Line| {
+            msg_id.is_some()
+                && l.is_type("assistant")
+                && l.v.pointer("/message/id").and_then(Value::as_str) == msg_id.as_deref()
+        };
+        let first =
+            (0..call).rev().take_while(|&i| same(&lines[i]) || lines[i].uuid().is_none()).last().unwrap_or(call);
+        let ids_of_msg: HashSet<String> = lines[first..]
             .iter()
-            .filter(|l| {
-                msg_id.is_some() && l.v.pointer("/message/id").and_then(Value::as_str) == msg_id.as_deref()
-            })
-            .flat_map(|l| tool_use_ids(l).into_iter().map(|(i, _)| i))
+            .take_while(|l| same(l) || l.uuid().is_none())
+            .flat_map(tool_use_ids)
+            .map(|(i, _)| i)
             .chain(std::iter::once(id.clone()))
             .collect();
-        // After the last line of the call's message or of its results (ours included).
+        // After the last line of the call's message or of its results (ours included) that
+        // follow it without another message between (message ids can repeat across turns).
         let mut at = call;
-        for (i, l) in lines.iter().enumerate().skip(call) {
-            let same_msg =
-                msg_id.is_some() && l.is_type("assistant") && l.v.pointer("/message/id").and_then(Value::as_str) == msg_id.as_deref();
-            let its_result = result_ids(l).iter().any(|r| ids_of_msg.contains(r));
+        for (i, l) in lines.iter().enumerate().skip(call + 1) {
+            let same_msg = msg_id.is_some()
+                && l.is_type("assistant")
+                && l.v.pointer("/message/id").and_then(Value::as_str) == msg_id.as_deref()
+                && tool_use_ids(l).iter().all(|(t, _)| ids_of_msg.contains(t));
+            let its_result = !result_ids(l).is_empty() && result_ids(l).iter().all(|r| ids_of_msg.contains(r));
             if same_msg || its_result {
                 at = i;
+            } else if l.uuid().is_some() && (l.is_type("user") || l.is_type("assistant")) {
+                break;
             }
         }
         let parent = lines[at].uuid().map(str::to_string);
@@ -448,16 +475,24 @@ mod tests {
         format!("{}\n", serde_json::to_string(&v).unwrap())
     }
     fn user(uuid: &str, parent: Option<&str>, text: &str) -> String {
-        line(json!({"parentUuid": parent, "isSidechain": false, "type": "user", "message": {"role": "user", "content": text}, "uuid": uuid}))
+        line(
+            json!({"parentUuid": parent, "isSidechain": false, "type": "user", "message": {"role": "user", "content": text}, "uuid": uuid}),
+        )
     }
     fn call(uuid: &str, parent: &str, msg: &str, id: &str) -> String {
-        line(json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "message": {"id": msg, "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "x"}}]}, "uuid": uuid}))
+        line(
+            json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "message": {"id": msg, "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "x"}}]}, "uuid": uuid}),
+        )
     }
     fn result(uuid: &str, parent: &str, id: &str) -> String {
-        line(json!({"parentUuid": parent, "isSidechain": false, "type": "user", "message": {"role": "user", "content": [{"tool_use_id": id, "type": "tool_result", "content": "ok"}]}, "uuid": uuid, "toolUseResult": {"stdout": "ok"}}))
+        line(
+            json!({"parentUuid": parent, "isSidechain": false, "type": "user", "message": {"role": "user", "content": [{"tool_use_id": id, "type": "tool_result", "content": "ok"}]}, "uuid": uuid, "toolUseResult": {"stdout": "ok"}}),
+        )
     }
     fn text(uuid: &str, parent: &str, t: &str) -> String {
-        line(json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "message": {"id": "m9", "role": "assistant", "content": [{"type": "text", "text": t}]}, "uuid": uuid}))
+        line(
+            json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "message": {"id": "m9", "role": "assistant", "content": [{"type": "text", "text": t}]}, "uuid": uuid}),
+        )
     }
     fn parsed(r: &Repaired) -> Vec<Value> {
         r.bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
@@ -477,8 +512,9 @@ mod tests {
 
     #[test]
     fn a_clean_transcript_only_gets_the_new_session_id() {
-        let src = [user("u1", None, "hi"), call("a1", "u1", "m1", "t1"), result("r1", "a1", "t1"), text("a2", "r1", "done")]
-            .concat();
+        let src =
+            [user("u1", None, "hi"), call("a1", "u1", "m1", "t1"), result("r1", "a1", "t1"), text("a2", "r1", "done")]
+                .concat();
         let r = repair(src.as_bytes(), OLD, NEW);
         assert!(!r.changed(), "{:?}", r.changes);
         assert_eq!(r.bytes, src.replace(OLD, NEW).as_bytes());
@@ -540,9 +576,13 @@ mod tests {
 
     #[test]
     fn parallel_calls_with_one_result_get_the_other_closed_after_it() {
-        let src =
-            [user("u1", None, "hi"), call("a1", "u1", "m1", "t1"), call("a2", "a1", "m1", "t2"), result("r1", "a2", "t1")]
-                .concat();
+        let src = [
+            user("u1", None, "hi"),
+            call("a1", "u1", "m1", "t1"),
+            call("a2", "a1", "m1", "t2"),
+            result("r1", "a2", "t1"),
+        ]
+        .concat();
         let vs = parsed(&repair(src.as_bytes(), OLD, NEW));
         assert_eq!(vs.len(), 5);
         assert_eq!(vs[4]["message"]["content"][0]["tool_use_id"], "t2");
