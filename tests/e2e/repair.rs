@@ -20,13 +20,11 @@ fn a_repaired_copy_resumes_with_the_old_conversation_and_the_brief() {
     drop(c.orphans);
     let p = &c.p;
 
-    // The power cut after the kill: the last line torn, the file padded with zeros.
+    // The power cut after the kill: a line being appended torn, the file padded with zeros.
     let original = p.sb.transcript(&c.sid);
     let mut bytes = fs::read(&original).unwrap();
-    let body = &bytes[..bytes.len() - 1];
-    let last = body.iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    let cut = last + (bytes.len() - last) / 2;
-    bytes.truncate(cut);
+    assert!(String::from_utf8_lossy(&bytes).contains("toolu_mock_2_0"), "the kill came before the call");
+    bytes.extend_from_slice(br#"{"type":"last-prompt","lastPrompt":"Raise ret"#);
     bytes.extend(std::iter::repeat_n(0u8, 4096));
     fs::write(&original, &bytes).unwrap();
 
@@ -34,7 +32,7 @@ fn a_repaired_copy_resumes_with_the_old_conversation_and_the_brief() {
     let new = v["new_session"].as_str().unwrap().to_string();
     assert_ne!(new, c.sid);
     let kinds: Vec<&str> = v["changes"].as_array().unwrap().iter().map(|c| c["change"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"nul_bytes"), "{v}");
+    assert!(kinds.contains(&"nul_bytes") && kinds.contains(&"torn_tail"), "{v}");
     assert!(kinds.contains(&"closed_tool_call"), "{v}");
     assert_eq!(fs::read(&original).unwrap(), bytes, "the original was touched");
     assert!(p.sb.transcript(&new).is_file(), "not where Claude Code looks: {v}");
