@@ -775,7 +775,8 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
         crate::fsutil::atomic_write(&dest, &r.bytes, Some(0o600))
             .with_context(|| format!("writing {}", dest.display()))?;
         let head = repair_head(&state, &new, &changes);
-        let b = local_brief(project, &mut state, &head);
+        let old_line = crate::present::text::resume_line(project, &state.info);
+        let b = local_brief(project, &mut state, &head).resuming_with(&old_line, &resume_line);
         Some((brief::deliver_to(project, &state, &b, Some(&new)).context("recording the brief")?, b))
     };
     if args.json {
@@ -829,7 +830,7 @@ pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
 /// What the brief of a repaired session says first.
 fn repair_head(state: &SessionState, new: &str, changes: &[String]) -> String {
     let mut h = format!(
-        "This session ({new}) continues session {} from a copy of its transcript that `walj sessions repair` made after it ended abruptly (the resume line below names the damaged original; this conversation is the repaired copy).",
+        "This session ({new}) continues session {} from a copy of its transcript that `walj sessions repair` made after it ended abruptly.",
         state.info.sid
     );
     if changes.is_empty() {

@@ -116,6 +116,17 @@ impl Brief {
         Brief::of(format!("{head}{}", self.text), self.entries, self.level)
     }
 
+    /// The brief with its resume line `old` (`claude --resume <id>`) replaced by `new`: a
+    /// repaired copy resumes under its own id, not the damaged original's.
+    pub fn resuming_with(self, old: &str, new: &str) -> Brief {
+        let marker = format!("resumes with: {old}");
+        if !self.text.contains(&marker) {
+            return self;
+        }
+        let text = self.text.replace(&marker, &format!("resumes with: {new}"));
+        Brief::of(text, self.entries, self.level)
+    }
+
     /// The fields `walj sessions brief --json` and `sessions resume --json` print for it:
     /// `session`, `brief`, `chars`, `tokens_estimate`, `level`, `entries`, `action` (the
     /// delivery record, when delivered) and `delivered_at_next_start`.

@@ -274,6 +274,8 @@ fn a_queued_prompt_is_told_and_reaches_the_repaired_sessions_start_only() {
     assert!(context.contains(&format!("continues session {}", &SESSION[..6])), "{context}");
     assert!(context.contains("Also update the README once the build passes"), "the queued prompt: {context}");
     assert!(context.contains("cut off"), "what the repair changed: {context}");
+    assert!(context.contains(&format!("resumes with: claude --resume {new}")), "{context}");
+    assert!(!context.contains(&format!("--resume {SESSION}")), "the damaged original offered: {context}");
     let again = hook_ok(&repo.root, &start, Parent::Timeout(20));
     assert!(!again.contains("walj sessions repair"), "delivered twice: {again}");
 }
