@@ -104,6 +104,10 @@ pub fn session_start_note_in(
     }
     let mut briefs = Vec::new();
     for h in fold.pending_handoffs() {
+        // A brief for one session (a repaired copy) waits for that session's start.
+        if h.record.get_str(crate::journal::key::FOR_SESSION).is_some_and(|s| s != current) {
+            continue;
+        }
         if h.held {
             // Imported: shown to the user, never given to Claude without `--deliver`.
             user.push(held_brief_note(h));

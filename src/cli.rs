@@ -255,6 +255,13 @@ pub enum SessionsCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Write a repaired copy of a transcript Claude Code will not resume whole (torn or
+    /// NUL-padded tail, tool calls cut off, lines lost) under a new session id, and give it
+    /// the session's brief; the original is left as it is.
+    #[command(
+        after_help = "Examples:\n  walj sessions repair 8f14e4 --dry-run\n  walj sessions repair 8f14e4\n  walj sessions repair 8f14e4 --json"
+    )]
+    Repair(cmd::sessions::RepairArgs),
     /// Write the session (records, objects, transcript) to one bundle file.
     #[command(after_help = "Examples:\n  walj sessions export 8f14e4 -o session.walj --encrypt")]
     Export(cmd::sessions::ExportArgs),
@@ -421,6 +428,7 @@ fn unconfirmed_change(command: &Command) -> Option<&'static str> {
         Command::Sessions { command: Some(c), .. } => match c {
             SessionsCommand::Resume(a) if a.confirm.missing_in_tool_call() && !a.print_only => "walj sessions resume",
             SessionsCommand::Import(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions import",
+            SessionsCommand::Repair(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions repair",
             SessionsCommand::Delete(a) if a.confirm.missing_in_tool_call() && !a.dry_run => "walj sessions delete",
             _ => return None,
         },
@@ -450,6 +458,7 @@ fn sessions(project: &crate::project::Project, command: Option<SessionsCommand>,
         SessionsCommand::Show { sid, json } => s::show(project, &sid, json),
         SessionsCommand::Resume(a) => s::resume(project, &a),
         SessionsCommand::Transcript { sid, output, force } => s::transcript_cmd(project, &sid, output, force),
+        SessionsCommand::Repair(a) => s::repair(project, &a),
         SessionsCommand::Export(a) => s::export(project, a),
         SessionsCommand::Import(a) => s::import(project, a),
         SessionsCommand::Delete(a) => s::delete(project, &a),

@@ -83,6 +83,21 @@ pub struct ResumeArgs {
     pub confirm: super::Confirm,
 }
 
+/// The arguments of `walj sessions repair`.
+#[derive(Debug, clap::Args)]
+pub struct RepairArgs {
+    /// Session id or unique prefix.
+    pub sid: String,
+    /// Say what the repair would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print what was changed (and where the copy is) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub confirm: super::Confirm,
+}
+
 /// The arguments of `walj sessions export`.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -653,24 +668,7 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
         );
     }
     catch_up(project, &state);
-    state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
-    let table = proc_table();
-    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
-    // Claude Code's transcript holds the last answer; another agent's last Stop does.
-    let claude = state.info.agent() == crate::agents::Agent::ClaudeCode;
-    let tail =
-        transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024).filter(|_| claude);
-    let last_message = tail
-        .as_deref()
-        .and_then(|t| crate::claude::transcript::last_assistant_text_of(t, Some(state.session())))
-        .or_else(|| state.info.last_assistant_message.clone());
-    let queued =
-        tail.as_deref().map(|t| crate::claude::transcript::queued_prompts(t, state.session())).unwrap_or_default();
-    let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
-    let b = brief::build(
-        &BriefInput { project, state: &state, procs: &ps, last_message, copy_path, queued },
-        brief::MAX_CHARS,
-    );
+    let b = local_brief(project, &mut state, "");
     let action =
         if print_only { None } else { Some(brief::deliver(project, &state, &b).context("recording the brief")?) };
     if json_out {
@@ -692,6 +690,163 @@ fn resume_local(project: &Project, args: &ResumeArgs, mut state: SessionState) -
         );
     }
     Ok(0)
+}
+
+/// The brief of a session of this machine (its transcript copy caught up by the caller):
+/// entries, todos, processes, the last answer and the prompts queued when it stopped, under
+/// `head`.
+fn local_brief(project: &Project, state: &mut SessionState, head: &str) -> brief::Brief {
+    state.transcript = transcript::status(project, state.session(), state.info.transcript.as_deref());
+    let table = proc_table();
+    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
+    // Claude Code's transcript holds the last answer; another agent's last Stop does.
+    let claude = state.info.agent() == crate::agents::Agent::ClaudeCode;
+    let tail =
+        transcript::tail(project, state.session(), state.info.transcript.as_deref(), 512 * 1024).filter(|_| claude);
+    let last_message = tail
+        .as_deref()
+        .and_then(|t| crate::claude::transcript::last_assistant_text_of(t, Some(state.session())))
+        .or_else(|| state.info.last_assistant_message.clone());
+    let queued =
+        tail.as_deref().map(|t| crate::claude::transcript::queued_prompts(t, state.session())).unwrap_or_default();
+    let copy_path = state.transcript.copy.as_ref().map(|c| rel_display(project, c));
+    let budget = brief::MAX_CHARS.saturating_sub(head.chars().count());
+    let b = brief::build(&BriefInput { project, state, procs: &ps, last_message, copy_path, queued }, budget);
+    if head.is_empty() { b } else { b.headed(head) }
+}
+
+/// `walj sessions repair SID`: a repaired copy of the session's transcript under a new
+/// session id, where Claude Code finds it for this project ([`claude_transcript_place`]), so
+/// that `claude --resume NEWID` opens it; the original and the safe copy are only read. The
+/// source is walj's safe copy (caught up first: it keeps lines the original lost), else the
+/// original. Refused while the session's Claude Code process runs. The session's brief goes
+/// to the repaired session's start (and only to it).
+pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
+    use crate::session::repair;
+    let mut state = SessionState::load(project, &args.sid)?;
+    if state.status == SessionStatus::Live {
+        bail!(
+            "session {} is still running (its Claude Code process is alive); end it first: a copy made now would miss what it still writes. Nothing was written.",
+            shown(&state.info.sid)
+        );
+    }
+    if state.info.agent() != crate::agents::Agent::ClaudeCode {
+        bail!(
+            "session {} is a {} session: repair writes Claude Code transcripts only. Nothing was written.",
+            shown(&state.info.sid),
+            state.info.agent().label()
+        );
+    }
+    catch_up(project, &state);
+    let session = state.session().to_string();
+    let original = state.info.transcript.clone();
+    let (bytes, source) = match transcript::read_copy(project, &session)? {
+        Some(b) => (b, "walj's safe copy".to_string()),
+        None => {
+            let Some(p) = original.as_deref() else {
+                bail!(
+                    "session {} recorded no transcript path and has no safe copy; nothing to repair",
+                    shown(&state.info.sid)
+                )
+            };
+            match std::fs::read(p) {
+                Ok(b) => (b, format!("the original {}", shown(p))),
+                Err(e) => bail!(
+                    "no safe copy of the transcript of session {}, and the original {} cannot be read ({e}); nothing to repair",
+                    shown(&state.info.sid),
+                    shown(p)
+                ),
+            }
+        }
+    };
+    let new = repair::new_session_id(&session);
+    let r = repair::repair(&bytes, &session, &new);
+    let dest = claude_transcript_place(project, &new)?;
+    let hint = format!("claude --resume {new}");
+    let resume_line = project.resume_in(Some(&project.root.to_string_lossy()), &hint);
+    let changes: Vec<String> = r.changes.iter().map(ToString::to_string).collect();
+    let action = if args.dry_run {
+        None
+    } else {
+        if let Some(dir) = dest.parent() {
+            crate::fsutil::create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        if dest.exists() {
+            bail!("{} exists already; nothing was written (run the repair again for another id)", shown_path(&dest));
+        }
+        crate::fsutil::atomic_write(&dest, &r.bytes, Some(0o600))
+            .with_context(|| format!("writing {}", dest.display()))?;
+        let head = repair_head(&state, &new, &changes);
+        let old_line = crate::present::text::resume_line(project, &state.info);
+        let b = local_brief(project, &mut state, &head).resuming_with(&old_line, &resume_line);
+        Some((brief::deliver_to(project, &state, &b, Some(&new)).context("recording the brief")?, b))
+    };
+    if args.json {
+        let v = json!({
+            "session": session,
+            "new_session": new,
+            "path": dest,
+            "written": !args.dry_run,
+            "source": source,
+            "lines_in": r.lines_in,
+            "lines_out": r.lines_out,
+            "changes": r.changes,
+            "resume": resume_line,
+            "brief_action": action.as_ref().map(|(a, _)| a),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    let mut o = String::new();
+    let _ = writeln!(o, "Repair of session {} ({} lines read from {}):", shown(&state.info.sid), r.lines_in, source);
+    if changes.is_empty() {
+        let _ = writeln!(o, "  nothing was damaged; the copy differs only in its session id");
+    }
+    for c in &changes {
+        let _ = writeln!(o, "  - {}", safe(c));
+    }
+    match &action {
+        Some((_, b)) => {
+            let _ = writeln!(
+                o,
+                "Wrote {} lines to {} as session {new}; the original is untouched.",
+                r.lines_out,
+                shown_path(&dest)
+            );
+            let _ = writeln!(o, "walj's brief of the session ({} characters) goes to Claude when it starts.", b.chars);
+            let _ = writeln!(
+                o,
+                "Continue it with:
+  {}",
+                shown(&resume_line)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "Dry run: nothing written (it would go to {} as a new session).", shown_path(&dest));
+        }
+    }
+    print!("{o}");
+    Ok(0)
+}
+
+/// What the brief of a repaired session says first.
+fn repair_head(state: &SessionState, new: &str, changes: &[String]) -> String {
+    let mut h = format!(
+        "This session ({new}) continues session {} from a copy of its transcript that `walj sessions repair` made after it ended abruptly.",
+        state.info.sid
+    );
+    if changes.is_empty() {
+        h.push_str(" The transcript needed no change.\n\n");
+    } else {
+        h.push_str(" What the repair changed:\n");
+        for c in changes {
+            h.push_str("- ");
+            h.push_str(c);
+            h.push('\n');
+        }
+        h.push('\n');
+    }
+    h
 }
 
 /// `walj sessions resume` of another machine's session: its transcript (the synced copy,

@@ -213,6 +213,9 @@ pub mod key {
     pub const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
     pub const ATTRIBUTION: &str = "attribution";
+    /// On a brief (`handoff` record) meant for one session only (`walj sessions repair`: the
+    /// repaired copy's new id): delivered at that session's start, never at another's.
+    pub const FOR_SESSION: &str = "for_session";
     /// On a derived entry of a killed command: when the change was made (its ctime; for a
     /// deletion, its folder's), as a journal timestamp. The record's own `ts` is when walj
     /// first looked.

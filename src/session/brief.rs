@@ -116,6 +116,17 @@ impl Brief {
         Brief::of(format!("{head}{}", self.text), self.entries, self.level)
     }
 
+    /// The brief with its resume line `old` (`claude --resume <id>`) replaced by `new`: a
+    /// repaired copy resumes under its own id, not the damaged original's.
+    pub fn resuming_with(self, old: &str, new: &str) -> Brief {
+        let marker = format!("resumes with: {old}");
+        if !self.text.contains(&marker) {
+            return self;
+        }
+        let text = self.text.replace(&marker, &format!("resumes with: {new}"));
+        Brief::of(text, self.entries, self.level)
+    }
+
     /// The fields `walj sessions brief --json` and `sessions resume --json` print for it:
     /// `session`, `brief`, `chars`, `tokens_estimate`, `level`, `entries`, `action` (the
     /// delivery record, when delivered) and `delivered_at_next_start`.
@@ -527,6 +538,17 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
 /// superseding (undoing) an earlier resume brief of the session not delivered yet. A crashed
 /// session not announced yet is marked announced: the brief says all the note would.
 pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
+    deliver_to(project, state, brief, None)
+}
+
+/// [`deliver`], for the start of one session only when `for_session` names it (the repaired
+/// copy of `walj sessions repair`); another session's start leaves it waiting.
+pub fn deliver_to(
+    project: &Project,
+    state: &SessionState,
+    brief: &Brief,
+    for_session: Option<&str>,
+) -> std::io::Result<String> {
     let session = state.session();
     let action = crate::journal::record::new_id("resume-");
     let mut records = Vec::new();
@@ -542,10 +564,13 @@ pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::i
     r.event = crate::journal::event::HANDOFF.into();
     r.kind = Some(KIND_RESUME.into());
     r.action = Some(action.clone());
-    records.push(
-        r.with(crate::journal::key::BRIEF, brief.text.clone())
-            .with(crate::journal::key::ENTRIES, brief.entries.clone()),
-    );
+    let mut r = r
+        .with(crate::journal::key::BRIEF, brief.text.clone())
+        .with(crate::journal::key::ENTRIES, brief.entries.clone());
+    if let Some(target) = for_session {
+        r = r.with(crate::journal::key::FOR_SESSION, target);
+    }
+    records.push(r);
     if state.status == SessionStatus::Crashed && !state.info.announced && !brief.entries.is_empty() {
         let mut m = Record::new(op::SESSION, session);
         m.event = crate::journal::event::SESSION.into();

@@ -21,6 +21,7 @@ pub mod empty;
 pub mod legacy;
 pub mod procs;
 pub mod redact;
+pub mod repair;
 pub mod transcript;
 
 use std::collections::{BTreeSet, HashMap};

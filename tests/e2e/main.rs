@@ -19,6 +19,7 @@ mod bulk;
 mod mock_selftest;
 mod plugin;
 mod project_root;
+mod repair;
 mod routes;
 mod skills;
 mod smoke;

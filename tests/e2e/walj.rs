@@ -320,7 +320,7 @@ fn assert_file_call(p: &Proj, id: &str, tool: &str, rel: &str, before: Option<&s
 }
 
 /// The main requests sent after the first `skip` ones.
-fn main_requests_after(mock: &MockServer, skip: usize) -> Vec<Request> {
+pub(crate) fn main_requests_after(mock: &MockServer, skip: usize) -> Vec<Request> {
     mock.main_requests().into_iter().skip(skip).collect()
 }
 
@@ -436,20 +436,20 @@ fn clean_session_is_journaled_and_settled() {
 
 /// A project where `claude -p` Edited `config/settings.json`, Wrote `src/server.rs`, then was
 /// killed (-9) while its Bash command (`sleep 60`, marked with `token`) ran.
-struct Crashed {
-    p: Proj,
-    mock: MockServer,
-    sid: String,
+pub(crate) struct Crashed {
+    pub(crate) p: Proj,
+    pub(crate) mock: MockServer,
+    pub(crate) sid: String,
     token: String,
     /// Kills the orphaned Bash command when dropped.
-    orphans: OrphanGuard,
+    pub(crate) orphans: OrphanGuard,
     /// The files' blob ids before the session.
     settings_before: String,
 }
 
-const CRASH_PROMPT: &str = "Raise retries, add a server, then build";
+pub(crate) const CRASH_PROMPT: &str = "Raise retries, add a server, then build";
 
-fn crash_mid_bash(bin: &Path) -> Crashed {
+pub(crate) fn crash_mid_bash(bin: &Path) -> Crashed {
     let p = Proj::new(&[("config/settings.json", SETTINGS_JSON), ("src/main.rs", MAIN_RS)]);
     p.install_walj();
     let settings_before = p.hash_object("config/settings.json").unwrap();

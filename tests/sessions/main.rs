@@ -11,4 +11,5 @@ mod common;
 mod bundle_trust;
 mod import;
 mod note;
+mod repair;
 mod sessions;
