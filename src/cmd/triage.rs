@@ -295,6 +295,97 @@ fn print_outcomes(outcomes: &[Outcome]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Paths where ids go: each of `typed` that is no entry id but names a path of this project
+/// (relative to the current folder, to the project's root, or absolute) becomes that path's
+/// unresolved entries, newest first. A path with one entry is that entry; a path with several is
+/// listed and asked about on a terminal (`--yes` answers), and refused off one, listing them.
+/// `Ok(None)`: refused or declined (the caller exits 1, nothing changed).
+fn expand_paths(
+    project: &Project,
+    fold: &Fold,
+    typed: &[String],
+    verb: &str,
+    yes: bool,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let mut out = Vec::new();
+    for t in typed {
+        let Some(entries) = path_entries(project, fold, t) else {
+            out.push(t.clone());
+            continue;
+        };
+        if entries.len() > 1 && !yes {
+            let list: Vec<String> = entries
+                .iter()
+                .map(|e| {
+                    format!(
+                        "  {}  {}  {}  {}",
+                        fold.ids.short(&e.id),
+                        e.state(),
+                        crate::present::shown(&e.tool),
+                        crate::present::human_ts(e.when())
+                    )
+                })
+                .collect();
+            eprintln!(
+                "{} has {} unresolved entries, newest first:\n{}",
+                crate::present::shown(&entries[0].path),
+                entries.len(),
+                list.join("\n")
+            );
+            if !super::confirm::on_terminal() {
+                eprintln!(
+                    "walj: refused: {} names {} entries; name the ids (above), or pass --yes to {verb} all of them. Nothing was changed.",
+                    crate::present::shown(t),
+                    entries.len()
+                );
+                return Ok(None);
+            }
+            if !super::sessions::confirm(&format!("{} all {} of them?", capitalized(verb), entries.len()))? {
+                eprintln!("Nothing was changed.");
+                return Ok(None);
+            }
+        }
+        out.extend(entries.iter().map(|e| e.id.clone()));
+    }
+    Ok(Some(out))
+}
+
+/// The unresolved entries (newest first) of the path `typed` names, when `typed` is no entry
+/// id; `None` when it is an id or names no path with unresolved entries.
+fn path_entries<'f>(project: &Project, fold: &'f Fold, typed: &str) -> Option<Vec<&'f crate::fold::Entry>> {
+    if fold.find(typed).is_ok() {
+        return None;
+    }
+    let root = project.root.canonicalize().unwrap_or_else(|_| project.root.clone());
+    let mut candidates: Vec<String> = Vec::new();
+    let typed_path = std::path::Path::new(typed);
+    let absolute = if typed_path.is_absolute() {
+        Some(typed_path.to_path_buf())
+    } else {
+        std::env::current_dir().ok().map(|c| c.join(typed_path))
+    };
+    if let Some(abs) = absolute {
+        // The folder may be gone (a deleted file's entry): canonicalize what exists above it.
+        let abs = match (abs.parent().and_then(|p| p.canonicalize().ok()), abs.file_name()) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => abs,
+        };
+        if let Ok(rel) = abs.strip_prefix(&root) {
+            candidates.push(crate::project::to_slash(rel));
+        }
+    }
+    candidates.push(typed.trim_start_matches("./").to_string());
+    for rel in candidates {
+        let mut found: Vec<&crate::fold::Entry> =
+            fold.entries.iter().filter(|e| e.path == rel && e.is_unresolved()).collect();
+        if !found.is_empty() {
+            found.sort_by(|a, b| b.when().cmp(a.when()));
+            return Some(found);
+        }
+    }
+    None
+}
+
 /// What `walj diff` shows: one entry, or every change of a session or of one of its turns.
 pub enum DiffTarget<'a> {
     Entry(&'a str),
@@ -308,6 +399,10 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     let items: Vec<(&crate::fold::Entry, Project, String)> = match target {
         DiffTarget::Entry(id) => match triage::find_entry(&fold, id) {
             Ok(e) => vec![(e, project.clone(), String::new())],
+            // A path: each of its unresolved entries, newest first (reading asks nothing).
+            Err(_) if let Some(es) = path_entries(project, &fold, id) => {
+                es.into_iter().map(|e| (e, project.clone(), String::new())).collect()
+            }
             // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
             Err(err) => {
                 remotes = super::recover::remotes(
@@ -620,10 +715,13 @@ pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
             not_live(&fold, own, "--all", "mark --done", force).iter().map(|e| e.id.clone()).collect()
         }
         None => {
-            if !dry_run && !confirm_foreign(&foreign(&fold, &prov, ids), args.confirm.yes, "mark done")? {
+            let Some(ids) = expand_paths(project, &fold, ids, "mark done", args.confirm.yes || dry_run)? else {
+                return Ok(super::EXIT_ERROR);
+            };
+            if !dry_run && !confirm_foreign(&foreign(&fold, &prov, &ids), args.confirm.yes, "mark done")? {
                 return Ok(super::EXIT_ERROR);
             }
-            ids.clone()
+            ids
         }
     };
     if chosen.is_empty() {
@@ -702,7 +800,10 @@ pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
             }
             own.into_iter().map(|e| e.id.clone()).collect()
         }
-        None => args.ids.clone(),
+        None => match expand_paths(project, &fold, &args.ids, "revert", args.confirm.yes || dry_run)? {
+            Some(ids) => ids,
+            None => return Ok(super::EXIT_ERROR),
+        },
     };
     if args.session.is_none() && not_here(&fold, &ids, None) {
         elsewhere_only(project, &ids, "revert")?;

@@ -427,3 +427,45 @@ fn mark_dry_run_rejects_what_the_run_rejects_and_done_is_the_default() {
     let stamp = first.split_whitespace().nth(1).unwrap_or("");
     assert!(stamp.len() == 10 && stamp.as_bytes()[4] == b'-', "no date column: {ops}");
 }
+
+/// Paths where ids go: `walj diff PATH` shows the path's unresolved entries; `revert`/`mark` of a
+/// path with one entry act on it; with several, off a terminal, they refuse listing the ids
+/// (nothing changed) unless `--yes`; a path relative to the current folder works too.
+#[test]
+fn paths_are_taken_where_ids_go() {
+    let repo = Repo::new(&[("f.txt", NUMBERS), ("sub/h.txt", "h\n")]);
+    let c = Claude::new(&repo, SESSION);
+    c.start();
+    c.edit("toolu_A", "f.txt", "two", "TWO");
+    c.edit("toolu_B", "f.txt", "three", "THREE");
+    c.write("toolu_C", "g.txt", "new file\n");
+    c.edit("toolu_D", "sub/h.txt", "h", "H");
+
+    let diff = repo.ok(&["diff", "f.txt"]);
+    assert!(diff.contains("+TWO") && diff.contains("+THREE"), "{diff}");
+    assert_eq!(diff.matches("entry ").count(), 2, "{diff}");
+
+    let before = snapshot(&repo);
+    let (code, out, err) = repo.run(&["revert", "f.txt"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("2 unresolved entries") && err.contains("--yes") && err.contains("Nothing was changed"),
+        "{err}"
+    );
+    assert!(err.contains("Edit"), "the entries are listed: {err}");
+    assert_eq!(snapshot(&repo), before);
+
+    repo.ok(&["revert", "g.txt", "--yes"]);
+    assert!(!repo.path("g.txt").exists(), "g.txt was not reverted");
+    repo.ok(&["revert", "./f.txt", "--yes"]);
+    assert_eq!(repo.read("f.txt"), NUMBERS);
+
+    // From a subfolder, a path relative to it.
+    let o = crate::common::walj_at(&repo.root)
+        .args(["mark", "h.txt", "--yes"])
+        .current_dir(repo.path("sub"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(unresolved(&repo), 0, "{}", repo.ok(&["recover"]));
+}
