@@ -344,8 +344,7 @@ impl Drop for Guard {
 /// bisect died) it kills the command's process group and removes the scratch folder.
 pub fn guard_main() -> u8 {
     let mut dir: Option<PathBuf> = None;
-    // The command's process group (Unix: killed below; elsewhere read and unused).
-    #[cfg_attr(not(unix), allow(unused_variables, unused_assignments))]
+    // The command's process group (killed below on Unix; no process groups elsewhere).
     let mut group: u32 = 0;
     let mut ended = false;
     for line in io::stdin().lines() {
@@ -361,6 +360,8 @@ pub fn guard_main() -> u8 {
     if ended {
         return 0;
     }
+    #[cfg(not(unix))]
+    let _ = group;
     #[cfg(unix)]
     if let Some(pid) = i32::try_from(group).ok().filter(|g| *g > 1).and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
