@@ -139,7 +139,10 @@ fn a_session_whose_hooks_never_fired_is_imported_at_the_next_session_start_once(
         s.of_session("next-session")
     );
     let log = s.walj(&["log", "--all"]);
-    assert!(log.contains("index.ts") && log.contains("imported from transcript"), "{log}");
+    assert!(log.contains("index.ts") && log.contains(&HOOKLESS[..6]), "{log}");
+    let log: Value = serde_json::from_str(&s.walj(&["log", "--all", "--json"])).unwrap();
+    let text = log.to_string();
+    assert!(text.contains("\"imported\":true") && text.contains("index.ts"), "{log}");
     // Once: a later start imports nothing again and says nothing of it, even when the
     // transcript was written again (read again, nothing new).
     let n = s.records().len();
@@ -179,7 +182,8 @@ fn the_config_switch_turns_it_off_and_hooked_sessions_are_left_alone() {
 fn nothing_is_imported_for_a_project_walj_was_uninstalled_in() {
     let s = setup();
     s.session_start("first-session");
-    s.walj(&["uninstall"]);
+    s.walj(&["install", "--local"]);
+    s.walj(&["uninstall", "--local"]);
     assert!(s.root.join(".walj/import/uninstalled").exists());
     std::thread::sleep(std::time::Duration::from_millis(20));
     s.hookless_session(HOOKLESS);
@@ -187,7 +191,7 @@ fn nothing_is_imported_for_a_project_walj_was_uninstalled_in() {
     assert!(!system_message(&out).contains("never saw"), "{out}");
     assert!(s.of_session(HOOKLESS).is_empty(), "imported after uninstall: {:#?}", s.of_session(HOOKLESS));
     // Installed again: the session run while walj was uninstalled stays out; a later one is in.
-    s.walj(&["install"]);
+    s.walj(&["install", "--local"]);
     assert!(!s.root.join(".walj/import/uninstalled").exists());
     let out = s.session_start("third-session");
     assert!(!system_message(&out).contains("never saw"), "{out}");
