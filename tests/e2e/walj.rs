@@ -1332,6 +1332,45 @@ fn a_session_run_without_walj_hooks_is_in_walj_log_after_the_next_session_starts
     p.assert_hooks_clean();
 }
 
+/// Claude Code 2.1.332's own list of the files a Bash command changed
+/// (`bashEditDiff.changedFiles`, on with `bashEditDiffEnabled`) is a second witness: with walj's
+/// snapshot off (`[bash] snapshot = false`, so walj itself records no file of the command),
+/// every file the list names is an entry of the command, marked reported by Claude Code, holding
+/// the file as it is after the command.
+#[test]
+fn claude_codes_changed_files_give_entries_walj_did_not_record() {
+    let test = "claude_codes_changed_files_give_entries_walj_did_not_record";
+    let Some(bin) = claude::claude_at_least(test, "2.1.332") else { return };
+    let p = Proj::new(&[("a.txt", "a\n")]);
+    p.install_walj();
+    fs::write(p.root().join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
+    let user = p.sb.home.join(".claude/settings.json");
+    fs::create_dir_all(user.parent().unwrap()).unwrap();
+    fs::write(&user, r#"{"bashEditDiffEnabled": true}"#).unwrap();
+    let command = "sed -i s/a/A/ a.txt && echo n > new.txt";
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Edit"})),
+        Turn::text("Done."),
+    ]);
+    p.session(p.claude_p(&bin, &mock, "Edit"), &mock);
+    let outcome = p
+        .records("applied", "toolu_mock_0_0")
+        .into_iter()
+        .find(|r| r["parent"].is_null())
+        .unwrap_or_else(|| panic!("no outcome:\n{}", p.journal_text()));
+    let note = outcome.get("reported").unwrap_or_else(|| panic!("Claude Code sent no list: {outcome}"));
+    let kids: Vec<Value> = p.journal().into_iter().filter(|r| r["parent"] == "toolu_mock_0_0").collect();
+    let a = kids.iter().find(|r| r["path"] == "a.txt").unwrap_or_else(|| panic!("{note} {kids:#?}"));
+    assert_eq!(a["reported"], "claude_code", "{a}");
+    assert!(a["nocap"].as_str().is_some_and(|n| n.starts_with("reported_only")), "{a}");
+    assert_eq!(a["after"].as_str(), p.hash_object("a.txt").as_deref(), "{a}");
+    // An untracked new file, when the list names it, is one too.
+    if note["listed"].as_u64() == Some(2) {
+        assert!(kids.iter().any(|r| r["path"] == "new.txt" && r["reported"] == "claude_code"), "{note} {kids:#?}");
+    }
+    p.assert_hooks_clean();
+}
+
 /// The link at `rel` in `p`, read (never followed); `None` when nothing is there.
 fn link_at(p: &Proj, rel: &str) -> Option<String> {
     let path = p.root().join(rel);
