@@ -685,7 +685,7 @@ impl Ctx<'_> {
         let (cfg, matcher) = self.config();
         let store = self.project.store_dir();
         let mut syncs = Vec::new();
-        let w = witness::missed(self.project, rep, recorded, r, command, matcher.as_ref(), |rel, c| {
+        let mut w = witness::missed(self.project, rep, recorded, r, command, matcher.as_ref(), |rel, c| {
             let mut image = capture(&store, &self.project.root.join(rel), rel, &cfg, matcher.as_ref());
             image.settle(c, &mut syncs);
             c.after = image.blob;
@@ -695,6 +695,12 @@ impl Ctx<'_> {
             if let Err(e) = s.wait() {
                 log_error(self.project, &format!("storing what Claude Code reported: {e}"));
             }
+        }
+        if !cfg.bash.snapshot
+            && let Some(n) = w.note.as_mut()
+        {
+            // The list was the only witness: what it left off is in no entry.
+            n["snapshot_off"] = Value::Bool(true);
         }
         witness::log(self.project, &w, &r.id, &r.ts, cfg.bash.snapshot);
         w

@@ -39,7 +39,7 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
             Level::Warn,
             check::REPORTED,
             format!(
-                "Claude Code's list of changed files stopped at 200 in {} Bash command(s): {} more file(s) were not named (walj has them only where its snapshot saw them)",
+                "Claude Code's list of changed files stopped at 200 in {} Bash command(s) while walj's snapshot was off: {} more changed file(s) are in no entry ([bash] snapshot = true would record them)",
                 s.more_commands, s.more
             ),
         ));

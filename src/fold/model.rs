@@ -399,8 +399,10 @@ pub struct Unseen {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unlisted_file: Option<String>,
     /// Files Claude Code said the command changed past its own list of the changed files
-    /// (`bashEditDiff.moreFiles`: the list stops at 200): walj has their changes only where
-    /// its own snapshot saw them.
+    /// (`bashEditDiff.moreFiles`: the list stops at 200) while walj's own snapshot was off
+    /// (`[bash] snapshot = false`): their changes are in no entry. (With the snapshot on, it
+    /// looked at every file the list could name: the list holds only files under Claude
+    /// Code's working folder that git does not ignore.)
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub reported_more: u64,
 }
@@ -427,9 +429,10 @@ impl Unseen {
     }
 
     /// A command outcome's `unseen` (under `snapshot`), with what Claude Code's own list of
-    /// the changed files left off (`reported.more`).
+    /// the changed files left off while walj's snapshot was off (`reported.more`).
     pub fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
-        let more = reported.and_then(|r| r.get("more")).and_then(Value::as_u64).unwrap_or(0);
+        let off = reported.and_then(|r| r.get("snapshot_off")).and_then(Value::as_bool) == Some(true);
+        let more = reported.filter(|_| off).and_then(|r| r.get("more")).and_then(Value::as_u64).unwrap_or(0);
         let mut u = Unseen::from_value(snapshot_unseen).unwrap_or_default();
         u.reported_more = u.reported_more.max(more);
         (!u.is_empty()).then_some(u)

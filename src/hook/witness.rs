@@ -12,8 +12,11 @@
 //! paths under `.git/` or `.walj/` follow the Bash snapshot's rule (git's and walj's own
 //! folders are never entries of a command) and are counted. The command's own record says what
 //! the list held ([`key::REPORTED`]): how many it named, missed, outside, under those folders,
-//! and how many Claude Code left off its list (`moreFiles`: the list stops at 200), which every
-//! reader tells with the command (`crate::fold::Unseen::reported_more`).
+//! and how many Claude Code left off its list (`moreFiles`: the list stops at 200). With
+//! `[bash] snapshot = false` the list is the only witness, so what it left off is in no entry:
+//! every reader tells it with the command (`crate::fold::Unseen::reported_more`). With the
+//! snapshot on, the snapshot looked at every file the list could name (Claude Code lists only
+//! files under its working folder that git does not ignore, seen with 2.1.332).
 //!
 //! Data from Claude Code, not trusted further than that: paths are only compared and
 //! captured (read, never followed out of the project), and each list is bounded.
@@ -220,7 +223,8 @@ pub struct LogSummary {
     pub only_witness: u64,
     /// Paths outside the project the lists named.
     pub outside: u64,
-    /// Files the lists left off (`moreFiles`), and in how many commands.
+    /// Files the lists left off (`moreFiles`) while the snapshot was off, and in how many
+    /// commands.
     pub more: u64,
     pub more_commands: usize,
     /// The paths of the latest line that named a miss.
@@ -253,7 +257,8 @@ pub fn log_summary(project: &Project) -> LogSummary {
                 .collect();
         }
         s.outside += n("outside");
-        if n("more") > 0 {
+        // With the snapshot on, it looked at every file the list could name.
+        if n("more") > 0 && v.get("snapshot").and_then(Value::as_bool) == Some(false) {
             s.more += n("more");
             s.more_commands += 1;
         }

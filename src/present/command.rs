@@ -73,7 +73,7 @@ pub fn unseen(u: &Unseen) -> Option<String> {
     if u.reported_more > 0 {
         let n = u.reported_more;
         parts.push(format!(
-            "{n} more {} Claude Code's own list of changed files left unnamed (it stops at 200; walj has them only where its snapshot saw them)",
+            "{n} more {} Claude Code's own list of changed files left unnamed (it stops at 200) while walj's snapshot was off ([bash] snapshot = false): in no entry",
             if n == 1 { "file" } else { "files" }
         ));
     }

@@ -737,6 +737,24 @@ fn claude_codes_changed_files_are_journaled_when_the_snapshot_is_off() {
     let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("reported_only"), "{text}");
+    // The list was the only witness: the 5 files it left off are in no entry, said with the
+    // command by log and recover, and counted by doctor.
+    assert_eq!(note["snapshot_off"], json!(true), "{note}");
+    let cut = "5 more files Claude Code's own list of changed files left unnamed";
+    let out = walj_at(&root).args(["log"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains(cut), "{log}");
+    let out = walj_at(&root).args(["recover"]).output().unwrap();
+    let recover = String::from_utf8_lossy(&out.stdout);
+    assert!(recover.contains(cut), "{recover}");
+    let out = walj_at(&root).args(["doctor"]).output().unwrap();
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains("2 changed file(s) of 1 Bash command(s) were journaled from Claude Code's own list alone"),
+        "{doctor}"
+    );
+    assert!(doctor.contains("stopped at 200 in 1 Bash command(s) while walj's snapshot was off: 5 more"), "{doctor}");
+    assert!(doctor.contains("changed 1 file(s) outside the project"), "{doctor}");
 }
 
 /// With the snapshot on, a path it recorded is not entered twice; a path it does not look at
@@ -761,11 +779,11 @@ fn claude_codes_changed_files_add_only_what_the_snapshot_missed() {
     assert_eq!(by_path(&kids, "build/out.txt").extra.get("reported"), Some(&json!("claude_code")), "{kids:?}");
 }
 
-/// A command whose Claude Code list named a file the snapshot missed and was cut at 200
-/// (`moreFiles`): `walj log` says the cut with the command, `walj doctor` counts the miss and
-/// the cut, and `.git/` paths on the list follow the snapshot's rule (no entry).
+/// A command whose Claude Code list named a file the snapshot missed: `walj doctor` counts the
+/// miss; `.git/` paths on the list follow the snapshot's rule (no entry); the list's cut at 200
+/// (`moreFiles`) is no miss with the snapshot on (it looked at every file the list could name).
 #[test]
-fn claude_codes_misses_and_cut_list_are_said_by_log_and_doctor() {
+fn claude_codes_misses_are_counted_by_doctor_and_git_paths_make_no_entry() {
     let (_repo, root) = repo(&[("a.txt", b"a\n"), (".gitignore", b"build/\n")]);
     let extra = [root.join("build/out.txt"), root.join(".git/COMMIT_EDITMSG")];
     let extra: Vec<String> = extra.iter().map(|p| p.to_string_lossy().into_owned()).collect();
@@ -788,9 +806,10 @@ fn claude_codes_misses_and_cut_list_are_said_by_log_and_doctor() {
         .expect("the command's outcome");
     assert_eq!(outcome.extra["reported"]["own_folders"], json!(1), "{outcome:?}");
     assert_eq!(outcome.extra["reported"]["more"], json!(250), "{outcome:?}");
+    assert!(outcome.extra["reported"].get("snapshot_off").is_none(), "{outcome:?}");
     let out = walj_at(&root).args(["log"]).output().unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
-    assert!(log.contains("250 more files Claude Code's own list of changed files left unnamed"), "{log}");
+    assert!(!log.contains("more files Claude Code's own list"), "{log}");
     let out = walj_at(&root).args(["doctor"]).output().unwrap();
     let doctor = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -800,5 +819,5 @@ fn claude_codes_misses_and_cut_list_are_said_by_log_and_doctor() {
         "{doctor}"
     );
     assert!(doctor.contains("build/out.txt"), "{doctor}");
-    assert!(doctor.contains("stopped at 200 in 1 Bash command(s): 250 more file(s)"), "{doctor}");
+    assert!(!doctor.contains("stopped at 200"), "{doctor}");
 }
