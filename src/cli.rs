@@ -205,12 +205,17 @@ pub enum Command {
     )]
     Watch(cmd::watch::WatchArgs),
     /// (internal) Folds the journal into its snapshot and prints nothing, started detached by a
-    /// SessionStart whose fold ran out of time, so the next reader reads only what is left.
+    /// SessionStart whose fold ran out of time, so the next reader reads only what is left;
+    /// then imports the sessions walj's hooks never saw that SessionStart left to it.
     #[command(
         hide = true,
-        after_help = "Examples:\n  walj fold --project .     # what a SessionStart starts, detached"
+        after_help = "Examples:\n  walj fold --project . --starting SID     # what a SessionStart starts, detached"
     )]
-    Fold,
+    Fold {
+        /// The session whose SessionStart started it: left to its own hooks, never imported.
+        #[arg(long, value_name = "SID")]
+        starting: Option<String>,
+    },
     /// (internal) The full scan after a turn that used the watcher, started detached by Stop.
     #[command(
         hide = true,
@@ -357,7 +362,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         | Command::Watch(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Reconcile(a) => cmd::watch::reconcile(&project, &a),
-        Command::Fold => cmd::recover::fold_cmd(&project),
+        Command::Fold { starting } => cmd::recover::fold_cmd(&project, starting.as_deref()),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),

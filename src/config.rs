@@ -26,6 +26,9 @@
 //! auto = true                         # compact in the background after a SessionEnd…
 //! auto_mb = 64                        # …once the journal is larger than this (MiB)
 //!
+//! [import]
+//! on_start = true                     # SessionStart imports recent sessions walj's hooks never saw
+//!
 //! [keys]                              # walj tui key overrides, e.g. revert = ["r", "x"]
 //!
 //! [sync]                              # walj sync (docs/sync.md)
@@ -63,6 +66,24 @@ pub struct Config {
     pub theme: toml::Table,
     /// `[limits]`: how much a bundle or a sync payload may inflate to.
     pub limits: Limits,
+    /// `[import]`: sessions walj's hooks never saw, imported at SessionStart.
+    pub import: ImportConfig,
+}
+
+/// `[import]`: at SessionStart, the project's recent Claude Code sessions that walj's hooks
+/// never saw (hooks that did not fire) are rebuilt from their transcripts
+/// (`crate::import::auto`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImportConfig {
+    /// Off: only `walj import` imports.
+    pub on_start: bool,
+}
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        ImportConfig { on_start: true }
+    }
 }
 
 /// `[limits]`: bounds on reading data from others (session bundles, other machines' sync

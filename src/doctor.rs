@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod plugins;
+mod reported;
 mod resolve;
 mod subfolder;
 mod walj_dir;
@@ -89,6 +90,9 @@ pub mod check {
     pub const SUBFOLDER: &str = "subfolder";
     /// What a killed `walj bisect` left: scratch copies, an in-place state in the tree.
     pub const BISECT: &str = "bisect";
+    /// What Claude Code's own lists of a Bash command's changed files named that walj's
+    /// snapshot missed ([`reported`]).
+    pub const REPORTED: &str = "reported";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -1144,6 +1148,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         findings.extend(check_config(project));
         findings.extend(check_project(project));
         findings.extend(watch::check(project));
+        findings.extend(reported::check(project));
     }
     let status = worst(&findings);
     DoctorReport {

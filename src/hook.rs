@@ -685,7 +685,7 @@ impl Ctx<'_> {
         let (cfg, matcher) = self.config();
         let store = self.project.store_dir();
         let mut syncs = Vec::new();
-        let w = witness::missed(self.project, rep, recorded, r, command, matcher.as_ref(), |rel, c| {
+        let mut w = witness::missed(self.project, rep, recorded, r, command, matcher.as_ref(), |rel, c| {
             let mut image = capture(&store, &self.project.root.join(rel), rel, &cfg, matcher.as_ref());
             image.settle(c, &mut syncs);
             c.after = image.blob;
@@ -696,6 +696,13 @@ impl Ctx<'_> {
                 log_error(self.project, &format!("storing what Claude Code reported: {e}"));
             }
         }
+        if !cfg.bash.snapshot
+            && let Some(n) = w.note.as_mut()
+        {
+            // The list was the only witness: what it left off is in no entry.
+            n["snapshot_off"] = Value::Bool(true);
+        }
+        witness::log(self.project, &w, &r.id, &r.ts, cfg.bash.snapshot);
         w
     }
 
@@ -932,7 +939,8 @@ impl Ctx<'_> {
                     deferred::save(self.project, self.ev.session, Some(&start))?;
                     // Finishes the fold in the background (a reader writes the snapshot in
                     // steps), so the first prompt's fold reads only what is left.
-                    if let Err(e) = crate::retention::spawn_detached(self.project, &["fold"]) {
+                    let starting = format!("--starting={}", self.ev.session);
+                    if let Err(e) = crate::retention::spawn_detached(self.project, &["fold", &starting]) {
                         log_error(self.project, &format!("starting the fold's background reader: {e}"));
                     }
                     return Ok(None);
@@ -941,8 +949,38 @@ impl Ctx<'_> {
         } else {
             Fold::load(&self.project.journal, &opts)?
         };
+        let imported = self.auto_import(&fold);
         let agent = self.ev.agent;
-        Ok(self.start_note(fold, Some(start)).map(|o| agents::session_start_output(agent, o).to_string()))
+        let mut output = self.start_note(fold, Some(start));
+        if let Some(m) = imported {
+            output = Some(announce::add_system_message(output, &m));
+        }
+        Ok(output.map(|o| agents::session_start_output(agent, o).to_string()))
+    }
+
+    /// Claude Code sessions of this project that walj's hooks never saw, rebuilt from their
+    /// transcripts ([`crate::import::auto`]): imported here when small, else by the background
+    /// fold (whose note a later SessionStart tells). The line to tell the user, once.
+    fn auto_import(&self, fold: &Fold) -> Option<String> {
+        use crate::import::auto;
+        if self.ev.agent != Agent::ClaudeCode || !auto::enabled(self.project, &self.config().0) {
+            return None;
+        }
+        let mut lines: Vec<String> = auto::take_note(self.project).into_iter().collect();
+        if let Some(config_dir) = crate::claude::paths::config_dir() {
+            let plan = auto::plan(self.project, fold, self.ev.session, &config_dir);
+            if plan.files.is_empty() || plan.inline(self.project) {
+                match auto::run(self.project, &plan, &config_dir) {
+                    Ok(done) => lines.extend(done.and_then(|d| d.message())),
+                    Err(e) => log_error(self.project, &format!("importing sessions walj's hooks never saw: {e}")),
+                }
+            } else if let Err(e) =
+                crate::retention::spawn_detached(self.project, &["fold", &format!("--starting={}", self.ev.session)])
+            {
+                log_error(self.project, &format!("starting the background import: {e}"));
+            }
+        }
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
     /// This session's `start` record, as SessionStart writes it.

@@ -423,12 +423,14 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
 /// `walj fold`: the fold every reader does (its snapshot written in steps, under the claim the
 /// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
 /// reads this detached process's output.
-pub fn fold_cmd(project: &Project) -> anyhow::Result<i32> {
-    if let Err(e) = Fold::load(&project.journal, &FoldOptions::default()) {
-        crate::fsutil::append_log(
+pub fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
+    match Fold::load(&project.journal, &FoldOptions::default()) {
+        // Then the sessions walj's hooks never saw that SessionStart left for it.
+        Ok(fold) => crate::import::auto::in_background(project, &fold, starting.unwrap_or("")),
+        Err(e) => crate::fsutil::append_log(
             &project.errors_log(),
             &format!("folding {} in the background: {e}", project.journal.display()),
-        );
+        ),
     }
     Ok(0)
 }

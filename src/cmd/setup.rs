@@ -418,6 +418,11 @@ pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32>
         }
     }
     project.ensure_dir()?;
+    // After a `walj uninstall` here: SessionStart imports sessions its hooks never saw again,
+    // from now on (those run while walj was uninstalled were run without it by choice).
+    if let Err(e) = crate::import::auto::mark_installed(project) {
+        eprintln!("walj: warning: {}: {e}", crate::import::auto::uninstalled_path(project).display());
+    }
     say_walj_dir_ignored(project);
     println!("Journal: {}. Claude Code runs the hooks from its next session on.", project.journal.display());
     Ok(0)
@@ -546,6 +551,10 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
             }
         }
         println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
+    }
+    // Sessions from now on are run without walj by choice: none is imported by itself.
+    if let Err(e) = crate::import::auto::mark_uninstalled(project) {
+        eprintln!("walj: warning: {}: {e}", crate::import::auto::uninstalled_path(project).display());
     }
     Ok(0)
 }

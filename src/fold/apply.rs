@@ -348,8 +348,10 @@ impl Fold {
                     c.status = if failed { CommandStatus::Failed } else { CommandStatus::Ok };
                     c.ended_ts = Some(rec.ts.clone());
                     c.error = rec.get_str(key::ERROR).map(str::to_string);
-                    c.unseen =
-                        crate::fold::Unseen::from_value(rec.extra.get(key::SNAPSHOT).and_then(|s| s.get(key::UNSEEN)));
+                    c.unseen = crate::fold::Unseen::of_outcome(
+                        rec.extra.get(key::SNAPSHOT).and_then(|s| s.get(key::UNSEEN)),
+                        rec.extra.get(key::REPORTED),
+                    );
                     if let Some(t) = rec.get_str(key::TASK_ID) {
                         c.task_id = Some(t.to_string());
                         c.background = true;

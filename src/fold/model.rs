@@ -398,6 +398,17 @@ pub struct Unseen {
     /// The same list as a text file people read (project-relative: `.walj/unlisted/…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unlisted_file: Option<String>,
+    /// Files Claude Code said the command changed past its own list of the changed files
+    /// (`bashEditDiff.moreFiles`: the list stops at 200) while walj's own snapshot was off
+    /// (`[bash] snapshot = false`): their changes are in no entry. (With the snapshot on, it
+    /// looked at every file the list could name: the list holds only files under Claude
+    /// Code's working folder that git does not ignore.)
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub reported_more: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How many of the paths past the bound a record names itself ([`Unseen::unlisted_sample`]).
@@ -414,6 +425,16 @@ impl Unseen {
     /// Read from a record's JSON (`unseen`), ignoring what it does not know.
     pub fn from_value(v: Option<&Value>) -> Option<Unseen> {
         let u: Unseen = serde_json::from_value(v?.clone()).ok()?;
+        (!u.is_empty()).then_some(u)
+    }
+
+    /// A command outcome's `unseen` (under `snapshot`), with what Claude Code's own list of
+    /// the changed files left off while walj's snapshot was off (`reported.more`).
+    pub fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
+        let off = reported.and_then(|r| r.get("snapshot_off")).and_then(Value::as_bool) == Some(true);
+        let more = reported.filter(|_| off).and_then(|r| r.get("more")).and_then(Value::as_u64).unwrap_or(0);
+        let mut u = Unseen::from_value(snapshot_unseen).unwrap_or_default();
+        u.reported_more = u.reported_more.max(more);
         (!u.is_empty()).then_some(u)
     }
 }

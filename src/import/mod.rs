@@ -7,6 +7,7 @@
 //! in [`crate::agents::patch`].
 
 pub mod agents;
+pub mod auto;
 pub mod claude;
 pub mod codex;
 pub mod copilot;

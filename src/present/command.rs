@@ -37,7 +37,7 @@ pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usiz
 /// matters here (only special or over-cap files, said on their entries).
 pub fn left_out(c: &Command, width: usize) -> Option<String> {
     let u = c.unseen.as_ref()?;
-    if c.status == CommandStatus::InFlight || !(u.cut_short || u.unlisted > 0) {
+    if c.status == CommandStatus::InFlight || !(u.cut_short || u.unlisted > 0 || u.reported_more > 0) {
         return None;
     }
     Some(format!("command left changes out of its entries: {} — {}", one_line(&c.command, width), unseen(u)?))
@@ -69,6 +69,13 @@ pub fn unseen(u: &Unseen) -> Option<String> {
         ));
     } else if u.cut_short {
         parts.push("files past the snapshot's limit ([bash] max_files / max_ms), without a recorded image".to_string());
+    }
+    if u.reported_more > 0 {
+        let n = u.reported_more;
+        parts.push(format!(
+            "{n} more {} Claude Code's own list of changed files left unnamed (it stops at 200) while walj's snapshot was off ([bash] snapshot = false): in no entry",
+            if n == 1 { "file" } else { "files" }
+        ));
     }
     (!parts.is_empty()).then(|| format!("not seen: {}", parts.join(", ")))
 }

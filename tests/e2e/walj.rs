@@ -1278,6 +1278,99 @@ fn outside_git_a_killed_commands_changes_are_reverted_by_revert_session() {
     assert_eq!(p.walj_json(&["recover", "--json"])["unresolved"], 0);
 }
 
+/// A session whose hooks never fired (here: run with walj's settings moved aside, as in an
+/// editor that runs no hooks) is known only from its transcript. The next session's
+/// SessionStart imports it: its Write is in `walj log`, marked imported.
+#[test]
+fn a_session_run_without_walj_hooks_is_in_walj_log_after_the_next_session_starts() {
+    let test = "a_session_run_without_walj_hooks_is_in_walj_log_after_the_next_session_starts";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("notes.md", "draft\n")]);
+    p.install_walj();
+    // A first session with walj's hooks: the journal begins.
+    let mock = MockServer::start(vec![Turn::text("Hello.")]);
+    p.session(p.claude_p(&bin, &mock, "Hi"), &mock);
+    // A session without them: every settings file holding walj's hooks moved aside.
+    let aside: Vec<(PathBuf, PathBuf)> = ["settings.json", "settings.local.json"]
+        .iter()
+        .map(|f| p.root().join(".claude").join(f))
+        .filter(|f| f.exists())
+        .map(|f| (f.clone(), f.with_extension("aside")))
+        .collect();
+    for (f, a) in &aside {
+        fs::rename(f, a).unwrap();
+    }
+    let mock = MockServer::start(vec![
+        Turn::tool("Write", json!({"file_path": p.abs("made.md"), "content": "made without hooks\n"})),
+        Turn::text("Done."),
+    ]);
+    let out = claude::run(p.claude_p(&bin, &mock, "Write made.md"), SESSION_TIMEOUT);
+    assert!(out.status.success(), "claude failed: {}\n{}", out.stdout, out.stderr);
+    let hookless = out.json()["session_id"].as_str().expect("session_id").to_string();
+    for (f, a) in &aside {
+        fs::rename(a, f).unwrap();
+    }
+    assert_eq!(p.sb.read("made.md").as_deref(), Some("made without hooks\n"));
+    assert!(!p.journal_text().contains(&hookless), "walj's hooks ran in the hookless session");
+    // The next session starts with walj's hooks: the hookless one is imported.
+    let mock = MockServer::start(vec![Turn::text("Hello again.")]);
+    p.session(p.claude_p(&bin, &mock, "Hi again"), &mock);
+    let log = p.walj_json(&["log", "--all", "--json"]);
+    let text = log.to_string();
+    assert!(text.contains("made.md") && text.contains(&hookless[..6]), "{log:#}");
+    let rec = p
+        .journal()
+        .into_iter()
+        .find(|r| r["session"] == hookless.as_str() && r["path"] == "made.md" && r["op"] == "applied")
+        .unwrap_or_else(|| panic!("no applied made.md of {hookless}:\n{}", p.journal_text()));
+    assert_eq!(rec["imported"], json!(true), "{rec}");
+    // Once: the session after that imports nothing more.
+    let n = p.journal().iter().filter(|r| r["session"] == hookless.as_str()).count();
+    let mock = MockServer::start(vec![Turn::text("Hello once more.")]);
+    p.session(p.claude_p(&bin, &mock, "Hi once more"), &mock);
+    assert_eq!(p.journal().iter().filter(|r| r["session"] == hookless.as_str()).count(), n);
+    p.assert_hooks_clean();
+}
+
+/// Claude Code 2.1.332's own list of the files a Bash command changed
+/// (`bashEditDiff.changedFiles`, on with `bashEditDiffEnabled`) is a second witness: with walj's
+/// snapshot off (`[bash] snapshot = false`, so walj itself records no file of the command),
+/// every file the list names is an entry of the command, marked reported by Claude Code, holding
+/// the file as it is after the command.
+#[test]
+fn claude_codes_changed_files_give_entries_walj_did_not_record() {
+    let test = "claude_codes_changed_files_give_entries_walj_did_not_record";
+    let Some(bin) = claude::claude_at_least(test, "2.1.332") else { return };
+    let p = Proj::new(&[("a.txt", "a\n")]);
+    p.install_walj();
+    fs::write(p.root().join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
+    let user = p.sb.home.join(".claude/settings.json");
+    fs::create_dir_all(user.parent().unwrap()).unwrap();
+    fs::write(&user, r#"{"bashEditDiffEnabled": true}"#).unwrap();
+    let command = "sed -i s/a/A/ a.txt && echo n > new.txt";
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Edit"})),
+        Turn::text("Done."),
+    ]);
+    p.session(p.claude_p(&bin, &mock, "Edit"), &mock);
+    let outcome = p
+        .records("applied", "toolu_mock_0_0")
+        .into_iter()
+        .find(|r| r["parent"].is_null())
+        .unwrap_or_else(|| panic!("no outcome:\n{}", p.journal_text()));
+    let note = outcome.get("reported").unwrap_or_else(|| panic!("Claude Code sent no list: {outcome}"));
+    let kids: Vec<Value> = p.journal().into_iter().filter(|r| r["parent"] == "toolu_mock_0_0").collect();
+    let a = kids.iter().find(|r| r["path"] == "a.txt").unwrap_or_else(|| panic!("{note} {kids:#?}"));
+    assert_eq!(a["reported"], "claude_code", "{a}");
+    assert!(a["nocap"].as_str().is_some_and(|n| n.starts_with("reported_only")), "{a}");
+    assert_eq!(a["after"].as_str(), p.hash_object("a.txt").as_deref(), "{a}");
+    // An untracked new file is on the list (2.1.332 lists files under its working folder only:
+    // a file the command wrote outside it is not named).
+    assert_eq!(note["listed"], json!(2), "{note}");
+    assert!(kids.iter().any(|r| r["path"] == "new.txt" && r["reported"] == "claude_code"), "{note} {kids:#?}");
+    p.assert_hooks_clean();
+}
+
 /// The link at `rel` in `p`, read (never followed); `None` when nothing is there.
 fn link_at(p: &Proj, rel: &str) -> Option<String> {
     let path = p.root().join(rel);

@@ -706,8 +706,15 @@ fn claude_codes_changed_files_are_journaled_when_the_snapshot_is_off() {
     hook(&root, &pre);
     assert!(sh(&root, &command));
     hook(&root, &post);
-    let kids = children(&root, "toolu_b1");
+    let (kids, outside_kids): (Vec<_>, Vec<_>) = children(&root, "toolu_b1").into_iter().partition(|r| !r.outside);
     assert_eq!(kids.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(), ["a.txt", "new.txt"], "{kids:?}");
+    // The path outside the project is recorded as outside, as a file tool's is: its absolute
+    // path, nothing captured.
+    assert_eq!(outside_kids.len(), 1, "{outside_kids:?}");
+    let o = &outside_kids[0];
+    assert_eq!(o.path, elsewhere.to_string_lossy(), "{o:?}");
+    assert!(o.before.is_none() && o.after.is_none(), "nothing captured outside: {o:?}");
+    assert_eq!(o.extra.get("reported"), Some(&json!("claude_code")), "{o:?}");
     for k in &kids {
         assert_eq!(k.extra.get("reported"), Some(&json!("claude_code")), "{k:?}");
         assert!(k.before.is_none(), "no pre-image was taken: {k:?}");
@@ -730,6 +737,24 @@ fn claude_codes_changed_files_are_journaled_when_the_snapshot_is_off() {
     let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("reported_only"), "{text}");
+    // The list was the only witness: the 5 files it left off are in no entry, said with the
+    // command by log and recover, and counted by doctor.
+    assert_eq!(note["snapshot_off"], json!(true), "{note}");
+    let cut = "5 more files Claude Code's own list of changed files left unnamed";
+    let out = walj_at(&root).args(["log"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains(cut), "{log}");
+    let out = walj_at(&root).args(["recover"]).output().unwrap();
+    let recover = String::from_utf8_lossy(&out.stdout);
+    assert!(recover.contains(cut), "{recover}");
+    let out = walj_at(&root).args(["doctor"]).output().unwrap();
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains("2 changed file(s) of 1 Bash command(s) were journaled from Claude Code's own list alone"),
+        "{doctor}"
+    );
+    assert!(doctor.contains("stopped at 200 in 1 Bash command(s) while walj's snapshot was off: 5 more"), "{doctor}");
+    assert!(doctor.contains("changed 1 file(s) outside the project"), "{doctor}");
 }
 
 /// With the snapshot on, a path it recorded is not entered twice; a path it does not look at
@@ -752,4 +777,47 @@ fn claude_codes_changed_files_add_only_what_the_snapshot_missed() {
     assert!(by_path(&kids, "a.txt").extra.get("reported").is_none(), "the snapshot's own: {kids:?}");
     assert!(by_path(&kids, "new.txt").extra.get("reported").is_none(), "the snapshot's own: {kids:?}");
     assert_eq!(by_path(&kids, "build/out.txt").extra.get("reported"), Some(&json!("claude_code")), "{kids:?}");
+}
+
+/// A command whose Claude Code list named a file the snapshot missed: `walj doctor` counts the
+/// miss; `.git/` paths on the list follow the snapshot's rule (no entry); the list's cut at 200
+/// (`moreFiles`) is no miss with the snapshot on (it looked at every file the list could name).
+#[test]
+fn claude_codes_misses_are_counted_by_doctor_and_git_paths_make_no_entry() {
+    let (_repo, root) = repo(&[("a.txt", b"a\n"), (".gitignore", b"build/\n")]);
+    let extra = [root.join("build/out.txt"), root.join(".git/COMMIT_EDITMSG")];
+    let extra: Vec<String> = extra.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let mut post = real_bash_edit_diff_post(&root, &extra, 250);
+    let command = "echo x > new.txt && sed -i s/a/A/ a.txt && mkdir -p build && echo o > build/out.txt";
+    post["tool_input"]["command"] = json!(command);
+    let mut pre = post.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    pre.as_object_mut().unwrap().remove("tool_response");
+    hook(&root, &pre);
+    assert!(sh(&root, command));
+    hook(&root, &post);
+    let kids = children(&root, "toolu_b1");
+    let paths: Vec<&str> = kids.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "build/out.txt", "new.txt"], "no entry under .git/: {kids:?}");
+    let outcome = journal_records(&root)
+        .into_iter()
+        .find(|r| r.id == "toolu_b1" && r.op == "applied" && r.parent.is_none())
+        .expect("the command's outcome");
+    assert_eq!(outcome.extra["reported"]["own_folders"], json!(1), "{outcome:?}");
+    assert_eq!(outcome.extra["reported"]["more"], json!(250), "{outcome:?}");
+    assert!(outcome.extra["reported"].get("snapshot_off").is_none(), "{outcome:?}");
+    let out = walj_at(&root).args(["log"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(!log.contains("more files Claude Code's own list"), "{log}");
+    let out = walj_at(&root).args(["doctor"]).output().unwrap();
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains(
+            "Claude Code's own list named 1 changed file(s) in 1 Bash command(s) that walj's snapshot missed"
+        ),
+        "{doctor}"
+    );
+    assert!(doctor.contains("build/out.txt"), "{doctor}");
+    assert!(!doctor.contains("stopped at 200"), "{doctor}");
 }

@@ -14,6 +14,7 @@ mod bash;
 mod bulk;
 mod claude_gate;
 mod git_state;
+mod hookless;
 mod never_blocks;
 mod secrets;
 mod stop_tasks;
