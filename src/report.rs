@@ -97,10 +97,11 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     }
     if e.uncertain {
         use crate::journal::attribution::{AFTER_STOP, UNCERTAIN, UNDECIDED};
-        let value = match (e.after_stop, e.undecided) {
-            (true, _) => AFTER_STOP,
-            (false, true) => UNDECIDED,
-            (false, false) => UNCERTAIN,
+        let value = match (e.after_stop, e.undecided, e.redated) {
+            (true, _, _) => AFTER_STOP,
+            (false, true, _) => UNDECIDED,
+            (false, false, true) => crate::journal::attribution::REDATED,
+            (false, false, false) => UNCERTAIN,
         };
         o.insert("attribution".into(), json!(value));
         if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {

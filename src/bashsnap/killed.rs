@@ -380,7 +380,7 @@ fn derive(
         last_life: journal_life.max(seen_end),
         margin: ctime_margin(project),
     };
-    let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
+    let mut kept: Vec<(Change, Verdict, Option<i64>, bool)> = Vec::new();
     // What the watcher saw, read once, only when a change has no time of its own.
     let mut watched: Option<Option<std::collections::HashMap<String, i64>>> = None;
     for c in changes {
@@ -416,6 +416,7 @@ fn derive(
             }
         }
         let mut verdict = rule::judge(&own, &scene, at);
+        let mut redated = false;
         if verdict == Verdict::AfterStop
             && let rule::At::Exact(c_at) = at
         {
@@ -423,11 +424,23 @@ fn derive(
             // ctime, not the content. The watcher's last content change on the path (attribute-only
             // events are logged apart, never as `change`) bounds when the content took its state.
             let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
-            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel))
-                && t < c_at
-            {
-                at = rule::At::NoLaterThan(t);
-                verdict = rule::judge(&own, &scene, at);
+            match seen.as_ref().map(|m| m.get(&c.rel)) {
+                Some(Some(&t)) if t < c_at => {
+                    at = rule::At::NoLaterThan(t);
+                    verdict = rule::judge(&own, &scene, at);
+                }
+                Some(_) => {}
+                None => {
+                    // No watcher to tell: the ctime alone can make it uncertain, never move it
+                    // out of the command, when the content's own clock (its mtime) says before.
+                    let life = scene.last_life.unwrap_or(i64::MAX);
+                    if mtime_ms(&project.root.join(crate::fsutil::name::to_path(&c.rel)))
+                        .is_some_and(|m| m <= life + scene.margin)
+                    {
+                        redated = true;
+                        verdict = Verdict::Uncertain(Vec::new());
+                    }
+                }
             }
         }
         if !on_path.is_empty() && verdict == Verdict::Certain {
@@ -438,15 +451,15 @@ fn derive(
             rule::At::Exact(t) | rule::At::NoLaterThan(t) => Some(t),
             rule::At::Unknown => None,
         };
-        kept.push((c, verdict, when));
+        kept.push((c, verdict, when, redated));
     }
-    let changes: Vec<Change> = kept.iter().map(|(c, _, _)| c.clone()).collect();
+    let changes: Vec<Change> = kept.iter().map(|(c, _, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
     let unseen = tree.unseen(snap, &now, &changes);
     let mut out: Vec<Record> = records
         .into_iter()
         .zip(kept)
-        .map(|(r, (_, verdict, when))| {
+        .map(|(r, (_, verdict, when, redated))| {
             let mut r = r.with(key::UNFINISHED, true);
             if let Some(t) = when.and_then(ts_of) {
                 r = r.with(key::CHANGED, t);
@@ -457,6 +470,7 @@ fn derive(
                     Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
                     None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
                 },
+                Verdict::Uncertain(_) if redated => r.with(key::ATTRIBUTION, attribution::REDATED),
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
                 Verdict::Uncertain(c) => {
                     let shown: Vec<String> = c.iter().map(|id| texts.get(id).cloned().unwrap_or_default()).collect();
@@ -644,6 +658,13 @@ fn ctime_ms(abs: &Path) -> Option<i64> {
         let t = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
         i64::try_from(t.as_millis()).ok()
     }
+}
+
+/// A path's mtime (its own, not a link's target), ms since the epoch: the content's own clock,
+/// set freely (`touch -d`, `cp -p`), so only ever a reason for doubt.
+fn mtime_ms(abs: &Path) -> Option<i64> {
+    let t = fs::symlink_metadata(abs).ok()?.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(t.as_millis()).ok()
 }
 
 /// The least margin, in ms, however fine the file system's clock.

@@ -143,6 +143,10 @@ pub struct Entry {
     /// `candidates`", counted in no command's changes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub undecided: bool,
+    /// A killed command's change whose ctime is after its session's last sign of life, its
+    /// mtime not, and no watcher to tell (`attribution: "redated"`): uncertain, never after-stop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redated: bool,
     /// The subagent whose tool call made it (`agent_id`); `None`: the main thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -221,6 +225,7 @@ impl Entry {
             uncertain: view.attribution.is_some(),
             after_stop: view.attribution.as_deref() == Some(crate::journal::attribution::AFTER_STOP),
             undecided: view.attribution.as_deref() == Some(crate::journal::attribution::UNDECIDED),
+            redated: view.attribution.as_deref() == Some(crate::journal::attribution::REDATED),
             agent_id: view.agent_id.map(Cow::into_owned),
             command,
             changed: view.changed.map(Cow::into_owned),

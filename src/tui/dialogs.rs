@@ -428,6 +428,7 @@ mod tests {
             uncertain: false,
             after_stop: false,
             undecided: false,
+            redated: false,
             agent_id: None,
             command: None,
             changed: None,

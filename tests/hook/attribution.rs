@@ -112,8 +112,10 @@ fn two_overlapping_commands_list_a_change_once_naming_the_other() {
     let b = children(&repo, "toolu_cmdB");
     assert_eq!(a.keys().collect::<Vec<_>>(), ["before_b.out", "both.out"], "{a:?}");
     assert!(a["before_b.out"].get("attribution").is_none(), "made before B began: certain: {a:?}");
-    assert_eq!(a["both.out"]["attribution"], "uncertain", "{a:?}");
+    // Neither line (`build`, `test`) names it: undecided, counted in neither's changes.
+    assert_eq!(a["both.out"]["attribution"], "undecided", "{a:?}");
     assert_eq!(a["both.out"]["candidates"], json!(["toolu_cmdB"]), "{a:?}");
+    assert_eq!(a["both.out"]["candidate_commands"], json!(["test"]), "{a:?}");
     // Never two entries for one change: B's Post finds it claimed.
     assert!(b.is_empty(), "B listed again what A's entry holds: {b:?}");
     // The JSON report names the candidates.
@@ -546,4 +548,48 @@ fn claude_codes_temporary_file_is_never_an_entry() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains(".tmp.4243."), "{}", String::from_utf8_lossy(&out.stdout));
     let killed = children(&repo, "toolu_killed");
     assert!(killed.is_empty(), "{killed:?}");
+}
+
+/// Metadata never re-dates content: the killed command wrote `a.txt` and `b.txt` while Claude
+/// Code lived; after the crash, before walj first looks, a same-mode `chmod` and a `touch -r`
+/// move their ctimes. Without the watcher's log the ctime can only make them uncertain
+/// (`redated`), never "made after Claude Code stopped"; the user's own edit stays after-stop.
+#[test]
+fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop() {
+    let repo = Repo::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
+    let root = repo.root.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    fs::write(&transcript, "{}\n").unwrap();
+    bash_with_transcript(&root, A, "toolu_sed", "sed -i s/x/y/ a.txt b.txt && sleep 60", &transcript);
+    fs::write(root.join("a.txt"), "y\n").unwrap();
+    fs::write(root.join("b.txt"), "y\n").unwrap();
+    tick();
+    fs::write(&transcript, "{}\n{}\n").unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    // After the crash: metadata only, then the user's real edit.
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(root.join(p)).unwrap().permissions().mode()
+    };
+    let same = fs::Permissions::from(std::os::unix::fs::PermissionsExt::from_mode(mode("a.txt")));
+    fs::set_permissions(root.join("a.txt"), same).unwrap();
+    // `touch -r a.txt b.txt`: b.txt's times set to a.txt's (its ctime moves to now).
+    let reference = fs::metadata(root.join("a.txt")).unwrap().modified().unwrap();
+    fs::File::options().write(true).open(root.join("b.txt")).unwrap().set_modified(reference).unwrap();
+    fs::write(root.join("c.txt"), "the user's\n").unwrap();
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = children(&repo, "toolu_sed");
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["a.txt", "b.txt", "c.txt"], "{c:?}");
+    for p in ["a.txt", "b.txt"] {
+        assert_ne!(c[p]["attribution"], "after_stop", "{p}: metadata re-dated the content: {c:?}");
+        assert_eq!(c[p]["attribution"], "redated", "{p}: {c:?}");
+    }
+    assert_eq!(c["c.txt"]["attribution"], "after_stop", "{c:?}");
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let line = text.lines().find(|l| l.contains("a.txt")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("its mtime is not"), "{line}");
 }
