@@ -244,7 +244,9 @@ pub fn shortened(command: &str, max: usize) -> String {
 /// The words of a command line, split at blanks, quotes and shell operators.
 fn words(command: &str) -> impl Iterator<Item = &str> {
     command
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\'' | '"' | '`' | '='))
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '\'' | '"' | '`' | '=')
+        })
         .filter(|w| !w.is_empty())
 }
 

@@ -235,10 +235,8 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
                     shown.push(text.clone());
                 }
             }
-            let mut r = r
-                .with(key::ATTRIBUTION, kept)
-                .with(key::CANDIDATES, names)
-                .with(key::CANDIDATE_COMMANDS, shown);
+            let mut r =
+                r.with(key::ATTRIBUTION, kept).with(key::CANDIDATES, names).with(key::CANDIDATE_COMMANDS, shown);
             if undecided {
                 // Not known to be this command's: nor its subagent's work.
                 r.extra.remove(key::AGENT_ID);

@@ -65,7 +65,10 @@ impl Fold {
         };
         let is_command = view.is_command();
         let session = view.session_key().to_string();
-        if view.unfinished && op_name == op::APPLIED && let Some(p) = view.parent.as_deref() {
+        if view.unfinished
+            && op_name == op::APPLIED
+            && let Some(p) = view.parent.as_deref()
+        {
             // A killed command's derived entries are appended once its processes are gone.
             self.note_gone(&session, p, &view.ts);
         }

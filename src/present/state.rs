@@ -217,7 +217,10 @@ pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     }
     if e.undecided {
         // Listed apart from any command: both are named, this one by its line too.
-        let this = e.command.as_deref().map_or_else(|| "this command".to_string(), |c| format!("`{}`", super::text::one_line(c, 60)));
+        let this = e
+            .command
+            .as_deref()
+            .map_or_else(|| "this command".to_string(), |c| format!("`{}`", super::text::one_line(c, 60)));
         let who = if others.is_empty() { "another command".to_string() } else { others.join(" or ") };
         return Some(format!(
             "uncertain: {this} or {who} — they ran at the same time and no command line names the file, its folder or a pattern matching it; counted in neither's changes"

@@ -435,11 +435,16 @@ fn a_subagents_sleep_does_not_take_the_main_threads_loop_files() {
     // recover names the other command by its line, never by its tool-call id.
     let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
-    for line in text.lines().filter(|l| l.contains("out/o")) {
+    let entries: Vec<&str> = text.lines().filter(|l| l.contains("in_flight") && l.contains("out/o")).collect();
+    assert_eq!(entries.len(), 3, "{text}");
+    for line in entries {
         assert!(!line.contains("by subagent"), "{line}\n{text}");
         assert!(!line.contains("toolu_"), "a candidate named by its id: {line}\n{text}");
-        assert!(line.contains(&format!("`{sub_cmd}`")), "{line}\n{text}");
+        assert!(line.contains(&format!("or `{sub_cmd}`'s: they ran at the same time")), "{line}\n{text}");
     }
+    // Each command counts its own.
+    assert!(text.contains(&format!("{sub_cmd} — 1 change since it started")), "{text}");
+    assert!(text.contains(&format!("{main_cmd} — 3 changes since it started")), "{text}");
 }
 
 /// Two killed commands open at a change, neither of whose lines names the file, its folder or
@@ -469,11 +474,12 @@ fn a_change_no_open_command_names_is_undecided_and_counted_in_neither() {
 
     let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
-    let line = text.lines().find(|l| l.contains("who.out")).unwrap_or_else(|| panic!("{text}"));
+    let line =
+        text.lines().find(|l| l.contains("in_flight") && l.contains("who.out")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("uncertain: `sleep 60` or `sleep 61`"), "{line}");
     assert!(line.contains("counted in neither's changes"), "{line}");
     // Neither command counts it among its changes.
-    for l in text.lines().filter(|l| l.contains("`sleep 6")) {
+    for l in text.lines().filter(|l| l.contains("command never finished")) {
         assert!(!l.contains("1 change"), "{l}\n{text}");
     }
     // revert --session leaves it out (it may be either's; by its id with --force).
@@ -590,6 +596,7 @@ fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop()
     assert_eq!(c["c.txt"]["attribution"], "after_stop", "{c:?}");
     let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
-    let line = text.lines().find(|l| l.contains("a.txt")).unwrap_or_else(|| panic!("{text}"));
+    let line =
+        text.lines().find(|l| l.contains("in_flight") && l.contains(" a.txt ")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("its mtime is not"), "{line}");
 }
