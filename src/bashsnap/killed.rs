@@ -422,23 +422,22 @@ fn derive(
             // ctime, not the content. The watcher's last content change on the path (attribute-only
             // events are logged apart, never as `change`) bounds when the content took its state.
             let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
-            match seen.as_ref().map(|m| m.get(&c.rel)) {
-                Some(Some(&t)) if t < c_at => {
-                    at = rule::At::NoLaterThan(t);
-                    verdict = rule::judge(&own, &scene, at);
-                }
-                Some(_) => {}
-                None => {
-                    // No watcher to tell: the ctime alone can make it uncertain, never move it
-                    // out of the command, when the content's own clock (its mtime) says before.
-                    let life = scene.last_life.unwrap_or(i64::MAX);
-                    if mtime_ms(&project.root.join(crate::fsutil::name::to_path(&c.rel)))
-                        .is_some_and(|m| m <= life + scene.margin)
-                    {
-                        redated = true;
-                        verdict = Verdict::Uncertain(Vec::new());
-                    }
-                }
+            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel))
+                && t < c_at
+            {
+                at = rule::At::NoLaterThan(t);
+                verdict = rule::judge(&own, &scene, at);
+            }
+            // Otherwise (no watcher, or one that logs a `chmod` as a change like any other): the
+            // ctime alone can make it uncertain, never move it out of the command, when the
+            // content's own clock (its mtime) says before the last sign of life.
+            let life = scene.last_life.unwrap_or(i64::MAX);
+            if verdict == Verdict::AfterStop
+                && mtime_ms(&project.root.join(crate::fsutil::name::to_path(&c.rel)))
+                    .is_some_and(|m| m <= life + scene.margin)
+            {
+                redated = true;
+                verdict = Verdict::Uncertain(Vec::new());
             }
         }
         if !on_path.is_empty() && verdict == Verdict::Certain {

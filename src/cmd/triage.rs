@@ -468,7 +468,7 @@ fn sure_entries<'f>(entries: Vec<&'f crate::fold::Entry>, ids: &ShortIds, what: 
                     "changed after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which",
                     crate::present::hms(t)
                 ),
-                (false, _) if e.redated => "its ctime is after Claude Code's last sign of life, its mtime is not: a chmod or touch after the crash may have moved it, or it changed after Claude Code stopped; walj cannot tell which without its watcher".to_string(),
+                (false, _) if e.redated => "its ctime is after Claude Code's last sign of life, its mtime is not: a chmod or touch after the crash may have moved it, or it changed after Claude Code stopped; walj cannot tell which".to_string(),
         (false, _) if e.undecided => "made while several commands ran, none of whose command lines names it: which one made it is not known".to_string(),
         (false, _) => "another command, session or the user may have made it: they were active while its command ran".to_string(),
             };

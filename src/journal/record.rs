@@ -157,7 +157,7 @@ pub mod attribution {
     /// command's changes. Listed once, under the command that opened first.
     pub const UNDECIDED: &str = "undecided";
     /// A killed command's change whose ctime is after its session's last sign of life but
-    /// whose mtime is not, and no watcher's log to tell: a `chmod` or `touch -r` after the
+    /// whose mtime is not, and no watcher's log to tell otherwise: a `chmod` or `touch -r` after the
     /// crash moves the ctime without touching the content. Metadata never re-dates content:
     /// without the watcher the ctime can only make it uncertain, never after-stop.
     pub const REDATED: &str = "redated";

@@ -213,7 +213,7 @@ pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
         return None;
     }
     if e.redated {
-        return Some("its ctime is after Claude Code's last sign of life but its mtime is not: the content may be this command's, its time moved by a chmod or touch after the crash, or changed after Claude Code stopped — walj cannot tell without its watcher".to_string());
+        return Some("its ctime is after Claude Code's last sign of life but its mtime is not: the content may be this command's, its time moved by a chmod or touch after the crash, or changed after Claude Code stopped — walj cannot tell which".to_string());
     }
     if e.undecided {
         // Listed apart from any command: both are named, this one by its line too.
