@@ -21,11 +21,16 @@
 //! later". Within the clock margin of any boundary the verdict is never certain.
 //!
 //! When several commands' windows were open at a change, its time cannot say whose it is;
-//! their command lines can hint: a command whose text names the changed file
-//! ([`names_path`]) is the likelier writer (`echo s > sub.log` beside `sleep 2`). The hint
-//! only chooses under which command the change is listed, never makes it certain. When several
-//! killed commands saw one change, [`owner`] names the one that keeps it (of those open at its
-//! time, one that names the file, else the first opened): a change is listed once.
+//! their command lines can ([`evidence`]): a command whose text names the changed file, a
+//! pattern matching it (`out/o$i.txt` for `out/o2.txt`) or — weaker — its folder is the
+//! likelier writer (the main thread's loop beside an async subagent's `echo s > sub.txt;
+//! sleep 90`). The hint chooses under which command the change is listed, never makes it
+//! certain; without it the change is undecided ([`Owner::Undecided`]: "uncertain: A or B",
+//! counted in neither command's changes). When several killed commands saw one change,
+//! [`owner`] names the one that keeps it: a change is listed once. A killed command's window
+//! closes when walj sees its processes gone, so a dead session's command is no suspect for
+//! what is made after that. Claude Code's own temporary files ([`claude_temp_of`]) are never
+//! changes.
 //!
 //! Pure: times are milliseconds since the epoch, no I/O (the property test below drives it
 //! over random interleavings of windows, deaths and changes).
@@ -409,6 +414,11 @@ mod tests {
         assert_eq!(judge(&killed, &dead, At::Exact(400)), Verdict::AfterStop);
         assert_eq!(judge(&killed, &dead, At::NoLaterThan(400)), Verdict::AfterStop);
         assert_eq!(judge(&killed, &dead, At::Unknown), Verdict::AfterStop);
+        // A command killed in an earlier crash, its processes seen gone at 130 (its window's
+        // end): no suspect for a later session's change at 150, still one for one at 120.
+        let dead = Scene { others: vec![w("dead", 50, Some(130))], margin: 5, ..Default::default() };
+        assert_eq!(judge(&w("new", 110, Some(200)), &dead, At::Exact(150)), Verdict::Certain);
+        assert_eq!(judge(&w("new", 110, Some(200)), &dead, At::Exact(120)), Verdict::Uncertain(vec!["dead"]));
         let crowd = Scene { writer_from: Some(130), margin: 5, ..Default::default() };
         assert_eq!(judge(&own, &crowd, At::Exact(110)), Verdict::Certain);
         assert_eq!(judge(&own, &crowd, At::Exact(131)), Verdict::Uncertain(vec![]));
