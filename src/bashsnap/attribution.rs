@@ -4,8 +4,10 @@
 //! A Bash command's side effects are found by comparing snapshots, and a comparison cannot
 //! say who wrote. What walj knows is when things could write: every command (any session,
 //! any subagent) has a **window** from its intent to its outcome — or, when it never
-//! finished, to its session's last sign of life — and a change has a **time**, its ctime
-//! (never the mtime: `touch -d`, `cp -p`, `tar` and `rsync -a` set that freely). Changes a
+//! finished, until walj saw its processes gone (its own derivation is bounded by its session's
+//! last sign of life) — and a change has a **time**, its ctime (never the mtime: `touch -d`,
+//! `cp -p`, `tar` and `rsync -a` set that freely; a metadata change after a crash may only make
+//! a change uncertain, never move it out of the command). Changes a
 //! journaled call explains (its `after` blob or intended content) were taken out before this
 //! rule runs. For the rest:
 //!
