@@ -300,9 +300,10 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
             from.push_str("; ");
             from.push_str(&v);
         }
-        if let Some(a) =
-            present::state::attribution(e, &e.candidates.iter().map(|c| safe(c).into_owned()).collect::<Vec<_>>())
-        {
+        if let Some(a) = present::state::attribution(
+            e,
+            &present::state::candidate_names(e, |c| safe(fold.ids.short(c)).into_owned()),
+        ) {
             from.push_str("; ");
             from.push_str(&a);
         }
@@ -329,7 +330,9 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
     // background commands; git.
     let command_item = |c: &crate::fold::Command, placed: &mut std::collections::HashSet<*const Entry>| {
         let own: Vec<&Entry> =
-            mine.iter().copied().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).collect();
+            // An undecided change (several commands ran, none named it) is no command's: it is
+            // listed with the cut-off entries, naming both.
+            mine.iter().copied().filter(|e| e.unfinished && !e.undecided && e.parent.as_deref() == Some(&c.id)).collect();
         let later = late.iter().filter(|e| e.unfinished && e.parent.as_deref() == Some(&c.id)).count();
         // A command that finished but left changes out of its entries (over `[bash]
         // max_changes`) is told like a killed one: what it changed is not all listed.

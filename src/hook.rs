@@ -1330,12 +1330,18 @@ const BESIDE_SCAN_BYTES: u64 = 4 << 20;
 ///    by its folder's ctime. Decided by [`crate::bashsnap::attribution::judge`], the rule
 ///    killed commands use too. (No margin here: the hook probes no clock; a change within a
 ///    millisecond of another window's edge is judged by the journal's own times.)
-/// 3. An uncertain change is left to a candidate that still runs when that command's line
-///    names the file and this one's does not (`echo s > sub.log` beside `sleep 2`,
-///    [`crate::bashsnap::attribution::names_path`]), and its snapshot had finished before the
-///    change's ctime ([`bashsnap::pending`]): its own outcome (or its derivation after a
-///    crash) is sure to see the change and lists it, once, under it, with this command as a
-///    candidate. Only then: a candidate that could have missed it never gets it.
+/// 3. Of an uncertain change, the commands' texts may say who is the likelier writer
+///    ([`crate::bashsnap::attribution::evidence`]: a command that names the file, a pattern
+///    matching it — `out/o$i.txt` — or, weaker, its folder). When this command's text alone
+///    points at it most strongly, it stays this command's (uncertain, naming the others). When
+///    a candidate's does, and that candidate still runs with its snapshot finished before the
+///    change's ctime ([`bashsnap::pending`]), it is left to it: its own outcome (or its
+///    derivation after a crash) is sure to see the change and lists it, once, under it. Else —
+///    no text singles one out — the change is `attribution: undecided`: "uncertain: this
+///    command or the candidates", listed once here and counted in neither's changes.
+/// 4. Claude Code's own temporary file for a journaled Edit or Write
+///    (`<file>.tmp.<pid>.<hex>`, [`crate::bashsnap::attribution::claude_temp_of`]) is part of
+///    that call, never a change.
 ///
 /// Decided under the journal's lock, so two commands that ran side by side never both claim a
 /// file from a journal that has neither's children yet.
@@ -1347,9 +1353,14 @@ fn explained_elsewhere(
 ) -> Vec<Record> {
     use crate::bashsnap::attribution::{self as rule, Scene, Verdict, Window};
     use crate::bashsnap::killed::{change_time, ms};
+    use crate::journal::attribution;
     use std::collections::{HashMap, HashSet};
     use std::ops::ControlFlow::{Break, Continue};
     let mut known: HashSet<(String, Option<String>)> = HashSet::new();
+    // The paths file tool calls named in the look back (for their temporary files).
+    let mut journaled: HashSet<String> = HashSet::new();
+    // The other windows' command lines (their intents), for the evidence rule.
+    let mut texts: HashMap<String, String> = HashMap::new();
     // Other commands (any session): outcomes seen first walking back (id → its time), then
     // the windows, from their intent to their outcome (or still open).
     let mut closed: HashMap<String, String> = HashMap::new();
@@ -1365,9 +1376,30 @@ fn explained_elsewhere(
                 op::APPLIED | op::FAILED | op::RESOLVED => {
                     closed.entry(v.id.to_string()).or_insert_with(|| v.ts.to_string());
                 }
-                op::INTENT => windows.push((v.id.to_string(), v.ts.to_string(), closed.get(v.id.as_ref()).cloned())),
+                op::INTENT => {
+                    windows.push((v.id.to_string(), v.ts.to_string(), closed.get(v.id.as_ref()).cloned()));
+                    if let Ok(r) = serde_json::from_slice::<serde_json::Value>(line)
+                        && let Some(text) = r.get(key::COMMAND).and_then(serde_json::Value::as_str)
+                    {
+                        texts.insert(v.id.to_string(), text.to_string());
+                    }
+                }
                 _ => {}
             }
+        }
+        if !v.path.is_empty() && v.parent.is_none() && !v.is_command() {
+            journaled.insert(v.path.to_string());
+        }
+        // A command that never finished closes when walj saw its processes gone (its `gone`
+        // record, its derived entries): a dead session's command is no suspect after that.
+        // Walking back, the earliest such record is the last seen.
+        let gone = match (v.op(), v.kind()) {
+            (op::SESSION, Some(kind::GONE)) => v.target.as_deref(),
+            (op::APPLIED, _) if v.unfinished => v.parent.as_deref(),
+            _ => None,
+        };
+        if let Some(g) = gone {
+            closed.insert(g.to_string(), v.ts.to_string());
         }
         if own_session && v.op() == op::INTENT && v.id == id {
             own_open = Some(v.ts.to_string());
@@ -1428,34 +1460,68 @@ fn explained_elsewhere(
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
             !known.contains(&(c.path.clone(), after))
         })
+        // Claude Code's temporary file of a journaled Edit or Write: that call's, not a change.
+        .filter(|c| rule::claude_temp_of(&c.path).is_none_or(|base| !journaled.contains(base)))
         .filter_map(|c| {
             let at = change_time(&project.root, &c.path);
             match rule::judge(&own, &scene, at) {
                 Verdict::Certain => Some(c),
                 Verdict::Uncertain(ids) if !ids.is_empty() => {
-                    let rule::At::Exact(t) = at else {
-                        return Some(uncertain(c, &ids));
-                    };
-                    let theirs = !rule::names_path(command, &c.path)
-                        && ids.iter().any(|w| {
-                            pending
+                    let mut levels = vec![rule::evidence(command, &c.path)];
+                    for w in &ids {
+                        let text = match texts.get(*w) {
+                            Some(t) => Some(t.clone()),
+                            None => pending
                                 .entry(w.to_string())
                                 .or_insert_with(|| bashsnap::pending(project, w))
                                 .as_ref()
-                                .is_some_and(|p| t > p.seen_ms && rule::names_path(&p.command, &c.path))
-                        });
-                    (!theirs).then(|| uncertain(c, &ids))
+                                .map(|p| p.command.clone()),
+                        };
+                        levels.push(text.map_or(rule::Evidence::None, |t| rule::evidence(&t, &c.path)));
+                    }
+                    match rule::likelier(&levels) {
+                        Some(0) => Some(uncertain(c, &ids, &texts, attribution::UNCERTAIN)),
+                        Some(k) => {
+                            // The likelier writer takes it when it is sure to see it.
+                            let w = ids[k - 1];
+                            let sure = matches!(at, rule::At::Exact(t) if pending
+                                .entry(w.to_string())
+                                .or_insert_with(|| bashsnap::pending(project, w))
+                                .as_ref()
+                                .is_some_and(|p| t > p.seen_ms));
+                            (!sure).then(|| uncertain(c, &ids, &texts, attribution::UNDECIDED))
+                        }
+                        None => Some(uncertain(c, &ids, &texts, attribution::UNDECIDED)),
+                    }
                 }
-                _ => Some(c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)),
+                _ => Some(c.with(key::ATTRIBUTION, attribution::UNCERTAIN)),
             }
         })
         .collect()
 }
 
-/// A change that may be `candidates`' as well: `attribution: uncertain`, naming them.
-fn uncertain(c: Record, candidates: &[&str]) -> Record {
-    c.with(key::ATTRIBUTION, crate::journal::attribution::UNCERTAIN)
+/// A change that may be `candidates`' as well: `attribution` (`uncertain`: likelier this
+/// command's; `undecided`: no more this command's than theirs), naming them.
+fn uncertain(
+    c: Record,
+    candidates: &[&str],
+    texts: &std::collections::HashMap<String, String>,
+    attribution: &str,
+) -> Record {
+    use crate::bashsnap::attribution::shortened;
+    let shown: Vec<String> = candidates
+        .iter()
+        .map(|w| texts.get(*w).map(|t| shortened(t, key::CANDIDATE_SHOWN)).unwrap_or_default())
+        .collect();
+    let mut c = c
+        .with(key::ATTRIBUTION, attribution)
         .with(key::CANDIDATES, candidates.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .with(key::CANDIDATE_COMMANDS, shown);
+    if attribution == crate::journal::attribution::UNDECIDED {
+        // Not known to be this command's: nor its subagent's work.
+        c.extra.remove(key::AGENT_ID);
+    }
+    c
 }
 
 /// The start of a session's last turn (see [`unfinished_turn`]).

@@ -96,13 +96,22 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
         o.insert("agent_id".into(), json!(a));
     }
     if e.uncertain {
-        use crate::journal::attribution::{AFTER_STOP, UNCERTAIN};
-        o.insert("attribution".into(), json!(if e.after_stop { AFTER_STOP } else { UNCERTAIN }));
+        use crate::journal::attribution::{AFTER_STOP, UNCERTAIN, UNDECIDED};
+        let value = match (e.after_stop, e.undecided, e.redated) {
+            (true, _, _) => AFTER_STOP,
+            (false, true, _) => UNDECIDED,
+            (false, false, true) => crate::journal::attribution::REDATED,
+            (false, false, false) => UNCERTAIN,
+        };
+        o.insert("attribution".into(), json!(value));
         if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {
             o.insert("end_seen".into(), json!(t));
         }
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));
+        }
+        if e.candidate_commands.iter().any(|t| !t.is_empty()) {
+            o.insert("candidate_commands".into(), json!(e.candidate_commands));
         }
     }
     if let Some(t) = &e.verified {
@@ -439,7 +448,7 @@ fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
     if let Some(v) = present::state::disk_verdict(e, |id| safe(ids.short(id)).into_owned()) {
         marks.push(v);
     }
-    let others: Vec<String> = e.candidates.iter().map(|c| safe(ids.short(c)).into_owned()).collect();
+    let others = present::state::candidate_names(e, |c| safe(ids.short(c)).into_owned());
     if let Some(a) = present::state::attribution(e, &others) {
         marks.push(a);
     }

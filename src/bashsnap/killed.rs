@@ -148,13 +148,16 @@ pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reco
 
 /// Killed commands whose windows overlapped (an async subagent's command beside the main
 /// thread's, two sessions' commands) all see a change made while both ran. Each change is
-/// listed **once**, `attribution: uncertain`, with the others that saw it as `candidates`
-/// (every killed command's window stays open until the crash): under the one the rule's
-/// [`owner`](super::attribution::owner) names — the first started whose command line names
-/// the file, else the first started. A change made before the later command started is only
-/// the earlier one's snapshot difference, so it stays certain.
+/// listed **once**, with the others that saw it as `candidates` (every killed command's window
+/// stays open until walj sees its processes gone), as [`owner`](super::attribution::owner)
+/// decides: under the one whose command line alone names the file, a pattern matching it or
+/// its folder (`attribution: uncertain`, counted as its change); when none is singled out,
+/// `attribution: undecided` — "uncertain: A or B", counted in neither's changes, listed under
+/// the first started without its subagent (whose it is, is not known). A change made before
+/// the later command started is only the earlier one's snapshot difference, so it stays
+/// certain.
 fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
-    use super::attribution::{At, Window, names_path, owner};
+    use super::attribution::{At, Evidence, Owner, Window, evidence, owner, shortened};
     use std::collections::HashMap;
     if derived.len() < 2 {
         return;
@@ -174,14 +177,18 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
             saw.entry(k).or_insert((at, Vec::new())).1.push(i);
         }
     }
-    // (path, after) → (index of the command that keeps it, the other commands that saw it).
-    let keepers: HashMap<Key, (usize, Vec<String>)> = saw
+    // (path, after) → (who keeps it, the other commands that saw it: id, shortened text).
+    let keepers: HashMap<Key, (Owner, Vec<(String, String)>)> = saw
         .into_iter()
         .filter_map(|(k, (at, claimants))| {
-            let names: Vec<bool> = derived.iter().map(|(_, snap, _)| names_path(&snap.command, &k.0)).collect();
+            let names: Vec<Evidence> = derived.iter().map(|(_, snap, _)| evidence(&snap.command, &k.0)).collect();
             let at = at.map_or(At::Unknown, At::Exact);
             let keeper = owner(&windows, &claimants, &names, at, 0)?;
-            let others = claimants.iter().filter(|&&i| i != keeper).map(|&i| derived[i].1.parent.clone()).collect();
+            let others = claimants
+                .iter()
+                .filter(|&&i| i != keeper.index())
+                .map(|&i| (derived[i].1.parent.clone(), shortened(&derived[i].1.command, key::CANDIDATE_SHOWN)))
+                .collect();
             Some((k, (keeper, others)))
         })
         .collect();
@@ -196,7 +203,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
             }
             let k = (r.path.clone(), r.after.as_ref().and_then(|b| b.id().map(str::to_string)));
             let Some((keeper, others)) = keepers.get(&k) else { continue };
-            if *keeper != i {
+            if keeper.index() != i {
                 continue;
             }
             if others.is_empty() {
@@ -205,23 +212,36 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
             }
             // Each other claimant's snapshot saw the change after its Pre: its window was open.
             // One made after the session stopped stays that; candidates already named stay.
-            let kept = if r.get_str(key::ATTRIBUTION) == Some(attribution::AFTER_STOP) {
-                attribution::AFTER_STOP
-            } else {
-                attribution::UNCERTAIN
+            let after_stop = r.get_str(key::ATTRIBUTION) == Some(attribution::AFTER_STOP);
+            let undecided = matches!(keeper, Owner::Undecided(_));
+            let kept = match (after_stop, undecided) {
+                (true, _) => attribution::AFTER_STOP,
+                (false, true) => attribution::UNDECIDED,
+                (false, false) => attribution::UNCERTAIN,
             };
-            let mut names: Vec<String> = r
-                .extra
-                .get(key::CANDIDATES)
-                .and_then(serde_json::Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
-            for o in others {
+            let listed = |k: &str| -> Vec<String> {
+                r.extra
+                    .get(k)
+                    .and_then(serde_json::Value::as_array)
+                    .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect())
+                    .unwrap_or_default()
+            };
+            let mut names = listed(key::CANDIDATES);
+            let mut shown = listed(key::CANDIDATE_COMMANDS);
+            shown.resize(names.len(), String::new());
+            for (o, text) in others {
                 if !names.contains(o) {
                     names.push(o.clone());
+                    shown.push(text.clone());
                 }
             }
-            records.push(r.with(key::ATTRIBUTION, kept).with(key::CANDIDATES, names));
+            let mut r =
+                r.with(key::ATTRIBUTION, kept).with(key::CANDIDATES, names).with(key::CANDIDATE_COMMANDS, shown);
+            if undecided {
+                // Not known to be this command's: nor its subagent's work.
+                r.extra.remove(key::AGENT_ID);
+            }
+            records.push(r);
         }
     }
 }
@@ -255,6 +275,10 @@ pub fn settle_own(
         let records = if done || !cfg.bash.snapshot { Vec::new() } else { derive(project, cfg, matcher, &snap, &all)? };
         remove_snapshot(&dir, &path, snap.index.as_ref());
         out.extend(records);
+        if !done {
+            // Its turn ended at this Stop: so did its window.
+            out.push(gone_record(&snap));
+        }
     }
     Ok(out)
 }
@@ -311,18 +335,36 @@ fn derive(
         .collect();
     // When another session became active while the command could run: an unexplained change
     // made since may be its (or the user's), one made before is the command's.
+    // (Its own hooks' records: what walj derived for a dead session since is no sign of it.)
     let crowded_from: Option<String> = all
         .sessions
         .iter()
-        .filter(|s| s.session != snap.session && (s.last_ts.as_str() >= since || s.status() == SessionStatus::Live))
+        .filter(|s| {
+            let last = if s.last_life_ts.is_empty() { s.last_ts.as_str() } else { s.last_life_ts.as_str() };
+            s.session != snap.session && (last >= since || s.status() == SessionStatus::Live)
+        })
         .map(|s| s.first_ts.as_str().max(since).to_string())
         .min();
+    // Every other command's window: from its intent to its outcome, or — never finished — to
+    // the moment walj saw its processes gone (a dead session's command is no suspect for what
+    // was made after that); still open while they may run.
     let windows: Vec<(String, i64, Option<i64>)> = all
         .sessions
         .iter()
         .flat_map(|s| s.commands.iter())
         .filter(|c| c.id != snap.parent)
-        .filter_map(|c| Some((c.id.clone(), ms(&c.ts)?, c.ended_ts.as_deref().and_then(ms))))
+        .filter_map(|c| {
+            let close = c.ended_ts.as_deref().or(c.gone_ts.as_deref()).and_then(ms);
+            Some((c.id.clone(), ms(&c.ts)?, close))
+        })
+        .filter(|(_, _, close)| close.is_none_or(|c| c >= ms(since).unwrap_or(0)))
+        .collect();
+    // Their command lines, as the readers name them.
+    let texts: std::collections::HashMap<&str, String> = all
+        .sessions
+        .iter()
+        .flat_map(|s| s.commands.iter())
+        .map(|c| (c.id.as_str(), rule::shortened(&c.command, key::CANDIDATE_SHOWN)))
         .collect();
     let own = Window { id: &snap.parent, open: ms(since).unwrap_or(0), close: None };
     // Without a watcher, the last sign of life in the journal and the transcript; with one that
@@ -336,10 +378,17 @@ fn derive(
         last_life: journal_life.max(seen_end),
         margin: ctime_margin(project),
     };
-    let mut kept: Vec<(Change, Verdict, Option<i64>)> = Vec::new();
+    let mut kept: Vec<(Change, Verdict, Option<i64>, bool)> = Vec::new();
     // What the watcher saw, read once, only when a change has no time of its own.
     let mut watched: Option<Option<std::collections::HashMap<String, i64>>> = None;
     for c in changes {
+        if let Some(base) = super::attribution::claude_temp_of(&c.rel)
+            && others.iter().any(|e| e.path == base)
+        {
+            // Claude Code's own temporary file for a file tool call on `base` (journaled):
+            // part of that call, never a change (left behind when it was cut off mid-write).
+            continue;
+        }
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
         let after_id = after.as_ref().and_then(|b| b.id());
@@ -365,6 +414,32 @@ fn derive(
             }
         }
         let mut verdict = rule::judge(&own, &scene, at);
+        let mut redated = false;
+        if verdict == Verdict::AfterStop
+            && let rule::At::Exact(c_at) = at
+        {
+            // Metadata never re-dates content: a `chmod` or `touch -r` after the crash moves the
+            // ctime, not the content. The watcher's last content change on the path (attribute-only
+            // events are logged apart, never as `change`) bounds when the content took its state.
+            let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
+            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel))
+                && t < c_at
+            {
+                at = rule::At::NoLaterThan(t);
+                verdict = rule::judge(&own, &scene, at);
+            }
+            // Otherwise (no watcher, or one that logs a `chmod` as a change like any other): the
+            // ctime alone can make it uncertain, never move it out of the command, when the
+            // content's own clock (its mtime) says before the last sign of life.
+            let life = scene.last_life.unwrap_or(i64::MAX);
+            if verdict == Verdict::AfterStop
+                && mtime_ms(&project.root.join(crate::fsutil::name::to_path(&c.rel)))
+                    .is_some_and(|m| m <= life + scene.margin)
+            {
+                redated = true;
+                verdict = Verdict::Uncertain(Vec::new());
+            }
+        }
         if !on_path.is_empty() && verdict == Verdict::Certain {
             // Another call journaled this path since: the disk matches neither's image.
             verdict = Verdict::Uncertain(Vec::new());
@@ -373,15 +448,15 @@ fn derive(
             rule::At::Exact(t) | rule::At::NoLaterThan(t) => Some(t),
             rule::At::Unknown => None,
         };
-        kept.push((c, verdict, when));
+        kept.push((c, verdict, when, redated));
     }
-    let changes: Vec<Change> = kept.iter().map(|(c, _, _)| c.clone()).collect();
+    let changes: Vec<Change> = kept.iter().map(|(c, _, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
     let unseen = tree.unseen(snap, &now, &changes);
     let mut out: Vec<Record> = records
         .into_iter()
         .zip(kept)
-        .map(|(r, (_, verdict, when))| {
+        .map(|(r, (_, verdict, when, redated))| {
             let mut r = r.with(key::UNFINISHED, true);
             if let Some(t) = when.and_then(ts_of) {
                 r = r.with(key::CHANGED, t);
@@ -392,8 +467,14 @@ fn derive(
                     Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
                     None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
                 },
+                Verdict::Uncertain(_) if redated => r.with(key::ATTRIBUTION, attribution::REDATED),
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
-                Verdict::Uncertain(c) => r.with(key::ATTRIBUTION, attribution::UNCERTAIN).with(key::CANDIDATES, c),
+                Verdict::Uncertain(c) => {
+                    let shown: Vec<String> = c.iter().map(|id| texts.get(id).cloned().unwrap_or_default()).collect();
+                    r.with(key::ATTRIBUTION, attribution::UNCERTAIN)
+                        .with(key::CANDIDATES, c)
+                        .with(key::CANDIDATE_COMMANDS, shown)
+                }
             }
         })
         .collect();
@@ -576,6 +657,13 @@ fn ctime_ms(abs: &Path) -> Option<i64> {
     }
 }
 
+/// A path's mtime (its own, not a link's target), ms since the epoch: the content's own clock,
+/// set freely (`touch -d`, `cp -p`), so only ever a reason for doubt.
+fn mtime_ms(abs: &Path) -> Option<i64> {
+    let t = fs::symlink_metadata(abs).ok()?.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(t.as_millis()).ok()
+}
+
 /// The least margin, in ms, however fine the file system's clock.
 const MIN_MARGIN_MS: i64 = 2;
 
@@ -623,6 +711,15 @@ pub fn changed_at(abs: &Path) -> Option<String> {
     ctime_ms(abs).and_then(ts_of)
 }
 
+/// `kind: gone` for the killed command `snap`: walj saw its processes gone now (not a sign of
+/// its session's life: marked `unfinished` like its derived entries).
+fn gone_record(snap: &Snapshot) -> Record {
+    let mut r = Record::new(crate::journal::op::SESSION, &snap.session);
+    r.kind = Some(crate::journal::kind::GONE.to_string());
+    r.target = Some(snap.parent.clone());
+    r.with(key::UNFINISHED, true)
+}
+
 /// True when the journal already has the command's derived children (a walj killed after
 /// appending them, before removing its claim).
 fn already_recorded(all: &Fold, parent: &str) -> bool {
@@ -648,9 +745,12 @@ fn materialise(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(io_err(path, "claiming")(e)),
     }
-    if !records.is_empty() && !already_recorded(all, &snap.parent) {
+    if !already_recorded(all, &snap.parent) {
+        // The moment walj saw its processes gone closes its window (`gone`), whatever it changed.
+        let mut out = records.to_vec();
+        out.push(gone_record(snap));
         project.ensure_dir().map_err(io_err(&project.dir, "creating"))?;
-        JournalWriter::new(&project.journal).append_all(records).map_err(io_err(&project.journal, "appending"))?;
+        JournalWriter::new(&project.journal).append_all(&out).map_err(io_err(&project.journal, "appending"))?;
     }
     remove_snapshot(dir, &claim, snap.index.as_ref());
     Ok(true)

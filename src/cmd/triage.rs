@@ -563,7 +563,9 @@ fn sure_entries<'f>(entries: Vec<&'f crate::fold::Entry>, ids: &ShortIds, what: 
                     "changed after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): the killed command's, or the user's (or another program's) after Claude Code stopped; walj cannot tell which",
                     crate::present::hms(t)
                 ),
-                (false, _) => "another command, session or the user may have made it: they were active while its command ran".to_string(),
+                (false, _) if e.redated => "its ctime is after Claude Code's last sign of life, its mtime is not: a chmod or touch after the crash may have moved it, or it changed after Claude Code stopped; walj cannot tell which".to_string(),
+        (false, _) if e.undecided => "made while several commands ran, none of whose command lines names it: which one made it is not known".to_string(),
+        (false, _) => "another command, session or the user may have made it: they were active while its command ran".to_string(),
             };
             eprintln!(
                 "  {short} ({}): {why}. If it is the session's: `walj diff {short}`, then `walj revert {short} --force`",
@@ -616,7 +618,12 @@ fn not_claudes_json(e: &crate::fold::Entry, ids: &ShortIds) -> serde_json::Value
         "id": e.id,
         "short": ids.short(&e.id),
         "path": e.path,
-        "attribution": if e.after_stop { "after_stop" } else { "uncertain" },
+        "attribution": match (e.after_stop, e.undecided, e.redated) {
+            (true, _, _) => crate::journal::attribution::AFTER_STOP,
+            (false, true, _) => crate::journal::attribution::UNDECIDED,
+            (false, false, true) => crate::journal::attribution::REDATED,
+            (false, false, false) => crate::journal::attribution::UNCERTAIN,
+        },
         "why": not_sure_why(e),
     })
 }

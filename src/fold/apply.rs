@@ -65,6 +65,13 @@ impl Fold {
         };
         let is_command = view.is_command();
         let session = view.session_key().to_string();
+        if view.unfinished
+            && op_name == op::APPLIED
+            && let Some(p) = view.parent.as_deref()
+        {
+            // A killed command's derived entries are appended once its processes are gone.
+            self.note_gone(&session, p, &view.ts);
+        }
         let l = Line { no: line, bytes, view, session };
         match op_name {
             op::INTENT | op::APPLIED | op::FAILED | op::RESOLVED if is_command => {
@@ -284,6 +291,7 @@ impl Fold {
             finished: None,
             head_before: head_of(rec),
             ended_ts: None,
+            gone_ts: None,
             agent_id: rec.get_str(key::AGENT_ID).map(str::to_string),
             unseen: None,
         };
@@ -368,9 +376,25 @@ impl Fold {
         }
     }
 
+    /// walj saw the processes of `session`'s command `id` gone at `ts` (the earliest counts).
+    fn note_gone(&mut self, session: &str, id: &str, ts: &str) {
+        if let Some(&i) = self.by_session.get(session)
+            && let Some(c) = self.sessions[i].commands.iter_mut().rev().find(|c| c.id == id)
+            && c.gone_ts.as_deref().is_none_or(|g| ts < g)
+        {
+            c.gone_ts = Some(ts.to_string());
+        }
+    }
+
     fn apply_session(&mut self, session: &str, rec: &Record) {
         let k = rec.kind.as_deref().unwrap_or("");
         match k {
+            kind::GONE => {
+                if let Some(t) = rec.target.as_deref() {
+                    self.note_gone(session, t, &rec.ts);
+                }
+                return;
+            }
             kind::UNSEEN => {
                 if let Some(t) = rec.target.as_deref()
                     && let Some(&i) = self.by_session.get(session)

@@ -291,6 +291,7 @@ impl Fold {
         for s in &mut self.sessions {
             for c in s.commands.iter_mut().filter(|c| c.id == command) {
                 c.running = Some(n);
+                c.gone_ts = None;
             }
         }
     }

@@ -138,6 +138,15 @@ pub struct Entry {
     /// stopped. Never counted as Claude's work (`revert --session`, the brief).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub after_stop: bool,
+    /// A derived entry made while several commands' windows were open, none of whose text
+    /// singles it out (`attribution: "undecided"`): "uncertain: this command or one of
+    /// `candidates`", counted in no command's changes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
+    /// A killed command's change whose ctime is after its session's last sign of life, its
+    /// mtime not, and no watcher to tell (`attribution: "redated"`): uncertain, never after-stop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redated: bool,
     /// The subagent whose tool call made it (`agent_id`); `None`: the main thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -156,6 +165,9 @@ pub struct Entry {
     /// was made (`candidates`), each of which may have made it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// The candidates' command lines (shortened), in their order, when recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidate_commands: Vec<String>,
     /// Derived from a killed command whose processes still run: the change may go on
     /// (set by [`crate::bashsnap::killed::reconcile`], never read from the journal).
     pub still_running: bool,
@@ -212,11 +224,14 @@ impl Entry {
             disk_check_by: None,
             uncertain: view.attribution.is_some(),
             after_stop: view.attribution.as_deref() == Some(crate::journal::attribution::AFTER_STOP),
+            undecided: view.attribution.as_deref() == Some(crate::journal::attribution::UNDECIDED),
+            redated: view.attribution.as_deref() == Some(crate::journal::attribution::REDATED),
             agent_id: view.agent_id.map(Cow::into_owned),
             command,
             changed: view.changed.map(Cow::into_owned),
             end_seen: view.end_seen.map(Cow::into_owned),
             candidates: view.candidates,
+            candidate_commands: view.candidate_commands,
             still_running: false,
             verified: None,
             legacy: None,
@@ -359,6 +374,11 @@ pub struct Command {
     /// When its outcome was recorded (`None`: none yet): the end of its window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_ts: Option<String>,
+    /// A command that never finished: when walj first saw its processes gone (its `gone`
+    /// record, or its derived entries' time) — the end of its window; orphans may write after
+    /// their session's crash, never after this. `None`: not seen gone (yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone_ts: Option<String>,
     /// The subagent that ran it (`agent_id`); `None`: the main thread. A subagent's
     /// foreground command is its own work, never a background process of the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -57,6 +57,9 @@ pub mod kind {
     /// `unseen` = [`crate::fold::Unseen`]): written beside its derived entries, so "N changes
     /// since it started" says what it leaves out. Marked `unfinished` (not a sign of life).
     pub const UNSEEN: &str = "unseen";
+    /// walj saw the processes of a command that never finished (`target`) gone: its window
+    /// closes here (orphans may write after their session's crash, never after this).
+    pub const GONE: &str = "gone";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
     pub const TASK: &str = "task";
@@ -148,6 +151,16 @@ pub mod attribution {
     /// orphaned command's, or someone's after Claude Code stopped; walj cannot tell which
     /// without its watcher.
     pub const AFTER_STOP: &str = "after_stop";
+    /// Made while several commands' windows were open (an async subagent's beside the main
+    /// thread's, two sessions'), and no command's text names the file, its folder or a pattern
+    /// matching it: "uncertain: A or B" (`candidates` name the others), counted in neither
+    /// command's changes. Listed once, under the command that opened first.
+    pub const UNDECIDED: &str = "undecided";
+    /// A killed command's change whose ctime is after its session's last sign of life but
+    /// whose mtime is not, and no watcher's log to tell otherwise: a `chmod` or `touch -r` after the
+    /// crash moves the ctime without touching the content. Metadata never re-dates content:
+    /// without the watcher the ctime can only make it uncertain, never after-stop.
+    pub const REDATED: &str = "redated";
 }
 
 /// `nocap` values: why an image was recorded by id only.
@@ -228,6 +241,11 @@ pub mod key {
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";
+    /// Beside `candidates`: their command lines, shortened ([`CANDIDATE_SHOWN`] characters), in
+    /// the same order: what the readers name them by (the ids stay in `--json`).
+    pub const CANDIDATE_COMMANDS: &str = "candidate_commands";
+    /// How many characters of a candidate's command line `candidate_commands` keeps.
+    pub const CANDIDATE_SHOWN: usize = 80;
     /// Symbolic-link entries (`kind: "symlink"`): the link's own target text before and after
     /// (`fsutil::name::encode`d: a target that is not UTF-8 reads back as the same bytes);
     /// absent on a side where there was no link (a side with a blob and no link text was a

@@ -72,6 +72,10 @@ pub struct RecordView<'a> {
     /// `candidates` of an uncertain derived entry: other commands that may have made it.
     #[serde(default, deserialize_with = "lenient_ids")]
     pub candidates: Vec<String>,
+    /// `candidate_commands`: the candidates' command lines (shortened), in their order, so a
+    /// reader names them by what they ran rather than by tool-call ids.
+    #[serde(default, deserialize_with = "lenient_ids")]
+    pub candidate_commands: Vec<String>,
     /// `intended` of a file tool's intent (a blob id).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub intended: Option<Cow<'a, str>>,
@@ -232,7 +236,7 @@ fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::
     d.deserialize_any(V)
 }
 
-/// A list of strings (`candidates`); anything else reads as empty, and non-strings in the
+/// A list of strings (`candidates`, `candidate_commands`); anything else reads as empty, and non-strings in the
 /// list are left out.
 fn lenient_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
@@ -330,7 +334,7 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
             }
             b'{' | b'[' => {
                 // `candidates` (rare: uncertain derived entries) is read by serde.
-                if STRICT_FIELDS.contains(&key) || key == "candidates" {
+                if STRICT_FIELDS.contains(&key) || key == "candidates" || key == "candidate_commands" {
                     return None;
                 }
                 i = skip_nested(b, i)?;

@@ -7,7 +7,8 @@ use crate::fold::{Command, CommandStatus, Entry, SessionStatus, Unseen};
 
 /// Changes derived from command `id` (a killed command's children) among `entries`.
 pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
-    entries.into_iter().filter(|e| e.unfinished && e.parent.as_deref() == Some(id)).count()
+    // An undecided change (several commands ran, none named it) is counted in none of them.
+    entries.into_iter().filter(|e| e.unfinished && !e.undecided && e.parent.as_deref() == Some(id)).count()
 }
 
 /// `None` unless `c` is a foreground command without an outcome. `changes`: how many

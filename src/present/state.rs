@@ -212,11 +212,39 @@ pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if !e.uncertain {
         return None;
     }
+    if e.redated {
+        return Some("its ctime is after Claude Code's last sign of life but its mtime is not: the content may be this command's, its time moved by a chmod or touch after the crash, or changed after Claude Code stopped — walj cannot tell which".to_string());
+    }
+    if e.undecided {
+        // Listed apart from any command: both are named, this one by its line too.
+        let this = e
+            .command
+            .as_deref()
+            .map_or_else(|| "this command".to_string(), |c| format!("`{}`", super::text::one_line(c, 60)));
+        let who = if others.is_empty() { "another command".to_string() } else { others.join(" or ") };
+        return Some(format!(
+            "uncertain: {this} or {who} — they ran at the same time and no command line names the file, its folder or a pattern matching it; counted in neither's changes"
+        ));
+    }
     Some(if others.is_empty() {
         "may not be this command's: another session or the user was active while it ran".to_string()
     } else {
         format!("may be this command's or {}'s: they ran at the same time", others.join("'s or "))
     })
+}
+
+/// How readers name the candidates of an uncertain entry: by their command lines, shortened and
+/// quoted (`candidate_commands`), else by `short(id)` (entries written before walj recorded
+/// the lines). The ids themselves stay in `--json`.
+pub fn candidate_names(e: &Entry, short: impl Fn(&str) -> String) -> Vec<String> {
+    e.candidates
+        .iter()
+        .enumerate()
+        .map(|(i, id)| match e.candidate_commands.get(i).filter(|t| !t.trim().is_empty()) {
+            Some(t) => format!("`{}`", super::text::one_line(t, 60)),
+            None => short(id),
+        })
+        .collect()
 }
 
 /// Whose work an entry is, for grouping: the subagent that made it (`None`: the main thread).

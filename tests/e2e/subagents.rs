@@ -146,3 +146,68 @@ fn an_async_subagent_and_the_main_thread_killed_mid_command_each_keep_their_own_
     assert!(main_at < heading && heading < sub_at, "{note}");
     assert_eq!((note.matches("main.log (").count(), note.matches("sub.log (").count()), (1, 1), "{note}");
 }
+
+/// The loop beside a subagent's sleep (seen with the real CLI, 3 of 3 runs): the async
+/// subagent runs `echo s > sub.txt; sleep 90`, opened first; the main thread runs `sleep 2`,
+/// then a loop writing `out/o1.txt`…`out/o3.txt` and sleeping; Claude Code is killed (-9) with
+/// both running. The loop's line names a pattern matching its files: they are its, never "by
+/// subagent"; each command keeps its own, and the other is named by its command line.
+#[test]
+fn a_subagents_sleep_never_takes_the_main_threads_loop_files() {
+    let test = "a_subagents_sleep_never_takes_the_main_threads_loop_files";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let p = Proj::new(&[("keep.txt", "k\n")]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-loop");
+    let guard = OrphanGuard(token.clone());
+    let main_cmd = format!("mkdir -p out; for i in 1 2 3; do echo $i > out/o$i.txt; done; sleep 60 # {token}");
+    let sub_cmd = format!("echo s > sub.txt; sleep 90 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool(
+            "Agent",
+            json!({"description": "write the sub file", "prompt": format!("{SUB}: write sub.txt, then wait"),
+                   "subagent_type": "general-purpose"}),
+        ),
+        Turn::tool("Bash", json!({"command": format!("echo waiting; sleep 2 # {token}"), "description": "Wait"})),
+        Turn::tool("Bash", json!({"command": main_cmd, "description": "Main"})),
+        Turn::text("unreachable"),
+    ]);
+    mock.subagent(
+        SUB,
+        vec![Turn::tool("Bash", json!({"command": sub_cmd, "description": "Sub"})), Turn::text("sub done")],
+    );
+    let running = claude::spawn(p.claude_p(&bin, &mock, "Run both"));
+    let pid = running.pid();
+    let sid = claude::bash_running(&p.sb, pid, (MAIN_CMD, &token, "out/o3.txt"), SESSION_TIMEOUT, || {
+        p.wait_for_record(Duration::ZERO, |r| r["op"] == "intent" && r["id"] == MAIN_CMD)
+            .and_then(|r| r["session"].as_str().map(str::to_string))
+    });
+    let both = sid.is_some()
+        && wait_until(Duration::from_secs(10), || {
+            p.sb.project.join("sub.txt").exists()
+                && p.sb.project.join("out/o3.txt").exists()
+                && claude::descendants(pid).iter().filter(|&&d| claude::cmdline(d).contains(&token)).count() >= 2
+        });
+    let mut running = running;
+    running.kill9();
+    let out = running.wait(Duration::from_secs(10));
+    assert!(both, "the two commands never ran at once: {out:?}\n{}\njournal:\n{}", mock.summary(), p.journal_text());
+    let sid = sid.unwrap();
+    drop(guard);
+    wait_gone(&token, p.root());
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    for f in ["out/o1.txt", "out/o2.txt", "out/o3.txt"] {
+        let e = &es[f];
+        assert_eq!(e["parent"], MAIN_CMD, "{f}: {recover:#}");
+        assert!(e.get("agent_id").is_none(), "{f} credited to the subagent: {recover:#}");
+        assert_ne!(e["attribution"], "undecided", "{f}: {recover:#}");
+    }
+    assert_eq!(es["sub.txt"]["parent"], SUB_CMD, "{recover:#}");
+    let (_, text, _) = p.walj(&["recover"]);
+    println!("walj recover:\n{text}");
+    for line in text.lines().filter(|l| l.contains("out/o")) {
+        assert!(!line.contains("by subagent"), "{line}\n{text}");
+        assert!(!line.contains("toolu_"), "a candidate named by its id: {line}\n{text}");
+    }
+}

@@ -112,8 +112,10 @@ fn two_overlapping_commands_list_a_change_once_naming_the_other() {
     let b = children(&repo, "toolu_cmdB");
     assert_eq!(a.keys().collect::<Vec<_>>(), ["before_b.out", "both.out"], "{a:?}");
     assert!(a["before_b.out"].get("attribution").is_none(), "made before B began: certain: {a:?}");
-    assert_eq!(a["both.out"]["attribution"], "uncertain", "{a:?}");
+    // Neither line (`build`, `test`) names it: undecided, counted in neither's changes.
+    assert_eq!(a["both.out"]["attribution"], "undecided", "{a:?}");
     assert_eq!(a["both.out"]["candidates"], json!(["toolu_cmdB"]), "{a:?}");
+    assert_eq!(a["both.out"]["candidate_commands"], json!(["test"]), "{a:?}");
     // Never two entries for one change: B's Post finds it claimed.
     assert!(b.is_empty(), "B listed again what A's entry holds: {b:?}");
     // The JSON report names the candidates.
@@ -384,4 +386,215 @@ fn a_skills_shell_line_is_journaled_and_its_window_closes_at_the_next_event() {
     );
     let again = repo.records().into_iter().filter(|r| r["id"] == "skill_sh_1").count();
     assert_eq!(again, 2, "{:?}", repo.records());
+}
+
+/// The async-subagent case seen with the real CLI: a subagent's `echo s > sub.txt; sleep 90`
+/// opened first, then the main thread's loop wrote `out/o1.txt`…`out/o3.txt`, and Claude Code
+/// was killed with both running. The loop's line names the folder and a pattern matching the
+/// files: they are its, never "by subagent", and each command's count holds its own only.
+#[test]
+fn a_subagents_sleep_does_not_take_the_main_threads_loop_files() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    let sub_cmd = "echo s > sub.txt; sleep 90";
+    let main_cmd = "mkdir -p out; for i in 1 2 3; do echo $i > out/o$i.txt; done; sleep 60";
+    let pre = |id: &str, command: &str| {
+        json!({
+            "hook_event_name": "PreToolUse", "session_id": A, "transcript_path": "/tmp/none.jsonl",
+            "cwd": root, "tool_name": "Bash", "tool_use_id": id,
+            "tool_input": {"command": command, "description": "test"},
+        })
+    };
+    hook(&root, &as_subagent(pre("toolu_sub", sub_cmd), "a7f3c2e9d1b04f66"));
+    fs::write(root.join("sub.txt"), "s\n").unwrap();
+    tick();
+    hook(&root, &pre("toolu_main", main_cmd));
+    tick();
+    fs::create_dir(root.join("out")).unwrap();
+    for i in 1..=3 {
+        fs::write(root.join(format!("out/o{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    // Claude Code lived on a moment (a journaled Write), then died.
+    tick();
+    write_tool(&root, A, "toolu_w", "w.txt", "w\n");
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let main = children(&repo, "toolu_main");
+    let sub = children(&repo, "toolu_sub");
+    assert_eq!(main.keys().collect::<Vec<_>>(), ["out/o1.txt", "out/o2.txt", "out/o3.txt"], "{main:?}");
+    assert_eq!(sub.keys().collect::<Vec<_>>(), ["sub.txt"], "{sub:?}");
+    for (p, r) in &main {
+        assert!(r.get("agent_id").is_none(), "{p} is the main thread's, not the subagent's: {r}");
+        assert_ne!(r["attribution"], "undecided", "{p}: the loop's line names it: {r}");
+        // The subagent's command was open too: named, by its line as well as its id.
+        assert_eq!(r["candidates"], json!(["toolu_sub"]), "{p}: {r}");
+        assert_eq!(r["candidate_commands"], json!([sub_cmd]), "{p}: {r}");
+    }
+    assert_eq!(sub["sub.txt"]["agent_id"], "a7f3c2e9d1b04f66", "{sub:?}");
+    // recover names the other command by its line, never by its tool-call id.
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let entries: Vec<&str> = text.lines().filter(|l| l.contains("in_flight") && l.contains("out/o")).collect();
+    assert_eq!(entries.len(), 3, "{text}");
+    for line in entries {
+        assert!(!line.contains("by subagent"), "{line}\n{text}");
+        assert!(!line.contains("toolu_"), "a candidate named by its id: {line}\n{text}");
+        assert!(line.contains(&format!("or `{sub_cmd}`'s: they ran at the same time")), "{line}\n{text}");
+    }
+    // Each command counts its own.
+    assert!(text.contains(&format!("{sub_cmd} — 1 change since it started")), "{text}");
+    assert!(text.contains(&format!("{main_cmd} — 3 changes since it started")), "{text}");
+}
+
+/// Two killed commands open at a change, neither of whose lines names the file, its folder or
+/// a pattern matching it: "uncertain: A or B", listed once, counted in neither's changes.
+#[test]
+fn a_change_no_open_command_names_is_undecided_and_counted_in_neither() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    bash(&root, A, "PreToolUse", "toolu_one", "sleep 60");
+    tick();
+    bash(&root, A, "PreToolUse", "toolu_two", "sleep 61");
+    tick();
+    fs::write(root.join("who.out"), "either\n").unwrap();
+    tick();
+    write_tool(&root, A, "toolu_w", "w.txt", "w\n");
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let one = children(&repo, "toolu_one");
+    let two = children(&repo, "toolu_two");
+    assert_eq!(one.keys().collect::<Vec<_>>(), ["who.out"], "listed once, under the first: {one:?}");
+    assert!(two.is_empty(), "{two:?}");
+    assert_eq!(one["who.out"]["attribution"], "undecided", "{one:?}");
+    assert_eq!(one["who.out"]["candidates"], json!(["toolu_two"]), "{one:?}");
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rec.to_string().contains("\"attribution\":\"undecided\""), "{rec}");
+
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let line =
+        text.lines().find(|l| l.contains("in_flight") && l.contains("who.out")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("uncertain: `sleep 60` or `sleep 61`"), "{line}");
+    assert!(line.contains("counted in neither's changes"), "{line}");
+    // Neither command counts it among its changes.
+    for l in text.lines().filter(|l| l.contains("command never finished")) {
+        assert!(!l.contains("1 change"), "{l}\n{text}");
+    }
+    // revert --session leaves it out (it may be either's; by its id with --force).
+    let out = walj_at(&root).args(["revert", "--session", A, "--yes"]).output().unwrap();
+    assert!(root.join("who.out").exists(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// After a crash, walj saw the killed command's processes gone: a later session's changes
+/// never name it as a possible author, finished (its Post) or killed (a second crash).
+#[test]
+fn a_dead_sessions_command_is_no_suspect_after_its_processes_ended() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    // Session A: its command is killed with Claude Code; nothing runs on.
+    bash(&root, A, "PreToolUse", "toolu_dead", "sleep 100");
+    tick();
+    // The next session's start: a reader looks, and sees the command's processes gone.
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    tick();
+    // Session B: a finished command.
+    bash(&root, B, "PreToolUse", "toolu_b1", "make");
+    fs::write(root.join("b1.out"), "b\n").unwrap();
+    bash(&root, B, "PostToolUse", "toolu_b1", "make");
+    let b1 = children(&repo, "toolu_b1");
+    assert!(b1["b1.out"].get("attribution").is_none(), "the dead command is no suspect: {b1:?}");
+    // Then a command killed in B's own crash, after which B still wrote (a journaled Write).
+    tick();
+    bash(&root, B, "PreToolUse", "toolu_b2", "make install");
+    fs::write(root.join("b2.out"), "b\n").unwrap();
+    tick();
+    write_tool(&root, B, "toolu_w", "w.txt", "w\n");
+    tick();
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let b2 = children(&repo, "toolu_b2");
+    assert!(b2["b2.out"].get("candidates").is_none(), "{b2:?}");
+    assert!(b2["b2.out"].get("attribution").is_none(), "{b2:?}");
+    // What closed the dead command's window: walj saw its processes gone, once.
+    let gone = repo.records().into_iter().filter(|r| r["kind"] == "gone" && r["target"] == "toolu_dead").count();
+    assert_eq!(gone, 1, "{:?}", repo.records());
+}
+
+/// Claude Code writes an Edit through `<file>.tmp.<pid>.<hex>` and renames it within the
+/// call; killed in between, the temporary file is left. It is part of that (journaled) call,
+/// never a change of a command that ran beside it.
+#[test]
+fn claude_codes_temporary_file_is_never_an_entry() {
+    let repo = Repo::new(&[("src/m.py", "a = 1\n")]);
+    let root = repo.root.clone();
+    let edit = |id: &str| {
+        json!({
+            "hook_event_name": "PreToolUse", "session_id": A, "transcript_path": "/tmp/none.jsonl",
+            "cwd": root, "tool_name": "Edit", "tool_use_id": id,
+            "tool_input": {"file_path": root.join("src/m.py"), "old_string": "a = 1", "new_string": "a = 2"},
+        })
+    };
+    // A finished command beside an Edit cut off mid-write.
+    bash(&root, A, "PreToolUse", "toolu_fin", "make");
+    hook(&root, &edit("toolu_edit1"));
+    fs::write(root.join("src/m.py.tmp.4242.a1b2c3d4"), "a = 2\n").unwrap();
+    fs::write(root.join("made.out"), "m\n").unwrap();
+    bash(&root, A, "PostToolUse", "toolu_fin", "make");
+    let fin = children(&repo, "toolu_fin");
+    assert_eq!(fin.keys().collect::<Vec<_>>(), ["made.out"], "{fin:?}");
+    // A killed one, in the crash.
+    fs::remove_file(root.join("src/m.py.tmp.4242.a1b2c3d4")).unwrap();
+    bash(&root, A, "PreToolUse", "toolu_killed", "make test");
+    hook(&root, &edit("toolu_edit2"));
+    fs::write(root.join("src/m.py.tmp.4243.ffee0011"), "a = 2\n").unwrap();
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(".tmp.4243."), "{}", String::from_utf8_lossy(&out.stdout));
+    let killed = children(&repo, "toolu_killed");
+    assert!(killed.is_empty(), "{killed:?}");
+}
+
+/// Metadata never re-dates content: the killed command wrote `a.txt` and `b.txt` while Claude
+/// Code lived; after the crash, before walj first looks, a same-mode `chmod` and a `touch -r`
+/// move their ctimes. Without the watcher's log the ctime can only make them uncertain
+/// (`redated`), never "made after Claude Code stopped"; the user's own edit stays after-stop.
+#[test]
+fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop() {
+    let repo = Repo::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
+    let root = repo.root.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    fs::write(&transcript, "{}\n").unwrap();
+    bash_with_transcript(&root, A, "toolu_sed", "sed -i s/x/y/ a.txt b.txt && sleep 60", &transcript);
+    fs::write(root.join("a.txt"), "y\n").unwrap();
+    fs::write(root.join("b.txt"), "y\n").unwrap();
+    tick();
+    fs::write(&transcript, "{}\n{}\n").unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    // After the crash: metadata only, then the user's real edit.
+    // `chmod` to the mode it has: only the ctime moves.
+    let same = fs::metadata(root.join("a.txt")).unwrap().permissions();
+    fs::set_permissions(root.join("a.txt"), same).unwrap();
+    // `touch -r a.txt b.txt`: b.txt's times set to a.txt's (its ctime moves to now).
+    let reference = fs::metadata(root.join("a.txt")).unwrap().modified().unwrap();
+    fs::File::options().write(true).open(root.join("b.txt")).unwrap().set_modified(reference).unwrap();
+    fs::write(root.join("c.txt"), "the user's\n").unwrap();
+
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = children(&repo, "toolu_sed");
+    assert_eq!(c.keys().collect::<Vec<_>>(), ["a.txt", "b.txt", "c.txt"], "{c:?}");
+    for p in ["a.txt", "b.txt"] {
+        assert_ne!(c[p]["attribution"], "after_stop", "{p}: metadata re-dated the content: {c:?}");
+        assert_eq!(c[p]["attribution"], "redated", "{p}: {c:?}");
+    }
+    assert_eq!(c["c.txt"]["attribution"], "after_stop", "{c:?}");
+    let text = walj_at(&root).args(["recover", "--color", "never"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let line =
+        text.lines().find(|l| l.contains("in_flight") && l.contains(" a.txt ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("its mtime is not"), "{line}");
 }
