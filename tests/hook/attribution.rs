@@ -565,9 +565,20 @@ fn claude_codes_temporary_file_is_never_an_entry() {
 fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop() {
     let repo = Repo::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
     let root = repo.root.clone();
+    // The case without the watcher's log (the watcher logs a chmod as a content change today,
+    // and whether it has started before the writes is a race): ctime is the only clock.
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let transcript = dir.path().join("session.jsonl");
     fs::write(&transcript, "{}\n").unwrap();
+    // The prompt names the session's transcript, whose later write is Claude Code's last sign
+    // of life (without it the last sign is the command's own intent, a race with its writes).
+    hook(
+        &root,
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
+                "cwd": root, "prompt": "make a.txt and b.txt y"}),
+    );
     bash_with_transcript(&root, A, "toolu_sed", "sed -i s/x/y/ a.txt b.txt && sleep 60", &transcript);
     fs::write(root.join("a.txt"), "y\n").unwrap();
     fs::write(root.join("b.txt"), "y\n").unwrap();
