@@ -345,6 +345,8 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             if a.from_transcripts {
                 cmd::import::recover_from_transcripts(&project, a.yes)?;
             }
+            // Paged on a terminal like `log` (not while `--from-transcripts` may ask a question).
+            let _paged = cmd::pager::start(global.no_pager || a.json || a.from_transcripts);
             cmd::recover::recover(&project, a.json, a.session, a.exit_code, a.from_transcripts)
         }
         Command::Import(a) => cmd::import::import_cmd(&project, a),

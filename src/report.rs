@@ -389,11 +389,29 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
             plural(waiting, "entry is", "entries are")
         );
     }
-    for s in &fold.sessions {
-        let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
-        if entries.is_empty() && !has_running_command(s) && !has_left_out(s) {
-            continue;
+    let shown_sessions: Vec<&SessionInfo> = fold
+        .sessions
+        .iter()
+        .filter(|s| fold.entries_of(&s.session).any(|e| e.is_unresolved()) || has_running_command(s) || has_left_out(s))
+        .collect();
+    // Several sessions: one line each first, so the whole picture fits the first screen.
+    if shown_sessions.len() > 1 {
+        for s in &shown_sessions {
+            let n = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
+            let prompt = s.prompts.last().map(|p| format!("  \"{}\"", one_line(&p.text, 50))).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {}  {}  {}  started {}{prompt}",
+                style.session(fold.ids.session_split(&s.session), 0),
+                status_badge(s.status(), style),
+                plural(n, "entry", "entries"),
+                human_ts(s.started.as_ref().unwrap_or(&s.first_ts)),
+            );
         }
+        out.push('\n');
+    }
+    for s in shown_sessions {
+        let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
         session_header(&mut out, s, s.status(), &entries, &fold.ids, style);
         entries_by_event(&mut out, &entries, &fold.ids, style);
         out.push('\n');
@@ -432,6 +450,9 @@ pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, st
     }
 }
 
+/// How much of a command line an entry's line of `recover` shows (the session's header shows 80).
+const SHORT_COMMAND: usize = 40;
+
 /// What the state alone does not say: a checkpoint's audit, a command that never finished
 /// (and which), who else may have made the change ([`present::state`]'s words).
 fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
@@ -440,7 +461,11 @@ fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
         marks.push("on disk, verified (its turn never finished)".into());
     }
     if e.unfinished {
-        marks.push(safe(&present::state::entry_meaning(e, crate::fold::SessionStatus::Crashed)).into_owned());
+        // The command is named in full once, above (the session's commands); here shortened.
+        marks.push(
+            safe(&present::state::entry_meaning_short(e, crate::fold::SessionStatus::Crashed, SHORT_COMMAND))
+                .into_owned(),
+        );
     }
     if let Some(a) = &e.agent_id {
         marks.push(format!("by subagent [{}]", safe(short_agent(a))));

@@ -181,6 +181,22 @@ fn cut_off_change(e: &Entry) -> bool {
     e.unfinished && matches!(e.state(), EntryState::Applied | EntryState::Failed | EntryState::InFlight)
 }
 
+/// [`entry_meaning`] for a list that names each command once on a line of its own (`walj
+/// recover`): a cut-off change names its command shortened to `width` characters (with `…`), so
+/// a long command is not repeated in full on each of its changes.
+pub fn entry_meaning_short(e: &Entry, session: SessionStatus, width: usize) -> String {
+    if cut_off_change(e) {
+        let cmd = e
+            .command
+            .as_deref()
+            .map(|c| super::text::one_line(c, width))
+            .unwrap_or_else(|| "(command not recorded)".to_string());
+        let still = if e.still_running { " and still runs" } else { "" };
+        return format!("changed on disk by a command that never finished{still}: `{cmd}`");
+    }
+    entry_meaning(e, session)
+}
+
 /// [`entry_meaning`] for a note that lists the cut-off command itself on its own line (the
 /// SessionStart note, the hand-back brief): the command line is said there once, not again on
 /// each of its changes.

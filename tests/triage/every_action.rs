@@ -469,3 +469,44 @@ fn paths_are_taken_where_ids_go() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(unresolved(&repo), 0, "{}", repo.ok(&["recover"]));
 }
+
+/// `walj recover` fits a screen: with several sessions, one summary line each comes first; a
+/// long killed command is named in full once (the session's header, up to 80 columns) and
+/// shortened with `…` on each of its changes.
+#[test]
+fn recover_lists_sessions_first_and_names_a_long_command_once() {
+    const OTHER: &str = "5e55a0b1-0000-4000-8000-000000000002";
+    let repo = Repo::new(&[("f.txt", NUMBERS), ("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")]);
+    let first = Claude::new(&repo, SESSION);
+    first.start();
+    first.prompt("number the lines");
+    first.edit("toolu_A", "f.txt", "two", "TWO");
+    let second = Claude::new(&repo, OTHER);
+    second.start();
+    second.prompt("rename the letters in every file of the project");
+    let command = "for f in a.txt b.txt c.txt; do sed -i 's/^/renamed: /' \"$f\"; done && sleep 600 # a long command";
+    let pre = serde_json::json!({
+        "session_id": OTHER, "transcript_path": format!("/home/test/.claude/projects/x/{OTHER}.jsonl"),
+        "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_K",
+        "tool_input": {"command": command, "description": "rename"},
+    });
+    repo.hook(&pre.to_string());
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        let old = repo.read(f);
+        repo.write(f, &format!("renamed: {old}"));
+    }
+
+    let text = repo.ok(&["recover", "--color", "never"]);
+    let lines: Vec<&str> = text.lines().collect();
+    let first_header = lines.iter().position(|l| l.starts_with("session ")).unwrap_or_else(|| panic!("{text}"));
+    let summary: Vec<&&str> = lines[..first_header].iter().filter(|l| l.contains("started ")).collect();
+    assert_eq!(summary.len(), 2, "one summary line per session before the details:\n{text}");
+    assert!(summary.iter().any(|l| l.contains("1 entry") && l.contains("\"number the lines\"")), "{text}");
+    assert!(summary.iter().any(|l| l.contains("3 entries") && l.contains("rename the letters")), "{text}");
+    // The full command (up to the header's 80 columns) once; each change names it shortened.
+    let full = &command[..60];
+    assert_eq!(text.matches(full).count(), 1, "{text}");
+    let changes: Vec<&&str> = lines.iter().filter(|l| l.contains("never finished: `")).collect();
+    assert_eq!(changes.len(), 3, "{text}");
+    assert!(changes.iter().all(|l| l.contains(&format!("`{}…`", &command[..40]))), "{text}");
+}
