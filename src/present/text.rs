@@ -188,6 +188,15 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
 
 /// The first line of `s`, at most `max` chars, `…` when anything was left out; made
 /// [`safe`] for a terminal (a `\r` or ESC inside the line is shown escaped).
+/// An event name as a title in words: `artifact_created` → "Artifact created" (walj's events and
+/// the user's own `[[events]]` alike; recorded text, so escaped).
+pub fn event_title(event: &str) -> String {
+    let words = event.replace('_', " ");
+    let mut c = words.chars();
+    let titled: String = c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default();
+    safe(&titled).into_owned()
+}
+
 pub fn one_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(max).collect();
@@ -274,6 +283,13 @@ pub fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionIn
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn event_titles_are_words() {
+        assert_eq!(super::event_title("artifact_created"), "Artifact created");
+        assert_eq!(super::event_title("file_modified"), "File modified");
+        assert_eq!(super::event_title(""), "");
+    }
+
     use super::*;
 
     #[test]

@@ -135,6 +135,23 @@ fn fit_path(s: &str, w: usize) -> String {
     head
 }
 
+/// Where the cursor is among the entries the list shows: "entry 3 of 47" on an entry row,
+/// "47 entries" elsewhere; `None` with none shown.
+fn list_position(app: &App) -> Option<String> {
+    let is_entry = |r: &Row| matches!(r.item, Item::Entry(..) | Item::RemoteEntry(..));
+    let total = app.tree.rows.iter().filter(|r| is_entry(r)).count();
+    if total == 0 {
+        return None;
+    }
+    let cursor = app.tree.rows.get(app.tree.cursor)?;
+    if is_entry(cursor) {
+        let at = app.tree.rows[..app.tree.cursor].iter().filter(|r| is_entry(r)).count() + 1;
+        Some(format!("entry {at} of {total}"))
+    } else {
+        Some(plural(total, "entry", "entries"))
+    }
+}
+
 fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     let mut title = vec![Span::styled(" walj ", theme::BOLD)];
     let open: usize = app.tree.views.iter().map(|v| v.open).sum();
@@ -156,7 +173,10 @@ fn draw_tree(f: &mut Frame, app: &App, area: Rect) {
     if app.tree.show_resolved {
         title.push(Span::styled("· +resolved ", theme::MUTED));
     }
-    let block = pane(Line::from(title), app.focus == Focus::Tree);
+    let mut block = pane(Line::from(title), app.focus == Focus::Tree);
+    if let Some(pos) = list_position(app) {
+        block = block.title_bottom(Line::from(Span::styled(format!(" {pos} "), theme::MUTED)).right_aligned());
+    }
     let inner = block.inner(area);
     f.render_widget(block, area);
     if inner.height == 0 || inner.width == 0 {
@@ -486,7 +506,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
             state_style(st).add_modifier(Modifier::BOLD),
         ),
         Span::styled(format!("  {}", e.tool), theme::SOFT),
-        Span::styled(format!("  {}", e.event), theme::EVENT),
+        Span::styled(format!("  {}", present::text::event_title(&e.event)), theme::EVENT),
         Span::styled("  id ", theme::MUTED),
     ];
     let (unique, rest) = app.fold.ids.split(&e.id);

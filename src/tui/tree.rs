@@ -158,13 +158,13 @@ impl Tree {
                     continue;
                 }
                 let (list, label) = match e.agent_id.as_deref() {
-                    None => (&mut groups, e.event.clone()),
+                    None => (&mut groups, crate::present::text::event_title(&e.event)),
                     Some(a) => {
                         let heading = match crate::present::state::by_subagent(e, s) {
                             Some(sub) => crate::present::state::subagent_heading(sub, s.status()),
                             None => format!("subagent [{}]", a.chars().take(8).collect::<String>()),
                         };
-                        (&mut theirs, format!("{} · {heading}", e.event))
+                        (&mut theirs, format!("{} · {heading}", crate::present::text::event_title(&e.event)))
                     }
                 };
                 match list.iter_mut().find(|(ev, _)| *ev == label) {

@@ -2181,7 +2181,7 @@ fn a_subagents_entries_are_grouped_under_its_heading() {
     let lines: Vec<&str> = s.lines().collect();
     let at = lines
         .iter()
-        .position(|l| l.contains("▾ artifact_created · subagent general-purpose \"write"))
+        .position(|l| l.contains("▾ Artifact created · subagent general-purpose \"write"))
         .unwrap_or_else(|| panic!("no subagent group:\n{s}"));
     let row = |needle: &str| lines.iter().position(|l| l.contains(&format!("◐ {needle}"))).unwrap();
     assert!(
@@ -2193,7 +2193,7 @@ fn a_subagents_entries_are_grouped_under_its_heading() {
     // The heading in full, in the group's detail.
     let key = walj::tui::tree::NodeKey::Group(
         "9a9a9a9a-tui-subagent-session".into(),
-        "artifact_created · subagent general-purpose \"write the sub log\", in the background: still running when the session died".into(),
+        "Artifact created · subagent general-purpose \"write the sub log\", in the background: still running when the session died".into(),
     );
     assert!(app.tree.rows.iter().any(|r| r.key == key), "{:?}", app.tree.rows);
 }
