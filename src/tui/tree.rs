@@ -110,10 +110,11 @@ pub struct Tree {
     toggled: HashMap<NodeKey, bool>,
 }
 
+/// The filter's prefix for prompt and command text (`/p:retry count`).
+pub const PROMPT_FILTER: &str = "p:";
+
 impl Tree {
-    /// Shown after the resolved toggle and the filter. The filter matches an entry's path,
-    /// event, tool, id (full or as shown) and session id, its session's prompts, and the
-    /// command line of the command behind it.
+    /// Shown after the resolved toggle and the filter ([`Tree::matches`]).
     fn entry_visible(&self, fold: &Fold, e: &Entry) -> bool {
         if !self.show_resolved && !e.is_unresolved() {
             return false;
@@ -121,14 +122,20 @@ impl Tree {
         self.filter.is_empty() || self.matches(fold, e)
     }
 
+    /// A filter matches what an entry is: its path, event, tool, id and session. Behind `p:` it
+    /// matches the words around it instead: its session's prompts and the command line of the
+    /// command behind it (a prompt's word pulls in a whole session, so it is asked for).
     fn matches(&self, fold: &Fold, e: &Entry) -> bool {
-        let has = |s: &str| s.to_lowercase().contains(&self.filter);
-        if [e.path.as_str(), &e.event, &e.tool, &e.id, &e.session].into_iter().any(has) {
-            return true;
+        if let Some(words) = self.filter.strip_prefix(PROMPT_FILTER) {
+            let has = |s: &str| s.to_lowercase().contains(words);
+            let Some(s) = fold.session(&e.session) else { return false };
+            return s.prompts.iter().any(|p| has(&p.text))
+                || s.commands.iter().any(|c| (c.id == e.id || e.parent.as_deref() == Some(&c.id)) && has(&c.command));
         }
-        let Some(s) = fold.session(&e.session) else { return false };
-        s.prompts.iter().any(|p| has(&p.text))
-            || s.commands.iter().any(|c| (c.id == e.id || e.parent.as_deref() == Some(&c.id)) && has(&c.command))
+        let has = |s: &str| s.to_lowercase().contains(&self.filter);
+        [e.path.as_str(), &e.event, &crate::present::text::event_title(&e.event), &e.tool, &e.id, &e.session]
+            .into_iter()
+            .any(has)
     }
 
     /// Groups the fold's entries into the sessions shown, newest first.

@@ -2073,7 +2073,7 @@ fn a_file_changed_before_it_is_selected_is_read_again() {
 }
 
 #[test]
-fn the_filter_matches_ids_sessions_prompts_and_commands_and_counts() {
+fn the_filter_matches_paths_ids_sessions_and_prompts_behind_p_and_counts() {
     let f = Fixture::new();
     let mut app = f.app();
     let mut t = term(200, 50);
@@ -2082,8 +2082,8 @@ fn the_filter_matches_ids_sessions_prompts_and_commands_and_counts() {
     let s = text(&t);
     assert!(s.contains(&format!("1 of {all}")) && s.contains("src/server.js"), "{s}");
     assert!(!s.contains("config/settings.json"), "{s}");
-    // A session id, a prompt's words: every entry of that session.
-    for q in ["8f14e4", "retry count"] {
+    // A session id, a prompt's words behind `p:`: every entry of that session.
+    for q in ["8f14e4", "p:retry count"] {
         run(&mut app, &mut t, &format!("<esc>/{q}<enter>"));
         let s = text(&t);
         assert!(s.contains("src/server.js") && s.contains("config/settings.json"), "{q}: {s}");
@@ -2091,6 +2091,12 @@ fn the_filter_matches_ids_sessions_prompts_and_commands_and_counts() {
     }
     run(&mut app, &mut t, "<esc>/no-such-thing<enter>");
     assert!(text(&t).contains(&format!("0 of {all}")), "{}", text(&t));
+    // Without `p:` a prompt's words are no path: they pull in nothing (users filter on paths).
+    run(&mut app, &mut t, "<esc>/retry count<enter>");
+    assert!(text(&t).contains(&format!("0 of {all}")), "{}", text(&t));
+    // An event's title in words matches as its name does.
+    run(&mut app, &mut t, "<esc>/file modified<enter>");
+    assert!(!text(&t).contains(&format!(" 0 of {all}")), "{}", text(&t));
 }
 
 #[test]
