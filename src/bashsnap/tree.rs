@@ -34,8 +34,10 @@ pub(super) struct Tree<'a> {
     pub(super) pending_bytes: usize,
     /// The index as the last `take` read it.
     pub(super) index: Option<Vec<gitindex::Entry>>,
-    /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
+    /// New objects queued by this hook call, at most `max_new` (`MAX_NEW_OBJECTS` in a hook;
+    /// unbounded in the fill pass, [`super::fill`]).
     pub(super) new_objects: usize,
+    pub(super) max_new: usize,
     /// The images the journal's last lines carry, read at the first file the store lacks.
     pub(super) recent: Option<crate::store::RecentlyCarried>,
     /// The diff stopped at `[bash] max_changes`.
@@ -75,6 +77,7 @@ impl<'a> Tree<'a> {
             pending_bytes: 0,
             index: None,
             new_objects: 0,
+            max_new: MAX_NEW_OBJECTS,
             recent: None,
             changes_cut: false,
             unlisted: Vec::new(),
@@ -392,7 +395,7 @@ impl<'a> Tree<'a> {
         {
             return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
-        if Instant::now() > self.deadline || self.new_objects >= MAX_NEW_OBJECTS {
+        if Instant::now() > self.deadline || self.new_objects >= self.max_new {
             *cut_short = true;
             return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
         }
