@@ -260,6 +260,13 @@ fn session_start(root: &Path) {
     hook_ok(root, &p.to_string(), Parent::Timeout(120));
 }
 
+/// A command waits as long as the fill pass needs on a loaded test machine (by default it
+/// waits 5 s at most, then goes on with what is read).
+fn patient_fill(root: &Path) {
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nfill_wait_ms = 110000\n").unwrap();
+}
+
 /// A folder outside git holding `n` files `src/fNNNNN.txt` ("old N").
 fn many_files_outside_git(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
     let (dir, root) = crate::common::scratch();
@@ -273,6 +280,7 @@ fn many_files_outside_git(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
 #[test]
 fn outside_git_the_first_command_of_a_session_has_every_preimage_and_revert_session_restores_all() {
     let (_dir, root) = many_files_outside_git(1500);
+    patient_fill(&root);
     session_start(&root);
     run_bash(&root, "toolu_docs", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
     let kids = children(&root, "toolu_docs");
@@ -295,6 +303,7 @@ fn a_snapshot_cut_short_by_thousands_of_new_files_is_whole_again_for_the_next_co
     for i in 0..3000 {
         fs::write(root.join(format!("gen/g{i:05}.txt")), format!("gen {i}\n")).unwrap();
     }
+    patient_fill(&root);
     // The first command's snapshots cannot read them all in a hook's budget.
     run_bash(&root, "toolu_first", "true");
     // The next command rewrites every one of them: each still has its pre-image.
