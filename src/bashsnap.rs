@@ -70,11 +70,11 @@ use records::*;
 use snapshot::*;
 use tree::*;
 
+pub use fill::{Filled, fill_claim_path, request_fill, run_fill};
 pub use reconcile::{
     RECONCILED, WATCH_FAULT, WatchReport, faults_path, reconcile_claim_path, reconcile_due, run_reconcile,
     spawn_reconcile, watch_report,
 };
-pub use fill::{Filled, fill_claim_path, request_fill, run_fill};
 pub use skills::{skill_window_open, skill_windows_take};
 pub use watching::{WATCH_OFF, observed_path, start_watch};
 

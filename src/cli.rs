@@ -219,7 +219,10 @@ pub enum Command {
     Reconcile(cmd::watch::ReconcileArgs),
     /// (internal) Reads and stores what a Bash snapshot could not in its time, started detached
     /// by SessionStart and by a snapshot cut short.
-    #[command(hide = true, after_help = "Examples:\n  walj fill --project .     # what a SessionStart starts, detached")]
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj fill --project .     # what a SessionStart starts, detached"
+    )]
     Fill,
 }
 

@@ -286,7 +286,12 @@ fn outside_git_the_first_command_of_a_session_has_every_preimage_and_revert_sess
     let kids = children(&root, "toolu_docs");
     assert_eq!(kids.len(), 1500, "one entry per changed file");
     let missing: Vec<&str> = kids.iter().filter(|k| k.nocap.is_some()).map(|k| k.path.as_str()).collect();
-    assert!(missing.is_empty(), "{} entries without a pre-image, first {:?}", missing.len(), &missing[..missing.len().min(3)]);
+    assert!(
+        missing.is_empty(),
+        "{} entries without a pre-image, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(3)]
+    );
     let snap = &outcome(&root, "toolu_docs").extra["snapshot"];
     assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
     let (code, text) = revert_session(&root);
@@ -311,7 +316,12 @@ fn a_snapshot_cut_short_by_thousands_of_new_files_is_whole_again_for_the_next_co
     let kids = children(&root, "toolu_second");
     assert_eq!(kids.len(), 3000, "one entry per changed file");
     let missing: Vec<&str> = kids.iter().filter(|k| k.nocap.is_some()).map(|k| k.path.as_str()).collect();
-    assert!(missing.is_empty(), "{} entries without a pre-image, first {:?}", missing.len(), &missing[..missing.len().min(3)]);
+    assert!(
+        missing.is_empty(),
+        "{} entries without a pre-image, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(3)]
+    );
     for k in kids.iter().take(50) {
         assert!(blob_bytes(&root, &k.before).unwrap().starts_with(b"gen "), "{k:#?}");
     }
@@ -321,4 +331,12 @@ fn a_snapshot_cut_short_by_thousands_of_new_files_is_whole_again_for_the_next_co
         let w = w.as_str().unwrap_or("");
         assert!(!w.contains("index changed") && !w.contains("cut short"), "no false reason: {snap}");
     }
+    // The first command changed nothing, though its snapshot could not read the new files.
+    let first = children(&root, "toolu_first");
+    assert!(first.is_empty(), "{} entries of a command that changed nothing: {:?}", first.len(), first.first());
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    let wrong = (0..3000)
+        .filter(|i| fs::read_to_string(root.join(format!("gen/g{i:05}.txt"))).ok() != Some(format!("gen {i}\n")));
+    assert_eq!(wrong.count(), 0, "every file is back");
 }
