@@ -24,7 +24,7 @@
 
 use super::snapshot::{Snapshot, load, save, unread};
 use super::tree::Tree;
-use super::{SnapError, bash_dir, io_err};
+use super::{RACY_NS, SnapError, bash_dir, io_err};
 use crate::config::{Config, Matcher};
 use crate::fsutil;
 use crate::project::Project;
@@ -123,10 +123,19 @@ pub fn run_fill(project: &Project, cfg: &Config, matcher: Option<&Matcher>) -> R
         let full = tree.take(base.as_ref(), None)?;
         done = Some(merge(&cache_path, base.as_ref(), &full)?);
         drop(claim);
+        // Files written just before the pass began are racy: a snapshot re-reads them rather
+        // than trust their stat. Once that window has passed, one more round reads them again
+        // and the cache trusts them.
+        let racy_until = full.files.values().filter_map(|f| f.st).map(|s| s.m.max(s.c) + RACY_NS).max();
+        let racy = racy_until.filter(|&t| t > full.time);
         // A snapshot saved meanwhile over the merged cache asked again (its request saw the
         // claim held): once more, from the cache it saved.
-        if !asked.exists() {
+        if !asked.exists() && racy.is_none() {
             break;
+        }
+        if let Some(t) = racy {
+            let wait = (t - super::now_ns()).clamp(0, RACY_NS);
+            std::thread::sleep(Duration::from_nanos(wait as u64 + 1_000_000));
         }
     }
     Ok(done)
@@ -153,10 +162,17 @@ fn merge(path: &std::path::Path, base: Option<&Snapshot>, full: &Snapshot) -> Re
     };
     let untouched = base.is_some_and(|b| b.time == cur.time);
     let mut filled = 0;
-    if untouched && cur.cut_short && !cur.listed && full.listed {
-        filled = full.files.len();
+    if untouched {
+        // Still the cache the pass started from: the pass's snapshot is the same tree looked at
+        // later and whole. The cache keeps its watcher clock (taken earlier: the watcher then
+        // names more paths, never fewer) and its command.
+        filled = full.files.values().filter(|f| f.id.is_some()).count();
         cur.files = full.files.clone();
-        cur.listed = true;
+        cur.listed = full.listed;
+        cur.cut_short = full.cut_short;
+        cur.time = full.time;
+        cur.ts = full.ts.clone();
+        cur.index = full.index.clone();
     } else {
         for (rel, f) in cur.files.iter_mut().filter(|(_, f)| unread(f)) {
             if let Some(g) = full.files.get(rel)

@@ -327,6 +327,10 @@ impl<'a> Tree<'a> {
 
     pub(super) fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
         let max_files = self.cfg.bash.max_files;
+        // `max_ms` bounds reading new files (they stay listed, unread, for the fill pass), not
+        // listing: a walk cut there would leave files out of the snapshot altogether. Listing
+        // is bounded by `max_files` and, for a very slow file system, by `WALK_MS` more.
+        let walk_deadline = self.deadline.max(Instant::now()) + Duration::from_millis(WALK_MS);
         snap.listed = true;
         let mut stack = vec![(self.project.root.clone(), String::new())];
         let mut count = 0usize;
@@ -350,7 +354,7 @@ impl<'a> Tree<'a> {
                     subdirs.push((dir.join(fsutil::name::to_path(&name)), rel));
                     continue;
                 }
-                if count >= max_files || Instant::now() > self.deadline {
+                if count >= max_files || Instant::now() > walk_deadline {
                     snap.cut_short = true;
                     snap.listed = false;
                     return Ok(());
@@ -419,6 +423,11 @@ impl<'a> Tree<'a> {
         }
     }
 }
+
+/// Time a walk outside git may take to list the files past the snapshot's `max_ms` (a stat each;
+/// reading is still bounded by `max_ms`). Past it the walk is cut short and the files beyond are
+/// not listed.
+pub(super) const WALK_MS: u64 = 5_000;
 
 /// True when the file exists and has not been touched since `time_ns` (it was there before).
 pub(super) fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
