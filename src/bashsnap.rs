@@ -214,11 +214,11 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     let dir = bash_dir(project);
     fsutil::create_private_dir(&dir).map_err(io_err(&dir, "creating"))?;
     let mut cache = load(&dir.join("cache.json")).ok();
-    // A base that is not whole (none yet, or files it could not read): a fill pass that runs
-    // or was asked for (SessionStart, a cut-short snapshot) is reading them; its result is
-    // worth a wait, since what this snapshot cannot read has no pre-image if the command
-    // changes it.
-    if cache.as_ref().is_none_or(has_unread) && fill::wait_for_fill(project, cfg) {
+    // A base that is not whole (none yet, files it could not read or must read again): a fill
+    // pass that runs or was asked for (SessionStart, a cut-short snapshot) is reading them; its
+    // result is worth a wait, since what this snapshot cannot read has no pre-image if the
+    // command changes it.
+    if cache.as_ref().is_none_or(|c| has_unread(c) || has_racy(c)) && fill::wait_for_fill(project, cfg) {
         cache = load(&dir.join("cache.json")).ok();
     }
     let key = call.key();
@@ -244,6 +244,12 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
 /// Files the snapshot listed but could not read (cut short): a fill pass completes them.
 fn has_unread(snap: &Snapshot) -> bool {
     snap.files.values().any(unread)
+}
+
+/// Files written so close to the snapshot that their stat proves nothing: the next snapshot
+/// reads them again (a fill pass that runs goes again for them once the window has passed).
+fn has_racy(snap: &Snapshot) -> bool {
+    snap.files.values().any(|f| f.st.is_some_and(|s| s.racy(snap.time)))
 }
 
 /// [`fill::request_fill`], a failure noted in `.walj/errors.log` (the snapshot stands as it is).

@@ -113,29 +113,30 @@ pub fn run_fill(project: &Project, cfg: &Config, matcher: Option<&Matcher>) -> R
         let Some(claim) = crate::watch::claim(&claim_path).map_err(io_err(&claim_path, "claiming"))? else {
             return Ok(done);
         };
-        // Taken before the pass: a request made from now on is served by the next round.
-        let _ = fs::remove_file(&asked);
-        let cache_path = bash_dir(project).join("cache.json");
-        let base = load(&cache_path).ok();
-        let mut tree = Tree::open(project, cfg, matcher);
-        tree.max_new = usize::MAX;
-        tree.deadline = Instant::now() + Duration::from_millis(cfg.bash.fill_ms.max(1));
-        let full = tree.take(base.as_ref(), None)?;
-        done = Some(merge(&cache_path, base.as_ref(), &full)?);
-        drop(claim);
-        // Files written just before the pass began are racy: a snapshot re-reads them rather
-        // than trust their stat. Once that window has passed, one more round reads them again
-        // and the cache trusts them.
-        let racy_until = full.files.values().filter_map(|f| f.st).map(|s| s.m.max(s.c) + RACY_NS).max();
-        let racy = racy_until.filter(|&t| t > full.time);
-        // A snapshot saved meanwhile over the merged cache asked again (its request saw the
-        // claim held): once more, from the cache it saved.
-        if !asked.exists() && racy.is_none() {
-            break;
-        }
-        if let Some(t) = racy {
+        // Files written just before a round began are racy: a snapshot re-reads them rather
+        // than trust their stat. Once that window has passed, one more round (under the same
+        // claim, so a waiting PreToolUse goes on waiting) reads them again and the cache trusts
+        // them.
+        for _ in 0..3 {
+            // Taken before the round: a request made from now on is served by the next one.
+            let _ = fs::remove_file(&asked);
+            let cache_path = bash_dir(project).join("cache.json");
+            let base = load(&cache_path).ok();
+            let mut tree = Tree::open(project, cfg, matcher);
+            tree.max_new = usize::MAX;
+            tree.deadline = Instant::now() + Duration::from_millis(cfg.bash.fill_ms.max(1));
+            let full = tree.take(base.as_ref(), None)?;
+            done = Some(merge(&cache_path, base.as_ref(), &full)?);
+            let racy_until = full.files.values().filter_map(|f| f.st).map(|s| s.m.max(s.c) + RACY_NS).max();
+            let Some(t) = racy_until.filter(|&t| t > full.time) else { break };
             let wait = (t - super::now_ns()).clamp(0, RACY_NS);
             std::thread::sleep(Duration::from_nanos(wait as u64 + 1_000_000));
+        }
+        drop(claim);
+        // A snapshot saved meanwhile over the merged cache asked again (its request saw the
+        // claim held): once more, from the cache it saved.
+        if !asked.exists() {
+            break;
         }
     }
     Ok(done)

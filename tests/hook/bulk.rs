@@ -340,3 +340,20 @@ fn a_snapshot_cut_short_by_thousands_of_new_files_is_whole_again_for_the_next_co
         .filter(|i| fs::read_to_string(root.join(format!("gen/g{i:05}.txt"))).ok() != Some(format!("gen {i}\n")));
     assert_eq!(wrong.count(), 0, "every file is back");
 }
+
+#[test]
+fn outside_git_a_command_that_changes_20000_files_has_20000_entries_each_with_its_preimage() {
+    let (_dir, root) = many_files_outside_git(20_000);
+    patient_fill(&root);
+    session_start(&root);
+    run_bash(&root, "toolu_twenty_docs", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    let out = walj_at(&root).args(["log", "--json", "--all"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let kids: Vec<&Value> = log.iter().filter(|e| e["parent"] == json!("toolu_twenty_docs")).collect();
+    assert_eq!(kids.len(), 20_000, "every changed path is an entry of its command");
+    let missing = kids.iter().filter(|k| k.get("nocap").is_some_and(|n| !n.is_null())).count();
+    assert_eq!(missing, 0, "entries without a pre-image: {:?}", kids.iter().find(|k| !k["nocap"].is_null()));
+    let snap = &outcome(&root, "toolu_twenty_docs").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
+}
