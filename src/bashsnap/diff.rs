@@ -156,7 +156,7 @@ impl Tree<'_> {
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
-                        if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
+                        if existed_untouched(&self.project.root, rel, pre.time) {
                             continue;
                         }
                         Side::Absent
@@ -164,7 +164,7 @@ impl Tree<'_> {
                 },
                 None if !pre.cut_short || pre.listed => Side::Absent,
                 None => {
-                    if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
+                    if existed_untouched(&self.project.root, rel, pre.time) {
                         continue;
                     }
                     Side::Unknown

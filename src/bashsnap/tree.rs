@@ -243,10 +243,12 @@ impl<'a> Tree<'a> {
             }
         }
         for rel in paths {
-            if rel.split('/').any(|c| c == ".git" || c == ".walj") {
+            // As the full scan: `.git` anywhere, walj's own `.walj/` at the top; a user's
+            // `docs/.walj/` is listed like any folder.
+            if rel.split('/').any(|c| c == ".git") || rel == ".walj" || rel.starts_with(".walj/") {
                 continue;
             }
-            let abs = self.project.root.join(rel);
+            let abs = self.project.root.join(fsutil::name::to_path(rel));
             let is_file = fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_dir());
             let mut todo = vec![rel.clone()];
             if !is_file {
@@ -291,7 +293,7 @@ impl<'a> Tree<'a> {
     /// listed unless git ignores it and does not track it; a gone one is `absent` when git
     /// tracks it, else not listed.
     pub(super) fn refresh(&mut self, snap: &mut Snapshot, base: &Snapshot, rel: &str) -> Result<(), SnapError> {
-        let abs = self.project.root.join(rel);
+        let abs = self.project.root.join(fsutil::name::to_path(rel));
         match fs::symlink_metadata(&abs) {
             Ok(m) if m.is_dir() => {
                 snap.files.remove(rel);
@@ -299,10 +301,10 @@ impl<'a> Tree<'a> {
             Ok(_) => {
                 let listed = base.files.contains_key(rel);
                 let ignored = !listed
-                    && self
-                        .repo
-                        .as_ref()
-                        .is_some_and(|r| r.is_path_ignored(format!("{}{rel}", self.prefix)).unwrap_or(false));
+                    && self.repo.as_ref().is_some_and(|r| {
+                        let path = format!("{}{rel}", self.prefix);
+                        r.is_path_ignored(fsutil::name::to_path(&path)).unwrap_or(false)
+                    });
                 if ignored && !self.tracked(rel) {
                     snap.files.remove(rel);
                     return Ok(());
@@ -417,12 +419,33 @@ impl<'a> Tree<'a> {
     }
 }
 
-/// True when the file exists and has not been touched since `time_ns` (it was there before).
-pub(super) fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
-    fs::symlink_metadata(abs).is_ok_and(|m| {
-        let st = Stamp::of(&m);
+/// True when the file `rel` (below `root`) exists and neither it nor any folder above it up to
+/// `root` was moved since `time_ns`: it was there, at that path, before. A folder moved
+/// (renamed) since has a new ctime while its old files keep theirs: those files are new at
+/// their new paths.
+pub(super) fn existed_untouched(root: &Path, rel: &str, time_ns: i64) -> bool {
+    let old = |m: &fs::Metadata| {
+        let st = Stamp::of(m);
         st.m.max(st.c) + RACY_NS < time_ns
-    })
+    };
+    let abs = root.join(fsutil::name::to_path(rel));
+    if !fs::symlink_metadata(&abs).is_ok_and(|m| old(&m)) {
+        return false;
+    }
+    // Moved: a new ctime and an old mtime (a rename, even to another parent, leaves a folder's
+    // mtime; a file made in it changes both, and says nothing of the files already there).
+    let moved = |m: &fs::Metadata| {
+        let st = Stamp::of(m);
+        st.c + RACY_NS >= time_ns && st.m + RACY_NS < time_ns
+    };
+    let mut at = abs.parent();
+    while let Some(dir) = at.filter(|d| d.starts_with(root) && *d != root) {
+        if fs::symlink_metadata(dir).is_ok_and(|m| moved(&m)) {
+            return false;
+        }
+        at = dir.parent();
+    }
+    true
 }
 
 /// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).

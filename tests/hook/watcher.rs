@@ -927,3 +927,9 @@ fn doctor_says_when_the_runtime_folder_is_not_usable() {
     let ok = W::new(&[("a.txt", "v\n")]);
     assert!(!ok.doctor().contains("the watcher cannot run"));
 }
+
+#[path = "watch_kinds.rs"]
+mod kinds;
+
+#[path = "watch_differential.rs"]
+mod differential;
