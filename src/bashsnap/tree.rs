@@ -178,8 +178,16 @@ impl<'a> Tree<'a> {
             };
             untracked::Cache { path: bash_dir(self.project).join(name), fp, racy_ns: RACY_NS }
         });
-        let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads, walk_cache.as_ref())
-            .map_err(git_err)?;
+        let listed = gitscan::dirty_files(
+            repo,
+            &index,
+            &workdir,
+            &self.prefix,
+            threads,
+            walk_cache.as_ref(),
+            cache.map(|c| c.time),
+        )
+        .map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
         self.index = Some(index);
         snap.listed = listed.len() <= MAX_LISTED;
@@ -298,6 +306,10 @@ impl<'a> Tree<'a> {
             Ok(m) if m.is_dir() => {
                 snap.files.remove(rel);
             }
+            Ok(_) if !self.tracked(rel) && self.in_old_nested_repo(rel, base.time) => {
+                // As the full scan: a nested repository is not walked (unless made since).
+                snap.files.remove(rel);
+            }
             Ok(_) => {
                 let listed = base.files.contains_key(rel);
                 let ignored = !listed
@@ -322,6 +334,20 @@ impl<'a> Tree<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `rel` is inside a nested repository (a folder below the project root with its own
+    /// `.git`) made before `since_ns`.
+    pub(super) fn in_old_nested_repo(&self, rel: &str, since_ns: i64) -> bool {
+        let mut at = fsutil::name::to_path(rel).parent().map(Path::to_path_buf);
+        while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(m) = fs::symlink_metadata(self.project.root.join(&dir).join(".git")) {
+                let st = Stamp::of(&m);
+                return st.m.max(st.c).saturating_add(RACY_NS) < since_ns;
+            }
+            at = dir.parent().map(Path::to_path_buf);
+        }
+        false
     }
 
     pub(super) fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {

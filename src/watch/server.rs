@@ -466,6 +466,27 @@ impl State {
         }
     }
 
+    /// Stats every file in the watched folders and notes those with several names.
+    fn sweep_links(&mut self) {
+        let dirs: Vec<PathBuf> = self.watched.iter().cloned().collect();
+        for d in dirs {
+            if d.file_name().is_some_and(|n| n == ".walj") && self.walj_own(&d) {
+                continue;
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                if !ent.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
+                let Some(rel) = self.rel(&ent.path()) else { continue };
+                if !self.hidden(&rel) {
+                    let meta = ent.metadata().ok();
+                    self.note_links(&rel, meta.as_ref());
+                }
+            }
+        }
+    }
+
     /// Crawls the whole work tree again (folders already watched are read, not watched again):
     /// after the ignore rules changed, a folder they no longer ignore gets its watch.
     fn recrawl(&mut self) {
@@ -657,6 +678,11 @@ impl State {
                 continue;
             }
             self.note_links(&rel, meta.as_ref());
+            if create && self.linked.contains(&rel) {
+                // A new name of a file the tree already has (`ln a b`): its other names are
+                // found by their inode (a link's count changing is no event in a folder).
+                self.sweep_links();
+            }
             self.mark(rel);
         }
     }

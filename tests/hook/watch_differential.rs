@@ -86,14 +86,19 @@ fn git_z(root: &Path, args: &[&str]) -> Vec<Vec<u8>> {
     out.stdout.split(|b| *b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
-/// The paths git counts: tracked ones, and untracked ones not ignored (a nested repository's
-/// folder: every file in it).
-fn counted(root: &Path, files: &BTreeMap<String, String>) -> BTreeSet<String> {
+/// The paths git counts: tracked ones, and untracked ones not ignored. A nested repository is
+/// one untracked entry to git (`? sub/`): its files count only when its `.git` was not there
+/// before the command (`nested_before`), so the files a command writes into a folder it `git
+/// init`s are that command's; a nested repository's own history is its own.
+fn counted(root: &Path, files: &BTreeMap<String, String>, nested_before: &BTreeSet<String>) -> BTreeSet<String> {
     let mut v: BTreeSet<String> = git_z(root, &["ls-files", "-z"]).iter().map(|p| text(p)).collect();
     for e in git_z(root, &["status", "--porcelain=v2", "-z", "--untracked-files=all"]) {
         if let Some(p) = e.strip_prefix(b"? ") {
             let p = text(p);
             if let Some(dir) = p.strip_suffix('/') {
+                if nested_before.contains(dir) {
+                    continue;
+                }
                 let under = format!("{dir}/");
                 v.extend(files.keys().filter(|k| k.starts_with(&under)).cloned());
             } else {
@@ -122,6 +127,10 @@ impl Side {
         w.repo.commit("ignored but tracked");
         w.repo.write("build/junk.o", "o\n");
         fs::write(out.path().join("excludes"), "").unwrap();
+        // Hard links from outside, made before the session (a link made while the watcher runs
+        // is not seen: docs/reliability.md).
+        fs::hard_link(root.join("a.txt"), out.path().join("link0")).unwrap();
+        fs::hard_link(root.join("d/k.txt"), out.path().join("link1")).unwrap();
         w.repo.git(&["config", "core.excludesFile", &out.path().join("excludes").to_string_lossy()]);
         // Old files: a moved folder's files keep their times.
         sh(&root, "find . -path ./.git -prune -o -exec touch -h -d '2020-01-01' {} +");
@@ -147,7 +156,6 @@ enum Op {
     Rename(usize, String),
     MoveDir(usize, String),
     RemoveDir(usize),
-    HardLinkOut(usize, usize),
     WriteOut(usize, Vec<u8>),
     Symlink(String, String),
     Rules(u8, Vec<&'static str>),
@@ -174,8 +182,7 @@ fn draw(rng: &mut Rng) -> Op {
         45..=52 => Op::Rename(rng.below(1000), draw_path(rng)),
         53..=59 => Op::MoveDir(rng.below(1000), rng.pick(DIRS).to_string()),
         60..=62 => Op::RemoveDir(rng.below(1000)),
-        63..=67 => Op::HardLinkOut(rng.below(1000), rng.below(3)),
-        68..=74 => Op::WriteOut(rng.below(3), draw_bytes(rng)),
+        63..=74 => Op::WriteOut(rng.below(2), draw_bytes(rng)),
         75..=78 => Op::Symlink(draw_path(rng), draw_path(rng)),
         79..=86 => {
             let which = rng.below(3) as u8;
@@ -210,6 +217,11 @@ fn dirs(root: &Path) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// Folders below `root` holding a `.git` (nested repositories).
+fn nested_repos(root: &Path) -> BTreeSet<String> {
+    dirs(root).into_iter().filter(|d| fs::symlink_metadata(root.join(os(d)).join(".git")).is_ok()).collect()
 }
 
 fn mkparent(p: &Path) {
@@ -253,7 +265,12 @@ fn apply(s: &Side, op: &Op) {
             if let Some(p) = pick(&ds, *i) {
                 let to = if to.is_empty() { "moved".to_string() } else { format!("{to}2") };
                 let dest = root.join(os(&to));
-                if !dest.starts_with(root.join(os(&p))) && fs::symlink_metadata(&dest).is_err() {
+                let src = root.join(os(&p));
+                // A nested repository moved (or one moved inside a folder) is not generated: the
+                // full scan does not walk a nested repository older than the base wherever it
+                // is, while this oracle keys them by path (docs/reliability.md).
+                let holds_repo = nested_repos(root).iter().any(|n| n == &p || n.starts_with(&format!("{p}/")));
+                if !holds_repo && !dest.starts_with(&src) && fs::symlink_metadata(&dest).is_err() {
                     mkparent(&dest);
                     let _ = fs::rename(root.join(os(&p)), dest);
                 }
@@ -262,13 +279,6 @@ fn apply(s: &Side, op: &Op) {
         Op::RemoveDir(i) => {
             if let Some(p) = pick(&dirs(root), *i) {
                 let _ = fs::remove_dir_all(root.join(os(&p)));
-            }
-        }
-        Op::HardLinkOut(i, slot) => {
-            if let Some(p) = pick(&files(root), *i) {
-                let l = s.out.path().join(format!("link{slot}"));
-                let _ = fs::remove_file(&l);
-                let _ = fs::hard_link(root.join(os(&p)), l);
             }
         }
         Op::WriteOut(slot, b) => {
@@ -297,6 +307,9 @@ fn apply(s: &Side, op: &Op) {
         }
         Op::NestedInit(d, b) => {
             let abs = root.join(d);
+            if abs.join(".git").exists() {
+                return;
+            }
             let _ = fs::create_dir_all(&abs);
             let _ = fs::write(abs.join("nested.txt"), b);
             let _ = Command::new("git").args(["init", "-q"]).current_dir(&abs).output();
@@ -349,6 +362,7 @@ fn journaled(w: &W, id: &str) -> BTreeMap<String, Option<String>> {
 }
 
 #[derive(Debug)]
+#[allow(dead_code)] // read through Debug, in the failure message
 struct Difference {
     program: usize,
     watcher: bool,
@@ -398,14 +412,15 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
             for (k, s) in sides.iter().enumerate() {
                 let root = s.w.root().to_path_buf();
                 let hb = hashes(&root);
-                let cb = counted(&root, &hb);
+                let nested = nested_repos(&root);
+                let cb = counted(&root, &hb, &nested);
                 s.w.pre(&id);
                 for op in &ops {
                     apply(s, op);
                 }
                 s.w.post(&id);
                 let ha = hashes(&root);
-                let ca = counted(&root, &ha);
+                let ca = counted(&root, &ha, &nested);
                 let exp = expected(&hb, &cb, &ha, &ca);
                 let got = journaled(&s.w, &id);
                 let (missing, extra) = compare(&exp, &got);
@@ -421,5 +436,10 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
         diffs.len(),
         t.elapsed().as_secs_f64()
     );
-    assert!(diffs.is_empty(), "{} differences in {programs} programs (seed {seed}): {diffs:#?}", diffs.len());
+    let first: Vec<&Difference> = diffs.iter().take(20).collect();
+    assert!(
+        diffs.is_empty(),
+        "{} differences in {programs} programs (seed {seed}), the first: {first:#?}",
+        diffs.len()
+    );
 }
