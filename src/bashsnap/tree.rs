@@ -195,6 +195,8 @@ impl<'a> Tree<'a> {
             snap.cut_short = true;
         }
         let listed: Vec<(String, bool)> = listed.into_iter().take(MAX_LISTED).map(|l| (l.rel, l.deleted)).collect();
+        // Which nested repository each listed file's folder is in, looked up once per folder.
+        let mut nested: HashMap<String, Option<String>> = HashMap::new();
         for (rel, deleted) in listed {
             let state = if deleted {
                 FileState { absent: true, ..FileState::default() }
@@ -202,6 +204,20 @@ impl<'a> Tree<'a> {
                 let cached = cache.and_then(|c| c.files.get(&rel).map(|f| (f, c.time)));
                 self.file_state(&rel, cached, &mut snap.cut_short)?
             };
+            let dir = rel.rfind('/').map_or("", |i| &rel[..i]).to_string();
+            let root = match nested.get(&dir) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = if dir.is_empty() { None } else { self.nested_root(&rel).map(|(r, _)| r) };
+                    nested.insert(dir, r.clone());
+                    r
+                }
+            };
+            if let Some(root) = root
+                && !snap.nested.contains(&root)
+            {
+                snap.nested.push(root);
+            }
             snap.files.insert(rel, state);
         }
         self.save_index(snap, save_index, &index_path, index_st);
@@ -241,6 +257,12 @@ impl<'a> Tree<'a> {
         paths: &[String],
     ) -> Result<(), SnapError> {
         snap.files = base.files.clone();
+        // The nested repositories the base walked as new are old now: not walked, as a full
+        // scan would not (their `.git` was there before the base).
+        for root in &base.nested {
+            let under = format!("{root}/");
+            snap.files.retain(|k, _| !k.starts_with(&under));
+        }
         snap.listed = true;
         let mut seen: HashSet<String> = HashSet::new();
         // What the base could not read yet is read now: a cut-short snapshot heals here.
@@ -306,9 +328,21 @@ impl<'a> Tree<'a> {
             Ok(m) if m.is_dir() => {
                 snap.files.remove(rel);
             }
-            Ok(_) if !self.tracked(rel) && self.in_old_nested_repo(rel, base.time) => {
-                // As the full scan: a nested repository is not walked (unless made since).
-                snap.files.remove(rel);
+            Ok(_) if !self.tracked(rel) && self.nested_root(rel).is_some() => {
+                match self.nested_root(rel) {
+                    // As the full scan: a nested repository is walked only when made since.
+                    Some((root, st)) if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time => {
+                        let cached = base.files.get(rel).map(|f| (f, base.time));
+                        let state = self.file_state(rel, cached, &mut snap.cut_short)?;
+                        snap.files.insert(rel.to_string(), state);
+                        if !snap.nested.contains(&root) {
+                            snap.nested.push(root);
+                        }
+                    }
+                    _ => {
+                        snap.files.remove(rel);
+                    }
+                }
             }
             Ok(_) => {
                 let listed = base.files.contains_key(rel);
@@ -336,18 +370,17 @@ impl<'a> Tree<'a> {
         Ok(())
     }
 
-    /// `rel` is inside a nested repository (a folder below the project root with its own
-    /// `.git`) made before `since_ns`.
-    pub(super) fn in_old_nested_repo(&self, rel: &str, since_ns: i64) -> bool {
-        let mut at = fsutil::name::to_path(rel).parent().map(Path::to_path_buf);
-        while let Some(dir) = at.filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(m) = fs::symlink_metadata(self.project.root.join(&dir).join(".git")) {
-                let st = Stamp::of(&m);
-                return st.m.max(st.c).saturating_add(RACY_NS) < since_ns;
+    /// The nested repository `rel` is inside (the nearest folder below the project root with
+    /// its own `.git`: its path and the `.git`'s stamp), if any.
+    pub(super) fn nested_root(&self, rel: &str) -> Option<(String, Stamp)> {
+        let mut at = rel.rfind('/').map(|i| &rel[..i]);
+        while let Some(dir) = at {
+            if let Ok(m) = fs::symlink_metadata(self.project.root.join(fsutil::name::to_path(dir)).join(".git")) {
+                return Some((dir.to_string(), Stamp::of(&m)));
             }
-            at = dir.parent().map(Path::to_path_buf);
+            at = dir.rfind('/').map(|i| &dir[..i]);
         }
-        false
+        None
     }
 
     pub(super) fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
@@ -446,27 +479,24 @@ impl<'a> Tree<'a> {
 }
 
 /// True when the file `rel` (below `root`) exists and neither it nor any folder above it up to
-/// `root` was moved since `time_ns`: it was there, at that path, before. A folder moved
-/// (renamed) since has a new ctime while its old files keep theirs: those files are new at
-/// their new paths.
+/// `root` has changed since `time_ns` (a snapshot's start): it was there, at that path, before.
+/// A folder moved (renamed) since has a new ctime while its old files keep theirs: those files
+/// are new at their new paths. A folder whose entries changed has a new ctime too: a file in it
+/// that only an ignore rule change made visible is then recorded as made (with its bytes),
+/// never left out. Times come from the kernel's coarse clock, up to a tick behind the
+/// snapshot's: [`untracked::NESTED_NEW_NS`] of margin.
 pub(super) fn existed_untouched(root: &Path, rel: &str, time_ns: i64) -> bool {
     let old = |m: &fs::Metadata| {
         let st = Stamp::of(m);
-        st.m.max(st.c) + RACY_NS < time_ns
+        st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) < time_ns
     };
     let abs = root.join(fsutil::name::to_path(rel));
     if !fs::symlink_metadata(&abs).is_ok_and(|m| old(&m)) {
         return false;
     }
-    // Moved: a new ctime and an old mtime (a rename, even to another parent, leaves a folder's
-    // mtime; a file made in it changes both, and says nothing of the files already there).
-    let moved = |m: &fs::Metadata| {
-        let st = Stamp::of(m);
-        st.c + RACY_NS >= time_ns && st.m + RACY_NS < time_ns
-    };
     let mut at = abs.parent();
     while let Some(dir) = at.filter(|d| d.starts_with(root) && *d != root) {
-        if fs::symlink_metadata(dir).is_ok_and(|m| moved(&m)) {
+        if !fs::symlink_metadata(dir).is_ok_and(|m| old(&m)) {
             return false;
         }
         at = dir.parent();

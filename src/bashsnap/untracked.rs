@@ -192,10 +192,14 @@ fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
 }
 
+/// How much older than the base snapshot a nested repository's `.git` may look and still count
+/// as made since (file times come from the kernel's coarse clock, up to a tick behind).
+pub(super) const NESTED_NEW_NS: i64 = 20_000_000;
+
 /// Untracked, not ignored files under `root` (= the work tree + `prefix`), recursing into
 /// untracked folders, into `out`. With `cache`, folders unchanged since they were recorded
 /// are not read (see the module's contract). A nested repository is not walked, unless its
-/// `.git` was made since `since_ns` (the base snapshot's time, within the racy window): the
+/// `.git` was made since `since_ns` (the base snapshot's time, within [`NESTED_NEW_NS`]): the
 /// files a command wrote into a folder it also `git init`s are that command's.
 #[allow(clippy::too_many_arguments)]
 pub fn walk(
@@ -223,7 +227,7 @@ pub fn walk(
         if !dir.is_empty() && under.is_empty() {
             let young = |m: &fs::Metadata| {
                 let st = Stamp::of(&m);
-                since_ns.is_some_and(|t| st.m.max(st.c).saturating_add(super::RACY_NS) >= t)
+                since_ns.is_some_and(|t| st.m.max(st.c).saturating_add(NESTED_NEW_NS) >= t)
             };
             match fs::symlink_metadata(abs.join(".git")) {
                 Ok(m) if young(&m) => {
