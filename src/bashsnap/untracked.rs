@@ -226,7 +226,7 @@ pub fn walk(
         // made or removed inside a recorded folder is seen).
         if !dir.is_empty() && under.is_empty() {
             let young = |m: &fs::Metadata| {
-                let st = Stamp::of(&m);
+                let st = Stamp::of(m);
                 since_ns.is_some_and(|t| st.m.max(st.c).saturating_add(NESTED_NEW_NS) >= t)
             };
             match fs::symlink_metadata(abs.join(".git")) {

@@ -229,12 +229,10 @@ fn stamp(m: &fs::Metadata) -> (i64, u64, u64) {
 /// The stamps of the files outside the work tree that decide what git ignores: the
 /// repository's `info/exclude` and configuration, the user's configuration files, and
 /// `core.excludesFile` (or its default), as one string.
-fn rules_fingerprint(repo: &git2::Repository) -> String {
-    let mut files: Vec<PathBuf> = vec![
-        repo.commondir().join("info").join("exclude"),
-        repo.commondir().join("config"),
-        repo.path().join("config.worktree"),
-    ];
+/// `known`: the configuration files' stamps and the `core.excludesFile` they named last time
+/// (the configuration is parsed again only when one of them changed: a few stats per answer).
+fn rules_fingerprint(repo: &git2::Repository, known: &mut (String, Option<PathBuf>)) -> String {
+    let mut files: Vec<PathBuf> = vec![repo.commondir().join("config"), repo.path().join("config.worktree")];
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let xdg =
         std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
@@ -248,20 +246,26 @@ fn rules_fingerprint(repo: &git2::Repository) -> String {
     if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL") {
         files.push(PathBuf::from(g));
     }
-    // Read fresh (not the repository's cached configuration): the key may have just changed.
-    let excludes = git2::Config::open(&repo.commondir().join("config"))
-        .ok()
-        .and_then(|c| c.get_path("core.excludesfile").ok())
-        .or_else(|| git2::Config::open_default().ok().and_then(|c| c.get_path("core.excludesfile").ok()));
-    if let Some(x) = excludes {
-        files.push(x);
+    let print = |files: &[PathBuf]| {
+        let mut fp = String::from("v1");
+        for f in files {
+            let st = fs::metadata(f).ok().map(|m| stamp(&m));
+            fp.push_str(&format!("|{}={st:?}", f.display()));
+        }
+        fp
+    };
+    let config = print(&files);
+    if config != known.0 {
+        // Read fresh (not the repository's cached configuration): the key may have just changed.
+        known.1 = git2::Config::open(&repo.commondir().join("config"))
+            .ok()
+            .and_then(|c| c.get_path("core.excludesfile").ok())
+            .or_else(|| git2::Config::open_default().ok().and_then(|c| c.get_path("core.excludesfile").ok()));
+        known.0 = config.clone();
     }
-    let mut fp = String::from("v1");
-    for f in files {
-        let st = fs::metadata(&f).ok().map(|m| stamp(&m));
-        fp.push_str(&format!("|{}={st:?}", f.display()));
-    }
-    fp
+    let mut rules = vec![repo.commondir().join("info").join("exclude")];
+    rules.extend(known.1.clone());
+    config + &print(&rules)
 }
 
 fn socket_ino(path: &Path) -> Option<u64> {
@@ -300,6 +304,8 @@ struct State {
     /// The stamps of every file that decides what git ignores besides `.gitignore` files
     /// (`info/exclude`, `core.excludesFile`, the git configuration).
     rules_fp: String,
+    /// The configuration files' stamps, and the `core.excludesFile` they name.
+    config_known: (String, Option<PathBuf>),
     /// Files with more than one name (relative paths): named in every answer.
     linked: HashSet<String>,
     max_dirs: usize,
@@ -332,6 +338,7 @@ impl State {
             index: None,
             index_st: None,
             rules_fp: String::new(),
+            config_known: (String::new(), None),
             linked: HashSet::new(),
             max_dirs: opts.max_dirs,
             seen: HashMap::new(),
@@ -372,7 +379,7 @@ impl State {
             return false;
         }
         let prefix = format!("{rel}/");
-        !self.index.as_ref().is_some_and(|i| i.find_prefix(crate::fsutil::name::to_path(&prefix).as_ref()).is_ok())
+        self.index.as_ref().is_none_or(|i| i.find_prefix(crate::fsutil::name::to_path(&prefix).as_ref()).is_err())
     }
 
     /// A `.walj` folder that is walj's own (a project's: only cookies there are events), not
@@ -405,7 +412,9 @@ impl State {
     /// full scan anyway (the index changed, or the floor was raised), and the watches made here
     /// exist before the answer that starts the next command's clock.
     fn refresh_rules(&mut self) {
-        let fp = self.repo.as_ref().map(rules_fingerprint).unwrap_or_default();
+        let mut known = std::mem::take(&mut self.config_known);
+        let fp = self.repo.as_ref().map(|r| rules_fingerprint(r, &mut known)).unwrap_or_default();
+        self.config_known = known;
         let rules_changed = fp != self.rules_fp;
         let first = self.rules_fp.is_empty();
         self.rules_fp = fp;

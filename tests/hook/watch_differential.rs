@@ -42,6 +42,7 @@ impl Rng {
 
 const DIRS: &[&str] = &["", "", "d", "d/e", "build", "gen", "docs/.walj", "n", "sub", "m/q"];
 const NAMES: &[&[u8]] = &[b"a.txt", b"b.txt", b"c.log", b"k.txt", b"caf\xe9.txt", b"x", b"l.txt"];
+const NESTS: &[&str] = &["sub", "n", "m/q"];
 const PATTERNS: &[&str] = &["build/", "*.log", "gen/", "n/", "x", "d/e/"];
 
 /// Record text of the bytes `b` (as walj names a path).
@@ -165,7 +166,7 @@ enum Op {
 
 fn draw_path(rng: &mut Rng) -> String {
     let d = *rng.pick(DIRS);
-    let n = text(*rng.pick(NAMES));
+    let n = text(rng.pick::<&[u8]>(NAMES));
     if d.is_empty() { n } else { format!("{d}/{n}") }
 }
 
@@ -189,7 +190,7 @@ fn draw(rng: &mut Rng) -> Op {
             let pats = PATTERNS.iter().copied().filter(|_| rng.chance(35)).collect();
             Op::Rules(which, pats)
         }
-        87..=89 => Op::NestedInit(*rng.pick(&["sub", "n", "m/q"]), draw_bytes(rng)),
+        87..=89 => Op::NestedInit(rng.pick::<&'static str>(NESTS), draw_bytes(rng)),
         _ => Op::Backdate(rng.below(1000), rng.chance(50)),
     }
 }
@@ -371,6 +372,9 @@ struct Difference {
     extra: Vec<(String, Option<String>)>,
 }
 
+/// Paths and their new content hashes (`None`: gone).
+type Changes = Vec<(String, Option<String>)>;
+
 /// Compares walj's children with the oracle: links are compared by path only (walj's image
 /// of a link is an id of its target, not the target text). `appeared`: paths an ignore rule
 /// change made visible with their bytes unchanged; walj may record such a file as made (with
@@ -380,7 +384,7 @@ fn compare(
     exp: &BTreeMap<String, Option<String>>,
     got: &BTreeMap<String, Option<String>>,
     appeared: &BTreeSet<String>,
-) -> (Vec<(String, Option<String>)>, Vec<(String, Option<String>)>, usize) {
+) -> (Changes, Changes, usize) {
     let same = |a: &Option<String>, b: &Option<String>| match (a, b) {
         (Some(x), Some(_)) if x.starts_with("l:") => true,
         _ => a == b,
@@ -432,7 +436,7 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
                 let exp = expected(&hb, &cb, &ha, &ca);
                 let got = journaled(&s.w, &id);
                 let appeared: BTreeSet<String> =
-                    ca.difference(&cb).filter(|p| hb.get(*p).is_some() && hb.get(*p) == ha.get(*p)).cloned().collect();
+                    ca.difference(&cb).filter(|p| hb.contains_key(*p) && hb.get(*p) == ha.get(*p)).cloned().collect();
                 let (missing, extra, t) = compare(&exp, &got, &appeared);
                 tolerated += t;
                 if !missing.is_empty() || !extra.is_empty() {

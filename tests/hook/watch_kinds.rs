@@ -213,3 +213,79 @@ fn a_file_written_into_a_folder_the_same_command_git_inits_is_journaled() {
         assert!(kids.contains(&("sub/f.txt".to_string(), blob("f\n"))), "watcher {on}: {kids:?}");
     });
 }
+
+/// The session dies after the command (no PostToolUse) and its watcher is killed before the
+/// next look: the command's changes of each kind are still derived, from a full scan.
+#[test]
+fn each_kind_is_derived_when_claude_code_dies_after_the_command_and_the_watcher_is_killed() {
+    let w = W::new(&[("a.txt", "a\n"), ("d/k.txt", "k\n")]);
+    w.repo.write(".gitignore", "build/\n*.log\n");
+    w.repo.write("build/keep.txt", "k\n");
+    w.repo.write("app.log", "l\n");
+    w.repo.git(&["add", "-f", "build/keep.txt", "app.log", ".gitignore"]);
+    w.repo.commit("tracked under ignore rules");
+    sh(w.root(), "touch -d '2020-01-01' d/k.txt d");
+    std::thread::sleep(Duration::from_millis(2100));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("start.json"), w.payload("SessionStart", "").to_string()).unwrap();
+    fs::write(d.join("pre.json"), w.payload("PreToolUse", "toolu_dead").to_string()).unwrap();
+    // Its Claude Code: `timeout`, which runs SessionStart and the command's PreToolUse, then
+    // ends (no Post: killed).
+    let script = r#"
+        w() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }
+        "$WALJ" --project "$ROOT" hook < "$D/start.json" > /dev/null; touch "$D/started"; w go1
+        "$WALJ" --project "$ROOT" hook < "$D/pre.json" > /dev/null; touch "$D/pre-done"; w go2
+    "#;
+    let mut claude = Command::new("timeout")
+        .args(["60", "sh", "-c", script])
+        .env("WALJ", walj_bin())
+        .env("ROOT", w.root())
+        .env("D", d)
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .spawn()
+        .unwrap();
+    let wait_for = |name: &str| {
+        let t = Instant::now();
+        while !d.join(name).exists() {
+            assert!(t.elapsed() < Duration::from_secs(20), "the fake Claude Code never got to {name}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_for("started");
+    let watcher = w.wait_ready();
+    fs::write(d.join("go1"), "").unwrap();
+    wait_for("pre-done");
+    std::thread::sleep(Duration::from_millis(50));
+    sh(
+        w.root(),
+        "echo k2 > build/keep.txt && echo l2 > app.log && mkdir -p docs/.walj && echo x > docs/.walj/x.txt \
+         && printf 'u\\n' > \"$(printf 'caf\\351.txt')\" && mv d n",
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(d.join("go2"), "").unwrap();
+    assert!(claude.wait().unwrap().success());
+    kill(watcher, "-9");
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids = w.children("toolu_dead");
+    let name = walj::fsutil::name::encode(b"caf\xe9.txt").into_owned();
+    for (path, after) in [
+        ("app.log", blob("l2\n")),
+        ("build/keep.txt", blob("k2\n")),
+        (name.as_str(), blob("u\n")),
+        ("d/k.txt", Value::Null),
+        ("docs/.walj/x.txt", blob("x\n")),
+        ("n/k.txt", blob("k\n")),
+    ] {
+        assert!(kids.contains(&(path.to_string(), after)), "{path}: {kids:?}");
+    }
+}
