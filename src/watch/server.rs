@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use notify::event::{AccessKind, AccessMode, EventKind};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind, RenameMode};
 use notify::{RecursiveMode, Watcher};
 
 use super::{Answer, Clock, Places, Request, SessionRef, doubt};
@@ -631,7 +631,15 @@ impl State {
             return;
         }
         let create = matches!(ev.kind, EventKind::Create(_));
-        for path in &ev.paths {
+        // The event says the name went away (removed, or renamed from): whatever stands there
+        // by the time the event is read is another file or folder.
+        let gone_event = |i: usize| match ev.kind {
+            EventKind::Remove(_) => true,
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)) => true,
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => i == 0,
+            _ => false,
+        };
+        for (i, path) in ev.paths.iter().enumerate() {
             let Some(rel) = self.rel(path) else { continue };
             if rel.is_empty() || rel.split('/').any(|c| c == ".git") {
                 continue;
@@ -664,9 +672,10 @@ impl State {
             }
             let meta = fs::symlink_metadata(path).ok();
             let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
-            if !is_dir && self.watched.contains(path) {
+            if (!is_dir || gone_event(i)) && self.watched.contains(path) {
                 // A watched folder moved away or removed: its watches go (a moved folder's
-                // would keep reporting under its old name).
+                // would keep reporting under its old name). Also when a new folder already
+                // stands at its name (made right after the move): it is crawled as new below.
                 let gone: Vec<PathBuf> = self.watched.iter().filter(|w| w.starts_with(path)).cloned().collect();
                 for w in gone {
                     let _ = self.watcher.unwatch(&w);
