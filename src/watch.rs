@@ -117,6 +117,11 @@ pub mod doubt {
     pub const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
     pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
     pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
+    /// `.git/info/exclude`, `core.excludesFile` or the git configuration changed.
+    pub const EXCLUDES: &str = "ignore rules changed (info/exclude, core.excludesFile or the git config)";
+    /// More hard-linked files than the watcher re-reads each time (a write through another
+    /// name of a file is no event in the folder watched).
+    pub const TOO_MANY_LINKED: &str = "too many hard-linked files to vouch for";
     pub const TOO_MANY: &str = "too many changes to keep";
     /// A watcher outside git: it watches no folder, only sessions' Claude Code processes.
     pub const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";

@@ -129,6 +129,15 @@ impl Tree<'_> {
                 self.unlisted = std::iter::once(rel).chain(paths).map(str::to_string).collect();
                 break;
             }
+            // A nested repository the Pre walked because it was new to *its* base was there
+            // before this command: not walked for it (as a full scan from the Pre's time would not).
+            if pre
+                .nested
+                .iter()
+                .any(|r| rel.len() > r.len() && rel.starts_with(r.as_str()) && rel.as_bytes()[r.len()] == b'/')
+            {
+                continue;
+            }
             let a = pre.files.get(rel);
             let b = now.files.get(rel);
             if a.is_some_and(|f| f.special) || b.is_some_and(|f| f.special) {
@@ -170,7 +179,7 @@ impl Tree<'_> {
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
-                        if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
+                        if existed_untouched(&self.project.root, rel, pre.time) {
                             continue;
                         }
                         Side::Absent
@@ -178,7 +187,7 @@ impl Tree<'_> {
                 },
                 None if !pre.cut_short || pre.listed => Side::Absent,
                 None => {
-                    if existed_untouched(&self.project.root.join(fsutil::name::to_path(rel)), pre.time) {
+                    if existed_untouched(&self.project.root, rel, pre.time) {
                         continue;
                     }
                     Side::Unknown

@@ -58,7 +58,9 @@ struct Tracked<'a> {
 }
 
 /// Files under `workdir/prefix` that may differ from `index`, and untracked files.
-/// `threads` stat workers (1 = none); `cache`: the untracked walk's (src/bashsnap/untracked.rs).
+/// `threads` stat workers (1 = none); `cache`: the untracked walk's (src/bashsnap/untracked.rs);
+/// `since_ns`: the base snapshot's time (a nested repository made since is listed, see
+/// [`untracked::walk`]).
 pub fn dirty_files(
     repo: &Repository,
     index: &[Entry],
@@ -66,6 +68,7 @@ pub fn dirty_files(
     prefix: &str,
     threads: usize,
     cache: Option<&untracked::Cache>,
+    since_ns: Option<i64>,
 ) -> Result<Vec<Listed>, git2::Error> {
     let index_mtime = fs::metadata(repo.path().join("index")).ok().map(|m| stamp_mtime(&m));
     let filemode = cfg!(unix) && repo.config().and_then(|c| c.get_bool("core.filemode")).unwrap_or(true);
@@ -102,7 +105,7 @@ pub fn dirty_files(
         // No thread to start (about as long as stat-ing a few hundred files).
         let mut out = check_all(&root, &tracked, filemode);
         let mut untracked = Vec::new();
-        untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut untracked)?;
+        untracked::walk(repo, &root, prefix, &known(&tracked), cache, since_ns, &mut untracked)?;
         out.extend(untracked.into_iter().map(Listed::untracked));
         return Ok(out);
     }
@@ -118,7 +121,7 @@ pub fn dirty_files(
             .collect();
         // Meanwhile, untracked files (this thread: the repository handle is not Sync).
         let mut untracked = Vec::new();
-        let walk = untracked::walk(repo, &root, prefix, &known(&tracked), cache, &mut untracked);
+        let walk = untracked::walk(repo, &root, prefix, &known(&tracked), cache, since_ns, &mut untracked);
         let mut lost = false;
         for w in workers {
             match w.join() {
@@ -301,7 +304,7 @@ mod tests {
         let repo = Repository::open(root).unwrap();
         let index = super::super::gitindex::read(&repo.path().join("index")).unwrap();
         let list = |threads| {
-            let mut v = dirty_files(&repo, &index, root, "", threads, None).unwrap();
+            let mut v = dirty_files(&repo, &index, root, "", threads, None, None).unwrap();
             v.sort_by(|a, b| a.rel.cmp(&b.rel));
             v
         };

@@ -144,6 +144,11 @@ pub(super) struct Snapshot {
     /// it was a full scan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) watch: Option<String>,
+    /// Nested repositories (folders with their own `.git`) whose files this snapshot lists
+    /// because they were made since its base: the next snapshot no longer walks them, so a
+    /// snapshot the watcher makes from this one drops their files too, as a full scan would.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) nested: Vec<String>,
 }
 
 /// Keeps `now` at `path` as the new baseline of `base`'s background command (it may still

@@ -181,8 +181,16 @@ impl<'a> Tree<'a> {
             };
             untracked::Cache { path: bash_dir(self.project).join(name), fp, racy_ns: RACY_NS }
         });
-        let listed = gitscan::dirty_files(repo, &index, &workdir, &self.prefix, threads, walk_cache.as_ref())
-            .map_err(git_err)?;
+        let listed = gitscan::dirty_files(
+            repo,
+            &index,
+            &workdir,
+            &self.prefix,
+            threads,
+            walk_cache.as_ref(),
+            cache.map(|c| c.time),
+        )
+        .map_err(git_err)?;
         // Kept for `diff` (reading the index again would cost as much as a tenth of the hook).
         self.index = Some(index);
         snap.listed = listed.len() <= MAX_LISTED;
@@ -190,6 +198,8 @@ impl<'a> Tree<'a> {
             snap.cut_short = true;
         }
         let listed: Vec<(String, bool)> = listed.into_iter().take(MAX_LISTED).map(|l| (l.rel, l.deleted)).collect();
+        // Which nested repository each listed file's folder is in, looked up once per folder.
+        let mut nested: HashMap<String, Option<String>> = HashMap::new();
         for (rel, deleted) in listed {
             let state = if deleted {
                 FileState { absent: true, ..FileState::default() }
@@ -197,6 +207,20 @@ impl<'a> Tree<'a> {
                 let cached = cache.and_then(|c| c.files.get(&rel).map(|f| (f, c.time)));
                 self.file_state(&rel, cached, &mut snap.cut_short)?
             };
+            let dir = rel.rfind('/').map_or("", |i| &rel[..i]).to_string();
+            let root = match nested.get(&dir) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = if dir.is_empty() { None } else { self.nested_root(&rel).map(|(r, _)| r) };
+                    nested.insert(dir, r.clone());
+                    r
+                }
+            };
+            if let Some(root) = root
+                && !snap.nested.contains(&root)
+            {
+                snap.nested.push(root);
+            }
             snap.files.insert(rel, state);
         }
         self.save_index(snap, save_index, &index_path, index_st);
@@ -236,6 +260,12 @@ impl<'a> Tree<'a> {
         paths: &[String],
     ) -> Result<(), SnapError> {
         snap.files = base.files.clone();
+        // The nested repositories the base walked as new are old now: not walked, as a full
+        // scan would not (their `.git` was there before the base).
+        for root in &base.nested {
+            let under = format!("{root}/");
+            snap.files.retain(|k, _| !k.starts_with(&under));
+        }
         snap.listed = true;
         let mut seen: HashSet<String> = HashSet::new();
         // What the base could not read yet is read now: a cut-short snapshot heals here.
@@ -246,10 +276,12 @@ impl<'a> Tree<'a> {
             }
         }
         for rel in paths {
-            if rel.split('/').any(|c| c == ".git" || c == ".walj") {
+            // As the full scan: `.git` anywhere, walj's own `.walj/` at the top; a user's
+            // `docs/.walj/` is listed like any folder.
+            if rel.split('/').any(|c| c == ".git") || rel == ".walj" || rel.starts_with(".walj/") {
                 continue;
             }
-            let abs = self.project.root.join(rel);
+            let abs = self.project.root.join(fsutil::name::to_path(rel));
             let is_file = fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_dir());
             let mut todo = vec![rel.clone()];
             if !is_file {
@@ -294,18 +326,34 @@ impl<'a> Tree<'a> {
     /// listed unless git ignores it and does not track it; a gone one is `absent` when git
     /// tracks it, else not listed.
     pub(super) fn refresh(&mut self, snap: &mut Snapshot, base: &Snapshot, rel: &str) -> Result<(), SnapError> {
-        let abs = self.project.root.join(rel);
+        let abs = self.project.root.join(fsutil::name::to_path(rel));
         match fs::symlink_metadata(&abs) {
             Ok(m) if m.is_dir() => {
                 snap.files.remove(rel);
             }
+            Ok(_) if !self.tracked(rel) && self.nested_root(rel).is_some() => {
+                match self.nested_root(rel) {
+                    // As the full scan: a nested repository is walked only when made since.
+                    Some((root, st)) if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time => {
+                        let cached = base.files.get(rel).map(|f| (f, base.time));
+                        let state = self.file_state(rel, cached, &mut snap.cut_short)?;
+                        snap.files.insert(rel.to_string(), state);
+                        if !snap.nested.contains(&root) {
+                            snap.nested.push(root);
+                        }
+                    }
+                    _ => {
+                        snap.files.remove(rel);
+                    }
+                }
+            }
             Ok(_) => {
                 let listed = base.files.contains_key(rel);
                 let ignored = !listed
-                    && self
-                        .repo
-                        .as_ref()
-                        .is_some_and(|r| r.is_path_ignored(format!("{}{rel}", self.prefix)).unwrap_or(false));
+                    && self.repo.as_ref().is_some_and(|r| {
+                        let path = format!("{}{rel}", self.prefix);
+                        r.is_path_ignored(fsutil::name::to_path(&path)).unwrap_or(false)
+                    });
                 if ignored && !self.tracked(rel) {
                     snap.files.remove(rel);
                     return Ok(());
@@ -323,6 +371,19 @@ impl<'a> Tree<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The nested repository `rel` is inside (the nearest folder below the project root with
+    /// its own `.git`: its path and the `.git`'s stamp), if any.
+    pub(super) fn nested_root(&self, rel: &str) -> Option<(String, Stamp)> {
+        let mut at = rel.rfind('/').map(|i| &rel[..i]);
+        while let Some(dir) = at {
+            if let Ok(m) = fs::symlink_metadata(self.project.root.join(fsutil::name::to_path(dir)).join(".git")) {
+                return Some((dir.to_string(), Stamp::of(&m)));
+            }
+            at = dir.rfind('/').map(|i| &dir[..i]);
+        }
+        None
     }
 
     pub(super) fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
@@ -429,12 +490,30 @@ impl<'a> Tree<'a> {
 /// not listed.
 pub(super) const WALK_MS: u64 = 5_000;
 
-/// True when the file exists and has not been touched since `time_ns` (it was there before).
-pub(super) fn existed_untouched(abs: &Path, time_ns: i64) -> bool {
-    fs::symlink_metadata(abs).is_ok_and(|m| {
-        let st = Stamp::of(&m);
-        st.m.max(st.c) + RACY_NS < time_ns
-    })
+/// True when the file `rel` (below `root`) exists and neither it nor any folder above it up to
+/// `root` has changed since `time_ns` (a snapshot's start): it was there, at that path, before.
+/// A folder moved (renamed) since has a new ctime while its old files keep theirs: those files
+/// are new at their new paths. A folder whose entries changed has a new ctime too: a file in it
+/// that only an ignore rule change made visible is then recorded as made (with its bytes),
+/// never left out. Times come from the kernel's coarse clock, up to a tick behind the
+/// snapshot's: [`untracked::NESTED_NEW_NS`] of margin.
+pub(super) fn existed_untouched(root: &Path, rel: &str, time_ns: i64) -> bool {
+    let old = |m: &fs::Metadata| {
+        let st = Stamp::of(m);
+        st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) < time_ns
+    };
+    let abs = root.join(fsutil::name::to_path(rel));
+    if !fs::symlink_metadata(&abs).is_ok_and(|m| old(&m)) {
+        return false;
+    }
+    let mut at = abs.parent();
+    while let Some(dir) = at.filter(|d| d.starts_with(root) && *d != root) {
+        if !fs::symlink_metadata(dir).is_ok_and(|m| old(&m)) {
+            return false;
+        }
+        at = dir.parent();
+    }
+    true
 }
 
 /// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).

@@ -192,15 +192,23 @@ fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
 }
 
+/// How much older than the base snapshot a nested repository's `.git` may look and still count
+/// as made since (file times come from the kernel's coarse clock, up to a tick behind).
+pub(super) const NESTED_NEW_NS: i64 = 20_000_000;
+
 /// Untracked, not ignored files under `root` (= the work tree + `prefix`), recursing into
 /// untracked folders, into `out`. With `cache`, folders unchanged since they were recorded
-/// are not read (see the module's contract).
+/// are not read (see the module's contract). A nested repository is not walked, unless its
+/// `.git` was made since `since_ns` (the base snapshot's time, within [`NESTED_NEW_NS`]): the
+/// files a command wrote into a folder it also `git init`s are that command's.
+#[allow(clippy::too_many_arguments)]
 pub fn walk(
     repo: &Repository,
     root: &Path,
     prefix: &str,
     known: &Known<'_>,
     cache: Option<&Cache>,
+    since_ns: Option<i64>,
     out: &mut Vec<String>,
 ) -> Result<WalkStats, git2::Error> {
     let start = super::now_ns();
@@ -216,9 +224,26 @@ pub fn walk(
         let under = known.under(&dir);
         // A nested repository is not part of this one (checked on entering, so a `.git`
         // made or removed inside a recorded folder is seen).
-        if !dir.is_empty() && under.is_empty() && abs.join(".git").exists() {
-            changed |= old.remove(&dir).is_some();
-            continue;
+        if !dir.is_empty() && under.is_empty() {
+            let young = |m: &fs::Metadata| {
+                let st = Stamp::of(m);
+                since_ns.is_some_and(|t| st.m.max(st.c).saturating_add(NESTED_NEW_NS) >= t)
+            };
+            match fs::symlink_metadata(abs.join(".git")) {
+                Ok(m) if young(&m) => {
+                    // Made since the base: walked now, never recorded (the next walk skips it).
+                    changed |= old.remove(&dir).is_some();
+                    read(repo, &abs, &dir, prefix, under, None, None, out)?
+                        .into_iter()
+                        .for_each(|f| stack.extend(f.d.iter().map(|n| (join(&dir, n), true))));
+                    continue;
+                }
+                Ok(_) => {
+                    changed |= old.remove(&dir).is_some();
+                    continue;
+                }
+                Err(_) => {}
+            }
         }
         let (st, gi) = match cache {
             Some(_) => match stamp(&abs, dir.is_empty()) {
@@ -406,8 +431,8 @@ mod tests {
         let idx = super::super::gitindex::read(&repo.path().join("index")).unwrap_or_default();
         let known = Known::new(idx.iter().map(|e| e.path.as_str()).collect());
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        let stats = walk(repo, root, "", &known, Some(cache), &mut a).unwrap();
-        walk(repo, root, "", &known, None, &mut b).unwrap();
+        let stats = walk(repo, root, "", &known, Some(cache), None, &mut a).unwrap();
+        walk(repo, root, "", &known, None, None, &mut b).unwrap();
         let names = |mut v: Vec<String>| {
             v.sort();
             v
@@ -531,7 +556,7 @@ mod tests {
         for i in 0..2 {
             fs::write(root.join(format!("u{i}.txt")), "u").unwrap();
             let mut out = Vec::new();
-            let s = walk(&repo, root, "", &known, Some(&cache), &mut out).unwrap();
+            let s = walk(&repo, root, "", &known, Some(&cache), None, &mut out).unwrap();
             assert_eq!(s, WalkStats { read: 1, cached: 2 }, "walk {i}");
             out.sort();
             let mut want: Vec<String> = (0..=i).map(|j| format!("u{j}.txt")).collect();

@@ -7,7 +7,15 @@
 //!   non-recursive watch each (inotify is not recursive), `.git/` never, and each `.walj/`
 //!   folder by itself (for cookies only: nothing else in it is a change). A folder that
 //!   appears (made, moved in) is watched first and then crawled, so a file made before its
-//!   watch existed is reported as changed too. Files git ignores are not reported.
+//!   watch existed is reported as changed too. Files git ignores are not reported, unless git
+//!   tracks them: a folder git ignores that holds tracked files is watched too (git's index is
+//!   read again whenever it changed). A `.walj` folder that is not walj's own (`docs/.walj/`)
+//!   is an ordinary folder; a name that is not UTF-8 is reported mapped (`fsutil::name`).
+//! - **What it names besides changes.** Every file with more than one hard link, in every
+//!   answer: a write through a name outside the checkout is no event here.
+//! - **Ignore rules.** A `.gitignore` event, or a changed `info/exclude`, git configuration or
+//!   `core.excludesFile` (their stamps, compared before each answer), raises the floor and
+//!   crawls the tree again, so folders the rules no longer ignore get their watches.
 //! - **What it keeps.** A sequence number per event and, per changed path, the number of its
 //!   last change. A *floor* is raised when it cannot vouch for what came before (the queue
 //!   overflowed, ignore rules changed, too many paths kept): a request from a clock below the
@@ -31,13 +39,16 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use notify::event::{AccessKind, AccessMode, EventKind};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind, RenameMode};
 use notify::{RecursiveMode, Watcher};
 
 use super::{Answer, Clock, Places, Request, SessionRef, doubt};
 
 /// Paths kept at most before the floor is raised instead.
 const MAX_KEPT: usize = 200_000;
+/// Hard-linked files vouched for at most (each is named in every answer, so the snapshot
+/// looks at it again: a write through another name is no event in the folder watched).
+const MAX_LINKED: usize = 20_000;
 /// The observer file is moved aside (`.1`) past this size.
 const MAX_OBSERVED: u64 = 8 << 20;
 
@@ -176,6 +187,9 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     if opts.processes_only {
         st.degraded = Some(doubt::PROCESSES_ONLY);
     } else {
+        // Git's index and the rule files first: the crawl watches ignored folders that hold
+        // tracked files.
+        st.refresh_rules();
         st.crawl(&root, false);
     }
     st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
@@ -207,6 +221,53 @@ pub fn run(opts: &Options) -> io::Result<bool> {
     Ok(true)
 }
 
+fn stamp(m: &fs::Metadata) -> (i64, u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()), m.len(), m.ino())
+}
+
+/// The stamps of the files outside the work tree that decide what git ignores: the
+/// repository's `info/exclude` and configuration, the user's configuration files, and
+/// `core.excludesFile` (or its default), as one string.
+/// `known`: the configuration files' stamps and the `core.excludesFile` they named last time
+/// (the configuration is parsed again only when one of them changed: a few stats per answer).
+fn rules_fingerprint(repo: &git2::Repository, known: &mut (String, Option<PathBuf>)) -> String {
+    let mut files: Vec<PathBuf> = vec![repo.commondir().join("config"), repo.path().join("config.worktree")];
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg =
+        std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
+    if let Some(h) = &home {
+        files.push(h.join(".gitconfig"));
+    }
+    if let Some(x) = &xdg {
+        files.push(x.join("git").join("config"));
+        files.push(x.join("git").join("ignore"));
+    }
+    if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL") {
+        files.push(PathBuf::from(g));
+    }
+    let print = |files: &[PathBuf]| {
+        let mut fp = String::from("v1");
+        for f in files {
+            let st = fs::metadata(f).ok().map(|m| stamp(&m));
+            fp.push_str(&format!("|{}={st:?}", f.display()));
+        }
+        fp
+    };
+    let config = print(&files);
+    if config != known.0 {
+        // Read fresh (not the repository's cached configuration): the key may have just changed.
+        known.1 = git2::Config::open(&repo.commondir().join("config"))
+            .ok()
+            .and_then(|c| c.get_path("core.excludesfile").ok())
+            .or_else(|| git2::Config::open_default().ok().and_then(|c| c.get_path("core.excludesfile").ok()));
+        known.0 = config.clone();
+    }
+    let mut rules = vec![repo.commondir().join("info").join("exclude")];
+    rules.extend(known.1.clone());
+    config + &print(&rules)
+}
+
 fn socket_ino(path: &Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     fs::symlink_metadata(path).ok().map(|m| m.ino())
@@ -235,6 +296,18 @@ struct State {
     watched: HashSet<PathBuf>,
     watcher: notify::RecommendedWatcher,
     repo: Option<git2::Repository>,
+    /// Git's index as last read ([`State::refresh_rules`]): a tracked file is reported even
+    /// where an ignore rule matches it, and an ignored folder holding tracked files is watched.
+    index: Option<git2::Index>,
+    /// The stamp of the index file `index` was read from.
+    index_st: Option<(i64, u64, u64)>,
+    /// The stamps of every file that decides what git ignores besides `.gitignore` files
+    /// (`info/exclude`, `core.excludesFile`, the git configuration).
+    rules_fp: String,
+    /// The configuration files' stamps, and the `core.excludesFile` they name.
+    config_known: (String, Option<PathBuf>),
+    /// Files with more than one name (relative paths): named in every answer.
+    linked: HashSet<String>,
     max_dirs: usize,
     /// Cookies seen (name → when), for a request that arrives after its cookie's event.
     seen: HashMap<String, Instant>,
@@ -262,6 +335,11 @@ impl State {
             watched: HashSet::new(),
             watcher,
             repo: git2::Repository::open(&places.root).ok(),
+            index: None,
+            index_st: None,
+            rules_fp: String::new(),
+            config_known: (String::new(), None),
+            linked: HashSet::new(),
             max_dirs: opts.max_dirs,
             seen: HashMap::new(),
             pending: HashMap::new(),
@@ -274,14 +352,175 @@ impl State {
         }
     }
 
+    /// `path` relative to the work tree, as record text: a name that is not UTF-8 is kept
+    /// mapped (`fsutil::name`), as the full scan lists it.
     fn rel(&self, path: &Path) -> Option<String> {
         let rel = path.strip_prefix(&self.root).ok()?;
-        let s = rel.to_str()?.replace('\\', "/");
-        Some(s)
+        Some(crate::fsutil::name::encode_os(rel.as_os_str()).replace('\\', "/"))
     }
 
     fn ignored(&self, rel: &str) -> bool {
-        self.repo.as_ref().is_some_and(|r| r.is_path_ignored(rel).unwrap_or(false))
+        self.repo.as_ref().is_some_and(|r| r.is_path_ignored(crate::fsutil::name::to_path(rel)).unwrap_or(false))
+    }
+
+    /// Git tracks the file `rel`.
+    fn tracked(&self, rel: &str) -> bool {
+        self.index.as_ref().is_some_and(|i| i.get_path(&crate::fsutil::name::to_path(rel), 0).is_some())
+    }
+
+    /// A file the full scan does not list: ignored and not tracked.
+    fn hidden(&self, rel: &str) -> bool {
+        self.ignored(rel) && !self.tracked(rel)
+    }
+
+    /// A folder whose files the full scan does not list: ignored, and no tracked file below.
+    fn dir_hidden(&self, rel: &str) -> bool {
+        if !self.ignored(&format!("{rel}/")) {
+            return false;
+        }
+        let prefix = format!("{rel}/");
+        self.index.as_ref().is_none_or(|i| i.find_prefix(crate::fsutil::name::to_path(&prefix).as_ref()).is_err())
+    }
+
+    /// A `.walj` folder that is walj's own (a project's: only cookies there are events), not
+    /// a user's folder of that name (`docs/.walj/`), whose files the full scan lists.
+    fn walj_own(&self, dir: &Path) -> bool {
+        dir.parent() == Some(self.root.as_path())
+            || fs::symlink_metadata(dir.join("journal.jsonl")).is_ok()
+            || fs::symlink_metadata(dir.join("bash")).is_ok_and(|m| m.is_dir())
+    }
+
+    /// Notes whether the file `rel` has other names (hard links): those are named in every
+    /// answer.
+    fn note_links(&mut self, rel: &str, meta: Option<&fs::Metadata>) {
+        use std::os::unix::fs::MetadataExt;
+        if meta.is_some_and(|m| m.is_file() && m.nlink() > 1) {
+            if self.linked.len() >= MAX_LINKED && !self.linked.contains(rel) {
+                self.degrade_with(doubt::TOO_MANY_LINKED);
+                return;
+            }
+            self.linked.insert(rel.to_string());
+        } else {
+            self.linked.remove(rel);
+        }
+    }
+
+    /// Re-reads what decides which files the full scan lists when it changed: git's index
+    /// (then ignored folders that now hold tracked files are watched) and the ignore rules
+    /// outside the work tree (then nothing before is vouched for, and newly un-ignored
+    /// folders are watched). Called before each answer: a snapshot after either change is a
+    /// full scan anyway (the index changed, or the floor was raised), and the watches made here
+    /// exist before the answer that starts the next command's clock.
+    fn refresh_rules(&mut self) {
+        let mut known = std::mem::take(&mut self.config_known);
+        let fp = self.repo.as_ref().map(|r| rules_fingerprint(r, &mut known)).unwrap_or_default();
+        self.config_known = known;
+        let rules_changed = fp != self.rules_fp;
+        let first = self.rules_fp.is_empty();
+        self.rules_fp = fp;
+        let index_path = self.repo.as_ref().map(|r| r.path().join("index"));
+        let st = index_path.as_ref().and_then(|p| fs::metadata(p).ok()).map(|m| stamp(&m));
+        let index_changed = st != self.index_st;
+        if index_changed {
+            self.index_st = st;
+            self.index = index_path.and_then(|p| git2::Index::open(&p).ok());
+        }
+        if first {
+            return;
+        }
+        if rules_changed {
+            // A fresh repository: no configuration or rule file cached from before.
+            self.repo = git2::Repository::open(&self.root).ok();
+            self.raise_floor(doubt::EXCLUDES);
+            self.recrawl();
+        } else if index_changed {
+            self.watch_tracked();
+        }
+    }
+
+    /// Watches every folder holding a tracked file that is not watched yet (one git ignores),
+    /// and the folders between it and the nearest watched one.
+    fn watch_tracked(&mut self) {
+        let Some(index) = self.index.as_ref() else { return };
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let mut last: Vec<u8> = Vec::new();
+        for e in index.iter() {
+            let path = &e.path;
+            let Some(cut) = memchr::memrchr(b'/', path) else { continue };
+            let dir = &path[..cut];
+            if dir == last.as_slice() {
+                continue;
+            }
+            last = dir.to_vec();
+            let abs = self.root.join(crate::fsutil::name::to_path(&crate::fsutil::name::encode(dir)));
+            if !self.watched.contains(&abs) {
+                dirs.push(abs);
+            }
+        }
+        for d in dirs {
+            let mut chain = Vec::new();
+            let mut at = d.as_path();
+            while !self.watched.contains(at) && at.starts_with(&self.root) && at != self.root {
+                chain.push(at.to_path_buf());
+                match at.parent() {
+                    Some(p) => at = p,
+                    None => break,
+                }
+            }
+            for c in chain.into_iter().rev() {
+                if c.is_dir() {
+                    self.crawl(&c, false);
+                }
+            }
+        }
+    }
+
+    /// Stats every file in the watched folders and notes those with several names.
+    fn sweep_links(&mut self) {
+        let dirs: Vec<PathBuf> = self.watched.iter().cloned().collect();
+        for d in dirs {
+            if d.file_name().is_some_and(|n| n == ".walj") && self.walj_own(&d) {
+                continue;
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                if !ent.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
+                let Some(rel) = self.rel(&ent.path()) else { continue };
+                if !self.hidden(&rel) {
+                    let meta = ent.metadata().ok();
+                    self.note_links(&rel, meta.as_ref());
+                }
+            }
+        }
+    }
+
+    /// Crawls the whole work tree again (folders already watched are read, not watched again):
+    /// after the ignore rules changed, a folder they no longer ignore gets its watch.
+    fn recrawl(&mut self) {
+        let root = self.root.clone();
+        let mut stack = vec![root];
+        while let Some(d) = stack.pop() {
+            if !self.watched.contains(&d) {
+                self.crawl(&d, false);
+                continue;
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                if !ent.file_type().is_ok_and(|t| t.is_dir()) || ent.file_name() == ".git" {
+                    continue;
+                }
+                let path = ent.path();
+                let Some(rel) = self.rel(&path) else { continue };
+                if ent.file_name() == ".walj" && self.walj_own(&path) {
+                    continue;
+                }
+                if !self.dir_hidden(&rel) {
+                    stack.push(path);
+                }
+            }
+        }
     }
 
     fn raise_floor(&mut self, why: &'static str) {
@@ -333,27 +572,37 @@ impl State {
                     if name == ".git" {
                         continue;
                     }
-                    if name == ".walj" {
+                    if name == ".walj" && self.walj_own(&path) {
                         // Cookies only: watched, never crawled.
                         if self.watcher.watch(&path, RecursiveMode::NonRecursive).is_ok() {
                             self.watched.insert(path);
                         }
                         continue;
                     }
-                    if !self.ignored(&format!("{rel}/")) {
+                    if !self.dir_hidden(&rel) {
                         stack.push(path);
                     }
-                } else if report && !self.ignored(&rel) {
-                    self.mark(rel);
+                } else if !self.hidden(&rel) {
+                    if ft.is_file() {
+                        let meta = ent.metadata().ok();
+                        self.note_links(&rel, meta.as_ref());
+                    }
+                    if report {
+                        self.mark(rel);
+                    }
                 }
             }
         }
     }
 
     fn degrade(&mut self) {
+        self.degrade_with(doubt::WATCH_LIMIT);
+    }
+
+    fn degrade_with(&mut self, why: &'static str) {
         if self.degraded.is_none() {
-            self.degraded = Some(doubt::WATCH_LIMIT);
-            self.observe(&serde_json::json!({"ev": "doubt", "why": doubt::WATCH_LIMIT}));
+            self.degraded = Some(why);
+            self.observe(&serde_json::json!({"ev": "doubt", "why": why}));
         }
     }
 
@@ -382,34 +631,51 @@ impl State {
             return;
         }
         let create = matches!(ev.kind, EventKind::Create(_));
-        for path in &ev.paths {
+        // The event says the name went away (removed, or renamed from): whatever stands there
+        // by the time the event is read is another file or folder.
+        let gone_event = |i: usize| match ev.kind {
+            EventKind::Remove(_) => true,
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)) => true,
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => i == 0,
+            _ => false,
+        };
+        for (i, path) in ev.paths.iter().enumerate() {
             let Some(rel) = self.rel(path) else { continue };
-            if rel.is_empty() || rel == ".git" || rel.starts_with(".git/") {
+            if rel.is_empty() || rel.split('/').any(|c| c == ".git") {
                 continue;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let parent_is_walj = path.parent().and_then(Path::file_name).is_some_and(|n| n == ".walj");
-            if parent_is_walj {
-                if create && name.starts_with(super::COOKIE_PREFIX) {
-                    self.cookie(name.to_string());
-                }
+            if parent_is_walj && create && name.starts_with(super::COOKIE_PREFIX) {
+                self.cookie(name.to_string());
                 continue;
             }
-            if rel.split('/').any(|c| c == ".walj" || c == ".git") {
-                if name == ".walj" && path.is_dir() && self.watcher.watch(path, RecursiveMode::NonRecursive).is_ok() {
-                    self.watched.insert(path.clone());
+            // Inside walj's own `.walj/` nothing is a change; a user's folder of that name
+            // (`docs/.walj/`) is listed by the full scan like any other.
+            if let Some(i) = rel.split('/').position(|c| c == ".walj") {
+                let wdir: String = rel.split('/').take(i + 1).collect::<Vec<_>>().join("/");
+                let wabs = self.root.join(crate::fsutil::name::to_path(&wdir));
+                if self.walj_own(&wabs) {
+                    if rel == wdir && path.is_dir() && self.watcher.watch(path, RecursiveMode::NonRecursive).is_ok() {
+                        self.watched.insert(path.clone());
+                    }
+                    continue;
                 }
-                continue;
             }
             if name == ".gitignore" {
                 self.raise_floor(doubt::IGNORE_RULES);
+                // A fresh repository (no rule cached from before), and the folders the new rules
+                // no longer ignore get their watches.
+                self.repo = git2::Repository::open(&self.root).ok();
+                self.recrawl();
                 continue;
             }
             let meta = fs::symlink_metadata(path).ok();
             let is_dir = meta.as_ref().is_some_and(fs::Metadata::is_dir);
-            if !is_dir && self.watched.contains(path) {
+            if (!is_dir || gone_event(i)) && self.watched.contains(path) {
                 // A watched folder moved away or removed: its watches go (a moved folder's
-                // would keep reporting under its old name).
+                // would keep reporting under its old name). Also when a new folder already
+                // stands at its name (made right after the move): it is crawled as new below.
                 let gone: Vec<PathBuf> = self.watched.iter().filter(|w| w.starts_with(path)).cloned().collect();
                 for w in gone {
                     let _ = self.watcher.unwatch(&w);
@@ -417,7 +683,7 @@ impl State {
                 }
             }
             if is_dir {
-                if self.ignored(&format!("{rel}/")) {
+                if self.dir_hidden(&rel) {
                     continue;
                 }
                 self.mark(rel);
@@ -426,8 +692,14 @@ impl State {
                 }
                 continue;
             }
-            if meta.is_some() && self.ignored(&rel) {
+            if meta.is_some() && self.hidden(&rel) {
                 continue;
+            }
+            self.note_links(&rel, meta.as_ref());
+            if create && self.linked.contains(&rel) {
+                // A new name of a file the tree already has (`ln a b`): its other names are
+                // found by their inode (a link's count changing is no event in a folder).
+                self.sweep_links();
             }
             self.mark(rel);
         }
@@ -452,7 +724,10 @@ impl State {
             (None, Some(c)) => {
                 let mut paths: Vec<String> =
                     self.changed.iter().filter(|(_, s)| **s > c.seq).map(|(p, _)| p.clone()).collect();
+                // A file with another name may have been written through it, out of sight.
+                paths.extend(self.linked.iter().cloned());
                 paths.sort();
+                paths.dedup();
                 a.paths = Some(paths);
             }
             (None, None) => a.doubt = Some(doubt::NO_CLOCK.to_string()),
@@ -487,6 +762,9 @@ impl State {
     fn request(&mut self, stream: UnixStream, req: Request) {
         if let Some(s) = &req.session {
             self.session(s);
+        }
+        if self.degraded != Some(doubt::PROCESSES_ONLY) {
+            self.refresh_rules();
         }
         self.last_alive = Instant::now();
         if req.root.as_deref().is_some_and(|r| Path::new(r) != self.root) {

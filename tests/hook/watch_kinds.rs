@@ -1,0 +1,291 @@
+//! Each kind of change the full scan sees, seen the same with the watcher on and with it off:
+//! the regression tests of the watcher/full-scan differences (docs/reliability.md). Every test
+//! runs its command through the real hook twice, in two repositories: once with the checkout
+//! watcher serving the Post (`watch` = `watcher` in the summary), once with `[bash] watcher =
+//! false` (the full scan with the untracked cache).
+
+use super::*;
+
+/// A fresh repository of `files`, set up by `setup` (before any hook: it is the state the session
+/// finds), with the watcher on or off; a first command is journaled so the next one's Pre has a
+/// base the watcher vouches from.
+fn session(files: &[(&str, &str)], watcher: bool, setup: &dyn Fn(&W)) -> W {
+    let w = W::new(files);
+    setup(&w);
+    if !watcher {
+        w.config("[bash]\nwatcher = false\nwatch_ms = 2000\n");
+    }
+    w.start();
+    if watcher {
+        w.wait_ready();
+    }
+    w.pre("toolu_warm");
+    w.post("toolu_warm");
+    w
+}
+
+/// Runs `cmd` in the shell as command `id` between its Pre and Post; the children it got.
+fn run(w: &W, id: &str, cmd: &str) -> Vec<(String, Value)> {
+    w.pre(id);
+    sh(w.root(), cmd);
+    w.post(id);
+    w.children(id)
+}
+
+/// Asserts the watcher served the Post (so the test checks the watcher path, not a fallback).
+fn served(w: &W, id: &str, watcher: bool) {
+    if watcher {
+        assert_eq!(w.summary(id)["watch"], json!(WATCHED), "{}", w.summary(id));
+    }
+}
+
+fn each(f: impl Fn(bool)) {
+    for watcher in [true, false] {
+        f(watcher);
+    }
+}
+
+#[test]
+fn tracked_files_in_an_ignored_folder_or_matching_an_ignore_rule_are_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.write(".gitignore", "build/\n*.log\n");
+            w.repo.write("build/keep.txt", "k\n");
+            w.repo.write("build/gone.txt", "g\n");
+            w.repo.write("app.log", "l\n");
+            w.repo.git(&["add", "-f", "build/keep.txt", "build/gone.txt", "app.log", ".gitignore"]);
+            w.repo.commit("tracked under ignore rules");
+        });
+        let kids = run(&w, "toolu_i", "echo k2 > build/keep.txt && rm build/gone.txt && echo l2 > app.log");
+        served(&w, "toolu_i", on);
+        assert_eq!(
+            kids,
+            vec![
+                ("app.log".to_string(), blob("l2\n")),
+                ("build/gone.txt".to_string(), Value::Null),
+                ("build/keep.txt".to_string(), blob("k2\n")),
+            ],
+            "watcher {on}"
+        );
+    });
+}
+
+#[test]
+fn files_unignored_through_info_exclude_are_journaled_then_and_later() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            fs::write(w.root().join(".git/info/exclude"), "gen/\n").unwrap();
+            w.repo.write("gen/old.txt", "o\n");
+        });
+        let kids = run(&w, "toolu_x", "printf '' > .git/info/exclude && echo n > gen/new.txt");
+        assert!(kids.contains(&("gen/new.txt".to_string(), blob("n\n"))), "watcher {on}: {kids:?}");
+        // The folder is no longer ignored: the next command's change in it is seen too.
+        let kids = run(&w, "toolu_x2", "echo o2 > gen/old.txt && echo m > gen/more.txt");
+        served(&w, "toolu_x2", on);
+        assert_eq!(
+            kids,
+            vec![("gen/more.txt".to_string(), blob("m\n")), ("gen/old.txt".to_string(), blob("o2\n"))],
+            "watcher {on}"
+        );
+    });
+}
+
+#[test]
+fn files_unignored_through_core_excludes_file_are_journaled_then_and_later() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let excludes = out.path().join("excludes");
+        fs::write(&excludes, "gen/\n").unwrap();
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.git(&["config", "core.excludesFile", &excludes.to_string_lossy()]);
+            w.repo.write("gen/old.txt", "o\n");
+        });
+        let kids = run(&w, "toolu_e", &format!("printf '' > '{}' && echo n > gen/new.txt", excludes.display()));
+        assert!(kids.contains(&("gen/new.txt".to_string(), blob("n\n"))), "watcher {on}: {kids:?}");
+        let kids = run(&w, "toolu_e2", "echo o2 > gen/old.txt");
+        served(&w, "toolu_e2", on);
+        assert_eq!(kids, vec![("gen/old.txt".to_string(), blob("o2\n"))], "watcher {on}");
+        // Ignored again through the file: a new file there is not a change.
+        let kids = run(&w, "toolu_e3", &format!("echo 'gen/' > '{}' && echo z > gen/z.txt", excludes.display()));
+        assert_eq!(kids, vec![], "watcher {on}");
+    });
+}
+
+#[test]
+fn a_gitignore_edit_that_unignores_a_folder_lets_later_changes_in_it_be_seen() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n"), (".gitignore", "gen/\n")], on, &|w| {
+            w.repo.write("gen/old.txt", "o\n");
+        });
+        run(&w, "toolu_g", "printf '' > .gitignore");
+        let kids = run(&w, "toolu_g2", "echo o2 > gen/old.txt");
+        served(&w, "toolu_g2", on);
+        assert_eq!(kids, vec![("gen/old.txt".to_string(), blob("o2\n"))], "watcher {on}");
+    });
+}
+
+#[test]
+fn a_write_through_a_hard_link_from_outside_the_project_is_journaled() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let link = out.path().join("x");
+        let w = session(&[("a.txt", "a\n"), ("b.txt", "b\n")], on, &|w| {
+            fs::hard_link(w.root().join("a.txt"), &link).unwrap();
+        });
+        let kids = run(&w, "toolu_h", &format!("echo via-link > '{}'", link.display()));
+        served(&w, "toolu_h", on);
+        assert_eq!(kids, vec![("a.txt".to_string(), blob("via-link\n"))], "watcher {on}");
+        // A second name made in the tree during the session: a write through one is a change of
+        // both (the other name has no event of its own).
+        run(&w, "toolu_h2", "ln b.txt c.txt");
+        let kids = run(&w, "toolu_h3", "echo via-c > c.txt");
+        served(&w, "toolu_h3", on);
+        assert_eq!(
+            kids,
+            vec![("b.txt".to_string(), blob("via-c\n")), ("c.txt".to_string(), blob("via-c\n"))],
+            "watcher {on}"
+        );
+    });
+}
+
+#[test]
+fn paths_with_a_walj_component_below_the_top_are_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n"), ("docs/readme.md", "r\n")], on, &|_| {});
+        let kids = run(&w, "toolu_w", "mkdir -p docs/.walj && echo x > docs/.walj/x.txt");
+        served(&w, "toolu_w", on);
+        assert_eq!(kids, vec![("docs/.walj/x.txt".to_string(), blob("x\n"))], "watcher {on}");
+        let kids = run(&w, "toolu_w2", "echo y > docs/.walj/x.txt");
+        served(&w, "toolu_w2", on);
+        assert_eq!(kids, vec![("docs/.walj/x.txt".to_string(), blob("y\n"))], "watcher {on}");
+    });
+}
+
+#[test]
+fn a_file_whose_name_is_not_utf8_made_by_bash_is_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|_| {});
+        let kids = run(&w, "toolu_u", "printf 'u\\n' > \"$(printf 'caf\\351.txt')\"");
+        served(&w, "toolu_u", on);
+        let name = walj::fsutil::name::encode(b"caf\xe9.txt").into_owned();
+        assert_eq!(kids, vec![(name.clone(), blob("u\n"))], "watcher {on}");
+        let kids = run(&w, "toolu_u2", "printf 'u2\\n' > \"$(printf 'caf\\351.txt')\"");
+        served(&w, "toolu_u2", on);
+        assert_eq!(kids, vec![(name, blob("u2\n"))], "watcher {on}");
+    });
+}
+
+#[test]
+fn a_moved_folder_of_old_files_is_deletions_and_creations_with_content() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n"), ("d/k.txt", "k\n"), ("d/e/l.txt", "l\n")], on, &|w| {
+            // Older than the racy window: a stat that does not change proves nothing new.
+            sh(w.root(), "touch -d '2020-01-01' d/k.txt d/e/l.txt d/e d");
+        });
+        // Untracked old files move along too.
+        sh(w.root(), "echo u > d/u.txt && touch -d '2020-01-01' d/u.txt d");
+        run(&w, "toolu_m0", "true");
+        // Past the racy window of every stamp above (their ctimes are now).
+        std::thread::sleep(Duration::from_millis(2100));
+        let kids = run(&w, "toolu_m", "mv d n");
+        served(&w, "toolu_m", on);
+        assert_eq!(
+            kids,
+            vec![
+                ("d/e/l.txt".to_string(), Value::Null),
+                ("d/k.txt".to_string(), Value::Null),
+                ("d/u.txt".to_string(), Value::Null),
+                ("n/e/l.txt".to_string(), blob("l\n")),
+                ("n/k.txt".to_string(), blob("k\n")),
+                ("n/u.txt".to_string(), blob("u\n")),
+            ],
+            "watcher {on}"
+        );
+    });
+}
+
+#[test]
+fn a_file_written_into_a_folder_the_same_command_git_inits_is_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|_| {});
+        let kids = run(&w, "toolu_n", "mkdir sub && echo f > sub/f.txt && git -C sub init -q");
+        served(&w, "toolu_n", on);
+        assert!(kids.contains(&("sub/f.txt".to_string(), blob("f\n"))), "watcher {on}: {kids:?}");
+    });
+}
+
+/// The session dies after the command (no PostToolUse) and its watcher is killed before the
+/// next look: the command's changes of each kind are still derived, from a full scan.
+#[test]
+fn each_kind_is_derived_when_claude_code_dies_after_the_command_and_the_watcher_is_killed() {
+    let w = W::new(&[("a.txt", "a\n"), ("d/k.txt", "k\n")]);
+    w.repo.write(".gitignore", "build/\n*.log\n");
+    w.repo.write("build/keep.txt", "k\n");
+    w.repo.write("app.log", "l\n");
+    w.repo.git(&["add", "-f", "build/keep.txt", "app.log", ".gitignore"]);
+    w.repo.commit("tracked under ignore rules");
+    sh(w.root(), "touch -d '2020-01-01' d/k.txt d");
+    std::thread::sleep(Duration::from_millis(2100));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("start.json"), w.payload("SessionStart", "").to_string()).unwrap();
+    fs::write(d.join("pre.json"), w.payload("PreToolUse", "toolu_dead").to_string()).unwrap();
+    // Its Claude Code: `timeout`, which runs SessionStart and the command's PreToolUse, then
+    // ends (no Post: killed).
+    let script = r#"
+        w() { while [ ! -e "$D/$1" ]; do sleep 0.02; done; }
+        "$WALJ" --project "$ROOT" hook < "$D/start.json" > /dev/null; touch "$D/started"; w go1
+        "$WALJ" --project "$ROOT" hook < "$D/pre.json" > /dev/null; touch "$D/pre-done"; w go2
+    "#;
+    let mut claude = Command::new("timeout")
+        .args(["60", "sh", "-c", script])
+        .env("WALJ", walj_bin())
+        .env("ROOT", w.root())
+        .env("D", d)
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .spawn()
+        .unwrap();
+    let wait_for = |name: &str| {
+        let t = Instant::now();
+        while !d.join(name).exists() {
+            assert!(t.elapsed() < Duration::from_secs(20), "the fake Claude Code never got to {name}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_for("started");
+    let watcher = w.wait_ready();
+    fs::write(d.join("go1"), "").unwrap();
+    wait_for("pre-done");
+    std::thread::sleep(Duration::from_millis(50));
+    sh(
+        w.root(),
+        "echo k2 > build/keep.txt && echo l2 > app.log && mkdir -p docs/.walj && echo x > docs/.walj/x.txt \
+         && printf 'u\\n' > \"$(printf 'caf\\351.txt')\" && mv d n",
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    fs::write(d.join("go2"), "").unwrap();
+    assert!(claude.wait().unwrap().success());
+    kill(watcher, "-9");
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids = w.children("toolu_dead");
+    let name = walj::fsutil::name::encode(b"caf\xe9.txt").into_owned();
+    for (path, after) in [
+        ("app.log", blob("l2\n")),
+        ("build/keep.txt", blob("k2\n")),
+        (name.as_str(), blob("u\n")),
+        ("d/k.txt", Value::Null),
+        ("docs/.walj/x.txt", blob("x\n")),
+        ("n/k.txt", blob("k\n")),
+    ] {
+        assert!(kids.contains(&(path.to_string(), after)), "{path}: {kids:?}");
+    }
+}
