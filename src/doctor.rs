@@ -1359,7 +1359,12 @@ mod tests {
         let f = check_scopes(dir.path(), home.path(), CMD);
         assert!(f.iter().any(|x| x.message.contains("listed 2 times")));
         assert!(f.iter().all(|x| x.level != Level::Error), "{f:?}");
-        assert!(f.iter().any(|x| x.message.contains(&format!("(in {})", project.display()))));
+        // One line per event names both files: "(in USER and PROJECT)".
+        let both = |x: &DoctorFinding| {
+            x.message.contains(&format!("(in {} and {})", user.display(), project.display()))
+                || x.message.contains(&format!("(in {} and {})", project.display(), user.display()))
+        };
+        assert!(f.iter().any(both), "{f:?}");
     }
 
     // Install's output as doctor sees it: these lived beside install in claude/settings.rs,
