@@ -2,7 +2,7 @@
 //! existence differs, each side an image walj holds or the reason it does not (cut short, not
 //! captured, git's bytes not the disk's), up to `[bash] max_changes` paths (the rest listed).
 
-use super::snapshot::{FileState, Mode, Snapshot, last_copy_name};
+use super::snapshot::{FileState, Mode, Snapshot, last_copy_name, unread};
 use super::tree::{Tree, existed_untouched, index_map, read_index};
 use super::{SnapError, bash_dir, gitform, gitindex, links};
 use crate::fsutil;
@@ -298,4 +298,20 @@ pub(super) fn side_of(f: &FileState) -> Side {
     } else {
         Side::Unknown
     }
+}
+
+/// Completes a Post snapshot from its comparison: a file the snapshot could not read (cut
+/// short) that the comparison read gets its id, so the next snapshot starts from a whole base
+/// instead of reading (and cutting short) again.
+pub(super) fn heal(now: &mut Snapshot, changes: &[Change]) {
+    for c in changes {
+        if let Side::Known { id, nocap, link: None } = &c.after
+            && let Some(f) = now.files.get_mut(&c.rel)
+            && unread(f)
+        {
+            f.id = Some(id.clone());
+            f.nocap = nocap.clone();
+        }
+    }
+    now.cut_short = !now.listed && now.cut_short || now.files.values().any(unread);
 }

@@ -3,7 +3,6 @@
 //! read and swept, the git index copies a snapshot keeps, and how a Post snapshot is completed
 //! from its comparison ([`heal`]) so the next one starts whole.
 
-use super::diff::{Change, Side};
 use super::{RACY_NS, SNAP_V, STALE_SECS, SnapError, io_err};
 use crate::fsutil;
 use serde::{Deserialize, Serialize};
@@ -295,20 +294,4 @@ pub(super) fn save_as(paths: &[&Path], snap: &Snapshot) -> Result<(), SnapError>
 /// A file a snapshot lists whose bytes it did not read yet (cut short).
 pub(super) fn unread(f: &FileState) -> bool {
     f.id.is_none() && !f.absent && !f.special && f.link.is_none()
-}
-
-/// Completes a Post snapshot from its comparison: a file the snapshot could not read (cut
-/// short) that the comparison read gets its id, so the next snapshot starts from a whole base
-/// instead of reading (and cutting short) again.
-pub(super) fn heal(now: &mut Snapshot, changes: &[Change]) {
-    for c in changes {
-        if let Side::Known { id, nocap, link: None } = &c.after
-            && let Some(f) = now.files.get_mut(&c.rel)
-            && unread(f)
-        {
-            f.id = Some(id.clone());
-            f.nocap = nocap.clone();
-        }
-    }
-    now.cut_short = !now.listed && now.cut_short || now.files.values().any(unread);
 }

@@ -3,7 +3,6 @@
 //! walk (outside git).
 
 use super::snapshot::{FileState, IndexRef, Mode, Snapshot, Stamp, save_index_copy, unread};
-use super::watching::WatchView;
 use super::{
     MAX_LISTED, MAX_NEW_OBJECTS, RACY_NS, SNAP_V, SnapError, WATCHED, bash_dir, gitform, gitindex, gitscan, links,
     now_ns, untracked,
@@ -17,6 +16,15 @@ use std::fs;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// What the watcher said before a snapshot: its clock, and the paths changed since the base
+/// (`None`: a full scan, `why` says why).
+#[derive(Debug, Clone, Default)]
+pub(super) struct WatchView {
+    pub(super) clock: Option<crate::watch::Clock>,
+    pub(super) paths: Option<Vec<String>>,
+    pub(super) why: Option<String>,
+}
 
 /// The working tree of a project, opened for one hook call.
 pub(super) struct Tree<'a> {

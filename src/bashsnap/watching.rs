@@ -5,20 +5,11 @@
 
 use super::Call;
 use super::snapshot::Snapshot;
-use super::tree::Tree;
+use super::tree::{Tree, WatchView};
 use crate::config::Config;
 use crate::project::Project;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// What the watcher said before a snapshot: its clock, and the paths changed since the base
-/// (`None`: a full scan, `why` says why).
-#[derive(Debug, Clone, Default)]
-pub(super) struct WatchView {
-    pub(super) clock: Option<crate::watch::Clock>,
-    pub(super) paths: Option<Vec<String>>,
-    pub(super) why: Option<String>,
-}
 
 /// [`Snapshot::watch`] when `[bash] watcher = false`.
 pub const WATCH_OFF: &str = "off ([bash] watcher = false)";

@@ -163,17 +163,19 @@ pub fn cut_off(e: &Entry) -> bool {
 pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
     let st = e.state();
     if cut_off_change(e) {
-        let cmd = e.command.as_deref().map(one_line).unwrap_or_else(|| "(command not recorded)".to_string());
-        return if e.still_running {
-            format!("changed on disk by a command that never finished and still runs: `{cmd}`")
-        } else {
-            format!("changed on disk by a command that never finished: `{cmd}`")
-        };
+        return cut_off_meaning(e, e.command.as_deref().map(one_line));
     }
     if st == EntryState::InFlight && session == SessionStatus::Live {
         return "running now: its session is live".to_string();
     }
     meaning(st).to_string()
+}
+
+/// The words for a cut-off change, naming its command as `cmd` shows it.
+fn cut_off_meaning(e: &Entry, cmd: Option<String>) -> String {
+    let cmd = cmd.unwrap_or_else(|| "(command not recorded)".to_string());
+    let still = if e.still_running { " and still runs" } else { "" };
+    format!("changed on disk by a command that never finished{still}: `{cmd}`")
 }
 
 /// A change found on disk for a command that never finished (derived from its snapshot).
@@ -186,13 +188,7 @@ fn cut_off_change(e: &Entry) -> bool {
 /// a long command is not repeated in full on each of its changes.
 pub fn entry_meaning_short(e: &Entry, session: SessionStatus, width: usize) -> String {
     if cut_off_change(e) {
-        let cmd = e
-            .command
-            .as_deref()
-            .map(|c| super::text::one_line(c, width))
-            .unwrap_or_else(|| "(command not recorded)".to_string());
-        let still = if e.still_running { " and still runs" } else { "" };
-        return format!("changed on disk by a command that never finished{still}: `{cmd}`");
+        return cut_off_meaning(e, e.command.as_deref().map(|c| super::text::one_line(c, width)));
     }
     entry_meaning(e, session)
 }
