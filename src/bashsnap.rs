@@ -17,7 +17,9 @@
 //!   The index itself is copied aside to see what a `git checkout`, `reset` or `pull` inside
 //!   the command did to clean files. **Outside git** it is a bounded walk (`[bash]
 //!   max_files`, `max_ms`); a walk cut short says so in the command's record.
-//! - [`capture`]: reading bytes into the store, within the capture budget.
+//! - [`capture`]: reading bytes into the store, within the capture budget; [`fill`]: the
+//!   detached pass without that budget (at SessionStart, and after a snapshot cut short) that
+//!   reads what a hook's snapshot could not, so the next command's base is whole.
 //! - [`diff`]: comparing two snapshots; [`unseen`]: what the comparison could not see, said in
 //!   the record; [`records`]: the journal lines.
 //! - [`snapshot`]: the sidecar format and files, `.walj/bash/<key>.json` (never a journal
@@ -47,6 +49,7 @@ pub mod attribution;
 mod background;
 mod capture;
 mod diff;
+mod fill;
 mod gitform;
 mod gitindex;
 mod gitscan;
@@ -67,6 +70,7 @@ use records::*;
 use snapshot::*;
 use tree::*;
 
+pub use fill::{Filled, fill_claim_path, request_fill, run_fill};
 pub use reconcile::{
     RECONCILED, WATCH_FAULT, WatchReport, faults_path, reconcile_claim_path, reconcile_due, run_reconcile,
     spawn_reconcile, watch_report,
@@ -209,7 +213,14 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     project.ensure_dir().map_err(io_err(&project.dir, "creating"))?;
     let dir = bash_dir(project);
     fsutil::create_private_dir(&dir).map_err(io_err(&dir, "creating"))?;
-    let cache = load(&dir.join("cache.json")).ok();
+    let mut cache = load(&dir.join("cache.json")).ok();
+    // A base that is not whole (none yet, files it could not read or must read again): a fill
+    // pass that runs or was asked for (SessionStart, a cut-short snapshot) is reading them; its
+    // result is worth a wait, since what this snapshot cannot read has no pre-image if the
+    // command changes it.
+    if cache.as_ref().is_none_or(|c| has_unread(c) || has_racy(c)) && fill::wait_for_fill(project, cfg) {
+        cache = load(&dir.join("cache.json")).ok();
+    }
     let key = call.key();
     let mut tree = Tree::open(project, cfg, matcher);
     let view = tree.ask_watcher(cache.as_ref(), Some(call), true);
@@ -224,7 +235,28 @@ pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: 
     snap.background = call.background;
     snap.hook_start = crate::procinfo::own_start();
     save_as(&[&dir.join(format!("{key}.json")), &dir.join("cache.json")], &snap)?;
+    if has_unread(&snap) {
+        request_fill_logged(project, cfg);
+    }
     Ok(())
+}
+
+/// Files the snapshot listed but could not read (cut short): a fill pass completes them.
+fn has_unread(snap: &Snapshot) -> bool {
+    snap.files.values().any(unread)
+}
+
+/// Files written so close to the snapshot that their stat proves nothing: the next snapshot
+/// reads them again (a fill pass that runs goes again for them once the window has passed).
+fn has_racy(snap: &Snapshot) -> bool {
+    snap.files.values().any(|f| f.st.is_some_and(|s| s.racy(snap.time)))
+}
+
+/// [`fill::request_fill`], a failure noted in `.walj/errors.log` (the snapshot stands as it is).
+fn request_fill_logged(project: &Project, cfg: &Config) {
+    if let Err(e) = fill::request_fill(project, cfg) {
+        fsutil::append_log(&project.errors_log(), &format!("starting the fill pass: {e}"));
+    }
 }
 
 /// PostToolUse / PostToolUseFailure: compare with the Pre snapshot; one child entry per
@@ -286,6 +318,10 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
     let unchanged = now.files == pre.files && now.index.as_ref().map(|i| i.st) == pre.index.as_ref().map(|i| i.st);
     if !unchanged || !dir.join("cache.json").exists() {
         save(&dir.join("cache.json"), &now)?;
+    }
+    // What the comparison did not read either is read by a fill pass before the next command.
+    if has_unread(&now) {
+        request_fill_logged(project, cfg);
     }
     if background {
         let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());

@@ -222,6 +222,13 @@ pub enum Command {
         after_help = "Examples:\n  walj reconcile --session ID --project .     # what a Stop hook starts, detached"
     )]
     Reconcile(cmd::watch::ReconcileArgs),
+    /// (internal) Reads and stores what a Bash snapshot could not in its time, started detached
+    /// by SessionStart and by a snapshot cut short.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj fill --project .     # what a SessionStart starts, detached"
+    )]
+    Fill,
 }
 
 #[derive(Subcommand)]
@@ -364,6 +371,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         | Command::Watch(_) => Ok(0),
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Reconcile(a) => cmd::watch::reconcile(&project, &a),
+        Command::Fill => cmd::watch::fill(&project),
         Command::Fold { starting } => cmd::recover::fold_cmd(&project, starting.as_deref()),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),

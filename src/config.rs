@@ -20,6 +20,8 @@
 //! max_changes = 100000                # entries one command gets at most (the rest: listed)
 //! watcher = true                      # ask the checkout's watcher what changed (src/watch.rs)
 //! watch_ms = 10                       # wait at most this long for its answer, then scan
+//! fill_ms = 60000                     # the detached pass that reads what a snapshot could not
+//! fill_wait_ms = 5000                 # a command waits at most this long for that pass
 //!
 //! [retention]
 //! days = 30                           # walj compact drops settled records older than this
@@ -197,6 +199,11 @@ pub struct Bash {
     pub watcher: bool,
     /// How long a hook waits for the watcher's answer at most, in ms (then: a full scan).
     pub watch_ms: u64,
+    /// Time the detached fill pass (started at SessionStart and after a snapshot cut short)
+    /// reads and stores files for, in ms: past it the files left stay unread, as said.
+    pub fill_ms: u64,
+    /// How long a PreToolUse whose base is not whole waits for a running fill pass, in ms.
+    pub fill_wait_ms: u64,
 }
 
 impl Default for Bash {
@@ -208,6 +215,8 @@ impl Default for Bash {
             max_ms: 200,
             watcher: true,
             watch_ms: 10,
+            fill_ms: 60_000,
+            fill_wait_ms: 5_000,
         }
     }
 }
@@ -352,6 +361,8 @@ impl Config {
         self.bash.max_changes = self.bash.max_changes.min(d.bash.max_changes);
         self.bash.max_ms = self.bash.max_ms.min(d.bash.max_ms);
         self.bash.watch_ms = self.bash.watch_ms.min(d.bash.watch_ms);
+        self.bash.fill_ms = self.bash.fill_ms.min(d.bash.fill_ms);
+        self.bash.fill_wait_ms = self.bash.fill_wait_ms.min(d.bash.fill_wait_ms);
         self
     }
 
@@ -382,6 +393,8 @@ impl Config {
         key(self.bash.max_changes > d.bash.max_changes, "[bash] max_changes");
         key(self.bash.max_ms > d.bash.max_ms, "[bash] max_ms");
         key(self.bash.watch_ms > d.bash.watch_ms, "[bash] watch_ms");
+        key(self.bash.fill_ms > d.bash.fill_ms, "[bash] fill_ms");
+        key(self.bash.fill_wait_ms > d.bash.fill_wait_ms, "[bash] fill_wait_ms");
         out
     }
 

@@ -152,6 +152,20 @@ impl Tree<'_> {
             {
                 continue;
             }
+            // A file the Pre snapshot listed but could not read (cut short), written just
+            // before it: its stat, to the nanosecond, from before the snapshot, is unchanged. A
+            // write after the snapshot began would have moved it (a file system that keeps
+            // whole seconds only is still compared), so it is no change of the command's
+            // (else it would read as one without a pre-image).
+            if let (Some(a), Some(b)) = (a, b)
+                && super::snapshot::unread(a)
+                && a.st.is_some()
+                && a.st == b.st
+                && a.st
+                    .is_some_and(|s| (s.m % 1_000_000_000 != 0 || s.c % 1_000_000_000 != 0) && s.m.max(s.c) < pre.time)
+            {
+                continue;
+            }
             let before = match a {
                 Some(f) => side_of(f),
                 None if git => match in_old(rel) {

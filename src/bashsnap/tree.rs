@@ -42,8 +42,10 @@ pub(super) struct Tree<'a> {
     pub(super) pending_bytes: usize,
     /// The index as the last `take` read it.
     pub(super) index: Option<Vec<gitindex::Entry>>,
-    /// New objects queued by this hook call (bounded by `MAX_NEW_OBJECTS`).
+    /// New objects queued by this hook call, at most `max_new` (`MAX_NEW_OBJECTS` in a hook;
+    /// unbounded in the fill pass, [`super::fill`]).
     pub(super) new_objects: usize,
+    pub(super) max_new: usize,
     /// The images the journal's last lines carry, read at the first file the store lacks.
     pub(super) recent: Option<crate::store::RecentlyCarried>,
     /// The diff stopped at `[bash] max_changes`.
@@ -83,6 +85,7 @@ impl<'a> Tree<'a> {
             pending_bytes: 0,
             index: None,
             new_objects: 0,
+            max_new: MAX_NEW_OBJECTS,
             recent: None,
             changes_cut: false,
             unlisted: Vec::new(),
@@ -393,6 +396,10 @@ impl<'a> Tree<'a> {
 
     pub(super) fn take_scan(&mut self, snap: &mut Snapshot, cache: Option<&Snapshot>) -> Result<(), SnapError> {
         let max_files = self.cfg.bash.max_files;
+        // `max_ms` bounds reading new files (they stay listed, unread, for the fill pass), not
+        // listing: a walk cut there would leave files out of the snapshot altogether. Listing
+        // is bounded by `max_files` and, for a very slow file system, by `WALK_MS` more.
+        let walk_deadline = self.deadline.max(Instant::now()) + Duration::from_millis(WALK_MS);
         snap.listed = true;
         let mut stack = vec![(self.project.root.clone(), String::new())];
         let mut count = 0usize;
@@ -416,7 +423,7 @@ impl<'a> Tree<'a> {
                     subdirs.push((dir.join(fsutil::name::to_path(&name)), rel));
                     continue;
                 }
-                if count >= max_files || Instant::now() > self.deadline {
+                if count >= max_files || Instant::now() > walk_deadline {
                     snap.cut_short = true;
                     snap.listed = false;
                     return Ok(());
@@ -461,7 +468,7 @@ impl<'a> Tree<'a> {
         {
             return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
         }
-        if Instant::now() > self.deadline || self.new_objects >= MAX_NEW_OBJECTS {
+        if Instant::now() > self.deadline || self.new_objects >= self.max_new {
             *cut_short = true;
             return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
         }
@@ -485,6 +492,11 @@ impl<'a> Tree<'a> {
         }
     }
 }
+
+/// Time a walk outside git may take to list the files past the snapshot's `max_ms` (a stat each;
+/// reading is still bounded by `max_ms`). Past it the walk is cut short and the files beyond are
+/// not listed.
+pub(super) const WALK_MS: u64 = 5_000;
 
 /// True when the file `rel` (below `root`) exists and neither it nor any folder above it up to
 /// `root` has changed since `time_ns` (a snapshot's start): it was there, at that path, before.

@@ -51,7 +51,14 @@ pub(super) fn start_watcher(
 /// whose first command's snapshot found no watcher listening yet (a slow start under load)
 /// and that was killed mid-command had no witness of its end, and its command's own changes
 /// read as made after Claude Code stopped. Costs one `connect` and one write when one runs.
+/// It also asks for the fill pass ([`super::fill`]), so that the first command's snapshot
+/// finds every file it lists read and stored (outside git too, where no watcher looks).
 pub fn start_watch(project: &Project, cfg: &Config, session: &str, claude: Option<(u32, u64)>) {
+    if cfg.bash.snapshot
+        && let Err(e) = super::fill::request_fill(project, cfg)
+    {
+        crate::fsutil::append_log(&project.errors_log(), &format!("starting the fill pass: {e}"));
+    }
     if !cfg.bash.snapshot || !cfg.bash.watcher {
         return;
     }

@@ -88,3 +88,16 @@ pub fn reconcile(project: &crate::project::Project, a: &ReconcileArgs) -> anyhow
     }
     Ok(0)
 }
+
+/// `walj fill`: reads and stores the files the Bash snapshot cache lists unread
+/// ([`crate::bashsnap::run_fill`]). Errors go to `.walj/errors.log`: nobody reads this
+/// process's output.
+pub fn fill(project: &crate::project::Project) -> anyhow::Result<i32> {
+    let (cfg, matcher) = crate::config::Config::load_or_default(&project.config_path(), |e| {
+        crate::fsutil::append_log(&project.errors_log(), &format!("config ignored: {e}"))
+    });
+    if let Err(e) = crate::bashsnap::run_fill(project, &cfg, matcher.as_ref()) {
+        crate::fsutil::append_log(&project.errors_log(), &format!("the fill pass: {e}"));
+    }
+    Ok(0)
+}

@@ -702,6 +702,16 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
             if let Some(e) = c.error.as_deref().filter(|e| !e.is_empty()) {
                 out.push(Line::from(Span::styled(format!("      {}", one_line(e, 200)), theme::ERROR)));
             }
+            // What the command's snapshots left out of its entries (paths past `[bash]
+            // max_changes`, a cut list): how many and which, as `recover` says it.
+            if let Some(u) = c
+                .unseen
+                .as_ref()
+                .filter(|_| present::command::left_out(c, 1).is_some())
+                .and_then(present::command::unseen)
+            {
+                out.push(Line::from(Span::styled(format!("      left changes out of its entries — {u}"), theme::WARN)));
+            }
         }
     }
     if !s.compactions.is_empty() {

@@ -13,11 +13,24 @@ const FILES: usize = 1500;
 
 #[test]
 fn a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session() {
-    let test = "a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session";
+    codemod_killed("a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session", true);
+}
+
+/// Outside git every file is new to walj when the session starts: the fill pass SessionStart
+/// starts reads them before the first command, so each has its pre-image.
+#[test]
+fn outside_git_a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session() {
+    codemod_killed("outside_git_a_1500_file_codemod_killed_mid_command_is_fully_restored_by_revert_session", false);
+}
+
+fn codemod_killed(test: &str, in_git: bool) {
     let Some(bin) = claude::claude_or_skip(test) else { return };
     let files: Vec<(String, String)> = (0..FILES).map(|i| (format!("src/f{i:05}.txt"), format!("old {i}\n"))).collect();
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
     let p = Proj::new(&refs);
+    if !in_git {
+        std::fs::remove_dir_all(p.root().join(".git")).unwrap();
+    }
     p.install_walj();
     let token = claude::unique_token("walj-e2e-codemod");
     let guard = OrphanGuard(token.clone());

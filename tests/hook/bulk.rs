@@ -247,3 +247,113 @@ fn past_the_bound_every_path_is_listed_and_revert_session_says_what_it_left() {
     assert!(!text.contains("no unresolved journal entries"), "{text}");
     assert!(text.contains("20 paths past the limit"), "{text}");
 }
+
+/// SessionStart, as Claude Code runs it before the first prompt (its note may be printed).
+fn session_start(root: &Path) {
+    let p = json!({
+        "hook_event_name": "SessionStart",
+        "session_id": SESSION,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "source": "startup",
+    });
+    hook_ok(root, &p.to_string(), Parent::Timeout(120));
+}
+
+/// A command waits as long as the fill pass needs on a loaded test machine (by default it
+/// waits 5 s at most, then goes on with what is read).
+fn patient_fill(root: &Path) {
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nfill_wait_ms = 110000\n").unwrap();
+}
+
+/// A folder outside git holding `n` files `src/fNNNNN.txt` ("old N").
+fn many_files_outside_git(n: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, root) = crate::common::scratch();
+    fs::create_dir_all(root.join("src")).unwrap();
+    for i in 0..n {
+        fs::write(root.join(format!("src/f{i:05}.txt")), format!("old {i}\n")).unwrap();
+    }
+    (dir, root)
+}
+
+#[test]
+fn outside_git_the_first_command_of_a_session_has_every_preimage_and_revert_session_restores_all() {
+    let (_dir, root) = many_files_outside_git(1500);
+    patient_fill(&root);
+    session_start(&root);
+    run_bash(&root, "toolu_docs", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    let kids = children(&root, "toolu_docs");
+    assert_eq!(kids.len(), 1500, "one entry per changed file");
+    let missing: Vec<&str> = kids.iter().filter(|k| k.nocap.is_some()).map(|k| k.path.as_str()).collect();
+    assert!(
+        missing.is_empty(),
+        "{} entries without a pre-image, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(3)]
+    );
+    let snap = &outcome(&root, "toolu_docs").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, 1500);
+}
+
+#[test]
+fn a_snapshot_cut_short_by_thousands_of_new_files_is_whole_again_for_the_next_command() {
+    let repo = many_files(10);
+    let root = repo.root.clone();
+    // A burst of new untracked files walj has never read (a generator run outside Claude).
+    fs::create_dir_all(root.join("gen")).unwrap();
+    for i in 0..3000 {
+        fs::write(root.join(format!("gen/g{i:05}.txt")), format!("gen {i}\n")).unwrap();
+    }
+    patient_fill(&root);
+    // The first command's snapshots cannot read them all in a hook's budget.
+    run_bash(&root, "toolu_first", "true");
+    // The next command rewrites every one of them: each still has its pre-image.
+    run_bash(&root, "toolu_second", "find gen -name '*.txt' -exec sed -i 's/gen/GEN/' {} +");
+    let kids = children(&root, "toolu_second");
+    assert_eq!(kids.len(), 3000, "one entry per changed file");
+    let missing: Vec<&str> = kids.iter().filter(|k| k.nocap.is_some()).map(|k| k.path.as_str()).collect();
+    assert!(
+        missing.is_empty(),
+        "{} entries without a pre-image, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(3)]
+    );
+    for k in kids.iter().take(50) {
+        assert!(blob_bytes(&root, &k.before).unwrap().starts_with(b"gen "), "{k:#?}");
+    }
+    let snap = &outcome(&root, "toolu_second").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "the second command's snapshots are whole: {snap}");
+    for w in [snap.get("watch"), snap.get("watch_pre")].iter().flatten() {
+        let w = w.as_str().unwrap_or("");
+        assert!(!w.contains("index changed") && !w.contains("cut short"), "no false reason: {snap}");
+    }
+    // The first command changed nothing, though its snapshot could not read the new files.
+    let first = children(&root, "toolu_first");
+    assert!(first.is_empty(), "{} entries of a command that changed nothing: {:?}", first.len(), first.first());
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    let wrong = (0..3000)
+        .filter(|i| fs::read_to_string(root.join(format!("gen/g{i:05}.txt"))).ok() != Some(format!("gen {i}\n")));
+    assert_eq!(wrong.count(), 0, "every file is back");
+}
+
+#[test]
+fn outside_git_a_command_that_changes_20000_files_has_20000_entries_each_with_its_preimage() {
+    let (_dir, root) = many_files_outside_git(20_000);
+    patient_fill(&root);
+    session_start(&root);
+    run_bash(&root, "toolu_twenty_docs", "find src -name '*.txt' -exec sed -i 's/old/new/' {} +");
+    let out = walj_at(&root).args(["log", "--json", "--all"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let kids: Vec<&Value> = log.iter().filter(|e| e["parent"] == json!("toolu_twenty_docs")).collect();
+    assert_eq!(kids.len(), 20_000, "every changed path is an entry of its command");
+    let missing = kids.iter().filter(|k| k.get("nocap").is_some_and(|n| !n.is_null())).count();
+    assert_eq!(missing, 0, "entries without a pre-image: {:?}", kids.iter().find(|k| !k["nocap"].is_null()));
+    let snap = &outcome(&root, "toolu_twenty_docs").extra["snapshot"];
+    assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
+}

@@ -357,8 +357,8 @@ fn compact_rewrites_a_carried_object_damaged_inside_before_taking_the_copy_out()
 fn deleting_a_session_keeps_an_image_another_sessions_line_names_by_id_only() {
     let repo = Repo::new(&[("README.md", "x\n")]);
     let root = &repo.root;
-    // File tools only: a Bash snapshot pass (one that reads files in the background) may store
-    // the untracked files' objects itself, and the image this test follows must live in a line only.
+    // File tools only: the Bash snapshot's fill pass (started at SessionStart) would store the
+    // untracked files' objects itself, and the image this test follows must live in a line only.
     fs::create_dir_all(root.join(".walj")).unwrap();
     fs::write(root.join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
     let (a, b) = ("a0a0a0a0-0000-4000-8000-00000000000a", "b0b0b0b0-0000-4000-8000-00000000000b");

@@ -2217,3 +2217,31 @@ fn a_merge_in_progress_is_said() {
     let s = text(&t);
     assert!(s.contains("git: a merge is in progress (.git/MERGE_HEAD)"), "{s}");
 }
+
+/// A command whose changes went past `[bash] max_changes`: the session's view says under the
+/// command how many paths it left out of its entries and which, as `walj recover` does.
+#[test]
+fn a_command_past_max_changes_is_named_with_what_it_left_out() {
+    let repo = Repo::new(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n"), ("d.txt", "d\n"), ("e.txt", "e\n")]);
+    let root = repo.root.clone();
+    std::fs::create_dir_all(root.join(".walj")).unwrap();
+    std::fs::write(root.join(".walj/config.toml"), "[bash]\nmax_changes = 2\n").unwrap();
+    let command = "sed -i 's/$/!/' a.txt b.txt c.txt d.txt e.txt";
+    for event in ["PreToolUse", "PostToolUse"] {
+        if event == "PostToolUse" {
+            assert!(Command::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+        }
+        let payload = serde_json::json!({
+            "hook_event_name": event, "session_id": CRASHED, "cwd": root, "tool_name": "Bash",
+            "tool_use_id": "toolu_many", "tool_input": {"command": command},
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+        });
+        hook_ok(&root, &payload.to_string(), Parent::Timeout(60));
+    }
+    let mut app = App::new(Project::at(root.clone(), None), opts());
+    let mut t = term(220, 40);
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    assert!(s.contains("left changes out of its entries"), "{s}");
+    assert!(s.contains("3 paths past the limit") && s.contains("c.txt"), "{s}");
+}
