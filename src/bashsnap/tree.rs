@@ -473,6 +473,14 @@ impl<'a> Tree<'a> {
             return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
         }
         let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
+        // The stat was taken before the bytes were read: a file replaced or written in between
+        // (a command that runs beside a fill pass, a background process) would pair this stat
+        // with bytes of a later moment, and a later snapshot would trust them as this stat's.
+        // Stated again after the read; a file that moved meanwhile stays unread.
+        if id.is_some() && !fs::symlink_metadata(&abs).is_ok_and(|m| Stamp::of(&m) == st) {
+            *cut_short = true;
+            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
+        }
         Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
     }
 
