@@ -32,10 +32,19 @@ fn codemod_killed(test: &str, in_git: bool) {
         std::fs::remove_dir_all(p.root().join(".git")).unwrap();
     }
     p.install_walj();
+    if !in_git {
+        // No watcher: nothing sees Claude Code end, so the session's last sign of life is its
+        // last record and transcript write, before the command's first change (the hardest
+        // case for authorship; with a watcher its end, seen after the work, dates it).
+        std::fs::write(p.root().join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
+    }
     let token = claude::unique_token("walj-e2e-codemod");
     let guard = OrphanGuard(token.clone());
+    // The command starts its work a second after it begins: Claude Code writes nothing while it
+    // waits, so every change comes after the session's last sign of life (its last record, its
+    // transcript's last write), as a slow codemod's or an orphan's would.
     let command = format!(
-        "find src -name '*.txt' -exec sed -i 's/old/new/' {{}} + && echo done > done.marker && sleep 60 # {token}"
+        "sleep 1 && find src -name '*.txt' -exec sed -i 's/old/new/' {{}} + && echo done > done.marker && sleep 60 # {token}"
     );
     let mock = MockServer::start(vec![
         Turn::tool("Bash", json!({"command": command, "description": "Rename old to new"})),
