@@ -214,7 +214,11 @@ fn without_the_watcher_nothing_is_lost_and_the_users_edits_are_what_walj_cannot_
     }
     let (_, text, _) = p.walj(&["recover"]);
     println!("walj recover:\n{text}");
-    assert_eq!(text.matches("made after Claude Code's last sign of life").count(), 2, "every after-stop entry is said: {text}");
+    assert_eq!(
+        text.matches("made after Claude Code's last sign of life").count(),
+        2,
+        "every after-stop entry is said: {text}"
+    );
     assert!(text.contains("walj cannot tell without its watcher"), "{text}");
 
     // revert --session: the command's three undone; the user's two left out, each said with its

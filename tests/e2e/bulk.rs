@@ -71,3 +71,45 @@ fn codemod_killed(test: &str, in_git: bool) {
     let (_, text, _) = p.walj(&["recover"]);
     assert!(text.contains("no unresolved journal entries"), "{text}");
 }
+
+/// A 20 MB generated file (over the 8 MiB capture cap) rewritten by three Bash calls, the
+/// third cut off by `kill -9` of the real Claude Code CLI: the later images are over the cap
+/// and never stored, but `walj revert --session` needs only the earliest pre-image (the
+/// committed original, from git) and the disk checked against the last entry's identity: it
+/// restores the file byte for byte.
+#[test]
+fn a_20_mb_file_rewritten_by_three_commands_the_last_killed_is_restored_by_revert_session() {
+    let test = "a_20_mb_file_rewritten_by_three_commands_the_last_killed_is_restored_by_revert_session";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let big: String = (0..2_400_000u32).map(|i| format!("line {i:07}\n")).collect();
+    assert!(big.len() > 20_000_000, "{}", big.len());
+    let p = Proj::new(&[("gen/big.txt", big.as_str())]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-big");
+    let guard = OrphanGuard(token.clone());
+    let last = format!("sed -i 's/^gen1 /gen2 /' gen/big.txt && echo done > done.marker && sleep 60 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": "sed -i 's/^line /gen0 /' gen/big.txt", "description": "first pass"})),
+        Turn::tool("Bash", json!({"command": "sed -i 's/^gen0 /gen1 /' gen/big.txt", "description": "second pass"})),
+        Turn::tool("Bash", json!({"command": last, "description": "third pass"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid =
+        kill_mid_bash(&p, p.claude_p(&bin, &mock, "Rewrite big.txt"), &mock, "toolu_mock_2_0", &token, "done.marker");
+    assert!(p.sb.read("gen/big.txt").unwrap().starts_with("gen2 0000000\n"));
+    drop(guard);
+    wait_gone(&token, p.root());
+
+    // Three entries on the file, the later images over the cap.
+    let log = p.walj_json(&["log", "--json", "--all"]);
+    let on_big: Vec<&serde_json::Value> =
+        log.as_array().unwrap().iter().filter(|e| e["path"] == "gen/big.txt").collect();
+    assert_eq!(on_big.len(), 3, "an entry per command on the file: {log}");
+    assert!(on_big.iter().all(|e| e["nocap"] == "too_large"), "every image of it is over the cap: {on_big:#?}");
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid]);
+    assert!(ok, "walj revert --session failed:\n{out}\n{err}");
+    assert!(p.sb.read("gen/big.txt").unwrap() == big, "gen/big.txt is not the committed original:\n{out}\n{err}");
+    assert_eq!(p.sb.read("done.marker"), None);
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(text.contains("no unresolved journal entries"), "{text}");
+}
