@@ -301,15 +301,23 @@ fn proc_table() -> Option<procs::ProcTable> {
     procinfo::processes()
 }
 
-pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
+/// `walj sessions show --json`'s object (docs/formats.md); `walj mcp`'s `session` serves it too.
+pub fn show_json_value(project: &Project, sid: &str) -> anyhow::Result<serde_json::Value> {
     let state = SessionState::load(project, sid)?;
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
+    Ok(state.to_json(project, &ps, crate::report::entry_json))
+}
+
+pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(project, &ps, crate::report::entry_json))?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&show_json_value(project, sid)?)?)?;
         return Ok(0);
     }
+    let state = SessionState::load(project, sid)?;
+    let table = proc_table();
+    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     write!(out, "{}", show_text(project, &state, &ps, &Style::stdout()))?;
     Ok(0)
 }
