@@ -216,15 +216,15 @@ pub fn recover_json_value(project: &Project, session: Option<String>, foreign: b
     let mut v = json_of(project, &fold, &remotes, bisect_note.as_deref());
     if foreign {
         let prov = crate::triage::origin::Provenance::load(&project.journal);
-        for s in v["sessions"].as_array_mut().into_iter().flatten() {
-            for e in s["entries"].as_array_mut().into_iter().flatten() {
+        for s in v.get_mut("sessions").and_then(|x| x.as_array_mut()).into_iter().flatten() {
+            for e in s.get_mut("entries").and_then(|x| x.as_array_mut()).into_iter().flatten() {
                 let from = e["id"].as_str().and_then(|id| fold.entry(id)).map(|x| prov.of_entry(x).from_what());
                 if let Some(from) = from.filter(|f| !f.is_empty()) {
                     e["foreign"] = json!(from);
                 }
             }
         }
-        for m in v["machines"].as_array_mut().into_iter().flatten() {
+        for m in v.get_mut("machines").and_then(|x| x.as_array_mut()).into_iter().flatten() {
             let name = m["machine"].as_str().or_else(|| m["name"].as_str()).unwrap_or("another machine").to_string();
             m["foreign"] = json!(format!("from machine {name}"));
         }
