@@ -333,8 +333,11 @@ fn diff_page(v: Value, cursor: Option<&str>) -> (Value, Value) {
         item["diff"] = json!("");
         let room = PAGE_BYTES.saturating_sub(size(&item)).max(1024);
         let mut text = String::new();
-        let mut end = line;
-        while end < lines.len() && (text.len() + lines[end].len() <= room || end == line) {
+        let (mut end, mut taken) = (line, 0);
+        // A line's size as JSON (escaped), the way the page is measured.
+        let json_len = |l: &str| serde_json::to_string(l).map_or(l.len(), |j| j.len() - 2);
+        while end < lines.len() && (taken + json_len(lines[end]) <= room || end == line) {
+            taken += json_len(lines[end]);
             text.push_str(lines[end]);
             end += 1;
         }
