@@ -10,6 +10,7 @@
 //! Start-up reads nothing: `initialize` is answered before any fold, watcher or lock (the first
 //! `tools/call` folds the journal, as `walj recover --json` does).
 
+pub mod install;
 pub mod protocol;
 pub mod tools;
 
