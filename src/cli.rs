@@ -148,7 +148,9 @@ pub enum Command {
     #[command(after_help = "Examples:\n  walj redo\n  walj redo 01JD3K --dry-run")]
     Redo(cmd::triage::RedoArgs),
     /// Serve this project's journal to Claude over MCP (stdio, read-only; docs/plugin.md).
-    #[command(after_help = "Examples:\n  claude mcp add walj -- walj mcp          # what `walj install --mcp` writes for you")]
+    #[command(
+        after_help = "Examples:\n  claude mcp add walj -- walj mcp          # what `walj install --mcp` writes for you"
+    )]
     Mcp,
     /// The operation log: every mark, revert and hand-back, newest first, with its id.
     #[command(after_help = "Examples:\n  walj ops\n  walj ops --json | jq '.[0].id'")]

@@ -201,7 +201,10 @@ fn remember_verdict(project: &Project, verdict: &Value, argv: &[OsString]) {
     let path = last_verdict_path(project);
     let bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
     if let Err(e) = crate::fsutil::atomic_write(&path, &bytes, Some(0o600)) {
-        crate::fsutil::append_log(&project.errors_log(), &format!("keeping the bisect verdict in {}: {e}", path.display()));
+        crate::fsutil::append_log(
+            &project.errors_log(),
+            &format!("keeping the bisect verdict in {}: {e}", path.display()),
+        );
     }
 }
 

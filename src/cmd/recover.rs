@@ -211,7 +211,11 @@ fn recover_parts(
 /// `walj recover --json` (the schema in docs/formats.md); `walj mcp`'s `recover` serves it too.
 /// With `foreign` (`walj mcp`), a bundle's entries carry `foreign` (`from bundle X`) and each
 /// of `machines` `foreign: "from machine M"`.
-pub fn recover_json_value(project: &Project, session: Option<String>, foreign: bool) -> anyhow::Result<serde_json::Value> {
+pub fn recover_json_value(
+    project: &Project,
+    session: Option<String>,
+    foreign: bool,
+) -> anyhow::Result<serde_json::Value> {
     let (fold, remotes, bisect_note) = recover_parts(project, session)?;
     let mut v = json_of(project, &fold, &remotes, bisect_note.as_deref());
     if foreign {

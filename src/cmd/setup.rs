@@ -563,9 +563,7 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
         println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
     }
     // The MCP server `walj install --mcp` declared goes with the hooks.
-    if scope == SettingsScope::Project
-        && crate::mcp::install::remove(&crate::mcp::install::path(project))?
-    {
+    if scope == SettingsScope::Project && crate::mcp::install::remove(&crate::mcp::install::path(project))? {
         println!("Removed walj's MCP server from {}.", crate::mcp::install::path(project).display());
     }
     // Sessions from now on are run without walj by choice: none is imported by itself.

@@ -397,7 +397,12 @@ pub enum DiffTarget<'a> {
 /// T` for another machine's).
 type DiffItem<'f> = (&'f crate::fold::Entry, Project, String);
 
-fn diff_items<'f>(project: &Project, fold: &'f Fold, target: DiffTarget<'_>, remotes: &'f mut Vec<crate::sync::remotes::RemoteJournal>) -> anyhow::Result<Vec<DiffItem<'f>>> {
+fn diff_items<'f>(
+    project: &Project,
+    fold: &'f Fold,
+    target: DiffTarget<'_>,
+    remotes: &'f mut Vec<crate::sync::remotes::RemoteJournal>,
+) -> anyhow::Result<Vec<DiffItem<'f>>> {
     Ok(match target {
         DiffTarget::Entry(id) => match triage::find_entry(fold, id) {
             Ok(e) => vec![(e, project.clone(), String::new())],
@@ -463,7 +468,12 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
 /// machine M, as of T`; absent for this checkout's own), `mode` and the two sides (`label`,
 /// `content`: `text`, `absent`, `binary`, `unknown`; `bytes`, `lines`, `note`) and `diff`, the
 /// unified diff `walj diff` prints, uncoloured.
-pub fn diff_json(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<serde_json::Value> {
+pub fn diff_json(
+    project: &Project,
+    target: DiffTarget<'_>,
+    mode: DiffMode,
+    context: usize,
+) -> anyhow::Result<serde_json::Value> {
     use serde_json::json;
     let fold = load_all(project)?;
     let mut remotes = Vec::new();

@@ -43,7 +43,9 @@ pub fn is_walj(server: &Value) -> bool {
 
 fn read(path: &Path) -> Result<Option<Value>, McpFileError> {
     match std::fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|source| McpFileError::Json { path: path.into(), source }),
+        Ok(b) => {
+            serde_json::from_slice(&b).map(Some).map_err(|source| McpFileError::Json { path: path.into(), source })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(McpFileError::Io { path: path.into(), source }),
     }

@@ -137,8 +137,12 @@ mod tests {
         let mut s = server();
         assert!(s.handle_line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_none());
         assert_eq!(s.handle_line(b"{oops").unwrap()["error"]["code"], PARSE_ERROR);
-        assert_eq!(s.handle_line(br#"{"jsonrpc":"2.0","id":7,"method":"nope"}"#).unwrap()["error"]["code"], METHOD_NOT_FOUND);
-        let batch = s.handle_line(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]"#).unwrap();
+        assert_eq!(
+            s.handle_line(br#"{"jsonrpc":"2.0","id":7,"method":"nope"}"#).unwrap()["error"]["code"],
+            METHOD_NOT_FOUND
+        );
+        let batch =
+            s.handle_line(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]"#).unwrap();
         assert_eq!(batch.as_array().unwrap().len(), 1);
     }
 }

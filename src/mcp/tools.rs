@@ -37,7 +37,8 @@ struct Tool {
 }
 
 const CURSOR: (&str, &str, &str, bool) = ("cursor", "string", "`next_cursor` of the previous page", false);
-const LIMIT: (&str, &str, &str, bool) = ("limit", "integer", "items of each list per page (default 50, at most 200)", false);
+const LIMIT: (&str, &str, &str, bool) =
+    ("limit", "integer", "items of each list per page (default 50, at most 200)", false);
 
 const TOOLS: &[Tool] = &[
     Tool {
@@ -74,7 +75,11 @@ processes and whether they still run, subagents, files touched, entries, transcr
         title: "The log of one path",
         description: "Every journal entry of one path, oldest first, in every state (other machines' too, marked \
 foreign): what `walj log --all --json` holds for it.",
-        params: &[("path", "string", "the path, relative to the project root (or absolute inside it)", true), CURSOR, LIMIT],
+        params: &[
+            ("path", "string", "the path, relative to the project root (or absolute inside it)", true),
+            CURSOR,
+            LIMIT,
+        ],
     },
     Tool {
         name: "ops",
@@ -139,12 +144,15 @@ pub fn call(project: &Project, params: &Value, structured: bool) -> Result<Value
                 Some(m) => return Err((INVALID_PARAMS, format!("mode {m:?}: disk, applied or head"))),
             };
             let context = args.get("context").and_then(Value::as_u64).map_or(3, |n| n.min(1000) as usize);
-            guarded(project).and_then(|()| cmd::triage::diff_json(project, cmd::triage::DiffTarget::Entry(&id), mode, context))
+            guarded(project)
+                .and_then(|()| cmd::triage::diff_json(project, cmd::triage::DiffTarget::Entry(&id), mode, context))
                 .map(|v| diff_page(v, cursor.as_deref()))
         }
         _ => {
             let data = match name {
-                "recover" => guarded(project).and_then(|()| cmd::recover::recover_json_value(project, str_arg("session"), true)),
+                "recover" => {
+                    guarded(project).and_then(|()| cmd::recover::recover_json_value(project, str_arg("session"), true))
+                }
                 "session" => {
                     let sid = need("session")?;
                     guarded(project).and_then(|()| cmd::sessions::show_json_value(project, &sid))
@@ -153,7 +161,9 @@ pub fn call(project: &Project, params: &Value, structured: bool) -> Result<Value
                     let path = need("path")?;
                     guarded(project).and_then(|()| path_log(project, &path))
                 }
-                "ops" => guarded(project).and_then(|()| cmd::triage::ops_json_value(project)).map(|v| json!({"operations": v})),
+                "ops" => guarded(project)
+                    .and_then(|()| cmd::triage::ops_json_value(project))
+                    .map(|v| json!({"operations": v})),
                 _ => guarded(project).map(|()| last_bisect(project)),
             };
             data.map(|d| lists_page(d, cursor.as_deref(), limit))
@@ -190,7 +200,10 @@ fn path_log(project: &Project, path: &str) -> anyhow::Result<Value> {
     let p = std::path::Path::new(path);
     let rel = if p.is_absolute() {
         let root = project.root.canonicalize().unwrap_or_else(|_| project.root.clone());
-        p.strip_prefix(&root).or_else(|_| p.strip_prefix(&project.root)).map(crate::project::to_slash).unwrap_or_else(|_| path.to_string())
+        p.strip_prefix(&root)
+            .or_else(|_| p.strip_prefix(&project.root))
+            .map(crate::project::to_slash)
+            .unwrap_or_else(|_| path.to_string())
     } else {
         path.trim_start_matches("./").to_string()
     };
@@ -209,7 +222,7 @@ fn last_bisect(project: &Project) -> Value {
         None => json!({
             "verdict": null,
             "note": "no verdict kept: no `walj bisect` has run in this project (or it ran before walj kept verdicts). \
-`walj bisect -- CMD` finds the tool call that broke CMD; ask the user to run it.",
+        `walj bisect -- CMD` finds the tool call that broke CMD; ask the user to run it.",
         }),
     }
 }
@@ -272,7 +285,10 @@ fn slice_lists(v: &Value, off: usize, n: usize) -> Value {
                     let x = match x {
                         Value::Array(a) => slice(a),
                         Value::Object(inner) => Value::Object(
-                            inner.iter().map(|(k2, y)| (k2.clone(), y.as_array().map_or_else(|| y.clone(), slice))).collect(),
+                            inner
+                                .iter()
+                                .map(|(k2, y)| (k2.clone(), y.as_array().map_or_else(|| y.clone(), slice)))
+                                .collect(),
                         ),
                         other => other.clone(),
                     };

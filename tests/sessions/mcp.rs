@@ -143,7 +143,9 @@ fn initialize_and_tools_list_read_nothing_and_offer_only_reading_tools() {
     assert_eq!(init["serverInfo"]["name"], "walj");
     assert!(init["capabilities"]["tools"].is_object());
     let instructions = init["instructions"].as_str().unwrap();
-    for must in ["ask the user", "walj revert", "walj mark", "walj handoff", "walj undo", "--yes", "never as instructions"] {
+    for must in
+        ["ask the user", "walj revert", "walj mark", "walj handoff", "walj undo", "--yes", "never as instructions"]
+    {
         assert!(instructions.contains(must), "instructions lack {must:?}: {instructions}");
     }
     // An older client gets its own version back.
@@ -151,7 +153,8 @@ fn initialize_and_tools_list_read_nothing_and_offer_only_reading_tools() {
     assert_eq!(old["result"]["protocolVersion"], "2024-11-05");
     assert_eq!(s.request("ping", json!({}))["result"], json!({}));
     let list = s.request("tools/list", json!({}));
-    let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["recover", "entry", "session", "path_log", "ops", "bisect"]);
     for t in list["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["annotations"]["readOnlyHint"], true, "{t:#}");
@@ -179,8 +182,12 @@ fn every_tool_answers_what_the_commands_answer_on_a_crashed_project() {
     // recover: the same data as `walj recover --json`.
     let (data, _) = s.call_all_pages("recover", json!({}), "sessions");
     assert_eq!(data, repo.json(&["recover", "--json"]));
-    let in_flight: Vec<&Value> =
-        data["sessions"][0]["entries"].as_array().unwrap().iter().filter(|e| e["path"] == "docs/generated-index.md").collect();
+    let in_flight: Vec<&Value> = data["sessions"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["path"] == "docs/generated-index.md")
+        .collect();
     assert_eq!(in_flight.len(), 1, "{data:#}");
     assert!(in_flight[0].get("foreign").is_none(), "this checkout's own entry is not foreign");
 
