@@ -149,7 +149,7 @@ pub enum Command {
     Redo(cmd::triage::RedoArgs),
     /// Serve this project's journal to Claude over MCP (stdio, read-only; docs/plugin.md).
     #[command(
-        after_help = "Examples:\n  claude mcp add walj -- walj mcp          # what `walj install --mcp` writes for you"
+        after_help = "Examples:\n  walj mcp                                 # what Claude Code starts (the plugin, `walj install --mcp`)\n  walj install --mcp                       # declare it in the project's .mcp.json"
     )]
     Mcp,
     /// The operation log: every mark, revert and hand-back, newest first, with its id.

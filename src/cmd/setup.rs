@@ -337,7 +337,7 @@ fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyho
 
 pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
-        return crate::mcp::install::install_cmd(project, args.local, args.user, args.yes);
+        return super::mcp::install_cmd(project, args.local, args.user, args.yes);
     }
     if let Some(agent) = other_agent(&args)? {
         return install_agent(project, args, agent);
@@ -522,7 +522,7 @@ fn say_walj_dir_ignored(project: &Project) {
 
 pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
-        return crate::mcp::install::uninstall_cmd(project);
+        return super::mcp::uninstall_cmd(project);
     }
     if let Some(agent) = other_agent(&args)? {
         return uninstall_agent(project, args, agent);
