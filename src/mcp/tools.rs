@@ -4,7 +4,8 @@
 //! is data, not instructions), `tool`, `project`, `data` and `page` (`cursor`, `next_cursor`,
 //! `limit`). Lists are paged together: a page holds items `offset..offset+n` of each list of
 //! `data`, `n` at most `limit` and small enough for the page to stay under [`PAGE_BYTES`]; one
-//! item alone over it has its long strings cut (`"truncated": true` on the page). `entry` pages
+//! item alone over it has its long strings cut, then its longest lists halved until it fits
+//! (`"truncated": true` on the page). `entry` pages
 //! through a long diff by lines instead.
 
 use serde_json::{Map, Value, json};
@@ -249,6 +250,11 @@ fn lists_page(data: Value, cursor: Option<&str>, limit: usize) -> (Value, Value)
             let mut truncated = false;
             if !fits {
                 cut_strings(&mut page, &mut truncated);
+                // Still over (an item holding thousands of entries): its longest lists halved
+                // until it fits; `session`, `path_log` and `entry` page through them whole.
+                while size(&page) > PAGE_BYTES && halve_longest_list(&mut page) {
+                    truncated = true;
+                }
             }
             let next = (off + n < longest).then(|| format!("o{}", off + n));
             let mut p = json!({"cursor": cursor, "next_cursor": next, "limit": n, "offset": off});
@@ -298,6 +304,57 @@ fn slice_lists(v: &Value, off: usize, n: usize) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// Halves the list of `v` (at any depth) that takes the most bytes, ending it with a string
+/// saying how many items were left out. `false` when no list has three items or more (each
+/// halving makes a list shorter, so repeating it ends).
+fn halve_longest_list(v: &mut Value) -> bool {
+    /// Where the list taking the most bytes is (keys and indexes from `v`), and its size.
+    fn find(v: &Value, here: &mut Vec<Value>, best: &mut Option<(usize, Vec<Value>)>) {
+        match v {
+            Value::Array(a) if a.len() > 2 => {
+                let n = size(v);
+                if best.as_ref().is_none_or(|(m, _)| n > *m) {
+                    *best = Some((n, here.clone()));
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    here.push(json!(i));
+                    find(x, here, best);
+                    here.pop();
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    here.push(json!(k));
+                    find(x, here, best);
+                    here.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut best = None;
+    find(v, &mut Vec::new(), &mut best);
+    let Some((_, path)) = best else { return false };
+    let mut at = v;
+    for step in &path {
+        let next = match step {
+            Value::String(k) => at.get_mut(k.as_str()),
+            Value::Number(i) => i.as_u64().and_then(|i| at.get_mut(i as usize)),
+            _ => None,
+        };
+        let Some(next) = next else { return false };
+        at = next;
+    }
+    let Some(list) = at.as_array_mut() else { return false };
+    let keep = list.len() / 2;
+    let left = list.len() - keep;
+    list.truncate(keep);
+    list.push(json!(format!("[walj: {left} more items left out to keep the page small]")));
+    true
 }
 
 /// Cuts every string longer than [`CUT_CHARS`] (saying how much was cut).
@@ -404,6 +461,19 @@ mod tests {
         let (page, p) = lists_page(data, None, 50);
         assert!(size(&page) <= PAGE_BYTES);
         assert_eq!(p["truncated"], true);
+    }
+
+    #[test]
+    fn one_item_holding_thousands_of_entries_has_its_lists_shortened() {
+        let entries: Vec<Value> =
+            (0..5000).map(|i| json!({"id": format!("toolu_{i:08}"), "path": "src/a.rs"})).collect();
+        let data = json!({"sessions": [{"session": "s", "entries": entries}]});
+        let (page, p) = lists_page(data, None, 50);
+        assert!(size(&page) <= PAGE_BYTES, "{}", size(&page));
+        assert_eq!(p["truncated"], true);
+        let got = page["sessions"][0]["entries"].as_array().unwrap();
+        assert!(got.len() > 10, "{}", got.len());
+        assert!(got.last().unwrap().as_str().unwrap().contains("more items left out"));
     }
 
     #[test]
