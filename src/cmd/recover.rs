@@ -221,11 +221,17 @@ pub fn recover_json_value(
     if foreign {
         let prov = crate::triage::origin::Provenance::load(&project.journal);
         for s in v.get_mut("sessions").and_then(|x| x.as_array_mut()).into_iter().flatten() {
+            let mut any = None;
             for e in s.get_mut("entries").and_then(|x| x.as_array_mut()).into_iter().flatten() {
                 let from = e["id"].as_str().and_then(|id| fold.entry(id)).map(|x| prov.of_entry(x).from_what());
                 if let Some(from) = from.filter(|f| !f.is_empty()) {
                     e["foreign"] = json!(from);
+                    any.get_or_insert(from);
                 }
+            }
+            // A session a bundle brought: its prompt and todos are the bundle's words too.
+            if let Some(from) = any {
+                s["foreign"] = json!(from);
             }
         }
         for m in v.get_mut("machines").and_then(|x| x.as_array_mut()).into_iter().flatten() {

@@ -156,7 +156,7 @@ pub fn call(project: &Project, params: &Value, structured: bool) -> Result<Value
                 }
                 "session" => {
                     let sid = need("session")?;
-                    guarded(project).and_then(|()| cmd::sessions::show_json_value(project, &sid))
+                    guarded(project).and_then(|()| cmd::sessions::show_json_value(project, &sid, true))
                 }
                 "path_log" => {
                     let path = need("path")?;

@@ -241,3 +241,43 @@ fn every_tool_answers_what_the_commands_answer_on_a_crashed_project() {
     let r = s.request("tools/call", json!({"name": "entry", "arguments": {}}));
     assert_eq!(r["error"]["code"], -32602, "{r:#}");
 }
+
+/// Entries a bundle brought (`walj sessions import`) are served marked `foreign`, with their
+/// session, by `recover`, `session` and `path_log`; this checkout's own are not.
+#[test]
+fn a_bundles_entries_are_served_as_foreign() {
+    let src = Repo::new(&[("a.txt", "one\n")]);
+    let sender = crate::common::Claude::new(&src, "5e5e5e5e-0000-4000-8000-000000000001");
+    sender.start();
+    sender.prompt("PROMPT-FROM-BUNDLE: change a.txt");
+    sender.edit("toolu_1", "a.txt", "one", "two");
+    sender.write_intent("toolu_2", "b.txt", "half\n");
+    let bundle = src.tmp.join("s.walj");
+    src.ok(&["sessions", "export", "5e5e5e5e", "-o", bundle.to_str().unwrap()]);
+
+    let dst = crashed_repo();
+    dst.ok(&["sessions", "import", "--yes", bundle.to_str().unwrap()]);
+    let mut s = Server::start(&dst);
+    s.initialize();
+    let (data, _) = s.call_all_pages("recover", json!({}), "sessions");
+    let sessions = data["sessions"].as_array().unwrap();
+    let theirs = sessions
+        .iter()
+        .find(|x| x["session"].as_str().unwrap().starts_with("5e5e5e5e"))
+        .unwrap_or_else(|| panic!("{data:#}"));
+    assert!(theirs["foreign"].as_str().unwrap().starts_with("from bundle"), "{theirs:#}");
+    for e in theirs["entries"].as_array().unwrap() {
+        assert!(e["foreign"].as_str().unwrap().starts_with("from bundle"), "{e:#}");
+    }
+    let ours = sessions.iter().find(|x| x["sid"] == "8f14e4").unwrap();
+    assert!(ours.get("foreign").is_none(), "{ours:#}");
+    assert!(ours["entries"].as_array().unwrap().iter().all(|e| e.get("foreign").is_none()));
+
+    let session = s.call("session", json!({"session": "5e5e5e5e"}));
+    assert!(session["data"]["foreign"].as_str().unwrap().starts_with("from bundle"), "{session:#}");
+    let log = s.call("path_log", json!({"path": "b.txt"}));
+    let entries = log["data"]["entries"].as_array().unwrap();
+    assert!(!entries.is_empty() && entries.iter().all(|e| e["foreign"].as_str().is_some()), "{log:#}");
+    let own = s.call("session", json!({"session": "8f14e4"}));
+    assert!(own["data"].get("foreign").is_none());
+}
