@@ -527,7 +527,7 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
             }
         }
         c.push_str(&format!(
-            "`walj recover` lists all {}. Do not assume these changes are complete; check them before building on them. The user can review them with `walj tui`.",
+            "`walj recover` lists all {}. walj's MCP tools, where loaded, answer too (read-only): `recover`, then `entry` for a diff, `session` for the session's context. Do not assume these changes are complete; check them before building on them. The user can review them with `walj tui`.",
             open.len()
         ));
         c

@@ -122,6 +122,9 @@ pub enum Command {
         /// Lines of context around changes.
         #[arg(short = 'U', long, default_value_t = 3)]
         context: usize,
+        /// Print each entry with its two sides and diff as JSON (docs/formats.md).
+        #[arg(long)]
+        json: bool,
     },
     /// Mark entries resolved (`--done`): you checked them, nothing to do.
     #[command(after_help = "Examples:\n  walj mark 01EditCfg --done\n  walj mark --done --session 8f14e4")]
@@ -144,6 +147,11 @@ pub enum Command {
     /// Do again what the last undo took back (or an undone operation of `walj ops`).
     #[command(after_help = "Examples:\n  walj redo\n  walj redo 01JD3K --dry-run")]
     Redo(cmd::triage::RedoArgs),
+    /// Serve this project's journal to Claude over MCP (stdio, read-only; docs/plugin.md).
+    #[command(
+        after_help = "Examples:\n  walj mcp                                 # what Claude Code starts (the plugin, `walj install --mcp`)\n  walj install --mcp                       # declare it in the project's .mcp.json"
+    )]
+    Mcp,
     /// The operation log: every mark, revert and hand-back, newest first, with its id.
     #[command(after_help = "Examples:\n  walj ops\n  walj ops --json | jq '.[0].id'")]
     Ops(cmd::triage::OpsArgs),
@@ -343,7 +351,8 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
     let project = global.project()?;
     // A `.walj/` walj did not make is neither read nor written (docs/security.md); doctor
     // reports it, uninstall removes only walj's settings.
-    if !matches!(command, Command::Doctor(_) | Command::Uninstall(_) | Command::Hook { .. }) {
+    // `mcp` says it in each tool's answer: Claude sees why, the server still starts.
+    if !matches!(command, Command::Doctor(_) | Command::Uninstall(_) | Command::Hook { .. } | Command::Mcp) {
         cmd::refuse_foreign_dir(&project)?;
     }
     match command {
@@ -376,7 +385,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),
         Command::Checkpoint(a) => cmd::recover::checkpoint_cmd(&project, a),
-        Command::Diff { id, session, prompt, applied, head, context } => {
+        Command::Diff { id, session, prompt, applied, head, context, json } => {
             let mode = if applied {
                 crate::triage::DiffMode::Applied
             } else if head {
@@ -390,6 +399,11 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
                 // clap requires one of them.
                 (None, None) => anyhow::bail!("walj diff needs an entry id or --session"),
             };
+            if json {
+                let v = cmd::triage::diff_json(&project, target, mode, context)?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(0);
+            }
             let _paged = cmd::pager::start(global.no_pager);
             cmd::triage::diff(&project, target, mode, context)
         }
@@ -399,6 +413,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Undo(a) => cmd::triage::undo(&project, &a),
         Command::Redo(a) => cmd::triage::redo(&project, &a),
         Command::Ops(a) => cmd::triage::ops(&project, &a),
+        Command::Mcp => crate::mcp::serve_stdio(&project),
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { json, command } => sessions(&project, command, json),
         Command::Procs { json, command } => match command {

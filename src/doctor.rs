@@ -6,6 +6,7 @@
 //! [`diagnose`] returns the findings; the command prints them (text or `--json`).
 
 pub mod agents;
+mod mcp;
 pub mod plugins;
 mod reported;
 mod resolve;
@@ -93,6 +94,8 @@ pub mod check {
     /// What Claude Code's own lists of a Bash command's changed files named that walj's
     /// snapshot missed ([`reported`]).
     pub const REPORTED: &str = "reported";
+    /// walj's MCP server (`walj mcp`): declared by the plugins and `.mcp.json` ([`mcp`]).
+    pub const MCP: &str = "mcp";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -889,6 +892,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         }
     }
     findings.extend(recorded_plugin(project, &disabled, &mut plugins));
+    findings.extend(mcp::findings(project, &plugins));
     for (i, p) in plugins.iter().enumerate() {
         sources.push(Source {
             label: p.label(),

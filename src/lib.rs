@@ -26,7 +26,8 @@
 //!   [`checkpoint`] (Stop-time verification), [`retention`] (what is kept how long).
 //! - **faces**, what the user sees and runs: [`report`] (recover/log/diff text and JSON), [`announce`] (SessionStart notes),
 //!   [`style`] (colour), [`hook`] (the hook itself), [`tui`] (the dashboard), [`compact`]
-//!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`doctor`] (the whole
+//!   (compaction and session delete), [`plugin`] (the Claude Code plugin), [`mcp`] (the read-only
+//!   MCP server Claude queries), [`doctor`] (the whole
 //!   house's health check: Claude's hooks, the plugins', the other agents', `.walj/`, the
 //!   journal), [`cmd`] (the commands), [`cli`] (the clap tree).
 
@@ -54,6 +55,7 @@ pub mod git;
 pub mod hook;
 pub mod import;
 pub mod journal;
+pub mod mcp;
 pub mod plugin;
 pub mod present;
 pub mod procinfo;

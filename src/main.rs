@@ -74,8 +74,11 @@ fn walj_main() -> u8 {
     quiet_on_closed_stdout();
     // What a killed `walj bisect` left (a scratch copy, temp files): every command but the
     // hook removes it, and says so.
-    for line in walj::bisect::leftovers::sweep(global.project().ok().as_ref()) {
-        eprintln!("walj: {}", walj::present::text::safe(&line));
+    // Not `walj mcp`: its start-up reads nothing and changes nothing (docs/plugin.md).
+    if !matches!(cli.command, Command::Mcp) {
+        for line in walj::bisect::leftovers::sweep(global.project().ok().as_ref()) {
+            eprintln!("walj: {}", walj::present::text::safe(&line));
+        }
     }
     match walj::cli::run(cli.command, &global) {
         Ok(code) => code.clamp(0, 255) as u8,

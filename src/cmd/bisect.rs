@@ -150,6 +150,7 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
     }
     let report = result.context("walj bisect")?;
     let fold = load(project)?;
+    remember_verdict(project, &to_json(project, &fold, &report, false, &args.command), &args.command);
     if args.handoff {
         return match brief(project, &fold, &report, &args.command) {
             Some(text) => {
@@ -186,6 +187,25 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
         print_text(project, &fold, &report, args.show_output, &args.command)?;
     }
     Ok(if report.culprit().is_some() { 0 } else { super::EXIT_ERROR })
+}
+
+/// Where the last bisect's verdict is kept: what `walj mcp`'s `bisect` answers.
+pub fn last_verdict_path(project: &Project) -> std::path::PathBuf {
+    project.dir.join("bisect-last.json")
+}
+
+/// Keeps the verdict (`walj bisect --json`'s object without the output) with when it was found
+/// and the command; a failure to keep it is one line in `.walj/errors.log`, the bisect goes on.
+fn remember_verdict(project: &Project, verdict: &Value, argv: &[OsString]) {
+    let v = json!({"finished": crate::fsutil::now_ts(), "command": command_line(argv), "verdict": verdict});
+    let path = last_verdict_path(project);
+    let bytes = serde_json::to_vec_pretty(&v).unwrap_or_default();
+    if let Err(e) = crate::fsutil::atomic_write(&path, &bytes, Some(0o600)) {
+        crate::fsutil::append_log(
+            &project.errors_log(),
+            &format!("keeping the bisect verdict in {}: {e}", path.display()),
+        );
+    }
 }
 
 /// The command as typed, for sentences.

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod confirm;
 pub mod import;
 pub mod man;
+pub mod mcp;
 pub mod pager;
 pub mod plugin;
 pub mod recover;

@@ -146,36 +146,10 @@ pub fn recover(
     exit_code: bool,
     from_transcripts: bool,
 ) -> anyhow::Result<i32> {
-    let session_given = session.as_deref().is_some_and(|s| !s.is_empty());
-    let fold = load(project, &FoldOptions { session, ..Default::default() })?;
-    // The report does not depend on the config: say what is wrong with it, report anyway.
-    if let Some(e) = config_problem(project) {
-        eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
-    }
-    // Other machines' journals (`walj sync`), unless one session was asked for.
-    let mut remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
-    share_ids(&fold, &mut remotes);
-    // An in-place bisect's marker: read against the journal too (a revert batch recorded
-    // while the files are back still wants its `walj undo`).
-    let bisect_note = if crate::bisect::inplace::marker(project).exists() {
-        let settled = load(project, &FoldOptions { keep_settled: true, ..Default::default() }).ok();
-        crate::bisect::inplace::interrupted_with(project, settled.as_ref())
-    } else {
-        None
-    };
+    let (fold, remotes, bisect_note) = recover_parts(project, session)?;
     let mut out = std::io::stdout().lock();
     if json_out {
-        let mut v = report::recover_json(&fold);
-        background_json(&fold, &mut v);
-        if let Some(note) = &bisect_note {
-            v["bisect"] = serde_json::Value::String(note.clone());
-        }
-        if let Some(op) = crate::git::operation_in_progress(&project.root) {
-            v["git_operation"] = serde_json::Value::String(op);
-        }
-        if !remotes.is_empty() {
-            v["machines"] = crate::report::sync::recover_json(&remotes);
-        }
+        let v = json_of(project, &fold, &remotes, bisect_note.as_deref());
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         if crate::session::empty::journal_is_empty(project) {
@@ -206,6 +180,86 @@ pub fn recover(
         write!(out, "{}", crate::report::sync::recover_text(&remotes, &Style::stdout()))?;
     }
     Ok(if exit_code && fold.unresolved().next().is_some() { EXIT_UNRESOLVED } else { 0 })
+}
+
+/// What `walj recover` reads: the fold (`session` only, or all), the other machines'
+/// journals (none when one session is asked for) and an interrupted in-place bisect's note.
+fn recover_parts(
+    project: &Project,
+    session: Option<String>,
+) -> anyhow::Result<(Fold, Vec<crate::sync::remotes::RemoteJournal>, Option<String>)> {
+    let session_given = session.as_deref().is_some_and(|s| !s.is_empty());
+    let fold = load(project, &FoldOptions { session, ..Default::default() })?;
+    // The report does not depend on the config: say what is wrong with it, report anyway.
+    if let Some(e) = config_problem(project) {
+        eprintln!("walj: warning: {e}; {CONFIG_CONSEQUENCE}");
+    }
+    // Other machines' journals (`walj sync`), unless one session was asked for.
+    let mut remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
+    share_ids(&fold, &mut remotes);
+    // An in-place bisect's marker: read against the journal too (a revert batch recorded
+    // while the files are back still wants its `walj undo`).
+    let bisect_note = if crate::bisect::inplace::marker(project).exists() {
+        let settled = load(project, &FoldOptions { keep_settled: true, ..Default::default() }).ok();
+        crate::bisect::inplace::interrupted_with(project, settled.as_ref())
+    } else {
+        None
+    };
+    Ok((fold, remotes, bisect_note))
+}
+
+/// `walj recover --json` (the schema in docs/formats.md); `walj mcp`'s `recover` serves it too.
+/// With `foreign` (`walj mcp`), a bundle's entries carry `foreign` (`from bundle X`) and each
+/// of `machines` `foreign: "from machine M"`.
+pub fn recover_json_value(
+    project: &Project,
+    session: Option<String>,
+    foreign: bool,
+) -> anyhow::Result<serde_json::Value> {
+    let (fold, remotes, bisect_note) = recover_parts(project, session)?;
+    let mut v = json_of(project, &fold, &remotes, bisect_note.as_deref());
+    if foreign {
+        let prov = crate::triage::origin::Provenance::load(&project.journal);
+        for s in v.get_mut("sessions").and_then(|x| x.as_array_mut()).into_iter().flatten() {
+            let mut any = None;
+            for e in s.get_mut("entries").and_then(|x| x.as_array_mut()).into_iter().flatten() {
+                let from = e["id"].as_str().and_then(|id| fold.entry(id)).map(|x| prov.of_entry(x).from_what());
+                if let Some(from) = from.filter(|f| !f.is_empty()) {
+                    e["foreign"] = json!(from);
+                    any.get_or_insert(from);
+                }
+            }
+            // A session a bundle brought: its prompt and todos are the bundle's words too.
+            if let Some(from) = any {
+                s["foreign"] = json!(from);
+            }
+        }
+        for m in v.get_mut("machines").and_then(|x| x.as_array_mut()).into_iter().flatten() {
+            let name = m["machine"].as_str().or_else(|| m["name"].as_str()).unwrap_or("another machine").to_string();
+            m["foreign"] = json!(format!("from machine {name}"));
+        }
+    }
+    Ok(v)
+}
+
+fn json_of(
+    project: &Project,
+    fold: &Fold,
+    remotes: &[crate::sync::remotes::RemoteJournal],
+    bisect_note: Option<&str>,
+) -> serde_json::Value {
+    let mut v = report::recover_json(fold);
+    background_json(fold, &mut v);
+    if let Some(note) = bisect_note {
+        v["bisect"] = serde_json::Value::String(note.to_string());
+    }
+    if let Some(op) = crate::git::operation_in_progress(&project.root) {
+        v["git_operation"] = serde_json::Value::String(op);
+    }
+    if !remotes.is_empty() {
+        v["machines"] = crate::report::sync::recover_json(remotes);
+    }
+    v
 }
 
 /// `background` on each session of `recover --json`: its background commands (a dev server
@@ -277,8 +331,12 @@ pub fn nothing_recorded(project: &Project) -> String {
     crate::session::empty::message(project, &config_dir, &super::setup::hook_command(None))
 }
 
-pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
-    let LogArgs { json: json_out, all, session, limit } = args;
+/// What `walj log` reads: this checkout's fold (settled entries and every command kept) and
+/// the other machines' journals (none when one session is asked for).
+fn log_parts(
+    project: &Project,
+    session: Option<String>,
+) -> anyhow::Result<(Fold, Vec<crate::sync::remotes::RemoteJournal>)> {
     let remotes = if session.as_deref().is_some_and(|s| !s.is_empty()) {
         Vec::new()
     } else {
@@ -287,23 +345,65 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let fold = load(project, &FoldOptions { session, keep_settled: true, all_commands: true })?;
     let mut remotes = remotes;
     share_ids(&fold, &mut remotes);
+    Ok((fold, remotes))
+}
+
+/// `walj log --json`'s list: every entry (`all`) or the `limit` newest of each journal, each
+/// with its session; other machines' with `machine` and `journal`. With `foreign`, a bundle's
+/// entries carry `foreign` (`from bundle X`) and other machines' `foreign` (`from machine M`)
+/// (`walj mcp`).
+pub fn log_json_value(
+    project: &Project,
+    session: Option<String>,
+    all: bool,
+    limit: usize,
+    foreign: bool,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let (fold, remotes) = log_parts(project, session)?;
+    Ok(log_json_of(project, &fold, &remotes, all, limit, foreign))
+}
+
+fn log_json_of(
+    project: &Project,
+    fold: &Fold,
+    remotes: &[crate::sync::remotes::RemoteJournal],
+    all: bool,
+    limit: usize,
+    foreign: bool,
+) -> Vec<serde_json::Value> {
+    let prov = foreign.then(|| crate::triage::origin::Provenance::load(&project.journal));
+    let n = fold.entries.len();
+    let shown = fold.entries.iter().skip(if all { 0 } else { n.saturating_sub(limit) });
+    // Entries of every session in one list: each says which session it belongs to.
+    shown
+        .map(|e| {
+            let mut j = report::entry_json(e, &fold.ids);
+            if let Some(o) = j.as_object_mut() {
+                o.insert("session".into(), json!(e.session));
+                o.insert("sid".into(), json!(e.sid));
+                if let Some(from) = prov.as_ref().map(|p| p.of_entry(e).from_what()).filter(|f| !f.is_empty()) {
+                    o.insert("foreign".into(), json!(from));
+                }
+            }
+            j
+        })
+        .chain(crate::report::sync::log_json(remotes, all, limit).into_iter().map(|mut j| {
+            if foreign && let Some(m) = j.get("machine").and_then(|m| m.as_str()).map(str::to_string) {
+                j["foreign"] = json!(format!("from machine {m}"));
+            }
+            j
+        }))
+        .collect()
+}
+
+pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
+    let LogArgs { json: json_out, all, session, limit } = args;
+    let (fold, remotes) = log_parts(project, session)?;
     let entries: Vec<_> = fold.entries.iter().collect();
     let shown: Vec<_> = if all { entries } else { entries.iter().rev().take(limit).rev().copied().collect() };
     let mut out = std::io::stdout().lock();
     if json_out {
-        // Entries of every session in one list: each says which session it belongs to.
-        let v: Vec<_> = shown
-            .iter()
-            .map(|e| {
-                let mut j = report::entry_json(e, &fold.ids);
-                if let Some(o) = j.as_object_mut() {
-                    o.insert("session".into(), json!(e.session));
-                    o.insert("sid".into(), json!(e.sid));
-                }
-                j
-            })
-            .chain(crate::report::sync::log_json(&remotes, all, limit))
-            .collect();
+        let v = log_json_of(project, &fold, &remotes, all, limit, false);
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         if shown.is_empty() && remotes.is_empty() && crate::session::empty::journal_is_empty(project) {

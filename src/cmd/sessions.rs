@@ -301,15 +301,51 @@ fn proc_table() -> Option<procs::ProcTable> {
     procinfo::processes()
 }
 
-pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
+/// `walj sessions show --json`'s object (docs/formats.md); `walj mcp`'s `session` serves it too.
+/// With `foreign` (`walj mcp`): entries and hand-backs that came in a bundle carry `foreign`
+/// (`from bundle X`), and so does the session when any of them did.
+pub fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::Result<serde_json::Value> {
     let state = SessionState::load(project, sid)?;
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
+    let mut v = state.to_json(project, &ps, crate::report::entry_json);
+    if foreign {
+        let prov = crate::triage::origin::Provenance::load(&project.journal);
+        let mut any: Option<String> = None;
+        let mut mark = |x: &mut serde_json::Value, from: String| {
+            if !from.is_empty() {
+                x["foreign"] = json!(from);
+                any.get_or_insert(from);
+            }
+        };
+        for list in ["entries", "unresolved"] {
+            for e in v.get_mut(list).and_then(|l| l.as_array_mut()).into_iter().flatten() {
+                let from =
+                    state.entries.iter().find(|x| e["id"] == x.id.as_str()).map(|x| prov.of_entry(x).from_what());
+                mark(e, from.unwrap_or_default());
+            }
+        }
+        for (h, hv) in
+            state.handoffs.iter().zip(v.get_mut("handoffs").and_then(|l| l.as_array_mut()).into_iter().flatten())
+        {
+            mark(hv, prov.of_line(h.line).from_what());
+        }
+        if let Some(from) = any {
+            v["foreign"] = json!(from);
+        }
+    }
+    Ok(v)
+}
+
+pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&state.to_json(project, &ps, crate::report::entry_json))?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&show_json_value(project, sid, false)?)?)?;
         return Ok(0);
     }
+    let state = SessionState::load(project, sid)?;
+    let table = proc_table();
+    let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     write!(out, "{}", show_text(project, &state, &ps, &Style::stdout()))?;
     Ok(0)
 }

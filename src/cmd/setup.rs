@@ -36,6 +36,10 @@ pub struct SettingsArgs {
     /// `claude` on PATH honours (`claude --version`), exec form when there is none.
     #[arg(long, value_enum, value_name = "FORM")]
     pub form: Option<FormArg>,
+    /// walj's MCP server (`walj mcp`, read-only) instead of the hooks: the project's .mcp.json
+    /// (committed; asks first), or with --local/--user the `claude mcp add` line to run.
+    #[arg(long, conflicts_with_all = ["agent", "command", "form"])]
+    pub mcp: bool,
 }
 
 /// `--form`.
@@ -332,6 +336,9 @@ fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyho
 }
 
 pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    if args.mcp {
+        return super::mcp::install_cmd(project, args.local, args.user, args.yes);
+    }
     if let Some(agent) = other_agent(&args)? {
         return install_agent(project, args, agent);
     }
@@ -514,6 +521,9 @@ fn say_walj_dir_ignored(project: &Project) {
 }
 
 pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+    if args.mcp {
+        return super::mcp::uninstall_cmd(project);
+    }
     if let Some(agent) = other_agent(&args)? {
         return uninstall_agent(project, args, agent);
     }
@@ -551,6 +561,10 @@ pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i3
             }
         }
         println!("The journal in {} is kept; delete it yourself if you want.", project.dir.display());
+    }
+    // The MCP server `walj install --mcp` declared goes with the hooks.
+    if scope == SettingsScope::Project && crate::mcp::install::remove(&crate::mcp::install::path(project))? {
+        println!("Removed walj's MCP server from {}.", crate::mcp::install::path(project).display());
     }
     // Sessions from now on are run without walj by choice: none is imported by itself.
     if let Err(e) = crate::import::auto::mark_uninstalled(project) {

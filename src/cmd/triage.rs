@@ -392,24 +392,31 @@ pub enum DiffTarget<'a> {
     Turn { session: &'a str, prompt: Option<usize> },
 }
 
-pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load_all(project)?;
-    // (entry, the project whose disk it is compared with, where it comes from)
-    let remotes;
-    let items: Vec<(&crate::fold::Entry, Project, String)> = match target {
-        DiffTarget::Entry(id) => match triage::find_entry(&fold, id) {
+/// What `walj diff` shows: the entries `target` names, each with the project whose disk it is
+/// compared with and where it comes from (empty for this checkout's journal, ` · from M, as of
+/// T` for another machine's).
+type DiffItem<'f> = (&'f crate::fold::Entry, Project, String);
+
+fn diff_items<'f>(
+    project: &Project,
+    fold: &'f Fold,
+    target: DiffTarget<'_>,
+    remotes: &'f mut Vec<crate::sync::remotes::RemoteJournal>,
+) -> anyhow::Result<Vec<DiffItem<'f>>> {
+    Ok(match target {
+        DiffTarget::Entry(id) => match triage::find_entry(fold, id) {
             Ok(e) => vec![(e, project.clone(), String::new())],
             // A path: each of its unresolved entries, newest first (reading asks nothing).
-            Err(_) if let Some(es) = path_entries(project, &fold, id) => {
+            Err(_) if let Some(es) = path_entries(project, fold, id) => {
                 es.into_iter().map(|e| (e, project.clone(), String::new())).collect()
             }
             // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
             Err(err) => {
-                remotes = super::recover::remotes(
+                *remotes = super::recover::remotes(
                     project,
                     &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
                 );
-                match crate::sync::remotes::find_entry(&remotes, id).map_err(|m| anyhow::anyhow!(m))? {
+                match crate::sync::remotes::find_entry(remotes, id).map_err(|m| anyhow::anyhow!(m))? {
                     Some((r, e)) => vec![(
                         e,
                         r.project(project),
@@ -419,11 +426,17 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
                 }
             }
         },
-        DiffTarget::Turn { session, prompt } => triage::turn_entries(&fold, session, prompt)?
+        DiffTarget::Turn { session, prompt } => triage::turn_entries(fold, session, prompt)?
             .into_iter()
             .map(|e| (e, project.clone(), String::new()))
             .collect(),
-    };
+    })
+}
+
+pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
+    let fold = load_all(project)?;
+    let mut remotes = Vec::new();
+    let items = diff_items(project, &fold, target, &mut remotes)?;
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
@@ -448,6 +461,71 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
         write!(out, "{}", crate::report::diff::unified(&sides, &e.path, context, st.color))?;
     }
     Ok(0)
+}
+
+/// `walj diff --json`: each entry `target` names (one for an id, every unresolved one of a
+/// path, a turn's), as `walj log --json` shows it, with `foreign` (`from bundle X`, `from
+/// machine M, as of T`; absent for this checkout's own), `mode` and the two sides (`label`,
+/// `content`: `text`, `absent`, `binary`, `unknown`; `bytes`, `lines`, `note`) and `diff`, the
+/// unified diff `walj diff` prints, uncoloured.
+pub fn diff_json(
+    project: &Project,
+    target: DiffTarget<'_>,
+    mode: DiffMode,
+    context: usize,
+) -> anyhow::Result<serde_json::Value> {
+    use serde_json::json;
+    let fold = load_all(project)?;
+    let mut remotes = Vec::new();
+    let items = diff_items(project, &fold, target, &mut remotes)?;
+    let prov = Provenance::load(&project.journal);
+    let side_json = |s: &crate::triage::Side| {
+        let content = match crate::present::diff::Content::of(s) {
+            crate::present::diff::Content::Text => "text",
+            crate::present::diff::Content::Absent => "absent",
+            crate::present::diff::Content::Binary(_) => "binary",
+            crate::present::diff::Content::Unknown(_) => "unknown",
+        };
+        json!({
+            "label": s.label,
+            "content": content,
+            "bytes": s.bytes.as_ref().map(Vec::len),
+            "note": s.note,
+        })
+    };
+    let v: Vec<serde_json::Value> = items
+        .iter()
+        .map(|(e, p, from)| {
+            let (own, p) = crate::session::legacy::own_view(p, e);
+            let sides = triage::diff_sides(&p, &own, mode);
+            let mut j = crate::report::entry_json(e, &fold.ids);
+            let foreign = if from.is_empty() {
+                prov.of_entry(e).from_what()
+            } else {
+                from.trim_start_matches(" · ").replacen("from ", "from machine ", 1)
+            };
+            if let Some(o) = j.as_object_mut() {
+                o.insert("session".into(), json!(e.session));
+                o.insert("sid".into(), json!(e.sid));
+                if !foreign.is_empty() {
+                    o.insert("foreign".into(), json!(foreign));
+                }
+                o.insert(
+                    "mode".into(),
+                    json!(match mode {
+                        DiffMode::Disk => "disk",
+                        DiffMode::Applied => "applied",
+                        DiffMode::Head => "head",
+                    }),
+                );
+                o.insert("old".into(), side_json(&sides.old));
+                o.insert("new".into(), side_json(&sides.new));
+                o.insert("diff".into(), json!(crate::report::diff::unified(&sides, &e.path, context, false)));
+            }
+            j
+        })
+        .collect();
+    Ok(serde_json::Value::Array(v))
 }
 
 /// The entries among `ids` that came from an imported bundle (by where their records lie in
@@ -957,28 +1035,36 @@ pub fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// `walj ops --json`: the operation log, newest first; `walj mcp`'s `ops` serves it too.
+pub fn ops_json_value(project: &Project) -> anyhow::Result<serde_json::Value> {
+    let fold = load(project)?;
+    Ok(ops_json(&triage::ops::operations(&fold)))
+}
+
+fn ops_json(ops: &[triage::ops::Operation]) -> serde_json::Value {
+    ops.iter()
+        .map(|o| {
+            serde_json::json!({
+                "id": o.id,
+                "ts": o.ts,
+                "how": o.how,
+                "verb": o.verb(),
+                "entries": o.entries,
+                "paths": o.paths,
+                "undone": o.undone,
+                "actor": o.actor,
+            })
+        })
+        .collect()
+}
+
 /// `walj ops`: the operation log, newest first (as the TUI's `o`).
 pub fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
     let fold = load(project)?;
     let ops = triage::ops::operations(&fold);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let v: Vec<_> = ops
-            .iter()
-            .map(|o| {
-                serde_json::json!({
-                    "id": o.id,
-                    "ts": o.ts,
-                    "how": o.how,
-                    "verb": o.verb(),
-                    "entries": o.entries,
-                    "paths": o.paths,
-                    "undone": o.undone,
-                    "actor": o.actor,
-                })
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&ops_json(&ops))?)?;
         return Ok(0);
     }
     if ops.is_empty() {

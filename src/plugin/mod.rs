@@ -121,6 +121,17 @@ pub fn hooks() -> Value {
     })
 }
 
+/// The MCP server's name (Claude sees its tools as `mcp__plugin_walj_walj__recover`, …, from
+/// the plugin; `mcp__walj__recover` from `walj install --mcp`).
+pub const MCP_SERVER: &str = "walj";
+/// Its arguments.
+pub const MCP_ARGS: [&str; 1] = ["mcp"];
+
+/// `.mcp.json` at the plugin's root: `walj mcp` ([`crate::mcp`]), run by [`HOOK_PROGRAM`].
+pub fn mcp_servers() -> Value {
+    json!({"mcpServers": {MCP_SERVER: {"command": HOOK_PROGRAM, "args": MCP_ARGS}}})
+}
+
 /// `.claude-plugin/marketplace.json` at the repository root: one plugin, in [`MARKETPLACE_SOURCE`].
 pub fn marketplace() -> Value {
     json!({
@@ -237,6 +248,9 @@ fn readme() -> String {
          written by `walj plugin --out DIR` it is a copy of the walj binary; in the marketplace plugin it is \
          a small sh launcher that runs the walj installed on this machine (PATH, then `~/.cargo/bin`) and \
          never fails a hook: without walj, it says at session start how to install it.\n\
+         - An MCP server (`.mcp.json`: `{hook} mcp`): Claude can ask the journal itself, read-only \
+         (`recover`, `entry`, `session`, `path_log`, `ops`, `bisect`); revert, mark, hand-back and undo are \
+         no tools, Claude asks you to run the `walj` command.\n\
          - Slash commands:\n",
         desc = env!("CARGO_PKG_DESCRIPTION"),
         hook = HOOK_PROGRAM,
@@ -261,6 +275,7 @@ pub fn text_files() -> Vec<PluginFile> {
     let mut files = vec![
         PluginFile::text(".claude-plugin/plugin.json", pretty(&manifest())),
         PluginFile::text("hooks/hooks.json", pretty(&hooks())),
+        PluginFile::text(".mcp.json", pretty(&mcp_servers())),
         PluginFile::text("README.md", readme()),
         PluginFile { path: ICON_PATH.to_string(), contents: ICON.to_vec(), executable: false },
     ];

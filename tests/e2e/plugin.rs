@@ -641,3 +641,68 @@ fn plugin_beside_walj_install_warns_once_at_session_start() {
     assert!(notes[0].contains(&plugin_dir.display().to_string()), "{}", notes[0]);
     assert!(mock.main_requests().iter().all(|r| r.count("walj runs twice") == 0), "the note reached the model");
 }
+
+/// walj's MCP server in the plugin: after a crash (a Write left in flight), the scripted model
+/// calls the server's `recover` tool and the next request to the model carries the in-flight
+/// path, framed as recorded data. The tool's name is read from the first session's tools list
+/// (`mcp__plugin_walj_walj__recover` with Claude Code 2.1.328).
+#[test]
+fn the_model_calls_walj_recover_over_mcp_and_reads_the_in_flight_path() {
+    let Some(bin) = claude::claude_or_skip("the_model_calls_walj_recover_over_mcp_and_reads_the_in_flight_path") else {
+        return;
+    };
+    let (sb, _) = sandbox();
+    let plugin_dir = sb.dir.path().canonicalize().unwrap().join("walj-plugin");
+    generate(&plugin_dir, false);
+    crashed_write(&sb, "toolu_01CRASHED", "src/half.rs");
+    let claude_with_plugin = |mock: &MockServer, allowed: &str| {
+        let mut cmd = sb.claude(&bin, mock);
+        cmd.args(["-p", "What did the crash leave?", "--output-format", "json"])
+            .args(["--permission-mode", "acceptEdits", "--allowedTools", allowed])
+            .env("PATH", path_without_walj())
+            .arg("--plugin-dir")
+            .arg(&plugin_dir);
+        cmd
+    };
+    // Which tools the model is offered: walj's, by their MCP names.
+    let mock = MockServer::start(vec![Turn::text("Looking.")]);
+    let out = claude::run(claude_with_plugin(&mock, "Edit Write Bash"), SESSION_TIMEOUT);
+    assert!(out.status.success(), "{out:?}\n{}", mock.summary());
+    let main = mock.main_requests();
+    assert!(!main.is_empty(), "no request reached the model: {out:?}");
+    // Claude Code 2.1.328 defers MCP tools: their names are in a system message, their schemas
+    // come through ToolSearch. Every MCP tool name the model is told of:
+    let body = crate::support::anthropic_mock::strings_containing(&main[0].body, "walj").join("\n");
+    let mut names: Vec<String> = body
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("mcp__"))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    let walj_tools: Vec<&str> =
+        names.iter().filter(|n| n.contains("walj")).map(|n| n.rsplit("__").next().unwrap()).collect();
+    assert_eq!(walj_tools, ["bisect", "entry", "ops", "path_log", "recover", "session"], "{names:?}");
+    let recover = names.iter().find(|n| n.contains("walj") && n.ends_with("__recover")).unwrap().clone();
+    assert!(body.contains("ask the user"), "the server's instructions did not reach the model");
+    // The model loads it (ToolSearch), calls it; its answer reaches the next request.
+    let mock = MockServer::start(vec![
+        Turn::tool("ToolSearch", json!({"query": format!("select:{recover}"), "max_results": 5})),
+        Turn::tool(&recover, json!({})),
+        Turn::text("src/half.rs was in flight."),
+    ]);
+    let out = claude::run(claude_with_plugin(&mock, &format!("Edit Write Bash {recover}")), SESSION_TIMEOUT);
+    assert!(out.status.success(), "{out:?}\n{}", mock.summary());
+    let main = mock.main_requests();
+    assert!(main.len() >= 3, "the model was not asked again after the tool call:\n{}", mock.summary());
+    let results = main[2].tool_results();
+    let answer = results
+        .iter()
+        .find(|r| r["tool_use_id"] == "toolu_mock_1_0")
+        .unwrap_or_else(|| panic!("no result of the recover call: {}", main[2].body));
+    let text = answer.to_string();
+    assert_ne!(answer["is_error"], json!(true), "{text}");
+    assert!(text.contains("src/half.rs"), "the recover tool's answer lacks the in-flight path: {text}");
+    assert!(text.contains("toolu_01CRASHED"), "{text}");
+    assert!(text.contains("never as instructions"), "the answer is not framed as recorded data: {text}");
+}

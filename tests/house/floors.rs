@@ -33,7 +33,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     // (`style`'s ANSI, `report`, `tui`) stays on the faces floor.
     ("model", &["agents", "fold", "bashsnap", "present"]),
     ("actions", &["triage", "session", "sync", "import", "checkpoint", "retention", "bisect"]),
-    ("faces", &["report", "announce", "style", "hook", "tui", "doctor", "compact", "plugin", "cmd", "cli"]),
+    ("faces", &["report", "announce", "style", "hook", "tui", "doctor", "compact", "plugin", "mcp", "cmd", "cli"]),
 ];
 
 /// Imports allowed to run upward for now: (from module, to module, why).

@@ -10,6 +10,7 @@ mod common;
 
 mod bundle_trust;
 mod import;
+mod mcp;
 mod note;
 mod repair;
 mod sessions;

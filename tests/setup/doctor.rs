@@ -545,7 +545,8 @@ fn json_output_follows_the_documented_schema() {
                 "journal",
                 "errors_log",
                 "walj_dir",
-                "subfolder"
+                "subfolder",
+                "mcp"
             ]
             .contains(&f["check"].as_str().unwrap()),
             "{f}"

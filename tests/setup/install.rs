@@ -221,3 +221,58 @@ fn walj_without_arguments_and_a_payload_on_stdin_is_the_hook() {
         assert!(err.contains("Usage"), "{input:?}: {err}");
     }
 }
+
+/// `walj install --mcp`: walj's MCP server in the project's `.mcp.json` (committed: refused off
+/// a terminal without `--yes`), other servers kept; doctor sees it; `--local` writes nothing and
+/// prints the `claude mcp add` line; `walj uninstall --mcp` takes out walj's entry only.
+#[test]
+fn install_mcp_declares_the_server_in_dot_mcp_json_and_uninstall_takes_it_out() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let bin = repo.tmp.join("bin-mcp");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::common::walj_bin(), bin.join("walj")).unwrap();
+    let path = format!("{}:{}", bin.display(), path_without_walj());
+    let other = "{\n  \"mcpServers\": {\n    \"db\": {\"command\": \"db-mcp\"}\n  }\n}\n";
+    repo.write(".mcp.json", other);
+    let run = |args: &[&str], path: &str| outcome(&repo.walj(args).env("PATH", path).output().unwrap());
+
+    let (code, _, err) = run(&["install", "--mcp"], &path);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("refused") && err.contains("--yes") && err.contains(".mcp.json"), "{err}");
+    assert_eq!(repo.read(".mcp.json"), other, "nothing written without --yes");
+
+    let (code, _, err) = run(&["install", "--mcp", "--yes"], &path_without_walj());
+    assert_eq!(code, 2, "an absolute path is never committed: {err}");
+    assert_eq!(repo.read(".mcp.json"), other);
+
+    let (code, out, err) = run(&["install", "--mcp", "--yes"], &path);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(".mcp.json"), "says where it wrote: {out}");
+    let v: serde_json::Value = serde_json::from_str(&repo.read(".mcp.json")).unwrap();
+    assert_eq!(v["mcpServers"]["walj"], serde_json::json!({"type": "stdio", "command": "walj", "args": ["mcp"]}));
+    assert_eq!(v["mcpServers"]["db"]["command"], "db-mcp");
+    // Hooks were not touched.
+    assert!(!repo.exists(".claude/settings.json"));
+
+    let (_, out, _) = run(&["doctor", "--json"], &path);
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mcp: Vec<&serde_json::Value> =
+        d["findings"].as_array().unwrap().iter().filter(|f| f["check"] == "mcp").collect();
+    assert_eq!(mcp.len(), 1, "{d:#}");
+    assert_eq!(mcp[0]["level"], "ok", "{d:#}");
+    assert!(mcp[0]["message"].as_str().unwrap().contains(".mcp.json"), "{d:#}");
+
+    let (code, out, _) = run(&["install", "--mcp", "--local"], &path);
+    assert_eq!(code, 0);
+    assert!(out.contains("claude mcp add --scope local walj -- walj mcp"), "{out}");
+
+    let (code, out, err) = run(&["uninstall", "--mcp"], &path);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Removed walj's MCP server"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&repo.read(".mcp.json")).unwrap();
+    assert!(v["mcpServers"].get("walj").is_none(), "{v:#}");
+    assert_eq!(v["mcpServers"]["db"]["command"], "db-mcp");
+    let (_, out, _) = run(&["doctor", "--json"], &path);
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(d["findings"].as_array().unwrap().iter().any(|f| f["check"] == "mcp" && f["level"] == "info"), "{d:#}");
+}

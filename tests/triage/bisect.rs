@@ -190,6 +190,11 @@ fn scratch_names_step_7_within_6_runs_and_leaves_the_tree_byte_identical() {
     assert_eq!(v["runs"].as_u64().unwrap() as usize, counter.runs());
     assert!(counter.runs() <= 6);
     assert_eq!(tree_hashes(&repo.root), before);
+    // The verdict is kept for `walj mcp`'s `bisect` tool: the same object, without the output.
+    let kept: Value = serde_json::from_str(&repo.read(".walj/bisect-last.json")).unwrap();
+    assert_eq!(kept["verdict"]["culprit"], v["culprit"], "{kept:#}");
+    assert!(kept["command"].as_str().unwrap().starts_with("sh -c"), "{kept:#}");
+    assert!(kept["finished"].is_string());
 
     // Reverting step 7 alone makes the test pass and keeps steps 8–12.
     repo.ok(&["revert", "S07"]);
