@@ -5,6 +5,7 @@ pub mod bisect;
 pub mod completions;
 pub mod confirm;
 pub mod import;
+pub mod load;
 pub mod man;
 pub mod pager;
 pub mod plugin;

@@ -232,7 +232,7 @@ fn catch_up(project: &Project, state: &SessionState) {
 pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let sessions = SessionState::list(project)?;
     // Other machines' sessions (`walj sync`), after this checkout's.
-    let remotes = super::recover::remotes(project, &crate::fold::FoldOptions::default());
+    let remotes = super::load::remotes(project, &crate::fold::FoldOptions::default());
     let mut out = io::stdout().lock();
     if json_out {
         let mut v = serde_json::to_value(&sessions)?;

@@ -149,12 +149,12 @@ pub struct OpsArgs {
 /// subfolder journal from before one project root are left out: they are acted on through
 /// their own journal ([`through_legacy`]).
 fn load(project: &Project) -> anyhow::Result<Fold> {
-    Ok(super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })?.without_legacy())
+    Ok(super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })?.without_legacy())
 }
 
 /// Every entry, those of the subfolder journals read beside this one included (rebased).
 fn load_all(project: &Project) -> anyhow::Result<Fold> {
-    super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
+    super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
 /// When what an action names (`here`: entry ids, a session, an operation) is in no entry of
@@ -405,7 +405,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
             }
             // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
             Err(err) => {
-                remotes = super::recover::remotes(
+                remotes = super::load::remotes(
                     project,
                     &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
                 );

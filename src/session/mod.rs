@@ -19,6 +19,7 @@ pub mod brief;
 pub mod bundle;
 pub mod empty;
 pub mod legacy;
+pub mod load;
 pub mod procs;
 pub mod redact;
 pub mod repair;

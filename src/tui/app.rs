@@ -274,21 +274,14 @@ impl App {
         self.loaded_at = SystemTime::now();
         self.journal_sig = self.journal_sig();
         let opts = FoldOptions { keep_settled: self.tree.show_resolved, session: None, all_commands: false };
-        match Fold::load(&self.project.journal, &opts) {
-            Ok(mut fold) => {
-                let killed = crate::bashsnap::killed::reconcile(&self.project, &mut fold, &opts);
-                fold.check_disk(&self.project);
-                // Subfolder journals from before one project root, read beside this one.
-                let beside = crate::session::legacy::read_beside(&self.project, &mut fold, &opts, |p, f| {
-                    let _ = crate::bashsnap::killed::reconcile(p, f, &opts);
-                    f.check_disk(p);
-                });
-                fold.load_short_ids(&self.project.journal);
-                crate::session::legacy::share_ids(&self.project, &mut fold);
-                if let Some(w) = beside.first() {
+        match crate::session::load::read(&self.project, &opts) {
+            Ok(read) => {
+                let mut fold = read.fold;
+                crate::session::load::short_ids(&self.project, &mut fold);
+                if let Some(w) = read.beside.first() {
                     self.error(w.clone());
                 }
-                if let Some(p) = killed.problems.first() {
+                if let Some(p) = read.unfinished.first() {
                     self.error(format!("unfinished commands: {p}"));
                 }
                 let problems = fold.report.problems.len();
@@ -314,7 +307,7 @@ impl App {
             self.sync.loads += 1;
         }
         // Ids unique across all, this journal's new ones too.
-        crate::cmd::recover::share_ids_with(&self.fold, &mut self.sync.remotes, &self.sync.ids);
+        crate::session::load::share_ids_with(&self.fold, &mut self.sync.remotes, &self.sync.ids);
         if let Some(r) = self.sync.remotes.first() {
             // Every id shown unique among this journal's and the copies' (typeable in the CLI).
             self.fold.ids = r.fold.ids.clone();
