@@ -60,12 +60,12 @@ fn ask(notice: &str) -> Option<bool> {
         return None;
     }
     eprintln!("{}", crate::present::safe_block(notice));
-    Some(super::sessions::confirm("Publish?").unwrap_or(false))
+    Some(super::prompt::confirm("Publish?").unwrap_or(false))
 }
 
 /// The sync passphrase: `WALJ_PASSPHRASE`, else asked on a terminal.
 fn passphrase() -> Option<crate::crypt::Secret> {
-    match super::sessions::passphrase(false) {
+    match super::prompt::passphrase(false) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("walj: {e}");

@@ -269,7 +269,7 @@ fn pick_all(fold: &Fold, command: &str, verb: &str, all: bool) -> anyhow::Result
     let flags = "entry ids, --session SID, or --all (every unresolved entry)";
     if super::confirm::on_terminal() {
         eprintln!("`{command}` was given no entry ids.");
-        if super::sessions::confirm(&format!(
+        if super::prompt::confirm(&format!(
             "{} every unresolved entry of this project ({n})? (--all says so without asking)",
             capitalized(verb)
         ))? {
@@ -340,7 +340,7 @@ fn expand_paths(
                 );
                 return Ok(None);
             }
-            if !super::sessions::confirm(&format!("{} all {} of them?", capitalized(verb), entries.len()))? {
+            if !super::prompt::confirm(&format!("{} all {} of them?", capitalized(verb), entries.len()))? {
                 eprintln!("Nothing was changed.");
                 return Ok(None);
             }
@@ -488,7 +488,7 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
     }
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         eprintln!("{head}");
-        return Ok(super::sessions::confirm(&format!("Go ahead ({verb})?"))?);
+        return Ok(super::prompt::confirm(&format!("Go ahead ({verb})?"))?);
     }
     eprintln!("{head}\nNot confirmed (no terminal to ask on); nothing was changed. Pass --yes to {verb} anyway.");
     Ok(false)
