@@ -1,14 +1,12 @@
 //! `walj compact` (the journal without the settled records past the retention, and the
-//! objects nothing names) and `walj compact --merge-legacy`.
+//! objects nothing names).
 
 use std::fmt::Write as _;
 
 use crate::compact::{self as rewrite, CompactOptions, RewriteReport};
-use crate::present::{shown, shown_path};
+use crate::present::shown_path;
 use crate::project::Project;
 use crate::session::human_bytes;
-
-use super::rel_display;
 
 /// The arguments of `walj compact`.
 #[derive(Debug, clap::Args)]
@@ -28,68 +26,9 @@ pub struct CompactArgs {
     /// when another automatic compaction runs.
     #[arg(long, hide = true)]
     pub auto: bool,
-    /// Merge the journals from before one project root (`pkg/core/.walj/`, read beside this
-    /// one) into this checkout's journal, verified first; the old journal is kept renamed.
-    #[arg(long, conflicts_with_all = ["days", "auto"])]
-    pub merge_legacy: bool,
-}
-
-/// `walj compact --merge-legacy` (`crate::compact::merge_legacy`).
-fn merge_legacy(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
-    let found = crate::project::legacy::find(project);
-    if found.is_empty() {
-        if args.json {
-            println!("[]");
-        } else {
-            println!("Nothing to merge: no journal from before one project root is read beside this one.");
-        }
-        return Ok(0);
-    }
-    if !args.dry_run {
-        let list: Vec<String> = found.iter().map(|l| format!("{}/.walj/", shown(&l.rel))).collect();
-        eprintln!(
-            "walj compact --merge-legacy appends the records of {} to {} (paths under their folder), verified first; \
-             each old journal is kept as journal.jsonl.merged. `walj compact --merge-legacy --dry-run` only verifies.",
-            list.join(", "),
-            shown(&project.journal.display().to_string())
-        );
-        if !args.confirm.ask(
-            "Merge now?",
-            "nothing merged: `walj compact --merge-legacy` asks first and there is no terminal to ask on; pass --yes to merge",
-        )? {
-            eprintln!("Nothing was changed.");
-            return Ok(super::EXIT_ERROR);
-        }
-    }
-    let merged = rewrite::merge_legacy(project, args.dry_run)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&merged)?);
-        return Ok(0);
-    }
-    for m in &merged {
-        let verb = if m.dry_run { "would merge" } else { "merged" };
-        println!(
-            "{verb} {}/.walj/journal.jsonl: {} records, {} entries, {} session(s), {} objects{}{}",
-            shown(&m.folder),
-            m.records,
-            m.entries,
-            m.sessions,
-            m.objects_copied,
-            if m.already_there { " (the journal held them already: not appended again)" } else { "" },
-            if m.dry_run {
-                " (verified, nothing changed)".to_string()
-            } else {
-                format!("; the old journal is kept as {}", shown(&rel_display(project, &m.kept)))
-            }
-        );
-    }
-    Ok(0)
 }
 
 pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
-    if args.merge_legacy {
-        return merge_legacy(project, args);
-    }
     let (dry_run, days, json_out) = (args.dry_run, args.days, args.json);
     let _claim = if args.auto {
         match crate::retention::claim(project)? {

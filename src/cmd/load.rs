@@ -31,12 +31,8 @@ pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
 pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
     let read =
         crate::session::load::read(project, opts).with_context(|| format!("reading {}", project.journal.display()))?;
-    for problem in read.unfinished.iter().chain(&read.beside_unfinished) {
+    for problem in &read.unfinished {
         eprintln!("walj: warning: unfinished commands: {}", shown(problem));
-    }
-    // Subfolder journals from before one project root, read beside this one.
-    for w in &read.beside {
-        eprintln!("walj: warning: {}", shown(w));
     }
     let mut fold = read.fold;
     check_session(&fold, opts.session.as_deref())?;

@@ -105,25 +105,6 @@ fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Publishes each subfolder journal from before one project root under its own id, after the
-/// root's sync succeeded (the remote and the consent are the root's; no other journal is
-/// taken: the root's sync took them). Two journals never share an id, nor a lease.
-fn sync_legacy(
-    project: &Project,
-    opts: &SyncOptions,
-) -> Vec<(String, Result<crate::sync::run::SyncReport, crate::sync::SyncError>)> {
-    let opts = SyncOptions { yes: true, publish_only: true, ..opts.clone() };
-    let mut never = |_: &str| None;
-    let mut from_env = || std::env::var("WALJ_PASSPHRASE").ok().map(crate::crypt::Secret::from);
-    crate::project::legacy::find(project)
-        .into_iter()
-        .map(|l| {
-            let prompts = crate::sync::run::Prompts { confirm: &mut never, passphrase: &mut from_env };
-            (l.rel, crate::sync::sync(&l.project, &opts, prompts))
-        })
-        .collect()
-}
-
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.auto {
         return auto(project, args);
@@ -155,38 +136,13 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     };
     let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
     let report = crate::sync::sync(project, &opts, prompts)?;
-    let legacy = sync_legacy(project, &opts);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let mut v = serde_json::to_value(&report)?;
-        v["legacy"] = serde_json::Value::Array(
-            legacy
-                .iter()
-                .map(|(rel, r)| match r {
-                    Ok(r) => serde_json::json!({"folder": rel, "journal": r.journal, "published": r.published}),
-                    Err(e) => serde_json::json!({"folder": rel, "error": e.to_string()}),
-                })
-                .collect(),
-        );
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if args.status {
         write!(out, "{}{}", status_text(&report), last_auto(project))?;
     } else {
         write!(out, "{}", sync_text(&report))?;
-    }
-    if !args.json {
-        for (rel, r) in &legacy {
-            let what = match r {
-                Ok(r) => format!("{:?} as journal {}", r.published.state, r.journal).to_lowercase(),
-                Err(e) => format!("not published: {e}"),
-            };
-            writeln!(
-                out,
-                "{}/.walj/ (a journal from before one project root, under its own id): {}",
-                crate::present::shown(rel),
-                crate::present::shown(&what)
-            )?;
-        }
     }
     let bad: Vec<_> = report
         .journals

@@ -145,40 +145,9 @@ pub struct OpsArgs {
     pub json: bool,
 }
 
-/// Every entry, settled ones included: triage acts on any entry by id. The entries of a
-/// subfolder journal from before one project root are left out: they are acted on through
-/// their own journal ([`through_legacy`]).
+/// Every entry, settled ones included: triage acts on any entry by id.
 fn load(project: &Project) -> anyhow::Result<Fold> {
-    Ok(super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })?.without_legacy())
-}
-
-/// Every entry, those of the subfolder journals read beside this one included (rebased).
-fn load_all(project: &Project) -> anyhow::Result<Fold> {
     super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
-}
-
-/// When what an action names (`here`: entry ids, a session, an operation) is in no entry of
-/// this checkout's journal but in a subfolder journal from before one project root, that
-/// journal as a project (rooted at the subfolder: the entry's own path there is the rebased
-/// path here), after a line on stderr saying so. An action on it writes its records there,
-/// beside the entry's own, so they hold across restarts (docs/project-root.md).
-fn through_legacy(project: &Project, fold: &Fold, here: impl Fn(&Fold) -> bool) -> anyhow::Result<Option<Project>> {
-    if here(fold) {
-        return Ok(None);
-    }
-    match crate::session::legacy::owner_of(project, here) {
-        Ok(Some(l)) => {
-            eprintln!(
-                "walj: acting through {}/.walj/journal.jsonl (a journal from before one project root); paths below are \
-                 relative to {}/",
-                crate::present::shown(&l.rel),
-                crate::present::shown(&l.rel)
-            );
-            Ok(Some(l.project))
-        }
-        Ok(None) => Ok(None),
-        Err(e) => anyhow::bail!("{e}; nothing was changed"),
-    }
 }
 
 /// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
@@ -393,7 +362,7 @@ pub enum DiffTarget<'a> {
 }
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load_all(project)?;
+    let fold = load(project)?;
     // (entry, the project whose disk it is compared with, where it comes from)
     let remotes;
     let items: Vec<(&crate::fold::Entry, Project, String)> = match target {
@@ -427,8 +396,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
-        let (own, project) = crate::session::legacy::own_view(project, e);
-        let sides = triage::diff_sides(&project, &own, mode);
+        let sides = triage::diff_sides(project, e, mode);
         if i > 0 {
             writeln!(out)?;
         }
@@ -684,11 +652,6 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
 pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
     let fold = load(project)?;
-    if (!ids.is_empty() || session.is_some())
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
-    {
-        return mark(&old, args);
-    }
     let all = ids.is_empty() && session.is_none();
     if all && !pick_all(&fold, "walj mark --done", "mark done", args.all)? {
         return Ok(super::EXIT_ERROR);
@@ -766,11 +729,6 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
-    if (!args.ids.is_empty() || args.session.is_some())
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, &args.ids, args.session.as_deref()))?
-    {
-        return revert(&old, args);
-    }
     let all = args.ids.is_empty() && args.session.is_none();
     // A rebase or merge stopped half-way: a session's pre-images written into that tree mix
     // with what git is in the middle of (named entries are the user's own choice).
@@ -855,13 +813,6 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
 pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
-    if let Some(i) = id
-        && let Some(old) = through_legacy(project, &fold, |f| {
-            !not_here(f, &[i.to_string()], None) || triage::ops::operations(f).iter().any(|o| o.id.starts_with(i))
-        })?
-    {
-        return undo(&old, args);
-    }
     if let Some(i) = id
         && not_here(&fold, &[i.to_string()], None)
         && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
@@ -1015,13 +966,6 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let print_only = args.print || args.dry_run;
     let fold = load(project)?;
-    if (!ids.is_empty() || session.is_some())
-        && !args.held
-        && !args.deliver
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
-    {
-        return handoff(&old, args);
-    }
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
     }

@@ -1,8 +1,7 @@
 //! The fold every reader shows (`walj recover`, `log`, `status`, the triage commands, bisect,
 //! `sessions list`, the TUI), read one way: the journal folded, the changes of commands a crash
-//! cut off added ([`crate::bashsnap::killed`]), the disk checked, the subfolder journals from
-//! before one project root joined ([`super::legacy`]), and ids shown unique across this journal,
-//! those subfolder journals and other machines' copies ([`crate::sync::remotes`]).
+//! cut off added ([`crate::bashsnap::killed`]), the disk checked, and ids shown unique across
+//! this journal and other machines' copies ([`crate::sync::remotes`]).
 //!
 //! Nothing here prints: what the reading found besides the fold comes back in [`Read`], and each
 //! face says it its own way (the commands on stderr, the TUI in its status line).
@@ -19,33 +18,23 @@ pub struct Read {
     pub fold: Fold,
     /// Problems with the commands a crash cut off, in this journal.
     pub unfinished: Vec<String>,
-    /// The same, in the subfolder journals read beside it.
-    pub beside_unfinished: Vec<String>,
-    /// Warnings about the subfolder journals (one that could not be read, ids both hold).
-    pub beside: Vec<String>,
 }
 
 /// The journal of `project` folded with `opts`, the changes of commands a crash cut off added
-/// (recorded once nothing they started runs), the disk checked, and the subfolder journals from
-/// before one project root read beside it. The error is the journal's own (its path is
+/// (recorded once nothing they started runs), the disk checked. The error is the journal's own (its path is
 /// `project.journal`).
 pub fn read(project: &Project, opts: &FoldOptions) -> io::Result<Read> {
     let mut fold = Fold::load(&project.journal, opts)?;
     let unfinished = crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems;
     fold.check_disk(project);
-    let mut beside_unfinished = Vec::new();
-    let beside = super::legacy::read_beside(project, &mut fold, opts, |p, f| {
-        beside_unfinished.extend(crate::bashsnap::killed::reconcile(p, f, opts).problems);
-        f.check_disk(p);
-    });
-    Ok(Read { fold, unfinished, beside_unfinished, beside })
+    Ok(Read { fold, unfinished })
 }
 
-/// Every id of the journal read (and of the subfolder journals' id indexes), so that ids are
+/// Every id of the journal read (its id index, and the fold's own entries), so that ids are
 /// shown short ([`Fold::load_short_ids`]).
 pub fn short_ids(project: &Project, fold: &mut Fold) {
     fold.load_short_ids(&project.journal);
-    super::legacy::share_ids(project, fold);
+    fold.ids = std::mem::take(&mut fold.ids).with_shown(fold.entries.iter().map(|e| e.id.as_str()));
 }
 
 /// Other machines' entries are shown unique against every id of this journal and of the

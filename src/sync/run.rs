@@ -42,17 +42,8 @@ pub struct SyncOptions {
     /// Bounds on reading other machines' journals (`[limits]`, raised by flags); `None`: the
     /// config's.
     pub limits: Option<crate::config::Limits>,
-    /// Publish this journal only: take no other journal (a subfolder journal from before one
-    /// project root, synced after the root's, which takes the others: [`legacy_ids`]).
+    /// Publish this journal only: take no other journal.
     pub publish_only: bool,
-}
-
-/// The sync ids of the subfolder journals from before one project root that are read beside
-/// this checkout's (each publishes under its own id, kept in walj's own place in the git dir,
-/// `<git dir>/walj/sub/<digest of the subfolder>/sync/id`: [`crate::project::trust::state_dir`]).
-/// Their published copies are this checkout's own, never another machine's.
-pub fn legacy_ids(project: &Project) -> Vec<String> {
-    crate::project::legacy::find(project).iter().filter_map(|l| identity::read_id(&Paths::new(&l.project))).collect()
 }
 
 /// What a sync may ask the user.

@@ -278,9 +278,6 @@ impl App {
             Ok(read) => {
                 let mut fold = read.fold;
                 crate::session::load::short_ids(&self.project, &mut fold);
-                if let Some(w) = read.beside.first() {
-                    self.error(w.clone());
-                }
                 if let Some(p) = read.unfinished.first() {
                     self.error(format!("unfinished commands: {p}"));
                 }
@@ -530,9 +527,7 @@ impl App {
             if !self.diffs.contains_key(&key) {
                 // Another machine's entry: its synced images against this checkout's disk.
                 let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
-                // An entry of a subfolder journal: its own images and path there.
-                let (own, project) = crate::session::legacy::own_view(&project, e);
-                let view = diff::build(&triage::diff_sides(&project, &own, self.diff_mode));
+                let view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
                 // A cache, not a history: keep it small.
                 if self.diffs.len() > 64 {
                     self.diffs.clear();
@@ -1146,17 +1141,7 @@ impl App {
     }
 
     fn revert_dialog(&self, open: &[&Entry]) -> Dialog {
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
-        let plans: Vec<_> = match crate::session::legacy::acting_journal(&self.project, &self.fold, &ids) {
-            Some((old, fold)) => open
-                .iter()
-                .map(|e| match fold.entry_in(&e.session, &e.id) {
-                    Some(own) => triage::plan_revert(&old, &fold, own),
-                    None => triage::plan_revert(&self.project, &self.fold, e),
-                })
-                .collect(),
-            None => open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect(),
-        };
+        let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
         let live = self.live_note(open);
         dialogs::revert(open, &plans, live)
     }
@@ -1378,21 +1363,8 @@ impl App {
                 crate::sync::triage::mark_done(&self.project, ids, None, *force)
                     .map(|o| summary("marked done", &o.unwrap_or_default()))
             }
-            // Entries of a subfolder journal from before one project root: acted on through it
-            // (docs/project-root.md), its records written there.
-            Choice::Done { ids, force }
-                if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids) =>
-            {
-                triage::mark_done(&old, &fold, ids, *force).map(|o| summary("marked done", &o))
-            }
             Choice::Done { ids, force } => {
                 triage::mark_done(&self.project, &self.fold, ids, *force).map(|o| summary("marked done", &o))
-            }
-            Choice::Revert { ids, force }
-                if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids) =>
-            {
-                triage::revert(&old, &fold, ids, RevertOptions { force: *force, ..RevertOptions::default() })
-                    .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o))
             }
             Choice::Revert { ids, force } => triage::revert(
                 &self.project,
@@ -1401,15 +1373,6 @@ impl App {
                 RevertOptions { force: *force, ..RevertOptions::default() },
             )
             .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o)),
-            Choice::Undo { id: Some(id), force }
-                if let Some((old, fold)) =
-                    crate::session::legacy::acting_journal(&self.project, &self.fold, std::slice::from_ref(id)) =>
-            {
-                triage::undo(&old, &fold, Some(id), *force, false).and_then(|o| {
-                    reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
-                    concurrent_is_an_error(summary("undone", &o), &o)
-                })
-            }
             Choice::Undo { id, force } => triage::undo(&self.project, &self.fold, id.as_deref(), *force, false)
                 .and_then(|o| {
                     reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
@@ -1421,9 +1384,6 @@ impl App {
                     crate::sync::triage::handoff(&self.project, ids, None, opts).and_then(|b| {
                         b.ok_or_else(|| triage::TriageError::Refused("no other journal has these entries".into()))
                     })
-                } else if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids)
-                {
-                    triage::handoff(&old, &fold, ids, None, opts)
                 } else {
                     triage::handoff(&self.project, &self.fold, ids, None, opts)
                 }

@@ -437,7 +437,6 @@ mod tests {
             candidate_commands: Vec::new(),
             still_running: false,
             verified: None,
-            legacy: None,
             kind: None,
             link_before: None,
             link_after: None,
