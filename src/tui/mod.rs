@@ -28,6 +28,7 @@ pub mod keymap;
 pub mod layout;
 pub mod ops;
 pub mod pane;
+pub mod source;
 pub mod term;
 pub mod theme;
 pub mod tree;
