@@ -13,7 +13,8 @@
 //!
 //! The other parts: [`transcript`] (the safe, incremental copy of Claude Code's transcript),
 //! [`brief`] (the resume brief for Claude), [`procs`] (background commands, alive or not),
-//! [`bundle`] (export / import files).
+//! [`bundle`] (export / import files), [`load`] (the fold every reader shows, read one way),
+//! [`empty`] (what to say when the journal holds nothing).
 
 pub mod brief;
 pub mod bundle;
