@@ -78,8 +78,7 @@ fn passphrase() -> Option<crate::crypt::Secret> {
 /// did goes to `.walj/sync/auto.last`.
 fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
-    let opts =
-        SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None, publish_only: false };
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None };
     let mut never = |_: &str| None;
     let mut from_env = || {
         std::env::var_os("WALJ_PASSPHRASE")
@@ -132,7 +131,6 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
         dry_run: args.dry_run || args.status,
         yes: args.yes,
         limits: args.limits(project),
-        publish_only: false,
     };
     let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
     let report = crate::sync::sync(project, &opts, prompts)?;
