@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::fold::{Entry, Fold, SessionInfo, SessionStatus};
 use crate::journal::kind;
-/// Kept where `triage/handoff.rs` imports it from; the helper lives in [`crate::present`].
 use crate::present::{self, one_line, plural, safe, shown};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.

@@ -180,7 +180,7 @@ pub enum Command {
     },
     /// Rewrite the journal without settled records older than the retention; remove unnamed objects.
     #[command(after_help = "Examples:\n  walj compact --dry-run\n  walj compact --days 7")]
-    Compact(cmd::sessions::CompactArgs),
+    Compact(cmd::compact::CompactArgs),
     /// Publish this journal to the project's git remote (refs/walj/) and fetch the other machines'.
     #[command(after_help = "Examples:\n  \
         walj sync                                # push this journal, fetch the others (asks once per remote)\n  \
@@ -299,7 +299,7 @@ pub enum SessionsCommand {
 pub enum ProcsCommand {
     /// Start a background command again, detached, output to .walj/procs/<id>.log.
     #[command(after_help = "Examples:\n  walj procs restart bash_1\n  walj procs restart bash_1 --dry-run")]
-    Restart(cmd::sessions::ProcsRestartArgs),
+    Restart(cmd::procs::ProcsRestartArgs),
 }
 
 /// Runs a parsed command (not `hook`: the binary runs that itself, exit 0 whatever happens).
@@ -417,10 +417,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Handoff(a) => cmd::triage::handoff(&project, &a),
         Command::Sessions { json, command } => sessions(&project, command, json),
         Command::Procs { json, command } => match command {
-            None => cmd::sessions::procs_list(&project, json),
-            Some(ProcsCommand::Restart(a)) => cmd::sessions::procs_restart(&project, &a),
+            None => cmd::procs::list(&project, json),
+            Some(ProcsCommand::Restart(a)) => cmd::procs::restart(&project, &a),
         },
-        Command::Compact(a) => cmd::sessions::compact(&project, &a),
+        Command::Compact(a) => cmd::compact::compact(&project, &a),
         Command::Sync(a) => cmd::sync::sync_cmd(&project, &a),
     }
 }

@@ -46,9 +46,6 @@ use crate::project::Project;
 use crate::session::{SessionError, SessionState, hex_ids, is_settled, resolve, transcript};
 use crate::store::Store;
 
-mod legacy;
-pub use legacy::{MERGED, Merged, merge_legacy};
-
 /// Objects younger than this are never removed: a hook may have stored one and not yet
 /// appended the line that names it.
 pub const OBJECT_GRACE: Duration = Duration::from_secs(3600);

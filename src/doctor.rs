@@ -874,6 +874,52 @@ fn recorded_plugin(project: &Project, disabled: &[PathBuf], plugins: &mut Vec<Pl
 /// Runs every check of `walj doctor`.
 pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     let command = opts.command.as_str();
+    let (sources, paths, plugins, mut findings) = hook_sources(project, opts, command);
+    let env = hook_env(&project.root, &opts.config_dir);
+    let (by_event, _) = walj_handlers(&sources, command);
+    let (commands, resolved) = hook_commands(&sources, &plugins, &by_event, &env);
+    findings.extend(check_sources(&sources, command, &where_hooked(&paths, &plugins), Some(&resolved)));
+    findings.extend(command_findings(&commands));
+    findings.extend(claude_version_findings(&commands, &by_event));
+    let (installs, install_findings) = installs(&sources, &plugins, &by_event);
+    findings.extend(install_findings);
+
+    findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
+    findings.extend(bisect_leftovers(project));
+
+    let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
+    let (agent_findings, agents) = self::agents::check(&project.root, base);
+    findings.extend(agent_findings);
+    let (dir_findings, readable) = walj_dir::check(project);
+    findings.extend(dir_findings);
+    if readable {
+        findings.extend(check_config(project));
+        findings.extend(check_project(project));
+        findings.extend(watch::check(project));
+        findings.extend(reported::check(project));
+    }
+    let status = worst(&findings);
+    DoctorReport {
+        status,
+        exit_code: status.exit_code(),
+        hook_path: env.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        hook_path_from: env.path_from.clone(),
+        installs,
+        commands,
+        agents,
+        findings,
+    }
+}
+
+/// Where walj's hooks can be: the settings files of every scope, the enabled plugins, the
+/// plugin folders given (`--plugin-dir`) and the one a session recorded. Returns the sources
+/// (install 0 the settings files, then one per plugin), the settings files' paths, the
+/// plugins, and the findings about them (check `plugin`).
+fn hook_sources(
+    project: &Project,
+    opts: &DoctorOptions,
+    command: &str,
+) -> (Vec<Source>, Vec<String>, Vec<PluginInstall>, Vec<DoctorFinding>) {
     let (mut sources, paths, mut findings) = settings_sources(&project.root, &opts.config_dir);
     let (mut plugins, disabled, plugin_findings) =
         plugins::discover_with_disabled(&project.root, &opts.config_dir, command);
@@ -902,17 +948,24 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
             scope: None,
         });
     }
+    (sources, paths, plugins, findings)
+}
+
+/// What each hook command runs, once per (install, command): the commands as the report
+/// lists them, and the resolutions [`check_sources`] weighs the events by.
+fn hook_commands(
+    sources: &[Source],
+    plugins: &[PluginInstall],
+    by_event: &ByEvent,
+    env: &HookEnv,
+) -> (Vec<CommandInfo>, Resolutions) {
     let install_label = |install: usize| match install {
         0 => "settings".to_string(),
         i => plugins[i - 1].label(),
     };
-
-    // What each hook command runs, once per (install, command).
-    let env = hook_env(&project.root, &opts.config_dir);
-    let (by_event, _) = walj_handlers(&sources, command);
     let mut resolved: Resolutions = HashMap::new();
     let mut commands: Vec<CommandInfo> = vec![];
-    for (event, occs) in &by_event {
+    for (event, occs) in by_event {
         for occ in occs {
             let src = &sources[occ.source];
             let cmd = handler_command(occ.handler);
@@ -925,8 +978,8 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 continue;
             }
             let program = match HookRun::of(occ.handler) {
-                Some(HookRun::Exec { program, .. }) => resolve::resolve_exec(program, src.plugin_root.as_deref(), &env),
-                _ => resolve::resolve(&cmd, src.plugin_root.as_deref(), &env),
+                Some(HookRun::Exec { program, .. }) => resolve::resolve_exec(program, src.plugin_root.as_deref(), env),
+                _ => resolve::resolve(&cmd, src.plugin_root.as_deref(), env),
             };
             let form = match HookRun::of(occ.handler) {
                 Some(HookRun::Exec { .. }) => "exec",
@@ -969,7 +1022,11 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
             resolved.insert(key, program);
         }
     }
+    (commands, resolved)
+}
 
+/// Where the hooks were looked for, for the findings of a missing event.
+fn where_hooked(paths: &[String], plugins: &[PluginInstall]) -> String {
     let mut where_ = format!("Claude Code's settings ({})", paths.join(", "));
     if plugins.is_empty() {
         where_.push_str(
@@ -978,9 +1035,13 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
              Claude Code loads walj that way, do not also run `walj install`: every event would be journaled twice)",
         );
     }
-    findings.extend(check_sources(&sources, command, &where_, Some(&resolved)));
+    where_
+}
 
-    for c in &commands {
+/// One finding per hook command (check `command`): what it runs, or why it cannot run.
+fn command_findings(commands: &[CommandInfo]) -> Vec<DoctorFinding> {
+    let mut findings = vec![];
+    for c in commands {
         let (level, message) = match c.status {
             "found" => (
                 Level::Ok,
@@ -1039,8 +1100,14 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
         };
         findings.push(DoctorFinding::new(level, check::COMMAND, message));
     }
+    findings
+}
 
-    // `claude --version`, asked at most once, only when a check needs it.
+/// What the Claude Code on PATH makes of the hooks: exec form under one that ignores `args`
+/// (check `hooks`), and the events only newer versions fire (a skill's `!` shell line).
+/// `claude --version` is asked at most once, only when a check needs it.
+fn claude_version_findings(commands: &[CommandInfo], by_event: &ByEvent) -> Vec<DoctorFinding> {
+    let mut findings = vec![];
     let claude_cell = std::cell::OnceCell::new();
     let claude_on_path = || claude_cell.get_or_init(crate::claude::version::installed).clone();
     // Exec form under a Claude Code that ignores `args` (only asked when there is exec form).
@@ -1062,13 +1129,22 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
             ),
         ));
     }
-
     // Events only newer Claude Code versions fire (a skill's `!` shell line): hooked where it has them.
     if !by_event.is_empty() {
-        findings.extend(versioned_findings(&by_event, claude_on_path()));
+        findings.extend(versioned_findings(by_event, claude_on_path()));
     }
+    findings
+}
 
-    // Installed twice: each install's hooks run (their commands differ), so every event twice.
+/// Every install of walj's hooks (the settings files together, each plugin), and the finding
+/// when there are several (check `install`: each install's hooks run, so every event twice)
+/// or when a `--plugin-dir` plugin could double them unseen.
+fn installs(
+    sources: &[Source],
+    plugins: &[PluginInstall],
+    by_event: &ByEvent,
+) -> (Vec<InstallInfo>, Vec<DoctorFinding>) {
+    let mut findings = vec![];
     let mut installs: Vec<InstallInfo> = vec![];
     let settings_files: Vec<String> = {
         let mut f: Vec<String> = by_event
@@ -1084,7 +1160,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     if !settings_files.is_empty() {
         installs.push(InstallInfo { kind: "settings", files: settings_files.clone(), id: None, root: None });
     }
-    for p in &plugins {
+    for p in plugins {
         installs.push(InstallInfo {
             kind: "plugin",
             files: p.enabled_in.iter().map(|(_, f)| f.display().to_string()).collect(),
@@ -1108,7 +1184,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
                 });
             }
         }
-        for p in &plugins {
+        for p in plugins {
             match &p.enabled_in {
                 Some(_) => {
                     names.push(format!("the plugin {}", p.id));
@@ -1139,32 +1215,7 @@ pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
              is journaled twice (`walj doctor --plugin-dir DIR` checks them together)",
         ));
     }
-
-    findings.extend(subfolder::check(project, &opts.config_dir, command, !plugins.is_empty()));
-    findings.extend(bisect_leftovers(project));
-
-    let base = command.trim().strip_suffix("--agent claude").unwrap_or(command).trim_end();
-    let (agent_findings, agents) = self::agents::check(&project.root, base);
-    findings.extend(agent_findings);
-    let (dir_findings, readable) = walj_dir::check(project);
-    findings.extend(dir_findings);
-    if readable {
-        findings.extend(check_config(project));
-        findings.extend(check_project(project));
-        findings.extend(watch::check(project));
-        findings.extend(reported::check(project));
-    }
-    let status = worst(&findings);
-    DoctorReport {
-        status,
-        exit_code: status.exit_code(),
-        hook_path: env.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
-        hook_path_from: env.path_from.clone(),
-        installs,
-        commands,
-        agents,
-        findings,
-    }
+    (installs, findings)
 }
 
 /// What a killed `walj bisect` left that the sweep before this command could not remove

@@ -68,7 +68,7 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
     };
     let ev = agents::parse(&payload.0, opts.agent, &payload);
     let cwd = ev.cwd.map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or(process_cwd);
-    let project = session_project(opts, &cwd, &ev);
+    let project = session_project(opts, &cwd);
     if let Some(refused) = refused_folder(&project, &ev) {
         out.stdout = refused;
         return out;
@@ -91,19 +91,9 @@ pub fn run(input: &[u8], opts: &HookOptions) -> HookOutcome {
 }
 
 /// The project this event journals into: one root for every start folder
-/// ([`Project::discover`]), but a session that started (before one root) in a subfolder's
-/// own journal keeps writing there ([`crate::project::legacy::session_journal`]), so no
-/// call is split across two journals. Costs one `lstat` when the start folder has no `.walj`.
-fn session_project(opts: &HookOptions, cwd: &Path, ev: &Event) -> Project {
-    let project = Project::discover(opts.project.as_deref(), cwd, opts.journal.as_deref());
-    if opts.project.is_some() || opts.journal.is_some() {
-        return project;
-    }
-    let start = crate::project::start_folder(cwd);
-    // A compaction's SessionStart continues the session: not a start.
-    let starting = ev.phase == Some(Phase::SessionStart) && ev.source != Some("compact");
-    let ending = ev.phase == Some(Phase::SessionEnd);
-    crate::project::legacy::session_journal(&project, &start, ev.session, starting, ending).unwrap_or(project)
+/// ([`Project::discover`]).
+fn session_project(opts: &HookOptions, cwd: &Path) -> Project {
+    Project::discover(opts.project.as_deref(), cwd, opts.journal.as_deref())
 }
 
 /// A `.walj/` that is not walj's own ([`trust`]): the hook reads nothing from it and writes
@@ -1018,14 +1008,6 @@ impl Ctx<'_> {
             // The note says what the disk holds now (an in-flight call completed or not).
             fold.check_disk(self.project);
         }
-        // Subfolder journals from before one project root (those `.walj/legacy` lists: no
-        // walk here), read beside this one, paths rebased.
-        for w in crate::session::legacy::read_listed(self.project, &mut fold, &opts, |p, f| {
-            let _ = bashsnap::killed::reconcile(p, f, &opts);
-            f.check_disk(p);
-        }) {
-            log_error(self.project, &w);
-        }
         copy_crashed_transcripts(self.project, &fold);
         // A crashed session is told to the next session of the same agent (it can act on it).
         let agent = self.ev.agent;
@@ -1060,16 +1042,6 @@ impl Ctx<'_> {
         for (k, target) in &note.marks {
             let mut m = self.session_record(k);
             m.target = Some(target.clone());
-            // A session of a subfolder journal is marked told in that journal, whose fold
-            // holds it (docs/project-root.md).
-            if let Some(rel) = fold.session(target).and_then(|s| s.legacy.as_deref())
-                && let Some(old) = crate::session::legacy::project_of(self.project, rel)
-            {
-                if let Err(e) = crate::journal::JournalWriter::new(&old.journal).append(&m) {
-                    log_error(self.project, &format!("marking {target} told in {rel}/.walj/: {e}"));
-                }
-                continue;
-            }
             records.push(m);
         }
         records.extend(start);

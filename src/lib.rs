@@ -21,8 +21,9 @@
 //!   [`bashsnap`] (a Bash call's side effects), [`present`] (the words: what a state means, text
 //!   helpers and escaping, the one diff model; it draws nothing, so the actions' briefs use it).
 //! - **actions**, what walj does with them: [`triage`] (diff, mark, revert, undo, hand back),
-//!   [`session`] (list/show/resume, transcript copies, bundles, procs), [`sync`] (journals
-//!   across machines), [`import`] (the agents' own session files into the journal),
+//!   [`session`] (list/show/resume, transcript copies, bundles, procs, the fold every reader
+//!   shows), [`sync`] (journals across machines), [`import`] (the agents' own session files
+//!   into the journal),
 //!   [`checkpoint`] (Stop-time verification), [`retention`] (what is kept how long).
 //! - **faces**, what the user sees and runs: [`report`] (recover/log/diff text and JSON), [`announce`] (SessionStart notes),
 //!   [`style`] (colour), [`hook`] (the hook itself), [`tui`] (the dashboard), [`compact`]

@@ -58,10 +58,6 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if e.outside {
         o.insert("outside".into(), json!(true));
     }
-    // Read from a subfolder journal from before one project root (`path` rebased by it).
-    if let Some(l) = &e.legacy {
-        o.insert("legacy".into(), json!(l));
-    }
     if let Some(p) = &e.parent {
         o.insert("parent".into(), json!(p));
     }

@@ -15,7 +15,8 @@
 //! - [`copilot`]: GitHub Copilot CLI (camelCase and PascalCase shapes, no call id). Copilot also
 //!   runs the hooks in `.claude/settings.json`: [`detect`] recognises its payloads there.
 //! - [`pairing`]: Pre and Post of a call without an id, and the same event arriving twice.
-//! - [`install`], [`doctor`]: the agents' own hook settings files.
+//! - [`install`]: the agents' own hook settings files (`walj doctor` checks them:
+//!   `crate::doctor::agents`).
 //! - `walj import` of the session files the agents keep themselves is an action, not part of
 //!   the event model: [`crate::import::agents`].
 

@@ -1,7 +1,7 @@
 //! The sidecar: the working tree as one hook saw it (`.walj/bash/<key>.json`, and the latest as
 //! `cache.json`), its file stamps, how it is written (by rename, one write for several names),
 //! read and swept, the git index copies a snapshot keeps, and how a Post snapshot is completed
-//! from its comparison ([`heal`]) so the next one starts whole.
+//! from its comparison (`heal` in `super::diff`) so the next one starts whole.
 
 use super::{RACY_NS, SNAP_V, STALE_SECS, SnapError, io_err};
 use crate::fsutil;

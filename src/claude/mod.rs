@@ -5,8 +5,8 @@
 //! - [`payload`]: hook payloads on stdin; [`output`]: the JSON a hook prints back.
 //! - [`paths`]: Claude Code's config folder (`$CLAUDE_CONFIG_DIR`, honoured only here) and the
 //!   settings file of each scope.
-//! - [`settings`]: merging walj's handlers into settings files and taking them out;
-//!   [`doctor`]: checking them.
+//! - [`settings`]: merging walj's handlers into settings files and taking them out
+//!   (`walj doctor` checks them: [`crate::doctor`]).
 //! - [`env`]: whether walj runs inside a Claude Code tool call (who acted).
 //! - [`transcript`]: the transcript line format (what walj reads of `~/.claude/projects/*.jsonl`).
 //! - [`version`]: the version of the `claude` on PATH (`walj install` picks the hook form by it).

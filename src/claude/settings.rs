@@ -1,6 +1,6 @@
 //! `walj install` / `walj uninstall`: merge walj's hook handlers into Claude Code settings files
 //! and take them out again (DESIGN §5, CLAUDE-CODE "Hook configuration"). `walj doctor`'s checks
-//! of the same files are in [`super::doctor`].
+//! of the same files are in [`crate::doctor`].
 //!
 //! A handler runs walj in exec form (`"command": "walj", "args": ["hook"]`, no shell) or shell
 //! form (`"command": "walj hook"`): see [`HookForm`]. Whether a handler is walj's is one

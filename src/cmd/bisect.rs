@@ -98,7 +98,7 @@ pub fn parse_since(s: &str, now: chrono::DateTime<chrono::Utc>) -> anyhow::Resul
 }
 
 fn load(project: &Project) -> anyhow::Result<Fold> {
-    super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
+    super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
 pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {

@@ -38,7 +38,7 @@ impl Confirm {
             return Ok(true);
         }
         if on_terminal() {
-            return super::sessions::confirm(question);
+            return super::prompt::confirm(question);
         }
         eprintln!("walj: {refusal}");
         Ok(false)

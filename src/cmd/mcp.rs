@@ -42,7 +42,7 @@ pub fn install_cmd(project: &Project, local: bool, user: bool, yes: bool) -> any
         );
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
             eprintln!("{what}.");
-            if !super::sessions::confirm("Write it?")? {
+            if !super::prompt::confirm("Write it?")? {
                 eprintln!("Nothing was written.");
                 return Ok(super::EXIT_ERROR);
             }

@@ -2,13 +2,17 @@
 //! [`Project`], prints, and returns an exit code or an error for the binary edge.
 
 pub mod bisect;
+pub mod compact;
 pub mod completions;
 pub mod confirm;
 pub mod import;
+pub mod load;
 pub mod man;
 pub mod mcp;
 pub mod pager;
 pub mod plugin;
+pub mod procs;
+pub mod prompt;
 pub mod recover;
 pub mod sessions;
 pub mod setup;
@@ -17,7 +21,7 @@ pub mod triage;
 pub mod tui;
 pub mod watch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
@@ -73,6 +77,11 @@ pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
         bail!("{why}; walj reads nothing from it and writes nothing through it. To fix: {}", why.fix());
     }
     Ok(())
+}
+
+/// `p` relative to the project's root when it lies inside, else whole.
+pub fn rel_display(project: &Project, p: &Path) -> String {
+    p.strip_prefix(&project.root).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string())
 }
 
 /// Options every command takes.

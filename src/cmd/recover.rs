@@ -2,9 +2,10 @@
 
 use std::io::Write;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::json;
 
+use super::load::{check_session, load, load_fold, remotes};
 use crate::checkpoint::{CheckpointOptions, checkpoint};
 use crate::fold::{Fold, FoldOptions, SessionStatus};
 use crate::present::{shown, shown_path};
@@ -69,62 +70,6 @@ pub struct CheckpointArgs {
     pub every: Option<u64>,
     #[command(flatten)]
     pub confirm: super::Confirm,
-}
-
-/// Prints what the reader skipped, on stderr, so the report itself stays clean.
-pub fn warn_problems(fold: &Fold) {
-    let n = fold.report.problems.len();
-    for p in fold.report.problems.iter().take(10) {
-        eprintln!("walj: warning: journal {}", shown(&p.to_string()));
-    }
-    if n > 10 {
-        eprintln!("walj: warning: … and {} more journal problems", n - 10);
-    }
-}
-
-/// The fold of `opts`, checked and reconciled (see [`load_fold`]), with every id of the
-/// journal read so that ids are shown short ([`Fold::load_short_ids`]).
-pub fn load(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
-    let mut fold = load_fold(project, opts)?;
-    fold.load_short_ids(&project.journal);
-    crate::session::legacy::share_ids(project, &mut fold);
-    Ok(fold)
-}
-
-/// The fold of `opts`: `--session` checked, the changes of commands a crash cut off added,
-/// the disk checked, the journal's problems warned about.
-pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> {
-    let mut fold =
-        Fold::load(&project.journal, opts).with_context(|| format!("reading {}", project.journal.display()))?;
-    // Commands a crash cut off: their changes (recorded once nothing they started runs).
-    let prepare = |p: &Project, fold: &mut Fold| {
-        for problem in crate::bashsnap::killed::reconcile(p, fold, opts).problems {
-            eprintln!("walj: warning: unfinished commands: {}", shown(&problem.to_string()));
-        }
-        fold.check_disk(p);
-    };
-    prepare(project, &mut fold);
-    // Subfolder journals from before one project root, read beside this one.
-    for w in crate::session::legacy::read_beside(project, &mut fold, opts, prepare) {
-        eprintln!("walj: warning: {}", shown(&w));
-    }
-    check_session(&fold, opts.session.as_deref())?;
-    fold.read_head(&project.root);
-    warn_problems(&fold);
-    Ok(fold)
-}
-
-/// `--session SID` (a fold loaded with that filter) must name one session of the journal.
-pub fn check_session(fold: &Fold, session: Option<&str>) -> anyhow::Result<()> {
-    let Some(s) = session.filter(|s| !s.is_empty()) else { return Ok(()) };
-    match fold.sessions.len() {
-        0 => bail!("no session matches {s:?}; `walj sessions list` shows the sessions of this project"),
-        1 => Ok(()),
-        _ => bail!(
-            "{s:?} is ambiguous; it matches sessions {}",
-            fold.sessions.iter().map(|x| x.session.as_str()).collect::<Vec<_>>().join(", ")
-        ),
-    }
 }
 
 /// What a broken config means, after its error.
@@ -196,7 +141,7 @@ fn recover_parts(
     }
     // Other machines' journals (`walj sync`), unless one session was asked for.
     let mut remotes = if session_given { Vec::new() } else { remotes(project, &FoldOptions::default()) };
-    share_ids(&fold, &mut remotes);
+    crate::session::load::share_ids(&fold, &mut remotes);
     // An in-place bisect's marker: read against the journal too (a revert batch recorded
     // while the files are back still wants its `walj undo`).
     let bisect_note = if crate::bisect::inplace::marker(project).exists() {
@@ -288,43 +233,6 @@ fn background_json(fold: &Fold, v: &mut serde_json::Value) {
     }
 }
 
-/// Other machines' journals kept by `walj sync` (read-only copies), folded with `opts`;
-/// a copy that cannot be read is one warning line.
-pub fn remotes(project: &Project, opts: &FoldOptions) -> Vec<crate::sync::remotes::RemoteJournal> {
-    let (remotes, warnings) = crate::sync::remotes::load(project, opts);
-    for w in warnings {
-        eprintln!("walj: warning: {}", shown(&w.to_string()));
-    }
-    remotes
-}
-
-/// Other machines' entries are shown unique against every id of this journal and of the
-/// copies (`walj diff ID` looks here first, then in the copies). A copy's ids come from its
-/// cached id index (`.walj/cache/remotes/<id>/ids.idx`, [`crate::sync::remotes`]).
-pub fn share_ids(fold: &Fold, remotes: &mut [crate::sync::remotes::RemoteJournal]) {
-    let indexes: Vec<_> = remotes.iter().map(|r| r.ids().ok()).collect();
-    share_ids_with(fold, remotes, &indexes);
-}
-
-/// [`share_ids`] with the copies' id indexes already read (`None`: a copy whose ids could
-/// not be read; its entries' ids count).
-pub fn share_ids_with(
-    fold: &Fold,
-    remotes: &mut [crate::sync::remotes::RemoteJournal],
-    indexes: &[Option<crate::fold::ids::IdIndex>],
-) {
-    let mut ids = fold.ids.clone();
-    for (i, r) in remotes.iter().enumerate() {
-        match indexes.get(i).and_then(Option::as_ref) {
-            Some(theirs) => ids = ids.with_index(theirs.clone()),
-            None => ids = ids.with_shown(r.fold.entries.iter().map(|e| e.id.as_str())),
-        }
-    }
-    for r in remotes {
-        r.fold.ids = ids.clone();
-    }
-}
-
 /// What to say when this checkout's journal holds nothing ([`crate::session::empty::message`]).
 pub fn nothing_recorded(project: &Project) -> String {
     let config_dir = crate::claude::paths::config_dir_or_default();
@@ -344,7 +252,7 @@ fn log_parts(
     };
     let fold = load(project, &FoldOptions { session, keep_settled: true, all_commands: true })?;
     let mut remotes = remotes;
-    share_ids(&fold, &mut remotes);
+    crate::session::load::share_ids(&fold, &mut remotes);
     Ok((fold, remotes))
 }
 

@@ -1,14 +1,13 @@
-//! `walj sessions …`, `walj procs …`, `walj compact`.
+//! `walj sessions …`.
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use crate::compact::{self as rewrite, CompactOptions, DeleteOptions, RewriteReport};
-use crate::crypt::Secret;
+use crate::compact::DeleteOptions;
 use crate::fold::{CommandStatus, SessionStatus};
 use crate::present::{human_ts, safe, safe_block, shell_quote, shown, shown_path};
 use crate::procinfo;
@@ -20,49 +19,8 @@ use crate::session::procs::{self, ProcStatus};
 use crate::session::{SessionState, human_bytes, transcript};
 use crate::style::Style;
 
-/// The arguments of `walj compact`.
-#[derive(Debug, clap::Args)]
-pub struct CompactArgs {
-    /// Only say what would be dropped.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Retention in days (default: [retention] days in .walj/config.toml, else 30).
-    #[arg(long, value_name = "N")]
-    pub days: Option<u64>,
-    /// Print what was dropped as JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub confirm: super::Confirm,
-    /// The automatic run the SessionEnd hook starts (`[retention] auto`): quiet, and nothing
-    /// when another automatic compaction runs.
-    #[arg(long, hide = true)]
-    pub auto: bool,
-    /// Merge the journals from before one project root (`pkg/core/.walj/`, read beside this
-    /// one) into this checkout's journal, verified first; the old journal is kept renamed.
-    #[arg(long, conflicts_with_all = ["days", "auto"])]
-    pub merge_legacy: bool,
-}
-
-/// The arguments of `walj procs restart`.
-#[derive(Debug, clap::Args)]
-pub struct ProcsRestartArgs {
-    /// Command id or unique prefix (`walj procs` lists them).
-    #[arg(value_name = "COMMAND")]
-    pub id: String,
-    /// Start it even though its recorded text holds control characters (a carriage
-    /// return, ESC, a bidi override): they can make a terminal show another command.
-    #[arg(long)]
-    pub force: bool,
-    /// Say what would be started, start nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Print what was started (or would be) as JSON.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub confirm: super::Confirm,
-}
+use super::prompt::passphrase;
+use super::rel_display;
 
 /// The arguments of `walj sessions resume`.
 #[derive(Debug, clap::Args)]
@@ -156,67 +114,6 @@ pub struct DeleteArgs {
     pub dry_run: bool,
 }
 
-/// Asks a yes/no question on stderr and reads the answer from stdin (EOF = no).
-pub fn confirm(question: &str) -> io::Result<bool> {
-    eprint!("{question} [y/N] ");
-    io::stderr().flush()?;
-    let mut line = String::new();
-    io::stdin().lock().read_line(&mut line)?;
-    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
-}
-
-/// `WALJ_PASSPHRASE`, else a hidden prompt on a terminal (twice when `twice`), else `None`.
-pub(crate) fn passphrase(twice: bool) -> anyhow::Result<Option<Secret>> {
-    if let Some(p) = std::env::var_os("WALJ_PASSPHRASE").filter(|p| !p.is_empty()) {
-        return Ok(Some(Secret::from(p.to_string_lossy().into_owned())));
-    }
-    if !io::stdin().is_terminal() || !io::stderr().is_terminal() {
-        return Ok(None);
-    }
-    let first = read_hidden("Passphrase: ")?;
-    if first.is_empty() {
-        bail!("an empty passphrase was given; nothing was done");
-    }
-    if twice && read_hidden("Passphrase again: ")? != first {
-        bail!("the passphrases differ; nothing was done");
-    }
-    Ok(Some(Secret::from(first)))
-}
-
-/// Reads a line from the terminal without echo.
-fn read_hidden(prompt: &str) -> io::Result<String> {
-    use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers, read};
-    eprint!("{prompt}");
-    io::stderr().flush()?;
-    crossterm::terminal::enable_raw_mode()?;
-    let mut s = String::new();
-    let res = loop {
-        match read() {
-            Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
-                KeyCode::Enter => break Ok(()),
-                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                    break Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-                }
-                KeyCode::Esc => break Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled")),
-                KeyCode::Char(c) => s.push(c),
-                KeyCode::Backspace => {
-                    s.pop();
-                }
-                _ => {}
-            },
-            Ok(_) => {}
-            Err(e) => break Err(e),
-        }
-    };
-    let _ = crossterm::terminal::disable_raw_mode();
-    eprintln!();
-    res.map(|()| s)
-}
-
-fn rel_display(project: &Project, p: &Path) -> String {
-    p.strip_prefix(&project.root).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string())
-}
-
 /// Brings the session's safe copy up to date with the original (when it still exists).
 fn catch_up(project: &Project, state: &SessionState) {
     if let Some(t) = state.info.transcript.as_deref()
@@ -232,7 +129,7 @@ fn catch_up(project: &Project, state: &SessionState) {
 pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let sessions = SessionState::list(project)?;
     // Other machines' sessions (`walj sync`), after this checkout's.
-    let remotes = super::recover::remotes(project, &crate::fold::FoldOptions::default());
+    let remotes = super::load::remotes(project, &crate::fold::FoldOptions::default());
     let mut out = io::stdout().lock();
     if json_out {
         let mut v = serde_json::to_value(&sessions)?;
@@ -564,12 +461,12 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
     let (cut, bg): (Vec<&ProcStatus>, Vec<&ProcStatus>) = ps.iter().partition(|p| p.kind == "in_flight");
     let _ = writeln!(o, "\n{} ({})", style.bold("Background processes"), bg.len());
     for p in bg {
-        let _ = writeln!(o, "  {}", proc_line(p, style));
+        let _ = writeln!(o, "  {}", super::procs::proc_line(p, style));
     }
     if !cut.is_empty() {
         let _ = writeln!(o, "\n{} ({})", style.bold("Foreground commands running when the session died"), cut.len());
         for p in cut {
-            let _ = writeln!(o, "  {}", proc_line(p, style));
+            let _ = writeln!(o, "  {}", super::procs::proc_line(p, style));
         }
     }
     if !s.compactions.is_empty() {
@@ -578,30 +475,6 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
             let _ = writeln!(o, "  {}  {}", human_ts(ts), shown(trig));
         }
     }
-}
-
-fn proc_line(p: &ProcStatus, style: &Style) -> String {
-    let state = match p.state {
-        "running" => {
-            style.green(&format!("running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")))
-        }
-        "not_running" => style.red("not running"),
-        _ => style.yellow("unknown"),
-    };
-    let note = match (p.kind, p.reported.as_deref()) {
-        ("in_flight", _) => "  (a foreground command, running when the session died)".to_string(),
-        (_, Some(r)) if !matches!(r, "running" | "pending") => format!("  (Claude Code reported it {})", shown(r)),
-        _ => String::new(),
-    };
-    format!(
-        "{}  {}  {}  {state}{}{note}{}{}",
-        crate::present::pad(&p.short, 12),
-        style.cyan(&safe(&p.sid)),
-        shown(&p.command),
-        p.task_id.as_deref().map(|t| format!("  task {}", shown(t))).unwrap_or_default(),
-        p.cwd.as_deref().map(|c| format!("  in {}", shown(c))).unwrap_or_default(),
-        if p.restartable { "  · restartable" } else { "" },
-    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -626,11 +499,11 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     let opts = DeleteOptions { dry_run, force };
     if dry_run {
         let rep = SessionState::delete(project, &state.info.session, &opts)?;
-        println!("{}", rewrite_summary(&rep, "would delete"));
+        println!("{}", super::compact::rewrite_summary(&rep, "would delete"));
         return Ok(0);
     }
     if !yes
-        && !confirm(&format!(
+        && !super::prompt::confirm(&format!(
             "Delete session {} from the journal, with the objects nothing else names and its transcript copy?",
             shown(&s.sid)
         ))?
@@ -639,39 +512,8 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     let rep = SessionState::delete(project, &state.info.session, &opts)?;
-    println!("{}", rewrite_summary(&rep, "deleted"));
+    println!("{}", super::compact::rewrite_summary(&rep, "deleted"));
     Ok(0)
-}
-
-fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
-    let mut s = format!(
-        "{verb}: {} of {} records ({} → {}), {} objects ({}){}",
-        rep.dropped(),
-        rep.records_before,
-        human_bytes(rep.bytes_before),
-        human_bytes(rep.bytes_after),
-        rep.objects_removed,
-        human_bytes(rep.object_bytes_removed),
-        if rep.transcripts_removed > 0 {
-            format!(
-                ", {} transcript cop{}",
-                rep.transcripts_removed,
-                if rep.transcripts_removed == 1 { "y" } else { "ies" }
-            )
-        } else {
-            String::new()
-        }
-    );
-    if rep.objects_recent > 0 {
-        let _ = write!(s, "; {} unnamed objects younger than an hour kept", rep.objects_recent);
-    }
-    if rep.unreadable > 0 {
-        let _ = write!(s, "; {} unreadable line(s) dropped", rep.unreadable);
-        if let Some(b) = &rep.broken_copy {
-            let _ = write!(s, ", the original journal is kept in {}", shown_path(b));
-        }
-    }
-    s
 }
 
 pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
@@ -1254,226 +1096,5 @@ pub fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
         sid = shown(&shell_quote(&rep.sid))
     );
     println!("`{}` removes it again (with --force while it has unresolved entries).", shown(&undo));
-    Ok(0)
-}
-
-// ---------------------------------------------------------------------------------------------
-// procs / compact
-
-pub fn procs_list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
-    let ps = procs::list(project)?;
-    let mut out = io::stdout().lock();
-    if json_out {
-        writeln!(out, "{}", serde_json::to_string_pretty(&ps)?)?;
-        return Ok(0);
-    }
-    if ps.is_empty() {
-        writeln!(out, "No background commands recorded.")?;
-        return Ok(0);
-    }
-    let style = Style::stdout();
-    for p in &ps {
-        writeln!(out, "{}  {}", style.dim(&human_ts(&p.started)), proc_line(p, &style))?;
-    }
-    if ps.iter().any(|p| p.restartable) {
-        writeln!(out, "{}", style.dim("Restart one with: walj procs restart ID"))?;
-    }
-    Ok(0)
-}
-
-/// `walj procs restart ID`: shows the exact command (escaped and shell-quoted, so a `\r` or
-/// an ESC sequence inside it cannot rewrite the lines above the question), its folder and log,
-/// then asks. A command whose text hides something ([`crate::present::hides_text`]) is refused
-/// unless `force`: it can come from a bundle, another machine or a prompt-injected tool call.
-pub fn procs_restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32> {
-    let (id, force) = (args.id.as_str(), args.force);
-    let ps = procs::list(project)?;
-    let p = procs::find(&ps, id)?.clone();
-    let state = SessionState::load(project, &p.session)?;
-    let command = shown(&shell_quote(&p.command)).to_string();
-    let Some(cwd) = state.local_cwd(project, p.cwd.as_deref()) else {
-        bail!(
-            "the recorded folder {} does not exist here; nothing was started (run the command yourself where it belongs: {command})",
-            shown(p.cwd.as_deref().unwrap_or("(none)")),
-        );
-    };
-    // The allowed set: a folder of the project, not `.walj/` nor git's, through no link.
-    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-    if let Err(why) = project.check_run_dir(&cwd) {
-        bail!("walj starts commands only in a folder of this project: {why}; nothing was started");
-    }
-    let log = procs::log_path(project, &p.id);
-    eprintln!("Restart a background command of session {}:", shown(&p.sid));
-    eprintln!("  command  {command}");
-    eprintln!("  folder   {}", shown_path(&cwd));
-    eprintln!("  output   {}", shown(&rel_display(project, &log)));
-    let hidden = crate::present::hides_text(&p.command);
-    if hidden {
-        eprintln!(
-            "  WARNING  the command holds control characters (shown escaped above): a terminal shows another command than the one that runs"
-        );
-    }
-    if p.state == "running" {
-        bail!(
-            "{command} still runs (pid {}); nothing was started",
-            p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-        );
-    }
-    if hidden && !force {
-        bail!(
-            "refused: the recorded command holds control characters; nothing was started (read it above; `walj procs restart {} --force` starts it anyway)",
-            shown(&shell_quote(id))
-        );
-    }
-    if p.state == "unknown" {
-        eprintln!("  note     walj cannot tell on this system whether it still runs");
-    }
-    if let Some(r) = p.reported.as_deref().filter(|r| !matches!(*r, "running" | "pending")) {
-        eprintln!("  note     Claude Code reported it {}: a one-shot job need not run again", shown(r));
-    }
-    let json_line = |started: Option<u32>| {
-        serde_json::json!({
-            "action": "procs restart",
-            "dry_run": args.dry_run,
-            "id": p.id,
-            "command": p.command,
-            "cwd": cwd,
-            "log": log,
-            "started": started.is_some(),
-            "pid": started,
-            "undo": null,
-        })
-    };
-    if args.dry_run {
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&json_line(None))?);
-        } else {
-            println!(
-                "Dry run, nothing started: this would start {command} (no undo: a started command is stopped by you)."
-            );
-        }
-        return Ok(0);
-    }
-    eprintln!("  undo     none: once started, the command runs until it ends or you stop it");
-    if !args.confirm.ask(
-        "Start it?",
-        "nothing started: `walj procs restart` asks first and there is no terminal to ask on; pass --yes to start it",
-    )? {
-        eprintln!("Nothing started.");
-        return Ok(1);
-    }
-    let (pid, log) = procs::restart(project, &p, &cwd)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&json_line(Some(pid)))?);
-    } else {
-        println!("started pid {pid}: {command} (output: {})", shown(&rel_display(project, &log)));
-    }
-    Ok(0)
-}
-
-/// `walj compact --merge-legacy` (`crate::compact::merge_legacy`).
-fn merge_legacy(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
-    let found = crate::project::legacy::find(project);
-    if found.is_empty() {
-        if args.json {
-            println!("[]");
-        } else {
-            println!("Nothing to merge: no journal from before one project root is read beside this one.");
-        }
-        return Ok(0);
-    }
-    if !args.dry_run {
-        let list: Vec<String> = found.iter().map(|l| format!("{}/.walj/", shown(&l.rel))).collect();
-        eprintln!(
-            "walj compact --merge-legacy appends the records of {} to {} (paths under their folder), verified first; \
-             each old journal is kept as journal.jsonl.merged. `walj compact --merge-legacy --dry-run` only verifies.",
-            list.join(", "),
-            shown(&project.journal.display().to_string())
-        );
-        if !args.confirm.ask(
-            "Merge now?",
-            "nothing merged: `walj compact --merge-legacy` asks first and there is no terminal to ask on; pass --yes to merge",
-        )? {
-            eprintln!("Nothing was changed.");
-            return Ok(super::EXIT_ERROR);
-        }
-    }
-    let merged = rewrite::merge_legacy(project, args.dry_run)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&merged)?);
-        return Ok(0);
-    }
-    for m in &merged {
-        let verb = if m.dry_run { "would merge" } else { "merged" };
-        println!(
-            "{verb} {}/.walj/journal.jsonl: {} records, {} entries, {} session(s), {} objects{}{}",
-            shown(&m.folder),
-            m.records,
-            m.entries,
-            m.sessions,
-            m.objects_copied,
-            if m.already_there { " (the journal held them already: not appended again)" } else { "" },
-            if m.dry_run {
-                " (verified, nothing changed)".to_string()
-            } else {
-                format!("; the old journal is kept as {}", shown(&rel_display(project, &m.kept)))
-            }
-        );
-    }
-    Ok(0)
-}
-
-pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
-    if args.merge_legacy {
-        return merge_legacy(project, args);
-    }
-    let (dry_run, days, json_out) = (args.dry_run, args.days, args.json);
-    let _claim = if args.auto {
-        match crate::retention::claim(project)? {
-            Some(c) => Some(c),
-            None => return Ok(0),
-        }
-    } else {
-        None
-    };
-    // Compaction has no undo: say so, and ask (off a terminal, --yes is the answer).
-    if !args.auto && !dry_run {
-        eprintln!(
-            "walj compact rewrites the journal without the settled records past the retention and removes the objects nothing names; it cannot be undone (`walj compact --dry-run` shows what goes)."
-        );
-        if !args.confirm.ask(
-            "Compact now?",
-            "nothing compacted: `walj compact` cannot be undone and there is no terminal to ask on; pass --yes to compact",
-        )? {
-            eprintln!("Nothing was changed.");
-            return Ok(super::EXIT_ERROR);
-        }
-    }
-    let rep = rewrite::compact(project, &CompactOptions { days, dry_run, progress: !json_out && !args.auto })?;
-    if args.auto {
-        // What the last automatic run did, for `walj status` readers and post-mortems.
-        let last = serde_json::json!({"ts": crate::journal::record::now_ts(), "report": rep});
-        crate::fsutil::atomic_write(
-            &crate::retention::last_path(project),
-            &serde_json::to_vec_pretty(&last)?,
-            Some(0o600),
-        )?;
-        return Ok(0);
-    }
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
-        return Ok(0);
-    }
-    let verb = if dry_run { "would drop" } else { "dropped" };
-    println!(
-        "compact (retention {} days): {}{}",
-        rep.retention_days.unwrap_or(0),
-        rewrite_summary(&rep, verb),
-        if rep.sessions_removed.is_empty() {
-            String::new()
-        } else {
-            format!("; {} settled session(s) past the retention removed", rep.sessions_removed.len())
-        }
-    );
     Ok(0)
 }

@@ -249,7 +249,7 @@ fn confirm_beside_plugin(project: &Project, command: &str, yes: bool) -> anyhow:
     );
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         eprintln!("walj: {why}.");
-        if crate::cmd::sessions::confirm("Install the hooks anyway?")? {
+        if super::prompt::confirm("Install the hooks anyway?")? {
             return Ok(None);
         }
         eprintln!("walj: nothing installed.");

@@ -60,12 +60,12 @@ fn ask(notice: &str) -> Option<bool> {
         return None;
     }
     eprintln!("{}", crate::present::safe_block(notice));
-    Some(super::sessions::confirm("Publish?").unwrap_or(false))
+    Some(super::prompt::confirm("Publish?").unwrap_or(false))
 }
 
 /// The sync passphrase: `WALJ_PASSPHRASE`, else asked on a terminal.
 fn passphrase() -> Option<crate::crypt::Secret> {
-    match super::sessions::passphrase(false) {
+    match super::prompt::passphrase(false) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("walj: {e}");
@@ -78,8 +78,7 @@ fn passphrase() -> Option<crate::crypt::Secret> {
 /// did goes to `.walj/sync/auto.last`.
 fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     let Some(_claim) = crate::sync::auto::claim(project)? else { return Ok(0) };
-    let opts =
-        SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None, publish_only: false };
+    let opts = SyncOptions { remote: args.remote.clone(), dry_run: false, yes: false, limits: None };
     let mut never = |_: &str| None;
     let mut from_env = || {
         std::env::var_os("WALJ_PASSPHRASE")
@@ -103,25 +102,6 @@ fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
         Some(0o600),
     )?;
     Ok(0)
-}
-
-/// Publishes each subfolder journal from before one project root under its own id, after the
-/// root's sync succeeded (the remote and the consent are the root's; no other journal is
-/// taken: the root's sync took them). Two journals never share an id, nor a lease.
-fn sync_legacy(
-    project: &Project,
-    opts: &SyncOptions,
-) -> Vec<(String, Result<crate::sync::run::SyncReport, crate::sync::SyncError>)> {
-    let opts = SyncOptions { yes: true, publish_only: true, ..opts.clone() };
-    let mut never = |_: &str| None;
-    let mut from_env = || std::env::var("WALJ_PASSPHRASE").ok().map(crate::crypt::Secret::from);
-    crate::project::legacy::find(project)
-        .into_iter()
-        .map(|l| {
-            let prompts = crate::sync::run::Prompts { confirm: &mut never, passphrase: &mut from_env };
-            (l.rel, crate::sync::sync(&l.project, &opts, prompts))
-        })
-        .collect()
 }
 
 pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
@@ -151,42 +131,16 @@ pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
         dry_run: args.dry_run || args.status,
         yes: args.yes,
         limits: args.limits(project),
-        publish_only: false,
     };
     let prompts = crate::sync::run::Prompts { confirm: &mut ask, passphrase: &mut passphrase };
     let report = crate::sync::sync(project, &opts, prompts)?;
-    let legacy = sync_legacy(project, &opts);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let mut v = serde_json::to_value(&report)?;
-        v["legacy"] = serde_json::Value::Array(
-            legacy
-                .iter()
-                .map(|(rel, r)| match r {
-                    Ok(r) => serde_json::json!({"folder": rel, "journal": r.journal, "published": r.published}),
-                    Err(e) => serde_json::json!({"folder": rel, "error": e.to_string()}),
-                })
-                .collect(),
-        );
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if args.status {
         write!(out, "{}{}", status_text(&report), last_auto(project))?;
     } else {
         write!(out, "{}", sync_text(&report))?;
-    }
-    if !args.json {
-        for (rel, r) in &legacy {
-            let what = match r {
-                Ok(r) => format!("{:?} as journal {}", r.published.state, r.journal).to_lowercase(),
-                Err(e) => format!("not published: {e}"),
-            };
-            writeln!(
-                out,
-                "{}/.walj/ (a journal from before one project root, under its own id): {}",
-                crate::present::shown(rel),
-                crate::present::shown(&what)
-            )?;
-        }
     }
     let bad: Vec<_> = report
         .journals

@@ -145,40 +145,9 @@ pub struct OpsArgs {
     pub json: bool,
 }
 
-/// Every entry, settled ones included: triage acts on any entry by id. The entries of a
-/// subfolder journal from before one project root are left out: they are acted on through
-/// their own journal ([`through_legacy`]).
+/// Every entry, settled ones included: triage acts on any entry by id.
 fn load(project: &Project) -> anyhow::Result<Fold> {
-    Ok(super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })?.without_legacy())
-}
-
-/// Every entry, those of the subfolder journals read beside this one included (rebased).
-fn load_all(project: &Project) -> anyhow::Result<Fold> {
-    super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
-}
-
-/// When what an action names (`here`: entry ids, a session, an operation) is in no entry of
-/// this checkout's journal but in a subfolder journal from before one project root, that
-/// journal as a project (rooted at the subfolder: the entry's own path there is the rebased
-/// path here), after a line on stderr saying so. An action on it writes its records there,
-/// beside the entry's own, so they hold across restarts (docs/project-root.md).
-fn through_legacy(project: &Project, fold: &Fold, here: impl Fn(&Fold) -> bool) -> anyhow::Result<Option<Project>> {
-    if here(fold) {
-        return Ok(None);
-    }
-    match crate::session::legacy::owner_of(project, here) {
-        Ok(Some(l)) => {
-            eprintln!(
-                "walj: acting through {}/.walj/journal.jsonl (a journal from before one project root); paths below are \
-                 relative to {}/",
-                crate::present::shown(&l.rel),
-                crate::present::shown(&l.rel)
-            );
-            Ok(Some(l.project))
-        }
-        Ok(None) => Ok(None),
-        Err(e) => anyhow::bail!("{e}; nothing was changed"),
-    }
+    super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
 /// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
@@ -269,7 +238,7 @@ fn pick_all(fold: &Fold, command: &str, verb: &str, all: bool) -> anyhow::Result
     let flags = "entry ids, --session SID, or --all (every unresolved entry)";
     if super::confirm::on_terminal() {
         eprintln!("`{command}` was given no entry ids.");
-        if super::sessions::confirm(&format!(
+        if super::prompt::confirm(&format!(
             "{} every unresolved entry of this project ({n})? (--all says so without asking)",
             capitalized(verb)
         ))? {
@@ -340,7 +309,7 @@ fn expand_paths(
                 );
                 return Ok(None);
             }
-            if !super::sessions::confirm(&format!("{} all {} of them?", capitalized(verb), entries.len()))? {
+            if !super::prompt::confirm(&format!("{} all {} of them?", capitalized(verb), entries.len()))? {
                 eprintln!("Nothing was changed.");
                 return Ok(None);
             }
@@ -412,7 +381,7 @@ fn diff_items<'f>(
             }
             // An id of another machine's journal (`walj sync`): its images, this checkout's disk.
             Err(err) => {
-                *remotes = super::recover::remotes(
+                *remotes = super::load::remotes(
                     project,
                     &crate::fold::FoldOptions { keep_settled: true, ..Default::default() },
                 );
@@ -434,14 +403,13 @@ fn diff_items<'f>(
 }
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load_all(project)?;
+    let fold = load(project)?;
     let mut remotes = Vec::new();
     let items = diff_items(project, &fold, target, &mut remotes)?;
     let st = Style::stdout();
     let mut out = std::io::stdout().lock();
     for (i, (e, project, from)) in items.iter().enumerate() {
-        let (own, project) = crate::session::legacy::own_view(project, e);
-        let sides = triage::diff_sides(&project, &own, mode);
+        let sides = triage::diff_sides(project, e, mode);
         if i > 0 {
             writeln!(out)?;
         }
@@ -475,7 +443,7 @@ pub fn diff_json(
     context: usize,
 ) -> anyhow::Result<serde_json::Value> {
     use serde_json::json;
-    let fold = load_all(project)?;
+    let fold = load(project)?;
     let mut remotes = Vec::new();
     let items = diff_items(project, &fold, target, &mut remotes)?;
     let prov = Provenance::load(&project.journal);
@@ -496,8 +464,7 @@ pub fn diff_json(
     let v: Vec<serde_json::Value> = items
         .iter()
         .map(|(e, p, from)| {
-            let (own, p) = crate::session::legacy::own_view(p, e);
-            let sides = triage::diff_sides(&p, &own, mode);
+            let sides = triage::diff_sides(p, e, mode);
             let mut j = crate::report::entry_json(e, &fold.ids);
             let foreign = if from.is_empty() {
                 prov.of_entry(e).from_what()
@@ -566,7 +533,7 @@ pub(crate) fn confirm_foreign(items: &[(String, String, String)], yes: bool, ver
     }
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         eprintln!("{head}");
-        return Ok(super::sessions::confirm(&format!("Go ahead ({verb})?"))?);
+        return Ok(super::prompt::confirm(&format!("Go ahead ({verb})?"))?);
     }
     eprintln!("{head}\nNot confirmed (no terminal to ask on); nothing was changed. Pass --yes to {verb} anyway.");
     Ok(false)
@@ -762,11 +729,6 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
 pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
     let fold = load(project)?;
-    if (!ids.is_empty() || session.is_some())
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
-    {
-        return mark(&old, args);
-    }
     let all = ids.is_empty() && session.is_none();
     if all && !pick_all(&fold, "walj mark --done", "mark done", args.all)? {
         return Ok(super::EXIT_ERROR);
@@ -844,11 +806,6 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
 pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
-    if (!args.ids.is_empty() || args.session.is_some())
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, &args.ids, args.session.as_deref()))?
-    {
-        return revert(&old, args);
-    }
     let all = args.ids.is_empty() && args.session.is_none();
     // A rebase or merge stopped half-way: a session's pre-images written into that tree mix
     // with what git is in the middle of (named entries are the user's own choice).
@@ -933,13 +890,6 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
 pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
-    if let Some(i) = id
-        && let Some(old) = through_legacy(project, &fold, |f| {
-            !not_here(f, &[i.to_string()], None) || triage::ops::operations(f).iter().any(|o| o.id.starts_with(i))
-        })?
-    {
-        return undo(&old, args);
-    }
     if let Some(i) = id
         && not_here(&fold, &[i.to_string()], None)
         && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
@@ -1101,13 +1051,6 @@ pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let print_only = args.print || args.dry_run;
     let fold = load(project)?;
-    if (!ids.is_empty() || session.is_some())
-        && !args.held
-        && !args.deliver
-        && let Some(old) = through_legacy(project, &fold, |f| !not_here(f, ids, session))?
-    {
-        return handoff(&old, args);
-    }
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
     }

@@ -2,8 +2,8 @@
 //! `pkg/core/` runs the hooks of the root's `.claude/settings.local.json`, the user's
 //! settings and plugins, but not those of the root's `.claude/settings.json`. A walj
 //! installed there alone journals only the sessions started at the root, silently: doctor
-//! says so. It also names the subfolder journals of the walj before one project root
-//! ([`crate::project::legacy`]).
+//! says so. It also names a journal left in a subfolder by a walj build that kept one per
+//! start folder, with the command that reads it ([`crate::project::legacy`]).
 
 use std::path::Path;
 
@@ -38,28 +38,17 @@ pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool)
             ),
         ));
     }
-    for l in legacy::find(project) {
+    for rel in legacy::find(project) {
         findings.push(DoctorFinding::new(
             Level::Warn,
             check::SUBFOLDER,
             format!(
                 "{}/.walj/ holds a journal from before walj kept one journal per checkout (sessions started in that \
-                 subfolder); new sessions journal into {}. Its entries are read beside this checkout's, paths \
-                 under {}/; `walj compact --merge-legacy` merges it",
-                crate::present::text::safe(&l.rel),
-                crate::present::text::safe(&project.dir.display().to_string()),
-                crate::present::text::safe(&l.rel),
-            ),
-        ));
-    }
-    for (rel, why) in legacy::refused(project) {
-        findings.push(DoctorFinding::new(
-            Level::Warn,
-            check::SUBFOLDER,
-            format!(
-                "{}/.walj/journal.jsonl is not read: {}",
+                 subfolder); new sessions journal into {}. walj does not read it beside this checkout's: read it \
+                 with `{}`",
                 crate::present::text::safe(&rel),
-                crate::present::text::safe(&why)
+                crate::present::text::safe(&project.dir.display().to_string()),
+                crate::present::text::safe(&crate::session::empty::how_to_read(&rel)),
             ),
         ));
     }

@@ -14,7 +14,6 @@
 
 mod apply;
 pub mod ids;
-mod legacy;
 mod lookup;
 mod model;
 mod settled;

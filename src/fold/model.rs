@@ -173,10 +173,6 @@ pub struct Entry {
     pub still_running: bool,
     /// When `walj checkpoint` last found its post-image on disk before its turn finished.
     pub verified: Option<String>,
-    /// Read from a subfolder's journal written before one project root (`pkg/core`): `path`
-    /// is rebased by it, and triage acts through that journal ([`super::Fold::absorb_legacy`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub legacy: Option<String>,
     /// What the path is (`kind` of its records): `None` a regular file,
     /// [`crate::journal::entry_kind::SYMLINK`] a symbolic link, anything else a kind a newer
     /// walj wrote, which this one shows and never writes ([`Entry::kind_known`]).
@@ -234,7 +230,6 @@ impl Entry {
             candidate_commands: view.candidate_commands,
             still_running: false,
             verified: None,
-            legacy: None,
             kind,
             link_before: view.link_before.map(Cow::into_owned),
             link_after: view.link_after.map(Cow::into_owned),
@@ -596,9 +591,6 @@ pub struct SessionInfo {
     pub from_bundle: bool,
     pub v1: bool,
     pub records: u64,
-    /// Read from a subfolder's journal written before one project root (`pkg/core`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub legacy: Option<String>,
 }
 
 impl SessionInfo {

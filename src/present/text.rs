@@ -267,18 +267,11 @@ pub fn age(ts: &str, now: DateTime<Utc>) -> String {
 
 /// The command that resumes session `s`, run where it was started (Claude Code keys
 /// `--resume` by the start folder): `cd pkg/core && claude --resume ID` for a session started
-/// in a subfolder of `project` (its start record's `cwd`; a session of a subfolder journal from
-/// before one project root was started in that subfolder), else `claude --resume ID` (or its
+/// in a subfolder of `project` (its start record's `cwd`), else `claude --resume ID` (or its
 /// agent's line). A shell line: the id quoted where it needs to be.
 pub fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionInfo) -> String {
     let hint = s.agent().resume_hint(&shell_quote(&s.session));
-    match &s.legacy {
-        Some(rel) => {
-            let start = project.root.join(crate::fsutil::name::to_path(rel).as_ref());
-            project.resume_in(Some(&start.to_string_lossy()), &hint)
-        }
-        None => project.resume_in(s.cwd.as_deref(), &hint),
-    }
+    project.resume_in(s.cwd.as_deref(), &hint)
 }
 
 #[cfg(test)]

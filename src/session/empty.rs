@@ -4,7 +4,7 @@
 //! It knows the state instead of guessing: walj installed (which settings files, or the
 //! plugin) with nothing recorded yet; not installed (never advising `walj install` to a
 //! plugin user); installed at the root's `settings.json` only, which sessions started in a
-//! subfolder do not run; a journal from before one project root in a subfolder
+//! subfolder do not run; a journal in a subfolder, with the command that reads it
 //! ([`crate::project::legacy`]); other worktrees of the same repository with unresolved
 //! sessions (one line, with the command that shows them). It reads settings files, the
 //! git dir's `worktrees/` folder (no git process) and other worktrees' journals (folded).
@@ -64,34 +64,31 @@ fn headline_of(installed: &Installed) -> String {
     }
 }
 
-/// One line per subfolder journal from before one project root ([`legacy::find`]): read
-/// beside this checkout's journal, or not read (its `.walj/` failed the ownership check) and
-/// why; empty when there is none.
+/// One line per subfolder journal ([`legacy::find`]): walj does not read it here, and the
+/// command that does ([`how_to_read`]); empty when there is none.
 pub fn legacy_lines(project: &Project) -> String {
-    let mut out = String::new();
-    for l in legacy::find(project) {
-        out.push_str(&format!(
-            "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
-             subfolder): read beside this one, its paths under {}/; `walj compact --merge-legacy` merges it.\n",
-            crate::present::text::safe(&l.rel),
-            crate::present::text::safe(&l.rel),
-        ));
-    }
-    for s in crate::session::legacy::skipped(project) {
-        out.push_str(&format!(
-            "Not read: {}/.walj/journal.jsonl ({}).\n",
-            crate::present::text::safe(&s.rel),
-            crate::present::text::safe(&s.why)
-        ));
-    }
-    out
+    legacy::find(project).iter().map(|rel| format!("{}\n", legacy_line(rel))).collect()
 }
 
-/// True when the journal of `project` holds no record (missing or empty), nor does any
-/// subfolder journal read beside it ([`crate::session::legacy`]).
+/// What a subfolder journal `rel` is and how to read it, without the full stop.
+pub fn legacy_line(rel: &str) -> String {
+    format!(
+        "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
+         subfolder): walj does not read it beside this one; read it with `{}`.",
+        crate::present::text::safe(rel),
+        crate::present::text::safe(&how_to_read(rel)),
+    )
+}
+
+/// The command that reads the subfolder journal of `rel`: with that subfolder as the project
+/// (its lines are the journal's v1 lines, which every walj reads).
+pub fn how_to_read(rel: &str) -> String {
+    format!("walj --project {} recover", crate::present::shell_quote(rel))
+}
+
+/// True when the journal of `project` holds no record (missing or empty).
 pub fn journal_is_empty(project: &Project) -> bool {
-    let empty = |j: &Path| !std::fs::metadata(j).is_ok_and(|m| m.len() > 0);
-    empty(&project.journal) && legacy::find(project).iter().all(|l| empty(&l.project.journal))
+    !std::fs::metadata(&project.journal).is_ok_and(|m| m.len() > 0)
 }
 
 fn how_installed(i: &Installed) -> String {

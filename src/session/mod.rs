@@ -13,12 +13,13 @@
 //!
 //! The other parts: [`transcript`] (the safe, incremental copy of Claude Code's transcript),
 //! [`brief`] (the resume brief for Claude), [`procs`] (background commands, alive or not),
-//! [`bundle`] (export / import files).
+//! [`bundle`] (export / import files), [`load`] (the fold every reader shows, read one way),
+//! [`empty`] (what to say when the journal holds nothing).
 
 pub mod brief;
 pub mod bundle;
 pub mod empty;
-pub mod legacy;
+pub mod load;
 pub mod procs;
 pub mod redact;
 pub mod repair;
@@ -228,18 +229,7 @@ impl SessionState {
         let opts = FoldOptions::default();
         let mut fold = Fold::load(&project.journal, &opts).map_err(SessionError::io("reading", &project.journal))?;
         crate::bashsnap::killed::reconcile(project, &mut fold, &opts);
-        let mut usage = scan_usage(project, None).map_err(SessionError::io("reading", &project.journal))?;
-        // Subfolder journals from before one project root: their sessions too.
-        for l in crate::project::legacy::find(project) {
-            if let Ok(u) = scan_usage(&l.project, None) {
-                for (k, v) in u {
-                    usage.entry(k).or_insert(v);
-                }
-            }
-        }
-        legacy::read_beside(project, &mut fold, &opts, |p, f| {
-            crate::bashsnap::killed::reconcile(p, f, &opts);
-        });
+        let usage = scan_usage(project, None).map_err(SessionError::io("reading", &project.journal))?;
         let mut out = Vec::new();
         for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
             let u = usage.get(&s.session).cloned().unwrap_or_default();
@@ -280,23 +270,7 @@ impl SessionState {
         // The light fold sees every session's records: deliveries and announcements are
         // recorded by later sessions.
         let light = Fold::load(&project.journal, &FoldOptions::default()).map_err(read_err())?;
-        let full = match resolve(&light, prefix) {
-            Ok(full) => full,
-            // A session of a subfolder journal from before one project root: read there,
-            // its paths rebased.
-            Err(e) => match legacy::owner_of(project, |f| resolve(f, prefix).is_ok()) {
-                Ok(Some(l)) => {
-                    let mut state = SessionState::load(&l.project, prefix)?;
-                    for en in &mut state.entries {
-                        en.path = legacy::rebase(&l.rel, &en.path);
-                        en.legacy = Some(l.rel.clone());
-                    }
-                    state.info.legacy = Some(l.rel);
-                    return Ok(state);
-                }
-                _ => return Err(e),
-            },
-        };
+        let full = resolve(&light, prefix)?;
         let heavy_opts = FoldOptions { keep_settled: true, session: Some(full.clone()), all_commands: true };
         let mut heavy = Fold::load(&project.journal, &heavy_opts).map_err(read_err())?;
         crate::bashsnap::killed::reconcile(project, &mut heavy, &heavy_opts);

@@ -77,14 +77,11 @@ impl RemoteJournal {
 pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
     let paths = Paths::new(project);
     let Ok(rd) = std::fs::read_dir(&paths.remotes) else { return Vec::new() };
-    // This checkout's own subfolder journals (published under their own ids) are read beside
-    // its journal, never as another machine's.
-    let own = super::run::legacy_ids(project);
     let mut out: Vec<_> = rd
         .flatten()
         .filter_map(|e| {
             let id = e.file_name().to_str()?.to_string();
-            if !super::identity::is_journal_id(&id) || own.contains(&id) {
+            if !super::identity::is_journal_id(&id) {
                 return None;
             }
             let m = super::accept::read_copy(&paths, &id)?;

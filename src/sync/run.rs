@@ -42,17 +42,6 @@ pub struct SyncOptions {
     /// Bounds on reading other machines' journals (`[limits]`, raised by flags); `None`: the
     /// config's.
     pub limits: Option<crate::config::Limits>,
-    /// Publish this journal only: take no other journal (a subfolder journal from before one
-    /// project root, synced after the root's, which takes the others: [`legacy_ids`]).
-    pub publish_only: bool,
-}
-
-/// The sync ids of the subfolder journals from before one project root that are read beside
-/// this checkout's (each publishes under its own id, kept in walj's own place in the git dir,
-/// `<git dir>/walj/sub/<digest of the subfolder>/sync/id`: [`crate::project::trust::state_dir`]).
-/// Their published copies are this checkout's own, never another machine's.
-pub fn legacy_ids(project: &Project) -> Vec<String> {
-    crate::project::legacy::find(project).iter().filter_map(|l| identity::read_id(&Paths::new(&l.project))).collect()
 }
 
 /// What a sync may ask the user.
@@ -401,15 +390,11 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
     let (mut built, mut state) = round(pushed, fetched, &mut *passphrase)?;
     let mut opener = Opener { paths, identities: identity_files(project, config), passphrase: &mut *passphrase };
     let limits = opts.limits.unwrap_or(config.limits);
-    let journals = if opts.publish_only {
-        Vec::new()
-    } else {
-        accept_all(&repo, paths, id, opts.dry_run, &failed, &mut opener, limits)?
-    };
+    let journals = accept_all(&repo, paths, id, opts.dry_run, &failed, &mut opener, limits)?;
     // What other machines decided about this journal's entries: recorded here, and published
     // at once so that they see it agreed.
     let mut imported = 0;
-    if !opts.dry_run && !opts.publish_only {
+    if !opts.dry_run {
         imported = super::triage::import(project, paths, id, &journals)?;
         if imported > 0 {
             let now = ref_oid(&repo, &pushed_ref);

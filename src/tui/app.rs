@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -16,6 +16,7 @@ use super::keymap::{Action, Key, Keymap, Scope};
 use super::layout::Zoom;
 use super::ops::{self, Operation};
 use super::pane::{self, DiffPane};
+use super::source::Source;
 use super::theme::Theme;
 use crate::fold::{Entry, Fold, FoldOptions, SessionStatus};
 use crate::present::{self, plural};
@@ -37,29 +38,13 @@ pub struct Status {
 }
 
 pub use super::dialogs::{Choice, Dialog};
+pub use super::source::SyncState;
 
 /// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
 #[derive(Debug, Clone, Copy)]
 pub enum Clock {
     Real,
     Fixed(DateTime<Utc>),
-}
-
-/// The TUI's copies of other machines' journals (`walj sync`), kept apart from this
-/// checkout's own state.
-#[derive(Default)]
-pub struct SyncState {
-    /// Other machines' journals, states from their manifests.
-    pub remotes: Vec<crate::sync::remotes::RemoteJournal>,
-    /// What the copies were loaded from (their signature, whether settled entries were kept):
-    /// a reload reads them again only when it changed.
-    from: Option<(crate::sync::remotes::Signature, bool)>,
-    /// The copies' id indexes (for ids unique across every journal), read with them.
-    ids: Vec<Option<crate::fold::ids::IdIndex>>,
-    /// The first copy that could not be read, said again at each reload.
-    warning: Option<String>,
-    /// How many times the copies were read (tests, the bench).
-    pub loads: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -100,6 +85,9 @@ pub struct EditRequest {
     pub ids: Vec<String>,
 }
 
+/// The dashboard: what it shows (the fold and the copies it draws, the tree, the panes, the
+/// dialogs and overlays), drawn from `&self` (`draw.rs`), and [`Source`], what it loads and
+/// when; [`App::reload`] calls down to it and applies what comes back.
 pub struct App {
     pub project: Project,
     pub keymap: Keymap,
@@ -147,18 +135,10 @@ pub struct App {
     /// The terminal's area at the last draw (for paging and mouse hits).
     pub area: Rect,
     pub quit: bool,
-    journal_sig: Option<(u64, SystemTime)>,
-    /// When the last reload started: the fold's disk checks (applied / drifted) and the
-    /// cached diffs read the disk after it.
-    loaded_at: SystemTime,
-    /// The selected entry's file and its size and mtime when last looked at: polled like
-    /// the journal, so a change made outside walj shows at once (only this one file).
-    watched: Option<(std::path::PathBuf, Option<(u64, SystemTime)>)>,
+    /// What the dashboard loads, and when it loads it again.
+    source: Source,
     /// The selection changed: bring its first change into view once its diff is measured.
     reveal_change: bool,
-    last_poll: Instant,
-    last_status_check: Instant,
-    poll: Duration,
     /// Time the last reload took (shown by the bench).
     pub load_time: Duration,
     /// `b`: the command being typed, the running bisect.
@@ -197,13 +177,8 @@ impl App {
             status: None,
             area: Rect::new(0, 0, 120, 40),
             quit: false,
-            journal_sig: None,
-            loaded_at: SystemTime::now(),
-            watched: None,
+            source: Source::new(opts.poll),
             reveal_change: true,
-            last_poll: Instant::now(),
-            last_status_check: Instant::now(),
-            poll: opts.poll,
             bisect: Default::default(),
             load_time: Duration::ZERO,
         };
@@ -229,39 +204,13 @@ impl App {
 
     // ---------------------------------------------------------------- loading
 
-    fn journal_sig(&self) -> Option<(u64, SystemTime)> {
-        let m = std::fs::metadata(&self.project.journal).ok()?;
-        Some((m.len(), m.modified().ok()?))
-    }
-
-    /// Size and mtime of a file (None: not there, or unreadable metadata).
-    fn file_sig(path: &std::path::Path) -> Option<(u64, SystemTime)> {
-        let m = std::fs::metadata(path).ok()?;
-        Some((m.len(), m.modified().ok()?))
-    }
-
     /// Looks at the selected entry's file: when it changed since it was last looked at
     /// (or, newly selected, since the last reload read the disk), reads everything again so
     /// its badge (applied, drifted) and its diff say what the disk holds now. True when it
     /// reloaded.
     fn check_watched(&mut self) -> bool {
-        let Some(path) = self.selected_entry().and_then(|e| self.project.resolve_rel(&e.path).ok()) else {
-            self.watched = None;
-            return false;
-        };
-        let sig = Self::file_sig(&path);
-        let stale = match &self.watched {
-            Some((p, old)) if *p == path => *old != sig,
-            // Newly selected: written since the disk was read for the fold and the diffs?
-            // (A file gone before it was selected is caught by the next poll only if it
-            // comes back: its badge was checked at the reload.)
-            // File times come from the kernel's coarse clock (a tick behind `SystemTime::now`,
-            // and whole seconds on some file systems): a file written just after the reload
-            // can carry an earlier time, so anything as recent as 2 s before it counts (git's
-            // "racily clean" rule); the cost is one more reload.
-            _ => sig.is_some_and(|(_, mtime)| mtime + std::time::Duration::from_secs(2) >= self.loaded_at),
-        };
-        self.watched = Some((path, sig));
+        let path = self.selected_entry().and_then(|e| self.project.resolve_rel(&e.path).ok());
+        let stale = self.source.watched_changed(path);
         if stale {
             self.reload();
         }
@@ -271,60 +220,8 @@ impl App {
     /// Re-reads the journal and rebuilds the tree, keeping the selection.
     pub fn reload(&mut self) {
         let started = Instant::now();
-        self.loaded_at = SystemTime::now();
-        self.journal_sig = self.journal_sig();
-        let opts = FoldOptions { keep_settled: self.tree.show_resolved, session: None, all_commands: false };
-        match Fold::load(&self.project.journal, &opts) {
-            Ok(mut fold) => {
-                let killed = crate::bashsnap::killed::reconcile(&self.project, &mut fold, &opts);
-                fold.check_disk(&self.project);
-                // Subfolder journals from before one project root, read beside this one.
-                let beside = crate::session::legacy::read_beside(&self.project, &mut fold, &opts, |p, f| {
-                    let _ = crate::bashsnap::killed::reconcile(p, f, &opts);
-                    f.check_disk(p);
-                });
-                fold.load_short_ids(&self.project.journal);
-                crate::session::legacy::share_ids(&self.project, &mut fold);
-                if let Some(w) = beside.first() {
-                    self.error(w.clone());
-                }
-                if let Some(p) = killed.problems.first() {
-                    self.error(format!("unfinished commands: {p}"));
-                }
-                let problems = fold.report.problems.len();
-                self.fold = fold;
-                if problems > 0 {
-                    self.error(format!(
-                        "the journal has {} (skipped); `walj status` lists them",
-                        plural(problems, "unreadable line", "unreadable lines")
-                    ));
-                }
-            }
-            Err(e) => self.error(format!("reading {}: {e}", self.project.journal.display())),
-        }
-        // Other machines' journals, as `walj recover` reads them: again only when one of them
-        // (or this checkout's decisions about them) changed since they were read.
-        let from = (crate::sync::remotes::signature(&self.project), opts.keep_settled);
-        if self.sync.from.as_ref() != Some(&from) {
-            let (remotes, warnings) = crate::sync::remotes::load(&self.project, &opts);
-            self.sync.ids = remotes.iter().map(|r| r.ids().ok()).collect();
-            self.sync.remotes = remotes;
-            self.sync.warning = warnings.into_iter().next();
-            self.sync.from = Some(from);
-            self.sync.loads += 1;
-        }
-        // Ids unique across all, this journal's new ones too.
-        crate::cmd::recover::share_ids_with(&self.fold, &mut self.sync.remotes, &self.sync.ids);
-        if let Some(r) = self.sync.remotes.first() {
-            // Every id shown unique among this journal's and the copies' (typeable in the CLI).
-            self.fold.ids = r.fold.ids.clone();
-        }
-        if let Some(w) = self.sync.warning.clone() {
-            self.error(format!("another machine's journal: {w}"));
-        }
-        // A rebase or merge stopped half-way: said, as `recover` and the note say it.
-        if let Some(op) = crate::git::operation_in_progress(&self.project.root) {
-            self.error(format!("git: {op}: finish or abort it before reverting a whole session"));
+        for said in self.source.load(&self.project, self.tree.show_resolved, &mut self.fold, &mut self.sync) {
+            self.error(said);
         }
         self.diffs.clear();
         let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
@@ -339,13 +236,10 @@ impl App {
         if self.poll_bisect() {
             return true;
         }
-        if self.last_poll.elapsed() < self.poll {
+        if !self.source.poll_due() {
             return false;
         }
-        self.last_poll = Instant::now();
-        let copies_changed =
-            || self.sync.from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(&self.project));
-        if self.journal_sig() != self.journal_sig || copies_changed() {
+        if self.source.changed(&self.project) {
             self.reload();
             return true;
         }
@@ -353,8 +247,7 @@ impl App {
             return true;
         }
         // A crash writes nothing to the journal: notice a live session's process going away.
-        if self.last_status_check.elapsed() >= Duration::from_secs(2) {
-            self.last_status_check = Instant::now();
+        if self.source.liveness_due() {
             self.fold.refresh_liveness();
             let changed = self
                 .tree
@@ -537,9 +430,7 @@ impl App {
             if !self.diffs.contains_key(&key) {
                 // Another machine's entry: its synced images against this checkout's disk.
                 let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
-                // An entry of a subfolder journal: its own images and path there.
-                let (own, project) = crate::session::legacy::own_view(&project, e);
-                let view = diff::build(&triage::diff_sides(&project, &own, self.diff_mode));
+                let view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
                 // A cache, not a history: keep it small.
                 if self.diffs.len() > 64 {
                     self.diffs.clear();
@@ -1014,7 +905,7 @@ impl App {
             (Action::DiffHead, _) => self.set_mode(DiffMode::Head),
             (Action::Refresh, _) => {
                 // Everything read again, other machines' copies too.
-                self.sync.from = None;
+                self.source.forget_remotes();
                 self.reload();
                 if !self.status.as_ref().is_some_and(|s| s.error) {
                     self.info(format!("reloaded {} records", self.fold.records));
@@ -1153,17 +1044,7 @@ impl App {
     }
 
     fn revert_dialog(&self, open: &[&Entry]) -> Dialog {
-        let ids: Vec<String> = open.iter().map(|e| e.id.clone()).collect();
-        let plans: Vec<_> = match crate::session::legacy::acting_journal(&self.project, &self.fold, &ids) {
-            Some((old, fold)) => open
-                .iter()
-                .map(|e| match fold.entry_in(&e.session, &e.id) {
-                    Some(own) => triage::plan_revert(&old, &fold, own),
-                    None => triage::plan_revert(&self.project, &self.fold, e),
-                })
-                .collect(),
-            None => open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect(),
-        };
+        let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
         let live = self.live_note(open);
         dialogs::revert(open, &plans, live)
     }
@@ -1385,21 +1266,8 @@ impl App {
                 crate::sync::triage::mark_done(&self.project, ids, None, *force)
                     .map(|o| summary("marked done", &o.unwrap_or_default()))
             }
-            // Entries of a subfolder journal from before one project root: acted on through it
-            // (docs/project-root.md), its records written there.
-            Choice::Done { ids, force }
-                if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids) =>
-            {
-                triage::mark_done(&old, &fold, ids, *force).map(|o| summary("marked done", &o))
-            }
             Choice::Done { ids, force } => {
                 triage::mark_done(&self.project, &self.fold, ids, *force).map(|o| summary("marked done", &o))
-            }
-            Choice::Revert { ids, force }
-                if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids) =>
-            {
-                triage::revert(&old, &fold, ids, RevertOptions { force: *force, ..RevertOptions::default() })
-                    .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o))
             }
             Choice::Revert { ids, force } => triage::revert(
                 &self.project,
@@ -1408,15 +1276,6 @@ impl App {
                 RevertOptions { force: *force, ..RevertOptions::default() },
             )
             .and_then(|o| concurrent_is_an_error(summary("reverted", &o), &o)),
-            Choice::Undo { id: Some(id), force }
-                if let Some((old, fold)) =
-                    crate::session::legacy::acting_journal(&self.project, &self.fold, std::slice::from_ref(id)) =>
-            {
-                triage::undo(&old, &fold, Some(id), *force, false).and_then(|o| {
-                    reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
-                    concurrent_is_an_error(summary("undone", &o), &o)
-                })
-            }
             Choice::Undo { id, force } => triage::undo(&self.project, &self.fold, id.as_deref(), *force, false)
                 .and_then(|o| {
                     reopened = o.iter().filter(|x| x.changed).map(|x| x.id.clone()).collect();
@@ -1428,9 +1287,6 @@ impl App {
                     crate::sync::triage::handoff(&self.project, ids, None, opts).and_then(|b| {
                         b.ok_or_else(|| triage::TriageError::Refused("no other journal has these entries".into()))
                     })
-                } else if let Some((old, fold)) = crate::session::legacy::acting_journal(&self.project, &self.fold, ids)
-                {
-                    triage::handoff(&old, &fold, ids, None, opts)
                 } else {
                     triage::handoff(&self.project, &self.fold, ids, None, opts)
                 }

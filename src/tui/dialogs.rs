@@ -341,7 +341,7 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 
 /// `y`: what can be copied from the selected row. Enter takes the first: the path of an
 /// entry, else the session's resume line (`claude --resume ID`, `codex resume ID`, …: its
-/// agent's, run where it was started: [`crate::fold::SessionInfo::resume_line`]).
+/// agent's, run where it was started: [`crate::present::text::resume_line`]).
 pub fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
     let mut choices = Vec::new();
     let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
@@ -437,7 +437,6 @@ mod tests {
             candidate_commands: Vec::new(),
             still_running: false,
             verified: None,
-            legacy: None,
             kind: None,
             link_before: None,
             link_after: None,

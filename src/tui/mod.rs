@@ -2,7 +2,10 @@
 //!
 //! Structure (ratatui's Event → Action → update → draw):
 //! - [`keymap`]: keys → [`keymap::Action`]s, one table (dialog keys too), overridable from `[keys]`.
-//! - [`app`]: the state and `update(action)`; triage goes through [`crate::triage`].
+//! - [`app`]: what the dashboard shows and `update(action)`; triage goes through [`crate::triage`].
+//! - [`source`]: what it loads and when (the fold as every command reads it, other machines'
+//!   copies, the polled signatures); [`app::App::reload`] calls down to it.
+//! - [`bisect`]: `b`, the bisect typed and run from the dashboard.
 //! - [`tree`]: the tree pane's model (views, rows, expansion, cursor, filter, selection).
 //! - [`dialogs`]: the confirmation dialogs, pure builders.
 //! - [`diff`]: the diff pane's view of the one diff model, computed lazily and cached per
@@ -28,6 +31,7 @@ pub mod keymap;
 pub mod layout;
 pub mod ops;
 pub mod pane;
+pub mod source;
 pub mod term;
 pub mod theme;
 pub mod tree;

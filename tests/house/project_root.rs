@@ -5,7 +5,6 @@
 //!   the root, its start folder kept (`cwd` of its start record);
 //! - a project reached through a symbolic link: a Write through the link's spelling is inside
 //!   the project, recorded as a creation, and revert works;
-//! - a session live across the upgrade keeps Pre and Post in the journal that holds its start;
 //! - outside git, the project is never `$HOME`, even when `$HOME` has `.claude/` and a `.walj/`;
 //! - `walj install` covers subfolder starts, `walj doctor` finds the gap of a settings.json-only
 //!   install; the newcomer messages of recover/log/sessions/status.
@@ -202,42 +201,6 @@ fn a_write_through_a_symlinked_project_path_is_inside_and_reverts() {
     let (code, out, err) = env.walj(&link, &["revert", "--session", "s-link", "--yes"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!root.join("pkg/core/made.rs").exists(), "reverted: {out}{err}");
-}
-
-#[test]
-fn a_session_live_across_the_upgrade_keeps_writing_its_subfolder_journal() {
-    let env = Env::new();
-    let root = env.repo("mono");
-    let sub = root.join("pkg/core");
-    let old = ["--project", sub.to_str().unwrap()];
-    // Before the upgrade the hook journaled into the start folder ($CLAUDE_PROJECT_DIR).
-    env.hook(&sub, &start("s-live", &sub), &old);
-    env.hook(&sub, &write("s-live", &sub, "PreToolUse", &sub.join("a.rs"), "a\n", "t1"), &old);
-    fs::write(sub.join("a.rs"), "a\n").unwrap();
-    // After it: the same session's Post (no --project) goes where its Pre is.
-    env.hook(&sub, &write("s-live", &sub, "PostToolUse", &sub.join("a.rs"), "a\n", "t1"), &[]);
-    let old_recs = records(&sub.join(".walj/journal.jsonl"));
-    let ids: Vec<&Value> = old_recs.iter().filter(|r| r["path"] == "a.rs").collect();
-    assert_eq!(ids.len(), 2, "Pre and Post in one journal: {old_recs:?}");
-    assert!(records(&root.join(".walj/journal.jsonl")).iter().all(|r| r["session"] != "s-live"));
-
-    // A session started after the upgrade goes to the root.
-    env.hook(&sub, &start("s-new", &sub), &[]);
-    env.hook(&sub, &write("s-new", &sub, "PreToolUse", &sub.join("b.rs"), "b\n", "t2"), &[]);
-    let root_recs = records(&root.join(".walj/journal.jsonl"));
-    assert!(paths_of(&root_recs).contains(&"pkg/core/b.rs".to_string()), "{root_recs:?}");
-    assert!(records(&sub.join(".walj/journal.jsonl")).iter().all(|r| r["session"] != "s-new"));
-
-    // recover at the root names the old journal, and doctor reports it.
-    let (_, out, _) = env.walj(&root, &["recover"]);
-    assert!(out.contains("pkg/core/.walj/") && out.contains("read beside this one"), "{out}");
-    assert!(out.contains("pkg/core/a.rs"), "its entries are listed, rebased: {out}");
-    assert_eq!(fs::read_to_string(root.join(".walj/legacy")).unwrap(), "pkg/core\n", "found once, listed");
-    let (_, out, _) = env.walj(&root, &["doctor"]);
-    assert!(out.contains("pkg/core/.walj/ holds a journal from before"), "{out}");
-    // The old journal shows its crash where it was written.
-    let (_, out, _) = env.walj(&root, &["--project", "pkg/core", "recover"]);
-    assert!(out.contains("a.rs"), "{out}");
 }
 
 #[test]

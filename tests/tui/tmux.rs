@@ -361,49 +361,6 @@ fn color_never_and_always_are_honoured_in_a_real_terminal() {
     }
 }
 
-/// A journal the walj before one project root wrote in `pkg/core/.walj/`
-/// (`tests/fixtures/legacy-subfolder/`): the TUI lists its entries under `pkg/core/`, and its
-/// session's resume line runs where it was started.
-#[test]
-fn a_subfolder_journal_from_before_one_root_shows_rebased_and_resumes_in_its_folder() {
-    if !tmux_available() {
-        return;
-    }
-    let (_tmp, base) = scratch();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-subfolder");
-    let dir = base.join("repo");
-    let core = dir.join("pkg/core");
-    std::fs::create_dir_all(&core).unwrap();
-    let cp = |from: &Path, to: &Path| {
-        let st = Command::new("cp").arg("-r").arg(from).arg(to).status().unwrap();
-        assert!(st.success());
-    };
-    cp(&fixture.join("committed/config"), &core);
-    crate::common::git(&dir, &["init", "-q"]);
-    crate::common::git(&dir, &["add", "-A"]);
-    crate::common::git(&dir, &["commit", "-q", "-m", "initial"]);
-    cp(&fixture.join("after/docs"), &core);
-    cp(&fixture.join("after/run.log"), &core);
-    cp(&fixture.join("after/config/settings.json"), &core.join("config/settings.json"));
-    cp(&fixture.join("after/dot-walj"), &core.join(".walj"));
-    for d in ["home", "state"] {
-        std::fs::create_dir_all(base.join(d)).unwrap();
-    }
-    let env = format!("HOME={} XDG_STATE_HOME={}", base.join("home").display(), base.join("state").display());
-    let t = Tmux::start(&dir, "legacy", 140, 35, &tui_cmd(&dir, &env));
-    let out = t.run(&["set-option", "-g", "set-clipboard", "on"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    t.wait_text("pkg/core/config/settings.json");
-    t.wait_text("pkg/core/run.log");
-    t.keys("y");
-    t.wait_text("[r] resume");
-    t.keys("r");
-    t.wait_for("the resume line", |t| {
-        String::from_utf8_lossy(&t.run(&["show-buffer"]).stdout)
-            == "cd pkg/core && claude --resume 8f14e45f-ceea-467f-a0e6-4c2d1b7e9a10"
-    });
-}
-
 #[test]
 fn esc_then_a_key_typed_fast_closes_the_dialog_and_does_the_key() {
     if !tmux_available() {
