@@ -109,9 +109,9 @@ impl Fold {
         for i in drifted {
             self.entries[i].base = EntryState::Drifted;
         }
-        // File tool calls without an outcome: did they write before the crash? Only this
-        // call's own outcome could say "completed" for sure; when a later call left the same
-        // content, the disk says nothing about this one.
+        // File tool calls without an outcome, or whose outcome was a failure: did they write?
+        // Only this call's own outcome could say "completed" for sure; when a later call left
+        // the same content, the disk says nothing about this one.
         // path → (line, after, entry id) of every entry with an after image.
         let mut later: HashMap<String, Vec<(u64, String, String)>> = HashMap::new();
         for e in &self.entries {
@@ -121,7 +121,10 @@ impl Fold {
         }
         let mut checks = Vec::new();
         for (i, e) in self.entries.iter().enumerate() {
-            if e.base != EntryState::InFlight || e.outside || e.unfinished || e.parent.is_some() {
+            // A failed call too: did it fail before writing (an Edit whose text was not found)
+            // or part-way? Its outcome carries no post-image; the disk says.
+            let unsure = matches!(e.base, EntryState::InFlight | EntryState::Failed);
+            if !unsure || e.outside || e.unfinished || e.parent.is_some() {
                 continue;
             }
             let Some(before) = &e.before else { continue };

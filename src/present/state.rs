@@ -139,7 +139,12 @@ pub fn short_state(e: &Entry) -> &'static str {
             "cut off: changed on disk by a command that never finished"
         }
         EntryState::Applied => "completed, not yet verified",
-        EntryState::Failed => "failed part-way: check the file",
+        EntryState::Failed => match e.disk_check {
+            Some(C::Unchanged | C::NotThroughLink) => "failed: nothing was changed",
+            Some(C::Completed | C::WrittenByLater) => "failed, but the disk holds the intended content",
+            Some(C::Other) => "failed part-way: the disk holds neither image",
+            None => "failed: check the file",
+        },
         EntryState::Drifted => "changed since: matches neither image",
         EntryState::Persisted => "applied and verified on disk",
         EntryState::NotApplied => "failed: nothing was changed",
@@ -160,15 +165,57 @@ pub fn cut_off(e: &Entry) -> bool {
 /// share): [`meaning`], except where it would contradict the entry's own facts — a
 /// snapshot-derived entry's command did run (its diff shows it), so it never says "may not
 /// have run"; it says which command changed the file.
+///
+/// It is the entry's one verdict, from the evidence: a file tool call cut off in flight, or one
+/// that failed, says what the disk holds (the disk check), never "may not have run" beside "the
+/// tool completed", nor "failed part-way" for a call that changed nothing.
 pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
+    use crate::fold::InFlightCheck as C;
     let st = e.state();
     if cut_off_change(e) {
         return cut_off_meaning(e, e.command.as_deref().map(one_line));
     }
-    if st == EntryState::InFlight && session == SessionStatus::Live {
-        return "running now: its session is live".to_string();
+    match (st, e.disk_check) {
+        (EntryState::InFlight, _) if session == SessionStatus::Live => "running now: its session is live".to_string(),
+        (EntryState::InFlight, Some(C::Completed)) => {
+            "cut off: the disk holds the intended content (the tool completed before the session stopped); not yet verified"
+                .to_string()
+        }
+        (EntryState::InFlight, Some(C::Unchanged)) => "cut off: not applied (the file is unchanged)".to_string(),
+        (EntryState::InFlight, Some(c @ (C::Other | C::WrittenByLater | C::NotThroughLink))) => {
+            format!("cut off: {}", in_flight_check(c))
+        }
+        (EntryState::InFlight, None) => format!("cut off in flight: {}", meaning(st)),
+        (EntryState::Failed, Some(C::Unchanged | C::NotThroughLink)) => {
+            "failed: nothing was changed (the file is as it was before the call)".to_string()
+        }
+        (EntryState::Failed, Some(C::Completed | C::WrittenByLater)) => {
+            "failed, but the disk holds the content the call meant to write".to_string()
+        }
+        (EntryState::Failed, Some(C::Other)) => {
+            "failed part-way: the disk holds neither the pre-image nor the intended content".to_string()
+        }
+        (EntryState::Failed, None) => {
+            "failed: whether it changed the file is not known (nothing to compare the disk with)".to_string()
+        }
+        _ => meaning(st).to_string(),
     }
-    meaning(st).to_string()
+}
+
+/// The disk check said apart from the verdict, where [`entry_meaning`] does not already say it
+/// (a reader that shows both lines would repeat or contradict itself).
+pub fn extra_disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+    let said = matches!(e.state(), EntryState::InFlight | EntryState::Failed) && !cut_off_change(e);
+    if !said {
+        return disk_verdict(e, short);
+    }
+    // Said already, but for the later call that left the same content: which one.
+    match (e.disk_check, e.disk_check_by.as_deref()) {
+        (Some(crate::fold::InFlightCheck::WrittenByLater), Some(by)) => {
+            Some(format!("the later call that wrote the same content: {}", short(by)))
+        }
+        _ => None,
+    }
 }
 
 /// The words for a cut-off change, naming its command as `cmd` shows it.
@@ -287,7 +334,19 @@ fn one_line(s: &str) -> String {
 /// [`in_flight_check`] of `e`, naming the later call that left the disk's content when the
 /// fold knows it (`ids` shows ids as the output does): a verdict names its cause.
 pub fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+    use crate::fold::InFlightCheck as C;
     let c = e.disk_check?;
+    if e.state() == EntryState::Failed {
+        // What the disk says of a call that failed.
+        return Some(
+            match c {
+                C::Unchanged | C::NotThroughLink => "nothing was changed: the file is as before the call",
+                C::Completed | C::WrittenByLater => "the disk holds the content the call meant to write",
+                C::Other => "changed part-way: the disk holds neither the pre-image nor the intended content",
+            }
+            .to_string(),
+        );
+    }
     Some(match (c, e.disk_check_by.as_deref()) {
         (crate::fold::InFlightCheck::WrittenByLater, Some(by)) => format!(
             "the disk holds the intended content, but the later call {} wrote exactly that: whether this one ran is unknown",
@@ -360,11 +419,75 @@ mod tests {
         let f = entry(EntryState::InFlight);
         assert_eq!(entry_label(&f, SessionStatus::Live), "running now");
         assert!(entry_meaning(&f, SessionStatus::Live).starts_with("running now"));
-        assert_eq!(entry_meaning(&f, SessionStatus::Crashed), meaning(EntryState::InFlight));
+        assert_eq!(
+            entry_meaning(&f, SessionStatus::Crashed),
+            format!("cut off in flight: {}", meaning(EntryState::InFlight))
+        );
         assert_eq!(attribution(&e, &[]), None);
         e.uncertain = true;
         assert!(attribution(&e, &["b2".into()]).unwrap().contains("b2"));
         e.after_stop = true;
         assert!(attribution(&e, &[]).unwrap().contains("walj cannot tell without its watcher"));
+    }
+
+    /// Every state, with every thing the disk can say and as a live or a dead session's, read as
+    /// the TUI's detail and `recover` show it (label, verdict, the disk's line, the short state):
+    /// no two of its lines contradict each other.
+    #[test]
+    fn every_states_lines_agree() {
+        use crate::fold::InFlightCheck as C;
+        let checks = [
+            None,
+            Some(C::Completed),
+            Some(C::Unchanged),
+            Some(C::Other),
+            Some(C::WrittenByLater),
+            Some(C::NotThroughLink),
+        ];
+        let clash = [
+            ("may not have run", "completed"),
+            ("may not have run", "holds the intended content"),
+            ("part-way", "nothing was changed"),
+            ("part-way", "unchanged"),
+            ("not applied", "holds the intended content"),
+            ("nothing was changed", "holds the content"),
+            ("completed", "not applied"),
+        ];
+        for st in ALL {
+            // The fold checks the disk for in-flight and failed calls only.
+            let checked = matches!(st, EntryState::InFlight | EntryState::Failed);
+            for check in checks.into_iter().filter(|c| checked || c.is_none()) {
+                for session in [SessionStatus::Crashed, SessionStatus::Live, SessionStatus::Ended] {
+                    let mut e = entry(st);
+                    e.disk_check = check;
+                    e.disk_check_by = Some("c9".into());
+                    let lines = [
+                        entry_label(&e, session),
+                        entry_meaning(&e, session),
+                        extra_disk_verdict(&e, str::to_string).unwrap_or_default(),
+                        short_state(&e).to_string(),
+                    ];
+                    let all = lines.join(" | ");
+                    for (a, b) in clash {
+                        assert!(!(all.contains(a) && all.contains(b)), "{st:?} {check:?} {session:?}: {all}");
+                    }
+                }
+            }
+        }
+        // The demo's failed Edit (its text was not found: the file unchanged).
+        let mut e = entry(EntryState::Failed);
+        e.disk_check = Some(C::Unchanged);
+        assert!(entry_meaning(&e, SessionStatus::Crashed).starts_with("failed: nothing was changed"));
+        assert_eq!(short_state(&e), "failed: nothing was changed");
+        assert_eq!(extra_disk_verdict(&e, str::to_string), None);
+        // The in-flight Write whose content is on disk: one line says it.
+        let mut w = entry(EntryState::InFlight);
+        w.disk_check = Some(C::Completed);
+        let m = entry_meaning(&w, SessionStatus::Crashed);
+        assert!(
+            m.starts_with("cut off: the disk holds the intended content") && !m.contains("may not have run"),
+            "{m}"
+        );
+        assert_eq!(extra_disk_verdict(&w, str::to_string), None);
     }
 }

@@ -524,15 +524,16 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
     out.push(Line::from(first));
     let mut times = kv(if e.changed.is_some() { "changed" } else { "at" }, app.time(e.when()));
     // A change a snapshot found has no moment it was applied: only when walj saw it.
+    // The outcome's moment: a failure never "applied".
     if let Some(t) = e.applied_ts.as_ref().filter(|_| !e.unfinished) {
-        times.extend(kv("  applied", app.time(t)));
+        times.extend(kv(if st == EntryState::Failed { "  failed" } else { "  applied" }, app.time(t)));
     }
     times.extend(kv("  session", format!("{} ({})", app.fold.ids.session(&e.session), status.as_str())));
     out.push(Line::from(times));
     if st.is_unresolved() {
         out.push(Line::from(Span::styled(present::state::entry_meaning(e, status), theme::WARN)));
     }
-    if let Some(v) = present::state::disk_verdict(e, |id| app.fold.ids.short(id).to_string()) {
+    if let Some(v) = present::state::extra_disk_verdict(e, |id| app.fold.ids.short(id).to_string()) {
         out.push(Line::from(Span::styled(v, theme::WARN)));
     }
     if let Some(err) = &e.error {
