@@ -424,6 +424,8 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
 /// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
 /// reads this detached process's output.
 pub fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
+    // The line index too, so that the next read of one session finds it current.
+    let _ = crate::fold::located::load(&project.journal);
     match Fold::load(&project.journal, &FoldOptions::default()) {
         // Then the sessions walj's hooks never saw that SessionStart left for it.
         Ok(fold) => crate::import::auto::in_background(project, &fold, starting.unwrap_or("")),

@@ -157,6 +157,17 @@ fn load_all(project: &Project) -> anyhow::Result<Fold> {
     super::recover::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
+/// [`load_all`] of the one session that holds `id`, when the line index names exactly one
+/// (`crate::fold::located`): that session's lines and the journal's unindexed tail, not the
+/// whole journal. `None` (the caller reads everything): no index, several or no sessions
+/// hold it, or the session's fold does not find it after all.
+fn load_holding(project: &Project, id: &str) -> Option<Fold> {
+    let session = crate::fold::located::session_of(&project.journal, &[id])?;
+    let opts = FoldOptions { keep_settled: true, session: Some(session), ..Default::default() };
+    let fold = super::recover::load(project, &opts).ok()?;
+    fold.find(id).is_ok().then_some(fold)
+}
+
 /// When what an action names (`here`: entry ids, a session, an operation) is in no entry of
 /// this checkout's journal but in a subfolder journal from before one project root, that
 /// journal as a project (rooted at the subfolder: the entry's own path there is the rebased
@@ -393,7 +404,13 @@ pub enum DiffTarget<'a> {
 }
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load_all(project)?;
+    let fold = match target {
+        DiffTarget::Entry(id) => match load_holding(project, id) {
+            Some(f) => f,
+            None => load_all(project)?,
+        },
+        DiffTarget::Turn { .. } => load_all(project)?,
+    };
     // (entry, the project whose disk it is compared with, where it comes from)
     let remotes;
     let items: Vec<(&crate::fold::Entry, Project, String)> = match target {

@@ -1,0 +1,516 @@
+//! The line index: where each session's lines lie in the journal, and which session holds
+//! each id, so that a read of one session (`--session`, `sessions show`, an entry by id)
+//! reads that session's lines and the journal's unindexed tail, not the whole journal.
+//!
+//! A cache, never a source of truth, kept at `.walj/lines.idx` beside the fold snapshot and
+//! checked the same way ([`super::snapshot::read_cache`]): the journal's device and inode
+//! (a compaction replaces the file), its length (never shorter than the bytes covered), the
+//! CRC-32C of the [`super::snapshot::PREFIX_CHECK`] bytes before the covered offset, the
+//! body's length and CRC-32C. Every line read through it is checked again: it must start
+//! after a newline, end at one, trim to the length indexed and belong to the session it is
+//! indexed under. Any doubt is a full scan, whose answer is the same, only slower.
+//!
+//! What it holds, per covered line: the session key the fold's classifier reads from it
+//! (`session`, else `sid`), its number, offset and trimmed length; the lines the classifier
+//! refuses ("loose": every filtered fold reads them, as a full scan does, and reports them);
+//! the zeroed regions the reader found; each id a line names (its first
+//! [`super::ids::KEPT`] characters) with its session.
+//!
+//! A fold through the index folds exactly the lines a full filtered fold would fold (every
+//! line of every session the filter starts, and the loose ones), in journal order, through the
+//! same per-line code ([`super::Scan::feed`]): the answer is the same by construction.
+//! Side files waiting (`journal::side`) mean a full scan, as for the snapshot.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{KEPT, Key, pack};
+use super::model::FoldOptions;
+use super::snapshot::{WRITE_AFTER, read_cache, write_cache};
+use super::{Feed, Fold, Scan};
+use crate::journal::reader::trim;
+use crate::journal::view::{Classified, classify_fast};
+use crate::journal::{Problem, RawLine, ScanReport, Source, identity, op};
+
+/// The first line of the index file; the version changes with its layout.
+const MAGIC: &str = "walj line index v1";
+
+/// Set (to anything) to read every journal in full, never through the index: the tests
+/// compare the two answers, and a user who doubts the index can check.
+pub const OFF_ENV: &str = "WALJ_NO_LINE_INDEX";
+
+/// Bytes past a line's indexed length read to find its newline (the reader trims leading
+/// and trailing blanks and NULs; a line with more than this around it is read in full).
+const SLACK: usize = 64;
+
+/// One indexed line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Loc {
+    line: u64,
+    offset: u64,
+    len: u64,
+}
+
+/// A session's lines: where its encoded run lies in the body's blob.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Run {
+    key: String,
+    at: usize,
+    bytes: usize,
+}
+
+/// The index's table of contents (JSON); the runs and ids follow it in binary.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct Meta {
+    sessions: Vec<Run>,
+    loose: Run,
+    regions: Vec<Problem>,
+    /// Where the id table lies in the blob, and how many ids it holds.
+    ids_at: usize,
+    ids: usize,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run { key: String::new(), at: 0, bytes: 0 }
+    }
+}
+
+/// Bytes per id in the table: the packed key (big-endian, so bytes sort as keys) and the
+/// session's number (little-endian `u32`).
+const ID_BYTES: usize = 16 + 4;
+
+/// The index: what the cache file holds (decoded lazily) and the lines read after it.
+#[derive(Default)]
+pub struct LineIndex {
+    meta: Meta,
+    blob: Vec<u8>,
+    /// Sessions of the cache and the tail, in order of first appearance; by key.
+    keys: Vec<String>,
+    by_key: HashMap<String, usize>,
+    /// Lines read past the cache, per session number.
+    tail: HashMap<usize, Vec<Loc>>,
+    tail_loose: Vec<Loc>,
+    tail_ids: Vec<(Key, u32)>,
+    tail_regions: Vec<Problem>,
+    /// The journal bytes and lines covered by the cache, and by the cache and the tail.
+    cached: (u64, u64),
+    end: (u64, u64),
+    /// Why the cache was not used (`None`: it was, or there was none to use).
+    pub unused: Option<String>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Lines as deltas of line number and offset, then length: about three bytes a line.
+fn encode_locs(locs: &[Loc], out: &mut Vec<u8>) {
+    put_varint(out, locs.len() as u64);
+    let (mut line, mut offset) = (0u64, 0u64);
+    for l in locs {
+        put_varint(out, l.line - line);
+        put_varint(out, l.offset - offset);
+        put_varint(out, l.len);
+        (line, offset) = (l.line, l.offset);
+    }
+}
+
+fn decode_locs(b: &[u8]) -> Option<Vec<Loc>> {
+    let mut at = 0;
+    let n = usize::try_from(get_varint(b, &mut at)?).ok()?;
+    let mut out = Vec::with_capacity(n.min(b.len()));
+    let (mut line, mut offset) = (0u64, 0u64);
+    for _ in 0..n {
+        line = line.checked_add(get_varint(b, &mut at)?)?;
+        offset = offset.checked_add(get_varint(b, &mut at)?)?;
+        let len = get_varint(b, &mut at)?;
+        out.push(Loc { line, offset, len });
+    }
+    (at == b.len()).then_some(out)
+}
+
+/// The keys an id `typed` could name, as prefixes to search: the typed text in any case,
+/// with `toolu_` or `toolu_01` before it ([`super::Fold::find`]'s forms).
+fn typed_forms(typed: &str) -> [Vec<u8>; 3] {
+    let t = typed.to_ascii_lowercase();
+    [t.clone().into_bytes(), format!("toolu_{t}").into_bytes(), format!("toolu_01{t}").into_bytes()]
+}
+
+/// The key range of ids starting with `q` (as far as [`KEPT`] characters tell).
+fn key_range(q: &[u8]) -> (Key, Key) {
+    let m = q.len().min(KEPT);
+    let lo = pack(&q[..m]);
+    (lo, lo + (1 << (6 * (KEPT - m))))
+}
+
+impl LineIndex {
+    fn session_no(&mut self, key: &str) -> usize {
+        if let Some(&i) = self.by_key.get(key) {
+            return i;
+        }
+        self.keys.push(key.to_string());
+        self.by_key.insert(key.to_string(), self.keys.len() - 1);
+        self.keys.len() - 1
+    }
+
+    /// Takes one line past the cache.
+    fn add_line(&mut self, raw: &RawLine<'_>) {
+        let loc = Loc { line: raw.line_no, offset: raw.offset, len: raw.bytes.len() as u64 };
+        let (n, id) = match classify_fast(raw.line_no, raw.bytes) {
+            // A persisted line names an entry an intent or outcome named before.
+            Ok(Classified::Persisted { session, .. }) => (self.session_no(session), None),
+            Ok(Classified::View(v)) => {
+                let id = if !v.id.is_empty() {
+                    Some(pack(v.id.as_bytes()))
+                } else if matches!(v.op(), op::INTENT | op::APPLIED | op::FAILED) {
+                    // The fold names an entry without an id by its line.
+                    Some(pack(format!("L{}", raw.line_no).as_bytes()))
+                } else {
+                    None
+                };
+                (self.session_no(v.session_key()), id)
+            }
+            Err(_) => {
+                self.tail_loose.push(loc);
+                return;
+            }
+        };
+        self.tail.entry(n).or_default().push(loc);
+        if let Some(k) = id {
+            self.tail_ids.push((k, n as u32));
+        }
+    }
+
+    /// The lines of session number `n` (cached, then read past the cache).
+    fn locs_of(&self, n: usize) -> Option<Vec<Loc>> {
+        let mut out = match self.meta.sessions.get(n) {
+            Some(r) => decode_locs(self.blob.get(r.at..r.at + r.bytes)?)?,
+            None => Vec::new(),
+        };
+        out.extend(self.tail.get(&n).into_iter().flatten().copied());
+        Some(out)
+    }
+
+    fn loose(&self) -> Option<Vec<Loc>> {
+        let r = &self.meta.loose;
+        let mut out = if r.bytes == 0 { Vec::new() } else { decode_locs(self.blob.get(r.at..r.at + r.bytes)?)? };
+        out.extend(self.tail_loose.iter().copied());
+        Some(out)
+    }
+
+    /// The sessions (numbers) holding an id in the key range `(lo, hi)`.
+    fn sessions_with(&self, (lo, hi): (Key, Key), out: &mut Vec<usize>) -> Option<()> {
+        let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
+        let key_at = |i: usize| -> Key {
+            let mut k = [0u8; 16];
+            k.copy_from_slice(&table[i * ID_BYTES..i * ID_BYTES + 16]);
+            Key::from_be_bytes(k)
+        };
+        let (mut a, mut b) = (0usize, self.meta.ids);
+        while a < b {
+            let mid = (a + b) / 2;
+            if key_at(mid) < lo { a = mid + 1 } else { b = mid }
+        }
+        let mut i = a;
+        while i < self.meta.ids && key_at(i) < hi {
+            let s = &table[i * ID_BYTES + 16..(i + 1) * ID_BYTES];
+            out.push(u32::from_le_bytes(s.try_into().ok()?) as usize);
+            i += 1;
+        }
+        out.extend(self.tail_ids.iter().filter(|(k, _)| *k >= lo && *k < hi).map(|&(_, s)| s as usize));
+        Some(())
+    }
+
+    /// The one session holding every id of `typed` (each as [`super::Fold::find`] reads it),
+    /// when exactly one does; `None` when several do, none does, or an id names its session
+    /// (`SESSION/ID`): the caller reads every session then.
+    pub fn session_of(&self, typed: &[&str]) -> Option<String> {
+        let mut found: Vec<usize> = Vec::new();
+        for t in typed {
+            if t.is_empty() || t.contains('/') {
+                return None;
+            }
+            let before = found.len();
+            for q in typed_forms(t) {
+                self.sessions_with(key_range(&q), &mut found)?;
+            }
+            if found.len() == before {
+                return None;
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        match found.as_slice() {
+            [one] => self.keys.get(*one).filter(|k| !k.is_empty()).cloned(),
+            _ => None,
+        }
+    }
+
+    /// How many sessions the index holds (tests).
+    pub fn sessions(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The encoded body of everything indexed (the cache and the tail).
+    fn encode(&self) -> Option<Vec<u8>> {
+        let mut blob = Vec::new();
+        let mut meta = Meta::default();
+        for (n, key) in self.keys.iter().enumerate() {
+            let locs = self.locs_of(n)?;
+            let at = blob.len();
+            encode_locs(&locs, &mut blob);
+            meta.sessions.push(Run { key: key.clone(), at, bytes: blob.len() - at });
+        }
+        let at = blob.len();
+        encode_locs(&self.loose()?, &mut blob);
+        meta.loose = Run { key: String::new(), at, bytes: blob.len() - at };
+        meta.regions = self.meta.regions.iter().chain(&self.tail_regions).cloned().collect();
+        let mut ids: Vec<(Key, u32)> = Vec::with_capacity(self.meta.ids + self.tail_ids.len());
+        let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
+        for c in table.chunks_exact(ID_BYTES) {
+            ids.push((Key::from_be_bytes(c[..16].try_into().ok()?), u32::from_le_bytes(c[16..].try_into().ok()?)));
+        }
+        ids.extend(self.tail_ids.iter().copied());
+        ids.sort_unstable();
+        ids.dedup();
+        meta.ids_at = blob.len();
+        meta.ids = ids.len();
+        for (k, s) in ids {
+            blob.extend_from_slice(&k.to_be_bytes());
+            blob.extend_from_slice(&s.to_le_bytes());
+        }
+        let json = serde_json::to_vec(&meta).ok()?;
+        let mut body = Vec::with_capacity(8 + json.len() + blob.len());
+        body.extend_from_slice(&(json.len() as u64).to_le_bytes());
+        body.extend_from_slice(&json);
+        body.extend_from_slice(&blob);
+        Some(body)
+    }
+
+    fn decode(body: &[u8]) -> Option<(Meta, Vec<u8>)> {
+        let (len, rest) = body.split_first_chunk::<8>()?;
+        let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+        if len > rest.len() {
+            return None;
+        }
+        let (json, blob) = rest.split_at(len);
+        let meta: Meta = serde_json::from_slice(json).ok()?;
+        let fits = |at: usize, n: usize| at.checked_add(n).is_some_and(|e| e <= blob.len());
+        let ok = meta.sessions.iter().chain([&meta.loose]).all(|r| fits(r.at, r.bytes))
+            && meta.ids.checked_mul(ID_BYTES).is_some_and(|n| fits(meta.ids_at, n));
+        ok.then(|| (meta, blob.to_vec()))
+    }
+}
+
+/// The index file of `journal`: `lines.idx` next to a project's `.walj/journal.jsonl`;
+/// `None` for any other journal (read in full each time).
+pub fn path(journal: &Path) -> Option<PathBuf> {
+    let dir = journal.parent()?.file_name()?;
+    (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("lines.idx"))
+}
+
+/// Whether the index may be used for `journal` now: a project journal, no side files
+/// waiting (their lines are read after the journal's, and a merge in progress may have
+/// copied some into the covered bytes), not turned off.
+fn usable(journal: &Path) -> Option<PathBuf> {
+    if std::env::var_os(OFF_ENV).is_some() {
+        return None;
+    }
+    let idx = path(journal)?;
+    let side = crate::journal::JournalWriter::new(journal).side_dir().to_path_buf();
+    if fs::read_dir(&side).is_ok_and(|mut d| d.next().is_some()) {
+        return None;
+    }
+    Some(idx)
+}
+
+/// The index of `journal` open as `file`: the cache when it matches, and the lines after it
+/// read (with `each` called for each of them). Written anew when more than [`WRITE_AFTER`]
+/// bytes were read past the cache and the journal is still the file read.
+fn load_with(
+    journal: &Path,
+    idx: &Path,
+    file: &fs::File,
+    mut each: impl FnMut(&RawLine<'_>),
+) -> io::Result<(LineIndex, ScanReport)> {
+    let mut ix = LineIndex::default();
+    match read_cache(idx, MAGIC, file) {
+        Ok((raw, start, offset, lines)) => match LineIndex::decode(&raw[start..]) {
+            Some((meta, blob)) => {
+                ix.keys = meta.sessions.iter().map(|r| r.key.clone()).collect();
+                ix.by_key = ix.keys.iter().enumerate().map(|(i, k)| (k.clone(), i)).collect();
+                if ix.by_key.len() == ix.keys.len() {
+                    ix.meta = meta;
+                    ix.blob = blob;
+                    ix.cached = (offset, lines);
+                } else {
+                    ix = LineIndex { unused: Some("damaged (sessions repeat)".into()), ..LineIndex::default() };
+                }
+            }
+            None => ix.unused = Some("damaged (body layout)".into()),
+        },
+        Err(super::snapshot::Unused::Missing) => {}
+        Err(super::snapshot::Unused::Damaged(why)) => ix.unused = Some(format!("damaged ({why})")),
+        Err(super::snapshot::Unused::Stale(why)) => ix.unused = Some(format!("stale ({why})")),
+    }
+    let (from, lines) = ix.cached;
+    let mut report = Source::tail(journal, from, lines).scan(|raw| {
+        ix.add_line(&raw);
+        each(&raw);
+    })?;
+    // Zeroed regions join the index; a torn tail is past the end covered.
+    let (regions, torn): (Vec<Problem>, Vec<Problem>) =
+        std::mem::take(&mut report.problems).into_iter().partition(|p| matches!(p, Problem::Zeroed { .. }));
+    let covered = regions.iter().all(|p| matches!(p, Problem::Zeroed { offset: o, bytes } if o + bytes <= report.end));
+    ix.tail_regions = regions;
+    report.problems = torn;
+    ix.end = (report.end, report.lines);
+    if covered && report.end.saturating_sub(from) > WRITE_AFTER {
+        let same = fs::metadata(journal).ok().map(|m| identity(&m)) == file.metadata().ok().map(|m| identity(&m));
+        if same && let Some(body) = ix.encode() {
+            let _ = write_cache(idx, MAGIC, ".lines.idx.tmp-", file, &body, report.end, report.lines);
+        }
+    }
+    Ok((ix, report))
+}
+
+/// The index of `journal` brought up to date (written when it had to read more than
+/// [`WRITE_AFTER`] bytes past the cache): `None` when the journal has none
+/// ([`path`], side files waiting, turned off) or cannot be read.
+pub fn load(journal: &Path) -> Option<LineIndex> {
+    let idx = usable(journal)?;
+    let (file, _) = crate::fsutil::open_regular(journal).ok()?;
+    load_with(journal, &idx, &file, |_| {}).ok().map(|(ix, _)| ix)
+}
+
+/// The session holding every id of `typed`, from the index (see [`LineIndex::session_of`]).
+pub fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
+    load(journal)?.session_of(typed)
+}
+
+/// One line of the cache read back, as the reader gives it: `None` when the bytes there
+/// are not that line (the caller folds in full).
+fn read_line(file: &fs::File, loc: Loc, buf: &mut Vec<u8>) -> Option<()> {
+    let want = usize::try_from(loc.len).ok()?;
+    let before = u64::from(loc.offset > 0);
+    buf.resize(want + SLACK + before as usize, 0);
+    let mut got = 0;
+    while got < buf.len() {
+        match crate::fsutil::read_at(file, &mut buf[got..], loc.offset - before + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    if before == 1 && buf.first() != Some(&b'\n') {
+        return None;
+    }
+    let line = &buf[before as usize..];
+    let end = memchr::memchr(b'\n', line)?;
+    let t = trim(&line[..end]);
+    if t.len() != want {
+        return None;
+    }
+    let start = t.as_ptr() as usize - buf.as_ptr() as usize;
+    buf.truncate(start + want);
+    buf.drain(..start);
+    Some(())
+}
+
+/// Why a fold did not go through the index (tests): `None` when it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skipped {
+    NotApplicable,
+    LineMismatch,
+}
+
+/// [`Fold::load`] of one session's lines (`opts.session` set): the lines the index lists
+/// for every session the filter starts, the loose lines, then the unindexed tail, folded in
+/// journal order. `Ok(None)`: the index does not apply, or a line is not where it says; the
+/// caller folds in full.
+pub(super) fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, Skipped>> {
+    let Some(filter) = opts.session.as_deref().filter(|s| !s.is_empty()) else { return Ok(Err(Skipped::NotApplicable)) };
+    let Some(idx) = usable(journal) else { return Ok(Err(Skipped::NotApplicable)) };
+    let file = match crate::fsutil::open_regular(journal) {
+        Ok((f, _)) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Err(Skipped::NotApplicable)),
+        Err(e) => return Err(e),
+    };
+    // The tail's lines of the sessions asked for (and loose ones) are kept as they are read.
+    let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+    let (ix, mut report) = load_with(journal, &idx, &file, |raw| {
+        let keep = match classify_fast(raw.line_no, raw.bytes) {
+            Ok(Classified::Persisted { session, .. }) => session.starts_with(filter),
+            Ok(Classified::View(v)) => v.session_key().starts_with(filter),
+            Err(_) => true,
+        };
+        if keep {
+            tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+        }
+    })?;
+    let mut locs: Vec<(Loc, Option<usize>)> = Vec::new();
+    for (n, key) in ix.meta.sessions.iter().enumerate() {
+        if key.key.starts_with(filter) {
+            let Some(r) = decode_locs(ix.blob.get(key.at..key.at + key.bytes).unwrap_or_default()) else {
+                return Ok(Err(Skipped::LineMismatch));
+            };
+            locs.extend(r.into_iter().map(|l| (l, Some(n))));
+        }
+    }
+    if ix.meta.loose.bytes > 0 {
+        let Some(r) = ix.blob.get(ix.meta.loose.at..ix.meta.loose.at + ix.meta.loose.bytes).and_then(decode_locs)
+        else {
+            return Ok(Err(Skipped::LineMismatch));
+        };
+        locs.extend(r.into_iter().map(|l| (l, None)));
+    }
+    locs.sort_unstable_by_key(|(l, _)| l.line);
+    let feed = Feed::of(opts);
+    let mut scan = Scan::default();
+    let mut buf = Vec::new();
+    for (loc, session) in locs {
+        if loc.offset + loc.len > ix.cached.0 || read_line(&file, loc, &mut buf).is_none() {
+            return Ok(Err(Skipped::LineMismatch));
+        }
+        // The line must still be the session's it is indexed under.
+        let key = match classify_fast(loc.line, &buf) {
+            Ok(Classified::Persisted { session, .. }) => Some(session.to_string()),
+            Ok(Classified::View(v)) => Some(v.session_key().to_string()),
+            Err(_) => None,
+        };
+        if key.as_deref() != session.map(|n| ix.meta.sessions[n].key.as_str()) {
+            return Ok(Err(Skipped::LineMismatch));
+        }
+        scan.feed(&feed, RawLine { line_no: loc.line, offset: loc.offset, bytes: &buf }, opts);
+    }
+    for (line_no, offset, bytes) in &tail {
+        scan.feed(&feed, RawLine { line_no: *line_no, offset: *offset, bytes }, opts);
+    }
+    // The reader's zeroed regions, the covered ones first, then a torn tail: as a full scan.
+    let torn = std::mem::take(&mut report.problems);
+    report.problems = ix.meta.regions.iter().chain(&ix.tail_regions).cloned().chain(torn).collect();
+    Ok(Ok(scan.finish(report, opts)))
+}
