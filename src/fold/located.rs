@@ -34,7 +34,7 @@ use super::snapshot::{WRITE_AFTER, read_cache, write_cache};
 use super::{Feed, Fold, Scan};
 use crate::journal::reader::trim;
 use crate::journal::view::{Classified, classify_fast};
-use crate::journal::{Problem, RawLine, ScanReport, Source, identity, op};
+use crate::journal::{Problem, RawLine, ScanReport, Source, identity, kind, op};
 
 /// The first line of the index file; the version changes with its layout.
 const MAGIC: &str = "walj line index v1";
@@ -61,6 +61,11 @@ struct Run {
     key: String,
     at: usize,
     bytes: usize,
+    /// What `walj sessions list` counts of the session ([`LineIndex::usage`]).
+    #[serde(default)]
+    records: u64,
+    #[serde(default)]
+    marks: u64,
 }
 
 /// The index's table of contents (JSON); the runs and ids follow it in binary.
@@ -76,7 +81,7 @@ struct Meta {
 
 impl Default for Run {
     fn default() -> Run {
-        Run { key: String::new(), at: 0, bytes: 0 }
+        Run { key: String::new(), at: 0, bytes: 0, records: 0, marks: 0 }
     }
 }
 
@@ -97,6 +102,8 @@ pub struct LineIndex {
     tail_loose: Vec<Loc>,
     tail_ids: Vec<(Key, u32)>,
     tail_regions: Vec<Problem>,
+    /// (records, marks) of the lines read past the cache, per session number.
+    tail_counts: HashMap<usize, (u64, u64)>,
     /// The journal bytes and lines covered by the cache, and by the cache and the tail.
     cached: (u64, u64),
     end: (u64, u64),
@@ -180,8 +187,21 @@ impl LineIndex {
         let loc = Loc { line: raw.line_no, offset: raw.offset, len: raw.bytes.len() as u64 };
         let (n, id) = match classify_fast(raw.line_no, raw.bytes) {
             // A persisted line names an entry an intent or outcome named before.
-            Ok(Classified::Persisted { session, .. }) => (self.session_no(session), None),
+            Ok(Classified::Persisted { session, .. }) => {
+                let n = self.session_no(session);
+                self.tail_counts.entry(n).or_default().0 += 1;
+                (n, None)
+            }
             Ok(Classified::View(v)) => {
+                // Counted as `walj sessions list` counts: an import's mark is written outside
+                // the session it names, and is not one of its records.
+                let session_kind = (v.op() == op::SESSION).then(|| v.kind()).flatten();
+                if session_kind != Some(kind::IMPORTED) && !v.session_key().is_empty() {
+                    let n = self.session_no(v.session_key());
+                    let c = self.tail_counts.entry(n).or_default();
+                    c.0 += 1;
+                    c.1 += u64::from(matches!(session_kind, Some(kind::ANNOUNCED | kind::DELIVERED)));
+                }
                 let id = if !v.id.is_empty() {
                     Some(pack(v.id.as_bytes()))
                 } else if matches!(v.op(), op::INTENT | op::APPLIED | op::FAILED) {
@@ -268,6 +288,18 @@ impl LineIndex {
         }
     }
 
+    fn usage_of(&self, n: usize) -> (u64, u64) {
+        let cached = self.meta.sessions.get(n).map_or((0, 0), |r| (r.records, r.marks));
+        let tail = self.tail_counts.get(&n).copied().unwrap_or_default();
+        (cached.0 + tail.0, cached.1 + tail.1)
+    }
+
+    /// Per session: its records and, among them, the marks of briefs announced or delivered
+    /// (what `walj sessions list` counts to leave out the sessions that are marks only).
+    pub fn usage(&self) -> HashMap<&str, (u64, u64)> {
+        self.keys.iter().enumerate().map(|(n, k)| (k.as_str(), self.usage_of(n))).collect()
+    }
+
     /// How many sessions the index holds (tests).
     pub fn sessions(&self) -> usize {
         self.keys.len()
@@ -281,11 +313,12 @@ impl LineIndex {
             let locs = self.locs_of(n)?;
             let at = blob.len();
             encode_locs(&locs, &mut blob);
-            meta.sessions.push(Run { key: key.clone(), at, bytes: blob.len() - at });
+            let (records, marks) = self.usage_of(n);
+            meta.sessions.push(Run { key: key.clone(), at, bytes: blob.len() - at, records, marks });
         }
         let at = blob.len();
         encode_locs(&self.loose()?, &mut blob);
-        meta.loose = Run { key: String::new(), at, bytes: blob.len() - at };
+        meta.loose = Run { at, bytes: blob.len() - at, ..Run::default() };
         meta.regions = self.meta.regions.iter().chain(&self.tail_regions).cloned().collect();
         let mut ids: Vec<(Key, u32)> = Vec::with_capacity(self.meta.ids + self.tail_ids.len());
         let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
@@ -353,6 +386,7 @@ fn load_with(
     journal: &Path,
     idx: &Path,
     file: &fs::File,
+    write_after: u64,
     mut each: impl FnMut(&RawLine<'_>),
 ) -> io::Result<(LineIndex, ScanReport)> {
     let mut ix = LineIndex::default();
@@ -387,7 +421,7 @@ fn load_with(
     ix.tail_regions = regions;
     report.problems = torn;
     ix.end = (report.end, report.lines);
-    if covered && report.end.saturating_sub(from) > WRITE_AFTER {
+    if covered && report.end > 0 && report.end.saturating_sub(from) > write_after {
         let same = fs::metadata(journal).ok().map(|m| identity(&m)) == file.metadata().ok().map(|m| identity(&m));
         if same && let Some(body) = ix.encode() {
             let _ = write_cache(idx, MAGIC, ".lines.idx.tmp-", file, &body, report.end, report.lines);
@@ -400,9 +434,14 @@ fn load_with(
 /// [`WRITE_AFTER`] bytes past the cache): `None` when the journal has none
 /// ([`path`], side files waiting, turned off) or cannot be read.
 pub fn load(journal: &Path) -> Option<LineIndex> {
+    load_writing_after(journal, WRITE_AFTER)
+}
+
+/// [`load`], writing the index when more than `write_after` bytes were read past it.
+pub fn load_writing_after(journal: &Path, write_after: u64) -> Option<LineIndex> {
     let idx = usable(journal)?;
     let (file, _) = crate::fsutil::open_regular(journal).ok()?;
-    load_with(journal, &idx, &file, |_| {}).ok().map(|(ix, _)| ix)
+    load_with(journal, &idx, &file, write_after, |_| {}).ok().map(|(ix, _)| ix)
 }
 
 /// The session holding every id of `typed`, from the index (see [`LineIndex::session_of`]).
@@ -451,8 +490,10 @@ pub enum Skipped {
 /// for every session the filter starts, the loose lines, then the unindexed tail, folded in
 /// journal order. `Ok(None)`: the index does not apply, or a line is not where it says; the
 /// caller folds in full.
-pub(super) fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, Skipped>> {
-    let Some(filter) = opts.session.as_deref().filter(|s| !s.is_empty()) else { return Ok(Err(Skipped::NotApplicable)) };
+pub fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, Skipped>> {
+    let Some(filter) = opts.session.as_deref().filter(|s| !s.is_empty()) else {
+        return Ok(Err(Skipped::NotApplicable));
+    };
     let Some(idx) = usable(journal) else { return Ok(Err(Skipped::NotApplicable)) };
     let file = match crate::fsutil::open_regular(journal) {
         Ok((f, _)) => f,
@@ -461,7 +502,7 @@ pub(super) fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result
     };
     // The tail's lines of the sessions asked for (and loose ones) are kept as they are read.
     let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();
-    let (ix, mut report) = load_with(journal, &idx, &file, |raw| {
+    let (ix, mut report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
         let keep = match classify_fast(raw.line_no, raw.bytes) {
             Ok(Classified::Persisted { session, .. }) => session.starts_with(filter),
             Ok(Classified::View(v)) => v.session_key().starts_with(filter),

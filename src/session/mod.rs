@@ -24,7 +24,7 @@ pub mod redact;
 pub mod repair;
 pub mod transcript;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -271,6 +271,37 @@ impl SessionState {
             });
         }
         out.sort_by(|a, b| b.last_ts.cmp(&a.last_ts));
+        Ok(out)
+    }
+
+    /// How many sessions [`SessionState::list`] shows in each state, without reading the
+    /// whole journal: the fold from its snapshot, each session's records from the line index
+    /// (`crate::fold::located`). Without an index (or with subfolder journals beside this
+    /// one), [`SessionState::list`] counts them.
+    pub fn count_by_state(project: &Project) -> Result<BTreeMap<String, usize>, SessionError> {
+        let mut out: BTreeMap<String, usize> = BTreeMap::new();
+        let index = crate::project::legacy::find(project)
+            .is_empty()
+            .then(|| crate::fold::located::load(&project.journal))
+            .flatten();
+        let Some(index) = index else {
+            for s in Self::list(project)? {
+                *out.entry(s.state).or_insert(0) += 1;
+            }
+            return Ok(out);
+        };
+        let opts = FoldOptions::default();
+        let mut fold = Fold::load(&project.journal, &opts).map_err(SessionError::io("reading", &project.journal))?;
+        crate::bashsnap::killed::reconcile(project, &mut fold, &opts);
+        let usage = index.usage();
+        for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
+            let (records, marks) = usage.get(s.session.as_str()).copied().unwrap_or_default();
+            if records > 0 && records == marks {
+                // Marks only, as `list` leaves them out.
+                continue;
+            }
+            *out.entry(s.status().as_str().to_string()).or_insert(0) += 1;
+        }
         Ok(out)
     }
 
