@@ -217,3 +217,104 @@ fn only_a_projects_journal_has_an_index() {
     assert_eq!(located::path(Path::new("/p/.walj/remotes/ab12/journal.jsonl")), None);
     assert_eq!(located::path(Path::new("/tmp/journal.jsonl")), None);
 }
+
+/// The real binary: each read answers the same through the index as with a full scan
+/// ([`located::OFF_ENV`] set), on a project whose journal is long enough for the index to be
+/// written (a filler session of 1.3 MB), then after a crash-truncated tail, a damaged index,
+/// a compaction (the journal replaced: the index is stale) and more sessions.
+#[test]
+fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
+    use crate::common::{Claude, Repo};
+    use walj::journal::JournalWriter;
+    use walj::journal::record::{Blob, Record, op};
+
+    let repo = Repo::new(&[("src/a.rs", "fn a() {}\n"), ("src/b.rs", "fn b() {}\n")]);
+    let filler = |n: usize, tag: &str| {
+        let w = JournalWriter::new(&repo.journal());
+        for i in 0..n {
+            let mut r = Record::new(op::INTENT, &format!("{tag}-0000-filler-session"));
+            r.id = format!("toolu_01Filler{tag}{i:06}");
+            r.tool = Some("Edit".into());
+            r.event = "file_modified".into();
+            r.path = format!("src/filler_{}.rs", i % 50);
+            r.before = Some(Blob::Id(format!("{i:040x}")));
+            w.append(&r).unwrap();
+            r.op = op::APPLIED.into();
+            r.before = None;
+            r.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+            w.append(&r).unwrap();
+            r.op = op::PERSISTED.into();
+            r.persisted = true;
+            w.append(&r).unwrap();
+        }
+    };
+    let one = Claude::new(&repo, "aaaa1111-2222-3333-4444-555555555555");
+    one.start();
+    one.prompt("first");
+    one.edit("toolu_01OneEditAaaa", "src/a.rs", "fn a() {}", "fn a() { 1 }");
+    one.stop();
+    filler(3500, "f1");
+    let two = Claude::new(&repo, "bbbb1111-2222-3333-4444-555555555555");
+    two.start();
+    two.edit("toolu_01TwoEditBbbb", "src/b.rs", "fn b() {}", "fn b() { 2 }");
+    two.write_intent("toolu_01TwoCrashCccc", "src/c.rs", "new file\n");
+
+    let reads: Vec<Vec<&str>> = vec![
+        vec!["log", "--session", "aaaa1111", "--all"],
+        vec!["log", "--session", "bbbb", "--all", "--json"],
+        vec!["sessions", "show", "aaaa1111"],
+        vec!["sessions", "show", "bbbb1111", "--json"],
+        vec!["diff", "OneEdit"],
+        vec!["diff", "TwoEditB"],
+        vec!["diff", "TwoCrash"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["recover", "--json"],
+    ];
+    let idx = repo.journal().with_file_name("lines.idx");
+    let check = |when: &str| {
+        for args in &reads {
+            let with = repo.run(args);
+            let mut c = repo.walj(args);
+            c.env(located::OFF_ENV, "1");
+            let without = crate::common::outcome(&c.output().unwrap());
+            assert_eq!(with.0, without.0, "{when}: walj {args:?} exit code\n{}\n{}", with.2, without.2);
+            assert_eq!(with.1, without.1, "{when}: walj {args:?} differs with the index");
+        }
+    };
+    check("first read");
+    assert!(idx.is_file(), "a read of more than 1 MB writes the index");
+    check("index written");
+    assert!(located::load(&repo.journal()).unwrap().unused.is_none());
+
+    // A crash cut the last line short.
+    let mut f = fs::OpenOptions::new().append(true).open(repo.journal()).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"v\":2,\"op\":\"intent\",\"session\":\"bbbb1111-2222").unwrap();
+    drop(f);
+    check("torn tail");
+    // The hook heals the torn tail on its next append.
+    two.edit("toolu_01TwoLaterDddd", "src/b.rs", "fn b() { 2 }", "fn b() { 3 }");
+    check("healed tail");
+
+    // A damaged index.
+    let mut b = fs::read(&idx).unwrap();
+    let n = b.len() - 5;
+    b[n] ^= 0x10;
+    fs::write(&idx, &b).unwrap();
+    assert!(located::load_writing_after(&repo.journal(), u64::MAX).unwrap().unused.is_some());
+    check("damaged index");
+
+    // A compaction replaces the journal: every index written before is stale.
+    let _ = located::load_writing_after(&repo.journal(), 0);
+    let old = fs::read(&idx).unwrap();
+    repo.ok(&["compact", "--days", "0", "--yes"]);
+    fs::write(&idx, &old).unwrap();
+    assert!(located::load_writing_after(&repo.journal(), u64::MAX).unwrap().unused.is_some());
+    check("after compaction");
+    filler(3500, "f2");
+    let three = Claude::new(&repo, "cccc1111-2222-3333-4444-555555555555");
+    three.start();
+    three.edit("toolu_01ThreeEditEeee", "src/a.rs", "fn a() { 1 }", "fn a() { 3 }");
+    check("after compaction, more sessions");
+    assert!(located::load(&repo.journal()).unwrap().unused.is_none());
+}
