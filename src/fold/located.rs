@@ -77,6 +77,11 @@ struct Meta {
     /// Where the id table lies in the blob, and how many ids it holds.
     ids_at: usize,
     ids: usize,
+    /// Where the carried-image table lies in the blob, and how many rows it holds.
+    #[serde(default)]
+    carried_at: usize,
+    #[serde(default)]
+    carried: usize,
 }
 
 impl Default for Run {
@@ -88,6 +93,15 @@ impl Default for Run {
 /// Bytes per id in the table: the packed key (big-endian, so bytes sort as keys) and the
 /// session's number (little-endian `u32`).
 const ID_BYTES: usize = 16 + 4;
+
+/// Bytes per carried image in the table: the first 8 bytes of its id (hex digits as a
+/// big-endian `u64`) and the offset of the line that carries it (little-endian `u64`).
+const CARRIED_BYTES: usize = 8 + 8;
+
+/// The first 16 hex digits of an object id, as a number (ids are hex: see `store::is_id`).
+fn id_prefix(id: &str) -> Option<u64> {
+    u64::from_str_radix(id.get(..16)?, 16).ok()
+}
 
 /// The index: what the cache file holds (decoded lazily) and the lines read after it.
 #[derive(Default)]
@@ -101,6 +115,8 @@ pub struct LineIndex {
     tail: HashMap<usize, Vec<Loc>>,
     tail_loose: Vec<Loc>,
     tail_ids: Vec<(Key, u32)>,
+    /// Images lines past the cache carry: (the id's first 8 bytes, the line's offset).
+    tail_carried: Vec<(u64, u64)>,
     tail_regions: Vec<Problem>,
     /// (records, marks) of the lines read past the cache, per session number.
     tail_counts: HashMap<usize, (u64, u64)>,
@@ -185,6 +201,11 @@ impl LineIndex {
     /// Takes one line past the cache.
     fn add_line(&mut self, raw: &RawLine<'_>) {
         let loc = Loc { line: raw.line_no, offset: raw.offset, len: raw.bytes.len() as u64 };
+        for id in crate::store::carried_ids_of(raw.bytes) {
+            if let Some(p) = id_prefix(id) {
+                self.tail_carried.push((p, raw.offset));
+            }
+        }
         let (n, id) = match classify_fast(raw.line_no, raw.bytes) {
             // A persisted line names an entry an intent or outcome named before.
             Ok(Classified::Persisted { session, .. }) => {
@@ -300,6 +321,28 @@ impl LineIndex {
         self.keys.iter().enumerate().map(|(n, k)| (k.as_str(), self.usage_of(n))).collect()
     }
 
+    /// The cached carried-image table's rows.
+    fn carried_rows(&self) -> Option<Vec<(u64, u64)>> {
+        let table = self.blob.get(self.meta.carried_at..self.meta.carried_at + self.meta.carried * CARRIED_BYTES)?;
+        table
+            .chunks_exact(CARRIED_BYTES)
+            .map(|c| Some((u64::from_be_bytes(c[..8].try_into().ok()?), u64::from_le_bytes(c[8..].try_into().ok()?))))
+            .collect()
+    }
+
+    /// Offsets of the lines that may carry image `id` (its first 16 hex digits match), the
+    /// latest first. A hint: the caller reads the line and checks it carries `id` whole.
+    pub fn carrying(&self, id: &str) -> Vec<u64> {
+        let Some(p) = id_prefix(id) else { return Vec::new() };
+        let mut out: Vec<u64> = self.tail_carried.iter().filter(|(q, _)| *q == p).map(|&(_, at)| at).collect();
+        if let Some(rows) = self.carried_rows() {
+            let from = rows.partition_point(|&(q, _)| q < p);
+            out.extend(rows[from..].iter().take_while(|&&(q, _)| q == p).map(|&(_, at)| at));
+        }
+        out.sort_unstable_by(|a, b| b.cmp(a));
+        out
+    }
+
     /// How many sessions the index holds (tests).
     pub fn sessions(&self) -> usize {
         self.keys.len()
@@ -334,6 +377,16 @@ impl LineIndex {
             blob.extend_from_slice(&k.to_be_bytes());
             blob.extend_from_slice(&s.to_le_bytes());
         }
+        let mut carried: Vec<(u64, u64)> = self.carried_rows()?;
+        carried.extend(self.tail_carried.iter().copied());
+        carried.sort_unstable();
+        carried.dedup();
+        meta.carried_at = blob.len();
+        meta.carried = carried.len();
+        for (p, at) in carried {
+            blob.extend_from_slice(&p.to_be_bytes());
+            blob.extend_from_slice(&at.to_le_bytes());
+        }
         let json = serde_json::to_vec(&meta).ok()?;
         let mut body = Vec::with_capacity(8 + json.len() + blob.len());
         body.extend_from_slice(&(json.len() as u64).to_le_bytes());
@@ -352,7 +405,8 @@ impl LineIndex {
         let meta: Meta = serde_json::from_slice(json).ok()?;
         let fits = |at: usize, n: usize| at.checked_add(n).is_some_and(|e| e <= blob.len());
         let ok = meta.sessions.iter().chain([&meta.loose]).all(|r| fits(r.at, r.bytes))
-            && meta.ids.checked_mul(ID_BYTES).is_some_and(|n| fits(meta.ids_at, n));
+            && meta.ids.checked_mul(ID_BYTES).is_some_and(|n| fits(meta.ids_at, n))
+            && meta.carried.checked_mul(CARRIED_BYTES).is_some_and(|n| fits(meta.carried_at, n));
         ok.then(|| (meta, blob.to_vec()))
     }
 }
@@ -447,6 +501,21 @@ pub fn load_writing_after(journal: &Path, write_after: u64) -> Option<LineIndex>
 /// The session holding every id of `typed`, from the index (see [`LineIndex::session_of`]).
 pub fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
     load(journal)?.session_of(typed)
+}
+
+/// Puts image `id` into `store` from the journal line that carries it, found through the
+/// index (no journal scan): true when the store has it now. False (the reader then searches
+/// the journal as before) when there is no index, no line listed carries it whole, or it is
+/// carried only by a side file's line.
+pub fn keep_carried(journal: &Path, store: &crate::store::Store, id: &str) -> bool {
+    if store.contains(id) {
+        return true;
+    }
+    let Some(ix) = load(journal) else { return false };
+    let Ok((file, _)) = crate::fsutil::open_regular(journal) else { return false };
+    // `Ok(None)` is both "written from the line" and "the line does not carry it": the
+    // store says which.
+    ix.carrying(id).into_iter().any(|at| store.keep_carried_at(&file, at, id).is_ok() && store.contains(id))
 }
 
 /// One line of the cache read back, as the reader gives it: `None` when the bytes there

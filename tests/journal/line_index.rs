@@ -318,3 +318,41 @@ fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
     check("after compaction, more sessions");
     assert!(located::load(&repo.journal()).unwrap().unused.is_none());
 }
+
+/// An image a journal line carries and the store lacks is put back from the line the index
+/// names, without a scan; a line that no longer carries it is never taken for it.
+#[test]
+fn a_carried_image_is_found_through_the_index() {
+    use crate::common::{Claude, Repo};
+    let repo = Repo::new(&[("src/a.rs", "fn a() {}\n")]);
+    let one = Claude::new(&repo, "aaaa1111-2222-3333-4444-555555555555");
+    one.start();
+    one.edit("toolu_01OneEditAaaa", "src/a.rs", "fn a() {}", "fn a() { 1 }");
+    let line = fs::read(repo.journal()).unwrap();
+    let carried: Vec<String> = line
+        .split(|&b| b == b'\n')
+        .flat_map(|l| walj::store::carried_ids_of(l).map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    assert!(!carried.is_empty(), "the hook carries a small image in its line");
+    let store = walj::store::Store::new(repo.path(".walj/store"));
+    let _ = located::load_writing_after(&repo.journal(), 0);
+    for id in &carried {
+        let _ = fs::remove_file(store.object_path(id));
+        assert!(!store.contains(id));
+        let ix = located::load(&repo.journal()).unwrap();
+        assert!(!ix.carrying(id).is_empty(), "the index names the line");
+        assert!(located::keep_carried(&repo.journal(), &store, id));
+        assert!(store.contains(id));
+        assert_eq!(walj::store::blob_id(&store.get(id).unwrap()), *id);
+    }
+    // An index whose offsets point elsewhere (the journal rewritten, same length): nothing
+    // is taken from a line that does not carry the image.
+    let id = &carried[0];
+    let _ = fs::remove_file(store.object_path(id));
+    let mut b = fs::read(repo.journal()).unwrap();
+    let at = memchr::memmem::find(&b, format!("\"{id}\":\"").as_bytes()).unwrap() + 1;
+    b[at] = if b[at] == b'0' { b'1' } else { b'0' };
+    fs::write(repo.journal(), &b).unwrap();
+    assert!(!located::keep_carried(&repo.journal(), &store, id));
+    assert!(!store.contains(id));
+}
