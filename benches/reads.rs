@@ -106,6 +106,9 @@ fn run(bin: &Path, root: &Path, args: &[String]) -> (Duration, i64) {
     (t.elapsed(), -1)
 }
 
+/// A command's arguments for a journal of so many lines.
+type Args = Box<dyn Fn(usize) -> Vec<String>>;
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -125,14 +128,27 @@ fn main() {
     // The same session and entry on both journals: the last session (unresolved entries),
     // and an entry in the middle of it.
     let last = |n: usize| n.div_ceil(SESSION_LINES) - 1;
-    let cmds: Vec<(&str, Box<dyn Fn(usize) -> Vec<String>>)> = vec![
+    let cmds: Vec<(&str, Args)> = vec![
         ("recover --json", Box::new(|_| vec!["recover".into(), "--json".into()])),
         ("status --json", Box::new(|_| vec!["status".into(), "--json".into()])),
         ("diff ID", Box::new(move |n| vec!["diff".into(), entry_id(last(n), 100)[8..].to_string()])),
-        ("log --session SID --all", Box::new(move |n| vec!["log".into(), "--session".into(), session_key(last(n))[..8].to_string(), "--all".into()])),
-        ("sessions show SID", Box::new(move |n| vec!["sessions".into(), "show".into(), session_key(last(n))[..8].to_string()])),
+        (
+            "log --session SID --all",
+            Box::new(move |n| {
+                vec!["log".into(), "--session".into(), session_key(last(n))[..8].to_string(), "--all".into()]
+            }),
+        ),
+        (
+            "sessions show SID",
+            Box::new(move |n| vec!["sessions".into(), "show".into(), session_key(last(n))[..8].to_string()]),
+        ),
         ("sessions list", Box::new(|_| vec!["sessions".into(), "list".into()])),
-        ("mark --dry-run ID", Box::new(move |n| vec!["mark".into(), "--dry-run".into(), "--yes".into(), entry_id(last(n), 330)[8..].to_string()])),
+        (
+            "mark --dry-run ID",
+            Box::new(move |n| {
+                vec!["mark".into(), "--dry-run".into(), "--yes".into(), entry_id(last(n), 330)[8..].to_string()]
+            }),
+        ),
     ];
     let mut out = format!(
         "Journals: {lines} lines ({} MB) and {SESSION_LINES} lines, sessions of {SESSION_LINES} lines; median of {runs} runs after one untimed run, in turns.\n\n| command | binary | 1,000 lines | {lines} lines | ratio (budget ≤ 3×) | peak memory, long journal (budget ≤ 100 MB) |\n|---|---|---|---|---|---|\n",

@@ -56,7 +56,7 @@ struct Loc {
 }
 
 /// A session's lines: where its encoded run lies in the body's blob.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Run {
     key: String,
     at: usize,
@@ -82,12 +82,6 @@ struct Meta {
     carried_at: usize,
     #[serde(default)]
     carried: usize,
-}
-
-impl Default for Run {
-    fn default() -> Run {
-        Run { key: String::new(), at: 0, bytes: 0, records: 0, marks: 0 }
-    }
 }
 
 /// Bytes per id in the table: the packed key (big-endian, so bytes sort as keys) and the
