@@ -73,6 +73,10 @@ struct Run {
 struct Meta {
     sessions: Vec<Run>,
     loose: Run,
+    /// The lines that mark a session imported: written outside the session they name, and
+    /// read by `walj sessions show` for it.
+    #[serde(default)]
+    imports: Run,
     regions: Vec<Problem>,
     /// Where the id table lies in the blob, and how many ids it holds.
     ids_at: usize,
@@ -108,6 +112,7 @@ pub struct LineIndex {
     /// Lines read past the cache, per session number.
     tail: HashMap<usize, Vec<Loc>>,
     tail_loose: Vec<Loc>,
+    tail_imports: Vec<Loc>,
     tail_ids: Vec<(Key, u32)>,
     /// Images lines past the cache carry: (the id's first 8 bytes, the line's offset).
     tail_carried: Vec<(u64, u64)>,
@@ -211,6 +216,9 @@ impl LineIndex {
                 // Counted as `walj sessions list` counts: an import's mark is written outside
                 // the session it names, and is not one of its records.
                 let session_kind = (v.op() == op::SESSION).then(|| v.kind()).flatten();
+                if session_kind == Some(kind::IMPORTED) {
+                    self.tail_imports.push(loc);
+                }
                 if session_kind != Some(kind::IMPORTED) && !v.session_key().is_empty() {
                     let n = self.session_no(v.session_key());
                     let c = self.tail_counts.entry(n).or_default();
@@ -249,9 +257,17 @@ impl LineIndex {
     }
 
     fn loose(&self) -> Option<Vec<Loc>> {
-        let r = &self.meta.loose;
-        let mut out = if r.bytes == 0 { Vec::new() } else { decode_locs(self.blob.get(r.at..r.at + r.bytes)?)? };
-        out.extend(self.tail_loose.iter().copied());
+        Self::run_and(&self.blob, &self.meta.loose, &self.tail_loose)
+    }
+
+    fn imports(&self) -> Option<Vec<Loc>> {
+        Self::run_and(&self.blob, &self.meta.imports, &self.tail_imports)
+    }
+
+    /// The lines of a cached run, then `tail`.
+    fn run_and(blob: &[u8], r: &Run, tail: &[Loc]) -> Option<Vec<Loc>> {
+        let mut out = if r.bytes == 0 { Vec::new() } else { decode_locs(blob.get(r.at..r.at + r.bytes)?)? };
+        out.extend(tail.iter().copied());
         Some(out)
     }
 
@@ -356,6 +372,9 @@ impl LineIndex {
         let at = blob.len();
         encode_locs(&self.loose()?, &mut blob);
         meta.loose = Run { at, bytes: blob.len() - at, ..Run::default() };
+        let at = blob.len();
+        encode_locs(&self.imports()?, &mut blob);
+        meta.imports = Run { at, bytes: blob.len() - at, ..Run::default() };
         meta.regions = self.meta.regions.iter().chain(&self.tail_regions).cloned().collect();
         let mut ids: Vec<(Key, u32)> = Vec::with_capacity(self.meta.ids + self.tail_ids.len());
         let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
@@ -398,7 +417,7 @@ impl LineIndex {
         let (json, blob) = rest.split_at(len);
         let meta: Meta = serde_json::from_slice(json).ok()?;
         let fits = |at: usize, n: usize| at.checked_add(n).is_some_and(|e| e <= blob.len());
-        let ok = meta.sessions.iter().chain([&meta.loose]).all(|r| fits(r.at, r.bytes))
+        let ok = meta.sessions.iter().chain([&meta.loose, &meta.imports]).all(|r| fits(r.at, r.bytes))
             && meta.ids.checked_mul(ID_BYTES).is_some_and(|n| fits(meta.ids_at, n))
             && meta.carried.checked_mul(CARRIED_BYTES).is_some_and(|n| fits(meta.carried_at, n));
         ok.then(|| (meta, blob.to_vec()))
@@ -505,11 +524,83 @@ pub fn keep_carried(journal: &Path, store: &crate::store::Store, id: &str) -> bo
     if store.contains(id) {
         return true;
     }
+    let Ok((file, meta)) = crate::fsutil::open_regular(journal) else { return false };
     let Some(ix) = load(journal) else { return false };
-    let Ok((file, _)) = crate::fsutil::open_regular(journal) else { return false };
+    let lines = ix.carrying(id);
+    if lines.is_empty() {
+        // No line up to the journal's end carries it (the index was read up to date, and no
+        // torn line is waiting to be finished): the store's reader need not search the
+        // journal for it while it is this file at this length.
+        let (dev, ino) = identity(&meta);
+        if ix.end.0 == meta.len() && file.metadata().is_ok_and(|m| m.len() == meta.len()) {
+            crate::store::not_carried(journal, id, (dev, ino, meta.len()));
+        }
+        return false;
+    }
     // `Ok(None)` is both "written from the line" and "the line does not carry it": the
     // store says which.
-    ix.carrying(id).into_iter().any(|at| store.keep_carried_at(&file, at, id).is_ok() && store.contains(id))
+    lines.into_iter().any(|at| store.keep_carried_at(&file, at, id).is_ok() && store.contains(id))
+}
+
+/// Calls `f` with every line of `journal` whose session is `session` and every line that
+/// marks a session imported, in journal order, through the index: the lines a scan of the
+/// whole journal would hand `f` that `f` can count for `session` (`walj sessions show`'s
+/// usage). `None` when the index does not apply or a line is not where it says (`f` has not
+/// been called: the caller scans the journal).
+pub fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+    let idx = usable(journal)?;
+    let (file, _) = crate::fsutil::open_regular(journal).ok()?;
+    let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+    let (ix, report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
+        let keep = match classify_fast(raw.line_no, raw.bytes) {
+            Ok(Classified::Persisted { session: s, .. }) => s == session,
+            Ok(Classified::View(v)) => {
+                v.session_key() == session || (v.op() == op::SESSION && v.kind() == Some(kind::IMPORTED))
+            }
+            Err(_) => false,
+        };
+        if keep {
+            tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+        }
+    })
+    .ok()?;
+    let mut locs: Vec<(Loc, bool)> = Vec::new();
+    if let Some(n) = ix.meta.sessions.iter().position(|r| r.key == session) {
+        let r = &ix.meta.sessions[n];
+        locs.extend(decode_locs(ix.blob.get(r.at..r.at + r.bytes)?)?.into_iter().map(|l| (l, true)));
+    }
+    let imports = &ix.meta.imports;
+    if imports.bytes > 0 {
+        locs.extend(decode_locs(ix.blob.get(imports.at..imports.at + imports.bytes)?)?.into_iter().map(|l| (l, false)));
+    }
+    locs.sort_unstable_by_key(|(l, _)| l.line);
+    locs.dedup_by_key(|(l, _)| l.line);
+    let mut lines: Vec<(Loc, Vec<u8>)> = Vec::with_capacity(locs.len());
+    let mut buf = Vec::new();
+    for (loc, own) in locs {
+        if loc.offset + loc.len > ix.cached.0 {
+            return None;
+        }
+        read_line(&file, loc, &mut buf)?;
+        let fits = match classify_fast(loc.line, &buf) {
+            Ok(Classified::Persisted { session: s, .. }) => own && s == session,
+            Ok(Classified::View(v)) => {
+                (own && v.session_key() == session) || (v.op() == op::SESSION && v.kind() == Some(kind::IMPORTED))
+            }
+            Err(_) => false,
+        };
+        if !fits {
+            return None;
+        }
+        lines.push((loc, std::mem::take(&mut buf)));
+    }
+    for (loc, bytes) in &lines {
+        f(RawLine { line_no: loc.line, offset: loc.offset, bytes });
+    }
+    for (line_no, offset, bytes) in &tail {
+        f(RawLine { line_no: *line_no, offset: *offset, bytes });
+    }
+    Some(report)
 }
 
 /// One line of the cache read back, as the reader gives it: `None` when the bytes there

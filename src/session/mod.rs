@@ -123,7 +123,7 @@ pub fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
 pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<String, Usage>> {
     let mut out: HashMap<String, Usage> = HashMap::new();
     let needle: Option<Vec<u8>> = only.map(|s| s.chars().take(6).collect::<String>().into_bytes());
-    scan_lines(&project.journal, |raw| {
+    let each = |raw: crate::journal::RawLine<'_>| {
         if let Some(n) = &needle
             && !crate::journal::reader::contains(raw.bytes, n)
         {
@@ -156,7 +156,13 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
         if who.op == op::SESSION && matches!(who.kind(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
             u.marks += 1;
         }
-    })?;
+    };
+    // One session: only its lines and the import marks, through the line index when it applies.
+    let mut each = each;
+    let indexed = only.and_then(|o| crate::fold::located::scan_session(&project.journal, o, &mut each));
+    if indexed.is_none() {
+        scan_lines(&project.journal, each)?;
+    }
     let store = Store::new(project.store_dir());
     for (session, u) in out.iter_mut() {
         for id in &u.object_ids {
