@@ -5,7 +5,7 @@
 //!     WALJ_BENCH_OLD=/path/to/old/walj WALJ_BIN=/path/to/new/walj cargo bench --bench reads
 //!
 //! (without `WALJ_BENCH_OLD` only the new binary is timed; without `WALJ_BIN`, the one this
-//! bench builds). Both journals are made of sessions of 1,000 lines (a start, then Edit
+//! bench builds; `WALJ_BENCH_ONLY=diff,status` times only the commands naming one of those). Both journals are made of sessions of 1,000 lines (a start, then Edit
 //! calls: intent, applied, persisted; the last session's last calls left unresolved), so a
 //! command about one session shows as much on either journal: the budget is a read on the
 //! long journal ≤ 3× the same read on the short one, ≤ 100 MB peak memory. Every command is
@@ -150,6 +150,14 @@ fn main() {
             }),
         ),
     ];
+    // `WALJ_BENCH_ONLY=diff,log`: only the commands whose name contains one of these words.
+    let only: Vec<String> = std::env::var("WALJ_BENCH_ONLY")
+        .map(|v| v.split(',').filter(|w| !w.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default();
+    let cmds: Vec<_> = cmds
+        .into_iter()
+        .filter(|(name, _)| only.is_empty() || only.iter().any(|w| name.contains(w.as_str())))
+        .collect();
     let mut out = format!(
         "Journals: {lines} lines ({} MB) and {SESSION_LINES} lines, sessions of {SESSION_LINES} lines; median of {runs} runs after one untimed run, in turns.\n\n| command | binary | 1,000 lines | {lines} lines | ratio (budget ≤ 3×) | peak memory, long journal (budget ≤ 100 MB) |\n|---|---|---|---|---|---|\n",
         big_bytes / 1_000_000
