@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -500,9 +501,32 @@ fn load_with(
 /// The index of `journal` brought up to date (written when it had to read more than
 /// [`WRITE_AFTER`] bytes past the cache): `None` when the journal has none
 /// ([`path`], side files waiting, turned off) or cannot be read.
-pub fn load(journal: &Path) -> Option<LineIndex> {
-    load_writing_after(journal, WRITE_AFTER)
+///
+/// Kept for the rest of the process (a command asks more than once: which session holds an
+/// id, then whether a line carries an image), and used again while the journal is the same
+/// file at the same length.
+pub fn load(journal: &Path) -> Option<Arc<LineIndex>> {
+    let now = fs::metadata(journal).ok().map(|m| (identity(&m), m.len()));
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let (Some(now), Some((path, at, ix))) = (now, last.as_ref())
+        && path == journal
+        && *at == now
+    {
+        return Some(Arc::clone(ix));
+    }
+    let ix = Arc::new(load_writing_after(journal, WRITE_AFTER)?);
+    // Kept only when nothing was appended while it was read (its end is the length seen).
+    if let Some(now) = now
+        && ix.end.0 == now.1
+    {
+        *last = Some((journal.to_path_buf(), now, Arc::clone(&ix)));
+    }
+    Some(ix)
 }
+
+/// The index [`load`] read last: its journal, that journal's ((device, inode), length).
+type Last = Option<(PathBuf, ((u64, u64), u64), Arc<LineIndex>)>;
+static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
 
 /// [`load`], writing the index when more than `write_after` bytes were read past it.
 pub fn load_writing_after(journal: &Path, write_after: u64) -> Option<LineIndex> {
