@@ -798,8 +798,10 @@ impl CarriedIndex {
 /// when that was known (from the line index, `crate::fold::located`, which no module here
 /// may call): the journal's own search is skipped while it is still that file at that
 /// length. Its side files are searched all the same.
-static NOT_CARRIED: std::sync::Mutex<Option<std::collections::HashMap<(PathBuf, String), (u64, u64, u64)>>> =
-    std::sync::Mutex::new(None);
+static NOT_CARRIED: std::sync::Mutex<Option<NotCarried>> = std::sync::Mutex::new(None);
+
+/// (journal, image id) → the journal's (device, inode, length) when it carried no such line.
+type NotCarried = std::collections::HashMap<(PathBuf, String), (u64, u64, u64)>;
 
 /// Says that no line of `journal`, as (device, inode, length) `at`, carries image `id`.
 pub fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
