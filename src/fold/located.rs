@@ -524,6 +524,14 @@ pub fn load(journal: &Path) -> Option<Arc<LineIndex>> {
     Some(ix)
 }
 
+/// The index [`load`] kept, when `journal` is still the file it described, at that length.
+fn kept(journal: &Path) -> Option<Arc<LineIndex>> {
+    let now = fs::metadata(journal).ok().map(|m| (identity(&m), m.len()))?;
+    let last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (path, at, ix) = last.as_ref()?;
+    (path == journal && *at == now).then(|| Arc::clone(ix))
+}
+
 /// The index [`load`] read last: its journal, that journal's ((device, inode), length).
 type Last = Option<(PathBuf, ((u64, u64), u64), Arc<LineIndex>)>;
 static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
@@ -680,38 +688,51 @@ pub fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, 
     };
     // The tail's lines of the sessions asked for (and loose ones) are kept as they are read.
     let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();
-    let (ix, mut report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
-        let keep = match classify_fast(raw.line_no, raw.bytes) {
-            Ok(Classified::Persisted { session, .. }) => session.starts_with(filter),
-            Ok(Classified::View(v)) => v.session_key().starts_with(filter),
-            Err(_) => true,
-        };
-        if keep {
-            tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+    // The index this process read last, when the journal is still that file at that length:
+    // every line is listed (its tail too), nothing is left to read past it.
+    let (ix, mut report, limit, listed) = match kept(journal) {
+        Some(ix) => {
+            let report = ScanReport { lines: ix.end.1, bytes: ix.end.0, end: ix.end.0, ..ScanReport::default() };
+            let limit = ix.end.0;
+            (ix, report, limit, true)
         }
-    })?;
+        None => {
+            let (ix, report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
+                let keep = match classify_fast(raw.line_no, raw.bytes) {
+                    Ok(Classified::Persisted { session, .. }) => session.starts_with(filter),
+                    Ok(Classified::View(v)) => v.session_key().starts_with(filter),
+                    Err(_) => true,
+                };
+                if keep {
+                    tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+                }
+            })?;
+            let limit = ix.cached.0;
+            (Arc::new(ix), report, limit, false)
+        }
+    };
     let mut locs: Vec<(Loc, Option<usize>)> = Vec::new();
-    for (n, key) in ix.meta.sessions.iter().enumerate() {
-        if key.key.starts_with(filter) {
-            let Some(r) = decode_locs(ix.blob.get(key.at..key.at + key.bytes).unwrap_or_default()) else {
-                return Ok(Err(Skipped::LineMismatch));
+    for (n, key) in ix.keys.iter().enumerate() {
+        if key.starts_with(filter) {
+            // Without the kept index, the tail's lines are in `tail` already (read above).
+            let r = if listed {
+                ix.locs_of(n)
+            } else {
+                ix.meta.sessions.get(n).map_or(Some(Vec::new()), |r| decode_locs(ix.blob.get(r.at..r.at + r.bytes)?))
             };
+            let Some(r) = r else { return Ok(Err(Skipped::LineMismatch)) };
             locs.extend(r.into_iter().map(|l| (l, Some(n))));
         }
     }
-    if ix.meta.loose.bytes > 0 {
-        let Some(r) = ix.blob.get(ix.meta.loose.at..ix.meta.loose.at + ix.meta.loose.bytes).and_then(decode_locs)
-        else {
-            return Ok(Err(Skipped::LineMismatch));
-        };
-        locs.extend(r.into_iter().map(|l| (l, None)));
-    }
+    let loose = if listed { ix.loose() } else { LineIndex::run_and(&ix.blob, &ix.meta.loose, &[]) };
+    let Some(loose) = loose else { return Ok(Err(Skipped::LineMismatch)) };
+    locs.extend(loose.into_iter().map(|l| (l, None)));
     locs.sort_unstable_by_key(|(l, _)| l.line);
     let feed = Feed::of(opts);
     let mut scan = Scan::default();
     let mut buf = Vec::new();
     for (loc, session) in locs {
-        if loc.offset + loc.len > ix.cached.0 || read_line(&file, loc, &mut buf).is_none() {
+        if loc.offset + loc.len > limit || read_line(&file, loc, &mut buf).is_none() {
             return Ok(Err(Skipped::LineMismatch));
         }
         // The line must still be the session's it is indexed under.
@@ -720,7 +741,7 @@ pub fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, 
             Ok(Classified::View(v)) => Some(v.session_key().to_string()),
             Err(_) => None,
         };
-        if key.as_deref() != session.map(|n| ix.meta.sessions[n].key.as_str()) {
+        if key.as_deref() != session.map(|n| ix.keys[n].as_str()) {
             return Ok(Err(Skipped::LineMismatch));
         }
         scan.feed(&feed, RawLine { line_no: loc.line, offset: loc.offset, bytes: &buf }, opts);
