@@ -106,7 +106,10 @@ fn id_prefix(id: &str) -> Option<u64> {
 #[derive(Default)]
 pub struct LineIndex {
     meta: Meta,
-    blob: Vec<u8>,
+    /// The cache file's bytes, and where the blob (the runs and tables) starts in them: kept
+    /// as read, never copied.
+    raw: Vec<u8>,
+    base: usize,
     /// Sessions of the cache and the tail, in order of first appearance; by key.
     keys: Vec<String>,
     by_key: HashMap<String, usize>,
@@ -189,6 +192,11 @@ fn key_range(q: &[u8]) -> (Key, Key) {
 }
 
 impl LineIndex {
+    /// The blob of the cache file (empty without one).
+    fn blob(&self) -> &[u8] {
+        self.raw.get(self.base..).unwrap_or_default()
+    }
+
     fn session_no(&mut self, key: &str) -> usize {
         if let Some(&i) = self.by_key.get(key) {
             return i;
@@ -250,7 +258,7 @@ impl LineIndex {
     /// The lines of session number `n` (cached, then read past the cache).
     fn locs_of(&self, n: usize) -> Option<Vec<Loc>> {
         let mut out = match self.meta.sessions.get(n) {
-            Some(r) => decode_locs(self.blob.get(r.at..r.at + r.bytes)?)?,
+            Some(r) => decode_locs(self.blob().get(r.at..r.at + r.bytes)?)?,
             None => Vec::new(),
         };
         out.extend(self.tail.get(&n).into_iter().flatten().copied());
@@ -258,11 +266,11 @@ impl LineIndex {
     }
 
     fn loose(&self) -> Option<Vec<Loc>> {
-        Self::run_and(&self.blob, &self.meta.loose, &self.tail_loose)
+        Self::run_and(self.blob(), &self.meta.loose, &self.tail_loose)
     }
 
     fn imports(&self) -> Option<Vec<Loc>> {
-        Self::run_and(&self.blob, &self.meta.imports, &self.tail_imports)
+        Self::run_and(self.blob(), &self.meta.imports, &self.tail_imports)
     }
 
     /// The lines of a cached run, then `tail`.
@@ -274,7 +282,7 @@ impl LineIndex {
 
     /// The sessions (numbers) holding an id in the key range `(lo, hi)`.
     fn sessions_with(&self, (lo, hi): (Key, Key), out: &mut Vec<usize>) -> Option<()> {
-        let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
+        let table = self.blob().get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
         let key_at = |i: usize| -> Key {
             let mut k = [0u8; 16];
             k.copy_from_slice(&table[i * ID_BYTES..i * ID_BYTES + 16]);
@@ -334,7 +342,7 @@ impl LineIndex {
 
     /// The cached carried-image table's rows.
     fn carried_rows(&self) -> Option<Vec<(u64, u64)>> {
-        let table = self.blob.get(self.meta.carried_at..self.meta.carried_at + self.meta.carried * CARRIED_BYTES)?;
+        let table = self.blob().get(self.meta.carried_at..self.meta.carried_at + self.meta.carried * CARRIED_BYTES)?;
         table
             .chunks_exact(CARRIED_BYTES)
             .map(|c| Some((u64::from_be_bytes(c[..8].try_into().ok()?), u64::from_le_bytes(c[8..].try_into().ok()?))))
@@ -378,7 +386,7 @@ impl LineIndex {
         meta.imports = Run { at, bytes: blob.len() - at, ..Run::default() };
         meta.regions = self.meta.regions.iter().chain(&self.tail_regions).cloned().collect();
         let mut ids: Vec<(Key, u32)> = Vec::with_capacity(self.meta.ids + self.tail_ids.len());
-        let table = self.blob.get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
+        let table = self.blob().get(self.meta.ids_at..self.meta.ids_at + self.meta.ids * ID_BYTES)?;
         for c in table.chunks_exact(ID_BYTES) {
             ids.push((Key::from_be_bytes(c[..16].try_into().ok()?), u32::from_le_bytes(c[16..].try_into().ok()?)));
         }
@@ -409,7 +417,7 @@ impl LineIndex {
         Some(body)
     }
 
-    fn decode(body: &[u8]) -> Option<(Meta, Vec<u8>)> {
+    fn decode(body: &[u8]) -> Option<(Meta, usize)> {
         let (len, rest) = body.split_first_chunk::<8>()?;
         let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
         if len > rest.len() {
@@ -421,7 +429,7 @@ impl LineIndex {
         let ok = meta.sessions.iter().chain([&meta.loose, &meta.imports]).all(|r| fits(r.at, r.bytes))
             && meta.ids.checked_mul(ID_BYTES).is_some_and(|n| fits(meta.ids_at, n))
             && meta.carried.checked_mul(CARRIED_BYTES).is_some_and(|n| fits(meta.carried_at, n));
-        ok.then(|| (meta, blob.to_vec()))
+        ok.then(|| (meta, body.len() - blob.len()))
     }
 }
 
@@ -460,12 +468,13 @@ fn load_with(
     let mut ix = LineIndex::default();
     match read_cache(idx, MAGIC, file) {
         Ok((raw, start, offset, lines)) => match LineIndex::decode(&raw[start..]) {
-            Some((meta, blob)) => {
+            Some((meta, at)) => {
                 ix.keys = meta.sessions.iter().map(|r| r.key.clone()).collect();
                 ix.by_key = ix.keys.iter().enumerate().map(|(i, k)| (k.clone(), i)).collect();
                 if ix.by_key.len() == ix.keys.len() {
                     ix.meta = meta;
-                    ix.blob = blob;
+                    ix.raw = raw;
+                    ix.base = start + at;
                     ix.cached = (offset, lines);
                 } else {
                     ix = LineIndex { unused: Some("damaged (sessions repeat)".into()), ..LineIndex::default() };
@@ -599,11 +608,13 @@ pub fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>
     let mut locs: Vec<(Loc, bool)> = Vec::new();
     if let Some(n) = ix.meta.sessions.iter().position(|r| r.key == session) {
         let r = &ix.meta.sessions[n];
-        locs.extend(decode_locs(ix.blob.get(r.at..r.at + r.bytes)?)?.into_iter().map(|l| (l, true)));
+        locs.extend(decode_locs(ix.blob().get(r.at..r.at + r.bytes)?)?.into_iter().map(|l| (l, true)));
     }
     let imports = &ix.meta.imports;
     if imports.bytes > 0 {
-        locs.extend(decode_locs(ix.blob.get(imports.at..imports.at + imports.bytes)?)?.into_iter().map(|l| (l, false)));
+        locs.extend(
+            decode_locs(ix.blob().get(imports.at..imports.at + imports.bytes)?)?.into_iter().map(|l| (l, false)),
+        );
     }
     locs.sort_unstable_by_key(|(l, _)| l.line);
     locs.dedup_by_key(|(l, _)| l.line);
@@ -718,13 +729,13 @@ pub fn load_fold(journal: &Path, opts: &FoldOptions) -> io::Result<Result<Fold, 
             let r = if listed {
                 ix.locs_of(n)
             } else {
-                ix.meta.sessions.get(n).map_or(Some(Vec::new()), |r| decode_locs(ix.blob.get(r.at..r.at + r.bytes)?))
+                ix.meta.sessions.get(n).map_or(Some(Vec::new()), |r| decode_locs(ix.blob().get(r.at..r.at + r.bytes)?))
             };
             let Some(r) = r else { return Ok(Err(Skipped::LineMismatch)) };
             locs.extend(r.into_iter().map(|l| (l, Some(n))));
         }
     }
-    let loose = if listed { ix.loose() } else { LineIndex::run_and(&ix.blob, &ix.meta.loose, &[]) };
+    let loose = if listed { ix.loose() } else { LineIndex::run_and(ix.blob(), &ix.meta.loose, &[]) };
     let Some(loose) = loose else { return Ok(Err(Skipped::LineMismatch)) };
     locs.extend(loose.into_iter().map(|l| (l, None)));
     locs.sort_unstable_by_key(|(l, _)| l.line);
