@@ -385,10 +385,11 @@ impl Store {
     fn carried_in_journal(&self, id: &str) -> Option<Vec<u8>> {
         let journal = self.journal()?;
         let side = crate::journal::side::files(crate::journal::JournalWriter::new(&journal).side_dir());
+        let skip = not_carried_now(&journal, id);
         let files = [vec![journal], side].concat();
         let mut all = CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let all = all.get_or_insert_with(Default::default);
-        files.iter().find_map(|path| {
+        files.iter().skip(usize::from(skip)).find_map(|path| {
             let index = all.entry(path.clone()).or_default();
             index.find(path, id).ok().flatten()
         })
@@ -791,6 +792,31 @@ impl CarriedIndex {
             pos += line.len();
         }
     }
+}
+
+/// Images a journal is known to carry in no line, with the journal's (device, inode, length)
+/// when that was known (from the line index, `crate::fold::located`, which no module here
+/// may call): the journal's own search is skipped while it is still that file at that
+/// length. Its side files are searched all the same.
+static NOT_CARRIED: std::sync::Mutex<Option<NotCarried>> = std::sync::Mutex::new(None);
+
+/// (journal, image id) → the journal's (device, inode, length) when it carried no such line.
+type NotCarried = std::collections::HashMap<(PathBuf, String), (u64, u64, u64)>;
+
+/// Says that no line of `journal`, as (device, inode, length) `at`, carries image `id`.
+pub fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
+    let mut all = NOT_CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.get_or_insert_with(Default::default).insert((journal.to_path_buf(), id.to_string()), at);
+}
+
+/// Whether [`not_carried`] said so of `journal` as it is now.
+fn not_carried_now(journal: &Path, id: &str) -> bool {
+    let all = NOT_CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(&(dev, ino, len)) = all.as_ref().and_then(|m| m.get(&(journal.to_path_buf(), id.to_string()))) else {
+        return false;
+    };
+    drop(all);
+    fs::metadata(journal).is_ok_and(|m| crate::journal::identity(&m) == (dev, ino) && m.len() == len)
 }
 
 /// One index per journal file for the whole process (the TUI and `walj diff` make a `Store`

@@ -338,10 +338,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let fold = load_fold(project, &FoldOptions::default())?;
     // The sessions `walj sessions` lists (not the marks-only ones a compaction or a bundle
     // leaves), so the two never disagree.
-    let mut by_state: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for s in crate::session::SessionState::list(project)? {
-        *by_state.entry(s.state).or_insert(0) += 1;
-    }
+    let by_state = crate::session::SessionState::count_by_state(project)?;
     let journal_bytes = std::fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
     let objects = Store::new(project.store_dir()).ids().map(|v| v.len()).unwrap_or(0);
     let unresolved = fold.unresolved().count();
@@ -432,6 +429,8 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
 /// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
 /// reads this detached process's output.
 pub fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
+    // The line index too, so that the next read of one session finds it current.
+    let _ = crate::fold::located::load(&project.journal);
     match Fold::load(&project.journal, &FoldOptions::default()) {
         // Then the sessions walj's hooks never saw that SessionStart left for it.
         Ok(fold) => crate::import::auto::in_background(project, &fold, starting.unwrap_or("")),

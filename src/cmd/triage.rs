@@ -150,6 +150,28 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
     super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
+/// [`load`] of the one session that holds `id`, when the line index names exactly one
+/// (`crate::fold::located`): that session's lines and the journal's unindexed tail, not the
+/// whole journal. `None` (the caller reads everything): no index, several or no sessions
+/// hold it, or the session's fold does not find it after all.
+fn load_holding(project: &Project, id: &str) -> Option<Fold> {
+    let session = crate::fold::located::session_of(&project.journal, &[id])?;
+    let opts = FoldOptions { keep_settled: true, session: Some(session), ..Default::default() };
+    let fold = super::load::load(project, &opts).ok()?;
+    fold.find(id).is_ok().then_some(fold)
+}
+
+/// The fold `walj diff` reads for `target`: an id's session alone where the index knows it.
+fn load_for(project: &Project, target: &DiffTarget<'_>) -> anyhow::Result<Fold> {
+    match target {
+        DiffTarget::Entry(id) => match load_holding(project, id) {
+            Some(f) => Ok(f),
+            None => load(project),
+        },
+        DiffTarget::Turn { .. } => load(project),
+    }
+}
+
 /// `--json` of mark, revert, undo and redo: `{"action", "dry_run", "changed", "concurrent",
 /// "refused", "undo", "outcomes": [{"id", "short", "path", "message", "changed", "concurrent",
 /// "kept", "conflict"}]}`. `undo` is the command that takes it back (`null` when nothing
@@ -403,7 +425,7 @@ fn diff_items<'f>(
 }
 
 pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
-    let fold = load(project)?;
+    let fold = load_for(project, &target)?;
     let mut remotes = Vec::new();
     let items = diff_items(project, &fold, target, &mut remotes)?;
     let st = Style::stdout();
@@ -443,7 +465,7 @@ pub fn diff_json(
     context: usize,
 ) -> anyhow::Result<serde_json::Value> {
     use serde_json::json;
-    let fold = load(project)?;
+    let fold = load_for(project, &target)?;
     let mut remotes = Vec::new();
     let items = diff_items(project, &fold, target, &mut remotes)?;
     let prov = Provenance::load(&project.journal);

@@ -29,11 +29,11 @@ use crate::journal::view::{Classified, classify_fast};
 use crate::journal::{RawLine, Source, op};
 
 /// A packed key: [`KEPT`] characters of 6 bits.
-type Key = u128;
+pub(super) type Key = u128;
 
 /// Characters of an id the index keeps (6 bits each, in a [`Key`]): every character of
 /// Claude Code's ids but the last, sixteen after Codex's `call_`.
-const KEPT: usize = 21;
+pub(super) const KEPT: usize = 21;
 
 /// The first line of the index file; the version changes with its layout.
 const MAGIC: &str = "walj id index v1";
@@ -54,7 +54,7 @@ fn code(b: u8) -> Key {
 
 /// The first [`KEPT`] characters of `s`, packed so that sorting keys sorts the strings.
 #[inline]
-fn pack(s: &[u8]) -> Key {
+pub(super) fn pack(s: &[u8]) -> Key {
     (0..KEPT).fold(0, |k, i| (k << 6) | s.get(i).map_or(0, |&b| code(b)))
 }
 

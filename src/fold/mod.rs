@@ -14,6 +14,7 @@
 
 mod apply;
 pub mod ids;
+pub mod located;
 mod lookup;
 mod model;
 mod settled;
@@ -120,42 +121,59 @@ pub(crate) struct Scan {
     problems: Vec<crate::journal::Problem>,
 }
 
+/// What a fold with a session filter skips unparsed: lines without the session's first six
+/// characters (every v2 line carries its 6-char sid), then lines of other sessions.
+pub(crate) struct Feed<'a> {
+    filter: Option<&'a str>,
+    finder: Option<memchr::memmem::Finder<'static>>,
+}
+
+impl<'a> Feed<'a> {
+    pub(crate) fn of(opts: &'a FoldOptions) -> Feed<'a> {
+        let filter = opts.session.as_deref().filter(|s| !s.is_empty());
+        let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
+        let finder = needle.map(|n| memchr::memmem::Finder::new(&n).into_owned());
+        Feed { filter, finder }
+    }
+}
+
 impl Scan {
     /// Folds the lines `source` gives into this state.
     fn run(&mut self, source: Source<'_>, opts: &FoldOptions) -> io::Result<ScanReport> {
+        let feed = Feed::of(opts);
+        source.scan(|raw| self.feed(&feed, raw, opts))
+    }
+
+    /// Folds one line (what [`Scan::run`] does with each line its source gives).
+    fn feed(&mut self, feed: &Feed<'_>, raw: crate::journal::RawLine<'_>, opts: &FoldOptions) {
         let Scan { fold, pairs, problems } = self;
-        let filter = opts.session.as_deref().filter(|s| !s.is_empty());
-        // Every v2 line carries the 6-char sid: skip other sessions' lines unparsed.
-        let needle: Option<Vec<u8>> = filter.map(|s| s.chars().take(6).collect::<String>().into_bytes());
-        let finder = needle.as_deref().map(memchr::memmem::Finder::new);
-        source.scan(|raw| {
-            if let Some(f) = &finder
-                && f.find(raw.bytes).is_none()
-            {
+        let filter = feed.filter;
+        if let Some(f) = &feed.finder
+            && f.find(raw.bytes).is_none()
+        {
+            return;
+        }
+        let view = match classify_fast(raw.line_no, raw.bytes) {
+            Ok(Classified::Persisted { id, session }) => {
+                if filter.is_none_or(|f| session.starts_with(f)) {
+                    fold.records += 1;
+                    fold.settle(session, id, opts);
+                }
                 return;
             }
-            let view = match classify_fast(raw.line_no, raw.bytes) {
-                Ok(Classified::Persisted { id, session }) => {
-                    if filter.is_none_or(|f| session.starts_with(f)) {
-                        fold.records += 1;
-                        fold.settle(session, id, opts);
-                    }
-                    return;
-                }
-                Ok(Classified::View(v)) => v,
-                Err(p) => {
-                    problems.push(p);
-                    return;
-                }
-            };
-            if let Some(f) = filter
-                && !view.session_key().starts_with(f)
-            {
+            Ok(Classified::View(v)) => v,
+            Err(p) => {
+                problems.push(p);
                 return;
             }
-            fold.records += 1;
-            fold.apply(raw.line_no, raw.bytes, view, opts, pairs);
-        })
+        };
+        if let Some(f) = filter
+            && !view.session_key().starts_with(f)
+        {
+            return;
+        }
+        fold.records += 1;
+        fold.apply(raw.line_no, raw.bytes, view, opts, pairs);
     }
 
     /// The fold of every line scanned: settled entries dropped (unless kept), journal order,
@@ -194,6 +212,10 @@ impl Fold {
     /// in steps on a long journal, so a reader killed midway keeps what it folded.
     /// Any doubt (no snapshot, a damaged or stale one, side files waiting) is a full fold.
     pub fn load(journal: &Path, opts: &FoldOptions) -> io::Result<Fold> {
+        // One session's lines, through the line index ([`located`]): the same fold.
+        if let Ok(fold) = located::load_fold(journal, opts)? {
+            return Ok(fold);
+        }
         if let Some(fold) = snapshot::load(journal, opts, snapshot::WRITE_AFTER)? {
             return Ok(fold);
         }

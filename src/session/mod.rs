@@ -25,7 +25,7 @@ pub mod redact;
 pub mod repair;
 pub mod transcript;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -124,7 +124,7 @@ pub fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
 pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<String, Usage>> {
     let mut out: HashMap<String, Usage> = HashMap::new();
     let needle: Option<Vec<u8>> = only.map(|s| s.chars().take(6).collect::<String>().into_bytes());
-    scan_lines(&project.journal, |raw| {
+    let each = |raw: crate::journal::RawLine<'_>| {
         if let Some(n) = &needle
             && !crate::journal::reader::contains(raw.bytes, n)
         {
@@ -157,7 +157,13 @@ pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<S
         if who.op == op::SESSION && matches!(who.kind(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
             u.marks += 1;
         }
-    })?;
+    };
+    // One session: only its lines and the import marks, through the line index when it applies.
+    let mut each = each;
+    let indexed = only.and_then(|o| crate::fold::located::scan_session(&project.journal, o, &mut each));
+    if indexed.is_none() {
+        scan_lines(&project.journal, each)?;
+    }
     let store = Store::new(project.store_dir());
     for (session, u) in out.iter_mut() {
         for id in &u.object_ids {
@@ -261,6 +267,37 @@ impl SessionState {
             });
         }
         out.sort_by(|a, b| b.last_ts.cmp(&a.last_ts));
+        Ok(out)
+    }
+
+    /// How many sessions [`SessionState::list`] shows in each state, without reading the
+    /// whole journal: the fold from its snapshot, each session's records from the line index
+    /// (`crate::fold::located`). Without an index (or with subfolder journals beside this
+    /// one), [`SessionState::list`] counts them.
+    pub fn count_by_state(project: &Project) -> Result<BTreeMap<String, usize>, SessionError> {
+        let mut out: BTreeMap<String, usize> = BTreeMap::new();
+        let index = crate::project::legacy::find(project)
+            .is_empty()
+            .then(|| crate::fold::located::load(&project.journal))
+            .flatten();
+        let Some(index) = index else {
+            for s in Self::list(project)? {
+                *out.entry(s.state).or_insert(0) += 1;
+            }
+            return Ok(out);
+        };
+        let opts = FoldOptions::default();
+        let mut fold = Fold::load(&project.journal, &opts).map_err(SessionError::io("reading", &project.journal))?;
+        crate::bashsnap::killed::reconcile(project, &mut fold, &opts);
+        let usage = index.usage();
+        for s in fold.sessions.iter().filter(|s| !s.session.is_empty()) {
+            let (records, marks) = usage.get(s.session.as_str()).copied().unwrap_or_default();
+            if records > 0 && records == marks {
+                // Marks only, as `list` leaves them out.
+                continue;
+            }
+            *out.entry(s.status().as_str().to_string()).or_insert(0) += 1;
+        }
         Ok(out)
     }
 

@@ -34,6 +34,14 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> DiffSides
     if entry.is_link() {
         return super::link::diff_sides(project, entry, mode);
     }
+    // An image a journal line carries and the store lacks: put there from that line, found
+    // through the line index, before the reads below would search the journal for it.
+    let store = crate::store::Store::new(project.store_dir());
+    for blob in [&entry.before, &entry.after] {
+        if let Some(crate::journal::Blob::Id(id)) = blob {
+            crate::fold::located::keep_carried(&project.journal, &store, id);
+        }
+    }
     let mut objects = Objects::new(project);
     let disk = project.resolve_rel(&entry.path).ok().and_then(|abs| read_disk(&abs, &entry.path).ok());
     let pre = || {

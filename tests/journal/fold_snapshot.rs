@@ -17,14 +17,14 @@ use walj::journal::record::{Blob, Record, how, kind, op};
 use walj::journal::{JournalWriter, Source};
 
 /// What a fold says, field by field (liveness is read fresh by both).
-fn view(f: &Fold) -> String {
+pub(crate) fn view(f: &Fold) -> String {
     format!(
         "{:#?}\n{:#?}\n{:#?}\nrecords {} lines {} end {}\n{:?}",
         f.entries, f.sessions, f.handoffs, f.records, f.report.lines, f.report.end, f.report.problems
     )
 }
 
-fn full(journal: &Path) -> Fold {
+pub(crate) fn full(journal: &Path) -> Fold {
     Fold::load_from(Source::journal(journal), &FoldOptions::default()).unwrap()
 }
 
@@ -44,7 +44,7 @@ fn cached(journal: &Path) -> Fold {
 /// One generated line: records of a few sessions, ids and paths from small pools so that
 /// they meet (outcomes before intents, persisted, resolutions, undo), id-less pairs, bad
 /// lines.
-fn line(g: (u8, u8, u8, u8)) -> Vec<u8> {
+pub(crate) fn line(g: (u8, u8, u8, u8)) -> Vec<u8> {
     let (kind_, s, i, p) = g;
     let session = ["sess-aaaaaa-1", "sess-bbbbbb-2", "sess-cccccc-3"][s as usize % 3];
     let id = format!("toolu_{}", i % 12);
@@ -97,7 +97,7 @@ fn line(g: (u8, u8, u8, u8)) -> Vec<u8> {
     r.to_line()
 }
 
-fn append(journal: &Path, bytes: &[u8]) {
+pub(crate) fn append(journal: &Path, bytes: &[u8]) {
     OpenOptions::new().create(true).append(true).open(journal).unwrap().write_all(bytes).unwrap();
 }
 

@@ -15,6 +15,7 @@ mod crash;
 mod edge_cases;
 mod fold_snapshot;
 mod fuzz_reader;
+mod line_index;
 mod lock;
 mod proposal_compat;
 mod real_fixtures;
