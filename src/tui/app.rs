@@ -450,8 +450,11 @@ impl App {
     }
 
     /// Selects entry `id` with its diff: settled entries shown, every session expanded.
-    pub(super) fn reveal_entry(&mut self, id: &str) {
-        if !self.tree.show_resolved {
+    /// Selects entry `id`, its session expanded. A resolved entry is hidden unless resolved
+    /// entries are shown: then they are, and the answer is true (the caller says so).
+    pub(super) fn reveal_entry(&mut self, id: &str) -> bool {
+        let hidden = !self.tree.show_resolved && self.fold.entry(id).is_none_or(|e| !e.is_unresolved());
+        if hidden {
             self.tree.show_resolved = true;
         }
         self.reload();
@@ -460,6 +463,7 @@ impl App {
         self.tree.select_entry(id, h);
         self.focus = Focus::Tree;
         self.entry_changed();
+        hidden
     }
 
     fn info(&mut self, text: impl Into<String>) {
@@ -944,7 +948,7 @@ impl App {
         }
     }
 
-    fn set_mode(&mut self, m: DiffMode) {
+    pub(super) fn set_mode(&mut self, m: DiffMode) {
         if self.diff_mode != m {
             self.diff_mode = m;
             self.entry_changed();

@@ -221,10 +221,16 @@ impl App {
                 self.bisect.running = None;
                 match result {
                     Ok(o) => {
+                        let mut text = o.text;
                         if let Some(id) = &o.entry {
-                            self.reveal_entry(id);
+                            // The step's own change (pre-image → post-image), not the file now.
+                            self.set_mode(crate::triage::DiffMode::Applied);
+                            if self.reveal_entry(id) {
+                                let s = self.keymap.key_of(super::keymap::Action::ToggleResolved);
+                                text.push_str(&format!(" (resolved entries are shown to select it: {s} hides them)"));
+                            }
                         }
-                        self.set_status(o.text, o.entry.is_none());
+                        self.set_status(text, o.entry.is_none());
                     }
                     Err(e) => self.set_status(e, true),
                 }

@@ -684,6 +684,11 @@ fn tui_b_bisects_the_session_and_selects_the_culprit() {
             .collect()
     };
     assert!(screen.contains("answer=41"), "the culprit's diff is not shown:\n{screen}");
+    // The step's own change, not the file as it is now; its entry is unresolved, so the list
+    // did not switch to showing resolved entries behind the user's back.
+    assert_eq!(app.diff_mode, walj::triage::DiffMode::Applied);
+    assert!(screen.contains("pre-image → post-image"), "{screen}");
+    assert!(!app.tree.show_resolved, "resolved entries were turned on");
     assert_eq!((tree_hashes(&repo.root), repo.journal_bytes()), before, "the TUI's bisect changed the tree");
 }
 
