@@ -315,7 +315,9 @@ fn session_tail(app: &App, s: &crate::fold::SessionInfo, spans: &mut Vec<Span<'_
 fn entry_line<'a>(app: &'a App, e: &Entry, tag: String, indent: &'static str, w: usize) -> Line<'a> {
     let st = e.state();
     let marked = app.tree.marked.contains(&e.id);
-    let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(&e.ts));
+    // The change's own time: a killed command's change is dated by its ctime, not by walj's
+    // first look at it (which would read "Bash 0s" beside an "Edit 5m" made before it).
+    let right = format!(" {} {}", if e.tool.is_empty() { "?" } else { &e.tool }, app.age(e.when()));
     let lead = if marked { "  ✚ " } else { indent };
     let avail = w.saturating_sub(lead.width() + 2 + right.width());
     // The path keeps room for its name first.

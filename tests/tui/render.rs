@@ -2245,3 +2245,33 @@ fn a_command_past_max_changes_is_named_with_what_it_left_out() {
     assert!(s.contains("left changes out of its entries"), "{s}");
     assert!(s.contains("3 paths past the limit") && s.contains("c.txt"), "{s}");
 }
+
+/// A killed command's change is aged in the list by when it was made (its `changed`, the
+/// file's ctime), not by walj's first look at it, so it reads in order beside file tool calls.
+#[test]
+fn a_killed_commands_change_is_aged_by_when_it_was_made() {
+    let repo = Repo::new(&[("a.txt", "a\n")]);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let store = Store::new(project.store_dir());
+    let mut recs = vec![session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START)];
+    let mut cmd = rec(op::INTENT, CRASHED, "2026-03-01T10:04:00.000Z");
+    cmd.id = "toolu_cmd".into();
+    cmd.tool = Some("Bash".into());
+    cmd.event = "command_run".into();
+    recs.push(cmd.with("command", "sed -i s/a/b/ a.txt && sleep 600"));
+    // Derived at walj's first look, 10:29:50, from a change made at 10:05.
+    let mut r = file_rec(op::APPLIED, CRASHED, "2026-03-01T10:29:50.000Z", "c1", "Bash", "a.txt", "file_modified");
+    r.before = Some(Blob::Id(store.put(b"a\n").unwrap()));
+    r.after = Some(Blob::Id(store.put(b"b\n").unwrap()));
+    r.parent = Some("toolu_cmd".into());
+    recs.push(r.with("unfinished", true).with("changed", "2026-03-01T10:05:00.000Z"));
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    repo.write("a.txt", "b\n");
+    let mut app = App::new(project, opts());
+    let mut t = term(120, 30);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    let row = s.lines().find(|l| l.contains("a.txt") && l.contains("Bash")).unwrap_or_else(|| panic!("{s}"));
+    assert!(row.contains("Bash 25m"), "aged by walj's first look: {row}");
+}
