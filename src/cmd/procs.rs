@@ -165,6 +165,8 @@ pub fn proc_line(p: &ProcStatus, style: &Style) -> String {
         shown(&p.command),
         p.task_id.as_deref().map(|t| format!("  task {}", shown(t))).unwrap_or_default(),
         p.cwd.as_deref().map(|c| format!("  in {}", shown(c))).unwrap_or_default(),
-        if p.restartable { "  · restartable" } else { "" },
+        // Not running and not reported finished: killed with its session, or finished after
+        // Claude Code last said anything of it (walj cannot tell which).
+        if p.restartable { "  · restartable (unless it finished: Claude Code did not say)" } else { "" },
     )
 }

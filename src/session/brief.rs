@@ -468,7 +468,10 @@ fn proc_list(
             _ => String::new(),
         };
         let restart = if p.restartable {
-            format!("; the user can restart it with `walj procs restart {}`", crate::present::shell_quote(&p.short))
+            format!(
+                "; killed, or finished after Claude Code last reported it (walj cannot tell): if it was killed, the user can restart it with `walj procs restart {}`",
+                crate::present::shell_quote(&p.short)
+            )
         } else {
             String::new()
         };

@@ -594,6 +594,9 @@ fn a_task_notification_marks_the_job_finished() {
     bash(&repo, sid, "toolu_TN", "make release", true, "bash_7", true);
     let v = repo.json(&["procs", "--json"]);
     assert_eq!(v[0]["restartable"], true, "{v:#}");
+    // Not running, never reported finished: killed or finished, which walj cannot tell.
+    let text = repo.ok(&["procs"]);
+    assert!(text.contains("restartable (unless it finished: Claude Code did not say)"), "{text}");
     // The session crashed before a Stop, but the notification came first.
     prompt(
         &repo,
