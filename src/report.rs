@@ -55,6 +55,12 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if let Some(t) = &e.link_after {
         o.insert("link_after".into(), json!(t));
     }
+    if let Some(m) = &e.mode_before {
+        o.insert("mode_before".into(), json!(m));
+    }
+    if let Some(m) = &e.mode_after {
+        o.insert("mode_after".into(), json!(m));
+    }
     if e.outside {
         o.insert("outside".into(), json!(true));
     }

@@ -428,7 +428,7 @@ fn derive(
                 at = rule::At::NoLaterThan(t);
                 verdict = rule::judge(&own, &scene, at);
             }
-            // Otherwise (no watcher, or one that logs a `chmod` as a change like any other): the
+            // Otherwise (no watcher, or an older one that logged a `chmod` as content): the
             // ctime alone can make it uncertain, never move it out of the command, when the
             // content's own clock (its mtime) says before the last sign of life.
             let life = scene.last_life.unwrap_or(i64::MAX);
@@ -609,7 +609,9 @@ fn observed_changes(project: &Project, cfg: &Config, since: i64) -> Option<std::
                 seen = Some(std::collections::HashMap::new());
             }
             Some("doubt" | "exit") if ours => return None,
-            Some("change") => {
+            // Attribute-only changes (`chmod`, `touch -r`: `kind: "attribute"`) never date the
+            // content; lines without a kind (older watchers) count as content.
+            Some("change") if v["kind"].as_str() != Some("attribute") => {
                 if let (Some(m), Some(p)) = (seen.as_mut(), v["path"].as_str()) {
                     m.insert(p.to_string(), at);
                 }

@@ -2,7 +2,7 @@
 //! through git's index and untracked walk (in git), the paths the watcher named, or a bounded
 //! walk (outside git).
 
-use super::snapshot::{FileState, IndexRef, Mode, Snapshot, Stamp, save_index_copy, unread};
+use super::snapshot::{FileState, IndexRef, Mode, Snapshot, Stamp, is_exec, save_index_copy, unread};
 use super::{
     MAX_LISTED, MAX_NEW_OBJECTS, RACY_NS, SNAP_V, SnapError, WATCHED, bash_dir, gitform, gitindex, gitscan, links,
     now_ns, untracked,
@@ -110,6 +110,7 @@ impl<'a> Tree<'a> {
             time,
             ts: crate::journal::record::now_ts(),
             mode: if self.repo.is_some() { Mode::Git } else { Mode::Scan },
+            modes: true,
             ..Snapshot::default()
         };
         if let Some(v) = view {
@@ -265,6 +266,8 @@ impl<'a> Tree<'a> {
         paths: &[String],
     ) -> Result<(), SnapError> {
         snap.files = base.files.clone();
+        // The files not looked at again keep the base's bits: known only when the base knew them.
+        snap.modes = base.modes;
         // The nested repositories the base walked as new are old now: not walked, as a full
         // scan would not (their `.git` was there before the base).
         for root in &base.nested {
@@ -453,20 +456,27 @@ impl<'a> Tree<'a> {
             return Ok(FileState { special: true, ..Default::default() });
         }
         let st = Stamp::of(&meta);
+        let x = is_exec(&meta);
         if let Some((c, cache_time)) = cached
             && c.st == Some(st)
             && !st.racy(cache_time)
             && let Some(id) = &c.id
             && (c.nocap.is_some() || self.store.reuse(id))
         {
-            return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
+            return Ok(FileState {
+                id: Some(id.clone()),
+                nocap: c.nocap.clone(),
+                st: Some(st),
+                x,
+                ..Default::default()
+            });
         }
         if Instant::now() > self.deadline || self.new_objects >= MAX_NEW_OBJECTS {
             *cut_short = true;
-            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
+            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), x, ..Default::default() });
         }
         let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
-        Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
+        Ok(FileState { id, nocap, st: Some(st), x, ..Default::default() })
     }
 
     /// A symbolic link's state: its target read (never followed); the target text is the
@@ -512,15 +522,16 @@ pub(super) fn existed_untouched(root: &Path, rel: &str, time_ns: i64) -> bool {
     true
 }
 
-/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).
-pub(super) fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool)> {
+/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link,
+/// is executable: git's `100755`).
+pub(super) fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool, bool)> {
     let mut m = HashMap::with_capacity(index.len());
     for e in index.iter().filter(|e| e.stage == 0) {
         if let Some(rel) = e.path.strip_prefix(prefix)
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), (e.id(), links::is_link_mode(e.mode)));
+            m.insert(rel.to_string(), (e.id(), links::is_link_mode(e.mode), gitindex::is_exec_mode(e.mode)));
         }
     }
     m

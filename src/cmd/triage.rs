@@ -445,6 +445,10 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
                 e.state()
             ))
         )?;
+        if let Some((old, new)) = triage::mode_change(&project, &own, mode) {
+            // As git shows a mode change; the bytes' diff follows (identical for a `chmod` alone).
+            writeln!(out, "{}", st.bold(&format!("old mode {old}\nnew mode {new}")))?;
+        }
         write!(out, "{}", crate::report::diff::unified(&sides, &e.path, context, st.color))?;
     }
     Ok(0)

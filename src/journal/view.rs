@@ -96,6 +96,11 @@ pub struct RecordView<'a> {
     pub link_before: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub link_after: Option<Cow<'a, str>>,
+    /// `mode_before` / `mode_after` of a file entry: its mode as git writes it (`100755`).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub mode_before: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub mode_after: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -321,6 +326,8 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "end_seen" => view.end_seen = Some(c),
                     "link_before" => view.link_before = Some(c),
                     "link_after" => view.link_after = Some(c),
+                    "mode_before" => view.mode_before = Some(c),
+                    "mode_after" => view.mode_after = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -401,6 +408,8 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "end_seen" => view.end_seen = None,
         "link_before" => view.link_before = None,
         "link_after" => view.link_after = None,
+        "mode_before" => view.mode_before = None,
+        "mode_after" => view.mode_after = None,
         _ => {}
     }
 }

@@ -441,6 +441,8 @@ mod tests {
             kind: None,
             link_before: None,
             link_after: None,
+            mode_before: None,
+            mode_after: None,
         }
     }
 

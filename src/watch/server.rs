@@ -281,6 +281,41 @@ struct Session {
     exact: bool,
 }
 
+/// What an event changed: the bytes (or the name: made, removed, renamed), or only the
+/// attributes (mode, times, owner: `chmod`, `touch -r`), which never re-date content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Content,
+    Attribute,
+}
+
+impl Kind {
+    fn of(kind: &EventKind) -> Kind {
+        match kind {
+            EventKind::Modify(ModifyKind::Metadata(_)) => Kind::Attribute,
+            _ => Kind::Content,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Content => "content",
+            Kind::Attribute => "attribute",
+        }
+    }
+}
+
+/// One coalesced line of the observer file: a path's changes of one kind in one batch, from
+/// the first event's time to the last's.
+struct Pending {
+    path: String,
+    kind: Kind,
+    first: i64,
+    last: i64,
+}
+
+/// Paths a batch coalesces at most before it is written out.
+const MAX_BATCH: usize = 50_000;
+
 /// A client waiting for its cookie: its stream, its clock, since when it waits, and whether
 /// the observer file's pending lines go out before its answer ([`super::Request::flush`]).
 type Waiting = (UnixStream, Option<Clock>, Instant, bool);
@@ -318,6 +353,11 @@ struct State {
     linger: Duration,
     observed: Option<PathBuf>,
     out: Vec<u8>,
+    /// Changes not written yet, coalesced: one line per path and kind per batch
+    /// ([`State::drain`]), in the order of their first event.
+    batch: Vec<Pending>,
+    /// Where each (path, kind) of `batch` is.
+    batch_at: HashMap<(String, Kind), usize>,
     /// Where the pidfd threads report a session's end.
     end_tx: Option<mpsc::Sender<Msg>>,
 }
@@ -348,6 +388,8 @@ impl State {
             linger: opts.linger,
             observed: opts.observed.clone(),
             out: Vec::new(),
+            batch: Vec::new(),
+            batch_at: HashMap::new(),
             end_tx: None,
         }
     }
@@ -531,13 +573,44 @@ impl State {
         self.observe(&serde_json::json!({"ev": "doubt", "why": why}));
     }
 
-    fn mark(&mut self, rel: String) {
+    fn mark(&mut self, rel: String, kind: Kind) {
         self.seq += 1;
         if self.changed.len() >= MAX_KEPT {
             self.raise_floor(doubt::TOO_MANY);
         }
-        self.observe(&serde_json::json!({"ev": "change", "path": rel}));
+        self.note_change(&rel, kind);
         self.changed.insert(rel, self.seq);
+    }
+
+    /// Notes a change for the observer file, coalesced with the batch's earlier ones on the path
+    /// of the same kind (a 20 MB file rewritten is thousands of write events, one line).
+    fn note_change(&mut self, rel: &str, kind: Kind) {
+        if self.observed.is_none() {
+            return;
+        }
+        let ns = now_ns();
+        if let Some(&i) = self.batch_at.get(&(rel.to_string(), kind)) {
+            self.batch[i].last = ns;
+            return;
+        }
+        if self.batch.len() >= MAX_BATCH {
+            self.drain();
+        }
+        self.batch_at.insert((rel.to_string(), kind), self.batch.len());
+        self.batch.push(Pending { path: rel.to_string(), kind, first: ns, last: ns });
+    }
+
+    /// Writes the batch's coalesced changes into the pending lines: before any other line (a
+    /// session's end, a doubt…), so no change line spans one, and at each flush.
+    fn drain(&mut self) {
+        self.batch_at.clear();
+        for p in std::mem::take(&mut self.batch) {
+            let v = serde_json::json!({"ev": "change", "path": p.path, "kind": p.kind.name(), "first": p.first, "ns": p.last});
+            if let Ok(mut line) = serde_json::to_vec(&v) {
+                line.push(b'\n');
+                self.out.extend_from_slice(&line);
+            }
+        }
     }
 
     /// Watches `dir` and every folder below it git does not ignore; with `report`, every
@@ -588,7 +661,7 @@ impl State {
                         self.note_links(&rel, meta.as_ref());
                     }
                     if report {
-                        self.mark(rel);
+                        self.mark(rel, Kind::Content);
                     }
                 }
             }
@@ -686,7 +759,7 @@ impl State {
                 if self.dir_hidden(&rel) {
                     continue;
                 }
-                self.mark(rel);
+                self.mark(rel, Kind::Content);
                 if !self.watched.contains(path) {
                     self.crawl(path, true);
                 }
@@ -701,7 +774,7 @@ impl State {
                 // found by their inode (a link's count changing is no event in a folder).
                 self.sweep_links();
             }
-            self.mark(rel);
+            self.mark(rel, Kind::of(&ev.kind));
         }
     }
 
@@ -804,6 +877,8 @@ impl State {
     fn ended(&mut self, id: &str, proc: crate::procinfo::ProcRef, ns: i64, within_ms: u64) {
         let Some(s) = self.sessions.get_mut(id).filter(|s| s.proc == proc && !s.ended) else { return };
         s.ended = true;
+        // The changes before the end are written before it: no line spans it.
+        self.drain();
         let mut v = serde_json::json!({"ev": "end", "session": id, "pid": proc.pid, "start": proc.start, "within_ms": within_ms});
         if self.observed.is_some() {
             v["ns"] = serde_json::json!(ns);
@@ -849,6 +924,7 @@ impl State {
         if self.observed.is_none() {
             return;
         }
+        self.drain();
         let mut v = v.clone();
         v["ns"] = serde_json::json!(now_ns());
         if let Ok(mut line) = serde_json::to_vec(&v) {
@@ -861,6 +937,7 @@ impl State {
     }
 
     fn flush(&mut self) {
+        self.drain();
         let Some(path) = &self.observed else { return };
         if self.out.is_empty() {
             return;

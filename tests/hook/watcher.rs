@@ -600,6 +600,79 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
     assert_eq!(kids.len(), 2, "{kids:?}");
 }
 
+/// Metadata never re-dates content, with the watcher: the killed command wrote `a.txt` and
+/// `b.txt` while its Claude Code lived; after the crash a same-mode `chmod` and a `touch -r`
+/// move their ctimes. The watcher logs those apart (`kind: "attribute"`), so its last content
+/// change dates each file: both stay the command's, certain (not `redated`, not after-stop);
+/// the user's own edit after the crash stays after-stop.
+#[test]
+fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_watcher() {
+    let w = W::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
+    w.start();
+    w.wait_ready();
+    let payload = w.payload("PreToolUse", "toolu_sed");
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_sed")) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // The command, while its Claude Code lives.
+    fs::write(w.root().join("a.txt"), "y\n").unwrap();
+    fs::write(w.root().join("b.txt"), "y\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let obs = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
+        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // After the crash: a `chmod` to the mode a.txt has, `touch -r a.txt b.txt`, the user's edit.
+    let same = fs::metadata(w.root().join("a.txt")).unwrap().permissions();
+    fs::set_permissions(w.root().join("a.txt"), same).unwrap();
+    sh(w.root(), "touch -r a.txt b.txt");
+    fs::write(w.root().join("c.txt"), "the user's\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_sed")).collect();
+    let of = |p: &str| kids.iter().find(|r| r["path"] == json!(p)).unwrap_or_else(|| panic!("{p}: {kids:?}"));
+    let observed = fs::read_to_string(&obs).unwrap_or_default();
+    for p in ["a.txt", "b.txt"] {
+        assert!(of(p).get("attribution").is_none(), "{p}: metadata re-dated the content: {kids:?}\n{observed}");
+    }
+    assert_eq!(of("c.txt")["attribution"], json!("after_stop"), "{kids:?}");
+    assert_eq!(kids.len(), 3, "{kids:?}");
+    // The watcher's log keeps the attribute changes apart from the content ones.
+    let lines: Vec<Value> = observed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let kinds = |p: &str| -> Vec<Value> {
+        lines.iter().filter(|l| l["ev"] == json!("change") && l["path"] == json!(p)).map(|l| l["kind"].clone()).collect()
+    };
+    assert!(kinds("a.txt").contains(&json!("content")) && kinds("a.txt").contains(&json!("attribute")), "{observed}");
+    assert!(kinds("b.txt").contains(&json!("attribute")), "{observed}");
+}
+
 /// A session whose first command found no watcher listening (a slow start on a loaded machine,
 /// or a watcher that died: the socket is stale) and that was killed mid-command: the watcher
 /// the command's PreToolUse starts must still note when that Claude Code ended, or the
