@@ -282,7 +282,8 @@ struct Session {
 }
 
 /// What an event changed: the bytes (or the name: made, removed, renamed), or only the
-/// attributes (mode, times, owner: `chmod`, `touch -r`), which never re-date content.
+/// attributes (mode, times, owner: `chmod`, `touch -r`; a close after opening for writing),
+/// which never re-date content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     Content,
@@ -293,6 +294,10 @@ impl Kind {
     fn of(kind: &EventKind) -> Kind {
         match kind {
             EventKind::Modify(ModifyKind::Metadata(_)) => Kind::Attribute,
+            // A close after opening for writing: `touch` opens the file so; a write through
+            // `write(2)` or a truncation is a `Modify(Data)` event of its own (only a write
+            // through a mapping has none, and is dated by its ctime then).
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => Kind::Attribute,
             _ => Kind::Content,
         }
     }

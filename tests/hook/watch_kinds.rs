@@ -327,7 +327,7 @@ fn a_chmod_is_journaled_shown_by_diff_and_reverted() {
         assert_eq!(mode("run.sh"), 0o644, "watcher {on}: the revert gives the mode back");
         assert_eq!(fs::read_to_string(w.root().join("run.sh")).unwrap(), "echo hi\n");
         assert_eq!(mode("tool.sh"), 0o755, "watcher {on}: only the entry reverted");
-        let out = crate::common::walj_at(w.root()).args(["undo", "--yes"]).output().unwrap();
+        let out = crate::common::walj_at(w.root()).args(["undo", "--force", "--yes"]).output().unwrap();
         assert!(out.status.success(), "watcher {on}: {}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(mode("run.sh"), 0o755, "watcher {on}: undo gives the command's mode back");
     });
