@@ -113,6 +113,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
         if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {
             o.insert("end_seen".into(), json!(t));
         }
+        if let Some(w) = &e.watch_absent {
+            o.insert("watch_absent".into(), json!(w));
+        }
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));
         }

@@ -450,6 +450,23 @@ fn derive(
         };
         kept.push((c, verdict, when, redated));
     }
+    // Why no watcher saw Claude Code end, said on each after-stop entry it leaves bounded by the
+    // last sign of life only (the clock walj did not have).
+    let absent_why = || -> String {
+        if !cfg.bash.watcher {
+            return "the watcher is off ([bash] watcher = false)".into();
+        }
+        let workdir = crate::git::find(&project.root).map_or_else(|| project.root.clone(), |(w, _)| w);
+        let places = crate::watch::Places::of(&workdir).ok();
+        let now = crate::watch::absence(places.as_ref(), &super::observed_path(project));
+        match snap.watch.as_deref() {
+            Some(w) if crate::watch::is_absence(w) => {
+                format!("at the command's start: {w}; {now}")
+            }
+            _ => now,
+        }
+    };
+    let absent = (end_seen.is_none() && kept.iter().any(|(_, v, _, _)| *v == Verdict::AfterStop)).then(absent_why);
     let changes: Vec<Change> = kept.iter().map(|(c, _, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
     let unseen = tree.unseen(snap, &now, &changes);
@@ -463,9 +480,12 @@ fn derive(
             }
             match verdict {
                 Verdict::Certain => r,
-                Verdict::AfterStop => match &end_seen {
-                    Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
-                    None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                Verdict::AfterStop => match (&end_seen, &absent) {
+                    (Some(t), _) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
+                    (None, Some(why)) => {
+                        r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::WATCH_ABSENT, why.as_str())
+                    }
+                    (None, None) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
                 },
                 Verdict::Uncertain(_) if redated => r.with(key::ATTRIBUTION, attribution::REDATED),
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),

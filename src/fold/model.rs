@@ -158,6 +158,10 @@ pub struct Entry {
     /// (`end_seen`); `None`: walj had no watcher's word, only the journal and the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_seen: Option<String>,
+    /// For an after-stop entry no watcher dated: why no watcher saw Claude Code end
+    /// (`watch_absent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_absent: Option<String>,
     /// For an entry a Bash command caused: the command line (cut to [`COMMAND_SHOWN`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -236,6 +240,7 @@ impl Entry {
             command,
             changed: view.changed.map(Cow::into_owned),
             end_seen: view.end_seen.map(Cow::into_owned),
+            watch_absent: view.watch_absent.map(Cow::into_owned),
             candidates: view.candidates,
             candidate_commands: view.candidate_commands,
             still_running: false,

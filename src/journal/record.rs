@@ -247,6 +247,10 @@ pub mod key {
     /// Absent: no watcher saw it, the bound is the last sign of life in the journal and the
     /// transcript.
     pub const END_SEEN: &str = "end_seen";
+    /// On an `after_stop` derived entry without `end_seen`: why no watcher saw Claude Code end
+    /// (off, not listening at the command's start, left or killed since), in words. The verdict
+    /// then rests on the last sign of life alone, and readers say so.
+    pub const WATCH_ABSENT: &str = "watch_absent";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";

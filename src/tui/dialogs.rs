@@ -433,6 +433,7 @@ mod tests {
             command: None,
             changed: None,
             end_seen: None,
+            watch_absent: None,
             candidates: Vec::new(),
             candidate_commands: Vec::new(),
             still_running: false,

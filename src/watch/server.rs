@@ -193,6 +193,9 @@ pub fn run(opts: &Options) -> io::Result<bool> {
         st.crawl(&root, false);
     }
     st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
+    // Written at once: a watcher killed before its first tick still leaves its start, so a
+    // reader can say it ran and ended without leaving (`super::absence`).
+    st.flush();
     let mut last_tick = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(250)) {

@@ -317,7 +317,8 @@ fn a_chmod_is_journaled_shown_by_diff_and_reverted() {
             assert_eq!(r["mode_after"], json!("100755"), "watcher {on}: {r}");
         }
         let id = recs.iter().find(|r| r["path"] == json!("run.sh")).unwrap()["id"].as_str().unwrap().to_string();
-        let diff = crate::common::walj_at(w.root()).args(["diff", &id, "--applied", "--color", "never"]).output().unwrap();
+        let diff =
+            crate::common::walj_at(w.root()).args(["diff", &id, "--applied", "--color", "never"]).output().unwrap();
         let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
         assert!(diff.contains("old mode 100644") && diff.contains("new mode 100755"), "watcher {on}: {diff}");
         // The session is live (the test is its Claude Code): --force.

@@ -667,10 +667,78 @@ fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_w
     // The watcher's log keeps the attribute changes apart from the content ones.
     let lines: Vec<Value> = observed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let kinds = |p: &str| -> Vec<Value> {
-        lines.iter().filter(|l| l["ev"] == json!("change") && l["path"] == json!(p)).map(|l| l["kind"].clone()).collect()
+        lines
+            .iter()
+            .filter(|l| l["ev"] == json!("change") && l["path"] == json!(p))
+            .map(|l| l["kind"].clone())
+            .collect()
     };
     assert!(kinds("a.txt").contains(&json!("content")) && kinds("a.txt").contains(&json!("attribute")), "{observed}");
     assert!(kinds("b.txt").contains(&json!("attribute")), "{observed}");
+}
+
+/// The watcher's absence is explained: the watcher dies (kill -9: its socket stays) while a
+/// command runs, and Claude Code is killed in it. No watcher saw Claude Code end, so the user's
+/// change after the crash is after-stop bounded by the last sign of life only, and its record
+/// says why no watcher dated it (`watch_absent`: the watcher ended without leaving), as do
+/// `recover` and, once the next snapshot finds the stale socket, `walj doctor`.
+#[test]
+fn a_watcher_that_died_is_explained_in_the_records_and_by_doctor() {
+    let w = W::new(&[("a.txt", "x\n"), ("c.txt", "x\n")]);
+    w.start();
+    let watcher = w.wait_ready();
+    let payload = w.payload("PreToolUse", "toolu_k");
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_k")) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill(watcher, "-9");
+    fs::write(w.root().join("a.txt"), "y\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    fs::write(w.root().join("c.txt"), "the user's\n").unwrap();
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_k")).collect();
+    let c = kids.iter().find(|r| r["path"] == json!("c.txt")).unwrap_or_else(|| panic!("{kids:?}"));
+    assert_eq!(c["attribution"], json!("after_stop"), "{kids:?}");
+    assert!(c.get("end_seen").is_none(), "no watcher saw the end: {kids:?}");
+    let why = c["watch_absent"].as_str().unwrap_or_else(|| panic!("no watch_absent: {kids:?}"));
+    assert!(why.contains(&format!("pid {watcher}")) && why.contains("ended without leaving"), "{why}");
+    let text = crate::common::walj_at(w.root())
+        .args(["recover", "--color", "never"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("no watcher saw Claude Code end"), "{text}");
+    // The next command's snapshot finds the socket stale (a full scan); doctor says why.
+    w.pre("toolu_next");
+    w.post("toolu_next");
+    let doctor = w.doctor();
+    assert!(doctor.contains("why no watcher listened"), "{doctor}");
+    assert!(doctor.contains(&format!("pid {watcher}")) && doctor.contains("ended without leaving"), "{doctor}");
 }
 
 /// A session whose first command found no watcher listening (a slow start on a loaded machine,
