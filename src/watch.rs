@@ -476,21 +476,6 @@ pub fn own_uid() -> u32 {
     uid()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_round_trip_and_doubts_have_no_paths() {
-        let a =
-            Answer { root: "/r".into(), epoch: "e".into(), seq: 3, paths: None, doubt: Some(doubt::OVERFLOW.into()) };
-        let text = serde_json::to_string(&a).unwrap();
-        assert!(!text.contains("paths"));
-        let back: Answer = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.doubt.as_deref(), Some(doubt::OVERFLOW));
-    }
-}
-
 /// Whether a snapshot's reason for a full scan (a [`Why`], as text) is that no watcher
 /// listened: none ran, its socket was stale, or it did not answer (not a doubt of one that did).
 pub fn is_absence(why: &str) -> bool {
@@ -559,5 +544,20 @@ pub fn absence(places: Option<&Places>, observed: &Path) -> String {
                    could not start: see `walj doctor`)"
             .into(),
         (_, n) => format!("the last watcher ({})", fate(runs[n - 1])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_round_trip_and_doubts_have_no_paths() {
+        let a =
+            Answer { root: "/r".into(), epoch: "e".into(), seq: 3, paths: None, doubt: Some(doubt::OVERFLOW.into()) };
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(!text.contains("paths"));
+        let back: Answer = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.doubt.as_deref(), Some(doubt::OVERFLOW));
     }
 }
