@@ -540,6 +540,42 @@ fn the_observer_notes_changes_and_when_claude_code_ended() {
     assert!(!fs::read_to_string(w.root().join(".walj/journal.jsonl")).unwrap().contains("\"ev\""));
 }
 
+/// The observer file is coalesced: a 4 MB file rewritten 10 times in 4 KiB writes (thousands of
+/// write events) is a few lines, one per batch, each with its first and last time; the old
+/// watcher wrote a line per event (over 1,000 here).
+#[test]
+fn the_observer_file_writes_a_rewritten_file_once_per_batch() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    w.wait_ready();
+    let chunk = vec![b'x'; 4096];
+    for _ in 0..10 {
+        let mut f = fs::File::create(w.root().join("big.bin")).unwrap();
+        for _ in 0..1024 {
+            f.write_all(&chunk).unwrap();
+        }
+    }
+    // Written at least once a second: the last batch is out 1.5 s after the first line is.
+    let path = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&path).unwrap_or_default().contains("big.bin") {
+        assert!(t.elapsed() < Duration::from_secs(10), "no change line");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let obs = fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<Value> = obs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["ev"] == json!("change") && l["path"] == json!("big.bin"))
+        .collect();
+    assert!(!lines.is_empty() && lines.len() <= 30, "{} lines:\n{obs}", lines.len());
+    for l in &lines {
+        assert!(l["first"].as_i64().unwrap() <= l["ns"].as_i64().unwrap(), "{l}");
+        assert!(l["kind"] == json!("content") || l["kind"] == json!("attribute"), "{l}");
+    }
+}
+
 /// A killed command's deletion is dated by the watcher, not only by its folder's ctime: the
 /// user's deletion of another file in that folder after the crash moves the folder's ctime,
 /// and would make the command's own deletion "maybe after Claude Code stopped".
