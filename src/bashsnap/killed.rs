@@ -392,10 +392,13 @@ fn derive(
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
         let after_id = after.as_ref().and_then(|b| b.id());
-        if on_path.iter().any(|e| {
-            (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
-                || (after_id.is_some() && e.intended.as_deref() == after_id)
-        }) {
+        let mode_changed = c.x_before.zip(c.x_after).is_some_and(|(b, a)| b != a);
+        if !mode_changed
+            && on_path.iter().any(|e| {
+                (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+                    || (after_id.is_some() && e.intended.as_deref() == after_id)
+            })
+        {
             // The disk holds what another journaled call wrote, or what one meant to write
             // (its intent's content; it may have been cut off after writing): its change, not
             // the command's.
