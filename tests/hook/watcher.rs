@@ -98,6 +98,21 @@ impl W {
         })
     }
 
+    /// A payload Claude Code 2.1.328 sent (`shared/fixtures/hooks/real-2.1.328-killed-mid-bash/`,
+    /// file `name`), for this test's checkout and session; a Bash call's id and command as given.
+    fn real(&self, name: &str, id: &str, command: &str) -> Value {
+        let path = crate::common::fixtures().join("hooks/real-2.1.328-killed-mid-bash").join(name);
+        let mut p: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        p["cwd"] = json!(self.root());
+        p["session_id"] = json!(SESSION);
+        p["transcript_path"] = json!("/tmp/none.jsonl");
+        if p.get("tool_use_id").is_some() {
+            p["tool_use_id"] = json!(id);
+            p["tool_input"]["command"] = json!(command);
+        }
+        p
+    }
+
     fn start(&self) {
         self.hook(&self.payload("SessionStart", ""));
     }
@@ -644,9 +659,9 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
 #[test]
 fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_watcher() {
     let w = W::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
-    w.start();
+    w.hook(&w.real("01-SessionStart.json", "", ""));
     w.wait_ready();
-    let payload = w.payload("PreToolUse", "toolu_sed");
+    let payload = w.real("07-PreToolUse-Bash.json", "toolu_sed", "sed -i s/x/y/ a.txt b.txt; sleep 60");
     let mut child = Command::new("timeout")
         .arg("20")
         .arg("sh")
@@ -721,9 +736,9 @@ fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_w
 #[test]
 fn a_watcher_that_died_is_explained_in_the_records_and_by_doctor() {
     let w = W::new(&[("a.txt", "x\n"), ("c.txt", "x\n")]);
-    w.start();
+    w.hook(&w.real("01-SessionStart.json", "", ""));
     let watcher = w.wait_ready();
-    let payload = w.payload("PreToolUse", "toolu_k");
+    let payload = w.real("07-PreToolUse-Bash.json", "toolu_k", "echo y > a.txt; sleep 60");
     let mut child = Command::new("timeout")
         .arg("20")
         .arg("sh")
