@@ -531,19 +531,28 @@ pub fn absence(places: Option<&Places>, observed: &Path) -> String {
             at(last)
         ),
     };
-    let now = places.map(|p| (claimed(p), claimed(p) && listens(p)));
-    match (now, runs.len()) {
-        (Some((_, true)), n) if n >= 2 => {
-            format!("a watcher listens now; the one before it ({})", fate(runs[n - 2]))
+    // The watcher that holds the claim now, if any (its pid), and the last one before it.
+    let holder = places.filter(|p| claimed(p)).map(|p| {
+        let pid = std::fs::read_to_string(&p.claim)
+            .ok()
+            .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()));
+        (pid, listens(p))
+    });
+    let before = runs.iter().rev().find(|r| holder.is_none_or(|(pid, _)| pid != Some(r.0))).copied();
+    let before = before.map(|r| fate(r));
+    match (holder, before) {
+        (Some((_, true)), Some(b)) => format!("a watcher listens now; the one before it ({b})"),
+        (Some((_, true)), None) => {
+            "a watcher listens now (it did not then: it was starting, or was started since)".into()
         }
-        (Some((_, true)), _) => "a watcher listens now (it did not then: it was starting, or was started since)".into(),
-        (Some((true, false)), _) => {
-            "a live process holds the watcher's claim but does not listen on its socket (starting up, or stuck)".into()
-        }
-        (_, 0) => "no watcher has run for this checkout since its observer file began (none was started, or it \
-                   could not start: see `walj doctor`)"
+        (Some((_, false)), b) => format!(
+            "a live process holds the watcher's claim but does not listen on its socket yet (starting up, or stuck){}",
+            b.map_or_else(String::new, |b| format!("; the one before it ({b})"))
+        ),
+        (None, Some(b)) => format!("the last watcher ({b})"),
+        (None, None) => "no watcher has run for this checkout since its observer file began (none was started, or it \
+                         could not start: see `walj doctor`)"
             .into(),
-        (_, n) => format!("the last watcher ({})", fate(runs[n - 1])),
     }
 }
 

@@ -547,7 +547,8 @@ impl State {
     }
 
     /// Crawls the whole work tree again (folders already watched are read, not watched again):
-    /// after the ignore rules changed, a folder they no longer ignore gets its watch.
+    /// after the ignore rules changed, a folder they no longer ignore gets its watch, and a file
+    /// they no longer ignore with more than one name is noted (`linked`).
     fn recrawl(&mut self) {
         let root = self.root.clone();
         let mut stack = vec![root];
@@ -558,6 +559,17 @@ impl State {
             }
             let Ok(rd) = fs::read_dir(&d) else { continue };
             for ent in rd.flatten() {
+                if ent.file_type().is_ok_and(|t| t.is_file()) {
+                    // A file the old rules hid was never noted: one with another name (a hard
+                    // link from outside) is named in every answer from now on.
+                    if let Some(rel) = self.rel(&ent.path())
+                        && !self.hidden(&rel)
+                    {
+                        let meta = ent.metadata().ok();
+                        self.note_links(&rel, meta.as_ref());
+                    }
+                    continue;
+                }
                 if !ent.file_type().is_ok_and(|t| t.is_dir()) || ent.file_name() == ".git" {
                     continue;
                 }

@@ -333,3 +333,26 @@ fn a_chmod_is_journaled_shown_by_diff_and_reverted() {
         assert_eq!(mode("run.sh"), 0o755, "watcher {on}: undo gives the command's mode back");
     });
 }
+
+/// A file an ignore rule hid when the watcher crawled, hard-linked from outside the project: once
+/// the rule is gone, a write through the outside name is journaled (the watcher's crawl after
+/// the rule change notes the file's other name; before, only folders were read again, and the
+/// differential long run missed such writes: docs/reliability.md).
+#[test]
+fn a_hard_linked_file_a_rule_change_made_visible_is_journaled_when_written_from_outside() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let link = out.path().join("x");
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.write(".gitignore", "*.log\n");
+            w.repo.git(&["add", ".gitignore"]);
+            w.repo.commit("ignore logs");
+            w.repo.write("c.log", "c\n");
+            fs::hard_link(w.root().join("c.log"), &link).unwrap();
+        });
+        run(&w, "toolu_r", "printf '' > .gitignore");
+        let kids = run(&w, "toolu_l", &format!("echo via-link > '{}'", link.display()));
+        served(&w, "toolu_l", on);
+        assert_eq!(kids, vec![("c.log".to_string(), blob("via-link\n"))], "watcher {on}");
+    });
+}
