@@ -539,7 +539,7 @@ pub fn absence(places: Option<&Places>, observed: &Path) -> String {
         (pid, listens(p))
     });
     let before = runs.iter().rev().find(|r| holder.is_none_or(|(pid, _)| pid != Some(r.0))).copied();
-    let before = before.map(|r| fate(r));
+    let before = before.map(fate);
     match (holder, before) {
         (Some((_, true)), Some(b)) => format!("a watcher listens now; the one before it ({b})"),
         (Some((_, true)), None) => {
