@@ -45,7 +45,8 @@ pub(super) fn child_records(
             }
             // The mode, as git writes it, on each side that is a regular file: when the bit
             // changed, or either side is executable (so a revert gives the bit back).
-            if c.x_before != c.x_after || c.x_before == Some(true) || c.x_after == Some(true) {
+            let flipped = c.x_before.zip(c.x_after).is_some_and(|(b, a)| b != a);
+            if flipped || c.x_before == Some(true) || c.x_after == Some(true) {
                 if let Some(x) = c.x_before.filter(|_| c.before != Side::Absent) {
                     r = r.with(key::MODE_BEFORE, crate::journal::entry_kind::file_mode(x));
                 }
