@@ -385,9 +385,14 @@ pub(crate) fn stage_write(
 }
 
 /// `mode` with its executable bits set (where it is readable, as git checks out `100755`)
-/// or cleared.
+/// or cleared, when its owner's bit (the one entries record) is not already so: a mode whose
+/// owner's bit already matches is kept as it is (`0754` stays `0754`).
 pub(crate) fn with_exec(mode: u32, exec: bool) -> u32 {
-    if exec { mode | (mode & 0o444) >> 2 } else { mode & !0o111 }
+    match (mode & 0o100 != 0, exec) {
+        (false, true) => mode | (mode & 0o444) >> 2,
+        (true, false) => mode & !0o111,
+        _ => mode,
+    }
 }
 
 /// The folders a batch of staged writes holds open, one descriptor per folder however many
