@@ -15,13 +15,18 @@
 //!   answer: a write through a name outside the checkout is no event here.
 //! - **Ignore rules.** A `.gitignore` event, or a changed `info/exclude`, git configuration or
 //!   `core.excludesFile` (their stamps, compared before each answer), raises the floor and
-//!   crawls the tree again, so folders the rules no longer ignore get their watches.
+//!   crawls the tree again, so folders the rules no longer ignore get their watches and files
+//!   they no longer ignore with more than one name are named in every answer.
 //! - **What it keeps.** A sequence number per event and, per changed path, the number of its
 //!   last change. A *floor* is raised when it cannot vouch for what came before (the queue
 //!   overflowed, ignore rules changed, too many paths kept): a request from a clock below the
 //!   floor gets a doubt, never a partial list. Over the watch limit (a real `ENOSPC`, or
 //!   `WALJ_WATCH_MAX_DIRS` folders in a test) it keeps running and answers every request with
 //!   that doubt, so hooks do not start it again and again.
+//! - **The observer file.** Changes are coalesced: one line per path and kind (content, or
+//!   attribute only: mode, times, a close after opening for writing) per batch, with its
+//!   first and last time; a batch is written before any other line (a session's end, a
+//!   doubt), so no change line spans one.
 //! - **Live observer.** Each session a request names (its Claude Code pid and start time), or
 //!   the hook that started it named (`--session`), is watched through its pidfd (polled every
 //!   second where there is none); when its process is gone the time is written, with every change's
