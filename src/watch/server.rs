@@ -423,14 +423,27 @@ impl State {
         self.index.as_ref().is_some_and(|i| i.get_path(&crate::fsutil::name::to_path(rel), 0).is_some())
     }
 
-    /// A file the full scan does not list: ignored and not tracked.
+    /// A file the full scan does not list: ignored and not tracked (inside a nested repository
+    /// this one's rules do not reach: the snapshot decides by the nested repository's age).
     fn hidden(&self, rel: &str) -> bool {
-        self.ignored(rel) && !self.tracked(rel)
+        self.ignored(rel) && !self.tracked(rel) && !self.in_nested(rel)
+    }
+
+    /// `rel` is below a folder (under the root, above `rel`) that holds its own `.git`.
+    fn in_nested(&self, rel: &str) -> bool {
+        let mut at = rel.rfind('/').map(|i| &rel[..i]);
+        while let Some(dir) = at {
+            if fs::symlink_metadata(self.root.join(crate::fsutil::name::to_path(dir)).join(".git")).is_ok() {
+                return true;
+            }
+            at = dir.rfind('/').map(|i| &dir[..i]);
+        }
+        false
     }
 
     /// A folder whose files the full scan does not list: ignored, and no tracked file below.
     fn dir_hidden(&self, rel: &str) -> bool {
-        if !self.ignored(&format!("{rel}/")) {
+        if !self.ignored(&format!("{rel}/")) || self.in_nested(rel) {
             return false;
         }
         let prefix = format!("{rel}/");
@@ -546,6 +559,32 @@ impl State {
                 if !self.hidden(&rel) {
                     let meta = ent.metadata().ok();
                     self.note_links(&rel, meta.as_ref());
+                }
+            }
+        }
+    }
+
+    /// A `.git` appeared in `dir` (a nested repository made): this repository's ignore rules no
+    /// longer reach into it, so every file below is named (the snapshot decides by the nested
+    /// repository's age), and folders the rules hid get their watches.
+    fn nested_made(&mut self, dir: &Path) {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            if !self.watched.contains(&d) {
+                self.crawl(&d, true);
+                continue;
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                if ent.file_name() == ".git" {
+                    continue;
+                }
+                let Ok(ft) = ent.file_type() else { continue };
+                let Some(rel) = self.rel(&ent.path()) else { continue };
+                if ft.is_dir() {
+                    stack.push(ent.path());
+                } else if !self.hidden(&rel) {
+                    self.mark(rel, Kind::Content);
                 }
             }
         }
@@ -740,6 +779,15 @@ impl State {
         for (i, path) in ev.paths.iter().enumerate() {
             let Some(rel) = self.rel(path) else { continue };
             if rel.is_empty() || rel.split('/').any(|c| c == ".git") {
+                // A `.git` made in a folder below the root: a nested repository, which this
+                // repository's rules no longer reach into.
+                if create
+                    && rel != ".git"
+                    && path.file_name().is_some_and(|n| n == ".git")
+                    && let Some(dir) = path.parent()
+                {
+                    self.nested_made(dir);
+                }
                 continue;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

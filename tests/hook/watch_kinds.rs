@@ -356,3 +356,27 @@ fn a_hard_linked_file_a_rule_change_made_visible_is_journaled_when_written_from_
         assert_eq!(kids, vec![("c.log".to_string(), blob("via-link\n"))], "watcher {on}");
     });
 }
+
+/// A file this repository's rules ignore (`*.log`, `build/`), written into a folder the same
+/// command `git init`s: the outer rules do not reach into a nested repository (git lists it as
+/// one untracked entry), so its files are the command's whatever their names. Found by the
+/// differential long run (seed 4646, programs 782, 2939, 3252): both paths applied the outer
+/// rules there and missed the file.
+#[test]
+fn an_ignored_name_in_a_folder_the_same_command_git_inits_is_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.write(".gitignore", "*.log\nbuild/\n");
+            w.repo.git(&["add", ".gitignore"]);
+            w.repo.commit("ignore logs and builds");
+        });
+        let kids = run(
+            &w,
+            "toolu_n",
+            "mkdir -p sub/build && echo c > sub/c.log && echo b > sub/build/b.txt && git -C sub init -q",
+        );
+        served(&w, "toolu_n", on);
+        assert!(kids.contains(&("sub/c.log".to_string(), blob("c\n"))), "watcher {on}: {kids:?}");
+        assert!(kids.contains(&("sub/build/b.txt".to_string(), blob("b\n"))), "watcher {on}: {kids:?}");
+    });
+}
