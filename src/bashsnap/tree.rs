@@ -340,9 +340,19 @@ impl<'a> Tree<'a> {
                 snap.files.remove(rel);
             }
             Ok(_) if !self.tracked(rel) && self.nested_root(rel).is_some() => {
+                // As the full scan: a nested repository is walked only when made since, and
+                // only when this repository's rules do not ignore its folder.
+                let root_ignored = |root: &str| {
+                    self.repo.as_ref().is_some_and(|r| {
+                        let path = format!("{}{root}/", self.prefix);
+                        r.is_path_ignored(fsutil::name::to_path(&path)).unwrap_or(false)
+                    })
+                };
                 match self.nested_root(rel) {
-                    // As the full scan: a nested repository is walked only when made since.
-                    Some((root, st)) if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time => {
+                    Some((root, st))
+                        if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time
+                            && !root_ignored(&root) =>
+                    {
                         let cached = base.files.get(rel).map(|f| (f, base.time));
                         let state = self.file_state(rel, cached, &mut snap.cut_short)?;
                         snap.files.insert(rel.to_string(), state);

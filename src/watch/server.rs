@@ -429,12 +429,13 @@ impl State {
         self.ignored(rel) && !self.tracked(rel) && !self.in_nested(rel)
     }
 
-    /// `rel` is below a folder (under the root, above `rel`) that holds its own `.git`.
+    /// `rel` is below a folder (under the root, above `rel`) that holds its own `.git`, and
+    /// this repository's rules do not ignore that folder itself (then git lists it, whole).
     fn in_nested(&self, rel: &str) -> bool {
         let mut at = rel.rfind('/').map(|i| &rel[..i]);
         while let Some(dir) = at {
             if fs::symlink_metadata(self.root.join(crate::fsutil::name::to_path(dir)).join(".git")).is_ok() {
-                return true;
+                return !self.ignored(&format!("{dir}/"));
             }
             at = dir.rfind('/').map(|i| &dir[..i]);
         }
@@ -568,6 +569,9 @@ impl State {
     /// longer reach into it, so every file below is named (the snapshot decides by the nested
     /// repository's age), and folders the rules hid get their watches.
     fn nested_made(&mut self, dir: &Path) {
+        if self.rel(dir).is_none_or(|r| self.dir_hidden(&r)) {
+            return;
+        }
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
             if !self.watched.contains(&d) {
