@@ -356,6 +356,10 @@ struct State {
     config_known: (String, Option<PathBuf>),
     /// Files with more than one name (relative paths): named in every answer.
     linked: HashSet<String>,
+    /// Nested repositories whose `.git` appeared while this watcher ran (relative paths): this
+    /// repository's ignore rules do not reach into them. Older ones stay as the rules say (the
+    /// full scan does not walk them), so an ignored `node_modules/` in one costs no watches.
+    made_nested: HashSet<String>,
     max_dirs: usize,
     /// Cookies seen (name → when), for a request that arrives after its cookie's event.
     seen: HashMap<String, Instant>,
@@ -393,6 +397,7 @@ impl State {
             rules_fp: String::new(),
             config_known: (String::new(), None),
             linked: HashSet::new(),
+            made_nested: HashSet::new(),
             max_dirs: opts.max_dirs,
             seen: HashMap::new(),
             pending: HashMap::new(),
@@ -429,12 +434,18 @@ impl State {
         self.ignored(rel) && !self.tracked(rel) && !self.in_nested(rel)
     }
 
-    /// `rel` is below a folder (under the root, above `rel`) that holds its own `.git`, and
-    /// this repository's rules do not ignore that folder itself (then git lists it, whole).
+    /// `rel` is below a folder (under the root, above `rel`) whose `.git` appeared while this
+    /// watcher ran ([`State::made_nested`]), and this repository's rules do not ignore that
+    /// folder itself (then git lists it, whole).
     fn in_nested(&self, rel: &str) -> bool {
+        if self.made_nested.is_empty() {
+            return false;
+        }
         let mut at = rel.rfind('/').map(|i| &rel[..i]);
         while let Some(dir) = at {
-            if fs::symlink_metadata(self.root.join(crate::fsutil::name::to_path(dir)).join(".git")).is_ok() {
+            if self.made_nested.contains(dir)
+                && fs::symlink_metadata(self.root.join(crate::fsutil::name::to_path(dir)).join(".git")).is_ok()
+            {
                 return !self.ignored(&format!("{dir}/"));
             }
             at = dir.rfind('/').map(|i| &dir[..i]);
@@ -569,9 +580,8 @@ impl State {
     /// longer reach into it, so every file below is named (the snapshot decides by the nested
     /// repository's age), and folders the rules hid get their watches.
     fn nested_made(&mut self, dir: &Path) {
-        if self.rel(dir).is_none_or(|r| self.dir_hidden(&r)) {
-            return;
-        }
+        let Some(rel) = self.rel(dir).filter(|r| !self.dir_hidden(r)) else { return };
+        self.made_nested.insert(rel);
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
             if !self.watched.contains(&d) {
