@@ -554,6 +554,20 @@ pub fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The unix permission bits of metadata already read, when the platform has them.
+pub fn file_mode_of(meta: &fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Some(meta.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
 /// The unix permission bits of a file, when the platform has them.
 pub fn file_mode(path: &Path) -> Option<u32> {
     #[cfg(unix)]

@@ -1430,7 +1430,12 @@ fn explained_elsewhere(
         .into_iter()
         .filter(|c| {
             let after = c.after.as_ref().and_then(|b| b.id().map(str::to_string));
-            !known.contains(&(c.path.clone(), after))
+            // Another call's bytes explain the bytes, never a mode this command changed.
+            let mode_changed = matches!(
+                (c.extra.get(key::MODE_BEFORE), c.extra.get(key::MODE_AFTER)),
+                (Some(b), Some(a)) if b != a
+            );
+            mode_changed || !known.contains(&(c.path.clone(), after))
         })
         // Claude Code's temporary file of a journaled Edit or Write: that call's, not a change.
         .filter(|c| rule::claude_temp_of(&c.path).is_none_or(|base| !journaled.contains(base)))

@@ -55,6 +55,12 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     if let Some(t) = &e.link_after {
         o.insert("link_after".into(), json!(t));
     }
+    if let Some(m) = &e.mode_before {
+        o.insert("mode_before".into(), json!(m));
+    }
+    if let Some(m) = &e.mode_after {
+        o.insert("mode_after".into(), json!(m));
+    }
     if e.outside {
         o.insert("outside".into(), json!(true));
     }
@@ -102,6 +108,9 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
         o.insert("attribution".into(), json!(value));
         if let Some(t) = e.end_seen.as_ref().filter(|_| e.after_stop) {
             o.insert("end_seen".into(), json!(t));
+        }
+        if let Some(w) = &e.watch_absent {
+            o.insert("watch_absent".into(), json!(w));
         }
         if !e.candidates.is_empty() {
             o.insert("candidates".into(), json!(e.candidates));

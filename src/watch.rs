@@ -476,6 +476,86 @@ pub fn own_uid() -> u32 {
     uid()
 }
 
+/// Whether a snapshot's reason for a full scan (a [`Why`], as text) is that no watcher
+/// listened: none ran, its socket was stale, or it did not answer (not a doubt of one that did).
+pub fn is_absence(why: &str) -> bool {
+    [Why::NotRunning.to_string(), "(nobody listens)".into(), "did not answer within".into()]
+        .iter()
+        .any(|w| why.contains(w.as_str()))
+}
+
+/// Why no watcher listened for the checkout of `places`, in words, from what the watchers left:
+/// the claim (a live process holds it or not) and the observer file `observed` (each watcher's
+/// `start`, and whether it wrote `exit` on its way out). `walj doctor` and the records of a
+/// killed command's changes say it where a snapshot found no watcher listening.
+pub fn absence(places: Option<&Places>, observed: &Path) -> String {
+    #[cfg(unix)]
+    let listens = |p: &Places| std::os::unix::net::UnixStream::connect(&p.socket).is_ok();
+    #[cfg(not(unix))]
+    let listens = |_: &Places| false;
+    let mut text = Vec::new();
+    for f in [observed.with_extension("jsonl.1"), observed.to_path_buf()] {
+        if let Ok(b) = crate::fsutil::read_regular(&f) {
+            text.extend_from_slice(&b);
+        }
+    }
+    // Each watcher's (pid, start ns, exit ns, last line's ns), oldest first.
+    let mut runs: Vec<(u64, i64, Option<i64>, i64)> = Vec::new();
+    for line in String::from_utf8_lossy(&text).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let ns = v["ns"].as_i64().unwrap_or(0);
+        match v["ev"].as_str() {
+            Some("start") => runs.push((v["pid"].as_u64().unwrap_or(0), ns, None, ns)),
+            Some("exit") => {
+                if let Some(r) = runs.last_mut() {
+                    r.2 = Some(ns);
+                }
+            }
+            _ => {}
+        }
+        if let Some(r) = runs.last_mut() {
+            r.3 = r.3.max(ns);
+        }
+    }
+    let at =
+        |ns: i64| chrono::DateTime::<chrono::Utc>::from_timestamp_nanos(ns).format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let fate = |(pid, started, exit, last): (u64, i64, Option<i64>, i64)| match exit {
+        Some(t) => format!(
+            "pid {pid}, started {}, left at {}: no live session and no request for its linger time",
+            at(started),
+            at(t)
+        ),
+        None => format!(
+            "pid {pid}, started {}, ended without leaving: killed, or it crashed (its last line {}), so its socket stayed",
+            at(started),
+            at(last)
+        ),
+    };
+    // The watcher that holds the claim now, if any (its pid), and the last one before it.
+    let holder = places.filter(|p| claimed(p)).map(|p| {
+        let pid = std::fs::read_to_string(&p.claim)
+            .ok()
+            .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse::<u64>().ok()));
+        (pid, listens(p))
+    });
+    let before = runs.iter().rev().find(|r| holder.is_none_or(|(pid, _)| pid != Some(r.0))).copied();
+    let before = before.map(fate);
+    match (holder, before) {
+        (Some((_, true)), Some(b)) => format!("a watcher listens now; the one before it ({b})"),
+        (Some((_, true)), None) => {
+            "a watcher listens now (it did not then: it was starting, or was started since)".into()
+        }
+        (Some((_, false)), b) => format!(
+            "a live process holds the watcher's claim but does not listen on its socket yet (starting up, or stuck){}",
+            b.map_or_else(String::new, |b| format!("; the one before it ({b})"))
+        ),
+        (None, Some(b)) => format!("the last watcher ({b})"),
+        (None, None) => "no watcher has run for this checkout since its observer file began (none was started, or it \
+                         could not start: see `walj doctor`)"
+            .into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,10 @@ pub(super) struct Change {
     pub(super) rel: String,
     pub(super) before: Side,
     pub(super) after: Side,
+    /// Each side's executable bit (git's `100755`), when that side is a regular file whose
+    /// mode is known: a change of the bit alone is a change.
+    pub(super) x_before: Option<bool>,
+    pub(super) x_after: Option<bool>,
 }
 
 impl Tree<'_> {
@@ -110,10 +114,17 @@ impl Tree<'_> {
         }
         paths.extend(moved.iter().map(String::as_str));
         let prefix = self.prefix.clone();
-        let in_current = |rel: &str| -> Option<(String, bool)> {
-            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}")).map(|e| (e.id(), links::is_link_mode(e.mode)))
+        let in_current = |rel: &str| -> Option<(String, bool, bool)> {
+            gitindex::find(current.as_ref()?, &format!("{prefix}{rel}"))
+                .map(|e| (e.id(), links::is_link_mode(e.mode), gitindex::is_exec_mode(e.mode)))
         };
-        let in_old = |rel: &str| -> Option<(String, bool)> {
+        // Git's recorded mode means something only where git compares it (`core.fileMode`, as
+        // the full scan's dirty check: a file listed for its bytes alone has no mode change).
+        let filemode = git
+            && cfg!(unix)
+            && self.repo.as_ref().is_some_and(|r| r.config().and_then(|c| c.get_bool("core.filemode")).unwrap_or(true));
+        let index_x = |x: bool| filemode.then_some(x);
+        let in_old = |rel: &str| -> Option<(String, bool, bool)> {
             match &old_index {
                 Some(m) => m.get(rel).cloned(),
                 None => in_current(rel),
@@ -166,47 +177,50 @@ impl Tree<'_> {
             {
                 continue;
             }
-            let before = match a {
-                Some(f) => side_of(f),
+            let (before, x_before) = match a {
+                Some(f) => (side_of(f), x_of(f, pre.modes)),
                 None if git => match in_old(rel) {
-                    Some((id, true)) => self.git_link_side(&id),
-                    Some((_, false)) if !self.git_bytes_are_disks(rel, current.as_deref()) => {
-                        Side::NotCaptured(nocap::GIT_FORM.to_string())
+                    Some((id, true, _)) => (self.git_link_side(&id), None),
+                    Some((_, false, x)) if !self.git_bytes_are_disks(rel, current.as_deref()) => {
+                        (Side::NotCaptured(nocap::GIT_FORM.to_string()), index_x(x))
                     }
-                    Some((id, false)) => {
+                    Some((id, false, x)) => {
                         from_git.push(id.clone());
-                        Side::Known { id, nocap: None, link: None }
+                        (Side::Known { id, nocap: None, link: None }, index_x(x))
                     }
                     None => {
                         // Not listed and not tracked: it did not exist, or was ignored and untouched.
                         if existed_untouched(&self.project.root, rel, pre.time) {
                             continue;
                         }
-                        Side::Absent
+                        (Side::Absent, None)
                     }
                 },
-                None if !pre.cut_short || pre.listed => Side::Absent,
+                None if !pre.cut_short || pre.listed => (Side::Absent, None),
                 None => {
                     if existed_untouched(&self.project.root, rel, pre.time) {
                         continue;
                     }
-                    Side::Unknown
+                    (Side::Unknown, None)
                 }
             };
-            let after = match b {
-                Some(f) => side_of(f),
+            let (after, x_after) = match b {
+                Some(f) => (side_of(f), x_of(f, now.modes)),
                 None if git => match in_current(rel) {
-                    Some((id, true)) => self.git_link_side(&id),
-                    Some((_, false)) if !self.git_bytes_are_disks(rel, current.as_deref()) => self.disk_side(rel)?,
-                    Some((id, false)) => {
-                        from_git.push(id.clone());
-                        Side::Known { id, nocap: None, link: None }
+                    Some((id, true, _)) => (self.git_link_side(&id), None),
+                    Some((_, false, _)) if !self.git_bytes_are_disks(rel, current.as_deref()) => {
+                        (self.disk_side(rel)?, self.disk_x(rel))
                     }
-                    None => self.disk_side(rel)?,
+                    Some((id, false, x)) => {
+                        from_git.push(id.clone());
+                        (Side::Known { id, nocap: None, link: None }, index_x(x))
+                    }
+                    None => (self.disk_side(rel)?, self.disk_x(rel)),
                 },
-                None => self.disk_side(rel)?,
+                None => (self.disk_side(rel)?, self.disk_x(rel)),
             };
-            let after = if after == Side::Unknown { self.disk_side(rel)? } else { after };
+            let (after, x_after) =
+                if after == Side::Unknown { (self.disk_side(rel)?, self.disk_x(rel)) } else { (after, x_after) };
             let same = match (&before, &after) {
                 (Side::Absent, Side::Absent) => true,
                 // A file holding `a.txt` and a link to `a.txt` have one blob id.
@@ -215,8 +229,10 @@ impl Tree<'_> {
                 }
                 _ => false,
             };
+            // The executable bit alone (`chmod +x`), where both sides' bits are known.
+            let same = same && x_before.zip(x_after).is_none_or(|(p, n)| p == n);
             if !same {
-                changes.push(Change { rel: rel.to_string(), before, after });
+                changes.push(Change { rel: rel.to_string(), before, after, x_before, x_after });
             }
         }
         // Bytes named by a change must be in walj's store: copy them from git's objects.
@@ -280,6 +296,12 @@ impl Tree<'_> {
         }
     }
 
+    /// The executable bit of the regular file at `rel` now (none for a link, a folder, a gone path).
+    pub(super) fn disk_x(&self, rel: &str) -> Option<bool> {
+        let abs = self.project.root.join(fsutil::name::to_path(rel));
+        fs::symlink_metadata(&abs).ok().filter(|m| m.file_type().is_file()).map(|m| super::snapshot::is_exec(&m))
+    }
+
     /// The file as it is now on disk (read and captured).
     pub(super) fn disk_side(&mut self, rel: &str) -> Result<Side, SnapError> {
         let abs = self.project.root.join(fsutil::name::to_path(rel));
@@ -302,6 +324,11 @@ impl Tree<'_> {
             _ => Ok(Side::Unknown),
         }
     }
+}
+
+/// A listed file's executable bit, when its snapshot records modes and it is a regular file.
+pub(super) fn x_of(f: &FileState, modes: bool) -> Option<bool> {
+    (modes && !f.absent && !f.special && f.link.is_none()).then_some(f.x)
 }
 
 pub(super) fn side_of(f: &FileState) -> Side {

@@ -206,6 +206,11 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
         .collect()
 }
 
+/// An index entry's mode is an executable file's (100755).
+pub fn is_exec_mode(mode: u32) -> bool {
+    mode & 0o170000 == 0o100000 && mode & 0o100 != 0
+}
+
 /// The stage-0 entry of `path` in sorted `entries`.
 pub fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
     let i = entries.partition_point(|e| e.path.as_bytes() < path.as_bytes());

@@ -392,10 +392,13 @@ fn derive(
         let after = c.after.blob();
         let on_path: Vec<&&crate::fold::Entry> = others.iter().filter(|e| e.path == c.rel).collect();
         let after_id = after.as_ref().and_then(|b| b.id());
-        if on_path.iter().any(|e| {
-            (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
-                || (after_id.is_some() && e.intended.as_deref() == after_id)
-        }) {
+        let mode_changed = c.x_before.zip(c.x_after).is_some_and(|(b, a)| b != a);
+        if !mode_changed
+            && on_path.iter().any(|e| {
+                (e.after.is_some() && e.after.as_ref().map(|b| b.id()) == after.as_ref().map(|b| b.id()))
+                    || (after_id.is_some() && e.intended.as_deref() == after_id)
+            })
+        {
             // The disk holds what another journaled call wrote, or what one meant to write
             // (its intent's content; it may have been cut off after writing): its change, not
             // the command's.
@@ -437,7 +440,7 @@ fn derive(
                 at = rule::At::NoLaterThan(t);
                 verdict = rule::judge(&own, &scene, at);
             }
-            // Otherwise (no watcher, or one that logs a `chmod` as a change like any other): the
+            // Otherwise (no watcher, or an older one that logged a `chmod` as content): the
             // ctime alone can make it uncertain, never move it out of the command, when the
             // content's own clock (its mtime) says before the last sign of life.
             let life = scene.last_life.unwrap_or(i64::MAX);
@@ -459,6 +462,23 @@ fn derive(
         };
         kept.push((c, verdict, when, redated));
     }
+    // Why no watcher saw Claude Code end, said on each after-stop entry it leaves bounded by the
+    // last sign of life only (the clock walj did not have).
+    let absent_why = || -> String {
+        if !cfg.bash.watcher {
+            return "the watcher is off ([bash] watcher = false)".into();
+        }
+        let workdir = crate::git::find(&project.root).map_or_else(|| project.root.clone(), |(w, _)| w);
+        let places = crate::watch::Places::of(&workdir).ok();
+        let now = crate::watch::absence(places.as_ref(), &super::observed_path(project));
+        match snap.watch.as_deref() {
+            Some(w) if crate::watch::is_absence(w) => {
+                format!("at the command's start: {w}; {now}")
+            }
+            _ => now,
+        }
+    };
+    let absent = (end_seen.is_none() && kept.iter().any(|(_, v, _, _)| *v == Verdict::AfterStop)).then(absent_why);
     let changes: Vec<Change> = kept.iter().map(|(c, _, _, _)| c.clone()).collect();
     let records = child_records(matcher, snap, &changes, PHASE, false);
     let unseen = tree.unseen(snap, &now, &changes);
@@ -472,9 +492,12 @@ fn derive(
             }
             match verdict {
                 Verdict::Certain => r,
-                Verdict::AfterStop => match &end_seen {
-                    Some(t) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
-                    None => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
+                Verdict::AfterStop => match (&end_seen, &absent) {
+                    (Some(t), _) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::END_SEEN, t.as_str()),
+                    (None, Some(why)) => {
+                        r.with(key::ATTRIBUTION, attribution::AFTER_STOP).with(key::WATCH_ABSENT, why.as_str())
+                    }
+                    (None, None) => r.with(key::ATTRIBUTION, attribution::AFTER_STOP),
                 },
                 Verdict::Uncertain(_) if redated => r.with(key::ATTRIBUTION, attribution::REDATED),
                 Verdict::Uncertain(c) if c.is_empty() => r.with(key::ATTRIBUTION, attribution::UNCERTAIN),
@@ -618,7 +641,9 @@ fn observed_changes(project: &Project, cfg: &Config, since: i64) -> Option<std::
                 seen = Some(std::collections::HashMap::new());
             }
             Some("doubt" | "exit") if ours => return None,
-            Some("change") => {
+            // Attribute-only changes (`chmod`, `touch -r`: `kind: "attribute"`) never date the
+            // content; lines without a kind (older watchers) count as content.
+            Some("change") if v["kind"].as_str() != Some("attribute") => {
                 if let (Some(m), Some(p)) = (seen.as_mut(), v["path"].as_str()) {
                     m.insert(p.to_string(), at);
                 }

@@ -43,6 +43,17 @@ pub(super) fn child_records(
                     r = r.with(key::LINK_AFTER, t);
                 }
             }
+            // The mode, as git writes it, on each side that is a regular file: when the bit
+            // changed, or either side is executable (so a revert gives the bit back).
+            let flipped = c.x_before.zip(c.x_after).is_some_and(|(b, a)| b != a);
+            if flipped || c.x_before == Some(true) || c.x_after == Some(true) {
+                if let Some(x) = c.x_before.filter(|_| c.before != Side::Absent) {
+                    r = r.with(key::MODE_BEFORE, crate::journal::entry_kind::file_mode(x));
+                }
+                if let Some(x) = c.x_after.filter(|_| c.after != Side::Absent) {
+                    r = r.with(key::MODE_AFTER, crate::journal::entry_kind::file_mode(x));
+                }
+            }
             r = r.with(key::COMMAND, snap.command.clone());
             if let Some(a) = &snap.agent_id {
                 r = r.with(key::AGENT_ID, a.clone());

@@ -69,6 +69,24 @@ pub(super) struct FileState {
     pub(super) nocap: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) st: Option<Stamp>,
+    /// A regular file with its owner's executable bit set (git's mode `100755`), in a snapshot
+    /// that records modes ([`Snapshot::modes`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(super) x: bool,
+}
+
+/// Whether a regular file's metadata has its owner's executable bit (git's `100755`).
+pub(super) fn is_exec(meta: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o100 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
 }
 
 pub(super) fn is_false(b: &bool) -> bool {
@@ -148,6 +166,10 @@ pub(super) struct Snapshot {
     /// snapshot the watcher makes from this one drops their files too, as a full scan would.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) nested: Vec<String>,
+    /// Its files' `x` (the executable bit) is recorded: false in sidecars older than the field,
+    /// whose files' modes are unknown (never compared).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(super) modes: bool,
 }
 
 /// Keeps `now` at `path` as the new baseline of `base`'s background command (it may still

@@ -2,7 +2,7 @@
 //! through git's index and untracked walk (in git), the paths the watcher named, or a bounded
 //! walk (outside git).
 
-use super::snapshot::{FileState, IndexRef, Mode, Snapshot, Stamp, save_index_copy, unread};
+use super::snapshot::{FileState, IndexRef, Mode, Snapshot, Stamp, is_exec, save_index_copy, unread};
 use super::{
     MAX_LISTED, MAX_NEW_OBJECTS, RACY_NS, SNAP_V, SnapError, WATCHED, bash_dir, gitform, gitindex, gitscan, links,
     now_ns, untracked,
@@ -113,6 +113,7 @@ impl<'a> Tree<'a> {
             time,
             ts: crate::journal::record::now_ts(),
             mode: if self.repo.is_some() { Mode::Git } else { Mode::Scan },
+            modes: true,
             ..Snapshot::default()
         };
         if let Some(v) = view {
@@ -268,6 +269,8 @@ impl<'a> Tree<'a> {
         paths: &[String],
     ) -> Result<(), SnapError> {
         snap.files = base.files.clone();
+        // The files not looked at again keep the base's bits: known only when the base knew them.
+        snap.modes = base.modes;
         // The nested repositories the base walked as new are old now: not walked, as a full
         // scan would not (their `.git` was there before the base).
         for root in &base.nested {
@@ -340,9 +343,19 @@ impl<'a> Tree<'a> {
                 snap.files.remove(rel);
             }
             Ok(_) if !self.tracked(rel) && self.nested_root(rel).is_some() => {
+                // As the full scan: a nested repository is walked only when made since, and
+                // only when this repository's rules do not ignore its folder.
+                let root_ignored = |root: &str| {
+                    self.repo.as_ref().is_some_and(|r| {
+                        let path = format!("{}{root}/", self.prefix);
+                        r.is_path_ignored(fsutil::name::to_path(&path)).unwrap_or(false)
+                    })
+                };
                 match self.nested_root(rel) {
-                    // As the full scan: a nested repository is walked only when made since.
-                    Some((root, st)) if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time => {
+                    Some((root, st))
+                        if st.m.max(st.c).saturating_add(untracked::NESTED_NEW_NS) >= base.time
+                            && !root_ignored(&root) =>
+                    {
                         let cached = base.files.get(rel).map(|f| (f, base.time));
                         let state = self.file_state(rel, cached, &mut snap.cut_short)?;
                         snap.files.insert(rel.to_string(), state);
@@ -460,17 +473,24 @@ impl<'a> Tree<'a> {
             return Ok(FileState { special: true, ..Default::default() });
         }
         let st = Stamp::of(&meta);
+        let x = is_exec(&meta);
         if let Some((c, cache_time)) = cached
             && c.st == Some(st)
             && !st.racy(cache_time)
             && let Some(id) = &c.id
             && (c.nocap.is_some() || self.store.reuse(id))
         {
-            return Ok(FileState { id: Some(id.clone()), nocap: c.nocap.clone(), st: Some(st), ..Default::default() });
+            return Ok(FileState {
+                id: Some(id.clone()),
+                nocap: c.nocap.clone(),
+                st: Some(st),
+                x,
+                ..Default::default()
+            });
         }
         if Instant::now() > self.deadline || self.new_objects >= self.max_new {
             *cut_short = true;
-            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
+            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), x, ..Default::default() });
         }
         let (id, nocap) = self.read_capture(&abs, rel, &meta)?;
         // The stat was taken before the bytes were read: a file replaced or written in between
@@ -479,9 +499,9 @@ impl<'a> Tree<'a> {
         // Stated again after the read; a file that moved meanwhile stays unread.
         if id.is_some() && !fs::symlink_metadata(&abs).is_ok_and(|m| Stamp::of(&m) == st) {
             *cut_short = true;
-            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), ..Default::default() });
+            return Ok(FileState { nocap: Some("cut_short".into()), st: Some(st), x, ..Default::default() });
         }
-        Ok(FileState { id, nocap, st: Some(st), ..Default::default() })
+        Ok(FileState { id, nocap, st: Some(st), x, ..Default::default() })
     }
 
     /// A symbolic link's state: its target read (never followed); the target text is the
@@ -532,15 +552,16 @@ pub(super) fn existed_untouched(root: &Path, rel: &str, time_ns: i64) -> bool {
     true
 }
 
-/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link).
-pub(super) fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool)> {
+/// Stage-0 index entries under `prefix`, keyed by project-relative path: (blob id, is a link,
+/// is executable: git's `100755`).
+pub(super) fn index_map(index: &[gitindex::Entry], prefix: &str) -> HashMap<String, (String, bool, bool)> {
     let mut m = HashMap::with_capacity(index.len());
     for e in index.iter().filter(|e| e.stage == 0) {
         if let Some(rel) = e.path.strip_prefix(prefix)
             && rel != ".walj"
             && !rel.starts_with(".walj/")
         {
-            m.insert(rel.to_string(), (e.id(), links::is_link_mode(e.mode)));
+            m.insert(rel.to_string(), (e.id(), links::is_link_mode(e.mode), gitindex::is_exec_mode(e.mode)));
         }
     }
     m

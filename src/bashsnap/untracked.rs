@@ -233,9 +233,7 @@ pub fn walk(
                 Ok(m) if young(&m) => {
                     // Made since the base: walked now, never recorded (the next walk skips it).
                     changed |= old.remove(&dir).is_some();
-                    read(repo, &abs, &dir, prefix, under, None, None, out)?
-                        .into_iter()
-                        .for_each(|f| stack.extend(f.d.iter().map(|n| (join(&dir, n), true))));
+                    walk_young(&abs, &dir, out);
                     continue;
                 }
                 Ok(_) => {
@@ -286,6 +284,30 @@ pub fn walk(
         }
     }
     Ok(stats)
+}
+
+/// A nested repository made since the base: every file in it goes to `out`. This repository's
+/// ignore rules do not reach into it (to git it is one untracked entry, its files its own), so
+/// none is applied: the files a command wrote there are the command's, whatever their names.
+/// The watcher names them the same way (`watch::server`, `in_nested`).
+fn walk_young(abs: &Path, dir: &str, out: &mut Vec<String>) {
+    let mut stack = vec![(abs.to_path_buf(), dir.to_string())];
+    while let Some((d, rel)) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for ent in rd.flatten() {
+            let name = fsutil::name::encode_os(&ent.file_name()).into_owned();
+            if name == ".git" {
+                continue;
+            }
+            let Ok(ft) = ent.file_type() else { continue };
+            let inner = join(&rel, &name);
+            if ft.is_dir() {
+                stack.push((ent.path(), inner));
+            } else {
+                out.push(inner);
+            }
+        }
+    }
 }
 
 /// Reads one folder: its untracked files go to `out`, and the folder's record is returned

@@ -448,6 +448,10 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
                 e.state()
             ))
         )?;
+        if let Some((old, new)) = triage::mode_change(project, e, mode) {
+            // As git shows a mode change; the bytes' diff follows (identical for a `chmod` alone).
+            writeln!(out, "{}", st.bold(&format!("old mode {old}\nnew mode {new}")))?;
+        }
         write!(out, "{}", crate::report::diff::unified(&sides, &e.path, context, st.color))?;
     }
     Ok(0)
@@ -509,6 +513,10 @@ pub fn diff_json(
                 );
                 o.insert("old".into(), side_json(&sides.old));
                 o.insert("new".into(), side_json(&sides.new));
+                // The executable bit, when the two sides differ in it (`chmod +x`).
+                if let Some((old, new)) = triage::mode_change(p, e, mode) {
+                    o.insert("file_mode".into(), json!({"old": old, "new": new}));
+                }
                 o.insert("diff".into(), json!(crate::report::diff::unified(&sides, &e.path, context, false)));
             }
             j

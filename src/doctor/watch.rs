@@ -36,6 +36,16 @@ pub fn check(project: &Project) -> Vec<DoctorFinding> {
             );
             f.details =
                 vec!["nothing is lost (a full scan is what walj did before the watcher); it only costs time".into()];
+            if crate::watch::is_absence(why) {
+                // Why it did not listen: what the last watcher left (its claim, its observer file).
+                let workdir = crate::git::find(&project.root).map_or_else(|| project.root.clone(), |(w, _)| w);
+                let places = crate::watch::Places::of(&workdir).ok();
+                let absence = crate::watch::absence(places.as_ref(), &bashsnap::observed_path(project));
+                f.details.push(format!("why no watcher listened: {}", crate::present::text::shown(&absence)));
+                f.details.push(
+                    "cost besides time: a command killed with its session is dated by Claude Code's last sign of life, not by its end (changes after it read as possibly someone else's)".into(),
+                );
+            }
             out.push(f);
         }
     }

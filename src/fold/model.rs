@@ -158,6 +158,10 @@ pub struct Entry {
     /// (`end_seen`); `None`: walj had no watcher's word, only the journal and the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_seen: Option<String>,
+    /// For an after-stop entry no watcher dated: why no watcher saw Claude Code end
+    /// (`watch_absent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_absent: Option<String>,
     /// For an entry a Bash command caused: the command line (cut to [`COMMAND_SHOWN`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -184,6 +188,12 @@ pub struct Entry {
     pub link_before: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_after: Option<String>,
+    /// A file entry's mode on each side as git writes it (`100644`, `100755`), when recorded:
+    /// a revert gives the executable bit back, a diff shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_after: Option<String>,
 }
 
 impl Entry {
@@ -226,6 +236,7 @@ impl Entry {
             command,
             changed: view.changed.map(Cow::into_owned),
             end_seen: view.end_seen.map(Cow::into_owned),
+            watch_absent: view.watch_absent.map(Cow::into_owned),
             candidates: view.candidates,
             candidate_commands: view.candidate_commands,
             still_running: false,
@@ -233,6 +244,26 @@ impl Entry {
             kind,
             link_before: view.link_before.map(Cow::into_owned),
             link_after: view.link_after.map(Cow::into_owned),
+            mode_before: view.mode_before.map(Cow::into_owned),
+            mode_after: view.mode_after.map(Cow::into_owned),
+        }
+    }
+    /// The executable bit the entry's pre-image had (`mode_before`), when recorded; a file that
+    /// existed before with only `mode_after` recorded was not executable (both are written
+    /// whenever either side is executable).
+    pub fn exec_before(&self) -> Option<bool> {
+        match (&self.mode_before, &self.mode_after) {
+            (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
+            (None, Some(_)) if self.before.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
+            _ => None,
+        }
+    }
+    /// The executable bit of the post-image (`mode_after`), as [`Entry::exec_before`].
+    pub fn exec_after(&self) -> Option<bool> {
+        match (&self.mode_after, &self.mode_before) {
+            (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
+            (None, Some(_)) if self.after.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
+            _ => None,
         }
     }
     /// A symbolic-link entry.

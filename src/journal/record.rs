@@ -106,6 +106,15 @@ pub mod entry_kind {
         h.update(target);
         h.hex()
     }
+
+    /// A regular file's mode as git writes it (`mode_before` / `mode_after`): `100755` when its
+    /// executable bit is set, else `100644`.
+    pub const MODE_EXEC: &str = "100755";
+    pub const MODE_PLAIN: &str = "100644";
+
+    pub fn file_mode(exec: bool) -> &'static str {
+        if exec { MODE_EXEC } else { MODE_PLAIN }
+    }
 }
 
 /// `how` values of `resolved` records.
@@ -238,6 +247,10 @@ pub mod key {
     /// Absent: no watcher saw it, the bound is the last sign of life in the journal and the
     /// transcript.
     pub const END_SEEN: &str = "end_seen";
+    /// On an `after_stop` derived entry without `end_seen`: why no watcher saw Claude Code end
+    /// (off, not listening at the command's start, left or killed since), in words. The verdict
+    /// then rests on the last sign of life alone, and readers say so.
+    pub const WATCH_ABSENT: &str = "watch_absent";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
     pub const CANDIDATES: &str = "candidates";
@@ -253,6 +266,10 @@ pub mod key {
     /// side names (`before` / `after`), as git stores a link.
     pub const LINK_BEFORE: &str = "link_before";
     pub const LINK_AFTER: &str = "link_after";
+    /// A regular file's mode on each side of an entry, as git writes it (`100644`, `100755`):
+    /// a `chmod +x` is an entry whose images are the same bytes.
+    pub const MODE_BEFORE: &str = "mode_before";
+    pub const MODE_AFTER: &str = "mode_after";
     /// What a command's snapshots could not see (`snapshot.unseen` of its outcome, and the
     /// `unseen` session record of a killed one): [`crate::fold::Unseen`].
     pub const UNSEEN: &str = "unseen";

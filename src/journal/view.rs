@@ -88,6 +88,9 @@ pub struct RecordView<'a> {
     /// `end_seen` of an after-stop entry: when the watcher saw Claude Code's process end.
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub end_seen: Option<Cow<'a, str>>,
+    /// `watch_absent` of an after-stop entry no watcher dated: why.
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub watch_absent: Option<Cow<'a, str>>,
     /// `agent_id` of a record a subagent's event made (absent: the main thread).
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub agent_id: Option<Cow<'a, str>>,
@@ -96,6 +99,11 @@ pub struct RecordView<'a> {
     pub link_before: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "lenient")]
     pub link_after: Option<Cow<'a, str>>,
+    /// `mode_before` / `mode_after` of a file entry: its mode as git writes it (`100755`).
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub mode_before: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "lenient")]
+    pub mode_after: Option<Cow<'a, str>>,
     #[serde(default)]
     pub background: bool,
     #[serde(default)]
@@ -319,8 +327,11 @@ pub(crate) fn scan_view(line: &[u8]) -> Option<RecordView<'_>> {
                     "command" => view.command = Some(c),
                     "changed" => view.changed = Some(c),
                     "end_seen" => view.end_seen = Some(c),
+                    "watch_absent" => view.watch_absent = Some(c),
                     "link_before" => view.link_before = Some(c),
                     "link_after" => view.link_after = Some(c),
+                    "mode_before" => view.mode_before = Some(c),
+                    "mode_after" => view.mode_after = Some(c),
                     "before" => view.before = Some(Blob::Id(v.to_string())),
                     "after" => view.after = Some(Blob::Id(v.to_string())),
                     "nocap" => view.nocap = Some(v.to_string()),
@@ -399,8 +410,11 @@ fn lenient_reset(view: &mut RecordView<'_>, key: &str) {
         "command" => view.command = None,
         "changed" => view.changed = None,
         "end_seen" => view.end_seen = None,
+        "watch_absent" => view.watch_absent = None,
         "link_before" => view.link_before = None,
         "link_after" => view.link_after = None,
+        "mode_before" => view.mode_before = None,
+        "mode_after" => view.mode_after = None,
         _ => {}
     }
 }

@@ -258,9 +258,16 @@ pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if e.after_stop {
         let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
         return Some(match &e.end_seen {
-            None => format!(
-                "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher; not counted as Claude's work"
-            ),
+            None => {
+                // Why there was no watcher's word (when recorded): the bound is the last sign of
+                // life only, never a moment walj saw.
+                let why = e.watch_absent.as_deref().map_or_else(String::new, |w| {
+                    format!(" (no watcher saw Claude Code end: {})", super::text::shown(w))
+                });
+                format!(
+                    "made after Claude Code's last sign of life: this command's{also}, or someone's after Claude Code stopped — walj cannot tell without its watcher{why}; not counted as Claude's work"
+                )
+            }
             // The watcher saw the process end: the moment is known, whose change it was is not.
             Some(t) => format!(
                 "made after Claude Code's last sign of life (its process ended at {}, seen by the checkout's watcher): this command's, whose processes ran on{also}, or someone's after Claude Code stopped — walj cannot tell which; not counted as Claude's work",

@@ -371,15 +371,28 @@ pub(crate) fn human(n: u64) -> String {
 /// last time. The folder is opened beneath the root through no symbolic link, refusing
 /// `.walj/` and git's folders unless `scope` lets a `.git` file through
 /// ([`Project::write_dir`]): the file lands in the folder checked, whatever the path becomes.
-/// Keeps the permissions of the file it replaces, else gives `mode` when known.
+/// Keeps the permissions of the file it replaces, else gives `mode` when known; `exec` then
+/// sets or clears the executable bits (an entry's recorded mode given back).
 pub(crate) fn stage_write(
     project: &Project,
     scope: crate::project::WriteScope,
     rel: &str,
     bytes: &[u8],
     mode: Option<u32>,
+    exec: Option<bool>,
 ) -> Result<fsutil::Staged> {
-    stage_write_in(&mut Folders::default(), project, scope, rel, bytes, mode)
+    stage_write_in(&mut Folders::default(), project, scope, rel, bytes, mode, exec)
+}
+
+/// `mode` with its executable bits set (where it is readable, as git checks out `100755`)
+/// or cleared, when its owner's bit (the one entries record) is not already so: a mode whose
+/// owner's bit already matches is kept as it is (`0754` stays `0754`).
+pub(crate) fn with_exec(mode: u32, exec: bool) -> u32 {
+    match (mode & 0o100 != 0, exec) {
+        (false, true) => mode | (mode & 0o444) >> 2,
+        (true, false) => mode & !0o111,
+        _ => mode,
+    }
 }
 
 /// The folders a batch of staged writes holds open, one descriptor per folder however many
@@ -397,6 +410,7 @@ pub(crate) fn stage_write_in(
     rel: &str,
     bytes: &[u8],
     mode: Option<u32>,
+    exec: Option<bool>,
 ) -> Result<fsutil::Staged> {
     let refused = |e| match e {
         crate::project::WriteError::Refused(why) => TriageError::Refused(format!("refused: {why}")),
@@ -415,6 +429,12 @@ pub(crate) fn stage_write_in(
     let mode = match dir.kind(&name) {
         Ok(fsutil::beneath::Kind::File { mode, .. }) => Some(mode),
         _ => mode,
+    };
+    let mode = match (mode, exec) {
+        (Some(m), Some(x)) => Some(with_exec(m, x)),
+        // A new file: what a plain create gives (0666 less the umask), executable when asked.
+        (None, Some(true)) => Some(0o755),
+        (m, _) => m,
     };
     fsutil::stage_in(dir, &name, bytes, mode).map_err(|e| TriageError::Failed(format!("writing {rel}: {e}")))
 }

@@ -66,6 +66,27 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> DiffSides
     }
 }
 
+/// The file mode's change in `entry`'s diff in `mode` (old, new, as git writes them: `100644`,
+/// `100755`), when the entry records modes and the two differ: a `chmod +x` shows here, its
+/// bytes being the same. The disk's side is its mode now.
+pub fn mode_change(project: &Project, entry: &Entry, mode: DiffMode) -> Option<(&'static str, &'static str)> {
+    use crate::journal::entry_kind::file_mode;
+    if entry.is_link() || entry.outside {
+        return None;
+    }
+    let old = entry.exec_before()?;
+    let new = match mode {
+        DiffMode::Applied => entry.exec_after()?,
+        DiffMode::Disk => {
+            let abs = project.resolve_rel(&entry.path).ok()?;
+            let meta = std::fs::symlink_metadata(abs).ok().filter(std::fs::Metadata::is_file)?;
+            crate::fsutil::file_mode_of(&meta)? & 0o100 != 0
+        }
+        DiffMode::Head => return None,
+    };
+    (old != new).then(|| (file_mode(old), file_mode(new)))
+}
+
 /// The side of a record's image. An image the record names as captured (no `nocap`) but
 /// the store lost — a machine crash before its hook returned, when the object's syncs had
 /// not finished (`store::Store::put_carried`) — is read from the disk, and the side says so:

@@ -30,7 +30,7 @@ mod revert;
 mod select;
 mod undo;
 
-pub use diff::diff_sides;
+pub use diff::{diff_sides, mode_change};
 pub use handoff::{
     Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, handoff_with_note, held as held_briefs,
 };

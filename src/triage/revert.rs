@@ -118,6 +118,10 @@ struct Worked<'e> {
     scope: WriteScope,
     /// What a `.git` file is, said when it is reverted (`--force`).
     git_note: Option<String>,
+    /// The executable bit the write gives the file: the entry's recorded pre-image mode, when
+    /// the write brings the pre-image back or the entry changed the bit (`None`: the file keeps
+    /// its permissions).
+    exec: Option<bool>,
 }
 
 impl Worked<'_> {
@@ -191,6 +195,7 @@ fn work_out<'e>(
         record_nothing: false,
         scope: WriteScope::Project,
         git_note: None,
+        exec: None,
     };
     let refuse = |mut w: Worked<'e>, why: String| {
         w.plan = RevertPlan::Refused { why };
@@ -259,7 +264,23 @@ fn work_out<'e>(
     w.abs = Some(abs.clone());
     w.disk = disk.clone();
     w.pre = pre.clone();
+    // The recorded mode (`mode_before`): a write of the pre-image gives its executable bit back.
+    let exec_before = e.exec_before().filter(|_| !matches!(pre, Image::Absent));
+    let exec_now =
+        matches!(disk, Disk::File(_)).then(|| crate::fsutil::file_mode(&abs).map(|m| m & 0o100 != 0)).flatten();
+    w.exec = exec_before;
     if pre.same_as(&disk) {
+        if let (Some(want), Some(now)) = (exec_before, exec_now)
+            && want != now
+        {
+            // The bytes are the pre-image's, the mode is not (`chmod +x`): the bytes are
+            // written back with the mode.
+            if let Err(why) = check_writable(&abs, &e.path, &disk) {
+                return refuse(w, why);
+            }
+            w.plan = RevertPlan::WritePre;
+            return w;
+        }
         w.plan = RevertPlan::Nothing { why: format!("{} already equals the pre-image", e.path) };
         w.record_nothing = true;
         return w;
@@ -312,11 +333,17 @@ fn work_out<'e>(
                 conflict(format!("{p} is binary and changed since this entry; walj cannot merge binary files"))
             } else {
                 match merge3(post, cur, pre) {
-                    Ok((true, merged)) if merged == cur => {
+                    Ok((true, merged)) if merged == cur && (w.exec.is_none() || w.exec == exec_now) => {
                         w.record_nothing = true;
                         RevertPlan::Nothing { why: format!("the entry's change is no longer in {p}") }
                     }
-                    Ok((true, merged)) => RevertPlan::Merge { merged },
+                    Ok((true, merged)) => {
+                        if e.exec_before() == e.exec_after() {
+                            // The entry did not change the bit: the file keeps the one it has now.
+                            w.exec = None;
+                        }
+                        RevertPlan::Merge { merged }
+                    }
                     Ok((false, merged)) => RevertPlan::Conflict { lines: conflict_regions(&merged, cur, p) },
                     Err(err) => conflict(format!("merging {p} failed: {}", err.message())),
                 }
@@ -570,7 +597,7 @@ fn revert_files(
     for (w, (target, _, _)) in steps.iter().zip(&plans) {
         staged.push(match (target, &w.abs) {
             (Some(Some(bytes)), Some(_)) => Some(
-                stage_write_in(&mut folders, project, w.scope, &w.entry.path, bytes, None)
+                stage_write_in(&mut folders, project, w.scope, &w.entry.path, bytes, None, w.exec)
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,
@@ -678,6 +705,7 @@ fn work_out_all<'f>(
                 record_nothing: true,
                 scope: WriteScope::Project,
                 git_note: None,
+                exec: None,
             };
             outcomes.push(Outcome::of(e, w.describe(opts.force, true), false));
             followers.entry(first).or_default().push(w);

@@ -228,7 +228,7 @@ fn write_all(
     for (t, plan) in targets.iter().zip(&plans) {
         staged.push(match (t, plan) {
             (Target::Action(e, _), Some(Restore { scope, bytes: Some(b), mode, already: false, .. })) => Some(
-                stage_write(project, *scope, &e.path, b, *mode)
+                stage_write(project, *scope, &e.path, b, *mode, mode.map(|m| m & 0o100 != 0))
                     .map_err(|err| TriageError::Failed(format!("{err:#}\nNothing was changed.")))?,
             ),
             _ => None,

@@ -433,6 +433,7 @@ mod tests {
             command: None,
             changed: None,
             end_seen: None,
+            watch_absent: None,
             candidates: Vec::new(),
             candidate_commands: Vec::new(),
             still_running: false,
@@ -440,6 +441,8 @@ mod tests {
             kind: None,
             link_before: None,
             link_after: None,
+            mode_before: None,
+            mode_after: None,
         }
     }
 

@@ -15,13 +15,18 @@
 //!   answer: a write through a name outside the checkout is no event here.
 //! - **Ignore rules.** A `.gitignore` event, or a changed `info/exclude`, git configuration or
 //!   `core.excludesFile` (their stamps, compared before each answer), raises the floor and
-//!   crawls the tree again, so folders the rules no longer ignore get their watches.
+//!   crawls the tree again, so folders the rules no longer ignore get their watches and files
+//!   they no longer ignore with more than one name are named in every answer.
 //! - **What it keeps.** A sequence number per event and, per changed path, the number of its
 //!   last change. A *floor* is raised when it cannot vouch for what came before (the queue
 //!   overflowed, ignore rules changed, too many paths kept): a request from a clock below the
 //!   floor gets a doubt, never a partial list. Over the watch limit (a real `ENOSPC`, or
 //!   `WALJ_WATCH_MAX_DIRS` folders in a test) it keeps running and answers every request with
 //!   that doubt, so hooks do not start it again and again.
+//! - **The observer file.** Changes are coalesced: one line per path and kind (content, or
+//!   attribute only: mode, times, a close after opening for writing) per batch, with its
+//!   first and last time; a batch is written before any other line (a session's end, a
+//!   doubt), so no change line spans one.
 //! - **Live observer.** Each session a request names (its Claude Code pid and start time), or
 //!   the hook that started it named (`--session`), is watched through its pidfd (polled every
 //!   second where there is none); when its process is gone the time is written, with every change's
@@ -193,6 +198,9 @@ pub fn run(opts: &Options) -> io::Result<bool> {
         st.crawl(&root, false);
     }
     st.observe(&serde_json::json!({"ev": "ready", "dirs": st.watched.len(), "doubt": st.degraded}));
+    // Written at once: a watcher killed before its first tick still leaves its start, so a
+    // reader can say it ran and ended without leaving (`super::absence`).
+    st.flush();
     let mut last_tick = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(250)) {
@@ -281,6 +289,46 @@ struct Session {
     exact: bool,
 }
 
+/// What an event changed: the bytes (or the name: made, removed, renamed), or only the
+/// attributes (mode, times, owner: `chmod`, `touch -r`; a close after opening for writing),
+/// which never re-date content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Content,
+    Attribute,
+}
+
+impl Kind {
+    fn of(kind: &EventKind) -> Kind {
+        match kind {
+            EventKind::Modify(ModifyKind::Metadata(_)) => Kind::Attribute,
+            // A close after opening for writing: `touch` opens the file so; a write through
+            // `write(2)` or a truncation is a `Modify(Data)` event of its own (only a write
+            // through a mapping has none, and is dated by its ctime then).
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => Kind::Attribute,
+            _ => Kind::Content,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Content => "content",
+            Kind::Attribute => "attribute",
+        }
+    }
+}
+
+/// One coalesced line of the observer file: a path's changes of one kind in one batch, from
+/// the first event's time to the last's.
+struct Pending {
+    path: String,
+    kind: Kind,
+    first: i64,
+    last: i64,
+}
+
+/// Paths a batch coalesces at most before it is written out.
+const MAX_BATCH: usize = 50_000;
+
 /// A client waiting for its cookie: its stream, its clock, since when it waits, and whether
 /// the observer file's pending lines go out before its answer ([`super::Request::flush`]).
 type Waiting = (UnixStream, Option<Clock>, Instant, bool);
@@ -308,6 +356,10 @@ struct State {
     config_known: (String, Option<PathBuf>),
     /// Files with more than one name (relative paths): named in every answer.
     linked: HashSet<String>,
+    /// Nested repositories whose `.git` appeared while this watcher ran (relative paths): this
+    /// repository's ignore rules do not reach into them. Older ones stay as the rules say (the
+    /// full scan does not walk them), so an ignored `node_modules/` in one costs no watches.
+    made_nested: HashSet<String>,
     max_dirs: usize,
     /// Cookies seen (name → when), for a request that arrives after its cookie's event.
     seen: HashMap<String, Instant>,
@@ -318,6 +370,11 @@ struct State {
     linger: Duration,
     observed: Option<PathBuf>,
     out: Vec<u8>,
+    /// Changes not written yet, coalesced: one line per path and kind per batch
+    /// ([`State::drain`]), in the order of their first event.
+    batch: Vec<Pending>,
+    /// Where each (path, kind) of `batch` is.
+    batch_at: HashMap<(String, Kind), usize>,
     /// Where the pidfd threads report a session's end.
     end_tx: Option<mpsc::Sender<Msg>>,
 }
@@ -340,6 +397,7 @@ impl State {
             rules_fp: String::new(),
             config_known: (String::new(), None),
             linked: HashSet::new(),
+            made_nested: HashSet::new(),
             max_dirs: opts.max_dirs,
             seen: HashMap::new(),
             pending: HashMap::new(),
@@ -348,6 +406,8 @@ impl State {
             linger: opts.linger,
             observed: opts.observed.clone(),
             out: Vec::new(),
+            batch: Vec::new(),
+            batch_at: HashMap::new(),
             end_tx: None,
         }
     }
@@ -368,14 +428,34 @@ impl State {
         self.index.as_ref().is_some_and(|i| i.get_path(&crate::fsutil::name::to_path(rel), 0).is_some())
     }
 
-    /// A file the full scan does not list: ignored and not tracked.
+    /// A file the full scan does not list: ignored and not tracked (inside a nested repository
+    /// this one's rules do not reach: the snapshot decides by the nested repository's age).
     fn hidden(&self, rel: &str) -> bool {
-        self.ignored(rel) && !self.tracked(rel)
+        self.ignored(rel) && !self.tracked(rel) && !self.in_nested(rel)
+    }
+
+    /// `rel` is below a folder (under the root, above `rel`) whose `.git` appeared while this
+    /// watcher ran ([`State::made_nested`]), and this repository's rules do not ignore that
+    /// folder itself (then git lists it, whole).
+    fn in_nested(&self, rel: &str) -> bool {
+        if self.made_nested.is_empty() {
+            return false;
+        }
+        let mut at = rel.rfind('/').map(|i| &rel[..i]);
+        while let Some(dir) = at {
+            if self.made_nested.contains(dir)
+                && fs::symlink_metadata(self.root.join(crate::fsutil::name::to_path(dir)).join(".git")).is_ok()
+            {
+                return !self.ignored(&format!("{dir}/"));
+            }
+            at = dir.rfind('/').map(|i| &dir[..i]);
+        }
+        false
     }
 
     /// A folder whose files the full scan does not list: ignored, and no tracked file below.
     fn dir_hidden(&self, rel: &str) -> bool {
-        if !self.ignored(&format!("{rel}/")) {
+        if !self.ignored(&format!("{rel}/")) || self.in_nested(rel) {
             return false;
         }
         let prefix = format!("{rel}/");
@@ -496,8 +576,37 @@ impl State {
         }
     }
 
+    /// A `.git` appeared in `dir` (a nested repository made): this repository's ignore rules no
+    /// longer reach into it, so every file below is named (the snapshot decides by the nested
+    /// repository's age), and folders the rules hid get their watches.
+    fn nested_made(&mut self, dir: &Path) {
+        let Some(rel) = self.rel(dir).filter(|r| !self.dir_hidden(r)) else { return };
+        self.made_nested.insert(rel);
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            if !self.watched.contains(&d) {
+                self.crawl(&d, true);
+                continue;
+            }
+            let Ok(rd) = fs::read_dir(&d) else { continue };
+            for ent in rd.flatten() {
+                if ent.file_name() == ".git" {
+                    continue;
+                }
+                let Ok(ft) = ent.file_type() else { continue };
+                let Some(rel) = self.rel(&ent.path()) else { continue };
+                if ft.is_dir() {
+                    stack.push(ent.path());
+                } else if !self.hidden(&rel) {
+                    self.mark(rel, Kind::Content);
+                }
+            }
+        }
+    }
+
     /// Crawls the whole work tree again (folders already watched are read, not watched again):
-    /// after the ignore rules changed, a folder they no longer ignore gets its watch.
+    /// after the ignore rules changed, a folder they no longer ignore gets its watch, and a file
+    /// they no longer ignore with more than one name is noted (`linked`).
     fn recrawl(&mut self) {
         let root = self.root.clone();
         let mut stack = vec![root];
@@ -508,6 +617,17 @@ impl State {
             }
             let Ok(rd) = fs::read_dir(&d) else { continue };
             for ent in rd.flatten() {
+                if ent.file_type().is_ok_and(|t| t.is_file()) {
+                    // A file the old rules hid was never noted: one with another name (a hard
+                    // link from outside) is named in every answer from now on.
+                    if let Some(rel) = self.rel(&ent.path())
+                        && !self.hidden(&rel)
+                    {
+                        let meta = ent.metadata().ok();
+                        self.note_links(&rel, meta.as_ref());
+                    }
+                    continue;
+                }
                 if !ent.file_type().is_ok_and(|t| t.is_dir()) || ent.file_name() == ".git" {
                     continue;
                 }
@@ -531,13 +651,44 @@ impl State {
         self.observe(&serde_json::json!({"ev": "doubt", "why": why}));
     }
 
-    fn mark(&mut self, rel: String) {
+    fn mark(&mut self, rel: String, kind: Kind) {
         self.seq += 1;
         if self.changed.len() >= MAX_KEPT {
             self.raise_floor(doubt::TOO_MANY);
         }
-        self.observe(&serde_json::json!({"ev": "change", "path": rel}));
+        self.note_change(&rel, kind);
         self.changed.insert(rel, self.seq);
+    }
+
+    /// Notes a change for the observer file, coalesced with the batch's earlier ones on the path
+    /// of the same kind (a 20 MB file rewritten is thousands of write events, one line).
+    fn note_change(&mut self, rel: &str, kind: Kind) {
+        if self.observed.is_none() {
+            return;
+        }
+        let ns = now_ns();
+        if let Some(&i) = self.batch_at.get(&(rel.to_string(), kind)) {
+            self.batch[i].last = ns;
+            return;
+        }
+        if self.batch.len() >= MAX_BATCH {
+            self.drain();
+        }
+        self.batch_at.insert((rel.to_string(), kind), self.batch.len());
+        self.batch.push(Pending { path: rel.to_string(), kind, first: ns, last: ns });
+    }
+
+    /// Writes the batch's coalesced changes into the pending lines: before any other line (a
+    /// session's end, a doubt…), so no change line spans one, and at each flush.
+    fn drain(&mut self) {
+        self.batch_at.clear();
+        for p in std::mem::take(&mut self.batch) {
+            let v = serde_json::json!({"ev": "change", "path": p.path, "kind": p.kind.name(), "first": p.first, "ns": p.last});
+            if let Ok(mut line) = serde_json::to_vec(&v) {
+                line.push(b'\n');
+                self.out.extend_from_slice(&line);
+            }
+        }
     }
 
     /// Watches `dir` and every folder below it git does not ignore; with `report`, every
@@ -588,7 +739,7 @@ impl State {
                         self.note_links(&rel, meta.as_ref());
                     }
                     if report {
-                        self.mark(rel);
+                        self.mark(rel, Kind::Content);
                     }
                 }
             }
@@ -642,6 +793,15 @@ impl State {
         for (i, path) in ev.paths.iter().enumerate() {
             let Some(rel) = self.rel(path) else { continue };
             if rel.is_empty() || rel.split('/').any(|c| c == ".git") {
+                // A `.git` made in a folder below the root: a nested repository, which this
+                // repository's rules no longer reach into.
+                if create
+                    && rel != ".git"
+                    && path.file_name().is_some_and(|n| n == ".git")
+                    && let Some(dir) = path.parent()
+                {
+                    self.nested_made(dir);
+                }
                 continue;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -686,7 +846,7 @@ impl State {
                 if self.dir_hidden(&rel) {
                     continue;
                 }
-                self.mark(rel);
+                self.mark(rel, Kind::Content);
                 if !self.watched.contains(path) {
                     self.crawl(path, true);
                 }
@@ -701,7 +861,7 @@ impl State {
                 // found by their inode (a link's count changing is no event in a folder).
                 self.sweep_links();
             }
-            self.mark(rel);
+            self.mark(rel, Kind::of(&ev.kind));
         }
     }
 
@@ -804,6 +964,8 @@ impl State {
     fn ended(&mut self, id: &str, proc: crate::procinfo::ProcRef, ns: i64, within_ms: u64) {
         let Some(s) = self.sessions.get_mut(id).filter(|s| s.proc == proc && !s.ended) else { return };
         s.ended = true;
+        // The changes before the end are written before it: no line spans it.
+        self.drain();
         let mut v = serde_json::json!({"ev": "end", "session": id, "pid": proc.pid, "start": proc.start, "within_ms": within_ms});
         if self.observed.is_some() {
             v["ns"] = serde_json::json!(ns);
@@ -849,6 +1011,7 @@ impl State {
         if self.observed.is_none() {
             return;
         }
+        self.drain();
         let mut v = v.clone();
         v["ns"] = serde_json::json!(now_ns());
         if let Ok(mut line) = serde_json::to_vec(&v) {
@@ -861,6 +1024,7 @@ impl State {
     }
 
     fn flush(&mut self) {
+        self.drain();
         let Some(path) = &self.observed else { return };
         if self.out.is_empty() {
             return;

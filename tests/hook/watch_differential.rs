@@ -7,7 +7,7 @@
 //!
 //! The oracle: a path counts when git tracks it or lists it untracked (before or after the
 //! command; a nested repository's folder stands for every file in it); it changed when its
-//! content (bytes, or a link's target) differs. The command's children must name exactly
+//! content (bytes, or a link's target) or its file mode (the executable bit) differs. The command's children must name exactly
 //! those paths, each file with its new bytes (a deletion: none).
 //!
 //! Bounded: `WALJ_DIFF_PROGRAMS` (default 600) and `WALJ_DIFF_SECS` (default 120);
@@ -74,7 +74,13 @@ fn hashes(root: &Path) -> BTreeMap<String, String> {
             } else if ft.is_dir() {
                 stack.push((e.path(), r));
             } else if ft.is_file() {
-                out.insert(r, walj::store::blob_id(&fs::read(e.path()).unwrap()));
+                // The mode counts too: `:x` when the owner's executable bit is set.
+                use std::os::unix::fs::PermissionsExt;
+                let x = e.metadata().is_ok_and(|m| m.permissions().mode() & 0o100 != 0);
+                out.insert(
+                    r,
+                    format!("{}{}", walj::store::blob_id(&fs::read(e.path()).unwrap()), if x { ":x" } else { "" }),
+                );
             }
         }
     }
@@ -162,6 +168,8 @@ enum Op {
     Rules(u8, Vec<&'static str>),
     NestedInit(&'static str, Vec<u8>),
     Backdate(usize, bool),
+    /// `chmod 755` (true) or `chmod 644` of a file: its mode only.
+    Chmod(usize, bool),
 }
 
 fn draw_path(rng: &mut Rng) -> String {
@@ -191,6 +199,7 @@ fn draw(rng: &mut Rng) -> Op {
             Op::Rules(which, pats)
         }
         87..=89 => Op::NestedInit(rng.pick::<&'static str>(NESTS), draw_bytes(rng)),
+        90..=94 => Op::Chmod(rng.below(1000), rng.chance(60)),
         _ => Op::Backdate(rng.below(1000), rng.chance(50)),
     }
 }
@@ -315,6 +324,15 @@ fn apply(s: &Side, op: &Op) {
             let _ = fs::write(abs.join("nested.txt"), b);
             let _ = Command::new("git").args(["init", "-q"]).current_dir(&abs).output();
         }
+        Op::Chmod(i, exec) => {
+            if let Some(p) = pick(&files(root), *i) {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = fs::set_permissions(
+                    root.join(os(&p)),
+                    fs::Permissions::from_mode(if *exec { 0o755 } else { 0o644 }),
+                );
+            }
+        }
         Op::Backdate(i, same_size) => {
             if let Some(p) = pick(&files(root), *i) {
                 let abs = root.join(os(&p));
@@ -355,7 +373,10 @@ fn journaled(w: &W, id: &str) -> BTreeMap<String, Option<String>> {
             let after = match (&r["after"], r.get("after_link").or(r.get("link_after"))) {
                 (Value::Null, _) => None,
                 (_, Some(Value::String(t))) => Some(format!("l:{t}")),
-                (v, _) => Some(v.as_str().unwrap_or("").to_string()),
+                (v, _) => {
+                    let x = if r["mode_after"] == json!("100755") { ":x" } else { "" };
+                    Some(format!("{}{x}", v.as_str().unwrap_or("")))
+                }
             };
             (path, after)
         })

@@ -289,3 +289,94 @@ fn each_kind_is_derived_when_claude_code_dies_after_the_command_and_the_watcher_
         assert!(kids.contains(&(path.to_string(), after)), "{path}: {kids:?}");
     }
 }
+
+/// `chmod +x` by a command: an entry whose images are the same bytes and whose mode changed
+/// (`mode_before` / `mode_after`, as git writes them), for a tracked and an untracked file, with
+/// the watcher and without; `walj diff` shows the mode, `walj revert` gives the old one back
+/// (the bytes untouched), `walj undo` the new one.
+#[test]
+fn a_chmod_is_journaled_shown_by_diff_and_reverted() {
+    use std::os::unix::fs::PermissionsExt;
+    each(|on| {
+        let w = session(&[("run.sh", "echo hi\n")], on, &|w| {
+            w.repo.write("tool.sh", "echo tool\n");
+            fs::set_permissions(w.root().join("tool.sh"), fs::Permissions::from_mode(0o644)).unwrap();
+            fs::set_permissions(w.root().join("run.sh"), fs::Permissions::from_mode(0o644)).unwrap();
+        });
+        let kids = run(&w, "toolu_x", "chmod +x run.sh tool.sh");
+        served(&w, "toolu_x", on);
+        assert_eq!(
+            kids,
+            vec![("run.sh".to_string(), blob("echo hi\n")), ("tool.sh".to_string(), blob("echo tool\n"))],
+            "watcher {on}"
+        );
+        let recs: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_x")).collect();
+        for r in &recs {
+            assert_eq!(r["before"], r["after"], "watcher {on}: {r}");
+            assert_eq!(r["mode_before"], json!("100644"), "watcher {on}: {r}");
+            assert_eq!(r["mode_after"], json!("100755"), "watcher {on}: {r}");
+        }
+        let id = recs.iter().find(|r| r["path"] == json!("run.sh")).unwrap()["id"].as_str().unwrap().to_string();
+        let diff =
+            crate::common::walj_at(w.root()).args(["diff", &id, "--applied", "--color", "never"]).output().unwrap();
+        let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+        assert!(diff.contains("old mode 100644") && diff.contains("new mode 100755"), "watcher {on}: {diff}");
+        // The session is live (the test is its Claude Code): --force.
+        let out = crate::common::walj_at(w.root()).args(["revert", &id, "--force", "--yes"]).output().unwrap();
+        assert!(out.status.success(), "watcher {on}: {}", String::from_utf8_lossy(&out.stderr));
+        let mode = |p: &str| fs::metadata(w.root().join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("run.sh"), 0o644, "watcher {on}: the revert gives the mode back");
+        assert_eq!(fs::read_to_string(w.root().join("run.sh")).unwrap(), "echo hi\n");
+        assert_eq!(mode("tool.sh"), 0o755, "watcher {on}: only the entry reverted");
+        let out = crate::common::walj_at(w.root()).args(["undo", "--force", "--yes"]).output().unwrap();
+        assert!(out.status.success(), "watcher {on}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(mode("run.sh"), 0o755, "watcher {on}: undo gives the command's mode back");
+    });
+}
+
+/// A file an ignore rule hid when the watcher crawled, hard-linked from outside the project: once
+/// the rule is gone, a write through the outside name is journaled (the watcher's crawl after
+/// the rule change notes the file's other name; before, only folders were read again, and the
+/// differential long run missed such writes: docs/reliability.md).
+#[test]
+fn a_hard_linked_file_a_rule_change_made_visible_is_journaled_when_written_from_outside() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let link = out.path().join("x");
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.write(".gitignore", "*.log\n");
+            w.repo.git(&["add", ".gitignore"]);
+            w.repo.commit("ignore logs");
+            w.repo.write("c.log", "c\n");
+            fs::hard_link(w.root().join("c.log"), &link).unwrap();
+        });
+        run(&w, "toolu_r", "printf '' > .gitignore");
+        let kids = run(&w, "toolu_l", &format!("echo via-link > '{}'", link.display()));
+        served(&w, "toolu_l", on);
+        assert_eq!(kids, vec![("c.log".to_string(), blob("via-link\n"))], "watcher {on}");
+    });
+}
+
+/// A file this repository's rules ignore (`*.log`, `build/`), written into a folder the same
+/// command `git init`s: the outer rules do not reach into a nested repository (git lists it as
+/// one untracked entry), so its files are the command's whatever their names. Found by the
+/// differential long run (seed 4646, programs 782, 2939, 3252): both paths applied the outer
+/// rules there and missed the file.
+#[test]
+fn an_ignored_name_in_a_folder_the_same_command_git_inits_is_journaled() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            w.repo.write(".gitignore", "*.log\nbuild/\n");
+            w.repo.git(&["add", ".gitignore"]);
+            w.repo.commit("ignore logs and builds");
+        });
+        let kids = run(
+            &w,
+            "toolu_n",
+            "mkdir -p sub/build && echo c > sub/c.log && echo b > sub/build/b.txt && git -C sub init -q",
+        );
+        served(&w, "toolu_n", on);
+        assert!(kids.contains(&("sub/c.log".to_string(), blob("c\n"))), "watcher {on}: {kids:?}");
+        assert!(kids.contains(&("sub/build/b.txt".to_string(), blob("b\n"))), "watcher {on}: {kids:?}");
+    });
+}

@@ -98,6 +98,21 @@ impl W {
         })
     }
 
+    /// A payload Claude Code 2.1.328 sent (`shared/fixtures/hooks/real-2.1.328-killed-mid-bash/`,
+    /// file `name`), for this test's checkout and session; a Bash call's id and command as given.
+    fn real(&self, name: &str, id: &str, command: &str) -> Value {
+        let path = crate::common::fixtures().join("hooks/real-2.1.328-killed-mid-bash").join(name);
+        let mut p: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        p["cwd"] = json!(self.root());
+        p["session_id"] = json!(SESSION);
+        p["transcript_path"] = json!("/tmp/none.jsonl");
+        if p.get("tool_use_id").is_some() {
+            p["tool_use_id"] = json!(id);
+            p["tool_input"]["command"] = json!(command);
+        }
+        p
+    }
+
     fn start(&self) {
         self.hook(&self.payload("SessionStart", ""));
     }
@@ -540,6 +555,42 @@ fn the_observer_notes_changes_and_when_claude_code_ended() {
     assert!(!fs::read_to_string(w.root().join(".walj/journal.jsonl")).unwrap().contains("\"ev\""));
 }
 
+/// The observer file is coalesced: a 4 MB file rewritten 10 times in 4 KiB writes (thousands of
+/// write events) is a few lines, one per batch, each with its first and last time; the old
+/// watcher wrote a line per event (over 1,000 here).
+#[test]
+fn the_observer_file_writes_a_rewritten_file_once_per_batch() {
+    let w = W::new(&[("a.txt", "v\n")]);
+    w.start();
+    w.wait_ready();
+    let chunk = vec![b'x'; 4096];
+    for _ in 0..10 {
+        let mut f = fs::File::create(w.root().join("big.bin")).unwrap();
+        for _ in 0..1024 {
+            f.write_all(&chunk).unwrap();
+        }
+    }
+    // Written at least once a second: the last batch is out 1.5 s after the first line is.
+    let path = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&path).unwrap_or_default().contains("big.bin") {
+        assert!(t.elapsed() < Duration::from_secs(10), "no change line");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let obs = fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<Value> = obs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["ev"] == json!("change") && l["path"] == json!("big.bin"))
+        .collect();
+    assert!(!lines.is_empty() && lines.len() <= 30, "{} lines:\n{obs}", lines.len());
+    for l in &lines {
+        assert!(l["first"].as_i64().unwrap() <= l["ns"].as_i64().unwrap(), "{l}");
+        assert!(l["kind"] == json!("content") || l["kind"] == json!("attribute"), "{l}");
+    }
+}
+
 /// A killed command's deletion is dated by the watcher, not only by its folder's ctime: the
 /// user's deletion of another file in that folder after the crash moves the folder's ctime,
 /// and would make the command's own deletion "maybe after Claude Code stopped".
@@ -598,6 +649,147 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
     assert_eq!(of("notes.txt")["attribution"], json!("after_stop"), "{kids:?}");
     assert!(of("notes.txt")["end_seen"].as_str().is_some(), "when the watcher saw Claude Code end: {kids:?}");
     assert_eq!(kids.len(), 2, "{kids:?}");
+}
+
+/// Metadata never re-dates content, with the watcher: the killed command wrote `a.txt` and
+/// `b.txt` while its Claude Code lived; after the crash a same-mode `chmod` and a `touch -r`
+/// move their ctimes. The watcher logs those apart (`kind: "attribute"`), so its last content
+/// change dates each file: both stay the command's, certain (not `redated`, not after-stop);
+/// the user's own edit after the crash stays after-stop.
+#[test]
+fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_watcher() {
+    let w = W::new(&[("a.txt", "x\n"), ("b.txt", "x\n"), ("c.txt", "x\n")]);
+    w.hook(&w.real("01-SessionStart.json", "", ""));
+    w.wait_ready();
+    let payload = w.real("07-PreToolUse-Bash.json", "toolu_sed", "sed -i s/x/y/ a.txt b.txt; sleep 60");
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_sed")) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    // The command, while its Claude Code lives.
+    fs::write(w.root().join("a.txt"), "y\n").unwrap();
+    fs::write(w.root().join("b.txt"), "y\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let obs = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
+        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // After the crash: a `chmod` to the mode a.txt has, `touch -r a.txt b.txt`, the user's edit.
+    let same = fs::metadata(w.root().join("a.txt")).unwrap().permissions();
+    fs::set_permissions(w.root().join("a.txt"), same).unwrap();
+    sh(w.root(), "touch -r a.txt b.txt");
+    fs::write(w.root().join("c.txt"), "the user's\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_sed")).collect();
+    let of = |p: &str| kids.iter().find(|r| r["path"] == json!(p)).unwrap_or_else(|| panic!("{p}: {kids:?}"));
+    let observed = fs::read_to_string(&obs).unwrap_or_default();
+    for p in ["a.txt", "b.txt"] {
+        assert!(of(p).get("attribution").is_none(), "{p}: metadata re-dated the content: {kids:?}\n{observed}");
+    }
+    assert_eq!(of("c.txt")["attribution"], json!("after_stop"), "{kids:?}");
+    assert_eq!(kids.len(), 3, "{kids:?}");
+    // The watcher's log keeps the attribute changes apart from the content ones.
+    let lines: Vec<Value> = observed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let kinds = |p: &str| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["ev"] == json!("change") && l["path"] == json!(p))
+            .map(|l| l["kind"].clone())
+            .collect()
+    };
+    assert!(kinds("a.txt").contains(&json!("content")) && kinds("a.txt").contains(&json!("attribute")), "{observed}");
+    assert!(kinds("b.txt").contains(&json!("attribute")), "{observed}");
+}
+
+/// The watcher's absence is explained: the watcher dies (kill -9: its socket stays) while a
+/// command runs, and Claude Code is killed in it. No watcher saw Claude Code end, so the user's
+/// change after the crash is after-stop bounded by the last sign of life only, and its record
+/// says why no watcher dated it (`watch_absent`: the watcher ended without leaving), as do
+/// `recover` and, once the next snapshot finds the stale socket, `walj doctor`.
+#[test]
+fn a_watcher_that_died_is_explained_in_the_records_and_by_doctor() {
+    let w = W::new(&[("a.txt", "x\n"), ("c.txt", "x\n")]);
+    w.hook(&w.real("01-SessionStart.json", "", ""));
+    let watcher = w.wait_ready();
+    let payload = w.real("07-PreToolUse-Bash.json", "toolu_k", "echo y > a.txt; sleep 60");
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_k")) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill(watcher, "-9");
+    fs::write(w.root().join("a.txt"), "y\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    fs::write(w.root().join("c.txt"), "the user's\n").unwrap();
+
+    let out = crate::common::walj_at(w.root())
+        .args(["recover", "--json"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_k")).collect();
+    let c = kids.iter().find(|r| r["path"] == json!("c.txt")).unwrap_or_else(|| panic!("{kids:?}"));
+    assert_eq!(c["attribution"], json!("after_stop"), "{kids:?}");
+    assert!(c.get("end_seen").is_none(), "no watcher saw the end: {kids:?}");
+    let why = c["watch_absent"].as_str().unwrap_or_else(|| panic!("no watch_absent: {kids:?}"));
+    assert!(why.contains(&format!("pid {watcher}")) && why.contains("ended without leaving"), "{why}");
+    let text = crate::common::walj_at(w.root())
+        .args(["recover", "--color", "never"])
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("no watcher saw Claude Code end"), "{text}");
+    // The next command's snapshot finds the socket stale (a full scan); doctor says why.
+    w.pre("toolu_next");
+    w.post("toolu_next");
+    let doctor = w.doctor();
+    assert!(doctor.contains("why no watcher listened"), "{doctor}");
+    assert!(doctor.contains(&format!("pid {watcher}")) && doctor.contains("ended without leaving"), "{doctor}");
 }
 
 /// A session whose first command found no watcher listening (a slow start on a loaded machine,
