@@ -171,23 +171,31 @@ fn bash_with_transcript(root: &Path, session: &str, id: &str, command: &str, tra
     hook(root, &p);
 }
 
+/// Session A in `root` with the watcher off (ctime and the transcript are the only clocks) and
+/// its first prompt, naming a transcript whose later writes are Claude Code's signs of life.
+/// Returns the transcript (its folder must outlive the test).
+fn unwatched_session(root: &Path, prompt: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    fs::create_dir_all(root.join(".walj")).unwrap();
+    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    fs::write(&transcript, "{}\n").unwrap();
+    hook(
+        root,
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
+                "cwd": root, "prompt": prompt}),
+    );
+    (dir, transcript)
+}
+
 #[test]
 fn the_users_edits_after_a_crash_are_not_the_killed_commands_and_say_what_walj_cannot_tell() {
     let repo = Repo::new(&[("a.txt", "x\n"), ("README.md", "# readme\n"), ("notes.txt", "n\n")]);
     let root = repo.root.clone();
     // The case without the watcher (with one, whether it named the session before the hook's
     // process ended is a race under load: 1 run in 4 saw the end, and the words differ).
-    fs::create_dir_all(root.join(".walj")).unwrap();
-    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("session.jsonl");
-    fs::write(&transcript, "{}\n").unwrap();
+    let (_dir, transcript) = unwatched_session(&root, "fix a.txt");
     let cmd = "sed -i s/x/y/ a.txt && sleep 60";
-    hook(
-        &root,
-        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
-                "cwd": root, "prompt": "fix a.txt"}),
-    );
     bash_with_transcript(&root, A, "toolu_sed", cmd, &transcript);
     // The command's own work, then Claude Code still alive (it writes its transcript), then
     // the crash.
@@ -572,18 +580,9 @@ fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop()
     let root = repo.root.clone();
     // The case without the watcher's log (the watcher logs a chmod as a content change today,
     // and whether it has started before the writes is a race): ctime is the only clock.
-    fs::create_dir_all(root.join(".walj")).unwrap();
-    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("session.jsonl");
-    fs::write(&transcript, "{}\n").unwrap();
     // The prompt names the session's transcript, whose later write is Claude Code's last sign
     // of life (without it the last sign is the command's own intent, a race with its writes).
-    hook(
-        &root,
-        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
-                "cwd": root, "prompt": "make a.txt and b.txt y"}),
-    );
+    let (_dir, transcript) = unwatched_session(&root, "make a.txt and b.txt y");
     // The command names no file (a script does the work): only the clocks speak. (A command
     // that names them keeps them: a_codemod_that_outlasts_the_last_sign_of_life_keeps_the_files_it_names.)
     bash_with_transcript(&root, A, "toolu_sed", "sh ./fix.sh && sleep 60", &transcript);
@@ -630,16 +629,7 @@ fn a_codemod_that_outlasts_the_last_sign_of_life_keeps_the_files_it_names() {
     refs.push(("notes.md", "n\n"));
     let repo = Repo::new(&refs);
     let root = repo.root.clone();
-    fs::create_dir_all(root.join(".walj")).unwrap();
-    fs::write(root.join(".walj/config.toml"), "[bash]\nwatcher = false\n").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let transcript = dir.path().join("session.jsonl");
-    fs::write(&transcript, "{}\n").unwrap();
-    hook(
-        &root,
-        &json!({"hook_event_name": "UserPromptSubmit", "session_id": A, "transcript_path": transcript,
-                "cwd": root, "prompt": "rename old to new"}),
-    );
+    let (_dir, transcript) = unwatched_session(&root, "rename old to new");
     let cmd = "find src -name '*.txt' -exec sed -i 's/old/new/' {} + && sleep 60";
     bash_with_transcript(&root, A, "toolu_codemod", cmd, &transcript);
     let sed = |range: std::ops::Range<usize>| {
