@@ -10,7 +10,7 @@
 
 use crate::support::anthropic_mock::{self, MockServer, Turn};
 use crate::support::claude;
-use crate::walj::{CONTEXT_PREFIX, NOTE, OrphanGuard, Proj, entries_of, kill_mid_bash, wait_gone};
+use crate::walj::{CONTEXT_PREFIX, NOTE, OrphanGuard, Proj, crash_mid_bash, entries_of, kill_mid_bash, wait_gone};
 use serde_json::{Value, json};
 use std::fs;
 use std::time::{Duration, Instant};
@@ -334,5 +334,55 @@ fn a_killed_checkout_and_commit_is_told_as_the_branch_it_moved_with_its_commit()
     let note = anthropic_mock::strings_containing(&first.body, NOTE)[0].to_string();
     println!("the note:\n{}", &note[note.find(NOTE).unwrap()..]);
     assert!(note.contains(&format!("- git: {said}")), "{note}");
+    p.assert_hooks_clean();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A dead session's command is no suspect.
+
+/// A session killed (-9) mid-Bash; its orphan ends; walj looks once (and sees the command's
+/// processes gone). Then a new session runs a Bash that makes a file: its change is its own,
+/// certain, naming no dead command as a possible author, and `revert --session` of the new
+/// session reverts it without `--force`.
+#[test]
+fn after_a_crash_a_new_sessions_bash_changes_name_no_dead_command() {
+    let test = "after_a_crash_a_new_sessions_bash_changes_name_no_dead_command";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let c = crash_mid_bash(&bin);
+    let token = c.token.clone();
+    drop(c.orphans);
+    wait_gone(&token, c.p.root());
+    let p = &c.p;
+    let first = p.walj_json(&["recover", "--json"]);
+    assert_eq!(first["sessions"][0]["session"], c.sid.as_str(), "{first}");
+
+    c.mock.script(vec![
+        Turn::tool(
+            "Bash",
+            json!({"command": "mkdir -p out && echo new > out/new.txt", "description": "Make out/new.txt"}),
+        ),
+        Turn::text("Done."),
+    ]);
+    let (out, sid2) = p.session(p.claude_p(&bin, &c.mock, "Make out/new.txt"), &c.mock);
+    assert_eq!(out.json()["result"], "Done.", "{}", c.mock.summary());
+    assert_ne!(sid2, c.sid);
+    let log = p.walj_json(&["log", "--json", "--all"]);
+    let made: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["path"] == "out/new.txt" && e["session"] == sid2.as_str())
+        .collect();
+    assert_eq!(made.len(), 1, "{log:#}");
+    let e = made[0];
+    assert!(e.get("attribution").is_none(), "the new session's change is not certain: {e}");
+    assert!(e.get("candidates").is_none(), "a dead command is named as a suspect: {e}");
+    assert!(!e.to_string().contains("toolu_mock_2_0"), "{e}");
+    let (_, text, _) = p.walj(&["recover"]);
+    assert!(!text.contains("ran at the same time"), "{text}");
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid2, "--yes"]);
+    assert!(ok, "walj revert --session {sid2}: {out}{err}");
+    assert!(!p.root().join("out/new.txt").exists(), "{out}{err}");
+    assert!(!err.contains("left out"), "{err}");
     p.assert_hooks_clean();
 }

@@ -440,7 +440,7 @@ pub(crate) struct Crashed {
     pub(crate) p: Proj,
     pub(crate) mock: MockServer,
     pub(crate) sid: String,
-    token: String,
+    pub(crate) token: String,
     /// Kills the orphaned Bash command when dropped.
     pub(crate) orphans: OrphanGuard,
     /// The files' blob ids before the session.
