@@ -507,3 +507,24 @@ impl<'r> Claude<'r> {
         self.send(self.base("Stop"));
     }
 }
+
+/// Waits (at most 30 s) until no fill pass runs for the project at `root`: the detached `walj
+/// --project ROOT fill` a SessionStart starts reads the tree and writes `.walj/bash/` and the
+/// store in the background, so a test that compares `.walj/` before and after an action, or
+/// hands it to `git add`, waits for it first.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn wait_fill_done(root: &Path) {
+    let root = root.canonicalize().ok();
+    let filling = || {
+        std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                let args: Vec<String> = c.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                args.iter().any(|a| a == "fill") && args.iter().any(|a| Path::new(a).canonicalize().ok() == root)
+            })
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while filling() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -38,19 +38,7 @@ fn author_repo() -> (Repo, PathBuf) {
 /// the fill pass SessionStart started (a detached `walj … fill` writing to the store) is done:
 /// `git add` of a folder a process writes temporary files into fails at random.
 fn publish_walj(author: &Repo) {
-    let root = author.root.canonicalize().ok();
-    let filling = || {
-        fs::read_dir("/proc").into_iter().flatten().flatten().any(|e| {
-            fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                let args: Vec<String> = c.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-                args.iter().any(|a| a == "fill") && args.iter().any(|a| Path::new(a).canonicalize().ok() == root)
-            })
-        })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while filling() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::common::wait_fill_done(&author.root);
     author.git(&["add", "-f", ".walj"]);
     author.git(&["commit", "-qm", "share our walj state"]);
     author.git(&["push", "-q", "origin", "main"]);

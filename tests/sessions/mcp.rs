@@ -117,6 +117,8 @@ impl Drop for Server {
 
 /// What `.walj/` holds: every file with its size and modification time.
 fn walj_dir_state(repo: &Repo) -> Vec<(String, u64, std::time::SystemTime)> {
+    // The fill pass a SessionStart starts writes `.walj/bash/` in the background.
+    crate::common::wait_fill_done(&repo.root);
     let mut out = Vec::new();
     let mut stack = vec![repo.root.join(".walj")];
     while let Some(d) = stack.pop() {

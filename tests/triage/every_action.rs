@@ -319,6 +319,8 @@ fn an_undo_over_a_later_change_is_a_conflict_outcome_under_json() {
 
 /// Every file under `.walj/` with its bytes: what an import that asks first must leave alone.
 fn walj_tree(repo: &Repo) -> Vec<(String, Vec<u8>)> {
+    // The fill pass a SessionStart starts writes `.walj/bash/` in the background.
+    crate::common::wait_fill_done(&repo.root);
     fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
         let Ok(rd) = std::fs::read_dir(dir) else { return };
         for e in rd.map(Result::unwrap) {
