@@ -70,13 +70,13 @@ use records::*;
 use snapshot::*;
 use tree::*;
 
-pub use fill::{Filled, fill_claim_path, request_fill, run_fill};
-pub use reconcile::{
-    RECONCILED, WATCH_FAULT, WatchReport, faults_path, reconcile_claim_path, reconcile_due, run_reconcile,
-    spawn_reconcile, watch_report,
-};
-pub use skills::{skill_window_open, skill_windows_take};
-pub use watching::{WATCH_OFF, observed_path, start_watch};
+pub use fill::Filled;
+pub(crate) use fill::run_fill;
+pub use reconcile::{RECONCILED, WATCH_FAULT, WatchReport};
+pub(crate) use reconcile::{faults_path, reconcile_due, run_reconcile, spawn_reconcile, watch_report};
+pub(crate) use skills::{skill_window_open, skill_windows_take};
+pub use watching::WATCH_OFF;
+pub(crate) use watching::{observed_path, start_watch};
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -335,7 +335,7 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
 /// The session's Stop: background commands get their later changes (marked
 /// `background: true`); sidecars of calls that never finished are dropped. The turn's
 /// reconciliation runs after the Stop, detached ([`reconcile_due`], [`spawn_reconcile`]).
-pub fn at_stop(
+pub(crate) fn at_stop(
     project: &Project,
     cfg: &Config,
     matcher: Option<&Matcher>,

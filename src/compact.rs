@@ -126,7 +126,11 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
 }
 
 /// `walj sessions delete`.
-pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+pub(crate) fn delete_session(
+    project: &Project,
+    prefix: &str,
+    opts: &DeleteOptions,
+) -> Result<RewriteReport, SessionError> {
     let fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let session = resolve(&fold, prefix)?;

@@ -299,7 +299,7 @@ impl Config {
     }
 
     /// [`Config::load`] and the compiled globs, compiled once (the hook and import need both).
-    pub fn load_with_matcher(path: &Path) -> Result<(Config, Matcher), ConfigError> {
+    pub(crate) fn load_with_matcher(path: &Path) -> Result<(Config, Matcher), ConfigError> {
         let cfg = Config::parse(path)?.unwrap_or_default();
         let m = cfg.compiled(path)?;
         Ok((cfg, m))
@@ -307,7 +307,7 @@ impl Config {
 
     /// [`Config::load_with_matcher`]; a broken config is reported through `warn` and the
     /// defaults are used (the hook and import go on).
-    pub fn load_or_default(path: &Path, warn: impl FnOnce(&ConfigError)) -> (Config, Option<Matcher>) {
+    pub(crate) fn load_or_default(path: &Path, warn: impl FnOnce(&ConfigError)) -> (Config, Option<Matcher>) {
         match Config::load_with_matcher(path) {
             Ok((c, m)) => (c, Some(m)),
             Err(e) => {
@@ -351,7 +351,7 @@ impl Config {
     /// output (`[[events]]`, `[keys]`, `[theme]`). Keys that run a command, publish or widen
     /// capture fall back to their defaults: all of `[sync]`, `[retention]`,
     /// `[capture] hardlinks`, and limits above the defaults.
-    pub fn safe_part(mut self) -> Config {
+    pub(crate) fn safe_part(mut self) -> Config {
         let d = Config::default();
         self.sync = d.sync;
         self.retention = d.retention;
@@ -368,7 +368,7 @@ impl Config {
 
     /// The keys of this config that [`Config::safe_part`] ignores when git tracks the file
     /// (`walj doctor` names them).
-    pub fn unsafe_keys(&self) -> Vec<&'static str> {
+    pub(crate) fn unsafe_keys(&self) -> Vec<&'static str> {
         let d = Config::default();
         let s = &self.sync;
         let mut out = Vec::new();
@@ -399,7 +399,7 @@ impl Config {
     }
 
     /// The file as written, without [`Config::safe_part`] (doctor's view of a tracked file).
-    pub fn parse_as_written(path: &Path) -> Option<Config> {
+    pub(crate) fn parse_as_written(path: &Path) -> Option<Config> {
         let text = std::fs::read_to_string(path).ok()?;
         toml::from_str(&text).ok()
     }
@@ -458,13 +458,13 @@ impl Matcher {
     /// True when a path must never be captured: a secret by the built-in list
     /// ([`crate::secrets::secret_path`]) or by the user's `never` globs (matched on the path
     /// and on its file name).
-    pub fn never_capture(&self, rel: &str) -> bool {
+    pub(crate) fn never_capture(&self, rel: &str) -> bool {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         crate::secrets::secret_path(rel) || self.never.is_match(rel) || self.never.is_match(name)
     }
 
     /// The user's event type for `rel` (first matching rule), if any.
-    pub fn user_event(&self, rel: &str, tool: &str) -> Option<&str> {
+    pub(crate) fn user_event(&self, rel: &str, tool: &str) -> Option<&str> {
         let mut matches = self.events.matches(rel);
         matches.sort_unstable();
         matches
@@ -480,7 +480,7 @@ impl Matcher {
 pub use crate::journal::event;
 
 /// The event type of a change to `rel` by `tool`: the user's rule, else a default.
-pub fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {
+pub(crate) fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {
     if let Some(e) = m.and_then(|m| m.user_event(rel, tool)) {
         return e.to_string();
     }

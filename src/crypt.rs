@@ -104,7 +104,7 @@ pub enum CryptError {
 }
 
 /// Whether `bytes` are age-encrypted (binary format).
-pub fn is_encrypted(bytes: &[u8]) -> bool {
+pub(crate) fn is_encrypted(bytes: &[u8]) -> bool {
     bytes.starts_with(AGE_MAGIC)
 }
 
@@ -114,7 +114,7 @@ pub const fn available() -> bool {
 }
 
 /// Checks that every key is an age recipient (`age1…`).
-pub fn check_recipients(keys: &[String]) -> Result<(), CryptError> {
+pub(crate) fn check_recipients(keys: &[String]) -> Result<(), CryptError> {
     keys.iter().try_for_each(|k| imp::check_recipient(k))
 }
 
@@ -128,12 +128,12 @@ pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptErr
 
 /// A reader of the plain text of age-encrypted `bytes`. Errors while reading are
 /// [`io::Error`]s; [`stream_error`] tells a cut file from a changed one.
-pub fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+pub(crate) fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
     imp::decrypt_reader(bytes, keys)
 }
 
 /// The plain text of age-encrypted `bytes`, read whole.
-pub fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError> {
+pub(crate) fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError> {
     let mut r = decrypt_reader(bytes, keys)?;
     let mut out = Vec::with_capacity(bytes.len());
     r.read_to_end(&mut out).map_err(stream_error)?;
@@ -142,7 +142,7 @@ pub fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError>
 
 /// What a read error of a decrypting reader means: age's STREAM fails to authenticate a chunk
 /// that was cut or changed alike.
-pub fn stream_error(e: io::Error) -> CryptError {
+pub(crate) fn stream_error(e: io::Error) -> CryptError {
     let msg = e.to_string().to_ascii_lowercase();
     if msg.contains("decryption error") || msg.contains("last chunk") {
         return CryptError::Tampered("the encrypted data does not authenticate: cut short or changed".to_string());
@@ -196,7 +196,7 @@ impl DataKey {
     }
 
     /// The plain text of `bytes`, encrypted to this key.
-    pub fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
         self.inner.decrypt(bytes)
     }
 
@@ -224,7 +224,7 @@ mod imp {
 
     pub const AVAILABLE: bool = false;
 
-    pub fn check_recipient(_: &str) -> Result<(), CryptError> {
+    pub(crate) fn check_recipient(_: &str) -> Result<(), CryptError> {
         Err(CryptError::Unsupported)
     }
 
@@ -232,7 +232,7 @@ mod imp {
         Err(CryptError::Unsupported)
     }
 
-    pub fn decrypt_reader<'r>(_: &'r [u8], _: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+    pub(crate) fn decrypt_reader<'r>(_: &'r [u8], _: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
         Err(CryptError::Unsupported)
     }
 
@@ -255,7 +255,7 @@ mod imp {
         pub fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
             match *self {}
         }
-        pub fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
             match *self {}
         }
     }
@@ -277,7 +277,7 @@ mod imp {
             .map_err(|e| CryptError::BadRecipient { key: k.to_string(), why: e.to_string() })
     }
 
-    pub fn check_recipient(k: &str) -> Result<(), CryptError> {
+    pub(crate) fn check_recipient(k: &str) -> Result<(), CryptError> {
         parse_recipient(k).map(|_| ())
     }
 
@@ -321,7 +321,7 @@ mod imp {
         }
     }
 
-    pub fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+    pub(crate) fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
         let dec = age::Decryptor::new_buffered(bytes).map_err(decrypt_err)?;
         if dec.is_scrypt() {
             let Some(pass) = (keys.passphrase)() else { return Err(CryptError::NeedPassphrase) };
@@ -368,7 +368,7 @@ mod imp {
                 .map_err(|e| CryptError::Encrypt(e.to_string()))?;
             write_all(enc, data)
         }
-        pub fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
             let dec = age::Decryptor::new_buffered(bytes).map_err(decrypt_err)?;
             let mut r = dec.decrypt(std::iter::once(&self.0 as &dyn age::Identity)).map_err(decrypt_err)?;
             let mut out = Vec::with_capacity(bytes.len());

@@ -149,7 +149,8 @@ fn handler_command(handler: &Value) -> String {
 
 /// Checks one settings file: which of walj's events run walj's hook, which are missing, duplicates,
 /// matchers and timeouts. Every finding is about this file.
-pub fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
     match load(path) {
         Ok(Some(l)) => {
             let source = Source { label: String::new(), root: l.root, install: 0, plugin_root: None, scope: None };
@@ -192,7 +193,8 @@ fn settings_sources(project_root: &Path, config_dir: &Path) -> (Vec<Source>, Vec
 /// several times (identical commands run once). `config_dir` is Claude Code's config folder
 /// ([`crate::claude::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
 /// Plugins and hook programs are not checked here: see [`diagnose`].
-pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
     let (sources, paths, mut findings) = settings_sources(project_root, config_dir);
     findings.extend(check_sources(&sources, command, &paths.join(", "), None));
     findings
@@ -615,7 +617,7 @@ fn absolute_program(handler: &Value) -> Option<PathBuf> {
 
 /// The project's side: the journal reads back (and how many lines it skipped), and the hook's
 /// error log is empty.
-pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check_project(project: &Project) -> Vec<DoctorFinding> {
     let mut findings = vec![];
     match Fold::load(&project.journal, &FoldOptions::default()) {
         Ok(fold) => {
@@ -664,7 +666,7 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
 /// `.walj/config.toml` as the hook and the commands read it: TOML, known keys, globs that
 /// compile, `[keys]` the dashboard accepts. An error says where (`file:line:column`) and shows
 /// the line.
-pub fn check_config(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check_config(project: &Project) -> Vec<DoctorFinding> {
     let path = project.config_path();
     let f = match crate::config::Config::check(&path) {
         Ok(None) => DoctorFinding::new(
@@ -872,7 +874,7 @@ fn recorded_plugin(project: &Project, disabled: &[PathBuf], plugins: &mut Vec<Pl
 }
 
 /// Runs every check of `walj doctor`.
-pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
+pub(crate) fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     let command = opts.command.as_str();
     let (sources, paths, plugins, mut findings) = hook_sources(project, opts, command);
     let env = hook_env(&project.root, &opts.config_dir);

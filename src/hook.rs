@@ -127,7 +127,7 @@ pub fn warn(msg: &str) {
 }
 
 /// Appends a line to `.walj/errors.log` (best effort) and prints it on stderr.
-pub fn log_error(project: &Project, msg: &str) {
+pub(crate) fn log_error(project: &Project, msg: &str) {
     warn(msg);
     if project.ensure_dir().is_err() {
         return;

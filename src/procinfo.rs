@@ -211,7 +211,7 @@ mod imp {
         Some(Hop { name, exe, args, ppid, start })
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         nearest_non_shell(std::os::unix::process::parent_id(), hop)
     }
 
@@ -232,7 +232,7 @@ mod imp {
     /// Processes started at or after `since` (clock ticks since boot) by a Claude Code tool
     /// call (`marker=1` in their environment), working inside `root`, that no running
     /// process in `live` (a live Claude Code) nor this process has started.
-    pub fn started_by_tool_since(
+    pub(crate) fn started_by_tool_since(
         since: u64,
         root: &std::path::Path,
         session: &str,
@@ -303,7 +303,7 @@ mod imp {
 
     /// When the system booted: now minus `/proc/uptime` (to 10 ms; `btime` of /proc/stat is
     /// whole seconds, cut, so up to a second early).
-    pub fn boot_time() -> Option<std::time::SystemTime> {
+    pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
         let text = std::fs::read_to_string("/proc/uptime").ok()?;
         let up: f64 = text.split_whitespace().next()?.parse().ok()?;
         std::time::SystemTime::now().checked_sub(std::time::Duration::try_from_secs_f64(up).ok()?)
@@ -369,10 +369,10 @@ mod other {
     pub fn own_start() -> Option<u64> {
         None
     }
-    pub fn boot_time() -> Option<std::time::SystemTime> {
+    pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
         None
     }
-    pub fn started_by_tool_since(
+    pub(crate) fn started_by_tool_since(
         _since: u64,
         _root: &std::path::Path,
         _session: &str,
@@ -410,7 +410,7 @@ mod imp {
         Ok((String::from_utf8_lossy(&name).into_owned(), info.pbi_ppid, start))
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok().map(named_hop))
     }
 
@@ -520,7 +520,7 @@ mod imp {
         }
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         let table = table()?;
         let parent = table.get(&std::process::id())?.1;
         nearest_non_shell(parent, |pid| {
@@ -538,7 +538,7 @@ mod imp {
 mod imp {
     pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         None
     }
     pub fn liveness(_p: ProcRef) -> Liveness {
@@ -550,7 +550,7 @@ mod imp {
 /// BSDs, and Linux without /proc): pid, start time (now minus the elapsed time) and command
 /// line; no working folder or environment. `None` where `ps` cannot run (Windows).
 #[cfg(unix)]
-pub fn processes_via_ps() -> Option<ProcTable> {
+pub(crate) fn processes_via_ps() -> Option<ProcTable> {
     let out = std::process::Command::new("ps")
         .args(["-A", "-ww", "-o", "pid=", "-o", "etime=", "-o", "args="])
         .stdin(std::process::Stdio::null())
@@ -564,12 +564,12 @@ pub fn processes_via_ps() -> Option<ProcTable> {
 }
 
 #[cfg(not(unix))]
-pub fn processes_via_ps() -> Option<ProcTable> {
+pub(crate) fn processes_via_ps() -> Option<ProcTable> {
     None
 }
 
 /// Parses `ps -o pid= -o etime= -o args=` output taken at `now`.
-pub fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
+pub(crate) fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut parts = line.split_whitespace();
@@ -601,7 +601,7 @@ fn elapsed_secs(etime: &str) -> Option<u64> {
 /// The Claude Code process running this hook (nearest ancestor that is not an intermediary).
 /// Walked once per process: a hook stamps it on every record it writes, and its ancestry does
 /// not change while it runs.
-pub fn claude_process() -> Option<ProcRef> {
+pub(crate) fn claude_process() -> Option<ProcRef> {
     static FOUND: std::sync::OnceLock<Option<ProcRef>> = std::sync::OnceLock::new();
     *FOUND.get_or_init(imp::claude_process)
 }
@@ -623,7 +623,7 @@ pub fn own_start() -> Option<u64> {
 
 /// When the system booted, where walj can tell (Linux); `None` elsewhere. Files walj wrote
 /// without a sync since then are whole: only a machine crash (a reboot) can lose their bytes.
-pub fn boot_time() -> Option<std::time::SystemTime> {
+pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
     imp::boot_time()
 }
 
@@ -631,7 +631,7 @@ pub fn boot_time() -> Option<std::time::SystemTime> {
 /// see [`own_start`]) whose environment has `marker=1` (Claude Code's mark on its tools'
 /// processes, `claude::env::MARKER`), working inside `root`, not descending from a running
 /// Claude Code in `live` nor from this process. `None` where the platform cannot tell.
-pub fn started_by_tool_since(
+pub(crate) fn started_by_tool_since(
     since: u64,
     root: &std::path::Path,
     session: &str,

@@ -24,7 +24,7 @@ const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 
 /// True when `id` is a sampled identity, not a git blob id.
-pub fn is_sampled(id: &str) -> bool {
+pub(crate) fn is_sampled(id: &str) -> bool {
     id.starts_with(PREFIX)
 }
 
@@ -51,7 +51,7 @@ pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
 
 /// The sampled identity of the regular file at `path` ([`fsutil::open_regular`]: a FIFO or
 /// a device is refused, never read).
-pub fn identity_of(path: &Path) -> io::Result<String> {
+pub(crate) fn identity_of(path: &Path) -> io::Result<String> {
     let (f, meta) = fsutil::open_regular(path)?;
     identity(&f, &meta)
 }

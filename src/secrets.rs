@@ -70,7 +70,7 @@ pub const SNIFF_BYTES: usize = 8 * 1024;
 /// name, ignoring case (a test pins that this equals those globs compiled with globset).
 /// Matched by hand: it runs in every file hook, and compiling the globs costs more than the
 /// whole match.
-pub fn secret_path(rel: &str) -> bool {
+pub(crate) fn secret_path(rel: &str) -> bool {
     let path = rel.to_ascii_lowercase();
     let name = path.rsplit('/').next().unwrap_or(&path);
     if name.ends_with(".pub") || name == "known_hosts" || name == "known_hosts.old" {
@@ -103,7 +103,7 @@ pub fn secret_path(rel: &str) -> bool {
 /// True when the first [`SNIFF_BYTES`] of `bytes` hold a private key block: a line
 /// `-----BEGIN <anything> PRIVATE KEY-----` (PEM, OpenSSH, PKCS#8, encrypted) or a PGP
 /// private key block.
-pub fn secret_content(bytes: &[u8]) -> bool {
+pub(crate) fn secret_content(bytes: &[u8]) -> bool {
     const BEGIN: &[u8] = b"-----BEGIN ";
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     let mut at = 0;
@@ -292,7 +292,7 @@ fn at(b: &[u8], i: usize) -> Option<Finding> {
 }
 
 /// `text` with every secret-looking token replaced by [`REDACTED`] (borrowed when none).
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let found = find(text);
     if found.is_empty() {
         return Cow::Borrowed(text);
@@ -324,7 +324,7 @@ pub fn findings(bytes: &[u8]) -> Vec<&'static str> {
 
 /// What `walj sessions export` says before a bundle leaves the machine: each part of the
 /// bundle (journal records, file images, transcript) that holds something secret-looking.
-pub fn bundle_warnings(records: &[u8], objects: &[(String, Vec<u8>)], transcript: Option<&[u8]>) -> Vec<String> {
+pub(crate) fn bundle_warnings(records: &[u8], objects: &[(String, Vec<u8>)], transcript: Option<&[u8]>) -> Vec<String> {
     let mut parts = Vec::new();
     let list = |kinds: Vec<&str>| kinds.join(", ");
     let kinds = findings(records);

@@ -75,7 +75,7 @@ pub fn file_blob_id(path: &Path) -> io::Result<String> {
 
 /// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines
 /// or bundles are checked before they name a file.
-pub fn is_id(id: &str) -> bool {
+pub(crate) fn is_id(id: &str) -> bool {
     id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -123,7 +123,7 @@ impl Store {
     /// True when object `id` is in the store; about to be named again (by a journal line, or
     /// by a Bash snapshot's sidecar before any line does), it has its time refreshed when
     /// older than [`REFRESH_AFTER`], so compaction's sweep spares it.
-    pub fn reuse(&self, id: &str) -> bool {
+    pub(crate) fn reuse(&self, id: &str) -> bool {
         let path = self.object_path(id);
         let Ok(meta) = fs::metadata(&path) else { return false };
         if !meta.is_file() {
@@ -174,7 +174,7 @@ impl Store {
     /// `may_carry` is asked (only for an image small enough) whether it may be carried: the
     /// hook says no for images with secret-looking text, which a journal line must not hold
     /// (lines travel in sync segments and bundles).
-    pub fn put_carried(
+    pub(crate) fn put_carried(
         &self,
         bytes: &[u8],
         may_carry: impl FnOnce(&[u8]) -> bool,
@@ -199,7 +199,7 @@ impl Store {
 
     /// A search of the journal's last [`RECENTLY`] bytes for the images its lines carry, read
     /// backwards a little at a time and only as far as asked ([`Store::keep_recent`]).
-    pub fn recently_carried(&self) -> RecentlyCarried {
+    pub(crate) fn recently_carried(&self) -> RecentlyCarried {
         RecentlyCarried { index: CarriedIndex { step: 64 << 10, back: RECENTLY, ..Default::default() } }
     }
 
@@ -208,7 +208,7 @@ impl Store {
     /// syncs the loose copy before the line goes). True when the store has it now. For a Bash
     /// snapshot, which names images by id in files of its own, not in journal lines: what a
     /// file hook carried is then found in the store as before.
-    pub fn keep_recent(&self, recent: &mut RecentlyCarried, id: &str) -> bool {
+    pub(crate) fn keep_recent(&self, recent: &mut RecentlyCarried, id: &str) -> bool {
         let Some(journal) = self.journal() else { return false };
         let Ok(Some(body)) = recent.index.find(&journal, id) else { return false };
         encode(&body).is_ok_and(|loose| self.write_unsynced(id, &loose).is_ok())
@@ -291,7 +291,7 @@ impl Store {
     /// up to 8 threads write, fsync and rename objects at once (file creation and fsync are
     /// most of the cost, and concurrent fsyncs share the file system's journal commits),
     /// then each touched folder is fsynced once. Every object is durable when it returns.
-    pub fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    pub(crate) fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         let mut seen = std::collections::HashSet::new();
         let mut todo: Vec<&(String, Vec<u8>)> = Vec::new();
         for item in items.iter().filter(|(id, _)| seen.insert(id.as_str())) {
@@ -430,7 +430,7 @@ impl Store {
     /// [`Store::keep_carried`] for object `id` as the line of `journal` at `at` carries it
     /// (a line about to be dropped, whose image a kept line names by id only). `Ok(None)`
     /// also when that line does not carry it whole.
-    pub fn keep_carried_at(&self, journal: &File, at: u64, id: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(crate) fn keep_carried_at(&self, journal: &File, at: u64, id: &str) -> Result<Option<PathBuf>, StoreError> {
         match line_carrying(journal, at, id) {
             Some(body) => self.keep_body(id, &body),
             None => Ok(None),
@@ -455,7 +455,7 @@ impl Store {
 
     /// Syncs objects written without a sync, and their folders (the store's too, for new
     /// folders). On Linux one `syncfs` of the store's file system does it all.
-    pub fn sync_objects(&self, paths: &[PathBuf]) -> Result<(), StoreError> {
+    pub(crate) fn sync_objects(&self, paths: &[PathBuf]) -> Result<(), StoreError> {
         if paths.is_empty() {
             return Ok(());
         }
@@ -508,7 +508,7 @@ impl Store {
     /// Removes the temp files writers killed mid-write left (`.tmp-*` in the object folders)
     /// once older than `grace` (a live writer renames its temp file within milliseconds):
     /// (files, bytes) removed, or that would be on a dry run.
-    pub fn sweep_temps(&self, grace: std::time::Duration, dry_run: bool) -> io::Result<(u64, u64)> {
+    pub(crate) fn sweep_temps(&self, grace: std::time::Duration, dry_run: bool) -> io::Result<(u64, u64)> {
         let (mut n, mut bytes) = (0, 0);
         let rd = match fs::read_dir(&self.dir) {
             Ok(rd) => rd,
@@ -684,7 +684,7 @@ fn carry_encode(loose: &[u8]) -> String {
 }
 
 /// The object `id` carried in `value` (an `images` value), checked against its id.
-pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
+pub(crate) fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let loose = base64::engine::general_purpose::STANDARD.decode(value).ok()?;
     let body = decode(&loose).ok()?;
@@ -804,7 +804,7 @@ static NOT_CARRIED: std::sync::Mutex<Option<NotCarried>> = std::sync::Mutex::new
 type NotCarried = std::collections::HashMap<(PathBuf, String), (u64, u64, u64)>;
 
 /// Says that no line of `journal`, as (device, inode, length) `at`, carries image `id`.
-pub fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
+pub(crate) fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
     let mut all = NOT_CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     all.get_or_insert_with(Default::default).insert((journal.to_path_buf(), id.to_string()), at);
 }

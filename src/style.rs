@@ -80,10 +80,10 @@ impl Style {
     pub fn green(&self, s: &str) -> String {
         self.wrap("32", s)
     }
-    pub fn yellow(&self, s: &str) -> String {
+    pub(crate) fn yellow(&self, s: &str) -> String {
         self.wrap("33", s)
     }
-    pub fn blue(&self, s: &str) -> String {
+    pub(crate) fn blue(&self, s: &str) -> String {
         self.wrap("34", s)
     }
     pub fn magenta(&self, s: &str) -> String {
@@ -111,7 +111,7 @@ impl Style {
     }
 
     /// `s` in the colour of a [`Tone`] (the one state→colour table, `crate::present`).
-    pub fn tone(&self, tone: Tone, s: &str) -> String {
+    pub(crate) fn tone(&self, tone: Tone, s: &str) -> String {
         match tone {
             Tone::Red => self.red(s),
             Tone::Yellow => self.yellow(s),

@@ -132,7 +132,7 @@ pub const COOKIE_PREFIX: &str = "cookie-";
 
 /// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
 /// real folder (not a link, no access for others).
-pub fn run_dir() -> Result<PathBuf, Why> {
+pub(crate) fn run_dir() -> Result<PathBuf, Why> {
     let base = run_base();
     match std::fs::symlink_metadata(&base) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -156,7 +156,7 @@ fn run_base() -> PathBuf {
 
 /// [`run_dir`] without making it (`walj doctor`): `Ok` with the folder when it is usable or
 /// not made yet (walj makes it, 0700, when it starts a watcher).
-pub fn check_run_dir() -> Result<PathBuf, Why> {
+pub(crate) fn check_run_dir() -> Result<PathBuf, Why> {
     let base = run_base();
     match std::fs::symlink_metadata(&base) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(base),
@@ -304,7 +304,7 @@ pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resu
 /// Starts `exe args…` detached: its own process group, no terminal, null stdio, without
 /// Claude Code's markers and outside the checkout (so `walj procs` and the orphan search never
 /// take it for a session's command). Pass paths in `args` absolute.
-pub fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
+pub(crate) fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
     let mut cmd = std::process::Command::new(exe);
     cmd.args(args)
         .stdin(std::process::Stdio::null())
@@ -351,7 +351,7 @@ pub fn sync(
 /// Names `session` to the checkout's watcher (a `ping` carrying it), so that its Claude Code
 /// process's end is noted from now on, whether or not a Bash snapshot ever reaches the watcher.
 /// Writes the request and returns: the watcher's answer is not waited for.
-pub fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
+pub(crate) fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
     #[cfg(unix)]
     {
         use std::os::unix::net::UnixStream;
@@ -387,7 +387,7 @@ pub fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
 /// A barrier for a reader of the observer file: when it returns, every change the watcher took
 /// in before the cookie was written to the file ([`Request::flush`]). The answer's epoch names
 /// the watcher that answered.
-pub fn sync_flushed(places: &Places, cookie_dir: &Path, wait: Duration) -> Result<Answer, Why> {
+pub(crate) fn sync_flushed(places: &Places, cookie_dir: &Path, wait: Duration) -> Result<Answer, Why> {
     #[cfg(unix)]
     {
         sync_unix(places, cookie_dir, None, None, wait, true)
@@ -463,22 +463,22 @@ fn sync_unix(
 /// The peer's uid, where the platform tells it (Linux: `SO_PEERCRED`); elsewhere the 0700
 /// runtime folder keeps other users out.
 #[cfg(target_os = "linux")]
-pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
     rustix::net::sockopt::socket_peercred(stream).ok().map(|c| c.uid.as_raw())
 }
 #[cfg(all(unix, not(target_os = "linux")))]
-pub fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+pub(crate) fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
     None
 }
 
 /// The uid of this process (for the watcher's own peer check).
-pub fn own_uid() -> u32 {
+pub(crate) fn own_uid() -> u32 {
     uid()
 }
 
 /// Whether a snapshot's reason for a full scan (a [`Why`], as text) is that no watcher
 /// listened: none ran, its socket was stale, or it did not answer (not a doubt of one that did).
-pub fn is_absence(why: &str) -> bool {
+pub(crate) fn is_absence(why: &str) -> bool {
     [Why::NotRunning.to_string(), "(nobody listens)".into(), "did not answer within".into()]
         .iter()
         .any(|w| why.contains(w.as_str()))

@@ -11,7 +11,7 @@ use super::event::{Change, Event, PathChange, Phase, Shell, Subagent, ToolCall, 
 use crate::claude::events::{FILE_TOOLS, HookEvent, PRE_SKILL_SHELL_COMMAND, SHELL_TOOL, SUBAGENT_TOOL, TODO_TOOLS};
 use crate::claude::payload::Payload;
 
-pub fn phase(e: HookEvent) -> Phase {
+pub(crate) fn phase(e: HookEvent) -> Phase {
     match e {
         HookEvent::PreToolUse => Phase::ToolPre,
         HookEvent::PostToolUse => Phase::ToolPost,

@@ -34,7 +34,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub fn is_tool(self) -> bool {
+    pub(crate) fn is_tool(self) -> bool {
         matches!(self, Phase::ToolPre | Phase::ToolPost | Phase::ToolFailed)
     }
 
@@ -136,7 +136,11 @@ impl<'a> Event<'a> {
 
     /// Sets the phase and, for a tool phase, the call `tool_call` reads: a Post whose result
     /// carries an error is a failed call (agents that have no PostToolUseFailure of their own).
-    pub fn with_tool(mut self, phase: Option<Phase>, tool_call: impl FnOnce(Phase) -> ToolCall<'a>) -> Event<'a> {
+    pub(crate) fn with_tool(
+        mut self,
+        phase: Option<Phase>,
+        tool_call: impl FnOnce(Phase) -> ToolCall<'a>,
+    ) -> Event<'a> {
         let mut phase = phase;
         if let Some(p) = phase.filter(|p| p.is_tool()) {
             let call = tool_call(p);
@@ -293,7 +297,7 @@ impl PathChange<'_> {
 }
 
 /// An ISO 8601 time (`2026-12-01T01:08:44.405Z`) or a number of ms since the epoch.
-pub fn parse_ms(v: &Value) -> Option<i64> {
+pub(crate) fn parse_ms(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
         Value::String(s) => chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis()),
@@ -302,7 +306,7 @@ pub fn parse_ms(v: &Value) -> Option<i64> {
 }
 
 /// "exit code N" / "Exit Code: N" in a shell tool's output (Copilot, Gemini, Codex): the code.
-pub fn exit_code_in(text: &str) -> Option<i64> {
+pub(crate) fn exit_code_in(text: &str) -> Option<i64> {
     let lower = text.to_ascii_lowercase();
     let at = lower.rfind("exit code")?;
     let rest = lower[at + "exit code".len()..].trim_start_matches([':', ' ']);

@@ -113,12 +113,13 @@ pub fn command(base: &str, agent: Agent) -> String {
 /// Whether the command line `cmd` runs walj's hook for `agent`: `walj hook --agent NAME` (any
 /// walj path; `--agent=NAME` too). A handler object is checked with
 /// [`settings::is_walj_hook`], which also knows exec form.
-pub fn is_walj_agent_command(cmd: &str, base: &str, agent: Agent) -> bool {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn is_walj_agent_command(cmd: &str, base: &str, agent: Agent) -> bool {
     settings::is_walj_hook(&json!({ "command": cmd }), base, Some(agent.name()))
 }
 
 /// Whether a handler object of `agent`'s settings is walj's hook ([`settings::is_walj_hook`]).
-pub fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool {
+pub(crate) fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool {
     settings::is_walj_hook(h, base, Some(agent.name()))
 }
 

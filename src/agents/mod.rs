@@ -82,7 +82,7 @@ impl Agent {
 
     /// The agent a journal `agent` field names; a missing field is Claude Code (journals written
     /// before other agents existed).
-    pub fn of_record(field: Option<&str>) -> Agent {
+    pub(crate) fn of_record(field: Option<&str>) -> Agent {
         field.and_then(Agent::parse).unwrap_or(Agent::ClaudeCode)
     }
 
@@ -91,7 +91,7 @@ impl Agent {
     /// `tests/e2e/agent_import.rs` resumes with these, in their non-interactive forms:
     /// `claude -p --resume`, `codex exec resume`, `gemini --resume ID -p`, `copilot
     /// --resume=ID -p`).
-    pub fn resume_hint(self, session: &str) -> String {
+    pub(crate) fn resume_hint(self, session: &str) -> String {
         match self {
             Agent::ClaudeCode => format!("claude --resume {session}"),
             Agent::Codex => format!("codex resume {session}"),
@@ -147,7 +147,7 @@ pub fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::
 /// The SessionStart answer for `agent`, from Claude Code's shape
 /// (`hookSpecificOutput.additionalContext`, `systemMessage`), which Codex and Gemini take as
 /// it is. Copilot CLI reads a top-level `additionalContext`.
-pub fn session_start_output(agent: Agent, mut out: Value) -> Value {
+pub(crate) fn session_start_output(agent: Agent, mut out: Value) -> Value {
     if agent == Agent::Copilot
         && let Some(c) = out.pointer("/hookSpecificOutput/additionalContext").cloned()
         && let Some(o) = out.as_object_mut()

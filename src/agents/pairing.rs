@@ -93,7 +93,7 @@ fn canonical(v: &Value, out: &mut String) {
 
 /// The delivery key of an event: `None` when the agent gave no timestamp (then nothing is
 /// deduplicated).
-pub fn delivery_key(phase: &str, at_ms: Option<i64>, fp: Option<&str>) -> Option<String> {
+pub(crate) fn delivery_key(phase: &str, at_ms: Option<i64>, fp: Option<&str>) -> Option<String> {
     at_ms.map(|ms| format!("{phase}:{ms}:{}", fp.unwrap_or("")))
 }
 

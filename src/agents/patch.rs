@@ -172,7 +172,7 @@ fn find(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<
 
 /// The file after a tool call, computed from its input and the file before
 /// (`pre` `None` = absent). `None` when it cannot be computed.
-pub fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
+pub(crate) fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     match tool {
         "Write" => s(input, "content").or_else(|| resp.and_then(|r| s(r, "content"))).map(String::into_bytes),

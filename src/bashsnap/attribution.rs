@@ -99,7 +99,7 @@ pub struct Scene<'a> {
 }
 
 /// The verdict on a change at `at` seen by the command whose window is `own`.
-pub fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
+pub(crate) fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
     let m = scene.margin;
     // The latest moment the change can have been made, and the earliest.
     let (early, late) = match at {
@@ -197,7 +197,7 @@ pub enum Evidence {
 }
 
 /// What `command`'s text says of the file `rel` ([`Evidence`]).
-pub fn evidence(command: &str, rel: &str) -> Evidence {
+pub(crate) fn evidence(command: &str, rel: &str) -> Evidence {
     if names_path(command, rel) || names_pattern(command, rel) {
         Evidence::File
     } else if names_folder(command, rel) {
@@ -209,7 +209,7 @@ pub fn evidence(command: &str, rel: &str) -> Evidence {
 
 /// Of the commands open at a change (their [`Evidence`] for it), the one whose text alone
 /// points at it most strongly; `None` when none names it or the strongest are several.
-pub fn likelier(levels: &[Evidence]) -> Option<usize> {
+pub(crate) fn likelier(levels: &[Evidence]) -> Option<usize> {
     let best = levels.iter().copied().max()?;
     if best == Evidence::None {
         return None;
@@ -223,7 +223,7 @@ pub fn likelier(levels: &[Evidence]) -> Option<usize> {
 /// `<file>.tmp.<pid>.<hex>` and renames it over `<file>` within its call, so such a file is
 /// part of that call, never a change of its own (one is left behind when Claude Code is killed
 /// between the two). `None`: not such a name.
-pub fn claude_temp_of(rel: &str) -> Option<&str> {
+pub(crate) fn claude_temp_of(rel: &str) -> Option<&str> {
     let (rest, tag) = rel.rsplit_once('.')?;
     let (rest, pid) = rest.rsplit_once('.')?;
     let base = rest.strip_suffix(".tmp")?;
@@ -265,7 +265,7 @@ fn components(word: &str) -> Vec<&str> {
 /// Whether the command line names the folder `rel` is in: a word of it holds the folder's
 /// path as whole components (`out` for `out/o1.txt` in `mkdir -p out`, `> out/o$i.txt`,
 /// `cd ./out`; not in `layout`). A file at the top names no folder.
-pub fn names_folder(command: &str, rel: &str) -> bool {
+pub(crate) fn names_folder(command: &str, rel: &str) -> bool {
     let folder: Vec<&str> = components(rel);
     let Some((_, folder)) = folder.split_last() else { return false };
     if folder.is_empty() {
@@ -278,7 +278,7 @@ pub fn names_folder(command: &str, rel: &str) -> bool {
 /// (`$i`, `${n}`, `$(…)`), globs (`*`, `?`, `[…]`) and braces (`{a,b}`) read as wildcards
 /// within one component, aligned with `rel` from its end (`out/o$i.txt` and `o*.txt` match
 /// `out/o1.txt`). A pattern whose file part is all wildcard (`$f`, `*`) names nothing.
-pub fn names_pattern(command: &str, rel: &str) -> bool {
+pub(crate) fn names_pattern(command: &str, rel: &str) -> bool {
     let target = components(rel);
     if target.is_empty() {
         return false;
@@ -368,7 +368,7 @@ fn glob_match(pat: &str, name: &str) -> bool {
 /// (`sub.log` is named by `echo s > sub.log`, `>./logs/sub.log` and `cat "sub.log"`, not by
 /// `echo x > mysub.log` or `sub.log.bak`). A hint for choosing among open windows, not proof:
 /// commands can write files they never name (`make`, a script), and name files they only read.
-pub fn names_path(command: &str, rel: &str) -> bool {
+pub(crate) fn names_path(command: &str, rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     if name.is_empty() {
         return false;

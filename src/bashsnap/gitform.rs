@@ -41,7 +41,7 @@ impl GitForm {
 
     /// True when git's blob of `path` (relative to the work tree, `entry` its index entry)
     /// holds the bytes a checkout leaves on disk.
-    pub fn same_bytes(&self, repo: &git2::Repository, path: &str, entry: Option<&gitindex::Entry>) -> bool {
+    pub(crate) fn same_bytes(&self, repo: &git2::Repository, path: &str, entry: Option<&gitindex::Entry>) -> bool {
         if entry.is_some_and(|e| e.skip_worktree || e.assume_valid) || self.autocrlf {
             return false;
         }

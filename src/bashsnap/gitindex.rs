@@ -65,7 +65,7 @@ pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
 }
 
 /// Whether the index at `path` ends with an all-zero trailer (`index.skipHash`).
-pub fn skips_hash(path: &Path) -> bool {
+pub(crate) fn skips_hash(path: &Path) -> bool {
     let Ok((f, meta)) = crate::fsutil::open_regular(path) else { return false };
     let mut tail = [1u8; HASH];
     meta.len() >= HASH as u64
@@ -184,7 +184,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
 }
 
 /// The same entries from libgit2 (the fallback).
-pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
+pub(crate) fn from_git2(index: &git2::Index) -> Vec<Entry> {
     index
         .iter()
         .map(|e| {
@@ -207,7 +207,7 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
 }
 
 /// An index entry's mode is an executable file's (100755).
-pub fn is_exec_mode(mode: u32) -> bool {
+pub(crate) fn is_exec_mode(mode: u32) -> bool {
     mode & 0o170000 == 0o100000 && mode & 0o100 != 0
 }
 

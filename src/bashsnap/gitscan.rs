@@ -61,7 +61,7 @@ struct Tracked<'a> {
 /// `threads` stat workers (1 = none); `cache`: the untracked walk's (src/bashsnap/untracked.rs);
 /// `since_ns`: the base snapshot's time (a nested repository made since is listed, see
 /// [`untracked::walk`]).
-pub fn dirty_files(
+pub(crate) fn dirty_files(
     repo: &Repository,
     index: &[Entry],
     workdir: &Path,

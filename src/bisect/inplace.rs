@@ -39,7 +39,7 @@ pub fn interrupted(project: &Project) -> Option<String> {
 /// [`interrupted`], and with the journal's fold (settled entries kept) also when the files
 /// are back but a revert batch of the bisect is still recorded (a kill after its records,
 /// before its writes): `walj undo` takes it back, writing nothing.
-pub fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String> {
+pub(crate) fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String> {
     let text = std::fs::read_to_string(marker(project)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let started = v.get("started").and_then(|s| s.as_str()).unwrap_or("?");
@@ -95,7 +95,7 @@ pub enum DiskError {
 }
 
 /// The blob id (or absence) of the file at `abs` now; anything but a regular file is an error.
-pub fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
+pub(crate) fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
     let io = |source| DiskError::Io { path: abs.to_path_buf(), source };
     match std::fs::symlink_metadata(abs) {
         Ok(m) if m.is_file() => crate::store::file_blob_id(abs).map(Blob::Id).map_err(io),

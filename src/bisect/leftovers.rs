@@ -50,7 +50,7 @@ fn existing_base() -> Option<PathBuf> {
 
 /// The per-user folder of scratch copies, made when missing and checked: a real folder (not
 /// a link), owned by this user, mode 0700 (tightened when looser).
-pub fn scratch_base() -> io::Result<PathBuf> {
+pub(crate) fn scratch_base() -> io::Result<PathBuf> {
     let base = base_path()?;
     crate::fsutil::create_private_dir(&base)?;
     check_base(&base)?;
@@ -155,7 +155,7 @@ fn copy_owner_gone(name: &str) -> bool {
 }
 
 /// Scratch copies whose bisect is gone (killed), oldest name first.
-pub fn copies_left() -> Vec<PathBuf> {
+pub(crate) fn copies_left() -> Vec<PathBuf> {
     let Some(base) = existing_base() else { return Vec::new() };
     let Ok(rd) = std::fs::read_dir(&base) else { return Vec::new() };
     let mut out: Vec<PathBuf> = rd
@@ -214,7 +214,7 @@ fn sweep_folder(project: &Project, root: &crate::fsutil::Dir, rel: &Path) -> Vec
 
 /// Walj's temp files left by a killed process: in every folder an in-place bisect wrote
 /// (its marker names the paths), `.walj/` and `.walj/staging/`. Stored, then removed.
-pub fn sweep_tree(project: &Project) -> Vec<PathBuf> {
+pub(crate) fn sweep_tree(project: &Project) -> Vec<PathBuf> {
     if !project.dir.is_dir() {
         return Vec::new();
     }

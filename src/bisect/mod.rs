@@ -175,7 +175,7 @@ impl Report {
         }
     }
     /// The output of the last passing and of the first failing state tested.
-    pub fn outputs(&self) -> (Option<&StateRun>, Option<&StateRun>) {
+    pub(crate) fn outputs(&self) -> (Option<&StateRun>, Option<&StateRun>) {
         let (good, bad) = match self.found {
             Found::Culprit(k) => (k - 1, k),
             Found::Range { from, to } => (from - 1, to),
@@ -186,7 +186,7 @@ impl Report {
     }
     /// What the disk, tested as a state of its own, means for the answer, in the user's
     /// terms (`cmd`: the command as typed); `None` when the disk is the last state.
-    pub fn disk_says(&self, cmd: &str) -> Option<String> {
+    pub(crate) fn disk_says(&self, cmd: &str) -> Option<String> {
         let d = self.disk.as_ref()?;
         let paths = d.differs.join(", ");
         Some(match (&self.found, d.verdict) {
@@ -479,7 +479,7 @@ fn snapshot(project: &Project) -> BTreeMap<String, (u64, Option<std::time::Syste
 
 /// Whether reverting `step` alone (on the tree as it is) would conflict with a later step
 /// on the same path: the paths that would, with the first conflicting line.
-pub fn revert_conflicts(project: &Project, fold: &Fold, step: &Step) -> Vec<String> {
+pub(crate) fn revert_conflicts(project: &Project, fold: &Fold, step: &Step) -> Vec<String> {
     let mut out = Vec::new();
     for c in &step.changes {
         let Some(e) = fold.entry(&c.entry) else { continue };

@@ -72,7 +72,7 @@ impl Runner {
     }
 
     /// [`Runner::test`] of a state named `state` (`WALJ_BISECT_STATE`): a number, or "disk".
-    pub fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
+    pub(crate) fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
         let mut codes = Vec::new();
         let mut verdicts = Vec::new();
         let mut output = Vec::new();

@@ -19,7 +19,7 @@ use super::state::Content;
 
 /// The files of the working tree to copy: with git, the tracked and untracked ones not
 /// ignored (every file with `with_ignored`); without git, every file. Never `.git`, `.walj`.
-pub fn files_to_copy(root: &Path, with_ignored: bool) -> Result<Vec<PathBuf>, BisectError> {
+pub(crate) fn files_to_copy(root: &Path, with_ignored: bool) -> Result<Vec<PathBuf>, BisectError> {
     let repo = if with_ignored { None } else { git2::Repository::open(root).ok().filter(|r| r.workdir().is_some()) };
     let Some(repo) = repo else {
         let mut out = Vec::new();

@@ -160,7 +160,7 @@ impl States {
     /// State `k - 1` with only the changes made outside the journal just before step `k`
     /// (every gap path of step `k` at step `k`'s pre-image), and those paths. `None` when
     /// step `k` follows no gap or the state cannot be built.
-    pub fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
+    pub(crate) fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
         if k == 0 {
             return None;
         }

@@ -57,7 +57,7 @@ impl Step {
         self.members.len() > 1
     }
     /// The entry ids `walj revert` takes to undo this step alone.
-    pub fn entry_ids(&self) -> Vec<String> {
+    pub(crate) fn entry_ids(&self) -> Vec<String> {
         self.changes.iter().map(|c| c.entry.clone()).collect()
     }
 }
@@ -260,7 +260,7 @@ pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, V
 }
 
 /// The prompt of the turn a step belongs to: the session's last prompt before it.
-pub fn prompt_of<'f>(fold: &'f Fold, step: &Step) -> Option<&'f str> {
+pub(crate) fn prompt_of<'f>(fold: &'f Fold, step: &Step) -> Option<&'f str> {
     let s = fold.session(&step.session)?;
     s.prompts.iter().rev().find(|p| p.ts <= step.ts).map(|p| p.text.as_str())
 }

@@ -11,6 +11,6 @@ pub const MARKER: &str = "CLAUDECODE";
 pub const ACTOR: &str = "claude";
 
 /// True when this process runs inside a Claude Code tool call.
-pub fn in_tool_call() -> bool {
+pub(crate) fn in_tool_call() -> bool {
     std::env::var_os(MARKER).is_some_and(|v| v == "1")
 }

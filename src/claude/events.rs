@@ -88,7 +88,7 @@ pub fn versioned_events(version: Option<[u32; 3]>) -> Vec<&'static str> {
 }
 
 /// The first version that fires the versioned event `name`, when it is one.
-pub fn versioned_since(name: &str) -> Option<[u32; 3]> {
+pub(crate) fn versioned_since(name: &str) -> Option<[u32; 3]> {
     VERSIONED_EVENTS.iter().find(|(n, _)| *n == name).map(|(_, since)| *since)
 }
 
@@ -119,7 +119,7 @@ tool_table!(
 );
 
 /// Whether missing `tool` from a tool-event matcher means file changes go unjournaled.
-pub fn is_essential_tool(tool: &str) -> bool {
+pub(crate) fn is_essential_tool(tool: &str) -> bool {
     FILE_TOOLS.contains(&tool) || tool == SHELL_TOOL
 }
 

@@ -38,7 +38,7 @@ impl Payload {
     pub fn str(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(Value::as_str)
     }
-    pub fn event_name(&self) -> Option<&str> {
+    pub(crate) fn event_name(&self) -> Option<&str> {
         self.str("hook_event_name")
     }
     pub fn event(&self) -> Option<HookEvent> {
@@ -62,7 +62,7 @@ impl Payload {
     pub fn tool_response(&self) -> &Value {
         self.0.get("tool_response").unwrap_or(&Value::Null)
     }
-    pub fn input_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn input_str(&self, key: &str) -> Option<&str> {
         self.tool_input().get(key).and_then(Value::as_str)
     }
     /// The file a file tool acts on (`file_path`, or `notebook_path` for NotebookEdit).
@@ -70,13 +70,13 @@ impl Payload {
         self.input_str("file_path").or_else(|| self.input_str("notebook_path")).filter(|s| !s.is_empty())
     }
     /// `tool_response.<key>` when the response is an object.
-    pub fn response_field(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn response_field(&self, key: &str) -> Option<&Value> {
         self.tool_response().as_object().and_then(|o| o.get(key))
     }
 }
 
 /// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

@@ -107,14 +107,14 @@ pub enum HookForm {
 pub const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
 
 /// [`EXEC_FORM_SINCE`] as text (`2.1.139`).
-pub fn exec_form_since() -> String {
+pub(crate) fn exec_form_since() -> String {
     EXEC_FORM_SINCE.map(|n| n.to_string()).join(".")
 }
 
 impl HookForm {
     /// The form a Claude Code of `version` (`claude --version`: "2.1.328 (Claude Code)")
     /// honours; `None` when the text holds no version.
-    pub fn for_version(version: &str) -> Option<HookForm> {
+    pub(crate) fn for_version(version: &str) -> Option<HookForm> {
         let v = parse_version(version)?;
         Some(if v >= EXEC_FORM_SINCE { HookForm::Exec } else { HookForm::Shell })
     }
@@ -133,7 +133,7 @@ pub fn parse_version(text: &str) -> Option<[u32; 3]> {
 /// backslashes are undone (`'/opt/my dir/walj' hook` → `/opt/my dir/walj`, `hook`). `None` when
 /// anything else is in it (expansions, operators, globs, `~`, comments, redirections, a leading
 /// assignment or builtin), since exec form runs no shell to do those.
-pub fn plain_words(command: &str) -> Option<Vec<String>> {
+pub(crate) fn plain_words(command: &str) -> Option<Vec<String>> {
     let mut words: Vec<String> = Vec::new();
     let mut chars = command.chars().peekable();
     loop {
@@ -199,7 +199,7 @@ pub fn handler(command: &str, form: HookForm) -> Value {
 }
 
 /// An exec-form handler: `program` spawned with `args`, no shell.
-pub fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
+pub(crate) fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
     let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
     json!({"type": "command", "command": program, "args": args, "timeout": HOOK_TIMEOUT_SECS})
 }
@@ -247,7 +247,7 @@ impl<'a> HookRun<'a> {
 
 /// Whether a hook command line runs walj's hook: the same string as `command`, or any command
 /// ending in `walj hook` (program named `walj`, possibly with a path, quotes or `.exe`).
-pub fn is_walj_command(cmd: &str, command: &str) -> bool {
+pub(crate) fn is_walj_command(cmd: &str, command: &str) -> bool {
     let c = cmd.trim();
     if !command.trim().is_empty() && c == command.trim() {
         return true;
@@ -284,7 +284,7 @@ fn is_walj_program(program: &str) -> bool {
 /// - Exec form: `command` + `args` are the words of `command` (plus `--agent NAME`), or the
 ///   program is a walj ([`is_walj_program`]) and `args` are `hook` (then `--agent NAME` or
 ///   `--agent=NAME`).
-pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool {
+pub(crate) fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool {
     match HookRun::of(handler) {
         Some(HookRun::Shell(text)) => match agent {
             None => is_walj_command(text, command),
@@ -321,7 +321,7 @@ pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool
 
 /// Whether a handler object (an element of a group's `hooks` array) is walj's Claude Code hook
 /// ([`is_walj_hook`] without an agent).
-pub fn is_walj_handler(handler: &Value, command: &str) -> bool {
+pub(crate) fn is_walj_handler(handler: &Value, command: &str) -> bool {
     is_walj_hook(handler, command, None)
 }
 

@@ -22,7 +22,7 @@ pub struct Installed {
 }
 
 /// The first executable `claude` on PATH.
-pub fn on_path() -> Option<PathBuf> {
+pub(crate) fn on_path() -> Option<PathBuf> {
     let name = if cfg!(windows) { "claude.exe" } else { "claude" };
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_executable(p))

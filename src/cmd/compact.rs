@@ -81,7 +81,7 @@ pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
 }
 
 /// What a rewrite of the journal did (`compact`, `sessions delete`), after `verb`.
-pub fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
+pub(crate) fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
     let mut s = format!(
         "{verb}: {} of {} records ({} → {}), {} objects ({}){}",
         rep.dropped(),

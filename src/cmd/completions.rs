@@ -326,7 +326,7 @@ pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
 /// `walj __complete-ids`: prints the candidates, one per line; exits 1 (printing nothing)
 /// when the word is not an id, so the script falls back to clap's completion. Never prints
 /// an error (a shell is waiting).
-pub fn complete_ids(args: &CompleteIdsArgs, cli: &clap::Command) -> i32 {
+pub(crate) fn complete_ids(args: &CompleteIdsArgs, cli: &clap::Command) -> i32 {
     let Some(want) = want(&args.words, args.cword, cli) else { return 1 };
     let Ok(project) = global_of(&args.words).project() else { return 1 };
     // Unresolved and triaged entries (settled ones are left out): what is worth typing.

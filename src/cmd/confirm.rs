@@ -26,7 +26,7 @@ impl Confirm {
     }
 
     /// Whether a Claude Code tool call runs this without `--yes` (the command must not run).
-    pub fn missing_in_tool_call(self) -> bool {
+    pub(crate) fn missing_in_tool_call(self) -> bool {
         !self.yes && crate::claude::env::in_tool_call()
     }
 

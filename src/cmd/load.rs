@@ -8,7 +8,7 @@ use crate::present::shown;
 use crate::project::Project;
 
 /// Prints what the reader skipped, on stderr, so the report itself stays clean.
-pub fn warn_problems(fold: &Fold) {
+pub(crate) fn warn_problems(fold: &Fold) {
     let n = fold.report.problems.len();
     for p in fold.report.problems.iter().take(10) {
         eprintln!("walj: warning: journal {}", shown(&p.to_string()));
@@ -42,7 +42,7 @@ pub fn load_fold(project: &Project, opts: &FoldOptions) -> anyhow::Result<Fold> 
 }
 
 /// `--session SID` (a fold loaded with that filter) must name one session of the journal.
-pub fn check_session(fold: &Fold, session: Option<&str>) -> anyhow::Result<()> {
+pub(crate) fn check_session(fold: &Fold, session: Option<&str>) -> anyhow::Result<()> {
     let Some(s) = session.filter(|s| !s.is_empty()) else { return Ok(()) };
     match fold.sessions.len() {
         0 => bail!("no session matches {s:?}; `walj sessions list` shows the sessions of this project"),

@@ -145,7 +145,7 @@ pub fn restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32
 }
 
 /// One background command as `walj procs` and `walj sessions show` list it.
-pub fn proc_line(p: &ProcStatus, style: &Style) -> String {
+pub(crate) fn proc_line(p: &ProcStatus, style: &Style) -> String {
     let state = match p.state {
         "running" => {
             style.green(&format!("running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")))

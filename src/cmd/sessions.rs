@@ -201,7 +201,7 @@ fn proc_table() -> Option<procs::ProcTable> {
 /// `walj sessions show --json`'s object (docs/formats.md); `walj mcp`'s `session` serves it too.
 /// With `foreign` (`walj mcp`): entries and hand-backs that came in a bundle carry `foreign`
 /// (`from bundle X`), and so does the session when any of them did.
-pub fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::Result<serde_json::Value> {
     let state = SessionState::load(project, sid)?;
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
@@ -248,7 +248,7 @@ pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32>
 }
 
 /// `sessions show` as text.
-pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
+pub(crate) fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
     let s = &st.info;
     let mut o = String::new();
     show_fields(&mut o, project, st, style);
@@ -818,7 +818,7 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
 /// project: `<config dir>/projects/<encoded project root>/<session>.jsonl`. Computed here from
 /// the project and a file-name-safe form of the id ([`crate::session::file_stem`]), never from
 /// a path a record holds (a bundle or another machine chose those).
-pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
     let dir = crate::claude::paths::config_dir().context(
         "no home folder and no $CLAUDE_CONFIG_DIR: cannot tell where Claude Code keeps transcripts; pass -o FILE",
     )?;
@@ -831,7 +831,12 @@ pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Resu
 /// `walj sessions transcript SID [-o FILE|-]`: the safe copy written to FILE (a path the user
 /// typed), to stdout with `-o -`, and without `-o` to where Claude Code finds it for this
 /// project ([`claude_transcript_place`]), so that `claude --resume` reopens it.
-pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, force: bool) -> anyhow::Result<i32> {
+pub(crate) fn transcript_cmd(
+    project: &Project,
+    sid: &str,
+    output: Option<PathBuf>,
+    force: bool,
+) -> anyhow::Result<i32> {
     let state = SessionState::load(project, sid)?;
     catch_up(project, &state);
     let session = state.session().to_string();

@@ -121,7 +121,7 @@ fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
 
 /// The command the hooks run: `walj hook` when `walj` on PATH is this binary, else its
 /// absolute path (so hooks keep working from a build folder).
-pub fn hook_command(explicit: Option<String>) -> String {
+pub(crate) fn hook_command(explicit: Option<String>) -> String {
     if let Some(c) = explicit {
         return c;
     }
@@ -148,7 +148,7 @@ pub fn hook_command(explicit: Option<String>) -> String {
 /// hook command that runs this binary directly, `'<npm prefix>/…/@walj/<os>-<cpu>/bin/walj' hook`,
 /// so each hook skips the launcher's sh and readlink. The path stays across `npm update -g`
 /// (the package is replaced in place). `None` elsewhere.
-pub fn npm_direct_command() -> Option<String> {
+pub(crate) fn npm_direct_command() -> Option<String> {
     let shim = std::env::var_os(NPM_SHIM_ENV).and_then(|s| std::fs::canonicalize(s).ok())?;
     let me = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok())?;
     let on_path = std::env::var_os("PATH").and_then(|paths| {
@@ -335,7 +335,7 @@ fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyho
     Ok(0)
 }
 
-pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+pub(crate) fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
         return super::mcp::install_cmd(project, args.local, args.user, args.yes);
     }
@@ -520,7 +520,7 @@ fn say_walj_dir_ignored(project: &Project) {
     }
 }
 
-pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+pub(crate) fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
         return super::mcp::uninstall_cmd(project);
     }

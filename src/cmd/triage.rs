@@ -462,7 +462,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
 /// machine M, as of T`; absent for this checkout's own), `mode` and the two sides (`label`,
 /// `content`: `text`, `absent`, `binary`, `unknown`; `bytes`, `lines`, `note`) and `diff`, the
 /// unified diff `walj diff` prints, uncoloured.
-pub fn diff_json(
+pub(crate) fn diff_json(
     project: &Project,
     target: DiffTarget<'_>,
     mode: DiffMode,
@@ -1016,7 +1016,7 @@ pub fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
 }
 
 /// `walj ops --json`: the operation log, newest first; `walj mcp`'s `ops` serves it too.
-pub fn ops_json_value(project: &Project) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn ops_json_value(project: &Project) -> anyhow::Result<serde_json::Value> {
     let fold = load(project)?;
     Ok(ops_json(&triage::ops::operations(&fold)))
 }

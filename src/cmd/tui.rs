@@ -38,7 +38,7 @@ pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32>
 
 /// The hidden helper behind `--demo`: replays the demo hooks in `dir` and exits, so the
 /// crashed demo session's process is gone when the dashboard reads the journal.
-pub fn demo_replay(dir: &Path) -> anyhow::Result<i32> {
+pub(crate) fn demo_replay(dir: &Path) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("finding the walj binary")?;
     tui::demo::replay(dir, &exe)?;
     Ok(0)

@@ -50,14 +50,18 @@ fn read_json(path: &Path) -> Option<Value> {
 /// The plugins enabled for `project_root` (merged `enabledPlugins`), with their folders; only
 /// those whose hooks run walj (`command` or any `walj hook`) or that are named walj. Findings
 /// say what was found, and what is enabled but not usable.
-pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
+pub(crate) fn discover(
+    project_root: &Path,
+    config_dir: &Path,
+    command: &str,
+) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
     let (plugins, _, findings) = discover_with_disabled(project_root, config_dir, command);
     (plugins, findings)
 }
 
 /// [`discover`], and the folders of the walj plugins installed but disabled for the project
 /// (their hooks do not run).
-pub fn discover_with_disabled(
+pub(crate) fn discover_with_disabled(
     project_root: &Path,
     config_dir: &Path,
     command: &str,
@@ -152,7 +156,7 @@ pub enum PluginDirError {
 
 /// A plugin folder given on the command line (`walj doctor --plugin-dir DIR`, as Claude Code's
 /// `--plugin-dir`).
-pub fn from_dir(dir: &Path) -> Result<PluginInstall, PluginDirError> {
+pub(crate) fn from_dir(dir: &Path) -> Result<PluginInstall, PluginDirError> {
     let root = std::path::absolute(dir).map_err(|source| PluginDirError::Io { path: dir.to_path_buf(), source })?;
     if !root.join(".claude-plugin").join("plugin.json").is_file() && !root.join("hooks").join("hooks.json").is_file() {
         return Err(PluginDirError::NotAPlugin(root));
@@ -294,7 +298,7 @@ pub struct LastStart {
 
 /// The journal's latest session start ([`LastStart`]); `None` when there is none (or the
 /// journal cannot be read).
-pub fn last_start(journal: &Path) -> Option<LastStart> {
+pub(crate) fn last_start(journal: &Path) -> Option<LastStart> {
     use crate::journal::{key, kind, op};
     const LOOK_BACK: u64 = 16 << 20;
     let mut found = None;

@@ -72,7 +72,7 @@ pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Prog
 /// Finds the program an exec-form handler (`command` + `args`) runs. Claude Code spawns it
 /// without a shell: `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PROJECT_DIR}` are replaced as plain
 /// text, nothing else is expanded; a name without `/` is looked up on the hook's PATH.
-pub fn resolve_exec(program: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
+pub(crate) fn resolve_exec(program: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
     let mut word = program.to_string();
     for name in ["CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR"] {
         let placeholder = format!("${{{name}}}");
@@ -232,7 +232,7 @@ pub enum Unfollowed {
 /// The first word of a shell command line, expanded as `sh` would: quotes, backslashes,
 /// `$NAME` / `${NAME}`, a leading `~/`. Leading `NAME=value` assignments and `exec` are
 /// skipped. `Err` for what this does not follow (command substitution, `${x:-y}`, `$1`…).
-pub fn first_word(
+pub(crate) fn first_word(
     command: &str,
     var: &dyn Fn(&str) -> Option<String>,
     home: Option<&Path>,

@@ -286,7 +286,7 @@ impl IdIndex {
     }
 
     /// [`IdIndex::load`], writing the cache after reading more than `write_after` bytes.
-    pub fn load_with(journal: &Path, write_after: u64) -> io::Result<IdIndex> {
+    pub(crate) fn load_with(journal: &Path, write_after: u64) -> io::Result<IdIndex> {
         Self::load_at(journal, path(journal), write_after)
     }
 
@@ -407,7 +407,7 @@ impl ShortIds {
     }
 
     /// Also unique against `ids` (those shown that are not in the journal).
-    pub fn with_shown<'a>(mut self, ids: impl IntoIterator<Item = &'a str>) -> ShortIds {
+    pub(crate) fn with_shown<'a>(mut self, ids: impl IntoIterator<Item = &'a str>) -> ShortIds {
         let Some(index) = &self.index else { return self };
         let new: Vec<&str> = ids.into_iter().filter(|id| !index.holds(id) && !self.extra.holds(id)).collect();
         if !new.is_empty() {
@@ -417,7 +417,7 @@ impl ShortIds {
     }
 
     /// Also unique against every id of `other` (another journal's index), each counted once.
-    pub fn with_index(mut self, mut other: IdIndex) -> ShortIds {
+    pub(crate) fn with_index(mut self, mut other: IdIndex) -> ShortIds {
         let Some(index) = self.index.clone() else { return self };
         for (mine, extra, theirs) in [
             (&index.claude, &self.extra.claude, &mut other.claude),
@@ -486,7 +486,7 @@ impl ShortIds {
 
     /// A session as shown, split like [`Self::split`]: its unique start and the rest (together
     /// at least [`Self::SESSION_MIN`] characters).
-    pub fn session_split<'a>(&self, session: &'a str) -> (&'a str, &'a str) {
+    pub(crate) fn session_split<'a>(&self, session: &'a str) -> (&'a str, &'a str) {
         let Some(index) = self.index.as_deref() else { return (abbrev(session, Self::SESSION_MIN), "") };
         let n = index.session_overlap(session) + 1;
         let unique = abbrev(session, n);
@@ -504,7 +504,7 @@ impl ShortIds {
 impl Fold {
     /// Reads the ids `journal` names, so this fold's ids are shown short ([`Fold::ids`]).
     /// Best effort: without them ids are shown whole.
-    pub fn load_short_ids(&mut self, journal: &Path) {
+    pub(crate) fn load_short_ids(&mut self, journal: &Path) {
         if let Ok(ids) = ShortIds::load(journal) {
             self.ids = ids.with_shown(self.entries.iter().map(|e| e.id.as_str()));
         }

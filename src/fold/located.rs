@@ -588,7 +588,7 @@ pub fn keep_carried(journal: &Path, store: &crate::store::Store, id: &str) -> bo
 /// whole journal would hand `f` that `f` can count for `session` (`walj sessions show`'s
 /// usage). `None` when the index does not apply or a line is not where it says (`f` has not
 /// been called: the caller scans the journal).
-pub fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+pub(crate) fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
     let idx = usable(journal)?;
     let (file, _) = crate::fsutil::open_regular(journal).ok()?;
     let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();

@@ -251,7 +251,7 @@ impl Entry {
     /// The executable bit the entry's pre-image had (`mode_before`), when recorded; a file that
     /// existed before with only `mode_after` recorded was not executable (both are written
     /// whenever either side is executable).
-    pub fn exec_before(&self) -> Option<bool> {
+    pub(crate) fn exec_before(&self) -> Option<bool> {
         match (&self.mode_before, &self.mode_after) {
             (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
             (None, Some(_)) if self.before.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
@@ -259,7 +259,7 @@ impl Entry {
         }
     }
     /// The executable bit of the post-image (`mode_after`), as [`Entry::exec_before`].
-    pub fn exec_after(&self) -> Option<bool> {
+    pub(crate) fn exec_after(&self) -> Option<bool> {
         match (&self.mode_after, &self.mode_before) {
             (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
             (None, Some(_)) if self.after.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
@@ -267,12 +267,12 @@ impl Entry {
         }
     }
     /// A symbolic-link entry.
-    pub fn is_link(&self) -> bool {
+    pub(crate) fn is_link(&self) -> bool {
         self.kind.as_deref() == Some(crate::journal::entry_kind::SYMLINK)
     }
     /// The entry's kind is one this walj knows how to write back (a file, a link); an
     /// unknown kind (a newer walj's) is shown but never reverted.
-    pub fn kind_known(&self) -> bool {
+    pub(crate) fn kind_known(&self) -> bool {
         self.kind.is_none() || self.is_link()
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
@@ -288,7 +288,7 @@ impl Entry {
         self.changed.as_deref().unwrap_or(&self.ts)
     }
     /// The last action not undone.
-    pub fn last_action(&self) -> Option<&Action> {
+    pub(crate) fn last_action(&self) -> Option<&Action> {
         self.actions.iter().rev().find(|a| !a.undone)
     }
 }
@@ -357,7 +357,7 @@ pub struct Todo {
 }
 
 impl Todo {
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.status != "completed" && self.status != "deleted"
     }
 }
@@ -469,14 +469,14 @@ impl Unseen {
         *self == Unseen::default()
     }
     /// Read from a record's JSON (`unseen`), ignoring what it does not know.
-    pub fn from_value(v: Option<&Value>) -> Option<Unseen> {
+    pub(crate) fn from_value(v: Option<&Value>) -> Option<Unseen> {
         let u: Unseen = serde_json::from_value(v?.clone()).ok()?;
         (!u.is_empty()).then_some(u)
     }
 
     /// A command outcome's `unseen` (under `snapshot`), with what Claude Code's own list of
     /// the changed files left off while walj's snapshot was off (`reported.more`).
-    pub fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
+    pub(crate) fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
         let off = reported.and_then(|r| r.get("snapshot_off")).and_then(Value::as_bool) == Some(true);
         let more = reported.filter(|_| off).and_then(|r| r.get("more")).and_then(Value::as_u64).unwrap_or(0);
         let mut u = Unseen::from_value(snapshot_unseen).unwrap_or_default();
@@ -647,7 +647,7 @@ impl SessionInfo {
     }
     /// Reads whether the recorded Claude Code process still runs (`None`: none recorded,
     /// or the session ended).
-    pub fn refresh_liveness(&mut self) {
+    pub(crate) fn refresh_liveness(&mut self) {
         self.liveness = match self.proc {
             Some(p) if !self.ended() => Some(procinfo::liveness(p)),
             _ => None,
@@ -662,7 +662,7 @@ impl SessionInfo {
     }
     /// Subagents with no end: still running while the session lives; running when it died
     /// once it is gone.
-    pub fn subagents_unended(&self) -> impl Iterator<Item = &Subagent> {
+    pub(crate) fn subagents_unended(&self) -> impl Iterator<Item = &Subagent> {
         self.subagents.iter().filter(|a| a.ended.is_none())
     }
     pub fn todos_done(&self) -> (usize, usize) {

@@ -394,7 +394,7 @@ pub enum Budgeted {
 
 /// [`load`] that stops at `deadline`, its progress kept in the snapshot (SessionStart on a
 /// journal too long to fold in its budget). `None` as for [`load`].
-pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: Instant) -> io::Result<Option<Budgeted>> {
+pub(crate) fn load_within(journal: &Path, opts: &FoldOptions, deadline: Instant) -> io::Result<Option<Budgeted>> {
     let steps = Steps { write_after: WRITE_AFTER, bytes: STEP_BYTES, deadline: Some(deadline) };
     load_stepped(journal, path(journal), opts, &steps)
 }

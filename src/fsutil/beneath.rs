@@ -49,7 +49,7 @@ pub enum Kind {
 pub struct NotBeneath(pub String);
 
 /// True when `e` is [`Dir::open_beneath`]'s refusal of a link or a way out.
-pub fn is_not_beneath(e: &io::Error) -> bool {
+pub(crate) fn is_not_beneath(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<NotBeneath>())
 }
 
@@ -102,7 +102,7 @@ impl Dir {
     /// every symbolic link and every way out on the way; `create` makes missing folders
     /// (mode 0777 less the umask, as `mkdir -p` does), each one made relative to its checked
     /// parent. An empty `rel` is this folder again.
-    pub fn open_beneath(&self, rel: &Path, create: bool) -> io::Result<Dir> {
+    pub(crate) fn open_beneath(&self, rel: &Path, create: bool) -> io::Result<Dir> {
         let mut parts = Vec::new();
         for c in rel.components() {
             match c {
@@ -249,7 +249,7 @@ impl Dir {
 
     /// Creates the new file `name` (`O_CREAT | O_EXCL | O_NOFOLLOW`: never an existing file,
     /// never through a link) with permissions `perm` less the umask, open for writing.
-    pub fn create_new(&self, name: &OsStr, perm: u32) -> io::Result<File> {
+    pub(crate) fn create_new(&self, name: &OsStr, perm: u32) -> io::Result<File> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -282,7 +282,7 @@ impl Dir {
     /// Opens `name` for reading when it is a regular file (never through a link, never
     /// blocking on a FIFO; the type checked on the open descriptor); `None` when it is
     /// something else.
-    pub fn open_regular(&self, name: &OsStr) -> io::Result<Option<(File, fs::Metadata)>> {
+    pub(crate) fn open_regular(&self, name: &OsStr) -> io::Result<Option<(File, fs::Metadata)>> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -371,7 +371,7 @@ impl Dir {
 
     /// Renames `from` here to `to` in `dest` only if nothing is at `to` (`RENAME_NOREPLACE`);
     /// `Missing` where the flag is not available.
-    pub fn rename_noreplace(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<Support> {
+    pub(crate) fn rename_noreplace(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<Support> {
         self.rename_with(from, dest, to, Flag::NoReplace)
     }
 
@@ -430,21 +430,6 @@ impl Dir {
         #[cfg(not(unix))]
         {
             Ok(())
-        }
-    }
-
-    /// The same folder on disk as `other` (device and inode), where the platform tells.
-    pub fn same_as(&self, other: &Dir) -> bool {
-        #[cfg(unix)]
-        {
-            match (rustix::fs::fstat(&self.fd), rustix::fs::fstat(&other.fd)) {
-                (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
-                _ => false,
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            self.path == other.path
         }
     }
 }

@@ -75,7 +75,7 @@ pub fn remove(path: &Path) {
 
 /// The SessionStart note as a UserPromptSubmit output: the same `systemMessage` and
 /// `additionalContext`, named for this event.
-pub fn prompt_output(mut out: Value) -> Value {
+pub(crate) fn prompt_output(mut out: Value) -> Value {
     if let Some(h) = out.get_mut("hookSpecificOutput").and_then(Value::as_object_mut) {
         h.insert("hookEventName".into(), Value::String("UserPromptSubmit".into()));
     }

@@ -232,7 +232,7 @@ pub struct LogSummary {
 }
 
 /// Reads the log ([`log_path`]); an absent or unreadable log is an empty summary.
-pub fn log_summary(project: &Project) -> LogSummary {
+pub(crate) fn log_summary(project: &Project) -> LogSummary {
     let mut s = LogSummary::default();
     let Ok((f, _)) = crate::fsutil::open_regular(&log_path(project)) else { return s };
     for line in std::io::BufRead::lines(std::io::BufReader::new(f)).map_while(Result::ok) {

@@ -47,7 +47,7 @@ fn dir(project: &Project) -> PathBuf {
 
 /// `.walj/import/uninstalled`: `walj uninstall` ran in this project; nothing is imported by
 /// itself until `walj install` runs again.
-pub fn uninstalled_path(project: &Project) -> PathBuf {
+pub(crate) fn uninstalled_path(project: &Project) -> PathBuf {
     dir(project).join("uninstalled")
 }
 
@@ -83,7 +83,7 @@ fn write_own(path: &Path, text: &[u8]) -> io::Result<()> {
 
 /// `walj uninstall` ran in `project`: sessions from now on are not imported by themselves.
 /// Only where walj's folder exists (a project walj never journaled has nothing to import).
-pub fn mark_uninstalled(project: &Project) -> io::Result<()> {
+pub(crate) fn mark_uninstalled(project: &Project) -> io::Result<()> {
     if !project.dir.is_dir() {
         return Ok(());
     }
@@ -91,7 +91,7 @@ pub fn mark_uninstalled(project: &Project) -> io::Result<()> {
 }
 
 /// `walj install` ran in `project`: after an uninstall, imports by themselves again, from now.
-pub fn mark_installed(project: &Project) -> io::Result<()> {
+pub(crate) fn mark_installed(project: &Project) -> io::Result<()> {
     if !uninstalled_path(project).exists() {
         return Ok(());
     }
@@ -298,14 +298,14 @@ pub fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<I
 }
 
 /// Keeps `message` for the next SessionStart to tell (an import the background fold did).
-pub fn keep_note(project: &Project, message: &str) -> io::Result<()> {
+pub(crate) fn keep_note(project: &Project, message: &str) -> io::Result<()> {
     let mut text = take_note(project).map(|t| format!("{t}\n")).unwrap_or_default();
     text.push_str(message);
     write_own(&note_path(project), text.as_bytes())
 }
 
 /// The note an earlier background import left, removed as it is read (told once).
-pub fn take_note(project: &Project) -> Option<String> {
+pub(crate) fn take_note(project: &Project) -> Option<String> {
     let p = note_path(project);
     let (mut f, m) = crate::fsutil::open_regular(&p).ok()?;
     let mut text = String::new();
@@ -317,7 +317,7 @@ pub fn take_note(project: &Project) -> Option<String> {
 /// The background fold's part (`walj fold`): plans and imports without a time bound, and
 /// keeps the note for the next SessionStart. `current`: the session whose SessionStart started
 /// it (its start may still wait, unjournaled). Errors go to the errors log.
-pub fn in_background(project: &Project, fold: &Fold, current: &str) {
+pub(crate) fn in_background(project: &Project, fold: &Fold, current: &str) {
     let (cfg, _) = Config::load_or_default(&project.config_path(), |_| {});
     if !enabled(project, &cfg) {
         return;

@@ -27,7 +27,7 @@ use super::agents::{
 use crate::agents::event::exit_code_in;
 
 /// The folder a session ran in (its `session.start`).
-pub fn cwd_of(path: &Path) -> Option<PathBuf> {
+pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
     let v = super::agents::first_line(path)?;
     (s(&v, "type") == Some("session.start")).then(|| v.pointer("/data/context/cwd")?.as_str().map(PathBuf::from))?
 }

@@ -72,7 +72,7 @@ const BATCH: usize = 2000;
 
 /// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
 /// count; links to folders are not followed (no loops).
-pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
@@ -428,6 +428,6 @@ pub(crate) fn normalize_ts(ts: &str) -> String {
 
 /// Files modified in the last `days` days (for "recent" transcripts); `None` (no limit)
 /// when that reaches before the clock's range.
-pub fn since_days(days: u64) -> Option<SystemTime> {
+pub(crate) fn since_days(days: u64) -> Option<SystemTime> {
     SystemTime::now().checked_sub(Duration::from_secs(days.saturating_mul(24 * 3600)))
 }

@@ -28,14 +28,14 @@ pub fn project_root(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Gemini CLI's `projectHash` of a folder: its path's sha256, in hex.
-pub fn project_hash(root: &Path) -> String {
+pub(crate) fn project_hash(root: &Path) -> String {
     use sha2::Digest;
     let d = sha2::Sha256::digest(root.to_string_lossy().as_bytes());
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A chat file's `projectHash`.
-pub fn file_project_hash(path: &Path) -> Option<String> {
+pub(crate) fn file_project_hash(path: &Path) -> Option<String> {
     owned(&super::agents::first_line(path)?, "projectHash")
 }
 

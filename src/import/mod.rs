@@ -21,9 +21,10 @@ use crate::claude::transcript::first_timestamp;
 use crate::config::Config;
 use crate::project::Project;
 
-pub use claude::{all_transcripts, project_transcripts};
+pub(crate) use claude::{all_transcripts, project_transcripts};
 use engine::Sink;
-pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, MAX_LINE, jsonl_under, since_days};
+pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, MAX_LINE};
+pub(crate) use engine::{jsonl_under, since_days};
 
 use claude::Converter;
 

@@ -42,7 +42,7 @@ const NAME_MAX: usize = 255;
 /// A tool's `file_path` no file system can open (a NUL byte, too long): fills `r` with the
 /// path as it can be shown (`\0` for NUL, cut to [`PATH_MAX`] bytes), the reason in
 /// `nocap` and a file event, and returns true; the record is kept, nothing is read.
-pub fn unusable_path(r: &mut Record, file_path: &str) -> bool {
+pub(crate) fn unusable_path(r: &mut Record, file_path: &str) -> bool {
     let why = if file_path.contains('\0') {
         nocap::PATH_NUL
     } else if file_path.len() > PATH_MAX || file_path.split(['/', '\\']).any(|c| c.len() > NAME_MAX) {

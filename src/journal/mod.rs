@@ -9,7 +9,8 @@ pub mod side;
 pub mod view;
 pub mod writer;
 
-pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_lines, scan_lines_rev, scan_records};
+pub(crate) use reader::scan_lines_rev;
+pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_lines, scan_records};
 pub use record::{Blob, Record, attribution, entry_kind, event, how, key, kind, nocap, op, tool};
 pub use view::{RecordView, classify};
 pub use writer::JournalWriter;

@@ -100,7 +100,7 @@ impl<'a> Source<'a> {
 
     /// [`Source::tail`], then the records of the journal's side files (as
     /// [`Source::journal`] reads them after its lines).
-    pub fn tail_with_sides(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+    pub(crate) fn tail_with_sides(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
         Source { path, sides: true, limit: None, start: (offset, lines) }
     }
 
@@ -253,7 +253,7 @@ pub enum RevScan {
 /// most `max_bytes` (rounded up to whole chunks), until `f` breaks. An unterminated last line
 /// (a torn tail) is skipped. The hooks use it to look at the current turn without reading the
 /// whole journal: the cost follows how far back the answer is, never the journal's size.
-pub fn scan_lines_rev(
+pub(crate) fn scan_lines_rev(
     path: &Path,
     max_bytes: u64,
     mut f: impl FnMut(&[u8]) -> std::ops::ControlFlow<()>,
@@ -361,7 +361,7 @@ pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<S
 /// hold. `Ok(true)`: the checksum passed; `Ok(false)`: the line has no readable checksum
 /// tail, which only a line that is not v2 may lack ([`super::view::classify`] decides, once
 /// the line is parsed).
-pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
+pub(crate) fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
     if bytes.first() != Some(&b'{') {
         return Err(Problem::Malformed { line: line_no, error: "not a JSON object".into() });
     }

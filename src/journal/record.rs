@@ -112,7 +112,7 @@ pub mod entry_kind {
     pub const MODE_EXEC: &str = "100755";
     pub const MODE_PLAIN: &str = "100644";
 
-    pub fn file_mode(exec: bool) -> &'static str {
+    pub(crate) fn file_mode(exec: bool) -> &'static str {
         if exec { MODE_EXEC } else { MODE_PLAIN }
     }
 }
@@ -375,7 +375,7 @@ impl Blob {
             Blob::Id(s) => Some(s),
         }
     }
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         matches!(self, Blob::Absent)
     }
 }
@@ -383,13 +383,13 @@ impl Blob {
 /// Serde helper: a missing field is `None`, `null` is `Some(Blob::Absent)`.
 pub mod blob_field {
     use super::*;
-    pub fn serialize<S: Serializer>(b: &Option<Blob>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(b: &Option<Blob>, s: S) -> Result<S::Ok, S::Error> {
         match b {
             None | Some(Blob::Absent) => s.serialize_none(),
             Some(Blob::Id(id)) => s.serialize_str(id),
         }
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Blob>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Blob>, D::Error> {
         let v: Option<String> = Option::deserialize(d)?;
         Ok(Some(match v {
             None => Blob::Absent,
@@ -555,7 +555,7 @@ pub fn parse_record(line: &[u8]) -> Result<Record, serde_json::Error> {
 ///
 /// This relies on the field order of [`Record`]'s serialization: `op`, `id`, `session`
 /// follow each other (pinned by the test `persisted_fast_path_field_order`).
-pub fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
+pub(crate) fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
     const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
     const SESSION: &[u8] = b"\",\"session\":\"";
     // Built once: `memmem::find` would build a searcher for every line.
@@ -578,7 +578,7 @@ pub fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
     Some((std::str::from_utf8(id).ok()?, std::str::from_utf8(session).ok()?))
 }
 
-pub fn short_sid(session: &str) -> String {
+pub(crate) fn short_sid(session: &str) -> String {
     session.chars().take(6).collect()
 }
 

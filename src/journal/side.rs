@@ -382,11 +382,6 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     list(dir).map(|l| l.into_iter().map(|n| n.path).collect()).unwrap_or_default()
 }
 
-/// How many side files wait in `dir` (for `walj doctor` and status).
-pub fn pending_files(dir: &Path) -> usize {
-    list(dir).map(|l| l.len()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

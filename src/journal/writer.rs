@@ -76,7 +76,7 @@ impl JournalWriter {
     }
 
     /// The sidecar lock every appender takes; a journal rewrite (`walj compact`) takes it too.
-    pub fn lock_path(&self) -> &Path {
+    pub(crate) fn lock_path(&self) -> &Path {
         &self.lock
     }
 
@@ -108,7 +108,7 @@ impl JournalWriter {
     /// such writers never both decide from a journal that has neither's lines. When the lock
     /// is not to be had in time, `make` runs without it and the records go to the side file,
     /// as with [`JournalWriter::append_bytes`] (one wait, never two).
-    pub fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
+    pub(crate) fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
         self.append_made(|| Cow::Owned(make().iter().flat_map(Record::to_line).collect()))
     }
 

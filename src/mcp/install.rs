@@ -35,7 +35,7 @@ pub fn entry(program: &str) -> Value {
 }
 
 /// Whether a server entry is walj's: `args` `["mcp"]`, a program named `walj` (any folder).
-pub fn is_walj(server: &Value) -> bool {
+pub(crate) fn is_walj(server: &Value) -> bool {
     let program = server.get("command").and_then(Value::as_str).unwrap_or_default();
     let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or_default();
     server.get("args") == Some(&json!(MCP_ARGS)) && (name == "walj" || name == "walj.exe")

@@ -19,7 +19,7 @@ use std::io::{self, BufRead, Write};
 use crate::project::Project;
 
 /// Serves stdin/stdout until stdin ends. Exit status 0; stdout closed under it ends it quietly.
-pub fn serve_stdio(project: &Project) -> anyhow::Result<i32> {
+pub(crate) fn serve_stdio(project: &Project) -> anyhow::Result<i32> {
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
     match serve(project, stdin, stdout) {

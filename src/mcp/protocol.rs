@@ -48,7 +48,7 @@ impl Server {
 
     /// The reply to one line (a message or a batch); `None` when nothing is owed (a
     /// notification, a response, a batch of those).
-    pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
+    pub(crate) fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
         let msg: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => return Some(error(Value::Null, PARSE_ERROR, &format!("not a JSON message: {e}"))),

@@ -35,7 +35,7 @@ pub const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
 pub const HOOK_ARGS: [&str; 1] = ["hook"];
 
 /// The plugin's `engines` range for Claude Code: the first version that honours exec form.
-pub fn min_claude_code() -> String {
+pub(crate) fn min_claude_code() -> String {
     format!(">={}", install::exec_form_since())
 }
 /// `bin/walj` of the marketplace plugin: finds an installed walj, never fails a hook.
@@ -128,7 +128,7 @@ pub const MCP_SERVER: &str = "walj";
 pub const MCP_ARGS: [&str; 1] = ["mcp"];
 
 /// `.mcp.json` at the plugin's root: `walj mcp` ([`crate::mcp`]), run by [`HOOK_PROGRAM`].
-pub fn mcp_servers() -> Value {
+pub(crate) fn mcp_servers() -> Value {
     json!({"mcpServers": {MCP_SERVER: {"command": HOOK_PROGRAM, "args": MCP_ARGS}}})
 }
 
@@ -271,7 +271,7 @@ fn readme() -> String {
 }
 
 /// Every file of the plugin but `bin/walj` (the icon too), in a fixed order.
-pub fn text_files() -> Vec<PluginFile> {
+pub(crate) fn text_files() -> Vec<PluginFile> {
     let mut files = vec![
         PluginFile::text(".claude-plugin/plugin.json", pretty(&manifest())),
         PluginFile::text("hooks/hooks.json", pretty(&hooks())),
@@ -307,7 +307,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PluginError + '_ {
 }
 
 /// True when `dir` holds a plugin named walj (so writing over it is an update).
-pub fn is_walj_plugin(dir: &Path) -> bool {
+pub(crate) fn is_walj_plugin(dir: &Path) -> bool {
     fs::read(dir.join(".claude-plugin/plugin.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -353,7 +353,7 @@ pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
 /// in [`ROOT_ENV`], else the folder whose `bin/` holds this binary (the self-contained plugin of
 /// `walj plugin --out`). Only a folder holding a plugin named walj counts. `walj doctor` checks
 /// it like `--plugin-dir` (a plugin loaded with `claude --plugin-dir` leaves no other trace).
-pub fn running_root() -> Option<PathBuf> {
+pub(crate) fn running_root() -> Option<PathBuf> {
     let from_env = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
     let from_exe = std::env::current_exe().ok().and_then(|exe| {
         let bin = exe.parent()?;
@@ -372,7 +372,7 @@ pub fn running_root() -> Option<PathBuf> {
 /// The Claude Code settings files (user, project, local) for `project_root` whose hooks run
 /// walj's hook ([`install::is_walj_hook`], any walj, either form): `walj install`'s hooks.
 /// Reads at most three small files.
-pub fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<PathBuf> {
     use crate::claude::paths::{SettingsScope, settings_path};
     let mut found = vec![];
     for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
@@ -400,7 +400,7 @@ pub const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
 /// The walj plugin folder whose hook this is ([`CLAUDE_ROOT_ENV`], only when it holds a plugin
 /// named walj: another plugin's variable leaked into a nested session's environment is not
 /// it). Read at SessionStart, for the `start` record.
-pub fn hook_root() -> Option<PathBuf> {
+pub(crate) fn hook_root() -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
     is_walj_plugin(&root).then_some(root)
 }
@@ -409,7 +409,7 @@ pub fn hook_root() -> Option<PathBuf> {
 /// settings too (every event would be journaled twice). `None` for a hook that is not the
 /// plugin's ([`CLAUDE_ROOT_ENV`] unset or not a walj plugin), so of the two SessionStart hooks
 /// only the plugin's warns: once per session start.
-pub fn twice_note(project_root: &Path, config_dir: &Path) -> Option<String> {
+pub(crate) fn twice_note(project_root: &Path, config_dir: &Path) -> Option<String> {
     let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
     if !is_walj_plugin(&root) {
         return None;

@@ -6,7 +6,7 @@ use crate::agents::Agent;
 use crate::fold::{Command, CommandStatus, Entry, SessionStatus, Unseen};
 
 /// Changes derived from command `id` (a killed command's children) among `entries`.
-pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
+pub(crate) fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
     // An undecided change (several commands ran, none named it) is counted in none of them.
     entries.into_iter().filter(|e| e.unfinished && !e.undecided && e.parent.as_deref() == Some(id)).count()
 }

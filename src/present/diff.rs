@@ -30,11 +30,11 @@ pub struct Side {
 
 impl Side {
     /// The file did not exist on this side.
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         self.bytes.is_none() && self.note.is_none()
     }
     /// The content of this side is not known (`note` says why).
-    pub fn is_unavailable(&self) -> bool {
+    pub(crate) fn is_unavailable(&self) -> bool {
         self.bytes.is_none() && self.note.is_some()
     }
 }
@@ -47,7 +47,7 @@ pub struct DiffSides {
 }
 
 /// Whether bytes look binary (git's rule: a NUL in the first 8000 bytes).
-pub fn is_binary(b: &[u8]) -> bool {
+pub(crate) fn is_binary(b: &[u8]) -> bool {
     b[..b.len().min(8000)].contains(&0)
 }
 
@@ -220,7 +220,7 @@ impl DiffModel {
     }
 
     /// Both sides are text (or one is absent) and they differ.
-    pub fn has_changes(&self) -> bool {
+    pub(crate) fn has_changes(&self) -> bool {
         self.ops.iter().any(|op| op.tag() != DiffTag::Equal)
     }
 
@@ -230,19 +230,19 @@ impl DiffModel {
     }
 
     /// Lines of each side.
-    pub fn old_len(&self) -> usize {
+    pub(crate) fn old_len(&self) -> usize {
         self.old_lines.len()
     }
-    pub fn new_len(&self) -> usize {
+    pub(crate) fn new_len(&self) -> usize {
         self.new_lines.len()
     }
 
     /// Line `i` (0-based) of the old side, with its terminator.
-    pub fn old_line(&self, i: usize) -> &str {
+    pub(crate) fn old_line(&self, i: usize) -> &str {
         self.old_lines.get(i)
     }
     /// Line `i` (0-based) of the new side, with its terminator.
-    pub fn new_line(&self, i: usize) -> &str {
+    pub(crate) fn new_line(&self, i: usize) -> &str {
         self.new_lines.get(i)
     }
 
@@ -253,7 +253,7 @@ impl DiffModel {
 
     /// The changes grouped into hunks with `context` lines around each change (like
     /// `diff -U`).
-    pub fn hunks(&self, context: usize) -> Vec<Hunk> {
+    pub(crate) fn hunks(&self, context: usize) -> Vec<Hunk> {
         if !self.has_changes() {
             return Vec::new();
         }
@@ -287,7 +287,7 @@ impl DiffModel {
 
     /// The change only touches line endings: both sides text, the same lines once `\r\n`
     /// is read as `\n`.
-    pub fn eol_only(&self) -> Option<EolChange> {
+    pub(crate) fn eol_only(&self) -> Option<EolChange> {
         if !self.has_changes() || self.old != Content::Text || self.new != Content::Text {
             return None;
         }
@@ -324,11 +324,11 @@ impl Hunk {
     }
 
     /// 0-based half-open line ranges on each side.
-    pub fn old_range(&self) -> Range<usize> {
+    pub(crate) fn old_range(&self) -> Range<usize> {
         let start = self.ops.first().map_or(0, |o| o.old_range().start);
         start..self.ops.last().map_or(start, |o| o.old_range().end)
     }
-    pub fn new_range(&self) -> Range<usize> {
+    pub(crate) fn new_range(&self) -> Range<usize> {
         let start = self.ops.first().map_or(0, |o| o.new_range().start);
         start..self.ops.last().map_or(start, |o| o.new_range().end)
     }
@@ -370,13 +370,13 @@ impl Line<'_> {
     }
 
     /// The line is the last of its side and has no line terminator.
-    pub fn missing_newline(&self) -> bool {
+    pub(crate) fn missing_newline(&self) -> bool {
         ends_without_newline(self.text)
     }
 }
 
 /// A line (as the model cuts them) that ends its file without a line terminator.
-pub fn ends_without_newline(line: &str) -> bool {
+pub(crate) fn ends_without_newline(line: &str) -> bool {
     !line.ends_with(['\r', '\n'])
 }
 

@@ -99,7 +99,7 @@ static TOOL_CALL_HOOK: AtomicBool = AtomicBool::new(false);
 
 /// Set by the hook for a tool-call event: the tracked-files cache is used as it is (even when
 /// the index changed since), the index is read only when there is no cache at all.
-pub fn set_hook_mode(tool_call: bool) {
+pub(crate) fn set_hook_mode(tool_call: bool) {
     TOOL_CALL_HOOK.store(tool_call, Ordering::Relaxed);
 }
 
@@ -110,12 +110,12 @@ fn walj_dir(project: &Project) -> &Path {
 
 /// The per-worktree git dir and top level above `root`: the first `.git` found walking up,
 /// a folder, or a file `gitdir: PATH` (a linked worktree, a submodule).
-pub fn git_dir(root: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn git_dir(root: &Path) -> Option<(PathBuf, PathBuf)> {
     crate::git::find(root).map(|(top, dirs)| (dirs.git_dir, top))
 }
 
 /// The user's state folder for walj (projects outside git keep their markers there).
-pub fn user_state_dir() -> Option<PathBuf> {
+pub(crate) fn user_state_dir() -> Option<PathBuf> {
     let abs = |v: &str| std::env::var_os(v).map(PathBuf::from).filter(|p| p.is_absolute());
     #[cfg(target_os = "macos")]
     {
@@ -142,7 +142,7 @@ pub(crate) fn digest16(text: &str) -> String {
 /// walj's own folder for `root`, which git never carries: `<git dir>/walj` (a project below
 /// the top level: `<git dir>/walj/sub/<digest of its path>`), else
 /// `<user state dir>/projects/<digest of the root>`. `None` outside git with no home.
-pub fn state_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn state_dir(root: &Path) -> Option<PathBuf> {
     match git_dir(root) {
         Some((gd, top)) if top == root => Some(gd.join("walj")),
         Some((gd, top)) => {
@@ -156,7 +156,7 @@ pub fn state_dir(root: &Path) -> Option<PathBuf> {
 /// True when `dir` (outside git) holds a `.walj/` walj made there: a real folder whose
 /// identity its marker in the user's state folder records ([`state_dir`]). One `lstat` when
 /// there is no `.walj`; never adopts (a `.walj/` a download brought does not make a root).
-pub fn marked_own(dir: &Path) -> bool {
+pub(crate) fn marked_own(dir: &Path) -> bool {
     let Ok(meta) = fs::symlink_metadata(dir.join(".walj")) else { return false };
     if !meta.is_dir() {
         return false;
@@ -344,7 +344,7 @@ pub fn check(project: &Project) -> Standing {
 
 /// True when `path` is a project's `.walj/config.toml` that git tracks: only its safe keys
 /// count (`crate::config`).
-pub fn config_is_tracked(path: &Path) -> bool {
+pub(crate) fn config_is_tracked(path: &Path) -> bool {
     let Some(dir) = path.parent() else { return false };
     if path.file_name().is_none_or(|n| n != CONFIG_NAME) || dir.file_name().is_none_or(|n| n != ".walj") {
         return false;

@@ -112,13 +112,13 @@ impl Brief {
     }
 
     /// The brief with `head` before its text (counted again).
-    pub fn headed(self, head: &str) -> Brief {
+    pub(crate) fn headed(self, head: &str) -> Brief {
         Brief::of(format!("{head}{}", self.text), self.entries, self.level)
     }
 
     /// The brief with its resume line `old` (`claude --resume <id>`) replaced by `new`: a
     /// repaired copy resumes under its own id, not the damaged original's.
-    pub fn resuming_with(self, old: &str, new: &str) -> Brief {
+    pub(crate) fn resuming_with(self, old: &str, new: &str) -> Brief {
         let marker = format!("resumes with: {old}");
         if !self.text.contains(&marker) {
             return self;
@@ -546,7 +546,7 @@ pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::i
 
 /// [`deliver`], for the start of one session only when `for_session` names it (the repaired
 /// copy of `walj sessions repair`); another session's start leaves it waiting.
-pub fn deliver_to(
+pub(crate) fn deliver_to(
     project: &Project,
     state: &SessionState,
     brief: &Brief,

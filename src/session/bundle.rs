@@ -252,7 +252,7 @@ fn compress(payload: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// Whether a file is an encrypted bundle.
-pub fn is_encrypted(bytes: &[u8]) -> bool {
+pub(crate) fn is_encrypted(bytes: &[u8]) -> bool {
     crypt::is_encrypted(bytes)
 }
 
@@ -266,7 +266,7 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
 /// that inflates past `max_decoded`, past `max_ratio` times its own size (above
 /// [`Limits::RATIO_FLOOR`]) or with a section over `max_object` is refused
 /// ([`BundleError::TooLarge`]) having held at most the limit in memory, never aborting.
-pub fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<Contents, BundleError> {
+pub(crate) fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<Contents, BundleError> {
     let p = path.display().to_string();
     let (mut file, meta) = fsutil::open_regular(path).map_err(io_err("reading", path))?;
     if meta.len() > limits.max_decoded {
@@ -553,7 +553,7 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
 
 /// A session id walj accepts from others (bundles, synced journals): 1 to 128 of
 /// `A-Za-z0-9._-`, and not `.` or `..` (it names files).
-pub fn is_session_id(id: &str) -> bool {
+pub(crate) fn is_session_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id != "."
         && id != ".."
@@ -668,7 +668,7 @@ pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError>
 }
 
 /// [`save`], naming the bundle file in messages and in the `imported` record.
-pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+pub(crate) fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     save_or_plan(project, c, bundle_name, true)
 }
 

@@ -84,7 +84,7 @@ pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
 
 /// One session's background commands, matched against `table` (`None`: cannot tell); their
 /// ids shown as `ids` shows them.
-pub fn for_session(
+pub(crate) fn for_session(
     s: &SessionInfo,
     status: SessionStatus,
     table: Option<&[ProcEntry]>,
@@ -274,7 +274,7 @@ fn normalize(s: &str) -> String {
 
 /// True when `command` appears in `cmdline` at word boundaries (a shell running it, or the
 /// program itself), whitespace normalized and quoting ignored.
-pub fn command_matches(cmdline: &str, command: &str) -> bool {
+pub(crate) fn command_matches(cmdline: &str, command: &str) -> bool {
     let c = normalize(command);
     let p = normalize(cmdline);
     if c.is_empty() {

@@ -107,7 +107,7 @@ fn walk(v: &mut Value, root: &str, never: &Matcher, ids: &mut HashSet<String>, c
 
 /// The transcript `bytes` as published: secrets redacted, never-captured files' contents
 /// withheld. A line nothing was found in is kept byte for byte.
-pub fn sanitise(bytes: &[u8], root: &str, never: &Matcher) -> Vec<u8> {
+pub(crate) fn sanitise(bytes: &[u8], root: &str, never: &Matcher) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut ids: HashSet<String> = HashSet::new();
     for piece in bytes.split_inclusive(|&b| b == b'\n') {

@@ -140,7 +140,7 @@ impl Line {
 
 /// A version-4 UUID derived from `seed` (hashed): Claude Code's line and session ids have
 /// this form.
-pub fn uuid_from(seed: &[u8]) -> String {
+pub(crate) fn uuid_from(seed: &[u8]) -> String {
     let h = Sha256::digest(seed);
     let mut b = [0u8; 16];
     b.copy_from_slice(&h[..16]);
@@ -151,7 +151,7 @@ pub fn uuid_from(seed: &[u8]) -> String {
 }
 
 /// A fresh session id (random enough: time, process and a counter, hashed).
-pub fn new_session_id(old: &str) -> String {
+pub(crate) fn new_session_id(old: &str) -> String {
     let seed = format!("{old}:{}", crate::journal::record::new_id("repair-"));
     uuid_from(seed.as_bytes())
 }

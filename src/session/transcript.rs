@@ -123,7 +123,12 @@ pub fn copy(project: &Project, session: &str, source: &Path) -> io::Result<CopyS
 }
 
 /// [`copy`], appending at most `limit` new bytes (the rest waits for the next call).
-pub fn copy_limited(project: &Project, session: &str, source: &Path, limit: Option<u64>) -> io::Result<CopyStats> {
+pub(crate) fn copy_limited(
+    project: &Project,
+    session: &str,
+    source: &Path,
+    limit: Option<u64>,
+) -> io::Result<CopyStats> {
     let meta = match fs::metadata(source) {
         Ok(m) if m.is_file() => m,
         Ok(_) => return Ok(CopyStats { outcome: "source_missing", ..CopyStats::default() }),
@@ -530,11 +535,11 @@ pub struct TranscriptStatus {
 }
 
 impl TranscriptStatus {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!(self)
     }
     /// The original is gone or shorter than what the copy holds.
-    pub fn copy_has_more(&self) -> bool {
+    pub(crate) fn copy_has_more(&self) -> bool {
         self.copy.is_some() && self.original_bytes.is_none_or(|n| n < self.copied)
     }
 }
@@ -557,7 +562,7 @@ pub fn status(project: &Project, session: &str, original: Option<&str>) -> Trans
 }
 
 /// Bytes the copy takes on disk (0 when there is none).
-pub fn copy_size(project: &Project, session: &str) -> u64 {
+pub(crate) fn copy_size(project: &Project, session: &str) -> u64 {
     let p = paths(project, session);
     [&p.copy, &p.sidecar].iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum()
 }
@@ -572,7 +577,7 @@ pub struct ReadReport {
 }
 
 /// Writes the copy's transcript bytes to `out`. `Ok(None)` when there is no copy.
-pub fn write_copy(project: &Project, session: &str, out: &mut dyn Write) -> io::Result<Option<ReadReport>> {
+pub(crate) fn write_copy(project: &Project, session: &str, out: &mut dyn Write) -> io::Result<Option<ReadReport>> {
     let p = paths(project, session);
     let raw = match fs::read(&p.copy) {
         Ok(r) => r,
@@ -640,7 +645,7 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
 /// After the copy was written back over the original (`walj sessions transcript -o` on the
 /// recorded path), the original equals the copy: later copies continue from its end instead
 /// of resyncing. Returns whether the sidecar was realigned.
-pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
+pub(crate) fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
     let p = paths(project, session);
     if !dir(project).is_dir() {
         return Ok(false); // no copy was ever made

@@ -323,7 +323,7 @@ fn images(repo: &Repository, tree: &Tree<'_>, store: &Store, budget: &mut Budget
 }
 
 /// The folder of another journal's copy.
-pub fn journal_dir(paths: &Paths, id: &str) -> std::path::PathBuf {
+pub(crate) fn journal_dir(paths: &Paths, id: &str) -> std::path::PathBuf {
     paths.remotes.join(id)
 }
 
@@ -360,7 +360,7 @@ fn materialise(
 
 /// Checks every fetched journal but `own` and, unless `dry_run`, materialises those accepted.
 /// `fetch_failed`: journals whose fetch failed, with git's reason.
-pub fn accept_all(
+pub(crate) fn accept_all(
     repo: &Repository,
     paths: &Paths,
     own: &str,

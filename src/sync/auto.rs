@@ -23,13 +23,13 @@ fn claim_path(project: &Project) -> PathBuf {
 }
 
 /// `.walj/sync/auto.last`: when the last automatic sync ran and what it did (JSON).
-pub fn last_path(project: &Project) -> PathBuf {
+pub(crate) fn last_path(project: &Project) -> PathBuf {
     Paths::new(project).dir.join("auto.last")
 }
 
 /// Starts a background sync when `[sync] auto` asks for it, this checkout has synced by hand
 /// before and no automatic sync runs. Returns whether one was started. Cheap: a few `stat`s.
-pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
+pub(crate) fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
     if !cfg.sync.auto || crate::retention::held(&claim_path(project)) {
         return Ok(false);
     }

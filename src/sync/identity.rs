@@ -25,7 +25,7 @@ pub struct Identity {
 }
 
 /// Whether `s` has the form of a journal id.
-pub fn is_journal_id(s: &str) -> bool {
+pub(crate) fn is_journal_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
@@ -54,7 +54,7 @@ pub fn migrate(paths: &Paths) {
 }
 
 /// The journal id, when this checkout has synced before.
-pub fn read_id(paths: &Paths) -> Option<String> {
+pub(crate) fn read_id(paths: &Paths) -> Option<String> {
     migrate(paths);
     let text = std::fs::read_to_string(&paths.id).ok()?;
     let id = text.trim();
@@ -97,7 +97,7 @@ fn random_id() -> String {
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`, `$COMPUTERNAME`).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())

@@ -147,7 +147,7 @@ impl SyncError {
 
 /// Opens (creating it when missing) walj's bare repository, with walj's store as an
 /// alternate object folder (rewritten each time: the project may have moved).
-pub fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
+pub(crate) fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
     crate::fsutil::create_private_dir(&paths.dir)
         .map_err(SyncError::io(format!("creating {}", paths.dir.display())))?;
     let repo = match git2::Repository::open_bare(&paths.repo) {
@@ -171,7 +171,7 @@ pub fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
 }
 
 /// The id a ref name ends with, when it is a journal id.
-pub fn ref_id<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
+pub(crate) fn ref_id<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
     name.strip_prefix(prefix).filter(|id| identity::is_journal_id(id))
 }
 

@@ -30,7 +30,7 @@ pub const SEGMENT_BYTES: u64 = 64 * 1024;
 pub const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
 
 /// The segment size for a sync sealed with `seal` (or in plain text).
-pub fn segment_size(seal: Option<&Seal>) -> u64 {
+pub(crate) fn segment_size(seal: Option<&Seal>) -> u64 {
     if seal.is_some() { SEALED_SEGMENT_BYTES } else { SEGMENT_BYTES }
 }
 /// Segments per folder of `segments/`.
@@ -44,18 +44,18 @@ pub const OBJECTS: &str = "objects";
 pub const TRANSCRIPTS: &str = "transcripts";
 
 /// The folder and file name of segment `i`.
-pub fn segment_path(i: u64) -> (String, String) {
+pub(crate) fn segment_path(i: u64) -> (String, String) {
     (format!("{:04}", i / SEGMENTS_PER_DIR), format!("{i:06}"))
 }
 
 /// The fixed identity of every commit walj makes (never the user's `user.name`).
-pub fn signature() -> Result<git2::Signature<'static>, git2::Error> {
+pub(crate) fn signature() -> Result<git2::Signature<'static>, git2::Error> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     git2::Signature::new("walj", "walj@localhost", &git2::Time::new(now.as_secs() as i64, 0))
 }
 
 /// The manifest of a published commit.
-pub fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, String> {
+pub(crate) fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, String> {
     let tree = commit.tree().map_err(|e| format!("its tree cannot be read ({})", e.message()))?;
     let entry = tree.get_name(MANIFEST).ok_or("it has no manifest.json")?;
     let blob = repo.find_blob(entry.id()).map_err(|_| "its manifest.json is not a file or is missing".to_string())?;
@@ -137,7 +137,7 @@ fn read_range(f: &mut File, start: u64, len: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Whether `m` was sealed the way `seal` seals (same data key), or both are plain text.
-pub fn same_sealing(m: &Manifest, seal: Option<&Seal>) -> bool {
+pub(crate) fn same_sealing(m: &Manifest, seal: Option<&Seal>) -> bool {
     m.encryption.as_ref().map(|e| e.key.as_str()) == seal.map(|s| s.key.recipient())
 }
 

@@ -48,7 +48,7 @@ impl RemoteJournal {
     }
 
     /// "as of the last sync from laptop (2026-11-29 07:30)".
-    pub fn as_of(&self) -> String {
+    pub(crate) fn as_of(&self) -> String {
         format!(
             "as of the last sync from {} ({})",
             self.manifest.name,
@@ -99,7 +99,7 @@ pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<S
 }
 
 /// [`load`], writing a copy's snapshot when more than `write_after` bytes were read past it.
-pub fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Vec<RemoteJournal>, Vec<String>) {
+pub(crate) fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Vec<RemoteJournal>, Vec<String>) {
     let paths = Paths::new(project);
     sweep_caches(&paths);
     let mut out = Vec::new();
@@ -121,7 +121,7 @@ pub fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Ve
 }
 
 /// The cache folder of copy `id`: `.walj/cache/remotes/<id>/`.
-pub fn cache_dir(paths: &Paths, id: &str) -> PathBuf {
+pub(crate) fn cache_dir(paths: &Paths, id: &str) -> PathBuf {
     paths.caches.join(id)
 }
 
@@ -184,7 +184,7 @@ pub struct Signature {
 }
 
 /// The copies' [`Signature`] now (a few `stat`s per copy).
-pub fn signature(project: &Project) -> Signature {
+pub(crate) fn signature(project: &Project) -> Signature {
     let paths = Paths::new(project);
     let mut copies = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&paths.remotes) {
@@ -203,7 +203,7 @@ pub fn signature(project: &Project) -> Signature {
 
 /// Session states from the manifest: live and crashed as the other machine saw them; ended
 /// comes from the journal itself; anything else is unknown.
-pub fn apply_states(fold: &mut Fold, m: &Manifest) {
+pub(crate) fn apply_states(fold: &mut Fold, m: &Manifest) {
     for s in &mut fold.sessions {
         let state = m.sessions.iter().find(|x| x.session == s.session).map(|x| x.state.as_str());
         s.liveness = match state {
@@ -216,7 +216,7 @@ pub fn apply_states(fold: &mut Fold, m: &Manifest) {
 
 /// Finds an entry (id or unique prefix) in the other journals: the journal and the entry's
 /// full id. `Ok(None)`: no journal has it.
-pub fn find_entry<'a>(
+pub(crate) fn find_entry<'a>(
     remotes: &'a [RemoteJournal],
     id: &str,
 ) -> Result<Option<(&'a RemoteJournal, &'a crate::fold::Entry)>, String> {

@@ -126,7 +126,7 @@ fn rewrite_value(v: &mut Value, from: &str, to: &str) -> bool {
 
 /// The transcript with the other checkout's root `from` replaced by `to` in every string
 /// (lines that do not mention it are kept byte for byte).
-pub fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+pub(crate) fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
     if from == to || from.is_empty() {
         return bytes.to_vec();
     }
@@ -194,7 +194,7 @@ pub enum TranscriptError {
 
 /// The folder the session ran in, mapped to this checkout (its root when the folder does not
 /// exist here).
-pub fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
+pub(crate) fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
     let from = rs.manifest.root.as_deref().unwrap_or("");
     let recorded = rs.state.info.cwd.as_deref().unwrap_or(from);
     let mapped = replace_root(recorded, from, &local.root.to_string_lossy()).map(PathBuf::from);
@@ -206,7 +206,11 @@ pub fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
 
 /// Writes the session's transcript (the synced copy, paths rewritten) where this machine's
 /// Claude Code looks for it.
-pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> Result<Installed, TranscriptError> {
+pub(crate) fn install_transcript(
+    local: &Project,
+    rs: &RemoteSession,
+    force: bool,
+) -> Result<Installed, TranscriptError> {
     let session = rs.state.session();
     let copy = transcript::read_copy(&rs.project, session)
         .map_err(|e| TranscriptError::Io { what: "reading", path: rs.project.dir.join("transcripts"), source: e })?

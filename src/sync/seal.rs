@@ -38,7 +38,7 @@ pub enum Wanted {
 }
 
 impl Wanted {
-    pub fn from_config(c: &SyncConfig) -> Result<Wanted, SyncError> {
+    pub(crate) fn from_config(c: &SyncConfig) -> Result<Wanted, SyncError> {
         let recipients: Vec<String> =
             c.recipients.iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
         let wanted = match (recipients.is_empty(), c.passphrase) {
@@ -84,7 +84,7 @@ impl Seal {
     }
 
     /// The tree name of image `id` (40 hex digits, fanned out like an object id).
-    pub fn image_name(&self, id: &str) -> String {
+    pub(crate) fn image_name(&self, id: &str) -> String {
         self.key.digest("image", id.as_bytes())
     }
 
@@ -94,7 +94,7 @@ impl Seal {
 }
 
 /// This journal's data key, made (and kept in `.walj/sync/key`, 0600) on first use.
-pub fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
+pub(crate) fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
     match std::fs::read_to_string(&paths.key) {
         Ok(text) => DataKey::parse(&text).map_err(|e| {
             SyncError::Refused(format!(

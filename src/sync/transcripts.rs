@@ -114,12 +114,12 @@ pub fn publish(
     Ok(out)
 }
 
-pub use crate::session::redact::sanitise;
+pub(crate) use crate::session::redact::sanitise;
 
 /// Writes the transcripts of journal copy `dir` (`.walj/remotes/<id>/`) from commit tree `tree`:
 /// those whose state differs from `before` (the copy's previous manifest) or that are missing,
 /// as safe copies (`<dir>/transcripts/`) that `walj sessions resume` reads.
-pub fn materialise(
+pub(crate) fn materialise(
     repo: &Repository,
     tree: &Tree<'_>,
     states: &[TranscriptState],

@@ -70,7 +70,7 @@ fn stdout_line(o: &Output) -> Option<String> {
 }
 
 /// git's own reason, in one line: its last `fatal:`/`error:` line, else its last line.
-pub fn git_reason(stderr: &[u8]) -> String {
+pub(crate) fn git_reason(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     lines

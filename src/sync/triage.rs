@@ -187,7 +187,7 @@ fn append(project: &Project, records: &[Record]) -> Result<(), TriageError> {
 
 /// `walj mark --done` on entries (`ids`, or the unresolved entries of `session`) of another
 /// machine's journal. `Ok(None)`: no other journal has them (the caller reports its own error).
-pub fn mark_done(
+pub(crate) fn mark_done(
     project: &Project,
     ids: &[String],
     session: Option<&str>,
@@ -359,7 +359,7 @@ pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
 
 /// Rewrites the sidecar from the journal (each sync), so it holds exactly the journal's
 /// `remote` records.
-pub fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
+pub(crate) fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
     let mut out = Vec::new();
     scan_lines(&project.journal, |raw| {
         if parse_foreign(raw.bytes).is_some() {

@@ -182,7 +182,7 @@ impl Disk {
             Disk::File(b) => Blob::Id(blob_id(b)),
         }
     }
-    pub fn from_option(b: Option<Vec<u8>>) -> Disk {
+    pub(crate) fn from_option(b: Option<Vec<u8>>) -> Disk {
         b.map_or(Disk::Absent, Disk::File)
     }
 }
@@ -243,14 +243,14 @@ pub(crate) enum Image {
 }
 
 impl Image {
-    pub fn same_as(&self, disk: &Disk) -> bool {
+    pub(crate) fn same_as(&self, disk: &Disk) -> bool {
         match (self, disk) {
             (Image::Absent, Disk::Absent) => true,
             (Image::Bytes(a), Disk::File(b)) => a == b,
             _ => false,
         }
     }
-    pub fn into_option(self) -> Option<Vec<u8>> {
+    pub(crate) fn into_option(self) -> Option<Vec<u8>> {
         match self {
             Image::Bytes(b) => Some(b),
             _ => None,
@@ -337,7 +337,7 @@ impl<'a> Objects<'a> {
     }
 
     /// Why object `id` is not available, from the record's `nocap`.
-    pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
+    pub(crate) fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
         let short = crate::fold::abbrev(id, 10);
         match nocap {
             Some(nocap::TOO_LARGE) => {

@@ -80,7 +80,7 @@ pub fn handoff(
 
 /// [`handoff`] of the entries `ids`, with `note` (what another command found, e.g. `walj
 /// bisect`'s culprit and failing output) before the journal's brief, within [`MAX_BRIEF`].
-pub fn handoff_with_note(project: &Project, fold: &Fold, ids: &[String], note: &str) -> Result<Brief> {
+pub(crate) fn handoff_with_note(project: &Project, fold: &Fold, ids: &[String], note: &str) -> Result<Brief> {
     handoff_noted(project, fold, ids, None, HandoffOptions::default(), Some(note))
 }
 

@@ -30,14 +30,15 @@ mod revert;
 mod select;
 mod undo;
 
-pub use diff::{diff_sides, mode_change};
-pub use handoff::{
-    Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, handoff_with_note, held as held_briefs,
-};
-pub use mark::{mark_done, mark_session_done, plan_mark};
+pub use diff::diff_sides;
+pub(crate) use diff::mode_change;
+pub(crate) use handoff::handoff_with_note;
+pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
+pub(crate) use mark::{mark_done, plan_mark};
 pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
-pub use select::turn_entries;
-pub use undo::{plan_undo, undo};
+pub(crate) use select::turn_entries;
+pub(crate) use undo::plan_undo;
+pub use undo::undo;
 
 pub(crate) use action::find_entry;
 

@@ -106,7 +106,7 @@ pub fn operations(fold: &Fold) -> Vec<Operation> {
 }
 
 /// The operation whose id starts with `prefix` (several kinds in one batch: the newest).
-pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Operation, super::TriageError> {
+pub(crate) fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Operation, super::TriageError> {
     let mut ids: Vec<&str> = ops.iter().map(|o| o.id.as_str()).filter(|id| id.starts_with(prefix)).collect();
     ids.dedup();
     match ids.as_slice() {
@@ -123,7 +123,7 @@ pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Oper
 
 /// What `walj redo` does again: the operation `id` names, else the newest operation undone
 /// whose entries are all open again. `Err` says why there is nothing to redo.
-pub fn redo_target<'o>(
+pub(crate) fn redo_target<'o>(
     fold: &Fold,
     ops: &'o [Operation],
     id: Option<&str>,

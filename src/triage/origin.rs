@@ -33,12 +33,13 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn is_own(&self) -> bool {
+    pub(crate) fn is_own(&self) -> bool {
         matches!(self, Origin::Own)
     }
 
     /// `from bundle X`, for confirmations and refusals (empty for own records).
-    pub fn from_what(&self) -> String {
+    #[allow(clippy::wrong_self_convention)] // a phrase (`from bundle X`), not a conversion
+    pub(crate) fn from_what(&self) -> String {
         match self {
             Origin::Own => String::new(),
             Origin::Bundle(b) => format!("from bundle {b}"),
@@ -75,7 +76,7 @@ impl Provenance {
     }
 
     /// The origin of the record at `line`.
-    pub fn of_line(&self, line: u64) -> Origin {
+    pub(crate) fn of_line(&self, line: u64) -> Origin {
         match self.ranges.iter().find(|(a, b, _)| (*a..=*b).contains(&line)) {
             Some((_, _, bundle)) => Origin::Bundle(bundle.clone()),
             None => Origin::Own,
@@ -83,12 +84,12 @@ impl Provenance {
     }
 
     /// The origin of an entry: that of its first record.
-    pub fn of_entry(&self, e: &Entry) -> Origin {
+    pub(crate) fn of_entry(&self, e: &Entry) -> Origin {
         self.of_line(e.line)
     }
 
     /// The origin of a triage action: that of its record.
-    pub fn of_action(&self, a: &Action) -> Origin {
+    pub(crate) fn of_action(&self, a: &Action) -> Origin {
         self.of_line(a.line)
     }
 
@@ -120,7 +121,7 @@ pub(crate) fn own_only<'f>(prov: &Provenance, entries: Vec<&'f Entry>) -> (Vec<&
 }
 
 /// The line that says why entries were left out of `--all`/`--session`.
-pub fn skipped_line(n: usize, what: &str) -> String {
+pub(crate) fn skipped_line(n: usize, what: &str) -> String {
     format!(
         "{n} entr{} from imported bundles left out: {what} acts on this checkout's own entries only. \
          Name an imported entry by its id to act on it (walj asks first)",

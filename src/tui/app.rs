@@ -294,7 +294,7 @@ impl App {
     }
 
     /// The other machine's journal an entry belongs to (None: this checkout's).
-    pub fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
+    pub(crate) fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
         if self.fold.entry_in(&e.session, &e.id).is_some() {
             return None;
         }
@@ -344,7 +344,7 @@ impl App {
         }
     }
 
-    pub fn session_status(&self, session: &str) -> Option<SessionStatus> {
+    pub(crate) fn session_status(&self, session: &str) -> Option<SessionStatus> {
         self.tree.session_status(&self.fold, session)
     }
 
@@ -357,7 +357,7 @@ impl App {
     // ---------------------------------------------------------------- layout
 
     /// Which pane takes the whole screen.
-    pub fn zoom_state(&self) -> Zoom {
+    pub(crate) fn zoom_state(&self) -> Zoom {
         match (self.zoom, self.focus) {
             (false, _) => Zoom::Off,
             (true, Focus::Tree) => Zoom::Tree,
@@ -366,12 +366,12 @@ impl App {
     }
 
     /// The screen's regions now.
-    pub fn areas(&self) -> super::layout::Areas {
+    pub(crate) fn areas(&self) -> super::layout::Areas {
         super::layout::layout_with(self.area, self.zoom_state(), self.status_rows())
     }
 
     /// Rows of the status line: two when its message is wider than the screen (it wraps).
-    pub fn status_rows(&self) -> u16 {
+    pub(crate) fn status_rows(&self) -> u16 {
         let long = self.status.as_ref().is_some_and(|s| {
             self.filter_input.is_none()
                 && self.pane.search_input.is_none()
@@ -381,18 +381,18 @@ impl App {
     }
 
     /// Rows the tree shows at once.
-    pub fn tree_height(&self) -> usize {
+    pub(crate) fn tree_height(&self) -> usize {
         // Zoomed on the diff the tree is hidden, but its cursor keeps a page.
         let l = super::layout::layout_with(self.area, Zoom::Off, self.status_rows());
         l.tree.height.saturating_sub(2) as usize
     }
 
-    pub fn diff_height(&self) -> usize {
+    pub(crate) fn diff_height(&self) -> usize {
         self.areas().diff.height.saturating_sub(2) as usize
     }
 
     /// Columns inside the diff pane.
-    pub fn diff_width(&self) -> usize {
+    pub(crate) fn diff_width(&self) -> usize {
         self.areas().diff.width.saturating_sub(2) as usize
     }
 
@@ -401,15 +401,10 @@ impl App {
         self.tree.scroll_into_view(h);
     }
 
-    /// Lines the diff pane can scroll through (header included), as last drawn.
-    pub fn diff_len(&self) -> usize {
-        self.detail_len
-    }
-
     /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]): its
     /// lines, the header lines above the diff, the largest scroll that fills the pane; and
     /// keeps the scroll inside it.
-    pub fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
+    pub(crate) fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
         self.detail_len = lines;
         self.header_len = header;
         self.max_scroll = max_scroll;
@@ -423,7 +418,7 @@ impl App {
 
     /// Work before a draw: compute the selected entry's diff if it is not cached yet, and
     /// keep the scroll positions valid for the current size.
-    pub fn prepare(&mut self, area: Rect) {
+    pub(crate) fn prepare(&mut self, area: Rect) {
         self.area = area;
         if let Some(e) = self.selected_entry() {
             let key = (e.id.clone(), mode_index(self.diff_mode));
@@ -475,12 +470,12 @@ impl App {
     }
 
     /// The terminal refused the clipboard sequence.
-    pub fn copy_failed(&mut self, e: &std::io::Error) {
+    pub(crate) fn copy_failed(&mut self, e: &std::io::Error) {
         self.error(format!("copy failed: {e}"));
     }
 
     /// Handles one terminal event.
-    pub fn handle_event(&mut self, ev: &Event) {
+    pub(crate) fn handle_event(&mut self, ev: &Event) {
         match ev {
             Event::Key(k) if k.kind != KeyEventKind::Release => self.handle_key(k),
             Event::Mouse(m) => self.handle_mouse(m),
@@ -1237,7 +1232,7 @@ impl App {
     }
 
     /// Runs a decided action through the triage library, then reloads.
-    pub fn run_choice(&mut self, choice: Choice) {
+    pub(crate) fn run_choice(&mut self, choice: Choice) {
         let mut reopened: Vec<String> = Vec::new();
         let result: Result<String, triage::TriageError> = match &choice {
             Choice::Cancel => {
@@ -1407,7 +1402,7 @@ fn mode_index(m: DiffMode) -> u8 {
     }
 }
 
-pub fn mode_label(m: DiffMode) -> &'static str {
+pub(crate) fn mode_label(m: DiffMode) -> &'static str {
     match m {
         DiffMode::Disk => "pre-image → disk",
         DiffMode::Applied => "pre-image → post-image",

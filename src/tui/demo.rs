@@ -58,7 +58,7 @@ pub const FILES: &[(&str, &[u8])] = &[
 pub const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
 
 /// A fresh folder for the demo under the system temp folder.
-pub fn temp_dir() -> Result<PathBuf, DemoError> {
+pub(crate) fn temp_dir() -> Result<PathBuf, DemoError> {
     let base = std::env::temp_dir();
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     for n in 0..100 {
@@ -77,7 +77,7 @@ pub fn temp_dir() -> Result<PathBuf, DemoError> {
 }
 
 /// Writes the sample files into `dir` and commits them (git2; fixed author and date).
-pub fn create_project(dir: &Path) -> Result<(), DemoError> {
+pub(crate) fn create_project(dir: &Path) -> Result<(), DemoError> {
     for (rel, bytes) in FILES {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {

@@ -66,7 +66,7 @@ pub struct Dialog {
 
 impl Dialog {
     /// The choice a key picks: Esc cancels, Enter takes the default (or cancels), a letter its own.
-    pub fn choice_for(&self, key: DialogKey) -> Option<Choice> {
+    pub(crate) fn choice_for(&self, key: DialogKey) -> Option<Choice> {
         match key {
             DialogKey::Cancel => Some(Choice::Cancel),
             DialogKey::Confirm => Some(match self.default {
@@ -78,7 +78,7 @@ impl Dialog {
     }
 
     /// What Enter does, for the dialog and the footer.
-    pub fn enter_label(&self) -> String {
+    pub(crate) fn enter_label(&self) -> String {
         match self.default.and_then(|d| self.choices.iter().find(|(k, ..)| *k == d)) {
             Some((k, label, _)) => format!("Enter: {label} ({k})"),
             None => "Enter: cancel".to_string(),
@@ -86,7 +86,7 @@ impl Dialog {
     }
 
     /// Scrolls the body by `delta` lines, inside `0..=body.len() - visible`.
-    pub fn scroll_by(&mut self, delta: isize, visible: usize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize, visible: usize) {
         let max = self.body.len().saturating_sub(visible.max(1));
         self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
@@ -122,7 +122,7 @@ fn counts(parts: &[(usize, &str)]) -> String {
 
 /// Marking done needs a question when it is a batch, touches an entry whose tool did not
 /// finish (in flight, failed), or a session that still runs.
-pub fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
+pub(crate) fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
     live || open.len() > 1 || open.iter().any(|e| matches!(e.state(), EntryState::InFlight | EntryState::Failed))
 }
 
@@ -314,7 +314,7 @@ pub fn revert(
 }
 
 /// Hand entries back to Claude (a brief at its next session start).
-pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
+pub(crate) fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
     let body = open.iter().map(|e| describe(e)).collect();
     let mut note = vec![

@@ -117,7 +117,7 @@ impl Action {
 
     /// Dialog actions are looked up only while a dialog is open (their keys mean something
     /// else on the tree: Enter toggles, Esc goes back).
-    pub fn in_dialog(self) -> bool {
+    pub(crate) fn in_dialog(self) -> bool {
         self.scope() == Scope::Dialog
     }
 }
@@ -192,7 +192,7 @@ pub struct Key {
 
 impl Key {
     /// Normalises a terminal key event: a shifted character carries its case, not SHIFT.
-    pub fn from_event(ev: &KeyEvent) -> Key {
+    pub(crate) fn from_event(ev: &KeyEvent) -> Key {
         let mut mods = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         let code = match ev.code {
             KeyCode::Char(c) => {
@@ -261,7 +261,7 @@ pub enum KeyError {
 }
 
 /// Parses one key name: `j`, `G`, `?`, `enter`, `ctrl+d`, `alt+x`, `f5`, `pagedown`.
-pub fn parse_key(s: &str) -> Result<Key, KeyError> {
+pub(crate) fn parse_key(s: &str) -> Result<Key, KeyError> {
     let mut mods = KeyModifiers::NONE;
     let mut rest = s;
     loop {
@@ -362,7 +362,7 @@ impl Default for Keymap {
 impl Keymap {
     /// Defaults overridden by `[keys]` of the config. Unknown action names and key names
     /// are errors that name the offending entry.
-    pub fn from_config(table: &toml::Table) -> Result<Keymap, KeyError> {
+    pub(crate) fn from_config(table: &toml::Table) -> Result<Keymap, KeyError> {
         let mut map = Keymap::default();
         let mut overridden = Vec::new();
         for (name, value) in table {
@@ -431,7 +431,7 @@ impl Keymap {
 
     /// The action of a key on the tree (see [`Keymap::action_in`]).
     /// Whether any action, in any pane or dialog, is bound to `key`.
-    pub fn binds(&self, key: &Key) -> bool {
+    pub(crate) fn binds(&self, key: &Key) -> bool {
         self.bindings.iter().any(|(_, keys)| keys.contains(key))
     }
 
@@ -441,7 +441,7 @@ impl Keymap {
 
     /// The action of a key in a pane (`Scope::Tree` or `Scope::Diff`): the pane's own
     /// bindings, then those of both panes.
-    pub fn action_in(&self, key: &Key, pane: Scope) -> Option<Action> {
+    pub(crate) fn action_in(&self, key: &Key, pane: Scope) -> Option<Action> {
         let find = |want: Scope| {
             self.bindings.iter().find(|(a, keys)| a.scope() == want && keys.contains(key)).map(|(a, _)| *a)
         };
@@ -449,7 +449,7 @@ impl Keymap {
     }
 
     /// A key as a dialog reads it: confirm, cancel, or a letter that may pick a choice.
-    pub fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
+    pub(crate) fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
         let bound = self.bindings.iter().find(|(a, keys)| a.in_dialog() && keys.contains(key)).map(|(a, _)| *a);
         match (bound, key.code) {
             (Some(Action::Confirm), _) => Some(DialogKey::Confirm),
@@ -460,7 +460,7 @@ impl Keymap {
     }
 
     /// The keys of an action, for the footer and help ("j/↓").
-    pub fn keys_of(&self, action: Action) -> String {
+    pub(crate) fn keys_of(&self, action: Action) -> String {
         self.bindings
             .iter()
             .find(|(a, _)| *a == action)
@@ -469,7 +469,7 @@ impl Keymap {
     }
 
     /// The first key of an action, for the footer.
-    pub fn key_of(&self, action: Action) -> String {
+    pub(crate) fn key_of(&self, action: Action) -> String {
         self.bindings
             .iter()
             .find(|(a, _)| *a == action)

@@ -26,7 +26,7 @@ pub struct Areas {
 }
 
 /// The screen is too small to draw the dashboard on.
-pub fn too_small(area: Rect) -> bool {
+pub(crate) fn too_small(area: Rect) -> bool {
     area.width < MIN_WIDTH || area.height < MIN_HEIGHT
 }
 
@@ -35,7 +35,7 @@ pub fn too_small(area: Rect) -> bool {
 pub const STACK_BELOW: u16 = 90;
 
 /// Whether the panes are stacked at this size.
-pub fn stacked(area: Rect) -> bool {
+pub(crate) fn stacked(area: Rect) -> bool {
     area.width < STACK_BELOW
 }
 
@@ -46,7 +46,7 @@ pub fn layout(area: Rect, zoom: Zoom) -> Areas {
 }
 
 /// [`layout`] with a status line of `status_rows` rows (a long message wraps onto two).
-pub fn layout_with(area: Rect, zoom: Zoom, status_rows: u16) -> Areas {
+pub(crate) fn layout_with(area: Rect, zoom: Zoom, status_rows: u16) -> Areas {
     let [main, status, footer] =
         Layout::vertical([Constraint::Min(0), Constraint::Length(status_rows), Constraint::Length(1)]).areas(area);
     if stacked(area) && zoom == Zoom::Off {

@@ -126,12 +126,12 @@ impl Source {
     }
 
     /// The next load reads other machines' copies again (`Refresh`).
-    pub fn forget_remotes(&mut self) {
+    pub(crate) fn forget_remotes(&mut self) {
         self.remotes_from = None;
     }
 
     /// Whether a poll is due (at most one per `poll`); starts the next wait when it is.
-    pub fn poll_due(&mut self) -> bool {
+    pub(crate) fn poll_due(&mut self) -> bool {
         if self.last_poll.elapsed() < self.poll {
             return false;
         }
@@ -149,7 +149,7 @@ impl Source {
 
     /// Whether the live sessions' processes are due a look (every 2 s: a crash writes
     /// nothing to the journal); starts the next wait when they are.
-    pub fn liveness_due(&mut self) -> bool {
+    pub(crate) fn liveness_due(&mut self) -> bool {
         if self.last_status_check.elapsed() < Duration::from_secs(2) {
             return false;
         }
@@ -161,7 +161,7 @@ impl Source {
     /// changed since it was last looked at (or, newly selected, since the last load read
     /// the disk), so that everything is read again and its badge (applied, drifted) and its
     /// diff say what the disk holds now.
-    pub fn watched_changed(&mut self, path: Option<PathBuf>) -> bool {
+    pub(crate) fn watched_changed(&mut self, path: Option<PathBuf>) -> bool {
         let Some(path) = path else {
             self.watched = None;
             return false;

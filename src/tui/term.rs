@@ -50,12 +50,12 @@ pub trait EventSource {
 /// The OSC 52 sequence that asks the terminal to put `text` on the clipboard. Inside
 /// tmux it goes to tmux, which keeps it as a paste buffer and passes it on to the outer
 /// terminal (`set-clipboard`, on by default for the outer terminal).
-pub fn osc52(text: &str) -> String {
+pub(crate) fn osc52(text: &str) -> String {
     format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
 }
 
 /// Standard base64 with padding (OSC 52's encoding).
-pub fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
@@ -346,7 +346,7 @@ impl Signals {
 
 /// How an editor is told the line to open at: `+N file` (vi, vim, nvim, nano, emacs,
 /// micro, kak…), `-g file:N` (VS Code), `file:N` (Sublime Text, Zed, Helix).
-pub fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String> {
+pub(crate) fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String> {
     let Some(n) = line else { return vec![file.to_string()] };
     let program = editor.split_whitespace().next().unwrap_or_default();
     let name = std::path::Path::new(program).file_stem().and_then(|s| s.to_str()).unwrap_or_default();
@@ -361,7 +361,11 @@ pub fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String>
 /// Runs the editor command on a file (at `line` when given) and waits for it. The
 /// command may carry arguments (`code -w`): on unix the shell splits it, elsewhere it is
 /// split at spaces.
-pub fn run_editor(editor: &str, file: &std::path::Path, line: Option<usize>) -> io::Result<std::process::ExitStatus> {
+pub(crate) fn run_editor(
+    editor: &str,
+    file: &std::path::Path,
+    line: Option<usize>,
+) -> io::Result<std::process::ExitStatus> {
     let args = editor_args(editor, &file.to_string_lossy(), line);
     #[cfg(unix)]
     {

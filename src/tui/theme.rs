@@ -25,7 +25,7 @@ pub fn state(s: EntryState) -> Style {
 }
 
 /// A session status as a badge: the status colour as background.
-pub fn badge(st: SessionStatus) -> Style {
+pub(crate) fn badge(st: SessionStatus) -> Style {
     match present::session_tone(st) {
         Tone::Red => Style::new().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD),
         Tone::Gray => Style::new().fg(Color::Gray).bg(Color::Indexed(237)),
@@ -118,7 +118,7 @@ impl Theme {
     }
 
     /// Adapts a frame drawn with the dark palette to this theme (one pass over the cells).
-    pub fn adapt(self, buf: &mut ratatui::buffer::Buffer) {
+    pub(crate) fn adapt(self, buf: &mut ratatui::buffer::Buffer) {
         match self {
             Theme::Dark => {}
             Theme::Light => {
