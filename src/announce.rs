@@ -15,10 +15,10 @@ use crate::journal::kind;
 use crate::present::{self, one_line, plural, safe, shown};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
-pub const MAX_CONTEXT: usize = 9_500;
+pub(crate) const MAX_CONTEXT: usize = 9_500;
 
 #[derive(Debug, Default)]
-pub struct StartNote {
+pub(crate) struct StartNote {
     /// The JSON object to print, if there is anything to say.
     pub output: Option<Value>,
     /// Session records to append: (`announced`, session id) and (`delivered`, action).
@@ -48,7 +48,7 @@ fn how_it_ended(s: &SessionInfo) -> String {
 /// What the hook knows of the checkout beside the journal, for the note: a git operation
 /// stopped half-way (`rebase`, `merge`, …), read from `.git/` at SessionStart.
 #[derive(Debug, Default, Clone)]
-pub struct Checkout {
+pub(crate) struct Checkout {
     /// [`crate::git::operation_in_progress`]'s words, when one is in progress.
     pub git_op: Option<String>,
     /// Per crashed session: the prompts the user typed while Claude worked, queued by Claude

@@ -70,12 +70,11 @@ use records::*;
 use snapshot::*;
 use tree::*;
 
-pub use fill::Filled;
 pub(crate) use fill::run_fill;
-pub use reconcile::{RECONCILED, WATCH_FAULT, WatchReport};
+pub(crate) use reconcile::RECONCILED;
 pub(crate) use reconcile::{faults_path, reconcile_due, run_reconcile, spawn_reconcile, watch_report};
 pub(crate) use skills::{skill_window_open, skill_windows_take};
-pub use watching::WATCH_OFF;
+pub(crate) use watching::WATCH_OFF;
 pub(crate) use watching::{observed_path, start_watch};
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
@@ -97,10 +96,11 @@ const MAX_NEW_OBJECTS: usize = 512;
 /// not compared one by one: the command's record lists them all (a store object,
 /// `unseen.unlisted_list`, and a text file) with how many (`unseen.unlisted`), and every
 /// reader says so.
-pub const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
+#[allow(dead_code)] // named by `Unseen`'s docs; the bound itself is `config::DEFAULT_MAX_CHANGES`
+pub(crate) const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
 /// Files a git snapshot lists at most (dirty and untracked ones; clean files cost nothing):
 /// past it the snapshot is cut short (`unlisted`).
-pub const MAX_LISTED: usize = 200_000;
+pub(crate) const MAX_LISTED: usize = 200_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapError {

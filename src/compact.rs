@@ -48,7 +48,7 @@ use crate::store::Store;
 
 /// Objects younger than this are never removed: a hook may have stored one and not yet
 /// appended the line that names it.
-pub const OBJECT_GRACE: Duration = Duration::from_secs(3600);
+pub(crate) const OBJECT_GRACE: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone, Default)]
 pub struct CompactOptions {

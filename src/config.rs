@@ -50,9 +50,9 @@ use std::path::Path;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
-pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// `[bash] max_changes` by default: entries one Bash command gets at most.
-pub const DEFAULT_MAX_CHANGES: usize = 100_000;
+pub(crate) const DEFAULT_MAX_CHANGES: usize = 100_000;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -105,7 +105,7 @@ pub struct Limits {
 
 impl Limits {
     /// Decoded sizes up to this are never refused for their compression ratio.
-    pub const RATIO_FLOOR: u64 = 16 << 20;
+    pub(crate) const RATIO_FLOOR: u64 = 16 << 20;
 }
 
 impl Default for Limits {

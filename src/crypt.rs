@@ -38,9 +38,9 @@ impl std::fmt::Debug for Secret {
 
 const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 /// scrypt work factor of passphrase encryption (N = 2^18: about a second).
-pub const SCRYPT_LOG_N: u8 = 18;
+pub(crate) const SCRYPT_LOG_N: u8 = 18;
 /// The largest work factor a decryption accepts (16 times the above).
-pub const SCRYPT_MAX_LOG_N: u8 = 22;
+pub(crate) const SCRYPT_MAX_LOG_N: u8 = 22;
 
 /// How data is protected.
 pub enum Protection {
@@ -222,7 +222,7 @@ mod imp {
 
     use super::{CryptError, Keys, Protection};
 
-    pub const AVAILABLE: bool = false;
+    pub(crate) const AVAILABLE: bool = false;
 
     pub(crate) fn check_recipient(_: &str) -> Result<(), CryptError> {
         Err(CryptError::Unsupported)
@@ -269,7 +269,7 @@ mod imp {
 
     use super::{CryptError, Keys, Protection, SCRYPT_LOG_N, SCRYPT_MAX_LOG_N};
 
-    pub const AVAILABLE: bool = true;
+    pub(crate) const AVAILABLE: bool = true;
 
     fn parse_recipient(k: &str) -> Result<age::x25519::Recipient, CryptError> {
         k.trim()

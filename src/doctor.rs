@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use plugins::PluginInstall;
-pub use resolve::{HookEnv, Program};
+pub(crate) use plugins::PluginInstall;
+pub(crate) use resolve::{HookEnv, Program};
 
 use crate::claude::events::{HookEvent, is_essential_tool, versioned_since};
 use crate::claude::paths::{SettingsScope, settings_path};
@@ -65,35 +65,35 @@ impl Level {
 /// What a finding is about (the `check` field of `walj doctor --json`).
 pub mod check {
     /// A settings file itself (unreadable, invalid, `disableAllHooks`).
-    pub const SETTINGS: &str = "settings";
+    pub(crate) const SETTINGS: &str = "settings";
     /// One hook event: hooked or not, matcher, timeout, duplicates.
-    pub const HOOKS: &str = "hooks";
+    pub(crate) const HOOKS: &str = "hooks";
     /// Whether the program a hook command names can run.
-    pub const COMMAND: &str = "command";
+    pub(crate) const COMMAND: &str = "command";
     /// A plugin install.
-    pub const PLUGIN: &str = "plugin";
+    pub(crate) const PLUGIN: &str = "plugin";
     /// Where walj is installed (settings, plugins): not at all, or twice.
-    pub const INSTALL: &str = "install";
+    pub(crate) const INSTALL: &str = "install";
     /// `.walj/config.toml`.
-    pub const CONFIG: &str = "config";
+    pub(crate) const CONFIG: &str = "config";
     pub const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
-    pub const ERRORS_LOG: &str = "errors_log";
+    pub(crate) const ERRORS_LOG: &str = "errors_log";
     /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: [`agents`]).
     pub const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
-    pub const WRITE_FAILURES: &str = "write_failures";
+    pub(crate) const WRITE_FAILURES: &str = "write_failures";
     /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
-    pub const WALJ_DIR: &str = "walj_dir";
+    pub(crate) const WALJ_DIR: &str = "walj_dir";
     /// How Bash snapshots were taken: the checkout's watcher, or why a full scan.
-    pub const WATCHER: &str = "watcher";
+    pub(crate) const WATCHER: &str = "watcher";
     /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
-    pub const SUBFOLDER: &str = "subfolder";
+    pub(crate) const SUBFOLDER: &str = "subfolder";
     /// What a killed `walj bisect` left: scratch copies, an in-place state in the tree.
-    pub const BISECT: &str = "bisect";
+    pub(crate) const BISECT: &str = "bisect";
     /// What Claude Code's own lists of a Bash command's changed files named that walj's
     /// snapshot missed ([`reported`]).
-    pub const REPORTED: &str = "reported";
+    pub(crate) const REPORTED: &str = "reported";
     /// walj's MCP server (`walj mcp`): declared by the plugins and `.mcp.json` ([`mcp`]).
     pub const MCP: &str = "mcp";
 }
@@ -706,7 +706,7 @@ pub(crate) fn check_config(project: &Project) -> Vec<DoctorFinding> {
 /// Claude Code's config folder, and plugin folders loaded with `claude --plugin-dir`, which
 /// leave no trace walj could find.
 #[derive(Debug, Clone)]
-pub struct DoctorOptions {
+pub(crate) struct DoctorOptions {
     pub command: String,
     pub config_dir: PathBuf,
     pub plugin_dirs: Vec<PathBuf>,
@@ -714,7 +714,7 @@ pub struct DoctorOptions {
 
 /// Where walj's hooks come from (`installs` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InstallInfo {
+pub(crate) struct InstallInfo {
     /// `settings` or `plugin`.
     pub kind: &'static str,
     /// Settings: the files that hold walj's hooks. Plugin: the settings file that enables it
@@ -730,7 +730,7 @@ pub struct InstallInfo {
 
 /// What one hook command runs (`commands` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// A shell form's command line, or an exec form's words as a JSON list (`["walj","hook"]`).
     pub command: String,
     /// `shell` or `exec` (`command` + `args`, spawned without a shell).
@@ -755,7 +755,7 @@ pub struct CommandInfo {
 
 /// Everything `walj doctor` found (`walj doctor --json` prints this object).
 #[derive(Debug, Clone, Serialize)]
-pub struct DoctorReport {
+pub(crate) struct DoctorReport {
     /// The worst level: `ok`, `warn` or `error`.
     pub status: Level,
     /// The exit status: 0, 1 (warnings) or 2 (errors).

@@ -11,7 +11,7 @@ pub mod beneath;
 pub mod name;
 pub mod swap;
 
-pub use beneath::Dir;
+pub(crate) use beneath::Dir;
 
 /// Opens a file created with mode 0600 (owner only) where the platform has modes. A link at
 /// `path` is never followed (`O_NOFOLLOW`: the open fails with `ELOOP`): every file walj opens
@@ -36,7 +36,7 @@ pub(crate) fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<Fi
 /// a socket, a folder): walj never reads one, it could block or never end.
 #[derive(Debug, thiserror::Error)]
 #[error("not a regular file")]
-pub struct NotAFile;
+pub(crate) struct NotAFile;
 
 /// True when `e` is [`open_regular`]'s refusal of a path that is not a regular file.
 pub fn is_not_a_file(e: &io::Error) -> bool {
@@ -91,13 +91,13 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// How long [`with_lock`] waits for a lock another process holds.
-pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// The error of [`lock_until`] when another process held the lock past the deadline: a
 /// stopped (Ctrl-Z) or hung holder never makes walj wait without limit.
 #[derive(Debug, thiserror::Error)]
 #[error("{path} is locked by another process{holder} (waited {waited:.1?})")]
-pub struct LockBusy {
+pub(crate) struct LockBusy {
     pub path: PathBuf,
     pub waited: Duration,
     /// ` (pid 123 walj, stopped)` when the holder is known (Linux), else empty.
@@ -111,7 +111,7 @@ pub(crate) fn is_lock_busy(e: &io::Error) -> bool {
 
 /// An exclusive lock on a lock file, released when dropped.
 #[derive(Debug)]
-pub struct LockGuard {
+pub(crate) struct LockGuard {
     file: File,
 }
 
@@ -278,7 +278,7 @@ pub fn now_ts() -> String {
 }
 
 /// Largest log (`errors.log`) before it is rotated to `<name>.1` (the previous one goes).
-pub const LOG_MAX: u64 = 1 << 20;
+pub(crate) const LOG_MAX: u64 = 1 << 20;
 
 /// Appends `msg` as one line, after a timestamp, to a private log file (`.walj/errors.log`),
 /// best effort: a log never fails its caller. A message equal to the last line's is not
@@ -349,7 +349,7 @@ fn last_line(f: &File, len: u64) -> Option<(u64, String, (String, u64))> {
 /// walj write where it points.
 #[derive(Debug, thiserror::Error)]
 #[error("{} is a link, not walj's own folder: nothing is written through it (remove it; `walj doctor` lists such links)", path.display())]
-pub struct LinkedDir {
+pub(crate) struct LinkedDir {
     pub path: PathBuf,
 }
 

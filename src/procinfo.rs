@@ -29,7 +29,7 @@ pub struct ProcEntry {
 }
 
 /// Running processes.
-pub type ProcTable = Vec<ProcEntry>;
+pub(crate) type ProcTable = Vec<ProcEntry>;
 
 /// The environment variable Claude Code sets to the session id in its tools' processes.
 pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";

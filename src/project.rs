@@ -300,7 +300,7 @@ impl Project {
 
 /// What [`Project::write_dir`] may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WriteScope {
+pub(crate) enum WriteScope {
     /// The project tree, less `.walj/` and git's folders.
     Project,
     /// Also a `.git` folder: only for an entry this checkout's own session made, with `--force`.
@@ -309,7 +309,7 @@ pub enum WriteScope {
 
 /// Why [`Project::write_dir`] did not open a folder.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     #[error("{0}")]
     Refused(PathError),
     #[error("opening the folder of {rel}: {source}")]
@@ -335,13 +335,13 @@ fn same_name(name: &std::ffi::OsStr, want: &str) -> bool {
 /// A root-relative path [`Project::resolve_rel`] refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{rel}: {why}")]
-pub struct PathError {
+pub(crate) struct PathError {
     pub rel: String,
     pub why: PathRefusal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PathRefusal {
+pub(crate) enum PathRefusal {
     #[error("not a path inside the project")]
     NotInside,
     #[error("inside walj's own folder")]

@@ -17,7 +17,7 @@ use std::path::Path;
 use crate::fsutil;
 
 /// What every sampled identity starts with.
-pub const PREFIX: &str = "sampled:";
+pub(crate) const PREFIX: &str = "sampled:";
 
 /// Samples read, and their size.
 const SAMPLES: u64 = 16;

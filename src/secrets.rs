@@ -60,10 +60,11 @@ pub const NEVER: &[&str] = &[
 ];
 
 /// Exceptions to [`NEVER`]: public keys and host keys say nothing secret.
-pub const NOT_SECRET: &[&str] = &["*.pub", "known_hosts", "known_hosts.old"];
+#[cfg_attr(not(test), allow(dead_code))] // named by the docs above; only the unit tests read it
+pub(crate) const NOT_SECRET: &[&str] = &["*.pub", "known_hosts", "known_hosts.old"];
 
 /// How much of a file [`secret_content`] reads.
-pub const SNIFF_BYTES: usize = 8 * 1024;
+pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 
 /// True when `rel` (a `/`-separated path inside the project) names a file the defaults never
 /// capture: the globs of [`NEVER`] less [`NOT_SECRET`], matched on the path and on the file
@@ -119,7 +120,7 @@ pub(crate) fn secret_content(bytes: &[u8]) -> bool {
 }
 
 /// What replaces a secret (the token's kind stays readable before it).
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Token kinds recognised by a fixed prefix: (prefix, kind, shortest rest).
 const PREFIXED: &[(&str, &str, usize)] = &[

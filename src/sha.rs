@@ -6,7 +6,7 @@ use sha1::Digest;
 
 /// An incremental SHA-1.
 #[derive(Clone, Default)]
-pub struct Sha1(sha1::Sha1);
+pub(crate) struct Sha1(sha1::Sha1);
 
 impl Sha1 {
     pub fn new() -> Sha1 {

@@ -83,7 +83,7 @@ pub(crate) fn is_id(id: &str) -> bool {
 /// objects no line names once they are older than its grace period (an hour,
 /// `compact::OBJECT_GRACE`): an object younger than this is safe for the rest of
 /// that hour, ample time to append the line that names it.
-pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -693,16 +693,16 @@ pub(crate) fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
 
 /// How far back a Bash snapshot looks in the journal for the images of changed files
 /// ([`Store::recently_carried`]).
-pub const RECENTLY: u64 = 1 << 20;
+pub(crate) const RECENTLY: u64 = 1 << 20;
 
 /// The images the lines of a journal's last [`RECENTLY`] bytes carry, as far as searched.
-pub struct RecentlyCarried {
+pub(crate) struct RecentlyCarried {
     index: CarriedIndex,
 }
 
 /// How far back from its end the hook looks in the journal for a line that carries an image
 /// already ([`Store::put_carried`]): the Pre of the same call, the last edit of the same file.
-pub const CARRIED_LATELY: u64 = 32 * 1024;
+pub(crate) const CARRIED_LATELY: u64 = 32 * 1024;
 
 /// How much of a journal a reader reads at a time, searching it backwards for carried images.
 const SEARCH_CHUNK: u64 = 4 << 20;

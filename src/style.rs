@@ -50,7 +50,7 @@ pub fn color_arg(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<C
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Style {
+pub(crate) struct Style {
     pub color: bool,
 }
 
@@ -61,9 +61,6 @@ impl Style {
     /// For messages on stderr (which may be a terminal while stdout is piped).
     pub fn stderr() -> Style {
         Style { color: colors(anstream::AutoStream::choice(&std::io::stderr())) }
-    }
-    pub fn plain() -> Style {
-        Style { color: false }
     }
     fn wrap(&self, code: &str, s: &str) -> String {
         if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_string() }

@@ -112,23 +112,23 @@ pub enum Why {
 
 /// What the watcher says when it cannot list changes (the `doubt` of an [`Answer`]).
 pub mod doubt {
-    pub const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
-    pub const RESTARTED: &str = "the watcher restarted since the last snapshot";
-    pub const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
-    pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
-    pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
+    pub(crate) const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
+    pub(crate) const RESTARTED: &str = "the watcher restarted since the last snapshot";
+    pub(crate) const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
+    pub(crate) const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
+    pub(crate) const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
     /// `.git/info/exclude`, `core.excludesFile` or the git configuration changed.
-    pub const EXCLUDES: &str = "ignore rules changed (info/exclude, core.excludesFile or the git config)";
+    pub(crate) const EXCLUDES: &str = "ignore rules changed (info/exclude, core.excludesFile or the git config)";
     /// More hard-linked files than the watcher re-reads each time (a write through another
     /// name of a file is no event in the folder watched).
-    pub const TOO_MANY_LINKED: &str = "too many hard-linked files to vouch for";
-    pub const TOO_MANY: &str = "too many changes to keep";
+    pub(crate) const TOO_MANY_LINKED: &str = "too many hard-linked files to vouch for";
+    pub(crate) const TOO_MANY: &str = "too many changes to keep";
     /// A watcher outside git: it watches no folder, only sessions' Claude Code processes.
-    pub const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
+    pub(crate) const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
 }
 
 /// The name prefix of cookie files in `.walj/`.
-pub const COOKIE_PREFIX: &str = "cookie-";
+pub(crate) const COOKIE_PREFIX: &str = "cookie-";
 
 /// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
 /// real folder (not a link, no access for others).

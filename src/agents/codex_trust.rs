@@ -197,7 +197,7 @@ fn header(key: &str) -> String {
 
 /// Why [`with_trust`] could not record the trust (the message names the hook's key).
 #[derive(Debug, thiserror::Error)]
-pub enum TrustError {
+pub(crate) enum TrustError {
     #[error("the trust entries would make it invalid TOML ({0})")]
     Invalid(toml::de::Error),
     #[error("its layout keeps walj from recording the trust of {key}")]

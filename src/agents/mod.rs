@@ -33,7 +33,8 @@ pub mod trust;
 
 use serde_json::Value;
 
-pub use event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind};
+pub use event::{Change, Event, ToolCall};
+pub(crate) use event::{PathChange, Phase, ToolKind};
 
 /// A coding agent whose sessions walj journals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,7 +48,7 @@ pub enum Agent {
 impl Agent {
     pub const ALL: [Agent; 4] = [Agent::ClaudeCode, Agent::Codex, Agent::Gemini, Agent::Copilot];
     /// The agents `walj install --agent` configures (Claude Code is the default install).
-    pub const OTHERS: [Agent; 3] = [Agent::Codex, Agent::Gemini, Agent::Copilot];
+    pub(crate) const OTHERS: [Agent; 3] = [Agent::Codex, Agent::Gemini, Agent::Copilot];
 
     /// The name in `--agent NAME` and in the journal's `agent` field.
     pub const fn name(self) -> &'static str {

@@ -84,7 +84,7 @@ pub enum Verdict<'a> {
 
 /// What else went on while the command ran.
 #[derive(Debug, Clone, Default)]
-pub struct Scene<'a> {
+pub(crate) struct Scene<'a> {
     /// The other windows in this checkout (any session, any subagent).
     pub others: Vec<Window<'a>>,
     /// From when another writer was known active beside the command (another session's

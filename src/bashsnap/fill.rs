@@ -87,7 +87,7 @@ pub(super) fn wait_for_fill(project: &Project, cfg: &Config) -> bool {
 
 /// What a fill pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Filled {
+pub(crate) struct Filled {
     /// Files whose id it gave the cache.
     pub filled: usize,
     /// Files it could not read in its time.

@@ -12,7 +12,7 @@ use super::gitindex;
 
 /// What the repository's configuration says, read once per hook call.
 #[derive(Debug, Clone)]
-pub struct GitForm {
+pub(crate) struct GitForm {
     /// `core.autocrlf = true`: git converts text to CRLF on checkout.
     autocrlf: bool,
     /// `core.eol = crlf`: files with the `text` attribute get CRLF on checkout.

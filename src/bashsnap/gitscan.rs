@@ -33,7 +33,7 @@ impl Listed {
 }
 
 /// Indexes with fewer entries are stat-ed on the calling thread (`threads` is then 1).
-pub const PARALLEL_MIN: usize = 256;
+pub(crate) const PARALLEL_MIN: usize = 256;
 
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;

@@ -17,7 +17,7 @@ use std::io;
 use std::path::PathBuf;
 
 /// Key of a child entry found by the full scan after Stop that the watcher did not report.
-pub const WATCH_FAULT: &str = "watch_fault";
+pub(crate) const WATCH_FAULT: &str = "watch_fault";
 
 /// `.walj/bash/watch-faults.jsonl`: one line per reconciliation (after a Stop) whose full scan found changes the
 /// watcher had not reported (what `walj doctor` counts).
@@ -179,12 +179,12 @@ pub(super) fn reconcile(
 }
 
 /// [`Snapshot::watch`] of the full scan the reconciliation after Stop saves as the cache.
-pub const RECONCILED: &str = "full scan after Stop (reconciliation)";
+pub(crate) const RECONCILED: &str = "full scan after Stop (reconciliation)";
 
 /// How the last Bash snapshots were taken and what the reconciliations after Stop found, for
 /// `walj doctor`.
 #[derive(Debug, Clone, Default)]
-pub struct WatchReport {
+pub(crate) struct WatchReport {
     /// [`Snapshot::watch`] of the cache: [`WATCHED`], [`RECONCILED`], or why it was a full scan.
     pub last: Option<String>,
     /// Stops whose full scan found changes the watcher missed, and how many changes.

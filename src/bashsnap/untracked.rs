@@ -43,7 +43,7 @@ const V: u32 = 1;
 
 /// Where a walk keeps its cache and what it must match.
 #[derive(Debug, Clone)]
-pub struct Cache {
+pub(crate) struct Cache {
     pub path: PathBuf,
     /// [`fingerprint`] of the rules the walk ran under.
     pub fp: String,
@@ -53,7 +53,7 @@ pub struct Cache {
 
 /// What the walk did (its tests count it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct WalkStats {
+pub(crate) struct WalkStats {
     /// Folders read (`readdir`).
     pub read: usize,
     /// Folders taken from the cache.
@@ -62,7 +62,7 @@ pub struct WalkStats {
 
 /// Tracked paths (sorted, `/`-separated, relative to the walk's root) and the folders that
 /// hold them, answered by binary search: no set of 100,000 paths is built per hook.
-pub struct Known<'a> {
+pub(crate) struct Known<'a> {
     paths: Vec<&'a str>,
 }
 

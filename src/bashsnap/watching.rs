@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// [`Snapshot::watch`] when `[bash] watcher = false`.
-pub const WATCH_OFF: &str = "off ([bash] watcher = false)";
+pub(crate) const WATCH_OFF: &str = "off ([bash] watcher = false)";
 
 /// The observer file the watcher writes (docs/architecture.md), under `.walj/`.
 pub(crate) fn observed_path(project: &Project) -> PathBuf {

@@ -114,7 +114,7 @@ pub fn holds(abs: &Path, want: &Blob) -> bool {
 }
 
 /// The in-place tree.
-pub struct InPlace<'a> {
+pub(crate) struct InPlace<'a> {
     project: &'a Project,
     load: Loader<'a>,
     /// Per step (index n-1), the entry ids a revert takes.

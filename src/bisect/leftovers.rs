@@ -270,7 +270,7 @@ pub const GUARD_ARG: &str = "__bisect-guard";
 
 /// The guard of one bisect: told the scratch folder and the command's process group over a
 /// pipe; see the module's doc.
-pub struct Guard {
+pub(crate) struct Guard {
     pipe: Mutex<Option<std::process::ChildStdin>>,
     child: Mutex<Option<std::process::Child>>,
 }

@@ -28,8 +28,10 @@ use crate::fold::Fold;
 use crate::project::Project;
 
 pub use search::{Found, Verdict};
-pub use state::{Gap, Unbuildable};
-pub use steps::{Change, LeftOut, Scope, Step};
+pub use state::Gap;
+pub(crate) use state::Unbuildable;
+pub use steps::Change;
+pub(crate) use steps::{LeftOut, Scope, Step};
 
 /// Why a bisect did not run, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +72,7 @@ pub struct LoadError {
 }
 
 /// How a bisect reads the journal's fold afresh.
-pub type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
+pub(crate) type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
 
 /// What a bisect is asked to do.
 pub struct Options {
@@ -85,7 +87,7 @@ pub struct Options {
 }
 
 /// Progress, for a bar on a terminal: (tests done, most tests expected, state being tested).
-pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
+pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
 /// One state tested.
 #[derive(Debug, Clone, serde::Serialize)]

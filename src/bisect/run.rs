@@ -20,10 +20,10 @@ use super::BisectError;
 use super::search::Verdict;
 
 /// The last bytes of a run's output kept for the report.
-pub const KEEP: usize = 64 * 1024;
+pub(crate) const KEEP: usize = 64 * 1024;
 
 /// The command and how to run it.
-pub struct Runner {
+pub(crate) struct Runner {
     pub argv: Vec<OsString>,
     pub timeout: Option<Duration>,
     /// Runs per state (`--runs`): the majority decides; a disagreement is reported.
@@ -39,7 +39,7 @@ pub struct Runner {
 
 /// One state tested.
 #[derive(Debug, Clone)]
-pub struct Tested {
+pub(crate) struct Tested {
     pub verdict: Verdict,
     /// Exit codes of the runs, in order.
     pub codes: Vec<i32>,

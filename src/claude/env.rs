@@ -8,7 +8,7 @@
 pub const MARKER: &str = "CLAUDECODE";
 
 /// Who acted, as triage records name it (`actor`), when Claude ran the command.
-pub const ACTOR: &str = "claude";
+pub(crate) const ACTOR: &str = "claude";
 
 /// True when this process runs inside a Claude Code tool call.
 pub(crate) fn in_tool_call() -> bool {

@@ -104,7 +104,7 @@ pub enum HookForm {
 }
 
 /// The first Claude Code version that honours a handler's `args` (exec form).
-pub const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
+pub(crate) const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
 
 /// [`EXEC_FORM_SINCE`] as text (`2.1.139`).
 pub(crate) fn exec_form_since() -> String {
@@ -206,7 +206,7 @@ pub(crate) fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
 
 /// What a handler object runs, as Claude Code reads it: exec form when it has `args`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookRun<'a> {
+pub(crate) enum HookRun<'a> {
     /// `command` (or Copilot CLI's `bash`), run by a shell.
     Shell(&'a str),
     /// `command` spawned with `args`.

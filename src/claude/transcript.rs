@@ -101,19 +101,19 @@ pub struct Message {
 
 /// Only `type` (the first pass over every line).
 #[derive(Deserialize)]
-pub struct LineType<'a> {
+pub(crate) struct LineType<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The line types walj reads (the others are skipped unparsed).
-pub const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
+pub(crate) const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
 
 /// What a user message's text is: a prompt the user typed, or text Claude Code wrote into
 /// the conversation itself. Shared by `walj import` and the UserPromptSubmit hook, so both
 /// record the same prompts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UserText<'a> {
+pub(crate) enum UserText<'a> {
     /// What the user typed; a slash command with arguments reads `/name args`.
     Prompt(std::borrow::Cow<'a, str>),
     /// A background task ended (`<task-notification>`): not a prompt, but news of the task.

@@ -39,7 +39,7 @@ pub struct ImportArgs {
 }
 
 /// Transcripts younger than this count as "recent" for `recover --from-transcripts`.
-pub const RECENT_DAYS: u64 = 7;
+pub(crate) const RECENT_DAYS: u64 = 7;
 
 fn config_dir() -> anyhow::Result<PathBuf> {
     crate::claude::paths::config_dir()

@@ -27,7 +27,7 @@ use anyhow::bail;
 
 use crate::project::Project;
 
-pub use confirm::Confirm;
+pub(crate) use confirm::Confirm;
 
 /// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
 /// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit

@@ -35,9 +35,9 @@ pub struct RecoverArgs {
 }
 
 /// `walj recover --exit-code`'s status when something is unresolved.
-pub const EXIT_UNRESOLVED: i32 = 1;
+pub(crate) const EXIT_UNRESOLVED: i32 = 1;
 /// `walj recover --exit-code`'s status when it fails.
-pub const EXIT_RECOVER_FAILED: i32 = 2;
+pub(crate) const EXIT_RECOVER_FAILED: i32 = 2;
 
 /// The arguments of `walj log`.
 #[derive(Debug, clap::Args)]

@@ -966,7 +966,7 @@ impl LimitArgs {
 
 /// Exit status of an import refused for what the bundle holds (damaged, forged, too large,
 /// bad session ids): nothing was written.
-pub const EXIT_BUNDLE_REFUSED: i32 = 2;
+pub(crate) const EXIT_BUNDLE_REFUSED: i32 = 2;
 
 /// `walj sessions import FILE`: reads and checks the bundle, says what it would add, asks on a
 /// terminal (off one it refuses without `--yes`, exit 1, naming the flag), then writes it.

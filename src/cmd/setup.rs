@@ -189,10 +189,10 @@ fn backup_dir(scope: SettingsScope, project: &Project) -> anyhow::Result<Option<
 }
 
 /// Exit code of an install refused because it would commit a machine-specific path.
-pub const EXIT_REFUSED: i32 = 2;
+pub(crate) const EXIT_REFUSED: i32 = 2;
 
 /// Set by the npm package's shim (`bin/walj.js`) for the binary it runs: the shim's own path.
-pub const NPM_SHIM_ENV: &str = "WALJ_NPM_SHIM";
+pub(crate) const NPM_SHIM_ENV: &str = "WALJ_NPM_SHIM";
 
 /// Where npm keeps what `npx walj` fetched: a cache npm cleans (`npm cache clean`, an npx of
 /// another version), so a hook pointing into it would break.

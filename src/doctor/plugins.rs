@@ -23,7 +23,7 @@ use crate::claude::settings::{is_walj_handler, load};
 
 /// An enabled plugin whose hooks run walj's hook (or named walj).
 #[derive(Debug, Clone)]
-pub struct PluginInstall {
+pub(crate) struct PluginInstall {
     /// `name@marketplace`, or the folder given to `--plugin-dir`.
     pub id: String,
     /// The settings file that enables it (`None` for `--plugin-dir`).
@@ -143,7 +143,7 @@ pub(crate) fn discover_with_disabled(
 
 /// Why a plugin's folder or hooks could not be read (each names the file).
 #[derive(Debug, thiserror::Error)]
-pub enum PluginDirError {
+pub(crate) enum PluginDirError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{} is not a plugin folder (no .claude-plugin/plugin.json)", .0.display())]
@@ -290,7 +290,7 @@ fn plugin_hooks(root: &Path) -> Result<Value, PluginDirError> {
 /// looked for in the journal's last 16 MiB): its session id, time, and the plugin folder whose
 /// hooks journaled it (`plugin_root`, `None` for `walj install`'s hooks).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastStart {
+pub(crate) struct LastStart {
     pub session: String,
     pub ts: String,
     pub plugin_root: Option<PathBuf>,

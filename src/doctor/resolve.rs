@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The environment a hook command runs with, as far as finding its program goes.
 #[derive(Debug, Clone)]
-pub struct HookEnv {
+pub(crate) struct HookEnv {
     /// The PATH Claude Code gives its hooks (`None`: no PATH at all).
     pub path: Option<OsString>,
     /// Where that PATH comes from, for messages ("this shell's PATH", "env.PATH in FILE").
@@ -45,7 +45,7 @@ impl HookEnv {
 
 /// What a hook command runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Program {
+pub(crate) enum Program {
     /// An executable file; `runs` is the walj that walj's plugin launcher would run.
     Found { program: PathBuf, runs: Option<PathBuf> },
     /// The shell would fail to run it: why.
@@ -212,7 +212,7 @@ fn launcher_target(launcher: &Path, env: &HookEnv) -> Option<PathBuf> {
 
 /// Shell syntax [`first_word`] does not follow (the check then says what it is).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unfollowed {
+pub(crate) enum Unfollowed {
     #[error("`~` without a home folder")]
     NoHome,
     #[error("it uses command substitution")]

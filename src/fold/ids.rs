@@ -392,9 +392,9 @@ pub struct ShortIds {
 impl ShortIds {
     /// Shown ids are never shorter than this, so they stay unique longer as the journal grows
     /// (the unique start may be shorter: it is the highlighted part).
-    pub const MIN: usize = 4;
+    pub(crate) const MIN: usize = 4;
     /// Shown sessions are never shorter than this: the `sid` of the journal's lines.
-    pub const SESSION_MIN: usize = 6;
+    pub(crate) const SESSION_MIN: usize = 6;
 
     /// Short ids unique among `ids` alone.
     pub fn new<'a>(ids: impl IntoIterator<Item = &'a str>) -> ShortIds {

@@ -29,12 +29,13 @@ use crate::journal::{ScanReport, Source};
 
 pub(crate) use apply::{Pairing, todo_from_json};
 pub use ids::ShortIds;
-pub use lookup::{IdError, abbrev};
+pub(crate) use lookup::IdError;
+pub use lookup::abbrev;
 pub(crate) use lookup::{id_starts_with, typeable};
-pub use model::{
-    Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
-    SessionStatus, Subagent, Todo, UNLISTED_SAMPLE, Unseen,
+pub(crate) use model::{
+    Action, Entry, Handoff, InFlightCheck, SessionInfo, SessionStatus, Subagent, UNLISTED_SAMPLE, Unseen,
 };
+pub use model::{Command, CommandStatus, EntryState, FoldOptions, Todo};
 use settled::SettledMap;
 pub(crate) use settled::{capture_cap, disk_blob, link_blob};
 

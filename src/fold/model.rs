@@ -76,7 +76,7 @@ pub struct Action {
 }
 
 /// How much of a command line an entry it caused keeps (the command's own record has it all).
-pub const COMMAND_SHOWN: usize = 200;
+pub(crate) const COMMAND_SHOWN: usize = 200;
 
 /// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
 fn cut(s: &str, max: usize) -> String {
@@ -458,7 +458,7 @@ fn is_zero_u64(n: &u64) -> bool {
 }
 
 /// How many of the paths past the bound a record names itself ([`Unseen::unlisted_sample`]).
-pub const UNLISTED_SAMPLE: usize = 20;
+pub(crate) const UNLISTED_SAMPLE: usize = 20;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0

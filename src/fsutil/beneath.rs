@@ -46,7 +46,7 @@ pub enum Kind {
 /// symbolic link (`ELOOP`, `EXDEV` from the kernel; a link met by the walk).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}: a symbolic link (or a way out of the project) on the way; walj writes only through real folders")]
-pub struct NotBeneath(pub String);
+pub(crate) struct NotBeneath(pub String);
 
 /// True when `e` is [`Dir::open_beneath`]'s refusal of a link or a way out.
 pub(crate) fn is_not_beneath(e: &io::Error) -> bool {

@@ -25,7 +25,7 @@ use crate::project::Project;
 
 /// How long SessionStart (and the first prompt) folds before it keeps its progress and
 /// goes on: under Claude Code's hook timeout with room for the rest of the hook.
-pub const FOLD_BUDGET: Duration = Duration::from_millis(1500);
+pub(crate) const FOLD_BUDGET: Duration = Duration::from_millis(1500);
 
 /// The file of `session`'s waiting start: its id when it is a plain name, else its digest.
 fn path(project: &Project, session: &str) -> PathBuf {

@@ -214,7 +214,7 @@ pub fn log(project: &Project, w: &Witnessed, command_id: &str, ts: &str, snapsho
 
 /// What the log holds, summed (`walj doctor`).
 #[derive(Debug, Default, PartialEq)]
-pub struct LogSummary {
+pub(crate) struct LogSummary {
     /// Commands whose list named a change the snapshot (on) had missed, and how many paths.
     pub missed_commands: usize,
     pub missed: u64,

@@ -208,7 +208,7 @@ pub(crate) fn patch_edits(text: &str) -> Vec<FileChange> {
 
 /// What reading a file counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub lines: u64,
     /// The last line was cut.
     pub torn_tail: bool,

@@ -34,12 +34,12 @@ use crate::fold::Fold;
 use crate::project::Project;
 
 /// How far back SessionStart looks for sessions its hooks never saw.
-pub const RECENT_DAYS: u64 = 7;
+pub(crate) const RECENT_DAYS: u64 = 7;
 /// Transcripts SessionStart imports itself when they hold at most this many bytes in all
 /// (more: the background fold imports them).
-pub const INLINE_BYTES: u64 = 2 << 20;
+pub(crate) const INLINE_BYTES: u64 = 2 << 20;
 /// …and the journal is at most this long (the import reads it whole to skip what it holds).
-pub const INLINE_JOURNAL: u64 = 8 << 20;
+pub(crate) const INLINE_JOURNAL: u64 = 8 << 20;
 
 fn dir(project: &Project) -> PathBuf {
     project.dir.join("import")

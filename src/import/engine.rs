@@ -89,7 +89,7 @@ pub(crate) fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Longest line an import reads (64 MiB): a transcript line holds one message, its tool
 /// calls and results (a large Write, an image) and stays far under it; a longer one is
 /// skipped, counted ([`FileReport::oversized`]), without holding more of it in memory.
-pub const MAX_LINE: usize = 64 << 20;
+pub(crate) const MAX_LINE: usize = 64 << 20;
 
 /// One line of `reader` into `buf` (cleared first), with its `\n` when it has one. `Ok(None)`
 /// at the end; `Ok(Some(true))` when the line was longer than `max`: what `buf` holds then is

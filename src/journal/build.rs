@@ -14,15 +14,15 @@ use crate::claude::payload::clip;
 use crate::claude::transcript::TaskNotification;
 
 /// Longest prompt, brief or instruction text kept in a record.
-pub const MAX_TEXT: usize = 64 * 1024;
+pub(crate) const MAX_TEXT: usize = 64 * 1024;
 /// Longest command line or error text kept in a record.
-pub const MAX_ERROR: usize = 4 * 1024;
+pub(crate) const MAX_ERROR: usize = 4 * 1024;
 /// Longest command description kept.
-pub const MAX_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
 /// Longest task tool response text kept.
-pub const MAX_RESPONSE: usize = 2048;
+pub(crate) const MAX_RESPONSE: usize = 2048;
 /// Longest assistant message kept (Stop, StopFailure).
-pub const MAX_MESSAGE: usize = 16 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 16 * 1024;
 
 /// `text` redacted ([`crate::secrets::redact`]), then cut to `max` bytes: for any text a
 /// user typed.

@@ -10,9 +10,10 @@ pub mod view;
 pub mod writer;
 
 pub(crate) use reader::scan_lines_rev;
-pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_lines, scan_records};
+pub use reader::{Problem, Source, scan_file, scan_lines, scan_records};
+pub(crate) use reader::{RawLine, ScanReport};
 pub use record::{Blob, Record, attribution, entry_kind, event, how, key, kind, nocap, op, tool};
-pub use view::{RecordView, classify};
+pub use view::classify;
 pub use writer::JournalWriter;
 
 /// A journal file's identity (device, inode): what tells the same file grown from one replaced

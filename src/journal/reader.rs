@@ -240,7 +240,7 @@ fn scan_one(
 
 /// How a backward scan ([`scan_lines_rev`]) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RevScan {
+pub(crate) enum RevScan {
     /// The callback stopped it.
     Stopped,
     /// Every line was seen (the start of the file was reached).

@@ -160,7 +160,7 @@ fn unsealed(line_no: u64, sealed: bool, view: &RecordView<'_>, bytes: &[u8]) -> 
 /// A readable line as the fold's fast path sees it.
 // Returned by value once per line: boxing the view would cost an allocation per line.
 #[allow(clippy::large_enum_variant)]
-pub enum Classified<'a> {
+pub(crate) enum Classified<'a> {
     /// A walj-written `persisted` line ([`persisted_fast`]): only settles an entry.
     Persisted {
         id: &'a str,

@@ -28,7 +28,7 @@ use crate::fsutil::{self, LockGuard};
 /// How long an append waits for the journal's lock before it writes to its side file.
 /// Claude Code's hook timeout is `claude::settings::HOOK_TIMEOUT_SECS` (10 s): the deadline
 /// leaves the hook most of it, and a process waits for it once (see [`JournalWriter::append_bytes`]).
-pub const LOCK_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const LOCK_DEADLINE: Duration = Duration::from_secs(2);
 
 /// After a deadline passed, this process does not wait again for this long: its next appends
 /// only try the lock, so a hook that appends several times waits [`LOCK_DEADLINE`] once.

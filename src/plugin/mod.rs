@@ -23,16 +23,16 @@ use crate::fsutil;
 /// The plugin's name: its slash commands are `/walj:<command>`.
 pub const NAME: &str = "walj";
 /// The marketplace's name in `.claude-plugin/marketplace.json`: `claude plugin install walj@walj`.
-pub const MARKETPLACE: &str = "walj";
+pub(crate) const MARKETPLACE: &str = "walj";
 /// The marketplace plugin's folder, relative to the repository root.
-pub const MARKETPLACE_SOURCE: &str = "./plugin";
+pub(crate) const MARKETPLACE_SOURCE: &str = "./plugin";
 /// Who the manifests name as author and owner.
 const AUTHOR: &str = "walj contributors";
 /// The program every hook runs (exec form). Claude Code substitutes `${CLAUDE_PLUGIN_ROOT}` as
 /// plain text, so a plugin folder with spaces in its path needs no quoting.
-pub const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
+pub(crate) const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
 /// Its arguments.
-pub const HOOK_ARGS: [&str; 1] = ["hook"];
+pub(crate) const HOOK_ARGS: [&str; 1] = ["hook"];
 
 /// The plugin's `engines` range for Claude Code: the first version that honours exec form.
 pub(crate) fn min_claude_code() -> String {
@@ -42,11 +42,11 @@ pub(crate) fn min_claude_code() -> String {
 pub const LAUNCHER: &str = include_str!("launcher.sh");
 /// The plugin's icon (a square 512 px PNG, as `claude plugin validate --strict` asks), and
 /// where it goes in the plugin folder (named by the manifest's `icon`).
-pub const ICON: &[u8] = include_bytes!("icon.png");
-pub const ICON_PATH: &str = ".claude-plugin/icon.png";
+pub(crate) const ICON: &[u8] = include_bytes!("icon.png");
+pub(crate) const ICON_PATH: &str = ".claude-plugin/icon.png";
 /// The environment variable the launcher sets for the walj it runs: its plugin folder (so
 /// `walj doctor` run from a `--plugin-dir` plugin checks that plugin).
-pub const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
+pub(crate) const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
 
 /// What goes into `bin/walj`.
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ pub enum Bin {
 
 /// One file of the plugin folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginFile {
+pub(crate) struct PluginFile {
     /// Relative to the plugin root, `/`-separated.
     pub path: String,
     pub contents: Vec<u8>,
@@ -123,9 +123,9 @@ pub fn hooks() -> Value {
 
 /// The MCP server's name (Claude sees its tools as `mcp__plugin_walj_walj__recover`, …, from
 /// the plugin; `mcp__walj__recover` from `walj install --mcp`).
-pub const MCP_SERVER: &str = "walj";
+pub(crate) const MCP_SERVER: &str = "walj";
 /// Its arguments.
-pub const MCP_ARGS: [&str; 1] = ["mcp"];
+pub(crate) const MCP_ARGS: [&str; 1] = ["mcp"];
 
 /// `.mcp.json` at the plugin's root: `walj mcp` ([`crate::mcp`]), run by [`HOOK_PROGRAM`].
 pub(crate) fn mcp_servers() -> Value {
@@ -395,7 +395,7 @@ pub(crate) fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -
 
 /// Claude Code's environment variable for a plugin's hooks: the plugin's folder. Settings
 /// hooks do not get it.
-pub const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
+pub(crate) const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
 
 /// The walj plugin folder whose hook this is ([`CLAUDE_ROOT_ENV`], only when it holds a plugin
 /// named walj: another plugin's variable leaked into a nested session's environment is not

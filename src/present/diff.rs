@@ -81,12 +81,12 @@ impl Content {
 }
 
 /// The line algorithm of every diff walj shows: Myers, minimal, the one git uses by default.
-pub const ALGORITHM: Algorithm = Algorithm::Myers;
+pub(crate) const ALGORITHM: Algorithm = Algorithm::Myers;
 
 /// How long a model's line diff may take before `similar` approximates. Each printer has
 /// its preset; all of them build the same [`DiffModel`] with the same algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiffOptions {
+pub(crate) struct DiffOptions {
     pub time_limit: Duration,
 }
 
@@ -101,7 +101,7 @@ impl DiffOptions {
 
 /// A change that only touches line endings (`\r\n` ↔ `\n`): the lines read the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EolChange {
+pub(crate) struct EolChange {
     /// Lines ending in `\r\n` on each side.
     pub old_crlf: usize,
     pub new_crlf: usize,
@@ -155,7 +155,7 @@ impl Lines {
 
 /// The diff of two sides, computed once. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffModel {
+pub(crate) struct DiffModel {
     pub old: Content,
     pub new: Content,
     old_lines: Lines,
@@ -246,11 +246,6 @@ impl DiffModel {
         self.new_lines.get(i)
     }
 
-    /// The whole change list.
-    pub fn ops(&self) -> &[DiffOp] {
-        &self.ops
-    }
-
     /// The changes grouped into hunks with `context` lines around each change (like
     /// `diff -U`).
     pub(crate) fn hunks(&self, context: usize) -> Vec<Hunk> {
@@ -314,7 +309,7 @@ impl DiffModel {
 
 /// A hunk: a run of ops with context, as `diff -U` groups them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
+pub(crate) struct Hunk {
     ops: Vec<DiffOp>,
 }
 
@@ -381,7 +376,7 @@ pub(crate) fn ends_without_newline(line: &str) -> bool {
 }
 
 /// The mark printed after a line that ends its file without a newline (as git prints it).
-pub const NO_NEWLINE: &str = "\\ No newline at end of file";
+pub(crate) const NO_NEWLINE: &str = "\\ No newline at end of file";
 
 #[cfg(test)]
 mod tests {

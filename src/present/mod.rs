@@ -14,11 +14,12 @@ pub mod text;
 
 /// The colour of an id's unique start (bold), in `walj` listings and the TUI: like jj's change
 /// ids. The rest of a shown id is dimmed.
-pub const ID_TONE: Tone = Tone::Magenta;
+pub(crate) const ID_TONE: Tone = Tone::Magenta;
 /// The colour of a session's shown id (its unique start bold).
-pub const SESSION_TONE: Tone = Tone::Cyan;
+pub(crate) const SESSION_TONE: Tone = Tone::Cyan;
 
-pub use state::{Tone, icon, label};
+pub(crate) use state::Tone;
+pub use state::{icon, label};
 pub(crate) use state::{meaning, session_meaning, session_tone, tone};
 pub use text::{Shown, age, fit, pad, safe, shown, width};
 pub(crate) use text::{

@@ -23,7 +23,7 @@ const MAX_DEPTH: usize = 6;
 const MAX_FOLDERS: usize = 20_000;
 
 /// The name of the list of subfolder journals in `.walj/`, one folder (root-relative) a line.
-pub const LIST: &str = "legacy";
+pub(crate) const LIST: &str = "legacy";
 
 /// The subfolders under `project`'s root (root-relative, `/`-separated, sorted) that hold a
 /// `.walj/journal.jsonl` (a regular file, through no link): the list in `.walj/legacy` when it

@@ -48,7 +48,7 @@ pub const MARKER: &str = "walj-dir";
 const TRACKED_CACHE: &str = "tracked";
 
 /// The one tracked file a `.walj/` may hold (read for its safe keys only).
-pub const CONFIG_NAME: &str = "config.toml";
+pub(crate) const CONFIG_NAME: &str = "config.toml";
 
 /// Whether `.walj/` is walj's own.
 #[derive(Debug, Clone, PartialEq, Eq)]

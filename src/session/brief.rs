@@ -25,10 +25,10 @@ use crate::present::{clip, human_ts, meaning, plural};
 use crate::project::Project;
 
 /// The brief's size limit in characters (Claude Code cuts hook strings over 10,000).
-pub const MAX_CHARS: usize = 9_000;
+pub(crate) const MAX_CHARS: usize = 9_000;
 
 /// `kind` of a resume handoff record.
-pub const KIND_RESUME: &str = crate::journal::kind::RESUME;
+pub(crate) const KIND_RESUME: &str = crate::journal::kind::RESUME;
 
 /// How much detail a rendering keeps: clip of free text, full items per list.
 #[derive(Debug, Clone, Copy)]

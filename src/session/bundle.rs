@@ -38,7 +38,7 @@ use crate::project::Project;
 use crate::store::{Store, StoreError, blob_id};
 
 /// The payload format this walj writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 const AGE_ARMOR: &[u8] = b"-----BEGIN AGE ENCRYPTED FILE-----";
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -296,7 +296,7 @@ pub(crate) fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> 
     parse_stream(&p, &bytes[..], &bound)
 }
 
-pub use crate::config::Limits;
+pub(crate) use crate::config::Limits;
 
 /// The limits of one bundle, its size known.
 struct Bound {

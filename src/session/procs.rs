@@ -35,7 +35,7 @@ use crate::fsutil;
 use crate::procinfo;
 use crate::project::Project;
 
-pub use crate::procinfo::{ProcEntry, ProcTable};
+pub(crate) use crate::procinfo::{ProcEntry, ProcTable};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

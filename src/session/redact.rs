@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::config::Matcher;
 
 /// What replaces the content of a never-captured file in a published transcript.
-pub const WITHHELD: &str = "[walj: not synced: this file is never captured (secrets)]";
+pub(crate) const WITHHELD: &str = "[walj: not synced: this file is never captured (secrets)]";
 
 /// The path a transcript string names, relative to `root` when inside it (what
 /// [`Matcher::never_capture`] takes), else as is without its leading `/`.

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 /// The text of the result that closes a tool call cut off by the crash.
-pub const CUT_OFF_RESULT: &str = "[walj repair: this tool call was cut off: the session ended (a crash or a kill) before its result was recorded. Whether it ran, and what it changed, is unknown: check before relying on it (`walj recover` lists the changes walj saw).]";
+pub(crate) const CUT_OFF_RESULT: &str = "[walj repair: this tool call was cut off: the session ended (a crash or a kill) before its result was recorded. Whether it ran, and what it changed, is unknown: check before relying on it (`walj recover` lists the changes walj saw).]";
 
 /// Most bytes of one damaged line searched for a complete line glued behind it.
 const GLUED_SEARCH_MAX: usize = 16 << 20;

@@ -38,7 +38,7 @@ const FRAME: usize = 4 << 20;
 const LEVEL: i32 = 1;
 /// Most new bytes one hook copies (about 40 ms here); a longer backlog (hooks installed late
 /// in a huge session) is caught up over the next Stops.
-pub const HOOK_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const HOOK_MAX_BYTES: u64 = 64 << 20;
 
 /// Where one session's copy lives.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ pub fn paths(project: &Project, session: &str) -> Paths {
 
 /// The sidecar: how far the original was copied.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     #[serde(default)]
     pub v: u32,
     /// The original transcript's path.
@@ -569,7 +569,7 @@ pub(crate) fn copy_size(project: &Project, session: &str) -> u64 {
 
 /// What reading the copy found.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ReadReport {
+pub(crate) struct ReadReport {
     pub bytes: u64,
     pub frames: u64,
     /// A torn or damaged frame at the end was skipped (a crash while appending).

@@ -19,7 +19,7 @@ use crate::project::Project;
 
 /// One other journal's count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub journal: String,
     pub name: String,
     pub synced_at: String,

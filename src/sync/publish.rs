@@ -23,25 +23,25 @@ use crate::config::Matcher;
 use crate::store::{Store, blob_id, is_id};
 
 /// A segment is sealed once it holds at least this many bytes.
-pub const SEGMENT_BYTES: u64 = 64 * 1024;
+pub(crate) const SEGMENT_BYTES: u64 = 64 * 1024;
 /// The same for encrypted syncs: ciphertext neither compresses nor deltas against the open
 /// segment's previous version, so a smaller open segment keeps a sync after ten new lines
 /// small (about this plus one segment folder's tree).
-pub const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
+pub(crate) const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
 
 /// The segment size for a sync sealed with `seal` (or in plain text).
 pub(crate) fn segment_size(seal: Option<&Seal>) -> u64 {
     if seal.is_some() { SEALED_SEGMENT_BYTES } else { SEGMENT_BYTES }
 }
 /// Segments per folder of `segments/`.
-pub const SEGMENTS_PER_DIR: u64 = 256;
+pub(crate) const SEGMENTS_PER_DIR: u64 = 256;
 /// Leading bytes the manifest's `prefix` covers (at most).
-pub const PREFIX_BYTES: u64 = 4096;
+pub(crate) const PREFIX_BYTES: u64 = 4096;
 
-pub const MANIFEST: &str = "manifest.json";
-pub const SEGMENTS: &str = "segments";
-pub const OBJECTS: &str = "objects";
-pub const TRANSCRIPTS: &str = "transcripts";
+pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const SEGMENTS: &str = "segments";
+pub(crate) const OBJECTS: &str = "objects";
+pub(crate) const TRANSCRIPTS: &str = "transcripts";
 
 /// The folder and file name of segment `i`.
 pub(crate) fn segment_path(i: u64) -> (String, String) {

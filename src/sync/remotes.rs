@@ -26,7 +26,7 @@ use crate::procinfo::Liveness;
 use crate::project::Project;
 
 /// The fold snapshot of a copy, in its cache folder.
-pub const SNAPSHOT: &str = "fold.snap";
+pub(crate) const SNAPSHOT: &str = "fold.snap";
 /// The id index of a copy, in its cache folder.
 pub const IDS: &str = "ids.idx";
 
@@ -177,7 +177,7 @@ fn file_sig(p: &Path) -> FileSig {
 /// signatures: a load gives the same copies (the TUI reloads them only when it changes).
 /// `walj sync` replaces a copy's files by a rename, so each change is a new inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Signature {
+pub(crate) struct Signature {
     copies: Vec<(String, FileSig, FileSig)>,
     sidecar: FileSig,
     id: FileSig,

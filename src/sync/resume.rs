@@ -176,7 +176,7 @@ pub struct Installed {
 
 /// Why the transcript could not be installed.
 #[derive(Debug, thiserror::Error)]
-pub enum TranscriptError {
+pub(crate) enum TranscriptError {
     #[error(
         "no transcript of session {sid} came from {machine}: it publishes transcripts when its sync is encrypted ([sync] recipients or passphrase) or has [sync] transcripts = true; `walj sync` there, then here"
     )]

@@ -23,11 +23,11 @@ use crate::config::SyncConfig;
 use crate::crypt::{self, DataKey, Keys, Protection, Secret};
 
 /// The tree entry holding the data key's secret half, encrypted.
-pub const KEY_ENTRY: &str = "key.age";
+pub(crate) const KEY_ENTRY: &str = "key.age";
 /// `encryption.scheme`.
-pub const SCHEME: &str = "age";
-pub const BY_RECIPIENTS: &str = "recipients";
-pub const BY_PASSPHRASE: &str = "passphrase";
+pub(crate) const SCHEME: &str = "age";
+pub(crate) const BY_RECIPIENTS: &str = "recipients";
+pub(crate) const BY_PASSPHRASE: &str = "passphrase";
 
 /// What `[sync]` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,7 +158,7 @@ pub fn wrap(
 /// Opens other journals' data keys: from `.walj/sync/keys/<id>` when the manifest names the
 /// key kept there, else from the commit's `key.age` with the identity files or the passphrase
 /// (asked at most once per sync), then kept.
-pub struct Opener<'a> {
+pub(crate) struct Opener<'a> {
     pub paths: &'a Paths,
     pub identities: Vec<PathBuf>,
     pub passphrase: &'a mut dyn FnMut() -> Option<Secret>,

@@ -23,8 +23,6 @@ use crate::config::Matcher;
 use crate::project::Project;
 use crate::session::{file_stem, transcript};
 
-pub use crate::session::redact::WITHHELD;
-
 /// The transcripts a sync publishes.
 pub struct Sources<'a> {
     pub project: &'a Project,
@@ -159,6 +157,7 @@ pub(crate) fn materialise(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::session::redact::WITHHELD;
 
     fn matcher() -> Matcher {
         crate::config::Config::default().matcher().unwrap()

@@ -32,10 +32,12 @@ mod undo;
 
 pub use diff::diff_sides;
 pub(crate) use diff::mode_change;
+pub(crate) use handoff::Brief;
 pub(crate) use handoff::handoff_with_note;
-pub use handoff::{Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
+pub use handoff::{HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
 pub(crate) use mark::{mark_done, plan_mark};
-pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
+pub(crate) use revert::RevertOptions;
+pub use revert::{RevertPlan, plan_revert, revert};
 pub(crate) use select::turn_entries;
 pub(crate) use undo::plan_undo;
 pub use undo::undo;
@@ -74,7 +76,8 @@ pub(crate) fn session_error(prefix: &str, e: crate::fold::IdError) -> TriageErro
 
 /// Results of the triage actions.
 pub type Result<T, E = TriageError> = std::result::Result<T, E>;
-pub use crate::present::diff::{DiffSides, Side};
+pub(crate) use crate::present::diff::DiffSides;
+pub use crate::present::diff::Side;
 
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

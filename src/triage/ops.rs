@@ -12,7 +12,7 @@ use crate::present::plural;
 
 /// [`Operation::how`] of an in-place `walj bisect`: every state it put in place, one operation
 /// (never done again by `walj redo`: its states were intermediate).
-pub const BISECT: &str = "bisect";
+pub(crate) const BISECT: &str = "bisect";
 
 /// One command of the operation log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use crate::journal::{key, kind, op};
 
 /// Where a record came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Written here by this checkout's hooks or commands.
     Own,
     /// Imported from a bundle (its file name, as the `imported` record names it).
@@ -49,7 +49,7 @@ impl Origin {
 
 /// The import ranges of a journal: which lines came from which bundle.
 #[derive(Debug, Clone, Default)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     /// (first line, last line, bundle), in journal order.
     ranges: Vec<(u64, u64, String)>,
 }
@@ -91,11 +91,6 @@ impl Provenance {
     /// The origin of a triage action: that of its record.
     pub(crate) fn of_action(&self, a: &Action) -> Origin {
         self.of_line(a.line)
-    }
-
-    /// True when any line came from a bundle.
-    pub fn any(&self) -> bool {
-        !self.ranges.is_empty()
     }
 }
 

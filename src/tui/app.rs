@@ -23,7 +23,8 @@ use crate::present::{self, plural};
 use crate::project::Project;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
-pub use super::tree::{Item, NodeKey, Row, SessionView, Tree};
+pub(crate) use super::tree::Row;
+pub use super::tree::{Item, NodeKey, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -37,8 +38,8 @@ pub struct Status {
     pub error: bool,
 }
 
-pub use super::dialogs::{Choice, Dialog};
-pub use super::source::SyncState;
+pub(crate) use super::dialogs::{Choice, Dialog};
+pub(crate) use super::source::SyncState;
 
 /// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
 #[derive(Debug, Clone, Copy)]

@@ -94,7 +94,7 @@ impl Dialog {
 
 /// A key as a dialog reads it (from [`super::keymap::Keymap::dialog_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DialogKey {
+pub(crate) enum DialogKey {
     Cancel,
     Confirm,
     Char(char),

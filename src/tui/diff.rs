@@ -13,9 +13,9 @@ use crate::present::diff::{Content, DiffModel, DiffOptions, NO_NEWLINE, ends_wit
 use crate::triage::DiffSides;
 
 /// Time all word highlighting of one view may take; later hunks are shown without it.
-pub const INLINE_BUDGET: Duration = Duration::from_millis(60);
+pub(crate) const INLINE_BUDGET: Duration = Duration::from_millis(60);
 /// Lines of context around each change.
-pub const CONTEXT: usize = 3;
+pub(crate) const CONTEXT: usize = 3;
 /// Replaced blocks larger than this are not word-diffed (they are rewrites, not edits).
 const INLINE_MAX_LINES: usize = 64;
 /// Longest line kept in full; longer lines are cut (with a marker).

@@ -461,7 +461,7 @@ fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
 
 /// The detail pane's lines as the app scrolls them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DetailMetrics {
+pub(crate) struct DetailMetrics {
     /// Header lines, then diff lines.
     pub lines: usize,
     pub header: usize,

@@ -123,11 +123,11 @@ impl Action {
 }
 
 /// Headings of the help overlay, in its order.
-pub const GROUPS: &[&str] = &["move", "diff", "act", "view", "dialogs"];
+pub(crate) const GROUPS: &[&str] = &["move", "diff", "act", "view", "dialogs"];
 
 /// (config name, action, default keys, help group, help text). The help overlay lists this
 /// table by group.
-pub const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
+pub(crate) const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
     ("move_down", Action::MoveDown, &["j", "down"], "move", "next row (diff: scroll down)"),
     ("move_up", Action::MoveUp, &["k", "up"], "move", "previous row (diff: scroll up)"),
     ("first", Action::First, &["g", "home"], "move", "first row / top of the diff"),

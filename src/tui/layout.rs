@@ -4,8 +4,8 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 
 /// Smallest screen the dashboard draws on; below it says so.
-pub const MIN_WIDTH: u16 = 40;
-pub const MIN_HEIGHT: u16 = 8;
+pub(crate) const MIN_WIDTH: u16 = 40;
+pub(crate) const MIN_HEIGHT: u16 = 8;
 
 /// Which pane, if one, takes the whole main area (`f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,7 +32,7 @@ pub(crate) fn too_small(area: Rect) -> bool {
 
 /// Below this many columns the panes are stacked (the tree above the diff): side by side
 /// neither would be wide enough to read.
-pub const STACK_BELOW: u16 = 90;
+pub(crate) const STACK_BELOW: u16 = 90;
 
 /// Whether the panes are stacked at this size.
 pub(crate) fn stacked(area: Rect) -> bool {

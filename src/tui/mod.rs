@@ -43,13 +43,14 @@ use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 
 pub use app::{App, AppOptions, Clock};
-pub use term::{EventSource, Input, Script};
+pub use term::Script;
+pub(crate) use term::{EventSource, Input};
 
 use crate::config::Config;
 use crate::project::Project;
 
 /// How long the loop waits for input before it polls the journal.
-pub const TICK: Duration = Duration::from_millis(250);
+pub(crate) const TICK: Duration = Duration::from_millis(250);
 
 fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("terminal: {e}")

@@ -8,7 +8,8 @@ use crate::journal::how;
 
 use super::dialogs::Choice;
 
-pub use crate::triage::ops::{Operation, operations};
+pub(crate) use crate::triage::ops::Operation;
+pub use crate::triage::ops::operations;
 
 /// What redo does after an undo that reopened `ids`: the action each one lost, again
 /// (grouped by kind, in the order done, revert, hand back). Reverting and handing back

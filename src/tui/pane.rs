@@ -7,7 +7,7 @@ use unicode_width::UnicodeWidthChar;
 use super::diff::{DiffLine, DiffView, LineKind};
 
 /// Columns a sideways step moves.
-pub const HSTEP: usize = 8;
+pub(crate) const HSTEP: usize = 8;
 
 /// The diff pane's display state (the vertical scroll is the app's `diff_scroll`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

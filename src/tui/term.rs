@@ -76,7 +76,7 @@ pub(crate) fn base64(bytes: &[u8]) -> String {
 /// like `q` does (then [`super::run`] restores the terminal and exits 128 + the signal).
 /// A terminal that goes away without a signal (its window closed, `tmux kill-server`)
 /// ends walj the same way, through [`Hangup`].
-pub struct CrosstermEvents {
+pub(crate) struct CrosstermEvents {
     signals: Signals,
     hangup: Hangup,
 }
@@ -201,13 +201,13 @@ struct Hangup {
 #[cfg(unix)]
 mod watch_state {
     /// The loop waits for input: the watch may end walj.
-    pub const WAITING: u8 = 0;
+    pub(crate) const WAITING: u8 = 0;
     /// The loop acts on an event: the watch waits.
-    pub const BUSY: u8 = 1;
+    pub(crate) const BUSY: u8 = 1;
     /// The terminal hung up and the loop is busy: it ends at its next wait.
-    pub const HUNG_UP: u8 = 2;
+    pub(crate) const HUNG_UP: u8 = 2;
     /// The watch is ending walj.
-    pub const EXITING: u8 = 3;
+    pub(crate) const EXITING: u8 = 3;
 }
 
 impl Hangup {
@@ -447,7 +447,7 @@ fn install_panic_hook() {
 }
 
 /// The real terminal; restored when dropped (also on early returns and errors).
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 

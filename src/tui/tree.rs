@@ -111,7 +111,7 @@ pub struct Tree {
 }
 
 /// The filter's prefix for prompt and command text (`/p:retry count`).
-pub const PROMPT_FILTER: &str = "p:";
+pub(crate) const PROMPT_FILTER: &str = "p:";
 
 impl Tree {
     /// Shown after the resolved toggle and the filter ([`Tree::matches`]).

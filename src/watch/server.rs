@@ -91,7 +91,7 @@ enum Msg {
 
 /// Longest request line read (a request is a few hundred bytes: a cookie, a clock, a session).
 /// A longer one is dropped having held at most this much.
-pub const MAX_REQUEST: usize = 8 * 1024;
+pub(crate) const MAX_REQUEST: usize = 8 * 1024;
 /// How long one request may take to arrive whole: a client that trickles it is dropped, so
 /// one slow peer cannot hold the listener.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
