@@ -575,7 +575,7 @@ fn list_short(items: &[&str], max: usize) -> String {
 
 /// What the user is told about a failure marker ([`crate::failmark`]): at SessionStart
 /// (`systemMessage`) and by `walj doctor`.
-pub fn write_failures(m: &crate::failmark::Mark) -> String {
+pub(crate) fn write_failures(m: &crate::failmark::Mark) -> String {
     let when = if m.first == m.last { format!("at {}", m.first) } else { format!("from {} to {}", m.first, m.last) };
     format!(
         "walj could not write .walj/ {when} ({}, {} lost; last error: {}). Tool calls of that time may be missing from the journal: check the files changed then (`git status`).",

@@ -187,7 +187,7 @@ pub struct Pending {
 /// The command `id` (a tool_use_id) when its foreground sidecar is still there: it has had
 /// no outcome yet. One small file read; `None` when it finished, runs in the background (its
 /// sidecar is rebased at its Post) or has no snapshot.
-pub fn pending(project: &Project, id: &str) -> Option<Pending> {
+pub(crate) fn pending(project: &Project, id: &str) -> Option<Pending> {
     let call = Call {
         session: "",
         tool_use_id: Some(id),
@@ -206,7 +206,7 @@ pub fn pending(project: &Project, id: &str) -> Option<Pending> {
 }
 
 /// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.
-pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
+pub(crate) fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
     if !cfg.bash.snapshot {
         return Ok(());
     }
@@ -261,7 +261,12 @@ fn request_fill_logged(project: &Project, cfg: &Config) {
 
 /// PostToolUse / PostToolUseFailure: compare with the Pre snapshot; one child entry per
 /// changed path. A background command keeps its sidecar (as a new baseline) for Stop.
-pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<Outcome, SnapError> {
+pub(crate) fn after(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    call: &Call,
+) -> Result<Outcome, SnapError> {
     let dir = bash_dir(project);
     let path = dir.join(format!("{}.json", call.key()));
     let pre = match load(&path) {

@@ -44,7 +44,11 @@ const BY_CHECKPOINT: &str = "checkpoint";
 
 /// Verifies the unresolved entries of `session` (or all) against the disk and appends
 /// `persisted` / `resolved(not_applied)` records.
-pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOptions) -> io::Result<CheckpointReport> {
+pub(crate) fn checkpoint(
+    project: &Project,
+    session: Option<&str>,
+    opts: CheckpointOptions,
+) -> io::Result<CheckpointReport> {
     let CheckpointOptions { settle_intents, settle_commands, audit, since } = opts;
     // The default fold starts from the fold snapshot and reads only the lines after it, so a
     // Stop costs about the same on a long journal as on a short one (issue 14 item 3); this

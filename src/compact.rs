@@ -89,7 +89,7 @@ pub struct RewriteReport {
 }
 
 impl RewriteReport {
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.records_before.saturating_sub(self.records_after)
     }
 }
@@ -101,7 +101,7 @@ enum Mode {
 }
 
 /// `walj compact`.
-pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport, SessionError> {
+pub(crate) fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport, SessionError> {
     let days = match opts.days {
         Some(d) => d,
         None => {
@@ -950,7 +950,7 @@ impl SessionState {
     /// Removes the session's records (atomic journal rewrite) and the objects nothing else
     /// names, and its transcript copy. Refuses a live session or one with unresolved
     /// entries unless `force`.
-    pub fn delete(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+    pub(crate) fn delete(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
         delete_session(project, prefix, opts)
     }
 }

@@ -291,7 +291,7 @@ impl ConfigError {
 
 impl Config {
     /// Loads the config; a missing file is the default config.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, ConfigError> {
         match Config::parse(path)? {
             None => Ok(Config::default()),
             Some(cfg) => cfg.compiled(path).map(|_| cfg),
@@ -321,7 +321,7 @@ impl Config {
 
     /// Checks the file as [`Config::load`] reads it (`walj doctor`): `Ok(None)` when there is
     /// no file, the config when it parses and its globs compile, else where it goes wrong.
-    pub fn check(path: &Path) -> Result<Option<Config>, ConfigError> {
+    pub(crate) fn check(path: &Path) -> Result<Option<Config>, ConfigError> {
         match Config::parse(path)? {
             None => Ok(None),
             Some(cfg) => cfg.compiled(path).map(|_| Some(cfg)),
@@ -415,7 +415,7 @@ impl Config {
     }
 
     /// Compiles the globs.
-    pub fn matcher(&self) -> Result<Matcher, BadGlob> {
+    pub(crate) fn matcher(&self) -> Result<Matcher, BadGlob> {
         self.build_matcher()
     }
 

@@ -52,7 +52,7 @@ pub enum Protection {
 
 impl Protection {
     /// "not encrypted", "encrypted with a passphrase", "encrypted to age recipients".
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Protection::None => "not encrypted",
             Protection::Passphrase(_) => "encrypted with a passphrase",
@@ -119,7 +119,7 @@ pub(crate) fn check_recipients(keys: &[String]) -> Result<(), CryptError> {
 }
 
 /// `data` encrypted to `protection` (`Protection::None`: a copy).
-pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
+pub(crate) fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
     match protection {
         Protection::None => Ok(data.to_vec()),
         p => imp::encrypt(data, p),
@@ -167,31 +167,31 @@ impl std::fmt::Debug for DataKey {
 
 impl DataKey {
     /// A new random key.
-    pub fn generate() -> Result<DataKey, CryptError> {
+    pub(crate) fn generate() -> Result<DataKey, CryptError> {
         let inner = imp::Key::generate()?;
         let recipient = inner.recipient();
         Ok(DataKey { inner, recipient })
     }
 
     /// The key written by [`DataKey::secret`] (`AGE-SECRET-KEY-1…`).
-    pub fn parse(secret: &str) -> Result<DataKey, CryptError> {
+    pub(crate) fn parse(secret: &str) -> Result<DataKey, CryptError> {
         let inner = imp::Key::parse(secret.trim())?;
         let recipient = inner.recipient();
         Ok(DataKey { inner, recipient })
     }
 
     /// Its public half (`age1…`): what the manifest names.
-    pub fn recipient(&self) -> &str {
+    pub(crate) fn recipient(&self) -> &str {
         &self.recipient
     }
 
     /// Its secret half, as an age identity file line.
-    pub fn secret(&self) -> String {
+    pub(crate) fn secret(&self) -> String {
         self.inner.secret()
     }
 
     /// `data` encrypted to this key.
-    pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
         self.inner.encrypt(data)
     }
 
@@ -202,7 +202,7 @@ impl DataKey {
 
     /// A keyed digest of `data` (40 hex digits): names and checks what was encrypted without
     /// publishing a hash of its plain text (a plain hash confirms a guessed content).
-    pub fn digest(&self, what: &str, data: &[u8]) -> String {
+    pub(crate) fn digest(&self, what: &str, data: &[u8]) -> String {
         use sha2::Digest as _;
         let mut h = sha2::Sha256::new();
         h.update(b"walj keyed digest\0");
@@ -228,7 +228,7 @@ mod imp {
         Err(CryptError::Unsupported)
     }
 
-    pub fn encrypt(_: &[u8], _: &Protection) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(_: &[u8], _: &Protection) -> Result<Vec<u8>, CryptError> {
         Err(CryptError::Unsupported)
     }
 
@@ -240,19 +240,19 @@ mod imp {
     pub enum Key {}
 
     impl Key {
-        pub fn generate() -> Result<Key, CryptError> {
+        pub(crate) fn generate() -> Result<Key, CryptError> {
             Err(CryptError::Unsupported)
         }
-        pub fn parse(_: &str) -> Result<Key, CryptError> {
+        pub(crate) fn parse(_: &str) -> Result<Key, CryptError> {
             Err(CryptError::Unsupported)
         }
-        pub fn recipient(&self) -> String {
+        pub(crate) fn recipient(&self) -> String {
             match *self {}
         }
-        pub fn secret(&self) -> String {
+        pub(crate) fn secret(&self) -> String {
             match *self {}
         }
-        pub fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
             match *self {}
         }
         pub(crate) fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
@@ -289,7 +289,7 @@ mod imp {
         Ok(out)
     }
 
-    pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
         let enc = match protection {
             Protection::None => return Ok(data.to_vec()),
             Protection::Passphrase(p) => {
@@ -348,21 +348,21 @@ mod imp {
     pub struct Key(age::x25519::Identity);
 
     impl Key {
-        pub fn generate() -> Result<Key, CryptError> {
+        pub(crate) fn generate() -> Result<Key, CryptError> {
             Ok(Key(age::x25519::Identity::generate()))
         }
-        pub fn parse(s: &str) -> Result<Key, CryptError> {
+        pub(crate) fn parse(s: &str) -> Result<Key, CryptError> {
             s.parse::<age::x25519::Identity>()
                 .map(Key)
                 .map_err(|e| CryptError::Tampered(format!("not an age secret key: {e}")))
         }
-        pub fn recipient(&self) -> String {
+        pub(crate) fn recipient(&self) -> String {
             self.0.to_public().to_string()
         }
-        pub fn secret(&self) -> String {
+        pub(crate) fn secret(&self) -> String {
             self.0.to_string().expose_secret().to_string()
         }
-        pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
             let r = self.0.to_public();
             let enc = age::Encryptor::with_recipients(std::iter::once(&r as &dyn age::Recipient))
                 .map_err(|e| CryptError::Encrypt(e.to_string()))?;

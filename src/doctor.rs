@@ -53,7 +53,7 @@ impl fmt::Display for Level {
 
 impl Level {
     /// `walj doctor`'s exit status for this worst level: 0 (ok), 1 (warnings), 2 (errors).
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Level::Info | Level::Ok => 0,
             Level::Warn => 1,
@@ -115,7 +115,7 @@ impl DoctorFinding {
 }
 
 /// The worst level among `findings` (`Ok` when empty).
-pub fn worst(findings: &[DoctorFinding]) -> Level {
+pub(crate) fn worst(findings: &[DoctorFinding]) -> Level {
     findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok).max(Level::Ok)
 }
 

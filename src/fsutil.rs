@@ -117,7 +117,7 @@ pub(crate) struct LockGuard {
 
 impl LockGuard {
     /// The locked file (a side file is written through it).
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 }
@@ -273,7 +273,7 @@ pub(crate) fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize
 
 /// Now in walj's one timestamp format (UTC, milliseconds, `2026-12-02T00:27:56.123Z`): the
 /// journal's records and the lines of its logs carry it.
-pub fn now_ts() -> String {
+pub(crate) fn now_ts() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 

@@ -81,7 +81,7 @@ fn dirs_of(top: &Path, dot: PathBuf, meta: &std::fs::Metadata) -> Option<GitDirs
 }
 
 /// The first checkout at or above `start`: its top level and its git dirs.
-pub fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
+pub(crate) fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
     // One `stat` per folder: the first `.git` found is also the one read (the hook's trust
     // check runs this on every event).
     let (top, dot, meta) = start.ancestors().find_map(|d| {

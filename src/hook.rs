@@ -1228,7 +1228,7 @@ fn nocap_err(why: &str, e: &dyn std::fmt::Display) -> String {
 /// (`nocap: "unreadable: …"`), bytes it cannot store with the id hashed while reading
 /// (`nocap: "store_failed: …"`). A file over the cap is never read in full: its identity is
 /// a sampled one ([`crate::sampled`]), whatever the reason it is not stored.
-pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
+pub(crate) fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Image::none(Some(Blob::Absent), None),

@@ -168,7 +168,7 @@ mod imp {
     use super::*;
 
     /// (comm, ppid, start ticks) from /proc/<pid>/stat.
-    pub fn stat(pid: u32) -> Option<(String, u32, u64)> {
+    pub(crate) fn stat(pid: u32) -> Option<(String, u32, u64)> {
         stat_with_state(pid).map(|(comm, _, ppid, start)| (comm, ppid, start))
     }
 
@@ -215,7 +215,7 @@ mod imp {
         nearest_non_shell(std::os::unix::process::parent_id(), hop)
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         // A zombie (killed, not yet reaped by its parent) or a dying process has ended: it
         // keeps its /proc entry only until it is waited for, which a slow or dead parent
         // (a container's init that does not reap) may put off for seconds or for good.
@@ -225,7 +225,7 @@ mod imp {
     }
 
     /// This process's start time (clock ticks since boot).
-    pub fn own_start() -> Option<u64> {
+    pub(crate) fn own_start() -> Option<u64> {
         stat(std::process::id()).map(|(_, _, start)| start)
     }
 
@@ -327,7 +327,7 @@ mod imp {
     }
 
     /// Every running process, from /proc; `ps` where /proc cannot be read.
-    pub fn processes() -> Option<ProcTable> {
+    pub(crate) fn processes() -> Option<ProcTable> {
         let Ok(dir) = std::fs::read_dir("/proc") else { return super::processes_via_ps() };
         let btime = boot_time();
         let mut out = Vec::new();
@@ -363,10 +363,10 @@ mod imp {
 mod other {
     use super::*;
     /// Off Linux, `ps` lists the processes (no working folder, no environment).
-    pub fn processes() -> Option<ProcTable> {
+    pub(crate) fn processes() -> Option<ProcTable> {
         super::processes_via_ps()
     }
-    pub fn own_start() -> Option<u64> {
+    pub(crate) fn own_start() -> Option<u64> {
         None
     }
     pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
@@ -414,7 +414,7 @@ mod imp {
         nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok().map(named_hop))
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         liveness_of(p, bsd(p.pid).map(|(_, _, start)| start))
     }
 }
@@ -529,7 +529,7 @@ mod imp {
         })
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         liveness_of(p, created(p.pid))
     }
 }
@@ -541,7 +541,7 @@ mod imp {
     pub(crate) fn claude_process() -> Option<ProcRef> {
         None
     }
-    pub fn liveness(_p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(_p: ProcRef) -> Liveness {
         Liveness::Unknown
     }
 }
@@ -607,17 +607,17 @@ pub(crate) fn claude_process() -> Option<ProcRef> {
 }
 
 /// Whether `p` still runs (the same pid with the same start time).
-pub fn liveness(p: ProcRef) -> Liveness {
+pub(crate) fn liveness(p: ProcRef) -> Liveness {
     imp::liveness(p)
 }
 
 /// Running processes; `None` where the platform cannot tell.
-pub fn processes() -> Option<ProcTable> {
+pub(crate) fn processes() -> Option<ProcTable> {
     imp::processes()
 }
 
 /// This process's start time in clock ticks since boot (`None` where unknown).
-pub fn own_start() -> Option<u64> {
+pub(crate) fn own_start() -> Option<u64> {
     imp::own_start()
 }
 

@@ -89,7 +89,7 @@ impl Project {
     }
 
     /// Where a tool's `file_path` lands relative to the root.
-    pub fn locate(&self, file_path: &str, cwd: Option<&Path>) -> Located {
+    pub(crate) fn locate(&self, file_path: &str, cwd: Option<&Path>) -> Located {
         let p = Path::new(file_path);
         let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.unwrap_or(&self.root).join(p) };
         let mut abs = normalize(&abs);

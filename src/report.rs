@@ -215,7 +215,7 @@ fn has_running_command(s: &SessionInfo) -> bool {
 }
 
 /// `recover --json`: `{"unresolved": N, "sessions": [...]}` (DESIGN §7).
-pub fn recover_json(fold: &Fold) -> Value {
+pub(crate) fn recover_json(fold: &Fold) -> Value {
     let mut sessions = Vec::new();
     let mut total = 0;
     for s in &fold.sessions {
@@ -232,7 +232,7 @@ pub fn recover_json(fold: &Fold) -> Value {
 
 /// Entries handed back whose brief no session has received yet (not withdrawn, not held
 /// from a bundle): triaged, but not an all-clear until the next session starts.
-pub fn handed_back_waiting(fold: &Fold) -> usize {
+pub(crate) fn handed_back_waiting(fold: &Fold) -> usize {
     let ids: std::collections::BTreeSet<&str> = fold
         .pending_handoffs()
         .filter(|h| !h.held)

@@ -60,7 +60,7 @@ pub(crate) fn spawn_detached(project: &Project, args: &[&str]) -> io::Result<()>
 }
 
 /// Whether the claim file `path` is held (exists, and is not stale).
-pub fn held(path: &std::path::Path) -> bool {
+pub(crate) fn held(path: &std::path::Path) -> bool {
     path.exists() && !stale(path)
 }
 
@@ -88,7 +88,7 @@ impl Drop for Claim {
 }
 
 /// Claims the automatic compaction, or `None` when another one holds it.
-pub fn claim(project: &Project) -> io::Result<Option<Claim>> {
+pub(crate) fn claim(project: &Project) -> io::Result<Option<Claim>> {
     claim_file(claim_path(project))
 }
 

@@ -29,7 +29,7 @@ pub(crate) fn is_sampled(id: &str) -> bool {
 }
 
 /// The sampled identity of the open regular file `f` (`meta` from its descriptor).
-pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
+pub(crate) fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
     let size = meta.len();
     let mut h = crate::sha::Sha1::new();
     h.update(format!("sampled {size}\0").as_bytes());
@@ -57,7 +57,8 @@ pub(crate) fn identity_of(path: &Path) -> io::Result<String> {
 }
 
 /// The size a sampled identity records.
-pub fn size(id: &str) -> Option<u64> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn size(id: &str) -> Option<u64> {
     id.strip_prefix(PREFIX)?.split(':').next()?.parse().ok()
 }
 

@@ -178,7 +178,7 @@ pub struct Finding {
 }
 
 /// Every secret-looking token of `text`, in order, not overlapping.
-pub fn find(text: &str) -> Vec<Finding> {
+pub(crate) fn find(text: &str) -> Vec<Finding> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -310,7 +310,7 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
 }
 
 /// The kinds of secret found in `bytes` (read as text), each once, for a warning.
-pub fn findings(bytes: &[u8]) -> Vec<&'static str> {
+pub(crate) fn findings(bytes: &[u8]) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = Vec::new();
     if secret_content(bytes) || memchr::memmem::find(bytes, b"PRIVATE KEY-----").is_some() {
         kinds.push("private key");

@@ -105,7 +105,7 @@ impl Store {
         Store { dir: dir.into() }
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -422,7 +422,7 @@ impl Store {
     /// written from the line (synced); an intact one, which the hook wrote without a sync,
     /// is returned to be synced ([`Store::sync_objects`]). A carried value that does not
     /// decode to its id is left alone (the loose object, if any, is all there is).
-    pub fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(crate) fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
         let Some(body) = carried_object(id, b64) else { return Ok(None) };
         self.keep_body(id, &body)
     }
@@ -537,7 +537,7 @@ impl Store {
     }
 
     /// Removes an object (compaction only).
-    pub fn remove(&self, id: &str) -> io::Result<()> {
+    pub(crate) fn remove(&self, id: &str) -> io::Result<()> {
         fs::remove_file(self.object_path(id))
     }
 }
@@ -642,7 +642,7 @@ pub enum Durable {
 
 impl Durable {
     /// Waits for the object's own syncs, if it has any (a carried one is durable with its line).
-    pub fn wait(self) -> Result<(), StoreError> {
+    pub(crate) fn wait(self) -> Result<(), StoreError> {
         match self {
             Durable::Pending(p) => p.wait(),
             Durable::Journaled(j) => j.confirm(),
@@ -936,7 +936,7 @@ impl Pending {
     }
 
     /// Waits for the object's syncs.
-    pub fn wait(mut self) -> Result<(), StoreError> {
+    pub(crate) fn wait(mut self) -> Result<(), StoreError> {
         self.join()
     }
 

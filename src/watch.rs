@@ -207,7 +207,7 @@ pub struct Places {
 
 impl Places {
     /// For the checkout whose work tree is `root` (canonicalized here).
-    pub fn of(root: &Path) -> Result<Places, Why> {
+    pub(crate) fn of(root: &Path) -> Result<Places, Why> {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let dir = run_dir()?;
         let key = &crate::sha::hex(&sha2_digest(root.to_string_lossy().as_bytes()))[..16];
@@ -221,12 +221,12 @@ fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Whether the claim file names a live process (a watcher runs or is starting).
-pub fn claimed(places: &Places) -> bool {
+pub(crate) fn claimed(places: &Places) -> bool {
     held(&places.claim)
 }
 
 /// Whether the claim file at `path` ("pid start", see [`claim`]) names a live process.
-pub fn held(path: &Path) -> bool {
+pub(crate) fn held(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
     let mut it = text.split_whitespace();
     let (Some(pid), Some(start)) = (it.next().and_then(|p| p.parse().ok()), it.next().and_then(|s| s.parse().ok()))
@@ -254,7 +254,7 @@ impl Drop for Claim {
 
 /// Takes the claim file `path` (created exclusively), or `None` while a live process holds it;
 /// one left by a process that is gone (kill -9) is taken over.
-pub fn claim(path: &Path) -> io::Result<Option<Claim>> {
+pub(crate) fn claim(path: &Path) -> io::Result<Option<Claim>> {
     for _ in 0..2 {
         match crate::fsutil::open_private(path, std::fs::OpenOptions::new().write(true).create_new(true)) {
             Ok(mut f) => {
@@ -293,7 +293,7 @@ fn zombie(pid: u32) -> bool {
 
 /// Starts the watcher `exe args…` detached ([`spawn_detached`]) unless a watcher holds the
 /// checkout's claim. Returns whether one was started.
-pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
+pub(crate) fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
     if claimed(places) {
         return Ok(false);
     }
@@ -330,7 +330,7 @@ pub(crate) fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resul
 /// Asks the checkout's watcher for the paths changed since `since`, behind a cookie written
 /// into `cookie_dir` (the project's `.walj/`, which the watcher watches): waits at most
 /// `wait` in all.
-pub fn sync(
+pub(crate) fn sync(
     places: &Places,
     cookie_dir: &Path,
     since: Option<&Clock>,
@@ -488,7 +488,7 @@ pub(crate) fn is_absence(why: &str) -> bool {
 /// the claim (a live process holds it or not) and the observer file `observed` (each watcher's
 /// `start`, and whether it wrote `exit` on its way out). `walj doctor` and the records of a
 /// killed command's changes say it where a snapshot found no watcher listening.
-pub fn absence(places: Option<&Places>, observed: &Path) -> String {
+pub(crate) fn absence(places: Option<&Places>, observed: &Path) -> String {
     #[cfg(unix)]
     let listens = |p: &Places| std::os::unix::net::UnixStream::connect(&p.socket).is_ok();
     #[cfg(not(unix))]

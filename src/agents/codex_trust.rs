@@ -133,7 +133,7 @@ pub fn entries(file: &Path, root: &Value, ours: &dyn Fn(&Value) -> bool) -> Vec<
 }
 
 /// `$CODEX_HOME` (default `~/.codex`).
-pub fn codex_home() -> PathBuf {
+pub(crate) fn codex_home() -> PathBuf {
     match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => super::install::home().join(".codex"),
@@ -141,7 +141,7 @@ pub fn codex_home() -> PathBuf {
 }
 
 /// The user config holding hook trust.
-pub fn config_path() -> PathBuf {
+pub(crate) fn config_path() -> PathBuf {
     codex_home().join("config.toml")
 }
 

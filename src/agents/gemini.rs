@@ -46,7 +46,7 @@ pub(crate) fn phase(name: &str) -> Option<Phase> {
     })
 }
 
-pub fn parse(v: &Value) -> Event<'_> {
+pub(crate) fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let mut ev = Event::common(Agent::Gemini, v, phase);
     let ph = ev.phase;

@@ -25,12 +25,12 @@ pub enum Scope {
 }
 
 /// `$HOME` (or `/`).
-pub fn home() -> PathBuf {
+pub(crate) fn home() -> PathBuf {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// `$COPILOT_HOME` (default `~/.copilot`).
-pub fn copilot_home() -> PathBuf {
+pub(crate) fn copilot_home() -> PathBuf {
     match std::env::var_os("COPILOT_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => home().join(".copilot"),
@@ -38,7 +38,7 @@ pub fn copilot_home() -> PathBuf {
 }
 
 /// The settings file walj's hooks for `agent` go into.
-pub fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
+pub(crate) fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
     match (agent, scope) {
         (Agent::Codex, Scope::Project) => root.join(".codex").join("hooks.json"),
         (Agent::Codex, Scope::User) => codex_trust::codex_home().join("hooks.json"),
@@ -68,7 +68,7 @@ const GEMINI_TOOLS: Option<&str> = Some("write_file|replace|run_shell_command");
 
 /// The hooks walj installs for `agent` (Claude Code: `crate::claude::events`). Gemini CLI's
 /// `PreCompress` is left out: 0.61.0 fires it before every model request, compacting or not.
-pub fn hooks(agent: Agent) -> &'static [Hook] {
+pub(crate) fn hooks(agent: Agent) -> &'static [Hook] {
     match agent {
         Agent::Codex => CODEX_HOOKS,
         Agent::Gemini => GEMINI_HOOKS,
@@ -106,7 +106,7 @@ const COPILOT_HOOKS: &[Hook] = &[
 ];
 
 /// The hook command for `agent`: `<base> --agent NAME` (`base`: `walj hook` or this walj's path).
-pub fn command(base: &str, agent: Agent) -> String {
+pub(crate) fn command(base: &str, agent: Agent) -> String {
     format!("{} --agent {}", base.trim(), agent.name())
 }
 
@@ -124,7 +124,7 @@ pub(crate) fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool
 }
 
 /// The handler object walj adds for one event.
-pub fn handler(agent: Agent, event: &str, cmd: &str) -> Value {
+pub(crate) fn handler(agent: Agent, event: &str, cmd: &str) -> Value {
     match agent {
         // Codex waits at most 3 s for SessionEnd hooks.
         Agent::Codex => {
@@ -147,7 +147,7 @@ pub struct Outcome {
 }
 
 /// Installs walj's hooks for `agent` (not Claude Code) in `scope`.
-pub fn install(
+pub(crate) fn install(
     agent: Agent,
     scope: Scope,
     root: &Path,
@@ -310,7 +310,7 @@ fn hooks_of(agent: Agent) -> impl Iterator<Item = &'static str> {
 
 /// Takes walj's hooks for `agent` out of its settings file (and, for Codex, their trust out
 /// of `$CODEX_HOME/config.toml`). Copilot's `walj.json` is removed when nothing else is left.
-pub fn uninstall(
+pub(crate) fn uninstall(
     agent: Agent,
     scope: Scope,
     root: &Path,

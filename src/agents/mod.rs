@@ -112,7 +112,7 @@ impl std::fmt::Display for Agent {
 /// carries another agent's marks. Claude Code's payloads have no `timestamp`, no camelCase
 /// `sessionId` and no `turn_id`: three lookups in a small map, so Claude Code's path pays
 /// nothing measurable.
-pub fn detect(v: &Value) -> Agent {
+pub(crate) fn detect(v: &Value) -> Agent {
     let Some(o) = v.as_object() else { return Agent::ClaudeCode };
     if o.contains_key("sessionId") || o.contains_key("toolName") || o.contains_key("toolArgs") {
         return Agent::Copilot;
@@ -136,7 +136,7 @@ pub fn detect(v: &Value) -> Agent {
 
 /// Parses a payload (already JSON) into the event model, with the agent given by `--agent` or
 /// else [`detect`]ed.
-pub fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::payload::Payload) -> Event<'a> {
+pub(crate) fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::payload::Payload) -> Event<'a> {
     match agent.unwrap_or_else(|| detect(v)) {
         Agent::ClaudeCode => claude::parse(claude),
         Agent::Codex => codex::parse(v),

@@ -63,7 +63,7 @@ const UPDATE: &str = "*** Update File: ";
 const MOVE: &str = "*** Move to: ";
 
 /// The files of a patch, in order.
-pub fn parse(text: &str) -> Vec<FilePatch> {
+pub(crate) fn parse(text: &str) -> Vec<FilePatch> {
     let mut out: Vec<FilePatch> = Vec::new();
     for raw in text.lines() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -126,7 +126,7 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
 /// `old` with the chunks applied, the way `apply_patch` does it: each chunk's old lines are
 /// found at or after the previous chunk (after its `@@` context line, when it has one), then
 /// replaced; the result ends with a newline. `None` when a chunk does not match.
-pub fn apply(old: &str, chunks: &[Chunk]) -> Option<String> {
+pub(crate) fn apply(old: &str, chunks: &[Chunk]) -> Option<String> {
     let mut lines: Vec<String> = old.lines().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
     let mut cursor = 0usize;
     for c in chunks {

@@ -145,7 +145,7 @@ pub enum Owner {
 
 impl Owner {
     /// The index of the command the change is listed under.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Owner::Decided(i) | Owner::Undecided(i) => i,
         }
@@ -157,7 +157,7 @@ impl Owner {
 /// is not exact), the only one, else the one whose command alone points at the file most
 /// strongly (`names[i]`, see [`evidence`]), else none: undecided, listed under the first opened.
 /// Every change has exactly one owner.
-pub fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], at: At, margin: i64) -> Option<Owner> {
+pub(crate) fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], at: At, margin: i64) -> Option<Owner> {
     let first = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(|&i| (windows[i].open, windows[i].id));
     let mut open_then: Vec<usize> = match at {
         At::Exact(t) => saw.iter().copied().filter(|&i| windows[i].open_at(t, margin)).collect(),
@@ -238,7 +238,7 @@ pub(crate) fn claude_temp_of(rel: &str) -> Option<&str> {
 
 /// A command line as a candidate is named by (`candidate_commands`): blanks and line breaks
 /// folded to one space, cut to `max` characters with `…`.
-pub fn shortened(command: &str, max: usize) -> String {
+pub(crate) fn shortened(command: &str, max: usize) -> String {
     let folded = command.split_whitespace().collect::<Vec<_>>().join(" ");
     if folded.chars().count() <= max {
         return folded;

@@ -25,7 +25,7 @@ pub(crate) struct GitForm {
 impl GitForm {
     /// Reads the configuration of `repo`; `index` (the current one) tells whether any
     /// `.gitattributes` is tracked.
-    pub fn of(repo: &git2::Repository, index: Option<&[gitindex::Entry]>) -> GitForm {
+    pub(crate) fn of(repo: &git2::Repository, index: Option<&[gitindex::Entry]>) -> GitForm {
         let cfg = repo.config().ok();
         let get = |k: &str| cfg.as_ref().and_then(|c| c.get_string(k).ok()).map(|v| v.to_ascii_lowercase());
         let autocrlf = get("core.autocrlf").is_some_and(|v| matches!(v.as_str(), "true" | "yes" | "on" | "1"));

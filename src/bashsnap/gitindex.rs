@@ -34,7 +34,7 @@ const HASH: usize = 20;
 
 impl Entry {
     /// The blob id, hex.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         crate::sha::hex(&self.oid)
     }
 }
@@ -54,7 +54,7 @@ fn path_text(bytes: Vec<u8>) -> String {
 /// never read. An index written with `index.skipHash` (git's `feature.manyFiles`: an all-zero
 /// trailer, which a zeroed tail also has) passes only when the repository writes such indexes
 /// (`skip_hash`: the live index has one too) and at the length the original had (`len`).
-pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
+pub(crate) fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
     let Ok(data) = std::fs::read(path) else { return false };
     let Some(body) = data.len().checked_sub(HASH) else { return false };
     let trailer = &data[body..];
@@ -74,7 +74,7 @@ pub(crate) fn skips_hash(path: &Path) -> bool {
 }
 
 /// Reads `path` (a `.git/index`). `None`: not readable here, use libgit2.
-pub fn read(path: &Path) -> Option<Vec<Entry>> {
+pub(crate) fn read(path: &Path) -> Option<Vec<Entry>> {
     let data = std::fs::read(path).ok()?;
     parse(&data)
 }
@@ -100,7 +100,7 @@ fn varint(d: &[u8], at: &mut usize) -> Option<usize> {
     Some(v)
 }
 
-pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
+pub(crate) fn parse(d: &[u8]) -> Option<Vec<Entry>> {
     if d.get(0..4)? != b"DIRC" {
         return None;
     }
@@ -212,7 +212,7 @@ pub(crate) fn is_exec_mode(mode: u32) -> bool {
 }
 
 /// The stage-0 entry of `path` in sorted `entries`.
-pub fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
+pub(crate) fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
     let i = entries.partition_point(|e| e.path.as_bytes() < path.as_bytes());
     entries[i..].iter().take_while(|e| e.path == path).find(|e| e.stage == 0)
 }

@@ -71,7 +71,7 @@ pub struct Reconciled {
 
 /// Brings the killed foreground commands of the sessions in `fold` into it: see the module
 /// documentation. `fold` was loaded with `opts`; its entries gain the commands' children.
-pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reconciled {
+pub(crate) fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reconciled {
     let mut out = Reconciled::default();
     let dir = bash_dir(project);
     let candidates = candidates(&dir);
@@ -521,7 +521,7 @@ fn derive(
 }
 
 /// A journal timestamp as milliseconds since the epoch.
-pub fn ms(ts: &str) -> Option<i64> {
+pub(crate) fn ms(ts: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(ts).ok().map(|t| t.timestamp_millis())
 }
 

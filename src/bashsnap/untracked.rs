@@ -67,7 +67,7 @@ pub(crate) struct Known<'a> {
 }
 
 impl<'a> Known<'a> {
-    pub fn new(mut paths: Vec<&'a str>) -> Known<'a> {
+    pub(crate) fn new(mut paths: Vec<&'a str>) -> Known<'a> {
         // git writes its index sorted byte-wise; an index read through libgit2 may not be.
         if !paths.is_sorted() {
             paths.sort_unstable();
@@ -202,7 +202,7 @@ pub(super) const NESTED_NEW_NS: i64 = 20_000_000;
 /// `.git` was made since `since_ns` (the base snapshot's time, within [`NESTED_NEW_NS`]): the
 /// files a command wrote into a folder it also `git init`s are that command's.
 #[allow(clippy::too_many_arguments)]
-pub fn walk(
+pub(crate) fn walk(
     repo: &Repository,
     root: &Path,
     prefix: &str,
@@ -358,7 +358,7 @@ fn read(
 /// What decides "untracked, not ignored" besides the folders themselves, as one string;
 /// `None` when the cache must not be used (a file system not known to keep folder times,
 /// or a rule file changed within `racy_ns`).
-pub fn fingerprint(
+pub(crate) fn fingerprint(
     repo: &Repository,
     index: Option<&Stamp>,
     workdir: &Path,

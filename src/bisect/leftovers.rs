@@ -88,7 +88,7 @@ pub struct TempDir {
 }
 
 impl TempDir {
-    pub fn new() -> Result<TempDir, BisectError> {
+    pub(crate) fn new() -> Result<TempDir, BisectError> {
         let base =
             scratch_base().map_err(|e| BisectError::Io { path: PathBuf::from("~/.cache/walj/bisect"), source: e })?;
         let start = crate::procinfo::own_start().unwrap_or(0);
@@ -279,7 +279,7 @@ impl Guard {
     /// Starts the guard (the running `walj` binary, in a process group of its own so that a
     /// Ctrl-C meant for the bisect does not end it). Without one (not the `walj` binary, or
     /// it cannot start) the bisect goes on and the next walj command sweeps.
-    pub fn start() -> Guard {
+    pub(crate) fn start() -> Guard {
         let none = Guard { pipe: Mutex::new(None), child: Mutex::new(None) };
         let Ok(exe) = std::env::current_exe() else { return none };
         if exe.file_stem().is_none_or(|s| s != "walj") {
@@ -311,17 +311,17 @@ impl Guard {
     }
 
     /// The folder to remove should the bisect die.
-    pub fn folder(&self, path: &Path) {
+    pub(crate) fn folder(&self, path: &Path) {
         self.tell(&format!("dir {}", path.display()));
     }
 
     /// The command's process group now running (`None`: none).
-    pub fn group(&self, pgid: Option<u32>) {
+    pub(crate) fn group(&self, pgid: Option<u32>) {
         self.tell(&format!("group {}", pgid.unwrap_or(0)));
     }
 
     /// The bisect ends normally: the guard leaves everything to it.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.tell("end");
         if let Ok(mut p) = self.pipe.lock() {
             *p = None;

@@ -170,7 +170,7 @@ pub struct Flaky {
 }
 
 impl Report {
-    pub fn culprit(&self) -> Option<&Step> {
+    pub(crate) fn culprit(&self) -> Option<&Step> {
         match self.found {
             Found::Culprit(k) => self.steps.get(k - 1),
             _ => None,
@@ -209,7 +209,7 @@ impl Report {
     }
 
     /// Why no culprit could be named (`None` when one is).
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         let n = self.steps.len();
         Some(match &self.found {
             Found::Culprit(_) => return None,
@@ -234,7 +234,7 @@ impl Report {
 
 /// Runs a bisect over the steps of `opts.scope`. `load` reads the journal's fold afresh (with
 /// settled entries kept); in place it is read again around every revert and undo.
-pub fn bisect(
+pub(crate) fn bisect(
     project: &Project,
     load: Loader<'_>,
     opts: &Options,

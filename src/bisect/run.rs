@@ -50,7 +50,7 @@ pub(crate) struct Tested {
 }
 
 impl Runner {
-    pub fn new(argv: Vec<OsString>, timeout: Option<Duration>, runs: usize, out: PathBuf) -> Runner {
+    pub(crate) fn new(argv: Vec<OsString>, timeout: Option<Duration>, runs: usize, out: PathBuf) -> Runner {
         let interrupted = Arc::new(AtomicBool::new(false));
         #[cfg(unix)]
         {
@@ -62,12 +62,12 @@ impl Runner {
         Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted, guard: None }
     }
 
-    pub fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
 
     /// Runs the command `runs` times in `dir` on state `state`.
-    pub fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
+    pub(crate) fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
         self.test_labeled(dir, &state.to_string())
     }
 

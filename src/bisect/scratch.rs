@@ -106,7 +106,7 @@ impl Scratch {
     /// file is opened beneath `from` through no link (a file under a linked folder is not
     /// copied, and named), a link is copied as a link (its target text, never followed), and
     /// each copy is created beneath `to` through no link.
-    pub fn copy(from: &Path, to: &Path, with_ignored: bool) -> Result<Scratch, BisectError> {
+    pub(crate) fn copy(from: &Path, to: &Path, with_ignored: bool) -> Result<Scratch, BisectError> {
         let src = Dir::open(from).map_err(|e| BisectError::Io { path: from.to_path_buf(), source: e })?;
         let dst = Dir::open(to).map_err(|e| BisectError::Io { path: to.to_path_buf(), source: e })?;
         let mut dirs: HashMap<PathBuf, (Dir, Dir)> = HashMap::new();
@@ -159,7 +159,7 @@ impl Scratch {
     /// Sets the touched paths to one state's contents (only the ones that differ), beneath
     /// the copy's root through no link, for writes and deletions alike. `Ok(Some(why))`: the
     /// state cannot be built there (a link or a file on the way): not built, named.
-    pub fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<Option<String>, BisectError> {
+    pub(crate) fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<Option<String>, BisectError> {
         let mut refused = Vec::new();
         for (rel, c) in contents {
             let blob = c.blob();

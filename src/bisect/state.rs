@@ -41,7 +41,7 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn blob(&self) -> Blob {
+    pub(crate) fn blob(&self) -> Blob {
         match self {
             Content::Absent => Blob::Absent,
             Content::Bytes(b) => Blob::Id(crate::store::blob_id(b)),
@@ -62,7 +62,7 @@ pub struct States {
 }
 
 impl States {
-    pub fn new(project: &Project, steps: &[Step]) -> States {
+    pub(crate) fn new(project: &Project, steps: &[Step]) -> States {
         let mut touches: BTreeMap<String, Vec<Touch>> = BTreeMap::new();
         for s in steps {
             for c in &s.changes {
@@ -87,7 +87,7 @@ impl States {
     }
 
     /// Every path a state writes.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
         self.touches.keys().map(String::as_str)
     }
 
@@ -101,7 +101,7 @@ impl States {
     }
 
     /// The blob id (or absence) of every path at state `k`, without reading the store.
-    pub fn blobs(&self, k: usize) -> Result<BTreeMap<String, Blob>, Unbuildable> {
+    pub(crate) fn blobs(&self, k: usize) -> Result<BTreeMap<String, Blob>, Unbuildable> {
         let mut out = BTreeMap::new();
         for path in self.touches.keys() {
             match self.blob_at(path, k) {
@@ -120,7 +120,7 @@ impl States {
     }
 
     /// The content of every path at state `k`.
-    pub fn contents(&mut self, k: usize) -> Result<BTreeMap<String, Content>, Unbuildable> {
+    pub(crate) fn contents(&mut self, k: usize) -> Result<BTreeMap<String, Content>, Unbuildable> {
         let blobs = self.blobs(k)?;
         let mut out = BTreeMap::new();
         for (path, blob) in blobs {
@@ -184,7 +184,7 @@ impl States {
     }
 
     /// The states `0..=n` that cannot be built (each with its first reason).
-    pub fn unbuildable(&mut self) -> Vec<Unbuildable> {
+    pub(crate) fn unbuildable(&mut self) -> Vec<Unbuildable> {
         (0..=self.n).filter_map(|k| self.contents(k).err()).collect()
     }
 }

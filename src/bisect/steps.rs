@@ -53,7 +53,7 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn combined(&self) -> bool {
+    pub(crate) fn combined(&self) -> bool {
         self.members.len() > 1
     }
     /// The entry ids `walj revert` takes to undo this step alone.
@@ -146,7 +146,7 @@ fn in_scope(e: &Entry, scope: &Scope) -> bool {
 
 /// The steps of `scope`, in the order they were applied, and the entries left out.
 /// `fold` must be loaded with `keep_settled` (every entry, persisted ones too).
-pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, Vec<LeftOut>), BisectError> {
+pub(crate) fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, Vec<LeftOut>), BisectError> {
     let lines = read_lines(journal)?;
     let scope = match scope {
         Scope::LastSession => {

@@ -52,7 +52,7 @@ impl HookEvent {
         }
     }
 
-    pub fn parse(s: &str) -> Option<HookEvent> {
+    pub(crate) fn parse(s: &str) -> Option<HookEvent> {
         HookEvent::ALL.into_iter().find(|e| e.name() == s)
     }
 

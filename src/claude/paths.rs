@@ -37,7 +37,7 @@ pub enum SettingsScope {
 impl SettingsScope {
     pub const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             SettingsScope::Project => "project",
             SettingsScope::Local => "local",

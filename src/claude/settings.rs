@@ -45,7 +45,8 @@ pub struct InstallReport {
 
 impl InstallReport {
     /// Whether the file was written.
-    pub fn changed(&self) -> bool {
+    #[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+    pub(crate) fn changed(&self) -> bool {
         !self.added.is_empty()
     }
 }
@@ -191,7 +192,7 @@ pub(crate) fn plain_words(command: &str) -> Option<Vec<String>> {
 
 /// The handler object walj writes for `command` (a command line: `walj hook`, `'/x/walj'
 /// hook`): exec form when `form` asks for it and `command` is [`plain_words`], else shell form.
-pub fn handler(command: &str, form: HookForm) -> Value {
+pub(crate) fn handler(command: &str, form: HookForm) -> Value {
     match (form, plain_words(command)) {
         (HookForm::Exec, Some(words)) => exec_handler(&words[0], &words[1..]),
         _ => json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}),
@@ -215,7 +216,7 @@ pub(crate) enum HookRun<'a> {
 
 impl<'a> HookRun<'a> {
     /// `None` when the handler has no command, or `args` is not a list of strings.
-    pub fn of(handler: &'a Value) -> Option<HookRun<'a>> {
+    pub(crate) fn of(handler: &'a Value) -> Option<HookRun<'a>> {
         let command = handler.get("command").or_else(|| handler.get("bash")).and_then(Value::as_str)?;
         match handler.get("args") {
             None => Some(HookRun::Shell(command)),
@@ -230,7 +231,7 @@ impl<'a> HookRun<'a> {
     /// How walj names it in messages and `walj doctor --json`: a shell form's command line
     /// (trimmed), an exec form's words as a JSON list (`["walj","hook"]`), so the two forms of
     /// the same command stay apart (Claude Code runs both).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             HookRun::Shell(c) => c.trim().to_string(),
             HookRun::Exec { program, args } => {

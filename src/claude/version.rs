@@ -43,7 +43,7 @@ fn is_executable(p: &std::path::Path) -> bool {
 
 /// Runs `claude --version` (the one on PATH); `None` when there is none or it gives no answer
 /// in time.
-pub fn installed() -> Option<Installed> {
+pub(crate) fn installed() -> Option<Installed> {
     let program = on_path()?;
     let mut child = Command::new(&program)
         .arg("--version")

@@ -41,7 +41,7 @@ pub struct CompleteIdsArgs {
 
 /// Prints the completion script on stdout.
 /// `cli` is walj's command line (`cli::Cli::command()`, handed down: cmd never reaches up to cli).
-pub fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Result<i32> {
+pub(crate) fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     out.write_all(script(args.shell, cli).as_bytes())?;
     out.flush()?;
@@ -49,7 +49,7 @@ pub fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Resul
 }
 
 /// clap_complete's script for `shell`, with id completion for bash, zsh and fish.
-pub fn script(shell: Shell, cli: &clap::Command) -> String {
+pub(crate) fn script(shell: Shell, cli: &clap::Command) -> String {
     let mut raw = Vec::new();
     clap_complete::generate(shell, &mut visible_command(cli), "walj", &mut raw);
     let script = String::from_utf8_lossy(&raw).into_owned();
@@ -199,7 +199,7 @@ fn long<'c>(cmd: &'c clap::Command, name: &str) -> Option<&'c clap::Arg> {
 
 /// What the word at `cword` of `words` (a walj command line as a shell split it: bash splits
 /// `--session=x` into `--session`, `=`, `x`) is: `None` unless an entry or session id.
-pub fn want(words: &[String], cword: usize, cli: &clap::Command) -> Option<Want> {
+pub(crate) fn want(words: &[String], cword: usize, cli: &clap::Command) -> Option<Want> {
     let mut root = cli.clone();
     root.build();
     let before = words.get(..cword)?;
@@ -288,7 +288,7 @@ pub(crate) fn global_of(words: &[String]) -> super::Global {
 const MAX_CANDIDATES: usize = 500;
 
 /// The candidates for `want`, newest first: (value, description).
-pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
+pub(crate) fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
     let typed = want.typed.to_ascii_lowercase();
     let starts = |s: &str| s.to_ascii_lowercase().starts_with(&typed);
     let mut out = Vec::new();

@@ -84,7 +84,7 @@ pub(crate) fn config_problem(project: &Project) -> Option<crate::config::ConfigE
 /// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
 /// [`EXIT_UNRESOLVED`] when there are some.
 /// `from_transcripts`: `--from-transcripts` ran just before (its hint is not given again).
-pub fn recover(
+pub(crate) fn recover(
     project: &Project,
     json_out: bool,
     session: Option<String>,
@@ -304,7 +304,7 @@ fn log_json_of(
         .collect()
 }
 
-pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
+pub(crate) fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
     let (fold, remotes) = log_parts(project, session)?;
     let entries: Vec<_> = fold.entries.iter().collect();
@@ -333,7 +333,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     // Counts only: no id is shown.
     let fold = load_fold(project, &FoldOptions::default())?;
     // The sessions `walj sessions` lists (not the marks-only ones a compaction or a bundle

@@ -126,7 +126,7 @@ fn catch_up(project: &Project, state: &SessionState) {
 // ---------------------------------------------------------------------------------------------
 // sessions list / show
 
-pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let sessions = SessionState::list(project)?;
     // Other machines' sessions (`walj sync`), after this checkout's.
     let remotes = super::load::remotes(project, &crate::fold::FoldOptions::default());
@@ -234,7 +234,7 @@ pub(crate) fn show_json_value(project: &Project, sid: &str, foreign: bool) -> an
     Ok(v)
 }
 
-pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&show_json_value(project, sid, false)?)?)?;
@@ -480,7 +480,7 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
 // ---------------------------------------------------------------------------------------------
 // delete / resume / transcript
 
-pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
+pub(crate) fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     let (sid, yes, force, dry_run) = (args.sid.as_str(), args.confirm.yes, args.force, args.dry_run);
     let state = SessionState::load(project, sid)?;
     let s = &state.info;
@@ -516,7 +516,7 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
+pub(crate) fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     let state = match SessionState::load(project, &args.sid) {
         // Only briefs or marks here (an earlier resume of another machine's session, before
         // it ran here): that machine's session.
@@ -599,7 +599,7 @@ fn local_brief(project: &Project, state: &mut SessionState, head: &str) -> brief
 /// source is walj's safe copy (caught up first: it keeps lines the original lost), else the
 /// original. Refused while the session's Claude Code process runs. The session's brief goes
 /// to the repaired session's start (and only to it).
-pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
+pub(crate) fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
     use crate::session::repair;
     let mut state = SessionState::load(project, &args.sid)?;
     if state.status == SessionStatus::Live {
@@ -894,7 +894,7 @@ pub(crate) fn transcript_cmd(
 // ---------------------------------------------------------------------------------------------
 // export / import
 
-pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
+pub(crate) fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     let ExportArgs { sid, output, encrypt, recipient: recipients, force, keep_transcript_secrets } = args;
     let (sid, output) = (sid.as_str(), output.as_path());
     if output.exists() && !force {
@@ -954,7 +954,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// The project's `[limits]` with these flags over them.
-    pub fn limits(&self, project: &Project) -> crate::config::Limits {
+    pub(crate) fn limits(&self, project: &Project) -> crate::config::Limits {
         let (cfg, _) = crate::config::Config::load_or_default(&project.config_path(), |e| eprintln!("walj: {e}"));
         let mut l = cfg.limits;
         l.max_decoded = self.max_decoded.unwrap_or(l.max_decoded);
@@ -972,7 +972,7 @@ pub(crate) const EXIT_BUNDLE_REFUSED: i32 = 2;
 /// terminal (off one it refuses without `--yes`, exit 1, naming the flag), then writes it.
 /// `--dry-run` stops after saying; `--json` prints the report (`outcomes` as every action's).
 /// The undo is `walj sessions delete SID`.
-pub fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+pub(crate) fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
     let ImportArgs { file, identity, confirm, dry_run, json, limits } = args;
     let file = file.as_path();
     let limits = limits.limits(project);

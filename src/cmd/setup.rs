@@ -164,7 +164,7 @@ pub(crate) fn npm_direct_command() -> Option<String> {
 }
 
 impl SettingsArgs {
-    pub fn scope(&self) -> SettingsScope {
+    pub(crate) fn scope(&self) -> SettingsScope {
         if self.user {
             SettingsScope::User
         } else if self.local {
@@ -748,7 +748,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
+pub(crate) fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
     let command = hook_command(args.command);
     let config_dir = paths::config_dir_or_default();
     let mut plugin_dirs = args.plugin_dir;

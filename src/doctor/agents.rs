@@ -36,7 +36,7 @@ fn finding(level: Level, message: String) -> DoctorFinding {
 
 /// Checks every agent's settings files for walj's hooks (`base`: the hook command `walj
 /// install` writes, without `--agent`).
-pub fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentInfo>) {
+pub(crate) fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentInfo>) {
     let mut findings = Vec::new();
     let mut infos = Vec::new();
     for agent in Agent::OTHERS {

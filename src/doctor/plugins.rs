@@ -35,7 +35,7 @@ pub(crate) struct PluginInstall {
 }
 
 impl PluginInstall {
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.enabled_in {
             Some(_) => format!("plugin {}", self.id),
             None => format!("plugin {}", self.root.display()),

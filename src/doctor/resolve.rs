@@ -57,7 +57,7 @@ pub(crate) enum Program {
 }
 
 /// Finds the program `command` runs (its first word, after variable assignments and `exec`).
-pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
+pub(crate) fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
     let word = match first_word(command, &|name| env.var(name, plugin_root), env.home().as_deref()) {
         Ok(Some(w)) => w,
         Ok(None) => return Program::Missing("the command is empty".into()),

@@ -124,7 +124,7 @@ pub struct IdIndex {
 
 impl IdIndex {
     /// The index of `ids` alone.
-    pub fn of<'a>(ids: impl IntoIterator<Item = &'a str>) -> IdIndex {
+    pub(crate) fn of<'a>(ids: impl IntoIterator<Item = &'a str>) -> IdIndex {
         let mut ix = IdIndex::default();
         for id in ids {
             ix.add_id(id);
@@ -281,7 +281,7 @@ impl IdIndex {
     /// Every id and session `journal` names (with its side files' records): from the cache
     /// next to a project's journal and the lines after it. The cache is written anew when
     /// more than [`super::snapshot::WRITE_AFTER`] bytes had to be read past it.
-    pub fn load(journal: &Path) -> io::Result<IdIndex> {
+    pub(crate) fn load(journal: &Path) -> io::Result<IdIndex> {
         Self::load_with(journal, super::snapshot::WRITE_AFTER)
     }
 
@@ -322,7 +322,7 @@ impl IdIndex {
 /// The cache of `journal`'s ids: `ids.idx` next to a project's `.walj/journal.jsonl`; `None`
 /// for any other journal (`--journal` files are read in full each time, as the fold reads
 /// them; other machines' copies are cached elsewhere, [`IdIndex::load_at`]).
-pub fn path(journal: &Path) -> Option<PathBuf> {
+pub(crate) fn path(journal: &Path) -> Option<PathBuf> {
     let dir = journal.parent()?.file_name()?;
     (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("ids.idx"))
 }
@@ -402,7 +402,7 @@ impl ShortIds {
     }
 
     /// Short ids unique among every id `journal` names ([`IdIndex::load`]).
-    pub fn load(journal: &Path) -> io::Result<ShortIds> {
+    pub(crate) fn load(journal: &Path) -> io::Result<ShortIds> {
         Ok(ShortIds { index: Some(Arc::new(IdIndex::load(journal)?)), extra: IdIndex::default() })
     }
 
@@ -466,7 +466,7 @@ impl ShortIds {
     /// form's shortest unique start, together at least [`Self::MIN`] characters; when no start
     /// is unique (another id is longer), the whole typeable form if no other id has that form,
     /// else the whole id; the whole typeable form without an index.
-    pub fn split<'a>(&self, id: &'a str) -> (&'a str, &'a str) {
+    pub(crate) fn split<'a>(&self, id: &'a str) -> (&'a str, &'a str) {
         let t = typeable(id);
         let Some(index) = self.index.as_deref() else { return (t, "") };
         match self.unique_len(index, id).filter(|_| t.is_ascii()) {
@@ -495,7 +495,7 @@ impl ShortIds {
     }
 
     /// A session as shown.
-    pub fn session<'a>(&self, session: &'a str) -> &'a str {
+    pub(crate) fn session<'a>(&self, session: &'a str) -> &'a str {
         let (u, rest) = self.session_split(session);
         &session[..u.len() + rest.len()]
     }

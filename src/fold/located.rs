@@ -362,11 +362,6 @@ impl LineIndex {
         out
     }
 
-    /// How many sessions the index holds (tests).
-    pub fn sessions(&self) -> usize {
-        self.keys.len()
-    }
-
     /// The encoded body of everything indexed (the cache and the tail).
     fn encode(&self) -> Option<Vec<u8>> {
         let mut blob = Vec::new();
@@ -553,7 +548,7 @@ pub fn load_writing_after(journal: &Path, write_after: u64) -> Option<LineIndex>
 }
 
 /// The session holding every id of `typed`, from the index (see [`LineIndex::session_of`]).
-pub fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
+pub(crate) fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
     load(journal)?.session_of(typed)
 }
 

@@ -59,7 +59,7 @@ pub enum IdError {
 
 /// The first `n` characters of `s`, for showing ids and hashes read from the journal
 /// (never cuts a character: those strings are user data, not always hex).
-pub fn abbrev(s: &str, n: usize) -> &str {
+pub(crate) fn abbrev(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 

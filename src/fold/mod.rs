@@ -30,7 +30,7 @@ use crate::journal::{ScanReport, Source};
 pub(crate) use apply::{Pairing, todo_from_json};
 pub use ids::ShortIds;
 pub(crate) use lookup::IdError;
-pub use lookup::abbrev;
+pub(crate) use lookup::abbrev;
 pub(crate) use lookup::{id_starts_with, typeable};
 pub(crate) use model::{
     Action, Entry, Handoff, InFlightCheck, SessionInfo, SessionStatus, Subagent, UNLISTED_SAMPLE, Unseen,
@@ -351,7 +351,7 @@ impl Fold {
     }
 
     /// Entries of one session, in journal order.
-    pub fn entries_of<'a>(&'a self, session: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+    pub(crate) fn entries_of<'a>(&'a self, session: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
         self.entries.iter().filter(move |e| e.session == session)
     }
 

@@ -38,7 +38,7 @@ impl EntryState {
         }
     }
     /// What `recover` reports.
-    pub fn is_unresolved(self) -> bool {
+    pub(crate) fn is_unresolved(self) -> bool {
         matches!(self, EntryState::InFlight | EntryState::Applied | EntryState::Failed | EntryState::Drifted)
     }
     pub(crate) fn from_how(h: &str) -> Option<EntryState> {
@@ -284,7 +284,7 @@ impl Entry {
     }
     /// When the change was made, as far as walj knows: a derived entry's ctime, else the
     /// record's time.
-    pub fn when(&self) -> &str {
+    pub(crate) fn when(&self) -> &str {
         self.changed.as_deref().unwrap_or(&self.ts)
     }
     /// The last action not undone.
@@ -465,7 +465,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl Unseen {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Unseen::default()
     }
     /// Read from a record's JSON (`unseen`), ignoring what it does not know.
@@ -515,7 +515,7 @@ pub struct Subagent {
 
 impl Subagent {
     /// A name for people: its type and description (`general-purpose "find the bug"`).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let kind = self.kind.as_deref().unwrap_or("subagent");
         match self.description.as_deref().filter(|d| !d.is_empty()) {
             Some(d) => format!("{kind} \"{d}\""),
@@ -638,11 +638,11 @@ impl SessionInfo {
         }
     }
     /// The coding agent that ran the session (Claude Code unless its records name another).
-    pub fn agent(&self) -> crate::agents::Agent {
+    pub(crate) fn agent(&self) -> crate::agents::Agent {
         crate::agents::Agent::of_record(self.agent.as_deref())
     }
     /// An end record not followed by a new start (resume).
-    pub fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         self.end.as_ref().is_some_and(|(end_ts, _)| self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()))
     }
     /// Reads whether the recorded Claude Code process still runs (`None`: none recorded,
@@ -653,7 +653,7 @@ impl SessionInfo {
             _ => None,
         };
     }
-    pub fn last_prompt(&self) -> Option<&str> {
+    pub(crate) fn last_prompt(&self) -> Option<&str> {
         self.prompts.last().map(|p| p.text.as_str())
     }
     /// The subagent `agent_id` names.

@@ -348,7 +348,7 @@ pub fn load(journal: &Path, opts: &FoldOptions, write_after: u64) -> io::Result<
 
 /// [`load`] with the snapshot kept at `snap` (`None`: not cached): another machine's copy
 /// is cached outside its folder, which is `walj sync`'s (`crate::sync::remotes`).
-pub fn load_at(
+pub(crate) fn load_at(
     journal: &Path,
     snap: Option<PathBuf>,
     opts: &FoldOptions,

@@ -69,7 +69,7 @@ fn check_name(name: &OsStr) -> io::Result<()> {
 impl Dir {
     /// Opens the folder at `path` (links in `path` itself are followed: this is the trusted
     /// start, the project root or a folder of walj's own).
-    pub fn open(path: &Path) -> io::Result<Dir> {
+    pub(crate) fn open(path: &Path) -> io::Result<Dir> {
         #[cfg(unix)]
         {
             use rustix::fs::{Mode, OFlags};
@@ -89,12 +89,12 @@ impl Dir {
     }
 
     /// The folder's path (for messages; never used to write on unix).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The path of `name` in this folder (for messages and for readers by path).
-    pub fn join(&self, name: &OsStr) -> PathBuf {
+    pub(crate) fn join(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)
     }
 
@@ -212,7 +212,7 @@ impl Dir {
     }
 
     /// What is at `name`, without following a link.
-    pub fn kind(&self, name: &OsStr) -> io::Result<Kind> {
+    pub(crate) fn kind(&self, name: &OsStr) -> io::Result<Kind> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -271,7 +271,7 @@ impl Dir {
 
     /// Reads `name` whole when it is a regular file (never through a link, never blocking
     /// on a FIFO); `None` when it is something else.
-    pub fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
         use std::io::Read;
         let Some((mut f, meta)) = self.open_regular(name)? else { return Ok(None) };
         let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
@@ -316,7 +316,7 @@ impl Dir {
 
     /// The target of the symbolic link `name` (read, never followed); `None` when `name` is
     /// not a link.
-    pub fn read_link(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_link(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -356,7 +356,7 @@ impl Dir {
     }
 
     /// Renames `from` here to `to` in `dest` (a plain rename: whatever is there is replaced).
-    pub fn rename(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
         check_name(from)?;
         check_name(to)?;
         #[cfg(unix)]
@@ -376,7 +376,7 @@ impl Dir {
     }
 
     /// Swaps `a` here and `b` in `dest` in one step (`RENAME_EXCHANGE`).
-    pub fn exchange(&self, a: &OsStr, dest: &Dir, b: &OsStr) -> io::Result<Support> {
+    pub(crate) fn exchange(&self, a: &OsStr, dest: &Dir, b: &OsStr) -> io::Result<Support> {
         self.rename_with(a, dest, b, Flag::Exchange)
     }
 
@@ -407,7 +407,7 @@ impl Dir {
     }
 
     /// Removes the file (or empty folder, `dir`) `name`.
-    pub fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
+    pub(crate) fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -422,7 +422,7 @@ impl Dir {
     }
 
     /// Makes renames and new names in this folder durable.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         #[cfg(unix)]
         {
             Ok(rustix::fs::fsync(&self.fd)?)

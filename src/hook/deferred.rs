@@ -38,7 +38,7 @@ fn path(project: &Project, session: &str) -> PathBuf {
 
 /// Keeps `start` waiting for `session`'s first prompt (`None`: the start is in the journal,
 /// only the note waits).
-pub fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Result<()> {
+pub(crate) fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Result<()> {
     let p = path(project, session);
     if let Some(dir) = p.parent() {
         fs::create_dir_all(dir)?;
@@ -52,7 +52,7 @@ pub fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Res
 
 /// What waits for `session`: its start record (`None`: only the note) and the file to
 /// remove once done. `None` when nothing waits; an unreadable file is dropped.
-pub fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf)> {
+pub(crate) fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf)> {
     let p = path(project, session);
     let bytes = fs::read(&p).ok()?;
     let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
@@ -69,7 +69,7 @@ pub fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf
     }
 }
 
-pub fn remove(path: &Path) {
+pub(crate) fn remove(path: &Path) {
     let _ = fs::remove_file(path);
 }
 

@@ -134,7 +134,7 @@ pub struct FileChange {
 }
 
 impl FileChange {
-    pub fn new(path: impl Into<String>, edit: Edit) -> FileChange {
+    pub(crate) fn new(path: impl Into<String>, edit: Edit) -> FileChange {
         FileChange { path: path.into(), edit, before: None, after: None, turn_before: None }
     }
 }
@@ -288,7 +288,7 @@ pub(super) fn first_line(path: &Path) -> Option<Value> {
 
 /// Which agent's session file `path` is, from its first line: `None` for anything else
 /// (Claude Code's transcripts).
-pub fn detect(path: &Path) -> Option<Agent> {
+pub(crate) fn detect(path: &Path) -> Option<Agent> {
     let v = first_line(path)?;
     detect_value(&v)
 }
@@ -308,7 +308,7 @@ fn detect_value(v: &Value) -> Option<Agent> {
 }
 
 /// Parses the session file of `agent` at `path`.
-pub fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
     match agent {
         Agent::Codex => codex::parse(path),
         Agent::Gemini => gemini::parse(path),

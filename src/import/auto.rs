@@ -126,7 +126,7 @@ fn journal_began(project: &Project) -> Option<SystemTime> {
 }
 
 /// Whether SessionStart imports by itself here: `[import] on_start` and no `walj uninstall`.
-pub fn enabled(project: &Project, cfg: &Config) -> bool {
+pub(crate) fn enabled(project: &Project, cfg: &Config) -> bool {
     cfg.import.on_start && !uninstalled_path(project).exists()
 }
 
@@ -191,7 +191,7 @@ pub struct Plan {
 
 impl Plan {
     /// Small enough for SessionStart itself ([`INLINE_BYTES`], [`INLINE_JOURNAL`]).
-    pub fn inline(&self, project: &Project) -> bool {
+    pub(crate) fn inline(&self, project: &Project) -> bool {
         let journal = fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
         self.bytes <= INLINE_BYTES && journal <= INLINE_JOURNAL
     }
@@ -200,7 +200,7 @@ impl Plan {
 /// The transcripts of `project` under Claude Code's folder `config_dir` that hold sessions
 /// `fold` (the journal) does not know from walj's hooks, other than `current` (the session
 /// starting).
-pub fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &Path) -> Plan {
+pub(crate) fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &Path) -> Plan {
     let mut plan = Plan::default();
     let Some(began) = journal_began(project) else { return plan };
     let recent = SystemTime::now().checked_sub(Duration::from_secs(RECENT_DAYS * 24 * 3600));
@@ -242,7 +242,7 @@ pub struct Imported {
 
 impl Imported {
     /// The line the user is told (`None`: nothing was imported).
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         if self.records == 0 {
             return None;
         }
@@ -260,7 +260,7 @@ impl Imported {
 
 /// Imports `plan`'s transcripts and remembers every one looked at. `Ok(None)`: another import
 /// runs (it will do the same).
-pub fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<Imported>, ImportError> {
+pub(crate) fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<Imported>, ImportError> {
     let mut seen = load_seen(project);
     let mut done = Imported::default();
     if !plan.files.is_empty() {

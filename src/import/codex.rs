@@ -31,7 +31,7 @@ pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
     (s(&v, "type") == Some("session_meta")).then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     let mut steps: Vec<Step> = Vec::new();
     // Call id → index of its step.

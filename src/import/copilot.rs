@@ -32,7 +32,7 @@ pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
     (s(&v, "type") == Some("session.start")).then(|| v.pointer("/data/context/cwd")?.as_str().map(PathBuf::from))?
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     let dir = path.parent().unwrap_or(Path::new("."));
     let snapshots = Snapshots::read(dir);

@@ -187,11 +187,7 @@ pub struct ImportReport {
     pub existing: usize,
 }
 
-impl ImportReport {
-    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        self.files.iter().flat_map(|f| f.in_flight.iter())
-    }
-}
+impl ImportReport {}
 
 /// Import options.
 #[derive(Debug, Clone, Default)]

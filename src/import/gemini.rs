@@ -21,7 +21,7 @@ use super::agents::{Call, CallKind, Edit, FileChange, Outcome, SessionFile, Step
 use crate::agents::event::exit_code_in;
 
 /// The project folder a `tmp/<project>` folder belongs to (its `.project_root`).
-pub fn project_root(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn project_root(dir: &Path) -> Option<PathBuf> {
     let s = std::fs::read_to_string(dir.join(".project_root")).ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| PathBuf::from(s))
@@ -50,7 +50,7 @@ struct Message {
     calls: Vec<(String, Value)>,
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     // The project's folder: the working folder of the session (relative paths).
     let root = path.parent().and_then(Path::parent).and_then(project_root);

@@ -31,7 +31,7 @@ use claude::Converter;
 
 /// Imports `files` into `project`'s journal: Claude Code transcripts, and the session files of
 /// Codex CLI, Gemini CLI and Copilot CLI ([`agents`]), each told by its content.
-pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+pub(crate) fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> Result<ImportReport, ImportError> {
     let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
     });

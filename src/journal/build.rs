@@ -26,12 +26,12 @@ pub(crate) const MAX_MESSAGE: usize = 16 * 1024;
 
 /// `text` redacted ([`crate::secrets::redact`]), then cut to `max` bytes: for any text a
 /// user typed.
-pub fn safe(text: &str, max: usize) -> String {
+pub(crate) fn safe(text: &str, max: usize) -> String {
     clip(&crate::secrets::redact(text), max)
 }
 
 /// A `prompt` session record (see [`session`]) of the user's prompt `text`, redacted.
-pub fn prompt(r: Record, text: &str) -> Record {
+pub(crate) fn prompt(r: Record, text: &str) -> Record {
     session(r, kind::PROMPT).with(key::PROMPT, safe(text, MAX_TEXT))
 }
 
@@ -138,7 +138,7 @@ pub enum TodoUpdate {
 }
 
 /// Fills a `session` record (see [`session`]) with a todo update by tool `tool_name`.
-pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -> Record {
+pub(crate) fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -> Record {
     let k = if matches!(update, TodoUpdate::Todos(_)) { kind::TODOS } else { kind::TASK };
     let mut r = session(r, k);
     r.event = event::TODO_UPDATED.to_string();
@@ -161,7 +161,7 @@ pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -
 /// Fills a `session` record (see [`session`]) with Claude Code's news that a background task
 /// ended (a `<task-notification>` message): the record's id is the Bash call's id when the
 /// notification names it, so the fold finds the command.
-pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
+pub(crate) fn task_notification(r: Record, n: &TaskNotification) -> Record {
     let mut r = session(r, kind::TASK_NOTIFICATION);
     if let Some(id) = n.tool_use_id.as_deref() {
         r.id = id.to_string();
@@ -180,7 +180,7 @@ pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
 /// StopFailure hook, or its synthetic "API Error" answer in a transcript): the error type, the
 /// reason people read ("ended by an API error: overloaded (API Error: 529 Overloaded)"), and
 /// what Claude Code said.
-pub fn stop_failure(r: Record, error: &str, details: Option<&str>, message: Option<&str>) -> Record {
+pub(crate) fn stop_failure(r: Record, error: &str, details: Option<&str>, message: Option<&str>) -> Record {
     let error = if error.is_empty() { "unknown" } else { error };
     let said = details
         .filter(|d| !d.is_empty())
@@ -208,7 +208,7 @@ pub fn resolution(mut r: Record, how_: &str, by: &str) -> Record {
 }
 
 /// A resolution of a call that never applied (Stop or import settling it).
-pub fn not_applied(r: Record, by: &str) -> Record {
+pub(crate) fn not_applied(r: Record, by: &str) -> Record {
     resolution(r, how::NOT_APPLIED, by)
 }
 

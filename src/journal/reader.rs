@@ -94,7 +94,7 @@ impl<'a> Source<'a> {
     /// One file from byte `offset` (the start of a line), its lines numbered after `lines`
     /// earlier ones: the tail a fold snapshot did not cover ([`crate::fold`]). The report's
     /// `lines`, `bytes` and `end` count the whole file, as a scan from its start would.
-    pub fn tail(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+    pub(crate) fn tail(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (offset, lines) }
     }
 
@@ -108,18 +108,18 @@ impl<'a> Source<'a> {
     /// numbered after `lines` earlier ones: one step of a fold snapshot written in steps
     /// ([`crate::fold::snapshot`]). An unterminated line at the end is left out and not
     /// reported (the next step reads it); the report's `end` is the end of the last whole line.
-    pub fn range(path: &'a Path, offset: u64, lines: u64, max_bytes: u64) -> Source<'a> {
+    pub(crate) fn range(path: &'a Path, offset: u64, lines: u64, max_bytes: u64) -> Source<'a> {
         Source { path, sides: false, limit: Some(max_bytes), start: (offset, lines) }
     }
 
     /// One file alone.
-    pub fn file(path: &'a Path) -> Source<'a> {
+    pub(crate) fn file(path: &'a Path) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (0, 0) }
     }
 
     /// The first `limit` bytes of one file. An unterminated line at the limit is left out
     /// and not reported: it may be a line being appended.
-    pub fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
+    pub(crate) fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
         Source { path, sides: false, limit: Some(limit), start: (0, 0) }
     }
 
@@ -128,7 +128,7 @@ impl<'a> Source<'a> {
     }
 
     /// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
-    pub fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    pub(crate) fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
         let files = if self.sides {
             super::side::read_pending(super::JournalWriter::new(self.path).side_dir())
         } else {

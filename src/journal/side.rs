@@ -74,7 +74,7 @@ pub struct Merged {
 
 impl Merged {
     /// One line for `errors.log`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = format!(
             "journal: merged {} record{} from {} side file{} (written while the journal lock was busy)",
             self.records,
@@ -378,7 +378,7 @@ pub(crate) fn interrupted(dir: &Path) -> bool {
 }
 
 /// The side files in `dir`, in merge order (for a reader that opens them itself).
-pub fn files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files(dir: &Path) -> Vec<PathBuf> {
     list(dir).map(|l| l.into_iter().map(|n| n.path).collect()).unwrap_or_default()
 }
 

@@ -118,21 +118,21 @@ impl RecordView<'_> {
         self.v <= 1 && self.op.is_empty()
     }
     /// The op, with v1 lines read as `applied`.
-    pub fn op(&self) -> &str {
+    pub(crate) fn op(&self) -> &str {
         if self.is_v1() { op::APPLIED } else { &self.op }
     }
     /// The session key: the full id when known, else the 6-char `sid` (v1 lines).
-    pub fn session_key(&self) -> &str {
+    pub(crate) fn session_key(&self) -> &str {
         if self.session.is_empty() { &self.sid } else { &self.session }
     }
     /// A Bash command record (not one of its file side effects, which have a path).
     pub(crate) fn is_command(&self) -> bool {
         self.tool.as_deref() == Some(tool::BASH) && self.path.is_empty()
     }
-    pub fn kind(&self) -> Option<&str> {
+    pub(crate) fn kind(&self) -> Option<&str> {
         self.kind.as_deref()
     }
-    pub fn target(&self) -> Option<&str> {
+    pub(crate) fn target(&self) -> Option<&str> {
         self.target.as_deref()
     }
 }

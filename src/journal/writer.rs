@@ -71,7 +71,7 @@ impl JournalWriter {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.journal
     }
 
@@ -81,7 +81,7 @@ impl JournalWriter {
     }
 
     /// The folder of side files (records written while the lock was busy).
-    pub fn side_dir(&self) -> &Path {
+    pub(crate) fn side_dir(&self) -> &Path {
         &self.side
     }
 
@@ -189,7 +189,7 @@ impl JournalWriter {
 
     /// Takes the journal's lock (waiting at most `wait`) and merges pending side files.
     /// A failed merge is logged, never fatal: the side files stay for the next holder.
-    pub fn lock(&self, wait: Duration) -> io::Result<Locked> {
+    pub(crate) fn lock(&self, wait: Duration) -> io::Result<Locked> {
         let guard = fsutil::lock_until(&self.lock, wait)?;
         let merged = side::merge(&self.side, &self.journal, MERGE_BUDGET).unwrap_or_else(|e| {
             self.log(&format!("merging side files of {}: {e}", self.journal.display()));

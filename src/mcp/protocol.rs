@@ -42,7 +42,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(project: Project) -> Server {
+    pub(crate) fn new(project: Project) -> Server {
         Server { project, version: PROTOCOL_VERSIONS[0] }
     }
 
@@ -109,7 +109,7 @@ impl Server {
 }
 
 /// A JSON-RPC error reply.
-pub fn error(id: Value, code: i64, message: &str) -> Value {
+pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 

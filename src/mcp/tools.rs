@@ -99,7 +99,7 @@ paths, whether it was undone and by whom. The same data as `walj ops --json`.",
 ];
 
 /// `tools/list`'s result.
-pub fn list() -> Value {
+pub(crate) fn list() -> Value {
     let tools: Vec<Value> = TOOLS
         .iter()
         .map(|t| {
@@ -125,7 +125,7 @@ pub fn list() -> Value {
 
 /// `tools/call`'s result: a protocol error for an unknown tool or bad arguments; the tool's
 /// own failure (an unknown id, an unreadable journal) is a result with `isError`.
-pub fn call(project: &Project, params: &Value, structured: bool) -> Result<Value, RpcError> {
+pub(crate) fn call(project: &Project, params: &Value, structured: bool) -> Result<Value, RpcError> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let args = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
     if !TOOLS.iter().any(|t| t.name == name) {

@@ -78,7 +78,7 @@ fn pretty(v: &Value) -> String {
 }
 
 /// `.claude-plugin/plugin.json`: metadata from Cargo.toml.
-pub fn manifest() -> Value {
+pub(crate) fn manifest() -> Value {
     let mut m = json!({
         "name": NAME,
         "version": env!("CARGO_PKG_VERSION"),
@@ -105,7 +105,7 @@ pub fn manifest() -> Value {
 /// ([`crate::claude::events::VERSIONED_EVENTS`]): a plugin cannot ask which Claude Code loads
 /// it, and an older one ignores an event it does not know (2.1.328: "unknown hook event; entry
 /// ignored at runtime", the one warning its `plugin validate --strict` gives).
-pub fn hooks() -> Value {
+pub(crate) fn hooks() -> Value {
     let mut events = serde_json::Map::new();
     for ev in HookEvent::ALL {
         let handler = install::exec_handler(HOOK_PROGRAM, &HOOK_ARGS);
@@ -133,7 +133,7 @@ pub(crate) fn mcp_servers() -> Value {
 }
 
 /// `.claude-plugin/marketplace.json` at the repository root: one plugin, in [`MARKETPLACE_SOURCE`].
-pub fn marketplace() -> Value {
+pub(crate) fn marketplace() -> Value {
     json!({
         "name": MARKETPLACE,
         "owner": {"name": AUTHOR},
@@ -316,7 +316,7 @@ pub(crate) fn is_walj_plugin(dir: &Path) -> bool {
 
 /// Writes the plugin into `out` (created if missing; an empty folder or an earlier walj plugin
 /// is fine, anything else is refused). Every file is written atomically.
-pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
+pub(crate) fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
     match fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() && !is_walj_plugin(out) {

@@ -65,7 +65,7 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn of(side: &Side) -> Content {
+    pub(crate) fn of(side: &Side) -> Content {
         match (&side.bytes, &side.note) {
             (Some(b), _) if is_binary(b) => Content::Binary(b.len()),
             (Some(_), _) => Content::Text,
@@ -111,7 +111,7 @@ pub(crate) struct EolChange {
 
 impl EolChange {
     /// "CRLF → LF", "LF → CRLF", "mixed → LF".
-    pub fn describe(&self, old_lines: usize) -> String {
+    pub(crate) fn describe(&self, old_lines: usize) -> String {
         let name = |crlf: usize, total: usize| match crlf {
             0 => "LF",
             n if n == total => "CRLF",
@@ -174,7 +174,7 @@ pub(crate) struct DiffModel {
 impl DiffModel {
     /// Computes the model of `sides`. No diff is made when a side is binary or unknown,
     /// when both are absent, or when the texts are equal.
-    pub fn new(sides: &DiffSides, opts: DiffOptions) -> DiffModel {
+    pub(crate) fn new(sides: &DiffSides, opts: DiffOptions) -> DiffModel {
         let started = Instant::now();
         let mut m = DiffModel {
             old: Content::of(&sides.old),
@@ -225,7 +225,7 @@ impl DiffModel {
     }
 
     /// Both sides are text and equal.
-    pub fn identical(&self) -> bool {
+    pub(crate) fn identical(&self) -> bool {
         self.old == Content::Text && self.new == Content::Text && self.old_lines.text == self.new_lines.text
     }
 
@@ -261,7 +261,7 @@ impl DiffModel {
 
     /// The lines of one op: an equal run, then for a replacement the removed lines before
     /// the added ones.
-    pub fn lines<'m>(&'m self, op: &DiffOp) -> impl Iterator<Item = Line<'m>> + 'm {
+    pub(crate) fn lines<'m>(&'m self, op: &DiffOp) -> impl Iterator<Item = Line<'m>> + 'm {
         let (tag, old, new) = op.as_tag_tuple();
         let equal = (tag == DiffTag::Equal).then(|| {
             old.clone().zip(new.clone()).map(|(o, n)| Line {
@@ -314,7 +314,7 @@ pub(crate) struct Hunk {
 }
 
 impl Hunk {
-    pub fn ops(&self) -> &[DiffOp] {
+    pub(crate) fn ops(&self) -> &[DiffOp] {
         &self.ops
     }
 
@@ -330,7 +330,7 @@ impl Hunk {
 
     /// `@@ -3,4 +3,5 @@` as git and `diff -u` write it: a range of one line has no
     /// length, an empty range starts at the line before it.
-    pub fn header(&self) -> String {
+    pub(crate) fn header(&self) -> String {
         fn range(r: Range<usize>) -> String {
             match r.len() {
                 1 => format!("{}", r.start + 1),
@@ -342,7 +342,7 @@ impl Hunk {
     }
 
     /// Every line of the hunk, in order.
-    pub fn lines<'m>(&'m self, model: &'m DiffModel) -> impl Iterator<Item = Line<'m>> + 'm {
+    pub(crate) fn lines<'m>(&'m self, model: &'m DiffModel) -> impl Iterator<Item = Line<'m>> + 'm {
         self.ops.iter().flat_map(move |op| model.lines(op))
     }
 }
@@ -360,7 +360,7 @@ pub struct Line<'m> {
 
 impl Line<'_> {
     /// The line without its `\n` (a `\r` before it stays).
-    pub fn body(&self) -> &str {
+    pub(crate) fn body(&self) -> &str {
         self.text.strip_suffix('\n').unwrap_or(self.text)
     }
 

@@ -11,7 +11,7 @@ fn short(id: &str) -> &str {
 }
 
 /// "branch x at af2459b", "a detached HEAD at af2459b", "branch x (no commit yet)".
-pub fn head(h: &Head) -> String {
+pub(crate) fn head(h: &Head) -> String {
     match (&h.branch, &h.id) {
         (Some(b), Some(id)) => format!("branch {} at {}", safe(b), short(id)),
         (Some(b), None) => format!("branch {} (no commit yet)", safe(b)),

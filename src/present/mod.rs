@@ -19,9 +19,11 @@ pub(crate) const ID_TONE: Tone = Tone::Magenta;
 pub(crate) const SESSION_TONE: Tone = Tone::Cyan;
 
 pub(crate) use state::Tone;
-pub use state::{icon, label};
+pub(crate) use state::{icon, label};
 pub(crate) use state::{meaning, session_meaning, session_tone, tone};
-pub use text::{Shown, age, fit, pad, safe, shown, width};
+pub use text::Shown;
+pub use text::safe;
+pub(crate) use text::{age, fit, pad, shown, width};
 pub(crate) use text::{
     clip, hides_text, hms, human_ts, one_line, plural, safe_block, shell_quote, short_time, shown_path, utc_ts,
 };

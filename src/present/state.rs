@@ -59,7 +59,7 @@ pub(crate) fn session_tone(s: SessionStatus) -> Tone {
 }
 
 /// One character per state, so a glance down a list reads the situation.
-pub fn icon(s: EntryState) -> &'static str {
+pub(crate) fn icon(s: EntryState) -> &'static str {
     match s {
         EntryState::InFlight => "◐",
         EntryState::Applied => "●",
@@ -74,7 +74,7 @@ pub fn icon(s: EntryState) -> &'static str {
 }
 
 /// The state's name in prose: `in flight`, `handed back`.
-pub fn label(s: EntryState) -> String {
+pub(crate) fn label(s: EntryState) -> String {
     s.as_str().replace('_', " ")
 }
 
@@ -157,7 +157,7 @@ pub(crate) fn short_state(e: &Entry) -> &'static str {
 /// Whether an unresolved entry was cut off in flight (its tool call never reported an
 /// outcome, or a command that never finished made it) rather than completed and not yet
 /// verified: the two counts the user's message gives.
-pub fn cut_off(e: &Entry) -> bool {
+pub(crate) fn cut_off(e: &Entry) -> bool {
     e.state() == EntryState::InFlight || e.unfinished
 }
 
@@ -254,7 +254,7 @@ pub(crate) fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String 
 /// Who may have made the change of a derived entry, when walj is not sure it was its
 /// command's ([`crate::bashsnap::attribution`]): `None` when it is certain. `others` names the
 /// candidates as they should be shown (short ids).
-pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
+pub(crate) fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if e.after_stop {
         let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
         return Some(match &e.end_seen {

@@ -102,7 +102,7 @@ impl std::fmt::Display for Shown<'_> {
 }
 
 /// `s` to be shown: see [`Shown`].
-pub fn shown(s: &str) -> Shown<'_> {
+pub(crate) fn shown(s: &str) -> Shown<'_> {
     Shown(Cow::Borrowed(s))
 }
 
@@ -113,7 +113,7 @@ pub(crate) fn shown_path(p: &std::path::Path) -> Shown<'_> {
 
 /// How many terminal columns `s` takes once escaped ([`safe`]): a wide (CJK, emoji) character
 /// counts two, a combining mark none. What every aligned column measures.
-pub fn width(s: &str) -> usize {
+pub(crate) fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(&*safe(s))
 }
 
@@ -121,13 +121,13 @@ pub fn width(s: &str) -> usize {
 /// uses: escaped first ([`safe`]), then padded with spaces to `cols` display columns (`{:<N}`
 /// pads by characters, so a CJK name pushed the columns after it two to the right per
 /// character). Longer text is kept whole, as `{:<N}` keeps it; [`fit`] cuts it.
-pub fn pad(s: &str, cols: usize) -> String {
+pub(crate) fn pad(s: &str, cols: usize) -> String {
     pad_escaped(safe(s).into_owned(), cols)
 }
 
 /// [`pad`], the text first cut to at most `cols` display columns (a wide character that would
 /// straddle the edge is left out, its column filled with a space).
-pub fn fit(s: &str, cols: usize) -> String {
+pub(crate) fn fit(s: &str, cols: usize) -> String {
     use unicode_width::UnicodeWidthChar;
     let mut out = String::new();
     let mut used = 0;
@@ -254,7 +254,7 @@ pub(crate) fn short_time(t: &str) -> String {
 }
 
 /// "3m", "2h", "5d" from a record timestamp to `now` (empty when unparsable).
-pub fn age(ts: &str, now: DateTime<Utc>) -> String {
+pub(crate) fn age(ts: &str, now: DateTime<Utc>) -> String {
     let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return String::new() };
     let secs = (now - t.with_timezone(&Utc)).num_seconds().max(0);
     match secs {
@@ -269,7 +269,7 @@ pub fn age(ts: &str, now: DateTime<Utc>) -> String {
 /// `--resume` by the start folder): `cd pkg/core && claude --resume ID` for a session started
 /// in a subfolder of `project` (its start record's `cwd`), else `claude --resume ID` (or its
 /// agent's line). A shell line: the id quoted where it needs to be.
-pub fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionInfo) -> String {
+pub(crate) fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionInfo) -> String {
     let hint = s.agent().resume_hint(&shell_quote(&s.session));
     project.resume_in(s.cwd.as_deref(), &hint)
 }

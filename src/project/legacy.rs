@@ -28,7 +28,7 @@ pub(crate) const LIST: &str = "legacy";
 /// The subfolders under `project`'s root (root-relative, `/`-separated, sorted) that hold a
 /// `.walj/journal.jsonl` (a regular file, through no link): the list in `.walj/legacy` when it
 /// exists (each folder checked again), else the bounded walk, whose result is kept there.
-pub fn find(project: &Project) -> Vec<String> {
+pub(crate) fn find(project: &Project) -> Vec<String> {
     let holds = |rel: &str| {
         fs::symlink_metadata(project.root.join(rel).join(".walj").join("journal.jsonl")).is_ok_and(|m| m.is_file())
     };

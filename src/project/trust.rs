@@ -80,7 +80,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// What the user can do about it, one line.
-    pub fn fix(&self) -> String {
+    pub(crate) fn fix(&self) -> String {
         match self {
             Refusal::Tracked { .. } => {
                 "run `git rm -r --cached .walj` and commit, and ignore the folder (`echo .walj/ >> .git/info/exclude`)"
@@ -228,7 +228,7 @@ fn write_marker(state: &Path, m: &Marker) -> io::Result<()> {
 }
 
 /// Records that walj made `project`'s `.walj/` just now ([`Project::ensure_dir`]).
-pub fn claim(project: &Project) -> io::Result<()> {
+pub(crate) fn claim(project: &Project) -> io::Result<()> {
     let Some(state) = state_dir(&project.root) else { return Ok(()) };
     let meta = fs::symlink_metadata(walj_dir(project))?;
     write_marker(&state, &Marker::Own(ident(&meta)))
@@ -237,7 +237,7 @@ pub fn claim(project: &Project) -> io::Result<()> {
 /// Whether `project`'s `.walj/` is walj's own: one `lstat` and one small read when it is
 /// known; a folder without a marker is adopted or refused once ([`adopt`]). Does not look
 /// at tracked files inside walj's own folder: [`check`] does.
-pub fn standing(project: &Project) -> Standing {
+pub(crate) fn standing(project: &Project) -> Standing {
     let dir = walj_dir(project);
     let meta = match fs::symlink_metadata(dir) {
         Ok(m) => m,
@@ -326,7 +326,7 @@ fn refusal_to_adopt(project: &Project, dir: &Path, id: Ident) -> Option<Refusal>
 /// store, consent or sync file makes the folder refused until it is untracked. Reads git's
 /// index at most once per index change (cached); run by the CLI, `walj doctor` and
 /// SessionStart.
-pub fn check(project: &Project) -> Standing {
+pub(crate) fn check(project: &Project) -> Standing {
     match standing(project) {
         Standing::Own => {
             let config = format!(".walj/{CONFIG_NAME}");
@@ -356,7 +356,7 @@ pub(crate) fn config_is_tracked(path: &Path) -> bool {
 
 /// The files under `.walj/` that git tracks (`.walj/…`, relative to the root); `None`
 /// outside git. Cached in the state folder under the index's stamp.
-pub fn tracked(project: &Project) -> Option<Vec<String>> {
+pub(crate) fn tracked(project: &Project) -> Option<Vec<String>> {
     let (gd, _) = git_dir(&project.root)?;
     let index = gd.join("index");
     let stamp = match fs::metadata(&index) {

@@ -64,7 +64,7 @@ pub(crate) fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
 
 /// `recover --json`'s `machines`: per other journal, the `recover --json` object of its
 /// journal with `journal`, `name` and `synced_at`.
-pub fn recover_json(remotes: &[RemoteJournal]) -> Value {
+pub(crate) fn recover_json(remotes: &[RemoteJournal]) -> Value {
     Value::Array(
         remotes
             .iter()
@@ -96,7 +96,7 @@ pub(crate) fn log_text(remotes: &[RemoteJournal], all: bool, limit: usize, style
 
 /// `walj log --json`: every other machine's entries, each with `session`, `sid`, `machine`
 /// and `journal`.
-pub fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value> {
+pub(crate) fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value> {
     let mut out = Vec::new();
     for r in remotes {
         let n = r.fold.entries.len();

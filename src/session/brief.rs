@@ -79,7 +79,7 @@ pub struct BriefInput<'a> {
     pub queued: Vec<String>,
 }
 
-pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
+pub(crate) fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
     let entries: Vec<String> = input.state.unresolved().map(|e| e.id.clone()).collect();
     let mut chosen = (LEVELS.len() - 1, String::new());
     for (i, lvl) in LEVELS.iter().enumerate() {
@@ -130,7 +130,7 @@ impl Brief {
     /// The fields `walj sessions brief --json` and `sessions resume --json` print for it:
     /// `session`, `brief`, `chars`, `tokens_estimate`, `level`, `entries`, `action` (the
     /// delivery record, when delivered) and `delivered_at_next_start`.
-    pub fn json(&self, session: &str, action: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
+    pub(crate) fn json(&self, session: &str, action: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
         [
             ("session", json!(session)),
@@ -540,7 +540,7 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
 /// Appends the brief as a `handoff` record (kind `resume`) for the next SessionStart,
 /// superseding (undoing) an earlier resume brief of the session not delivered yet. A crashed
 /// session not announced yet is marked announced: the brief says all the note would.
-pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
+pub(crate) fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
     deliver_to(project, state, brief, None)
 }
 

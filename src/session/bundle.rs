@@ -125,7 +125,11 @@ pub struct Contents {
 /// The transcript is redacted as `walj sync` publishes it (secret-looking tokens replaced,
 /// never-captured files' contents withheld: [`crate::session::redact::sanitise`]) unless
 /// `keep_transcript_secrets` (`--keep-transcript-secrets`).
-pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) -> Result<Contents, SessionError> {
+pub(crate) fn collect(
+    project: &Project,
+    session: &str,
+    keep_transcript_secrets: bool,
+) -> Result<Contents, SessionError> {
     let fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let info = fold.session(session).ok_or_else(|| SessionError::Unknown(session.to_string()))?;
@@ -204,7 +208,7 @@ pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) 
 }
 
 /// The uncompressed payload.
-pub fn encode(c: &Contents) -> Vec<u8> {
+pub(crate) fn encode(c: &Contents) -> Vec<u8> {
     let mut out = Vec::with_capacity(
         c.records.len()
             + c.objects.iter().map(|o| o.1.len() + 64).sum::<usize>()
@@ -493,7 +497,7 @@ fn parse_body(
 
 /// Checks a bundle against the project before anything is written: object ids, record
 /// checksums and parses, record sessions, paths inside the project.
-pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleError> {
+pub(crate) fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleError> {
     let refused = |why: String| BundleError::Refused { path: path.into(), why };
     let tampered = |why: String| BundleError::Tampered { path: path.into(), why };
     let session = c.meta.session.as_str();
@@ -662,11 +666,6 @@ pub struct SaveReport {
     pub records_left_out: usize,
 }
 
-/// Writes a verified bundle into the project (see [`super::SessionState::save`]).
-pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError> {
-    save_from(project, c, "bundle")
-}
-
 /// [`save`], naming the bundle file in messages and in the `imported` record.
 pub(crate) fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     save_or_plan(project, c, bundle_name, true)
@@ -674,7 +673,7 @@ pub(crate) fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> R
 
 /// What [`save_from`] would do, checked the same way (a bundle it would refuse is refused
 /// here), writing nothing: `walj sessions import --dry-run` and the question before an import.
-pub fn plan(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+pub(crate) fn plan(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     save_or_plan(project, c, bundle_name, false)
 }
 

@@ -19,7 +19,7 @@ use crate::project::{Project, legacy};
 /// The message for `project`, whose journal has no record (missing or empty). `config_dir`:
 /// Claude Code's config folder; `command`: the hook command `walj install` would write.
 /// Lines end with `\n`; paths are shown relative to the current folder where they can be.
-pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
+pub(crate) fn message(project: &Project, config_dir: &Path, command: &str) -> String {
     let installed = Installed::find(&project.root, config_dir, command);
     let mut out = String::new();
     out.push_str(&legacy_lines(project));

@@ -23,7 +23,7 @@ pub struct Read {
 /// The journal of `project` folded with `opts`, the changes of commands a crash cut off added
 /// (recorded once nothing they started runs), the disk checked. The error is the journal's own (its path is
 /// `project.journal`).
-pub fn read(project: &Project, opts: &FoldOptions) -> io::Result<Read> {
+pub(crate) fn read(project: &Project, opts: &FoldOptions) -> io::Result<Read> {
     let mut fold = Fold::load(&project.journal, opts)?;
     let unfinished = crate::bashsnap::killed::reconcile(project, &mut fold, opts).problems;
     fold.check_disk(project);

@@ -58,7 +58,7 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    pub fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(io::Error) -> SessionError {
+    pub(crate) fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(io::Error) -> SessionError {
         let op = op.into();
         let path = path.to_path_buf();
         move |source| SessionError::Io { op, path, source }
@@ -66,7 +66,7 @@ impl SessionError {
 }
 
 /// Full session id of a unique prefix (or a full id).
-pub fn resolve(fold: &Fold, prefix: &str) -> Result<String, SessionError> {
+pub(crate) fn resolve(fold: &Fold, prefix: &str) -> Result<String, SessionError> {
     match fold.find_session(prefix) {
         Ok(s) if !s.session.is_empty() => Ok(s.session.clone()),
         Ok(_) | Err(IdError::Unknown(_)) => Err(SessionError::Unknown(prefix.to_string())),
@@ -302,7 +302,7 @@ impl SessionState {
     }
 
     /// One session in full, by id or unique prefix.
-    pub fn load(project: &Project, prefix: &str) -> Result<SessionState, SessionError> {
+    pub(crate) fn load(project: &Project, prefix: &str) -> Result<SessionState, SessionError> {
         let read_err = || SessionError::io("reading", &project.journal);
         // The light fold sees every session's records: deliveries and announcements are
         // recorded by later sessions.
@@ -329,22 +329,16 @@ impl SessionState {
         Ok(SessionState { info, status, entries, handoffs, usage, transcript, ids })
     }
 
-    /// Writes a session carried in a bundle into this project: objects, transcript copy,
-    /// then the records this journal does not have yet (importing twice adds nothing).
-    pub fn save(project: &Project, contents: &bundle::Contents) -> Result<bundle::SaveReport, SessionError> {
-        bundle::save(project, contents)
-    }
-
-    pub fn session(&self) -> &str {
+    pub(crate) fn session(&self) -> &str {
         &self.info.session
     }
 
-    pub fn unresolved(&self) -> impl Iterator<Item = &Entry> {
+    pub(crate) fn unresolved(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(|e| e.is_unresolved())
     }
 
     /// Changed paths in order of first change.
-    pub fn files(&self) -> Vec<FileChange> {
+    pub(crate) fn files(&self) -> Vec<FileChange> {
         let mut order: Vec<String> = Vec::new();
         let mut by_path: HashMap<&str, FileChange> = HashMap::new();
         for e in &self.entries {

@@ -107,7 +107,8 @@ pub struct Repaired {
 
 impl Repaired {
     /// Whether the transcript needed anything beyond the new session id.
-    pub fn changed(&self) -> bool {
+    #[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+    pub(crate) fn changed(&self) -> bool {
         self.changes.iter().any(|c| !matches!(c, Change::QueuedPrompt { .. }))
     }
 }
@@ -157,7 +158,7 @@ pub(crate) fn new_session_id(old: &str) -> String {
 }
 
 /// Repairs `src`, the transcript of session `old`, as the transcript of session `new`.
-pub fn repair(src: &[u8], old: &str, new: &str) -> Repaired {
+pub(crate) fn repair(src: &[u8], old: &str, new: &str) -> Repaired {
     let mut out = Repaired::default();
     let mut lines = read_lines(src, &mut out);
     dedupe(&mut lines, &mut out.changes);

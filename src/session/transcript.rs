@@ -48,7 +48,7 @@ pub struct Paths {
     pub lock: PathBuf,
 }
 
-pub fn dir(project: &Project) -> PathBuf {
+pub(crate) fn dir(project: &Project) -> PathBuf {
     project.dir.join("transcripts")
 }
 
@@ -544,7 +544,7 @@ impl TranscriptStatus {
     }
 }
 
-pub fn status(project: &Project, session: &str, original: Option<&str>) -> TranscriptStatus {
+pub(crate) fn status(project: &Project, session: &str, original: Option<&str>) -> TranscriptStatus {
     let p = paths(project, session);
     let side = read_sidecar(&p.sidecar);
     let original_bytes = original.and_then(|o| fs::metadata(o).ok()).filter(|m| m.is_file()).map(|m| m.len());
@@ -675,7 +675,7 @@ pub(crate) fn realign(project: &Project, session: &str, written: &Path) -> io::R
 }
 
 /// Removes the copy, its sidecar and lock (session delete, compaction of a gone session).
-pub fn remove(project: &Project, session: &str) -> io::Result<()> {
+pub(crate) fn remove(project: &Project, session: &str) -> io::Result<()> {
     let p = paths(project, session);
     for f in [&p.copy, &p.sidecar, &p.lock] {
         match fs::remove_file(f) {
@@ -688,16 +688,8 @@ pub fn remove(project: &Project, session: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Session ids of the copies in `.walj/transcripts/` (by file stem).
-pub fn copies(project: &Project) -> Vec<String> {
-    let Ok(rd) = fs::read_dir(dir(project)) else { return Vec::new() };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonl.zst")).map(str::to_string))
-        .collect()
-}
-
 /// The end of the transcript (original when it exists, else the copy): at most `max` bytes.
-pub fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) -> Option<Vec<u8>> {
+pub(crate) fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) -> Option<Vec<u8>> {
     if let Some(o) = original
         && let Ok(mut f) = File::open(o)
     {

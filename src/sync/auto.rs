@@ -43,7 +43,7 @@ pub(crate) fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
 }
 
 /// The right to run the automatic sync (released on drop), or `None` when another holds it.
-pub fn claim(project: &Project) -> io::Result<Option<crate::retention::Claim>> {
+pub(crate) fn claim(project: &Project) -> io::Result<Option<crate::retention::Claim>> {
     crate::fsutil::create_private_dir(&Paths::new(project).dir)?;
     crate::retention::claim_file(claim_path(project))
 }

@@ -33,7 +33,7 @@ pub(crate) fn is_journal_id(s: &str) -> bool {
 /// folder, once: only regular files (never a link), only when the new place has none, and the
 /// old file is removed once the new one is durable. Walj's own `.walj/` only: the caller
 /// reached here through a trusted folder (a refused one is never read).
-pub fn migrate(paths: &Paths) {
+pub(crate) fn migrate(paths: &Paths) {
     for (old, new) in [(&paths.legacy_id, &paths.id), (&paths.legacy_consent, &paths.consent)] {
         if old == new || std::fs::symlink_metadata(new).is_ok() {
             continue;
@@ -62,7 +62,7 @@ pub(crate) fn read_id(paths: &Paths) -> Option<String> {
 }
 
 /// The identity, making the id on first use.
-pub fn ensure(project: &Project, paths: &Paths, name: Option<&str>) -> Result<Identity, SyncError> {
+pub(crate) fn ensure(project: &Project, paths: &Paths, name: Option<&str>) -> Result<Identity, SyncError> {
     let id = match read_id(paths) {
         Some(id) => id,
         None => {

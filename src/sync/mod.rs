@@ -41,7 +41,7 @@ use std::path::PathBuf;
 
 use crate::project::Project;
 
-pub use run::sync;
+pub(crate) use run::sync;
 pub(crate) use run::{SyncOptions, SyncReport};
 
 /// Where every journal's ref lives on the remote (and, in walj's repository, what this
@@ -97,7 +97,7 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(project: &Project) -> Paths {
+    pub(crate) fn new(project: &Project) -> Paths {
         let dir = project.dir.join("sync");
         let own = crate::project::trust::state_dir(&project.root).map_or_else(|| dir.clone(), |s| s.join("sync"));
         Paths {

@@ -119,7 +119,7 @@ fn io_err(journal: &Path) -> impl Fn(io::Error) -> SyncError + '_ {
 }
 
 /// A digest of published bytes: their blob id in plain text, a keyed digest when sealed.
-pub fn digest(seal: Option<&Seal>, what: &str, bytes: &[u8]) -> String {
+pub(crate) fn digest(seal: Option<&Seal>, what: &str, bytes: &[u8]) -> String {
     match seal {
         Some(s) => s.digest(what, bytes),
         None => blob_id(bytes),
@@ -164,7 +164,7 @@ fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest, seal: Option<&
 }
 
 /// Cuts `buf` (complete lines) into segments of at least `size` bytes: `(start, end, sealed)`.
-pub fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
+pub(crate) fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
     let seg = size.max(1) as usize;
     let mut out = Vec::new();
     let mut s = 0;
@@ -245,7 +245,7 @@ pub(crate) fn two_level(
 }
 
 /// Builds (but does not publish) the commit for the journal as it is now.
-pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
+pub(crate) fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     let Input { repo, journal, store, ident, parent, never, sessions, synced_at, root, seal, wrap, transcripts } = inp;
     let (mut file, len) = match File::open(journal) {
         Ok(f) => {

@@ -43,7 +43,7 @@ pub struct RemoteJournal {
 
 impl RemoteJournal {
     /// Its name for people (`host:path`, or its `[sync] name`).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.manifest.name
     }
 
@@ -57,24 +57,24 @@ impl RemoteJournal {
     }
 
     /// The copy's journal.
-    pub fn journal(&self) -> PathBuf {
+    pub(crate) fn journal(&self) -> PathBuf {
         self.dir.join("journal.jsonl")
     }
 
     /// Every id and session the copy names, through its cached id index.
-    pub fn ids(&self) -> io::Result<IdIndex> {
+    pub(crate) fn ids(&self) -> io::Result<IdIndex> {
         ids_of(&self.journal(), &self.cache, snapshot::WRITE_AFTER)
     }
 
     /// A project whose images are this journal's and whose disk is this checkout's: what
     /// `walj diff` of one of its entries reads.
-    pub fn project(&self, local: &Project) -> Project {
+    pub(crate) fn project(&self, local: &Project) -> Project {
         Project { root: local.root.clone(), dir: self.dir.clone(), journal: self.dir.join("journal.jsonl") }
     }
 }
 
 /// The copies of other journals under `.walj/remotes/` (id, folder, manifest), by name.
-pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
+pub(crate) fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
     let paths = Paths::new(project);
     let Ok(rd) = std::fs::read_dir(&paths.remotes) else { return Vec::new() };
     let mut out: Vec<_> = rd
@@ -94,7 +94,7 @@ pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
 
 /// Folds every copy (with `opts`, through its cache), states from the manifests. Copies
 /// that cannot be read are skipped with a warning line each.
-pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<String>) {
+pub(crate) fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<String>) {
     load_with(project, opts, snapshot::WRITE_AFTER)
 }
 

@@ -31,13 +31,13 @@ pub struct RemoteSession {
 
 impl RemoteSession {
     /// The journal's name for people (`host:path`, or its `[sync] name`).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.manifest.name
     }
 }
 
 /// The session `prefix` names in the other journals (`Ok(None)`: none has it).
-pub fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, SessionError> {
+pub(crate) fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, SessionError> {
     let mut hits: Vec<(String, PathBuf, Manifest, String)> = Vec::new();
     let paths = super::Paths::new(project);
     let light_of = |id: &str, journal: &Path| {

@@ -111,7 +111,7 @@ pub struct SyncReport {
 }
 
 /// What the first plain-text sync to `remote` says before it asks.
-pub fn notice(remote: &Remote, transcripts: bool) -> String {
+pub(crate) fn notice(remote: &Remote, transcripts: bool) -> String {
     format!(
         "walj sync publishes this checkout's journal to remote {:?} ({}) under refs/walj/journals/, unencrypted.\n\
          Anyone who can read that repository can read:\n  \
@@ -208,7 +208,7 @@ fn identity_files(project: &Project, config: &Config) -> Vec<std::path::PathBuf>
 /// Runs one sync. `prompts.confirm` shows the plain-text notice and returns the user's
 /// answer (called at most once, and only when the user has not agreed for this remote yet and
 /// nothing is encrypted).
-pub fn sync(project: &Project, opts: &SyncOptions, prompts: Prompts<'_>) -> Result<SyncReport, SyncError> {
+pub(crate) fn sync(project: &Project, opts: &SyncOptions, prompts: Prompts<'_>) -> Result<SyncReport, SyncError> {
     let (config, matcher) = Config::load_with_matcher(&project.config_path()).map_err(|e| {
         SyncError::Refused(format!("{e}; fix it first: its [capture] never rules decide what is published"))
     })?;

@@ -64,7 +64,7 @@ impl Wanted {
         Ok(wanted)
     }
 
-    pub fn sealed(&self) -> bool {
+    pub(crate) fn sealed(&self) -> bool {
         *self != Wanted::Plain
     }
 }
@@ -79,7 +79,7 @@ pub struct Seal {
 
 impl Seal {
     /// A keyed digest (see [`DataKey::digest`]).
-    pub fn digest(&self, what: &str, data: &[u8]) -> String {
+    pub(crate) fn digest(&self, what: &str, data: &[u8]) -> String {
         self.key.digest(what, data)
     }
 
@@ -88,7 +88,7 @@ impl Seal {
         self.key.digest("image", id.as_bytes())
     }
 
-    pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, SyncError> {
+    pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, SyncError> {
         self.key.encrypt(data).map_err(|e| SyncError::Refused(format!("encrypting for the sync: {e}")))
     }
 }
@@ -115,7 +115,7 @@ pub(crate) fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
 }
 
 /// The seal for `wanted` (`None`: plain text).
-pub fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
+pub(crate) fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
     let (protection, recipients) = match wanted {
         Wanted::Plain => return Ok(None),
         Wanted::Recipients(r) => (BY_RECIPIENTS, r.clone()),
@@ -133,7 +133,7 @@ pub fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
 
 /// `key.age`: the data key's secret half encrypted to the user's recipients or passphrase
 /// (the bundle encryption). `passphrase` is asked only in passphrase mode.
-pub fn wrap(
+pub(crate) fn wrap(
     seal: &Seal,
     wanted: &Wanted,
     passphrase: &mut dyn FnMut() -> Option<Secret>,
@@ -171,7 +171,7 @@ impl Opener<'_> {
 
     /// The data key of journal `id`'s commit (`tree`, `m`); `Ok(None)` when it is not sealed.
     /// `Err`: why it cannot be opened here (one line).
-    pub fn open(
+    pub(crate) fn open(
         &mut self,
         repo: &Repository,
         tree: &Tree<'_>,

@@ -42,7 +42,7 @@ pub struct Published {
 
 /// Builds the `transcripts/` tree. `prev`: the previous commit's tree and transcript states,
 /// when it was sealed the same way (its segments may be kept).
-pub fn publish(
+pub(crate) fn publish(
     repo: &Repository,
     src: Sources<'_>,
     prev: Option<(&Tree<'_>, &[TranscriptState])>,

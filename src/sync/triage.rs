@@ -35,7 +35,7 @@ use crate::project::Project;
 use crate::triage::{HandoffOptions, Outcome, TriageError};
 
 /// `.walj/sync/elsewhere.jsonl`: this checkout's `remote` records, for [`overlay`].
-pub fn sidecar(project: &Project) -> PathBuf {
+pub(crate) fn sidecar(project: &Project) -> PathBuf {
     Paths::new(project).dir.join("elsewhere.jsonl")
 }
 
@@ -116,7 +116,7 @@ fn refuse_session<'a>(
 
 /// The entries `ids` name in another machine's journal, for the confirmation that names it:
 /// (short id, path, "from machine NAME"). Empty when none is another machine's.
-pub fn describe(project: &Project, ids: &[String]) -> Vec<(String, String, String)> {
+pub(crate) fn describe(project: &Project, ids: &[String]) -> Vec<(String, String, String)> {
     let remotes = remotes(project);
     match find_entries(&remotes, ids) {
         Ok(Some((r, es))) => {
@@ -336,7 +336,7 @@ fn applies(e: &Entry, f: &Foreign) -> bool {
 
 /// Applies this checkout's `remote` records to the copies of the journals they name, so this
 /// machine shows its own decisions before the other machine has synced them.
-pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
+pub(crate) fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
     let Ok(bytes) = std::fs::read(sidecar(project)) else { return };
     let foreign: Vec<Foreign> = bytes.split(|&b| b == b'\n').filter_map(parse_foreign).collect();
     if foreign.is_empty() {
@@ -379,7 +379,7 @@ pub(crate) fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
 /// records of this journal: one per entry still unresolved here that does not carry that
 /// action yet. Reads the copies that changed in this sync (`seen`). Returns how many records
 /// were appended.
-pub fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
+pub(crate) fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
     let mut wanted: Vec<(Foreign, String, String)> = Vec::new();
     for s in seen.iter().filter(|s| matches!(s.verdict, Verdict::New | Verdict::Updated | Verdict::NewEpoch)) {
         let journal = super::accept::journal_dir(paths, &s.journal).join("journal.jsonl");

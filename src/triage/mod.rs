@@ -33,14 +33,18 @@ mod undo;
 pub use diff::diff_sides;
 pub(crate) use diff::mode_change;
 pub(crate) use handoff::Brief;
+pub use handoff::handoff;
 pub(crate) use handoff::handoff_with_note;
-pub use handoff::{HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, held as held_briefs};
+pub use handoff::{HandoffOptions, MAX_BRIEF};
+pub(crate) use handoff::{deliver as deliver_held, held as held_briefs};
 pub(crate) use mark::{mark_done, plan_mark};
 pub(crate) use revert::RevertOptions;
-pub use revert::{RevertPlan, plan_revert, revert};
+pub use revert::RevertPlan;
+pub use revert::plan_revert;
+pub(crate) use revert::revert;
 pub(crate) use select::turn_entries;
 pub(crate) use undo::plan_undo;
-pub use undo::undo;
+pub(crate) use undo::undo;
 
 pub(crate) use action::find_entry;
 
@@ -116,7 +120,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The outcome of an action on `e`: `message`, and whether anything changed.
-    pub fn of(e: &crate::fold::Entry, message: String, changed: bool) -> Outcome {
+    pub(crate) fn of(e: &crate::fold::Entry, message: String, changed: bool) -> Outcome {
         Outcome { id: e.id.clone(), path: e.path.clone(), message, changed, ..Outcome::default() }
     }
 }

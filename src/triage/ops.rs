@@ -36,7 +36,7 @@ pub struct Operation {
 
 impl Operation {
     /// "marked done", "reverted", "handed back".
-    pub fn verb(&self) -> &'static str {
+    pub(crate) fn verb(&self) -> &'static str {
         match self.how.as_str() {
             how::DONE => "marked done",
             how::REVERTED => "reverted",
@@ -58,7 +58,7 @@ impl Operation {
 }
 
 /// The journal's triage commands, newest first.
-pub fn operations(fold: &Fold) -> Vec<Operation> {
+pub(crate) fn operations(fold: &Fold) -> Vec<Operation> {
     // (batch or action id + how, operation)
     let mut ops: Vec<(String, Operation)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();

@@ -57,7 +57,7 @@ pub(crate) struct Provenance {
 impl Provenance {
     /// Reads the import ranges of `journal` (lines holding an `imported` mark; an unreadable
     /// journal has none).
-    pub fn load(journal: &Path) -> Provenance {
+    pub(crate) fn load(journal: &Path) -> Provenance {
         let mut ranges = Vec::new();
         let _ = scan_lines(journal, |raw| {
             if !contains(raw.bytes, b"\"imported\"") || !contains(raw.bytes, b"\"records\"") {

@@ -69,7 +69,7 @@ struct Restore {
 /// journal); an action recorded elsewhere (inside an import range, [`super::origin`]) is
 /// undone only by its entry's id with `confirmed_foreign` (the caller asked, naming where it
 /// comes from).
-pub fn undo(
+pub(crate) fn undo(
     project: &Project,
     fold: &Fold,
     id: Option<&str>,

@@ -278,7 +278,7 @@ impl App {
 
     // ---------------------------------------------------------------- queries
 
-    pub fn selected(&self) -> Option<&Row> {
+    pub(crate) fn selected(&self) -> Option<&Row> {
         self.tree.selected()
     }
 
@@ -290,7 +290,7 @@ impl App {
     }
 
     /// The journal of the tree's machine header `mi`.
-    pub fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
+    pub(crate) fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
         self.sync.remotes.get(self.tree.machines.get(mi)?.remote)
     }
 
@@ -303,7 +303,7 @@ impl App {
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
-    pub fn targets(&self) -> Vec<&Entry> {
+    pub(crate) fn targets(&self) -> Vec<&Entry> {
         let remote = self.selected().map(|r| r.item).filter(|i| i.is_remote());
         let (Some(item), true) = (remote, self.tree.marked.is_empty()) else { return self.tree.targets(&self.fold) };
         // Another machine's row: its entry, else the unresolved entries under it.
@@ -325,7 +325,7 @@ impl App {
             .collect()
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         match self.clock {
             Clock::Real => Utc::now(),
             Clock::Fixed(t) => t,
@@ -333,12 +333,12 @@ impl App {
     }
 
     /// "3m", "2h", "5d" since a record timestamp.
-    pub fn age(&self, ts: &str) -> String {
+    pub(crate) fn age(&self, ts: &str) -> String {
         present::age(ts, self.now())
     }
 
     /// A record timestamp as the user reads it (local time; UTC with a fixed clock).
-    pub fn time(&self, ts: &str) -> String {
+    pub(crate) fn time(&self, ts: &str) -> String {
         match self.clock {
             Clock::Real => present::human_ts(ts),
             Clock::Fixed(_) => present::utc_ts(ts),
@@ -795,7 +795,7 @@ impl App {
     }
 
     /// Applies one action.
-    pub fn update(&mut self, action: Action) {
+    pub(crate) fn update(&mut self, action: Action) {
         let page = self.tree_height().max(2) as isize - 1;
         let dpage = self.diff_height().max(2) as isize - 1;
         match (action, self.focus) {
@@ -1215,7 +1215,7 @@ impl App {
     }
 
     /// After the editor ran (or failed to start): reload, and plan the revert again.
-    pub fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
+    pub(crate) fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
         let Some(req) = self.edit_request.take() else { return };
         self.reload();
         let open: Vec<&Entry> =

@@ -116,7 +116,7 @@ fn substitute(v: &mut Value, project: &str, home: &str) {
 
 /// Replays [`SCRIPT`] in `dir`: each hook payload through `walj hook` (the binary at
 /// `walj`, as a child of this process), each file change written in between.
-pub fn replay(dir: &Path, walj: &Path) -> Result<(), DemoError> {
+pub(crate) fn replay(dir: &Path, walj: &Path) -> Result<(), DemoError> {
     let project = dir.to_string_lossy().into_owned();
     let home = std::env::var("HOME").unwrap_or_else(|_| project.clone());
     for (n, line) in SCRIPT.lines().enumerate() {

@@ -101,7 +101,7 @@ pub(crate) enum DialogKey {
 }
 
 /// An entry as a dialog line: `● src/app.rs (applied by Edit)`.
-pub fn describe(e: &Entry) -> String {
+pub(crate) fn describe(e: &Entry) -> String {
     format!(
         "{} {} ({} by {})",
         icon(e.state()),
@@ -128,7 +128,7 @@ pub(crate) fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
 
 /// Mark entries done: what each is, and a warning for those whose tool did not finish or
 /// whose session still runs (`live`).
-pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
+pub(crate) fn done(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
     let n_state = |s: EntryState| open.iter().filter(|e| e.state() == s).count();
     let (in_flight, failed) = (n_state(EntryState::InFlight), n_state(EntryState::Failed));
@@ -173,7 +173,7 @@ pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
 }
 
 /// What a revert would do to each entry (`plans` in the order of `open`).
-pub fn revert(
+pub(crate) fn revert(
     open: &[&Entry],
     plans: &[Result<RevertPlan, crate::triage::TriageError>],
     live: Option<String>,
@@ -342,7 +342,7 @@ pub(crate) fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 /// `y`: what can be copied from the selected row. Enter takes the first: the path of an
 /// entry, else the session's resume line (`claude --resume ID`, `codex resume ID`, …: its
 /// agent's, run where it was started: [`crate::present::text::resume_line`]).
-pub fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
+pub(crate) fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
     let mut choices = Vec::new();
     let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
     if let Some(p) = path {

@@ -28,7 +28,7 @@ fn badge(st: SessionStatus) -> Span<'static> {
 }
 
 /// Draws the whole screen.
-pub fn draw(f: &mut Frame, app: &App) {
+pub(crate) fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     if area.width == 0 || area.height == 0 {
         return;

@@ -106,7 +106,7 @@ impl Scope {
 
 impl Action {
     /// Where the action's keys are read.
-    pub fn scope(self) -> Scope {
+    pub(crate) fn scope(self) -> Scope {
         match self {
             Action::Confirm | Action::Cancel => Scope::Dialog,
             Action::Filter => Scope::Tree,
@@ -435,7 +435,7 @@ impl Keymap {
         self.bindings.iter().any(|(_, keys)| keys.contains(key))
     }
 
-    pub fn action(&self, key: &Key) -> Option<Action> {
+    pub(crate) fn action(&self, key: &Key) -> Option<Action> {
         self.action_in(key, Scope::Tree)
     }
 

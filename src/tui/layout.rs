@@ -41,7 +41,8 @@ pub(crate) fn stacked(area: Rect) -> bool {
 
 /// Splits the screen: tree | detail side by side (tree above detail below
 /// [`STACK_BELOW`] columns), or one of them zoomed; then a status line and a footer.
-pub fn layout(area: Rect, zoom: Zoom) -> Areas {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn layout(area: Rect, zoom: Zoom) -> Areas {
     layout_with(area, zoom, 1)
 }
 

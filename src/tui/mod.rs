@@ -142,7 +142,7 @@ pub fn load_theme_with(project: &Project, color: anstream::ColorChoice) -> anyho
 }
 
 /// Runs the dashboard on the real terminal.
-pub fn run(project: Project) -> anyhow::Result<()> {
+pub(crate) fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
     let theme = load_theme(&project)?;
     if matches!(anstream::ColorChoice::global(), anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi) {

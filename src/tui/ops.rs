@@ -9,7 +9,7 @@ use crate::journal::how;
 use super::dialogs::Choice;
 
 pub(crate) use crate::triage::ops::Operation;
-pub use crate::triage::ops::operations;
+pub(crate) use crate::triage::ops::operations;
 
 /// What redo does after an undo that reopened `ids`: the action each one lost, again
 /// (grouped by kind, in the order done, revert, hand back). Reverting and handing back

@@ -25,7 +25,7 @@ pub struct DiffPane {
 }
 
 /// Display width of a char (0 for combining marks).
-pub fn cw(c: char) -> usize {
+pub(crate) fn cw(c: char) -> usize {
     c.width().unwrap_or(0)
 }
 
@@ -40,7 +40,7 @@ pub(crate) fn text_width(line: &DiffLine) -> usize {
 }
 
 /// Rows one diff line takes in a pane `width` columns wide.
-pub fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
+pub(crate) fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
     if width == 0 || (!pane.wrap && line.kind != LineKind::Note) {
         return 1;
     }

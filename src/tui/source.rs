@@ -52,7 +52,7 @@ pub struct Source {
 }
 
 impl Source {
-    pub fn new(poll: Duration) -> Source {
+    pub(crate) fn new(poll: Duration) -> Source {
         Source {
             journal_sig: None,
             loaded_at: SystemTime::now(),
@@ -69,7 +69,7 @@ impl Source {
     /// Reads the journal of `project` into `fold` (kept as it was when it cannot be read) and,
     /// when they changed, other machines' copies into `sync`. Returns what to tell the user,
     /// in order (each an error line; the last one stays on the status line).
-    pub fn load(
+    pub(crate) fn load(
         &mut self,
         project: &Project,
         keep_settled: bool,
@@ -141,7 +141,7 @@ impl Source {
 
     /// Whether the journal's size or mtime, or another machine's copy (a sync ran), changed
     /// since the last load.
-    pub fn changed(&self, project: &Project) -> bool {
+    pub(crate) fn changed(&self, project: &Project) -> bool {
         let copies_changed =
             || self.remotes_from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(project));
         file_sig(&project.journal) != self.journal_sig || copies_changed()

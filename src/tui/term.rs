@@ -82,12 +82,12 @@ pub(crate) struct CrosstermEvents {
 }
 
 impl CrosstermEvents {
-    pub fn new() -> CrosstermEvents {
+    pub(crate) fn new() -> CrosstermEvents {
         CrosstermEvents { signals: Signals::register(), hangup: Hangup::watch() }
     }
 
     /// The signal that ended the loop, if one did (a hangup counts as SIGHUP).
-    pub fn signal(&self) -> Option<i32> {
+    pub(crate) fn signal(&self) -> Option<i32> {
         self.signals.received().or_else(|| self.hangup.hung_up().then_some(SIGHUP))
     }
 
@@ -429,7 +429,7 @@ impl EventSource for Script {
 }
 
 /// Puts the terminal back: raw mode off, main screen, mouse released, cursor shown.
-pub fn restore() {
+pub(crate) fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen, crossterm::cursor::Show);
 }
@@ -452,7 +452,7 @@ pub(crate) struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    pub fn new() -> io::Result<TerminalGuard> {
+    pub(crate) fn new() -> io::Result<TerminalGuard> {
         install_panic_hook();
         enable_raw_mode()?;
         let mut out = io::stdout();

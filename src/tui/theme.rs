@@ -20,7 +20,7 @@ pub const fn color(t: Tone) -> Color {
 }
 
 /// An entry state's colour.
-pub fn state(s: EntryState) -> Style {
+pub(crate) fn state(s: EntryState) -> Style {
     Style::new().fg(color(present::tone(s)))
 }
 

@@ -336,11 +336,11 @@ impl Tree {
         self.offset = self.offset.min(max_off);
     }
 
-    pub fn selected(&self) -> Option<&Row> {
+    pub(crate) fn selected(&self) -> Option<&Row> {
         self.rows.get(self.cursor)
     }
 
-    pub fn selected_entry<'f>(&self, fold: &'f Fold) -> Option<&'f Entry> {
+    pub(crate) fn selected_entry<'f>(&self, fold: &'f Fold) -> Option<&'f Entry> {
         match self.selected()?.item {
             Item::Entry(_, _, ei) => fold.entries.get(ei),
             _ => None,
@@ -360,7 +360,7 @@ impl Tree {
 
     /// Entries an action applies to: the Space selection, else the selected entry, else the
     /// unresolved entries under the selected session or group.
-    pub fn targets<'f>(&self, fold: &'f Fold) -> Vec<&'f Entry> {
+    pub(crate) fn targets<'f>(&self, fold: &'f Fold) -> Vec<&'f Entry> {
         if !self.marked.is_empty() {
             return fold.entries.iter().filter(|e| self.marked.contains(&e.id)).collect();
         }
@@ -445,7 +445,7 @@ impl Tree {
 
     /// Space: adds the entries under the selected row to the selection, or removes them
     /// when all are in it. Returns the row's item.
-    pub fn select(&mut self, fold: &Fold) -> Option<Item> {
+    pub(crate) fn select(&mut self, fold: &Fold) -> Option<Item> {
         let item = self.selected()?.item;
         let ids: Vec<String> = self.under(item).into_iter().map(|i| fold.entries[i].id.clone()).collect();
         if ids.iter().all(|id| self.marked.contains(id)) {

@@ -142,7 +142,7 @@ fn now_ns() -> i64 {
 }
 
 /// Runs the watcher until its lifetime ends. `Ok(false)` when another watcher holds the claim.
-pub fn run(opts: &Options) -> io::Result<bool> {
+pub(crate) fn run(opts: &Options) -> io::Result<bool> {
     let places = Places::of(&opts.root).map_err(|e| io::Error::other(e.to_string()))?;
     let Some(_claim) = super::claim(&places.claim)? else { return Ok(false) };
     // We hold the claim: a socket file left there is a dead watcher's.
