@@ -103,7 +103,7 @@ pub(crate) const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
 pub(crate) const MAX_LISTED: usize = 200_000;
 
 #[derive(Debug, thiserror::Error)]
-pub enum SnapError {
+pub(crate) enum SnapError {
     #[error("{path}: {op}: {source}")]
     Io { path: PathBuf, op: &'static str, source: io::Error },
     #[error("git repository at {path}: {source}")]
@@ -120,7 +120,7 @@ fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Sna
 
 /// The Bash call a hook sees.
 #[derive(Debug, Clone, Default)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     pub session: &'a str,
     pub tool_use_id: Option<&'a str>,
     pub command: &'a str,
@@ -154,7 +154,7 @@ fn safe_byte(b: u8) -> bool {
 }
 
 /// [`Snapshot::watch`] of a snapshot the watcher made cheap.
-pub const WATCHED: &str = "watcher";
+pub(crate) const WATCHED: &str = "watcher";
 
 /// What the PostToolUse hook adds to the journal for a command.
 #[derive(Debug, Default)]
@@ -175,7 +175,7 @@ fn bash_dir(project: &Project) -> PathBuf {
 
 /// A foreground command still waiting for its outcome, as its PreToolUse sidecar says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Its command line (clipped).
     pub command: String,
     /// When its snapshot had finished looking at the tree (ms since the epoch, rounded up): a

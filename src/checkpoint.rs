@@ -13,7 +13,7 @@ use crate::journal::{JournalWriter, Record, event, key, op};
 use crate::project::Project;
 
 #[derive(Debug, Default, Clone, Serialize)]
-pub struct CheckpointReport {
+pub(crate) struct CheckpointReport {
     pub checked: usize,
     pub persisted: usize,
     pub not_applied: usize,
@@ -26,7 +26,7 @@ pub struct CheckpointReport {
 
 /// What a checkpoint run does besides verifying applied entries.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CheckpointOptions<'a> {
+pub(crate) struct CheckpointOptions<'a> {
     /// Settle file intents without an outcome as not applied: only when no tool call of the
     /// session can still run (the main agent's Stop, the session's next prompt).
     pub settle_intents: bool,

@@ -51,7 +51,7 @@ use crate::store::Store;
 pub(crate) const OBJECT_GRACE: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone, Default)]
-pub struct CompactOptions {
+pub(crate) struct CompactOptions {
     /// Retention in days (`None`: the config's `[retention] days`).
     pub days: Option<u64>,
     pub dry_run: bool,
@@ -60,7 +60,7 @@ pub struct CompactOptions {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     pub dry_run: bool,
     /// Delete even a live session or one with unresolved entries.
     pub force: bool,
@@ -68,7 +68,7 @@ pub struct DeleteOptions {
 
 /// What a rewrite did (or, dry, would do).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RewriteReport {
+pub(crate) struct RewriteReport {
     pub dry_run: bool,
     pub records_before: u64,
     pub records_after: u64,

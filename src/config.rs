@@ -56,7 +56,7 @@ pub(crate) const DEFAULT_MAX_CHANGES: usize = 100_000;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     pub capture: Capture,
     pub events: Vec<EventRule>,
     pub bash: Bash,
@@ -77,7 +77,7 @@ pub struct Config {
 /// (`crate::import::auto`).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
-pub struct ImportConfig {
+pub(crate) struct ImportConfig {
     /// Off: only `walj import` imports.
     pub on_start: bool,
 }
@@ -93,7 +93,7 @@ impl Default for ImportConfig {
 /// capped. Each has a flag that raises it for one command.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Bytes a bundle (or one sync fetch) may decode to in all (`--max-decoded`).
     pub max_decoded: u64,
     /// Bytes one object, transcript or journal section may have (`--max-object`).
@@ -117,7 +117,7 @@ impl Default for Limits {
 /// `[sync]`: `walj sync` (docs/sync.md).
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
-pub struct SyncConfig {
+pub(crate) struct SyncConfig {
     /// The name other machines see (default `host:path`).
     pub name: Option<String>,
     /// The git remote to sync through (default: the branch's upstream remote, else `origin`).
@@ -139,7 +139,7 @@ pub struct SyncConfig {
 /// A string or a list of strings (`identity = "a"` or `identity = ["a", "b"]`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(from = "OneOrManyRaw")]
-pub struct OneOrMany(pub Vec<String>);
+pub(crate) struct OneOrMany(pub Vec<String>);
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -159,7 +159,7 @@ impl From<OneOrManyRaw> for OneOrMany {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Capture {
+pub(crate) struct Capture {
     pub max_bytes: u64,
     /// The user's own never-capture globs: they add to `crate::secrets::NEVER`, which always
     /// applies.
@@ -177,7 +177,7 @@ impl Default for Capture {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EventRule {
+pub(crate) struct EventRule {
     pub glob: String,
     pub event: String,
     /// Only for these tools (default: any).
@@ -187,7 +187,7 @@ pub struct EventRule {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Bash {
+pub(crate) struct Bash {
     pub snapshot: bool,
     pub max_files: usize,
     /// Child entries one command gets at most; paths past it are listed in one file and the
@@ -223,7 +223,7 @@ impl Default for Bash {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Retention {
+pub(crate) struct Retention {
     pub days: u64,
     /// Compact by itself (detached, after a SessionEnd) once the journal passes `auto_mb`.
     pub auto: bool,
@@ -239,7 +239,7 @@ impl Default for Retention {
 /// A config file that cannot be used: `path:line:column: message` (the place when known).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}{}: {message}", self.place())]
-pub struct ConfigError {
+pub(crate) struct ConfigError {
     pub path: String,
     pub message: String,
     /// 1-based line and column of the offending text, when known.
@@ -430,7 +430,7 @@ impl Config {
 /// A glob of the config that does not compile, named with its key.
 #[derive(Debug, thiserror::Error)]
 #[error("bad glob {glob:?} in {key}: {message}")]
-pub struct BadGlob {
+pub(crate) struct BadGlob {
     /// The glob as written.
     pub glob: String,
     /// Its key: `[capture] never` or `[[events]] glob`.

@@ -15,12 +15,12 @@ use std::path::PathBuf;
 
 /// A secret string (a passphrase, a data key's secret half): kept out of `Debug` output.
 #[cfg(feature = "age")]
-pub type Secret = age::secrecy::SecretString;
+pub(crate) type Secret = age::secrecy::SecretString;
 
 /// A secret string (a build without encryption keeps passphrases only to refuse them).
 #[cfg(not(feature = "age"))]
 #[derive(Clone)]
-pub struct Secret(#[allow(dead_code)] String);
+pub(crate) struct Secret(#[allow(dead_code)] String);
 
 #[cfg(not(feature = "age"))]
 impl From<String> for Secret {
@@ -71,7 +71,7 @@ pub struct Keys<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum CryptError {
+pub(crate) enum CryptError {
     /// This walj was built without the `age` feature.
     #[error("this build of walj has no encryption (built without the `age` feature)")]
     Unsupported,

@@ -32,7 +32,7 @@ use crate::project::Project;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     /// Something to know; never a problem.
     Info,
     Ok,
@@ -76,11 +76,11 @@ pub mod check {
     pub(crate) const INSTALL: &str = "install";
     /// `.walj/config.toml`.
     pub(crate) const CONFIG: &str = "config";
-    pub const JOURNAL: &str = "journal";
+    pub(crate) const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
     pub(crate) const ERRORS_LOG: &str = "errors_log";
     /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: [`agents`]).
-    pub const AGENT: &str = "agent";
+    pub(crate) const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
     pub(crate) const WRITE_FAILURES: &str = "write_failures";
     /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
@@ -95,11 +95,11 @@ pub mod check {
     /// snapshot missed ([`reported`]).
     pub(crate) const REPORTED: &str = "reported";
     /// walj's MCP server (`walj mcp`): declared by the plugins and `.mcp.json` ([`mcp`]).
-    pub const MCP: &str = "mcp";
+    pub(crate) const MCP: &str = "mcp";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DoctorFinding {
+pub(crate) struct DoctorFinding {
     pub level: Level,
     /// One of [`check`].
     pub check: &'static str,

@@ -18,7 +18,7 @@ use crate::project::Project;
 
 /// What the marker says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// The project's root.
     pub project: String,
     /// When the first and the latest failure happened.

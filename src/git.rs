@@ -48,7 +48,7 @@ pub struct Head {
 /// Where a checkout's git files are: its own git dir (`.git`, or where a linked worktree's or
 /// submodule's `gitdir:` file points) and the common dir its refs live in (`commondir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitDirs {
+pub(crate) struct GitDirs {
     pub git_dir: PathBuf,
     pub common_dir: PathBuf,
 }

@@ -1159,7 +1159,7 @@ fn never(rel: &str, m: Option<&Matcher>) -> bool {
 }
 
 /// A captured image: the blob (stored unless `nocap` says why not).
-pub struct Image {
+pub(crate) struct Image {
     /// `None` when the file could not be read (`nocap` says why): its content is unknown.
     pub blob: Option<Blob>,
     pub nocap: Option<String>,

@@ -13,7 +13,7 @@
 
 /// One running process, as far as the platform tells (for matching background commands).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcEntry {
+pub(crate) struct ProcEntry {
     pub pid: u32,
     /// The parent process.
     pub ppid: Option<u32>,
@@ -32,7 +32,7 @@ pub struct ProcEntry {
 pub(crate) type ProcTable = Vec<ProcEntry>;
 
 /// The environment variable Claude Code sets to the session id in its tools' processes.
-pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+pub(crate) const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// A process identity: pid plus start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

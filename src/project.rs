@@ -353,7 +353,7 @@ pub(crate) enum PathRefusal {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Located {
+pub(crate) enum Located {
     Inside { rel: String, abs: PathBuf },
     Outside(PathBuf),
 }

@@ -79,7 +79,7 @@ fn stale(path: &std::path::Path) -> bool {
 
 /// The right to run the automatic compaction; released on drop.
 #[derive(Debug)]
-pub struct Claim(PathBuf);
+pub(crate) struct Claim(PathBuf);
 
 impl Drop for Claim {
     fn drop(&mut self) {

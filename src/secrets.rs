@@ -171,7 +171,7 @@ fn word_char(b: u8) -> bool {
 
 /// One secret found in a text: its byte range (the part to hide) and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub start: usize,
     pub end: usize,
     pub kind: &'static str,

@@ -625,10 +625,10 @@ impl Unsynced {
 /// The largest compressed object the hook carries in its journal line rather than syncing
 /// it on its own ([`Store::put_carried`]): 8 KiB, a source file of about 25 KB (base64 makes
 /// it 4/3 longer in the line, so a line stays under about 11 KB per image).
-pub const CARRY_MAX: usize = 8 * 1024;
+pub(crate) const CARRY_MAX: usize = 8 * 1024;
 
 /// How an object the hook stored becomes durable ([`Store::put_carried`]).
-pub enum Durable {
+pub(crate) enum Durable {
     /// An intact copy was in the store already.
     Already,
     /// Carried whole by one of the journal's last lines: named by id only. Its wait checks
@@ -654,7 +654,7 @@ impl Durable {
 /// An image named by id only because a recent line of the journal carries it
 /// ([`Durable::Journaled`]): the identity of the journal that line is in, and the image's
 /// bytes.
-pub struct Journaled {
+pub(crate) struct Journaled {
     store: Store,
     file: (u64, u64),
     bytes: Vec<u8>,
@@ -909,7 +909,7 @@ fn decode(loose: &[u8]) -> Result<Vec<u8>, String> {
 /// returns once the object is durable. Dropped without a wait, it still waits (a hook never
 /// returns with an object's syncs in flight).
 #[must_use = "the object is durable only once its Pending has been waited for"]
-pub struct Pending {
+pub(crate) struct Pending {
     path: PathBuf,
     thread: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
     /// The syncs' result when no thread could be started (they ran in place).

@@ -51,7 +51,7 @@ pub struct SessionRef {
 
 /// One request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     /// `sync` (wait for the cookie) or `ping`.
     pub op: String,
     /// The cookie's file name in `.walj/` (`cookie-…`).
@@ -74,7 +74,7 @@ pub struct Request {
 
 /// One answer line.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The checkout this watcher follows (canonical).
     pub root: String,
     pub epoch: String,
@@ -198,7 +198,7 @@ fn uid() -> u32 {
 
 /// The places of one checkout's watcher.
 #[derive(Debug, Clone)]
-pub struct Places {
+pub(crate) struct Places {
     /// The canonical work tree.
     pub root: PathBuf,
     pub socket: PathBuf,
@@ -244,7 +244,7 @@ pub(crate) fn held(path: &Path) -> bool {
 
 /// A claim file held by this process ("pid start"), removed on drop.
 #[derive(Debug)]
-pub struct Claim(PathBuf);
+pub(crate) struct Claim(PathBuf);
 
 impl Drop for Claim {
     fn drop(&mut self) {

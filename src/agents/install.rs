@@ -19,7 +19,7 @@ use crate::claude::settings::{self, InstallError, InstallReport};
 
 /// Which of the agent's settings files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     Project,
     User,
 }
@@ -53,7 +53,7 @@ pub(crate) fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
 
 /// One hook walj installs for an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// The event's name in the agent's settings.
     pub event: &'static str,
     pub matcher: Option<&'static str>,

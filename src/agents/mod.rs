@@ -33,7 +33,7 @@ pub mod trust;
 
 use serde_json::Value;
 
-pub use event::{Change, Event, ToolCall};
+pub(crate) use event::{Change, Event, ToolCall};
 pub(crate) use event::{PathChange, Phase, ToolKind};
 
 /// A coding agent whose sessions walj journals.

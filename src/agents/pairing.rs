@@ -48,7 +48,7 @@ struct Open {
 
 /// What the queue says about a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pairing {
+pub(crate) enum Pairing {
     /// Already delivered (the same event through another hook configuration): skip it.
     Duplicate,
     /// Journal it; a tool call's id when the queue has one.

@@ -29,14 +29,14 @@ use serde_json::Value;
 
 /// One file of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FilePatch {
+pub(crate) struct FilePatch {
     /// As written in the patch (relative to the session's working folder, or absolute).
     pub path: String,
     pub op: PatchOp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PatchOp {
+pub(crate) enum PatchOp {
     /// The new file's content.
     Add(String),
     Delete,

@@ -39,7 +39,7 @@
 
 /// One command's (or subagent's) window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Window<'a> {
+pub(crate) struct Window<'a> {
     pub id: &'a str,
     /// Its intent.
     pub open: i64,
@@ -60,7 +60,7 @@ impl Window<'_> {
 
 /// When a change was made, as far as the disk says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
+pub(crate) enum At {
     /// Its ctime.
     Exact(i64),
     /// At or before this (a deletion: its parent folder's ctime).
@@ -134,7 +134,7 @@ pub(crate) fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<
 
 /// Who keeps a change several killed commands' snapshots saw ([`owner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// The only command open at its time, or the one whose text alone points at the file
     /// (its folder, its name, a pattern matching it): listed under it, in its count.
     Decided(usize),
@@ -186,7 +186,7 @@ pub(crate) fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], a
 /// open at the change, never proof (commands write files they never name — `make`, a script —
 /// and name files they only read). Ordered: the file beats its folder beats nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// The text says nothing of the file.
     None,
     /// It names the file's folder (`mkdir -p out`, `cd out`, `ls out/`).

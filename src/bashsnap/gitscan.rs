@@ -21,7 +21,7 @@ use crate::fsutil;
 
 /// One path that may differ from the index (`/`-separated, relative to the project).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     pub rel: String,
     pub deleted: bool,
 }

@@ -52,7 +52,7 @@ const CLAIM: &str = ".claim";
 
 /// A killed command whose processes still run: its changes so far are shown, not recorded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StillRunning {
+pub(crate) struct StillRunning {
     pub parent: String,
     pub session: String,
     pub pids: Vec<u32>,
@@ -61,7 +61,7 @@ pub struct StillRunning {
 
 /// What [`reconcile`] did.
 #[derive(Debug, Default)]
-pub struct Reconciled {
+pub(crate) struct Reconciled {
     /// Child records appended to the journal (commands whose processes are all gone).
     pub materialised: usize,
     pub running: Vec<StillRunning>,

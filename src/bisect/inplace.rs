@@ -86,7 +86,7 @@ pub(crate) fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option
 
 /// A file the in-place bisect would write that it cannot read as one.
 #[derive(Debug, thiserror::Error)]
-pub enum DiskError {
+pub(crate) enum DiskError {
     /// A folder, a link, a FIFO or a device where the file was: the bisect writes no such thing.
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },

@@ -83,7 +83,7 @@ fn check_base(base: &Path) -> io::Result<()> {
 
 /// A bisect's own folder in [`scratch_base`], removed when dropped (and by the guard or the
 /// next walj command when the bisect is killed).
-pub struct TempDir {
+pub(crate) struct TempDir {
     pub path: PathBuf,
 }
 

@@ -28,14 +28,13 @@ use crate::fold::Fold;
 use crate::project::Project;
 
 pub use search::{Found, Verdict};
-pub use state::Gap;
+pub(crate) use state::Gap;
 pub(crate) use state::Unbuildable;
-pub use steps::Change;
 pub(crate) use steps::{LeftOut, Scope, Step};
 
 /// Why a bisect did not run, or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum BisectError {
+pub(crate) enum BisectError {
     #[error("{0}")]
     Usage(String),
     /// Refused before anything was written.
@@ -65,7 +64,7 @@ pub enum BisectError {
 /// The journal's fold could not be read (the loader a bisect is given failed).
 #[derive(Debug, thiserror::Error)]
 #[error("reading the journal {path}: {message}")]
-pub struct LoadError {
+pub(crate) struct LoadError {
     pub path: PathBuf,
     /// What the loader said.
     pub message: String,
@@ -75,7 +74,7 @@ pub struct LoadError {
 pub(crate) type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
 
 /// What a bisect is asked to do.
-pub struct Options {
+pub(crate) struct Options {
     pub scope: Scope,
     pub argv: Vec<OsString>,
     pub timeout: Option<Duration>,
@@ -91,7 +90,7 @@ pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
 /// One state tested.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct StateRun {
+pub(crate) struct StateRun {
     pub state: usize,
     pub verdict: Verdict,
     /// Exit codes of its runs; empty when the state could not be built (skipped unrun).
@@ -103,7 +102,7 @@ pub struct StateRun {
 
 /// `--verify`: the states around the culprit tested again.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Verify {
+pub(crate) struct Verify {
     pub before: Verdict,
     pub at: Verdict,
     pub monotonic: bool,
@@ -111,7 +110,7 @@ pub struct Verify {
 
 /// What a bisect found.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub(crate) struct Report {
     pub in_place: bool,
     pub steps: Vec<Step>,
     pub left_out: Vec<LeftOut>,
@@ -141,7 +140,7 @@ pub struct Report {
 /// The working tree as it is, tested as a state of its own when it differs from the last
 /// state the journal builds (edits after the session, a gap with `--since`).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct DiskRun {
+pub(crate) struct DiskRun {
     /// The touched paths whose bytes on disk differ from the last state.
     pub differs: Vec<String>,
     pub verdict: Verdict,
@@ -151,7 +150,7 @@ pub struct DiskRun {
 
 /// A change outside the journal that the culprit step's pre-image carries.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Outside {
+pub(crate) struct Outside {
     pub step: usize,
     pub paths: Vec<String>,
     /// The state before the step with only that change: bad.
@@ -160,7 +159,7 @@ pub struct Outside {
 
 /// Flaky runs seen with `--runs N`.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Flaky {
+pub(crate) struct Flaky {
     /// The states whose runs disagreed.
     pub states: Vec<usize>,
     /// The culprit's neighbours tested again: (state, verdict, the runs disagreed).

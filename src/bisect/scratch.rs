@@ -69,7 +69,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), BisectErr
 }
 
 /// The scratch copy.
-pub struct Scratch {
+pub(crate) struct Scratch {
     pub root: PathBuf,
     /// The copy's root, open: every state is written beneath it, never through a link.
     dir: Arc<Dir>,

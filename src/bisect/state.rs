@@ -18,7 +18,7 @@ use super::steps::Step;
 
 /// A path whose history has a change walj did not record.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Gap {
+pub(crate) struct Gap {
     pub path: String,
     /// The step whose pre-image differs from what the previous step (`after`, 0 = none
     /// before) left on this path.
@@ -28,14 +28,14 @@ pub struct Gap {
 
 /// A state that cannot be built, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Unbuildable {
+pub(crate) struct Unbuildable {
     pub state: usize,
     pub why: String,
 }
 
 /// What a path holds at one state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     Absent,
     Bytes(Vec<u8>),
 }
@@ -53,7 +53,7 @@ impl Content {
 type Touch = (usize, Option<Blob>, Option<Blob>, Option<String>);
 
 /// Every state of a list of steps, as blob ids per path.
-pub struct States {
+pub(crate) struct States {
     pub n: usize,
     /// Per path, its touches in step order.
     touches: BTreeMap<String, Vec<Touch>>,

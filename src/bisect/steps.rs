@@ -22,7 +22,7 @@ use super::BisectError;
 
 /// One path a step changed (one journal entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// The entry's id.
     pub entry: String,
     pub path: String,
@@ -34,7 +34,7 @@ pub struct Change {
 
 /// One unit of the bisect.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     /// 1-based position: state `n` is the tree after this step.
     pub n: usize,
     /// The entry id of a file tool call, the tool call id of a command.
@@ -64,7 +64,7 @@ impl Step {
 
 /// An entry that is not part of any step, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeftOut {
+pub(crate) struct LeftOut {
     pub entry: String,
     pub path: String,
     pub why: String,
@@ -72,7 +72,7 @@ pub struct LeftOut {
 
 /// Which entries to bisect.
 #[derive(Debug, Clone, Default)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The session with the most recent change.
     #[default]
     LastSession,

@@ -5,7 +5,7 @@
 //! (and `CLAUDE_CODE_ENTRYPOINT`); a terminal's has neither.
 
 /// The variable Claude Code sets to `1` for the commands it runs.
-pub const MARKER: &str = "CLAUDECODE";
+pub(crate) const MARKER: &str = "CLAUDECODE";
 
 /// Who acted, as triage records name it (`actor`), when Claude ran the command.
 pub(crate) const ACTOR: &str = "claude";

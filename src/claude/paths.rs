@@ -35,7 +35,7 @@ pub enum SettingsScope {
 }
 
 impl SettingsScope {
-    pub const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
+    pub(crate) const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
 
     pub(crate) fn label(self) -> &'static str {
         match self {

@@ -7,7 +7,7 @@ use super::events::HookEvent;
 
 /// Why stdin is not a hook payload.
 #[derive(Debug, thiserror::Error)]
-pub enum PayloadError {
+pub(crate) enum PayloadError {
     #[error("payload is not UTF-8")]
     NotUtf8,
     #[error("empty payload on stdin")]

@@ -60,7 +60,7 @@ pub(crate) fn first_timestamp(path: &Path) -> Option<String> {
 /// The parts of a transcript line walj reads (everything else is skipped unparsed).
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct Line {
+pub(crate) struct Line {
     #[serde(rename = "type")]
     pub ty: String,
     pub uuid: Option<String>,
@@ -93,7 +93,7 @@ pub struct Line {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct Message {
+pub(crate) struct Message {
     pub id: Option<String>,
     pub model: Option<String>,
     pub content: Value,
@@ -126,7 +126,7 @@ pub(crate) enum UserText<'a> {
 /// A `<task-notification>` message (Claude Code 2.1.x), as it arrives in UserPromptSubmit and
 /// in transcripts: `<task-id>`, `<tool-use-id>`, `<status>`, `<summary>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskNotification {
+pub(crate) struct TaskNotification {
     pub task_id: Option<String>,
     /// The Bash call that started the task.
     pub tool_use_id: Option<String>,

@@ -11,11 +11,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long `claude --version` may take.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `claude --version` said, and which `claude` said it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Installed {
+pub(crate) struct Installed {
     pub program: PathBuf,
     /// The first line of its output ("2.1.328 (Claude Code)").
     pub text: String,

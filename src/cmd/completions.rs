@@ -161,7 +161,7 @@ fn zsh_with_ids(script: String) -> String {
 
 /// What a word completes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// An entry id (`ID`, `IDS`).
     Entry,
     /// A session id (`SID`, `--session`).
@@ -171,7 +171,7 @@ pub enum Slot {
 /// The word being completed, when it is an id: which kind, what is typed of it, and what
 /// goes before each candidate (`--session=` when the shell keeps it in the word).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Want {
+pub(crate) struct Want {
     pub slot: Slot,
     pub typed: String,
     pub prefix: String,

@@ -12,7 +12,7 @@
 //! Unix only; elsewhere nothing is paged.
 
 /// The pager started for this command, if any; dropping it ends the paging.
-pub struct Paged {
+pub(crate) struct Paged {
     #[cfg(unix)]
     inner: Option<(std::process::Child, std::os::fd::OwnedFd)>,
 }

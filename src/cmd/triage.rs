@@ -378,7 +378,7 @@ fn path_entries<'f>(project: &Project, fold: &'f Fold, typed: &str) -> Option<Ve
 }
 
 /// What `walj diff` shows: one entry, or every change of a session or of one of its turns.
-pub enum DiffTarget<'a> {
+pub(crate) enum DiffTarget<'a> {
     Entry(&'a str),
     Turn { session: &'a str, prompt: Option<usize> },
 }

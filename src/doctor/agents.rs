@@ -16,7 +16,7 @@ use crate::claude::settings;
 
 /// One agent install (`agents` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AgentInfo {
+pub(crate) struct AgentInfo {
     pub agent: &'static str,
     /// `project` or `user`.
     pub scope: &'static str,

@@ -34,7 +34,7 @@ pub struct Dir {
 
 /// What is at a name in a [`Dir`] (never following a link).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Missing,
     File { mode: u32, uid: u32, gid: u32, nlink: u64 },
     Dir,

@@ -37,7 +37,7 @@ const MAX_OUTSIDE_ENTRIES: usize = 200;
 
 /// What Claude Code reported for one command.
 #[derive(Debug, Default, PartialEq)]
-pub struct Reported {
+pub(crate) struct Reported {
     /// Absolute paths, as sent.
     pub paths: Vec<String>,
     /// How many more files the command changed than the list names (`moreFiles`).
@@ -62,7 +62,7 @@ pub(crate) fn reported(response: &Value) -> Option<Reported> {
 /// The `reported` note for the command's own record, and the entries for what the snapshot
 /// missed.
 #[derive(Debug, Default)]
-pub struct Witnessed {
+pub(crate) struct Witnessed {
     pub entries: Vec<Record>,
     pub note: Option<Value>,
 }

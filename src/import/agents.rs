@@ -41,11 +41,11 @@ use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
 
 /// A file's content as an agent recorded it: `None` = the file did not exist.
-pub type Content = Option<String>;
+pub(crate) type Content = Option<String>;
 
 /// One agent session file, parsed.
 #[derive(Debug, Default)]
-pub struct SessionFile {
+pub(crate) struct SessionFile {
     pub session: String,
     pub start_ts: String,
     /// The folder the session ran in (relative paths are relative to it).
@@ -66,7 +66,7 @@ pub struct SessionFile {
 
 /// What happened, in order.
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     Prompt {
         id: String,
         ts: String,
@@ -93,7 +93,7 @@ pub enum Step {
 
 /// One tool call.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub id: String,
     /// When the agent asked for it.
     pub ts: String,
@@ -105,7 +105,7 @@ pub struct Call {
 }
 
 #[derive(Debug)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     Files(Vec<FileChange>),
     Shell { command: String, description: Option<String>, background: bool, cwd: Option<String> },
     Other,
@@ -120,7 +120,7 @@ pub struct Outcome {
 
 /// One file a call changes.
 #[derive(Debug, Clone)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     /// As the agent gave it: absolute, or relative to the session's folder.
     pub path: String,
     pub edit: Edit,
@@ -141,7 +141,7 @@ impl FileChange {
 
 /// How a call changes a file.
 #[derive(Debug, Clone)]
-pub enum Edit {
+pub(crate) enum Edit {
     /// The whole new content.
     Write(String),
     Replace {

@@ -179,7 +179,7 @@ fn session_of(path: &Path) -> Option<String> {
 
 /// What SessionStart found to import.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Transcripts of sessions walj's hooks never saw, changed since they were last looked at.
     pub files: Vec<PathBuf>,
     /// Their bytes in all.
@@ -231,7 +231,7 @@ pub(crate) fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &P
 
 /// What an import by itself did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Imported {
+pub(crate) struct Imported {
     /// Sessions that gained records.
     pub sessions: BTreeSet<String>,
     /// Records added.

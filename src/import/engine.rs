@@ -130,7 +130,7 @@ pub(crate) fn read_line_capped(
 
 /// A call still waiting for its result when the transcript ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     pub session: String,
     pub id: String,
     pub tool: String,
@@ -140,7 +140,7 @@ pub struct InFlight {
 
 /// What one transcript gave.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct FileReport {
+pub(crate) struct FileReport {
     pub path: PathBuf,
     pub sessions: Vec<String>,
     pub lines: u64,
@@ -181,7 +181,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ImportReport {
+pub(crate) struct ImportReport {
     pub files: Vec<FileReport>,
     pub added: usize,
     pub existing: usize,
@@ -191,7 +191,7 @@ impl ImportReport {}
 
 /// Import options.
 #[derive(Debug, Clone, Default)]
-pub struct ImportOptions {
+pub(crate) struct ImportOptions {
     /// Claude Code's config folder (file-history backups live there).
     pub config_dir: Option<PathBuf>,
     /// Show a progress bar (on a terminal).
@@ -279,7 +279,7 @@ impl Existing {
 /// Why an import stopped (a transcript that cannot be read is not one: it is reported in its
 /// [`FileReport`] and the others are imported).
 #[derive(Debug, thiserror::Error)]
-pub enum ImportError {
+pub(crate) enum ImportError {
     #[error("reading {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("creating {path}: {source}")]

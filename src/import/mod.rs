@@ -22,7 +22,6 @@ use crate::config::Config;
 use crate::project::Project;
 
 pub(crate) use claude::{all_transcripts, project_transcripts};
-pub use engine::InFlight;
 use engine::Sink;
 pub(crate) use engine::{FileReport, ImportError, ImportOptions, ImportReport, MAX_LINE};
 pub(crate) use engine::{jsonl_under, since_days};

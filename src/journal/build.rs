@@ -132,7 +132,7 @@ fn bash(mut r: Record) -> Record {
 
 /// A todo list update: TodoWrite's whole list, or one TaskCreate/TaskUpdate call.
 #[derive(Debug, Clone)]
-pub enum TodoUpdate {
+pub(crate) enum TodoUpdate {
     Todos(Value),
     Task { input: Value, response: Value },
 }

@@ -13,7 +13,8 @@ pub(crate) use reader::scan_lines_rev;
 pub use reader::{Problem, Source};
 pub(crate) use reader::{RawLine, ScanReport};
 pub use reader::{scan_file, scan_lines, scan_records};
-pub use record::{Blob, Record, attribution, entry_kind, event, how, key, kind, nocap, op, tool};
+pub use record::{Blob, Record};
+pub use record::{attribution, entry_kind, event, how, key, kind, nocap, op, tool};
 pub use view::classify;
 pub use writer::JournalWriter;
 

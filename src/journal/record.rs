@@ -62,7 +62,7 @@ pub mod kind {
     pub(crate) const GONE: &str = "gone";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
-    pub const TASK: &str = "task";
+    pub(crate) const TASK: &str = "task";
     /// The SessionStart announcement of this (crashed) session was made.
     pub(crate) const ANNOUNCED: &str = "announced";
     /// A handoff brief (named by `target`) was delivered to a new session.
@@ -142,9 +142,9 @@ pub mod event {
     pub(crate) const NOTEBOOK_MODIFIED: &str = "notebook_modified";
     pub(crate) const COMMAND_RUN: &str = "command_run";
     pub(crate) const TODO_UPDATED: &str = "todo_updated";
-    pub const SESSION: &str = "session";
+    pub(crate) const SESSION: &str = "session";
     /// A hand-back brief (`handoff` records and their undo).
-    pub const HANDOFF: &str = "handoff";
+    pub(crate) const HANDOFF: &str = "handoff";
     /// Checkpoint verification (`audit` records).
     pub(crate) const CHECKPOINT: &str = "checkpoint";
 }
@@ -208,18 +208,18 @@ pub mod key {
     /// Command records: the command line, its description, its working directory.
     pub(crate) const COMMAND: &str = "command";
     pub(crate) const DESCRIPTION: &str = "description";
-    pub const CWD: &str = "cwd";
+    pub(crate) const CWD: &str = "cwd";
     /// A command run in the background (`run_in_background`), or an entry it changed later.
     pub(crate) const BACKGROUND: &str = "background";
     /// Claude Code's background task id.
     pub(crate) const TASK_ID: &str = "task_id";
     /// The error text of a failed call.
-    pub const ERROR: &str = "error";
+    pub(crate) const ERROR: &str = "error";
     pub(crate) const INTERRUPTED: &str = "interrupted";
     /// Who wrote a triage record (`walj mark`, the TUI, …).
     pub(crate) const BY: &str = "by";
     /// The id of the other journal (`walj sync`) a record refers to or came from.
-    pub const JOURNAL: &str = "journal";
+    pub(crate) const JOURNAL: &str = "journal";
     /// Who ran the command that wrote a triage record, when not the user at a terminal
     /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
     pub(crate) const ACTOR: &str = "actor";
@@ -288,18 +288,18 @@ pub mod key {
     /// How a line that carries images spells the field (the pre-filter before a parse).
     pub(crate) const IMAGES_FIELD: &[u8] = b"\"images\":{";
     /// Session records.
-    pub const PROMPT: &str = "prompt";
+    pub(crate) const PROMPT: &str = "prompt";
     /// Claude Code's `prompt_id` of the turn a prompt (or task notification) starts. A message
     /// the user queues while a turn runs fires UserPromptSubmit at once, with the running
     /// turn's `prompt_id`: that is how the hook tells it from a new turn.
     pub(crate) const PROMPT_ID: &str = "prompt_id";
-    pub const TRANSCRIPT: &str = "transcript";
-    pub const TODOS: &str = "todos";
+    pub(crate) const TRANSCRIPT: &str = "transcript";
+    pub(crate) const TODOS: &str = "todos";
     pub(crate) const INPUT: &str = "input";
     pub(crate) const RESPONSE: &str = "response";
     pub(crate) const SOURCE: &str = "source";
     pub(crate) const MODEL: &str = "model";
-    pub const HEAD: &str = "head";
+    pub(crate) const HEAD: &str = "head";
     pub(crate) const BRANCH: &str = "branch";
     /// A session's `start`: the plugin folder whose hooks journaled it (Claude Code's
     /// `CLAUDE_PLUGIN_ROOT`), absent for `walj install`'s hooks: how `walj doctor` finds a
@@ -322,7 +322,7 @@ pub mod key {
     pub(crate) const IMPORTED: &str = "imported";
     pub(crate) const SEQ: &str = "seq";
     /// Handoff records: the brief and the entries it hands back.
-    pub const BRIEF: &str = "brief";
+    pub(crate) const BRIEF: &str = "brief";
     pub(crate) const ENTRIES: &str = "entries";
     /// An intent whose generated id is taken by the next outcome on the same path.
     pub const PAIR: &str = "pair";
@@ -331,17 +331,17 @@ pub mod key {
     pub(crate) const PERSISTED_NOW: &str = "persisted_now";
     pub(crate) const VERIFIED: &str = "verified";
     pub(crate) const DRIFTED: &str = "drifted";
-    pub const NOT_APPLIED: &str = "not_applied";
+    pub(crate) const NOT_APPLIED: &str = "not_applied";
     pub(crate) const RECORDS: &str = "records";
     /// Bundles (export/import of a session).
-    pub const BUNDLE: &str = "bundle";
+    pub(crate) const BUNDLE: &str = "bundle";
     pub(crate) const EXPORTED: &str = "exported";
     pub(crate) const SOURCE_ROOT: &str = "source_root";
     pub(crate) const SNAPSHOT: &str = "snapshot";
     pub(crate) const BEFORE_FROM: &str = "before_from";
     /// Session records of a coding agent other than Claude Code: `codex`, `gemini`, `copilot`
     /// (`crate::agents::Agent::name`). Absent = Claude Code.
-    pub const AGENT: &str = "agent";
+    pub(crate) const AGENT: &str = "agent";
     /// The subagent whose event made the record (every record of a subagent's tool calls,
     /// its SubagentStop, its launch): Claude Code's `agent_id` and `agent_type`. Absent = the
     /// main thread.

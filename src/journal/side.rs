@@ -55,7 +55,7 @@ struct Name {
 
 /// What a merge did.
 #[derive(Debug, Clone, Default)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// Records appended to the journal.
     pub records: u64,
     /// Records of an interrupted merge found in the journal already (not appended again).

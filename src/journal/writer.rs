@@ -48,7 +48,7 @@ pub struct JournalWriter {
 
 /// The journal's lock, held: the journal is open for appending, and every side file that
 /// could be merged was (rewrites take it for their final swap).
-pub struct Locked {
+pub(crate) struct Locked {
     _guard: LockGuard,
     /// What the merge of side files did, for the caller to report.
     pub merged: side::Merged,

@@ -10,11 +10,11 @@ use crate::plugin::{MCP_ARGS, MCP_SERVER};
 use crate::project::Project;
 
 /// The file, relative to the project root.
-pub const FILE: &str = ".mcp.json";
+pub(crate) const FILE: &str = ".mcp.json";
 
 /// Errors reading or writing `.mcp.json`.
 #[derive(Debug, thiserror::Error)]
-pub enum McpFileError {
+pub(crate) enum McpFileError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not JSON ({source}); fix or remove it, then run this again")]

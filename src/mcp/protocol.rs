@@ -35,7 +35,7 @@ only once the user has said yes.";
 pub(crate) type RpcError = (i64, String);
 
 /// One connection's state.
-pub struct Server {
+pub(crate) struct Server {
     project: Project,
     /// The version `initialize` settled on (walj's newest until then).
     version: &'static str,

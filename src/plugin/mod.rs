@@ -21,7 +21,7 @@ use crate::claude::settings as install;
 use crate::fsutil;
 
 /// The plugin's name: its slash commands are `/walj:<command>`.
-pub const NAME: &str = "walj";
+pub(crate) const NAME: &str = "walj";
 /// The marketplace's name in `.claude-plugin/marketplace.json`: `claude plugin install walj@walj`.
 pub(crate) const MARKETPLACE: &str = "walj";
 /// The marketplace plugin's folder, relative to the repository root.
@@ -50,7 +50,7 @@ pub(crate) const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
 
 /// What goes into `bin/walj`.
 #[derive(Debug, Clone)]
-pub enum Bin {
+pub(crate) enum Bin {
     /// A copy of this binary (the self-contained plugin).
     Copy(PathBuf),
     /// The sh launcher (the marketplace plugin, which ships no binary).
@@ -287,7 +287,7 @@ pub(crate) fn text_files() -> Vec<PluginFile> {
 
 /// What `walj plugin` did.
 #[derive(Debug)]
-pub struct WriteReport {
+pub(crate) struct WriteReport {
     pub root: PathBuf,
     /// Relative paths written, in order.
     pub written: Vec<String>,
@@ -295,7 +295,7 @@ pub struct WriteReport {
 
 /// Errors of [`write`].
 #[derive(Debug, thiserror::Error)]
-pub enum PluginError {
+pub(crate) enum PluginError {
     #[error("{0} is not empty and holds no walj plugin; choose a new or empty folder")]
     NotEmpty(PathBuf),
     #[error("{path}: {source}")]

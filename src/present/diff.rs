@@ -53,7 +53,7 @@ pub(crate) fn is_binary(b: &[u8]) -> bool {
 
 /// What one side holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     /// Text (invalid UTF-8 is read lossily).
     Text,
     /// The file did not exist.
@@ -92,11 +92,11 @@ pub(crate) struct DiffOptions {
 
 impl DiffOptions {
     /// `walj diff`: half a second.
-    pub const CLI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(500) };
+    pub(crate) const CLI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(500) };
     /// The hand-back brief: written for each entry of a batch, so quicker.
-    pub const BRIEF: DiffOptions = DiffOptions { time_limit: Duration::from_millis(200) };
+    pub(crate) const BRIEF: DiffOptions = DiffOptions { time_limit: Duration::from_millis(200) };
     /// The TUI's diff pane: what a keypress can afford.
-    pub const TUI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(150) };
+    pub(crate) const TUI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(150) };
 }
 
 /// A change that only touches line endings (`\r\n` ↔ `\n`): the lines read the same.
@@ -349,7 +349,7 @@ impl Hunk {
 
 /// One line of a hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line<'m> {
+pub(crate) struct Line<'m> {
     pub tag: ChangeTag,
     /// 0-based line numbers on each side.
     pub old_index: Option<usize>,

@@ -21,7 +21,6 @@ pub(crate) const SESSION_TONE: Tone = Tone::Cyan;
 pub(crate) use state::Tone;
 pub(crate) use state::{icon, label};
 pub(crate) use state::{meaning, session_meaning, session_tone, tone};
-pub use text::Shown;
 pub use text::safe;
 pub(crate) use text::{age, fit, pad, shown, width};
 pub(crate) use text::{

@@ -93,7 +93,7 @@ pub(crate) fn safe_block(s: &str) -> Cow<'_, str> {
 /// terminal: `Display` writes it through [`safe`], so a format string cannot print it raw
 /// by accident; width and alignment (`{:<20}`) apply to the escaped form.
 #[derive(Debug, Clone)]
-pub struct Shown<'a>(Cow<'a, str>);
+pub(crate) struct Shown<'a>(Cow<'a, str>);
 
 impl std::fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -42,7 +42,7 @@ use super::Project;
 use crate::fsutil;
 
 /// The marker's file name in the state folder.
-pub const MARKER: &str = "walj-dir";
+pub(crate) const MARKER: &str = "walj-dir";
 
 /// The cache of what git tracks under `.walj/`.
 const TRACKED_CACHE: &str = "tracked";
@@ -52,7 +52,7 @@ pub(crate) const CONFIG_NAME: &str = "config.toml";
 
 /// Whether `.walj/` is walj's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// No `.walj` yet: walj makes it (and its marker) on its first write.
     Absent,
     /// Made (or adopted) by walj here.
@@ -63,7 +63,7 @@ pub enum Standing {
 
 /// Why a `.walj/` is not trusted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("{} is a symbolic link, not a folder walj made", .0.display())]
     Symlink(PathBuf),
     #[error("{} is not a folder", .0.display())]

@@ -65,7 +65,7 @@ pub struct Brief {
 }
 
 /// Inputs besides the session state.
-pub struct BriefInput<'a> {
+pub(crate) struct BriefInput<'a> {
     /// The project (the resume line runs where the session was started in it).
     pub project: &'a Project,
     pub state: &'a SessionState,

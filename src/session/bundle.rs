@@ -650,7 +650,7 @@ fn check_against_journal(project: &Project, c: &Contents, bundle_name: &str) -> 
 
 /// What an import did.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct SaveReport {
+pub(crate) struct SaveReport {
     pub session: String,
     pub sid: String,
     pub records_added: usize,

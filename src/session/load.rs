@@ -14,7 +14,7 @@ use crate::project::Project;
 use crate::sync::remotes::RemoteJournal;
 
 /// A fold as [`read`] leaves it, with what the reading found besides.
-pub struct Read {
+pub(crate) struct Read {
     pub fold: Fold,
     /// Problems with the commands a crash cut off, in this journal.
     pub unfinished: Vec<String>,

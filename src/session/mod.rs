@@ -205,7 +205,7 @@ pub struct SessionSummary {
 
 /// A changed path and the entries that changed it.
 #[derive(Debug, Clone, Serialize)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     pub path: String,
     /// State of the latest entry on the path.
     pub state: String,

@@ -39,7 +39,7 @@ pub(crate) use crate::procinfo::{ProcEntry, ProcTable};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ProcStatus {
+pub(crate) struct ProcStatus {
     /// The Bash call's id (Claude Code's `tool_use_id`), or the task id when only a Stop
     /// reported the task.
     pub id: String,

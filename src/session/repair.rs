@@ -34,7 +34,7 @@ const GLUED_SEARCH_MAX: usize = 16 << 20;
 /// One thing the repair changed. `line` numbers are the source's, from 1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// NUL bytes (padding after a power cut, or a zeroed region) removed from a line.
     NulBytes { line: usize, bytes: usize },
     /// The last line was cut mid-write (no end): dropped.
@@ -94,7 +94,7 @@ impl fmt::Display for Change {
 
 /// What [`repair`] made.
 #[derive(Debug, Clone, Default)]
-pub struct Repaired {
+pub(crate) struct Repaired {
     /// The repaired transcript: complete JSON lines, each ending in `\n`.
     pub bytes: Vec<u8>,
     pub changes: Vec<Change>,

@@ -60,7 +60,7 @@ impl Verdict {
 
 /// Another journal, as this sync saw it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub journal: String,
     pub name: Option<String>,
     pub verdict: Verdict,
@@ -138,7 +138,7 @@ pub(crate) fn check(
 /// counted, and what a manifest claims is checked before anything is allocated for it. Past
 /// a bound the journal is refused (its last copy stays), never read whole.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(crate) struct Budget {
     limits: crate::config::Limits,
     left: u64,
 }

@@ -28,7 +28,7 @@ use crate::project::Project;
 /// The fold snapshot of a copy, in its cache folder.
 pub(crate) const SNAPSHOT: &str = "fold.snap";
 /// The id index of a copy, in its cache folder.
-pub const IDS: &str = "ids.idx";
+pub(crate) const IDS: &str = "ids.idx";
 
 /// Another checkout's journal, as of its last sync.
 #[derive(Debug)]

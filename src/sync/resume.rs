@@ -20,7 +20,7 @@ use crate::session::{SessionError, SessionState, resolve, scan_usage, transcript
 
 /// Another machine's session, as of its journal's last sync.
 #[derive(Debug)]
-pub struct RemoteSession {
+pub(crate) struct RemoteSession {
     /// The journal id and its manifest.
     pub journal: String,
     pub manifest: Manifest,
@@ -162,7 +162,7 @@ pub(crate) fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
 
 /// What [`install_transcript`] did.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Installed {
+pub(crate) struct Installed {
     /// Where Claude Code finds it.
     pub path: PathBuf,
     pub bytes: u64,

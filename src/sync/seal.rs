@@ -31,7 +31,7 @@ pub(crate) const BY_PASSPHRASE: &str = "passphrase";
 
 /// What `[sync]` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wanted {
+pub(crate) enum Wanted {
     Plain,
     Recipients(Vec<String>),
     Passphrase,

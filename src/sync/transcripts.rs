@@ -33,7 +33,7 @@ pub struct Sources<'a> {
 }
 
 /// What [`publish`] made.
-pub struct Published {
+pub(crate) struct Published {
     /// The `transcripts/` tree (`None`: no transcript).
     pub tree: Option<Oid>,
     pub states: Vec<TranscriptState>,

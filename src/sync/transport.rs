@@ -14,14 +14,14 @@ use super::{JOURNALS, SyncError};
 /// What a fetch found: the remote's journal refs (ref, commit) whose commits are now in
 /// walj's repository, and the journals whose fetch failed (id or ref tail, git's reason).
 #[derive(Debug, Default)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     pub refs: Vec<(String, String)>,
     pub failed: Vec<(String, String)>,
 }
 
 /// A remote of the user's repository, resolved.
 #[derive(Debug, Clone)]
-pub struct Remote {
+pub(crate) struct Remote {
     pub name: String,
     pub url: String,
     pub push_url: String,

@@ -79,7 +79,7 @@ pub(crate) fn session_error(prefix: &str, e: crate::fold::IdError) -> TriageErro
 }
 
 /// Results of the triage actions.
-pub type Result<T, E = TriageError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = TriageError> = std::result::Result<T, E>;
 pub(crate) use crate::present::diff::DiffSides;
 pub use crate::present::diff::Side;
 

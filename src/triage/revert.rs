@@ -77,7 +77,7 @@ impl RevertPlan {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RevertOptions {
+pub(crate) struct RevertOptions {
     /// Write the pre-image over a conflicting merge; act on entries of live sessions; write
     /// a file under `.git/` that this checkout's own session changed.
     pub force: bool,

@@ -45,7 +45,7 @@ fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoError
 }
 
 /// The demo repository's files (path, bytes).
-pub const FILES: &[(&str, &[u8])] = &[
+pub(crate) const FILES: &[(&str, &[u8])] = &[
     ("README.md", include_bytes!("../../assets/demo/project/README.md")),
     ("package.json", include_bytes!("../../assets/demo/project/package.json")),
     ("config/settings.json", include_bytes!("../../assets/demo/project/config/settings.json")),
@@ -55,7 +55,7 @@ pub const FILES: &[(&str, &[u8])] = &[
 ];
 
 /// The replayed steps: `{"hook": payload}` or `{"write": path, "content": text}`.
-pub const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
+pub(crate) const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
 
 /// A fresh folder for the demo under the system temp folder.
 pub(crate) fn temp_dir() -> Result<PathBuf, DemoError> {

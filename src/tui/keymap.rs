@@ -85,7 +85,7 @@ pub enum Action {
 /// Where a key means its action: a key may mean one thing on the tree and another in the
 /// diff (`/` filters the tree, searches the diff); dialog keys are read only in dialogs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The tree and the diff pane.
     Panes,
     Tree,

@@ -9,7 +9,7 @@ pub(crate) const MIN_HEIGHT: u16 = 8;
 
 /// Which pane, if one, takes the whole main area (`f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Zoom {
+pub(crate) enum Zoom {
     #[default]
     Off,
     Tree,
@@ -18,7 +18,7 @@ pub enum Zoom {
 
 /// The screen's regions. A pane that is not shown has a zero-width area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
+pub(crate) struct Areas {
     pub tree: Rect,
     pub diff: Rect,
     pub status: Rect,

@@ -35,23 +35,23 @@ pub(crate) fn badge(st: SessionStatus) -> Style {
 
 /// Plain text.
 pub(crate) const PLAIN: Style = Style::new();
-pub const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
+pub(crate) const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
 /// Labels, hints, timestamps, settled paths.
 pub(crate) const MUTED: Style = Style::new().fg(Color::DarkGray);
 /// Secondary text: tool names, key labels.
 pub(crate) const SOFT: Style = Style::new().fg(Color::Gray);
 /// The last prompt in the tree.
-pub const PROMPT: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
+pub(crate) const PROMPT: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
 /// Needs attention: open counts, why an entry is unresolved, the filter.
 pub(crate) const WARN: Style = Style::new().fg(Color::Yellow);
-pub const ERROR: Style = Style::new().fg(Color::Red);
+pub(crate) const ERROR: Style = Style::new().fg(Color::Red);
 pub(crate) const ERROR_BOLD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
-pub const OK: Style = Style::new().fg(Color::Green);
+pub(crate) const OK: Style = Style::new().fg(Color::Green);
 /// Todos, background commands, imported entries, hunk headers.
 pub(crate) const INFO: Style = Style::new().fg(Color::Cyan);
 /// Headings in the detail pane, keys in the footer and help.
 pub(crate) const HEADING: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-pub const EVENT: Style = Style::new().fg(Color::Blue);
+pub(crate) const EVENT: Style = Style::new().fg(Color::Blue);
 pub(crate) const EVENT_BOLD: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
 pub(crate) const BRANCH: Style = Style::new().fg(Color::Magenta);
 /// The ✚ of an entry picked with Space.
@@ -61,7 +61,7 @@ pub(crate) const ID_UNIQUE: Style = Style::new().fg(color(present::ID_TONE)).add
 pub(crate) const SESSION_UNIQUE: Style = Style::new().fg(color(present::SESSION_TONE)).add_modifier(Modifier::BOLD);
 pub(crate) const MARK: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
 /// Diff notes (binary, not captured, no newline).
-pub const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);
+pub(crate) const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);
 
 /// A search match in the diff.
 pub(crate) const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);

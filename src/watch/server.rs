@@ -59,7 +59,7 @@ const MAX_OBSERVED: u64 = 8 << 20;
 
 /// How one watcher runs.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The checkout's work tree.
     pub root: PathBuf,
     /// The observer file (JSON lines), if any.
