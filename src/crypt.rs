@@ -15,12 +15,12 @@ use std::path::PathBuf;
 
 /// A secret string (a passphrase, a data key's secret half): kept out of `Debug` output.
 #[cfg(feature = "age")]
-pub(crate) type Secret = age::secrecy::SecretString;
+pub type Secret = age::secrecy::SecretString;
 
 /// A secret string (a build without encryption keeps passphrases only to refuse them).
 #[cfg(not(feature = "age"))]
 #[derive(Clone)]
-pub(crate) struct Secret(#[allow(dead_code)] String);
+pub struct Secret(#[allow(dead_code)] String);
 
 #[cfg(not(feature = "age"))]
 impl From<String> for Secret {
@@ -38,7 +38,7 @@ impl std::fmt::Debug for Secret {
 
 const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 /// scrypt work factor of passphrase encryption (N = 2^18: about a second).
-pub(crate) const SCRYPT_LOG_N: u8 = 18;
+pub const SCRYPT_LOG_N: u8 = 18;
 /// The largest work factor a decryption accepts (16 times the above).
 pub(crate) const SCRYPT_MAX_LOG_N: u8 = 22;
 
@@ -71,7 +71,7 @@ pub struct Keys<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CryptError {
+pub enum CryptError {
     /// This walj was built without the `age` feature.
     #[error("this build of walj has no encryption (built without the `age` feature)")]
     Unsupported,
