@@ -15,10 +15,10 @@ use crate::journal::kind;
 use crate::present::{self, one_line, plural, safe, shown};
 
 /// Claude Code cuts hook strings over 10,000 characters; stay below with room to spare.
-pub const MAX_CONTEXT: usize = 9_500;
+pub(crate) const MAX_CONTEXT: usize = 9_500;
 
 #[derive(Debug, Default)]
-pub struct StartNote {
+pub(crate) struct StartNote {
     /// The JSON object to print, if there is anything to say.
     pub output: Option<Value>,
     /// Session records to append: (`announced`, session id) and (`delivered`, action).
@@ -28,7 +28,7 @@ pub struct StartNote {
 /// Whether a session left its last turn unfinished for good: it crashed (no SessionEnd, its
 /// process gone), or it ended after a turn that an API error cut short (StopFailure) without
 /// continuing. The SessionStart note reports both.
-pub fn left_unfinished(s: &SessionInfo) -> bool {
+pub(crate) fn left_unfinished(s: &SessionInfo) -> bool {
     match s.status() {
         SessionStatus::Crashed => true,
         SessionStatus::Ended => s.turn_failure.is_some(),
@@ -48,7 +48,7 @@ fn how_it_ended(s: &SessionInfo) -> String {
 /// What the hook knows of the checkout beside the journal, for the note: a git operation
 /// stopped half-way (`rebase`, `merge`, …), read from `.git/` at SessionStart.
 #[derive(Debug, Default, Clone)]
-pub struct Checkout {
+pub(crate) struct Checkout {
     /// [`crate::git::operation_in_progress`]'s words, when one is in progress.
     pub git_op: Option<String>,
     /// Per crashed session: the prompts the user typed while Claude worked, queued by Claude
@@ -57,14 +57,9 @@ pub struct Checkout {
 }
 
 /// Builds the SessionStart note. `crashed` tells whether a session counts as crashed
-/// (injected so tests need no processes; the hook passes [`left_unfinished`]).
-pub fn session_start_note(fold: &Fold, current: &str, crashed: impl Fn(&SessionInfo) -> bool) -> StartNote {
-    session_start_note_in(fold, current, crashed, &Checkout::default())
-}
-
-/// [`session_start_note`] with what the hook read of the checkout (a git operation stopped
-/// half-way).
-pub fn session_start_note_in(
+/// (injected so tests need no processes; the hook passes [`left_unfinished`]); `checkout` is
+/// what the hook read of the checkout (a git operation stopped half-way).
+pub(crate) fn session_start_note_in(
     fold: &Fold,
     current: &str,
     crashed: impl Fn(&SessionInfo) -> bool,
@@ -561,7 +556,7 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
 }
 
 /// The user's note about a brief an imported bundle brought (issue 13 item 12).
-pub fn held_brief_note(h: &crate::fold::Handoff) -> String {
+pub(crate) fn held_brief_note(h: &crate::fold::Handoff) -> String {
     format!(
         "walj: an imported bundle brought a brief for Claude ({}, session {}); it is not delivered until you read it and run `walj handoff --deliver {}` (`walj handoff --held` shows it).",
         plural(h.entries.len(), "entry", "entries"),
@@ -580,7 +575,7 @@ fn list_short(items: &[&str], max: usize) -> String {
 
 /// What the user is told about a failure marker ([`crate::failmark`]): at SessionStart
 /// (`systemMessage`) and by `walj doctor`.
-pub fn write_failures(m: &crate::failmark::Mark) -> String {
+pub(crate) fn write_failures(m: &crate::failmark::Mark) -> String {
     let when = if m.first == m.last { format!("at {}", m.first) } else { format!("from {} to {}", m.first, m.last) };
     format!(
         "walj could not write .walj/ {when} ({}, {} lost; last error: {}). Tool calls of that time may be missing from the journal: check the files changed then (`git status`).",
@@ -592,7 +587,7 @@ pub fn write_failures(m: &crate::failmark::Mark) -> String {
 
 /// Adds `message` for the user to the SessionStart output (`systemMessage`, after what is
 /// there), making one when there is none.
-pub fn add_system_message(output: Option<Value>, message: &str) -> Value {
+pub(crate) fn add_system_message(output: Option<Value>, message: &str) -> Value {
     let mut o = output.unwrap_or_else(|| crate::claude::output::session_start_json(None, None));
     let message = present::safe_block(message);
     let joined = match o.get("systemMessage").and_then(Value::as_str) {

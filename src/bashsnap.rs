@@ -70,13 +70,12 @@ use records::*;
 use snapshot::*;
 use tree::*;
 
-pub use fill::{Filled, fill_claim_path, request_fill, run_fill};
-pub use reconcile::{
-    RECONCILED, WATCH_FAULT, WatchReport, faults_path, reconcile_claim_path, reconcile_due, run_reconcile,
-    spawn_reconcile, watch_report,
-};
-pub use skills::{skill_window_open, skill_windows_take};
-pub use watching::{WATCH_OFF, observed_path, start_watch};
+pub(crate) use fill::run_fill;
+pub(crate) use reconcile::RECONCILED;
+pub(crate) use reconcile::{faults_path, reconcile_due, run_reconcile, spawn_reconcile, watch_report};
+pub(crate) use skills::{skill_window_open, skill_windows_take};
+pub(crate) use watching::WATCH_OFF;
+pub(crate) use watching::{observed_path, start_watch};
 
 /// Files modified this close (in time) to a snapshot are re-read instead of trusted by stat:
 /// a write within the file system's timestamp granularity leaves the stat unchanged.
@@ -97,13 +96,14 @@ const MAX_NEW_OBJECTS: usize = 512;
 /// not compared one by one: the command's record lists them all (a store object,
 /// `unseen.unlisted_list`, and a text file) with how many (`unseen.unlisted`), and every
 /// reader says so.
-pub const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
+#[allow(dead_code)] // named by `Unseen`'s docs; the bound itself is `config::DEFAULT_MAX_CHANGES`
+pub(crate) const MAX_CHANGES: usize = config::DEFAULT_MAX_CHANGES;
 /// Files a git snapshot lists at most (dirty and untracked ones; clean files cost nothing):
 /// past it the snapshot is cut short (`unlisted`).
-pub const MAX_LISTED: usize = 200_000;
+pub(crate) const MAX_LISTED: usize = 200_000;
 
 #[derive(Debug, thiserror::Error)]
-pub enum SnapError {
+pub(crate) enum SnapError {
     #[error("{path}: {op}: {source}")]
     Io { path: PathBuf, op: &'static str, source: io::Error },
     #[error("git repository at {path}: {source}")]
@@ -120,7 +120,7 @@ fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Sna
 
 /// The Bash call a hook sees.
 #[derive(Debug, Clone, Default)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     pub session: &'a str,
     pub tool_use_id: Option<&'a str>,
     pub command: &'a str,
@@ -154,7 +154,7 @@ fn safe_byte(b: u8) -> bool {
 }
 
 /// [`Snapshot::watch`] of a snapshot the watcher made cheap.
-pub const WATCHED: &str = "watcher";
+pub(crate) const WATCHED: &str = "watcher";
 
 /// What the PostToolUse hook adds to the journal for a command.
 #[derive(Debug, Default)]
@@ -175,7 +175,7 @@ fn bash_dir(project: &Project) -> PathBuf {
 
 /// A foreground command still waiting for its outcome, as its PreToolUse sidecar says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Its command line (clipped).
     pub command: String,
     /// When its snapshot had finished looking at the tree (ms since the epoch, rounded up): a
@@ -187,7 +187,7 @@ pub struct Pending {
 /// The command `id` (a tool_use_id) when its foreground sidecar is still there: it has had
 /// no outcome yet. One small file read; `None` when it finished, runs in the background (its
 /// sidecar is rebased at its Post) or has no snapshot.
-pub fn pending(project: &Project, id: &str) -> Option<Pending> {
+pub(crate) fn pending(project: &Project, id: &str) -> Option<Pending> {
     let call = Call {
         session: "",
         tool_use_id: Some(id),
@@ -206,7 +206,7 @@ pub fn pending(project: &Project, id: &str) -> Option<Pending> {
 }
 
 /// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.
-pub fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
+pub(crate) fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<(), SnapError> {
     if !cfg.bash.snapshot {
         return Ok(());
     }
@@ -261,7 +261,12 @@ fn request_fill_logged(project: &Project, cfg: &Config) {
 
 /// PostToolUse / PostToolUseFailure: compare with the Pre snapshot; one child entry per
 /// changed path. A background command keeps its sidecar (as a new baseline) for Stop.
-pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &Call) -> Result<Outcome, SnapError> {
+pub(crate) fn after(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+    call: &Call,
+) -> Result<Outcome, SnapError> {
     let dir = bash_dir(project);
     let path = dir.join(format!("{}.json", call.key()));
     let pre = match load(&path) {
@@ -335,7 +340,7 @@ pub fn after(project: &Project, cfg: &Config, matcher: Option<&Matcher>, call: &
 /// The session's Stop: background commands get their later changes (marked
 /// `background: true`); sidecars of calls that never finished are dropped. The turn's
 /// reconciliation runs after the Stop, detached ([`reconcile_due`], [`spawn_reconcile`]).
-pub fn at_stop(
+pub(crate) fn at_stop(
     project: &Project,
     cfg: &Config,
     matcher: Option<&Matcher>,

@@ -13,7 +13,7 @@ use crate::journal::{JournalWriter, Record, event, key, op};
 use crate::project::Project;
 
 #[derive(Debug, Default, Clone, Serialize)]
-pub struct CheckpointReport {
+pub(crate) struct CheckpointReport {
     pub checked: usize,
     pub persisted: usize,
     pub not_applied: usize,
@@ -26,7 +26,7 @@ pub struct CheckpointReport {
 
 /// What a checkpoint run does besides verifying applied entries.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CheckpointOptions<'a> {
+pub(crate) struct CheckpointOptions<'a> {
     /// Settle file intents without an outcome as not applied: only when no tool call of the
     /// session can still run (the main agent's Stop, the session's next prompt).
     pub settle_intents: bool,
@@ -44,7 +44,11 @@ const BY_CHECKPOINT: &str = "checkpoint";
 
 /// Verifies the unresolved entries of `session` (or all) against the disk and appends
 /// `persisted` / `resolved(not_applied)` records.
-pub fn checkpoint(project: &Project, session: Option<&str>, opts: CheckpointOptions) -> io::Result<CheckpointReport> {
+pub(crate) fn checkpoint(
+    project: &Project,
+    session: Option<&str>,
+    opts: CheckpointOptions,
+) -> io::Result<CheckpointReport> {
     let CheckpointOptions { settle_intents, settle_commands, audit, since } = opts;
     // The default fold starts from the fold snapshot and reads only the lines after it, so a
     // Stop costs about the same on a long journal as on a short one (issue 14 item 3); this

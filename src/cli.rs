@@ -427,10 +427,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
 
 /// Exit code of a command line that names something that is not there (`--journal`), as
 /// clap's usage errors.
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 /// Exit code of a command refused because Claude ran it without `--yes`.
-pub const EXIT_NEEDS_YES: i32 = 3;
+pub(crate) const EXIT_NEEDS_YES: i32 = 3;
 
 /// The command line of a command that changes files, settings or the journal's verdicts
 /// (marks, reverts, hands back, deletes, rewrites) when it runs inside a Claude Code tool call

@@ -48,10 +48,10 @@ use crate::store::Store;
 
 /// Objects younger than this are never removed: a hook may have stored one and not yet
 /// appended the line that names it.
-pub const OBJECT_GRACE: Duration = Duration::from_secs(3600);
+pub(crate) const OBJECT_GRACE: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone, Default)]
-pub struct CompactOptions {
+pub(crate) struct CompactOptions {
     /// Retention in days (`None`: the config's `[retention] days`).
     pub days: Option<u64>,
     pub dry_run: bool,
@@ -60,7 +60,7 @@ pub struct CompactOptions {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     pub dry_run: bool,
     /// Delete even a live session or one with unresolved entries.
     pub force: bool,
@@ -68,7 +68,7 @@ pub struct DeleteOptions {
 
 /// What a rewrite did (or, dry, would do).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RewriteReport {
+pub(crate) struct RewriteReport {
     pub dry_run: bool,
     pub records_before: u64,
     pub records_after: u64,
@@ -89,7 +89,7 @@ pub struct RewriteReport {
 }
 
 impl RewriteReport {
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.records_before.saturating_sub(self.records_after)
     }
 }
@@ -101,7 +101,7 @@ enum Mode {
 }
 
 /// `walj compact`.
-pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport, SessionError> {
+pub(crate) fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport, SessionError> {
     let days = match opts.days {
         Some(d) => d,
         None => {
@@ -126,7 +126,11 @@ pub fn compact(project: &Project, opts: &CompactOptions) -> Result<RewriteReport
 }
 
 /// `walj sessions delete`.
-pub fn delete_session(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+pub(crate) fn delete_session(
+    project: &Project,
+    prefix: &str,
+    opts: &DeleteOptions,
+) -> Result<RewriteReport, SessionError> {
     let fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let session = resolve(&fold, prefix)?;
@@ -946,7 +950,7 @@ impl SessionState {
     /// Removes the session's records (atomic journal rewrite) and the objects nothing else
     /// names, and its transcript copy. Refuses a live session or one with unresolved
     /// entries unless `force`.
-    pub fn delete(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
+    pub(crate) fn delete(project: &Project, prefix: &str, opts: &DeleteOptions) -> Result<RewriteReport, SessionError> {
         delete_session(project, prefix, opts)
     }
 }

@@ -50,13 +50,13 @@ use std::path::Path;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
-pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// `[bash] max_changes` by default: entries one Bash command gets at most.
-pub const DEFAULT_MAX_CHANGES: usize = 100_000;
+pub(crate) const DEFAULT_MAX_CHANGES: usize = 100_000;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     pub capture: Capture,
     pub events: Vec<EventRule>,
     pub bash: Bash,
@@ -77,7 +77,7 @@ pub struct Config {
 /// (`crate::import::auto`).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
-pub struct ImportConfig {
+pub(crate) struct ImportConfig {
     /// Off: only `walj import` imports.
     pub on_start: bool,
 }
@@ -93,7 +93,7 @@ impl Default for ImportConfig {
 /// capped. Each has a flag that raises it for one command.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Bytes a bundle (or one sync fetch) may decode to in all (`--max-decoded`).
     pub max_decoded: u64,
     /// Bytes one object, transcript or journal section may have (`--max-object`).
@@ -105,7 +105,7 @@ pub struct Limits {
 
 impl Limits {
     /// Decoded sizes up to this are never refused for their compression ratio.
-    pub const RATIO_FLOOR: u64 = 16 << 20;
+    pub(crate) const RATIO_FLOOR: u64 = 16 << 20;
 }
 
 impl Default for Limits {
@@ -117,7 +117,7 @@ impl Default for Limits {
 /// `[sync]`: `walj sync` (docs/sync.md).
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
-pub struct SyncConfig {
+pub(crate) struct SyncConfig {
     /// The name other machines see (default `host:path`).
     pub name: Option<String>,
     /// The git remote to sync through (default: the branch's upstream remote, else `origin`).
@@ -139,7 +139,7 @@ pub struct SyncConfig {
 /// A string or a list of strings (`identity = "a"` or `identity = ["a", "b"]`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(from = "OneOrManyRaw")]
-pub struct OneOrMany(pub Vec<String>);
+pub(crate) struct OneOrMany(pub Vec<String>);
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -159,7 +159,7 @@ impl From<OneOrManyRaw> for OneOrMany {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Capture {
+pub(crate) struct Capture {
     pub max_bytes: u64,
     /// The user's own never-capture globs: they add to `crate::secrets::NEVER`, which always
     /// applies.
@@ -177,7 +177,7 @@ impl Default for Capture {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EventRule {
+pub(crate) struct EventRule {
     pub glob: String,
     pub event: String,
     /// Only for these tools (default: any).
@@ -187,7 +187,7 @@ pub struct EventRule {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Bash {
+pub(crate) struct Bash {
     pub snapshot: bool,
     pub max_files: usize,
     /// Child entries one command gets at most; paths past it are listed in one file and the
@@ -223,7 +223,7 @@ impl Default for Bash {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Retention {
+pub(crate) struct Retention {
     pub days: u64,
     /// Compact by itself (detached, after a SessionEnd) once the journal passes `auto_mb`.
     pub auto: bool,
@@ -239,7 +239,7 @@ impl Default for Retention {
 /// A config file that cannot be used: `path:line:column: message` (the place when known).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}{}: {message}", self.place())]
-pub struct ConfigError {
+pub(crate) struct ConfigError {
     pub path: String,
     pub message: String,
     /// 1-based line and column of the offending text, when known.
@@ -291,7 +291,7 @@ impl ConfigError {
 
 impl Config {
     /// Loads the config; a missing file is the default config.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, ConfigError> {
         match Config::parse(path)? {
             None => Ok(Config::default()),
             Some(cfg) => cfg.compiled(path).map(|_| cfg),
@@ -299,7 +299,7 @@ impl Config {
     }
 
     /// [`Config::load`] and the compiled globs, compiled once (the hook and import need both).
-    pub fn load_with_matcher(path: &Path) -> Result<(Config, Matcher), ConfigError> {
+    pub(crate) fn load_with_matcher(path: &Path) -> Result<(Config, Matcher), ConfigError> {
         let cfg = Config::parse(path)?.unwrap_or_default();
         let m = cfg.compiled(path)?;
         Ok((cfg, m))
@@ -307,7 +307,7 @@ impl Config {
 
     /// [`Config::load_with_matcher`]; a broken config is reported through `warn` and the
     /// defaults are used (the hook and import go on).
-    pub fn load_or_default(path: &Path, warn: impl FnOnce(&ConfigError)) -> (Config, Option<Matcher>) {
+    pub(crate) fn load_or_default(path: &Path, warn: impl FnOnce(&ConfigError)) -> (Config, Option<Matcher>) {
         match Config::load_with_matcher(path) {
             Ok((c, m)) => (c, Some(m)),
             Err(e) => {
@@ -321,7 +321,7 @@ impl Config {
 
     /// Checks the file as [`Config::load`] reads it (`walj doctor`): `Ok(None)` when there is
     /// no file, the config when it parses and its globs compile, else where it goes wrong.
-    pub fn check(path: &Path) -> Result<Option<Config>, ConfigError> {
+    pub(crate) fn check(path: &Path) -> Result<Option<Config>, ConfigError> {
         match Config::parse(path)? {
             None => Ok(None),
             Some(cfg) => cfg.compiled(path).map(|_| Some(cfg)),
@@ -351,7 +351,7 @@ impl Config {
     /// output (`[[events]]`, `[keys]`, `[theme]`). Keys that run a command, publish or widen
     /// capture fall back to their defaults: all of `[sync]`, `[retention]`,
     /// `[capture] hardlinks`, and limits above the defaults.
-    pub fn safe_part(mut self) -> Config {
+    pub(crate) fn safe_part(mut self) -> Config {
         let d = Config::default();
         self.sync = d.sync;
         self.retention = d.retention;
@@ -368,7 +368,7 @@ impl Config {
 
     /// The keys of this config that [`Config::safe_part`] ignores when git tracks the file
     /// (`walj doctor` names them).
-    pub fn unsafe_keys(&self) -> Vec<&'static str> {
+    pub(crate) fn unsafe_keys(&self) -> Vec<&'static str> {
         let d = Config::default();
         let s = &self.sync;
         let mut out = Vec::new();
@@ -399,7 +399,7 @@ impl Config {
     }
 
     /// The file as written, without [`Config::safe_part`] (doctor's view of a tracked file).
-    pub fn parse_as_written(path: &Path) -> Option<Config> {
+    pub(crate) fn parse_as_written(path: &Path) -> Option<Config> {
         let text = std::fs::read_to_string(path).ok()?;
         toml::from_str(&text).ok()
     }
@@ -415,7 +415,7 @@ impl Config {
     }
 
     /// Compiles the globs.
-    pub fn matcher(&self) -> Result<Matcher, BadGlob> {
+    pub(crate) fn matcher(&self) -> Result<Matcher, BadGlob> {
         self.build_matcher()
     }
 
@@ -430,7 +430,7 @@ impl Config {
 /// A glob of the config that does not compile, named with its key.
 #[derive(Debug, thiserror::Error)]
 #[error("bad glob {glob:?} in {key}: {message}")]
-pub struct BadGlob {
+pub(crate) struct BadGlob {
     /// The glob as written.
     pub glob: String,
     /// Its key: `[capture] never` or `[[events]] glob`.
@@ -458,13 +458,13 @@ impl Matcher {
     /// True when a path must never be captured: a secret by the built-in list
     /// ([`crate::secrets::secret_path`]) or by the user's `never` globs (matched on the path
     /// and on its file name).
-    pub fn never_capture(&self, rel: &str) -> bool {
+    pub(crate) fn never_capture(&self, rel: &str) -> bool {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         crate::secrets::secret_path(rel) || self.never.is_match(rel) || self.never.is_match(name)
     }
 
     /// The user's event type for `rel` (first matching rule), if any.
-    pub fn user_event(&self, rel: &str, tool: &str) -> Option<&str> {
+    pub(crate) fn user_event(&self, rel: &str, tool: &str) -> Option<&str> {
         let mut matches = self.events.matches(rel);
         matches.sort_unstable();
         matches
@@ -480,7 +480,7 @@ impl Matcher {
 pub use crate::journal::event;
 
 /// The event type of a change to `rel` by `tool`: the user's rule, else a default.
-pub fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {
+pub(crate) fn detect_event(m: Option<&Matcher>, rel: &str, tool: &str, created: bool, deleted: bool) -> String {
     if let Some(e) = m.and_then(|m| m.user_event(rel, tool)) {
         return e.to_string();
     }

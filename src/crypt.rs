@@ -40,7 +40,7 @@ const AGE_MAGIC: &[u8] = b"age-encryption.org/";
 /// scrypt work factor of passphrase encryption (N = 2^18: about a second).
 pub const SCRYPT_LOG_N: u8 = 18;
 /// The largest work factor a decryption accepts (16 times the above).
-pub const SCRYPT_MAX_LOG_N: u8 = 22;
+pub(crate) const SCRYPT_MAX_LOG_N: u8 = 22;
 
 /// How data is protected.
 pub enum Protection {
@@ -52,7 +52,7 @@ pub enum Protection {
 
 impl Protection {
     /// "not encrypted", "encrypted with a passphrase", "encrypted to age recipients".
-    pub fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Protection::None => "not encrypted",
             Protection::Passphrase(_) => "encrypted with a passphrase",
@@ -104,7 +104,7 @@ pub enum CryptError {
 }
 
 /// Whether `bytes` are age-encrypted (binary format).
-pub fn is_encrypted(bytes: &[u8]) -> bool {
+pub(crate) fn is_encrypted(bytes: &[u8]) -> bool {
     bytes.starts_with(AGE_MAGIC)
 }
 
@@ -114,12 +114,12 @@ pub const fn available() -> bool {
 }
 
 /// Checks that every key is an age recipient (`age1…`).
-pub fn check_recipients(keys: &[String]) -> Result<(), CryptError> {
+pub(crate) fn check_recipients(keys: &[String]) -> Result<(), CryptError> {
     keys.iter().try_for_each(|k| imp::check_recipient(k))
 }
 
 /// `data` encrypted to `protection` (`Protection::None`: a copy).
-pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
+pub(crate) fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
     match protection {
         Protection::None => Ok(data.to_vec()),
         p => imp::encrypt(data, p),
@@ -128,12 +128,12 @@ pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptErr
 
 /// A reader of the plain text of age-encrypted `bytes`. Errors while reading are
 /// [`io::Error`]s; [`stream_error`] tells a cut file from a changed one.
-pub fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+pub(crate) fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
     imp::decrypt_reader(bytes, keys)
 }
 
 /// The plain text of age-encrypted `bytes`, read whole.
-pub fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError> {
+pub(crate) fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError> {
     let mut r = decrypt_reader(bytes, keys)?;
     let mut out = Vec::with_capacity(bytes.len());
     r.read_to_end(&mut out).map_err(stream_error)?;
@@ -142,7 +142,7 @@ pub fn decrypt(bytes: &[u8], keys: &mut Keys<'_>) -> Result<Vec<u8>, CryptError>
 
 /// What a read error of a decrypting reader means: age's STREAM fails to authenticate a chunk
 /// that was cut or changed alike.
-pub fn stream_error(e: io::Error) -> CryptError {
+pub(crate) fn stream_error(e: io::Error) -> CryptError {
     let msg = e.to_string().to_ascii_lowercase();
     if msg.contains("decryption error") || msg.contains("last chunk") {
         return CryptError::Tampered("the encrypted data does not authenticate: cut short or changed".to_string());
@@ -167,42 +167,42 @@ impl std::fmt::Debug for DataKey {
 
 impl DataKey {
     /// A new random key.
-    pub fn generate() -> Result<DataKey, CryptError> {
+    pub(crate) fn generate() -> Result<DataKey, CryptError> {
         let inner = imp::Key::generate()?;
         let recipient = inner.recipient();
         Ok(DataKey { inner, recipient })
     }
 
     /// The key written by [`DataKey::secret`] (`AGE-SECRET-KEY-1…`).
-    pub fn parse(secret: &str) -> Result<DataKey, CryptError> {
+    pub(crate) fn parse(secret: &str) -> Result<DataKey, CryptError> {
         let inner = imp::Key::parse(secret.trim())?;
         let recipient = inner.recipient();
         Ok(DataKey { inner, recipient })
     }
 
     /// Its public half (`age1…`): what the manifest names.
-    pub fn recipient(&self) -> &str {
+    pub(crate) fn recipient(&self) -> &str {
         &self.recipient
     }
 
     /// Its secret half, as an age identity file line.
-    pub fn secret(&self) -> String {
+    pub(crate) fn secret(&self) -> String {
         self.inner.secret()
     }
 
     /// `data` encrypted to this key.
-    pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
         self.inner.encrypt(data)
     }
 
     /// The plain text of `bytes`, encrypted to this key.
-    pub fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
         self.inner.decrypt(bytes)
     }
 
     /// A keyed digest of `data` (40 hex digits): names and checks what was encrypted without
     /// publishing a hash of its plain text (a plain hash confirms a guessed content).
-    pub fn digest(&self, what: &str, data: &[u8]) -> String {
+    pub(crate) fn digest(&self, what: &str, data: &[u8]) -> String {
         use sha2::Digest as _;
         let mut h = sha2::Sha256::new();
         h.update(b"walj keyed digest\0");
@@ -222,17 +222,17 @@ mod imp {
 
     use super::{CryptError, Keys, Protection};
 
-    pub const AVAILABLE: bool = false;
+    pub(crate) const AVAILABLE: bool = false;
 
-    pub fn check_recipient(_: &str) -> Result<(), CryptError> {
+    pub(crate) fn check_recipient(_: &str) -> Result<(), CryptError> {
         Err(CryptError::Unsupported)
     }
 
-    pub fn encrypt(_: &[u8], _: &Protection) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(_: &[u8], _: &Protection) -> Result<Vec<u8>, CryptError> {
         Err(CryptError::Unsupported)
     }
 
-    pub fn decrypt_reader<'r>(_: &'r [u8], _: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+    pub(crate) fn decrypt_reader<'r>(_: &'r [u8], _: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
         Err(CryptError::Unsupported)
     }
 
@@ -240,22 +240,22 @@ mod imp {
     pub enum Key {}
 
     impl Key {
-        pub fn generate() -> Result<Key, CryptError> {
+        pub(crate) fn generate() -> Result<Key, CryptError> {
             Err(CryptError::Unsupported)
         }
-        pub fn parse(_: &str) -> Result<Key, CryptError> {
+        pub(crate) fn parse(_: &str) -> Result<Key, CryptError> {
             Err(CryptError::Unsupported)
         }
-        pub fn recipient(&self) -> String {
+        pub(crate) fn recipient(&self) -> String {
             match *self {}
         }
-        pub fn secret(&self) -> String {
+        pub(crate) fn secret(&self) -> String {
             match *self {}
         }
-        pub fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn encrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
             match *self {}
         }
-        pub fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn decrypt(&self, _: &[u8]) -> Result<Vec<u8>, CryptError> {
             match *self {}
         }
     }
@@ -269,7 +269,7 @@ mod imp {
 
     use super::{CryptError, Keys, Protection, SCRYPT_LOG_N, SCRYPT_MAX_LOG_N};
 
-    pub const AVAILABLE: bool = true;
+    pub(crate) const AVAILABLE: bool = true;
 
     fn parse_recipient(k: &str) -> Result<age::x25519::Recipient, CryptError> {
         k.trim()
@@ -277,7 +277,7 @@ mod imp {
             .map_err(|e| CryptError::BadRecipient { key: k.to_string(), why: e.to_string() })
     }
 
-    pub fn check_recipient(k: &str) -> Result<(), CryptError> {
+    pub(crate) fn check_recipient(k: &str) -> Result<(), CryptError> {
         parse_recipient(k).map(|_| ())
     }
 
@@ -289,7 +289,7 @@ mod imp {
         Ok(out)
     }
 
-    pub fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
+    pub(crate) fn encrypt(data: &[u8], protection: &Protection) -> Result<Vec<u8>, CryptError> {
         let enc = match protection {
             Protection::None => return Ok(data.to_vec()),
             Protection::Passphrase(p) => {
@@ -321,7 +321,7 @@ mod imp {
         }
     }
 
-    pub fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
+    pub(crate) fn decrypt_reader<'r>(bytes: &'r [u8], keys: &mut Keys<'_>) -> Result<Box<dyn Read + 'r>, CryptError> {
         let dec = age::Decryptor::new_buffered(bytes).map_err(decrypt_err)?;
         if dec.is_scrypt() {
             let Some(pass) = (keys.passphrase)() else { return Err(CryptError::NeedPassphrase) };
@@ -348,27 +348,27 @@ mod imp {
     pub struct Key(age::x25519::Identity);
 
     impl Key {
-        pub fn generate() -> Result<Key, CryptError> {
+        pub(crate) fn generate() -> Result<Key, CryptError> {
             Ok(Key(age::x25519::Identity::generate()))
         }
-        pub fn parse(s: &str) -> Result<Key, CryptError> {
+        pub(crate) fn parse(s: &str) -> Result<Key, CryptError> {
             s.parse::<age::x25519::Identity>()
                 .map(Key)
                 .map_err(|e| CryptError::Tampered(format!("not an age secret key: {e}")))
         }
-        pub fn recipient(&self) -> String {
+        pub(crate) fn recipient(&self) -> String {
             self.0.to_public().to_string()
         }
-        pub fn secret(&self) -> String {
+        pub(crate) fn secret(&self) -> String {
             self.0.to_string().expose_secret().to_string()
         }
-        pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, CryptError> {
             let r = self.0.to_public();
             let enc = age::Encryptor::with_recipients(std::iter::once(&r as &dyn age::Recipient))
                 .map_err(|e| CryptError::Encrypt(e.to_string()))?;
             write_all(enc, data)
         }
-        pub fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
+        pub(crate) fn decrypt(&self, bytes: &[u8]) -> Result<Vec<u8>, CryptError> {
             let dec = age::Decryptor::new_buffered(bytes).map_err(decrypt_err)?;
             let mut r = dec.decrypt(std::iter::once(&self.0 as &dyn age::Identity)).map_err(decrypt_err)?;
             let mut out = Vec::with_capacity(bytes.len());

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use plugins::PluginInstall;
-pub use resolve::{HookEnv, Program};
+pub(crate) use plugins::PluginInstall;
+pub(crate) use resolve::{HookEnv, Program};
 
 use crate::claude::events::{HookEvent, is_essential_tool, versioned_since};
 use crate::claude::paths::{SettingsScope, settings_path};
@@ -32,7 +32,7 @@ use crate::project::Project;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     /// Something to know; never a problem.
     Info,
     Ok,
@@ -53,7 +53,7 @@ impl fmt::Display for Level {
 
 impl Level {
     /// `walj doctor`'s exit status for this worst level: 0 (ok), 1 (warnings), 2 (errors).
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Level::Info | Level::Ok => 0,
             Level::Warn => 1,
@@ -65,41 +65,41 @@ impl Level {
 /// What a finding is about (the `check` field of `walj doctor --json`).
 pub mod check {
     /// A settings file itself (unreadable, invalid, `disableAllHooks`).
-    pub const SETTINGS: &str = "settings";
+    pub(crate) const SETTINGS: &str = "settings";
     /// One hook event: hooked or not, matcher, timeout, duplicates.
-    pub const HOOKS: &str = "hooks";
+    pub(crate) const HOOKS: &str = "hooks";
     /// Whether the program a hook command names can run.
-    pub const COMMAND: &str = "command";
+    pub(crate) const COMMAND: &str = "command";
     /// A plugin install.
-    pub const PLUGIN: &str = "plugin";
+    pub(crate) const PLUGIN: &str = "plugin";
     /// Where walj is installed (settings, plugins): not at all, or twice.
-    pub const INSTALL: &str = "install";
+    pub(crate) const INSTALL: &str = "install";
     /// `.walj/config.toml`.
-    pub const CONFIG: &str = "config";
-    pub const JOURNAL: &str = "journal";
+    pub(crate) const CONFIG: &str = "config";
+    pub(crate) const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
-    pub const ERRORS_LOG: &str = "errors_log";
+    pub(crate) const ERRORS_LOG: &str = "errors_log";
     /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: [`agents`]).
-    pub const AGENT: &str = "agent";
+    pub(crate) const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
-    pub const WRITE_FAILURES: &str = "write_failures";
+    pub(crate) const WRITE_FAILURES: &str = "write_failures";
     /// Whether `.walj/` is walj's own ([`crate::project::trust`]).
-    pub const WALJ_DIR: &str = "walj_dir";
+    pub(crate) const WALJ_DIR: &str = "walj_dir";
     /// How Bash snapshots were taken: the checkout's watcher, or why a full scan.
-    pub const WATCHER: &str = "watcher";
+    pub(crate) const WATCHER: &str = "watcher";
     /// Sessions started in a subfolder: journaled or not, old subfolder journals ([`subfolder`]).
-    pub const SUBFOLDER: &str = "subfolder";
+    pub(crate) const SUBFOLDER: &str = "subfolder";
     /// What a killed `walj bisect` left: scratch copies, an in-place state in the tree.
-    pub const BISECT: &str = "bisect";
+    pub(crate) const BISECT: &str = "bisect";
     /// What Claude Code's own lists of a Bash command's changed files named that walj's
     /// snapshot missed ([`reported`]).
-    pub const REPORTED: &str = "reported";
+    pub(crate) const REPORTED: &str = "reported";
     /// walj's MCP server (`walj mcp`): declared by the plugins and `.mcp.json` ([`mcp`]).
-    pub const MCP: &str = "mcp";
+    pub(crate) const MCP: &str = "mcp";
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DoctorFinding {
+pub(crate) struct DoctorFinding {
     pub level: Level,
     /// One of [`check`].
     pub check: &'static str,
@@ -115,7 +115,7 @@ impl DoctorFinding {
 }
 
 /// The worst level among `findings` (`Ok` when empty).
-pub fn worst(findings: &[DoctorFinding]) -> Level {
+pub(crate) fn worst(findings: &[DoctorFinding]) -> Level {
     findings.iter().map(|f| f.level).max().unwrap_or(Level::Ok).max(Level::Ok)
 }
 
@@ -149,7 +149,8 @@ fn handler_command(handler: &Value) -> String {
 
 /// Checks one settings file: which of walj's events run walj's hook, which are missing, duplicates,
 /// matchers and timeouts. Every finding is about this file.
-pub fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn check_settings(path: &Path, command: &str) -> Vec<DoctorFinding> {
     match load(path) {
         Ok(Some(l)) => {
             let source = Source { label: String::new(), root: l.root, install: 0, plugin_root: None, scope: None };
@@ -192,7 +193,8 @@ fn settings_sources(project_root: &Path, config_dir: &Path) -> (Vec<Source>, Vec
 /// several times (identical commands run once). `config_dir` is Claude Code's config folder
 /// ([`crate::claude::paths::config_dir_or_default`]): the user file is the one Claude Code reads.
 /// Plugins and hook programs are not checked here: see [`diagnose`].
-pub fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn check_scopes(project_root: &Path, config_dir: &Path, command: &str) -> Vec<DoctorFinding> {
     let (sources, paths, mut findings) = settings_sources(project_root, config_dir);
     findings.extend(check_sources(&sources, command, &paths.join(", "), None));
     findings
@@ -615,7 +617,7 @@ fn absolute_program(handler: &Value) -> Option<PathBuf> {
 
 /// The project's side: the journal reads back (and how many lines it skipped), and the hook's
 /// error log is empty.
-pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check_project(project: &Project) -> Vec<DoctorFinding> {
     let mut findings = vec![];
     match Fold::load(&project.journal, &FoldOptions::default()) {
         Ok(fold) => {
@@ -664,7 +666,7 @@ pub fn check_project(project: &Project) -> Vec<DoctorFinding> {
 /// `.walj/config.toml` as the hook and the commands read it: TOML, known keys, globs that
 /// compile, `[keys]` the dashboard accepts. An error says where (`file:line:column`) and shows
 /// the line.
-pub fn check_config(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check_config(project: &Project) -> Vec<DoctorFinding> {
     let path = project.config_path();
     let f = match crate::config::Config::check(&path) {
         Ok(None) => DoctorFinding::new(
@@ -704,7 +706,7 @@ pub fn check_config(project: &Project) -> Vec<DoctorFinding> {
 /// Claude Code's config folder, and plugin folders loaded with `claude --plugin-dir`, which
 /// leave no trace walj could find.
 #[derive(Debug, Clone)]
-pub struct DoctorOptions {
+pub(crate) struct DoctorOptions {
     pub command: String,
     pub config_dir: PathBuf,
     pub plugin_dirs: Vec<PathBuf>,
@@ -712,7 +714,7 @@ pub struct DoctorOptions {
 
 /// Where walj's hooks come from (`installs` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InstallInfo {
+pub(crate) struct InstallInfo {
     /// `settings` or `plugin`.
     pub kind: &'static str,
     /// Settings: the files that hold walj's hooks. Plugin: the settings file that enables it
@@ -728,7 +730,7 @@ pub struct InstallInfo {
 
 /// What one hook command runs (`commands` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommandInfo {
+pub(crate) struct CommandInfo {
     /// A shell form's command line, or an exec form's words as a JSON list (`["walj","hook"]`).
     pub command: String,
     /// `shell` or `exec` (`command` + `args`, spawned without a shell).
@@ -753,7 +755,7 @@ pub struct CommandInfo {
 
 /// Everything `walj doctor` found (`walj doctor --json` prints this object).
 #[derive(Debug, Clone, Serialize)]
-pub struct DoctorReport {
+pub(crate) struct DoctorReport {
     /// The worst level: `ok`, `warn` or `error`.
     pub status: Level,
     /// The exit status: 0, 1 (warnings) or 2 (errors).
@@ -872,7 +874,7 @@ fn recorded_plugin(project: &Project, disabled: &[PathBuf], plugins: &mut Vec<Pl
 }
 
 /// Runs every check of `walj doctor`.
-pub fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
+pub(crate) fn diagnose(project: &Project, opts: &DoctorOptions) -> DoctorReport {
     let command = opts.command.as_str();
     let (sources, paths, plugins, mut findings) = hook_sources(project, opts, command);
     let env = hook_env(&project.root, &opts.config_dir);

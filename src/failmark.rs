@@ -18,7 +18,7 @@ use crate::project::Project;
 
 /// What the marker says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// The project's root.
     pub project: String,
     /// When the first and the latest failure happened.
@@ -34,7 +34,7 @@ pub struct Mark {
 
 /// The folder markers live in: `$XDG_RUNTIME_DIR/walj` (a private per-user folder), else a
 /// per-user folder in the temp folder.
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute() && p.is_dir()) {
         return x.join("walj");
     }
@@ -56,21 +56,21 @@ fn uid() -> u32 {
 }
 
 /// The marker file of `project`: named by a digest of its root, so one project has one.
-pub fn path(project: &Project) -> PathBuf {
+pub(crate) fn path(project: &Project) -> PathBuf {
     let root = project.root.to_string_lossy();
     let digest = crate::store::blob_id(root.as_bytes());
     dir().join(format!("{}.json", &digest[..16]))
 }
 
 /// The marker of `project`, if a failure left one.
-pub fn read(project: &Project) -> Option<Mark> {
+pub(crate) fn read(project: &Project) -> Option<Mark> {
     let bytes = fsutil::read_regular(&path(project)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
 /// Records a failure to write `.walj/` (`records` journal records lost). Best effort: when
 /// even this fails, stderr is all that is left.
-pub fn record(project: &Project, records: usize, error: &str) -> io::Result<()> {
+pub(crate) fn record(project: &Project, records: usize, error: &str) -> io::Result<()> {
     let dir = dir();
     fsutil::create_private_dir(&dir)?;
     check_own_dir(&dir)?;
@@ -101,7 +101,7 @@ pub fn record(project: &Project, records: usize, error: &str) -> io::Result<()> 
 }
 
 /// Removes the marker (once its gap was reported).
-pub fn clear(project: &Project) {
+pub(crate) fn clear(project: &Project) {
     let _ = fs::remove_file(path(project));
 }
 

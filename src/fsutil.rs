@@ -11,7 +11,7 @@ pub mod beneath;
 pub mod name;
 pub mod swap;
 
-pub use beneath::Dir;
+pub(crate) use beneath::Dir;
 
 /// Opens a file created with mode 0600 (owner only) where the platform has modes. A link at
 /// `path` is never followed (`O_NOFOLLOW`: the open fails with `ELOOP`): every file walj opens
@@ -19,7 +19,7 @@ pub use beneath::Dir;
 /// another program must not make walj write where it points. The open never blocks
 /// (`O_NONBLOCK`, which changes nothing for a regular file): a FIFO planted at the name fails
 /// to open (`ENXIO`) instead of waiting for a reader.
-pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+pub(crate) fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -36,7 +36,7 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
 /// a socket, a folder): walj never reads one, it could block or never end.
 #[derive(Debug, thiserror::Error)]
 #[error("not a regular file")]
-pub struct NotAFile;
+pub(crate) struct NotAFile;
 
 /// True when `e` is [`open_regular`]'s refusal of a path that is not a regular file.
 pub fn is_not_a_file(e: &io::Error) -> bool {
@@ -51,7 +51,7 @@ fn not_a_file() -> io::Error {
 /// itself never blocks (`O_NONBLOCK`: a FIFO without a writer would hang a plain open) and
 /// the type is checked again on the open descriptor (`fstat`), so a file swapped for a
 /// FIFO or a device between a look and the open is refused too ([`is_not_a_file`]).
-pub fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
     let mut opts = OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
@@ -91,13 +91,13 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// How long [`with_lock`] waits for a lock another process holds.
-pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// The error of [`lock_until`] when another process held the lock past the deadline: a
 /// stopped (Ctrl-Z) or hung holder never makes walj wait without limit.
 #[derive(Debug, thiserror::Error)]
 #[error("{path} is locked by another process{holder} (waited {waited:.1?})")]
-pub struct LockBusy {
+pub(crate) struct LockBusy {
     pub path: PathBuf,
     pub waited: Duration,
     /// ` (pid 123 walj, stopped)` when the holder is known (Linux), else empty.
@@ -105,19 +105,19 @@ pub struct LockBusy {
 }
 
 /// True when `e` is [`lock_until`]'s report of a lock held past the deadline.
-pub fn is_lock_busy(e: &io::Error) -> bool {
+pub(crate) fn is_lock_busy(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<LockBusy>())
 }
 
 /// An exclusive lock on a lock file, released when dropped.
 #[derive(Debug)]
-pub struct LockGuard {
+pub(crate) struct LockGuard {
     file: File,
 }
 
 impl LockGuard {
     /// The locked file (a side file is written through it).
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 }
@@ -132,7 +132,7 @@ impl Drop for LockGuard {
 /// Opens (creating, 0600) a lock file without ever blocking: a FIFO or any other file that
 /// is not a regular file at that name is refused ([`is_not_a_file`]), never opened in a way
 /// that waits for a reader.
-pub fn open_lock_file(path: &Path) -> io::Result<File> {
+pub(crate) fn open_lock_file(path: &Path) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.create(true).truncate(false).write(true);
     #[cfg(unix)]
@@ -158,7 +158,7 @@ pub fn open_lock_file(path: &Path) -> io::Result<File> {
 }
 
 /// Takes the exclusive lock on `path` if no other process holds it; `Ok(None)` when one does.
-pub fn try_lock(path: &Path) -> io::Result<Option<LockGuard>> {
+pub(crate) fn try_lock(path: &Path) -> io::Result<Option<LockGuard>> {
     let file = open_lock_file(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(LockGuard { file })),
@@ -174,12 +174,12 @@ pub fn try_lock(path: &Path) -> io::Result<Option<LockGuard>> {
 /// The wait is a blocking `flock` in a helper thread (the waiter wakes the moment the holder
 /// unlocks, no polling); on timeout the thread is abandoned: should it get the lock later it
 /// lets go at once, as nobody is left to receive it.
-pub fn lock_until(path: &Path, wait: Duration) -> io::Result<LockGuard> {
+pub(crate) fn lock_until(path: &Path, wait: Duration) -> io::Result<LockGuard> {
     lock_file_until(open_lock_file(path)?, path, wait)
 }
 
 /// [`lock_until`] on a file already open (`path` names it in errors).
-pub fn lock_file_until(file: File, path: &Path, wait: Duration) -> io::Result<LockGuard> {
+pub(crate) fn lock_file_until(file: File, path: &Path, wait: Duration) -> io::Result<LockGuard> {
     match file.try_lock() {
         Ok(()) => return Ok(LockGuard { file }),
         Err(std::fs::TryLockError::WouldBlock) => {}
@@ -210,7 +210,7 @@ pub fn lock_file_until(file: File, path: &Path, wait: Duration) -> io::Result<Lo
 }
 
 /// Who holds the lock on `path`, as ` (pid N comm[, stopped])`, from `/proc/locks` (Linux).
-pub fn lock_holder(path: &Path) -> Option<String> {
+pub(crate) fn lock_holder(path: &Path) -> Option<String> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::MetadataExt;
@@ -238,7 +238,7 @@ pub fn lock_holder(path: &Path) -> Option<String> {
 /// Runs `f` holding an exclusive lock on the file `lock` ([`lock_until`], waiting at most
 /// [`LOCK_WAIT`]), and unlocks whatever `f` returns. `err(op, e)` names a failure to open or
 /// take the lock (`op`: "opening", "locking").
-pub fn with_lock<T, E>(
+pub(crate) fn with_lock<T, E>(
     lock: &Path,
     err: impl Fn(&'static str, io::Error) -> E,
     f: impl FnOnce() -> Result<T, E>,
@@ -251,7 +251,7 @@ pub fn with_lock<T, E>(
 }
 
 /// `pread`: reads at `offset` without moving the descriptor's position.
-pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
@@ -273,18 +273,18 @@ pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 
 /// Now in walj's one timestamp format (UTC, milliseconds, `2026-12-02T00:27:56.123Z`): the
 /// journal's records and the lines of its logs carry it.
-pub fn now_ts() -> String {
+pub(crate) fn now_ts() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 /// Largest log (`errors.log`) before it is rotated to `<name>.1` (the previous one goes).
-pub const LOG_MAX: u64 = 1 << 20;
+pub(crate) const LOG_MAX: u64 = 1 << 20;
 
 /// Appends `msg` as one line, after a timestamp, to a private log file (`.walj/errors.log`),
 /// best effort: a log never fails its caller. A message equal to the last line's is not
 /// written again: the last line counts it (`<first time> <msg> [x3, last <time>]`). Past
 /// [`LOG_MAX`] bytes the log is renamed to `<name>.1`, replacing the previous one.
-pub fn append_log(path: &Path, msg: &str) {
+pub(crate) fn append_log(path: &Path, msg: &str) {
     let msg = msg.replace(['\n', '\r'], " ");
     let ts = now_ts();
     let open = || open_private(path, OpenOptions::new().create(true).read(true).append(true));
@@ -349,14 +349,14 @@ fn last_line(f: &File, len: u64) -> Option<(u64, String, (String, u64))> {
 /// walj write where it points.
 #[derive(Debug, thiserror::Error)]
 #[error("{} is a link, not walj's own folder: nothing is written through it (remove it; `walj doctor` lists such links)", path.display())]
-pub struct LinkedDir {
+pub(crate) struct LinkedDir {
     pub path: PathBuf,
 }
 
 /// Creates a folder (and parents) with mode 0700 where the platform has modes. A folder of
 /// walj's own under `.walj/` that is a link is refused ([`LinkedDir`]); elsewhere (a state
 /// folder under a linked home) links are followed as usual.
-pub fn create_private_dir(path: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
     if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && under_walj_dir(path) {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, LinkedDir { path: path.to_path_buf() }));
     }
@@ -379,7 +379,7 @@ fn under_walj_dir(path: &Path) -> bool {
 }
 
 /// Makes a rename or a new entry in `dir` durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         File::open(dir)?.sync_all()
@@ -395,7 +395,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Writes `bytes` to `path` atomically: temp file in the same folder, fsync, rename,
 /// fsync the folder. `mode` (unix permissions) is applied to the new file when given;
 /// the owner of the file it replaces is kept where the process may set it.
-pub fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
     stage(path, bytes, mode)?.commit()
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 /// HEAD commit id and branch name of the repository at `root`, when there is one.
-pub fn head_info(root: &Path) -> (Option<String>, Option<String>) {
+pub(crate) fn head_info(root: &Path) -> (Option<String>, Option<String>) {
     let Ok(repo) = Repository::open(root) else { return (None, None) };
     let Ok(head) = repo.head() else {
         // An unborn branch: HEAD names a branch with no commit yet.
@@ -21,7 +21,7 @@ pub fn head_info(root: &Path) -> (Option<String>, Option<String>) {
 }
 
 /// The bytes of `rel` (`/`-separated) in HEAD's tree; `Ok(None)` when HEAD lacks the path.
-pub fn head_blob(root: &Path, rel: &str) -> Result<Option<Vec<u8>>, git2::Error> {
+pub(crate) fn head_blob(root: &Path, rel: &str) -> Result<Option<Vec<u8>>, git2::Error> {
     let repo = Repository::open(root)?;
     let tree = match repo.head().and_then(|h| h.peel_to_tree()) {
         Ok(t) => t,
@@ -48,14 +48,14 @@ pub struct Head {
 /// Where a checkout's git files are: its own git dir (`.git`, or where a linked worktree's or
 /// submodule's `gitdir:` file points) and the common dir its refs live in (`commondir`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitDirs {
+pub(crate) struct GitDirs {
     pub git_dir: PathBuf,
     pub common_dir: PathBuf,
 }
 
 /// The git dirs of the checkout whose top level is `top`, read from its `.git` (no git
 /// process): `None` when `top` has no `.git`, or a `.git` file that names no `gitdir:`.
-pub fn dirs_at(top: &Path) -> Option<GitDirs> {
+pub(crate) fn dirs_at(top: &Path) -> Option<GitDirs> {
     let dot = top.join(".git");
     let meta = std::fs::metadata(&dot).ok()?;
     dirs_of(top, dot, &meta)
@@ -81,7 +81,7 @@ fn dirs_of(top: &Path, dot: PathBuf, meta: &std::fs::Metadata) -> Option<GitDirs
 }
 
 /// The first checkout at or above `start`: its top level and its git dirs.
-pub fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
+pub(crate) fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
     // One `stat` per folder: the first `.git` found is also the one read (the hook's trust
     // check runs this on every event).
     let (top, dot, meta) = start.ancestors().find_map(|d| {
@@ -95,7 +95,7 @@ pub fn find(start: &Path) -> Option<(PathBuf, GitDirs)> {
 /// small reads, no git process, no repository open): `.git/HEAD` or a worktree's `gitdir:`
 /// file, the loose ref, else `packed-refs` (its `commondir` for worktrees). A reftable
 /// repository, or anything these files do not answer, goes through git2. `None` outside git.
-pub fn head_state(root: &Path) -> Option<Head> {
+pub(crate) fn head_state(root: &Path) -> Option<Head> {
     let GitDirs { git_dir, common_dir: common } = dirs_at(root)?;
     let from_git2 = || {
         let (id, branch) = head_info(root);
@@ -131,7 +131,7 @@ pub fn head_state(root: &Path) -> Option<Head> {
 /// conflict, a cherry-pick, a revert, a bisect), read from its git dir's marker files (no git
 /// process): its words and the marker ("a rebase is in progress (.git/rebase-merge)"). `None`
 /// outside git or when none is.
-pub fn operation_in_progress(root: &Path) -> Option<String> {
+pub(crate) fn operation_in_progress(root: &Path) -> Option<String> {
     let GitDirs { git_dir, .. } = dirs_at(root)?;
     const MARKERS: [(&str, &str); 6] = [
         ("rebase-merge", "a rebase"),
@@ -155,7 +155,7 @@ fn is_oid(s: &str) -> bool {
 
 /// The commits reachable from `new` and not from `old` (`old..new`), newest first, at most
 /// `max`: (id, first line of the message). Empty when either is unknown or not a commit.
-pub fn commits_between(root: &Path, old: &str, new: &str, max: usize) -> Vec<(String, String)> {
+pub(crate) fn commits_between(root: &Path, old: &str, new: &str, max: usize) -> Vec<(String, String)> {
     let run = || -> Result<Vec<(String, String)>, git2::Error> {
         let repo = Repository::open(root)?;
         let mut walk = repo.revwalk()?;

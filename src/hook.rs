@@ -127,7 +127,7 @@ pub fn warn(msg: &str) {
 }
 
 /// Appends a line to `.walj/errors.log` (best effort) and prints it on stderr.
-pub fn log_error(project: &Project, msg: &str) {
+pub(crate) fn log_error(project: &Project, msg: &str) {
     warn(msg);
     if project.ensure_dir().is_err() {
         return;
@@ -1159,7 +1159,7 @@ fn never(rel: &str, m: Option<&Matcher>) -> bool {
 }
 
 /// A captured image: the blob (stored unless `nocap` says why not).
-pub struct Image {
+pub(crate) struct Image {
     /// `None` when the file could not be read (`nocap` says why): its content is unknown.
     pub blob: Option<Blob>,
     pub nocap: Option<String>,
@@ -1228,7 +1228,7 @@ fn nocap_err(why: &str, e: &dyn std::fmt::Display) -> String {
 /// (`nocap: "unreadable: …"`), bytes it cannot store with the id hashed while reading
 /// (`nocap: "store_failed: …"`). A file over the cap is never read in full: its identity is
 /// a sampled one ([`crate::sampled`]), whatever the reason it is not stored.
-pub fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
+pub(crate) fn capture(store_dir: &Path, abs: &Path, rel: &str, cfg: &Config, m: Option<&Matcher>) -> Image {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Image::none(Some(Blob::Absent), None),

@@ -13,7 +13,7 @@
 
 /// One running process, as far as the platform tells (for matching background commands).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcEntry {
+pub(crate) struct ProcEntry {
     pub pid: u32,
     /// The parent process.
     pub ppid: Option<u32>,
@@ -29,10 +29,10 @@ pub struct ProcEntry {
 }
 
 /// Running processes.
-pub type ProcTable = Vec<ProcEntry>;
+pub(crate) type ProcTable = Vec<ProcEntry>;
 
 /// The environment variable Claude Code sets to the session id in its tools' processes.
-pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+pub(crate) const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// A process identity: pid plus start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -168,7 +168,7 @@ mod imp {
     use super::*;
 
     /// (comm, ppid, start ticks) from /proc/<pid>/stat.
-    pub fn stat(pid: u32) -> Option<(String, u32, u64)> {
+    pub(crate) fn stat(pid: u32) -> Option<(String, u32, u64)> {
         stat_with_state(pid).map(|(comm, _, ppid, start)| (comm, ppid, start))
     }
 
@@ -211,11 +211,11 @@ mod imp {
         Some(Hop { name, exe, args, ppid, start })
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         nearest_non_shell(std::os::unix::process::parent_id(), hop)
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         // A zombie (killed, not yet reaped by its parent) or a dying process has ended: it
         // keeps its /proc entry only until it is waited for, which a slow or dead parent
         // (a container's init that does not reap) may put off for seconds or for good.
@@ -225,14 +225,14 @@ mod imp {
     }
 
     /// This process's start time (clock ticks since boot).
-    pub fn own_start() -> Option<u64> {
+    pub(crate) fn own_start() -> Option<u64> {
         stat(std::process::id()).map(|(_, _, start)| start)
     }
 
     /// Processes started at or after `since` (clock ticks since boot) by a Claude Code tool
     /// call (`marker=1` in their environment), working inside `root`, that no running
     /// process in `live` (a live Claude Code) nor this process has started.
-    pub fn started_by_tool_since(
+    pub(crate) fn started_by_tool_since(
         since: u64,
         root: &std::path::Path,
         session: &str,
@@ -303,7 +303,7 @@ mod imp {
 
     /// When the system booted: now minus `/proc/uptime` (to 10 ms; `btime` of /proc/stat is
     /// whole seconds, cut, so up to a second early).
-    pub fn boot_time() -> Option<std::time::SystemTime> {
+    pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
         let text = std::fs::read_to_string("/proc/uptime").ok()?;
         let up: f64 = text.split_whitespace().next()?.parse().ok()?;
         std::time::SystemTime::now().checked_sub(std::time::Duration::try_from_secs_f64(up).ok()?)
@@ -327,7 +327,7 @@ mod imp {
     }
 
     /// Every running process, from /proc; `ps` where /proc cannot be read.
-    pub fn processes() -> Option<ProcTable> {
+    pub(crate) fn processes() -> Option<ProcTable> {
         let Ok(dir) = std::fs::read_dir("/proc") else { return super::processes_via_ps() };
         let btime = boot_time();
         let mut out = Vec::new();
@@ -363,16 +363,16 @@ mod imp {
 mod other {
     use super::*;
     /// Off Linux, `ps` lists the processes (no working folder, no environment).
-    pub fn processes() -> Option<ProcTable> {
+    pub(crate) fn processes() -> Option<ProcTable> {
         super::processes_via_ps()
     }
-    pub fn own_start() -> Option<u64> {
+    pub(crate) fn own_start() -> Option<u64> {
         None
     }
-    pub fn boot_time() -> Option<std::time::SystemTime> {
+    pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
         None
     }
-    pub fn started_by_tool_since(
+    pub(crate) fn started_by_tool_since(
         _since: u64,
         _root: &std::path::Path,
         _session: &str,
@@ -410,11 +410,11 @@ mod imp {
         Ok((String::from_utf8_lossy(&name).into_owned(), info.pbi_ppid, start))
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         nearest_non_shell(std::os::unix::process::parent_id(), |pid| bsd(pid).ok().map(named_hop))
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         liveness_of(p, bsd(p.pid).map(|(_, _, start)| start))
     }
 }
@@ -520,7 +520,7 @@ mod imp {
         }
     }
 
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         let table = table()?;
         let parent = table.get(&std::process::id())?.1;
         nearest_non_shell(parent, |pid| {
@@ -529,7 +529,7 @@ mod imp {
         })
     }
 
-    pub fn liveness(p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(p: ProcRef) -> Liveness {
         liveness_of(p, created(p.pid))
     }
 }
@@ -538,10 +538,10 @@ mod imp {
 mod imp {
     pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
-    pub fn claude_process() -> Option<ProcRef> {
+    pub(crate) fn claude_process() -> Option<ProcRef> {
         None
     }
-    pub fn liveness(_p: ProcRef) -> Liveness {
+    pub(crate) fn liveness(_p: ProcRef) -> Liveness {
         Liveness::Unknown
     }
 }
@@ -550,7 +550,7 @@ mod imp {
 /// BSDs, and Linux without /proc): pid, start time (now minus the elapsed time) and command
 /// line; no working folder or environment. `None` where `ps` cannot run (Windows).
 #[cfg(unix)]
-pub fn processes_via_ps() -> Option<ProcTable> {
+pub(crate) fn processes_via_ps() -> Option<ProcTable> {
     let out = std::process::Command::new("ps")
         .args(["-A", "-ww", "-o", "pid=", "-o", "etime=", "-o", "args="])
         .stdin(std::process::Stdio::null())
@@ -564,12 +564,12 @@ pub fn processes_via_ps() -> Option<ProcTable> {
 }
 
 #[cfg(not(unix))]
-pub fn processes_via_ps() -> Option<ProcTable> {
+pub(crate) fn processes_via_ps() -> Option<ProcTable> {
     None
 }
 
 /// Parses `ps -o pid= -o etime= -o args=` output taken at `now`.
-pub fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
+pub(crate) fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut parts = line.split_whitespace();
@@ -601,29 +601,29 @@ fn elapsed_secs(etime: &str) -> Option<u64> {
 /// The Claude Code process running this hook (nearest ancestor that is not an intermediary).
 /// Walked once per process: a hook stamps it on every record it writes, and its ancestry does
 /// not change while it runs.
-pub fn claude_process() -> Option<ProcRef> {
+pub(crate) fn claude_process() -> Option<ProcRef> {
     static FOUND: std::sync::OnceLock<Option<ProcRef>> = std::sync::OnceLock::new();
     *FOUND.get_or_init(imp::claude_process)
 }
 
 /// Whether `p` still runs (the same pid with the same start time).
-pub fn liveness(p: ProcRef) -> Liveness {
+pub(crate) fn liveness(p: ProcRef) -> Liveness {
     imp::liveness(p)
 }
 
 /// Running processes; `None` where the platform cannot tell.
-pub fn processes() -> Option<ProcTable> {
+pub(crate) fn processes() -> Option<ProcTable> {
     imp::processes()
 }
 
 /// This process's start time in clock ticks since boot (`None` where unknown).
-pub fn own_start() -> Option<u64> {
+pub(crate) fn own_start() -> Option<u64> {
     imp::own_start()
 }
 
 /// When the system booted, where walj can tell (Linux); `None` elsewhere. Files walj wrote
 /// without a sync since then are whole: only a machine crash (a reboot) can lose their bytes.
-pub fn boot_time() -> Option<std::time::SystemTime> {
+pub(crate) fn boot_time() -> Option<std::time::SystemTime> {
     imp::boot_time()
 }
 
@@ -631,7 +631,7 @@ pub fn boot_time() -> Option<std::time::SystemTime> {
 /// see [`own_start`]) whose environment has `marker=1` (Claude Code's mark on its tools'
 /// processes, `claude::env::MARKER`), working inside `root`, not descending from a running
 /// Claude Code in `live` nor from this process. `None` where the platform cannot tell.
-pub fn started_by_tool_since(
+pub(crate) fn started_by_tool_since(
     since: u64,
     root: &std::path::Path,
     session: &str,

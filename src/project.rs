@@ -27,7 +27,7 @@ impl Project {
     /// subfolder of a checkout journals into the checkout's `.walj/`. `journal`
     /// (`--journal` / `$WALJ_JOURNAL`) overrides the journal path. No git process: a walk up
     /// with one `stat` per ancestor.
-    pub fn discover(explicit: Option<&Path>, cwd: &Path, journal: Option<&Path>) -> Project {
+    pub(crate) fn discover(explicit: Option<&Path>, cwd: &Path, journal: Option<&Path>) -> Project {
         let root = match explicit {
             Some(e) => {
                 let root = absolute(e, cwd);
@@ -89,7 +89,7 @@ impl Project {
     }
 
     /// Where a tool's `file_path` lands relative to the root.
-    pub fn locate(&self, file_path: &str, cwd: Option<&Path>) -> Located {
+    pub(crate) fn locate(&self, file_path: &str, cwd: Option<&Path>) -> Located {
         let p = Path::new(file_path);
         let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.unwrap_or(&self.root).join(p) };
         let mut abs = normalize(&abs);
@@ -114,7 +114,7 @@ impl Project {
     /// A resume line (`claude --resume ID`) run where the session was started: Claude Code
     /// keys transcripts and `--resume` by the start folder, so a session started in a
     /// subfolder (`cwd` of its start record) resumes with `cd pkg/core && claude --resume ID`.
-    pub fn resume_in(&self, cwd: Option<&str>, hint: &str) -> String {
+    pub(crate) fn resume_in(&self, cwd: Option<&str>, hint: &str) -> String {
         let rel = cwd
             .map(|c| normalize(Path::new(c)))
             .and_then(|c| {
@@ -137,7 +137,7 @@ impl Project {
     /// (any component named `.git`, in any case: the repository's own, a submodule's or a
     /// nested worktree's). This is the set walj may *write*: revert, undo and import check
     /// it, and [`Project::write_dir`] checks it again at the moment of writing.
-    pub fn resolve_rel(&self, rel: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve_rel(&self, rel: &str) -> Result<PathBuf, PathError> {
         let abs = self.resolve_recorded(rel)?;
         if in_git_folder(Path::new(rel)) {
             return Err(PathError { rel: rel.to_string(), why: PathRefusal::GitFolder });
@@ -148,7 +148,7 @@ impl Project {
     /// [`Project::resolve_rel`] that lets a path under a `.git` folder through: for showing
     /// and diffing a recorded entry (an own session's `git config …`), never for writing
     /// without [`WriteScope::GitForced`].
-    pub fn resolve_recorded(&self, rel: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve_recorded(&self, rel: &str) -> Result<PathBuf, PathError> {
         // A name that is not UTF-8 is recorded mapped (`fsutil::name`): its own bytes here.
         let p = fsutil::name::to_path(rel);
         let p = p.as_ref();
@@ -170,7 +170,7 @@ impl Project {
     }
 
     /// True when `rel` (root-relative) lies under a `.git` folder or git's own folders.
-    pub fn is_git_path(&self, rel: &str) -> bool {
+    pub(crate) fn is_git_path(&self, rel: &str) -> bool {
         in_git_folder(Path::new(rel)) || self.git_dirs_inside().iter().any(|g| Path::new(rel).starts_with(g))
     }
 
@@ -196,7 +196,7 @@ impl Project {
     /// folders wherever they are inside the root, and (the check at the moment of writing)
     /// any link swapped in since. `scope` [`WriteScope::GitForced`] lets a `.git` path through
     /// (`walj revert --force` of an own session's entry), never `.walj/` nor a way out.
-    pub fn write_dir(
+    pub(crate) fn write_dir(
         &self,
         rel: &str,
         scope: WriteScope,
@@ -217,7 +217,7 @@ impl Project {
 
     /// [`Project::write_dir`]'s refusals for `rel` and its file's plain name, without opening
     /// its folder (a caller that holds that folder open already).
-    pub fn write_dir_checked(&self, rel: &str, scope: WriteScope) -> Result<std::ffi::OsString, WriteError> {
+    pub(crate) fn write_dir_checked(&self, rel: &str, scope: WriteScope) -> Result<std::ffi::OsString, WriteError> {
         let refused = |why| WriteError::Refused(PathError { rel: rel.to_string(), why });
         self.resolve_recorded(rel).map_err(WriteError::Refused)?;
         if scope == WriteScope::Project && self.is_git_path(rel) {
@@ -234,7 +234,7 @@ impl Project {
     /// the same refusals for the path up to the link's folder, never inside `.git/` or
     /// `.walj/`, while the link itself may point anywhere (it is written, never written
     /// through: a link to `../outside` is only its target text).
-    pub fn link_dir(
+    pub(crate) fn link_dir(
         &self,
         rel: &str,
         create: bool,
@@ -277,7 +277,7 @@ impl Project {
 
     /// Refuses a folder to run a command in (`walj procs restart`) unless it is inside the
     /// project and outside `.walj/` and git's folders, through no symbolic link.
-    pub fn check_run_dir(&self, dir: &Path) -> Result<(), PathError> {
+    pub(crate) fn check_run_dir(&self, dir: &Path) -> Result<(), PathError> {
         let refused = |why| Err(PathError { rel: dir.display().to_string(), why });
         let mut abs = normalize(dir);
         if !abs.starts_with(&self.root)
@@ -300,7 +300,7 @@ impl Project {
 
 /// What [`Project::write_dir`] may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WriteScope {
+pub(crate) enum WriteScope {
     /// The project tree, less `.walj/` and git's folders.
     Project,
     /// Also a `.git` folder: only for an entry this checkout's own session made, with `--force`.
@@ -309,7 +309,7 @@ pub enum WriteScope {
 
 /// Why [`Project::write_dir`] did not open a folder.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     #[error("{0}")]
     Refused(PathError),
     #[error("opening the folder of {rel}: {source}")]
@@ -317,7 +317,7 @@ pub enum WriteError {
 }
 
 /// True when a component of `rel` is a `.git` (git's folder, a submodule's, a worktree's).
-pub fn in_git_folder(rel: &Path) -> bool {
+pub(crate) fn in_git_folder(rel: &Path) -> bool {
     rel.components().any(|c| same_name(c.as_os_str(), ".git"))
 }
 
@@ -335,13 +335,13 @@ fn same_name(name: &std::ffi::OsStr, want: &str) -> bool {
 /// A root-relative path [`Project::resolve_rel`] refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{rel}: {why}")]
-pub struct PathError {
+pub(crate) struct PathError {
     pub rel: String,
     pub why: PathRefusal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PathRefusal {
+pub(crate) enum PathRefusal {
     #[error("not a path inside the project")]
     NotInside,
     #[error("inside walj's own folder")]
@@ -353,13 +353,13 @@ pub enum PathRefusal {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Located {
+pub(crate) enum Located {
     Inside { rel: String, abs: PathBuf },
     Outside(PathBuf),
 }
 
 /// Lexical normalization: drops `.`, folds `..` (never above the root of the path).
-pub fn normalize(p: &Path) -> PathBuf {
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -400,7 +400,7 @@ fn escapes_through_symlink(root: &Path, rel: &Path) -> bool {
 
 /// `/`-separated text form of a relative path (a name that is not UTF-8 mapped losslessly,
 /// `fsutil::name`).
-pub fn to_slash(p: &Path) -> String {
+pub(crate) fn to_slash(p: &Path) -> String {
     let s = fsutil::name::encode_os(p.as_os_str());
     if std::path::MAIN_SEPARATOR == '/' { s.into_owned() } else { s.replace(std::path::MAIN_SEPARATOR, "/") }
 }
@@ -409,7 +409,7 @@ pub fn to_slash(p: &Path) -> String {
 /// folder, or a worktree's or submodule's `.git` file), stopping at a file system boundary
 /// and never taking the home folder itself when `dir` lies below it (a dotfiles repository
 /// in `$HOME` is not every folder's project).
-pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn git_toplevel(dir: &Path) -> Option<PathBuf> {
     let home = home_dir();
     walk_up(dir, |d| {
         if home.as_deref() == Some(d) && d != dir {
@@ -421,7 +421,7 @@ pub fn git_toplevel(dir: &Path) -> Option<PathBuf> {
 
 /// The session's start folder: `$CLAUDE_PROJECT_DIR` (Claude Code sets it to the folder
 /// `claude` was started in, for hooks and tools alike) when it is an absolute path, else `cwd`.
-pub fn start_folder(cwd: &Path) -> PathBuf {
+pub(crate) fn start_folder(cwd: &Path) -> PathBuf {
     std::env::var_os("CLAUDE_PROJECT_DIR")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -433,7 +433,7 @@ pub fn start_folder(cwd: &Path) -> PathBuf {
 /// ([`git_toplevel`]); outside git, the nearest ancestor holding a `.walj/` walj made
 /// ([`trust::marked_own`]: a `.walj/` a download or a clone brought never counts), never the
 /// home folder itself and never across a file system boundary; else `start`.
-pub fn find_root(start: &Path) -> PathBuf {
+pub(crate) fn find_root(start: &Path) -> PathBuf {
     let start = &fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
     if let Some(top) = git_toplevel(start) {
         return top;
@@ -493,7 +493,7 @@ fn home_dir() -> Option<PathBuf> {
 /// longest existing prefix canonicalized, the rest appended (lexically normalized first, so
 /// a `..` never climbs out through a link). `None` when not even the file system's root
 /// can be canonicalized.
-pub fn canonical_prefix(p: &Path) -> Option<PathBuf> {
+pub(crate) fn canonical_prefix(p: &Path) -> Option<PathBuf> {
     let p = normalize(p);
     let mut head = p.as_path();
     let mut tail = Vec::new();

@@ -23,7 +23,7 @@ fn blob_json(b: &Option<Blob>) -> Value {
 
 /// One entry as JSON (the `recover --json` entry shape, plus detail fields); `short` is the id
 /// as `ids` shows it.
-pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
+pub(crate) fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     let mut v = json!({
         "id": e.id,
         "short": ids.short(&e.id),
@@ -128,7 +128,7 @@ pub fn entry_json(e: &Entry, ids: &ShortIds) -> Value {
     v
 }
 
-pub fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
+pub(crate) fn session_json(s: &SessionInfo, status: SessionStatus, entries: Vec<Value>) -> Value {
     let mut v = session_json_fields(s, status, entries);
     // Why the last turn ended without a Stop (StopFailure), when Claude Code said so.
     if let Some(reason) = &s.turn_failure {
@@ -215,7 +215,7 @@ fn has_running_command(s: &SessionInfo) -> bool {
 }
 
 /// `recover --json`: `{"unresolved": N, "sessions": [...]}` (DESIGN §7).
-pub fn recover_json(fold: &Fold) -> Value {
+pub(crate) fn recover_json(fold: &Fold) -> Value {
     let mut sessions = Vec::new();
     let mut total = 0;
     for s in &fold.sessions {
@@ -232,7 +232,7 @@ pub fn recover_json(fold: &Fold) -> Value {
 
 /// Entries handed back whose brief no session has received yet (not withdrawn, not held
 /// from a bundle): triaged, but not an all-clear until the next session starts.
-pub fn handed_back_waiting(fold: &Fold) -> usize {
+pub(crate) fn handed_back_waiting(fold: &Fold) -> usize {
     let ids: std::collections::BTreeSet<&str> = fold
         .pending_handoffs()
         .filter(|h| !h.held)
@@ -247,13 +247,13 @@ fn status_badge(st: SessionStatus, style: &Style) -> String {
 }
 
 /// The state name padded to a column, in its colour.
-pub fn state_colored(st: EntryState, style: &Style) -> String {
+pub(crate) fn state_colored(st: EntryState, style: &Style) -> String {
     style.tone(present::tone(st), &format!("{:<11}", st.as_str()))
 }
 
 /// Writes the session's header lines (shared by recover and sessions views).
 /// `entries`: the session's entries (for the changes of a command cut off mid-run).
-pub fn session_header(
+pub(crate) fn session_header(
     out: &mut String,
     s: &SessionInfo,
     status: SessionStatus,
@@ -362,7 +362,7 @@ fn short_agent(id: &str) -> &str {
 }
 
 /// `recover` as text: unresolved entries grouped by session, then event.
-pub fn recover_text(fold: &Fold, style: &Style) -> String {
+pub(crate) fn recover_text(fold: &Fold, style: &Style) -> String {
     let mut out = String::new();
     let total = fold.unresolved().count();
     let running = fold.sessions.iter().any(|s| has_running_command(s) || has_left_out(s));
@@ -431,7 +431,7 @@ pub fn recover_text(fold: &Fold, style: &Style) -> String {
 
 /// Entries grouped by event, one line each (id, state, path, tool, time, marks): the body of a
 /// session in `recover` (this journal's and other machines').
-pub fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, style: &Style) {
+pub(crate) fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, style: &Style) {
     let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for e in entries {
         by_event.entry(e.event.as_str()).or_default().push(e);
@@ -486,12 +486,12 @@ fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
 }
 
 /// The width of the id column: the longest id shown.
-pub fn id_width(entries: &[&Entry], ids: &ShortIds) -> usize {
+pub(crate) fn id_width(entries: &[&Entry], ids: &ShortIds) -> usize {
     entries.iter().map(|e| ids.short(&e.id).chars().count()).max().unwrap_or(0)
 }
 
 /// `walj log`: entries (all states) newest last.
-pub fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
+pub(crate) fn log_text(entries: &[&Entry], ids: &ShortIds, style: &Style) -> String {
     let mut out = String::new();
     let id_width = id_width(entries, ids);
     let session_width = entries.iter().map(|e| ids.session(&e.session).chars().count()).max().unwrap_or(0);

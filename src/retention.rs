@@ -19,7 +19,7 @@ const STALE: Duration = Duration::from_secs(3600);
 
 /// Starts a background compaction when `cfg` asks for it and the journal is past the size
 /// threshold. Returns whether one was started. Cheap: one `stat` when nothing is due.
-pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
+pub(crate) fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
     if !cfg.retention.auto {
         return Ok(false);
     }
@@ -39,7 +39,7 @@ pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
 /// not waited for (it outlives the hook; on Unix it is reparented when the hook exits), and
 /// outside any Claude Code tool call (the marker is removed from its environment). Shared by
 /// the automatic compaction and `[sync] auto`.
-pub fn spawn_detached(project: &Project, args: &[&str]) -> io::Result<()> {
+pub(crate) fn spawn_detached(project: &Project, args: &[&str]) -> io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     cmd.arg("--project")
@@ -60,12 +60,12 @@ pub fn spawn_detached(project: &Project, args: &[&str]) -> io::Result<()> {
 }
 
 /// Whether the claim file `path` is held (exists, and is not stale).
-pub fn held(path: &std::path::Path) -> bool {
+pub(crate) fn held(path: &std::path::Path) -> bool {
     path.exists() && !stale(path)
 }
 
 /// `.walj/compact.last`: when the last automatic compaction ran and what it did (JSON).
-pub fn last_path(project: &Project) -> PathBuf {
+pub(crate) fn last_path(project: &Project) -> PathBuf {
     project.dir.join("compact.last")
 }
 
@@ -79,7 +79,7 @@ fn stale(path: &std::path::Path) -> bool {
 
 /// The right to run the automatic compaction; released on drop.
 #[derive(Debug)]
-pub struct Claim(PathBuf);
+pub(crate) struct Claim(PathBuf);
 
 impl Drop for Claim {
     fn drop(&mut self) {
@@ -88,13 +88,13 @@ impl Drop for Claim {
 }
 
 /// Claims the automatic compaction, or `None` when another one holds it.
-pub fn claim(project: &Project) -> io::Result<Option<Claim>> {
+pub(crate) fn claim(project: &Project) -> io::Result<Option<Claim>> {
     claim_file(claim_path(project))
 }
 
 /// Claims `path` (created exclusively; a claim older than an hour was left by a killed run and
 /// is taken over), or `None` when another run holds it.
-pub fn claim_file(path: PathBuf) -> io::Result<Option<Claim>> {
+pub(crate) fn claim_file(path: PathBuf) -> io::Result<Option<Claim>> {
     if stale(&path) {
         let _ = fs::remove_file(&path);
     }

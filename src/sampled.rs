@@ -17,19 +17,19 @@ use std::path::Path;
 use crate::fsutil;
 
 /// What every sampled identity starts with.
-pub const PREFIX: &str = "sampled:";
+pub(crate) const PREFIX: &str = "sampled:";
 
 /// Samples read, and their size.
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 
 /// True when `id` is a sampled identity, not a git blob id.
-pub fn is_sampled(id: &str) -> bool {
+pub(crate) fn is_sampled(id: &str) -> bool {
     id.starts_with(PREFIX)
 }
 
 /// The sampled identity of the open regular file `f` (`meta` from its descriptor).
-pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
+pub(crate) fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
     let size = meta.len();
     let mut h = crate::sha::Sha1::new();
     h.update(format!("sampled {size}\0").as_bytes());
@@ -51,13 +51,14 @@ pub fn identity(f: &File, meta: &Metadata) -> io::Result<String> {
 
 /// The sampled identity of the regular file at `path` ([`fsutil::open_regular`]: a FIFO or
 /// a device is refused, never read).
-pub fn identity_of(path: &Path) -> io::Result<String> {
+pub(crate) fn identity_of(path: &Path) -> io::Result<String> {
     let (f, meta) = fsutil::open_regular(path)?;
     identity(&f, &meta)
 }
 
 /// The size a sampled identity records.
-pub fn size(id: &str) -> Option<u64> {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn size(id: &str) -> Option<u64> {
     id.strip_prefix(PREFIX)?.split(':').next()?.parse().ok()
 }
 

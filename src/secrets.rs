@@ -60,17 +60,18 @@ pub const NEVER: &[&str] = &[
 ];
 
 /// Exceptions to [`NEVER`]: public keys and host keys say nothing secret.
-pub const NOT_SECRET: &[&str] = &["*.pub", "known_hosts", "known_hosts.old"];
+#[cfg_attr(not(test), allow(dead_code))] // named by the docs above; only the unit tests read it
+pub(crate) const NOT_SECRET: &[&str] = &["*.pub", "known_hosts", "known_hosts.old"];
 
 /// How much of a file [`secret_content`] reads.
-pub const SNIFF_BYTES: usize = 8 * 1024;
+pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 
 /// True when `rel` (a `/`-separated path inside the project) names a file the defaults never
 /// capture: the globs of [`NEVER`] less [`NOT_SECRET`], matched on the path and on the file
 /// name, ignoring case (a test pins that this equals those globs compiled with globset).
 /// Matched by hand: it runs in every file hook, and compiling the globs costs more than the
 /// whole match.
-pub fn secret_path(rel: &str) -> bool {
+pub(crate) fn secret_path(rel: &str) -> bool {
     let path = rel.to_ascii_lowercase();
     let name = path.rsplit('/').next().unwrap_or(&path);
     if name.ends_with(".pub") || name == "known_hosts" || name == "known_hosts.old" {
@@ -103,7 +104,7 @@ pub fn secret_path(rel: &str) -> bool {
 /// True when the first [`SNIFF_BYTES`] of `bytes` hold a private key block: a line
 /// `-----BEGIN <anything> PRIVATE KEY-----` (PEM, OpenSSH, PKCS#8, encrypted) or a PGP
 /// private key block.
-pub fn secret_content(bytes: &[u8]) -> bool {
+pub(crate) fn secret_content(bytes: &[u8]) -> bool {
     const BEGIN: &[u8] = b"-----BEGIN ";
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     let mut at = 0;
@@ -119,7 +120,7 @@ pub fn secret_content(bytes: &[u8]) -> bool {
 }
 
 /// What replaces a secret (the token's kind stays readable before it).
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Token kinds recognised by a fixed prefix: (prefix, kind, shortest rest).
 const PREFIXED: &[(&str, &str, usize)] = &[
@@ -170,14 +171,14 @@ fn word_char(b: u8) -> bool {
 
 /// One secret found in a text: its byte range (the part to hide) and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub start: usize,
     pub end: usize,
     pub kind: &'static str,
 }
 
 /// Every secret-looking token of `text`, in order, not overlapping.
-pub fn find(text: &str) -> Vec<Finding> {
+pub(crate) fn find(text: &str) -> Vec<Finding> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -292,7 +293,7 @@ fn at(b: &[u8], i: usize) -> Option<Finding> {
 }
 
 /// `text` with every secret-looking token replaced by [`REDACTED`] (borrowed when none).
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let found = find(text);
     if found.is_empty() {
         return Cow::Borrowed(text);
@@ -309,7 +310,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 /// The kinds of secret found in `bytes` (read as text), each once, for a warning.
-pub fn findings(bytes: &[u8]) -> Vec<&'static str> {
+pub(crate) fn findings(bytes: &[u8]) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = Vec::new();
     if secret_content(bytes) || memchr::memmem::find(bytes, b"PRIVATE KEY-----").is_some() {
         kinds.push("private key");
@@ -324,7 +325,7 @@ pub fn findings(bytes: &[u8]) -> Vec<&'static str> {
 
 /// What `walj sessions export` says before a bundle leaves the machine: each part of the
 /// bundle (journal records, file images, transcript) that holds something secret-looking.
-pub fn bundle_warnings(records: &[u8], objects: &[(String, Vec<u8>)], transcript: Option<&[u8]>) -> Vec<String> {
+pub(crate) fn bundle_warnings(records: &[u8], objects: &[(String, Vec<u8>)], transcript: Option<&[u8]>) -> Vec<String> {
     let mut parts = Vec::new();
     let list = |kinds: Vec<&str>| kinds.join(", ");
     let kinds = findings(records);

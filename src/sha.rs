@@ -6,37 +6,37 @@ use sha1::Digest;
 
 /// An incremental SHA-1.
 #[derive(Clone, Default)]
-pub struct Sha1(sha1::Sha1);
+pub(crate) struct Sha1(sha1::Sha1);
 
 impl Sha1 {
-    pub fn new() -> Sha1 {
+    pub(crate) fn new() -> Sha1 {
         Sha1::default()
     }
 
     /// The SHA-1 of `bytes`.
-    pub fn of(bytes: &[u8]) -> Sha1 {
+    pub(crate) fn of(bytes: &[u8]) -> Sha1 {
         let mut h = Sha1::new();
         h.update(bytes);
         h
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
 
     /// The 20-byte digest.
-    pub fn bytes(self) -> [u8; 20] {
+    pub(crate) fn bytes(self) -> [u8; 20] {
         self.0.finalize().into()
     }
 
     /// The digest as 40 lowercase hex digits.
-    pub fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         hex(&self.bytes())
     }
 }
 
 /// `bytes` as lowercase hex digits.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const H: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for &x in bytes {

@@ -75,7 +75,7 @@ pub fn file_blob_id(path: &Path) -> io::Result<String> {
 
 /// True when `id` has the form of an object id (40 hex digits). Ids read from journal lines
 /// or bundles are checked before they name a file.
-pub fn is_id(id: &str) -> bool {
+pub(crate) fn is_id(id: &str) -> bool {
     id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -83,7 +83,7 @@ pub fn is_id(id: &str) -> bool {
 /// objects no line names once they are older than its grace period (an hour,
 /// `compact::OBJECT_GRACE`): an object younger than this is safe for the rest of
 /// that hour, ample time to append the line that names it.
-pub const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const REFRESH_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -105,7 +105,7 @@ impl Store {
         Store { dir: dir.into() }
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -123,7 +123,7 @@ impl Store {
     /// True when object `id` is in the store; about to be named again (by a journal line, or
     /// by a Bash snapshot's sidecar before any line does), it has its time refreshed when
     /// older than [`REFRESH_AFTER`], so compaction's sweep spares it.
-    pub fn reuse(&self, id: &str) -> bool {
+    pub(crate) fn reuse(&self, id: &str) -> bool {
         let path = self.object_path(id);
         let Ok(meta) = fs::metadata(&path) else { return false };
         if !meta.is_file() {
@@ -174,7 +174,7 @@ impl Store {
     /// `may_carry` is asked (only for an image small enough) whether it may be carried: the
     /// hook says no for images with secret-looking text, which a journal line must not hold
     /// (lines travel in sync segments and bundles).
-    pub fn put_carried(
+    pub(crate) fn put_carried(
         &self,
         bytes: &[u8],
         may_carry: impl FnOnce(&[u8]) -> bool,
@@ -199,7 +199,7 @@ impl Store {
 
     /// A search of the journal's last [`RECENTLY`] bytes for the images its lines carry, read
     /// backwards a little at a time and only as far as asked ([`Store::keep_recent`]).
-    pub fn recently_carried(&self) -> RecentlyCarried {
+    pub(crate) fn recently_carried(&self) -> RecentlyCarried {
         RecentlyCarried { index: CarriedIndex { step: 64 << 10, back: RECENTLY, ..Default::default() } }
     }
 
@@ -208,7 +208,7 @@ impl Store {
     /// syncs the loose copy before the line goes). True when the store has it now. For a Bash
     /// snapshot, which names images by id in files of its own, not in journal lines: what a
     /// file hook carried is then found in the store as before.
-    pub fn keep_recent(&self, recent: &mut RecentlyCarried, id: &str) -> bool {
+    pub(crate) fn keep_recent(&self, recent: &mut RecentlyCarried, id: &str) -> bool {
         let Some(journal) = self.journal() else { return false };
         let Ok(Some(body)) = recent.index.find(&journal, id) else { return false };
         encode(&body).is_ok_and(|loose| self.write_unsynced(id, &loose).is_ok())
@@ -291,7 +291,7 @@ impl Store {
     /// up to 8 threads write, fsync and rename objects at once (file creation and fsync are
     /// most of the cost, and concurrent fsyncs share the file system's journal commits),
     /// then each touched folder is fsynced once. Every object is durable when it returns.
-    pub fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
+    pub(crate) fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
         let mut seen = std::collections::HashSet::new();
         let mut todo: Vec<&(String, Vec<u8>)> = Vec::new();
         for item in items.iter().filter(|(id, _)| seen.insert(id.as_str())) {
@@ -422,7 +422,7 @@ impl Store {
     /// written from the line (synced); an intact one, which the hook wrote without a sync,
     /// is returned to be synced ([`Store::sync_objects`]). A carried value that does not
     /// decode to its id is left alone (the loose object, if any, is all there is).
-    pub fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(crate) fn keep_carried(&self, id: &str, b64: &str) -> Result<Option<PathBuf>, StoreError> {
         let Some(body) = carried_object(id, b64) else { return Ok(None) };
         self.keep_body(id, &body)
     }
@@ -430,7 +430,7 @@ impl Store {
     /// [`Store::keep_carried`] for object `id` as the line of `journal` at `at` carries it
     /// (a line about to be dropped, whose image a kept line names by id only). `Ok(None)`
     /// also when that line does not carry it whole.
-    pub fn keep_carried_at(&self, journal: &File, at: u64, id: &str) -> Result<Option<PathBuf>, StoreError> {
+    pub(crate) fn keep_carried_at(&self, journal: &File, at: u64, id: &str) -> Result<Option<PathBuf>, StoreError> {
         match line_carrying(journal, at, id) {
             Some(body) => self.keep_body(id, &body),
             None => Ok(None),
@@ -455,7 +455,7 @@ impl Store {
 
     /// Syncs objects written without a sync, and their folders (the store's too, for new
     /// folders). On Linux one `syncfs` of the store's file system does it all.
-    pub fn sync_objects(&self, paths: &[PathBuf]) -> Result<(), StoreError> {
+    pub(crate) fn sync_objects(&self, paths: &[PathBuf]) -> Result<(), StoreError> {
         if paths.is_empty() {
             return Ok(());
         }
@@ -508,7 +508,7 @@ impl Store {
     /// Removes the temp files writers killed mid-write left (`.tmp-*` in the object folders)
     /// once older than `grace` (a live writer renames its temp file within milliseconds):
     /// (files, bytes) removed, or that would be on a dry run.
-    pub fn sweep_temps(&self, grace: std::time::Duration, dry_run: bool) -> io::Result<(u64, u64)> {
+    pub(crate) fn sweep_temps(&self, grace: std::time::Duration, dry_run: bool) -> io::Result<(u64, u64)> {
         let (mut n, mut bytes) = (0, 0);
         let rd = match fs::read_dir(&self.dir) {
             Ok(rd) => rd,
@@ -537,7 +537,7 @@ impl Store {
     }
 
     /// Removes an object (compaction only).
-    pub fn remove(&self, id: &str) -> io::Result<()> {
+    pub(crate) fn remove(&self, id: &str) -> io::Result<()> {
         fs::remove_file(self.object_path(id))
     }
 }
@@ -625,10 +625,10 @@ impl Unsynced {
 /// The largest compressed object the hook carries in its journal line rather than syncing
 /// it on its own ([`Store::put_carried`]): 8 KiB, a source file of about 25 KB (base64 makes
 /// it 4/3 longer in the line, so a line stays under about 11 KB per image).
-pub const CARRY_MAX: usize = 8 * 1024;
+pub(crate) const CARRY_MAX: usize = 8 * 1024;
 
 /// How an object the hook stored becomes durable ([`Store::put_carried`]).
-pub enum Durable {
+pub(crate) enum Durable {
     /// An intact copy was in the store already.
     Already,
     /// Carried whole by one of the journal's last lines: named by id only. Its wait checks
@@ -642,7 +642,7 @@ pub enum Durable {
 
 impl Durable {
     /// Waits for the object's own syncs, if it has any (a carried one is durable with its line).
-    pub fn wait(self) -> Result<(), StoreError> {
+    pub(crate) fn wait(self) -> Result<(), StoreError> {
         match self {
             Durable::Pending(p) => p.wait(),
             Durable::Journaled(j) => j.confirm(),
@@ -654,7 +654,7 @@ impl Durable {
 /// An image named by id only because a recent line of the journal carries it
 /// ([`Durable::Journaled`]): the identity of the journal that line is in, and the image's
 /// bytes.
-pub struct Journaled {
+pub(crate) struct Journaled {
     store: Store,
     file: (u64, u64),
     bytes: Vec<u8>,
@@ -684,7 +684,7 @@ fn carry_encode(loose: &[u8]) -> String {
 }
 
 /// The object `id` carried in `value` (an `images` value), checked against its id.
-pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
+pub(crate) fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let loose = base64::engine::general_purpose::STANDARD.decode(value).ok()?;
     let body = decode(&loose).ok()?;
@@ -693,16 +693,16 @@ pub fn carried_object(id: &str, value: &str) -> Option<Vec<u8>> {
 
 /// How far back a Bash snapshot looks in the journal for the images of changed files
 /// ([`Store::recently_carried`]).
-pub const RECENTLY: u64 = 1 << 20;
+pub(crate) const RECENTLY: u64 = 1 << 20;
 
 /// The images the lines of a journal's last [`RECENTLY`] bytes carry, as far as searched.
-pub struct RecentlyCarried {
+pub(crate) struct RecentlyCarried {
     index: CarriedIndex,
 }
 
 /// How far back from its end the hook looks in the journal for a line that carries an image
 /// already ([`Store::put_carried`]): the Pre of the same call, the last edit of the same file.
-pub const CARRIED_LATELY: u64 = 32 * 1024;
+pub(crate) const CARRIED_LATELY: u64 = 32 * 1024;
 
 /// How much of a journal a reader reads at a time, searching it backwards for carried images.
 const SEARCH_CHUNK: u64 = 4 << 20;
@@ -804,7 +804,7 @@ static NOT_CARRIED: std::sync::Mutex<Option<NotCarried>> = std::sync::Mutex::new
 type NotCarried = std::collections::HashMap<(PathBuf, String), (u64, u64, u64)>;
 
 /// Says that no line of `journal`, as (device, inode, length) `at`, carries image `id`.
-pub fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
+pub(crate) fn not_carried(journal: &Path, id: &str, at: (u64, u64, u64)) {
     let mut all = NOT_CARRIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     all.get_or_insert_with(Default::default).insert((journal.to_path_buf(), id.to_string()), at);
 }
@@ -909,7 +909,7 @@ fn decode(loose: &[u8]) -> Result<Vec<u8>, String> {
 /// returns once the object is durable. Dropped without a wait, it still waits (a hook never
 /// returns with an object's syncs in flight).
 #[must_use = "the object is durable only once its Pending has been waited for"]
-pub struct Pending {
+pub(crate) struct Pending {
     path: PathBuf,
     thread: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
     /// The syncs' result when no thread could be started (they ran in place).
@@ -936,7 +936,7 @@ impl Pending {
     }
 
     /// Waits for the object's syncs.
-    pub fn wait(mut self) -> Result<(), StoreError> {
+    pub(crate) fn wait(mut self) -> Result<(), StoreError> {
         self.join()
     }
 

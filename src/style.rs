@@ -50,7 +50,7 @@ pub fn color_arg(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<C
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Style {
+pub(crate) struct Style {
     pub color: bool,
 }
 
@@ -59,43 +59,40 @@ impl Style {
         Style { color: colors(anstream::AutoStream::choice(&std::io::stdout())) }
     }
     /// For messages on stderr (which may be a terminal while stdout is piped).
-    pub fn stderr() -> Style {
+    pub(crate) fn stderr() -> Style {
         Style { color: colors(anstream::AutoStream::choice(&std::io::stderr())) }
-    }
-    pub fn plain() -> Style {
-        Style { color: false }
     }
     fn wrap(&self, code: &str, s: &str) -> String {
         if self.color { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_string() }
     }
-    pub fn bold(&self, s: &str) -> String {
+    pub(crate) fn bold(&self, s: &str) -> String {
         self.wrap("1", s)
     }
-    pub fn dim(&self, s: &str) -> String {
+    pub(crate) fn dim(&self, s: &str) -> String {
         self.wrap("2", s)
     }
-    pub fn red(&self, s: &str) -> String {
+    pub(crate) fn red(&self, s: &str) -> String {
         self.wrap("31", s)
     }
-    pub fn green(&self, s: &str) -> String {
+    pub(crate) fn green(&self, s: &str) -> String {
         self.wrap("32", s)
     }
-    pub fn yellow(&self, s: &str) -> String {
+    pub(crate) fn yellow(&self, s: &str) -> String {
         self.wrap("33", s)
     }
-    pub fn blue(&self, s: &str) -> String {
+    pub(crate) fn blue(&self, s: &str) -> String {
         self.wrap("34", s)
     }
-    pub fn magenta(&self, s: &str) -> String {
+    pub(crate) fn magenta(&self, s: &str) -> String {
         self.wrap("35", s)
     }
-    pub fn cyan(&self, s: &str) -> String {
+    pub(crate) fn cyan(&self, s: &str) -> String {
         self.wrap("36", s)
     }
     /// A shown id ([`crate::fold::ShortIds::split`]): its unique start bold in the id colour,
     /// the rest dimmed; padded with spaces to `width` characters. Escaped for the terminal
     /// ([`crate::present::safe`]): ids can come from bundles and other machines.
-    pub fn id(&self, (unique, rest): (&str, &str), width: usize) -> String {
+    pub(crate) fn id(&self, (unique, rest): (&str, &str), width: usize) -> String {
         let (unique, rest) = (&*crate::present::safe(unique), &*crate::present::safe(rest));
         let shown = format!("{}{}", self.bold(&self.tone(crate::present::ID_TONE, unique)), self.dim(rest));
         pad(shown, unique.chars().count() + rest.chars().count(), width)
@@ -103,7 +100,7 @@ impl Style {
 
     /// A shown session id ([`crate::fold::ShortIds::session_split`]): its unique start bold,
     /// all of it in the session colour; padded to `width` characters. Escaped like [`Style::id`].
-    pub fn session(&self, (unique, rest): (&str, &str), width: usize) -> String {
+    pub(crate) fn session(&self, (unique, rest): (&str, &str), width: usize) -> String {
         let (unique, rest) = (&*crate::present::safe(unique), &*crate::present::safe(rest));
         let tone = crate::present::SESSION_TONE;
         let shown = format!("{}{}", self.bold(&self.tone(tone, unique)), self.tone(tone, rest));
@@ -111,7 +108,7 @@ impl Style {
     }
 
     /// `s` in the colour of a [`Tone`] (the one state→colour table, `crate::present`).
-    pub fn tone(&self, tone: Tone, s: &str) -> String {
+    pub(crate) fn tone(&self, tone: Tone, s: &str) -> String {
         match tone {
             Tone::Red => self.red(s),
             Tone::Yellow => self.yellow(s),

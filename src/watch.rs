@@ -51,7 +51,7 @@ pub struct SessionRef {
 
 /// One request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
+pub(crate) struct Request {
     /// `sync` (wait for the cookie) or `ping`.
     pub op: String,
     /// The cookie's file name in `.walj/` (`cookie-…`).
@@ -74,7 +74,7 @@ pub struct Request {
 
 /// One answer line.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The checkout this watcher follows (canonical).
     pub root: String,
     pub epoch: String,
@@ -112,27 +112,27 @@ pub enum Why {
 
 /// What the watcher says when it cannot list changes (the `doubt` of an [`Answer`]).
 pub mod doubt {
-    pub const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
-    pub const RESTARTED: &str = "the watcher restarted since the last snapshot";
-    pub const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
-    pub const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
-    pub const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
+    pub(crate) const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
+    pub(crate) const RESTARTED: &str = "the watcher restarted since the last snapshot";
+    pub(crate) const OVERFLOW: &str = "the change queue overflowed (IN_Q_OVERFLOW or a rescan)";
+    pub(crate) const WATCH_LIMIT: &str = "over the watch limit (fs.inotify.max_user_watches)";
+    pub(crate) const IGNORE_RULES: &str = "ignore rules changed (.gitignore)";
     /// `.git/info/exclude`, `core.excludesFile` or the git configuration changed.
-    pub const EXCLUDES: &str = "ignore rules changed (info/exclude, core.excludesFile or the git config)";
+    pub(crate) const EXCLUDES: &str = "ignore rules changed (info/exclude, core.excludesFile or the git config)";
     /// More hard-linked files than the watcher re-reads each time (a write through another
     /// name of a file is no event in the folder watched).
-    pub const TOO_MANY_LINKED: &str = "too many hard-linked files to vouch for";
-    pub const TOO_MANY: &str = "too many changes to keep";
+    pub(crate) const TOO_MANY_LINKED: &str = "too many hard-linked files to vouch for";
+    pub(crate) const TOO_MANY: &str = "too many changes to keep";
     /// A watcher outside git: it watches no folder, only sessions' Claude Code processes.
-    pub const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
+    pub(crate) const PROCESSES_ONLY: &str = "not a git checkout: the watcher observes Claude Code's processes only";
 }
 
 /// The name prefix of cookie files in `.walj/`.
-pub const COOKIE_PREFIX: &str = "cookie-";
+pub(crate) const COOKIE_PREFIX: &str = "cookie-";
 
 /// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
 /// real folder (not a link, no access for others).
-pub fn run_dir() -> Result<PathBuf, Why> {
+pub(crate) fn run_dir() -> Result<PathBuf, Why> {
     let base = run_base();
     match std::fs::symlink_metadata(&base) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -156,7 +156,7 @@ fn run_base() -> PathBuf {
 
 /// [`run_dir`] without making it (`walj doctor`): `Ok` with the folder when it is usable or
 /// not made yet (walj makes it, 0700, when it starts a watcher).
-pub fn check_run_dir() -> Result<PathBuf, Why> {
+pub(crate) fn check_run_dir() -> Result<PathBuf, Why> {
     let base = run_base();
     match std::fs::symlink_metadata(&base) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(base),
@@ -198,7 +198,7 @@ fn uid() -> u32 {
 
 /// The places of one checkout's watcher.
 #[derive(Debug, Clone)]
-pub struct Places {
+pub(crate) struct Places {
     /// The canonical work tree.
     pub root: PathBuf,
     pub socket: PathBuf,
@@ -207,7 +207,7 @@ pub struct Places {
 
 impl Places {
     /// For the checkout whose work tree is `root` (canonicalized here).
-    pub fn of(root: &Path) -> Result<Places, Why> {
+    pub(crate) fn of(root: &Path) -> Result<Places, Why> {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let dir = run_dir()?;
         let key = &crate::sha::hex(&sha2_digest(root.to_string_lossy().as_bytes()))[..16];
@@ -221,12 +221,12 @@ fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Whether the claim file names a live process (a watcher runs or is starting).
-pub fn claimed(places: &Places) -> bool {
+pub(crate) fn claimed(places: &Places) -> bool {
     held(&places.claim)
 }
 
 /// Whether the claim file at `path` ("pid start", see [`claim`]) names a live process.
-pub fn held(path: &Path) -> bool {
+pub(crate) fn held(path: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else { return false };
     let mut it = text.split_whitespace();
     let (Some(pid), Some(start)) = (it.next().and_then(|p| p.parse().ok()), it.next().and_then(|s| s.parse().ok()))
@@ -244,7 +244,7 @@ pub fn held(path: &Path) -> bool {
 
 /// A claim file held by this process ("pid start"), removed on drop.
 #[derive(Debug)]
-pub struct Claim(PathBuf);
+pub(crate) struct Claim(PathBuf);
 
 impl Drop for Claim {
     fn drop(&mut self) {
@@ -254,7 +254,7 @@ impl Drop for Claim {
 
 /// Takes the claim file `path` (created exclusively), or `None` while a live process holds it;
 /// one left by a process that is gone (kill -9) is taken over.
-pub fn claim(path: &Path) -> io::Result<Option<Claim>> {
+pub(crate) fn claim(path: &Path) -> io::Result<Option<Claim>> {
     for _ in 0..2 {
         match crate::fsutil::open_private(path, std::fs::OpenOptions::new().write(true).create_new(true)) {
             Ok(mut f) => {
@@ -293,7 +293,7 @@ fn zombie(pid: u32) -> bool {
 
 /// Starts the watcher `exe args…` detached ([`spawn_detached`]) unless a watcher holds the
 /// checkout's claim. Returns whether one was started.
-pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
+pub(crate) fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<bool> {
     if claimed(places) {
         return Ok(false);
     }
@@ -304,7 +304,7 @@ pub fn spawn(places: &Places, exe: &Path, args: &[&std::ffi::OsStr]) -> io::Resu
 /// Starts `exe args…` detached: its own process group, no terminal, null stdio, without
 /// Claude Code's markers and outside the checkout (so `walj procs` and the orphan search never
 /// take it for a session's command). Pass paths in `args` absolute.
-pub fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
+pub(crate) fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
     let mut cmd = std::process::Command::new(exe);
     cmd.args(args)
         .stdin(std::process::Stdio::null())
@@ -330,7 +330,7 @@ pub fn spawn_detached(exe: &Path, args: &[&std::ffi::OsStr]) -> io::Result<()> {
 /// Asks the checkout's watcher for the paths changed since `since`, behind a cookie written
 /// into `cookie_dir` (the project's `.walj/`, which the watcher watches): waits at most
 /// `wait` in all.
-pub fn sync(
+pub(crate) fn sync(
     places: &Places,
     cookie_dir: &Path,
     since: Option<&Clock>,
@@ -351,7 +351,7 @@ pub fn sync(
 /// Names `session` to the checkout's watcher (a `ping` carrying it), so that its Claude Code
 /// process's end is noted from now on, whether or not a Bash snapshot ever reaches the watcher.
 /// Writes the request and returns: the watcher's answer is not waited for.
-pub fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
+pub(crate) fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
     #[cfg(unix)]
     {
         use std::os::unix::net::UnixStream;
@@ -387,7 +387,7 @@ pub fn register(places: &Places, session: SessionRef) -> Result<(), Why> {
 /// A barrier for a reader of the observer file: when it returns, every change the watcher took
 /// in before the cookie was written to the file ([`Request::flush`]). The answer's epoch names
 /// the watcher that answered.
-pub fn sync_flushed(places: &Places, cookie_dir: &Path, wait: Duration) -> Result<Answer, Why> {
+pub(crate) fn sync_flushed(places: &Places, cookie_dir: &Path, wait: Duration) -> Result<Answer, Why> {
     #[cfg(unix)]
     {
         sync_unix(places, cookie_dir, None, None, wait, true)
@@ -463,22 +463,22 @@ fn sync_unix(
 /// The peer's uid, where the platform tells it (Linux: `SO_PEERCRED`); elsewhere the 0700
 /// runtime folder keeps other users out.
 #[cfg(target_os = "linux")]
-pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+pub(crate) fn peer_uid(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
     rustix::net::sockopt::socket_peercred(stream).ok().map(|c| c.uid.as_raw())
 }
 #[cfg(all(unix, not(target_os = "linux")))]
-pub fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+pub(crate) fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> {
     None
 }
 
 /// The uid of this process (for the watcher's own peer check).
-pub fn own_uid() -> u32 {
+pub(crate) fn own_uid() -> u32 {
     uid()
 }
 
 /// Whether a snapshot's reason for a full scan (a [`Why`], as text) is that no watcher
 /// listened: none ran, its socket was stale, or it did not answer (not a doubt of one that did).
-pub fn is_absence(why: &str) -> bool {
+pub(crate) fn is_absence(why: &str) -> bool {
     [Why::NotRunning.to_string(), "(nobody listens)".into(), "did not answer within".into()]
         .iter()
         .any(|w| why.contains(w.as_str()))
@@ -488,7 +488,7 @@ pub fn is_absence(why: &str) -> bool {
 /// the claim (a live process holds it or not) and the observer file `observed` (each watcher's
 /// `start`, and whether it wrote `exit` on its way out). `walj doctor` and the records of a
 /// killed command's changes say it where a snapshot found no watcher listening.
-pub fn absence(places: Option<&Places>, observed: &Path) -> String {
+pub(crate) fn absence(places: Option<&Places>, observed: &Path) -> String {
     #[cfg(unix)]
     let listens = |p: &Places| std::os::unix::net::UnixStream::connect(&p.socket).is_ok();
     #[cfg(not(unix))]

@@ -11,7 +11,7 @@ use super::event::{Change, Event, PathChange, Phase, Shell, Subagent, ToolCall, 
 use crate::claude::events::{FILE_TOOLS, HookEvent, PRE_SKILL_SHELL_COMMAND, SHELL_TOOL, SUBAGENT_TOOL, TODO_TOOLS};
 use crate::claude::payload::Payload;
 
-pub fn phase(e: HookEvent) -> Phase {
+pub(crate) fn phase(e: HookEvent) -> Phase {
     match e {
         HookEvent::PreToolUse => Phase::ToolPre,
         HookEvent::PostToolUse => Phase::ToolPost,
@@ -26,7 +26,7 @@ pub fn phase(e: HookEvent) -> Phase {
     }
 }
 
-pub fn parse(p: &Payload) -> Event<'_> {
+pub(crate) fn parse(p: &Payload) -> Event<'_> {
     let mut ev = Event::common(Agent::ClaudeCode, &p.0, |name| {
         HookEvent::parse(name).map(phase).or_else(|| (name == PRE_SKILL_SHELL_COMMAND).then_some(Phase::ToolPre))
     });
@@ -48,7 +48,7 @@ pub fn parse(p: &Payload) -> Event<'_> {
 }
 
 /// `model` is a string in the docs and an object with an `id` in some versions.
-pub fn model(m: Option<&Value>) -> Option<Cow<'_, str>> {
+pub(crate) fn model(m: Option<&Value>) -> Option<Cow<'_, str>> {
     let m = m?;
     m.as_str().map(Cow::Borrowed).or_else(|| m.get("id").and_then(Value::as_str).map(Cow::Borrowed))
 }

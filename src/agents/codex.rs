@@ -16,7 +16,7 @@ use super::Agent;
 use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in};
 use super::patch::{self, PatchOp};
 
-pub fn phase(name: &str) -> Option<Phase> {
+pub(crate) fn phase(name: &str) -> Option<Phase> {
     Some(match name {
         "SessionStart" => Phase::SessionStart,
         "UserPromptSubmit" => Phase::Prompt,
@@ -31,7 +31,7 @@ pub fn phase(name: &str) -> Option<Phase> {
     })
 }
 
-pub fn parse(v: &Value) -> Event<'_> {
+pub(crate) fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let mut ev = Event::common(Agent::Codex, v, phase);
     let ph = ev.phase;
@@ -88,7 +88,7 @@ fn first_line(s: &str) -> &str {
 
 /// The patch of an `apply_patch` call: the input itself (a freeform tool), or its `command`,
 /// `input` or `patch` field.
-pub fn patch_text(input: &Value) -> &str {
+pub(crate) fn patch_text(input: &Value) -> &str {
     input
         .as_str()
         .or_else(|| ["command", "input", "patch"].iter().find_map(|k| input.get(*k).and_then(Value::as_str)))
@@ -96,7 +96,7 @@ pub fn patch_text(input: &Value) -> &str {
 }
 
 /// One path change per file of a patch; a move is the old path deleted and the new one created.
-pub fn patch_changes(text: &str) -> Vec<PathChange<'static>> {
+pub(crate) fn patch_changes(text: &str) -> Vec<PathChange<'static>> {
     let mut out = Vec::new();
     for f in patch::parse(text) {
         match f.op {

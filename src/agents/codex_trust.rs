@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 /// Codex's label of a hook event in trust keys (`PreToolUse` → `pre_tool_use`).
-pub fn event_label(event: &str) -> Option<&'static str> {
+pub(crate) fn event_label(event: &str) -> Option<&'static str> {
     Some(match event {
         "PreToolUse" => "pre_tool_use",
         "PermissionRequest" => "permission_request",
@@ -43,12 +43,12 @@ pub fn event_label(event: &str) -> Option<&'static str> {
 }
 
 /// The trust key of handler `handler` of group `group` of `event` in the hooks file `file`.
-pub fn hook_key(file: &Path, label: &str, group: usize, handler: usize) -> String {
+pub(crate) fn hook_key(file: &Path, label: &str, group: usize, handler: usize) -> String {
     format!("{}:{label}:{group}:{handler}", file.display())
 }
 
 /// The hash Codex expects for one command handler.
-pub fn hook_hash(event: &str, label: &str, matcher: Option<&str>, handler: &Value) -> String {
+pub(crate) fn hook_hash(event: &str, label: &str, matcher: Option<&str>, handler: &Value) -> String {
     let timeout = handler.get("timeout").or_else(|| handler.get("timeoutSec")).and_then(Value::as_u64);
     let timeout = if event == "SessionEnd" { timeout.unwrap_or(1).clamp(1, 3) } else { timeout.unwrap_or(600).max(1) };
     let mut h = json!({
@@ -133,7 +133,7 @@ pub fn entries(file: &Path, root: &Value, ours: &dyn Fn(&Value) -> bool) -> Vec<
 }
 
 /// `$CODEX_HOME` (default `~/.codex`).
-pub fn codex_home() -> PathBuf {
+pub(crate) fn codex_home() -> PathBuf {
     match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => super::install::home().join(".codex"),
@@ -141,12 +141,12 @@ pub fn codex_home() -> PathBuf {
 }
 
 /// The user config holding hook trust.
-pub fn config_path() -> PathBuf {
+pub(crate) fn config_path() -> PathBuf {
     codex_home().join("config.toml")
 }
 
 /// The parsed config (`Ok(None)`: no file).
-pub fn read_config(path: &Path) -> Result<Option<toml::Table>, String> {
+pub(crate) fn read_config(path: &Path) -> Result<Option<toml::Table>, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => text.parse::<toml::Table>().map(Some).map_err(|e| format!("{}: {e}", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -160,7 +160,7 @@ pub fn trusted_hash<'a>(config: &'a toml::Table, key: &str) -> Option<&'a str> {
 }
 
 /// Whether `[projects."<root>"] trust_level = "trusted"` (Codex reads the project's `.codex/`).
-pub fn project_trusted(config: &toml::Table, root: &Path) -> bool {
+pub(crate) fn project_trusted(config: &toml::Table, root: &Path) -> bool {
     let Some(projects) = config.get("projects").and_then(|p| p.as_table()) else { return false };
     root.ancestors().any(|dir| {
         projects.get(&dir.display().to_string()).and_then(|p| p.get("trust_level")).and_then(|t| t.as_str())
@@ -169,7 +169,7 @@ pub fn project_trusted(config: &toml::Table, root: &Path) -> bool {
 }
 
 /// Whether `[features] hooks = false` (or the old `codex_hooks = false`) turned hooks off.
-pub fn hooks_disabled(config: &toml::Table) -> bool {
+pub(crate) fn hooks_disabled(config: &toml::Table) -> bool {
     let Some(f) = config.get("features").and_then(|f| f.as_table()) else { return false };
     ["hooks", "codex_hooks"].iter().any(|k| f.get(*k).and_then(|v| v.as_bool()) == Some(false))
 }
@@ -197,7 +197,7 @@ fn header(key: &str) -> String {
 
 /// Why [`with_trust`] could not record the trust (the message names the hook's key).
 #[derive(Debug, thiserror::Error)]
-pub enum TrustError {
+pub(crate) enum TrustError {
     #[error("the trust entries would make it invalid TOML ({0})")]
     Invalid(toml::de::Error),
     #[error("its layout keeps walj from recording the trust of {key}")]
@@ -209,7 +209,7 @@ pub enum TrustError {
 /// The rest of the file (comments, order) is kept. `Err` when the result would not read back
 /// with exactly these hashes (an unusual layout, e.g. an inline `hooks` table): the user is told
 /// what to do instead.
-pub fn with_trust(text: &str, entries: &[Trust]) -> Result<String, TrustError> {
+pub(crate) fn with_trust(text: &str, entries: &[Trust]) -> Result<String, TrustError> {
     let mut out = text.to_string();
     for t in entries {
         let h = header(&t.key);
@@ -245,7 +245,7 @@ pub fn with_trust(text: &str, entries: &[Trust]) -> Result<String, TrustError> {
 
 /// The config text without the tables of `keys` that walj added (header, its comment line,
 /// `trusted_hash`); other contents of such a table keep it.
-pub fn without_trust(text: &str, keys: &[String]) -> String {
+pub(crate) fn without_trust(text: &str, keys: &[String]) -> String {
     let headers: Vec<String> = keys.iter().map(|k| header(k)).collect();
     let lines: Vec<&str> = text.lines().collect();
     let mut keep = vec![true; lines.len()];

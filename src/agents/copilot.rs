@@ -64,7 +64,7 @@ fn phase_from_fields(v: &Value) -> Option<Phase> {
     })
 }
 
-pub fn parse(v: &Value) -> Event<'_> {
+pub(crate) fn parse(v: &Value) -> Event<'_> {
     let mut ev =
         Event::common(Agent::Copilot, v, |name| if name.is_empty() { phase_from_fields(v) } else { phase_named(name) });
     let ph = ev.phase;

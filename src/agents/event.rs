@@ -34,7 +34,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub fn is_tool(self) -> bool {
+    pub(crate) fn is_tool(self) -> bool {
         matches!(self, Phase::ToolPre | Phase::ToolPost | Phase::ToolFailed)
     }
 
@@ -92,7 +92,13 @@ pub struct Event<'a> {
 
 impl<'a> Event<'a> {
     /// An event with every optional part empty.
-    pub fn new(agent: Agent, raw: &'a Value, name: &'a str, phase: Option<Phase>, session: &'a str) -> Event<'a> {
+    pub(crate) fn new(
+        agent: Agent,
+        raw: &'a Value,
+        name: &'a str,
+        phase: Option<Phase>,
+        session: &'a str,
+    ) -> Event<'a> {
         Event {
             agent,
             phase,
@@ -119,7 +125,7 @@ impl<'a> Event<'a> {
     /// `"unknown"` when absent or empty), `cwd`, `transcript_path`, `timestamp` and the
     /// subagent's `agent_id`/`agent_type`. Each key is also read in camelCase (Copilot's own
     /// hooks spell them so).
-    pub fn common(agent: Agent, raw: &'a Value, phase_of: impl FnOnce(&str) -> Option<Phase>) -> Event<'a> {
+    pub(crate) fn common(agent: Agent, raw: &'a Value, phase_of: impl FnOnce(&str) -> Option<Phase>) -> Event<'a> {
         let s = |snake: &str, camel: &str| {
             raw.get(snake).or_else(|| raw.get(camel)).and_then(Value::as_str).filter(|x| !x.is_empty())
         };
@@ -136,7 +142,11 @@ impl<'a> Event<'a> {
 
     /// Sets the phase and, for a tool phase, the call `tool_call` reads: a Post whose result
     /// carries an error is a failed call (agents that have no PostToolUseFailure of their own).
-    pub fn with_tool(mut self, phase: Option<Phase>, tool_call: impl FnOnce(Phase) -> ToolCall<'a>) -> Event<'a> {
+    pub(crate) fn with_tool(
+        mut self,
+        phase: Option<Phase>,
+        tool_call: impl FnOnce(Phase) -> ToolCall<'a>,
+    ) -> Event<'a> {
         let mut phase = phase;
         if let Some(p) = phase.filter(|p| p.is_tool()) {
             let call = tool_call(p);
@@ -189,7 +199,7 @@ pub enum ToolKind<'a> {
 impl ToolKind<'_> {
     /// A short tag for fingerprints: one call seen under two tool names (Copilot's `create` in
     /// its own hooks, `Write` through `.claude/settings.json`) gets one fingerprint.
-    pub fn tag(&self) -> &'static str {
+    pub(crate) fn tag(&self) -> &'static str {
         match self {
             ToolKind::Files(_) => "files",
             ToolKind::Shell(_) => "shell",
@@ -232,7 +242,7 @@ pub struct PathChange<'a> {
 }
 
 impl<'a> PathChange<'a> {
-    pub fn new(path: impl Into<Cow<'a, str>>, change: Change<'a>) -> PathChange<'a> {
+    pub(crate) fn new(path: impl Into<Cow<'a, str>>, change: Change<'a>) -> PathChange<'a> {
         PathChange { path: path.into(), change, original: None }
     }
 }
@@ -259,18 +269,18 @@ pub enum Change<'a> {
 
 impl PathChange<'_> {
     /// Whether the call means to create the file (when it did not exist).
-    pub fn creates(&self) -> bool {
+    pub(crate) fn creates(&self) -> bool {
         matches!(self.change, Change::Write(_) | Change::MovedFrom { .. })
     }
 
-    pub fn deletes(&self) -> bool {
+    pub(crate) fn deletes(&self) -> bool {
         matches!(self.change, Change::Delete { .. })
     }
 
     /// What the call means to leave at this path, from the file before (`pre`, `None` =
     /// absent): `Some(Some(bytes))`, `Some(None)` (the file gone), or `None` when it cannot be
     /// told. `tool`/`input` serve Claude Code's tools.
-    pub fn intended(&self, tool: &str, input: &Value, pre: Option<&[u8]>) -> Option<Option<Vec<u8>>> {
+    pub(crate) fn intended(&self, tool: &str, input: &Value, pre: Option<&[u8]>) -> Option<Option<Vec<u8>>> {
         match &self.change {
             Change::Claude => patch::apply_tool(tool, input, None, pre).map(Some),
             Change::Write(s) => Some(Some(s.as_bytes().to_vec())),
@@ -293,7 +303,7 @@ impl PathChange<'_> {
 }
 
 /// An ISO 8601 time (`2026-12-01T01:08:44.405Z`) or a number of ms since the epoch.
-pub fn parse_ms(v: &Value) -> Option<i64> {
+pub(crate) fn parse_ms(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
         Value::String(s) => chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis()),
@@ -302,7 +312,7 @@ pub fn parse_ms(v: &Value) -> Option<i64> {
 }
 
 /// "exit code N" / "Exit Code: N" in a shell tool's output (Copilot, Gemini, Codex): the code.
-pub fn exit_code_in(text: &str) -> Option<i64> {
+pub(crate) fn exit_code_in(text: &str) -> Option<i64> {
     let lower = text.to_ascii_lowercase();
     let at = lower.rfind("exit code")?;
     let rest = lower[at + "exit code".len()..].trim_start_matches([':', ' ']);

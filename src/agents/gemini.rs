@@ -19,7 +19,7 @@ use super::Agent;
 use super::event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind, exit_code_in};
 
 /// Gemini CLI's own event names (the ones no other agent uses).
-pub fn is_gemini_event(name: &str) -> bool {
+pub(crate) fn is_gemini_event(name: &str) -> bool {
     matches!(
         name,
         "BeforeTool"
@@ -33,7 +33,7 @@ pub fn is_gemini_event(name: &str) -> bool {
     )
 }
 
-pub fn phase(name: &str) -> Option<Phase> {
+pub(crate) fn phase(name: &str) -> Option<Phase> {
     Some(match name {
         "SessionStart" => Phase::SessionStart,
         "BeforeAgent" => Phase::Prompt,
@@ -46,7 +46,7 @@ pub fn phase(name: &str) -> Option<Phase> {
     })
 }
 
-pub fn parse(v: &Value) -> Event<'_> {
+pub(crate) fn parse(v: &Value) -> Event<'_> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let mut ev = Event::common(Agent::Gemini, v, phase);
     let ph = ev.phase;

@@ -19,18 +19,18 @@ use crate::claude::settings::{self, InstallError, InstallReport};
 
 /// Which of the agent's settings files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     Project,
     User,
 }
 
 /// `$HOME` (or `/`).
-pub fn home() -> PathBuf {
+pub(crate) fn home() -> PathBuf {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// `$COPILOT_HOME` (default `~/.copilot`).
-pub fn copilot_home() -> PathBuf {
+pub(crate) fn copilot_home() -> PathBuf {
     match std::env::var_os("COPILOT_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => home().join(".copilot"),
@@ -38,7 +38,7 @@ pub fn copilot_home() -> PathBuf {
 }
 
 /// The settings file walj's hooks for `agent` go into.
-pub fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
+pub(crate) fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
     match (agent, scope) {
         (Agent::Codex, Scope::Project) => root.join(".codex").join("hooks.json"),
         (Agent::Codex, Scope::User) => codex_trust::codex_home().join("hooks.json"),
@@ -53,7 +53,7 @@ pub fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
 
 /// One hook walj installs for an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// The event's name in the agent's settings.
     pub event: &'static str,
     pub matcher: Option<&'static str>,
@@ -68,7 +68,7 @@ const GEMINI_TOOLS: Option<&str> = Some("write_file|replace|run_shell_command");
 
 /// The hooks walj installs for `agent` (Claude Code: `crate::claude::events`). Gemini CLI's
 /// `PreCompress` is left out: 0.61.0 fires it before every model request, compacting or not.
-pub fn hooks(agent: Agent) -> &'static [Hook] {
+pub(crate) fn hooks(agent: Agent) -> &'static [Hook] {
     match agent {
         Agent::Codex => CODEX_HOOKS,
         Agent::Gemini => GEMINI_HOOKS,
@@ -106,24 +106,25 @@ const COPILOT_HOOKS: &[Hook] = &[
 ];
 
 /// The hook command for `agent`: `<base> --agent NAME` (`base`: `walj hook` or this walj's path).
-pub fn command(base: &str, agent: Agent) -> String {
+pub(crate) fn command(base: &str, agent: Agent) -> String {
     format!("{} --agent {}", base.trim(), agent.name())
 }
 
 /// Whether the command line `cmd` runs walj's hook for `agent`: `walj hook --agent NAME` (any
 /// walj path; `--agent=NAME` too). A handler object is checked with
 /// [`settings::is_walj_hook`], which also knows exec form.
-pub fn is_walj_agent_command(cmd: &str, base: &str, agent: Agent) -> bool {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn is_walj_agent_command(cmd: &str, base: &str, agent: Agent) -> bool {
     settings::is_walj_hook(&json!({ "command": cmd }), base, Some(agent.name()))
 }
 
 /// Whether a handler object of `agent`'s settings is walj's hook ([`settings::is_walj_hook`]).
-pub fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool {
+pub(crate) fn is_walj_agent_handler(h: &Value, base: &str, agent: Agent) -> bool {
     settings::is_walj_hook(h, base, Some(agent.name()))
 }
 
 /// The handler object walj adds for one event.
-pub fn handler(agent: Agent, event: &str, cmd: &str) -> Value {
+pub(crate) fn handler(agent: Agent, event: &str, cmd: &str) -> Value {
     match agent {
         // Codex waits at most 3 s for SessionEnd hooks.
         Agent::Codex => {
@@ -146,7 +147,7 @@ pub struct Outcome {
 }
 
 /// Installs walj's hooks for `agent` (not Claude Code) in `scope`.
-pub fn install(
+pub(crate) fn install(
     agent: Agent,
     scope: Scope,
     root: &Path,
@@ -309,7 +310,7 @@ fn hooks_of(agent: Agent) -> impl Iterator<Item = &'static str> {
 
 /// Takes walj's hooks for `agent` out of its settings file (and, for Codex, their trust out
 /// of `$CODEX_HOME/config.toml`). Copilot's `walj.json` is removed when nothing else is left.
-pub fn uninstall(
+pub(crate) fn uninstall(
     agent: Agent,
     scope: Scope,
     root: &Path,

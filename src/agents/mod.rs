@@ -33,7 +33,8 @@ pub mod trust;
 
 use serde_json::Value;
 
-pub use event::{Change, Event, PathChange, Phase, Shell, ToolCall, ToolKind};
+pub(crate) use event::{Change, Event, ToolCall};
+pub(crate) use event::{PathChange, Phase, ToolKind};
 
 /// A coding agent whose sessions walj journals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,7 +48,7 @@ pub enum Agent {
 impl Agent {
     pub const ALL: [Agent; 4] = [Agent::ClaudeCode, Agent::Codex, Agent::Gemini, Agent::Copilot];
     /// The agents `walj install --agent` configures (Claude Code is the default install).
-    pub const OTHERS: [Agent; 3] = [Agent::Codex, Agent::Gemini, Agent::Copilot];
+    pub(crate) const OTHERS: [Agent; 3] = [Agent::Codex, Agent::Gemini, Agent::Copilot];
 
     /// The name in `--agent NAME` and in the journal's `agent` field.
     pub const fn name(self) -> &'static str {
@@ -82,7 +83,7 @@ impl Agent {
 
     /// The agent a journal `agent` field names; a missing field is Claude Code (journals written
     /// before other agents existed).
-    pub fn of_record(field: Option<&str>) -> Agent {
+    pub(crate) fn of_record(field: Option<&str>) -> Agent {
         field.and_then(Agent::parse).unwrap_or(Agent::ClaudeCode)
     }
 
@@ -91,7 +92,7 @@ impl Agent {
     /// `tests/e2e/agent_import.rs` resumes with these, in their non-interactive forms:
     /// `claude -p --resume`, `codex exec resume`, `gemini --resume ID -p`, `copilot
     /// --resume=ID -p`).
-    pub fn resume_hint(self, session: &str) -> String {
+    pub(crate) fn resume_hint(self, session: &str) -> String {
         match self {
             Agent::ClaudeCode => format!("claude --resume {session}"),
             Agent::Codex => format!("codex resume {session}"),
@@ -111,7 +112,7 @@ impl std::fmt::Display for Agent {
 /// carries another agent's marks. Claude Code's payloads have no `timestamp`, no camelCase
 /// `sessionId` and no `turn_id`: three lookups in a small map, so Claude Code's path pays
 /// nothing measurable.
-pub fn detect(v: &Value) -> Agent {
+pub(crate) fn detect(v: &Value) -> Agent {
     let Some(o) = v.as_object() else { return Agent::ClaudeCode };
     if o.contains_key("sessionId") || o.contains_key("toolName") || o.contains_key("toolArgs") {
         return Agent::Copilot;
@@ -135,7 +136,7 @@ pub fn detect(v: &Value) -> Agent {
 
 /// Parses a payload (already JSON) into the event model, with the agent given by `--agent` or
 /// else [`detect`]ed.
-pub fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::payload::Payload) -> Event<'a> {
+pub(crate) fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::payload::Payload) -> Event<'a> {
     match agent.unwrap_or_else(|| detect(v)) {
         Agent::ClaudeCode => claude::parse(claude),
         Agent::Codex => codex::parse(v),
@@ -147,7 +148,7 @@ pub fn parse<'a>(v: &'a Value, agent: Option<Agent>, claude: &'a crate::claude::
 /// The SessionStart answer for `agent`, from Claude Code's shape
 /// (`hookSpecificOutput.additionalContext`, `systemMessage`), which Codex and Gemini take as
 /// it is. Copilot CLI reads a top-level `additionalContext`.
-pub fn session_start_output(agent: Agent, mut out: Value) -> Value {
+pub(crate) fn session_start_output(agent: Agent, mut out: Value) -> Value {
     if agent == Agent::Copilot
         && let Some(c) = out.pointer("/hookSpecificOutput/additionalContext").cloned()
         && let Some(o) = out.as_object_mut()

@@ -48,7 +48,7 @@ struct Open {
 
 /// What the queue says about a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pairing {
+pub(crate) enum Pairing {
     /// Already delivered (the same event through another hook configuration): skip it.
     Duplicate,
     /// Journal it; a tool call's id when the queue has one.
@@ -57,7 +57,7 @@ pub enum Pairing {
 
 /// The fingerprint of a call: its kind tag and its input, with object keys sorted (one call
 /// can reach walj under two tool names and two key orders).
-pub fn fingerprint(kind: &str, input: &Value) -> String {
+pub(crate) fn fingerprint(kind: &str, input: &Value) -> String {
     let mut s = String::with_capacity(64);
     s.push_str(kind);
     s.push('\0');
@@ -93,7 +93,7 @@ fn canonical(v: &Value, out: &mut String) {
 
 /// The delivery key of an event: `None` when the agent gave no timestamp (then nothing is
 /// deduplicated).
-pub fn delivery_key(phase: &str, at_ms: Option<i64>, fp: Option<&str>) -> Option<String> {
+pub(crate) fn delivery_key(phase: &str, at_ms: Option<i64>, fp: Option<&str>) -> Option<String> {
     at_ms.map(|ms| format!("{phase}:{ms}:{}", fp.unwrap_or("")))
 }
 
@@ -141,7 +141,7 @@ fn already_seen(state: &mut State, key: Option<&str>) -> bool {
 }
 
 /// PreToolUse of a call without an id: a new id, queued under `fp`.
-pub fn pre(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io::Result<Pairing> {
+pub(crate) fn pre(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io::Result<Pairing> {
     with_state(project, session, |s| {
         if already_seen(s, key) {
             return Pairing::Duplicate;
@@ -157,7 +157,7 @@ pub fn pre(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io:
 }
 
 /// PostToolUse (or its failure) of a call without an id: the oldest id queued under `fp`.
-pub fn post(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io::Result<Pairing> {
+pub(crate) fn post(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io::Result<Pairing> {
     with_state(project, session, |s| {
         if already_seen(s, key) {
             return Pairing::Duplicate;
@@ -168,23 +168,24 @@ pub fn post(project: &Project, session: &str, fp: &str, key: Option<&str>) -> io
 }
 
 /// Any other event: whether it was delivered already (and remember it).
-pub fn seen(project: &Project, session: &str, key: &str) -> io::Result<bool> {
+pub(crate) fn seen(project: &Project, session: &str, key: &str) -> io::Result<bool> {
     with_state(project, session, |s| already_seen(s, Some(key)))
 }
 
 /// SessionEnd: no call of the session is open any more.
-pub fn end(project: &Project, session: &str) {
+pub(crate) fn end(project: &Project, session: &str) {
     let _ = with_state(project, session, |s| s.open.clear());
 }
 
 /// Removes the session's file.
-pub fn forget(project: &Project, session: &str) {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn forget(project: &Project, session: &str) {
     let _ = std::fs::remove_file(path(project, session));
 }
 
 /// Removes the files of sessions untouched for a week (at SessionStart; cheap: the folder holds
 /// one small file per recent session of an agent without call ids).
-pub fn prune(project: &Project) {
+pub(crate) fn prune(project: &Project) {
     let Ok(rd) = std::fs::read_dir(project.dir.join("pairs")) else { return };
     let week = std::time::Duration::from_secs(7 * 24 * 3600);
     for e in rd.flatten() {

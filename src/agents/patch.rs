@@ -29,14 +29,14 @@ use serde_json::Value;
 
 /// One file of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FilePatch {
+pub(crate) struct FilePatch {
     /// As written in the patch (relative to the session's working folder, or absolute).
     pub path: String,
     pub op: PatchOp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PatchOp {
+pub(crate) enum PatchOp {
     /// The new file's content.
     Add(String),
     Delete,
@@ -63,7 +63,7 @@ const UPDATE: &str = "*** Update File: ";
 const MOVE: &str = "*** Move to: ";
 
 /// The files of a patch, in order.
-pub fn parse(text: &str) -> Vec<FilePatch> {
+pub(crate) fn parse(text: &str) -> Vec<FilePatch> {
     let mut out: Vec<FilePatch> = Vec::new();
     for raw in text.lines() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
@@ -126,7 +126,7 @@ pub fn parse(text: &str) -> Vec<FilePatch> {
 /// `old` with the chunks applied, the way `apply_patch` does it: each chunk's old lines are
 /// found at or after the previous chunk (after its `@@` context line, when it has one), then
 /// replaced; the result ends with a newline. `None` when a chunk does not match.
-pub fn apply(old: &str, chunks: &[Chunk]) -> Option<String> {
+pub(crate) fn apply(old: &str, chunks: &[Chunk]) -> Option<String> {
     let mut lines: Vec<String> = old.lines().map(|l| l.strip_suffix('\r').unwrap_or(l).to_string()).collect();
     let mut cursor = 0usize;
     for c in chunks {
@@ -172,7 +172,7 @@ fn find(lines: &[String], pattern: &[String], from: usize, eof: bool) -> Option<
 
 /// The file after a tool call, computed from its input and the file before
 /// (`pre` `None` = absent). `None` when it cannot be computed.
-pub fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
+pub(crate) fn apply_tool(tool: &str, input: &Value, resp: Option<&Value>, pre: Option<&[u8]>) -> Option<Vec<u8>> {
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     match tool {
         "Write" => s(input, "content").or_else(|| resp.and_then(|r| s(r, "content"))).map(String::into_bytes),

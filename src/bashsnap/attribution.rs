@@ -39,7 +39,7 @@
 
 /// One command's (or subagent's) window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Window<'a> {
+pub(crate) struct Window<'a> {
     pub id: &'a str,
     /// Its intent.
     pub open: i64,
@@ -60,7 +60,7 @@ impl Window<'_> {
 
 /// When a change was made, as far as the disk says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
+pub(crate) enum At {
     /// Its ctime.
     Exact(i64),
     /// At or before this (a deletion: its parent folder's ctime).
@@ -84,7 +84,7 @@ pub enum Verdict<'a> {
 
 /// What else went on while the command ran.
 #[derive(Debug, Clone, Default)]
-pub struct Scene<'a> {
+pub(crate) struct Scene<'a> {
     /// The other windows in this checkout (any session, any subagent).
     pub others: Vec<Window<'a>>,
     /// From when another writer was known active beside the command (another session's
@@ -99,7 +99,7 @@ pub struct Scene<'a> {
 }
 
 /// The verdict on a change at `at` seen by the command whose window is `own`.
-pub fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
+pub(crate) fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
     let m = scene.margin;
     // The latest moment the change can have been made, and the earliest.
     let (early, late) = match at {
@@ -134,7 +134,7 @@ pub fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<'a> {
 
 /// Who keeps a change several killed commands' snapshots saw ([`owner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// The only command open at its time, or the one whose text alone points at the file
     /// (its folder, its name, a pattern matching it): listed under it, in its count.
     Decided(usize),
@@ -145,7 +145,7 @@ pub enum Owner {
 
 impl Owner {
     /// The index of the command the change is listed under.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Owner::Decided(i) | Owner::Undecided(i) => i,
         }
@@ -157,7 +157,7 @@ impl Owner {
 /// is not exact), the only one, else the one whose command alone points at the file most
 /// strongly (`names[i]`, see [`evidence`]), else none: undecided, listed under the first opened.
 /// Every change has exactly one owner.
-pub fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], at: At, margin: i64) -> Option<Owner> {
+pub(crate) fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], at: At, margin: i64) -> Option<Owner> {
     let first = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(|&i| (windows[i].open, windows[i].id));
     let mut open_then: Vec<usize> = match at {
         At::Exact(t) => saw.iter().copied().filter(|&i| windows[i].open_at(t, margin)).collect(),
@@ -186,7 +186,7 @@ pub fn owner(windows: &[Window<'_>], saw: &[usize], names: &[Evidence], at: At, 
 /// open at the change, never proof (commands write files they never name — `make`, a script —
 /// and name files they only read). Ordered: the file beats its folder beats nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// The text says nothing of the file.
     None,
     /// It names the file's folder (`mkdir -p out`, `cd out`, `ls out/`).
@@ -197,7 +197,7 @@ pub enum Evidence {
 }
 
 /// What `command`'s text says of the file `rel` ([`Evidence`]).
-pub fn evidence(command: &str, rel: &str) -> Evidence {
+pub(crate) fn evidence(command: &str, rel: &str) -> Evidence {
     if names_path(command, rel) || names_pattern(command, rel) {
         Evidence::File
     } else if names_folder(command, rel) {
@@ -209,7 +209,7 @@ pub fn evidence(command: &str, rel: &str) -> Evidence {
 
 /// Of the commands open at a change (their [`Evidence`] for it), the one whose text alone
 /// points at it most strongly; `None` when none names it or the strongest are several.
-pub fn likelier(levels: &[Evidence]) -> Option<usize> {
+pub(crate) fn likelier(levels: &[Evidence]) -> Option<usize> {
     let best = levels.iter().copied().max()?;
     if best == Evidence::None {
         return None;
@@ -223,7 +223,7 @@ pub fn likelier(levels: &[Evidence]) -> Option<usize> {
 /// `<file>.tmp.<pid>.<hex>` and renames it over `<file>` within its call, so such a file is
 /// part of that call, never a change of its own (one is left behind when Claude Code is killed
 /// between the two). `None`: not such a name.
-pub fn claude_temp_of(rel: &str) -> Option<&str> {
+pub(crate) fn claude_temp_of(rel: &str) -> Option<&str> {
     let (rest, tag) = rel.rsplit_once('.')?;
     let (rest, pid) = rest.rsplit_once('.')?;
     let base = rest.strip_suffix(".tmp")?;
@@ -238,7 +238,7 @@ pub fn claude_temp_of(rel: &str) -> Option<&str> {
 
 /// A command line as a candidate is named by (`candidate_commands`): blanks and line breaks
 /// folded to one space, cut to `max` characters with `…`.
-pub fn shortened(command: &str, max: usize) -> String {
+pub(crate) fn shortened(command: &str, max: usize) -> String {
     let folded = command.split_whitespace().collect::<Vec<_>>().join(" ");
     if folded.chars().count() <= max {
         return folded;
@@ -265,7 +265,7 @@ fn components(word: &str) -> Vec<&str> {
 /// Whether the command line names the folder `rel` is in: a word of it holds the folder's
 /// path as whole components (`out` for `out/o1.txt` in `mkdir -p out`, `> out/o$i.txt`,
 /// `cd ./out`; not in `layout`). A file at the top names no folder.
-pub fn names_folder(command: &str, rel: &str) -> bool {
+pub(crate) fn names_folder(command: &str, rel: &str) -> bool {
     let folder: Vec<&str> = components(rel);
     let Some((_, folder)) = folder.split_last() else { return false };
     if folder.is_empty() {
@@ -278,7 +278,7 @@ pub fn names_folder(command: &str, rel: &str) -> bool {
 /// (`$i`, `${n}`, `$(…)`), globs (`*`, `?`, `[…]`) and braces (`{a,b}`) read as wildcards
 /// within one component, aligned with `rel` from its end (`out/o$i.txt` and `o*.txt` match
 /// `out/o1.txt`). A pattern whose file part is all wildcard (`$f`, `*`) names nothing.
-pub fn names_pattern(command: &str, rel: &str) -> bool {
+pub(crate) fn names_pattern(command: &str, rel: &str) -> bool {
     let target = components(rel);
     if target.is_empty() {
         return false;
@@ -368,7 +368,7 @@ fn glob_match(pat: &str, name: &str) -> bool {
 /// (`sub.log` is named by `echo s > sub.log`, `>./logs/sub.log` and `cat "sub.log"`, not by
 /// `echo x > mysub.log` or `sub.log.bak`). A hint for choosing among open windows, not proof:
 /// commands can write files they never name (`make`, a script), and name files they only read.
-pub fn names_path(command: &str, rel: &str) -> bool {
+pub(crate) fn names_path(command: &str, rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     if name.is_empty() {
         return false;

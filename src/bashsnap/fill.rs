@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// `.walj/bash/fill.claim`: held ("pid start") by the one fill pass that runs for the project.
-pub fn fill_claim_path(project: &Project) -> PathBuf {
+pub(crate) fn fill_claim_path(project: &Project) -> PathBuf {
     bash_dir(project).join("fill.claim")
 }
 
@@ -50,7 +50,7 @@ const ASKED_FRESH: Duration = Duration::from_secs(3);
 /// Asks for a fill pass: notes the request (a pass that runs goes again for it) and starts
 /// `walj --project ROOT fill`, detached, unless one holds the claim. Costs a file write and a
 /// process start.
-pub fn request_fill(project: &Project, cfg: &Config) -> io::Result<()> {
+pub(crate) fn request_fill(project: &Project, cfg: &Config) -> io::Result<()> {
     if !cfg.bash.snapshot {
         return Ok(());
     }
@@ -87,7 +87,7 @@ pub(super) fn wait_for_fill(project: &Project, cfg: &Config) -> bool {
 
 /// What a fill pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Filled {
+pub(crate) struct Filled {
     /// Files whose id it gave the cache.
     pub filled: usize,
     /// Files it could not read in its time.
@@ -96,7 +96,11 @@ pub struct Filled {
 
 /// Runs the fill pass under the project's claim. `Ok(None)`: another pass holds it (it serves
 /// this request).
-pub fn run_fill(project: &Project, cfg: &Config, matcher: Option<&Matcher>) -> Result<Option<Filled>, SnapError> {
+pub(crate) fn run_fill(
+    project: &Project,
+    cfg: &Config,
+    matcher: Option<&Matcher>,
+) -> Result<Option<Filled>, SnapError> {
     if !cfg.bash.snapshot {
         return Ok(None);
     }

@@ -12,7 +12,7 @@ use super::gitindex;
 
 /// What the repository's configuration says, read once per hook call.
 #[derive(Debug, Clone)]
-pub struct GitForm {
+pub(crate) struct GitForm {
     /// `core.autocrlf = true`: git converts text to CRLF on checkout.
     autocrlf: bool,
     /// `core.eol = crlf`: files with the `text` attribute get CRLF on checkout.
@@ -25,7 +25,7 @@ pub struct GitForm {
 impl GitForm {
     /// Reads the configuration of `repo`; `index` (the current one) tells whether any
     /// `.gitattributes` is tracked.
-    pub fn of(repo: &git2::Repository, index: Option<&[gitindex::Entry]>) -> GitForm {
+    pub(crate) fn of(repo: &git2::Repository, index: Option<&[gitindex::Entry]>) -> GitForm {
         let cfg = repo.config().ok();
         let get = |k: &str| cfg.as_ref().and_then(|c| c.get_string(k).ok()).map(|v| v.to_ascii_lowercase());
         let autocrlf = get("core.autocrlf").is_some_and(|v| matches!(v.as_str(), "true" | "yes" | "on" | "1"));
@@ -41,7 +41,7 @@ impl GitForm {
 
     /// True when git's blob of `path` (relative to the work tree, `entry` its index entry)
     /// holds the bytes a checkout leaves on disk.
-    pub fn same_bytes(&self, repo: &git2::Repository, path: &str, entry: Option<&gitindex::Entry>) -> bool {
+    pub(crate) fn same_bytes(&self, repo: &git2::Repository, path: &str, entry: Option<&gitindex::Entry>) -> bool {
         if entry.is_some_and(|e| e.skip_worktree || e.assume_valid) || self.autocrlf {
             return false;
         }

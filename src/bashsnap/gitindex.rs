@@ -34,7 +34,7 @@ const HASH: usize = 20;
 
 impl Entry {
     /// The blob id, hex.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         crate::sha::hex(&self.oid)
     }
 }
@@ -54,7 +54,7 @@ fn path_text(bytes: Vec<u8>) -> String {
 /// never read. An index written with `index.skipHash` (git's `feature.manyFiles`: an all-zero
 /// trailer, which a zeroed tail also has) passes only when the repository writes such indexes
 /// (`skip_hash`: the live index has one too) and at the length the original had (`len`).
-pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
+pub(crate) fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
     let Ok(data) = std::fs::read(path) else { return false };
     let Some(body) = data.len().checked_sub(HASH) else { return false };
     let trailer = &data[body..];
@@ -65,7 +65,7 @@ pub fn intact(path: &Path, len: Option<u64>, skip_hash: bool) -> bool {
 }
 
 /// Whether the index at `path` ends with an all-zero trailer (`index.skipHash`).
-pub fn skips_hash(path: &Path) -> bool {
+pub(crate) fn skips_hash(path: &Path) -> bool {
     let Ok((f, meta)) = crate::fsutil::open_regular(path) else { return false };
     let mut tail = [1u8; HASH];
     meta.len() >= HASH as u64
@@ -74,7 +74,7 @@ pub fn skips_hash(path: &Path) -> bool {
 }
 
 /// Reads `path` (a `.git/index`). `None`: not readable here, use libgit2.
-pub fn read(path: &Path) -> Option<Vec<Entry>> {
+pub(crate) fn read(path: &Path) -> Option<Vec<Entry>> {
     let data = std::fs::read(path).ok()?;
     parse(&data)
 }
@@ -100,7 +100,7 @@ fn varint(d: &[u8], at: &mut usize) -> Option<usize> {
     Some(v)
 }
 
-pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
+pub(crate) fn parse(d: &[u8]) -> Option<Vec<Entry>> {
     if d.get(0..4)? != b"DIRC" {
         return None;
     }
@@ -184,7 +184,7 @@ pub fn parse(d: &[u8]) -> Option<Vec<Entry>> {
 }
 
 /// The same entries from libgit2 (the fallback).
-pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
+pub(crate) fn from_git2(index: &git2::Index) -> Vec<Entry> {
     index
         .iter()
         .map(|e| {
@@ -207,12 +207,12 @@ pub fn from_git2(index: &git2::Index) -> Vec<Entry> {
 }
 
 /// An index entry's mode is an executable file's (100755).
-pub fn is_exec_mode(mode: u32) -> bool {
+pub(crate) fn is_exec_mode(mode: u32) -> bool {
     mode & 0o170000 == 0o100000 && mode & 0o100 != 0
 }
 
 /// The stage-0 entry of `path` in sorted `entries`.
-pub fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
+pub(crate) fn find<'a>(entries: &'a [Entry], path: &str) -> Option<&'a Entry> {
     let i = entries.partition_point(|e| e.path.as_bytes() < path.as_bytes());
     entries[i..].iter().take_while(|e| e.path == path).find(|e| e.stage == 0)
 }

@@ -21,7 +21,7 @@ use crate::fsutil;
 
 /// One path that may differ from the index (`/`-separated, relative to the project).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     pub rel: String,
     pub deleted: bool,
 }
@@ -33,7 +33,7 @@ impl Listed {
 }
 
 /// Indexes with fewer entries are stat-ed on the calling thread (`threads` is then 1).
-pub const PARALLEL_MIN: usize = 256;
+pub(crate) const PARALLEL_MIN: usize = 256;
 
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
@@ -61,7 +61,7 @@ struct Tracked<'a> {
 /// `threads` stat workers (1 = none); `cache`: the untracked walk's (src/bashsnap/untracked.rs);
 /// `since_ns`: the base snapshot's time (a nested repository made since is listed, see
 /// [`untracked::walk`]).
-pub fn dirty_files(
+pub(crate) fn dirty_files(
     repo: &Repository,
     index: &[Entry],
     workdir: &Path,

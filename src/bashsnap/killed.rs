@@ -52,7 +52,7 @@ const CLAIM: &str = ".claim";
 
 /// A killed command whose processes still run: its changes so far are shown, not recorded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StillRunning {
+pub(crate) struct StillRunning {
     pub parent: String,
     pub session: String,
     pub pids: Vec<u32>,
@@ -61,7 +61,7 @@ pub struct StillRunning {
 
 /// What [`reconcile`] did.
 #[derive(Debug, Default)]
-pub struct Reconciled {
+pub(crate) struct Reconciled {
     /// Child records appended to the journal (commands whose processes are all gone).
     pub materialised: usize,
     pub running: Vec<StillRunning>,
@@ -71,7 +71,7 @@ pub struct Reconciled {
 
 /// Brings the killed foreground commands of the sessions in `fold` into it: see the module
 /// documentation. `fold` was loaded with `opts`; its entries gain the commands' children.
-pub fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reconciled {
+pub(crate) fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) -> Reconciled {
     let mut out = Reconciled::default();
     let dir = bash_dir(project);
     let candidates = candidates(&dir);
@@ -249,7 +249,7 @@ fn claim_once(derived: &mut [(PathBuf, Snapshot, Vec<Record>)]) {
 /// The Stop of `session`: its foreground commands that never got a PostToolUse (an
 /// interrupted turn) get their child records now; the sidecars are removed. A command that
 /// changed nothing (denied before it ran) yields nothing.
-pub fn settle_own(
+pub(crate) fn settle_own(
     project: &Project,
     cfg: &Config,
     matcher: Option<&Matcher>,
@@ -521,7 +521,7 @@ fn derive(
 }
 
 /// A journal timestamp as milliseconds since the epoch.
-pub fn ms(ts: &str) -> Option<i64> {
+pub(crate) fn ms(ts: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(ts).ok().map(|t| t.timestamp_millis())
 }
 
@@ -656,7 +656,7 @@ fn observed_changes(project: &Project, cfg: &Config, since: i64) -> Option<std::
 
 /// When the change at `rel` was made: its ctime; a deletion is bounded by its nearest
 /// existing folder's ctime (which only proves "no later than").
-pub fn change_time(root: &Path, rel: &str) -> super::attribution::At {
+pub(crate) fn change_time(root: &Path, rel: &str) -> super::attribution::At {
     use super::attribution::At;
     let abs = root.join(crate::fsutil::name::to_path(rel));
     if let Some(t) = ctime_ms(&abs) {
@@ -705,7 +705,7 @@ const MIN_MARGIN_MS: i64 = 2;
 /// written in `.walj/` between two reads of the clock; its ctime's distance outside that span
 /// (a coarse kernel clock, a network file system's clock) plus the span itself is the margin
 /// within which no verdict is certain. Falls back to 1 s when `.walj/` cannot be written.
-pub fn ctime_margin(project: &Project) -> i64 {
+pub(crate) fn ctime_margin(project: &Project) -> i64 {
     let probe = project.dir.join(format!("ctime-probe.{}", std::process::id()));
     let now = || {
         std::time::SystemTime::now()
@@ -737,12 +737,6 @@ pub fn ctime_margin(project: &Project) -> i64 {
     let off = if c_us < before { before - c_us } else { c_us.saturating_sub(after) };
     // The journal's times are in ms: one more for their rounding.
     ((off + (after - before)) / 1000 + 1).max(MIN_MARGIN_MS)
-}
-
-/// When a file last changed, as a journal timestamp: its ctime (the mtime is set freely by
-/// `touch -d`, `cp -p`, `tar`, `rsync -a`; the ctime still moves). `None`: no such file.
-pub fn changed_at(abs: &Path) -> Option<String> {
-    ctime_ms(abs).and_then(ts_of)
 }
 
 /// `kind: gone` for the killed command `snap`: walj saw its processes gone now (not a sign of

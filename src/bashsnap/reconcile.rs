@@ -17,17 +17,17 @@ use std::io;
 use std::path::PathBuf;
 
 /// Key of a child entry found by the full scan after Stop that the watcher did not report.
-pub const WATCH_FAULT: &str = "watch_fault";
+pub(crate) const WATCH_FAULT: &str = "watch_fault";
 
 /// `.walj/bash/watch-faults.jsonl`: one line per reconciliation (after a Stop) whose full scan found changes the
 /// watcher had not reported (what `walj doctor` counts).
-pub fn faults_path(project: &Project) -> PathBuf {
+pub(crate) fn faults_path(project: &Project) -> PathBuf {
     bash_dir(project).join("watch-faults.jsonl")
 }
 
 /// `.walj/bash/reconcile.claim`: held ("pid start") by the one reconciliation that runs for
 /// the checkout ([`run_reconcile`]).
-pub fn reconcile_claim_path(project: &Project) -> PathBuf {
+pub(crate) fn reconcile_claim_path(project: &Project) -> PathBuf {
     bash_dir(project).join("reconcile.claim")
 }
 
@@ -39,7 +39,7 @@ pub(super) fn reconcile_again_path(project: &Project) -> PathBuf {
 
 /// Whether the last snapshot used the watcher, so the turn needs its reconciliation (one read
 /// of the cache: what Stop pays when the watcher is off or was not used).
-pub fn reconcile_due(project: &Project, cfg: &Config) -> bool {
+pub(crate) fn reconcile_due(project: &Project, cfg: &Config) -> bool {
     cfg.bash.snapshot
         && cfg.bash.watcher
         && load(&bash_dir(project).join("cache.json")).is_ok_and(|c| c.watch.as_deref() == Some(WATCHED))
@@ -49,7 +49,7 @@ pub fn reconcile_due(project: &Project, cfg: &Config) -> bool {
 /// detached (its own process group, as the watcher starts), so the Stop hook does not wait for
 /// a full scan. The request is noted first ([`reconcile_again_path`]): a reconciliation that
 /// holds the claim goes again for it.
-pub fn spawn_reconcile(project: &Project, session: &str) -> io::Result<()> {
+pub(crate) fn spawn_reconcile(project: &Project, session: &str) -> io::Result<()> {
     let again = reconcile_again_path(project);
     // Never through a link planted at `.walj/bash` (refused) or at the file (not followed).
     fsutil::create_private_dir(&bash_dir(project))?;
@@ -64,7 +64,7 @@ pub fn spawn_reconcile(project: &Project, session: &str) -> io::Result<()> {
 /// Runs the reconciliation under the checkout's claim, for `session` and then for every
 /// request a later Stop left meanwhile; `append` journals each round's findings. `Ok(false)`:
 /// another reconciliation holds the claim (it will see this request).
-pub fn run_reconcile(
+pub(crate) fn run_reconcile(
     project: &Project,
     cfg: &Config,
     matcher: Option<&Matcher>,
@@ -179,12 +179,12 @@ pub(super) fn reconcile(
 }
 
 /// [`Snapshot::watch`] of the full scan the reconciliation after Stop saves as the cache.
-pub const RECONCILED: &str = "full scan after Stop (reconciliation)";
+pub(crate) const RECONCILED: &str = "full scan after Stop (reconciliation)";
 
 /// How the last Bash snapshots were taken and what the reconciliations after Stop found, for
 /// `walj doctor`.
 #[derive(Debug, Clone, Default)]
-pub struct WatchReport {
+pub(crate) struct WatchReport {
     /// [`Snapshot::watch`] of the cache: [`WATCHED`], [`RECONCILED`], or why it was a full scan.
     pub last: Option<String>,
     /// Stops whose full scan found changes the watcher missed, and how many changes.
@@ -195,7 +195,7 @@ pub struct WatchReport {
 }
 
 /// What `walj doctor` says about the watcher.
-pub fn watch_report(project: &Project) -> WatchReport {
+pub(crate) fn watch_report(project: &Project) -> WatchReport {
     let dir = bash_dir(project);
     let mut r = WatchReport { last: load(&dir.join("cache.json")).ok().and_then(|c| c.watch), ..Default::default() };
     if let Ok(text) = fs::read_to_string(faults_path(project)) {

@@ -16,7 +16,7 @@ pub(super) fn skill_marker(project: &Project, session: &str) -> PathBuf {
 }
 
 /// Opens the window of a skill's shell line `id` (its snapshot was taken by [`before`]).
-pub fn skill_window_open(project: &Project, session: &str, id: &str, command: &str) -> Result<(), SnapError> {
+pub(crate) fn skill_window_open(project: &Project, session: &str, id: &str, command: &str) -> Result<(), SnapError> {
     let path = skill_marker(project, session);
     let line = serde_json::to_string(&(id, command)).unwrap_or_default();
     // Never through a link planted at `.walj/bash` or at the marker itself.
@@ -29,7 +29,7 @@ pub fn skill_window_open(project: &Project, session: &str, id: &str, command: &s
 
 /// The skill shell lines of `session` whose windows are open, taken (their marker removed):
 /// the session's next hook event closes them. One `stat` when there are none.
-pub fn skill_windows_take(project: &Project, session: &str) -> Vec<(String, String)> {
+pub(crate) fn skill_windows_take(project: &Project, session: &str) -> Vec<(String, String)> {
     let path = skill_marker(project, session);
     if fs::symlink_metadata(&path).is_err() {
         return Vec::new();

@@ -43,7 +43,7 @@ const V: u32 = 1;
 
 /// Where a walk keeps its cache and what it must match.
 #[derive(Debug, Clone)]
-pub struct Cache {
+pub(crate) struct Cache {
     pub path: PathBuf,
     /// [`fingerprint`] of the rules the walk ran under.
     pub fp: String,
@@ -53,7 +53,7 @@ pub struct Cache {
 
 /// What the walk did (its tests count it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct WalkStats {
+pub(crate) struct WalkStats {
     /// Folders read (`readdir`).
     pub read: usize,
     /// Folders taken from the cache.
@@ -62,12 +62,12 @@ pub struct WalkStats {
 
 /// Tracked paths (sorted, `/`-separated, relative to the walk's root) and the folders that
 /// hold them, answered by binary search: no set of 100,000 paths is built per hook.
-pub struct Known<'a> {
+pub(crate) struct Known<'a> {
     paths: Vec<&'a str>,
 }
 
 impl<'a> Known<'a> {
-    pub fn new(mut paths: Vec<&'a str>) -> Known<'a> {
+    pub(crate) fn new(mut paths: Vec<&'a str>) -> Known<'a> {
         // git writes its index sorted byte-wise; an index read through libgit2 may not be.
         if !paths.is_sorted() {
             paths.sort_unstable();
@@ -202,7 +202,7 @@ pub(super) const NESTED_NEW_NS: i64 = 20_000_000;
 /// `.git` was made since `since_ns` (the base snapshot's time, within [`NESTED_NEW_NS`]): the
 /// files a command wrote into a folder it also `git init`s are that command's.
 #[allow(clippy::too_many_arguments)]
-pub fn walk(
+pub(crate) fn walk(
     repo: &Repository,
     root: &Path,
     prefix: &str,
@@ -358,7 +358,7 @@ fn read(
 /// What decides "untracked, not ignored" besides the folders themselves, as one string;
 /// `None` when the cache must not be used (a file system not known to keep folder times,
 /// or a rule file changed within `racy_ns`).
-pub fn fingerprint(
+pub(crate) fn fingerprint(
     repo: &Repository,
     index: Option<&Stamp>,
     workdir: &Path,

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// [`Snapshot::watch`] when `[bash] watcher = false`.
-pub const WATCH_OFF: &str = "off ([bash] watcher = false)";
+pub(crate) const WATCH_OFF: &str = "off ([bash] watcher = false)";
 
 /// The observer file the watcher writes (docs/architecture.md), under `.walj/`.
-pub fn observed_path(project: &Project) -> PathBuf {
+pub(crate) fn observed_path(project: &Project) -> PathBuf {
     project.dir.join("observed.jsonl")
 }
 
@@ -53,7 +53,7 @@ pub(super) fn start_watcher(
 /// read as made after Claude Code stopped. Costs one `connect` and one write when one runs.
 /// It also asks for the fill pass ([`super::fill`]), so that the first command's snapshot
 /// finds every file it lists read and stored (outside git too, where no watcher looks).
-pub fn start_watch(project: &Project, cfg: &Config, session: &str, claude: Option<(u32, u64)>) {
+pub(crate) fn start_watch(project: &Project, cfg: &Config, session: &str, claude: Option<(u32, u64)>) {
     if cfg.bash.snapshot
         && let Err(e) = super::fill::request_fill(project, cfg)
     {

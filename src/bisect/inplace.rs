@@ -25,21 +25,21 @@ use super::steps::Step;
 use super::{BisectError, Loader};
 
 /// The marker of an in-place bisect under way.
-pub fn marker(project: &Project) -> PathBuf {
+pub(crate) fn marker(project: &Project) -> PathBuf {
     project.dir.join("bisect.json")
 }
 
 /// What `walj recover` says about an in-place bisect that did not finish (its marker is
 /// there): one line, or `None`. From the files alone (the hook's one small read); see
 /// [`interrupted_with`].
-pub fn interrupted(project: &Project) -> Option<String> {
+pub(crate) fn interrupted(project: &Project) -> Option<String> {
     interrupted_with(project, None)
 }
 
 /// [`interrupted`], and with the journal's fold (settled entries kept) also when the files
 /// are back but a revert batch of the bisect is still recorded (a kill after its records,
 /// before its writes): `walj undo` takes it back, writing nothing.
-pub fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String> {
+pub(crate) fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String> {
     let text = std::fs::read_to_string(marker(project)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let started = v.get("started").and_then(|s| s.as_str()).unwrap_or("?");
@@ -86,7 +86,7 @@ pub fn interrupted_with(project: &Project, fold: Option<&Fold>) -> Option<String
 
 /// A file the in-place bisect would write that it cannot read as one.
 #[derive(Debug, thiserror::Error)]
-pub enum DiskError {
+pub(crate) enum DiskError {
     /// A folder, a link, a FIFO or a device where the file was: the bisect writes no such thing.
     #[error("{path}: not a regular file")]
     NotAFile { path: PathBuf },
@@ -95,7 +95,7 @@ pub enum DiskError {
 }
 
 /// The blob id (or absence) of the file at `abs` now; anything but a regular file is an error.
-pub fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
+pub(crate) fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
     let io = |source| DiskError::Io { path: abs.to_path_buf(), source };
     match std::fs::symlink_metadata(abs) {
         Ok(m) if m.is_file() => crate::store::file_blob_id(abs).map(Blob::Id).map_err(io),
@@ -106,7 +106,7 @@ pub fn disk_blob(abs: &Path) -> Result<Blob, DiskError> {
 }
 
 /// Whether the file at `abs` holds `want` (a sampled identity for a file over the cap).
-pub fn holds(abs: &Path, want: &Blob) -> bool {
+pub(crate) fn holds(abs: &Path, want: &Blob) -> bool {
     match want {
         Blob::Id(id) if crate::sampled::is_sampled(id) => crate::sampled::identity_of(abs).is_ok_and(|now| &now == id),
         _ => disk_blob(abs).is_ok_and(|now| &now == want),
@@ -114,7 +114,7 @@ pub fn holds(abs: &Path, want: &Blob) -> bool {
 }
 
 /// The in-place tree.
-pub struct InPlace<'a> {
+pub(crate) struct InPlace<'a> {
     project: &'a Project,
     load: Loader<'a>,
     /// Per step (index n-1), the entry ids a revert takes.
@@ -130,7 +130,7 @@ pub struct InPlace<'a> {
 impl<'a> InPlace<'a> {
     /// Checks the rules that let a bisect write the tree, and leaves its marker.
     /// `last`: every path at the last state.
-    pub fn start(
+    pub(crate) fn start(
         project: &'a Project,
         load: Loader<'a>,
         steps: &[Step],
@@ -279,7 +279,7 @@ impl<'a> InPlace<'a> {
 
     /// Puts state `k` in place: back to the last state, then a revert batch of steps k+1..n.
     /// `want`: every path at state `k`. Returns the paths that came out otherwise (a gap).
-    pub fn set(&mut self, k: usize, want: &BTreeMap<String, Blob>) -> Result<Vec<String>, BisectError> {
+    pub(crate) fn set(&mut self, k: usize, want: &BTreeMap<String, Blob>) -> Result<Vec<String>, BisectError> {
         self.check()?;
         self.undo()?;
         let ids: Vec<String> = self.entries[k..].iter().flatten().cloned().collect();
@@ -311,7 +311,7 @@ impl<'a> InPlace<'a> {
     }
 
     /// Back to the last state, checked first; the marker goes once the tree is back.
-    pub fn restore(&mut self) -> Result<(), BisectError> {
+    pub(crate) fn restore(&mut self) -> Result<(), BisectError> {
         self.check()?;
         self.undo()?;
         let _ = std::fs::remove_file(marker(self.project));

@@ -50,7 +50,7 @@ fn existing_base() -> Option<PathBuf> {
 
 /// The per-user folder of scratch copies, made when missing and checked: a real folder (not
 /// a link), owned by this user, mode 0700 (tightened when looser).
-pub fn scratch_base() -> io::Result<PathBuf> {
+pub(crate) fn scratch_base() -> io::Result<PathBuf> {
     let base = base_path()?;
     crate::fsutil::create_private_dir(&base)?;
     check_base(&base)?;
@@ -83,12 +83,12 @@ fn check_base(base: &Path) -> io::Result<()> {
 
 /// A bisect's own folder in [`scratch_base`], removed when dropped (and by the guard or the
 /// next walj command when the bisect is killed).
-pub struct TempDir {
+pub(crate) struct TempDir {
     pub path: PathBuf,
 }
 
 impl TempDir {
-    pub fn new() -> Result<TempDir, BisectError> {
+    pub(crate) fn new() -> Result<TempDir, BisectError> {
         let base =
             scratch_base().map_err(|e| BisectError::Io { path: PathBuf::from("~/.cache/walj/bisect"), source: e })?;
         let start = crate::procinfo::own_start().unwrap_or(0);
@@ -155,7 +155,7 @@ fn copy_owner_gone(name: &str) -> bool {
 }
 
 /// Scratch copies whose bisect is gone (killed), oldest name first.
-pub fn copies_left() -> Vec<PathBuf> {
+pub(crate) fn copies_left() -> Vec<PathBuf> {
     let Some(base) = existing_base() else { return Vec::new() };
     let Ok(rd) = std::fs::read_dir(&base) else { return Vec::new() };
     let mut out: Vec<PathBuf> = rd
@@ -214,7 +214,7 @@ fn sweep_folder(project: &Project, root: &crate::fsutil::Dir, rel: &Path) -> Vec
 
 /// Walj's temp files left by a killed process: in every folder an in-place bisect wrote
 /// (its marker names the paths), `.walj/` and `.walj/staging/`. Stored, then removed.
-pub fn sweep_tree(project: &Project) -> Vec<PathBuf> {
+pub(crate) fn sweep_tree(project: &Project) -> Vec<PathBuf> {
     if !project.dir.is_dir() {
         return Vec::new();
     }
@@ -270,7 +270,7 @@ pub const GUARD_ARG: &str = "__bisect-guard";
 
 /// The guard of one bisect: told the scratch folder and the command's process group over a
 /// pipe; see the module's doc.
-pub struct Guard {
+pub(crate) struct Guard {
     pipe: Mutex<Option<std::process::ChildStdin>>,
     child: Mutex<Option<std::process::Child>>,
 }
@@ -279,7 +279,7 @@ impl Guard {
     /// Starts the guard (the running `walj` binary, in a process group of its own so that a
     /// Ctrl-C meant for the bisect does not end it). Without one (not the `walj` binary, or
     /// it cannot start) the bisect goes on and the next walj command sweeps.
-    pub fn start() -> Guard {
+    pub(crate) fn start() -> Guard {
         let none = Guard { pipe: Mutex::new(None), child: Mutex::new(None) };
         let Ok(exe) = std::env::current_exe() else { return none };
         if exe.file_stem().is_none_or(|s| s != "walj") {
@@ -311,17 +311,17 @@ impl Guard {
     }
 
     /// The folder to remove should the bisect die.
-    pub fn folder(&self, path: &Path) {
+    pub(crate) fn folder(&self, path: &Path) {
         self.tell(&format!("dir {}", path.display()));
     }
 
     /// The command's process group now running (`None`: none).
-    pub fn group(&self, pgid: Option<u32>) {
+    pub(crate) fn group(&self, pgid: Option<u32>) {
         self.tell(&format!("group {}", pgid.unwrap_or(0)));
     }
 
     /// The bisect ends normally: the guard leaves everything to it.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.tell("end");
         if let Ok(mut p) = self.pipe.lock() {
             *p = None;

@@ -28,12 +28,13 @@ use crate::fold::Fold;
 use crate::project::Project;
 
 pub use search::{Found, Verdict};
-pub use state::{Gap, Unbuildable};
-pub use steps::{Change, LeftOut, Scope, Step};
+pub(crate) use state::Gap;
+pub(crate) use state::Unbuildable;
+pub(crate) use steps::{LeftOut, Scope, Step};
 
 /// Why a bisect did not run, or stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum BisectError {
+pub(crate) enum BisectError {
     #[error("{0}")]
     Usage(String),
     /// Refused before anything was written.
@@ -63,17 +64,17 @@ pub enum BisectError {
 /// The journal's fold could not be read (the loader a bisect is given failed).
 #[derive(Debug, thiserror::Error)]
 #[error("reading the journal {path}: {message}")]
-pub struct LoadError {
+pub(crate) struct LoadError {
     pub path: PathBuf,
     /// What the loader said.
     pub message: String,
 }
 
 /// How a bisect reads the journal's fold afresh.
-pub type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
+pub(crate) type Loader<'a> = &'a dyn Fn() -> Result<Fold, LoadError>;
 
 /// What a bisect is asked to do.
-pub struct Options {
+pub(crate) struct Options {
     pub scope: Scope,
     pub argv: Vec<OsString>,
     pub timeout: Option<Duration>,
@@ -85,11 +86,11 @@ pub struct Options {
 }
 
 /// Progress, for a bar on a terminal: (tests done, most tests expected, state being tested).
-pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
+pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
 /// One state tested.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct StateRun {
+pub(crate) struct StateRun {
     pub state: usize,
     pub verdict: Verdict,
     /// Exit codes of its runs; empty when the state could not be built (skipped unrun).
@@ -101,7 +102,7 @@ pub struct StateRun {
 
 /// `--verify`: the states around the culprit tested again.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Verify {
+pub(crate) struct Verify {
     pub before: Verdict,
     pub at: Verdict,
     pub monotonic: bool,
@@ -109,7 +110,7 @@ pub struct Verify {
 
 /// What a bisect found.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub(crate) struct Report {
     pub in_place: bool,
     pub steps: Vec<Step>,
     pub left_out: Vec<LeftOut>,
@@ -139,7 +140,7 @@ pub struct Report {
 /// The working tree as it is, tested as a state of its own when it differs from the last
 /// state the journal builds (edits after the session, a gap with `--since`).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct DiskRun {
+pub(crate) struct DiskRun {
     /// The touched paths whose bytes on disk differ from the last state.
     pub differs: Vec<String>,
     pub verdict: Verdict,
@@ -149,7 +150,7 @@ pub struct DiskRun {
 
 /// A change outside the journal that the culprit step's pre-image carries.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Outside {
+pub(crate) struct Outside {
     pub step: usize,
     pub paths: Vec<String>,
     /// The state before the step with only that change: bad.
@@ -158,7 +159,7 @@ pub struct Outside {
 
 /// Flaky runs seen with `--runs N`.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Flaky {
+pub(crate) struct Flaky {
     /// The states whose runs disagreed.
     pub states: Vec<usize>,
     /// The culprit's neighbours tested again: (state, verdict, the runs disagreed).
@@ -168,14 +169,14 @@ pub struct Flaky {
 }
 
 impl Report {
-    pub fn culprit(&self) -> Option<&Step> {
+    pub(crate) fn culprit(&self) -> Option<&Step> {
         match self.found {
             Found::Culprit(k) => self.steps.get(k - 1),
             _ => None,
         }
     }
     /// The output of the last passing and of the first failing state tested.
-    pub fn outputs(&self) -> (Option<&StateRun>, Option<&StateRun>) {
+    pub(crate) fn outputs(&self) -> (Option<&StateRun>, Option<&StateRun>) {
         let (good, bad) = match self.found {
             Found::Culprit(k) => (k - 1, k),
             Found::Range { from, to } => (from - 1, to),
@@ -186,7 +187,7 @@ impl Report {
     }
     /// What the disk, tested as a state of its own, means for the answer, in the user's
     /// terms (`cmd`: the command as typed); `None` when the disk is the last state.
-    pub fn disk_says(&self, cmd: &str) -> Option<String> {
+    pub(crate) fn disk_says(&self, cmd: &str) -> Option<String> {
         let d = self.disk.as_ref()?;
         let paths = d.differs.join(", ");
         Some(match (&self.found, d.verdict) {
@@ -207,7 +208,7 @@ impl Report {
     }
 
     /// Why no culprit could be named (`None` when one is).
-    pub fn reason(&self) -> Option<String> {
+    pub(crate) fn reason(&self) -> Option<String> {
         let n = self.steps.len();
         Some(match &self.found {
             Found::Culprit(_) => return None,
@@ -232,7 +233,7 @@ impl Report {
 
 /// Runs a bisect over the steps of `opts.scope`. `load` reads the journal's fold afresh (with
 /// settled entries kept); in place it is read again around every revert and undo.
-pub fn bisect(
+pub(crate) fn bisect(
     project: &Project,
     load: Loader<'_>,
     opts: &Options,
@@ -479,7 +480,7 @@ fn snapshot(project: &Project) -> BTreeMap<String, (u64, Option<std::time::Syste
 
 /// Whether reverting `step` alone (on the tree as it is) would conflict with a later step
 /// on the same path: the paths that would, with the first conflicting line.
-pub fn revert_conflicts(project: &Project, fold: &Fold, step: &Step) -> Vec<String> {
+pub(crate) fn revert_conflicts(project: &Project, fold: &Fold, step: &Step) -> Vec<String> {
     let mut out = Vec::new();
     for c in &step.changes {
         let Some(e) = fold.entry(&c.entry) else { continue };

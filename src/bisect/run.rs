@@ -20,10 +20,10 @@ use super::BisectError;
 use super::search::Verdict;
 
 /// The last bytes of a run's output kept for the report.
-pub const KEEP: usize = 64 * 1024;
+pub(crate) const KEEP: usize = 64 * 1024;
 
 /// The command and how to run it.
-pub struct Runner {
+pub(crate) struct Runner {
     pub argv: Vec<OsString>,
     pub timeout: Option<Duration>,
     /// Runs per state (`--runs`): the majority decides; a disagreement is reported.
@@ -39,7 +39,7 @@ pub struct Runner {
 
 /// One state tested.
 #[derive(Debug, Clone)]
-pub struct Tested {
+pub(crate) struct Tested {
     pub verdict: Verdict,
     /// Exit codes of the runs, in order.
     pub codes: Vec<i32>,
@@ -50,7 +50,7 @@ pub struct Tested {
 }
 
 impl Runner {
-    pub fn new(argv: Vec<OsString>, timeout: Option<Duration>, runs: usize, out: PathBuf) -> Runner {
+    pub(crate) fn new(argv: Vec<OsString>, timeout: Option<Duration>, runs: usize, out: PathBuf) -> Runner {
         let interrupted = Arc::new(AtomicBool::new(false));
         #[cfg(unix)]
         {
@@ -62,17 +62,17 @@ impl Runner {
         Runner { argv, timeout, runs: runs.max(1), invocations: 0, out, interrupted, guard: None }
     }
 
-    pub fn interrupted(&self) -> bool {
+    pub(crate) fn interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
 
     /// Runs the command `runs` times in `dir` on state `state`.
-    pub fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
+    pub(crate) fn test(&mut self, dir: &Path, state: usize) -> Result<Tested, BisectError> {
         self.test_labeled(dir, &state.to_string())
     }
 
     /// [`Runner::test`] of a state named `state` (`WALJ_BISECT_STATE`): a number, or "disk".
-    pub fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
+    pub(crate) fn test_labeled(&mut self, dir: &Path, state: &str) -> Result<Tested, BisectError> {
         let mut codes = Vec::new();
         let mut verdicts = Vec::new();
         let mut output = Vec::new();

@@ -19,7 +19,7 @@ use super::state::Content;
 
 /// The files of the working tree to copy: with git, the tracked and untracked ones not
 /// ignored (every file with `with_ignored`); without git, every file. Never `.git`, `.walj`.
-pub fn files_to_copy(root: &Path, with_ignored: bool) -> Result<Vec<PathBuf>, BisectError> {
+pub(crate) fn files_to_copy(root: &Path, with_ignored: bool) -> Result<Vec<PathBuf>, BisectError> {
     let repo = if with_ignored { None } else { git2::Repository::open(root).ok().filter(|r| r.workdir().is_some()) };
     let Some(repo) = repo else {
         let mut out = Vec::new();
@@ -69,7 +69,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), BisectErr
 }
 
 /// The scratch copy.
-pub struct Scratch {
+pub(crate) struct Scratch {
     pub root: PathBuf,
     /// The copy's root, open: every state is written beneath it, never through a link.
     dir: Arc<Dir>,
@@ -106,7 +106,7 @@ impl Scratch {
     /// file is opened beneath `from` through no link (a file under a linked folder is not
     /// copied, and named), a link is copied as a link (its target text, never followed), and
     /// each copy is created beneath `to` through no link.
-    pub fn copy(from: &Path, to: &Path, with_ignored: bool) -> Result<Scratch, BisectError> {
+    pub(crate) fn copy(from: &Path, to: &Path, with_ignored: bool) -> Result<Scratch, BisectError> {
         let src = Dir::open(from).map_err(|e| BisectError::Io { path: from.to_path_buf(), source: e })?;
         let dst = Dir::open(to).map_err(|e| BisectError::Io { path: to.to_path_buf(), source: e })?;
         let mut dirs: HashMap<PathBuf, (Dir, Dir)> = HashMap::new();
@@ -159,7 +159,7 @@ impl Scratch {
     /// Sets the touched paths to one state's contents (only the ones that differ), beneath
     /// the copy's root through no link, for writes and deletions alike. `Ok(Some(why))`: the
     /// state cannot be built there (a link or a file on the way): not built, named.
-    pub fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<Option<String>, BisectError> {
+    pub(crate) fn set(&mut self, contents: &BTreeMap<String, Content>) -> Result<Option<String>, BisectError> {
         let mut refused = Vec::new();
         for (rel, c) in contents {
             let blob = c.blob();

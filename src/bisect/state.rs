@@ -18,7 +18,7 @@ use super::steps::Step;
 
 /// A path whose history has a change walj did not record.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Gap {
+pub(crate) struct Gap {
     pub path: String,
     /// The step whose pre-image differs from what the previous step (`after`, 0 = none
     /// before) left on this path.
@@ -28,20 +28,20 @@ pub struct Gap {
 
 /// A state that cannot be built, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Unbuildable {
+pub(crate) struct Unbuildable {
     pub state: usize,
     pub why: String,
 }
 
 /// What a path holds at one state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     Absent,
     Bytes(Vec<u8>),
 }
 
 impl Content {
-    pub fn blob(&self) -> Blob {
+    pub(crate) fn blob(&self) -> Blob {
         match self {
             Content::Absent => Blob::Absent,
             Content::Bytes(b) => Blob::Id(crate::store::blob_id(b)),
@@ -53,7 +53,7 @@ impl Content {
 type Touch = (usize, Option<Blob>, Option<Blob>, Option<String>);
 
 /// Every state of a list of steps, as blob ids per path.
-pub struct States {
+pub(crate) struct States {
     pub n: usize,
     /// Per path, its touches in step order.
     touches: BTreeMap<String, Vec<Touch>>,
@@ -62,7 +62,7 @@ pub struct States {
 }
 
 impl States {
-    pub fn new(project: &Project, steps: &[Step]) -> States {
+    pub(crate) fn new(project: &Project, steps: &[Step]) -> States {
         let mut touches: BTreeMap<String, Vec<Touch>> = BTreeMap::new();
         for s in steps {
             for c in &s.changes {
@@ -87,7 +87,7 @@ impl States {
     }
 
     /// Every path a state writes.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
         self.touches.keys().map(String::as_str)
     }
 
@@ -101,7 +101,7 @@ impl States {
     }
 
     /// The blob id (or absence) of every path at state `k`, without reading the store.
-    pub fn blobs(&self, k: usize) -> Result<BTreeMap<String, Blob>, Unbuildable> {
+    pub(crate) fn blobs(&self, k: usize) -> Result<BTreeMap<String, Blob>, Unbuildable> {
         let mut out = BTreeMap::new();
         for path in self.touches.keys() {
             match self.blob_at(path, k) {
@@ -120,7 +120,7 @@ impl States {
     }
 
     /// The content of every path at state `k`.
-    pub fn contents(&mut self, k: usize) -> Result<BTreeMap<String, Content>, Unbuildable> {
+    pub(crate) fn contents(&mut self, k: usize) -> Result<BTreeMap<String, Content>, Unbuildable> {
         let blobs = self.blobs(k)?;
         let mut out = BTreeMap::new();
         for (path, blob) in blobs {
@@ -160,7 +160,7 @@ impl States {
     /// State `k - 1` with only the changes made outside the journal just before step `k`
     /// (every gap path of step `k` at step `k`'s pre-image), and those paths. `None` when
     /// step `k` follows no gap or the state cannot be built.
-    pub fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
+    pub(crate) fn contents_outside(&mut self, k: usize) -> Option<(BTreeMap<String, Content>, Vec<String>)> {
         if k == 0 {
             return None;
         }
@@ -184,7 +184,7 @@ impl States {
     }
 
     /// The states `0..=n` that cannot be built (each with its first reason).
-    pub fn unbuildable(&mut self) -> Vec<Unbuildable> {
+    pub(crate) fn unbuildable(&mut self) -> Vec<Unbuildable> {
         (0..=self.n).filter_map(|k| self.contents(k).err()).collect()
     }
 }

@@ -22,7 +22,7 @@ use super::BisectError;
 
 /// One path a step changed (one journal entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// The entry's id.
     pub entry: String,
     pub path: String,
@@ -34,7 +34,7 @@ pub struct Change {
 
 /// One unit of the bisect.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     /// 1-based position: state `n` is the tree after this step.
     pub n: usize,
     /// The entry id of a file tool call, the tool call id of a command.
@@ -53,18 +53,18 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn combined(&self) -> bool {
+    pub(crate) fn combined(&self) -> bool {
         self.members.len() > 1
     }
     /// The entry ids `walj revert` takes to undo this step alone.
-    pub fn entry_ids(&self) -> Vec<String> {
+    pub(crate) fn entry_ids(&self) -> Vec<String> {
         self.changes.iter().map(|c| c.entry.clone()).collect()
     }
 }
 
 /// An entry that is not part of any step, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeftOut {
+pub(crate) struct LeftOut {
     pub entry: String,
     pub path: String,
     pub why: String,
@@ -72,7 +72,7 @@ pub struct LeftOut {
 
 /// Which entries to bisect.
 #[derive(Debug, Clone, Default)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The session with the most recent change.
     #[default]
     LastSession,
@@ -146,7 +146,7 @@ fn in_scope(e: &Entry, scope: &Scope) -> bool {
 
 /// The steps of `scope`, in the order they were applied, and the entries left out.
 /// `fold` must be loaded with `keep_settled` (every entry, persisted ones too).
-pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, Vec<LeftOut>), BisectError> {
+pub(crate) fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, Vec<LeftOut>), BisectError> {
     let lines = read_lines(journal)?;
     let scope = match scope {
         Scope::LastSession => {
@@ -260,7 +260,7 @@ pub fn steps(fold: &Fold, journal: &Path, scope: &Scope) -> Result<(Vec<Step>, V
 }
 
 /// The prompt of the turn a step belongs to: the session's last prompt before it.
-pub fn prompt_of<'f>(fold: &'f Fold, step: &Step) -> Option<&'f str> {
+pub(crate) fn prompt_of<'f>(fold: &'f Fold, step: &Step) -> Option<&'f str> {
     let s = fold.session(&step.session)?;
     s.prompts.iter().rev().find(|p| p.ts <= step.ts).map(|p| p.text.as_str())
 }

@@ -5,12 +5,12 @@
 //! (and `CLAUDE_CODE_ENTRYPOINT`); a terminal's has neither.
 
 /// The variable Claude Code sets to `1` for the commands it runs.
-pub const MARKER: &str = "CLAUDECODE";
+pub(crate) const MARKER: &str = "CLAUDECODE";
 
 /// Who acted, as triage records name it (`actor`), when Claude ran the command.
-pub const ACTOR: &str = "claude";
+pub(crate) const ACTOR: &str = "claude";
 
 /// True when this process runs inside a Claude Code tool call.
-pub fn in_tool_call() -> bool {
+pub(crate) fn in_tool_call() -> bool {
     std::env::var_os(MARKER).is_some_and(|v| v == "1")
 }

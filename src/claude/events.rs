@@ -52,7 +52,7 @@ impl HookEvent {
         }
     }
 
-    pub fn parse(s: &str) -> Option<HookEvent> {
+    pub(crate) fn parse(s: &str) -> Option<HookEvent> {
         HookEvent::ALL.into_iter().find(|e| e.name() == s)
     }
 
@@ -71,7 +71,7 @@ impl HookEvent {
 /// `tool_input.command`, `command_name`, `invoked_by`, a `tool_use_id` no transcript call
 /// names). No Post event follows: its window closes at the session's next hook event. Not in
 /// [`HookEvent::ALL`]: older Claude Code versions do not know it (see [`VERSIONED_EVENTS`]).
-pub const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";
+pub(crate) const PRE_SKILL_SHELL_COMMAND: &str = "PreSkillShellCommand";
 
 /// Events walj hooks only where Claude Code has them: (name, the first version that fires it).
 /// `walj install` writes one (a group without a matcher) only when `claude --version` says
@@ -88,26 +88,26 @@ pub fn versioned_events(version: Option<[u32; 3]>) -> Vec<&'static str> {
 }
 
 /// The first version that fires the versioned event `name`, when it is one.
-pub fn versioned_since(name: &str) -> Option<[u32; 3]> {
+pub(crate) fn versioned_since(name: &str) -> Option<[u32; 3]> {
     VERSIONED_EVENTS.iter().find(|(n, _)| *n == name).map(|(_, since)| *since)
 }
 
 macro_rules! tool_table {
     (file: [$($file:literal),*], shell: $shell:literal, todo: [$($todo:literal),*], subagent: $sub:literal) => {
         /// Tools whose calls change files (entries).
-        pub const FILE_TOOLS: &[&str] = &[$($file),*];
+        pub(crate) const FILE_TOOLS: &[&str] = &[$($file),*];
         /// The shell tool (bash snapshots, command entries).
-        pub const SHELL_TOOL: &str = $shell;
+        pub(crate) const SHELL_TOOL: &str = $shell;
         /// Tools whose calls are session context (todo lists).
-        pub const TODO_TOOLS: &[&str] = &[$($todo),*];
+        pub(crate) const TODO_TOOLS: &[&str] = &[$($todo),*];
         /// The tool that starts a subagent: journaled so its entries group under it and a
         /// subagent still running when the session died is told. Two more hook processes per
         /// subagent launch (its Pre and Post, each about a millisecond of walj's own time),
         /// none per call the subagent makes.
-        pub const SUBAGENT_TOOL: &str = $sub;
+        pub(crate) const SUBAGENT_TOOL: &str = $sub;
         /// Tools walj needs to see in PreToolUse / PostToolUse / PostToolUseFailure: all of the
         /// above, by exact name (never `*`: every Read, Grep and MCP call would start a hook).
-        pub const TOOL_MATCHER: &str = concat!($($file, "|",)* $shell $(, "|", $todo)*, "|", $sub);
+        pub(crate) const TOOL_MATCHER: &str = concat!($($file, "|",)* $shell $(, "|", $todo)*, "|", $sub);
     };
 }
 
@@ -119,7 +119,7 @@ tool_table!(
 );
 
 /// Whether missing `tool` from a tool-event matcher means file changes go unjournaled.
-pub fn is_essential_tool(tool: &str) -> bool {
+pub(crate) fn is_essential_tool(tool: &str) -> bool {
     FILE_TOOLS.contains(&tool) || tool == SHELL_TOOL
 }
 

@@ -6,7 +6,7 @@ use super::events::HookEvent;
 
 /// The hook's default JSON output shape at SessionStart: `systemMessage` is for the user,
 /// `hookSpecificOutput.additionalContext` for Claude.
-pub fn session_start_json(system_message: Option<&str>, context: Option<&str>) -> Value {
+pub(crate) fn session_start_json(system_message: Option<&str>, context: Option<&str>) -> Value {
     let mut o = json!({});
     if let Some(m) = system_message {
         o["systemMessage"] = json!(m);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude` (the home folder as
 /// the platform knows it: `$HOME`, `%USERPROFILE%` on Windows). `None` without either.
-pub fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
@@ -13,7 +13,7 @@ pub fn config_dir() -> Option<PathBuf> {
 }
 
 /// [`config_dir`], falling back to `./.claude` when there is no home folder either.
-pub fn config_dir_or_default() -> PathBuf {
+pub(crate) fn config_dir_or_default() -> PathBuf {
     config_dir().unwrap_or_else(|| std::env::home_dir().unwrap_or_else(|| PathBuf::from(".")).join(".claude"))
 }
 
@@ -35,9 +35,9 @@ pub enum SettingsScope {
 }
 
 impl SettingsScope {
-    pub const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
+    pub(crate) const ALL: [SettingsScope; 3] = [SettingsScope::Project, SettingsScope::Local, SettingsScope::User];
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             SettingsScope::Project => "project",
             SettingsScope::Local => "local",
@@ -48,7 +48,7 @@ impl SettingsScope {
 
 /// Path of the settings file of `scope`; `config_dir` is Claude Code's config folder
 /// ([`config_dir_or_default`] outside tests).
-pub fn settings_path(scope: SettingsScope, project_root: &Path, config_dir: &Path) -> PathBuf {
+pub(crate) fn settings_path(scope: SettingsScope, project_root: &Path, config_dir: &Path) -> PathBuf {
     match scope {
         SettingsScope::Project => project_root.join(".claude").join("settings.json"),
         SettingsScope::Local => project_root.join(".claude").join("settings.local.json"),

@@ -7,7 +7,7 @@ use super::events::HookEvent;
 
 /// Why stdin is not a hook payload.
 #[derive(Debug, thiserror::Error)]
-pub enum PayloadError {
+pub(crate) enum PayloadError {
     #[error("payload is not UTF-8")]
     NotUtf8,
     #[error("empty payload on stdin")]
@@ -23,7 +23,7 @@ pub enum PayloadError {
 pub struct Payload(pub Value);
 
 impl Payload {
-    pub fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
         let text = std::str::from_utf8(bytes).map_err(|_| PayloadError::NotUtf8)?;
         if text.trim().is_empty() {
             return Err(PayloadError::Empty);
@@ -35,48 +35,42 @@ impl Payload {
         Ok(Payload(v))
     }
 
-    pub fn str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn str(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(Value::as_str)
     }
-    pub fn event_name(&self) -> Option<&str> {
+    pub(crate) fn event_name(&self) -> Option<&str> {
         self.str("hook_event_name")
     }
     pub fn event(&self) -> Option<HookEvent> {
         self.event_name().and_then(HookEvent::parse)
     }
-    pub fn session_id(&self) -> &str {
-        self.str("session_id").filter(|s| !s.is_empty()).unwrap_or("unknown")
-    }
-    pub fn cwd(&self) -> Option<&str> {
-        self.str("cwd")
-    }
-    pub fn tool_name(&self) -> &str {
+    pub(crate) fn tool_name(&self) -> &str {
         self.str("tool_name").unwrap_or("")
     }
-    pub fn tool_use_id(&self) -> Option<&str> {
+    pub(crate) fn tool_use_id(&self) -> Option<&str> {
         self.str("tool_use_id").filter(|s| !s.is_empty())
     }
-    pub fn tool_input(&self) -> &Value {
+    pub(crate) fn tool_input(&self) -> &Value {
         self.0.get("tool_input").unwrap_or(&Value::Null)
     }
-    pub fn tool_response(&self) -> &Value {
+    pub(crate) fn tool_response(&self) -> &Value {
         self.0.get("tool_response").unwrap_or(&Value::Null)
     }
-    pub fn input_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn input_str(&self, key: &str) -> Option<&str> {
         self.tool_input().get(key).and_then(Value::as_str)
     }
     /// The file a file tool acts on (`file_path`, or `notebook_path` for NotebookEdit).
-    pub fn file_path(&self) -> Option<&str> {
+    pub(crate) fn file_path(&self) -> Option<&str> {
         self.input_str("file_path").or_else(|| self.input_str("notebook_path")).filter(|s| !s.is_empty())
     }
     /// `tool_response.<key>` when the response is an object.
-    pub fn response_field(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn response_field(&self, key: &str) -> Option<&Value> {
         self.tool_response().as_object().and_then(|o| o.get(key))
     }
 }
 
 /// Cuts `s` to at most `max` bytes on a char boundary, marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

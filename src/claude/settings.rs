@@ -45,7 +45,8 @@ pub struct InstallReport {
 
 impl InstallReport {
     /// Whether the file was written.
-    pub fn changed(&self) -> bool {
+    #[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+    pub(crate) fn changed(&self) -> bool {
         !self.added.is_empty()
     }
 }
@@ -104,17 +105,17 @@ pub enum HookForm {
 }
 
 /// The first Claude Code version that honours a handler's `args` (exec form).
-pub const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
+pub(crate) const EXEC_FORM_SINCE: [u32; 3] = [2, 1, 139];
 
 /// [`EXEC_FORM_SINCE`] as text (`2.1.139`).
-pub fn exec_form_since() -> String {
+pub(crate) fn exec_form_since() -> String {
     EXEC_FORM_SINCE.map(|n| n.to_string()).join(".")
 }
 
 impl HookForm {
     /// The form a Claude Code of `version` (`claude --version`: "2.1.328 (Claude Code)")
     /// honours; `None` when the text holds no version.
-    pub fn for_version(version: &str) -> Option<HookForm> {
+    pub(crate) fn for_version(version: &str) -> Option<HookForm> {
         let v = parse_version(version)?;
         Some(if v >= EXEC_FORM_SINCE { HookForm::Exec } else { HookForm::Shell })
     }
@@ -133,7 +134,7 @@ pub fn parse_version(text: &str) -> Option<[u32; 3]> {
 /// backslashes are undone (`'/opt/my dir/walj' hook` → `/opt/my dir/walj`, `hook`). `None` when
 /// anything else is in it (expansions, operators, globs, `~`, comments, redirections, a leading
 /// assignment or builtin), since exec form runs no shell to do those.
-pub fn plain_words(command: &str) -> Option<Vec<String>> {
+pub(crate) fn plain_words(command: &str) -> Option<Vec<String>> {
     let mut words: Vec<String> = Vec::new();
     let mut chars = command.chars().peekable();
     loop {
@@ -191,7 +192,7 @@ pub fn plain_words(command: &str) -> Option<Vec<String>> {
 
 /// The handler object walj writes for `command` (a command line: `walj hook`, `'/x/walj'
 /// hook`): exec form when `form` asks for it and `command` is [`plain_words`], else shell form.
-pub fn handler(command: &str, form: HookForm) -> Value {
+pub(crate) fn handler(command: &str, form: HookForm) -> Value {
     match (form, plain_words(command)) {
         (HookForm::Exec, Some(words)) => exec_handler(&words[0], &words[1..]),
         _ => json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}),
@@ -199,14 +200,14 @@ pub fn handler(command: &str, form: HookForm) -> Value {
 }
 
 /// An exec-form handler: `program` spawned with `args`, no shell.
-pub fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
+pub(crate) fn exec_handler(program: &str, args: &[impl AsRef<str>]) -> Value {
     let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
     json!({"type": "command", "command": program, "args": args, "timeout": HOOK_TIMEOUT_SECS})
 }
 
 /// What a handler object runs, as Claude Code reads it: exec form when it has `args`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookRun<'a> {
+pub(crate) enum HookRun<'a> {
     /// `command` (or Copilot CLI's `bash`), run by a shell.
     Shell(&'a str),
     /// `command` spawned with `args`.
@@ -215,7 +216,7 @@ pub enum HookRun<'a> {
 
 impl<'a> HookRun<'a> {
     /// `None` when the handler has no command, or `args` is not a list of strings.
-    pub fn of(handler: &'a Value) -> Option<HookRun<'a>> {
+    pub(crate) fn of(handler: &'a Value) -> Option<HookRun<'a>> {
         let command = handler.get("command").or_else(|| handler.get("bash")).and_then(Value::as_str)?;
         match handler.get("args") {
             None => Some(HookRun::Shell(command)),
@@ -230,7 +231,7 @@ impl<'a> HookRun<'a> {
     /// How walj names it in messages and `walj doctor --json`: a shell form's command line
     /// (trimmed), an exec form's words as a JSON list (`["walj","hook"]`), so the two forms of
     /// the same command stay apart (Claude Code runs both).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             HookRun::Shell(c) => c.trim().to_string(),
             HookRun::Exec { program, args } => {
@@ -247,7 +248,7 @@ impl<'a> HookRun<'a> {
 
 /// Whether a hook command line runs walj's hook: the same string as `command`, or any command
 /// ending in `walj hook` (program named `walj`, possibly with a path, quotes or `.exe`).
-pub fn is_walj_command(cmd: &str, command: &str) -> bool {
+pub(crate) fn is_walj_command(cmd: &str, command: &str) -> bool {
     let c = cmd.trim();
     if !command.trim().is_empty() && c == command.trim() {
         return true;
@@ -284,7 +285,7 @@ fn is_walj_program(program: &str) -> bool {
 /// - Exec form: `command` + `args` are the words of `command` (plus `--agent NAME`), or the
 ///   program is a walj ([`is_walj_program`]) and `args` are `hook` (then `--agent NAME` or
 ///   `--agent=NAME`).
-pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool {
+pub(crate) fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool {
     match HookRun::of(handler) {
         Some(HookRun::Shell(text)) => match agent {
             None => is_walj_command(text, command),
@@ -321,7 +322,7 @@ pub fn is_walj_hook(handler: &Value, command: &str, agent: Option<&str>) -> bool
 
 /// Whether a handler object (an element of a group's `hooks` array) is walj's Claude Code hook
 /// ([`is_walj_hook`] without an agent).
-pub fn is_walj_handler(handler: &Value, command: &str) -> bool {
+pub(crate) fn is_walj_handler(handler: &Value, command: &str) -> bool {
     is_walj_hook(handler, command, None)
 }
 

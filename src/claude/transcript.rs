@@ -16,7 +16,7 @@ pub struct Head {
 }
 
 /// Reads the first lines of a transcript (up to 256 KB) for its `cwd` and session id.
-pub fn read_head(path: &Path) -> io::Result<Head> {
+pub(crate) fn read_head(path: &Path) -> io::Result<Head> {
     #[derive(Deserialize)]
     struct Peek {
         cwd: Option<String>,
@@ -41,7 +41,7 @@ pub fn read_head(path: &Path) -> io::Result<Head> {
 }
 
 /// The first `timestamp` in a transcript's first 256 KB.
-pub fn first_timestamp(path: &Path) -> Option<String> {
+pub(crate) fn first_timestamp(path: &Path) -> Option<String> {
     #[derive(Deserialize)]
     struct Ts {
         timestamp: Option<String>,
@@ -60,7 +60,7 @@ pub fn first_timestamp(path: &Path) -> Option<String> {
 /// The parts of a transcript line walj reads (everything else is skipped unparsed).
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct Line {
+pub(crate) struct Line {
     #[serde(rename = "type")]
     pub ty: String,
     pub uuid: Option<String>,
@@ -93,7 +93,7 @@ pub struct Line {
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-pub struct Message {
+pub(crate) struct Message {
     pub id: Option<String>,
     pub model: Option<String>,
     pub content: Value,
@@ -101,19 +101,19 @@ pub struct Message {
 
 /// Only `type` (the first pass over every line).
 #[derive(Deserialize)]
-pub struct LineType<'a> {
+pub(crate) struct LineType<'a> {
     #[serde(rename = "type", borrow, default)]
     pub ty: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The line types walj reads (the others are skipped unparsed).
-pub const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
+pub(crate) const READ_TYPES: &[&str] = &["user", "assistant", "system", "file-history-snapshot"];
 
 /// What a user message's text is: a prompt the user typed, or text Claude Code wrote into
 /// the conversation itself. Shared by `walj import` and the UserPromptSubmit hook, so both
 /// record the same prompts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UserText<'a> {
+pub(crate) enum UserText<'a> {
     /// What the user typed; a slash command with arguments reads `/name args`.
     Prompt(std::borrow::Cow<'a, str>),
     /// A background task ended (`<task-notification>`): not a prompt, but news of the task.
@@ -126,7 +126,7 @@ pub enum UserText<'a> {
 /// A `<task-notification>` message (Claude Code 2.1.x), as it arrives in UserPromptSubmit and
 /// in transcripts: `<task-id>`, `<tool-use-id>`, `<status>`, `<summary>`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskNotification {
+pub(crate) struct TaskNotification {
     pub task_id: Option<String>,
     /// The Bash call that started the task.
     pub tool_use_id: Option<String>,
@@ -145,7 +145,7 @@ fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Classifies a user message's text (see [`UserText`]).
-pub fn user_text(text: &str) -> UserText<'_> {
+pub(crate) fn user_text(text: &str) -> UserText<'_> {
     let t = text.trim_start();
     if t.starts_with("<task-notification>") {
         let own = |name: &str| tag(t, name).map(str::to_string);
@@ -173,7 +173,7 @@ pub fn user_text(text: &str) -> UserText<'_> {
 /// When the last assistant line of `session` in a transcript tail is Claude Code's synthetic
 /// answer to a failed API call (`isApiErrorMessage`): its error type (`error`, as StopFailure
 /// names it) and its text ("API Error: 529 Overloaded. …").
-pub fn last_api_error(tail: &[u8], session: &str) -> Option<(String, String)> {
+pub(crate) fn last_api_error(tail: &[u8], session: &str) -> Option<(String, String)> {
     for line in tail.split(|&b| b == b'\n').rev() {
         if line.is_empty() || memchr::memmem::find(line, b"\"assistant\"").is_none() {
             continue;
@@ -202,7 +202,7 @@ pub fn last_api_error(tail: &[u8], session: &str) -> Option<(String, String)> {
 /// up (`queue-operation` lines of `session` in a transcript tail: an `enqueue` with its
 /// `content`, taken by a later `dequeue` or `remove`, all dropped by `popAll`/`clear`), oldest
 /// first. A crash loses them otherwise: they were never a UserPromptSubmit.
-pub fn queued_prompts(tail: &[u8], session: &str) -> Vec<String> {
+pub(crate) fn queued_prompts(tail: &[u8], session: &str) -> Vec<String> {
     let mut queue = std::collections::VecDeque::new();
     for line in tail.split(|&b| b == b'\n') {
         if line.is_empty() || memchr::memmem::find(line, b"queue-operation").is_none() {
@@ -232,7 +232,7 @@ pub fn queued_prompts(tail: &[u8], session: &str) -> Vec<String> {
 
 /// The last assistant text of `session` (a session id or its prefix; `None`: any) in a
 /// transcript tail: a transcript can hold lines of several sessions (a resumed or forked one).
-pub fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<String> {
+pub(crate) fn last_assistant_text_of(tail: &[u8], session: Option<&str>) -> Option<String> {
     for line in tail.split(|&b| b == b'\n').rev() {
         if line.is_empty() || memchr::memmem::find(line, b"\"assistant\"").is_none() {
             continue;

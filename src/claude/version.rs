@@ -11,18 +11,18 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long `claude --version` may take.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `claude --version` said, and which `claude` said it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Installed {
+pub(crate) struct Installed {
     pub program: PathBuf,
     /// The first line of its output ("2.1.328 (Claude Code)").
     pub text: String,
 }
 
 /// The first executable `claude` on PATH.
-pub fn on_path() -> Option<PathBuf> {
+pub(crate) fn on_path() -> Option<PathBuf> {
     let name = if cfg!(windows) { "claude.exe" } else { "claude" };
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_executable(p))
@@ -43,7 +43,7 @@ fn is_executable(p: &std::path::Path) -> bool {
 
 /// Runs `claude --version` (the one on PATH); `None` when there is none or it gives no answer
 /// in time.
-pub fn installed() -> Option<Installed> {
+pub(crate) fn installed() -> Option<Installed> {
     let program = on_path()?;
     let mut child = Command::new(&program)
         .arg("--version")

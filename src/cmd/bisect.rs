@@ -63,7 +63,10 @@ pub struct BisectArgs {
 }
 
 /// `--since`: an instant from the forms the help names.
-pub fn parse_since(s: &str, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+pub(crate) fn parse_since(
+    s: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
     use chrono::{Local, NaiveDate, NaiveDateTime, TimeZone, Utc};
     let s = s.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
@@ -101,7 +104,7 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
     super::load::load(project, &FoldOptions { keep_settled: true, ..Default::default() })
 }
 
-pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
+pub(crate) fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
     let fold = load(project)?;
     let scope = match (&args.session, &args.since) {
         (Some(s), _) => match fold.find_session(s) {
@@ -190,7 +193,7 @@ pub fn bisect_cmd(project: &Project, args: &BisectArgs) -> anyhow::Result<i32> {
 }
 
 /// Where the last bisect's verdict is kept: what `walj mcp`'s `bisect` answers.
-pub fn last_verdict_path(project: &Project) -> std::path::PathBuf {
+pub(crate) fn last_verdict_path(project: &Project) -> std::path::PathBuf {
     project.dir.join("bisect-last.json")
 }
 

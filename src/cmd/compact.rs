@@ -28,7 +28,7 @@ pub struct CompactArgs {
     pub auto: bool,
 }
 
-pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
+pub(crate) fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
     let (dry_run, days, json_out) = (args.dry_run, args.days, args.json);
     let _claim = if args.auto {
         match crate::retention::claim(project)? {
@@ -81,7 +81,7 @@ pub fn compact(project: &Project, args: &CompactArgs) -> anyhow::Result<i32> {
 }
 
 /// What a rewrite of the journal did (`compact`, `sessions delete`), after `verb`.
-pub fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
+pub(crate) fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
     let mut s = format!(
         "{verb}: {} of {} records ({} → {}), {} objects ({}){}",
         rep.dropped(),

@@ -41,7 +41,7 @@ pub struct CompleteIdsArgs {
 
 /// Prints the completion script on stdout.
 /// `cli` is walj's command line (`cli::Cli::command()`, handed down: cmd never reaches up to cli).
-pub fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Result<i32> {
+pub(crate) fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     out.write_all(script(args.shell, cli).as_bytes())?;
     out.flush()?;
@@ -49,7 +49,7 @@ pub fn completions(args: &CompletionsArgs, cli: &clap::Command) -> anyhow::Resul
 }
 
 /// clap_complete's script for `shell`, with id completion for bash, zsh and fish.
-pub fn script(shell: Shell, cli: &clap::Command) -> String {
+pub(crate) fn script(shell: Shell, cli: &clap::Command) -> String {
     let mut raw = Vec::new();
     clap_complete::generate(shell, &mut visible_command(cli), "walj", &mut raw);
     let script = String::from_utf8_lossy(&raw).into_owned();
@@ -161,7 +161,7 @@ fn zsh_with_ids(script: String) -> String {
 
 /// What a word completes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// An entry id (`ID`, `IDS`).
     Entry,
     /// A session id (`SID`, `--session`).
@@ -171,7 +171,7 @@ pub enum Slot {
 /// The word being completed, when it is an id: which kind, what is typed of it, and what
 /// goes before each candidate (`--session=` when the shell keeps it in the word).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Want {
+pub(crate) struct Want {
     pub slot: Slot,
     pub typed: String,
     pub prefix: String,
@@ -199,7 +199,7 @@ fn long<'c>(cmd: &'c clap::Command, name: &str) -> Option<&'c clap::Arg> {
 
 /// What the word at `cword` of `words` (a walj command line as a shell split it: bash splits
 /// `--session=x` into `--session`, `=`, `x`) is: `None` unless an entry or session id.
-pub fn want(words: &[String], cword: usize, cli: &clap::Command) -> Option<Want> {
+pub(crate) fn want(words: &[String], cword: usize, cli: &clap::Command) -> Option<Want> {
     let mut root = cli.clone();
     root.build();
     let before = words.get(..cword)?;
@@ -288,7 +288,7 @@ pub(crate) fn global_of(words: &[String]) -> super::Global {
 const MAX_CANDIDATES: usize = 500;
 
 /// The candidates for `want`, newest first: (value, description).
-pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
+pub(crate) fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
     let typed = want.typed.to_ascii_lowercase();
     let starts = |s: &str| s.to_ascii_lowercase().starts_with(&typed);
     let mut out = Vec::new();
@@ -326,7 +326,7 @@ pub fn candidates(fold: &Fold, want: &Want) -> Vec<(String, String)> {
 /// `walj __complete-ids`: prints the candidates, one per line; exits 1 (printing nothing)
 /// when the word is not an id, so the script falls back to clap's completion. Never prints
 /// an error (a shell is waiting).
-pub fn complete_ids(args: &CompleteIdsArgs, cli: &clap::Command) -> i32 {
+pub(crate) fn complete_ids(args: &CompleteIdsArgs, cli: &clap::Command) -> i32 {
     let Some(want) = want(&args.words, args.cword, cli) else { return 1 };
     let Ok(project) = global_of(&args.words).project() else { return 1 };
     // Unresolved and triaged entries (settled ones are left out): what is worth typing.

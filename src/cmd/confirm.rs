@@ -21,19 +21,19 @@ pub struct Confirm {
 impl Confirm {
     /// The rule for a command whose `--yes` has its own help (sync's "publish without asking",
     /// recover's "with --from-transcripts"): the same answer as the flattened flag.
-    pub fn of(yes: bool) -> Confirm {
+    pub(crate) fn of(yes: bool) -> Confirm {
         Confirm { yes }
     }
 
     /// Whether a Claude Code tool call runs this without `--yes` (the command must not run).
-    pub fn missing_in_tool_call(self) -> bool {
+    pub(crate) fn missing_in_tool_call(self) -> bool {
         !self.yes && crate::claude::env::in_tool_call()
     }
 
     /// Asks `question` on a terminal; `--yes` answers yes without asking; off a terminal
     /// without `--yes` says `refusal` (what was not done and the flag that does it) and
     /// answers no. `Ok(false)`: not confirmed.
-    pub fn ask(self, question: &str, refusal: &str) -> std::io::Result<bool> {
+    pub(crate) fn ask(self, question: &str, refusal: &str) -> std::io::Result<bool> {
         if self.yes {
             return Ok(true);
         }
@@ -46,6 +46,6 @@ impl Confirm {
 }
 
 /// Whether walj can ask: stdin and stderr are both a terminal.
-pub fn on_terminal() -> bool {
+pub(crate) fn on_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }

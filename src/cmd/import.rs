@@ -39,7 +39,7 @@ pub struct ImportArgs {
 }
 
 /// Transcripts younger than this count as "recent" for `recover --from-transcripts`.
-pub const RECENT_DAYS: u64 = 7;
+pub(crate) const RECENT_DAYS: u64 = 7;
 
 fn config_dir() -> anyhow::Result<PathBuf> {
     crate::claude::paths::config_dir()
@@ -105,7 +105,7 @@ fn article(a: Agent) -> String {
 }
 
 /// `walj import [PATH...] [--agent NAME] [--all] [--days N] [--json]`.
-pub fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+pub(crate) fn import_cmd(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
     let ImportArgs { paths, agent, all, days, json, .. } = args;
     let agent = match agent.as_deref() {
         None => None,
@@ -209,7 +209,7 @@ fn plural_sessions(n: usize, a: Agent) -> String {
 }
 
 /// The import report for people.
-pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String {
+pub(crate) fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     // The ids of calls left in flight, shown as every listing shows them.
@@ -310,7 +310,7 @@ pub fn report_text(project: &Project, r: &ImportReport, style: &Style) -> String
 
 /// `walj recover --from-transcripts`: offers to import this project's recent transcripts
 /// (prompt on a terminal, `--yes` to skip it). Messages go to stderr so `--json` stays clean.
-pub fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<()> {
+pub(crate) fn recover_from_transcripts(project: &Project, yes: bool) -> anyhow::Result<()> {
     let dir = config_dir()?;
     let files = import::project_transcripts(&dir, &project.root, import::since_days(RECENT_DAYS));
     if files.is_empty() {

@@ -17,7 +17,7 @@ pub struct ManArgs {
 
 /// Prints walj(1) in roff, or writes every page into `--out`.
 /// `cmd` is walj's command line (`cli::Cli::command()`, handed down).
-pub fn man(args: &ManArgs, cmd: clap::Command) -> anyhow::Result<i32> {
+pub(crate) fn man(args: &ManArgs, cmd: clap::Command) -> anyhow::Result<i32> {
     let Some(dir) = &args.out else {
         let mut page = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut page)?;

@@ -8,7 +8,7 @@ use crate::project::Project;
 /// `walj install --mcp`: walj's server in the project's `.mcp.json` (committed: asked first on
 /// a terminal, `--yes` off one). `local`/`user`: Claude Code keeps those scopes in its own
 /// `~/.claude.json`, which walj does not write; the `claude mcp add` line is printed instead.
-pub fn install_cmd(project: &Project, local: bool, user: bool, yes: bool) -> anyhow::Result<i32> {
+pub(crate) fn install_cmd(project: &Project, local: bool, user: bool, yes: bool) -> anyhow::Result<i32> {
     use std::io::IsTerminal;
     let program = match super::setup::hook_command(None).strip_suffix(" hook") {
         Some("walj") => "walj".to_string(),
@@ -60,7 +60,7 @@ pub fn install_cmd(project: &Project, local: bool, user: bool, yes: bool) -> any
 }
 
 /// `walj uninstall --mcp` (and plain `walj uninstall`): walj's server out of `.mcp.json`.
-pub fn uninstall_cmd(project: &Project) -> anyhow::Result<i32> {
+pub(crate) fn uninstall_cmd(project: &Project) -> anyhow::Result<i32> {
     let path = path(project);
     if remove(&path)? {
         println!("Removed walj's MCP server from {}.", path.display());

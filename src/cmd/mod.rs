@@ -27,7 +27,7 @@ use anyhow::bail;
 
 use crate::project::Project;
 
-pub use confirm::Confirm;
+pub(crate) use confirm::Confirm;
 
 /// Exit status of a command that failed (bad input, I/O errors). The others: `0` success, `2`
 /// a command-line usage error (clap), `walj doctor` errors and `walj install` refusing to commit
@@ -46,7 +46,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// The error as one line, each cause once: a cause that a message before it already quotes
 /// (`reading X: No such file…` caused by `No such file…`) is not repeated.
-pub fn error_line(e: &anyhow::Error) -> String {
+pub(crate) fn error_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
@@ -72,7 +72,7 @@ pub fn print_error(e: &anyhow::Error) {
 
 /// Refuses a project whose `.walj/` is not walj's own, with the fix
 /// ([`crate::project::trust::check`]).
-pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
+pub(crate) fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
     if let crate::project::trust::Standing::Foreign(why) = crate::project::trust::check(project) {
         bail!("{why}; walj reads nothing from it and writes nothing through it. To fix: {}", why.fix());
     }
@@ -80,7 +80,7 @@ pub fn refuse_foreign_dir(project: &Project) -> anyhow::Result<()> {
 }
 
 /// `p` relative to the project's root when it lies inside, else whole.
-pub fn rel_display(project: &Project, p: &Path) -> String {
+pub(crate) fn rel_display(project: &Project, p: &Path) -> String {
     p.strip_prefix(&project.root).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string())
 }
 

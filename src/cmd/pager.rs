@@ -12,13 +12,13 @@
 //! Unix only; elsewhere nothing is paged.
 
 /// The pager started for this command, if any; dropping it ends the paging.
-pub struct Paged {
+pub(crate) struct Paged {
     #[cfg(unix)]
     inner: Option<(std::process::Child, std::os::fd::OwnedFd)>,
 }
 
 /// The pager command line, or `None` when output is not paged.
-pub fn command() -> Option<String> {
+pub(crate) fn command() -> Option<String> {
     let chosen = ["WALJ_PAGER", "PAGER"].iter().find_map(|k| std::env::var(k).ok());
     let cmd = chosen.unwrap_or_else(|| "less -FRX".to_string());
     let cmd = cmd.trim();
@@ -27,7 +27,7 @@ pub fn command() -> Option<String> {
 
 /// Starts the pager when stdout is a terminal and paging is not turned off (`no_pager`). Any
 /// failure (no such pager) prints unpaged, as if none was asked for.
-pub fn start(no_pager: bool) -> Paged {
+pub(crate) fn start(no_pager: bool) -> Paged {
     #[cfg(unix)]
     {
         use std::io::IsTerminal;

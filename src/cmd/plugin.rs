@@ -17,7 +17,7 @@ pub struct PluginArgs {
 
 /// Writes the plugin into `out`: with a copy of this binary, or (`launcher`) with the sh
 /// launcher of the marketplace plugin (how `plugin/` in the repository is regenerated).
-pub fn plugin_cmd(out: &Path, launcher: bool) -> anyhow::Result<i32> {
+pub(crate) fn plugin_cmd(out: &Path, launcher: bool) -> anyhow::Result<i32> {
     let bin = if launcher { Bin::Launcher } else { Bin::Copy(std::env::current_exe()?) };
     let rep = plugin::write(out, &bin)?;
     let root = rep.root.display();

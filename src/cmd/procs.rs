@@ -33,7 +33,7 @@ pub struct ProcsRestartArgs {
     pub confirm: super::Confirm,
 }
 
-pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let ps = procs::list(project)?;
     let mut out = io::stdout().lock();
     if json_out {
@@ -58,7 +58,7 @@ pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
 /// an ESC sequence inside it cannot rewrite the lines above the question), its folder and log,
 /// then asks. A command whose text hides something ([`crate::present::hides_text`]) is refused
 /// unless `force`: it can come from a bundle, another machine or a prompt-injected tool call.
-pub fn restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32> {
+pub(crate) fn restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32> {
     let (id, force) = (args.id.as_str(), args.force);
     let ps = procs::list(project)?;
     let p = procs::find(&ps, id)?.clone();
@@ -145,7 +145,7 @@ pub fn restart(project: &Project, args: &ProcsRestartArgs) -> anyhow::Result<i32
 }
 
 /// One background command as `walj procs` and `walj sessions show` list it.
-pub fn proc_line(p: &ProcStatus, style: &Style) -> String {
+pub(crate) fn proc_line(p: &ProcStatus, style: &Style) -> String {
     let state = match p.state {
         "running" => {
             style.green(&format!("running (pid {})", p.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")))

@@ -8,7 +8,7 @@ use anyhow::bail;
 use crate::crypt::Secret;
 
 /// Asks a yes/no question on stderr and reads the answer from stdin (EOF = no).
-pub fn confirm(question: &str) -> io::Result<bool> {
+pub(crate) fn confirm(question: &str) -> io::Result<bool> {
     eprint!("{question} [y/N] ");
     io::stderr().flush()?;
     let mut line = String::new();

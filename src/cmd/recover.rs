@@ -35,9 +35,9 @@ pub struct RecoverArgs {
 }
 
 /// `walj recover --exit-code`'s status when something is unresolved.
-pub const EXIT_UNRESOLVED: i32 = 1;
+pub(crate) const EXIT_UNRESOLVED: i32 = 1;
 /// `walj recover --exit-code`'s status when it fails.
-pub const EXIT_RECOVER_FAILED: i32 = 2;
+pub(crate) const EXIT_RECOVER_FAILED: i32 = 2;
 
 /// The arguments of `walj log`.
 #[derive(Debug, clap::Args)]
@@ -77,14 +77,14 @@ const CONFIG_CONSEQUENCE: &str = "the hook journals with the default settings un
 
 /// The config's problem, said once on stderr by the commands that do not need the config
 /// themselves (the hook journals with the defaults meanwhile); `walj doctor` shows the line.
-pub fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
+pub(crate) fn config_problem(project: &Project) -> Option<crate::config::ConfigError> {
     crate::config::Config::check(&project.config_path()).err()
 }
 
 /// Prints the unresolved entries. Returns the exit status: 0, or with `exit_code`
 /// [`EXIT_UNRESOLVED`] when there are some.
 /// `from_transcripts`: `--from-transcripts` ran just before (its hint is not given again).
-pub fn recover(
+pub(crate) fn recover(
     project: &Project,
     json_out: bool,
     session: Option<String>,
@@ -156,7 +156,7 @@ fn recover_parts(
 /// `walj recover --json` (the schema in docs/formats.md); `walj mcp`'s `recover` serves it too.
 /// With `foreign` (`walj mcp`), a bundle's entries carry `foreign` (`from bundle X`) and each
 /// of `machines` `foreign: "from machine M"`.
-pub fn recover_json_value(
+pub(crate) fn recover_json_value(
     project: &Project,
     session: Option<String>,
     foreign: bool,
@@ -234,7 +234,7 @@ fn background_json(fold: &Fold, v: &mut serde_json::Value) {
 }
 
 /// What to say when this checkout's journal holds nothing ([`crate::session::empty::message`]).
-pub fn nothing_recorded(project: &Project) -> String {
+pub(crate) fn nothing_recorded(project: &Project) -> String {
     let config_dir = crate::claude::paths::config_dir_or_default();
     crate::session::empty::message(project, &config_dir, &super::setup::hook_command(None))
 }
@@ -260,7 +260,7 @@ fn log_parts(
 /// with its session; other machines' with `machine` and `journal`. With `foreign`, a bundle's
 /// entries carry `foreign` (`from bundle X`) and other machines' `foreign` (`from machine M`)
 /// (`walj mcp`).
-pub fn log_json_value(
+pub(crate) fn log_json_value(
     project: &Project,
     session: Option<String>,
     all: bool,
@@ -304,7 +304,7 @@ fn log_json_of(
         .collect()
 }
 
-pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
+pub(crate) fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     let LogArgs { json: json_out, all, session, limit } = args;
     let (fold, remotes) = log_parts(project, session)?;
     let entries: Vec<_> = fold.entries.iter().collect();
@@ -333,7 +333,7 @@ pub fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     // Counts only: no id is shown.
     let fold = load_fold(project, &FoldOptions::default())?;
     // The sessions `walj sessions` lists (not the marks-only ones a compaction or a bundle
@@ -395,7 +395,7 @@ pub fn status(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
+pub(crate) fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result<i32> {
     let CheckpointArgs { session, json: json_out, every, .. } = args;
     if session.is_some() {
         let fold = Fold::load(&project.journal, &FoldOptions { session: session.clone(), ..Default::default() })
@@ -428,7 +428,7 @@ pub fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow::Result
 /// `walj fold`: the fold every reader does (its snapshot written in steps, under the claim the
 /// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
 /// reads this detached process's output.
-pub fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
+pub(crate) fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
     // The line index too, so that the next read of one session finds it current.
     let _ = crate::fold::located::load(&project.journal);
     match Fold::load(&project.journal, &FoldOptions::default()) {

@@ -126,7 +126,7 @@ fn catch_up(project: &Project, state: &SessionState) {
 // ---------------------------------------------------------------------------------------------
 // sessions list / show
 
-pub fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn list(project: &Project, json_out: bool) -> anyhow::Result<i32> {
     let sessions = SessionState::list(project)?;
     // Other machines' sessions (`walj sync`), after this checkout's.
     let remotes = super::load::remotes(project, &crate::fold::FoldOptions::default());
@@ -201,7 +201,7 @@ fn proc_table() -> Option<procs::ProcTable> {
 /// `walj sessions show --json`'s object (docs/formats.md); `walj mcp`'s `session` serves it too.
 /// With `foreign` (`walj mcp`): entries and hand-backs that came in a bundle carry `foreign`
 /// (`from bundle X`), and so does the session when any of them did.
-pub fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::Result<serde_json::Value> {
     let state = SessionState::load(project, sid)?;
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
@@ -234,7 +234,7 @@ pub fn show_json_value(project: &Project, sid: &str, foreign: bool) -> anyhow::R
     Ok(v)
 }
 
-pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
+pub(crate) fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&show_json_value(project, sid, false)?)?)?;
@@ -248,7 +248,7 @@ pub fn show(project: &Project, sid: &str, json_out: bool) -> anyhow::Result<i32>
 }
 
 /// `sessions show` as text.
-pub fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
+pub(crate) fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus], style: &Style) -> String {
     let s = &st.info;
     let mut o = String::new();
     show_fields(&mut o, project, st, style);
@@ -480,7 +480,7 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
 // ---------------------------------------------------------------------------------------------
 // delete / resume / transcript
 
-pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
+pub(crate) fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     let (sid, yes, force, dry_run) = (args.sid.as_str(), args.confirm.yes, args.force, args.dry_run);
     let state = SessionState::load(project, sid)?;
     let s = &state.info;
@@ -516,7 +516,7 @@ pub fn delete(project: &Project, args: &DeleteArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
+pub(crate) fn resume(project: &Project, args: &ResumeArgs) -> anyhow::Result<i32> {
     let state = match SessionState::load(project, &args.sid) {
         // Only briefs or marks here (an earlier resume of another machine's session, before
         // it ran here): that machine's session.
@@ -599,7 +599,7 @@ fn local_brief(project: &Project, state: &mut SessionState, head: &str) -> brief
 /// source is walj's safe copy (caught up first: it keeps lines the original lost), else the
 /// original. Refused while the session's Claude Code process runs. The session's brief goes
 /// to the repaired session's start (and only to it).
-pub fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
+pub(crate) fn repair(project: &Project, args: &RepairArgs) -> anyhow::Result<i32> {
     use crate::session::repair;
     let mut state = SessionState::load(project, &args.sid)?;
     if state.status == SessionStatus::Live {
@@ -818,7 +818,7 @@ fn resume_remote(project: &Project, args: &ResumeArgs, rs: crate::sync::resume::
 /// project: `<config dir>/projects/<encoded project root>/<session>.jsonl`. Computed here from
 /// the project and a file-name-safe form of the id ([`crate::session::file_stem`]), never from
 /// a path a record holds (a bundle or another machine chose those).
-pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Result<PathBuf> {
     let dir = crate::claude::paths::config_dir().context(
         "no home folder and no $CLAUDE_CONFIG_DIR: cannot tell where Claude Code keeps transcripts; pass -o FILE",
     )?;
@@ -831,7 +831,12 @@ pub fn claude_transcript_place(project: &Project, session: &str) -> anyhow::Resu
 /// `walj sessions transcript SID [-o FILE|-]`: the safe copy written to FILE (a path the user
 /// typed), to stdout with `-o -`, and without `-o` to where Claude Code finds it for this
 /// project ([`claude_transcript_place`]), so that `claude --resume` reopens it.
-pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, force: bool) -> anyhow::Result<i32> {
+pub(crate) fn transcript_cmd(
+    project: &Project,
+    sid: &str,
+    output: Option<PathBuf>,
+    force: bool,
+) -> anyhow::Result<i32> {
     let state = SessionState::load(project, sid)?;
     catch_up(project, &state);
     let session = state.session().to_string();
@@ -889,7 +894,7 @@ pub fn transcript_cmd(project: &Project, sid: &str, output: Option<PathBuf>, for
 // ---------------------------------------------------------------------------------------------
 // export / import
 
-pub fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
+pub(crate) fn export(project: &Project, args: ExportArgs) -> anyhow::Result<i32> {
     let ExportArgs { sid, output, encrypt, recipient: recipients, force, keep_transcript_secrets } = args;
     let (sid, output) = (sid.as_str(), output.as_path());
     if output.exists() && !force {
@@ -949,7 +954,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// The project's `[limits]` with these flags over them.
-    pub fn limits(&self, project: &Project) -> crate::config::Limits {
+    pub(crate) fn limits(&self, project: &Project) -> crate::config::Limits {
         let (cfg, _) = crate::config::Config::load_or_default(&project.config_path(), |e| eprintln!("walj: {e}"));
         let mut l = cfg.limits;
         l.max_decoded = self.max_decoded.unwrap_or(l.max_decoded);
@@ -961,13 +966,13 @@ impl LimitArgs {
 
 /// Exit status of an import refused for what the bundle holds (damaged, forged, too large,
 /// bad session ids): nothing was written.
-pub const EXIT_BUNDLE_REFUSED: i32 = 2;
+pub(crate) const EXIT_BUNDLE_REFUSED: i32 = 2;
 
 /// `walj sessions import FILE`: reads and checks the bundle, says what it would add, asks on a
 /// terminal (off one it refuses without `--yes`, exit 1, naming the flag), then writes it.
 /// `--dry-run` stops after saying; `--json` prints the report (`outcomes` as every action's).
 /// The undo is `walj sessions delete SID`.
-pub fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
+pub(crate) fn import(project: &Project, args: ImportArgs) -> anyhow::Result<i32> {
     let ImportArgs { file, identity, confirm, dry_run, json, limits } = args;
     let file = file.as_path();
     let limits = limits.limits(project);

@@ -121,7 +121,7 @@ fn path_for(scope: SettingsScope, project: &Project) -> PathBuf {
 
 /// The command the hooks run: `walj hook` when `walj` on PATH is this binary, else its
 /// absolute path (so hooks keep working from a build folder).
-pub fn hook_command(explicit: Option<String>) -> String {
+pub(crate) fn hook_command(explicit: Option<String>) -> String {
     if let Some(c) = explicit {
         return c;
     }
@@ -148,7 +148,7 @@ pub fn hook_command(explicit: Option<String>) -> String {
 /// hook command that runs this binary directly, `'<npm prefix>/…/@walj/<os>-<cpu>/bin/walj' hook`,
 /// so each hook skips the launcher's sh and readlink. The path stays across `npm update -g`
 /// (the package is replaced in place). `None` elsewhere.
-pub fn npm_direct_command() -> Option<String> {
+pub(crate) fn npm_direct_command() -> Option<String> {
     let shim = std::env::var_os(NPM_SHIM_ENV).and_then(|s| std::fs::canonicalize(s).ok())?;
     let me = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok())?;
     let on_path = std::env::var_os("PATH").and_then(|paths| {
@@ -164,7 +164,7 @@ pub fn npm_direct_command() -> Option<String> {
 }
 
 impl SettingsArgs {
-    pub fn scope(&self) -> SettingsScope {
+    pub(crate) fn scope(&self) -> SettingsScope {
         if self.user {
             SettingsScope::User
         } else if self.local {
@@ -189,10 +189,10 @@ fn backup_dir(scope: SettingsScope, project: &Project) -> anyhow::Result<Option<
 }
 
 /// Exit code of an install refused because it would commit a machine-specific path.
-pub const EXIT_REFUSED: i32 = 2;
+pub(crate) const EXIT_REFUSED: i32 = 2;
 
 /// Set by the npm package's shim (`bin/walj.js`) for the binary it runs: the shim's own path.
-pub const NPM_SHIM_ENV: &str = "WALJ_NPM_SHIM";
+pub(crate) const NPM_SHIM_ENV: &str = "WALJ_NPM_SHIM";
 
 /// Where npm keeps what `npx walj` fetched: a cache npm cleans (`npm cache clean`, an npx of
 /// another version), so a hook pointing into it would break.
@@ -335,7 +335,7 @@ fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyho
     Ok(0)
 }
 
-pub fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+pub(crate) fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
         return super::mcp::install_cmd(project, args.local, args.user, args.yes);
     }
@@ -520,7 +520,7 @@ fn say_walj_dir_ignored(project: &Project) {
     }
 }
 
-pub fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
+pub(crate) fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
     if args.mcp {
         return super::mcp::uninstall_cmd(project);
     }
@@ -748,7 +748,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-pub fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
+pub(crate) fn doctor(project: &Project, args: DoctorArgs) -> anyhow::Result<i32> {
     let command = hook_command(args.command);
     let config_dir = paths::config_dir_or_default();
     let mut plugin_dirs = args.plugin_dir;

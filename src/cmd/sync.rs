@@ -104,7 +104,7 @@ fn auto(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
+pub(crate) fn sync_cmd(project: &Project, args: &SyncArgs) -> anyhow::Result<i32> {
     if args.auto {
         return auto(project, args);
     }

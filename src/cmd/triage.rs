@@ -378,7 +378,7 @@ fn path_entries<'f>(project: &Project, fold: &'f Fold, typed: &str) -> Option<Ve
 }
 
 /// What `walj diff` shows: one entry, or every change of a session or of one of its turns.
-pub enum DiffTarget<'a> {
+pub(crate) enum DiffTarget<'a> {
     Entry(&'a str),
     Turn { session: &'a str, prompt: Option<usize> },
 }
@@ -424,7 +424,7 @@ fn diff_items<'f>(
     })
 }
 
-pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
+pub(crate) fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: usize) -> anyhow::Result<i32> {
     let fold = load_for(project, &target)?;
     let mut remotes = Vec::new();
     let items = diff_items(project, &fold, target, &mut remotes)?;
@@ -462,7 +462,7 @@ pub fn diff(project: &Project, target: DiffTarget<'_>, mode: DiffMode, context: 
 /// machine M, as of T`; absent for this checkout's own), `mode` and the two sides (`label`,
 /// `content`: `text`, `absent`, `binary`, `unknown`; `bytes`, `lines`, `note`) and `diff`, the
 /// unified diff `walj diff` prints, uncoloured.
-pub fn diff_json(
+pub(crate) fn diff_json(
     project: &Project,
     target: DiffTarget<'_>,
     mode: DiffMode,
@@ -756,7 +756,7 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
     }
 }
 
-pub fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
+pub(crate) fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
     let fold = load(project)?;
     let all = ids.is_empty() && session.is_none();
@@ -833,7 +833,7 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
     report(action, true, json, Ok(outcomes), &ShortIds::default())
 }
 
-pub fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
+pub(crate) fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
     let fold = load(project)?;
     let all = args.ids.is_empty() && args.session.is_none();
@@ -917,7 +917,7 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
     if outcomes.iter().any(|o| o.concurrent) { super::EXIT_ERROR } else { 0 }
 }
 
-pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
+pub(crate) fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
     let fold = load(project)?;
     if let Some(i) = id
@@ -956,7 +956,7 @@ pub fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
 
 /// `walj redo [OP]`: does an undone operation again, through the same action (mark, revert,
 /// hand back) with the same checks; `walj undo` takes it back again.
-pub fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
+pub(crate) fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
     let fold = load(project)?;
     let ops = triage::ops::operations(&fold);
     let op = triage::ops::redo_target(&fold, &ops, args.id.as_deref())?;
@@ -1016,7 +1016,7 @@ pub fn redo(project: &Project, args: &RedoArgs) -> anyhow::Result<i32> {
 }
 
 /// `walj ops --json`: the operation log, newest first; `walj mcp`'s `ops` serves it too.
-pub fn ops_json_value(project: &Project) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn ops_json_value(project: &Project) -> anyhow::Result<serde_json::Value> {
     let fold = load(project)?;
     Ok(ops_json(&triage::ops::operations(&fold)))
 }
@@ -1039,7 +1039,7 @@ fn ops_json(ops: &[triage::ops::Operation]) -> serde_json::Value {
 }
 
 /// `walj ops`: the operation log, newest first (as the TUI's `o`).
-pub fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
+pub(crate) fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
     let fold = load(project)?;
     let ops = triage::ops::operations(&fold);
     let mut out = std::io::stdout().lock();

@@ -10,7 +10,7 @@ use crate::tui;
 
 /// Opens the dashboard on `project`, or with `demo` on a sample project built in a temp folder,
 /// removed when the dashboard closes (kept with `keep`, and then said where).
-pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32> {
+pub(crate) fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("walj tui needs a terminal; for scripts use `walj recover` (or `walj recover --json`)");
     }
@@ -38,7 +38,7 @@ pub fn tui_cmd(project: &Project, demo: bool, keep: bool) -> anyhow::Result<i32>
 
 /// The hidden helper behind `--demo`: replays the demo hooks in `dir` and exits, so the
 /// crashed demo session's process is gone when the dashboard reads the journal.
-pub fn demo_replay(dir: &Path) -> anyhow::Result<i32> {
+pub(crate) fn demo_replay(dir: &Path) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("finding the walj binary")?;
     tui::demo::replay(dir, &exe)?;
     Ok(0)

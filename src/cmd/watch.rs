@@ -42,7 +42,7 @@ fn parse_session(s: &str) -> Result<crate::watch::SessionRef, String> {
 }
 
 /// Runs the watcher until its lifetime ends (exit 0 also when another one holds the checkout).
-pub fn watch(a: &WatchArgs) -> anyhow::Result<i32> {
+pub(crate) fn watch(a: &WatchArgs) -> anyhow::Result<i32> {
     #[cfg(unix)]
     {
         let opts = crate::watch::server::Options {
@@ -75,7 +75,7 @@ pub struct ReconcileArgs {
 /// Reconciles the watcher's view with a full scan and journals what it missed (exit 0 also
 /// when another reconciliation holds the checkout's claim: it serves this request). Errors go
 /// to `.walj/errors.log`, as the hook's do: nobody reads this process's output.
-pub fn reconcile(project: &crate::project::Project, a: &ReconcileArgs) -> anyhow::Result<i32> {
+pub(crate) fn reconcile(project: &crate::project::Project, a: &ReconcileArgs) -> anyhow::Result<i32> {
     let (cfg, matcher) = crate::config::Config::load_or_default(&project.config_path(), |e| {
         crate::fsutil::append_log(&project.errors_log(), &format!("config ignored: {e}"))
     });
@@ -92,7 +92,7 @@ pub fn reconcile(project: &crate::project::Project, a: &ReconcileArgs) -> anyhow
 /// `walj fill`: reads and stores the files the Bash snapshot cache lists unread
 /// ([`crate::bashsnap::run_fill`]). Errors go to `.walj/errors.log`: nobody reads this
 /// process's output.
-pub fn fill(project: &crate::project::Project) -> anyhow::Result<i32> {
+pub(crate) fn fill(project: &crate::project::Project) -> anyhow::Result<i32> {
     let (cfg, matcher) = crate::config::Config::load_or_default(&project.config_path(), |e| {
         crate::fsutil::append_log(&project.errors_log(), &format!("config ignored: {e}"))
     });

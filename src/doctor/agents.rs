@@ -16,7 +16,7 @@ use crate::claude::settings;
 
 /// One agent install (`agents` of `walj doctor --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AgentInfo {
+pub(crate) struct AgentInfo {
     pub agent: &'static str,
     /// `project` or `user`.
     pub scope: &'static str,
@@ -36,7 +36,7 @@ fn finding(level: Level, message: String) -> DoctorFinding {
 
 /// Checks every agent's settings files for walj's hooks (`base`: the hook command `walj
 /// install` writes, without `--agent`).
-pub fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentInfo>) {
+pub(crate) fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentInfo>) {
     let mut findings = Vec::new();
     let mut infos = Vec::new();
     for agent in Agent::OTHERS {

@@ -23,7 +23,7 @@ use crate::claude::settings::{is_walj_handler, load};
 
 /// An enabled plugin whose hooks run walj's hook (or named walj).
 #[derive(Debug, Clone)]
-pub struct PluginInstall {
+pub(crate) struct PluginInstall {
     /// `name@marketplace`, or the folder given to `--plugin-dir`.
     pub id: String,
     /// The settings file that enables it (`None` for `--plugin-dir`).
@@ -35,7 +35,7 @@ pub struct PluginInstall {
 }
 
 impl PluginInstall {
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.enabled_in {
             Some(_) => format!("plugin {}", self.id),
             None => format!("plugin {}", self.root.display()),
@@ -50,14 +50,18 @@ fn read_json(path: &Path) -> Option<Value> {
 /// The plugins enabled for `project_root` (merged `enabledPlugins`), with their folders; only
 /// those whose hooks run walj (`command` or any `walj hook`) or that are named walj. Findings
 /// say what was found, and what is enabled but not usable.
-pub fn discover(project_root: &Path, config_dir: &Path, command: &str) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
+pub(crate) fn discover(
+    project_root: &Path,
+    config_dir: &Path,
+    command: &str,
+) -> (Vec<PluginInstall>, Vec<DoctorFinding>) {
     let (plugins, _, findings) = discover_with_disabled(project_root, config_dir, command);
     (plugins, findings)
 }
 
 /// [`discover`], and the folders of the walj plugins installed but disabled for the project
 /// (their hooks do not run).
-pub fn discover_with_disabled(
+pub(crate) fn discover_with_disabled(
     project_root: &Path,
     config_dir: &Path,
     command: &str,
@@ -139,7 +143,7 @@ pub fn discover_with_disabled(
 
 /// Why a plugin's folder or hooks could not be read (each names the file).
 #[derive(Debug, thiserror::Error)]
-pub enum PluginDirError {
+pub(crate) enum PluginDirError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{} is not a plugin folder (no .claude-plugin/plugin.json)", .0.display())]
@@ -152,7 +156,7 @@ pub enum PluginDirError {
 
 /// A plugin folder given on the command line (`walj doctor --plugin-dir DIR`, as Claude Code's
 /// `--plugin-dir`).
-pub fn from_dir(dir: &Path) -> Result<PluginInstall, PluginDirError> {
+pub(crate) fn from_dir(dir: &Path) -> Result<PluginInstall, PluginDirError> {
     let root = std::path::absolute(dir).map_err(|source| PluginDirError::Io { path: dir.to_path_buf(), source })?;
     if !root.join(".claude-plugin").join("plugin.json").is_file() && !root.join("hooks").join("hooks.json").is_file() {
         return Err(PluginDirError::NotAPlugin(root));
@@ -286,7 +290,7 @@ fn plugin_hooks(root: &Path) -> Result<Value, PluginDirError> {
 /// looked for in the journal's last 16 MiB): its session id, time, and the plugin folder whose
 /// hooks journaled it (`plugin_root`, `None` for `walj install`'s hooks).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastStart {
+pub(crate) struct LastStart {
     pub session: String,
     pub ts: String,
     pub plugin_root: Option<PathBuf>,
@@ -294,7 +298,7 @@ pub struct LastStart {
 
 /// The journal's latest session start ([`LastStart`]); `None` when there is none (or the
 /// journal cannot be read).
-pub fn last_start(journal: &Path) -> Option<LastStart> {
+pub(crate) fn last_start(journal: &Path) -> Option<LastStart> {
     use crate::journal::{key, kind, op};
     const LOOK_BACK: u64 = 16 << 20;
     let mut found = None;

@@ -7,7 +7,7 @@ use crate::hook::witness;
 use crate::project::Project;
 
 /// The findings (none when no list ever named a miss, a path outside or a cut).
-pub fn check(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check(project: &Project) -> Vec<DoctorFinding> {
     let s = witness::log_summary(project);
     let log = witness::log_path(project);
     let mut out = Vec::new();

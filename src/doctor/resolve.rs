@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The environment a hook command runs with, as far as finding its program goes.
 #[derive(Debug, Clone)]
-pub struct HookEnv {
+pub(crate) struct HookEnv {
     /// The PATH Claude Code gives its hooks (`None`: no PATH at all).
     pub path: Option<OsString>,
     /// Where that PATH comes from, for messages ("this shell's PATH", "env.PATH in FILE").
@@ -45,7 +45,7 @@ impl HookEnv {
 
 /// What a hook command runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Program {
+pub(crate) enum Program {
     /// An executable file; `runs` is the walj that walj's plugin launcher would run.
     Found { program: PathBuf, runs: Option<PathBuf> },
     /// The shell would fail to run it: why.
@@ -57,7 +57,7 @@ pub enum Program {
 }
 
 /// Finds the program `command` runs (its first word, after variable assignments and `exec`).
-pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
+pub(crate) fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
     let word = match first_word(command, &|name| env.var(name, plugin_root), env.home().as_deref()) {
         Ok(Some(w)) => w,
         Ok(None) => return Program::Missing("the command is empty".into()),
@@ -72,7 +72,7 @@ pub fn resolve(command: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Prog
 /// Finds the program an exec-form handler (`command` + `args`) runs. Claude Code spawns it
 /// without a shell: `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PROJECT_DIR}` are replaced as plain
 /// text, nothing else is expanded; a name without `/` is looked up on the hook's PATH.
-pub fn resolve_exec(program: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
+pub(crate) fn resolve_exec(program: &str, plugin_root: Option<&Path>, env: &HookEnv) -> Program {
     let mut word = program.to_string();
     for name in ["CLAUDE_PLUGIN_ROOT", "CLAUDE_PROJECT_DIR"] {
         let placeholder = format!("${{{name}}}");
@@ -212,7 +212,7 @@ fn launcher_target(launcher: &Path, env: &HookEnv) -> Option<PathBuf> {
 
 /// Shell syntax [`first_word`] does not follow (the check then says what it is).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unfollowed {
+pub(crate) enum Unfollowed {
     #[error("`~` without a home folder")]
     NoHome,
     #[error("it uses command substitution")]
@@ -232,7 +232,7 @@ pub enum Unfollowed {
 /// The first word of a shell command line, expanded as `sh` would: quotes, backslashes,
 /// `$NAME` / `${NAME}`, a leading `~/`. Leading `NAME=value` assignments and `exec` are
 /// skipped. `Err` for what this does not follow (command substitution, `${x:-y}`, `$1`…).
-pub fn first_word(
+pub(crate) fn first_word(
     command: &str,
     var: &dyn Fn(&str) -> Option<String>,
     home: Option<&Path>,

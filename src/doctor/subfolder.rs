@@ -11,7 +11,7 @@ use super::{DoctorFinding, Level, check};
 use crate::claude::settings::Installed;
 use crate::project::{Project, legacy};
 
-pub fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool) -> Vec<DoctorFinding> {
+pub(crate) fn check(project: &Project, config_dir: &Path, command: &str, plugins: bool) -> Vec<DoctorFinding> {
     let mut findings = vec![];
     let mut installed = Installed::find(&project.root, config_dir, command);
     installed.plugin |= plugins;

@@ -7,7 +7,7 @@ use crate::project::Project;
 use crate::project::trust::{self, Standing};
 
 /// The findings, and whether the rest of doctor may read `.walj/`.
-pub fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
+pub(crate) fn check(project: &Project) -> (Vec<DoctorFinding>, bool) {
     let dir = project.dir.display();
     match trust::check(project) {
         Standing::Absent => {

@@ -7,7 +7,7 @@ use crate::bashsnap::{self, RECONCILED, WATCH_OFF, WATCHED};
 use crate::project::Project;
 
 /// The findings (none before the first Bash snapshot, unless the runtime folder is unusable).
-pub fn check(project: &Project) -> Vec<DoctorFinding> {
+pub(crate) fn check(project: &Project) -> Vec<DoctorFinding> {
     let r = bashsnap::watch_report(project);
     let mut out = Vec::new();
     out.extend(run_dir(project));

@@ -124,7 +124,7 @@ pub struct IdIndex {
 
 impl IdIndex {
     /// The index of `ids` alone.
-    pub fn of<'a>(ids: impl IntoIterator<Item = &'a str>) -> IdIndex {
+    pub(crate) fn of<'a>(ids: impl IntoIterator<Item = &'a str>) -> IdIndex {
         let mut ix = IdIndex::default();
         for id in ids {
             ix.add_id(id);
@@ -281,12 +281,12 @@ impl IdIndex {
     /// Every id and session `journal` names (with its side files' records): from the cache
     /// next to a project's journal and the lines after it. The cache is written anew when
     /// more than [`super::snapshot::WRITE_AFTER`] bytes had to be read past it.
-    pub fn load(journal: &Path) -> io::Result<IdIndex> {
+    pub(crate) fn load(journal: &Path) -> io::Result<IdIndex> {
         Self::load_with(journal, super::snapshot::WRITE_AFTER)
     }
 
     /// [`IdIndex::load`], writing the cache after reading more than `write_after` bytes.
-    pub fn load_with(journal: &Path, write_after: u64) -> io::Result<IdIndex> {
+    pub(crate) fn load_with(journal: &Path, write_after: u64) -> io::Result<IdIndex> {
         Self::load_at(journal, path(journal), write_after)
     }
 
@@ -322,7 +322,7 @@ impl IdIndex {
 /// The cache of `journal`'s ids: `ids.idx` next to a project's `.walj/journal.jsonl`; `None`
 /// for any other journal (`--journal` files are read in full each time, as the fold reads
 /// them; other machines' copies are cached elsewhere, [`IdIndex::load_at`]).
-pub fn path(journal: &Path) -> Option<PathBuf> {
+pub(crate) fn path(journal: &Path) -> Option<PathBuf> {
     let dir = journal.parent()?.file_name()?;
     (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("ids.idx"))
 }
@@ -392,9 +392,9 @@ pub struct ShortIds {
 impl ShortIds {
     /// Shown ids are never shorter than this, so they stay unique longer as the journal grows
     /// (the unique start may be shorter: it is the highlighted part).
-    pub const MIN: usize = 4;
+    pub(crate) const MIN: usize = 4;
     /// Shown sessions are never shorter than this: the `sid` of the journal's lines.
-    pub const SESSION_MIN: usize = 6;
+    pub(crate) const SESSION_MIN: usize = 6;
 
     /// Short ids unique among `ids` alone.
     pub fn new<'a>(ids: impl IntoIterator<Item = &'a str>) -> ShortIds {
@@ -402,12 +402,12 @@ impl ShortIds {
     }
 
     /// Short ids unique among every id `journal` names ([`IdIndex::load`]).
-    pub fn load(journal: &Path) -> io::Result<ShortIds> {
+    pub(crate) fn load(journal: &Path) -> io::Result<ShortIds> {
         Ok(ShortIds { index: Some(Arc::new(IdIndex::load(journal)?)), extra: IdIndex::default() })
     }
 
     /// Also unique against `ids` (those shown that are not in the journal).
-    pub fn with_shown<'a>(mut self, ids: impl IntoIterator<Item = &'a str>) -> ShortIds {
+    pub(crate) fn with_shown<'a>(mut self, ids: impl IntoIterator<Item = &'a str>) -> ShortIds {
         let Some(index) = &self.index else { return self };
         let new: Vec<&str> = ids.into_iter().filter(|id| !index.holds(id) && !self.extra.holds(id)).collect();
         if !new.is_empty() {
@@ -417,7 +417,7 @@ impl ShortIds {
     }
 
     /// Also unique against every id of `other` (another journal's index), each counted once.
-    pub fn with_index(mut self, mut other: IdIndex) -> ShortIds {
+    pub(crate) fn with_index(mut self, mut other: IdIndex) -> ShortIds {
         let Some(index) = self.index.clone() else { return self };
         for (mine, extra, theirs) in [
             (&index.claude, &self.extra.claude, &mut other.claude),
@@ -466,7 +466,7 @@ impl ShortIds {
     /// form's shortest unique start, together at least [`Self::MIN`] characters; when no start
     /// is unique (another id is longer), the whole typeable form if no other id has that form,
     /// else the whole id; the whole typeable form without an index.
-    pub fn split<'a>(&self, id: &'a str) -> (&'a str, &'a str) {
+    pub(crate) fn split<'a>(&self, id: &'a str) -> (&'a str, &'a str) {
         let t = typeable(id);
         let Some(index) = self.index.as_deref() else { return (t, "") };
         match self.unique_len(index, id).filter(|_| t.is_ascii()) {
@@ -486,7 +486,7 @@ impl ShortIds {
 
     /// A session as shown, split like [`Self::split`]: its unique start and the rest (together
     /// at least [`Self::SESSION_MIN`] characters).
-    pub fn session_split<'a>(&self, session: &'a str) -> (&'a str, &'a str) {
+    pub(crate) fn session_split<'a>(&self, session: &'a str) -> (&'a str, &'a str) {
         let Some(index) = self.index.as_deref() else { return (abbrev(session, Self::SESSION_MIN), "") };
         let n = index.session_overlap(session) + 1;
         let unique = abbrev(session, n);
@@ -495,7 +495,7 @@ impl ShortIds {
     }
 
     /// A session as shown.
-    pub fn session<'a>(&self, session: &'a str) -> &'a str {
+    pub(crate) fn session<'a>(&self, session: &'a str) -> &'a str {
         let (u, rest) = self.session_split(session);
         &session[..u.len() + rest.len()]
     }
@@ -504,7 +504,7 @@ impl ShortIds {
 impl Fold {
     /// Reads the ids `journal` names, so this fold's ids are shown short ([`Fold::ids`]).
     /// Best effort: without them ids are shown whole.
-    pub fn load_short_ids(&mut self, journal: &Path) {
+    pub(crate) fn load_short_ids(&mut self, journal: &Path) {
         if let Ok(ids) = ShortIds::load(journal) {
             self.ids = ids.with_shown(self.entries.iter().map(|e| e.id.as_str()));
         }

@@ -362,11 +362,6 @@ impl LineIndex {
         out
     }
 
-    /// How many sessions the index holds (tests).
-    pub fn sessions(&self) -> usize {
-        self.keys.len()
-    }
-
     /// The encoded body of everything indexed (the cache and the tail).
     fn encode(&self) -> Option<Vec<u8>> {
         let mut blob = Vec::new();
@@ -553,7 +548,7 @@ pub fn load_writing_after(journal: &Path, write_after: u64) -> Option<LineIndex>
 }
 
 /// The session holding every id of `typed`, from the index (see [`LineIndex::session_of`]).
-pub fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
+pub(crate) fn session_of(journal: &Path, typed: &[&str]) -> Option<String> {
     load(journal)?.session_of(typed)
 }
 
@@ -588,7 +583,7 @@ pub fn keep_carried(journal: &Path, store: &crate::store::Store, id: &str) -> bo
 /// whole journal would hand `f` that `f` can count for `session` (`walj sessions show`'s
 /// usage). `None` when the index does not apply or a line is not where it says (`f` has not
 /// been called: the caller scans the journal).
-pub fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+pub(crate) fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
     let idx = usable(journal)?;
     let (file, _) = crate::fsutil::open_regular(journal).ok()?;
     let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();

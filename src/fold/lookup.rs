@@ -44,7 +44,7 @@ impl Fold {
     }
 
     /// Resolves a session id or unique prefix.
-    pub fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
+    pub(crate) fn find_session(&self, prefix: &str) -> Result<&SessionInfo, IdError> {
         find_by_prefix(&self.sessions, prefix, |s| &s.session).map(|i| &self.sessions[i])
     }
 }
@@ -59,19 +59,19 @@ pub enum IdError {
 
 /// The first `n` characters of `s`, for showing ids and hashes read from the journal
 /// (never cuts a character: those strings are user data, not always hex).
-pub fn abbrev(s: &str, n: usize) -> &str {
+pub(crate) fn abbrev(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 /// The part of an id people type: without Claude Code's `toolu_` and the `01` that follows it
 /// in every id it makes today (`toolu_01AbC…` → `AbC…`).
-pub fn typeable(id: &str) -> &str {
+pub(crate) fn typeable(id: &str) -> &str {
     id.strip_prefix("toolu_01").or_else(|| id.strip_prefix("toolu_")).unwrap_or(id)
 }
 
 /// Whether `typed` starts `id` as [`Fold::find`] reads it: in any case, with or without
 /// `toolu_` or `toolu_01` (for lists of other ids that show them as walj shows entry ids).
-pub fn id_starts_with(id: &str, typed: &str) -> bool {
+pub(crate) fn id_starts_with(id: &str, typed: &str) -> bool {
     let typed = typed.to_ascii_lowercase();
     !typed.is_empty() && forms(id).iter().any(|f| f.to_ascii_lowercase().starts_with(&typed))
 }

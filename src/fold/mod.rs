@@ -29,13 +29,15 @@ use crate::journal::{ScanReport, Source};
 
 pub(crate) use apply::{Pairing, todo_from_json};
 pub use ids::ShortIds;
-pub use lookup::{IdError, abbrev, id_starts_with, typeable};
-pub use model::{
-    Action, Command, CommandStatus, Entry, EntryState, FoldOptions, Handoff, InFlightCheck, Prompt, SessionInfo,
-    SessionStatus, Subagent, Todo, UNLISTED_SAMPLE, Unseen,
+pub(crate) use lookup::IdError;
+pub(crate) use lookup::abbrev;
+pub(crate) use lookup::{id_starts_with, typeable};
+pub(crate) use model::{
+    Action, Entry, Handoff, InFlightCheck, SessionInfo, SessionStatus, Subagent, UNLISTED_SAMPLE, Unseen,
 };
+pub use model::{Command, CommandStatus, EntryState, FoldOptions, Todo};
 use settled::SettledMap;
-pub use settled::{capture_cap, disk_blob, link_blob};
+pub(crate) use settled::{capture_cap, disk_blob, link_blob};
 
 /// Entry indexes by tool-call id; one per session that has the id (almost always one).
 #[derive(Debug, Default, Clone)]
@@ -226,7 +228,11 @@ impl Fold {
     /// journal could not be folded in time. What was folded stays in the snapshot, written in
     /// steps ([`snapshot::load_within`]), and the next reader continues from it. A journal the
     /// snapshot does not apply to (another name, side files waiting) is folded in full.
-    pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: std::time::Instant) -> io::Result<Option<Fold>> {
+    pub(crate) fn load_within(
+        journal: &Path,
+        opts: &FoldOptions,
+        deadline: std::time::Instant,
+    ) -> io::Result<Option<Fold>> {
         match snapshot::load_within(journal, opts, deadline)? {
             Some(snapshot::Budgeted::Done(fold)) => Ok(Some(*fold)),
             Some(snapshot::Budgeted::Partial { .. }) => Ok(None),
@@ -290,7 +296,7 @@ impl Fold {
 
     /// Folds records that are not (yet) journal lines, after the journal's last line: the
     /// changes of a killed command ([`crate::bashsnap::killed`]). Unreadable ones are skipped.
-    pub fn add_records(&mut self, records: &[crate::journal::Record], opts: &FoldOptions) {
+    pub(crate) fn add_records(&mut self, records: &[crate::journal::Record], opts: &FoldOptions) {
         let mut pairs = Pairing::default();
         for r in records {
             let line = r.to_line();
@@ -305,7 +311,7 @@ impl Fold {
     }
 
     /// Marks a killed command (and its derived entries) as still running `n` processes.
-    pub fn mark_still_running(&mut self, command: &str, n: usize) {
+    pub(crate) fn mark_still_running(&mut self, command: &str, n: usize) {
         for e in self.entries.iter_mut().filter(|e| e.unfinished && e.parent.as_deref() == Some(command)) {
             e.still_running = true;
         }
@@ -318,7 +324,7 @@ impl Fold {
     }
 
     /// Reads again whether each session's Claude Code process runs (the TUI, on a timer).
-    pub fn refresh_liveness(&mut self) {
+    pub(crate) fn refresh_liveness(&mut self) {
         for s in &mut self.sessions {
             s.refresh_liveness();
         }
@@ -336,7 +342,7 @@ impl Fold {
     }
 
     /// The entry of tool call `id` in `session`.
-    pub fn entry_in(&self, session: &str, id: &str) -> Option<&Entry> {
+    pub(crate) fn entry_in(&self, session: &str, id: &str) -> Option<&Entry> {
         self.by_id.get(&self.entries, session, id).map(|i| &self.entries[i])
     }
 
@@ -345,12 +351,12 @@ impl Fold {
     }
 
     /// Entries of one session, in journal order.
-    pub fn entries_of<'a>(&'a self, session: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+    pub(crate) fn entries_of<'a>(&'a self, session: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
         self.entries.iter().filter(move |e| e.session == session)
     }
 
     /// Handoffs not delivered (nor undone) yet.
-    pub fn pending_handoffs(&self) -> impl Iterator<Item = &Handoff> {
+    pub(crate) fn pending_handoffs(&self) -> impl Iterator<Item = &Handoff> {
         self.handoffs.iter().filter(|h| h.delivered.is_none() && !h.undone)
     }
 }
@@ -401,7 +407,7 @@ impl Fold {
     /// a command that never finished saw at its start).
     /// Also lists each session's commands that moved it ([`SessionInfo::git_moves`]), with
     /// the commits each made (`from..to`, at most 20).
-    pub fn read_head(&mut self, root: &std::path::Path) {
+    pub(crate) fn read_head(&mut self, root: &std::path::Path) {
         let head = crate::git::head_state(root);
         for s in &mut self.sessions {
             s.disk_head.clone_from(&head);

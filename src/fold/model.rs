@@ -38,7 +38,7 @@ impl EntryState {
         }
     }
     /// What `recover` reports.
-    pub fn is_unresolved(self) -> bool {
+    pub(crate) fn is_unresolved(self) -> bool {
         matches!(self, EntryState::InFlight | EntryState::Applied | EntryState::Failed | EntryState::Drifted)
     }
     pub(crate) fn from_how(h: &str) -> Option<EntryState> {
@@ -76,7 +76,7 @@ pub struct Action {
 }
 
 /// How much of a command line an entry it caused keeps (the command's own record has it all).
-pub const COMMAND_SHOWN: usize = 200;
+pub(crate) const COMMAND_SHOWN: usize = 200;
 
 /// `s` cut to at most `max` bytes at a character boundary, with `…` when cut.
 fn cut(s: &str, max: usize) -> String {
@@ -251,7 +251,7 @@ impl Entry {
     /// The executable bit the entry's pre-image had (`mode_before`), when recorded; a file that
     /// existed before with only `mode_after` recorded was not executable (both are written
     /// whenever either side is executable).
-    pub fn exec_before(&self) -> Option<bool> {
+    pub(crate) fn exec_before(&self) -> Option<bool> {
         match (&self.mode_before, &self.mode_after) {
             (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
             (None, Some(_)) if self.before.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
@@ -259,7 +259,7 @@ impl Entry {
         }
     }
     /// The executable bit of the post-image (`mode_after`), as [`Entry::exec_before`].
-    pub fn exec_after(&self) -> Option<bool> {
+    pub(crate) fn exec_after(&self) -> Option<bool> {
         match (&self.mode_after, &self.mode_before) {
             (Some(m), _) => Some(m == crate::journal::entry_kind::MODE_EXEC),
             (None, Some(_)) if self.after.as_ref().is_some_and(|b| b.id().is_some()) => Some(false),
@@ -267,12 +267,12 @@ impl Entry {
         }
     }
     /// A symbolic-link entry.
-    pub fn is_link(&self) -> bool {
+    pub(crate) fn is_link(&self) -> bool {
         self.kind.as_deref() == Some(crate::journal::entry_kind::SYMLINK)
     }
     /// The entry's kind is one this walj knows how to write back (a file, a link); an
     /// unknown kind (a newer walj's) is shown but never reverted.
-    pub fn kind_known(&self) -> bool {
+    pub(crate) fn kind_known(&self) -> bool {
         self.kind.is_none() || self.is_link()
     }
     /// The current state: the last triage action not undone, else the lifecycle state.
@@ -284,11 +284,11 @@ impl Entry {
     }
     /// When the change was made, as far as walj knows: a derived entry's ctime, else the
     /// record's time.
-    pub fn when(&self) -> &str {
+    pub(crate) fn when(&self) -> &str {
         self.changed.as_deref().unwrap_or(&self.ts)
     }
     /// The last action not undone.
-    pub fn last_action(&self) -> Option<&Action> {
+    pub(crate) fn last_action(&self) -> Option<&Action> {
         self.actions.iter().rev().find(|a| !a.undone)
     }
 }
@@ -357,7 +357,7 @@ pub struct Todo {
 }
 
 impl Todo {
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.status != "completed" && self.status != "deleted"
     }
 }
@@ -458,25 +458,25 @@ fn is_zero_u64(n: &u64) -> bool {
 }
 
 /// How many of the paths past the bound a record names itself ([`Unseen::unlisted_sample`]).
-pub const UNLISTED_SAMPLE: usize = 20;
+pub(crate) const UNLISTED_SAMPLE: usize = 20;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
 impl Unseen {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Unseen::default()
     }
     /// Read from a record's JSON (`unseen`), ignoring what it does not know.
-    pub fn from_value(v: Option<&Value>) -> Option<Unseen> {
+    pub(crate) fn from_value(v: Option<&Value>) -> Option<Unseen> {
         let u: Unseen = serde_json::from_value(v?.clone()).ok()?;
         (!u.is_empty()).then_some(u)
     }
 
     /// A command outcome's `unseen` (under `snapshot`), with what Claude Code's own list of
     /// the changed files left off while walj's snapshot was off (`reported.more`).
-    pub fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
+    pub(crate) fn of_outcome(snapshot_unseen: Option<&Value>, reported: Option<&Value>) -> Option<Unseen> {
         let off = reported.and_then(|r| r.get("snapshot_off")).and_then(Value::as_bool) == Some(true);
         let more = reported.filter(|_| off).and_then(|r| r.get("more")).and_then(Value::as_u64).unwrap_or(0);
         let mut u = Unseen::from_value(snapshot_unseen).unwrap_or_default();
@@ -515,7 +515,7 @@ pub struct Subagent {
 
 impl Subagent {
     /// A name for people: its type and description (`general-purpose "find the bug"`).
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let kind = self.kind.as_deref().unwrap_or("subagent");
         match self.description.as_deref().filter(|d| !d.is_empty()) {
             Some(d) => format!("{kind} \"{d}\""),
@@ -638,22 +638,22 @@ impl SessionInfo {
         }
     }
     /// The coding agent that ran the session (Claude Code unless its records name another).
-    pub fn agent(&self) -> crate::agents::Agent {
+    pub(crate) fn agent(&self) -> crate::agents::Agent {
         crate::agents::Agent::of_record(self.agent.as_deref())
     }
     /// An end record not followed by a new start (resume).
-    pub fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         self.end.as_ref().is_some_and(|(end_ts, _)| self.last_start_ts.as_deref().is_none_or(|s| s <= end_ts.as_str()))
     }
     /// Reads whether the recorded Claude Code process still runs (`None`: none recorded,
     /// or the session ended).
-    pub fn refresh_liveness(&mut self) {
+    pub(crate) fn refresh_liveness(&mut self) {
         self.liveness = match self.proc {
             Some(p) if !self.ended() => Some(procinfo::liveness(p)),
             _ => None,
         };
     }
-    pub fn last_prompt(&self) -> Option<&str> {
+    pub(crate) fn last_prompt(&self) -> Option<&str> {
         self.prompts.last().map(|p| p.text.as_str())
     }
     /// The subagent `agent_id` names.
@@ -662,7 +662,7 @@ impl SessionInfo {
     }
     /// Subagents with no end: still running while the session lives; running when it died
     /// once it is gone.
-    pub fn subagents_unended(&self) -> impl Iterator<Item = &Subagent> {
+    pub(crate) fn subagents_unended(&self) -> impl Iterator<Item = &Subagent> {
         self.subagents.iter().filter(|a| a.ended.is_none())
     }
     pub fn todos_done(&self) -> (usize, usize) {

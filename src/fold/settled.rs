@@ -58,7 +58,7 @@ impl Fold {
     /// Marks applied entries whose file now matches none of the known images (of every entry
     /// on the path, and of the latest one dropped as settled) as drifted. Reads only the
     /// files of unresolved applied entries.
-    pub fn check_disk(&mut self, project: &Project) {
+    pub(crate) fn check_disk(&mut self, project: &Project) {
         let mut known: HashMap<&str, Vec<Option<String>>> = HashMap::new();
         for e in &self.entries {
             let v = known.entry(e.path.as_str()).or_default();
@@ -278,7 +278,7 @@ fn blob_digest(id: &str) -> u64 {
 /// capture cap) its sampled identity ([`crate::sampled`]), so a disk check costs at most the
 /// cap's worth of hashing, whatever the file's size. `Some(None)` when absent, `None` when
 /// unreadable (or not a regular file).
-pub fn disk_blob(path: &Path, cap: u64) -> Option<Option<String>> {
+pub(crate) fn disk_blob(path: &Path, cap: u64) -> Option<Option<String>> {
     let id = match crate::fsutil::open_regular(path) {
         Ok((f, meta)) if meta.len() > cap => crate::sampled::identity(&f, &meta),
         Ok(_) => file_blob_id(path),
@@ -298,7 +298,7 @@ fn through_link(abs: &Path) -> bool {
 
 /// The blob of what the link entry's path holds now: its target's bytes, `None` when nothing
 /// is there; `None` outright when something else is (a file, a folder) or it cannot be read.
-pub fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
+pub(crate) fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
     let (dir, name) = match project.link_dir(rel, false) {
         Ok(d) => d,
         Err(crate::project::WriteError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
@@ -317,7 +317,7 @@ pub fn link_blob(project: &Project, rel: &str) -> Option<Option<String>> {
 
 /// The project's capture cap (`[capture] max_bytes`), the size over which the hook records
 /// a sampled identity; the default when the config is missing or broken (as the hook reads it).
-pub fn capture_cap(project: &Project) -> u64 {
+pub(crate) fn capture_cap(project: &Project) -> u64 {
     crate::config::Config::load(&project.config_path()).unwrap_or_default().capture.max_bytes
 }
 

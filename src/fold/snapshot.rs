@@ -40,7 +40,7 @@ const MAGIC: &str = "walj fold snapshot v5";
 pub const WRITE_AFTER: u64 = 1 << 20;
 
 /// Bytes before the snapshot's offset whose checksum must still match.
-pub const PREFIX_CHECK: u64 = 4096;
+pub(crate) const PREFIX_CHECK: u64 = 4096;
 
 /// The snapshot file of `journal`: `fold.snap` next to a project's `.walj/journal.jsonl`;
 /// `None` for any other journal: `--journal` files are never cached, and other machines'
@@ -348,7 +348,7 @@ pub fn load(journal: &Path, opts: &FoldOptions, write_after: u64) -> io::Result<
 
 /// [`load`] with the snapshot kept at `snap` (`None`: not cached): another machine's copy
 /// is cached outside its folder, which is `walj sync`'s (`crate::sync::remotes`).
-pub fn load_at(
+pub(crate) fn load_at(
     journal: &Path,
     snap: Option<PathBuf>,
     opts: &FoldOptions,
@@ -363,11 +363,11 @@ pub fn load_at(
 }
 
 /// Bytes folded between two looks at the clock (and two possible snapshots).
-pub const STEP_BYTES: u64 = 8 << 20;
+pub(crate) const STEP_BYTES: u64 = 8 << 20;
 
 /// A fold in steps writes a snapshot at most this often: a kill loses at most this much
 /// folded work (plus one step), never what an earlier snapshot holds.
-pub const STEP_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const STEP_EVERY: Duration = Duration::from_millis(250);
 
 /// How a fold goes in steps.
 #[derive(Debug, Clone)]
@@ -394,7 +394,7 @@ pub enum Budgeted {
 
 /// [`load`] that stops at `deadline`, its progress kept in the snapshot (SessionStart on a
 /// journal too long to fold in its budget). `None` as for [`load`].
-pub fn load_within(journal: &Path, opts: &FoldOptions, deadline: Instant) -> io::Result<Option<Budgeted>> {
+pub(crate) fn load_within(journal: &Path, opts: &FoldOptions, deadline: Instant) -> io::Result<Option<Budgeted>> {
     let steps = Steps { write_after: WRITE_AFTER, bytes: STEP_BYTES, deadline: Some(deadline) };
     load_stepped(journal, path(journal), opts, &steps)
 }

@@ -34,7 +34,7 @@ pub struct Dir {
 
 /// What is at a name in a [`Dir`] (never following a link).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Missing,
     File { mode: u32, uid: u32, gid: u32, nlink: u64 },
     Dir,
@@ -46,10 +46,10 @@ pub enum Kind {
 /// symbolic link (`ELOOP`, `EXDEV` from the kernel; a link met by the walk).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}: a symbolic link (or a way out of the project) on the way; walj writes only through real folders")]
-pub struct NotBeneath(pub String);
+pub(crate) struct NotBeneath(pub String);
 
 /// True when `e` is [`Dir::open_beneath`]'s refusal of a link or a way out.
-pub fn is_not_beneath(e: &io::Error) -> bool {
+pub(crate) fn is_not_beneath(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<NotBeneath>())
 }
 
@@ -69,7 +69,7 @@ fn check_name(name: &OsStr) -> io::Result<()> {
 impl Dir {
     /// Opens the folder at `path` (links in `path` itself are followed: this is the trusted
     /// start, the project root or a folder of walj's own).
-    pub fn open(path: &Path) -> io::Result<Dir> {
+    pub(crate) fn open(path: &Path) -> io::Result<Dir> {
         #[cfg(unix)]
         {
             use rustix::fs::{Mode, OFlags};
@@ -89,12 +89,12 @@ impl Dir {
     }
 
     /// The folder's path (for messages; never used to write on unix).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The path of `name` in this folder (for messages and for readers by path).
-    pub fn join(&self, name: &OsStr) -> PathBuf {
+    pub(crate) fn join(&self, name: &OsStr) -> PathBuf {
         self.path.join(name)
     }
 
@@ -102,7 +102,7 @@ impl Dir {
     /// every symbolic link and every way out on the way; `create` makes missing folders
     /// (mode 0777 less the umask, as `mkdir -p` does), each one made relative to its checked
     /// parent. An empty `rel` is this folder again.
-    pub fn open_beneath(&self, rel: &Path, create: bool) -> io::Result<Dir> {
+    pub(crate) fn open_beneath(&self, rel: &Path, create: bool) -> io::Result<Dir> {
         let mut parts = Vec::new();
         for c in rel.components() {
             match c {
@@ -212,7 +212,7 @@ impl Dir {
     }
 
     /// What is at `name`, without following a link.
-    pub fn kind(&self, name: &OsStr) -> io::Result<Kind> {
+    pub(crate) fn kind(&self, name: &OsStr) -> io::Result<Kind> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -249,7 +249,7 @@ impl Dir {
 
     /// Creates the new file `name` (`O_CREAT | O_EXCL | O_NOFOLLOW`: never an existing file,
     /// never through a link) with permissions `perm` less the umask, open for writing.
-    pub fn create_new(&self, name: &OsStr, perm: u32) -> io::Result<File> {
+    pub(crate) fn create_new(&self, name: &OsStr, perm: u32) -> io::Result<File> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -271,7 +271,7 @@ impl Dir {
 
     /// Reads `name` whole when it is a regular file (never through a link, never blocking
     /// on a FIFO); `None` when it is something else.
-    pub fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_regular(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
         use std::io::Read;
         let Some((mut f, meta)) = self.open_regular(name)? else { return Ok(None) };
         let mut out = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
@@ -282,7 +282,7 @@ impl Dir {
     /// Opens `name` for reading when it is a regular file (never through a link, never
     /// blocking on a FIFO; the type checked on the open descriptor); `None` when it is
     /// something else.
-    pub fn open_regular(&self, name: &OsStr) -> io::Result<Option<(File, fs::Metadata)>> {
+    pub(crate) fn open_regular(&self, name: &OsStr) -> io::Result<Option<(File, fs::Metadata)>> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -316,7 +316,7 @@ impl Dir {
 
     /// The target of the symbolic link `name` (read, never followed); `None` when `name` is
     /// not a link.
-    pub fn read_link(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_link(&self, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -356,7 +356,7 @@ impl Dir {
     }
 
     /// Renames `from` here to `to` in `dest` (a plain rename: whatever is there is replaced).
-    pub fn rename(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
         check_name(from)?;
         check_name(to)?;
         #[cfg(unix)]
@@ -371,12 +371,12 @@ impl Dir {
 
     /// Renames `from` here to `to` in `dest` only if nothing is at `to` (`RENAME_NOREPLACE`);
     /// `Missing` where the flag is not available.
-    pub fn rename_noreplace(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<Support> {
+    pub(crate) fn rename_noreplace(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<Support> {
         self.rename_with(from, dest, to, Flag::NoReplace)
     }
 
     /// Swaps `a` here and `b` in `dest` in one step (`RENAME_EXCHANGE`).
-    pub fn exchange(&self, a: &OsStr, dest: &Dir, b: &OsStr) -> io::Result<Support> {
+    pub(crate) fn exchange(&self, a: &OsStr, dest: &Dir, b: &OsStr) -> io::Result<Support> {
         self.rename_with(a, dest, b, Flag::Exchange)
     }
 
@@ -407,7 +407,7 @@ impl Dir {
     }
 
     /// Removes the file (or empty folder, `dir`) `name`.
-    pub fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
+    pub(crate) fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
         check_name(name)?;
         #[cfg(unix)]
         {
@@ -422,7 +422,7 @@ impl Dir {
     }
 
     /// Makes renames and new names in this folder durable.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         #[cfg(unix)]
         {
             Ok(rustix::fs::fsync(&self.fd)?)
@@ -430,21 +430,6 @@ impl Dir {
         #[cfg(not(unix))]
         {
             Ok(())
-        }
-    }
-
-    /// The same folder on disk as `other` (device and inode), where the platform tells.
-    pub fn same_as(&self, other: &Dir) -> bool {
-        #[cfg(unix)]
-        {
-            match (rustix::fs::fstat(&self.fd), rustix::fs::fstat(&other.fd)) {
-                (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
-                _ => false,
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            self.path == other.path
         }
     }
 }

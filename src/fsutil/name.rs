@@ -29,7 +29,7 @@ const BASE: u32 = 0x10FF00;
 
 /// The byte a reserved char stands for (U+10FF80 ..= U+10FFFF → 0x80 ..= 0xFF), `None` for
 /// any other char.
-pub fn raw_byte(c: char) -> Option<u8> {
+pub(crate) fn raw_byte(c: char) -> Option<u8> {
     let n = c as u32;
     (n >= BASE + 0x80).then(|| (n - BASE) as u8)
 }
@@ -67,7 +67,7 @@ pub fn encode(bytes: &[u8]) -> Cow<'_, str> {
 }
 
 /// A file name (or root-relative path) as record text, losslessly.
-pub fn encode_os(name: &OsStr) -> Cow<'_, str> {
+pub(crate) fn encode_os(name: &OsStr) -> Cow<'_, str> {
     match name.to_str() {
         Some(s) if s.is_ascii() || !s.chars().any(|c| raw_byte(c).is_some()) => Cow::Borrowed(s),
         _ => Cow::Owned(encode(name.as_encoded_bytes()).into_owned()),

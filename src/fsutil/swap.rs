@@ -29,7 +29,7 @@ pub enum Support {
 }
 
 /// True when `WALJ_PORTABLE_RENAME=1` forces the portable fallback.
-pub fn portable_forced() -> bool {
+pub(crate) fn portable_forced() -> bool {
     #[cfg(test)]
     if FORCED.with(std::cell::Cell::get) {
         return true;

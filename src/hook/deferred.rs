@@ -25,7 +25,7 @@ use crate::project::Project;
 
 /// How long SessionStart (and the first prompt) folds before it keeps its progress and
 /// goes on: under Claude Code's hook timeout with room for the rest of the hook.
-pub const FOLD_BUDGET: Duration = Duration::from_millis(1500);
+pub(crate) const FOLD_BUDGET: Duration = Duration::from_millis(1500);
 
 /// The file of `session`'s waiting start: its id when it is a plain name, else its digest.
 fn path(project: &Project, session: &str) -> PathBuf {
@@ -38,7 +38,7 @@ fn path(project: &Project, session: &str) -> PathBuf {
 
 /// Keeps `start` waiting for `session`'s first prompt (`None`: the start is in the journal,
 /// only the note waits).
-pub fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Result<()> {
+pub(crate) fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Result<()> {
     let p = path(project, session);
     if let Some(dir) = p.parent() {
         fs::create_dir_all(dir)?;
@@ -52,7 +52,7 @@ pub fn save(project: &Project, session: &str, start: Option<&Record>) -> io::Res
 
 /// What waits for `session`: its start record (`None`: only the note) and the file to
 /// remove once done. `None` when nothing waits; an unreadable file is dropped.
-pub fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf)> {
+pub(crate) fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf)> {
     let p = path(project, session);
     let bytes = fs::read(&p).ok()?;
     let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
@@ -69,13 +69,13 @@ pub fn take(project: &Project, session: &str) -> Option<(Option<Record>, PathBuf
     }
 }
 
-pub fn remove(path: &Path) {
+pub(crate) fn remove(path: &Path) {
     let _ = fs::remove_file(path);
 }
 
 /// The SessionStart note as a UserPromptSubmit output: the same `systemMessage` and
 /// `additionalContext`, named for this event.
-pub fn prompt_output(mut out: Value) -> Value {
+pub(crate) fn prompt_output(mut out: Value) -> Value {
     if let Some(h) = out.get_mut("hookSpecificOutput").and_then(Value::as_object_mut) {
         h.insert("hookEventName".into(), Value::String("UserPromptSubmit".into()));
     }

@@ -37,7 +37,7 @@ const MAX_OUTSIDE_ENTRIES: usize = 200;
 
 /// What Claude Code reported for one command.
 #[derive(Debug, Default, PartialEq)]
-pub struct Reported {
+pub(crate) struct Reported {
     /// Absolute paths, as sent.
     pub paths: Vec<String>,
     /// How many more files the command changed than the list names (`moreFiles`).
@@ -45,7 +45,7 @@ pub struct Reported {
 }
 
 /// The list in a PostToolUse Bash `tool_response`, when Claude Code sent one.
-pub fn reported(response: &Value) -> Option<Reported> {
+pub(crate) fn reported(response: &Value) -> Option<Reported> {
     let diff = response.get("bashEditDiff")?;
     let paths: Vec<String> = diff
         .get("changedFiles")?
@@ -62,7 +62,7 @@ pub fn reported(response: &Value) -> Option<Reported> {
 /// The `reported` note for the command's own record, and the entries for what the snapshot
 /// missed.
 #[derive(Debug, Default)]
-pub struct Witnessed {
+pub(crate) struct Witnessed {
     pub entries: Vec<Record>,
     pub note: Option<Value>,
 }
@@ -111,7 +111,7 @@ fn child(base: &Record, command: &str, path: &str) -> Record {
 /// does not hold, as children of command `parent`; and the note for the command's record.
 /// `capture(rel, record)` reads the file as it is now into the record's `after` and `nocap`
 /// (the hook's own capture, with its caps).
-pub fn missed(
+pub(crate) fn missed(
     project: &Project,
     rep: &Reported,
     recorded: &[Record],
@@ -183,7 +183,7 @@ pub fn missed(
 
 /// `.walj/reported.jsonl`: one line per command whose Claude Code list named what walj's
 /// snapshot had not recorded (or left files off), for `walj doctor`.
-pub fn log_path(project: &Project) -> std::path::PathBuf {
+pub(crate) fn log_path(project: &Project) -> std::path::PathBuf {
     project.dir.join("reported.jsonl")
 }
 
@@ -193,7 +193,7 @@ const LOG_PATHS: usize = 5;
 /// Notes command `w`'s list in the log when it named something the snapshot missed, a path
 /// outside, or left files off. `snapshot`: whether walj's own snapshot ran (`[bash] snapshot`).
 /// Best effort: the journal holds the truth; this is doctor's count.
-pub fn log(project: &Project, w: &Witnessed, command_id: &str, ts: &str, snapshot: bool) {
+pub(crate) fn log(project: &Project, w: &Witnessed, command_id: &str, ts: &str, snapshot: bool) {
     let Some(note) = &w.note else { return };
     let n = |k: &str| note.get(k).and_then(Value::as_u64).unwrap_or(0);
     if n("missed") == 0 && n("outside_count") == 0 && n("more") == 0 {
@@ -214,7 +214,7 @@ pub fn log(project: &Project, w: &Witnessed, command_id: &str, ts: &str, snapsho
 
 /// What the log holds, summed (`walj doctor`).
 #[derive(Debug, Default, PartialEq)]
-pub struct LogSummary {
+pub(crate) struct LogSummary {
     /// Commands whose list named a change the snapshot (on) had missed, and how many paths.
     pub missed_commands: usize,
     pub missed: u64,
@@ -232,7 +232,7 @@ pub struct LogSummary {
 }
 
 /// Reads the log ([`log_path`]); an absent or unreadable log is an empty summary.
-pub fn log_summary(project: &Project) -> LogSummary {
+pub(crate) fn log_summary(project: &Project) -> LogSummary {
     let mut s = LogSummary::default();
     let Ok((f, _)) = crate::fsutil::open_regular(&log_path(project)) else { return s };
     for line in std::io::BufRead::lines(std::io::BufReader::new(f)).map_while(Result::ok) {

@@ -41,11 +41,11 @@ use crate::journal::{Blob, Record, key, kind, op, tool};
 use crate::project::{Located, Project};
 
 /// A file's content as an agent recorded it: `None` = the file did not exist.
-pub type Content = Option<String>;
+pub(crate) type Content = Option<String>;
 
 /// One agent session file, parsed.
 #[derive(Debug, Default)]
-pub struct SessionFile {
+pub(crate) struct SessionFile {
     pub session: String,
     pub start_ts: String,
     /// The folder the session ran in (relative paths are relative to it).
@@ -66,7 +66,7 @@ pub struct SessionFile {
 
 /// What happened, in order.
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     Prompt {
         id: String,
         ts: String,
@@ -93,7 +93,7 @@ pub enum Step {
 
 /// One tool call.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     pub id: String,
     /// When the agent asked for it.
     pub ts: String,
@@ -105,7 +105,7 @@ pub struct Call {
 }
 
 #[derive(Debug)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     Files(Vec<FileChange>),
     Shell { command: String, description: Option<String>, background: bool, cwd: Option<String> },
     Other,
@@ -120,7 +120,7 @@ pub struct Outcome {
 
 /// One file a call changes.
 #[derive(Debug, Clone)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     /// As the agent gave it: absolute, or relative to the session's folder.
     pub path: String,
     pub edit: Edit,
@@ -134,14 +134,14 @@ pub struct FileChange {
 }
 
 impl FileChange {
-    pub fn new(path: impl Into<String>, edit: Edit) -> FileChange {
+    pub(crate) fn new(path: impl Into<String>, edit: Edit) -> FileChange {
         FileChange { path: path.into(), edit, before: None, after: None, turn_before: None }
     }
 }
 
 /// How a call changes a file.
 #[derive(Debug, Clone)]
-pub enum Edit {
+pub(crate) enum Edit {
     /// The whole new content.
     Write(String),
     Replace {
@@ -186,7 +186,7 @@ impl Edit {
 
 /// One file change per file of an `apply_patch` patch (Codex, Copilot with GPT models); a move
 /// is the old path deleted and the new one created.
-pub fn patch_edits(text: &str) -> Vec<FileChange> {
+pub(crate) fn patch_edits(text: &str) -> Vec<FileChange> {
     let mut out = Vec::new();
     for f in patch::parse(text) {
         match f.op {
@@ -208,7 +208,7 @@ pub fn patch_edits(text: &str) -> Vec<FileChange> {
 
 /// What reading a file counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub lines: u64,
     /// The last line was cut.
     pub torn_tail: bool,
@@ -231,7 +231,7 @@ impl SessionFile {
 /// Calls `f` with every complete JSON line of `path`.
 /// Only a regular file is read (a FIFO or a device could block or never end); a line longer
 /// than [`super::engine::MAX_LINE`] is skipped and counted.
-pub fn read_lines(path: &Path, mut f: impl FnMut(Value)) -> io::Result<Counts> {
+pub(crate) fn read_lines(path: &Path, mut f: impl FnMut(Value)) -> io::Result<Counts> {
     let (file, _) = crate::fsutil::open_regular(path)?;
     let reader = io::BufReader::with_capacity(1 << 20, file);
     read_from(reader, &mut f, super::engine::MAX_LINE)
@@ -288,7 +288,7 @@ pub(super) fn first_line(path: &Path) -> Option<Value> {
 
 /// Which agent's session file `path` is, from its first line: `None` for anything else
 /// (Claude Code's transcripts).
-pub fn detect(path: &Path) -> Option<Agent> {
+pub(crate) fn detect(path: &Path) -> Option<Agent> {
     let v = first_line(path)?;
     detect_value(&v)
 }
@@ -308,7 +308,7 @@ fn detect_value(v: &Value) -> Option<Agent> {
 }
 
 /// Parses the session file of `agent` at `path`.
-pub fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
     match agent {
         Agent::Codex => codex::parse(path),
         Agent::Gemini => gemini::parse(path),
@@ -318,7 +318,7 @@ pub fn parse(agent: Agent, path: &Path) -> io::Result<SessionFile> {
 }
 
 /// Where an agent keeps its session files.
-pub fn sessions_dir(agent: Agent) -> Option<PathBuf> {
+pub(crate) fn sessions_dir(agent: Agent) -> Option<PathBuf> {
     match agent {
         Agent::Codex => Some(crate::agents::codex_trust::codex_home().join("sessions")),
         Agent::Gemini => Some(gemini_home().join("tmp")),
@@ -328,7 +328,7 @@ pub fn sessions_dir(agent: Agent) -> Option<PathBuf> {
 }
 
 /// Gemini CLI's folder: `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
-pub fn gemini_home() -> PathBuf {
+pub(crate) fn gemini_home() -> PathBuf {
     match std::env::var_os("GEMINI_CLI_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h).join(".gemini"),
         None => crate::agents::install::home().join(".gemini"),
@@ -381,7 +381,7 @@ fn all_files(agent: Agent) -> Vec<(PathBuf, Option<PathBuf>)> {
 
 /// The session files of `agent` whose session ran in `root` or below it (Gemini: also a file
 /// whose `projectHash` is the root's). `since`: only files modified after it.
-pub fn project_files(agent: Agent, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
+pub(crate) fn project_files(agent: Agent, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
     let hash = (agent == Agent::Gemini).then(|| gemini::project_hash(root));
     all_files(agent)
         .into_iter()
@@ -396,7 +396,7 @@ pub fn project_files(agent: Agent, root: &Path, since: Option<SystemTime>) -> Ve
 
 /// Every session file of `agent`, grouped by the project its folder names (git top level, else
 /// the folder itself); `None`: the folder no longer exists.
-pub fn all_project_files(agent: Agent) -> Vec<(Option<PathBuf>, Vec<PathBuf>)> {
+pub(crate) fn all_project_files(agent: Agent) -> Vec<(Option<PathBuf>, Vec<PathBuf>)> {
     let mut groups: HashMap<Option<PathBuf>, Vec<PathBuf>> = HashMap::new();
     for (f, cwd) in all_files(agent) {
         let root = cwd.filter(|p| p.is_dir()).map(|cwd| {
@@ -753,7 +753,7 @@ impl Conv<'_> {
 }
 
 /// The text parts of a content value: a string, or a list of `{text}` / `{type: text, text}`.
-pub fn text_of(v: &Value) -> String {
+pub(crate) fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(parts) => {

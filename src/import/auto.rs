@@ -34,12 +34,12 @@ use crate::fold::Fold;
 use crate::project::Project;
 
 /// How far back SessionStart looks for sessions its hooks never saw.
-pub const RECENT_DAYS: u64 = 7;
+pub(crate) const RECENT_DAYS: u64 = 7;
 /// Transcripts SessionStart imports itself when they hold at most this many bytes in all
 /// (more: the background fold imports them).
-pub const INLINE_BYTES: u64 = 2 << 20;
+pub(crate) const INLINE_BYTES: u64 = 2 << 20;
 /// …and the journal is at most this long (the import reads it whole to skip what it holds).
-pub const INLINE_JOURNAL: u64 = 8 << 20;
+pub(crate) const INLINE_JOURNAL: u64 = 8 << 20;
 
 fn dir(project: &Project) -> PathBuf {
     project.dir.join("import")
@@ -47,7 +47,7 @@ fn dir(project: &Project) -> PathBuf {
 
 /// `.walj/import/uninstalled`: `walj uninstall` ran in this project; nothing is imported by
 /// itself until `walj install` runs again.
-pub fn uninstalled_path(project: &Project) -> PathBuf {
+pub(crate) fn uninstalled_path(project: &Project) -> PathBuf {
     dir(project).join("uninstalled")
 }
 
@@ -83,7 +83,7 @@ fn write_own(path: &Path, text: &[u8]) -> io::Result<()> {
 
 /// `walj uninstall` ran in `project`: sessions from now on are not imported by themselves.
 /// Only where walj's folder exists (a project walj never journaled has nothing to import).
-pub fn mark_uninstalled(project: &Project) -> io::Result<()> {
+pub(crate) fn mark_uninstalled(project: &Project) -> io::Result<()> {
     if !project.dir.is_dir() {
         return Ok(());
     }
@@ -91,7 +91,7 @@ pub fn mark_uninstalled(project: &Project) -> io::Result<()> {
 }
 
 /// `walj install` ran in `project`: after an uninstall, imports by themselves again, from now.
-pub fn mark_installed(project: &Project) -> io::Result<()> {
+pub(crate) fn mark_installed(project: &Project) -> io::Result<()> {
     if !uninstalled_path(project).exists() {
         return Ok(());
     }
@@ -126,7 +126,7 @@ fn journal_began(project: &Project) -> Option<SystemTime> {
 }
 
 /// Whether SessionStart imports by itself here: `[import] on_start` and no `walj uninstall`.
-pub fn enabled(project: &Project, cfg: &Config) -> bool {
+pub(crate) fn enabled(project: &Project, cfg: &Config) -> bool {
     cfg.import.on_start && !uninstalled_path(project).exists()
 }
 
@@ -179,7 +179,7 @@ fn session_of(path: &Path) -> Option<String> {
 
 /// What SessionStart found to import.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Transcripts of sessions walj's hooks never saw, changed since they were last looked at.
     pub files: Vec<PathBuf>,
     /// Their bytes in all.
@@ -191,7 +191,7 @@ pub struct Plan {
 
 impl Plan {
     /// Small enough for SessionStart itself ([`INLINE_BYTES`], [`INLINE_JOURNAL`]).
-    pub fn inline(&self, project: &Project) -> bool {
+    pub(crate) fn inline(&self, project: &Project) -> bool {
         let journal = fs::metadata(&project.journal).map(|m| m.len()).unwrap_or(0);
         self.bytes <= INLINE_BYTES && journal <= INLINE_JOURNAL
     }
@@ -200,7 +200,7 @@ impl Plan {
 /// The transcripts of `project` under Claude Code's folder `config_dir` that hold sessions
 /// `fold` (the journal) does not know from walj's hooks, other than `current` (the session
 /// starting).
-pub fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &Path) -> Plan {
+pub(crate) fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &Path) -> Plan {
     let mut plan = Plan::default();
     let Some(began) = journal_began(project) else { return plan };
     let recent = SystemTime::now().checked_sub(Duration::from_secs(RECENT_DAYS * 24 * 3600));
@@ -231,7 +231,7 @@ pub fn plan(project: &Project, fold: &Fold, current: &str, config_dir: &Path) ->
 
 /// What an import by itself did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Imported {
+pub(crate) struct Imported {
     /// Sessions that gained records.
     pub sessions: BTreeSet<String>,
     /// Records added.
@@ -242,7 +242,7 @@ pub struct Imported {
 
 impl Imported {
     /// The line the user is told (`None`: nothing was imported).
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         if self.records == 0 {
             return None;
         }
@@ -260,7 +260,7 @@ impl Imported {
 
 /// Imports `plan`'s transcripts and remembers every one looked at. `Ok(None)`: another import
 /// runs (it will do the same).
-pub fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<Imported>, ImportError> {
+pub(crate) fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<Imported>, ImportError> {
     let mut seen = load_seen(project);
     let mut done = Imported::default();
     if !plan.files.is_empty() {
@@ -298,14 +298,14 @@ pub fn run(project: &Project, plan: &Plan, config_dir: &Path) -> Result<Option<I
 }
 
 /// Keeps `message` for the next SessionStart to tell (an import the background fold did).
-pub fn keep_note(project: &Project, message: &str) -> io::Result<()> {
+pub(crate) fn keep_note(project: &Project, message: &str) -> io::Result<()> {
     let mut text = take_note(project).map(|t| format!("{t}\n")).unwrap_or_default();
     text.push_str(message);
     write_own(&note_path(project), text.as_bytes())
 }
 
 /// The note an earlier background import left, removed as it is read (told once).
-pub fn take_note(project: &Project) -> Option<String> {
+pub(crate) fn take_note(project: &Project) -> Option<String> {
     let p = note_path(project);
     let (mut f, m) = crate::fsutil::open_regular(&p).ok()?;
     let mut text = String::new();
@@ -317,7 +317,7 @@ pub fn take_note(project: &Project) -> Option<String> {
 /// The background fold's part (`walj fold`): plans and imports without a time bound, and
 /// keeps the note for the next SessionStart. `current`: the session whose SessionStart started
 /// it (its start may still wait, unjournaled). Errors go to the errors log.
-pub fn in_background(project: &Project, fold: &Fold, current: &str) {
+pub(crate) fn in_background(project: &Project, fold: &Fold, current: &str) {
     let (cfg, _) = Config::load_or_default(&project.config_path(), |_| {});
     if !enabled(project, &cfg) {
         return;

@@ -53,7 +53,7 @@ fn inside(cwd: &str, root: &Path) -> bool {
 /// folder named after the root (when their lines' `cwd` agrees: the encoding is lossy) and
 /// those anywhere else whose `cwd` lies inside the project (sessions started in a
 /// subfolder). `since`: only files modified after it.
-pub fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
+pub(crate) fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemTime>) -> Vec<PathBuf> {
     let projects = config_dir.join("projects");
     let encoded = crate::claude::paths::encode_dir(root);
     let mut out = Vec::new();
@@ -93,7 +93,7 @@ pub fn project_transcripts(config_dir: &Path, root: &Path, since: Option<SystemT
 
 /// Every transcript under `config_dir`, grouped by the project its `cwd` names (git top
 /// level, else the folder itself). Folders that no longer exist are returned under `None`.
-pub fn all_transcripts(config_dir: &Path) -> Vec<(Option<PathBuf>, Vec<PathBuf>)> {
+pub(crate) fn all_transcripts(config_dir: &Path) -> Vec<(Option<PathBuf>, Vec<PathBuf>)> {
     let mut files = Vec::new();
     jsonl_under(&config_dir.join("projects"), &mut files);
     let mut groups: HashMap<Option<PathBuf>, Vec<PathBuf>> = HashMap::new();

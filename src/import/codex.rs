@@ -26,12 +26,12 @@ use super::agents::{
 use crate::agents::event::exit_code_in;
 
 /// The folder a rollout's session ran in (its `session_meta`).
-pub fn cwd_of(path: &Path) -> Option<PathBuf> {
+pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
     let v = super::agents::first_line(path)?;
     (s(&v, "type") == Some("session_meta")).then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     let mut steps: Vec<Step> = Vec::new();
     // Call id → index of its step.

@@ -27,12 +27,12 @@ use super::agents::{
 use crate::agents::event::exit_code_in;
 
 /// The folder a session ran in (its `session.start`).
-pub fn cwd_of(path: &Path) -> Option<PathBuf> {
+pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
     let v = super::agents::first_line(path)?;
     (s(&v, "type") == Some("session.start")).then(|| v.pointer("/data/context/cwd")?.as_str().map(PathBuf::from))?
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     let dir = path.parent().unwrap_or(Path::new("."));
     let snapshots = Snapshots::read(dir);

@@ -72,7 +72,7 @@ const BATCH: usize = 2000;
 
 /// Every `*.jsonl` under `dir` (subagent transcripts included), recursively. Links to files
 /// count; links to folders are not followed (no loops).
-pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
@@ -89,7 +89,7 @@ pub fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Longest line an import reads (64 MiB): a transcript line holds one message, its tool
 /// calls and results (a large Write, an image) and stays far under it; a longer one is
 /// skipped, counted ([`FileReport::oversized`]), without holding more of it in memory.
-pub const MAX_LINE: usize = 64 << 20;
+pub(crate) const MAX_LINE: usize = 64 << 20;
 
 /// One line of `reader` into `buf` (cleared first), with its `\n` when it has one. `Ok(None)`
 /// at the end; `Ok(Some(true))` when the line was longer than `max`: what `buf` holds then is
@@ -130,7 +130,7 @@ pub(crate) fn read_line_capped(
 
 /// A call still waiting for its result when the transcript ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     pub session: String,
     pub id: String,
     pub tool: String,
@@ -140,7 +140,7 @@ pub struct InFlight {
 
 /// What one transcript gave.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct FileReport {
+pub(crate) struct FileReport {
     pub path: PathBuf,
     pub sessions: Vec<String>,
     pub lines: u64,
@@ -181,21 +181,17 @@ fn is_zero(n: &u64) -> bool {
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ImportReport {
+pub(crate) struct ImportReport {
     pub files: Vec<FileReport>,
     pub added: usize,
     pub existing: usize,
 }
 
-impl ImportReport {
-    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        self.files.iter().flat_map(|f| f.in_flight.iter())
-    }
-}
+impl ImportReport {}
 
 /// Import options.
 #[derive(Debug, Clone, Default)]
-pub struct ImportOptions {
+pub(crate) struct ImportOptions {
     /// Claude Code's config folder (file-history backups live there).
     pub config_dir: Option<PathBuf>,
     /// Show a progress bar (on a terminal).
@@ -283,7 +279,7 @@ impl Existing {
 /// Why an import stopped (a transcript that cannot be read is not one: it is reported in its
 /// [`FileReport`] and the others are imported).
 #[derive(Debug, thiserror::Error)]
-pub enum ImportError {
+pub(crate) enum ImportError {
     #[error("reading {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("creating {path}: {source}")]
@@ -428,6 +424,6 @@ pub(crate) fn normalize_ts(ts: &str) -> String {
 
 /// Files modified in the last `days` days (for "recent" transcripts); `None` (no limit)
 /// when that reaches before the clock's range.
-pub fn since_days(days: u64) -> Option<SystemTime> {
+pub(crate) fn since_days(days: u64) -> Option<SystemTime> {
     SystemTime::now().checked_sub(Duration::from_secs(days.saturating_mul(24 * 3600)))
 }

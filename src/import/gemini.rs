@@ -21,21 +21,21 @@ use super::agents::{Call, CallKind, Edit, FileChange, Outcome, SessionFile, Step
 use crate::agents::event::exit_code_in;
 
 /// The project folder a `tmp/<project>` folder belongs to (its `.project_root`).
-pub fn project_root(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn project_root(dir: &Path) -> Option<PathBuf> {
     let s = std::fs::read_to_string(dir.join(".project_root")).ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| PathBuf::from(s))
 }
 
 /// Gemini CLI's `projectHash` of a folder: its path's sha256, in hex.
-pub fn project_hash(root: &Path) -> String {
+pub(crate) fn project_hash(root: &Path) -> String {
     use sha2::Digest;
     let d = sha2::Sha256::digest(root.to_string_lossy().as_bytes());
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A chat file's `projectHash`.
-pub fn file_project_hash(path: &Path) -> Option<String> {
+pub(crate) fn file_project_hash(path: &Path) -> Option<String> {
     owned(&super::agents::first_line(path)?, "projectHash")
 }
 
@@ -50,7 +50,7 @@ struct Message {
     calls: Vec<(String, Value)>,
 }
 
-pub fn parse(path: &Path) -> io::Result<SessionFile> {
+pub(crate) fn parse(path: &Path) -> io::Result<SessionFile> {
     let mut file = SessionFile::default();
     // The project's folder: the working folder of the session (relative paths).
     let root = path.parent().and_then(Path::parent).and_then(project_root);

@@ -21,15 +21,16 @@ use crate::claude::transcript::first_timestamp;
 use crate::config::Config;
 use crate::project::Project;
 
-pub use claude::{all_transcripts, project_transcripts};
+pub(crate) use claude::{all_transcripts, project_transcripts};
 use engine::Sink;
-pub use engine::{FileReport, ImportError, ImportOptions, ImportReport, InFlight, MAX_LINE, jsonl_under, since_days};
+pub(crate) use engine::{FileReport, ImportError, ImportOptions, ImportReport, MAX_LINE};
+pub(crate) use engine::{jsonl_under, since_days};
 
 use claude::Converter;
 
 /// Imports `files` into `project`'s journal: Claude Code transcripts, and the session files of
 /// Codex CLI, Gemini CLI and Copilot CLI ([`agents`]), each told by its content.
-pub fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+pub(crate) fn import(project: &Project, files: &[PathBuf], opts: &ImportOptions) -> Result<ImportReport, ImportError> {
     let (cfg, matcher) = Config::load_or_default(&project.config_path(), |e| {
         eprintln!("walj: warning: {e}; importing with the default settings");
     });

@@ -14,24 +14,24 @@ use crate::claude::payload::clip;
 use crate::claude::transcript::TaskNotification;
 
 /// Longest prompt, brief or instruction text kept in a record.
-pub const MAX_TEXT: usize = 64 * 1024;
+pub(crate) const MAX_TEXT: usize = 64 * 1024;
 /// Longest command line or error text kept in a record.
-pub const MAX_ERROR: usize = 4 * 1024;
+pub(crate) const MAX_ERROR: usize = 4 * 1024;
 /// Longest command description kept.
-pub const MAX_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
 /// Longest task tool response text kept.
-pub const MAX_RESPONSE: usize = 2048;
+pub(crate) const MAX_RESPONSE: usize = 2048;
 /// Longest assistant message kept (Stop, StopFailure).
-pub const MAX_MESSAGE: usize = 16 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 16 * 1024;
 
 /// `text` redacted ([`crate::secrets::redact`]), then cut to `max` bytes: for any text a
 /// user typed.
-pub fn safe(text: &str, max: usize) -> String {
+pub(crate) fn safe(text: &str, max: usize) -> String {
     clip(&crate::secrets::redact(text), max)
 }
 
 /// A `prompt` session record (see [`session`]) of the user's prompt `text`, redacted.
-pub fn prompt(r: Record, text: &str) -> Record {
+pub(crate) fn prompt(r: Record, text: &str) -> Record {
     session(r, kind::PROMPT).with(key::PROMPT, safe(text, MAX_TEXT))
 }
 
@@ -42,7 +42,7 @@ const NAME_MAX: usize = 255;
 /// A tool's `file_path` no file system can open (a NUL byte, too long): fills `r` with the
 /// path as it can be shown (`\0` for NUL, cut to [`PATH_MAX`] bytes), the reason in
 /// `nocap` and a file event, and returns true; the record is kept, nothing is read.
-pub fn unusable_path(r: &mut Record, file_path: &str) -> bool {
+pub(crate) fn unusable_path(r: &mut Record, file_path: &str) -> bool {
     let why = if file_path.contains('\0') {
         nocap::PATH_NUL
     } else if file_path.len() > PATH_MAX || file_path.split(['/', '\\']).any(|c| c.len() > NAME_MAX) {
@@ -132,13 +132,13 @@ fn bash(mut r: Record) -> Record {
 
 /// A todo list update: TodoWrite's whole list, or one TaskCreate/TaskUpdate call.
 #[derive(Debug, Clone)]
-pub enum TodoUpdate {
+pub(crate) enum TodoUpdate {
     Todos(Value),
     Task { input: Value, response: Value },
 }
 
 /// Fills a `session` record (see [`session`]) with a todo update by tool `tool_name`.
-pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -> Record {
+pub(crate) fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -> Record {
     let k = if matches!(update, TodoUpdate::Todos(_)) { kind::TODOS } else { kind::TASK };
     let mut r = session(r, k);
     r.event = event::TODO_UPDATED.to_string();
@@ -161,7 +161,7 @@ pub fn todos(r: Record, tool_name: &str, id: Option<&str>, update: TodoUpdate) -
 /// Fills a `session` record (see [`session`]) with Claude Code's news that a background task
 /// ended (a `<task-notification>` message): the record's id is the Bash call's id when the
 /// notification names it, so the fold finds the command.
-pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
+pub(crate) fn task_notification(r: Record, n: &TaskNotification) -> Record {
     let mut r = session(r, kind::TASK_NOTIFICATION);
     if let Some(id) = n.tool_use_id.as_deref() {
         r.id = id.to_string();
@@ -180,7 +180,7 @@ pub fn task_notification(r: Record, n: &TaskNotification) -> Record {
 /// StopFailure hook, or its synthetic "API Error" answer in a transcript): the error type, the
 /// reason people read ("ended by an API error: overloaded (API Error: 529 Overloaded)"), and
 /// what Claude Code said.
-pub fn stop_failure(r: Record, error: &str, details: Option<&str>, message: Option<&str>) -> Record {
+pub(crate) fn stop_failure(r: Record, error: &str, details: Option<&str>, message: Option<&str>) -> Record {
     let error = if error.is_empty() { "unknown" } else { error };
     let said = details
         .filter(|d| !d.is_empty())
@@ -208,7 +208,7 @@ pub fn resolution(mut r: Record, how_: &str, by: &str) -> Record {
 }
 
 /// A resolution of a call that never applied (Stop or import settling it).
-pub fn not_applied(r: Record, by: &str) -> Record {
+pub(crate) fn not_applied(r: Record, by: &str) -> Record {
     resolution(r, how::NOT_APPLIED, by)
 }
 

@@ -9,16 +9,20 @@ pub mod side;
 pub mod view;
 pub mod writer;
 
-pub use reader::{Problem, RawLine, RevScan, ScanReport, Source, scan_file, scan_lines, scan_lines_rev, scan_records};
-pub use record::{Blob, Record, attribution, entry_kind, event, how, key, kind, nocap, op, tool};
-pub use view::{RecordView, classify};
+pub(crate) use reader::scan_lines_rev;
+pub use reader::{Problem, Source};
+pub(crate) use reader::{RawLine, ScanReport};
+pub use reader::{scan_file, scan_lines, scan_records};
+pub use record::{Blob, Record};
+pub use record::{attribution, entry_kind, event, how, key, kind, nocap, op, tool};
+pub use view::classify;
 pub use writer::JournalWriter;
 
 /// A journal file's identity (device, inode): what tells the same file grown from one replaced
 /// by a rename (a rewrite, another machine's new copy). The fold snapshot, the id index, the
 /// store's index of carried images and sync's copy signatures all key on it (`(0, 0)` off
 /// Unix).
-pub fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+pub(crate) fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

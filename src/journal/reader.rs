@@ -94,13 +94,13 @@ impl<'a> Source<'a> {
     /// One file from byte `offset` (the start of a line), its lines numbered after `lines`
     /// earlier ones: the tail a fold snapshot did not cover ([`crate::fold`]). The report's
     /// `lines`, `bytes` and `end` count the whole file, as a scan from its start would.
-    pub fn tail(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+    pub(crate) fn tail(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (offset, lines) }
     }
 
     /// [`Source::tail`], then the records of the journal's side files (as
     /// [`Source::journal`] reads them after its lines).
-    pub fn tail_with_sides(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
+    pub(crate) fn tail_with_sides(path: &'a Path, offset: u64, lines: u64) -> Source<'a> {
         Source { path, sides: true, limit: None, start: (offset, lines) }
     }
 
@@ -108,18 +108,18 @@ impl<'a> Source<'a> {
     /// numbered after `lines` earlier ones: one step of a fold snapshot written in steps
     /// ([`crate::fold::snapshot`]). An unterminated line at the end is left out and not
     /// reported (the next step reads it); the report's `end` is the end of the last whole line.
-    pub fn range(path: &'a Path, offset: u64, lines: u64, max_bytes: u64) -> Source<'a> {
+    pub(crate) fn range(path: &'a Path, offset: u64, lines: u64, max_bytes: u64) -> Source<'a> {
         Source { path, sides: false, limit: Some(max_bytes), start: (offset, lines) }
     }
 
     /// One file alone.
-    pub fn file(path: &'a Path) -> Source<'a> {
+    pub(crate) fn file(path: &'a Path) -> Source<'a> {
         Source { path, sides: false, limit: None, start: (0, 0) }
     }
 
     /// The first `limit` bytes of one file. An unterminated line at the limit is left out
     /// and not reported: it may be a line being appended.
-    pub fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
+    pub(crate) fn prefix(path: &'a Path, limit: u64) -> Source<'a> {
         Source { path, sides: false, limit: Some(limit), start: (0, 0) }
     }
 
@@ -128,7 +128,7 @@ impl<'a> Source<'a> {
     }
 
     /// Calls `f` for every complete, non-blank line. A missing journal is an empty one.
-    pub fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
+    pub(crate) fn scan(&self, mut f: impl FnMut(RawLine<'_>)) -> io::Result<ScanReport> {
         let files = if self.sides {
             super::side::read_pending(super::JournalWriter::new(self.path).side_dir())
         } else {
@@ -240,7 +240,7 @@ fn scan_one(
 
 /// How a backward scan ([`scan_lines_rev`]) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RevScan {
+pub(crate) enum RevScan {
     /// The callback stopped it.
     Stopped,
     /// Every line was seen (the start of the file was reached).
@@ -253,7 +253,7 @@ pub enum RevScan {
 /// most `max_bytes` (rounded up to whole chunks), until `f` breaks. An unterminated last line
 /// (a torn tail) is skipped. The hooks use it to look at the current turn without reading the
 /// whole journal: the cost follows how far back the answer is, never the journal's size.
-pub fn scan_lines_rev(
+pub(crate) fn scan_lines_rev(
     path: &Path,
     max_bytes: u64,
     mut f: impl FnMut(&[u8]) -> std::ops::ControlFlow<()>,
@@ -361,7 +361,7 @@ pub fn scan_records(path: &Path, mut f: impl FnMut(u64, Record)) -> io::Result<S
 /// hold. `Ok(true)`: the checksum passed; `Ok(false)`: the line has no readable checksum
 /// tail, which only a line that is not v2 may lack ([`super::view::classify`] decides, once
 /// the line is parsed).
-pub fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
+pub(crate) fn check_line(line_no: u64, bytes: &[u8]) -> Result<bool, Problem> {
     if bytes.first() != Some(&b'{') {
         return Err(Problem::Malformed { line: line_no, error: "not a JSON object".into() });
     }

@@ -21,14 +21,14 @@ pub mod op {
     pub const PERSISTED: &str = "persisted";
     pub const RESOLVED: &str = "resolved";
     pub const SESSION: &str = "session";
-    pub const AUDIT: &str = "audit";
+    pub(crate) const AUDIT: &str = "audit";
     /// A brief for Claude, delivered at the next SessionStart (hand-back, resume).
     pub const HANDOFF: &str = "handoff";
     /// Undo of an earlier triage action (`target` names its `action`).
     pub const UNDO: &str = "undo";
     /// `walj checkpoint` found an entry's post-image on disk while its turn had not reached
     /// its Stop: an audit ("on disk, verified") that settles nothing (DESIGN §4).
-    pub const VERIFIED: &str = "verified";
+    pub(crate) const VERIFIED: &str = "verified";
     /// A triage action taken in this checkout on an entry of another checkout's journal
     /// (`walj sync`): `id` = that entry, `how`, `action`, `target` = its session, `journal` =
     /// that journal's id. This journal's fold ignores it; the other checkout's sync turns it
@@ -41,46 +41,46 @@ pub mod kind {
     pub const START: &str = "start";
     pub const PROMPT: &str = "prompt";
     pub const STOP: &str = "stop";
-    pub const SUBAGENT_STOP: &str = "subagent_stop";
+    pub(crate) const SUBAGENT_STOP: &str = "subagent_stop";
     /// An `Agent` call (a subagent launch): `call` = its tool_use_id, `status` = `start` at its
     /// PreToolUse, then `async_launched` (it runs on in the background), `completed` or
     /// `failed` at its Post; `agent_type`, `description`, `prompt`, and `agent_id` once known.
     pub const SUBAGENT: &str = "subagent";
     /// A turn ended by an API error (StopFailure): its entries stay unresolved, `reason` says
     /// why, until the session's next prompt verifies them.
-    pub const STOP_FAILURE: &str = "stop_failure";
+    pub(crate) const STOP_FAILURE: &str = "stop_failure";
     /// Claude Code told the session that a background task ended (a `<task-notification>`
     /// message): `id` = the Bash call, `task_id`, `status`, `summary`.
-    pub const TASK_NOTIFICATION: &str = "task_notification";
-    pub const COMPACT: &str = "compact";
+    pub(crate) const TASK_NOTIFICATION: &str = "task_notification";
+    pub(crate) const COMPACT: &str = "compact";
     /// What a killed command's snapshots could not see (`target` = the command's id,
     /// `unseen` = [`crate::fold::Unseen`]): written beside its derived entries, so "N changes
     /// since it started" says what it leaves out. Marked `unfinished` (not a sign of life).
-    pub const UNSEEN: &str = "unseen";
+    pub(crate) const UNSEEN: &str = "unseen";
     /// walj saw the processes of a command that never finished (`target`) gone: its window
     /// closes here (orphans may write after their session's crash, never after this).
-    pub const GONE: &str = "gone";
+    pub(crate) const GONE: &str = "gone";
     pub const END: &str = "end";
     pub const TODOS: &str = "todos";
-    pub const TASK: &str = "task";
+    pub(crate) const TASK: &str = "task";
     /// The SessionStart announcement of this (crashed) session was made.
-    pub const ANNOUNCED: &str = "announced";
+    pub(crate) const ANNOUNCED: &str = "announced";
     /// A handoff brief (named by `target`) was delivered to a new session.
-    pub const DELIVERED: &str = "delivered";
+    pub(crate) const DELIVERED: &str = "delivered";
     /// A bundle of this session (named by `target`) was imported (`walj sessions import`).
-    pub const IMPORTED: &str = "imported";
+    pub(crate) const IMPORTED: &str = "imported";
     /// The user released a brief an import held (`walj handoff --deliver`); `target` = the
     /// handoff's action. Written with no session, so no bundle can carry one.
     pub const RELEASED: &str = "released";
     /// `handoff` records: a hand-back of entries (`walj handoff`) or a resume brief.
     pub const HANDBACK: &str = "handback";
-    pub const RESUME: &str = "resume";
+    pub(crate) const RESUME: &str = "resume";
     /// `audit` records of revert and undo: the bytes about to be overwritten, named before
     /// anything is written (`before` / `after` as the action's record will have them).
-    pub const CAPTURE: &str = "capture";
+    pub(crate) const CAPTURE: &str = "capture";
     /// `audit` records of revert and undo: bytes another program wrote while the action ran,
     /// found in what it swapped out and stored (`before`); `action` = the action it was.
-    pub const CONCURRENT_WRITE: &str = "concurrent_write";
+    pub(crate) const CONCURRENT_WRITE: &str = "concurrent_write";
 }
 
 /// `kind` values of entry records (`applied` side effects of a command, and the triage
@@ -88,7 +88,7 @@ pub mod kind {
 /// something it must not write: shown, never reverted (`fold::Entry::kind_known`).
 pub mod entry_kind {
     /// A symbolic link: the images are the link's target text, never what it points at.
-    pub const SYMLINK: &str = "symlink";
+    pub(crate) const SYMLINK: &str = "symlink";
 
     /// The id a link side's image (`before` / `after`) is named by: the hash of a tagged
     /// form of its target, never the target's plain blob id. The target itself is carried in
@@ -109,10 +109,10 @@ pub mod entry_kind {
 
     /// A regular file's mode as git writes it (`mode_before` / `mode_after`): `100755` when its
     /// executable bit is set, else `100644`.
-    pub const MODE_EXEC: &str = "100755";
-    pub const MODE_PLAIN: &str = "100644";
+    pub(crate) const MODE_EXEC: &str = "100755";
+    pub(crate) const MODE_PLAIN: &str = "100644";
 
-    pub fn file_mode(exec: bool) -> &'static str {
+    pub(crate) fn file_mode(exec: bool) -> &'static str {
         if exec { MODE_EXEC } else { MODE_PLAIN }
     }
 }
@@ -120,7 +120,7 @@ pub mod entry_kind {
 /// `how` values of `resolved` records.
 pub mod how {
     pub const DONE: &str = "done";
-    pub const REVERTED: &str = "reverted";
+    pub(crate) const REVERTED: &str = "reverted";
     pub const HANDED_BACK: &str = "handed_back";
     pub const NOT_APPLIED: &str = "not_applied";
 }
@@ -128,25 +128,25 @@ pub mod how {
 /// Tool names the journal itself depends on (Claude Code's names).
 pub mod tool {
     /// A command: its records have no `path`; its file side effects do.
-    pub const BASH: &str = "Bash";
-    pub const TASK_CREATE: &str = "TaskCreate";
-    pub const TASK_UPDATE: &str = "TaskUpdate";
-    pub const TODO_WRITE: &str = "TodoWrite";
+    pub(crate) const BASH: &str = "Bash";
+    pub(crate) const TASK_CREATE: &str = "TaskCreate";
+    pub(crate) const TASK_UPDATE: &str = "TaskUpdate";
+    pub(crate) const TODO_WRITE: &str = "TodoWrite";
 }
 
 /// `event` values walj writes itself (the user's config names file events too).
 pub mod event {
-    pub const ARTIFACT_CREATED: &str = "artifact_created";
-    pub const FILE_MODIFIED: &str = "file_modified";
-    pub const FILE_DELETED: &str = "file_deleted";
-    pub const NOTEBOOK_MODIFIED: &str = "notebook_modified";
-    pub const COMMAND_RUN: &str = "command_run";
-    pub const TODO_UPDATED: &str = "todo_updated";
-    pub const SESSION: &str = "session";
+    pub(crate) const ARTIFACT_CREATED: &str = "artifact_created";
+    pub(crate) const FILE_MODIFIED: &str = "file_modified";
+    pub(crate) const FILE_DELETED: &str = "file_deleted";
+    pub(crate) const NOTEBOOK_MODIFIED: &str = "notebook_modified";
+    pub(crate) const COMMAND_RUN: &str = "command_run";
+    pub(crate) const TODO_UPDATED: &str = "todo_updated";
+    pub(crate) const SESSION: &str = "session";
     /// A hand-back brief (`handoff` records and their undo).
-    pub const HANDOFF: &str = "handoff";
+    pub(crate) const HANDOFF: &str = "handoff";
     /// Checkpoint verification (`audit` records).
-    pub const CHECKPOINT: &str = "checkpoint";
+    pub(crate) const CHECKPOINT: &str = "checkpoint";
 }
 
 /// `attribution` values of derived (Bash side-effect) entries; absent = certain, the
@@ -155,210 +155,210 @@ pub mod event {
 pub mod attribution {
     /// Nothing journaled explains the change, but another session (or the user) was active
     /// while the command ran: it may not be the command's.
-    pub const UNCERTAIN: &str = "uncertain";
+    pub(crate) const UNCERTAIN: &str = "uncertain";
     /// Made (by its ctime) after the command's session showed its last sign of life: the
     /// orphaned command's, or someone's after Claude Code stopped; walj cannot tell which
     /// without its watcher.
-    pub const AFTER_STOP: &str = "after_stop";
+    pub(crate) const AFTER_STOP: &str = "after_stop";
     /// Made while several commands' windows were open (an async subagent's beside the main
     /// thread's, two sessions'), and no command's text names the file, its folder or a pattern
     /// matching it: "uncertain: A or B" (`candidates` name the others), counted in neither
     /// command's changes. Listed once, under the command that opened first.
-    pub const UNDECIDED: &str = "undecided";
+    pub(crate) const UNDECIDED: &str = "undecided";
     /// A killed command's change whose ctime is after its session's last sign of life but
     /// whose mtime is not, and no watcher's log to tell otherwise: a `chmod` or `touch -r` after the
     /// crash moves the ctime without touching the content. Metadata never re-dates content:
     /// without the watcher the ctime can only make it uncertain, never after-stop.
-    pub const REDATED: &str = "redated";
+    pub(crate) const REDATED: &str = "redated";
 }
 
 /// `nocap` values: why an image was recorded by id only.
 pub mod nocap {
-    pub const TOO_LARGE: &str = "too_large";
+    pub(crate) const TOO_LARGE: &str = "too_large";
     pub const NEVER_CAPTURE: &str = "never_capture";
-    pub const UNREADABLE: &str = "unreadable";
+    pub(crate) const UNREADABLE: &str = "unreadable";
     /// The image could not be stored (disk full, a read-only store): written as
     /// `store_failed: <error>`, with the id hashed while reading; the record is never dropped.
-    pub const STORE_FAILED: &str = "store_failed";
-    pub const DIRECTORY: &str = "directory";
+    pub(crate) const STORE_FAILED: &str = "store_failed";
+    pub(crate) const DIRECTORY: &str = "directory";
     /// A FIFO, a device or a socket: never opened (it could block or never end).
-    pub const NOT_A_FILE: &str = "not_a_file";
+    pub(crate) const NOT_A_FILE: &str = "not_a_file";
     /// A file with more than one link (`st_nlink > 1`): the same bytes may be a file outside
     /// the project; recorded by id only unless `[capture] hardlinks = true`.
     pub const HARDLINK: &str = "hardlink";
     /// The tool's path holds a NUL byte (no file system takes it): recorded escaped (`\0`).
-    pub const PATH_NUL: &str = "path_nul";
+    pub(crate) const PATH_NUL: &str = "path_nul";
     /// The tool's path is longer than a path (4096 bytes) or a name (255 bytes) can be:
     /// recorded cut to 4096 bytes.
-    pub const PATH_TOO_LONG: &str = "path_too_long";
+    pub(crate) const PATH_TOO_LONG: &str = "path_too_long";
     /// An entry of a command made from the agent's own list of the files it changed (Claude
     /// Code's `bashEditDiff.changedFiles`) for a path walj's snapshot missed: no pre-image was
     /// taken. `reported_only; now: <why>` when the file as it is now was not captured either.
-    pub const REPORTED_ONLY: &str =
+    pub(crate) const REPORTED_ONLY: &str =
         "reported_only: the agent reported this change, walj's snapshot missed it (no pre-image)";
     /// A clean tracked file whose bytes git stores in another form than the disk's (a
     /// `filter`, `text`/`eol`/`ident`/`working-tree-encoding` attribute, `core.autocrlf`,
     /// skip-worktree or assume-unchanged): git's blob is not its pre-image, and walj never
     /// runs a filter, so none was recorded.
-    pub const GIT_FORM: &str = "git_form";
+    pub(crate) const GIT_FORM: &str = "git_form";
 }
 
 /// Keys of the op-specific extra fields (kept in [`Record::extra`]).
 pub mod key {
     /// Command records: the command line, its description, its working directory.
-    pub const COMMAND: &str = "command";
-    pub const DESCRIPTION: &str = "description";
-    pub const CWD: &str = "cwd";
+    pub(crate) const COMMAND: &str = "command";
+    pub(crate) const DESCRIPTION: &str = "description";
+    pub(crate) const CWD: &str = "cwd";
     /// A command run in the background (`run_in_background`), or an entry it changed later.
-    pub const BACKGROUND: &str = "background";
+    pub(crate) const BACKGROUND: &str = "background";
     /// Claude Code's background task id.
-    pub const TASK_ID: &str = "task_id";
+    pub(crate) const TASK_ID: &str = "task_id";
     /// The error text of a failed call.
-    pub const ERROR: &str = "error";
-    pub const INTERRUPTED: &str = "interrupted";
+    pub(crate) const ERROR: &str = "error";
+    pub(crate) const INTERRUPTED: &str = "interrupted";
     /// Who wrote a triage record (`walj mark`, the TUI, …).
-    pub const BY: &str = "by";
+    pub(crate) const BY: &str = "by";
     /// The id of the other journal (`walj sync`) a record refers to or came from.
-    pub const JOURNAL: &str = "journal";
+    pub(crate) const JOURNAL: &str = "journal";
     /// Who ran the command that wrote a triage record, when not the user at a terminal
     /// (`"claude"`: Claude ran it in a tool call, see `crate::claude::env`).
-    pub const ACTOR: &str = "actor";
-    pub const BATCH: &str = "batch";
+    pub(crate) const ACTOR: &str = "actor";
+    pub(crate) const BATCH: &str = "batch";
     /// On the revert records of an in-place `walj bisect`: its run (every state's batch of one
     /// bisect shares it), so `walj ops` lists the bisect as one operation and `redo` skips it.
-    pub const BISECT: &str = "bisect";
-    pub const MODE: &str = "mode";
+    pub(crate) const BISECT: &str = "bisect";
+    pub(crate) const MODE: &str = "mode";
     pub const NOTE: &str = "note";
-    pub const UNVERIFIED: &str = "unverified";
+    pub(crate) const UNVERIFIED: &str = "unverified";
     /// A child entry derived from a Bash command that never finished (killed, interrupted):
     /// before = the PreToolUse snapshot's image, after = the disk when it was derived.
-    pub const UNFINISHED: &str = "unfinished";
+    pub(crate) const UNFINISHED: &str = "unfinished";
     /// How sure walj is that a derived entry is its command's work ([`super::attribution`]).
-    pub const ATTRIBUTION: &str = "attribution";
+    pub(crate) const ATTRIBUTION: &str = "attribution";
     /// On a brief (`handoff` record) meant for one session only (`walj sessions repair`: the
     /// repaired copy's new id): delivered at that session's start, never at another's.
-    pub const FOR_SESSION: &str = "for_session";
+    pub(crate) const FOR_SESSION: &str = "for_session";
     /// On a derived entry of a killed command: when the change was made (its ctime; for a
     /// deletion, its folder's), as a journal timestamp. The record's own `ts` is when walj
     /// first looked.
-    pub const CHANGED: &str = "changed";
+    pub(crate) const CHANGED: &str = "changed";
     /// On an `after_stop` derived entry: when the checkout's watcher saw the session's Claude
     /// Code process end (the moment the verdict is measured from), as a journal timestamp.
     /// Absent: no watcher saw it, the bound is the last sign of life in the journal and the
     /// transcript.
-    pub const END_SEEN: &str = "end_seen";
+    pub(crate) const END_SEEN: &str = "end_seen";
     /// On an `after_stop` derived entry without `end_seen`: why no watcher saw Claude Code end
     /// (off, not listening at the command's start, left or killed since), in words. The verdict
     /// then rests on the last sign of life alone, and readers say so.
-    pub const WATCH_ABSENT: &str = "watch_absent";
+    pub(crate) const WATCH_ABSENT: &str = "watch_absent";
     /// On an uncertain derived entry: the ids of the other commands whose windows were open
     /// when the change was made (any session or agent), each of which may have made it.
-    pub const CANDIDATES: &str = "candidates";
+    pub(crate) const CANDIDATES: &str = "candidates";
     /// Beside `candidates`: their command lines, shortened ([`CANDIDATE_SHOWN`] characters), in
     /// the same order: what the readers name them by (the ids stay in `--json`).
-    pub const CANDIDATE_COMMANDS: &str = "candidate_commands";
+    pub(crate) const CANDIDATE_COMMANDS: &str = "candidate_commands";
     /// How many characters of a candidate's command line `candidate_commands` keeps.
-    pub const CANDIDATE_SHOWN: usize = 80;
+    pub(crate) const CANDIDATE_SHOWN: usize = 80;
     /// Symbolic-link entries (`kind: "symlink"`): the link's own target text before and after
     /// (`fsutil::name::encode`d: a target that is not UTF-8 reads back as the same bytes);
     /// absent on a side where there was no link (a side with a blob and no link text was a
     /// regular file: `ln -sf` over a file). The target's bytes are also the blob the
     /// side names (`before` / `after`), as git stores a link.
-    pub const LINK_BEFORE: &str = "link_before";
-    pub const LINK_AFTER: &str = "link_after";
+    pub(crate) const LINK_BEFORE: &str = "link_before";
+    pub(crate) const LINK_AFTER: &str = "link_after";
     /// A regular file's mode on each side of an entry, as git writes it (`100644`, `100755`):
     /// a `chmod +x` is an entry whose images are the same bytes.
-    pub const MODE_BEFORE: &str = "mode_before";
-    pub const MODE_AFTER: &str = "mode_after";
+    pub(crate) const MODE_BEFORE: &str = "mode_before";
+    pub(crate) const MODE_AFTER: &str = "mode_after";
     /// What a command's snapshots could not see (`snapshot.unseen` of its outcome, and the
     /// `unseen` session record of a killed one): [`crate::fold::Unseen`].
-    pub const UNSEEN: &str = "unseen";
+    pub(crate) const UNSEEN: &str = "unseen";
     /// On an entry: who reported it when walj's snapshot missed it (`claude_code`: Claude
     /// Code's `bashEditDiff.changedFiles`). On a command's outcome: what that list held
     /// (`listed`, `missed`, `outside` and `outside_count`, `own_folders`, `more`).
-    pub const REPORTED: &str = "reported";
+    pub(crate) const REPORTED: &str = "reported";
     /// On a file tool's intent: the blob id of the content the call means to leave (Write's
     /// content, Edit's replacement applied to the pre-image), not stored.
-    pub const INTENDED: &str = "intended";
+    pub(crate) const INTENDED: &str = "intended";
     /// On a file tool's intent or outcome: the images the line names that the hook carries
     /// itself rather than syncing them on their own (`{"<blob id>": "<base64 of the loose
     /// object>"}`, [`crate::store::Store::put_carried`]); `walj compact` takes them out once
     /// the store holds them durably.
-    pub const IMAGES: &str = "images";
+    pub(crate) const IMAGES: &str = "images";
     /// How a line that carries images spells the field (the pre-filter before a parse).
-    pub const IMAGES_FIELD: &[u8] = b"\"images\":{";
+    pub(crate) const IMAGES_FIELD: &[u8] = b"\"images\":{";
     /// Session records.
-    pub const PROMPT: &str = "prompt";
+    pub(crate) const PROMPT: &str = "prompt";
     /// Claude Code's `prompt_id` of the turn a prompt (or task notification) starts. A message
     /// the user queues while a turn runs fires UserPromptSubmit at once, with the running
     /// turn's `prompt_id`: that is how the hook tells it from a new turn.
-    pub const PROMPT_ID: &str = "prompt_id";
-    pub const TRANSCRIPT: &str = "transcript";
-    pub const TODOS: &str = "todos";
-    pub const INPUT: &str = "input";
-    pub const RESPONSE: &str = "response";
-    pub const SOURCE: &str = "source";
-    pub const MODEL: &str = "model";
-    pub const HEAD: &str = "head";
-    pub const BRANCH: &str = "branch";
+    pub(crate) const PROMPT_ID: &str = "prompt_id";
+    pub(crate) const TRANSCRIPT: &str = "transcript";
+    pub(crate) const TODOS: &str = "todos";
+    pub(crate) const INPUT: &str = "input";
+    pub(crate) const RESPONSE: &str = "response";
+    pub(crate) const SOURCE: &str = "source";
+    pub(crate) const MODEL: &str = "model";
+    pub(crate) const HEAD: &str = "head";
+    pub(crate) const BRANCH: &str = "branch";
     /// A session's `start`: the plugin folder whose hooks journaled it (Claude Code's
     /// `CLAUDE_PLUGIN_ROOT`), absent for `walj install`'s hooks: how `walj doctor` finds a
     /// plugin loaded with `claude --plugin-dir`, which leaves no other trace.
-    pub const PLUGIN_ROOT: &str = "plugin_root";
-    pub const TRIGGER: &str = "trigger";
-    pub const REASON: &str = "reason";
-    pub const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";
-    pub const LAST_ASSISTANT_MESSAGE: &str = "last_assistant_message";
+    pub(crate) const PLUGIN_ROOT: &str = "plugin_root";
+    pub(crate) const TRIGGER: &str = "trigger";
+    pub(crate) const REASON: &str = "reason";
+    pub(crate) const CUSTOM_INSTRUCTIONS: &str = "custom_instructions";
+    pub(crate) const LAST_ASSISTANT_MESSAGE: &str = "last_assistant_message";
     /// StopFailure's `error_details` (Claude Code's text of the API error).
-    pub const ERROR_DETAILS: &str = "error_details";
+    pub(crate) const ERROR_DETAILS: &str = "error_details";
     /// Task notifications: how the background task ended (`completed`, `failed`, `killed`)
     /// and Claude Code's one-line summary.
-    pub const STATUS: &str = "status";
-    pub const SUMMARY: &str = "summary";
-    pub const BACKGROUND_TASKS: &str = "background_tasks";
-    pub const CLAUDE_VERSION: &str = "claude_version";
+    pub(crate) const STATUS: &str = "status";
+    pub(crate) const SUMMARY: &str = "summary";
+    pub(crate) const BACKGROUND_TASKS: &str = "background_tasks";
+    pub(crate) const CLAUDE_VERSION: &str = "claude_version";
     /// An imported session of another coding agent: that agent's version.
-    pub const AGENT_VERSION: &str = "agent_version";
-    pub const IMPORTED: &str = "imported";
-    pub const SEQ: &str = "seq";
+    pub(crate) const AGENT_VERSION: &str = "agent_version";
+    pub(crate) const IMPORTED: &str = "imported";
+    pub(crate) const SEQ: &str = "seq";
     /// Handoff records: the brief and the entries it hands back.
-    pub const BRIEF: &str = "brief";
-    pub const ENTRIES: &str = "entries";
+    pub(crate) const BRIEF: &str = "brief";
+    pub(crate) const ENTRIES: &str = "entries";
     /// An intent whose generated id is taken by the next outcome on the same path.
     pub const PAIR: &str = "pair";
     /// Audit records (checkpoint).
-    pub const CHECKED: &str = "checked";
-    pub const PERSISTED_NOW: &str = "persisted_now";
-    pub const VERIFIED: &str = "verified";
-    pub const DRIFTED: &str = "drifted";
-    pub const NOT_APPLIED: &str = "not_applied";
-    pub const RECORDS: &str = "records";
+    pub(crate) const CHECKED: &str = "checked";
+    pub(crate) const PERSISTED_NOW: &str = "persisted_now";
+    pub(crate) const VERIFIED: &str = "verified";
+    pub(crate) const DRIFTED: &str = "drifted";
+    pub(crate) const NOT_APPLIED: &str = "not_applied";
+    pub(crate) const RECORDS: &str = "records";
     /// Bundles (export/import of a session).
-    pub const BUNDLE: &str = "bundle";
-    pub const EXPORTED: &str = "exported";
-    pub const SOURCE_ROOT: &str = "source_root";
-    pub const SNAPSHOT: &str = "snapshot";
-    pub const BEFORE_FROM: &str = "before_from";
+    pub(crate) const BUNDLE: &str = "bundle";
+    pub(crate) const EXPORTED: &str = "exported";
+    pub(crate) const SOURCE_ROOT: &str = "source_root";
+    pub(crate) const SNAPSHOT: &str = "snapshot";
+    pub(crate) const BEFORE_FROM: &str = "before_from";
     /// Session records of a coding agent other than Claude Code: `codex`, `gemini`, `copilot`
     /// (`crate::agents::Agent::name`). Absent = Claude Code.
-    pub const AGENT: &str = "agent";
+    pub(crate) const AGENT: &str = "agent";
     /// The subagent whose event made the record (every record of a subagent's tool calls,
     /// its SubagentStop, its launch): Claude Code's `agent_id` and `agent_type`. Absent = the
     /// main thread.
-    pub const AGENT_ID: &str = "agent_id";
-    pub const AGENT_TYPE: &str = "agent_type";
+    pub(crate) const AGENT_ID: &str = "agent_id";
+    pub(crate) const AGENT_TYPE: &str = "agent_type";
     /// A skill's `!` shell line (`PreSkillShellCommand`): the skill or slash command that ran
     /// it (`command_name`) and who invoked it (`invoked_by`).
-    pub const SKILL: &str = "skill";
-    pub const INVOKED_BY: &str = "invoked_by";
+    pub(crate) const SKILL: &str = "skill";
+    pub(crate) const INVOKED_BY: &str = "invoked_by";
     /// The outcome of a command with no Post event of its own (a skill's shell line): the
     /// event that closed its window.
-    pub const CLOSED_BY: &str = "closed_by";
+    pub(crate) const CLOSED_BY: &str = "closed_by";
     /// A subagent launch (`subagent` session records): the `Agent` call's id.
-    pub const CALL: &str = "call";
-    pub const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";
+    pub(crate) const CALL: &str = "call";
+    pub(crate) const AGENT_TRANSCRIPT_PATH: &str = "agent_transcript_path";
     /// The checksum field every v2 line ends with.
-    pub const CRC: &str = "crc";
+    pub(crate) const CRC: &str = "crc";
 }
 
 /// A blob reference: the file was absent (`null` in JSON), or had these bytes (git blob id).
@@ -375,7 +375,7 @@ impl Blob {
             Blob::Id(s) => Some(s),
         }
     }
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         matches!(self, Blob::Absent)
     }
 }
@@ -383,13 +383,13 @@ impl Blob {
 /// Serde helper: a missing field is `None`, `null` is `Some(Blob::Absent)`.
 pub mod blob_field {
     use super::*;
-    pub fn serialize<S: Serializer>(b: &Option<Blob>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(b: &Option<Blob>, s: S) -> Result<S::Ok, S::Error> {
         match b {
             None | Some(Blob::Absent) => s.serialize_none(),
             Some(Blob::Id(id)) => s.serialize_str(id),
         }
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Blob>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Blob>, D::Error> {
         let v: Option<String> = Option::deserialize(d)?;
         Ok(Some(match v {
             None => Blob::Absent,
@@ -555,7 +555,7 @@ pub fn parse_record(line: &[u8]) -> Result<Record, serde_json::Error> {
 ///
 /// This relies on the field order of [`Record`]'s serialization: `op`, `id`, `session`
 /// follow each other (pinned by the test `persisted_fast_path_field_order`).
-pub fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
+pub(crate) fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
     const OP: &[u8] = b",\"op\":\"persisted\",\"id\":\"";
     const SESSION: &[u8] = b"\",\"session\":\"";
     // Built once: `memmem::find` would build a searcher for every line.
@@ -578,7 +578,7 @@ pub fn persisted_fast(line: &[u8]) -> Option<(&str, &str)> {
     Some((std::str::from_utf8(id).ok()?, std::str::from_utf8(session).ok()?))
 }
 
-pub fn short_sid(session: &str) -> String {
+pub(crate) fn short_sid(session: &str) -> String {
     session.chars().take(6).collect()
 }
 

@@ -55,7 +55,7 @@ struct Name {
 
 /// What a merge did.
 #[derive(Debug, Clone, Default)]
-pub struct Merged {
+pub(crate) struct Merged {
     /// Records appended to the journal.
     pub records: u64,
     /// Records of an interrupted merge found in the journal already (not appended again).
@@ -74,7 +74,7 @@ pub struct Merged {
 
 impl Merged {
     /// One line for `errors.log`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = format!(
             "journal: merged {} record{} from {} side file{} (written while the journal lock was busy)",
             self.records,
@@ -378,13 +378,8 @@ pub(crate) fn interrupted(dir: &Path) -> bool {
 }
 
 /// The side files in `dir`, in merge order (for a reader that opens them itself).
-pub fn files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files(dir: &Path) -> Vec<PathBuf> {
     list(dir).map(|l| l.into_iter().map(|n| n.path).collect()).unwrap_or_default()
-}
-
-/// How many side files wait in `dir` (for `walj doctor` and status).
-pub fn pending_files(dir: &Path) -> usize {
-    list(dir).map(|l| l.len()).unwrap_or(0)
 }
 
 #[cfg(test)]

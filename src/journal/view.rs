@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::Problem;
-use super::reader::{RawLine, check_line};
+use super::reader::check_line;
 use super::record::{Blob, blob_field, op, persisted_fast, tool};
 
 /// The borrowed partial view of one line: the fields the fold and rewrites decide on.
@@ -114,25 +114,25 @@ pub struct RecordView<'a> {
 
 impl RecordView<'_> {
     /// A line of the proposal's hook (v1): no `op`, a finished write.
-    pub fn is_v1(&self) -> bool {
+    pub(crate) fn is_v1(&self) -> bool {
         self.v <= 1 && self.op.is_empty()
     }
     /// The op, with v1 lines read as `applied`.
-    pub fn op(&self) -> &str {
+    pub(crate) fn op(&self) -> &str {
         if self.is_v1() { op::APPLIED } else { &self.op }
     }
     /// The session key: the full id when known, else the 6-char `sid` (v1 lines).
-    pub fn session_key(&self) -> &str {
+    pub(crate) fn session_key(&self) -> &str {
         if self.session.is_empty() { &self.sid } else { &self.session }
     }
     /// A Bash command record (not one of its file side effects, which have a path).
-    pub fn is_command(&self) -> bool {
+    pub(crate) fn is_command(&self) -> bool {
         self.tool.as_deref() == Some(tool::BASH) && self.path.is_empty()
     }
-    pub fn kind(&self) -> Option<&str> {
+    pub(crate) fn kind(&self) -> Option<&str> {
         self.kind.as_deref()
     }
-    pub fn target(&self) -> Option<&str> {
+    pub(crate) fn target(&self) -> Option<&str> {
         self.target.as_deref()
     }
 }
@@ -160,7 +160,7 @@ fn unsealed(line_no: u64, sealed: bool, view: &RecordView<'_>, bytes: &[u8]) -> 
 /// A readable line as the fold's fast path sees it.
 // Returned by value once per line: boxing the view would cost an allocation per line.
 #[allow(clippy::large_enum_variant)]
-pub enum Classified<'a> {
+pub(crate) enum Classified<'a> {
     /// A walj-written `persisted` line ([`persisted_fast`]): only settles an entry.
     Persisted {
         id: &'a str,
@@ -172,7 +172,7 @@ pub enum Classified<'a> {
 /// [`classify`], with walj's `persisted` lines (the bulk of a long journal) recognised
 /// without parsing them: only lines whose checksum passed take that fast path.
 #[inline]
-pub fn classify_fast(line_no: u64, bytes: &[u8]) -> Result<Classified<'_>, Problem> {
+pub(crate) fn classify_fast(line_no: u64, bytes: &[u8]) -> Result<Classified<'_>, Problem> {
     let sealed = check_line(line_no, bytes)?;
     if sealed && let Some((id, session)) = persisted_fast(bytes) {
         return Ok(Classified::Persisted { id, session });
@@ -180,11 +180,6 @@ pub fn classify_fast(line_no: u64, bytes: &[u8]) -> Result<Classified<'_>, Probl
     let view = view_unchecked(bytes).map_err(|e| Problem::Malformed { line: line_no, error: e.to_string() })?;
     unsealed(line_no, sealed, &view, bytes)?;
     Ok(Classified::View(view))
-}
-
-/// [`classify`] for a line of the streaming reader.
-pub fn classify_raw<'a>(raw: &RawLine<'a>) -> Result<RecordView<'a>, Problem> {
-    classify(raw.line_no, raw.bytes)
 }
 
 /// The view of a line whose checksum was already checked: the allocation-free scanner for

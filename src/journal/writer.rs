@@ -28,7 +28,7 @@ use crate::fsutil::{self, LockGuard};
 /// How long an append waits for the journal's lock before it writes to its side file.
 /// Claude Code's hook timeout is `claude::settings::HOOK_TIMEOUT_SECS` (10 s): the deadline
 /// leaves the hook most of it, and a process waits for it once (see [`JournalWriter::append_bytes`]).
-pub const LOCK_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const LOCK_DEADLINE: Duration = Duration::from_secs(2);
 
 /// After a deadline passed, this process does not wait again for this long: its next appends
 /// only try the lock, so a hook that appends several times waits [`LOCK_DEADLINE`] once.
@@ -48,7 +48,7 @@ pub struct JournalWriter {
 
 /// The journal's lock, held: the journal is open for appending, and every side file that
 /// could be merged was (rewrites take it for their final swap).
-pub struct Locked {
+pub(crate) struct Locked {
     _guard: LockGuard,
     /// What the merge of side files did, for the caller to report.
     pub merged: side::Merged,
@@ -71,17 +71,17 @@ impl JournalWriter {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.journal
     }
 
     /// The sidecar lock every appender takes; a journal rewrite (`walj compact`) takes it too.
-    pub fn lock_path(&self) -> &Path {
+    pub(crate) fn lock_path(&self) -> &Path {
         &self.lock
     }
 
     /// The folder of side files (records written while the lock was busy).
-    pub fn side_dir(&self) -> &Path {
+    pub(crate) fn side_dir(&self) -> &Path {
         &self.side
     }
 
@@ -108,7 +108,7 @@ impl JournalWriter {
     /// such writers never both decide from a journal that has neither's lines. When the lock
     /// is not to be had in time, `make` runs without it and the records go to the side file,
     /// as with [`JournalWriter::append_bytes`] (one wait, never two).
-    pub fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
+    pub(crate) fn append_decided(&self, make: impl FnOnce() -> Vec<Record>) -> io::Result<()> {
         self.append_made(|| Cow::Owned(make().iter().flat_map(Record::to_line).collect()))
     }
 
@@ -189,7 +189,7 @@ impl JournalWriter {
 
     /// Takes the journal's lock (waiting at most `wait`) and merges pending side files.
     /// A failed merge is logged, never fatal: the side files stay for the next holder.
-    pub fn lock(&self, wait: Duration) -> io::Result<Locked> {
+    pub(crate) fn lock(&self, wait: Duration) -> io::Result<Locked> {
         let guard = fsutil::lock_until(&self.lock, wait)?;
         let merged = side::merge(&self.side, &self.journal, MERGE_BUDGET).unwrap_or_else(|e| {
             self.log(&format!("merging side files of {}: {e}", self.journal.display()));

@@ -10,11 +10,11 @@ use crate::plugin::{MCP_ARGS, MCP_SERVER};
 use crate::project::Project;
 
 /// The file, relative to the project root.
-pub const FILE: &str = ".mcp.json";
+pub(crate) const FILE: &str = ".mcp.json";
 
 /// Errors reading or writing `.mcp.json`.
 #[derive(Debug, thiserror::Error)]
-pub enum McpFileError {
+pub(crate) enum McpFileError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not JSON ({source}); fix or remove it, then run this again")]
@@ -25,17 +25,17 @@ pub enum McpFileError {
     Taken { path: PathBuf, found: String },
 }
 
-pub fn path(project: &Project) -> PathBuf {
+pub(crate) fn path(project: &Project) -> PathBuf {
     project.root.join(FILE)
 }
 
 /// walj's entry, running `program` (`walj` on PATH).
-pub fn entry(program: &str) -> Value {
+pub(crate) fn entry(program: &str) -> Value {
     json!({"type": "stdio", "command": program, "args": MCP_ARGS})
 }
 
 /// Whether a server entry is walj's: `args` `["mcp"]`, a program named `walj` (any folder).
-pub fn is_walj(server: &Value) -> bool {
+pub(crate) fn is_walj(server: &Value) -> bool {
     let program = server.get("command").and_then(Value::as_str).unwrap_or_default();
     let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or_default();
     server.get("args") == Some(&json!(MCP_ARGS)) && (name == "walj" || name == "walj.exe")
@@ -59,12 +59,12 @@ fn write(path: &Path, v: &Value) -> Result<(), McpFileError> {
 }
 
 /// walj's server entry in `path`, when there is one (whoever's it is: see [`is_walj`]).
-pub fn declared(path: &Path) -> Result<Option<Value>, McpFileError> {
+pub(crate) fn declared(path: &Path) -> Result<Option<Value>, McpFileError> {
     Ok(read(path)?.and_then(|v| v.get("mcpServers")?.get(MCP_SERVER).cloned()))
 }
 
 /// Adds walj's entry running `program`. `Ok(false)`: it was there already, unchanged.
-pub fn add(path: &Path, program: &str) -> Result<bool, McpFileError> {
+pub(crate) fn add(path: &Path, program: &str) -> Result<bool, McpFileError> {
     let mut root = read(path)?.unwrap_or_else(|| json!({}));
     let Some(obj) = root.as_object_mut() else { return Err(McpFileError::Shape { path: path.into() }) };
     let servers = obj.entry("mcpServers").or_insert_with(|| Value::Object(Map::new()));
@@ -83,7 +83,7 @@ pub fn add(path: &Path, program: &str) -> Result<bool, McpFileError> {
 }
 
 /// Removes walj's entry (and the file, when nothing else is left in it). `Ok(false)`: none.
-pub fn remove(path: &Path) -> Result<bool, McpFileError> {
+pub(crate) fn remove(path: &Path) -> Result<bool, McpFileError> {
     let Some(mut root) = read(path)? else { return Ok(false) };
     let Some(servers) = root.get_mut("mcpServers").and_then(Value::as_object_mut) else { return Ok(false) };
     if !servers.get(MCP_SERVER).is_some_and(is_walj) {

@@ -19,7 +19,7 @@ use std::io::{self, BufRead, Write};
 use crate::project::Project;
 
 /// Serves stdin/stdout until stdin ends. Exit status 0; stdout closed under it ends it quietly.
-pub fn serve_stdio(project: &Project) -> anyhow::Result<i32> {
+pub(crate) fn serve_stdio(project: &Project) -> anyhow::Result<i32> {
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
     match serve(project, stdin, stdout) {
@@ -31,7 +31,7 @@ pub fn serve_stdio(project: &Project) -> anyhow::Result<i32> {
 
 /// Reads one JSON-RPC message (or batch) a line from `input` and writes each reply as one line
 /// to `output`, flushed, until `input` ends.
-pub fn serve(project: &Project, mut input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+pub(crate) fn serve(project: &Project, mut input: impl BufRead, mut output: impl Write) -> io::Result<()> {
     let mut server = protocol::Server::new(project.clone());
     let mut line = Vec::new();
     loop {

@@ -10,15 +10,15 @@ use serde_json::{Value, json};
 use crate::project::Project;
 
 /// The protocol versions walj speaks, newest first.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// What the server tells Claude at `initialize`.
-pub const INSTRUCTIONS: &str = "walj journals this project's coding-agent sessions (every file change with its \
+pub(crate) const INSTRUCTIONS: &str = "walj journals this project's coding-agent sessions (every file change with its \
 pre- and post-image, commands, todos, background processes, subagents). These tools only read the journal: \
 `recover` (what a crash or kill left unresolved; start here after a crash), `entry` (one entry, or a path's \
 unresolved entries, with the diff), `session` (a session's prompts, todos, commands, background processes, \
@@ -32,23 +32,23 @@ undo, ask the user and name the command for them to run (`walj revert ID`, `walj
 only once the user has said yes.";
 
 /// A JSON-RPC error: (code, message).
-pub type RpcError = (i64, String);
+pub(crate) type RpcError = (i64, String);
 
 /// One connection's state.
-pub struct Server {
+pub(crate) struct Server {
     project: Project,
     /// The version `initialize` settled on (walj's newest until then).
     version: &'static str,
 }
 
 impl Server {
-    pub fn new(project: Project) -> Server {
+    pub(crate) fn new(project: Project) -> Server {
         Server { project, version: PROTOCOL_VERSIONS[0] }
     }
 
     /// The reply to one line (a message or a batch); `None` when nothing is owed (a
     /// notification, a response, a batch of those).
-    pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
+    pub(crate) fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
         let msg: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => return Some(error(Value::Null, PARSE_ERROR, &format!("not a JSON message: {e}"))),
@@ -109,7 +109,7 @@ impl Server {
 }
 
 /// A JSON-RPC error reply.
-pub fn error(id: Value, code: i64, message: &str) -> Value {
+pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 

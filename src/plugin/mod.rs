@@ -21,36 +21,36 @@ use crate::claude::settings as install;
 use crate::fsutil;
 
 /// The plugin's name: its slash commands are `/walj:<command>`.
-pub const NAME: &str = "walj";
+pub(crate) const NAME: &str = "walj";
 /// The marketplace's name in `.claude-plugin/marketplace.json`: `claude plugin install walj@walj`.
-pub const MARKETPLACE: &str = "walj";
+pub(crate) const MARKETPLACE: &str = "walj";
 /// The marketplace plugin's folder, relative to the repository root.
-pub const MARKETPLACE_SOURCE: &str = "./plugin";
+pub(crate) const MARKETPLACE_SOURCE: &str = "./plugin";
 /// Who the manifests name as author and owner.
 const AUTHOR: &str = "walj contributors";
 /// The program every hook runs (exec form). Claude Code substitutes `${CLAUDE_PLUGIN_ROOT}` as
 /// plain text, so a plugin folder with spaces in its path needs no quoting.
-pub const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
+pub(crate) const HOOK_PROGRAM: &str = "${CLAUDE_PLUGIN_ROOT}/bin/walj";
 /// Its arguments.
-pub const HOOK_ARGS: [&str; 1] = ["hook"];
+pub(crate) const HOOK_ARGS: [&str; 1] = ["hook"];
 
 /// The plugin's `engines` range for Claude Code: the first version that honours exec form.
-pub fn min_claude_code() -> String {
+pub(crate) fn min_claude_code() -> String {
     format!(">={}", install::exec_form_since())
 }
 /// `bin/walj` of the marketplace plugin: finds an installed walj, never fails a hook.
 pub const LAUNCHER: &str = include_str!("launcher.sh");
 /// The plugin's icon (a square 512 px PNG, as `claude plugin validate --strict` asks), and
 /// where it goes in the plugin folder (named by the manifest's `icon`).
-pub const ICON: &[u8] = include_bytes!("icon.png");
-pub const ICON_PATH: &str = ".claude-plugin/icon.png";
+pub(crate) const ICON: &[u8] = include_bytes!("icon.png");
+pub(crate) const ICON_PATH: &str = ".claude-plugin/icon.png";
 /// The environment variable the launcher sets for the walj it runs: its plugin folder (so
 /// `walj doctor` run from a `--plugin-dir` plugin checks that plugin).
-pub const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
+pub(crate) const ROOT_ENV: &str = "WALJ_PLUGIN_ROOT";
 
 /// What goes into `bin/walj`.
 #[derive(Debug, Clone)]
-pub enum Bin {
+pub(crate) enum Bin {
     /// A copy of this binary (the self-contained plugin).
     Copy(PathBuf),
     /// The sh launcher (the marketplace plugin, which ships no binary).
@@ -59,7 +59,7 @@ pub enum Bin {
 
 /// One file of the plugin folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginFile {
+pub(crate) struct PluginFile {
     /// Relative to the plugin root, `/`-separated.
     pub path: String,
     pub contents: Vec<u8>,
@@ -78,7 +78,7 @@ fn pretty(v: &Value) -> String {
 }
 
 /// `.claude-plugin/plugin.json`: metadata from Cargo.toml.
-pub fn manifest() -> Value {
+pub(crate) fn manifest() -> Value {
     let mut m = json!({
         "name": NAME,
         "version": env!("CARGO_PKG_VERSION"),
@@ -105,7 +105,7 @@ pub fn manifest() -> Value {
 /// ([`crate::claude::events::VERSIONED_EVENTS`]): a plugin cannot ask which Claude Code loads
 /// it, and an older one ignores an event it does not know (2.1.328: "unknown hook event; entry
 /// ignored at runtime", the one warning its `plugin validate --strict` gives).
-pub fn hooks() -> Value {
+pub(crate) fn hooks() -> Value {
     let mut events = serde_json::Map::new();
     for ev in HookEvent::ALL {
         let handler = install::exec_handler(HOOK_PROGRAM, &HOOK_ARGS);
@@ -123,17 +123,17 @@ pub fn hooks() -> Value {
 
 /// The MCP server's name (Claude sees its tools as `mcp__plugin_walj_walj__recover`, …, from
 /// the plugin; `mcp__walj__recover` from `walj install --mcp`).
-pub const MCP_SERVER: &str = "walj";
+pub(crate) const MCP_SERVER: &str = "walj";
 /// Its arguments.
-pub const MCP_ARGS: [&str; 1] = ["mcp"];
+pub(crate) const MCP_ARGS: [&str; 1] = ["mcp"];
 
 /// `.mcp.json` at the plugin's root: `walj mcp` ([`crate::mcp`]), run by [`HOOK_PROGRAM`].
-pub fn mcp_servers() -> Value {
+pub(crate) fn mcp_servers() -> Value {
     json!({"mcpServers": {MCP_SERVER: {"command": HOOK_PROGRAM, "args": MCP_ARGS}}})
 }
 
 /// `.claude-plugin/marketplace.json` at the repository root: one plugin, in [`MARKETPLACE_SOURCE`].
-pub fn marketplace() -> Value {
+pub(crate) fn marketplace() -> Value {
     json!({
         "name": MARKETPLACE,
         "owner": {"name": AUTHOR},
@@ -271,7 +271,7 @@ fn readme() -> String {
 }
 
 /// Every file of the plugin but `bin/walj` (the icon too), in a fixed order.
-pub fn text_files() -> Vec<PluginFile> {
+pub(crate) fn text_files() -> Vec<PluginFile> {
     let mut files = vec![
         PluginFile::text(".claude-plugin/plugin.json", pretty(&manifest())),
         PluginFile::text("hooks/hooks.json", pretty(&hooks())),
@@ -287,7 +287,7 @@ pub fn text_files() -> Vec<PluginFile> {
 
 /// What `walj plugin` did.
 #[derive(Debug)]
-pub struct WriteReport {
+pub(crate) struct WriteReport {
     pub root: PathBuf,
     /// Relative paths written, in order.
     pub written: Vec<String>,
@@ -295,7 +295,7 @@ pub struct WriteReport {
 
 /// Errors of [`write`].
 #[derive(Debug, thiserror::Error)]
-pub enum PluginError {
+pub(crate) enum PluginError {
     #[error("{0} is not empty and holds no walj plugin; choose a new or empty folder")]
     NotEmpty(PathBuf),
     #[error("{path}: {source}")]
@@ -307,7 +307,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PluginError + '_ {
 }
 
 /// True when `dir` holds a plugin named walj (so writing over it is an update).
-pub fn is_walj_plugin(dir: &Path) -> bool {
+pub(crate) fn is_walj_plugin(dir: &Path) -> bool {
     fs::read(dir.join(".claude-plugin/plugin.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -316,7 +316,7 @@ pub fn is_walj_plugin(dir: &Path) -> bool {
 
 /// Writes the plugin into `out` (created if missing; an empty folder or an earlier walj plugin
 /// is fine, anything else is refused). Every file is written atomically.
-pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
+pub(crate) fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
     match fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() && !is_walj_plugin(out) {
@@ -353,7 +353,7 @@ pub fn write(out: &Path, bin: &Bin) -> Result<WriteReport, PluginError> {
 /// in [`ROOT_ENV`], else the folder whose `bin/` holds this binary (the self-contained plugin of
 /// `walj plugin --out`). Only a folder holding a plugin named walj counts. `walj doctor` checks
 /// it like `--plugin-dir` (a plugin loaded with `claude --plugin-dir` leaves no other trace).
-pub fn running_root() -> Option<PathBuf> {
+pub(crate) fn running_root() -> Option<PathBuf> {
     let from_env = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
     let from_exe = std::env::current_exe().ok().and_then(|exe| {
         let bin = exe.parent()?;
@@ -372,7 +372,7 @@ pub fn running_root() -> Option<PathBuf> {
 /// The Claude Code settings files (user, project, local) for `project_root` whose hooks run
 /// walj's hook ([`install::is_walj_hook`], any walj, either form): `walj install`'s hooks.
 /// Reads at most three small files.
-pub fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<PathBuf> {
     use crate::claude::paths::{SettingsScope, settings_path};
     let mut found = vec![];
     for scope in [SettingsScope::User, SettingsScope::Project, SettingsScope::Local] {
@@ -395,12 +395,12 @@ pub fn settings_with_walj_hooks(project_root: &Path, config_dir: &Path) -> Vec<P
 
 /// Claude Code's environment variable for a plugin's hooks: the plugin's folder. Settings
 /// hooks do not get it.
-pub const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
+pub(crate) const CLAUDE_ROOT_ENV: &str = "CLAUDE_PLUGIN_ROOT";
 
 /// The walj plugin folder whose hook this is ([`CLAUDE_ROOT_ENV`], only when it holds a plugin
 /// named walj: another plugin's variable leaked into a nested session's environment is not
 /// it). Read at SessionStart, for the `start` record.
-pub fn hook_root() -> Option<PathBuf> {
+pub(crate) fn hook_root() -> Option<PathBuf> {
     let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
     is_walj_plugin(&root).then_some(root)
 }
@@ -409,7 +409,7 @@ pub fn hook_root() -> Option<PathBuf> {
 /// settings too (every event would be journaled twice). `None` for a hook that is not the
 /// plugin's ([`CLAUDE_ROOT_ENV`] unset or not a walj plugin), so of the two SessionStart hooks
 /// only the plugin's warns: once per session start.
-pub fn twice_note(project_root: &Path, config_dir: &Path) -> Option<String> {
+pub(crate) fn twice_note(project_root: &Path, config_dir: &Path) -> Option<String> {
     let root = PathBuf::from(std::env::var_os(CLAUDE_ROOT_ENV).filter(|v| !v.is_empty())?);
     if !is_walj_plugin(&root) {
         return None;

@@ -6,7 +6,7 @@ use crate::agents::Agent;
 use crate::fold::{Command, CommandStatus, Entry, SessionStatus, Unseen};
 
 /// Changes derived from command `id` (a killed command's children) among `entries`.
-pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
+pub(crate) fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &str) -> usize {
     // An undecided change (several commands ran, none named it) is counted in none of them.
     entries.into_iter().filter(|e| e.unfinished && !e.undecided && e.parent.as_deref() == Some(id)).count()
 }
@@ -14,7 +14,13 @@ pub fn derived_changes<'a>(entries: impl IntoIterator<Item = &'a Entry>, id: &st
 /// `None` unless `c` is a foreground command without an outcome. `changes`: how many
 /// changes were derived from it ([`derived_changes`]); `width`: the command text's width;
 /// `agent`: the session's coding agent (named when it stopped).
-pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usize, width: usize) -> Option<String> {
+pub(crate) fn in_flight(
+    c: &Command,
+    status: SessionStatus,
+    agent: Agent,
+    changes: usize,
+    width: usize,
+) -> Option<String> {
     if c.status != CommandStatus::InFlight || c.background {
         return None;
     }
@@ -36,7 +42,7 @@ pub fn in_flight(c: &Command, status: SessionStatus, agent: Agent, changes: usiz
 /// the per-command bound): "command left changes out of the journal: CMD — not seen: …".
 /// `None` for a command in flight (its own line says it) or one that saw everything that
 /// matters here (only special or over-cap files, said on their entries).
-pub fn left_out(c: &Command, width: usize) -> Option<String> {
+pub(crate) fn left_out(c: &Command, width: usize) -> Option<String> {
     let u = c.unseen.as_ref()?;
     if c.status == CommandStatus::InFlight || !(u.cut_short || u.unlisted > 0 || u.reported_more > 0) {
         return None;
@@ -46,7 +52,7 @@ pub fn left_out(c: &Command, width: usize) -> Option<String> {
 
 /// What a count of changes leaves out, in words (`None`: nothing): "not seen: 1 special
 /// file (FIFO, socket or device), 2 files over the capture cap (compared by samples only)".
-pub fn unseen(u: &Unseen) -> Option<String> {
+pub(crate) fn unseen(u: &Unseen) -> Option<String> {
     let mut parts = Vec::new();
     if u.special > 0 {
         let n = plural(u.special, "special file", "special files");

@@ -30,11 +30,11 @@ pub struct Side {
 
 impl Side {
     /// The file did not exist on this side.
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         self.bytes.is_none() && self.note.is_none()
     }
     /// The content of this side is not known (`note` says why).
-    pub fn is_unavailable(&self) -> bool {
+    pub(crate) fn is_unavailable(&self) -> bool {
         self.bytes.is_none() && self.note.is_some()
     }
 }
@@ -47,13 +47,13 @@ pub struct DiffSides {
 }
 
 /// Whether bytes look binary (git's rule: a NUL in the first 8000 bytes).
-pub fn is_binary(b: &[u8]) -> bool {
+pub(crate) fn is_binary(b: &[u8]) -> bool {
     b[..b.len().min(8000)].contains(&0)
 }
 
 /// What one side holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     /// Text (invalid UTF-8 is read lossily).
     Text,
     /// The file did not exist.
@@ -65,7 +65,7 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn of(side: &Side) -> Content {
+    pub(crate) fn of(side: &Side) -> Content {
         match (&side.bytes, &side.note) {
             (Some(b), _) if is_binary(b) => Content::Binary(b.len()),
             (Some(_), _) => Content::Text,
@@ -81,27 +81,27 @@ impl Content {
 }
 
 /// The line algorithm of every diff walj shows: Myers, minimal, the one git uses by default.
-pub const ALGORITHM: Algorithm = Algorithm::Myers;
+pub(crate) const ALGORITHM: Algorithm = Algorithm::Myers;
 
 /// How long a model's line diff may take before `similar` approximates. Each printer has
 /// its preset; all of them build the same [`DiffModel`] with the same algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiffOptions {
+pub(crate) struct DiffOptions {
     pub time_limit: Duration,
 }
 
 impl DiffOptions {
     /// `walj diff`: half a second.
-    pub const CLI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(500) };
+    pub(crate) const CLI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(500) };
     /// The hand-back brief: written for each entry of a batch, so quicker.
-    pub const BRIEF: DiffOptions = DiffOptions { time_limit: Duration::from_millis(200) };
+    pub(crate) const BRIEF: DiffOptions = DiffOptions { time_limit: Duration::from_millis(200) };
     /// The TUI's diff pane: what a keypress can afford.
-    pub const TUI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(150) };
+    pub(crate) const TUI: DiffOptions = DiffOptions { time_limit: Duration::from_millis(150) };
 }
 
 /// A change that only touches line endings (`\r\n` ↔ `\n`): the lines read the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EolChange {
+pub(crate) struct EolChange {
     /// Lines ending in `\r\n` on each side.
     pub old_crlf: usize,
     pub new_crlf: usize,
@@ -111,7 +111,7 @@ pub struct EolChange {
 
 impl EolChange {
     /// "CRLF → LF", "LF → CRLF", "mixed → LF".
-    pub fn describe(&self, old_lines: usize) -> String {
+    pub(crate) fn describe(&self, old_lines: usize) -> String {
         let name = |crlf: usize, total: usize| match crlf {
             0 => "LF",
             n if n == total => "CRLF",
@@ -155,7 +155,7 @@ impl Lines {
 
 /// The diff of two sides, computed once. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffModel {
+pub(crate) struct DiffModel {
     pub old: Content,
     pub new: Content,
     old_lines: Lines,
@@ -174,7 +174,7 @@ pub struct DiffModel {
 impl DiffModel {
     /// Computes the model of `sides`. No diff is made when a side is binary or unknown,
     /// when both are absent, or when the texts are equal.
-    pub fn new(sides: &DiffSides, opts: DiffOptions) -> DiffModel {
+    pub(crate) fn new(sides: &DiffSides, opts: DiffOptions) -> DiffModel {
         let started = Instant::now();
         let mut m = DiffModel {
             old: Content::of(&sides.old),
@@ -220,40 +220,35 @@ impl DiffModel {
     }
 
     /// Both sides are text (or one is absent) and they differ.
-    pub fn has_changes(&self) -> bool {
+    pub(crate) fn has_changes(&self) -> bool {
         self.ops.iter().any(|op| op.tag() != DiffTag::Equal)
     }
 
     /// Both sides are text and equal.
-    pub fn identical(&self) -> bool {
+    pub(crate) fn identical(&self) -> bool {
         self.old == Content::Text && self.new == Content::Text && self.old_lines.text == self.new_lines.text
     }
 
     /// Lines of each side.
-    pub fn old_len(&self) -> usize {
+    pub(crate) fn old_len(&self) -> usize {
         self.old_lines.len()
     }
-    pub fn new_len(&self) -> usize {
+    pub(crate) fn new_len(&self) -> usize {
         self.new_lines.len()
     }
 
     /// Line `i` (0-based) of the old side, with its terminator.
-    pub fn old_line(&self, i: usize) -> &str {
+    pub(crate) fn old_line(&self, i: usize) -> &str {
         self.old_lines.get(i)
     }
     /// Line `i` (0-based) of the new side, with its terminator.
-    pub fn new_line(&self, i: usize) -> &str {
+    pub(crate) fn new_line(&self, i: usize) -> &str {
         self.new_lines.get(i)
-    }
-
-    /// The whole change list.
-    pub fn ops(&self) -> &[DiffOp] {
-        &self.ops
     }
 
     /// The changes grouped into hunks with `context` lines around each change (like
     /// `diff -U`).
-    pub fn hunks(&self, context: usize) -> Vec<Hunk> {
+    pub(crate) fn hunks(&self, context: usize) -> Vec<Hunk> {
         if !self.has_changes() {
             return Vec::new();
         }
@@ -266,7 +261,7 @@ impl DiffModel {
 
     /// The lines of one op: an equal run, then for a replacement the removed lines before
     /// the added ones.
-    pub fn lines<'m>(&'m self, op: &DiffOp) -> impl Iterator<Item = Line<'m>> + 'm {
+    pub(crate) fn lines<'m>(&'m self, op: &DiffOp) -> impl Iterator<Item = Line<'m>> + 'm {
         let (tag, old, new) = op.as_tag_tuple();
         let equal = (tag == DiffTag::Equal).then(|| {
             old.clone().zip(new.clone()).map(|(o, n)| Line {
@@ -287,7 +282,7 @@ impl DiffModel {
 
     /// The change only touches line endings: both sides text, the same lines once `\r\n`
     /// is read as `\n`.
-    pub fn eol_only(&self) -> Option<EolChange> {
+    pub(crate) fn eol_only(&self) -> Option<EolChange> {
         if !self.has_changes() || self.old != Content::Text || self.new != Content::Text {
             return None;
         }
@@ -314,28 +309,28 @@ impl DiffModel {
 
 /// A hunk: a run of ops with context, as `diff -U` groups them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
+pub(crate) struct Hunk {
     ops: Vec<DiffOp>,
 }
 
 impl Hunk {
-    pub fn ops(&self) -> &[DiffOp] {
+    pub(crate) fn ops(&self) -> &[DiffOp] {
         &self.ops
     }
 
     /// 0-based half-open line ranges on each side.
-    pub fn old_range(&self) -> Range<usize> {
+    pub(crate) fn old_range(&self) -> Range<usize> {
         let start = self.ops.first().map_or(0, |o| o.old_range().start);
         start..self.ops.last().map_or(start, |o| o.old_range().end)
     }
-    pub fn new_range(&self) -> Range<usize> {
+    pub(crate) fn new_range(&self) -> Range<usize> {
         let start = self.ops.first().map_or(0, |o| o.new_range().start);
         start..self.ops.last().map_or(start, |o| o.new_range().end)
     }
 
     /// `@@ -3,4 +3,5 @@` as git and `diff -u` write it: a range of one line has no
     /// length, an empty range starts at the line before it.
-    pub fn header(&self) -> String {
+    pub(crate) fn header(&self) -> String {
         fn range(r: Range<usize>) -> String {
             match r.len() {
                 1 => format!("{}", r.start + 1),
@@ -347,14 +342,14 @@ impl Hunk {
     }
 
     /// Every line of the hunk, in order.
-    pub fn lines<'m>(&'m self, model: &'m DiffModel) -> impl Iterator<Item = Line<'m>> + 'm {
+    pub(crate) fn lines<'m>(&'m self, model: &'m DiffModel) -> impl Iterator<Item = Line<'m>> + 'm {
         self.ops.iter().flat_map(move |op| model.lines(op))
     }
 }
 
 /// One line of a hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line<'m> {
+pub(crate) struct Line<'m> {
     pub tag: ChangeTag,
     /// 0-based line numbers on each side.
     pub old_index: Option<usize>,
@@ -365,23 +360,23 @@ pub struct Line<'m> {
 
 impl Line<'_> {
     /// The line without its `\n` (a `\r` before it stays).
-    pub fn body(&self) -> &str {
+    pub(crate) fn body(&self) -> &str {
         self.text.strip_suffix('\n').unwrap_or(self.text)
     }
 
     /// The line is the last of its side and has no line terminator.
-    pub fn missing_newline(&self) -> bool {
+    pub(crate) fn missing_newline(&self) -> bool {
         ends_without_newline(self.text)
     }
 }
 
 /// A line (as the model cuts them) that ends its file without a line terminator.
-pub fn ends_without_newline(line: &str) -> bool {
+pub(crate) fn ends_without_newline(line: &str) -> bool {
     !line.ends_with(['\r', '\n'])
 }
 
 /// The mark printed after a line that ends its file without a newline (as git prints it).
-pub const NO_NEWLINE: &str = "\\ No newline at end of file";
+pub(crate) const NO_NEWLINE: &str = "\\ No newline at end of file";
 
 #[cfg(test)]
 mod tests {

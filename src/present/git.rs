@@ -11,7 +11,7 @@ fn short(id: &str) -> &str {
 }
 
 /// "branch x at af2459b", "a detached HEAD at af2459b", "branch x (no commit yet)".
-pub fn head(h: &Head) -> String {
+pub(crate) fn head(h: &Head) -> String {
     match (&h.branch, &h.id) {
         (Some(b), Some(id)) => format!("branch {} at {}", safe(b), short(id)),
         (Some(b), None) => format!("branch {} (no commit yet)", safe(b)),
@@ -21,7 +21,7 @@ pub fn head(h: &Head) -> String {
 }
 
 /// A move as `recover --json` and `sessions show --json` give it (`git_moves[]`).
-pub fn git_move_json(m: &GitMove) -> serde_json::Value {
+pub(crate) fn git_move_json(m: &GitMove) -> serde_json::Value {
     serde_json::json!({
         "id": m.id, "command": m.command, "from": m.from, "to": m.to, "finished": m.finished,
         "commits": m.commits.iter().map(|(id, summary)| serde_json::json!({"id": id, "summary": summary})).collect::<Vec<_>>(),
@@ -30,7 +30,7 @@ pub fn git_move_json(m: &GitMove) -> serde_json::Value {
 
 /// One line: "`git checkout -b x && git commit …` moved the branch from master to x, made
 /// commit af2459b (master..x)" — or, for a command that never finished, what HEAD is now.
-pub fn git_move(m: &GitMove) -> String {
+pub(crate) fn git_move(m: &GitMove) -> String {
     let cmd = one_line(&m.command, 60);
     let what = match (&m.from.branch, &m.to.branch) {
         (Some(a), Some(b)) if a != b => format!("from {} to {}", safe(a), safe(b)),

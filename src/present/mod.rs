@@ -14,12 +14,15 @@ pub mod text;
 
 /// The colour of an id's unique start (bold), in `walj` listings and the TUI: like jj's change
 /// ids. The rest of a shown id is dimmed.
-pub const ID_TONE: Tone = Tone::Magenta;
+pub(crate) const ID_TONE: Tone = Tone::Magenta;
 /// The colour of a session's shown id (its unique start bold).
-pub const SESSION_TONE: Tone = Tone::Cyan;
+pub(crate) const SESSION_TONE: Tone = Tone::Cyan;
 
-pub use state::{Tone, icon, in_flight_check, label, meaning, session_meaning, session_tone, tone};
-pub use text::{
-    Shown, age, clip, fit, hides_text, hms, human_ts, one_line, pad, plural, safe, safe_block, shell_quote, short_time,
-    shown, shown_path, utc_ts, width,
+pub(crate) use state::Tone;
+pub(crate) use state::{icon, label};
+pub(crate) use state::{meaning, session_meaning, session_tone, tone};
+pub use text::safe;
+pub(crate) use text::{age, fit, pad, shown, width};
+pub(crate) use text::{
+    clip, hides_text, hms, human_ts, one_line, plural, safe_block, shell_quote, short_time, shown_path, utc_ts,
 };

@@ -9,7 +9,7 @@ use crate::fold::{Entry, EntryState, SessionStatus};
 /// An entry's path as listings show it: a symbolic link with its target (`l2 -> b.txt`;
 /// a removed one `l3 -> a.txt (link removed)`), else the path. Raw text: escape it
 /// ([`super::safe`], [`super::shown`]) before it reaches a terminal.
-pub fn entry_path(e: &Entry) -> Cow<'_, str> {
+pub(crate) fn entry_path(e: &Entry) -> Cow<'_, str> {
     if !e.is_link() {
         return Cow::Borrowed(&e.path);
     }
@@ -36,7 +36,7 @@ pub enum Tone {
 
 /// The colour of an entry state. Unfinished work is red (in flight, failed), unverified
 /// work yellow, drift magenta, settled work green/blue/cyan by how it settled.
-pub fn tone(s: EntryState) -> Tone {
+pub(crate) fn tone(s: EntryState) -> Tone {
     match s {
         EntryState::InFlight | EntryState::Failed => Tone::Red,
         EntryState::Applied => Tone::Yellow,
@@ -49,7 +49,7 @@ pub fn tone(s: EntryState) -> Tone {
 }
 
 /// The colour of a session status.
-pub fn session_tone(s: SessionStatus) -> Tone {
+pub(crate) fn session_tone(s: SessionStatus) -> Tone {
     match s {
         SessionStatus::Crashed => Tone::Red,
         SessionStatus::Live => Tone::Green,
@@ -59,7 +59,7 @@ pub fn session_tone(s: SessionStatus) -> Tone {
 }
 
 /// One character per state, so a glance down a list reads the situation.
-pub fn icon(s: EntryState) -> &'static str {
+pub(crate) fn icon(s: EntryState) -> &'static str {
     match s {
         EntryState::InFlight => "◐",
         EntryState::Applied => "●",
@@ -74,12 +74,12 @@ pub fn icon(s: EntryState) -> &'static str {
 }
 
 /// The state's name in prose: `in flight`, `handed back`.
-pub fn label(s: EntryState) -> String {
+pub(crate) fn label(s: EntryState) -> String {
     s.as_str().replace('_', " ")
 }
 
 /// What the state means: the one description the note, the briefs and the TUI share.
-pub fn meaning(s: EntryState) -> &'static str {
+pub(crate) fn meaning(s: EntryState) -> &'static str {
     match s {
         EntryState::InFlight => "the tool may not have run, or not finished",
         EntryState::Applied => "the tool ran, but the change was never verified on disk",
@@ -94,7 +94,7 @@ pub fn meaning(s: EntryState) -> &'static str {
 }
 
 /// What the disk says of a file tool call that never reported its outcome.
-pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
+pub(crate) fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
     use crate::fold::InFlightCheck::*;
     match c {
         Completed => "the disk holds the intended content: the tool completed",
@@ -112,7 +112,7 @@ pub fn in_flight_check(c: crate::fold::InFlightCheck) -> &'static str {
 /// The state of `e` in prose, as the facts allow: an entry derived from a command that never
 /// finished has no "applied" moment (`changed on disk`), and a tool call of a session that
 /// still runs is `running now`, not "in flight when the session stopped".
-pub fn entry_label(e: &Entry, session: SessionStatus) -> String {
+pub(crate) fn entry_label(e: &Entry, session: SessionStatus) -> String {
     match e.state() {
         EntryState::Applied | EntryState::Failed if e.unfinished => "changed on disk".to_string(),
         EntryState::InFlight if session == SessionStatus::Live => "running now".to_string(),
@@ -124,7 +124,7 @@ pub fn entry_label(e: &Entry, session: SessionStatus) -> String {
 /// message, `recover`, the brief): "cut off: not applied", "cut off: the disk holds the
 /// intended content", "completed, not yet verified", "failed: …". Short: for a list that
 /// names many entries on one line each.
-pub fn short_state(e: &Entry) -> &'static str {
+pub(crate) fn short_state(e: &Entry) -> &'static str {
     use crate::fold::InFlightCheck as C;
     match e.state() {
         EntryState::InFlight => match e.disk_check {
@@ -157,7 +157,7 @@ pub fn short_state(e: &Entry) -> &'static str {
 /// Whether an unresolved entry was cut off in flight (its tool call never reported an
 /// outcome, or a command that never finished made it) rather than completed and not yet
 /// verified: the two counts the user's message gives.
-pub fn cut_off(e: &Entry) -> bool {
+pub(crate) fn cut_off(e: &Entry) -> bool {
     e.state() == EntryState::InFlight || e.unfinished
 }
 
@@ -169,7 +169,7 @@ pub fn cut_off(e: &Entry) -> bool {
 /// It is the entry's one verdict, from the evidence: a file tool call cut off in flight, or one
 /// that failed, says what the disk holds (the disk check), never "may not have run" beside "the
 /// tool completed", nor "failed part-way" for a call that changed nothing.
-pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
+pub(crate) fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
     use crate::fold::InFlightCheck as C;
     let st = e.state();
     if cut_off_change(e) {
@@ -204,7 +204,7 @@ pub fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
 
 /// The disk check said apart from the verdict, where [`entry_meaning`] does not already say it
 /// (a reader that shows both lines would repeat or contradict itself).
-pub fn extra_disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+pub(crate) fn extra_disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
     let said = matches!(e.state(), EntryState::InFlight | EntryState::Failed) && !cut_off_change(e);
     if !said {
         return disk_verdict(e, short);
@@ -233,7 +233,7 @@ fn cut_off_change(e: &Entry) -> bool {
 /// [`entry_meaning`] for a list that names each command once on a line of its own (`walj
 /// recover`): a cut-off change names its command shortened to `width` characters (with `…`), so
 /// a long command is not repeated in full on each of its changes.
-pub fn entry_meaning_short(e: &Entry, session: SessionStatus, width: usize) -> String {
+pub(crate) fn entry_meaning_short(e: &Entry, session: SessionStatus, width: usize) -> String {
     if cut_off_change(e) {
         return cut_off_meaning(e, e.command.as_deref().map(|c| super::text::one_line(c, width)));
     }
@@ -243,7 +243,7 @@ pub fn entry_meaning_short(e: &Entry, session: SessionStatus, width: usize) -> S
 /// [`entry_meaning`] for a note that lists the cut-off command itself on its own line (the
 /// SessionStart note, the hand-back brief): the command line is said there once, not again on
 /// each of its changes.
-pub fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
+pub(crate) fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
     if cut_off_change(e) {
         let still = if e.still_running { " and still runs" } else { "" };
         return format!("changed on disk by a command that never finished{still} (named below)");
@@ -254,7 +254,7 @@ pub fn entry_meaning_listed(e: &Entry, session: SessionStatus) -> String {
 /// Who may have made the change of a derived entry, when walj is not sure it was its
 /// command's ([`crate::bashsnap::attribution`]): `None` when it is certain. `others` names the
 /// candidates as they should be shown (short ids).
-pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
+pub(crate) fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     if e.after_stop {
         let also = if others.is_empty() { String::new() } else { format!(" (or of {})", others.join(", ")) };
         return Some(match &e.end_seen {
@@ -302,7 +302,7 @@ pub fn attribution(e: &Entry, others: &[String]) -> Option<String> {
 /// How readers name the candidates of an uncertain entry: by their command lines, shortened and
 /// quoted (`candidate_commands`), else by `short(id)` (entries written before walj recorded
 /// the lines). The ids themselves stay in `--json`.
-pub fn candidate_names(e: &Entry, short: impl Fn(&str) -> String) -> Vec<String> {
+pub(crate) fn candidate_names(e: &Entry, short: impl Fn(&str) -> String) -> Vec<String> {
     e.candidates
         .iter()
         .enumerate()
@@ -314,13 +314,13 @@ pub fn candidate_names(e: &Entry, short: impl Fn(&str) -> String) -> Vec<String>
 }
 
 /// Whose work an entry is, for grouping: the subagent that made it (`None`: the main thread).
-pub fn by_subagent<'a>(e: &Entry, session: &'a crate::fold::SessionInfo) -> Option<&'a crate::fold::Subagent> {
+pub(crate) fn by_subagent<'a>(e: &Entry, session: &'a crate::fold::SessionInfo) -> Option<&'a crate::fold::Subagent> {
     session.subagent(e.agent_id.as_deref()?)
 }
 
 /// A subagent as a heading line: its type and task, and whether it was still running when
 /// its session died (or still runs now).
-pub fn subagent_heading(a: &crate::fold::Subagent, session: SessionStatus) -> String {
+pub(crate) fn subagent_heading(a: &crate::fold::Subagent, session: SessionStatus) -> String {
     let state = match (&a.ended, session) {
         (Some((_, how)), _) => format!("ended ({how})"),
         (None, SessionStatus::Live) => "running now".to_string(),
@@ -340,7 +340,7 @@ fn one_line(s: &str) -> String {
 
 /// [`in_flight_check`] of `e`, naming the later call that left the disk's content when the
 /// fold knows it (`ids` shows ids as the output does): a verdict names its cause.
-pub fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
+pub(crate) fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
     use crate::fold::InFlightCheck as C;
     let c = e.disk_check?;
     if e.state() == EntryState::Failed {
@@ -365,7 +365,7 @@ pub fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String>
 
 /// What a session status means: the one description the TUI's session pane, `walj
 /// sessions` and the resume brief can share. `agent`: the session's coding agent.
-pub fn session_meaning(s: SessionStatus, agent: crate::agents::Agent) -> String {
+pub(crate) fn session_meaning(s: SessionStatus, agent: crate::agents::Agent) -> String {
     match s {
         SessionStatus::Crashed => {
             format!("no SessionEnd, and its {} process is gone: the session died mid-turn", agent.label())

@@ -70,7 +70,7 @@ pub fn safe(s: &str) -> Cow<'_, str> {
 
 /// [`safe`] text that keeps its line breaks (and tabs): for a multi-line prompt or message
 /// shown as a block. Every other control (`\r`, ESC, bidi overrides) is escaped as in [`safe`].
-pub fn safe_block(s: &str) -> Cow<'_, str> {
+pub(crate) fn safe_block(s: &str) -> Cow<'_, str> {
     if !s.chars().any(|c| c != '\n' && c != '\t' && !matches!(fix(c), Fix::Keep)) {
         return Cow::Borrowed(s);
     }
@@ -93,7 +93,7 @@ pub fn safe_block(s: &str) -> Cow<'_, str> {
 /// terminal: `Display` writes it through [`safe`], so a format string cannot print it raw
 /// by accident; width and alignment (`{:<20}`) apply to the escaped form.
 #[derive(Debug, Clone)]
-pub struct Shown<'a>(Cow<'a, str>);
+pub(crate) struct Shown<'a>(Cow<'a, str>);
 
 impl std::fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,18 +102,18 @@ impl std::fmt::Display for Shown<'_> {
 }
 
 /// `s` to be shown: see [`Shown`].
-pub fn shown(s: &str) -> Shown<'_> {
+pub(crate) fn shown(s: &str) -> Shown<'_> {
     Shown(Cow::Borrowed(s))
 }
 
 /// A path to be shown (a byte of a non-UTF-8 name as `\xNN`): see [`Shown`].
-pub fn shown_path(p: &std::path::Path) -> Shown<'_> {
+pub(crate) fn shown_path(p: &std::path::Path) -> Shown<'_> {
     Shown(crate::fsutil::name::encode_os(p.as_os_str()))
 }
 
 /// How many terminal columns `s` takes once escaped ([`safe`]): a wide (CJK, emoji) character
 /// counts two, a combining mark none. What every aligned column measures.
-pub fn width(s: &str) -> usize {
+pub(crate) fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(&*safe(s))
 }
 
@@ -121,13 +121,13 @@ pub fn width(s: &str) -> usize {
 /// uses: escaped first ([`safe`]), then padded with spaces to `cols` display columns (`{:<N}`
 /// pads by characters, so a CJK name pushed the columns after it two to the right per
 /// character). Longer text is kept whole, as `{:<N}` keeps it; [`fit`] cuts it.
-pub fn pad(s: &str, cols: usize) -> String {
+pub(crate) fn pad(s: &str, cols: usize) -> String {
     pad_escaped(safe(s).into_owned(), cols)
 }
 
 /// [`pad`], the text first cut to at most `cols` display columns (a wide character that would
 /// straddle the edge is left out, its column filled with a space).
-pub fn fit(s: &str, cols: usize) -> String {
+pub(crate) fn fit(s: &str, cols: usize) -> String {
     use unicode_width::UnicodeWidthChar;
     let mut out = String::new();
     let mut used = 0;
@@ -151,7 +151,7 @@ fn pad_escaped(mut out: String, cols: usize) -> String {
 /// Whether `s` holds a character [`safe`] escapes other than a line break or a tab: a
 /// carriage return, ESC, another C0/C1 control, DEL, a bidi override or an invisible mark,
 /// the characters that can make a terminal show other text than the one that runs.
-pub fn hides_text(s: &str) -> bool {
+pub(crate) fn hides_text(s: &str) -> bool {
     s.chars().any(|c| c != '\n' && c != '\t' && matches!(fix(c), Fix::Escape))
 }
 
@@ -161,7 +161,7 @@ pub fn hides_text(s: &str) -> bool {
 /// result through [`safe`]: quoting does not hide control characters. A recorded file name
 /// that is not UTF-8 (`fsutil::name`) is written `$'…'` with its raw bytes as `\xNN`, the
 /// form Bash, zsh and POSIX shells read back as the same bytes.
-pub fn shell_quote(s: &str) -> Cow<'_, str> {
+pub(crate) fn shell_quote(s: &str) -> Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
         return Cow::Borrowed(s);
@@ -190,14 +190,14 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
 /// [`safe`] for a terminal (a `\r` or ESC inside the line is shown escaped).
 /// An event name as a title in words: `artifact_created` → "Artifact created" (walj's events and
 /// the user's own `[[events]]` alike; recorded text, so escaped).
-pub fn event_title(event: &str) -> String {
+pub(crate) fn event_title(event: &str) -> String {
     let words = event.replace('_', " ");
     let mut c = words.chars();
     let titled: String = c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default();
     safe(&titled).into_owned()
 }
 
-pub fn one_line(s: &str, max: usize) -> String {
+pub(crate) fn one_line(s: &str, max: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(max).collect();
     if out.len() < line.len() || s.lines().nth(1).is_some() {
@@ -208,7 +208,7 @@ pub fn one_line(s: &str, max: usize) -> String {
 
 /// All of `s` on one line (whitespace runs become one space), at most `max` characters,
 /// `…` when cut.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;
@@ -219,7 +219,7 @@ pub fn clip(s: &str, max: usize) -> String {
 }
 
 /// `1 entry`, `3 entries`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -231,12 +231,12 @@ fn local(ts: &str, fmt: &str) -> String {
 }
 
 /// Local-time `YYYY-MM-DD HH:MM` of a record timestamp (as written, [`safe`], when unparsable).
-pub fn human_ts(ts: &str) -> String {
+pub(crate) fn human_ts(ts: &str) -> String {
     local(ts, "%Y-%m-%d %H:%M")
 }
 
 /// [`human_ts`] in UTC (fixed clocks: tests, screenshots).
-pub fn utc_ts(ts: &str) -> String {
+pub(crate) fn utc_ts(ts: &str) -> String {
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
         Err(_) => safe(ts).into_owned(),
@@ -244,17 +244,17 @@ pub fn utc_ts(ts: &str) -> String {
 }
 
 /// Local-time `HH:MM:SS` of a record timestamp (as written, [`safe`], when unparsable).
-pub fn hms(ts: &str) -> String {
+pub(crate) fn hms(ts: &str) -> String {
     local(ts, "%H:%M:%S")
 }
 
 /// "2026-03-01 10:42" → "03-01 10:42".
-pub fn short_time(t: &str) -> String {
+pub(crate) fn short_time(t: &str) -> String {
     if t.len() == 16 && t.as_bytes().get(4) == Some(&b'-') { t[5..].to_string() } else { t.to_string() }
 }
 
 /// "3m", "2h", "5d" from a record timestamp to `now` (empty when unparsable).
-pub fn age(ts: &str, now: DateTime<Utc>) -> String {
+pub(crate) fn age(ts: &str, now: DateTime<Utc>) -> String {
     let Ok(t) = DateTime::parse_from_rfc3339(ts) else { return String::new() };
     let secs = (now - t.with_timezone(&Utc)).num_seconds().max(0);
     match secs {
@@ -269,7 +269,7 @@ pub fn age(ts: &str, now: DateTime<Utc>) -> String {
 /// `--resume` by the start folder): `cd pkg/core && claude --resume ID` for a session started
 /// in a subfolder of `project` (its start record's `cwd`), else `claude --resume ID` (or its
 /// agent's line). A shell line: the id quoted where it needs to be.
-pub fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionInfo) -> String {
+pub(crate) fn resume_line(project: &crate::project::Project, s: &crate::fold::SessionInfo) -> String {
     let hint = s.agent().resume_hint(&shell_quote(&s.session));
     project.resume_in(s.cwd.as_deref(), &hint)
 }

@@ -23,12 +23,12 @@ const MAX_DEPTH: usize = 6;
 const MAX_FOLDERS: usize = 20_000;
 
 /// The name of the list of subfolder journals in `.walj/`, one folder (root-relative) a line.
-pub const LIST: &str = "legacy";
+pub(crate) const LIST: &str = "legacy";
 
 /// The subfolders under `project`'s root (root-relative, `/`-separated, sorted) that hold a
 /// `.walj/journal.jsonl` (a regular file, through no link): the list in `.walj/legacy` when it
 /// exists (each folder checked again), else the bounded walk, whose result is kept there.
-pub fn find(project: &Project) -> Vec<String> {
+pub(crate) fn find(project: &Project) -> Vec<String> {
     let holds = |rel: &str| {
         fs::symlink_metadata(project.root.join(rel).join(".walj").join("journal.jsonl")).is_ok_and(|m| m.is_file())
     };

@@ -42,17 +42,17 @@ use super::Project;
 use crate::fsutil;
 
 /// The marker's file name in the state folder.
-pub const MARKER: &str = "walj-dir";
+pub(crate) const MARKER: &str = "walj-dir";
 
 /// The cache of what git tracks under `.walj/`.
 const TRACKED_CACHE: &str = "tracked";
 
 /// The one tracked file a `.walj/` may hold (read for its safe keys only).
-pub const CONFIG_NAME: &str = "config.toml";
+pub(crate) const CONFIG_NAME: &str = "config.toml";
 
 /// Whether `.walj/` is walj's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// No `.walj` yet: walj makes it (and its marker) on its first write.
     Absent,
     /// Made (or adopted) by walj here.
@@ -63,7 +63,7 @@ pub enum Standing {
 
 /// Why a `.walj/` is not trusted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("{} is a symbolic link, not a folder walj made", .0.display())]
     Symlink(PathBuf),
     #[error("{} is not a folder", .0.display())]
@@ -80,7 +80,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// What the user can do about it, one line.
-    pub fn fix(&self) -> String {
+    pub(crate) fn fix(&self) -> String {
         match self {
             Refusal::Tracked { .. } => {
                 "run `git rm -r --cached .walj` and commit, and ignore the folder (`echo .walj/ >> .git/info/exclude`)"
@@ -99,7 +99,7 @@ static TOOL_CALL_HOOK: AtomicBool = AtomicBool::new(false);
 
 /// Set by the hook for a tool-call event: the tracked-files cache is used as it is (even when
 /// the index changed since), the index is read only when there is no cache at all.
-pub fn set_hook_mode(tool_call: bool) {
+pub(crate) fn set_hook_mode(tool_call: bool) {
     TOOL_CALL_HOOK.store(tool_call, Ordering::Relaxed);
 }
 
@@ -110,12 +110,12 @@ fn walj_dir(project: &Project) -> &Path {
 
 /// The per-worktree git dir and top level above `root`: the first `.git` found walking up,
 /// a folder, or a file `gitdir: PATH` (a linked worktree, a submodule).
-pub fn git_dir(root: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn git_dir(root: &Path) -> Option<(PathBuf, PathBuf)> {
     crate::git::find(root).map(|(top, dirs)| (dirs.git_dir, top))
 }
 
 /// The user's state folder for walj (projects outside git keep their markers there).
-pub fn user_state_dir() -> Option<PathBuf> {
+pub(crate) fn user_state_dir() -> Option<PathBuf> {
     let abs = |v: &str| std::env::var_os(v).map(PathBuf::from).filter(|p| p.is_absolute());
     #[cfg(target_os = "macos")]
     {
@@ -142,7 +142,7 @@ pub(crate) fn digest16(text: &str) -> String {
 /// walj's own folder for `root`, which git never carries: `<git dir>/walj` (a project below
 /// the top level: `<git dir>/walj/sub/<digest of its path>`), else
 /// `<user state dir>/projects/<digest of the root>`. `None` outside git with no home.
-pub fn state_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn state_dir(root: &Path) -> Option<PathBuf> {
     match git_dir(root) {
         Some((gd, top)) if top == root => Some(gd.join("walj")),
         Some((gd, top)) => {
@@ -156,7 +156,7 @@ pub fn state_dir(root: &Path) -> Option<PathBuf> {
 /// True when `dir` (outside git) holds a `.walj/` walj made there: a real folder whose
 /// identity its marker in the user's state folder records ([`state_dir`]). One `lstat` when
 /// there is no `.walj`; never adopts (a `.walj/` a download brought does not make a root).
-pub fn marked_own(dir: &Path) -> bool {
+pub(crate) fn marked_own(dir: &Path) -> bool {
     let Ok(meta) = fs::symlink_metadata(dir.join(".walj")) else { return false };
     if !meta.is_dir() {
         return false;
@@ -228,7 +228,7 @@ fn write_marker(state: &Path, m: &Marker) -> io::Result<()> {
 }
 
 /// Records that walj made `project`'s `.walj/` just now ([`Project::ensure_dir`]).
-pub fn claim(project: &Project) -> io::Result<()> {
+pub(crate) fn claim(project: &Project) -> io::Result<()> {
     let Some(state) = state_dir(&project.root) else { return Ok(()) };
     let meta = fs::symlink_metadata(walj_dir(project))?;
     write_marker(&state, &Marker::Own(ident(&meta)))
@@ -237,7 +237,7 @@ pub fn claim(project: &Project) -> io::Result<()> {
 /// Whether `project`'s `.walj/` is walj's own: one `lstat` and one small read when it is
 /// known; a folder without a marker is adopted or refused once ([`adopt`]). Does not look
 /// at tracked files inside walj's own folder: [`check`] does.
-pub fn standing(project: &Project) -> Standing {
+pub(crate) fn standing(project: &Project) -> Standing {
     let dir = walj_dir(project);
     let meta = match fs::symlink_metadata(dir) {
         Ok(m) => m,
@@ -326,7 +326,7 @@ fn refusal_to_adopt(project: &Project, dir: &Path, id: Ident) -> Option<Refusal>
 /// store, consent or sync file makes the folder refused until it is untracked. Reads git's
 /// index at most once per index change (cached); run by the CLI, `walj doctor` and
 /// SessionStart.
-pub fn check(project: &Project) -> Standing {
+pub(crate) fn check(project: &Project) -> Standing {
     match standing(project) {
         Standing::Own => {
             let config = format!(".walj/{CONFIG_NAME}");
@@ -344,7 +344,7 @@ pub fn check(project: &Project) -> Standing {
 
 /// True when `path` is a project's `.walj/config.toml` that git tracks: only its safe keys
 /// count (`crate::config`).
-pub fn config_is_tracked(path: &Path) -> bool {
+pub(crate) fn config_is_tracked(path: &Path) -> bool {
     let Some(dir) = path.parent() else { return false };
     if path.file_name().is_none_or(|n| n != CONFIG_NAME) || dir.file_name().is_none_or(|n| n != ".walj") {
         return false;
@@ -356,7 +356,7 @@ pub fn config_is_tracked(path: &Path) -> bool {
 
 /// The files under `.walj/` that git tracks (`.walj/…`, relative to the root); `None`
 /// outside git. Cached in the state folder under the index's stamp.
-pub fn tracked(project: &Project) -> Option<Vec<String>> {
+pub(crate) fn tracked(project: &Project) -> Option<Vec<String>> {
     let (gd, _) = git_dir(&project.root)?;
     let index = gd.join("index");
     let stamp = match fs::metadata(&index) {

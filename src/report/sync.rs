@@ -23,7 +23,7 @@ fn heading(r: &RemoteJournal, what: &str, style: &Style) -> String {
 
 /// The unresolved entries of other machines, after this checkout's report. Empty when
 /// none has any.
-pub fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
+pub(crate) fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
     let mut out = String::new();
     for r in remotes {
         let fold = &r.fold;
@@ -64,7 +64,7 @@ pub fn recover_text(remotes: &[RemoteJournal], style: &Style) -> String {
 
 /// `recover --json`'s `machines`: per other journal, the `recover --json` object of its
 /// journal with `journal`, `name` and `synced_at`.
-pub fn recover_json(remotes: &[RemoteJournal]) -> Value {
+pub(crate) fn recover_json(remotes: &[RemoteJournal]) -> Value {
     Value::Array(
         remotes
             .iter()
@@ -82,7 +82,7 @@ pub fn recover_json(remotes: &[RemoteJournal]) -> Value {
 }
 
 /// `walj log`: each other machine's last `limit` entries (every one with `all`).
-pub fn log_text(remotes: &[RemoteJournal], all: bool, limit: usize, style: &Style) -> String {
+pub(crate) fn log_text(remotes: &[RemoteJournal], all: bool, limit: usize, style: &Style) -> String {
     let mut out = String::new();
     for r in remotes.iter().filter(|r| !r.fold.entries.is_empty()) {
         let n = r.fold.entries.len();
@@ -96,7 +96,7 @@ pub fn log_text(remotes: &[RemoteJournal], all: bool, limit: usize, style: &Styl
 
 /// `walj log --json`: every other machine's entries, each with `session`, `sid`, `machine`
 /// and `journal`.
-pub fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value> {
+pub(crate) fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value> {
     let mut out = Vec::new();
     for r in remotes {
         let n = r.fold.entries.len();
@@ -115,7 +115,7 @@ pub fn log_json(remotes: &[RemoteJournal], all: bool, limit: usize) -> Vec<Value
 }
 
 /// `walj sessions`: other machines' sessions, most recently active first.
-pub fn sessions_json(remotes: &[RemoteJournal]) -> Vec<Value> {
+pub(crate) fn sessions_json(remotes: &[RemoteJournal]) -> Vec<Value> {
     let mut rows: Vec<Value> = Vec::new();
     for r in remotes {
         for s in r.fold.sessions.iter().filter(|s| !s.session.is_empty()) {
@@ -144,7 +144,7 @@ pub fn sessions_json(remotes: &[RemoteJournal]) -> Vec<Value> {
     rows
 }
 
-pub fn sessions_text(remotes: &[RemoteJournal], style: &Style) -> String {
+pub(crate) fn sessions_text(remotes: &[RemoteJournal], style: &Style) -> String {
     let rows = sessions_json(remotes);
     if rows.is_empty() {
         return String::new();

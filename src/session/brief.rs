@@ -25,10 +25,10 @@ use crate::present::{clip, human_ts, meaning, plural};
 use crate::project::Project;
 
 /// The brief's size limit in characters (Claude Code cuts hook strings over 10,000).
-pub const MAX_CHARS: usize = 9_000;
+pub(crate) const MAX_CHARS: usize = 9_000;
 
 /// `kind` of a resume handoff record.
-pub const KIND_RESUME: &str = crate::journal::kind::RESUME;
+pub(crate) const KIND_RESUME: &str = crate::journal::kind::RESUME;
 
 /// How much detail a rendering keeps: clip of free text, full items per list.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +65,7 @@ pub struct Brief {
 }
 
 /// Inputs besides the session state.
-pub struct BriefInput<'a> {
+pub(crate) struct BriefInput<'a> {
     /// The project (the resume line runs where the session was started in it).
     pub project: &'a Project,
     pub state: &'a SessionState,
@@ -79,7 +79,7 @@ pub struct BriefInput<'a> {
     pub queued: Vec<String>,
 }
 
-pub fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
+pub(crate) fn build(input: &BriefInput<'_>, max_chars: usize) -> Brief {
     let entries: Vec<String> = input.state.unresolved().map(|e| e.id.clone()).collect();
     let mut chosen = (LEVELS.len() - 1, String::new());
     for (i, lvl) in LEVELS.iter().enumerate() {
@@ -112,13 +112,13 @@ impl Brief {
     }
 
     /// The brief with `head` before its text (counted again).
-    pub fn headed(self, head: &str) -> Brief {
+    pub(crate) fn headed(self, head: &str) -> Brief {
         Brief::of(format!("{head}{}", self.text), self.entries, self.level)
     }
 
     /// The brief with its resume line `old` (`claude --resume <id>`) replaced by `new`: a
     /// repaired copy resumes under its own id, not the damaged original's.
-    pub fn resuming_with(self, old: &str, new: &str) -> Brief {
+    pub(crate) fn resuming_with(self, old: &str, new: &str) -> Brief {
         let marker = format!("resumes with: {old}");
         if !self.text.contains(&marker) {
             return self;
@@ -130,7 +130,7 @@ impl Brief {
     /// The fields `walj sessions brief --json` and `sessions resume --json` print for it:
     /// `session`, `brief`, `chars`, `tokens_estimate`, `level`, `entries`, `action` (the
     /// delivery record, when delivered) and `delivered_at_next_start`.
-    pub fn json(&self, session: &str, action: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
+    pub(crate) fn json(&self, session: &str, action: Option<&str>) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
         [
             ("session", json!(session)),
@@ -540,13 +540,13 @@ fn transcript(out: &mut String, input: &BriefInput<'_>) {
 /// Appends the brief as a `handoff` record (kind `resume`) for the next SessionStart,
 /// superseding (undoing) an earlier resume brief of the session not delivered yet. A crashed
 /// session not announced yet is marked announced: the brief says all the note would.
-pub fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
+pub(crate) fn deliver(project: &Project, state: &SessionState, brief: &Brief) -> std::io::Result<String> {
     deliver_to(project, state, brief, None)
 }
 
 /// [`deliver`], for the start of one session only when `for_session` names it (the repaired
 /// copy of `walj sessions repair`); another session's start leaves it waiting.
-pub fn deliver_to(
+pub(crate) fn deliver_to(
     project: &Project,
     state: &SessionState,
     brief: &Brief,

@@ -38,7 +38,7 @@ use crate::project::Project;
 use crate::store::{Store, StoreError, blob_id};
 
 /// The payload format this walj writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 const AGE_ARMOR: &[u8] = b"-----BEGIN AGE ENCRYPTED FILE-----";
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -125,7 +125,11 @@ pub struct Contents {
 /// The transcript is redacted as `walj sync` publishes it (secret-looking tokens replaced,
 /// never-captured files' contents withheld: [`crate::session::redact::sanitise`]) unless
 /// `keep_transcript_secrets` (`--keep-transcript-secrets`).
-pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) -> Result<Contents, SessionError> {
+pub(crate) fn collect(
+    project: &Project,
+    session: &str,
+    keep_transcript_secrets: bool,
+) -> Result<Contents, SessionError> {
     let fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     let info = fold.session(session).ok_or_else(|| SessionError::Unknown(session.to_string()))?;
@@ -204,7 +208,7 @@ pub fn collect(project: &Project, session: &str, keep_transcript_secrets: bool) 
 }
 
 /// The uncompressed payload.
-pub fn encode(c: &Contents) -> Vec<u8> {
+pub(crate) fn encode(c: &Contents) -> Vec<u8> {
     let mut out = Vec::with_capacity(
         c.records.len()
             + c.objects.iter().map(|o| o.1.len() + 64).sum::<usize>()
@@ -252,7 +256,7 @@ fn compress(payload: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// Whether a file is an encrypted bundle.
-pub fn is_encrypted(bytes: &[u8]) -> bool {
+pub(crate) fn is_encrypted(bytes: &[u8]) -> bool {
     crypt::is_encrypted(bytes)
 }
 
@@ -266,7 +270,7 @@ pub fn read(path: &Path, keys: &mut Keys<'_>) -> Result<Contents, BundleError> {
 /// that inflates past `max_decoded`, past `max_ratio` times its own size (above
 /// [`Limits::RATIO_FLOOR`]) or with a section over `max_object` is refused
 /// ([`BundleError::TooLarge`]) having held at most the limit in memory, never aborting.
-pub fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<Contents, BundleError> {
+pub(crate) fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<Contents, BundleError> {
     let p = path.display().to_string();
     let (mut file, meta) = fsutil::open_regular(path).map_err(io_err("reading", path))?;
     if meta.len() > limits.max_decoded {
@@ -296,7 +300,7 @@ pub fn read_within(path: &Path, keys: &mut Keys<'_>, limits: &Limits) -> Result<
     parse_stream(&p, &bytes[..], &bound)
 }
 
-pub use crate::config::Limits;
+pub(crate) use crate::config::Limits;
 
 /// The limits of one bundle, its size known.
 struct Bound {
@@ -493,7 +497,7 @@ fn parse_body(
 
 /// Checks a bundle against the project before anything is written: object ids, record
 /// checksums and parses, record sessions, paths inside the project.
-pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleError> {
+pub(crate) fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleError> {
     let refused = |why: String| BundleError::Refused { path: path.into(), why };
     let tampered = |why: String| BundleError::Tampered { path: path.into(), why };
     let session = c.meta.session.as_str();
@@ -553,7 +557,7 @@ pub fn verify(project: &Project, c: &Contents, path: &str) -> Result<(), BundleE
 
 /// A session id walj accepts from others (bundles, synced journals): 1 to 128 of
 /// `A-Za-z0-9._-`, and not `.` or `..` (it names files).
-pub fn is_session_id(id: &str) -> bool {
+pub(crate) fn is_session_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id != "."
         && id != ".."
@@ -646,7 +650,7 @@ fn check_against_journal(project: &Project, c: &Contents, bundle_name: &str) -> 
 
 /// What an import did.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct SaveReport {
+pub(crate) struct SaveReport {
     pub session: String,
     pub sid: String,
     pub records_added: usize,
@@ -662,19 +666,14 @@ pub struct SaveReport {
     pub records_left_out: usize,
 }
 
-/// Writes a verified bundle into the project (see [`super::SessionState::save`]).
-pub fn save(project: &Project, c: &Contents) -> Result<SaveReport, SessionError> {
-    save_from(project, c, "bundle")
-}
-
 /// [`save`], naming the bundle file in messages and in the `imported` record.
-pub fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+pub(crate) fn save_from(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     save_or_plan(project, c, bundle_name, true)
 }
 
 /// What [`save_from`] would do, checked the same way (a bundle it would refuse is refused
 /// here), writing nothing: `walj sessions import --dry-run` and the question before an import.
-pub fn plan(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
+pub(crate) fn plan(project: &Project, c: &Contents, bundle_name: &str) -> Result<SaveReport, SessionError> {
     save_or_plan(project, c, bundle_name, false)
 }
 

@@ -19,7 +19,7 @@ use crate::project::{Project, legacy};
 /// The message for `project`, whose journal has no record (missing or empty). `config_dir`:
 /// Claude Code's config folder; `command`: the hook command `walj install` would write.
 /// Lines end with `\n`; paths are shown relative to the current folder where they can be.
-pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
+pub(crate) fn message(project: &Project, config_dir: &Path, command: &str) -> String {
     let installed = Installed::find(&project.root, config_dir, command);
     let mut out = String::new();
     out.push_str(&legacy_lines(project));
@@ -48,7 +48,7 @@ pub fn message(project: &Project, config_dir: &Path, command: &str) -> String {
 }
 
 /// The message's first line about the install (for the TUI's status line, which has one).
-pub fn headline(project: &Project, config_dir: &Path, command: &str) -> String {
+pub(crate) fn headline(project: &Project, config_dir: &Path, command: &str) -> String {
     headline_of(&Installed::find(&project.root, config_dir, command))
 }
 
@@ -66,12 +66,12 @@ fn headline_of(installed: &Installed) -> String {
 
 /// One line per subfolder journal ([`legacy::find`]): walj does not read it here, and the
 /// command that does ([`how_to_read`]); empty when there is none.
-pub fn legacy_lines(project: &Project) -> String {
+pub(crate) fn legacy_lines(project: &Project) -> String {
     legacy::find(project).iter().map(|rel| format!("{}\n", legacy_line(rel))).collect()
 }
 
 /// What a subfolder journal `rel` is and how to read it, without the full stop.
-pub fn legacy_line(rel: &str) -> String {
+pub(crate) fn legacy_line(rel: &str) -> String {
     format!(
         "A journal from before walj kept one journal per checkout is in {}/.walj/ (sessions started in that \
          subfolder): walj does not read it beside this one; read it with `{}`.",
@@ -82,12 +82,12 @@ pub fn legacy_line(rel: &str) -> String {
 
 /// The command that reads the subfolder journal of `rel`: with that subfolder as the project
 /// (its lines are the journal's v1 lines, which every walj reads).
-pub fn how_to_read(rel: &str) -> String {
+pub(crate) fn how_to_read(rel: &str) -> String {
     format!("walj --project {} recover", crate::present::shell_quote(rel))
 }
 
 /// True when the journal of `project` holds no record (missing or empty).
-pub fn journal_is_empty(project: &Project) -> bool {
+pub(crate) fn journal_is_empty(project: &Project) -> bool {
     !std::fs::metadata(&project.journal).is_ok_and(|m| m.len() > 0)
 }
 
@@ -110,7 +110,7 @@ fn how_installed(i: &Installed) -> String {
 /// The other worktrees of `project`'s repository (their top folders), read from the common
 /// git dir: the main checkout (the common dir's parent, when it is a `.git` folder) and each
 /// `worktrees/<name>/gitdir`.
-pub fn other_worktrees(project: &Project) -> Vec<PathBuf> {
+pub(crate) fn other_worktrees(project: &Project) -> Vec<PathBuf> {
     let Some((top, dirs)) = crate::git::find(&project.root) else { return Vec::new() };
     let mut out = Vec::new();
     let common = dirs.common_dir;
@@ -135,7 +135,7 @@ pub fn other_worktrees(project: &Project) -> Vec<PathBuf> {
 }
 
 /// One line about other worktrees' unresolved sessions, with the command that shows them.
-pub fn other_worktrees_line(project: &Project) -> Option<String> {
+pub(crate) fn other_worktrees_line(project: &Project) -> Option<String> {
     let mut found: Vec<(PathBuf, usize)> = Vec::new();
     for wt in other_worktrees(project) {
         let other = Project::at(wt.clone(), None);

@@ -58,7 +58,7 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    pub fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(io::Error) -> SessionError {
+    pub(crate) fn io(op: impl Into<String>, path: &Path) -> impl FnOnce(io::Error) -> SessionError {
         let op = op.into();
         let path = path.to_path_buf();
         move |source| SessionError::Io { op, path, source }
@@ -66,7 +66,7 @@ impl SessionError {
 }
 
 /// Full session id of a unique prefix (or a full id).
-pub fn resolve(fold: &Fold, prefix: &str) -> Result<String, SessionError> {
+pub(crate) fn resolve(fold: &Fold, prefix: &str) -> Result<String, SessionError> {
     match fold.find_session(prefix) {
         Ok(s) if !s.session.is_empty() => Ok(s.session.clone()),
         Ok(_) | Err(IdError::Unknown(_)) => Err(SessionError::Unknown(prefix.to_string())),
@@ -94,7 +94,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.journal_bytes + self.object_bytes + self.transcript_bytes
     }
 }
@@ -102,7 +102,7 @@ impl Usage {
 /// Every 40-hex-digit JSON string in a line: the object ids it may name, whatever the field
 /// (blob fields, and fields of newer versions). Conservative on purpose: an object is only
 /// removed when no line could name it.
-pub fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
+pub(crate) fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
     let mut i = 0usize;
     std::iter::from_fn(move || {
         while i + 41 < line.len() {
@@ -121,7 +121,7 @@ pub fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
 }
 
 /// Journal bytes, records and objects per session (`only`: just that one).
-pub fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<String, Usage>> {
+pub(crate) fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<String, Usage>> {
     let mut out: HashMap<String, Usage> = HashMap::new();
     let needle: Option<Vec<u8>> = only.map(|s| s.chars().take(6).collect::<String>().into_bytes());
     let each = |raw: crate::journal::RawLine<'_>| {
@@ -205,7 +205,7 @@ pub struct SessionSummary {
 
 /// A changed path and the entries that changed it.
 #[derive(Debug, Clone, Serialize)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     pub path: String,
     /// State of the latest entry on the path.
     pub state: String,
@@ -274,7 +274,7 @@ impl SessionState {
     /// whole journal: the fold from its snapshot, each session's records from the line index
     /// (`crate::fold::located`). Without an index (or with subfolder journals beside this
     /// one), [`SessionState::list`] counts them.
-    pub fn count_by_state(project: &Project) -> Result<BTreeMap<String, usize>, SessionError> {
+    pub(crate) fn count_by_state(project: &Project) -> Result<BTreeMap<String, usize>, SessionError> {
         let mut out: BTreeMap<String, usize> = BTreeMap::new();
         let index = crate::project::legacy::find(project)
             .is_empty()
@@ -302,7 +302,7 @@ impl SessionState {
     }
 
     /// One session in full, by id or unique prefix.
-    pub fn load(project: &Project, prefix: &str) -> Result<SessionState, SessionError> {
+    pub(crate) fn load(project: &Project, prefix: &str) -> Result<SessionState, SessionError> {
         let read_err = || SessionError::io("reading", &project.journal);
         // The light fold sees every session's records: deliveries and announcements are
         // recorded by later sessions.
@@ -329,22 +329,16 @@ impl SessionState {
         Ok(SessionState { info, status, entries, handoffs, usage, transcript, ids })
     }
 
-    /// Writes a session carried in a bundle into this project: objects, transcript copy,
-    /// then the records this journal does not have yet (importing twice adds nothing).
-    pub fn save(project: &Project, contents: &bundle::Contents) -> Result<bundle::SaveReport, SessionError> {
-        bundle::save(project, contents)
-    }
-
-    pub fn session(&self) -> &str {
+    pub(crate) fn session(&self) -> &str {
         &self.info.session
     }
 
-    pub fn unresolved(&self) -> impl Iterator<Item = &Entry> {
+    pub(crate) fn unresolved(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(|e| e.is_unresolved())
     }
 
     /// Changed paths in order of first change.
-    pub fn files(&self) -> Vec<FileChange> {
+    pub(crate) fn files(&self) -> Vec<FileChange> {
         let mut order: Vec<String> = Vec::new();
         let mut by_path: HashMap<&str, FileChange> = HashMap::new();
         for e in &self.entries {
@@ -368,13 +362,13 @@ impl SessionState {
     }
 
     /// Where the session came from when it was imported (the latest import).
-    pub fn imported_from(&self) -> Option<&Value> {
+    pub(crate) fn imported_from(&self) -> Option<&Value> {
         self.usage.imports.last()
     }
 
     /// The folder a command's recorded `cwd` maps to in this project: the recorded one when it
     /// exists, else (imported sessions) the same place under this project's root.
-    pub fn local_cwd(&self, project: &Project, recorded: Option<&str>) -> Option<PathBuf> {
+    pub(crate) fn local_cwd(&self, project: &Project, recorded: Option<&str>) -> Option<PathBuf> {
         let recorded = recorded.or(self.info.cwd.as_deref())?;
         let p = PathBuf::from(recorded);
         if p.is_dir() && (p.starts_with(&project.root) || self.imported_from().is_none()) {
@@ -388,7 +382,7 @@ impl SessionState {
 
     /// The whole state as JSON (`walj sessions show --json`), each entry drawn by `entry_json`
     /// (the one entry JSON, `report::entry_json`, which lives with the other faces).
-    pub fn to_json(
+    pub(crate) fn to_json(
         &self,
         project: &Project,
         procs: &[procs::ProcStatus],
@@ -443,7 +437,7 @@ impl SessionState {
 
 /// A file-name-safe form of a session id (ids are UUIDs; anything else is escaped and
 /// disambiguated with a hash).
-pub fn file_stem(session: &str) -> String {
+pub(crate) fn file_stem(session: &str) -> String {
     let safe: String = session
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
@@ -457,7 +451,7 @@ pub fn file_stem(session: &str) -> String {
 }
 
 /// Human size: `532 B`, `12.3 KB`, `4.1 MB`.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
     if n < 1024 {
         return format!("{n} B");
@@ -473,13 +467,18 @@ pub fn human_bytes(n: u64) -> String {
 
 /// True when the entry is settled (every state but the unresolved ones) and so may be
 /// forgotten after the retention.
-pub fn is_settled(e: &Entry) -> bool {
+pub(crate) fn is_settled(e: &Entry) -> bool {
     !e.is_unresolved()
 }
 
 /// Marks of other sessions that concern `session`: its announcement, and deliveries of its
 /// briefs. They travel with the session in a bundle.
-pub fn is_mark_for(kind_: Option<&str>, target: Option<&str>, session: &str, actions: &BTreeSet<String>) -> bool {
+pub(crate) fn is_mark_for(
+    kind_: Option<&str>,
+    target: Option<&str>,
+    session: &str,
+    actions: &BTreeSet<String>,
+) -> bool {
     match (kind_, target) {
         (Some(kind::ANNOUNCED), Some(t)) => t == session,
         (Some(kind::DELIVERED), Some(t)) => actions.contains(t),

@@ -35,11 +35,11 @@ use crate::fsutil;
 use crate::procinfo;
 use crate::project::Project;
 
-pub use crate::procinfo::{ProcEntry, ProcTable};
+pub(crate) use crate::procinfo::{ProcEntry, ProcTable};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ProcStatus {
+pub(crate) struct ProcStatus {
     /// The Bash call's id (Claude Code's `tool_use_id`), or the task id when only a Stop
     /// reported the task.
     pub id: String,
@@ -70,7 +70,7 @@ pub struct ProcStatus {
 }
 
 /// Every session's background commands.
-pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
+pub(crate) fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
     let mut fold =
         Fold::load(&project.journal, &FoldOptions::default()).map_err(SessionError::io("reading", &project.journal))?;
     fold.load_short_ids(&project.journal);
@@ -84,7 +84,7 @@ pub fn list(project: &Project) -> Result<Vec<ProcStatus>, SessionError> {
 
 /// One session's background commands, matched against `table` (`None`: cannot tell); their
 /// ids shown as `ids` shows them.
-pub fn for_session(
+pub(crate) fn for_session(
     s: &SessionInfo,
     status: SessionStatus,
     table: Option<&[ProcEntry]>,
@@ -274,7 +274,7 @@ fn normalize(s: &str) -> String {
 
 /// True when `command` appears in `cmdline` at word boundaries (a shell running it, or the
 /// program itself), whitespace normalized and quoting ignored.
-pub fn command_matches(cmdline: &str, command: &str) -> bool {
+pub(crate) fn command_matches(cmdline: &str, command: &str) -> bool {
     let c = normalize(command);
     let p = normalize(cmdline);
     if c.is_empty() {
@@ -309,7 +309,7 @@ fn cwd_matches(actual: Option<&Path>, recorded: Option<&str>) -> bool {
 
 /// Finds a process by id prefix (the Bash call id as entry ids are typed: any case, with or
 /// without `toolu_` or `toolu_01`) or task id.
-pub fn find<'a>(procs: &'a [ProcStatus], id: &str) -> Result<&'a ProcStatus, SessionError> {
+pub(crate) fn find<'a>(procs: &'a [ProcStatus], id: &str) -> Result<&'a ProcStatus, SessionError> {
     let exact: Vec<&ProcStatus> = procs.iter().filter(|p| p.id == id || p.task_id.as_deref() == Some(id)).collect();
     let matches = if exact.is_empty() {
         procs.iter().filter(|p| crate::fold::id_starts_with(&p.id, id)).collect()
@@ -329,13 +329,13 @@ pub fn find<'a>(procs: &'a [ProcStatus], id: &str) -> Result<&'a ProcStatus, Ses
 }
 
 /// Path of a restarted command's output log.
-pub fn log_path(project: &Project, id: &str) -> PathBuf {
+pub(crate) fn log_path(project: &Project, id: &str) -> PathBuf {
     project.dir.join("procs").join(format!("{}.log", super::file_stem(id)))
 }
 
 /// Starts `p.command` again in `cwd`, detached (own process group, no stdin), with stdout
 /// and stderr appended to `.walj/procs/<id>.log`. Returns the pid and the log path.
-pub fn restart(project: &Project, p: &ProcStatus, cwd: &Path) -> Result<(u32, PathBuf), SessionError> {
+pub(crate) fn restart(project: &Project, p: &ProcStatus, cwd: &Path) -> Result<(u32, PathBuf), SessionError> {
     let log = log_path(project, &p.id);
     let logs = log.parent().unwrap_or(&project.dir).to_path_buf();
     project.ensure_dir().map_err(SessionError::io("creating", &project.dir))?;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::config::Matcher;
 
 /// What replaces the content of a never-captured file in a published transcript.
-pub const WITHHELD: &str = "[walj: not synced: this file is never captured (secrets)]";
+pub(crate) const WITHHELD: &str = "[walj: not synced: this file is never captured (secrets)]";
 
 /// The path a transcript string names, relative to `root` when inside it (what
 /// [`Matcher::never_capture`] takes), else as is without its leading `/`.
@@ -107,7 +107,7 @@ fn walk(v: &mut Value, root: &str, never: &Matcher, ids: &mut HashSet<String>, c
 
 /// The transcript `bytes` as published: secrets redacted, never-captured files' contents
 /// withheld. A line nothing was found in is kept byte for byte.
-pub fn sanitise(bytes: &[u8], root: &str, never: &Matcher) -> Vec<u8> {
+pub(crate) fn sanitise(bytes: &[u8], root: &str, never: &Matcher) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut ids: HashSet<String> = HashSet::new();
     for piece in bytes.split_inclusive(|&b| b == b'\n') {

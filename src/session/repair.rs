@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 /// The text of the result that closes a tool call cut off by the crash.
-pub const CUT_OFF_RESULT: &str = "[walj repair: this tool call was cut off: the session ended (a crash or a kill) before its result was recorded. Whether it ran, and what it changed, is unknown: check before relying on it (`walj recover` lists the changes walj saw).]";
+pub(crate) const CUT_OFF_RESULT: &str = "[walj repair: this tool call was cut off: the session ended (a crash or a kill) before its result was recorded. Whether it ran, and what it changed, is unknown: check before relying on it (`walj recover` lists the changes walj saw).]";
 
 /// Most bytes of one damaged line searched for a complete line glued behind it.
 const GLUED_SEARCH_MAX: usize = 16 << 20;
@@ -34,7 +34,7 @@ const GLUED_SEARCH_MAX: usize = 16 << 20;
 /// One thing the repair changed. `line` numbers are the source's, from 1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     /// NUL bytes (padding after a power cut, or a zeroed region) removed from a line.
     NulBytes { line: usize, bytes: usize },
     /// The last line was cut mid-write (no end): dropped.
@@ -94,7 +94,7 @@ impl fmt::Display for Change {
 
 /// What [`repair`] made.
 #[derive(Debug, Clone, Default)]
-pub struct Repaired {
+pub(crate) struct Repaired {
     /// The repaired transcript: complete JSON lines, each ending in `\n`.
     pub bytes: Vec<u8>,
     pub changes: Vec<Change>,
@@ -107,7 +107,8 @@ pub struct Repaired {
 
 impl Repaired {
     /// Whether the transcript needed anything beyond the new session id.
-    pub fn changed(&self) -> bool {
+    #[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+    pub(crate) fn changed(&self) -> bool {
         self.changes.iter().any(|c| !matches!(c, Change::QueuedPrompt { .. }))
     }
 }
@@ -140,7 +141,7 @@ impl Line {
 
 /// A version-4 UUID derived from `seed` (hashed): Claude Code's line and session ids have
 /// this form.
-pub fn uuid_from(seed: &[u8]) -> String {
+pub(crate) fn uuid_from(seed: &[u8]) -> String {
     let h = Sha256::digest(seed);
     let mut b = [0u8; 16];
     b.copy_from_slice(&h[..16]);
@@ -151,13 +152,13 @@ pub fn uuid_from(seed: &[u8]) -> String {
 }
 
 /// A fresh session id (random enough: time, process and a counter, hashed).
-pub fn new_session_id(old: &str) -> String {
+pub(crate) fn new_session_id(old: &str) -> String {
     let seed = format!("{old}:{}", crate::journal::record::new_id("repair-"));
     uuid_from(seed.as_bytes())
 }
 
 /// Repairs `src`, the transcript of session `old`, as the transcript of session `new`.
-pub fn repair(src: &[u8], old: &str, new: &str) -> Repaired {
+pub(crate) fn repair(src: &[u8], old: &str, new: &str) -> Repaired {
     let mut out = Repaired::default();
     let mut lines = read_lines(src, &mut out);
     dedupe(&mut lines, &mut out.changes);

@@ -38,7 +38,7 @@ const FRAME: usize = 4 << 20;
 const LEVEL: i32 = 1;
 /// Most new bytes one hook copies (about 40 ms here); a longer backlog (hooks installed late
 /// in a huge session) is caught up over the next Stops.
-pub const HOOK_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const HOOK_MAX_BYTES: u64 = 64 << 20;
 
 /// Where one session's copy lives.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub struct Paths {
     pub lock: PathBuf,
 }
 
-pub fn dir(project: &Project) -> PathBuf {
+pub(crate) fn dir(project: &Project) -> PathBuf {
     project.dir.join("transcripts")
 }
 
@@ -64,7 +64,7 @@ pub fn paths(project: &Project, session: &str) -> Paths {
 
 /// The sidecar: how far the original was copied.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     #[serde(default)]
     pub v: u32,
     /// The original transcript's path.
@@ -123,7 +123,12 @@ pub fn copy(project: &Project, session: &str, source: &Path) -> io::Result<CopyS
 }
 
 /// [`copy`], appending at most `limit` new bytes (the rest waits for the next call).
-pub fn copy_limited(project: &Project, session: &str, source: &Path, limit: Option<u64>) -> io::Result<CopyStats> {
+pub(crate) fn copy_limited(
+    project: &Project,
+    session: &str,
+    source: &Path,
+    limit: Option<u64>,
+) -> io::Result<CopyStats> {
     let meta = match fs::metadata(source) {
         Ok(m) if m.is_file() => m,
         Ok(_) => return Ok(CopyStats { outcome: "source_missing", ..CopyStats::default() }),
@@ -530,16 +535,16 @@ pub struct TranscriptStatus {
 }
 
 impl TranscriptStatus {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!(self)
     }
     /// The original is gone or shorter than what the copy holds.
-    pub fn copy_has_more(&self) -> bool {
+    pub(crate) fn copy_has_more(&self) -> bool {
         self.copy.is_some() && self.original_bytes.is_none_or(|n| n < self.copied)
     }
 }
 
-pub fn status(project: &Project, session: &str, original: Option<&str>) -> TranscriptStatus {
+pub(crate) fn status(project: &Project, session: &str, original: Option<&str>) -> TranscriptStatus {
     let p = paths(project, session);
     let side = read_sidecar(&p.sidecar);
     let original_bytes = original.and_then(|o| fs::metadata(o).ok()).filter(|m| m.is_file()).map(|m| m.len());
@@ -557,14 +562,14 @@ pub fn status(project: &Project, session: &str, original: Option<&str>) -> Trans
 }
 
 /// Bytes the copy takes on disk (0 when there is none).
-pub fn copy_size(project: &Project, session: &str) -> u64 {
+pub(crate) fn copy_size(project: &Project, session: &str) -> u64 {
     let p = paths(project, session);
     [&p.copy, &p.sidecar].iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum()
 }
 
 /// What reading the copy found.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ReadReport {
+pub(crate) struct ReadReport {
     pub bytes: u64,
     pub frames: u64,
     /// A torn or damaged frame at the end was skipped (a crash while appending).
@@ -572,7 +577,7 @@ pub struct ReadReport {
 }
 
 /// Writes the copy's transcript bytes to `out`. `Ok(None)` when there is no copy.
-pub fn write_copy(project: &Project, session: &str, out: &mut dyn Write) -> io::Result<Option<ReadReport>> {
+pub(crate) fn write_copy(project: &Project, session: &str, out: &mut dyn Write) -> io::Result<Option<ReadReport>> {
     let p = paths(project, session);
     let raw = match fs::read(&p.copy) {
         Ok(r) => r,
@@ -640,7 +645,7 @@ pub fn install(project: &Project, session: &str, source: Option<&str>, content: 
 /// After the copy was written back over the original (`walj sessions transcript -o` on the
 /// recorded path), the original equals the copy: later copies continue from its end instead
 /// of resyncing. Returns whether the sidecar was realigned.
-pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
+pub(crate) fn realign(project: &Project, session: &str, written: &Path) -> io::Result<bool> {
     let p = paths(project, session);
     if !dir(project).is_dir() {
         return Ok(false); // no copy was ever made
@@ -670,7 +675,7 @@ pub fn realign(project: &Project, session: &str, written: &Path) -> io::Result<b
 }
 
 /// Removes the copy, its sidecar and lock (session delete, compaction of a gone session).
-pub fn remove(project: &Project, session: &str) -> io::Result<()> {
+pub(crate) fn remove(project: &Project, session: &str) -> io::Result<()> {
     let p = paths(project, session);
     for f in [&p.copy, &p.sidecar, &p.lock] {
         match fs::remove_file(f) {
@@ -683,16 +688,8 @@ pub fn remove(project: &Project, session: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Session ids of the copies in `.walj/transcripts/` (by file stem).
-pub fn copies(project: &Project) -> Vec<String> {
-    let Ok(rd) = fs::read_dir(dir(project)) else { return Vec::new() };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonl.zst")).map(str::to_string))
-        .collect()
-}
-
 /// The end of the transcript (original when it exists, else the copy): at most `max` bytes.
-pub fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) -> Option<Vec<u8>> {
+pub(crate) fn tail(project: &Project, session: &str, original: Option<&str>, max: u64) -> Option<Vec<u8>> {
     if let Some(o) = original
         && let Ok(mut f) = File::open(o)
     {

@@ -40,7 +40,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Verdict::UpToDate => "up to date",
             Verdict::New => "new",
@@ -53,14 +53,14 @@ impl Verdict {
         }
     }
     /// Whether the journal's copy changes (or would, in a dry run).
-    pub fn changes(self) -> bool {
+    pub(crate) fn changes(self) -> bool {
         matches!(self, Verdict::New | Verdict::Updated | Verdict::NewEpoch)
     }
 }
 
 /// Another journal, as this sync saw it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub journal: String,
     pub name: Option<String>,
     pub verdict: Verdict,
@@ -103,7 +103,12 @@ impl Seen {
 }
 
 /// Checks a fetched head of journal `id` against the head accepted before.
-pub fn check(repo: &Repository, id: &str, new: Oid, accepted: Option<Oid>) -> Result<(Manifest, Verdict), String> {
+pub(crate) fn check(
+    repo: &Repository,
+    id: &str,
+    new: Oid,
+    accepted: Option<Oid>,
+) -> Result<(Manifest, Verdict), String> {
     let c = repo.find_commit(new).map_err(|_| "it does not point to a commit".to_string())?;
     let m = manifest_of(repo, &c)?;
     if m.journal != id {
@@ -133,13 +138,13 @@ pub fn check(repo: &Repository, id: &str, new: Oid, accepted: Option<Oid>) -> Re
 /// counted, and what a manifest claims is checked before anything is allocated for it. Past
 /// a bound the journal is refused (its last copy stays), never read whole.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(crate) struct Budget {
     limits: crate::config::Limits,
     left: u64,
 }
 
 impl Budget {
-    pub fn new(limits: crate::config::Limits) -> Budget {
+    pub(crate) fn new(limits: crate::config::Limits) -> Budget {
         Budget { limits, left: limits.max_decoded }
     }
 
@@ -150,7 +155,7 @@ impl Budget {
     }
 
     /// Refuses a size a manifest claims (`what`) past what may still be read.
-    pub fn claim(&self, what: &str, size: u64) -> Result<(), String> {
+    pub(crate) fn claim(&self, what: &str, size: u64) -> Result<(), String> {
         if size > self.left {
             return Err(self.over(what, size, "max_decoded", "--max-decoded", self.limits.max_decoded));
         }
@@ -159,7 +164,12 @@ impl Budget {
 
     /// Blob `oid` (`what`, for messages) when it fits: `Ok(None)` when the fetched objects
     /// lack it.
-    pub fn blob<'r>(&mut self, repo: &'r Repository, oid: Oid, what: &str) -> Result<Option<git2::Blob<'r>>, String> {
+    pub(crate) fn blob<'r>(
+        &mut self,
+        repo: &'r Repository,
+        oid: Oid,
+        what: &str,
+    ) -> Result<Option<git2::Blob<'r>>, String> {
         let Ok((size, kind)) = repo.odb().and_then(|o| o.read_header(oid)) else { return Ok(None) };
         if kind != ObjectType::Blob {
             return Ok(None);
@@ -232,7 +242,7 @@ pub(crate) fn read_segments(
 }
 
 /// The journal's bytes: its segments, in order, checked against the manifest.
-pub fn journal_bytes(
+pub(crate) fn journal_bytes(
     repo: &Repository,
     tree: &Tree<'_>,
     m: &Manifest,
@@ -323,7 +333,7 @@ fn images(repo: &Repository, tree: &Tree<'_>, store: &Store, budget: &mut Budget
 }
 
 /// The folder of another journal's copy.
-pub fn journal_dir(paths: &Paths, id: &str) -> std::path::PathBuf {
+pub(crate) fn journal_dir(paths: &Paths, id: &str) -> std::path::PathBuf {
     paths.remotes.join(id)
 }
 
@@ -360,7 +370,7 @@ fn materialise(
 
 /// Checks every fetched journal but `own` and, unless `dry_run`, materialises those accepted.
 /// `fetch_failed`: journals whose fetch failed, with git's reason.
-pub fn accept_all(
+pub(crate) fn accept_all(
     repo: &Repository,
     paths: &Paths,
     own: &str,
@@ -488,7 +498,7 @@ fn check_session_ids(journal: &[u8]) -> Result<(), String> {
 }
 
 /// The manifest of journal `id`'s copy, when there is one.
-pub fn read_copy(paths: &Paths, id: &str) -> Option<Manifest> {
+pub(crate) fn read_copy(paths: &Paths, id: &str) -> Option<Manifest> {
     let bytes = std::fs::read(journal_dir(paths, id).join(MANIFEST)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }

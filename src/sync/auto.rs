@@ -23,13 +23,13 @@ fn claim_path(project: &Project) -> PathBuf {
 }
 
 /// `.walj/sync/auto.last`: when the last automatic sync ran and what it did (JSON).
-pub fn last_path(project: &Project) -> PathBuf {
+pub(crate) fn last_path(project: &Project) -> PathBuf {
     Paths::new(project).dir.join("auto.last")
 }
 
 /// Starts a background sync when `[sync] auto` asks for it, this checkout has synced by hand
 /// before and no automatic sync runs. Returns whether one was started. Cheap: a few `stat`s.
-pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
+pub(crate) fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
     if !cfg.sync.auto || crate::retention::held(&claim_path(project)) {
         return Ok(false);
     }
@@ -43,7 +43,7 @@ pub fn maybe_spawn(project: &Project, cfg: &Config) -> io::Result<bool> {
 }
 
 /// The right to run the automatic sync (released on drop), or `None` when another holds it.
-pub fn claim(project: &Project) -> io::Result<Option<crate::retention::Claim>> {
+pub(crate) fn claim(project: &Project) -> io::Result<Option<crate::retention::Claim>> {
     crate::fsutil::create_private_dir(&Paths::new(project).dir)?;
     crate::retention::claim_file(claim_path(project))
 }

@@ -25,7 +25,7 @@ pub struct Identity {
 }
 
 /// Whether `s` has the form of a journal id.
-pub fn is_journal_id(s: &str) -> bool {
+pub(crate) fn is_journal_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
@@ -33,7 +33,7 @@ pub fn is_journal_id(s: &str) -> bool {
 /// folder, once: only regular files (never a link), only when the new place has none, and the
 /// old file is removed once the new one is durable. Walj's own `.walj/` only: the caller
 /// reached here through a trusted folder (a refused one is never read).
-pub fn migrate(paths: &Paths) {
+pub(crate) fn migrate(paths: &Paths) {
     for (old, new) in [(&paths.legacy_id, &paths.id), (&paths.legacy_consent, &paths.consent)] {
         if old == new || std::fs::symlink_metadata(new).is_ok() {
             continue;
@@ -54,7 +54,7 @@ pub fn migrate(paths: &Paths) {
 }
 
 /// The journal id, when this checkout has synced before.
-pub fn read_id(paths: &Paths) -> Option<String> {
+pub(crate) fn read_id(paths: &Paths) -> Option<String> {
     migrate(paths);
     let text = std::fs::read_to_string(&paths.id).ok()?;
     let id = text.trim();
@@ -62,7 +62,7 @@ pub fn read_id(paths: &Paths) -> Option<String> {
 }
 
 /// The identity, making the id on first use.
-pub fn ensure(project: &Project, paths: &Paths, name: Option<&str>) -> Result<Identity, SyncError> {
+pub(crate) fn ensure(project: &Project, paths: &Paths, name: Option<&str>) -> Result<Identity, SyncError> {
     let id = match read_id(paths) {
         Some(id) => id,
         None => {
@@ -97,7 +97,7 @@ fn random_id() -> String {
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`, `$COMPUTERNAME`).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())

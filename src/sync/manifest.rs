@@ -92,14 +92,14 @@ pub struct SessionState {
 
 impl Manifest {
     /// The manifest's bytes, as committed.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
         v.push(b'\n');
         v
     }
 
     /// The same journal content and session states (ignores when it was synced).
-    pub fn same_content(&self, other: &Manifest) -> bool {
+    pub(crate) fn same_content(&self, other: &Manifest) -> bool {
         let mut a = self.clone();
         a.synced_at.clone_from(&other.synced_at);
         a == *other

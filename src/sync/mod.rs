@@ -41,27 +41,28 @@ use std::path::PathBuf;
 
 use crate::project::Project;
 
-pub use run::{SyncOptions, SyncReport, sync};
+pub(crate) use run::sync;
+pub(crate) use run::{SyncOptions, SyncReport};
 
 /// Where every journal's ref lives on the remote (and, in walj's repository, what this
 /// checkout last pushed).
-pub const JOURNALS: &str = "refs/walj/journals/";
+pub(crate) const JOURNALS: &str = "refs/walj/journals/";
 /// What the last fetch brought, as is (walj's repository only).
-pub const FETCHED: &str = "refs/walj/fetched/";
+pub(crate) const FETCHED: &str = "refs/walj/fetched/";
 /// Per other journal, the head that was checked and materialised.
-pub const ACCEPTED: &str = "refs/walj/accepted/";
+pub(crate) const ACCEPTED: &str = "refs/walj/accepted/";
 /// A commit being pushed: set before the push, so a sync killed after the remote took it
 /// recognises it on the next run.
-pub const PENDING: &str = "refs/walj/pending/";
+pub(crate) const PENDING: &str = "refs/walj/pending/";
 /// Every commit this checkout ever tried to push and has not seen land yet
 /// (`refs/walj/sent/<id>/<oid>`): a push killed mid-way may still complete after a later
 /// sync began (the `git push` child outlives a killed walj), and its commit is still ours.
-pub const SENT: &str = "refs/walj/sent/";
+pub(crate) const SENT: &str = "refs/walj/sent/";
 
 /// The published format (`manifest.format`): 1 in plain text, 2 when sealed (encrypted
 /// objects; a walj that reads only 1 refuses it rather than show ciphertext).
-pub const FORMAT: u32 = 1;
-pub const FORMAT_SEALED: u32 = 2;
+pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT_SEALED: u32 = 2;
 
 /// The files of `walj sync` in one checkout.
 #[derive(Debug, Clone)]
@@ -96,7 +97,7 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(project: &Project) -> Paths {
+    pub(crate) fn new(project: &Project) -> Paths {
         let dir = project.dir.join("sync");
         let own = crate::project::trust::state_dir(&project.root).map_or_else(|| dir.clone(), |s| s.join("sync"));
         Paths {
@@ -147,7 +148,7 @@ impl SyncError {
 
 /// Opens (creating it when missing) walj's bare repository, with walj's store as an
 /// alternate object folder (rewritten each time: the project may have moved).
-pub fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
+pub(crate) fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
     crate::fsutil::create_private_dir(&paths.dir)
         .map_err(SyncError::io(format!("creating {}", paths.dir.display())))?;
     let repo = match git2::Repository::open_bare(&paths.repo) {
@@ -171,7 +172,7 @@ pub fn open_repo(paths: &Paths) -> Result<git2::Repository, SyncError> {
 }
 
 /// The id a ref name ends with, when it is a journal id.
-pub fn ref_id<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
+pub(crate) fn ref_id<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
     name.strip_prefix(prefix).filter(|id| identity::is_journal_id(id))
 }
 

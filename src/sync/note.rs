@@ -19,7 +19,7 @@ use crate::project::Project;
 
 /// One other journal's count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub journal: String,
     pub name: String,
     pub synced_at: String,
@@ -37,13 +37,13 @@ fn noted_path(project: &Project) -> PathBuf {
 
 /// Writes `.walj/remotes/summary.json` from the copies (and this checkout's decisions about
 /// their entries).
-pub fn write_summaries(project: &Project) -> std::io::Result<()> {
+pub(crate) fn write_summaries(project: &Project) -> std::io::Result<()> {
     let (remotes, _) = super::remotes::load(project, &FoldOptions::default());
     write_summaries_of(project, &remotes)
 }
 
 /// [`write_summaries`] from the copies already folded (with the default options).
-pub fn write_summaries_of(project: &Project, remotes: &[super::remotes::RemoteJournal]) -> std::io::Result<()> {
+pub(crate) fn write_summaries_of(project: &Project, remotes: &[super::remotes::RemoteJournal]) -> std::io::Result<()> {
     let list: Vec<Summary> = remotes
         .iter()
         .map(|r| {
@@ -76,7 +76,7 @@ fn label(name: &str) -> String {
 
 /// The line for the user at SessionStart, when another machine's count changed since it was
 /// last told (and is not zero). Cheap: one small file read when nothing was ever synced.
-pub fn session_start_line(project: &Project) -> Option<String> {
+pub(crate) fn session_start_line(project: &Project) -> Option<String> {
     let bytes = std::fs::read(summary_path(project)).ok()?;
     let list: Vec<Summary> = serde_json::from_slice(&bytes).ok()?;
     let noted: BTreeMap<String, (String, usize)> =

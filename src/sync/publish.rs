@@ -23,39 +23,39 @@ use crate::config::Matcher;
 use crate::store::{Store, blob_id, is_id};
 
 /// A segment is sealed once it holds at least this many bytes.
-pub const SEGMENT_BYTES: u64 = 64 * 1024;
+pub(crate) const SEGMENT_BYTES: u64 = 64 * 1024;
 /// The same for encrypted syncs: ciphertext neither compresses nor deltas against the open
 /// segment's previous version, so a smaller open segment keeps a sync after ten new lines
 /// small (about this plus one segment folder's tree).
-pub const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
+pub(crate) const SEALED_SEGMENT_BYTES: u64 = 16 * 1024;
 
 /// The segment size for a sync sealed with `seal` (or in plain text).
-pub fn segment_size(seal: Option<&Seal>) -> u64 {
+pub(crate) fn segment_size(seal: Option<&Seal>) -> u64 {
     if seal.is_some() { SEALED_SEGMENT_BYTES } else { SEGMENT_BYTES }
 }
 /// Segments per folder of `segments/`.
-pub const SEGMENTS_PER_DIR: u64 = 256;
+pub(crate) const SEGMENTS_PER_DIR: u64 = 256;
 /// Leading bytes the manifest's `prefix` covers (at most).
-pub const PREFIX_BYTES: u64 = 4096;
+pub(crate) const PREFIX_BYTES: u64 = 4096;
 
-pub const MANIFEST: &str = "manifest.json";
-pub const SEGMENTS: &str = "segments";
-pub const OBJECTS: &str = "objects";
-pub const TRANSCRIPTS: &str = "transcripts";
+pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const SEGMENTS: &str = "segments";
+pub(crate) const OBJECTS: &str = "objects";
+pub(crate) const TRANSCRIPTS: &str = "transcripts";
 
 /// The folder and file name of segment `i`.
-pub fn segment_path(i: u64) -> (String, String) {
+pub(crate) fn segment_path(i: u64) -> (String, String) {
     (format!("{:04}", i / SEGMENTS_PER_DIR), format!("{i:06}"))
 }
 
 /// The fixed identity of every commit walj makes (never the user's `user.name`).
-pub fn signature() -> Result<git2::Signature<'static>, git2::Error> {
+pub(crate) fn signature() -> Result<git2::Signature<'static>, git2::Error> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     git2::Signature::new("walj", "walj@localhost", &git2::Time::new(now.as_secs() as i64, 0))
 }
 
 /// The manifest of a published commit.
-pub fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, String> {
+pub(crate) fn manifest_of(repo: &Repository, commit: &Commit<'_>) -> Result<Manifest, String> {
     let tree = commit.tree().map_err(|e| format!("its tree cannot be read ({})", e.message()))?;
     let entry = tree.get_name(MANIFEST).ok_or("it has no manifest.json")?;
     let blob = repo.find_blob(entry.id()).map_err(|_| "its manifest.json is not a file or is missing".to_string())?;
@@ -119,7 +119,7 @@ fn io_err(journal: &Path) -> impl Fn(io::Error) -> SyncError + '_ {
 }
 
 /// A digest of published bytes: their blob id in plain text, a keyed digest when sealed.
-pub fn digest(seal: Option<&Seal>, what: &str, bytes: &[u8]) -> String {
+pub(crate) fn digest(seal: Option<&Seal>, what: &str, bytes: &[u8]) -> String {
     match seal {
         Some(s) => s.digest(what, bytes),
         None => blob_id(bytes),
@@ -137,7 +137,7 @@ fn read_range(f: &mut File, start: u64, len: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Whether `m` was sealed the way `seal` seals (same data key), or both are plain text.
-pub fn same_sealing(m: &Manifest, seal: Option<&Seal>) -> bool {
+pub(crate) fn same_sealing(m: &Manifest, seal: Option<&Seal>) -> bool {
     m.encryption.as_ref().map(|e| e.key.as_str()) == seal.map(|s| s.key.recipient())
 }
 
@@ -164,7 +164,7 @@ fn extends(f: &mut File, len: u64, tree: &Tree<'_>, m: &Manifest, seal: Option<&
 }
 
 /// Cuts `buf` (complete lines) into segments of at least `size` bytes: `(start, end, sealed)`.
-pub fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
+pub(crate) fn cut(buf: &[u8], size: u64) -> Vec<(usize, usize, bool)> {
     let seg = size.max(1) as usize;
     let mut out = Vec::new();
     let mut s = 0;
@@ -245,7 +245,7 @@ pub(crate) fn two_level(
 }
 
 /// Builds (but does not publish) the commit for the journal as it is now.
-pub fn build(inp: Input<'_>) -> Result<Built, SyncError> {
+pub(crate) fn build(inp: Input<'_>) -> Result<Built, SyncError> {
     let Input { repo, journal, store, ident, parent, never, sessions, synced_at, root, seal, wrap, transcripts } = inp;
     let (mut file, len) = match File::open(journal) {
         Ok(f) => {

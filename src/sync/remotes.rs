@@ -26,9 +26,9 @@ use crate::procinfo::Liveness;
 use crate::project::Project;
 
 /// The fold snapshot of a copy, in its cache folder.
-pub const SNAPSHOT: &str = "fold.snap";
+pub(crate) const SNAPSHOT: &str = "fold.snap";
 /// The id index of a copy, in its cache folder.
-pub const IDS: &str = "ids.idx";
+pub(crate) const IDS: &str = "ids.idx";
 
 /// Another checkout's journal, as of its last sync.
 #[derive(Debug)]
@@ -43,12 +43,12 @@ pub struct RemoteJournal {
 
 impl RemoteJournal {
     /// Its name for people (`host:path`, or its `[sync] name`).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.manifest.name
     }
 
     /// "as of the last sync from laptop (2026-11-29 07:30)".
-    pub fn as_of(&self) -> String {
+    pub(crate) fn as_of(&self) -> String {
         format!(
             "as of the last sync from {} ({})",
             self.manifest.name,
@@ -57,24 +57,24 @@ impl RemoteJournal {
     }
 
     /// The copy's journal.
-    pub fn journal(&self) -> PathBuf {
+    pub(crate) fn journal(&self) -> PathBuf {
         self.dir.join("journal.jsonl")
     }
 
     /// Every id and session the copy names, through its cached id index.
-    pub fn ids(&self) -> io::Result<IdIndex> {
+    pub(crate) fn ids(&self) -> io::Result<IdIndex> {
         ids_of(&self.journal(), &self.cache, snapshot::WRITE_AFTER)
     }
 
     /// A project whose images are this journal's and whose disk is this checkout's: what
     /// `walj diff` of one of its entries reads.
-    pub fn project(&self, local: &Project) -> Project {
+    pub(crate) fn project(&self, local: &Project) -> Project {
         Project { root: local.root.clone(), dir: self.dir.clone(), journal: self.dir.join("journal.jsonl") }
     }
 }
 
 /// The copies of other journals under `.walj/remotes/` (id, folder, manifest), by name.
-pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
+pub(crate) fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
     let paths = Paths::new(project);
     let Ok(rd) = std::fs::read_dir(&paths.remotes) else { return Vec::new() };
     let mut out: Vec<_> = rd
@@ -94,12 +94,12 @@ pub fn list(project: &Project) -> Vec<(String, PathBuf, Manifest)> {
 
 /// Folds every copy (with `opts`, through its cache), states from the manifests. Copies
 /// that cannot be read are skipped with a warning line each.
-pub fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<String>) {
+pub(crate) fn load(project: &Project, opts: &FoldOptions) -> (Vec<RemoteJournal>, Vec<String>) {
     load_with(project, opts, snapshot::WRITE_AFTER)
 }
 
 /// [`load`], writing a copy's snapshot when more than `write_after` bytes were read past it.
-pub fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Vec<RemoteJournal>, Vec<String>) {
+pub(crate) fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Vec<RemoteJournal>, Vec<String>) {
     let paths = Paths::new(project);
     sweep_caches(&paths);
     let mut out = Vec::new();
@@ -121,7 +121,7 @@ pub fn load_with(project: &Project, opts: &FoldOptions, write_after: u64) -> (Ve
 }
 
 /// The cache folder of copy `id`: `.walj/cache/remotes/<id>/`.
-pub fn cache_dir(paths: &Paths, id: &str) -> PathBuf {
+pub(crate) fn cache_dir(paths: &Paths, id: &str) -> PathBuf {
     paths.caches.join(id)
 }
 
@@ -177,14 +177,14 @@ fn file_sig(p: &Path) -> FileSig {
 /// signatures: a load gives the same copies (the TUI reloads them only when it changes).
 /// `walj sync` replaces a copy's files by a rename, so each change is a new inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Signature {
+pub(crate) struct Signature {
     copies: Vec<(String, FileSig, FileSig)>,
     sidecar: FileSig,
     id: FileSig,
 }
 
 /// The copies' [`Signature`] now (a few `stat`s per copy).
-pub fn signature(project: &Project) -> Signature {
+pub(crate) fn signature(project: &Project) -> Signature {
     let paths = Paths::new(project);
     let mut copies = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&paths.remotes) {
@@ -203,7 +203,7 @@ pub fn signature(project: &Project) -> Signature {
 
 /// Session states from the manifest: live and crashed as the other machine saw them; ended
 /// comes from the journal itself; anything else is unknown.
-pub fn apply_states(fold: &mut Fold, m: &Manifest) {
+pub(crate) fn apply_states(fold: &mut Fold, m: &Manifest) {
     for s in &mut fold.sessions {
         let state = m.sessions.iter().find(|x| x.session == s.session).map(|x| x.state.as_str());
         s.liveness = match state {
@@ -216,7 +216,7 @@ pub fn apply_states(fold: &mut Fold, m: &Manifest) {
 
 /// Finds an entry (id or unique prefix) in the other journals: the journal and the entry's
 /// full id. `Ok(None)`: no journal has it.
-pub fn find_entry<'a>(
+pub(crate) fn find_entry<'a>(
     remotes: &'a [RemoteJournal],
     id: &str,
 ) -> Result<Option<(&'a RemoteJournal, &'a crate::fold::Entry)>, String> {

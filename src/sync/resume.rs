@@ -20,7 +20,7 @@ use crate::session::{SessionError, SessionState, resolve, scan_usage, transcript
 
 /// Another machine's session, as of its journal's last sync.
 #[derive(Debug)]
-pub struct RemoteSession {
+pub(crate) struct RemoteSession {
     /// The journal id and its manifest.
     pub journal: String,
     pub manifest: Manifest,
@@ -31,13 +31,13 @@ pub struct RemoteSession {
 
 impl RemoteSession {
     /// The journal's name for people (`host:path`, or its `[sync] name`).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.manifest.name
     }
 }
 
 /// The session `prefix` names in the other journals (`Ok(None)`: none has it).
-pub fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, SessionError> {
+pub(crate) fn find(project: &Project, prefix: &str) -> Result<Option<RemoteSession>, SessionError> {
     let mut hits: Vec<(String, PathBuf, Manifest, String)> = Vec::new();
     let paths = super::Paths::new(project);
     let light_of = |id: &str, journal: &Path| {
@@ -126,7 +126,7 @@ fn rewrite_value(v: &mut Value, from: &str, to: &str) -> bool {
 
 /// The transcript with the other checkout's root `from` replaced by `to` in every string
 /// (lines that do not mention it are kept byte for byte).
-pub fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+pub(crate) fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
     if from == to || from.is_empty() {
         return bytes.to_vec();
     }
@@ -162,7 +162,7 @@ pub fn rewrite_paths(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
 
 /// What [`install_transcript`] did.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Installed {
+pub(crate) struct Installed {
     /// Where Claude Code finds it.
     pub path: PathBuf,
     pub bytes: u64,
@@ -176,7 +176,7 @@ pub struct Installed {
 
 /// Why the transcript could not be installed.
 #[derive(Debug, thiserror::Error)]
-pub enum TranscriptError {
+pub(crate) enum TranscriptError {
     #[error(
         "no transcript of session {sid} came from {machine}: it publishes transcripts when its sync is encrypted ([sync] recipients or passphrase) or has [sync] transcripts = true; `walj sync` there, then here"
     )]
@@ -194,7 +194,7 @@ pub enum TranscriptError {
 
 /// The folder the session ran in, mapped to this checkout (its root when the folder does not
 /// exist here).
-pub fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
+pub(crate) fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
     let from = rs.manifest.root.as_deref().unwrap_or("");
     let recorded = rs.state.info.cwd.as_deref().unwrap_or(from);
     let mapped = replace_root(recorded, from, &local.root.to_string_lossy()).map(PathBuf::from);
@@ -206,7 +206,11 @@ pub fn local_cwd(local: &Project, rs: &RemoteSession) -> PathBuf {
 
 /// Writes the session's transcript (the synced copy, paths rewritten) where this machine's
 /// Claude Code looks for it.
-pub fn install_transcript(local: &Project, rs: &RemoteSession, force: bool) -> Result<Installed, TranscriptError> {
+pub(crate) fn install_transcript(
+    local: &Project,
+    rs: &RemoteSession,
+    force: bool,
+) -> Result<Installed, TranscriptError> {
     let session = rs.state.session();
     let copy = transcript::read_copy(&rs.project, session)
         .map_err(|e| TranscriptError::Io { what: "reading", path: rs.project.dir.join("transcripts"), source: e })?

@@ -32,7 +32,7 @@ use crate::store::Store;
 
 /// What `walj sync` was asked to do.
 #[derive(Debug, Clone, Default)]
-pub struct SyncOptions {
+pub(crate) struct SyncOptions {
     /// The git remote (default: `[sync] remote`, else the branch's upstream remote, else `origin`).
     pub remote: Option<String>,
     /// Say what would happen; publish nothing, change no copy.
@@ -45,7 +45,7 @@ pub struct SyncOptions {
 }
 
 /// What a sync may ask the user.
-pub struct Prompts<'a> {
+pub(crate) struct Prompts<'a> {
     /// Shows the plain-text notice and returns the answer; `None` when nobody can be asked
     /// (no terminal): the sync is then refused in one line.
     pub confirm: &'a mut dyn FnMut(&str) -> Option<bool>,
@@ -57,7 +57,7 @@ pub struct Prompts<'a> {
 /// What happened to this journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PublishState {
+pub(crate) enum PublishState {
     /// Published now.
     Pushed,
     /// The remote already had it.
@@ -70,7 +70,7 @@ pub enum PublishState {
 
 /// This journal's side of a sync.
 #[derive(Debug, Clone, Serialize)]
-pub struct Published {
+pub(crate) struct Published {
     pub state: PublishState,
     pub commit: Option<String>,
     pub epoch: u64,
@@ -94,7 +94,7 @@ pub struct Published {
 
 /// What a sync did (the `--json` output).
 #[derive(Debug, Clone, Serialize)]
-pub struct SyncReport {
+pub(crate) struct SyncReport {
     pub remote: String,
     pub url: String,
     pub journal: String,
@@ -111,7 +111,7 @@ pub struct SyncReport {
 }
 
 /// What the first plain-text sync to `remote` says before it asks.
-pub fn notice(remote: &Remote, transcripts: bool) -> String {
+pub(crate) fn notice(remote: &Remote, transcripts: bool) -> String {
     format!(
         "walj sync publishes this checkout's journal to remote {:?} ({}) under refs/walj/journals/, unencrypted.\n\
          Anyone who can read that repository can read:\n  \
@@ -208,7 +208,7 @@ fn identity_files(project: &Project, config: &Config) -> Vec<std::path::PathBuf>
 /// Runs one sync. `prompts.confirm` shows the plain-text notice and returns the user's
 /// answer (called at most once, and only when the user has not agreed for this remote yet and
 /// nothing is encrypted).
-pub fn sync(project: &Project, opts: &SyncOptions, prompts: Prompts<'_>) -> Result<SyncReport, SyncError> {
+pub(crate) fn sync(project: &Project, opts: &SyncOptions, prompts: Prompts<'_>) -> Result<SyncReport, SyncError> {
     let (config, matcher) = Config::load_with_matcher(&project.config_path()).map_err(|e| {
         SyncError::Refused(format!("{e}; fix it first: its [capture] never rules decide what is published"))
     })?;

@@ -23,22 +23,22 @@ use crate::config::SyncConfig;
 use crate::crypt::{self, DataKey, Keys, Protection, Secret};
 
 /// The tree entry holding the data key's secret half, encrypted.
-pub const KEY_ENTRY: &str = "key.age";
+pub(crate) const KEY_ENTRY: &str = "key.age";
 /// `encryption.scheme`.
-pub const SCHEME: &str = "age";
-pub const BY_RECIPIENTS: &str = "recipients";
-pub const BY_PASSPHRASE: &str = "passphrase";
+pub(crate) const SCHEME: &str = "age";
+pub(crate) const BY_RECIPIENTS: &str = "recipients";
+pub(crate) const BY_PASSPHRASE: &str = "passphrase";
 
 /// What `[sync]` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wanted {
+pub(crate) enum Wanted {
     Plain,
     Recipients(Vec<String>),
     Passphrase,
 }
 
 impl Wanted {
-    pub fn from_config(c: &SyncConfig) -> Result<Wanted, SyncError> {
+    pub(crate) fn from_config(c: &SyncConfig) -> Result<Wanted, SyncError> {
         let recipients: Vec<String> =
             c.recipients.iter().map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
         let wanted = match (recipients.is_empty(), c.passphrase) {
@@ -64,7 +64,7 @@ impl Wanted {
         Ok(wanted)
     }
 
-    pub fn sealed(&self) -> bool {
+    pub(crate) fn sealed(&self) -> bool {
         *self != Wanted::Plain
     }
 }
@@ -79,22 +79,22 @@ pub struct Seal {
 
 impl Seal {
     /// A keyed digest (see [`DataKey::digest`]).
-    pub fn digest(&self, what: &str, data: &[u8]) -> String {
+    pub(crate) fn digest(&self, what: &str, data: &[u8]) -> String {
         self.key.digest(what, data)
     }
 
     /// The tree name of image `id` (40 hex digits, fanned out like an object id).
-    pub fn image_name(&self, id: &str) -> String {
+    pub(crate) fn image_name(&self, id: &str) -> String {
         self.key.digest("image", id.as_bytes())
     }
 
-    pub fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, SyncError> {
+    pub(crate) fn encrypt(&self, data: &[u8]) -> Result<Vec<u8>, SyncError> {
         self.key.encrypt(data).map_err(|e| SyncError::Refused(format!("encrypting for the sync: {e}")))
     }
 }
 
 /// This journal's data key, made (and kept in `.walj/sync/key`, 0600) on first use.
-pub fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
+pub(crate) fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
     match std::fs::read_to_string(&paths.key) {
         Ok(text) => DataKey::parse(&text).map_err(|e| {
             SyncError::Refused(format!(
@@ -115,7 +115,7 @@ pub fn own_key(paths: &Paths) -> Result<DataKey, SyncError> {
 }
 
 /// The seal for `wanted` (`None`: plain text).
-pub fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
+pub(crate) fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
     let (protection, recipients) = match wanted {
         Wanted::Plain => return Ok(None),
         Wanted::Recipients(r) => (BY_RECIPIENTS, r.clone()),
@@ -133,7 +133,7 @@ pub fn seal(paths: &Paths, wanted: &Wanted) -> Result<Option<Seal>, SyncError> {
 
 /// `key.age`: the data key's secret half encrypted to the user's recipients or passphrase
 /// (the bundle encryption). `passphrase` is asked only in passphrase mode.
-pub fn wrap(
+pub(crate) fn wrap(
     seal: &Seal,
     wanted: &Wanted,
     passphrase: &mut dyn FnMut() -> Option<Secret>,
@@ -158,7 +158,7 @@ pub fn wrap(
 /// Opens other journals' data keys: from `.walj/sync/keys/<id>` when the manifest names the
 /// key kept there, else from the commit's `key.age` with the identity files or the passphrase
 /// (asked at most once per sync), then kept.
-pub struct Opener<'a> {
+pub(crate) struct Opener<'a> {
     pub paths: &'a Paths,
     pub identities: Vec<PathBuf>,
     pub passphrase: &'a mut dyn FnMut() -> Option<Secret>,
@@ -171,7 +171,7 @@ impl Opener<'_> {
 
     /// The data key of journal `id`'s commit (`tree`, `m`); `Ok(None)` when it is not sealed.
     /// `Err`: why it cannot be opened here (one line).
-    pub fn open(
+    pub(crate) fn open(
         &mut self,
         repo: &Repository,
         tree: &Tree<'_>,

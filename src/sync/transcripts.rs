@@ -23,8 +23,6 @@ use crate::config::Matcher;
 use crate::project::Project;
 use crate::session::{file_stem, transcript};
 
-pub use crate::session::redact::WITHHELD;
-
 /// The transcripts a sync publishes.
 pub struct Sources<'a> {
     pub project: &'a Project,
@@ -35,7 +33,7 @@ pub struct Sources<'a> {
 }
 
 /// What [`publish`] made.
-pub struct Published {
+pub(crate) struct Published {
     /// The `transcripts/` tree (`None`: no transcript).
     pub tree: Option<Oid>,
     pub states: Vec<TranscriptState>,
@@ -44,7 +42,7 @@ pub struct Published {
 
 /// Builds the `transcripts/` tree. `prev`: the previous commit's tree and transcript states,
 /// when it was sealed the same way (its segments may be kept).
-pub fn publish(
+pub(crate) fn publish(
     repo: &Repository,
     src: Sources<'_>,
     prev: Option<(&Tree<'_>, &[TranscriptState])>,
@@ -114,12 +112,12 @@ pub fn publish(
     Ok(out)
 }
 
-pub use crate::session::redact::sanitise;
+pub(crate) use crate::session::redact::sanitise;
 
 /// Writes the transcripts of journal copy `dir` (`.walj/remotes/<id>/`) from commit tree `tree`:
 /// those whose state differs from `before` (the copy's previous manifest) or that are missing,
 /// as safe copies (`<dir>/transcripts/`) that `walj sessions resume` reads.
-pub fn materialise(
+pub(crate) fn materialise(
     repo: &Repository,
     tree: &Tree<'_>,
     states: &[TranscriptState],
@@ -159,6 +157,7 @@ pub fn materialise(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::session::redact::WITHHELD;
 
     fn matcher() -> Matcher {
         crate::config::Config::default().matcher().unwrap()

@@ -14,14 +14,14 @@ use super::{JOURNALS, SyncError};
 /// What a fetch found: the remote's journal refs (ref, commit) whose commits are now in
 /// walj's repository, and the journals whose fetch failed (id or ref tail, git's reason).
 #[derive(Debug, Default)]
-pub struct Fetched {
+pub(crate) struct Fetched {
     pub refs: Vec<(String, String)>,
     pub failed: Vec<(String, String)>,
 }
 
 /// A remote of the user's repository, resolved.
 #[derive(Debug, Clone)]
-pub struct Remote {
+pub(crate) struct Remote {
     pub name: String,
     pub url: String,
     pub push_url: String,
@@ -70,7 +70,7 @@ fn stdout_line(o: &Output) -> Option<String> {
 }
 
 /// git's own reason, in one line: its last `fatal:`/`error:` line, else its last line.
-pub fn git_reason(stderr: &[u8]) -> String {
+pub(crate) fn git_reason(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     lines
@@ -83,7 +83,7 @@ pub fn git_reason(stderr: &[u8]) -> String {
 
 /// The remote to sync through: `name`, else the current branch's upstream remote, else
 /// `origin`. Errors say what to do.
-pub fn resolve(root: &Path, name: Option<&str>) -> Result<Remote, SyncError> {
+pub(crate) fn resolve(root: &Path, name: Option<&str>) -> Result<Remote, SyncError> {
     let mut c = git();
     c.arg("-C").arg(root).args(["rev-parse", "--git-dir"]);
     let o = run(c, "find the repository")?;
@@ -160,7 +160,7 @@ impl Remote {
     /// records the refs itself, so a git process killed with walj leaves no lock behind).
     /// When the fetch of all of them fails but the remote answers, they are fetched one by
     /// one, so one damaged journal does not stop the others.
-    pub fn fetch(&self, repo: &Path, have: impl Fn(&str, &str) -> bool) -> Result<Fetched, SyncError> {
+    pub(crate) fn fetch(&self, repo: &Path, have: impl Fn(&str, &str) -> bool) -> Result<Fetched, SyncError> {
         let refs = self.list(repo)?;
         let mut wants: Vec<&str> = refs.iter().filter(|(n, o)| !have(n, o)).map(|(_, o)| o.as_str()).collect();
         wants.sort_unstable();
@@ -196,7 +196,7 @@ impl Remote {
     }
 
     /// The remote's `refs/walj/journals/*`: (ref, commit).
-    pub fn list(&self, repo: &Path) -> Result<Vec<(String, String)>, SyncError> {
+    pub(crate) fn list(&self, repo: &Path) -> Result<Vec<(String, String)>, SyncError> {
         let mut c = self.git_on(repo);
         c.args(["ls-remote", "--refs"]).arg(&self.url).arg(format!("{JOURNALS}*"));
         let o = run(c, "list the remote's refs")?;
@@ -211,7 +211,7 @@ impl Remote {
 
     /// Pushes `new` to `refs/walj/journals/<id>` if, and only if, the remote's ref is still
     /// `expected` (`None`: must not exist). Never runs the user's push hooks.
-    pub fn push(&self, repo: &Path, id: &str, new: Oid, expected: Option<Oid>) -> Result<(), SyncError> {
+    pub(crate) fn push(&self, repo: &Path, id: &str, new: Oid, expected: Option<Oid>) -> Result<(), SyncError> {
         let dst = format!("{JOURNALS}{id}");
         let lease = format!("--force-with-lease={dst}:{}", expected.map(|o| o.to_string()).unwrap_or_default());
         let mut c = self.git_on(repo);

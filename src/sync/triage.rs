@@ -35,7 +35,7 @@ use crate::project::Project;
 use crate::triage::{HandoffOptions, Outcome, TriageError};
 
 /// `.walj/sync/elsewhere.jsonl`: this checkout's `remote` records, for [`overlay`].
-pub fn sidecar(project: &Project) -> PathBuf {
+pub(crate) fn sidecar(project: &Project) -> PathBuf {
     Paths::new(project).dir.join("elsewhere.jsonl")
 }
 
@@ -116,7 +116,7 @@ fn refuse_session<'a>(
 
 /// The entries `ids` name in another machine's journal, for the confirmation that names it:
 /// (short id, path, "from machine NAME"). Empty when none is another machine's.
-pub fn describe(project: &Project, ids: &[String]) -> Vec<(String, String, String)> {
+pub(crate) fn describe(project: &Project, ids: &[String]) -> Vec<(String, String, String)> {
     let remotes = remotes(project);
     match find_entries(&remotes, ids) {
         Ok(Some((r, es))) => {
@@ -187,7 +187,7 @@ fn append(project: &Project, records: &[Record]) -> Result<(), TriageError> {
 
 /// `walj mark --done` on entries (`ids`, or the unresolved entries of `session`) of another
 /// machine's journal. `Ok(None)`: no other journal has them (the caller reports its own error).
-pub fn mark_done(
+pub(crate) fn mark_done(
     project: &Project,
     ids: &[String],
     session: Option<&str>,
@@ -336,7 +336,7 @@ fn applies(e: &Entry, f: &Foreign) -> bool {
 
 /// Applies this checkout's `remote` records to the copies of the journals they name, so this
 /// machine shows its own decisions before the other machine has synced them.
-pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
+pub(crate) fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
     let Ok(bytes) = std::fs::read(sidecar(project)) else { return };
     let foreign: Vec<Foreign> = bytes.split(|&b| b == b'\n').filter_map(parse_foreign).collect();
     if foreign.is_empty() {
@@ -359,7 +359,7 @@ pub fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
 
 /// Rewrites the sidecar from the journal (each sync), so it holds exactly the journal's
 /// `remote` records.
-pub fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
+pub(crate) fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
     let mut out = Vec::new();
     scan_lines(&project.journal, |raw| {
         if parse_foreign(raw.bytes).is_some() {
@@ -379,7 +379,7 @@ pub fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
 /// records of this journal: one per entry still unresolved here that does not carry that
 /// action yet. Reads the copies that changed in this sync (`seen`). Returns how many records
 /// were appended.
-pub fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
+pub(crate) fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
     let mut wanted: Vec<(Foreign, String, String)> = Vec::new();
     for s in seen.iter().filter(|s| matches!(s.verdict, Verdict::New | Verdict::Updated | Verdict::NewEpoch)) {
         let journal = super::accept::journal_dir(paths, &s.journal).join("journal.jsonl");

@@ -29,11 +29,11 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub fn new() -> Batch {
+    pub(crate) fn new() -> Batch {
         Batch { id: new_action_id(), next: 0 }
     }
     /// Stamps a record with the batch, its position in it and a new action id.
-    pub fn stamp(&mut self, mut r: Record) -> Record {
+    pub(crate) fn stamp(&mut self, mut r: Record) -> Record {
         if r.action.is_none() {
             r.action = Some(new_action_id());
         }
@@ -170,19 +170,19 @@ pub(crate) enum Disk {
 }
 
 impl Disk {
-    pub fn bytes(&self) -> Option<&[u8]> {
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
         match self {
             Disk::Absent => None,
             Disk::File(b) => Some(b),
         }
     }
-    pub fn blob(&self) -> Blob {
+    pub(crate) fn blob(&self) -> Blob {
         match self {
             Disk::Absent => Blob::Absent,
             Disk::File(b) => Blob::Id(blob_id(b)),
         }
     }
-    pub fn from_option(b: Option<Vec<u8>>) -> Disk {
+    pub(crate) fn from_option(b: Option<Vec<u8>>) -> Disk {
         b.map_or(Disk::Absent, Disk::File)
     }
 }
@@ -243,14 +243,14 @@ pub(crate) enum Image {
 }
 
 impl Image {
-    pub fn same_as(&self, disk: &Disk) -> bool {
+    pub(crate) fn same_as(&self, disk: &Disk) -> bool {
         match (self, disk) {
             (Image::Absent, Disk::Absent) => true,
             (Image::Bytes(a), Disk::File(b)) => a == b,
             _ => false,
         }
     }
-    pub fn into_option(self) -> Option<Vec<u8>> {
+    pub(crate) fn into_option(self) -> Option<Vec<u8>> {
         match self {
             Image::Bytes(b) => Some(b),
             _ => None,
@@ -267,14 +267,14 @@ pub(crate) struct Objects<'a> {
 }
 
 impl<'a> Objects<'a> {
-    pub fn new(project: &'a Project) -> Objects<'a> {
+    pub(crate) fn new(project: &'a Project) -> Objects<'a> {
         Objects { project, store: Store::new(project.store_dir()), repo: None, max_bytes: None }
     }
 
     /// Stores bytes (before an overwrite), naming the store in the error, and reads them
     /// back: an object already stored under their id may be damaged (the store does not
     /// rewrite existing ids), and these bytes may be about to exist nowhere else.
-    pub fn put(&self, bytes: &[u8]) -> Result<String> {
+    pub(crate) fn put(&self, bytes: &[u8]) -> Result<String> {
         let err = |e: StoreError| TriageError::Failed(format!("saving the current bytes into the store: {e}"));
         let id = self.store.put(bytes).map_err(err)?;
         match self.store.get(&id) {
@@ -293,7 +293,7 @@ impl<'a> Objects<'a> {
     }
 
     /// The bytes of object `id`, when the store or git has them.
-    pub fn get(&mut self, id: &str) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn get(&mut self, id: &str) -> Result<Option<Vec<u8>>, String> {
         match self.store.get(id) {
             Ok(b) => return Ok(Some(b)),
             Err(StoreError::Missing(_)) => {}
@@ -318,7 +318,7 @@ impl<'a> Objects<'a> {
 
     /// Resolves a record's image. `disk` supplies the bytes when its id matches (images
     /// over the capture cap are recorded by id only).
-    pub fn image(&mut self, blob: &Option<Blob>, nocap: Option<&str>, what: &str, disk: Option<&Disk>) -> Image {
+    pub(crate) fn image(&mut self, blob: &Option<Blob>, nocap: Option<&str>, what: &str, disk: Option<&Disk>) -> Image {
         let id = match blob {
             None => return Image::Unknown(format!("no {what} was recorded")),
             Some(Blob::Absent) => return Image::Absent,
@@ -337,7 +337,7 @@ impl<'a> Objects<'a> {
     }
 
     /// Why object `id` is not available, from the record's `nocap`.
-    pub fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
+    pub(crate) fn why_missing(&mut self, id: &str, nocap: Option<&str>, what: &str) -> String {
         let short = crate::fold::abbrev(id, 10);
         match nocap {
             Some(nocap::TOO_LARGE) => {
@@ -473,17 +473,17 @@ pub(crate) struct Overlay {
 }
 
 impl Overlay {
-    pub fn read(&self, abs: &Path, rel: &str) -> Result<Disk, String> {
+    pub(crate) fn read(&self, abs: &Path, rel: &str) -> Result<Disk, String> {
         match self.files.get(abs) {
             Some(d) => Ok(d.clone()),
             None => read_disk(abs, rel),
         }
     }
-    pub fn set(&mut self, abs: &Path, d: Disk) {
+    pub(crate) fn set(&mut self, abs: &Path, d: Disk) {
         self.files.insert(abs.to_path_buf(), d);
     }
     /// True when no earlier step of the batch changed `abs`: the disk is what is there.
-    pub fn untouched(&self, abs: &Path) -> bool {
+    pub(crate) fn untouched(&self, abs: &Path) -> bool {
         !self.files.contains_key(abs)
     }
 }

@@ -69,7 +69,7 @@ pub fn diff_sides(project: &Project, entry: &Entry, mode: DiffMode) -> DiffSides
 /// The file mode's change in `entry`'s diff in `mode` (old, new, as git writes them: `100644`,
 /// `100755`), when the entry records modes and the two differ: a `chmod +x` shows here, its
 /// bytes being the same. The disk's side is its mode now.
-pub fn mode_change(project: &Project, entry: &Entry, mode: DiffMode) -> Option<(&'static str, &'static str)> {
+pub(crate) fn mode_change(project: &Project, entry: &Entry, mode: DiffMode) -> Option<(&'static str, &'static str)> {
     use crate::journal::entry_kind::file_mode;
     if entry.is_link() || entry.outside {
         return None;
@@ -107,7 +107,7 @@ fn recorded_side(
 }
 
 /// The label of a side whose image was lost and read from the disk instead.
-pub fn image_lost_label(label: &str) -> String {
+pub(crate) fn image_lost_label(label: &str) -> String {
     format!("{label} lost, disk used")
 }
 

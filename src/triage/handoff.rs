@@ -80,7 +80,7 @@ pub fn handoff(
 
 /// [`handoff`] of the entries `ids`, with `note` (what another command found, e.g. `walj
 /// bisect`'s culprit and failing output) before the journal's brief, within [`MAX_BRIEF`].
-pub fn handoff_with_note(project: &Project, fold: &Fold, ids: &[String], note: &str) -> Result<Brief> {
+pub(crate) fn handoff_with_note(project: &Project, fold: &Fold, ids: &[String], note: &str) -> Result<Brief> {
     handoff_noted(project, fold, ids, None, HandoffOptions::default(), Some(note))
 }
 
@@ -373,14 +373,14 @@ fn render_compact(sides: &DiffSides, budget: usize) -> String {
 
 /// Briefs an imported bundle brought, waiting for the user (issue 13 item 12): never
 /// delivered to Claude until released by [`deliver`].
-pub fn held(fold: &Fold) -> Vec<&Handoff> {
+pub(crate) fn held(fold: &Fold) -> Vec<&Handoff> {
     fold.pending_handoffs().filter(|h| h.held).collect()
 }
 
 /// Releases held briefs (`walj handoff --deliver [ACTION...]`, all held ones when none are
 /// named): each gets a `released` record, and the next SessionStart delivers it. Returns the
 /// briefs released.
-pub fn deliver<'f>(project: &Project, fold: &'f Fold, actions: &[String]) -> Result<Vec<&'f Handoff>> {
+pub(crate) fn deliver<'f>(project: &Project, fold: &'f Fold, actions: &[String]) -> Result<Vec<&'f Handoff>> {
     let waiting = held(fold);
     let chosen: Vec<&Handoff> = if actions.is_empty() {
         waiting

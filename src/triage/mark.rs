@@ -14,25 +14,14 @@ use super::action::{
 /// Marks entries done (`resolved how: done`). Every id is checked first: an unknown or
 /// ambiguous id, an entry already resolved or settled, or (without `force`) an entry of
 /// a live session fails the whole call and nothing is recorded.
-pub fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
+pub(crate) fn mark_done(project: &Project, fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
     let entries = find_entries(fold, ids)?;
-    mark_entries(project, fold, &entries, force)
-}
-
-/// Marks every unresolved entry of a session (id or unique prefix) done. A session with
-/// nothing unresolved gives an empty list.
-pub fn mark_session_done(project: &Project, fold: &Fold, session: &str, force: bool) -> Result<Vec<Outcome>> {
-    let s = fold.find_session(session).map_err(|e| super::session_error(session, e))?;
-    let entries: Vec<&Entry> = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).collect();
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
     mark_entries(project, fold, &entries, force)
 }
 
 /// What [`mark_done`] would do, checked the same way (a refusal is the same error), with
 /// nothing recorded: one outcome per entry, `changed` false.
-pub fn plan_mark(fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
+pub(crate) fn plan_mark(fold: &Fold, ids: &[String], force: bool) -> Result<Vec<Outcome>> {
     let entries = find_entries(fold, ids)?;
     check(fold, &entries, force)?;
     Ok(entries

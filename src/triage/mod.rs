@@ -30,14 +30,21 @@ mod revert;
 mod select;
 mod undo;
 
-pub use diff::{diff_sides, mode_change};
-pub use handoff::{
-    Brief, HandoffOptions, MAX_BRIEF, deliver as deliver_held, handoff, handoff_with_note, held as held_briefs,
-};
-pub use mark::{mark_done, mark_session_done, plan_mark};
-pub use revert::{RevertOptions, RevertPlan, plan_revert, revert};
-pub use select::turn_entries;
-pub use undo::{plan_undo, undo};
+pub use diff::diff_sides;
+pub(crate) use diff::mode_change;
+pub(crate) use handoff::Brief;
+pub use handoff::handoff;
+pub(crate) use handoff::handoff_with_note;
+pub use handoff::{HandoffOptions, MAX_BRIEF};
+pub(crate) use handoff::{deliver as deliver_held, held as held_briefs};
+pub(crate) use mark::{mark_done, plan_mark};
+pub(crate) use revert::RevertOptions;
+pub use revert::RevertPlan;
+pub use revert::plan_revert;
+pub(crate) use revert::revert;
+pub(crate) use select::turn_entries;
+pub(crate) use undo::plan_undo;
+pub(crate) use undo::undo;
 
 pub(crate) use action::find_entry;
 
@@ -72,8 +79,9 @@ pub(crate) fn session_error(prefix: &str, e: crate::fold::IdError) -> TriageErro
 }
 
 /// Results of the triage actions.
-pub type Result<T, E = TriageError> = std::result::Result<T, E>;
-pub use crate::present::diff::{DiffSides, Side};
+pub(crate) type Result<T, E = TriageError> = std::result::Result<T, E>;
+pub(crate) use crate::present::diff::DiffSides;
+pub use crate::present::diff::Side;
 
 /// Which two versions `diff_sides` compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -112,7 +120,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The outcome of an action on `e`: `message`, and whether anything changed.
-    pub fn of(e: &crate::fold::Entry, message: String, changed: bool) -> Outcome {
+    pub(crate) fn of(e: &crate::fold::Entry, message: String, changed: bool) -> Outcome {
         Outcome { id: e.id.clone(), path: e.path.clone(), message, changed, ..Outcome::default() }
     }
 }

@@ -12,7 +12,7 @@ use crate::present::plural;
 
 /// [`Operation::how`] of an in-place `walj bisect`: every state it put in place, one operation
 /// (never done again by `walj redo`: its states were intermediate).
-pub const BISECT: &str = "bisect";
+pub(crate) const BISECT: &str = "bisect";
 
 /// One command of the operation log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub struct Operation {
 
 impl Operation {
     /// "marked done", "reverted", "handed back".
-    pub fn verb(&self) -> &'static str {
+    pub(crate) fn verb(&self) -> &'static str {
         match self.how.as_str() {
             how::DONE => "marked done",
             how::REVERTED => "reverted",
@@ -58,7 +58,7 @@ impl Operation {
 }
 
 /// The journal's triage commands, newest first.
-pub fn operations(fold: &Fold) -> Vec<Operation> {
+pub(crate) fn operations(fold: &Fold) -> Vec<Operation> {
     // (batch or action id + how, operation)
     let mut ops: Vec<(String, Operation)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -106,7 +106,7 @@ pub fn operations(fold: &Fold) -> Vec<Operation> {
 }
 
 /// The operation whose id starts with `prefix` (several kinds in one batch: the newest).
-pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Operation, super::TriageError> {
+pub(crate) fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Operation, super::TriageError> {
     let mut ids: Vec<&str> = ops.iter().map(|o| o.id.as_str()).filter(|id| id.starts_with(prefix)).collect();
     ids.dedup();
     match ids.as_slice() {
@@ -123,7 +123,7 @@ pub fn find_operation<'o>(ops: &'o [Operation], prefix: &str) -> Result<&'o Oper
 
 /// What `walj redo` does again: the operation `id` names, else the newest operation undone
 /// whose entries are all open again. `Err` says why there is nothing to redo.
-pub fn redo_target<'o>(
+pub(crate) fn redo_target<'o>(
     fold: &Fold,
     ops: &'o [Operation],
     id: Option<&str>,

@@ -25,7 +25,7 @@ use crate::journal::{key, kind, op};
 
 /// Where a record came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Written here by this checkout's hooks or commands.
     Own,
     /// Imported from a bundle (its file name, as the `imported` record names it).
@@ -33,12 +33,13 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn is_own(&self) -> bool {
+    pub(crate) fn is_own(&self) -> bool {
         matches!(self, Origin::Own)
     }
 
     /// `from bundle X`, for confirmations and refusals (empty for own records).
-    pub fn from_what(&self) -> String {
+    #[allow(clippy::wrong_self_convention)] // a phrase (`from bundle X`), not a conversion
+    pub(crate) fn from_what(&self) -> String {
         match self {
             Origin::Own => String::new(),
             Origin::Bundle(b) => format!("from bundle {b}"),
@@ -48,7 +49,7 @@ impl Origin {
 
 /// The import ranges of a journal: which lines came from which bundle.
 #[derive(Debug, Clone, Default)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     /// (first line, last line, bundle), in journal order.
     ranges: Vec<(u64, u64, String)>,
 }
@@ -56,7 +57,7 @@ pub struct Provenance {
 impl Provenance {
     /// Reads the import ranges of `journal` (lines holding an `imported` mark; an unreadable
     /// journal has none).
-    pub fn load(journal: &Path) -> Provenance {
+    pub(crate) fn load(journal: &Path) -> Provenance {
         let mut ranges = Vec::new();
         let _ = scan_lines(journal, |raw| {
             if !contains(raw.bytes, b"\"imported\"") || !contains(raw.bytes, b"\"records\"") {
@@ -75,7 +76,7 @@ impl Provenance {
     }
 
     /// The origin of the record at `line`.
-    pub fn of_line(&self, line: u64) -> Origin {
+    pub(crate) fn of_line(&self, line: u64) -> Origin {
         match self.ranges.iter().find(|(a, b, _)| (*a..=*b).contains(&line)) {
             Some((_, _, bundle)) => Origin::Bundle(bundle.clone()),
             None => Origin::Own,
@@ -83,18 +84,13 @@ impl Provenance {
     }
 
     /// The origin of an entry: that of its first record.
-    pub fn of_entry(&self, e: &Entry) -> Origin {
+    pub(crate) fn of_entry(&self, e: &Entry) -> Origin {
         self.of_line(e.line)
     }
 
     /// The origin of a triage action: that of its record.
-    pub fn of_action(&self, a: &Action) -> Origin {
+    pub(crate) fn of_action(&self, a: &Action) -> Origin {
         self.of_line(a.line)
-    }
-
-    /// True when any line came from a bundle.
-    pub fn any(&self) -> bool {
-        !self.ranges.is_empty()
     }
 }
 
@@ -120,7 +116,7 @@ pub(crate) fn own_only<'f>(prov: &Provenance, entries: Vec<&'f Entry>) -> (Vec<&
 }
 
 /// The line that says why entries were left out of `--all`/`--session`.
-pub fn skipped_line(n: usize, what: &str) -> String {
+pub(crate) fn skipped_line(n: usize, what: &str) -> String {
     format!(
         "{n} entr{} from imported bundles left out: {what} acts on this checkout's own entries only. \
          Name an imported entry by its id to act on it (walj asks first)",

@@ -54,7 +54,8 @@ pub enum RevertPlan {
 
 impl RevertPlan {
     /// One line for people: what reverting does to `path` (the TUI's dialog title).
-    pub fn summary(&self, path: &str) -> String {
+    #[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+    pub(crate) fn summary(&self, path: &str) -> String {
         match self {
             RevertPlan::Nothing { why } => format!("nothing to write: {why}"),
             RevertPlan::WritePre => format!("write the pre-image back to {path}"),
@@ -76,7 +77,7 @@ impl RevertPlan {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RevertOptions {
+pub(crate) struct RevertOptions {
     /// Write the pre-image over a conflicting merge; act on entries of live sessions; write
     /// a file under `.git/` that this checkout's own session changed.
     pub force: bool,
@@ -456,7 +457,7 @@ fn locate(disk: &[&str], ours: &[&str], approx: usize) -> usize {
 /// leave it); any refusal, conflict (without `force`) or live session (without `force`)
 /// fails the call with every reason and nothing changed. `dry_run` returns what would
 /// happen.
-pub fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> Result<Vec<Outcome>> {
+pub(crate) fn revert(project: &Project, fold: &Fold, ids: &[String], opts: RevertOptions) -> Result<Vec<Outcome>> {
     let entries = find_entries(fold, ids)?;
     let (links, files): (Vec<&Entry>, Vec<&Entry>) = entries.into_iter().partition(|e| e.is_link());
     // A kind this walj does not know (a newer walj's): shown, never written.

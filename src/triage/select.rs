@@ -6,7 +6,11 @@ use crate::fold::{Entry, EntryState, Fold};
 
 /// The entries a session (or its turn `prompt`, 1-based in the order the prompts came) changed
 /// files with, oldest first: not triaged yet, not settled as not applied, inside the project.
-pub fn turn_entries<'f>(fold: &'f Fold, session: &str, prompt: Option<usize>) -> Result<Vec<&'f Entry>, TriageError> {
+pub(crate) fn turn_entries<'f>(
+    fold: &'f Fold,
+    session: &str,
+    prompt: Option<usize>,
+) -> Result<Vec<&'f Entry>, TriageError> {
     let s = fold.find_session(session).map_err(|e| session_error(session, e))?;
     let (from, to) = match prompt {
         None => (None, None),

@@ -69,7 +69,7 @@ struct Restore {
 /// journal); an action recorded elsewhere (inside an import range, [`super::origin`]) is
 /// undone only by its entry's id with `confirmed_foreign` (the caller asked, naming where it
 /// comes from).
-pub fn undo(
+pub(crate) fn undo(
     project: &Project,
     fold: &Fold,
     id: Option<&str>,
@@ -83,7 +83,7 @@ pub fn undo(
 
 /// What [`undo`] with the same arguments would do, checked the same way (a refusal is the
 /// same error), with nothing written: one outcome per action, `changed` false.
-pub fn plan_undo(
+pub(crate) fn plan_undo(
     project: &Project,
     fold: &Fold,
     id: Option<&str>,

@@ -23,7 +23,8 @@ use crate::present::{self, plural};
 use crate::project::Project;
 use crate::triage::{self, DiffMode, HandoffOptions, Outcome, RevertOptions};
 
-pub use super::tree::{Item, NodeKey, Row, SessionView, Tree};
+pub(crate) use super::tree::Row;
+pub use super::tree::{Item, NodeKey, Tree};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -37,8 +38,8 @@ pub struct Status {
     pub error: bool,
 }
 
-pub use super::dialogs::{Choice, Dialog};
-pub use super::source::SyncState;
+pub(crate) use super::dialogs::{Choice, Dialog};
+pub(crate) use super::source::SyncState;
 
 /// Where "now" comes from: the clock, or a fixed instant shown in UTC (tests, screenshots).
 #[derive(Debug, Clone, Copy)]
@@ -277,7 +278,7 @@ impl App {
 
     // ---------------------------------------------------------------- queries
 
-    pub fn selected(&self) -> Option<&Row> {
+    pub(crate) fn selected(&self) -> Option<&Row> {
         self.tree.selected()
     }
 
@@ -289,12 +290,12 @@ impl App {
     }
 
     /// The journal of the tree's machine header `mi`.
-    pub fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
+    pub(crate) fn machine(&self, mi: usize) -> Option<&crate::sync::remotes::RemoteJournal> {
         self.sync.remotes.get(self.tree.machines.get(mi)?.remote)
     }
 
     /// The other machine's journal an entry belongs to (None: this checkout's).
-    pub fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
+    pub(crate) fn remote_of(&self, e: &Entry) -> Option<&crate::sync::remotes::RemoteJournal> {
         if self.fold.entry_in(&e.session, &e.id).is_some() {
             return None;
         }
@@ -302,7 +303,7 @@ impl App {
     }
 
     /// Entries an action applies to (see [`Tree::targets`]).
-    pub fn targets(&self) -> Vec<&Entry> {
+    pub(crate) fn targets(&self) -> Vec<&Entry> {
         let remote = self.selected().map(|r| r.item).filter(|i| i.is_remote());
         let (Some(item), true) = (remote, self.tree.marked.is_empty()) else { return self.tree.targets(&self.fold) };
         // Another machine's row: its entry, else the unresolved entries under it.
@@ -324,7 +325,7 @@ impl App {
             .collect()
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         match self.clock {
             Clock::Real => Utc::now(),
             Clock::Fixed(t) => t,
@@ -332,19 +333,19 @@ impl App {
     }
 
     /// "3m", "2h", "5d" since a record timestamp.
-    pub fn age(&self, ts: &str) -> String {
+    pub(crate) fn age(&self, ts: &str) -> String {
         present::age(ts, self.now())
     }
 
     /// A record timestamp as the user reads it (local time; UTC with a fixed clock).
-    pub fn time(&self, ts: &str) -> String {
+    pub(crate) fn time(&self, ts: &str) -> String {
         match self.clock {
             Clock::Real => present::human_ts(ts),
             Clock::Fixed(_) => present::utc_ts(ts),
         }
     }
 
-    pub fn session_status(&self, session: &str) -> Option<SessionStatus> {
+    pub(crate) fn session_status(&self, session: &str) -> Option<SessionStatus> {
         self.tree.session_status(&self.fold, session)
     }
 
@@ -357,7 +358,7 @@ impl App {
     // ---------------------------------------------------------------- layout
 
     /// Which pane takes the whole screen.
-    pub fn zoom_state(&self) -> Zoom {
+    pub(crate) fn zoom_state(&self) -> Zoom {
         match (self.zoom, self.focus) {
             (false, _) => Zoom::Off,
             (true, Focus::Tree) => Zoom::Tree,
@@ -366,12 +367,12 @@ impl App {
     }
 
     /// The screen's regions now.
-    pub fn areas(&self) -> super::layout::Areas {
+    pub(crate) fn areas(&self) -> super::layout::Areas {
         super::layout::layout_with(self.area, self.zoom_state(), self.status_rows())
     }
 
     /// Rows of the status line: two when its message is wider than the screen (it wraps).
-    pub fn status_rows(&self) -> u16 {
+    pub(crate) fn status_rows(&self) -> u16 {
         let long = self.status.as_ref().is_some_and(|s| {
             self.filter_input.is_none()
                 && self.pane.search_input.is_none()
@@ -381,18 +382,18 @@ impl App {
     }
 
     /// Rows the tree shows at once.
-    pub fn tree_height(&self) -> usize {
+    pub(crate) fn tree_height(&self) -> usize {
         // Zoomed on the diff the tree is hidden, but its cursor keeps a page.
         let l = super::layout::layout_with(self.area, Zoom::Off, self.status_rows());
         l.tree.height.saturating_sub(2) as usize
     }
 
-    pub fn diff_height(&self) -> usize {
+    pub(crate) fn diff_height(&self) -> usize {
         self.areas().diff.height.saturating_sub(2) as usize
     }
 
     /// Columns inside the diff pane.
-    pub fn diff_width(&self) -> usize {
+    pub(crate) fn diff_width(&self) -> usize {
         self.areas().diff.width.saturating_sub(2) as usize
     }
 
@@ -401,15 +402,10 @@ impl App {
         self.tree.scroll_into_view(h);
     }
 
-    /// Lines the diff pane can scroll through (header included), as last drawn.
-    pub fn diff_len(&self) -> usize {
-        self.detail_len
-    }
-
     /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]): its
     /// lines, the header lines above the diff, the largest scroll that fills the pane; and
     /// keeps the scroll inside it.
-    pub fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
+    pub(crate) fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
         self.detail_len = lines;
         self.header_len = header;
         self.max_scroll = max_scroll;
@@ -423,7 +419,7 @@ impl App {
 
     /// Work before a draw: compute the selected entry's diff if it is not cached yet, and
     /// keep the scroll positions valid for the current size.
-    pub fn prepare(&mut self, area: Rect) {
+    pub(crate) fn prepare(&mut self, area: Rect) {
         self.area = area;
         if let Some(e) = self.selected_entry() {
             let key = (e.id.clone(), mode_index(self.diff_mode));
@@ -475,12 +471,12 @@ impl App {
     }
 
     /// The terminal refused the clipboard sequence.
-    pub fn copy_failed(&mut self, e: &std::io::Error) {
+    pub(crate) fn copy_failed(&mut self, e: &std::io::Error) {
         self.error(format!("copy failed: {e}"));
     }
 
     /// Handles one terminal event.
-    pub fn handle_event(&mut self, ev: &Event) {
+    pub(crate) fn handle_event(&mut self, ev: &Event) {
         match ev {
             Event::Key(k) if k.kind != KeyEventKind::Release => self.handle_key(k),
             Event::Mouse(m) => self.handle_mouse(m),
@@ -799,7 +795,7 @@ impl App {
     }
 
     /// Applies one action.
-    pub fn update(&mut self, action: Action) {
+    pub(crate) fn update(&mut self, action: Action) {
         let page = self.tree_height().max(2) as isize - 1;
         let dpage = self.diff_height().max(2) as isize - 1;
         match (action, self.focus) {
@@ -1219,7 +1215,7 @@ impl App {
     }
 
     /// After the editor ran (or failed to start): reload, and plan the revert again.
-    pub fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
+    pub(crate) fn edited(&mut self, result: std::io::Result<std::process::ExitStatus>) {
         let Some(req) = self.edit_request.take() else { return };
         self.reload();
         let open: Vec<&Entry> =
@@ -1237,7 +1233,7 @@ impl App {
     }
 
     /// Runs a decided action through the triage library, then reloads.
-    pub fn run_choice(&mut self, choice: Choice) {
+    pub(crate) fn run_choice(&mut self, choice: Choice) {
         let mut reopened: Vec<String> = Vec::new();
         let result: Result<String, triage::TriageError> = match &choice {
             Choice::Cancel => {
@@ -1407,7 +1403,7 @@ fn mode_index(m: DiffMode) -> u8 {
     }
 }
 
-pub fn mode_label(m: DiffMode) -> &'static str {
+pub(crate) fn mode_label(m: DiffMode) -> &'static str {
     match m {
         DiffMode::Disk => "pre-image → disk",
         DiffMode::Applied => "pre-image → post-image",

@@ -47,7 +47,7 @@ pub struct BisectUi {
 }
 
 /// Starts `walj bisect -- sh -c COMMAND` on a thread.
-pub fn start(project: &Project, session: Option<String>, command: &str) -> Receiver<Msg> {
+pub(crate) fn start(project: &Project, session: Option<String>, command: &str) -> Receiver<Msg> {
     let (tx, rx) = channel();
     let project = project.clone();
     let opts = Options {
@@ -118,7 +118,7 @@ fn with_notes(report: &crate::bisect::Report, command: &str, mut o: Outcome) -> 
 }
 
 /// What the running bisect said since the last poll: the last progress, or its end.
-pub fn poll(rx: &Receiver<Msg>) -> Option<Msg> {
+pub(crate) fn poll(rx: &Receiver<Msg>) -> Option<Msg> {
     let mut last = None;
     loop {
         match rx.try_recv() {

@@ -45,7 +45,7 @@ fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> DemoError
 }
 
 /// The demo repository's files (path, bytes).
-pub const FILES: &[(&str, &[u8])] = &[
+pub(crate) const FILES: &[(&str, &[u8])] = &[
     ("README.md", include_bytes!("../../assets/demo/project/README.md")),
     ("package.json", include_bytes!("../../assets/demo/project/package.json")),
     ("config/settings.json", include_bytes!("../../assets/demo/project/config/settings.json")),
@@ -55,10 +55,10 @@ pub const FILES: &[(&str, &[u8])] = &[
 ];
 
 /// The replayed steps: `{"hook": payload}` or `{"write": path, "content": text}`.
-pub const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
+pub(crate) const SCRIPT: &str = include_str!("../../assets/demo/script.jsonl");
 
 /// A fresh folder for the demo under the system temp folder.
-pub fn temp_dir() -> Result<PathBuf, DemoError> {
+pub(crate) fn temp_dir() -> Result<PathBuf, DemoError> {
     let base = std::env::temp_dir();
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     for n in 0..100 {
@@ -77,7 +77,7 @@ pub fn temp_dir() -> Result<PathBuf, DemoError> {
 }
 
 /// Writes the sample files into `dir` and commits them (git2; fixed author and date).
-pub fn create_project(dir: &Path) -> Result<(), DemoError> {
+pub(crate) fn create_project(dir: &Path) -> Result<(), DemoError> {
     for (rel, bytes) in FILES {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
@@ -116,7 +116,7 @@ fn substitute(v: &mut Value, project: &str, home: &str) {
 
 /// Replays [`SCRIPT`] in `dir`: each hook payload through `walj hook` (the binary at
 /// `walj`, as a child of this process), each file change written in between.
-pub fn replay(dir: &Path, walj: &Path) -> Result<(), DemoError> {
+pub(crate) fn replay(dir: &Path, walj: &Path) -> Result<(), DemoError> {
     let project = dir.to_string_lossy().into_owned();
     let home = std::env::var("HOME").unwrap_or_else(|_| project.clone());
     for (n, line) in SCRIPT.lines().enumerate() {

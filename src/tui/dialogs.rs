@@ -66,7 +66,7 @@ pub struct Dialog {
 
 impl Dialog {
     /// The choice a key picks: Esc cancels, Enter takes the default (or cancels), a letter its own.
-    pub fn choice_for(&self, key: DialogKey) -> Option<Choice> {
+    pub(crate) fn choice_for(&self, key: DialogKey) -> Option<Choice> {
         match key {
             DialogKey::Cancel => Some(Choice::Cancel),
             DialogKey::Confirm => Some(match self.default {
@@ -78,7 +78,7 @@ impl Dialog {
     }
 
     /// What Enter does, for the dialog and the footer.
-    pub fn enter_label(&self) -> String {
+    pub(crate) fn enter_label(&self) -> String {
         match self.default.and_then(|d| self.choices.iter().find(|(k, ..)| *k == d)) {
             Some((k, label, _)) => format!("Enter: {label} ({k})"),
             None => "Enter: cancel".to_string(),
@@ -86,7 +86,7 @@ impl Dialog {
     }
 
     /// Scrolls the body by `delta` lines, inside `0..=body.len() - visible`.
-    pub fn scroll_by(&mut self, delta: isize, visible: usize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize, visible: usize) {
         let max = self.body.len().saturating_sub(visible.max(1));
         self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
@@ -94,14 +94,14 @@ impl Dialog {
 
 /// A key as a dialog reads it (from [`super::keymap::Keymap::dialog_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DialogKey {
+pub(crate) enum DialogKey {
     Cancel,
     Confirm,
     Char(char),
 }
 
 /// An entry as a dialog line: `● src/app.rs (applied by Edit)`.
-pub fn describe(e: &Entry) -> String {
+pub(crate) fn describe(e: &Entry) -> String {
     format!(
         "{} {} ({} by {})",
         icon(e.state()),
@@ -122,13 +122,13 @@ fn counts(parts: &[(usize, &str)]) -> String {
 
 /// Marking done needs a question when it is a batch, touches an entry whose tool did not
 /// finish (in flight, failed), or a session that still runs.
-pub fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
+pub(crate) fn done_needs_asking(open: &[&Entry], live: bool) -> bool {
     live || open.len() > 1 || open.iter().any(|e| matches!(e.state(), EntryState::InFlight | EntryState::Failed))
 }
 
 /// Mark entries done: what each is, and a warning for those whose tool did not finish or
 /// whose session still runs (`live`).
-pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
+pub(crate) fn done(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
     let n_state = |s: EntryState| open.iter().filter(|e| e.state() == s).count();
     let (in_flight, failed) = (n_state(EntryState::InFlight), n_state(EntryState::Failed));
@@ -173,7 +173,7 @@ pub fn done(open: &[&Entry], live: Option<String>) -> Dialog {
 }
 
 /// What a revert would do to each entry (`plans` in the order of `open`).
-pub fn revert(
+pub(crate) fn revert(
     open: &[&Entry],
     plans: &[Result<RevertPlan, crate::triage::TriageError>],
     live: Option<String>,
@@ -314,7 +314,7 @@ pub fn revert(
 }
 
 /// Hand entries back to Claude (a brief at its next session start).
-pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
+pub(crate) fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);
     let body = open.iter().map(|e| describe(e)).collect();
     let mut note = vec![
@@ -342,7 +342,7 @@ pub fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
 /// `y`: what can be copied from the selected row. Enter takes the first: the path of an
 /// entry, else the session's resume line (`claude --resume ID`, `codex resume ID`, …: its
 /// agent's, run where it was started: [`crate::present::text::resume_line`]).
-pub fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
+pub(crate) fn copy(path: Option<String>, id: Option<String>, session: &str, resume: String) -> Dialog {
     let mut choices = Vec::new();
     let copy = |what: &str, text: String| Choice::Copy { what: what.to_string(), text };
     if let Some(p) = path {

@@ -13,9 +13,9 @@ use crate::present::diff::{Content, DiffModel, DiffOptions, NO_NEWLINE, ends_wit
 use crate::triage::DiffSides;
 
 /// Time all word highlighting of one view may take; later hunks are shown without it.
-pub const INLINE_BUDGET: Duration = Duration::from_millis(60);
+pub(crate) const INLINE_BUDGET: Duration = Duration::from_millis(60);
 /// Lines of context around each change.
-pub const CONTEXT: usize = 3;
+pub(crate) const CONTEXT: usize = 3;
 /// Replaced blocks larger than this are not word-diffed (they are rewrites, not edits).
 const INLINE_MAX_LINES: usize = 64;
 /// Longest line kept in full; longer lines are cut (with a marker).
@@ -45,7 +45,7 @@ impl DiffLine {
     fn plain(kind: LineKind, text: impl Into<String>) -> DiffLine {
         DiffLine { kind, old_no: None, new_no: None, segments: vec![(false, text.into())] }
     }
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.segments.iter().map(|(_, s)| s.as_str()).collect()
     }
 }
@@ -71,16 +71,7 @@ pub struct DiffView {
     pub elapsed: Duration,
 }
 
-impl DiffView {
-    /// A view that only says something (an error, "no changes").
-    pub fn message(title: impl Into<String>, lines: &[String]) -> DiffView {
-        DiffView {
-            title: title.into(),
-            lines: lines.iter().map(|l| DiffLine::plain(LineKind::Note, l.clone())).collect(),
-            ..DiffView::default()
-        }
-    }
-}
+impl DiffView {}
 
 /// Makes a line safe to draw: its line ending dropped, tabs become spaces, then
 /// [`crate::present::safe`] (control characters escaped, emoji sequences flattened).
@@ -105,7 +96,7 @@ fn clean(s: &str) -> String {
 }
 
 /// Builds the view of `sides`: the model, computed once, then its lines.
-pub fn build(sides: &DiffSides) -> DiffView {
+pub(crate) fn build(sides: &DiffSides) -> DiffView {
     let started = Instant::now();
     let model = DiffModel::new(sides, DiffOptions::TUI);
     let title = format!("{} → {}", sides.old.label, sides.new.label);

@@ -19,7 +19,7 @@ use crate::fold::{CommandStatus, Entry, EntryState, SessionInfo, SessionStatus};
 use crate::present::{self, icon as state_icon, one_line, plural, safe, short_time};
 
 /// An entry state's colour (the table in [`crate::present`]).
-pub fn state_style(s: EntryState) -> Style {
+pub(crate) fn state_style(s: EntryState) -> Style {
     theme::state(s)
 }
 
@@ -28,7 +28,7 @@ fn badge(st: SessionStatus) -> Span<'static> {
 }
 
 /// Draws the whole screen.
-pub fn draw(f: &mut Frame, app: &App) {
+pub(crate) fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     if area.width == 0 || area.height == 0 {
         return;
@@ -461,7 +461,7 @@ fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
 
 /// The detail pane's lines as the app scrolls them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DetailMetrics {
+pub(crate) struct DetailMetrics {
     /// Header lines, then diff lines.
     pub lines: usize,
     pub header: usize,
@@ -471,7 +471,7 @@ pub struct DetailMetrics {
 
 /// Counts the detail pane: only the lines at the end are measured for wrapping, so the
 /// cost does not grow with the diff.
-pub fn detail_metrics(app: &App) -> DetailMetrics {
+pub(crate) fn detail_metrics(app: &App) -> DetailMetrics {
     let header = detail_header(app).len();
     let diff = app.current_diff();
     let lines = header + diff.map_or(0, |d| d.lines.len());
@@ -1219,7 +1219,7 @@ fn dialog_layout(d: &super::app::Dialog, area: Rect) -> DialogLayout {
 }
 
 /// Body lines of a dialog that fit on a screen of `area` (what scrolling moves by).
-pub fn dialog_body_rows(d: &super::app::Dialog, area: Rect) -> usize {
+pub(crate) fn dialog_body_rows(d: &super::app::Dialog, area: Rect) -> usize {
     dialog_layout(d, area).body_rows
 }
 

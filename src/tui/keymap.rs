@@ -85,7 +85,7 @@ pub enum Action {
 /// Where a key means its action: a key may mean one thing on the tree and another in the
 /// diff (`/` filters the tree, searches the diff); dialog keys are read only in dialogs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The tree and the diff pane.
     Panes,
     Tree,
@@ -106,7 +106,7 @@ impl Scope {
 
 impl Action {
     /// Where the action's keys are read.
-    pub fn scope(self) -> Scope {
+    pub(crate) fn scope(self) -> Scope {
         match self {
             Action::Confirm | Action::Cancel => Scope::Dialog,
             Action::Filter => Scope::Tree,
@@ -117,17 +117,17 @@ impl Action {
 
     /// Dialog actions are looked up only while a dialog is open (their keys mean something
     /// else on the tree: Enter toggles, Esc goes back).
-    pub fn in_dialog(self) -> bool {
+    pub(crate) fn in_dialog(self) -> bool {
         self.scope() == Scope::Dialog
     }
 }
 
 /// Headings of the help overlay, in its order.
-pub const GROUPS: &[&str] = &["move", "diff", "act", "view", "dialogs"];
+pub(crate) const GROUPS: &[&str] = &["move", "diff", "act", "view", "dialogs"];
 
 /// (config name, action, default keys, help group, help text). The help overlay lists this
 /// table by group.
-pub const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
+pub(crate) const BINDINGS: &[(&str, Action, &[&str], &str, &str)] = &[
     ("move_down", Action::MoveDown, &["j", "down"], "move", "next row (diff: scroll down)"),
     ("move_up", Action::MoveUp, &["k", "up"], "move", "previous row (diff: scroll up)"),
     ("first", Action::First, &["g", "home"], "move", "first row / top of the diff"),
@@ -192,7 +192,7 @@ pub struct Key {
 
 impl Key {
     /// Normalises a terminal key event: a shifted character carries its case, not SHIFT.
-    pub fn from_event(ev: &KeyEvent) -> Key {
+    pub(crate) fn from_event(ev: &KeyEvent) -> Key {
         let mut mods = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         let code = match ev.code {
             KeyCode::Char(c) => {
@@ -261,7 +261,7 @@ pub enum KeyError {
 }
 
 /// Parses one key name: `j`, `G`, `?`, `enter`, `ctrl+d`, `alt+x`, `f5`, `pagedown`.
-pub fn parse_key(s: &str) -> Result<Key, KeyError> {
+pub(crate) fn parse_key(s: &str) -> Result<Key, KeyError> {
     let mut mods = KeyModifiers::NONE;
     let mut rest = s;
     loop {
@@ -362,7 +362,7 @@ impl Default for Keymap {
 impl Keymap {
     /// Defaults overridden by `[keys]` of the config. Unknown action names and key names
     /// are errors that name the offending entry.
-    pub fn from_config(table: &toml::Table) -> Result<Keymap, KeyError> {
+    pub(crate) fn from_config(table: &toml::Table) -> Result<Keymap, KeyError> {
         let mut map = Keymap::default();
         let mut overridden = Vec::new();
         for (name, value) in table {
@@ -431,17 +431,17 @@ impl Keymap {
 
     /// The action of a key on the tree (see [`Keymap::action_in`]).
     /// Whether any action, in any pane or dialog, is bound to `key`.
-    pub fn binds(&self, key: &Key) -> bool {
+    pub(crate) fn binds(&self, key: &Key) -> bool {
         self.bindings.iter().any(|(_, keys)| keys.contains(key))
     }
 
-    pub fn action(&self, key: &Key) -> Option<Action> {
+    pub(crate) fn action(&self, key: &Key) -> Option<Action> {
         self.action_in(key, Scope::Tree)
     }
 
     /// The action of a key in a pane (`Scope::Tree` or `Scope::Diff`): the pane's own
     /// bindings, then those of both panes.
-    pub fn action_in(&self, key: &Key, pane: Scope) -> Option<Action> {
+    pub(crate) fn action_in(&self, key: &Key, pane: Scope) -> Option<Action> {
         let find = |want: Scope| {
             self.bindings.iter().find(|(a, keys)| a.scope() == want && keys.contains(key)).map(|(a, _)| *a)
         };
@@ -449,7 +449,7 @@ impl Keymap {
     }
 
     /// A key as a dialog reads it: confirm, cancel, or a letter that may pick a choice.
-    pub fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
+    pub(crate) fn dialog_key(&self, key: &Key) -> Option<DialogKey> {
         let bound = self.bindings.iter().find(|(a, keys)| a.in_dialog() && keys.contains(key)).map(|(a, _)| *a);
         match (bound, key.code) {
             (Some(Action::Confirm), _) => Some(DialogKey::Confirm),
@@ -460,7 +460,7 @@ impl Keymap {
     }
 
     /// The keys of an action, for the footer and help ("j/↓").
-    pub fn keys_of(&self, action: Action) -> String {
+    pub(crate) fn keys_of(&self, action: Action) -> String {
         self.bindings
             .iter()
             .find(|(a, _)| *a == action)
@@ -469,7 +469,7 @@ impl Keymap {
     }
 
     /// The first key of an action, for the footer.
-    pub fn key_of(&self, action: Action) -> String {
+    pub(crate) fn key_of(&self, action: Action) -> String {
         self.bindings
             .iter()
             .find(|(a, _)| *a == action)

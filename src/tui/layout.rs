@@ -4,12 +4,12 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 
 /// Smallest screen the dashboard draws on; below it says so.
-pub const MIN_WIDTH: u16 = 40;
-pub const MIN_HEIGHT: u16 = 8;
+pub(crate) const MIN_WIDTH: u16 = 40;
+pub(crate) const MIN_HEIGHT: u16 = 8;
 
 /// Which pane, if one, takes the whole main area (`f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Zoom {
+pub(crate) enum Zoom {
     #[default]
     Off,
     Tree,
@@ -18,7 +18,7 @@ pub enum Zoom {
 
 /// The screen's regions. A pane that is not shown has a zero-width area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
+pub(crate) struct Areas {
     pub tree: Rect,
     pub diff: Rect,
     pub status: Rect,
@@ -26,27 +26,28 @@ pub struct Areas {
 }
 
 /// The screen is too small to draw the dashboard on.
-pub fn too_small(area: Rect) -> bool {
+pub(crate) fn too_small(area: Rect) -> bool {
     area.width < MIN_WIDTH || area.height < MIN_HEIGHT
 }
 
 /// Below this many columns the panes are stacked (the tree above the diff): side by side
 /// neither would be wide enough to read.
-pub const STACK_BELOW: u16 = 90;
+pub(crate) const STACK_BELOW: u16 = 90;
 
 /// Whether the panes are stacked at this size.
-pub fn stacked(area: Rect) -> bool {
+pub(crate) fn stacked(area: Rect) -> bool {
     area.width < STACK_BELOW
 }
 
 /// Splits the screen: tree | detail side by side (tree above detail below
 /// [`STACK_BELOW`] columns), or one of them zoomed; then a status line and a footer.
-pub fn layout(area: Rect, zoom: Zoom) -> Areas {
+#[cfg_attr(not(test), allow(dead_code))] // only the unit tests call it
+pub(crate) fn layout(area: Rect, zoom: Zoom) -> Areas {
     layout_with(area, zoom, 1)
 }
 
 /// [`layout`] with a status line of `status_rows` rows (a long message wraps onto two).
-pub fn layout_with(area: Rect, zoom: Zoom, status_rows: u16) -> Areas {
+pub(crate) fn layout_with(area: Rect, zoom: Zoom, status_rows: u16) -> Areas {
     let [main, status, footer] =
         Layout::vertical([Constraint::Min(0), Constraint::Length(status_rows), Constraint::Length(1)]).areas(area);
     if stacked(area) && zoom == Zoom::Off {

@@ -43,13 +43,14 @@ use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 
 pub use app::{App, AppOptions, Clock};
-pub use term::{EventSource, Input, Script};
+pub use term::Script;
+pub(crate) use term::{EventSource, Input};
 
 use crate::config::Config;
 use crate::project::Project;
 
 /// How long the loop waits for input before it polls the journal.
-pub const TICK: Duration = Duration::from_millis(250);
+pub(crate) const TICK: Duration = Duration::from_millis(250);
 
 fn backend_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("terminal: {e}")
@@ -141,7 +142,7 @@ pub fn load_theme_with(project: &Project, color: anstream::ColorChoice) -> anyho
 }
 
 /// Runs the dashboard on the real terminal.
-pub fn run(project: Project) -> anyhow::Result<()> {
+pub(crate) fn run(project: Project) -> anyhow::Result<()> {
     let keymap = load_keymap(&project)?;
     let theme = load_theme(&project)?;
     if matches!(anstream::ColorChoice::global(), anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi) {

@@ -8,12 +8,13 @@ use crate::journal::how;
 
 use super::dialogs::Choice;
 
-pub use crate::triage::ops::{Operation, operations};
+pub(crate) use crate::triage::ops::Operation;
+pub(crate) use crate::triage::ops::operations;
 
 /// What redo does after an undo that reopened `ids`: the action each one lost, again
 /// (grouped by kind, in the order done, revert, hand back). Reverting and handing back
 /// ask again through their dialogs; marking done does not write files.
-pub fn redo_choices(fold: &Fold, ids: &[String]) -> Vec<Choice> {
+pub(crate) fn redo_choices(fold: &Fold, ids: &[String]) -> Vec<Choice> {
     let undone_how = |e: &Entry| e.actions.iter().rev().find(|a| a.undone).map(|a| a.how.clone());
     let mut by_how: Vec<(String, Vec<String>)> = Vec::new();
     for id in ids {

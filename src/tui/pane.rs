@@ -7,7 +7,7 @@ use unicode_width::UnicodeWidthChar;
 use super::diff::{DiffLine, DiffView, LineKind};
 
 /// Columns a sideways step moves.
-pub const HSTEP: usize = 8;
+pub(crate) const HSTEP: usize = 8;
 
 /// The diff pane's display state (the vertical scroll is the app's `diff_scroll`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,22 +25,22 @@ pub struct DiffPane {
 }
 
 /// Display width of a char (0 for combining marks).
-pub fn cw(c: char) -> usize {
+pub(crate) fn cw(c: char) -> usize {
     c.width().unwrap_or(0)
 }
 
 /// Columns of the number gutter and sign before a diff line's text (`12 13 +`).
-pub fn prefix_width(gutter: usize) -> usize {
+pub(crate) fn prefix_width(gutter: usize) -> usize {
     2 * gutter + 3
 }
 
 /// Columns of a line's text.
-pub fn text_width(line: &DiffLine) -> usize {
+pub(crate) fn text_width(line: &DiffLine) -> usize {
     line.segments.iter().flat_map(|(_, s)| s.chars()).map(cw).sum()
 }
 
 /// Rows one diff line takes in a pane `width` columns wide.
-pub fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
+pub(crate) fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
     if width == 0 || (!pane.wrap && line.kind != LineKind::Note) {
         return 1;
     }
@@ -73,7 +73,7 @@ fn fold_case(query: &str) -> bool {
 }
 
 /// Char ranges of `text` where `query` occurs (smart case, not overlapping).
-pub fn find_all(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
+pub(crate) fn find_all(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
     let norm = |c: char| if fold_case(query) { c.to_lowercase().next().unwrap_or(c) } else { c };
     let hay: Vec<char> = text.chars().map(norm).collect();
     let needle: Vec<char> = query.chars().map(norm).collect();
@@ -94,7 +94,7 @@ pub fn find_all(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
 }
 
 /// Display columns of the first `chars` chars of `text`.
-pub fn col_of(text: &str, chars: usize) -> usize {
+pub(crate) fn col_of(text: &str, chars: usize) -> usize {
     text.chars().take(chars).map(cw).sum()
 }
 
@@ -102,7 +102,7 @@ pub fn col_of(text: &str, chars: usize) -> usize {
 /// it starts. In a replaced line that is its first marked word; where the words were not
 /// marked (a large or timed-out block) the first column where the removed and the added
 /// line differ; else column 0 of the first added or removed line.
-pub fn first_change(view: &DiffView, from: usize) -> Option<(usize, usize)> {
+pub(crate) fn first_change(view: &DiffView, from: usize) -> Option<(usize, usize)> {
     let changed = |k: LineKind| matches!(k, LineKind::Added | LineKind::Removed);
     let start = (from..view.lines.len()).find(|&i| changed(view.lines[i].kind))?;
     let end = (start..view.lines.len()).find(|&i| !changed(view.lines[i].kind)).unwrap_or(view.lines.len());
@@ -142,7 +142,7 @@ pub fn first_change(view: &DiffView, from: usize) -> Option<(usize, usize)> {
 /// `avail` columns of text, starting from `hscroll`: unchanged when it is already in view,
 /// else 0 when it fits from the left edge, else a multiple of [`HSTEP`] that puts it a
 /// third of the way in. The edges are kept clear of the `‹` and `›` markers.
-pub fn reveal(col: usize, len: usize, avail: usize, hscroll: usize) -> usize {
+pub(crate) fn reveal(col: usize, len: usize, avail: usize, hscroll: usize) -> usize {
     let len = len.clamp(1, avail.max(2) / 2);
     let visible = |h: usize| (h == 0 || col > h) && col + len < h + avail;
     if avail < 4 || visible(hscroll) {
@@ -156,12 +156,12 @@ pub fn reveal(col: usize, len: usize, avail: usize, hscroll: usize) -> usize {
 }
 
 /// Indexes of the hunk headers.
-pub fn hunks(view: &DiffView) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn hunks(view: &DiffView) -> impl Iterator<Item = usize> + '_ {
     view.lines.iter().enumerate().filter(|(_, l)| l.kind == LineKind::Hunk).map(|(i, _)| i)
 }
 
 /// The first of `targets` after `at` (`forward`) or before it, wrapping around.
-pub fn next_target(targets: &[usize], at: Option<usize>, forward: bool) -> Option<usize> {
+pub(crate) fn next_target(targets: &[usize], at: Option<usize>, forward: bool) -> Option<usize> {
     let (first, last) = (*targets.first()?, *targets.last()?);
     Some(match (at, forward) {
         (None, true) => first,

@@ -52,7 +52,7 @@ pub struct Source {
 }
 
 impl Source {
-    pub fn new(poll: Duration) -> Source {
+    pub(crate) fn new(poll: Duration) -> Source {
         Source {
             journal_sig: None,
             loaded_at: SystemTime::now(),
@@ -69,7 +69,7 @@ impl Source {
     /// Reads the journal of `project` into `fold` (kept as it was when it cannot be read) and,
     /// when they changed, other machines' copies into `sync`. Returns what to tell the user,
     /// in order (each an error line; the last one stays on the status line).
-    pub fn load(
+    pub(crate) fn load(
         &mut self,
         project: &Project,
         keep_settled: bool,
@@ -126,12 +126,12 @@ impl Source {
     }
 
     /// The next load reads other machines' copies again (`Refresh`).
-    pub fn forget_remotes(&mut self) {
+    pub(crate) fn forget_remotes(&mut self) {
         self.remotes_from = None;
     }
 
     /// Whether a poll is due (at most one per `poll`); starts the next wait when it is.
-    pub fn poll_due(&mut self) -> bool {
+    pub(crate) fn poll_due(&mut self) -> bool {
         if self.last_poll.elapsed() < self.poll {
             return false;
         }
@@ -141,7 +141,7 @@ impl Source {
 
     /// Whether the journal's size or mtime, or another machine's copy (a sync ran), changed
     /// since the last load.
-    pub fn changed(&self, project: &Project) -> bool {
+    pub(crate) fn changed(&self, project: &Project) -> bool {
         let copies_changed =
             || self.remotes_from.as_ref().is_some_and(|(sig, _)| *sig != crate::sync::remotes::signature(project));
         file_sig(&project.journal) != self.journal_sig || copies_changed()
@@ -149,7 +149,7 @@ impl Source {
 
     /// Whether the live sessions' processes are due a look (every 2 s: a crash writes
     /// nothing to the journal); starts the next wait when they are.
-    pub fn liveness_due(&mut self) -> bool {
+    pub(crate) fn liveness_due(&mut self) -> bool {
         if self.last_status_check.elapsed() < Duration::from_secs(2) {
             return false;
         }
@@ -161,7 +161,7 @@ impl Source {
     /// changed since it was last looked at (or, newly selected, since the last load read
     /// the disk), so that everything is read again and its badge (applied, drifted) and its
     /// diff say what the disk holds now.
-    pub fn watched_changed(&mut self, path: Option<PathBuf>) -> bool {
+    pub(crate) fn watched_changed(&mut self, path: Option<PathBuf>) -> bool {
         let Some(path) = path else {
             self.watched = None;
             return false;

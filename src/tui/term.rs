@@ -50,12 +50,12 @@ pub trait EventSource {
 /// The OSC 52 sequence that asks the terminal to put `text` on the clipboard. Inside
 /// tmux it goes to tmux, which keeps it as a paste buffer and passes it on to the outer
 /// terminal (`set-clipboard`, on by default for the outer terminal).
-pub fn osc52(text: &str) -> String {
+pub(crate) fn osc52(text: &str) -> String {
     format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
 }
 
 /// Standard base64 with padding (OSC 52's encoding).
-pub fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
@@ -76,18 +76,18 @@ pub fn base64(bytes: &[u8]) -> String {
 /// like `q` does (then [`super::run`] restores the terminal and exits 128 + the signal).
 /// A terminal that goes away without a signal (its window closed, `tmux kill-server`)
 /// ends walj the same way, through [`Hangup`].
-pub struct CrosstermEvents {
+pub(crate) struct CrosstermEvents {
     signals: Signals,
     hangup: Hangup,
 }
 
 impl CrosstermEvents {
-    pub fn new() -> CrosstermEvents {
+    pub(crate) fn new() -> CrosstermEvents {
         CrosstermEvents { signals: Signals::register(), hangup: Hangup::watch() }
     }
 
     /// The signal that ended the loop, if one did (a hangup counts as SIGHUP).
-    pub fn signal(&self) -> Option<i32> {
+    pub(crate) fn signal(&self) -> Option<i32> {
         self.signals.received().or_else(|| self.hangup.hung_up().then_some(SIGHUP))
     }
 
@@ -201,13 +201,13 @@ struct Hangup {
 #[cfg(unix)]
 mod watch_state {
     /// The loop waits for input: the watch may end walj.
-    pub const WAITING: u8 = 0;
+    pub(crate) const WAITING: u8 = 0;
     /// The loop acts on an event: the watch waits.
-    pub const BUSY: u8 = 1;
+    pub(crate) const BUSY: u8 = 1;
     /// The terminal hung up and the loop is busy: it ends at its next wait.
-    pub const HUNG_UP: u8 = 2;
+    pub(crate) const HUNG_UP: u8 = 2;
     /// The watch is ending walj.
-    pub const EXITING: u8 = 3;
+    pub(crate) const EXITING: u8 = 3;
 }
 
 impl Hangup {
@@ -346,7 +346,7 @@ impl Signals {
 
 /// How an editor is told the line to open at: `+N file` (vi, vim, nvim, nano, emacs,
 /// micro, kak…), `-g file:N` (VS Code), `file:N` (Sublime Text, Zed, Helix).
-pub fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String> {
+pub(crate) fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String> {
     let Some(n) = line else { return vec![file.to_string()] };
     let program = editor.split_whitespace().next().unwrap_or_default();
     let name = std::path::Path::new(program).file_stem().and_then(|s| s.to_str()).unwrap_or_default();
@@ -361,7 +361,11 @@ pub fn editor_args(editor: &str, file: &str, line: Option<usize>) -> Vec<String>
 /// Runs the editor command on a file (at `line` when given) and waits for it. The
 /// command may carry arguments (`code -w`): on unix the shell splits it, elsewhere it is
 /// split at spaces.
-pub fn run_editor(editor: &str, file: &std::path::Path, line: Option<usize>) -> io::Result<std::process::ExitStatus> {
+pub(crate) fn run_editor(
+    editor: &str,
+    file: &std::path::Path,
+    line: Option<usize>,
+) -> io::Result<std::process::ExitStatus> {
     let args = editor_args(editor, &file.to_string_lossy(), line);
     #[cfg(unix)]
     {
@@ -425,7 +429,7 @@ impl EventSource for Script {
 }
 
 /// Puts the terminal back: raw mode off, main screen, mouse released, cursor shown.
-pub fn restore() {
+pub(crate) fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(io::stdout(), DisableMouseCapture, LeaveAlternateScreen, crossterm::cursor::Show);
 }
@@ -443,12 +447,12 @@ fn install_panic_hook() {
 }
 
 /// The real terminal; restored when dropped (also on early returns and errors).
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 
 impl TerminalGuard {
-    pub fn new() -> io::Result<TerminalGuard> {
+    pub(crate) fn new() -> io::Result<TerminalGuard> {
         install_panic_hook();
         enable_raw_mode()?;
         let mut out = io::stdout();

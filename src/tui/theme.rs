@@ -20,12 +20,12 @@ pub const fn color(t: Tone) -> Color {
 }
 
 /// An entry state's colour.
-pub fn state(s: EntryState) -> Style {
+pub(crate) fn state(s: EntryState) -> Style {
     Style::new().fg(color(present::tone(s)))
 }
 
 /// A session status as a badge: the status colour as background.
-pub fn badge(st: SessionStatus) -> Style {
+pub(crate) fn badge(st: SessionStatus) -> Style {
     match present::session_tone(st) {
         Tone::Red => Style::new().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD),
         Tone::Gray => Style::new().fg(Color::Gray).bg(Color::Indexed(237)),
@@ -34,50 +34,47 @@ pub fn badge(st: SessionStatus) -> Style {
 }
 
 /// Plain text.
-pub const PLAIN: Style = Style::new();
-pub const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
+pub(crate) const PLAIN: Style = Style::new();
+pub(crate) const BOLD: Style = Style::new().add_modifier(Modifier::BOLD);
 /// Labels, hints, timestamps, settled paths.
-pub const MUTED: Style = Style::new().fg(Color::DarkGray);
+pub(crate) const MUTED: Style = Style::new().fg(Color::DarkGray);
 /// Secondary text: tool names, key labels.
-pub const SOFT: Style = Style::new().fg(Color::Gray);
+pub(crate) const SOFT: Style = Style::new().fg(Color::Gray);
 /// The last prompt in the tree.
-pub const PROMPT: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
+pub(crate) const PROMPT: Style = Style::new().fg(Color::Gray).add_modifier(Modifier::ITALIC);
 /// Needs attention: open counts, why an entry is unresolved, the filter.
-pub const WARN: Style = Style::new().fg(Color::Yellow);
-pub const ERROR: Style = Style::new().fg(Color::Red);
-pub const ERROR_BOLD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
-pub const OK: Style = Style::new().fg(Color::Green);
+pub(crate) const WARN: Style = Style::new().fg(Color::Yellow);
+pub(crate) const ERROR: Style = Style::new().fg(Color::Red);
+pub(crate) const ERROR_BOLD: Style = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
+pub(crate) const OK: Style = Style::new().fg(Color::Green);
 /// Todos, background commands, imported entries, hunk headers.
-pub const INFO: Style = Style::new().fg(Color::Cyan);
+pub(crate) const INFO: Style = Style::new().fg(Color::Cyan);
 /// Headings in the detail pane, keys in the footer and help.
-pub const HEADING: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-pub const EVENT: Style = Style::new().fg(Color::Blue);
-pub const EVENT_BOLD: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
-pub const BRANCH: Style = Style::new().fg(Color::Magenta);
+pub(crate) const HEADING: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+pub(crate) const EVENT: Style = Style::new().fg(Color::Blue);
+pub(crate) const EVENT_BOLD: Style = Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD);
+pub(crate) const BRANCH: Style = Style::new().fg(Color::Magenta);
 /// The ✚ of an entry picked with Space.
 /// The unique start of a shown id (`present::ID_TONE`, bold); its rest is [`MUTED`].
-pub const ID_UNIQUE: Style = Style::new().fg(color(present::ID_TONE)).add_modifier(Modifier::BOLD);
+pub(crate) const ID_UNIQUE: Style = Style::new().fg(color(present::ID_TONE)).add_modifier(Modifier::BOLD);
 /// The unique start of a shown session (`present::SESSION_TONE`, bold); its rest is [`BOLD`].
-pub const SESSION_UNIQUE: Style = Style::new().fg(color(present::SESSION_TONE)).add_modifier(Modifier::BOLD);
-pub const MARK: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
+pub(crate) const SESSION_UNIQUE: Style = Style::new().fg(color(present::SESSION_TONE)).add_modifier(Modifier::BOLD);
+pub(crate) const MARK: Style = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
 /// Diff notes (binary, not captured, no newline).
-pub const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);
+pub(crate) const NOTE: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::ITALIC);
 
 /// A search match in the diff.
-pub const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
+pub(crate) const MATCH: Style = Style::new().fg(Color::Black).bg(Color::Yellow);
 
-pub const CURSOR_BG: Color = Color::Indexed(238);
-pub const CURSOR_BG_DIM: Color = Color::Indexed(236);
-pub const ADD: Style = Style::new().fg(Color::Green);
-pub const DEL: Style = Style::new().fg(Color::Red);
-pub const ADD_EMPH: Style = Style::new().fg(Color::White).bg(Color::Indexed(22));
-pub const DEL_EMPH: Style = Style::new().fg(Color::White).bg(Color::Indexed(52));
-pub const BORDER: Color = Color::DarkGray;
-pub const BORDER_FOCUS: Color = Color::Cyan;
+pub(crate) const CURSOR_BG: Color = Color::Indexed(238);
+pub(crate) const CURSOR_BG_DIM: Color = Color::Indexed(236);
+pub(crate) const ADD_EMPH: Style = Style::new().fg(Color::White).bg(Color::Indexed(22));
+pub(crate) const DEL_EMPH: Style = Style::new().fg(Color::White).bg(Color::Indexed(52));
+pub(crate) const BORDER: Color = Color::DarkGray;
+pub(crate) const BORDER_FOCUS: Color = Color::Cyan;
 /// Dialogs: a warning (conflict, live session) or a plain question.
-pub const DIALOG_WARN: Color = Color::Yellow;
-pub const DIALOG: Color = Color::Cyan;
-pub const HELP_BORDER: Style = Style::new().fg(Color::Cyan);
+pub(crate) const DIALOG_WARN: Color = Color::Yellow;
+pub(crate) const DIALOG: Color = Color::Cyan;
 
 /// How colours reach the terminal: the dark palette above as drawn, adapted to a light
 /// background, or no colour at all (`NO_COLOR`), where reverse video and bold carry the
@@ -118,7 +115,7 @@ impl Theme {
     }
 
     /// Adapts a frame drawn with the dark palette to this theme (one pass over the cells).
-    pub fn adapt(self, buf: &mut ratatui::buffer::Buffer) {
+    pub(crate) fn adapt(self, buf: &mut ratatui::buffer::Buffer) {
         match self {
             Theme::Dark => {}
             Theme::Light => {

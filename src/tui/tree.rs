@@ -111,7 +111,7 @@ pub struct Tree {
 }
 
 /// The filter's prefix for prompt and command text (`/p:retry count`).
-pub const PROMPT_FILTER: &str = "p:";
+pub(crate) const PROMPT_FILTER: &str = "p:";
 
 impl Tree {
     /// Shown after the resolved toggle and the filter ([`Tree::matches`]).
@@ -139,7 +139,7 @@ impl Tree {
     }
 
     /// Groups the fold's entries into the sessions shown, newest first.
-    pub fn build_views(&mut self, fold: &Fold) {
+    pub(crate) fn build_views(&mut self, fold: &Fold) {
         let mut views = Vec::new();
         let shown = fold.entries.iter().filter(|e| self.show_resolved || e.is_unresolved());
         let (mut pass, mut all) = (0, 0);
@@ -219,7 +219,7 @@ impl Tree {
 
     /// Other machines' journals (`(journal id, fold)`, their states from their manifests):
     /// their sessions with shown entries, newest first; a journal with none is not shown.
-    pub fn build_machines(&mut self, journals: &[(&str, &Fold)]) {
+    pub(crate) fn build_machines(&mut self, journals: &[(&str, &Fold)]) {
         self.machines.clear();
         for (ri, (journal, fold)) in journals.iter().enumerate() {
             let mut sessions = Vec::new();
@@ -260,13 +260,13 @@ impl Tree {
         }
     }
 
-    pub fn is_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
+    pub(crate) fn is_expanded(&self, key: &NodeKey, view: &SessionView) -> bool {
         self.toggled.get(key).copied().unwrap_or_else(|| self.default_expanded(key, view))
     }
 
     /// Flattens the visible tree, keeping the cursor on the same node when it still exists
     /// (else on the row that took its place); `height` is the rows the pane shows.
-    pub fn rebuild_rows(&mut self, fold: &Fold, height: usize) {
+    pub(crate) fn rebuild_rows(&mut self, fold: &Fold, height: usize) {
         let selected = self.rows.get(self.cursor).map(|r| r.key.clone());
         let mut rows = Vec::new();
         for (vi, view) in self.views.iter().enumerate() {
@@ -325,7 +325,7 @@ impl Tree {
     }
 
     /// Keeps the cursor inside the `height` rows shown.
-    pub fn scroll_into_view(&mut self, height: usize) {
+    pub(crate) fn scroll_into_view(&mut self, height: usize) {
         let h = height.max(1);
         if self.cursor < self.offset {
             self.offset = self.cursor;
@@ -336,11 +336,11 @@ impl Tree {
         self.offset = self.offset.min(max_off);
     }
 
-    pub fn selected(&self) -> Option<&Row> {
+    pub(crate) fn selected(&self) -> Option<&Row> {
         self.rows.get(self.cursor)
     }
 
-    pub fn selected_entry<'f>(&self, fold: &'f Fold) -> Option<&'f Entry> {
+    pub(crate) fn selected_entry<'f>(&self, fold: &'f Fold) -> Option<&'f Entry> {
         match self.selected()?.item {
             Item::Entry(_, _, ei) => fold.entries.get(ei),
             _ => None,
@@ -360,7 +360,7 @@ impl Tree {
 
     /// Entries an action applies to: the Space selection, else the selected entry, else the
     /// unresolved entries under the selected session or group.
-    pub fn targets<'f>(&self, fold: &'f Fold) -> Vec<&'f Entry> {
+    pub(crate) fn targets<'f>(&self, fold: &'f Fold) -> Vec<&'f Entry> {
         if !self.marked.is_empty() {
             return fold.entries.iter().filter(|e| self.marked.contains(&e.id)).collect();
         }
@@ -372,7 +372,7 @@ impl Tree {
     }
 
     /// Moves the cursor by `delta` rows (clamped); true when it moved.
-    pub fn move_cursor(&mut self, delta: isize, height: usize) -> bool {
+    pub(crate) fn move_cursor(&mut self, delta: isize, height: usize) -> bool {
         if self.rows.is_empty() {
             return false;
         }
@@ -386,7 +386,7 @@ impl Tree {
 
     /// Expands (`Some(true)`), collapses (`Some(false)`) or flips the selected node; true
     /// when it changed.
-    pub fn toggle(&mut self, want: Option<bool>, fold: &Fold, height: usize) -> bool {
+    pub(crate) fn toggle(&mut self, want: Option<bool>, fold: &Fold, height: usize) -> bool {
         let Some(row) = self.selected().cloned() else { return false };
         let vi = match row.item {
             Item::Session(vi) | Item::Group(vi, _) => vi,
@@ -403,7 +403,7 @@ impl Tree {
     }
 
     /// Puts the cursor on entry `id` when it has a row (an undo's reopened entry).
-    pub fn select_entry(&mut self, id: &str, height: usize) {
+    pub(crate) fn select_entry(&mut self, id: &str, height: usize) {
         if let Some(i) = self.rows.iter().position(|r| matches!(&r.key, NodeKey::Entry(e) if e == id)) {
             self.cursor = i;
             self.scroll_into_view(height);
@@ -412,7 +412,7 @@ impl Tree {
 
     /// Every session collapsed (`false`), or every session and group expanded; the cursor
     /// stays on its node, or on the session it was in.
-    pub fn set_all_expanded(&mut self, expand: bool, fold: &Fold, height: usize) {
+    pub(crate) fn set_all_expanded(&mut self, expand: bool, fold: &Fold, height: usize) {
         let session_of = |t: &Tree| match t.selected().map(|r| r.item) {
             Some(Item::Session(vi) | Item::Group(vi, _) | Item::Entry(vi, ..)) => {
                 Some(NodeKey::Session(fold.sessions[t.views[vi].session].session.clone()))
@@ -438,14 +438,14 @@ impl Tree {
     }
 
     /// The row of the selected node's parent.
-    pub fn parent_row(&self) -> Option<usize> {
+    pub(crate) fn parent_row(&self) -> Option<usize> {
         let row = self.selected()?;
         (0..self.cursor).rev().find(|&i| self.rows[i].depth < row.depth)
     }
 
     /// Space: adds the entries under the selected row to the selection, or removes them
     /// when all are in it. Returns the row's item.
-    pub fn select(&mut self, fold: &Fold) -> Option<Item> {
+    pub(crate) fn select(&mut self, fold: &Fold) -> Option<Item> {
         let item = self.selected()?.item;
         let ids: Vec<String> = self.under(item).into_iter().map(|i| fold.entries[i].id.clone()).collect();
         if ids.iter().all(|id| self.marked.contains(id)) {
@@ -459,7 +459,7 @@ impl Tree {
     }
 
     /// The status of a session as shown.
-    pub fn session_status(&self, fold: &Fold, session: &str) -> Option<SessionStatus> {
+    pub(crate) fn session_status(&self, fold: &Fold, session: &str) -> Option<SessionStatus> {
         self.views.iter().find(|v| fold.sessions[v.session].session == session).map(|v| v.status)
     }
 }

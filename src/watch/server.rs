@@ -59,7 +59,7 @@ const MAX_OBSERVED: u64 = 8 << 20;
 
 /// How one watcher runs.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The checkout's work tree.
     pub root: PathBuf,
     /// The observer file (JSON lines), if any.
@@ -91,7 +91,7 @@ enum Msg {
 
 /// Longest request line read (a request is a few hundred bytes: a cookie, a clock, a session).
 /// A longer one is dropped having held at most this much.
-pub const MAX_REQUEST: usize = 8 * 1024;
+pub(crate) const MAX_REQUEST: usize = 8 * 1024;
 /// How long one request may take to arrive whole: a client that trickles it is dropped, so
 /// one slow peer cannot hold the listener.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
@@ -142,7 +142,7 @@ fn now_ns() -> i64 {
 }
 
 /// Runs the watcher until its lifetime ends. `Ok(false)` when another watcher holds the claim.
-pub fn run(opts: &Options) -> io::Result<bool> {
+pub(crate) fn run(opts: &Options) -> io::Result<bool> {
     let places = Places::of(&opts.root).map_err(|e| io::Error::other(e.to_string()))?;
     let Some(_claim) = super::claim(&places.claim)? else { return Ok(false) };
     // We hold the claim: a socket file left there is a dead watcher's.
