@@ -284,7 +284,7 @@ pub mod key {
     /// itself rather than syncing them on their own (`{"<blob id>": "<base64 of the loose
     /// object>"}`, [`crate::store::Store::put_carried`]); `walj compact` takes them out once
     /// the store holds them durably.
-    pub(crate) const IMAGES: &str = "images";
+    pub const IMAGES: &str = "images";
     /// How a line that carries images spells the field (the pre-filter before a parse).
     pub(crate) const IMAGES_FIELD: &[u8] = b"\"images\":{";
     /// Session records.
