@@ -602,36 +602,12 @@ fn a_killed_commands_deletion_is_dated_by_the_watcher_not_by_its_folders_later_c
     // Its Claude Code: `timeout`, which lives on a second after the PreToolUse hook, then ends
     // (the command's Post never comes).
     let payload = w.payload("PreToolUse", "toolu_rm");
-    let mut child = Command::new("timeout")
-        .arg("20")
-        .arg("sh")
-        .arg("-c")
-        .arg("\"$0\" --project \"$1\" hook; sleep 1")
-        .arg(walj_bin())
-        .arg(w.root())
-        .current_dir(w.root())
-        .env("WALJ_RUNTIME_DIR", w.rt.path())
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-    let t = Instant::now();
-    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_rm")) {
-        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = pre_under_a_dying_parent(&w, &payload, "toolu_rm");
     std::thread::sleep(Duration::from_millis(50));
     // The command, while its Claude Code lives.
     fs::remove_file(w.root().join("gone.txt")).unwrap();
     assert!(child.wait().unwrap().success());
-    let obs = w.root().join(".walj/observed.jsonl");
-    let t = Instant::now();
-    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
-        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_end_seen(&w);
     // The user, after the crash, in the same folder.
     std::thread::sleep(Duration::from_millis(100));
     fs::remove_file(w.root().join("notes.txt")).unwrap();
@@ -662,37 +638,13 @@ fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_w
     w.hook(&w.real("01-SessionStart.json", "", ""));
     w.wait_ready();
     let payload = w.real("07-PreToolUse-Bash.json", "toolu_sed", "sed -i s/x/y/ a.txt b.txt; sleep 60");
-    let mut child = Command::new("timeout")
-        .arg("20")
-        .arg("sh")
-        .arg("-c")
-        .arg("\"$0\" --project \"$1\" hook; sleep 1")
-        .arg(walj_bin())
-        .arg(w.root())
-        .current_dir(w.root())
-        .env("WALJ_RUNTIME_DIR", w.rt.path())
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-    let t = Instant::now();
-    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_sed")) {
-        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = pre_under_a_dying_parent(&w, &payload, "toolu_sed");
     std::thread::sleep(Duration::from_millis(50));
     // The command, while its Claude Code lives.
     fs::write(w.root().join("a.txt"), "y\n").unwrap();
     fs::write(w.root().join("b.txt"), "y\n").unwrap();
     assert!(child.wait().unwrap().success());
-    let obs = w.root().join(".walj/observed.jsonl");
-    let t = Instant::now();
-    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
-        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_end_seen(&w);
     std::thread::sleep(Duration::from_millis(100));
     // After the crash: a `chmod` to the mode a.txt has, `touch -r a.txt b.txt`, the user's edit.
     let same = fs::metadata(w.root().join("a.txt")).unwrap().permissions();
@@ -709,7 +661,7 @@ fn a_chmod_or_touch_after_the_crash_keeps_the_commands_change_its_own_with_the_w
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let kids: Vec<Value> = w.lines().into_iter().filter(|r| r["parent"] == json!("toolu_sed")).collect();
     let of = |p: &str| kids.iter().find(|r| r["path"] == json!(p)).unwrap_or_else(|| panic!("{p}: {kids:?}"));
-    let observed = fs::read_to_string(&obs).unwrap_or_default();
+    let observed = fs::read_to_string(w.root().join(".walj/observed.jsonl")).unwrap_or_default();
     for p in ["a.txt", "b.txt"] {
         assert!(of(p).get("attribution").is_none(), "{p}: metadata re-dated the content: {kids:?}\n{observed}");
     }
@@ -739,26 +691,7 @@ fn a_watcher_that_died_is_explained_in_the_records_and_by_doctor() {
     w.hook(&w.real("01-SessionStart.json", "", ""));
     let watcher = w.wait_ready();
     let payload = w.real("07-PreToolUse-Bash.json", "toolu_k", "echo y > a.txt; sleep 60");
-    let mut child = Command::new("timeout")
-        .arg("20")
-        .arg("sh")
-        .arg("-c")
-        .arg("\"$0\" --project \"$1\" hook; sleep 1")
-        .arg(walj_bin())
-        .arg(w.root())
-        .current_dir(w.root())
-        .env("WALJ_RUNTIME_DIR", w.rt.path())
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-    let t = Instant::now();
-    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!("toolu_k")) {
-        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut child = pre_under_a_dying_parent(&w, &payload, "toolu_k");
     kill(watcher, "-9");
     fs::write(w.root().join("a.txt"), "y\n").unwrap();
     assert!(child.wait().unwrap().success());
@@ -1127,3 +1060,40 @@ mod kinds;
 
 #[path = "watch_differential.rs"]
 mod differential;
+
+/// The PreToolUse `payload` of Bash call `id`, run as Claude Code runs it under a stand-in for
+/// Claude Code (`timeout`) that lives a second past the hook, then ends (the command's Post never
+/// comes): returns once the intent is journaled, with the stand-in still running.
+fn pre_under_a_dying_parent(w: &W, payload: &Value, id: &str) -> std::process::Child {
+    let mut child = Command::new("timeout")
+        .arg("20")
+        .arg("sh")
+        .arg("-c")
+        .arg("\"$0\" --project \"$1\" hook; sleep 1")
+        .arg(walj_bin())
+        .arg(w.root())
+        .current_dir(w.root())
+        .env("WALJ_RUNTIME_DIR", w.rt.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let t = Instant::now();
+    while !w.lines().iter().any(|r| r["op"] == json!("intent") && r["id"] == json!(id)) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no intent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+/// Waits (at most 10 s) until the watcher has written that Claude Code ended.
+fn wait_end_seen(w: &W) {
+    let obs = w.root().join(".walj/observed.jsonl");
+    let t = Instant::now();
+    while !fs::read_to_string(&obs).unwrap_or_default().contains("\"ev\":\"end\"") {
+        assert!(t.elapsed() < Duration::from_secs(10), "the watcher saw no end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
