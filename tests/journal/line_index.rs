@@ -37,6 +37,10 @@ fn indexed(journal: &Path, o: &FoldOptions) -> Fold {
 /// Through the index read from its file and the tail, then through the index this process
 /// keeps ([`located::load`]): both equal the full filtered fold.
 fn same_everywhere(journal: &Path) -> Result<(), TestCaseError> {
+    // No journal yet (nothing appended before the cut): there is nothing to index or compare.
+    if !journal.exists() {
+        return Ok(());
+    }
     for round in 0..2 {
         for f in FILTERS {
             for keep in [false, true] {
