@@ -186,15 +186,7 @@ pub(crate) fn entry_meaning(e: &Entry, session: SessionStatus) -> String {
             format!("cut off: {}", in_flight_check(c))
         }
         (EntryState::InFlight, None) => format!("cut off in flight: {}", meaning(st)),
-        (EntryState::Failed, Some(C::Unchanged | C::NotThroughLink)) => {
-            "failed: nothing was changed (the file is as it was before the call)".to_string()
-        }
-        (EntryState::Failed, Some(C::Completed | C::WrittenByLater)) => {
-            "failed, but the disk holds the content the call meant to write".to_string()
-        }
-        (EntryState::Failed, Some(C::Other)) => {
-            "failed part-way: the disk holds neither the pre-image nor the intended content".to_string()
-        }
+        (EntryState::Failed, Some(c)) => format!("failed: {}", failed_disk(c)),
         (EntryState::Failed, None) => {
             "failed: whether it changed the file is not known (nothing to compare the disk with)".to_string()
         }
@@ -341,18 +333,10 @@ fn one_line(s: &str) -> String {
 /// [`in_flight_check`] of `e`, naming the later call that left the disk's content when the
 /// fold knows it (`ids` shows ids as the output does): a verdict names its cause.
 pub(crate) fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<String> {
-    use crate::fold::InFlightCheck as C;
     let c = e.disk_check?;
     if e.state() == EntryState::Failed {
         // What the disk says of a call that failed.
-        return Some(
-            match c {
-                C::Unchanged | C::NotThroughLink => "nothing was changed: the file is as before the call",
-                C::Completed | C::WrittenByLater => "the disk holds the content the call meant to write",
-                C::Other => "changed part-way: the disk holds neither the pre-image nor the intended content",
-            }
-            .to_string(),
-        );
+        return Some(failed_disk(c).to_string());
     }
     Some(match (c, e.disk_check_by.as_deref()) {
         (crate::fold::InFlightCheck::WrittenByLater, Some(by)) => format!(
@@ -361,6 +345,17 @@ pub(crate) fn disk_verdict(e: &Entry, short: impl Fn(&str) -> String) -> Option<
         ),
         _ => in_flight_check(c).to_string(),
     })
+}
+
+/// What the disk says of a file tool call that failed: the one wording the verdict and the
+/// disk line share.
+fn failed_disk(c: crate::fold::InFlightCheck) -> &'static str {
+    use crate::fold::InFlightCheck as C;
+    match c {
+        C::Unchanged | C::NotThroughLink => "nothing was changed: the file is as before the call",
+        C::Completed | C::WrittenByLater => "the disk holds the content the call meant to write",
+        C::Other => "changed part-way: the disk holds neither the pre-image nor the intended content",
+    }
 }
 
 /// What a session status means: the one description the TUI's session pane, `walj
