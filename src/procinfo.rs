@@ -386,7 +386,7 @@ mod other {
 #[cfg(target_os = "macos")]
 #[allow(unsafe_code)]
 mod imp {
-    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
+    pub(crate) use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
 
     /// (name, parent, start in microseconds since the epoch); `Err(gone)` when unreadable.
@@ -422,7 +422,7 @@ mod imp {
 #[cfg(windows)]
 #[allow(unsafe_code)]
 mod imp {
-    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
+    pub(crate) use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
 
     use std::ffi::c_void;
@@ -536,7 +536,7 @@ mod imp {
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 mod imp {
-    pub use super::other::{boot_time, own_start, processes, started_by_tool_since};
+    pub(crate) use super::other::{boot_time, own_start, processes, started_by_tool_since};
     use super::*;
     pub(crate) fn claude_process() -> Option<ProcRef> {
         None
