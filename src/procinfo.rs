@@ -569,6 +569,7 @@ pub(crate) fn processes_via_ps() -> Option<ProcTable> {
 }
 
 /// Parses `ps -o pid= -o etime= -o args=` output taken at `now`.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -586,6 +587,7 @@ pub(crate) fn parse_ps(text: &str, now: std::time::SystemTime) -> ProcTable {
 }
 
 /// `ps`'s elapsed time `[[dd-]hh:]mm:ss` in seconds.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn elapsed_secs(etime: &str) -> Option<u64> {
     let (days, rest) = match etime.split_once('-') {
         Some((d, r)) => (d.parse::<u64>().ok()?, r),

@@ -51,6 +51,7 @@ pub struct SessionRef {
 
 /// One request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) struct Request {
     /// `sync` (wait for the cookie) or `ping`.
     pub op: String,
@@ -111,6 +112,7 @@ pub enum Why {
 }
 
 /// What the watcher says when it cannot list changes (the `doubt` of an [`Answer`]).
+#[cfg_attr(not(unix), allow(dead_code))]
 pub mod doubt {
     pub(crate) const NO_CLOCK: &str = "no clock to start from (first snapshot since the watcher started)";
     pub(crate) const RESTARTED: &str = "the watcher restarted since the last snapshot";
@@ -128,6 +130,7 @@ pub mod doubt {
 }
 
 /// The name prefix of cookie files in `.walj/`.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) const COOKIE_PREFIX: &str = "cookie-";
 
 /// The user's runtime folder for watcher sockets, made 0700 and checked to be the user's own
@@ -201,6 +204,7 @@ fn uid() -> u32 {
 pub(crate) struct Places {
     /// The canonical work tree.
     pub root: PathBuf,
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub socket: PathBuf,
     pub claim: PathBuf,
 }
@@ -472,6 +476,7 @@ pub(crate) fn peer_uid(_stream: &std::os::unix::net::UnixStream) -> Option<u32> 
 }
 
 /// The uid of this process (for the watcher's own peer check).
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn own_uid() -> u32 {
     uid()
 }

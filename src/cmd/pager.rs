@@ -18,6 +18,7 @@ pub(crate) struct Paged {
 }
 
 /// The pager command line, or `None` when output is not paged.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn command() -> Option<String> {
     let chosen = ["WALJ_PAGER", "PAGER"].iter().find_map(|k| std::env::var(k).ok());
     let cmd = chosen.unwrap_or_else(|| "less -FRX".to_string());

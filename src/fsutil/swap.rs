@@ -29,6 +29,7 @@ pub enum Support {
 }
 
 /// True when `WALJ_PORTABLE_RENAME=1` forces the portable fallback.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn portable_forced() -> bool {
     #[cfg(test)]
     if FORCED.with(std::cell::Cell::get) {

@@ -69,6 +69,7 @@ pub(crate) enum Refusal {
     #[error("{} is not a folder", .0.display())]
     NotAFolder(PathBuf),
     #[error("{} belongs to another user (uid {uid})", dir.display())]
+    #[cfg_attr(not(unix), allow(dead_code))]
     OtherOwner { dir: PathBuf, uid: u32 },
     #[error("{} holds files git tracks ({}): walj did not make it", dir.display(), files.join(", "))]
     Cloned { dir: PathBuf, files: Vec<String> },
