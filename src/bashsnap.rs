@@ -174,7 +174,7 @@ fn bash_dir(project: &Project) -> PathBuf {
 }
 
 /// A foreground command still waiting for its outcome, as its PreToolUse sidecar says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Pending {
     /// Its command line (clipped).
     pub command: String,
@@ -182,6 +182,31 @@ pub(crate) struct Pending {
     /// change with a later ctime is in that command's own comparison (its Post, or its
     /// derivation after a crash), so that command is sure to see it.
     pub seen_ms: i64,
+    /// What its snapshot held: the dirty and untracked files (git) or every file (a scan).
+    files: std::collections::BTreeMap<String, snapshot::FileState>,
+    /// Every file the snapshot had to list is in `files` (not cut short before listing).
+    complete: bool,
+    /// A git snapshot (unlisted: clean or absent), else a scan (unlisted: absent).
+    git: bool,
+    /// The snapshot's time (ns): an unlisted file older than it existed then, ignored.
+    time: i64,
+}
+
+impl Pending {
+    /// Whether this command's own comparison (its Post, or its derivation after a crash) is
+    /// sure to list the change of `path` from `before_absent` to `after` (a blob id; `None`:
+    /// deleted), by the rule that comparison applies to what its snapshot held, not by the
+    /// clock: the snapshot held another state of the path, or did not list a file the change
+    /// created and that file is newer than the snapshot.
+    pub(crate) fn sees_change(&self, root: &Path, path: &str, before_absent: bool, after: Option<&str>) -> bool {
+        match self.files.get(path) {
+            Some(st) if st.absent => after.is_some(),
+            Some(st) => st.id.is_some() && st.id.as_deref() != after,
+            None if !before_absent || after.is_none() => false,
+            None if self.git => !tree::existed_untouched(root, path, self.time),
+            None => self.complete,
+        }
+    }
 }
 
 /// The command `id` (a tool_use_id) when its foreground sidecar is still there: it has had
@@ -202,7 +227,17 @@ pub(crate) fn pending(project: &Project, id: &str) -> Option<Pending> {
         return None;
     }
     let ms = i64::try_from(snap.ms).unwrap_or(i64::MAX / 2);
-    Some(Pending { command: snap.command, seen_ms: (snap.time / 1_000_000).saturating_add(ms).saturating_add(1) })
+    // `ms` counts from the hook's first look, which may be long before `time` (a wait for the
+    // watcher): `time + ms` would be late. Older sidecars have no `seen`.
+    let seen_ms = if snap.seen > 0 { snap.seen / 1_000_000 } else { (snap.time / 1_000_000).saturating_add(ms) };
+    Some(Pending {
+        command: snap.command,
+        seen_ms: seen_ms.saturating_add(1),
+        complete: !snap.cut_short || snap.listed,
+        git: snap.mode == snapshot::Mode::Git,
+        time: snap.time,
+        files: snap.files,
+    })
 }
 
 /// PreToolUse: snapshot the working tree and keep it for the PostToolUse of `call`.

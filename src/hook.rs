@@ -1461,11 +1461,16 @@ fn explained_elsewhere(
                         Some(k) => {
                             // The likelier writer takes it when it is sure to see it.
                             let w = ids[k - 1];
-                            let sure = matches!(at, rule::At::Exact(t) if pending
+                            let before_absent = c.before.as_ref().is_some_and(|b| b.is_absent());
+                            let after = c.after.as_ref().and_then(|b| b.id());
+                            let sure = pending
                                 .entry(w.to_string())
                                 .or_insert_with(|| bashsnap::pending(project, w))
                                 .as_ref()
-                                .is_some_and(|p| t > p.seen_ms));
+                                .is_some_and(|p| {
+                                    matches!(at, rule::At::Exact(t) if t > p.seen_ms)
+                                        || p.sees_change(&project.root, &c.path, before_absent, after)
+                                });
                             (!sure).then(|| uncertain(c, &ids, &texts, attribution::UNDECIDED))
                         }
                         None => Some(uncertain(c, &ids, &texts, attribution::UNDECIDED)),

@@ -89,6 +89,10 @@ pub(super) fn is_exec(meta: &fs::Metadata) -> bool {
     }
 }
 
+pub(super) fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
 pub(super) fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -136,9 +140,14 @@ pub(super) struct Snapshot {
     /// missing from `files`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub(super) listed: bool,
-    /// Milliseconds the snapshot took.
+    /// Milliseconds the snapshot took (from the hook's first look at the checkout, which may
+    /// be well before `time`: a wait for the watcher).
     #[serde(default)]
     pub(super) ms: u64,
+    /// Unix time, nanoseconds, when the snapshot had finished looking at the tree: a change
+    /// with a later ctime was made after it looked. 0 in sidecars older than the field.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) seen: i64,
     /// Dirty and untracked files (git) or every file walked (scan).
     pub(super) files: BTreeMap<String, FileState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -128,6 +128,7 @@ impl<'a> Tree<'a> {
         }
         self.flush()?;
         snap.ms = self.started.elapsed().as_millis() as u64;
+        snap.seen = now_ns();
         Ok(snap)
     }
 

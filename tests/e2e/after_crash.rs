@@ -386,3 +386,72 @@ fn after_a_crash_a_new_sessions_bash_changes_name_no_dead_command() {
     assert!(!err.contains("left out"), "{err}");
     p.assert_hooks_clean();
 }
+
+/// Metadata after the crash never re-dates content, with the real CLI: a Bash call runs a
+/// script (its line names none of the files) that rewrites `a.txt` and `b.txt`, and Claude
+/// Code is killed (-9) mid-`sleep`. After the crash, before walj first looks, the user gives
+/// `a.txt` the mode it already has (`chmod 644`), copies `a.txt`'s times onto `b.txt`
+/// (`touch -r`) and edits `c.txt`. The watcher saw the content written while Claude Code
+/// lived and the metadata after: `a.txt` and `b.txt` stay the command's, certain, and
+/// `revert --session` restores them; `c.txt` alone is after-stop and left out.
+#[test]
+fn a_same_mode_chmod_or_touch_r_after_the_crash_keeps_the_killed_commands_change_its_own() {
+    let test = "a_same_mode_chmod_or_touch_r_after_the_crash_keeps_the_killed_commands_change_its_own";
+    let Some(bin) = claude::claude_or_skip(test) else { return };
+    let script = "printf 'A\\n' > a.txt\nprintf 'B\\n' > b.txt\n";
+    let p = Proj::new(&[("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n"), ("fix.sh", script)]);
+    p.install_walj();
+    let token = claude::unique_token("walj-e2e-metadata");
+    let guard = OrphanGuard(token.clone());
+    let command = format!("sh ./fix.sh && echo ran > ran.log && sleep 60 # {token}");
+    let mock = MockServer::start(vec![
+        Turn::tool("Bash", json!({"command": command, "description": "Fix the files"})),
+        Turn::text("unreachable"),
+    ]);
+    let sid = kill_mid_bash(&p, p.claude_p(&bin, &mock, "Fix the files"), &mock, "toolu_mock_0_0", &token, "ran.log");
+    assert_eq!(p.sb.read("a.txt").as_deref(), Some("A\n"));
+    assert_eq!(p.sb.read("b.txt").as_deref(), Some("B\n"));
+    drop(guard);
+    wait_gone(&token, p.root());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !observed(&p).iter().any(|v| v["ev"] == "end" && v["session"] == sid.as_str()) {
+        assert!(Instant::now() < deadline, "the watcher never saw Claude Code end: {:?}", observed(&p));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The user, after the crash and before walj first looks.
+    std::thread::sleep(PAST_GRANULARITY);
+    let a = p.root().join("a.txt");
+    fs::set_permissions(&a, fs::metadata(&a).unwrap().permissions()).unwrap();
+    let touched = std::process::Command::new("touch").arg("-r").arg(&a).arg(p.root().join("b.txt")).status().unwrap();
+    assert!(touched.success());
+    fs::write(p.root().join("c.txt"), "the user's\n").unwrap();
+    std::thread::sleep(PAST_GRANULARITY);
+    assert!(p.journal().iter().all(|r| r["parent"] != "toolu_mock_0_0"), "walj looked before the user's changes");
+
+    let recover = p.walj_json(&["recover", "--json"]);
+    let es = entries_of(&recover, &sid);
+    for path in ["a.txt", "b.txt", "ran.log"] {
+        let e = &es[path];
+        assert_eq!(e["parent"], "toolu_mock_0_0", "{path}: {recover:#}");
+        assert!(e.get("attribution").is_none(), "{path}: metadata re-dated the command's content: {e}\n{recover:#}");
+    }
+    assert_eq!(es["c.txt"]["attribution"], "after_stop", "{recover:#}");
+    let kinds = |path: &str| -> Vec<Value> {
+        observed(&p)
+            .into_iter()
+            .filter(|v| v["ev"] == "change" && v["path"] == path)
+            .map(|v| v["kind"].clone())
+            .collect()
+    };
+    assert!(kinds("a.txt").contains(&json!("attribute")), "the chmod was not seen: {:?}", observed(&p));
+    assert!(kinds("b.txt").contains(&json!("attribute")), "the touch -r was not seen: {:?}", observed(&p));
+
+    let (ok, out, err) = p.walj(&["revert", "--session", &sid, "--yes"]);
+    assert!(ok, "walj revert --session: {out}{err}");
+    assert_eq!(p.sb.read("a.txt").as_deref(), Some("a\n"), "{out}{err}");
+    assert_eq!(p.sb.read("b.txt").as_deref(), Some("b\n"), "{out}{err}");
+    assert_eq!(p.sb.read("c.txt").as_deref(), Some("the user's\n"), "the user's edit was reverted: {out}{err}");
+    assert!(err.contains("c.txt"), "the after-stop change left out is not named: {err}");
+    p.assert_hooks_clean();
+}

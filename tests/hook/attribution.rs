@@ -460,6 +460,47 @@ fn a_subagents_sleep_does_not_take_the_main_threads_loop_files() {
     assert!(text.contains(&format!("{main_cmd} — 3 changes since it started")), "{text}");
 }
 
+/// The same scene in the other order (seen with the real CLI under load, 1 run in 30): the main
+/// thread's `echo waiting; sleep 2` opens first and finishes while the async subagent's
+/// `echo s > sub.txt; sleep 90` runs. The file was created after the subagent's snapshot
+/// looked, but that snapshot's hook had waited long before it looked (for the watcher, on a
+/// loaded machine: simulated by a larger `ms` in its sidecar), and its time plus its duration
+/// put "when it finished looking" after the file's ctime. Its snapshot did not hold
+/// `sub.txt`, so the subagent's own comparison is sure to list it: the finished `sleep 2`
+/// leaves it to the command whose line names it, and never keeps it as "undecided".
+#[test]
+fn a_finished_command_leaves_a_file_to_the_open_command_whose_snapshot_had_not_seen_it() {
+    let repo = Repo::new(&[("keep.txt", "k\n")]);
+    let root = repo.root.clone();
+    let sub_cmd = "echo s > sub.txt; sleep 90";
+    bash(&root, A, "PreToolUse", "toolu_wait", "echo waiting; sleep 2");
+    tick();
+    let pre = json!({
+        "hook_event_name": "PreToolUse", "session_id": A, "transcript_path": "/tmp/none.jsonl",
+        "cwd": root, "tool_name": "Bash", "tool_use_id": "toolu_sub",
+        "tool_input": {"command": sub_cmd, "description": "test"},
+    });
+    hook(&root, &as_subagent(pre, "a7f3c2e9d1b04f66"));
+    fs::write(root.join("sub.txt"), "s\n").unwrap();
+    // The subagent's hook took 5 s from its first look at the checkout.
+    let sidecar = root.join(".walj/bash/toolu_sub.json");
+    let mut snap: Value = serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
+    snap["ms"] = json!(snap["ms"].as_u64().unwrap() + 5_000);
+    fs::write(&sidecar, serde_json::to_string(&snap).unwrap()).unwrap();
+    tick();
+    bash(&root, A, "PostToolUse", "toolu_wait", "echo waiting; sleep 2");
+    assert!(children(&repo, "toolu_wait").is_empty(), "the finished sleep kept {:?}", children(&repo, "toolu_wait"));
+    // Claude Code lived on a moment (a journaled Write), then died.
+    tick();
+    write_tool(&root, A, "toolu_w", "w.txt", "w\n");
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sub = children(&repo, "toolu_sub");
+    assert_eq!(sub.keys().collect::<Vec<_>>(), ["sub.txt"], "{:#?}", repo.records());
+    assert_ne!(sub["sub.txt"]["attribution"], "undecided", "{sub:?}");
+    assert_eq!(sub["sub.txt"]["agent_id"], "a7f3c2e9d1b04f66", "{sub:?}");
+}
+
 /// Two killed commands open at a change, neither of whose lines names the file, its folder or
 /// a pattern matching it: "uncertain: A or B", listed once, counted in neither's changes.
 #[test]
