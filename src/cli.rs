@@ -371,7 +371,10 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
             cmd::recover::log(&project, a)
         }
         Command::Status { json } => cmd::recover::status(&project, json),
+        // `--mcp`: walj's MCP server in `.mcp.json`, not the hooks.
+        Command::Install(a) if a.mcp => cmd::mcp::install_cmd(&project, a.local, a.user, a.yes),
         Command::Install(a) => cmd::setup::install_cmd(&project, a),
+        Command::Uninstall(a) if a.mcp => cmd::mcp::uninstall_cmd(&project),
         Command::Uninstall(a) => cmd::setup::uninstall_cmd(&project, a),
         Command::Plugin(_)
         | Command::Completions(_)

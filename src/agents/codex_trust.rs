@@ -136,7 +136,7 @@ pub fn entries(file: &Path, root: &Value, ours: &dyn Fn(&Value) -> bool) -> Vec<
 pub(crate) fn codex_home() -> PathBuf {
     match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
-        None => super::install::home().join(".codex"),
+        None => super::home().join(".codex"),
     }
 }
 

@@ -24,28 +24,15 @@ pub(crate) enum Scope {
     User,
 }
 
-/// `$HOME` (or `/`).
-pub(crate) fn home() -> PathBuf {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// `$COPILOT_HOME` (default `~/.copilot`).
-pub(crate) fn copilot_home() -> PathBuf {
-    match std::env::var_os("COPILOT_HOME").filter(|v| !v.is_empty()) {
-        Some(h) => PathBuf::from(h),
-        None => home().join(".copilot"),
-    }
-}
-
 /// The settings file walj's hooks for `agent` go into.
 pub(crate) fn hooks_file(agent: Agent, scope: Scope, root: &Path) -> PathBuf {
     match (agent, scope) {
         (Agent::Codex, Scope::Project) => root.join(".codex").join("hooks.json"),
         (Agent::Codex, Scope::User) => codex_trust::codex_home().join("hooks.json"),
         (Agent::Gemini, Scope::Project) => root.join(".gemini").join("settings.json"),
-        (Agent::Gemini, Scope::User) => home().join(".gemini").join("settings.json"),
+        (Agent::Gemini, Scope::User) => super::home().join(".gemini").join("settings.json"),
         (Agent::Copilot, Scope::Project) => root.join(".github").join("hooks").join("walj.json"),
-        (Agent::Copilot, Scope::User) => copilot_home().join("hooks").join("walj.json"),
+        (Agent::Copilot, Scope::User) => super::copilot_home().join("hooks").join("walj.json"),
         (Agent::ClaudeCode, Scope::Project) => root.join(".claude").join("settings.json"),
         (Agent::ClaudeCode, Scope::User) => crate::claude::paths::config_dir_or_default().join("settings.json"),
     }

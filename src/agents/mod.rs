@@ -31,10 +31,25 @@ pub mod pairing;
 pub mod patch;
 pub mod trust;
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 pub(crate) use event::{Change, Event, ToolCall};
 pub(crate) use event::{PathChange, Phase, ToolKind};
+
+/// `$HOME` (or `/`).
+pub(crate) fn home() -> PathBuf {
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// `$COPILOT_HOME` (default `~/.copilot`).
+pub(crate) fn copilot_home() -> PathBuf {
+    match std::env::var_os("COPILOT_HOME").filter(|v| !v.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => home().join(".copilot"),
+    }
+}
 
 /// A coding agent whose sessions walj journals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

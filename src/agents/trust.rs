@@ -6,13 +6,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::install;
 use crate::claude::settings;
 
 /// Whether Gemini CLI reads the project's settings: folder trust off (the default), or the
 /// folder (or a parent) trusted in `~/.gemini/trustedFolders.json`.
 pub(crate) fn gemini_folder_trusted(root: &Path) -> bool {
-    let gemini = install::home().join(".gemini");
+    let gemini = super::home().join(".gemini");
     let user = settings::read_json(&gemini.join("settings.json")).ok().flatten().unwrap_or(Value::Null);
     if user.pointer("/security/folderTrust/enabled").and_then(Value::as_bool) != Some(true) {
         return true;
@@ -32,7 +31,7 @@ pub(crate) fn gemini_folder_trusted(root: &Path) -> bool {
 /// Whether the project is among Copilot CLI's trusted folders (`trusted_folders` or
 /// `trustedFolders` of `$COPILOT_HOME/config.json`, a folder or a parent).
 pub(crate) fn copilot_folder_trusted(root: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(install::copilot_home().join("config.json")) else { return false };
+    let Ok(text) = std::fs::read_to_string(super::copilot_home().join("config.json")) else { return false };
     // The file starts with `//` comment lines.
     let json: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
     let Ok(v) = serde_json::from_str::<Value>(&json) else { return false };

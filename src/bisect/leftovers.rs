@@ -229,7 +229,11 @@ pub(crate) fn sweep_tree(project: &Project) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = v
         .get("paths")
         .and_then(serde_json::Value::as_object)
-        .map(|m| m.keys().filter_map(|rel| super::scratch::split(rel).map(|(parent, _)| parent)).collect::<Vec<_>>())
+        .map(|m| {
+            m.keys()
+                .filter_map(|rel| crate::fsutil::name::split_plain(rel).map(|(parent, _)| parent))
+                .collect::<Vec<_>>()
+        })
         .unwrap_or_default();
     folders.sort();
     folders.dedup();

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fsutil::Dir;
@@ -16,6 +16,7 @@ use crate::journal::Blob;
 
 use super::BisectError;
 use super::state::Content;
+use crate::fsutil::name::split_plain;
 
 /// The files of the working tree to copy: with git, the tracked and untracked ones not
 /// ignored (every file with `with_ignored`); without git, every file. Never `.git`, `.walj`.
@@ -91,16 +92,6 @@ fn refusal(rel: &str, e: &std::io::Error) -> Option<String> {
     }
 }
 
-/// `rel` split into its folder and its name, when it is a plain relative path.
-pub(super) fn split(rel: &str) -> Option<(PathBuf, std::ffi::OsString)> {
-    let p = crate::fsutil::name::to_path(rel);
-    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
-        return None;
-    }
-    let name = p.file_name()?.to_os_string();
-    Some((p.parent().map(Path::to_path_buf).unwrap_or_default(), name))
-}
-
 impl Scratch {
     /// Copies the files of `from` (see [`files_to_copy`]) into `to` (an empty folder). Each
     /// file is opened beneath `from` through no link (a file under a linked folder is not
@@ -113,7 +104,7 @@ impl Scratch {
         let mut not_copied = Vec::new();
         for rel in files_to_copy(from, with_ignored)? {
             let slash = crate::project::to_slash(&rel);
-            let Some((parent, name)) = split(&slash) else { continue };
+            let Some((parent, name)) = split_plain(&slash) else { continue };
             let io = |e| BisectError::Io { path: from.join(&rel), source: e };
             if !dirs.contains_key(&parent) {
                 let s = match src.open_beneath(&parent, false) {
@@ -166,7 +157,7 @@ impl Scratch {
             if self.now.get(rel) == Some(&blob) {
                 continue;
             }
-            let Some((parent, name)) = split(rel) else {
+            let Some((parent, name)) = split_plain(rel) else {
                 return Err(BisectError::Usage(format!("{rel:?} is not a path inside the project")));
             };
             let abs = self.root.join(crate::fsutil::name::to_path(rel));

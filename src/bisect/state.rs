@@ -210,7 +210,7 @@ impl Objects {
     /// The bytes of `rel` in the working tree when their id is `id`.
     fn on_disk(&self, rel: &str, id: &str) -> Option<Vec<u8>> {
         // Read beneath the root through no link: a file under a linked folder is not the project's.
-        let (parent, name) = super::scratch::split(rel)?;
+        let (parent, name) = crate::fsutil::name::split_plain(rel)?;
         let dir = crate::fsutil::Dir::open(&self.root).ok()?.open_beneath(&parent, false).ok()?;
         if crate::sampled::is_sampled(id) {
             // A file over the cap is known by its sampled identity only: the same file untouched.

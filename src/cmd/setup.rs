@@ -336,9 +336,6 @@ fn uninstall_agent(project: &Project, args: SettingsArgs, agent: Agent) -> anyho
 }
 
 pub(crate) fn install_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
-    if args.mcp {
-        return super::mcp::install_cmd(project, args.local, args.user, args.yes);
-    }
     if let Some(agent) = other_agent(&args)? {
         return install_agent(project, args, agent);
     }
@@ -521,9 +518,6 @@ fn say_walj_dir_ignored(project: &Project) {
 }
 
 pub(crate) fn uninstall_cmd(project: &Project, args: SettingsArgs) -> anyhow::Result<i32> {
-    if args.mcp {
-        return super::mcp::uninstall_cmd(project);
-    }
     if let Some(agent) = other_agent(&args)? {
         return uninstall_agent(project, args, agent);
     }

@@ -95,7 +95,7 @@ pub(crate) fn check(root: &Path, base: &str) -> (Vec<DoctorFinding>, Vec<AgentIn
                                 "Copilot CLI: {} is not among the trusted folders of {}; Copilot loads .github/hooks/ \
                                  only in trusted folders (trust it when Copilot asks, for future sessions too)",
                                 root.display(),
-                                install::copilot_home().join("config.json").display()
+                                crate::agents::copilot_home().join("config.json").display()
                             ),
                         ));
                     }
@@ -202,7 +202,7 @@ fn gemini(root: &Path, scope: Scope, findings: &mut Vec<DoctorFinding>) {
                  .gemini/settings.json, and walj's hooks in it; trust the folder in Gemini, or install with \
                  `walj install --agent gemini --user`",
                 root.display(),
-                install::home().join(".gemini/trustedFolders.json").display()
+                crate::agents::home().join(".gemini/trustedFolders.json").display()
             ),
         ));
     }

@@ -406,6 +406,16 @@ impl Dir {
         }
     }
 
+    /// Removes whatever is at `name` (an empty folder as a folder), never following a link;
+    /// nothing there is no error.
+    pub(crate) fn remove_any(&self, name: &OsStr) -> io::Result<()> {
+        match self.kind(name)? {
+            Kind::Missing => Ok(()),
+            Kind::Dir => self.remove(name, true),
+            _ => self.remove(name, false),
+        }
+    }
+
     /// Removes the file (or empty folder, `dir`) `name`.
     pub(crate) fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
         check_name(name)?;

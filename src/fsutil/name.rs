@@ -118,6 +118,17 @@ pub fn has_raw(s: &str) -> bool {
     s.chars().any(|c| raw_byte(c).is_some())
 }
 
+/// A project-relative path (`/`-separated, raw bytes escaped) split into its folder and its
+/// name, when it is a plain relative path: not empty, no `..`, `.`, root or prefix.
+pub(crate) fn split_plain(rel: &str) -> Option<(std::path::PathBuf, std::ffi::OsString)> {
+    let p = to_path(rel);
+    if rel.is_empty() || !p.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return None;
+    }
+    let name = p.file_name()?.to_os_string();
+    Some((p.parent().map(Path::to_path_buf).unwrap_or_default(), name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,11 +167,7 @@ impl Staged {
     /// makes the exchanges durable.
     pub fn remove_swapped(mut self) -> io::Result<()> {
         self.committed = true;
-        match self.dir.kind(&self.tmp_name)? {
-            super::beneath::Kind::Missing => {}
-            super::beneath::Kind::Dir => self.dir.remove(&self.tmp_name, true)?,
-            _ => self.dir.remove(&self.tmp_name, false)?,
-        }
+        self.dir.remove_any(&self.tmp_name)?;
         self.dir.sync()
     }
 

@@ -20,14 +20,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::agents::{
+use super::session_file::{
     Call, CallKind, Edit, FileChange, Outcome, SessionFile, Step, owned, patch_edits, read_lines, s, text_of,
 };
 use crate::agents::event::exit_code_in;
 
 /// The folder a rollout's session ran in (its `session_meta`).
 pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
-    let v = super::agents::first_line(path)?;
+    let v = super::session_file::first_line(path)?;
     (s(&v, "type") == Some("session_meta")).then(|| v["payload"]["cwd"].as_str().map(PathBuf::from))?
 }
 

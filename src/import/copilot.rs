@@ -21,14 +21,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::agents::{
+use super::session_file::{
     Call, CallKind, Content, Edit, FileChange, Outcome, SessionFile, Step, owned, patch_edits, read_lines, s,
 };
 use crate::agents::event::exit_code_in;
 
 /// The folder a session ran in (its `session.start`).
 pub(crate) fn cwd_of(path: &Path) -> Option<PathBuf> {
-    let v = super::agents::first_line(path)?;
+    let v = super::session_file::first_line(path)?;
     (s(&v, "type") == Some("session.start")).then(|| v.pointer("/data/context/cwd")?.as_str().map(PathBuf::from))?
 }
 

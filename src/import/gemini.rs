@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::agents::{Call, CallKind, Edit, FileChange, Outcome, SessionFile, Step, owned, read_lines, s, text_of};
+use super::session_file::{
+    Call, CallKind, Edit, FileChange, Outcome, SessionFile, Step, owned, read_lines, s, text_of,
+};
 use crate::agents::event::exit_code_in;
 
 /// The project folder a `tmp/<project>` folder belongs to (its `.project_root`).
@@ -36,7 +38,7 @@ pub(crate) fn project_hash(root: &Path) -> String {
 
 /// A chat file's `projectHash`.
 pub(crate) fn file_project_hash(path: &Path) -> Option<String> {
-    owned(&super::agents::first_line(path)?, "projectHash")
+    owned(&super::session_file::first_line(path)?, "projectHash")
 }
 
 /// One message as the file's records build it up.

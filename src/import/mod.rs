@@ -13,6 +13,7 @@ pub mod codex;
 pub mod copilot;
 pub mod engine;
 pub mod gemini;
+pub mod session_file;
 
 use std::fs;
 use std::path::PathBuf;
