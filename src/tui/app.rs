@@ -689,9 +689,10 @@ impl App {
         self.tree.toggle(want, &self.fold, h)
     }
 
-    /// The diff line at the top of the pane (None while the header shows).
+    /// The diff line at the top of the pane, below the pinned verdict (None while the header
+    /// shows).
     fn diff_line_at_top(&self) -> Option<usize> {
-        self.diff_scroll.checked_sub(self.header_len)
+        (self.diff_scroll + self.pinned()).checked_sub(self.header_len)
     }
 
     /// Scrolls so diff line `i` is at the top (`above` lines of context above it).

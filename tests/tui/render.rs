@@ -1352,11 +1352,14 @@ fn hunk_jumps_and_search_in_the_diff() {
     let mut app = app_at(&repo);
     let mut t = term(100, 16);
     run(&mut app, &mut t, "]");
-    let top = |t: &Terminal<TestBackend>| -> String {
+    // The pane's row `n` (the first row: its scrolled verdict, then the hunk header).
+    let row = |t: &Terminal<TestBackend>, n: usize| -> String {
         let s = text(t);
-        let line = s.lines().nth(1).unwrap_or_default().to_string();
+        let line = s.lines().nth(n).unwrap_or_default().to_string();
         line.split(['│', '┃']).nth(3).unwrap_or(&line).trim().to_string()
     };
+    let top = |t: &Terminal<TestBackend>| row(t, 2);
+    assert_eq!(row(&t, 1), "● completed, not yet verified", "{}", text(&t));
     assert!(text(&t).contains("hunk 1 of 3"), "{}", text(&t));
     assert_eq!(top(&t), "@@ -2,7 +2,7 @@");
     run(&mut app, &mut t, "]");
