@@ -652,12 +652,13 @@ impl App {
         self.diff_width().saturating_sub(pane::prefix_width(d.gutter)).max(1)
     }
 
-    /// Scrolls so diff line `line` is on screen and, unless lines wrap, columns `col..col+len`
-    /// of it too.
-    fn reveal(&mut self, d: &DiffView, line: usize, col: usize, len: usize) {
+    /// Scrolls so diff line `line` is on screen (with the `after` lines below it, where the
+    /// diff has them) and, unless lines wrap, columns `col..col+len` of it too.
+    fn reveal(&mut self, d: &DiffView, (line, after): (usize, usize), col: usize, len: usize) {
         let h = self.diff_height().max(1);
         let row = self.header_len + line;
-        if row < self.diff_scroll + self.pinned() || row >= self.diff_scroll + h {
+        let last = self.header_len + (line + after).min(d.lines.len().saturating_sub(1));
+        if row < self.diff_scroll + self.pinned() || last >= self.diff_scroll + h {
             self.show_diff_line(line, 3);
         }
         if !self.pane.wrap {
@@ -673,7 +674,8 @@ impl App {
         let Some(d) = self.current_diff().cloned() else { return };
         self.reveal_change = false;
         if let Some((line, col)) = pane::first_change(&d, 0) {
-            self.reveal(&d, line, col, 1);
+            // The line after it too: a changed line shows as its removed and its added side.
+            self.reveal(&d, (line, 1), col, 1);
         }
     }
 
