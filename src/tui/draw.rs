@@ -297,13 +297,26 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
 }
 
 /// An entry's row: selection mark, state, path (and `tag`), tool and age.
+/// Columns a session line's prompt needs to be worth showing.
+const PROMPT_MIN: usize = 12;
+
 /// A session line's end: its branch, when it started, and its last prompt in the width left.
+/// Where the prompt would not get [`PROMPT_MIN`] columns, it takes the start time's place, then
+/// the branch's: the prompt says which session it is, the detail pane says when and where.
 fn session_tail(app: &App, s: &crate::fold::SessionInfo, spans: &mut Vec<Span<'_>>, w: usize) {
-    if let Some(b) = &s.branch {
-        spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
-    }
     let started = s.started.as_deref().unwrap_or(&s.first_ts);
-    spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+    let mut tail = Vec::new();
+    if let Some(b) = &s.branch {
+        tail.push(Span::styled(format!(" {b}"), theme::BRANCH));
+    }
+    tail.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+    let head: usize = spans.iter().map(|s| s.width()).sum();
+    if s.last_prompt().is_some() {
+        while !tail.is_empty() && head + tail.iter().map(|s| s.width()).sum::<usize>() + 1 + PROMPT_MIN > w {
+            tail.pop();
+        }
+    }
+    spans.extend(tail);
     let used: usize = spans.iter().map(|s| s.width()).sum();
     if let Some(p) = s.last_prompt()
         && used + 4 < w

@@ -2343,3 +2343,23 @@ fn small_screens_show_the_verdict_beside_the_change() {
         }
     }
 }
+
+/// A session's row in a narrow tree names its prompt (what tells sessions apart) before its
+/// start time, and never cuts the time mid-way ("03-01 10:0").
+#[test]
+fn a_narrow_trees_session_row_keeps_the_prompt() {
+    let f = Fixture::new();
+    for (w, h) in [(120, 30), (200, 50), (80, 24)] {
+        let mut app = f.app();
+        let mut t = term(w, h);
+        run(&mut app, &mut t, "");
+        let s = text(&t);
+        let row = s.lines().find(|l| l.contains("crashed  8f14e4")).unwrap_or_else(|| panic!("{s}"));
+        assert!(row.contains("Raise the re"), "{w}×{h}: no prompt: {row}");
+        let time = row.find("03-01 ").map(|i| &row[i..]);
+        assert!(
+            time.is_none_or(|t| t.len() > "03-01 10:00".len() && t.as_bytes()[10].is_ascii_digit()),
+            "{w}×{h}: {row}"
+        );
+    }
+}
