@@ -1,4 +1,4 @@
-//! A real crash to read the first screens by: about 45 unresolved entries over three sessions
+//! A real crash to read the first screens by: 41 unresolved entries over three sessions
 //! of the real Claude Code CLI, each killed (-9) in a Bash command. Session one writes a module
 //! and edits four files; session two runs a `sed` codemod over twelve files, an Edit whose
 //! `old_string` is not there, three Writes and an Edit; session three edits and writes, then
@@ -22,8 +22,8 @@ const MODULES: [&str; 12] = [
 
 #[test]
 #[ignore = "a set-up for reading the screens by hand (see the module comment)"]
-fn a_45_entry_crash_over_three_sessions() {
-    let Some(bin) = claude::claude_or_skip("a_45_entry_crash_over_three_sessions") else { return };
+fn a_41_entry_crash_over_three_sessions() {
+    let Some(bin) = claude::claude_or_skip("a_41_entry_crash_over_three_sessions") else { return };
     let files: Vec<(String, String)> = MODULES
         .iter()
         .map(|m| {
@@ -116,7 +116,7 @@ fn a_45_entry_crash_over_three_sessions() {
     println!("project: {}\nunresolved: {n} in {} sessions", p.root().display(), sessions.len());
     assert_eq!(sessions.len(), 3, "{recover:#}");
     assert!(sessions.iter().all(|s| s["state"] == "crashed"), "{recover:#}");
-    assert!((40..=50).contains(&n), "{recover:#}");
+    assert_eq!(n, 41, "{recover:#}");
 }
 
 fn mods(names: &[&str]) -> String {
