@@ -1,8 +1,10 @@
 //! A real crash to read the first screens by: 41 unresolved entries over three sessions
-//! of the real Claude Code CLI, each killed (-9) in a Bash command. Session one writes a module
-//! and edits four files; session two runs a `sed` codemod over twelve files, an Edit whose
-//! `old_string` is not there, three Writes and an Edit; session three edits and writes, then
-//! its killed command has written eight files.
+//! of the real Claude Code CLI, each killed (-9) in a Bash command whose orphan runs on. Session
+//! one writes a module (eight Writes) and edits four files, then its command writes `run.log`;
+//! session two runs a `sed` codemod over thirteen files, an Edit whose `old_string` is not there
+//! (Claude Code refuses it before any hook: no entry), three Writes and an Edit, then its command
+//! writes eight reports; session three edits a test and writes one, then its command writes
+//! `watch.log`.
 //!
 //! Ignored: it is the set-up for reading `walj tui` and `walj recover` in tmux at several sizes
 //! (`WALJ_E2E_KEEP=1 cargo test --test e2e -- --ignored --nocapture captures::` keeps the
