@@ -439,7 +439,9 @@ pub(crate) fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &Short
     let width = entries.iter().map(|e| present::width(&present::state::entry_path(e))).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
     for (event, es) in by_event {
-        let _ = writeln!(out, "  {}: {}", style.bold(&safe(event)), plural(es.len(), "entry", "entries"));
+        // In words, as the TUI's groups ("File modified"), not the journal's field value.
+        let title = present::text::event_title(event);
+        let _ = writeln!(out, "  {}: {}", style.bold(&title), plural(es.len(), "entry", "entries"));
         for e in es {
             let _ = writeln!(
                 out,

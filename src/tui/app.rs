@@ -114,6 +114,8 @@ pub struct App {
     header_len: usize,
     /// Largest `diff_scroll` that still fills the pane (wrapped lines take more rows).
     max_scroll: usize,
+    /// Rows the entry's verdict covers at the top of the detail pane while it is scrolled.
+    pin_rows: usize,
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     pub dialog: Option<Dialog>,
@@ -164,6 +166,7 @@ impl App {
             detail_len: 0,
             header_len: 0,
             max_scroll: 0,
+            pin_rows: 0,
             diffs: HashMap::new(),
             dialog: None,
             dialog_rows: 0,
@@ -405,10 +408,11 @@ impl App {
     /// Takes the detail pane's length as drawing counts it (after [`App::prepare`]): its
     /// lines, the header lines above the diff, the largest scroll that fills the pane; and
     /// keeps the scroll inside it.
-    pub(crate) fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize) {
+    pub(crate) fn set_detail_len(&mut self, lines: usize, header: usize, max_scroll: usize, pin: usize) {
         self.detail_len = lines;
         self.header_len = header;
         self.max_scroll = max_scroll;
+        self.pin_rows = pin;
         self.clamp_diff_scroll();
         self.reveal_first_change();
     }
@@ -648,12 +652,13 @@ impl App {
         self.diff_width().saturating_sub(pane::prefix_width(d.gutter)).max(1)
     }
 
-    /// Scrolls so diff line `line` is on screen and, unless lines wrap, columns `col..col+len`
-    /// of it too.
-    fn reveal(&mut self, d: &DiffView, line: usize, col: usize, len: usize) {
+    /// Scrolls so diff line `line` is on screen (with the `after` lines below it, where the
+    /// diff has them) and, unless lines wrap, columns `col..col+len` of it too.
+    fn reveal(&mut self, d: &DiffView, (line, after): (usize, usize), col: usize, len: usize) {
         let h = self.diff_height().max(1);
         let row = self.header_len + line;
-        if row < self.diff_scroll || row >= self.diff_scroll + h {
+        let last = self.header_len + (line + after).min(d.lines.len().saturating_sub(1));
+        if row < self.diff_scroll + self.pinned() || last >= self.diff_scroll + h {
             self.show_diff_line(line, 3);
         }
         if !self.pane.wrap {
@@ -669,7 +674,8 @@ impl App {
         let Some(d) = self.current_diff().cloned() else { return };
         self.reveal_change = false;
         if let Some((line, col)) = pane::first_change(&d, 0) {
-            self.reveal(&d, line, col, 1);
+            // The line after it too: a changed line shows as its removed and its added side.
+            self.reveal(&d, (line, 1), col, 1);
         }
     }
 
@@ -685,15 +691,24 @@ impl App {
         self.tree.toggle(want, &self.fold, h)
     }
 
-    /// The diff line at the top of the pane (None while the header shows).
+    /// The diff line at the top of the pane, below the pinned verdict (None while the header
+    /// shows).
     fn diff_line_at_top(&self) -> Option<usize> {
-        self.diff_scroll.checked_sub(self.header_len)
+        (self.diff_scroll + self.pinned()).checked_sub(self.header_len)
     }
 
     /// Scrolls so diff line `i` is at the top (`above` lines of context above it).
+    /// Scrolled, the pane's top rows show the entry's verdict, not the line under it; on a
+    /// short pane the context above shrinks so the line and what follows it show.
     fn show_diff_line(&mut self, i: usize, above: usize) {
-        self.diff_scroll = (self.header_len + i).saturating_sub(above);
+        let above = above.min(self.diff_height().saturating_sub(self.pin_rows) / 3);
+        self.diff_scroll = (self.header_len + i).saturating_sub(above + self.pin_rows);
         self.clamp_diff_scroll();
+    }
+
+    /// Rows at the top of the detail pane that the pinned verdict covers now.
+    fn pinned(&self) -> usize {
+        if self.diff_scroll > 0 { self.pin_rows } else { 0 }
     }
 
     /// `]` / `[`: the next or previous hunk header to the top of the pane.

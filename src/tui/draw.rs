@@ -297,13 +297,26 @@ fn tree_line<'a>(app: &'a App, row: &Row, w: usize) -> Line<'a> {
 }
 
 /// An entry's row: selection mark, state, path (and `tag`), tool and age.
+/// Columns a session line's prompt needs to be worth showing.
+const PROMPT_MIN: usize = 12;
+
 /// A session line's end: its branch, when it started, and its last prompt in the width left.
+/// Where the prompt would not get [`PROMPT_MIN`] columns, it takes the start time's place, then
+/// the branch's: the prompt says which session it is, the detail pane says when and where.
 fn session_tail(app: &App, s: &crate::fold::SessionInfo, spans: &mut Vec<Span<'_>>, w: usize) {
-    if let Some(b) = &s.branch {
-        spans.push(Span::styled(format!(" {b}"), theme::BRANCH));
-    }
     let started = s.started.as_deref().unwrap_or(&s.first_ts);
-    spans.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+    let mut tail = Vec::new();
+    if let Some(b) = &s.branch {
+        tail.push(Span::styled(format!(" {b}"), theme::BRANCH));
+    }
+    tail.push(Span::styled(format!(" {}", short_time(&app.time(started))), theme::MUTED));
+    let head: usize = spans.iter().map(|s| s.width()).sum();
+    if s.last_prompt().is_some() {
+        while !tail.is_empty() && head + tail.iter().map(|s| s.width()).sum::<usize>() + 1 + PROMPT_MIN > w {
+            tail.pop();
+        }
+    }
+    spans.extend(tail);
     let used: usize = spans.iter().map(|s| s.width()).sum();
     if let Some(p) = s.last_prompt()
         && used + 4 < w
@@ -459,6 +472,38 @@ fn wrap_line(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// The most rows the pinned verdict takes (see [`pinned_verdict`]).
+const PIN_ROWS: usize = 2;
+
+/// The selected entry's verdict: its state's icon and the words every reader shares
+/// ([`present::state::short_state`]), wrapped to the pane's width (at most [`PIN_ROWS`] rows).
+/// While the detail pane is scrolled it covers the pane's top rows, so a short screen that
+/// scrolled to the diff still says what state the change is in. Empty for anything but an
+/// entry.
+fn pinned_verdict(app: &App) -> Vec<Line<'static>> {
+    let status = match app.selected().map(|r| r.item) {
+        Some(Item::Entry(vi, _, _)) => app.tree.views.get(vi).map(|v| v.status),
+        Some(Item::RemoteEntry(mi, si, _)) => {
+            app.tree.machines.get(mi).and_then(|m| m.sessions.get(si)).map(|v| v.status)
+        }
+        _ => None,
+    };
+    let (Some(e), Some(status)) = (app.selected_entry(), status) else { return Vec::new() };
+    let st = e.state();
+    let words = if st == EntryState::InFlight && status == SessionStatus::Live {
+        "running now: its session is live"
+    } else {
+        present::state::short_state(e)
+    };
+    let line = Line::from(Span::styled(
+        format!("{} {words}", state_icon(st)),
+        state_style(st).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+    ));
+    let mut rows = wrap_line(safe_line(line), app.diff_width());
+    rows.truncate(PIN_ROWS);
+    rows
+}
+
 /// The detail pane's lines as the app scrolls them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DetailMetrics {
@@ -467,6 +512,8 @@ pub(crate) struct DetailMetrics {
     pub header: usize,
     /// The largest first line that still fills the pane (wrapped lines take more rows).
     pub max_scroll: usize,
+    /// Rows the pinned verdict covers at the top while the pane is scrolled.
+    pub pin: usize,
 }
 
 /// Counts the detail pane: only the lines at the end are measured for wrapping, so the
@@ -492,7 +539,7 @@ pub(crate) fn detail_metrics(app: &App) -> DetailMetrics {
         }
         max_scroll = first;
     }
-    DetailMetrics { lines, header, max_scroll }
+    DetailMetrics { lines, header, max_scroll, pin: pinned_verdict(app).len() }
 }
 
 fn kv(k: &str, v: impl Into<String>) -> Vec<Span<'static>> {
@@ -799,6 +846,14 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
             }
             let rows = diff_rows(dl, gutter, inner.width as usize, &app.pane, query);
             lines.extend(rows.into_iter().take(h - lines.len()));
+        }
+    }
+    // Scrolled: the verdict covers the top rows (what they held is one scroll up).
+    if app.diff_scroll > 0 {
+        let pin = pinned_verdict(app);
+        if pin.len() < h {
+            let n = pin.len().min(lines.len());
+            lines.splice(..n, pin);
         }
     }
     f.render_widget(Paragraph::new(lines), inner);

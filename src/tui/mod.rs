@@ -61,7 +61,7 @@ pub fn render<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> anyhow::
     let size = terminal.size().map_err(backend_err)?;
     app.prepare(Rect::new(0, 0, size.width, size.height));
     let m = draw::detail_metrics(app);
-    app.set_detail_len(m.lines, m.header, m.max_scroll);
+    app.set_detail_len(m.lines, m.header, m.max_scroll, m.pin);
     app.dialog_rows =
         app.dialog.as_ref().map_or(0, |d| draw::dialog_body_rows(d, Rect::new(0, 0, size.width, size.height)));
     let theme = app.theme;

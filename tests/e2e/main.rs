@@ -16,6 +16,7 @@ mod agents;
 mod bash;
 mod big_crash;
 mod bulk;
+mod captures;
 mod mock_selftest;
 mod plugin;
 mod project_root;

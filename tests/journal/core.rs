@@ -282,6 +282,12 @@ fn real_client_payloads_killed_mid_bash() {
         ),
         "{text}"
     );
+    // Its groups are titled in words, as in the TUI, not by the journal's event names.
+    assert!(
+        text.contains("\n  File modified: 1 entry\n") && text.contains("\n  Artifact created: 1 entry\n"),
+        "{text}"
+    );
+    assert!(!text.contains("file_modified") && !text.contains("artifact_created"), "{text}");
 }
 
 #[test]

@@ -1352,11 +1352,14 @@ fn hunk_jumps_and_search_in_the_diff() {
     let mut app = app_at(&repo);
     let mut t = term(100, 16);
     run(&mut app, &mut t, "]");
-    let top = |t: &Terminal<TestBackend>| -> String {
+    // The pane's row `n` (the first row: its scrolled verdict, then the hunk header).
+    let row = |t: &Terminal<TestBackend>, n: usize| -> String {
         let s = text(t);
-        let line = s.lines().nth(1).unwrap_or_default().to_string();
+        let line = s.lines().nth(n).unwrap_or_default().to_string();
         line.split(['│', '┃']).nth(3).unwrap_or(&line).trim().to_string()
     };
+    let top = |t: &Terminal<TestBackend>| row(t, 2);
+    assert_eq!(row(&t, 1), "● completed, not yet verified", "{}", text(&t));
     assert!(text(&t).contains("hunk 1 of 3"), "{}", text(&t));
     assert_eq!(top(&t), "@@ -2,7 +2,7 @@");
     run(&mut app, &mut t, "]");
@@ -2274,4 +2277,89 @@ fn a_killed_commands_change_is_aged_by_when_it_was_made() {
     let s = text(&t);
     let row = s.lines().find(|l| l.contains("a.txt") && l.contains("Bash")).unwrap_or_else(|| panic!("{s}"));
     assert!(row.contains("Bash 25m"), "aged by walj's first look: {row}");
+}
+
+/// The detail pane's rows (below its top border) of a stacked screen.
+fn detail_rows(s: &str) -> String {
+    s.lines().skip_while(|l| !l.starts_with('╭')).collect::<Vec<_>>().join("\n")
+}
+
+/// A killed command's change with a long command line: its header (times, the verdict with the
+/// command, "caused by") is longer than a small screen's detail pane.
+fn killed_long_command() -> Repo {
+    let repo = Repo::new(&[("src/app.rs", &(1..=12).map(|i| format!("line {i}\n")).collect::<String>())]);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let store = Store::new(project.store_dir());
+    let pre: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+    let post = pre.replace("line 2\n", "line two\n");
+    let mut recs = vec![session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START)];
+    let mut cmd = rec(op::INTENT, CRASHED, "2026-03-01T10:04:00.000Z");
+    cmd.id = "toolu_cmd".into();
+    cmd.tool = Some("Bash".into());
+    cmd.event = "command_run".into();
+    let line = format!(
+        "sed -i 's/line 2/line two/' src/app.rs && {} && sleep 600",
+        "cargo test --workspace --quiet".repeat(4)
+    );
+    recs.push(cmd.with("command", line.as_str()));
+    let mut r = file_rec(op::APPLIED, CRASHED, "2026-03-01T10:29:50.000Z", "c1", "Bash", "src/app.rs", "file_modified");
+    r.before = Some(Blob::Id(store.put(pre.as_bytes()).unwrap()));
+    r.after = Some(Blob::Id(store.put(post.as_bytes()).unwrap()));
+    r.parent = Some("toolu_cmd".into());
+    recs.push(r.with("unfinished", true).with("changed", "2026-03-01T10:05:00.000Z").with("command", line.as_str()));
+    JournalWriter::new(&project.journal).append_all(&recs).unwrap();
+    repo.write("src/app.rs", &post);
+    repo
+}
+
+/// The first screen on a small terminal: whatever the detail pane scrolled to, the selected
+/// entry's verdict shows beside its change, and the status line stays on screen.
+#[test]
+fn small_screens_show_the_verdict_beside_the_change() {
+    let deep: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    let edit = edits(&[("src/deep.rs", &deep, &deep.replace("line 20\n", "line twenty\n"))]);
+    let killed = killed_long_command();
+    // (repo, what the verdict says in any of its words, the change's two sides)
+    let cases: [(&Repo, &[&str], [&str; 2]); 2] = [
+        (&edit, &["completed, not yet verified", "never verified on disk"], ["-line 20", "+line twenty"]),
+        (&killed, &["by a command that never", "cut off"], ["-line 2", "+line two"]),
+    ];
+    for (w, h) in [(60, 15), (80, 24)] {
+        for (repo, verdicts, change) in cases {
+            let mut app = app_at(repo);
+            let mut t = term(w, h);
+            run(&mut app, &mut t, "");
+            let s = text(&t);
+            let pane = detail_rows(&s);
+            assert!(
+                verdicts.iter().any(|v| pane.contains(v)),
+                "{w}×{h}: no verdict ({verdicts:?}) in the detail pane:\n{s}"
+            );
+            for side in change {
+                assert!(pane.replace(' ', "").contains(&side.replace(' ', "")), "{w}×{h}: {side} not shown:\n{s}");
+            }
+            assert!(s.lines().any(|l| l.starts_with("1 unresolved entry")), "{w}×{h}: no status line:\n{s}");
+        }
+    }
+}
+
+/// A session's row in a narrow tree names its prompt (what tells sessions apart) before its
+/// start time, and never cuts the time mid-way ("03-01 10:0").
+#[test]
+fn a_narrow_trees_session_row_keeps_the_prompt() {
+    let f = Fixture::new();
+    for (w, h) in [(120, 30), (200, 50), (80, 24)] {
+        let mut app = f.app();
+        let mut t = term(w, h);
+        run(&mut app, &mut t, "");
+        let s = text(&t);
+        let row = s.lines().find(|l| l.contains("crashed  8f14e4")).unwrap_or_else(|| panic!("{s}"));
+        assert!(row.contains("Raise the re"), "{w}×{h}: no prompt: {row}");
+        let time = row.find("03-01 ").map(|i| &row[i..]);
+        assert!(
+            time.is_none_or(|t| t.len() > "03-01 10:00".len() && t.as_bytes()[10].is_ascii_digit()),
+            "{w}×{h}: {row}"
+        );
+    }
 }
