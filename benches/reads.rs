@@ -30,6 +30,9 @@ use walj::journal::{Blob, Record, op};
 /// Lines per session.
 const SESSION_LINES: usize = 1000;
 
+/// The call of the last session that was marked done.
+const UNDONE: usize = 320;
+
 fn session_key(s: usize) -> String {
     // Distinct first six characters (the sid every line carries).
     format!("{:08x}-bench-read-session-{s}", (s as u32).wrapping_mul(0x9E37_79B1))
@@ -71,6 +74,17 @@ fn project(lines: usize) -> (tempfile::TempDir, PathBuf) {
                 r.op = op::PERSISTED.into();
                 r.persisted = true;
                 f.write_all(&r.to_line()).unwrap();
+            }
+            // One call of the last session was marked done (what `walj undo ID` takes back).
+            if s + 1 == sessions && i == UNDONE {
+                let mut m = Record::new(op::RESOLVED, &key);
+                m.id = r.id.clone();
+                m.path = r.path.clone();
+                m.event = r.event.clone();
+                m.tool = r.tool.clone();
+                m.how = Some(walj::journal::how::DONE.into());
+                m.action = Some(format!("a-bench-{s}"));
+                f.write_all(&m.to_line()).unwrap();
             }
         }
     }
@@ -147,6 +161,22 @@ fn main() {
             "mark --dry-run ID",
             Box::new(move |n| {
                 vec!["mark".into(), "--dry-run".into(), "--yes".into(), entry_id(last(n), 330)[8..].to_string()]
+            }),
+        ),
+        (
+            "revert --dry-run ID",
+            Box::new(move |n| {
+                vec!["revert".into(), "--dry-run".into(), "--force".into(), entry_id(last(n), 331)[8..].to_string()]
+            }),
+        ),
+        (
+            "undo --dry-run ID",
+            Box::new(move |n| vec!["undo".into(), "--dry-run".into(), entry_id(last(n), UNDONE)[8..].to_string()]),
+        ),
+        (
+            "handoff --print ID",
+            Box::new(move |n| {
+                vec!["handoff".into(), "--print".into(), "--force".into(), entry_id(last(n), 332)[8..].to_string()]
             }),
         ),
     ];
