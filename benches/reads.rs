@@ -6,9 +6,9 @@
 //!
 //! (without `WALJ_BENCH_OLD` only the new binary is timed; without `WALJ_BIN`, the one this
 //! bench builds; `WALJ_BENCH_ONLY=diff,status` times only the commands naming one of those). Both journals are made of sessions of 1,000 lines (a start, then Edit
-//! calls: intent, applied, persisted; the last session's last calls left unresolved), so a
-//! command about one session shows as much on either journal: the budget is a read on the
-//! long journal ≤ 3× the same read on the short one, ≤ 100 MB peak memory. Every command is
+//! calls: intent, applied, persisted; the last session's last calls left unresolved, one call
+//! marked done for `undo ID`), so a command about one session shows as much on either journal:
+//! the budget is a read on the long journal ≤ 3× the same read on the short one, ≤ 100 MB peak memory. Every command is
 //! run once untimed first (what a user's first read, or the background `walj fold`, pays: the
 //! fold snapshot and the line index are written then). Wall time is the median of
 //! `WALJ_BENCH_RUNS` (default 5) runs, process start included; peak memory is the largest
