@@ -6,9 +6,9 @@
 //!
 //! (without `WALJ_BENCH_OLD` only the new binary is timed; without `WALJ_BIN`, the one this
 //! bench builds; `WALJ_BENCH_ONLY=diff,status` times only the commands naming one of those). Both journals are made of sessions of 1,000 lines (a start, then Edit
-//! calls: intent, applied, persisted; the last session's last calls left unresolved), so a
-//! command about one session shows as much on either journal: the budget is a read on the
-//! long journal ≤ 3× the same read on the short one, ≤ 100 MB peak memory. Every command is
+//! calls: intent, applied, persisted; the last session's last calls left unresolved, one call
+//! marked done for `undo ID`), so a command about one session shows as much on either journal:
+//! the budget is a read on the long journal ≤ 3× the same read on the short one, ≤ 100 MB peak memory. Every command is
 //! run once untimed first (what a user's first read, or the background `walj fold`, pays: the
 //! fold snapshot and the line index are written then). Wall time is the median of
 //! `WALJ_BENCH_RUNS` (default 5) runs, process start included; peak memory is the largest
@@ -29,6 +29,9 @@ use walj::journal::{Blob, Record, op};
 
 /// Lines per session.
 const SESSION_LINES: usize = 1000;
+
+/// The call of the last session that was marked done.
+const UNDONE: usize = 320;
 
 fn session_key(s: usize) -> String {
     // Distinct first six characters (the sid every line carries).
@@ -71,6 +74,17 @@ fn project(lines: usize) -> (tempfile::TempDir, PathBuf) {
                 r.op = op::PERSISTED.into();
                 r.persisted = true;
                 f.write_all(&r.to_line()).unwrap();
+            }
+            // One call of the last session was marked done (what `walj undo ID` takes back).
+            if s + 1 == sessions && i == UNDONE {
+                let mut m = Record::new(op::RESOLVED, &key);
+                m.id = r.id.clone();
+                m.path = r.path.clone();
+                m.event = r.event.clone();
+                m.tool = r.tool.clone();
+                m.how = Some(walj::journal::how::DONE.into());
+                m.action = Some(format!("a-bench-{s}"));
+                f.write_all(&m.to_line()).unwrap();
             }
         }
     }
@@ -147,6 +161,22 @@ fn main() {
             "mark --dry-run ID",
             Box::new(move |n| {
                 vec!["mark".into(), "--dry-run".into(), "--yes".into(), entry_id(last(n), 330)[8..].to_string()]
+            }),
+        ),
+        (
+            "revert --dry-run ID",
+            Box::new(move |n| {
+                vec!["revert".into(), "--dry-run".into(), "--force".into(), entry_id(last(n), 331)[8..].to_string()]
+            }),
+        ),
+        (
+            "undo --dry-run ID",
+            Box::new(move |n| vec!["undo".into(), "--dry-run".into(), entry_id(last(n), UNDONE)[8..].to_string()]),
+        ),
+        (
+            "handoff --print ID",
+            Box::new(move |n| {
+                vec!["handoff".into(), "--print".into(), "--force".into(), entry_id(last(n), 332)[8..].to_string()]
             }),
         ),
     ];

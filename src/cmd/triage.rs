@@ -155,10 +155,67 @@ fn load(project: &Project) -> anyhow::Result<Fold> {
 /// whole journal. `None` (the caller reads everything): no index, several or no sessions
 /// hold it, or the session's fold does not find it after all.
 fn load_holding(project: &Project, id: &str) -> Option<Fold> {
-    let session = crate::fold::located::session_of(&project.journal, &[id])?;
+    load_holding_all(project, &[id.to_string()])
+}
+
+/// [`load_holding`] of every id of `ids` (one session must hold them all, and its fold find
+/// each one).
+fn load_holding_all(project: &Project, ids: &[String]) -> Option<Fold> {
+    if ids.is_empty() {
+        return None;
+    }
+    let typed: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let session = crate::fold::located::session_of(&project.journal, &typed)?;
     let opts = FoldOptions { keep_settled: true, session: Some(session), ..Default::default() };
     let fold = super::load::load(project, &opts).ok()?;
-    fold.find(id).is_ok().then_some(fold)
+    ids.iter().all(|i| fold.find(i).is_ok()).then_some(fold)
+}
+
+/// The fold `mark`, `handoff` and `undo` act on for `ids`: the one session holding them where
+/// the index names it ([`load_holding_all`]), else every entry ([`load`]). Their checks read
+/// only the entry and its own session: its actions (recorded under its session), its state,
+/// whether its session is live; provenance reads the journal's import marks either way.
+fn load_ids(project: &Project, ids: &[String]) -> anyhow::Result<Fold> {
+    match load_holding_all(project, ids) {
+        Some(f) => Ok(f),
+        None => load(project),
+    }
+}
+
+/// The fold `walj revert IDS` works out on. A revert reads more than the entry's session where
+/// the plan depends on other entries of the path: an entry without a post-image is checked
+/// against what the next entry on its path (of any session) saw before it ran, several entries
+/// on one path join into chains broken by any other entry between them, and a link reverts
+/// through its own checks. In those cases (and without an index) every entry is read, as
+/// before; otherwise the one session's fold gives the same plan. Either way, each write
+/// checks right before it that the disk is still what the plan saw.
+fn load_revert(project: &Project, ids: &[String]) -> anyhow::Result<Fold> {
+    if let Some(fold) = load_holding_all(project, ids) {
+        let mut paths = std::collections::HashSet::new();
+        let alone = ids
+            .iter()
+            .filter_map(|i| fold.find(i).ok())
+            .all(|e| e.after.is_some() && !e.is_link() && e.kind_known() && paths.insert(e.path.clone()));
+        if alone {
+            return Ok(fold);
+        }
+    }
+    load(project)
+}
+
+/// The fold `walj undo ID` acts on: the entry's session when its last action is a mark or a
+/// revert (undone alone, checked against the entry and the disk). A hand-back's brief names
+/// entries of other sessions and is undone whole, an operation id is no entry's id, and `undo`
+/// without an id looks for the journal's last command: every entry is read for those.
+fn load_undo(project: &Project, id: Option<&str>) -> anyhow::Result<Fold> {
+    if let Some(i) = id
+        && let Some(fold) = load_holding(project, i)
+        && let Ok(e) = fold.find(i)
+        && e.last_action().is_some_and(|a| a.how == crate::journal::how::DONE || a.how == crate::journal::how::REVERTED)
+    {
+        return Ok(fold);
+    }
+    load(project)
 }
 
 /// The fold `walj diff` reads for `target`: an id's session alone where the index knows it.
@@ -758,7 +815,7 @@ fn not_here(fold: &Fold, ids: &[String], session: Option<&str>) -> bool {
 
 pub(crate) fn mark(project: &Project, args: &MarkArgs) -> anyhow::Result<i32> {
     let (ids, session, force, dry_run) = (&args.ids, args.session.as_deref(), args.force, args.dry_run);
-    let fold = load(project)?;
+    let fold = load_ids(project, ids)?;
     let all = ids.is_empty() && session.is_none();
     if all && !pick_all(&fold, "walj mark --done", "mark done", args.all)? {
         return Ok(super::EXIT_ERROR);
@@ -835,7 +892,7 @@ fn dry_run_elsewhere(described: &[(String, String, String)], verb: &str, json: b
 
 pub(crate) fn revert(project: &Project, args: &RevertArgs) -> anyhow::Result<i32> {
     let (force, dry_run) = (args.force, args.dry_run);
-    let fold = load(project)?;
+    let fold = load_revert(project, &args.ids)?;
     let all = args.ids.is_empty() && args.session.is_none();
     // A rebase or merge stopped half-way: a session's pre-images written into that tree mix
     // with what git is in the middle of (named entries are the user's own choice).
@@ -919,7 +976,7 @@ fn exit_code(outcomes: &[Outcome]) -> i32 {
 
 pub(crate) fn undo(project: &Project, args: &UndoArgs) -> anyhow::Result<i32> {
     let (id, force, yes) = (args.id.as_deref(), args.force, args.confirm.yes);
-    let fold = load(project)?;
+    let fold = load_undo(project, id)?;
     if let Some(i) = id
         && not_here(&fold, &[i.to_string()], None)
         && !triage::ops::operations(&fold).iter().any(|o| o.id.starts_with(i))
@@ -1080,7 +1137,8 @@ pub(crate) fn ops(project: &Project, args: &OpsArgs) -> anyhow::Result<i32> {
 pub fn handoff(project: &Project, args: &HandoffArgs) -> anyhow::Result<i32> {
     let (ids, session, force) = (&args.ids, args.session.as_deref(), args.force);
     let print_only = args.print || args.dry_run;
-    let fold = load(project)?;
+    // `--held` / `--deliver` act on the briefs, not on entries: every session is read.
+    let fold = if args.held || args.deliver { load(project)? } else { load_ids(project, ids)? };
     if args.held || args.deliver {
         return held_briefs(project, &fold, args);
     }

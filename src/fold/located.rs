@@ -583,49 +583,98 @@ pub fn keep_carried(journal: &Path, store: &crate::store::Store, id: &str) -> bo
 /// whole journal would hand `f` that `f` can count for `session` (`walj sessions show`'s
 /// usage). `None` when the index does not apply or a line is not where it says (`f` has not
 /// been called: the caller scans the journal).
-pub(crate) fn scan_session(journal: &Path, session: &str, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+pub(crate) fn scan_session(journal: &Path, session: &str, f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+    scan_picked(journal, Pick { session: Some(session), loose: false }, f)
+}
+
+/// Calls `f` with every line of `journal` that marks a session imported and every line the
+/// classifier refuses (it may still parse as a record), in journal order, through the index:
+/// every line that can mark an import range (`triage::origin::Provenance`), without reading
+/// the rest. `None` as for [`scan_session`] (`f` has not been called).
+pub(crate) fn scan_imports(journal: &Path, f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
+    scan_picked(journal, Pick { session: None, loose: true }, f)
+}
+
+/// The lines [`scan_picked`] hands on: those of one session, the import marks (always), the
+/// loose lines.
+#[derive(Clone, Copy)]
+struct Pick<'a> {
+    session: Option<&'a str>,
+    loose: bool,
+}
+
+/// The runs a line belongs to, as [`Pick`] reads them: (the session's, an import mark, loose).
+fn picked(pick: Pick<'_>, line_no: u64, bytes: &[u8]) -> (bool, bool, bool) {
+    match classify_fast(line_no, bytes) {
+        Ok(Classified::Persisted { session: s, .. }) => (pick.session == Some(s), false, false),
+        Ok(Classified::View(v)) => {
+            (pick.session == Some(v.session_key()), v.op() == op::SESSION && v.kind() == Some(kind::IMPORTED), false)
+        }
+        Err(_) => (false, false, pick.loose),
+    }
+}
+
+/// Which run an indexed line was listed in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    Own,
+    Import,
+    Loose,
+}
+
+/// [`scan_session`] and [`scan_imports`]: the lines `pick` names, the listed ones read back
+/// (each checked to still be a line of the run it is listed in), then the tail's.
+fn scan_picked(journal: &Path, pick: Pick<'_>, mut f: impl FnMut(RawLine<'_>)) -> Option<ScanReport> {
     let idx = usable(journal)?;
     let (file, _) = crate::fsutil::open_regular(journal).ok()?;
     let mut tail: Vec<(u64, u64, Vec<u8>)> = Vec::new();
-    let (ix, report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
-        let keep = match classify_fast(raw.line_no, raw.bytes) {
-            Ok(Classified::Persisted { session: s, .. }) => s == session,
-            Ok(Classified::View(v)) => {
-                v.session_key() == session || (v.op() == op::SESSION && v.kind() == Some(kind::IMPORTED))
-            }
-            Err(_) => false,
-        };
-        if keep {
-            tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+    // The index this process read last, when the journal is still that file at that length:
+    // every line is listed (its tail too), nothing is left to read past it.
+    let (ix, report, limit, listed) = match kept(journal) {
+        Some(ix) => {
+            let report = ScanReport { lines: ix.end.1, bytes: ix.end.0, end: ix.end.0, ..ScanReport::default() };
+            let limit = ix.end.0;
+            (ix, report, limit, true)
         }
-    })
-    .ok()?;
-    let mut locs: Vec<(Loc, bool)> = Vec::new();
-    if let Some(n) = ix.meta.sessions.iter().position(|r| r.key == session) {
-        let r = &ix.meta.sessions[n];
-        locs.extend(decode_locs(ix.blob().get(r.at..r.at + r.bytes)?)?.into_iter().map(|l| (l, true)));
+        None => {
+            let (ix, report) = load_with(journal, &idx, &file, WRITE_AFTER, |raw| {
+                let (own, import, loose) = picked(pick, raw.line_no, raw.bytes);
+                if own || import || loose {
+                    tail.push((raw.line_no, raw.offset, raw.bytes.to_vec()));
+                }
+            })
+            .ok()?;
+            let limit = ix.cached.0;
+            (Arc::new(ix), report, limit, false)
+        }
+    };
+    let run = |r: &Run, extra: &[Loc]| -> Option<Vec<Loc>> {
+        LineIndex::run_and(ix.blob(), r, if listed { extra } else { &[] })
+    };
+    let mut locs: Vec<(Loc, Listed)> = Vec::new();
+    if let Some(n) = pick.session.and_then(|s| ix.by_key.get(s).copied()) {
+        let cached = ix.meta.sessions.get(n).cloned().unwrap_or_default();
+        let extra = ix.tail.get(&n).map_or(&[][..], Vec::as_slice);
+        locs.extend(run(&cached, extra)?.into_iter().map(|l| (l, Listed::Own)));
     }
-    let imports = &ix.meta.imports;
-    if imports.bytes > 0 {
-        locs.extend(
-            decode_locs(ix.blob().get(imports.at..imports.at + imports.bytes)?)?.into_iter().map(|l| (l, false)),
-        );
+    locs.extend(run(&ix.meta.imports, &ix.tail_imports)?.into_iter().map(|l| (l, Listed::Import)));
+    if pick.loose {
+        locs.extend(run(&ix.meta.loose, &ix.tail_loose)?.into_iter().map(|l| (l, Listed::Loose)));
     }
     locs.sort_unstable_by_key(|(l, _)| l.line);
     locs.dedup_by_key(|(l, _)| l.line);
     let mut lines: Vec<(Loc, Vec<u8>)> = Vec::with_capacity(locs.len());
     let mut buf = Vec::new();
-    for (loc, own) in locs {
-        if loc.offset + loc.len > ix.cached.0 {
+    for (loc, from) in locs {
+        if loc.offset + loc.len > limit {
             return None;
         }
         read_line(&file, loc, &mut buf)?;
-        let fits = match classify_fast(loc.line, &buf) {
-            Ok(Classified::Persisted { session: s, .. }) => own && s == session,
-            Ok(Classified::View(v)) => {
-                (own && v.session_key() == session) || (v.op() == op::SESSION && v.kind() == Some(kind::IMPORTED))
-            }
-            Err(_) => false,
+        let (own, import, loose) = picked(pick, loc.line, &buf);
+        let fits = match from {
+            Listed::Own => own || import,
+            Listed::Import => import || own,
+            Listed::Loose => loose,
         };
         if !fits {
             return None;

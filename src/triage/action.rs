@@ -294,6 +294,10 @@ impl<'a> Objects<'a> {
 
     /// The bytes of object `id`, when the store or git has them.
     pub(crate) fn get(&mut self, id: &str) -> Result<Option<Vec<u8>>, String> {
+        // An image a journal line carries and the store lacks: put there from the line the
+        // line index names (or, when no line carries it, the store told not to search the
+        // journal for it), before the read below would search the journal.
+        crate::fold::located::keep_carried(&self.project.journal, &self.store, id);
         match self.store.get(id) {
             Ok(b) => return Ok(Some(b)),
             Err(StoreError::Missing(_)) => {}

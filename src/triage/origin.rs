@@ -56,10 +56,12 @@ pub(crate) struct Provenance {
 
 impl Provenance {
     /// Reads the import ranges of `journal` (lines holding an `imported` mark; an unreadable
-    /// journal has none).
+    /// journal has none). Through the line index where it applies: only the lines that mark an
+    /// import and the ones the classifier refuses are read (`fold::located::scan_imports`),
+    /// the same lines a whole scan would find marks among; else the whole journal.
     pub(crate) fn load(journal: &Path) -> Provenance {
         let mut ranges = Vec::new();
-        let _ = scan_lines(journal, |raw| {
+        let mut each = |raw: crate::journal::RawLine<'_>| {
             if !contains(raw.bytes, b"\"imported\"") || !contains(raw.bytes, b"\"records\"") {
                 return;
             }
@@ -71,7 +73,10 @@ impl Provenance {
                     ranges.push((first, raw.line_no - 1, bundle));
                 }
             }
-        });
+        };
+        if crate::fold::located::scan_imports(journal, &mut each).is_none() {
+            let _ = scan_lines(journal, each);
+        }
         Provenance { ranges }
     }
 

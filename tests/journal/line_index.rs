@@ -372,3 +372,202 @@ fn a_carried_image_is_found_through_the_index() {
     assert!(!located::keep_carried(&repo.journal(), &store, id));
     assert!(!store.contains(id));
 }
+
+/// Times (`2026-03-23 09:43:02 UTC`, `09:43:02`, RFC 3339) as `<t>`: two projects built the
+/// same way a second apart answer the same but for them.
+fn untimed(s: &str) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 8 && run.contains(':') {
+            out.push_str("<t>");
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c.is_ascii_digit() || matches!(c, ':' | '-' | '.' | 'T' | 'Z') && !run.is_empty() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// A project for the triage commands by id: three Claude sessions and a filler session of
+/// 1.3 MB (so the index is written and read), an entry without a post-image (a crashed Write)
+/// with a later entry of another session on its path, and an imported bundle's entry whose
+/// mark was recorded inside the bundle (its provenance is the bundle's).
+fn triage_project() -> crate::common::Repo {
+    use crate::common::{Claude, Repo};
+    use walj::journal::JournalWriter;
+    use walj::journal::record::{Blob, Record, how, kind, op};
+
+    let repo = Repo::new(&[("src/a.rs", "fn a() {}\n"), ("src/b.rs", "fn b() {}\n"), ("src/c.rs", "c0\n")]);
+    let w = JournalWriter::new(&repo.journal());
+    let one = Claude::new(&repo, "aaaa1111-2222-3333-4444-555555555555");
+    one.start();
+    one.prompt("first");
+    one.edit("toolu_01OneEditAaaa", "src/a.rs", "fn a() {}", "fn a() { 1 }");
+    one.write_intent("toolu_01OneCrashCccc", "src/c.rs", "c1\n");
+    for i in 0..3500 {
+        let mut r = Record::new(op::INTENT, "f1-0000-filler-session");
+        r.id = format!("toolu_01Filler{i:06}");
+        r.tool = Some("Edit".into());
+        r.event = "file_modified".into();
+        r.path = format!("src/filler_{}.rs", i % 50);
+        r.before = Some(Blob::Id(format!("{i:040x}")));
+        w.append(&r).unwrap();
+        r.op = op::APPLIED.into();
+        r.before = None;
+        r.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        w.append(&r).unwrap();
+        r.op = op::PERSISTED.into();
+        r.persisted = true;
+        w.append(&r).unwrap();
+    }
+    let two = Claude::new(&repo, "bbbb1111-2222-3333-4444-555555555555");
+    two.start();
+    two.edit("toolu_01TwoEditBbbb", "src/b.rs", "fn b() {}", "fn b() { 2 }");
+    two.write("toolu_01TwoWriteCccc", "src/c.rs", "c2\n");
+    two.edit("toolu_01TwoEditAaaa", "src/a.rs", "fn a() { 1 }", "fn a() { 1 }\nfn z() {}");
+    // A bundle's records (a session, an entry, its mark), then the mark `import` writes after them.
+    let bundle = "eeee1111-2222-3333-4444-555555555555";
+    let mut start = Record::new(op::SESSION, bundle);
+    start.kind = Some(kind::START.into());
+    let mut intent = Record::new(op::INTENT, bundle);
+    intent.id = "toolu_01BundleEeee".into();
+    intent.tool = Some("Write".into());
+    intent.event = "file_created".into();
+    intent.path = "src/e.rs".into();
+    intent.before = Some(Blob::Absent);
+    let mut applied = intent.clone();
+    applied.op = op::APPLIED.into();
+    applied.before = None;
+    applied.after = Some(Blob::Id(format!("{:040x}", 7)));
+    let mut done = intent.clone();
+    done.op = op::RESOLVED.into();
+    done.before = None;
+    done.how = Some(how::DONE.into());
+    done.action = Some("a-bundle-mark".into());
+    let mut mark = Record::new(op::SESSION, "");
+    mark.kind = Some("imported".into());
+    let mark = mark.with("records", 4u64).with("bundle", "theirs.walj").with("target", bundle);
+    w.append_all(&[start, intent, applied, done, mark]).unwrap();
+    one.stop();
+    repo
+}
+
+/// `mark`, `revert`, `undo`, `handoff` and `redo` by id fold only the session the line index
+/// names: each answers the same as with a full scan ([`located::OFF_ENV`]): dry runs on one
+/// project (index written, then damaged, then stale after the journal was replaced), and the
+/// writes themselves on two projects built alike, one read through the index and one not,
+/// which end with the same files and answers. The cases that need other sessions' entries
+/// are among them: an entry without a post-image whose path a later session changed, several
+/// entries of one path, ids of two sessions, a bundle's entry (provenance), a hand-back's undo.
+#[test]
+fn triage_by_id_answers_the_same_with_the_index_as_with_a_full_scan() {
+    let repo = triage_project();
+    let dry: Vec<Vec<&str>> = vec![
+        vec!["mark", "--dry-run", "OneEditA"],
+        vec!["mark", "--dry-run", "--json", "OneEditA", "OneCrash"],
+        vec!["mark", "--dry-run", "OneEditA", "TwoEditB"],
+        vec!["mark", "--dry-run", "BundleE"],
+        vec!["revert", "--dry-run", "--force", "OneEditA"],
+        vec!["revert", "--dry-run", "--force", "--json", "TwoEditB"],
+        vec!["revert", "--dry-run", "--force", "OneCrash"],
+        vec!["revert", "--dry-run", "--force", "TwoWrite"],
+        vec!["revert", "--dry-run", "--force", "TwoEditA", "OneEditA"],
+        vec!["revert", "--dry-run", "--force", "BundleE"],
+        vec!["undo", "--dry-run", "BundleE"],
+        vec!["undo", "--dry-run", "OneEditA"],
+        vec!["undo", "--dry-run"],
+        vec!["handoff", "--print", "--force", "TwoEditB"],
+        vec!["handoff", "--dry-run", "--json", "--force", "OneEditA"],
+        vec!["redo", "--dry-run"],
+        vec!["mark", "--dry-run", "NoSuchId"],
+    ];
+    let idx = repo.journal().with_file_name("lines.idx");
+    let check = |when: &str| {
+        for args in &dry {
+            let with = repo.run(args);
+            let mut c = repo.walj(args);
+            c.env(located::OFF_ENV, "1");
+            let without = crate::common::outcome(&c.output().unwrap());
+            assert_eq!(with.0, without.0, "{when}: walj {args:?} exit code\n{}\n{}", with.2, without.2);
+            assert_eq!(with.1, without.1, "{when}: walj {args:?} differs with the index");
+            assert_eq!(with.2, without.2, "{when}: walj {args:?} says otherwise on stderr with the index");
+        }
+    };
+    check("first read");
+    assert!(idx.is_file(), "a read of more than 1 MB writes the index");
+    assert!(located::load(&repo.journal()).unwrap().unused.is_none());
+    check("index written");
+
+    // A damaged index, then a stale one (the journal replaced, same bytes).
+    let mut b = fs::read(&idx).unwrap();
+    let n = b.len() - 5;
+    b[n] ^= 0x10;
+    fs::write(&idx, &b).unwrap();
+    check("damaged index");
+    let _ = located::load_writing_after(&repo.journal(), 0);
+    let bytes = fs::read(repo.journal()).unwrap();
+    let moved = repo.journal().with_file_name("journal.moved");
+    fs::write(&moved, &bytes).unwrap();
+    let old = fs::read(&idx).unwrap();
+    fs::rename(&moved, repo.journal()).unwrap();
+    fs::write(&idx, &old).unwrap();
+    assert!(located::load_writing_after(&repo.journal(), u64::MAX).unwrap().unused.is_some());
+    check("stale index");
+
+    // The writes: the same commands on a twin project read in full, step by step.
+    let twin = triage_project();
+    let _ = located::load_writing_after(&repo.journal(), 0);
+    let writes: Vec<Vec<&str>> = vec![
+        vec!["mark", "--force", "OneEditA"],
+        vec!["undo", "OneEditA"],
+        vec!["revert", "--force", "--yes", "TwoEditB"],
+        vec!["revert", "--force", "--yes", "TwoEditB"],
+        vec!["undo", "TwoEditB"],
+        vec!["revert", "--force", "--yes", "OneCrash"],
+        vec!["mark", "--force", "--yes", "BundleE"],
+        vec!["undo", "--yes", "BundleE"],
+        vec!["handoff", "--force", "OneEditA"],
+        vec!["undo", "OneEditA"],
+        vec!["redo"],
+        vec!["revert", "--force", "--yes", "TwoEditA", "OneEditA"],
+        vec!["undo"],
+        vec!["mark", "--force", "TwoEditB", "OneCrash"],
+    ];
+    for args in &writes {
+        let with = repo.run(args);
+        let mut c = twin.walj(args);
+        c.env(located::OFF_ENV, "1");
+        let without = crate::common::outcome(&c.output().unwrap());
+        assert_eq!(with.0, without.0, "walj {args:?} exit code\n{}\n{}", with.2, without.2);
+        // `redo` names the operation by its id, new in each project.
+        let ops = |s: &str| {
+            untimed(s)
+                .lines()
+                .map(|l| if l.starts_with("Redo operation") { "Redo" } else { l })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(ops(&with.1), ops(&without.1), "walj {args:?} differs with the index");
+        assert_eq!(ops(&with.2), ops(&without.2), "walj {args:?} says otherwise on stderr with the index");
+        if args.contains(&"BundleE") {
+            assert!(with.2.contains("theirs.walj"), "the bundle's entry is named as the bundle's: {with:?}");
+        }
+        for f in ["src/a.rs", "src/b.rs", "src/c.rs"] {
+            assert_eq!(repo.exists(f), twin.exists(f), "after walj {args:?}: {f}");
+            if repo.exists(f) {
+                assert_eq!(repo.read(f), twin.read(f), "after walj {args:?}: {f}");
+            }
+        }
+    }
+    assert!(located::load(&repo.journal()).unwrap().unused.is_none(), "the index was read throughout");
+}
