@@ -749,9 +749,13 @@ fn gone_record(snap: &Snapshot) -> Record {
 }
 
 /// True when the journal already has the command's derived children (a walj killed after
-/// appending them, before removing its claim).
+/// appending them, before removing its claim), or its outcome (a PostToolUse killed after
+/// appending its entries, before removing the sidecar: [`super::Done`]).
 fn already_recorded(all: &Fold, parent: &str) -> bool {
     all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent))
+        || all.sessions.iter().any(|s| {
+            s.commands.iter().any(|c| c.id == parent && c.status != crate::fold::CommandStatus::InFlight)
+        })
 }
 
 /// Claims the sidecar at `path` (an atomic rename: one process wins), appends `records`
