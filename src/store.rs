@@ -294,7 +294,7 @@ impl Store {
     /// On Linux: up to 8 threads write the objects to temp files without a sync, one `syncfs`
     /// of the store's file system makes all their bytes durable, the temp files are renamed
     /// into place, and a second `syncfs` makes the renames durable. Two syncs in all, not one
-    /// per object: a codemod's Post stores thousands (issue 45's budget). Elsewhere the threads
+    /// per object: a codemod's Post stores thousands. Elsewhere the threads
     /// write, fsync and rename each object (concurrent fsyncs share the file system's journal
     /// commits), then each touched folder is fsynced once.
     pub(crate) fn put_batch(&self, items: &[(String, Vec<u8>)]) -> Result<(), StoreError> {
@@ -354,14 +354,21 @@ impl Store {
                 })
             })
         };
+        // Opened before the writes: `syncfs` reports a write-back error of the file system
+        // since this handle was opened (Linux 5.8+), so one that hits the objects is seen.
+        let fs_handle = if BATCH_SYNCFS {
+            Some(File::open(&self.dir).map_err(|source| StoreError::Io { path: self.dir.clone(), source })?)
+        } else {
+            None
+        };
         let written = run(todo
             .iter()
             .map(|(id, bytes)| Box::new(move || write_one(id, bytes)) as Box<dyn Fn() -> _ + Sync>)
             .collect());
-        if BATCH_SYNCFS {
+        if let Some(fs_handle) = &fs_handle {
             // Bytes durable first, then the names: a crash between leaves temp files only
             // (swept by `walj compact`), never a damaged object under its final name.
-            let placed = written.and_then(|()| self.syncfs()).and_then(|()| {
+            let placed = written.and_then(|()| self.syncfs(fs_handle)).and_then(|()| {
                 todo.iter().try_for_each(|(id, _)| {
                     let path = self.object_path(id);
                     fs::rename(tmp_of(&path, id), &path).map_err(|source| StoreError::Io { path, source })
@@ -373,7 +380,7 @@ impl Store {
                 }
                 return Err(e);
             }
-            return self.syncfs();
+            return self.syncfs(fs_handle);
         }
         written?;
         // The renames are durable once their folders are.
@@ -484,16 +491,16 @@ impl Store {
         self.write_unsynced(id, &loose)?.finish()
     }
 
-    /// One `syncfs` of the store's file system (Linux only; [`BATCH_SYNCFS`]).
-    fn syncfs(&self) -> Result<(), StoreError> {
+    /// One `syncfs` of the store's file system through `dir`, a handle on the store's folder
+    /// (Linux only; [`BATCH_SYNCFS`]).
+    fn syncfs(&self, dir: &File) -> Result<(), StoreError> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         {
-            let io = |source: io::Error| StoreError::Io { path: self.dir.clone(), source };
-            let dir = File::open(&self.dir).map_err(io)?;
-            rustix::fs::syncfs(&dir).map_err(|e| io(e.into()))
+            rustix::fs::syncfs(dir).map_err(|e| StoreError::Io { path: self.dir.clone(), source: e.into() })
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         {
+            let _ = dir;
             Ok(())
         }
     }

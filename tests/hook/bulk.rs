@@ -378,7 +378,10 @@ fn spawn_post(root: &Path, id: &str, command: &str) -> std::process::Child {
 }
 
 fn stop(root: &Path) {
-    hook(root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "transcript_path": "/tmp/none.jsonl"}));
+    hook(
+        root,
+        &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "transcript_path": "/tmp/none.jsonl"}),
+    );
 }
 
 /// Every entry of `id` names images the store holds whole (or says why it has none), one per
@@ -417,7 +420,8 @@ fn a_codemods_post_killed_before_its_entries_are_appended_leaves_them_to_the_sto
     let cache = root.join(".walj/bash/cache.json");
     let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
     let before = stamp(&cache);
-    let lock = fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
+    let lock =
+        fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
     lock.lock().unwrap();
     let mut post = spawn_post(&root, id, command);
     // The Post saved its snapshot as the next command's base: its comparison is done, and
