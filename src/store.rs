@@ -1133,6 +1133,11 @@ mod tests {
         );
         fs::write(s.object_path(&id), b"garbage").unwrap();
         assert!(matches!(s.get(&id), Err(StoreError::Corrupt { .. })));
+        // A damaged object under its name is written again by a batch, never trusted; no
+        // temp file is left in any folder.
+        s.put_batch(&batch).unwrap();
+        assert_eq!(s.get(&id).unwrap(), b"hello\n");
+        assert_eq!(s.sweep_temps(std::time::Duration::ZERO, true).unwrap(), (0, 0));
     }
 
     /// The cheap intactness check agrees with zlib's own trailer for whole objects of every
