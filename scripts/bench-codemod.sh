@@ -10,11 +10,15 @@
 # Sets the scene once in a temp folder: the repository, walj's PreToolUse hook, the sed. The
 # measured PostToolUse must meet the same state every run (1,500 changed files, none of their
 # bytes in walj's store yet), so each run first puts back `.walj/` as the Pre left it. It writes
-# three scripts, timed with any whole-process timer (hyperfine when installed, else a timer of
-# its own below, which runs them in turns and prints medians of wall and cpu time):
-#   post.sh     put `.walj/` back, then the PostToolUse hook  (what is measured)
-#   restore.sh  put `.walj/` back only                        (subtracted from post.sh)
+# three scripts:
+#   post.sh     put `.walj/` back, then the PostToolUse hook
+#   restore.sh  put `.walj/` back only
 #   status.sh   git status --porcelain                        (the yardstick)
+# By default its own timer (below) runs, in turns, RUNS rounds of: restore.sh (untimed), `sync`,
+# the changed files' bytes written again (the codemod's unwritten data, as right after the sed),
+# then the PostToolUse hook alone, timed (the base's too, with BASE_BINARY), and git status;
+# it prints medians of wall and cpu time and the ratios to git status round by round.
+# HYPERFINE=1 times post.sh, restore.sh and status.sh with hyperfine instead (subtract restore).
 # The checkout's watcher is off (`[bash] watcher = false`): the Post scans the tree in full, the
 # slower path, and the one whose cost does not depend on a background process.
 set -euo pipefail
