@@ -2,21 +2,31 @@
 # Benchmark: the PostToolUse of a codemod, `sed -i` over 1,500 tracked files of a 10,000-file git
 # repository, against `git status` there (budget: at most 2x git status).
 #
-#   scripts/bench-codemod.sh [WALJ_BINARY]      (default: the release build, scripts/walj-bin.sh)
+#   scripts/bench-codemod.sh [WALJ_BINARY [BASE_BINARY]]   (default: the release build, scripts/walj-bin.sh)
+#
+# With BASE_BINARY (another build, e.g. of an older commit), both are measured in the same
+# run, in turns, on the same scene (each with its own Pre): post-base.sh is the base's Post.
 #
 # Sets the scene once in a temp folder: the repository, walj's PreToolUse hook, the sed. The
 # measured PostToolUse must meet the same state every run (1,500 changed files, none of their
 # bytes in walj's store yet), so each run first puts back `.walj/` as the Pre left it. It writes
-# three scripts, timed with any whole-process timer (hyperfine when installed, else printed):
-#   post.sh     put `.walj/` back, then the PostToolUse hook  (what is measured)
-#   restore.sh  put `.walj/` back only                        (subtracted from post.sh)
+# three scripts:
+#   post.sh     put `.walj/` back, then the PostToolUse hook
+#   restore.sh  put `.walj/` back only
 #   status.sh   git status --porcelain                        (the yardstick)
+# By default its own timer (below) runs, in turns, RUNS rounds of: restore.sh (untimed), `sync`,
+# the changed files' bytes written again (the codemod's unwritten data, as right after the sed),
+# then the PostToolUse hook alone, timed (the base's too, with BASE_BINARY), and git status;
+# it prints medians of wall and cpu time and the ratios to git status round by round.
+# HYPERFINE=1 times post.sh, restore.sh and status.sh with hyperfine instead (subtract restore).
 # The checkout's watcher is off (`[bash] watcher = false`): the Post scans the tree in full, the
 # slower path, and the one whose cost does not depend on a background process.
 set -euo pipefail
 
 WALJ=${1:-$("$(dirname "$0")/walj-bin.sh")}
 WALJ=$(realpath "$WALJ")
+BASE=${2:-}
+[ -n "$BASE" ] && BASE=$(realpath "$BASE")
 N=${FILES:-10000}
 CHANGED=${CHANGED:-1500}
 WORK=${WORK:-$(mktemp -d /tmp/walj-bench-codemod.XXXXXX)}
@@ -45,21 +55,45 @@ sleep 2.1 # leave the racy-git window so stat caches are trusted, as in real use
 hook() { printf '{"hook_event_name":"%s","session_id":"bench","tool_name":"Bash","tool_use_id":"toolu_codemod","cwd":"%s","tool_input":{"command":"sed"},"tool_response":{"stdout":""}}' "$1" "$REPO"; }
 hook PreToolUse > "$WORK/pre.json"
 hook PostToolUse > "$WORK/post.json"
+if [ -n "$BASE" ]; then
+  # The base's own Pre, on the same tree, kept aside.
+  "$BASE" hook --project "$REPO" < "$WORK/pre.json"
+  rm -rf "$WORK/walj-pre-base"
+  cp -a "$REPO/.walj" "$WORK/walj-pre-base"
+  find "$REPO/.walj" -mindepth 1 ! -name config.toml -exec rm -rf {} +
+fi
 "$WALJ" hook --project "$REPO" < "$WORK/pre.json"
 ( cd "$REPO" && git ls-files 'src/*.rs' | sed -n "1,${CHANGED}p" | xargs sed -i 's/old_name/new_name/' )
-git -C "$REPO" status --porcelain | wc -l | xargs echo "changed files:" >&2
+git -C "$REPO" status --porcelain | sed 's/^...//' > "$WORK/changed.txt"
+wc -l < "$WORK/changed.txt" | xargs echo "changed files:" >&2
 rm -rf "$WORK/walj-pre"
 cp -a "$REPO/.walj" "$WORK/walj-pre"
 
+# The last run's `.walj/` is moved aside, not deleted: on a file system without a journal
+# (ext4 with `^has_journal`, as on the machine these figures come from) thousands of freshly
+# deleted inodes make every new file's inode search slow for minutes, a cost of the benchmark's
+# own churn that no real PostToolUse meets. Deleted at the end.
+mkdir -p "$WORK/trash"
 cat > "$WORK/restore.sh" <<SH
 #!/bin/sh
-rm -rf "$REPO/.walj" && cp -a "$WORK/walj-pre" "$REPO/.walj"
+[ -e "$REPO/.walj" ] && mv "$REPO/.walj" "\$(mktemp -d "$WORK/trash/w.XXXXXX")/"
+cp -a "$WORK/walj-pre" "$REPO/.walj"
 SH
 cat > "$WORK/post.sh" <<SH
 #!/bin/sh
-rm -rf "$REPO/.walj" && cp -a "$WORK/walj-pre" "$REPO/.walj"
-exec "$WALJ" hook --project "$REPO" < "$WORK/post.json"
+"$WORK/restore.sh" && exec "$WALJ" hook --project "$REPO" < "$WORK/post.json"
 SH
+if [ -n "$BASE" ]; then
+  cat > "$WORK/restore-base.sh" <<SH
+#!/bin/sh
+[ -e "$REPO/.walj" ] && mv "$REPO/.walj" "\$(mktemp -d "$WORK/trash/w.XXXXXX")/"
+cp -a "$WORK/walj-pre-base" "$REPO/.walj"
+SH
+cat > "$WORK/post-base.sh" <<SH
+#!/bin/sh
+"$WORK/restore-base.sh" && exec "$BASE" hook --project "$REPO" < "$WORK/post.json"
+SH
+fi
 cat > "$WORK/status.sh" <<SH
 #!/bin/sh
 exec git -C "$REPO" status --porcelain
@@ -71,7 +105,54 @@ chmod +x "$WORK"/*.sh
 grep -c '"parent":"toolu_codemod"' "$REPO/.walj/journal.jsonl" | xargs echo "entries of the command:" >&2
 grep -o '"snapshot":{[^}]*}' "$REPO/.walj/journal.jsonl" | tail -1 >&2
 
-if command -v hyperfine >/dev/null; then
+if [ -n "$BASE" ]; then
+  "$WORK/post-base.sh"
+  grep -c '"parent":"toolu_codemod"' "$REPO/.walj/journal.jsonl" | xargs echo "entries of the command (base):" >&2
+fi
+
+if [ -z "${HYPERFINE:-}" ] || ! command -v hyperfine >/dev/null; then
+  # In turns (restore, post, [post-base], git status) RUNS times; medians of wall and cpu.
+  python3 - "$WORK" "${RUNS:-15}" "$BASE" "$WALJ" "$REPO" <<'PY'
+import os, statistics, subprocess, sys, time
+work, runs, base, walj, repo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+post = lambda b: [b, "hook", "--project", repo]
+# (name, untimed set-up, timed command, its stdin)
+cases = [("PostToolUse", "restore.sh", post(walj), "post.json")]
+if base:
+    cases.append(("PostToolUse (base)", "restore-base.sh", post(base), "post.json"))
+cases.append(("git status", None, ["git", "-C", repo, "status", "--porcelain"], None))
+res = {n: [] for n, *_ in cases}
+changed = open(os.path.join(work, "changed.txt")).read().split()
+for i in range(runs + 1):
+    for n, setup, cmd, stdin in cases:
+        if setup:
+            subprocess.run([os.path.join(work, setup)], check=True)
+        subprocess.run(["sync"], check=True)  # nothing left to write from the set-up...
+        for rel in changed:  # ...but the codemod's own writes, as right after the sed
+            path = os.path.join(repo, rel)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            with open(path, "r+b") as fh:
+                fh.write(data)
+        f = open(os.path.join(work, stdin)) if stdin else subprocess.DEVNULL
+        t = time.monotonic()
+        p = subprocess.Popen(cmd, stdin=f, stdout=subprocess.DEVNULL)
+        _, _, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t
+        if i > 0:  # the first round warms the caches
+            res[n].append((wall, ru.ru_utime + ru.ru_stime))
+med = statistics.median
+print(f"{runs} rounds in turns (set-up untimed); medians (min-max), seconds")
+for n, *_ in cases:
+    w = [x[0] for x in res[n]]; c = [x[1] for x in res[n]]
+    print(f"  {n:20} wall {med(w):.3f} ({min(w):.3f}-{max(w):.3f})  cpu {med(c):.3f}")
+st = res["git status"]
+for n, *_ in cases[:-1]:
+    rw = [p[0] / s[0] for p, s in zip(res[n], st)]
+    rc = [p[1] / max(s[1], 1e-3) for p, s in zip(res[n], st)]
+    print(f"  {n} / git status, round by round: wall {med(rw):.1f}x, cpu {med(rc):.1f}x")
+PY
+elif command -v hyperfine >/dev/null; then
   hyperfine -N --warmup 2 --runs "${RUNS:-15}" \
     -n "restore .walj" "$WORK/restore.sh" \
     -n "restore .walj + PostToolUse" "$WORK/post.sh" \
@@ -80,3 +161,4 @@ else
   echo "time these (PostToolUse = post.sh - restore.sh; compare with status.sh):" >&2
   echo "  $WORK/post.sh  $WORK/restore.sh  $WORK/status.sh" >&2
 fi
+rm -rf "$WORK/trash"

@@ -163,6 +163,27 @@ pub struct Outcome {
     pub records: Vec<Record>,
     /// Summary for the command's own record (`snapshot` field), when a snapshot was compared.
     pub summary: Option<Value>,
+    /// The Pre's snapshot, to remove once the records are in the journal ([`Done::finish`]).
+    pub done: Option<Done>,
+}
+
+/// A foreground command's Pre snapshot (its sidecar), still on disk after [`after`]: the
+/// caller removes it only once the command's records are appended. A Post killed before
+/// then leaves it, and the command reads as killed (its changes derived by the session's
+/// Stop or the next reader, [`killed`]); one killed after the append leaves a sidecar whose
+/// command has its outcome in the journal, which [`killed`] removes without deriving again.
+#[derive(Debug)]
+pub struct Done {
+    dir: PathBuf,
+    path: PathBuf,
+    index: Option<snapshot::IndexRef>,
+}
+
+impl Done {
+    /// Removes the snapshot: the command's records are in the journal (or a side file).
+    pub fn finish(self) {
+        remove_snapshot(&self.dir, &self.path, self.index.as_ref());
+    }
 }
 
 fn now_ns() -> i64 {
@@ -363,13 +384,14 @@ pub(crate) fn after(
     if has_unread(&now) {
         request_fill_logged(project, cfg);
     }
+    let mut done = None;
     if background {
         let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
         rebase(&dir, &path, &pre, now, task_id)?;
     } else {
-        remove_snapshot(&dir, &path, pre.index.as_ref());
+        done = Some(Done { dir, path, index: pre.index });
     }
-    Ok(Outcome { records, summary: Some(summary) })
+    Ok(Outcome { records, summary: Some(summary), done })
 }
 
 /// The session's Stop: background commands get their later changes (marked

@@ -367,7 +367,7 @@ impl Ctx<'_> {
                 r = r.with(k, clip(v, 1024));
             }
         }
-        let children = self.bash_side_effects(t, id, op::INTENT, &mut r);
+        let (children, _) = self.bash_side_effects(t, id, op::INTENT, &mut r);
         self.append(&[vec![r], children].concat())?;
         if let Some(known) = id.known()
             && let Err(e) = bashsnap::skill_window_open(self.project, self.ev.session, known, sh.command)
@@ -402,18 +402,24 @@ impl Ctx<'_> {
             let r = BashOutcome { command: &command, error: None, task_id: None, interrupted: false }
                 .fill(r)
                 .with(key::CLOSED_BY, self.ev.name);
-            let children = match bashsnap::after(self.project, &cfg, matcher.as_ref(), &call) {
-                Ok(out) => out.records,
+            let (children, done) = match bashsnap::after(self.project, &cfg, matcher.as_ref(), &call) {
+                Ok(out) => (out.records, out.done),
                 Err(e) => {
                     log_error(self.project, &format!("skill shell line `{command}`: {e}"));
-                    Vec::new()
+                    (Vec::new(), None)
                 }
             };
             let (project, session) = (self.project, self.ev.session);
             let expected = 1 + children.len();
-            let _ = self.append_with(expected, || {
+            let appended = self.append_with(expected, || {
                 [vec![r], explained_elsewhere(project, session, (&id, &command), children)].concat()
             });
+            // The Pre's snapshot goes once its changes are journaled, never before.
+            if appended.is_ok()
+                && let Some(d) = done
+            {
+                d.finish();
+            }
         }
     }
 
@@ -644,7 +650,7 @@ impl Ctx<'_> {
                 r = r.with(key::BRANCH, b);
             }
         }
-        let mut children = self.bash_side_effects(t, id, op_name, &mut r);
+        let (mut children, done) = self.bash_side_effects(t, id, op_name, &mut r);
         if op_name == op::APPLIED
             && let Some(rep) = witness::reported(self.payload.tool_response())
         {
@@ -655,18 +661,27 @@ impl Ctx<'_> {
                 r = r.with(key::REPORTED, n);
             }
         }
-        if !children.is_empty()
+        let appended = if !children.is_empty()
             && let Some(id) = id.known()
         {
             // Decided under the journal's lock: two commands that ran side by side never both
             // claim a file from a journal that has neither's children yet.
             let (project, session) = (self.project, self.ev.session);
             let expected = 1 + children.len();
-            return self.append_with(expected, || {
+            self.append_with(expected, || {
                 [vec![r], explained_elsewhere(project, session, (id, sh.command), children)].concat()
-            });
+            })
+        } else {
+            self.append(&[vec![r], children].concat())
+        };
+        // The Pre's snapshot goes once the command's entries are journaled, never before: a
+        // Post killed in between leaves the command to the killed-command path, not to nobody.
+        if appended.is_ok()
+            && let Some(d) = done
+        {
+            d.finish();
         }
-        self.append(&[vec![r], children].concat())
+        appended
     }
 
     /// The entries of what Claude Code reported a command changed and its snapshot did not
@@ -698,8 +713,15 @@ impl Ctx<'_> {
 
     /// Bash side effects (src/bashsnap.rs): snapshot at Pre, child entries at Post. A
     /// failure is logged and never fails the hook or loses the command's own record.
-    fn bash_side_effects(&self, t: &ToolCall, id: &CallId, op_name: &str, r: &mut Record) -> Vec<Record> {
-        let ToolKind::Shell(sh) = &t.kind else { return Vec::new() };
+    /// The Pre snapshot to remove once the records are appended comes with them.
+    fn bash_side_effects(
+        &self,
+        t: &ToolCall,
+        id: &CallId,
+        op_name: &str,
+        r: &mut Record,
+    ) -> (Vec<Record>, Option<bashsnap::Done>) {
+        let ToolKind::Shell(sh) = &t.kind else { return (Vec::new(), None) };
         let (cfg, matcher) = self.config();
         let call = bashsnap::Call {
             session: self.ev.session,
@@ -724,11 +746,11 @@ impl Ctx<'_> {
                     c.pid = r.pid;
                     c.pstart = r.pstart;
                 }
-                out.records
+                (out.records, out.done)
             }
             Err(e) => {
                 log_error(self.project, &format!("Bash side effects: {e}"));
-                Vec::new()
+                (Vec::new(), None)
             }
         }
     }

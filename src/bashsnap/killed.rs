@@ -110,6 +110,11 @@ pub(crate) fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) 
         all.sessions.iter().filter(|s| s.status() == SessionStatus::Live).filter_map(|s| s.proc).collect();
     let mut derived = Vec::new();
     for (path, snap) in killed {
+        if has_outcome(&all, &snap.parent) {
+            // A PostToolUse killed after appending, before removing its snapshot: done.
+            remove_snapshot(&dir, &path, snap.index.as_ref());
+            continue;
+        }
         match derive(project, &cfg, matcher.as_ref(), &snap, &all) {
             Ok(records) => derived.push((path, snap, records)),
             Err(e) => out.problems.push(format!("the changes of `{}`: {e}", snap.command)),
@@ -749,9 +754,17 @@ fn gone_record(snap: &Snapshot) -> Record {
 }
 
 /// True when the journal already has the command's derived children (a walj killed after
-/// appending them, before removing its claim).
+/// appending them, before removing its claim), or its outcome (a PostToolUse killed after
+/// appending its entries, before removing the sidecar: [`super::Done`]).
 fn already_recorded(all: &Fold, parent: &str) -> bool {
-    all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent))
+    all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent)) || has_outcome(all, parent)
+}
+
+/// True when the journal has the outcome of command `parent` (its PostToolUse appended).
+fn has_outcome(all: &Fold, parent: &str) -> bool {
+    all.sessions
+        .iter()
+        .any(|s| s.commands.iter().any(|c| c.id == parent && c.status != crate::fold::CommandStatus::InFlight))
 }
 
 /// Claims the sidecar at `path` (an atomic rename: one process wins), appends `records`

@@ -357,3 +357,124 @@ fn outside_git_a_command_that_changes_20000_files_has_20000_entries_each_with_it
     let snap = &outcome(&root, "toolu_twenty_docs").extra["snapshot"];
     assert!(snap.get("cut_short").is_none(), "nothing was left out: {snap}");
 }
+
+/// The PostToolUse of `id` as a child process (the real binary), to be killed.
+fn spawn_post(root: &Path, id: &str, command: &str) -> std::process::Child {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Std::new(crate::common::walj_bin())
+        .arg("--project")
+        .arg(root)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload(root, "PostToolUse", id, command).to_string().as_bytes()).unwrap();
+    child
+}
+
+fn stop(root: &Path) {
+    hook(
+        root,
+        &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "transcript_path": "/tmp/none.jsonl"}),
+    );
+}
+
+/// Every entry of `id` names images the store holds whole (or says why it has none), one per
+/// changed file.
+fn assert_whole(root: &Path, id: &str, n: usize) {
+    let kids = children(root, id);
+    let mut paths: Vec<&str> = kids.iter().map(|k| k.path.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    assert_eq!((kids.len(), paths.len()), (n, n), "{id}: one entry per changed file, each once");
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    for k in &kids {
+        assert!(k.nocap.is_none(), "{id}: {k:#?}");
+        for b in [&k.before, &k.after] {
+            if let Some(walj::journal::record::Blob::Id(blob)) = b {
+                store.get(blob).unwrap_or_else(|e| panic!("{id}: {} names {blob}: {e}", k.path));
+            }
+        }
+    }
+}
+
+/// The worst moment of a codemod's PostToolUse: its comparison done (thousands of images
+/// stored), its entries not yet in the journal. Killed there (here while it waits for the
+/// journal's lock, which this test holds), the command's Pre snapshot must still be there, so
+/// that the session's Stop records every change; before, the Post had removed it first, and
+/// the 300 changes were in no entry while `revert --session` said all was well.
+#[test]
+fn a_codemods_post_killed_before_its_entries_are_appended_leaves_them_to_the_stop() {
+    let n = 300;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let id = "toolu_codemod_killed";
+    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
+    hook(&root, &payload(&root, "PreToolUse", id, command));
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    let cache = root.join(".walj/bash/cache.json");
+    let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
+    let before = stamp(&cache);
+    let lock =
+        fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
+    lock.lock().unwrap();
+    let mut post = spawn_post(&root, id, command);
+    // The Post saved its snapshot as the next command's base: its comparison is done, and
+    // it goes on to append (and waits for the lock, whose deadline is 2 s).
+    let t = std::time::Instant::now();
+    while stamp(&cache) == before {
+        assert!(t.elapsed().as_secs() < 120, "the Post never saved its snapshot");
+        assert!(post.try_wait().unwrap().is_none(), "the Post ended without the journal's lock");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    post.kill().unwrap();
+    post.wait().unwrap();
+    lock.unlock().unwrap();
+    assert!(children(&root, id).is_empty(), "killed before it appended");
+    stop(&root);
+    assert_whole(&root, id, n);
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
+
+/// kill -9 at random moments of codemods' PostToolUse (each storing hundreds of new images),
+/// each followed by its session's Stop: every change of every command is in one entry whose
+/// images the store holds whole, and `revert --session` restores every file. Iterations:
+/// WALJ_KILL_ITERATIONS (default 6).
+#[test]
+fn codemods_whose_post_is_killed_at_any_moment_lose_nothing() {
+    let iterations: u64 = std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let n = 300;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    // One complete Post, timed: the kills land anywhere within such a run.
+    let t = std::time::Instant::now();
+    run_bash(&root, "toolu_timed", "find src -name '*.txt' -exec sed -i 's/^[a-z0-9]* /t /' {} +");
+    let span = t.elapsed().as_micros() as u64;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..iterations {
+        let id = format!("toolu_kill{i}");
+        let command = format!("find src -name '*.txt' -exec sed -i 's/^[a-z0-9]* /v{i} /' {{}} +");
+        hook(&root, &payload(&root, "PreToolUse", &id, &command));
+        assert!(Std::new("sh").arg("-c").arg(&command).current_dir(&root).status().unwrap().success());
+        let mut post = spawn_post(&root, &id, &command);
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(std::time::Duration::from_micros(seed % span.max(1)));
+        let _ = post.kill();
+        let _ = post.wait();
+        stop(&root);
+        assert_whole(&root, &id, n);
+    }
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
