@@ -291,7 +291,7 @@ impl Store {
     /// Every object is durable when it returns, and an object is never under its final name
     /// before its bytes are durable (a later snapshot's [`Store::reuse`] trusts the name).
     ///
-    /// On Linux: up to 8 threads write the objects to temp files without a sync, one `syncfs`
+    /// On Linux, from [`SYNCFS_FROM`] objects: up to 8 threads write the objects to temp files without a sync, one `syncfs`
     /// of the store's file system makes all their bytes durable, the temp files are renamed
     /// into place, and a second `syncfs` makes the renames durable. Two syncs in all, not one
     /// per object: a codemod's Post stores thousands. Elsewhere the threads
@@ -321,6 +321,10 @@ impl Store {
             }
             subs.insert(sub);
         }
+        // `syncfs` waits for every dirty page of the file system, the user's own too (a build
+        // writing beside the session): worth it for a codemod's thousands of objects, not for
+        // a command's few, which keep one fsync each.
+        let syncfs = BATCH_SYNCFS && todo.len() >= SYNCFS_FROM;
         // The whole id: writers run in parallel, names must not collide.
         let tmp_of = |path: &Path, id: &str| {
             path.parent().unwrap_or(&self.dir).join(format!(".tmp-{}-{id}", std::process::id()))
@@ -328,7 +332,7 @@ impl Store {
         let write_one = |id: &str, bytes: &[u8]| -> Result<(), StoreError> {
             let path = self.object_path(id);
             let tmp = tmp_of(&path, id);
-            let done = if BATCH_SYNCFS {
+            let done = if syncfs {
                 encode(bytes).and_then(|loose| write_temp(&tmp, &loose))
             } else {
                 encode(bytes).and_then(|loose| write_object(&tmp, &path, &loose, true)).map(drop)
@@ -356,7 +360,7 @@ impl Store {
         };
         // Opened before the writes: `syncfs` reports a write-back error of the file system
         // since this handle was opened (Linux 5.8+), so one that hits the objects is seen.
-        let fs_handle = if BATCH_SYNCFS {
+        let fs_handle = if syncfs {
             Some(File::open(&self.dir).map_err(|source| StoreError::Io { path: self.dir.clone(), source })?)
         } else {
             None
@@ -642,6 +646,10 @@ fn write_object(tmp: &Path, path: &Path, loose: &[u8], sync: bool) -> io::Result
 /// Whether [`Store::put_batch`] makes its objects durable with two `syncfs` calls (Linux:
 /// one for every object's bytes, one for their names) rather than a sync per object.
 const BATCH_SYNCFS: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
+/// The fewest objects a [`Store::put_batch`] makes durable with `syncfs` rather than one fsync
+/// each ([`BATCH_SYNCFS`]).
+const SYNCFS_FROM: usize = 64;
 
 /// Writes loose-object bytes to the new temp file `tmp`, without a sync (a stale or planted
 /// file there is replaced, never followed).
