@@ -10,9 +10,9 @@
 //! Only binaries are affected (`rustc-link-arg-bins`): the library, tests and benches link as
 //! rustc decides.
 //!
-//! The repository's `.cargo/config.toml` goes further: it links glibc statically with
-//! `relocation-model=static`, which is position-dependent already, so nothing is added here
-//! then (`-no-pie` is only for a dynamic build, e.g. with `RUSTFLAGS=` set empty).
+//! The repository's `.cargo/config.toml` links glibc statically instead, as a static-pie
+//! (randomised; it says why), so nothing is added here then (`-no-pie` is only for a dynamic
+//! build, e.g. with `RUSTFLAGS=` set empty).
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=WALJ_PIE");
