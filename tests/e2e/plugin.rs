@@ -355,16 +355,29 @@ fn marketplace_install_journals_through_the_launcher() {
     let Some(bin) = claude::claude_or_skip("marketplace_install_journals_through_the_launcher") else {
         return;
     };
+    marketplace_install_journals_with(&bin);
+}
+
+/// The same with Claude Code 2.1.328, the release before the pinned one that walj still
+/// supports (the plugin's `engines` say `>=2.1.139`).
+#[test]
+fn marketplace_install_journals_through_the_launcher_with_claude_code_2_1_328() {
+    let test = "marketplace_install_journals_through_the_launcher_with_claude_code_2_1_328";
+    let Some(bin) = claude::claude_exactly(test, "2.1.328") else { return };
+    marketplace_install_journals_with(&bin);
+}
+
+fn marketplace_install_journals_with(bin: &Path) {
     let (sb, walj_dir) = sandbox();
     let repo = repo();
-    claude_plugin(&bin, &sb, &["marketplace", "add", repo.to_str().unwrap()]);
-    claude_plugin(&bin, &sb, &["install", "walj@walj"]);
-    let list = claude_plugin(&bin, &sb, &["list"]);
+    claude_plugin(bin, &sb, &["marketplace", "add", repo.to_str().unwrap()]);
+    claude_plugin(bin, &sb, &["install", "walj@walj"]);
+    let list = claude_plugin(bin, &sb, &["list"]);
     assert!(list.contains("walj@walj"), "{list}");
 
     // walj on PATH: the launcher runs it.
     let mock = MockServer::start(script(&sb));
-    let mut cmd = sb.claude_p(&bin, &mock, "Add a server");
+    let mut cmd = sb.claude_p(bin, &mock, "Add a server");
     cmd.env("PATH", format!("{}:{}", walj_dir.display(), path_without_walj()));
     let sid = session(&sb, cmd, &mock);
     assert_journaled(&sb, &sid);

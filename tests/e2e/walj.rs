@@ -635,6 +635,20 @@ fn holders(req: &Request, needle: &str) -> Vec<String> {
 fn next_session_gets_the_recovery_note_once_then_the_handoff_brief_once() {
     let test = "next_session_gets_the_recovery_note_once_then_the_handoff_brief_once";
     let Some(bin) = claude::claude_or_skip(test) else { return };
+    note_then_brief(test, &bin);
+}
+
+/// The same with Claude Code 2.1.328, the release before the pinned one that walj still
+/// supports: the crash, the note once, the hand-back brief once.
+#[test]
+fn next_session_gets_the_note_then_the_brief_with_claude_code_2_1_328() {
+    let test = "next_session_gets_the_note_then_the_brief_with_claude_code_2_1_328";
+    let Some(bin) = claude::claude_exactly(test, "2.1.328") else { return };
+    note_then_brief(test, &bin);
+}
+
+fn note_then_brief(test: &str, bin: &Path) {
+    let bin = bin.to_path_buf();
     let c = crash_mid_bash(&bin);
     drop(c.orphans);
     let p = &c.p;

@@ -62,20 +62,17 @@ pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// A `claude` binary of `version` or later (`"2.1.332"`): the one [`claude_or_skip`] gives
-/// when it is new enough, else `scripts/claude-code.sh` with `WALJ_CLAUDE_VERSION=<version>`
-/// (its own cache folder). `None` after a `SKIPPED:` line (a failure under `WALJ_E2E_REQUIRE=1`).
-pub fn claude_at_least(test: &str, version: &str) -> Option<PathBuf> {
-    fn parse(text: &str) -> Option<Vec<u32>> {
-        let word = text.split_whitespace().next()?;
-        word.split('.').map(|p| p.parse().ok()).collect()
-    }
-    let want = parse(version)?;
-    let bin = claude_or_skip(test)?;
-    let said = Command::new(&bin).arg("--version").stdin(Stdio::null()).output().ok();
-    if said.is_some_and(|o| parse(&String::from_utf8_lossy(&o.stdout)).is_some_and(|v| v >= want)) {
-        return Some(bin);
-    }
+/// A `claude` binary of exactly `version` (`"2.1.328"`, an older release walj still supports):
+/// `scripts/claude-code.sh` with `WALJ_CLAUDE_VERSION=<version>` (its own cache folder). `None`
+/// after a `SKIPPED:` line (a failure under `WALJ_E2E_REQUIRE=1`).
+pub fn claude_exactly(test: &str, version: &str) -> Option<PathBuf> {
+    claude_or_skip(test)?;
+    install_version(test, version)
+}
+
+/// `scripts/claude-code.sh` with `WALJ_CLAUDE_VERSION=<version>`: the binary's path, or `None`
+/// after a `SKIPPED:` line (a failure under `WALJ_E2E_REQUIRE=1`).
+fn install_version(test: &str, version: &str) -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/claude-code.sh");
     let out = Command::new("bash").arg(&script).env("WALJ_CLAUDE_VERSION", version).stdin(Stdio::null()).output();
     match out {
@@ -96,6 +93,23 @@ pub fn claude_at_least(test: &str, version: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// A `claude` binary of `version` or later (`"2.1.332"`): the one [`claude_or_skip`] gives
+/// when it is new enough, else `scripts/claude-code.sh` with `WALJ_CLAUDE_VERSION=<version>`
+/// (its own cache folder). `None` after a `SKIPPED:` line (a failure under `WALJ_E2E_REQUIRE=1`).
+pub fn claude_at_least(test: &str, version: &str) -> Option<PathBuf> {
+    fn parse(text: &str) -> Option<Vec<u32>> {
+        let word = text.split_whitespace().next()?;
+        word.split('.').map(|p| p.parse().ok()).collect()
+    }
+    let want = parse(version)?;
+    let bin = claude_or_skip(test)?;
+    let said = Command::new(&bin).arg("--version").stdin(Stdio::null()).output().ok();
+    if said.is_some_and(|o| parse(&String::from_utf8_lossy(&o.stdout)).is_some_and(|v| v >= want)) {
+        return Some(bin);
+    }
+    install_version(test, version)
 }
 
 /// Quotes a string for `sh`.
