@@ -380,3 +380,75 @@ fn an_ignored_name_in_a_folder_the_same_command_git_inits_is_journaled() {
         assert!(kids.contains(&("sub/build/b.txt".to_string(), blob("b\n"))), "watcher {on}: {kids:?}");
     });
 }
+
+/// The tree of files under `root` (`.git` and `.walj` left out): path → (content, executable),
+/// and the folders, so a revert that leaves an empty folder behind shows.
+fn tree(root: &Path) -> (Vec<(String, String, bool)>, Vec<String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".git" || rel == ".walj" {
+                continue;
+            }
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                dirs.push(rel);
+                todo.push(p);
+            } else {
+                let exec = m.permissions().mode() & 0o111 != 0;
+                files.push((rel, fs::read_to_string(&p).unwrap_or_default(), exec));
+            }
+        }
+    }
+    files.sort();
+    dirs.sort();
+    (files, dirs)
+}
+
+/// A folder of old files moved by one command (Claude Code's real Bash payloads): `walj revert
+/// --session` puts the folder back as a unit (every file, its mode, the moved-to folder gone),
+/// and `walj undo` makes the move again; `recover` and `log` say it was a move.
+#[test]
+fn a_moved_folder_is_reverted_as_a_unit_and_the_revert_undone() {
+    each(|on| {
+        let w = session(
+            &[("a.txt", "a\n"), ("d/k.txt", "k\n"), ("d/e/l.txt", "l\n"), ("d/run.sh", "echo r\n")],
+            on,
+            &|w| {
+                sh(w.root(), "chmod +x d/run.sh && git add d/run.sh && git commit -qm exec");
+                sh(w.root(), "echo u > d/e/u.txt && touch -d '2020-01-01' d/k.txt d/e/l.txt d/e/u.txt d/run.sh d/e d");
+            },
+        );
+        run(&w, "toolu_m0", "true");
+        std::thread::sleep(Duration::from_millis(2100));
+        let before = tree(w.root());
+        let pre = w.real("07-PreToolUse-Bash.json", "toolu_mv", "mv d n");
+        let mut post = pre.clone();
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false});
+        w.hook(&pre);
+        sh(w.root(), "mv d n");
+        w.hook(&post);
+        served(&w, "toolu_mv", on);
+        let moved = tree(w.root());
+        assert_eq!(w.children("toolu_mv").len(), 8, "watcher {on}: {:?}", w.children("toolu_mv"));
+        let walj = |args: &[&str]| {
+            let out =
+                crate::common::walj_at(w.root()).args(args).env("WALJ_RUNTIME_DIR", w.rt.path()).output().unwrap();
+            assert!(out.status.success(), "watcher {on}: walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let recover = walj(&["recover", "--color", "never"]);
+        eprintln!("{recover}");
+        let out = walj(&["revert", "--session", SESSION, "--force", "--yes"]);
+        eprintln!("{out}");
+        assert_eq!(tree(w.root()), before, "watcher {on}: the folder is back, nothing left behind");
+        walj(&["undo", "--force", "--yes"]);
+        assert_eq!(tree(w.root()), moved, "watcher {on}: undo moves it again");
+    });
+}
