@@ -443,10 +443,20 @@ fn a_moved_folder_is_reverted_as_a_unit_and_the_revert_undone() {
             assert!(out.status.success(), "watcher {on}: walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
+        // The readers say the eight entries are one move.
+        let said = "folder moved: d/ → n/ (4 files, each a deletion and a creation";
         let recover = walj(&["recover", "--color", "never"]);
-        eprintln!("{recover}");
+        assert!(recover.contains(said), "watcher {on}: {recover}");
+        let log = walj(&["log", "--color", "never"]);
+        assert!(log.contains(said) && log.contains("mv d n"), "watcher {on}: {log}");
+        let v: Value = serde_json::from_str(&walj(&["recover", "--json"])).unwrap();
+        assert_eq!(
+            v["sessions"][0]["folder_moves"],
+            json!([{"command": "toolu_mv", "from": "d", "to": "n", "files": 4}]),
+            "watcher {on}: {v}"
+        );
         let out = walj(&["revert", "--session", SESSION, "--force", "--yes"]);
-        eprintln!("{out}");
+        assert!(out.contains("removed the folders it left empty (n/e, n)"), "watcher {on}: {out}");
         assert_eq!(tree(w.root()), before, "watcher {on}: the folder is back, nothing left behind");
         walj(&["undo", "--force", "--yes"]);
         assert_eq!(tree(w.root()), moved, "watcher {on}: undo moves it again");
