@@ -291,6 +291,50 @@ fn snapshot_crashed_session_with_diff() {
     insta::assert_snapshot!("crashed_session_diff", s);
 }
 
+/// A `chmod +x` by a command (the bytes the same, the mode changed): the diff pane shows the
+/// mode's change on top, as `walj diff` and git do, instead of only "no changes".
+#[test]
+fn snapshot_chmod_only_entry_shows_the_mode_in_the_diff_pane() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new(&[("run.sh", "echo hi\n")]);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let blob = Blob::Id(Store::new(project.store_dir()).put(b"echo hi\n").unwrap());
+    let start = session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START).with("branch", "main");
+    let mut pre = rec(op::INTENT, CRASHED, "2026-03-01T10:01:00.000Z");
+    pre.id = "toolu_01Chmod".into();
+    pre.tool = Some("Bash".into());
+    pre.event = "command_run".into();
+    let pre = pre.with("command", "chmod +x run.sh");
+    let mut post = pre.clone();
+    post.op = op::APPLIED.into();
+    post.ts = "2026-03-01T10:01:01.000Z".into();
+    let mut kid = file_rec(
+        op::APPLIED,
+        CRASHED,
+        "2026-03-01T10:01:01.000Z",
+        "toolu_01Chmod-run.sh",
+        "Bash",
+        "run.sh",
+        "file_modified",
+    );
+    kid.before = Some(blob.clone());
+    kid.after = Some(blob);
+    kid.parent = Some("toolu_01Chmod".into());
+    let kid = kid.with("mode_before", "100644").with("mode_after", "100755").with("command", "chmod +x run.sh");
+    JournalWriter::new(&project.journal).append_all(&[start, pre, post, kid]).unwrap();
+    std::fs::set_permissions(repo.root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut app = App::new(project, opts());
+    let mut t = term(100, 16);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("run.sh"), "{s}");
+    let (old, new) = (s.find("old mode 100644"), s.find("new mode 100755"));
+    assert!(old.is_some() && new.is_some() && old < new, "{s}");
+    assert!(s.contains("same bytes on both sides: only the mode changed"), "{s}");
+    insta::assert_snapshot!("chmod_only_diff", s);
+}
+
 #[test]
 fn snapshot_session_context() {
     let f = Fixture::new();
