@@ -462,3 +462,46 @@ fn a_moved_folder_is_reverted_as_a_unit_and_the_revert_undone() {
         assert_eq!(tree(w.root()), moved, "watcher {on}: undo moves it again");
     });
 }
+
+/// A `.git` *file* a command makes below the top (a gitlink, as `git worktree add` and `git
+/// init --separate-git-dir` write it; `git submodule` too): an entry like any file, with the
+/// watcher and without, beside the files of the new work tree. (Git's own folders, `.git/`,
+/// stay out.)
+#[test]
+fn a_gitlink_file_a_command_makes_is_journaled() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let w = session(&[("a.txt", "a\n")], on, &|_| {});
+        let sep = out.path().join("sep");
+        let kids = run(
+            &w,
+            "toolu_g",
+            &format!(
+                "git worktree add -q wt && git init -q --separate-git-dir '{}' sub && echo s > sub/s.txt",
+                sep.display()
+            ),
+        );
+        served(&w, "toolu_g", on);
+        let wt = fs::read_to_string(w.root().join("wt/.git")).unwrap();
+        let sub = fs::read_to_string(w.root().join("sub/.git")).unwrap();
+        assert!(wt.starts_with("gitdir: ") && sub.starts_with("gitdir: "), "{wt:?} {sub:?}");
+        for (path, after) in
+            [("wt/.git", blob(&wt)), ("wt/a.txt", blob("a\n")), ("sub/.git", blob(&sub)), ("sub/s.txt", blob("s\n"))]
+        {
+            assert!(kids.contains(&(path.to_string(), after)), "watcher {on}: {path}: {kids:?}");
+        }
+        assert!(kids.iter().all(|(p, _)| !p.contains(".git/")), "watcher {on}: nothing of git's own folders: {kids:?}");
+        // Reverting it deletes it; the revert says what the file is to git.
+        let id =
+            w.lines().into_iter().find(|r| r["parent"] == json!("toolu_g") && r["path"] == json!("sub/.git")).unwrap()
+                ["id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        let out = crate::common::walj_at(w.root()).args(["revert", &id, "--force", "--yes"]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "watcher {on}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(said.contains("a gitlink file"), "watcher {on}: {said}");
+        assert!(!w.root().join("sub/.git").exists(), "watcher {on}");
+    });
+}
