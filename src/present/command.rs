@@ -110,8 +110,9 @@ pub(crate) fn folder_moves<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> 
     /// Git's id of the empty blob: any empty file matches any other, which proves nothing.
     const EMPTY: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
     let blob = |b: &Option<crate::journal::Blob>| b.as_ref().and_then(|b| b.id()).map(str::to_string);
-    // Per command: deletions (path, bytes) and creations by bytes.
-    let mut by_cmd: BTreeMap<&str, (Vec<(&str, String)>, HashMap<String, Vec<&str>>)> = BTreeMap::new();
+    /// A command's deletions (path, bytes) and its creations by bytes.
+    type Changes<'e> = (Vec<(&'e str, String)>, HashMap<String, Vec<&'e str>>);
+    let mut by_cmd: BTreeMap<&str, Changes<'_>> = BTreeMap::new();
     for e in entries {
         let Some(parent) = e.parent.as_deref() else { continue };
         if e.is_link() || e.outside {
