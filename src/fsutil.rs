@@ -598,6 +598,8 @@ pub fn file_mode(path: &Path) -> Option<u32> {
 
 #[cfg(all(test, unix))]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_gitlink_file_below_the_top_is_no_part_of_git() {
         let d = tempfile::tempdir().unwrap();
@@ -605,12 +607,10 @@ mod tests {
         fs::create_dir_all(r.join("sub")).unwrap();
         fs::create_dir_all(r.join("nested/.git")).unwrap();
         fs::write(r.join("sub/.git"), "gitdir: ../x\n").unwrap();
-        let own = |rel: &str| super::git_own(rel, &r.join(rel));
+        let own = |rel: &str| git_own(rel, &r.join(rel));
         assert!(own(".git") && own(".git/config") && own("nested/.git") && own("nested/.git/HEAD"));
         assert!(!own("sub/.git") && !own("gone/.git") && !own("sub/x.txt") && !own(".github/ci.yml"));
     }
-
-    use super::*;
 
     // Defect: the temp file was opened without O_EXCL at a predictable name, so a
     // symbolic link planted there (a hostile repository, a tool) made the write follow it

@@ -289,7 +289,8 @@ pub(crate) fn walk(
 /// A nested repository made since the base: every file in it goes to `out`. This repository's
 /// ignore rules do not reach into it (to git it is one untracked entry, its files its own), so
 /// none is applied: the files a command wrote there are the command's, whatever their names,
-/// its `.git` too when that is a file (a gitlink). The watcher names them the same way (`watch::server`, `in_nested`).
+/// its `.git` too when that is a file (a gitlink). The watcher names them the same way
+/// (`watch::server`, `in_nested`).
 fn walk_young(abs: &Path, dir: &str, out: &mut Vec<String>) {
     let mut stack = vec![(abs.to_path_buf(), dir.to_string())];
     while let Some((d, rel)) = stack.pop() {
