@@ -505,3 +505,20 @@ fn a_gitlink_file_a_command_makes_is_journaled() {
         assert!(!w.root().join("sub/.git").exists(), "watcher {on}");
     });
 }
+
+/// A nested repository the command removes and makes again at the same path: a new repository,
+/// so its files are the command's (made, with their bytes, even where they equal the old
+/// repository's, which this repository never compared), on both paths alike. Found by the
+/// differential long run (seed 4647, program 769), where the oracle keyed nested repositories by
+/// path and expected nothing; the oracle now keys them by their `.git` (walj was unchanged).
+#[test]
+fn a_nested_repository_made_again_at_its_path_is_the_commands() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            sh(w.root(), "mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
+        });
+        let kids = run(&w, "toolu_r", "rm -rf sub && mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
+        served(&w, "toolu_r", on);
+        assert_eq!(kids, vec![("sub/nested.txt".to_string(), blob("old\n"))], "watcher {on}");
+    });
+}
