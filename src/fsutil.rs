@@ -554,6 +554,20 @@ pub fn copy_private(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// `rel` (root-relative, `/`-separated; `abs` the same path on disk) is git's own, which
+/// snapshots leave out: the top `.git`, anything inside a folder named `.git`, and a `.git`
+/// folder below the top (a nested repository's). A `.git` *file* below the top (a gitlink,
+/// as `git worktree add`, `git submodule` and `git init --separate-git-dir` write it), or one
+/// gone, is a work-tree file like any other: a command that makes it changed the project.
+pub fn git_own(rel: &str, abs: &Path) -> bool {
+    let mut parts = rel.rsplit('/');
+    let last = parts.next().unwrap_or("");
+    if rel == ".git" || parts.any(|c| c == ".git") {
+        return true;
+    }
+    last == ".git" && fs::symlink_metadata(abs).is_ok_and(|m| !m.is_file())
+}
+
 /// The unix permission bits of metadata already read, when the platform has them.
 pub fn file_mode_of(meta: &fs::Metadata) -> Option<u32> {
     #[cfg(unix)]
@@ -585,6 +599,18 @@ pub fn file_mode(path: &Path) -> Option<u32> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gitlink_file_below_the_top_is_no_part_of_git() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        fs::create_dir_all(r.join("sub")).unwrap();
+        fs::create_dir_all(r.join("nested/.git")).unwrap();
+        fs::write(r.join("sub/.git"), "gitdir: ../x\n").unwrap();
+        let own = |rel: &str| git_own(rel, &r.join(rel));
+        assert!(own(".git") && own(".git/config") && own("nested/.git") && own("nested/.git/HEAD"));
+        assert!(!own("sub/.git") && !own("gone/.git") && !own("sub/x.txt") && !own(".github/ci.yml"));
+    }
 
     // Defect: the temp file was opened without O_EXCL at a predictable name, so a
     // symbolic link planted there (a hostile repository, a tool) made the write follow it

@@ -225,9 +225,20 @@ pub(crate) fn recover_json(fold: &Fold) -> Value {
             continue;
         }
         total += entries.len();
-        sessions.push(session_json(s, s.status(), entries));
+        let mut v = session_json(s, s.status(), entries);
+        let moves =
+            moves_json(present::command::folder_moves(fold.entries_of(&s.session).filter(|e| e.is_unresolved())));
+        if !moves.is_empty() {
+            v["folder_moves"] = json!(moves);
+        }
+        sessions.push(v);
     }
     json!({"unresolved": total, "handed_back_waiting": handed_back_waiting(fold), "sessions": sessions})
+}
+
+/// Folder moves ([`present::command::folder_moves`]) as JSON: `{"command", "from", "to", "files"}`.
+pub(crate) fn moves_json(moves: Vec<present::command::Moved>) -> Vec<Value> {
+    moves.into_iter().map(|m| json!({"command": m.command, "from": m.from, "to": m.to, "files": m.files})).collect()
 }
 
 /// Entries handed back whose brief no session has received yet (not withdrawn, not held
@@ -332,6 +343,11 @@ pub(crate) fn session_header(
         if let Some(t) = present::command::left_out(c, 60) {
             let _ = writeln!(out, "  {t}");
         }
+    }
+    // A folder moved by a command: its files' deletions and creations below are one move.
+    for m in present::command::folder_moves(entries.iter().copied()) {
+        let cmd = s.commands.iter().find(|c| c.id == m.command).map(|c| c.command.as_str());
+        let _ = writeln!(out, "  {}", present::command::moved_line(&m, cmd, 60));
     }
     for c in &s.commands {
         if let Some(t) = present::command::in_flight(

@@ -288,12 +288,12 @@ impl<'a> Tree<'a> {
             }
         }
         for rel in paths {
-            // As the full scan: `.git` anywhere, walj's own `.walj/` at the top; a user's
-            // `docs/.walj/` is listed like any folder.
-            if rel.split('/').any(|c| c == ".git") || rel == ".walj" || rel.starts_with(".walj/") {
+            // As the full scan: git's own (`.git` folders, not a gitlink file), walj's own
+            // `.walj/` at the top; a user's `docs/.walj/` is listed like any folder.
+            let abs = self.project.root.join(fsutil::name::to_path(rel));
+            if fsutil::git_own(rel, &abs) || rel == ".walj" || rel.starts_with(".walj/") {
                 continue;
             }
-            let abs = self.project.root.join(fsutil::name::to_path(rel));
             let is_file = fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_dir());
             let mut todo = vec![rel.clone()];
             if !is_file {

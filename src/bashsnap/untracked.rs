@@ -288,18 +288,21 @@ pub(crate) fn walk(
 
 /// A nested repository made since the base: every file in it goes to `out`. This repository's
 /// ignore rules do not reach into it (to git it is one untracked entry, its files its own), so
-/// none is applied: the files a command wrote there are the command's, whatever their names.
-/// The watcher names them the same way (`watch::server`, `in_nested`).
+/// none is applied: the files a command wrote there are the command's, whatever their names,
+/// its `.git` too when that is a file (a gitlink). The watcher names them the same way
+/// (`watch::server`, `in_nested`).
 fn walk_young(abs: &Path, dir: &str, out: &mut Vec<String>) {
     let mut stack = vec![(abs.to_path_buf(), dir.to_string())];
     while let Some((d, rel)) = stack.pop() {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for ent in rd.flatten() {
             let name = fsutil::name::encode_os(&ent.file_name()).into_owned();
-            if name == ".git" {
+            let Ok(ft) = ent.file_type() else { continue };
+            // Git's own folder stays out; a `.git` file (a gitlink: a worktree's, a
+            // submodule's) is the command's like the rest.
+            if name == ".git" && !ft.is_file() {
                 continue;
             }
-            let Ok(ft) = ent.file_type() else { continue };
             let inner = join(&rel, &name);
             if ft.is_dir() {
                 stack.push((ent.path(), inner));

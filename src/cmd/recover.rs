@@ -322,6 +322,11 @@ pub(crate) fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
         if shown.len() < fold.entries.len() {
             writeln!(out, "({} earlier entries; --all shows every one)", fold.entries.len() - shown.len())?;
         }
+        // A folder moved by a command: the deletions and creations above are one move.
+        for m in crate::present::command::folder_moves(shown.iter().copied()) {
+            let cmd = fold.sessions.iter().flat_map(|s| &s.commands).find(|c| c.id == m.command);
+            writeln!(out, "{}", crate::present::command::moved_line(&m, cmd.map(|c| c.command.as_str()), 60))?;
+        }
         // A command whose changes are not all entries: the list above is not the whole story.
         for c in fold.sessions.iter().flat_map(|s| &s.commands) {
             if let Some(t) = crate::present::command::left_out(c, 60) {

@@ -86,3 +86,158 @@ pub(crate) fn unseen(u: &Unseen) -> Option<String> {
     }
     (!parts.is_empty()).then(|| format!("not seen: {}", parts.join(", ")))
 }
+
+/// Files a command moved from one folder to another, read off its entries: a deletion and a
+/// creation with the same bytes whose paths end alike (`d/e/l.txt` → `n/e/l.txt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Moved {
+    /// The command's id (the entries' `parent`).
+    pub command: String,
+    /// The folder the files left and the one they went to, below the project's top.
+    pub from: String,
+    pub to: String,
+    /// How many files moved (each is a deletion and a creation among the entries).
+    pub files: usize,
+}
+
+/// The folder moves among `entries` (any order, any commands'), per command: a moved folder
+/// is journaled as a deletion and a creation per file, and a reader says they are one move.
+/// Only what the entries prove counts: each pair has the same non-absent bytes, the same name
+/// and the same path below the two folders; a group of one file, or of empty files only (any
+/// empty file matches any other), is not called a move. Sorted by command, then folder.
+pub(crate) fn folder_moves<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Moved> {
+    use std::collections::{BTreeMap, HashMap};
+    /// Git's id of the empty blob: any empty file matches any other, which proves nothing.
+    const EMPTY: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+    let blob = |b: &Option<crate::journal::Blob>| b.as_ref().and_then(|b| b.id()).map(str::to_string);
+    /// A command's deletions (path, bytes) and its creations by bytes.
+    type Changes<'e> = (Vec<(&'e str, String)>, HashMap<String, Vec<&'e str>>);
+    let mut by_cmd: BTreeMap<&str, Changes<'_>> = BTreeMap::new();
+    for e in entries {
+        let Some(parent) = e.parent.as_deref() else { continue };
+        if e.is_link() || e.outside {
+            continue;
+        }
+        let (before, after) = (blob(&e.before), blob(&e.after));
+        let slot = by_cmd.entry(parent).or_default();
+        match (before, after) {
+            (Some(b), None) if e.after.as_ref().is_some_and(|a| a.is_absent()) => slot.0.push((e.path.as_str(), b)),
+            (None, Some(a)) if e.before.as_ref().is_some_and(|b| b.is_absent()) => {
+                slot.1.entry(a).or_default().push(e.path.as_str());
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (cmd, (mut dels, mut made)) in by_cmd {
+        dels.sort();
+        // (from, to) → (files, of which not empty)
+        let mut groups: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+        for (path, b) in &dels {
+            let Some(cands) = made.get_mut(b) else { continue };
+            // The pair whose folders already hold other pairs, else the first: one move's
+            // files stay together when several files have the same bytes.
+            let split = |c: &str| folders_of(path, c);
+            let pick = cands
+                .iter()
+                .position(|c| split(c).is_some_and(|k| groups.contains_key(&k)))
+                .or_else(|| cands.iter().position(|c| split(c).is_some()));
+            let Some(i) = pick else { continue };
+            let c = cands.remove(i);
+            if let Some(k) = split(c) {
+                let g = groups.entry(k).or_default();
+                g.0 += 1;
+                g.1 += usize::from(b != EMPTY);
+            }
+        }
+        for ((from, to), (files, full)) in groups {
+            if files >= 2 && full >= 1 {
+                out.push(Moved { command: cmd.to_string(), from, to, files });
+            }
+        }
+    }
+    out
+}
+
+/// The two folders of a moved file (`d/e/l.txt`, `n/e/l.txt` → `d`, `n`): the paths without
+/// the longest ending they share (at least the file's name), both folders below the top.
+fn folders_of(from: &str, to: &str) -> Option<(String, String)> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (from.split('/').collect(), to.split('/').collect());
+    let same = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    if same == 0 || same >= a.len() || same >= b.len() {
+        return None;
+    }
+    Some((a[..a.len() - same].join("/"), b[..b.len() - same].join("/")))
+}
+
+/// "moved d/ → n/ (4 files, each a deletion and a creation below): CMD".
+pub(crate) fn moved_line(m: &Moved, command: Option<&str>, width: usize) -> String {
+    let cmd = command.map(|c| format!(": {}", one_line(c, width))).unwrap_or_default();
+    format!(
+        "folder moved: {}/ → {}/ ({}, each a deletion and a creation; reverted together they put the folder back){cmd}",
+        super::text::safe(&m.from),
+        super::text::safe(&m.to),
+        plural(m.files, "file", "files")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fold::EntryState;
+    use crate::journal::Blob;
+
+    fn change(parent: &str, path: &str, before: Option<&str>, after: Option<&str>) -> Entry {
+        let view = crate::journal::view::RecordView::default();
+        let mut e = Entry::new(1, format!("{parent}-{path}"), "s".into(), view, EntryState::Applied);
+        e.parent = Some(parent.into());
+        e.path = path.into();
+        let blob = |b: Option<&str>| Some(b.map_or(Blob::Absent, |b| Blob::Id(crate::store::blob_id(b.as_bytes()))));
+        e.before = blob(before);
+        e.after = blob(after);
+        e
+    }
+
+    #[test]
+    fn a_moved_folder_is_one_move_of_its_files() {
+        let v = [
+            change("c1", "d/k.txt", Some("k"), None),
+            change("c1", "d/e/l.txt", Some("l"), None),
+            change("c1", "n/e/l.txt", None, Some("l")),
+            change("c1", "n/k.txt", None, Some("k")),
+            // Another command's deletion with the same bytes: not part of c1's move.
+            change("c2", "x/k.txt", Some("k"), None),
+        ];
+        let m = folder_moves(&v);
+        assert_eq!(m, [Moved { command: "c1".into(), from: "d".into(), to: "n".into(), files: 2 }]);
+        assert_eq!(
+            moved_line(&m[0], Some("mv d n"), 60),
+            "folder moved: d/ → n/ (2 files, each a deletion and a creation; reverted together they put the folder back): mv d n"
+        );
+    }
+
+    #[test]
+    fn what_the_entries_do_not_prove_is_no_move() {
+        // One file; a rename in one folder; other bytes; empty files only; a file moved to the top.
+        let v = [
+            change("c1", "a/x.txt", Some("x"), None),
+            change("c1", "b/x.txt", None, Some("x")),
+            change("c2", "a/x.txt", Some("x"), None),
+            change("c2", "a/y.txt", None, Some("x")),
+            change("c2", "a/z.txt", Some("z"), None),
+            change("c2", "a/w.txt", None, Some("w")),
+            change("c3", "a/e1", Some(""), None),
+            change("c3", "a/e2", Some(""), None),
+            change("c3", "b/e1", None, Some("")),
+            change("c3", "b/e2", None, Some("")),
+            change("c4", "a/p.txt", Some("p"), None),
+            change("c4", "a/q.txt", Some("q"), None),
+            change("c4", "p.txt", None, Some("p")),
+            change("c4", "q.txt", None, Some("q")),
+        ];
+        assert_eq!(folder_moves(&v), []);
+        assert_eq!(folders_of("a/b/c.txt", "x/b/c.txt"), Some(("a".into(), "x".into())));
+        assert_eq!(folders_of("a/c.txt", "c.txt"), None);
+        assert_eq!(folders_of("a/c.txt", "a/d.txt"), None);
+    }
+}

@@ -308,6 +308,28 @@ fn aside_dirs(project: &Project) -> Option<fsutil::Dir> {
     fsutil::Dir::open(&staging).ok()
 }
 
+/// The folders above `rel` that its deletion left empty, removed from the deepest up, as git
+/// does when it removes a file (`git rm`, a checkout): a folder is no content of its own, so a
+/// revert of a command that made `n/e/x.txt` (a folder moved there) leaves no `n/e/` behind,
+/// and an undo's write makes it again. Stops at the first folder that is not empty or cannot
+/// be removed; never the project's top folder, nor one [`Project::write_dir`] refuses (under
+/// `.git`, `.walj/`, through a link). Returns the removed ones, deepest first.
+fn prune_empty(project: &Project, scope: crate::project::WriteScope, rel: &str) -> Vec<String> {
+    let mut removed = Vec::new();
+    let mut at = rel.rfind('/').map(|i| &rel[..i]);
+    while let Some(dir) = at {
+        let Ok((parent, name)) = project.write_dir(dir, scope, false) else { break };
+        // Only an empty folder goes (`rmdir`): a file written there meanwhile keeps it.
+        if parent.remove(&name, true).is_err() {
+            break;
+        }
+        let _ = parent.sync();
+        removed.push(dir.to_string());
+        at = dir.rfind('/').map(|i| &dir[..i]);
+    }
+    removed
+}
+
 /// Deletes the project file `rel`, which the plan saw as `expected`: moves it aside, compares
 /// what was moved with the plan, and only then removes it; a different file is stored and
 /// moved back. Its folder is opened beneath the root through no link ([`Project::write_dir`],
@@ -367,6 +389,12 @@ pub(crate) fn put_delete(
             aside_dir.remove(&aside_name, false).map_err(|e| keep_aside(e.to_string()))?;
             dir.sync().map_err(|e| TriageError::Failed(format!("syncing the folder of {rel}: {e}")))?;
             placed.written = true;
+            let pruned = prune_empty(project, scope, rel);
+            if !pruned.is_empty() {
+                let list = pruned.join(", ");
+                let folders = if pruned.len() == 1 { "folder" } else { "folders" };
+                placed.note = Some(format!("removed the {folders} it left empty ({list})"));
+            }
             return Ok(placed);
         }
         Found::File(b) => {

@@ -907,7 +907,10 @@ fn git_file_note(rel: &str) -> String {
     let p = std::path::Path::new(rel);
     let name = p.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
     let parent = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_ascii_lowercase());
-    if parent.as_deref() == Some("hooks") {
+    if name == ".git" {
+        "a gitlink file (.git): it tells git where this folder's repository is (a worktree's, a submodule's)"
+            .to_string()
+    } else if parent.as_deref() == Some("hooks") {
         "a git hook: git runs it as a program".to_string()
     } else if name == "config" {
         "git's configuration of this repository: settings such as core.fsmonitor, core.pager or an alias make git run commands".to_string()

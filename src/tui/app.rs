@@ -430,7 +430,10 @@ impl App {
             if !self.diffs.contains_key(&key) {
                 // Another machine's entry: its synced images against this checkout's disk.
                 let project = self.remote_of(e).map_or_else(|| self.project.clone(), |r| r.project(&self.project));
-                let view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
+                let mut view = diff::build(&triage::diff_sides(&project, e, self.diff_mode));
+                if let Some(mode) = triage::mode_change(&project, e, self.diff_mode) {
+                    view = diff::with_mode(view, mode);
+                }
                 // A cache, not a history: keep it small.
                 if self.diffs.len() > 64 {
                     self.diffs.clear();

@@ -141,6 +141,20 @@ pub(crate) fn build(sides: &DiffSides) -> DiffView {
     view
 }
 
+/// `view` with the file mode's change on top (`old mode 100644`, `new mode 100755`, as `walj
+/// diff` and git show it): a `chmod +x` alone has the same bytes on both sides, so without
+/// these lines its pane would say only that nothing changed.
+pub(crate) fn with_mode(mut view: DiffView, (old, new): (&str, &str)) -> DiffView {
+    let lines = [format!("old mode {old}"), format!("new mode {new}")];
+    // "no changes" would say the entry changed nothing: only its bytes are the same.
+    for l in view.lines.iter_mut().filter(|l| l.kind == LineKind::Note && l.text().starts_with("no changes:")) {
+        *l = DiffLine::plain(LineKind::Note, "same bytes on both sides: only the mode changed");
+    }
+    view.widest = view.widest.max(lines.iter().map(|l| l.chars().count()).max().unwrap_or(0));
+    view.lines.splice(0..0, lines.into_iter().map(|l| DiffLine::plain(LineKind::Note, l)));
+    view
+}
+
 /// The hunks of `model` as lines, words marked in small replacements while the budget lasts.
 fn lines(view: &mut DiffView, model: &DiffModel) {
     let inline_deadline = Instant::now() + INLINE_BUDGET;

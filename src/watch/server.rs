@@ -590,10 +590,11 @@ impl State {
             }
             let Ok(rd) = fs::read_dir(&d) else { continue };
             for ent in rd.flatten() {
-                if ent.file_name() == ".git" {
+                let Ok(ft) = ent.file_type() else { continue };
+                // Git's own folder stays out; a gitlink `.git` file is named like the rest.
+                if ent.file_name() == ".git" && !ft.is_file() {
                     continue;
                 }
-                let Ok(ft) = ent.file_type() else { continue };
                 let Some(rel) = self.rel(&ent.path()) else { continue };
                 if ft.is_dir() {
                     stack.push(ent.path());
@@ -713,6 +714,16 @@ impl State {
                 }
                 Err(_) => continue,
             }
+            // A new folder that holds a `.git` already (made before its watch existed, so no
+            // event of it comes): a nested repository made while this watcher ran, as
+            // `nested_made` notes it, so this repository's rules do not hide its files.
+            if report
+                && d != self.root
+                && fs::symlink_metadata(d.join(".git")).is_ok()
+                && let Some(rel) = self.rel(&d).filter(|r| !self.dir_hidden(r))
+            {
+                self.made_nested.insert(rel);
+            }
             let Ok(rd) = fs::read_dir(&d) else { continue };
             for ent in rd.flatten() {
                 let Ok(ft) = ent.file_type() else { continue };
@@ -792,16 +803,19 @@ impl State {
         };
         for (i, path) in ev.paths.iter().enumerate() {
             let Some(rel) = self.rel(path) else { continue };
-            if rel.is_empty() || rel.split('/').any(|c| c == ".git") {
-                // A `.git` made in a folder below the root: a nested repository, which this
-                // repository's rules no longer reach into.
-                if create
-                    && rel != ".git"
-                    && path.file_name().is_some_and(|n| n == ".git")
-                    && let Some(dir) = path.parent()
-                {
-                    self.nested_made(dir);
-                }
+            // A `.git` made in a folder below the root: a nested repository, which this
+            // repository's rules no longer reach into.
+            if create
+                && rel != ".git"
+                && !rel.starts_with(".git/")
+                && !rel.contains("/.git/")
+                && path.file_name().is_some_and(|n| n == ".git")
+                && let Some(dir) = path.parent()
+            {
+                self.nested_made(dir);
+            }
+            // Git's own stays out; a gitlink `.git` file below the top goes on as any file.
+            if rel.is_empty() || crate::fsutil::git_own(&rel, path) {
                 continue;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

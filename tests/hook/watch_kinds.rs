@@ -380,3 +380,145 @@ fn an_ignored_name_in_a_folder_the_same_command_git_inits_is_journaled() {
         assert!(kids.contains(&("sub/build/b.txt".to_string(), blob("b\n"))), "watcher {on}: {kids:?}");
     });
 }
+
+/// The tree of files under `root` (`.git` and `.walj` left out): path → (content, executable),
+/// and the folders, so a revert that leaves an empty folder behind shows.
+fn tree(root: &Path) -> (Vec<(String, String, bool)>, Vec<String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".git" || rel == ".walj" {
+                continue;
+            }
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                dirs.push(rel);
+                todo.push(p);
+            } else {
+                let exec = m.permissions().mode() & 0o111 != 0;
+                files.push((rel, fs::read_to_string(&p).unwrap_or_default(), exec));
+            }
+        }
+    }
+    files.sort();
+    dirs.sort();
+    (files, dirs)
+}
+
+/// A folder of old files moved by one command (Claude Code's real Bash payloads): `walj revert
+/// --session` puts the folder back as a unit (every file, its mode, the moved-to folder gone),
+/// and `walj undo` makes the move again; `recover` and `log` say it was a move.
+#[test]
+fn a_moved_folder_is_reverted_as_a_unit_and_the_revert_undone() {
+    each(|on| {
+        let w = session(
+            &[("a.txt", "a\n"), ("d/k.txt", "k\n"), ("d/e/l.txt", "l\n"), ("d/run.sh", "echo r\n")],
+            on,
+            &|w| {
+                sh(w.root(), "chmod +x d/run.sh && git add d/run.sh && git commit -qm exec");
+                sh(w.root(), "echo u > d/e/u.txt && touch -d '2020-01-01' d/k.txt d/e/l.txt d/e/u.txt d/run.sh d/e d");
+            },
+        );
+        run(&w, "toolu_m0", "true");
+        std::thread::sleep(Duration::from_millis(2100));
+        let before = tree(w.root());
+        let pre = w.real("07-PreToolUse-Bash.json", "toolu_mv", "mv d n");
+        let mut post = pre.clone();
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false});
+        w.hook(&pre);
+        sh(w.root(), "mv d n");
+        w.hook(&post);
+        served(&w, "toolu_mv", on);
+        let moved = tree(w.root());
+        assert_eq!(w.children("toolu_mv").len(), 8, "watcher {on}: {:?}", w.children("toolu_mv"));
+        let walj = |args: &[&str]| {
+            let out =
+                crate::common::walj_at(w.root()).args(args).env("WALJ_RUNTIME_DIR", w.rt.path()).output().unwrap();
+            assert!(out.status.success(), "watcher {on}: walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        // The readers say the eight entries are one move.
+        let said = "folder moved: d/ → n/ (4 files, each a deletion and a creation";
+        let recover = walj(&["recover", "--color", "never"]);
+        assert!(recover.contains(said), "watcher {on}: {recover}");
+        let log = walj(&["log", "--color", "never"]);
+        assert!(log.contains(said) && log.contains("mv d n"), "watcher {on}: {log}");
+        let v: Value = serde_json::from_str(&walj(&["recover", "--json"])).unwrap();
+        assert_eq!(
+            v["sessions"][0]["folder_moves"],
+            json!([{"command": "toolu_mv", "from": "d", "to": "n", "files": 4}]),
+            "watcher {on}: {v}"
+        );
+        let out = walj(&["revert", "--session", SESSION, "--force", "--yes"]);
+        assert!(out.contains("removed the folders it left empty (n/e, n)"), "watcher {on}: {out}");
+        assert_eq!(tree(w.root()), before, "watcher {on}: the folder is back, nothing left behind");
+        walj(&["undo", "--force", "--yes"]);
+        assert_eq!(tree(w.root()), moved, "watcher {on}: undo moves it again");
+    });
+}
+
+/// A `.git` *file* a command makes below the top (a gitlink, as `git worktree add` and `git
+/// init --separate-git-dir` write it; `git submodule` too): an entry like any file, with the
+/// watcher and without, beside the files of the new work tree. (Git's own folders, `.git/`,
+/// stay out.)
+#[test]
+fn a_gitlink_file_a_command_makes_is_journaled() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let w = session(&[("a.txt", "a\n")], on, &|_| {});
+        let sep = out.path().join("sep");
+        let kids = run(
+            &w,
+            "toolu_g",
+            &format!(
+                "git worktree add -q wt && git init -q --separate-git-dir '{}' sub && echo s > sub/s.txt",
+                sep.display()
+            ),
+        );
+        served(&w, "toolu_g", on);
+        let wt = fs::read_to_string(w.root().join("wt/.git")).unwrap();
+        let sub = fs::read_to_string(w.root().join("sub/.git")).unwrap();
+        assert!(wt.starts_with("gitdir: ") && sub.starts_with("gitdir: "), "{wt:?} {sub:?}");
+        for (path, after) in
+            [("wt/.git", blob(&wt)), ("wt/a.txt", blob("a\n")), ("sub/.git", blob(&sub)), ("sub/s.txt", blob("s\n"))]
+        {
+            assert!(kids.contains(&(path.to_string(), after)), "watcher {on}: {path}: {kids:?}");
+        }
+        assert!(kids.iter().all(|(p, _)| !p.contains(".git/")), "watcher {on}: nothing of git's own folders: {kids:?}");
+        // Reverting it deletes it; the revert says what the file is to git.
+        let id =
+            w.lines().into_iter().find(|r| r["parent"] == json!("toolu_g") && r["path"] == json!("sub/.git")).unwrap()
+                ["id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        let out = crate::common::walj_at(w.root()).args(["revert", &id, "--force", "--yes"]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "watcher {on}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(said.contains("a gitlink file"), "watcher {on}: {said}");
+        assert!(!w.root().join("sub/.git").exists(), "watcher {on}");
+    });
+}
+
+/// A nested repository the command removes and makes again at the same path: a new repository,
+/// so its files are the command's (made, with their bytes, even where they equal the old
+/// repository's, which this repository never compared), on both paths alike. Found by the
+/// differential long run (seed 4647, program 769), where the oracle keyed nested repositories by
+/// path and expected nothing; the oracle now keys them by their `.git` (walj was unchanged).
+#[test]
+fn a_nested_repository_made_again_at_its_path_is_the_commands() {
+    each(|on| {
+        let w = session(&[("a.txt", "a\n")], on, &|w| {
+            sh(w.root(), "mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
+        });
+        let kids = run(&w, "toolu_r", "rm -rf sub && mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
+        served(&w, "toolu_r", on);
+        assert_eq!(kids, vec![("sub/nested.txt".to_string(), blob("old\n"))], "watcher {on}");
+    });
+}

@@ -291,6 +291,50 @@ fn snapshot_crashed_session_with_diff() {
     insta::assert_snapshot!("crashed_session_diff", s);
 }
 
+/// A `chmod +x` by a command (the bytes the same, the mode changed): the diff pane shows the
+/// mode's change on top, as `walj diff` and git do, instead of only "no changes".
+#[test]
+fn snapshot_chmod_only_entry_shows_the_mode_in_the_diff_pane() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new(&[("run.sh", "echo hi\n")]);
+    let project = Project::at(repo.root.clone(), None);
+    project.ensure_dir().unwrap();
+    let blob = Blob::Id(Store::new(project.store_dir()).put(b"echo hi\n").unwrap());
+    let start = session_rec(CRASHED, "2026-03-01T10:00:00.000Z", kind::START).with("branch", "main");
+    let mut pre = rec(op::INTENT, CRASHED, "2026-03-01T10:01:00.000Z");
+    pre.id = "toolu_01Chmod".into();
+    pre.tool = Some("Bash".into());
+    pre.event = "command_run".into();
+    let pre = pre.with("command", "chmod +x run.sh");
+    let mut post = pre.clone();
+    post.op = op::APPLIED.into();
+    post.ts = "2026-03-01T10:01:01.000Z".into();
+    let mut kid = file_rec(
+        op::APPLIED,
+        CRASHED,
+        "2026-03-01T10:01:01.000Z",
+        "toolu_01Chmod-run.sh",
+        "Bash",
+        "run.sh",
+        "file_modified",
+    );
+    kid.before = Some(blob.clone());
+    kid.after = Some(blob);
+    kid.parent = Some("toolu_01Chmod".into());
+    let kid = kid.with("mode_before", "100644").with("mode_after", "100755").with("command", "chmod +x run.sh");
+    JournalWriter::new(&project.journal).append_all(&[start, pre, post, kid]).unwrap();
+    std::fs::set_permissions(repo.root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut app = App::new(project, opts());
+    let mut t = term(100, 16);
+    run(&mut app, &mut t, "");
+    let s = text(&t);
+    assert!(s.contains("run.sh"), "{s}");
+    let (old, new) = (s.find("old mode 100644"), s.find("new mode 100755"));
+    assert!(old.is_some() && new.is_some() && old < new, "{s}");
+    assert!(s.contains("same bytes on both sides: only the mode changed"), "{s}");
+    insta::assert_snapshot!("chmod_only_diff", s);
+}
+
 #[test]
 fn snapshot_session_context() {
     let f = Fixture::new();
@@ -2362,4 +2406,75 @@ fn a_narrow_trees_session_row_keeps_the_prompt() {
             "{w}×{h}: {row}"
         );
     }
+}
+
+/// A folder of old files moved by a command (the real hook, Claude Code's real Bash payload;
+/// the session crashed): selecting the session's entries and reverting them in the TUI puts
+/// the folder back — every file, its executable bit, no moved-to folder left — and `u` moves it
+/// again.
+#[test]
+fn a_folder_move_reverted_as_a_batch_puts_the_folder_back_and_u_moves_it_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new(&[("a.txt", "a\n"), ("d/k.txt", "k\n"), ("d/e/l.txt", "l\n"), ("d/run.sh", "echo r\n")]);
+    let root = repo.root.clone();
+    std::fs::set_permissions(root.join("d/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.git(&["add", "d/run.sh"]);
+    repo.commit("exec");
+    // Older than the racy window: the move changes no file's stat.
+    let sh = |c: &str| assert!(Command::new("sh").arg("-c").arg(c).current_dir(&root).status().unwrap().success());
+    sh("touch -d '2020-01-01' d/k.txt d/e/l.txt d/run.sh d/e d");
+    std::thread::sleep(Duration::from_millis(2100));
+    let text_of = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let mut pre: serde_json::Value = serde_json::from_str(&text_of(
+        &crate::common::fixtures().join("hooks/real-2.1.328-killed-mid-bash/07-PreToolUse-Bash.json"),
+    ))
+    .unwrap();
+    pre["cwd"] = root.to_string_lossy().into_owned().into();
+    pre["transcript_path"] = "/tmp/none.jsonl".into();
+    pre["tool_input"]["command"] = "mv d n".into();
+    let mut post = pre.clone();
+    post["hook_event_name"] = "PostToolUse".into();
+    post["tool_response"] = serde_json::json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false});
+    hook_ok(&root, &pre.to_string(), Parent::Timeout(20));
+    sh("mv d n");
+    hook_ok(&root, &post.to_string(), Parent::Timeout(20));
+    let files = |dir: &str| {
+        let mut v: Vec<(String, bool)> = Vec::new();
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let m = std::fs::symlink_metadata(e.path()).unwrap();
+                if m.is_dir() {
+                    stack.push(e.path());
+                } else {
+                    let rel = e.path().strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                    v.push((rel, m.permissions().mode() & 0o100 != 0));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    assert_eq!(files("n").len(), 3);
+
+    let mut app = App::new(Project::at(root.clone(), None), opts());
+    let mut t = term(140, 40);
+    // The session's node selects its 6 entries; r, then y reverts them all.
+    run(&mut app, &mut t, "gg<space>");
+    assert_eq!(app.tree.marked.len(), 6, "{}", text(&t));
+    run(&mut app, &mut t, "r");
+    let s = text(&t);
+    assert!(s.contains("[y]"), "{s}");
+    run(&mut app, &mut t, "y");
+    assert_eq!(
+        files("d"),
+        [("d/e/l.txt".to_string(), false), ("d/k.txt".to_string(), false), ("d/run.sh".to_string(), true)],
+        "{}",
+        text(&t)
+    );
+    assert!(!root.join("n").exists(), "nothing left behind: {}", text(&t));
+    assert_eq!(text_of(&root.join("d/e/l.txt")), "l\n");
+    run(&mut app, &mut t, "u");
+    assert!(!root.join("d").exists(), "{}", text(&t));
+    assert_eq!(files("n").len(), 3, "{}", text(&t));
 }
