@@ -10,8 +10,9 @@
 # the path. Exits non-zero with a message on stderr when npm or the package cannot be had.
 set -euo pipefail
 
-# The version the end-to-end tests and the recorded fixtures were made with.
-PINNED_VERSION=2.1.328
+# The version the end-to-end tests run (the recorded fixtures were made with 2.1.328, which the
+# `…_with_claude_code_2_1_328` tests still run).
+PINNED_VERSION=2.1.332
 VERSION="${WALJ_CLAUDE_VERSION:-$PINNED_VERSION}"
 CACHE="${WALJ_CLAUDE_CACHE:-${HOME}/.cache/walj-e2e/claude-code-${VERSION}}"
 PKG="@anthropic-ai/claude-code"
