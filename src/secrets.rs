@@ -393,10 +393,28 @@ mod tests {
     fn the_skip_finds_what_a_scan_of_every_byte_finds() {
         use proptest::prelude::*;
         let piece = prop::sample::select(vec![
-            "sk-ant-abcdefghijklmnopqrstu", "ghp_ABCDEFGHIJKLMNOPQRSTUV", "xoxb-1234567890ab", "AKIA",
-            "AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh1234", "bearer  x", "https://u:pw@h/", "a://b@c",
-            "token=", "password = \"s3cr3t pass\"", "\"api_key\": \"12345678x\"", "key: is missing",
-            "secret=$VAR", " ", "\n", "x", "=", ":", "é", "sk_live_0123456789abcdef", "rk_live_",
+            "sk-ant-abcdefghijklmnopqrstu",
+            "ghp_ABCDEFGHIJKLMNOPQRSTUV",
+            "xoxb-1234567890ab",
+            "AKIA",
+            "AKIAABCDEFGHIJKLMNOP",
+            "Bearer abcdefgh1234",
+            "bearer  x",
+            "https://u:pw@h/",
+            "a://b@c",
+            "token=",
+            "password = \"s3cr3t pass\"",
+            "\"api_key\": \"12345678x\"",
+            "key: is missing",
+            "secret=$VAR",
+            " ",
+            "\n",
+            "x",
+            "=",
+            ":",
+            "é",
+            "sk_live_0123456789abcdef",
+            "rk_live_",
         ]);
         proptest!(ProptestConfig::with_cases(400), |(parts in prop::collection::vec(piece, 0..12))| {
             let text: String = parts.concat();
