@@ -234,6 +234,28 @@ fn only_a_projects_journal_has_an_index() {
     assert_eq!(located::path(Path::new("/tmp/journal.jsonl")), None);
 }
 
+/// Appends `n` settled Edit entries (intent, applied, persisted) of `session`, ids
+/// `{prefix}{i:06}`, over 50 paths: a long journal with nothing to show.
+fn append_filler(w: &walj::journal::JournalWriter, session: &str, prefix: &str, n: usize) {
+    use walj::journal::record::{Blob, Record, op};
+    for i in 0..n {
+        let mut r = Record::new(op::INTENT, session);
+        r.id = format!("{prefix}{i:06}");
+        r.tool = Some("Edit".into());
+        r.event = "file_modified".into();
+        r.path = format!("src/filler_{}.rs", i % 50);
+        r.before = Some(Blob::Id(format!("{i:040x}")));
+        w.append(&r).unwrap();
+        r.op = op::APPLIED.into();
+        r.before = None;
+        r.after = Some(Blob::Id(format!("{:040x}", i + 1)));
+        w.append(&r).unwrap();
+        r.op = op::PERSISTED.into();
+        r.persisted = true;
+        w.append(&r).unwrap();
+    }
+}
+
 /// The real binary: each read answers the same through the index as with a full scan
 /// ([`located::OFF_ENV`] set), on a project whose journal is long enough for the index to be
 /// written (a filler session of 1.3 MB), then after a crash-truncated tail, a damaged index,
@@ -242,27 +264,11 @@ fn only_a_projects_journal_has_an_index() {
 fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
     use crate::common::{Claude, Repo};
     use walj::journal::JournalWriter;
-    use walj::journal::record::{Blob, Record, op};
 
     let repo = Repo::new(&[("src/a.rs", "fn a() {}\n"), ("src/b.rs", "fn b() {}\n")]);
     let filler = |n: usize, tag: &str| {
         let w = JournalWriter::new(&repo.journal());
-        for i in 0..n {
-            let mut r = Record::new(op::INTENT, &format!("{tag}-0000-filler-session"));
-            r.id = format!("toolu_01Filler{tag}{i:06}");
-            r.tool = Some("Edit".into());
-            r.event = "file_modified".into();
-            r.path = format!("src/filler_{}.rs", i % 50);
-            r.before = Some(Blob::Id(format!("{i:040x}")));
-            w.append(&r).unwrap();
-            r.op = op::APPLIED.into();
-            r.before = None;
-            r.after = Some(Blob::Id(format!("{:040x}", i + 1)));
-            w.append(&r).unwrap();
-            r.op = op::PERSISTED.into();
-            r.persisted = true;
-            w.append(&r).unwrap();
-        }
+        append_filler(&w, &format!("{tag}-0000-filler-session"), &format!("toolu_01Filler{tag}"), n);
     };
     let one = Claude::new(&repo, "aaaa1111-2222-3333-4444-555555555555");
     one.start();
@@ -414,22 +420,7 @@ fn triage_project() -> crate::common::Repo {
     one.prompt("first");
     one.edit("toolu_01OneEditAaaa", "src/a.rs", "fn a() {}", "fn a() { 1 }");
     one.write_intent("toolu_01OneCrashCccc", "src/c.rs", "c1\n");
-    for i in 0..3500 {
-        let mut r = Record::new(op::INTENT, "f1-0000-filler-session");
-        r.id = format!("toolu_01Filler{i:06}");
-        r.tool = Some("Edit".into());
-        r.event = "file_modified".into();
-        r.path = format!("src/filler_{}.rs", i % 50);
-        r.before = Some(Blob::Id(format!("{i:040x}")));
-        w.append(&r).unwrap();
-        r.op = op::APPLIED.into();
-        r.before = None;
-        r.after = Some(Blob::Id(format!("{:040x}", i + 1)));
-        w.append(&r).unwrap();
-        r.op = op::PERSISTED.into();
-        r.persisted = true;
-        w.append(&r).unwrap();
-    }
+    append_filler(&w, "f1-0000-filler-session", "toolu_01Filler", 3500);
     let two = Claude::new(&repo, "bbbb1111-2222-3333-4444-555555555555");
     two.start();
     two.edit("toolu_01TwoEditBbbb", "src/b.rs", "fn b() {}", "fn b() { 2 }");
