@@ -132,6 +132,36 @@ pub(crate) fn judge<'a>(own: &Window<'a>, scene: &Scene<'a>, at: At) -> Verdict<
     if candidates.is_empty() && !crowded && !near_death { Verdict::Certain } else { Verdict::Uncertain(candidates) }
 }
 
+/// A change its ctime `c_at` puts after the session's last sign of life ([`Verdict::AfterStop`]),
+/// judged again by the content's own clocks: metadata never re-dates content (a `chmod` or a
+/// `touch -r` after the crash moves the ctime, not the bytes). The watcher's last content change
+/// on the path (`content`; attribute-only events are logged apart) bounds when the content took
+/// its state. Without it (no watcher, or an older one that logged a `chmod` as content), an
+/// mtime at or before the last sign of life can make the change uncertain, "redated", never
+/// move it out of the command nor make it certain. Returns the verdict, the time the change is
+/// dated by, and whether it was redated.
+pub(crate) fn redate<'a>(
+    own: &Window<'a>,
+    scene: &Scene<'a>,
+    c_at: i64,
+    content: Option<i64>,
+    mtime: impl FnOnce() -> Option<i64>,
+) -> (Verdict<'a>, At, bool) {
+    let mut at = At::Exact(c_at);
+    let mut verdict = Verdict::AfterStop;
+    if let Some(t) = content
+        && t < c_at
+    {
+        at = At::NoLaterThan(t);
+        verdict = judge(own, scene, at);
+    }
+    let life = scene.last_life.unwrap_or(i64::MAX);
+    if verdict == Verdict::AfterStop && mtime().is_some_and(|m| m <= life.saturating_add(scene.margin)) {
+        return (Verdict::Uncertain(Vec::new()), at, true);
+    }
+    (verdict, at, false)
+}
+
 /// Who keeps a change several killed commands' snapshots saw ([`owner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Owner {
@@ -526,6 +556,39 @@ mod tests {
                 let ws = ws.into_iter().map(|(o, d)| (o, d.map(|d| o + d))).collect();
                 (ws, life, writer, t, kind, margin, ev)
             })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Metadata never re-dates content: a change whose ctime is after the last sign of life
+        /// but whose content the watcher saw change while the session lived is never after-stop;
+        /// one whose content changed after it stays after-stop; one redated by its mtime alone
+        /// is uncertain, never certain; with no other clock it stays after-stop.
+        #[test]
+        fn metadata_after_the_death_never_moves_content_made_before_it(
+            open in 0i64..1_000, life_after in 0i64..1_000, margin in 0i64..5,
+            c_after in 1i64..1_000, content in prop::option::of(0i64..3_000),
+            mtime in prop::option::of(0i64..3_000), other in prop::option::of((0i64..3_000, prop::option::of(0i64..500))),
+        ) {
+            let life = open + life_after;
+            let c_at = life + margin + c_after;
+            let own = w("own", open, None);
+            let others: Vec<Window> = other.into_iter().map(|(o, d)| w("other", o, d.map(|d| o + d))).collect();
+            let scene = Scene { others, writer_from: None, last_life: Some(life), margin };
+            let (v, _, redated) = redate(&own, &scene, c_at, content, || mtime);
+            if let Some(t) = content && t >= open && t <= life {
+                prop_assert!(v != Verdict::AfterStop, "content made at {} (life {}) judged after-stop", t, life);
+            }
+            let content_after = content.is_none_or(|t| t > life + margin || t >= c_at);
+            let mtime_after = mtime.is_none_or(|m| m > life + margin);
+            if content_after && mtime_after {
+                prop_assert_eq!(&v, &Verdict::AfterStop);
+            }
+            if redated {
+                prop_assert_eq!(&v, &Verdict::Uncertain(Vec::new()));
+            }
+        }
     }
 
     proptest! {

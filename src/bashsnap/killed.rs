@@ -435,27 +435,12 @@ fn derive(
         if verdict == Verdict::AfterStop
             && let rule::At::Exact(c_at) = at
         {
-            // Metadata never re-dates content: a `chmod` or `touch -r` after the crash moves the
-            // ctime, not the content. The watcher's last content change on the path (attribute-only
-            // events are logged apart, never as `change`) bounds when the content took its state.
+            // Metadata never re-dates content (`attribution::redate`): the watcher's last
+            // content change on the path, else the file's mtime.
             let seen = watched.get_or_insert_with(|| observed_changes(project, cfg, ms(since).unwrap_or(i64::MAX)));
-            if let Some(&t) = seen.as_ref().and_then(|m| m.get(&c.rel))
-                && t < c_at
-            {
-                at = rule::At::NoLaterThan(t);
-                verdict = rule::judge(&own, &scene, at);
-            }
-            // Otherwise (no watcher, or an older one that logged a `chmod` as content): the
-            // ctime alone can make it uncertain, never move it out of the command, when the
-            // content's own clock (its mtime) says before the last sign of life.
-            let life = scene.last_life.unwrap_or(i64::MAX);
-            if verdict == Verdict::AfterStop
-                && mtime_ms(&project.root.join(crate::fsutil::name::to_path(&c.rel)))
-                    .is_some_and(|m| m <= life + scene.margin)
-            {
-                redated = true;
-                verdict = Verdict::Uncertain(Vec::new());
-            }
+            let content = seen.as_ref().and_then(|m| m.get(&c.rel)).copied();
+            let file = project.root.join(crate::fsutil::name::to_path(&c.rel));
+            (verdict, at, redated) = rule::redate(&own, &scene, c_at, content, || mtime_ms(&file));
         }
         if !on_path.is_empty() && verdict == Verdict::Certain {
             // Another call journaled this path since: the disk matches neither's image.
