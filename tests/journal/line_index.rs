@@ -234,6 +234,20 @@ fn only_a_projects_journal_has_an_index() {
     assert_eq!(located::path(Path::new("/tmp/journal.jsonl")), None);
 }
 
+/// Runs `walj ARGS` in `repo` with the line index and with it off ([`located::OFF_ENV`]) and
+/// asserts the same exit code and stdout (and stderr, with `stderr`).
+fn same_without_index(repo: &crate::common::Repo, args: &[&str], when: &str, stderr: bool) {
+    let with = repo.run(args);
+    let mut c = repo.walj(args);
+    c.env(located::OFF_ENV, "1");
+    let without = crate::common::outcome(&c.output().unwrap());
+    assert_eq!(with.0, without.0, "{when}: walj {args:?} exit code\n{}\n{}", with.2, without.2);
+    assert_eq!(with.1, without.1, "{when}: walj {args:?} differs with the index");
+    if stderr {
+        assert_eq!(with.2, without.2, "{when}: walj {args:?} says otherwise on stderr with the index");
+    }
+}
+
 /// Appends `n` settled Edit entries (intent, applied, persisted) of `session`, ids
 /// `{prefix}{i:06}`, over 50 paths: a long journal with nothing to show.
 fn append_filler(w: &walj::journal::JournalWriter, session: &str, prefix: &str, n: usize) {
@@ -296,12 +310,7 @@ fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
     let idx = repo.journal().with_file_name("lines.idx");
     let check = |when: &str| {
         for args in &reads {
-            let with = repo.run(args);
-            let mut c = repo.walj(args);
-            c.env(located::OFF_ENV, "1");
-            let without = crate::common::outcome(&c.output().unwrap());
-            assert_eq!(with.0, without.0, "{when}: walj {args:?} exit code\n{}\n{}", with.2, without.2);
-            assert_eq!(with.1, without.1, "{when}: walj {args:?} differs with the index");
+            same_without_index(&repo, args, when, false);
         }
     };
     check("first read");
@@ -485,13 +494,7 @@ fn triage_by_id_answers_the_same_with_the_index_as_with_a_full_scan() {
     let idx = repo.journal().with_file_name("lines.idx");
     let check = |when: &str| {
         for args in &dry {
-            let with = repo.run(args);
-            let mut c = repo.walj(args);
-            c.env(located::OFF_ENV, "1");
-            let without = crate::common::outcome(&c.output().unwrap());
-            assert_eq!(with.0, without.0, "{when}: walj {args:?} exit code\n{}\n{}", with.2, without.2);
-            assert_eq!(with.1, without.1, "{when}: walj {args:?} differs with the index");
-            assert_eq!(with.2, without.2, "{when}: walj {args:?} says otherwise on stderr with the index");
+            same_without_index(&repo, args, when, true);
         }
     };
     check("first read");
