@@ -296,7 +296,7 @@ fn crash_note(fold: &Fold, s: &SessionInfo, open: &[&Entry], same: &str, checkou
         }
         if let Some(a) = present::state::attribution(
             e,
-            &present::state::candidate_names(e, |c| safe(fold.ids.short(c)).into_owned()),
+            &present::state::candidate_names(e, 60, |c| safe(fold.ids.short(c)).into_owned()),
         ) {
             from.push_str("; ");
             from.push_str(&a);

@@ -350,14 +350,20 @@ pub(crate) fn session_header(
         let _ = writeln!(out, "  {}", present::command::moved_line(&m, cmd, 60));
     }
     for c in &s.commands {
-        if let Some(t) = present::command::in_flight(
-            c,
-            status,
-            s.agent(),
-            present::command::derived_changes(entries.iter().copied(), &c.id),
-            80,
-        ) {
-            let _ = writeln!(out, "  {t}");
+        let changes = present::command::derived_changes(entries.iter().copied(), &c.id);
+        if let Some(p) = present::command::in_flight_parts(c, status, s.agent(), changes, 80) {
+            let whole = match &p.detail {
+                None => format!("{}: {}", p.what, p.command),
+                Some(d) => format!("{}: {} — {d}", p.what, p.command),
+            };
+            if 2 + present::width(&whole) <= LINE_BUDGET {
+                let _ = writeln!(out, "  {whole}");
+            } else {
+                // Too wide for one line: what became of it, then the command on a line of its own.
+                let detail = p.detail.map(|d| format!(" — {d}")).unwrap_or_default();
+                let _ = writeln!(out, "  {}{detail}", p.what);
+                let _ = writeln!(out, "      {}", p.command);
+            }
         }
     }
     // Its subagents: each one's entries are marked with it below; one with no end is said.
@@ -419,15 +425,20 @@ pub(crate) fn recover_text(fold: &Fold, style: &Style) -> String {
     if shown_sessions.len() > 1 {
         for s in &shown_sessions {
             let n = fold.entries_of(&s.session).filter(|e| e.is_unresolved()).count();
-            let prompt = s.prompts.last().map(|p| format!("  \"{}\"", one_line(&p.text, 50))).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {}  {}  {}  started {}{prompt}",
-                style.session(fold.ids.session_split(&s.session), 0),
-                status_badge(s.status(), style),
-                plural(n, "entry", "entries"),
-                human_ts(s.started.as_ref().unwrap_or(&s.first_ts)),
-            );
+            let head = |style: &Style| {
+                format!(
+                    "  {}  {}  {}  started {}",
+                    style.session(fold.ids.session_split(&s.session), 0),
+                    status_badge(s.status(), style),
+                    plural(n, "entry", "entries"),
+                    human_ts(s.started.as_ref().unwrap_or(&s.first_ts)),
+                )
+            };
+            // The prompt takes what the line's budget leaves (at least 20 columns).
+            let used = present::width(&head(&Style { color: false }));
+            let room = LINE_BUDGET.saturating_sub(used + 4).max(20);
+            let prompt = s.prompts.last().map(|p| format!("  \"{}\"", one_line(&p.text, room))).unwrap_or_default();
+            let _ = writeln!(out, "{}{prompt}", head(style));
         }
         out.push('\n');
     }
@@ -447,6 +458,11 @@ pub(crate) fn recover_text(fold: &Fold, style: &Style) -> String {
 
 /// Entries grouped by event, one line each (id, state, path, tool, time, marks): the body of a
 /// session in `recover` (this journal's and other machines').
+///
+/// A line keeps its marks when it fits [`LINE_BUDGET`] columns. Otherwise its marks go below the
+/// session's groups as numbered notes, each said once however many lines share it (a killed
+/// command's changes share its name and who else may have made them), and the line carries
+/// their numbers: `[1] [2]`.
 pub(crate) fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &ShortIds, style: &Style) {
     let mut by_event: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for e in entries {
@@ -454,31 +470,65 @@ pub(crate) fn entries_by_event(out: &mut String, entries: &[&Entry], ids: &Short
     }
     let width = entries.iter().map(|e| present::width(&present::state::entry_path(e))).max().unwrap_or(0).min(60);
     let id_width = id_width(entries, ids);
+    let mut notes: Vec<(String, usize)> = Vec::new();
     for (event, es) in by_event {
         // In words, as the TUI's groups ("File modified"), not the journal's field value.
         let title = present::text::event_title(event);
         let _ = writeln!(out, "  {}: {}", style.bold(&title), plural(es.len(), "entry", "entries"));
         for e in es {
+            let path = present::state::entry_path(e);
+            let marks = entry_marks(e, ids);
+            // id, state (11), path, tool (12), time (8), with their separators.
+            let line = 4 + id_width + 2 + 11 + 2 + width.max(present::width(&path)) + 2 + 12 + 2 + 8;
+            let inline = marks.join("; ");
+            let tail = if marks.is_empty() {
+                String::new()
+            } else if line + 2 + present::width(&inline) <= LINE_BUDGET {
+                format!("  {}", style.dim(&inline))
+            } else {
+                let numbers: Vec<String> = marks
+                    .into_iter()
+                    .map(|m| {
+                        let n = match notes.iter().position(|(t, _)| *t == m) {
+                            Some(i) => i,
+                            None => {
+                                notes.push((m, 0));
+                                notes.len() - 1
+                            }
+                        };
+                        notes[n].1 += 1;
+                        format!("[{}]", n + 1)
+                    })
+                    .collect();
+                format!("  {}", style.dim(&numbers.join(" ")))
+            };
             let _ = writeln!(
                 out,
-                "    {}  {}  {}  {}  {}{}",
+                "    {}  {}  {}  {}  {}{tail}",
                 style.id(ids.split(&e.id), id_width),
                 state_colored(e.state(), style),
-                present::pad(&present::state::entry_path(e), width),
+                present::pad(&path, width),
                 present::pad(&e.tool, 12),
                 hms(e.when()),
-                entry_marks(e, ids, style),
             );
         }
     }
+    for (i, (text, n)) in notes.iter().enumerate() {
+        let shared = if *n > 1 { format!(" ({n} entries)") } else { String::new() };
+        let _ = writeln!(out, "  {}", style.dim(&format!("[{}] {text}{shared}", i + 1)));
+    }
 }
+
+/// The columns an entry's line of `recover` may take with its marks inline; past it they are
+/// numbered notes below the session's groups.
+const LINE_BUDGET: usize = 100;
 
 /// How much of a command line an entry's line of `recover` shows (the session's header shows 80).
 const SHORT_COMMAND: usize = 40;
 
 /// What the state alone does not say: a checkpoint's audit, a command that never finished
 /// (and which), who else may have made the change ([`present::state`]'s words).
-fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
+fn entry_marks(e: &Entry, ids: &ShortIds) -> Vec<String> {
     let mut marks: Vec<String> = Vec::new();
     if e.verified.is_some() && e.state() == crate::fold::EntryState::Applied {
         marks.push("on disk, verified (its turn never finished)".into());
@@ -496,11 +546,11 @@ fn entry_marks(e: &Entry, ids: &ShortIds, style: &Style) -> String {
     if let Some(v) = present::state::disk_verdict(e, |id| safe(ids.short(id)).into_owned()) {
         marks.push(v);
     }
-    let others = present::state::candidate_names(e, |c| safe(ids.short(c)).into_owned());
+    let others = present::state::candidate_names(e, SHORT_COMMAND, |c| safe(ids.short(c)).into_owned());
     if let Some(a) = present::state::attribution(e, &others) {
         marks.push(a);
     }
-    if marks.is_empty() { String::new() } else { format!("  {}", style.dim(&marks.join("; "))) }
+    marks
 }
 
 /// The width of the id column: the longest id shown.

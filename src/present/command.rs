@@ -21,12 +21,38 @@ pub(crate) fn in_flight(
     changes: usize,
     width: usize,
 ) -> Option<String> {
+    let p = in_flight_parts(c, status, agent, changes, width)?;
+    Some(match p.detail {
+        None => format!("{}: {}", p.what, p.command),
+        Some(d) => format!("{}: {} — {d}", p.what, p.command),
+    })
+}
+
+/// [`in_flight`]'s sentence in its parts, for a reader that puts the command on a line of its
+/// own when the whole does not fit (`recover`).
+pub(crate) struct InFlight {
+    /// "command in flight", or "command never finished (Claude Code stopped while it ran)".
+    pub what: String,
+    /// The command line, shortened to the width asked for.
+    pub command: String,
+    /// What became of it: "3 changes since it started; not seen: …" (`None` while it runs).
+    pub detail: Option<String>,
+}
+
+/// [`in_flight`], in parts.
+pub(crate) fn in_flight_parts(
+    c: &Command,
+    status: SessionStatus,
+    agent: Agent,
+    changes: usize,
+    width: usize,
+) -> Option<InFlight> {
     if c.status != CommandStatus::InFlight || c.background {
         return None;
     }
-    let cmd = one_line(&c.command, width);
+    let command = one_line(&c.command, width);
     if matches!(status, SessionStatus::Live | SessionStatus::Unknown) && c.running.is_none() {
-        return Some(format!("command in flight: {cmd}"));
+        return Some(InFlight { what: "command in flight".into(), command, detail: None });
     }
     let found = plural(changes, "change", "changes");
     let detail = match c.running {
@@ -35,7 +61,11 @@ pub(crate) fn in_flight(
         None => format!("{found} since it started"),
     };
     let unseen = c.unseen.as_ref().and_then(unseen).map(|u| format!("; {u}")).unwrap_or_default();
-    Some(format!("command never finished ({} stopped while it ran): {cmd} — {detail}{unseen}", agent.label()))
+    Some(InFlight {
+        what: format!("command never finished ({} stopped while it ran)", agent.label()),
+        command,
+        detail: Some(format!("{detail}{unseen}")),
+    })
 }
 
 /// A finished command whose snapshots left changes out of its entries (a cut list, paths past

@@ -291,15 +291,15 @@ pub(crate) fn attribution(e: &Entry, others: &[String]) -> Option<String> {
     })
 }
 
-/// How readers name the candidates of an uncertain entry: by their command lines, shortened and
-/// quoted (`candidate_commands`), else by `short(id)` (entries written before walj recorded
+/// How readers name the candidates of an uncertain entry: by their command lines, shortened to
+/// `width` and quoted (`candidate_commands`), else by `short(id)` (entries written before walj recorded
 /// the lines). The ids themselves stay in `--json`.
-pub(crate) fn candidate_names(e: &Entry, short: impl Fn(&str) -> String) -> Vec<String> {
+pub(crate) fn candidate_names(e: &Entry, width: usize, short: impl Fn(&str) -> String) -> Vec<String> {
     e.candidates
         .iter()
         .enumerate()
         .map(|(i, id)| match e.candidate_commands.get(i).filter(|t| !t.trim().is_empty()) {
-            Some(t) => format!("`{}`", super::text::one_line(t, 60)),
+            Some(t) => format!("`{}`", super::text::one_line(t, width)),
             None => short(id),
         })
         .collect()

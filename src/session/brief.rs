@@ -349,7 +349,7 @@ fn unresolved(out: &mut String, st: &SessionState, lvl: Level, id_budget: Option
             let label = st.info.subagent(a).map(|s| s.label()).unwrap_or_else(|| "subagent".to_string());
             let _ = write!(notes, "; by {}", clip(&label, lvl.text));
         }
-        let others = crate::present::state::candidate_names(e, |c| st.ids.short(c).to_string());
+        let others = crate::present::state::candidate_names(e, 60, |c| st.ids.short(c).to_string());
         if let Some(a) = crate::present::state::attribution(e, &others) {
             let _ = write!(notes, "; {a}");
         }

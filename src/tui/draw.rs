@@ -600,7 +600,7 @@ fn entry_header(app: &App, e: &Entry, status: SessionStatus) -> Vec<Line<'static
             theme::WARN,
         )));
     }
-    let others = present::state::candidate_names(e, |c| app.fold.ids.short(c).to_string());
+    let others = present::state::candidate_names(e, 60, |c| app.fold.ids.short(c).to_string());
     if let Some(a) = present::state::attribution(e, &others) {
         out.push(Line::from(Span::styled(a, theme::WARN)));
     }

@@ -528,3 +528,8 @@ pub fn wait_fill_done(root: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[path = "../support/recover.rs"]
+mod recover_text;
+#[allow(unused_imports)] // not every test binary that includes this module uses it
+pub use recover_text::recover_marks;

@@ -129,9 +129,15 @@ fn with_the_watcher_the_users_edits_after_a_crash_are_never_the_killed_commands(
     println!("walj recover:\n{text}");
     assert!(text.contains("changed on disk by a command that never finished"), "{text}");
     assert!(text.contains("sed -i 's/a/A/' a.txt && rm gone.txt && echo made > made.txt"), "{text}");
-    assert_eq!(text.matches("made after Claude Code's last sign of life").count(), 2, "{text}");
     // The watcher ran: walj says when it saw Claude Code end, never "without its watcher".
-    assert_eq!(text.matches("seen by the checkout's watcher").count(), 2, "{text}");
+    for path in USERS {
+        let marks = path_marks(&text, path);
+        assert!(marks.contains("made after Claude Code's last sign of life"), "{path}: {marks}\n{text}");
+        assert!(marks.contains("seen by the checkout's watcher"), "{path}: {marks}\n{text}");
+    }
+    for path in COMMANDS {
+        assert!(!path_marks(&text, path).contains("last sign of life"), "{path}:\n{text}");
+    }
     assert!(!text.contains("without its watcher"), "{text}");
 
     // The next session is told a.txt is the command's, README.md and notes.txt not.
@@ -214,11 +220,14 @@ fn without_the_watcher_nothing_is_lost_and_the_users_edits_are_what_walj_cannot_
     }
     let (_, text, _) = p.walj(&["recover"]);
     println!("walj recover:\n{text}");
-    assert_eq!(
-        text.matches("made after Claude Code's last sign of life").count(),
-        2,
-        "every after-stop entry is said: {text}"
-    );
+    // Every after-stop entry is said.
+    for path in USERS {
+        let marks = path_marks(&text, path);
+        assert!(marks.contains("made after Claude Code's last sign of life"), "{path}: {marks}\n{text}");
+    }
+    for path in COMMANDS {
+        assert!(!path_marks(&text, path).contains("last sign of life"), "{path}:\n{text}");
+    }
     assert!(text.contains("walj cannot tell without its watcher"), "{text}");
 
     // revert --session: the command's three undone; the user's two left out, each said with its
@@ -454,4 +463,13 @@ fn a_same_mode_chmod_or_touch_r_after_the_crash_keeps_the_killed_commands_change
     assert_eq!(p.sb.read("c.txt").as_deref(), Some("the user's\n"), "the user's edit was reverted: {out}{err}");
     assert!(err.contains("c.txt"), "the after-stop change left out is not named: {err}");
     p.assert_hooks_clean();
+}
+
+/// What `walj recover` says of `path`'s entry: its line's marks, with the notes it names.
+fn path_marks(text: &str, path: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.contains("in_flight") && l.split_whitespace().any(|w| w == path))
+        .unwrap_or_else(|| panic!("no entry line for {path}:\n{text}"));
+    crate::recover_text::recover_marks(text, line)
 }

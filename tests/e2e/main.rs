@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test code: a failed step is a failed test
 
+#[path = "../support/recover.rs"]
+mod recover_text;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{Parent, Repo, hook_ok, walj_at};
+use crate::common::{Parent, Repo, hook_ok, recover_marks, walj_at};
 use serde_json::{Value, json};
 
 const A: &str = "a0a0a0a0-attribution-session-a";
@@ -451,13 +451,21 @@ fn a_subagents_sleep_does_not_take_the_main_threads_loop_files() {
     let entries: Vec<&str> = text.lines().filter(|l| l.contains("in_flight") && l.contains("out/o")).collect();
     assert_eq!(entries.len(), 3, "{text}");
     for line in entries {
-        assert!(!line.contains("by subagent"), "{line}\n{text}");
-        assert!(!line.contains("toolu_"), "a candidate named by its id: {line}\n{text}");
-        assert!(line.contains(&format!("or `{sub_cmd}`'s: they ran at the same time")), "{line}\n{text}");
+        let marks = recover_marks(&text, line);
+        assert!(!marks.contains("by subagent"), "{marks}\n{text}");
+        assert!(!marks.contains("toolu_"), "a candidate named by its id: {marks}\n{text}");
+        assert!(marks.contains(&format!("or `{sub_cmd}`'s: they ran at the same time")), "{marks}\n{text}");
     }
+    // The three changes share their marks: each is said once, below, not on every line.
+    assert_eq!(text.matches("they ran at the same time").count(), 1, "{text}");
     // Each command counts its own.
-    assert!(text.contains(&format!("{sub_cmd} — 1 change since it started")), "{text}");
-    assert!(text.contains(&format!("{main_cmd} — 3 changes since it started")), "{text}");
+    // (on one line when it fits, else the command on the next)
+    let counts = |cmd: &str, n: &str| {
+        text.contains(&format!("{cmd} — {n} since it started"))
+            || text.contains(&format!("— {n} since it started\n      {cmd}"))
+    };
+    assert!(counts(sub_cmd, "1 change"), "{text}");
+    assert!(counts(main_cmd, "3 changes"), "{text}");
 }
 
 /// The same scene in the other order (seen with the real CLI under load, 1 run in 30): the main
@@ -530,8 +538,9 @@ fn a_change_no_open_command_names_is_undecided_and_counted_in_neither() {
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     let line =
         text.lines().find(|l| l.contains("in_flight") && l.contains("who.out")).unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("uncertain: `sleep 60` or `sleep 61`"), "{line}");
-    assert!(line.contains("counted in neither's changes"), "{line}");
+    let marks = recover_marks(&text, line);
+    assert!(marks.contains("uncertain: `sleep 60` or `sleep 61`"), "{marks}");
+    assert!(marks.contains("counted in neither's changes"), "{marks}");
     // Neither command counts it among its changes.
     for l in text.lines().filter(|l| l.contains("command never finished")) {
         assert!(!l.contains("1 change"), "{l}\n{text}");
@@ -654,7 +663,7 @@ fn a_chmod_or_touch_after_the_crash_never_makes_the_commands_change_after_stop()
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     let line =
         text.lines().find(|l| l.contains("in_flight") && l.contains(" a.txt ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("its mtime is not"), "{line}");
+    assert!(recover_marks(&text, line).contains("its mtime is not"), "{line}\n{text}");
 }
 
 /// A codemod that outlasts Claude Code's last sign of life: Claude Code waits in silence while

@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::common::{Claude, Repo};
+use crate::common::{Claude, Repo, recover_marks};
 use serde_json::Value;
 
 const SESSION: &str = "5e55a0b1-0000-4000-8000-000000000001";
@@ -508,7 +508,12 @@ fn recover_lists_sessions_first_and_names_a_long_command_once() {
     // The full command (up to the header's 80 columns) once; each change names it shortened.
     let full = &command[..60];
     assert_eq!(text.matches(full).count(), 1, "{text}");
-    let changes: Vec<&&str> = lines.iter().filter(|l| l.contains("never finished: `")).collect();
+    // Each change names it shortened; the three share that mark, said once below their lines.
+    let changes: Vec<&&str> = lines.iter().filter(|l| l.contains("in_flight")).collect();
     assert_eq!(changes.len(), 3, "{text}");
-    assert!(changes.iter().all(|l| l.contains(&format!("`{}…`", &command[..40]))), "{text}");
+    for l in &changes {
+        assert!(recover_marks(&text, l).contains(&format!("never finished: `{}…`", &command[..40])), "{text}");
+    }
+    assert_eq!(text.matches("never finished: `").count(), 1, "{text}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 120), "a line wider than 120 columns:\n{text}");
 }
