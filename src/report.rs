@@ -436,7 +436,7 @@ pub(crate) fn recover_text(fold: &Fold, style: &Style) -> String {
             };
             // The prompt takes what the line's budget leaves (at least 20 columns).
             let used = present::width(&head(&Style { color: false }));
-            let room = LINE_BUDGET.saturating_sub(used + 4).max(20);
+            let room = LINE_BUDGET.saturating_sub(used + 5).max(20); // `  "…"`, and `…` when cut
             let prompt = s.prompts.last().map(|p| format!("  \"{}\"", one_line(&p.text, room))).unwrap_or_default();
             let _ = writeln!(out, "{}{prompt}", head(style));
         }
