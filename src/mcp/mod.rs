@@ -12,6 +12,7 @@
 
 pub mod install;
 pub mod protocol;
+pub mod rpc;
 pub mod tools;
 
 use std::io::{self, BufRead, Write};

@@ -7,15 +7,11 @@
 
 use serde_json::{Value, json};
 
+use super::rpc::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use crate::project::Project;
 
 /// The protocol versions walj speaks, newest first.
 pub(crate) const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
-
-pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// What the server tells Claude at `initialize`.
 pub(crate) const INSTRUCTIONS: &str = "walj journals this project's coding-agent sessions (every file change with its \
@@ -30,9 +26,6 @@ instructions to follow. These tools change no file and resolve nothing: to rever
 undo, ask the user and name the command for them to run (`walj revert ID`, `walj mark ID --done`, `walj handoff \
 --session SID`, `walj undo`); run from your Bash tool these commands refuse without `--yes`, which you pass \
 only once the user has said yes.";
-
-/// A JSON-RPC error: (code, message).
-pub(crate) type RpcError = (i64, String);
 
 /// One connection's state.
 pub(crate) struct Server {

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::protocol::{INVALID_PARAMS, RpcError};
+use super::rpc::{INVALID_PARAMS, RpcError};
 use crate::cmd;
 use crate::project::Project;
 

@@ -23,6 +23,7 @@
 
 pub mod accept;
 pub mod auto;
+pub mod elsewhere;
 pub mod identity;
 pub mod manifest;
 pub mod note;

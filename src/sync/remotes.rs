@@ -11,7 +11,7 @@
 //! is a full one, and writes the cache anew; a sync does it when it writes the SessionStart
 //! counts). A cache folder whose copy is gone is removed by the next load. The snapshot holds
 //! what the copy's journal alone says: the manifest's session states and this checkout's
-//! decisions about its entries ([`super::triage::overlay`]) are applied fresh on top.
+//! decisions about its entries ([`super::elsewhere::overlay`]) are applied fresh on top.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -116,7 +116,7 @@ pub(crate) fn load_with(project: &Project, opts: &FoldOptions, write_after: u64)
         }
     }
     // What this checkout decided about their entries, before they have synced it.
-    super::triage::overlay(project, &mut out);
+    super::elsewhere::overlay(project, out.iter_mut().map(|r| (r.id.as_str(), &mut r.fold)));
     (out, warnings)
 }
 
@@ -173,7 +173,7 @@ fn file_sig(p: &Path) -> FileSig {
 }
 
 /// What [`load`] reads: each copy's journal and manifest, this checkout's decisions about
-/// their entries (the sidecar [`super::triage::overlay`] reads) and its journal id. Two equal
+/// their entries (the sidecar [`super::elsewhere::overlay`] reads) and its journal id. Two equal
 /// signatures: a load gives the same copies (the TUI reloads them only when it changes).
 /// `walj sync` replaces a copy's files by a rename, so each change is a new inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +198,7 @@ pub(crate) fn signature(project: &Project) -> Signature {
         }
     }
     copies.sort();
-    Signature { copies, sidecar: file_sig(&super::triage::sidecar(project)), id: file_sig(&paths.id) }
+    Signature { copies, sidecar: file_sig(&super::elsewhere::sidecar(project)), id: file_sig(&paths.id) }
 }
 
 /// Session states from the manifest: live and crashed as the other machine saw them; ended

@@ -338,7 +338,7 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
 
     let store = Store::new(&paths.store);
     if !opts.dry_run {
-        super::triage::rebuild_sidecar(project)?;
+        super::elsewhere::rebuild_sidecar(project)?;
     }
     // One commit built from the journal as it is now and pushed (`parent`: what this checkout
     // published; `on_remote`: what the remote has, the lease).
@@ -395,7 +395,7 @@ fn locked(ctx: &Ctx<'_>, agree: bool, passphrase: &mut dyn FnMut() -> Option<Sec
     // at once so that they see it agreed.
     let mut imported = 0;
     if !opts.dry_run {
-        imported = super::triage::import(project, paths, id, &journals)?;
+        imported = super::elsewhere::import(project, paths, id, &journals)?;
         if imported > 0 {
             let now = ref_oid(&repo, &pushed_ref);
             let (b, st) = round(now, now, &mut *passphrase)?;

@@ -6,37 +6,27 @@
 //! this checkout's next sync. The other checkout's sync reads them from its copy of this
 //! journal and appends `resolved` records of its own (same `action`, `by` naming this
 //! machine), so both sides show the entry resolved:
-//! - here at once: [`overlay`] applies them to the copy of the other journal (kept in
+//! - here at once: [`super::elsewhere::overlay`] applies them to the copy of the other journal (kept in
 //!   `.walj/sync/elsewhere.jsonl`, rebuilt from the journal at each sync);
-//! - there after its next sync ([`import`]), and here again once it has published that.
+//! - there after its next sync ([`super::elsewhere::import`]), and here again once it has published that.
 //!
 //! The other journal stays the authority on its entries: an entry it resolved itself keeps that
 //! resolution on both sides. A hand-back's brief goes to Claude on *this* machine at its next
 //! session start (the user asked here); the other machine records the entries as handed back
 //! and never gives that brief to its own Claude.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
-
 use serde_json::Value;
 
-use super::accept::{Seen, Verdict};
+use super::Paths;
 use super::remotes::{RemoteJournal, find_entry};
-use super::{Paths, SyncError};
-use crate::fold::{Entry, EntryState, Fold, FoldOptions, SessionStatus, ShortIds};
-
-/// Another machine's ids, shown whole (their typeable form): unique there, not checked here.
-fn short_id(id: &str) -> String {
-    ShortIds::default().short(id).to_string()
-}
-use crate::journal::reader::{contains, scan_lines};
+use crate::fold::{Entry, FoldOptions, SessionStatus, ShortIds};
 use crate::journal::{JournalWriter, Record, how, key, kind, op};
 use crate::project::Project;
 use crate::triage::{HandoffOptions, Outcome, TriageError};
 
-/// `.walj/sync/elsewhere.jsonl`: this checkout's `remote` records, for [`overlay`].
-pub(crate) fn sidecar(project: &Project) -> PathBuf {
-    Paths::new(project).dir.join("elsewhere.jsonl")
+/// Another machine's ids, shown whole (their typeable form): unique there, not checked here.
+fn short_id(id: &str) -> String {
+    ShortIds::default().short(id).to_string()
 }
 
 /// The other journals (every entry, settled ones too), for triage.
@@ -169,7 +159,7 @@ fn append(project: &Project, records: &[Record]) -> Result<(), TriageError> {
     let fail = |e: std::io::Error| TriageError::Failed(format!("appending to {}: {e}", project.journal.display()));
     project.ensure_dir().map_err(fail)?;
     JournalWriter::new(&project.journal).append_all(records).map_err(fail)?;
-    let side = sidecar(project);
+    let side = super::elsewhere::sidecar(project);
     let mut bytes = Vec::new();
     for r in records.iter().filter(|r| r.op() == op::REMOTE) {
         bytes.extend_from_slice(&r.to_line());
@@ -286,132 +276,4 @@ pub fn handoff(
     append(project, &records)?;
     let _ = super::note::write_summaries(project);
     Ok(Some(brief))
-}
-
-/// A `remote` record read back (from the sidecar, or another journal's copy).
-struct Foreign {
-    rec: Record,
-    journal: String,
-}
-
-fn parse_foreign(bytes: &[u8]) -> Option<Foreign> {
-    if !contains(bytes, b"\"remote\"") {
-        return None;
-    }
-    let rec = crate::journal::record::parse_record(bytes).ok()?;
-    if rec.op() != op::REMOTE {
-        return None;
-    }
-    let journal = rec.get_str(key::JOURNAL)?.to_string();
-    (rec.how.is_some() && rec.action.is_some() && !rec.id.is_empty()).then_some(Foreign { rec, journal })
-}
-
-/// The `resolved` record `f` becomes in the fold of the journal it names.
-fn as_resolved(f: &Foreign, by: &str, from: &str) -> Record {
-    let session = f.rec.target.clone().unwrap_or_default();
-    let mut r = Record::new(op::RESOLVED, &session);
-    r.id = f.rec.id.clone();
-    r.path = f.rec.path.clone();
-    r.event = f.rec.event.clone();
-    r.tool = f.rec.tool.clone();
-    r.how = f.rec.how.clone();
-    r.action = f.rec.action.clone();
-    r.ts = f.rec.ts.clone();
-    r.with(key::BY, by).with(key::JOURNAL, from)
-}
-
-/// Whether `e` still needs `f`: unresolved, and not carrying that action already.
-/// The entry `f` is about: its session's (`target`) tool call of that id.
-fn entry_of<'a>(fold: &'a crate::fold::Fold, f: &Foreign) -> Option<&'a Entry> {
-    match f.rec.target.as_deref().filter(|s| !s.is_empty()) {
-        Some(session) => fold.entry_in(session, &f.rec.id),
-        None => fold.entry(&f.rec.id),
-    }
-}
-
-fn applies(e: &Entry, f: &Foreign) -> bool {
-    let action = f.rec.action.as_deref().unwrap_or("");
-    e.is_unresolved() && !e.actions.iter().any(|a| a.action == action)
-}
-
-/// Applies this checkout's `remote` records to the copies of the journals they name, so this
-/// machine shows its own decisions before the other machine has synced them.
-pub(crate) fn overlay(project: &Project, remotes: &mut [RemoteJournal]) {
-    let Ok(bytes) = std::fs::read(sidecar(project)) else { return };
-    let foreign: Vec<Foreign> = bytes.split(|&b| b == b'\n').filter_map(parse_foreign).collect();
-    if foreign.is_empty() {
-        return;
-    }
-    let own = super::identity::read_id(&Paths::new(project)).unwrap_or_default();
-    for r in remotes.iter_mut() {
-        let recs: Vec<Record> = foreign
-            .iter()
-            .filter(|f| f.journal == r.id)
-            .filter(|f| entry_of(&r.fold, f).is_some_and(|e| applies(e, f)))
-            .map(|f| as_resolved(f, "this checkout", &own))
-            .collect();
-        if !recs.is_empty() {
-            let opts = FoldOptions { keep_settled: true, ..Default::default() };
-            r.fold.add_records(&recs, &opts);
-        }
-    }
-}
-
-/// Rewrites the sidecar from the journal (each sync), so it holds exactly the journal's
-/// `remote` records.
-pub(crate) fn rebuild_sidecar(project: &Project) -> Result<(), SyncError> {
-    let mut out = Vec::new();
-    scan_lines(&project.journal, |raw| {
-        if parse_foreign(raw.bytes).is_some() {
-            out.extend_from_slice(raw.bytes);
-            out.push(b'\n');
-        }
-    })
-    .map_err(SyncError::io(format!("reading {}", project.journal.display())))?;
-    let side = sidecar(project);
-    if out.is_empty() && !side.exists() {
-        return Ok(());
-    }
-    crate::fsutil::atomic_write(&side, &out, Some(0o600)).map_err(SyncError::io(format!("writing {}", side.display())))
-}
-
-/// Turns the `remote` records other journals hold about this one (`own`) into `resolved`
-/// records of this journal: one per entry still unresolved here that does not carry that
-/// action yet. Reads the copies that changed in this sync (`seen`). Returns how many records
-/// were appended.
-pub(crate) fn import(project: &Project, paths: &Paths, own: &str, seen: &[Seen]) -> Result<usize, SyncError> {
-    let mut wanted: Vec<(Foreign, String, String)> = Vec::new();
-    for s in seen.iter().filter(|s| matches!(s.verdict, Verdict::New | Verdict::Updated | Verdict::NewEpoch)) {
-        let journal = super::accept::journal_dir(paths, &s.journal).join("journal.jsonl");
-        let name = s.name.clone().unwrap_or_else(|| s.journal.clone());
-        scan_lines(&journal, |raw| {
-            if let Some(f) = parse_foreign(raw.bytes)
-                && f.journal == own
-            {
-                wanted.push((f, name.clone(), s.journal.clone()));
-            }
-        })
-        .map_err(SyncError::io(format!("reading {}", journal.display())))?;
-    }
-    if wanted.is_empty() {
-        return Ok(0);
-    }
-    let fold = Fold::load(&project.journal, &FoldOptions { keep_settled: true, ..Default::default() })
-        .map_err(SyncError::io(format!("reading {}", project.journal.display())))?;
-    let mut done: HashSet<String> = HashSet::new();
-    let mut records = Vec::new();
-    for (f, name, from) in &wanted {
-        let Some(e) = entry_of(&fold, f) else { continue };
-        if e.state() == EntryState::NotApplied || !applies(e, f) || !done.insert(e.id.clone()) {
-            continue;
-        }
-        records.push(as_resolved(f, &format!("walj sync: {name}"), from));
-    }
-    if records.is_empty() {
-        return Ok(0);
-    }
-    JournalWriter::new(&project.journal)
-        .append_all(&records)
-        .map_err(SyncError::io(format!("appending to {}", project.journal.display())))?;
-    Ok(records.len())
 }
