@@ -9,6 +9,7 @@ use crate::journal::record::Blob;
 use crate::project::Project;
 
 use super::action::{Disk, Image, Objects, read_disk};
+use super::head::head_side;
 use super::{DiffMode, DiffSides, Side};
 
 /// The two sides of `entry`'s diff in `mode`. Unknown content is a side with a `note`,
@@ -129,16 +130,5 @@ fn disk_side(project: &Project, entry: &Entry) -> Side {
         Ok(Disk::Absent) => Side { label, bytes: None, note: None },
         Ok(Disk::File(b)) => Side { label, bytes: Some(b), note: None },
         Err(why) => Side { label, bytes: None, note: Some(why) },
-    }
-}
-
-pub(super) fn head_side(project: &Project, entry: &Entry) -> Side {
-    let label = "HEAD".to_string();
-    if git2::Repository::open(&project.root).is_err() {
-        return Side { label, bytes: None, note: Some("the project is not a git repository".into()) };
-    }
-    match crate::git::head_blob(&project.root, &entry.path) {
-        Ok(b) => Side { label, bytes: b, note: None },
-        Err(e) => Side { label, bytes: None, note: Some(format!("reading HEAD: {}", e.message())) },
     }
 }

@@ -347,6 +347,6 @@ pub(crate) fn diff_sides(project: &Project, e: &Entry, mode: super::DiffMode) ->
         DiffMode::Applied => {
             super::DiffSides { old: pre, new: side("post-image", LinkSide::recorded(&e.after, &e.link_after)) }
         }
-        DiffMode::Head => super::DiffSides { old: super::diff::head_side(project, e), new: disk() },
+        DiffMode::Head => super::DiffSides { old: super::head::head_side(project, e), new: disk() },
     }
 }

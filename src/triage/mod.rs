@@ -21,6 +21,7 @@
 mod action;
 mod diff;
 mod handoff;
+mod head;
 mod link;
 mod mark;
 pub mod ops;

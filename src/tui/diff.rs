@@ -48,6 +48,11 @@ impl DiffLine {
     pub(crate) fn text(&self) -> String {
         self.segments.iter().map(|(_, s)| s.as_str()).collect()
     }
+    /// Columns of the line's text (combining marks take none).
+    pub(crate) fn width(&self) -> usize {
+        use unicode_width::UnicodeWidthChar;
+        self.segments.iter().flat_map(|(_, s)| s.chars()).map(|c| c.width().unwrap_or(0)).sum()
+    }
 }
 
 /// A computed diff, ready to draw.
@@ -136,7 +141,7 @@ pub(crate) fn build(sides: &DiffSides) -> DiffView {
         }
     }
     view.gutter = view.lines.iter().filter_map(|l| l.old_no.max(l.new_no)).max().unwrap_or(0).to_string().len();
-    view.widest = view.lines.iter().map(super::pane::text_width).max().unwrap_or(0);
+    view.widest = view.lines.iter().map(DiffLine::width).max().unwrap_or(0);
     view.elapsed = started.elapsed();
     view
 }

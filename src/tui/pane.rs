@@ -34,11 +34,6 @@ pub(crate) fn prefix_width(gutter: usize) -> usize {
     2 * gutter + 3
 }
 
-/// Columns of a line's text.
-pub(crate) fn text_width(line: &DiffLine) -> usize {
-    line.segments.iter().flat_map(|(_, s)| s.chars()).map(cw).sum()
-}
-
 /// Rows one diff line takes in a pane `width` columns wide.
 pub(crate) fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane) -> usize {
     if width == 0 || (!pane.wrap && line.kind != LineKind::Note) {
@@ -46,9 +41,9 @@ pub(crate) fn rows(line: &DiffLine, gutter: usize, width: usize, pane: &DiffPane
     }
     // Notes are prose and always wrap (at spaces: count a little more room).
     let (avail, w) = match line.kind {
-        LineKind::Note => (width.saturating_sub(2).max(1), text_width(line)),
-        LineKind::Hunk => (width, text_width(line)),
-        _ => (width.saturating_sub(prefix_width(gutter)).max(1), text_width(line).saturating_sub(pane.hscroll)),
+        LineKind::Note => (width.saturating_sub(2).max(1), line.width()),
+        LineKind::Hunk => (width, line.width()),
+        _ => (width.saturating_sub(prefix_width(gutter)).max(1), line.width().saturating_sub(pane.hscroll)),
     };
     w.div_ceil(avail).max(1)
 }
