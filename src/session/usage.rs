@@ -324,4 +324,100 @@ mod tests {
         assert_eq!(decode(&longer), None);
         assert_eq!(decode(&[0xff; 8]), None);
     }
+
+    /// Line `i` of a generated journal: edits of three sessions naming images (shared ones
+    /// too), an id in upper case, marks of announcements, an import mark, a line no reader
+    /// takes.
+    fn line(i: usize) -> Vec<u8> {
+        use crate::journal::{Blob, Record};
+        let session = ["sess-a", "sess-b", "sess-c"][i % 3];
+        let mut r = match i % 7 {
+            0 => {
+                let mut r = Record::new(op::SESSION, session);
+                r.kind = Some(kind::ANNOUNCED.into());
+                r.target = Some("sess-b".into());
+                r
+            }
+            1 => {
+                let mut r = Record::new(op::SESSION, "");
+                r.kind = Some(kind::IMPORTED.into());
+                r.target = Some(session.into());
+                r
+            }
+            2 => return format!("not json {i}\n").into_bytes(),
+            3 => {
+                let mut r = Record::new(op::INTENT, session);
+                r.path = format!("{:040X}", i % 5);
+                r
+            }
+            _ => {
+                let mut r = Record::new(op::APPLIED, session);
+                r.path = format!("src/{}.rs", i % 4);
+                r.before = Some(Blob::Id(format!("{:040x}", i % 11)));
+                r.after = Some(Blob::Id(format!("{:040x}", i)));
+                r
+            }
+        };
+        r.id = format!("toolu_01Gen{i}");
+        r.to_line()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, failure_persistence: None, ..Default::default() })]
+
+        /// The counts through the index (written at a cut, maybe over a torn line, then the
+        /// lines after it read) are the counts of a full scan; a second index after more
+        /// lines too.
+        #[test]
+        fn counts_through_the_index_are_a_full_scans(n in 1usize..90, cut in 0usize..90, cut2 in 0usize..90, torn in proptest::prelude::any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            fs::create_dir(dir.path().join(".walj")).unwrap();
+            let j = dir.path().join(".walj/journal.jsonl");
+            let add = |b: &[u8]| {
+                let mut f = fs::OpenOptions::new().create(true).append(true).open(&j).unwrap();
+                std::io::Write::write_all(&mut f, b).unwrap();
+            };
+            let (cut, cut2) = (cut.min(n), cut2.clamp(cut.min(n), n));
+            add(b"");
+            for i in 0..cut { add(&line(i)); }
+            if torn { add(b"{\"v\":2,\"op\":\"appl"); }
+            load_writing_after(&j, 0).unwrap();
+            proptest::prop_assert_eq!(load_writing_after(&j, u64::MAX).unwrap(), scan_all(&j).unwrap());
+            if torn { add(b"\n"); }
+            for i in cut..cut2 { add(&line(i)); }
+            proptest::prop_assert_eq!(load_writing_after(&j, u64::MAX).unwrap(), scan_all(&j).unwrap());
+            load_writing_after(&j, 0).unwrap();
+            for i in cut2..n { add(&line(i)); }
+            proptest::prop_assert!(path(&j).unwrap().is_file());
+            proptest::prop_assert_eq!(load_writing_after(&j, u64::MAX).unwrap(), scan_all(&j).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_index_of_another_journal_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(".walj")).unwrap();
+        let j = dir.path().join(".walj/journal.jsonl");
+        let lines: Vec<u8> = (0..40).flat_map(line).collect();
+        fs::write(&j, &lines).unwrap();
+        load_writing_after(&j, 0).unwrap();
+        let idx = path(&j).unwrap();
+        let kept = fs::read(&idx).unwrap();
+        // Replaced (a compaction): fewer lines, another inode; the old index put back.
+        let tmp = j.with_file_name("new");
+        fs::write(&tmp, &lines[..lines.len() / 2]).unwrap();
+        let cut = lines[..lines.len() / 2].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+        fs::write(&tmp, &lines[..cut]).unwrap();
+        fs::rename(&tmp, &j).unwrap();
+        fs::write(&idx, &kept).unwrap();
+        assert_eq!(load_writing_after(&j, u64::MAX).unwrap(), scan_all(&j).unwrap());
+        // Damaged: read in full.
+        load_writing_after(&j, 0).unwrap();
+        let mut b = fs::read(&idx).unwrap();
+        let last = b.len() - 3;
+        b[last] ^= 0x40;
+        fs::write(&idx, &b).unwrap();
+        assert_eq!(load_writing_after(&j, u64::MAX).unwrap(), scan_all(&j).unwrap());
+        assert!(scan_all(&j).unwrap().contains_key("sess-a"));
+    }
 }
