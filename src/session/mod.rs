@@ -34,8 +34,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus, ShortIds};
-use crate::journal::reader::scan_lines;
 use crate::journal::kind;
+use crate::journal::reader::scan_lines;
 use crate::project::Project;
 use crate::store::Store;
 
@@ -144,21 +144,22 @@ pub(crate) fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<Ha
     let store = Store::new(project.store_dir());
     // Every session: the store listed once (what `walj status` pays), and only the ids it
     // holds looked at; one session's few ids are looked at directly.
-    let listed: Option<(HashSet<usage::Oid>, HashSet<String>)> = only.is_none().then(|| store.ids().ok()).flatten().map(|ids| {
-        let mut packed = HashSet::with_capacity(ids.len());
-        let mut odd = HashSet::new();
-        for id in ids {
-            match usage::oid(&id) {
-                Some(o) => {
-                    packed.insert(o);
-                }
-                None => {
-                    odd.insert(id);
+    let listed: Option<(HashSet<usage::Oid>, HashSet<String>)> =
+        only.is_none().then(|| store.ids().ok()).flatten().map(|ids| {
+            let mut packed = HashSet::with_capacity(ids.len());
+            let mut odd = HashSet::new();
+            for id in ids {
+                match usage::oid(&id) {
+                    Some(o) => {
+                        packed.insert(o);
+                    }
+                    None => {
+                        odd.insert(id);
+                    }
                 }
             }
-        }
-        (packed, odd)
-    });
+            (packed, odd)
+        });
     let mut sizes: HashMap<String, Option<u64>> = HashMap::new();
     let mut size_of = |id: String| -> Option<u64> {
         *sizes.entry(id).or_insert_with_key(|id| std::fs::metadata(store.object_path(id)).ok().map(|m| m.len()))
