@@ -437,7 +437,7 @@ pub(crate) fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Res
     // The line index and the usage index too, so that the next read of one session (or of
     // every session's size, `walj sessions list`) finds them current.
     let _ = crate::fold::located::load(&project.journal);
-    let _ = crate::session::usage::load(&project.journal);
+    crate::session::usage::refresh(&project.journal);
     match Fold::load(&project.journal, &FoldOptions::default()) {
         // Then the sessions walj's hooks never saw that SessionStart left for it.
         Ok(fold) => crate::import::auto::in_background(project, &fold, starting.unwrap_or("")),

@@ -186,6 +186,14 @@ pub(crate) fn load(journal: &Path) -> io::Result<HashMap<String, Counted>> {
     load_writing_after(journal, WRITE_AFTER)
 }
 
+/// Brings the index up to date (the background `walj fold`): nothing when it does not apply
+/// now (a full scan would be read for nothing).
+pub(crate) fn refresh(journal: &Path) {
+    if usable(journal).is_some() {
+        let _ = load(journal);
+    }
+}
+
 /// [`load`], writing the index after reading more than `write_after` bytes past it.
 pub(crate) fn load_writing_after(journal: &Path, write_after: u64) -> io::Result<HashMap<String, Counted>> {
     let Some(idx) = usable(journal) else { return scan_all(journal) };
