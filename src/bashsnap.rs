@@ -190,7 +190,7 @@ fn now_ns() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
 }
 
-fn bash_dir(project: &Project) -> PathBuf {
+pub(crate) fn bash_dir(project: &Project) -> PathBuf {
     project.dir.join("bash")
 }
 

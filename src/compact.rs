@@ -81,6 +81,9 @@ pub(crate) struct RewriteReport {
     pub object_bytes_removed: u64,
     /// Unreferenced objects kept because they are younger than the grace period.
     pub objects_recent: u64,
+    /// Objects no journal line names that a Bash snapshot waiting for its command's outcome
+    /// (`.walj/bash/`) names: its pre-images, kept whatever their age.
+    pub objects_pending: u64,
     /// Store temp files left by writers killed mid-write, older than the grace period.
     pub temps_removed: u64,
     pub sessions_removed: Vec<String>,
@@ -868,12 +871,18 @@ fn sweep(
 ) -> Result<(), SessionError> {
     let store = Store::new(project.store_dir());
     let ids = store.ids().map_err(SessionError::io("listing", store.dir()))?;
+    let pending = snapshot_ids(project)?;
     let now = SystemTime::now();
     rep.objects_removed = 0;
     rep.object_bytes_removed = 0;
     rep.objects_recent = 0;
+    rep.objects_pending = 0;
     for id in ids {
         if referenced.contains(&id) {
+            continue;
+        }
+        if pending.contains(&id) {
+            rep.objects_pending += 1;
             continue;
         }
         let path = store.object_path(&id);
@@ -895,6 +904,35 @@ fn sweep(
     let (temps, _) = store.sweep_temps(OBJECT_GRACE, dry_run).map_err(SessionError::io("sweeping", store.dir()))?;
     rep.temps_removed = temps + sweep_staging(project, &store, dry_run)?;
     Ok(())
+}
+
+/// Every object id the Bash snapshots in `.walj/bash/` name: a command's PreToolUse stores
+/// the pre-images of the files dirty then, and no journal line names them until its outcome
+/// is written (a long build, a command killed whose changes wait for its processes to end),
+/// however long that takes. A snapshot that cannot be read stops the sweep: what it names is
+/// not known.
+fn snapshot_ids(project: &Project) -> Result<HashSet<String>, SessionError> {
+    let dir = crate::bashsnap::bash_dir(project);
+    let mut out = HashSet::new();
+    let rd = match fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(SessionError::io("listing", &dir)(e)),
+    };
+    for ent in rd {
+        let ent = ent.map_err(SessionError::io("listing", &dir))?;
+        let path = ent.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        match fs::read(&path) {
+            Ok(bytes) => out.extend(hex_ids(&bytes).map(str::to_string)),
+            // Compared and removed meanwhile: its command's lines name what it named.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(SessionError::io("reading", &path)(e)),
+        }
+    }
+    Ok(out)
 }
 
 /// Files a revert moved aside before deleting them (`.walj/staging/`, [`crate::triage`]'s

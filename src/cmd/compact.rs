@@ -103,6 +103,9 @@ pub(crate) fn rewrite_summary(rep: &RewriteReport, verb: &str) -> String {
     if rep.objects_recent > 0 {
         let _ = write!(s, "; {} unnamed objects younger than an hour kept", rep.objects_recent);
     }
+    if rep.objects_pending > 0 {
+        let _ = write!(s, "; {} objects a Bash command waiting for its outcome snapshotted kept", rep.objects_pending);
+    }
     if rep.unreadable > 0 {
         let _ = write!(s, "; {} unreadable line(s) dropped", rep.unreadable);
         if let Some(b) = &rep.broken_copy {

@@ -434,8 +434,10 @@ pub(crate) fn checkpoint_cmd(project: &Project, args: CheckpointArgs) -> anyhow:
 /// other snapshot writers take), and nothing else. Errors go to `.walj/errors.log`: nobody
 /// reads this detached process's output.
 pub(crate) fn fold_cmd(project: &Project, starting: Option<&str>) -> anyhow::Result<i32> {
-    // The line index too, so that the next read of one session finds it current.
+    // The line index and the usage index too, so that the next read of one session (or of
+    // every session's size, `walj sessions list`) finds them current.
     let _ = crate::fold::located::load(&project.journal);
+    crate::session::usage::refresh(&project.journal);
     match Fold::load(&project.journal, &FoldOptions::default()) {
         // Then the sessions walj's hooks never saw that SessionStart left for it.
         Ok(fold) => crate::import::auto::in_background(project, &fold, starting.unwrap_or("")),

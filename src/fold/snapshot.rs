@@ -172,7 +172,7 @@ fn read(snap: &Path, file: &fs::File) -> Result<(State, u64, u64), Unused> {
 /// journal open as `file`: its bytes, where its body starts, and the (offset, lines) it
 /// covers. The layout: a `magic` line, a [`Header`] line (which journal, how far, the body's
 /// length and CRC-32C), the body.
-pub(super) fn read_cache(path: &Path, magic: &str, file: &fs::File) -> Result<(Vec<u8>, usize, u64, u64), Unused> {
+pub(crate) fn read_cache(path: &Path, magic: &str, file: &fs::File) -> Result<(Vec<u8>, usize, u64, u64), Unused> {
     let mut raw = Vec::new();
     match fs::File::open(path) {
         Ok(mut f) => {
@@ -276,7 +276,7 @@ fn write(snap: &Path, file: &fs::File, scan: &Scan, regions: Vec<Problem>, offse
 
 /// Writes a cache file [`read_cache`] reads: temp file (`<tmp_prefix><pid>`), rename; not
 /// synced (a cache). Temp files a killed writer left (older than a minute) are removed first.
-pub(super) fn write_cache(
+pub(crate) fn write_cache(
     path: &Path,
     magic: &str,
     tmp_prefix: &str,

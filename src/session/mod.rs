@@ -24,8 +24,9 @@ pub mod procs;
 pub mod redact;
 pub mod repair;
 pub mod transcript;
+pub mod usage;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -33,8 +34,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::fold::{Entry, Fold, FoldOptions, Handoff, IdError, SessionInfo, SessionStatus, ShortIds};
+use crate::journal::kind;
 use crate::journal::reader::scan_lines;
-use crate::journal::{classify, kind, op};
 use crate::project::Project;
 use crate::store::Store;
 
@@ -83,8 +84,6 @@ pub struct Usage {
     pub objects: usize,
     pub object_bytes: u64,
     pub transcript_bytes: u64,
-    #[serde(skip)]
-    object_ids: BTreeSet<String>,
     /// `imported` session records: where the session came from.
     #[serde(skip)]
     pub imports: Vec<Value>,
@@ -121,58 +120,73 @@ pub(crate) fn hex_ids(line: &[u8]) -> impl Iterator<Item = &str> {
 }
 
 /// Journal bytes, records and objects per session (`only`: just that one).
+///
+/// One session: its lines and the import marks, through the line index when it applies. Every
+/// session: the usage index ([`usage`]) and the lines past it. Either way each line is counted
+/// by [`usage::count_line`], so the answer is a full scan's.
 pub(crate) fn scan_usage(project: &Project, only: Option<&str>) -> io::Result<HashMap<String, Usage>> {
-    let mut out: HashMap<String, Usage> = HashMap::new();
-    let needle: Option<Vec<u8>> = only.map(|s| s.chars().take(6).collect::<String>().into_bytes());
-    let each = |raw: crate::journal::RawLine<'_>| {
-        if let Some(n) = &needle
-            && !crate::journal::reader::contains(raw.bytes, n)
-        {
-            return;
-        }
-        // The fold's classifier: usage counts exactly the lines the fold reads.
-        let Ok(who) = classify(raw.line_no, raw.bytes) else { return };
-        if who.op == op::SESSION && who.kind() == Some(kind::IMPORTED) {
-            // Written outside the session (so it does not change the session's times).
-            let Some(t) = who.target().filter(|t| !t.is_empty()) else { return };
-            if only.is_none_or(|o| o == t)
-                && let Ok(v) = serde_json::from_slice::<Value>(raw.bytes)
-            {
-                out.entry(t.to_string()).or_default().imports.push(v);
+    let counted = match only {
+        Some(o) => {
+            let mut acc: HashMap<String, usage::Acc> = HashMap::new();
+            let needle: Vec<u8> = o.chars().take(6).collect::<String>().into_bytes();
+            let mut each = |raw: crate::journal::RawLine<'_>| {
+                if crate::journal::reader::contains(raw.bytes, &needle) {
+                    usage::count_line(&mut acc, &raw, Some(o));
+                }
+            };
+            if crate::fold::located::scan_session(&project.journal, o, &mut each).is_none() {
+                scan_lines(&project.journal, each)?;
             }
-            return;
+            usage::finish(acc)
         }
-        let key = who.session_key();
-        if key.is_empty() || only.is_some_and(|o| o != key) {
-            return;
-        }
-        let u = out.entry(key.to_string()).or_default();
-        u.records += 1;
-        u.journal_bytes += raw.bytes.len() as u64 + 1;
-        for id in hex_ids(raw.bytes) {
-            if !u.object_ids.contains(id) {
-                u.object_ids.insert(id.to_string());
-            }
-        }
-        if who.op == op::SESSION && matches!(who.kind(), Some(kind::ANNOUNCED | kind::DELIVERED)) {
-            u.marks += 1;
-        }
+        None => usage::load(&project.journal)?,
     };
-    // One session: only its lines and the import marks, through the line index when it applies.
-    let mut each = each;
-    let indexed = only.and_then(|o| crate::fold::located::scan_session(&project.journal, o, &mut each));
-    if indexed.is_none() {
-        scan_lines(&project.journal, each)?;
-    }
     let store = Store::new(project.store_dir());
-    for (session, u) in out.iter_mut() {
-        for id in &u.object_ids {
-            if let Ok(m) = std::fs::metadata(store.object_path(id)) {
+    // Every session: the store listed once (what `walj status` pays), and only the ids it
+    // holds looked at; one session's few ids are looked at directly.
+    let listed: Option<(HashSet<usage::Oid>, HashSet<String>)> =
+        only.is_none().then(|| store.ids().ok()).flatten().map(|ids| {
+            let mut packed = HashSet::with_capacity(ids.len());
+            let mut odd = HashSet::new();
+            for id in ids {
+                match usage::oid(&id) {
+                    Some(o) => {
+                        packed.insert(o);
+                    }
+                    None => {
+                        odd.insert(id);
+                    }
+                }
+            }
+            (packed, odd)
+        });
+    let mut sizes: HashMap<String, Option<u64>> = HashMap::new();
+    let mut size_of = |id: String| -> Option<u64> {
+        *sizes.entry(id).or_insert_with_key(|id| std::fs::metadata(store.object_path(id)).ok().map(|m| m.len()))
+    };
+    let mut out: HashMap<String, Usage> = HashMap::with_capacity(counted.len());
+    for (session, c) in counted {
+        let mut u = Usage {
+            records: c.records,
+            journal_bytes: c.journal_bytes,
+            marks: c.marks,
+            imports: c.imports.iter().filter_map(|b| serde_json::from_slice(b).ok()).collect(),
+            ..Usage::default()
+        };
+        let named = c
+            .ids
+            .iter()
+            .filter(|o| listed.as_ref().is_none_or(|(l, _)| l.contains(*o)))
+            .map(usage::hex)
+            .chain(c.odd.into_iter().filter(|s| listed.as_ref().is_none_or(|(_, l)| l.contains(s))));
+        for id in named {
+            if let Some(n) = size_of(id) {
                 u.objects += 1;
-                u.object_bytes += m.len();
+                u.object_bytes += n;
             }
         }
-        u.transcript_bytes = transcript::copy_size(project, session);
+        u.transcript_bytes = transcript::copy_size(project, &session);
+        out.insert(session, u);
     }
     Ok(out)
 }

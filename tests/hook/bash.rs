@@ -826,3 +826,45 @@ fn claude_codes_misses_are_counted_by_doctor_and_git_paths_make_no_entry() {
     assert!(doctor.contains("build/out.txt"), "{doctor}");
     assert!(!doctor.contains("stopped at 200"), "{doctor}");
 }
+
+/// A command that runs for more than an hour (a long build): the pre-images its PreToolUse
+/// stored are named only by its snapshot in `.walj/bash/` until its outcome is written. A
+/// `walj compact` meanwhile keeps them, says so, and the command's change can still be
+/// reverted after its Post.
+#[test]
+fn compact_keeps_the_preimages_a_running_commands_snapshot_names() {
+    let (_repo, root) = repo(&[("a.txt", b"v1\n")]);
+    fs::write(root.join("a.txt"), "dirty before the command\n").unwrap();
+    let dirty = walj::store::blob_id(b"dirty before the command\n");
+    let pre = bash_payload(&root, "PreToolUse", "toolu_long", "make all", false);
+    assert_eq!(hook_ok(&root, &pre.to_string(), Parent::Test), "");
+    let sidecar = fs::read_to_string(root.join(".walj/bash/toolu_long.json")).unwrap();
+    assert!(sidecar.contains(&dirty), "the snapshot names the dirty file's image: {sidecar}");
+    let object = root.join(".walj/store").join(&dirty[..2]).join(&dirty[2..]);
+    assert!(object.is_file(), "the Pre stored the dirty file's image");
+    let journal = fs::read_to_string(root.join(".walj/journal.jsonl")).unwrap();
+    assert!(!journal.contains(&dirty), "no journal line names it yet");
+    // An hour and more later, while the command still runs: every object looks old.
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for sub in fs::read_dir(root.join(".walj/store")).unwrap() {
+        for obj in fs::read_dir(sub.unwrap().path()).into_iter().flatten() {
+            let p = obj.unwrap().path();
+            fs::File::options().append(true).open(&p).unwrap().set_modified(two_hours_ago).unwrap();
+        }
+    }
+    let out = walj_at(&root).args(["compact", "--json", "--yes"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(object.is_file(), "compaction removed the pre-image a running command needs: {v:#}");
+    assert!(v["objects_pending"].as_u64().is_some_and(|n| n >= 1), "{v:#}");
+    let text = walj_at(&root).args(["compact", "--yes"]).output().unwrap();
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(said.contains("a Bash command waiting for its outcome snapshotted kept"), "{said}");
+    // The command ends: its change is an entry whose pre-image is there to revert to.
+    fs::write(root.join("a.txt"), "built\n").unwrap();
+    let post = bash_payload(&root, "PostToolUse", "toolu_long", "make all", false);
+    assert_eq!(hook_ok(&root, &post.to_string(), Parent::Test), "");
+    let kids = children(&root, "toolu_long");
+    let a = by_path(&kids, "a.txt");
+    assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"dirty before the command\n"[..]));
+}

@@ -306,8 +306,11 @@ fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
         vec!["status"],
         vec!["status", "--json"],
         vec!["recover", "--json"],
+        vec!["sessions", "list"],
+        vec!["sessions", "list", "--json"],
     ];
     let idx = repo.journal().with_file_name("lines.idx");
+    let usage = repo.journal().with_file_name("usage.idx");
     let check = |when: &str| {
         for args in &reads {
             same_without_index(&repo, args, when, false);
@@ -315,6 +318,7 @@ fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
     };
     check("first read");
     assert!(idx.is_file(), "a read of more than 1 MB writes the index");
+    assert!(usage.is_file(), "`sessions list` reading more than 1 MB writes the usage index");
     check("index written");
     assert!(located::load(&repo.journal()).unwrap().unused.is_none());
 
@@ -333,13 +337,19 @@ fn the_binary_answers_the_same_with_the_index_as_with_a_full_scan() {
     b[n] ^= 0x10;
     fs::write(&idx, &b).unwrap();
     assert!(located::load_writing_after(&repo.journal(), u64::MAX).unwrap().unused.is_some());
+    let mut b = fs::read(&usage).unwrap();
+    let n = b.len() - 5;
+    b[n] ^= 0x10;
+    fs::write(&usage, &b).unwrap();
     check("damaged index");
 
     // A compaction replaces the journal: every index written before is stale.
     let _ = located::load_writing_after(&repo.journal(), 0);
-    let old = fs::read(&idx).unwrap();
+    repo.ok(&["sessions", "list"]);
+    let (old, old_usage) = (fs::read(&idx).unwrap(), fs::read(&usage).unwrap());
     repo.ok(&["compact", "--days", "0", "--yes"]);
     fs::write(&idx, &old).unwrap();
+    fs::write(&usage, &old_usage).unwrap();
     assert!(located::load_writing_after(&repo.journal(), u64::MAX).unwrap().unused.is_some());
     check("after compaction");
     filler(3500, "f2");
