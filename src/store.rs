@@ -32,6 +32,10 @@ use flate2::write::ZlibEncoder;
 
 use crate::fsutil;
 
+pub mod pending;
+pub(crate) use pending::DEFER_FROM;
+pub use pending::{PendingSummary, Settled};
+
 /// The git blob id (SHA-1 of `blob <len>\0<bytes>`) of `bytes`, as 40 hex chars.
 pub fn blob_id(bytes: &[u8]) -> String {
     let mut h = crate::sha::Sha1::new();
