@@ -303,18 +303,6 @@ impl<'a> Objects<'a> {
             Err(StoreError::Missing(_)) => {}
             Err(e) => return Err(e.to_string()),
         }
-        // A Bash Post's image still pending (its settle pass killed or not done yet): the pass
-        // is finished here, then the store is asked again.
-        if self.store.has_pending() {
-            self.store
-                .settle_pending(Some(&self.project.root), std::time::Duration::from_secs(30))
-                .map_err(|e| format!("copying pending images into the store: {e}"))?;
-            match self.store.get(id) {
-                Ok(b) => return Ok(Some(b)),
-                Err(StoreError::Missing(_)) => {}
-                Err(e) => return Err(e.to_string()),
-            }
-        }
         let repo = self.repo.get_or_insert_with(|| git2::Repository::open(&self.project.root).ok());
         let Some(repo) = repo else { return Ok(None) };
         let Ok(oid) = git2::Oid::from_str(id) else { return Ok(None) };
