@@ -180,13 +180,24 @@ pub struct Done {
     /// The comparison spilled images ([`crate::store::pending`]): the settle pass is started
     /// once the records naming them are appended (this project).
     spilled: Option<Project>,
+    /// A background command: its sidecar is not removed but rebased on the Post's snapshot
+    /// (Pre's snapshot, Post's, task id), its new baseline for the Stop.
+    rebase: Option<Box<(Snapshot, Snapshot, Option<String>)>>,
 }
 
 impl Done {
     /// Removes the snapshot: the command's records are in the journal (or a side file). Starts
     /// the settle pass when the comparison spilled images.
     pub fn finish(self) {
-        remove_snapshot(&self.dir, &self.path, self.index.as_ref());
+        match self.rebase {
+            // A failed rebase leaves the Pre's base: the Stop then leaves out what this Post
+            // journaled ([`background`]), so nothing is recorded twice.
+            Some(b) => {
+                let (pre, now, task_id) = *b;
+                let _ = rebase(&self.dir, &self.path, &pre, now, task_id);
+            }
+            None => remove_snapshot(&self.dir, &self.path, self.index.as_ref()),
+        }
         if let Some(project) = &self.spilled {
             spawn_settle(project);
         }
@@ -399,15 +410,17 @@ pub(crate) fn after(
     if has_unread(&now) {
         request_fill_logged(project, cfg);
     }
-    let mut done = None;
-    if background {
+    let spilled = (tree.spills > 0).then(|| project.clone());
+    let done = if background {
+        // Rebased only once the records are appended, as a foreground sidecar is removed: a
+        // Post killed before leaves the old base, and the Stop records the changes.
         let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
-        rebase(&dir, &path, &pre, now, task_id)?;
+        let index = pre.index.clone();
+        Done { dir, path, index, spilled, rebase: Some(Box::new((pre, now, task_id))) }
     } else {
-        let spilled = (tree.spills > 0).then(|| project.clone());
-        done = Some(Done { dir, path, index: pre.index, spilled });
-    }
-    Ok(Outcome { records, summary: Some(summary), done })
+        Done { dir, path, index: pre.index, spilled, rebase: None }
+    };
+    Ok(Outcome { records, summary: Some(summary), done: Some(done) })
 }
 
 /// How long a hook waits for a settle pass that holds the pending lock.

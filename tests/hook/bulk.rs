@@ -706,3 +706,95 @@ fn staged_only_preimages_survive_a_gc_through_claude_and_are_said_unavailable_ou
         }
     }
 }
+
+/// `walj hook` on `payload` as a child process (the real binary), to be killed.
+fn spawn_hook(root: &Path, payload: &Value) -> std::process::Child {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Std::new(crate::common::walj_bin())
+        .arg("--project")
+        .arg(root)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    child
+}
+
+fn background(mut p: Value, id: &str) -> Value {
+    p["tool_input"]["run_in_background"] = json!(true);
+    if p["hook_event_name"] == "PostToolUse" {
+        p["tool_response"]["backgroundTaskId"] = json!(format!("task-{id}"));
+    }
+    p
+}
+
+/// A background command's PostToolUse killed before its entries are appended (here while it
+/// waits for the journal's lock, which this test holds): its sidecar must still hold the Pre's
+/// base, so the session's Stop records every change. Before, the Post replaced that base with
+/// its own snapshot first, and the Stop found nothing: the 300 changes were in no entry.
+#[test]
+fn a_background_commands_post_killed_before_its_entries_are_appended_leaves_them_to_the_stop() {
+    let n = 300;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let id = "toolu_bg_killed";
+    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
+    hook(&root, &background(payload(&root, "PreToolUse", id, command), id));
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    let cache = root.join(".walj/bash/cache.json");
+    let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
+    let before = stamp(&cache);
+    let lock =
+        fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
+    lock.lock().unwrap();
+    let mut post = spawn_hook(&root, &background(payload(&root, "PostToolUse", id, command), id));
+    let t = std::time::Instant::now();
+    while stamp(&cache) == before {
+        assert!(t.elapsed().as_secs() < 120, "the Post never saved its snapshot");
+        assert!(post.try_wait().unwrap().is_none(), "the Post ended without the journal's lock");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    post.kill().unwrap();
+    post.wait().unwrap();
+    lock.unlock().unwrap();
+    assert!(children(&root, id).is_empty(), "killed before it appended");
+    stop(&root);
+    assert_whole(&root, id, n);
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
+
+/// A background command's Post that appended its entries and died before it replaced its
+/// sidecar's base (simulated: the Pre's sidecar put back after the Post): the Stop compares
+/// from the older base, and records none of those changes a second time.
+#[test]
+fn a_background_commands_changes_are_not_recorded_twice_when_its_post_died_before_the_rebase() {
+    let n = 100;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let id = "toolu_bg_twice";
+    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
+    hook(&root, &background(payload(&root, "PreToolUse", id, command), id));
+    let sidecars: Vec<_> = fs::read_dir(root.join(".walj/bash"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("cache.json"))
+        .collect();
+    assert_eq!(sidecars.len(), 1, "{sidecars:?}");
+    let pre_sidecar = fs::read(&sidecars[0]).unwrap();
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    hook(&root, &background(payload(&root, "PostToolUse", id, command), id));
+    assert_eq!(children(&root, id).len(), n);
+    fs::write(&sidecars[0], &pre_sidecar).unwrap();
+    stop(&root);
+    assert_whole(&root, id, n);
+}
