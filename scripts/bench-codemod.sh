@@ -11,7 +11,7 @@
 # measured PostToolUse must meet the same state every run (1,500 changed files, none of their
 # bytes in walj's store yet), so each run first puts back `.walj/` as the Pre left it. It writes
 # three scripts:
-#   post.sh     put `.walj/` back, then the PostToolUse hook
+#   post.sh     put `.walj/` back, then the PostToolUse hook and its settle pass
 #   restore.sh  put `.walj/` back only
 #   status.sh   git status --porcelain                        (the yardstick)
 # By default its own timer (below) runs, in turns, RUNS rounds of: restore.sh (untimed), `sync`,
@@ -19,6 +19,10 @@
 # then the PostToolUse hook alone, timed (the base's too, with BASE_BINARY), and git status;
 # it prints medians of wall and cpu time and the ratios to git status round by round.
 # HYPERFINE=1 times post.sh, restore.sh and status.sh with hyperfine instead (subtract restore).
+# The PostToolUse under test is run with WALJ_SETTLE_DETACHED=0: it spills the images it names
+# (one durable file) without starting its detached settle pass, which is then timed on its own
+# right after it ("settle pass", `walj settle`, its own row), so neither overlaps another
+# measurement. A base binary that stores the images inside its hook ignores the variable.
 # The checkout's watcher is off (`[bash] watcher = false`): the Post scans the tree in full, the
 # slower path, and the one whose cost does not depend on a background process.
 set -euo pipefail
@@ -81,7 +85,7 @@ cp -a "$WORK/walj-pre" "$REPO/.walj"
 SH
 cat > "$WORK/post.sh" <<SH
 #!/bin/sh
-"$WORK/restore.sh" && exec "$WALJ" hook --project "$REPO" < "$WORK/post.json"
+"$WORK/restore.sh" && "$WALJ" hook --project "$REPO" < "$WORK/post.json" && exec "$WALJ" --project "$REPO" settle
 SH
 if [ -n "$BASE" ]; then
   cat > "$WORK/restore-base.sh" <<SH
@@ -100,8 +104,9 @@ exec git -C "$REPO" status --porcelain
 SH
 chmod +x "$WORK"/*.sh
 
-# One run, checked: every changed file is an entry.
-"$WORK/post.sh"
+export WALJ_SETTLE_DETACHED=0
+# One run, checked: every changed file is an entry (and the settle pass's report).
+"$WORK/post.sh" >&2
 grep -c '"parent":"toolu_codemod"' "$REPO/.walj/journal.jsonl" | xargs echo "entries of the command:" >&2
 grep -o '"snapshot":{[^}]*}' "$REPO/.walj/journal.jsonl" | tail -1 >&2
 
@@ -117,7 +122,9 @@ import os, statistics, subprocess, sys, time
 work, runs, base, walj, repo = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 post = lambda b: [b, "hook", "--project", repo]
 # (name, untimed set-up, timed command, its stdin)
-cases = [("PostToolUse", "restore.sh", post(walj), "post.json")]
+cases = [("PostToolUse", "restore.sh", post(walj), "post.json"),
+         # Right after it, as the hook would start it (no set-up, no sync before it).
+         ("settle pass", "-", [walj, "--project", repo, "settle"], None)]
 if base:
     cases.append(("PostToolUse (base)", "restore-base.sh", post(base), "post.json"))
 cases.append(("git status", None, ["git", "-C", repo, "status", "--porcelain"], None))
@@ -125,15 +132,16 @@ res = {n: [] for n, *_ in cases}
 changed = open(os.path.join(work, "changed.txt")).read().split()
 for i in range(runs + 1):
     for n, setup, cmd, stdin in cases:
-        if setup:
+        if setup and setup != "-":
             subprocess.run([os.path.join(work, setup)], check=True)
-        subprocess.run(["sync"], check=True)  # nothing left to write from the set-up...
-        for rel in changed:  # ...but the codemod's own writes, as right after the sed
-            path = os.path.join(repo, rel)
-            with open(path, "rb") as fh:
-                data = fh.read()
-            with open(path, "r+b") as fh:
-                fh.write(data)
+        if setup != "-":
+            subprocess.run(["sync"], check=True)  # nothing left to write from the set-up...
+            for rel in changed:  # ...but the codemod's own writes, as right after the sed
+                path = os.path.join(repo, rel)
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                with open(path, "r+b") as fh:
+                    fh.write(data)
         f = open(os.path.join(work, stdin)) if stdin else subprocess.DEVNULL
         t = time.monotonic()
         p = subprocess.Popen(cmd, stdin=f, stdout=subprocess.DEVNULL)
@@ -147,7 +155,13 @@ for n, *_ in cases:
     w = [x[0] for x in res[n]]; c = [x[1] for x in res[n]]
     print(f"  {n:20} wall {med(w):.3f} ({min(w):.3f}-{max(w):.3f})  cpu {med(c):.3f}")
 st = res["git status"]
-for n, *_ in cases[:-1]:
+if "settle pass" in res:
+    both = [(p[0] + q[0], p[1] + q[1]) for p, q in zip(res["PostToolUse"], res["settle pass"])]
+    res["PostToolUse + settle pass"] = both
+    w = [x[0] for x in both]; c = [x[1] for x in both]
+    print(f"  {'PostToolUse + settle':20} wall {med(w):.3f} ({min(w):.3f}-{max(w):.3f})  cpu {med(c):.3f}")
+names = [n for n, *_ in cases[:-1]] + (["PostToolUse + settle pass"] if "settle pass" in res else [])
+for n in names:
     rw = [p[0] / s[0] for p, s in zip(res[n], st)]
     rc = [p[1] / max(s[1], 1e-3) for p, s in zip(res[n], st)]
     print(f"  {n} / git status, round by round: wall {med(rw):.1f}x, cpu {med(rc):.1f}x")

@@ -177,12 +177,30 @@ pub struct Done {
     dir: PathBuf,
     path: PathBuf,
     index: Option<snapshot::IndexRef>,
+    /// The comparison spilled images ([`crate::store::pending`]): the settle pass is started
+    /// once the records naming them are appended (this project).
+    spilled: Option<Project>,
+    /// A background command: its sidecar is not removed but rebased on the Post's snapshot
+    /// (Pre's snapshot, Post's, task id), its new baseline for the Stop.
+    rebase: Option<Box<(Snapshot, Snapshot, Option<String>)>>,
 }
 
 impl Done {
-    /// Removes the snapshot: the command's records are in the journal (or a side file).
+    /// Removes the snapshot: the command's records are in the journal (or a side file). Starts
+    /// the settle pass when the comparison spilled images.
     pub fn finish(self) {
-        remove_snapshot(&self.dir, &self.path, self.index.as_ref());
+        match self.rebase {
+            // A failed rebase leaves the Pre's base: the Stop then leaves out what this Post
+            // journaled ([`background`]), so nothing is recorded twice.
+            Some(b) => {
+                let (pre, now, task_id) = *b;
+                let _ = rebase(&self.dir, &self.path, &pre, now, task_id);
+            }
+            None => remove_snapshot(&self.dir, &self.path, self.index.as_ref()),
+        }
+        if let Some(project) = &self.spilled {
+            spawn_settle(project);
+        }
     }
 }
 
@@ -267,6 +285,7 @@ pub(crate) fn before(project: &Project, cfg: &Config, matcher: Option<&Matcher>,
         return Ok(());
     }
     project.ensure_dir().map_err(io_err(&project.dir, "creating"))?;
+    settle(project);
     let dir = bash_dir(project);
     fsutil::create_private_dir(&dir).map_err(io_err(&dir, "creating"))?;
     let mut cache = load(&dir.join("cache.json")).ok();
@@ -341,6 +360,9 @@ pub(crate) fn after(
     }
     let background = pre.background || call.task_id.is_some();
     let mut tree = Tree::open(project, cfg, matcher);
+    // A background command's sidecar is rebased on this snapshot before its records are
+    // appended: its images are stored, not spilled.
+    tree.defer = !background;
     let view = tree.ask_watcher(Some(&pre), None, false);
     let mut now = tree.take_with(Some(&pre), background.then_some(call.key().as_str()), Some(&view))?;
     let changes = tree.diff(&pre, &now)?;
@@ -366,6 +388,10 @@ pub(crate) fn after(
     now.session = pre.session.clone();
     now.parent = pre.parent.clone();
     now.command = pre.command.clone();
+    if tree.spills > 0 {
+        // Journaled as pending: these images are in a spill, not yet in the store.
+        summary["pending"] = json!({"spills": tree.spills, "objects": tree.spilled.len()});
+    }
     let unseen = tree.unseen(&pre, &now, &changes);
     if unseen.cut_short {
         summary["cut_short"] = json!(true);
@@ -384,14 +410,60 @@ pub(crate) fn after(
     if has_unread(&now) {
         request_fill_logged(project, cfg);
     }
-    let mut done = None;
-    if background {
+    let spilled = (tree.spills > 0).then(|| project.clone());
+    let done = if background {
+        // Rebased only once the records are appended, as a foreground sidecar is removed: a
+        // Post killed before leaves the old base, and the Stop records the changes.
         let task_id = call.task_id.map(str::to_string).or(pre.task_id.clone());
-        rebase(&dir, &path, &pre, now, task_id)?;
+        let index = pre.index.clone();
+        Done { dir, path, index, spilled, rebase: Some(Box::new((pre, now, task_id))) }
     } else {
-        done = Some(Done { dir, path, index: pre.index });
+        Done { dir, path, index: pre.index, spilled, rebase: None }
+    };
+    Ok(Outcome { records, summary: Some(summary), done: Some(done) })
+}
+
+/// How long a hook waits for a settle pass that holds the pending lock.
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Settles what earlier Posts spilled ([`crate::store::Store::settle_pending`]) before this
+/// hook looks at the tree: a pass killed or still running is finished (or waited for) here,
+/// so a cache id is in the store before a command can change its file, and a `git gc` the
+/// next command runs finds the copies made. Errors go to `.walj/errors.log`. Costs one
+/// `read_dir` when nothing is pending.
+pub(crate) fn settle(project: &Project) {
+    let store = crate::store::Store::new(project.store_dir());
+    if !store.has_pending() {
+        return;
     }
-    Ok(Outcome { records, summary: Some(summary), done })
+    match store.settle_pending(Some(&project.root), SETTLE_WAIT) {
+        Ok(s) if !s.unavailable.is_empty() => fsutil::append_log(
+            &project.errors_log(),
+            &format!(
+                "settling pending images: {} no longer in git's objects (unavailable): {}",
+                s.unavailable.len(),
+                s.unavailable.join(" ")
+            ),
+        ),
+        Ok(_) => {}
+        Err(e) => fsutil::append_log(&project.errors_log(), &format!("settling pending images: {e}")),
+    }
+}
+
+/// Starts `walj --project ROOT settle`, detached: the copy of a Post's spilled images into the
+/// store, after the hook. A failure is logged; the next hook settles instead.
+pub(crate) fn spawn_settle(project: &Project) {
+    // Benchmarks time the pass on its own (`walj settle`) with `WALJ_SETTLE_DETACHED=0`.
+    if std::env::var_os("WALJ_SETTLE_DETACHED").is_some_and(|v| v == "0") {
+        return;
+    }
+    let started = std::env::current_exe().and_then(|exe| {
+        let args: [&std::ffi::OsStr; 3] = ["--project".as_ref(), project.root.as_os_str(), "settle".as_ref()];
+        crate::watch::spawn_detached(&exe, &args)
+    });
+    if let Err(e) = started {
+        fsutil::append_log(&project.errors_log(), &format!("starting the settle pass: {e}"));
+    }
 }
 
 /// The session's Stop: background commands get their later changes (marked
@@ -404,5 +476,6 @@ pub(crate) fn at_stop(
     session: &str,
     background_tasks: Option<&Value>,
 ) -> Result<Vec<Record>, SnapError> {
+    settle(project);
     background_at_stop(project, cfg, matcher, session, background_tasks)
 }

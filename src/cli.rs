@@ -237,6 +237,13 @@ pub enum Command {
         after_help = "Examples:\n  walj fill --project .     # what a SessionStart starts, detached"
     )]
     Fill,
+    /// (internal) Copies the images a Bash PostToolUse spilled into the store, started
+    /// detached by that hook; prints what it did as JSON.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  walj settle --project .     # what a codemod's PostToolUse starts, detached"
+    )]
+    Settle,
 }
 
 #[derive(Subcommand)]
@@ -384,6 +391,7 @@ fn run_command(command: Command, global: &Global) -> anyhow::Result<i32> {
         Command::Doctor(a) => cmd::setup::doctor(&project, a),
         Command::Reconcile(a) => cmd::watch::reconcile(&project, &a),
         Command::Fill => cmd::watch::fill(&project),
+        Command::Settle => cmd::watch::settle(&project),
         Command::Fold { starting } => cmd::recover::fold_cmd(&project, starting.as_deref()),
         Command::Tui { demo_replay: Some(dir), .. } => cmd::tui::demo_replay(&dir),
         Command::Tui { demo, keep, .. } => cmd::tui::tui_cmd(&project, demo, keep),

@@ -79,6 +79,8 @@ pub mod check {
     pub(crate) const JOURNAL: &str = "journal";
     /// `.walj/errors.log`.
     pub(crate) const ERRORS_LOG: &str = "errors_log";
+    /// Images a Bash Post spilled that no settle pass has copied into the store yet.
+    pub(crate) const PENDING_IMAGES: &str = "pending_images";
     /// Another coding agent's hooks (Codex CLI, Gemini CLI, Copilot CLI: [`agents`]).
     pub(crate) const AGENT: &str = "agent";
     /// The failure marker: hook calls that could not write `.walj/` ([`crate::failmark`]).
@@ -650,6 +652,9 @@ pub(crate) fn check_project(project: &Project) -> Vec<DoctorFinding> {
                 ),
             ));
         }
+    }
+    if let Some(line) = crate::report::pending_line(project) {
+        findings.push(DoctorFinding::new(Level::Warn, check::PENDING_IMAGES, line));
     }
     // Kept outside `.walj/` while it could not be written; cleared by the next SessionStart.
     if let Some(m) = crate::failmark::read(project) {

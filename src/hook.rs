@@ -942,6 +942,11 @@ impl Ctx<'_> {
         // The checkout's watcher of Bash snapshots, ready by the first command, and told this
         // session's Claude Code process (its end is then noted however slow the start).
         bashsnap::start_watch(self.project, &self.config().0, self.ev.session, start.pid.zip(start.pstart));
+        // Images a Post spilled and no pass copied yet (the last session's machine crashed):
+        // copied in the background; the first Bash call's Pre waits for them if need be.
+        if crate::store::Store::new(self.project.store_dir()).has_pending() {
+            bashsnap::spawn_settle(self.project);
+        }
         // Fold before recording this start: a resumed crashed session must still look crashed.
         let opts = FoldOptions::default();
         let fold = if self.ev.agent == Agent::ClaudeCode {

@@ -214,6 +214,25 @@ fn has_running_command(s: &SessionInfo) -> bool {
     s.commands.iter().any(|c| c.running.is_some())
 }
 
+/// The images Bash Posts named in the journal and a settle pass has not copied into the store
+/// yet ([`crate::store::pending`]), as one line for every reader; `None` when none wait.
+pub(crate) fn pending_line(project: &crate::project::Project) -> Option<String> {
+    let p = crate::store::Store::new(project.store_dir()).pending_summary();
+    (p.spills > 0).then(|| {
+        format!(
+            "pending: {} named in the journal, not yet copied into .walj/store (a detached pass copies them; \
+             the next walj hook, Stop, `walj revert` or `walj diff` finishes it)",
+            plural(p.objects, "image is", "images are")
+        )
+    })
+}
+
+/// `pending_images` of `recover --json`: `{"spills", "objects"}` while some wait.
+pub(crate) fn pending_json(project: &crate::project::Project) -> Option<Value> {
+    let p = crate::store::Store::new(project.store_dir()).pending_summary();
+    (p.spills > 0).then(|| json!({"spills": p.spills, "objects": p.objects}))
+}
+
 /// `recover --json`: `{"unresolved": N, "sessions": [...]}` (DESIGN §7).
 pub(crate) fn recover_json(fold: &Fold) -> Value {
     let mut sessions = Vec::new();

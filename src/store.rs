@@ -32,6 +32,10 @@ use flate2::write::ZlibEncoder;
 
 use crate::fsutil;
 
+pub mod pending;
+pub(crate) use pending::DEFER_FROM;
+pub use pending::{PendingSummary, Settled};
+
 /// The git blob id (SHA-1 of `blob <len>\0<bytes>`) of `bytes`, as 40 hex chars.
 pub fn blob_id(bytes: &[u8]) -> String {
     let mut h = crate::sha::Sha1::new();
@@ -404,8 +408,19 @@ impl Store {
     /// Reads an object's bytes, checking the header and the id. A loose object that is
     /// missing or damaged is taken from the journal line that carries it, if any
     /// ([`Store::put_carried`]), and written back (synced) for the next reader.
+    /// An object a Bash Post spilled and no settle pass copied yet ([`pending`]) is copied
+    /// first (the whole pending work, as the pass would), then read.
     pub fn get(&self, id: &str) -> Result<Vec<u8>, StoreError> {
-        match self.get_loose(id) {
+        let loose = match self.get_loose(id) {
+            Err(StoreError::Missing(_)) if is_id(id) && self.has_pending() => {
+                // The store is `<root>/.walj/store`: git's objects are the checkout's.
+                let root = self.dir.parent().and_then(Path::parent);
+                self.settle_pending(root, std::time::Duration::from_secs(30))?;
+                self.get_loose(id)
+            }
+            other => other,
+        };
+        match loose {
             Err(e) if is_id(id) => match self.carried_in_journal(id) {
                 Some(body) => {
                     // Written over whatever is there: it failed to read, whatever the cheap

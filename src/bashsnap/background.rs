@@ -93,10 +93,12 @@ pub(super) fn background_at_stop(
             }
             orphaned = true;
         }
+        // The command's own entries since the base count too: a Post killed after it appended
+        // them, before it rebased the sidecar, leaves the older base, and its changes are
+        // journaled already.
         let known: HashSet<(String, Option<String>)> = fold
             .entries
             .iter()
-            .filter(|e| e.parent.as_deref() != Some(base.parent.as_str()))
             .filter(|e| e.applied_ts.as_deref().unwrap_or(&e.ts) >= base.ts.as_str())
             .filter_map(|e| e.after.as_ref().map(|a| (e.path.clone(), a.id().map(str::to_string))))
             .collect();

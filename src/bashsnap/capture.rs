@@ -6,7 +6,7 @@
 use super::SnapError;
 use super::tree::Tree;
 use crate::journal::nocap;
-use crate::store::{blob_id, file_blob_id};
+use crate::store::{DEFER_FROM, blob_id, file_blob_id};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -72,12 +72,38 @@ impl Tree<'_> {
     }
 
     /// Stores the queued objects, several at a time: concurrent fsyncs share the file
-    /// system's journal commits, which is most of the cost.
+    /// system's journal commits, which is most of the cost. With [`Tree::defer`] and at least
+    /// [`DEFER_FROM`] objects, writes them instead to one durable spill for the settle pass
+    /// (the git ids as ids only): one file instead of one per object.
     pub(super) fn flush(&mut self) -> Result<(), SnapError> {
         let mut items = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
         items.sort_by(|a, b| a.0.cmp(&b.0));
         items.dedup_by(|a, b| a.0 == b.0);
+        let mut git = std::mem::take(&mut self.git_later);
+        git.sort();
+        git.dedup();
+        if self.defer && items.len() + git.len() >= DEFER_FROM {
+            self.store.spill(&items, &git)?;
+            self.spills += 1;
+            self.spilled.extend(items.into_iter().map(|(id, _)| id).chain(git));
+            return Ok(());
+        }
+        if let Some(repo) = &self.repo {
+            for id in git {
+                match git2::Oid::from_str(&id).ok().and_then(|oid| repo.find_blob(oid).ok()) {
+                    Some(blob) => items.push((id, blob.content().to_vec())),
+                    None => {
+                        self.unavailable.insert(id);
+                    }
+                }
+            }
+        }
         Ok(self.store.put_batch(&items)?)
+    }
+
+    /// Whether object `id` is in the store, or in a spill this call wrote.
+    pub(super) fn holds(&self, id: &str) -> bool {
+        self.spilled.contains(id) || self.store.contains(id)
     }
 }

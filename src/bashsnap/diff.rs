@@ -244,15 +244,32 @@ impl Tree<'_> {
                 _ => None,
             })
             .collect();
+        // Ids of the current index (the command did not change it) are reachable, so `git gc`
+        // keeps them: read (or spilled as ids) at the flush. Ids of the index before the
+        // command may be reachable no more: read now.
         let mut missing = HashSet::new();
         if let Some(repo) = &self.repo {
+            let later = old_index.is_none();
             for id in from_git.iter().filter(|id| needed.contains(id.as_str())) {
                 if self.store.reuse(id) {
                     continue;
                 }
-                match git2::Oid::from_str(id).ok().and_then(|oid| repo.find_blob(oid).ok()) {
-                    Some(blob) => self.pending.push((id.clone(), blob.content().to_vec())),
-                    None => {
+                let Ok(oid) = git2::Oid::from_str(id) else {
+                    missing.insert(id.clone());
+                    continue;
+                };
+                if later {
+                    // Present now (a partial clone may lack it: "unavailable", never guessed).
+                    if repo.odb().is_ok_and(|db| db.exists(oid)) {
+                        self.git_later.push(id.clone());
+                    } else {
+                        missing.insert(id.clone());
+                    }
+                    continue;
+                }
+                match repo.find_blob(oid) {
+                    Ok(blob) => self.pending.push((id.clone(), blob.content().to_vec())),
+                    Err(_) => {
                         missing.insert(id.clone());
                     }
                 }
@@ -263,7 +280,7 @@ impl Tree<'_> {
             for s in [&mut c.before, &mut c.after] {
                 if let Side::Known { id, nocap, link: None } = s
                     && nocap.is_none()
-                    && (missing.contains(id.as_str()) || !self.store.contains(id))
+                    && (missing.contains(id.as_str()) || self.unavailable.contains(id.as_str()) || !self.holds(id))
                 {
                     *nocap = Some("unavailable".into());
                 }

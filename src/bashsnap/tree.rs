@@ -55,6 +55,18 @@ pub(super) struct Tree<'a> {
     /// Whether git may store a clean file in another form than the disk's
     /// ([`gitform::GitForm`]), read at the first clean file a change needs.
     pub(super) git_form: Option<gitform::GitForm>,
+    /// A foreground Post: from [`crate::store::DEFER_FROM`] objects, [`Tree::flush`] spills them
+    /// (one durable file) for the settle pass instead of storing each ([`crate::store::pending`]).
+    pub(super) defer: bool,
+    /// Ids of the current git index's blobs a change needs, to copy into the store at the
+    /// next flush (or to spill as `g` ids).
+    pub(super) git_later: Vec<String>,
+    /// Ids spilled by this call (named by lines before they are in the store).
+    pub(super) spilled: std::collections::HashSet<String>,
+    /// Spill files written by this call.
+    pub(super) spills: usize,
+    /// Ids of `git_later` git did not have when read.
+    pub(super) unavailable: std::collections::HashSet<String>,
 }
 
 impl<'a> Tree<'a> {
@@ -90,6 +102,11 @@ impl<'a> Tree<'a> {
             changes_cut: false,
             unlisted: Vec::new(),
             git_form: None,
+            defer: false,
+            git_later: Vec::new(),
+            spilled: Default::default(),
+            spills: 0,
+            unavailable: Default::default(),
         }
     }
 

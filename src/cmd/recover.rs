@@ -120,6 +120,9 @@ pub(crate) fn recover(
             let line = format!("git: {op}: finish or abort it before `walj revert --session` (it refuses meanwhile)");
             writeln!(out, "{}", Style::stdout().yellow(&crate::present::safe(&line)))?;
         }
+        if let Some(line) = report::pending_line(project) {
+            writeln!(out, "{}", Style::stdout().yellow(&line))?;
+        }
         write!(out, "{}", report::recover_text(&fold, &Style::stdout()))?;
         write!(out, "{}", crate::session::empty::legacy_lines(project))?;
         write!(out, "{}", crate::report::sync::recover_text(&remotes, &Style::stdout()))?;
@@ -200,6 +203,9 @@ fn json_of(
     }
     if let Some(op) = crate::git::operation_in_progress(&project.root) {
         v["git_operation"] = serde_json::Value::String(op);
+    }
+    if let Some(p) = report::pending_json(project) {
+        v["pending_images"] = p;
     }
     if !remotes.is_empty() {
         v["machines"] = crate::report::sync::recover_json(remotes);
@@ -334,6 +340,9 @@ pub(crate) fn log(project: &Project, args: LogArgs) -> anyhow::Result<i32> {
             }
         }
         write!(out, "{}", crate::report::sync::log_text(&remotes, all, limit, &Style::stdout()))?;
+        if let Some(line) = report::pending_line(project) {
+            writeln!(out, "{line}")?;
+        }
     }
     Ok(0)
 }

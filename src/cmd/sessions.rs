@@ -255,6 +255,9 @@ pub(crate) fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus],
     show_history(&mut o, st, style);
     show_commands(&mut o, st, ps, style);
     let un: Vec<_> = st.unresolved().collect();
+    if let Some(line) = crate::report::pending_line(project) {
+        let _ = writeln!(o, "\n{}", style.yellow(&line));
+    }
     let _ = writeln!(o, "\n{} ({})", style.bold("Unresolved entries"), un.len());
     let w = crate::report::id_width(&un, &st.ids);
     for e in &un {

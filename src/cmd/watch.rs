@@ -101,3 +101,39 @@ pub(crate) fn fill(project: &crate::project::Project) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+/// `walj settle`: copies the images Bash Posts spilled into the store
+/// ([`crate::store::Store::settle_pending`]) and prints what it did (`{"spills", "objects",
+/// "unavailable", "ms"}`). Errors go to `.walj/errors.log` too: when the hook starts it,
+/// nobody reads its output.
+pub(crate) fn settle(project: &crate::project::Project) -> anyhow::Result<i32> {
+    let store = crate::store::Store::new(project.store_dir());
+    pause_for_tests(&store, "start");
+    match store.settle_pending(Some(&project.root), std::time::Duration::from_secs(60)) {
+        Ok(s) => {
+            if !s.unavailable.is_empty() {
+                crate::fsutil::append_log(
+                    &project.errors_log(),
+                    &format!("the settle pass: {} no longer in git's objects (unavailable)", s.unavailable.len()),
+                );
+            }
+            println!(
+                "{}",
+                serde_json::json!({"spills": s.spills, "objects": s.objects, "unavailable": s.unavailable,
+                    "ms": s.elapsed.as_secs_f64() * 1000.0})
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            crate::fsutil::append_log(&project.errors_log(), &format!("the settle pass: {e}"));
+            eprintln!("walj settle: {e}");
+            Ok(1)
+        }
+    }
+}
+
+/// Tests only: with `WALJ_SETTLE_PAUSE=<stage>`, the pass writes its pid to
+/// `.walj/store/pending/paused-<stage>` and sleeps there, for a test to kill it at that moment.
+pub(crate) fn pause_for_tests(store: &crate::store::Store, stage: &str) {
+    crate::store::pending::pause_for_tests(store, stage);
+}

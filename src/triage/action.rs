@@ -352,6 +352,10 @@ impl<'a> Objects<'a> {
             }
             Some(nocap::DIRECTORY) => format!("the {what} was a directory"),
             Some(other) => format!("the {what} ({short}) was not captured ({other})"),
+            None if self.store.pending_unavailable(id) => format!(
+                "the {what} ({short}) is unavailable: it was pending its copy from git's objects, and git no \
+                 longer had it when the copy ran (a `git gc` in between?)"
+            ),
             None => format!("the {what} ({short}) is missing from the store"),
         }
     }

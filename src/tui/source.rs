@@ -122,6 +122,10 @@ impl Source {
         if let Some(op) = crate::git::operation_in_progress(&project.root) {
             said.push(format!("git: {op}: finish or abort it before reverting a whole session"));
         }
+        // A Bash Post's images not yet copied into the store, as every reader says it.
+        if let Some(line) = crate::report::pending_line(project) {
+            said.push(line);
+        }
         said
     }
 

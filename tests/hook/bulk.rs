@@ -478,3 +478,323 @@ fn codemods_whose_post_is_killed_at_any_moment_lose_nothing() {
     assert_eq!(code, 0, "{text}");
     assert_all_old(&root, n);
 }
+
+/// The PostToolUse of `id` run to its end with `env` set (the settle pass it starts inherits it),
+/// under `timeout` as [`hook`] runs it (the session reads as crashed once it returned).
+fn post_with(root: &Path, id: &str, command: &str, env: &[(&str, &str)]) {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut cmd = Std::new("timeout");
+    cmd.arg("120")
+        .arg(crate::common::walj_bin())
+        .arg("--project")
+        .arg(root)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload(root, "PostToolUse", id, command).to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+/// Waits for a settle pass paused (`WALJ_SETTLE_PAUSE`) at `stage` and kills it (kill -9).
+fn kill_paused_pass(root: &Path, stage: &str) {
+    let marker = root.join(format!(".walj/store/pending/paused-{stage}"));
+    let t = std::time::Instant::now();
+    let pid = loop {
+        if let Some(pid) = fs::read_to_string(&marker).ok().filter(|p| !p.is_empty()) {
+            break pid;
+        }
+        assert!(t.elapsed().as_secs() < 60, "the settle pass never reached {stage}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(Std::new("kill").args(["-9", pid.trim()]).status().unwrap().success());
+    // Gone (a zombie no more once its parent, the hook, has exited and init reaped it).
+    let proc = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    while proc.exists() && !fs::read_to_string(proc.join("stat")).unwrap_or_default().contains(") Z ") {
+        assert!(t.elapsed().as_secs() < 60, "the settle pass outlived kill -9");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    fs::remove_file(&marker).unwrap();
+}
+
+fn spills(root: &Path) -> usize {
+    fs::read_dir(root.join(".walj/store/pending"))
+        .map(|rd| rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "spill")).count())
+        .unwrap_or(0)
+}
+
+fn recover_text(root: &Path) -> String {
+    String::from_utf8(walj_at(root).arg("recover").output().unwrap().stdout).unwrap()
+}
+
+/// A codemod's Post names its 3,000 images in the journal and leaves their copy into the store
+/// to a detached settle pass. That pass, killed (kill -9) before it copied anything and, in a
+/// second command, after it copied everything but before it removed its spill: meanwhile
+/// `recover`, `recover --json`, `log` and `doctor` say the images are pending; the next hook
+/// (the Stop; the next command's Pre) finishes the copy, and `revert --session` restores every
+/// file. On the old code the Post stored every image itself (no `pending` in its record).
+#[test]
+fn a_codemods_settle_pass_killed_at_its_worst_moments_is_finished_by_the_next_hook() {
+    let n = 1500;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let store = walj::store::Store::new(root.join(".walj/store"));
+    for (i, stage) in ["locked", "stored"].into_iter().enumerate() {
+        let id = format!("toolu_settle_{stage}");
+        let command = format!("find src -name '*.txt' -exec sed -i 's/^[a-z0-9]* /s{i} /' {{}} +");
+        hook(&root, &payload(&root, "PreToolUse", &id, &command));
+        assert!(Std::new("sh").arg("-c").arg(&command).current_dir(&root).status().unwrap().success());
+        post_with(&root, &id, &command, &[("WALJ_SETTLE_PAUSE", stage)]);
+        kill_paused_pass(&root, stage);
+        let snap = &outcome(&root, &id).extra["snapshot"];
+        // Both sides new to the store in the first command; the second's pre-images are the
+        // first's post-images, stored already.
+        let expected = if i == 0 { 2 * n } else { n };
+        assert_eq!(snap["pending"]["objects"], json!(expected), "journaled as pending: {snap}");
+        let kids = children(&root, &id);
+        assert_eq!(kids.len(), n);
+        assert!(spills(&root) > 0, "{stage}: the spill is left");
+        if stage == "locked" {
+            // Nothing copied: the lines name objects the store does not hold yet.
+            let missing = kids
+                .iter()
+                .filter(|k| match &k.after {
+                    Some(walj::journal::record::Blob::Id(b)) => !store.object_path(b).exists(),
+                    _ => false,
+                })
+                .count();
+            assert_eq!(missing, n, "the pass was killed before it copied");
+        }
+        // Every reader says so, without copying anything itself.
+        let text = recover_text(&root);
+        assert!(text.contains(&format!("pending: {expected} images are named")), "{text}");
+        let v: Value =
+            serde_json::from_slice(&walj_at(&root).args(["recover", "--json"]).output().unwrap().stdout).unwrap();
+        assert_eq!(v["pending_images"]["objects"], json!(expected), "{v}");
+        let log = String::from_utf8(walj_at(&root).arg("log").output().unwrap().stdout).unwrap();
+        assert!(log.contains("pending: "), "{log}");
+        let doctor = String::from_utf8(walj_at(&root).arg("doctor").output().unwrap().stdout).unwrap();
+        assert!(doctor.contains("pending: "), "{doctor}");
+        assert!(spills(&root) > 0, "readers copied nothing");
+        // The next hook finishes it: the Stop of the first, the next command's Pre of the second.
+        if i == 0 {
+            stop(&root);
+        } else {
+            hook(&root, &payload(&root, "PreToolUse", "toolu_next", "true"));
+            hook(&root, &payload(&root, "PostToolUse", "toolu_next", "true"));
+            stop(&root);
+        }
+        assert_eq!(spills(&root), 0, "{stage}: settled by the next hook");
+        for k in &kids {
+            for b in [&k.before, &k.after] {
+                if let Some(walj::journal::record::Blob::Id(b)) = b {
+                    assert!(store.object_path(b).exists(), "{stage}: {} {b} not in the store", k.path);
+                }
+            }
+        }
+        assert!(!recover_text(&root).contains("pending:"));
+    }
+    assert_whole(&root, "toolu_settle_locked", n);
+    assert_whole(&root, "toolu_settle_stored", n);
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
+
+/// The settle pass killed at random moments of its run (mid-batch included: temp files
+/// written, not renamed): the next hook finishes it, every image whole. Iterations:
+/// WALJ_KILL_ITERATIONS (default 6).
+#[test]
+fn a_settle_pass_killed_at_any_moment_loses_nothing() {
+    let iterations: u64 = std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let n = 300;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let settle = |root: &Path| {
+        Std::new(crate::common::walj_bin())
+            .arg("--project")
+            .arg(root)
+            .arg("settle")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let no_pass = [("WALJ_SETTLE_DETACHED", "0")];
+    // One pass, timed: the kills land anywhere within such a run.
+    let command = "find src -name '*.txt' -exec sed -i 's/^[a-z0-9]* /t /' {} +";
+    hook(&root, &payload(&root, "PreToolUse", "toolu_timed", command));
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    post_with(&root, "toolu_timed", command, &no_pass);
+    assert!(spills(&root) > 0);
+    let t = std::time::Instant::now();
+    assert!(settle(&root).wait().unwrap().success());
+    let span = t.elapsed().as_micros() as u64;
+    assert_eq!(spills(&root), 0);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..iterations {
+        let id = format!("toolu_pass_kill{i}");
+        let command = format!("find src -name '*.txt' -exec sed -i 's/^[a-z0-9]* /p{i} /' {{}} +");
+        hook(&root, &payload(&root, "PreToolUse", &id, &command));
+        assert!(Std::new("sh").arg("-c").arg(&command).current_dir(&root).status().unwrap().success());
+        post_with(&root, &id, &command, &no_pass);
+        let mut pass = settle(&root);
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(std::time::Duration::from_micros(seed % span.max(1)));
+        let _ = pass.kill();
+        let _ = pass.wait();
+        stop(&root);
+        assert_eq!(spills(&root), 0);
+        assert_whole(&root, &id, n);
+    }
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
+
+/// The `git gc` window. The command's pre-images are staged-only blobs (named by the index
+/// alone), spilled as git ids. Through Claude, the next command's Pre copies them before that
+/// command (`git reset; git gc --prune=now`) can drop them: the revert restores every file.
+/// Outside Claude, the same two git commands run while no pass has copied them: the revert
+/// says the pre-images are unavailable, and restores nothing in their place.
+#[test]
+fn staged_only_preimages_survive_a_gc_through_claude_and_are_said_unavailable_outside_it() {
+    let n = 100;
+    for through_claude in [true, false] {
+        let repo = many_files(n);
+        let root = repo.root.clone();
+        // Staged, never committed: the index alone names these blobs.
+        assert!(
+            Std::new("sh")
+                .arg("-c")
+                .arg("find src -name '*.txt' -exec sed -i 's/^old /staged /' {} + && git add -A")
+                .current_dir(&root)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // Older than a snapshot's racy window: clean by their stat, their bytes git's.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let command = "find src -name '*.txt' -exec sed -i 's/^staged /new /' {} +";
+        hook(&root, &payload(&root, "PreToolUse", "toolu_stagedit", command));
+        assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+        post_with(&root, "toolu_stagedit", command, &[("WALJ_SETTLE_PAUSE", "start")]);
+        kill_paused_pass(&root, "start");
+        assert!(spills(&root) > 0);
+        let gc = "git reset -q && git -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now gc -q --prune=now";
+        if through_claude {
+            run_bash(&root, "toolu_gc", gc);
+        } else {
+            assert!(Std::new("sh").arg("-c").arg(gc).current_dir(&root).status().unwrap().success());
+        }
+        let (code, text) = revert_session(&root);
+        let staged = (0..n).filter(|i| {
+            fs::read_to_string(root.join(format!("src/f{i:05}.txt"))).ok().as_deref() == Some(&format!("staged {i}\n"))
+        });
+        if through_claude {
+            assert_eq!(code, 0, "{text}");
+            assert_eq!(staged.count(), n, "{text}");
+        } else {
+            assert_ne!(code, 0, "{text}");
+            assert!(text.contains("unavailable"), "{text}");
+            assert_eq!(staged.count(), 0, "nothing guessed: {text}");
+        }
+    }
+}
+
+/// `walj hook` on `payload` as a child process (the real binary), to be killed.
+fn spawn_hook(root: &Path, payload: &Value) -> std::process::Child {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Std::new(crate::common::walj_bin())
+        .arg("--project")
+        .arg(root)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    child
+}
+
+fn background(mut p: Value, id: &str) -> Value {
+    p["tool_input"]["run_in_background"] = json!(true);
+    if p["hook_event_name"] == "PostToolUse" {
+        p["tool_response"]["backgroundTaskId"] = json!(format!("task-{id}"));
+    }
+    p
+}
+
+/// A background command's PostToolUse killed before its entries are appended (here while it
+/// waits for the journal's lock, which this test holds): its sidecar must still hold the Pre's
+/// base, so the session's Stop records every change. Before, the Post replaced that base with
+/// its own snapshot first, and the Stop found nothing: the 300 changes were in no entry.
+#[test]
+fn a_background_commands_post_killed_before_its_entries_are_appended_leaves_them_to_the_stop() {
+    let n = 300;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let id = "toolu_bg_killed";
+    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
+    hook(&root, &background(payload(&root, "PreToolUse", id, command), id));
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    let cache = root.join(".walj/bash/cache.json");
+    let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
+    let before = stamp(&cache);
+    let lock =
+        fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
+    lock.lock().unwrap();
+    let mut post = spawn_hook(&root, &background(payload(&root, "PostToolUse", id, command), id));
+    let t = std::time::Instant::now();
+    while stamp(&cache) == before {
+        assert!(t.elapsed().as_secs() < 120, "the Post never saved its snapshot");
+        assert!(post.try_wait().unwrap().is_none(), "the Post ended without the journal's lock");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    post.kill().unwrap();
+    post.wait().unwrap();
+    lock.unlock().unwrap();
+    assert!(children(&root, id).is_empty(), "killed before it appended");
+    stop(&root);
+    assert_whole(&root, id, n);
+    let (code, text) = revert_session(&root);
+    assert_eq!(code, 0, "{text}");
+    assert_all_old(&root, n);
+}
+
+/// A background command's Post that appended its entries and died before it replaced its
+/// sidecar's base (simulated: the Pre's sidecar put back after the Post): the Stop compares
+/// from the older base, and records none of those changes a second time.
+#[test]
+fn a_background_commands_changes_are_not_recorded_twice_when_its_post_died_before_the_rebase() {
+    let n = 100;
+    let repo = many_files(n);
+    let root = repo.root.clone();
+    let id = "toolu_bg_twice";
+    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
+    hook(&root, &background(payload(&root, "PreToolUse", id, command), id));
+    let sidecars: Vec<_> = fs::read_dir(root.join(".walj/bash"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("cache.json"))
+        .collect();
+    assert_eq!(sidecars.len(), 1, "{sidecars:?}");
+    let pre_sidecar = fs::read(&sidecars[0]).unwrap();
+    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
+    hook(&root, &background(payload(&root, "PostToolUse", id, command), id));
+    assert_eq!(children(&root, id).len(), n);
+    fs::write(&sidecars[0], &pre_sidecar).unwrap();
+    stop(&root);
+    assert_whole(&root, id, n);
+}
