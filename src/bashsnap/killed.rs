@@ -426,9 +426,10 @@ fn derive(
         // made after Claude Code's last sign of life: the command's processes write until walj
         // sees them gone, whether Claude Code waited in silence (a codemod that outlasts the
         // last transcript write) or died (an orphan goes on). The clock alone never moves such
-        // a change out of the command most likely to have made it: judged as if the session
+        // a change out of the command most likely to have made it, nor makes it uncertain by
+        // falling within the clock's margin of that sign of life: judged as if the session
         // still lived (other open windows and writers can still make it uncertain).
-        if verdict == Verdict::AfterStop && rule::evidence(&snap.command, &c.rel) != rule::Evidence::None {
+        if verdict != Verdict::Certain && rule::evidence(&snap.command, &c.rel) != rule::Evidence::None {
             verdict = rule::judge(&own, &Scene { last_life: None, ..scene.clone() }, at);
         }
         let mut redated = false;
