@@ -2459,12 +2459,19 @@ fn a_folder_move_reverted_as_a_batch_puts_the_folder_back_and_u_moves_it_again()
 
     let mut app = App::new(Project::at(root.clone(), None), opts());
     let mut t = term(140, 40);
-    // The session's node selects its 6 entries; r, then y reverts them all.
-    run(&mut app, &mut t, "gg<space>");
+    // The session's context names the move.
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    assert!(s.contains("Folder moves (1)") && s.contains("folder moved: d/ → n/"), "{s}");
+    // The session's node selects its 6 entries; r, then y reverts them all. The dialog says
+    // which folders go and which come back.
+    run(&mut app, &mut t, "<space>");
     assert_eq!(app.tree.marked.len(), 6, "{}", text(&t));
     run(&mut app, &mut t, "r");
     let s = text(&t);
     assert!(s.contains("[y]"), "{s}");
+    let said = app.dialog.as_ref().map(|d| d.note.join("\n")).unwrap_or_default();
+    assert!(said.contains("Folders: the revert removes n/e/, n/ (left empty); makes d/, d/e/ again."), "{said}");
     run(&mut app, &mut t, "y");
     assert_eq!(
         files("d"),
