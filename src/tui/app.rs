@@ -48,6 +48,9 @@ pub enum Clock {
     Fixed(DateTime<Utc>),
 }
 
+/// A session's folder moves, each with its command's line (as the entries carry it).
+pub(crate) type SessionMoves = Vec<(crate::present::command::Moved, Option<String>)>;
+
 #[derive(Debug, Clone)]
 pub struct AppOptions {
     pub keymap: Keymap,
@@ -120,8 +123,7 @@ pub struct App {
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
     /// The folders each session's commands moved (by session key), settled entries included:
     /// read when its context is first shown, dropped on every reload.
-    /// Each with its command's line, as the entries carry it.
-    pub(crate) moves: HashMap<String, Arc<Vec<(crate::present::command::Moved, Option<String>)>>>,
+    pub(crate) moves: HashMap<String, Arc<SessionMoves>>,
     pub dialog: Option<Dialog>,
     /// Body lines of the dialog shown at the last draw (for scrolling it).
     pub dialog_rows: usize,
@@ -463,7 +465,7 @@ impl App {
     /// from every entry of the session: a move whose entries a Stop settled is still named,
     /// so with settled entries hidden the session's own records are read (one session's, as
     /// `walj sessions show` reads them).
-    fn session_moves(&self, session: &str) -> Vec<(crate::present::command::Moved, Option<String>)> {
+    fn session_moves(&self, session: &str) -> SessionMoves {
         let named = |f: &Fold| {
             let entries: Vec<&Entry> = f.entries_of(session).collect();
             crate::present::command::folder_moves(entries.iter().copied())
