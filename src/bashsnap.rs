@@ -134,14 +134,21 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// The key of the call's sidecar: its tool_use_id, or (old Claude Code versions) a hash
-    /// of session and command, so Pre and Post still meet.
+    /// The key of the call's sidecar: its session and tool_use_id (`<session>-<id>`), or (old
+    /// Claude Code versions, no id) a hash of session and command, so Pre and Post still meet.
+    /// The session is part of it because a tool_use_id is unique only within its session: a
+    /// model stand-in, or another agent, may give two sessions' calls the same id, and one
+    /// sidecar must never take the other's place (the first command's changes would be lost).
     fn key(&self) -> String {
         match self.tool_use_id {
-            Some(id) if !id.is_empty() && id.len() <= 100 && id.bytes().all(safe_byte) => id.to_string(),
-            Some(id) if !id.is_empty() => format!("k{}", &blob_id(id.as_bytes())[..24]),
+            Some(id) if !id.is_empty() => sidecar_key(self.session, id),
             _ => format!("c{}", &blob_id(format!("{}\0{}", self.session, self.command).as_bytes())[..24]),
         }
+    }
+    /// The key sidecars had before they named the session (tool_use_id only): a sidecar an
+    /// older walj wrote at Pre is still read at Post, when it is this session's.
+    fn legacy_key(&self) -> Option<String> {
+        self.tool_use_id.filter(|id| !id.is_empty()).map(id_key)
     }
     /// The parent id child entries name: the tool_use_id, else the key.
     fn parent(&self) -> String {
@@ -151,6 +158,50 @@ impl Call<'_> {
 
 fn safe_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// A tool_use_id as a file name: itself when short and plain, else `k` and a hash.
+fn id_key(id: &str) -> String {
+    if id.len() <= 100 && id.bytes().all(safe_byte) {
+        id.to_string()
+    } else {
+        format!("k{}", &blob_id(id.as_bytes())[..24])
+    }
+}
+
+/// The sidecar key of call `id` of `session`: `<session>-<id>` when both are short and plain
+/// (a Claude Code session id is a UUID), else a hash stands for the long or odd part. An
+/// empty session (an agent that gives none) keys by the id alone, as before.
+fn sidecar_key(session: &str, id: &str) -> String {
+    if session.is_empty() {
+        return id_key(id);
+    }
+    let s = if session.len() <= 64 && session.bytes().all(safe_byte) {
+        session.to_string()
+    } else {
+        format!("s{}", &blob_id(session.as_bytes())[..16])
+    };
+    format!("{s}-{}", id_key(id))
+}
+
+/// The sidecar of `call` and its path: the one keyed by session and id, else one an older walj
+/// keyed by id alone, when it is this session's (another session's is never taken).
+fn find_sidecar(dir: &Path, call: &Call) -> Result<(PathBuf, Snapshot), SnapError> {
+    let path = dir.join(format!("{}.json", call.key()));
+    let err = match load(&path) {
+        Ok(s) => return Ok((path, s)),
+        Err(e) => e,
+    };
+    if let Some(old) = call.legacy_key().filter(|k| *k != call.key()) {
+        let old = dir.join(format!("{old}.json"));
+        match load(&old) {
+            Ok(s) if s.session == call.session || s.session.is_empty() => return Ok((old, s)),
+            Ok(_) => {}
+            Err(SnapError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(err)
 }
 
 /// [`Snapshot::watch`] of a snapshot the watcher made cheap.
@@ -251,17 +302,9 @@ impl Pending {
 /// The command `id` (a tool_use_id) when its foreground sidecar is still there: it has had
 /// no outcome yet. One small file read; `None` when it finished, runs in the background (its
 /// sidecar is rebased at its Post) or has no snapshot.
-pub(crate) fn pending(project: &Project, id: &str) -> Option<Pending> {
-    let call = Call {
-        session: "",
-        tool_use_id: Some(id),
-        command: "",
-        background: false,
-        task_id: None,
-        agent: None,
-        claude: None,
-    };
-    let snap = load(&bash_dir(project).join(format!("{}.json", call.key()))).ok()?;
+pub(crate) fn pending(project: &Project, session: &str, id: &str) -> Option<Pending> {
+    let call = Call { session, tool_use_id: Some(id), ..Default::default() };
+    let (_, snap) = find_sidecar(&bash_dir(project), &call).ok()?;
     if snap.background || snap.parent != id {
         return None;
     }
@@ -343,13 +386,16 @@ pub(crate) fn after(
     call: &Call,
 ) -> Result<Outcome, SnapError> {
     let dir = bash_dir(project);
-    let path = dir.join(format!("{}.json", call.key()));
-    let pre = match load(&path) {
-        Ok(s) => s,
+    let (path, pre) = match find_sidecar(&dir, call) {
+        Ok(found) => found,
         Err(SnapError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
             return Ok(Outcome::default());
         }
         Err(e) => {
+            let path = match &e {
+                SnapError::Io { path, .. } | SnapError::Format { path, .. } => path.clone(),
+                _ => dir.join(format!("{}.json", call.key())),
+            };
             remove_snapshot(&dir, &path, None);
             return Err(e);
         }

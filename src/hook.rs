@@ -1364,6 +1364,8 @@ fn explained_elsewhere(
     // the windows, from their intent to their outcome (or still open).
     let mut closed: HashMap<String, String> = HashMap::new();
     let mut windows: Vec<(String, String, Option<String>)> = Vec::new();
+    // Each window's session (its sidecar is keyed by session and id).
+    let mut window_session: HashMap<String, String> = HashMap::new();
     // The first time another session wrote a record inside this command's window.
     let mut other_from: Option<String> = None;
     let mut own_open: Option<String> = None;
@@ -1377,6 +1379,7 @@ fn explained_elsewhere(
                 }
                 op::INTENT => {
                     windows.push((v.id.to_string(), v.ts.to_string(), closed.get(v.id.as_ref()).cloned()));
+                    window_session.insert(v.id.to_string(), v.session_key().to_string());
                     if let Ok(r) = serde_json::from_slice::<serde_json::Value>(line)
                         && let Some(text) = r.get(key::COMMAND).and_then(serde_json::Value::as_str)
                     {
@@ -1453,6 +1456,7 @@ fn explained_elsewhere(
     };
     // Candidates still running, read once each (their sidecars).
     let mut pending: HashMap<String, Option<bashsnap::Pending>> = HashMap::new();
+    let pending_of = |w: &str| bashsnap::pending(project, window_session.get(w).map_or("", String::as_str), w);
     children
         .into_iter()
         .filter(|c| {
@@ -1477,7 +1481,7 @@ fn explained_elsewhere(
                             Some(t) => Some(t.clone()),
                             None => pending
                                 .entry(w.to_string())
-                                .or_insert_with(|| bashsnap::pending(project, w))
+                                .or_insert_with(|| pending_of(w))
                                 .as_ref()
                                 .map(|p| p.command.clone()),
                         };
@@ -1490,14 +1494,13 @@ fn explained_elsewhere(
                             let w = ids[k - 1];
                             let before_absent = c.before.as_ref().is_some_and(|b| b.is_absent());
                             let after = c.after.as_ref().and_then(|b| b.id());
-                            let sure = pending
-                                .entry(w.to_string())
-                                .or_insert_with(|| bashsnap::pending(project, w))
-                                .as_ref()
-                                .is_some_and(|p| {
-                                    matches!(at, rule::At::Exact(t) if t > p.seen_ms)
-                                        || p.sees_change(&project.root, &c.path, before_absent, after)
-                                });
+                            let sure =
+                                pending.entry(w.to_string()).or_insert_with(|| pending_of(w)).as_ref().is_some_and(
+                                    |p| {
+                                        matches!(at, rule::At::Exact(t) if t > p.seen_ms)
+                                            || p.sees_change(&project.root, &c.path, before_absent, after)
+                                    },
+                                );
                             (!sure).then(|| uncertain(c, &ids, &texts, attribution::UNDECIDED))
                         }
                         None => Some(uncertain(c, &ids, &texts, attribution::UNDECIDED)),

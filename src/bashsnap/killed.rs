@@ -110,7 +110,7 @@ pub(crate) fn reconcile(project: &Project, fold: &mut Fold, opts: &FoldOptions) 
         all.sessions.iter().filter(|s| s.status() == SessionStatus::Live).filter_map(|s| s.proc).collect();
     let mut derived = Vec::new();
     for (path, snap) in killed {
-        if has_outcome(&all, &snap.parent) {
+        if has_outcome(&all, &snap) {
             // A PostToolUse killed after appending, before removing its snapshot: done.
             remove_snapshot(&dir, &path, snap.index.as_ref());
             continue;
@@ -276,7 +276,7 @@ pub(crate) fn settle_own(
             .map_err(io_err(&project.journal, "reading"))?;
     let mut out = Vec::new();
     for (path, snap) in own {
-        let done = already_recorded(&all, &snap.parent);
+        let done = already_recorded(&all, &snap);
         let records = if done || !cfg.bash.snapshot { Vec::new() } else { derive(project, cfg, matcher, &snap, &all)? };
         remove_snapshot(&dir, &path, snap.index.as_ref());
         out.extend(records);
@@ -742,15 +742,26 @@ fn gone_record(snap: &Snapshot) -> Record {
 /// True when the journal already has the command's derived children (a walj killed after
 /// appending them, before removing its claim), or its outcome (a PostToolUse killed after
 /// appending its entries, before removing the sidecar: [`super::Done`]).
-fn already_recorded(all: &Fold, parent: &str) -> bool {
-    all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent)) || has_outcome(all, parent)
+fn already_recorded(all: &Fold, snap: &Snapshot) -> bool {
+    let parent = snap.parent.as_str();
+    all.entries.iter().any(|e| e.unfinished && e.parent.as_deref() == Some(parent) && same_session(&e.session, snap))
+        || has_outcome(all, snap)
 }
 
-/// True when the journal has the outcome of command `parent` (its PostToolUse appended).
-fn has_outcome(all: &Fold, parent: &str) -> bool {
+/// True when the journal has the outcome of the command of `snap` (its PostToolUse appended):
+/// a command of its own session with its id (another session's call with the same id is
+/// another command).
+fn has_outcome(all: &Fold, snap: &Snapshot) -> bool {
     all.sessions
         .iter()
-        .any(|s| s.commands.iter().any(|c| c.id == parent && c.status != crate::fold::CommandStatus::InFlight))
+        .filter(|s| same_session(&s.session, snap))
+        .any(|s| s.commands.iter().any(|c| c.id == snap.parent && c.status != crate::fold::CommandStatus::InFlight))
+}
+
+/// Whether `session` (a fold's session key) is the session of `snap` (a sidecar without a
+/// session matches any).
+fn same_session(session: &str, snap: &Snapshot) -> bool {
+    snap.session.is_empty() || session == snap.session
 }
 
 /// Claims the sidecar at `path` (an atomic rename: one process wins), appends `records`
@@ -772,7 +783,7 @@ fn materialise(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(io_err(path, "claiming")(e)),
     }
-    if !already_recorded(all, &snap.parent) {
+    if !already_recorded(all, snap) {
         // The moment walj saw its processes gone closes its window (`gone`), whatever it changed.
         let mut out = records.to_vec();
         out.push(gone_record(snap));

@@ -206,6 +206,10 @@ pub(crate) fn show_json_value(project: &Project, sid: &str, foreign: bool) -> an
     let table = proc_table();
     let ps = procs::for_session(&state.info, state.status, table.as_deref(), &state.ids);
     let mut v = state.to_json(project, &ps, crate::report::entry_json);
+    let moves = crate::report::moves_json(crate::present::command::folder_moves(state.entries.iter()));
+    if !moves.is_empty() {
+        v["folder_moves"] = json!(moves);
+    }
     if foreign {
         let prov = crate::triage::origin::Provenance::load(&project.journal);
         let mut any: Option<String> = None;
@@ -254,6 +258,7 @@ pub(crate) fn show_text(project: &Project, st: &SessionState, ps: &[ProcStatus],
     show_fields(&mut o, project, st, style);
     show_history(&mut o, st, style);
     show_commands(&mut o, st, ps, style);
+    show_moves(&mut o, st, style);
     let un: Vec<_> = st.unresolved().collect();
     if let Some(line) = crate::report::pending_line(project) {
         let _ = writeln!(o, "\n{}", style.yellow(&line));
@@ -477,6 +482,20 @@ fn show_commands(o: &mut String, st: &SessionState, ps: &[ProcStatus], style: &S
         for (ts, trig) in &s.compactions {
             let _ = writeln!(o, "  {}  {}", human_ts(ts), shown(trig));
         }
+    }
+}
+
+/// `sessions show`: the folders the session's commands moved, settled entries included (a
+/// move a Stop verified is still one move, not unrelated deletions and creations).
+fn show_moves(o: &mut String, st: &SessionState, style: &Style) {
+    let moves = crate::present::command::folder_moves(st.entries.iter());
+    if moves.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n{} ({})", style.bold("Folder moves"), moves.len());
+    for m in &moves {
+        let cmd = st.info.commands.iter().find(|c| c.id == m.command).map(|c| c.command.as_str());
+        let _ = writeln!(o, "  {}", crate::present::command::moved_line(m, cmd, 60));
     }
 }
 

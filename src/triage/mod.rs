@@ -20,6 +20,7 @@
 
 mod action;
 mod diff;
+mod folders;
 mod handoff;
 mod head;
 mod link;
@@ -33,6 +34,7 @@ mod undo;
 
 pub use diff::diff_sides;
 pub(crate) use diff::mode_change;
+pub(crate) use folders::FolderPlan;
 pub(crate) use handoff::Brief;
 pub use handoff::handoff;
 pub(crate) use handoff::handoff_with_note;

@@ -517,13 +517,21 @@ fn revert_files(
     let steps = work_out_all(project, fold, ids, &opts, &mut objects)?;
     let mut out = Vec::new();
     if opts.dry_run {
+        // The folders each step removes (left empty) or makes, as the revert will.
+        let mut plan = super::FolderPlan::default();
         for w in &steps {
-            out.push(Outcome {
-                id: w.entry.id.clone(),
-                path: w.entry.path.clone(),
-                message: w.describe(opts.force, true),
-                ..Outcome::default()
-            });
+            let mut message = w.describe(opts.force, true);
+            let said = match w.target(opts.force) {
+                Some(None) => {
+                    super::folders::said("remove", "it leaves empty", &plan.delete(project, w.scope, &w.entry.path))
+                }
+                Some(Some(_)) => super::folders::said("make", "it needs", &plan.write(project, &w.entry.path)),
+                None => None,
+            };
+            if let Some(said) = said {
+                message = format!("{message}, and {said}");
+            }
+            out.push(Outcome { id: w.entry.id.clone(), path: w.entry.path.clone(), message, ..Outcome::default() });
         }
         return Ok(out);
     }

@@ -48,6 +48,9 @@ pub enum Clock {
     Fixed(DateTime<Utc>),
 }
 
+/// A session's folder moves, each with its command's line (as the entries carry it).
+pub(crate) type SessionMoves = Vec<(crate::present::command::Moved, Option<String>)>;
+
 #[derive(Debug, Clone)]
 pub struct AppOptions {
     pub keymap: Keymap,
@@ -118,6 +121,9 @@ pub struct App {
     pin_rows: usize,
     /// Computed diffs by (entry id, mode index).
     pub diffs: HashMap<(String, u8), Arc<DiffView>>,
+    /// The folders each session's commands moved (by session key), settled entries included:
+    /// read when its context is first shown, dropped on every reload.
+    pub(crate) moves: HashMap<String, Arc<SessionMoves>>,
     pub dialog: Option<Dialog>,
     /// Body lines of the dialog shown at the last draw (for scrolling it).
     pub dialog_rows: usize,
@@ -168,6 +174,7 @@ impl App {
             max_scroll: 0,
             pin_rows: 0,
             diffs: HashMap::new(),
+            moves: HashMap::new(),
             dialog: None,
             dialog_rows: 0,
             editor: opts.editor,
@@ -228,6 +235,7 @@ impl App {
             self.error(said);
         }
         self.diffs.clear();
+        self.moves.clear();
         let known: std::collections::HashSet<&str> = self.fold.entries.iter().map(|e| e.id.as_str()).collect();
         self.tree.marked.retain(|id| known.contains(id.as_str()));
         self.rebuild_tree();
@@ -441,8 +449,43 @@ impl App {
                 self.diffs.insert(key, Arc::new(view));
             }
         }
+        if let Some(Item::Session(vi)) = self.selected().map(|r| r.item)
+            && let Some(s) = self.tree.views.get(vi).and_then(|v| self.fold.sessions.get(v.session))
+            && !self.moves.contains_key(&s.session)
+        {
+            let session = s.session.clone();
+            let moves = self.session_moves(&session);
+            self.moves.insert(session, Arc::new(moves));
+        }
         self.scroll_tree_into_view();
         self.clamp_diff_scroll();
+    }
+
+    /// The folders `session`'s commands moved ([`crate::present::command::folder_moves`]),
+    /// from every entry of the session: a move whose entries a Stop settled is still named,
+    /// so with settled entries hidden the session's own records are read (one session's, as
+    /// `walj sessions show` reads them).
+    fn session_moves(&self, session: &str) -> SessionMoves {
+        let named = |f: &Fold| {
+            let entries: Vec<&Entry> = f.entries_of(session).collect();
+            crate::present::command::folder_moves(entries.iter().copied())
+                .into_iter()
+                .map(|m| {
+                    let cmd =
+                        entries.iter().find(|e| e.parent.as_ref() == Some(&m.command)).and_then(|e| e.command.clone());
+                    (m, cmd)
+                })
+                .collect()
+        };
+        if self.tree.show_resolved {
+            return named(&self.fold);
+        }
+        let opts = FoldOptions { keep_settled: true, session: Some(session.to_string()), all_commands: false };
+        match Fold::load(&self.project.journal, &opts) {
+            Ok(f) => named(&f),
+            // Unreadable now: the entries the tree holds still name what they prove.
+            Err(_) => named(&self.fold),
+        }
     }
 
     // ---------------------------------------------------------------- events
@@ -1064,7 +1107,24 @@ impl App {
     fn revert_dialog(&self, open: &[&Entry]) -> Dialog {
         let plans: Vec<_> = open.iter().map(|e| triage::plan_revert(&self.project, &self.fold, e)).collect();
         let live = self.live_note(open);
-        dialogs::revert(open, &plans, live)
+        // What the revert does to folders: deletions first (they may empty a folder), then
+        // the writes (they may need one back).
+        let mut folders = triage::FolderPlan::default();
+        let (mut removed, mut made) = (Vec::new(), Vec::new());
+        let scope = crate::project::WriteScope::Project;
+        for (e, plan) in open.iter().zip(&plans) {
+            if matches!(plan, Ok(triage::RevertPlan::DeleteFile)) && !e.still_running {
+                removed.extend(folders.delete(&self.project, scope, &e.path));
+            }
+        }
+        for (e, plan) in open.iter().zip(&plans) {
+            if matches!(plan, Ok(triage::RevertPlan::WritePre | triage::RevertPlan::Merge { .. })) && !e.still_running {
+                made.extend(folders.write(&self.project, &e.path));
+            }
+        }
+        removed.retain(|d| !made.contains(d));
+        removed.sort_by(|a, b| b.matches('/').count().cmp(&a.matches('/').count()).then(a.cmp(b)));
+        dialogs::with_folders(dialogs::revert(open, &plans, live), &removed, &made)
     }
 
     fn open_dialog(&mut self, d: Dialog) {

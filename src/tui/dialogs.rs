@@ -313,6 +313,27 @@ pub(crate) fn revert(
     }
 }
 
+/// A revert dialog that also says what the revert does to folders: those its deletions leave
+/// empty (removed, as git removes them) and those its writes need (made again), as
+/// [`crate::triage::FolderPlan`] worked them out. Said above the undo note; nothing when the
+/// revert touches no folder.
+pub(crate) fn with_folders(mut d: Dialog, removed: &[String], made: &[String]) -> Dialog {
+    let list =
+        |v: &[String]| v.iter().map(|f| format!("{}/", crate::present::text::safe(f))).collect::<Vec<_>>().join(", ");
+    let mut parts = Vec::new();
+    if !removed.is_empty() {
+        parts.push(format!("removes {} (left empty)", list(removed)));
+    }
+    if !made.is_empty() {
+        parts.push(format!("makes {} again", list(made)));
+    }
+    if !parts.is_empty() {
+        let at = d.note.len().saturating_sub(1);
+        d.note.insert(at, format!("Folders: the revert {}.", parts.join("; ")));
+    }
+    d
+}
+
 /// Hand entries back to Claude (a brief at its next session start).
 pub(crate) fn hand_back(open: &[&Entry], live: Option<String>) -> Dialog {
     let ids = ids(open);

@@ -764,6 +764,15 @@ fn session_context(app: &App, s: &SessionInfo, status: SessionStatus) -> Vec<Lin
             }
         }
     }
+    // The folders its commands moved: a deletion and a creation per file, one move.
+    if let Some(moves) = app.moves.get(&s.session).filter(|m| !m.is_empty()) {
+        out.push(Line::raw(""));
+        out.push(heading(format!("Folder moves ({})", moves.len())));
+        for (m, cmd) in moves.iter() {
+            let cmd = s.commands.iter().find(|c| c.id == m.command).map(|c| c.command.as_str()).or(cmd.as_deref());
+            out.push(Line::from(Span::styled(format!("  {}", present::command::moved_line(m, cmd, 200)), theme::INFO)));
+        }
+    }
     if !s.compactions.is_empty() {
         out.push(Line::raw(""));
         out.push(Line::from(kv("compactions", s.compactions.len().to_string())));

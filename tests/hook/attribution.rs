@@ -491,7 +491,7 @@ fn a_finished_command_leaves_a_file_to_the_open_command_whose_snapshot_had_not_s
     hook(&root, &as_subagent(pre, "a7f3c2e9d1b04f66"));
     fs::write(root.join("sub.txt"), "s\n").unwrap();
     // The subagent's hook took 5 s from its first look at the checkout.
-    let sidecar = root.join(".walj/bash/toolu_sub.json");
+    let sidecar = root.join(format!(".walj/bash/{A}-toolu_sub.json"));
     let mut snap: Value = serde_json::from_str(&fs::read_to_string(&sidecar).unwrap()).unwrap();
     snap["ms"] = json!(snap["ms"].as_u64().unwrap() + 5_000);
     fs::write(&sidecar, serde_json::to_string(&snap).unwrap()).unwrap();

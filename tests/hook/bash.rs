@@ -170,7 +170,7 @@ fn delete_sed_rename_create_become_child_entries_with_exact_preimages() {
     assert_eq!(logged.len(), 6);
     assert!(logged.iter().all(|e| e["status"] == json!("applied") && e["tool"] == json!("Bash")));
     // The sidecar is gone once compared.
-    assert!(!root.join(".walj/bash/toolu_bash_1.json").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_bash_1.json").exists());
 
     // Each child entry's revert (the real `walj revert`) restores that path's exact bytes.
     let originals: [(&str, Option<&[u8]>); 6] = [
@@ -243,7 +243,10 @@ fn background_writes_are_picked_up_at_stop_and_others_changes_are_not() {
     assert_eq!(early.len(), 1);
     assert_eq!(early[0].path, "started.txt");
     assert!(early[0].extra.get("background").is_none(), "seen at PostToolUse: not a later background write");
-    assert!(root.join(".walj/bash/toolu_bg.json").exists(), "background commands keep their snapshot");
+    assert!(
+        root.join(".walj/bash/5e551011-bash-test-toolu_bg.json").exists(),
+        "background commands keep their snapshot"
+    );
 
     // Later: the background command writes, and Claude edits another file with Edit.
     fs::write(root.join("build.log.txt"), b"done\n").unwrap();
@@ -273,7 +276,7 @@ fn background_writes_are_picked_up_at_stop_and_others_changes_are_not() {
     assert_eq!(paths, ["a.txt", "build.log.txt"], "b.txt belongs to the Edit");
     let a = late.iter().find(|r| r.path == "a.txt").unwrap();
     assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"a\n"[..]));
-    assert!(!root.join(".walj/bash/toolu_bg.json").exists(), "the task completed: no further look");
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_bg.json").exists(), "the task completed: no further look");
     // `walj log` marks them.
     let log = log_json(&root);
     assert_eq!(log.iter().filter(|e| e["background"] == json!(true)).count(), 2);
@@ -367,7 +370,7 @@ fn switch_off_records_nothing() {
     fs::write(root.join(".walj/config.toml"), "[bash]\nsnapshot = false\n").unwrap();
     run_bash(&root, "toolu_off", "echo b > a.txt");
     assert!(children(&root, "toolu_off").is_empty());
-    assert!(!root.join(".walj/bash/toolu_off.json").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_off.json").exists());
     let applied = journal_records(&root).into_iter().find(|r| r.id == "toolu_off" && r.op == "applied").unwrap();
     assert!(applied.extra.get("snapshot").is_none());
 }
@@ -409,10 +412,10 @@ fn outside_git_a_bounded_scan_finds_changes_and_says_when_cut_short() {
 fn denied_command_leaves_nothing_after_stop() {
     let (_t, root) = repo(&[("a.txt", b"a\n")]);
     hook(&root, &bash_payload(&root, "PreToolUse", "toolu_denied", "rm a.txt", false));
-    assert!(root.join(".walj/bash/toolu_denied.json").exists());
+    assert!(root.join(".walj/bash/5e551011-bash-test-toolu_denied.json").exists());
     hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root}));
-    assert!(!root.join(".walj/bash/toolu_denied.json").exists());
-    assert!(!root.join(".walj/bash/toolu_denied.index").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_denied.json").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_denied.index").exists());
     assert!(children(&root, "toolu_denied").is_empty());
 }
 
@@ -463,7 +466,7 @@ fn a_command_cut_off_mid_turn_gets_its_changes_at_stop() {
     assert_eq!(paths, ["a.txt", "y.txt"]);
     assert!(kids.iter().all(|r| r.op == "applied" && r.extra.get("unfinished") == Some(&json!(true))), "{kids:?}");
     assert_eq!(blob_bytes(&root, &by_path(&kids, "a.txt").before).as_deref(), Some(&b"a\n"[..]));
-    assert!(!root.join(".walj/bash/toolu_cut.json").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_cut.json").exists());
     // It ran: not settled as denied; its changes stay for the user.
     let resolved: Vec<_> =
         journal_records(&root).into_iter().filter(|r| r.op == "resolved" && r.id == "toolu_cut").collect();
@@ -479,7 +482,7 @@ fn a_killed_command_is_recorded_once_even_after_a_walj_died_holding_its_claim() 
     // The hook's parent (the "Claude Code") is gone once it returns: the session reads as crashed.
     hook(&root, &bash_payload(&root, "PreToolUse", "toolu_kill", cmd, false));
     assert!(sh(&root, "echo x > y.txt"));
-    let sidecar = root.join(".walj/bash/toolu_kill.json");
+    let sidecar = root.join(".walj/bash/5e551011-bash-test-toolu_kill.json");
     let saved = fs::read(&sidecar).unwrap();
     let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
     assert!(out.status.success());
@@ -491,7 +494,7 @@ fn a_killed_command_is_recorded_once_even_after_a_walj_died_holding_its_claim() 
 
     // A walj killed after appending, before removing its claim: the claim is left behind. Once
     // it is stale, the next reader takes it over and appends nothing twice.
-    let claim = root.join(".walj/bash/toolu_kill.claim4242");
+    let claim = root.join(".walj/bash/5e551011-bash-test-toolu_kill.claim4242");
     fs::write(&claim, &saved).unwrap();
     assert!(Std::new("touch").args(["-d", "2 hours ago"]).arg(&claim).status().unwrap().success());
     let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
@@ -516,7 +519,7 @@ fn a_resumed_sessions_dead_background_command_gets_nothing() {
     let id = "toolu_bg_dead";
     hook(&root, &bash_payload(&root, "PreToolUse", id, "npm run watch", true));
     hook(&root, &bash_payload(&root, "PostToolUse", id, "npm run watch", true));
-    assert!(root.join(".walj/bash/toolu_bg_dead.json").exists());
+    assert!(root.join(".walj/bash/5e551011-bash-test-toolu_bg_dead.json").exists());
     // Claude Code dies (the hooks' parent is gone); nothing the command started runs. The user
     // repairs a file by hand and resumes the session, which ends its turn.
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -524,7 +527,7 @@ fn a_resumed_sessions_dead_background_command_gets_nothing() {
     hook_ok(&root, &start("resume").to_string(), Parent::Timeout(20));
     hook(&root, &json!({"hook_event_name": "Stop", "session_id": SESSION, "cwd": root, "background_tasks": []}));
     assert!(children(&root, id).is_empty(), "the user's edit was given to a dead background command");
-    assert!(!root.join(".walj/bash/toolu_bg_dead.json").exists());
+    assert!(!root.join(".walj/bash/5e551011-bash-test-toolu_bg_dead.json").exists());
 }
 
 /// Issue 14: while git's index does not change, each command's saved copy of it is a link
@@ -867,4 +870,90 @@ fn compact_keeps_the_preimages_a_running_commands_snapshot_names() {
     let kids = children(&root, "toolu_long");
     let a = by_path(&kids, "a.txt");
     assert_eq!(blob_bytes(&root, &a.before).as_deref(), Some(&b"dirty before the command\n"[..]));
+}
+
+/// A Bash payload of session `session` (the others here are [`SESSION`]'s).
+fn bash_payload_of(root: &Path, session: &str, event: &str, id: &str, command: &str) -> Value {
+    let mut p = bash_payload(root, event, id, command, false);
+    p["session_id"] = json!(session);
+    p
+}
+
+/// The paths of the child entries of command `id` of `session`.
+fn children_of(root: &Path, session: &str, id: &str) -> Vec<String> {
+    let mut v: Vec<String> = journal_records(root)
+        .into_iter()
+        .filter(|r| r.session == session && r.parent.as_deref() == Some(id))
+        .map(|r| r.path)
+        .collect();
+    v.sort();
+    v
+}
+
+/// A tool_use_id is unique within its session only: a model stand-in (and another agent) may
+/// give two sessions' calls the same one. Each command keeps its own snapshot (keyed by
+/// session and id), so neither hides the other's changes: session A's Pre, its write, session
+/// B's Pre with the same id, A's Post, B's write and Post. Keyed by the id alone, B's snapshot
+/// took A's place: A's Post compared B's snapshot (which already held `a.txt`) and found
+/// nothing, then removed it, and B's Post found no snapshot; neither file was journaled.
+#[test]
+fn two_sessions_commands_with_the_same_tool_id_both_journal_their_changes() {
+    let (_t, root) = repo(&[("base.txt", b"base\n")]);
+    const B: &str = "b0b0b0b0-other-session";
+    let id = "toolu_01SameIdFromAMock";
+    let (cmd_a, cmd_b) = ("echo a > a.txt", "echo b > b.txt");
+    hook(&root, &bash_payload_of(&root, SESSION, "PreToolUse", id, cmd_a));
+    assert!(sh(&root, cmd_a));
+    hook(&root, &bash_payload_of(&root, B, "PreToolUse", id, cmd_b));
+    hook(&root, &bash_payload_of(&root, SESSION, "PostToolUse", id, cmd_a));
+    assert!(sh(&root, cmd_b));
+    hook(&root, &bash_payload_of(&root, B, "PostToolUse", id, cmd_b));
+    assert_eq!(children_of(&root, SESSION, id), ["a.txt"]);
+    assert_eq!(children_of(&root, B, id), ["b.txt"]);
+    assert!(bash_files(&root, ".json").iter().all(|e| e.file_name() == "cache.json"), "a sidecar was left");
+}
+
+/// The same on the killed-command path: session A's command finished (its outcome is in the
+/// journal); session B's command with the same id was killed (no Post, its Claude Code gone).
+/// B's change is derived from B's snapshot; A's outcome does not count as B's. Before, the
+/// reader took A's outcome for B's and dropped B's snapshot: `y.txt` was never journaled.
+#[test]
+fn a_killed_command_whose_id_another_session_finished_still_gets_its_changes() {
+    let (_t, root) = repo(&[("base.txt", b"base\n")]);
+    const B: &str = "b0b0b0b0-other-session";
+    let id = "toolu_01SameIdFromAMock";
+    run_bash(&root, id, "echo a > a.txt");
+    let cmd = "echo y > y.txt; sleep 600";
+    hook(&root, &bash_payload_of(&root, B, "PreToolUse", id, cmd));
+    assert!(sh(&root, "echo y > y.txt"));
+    // The hooks' parent (B's "Claude Code") is gone: B reads as crashed.
+    let out = walj_at(&root).args(["recover", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recover: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = recover["sessions"].as_array().unwrap().iter().find(|s| s["session"] == B);
+    let paths: Vec<&str> = b
+        .map(|s| s["entries"].as_array().unwrap().iter().filter_map(|e| e["path"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(paths, ["y.txt"], "{recover}");
+    assert_eq!(children_of(&root, B, id), ["y.txt"]);
+    assert_eq!(children_of(&root, SESSION, id), ["a.txt"]);
+}
+
+/// A sidecar an older walj wrote at PreToolUse (keyed by the tool_use_id alone) is still read
+/// at PostToolUse; another session's old sidecar with that id is never taken.
+#[test]
+fn a_sidecar_keyed_by_the_id_alone_is_still_read_by_its_own_session() {
+    let (_t, root) = repo(&[("base.txt", b"base\n")]);
+    let id = "toolu_old_key";
+    let cmd = "echo o > o.txt";
+    hook(&root, &bash_payload(&root, "PreToolUse", id, cmd, false));
+    let dir = root.join(".walj/bash");
+    fs::rename(dir.join(format!("{SESSION}-{id}.json")), dir.join(format!("{id}.json"))).unwrap();
+    assert!(sh(&root, cmd));
+    // Another session's Post with the same id leaves it alone.
+    hook(&root, &bash_payload_of(&root, "c0c0c0c0-third", "PostToolUse", id, cmd));
+    assert!(dir.join(format!("{id}.json")).exists(), "another session took the old sidecar");
+    hook(&root, &bash_payload(&root, "PostToolUse", id, cmd, false));
+    assert_eq!(children_of(&root, SESSION, id), ["o.txt"]);
+    assert!(!dir.join(format!("{id}.json")).exists());
 }

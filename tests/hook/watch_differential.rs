@@ -13,6 +13,11 @@
 //! Bounded: `WALJ_DIFF_PROGRAMS` (default 600) and `WALJ_DIFF_SECS` (default 120);
 //! `WALJ_DIFF_SEED` picks the seed (default 46). A long run: a large count and time. The long run's count and
 //! seed are in docs/reliability.md.
+//!
+//! `WALJ_DIFF_GEN` picks the generator: 2 (the default) also makes gitlinks (`git worktree
+//! add`, `git init --separate-git-dir`: a `.git` *file* below the top, which the oracle hashes
+//! like any file); 1 is the generator before them, whose seeds give the programs the recorded
+//! runs of docs/reliability.md ran.
 
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +49,8 @@ const DIRS: &[&str] = &["", "", "d", "d/e", "build", "gen", "docs/.walj", "n", "
 const NAMES: &[&[u8]] = &[b"a.txt", b"b.txt", b"c.log", b"k.txt", b"caf\xe9.txt", b"x", b"l.txt"];
 const NESTS: &[&str] = &["sub", "n", "m/q"];
 const PATTERNS: &[&str] = &["build/", "*.log", "gen/", "n/", "x", "d/e/"];
+/// Where a gitlink op makes its work tree (generator 2).
+const LINKED: &[&str] = &["wt", "d/wt", "sep", "build/sep"];
 
 /// Record text of the bytes `b` (as walj names a path).
 fn text(b: &[u8]) -> String {
@@ -64,10 +71,15 @@ fn hashes(root: &Path) -> BTreeMap<String, String> {
         for e in rd.flatten() {
             let name = text(e.file_name().as_bytes());
             let r = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-            if name == ".git" || r == ".walj" {
+            if r == ".git" || r == ".walj" {
                 continue;
             }
             let Ok(ft) = e.file_type() else { continue };
+            // A `.git` below the top: git's own folder (a nested repository's) is skipped; a
+            // `.git` file (a gitlink: a worktree's, a separate git dir's) is a work-tree file.
+            if name == ".git" && !ft.is_file() {
+                continue;
+            }
             if ft.is_symlink() {
                 let t = fs::read_link(e.path()).unwrap();
                 out.insert(r, format!("l:{}", text(t.as_os_str().as_bytes())));
@@ -170,6 +182,12 @@ enum Op {
     Backdate(usize, bool),
     /// `chmod 755` (true) or `chmod 644` of a file: its mode only.
     Chmod(usize, bool),
+    /// `git worktree add --detach DIR` (generator 2): the outer repository's files checked out
+    /// below, beside a `.git` file naming `.git/worktrees/…`.
+    Worktree(&'static str),
+    /// `git init --separate-git-dir OUT DIR` and a file written there (generator 2): a `.git`
+    /// file naming a folder outside the project.
+    SeparateGitDir(&'static str, Vec<u8>),
 }
 
 fn draw_path(rng: &mut Rng) -> String {
@@ -183,8 +201,16 @@ fn draw_bytes(rng: &mut Rng) -> Vec<u8> {
     (0..len).map(|_| b'a' + rng.below(6) as u8).collect()
 }
 
-fn draw(rng: &mut Rng) -> Op {
-    match rng.below(100) {
+/// One operation of generator `generation` (1: before gitlinks, the recorded runs' programs;
+/// 2: with them). Generator 1 draws exactly as it did, so its seeds give the same programs.
+fn draw(rng: &mut Rng, generation: u32) -> Op {
+    let roll = rng.below(if generation >= 2 { 106 } else { 100 });
+    match roll {
+        100..=102 => return Op::Worktree(rng.pick::<&'static str>(&LINKED[..2])),
+        103..=105 => return Op::SeparateGitDir(rng.pick::<&'static str>(&LINKED[2..]), draw_bytes(rng)),
+        _ => {}
+    }
+    match roll {
         0..=24 => Op::Write(draw_path(rng), draw_bytes(rng)),
         25..=34 => Op::Append(rng.below(1000), draw_bytes(rng)),
         35..=44 => Op::Remove(rng.below(1000)),
@@ -204,10 +230,14 @@ fn draw(rng: &mut Rng) -> Op {
     }
 }
 
-/// Files (not links) below `root` as `hashes` lists them, sorted.
+/// Files (not links) below `root` as `hashes` lists them, sorted; not gitlink files (the
+/// operations that pick a file do not edit, move or remove a `.git` file: not generated).
 fn files(root: &Path) -> Vec<String> {
     let h = hashes(root);
-    h.into_iter().filter(|(_, v)| !v.starts_with("l:")).map(|(k, _)| k).collect()
+    h.into_iter()
+        .filter(|(k, v)| !v.starts_with("l:") && k != ".git" && !k.ends_with("/.git"))
+        .map(|(k, _)| k)
+        .collect()
 }
 
 fn dirs(root: &Path) -> Vec<String> {
@@ -337,6 +367,34 @@ fn apply(s: &Side, op: &Op) {
             let _ = fs::write(abs.join("nested.txt"), b);
             let _ = Command::new("git").args(["init", "-q"]).current_dir(&abs).output();
         }
+        Op::Worktree(d) => {
+            let abs = root.join(d);
+            if fs::symlink_metadata(&abs).is_ok() {
+                return;
+            }
+            mkparent(&abs);
+            let _ = Command::new("git").args(["worktree", "add", "-q", "--detach", d]).current_dir(root).output();
+        }
+        Op::SeparateGitDir(d, b) => {
+            let abs = root.join(d);
+            if abs.join(".git").exists() {
+                return;
+            }
+            // Its git folder outside the project, one per use (a folder it made before may be
+            // another repository's by now).
+            let n = fs::read_dir(s.out.path()).map_or(0, |rd| rd.count());
+            let gd = s.out.path().join(format!("gitdir{n}"));
+            let _ = fs::create_dir_all(&abs);
+            let _ = Command::new("git")
+                .arg("init")
+                .arg("-q")
+                .arg("--separate-git-dir")
+                .arg(&gd)
+                .arg(&abs)
+                .current_dir(root)
+                .output();
+            let _ = fs::write(abs.join("s.txt"), b);
+        }
         Op::Chmod(i, exec) => {
             if let Some(p) = pick(&files(root), *i) {
                 use std::os::unix::fs::PermissionsExt;
@@ -442,12 +500,16 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
     let secs: u64 = std::env::var("WALJ_DIFF_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
     let max: usize = std::env::var("WALJ_DIFF_PROGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(600);
     let seed: u64 = std::env::var("WALJ_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(46);
+    let generation: u32 = std::env::var("WALJ_DIFF_GEN").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let per_repo = 40;
     let mut rng = Rng(seed);
     let t = Instant::now();
     let mut diffs: Vec<Difference> = Vec::new();
     let mut programs = 0usize;
     let mut tolerated = 0usize;
+    // How many gitlink files (`.git` files below the top) the oracle expected, both sides: the
+    // gitlink operations are exercised, not only drawn.
+    let mut gitlinks = 0usize;
     'episodes: while t.elapsed() < Duration::from_secs(secs) && programs < max {
         let sides = [Side::new(true), Side::new(false)];
         for _ in 0..per_repo {
@@ -455,7 +517,7 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
                 break 'episodes;
             }
             let n = 1 + rng.below(4);
-            let ops: Vec<Op> = (0..n).map(|_| draw(&mut rng)).collect();
+            let ops: Vec<Op> = (0..n).map(|_| draw(&mut rng, generation)).collect();
             let id = format!("toolu_p{programs}");
             for (k, s) in sides.iter().enumerate() {
                 let root = s.w.root().to_path_buf();
@@ -476,6 +538,7 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
                     nested.iter().filter(|(p, id)| now.get(*p) == Some(*id)).map(|(p, _)| p.clone()).collect();
                 let ca = counted(&root, &ha, &kept);
                 let exp = expected(&hb, &cb, &ha, &ca);
+                gitlinks += exp.keys().filter(|p| p.ends_with("/.git")).count();
                 let got = journaled(&s.w, &id);
                 let appeared: BTreeSet<String> =
                     ca.difference(&cb).filter(|p| hb.contains_key(*p) && hb.get(*p) == ha.get(*p)).cloned().collect();
@@ -489,15 +552,15 @@ fn the_watcher_and_the_full_scan_journal_what_the_oracle_sees() {
         }
     }
     eprintln!(
-        "differential: {programs} programs, seed {seed}, {} differences, {tolerated} files an ignore rule change made \
-         visible recorded as made, {:.1} s",
+        "differential: {programs} programs, seed {seed}, generator {generation}, {} differences, {tolerated} files an ignore rule change made \
+         visible recorded as made, {gitlinks} gitlink changes compared, {:.1} s",
         diffs.len(),
         t.elapsed().as_secs_f64()
     );
     let first: Vec<&Difference> = diffs.iter().take(20).collect();
     assert!(
         diffs.is_empty(),
-        "{} differences in {programs} programs (seed {seed}), the first: {first:#?}",
+        "{} differences in {programs} programs (seed {seed}, generator {generation}), the first: {first:#?}",
         diffs.len()
     );
 }

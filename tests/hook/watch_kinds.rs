@@ -455,11 +455,86 @@ fn a_moved_folder_is_reverted_as_a_unit_and_the_revert_undone() {
             json!([{"command": "toolu_mv", "from": "d", "to": "n", "files": 4}]),
             "watcher {on}: {v}"
         );
+        // `sessions show` names it too, text and JSON.
+        let show = walj(&["sessions", "show", SESSION, "--color", "never"]);
+        assert!(
+            show.contains("Folder moves (1)") && show.contains(said) && show.contains("mv d n"),
+            "watcher {on}: {show}"
+        );
+        let v: Value = serde_json::from_str(&walj(&["sessions", "show", SESSION, "--json"])).unwrap();
+        assert_eq!(v["folder_moves"], json!([{"command": "toolu_mv", "from": "d", "to": "n", "files": 4}]), "{v}");
+        // A dry run says which folders the revert removes and which it makes, and changes nothing.
+        let dry = walj(&["revert", "--session", SESSION, "--force", "--dry-run"]);
+        assert_eq!(folders_said(&dry, "it leaves empty ("), ["n", "n/e"], "watcher {on}: {dry}");
+        assert_eq!(folders_said(&dry, "it needs ("), ["d", "d/e"], "watcher {on}: {dry}");
+        assert_eq!(tree(w.root()), moved, "watcher {on}: a dry run changes nothing");
         let out = walj(&["revert", "--session", SESSION, "--force", "--yes"]);
         assert!(out.contains("removed the folders it left empty (n/e, n)"), "watcher {on}: {out}");
         assert_eq!(tree(w.root()), before, "watcher {on}: the folder is back, nothing left behind");
         walj(&["undo", "--force", "--yes"]);
         assert_eq!(tree(w.root()), moved, "watcher {on}: undo moves it again");
+    });
+}
+
+/// The folders a dry run's lines name after `marker` ("it leaves empty (", "it needs ("), sorted.
+fn folders_said(text: &str, marker: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .split(marker)
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .flat_map(|list| list.split(", ").map(str::to_string))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// A folder moved by a command whose turn then ended (its Stop settled the entries): nothing is
+/// unresolved, and `walj sessions show` (text and JSON) still says the deletions and creations
+/// were one move.
+#[test]
+fn a_folder_move_settled_by_a_stop_is_still_named_by_sessions_show() {
+    each(|on| {
+        let w = session(
+            &[
+                (
+                    "a.txt", "a
+",
+                ),
+                (
+                    "d/k.txt", "k
+",
+                ),
+                (
+                    "d/e/l.txt",
+                    "l
+",
+                ),
+            ],
+            on,
+            &|w| {
+                sh(w.root(), "touch -d '2020-01-01' d/k.txt d/e/l.txt d/e d");
+            },
+        );
+        std::thread::sleep(Duration::from_millis(2100));
+        run(&w, "toolu_mv", "mv d n");
+        w.stop();
+        w.wait_reconciled();
+        let walj = |args: &[&str]| {
+            let out =
+                crate::common::walj_at(w.root()).args(args).env("WALJ_RUNTIME_DIR", w.rt.path()).output().unwrap();
+            assert!(out.status.success(), "watcher {on}: walj {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let v: Value = serde_json::from_str(&walj(&["recover", "--json"])).unwrap();
+        assert_eq!(v["unresolved"], 0, "watcher {on}: the Stop settled them: {v}");
+        let show = walj(&["sessions", "show", SESSION, "--color", "never"]);
+        assert!(
+            show.contains("Folder moves (1)") && show.contains("folder moved: d/ → n/ (2 files"),
+            "watcher {on}: {show}"
+        );
+        let v: Value = serde_json::from_str(&walj(&["sessions", "show", SESSION, "--json"])).unwrap();
+        assert_eq!(v["folder_moves"], json!([{"command": "toolu_mv", "from": "d", "to": "n", "files": 2}]), "{v}");
     });
 }
 
@@ -520,5 +595,57 @@ fn a_nested_repository_made_again_at_its_path_is_the_commands() {
         let kids = run(&w, "toolu_r", "rm -rf sub && mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
         served(&w, "toolu_r", on);
         assert_eq!(kids, vec![("sub/nested.txt".to_string(), blob("old\n"))], "watcher {on}");
+    });
+}
+
+/// A gitlink made by a command Claude Code never finished (killed: no PostToolUse): its
+/// changes are derived later by the next reader, from the Pre snapshot and a full scan, and the
+/// `.git` files of a new worktree and of `git init --separate-git-dir` are entries like any
+/// file there, with the watcher on at the Pre and without it. The session's every hook runs
+/// under a parent that is gone when it returns (its Claude Code), so the session reads as
+/// crashed; the watcher is killed before the reader looks.
+#[test]
+fn a_gitlink_file_a_killed_command_made_is_derived_later() {
+    each(|on| {
+        let out = tempfile::tempdir().unwrap();
+        let w = W::new(&[("a.txt", "a\n")]);
+        if !on {
+            w.config("[bash]\nwatcher = false\nwatch_ms = 2000\n");
+        }
+        w.hook_with(&w.payload("SessionStart", ""), true);
+        let watcher = on.then(|| w.wait_ready());
+        w.hook_with(&w.payload("PreToolUse", "toolu_warm"), true);
+        w.hook_with(&w.payload("PostToolUse", "toolu_warm"), true);
+        w.hook_with(&w.payload("PreToolUse", "toolu_gk"), true);
+        let sep = out.path().join("sep");
+        sh(
+            w.root(),
+            &format!(
+                "git worktree add -q --detach wt && git init -q --separate-git-dir '{}' sub && echo s > sub/s.txt",
+                sep.display()
+            ),
+        );
+        if let Some(pid) = watcher {
+            kill(pid, "-9");
+        }
+        let said = crate::common::walj_at(w.root())
+            .args(["recover", "--json"])
+            .env("WALJ_RUNTIME_DIR", w.rt.path())
+            .output()
+            .unwrap();
+        assert!(said.status.success(), "{}", String::from_utf8_lossy(&said.stderr));
+        let kids = w.children("toolu_gk");
+        let wt = fs::read_to_string(w.root().join("wt/.git")).unwrap();
+        let sub = fs::read_to_string(w.root().join("sub/.git")).unwrap();
+        for (path, after) in
+            [("wt/.git", blob(&wt)), ("wt/a.txt", blob("a\n")), ("sub/.git", blob(&sub)), ("sub/s.txt", blob("s\n"))]
+        {
+            assert!(kids.contains(&(path.to_string(), after)), "watcher {on}: {path}: {kids:?}");
+        }
+        assert!(kids.iter().all(|(p, _)| !p.contains(".git/")), "watcher {on}: nothing of git's own folders: {kids:?}");
+        let recover: Value = serde_json::from_slice(&said.stdout).unwrap();
+        let paths: Vec<&str> =
+            recover["sessions"][0]["entries"].as_array().unwrap().iter().filter_map(|e| e["path"].as_str()).collect();
+        assert!(paths.contains(&"wt/.git") && paths.contains(&"sub/.git"), "watcher {on}: {recover}");
     });
 }

@@ -2459,12 +2459,19 @@ fn a_folder_move_reverted_as_a_batch_puts_the_folder_back_and_u_moves_it_again()
 
     let mut app = App::new(Project::at(root.clone(), None), opts());
     let mut t = term(140, 40);
-    // The session's node selects its 6 entries; r, then y reverts them all.
-    run(&mut app, &mut t, "gg<space>");
+    // The session's context names the move.
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    assert!(s.contains("Folder moves (1)") && s.contains("folder moved: d/ → n/"), "{s}");
+    // The session's node selects its 6 entries; r, then y reverts them all. The dialog says
+    // which folders go and which come back.
+    run(&mut app, &mut t, "<space>");
     assert_eq!(app.tree.marked.len(), 6, "{}", text(&t));
     run(&mut app, &mut t, "r");
     let s = text(&t);
     assert!(s.contains("[y]"), "{s}");
+    let said = app.dialog.as_ref().map(|d| d.note.join("\n")).unwrap_or_default();
+    assert!(said.contains("Folders: the revert removes n/e/, n/ (left empty); makes d/, d/e/ again."), "{said}");
     run(&mut app, &mut t, "y");
     assert_eq!(
         files("d"),
@@ -2477,4 +2484,34 @@ fn a_folder_move_reverted_as_a_batch_puts_the_folder_back_and_u_moves_it_again()
     run(&mut app, &mut t, "u");
     assert!(!root.join("d").exists(), "{}", text(&t));
     assert_eq!(files("n").len(), 3, "{}", text(&t));
+}
+
+/// A folder moved by a command whose turn ended (its Stop settled the entries): the session's
+/// context still names the move, read from the session's settled entries (the tree shows none).
+#[test]
+fn the_session_context_names_a_folder_move_a_stop_settled() {
+    let repo = Repo::new(&[("a.txt", "a\n"), ("d/k.txt", "k\n"), ("d/e/l.txt", "l\n")]);
+    let root = repo.root.clone();
+    let sh = |c: &str| assert!(Command::new("sh").arg("-c").arg(c).current_dir(&root).status().unwrap().success());
+    sh("touch -d '2020-01-01' d/k.txt d/e/l.txt d/e d");
+    std::thread::sleep(Duration::from_millis(2100));
+    let payload = |event: &str| {
+        serde_json::json!({
+            "hook_event_name": event, "session_id": "5e551011-tui-settled", "transcript_path": "/tmp/none.jsonl",
+            "cwd": root, "tool_name": "Bash", "tool_use_id": "toolu_mv",
+            "tool_input": {"command": "mv d n", "description": "move"},
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+        })
+        .to_string()
+    };
+    hook_ok(&root, &payload("PreToolUse"), Parent::Timeout(20));
+    sh("mv d n");
+    hook_ok(&root, &payload("PostToolUse"), Parent::Timeout(20));
+    hook_ok(&root, &payload("Stop"), Parent::Timeout(20));
+    let mut app = App::new(Project::at(root.clone(), None), opts());
+    assert!(app.fold.entries.iter().all(|e| !e.is_unresolved()), "the Stop settled them");
+    let mut t = term(140, 40);
+    run(&mut app, &mut t, "gg");
+    let s = text(&t);
+    assert!(s.contains("Folder moves (1)") && s.contains("folder moved: d/ → n/ (2 files"), "{s}");
 }
