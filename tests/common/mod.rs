@@ -532,4 +532,4 @@ pub fn wait_fill_done(root: &Path) {
 #[path = "../support/recover.rs"]
 mod recover_text;
 #[allow(unused_imports)] // not every test binary that includes this module uses it
-pub use recover_text::recover_marks;
+pub use recover_text::{recover_marks, says_cut_off};

@@ -841,7 +841,7 @@ fn compact_keeps_the_preimages_a_running_commands_snapshot_names() {
     let dirty = walj::store::blob_id(b"dirty before the command\n");
     let pre = bash_payload(&root, "PreToolUse", "toolu_long", "make all", false);
     assert_eq!(hook_ok(&root, &pre.to_string(), Parent::Test), "");
-    let sidecar = fs::read_to_string(root.join(".walj/bash/toolu_long.json")).unwrap();
+    let sidecar = fs::read_to_string(root.join(".walj/bash/5e551011-bash-test-toolu_long.json")).unwrap();
     assert!(sidecar.contains(&dirty), "the snapshot names the dirty file's image: {sidecar}");
     let object = root.join(".walj/store").join(&dirty[..2]).join(&dirty[2..]);
     assert!(object.is_file(), "the Pre stored the dirty file's image");

@@ -13,3 +13,19 @@ pub fn recover_marks(text: &str, line: &str) -> String {
     }
     marks.join("\n")
 }
+
+/// Whether `walj recover`'s text `text` says a command cut off by a crash, `head` (what walj
+/// says of it, up to the colon: "command never finished (Claude Code stopped while it ran)"),
+/// whose line starts with `command`, and what became of it, starting with `detail` ("no changes
+/// found", "still running ("): on one line when it fits, else the command on the next line.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn says_cut_off(text: &str, head: &str, command: &str, detail: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.iter().enumerate().any(|(i, l)| {
+        let l = l.trim_start();
+        let one = l.starts_with(&format!("{head}: {command}")) && l.contains(&format!(" — {detail}"));
+        let two = l.starts_with(&format!("{head} — {detail}"))
+            && lines.get(i + 1).is_some_and(|n| n.trim_start().starts_with(command));
+        one || two
+    })
+}
