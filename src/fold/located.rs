@@ -431,18 +431,29 @@ impl LineIndex {
 /// The index file of `journal`: `lines.idx` next to a project's `.walj/journal.jsonl`;
 /// `None` for any other journal (read in full each time).
 pub fn path(journal: &Path) -> Option<PathBuf> {
-    let dir = journal.parent()?.file_name()?;
-    (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("lines.idx"))
+    cache_path(journal, "lines.idx")
 }
 
-/// Whether the index may be used for `journal` now: a project journal, no side files
-/// waiting (their lines are read after the journal's, and a merge in progress may have
-/// copied some into the covered bytes), not turned off.
+/// A per-journal cache file `name` next to a project's `.walj/journal.jsonl`; `None` for any
+/// other journal (read in full each time).
+pub(crate) fn cache_path(journal: &Path, name: &str) -> Option<PathBuf> {
+    let dir = journal.parent()?.file_name()?;
+    (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name(name))
+}
+
+/// Whether the index may be used for `journal` now ([`usable_cache`]).
 fn usable(journal: &Path) -> Option<PathBuf> {
+    usable_cache(journal, "lines.idx")
+}
+
+/// Cache file `name` of `journal` when it may be used now: a project journal, no side files
+/// waiting (their lines are read after the journal's, and a merge in progress may have copied
+/// some into the covered bytes), not turned off ([`OFF_ENV`]).
+pub(crate) fn usable_cache(journal: &Path, name: &str) -> Option<PathBuf> {
     if std::env::var_os(OFF_ENV).is_some() {
         return None;
     }
-    let idx = path(journal)?;
+    let idx = cache_path(journal, name)?;
     let side = crate::journal::JournalWriter::new(journal).side_dir().to_path_buf();
     if fs::read_dir(&side).is_ok_and(|mut d| d.next().is_some()) {
         return None;

@@ -20,7 +20,6 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::fold::located::OFF_ENV;
 use crate::fold::snapshot::{WRITE_AFTER, read_cache, write_cache};
 use crate::journal::reader::scan_lines;
 use crate::journal::{RawLine, Source, classify, identity, kind, op};
@@ -153,24 +152,15 @@ pub(crate) fn finish(acc: HashMap<String, Acc>) -> HashMap<String, Counted> {
 
 /// The index file of `journal`: `usage.idx` next to a project's `.walj/journal.jsonl`; `None`
 /// for any other journal (read in full each time).
-pub(crate) fn path(journal: &Path) -> Option<PathBuf> {
-    let dir = journal.parent()?.file_name()?;
-    (journal.file_name()? == "journal.jsonl" && dir == ".walj").then(|| journal.with_file_name("usage.idx"))
+#[cfg(test)]
+fn path(journal: &Path) -> Option<PathBuf> {
+    crate::fold::located::cache_path(journal, "usage.idx")
 }
 
-/// The index file when it may be used now: a project journal, no side files waiting (their
-/// lines are read after the journal's, and a merge in progress may have copied some into the
-/// covered bytes), not turned off.
+/// The index file when it may be used now (the line index's rule:
+/// [`crate::fold::located::usable_cache`]).
 fn usable(journal: &Path) -> Option<PathBuf> {
-    if std::env::var_os(OFF_ENV).is_some() {
-        return None;
-    }
-    let idx = path(journal)?;
-    let side = crate::journal::JournalWriter::new(journal).side_dir().to_path_buf();
-    if fs::read_dir(&side).is_ok_and(|mut d| d.next().is_some()) {
-        return None;
-    }
-    Some(idx)
+    crate::fold::located::usable_cache(journal, "usage.idx")
 }
 
 /// Every session's count, read in full (no index).

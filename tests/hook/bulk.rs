@@ -360,21 +360,7 @@ fn outside_git_a_command_that_changes_20000_files_has_20000_entries_each_with_it
 
 /// The PostToolUse of `id` as a child process (the real binary), to be killed.
 fn spawn_post(root: &Path, id: &str, command: &str) -> std::process::Child {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = Std::new(crate::common::walj_bin())
-        .arg("--project")
-        .arg(root)
-        .arg("hook")
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload(root, "PostToolUse", id, command).to_string().as_bytes()).unwrap();
-    child
+    spawn_hook(root, &payload(root, "PostToolUse", id, command))
 }
 
 fn stop(root: &Path) {
@@ -410,12 +396,23 @@ fn assert_whole(root: &Path, id: &str, n: usize) {
 /// the 300 changes were in no entry while `revert --session` said all was well.
 #[test]
 fn a_codemods_post_killed_before_its_entries_are_appended_leaves_them_to_the_stop() {
+    post_killed_before_its_entries_then_stop("toolu_codemod_killed", false);
+}
+
+/// A codemod's PostToolUse (of a background command when `in_background`) holds its
+/// comparison, waits for the journal's lock (held here) and is killed there, before it
+/// appended; the session's Stop then records all 300 changes, once and whole, and `revert
+/// --session` restores every file.
+fn post_killed_before_its_entries_then_stop(id: &str, in_background: bool) {
     let n = 300;
     let repo = many_files(n);
     let root = repo.root.clone();
-    let id = "toolu_codemod_killed";
     let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
-    hook(&root, &payload(&root, "PreToolUse", id, command));
+    let call = |event: &str| {
+        let p = payload(&root, event, id, command);
+        if in_background { background(p, id) } else { p }
+    };
+    hook(&root, &call("PreToolUse"));
     assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
     let cache = root.join(".walj/bash/cache.json");
     let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
@@ -423,7 +420,7 @@ fn a_codemods_post_killed_before_its_entries_are_appended_leaves_them_to_the_sto
     let lock =
         fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
     lock.lock().unwrap();
-    let mut post = spawn_post(&root, id, command);
+    let mut post = spawn_hook(&root, &call("PostToolUse"));
     // The Post saved its snapshot as the next command's base: its comparison is done, and
     // it goes on to append (and waits for the lock, whose deadline is 2 s).
     let t = std::time::Instant::now();
@@ -740,36 +737,7 @@ fn background(mut p: Value, id: &str) -> Value {
 /// its own snapshot first, and the Stop found nothing: the 300 changes were in no entry.
 #[test]
 fn a_background_commands_post_killed_before_its_entries_are_appended_leaves_them_to_the_stop() {
-    let n = 300;
-    let repo = many_files(n);
-    let root = repo.root.clone();
-    let id = "toolu_bg_killed";
-    let command = "find src -name '*.txt' -exec sed -i 's/old/new/' {} +";
-    hook(&root, &background(payload(&root, "PreToolUse", id, command), id));
-    assert!(Std::new("sh").arg("-c").arg(command).current_dir(&root).status().unwrap().success());
-    let cache = root.join(".walj/bash/cache.json");
-    let stamp = |p: &Path| fs::metadata(p).ok().map(|m| (m.modified().unwrap(), m.len()));
-    let before = stamp(&cache);
-    let lock =
-        fs::OpenOptions::new().create(true).truncate(false).write(true).open(root.join(".walj/journal.lock")).unwrap();
-    lock.lock().unwrap();
-    let mut post = spawn_hook(&root, &background(payload(&root, "PostToolUse", id, command), id));
-    let t = std::time::Instant::now();
-    while stamp(&cache) == before {
-        assert!(t.elapsed().as_secs() < 120, "the Post never saved its snapshot");
-        assert!(post.try_wait().unwrap().is_none(), "the Post ended without the journal's lock");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    post.kill().unwrap();
-    post.wait().unwrap();
-    lock.unlock().unwrap();
-    assert!(children(&root, id).is_empty(), "killed before it appended");
-    stop(&root);
-    assert_whole(&root, id, n);
-    let (code, text) = revert_session(&root);
-    assert_eq!(code, 0, "{text}");
-    assert_all_old(&root, n);
+    post_killed_before_its_entries_then_stop("toolu_bg_killed", true);
 }
 
 /// A background command's Post that appended its entries and died before it replaced its
