@@ -22,6 +22,24 @@ pub fn walj_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_walj"))
 }
 
+/// `walj --project PROJECT hook` as a child process reading `payload` (the real binary, with
+/// no inherited project or journal), to be killed or waited for.
+pub fn spawn_hook(project: &Path, payload: &str) -> std::process::Child {
+    let mut child = StdCommand::new(walj_bin())
+        .arg("--project")
+        .arg(project)
+        .arg("hook")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("WALJ_JOURNAL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawning walj hook");
+    child.stdin.take().expect("the hook's stdin").write_all(payload.as_bytes()).expect("writing the payload");
+    child
+}
+
 /// A new temp folder and its canonical path (walj prints canonical paths).
 pub fn scratch() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");

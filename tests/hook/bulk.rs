@@ -706,21 +706,7 @@ fn staged_only_preimages_survive_a_gc_through_claude_and_are_said_unavailable_ou
 
 /// `walj hook` on `payload` as a child process (the real binary), to be killed.
 fn spawn_hook(root: &Path, payload: &Value) -> std::process::Child {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = Std::new(crate::common::walj_bin())
-        .arg("--project")
-        .arg(root)
-        .arg("hook")
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("WALJ_JOURNAL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-    child
+    crate::common::spawn_hook(root, &payload.to_string())
 }
 
 fn background(mut p: Value, id: &str) -> Value {

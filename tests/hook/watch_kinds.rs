@@ -591,6 +591,10 @@ fn a_nested_repository_made_again_at_its_path_is_the_commands() {
     each(|on| {
         let w = session(&[("a.txt", "a\n")], on, &|w| {
             sh(w.root(), "mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
+            // "There before the command": older than the margin within which a snapshot counts
+            // a nested repository's `.git` as new (`NESTED_NEW_NS`, 20 ms: the kernel's coarse
+            // file clock), else the Pre walks the old one and its equal file is no change.
+            std::thread::sleep(std::time::Duration::from_millis(60));
         });
         let kids = run(&w, "toolu_r", "rm -rf sub && mkdir sub && echo old > sub/nested.txt && git -C sub init -q");
         served(&w, "toolu_r", on);

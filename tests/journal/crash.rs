@@ -232,8 +232,6 @@ fn a_damaged_object_is_never_named_on_trust_by_the_next_hook_that_stores_its_byt
 /// WALJ_KILL_ITERATIONS (default 40).
 #[test]
 fn a_hook_killed_at_any_moment_never_leaves_a_line_naming_an_absent_image() {
-    use std::io::Write as _;
-    use std::process::Stdio;
     let iterations: u64 = std::env::var("WALJ_KILL_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let repo = Repo::new(&[("big.txt", "start\n")]);
     let root = &repo.root;
@@ -246,18 +244,7 @@ fn a_hook_killed_at_any_moment_never_leaves_a_line_naming_an_absent_image() {
             "tool_name": "Edit", "tool_use_id": format!("toolu_k{i}"),
             "tool_input": {"file_path": root.join("big.txt"), "old_string": "1", "new_string": "2"},
         });
-        let mut child = std::process::Command::new(crate::common::walj_bin())
-            .arg("--project")
-            .arg(root)
-            .arg("hook")
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .env_remove("WALJ_JOURNAL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        let mut child = crate::common::spawn_hook(root, &payload.to_string());
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
